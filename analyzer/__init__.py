@@ -1,0 +1,14 @@
+"""opcost: exact per-node counts and roofline latency predictions for ONNX and JAX graphs.
+
+Heavy dependencies (onnx, jax) are imported only when an entry point is called.
+"""
+
+from .api import analyze
+from .errors import (AnalyzerError, BaselineError, CheckFailed, GraphError, HardwareError,
+                     InputSpecError, ModelLoadError, ShapeError, UnboundDimError)
+
+__all__ = [
+    "analyze", "AnalyzerError", "BaselineError", "CheckFailed", "GraphError", "HardwareError",
+    "InputSpecError", "ModelLoadError", "ShapeError", "UnboundDimError",
+]
+__version__ = "0.1.0"

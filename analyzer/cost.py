@@ -1,0 +1,144 @@
+"""The cost record and the one rule registry.
+
+A *rule* is a pure function of a node's input and output ``TensorSpec``s and its
+attributes (keyword-only, with the op schema's defaults) that returns a ``Work``:
+the arithmetic it does, split by class, and (only where it differs from "read
+every data input whole, write every output whole") the bytes it really moves.
+The engine (``analyzer/engine.py``) turns ``Work`` into a ``Cost`` by splitting
+reads into weights (constant inputs) and activations.  Rules never see hardware.
+
+Registration is explicit and keyed by ``(domain, op_type)``; registering the same
+key twice is a programming error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Callable, Iterable, Mapping
+
+# ONNX spells the default domain both ways.
+_DOMAIN_ALIASES = {"ai.onnx": ""}
+
+
+def canonical_domain(domain: str) -> str:
+    return _DOMAIN_ALIASES.get(domain, domain)
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """What a rule returns: exact operation counts plus optional byte overrides.
+
+    ``reads`` maps an input index to the bytes actually read from it (default: the
+    whole tensor, for every input that is data rather than a shape-like argument);
+    ``writes`` is the bytes written (default: every output whole).  ``mac_dtype``
+    names the dtype the MAC array runs in when it differs from the first input's
+    (integer matmuls, mixed precision).
+    """
+
+    mac_flops: int = 0
+    vector_flops: int = 0
+    transcendentals: int = 0
+    reads: Mapping[int, int] | None = None
+    writes: int | None = None
+    mac_dtype: str | None = None
+    note: str | None = None
+
+
+COUNT_FIELDS = (
+    "params", "mac_flops", "vector_flops", "transcendentals",
+    "weight_bytes", "activation_bytes_read", "activation_bytes_written",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """Exact integer counts of one node (or a sum of nodes). Supports ``+`` and ``* int``."""
+
+    params: int = 0
+    mac_flops: int = 0
+    vector_flops: int = 0
+    transcendentals: int = 0
+    weight_bytes: int = 0
+    activation_bytes_read: int = 0
+    activation_bytes_written: int = 0
+
+    @property
+    def flops(self) -> int:
+        return self.mac_flops + self.vector_flops + self.transcendentals
+
+    @property
+    def bytes_moved(self) -> int:
+        """Bytes that cross the memory interface: weights + activations read + written."""
+        return self.weight_bytes + self.activation_bytes_read + self.activation_bytes_written
+
+    def __add__(self, other: "Cost") -> "Cost":
+        if not isinstance(other, Cost):
+            return NotImplemented
+        return Cost(*(getattr(self, f) + getattr(other, f) for f in COUNT_FIELDS))
+
+    def __radd__(self, other):
+        if other == 0:  # lets sum() start from 0
+            return self
+        return NotImplemented
+
+    def scaled(self, times: int, *, params: bool = False) -> "Cost":
+        """The cost of running this ``times`` times (a loop body). Params are not
+        multiplied unless asked: weights exist once however often they are read."""
+        return Cost(
+            self.params * times if params else self.params,
+            *(getattr(self, f) * times for f in COUNT_FIELDS[1:]),
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        d = {f: getattr(self, f) for f in COUNT_FIELDS}
+        d["flops"] = self.flops
+        return d
+
+
+assert tuple(f.name for f in fields(Cost)) == COUNT_FIELDS
+
+
+RuleFn = Callable[..., Work]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A registered rule. ``shape_inputs``: input indices that are shape-like arguments
+    (never params, never read as data). ``io``: "data" (reads inputs, writes outputs),
+    "view" (a metadata change: no bytes move) or "meta" (reads only metadata, writes
+    its small output)."""
+
+    fn: RuleFn
+    op: str
+    domain: str
+    shape_inputs: frozenset[int]
+    io: str
+
+
+RULES: dict[tuple[str, str], Rule] = {}
+
+
+def register(
+    *ops: str,
+    domain: str = "",
+    shape_inputs: Iterable[int] = (),
+    io: str = "data",
+) -> Callable[[RuleFn], RuleFn]:
+    """Register ``fn`` as the rule of each op in ``ops`` (one parametrized family)."""
+    if io not in ("data", "view", "meta"):
+        raise ValueError(f"io must be data, view or meta, not {io!r}")
+    dom = canonical_domain(domain)
+
+    def deco(fn: RuleFn) -> RuleFn:
+        for op in ops:
+            key = (dom, op)
+            if key in RULES:
+                raise ValueError(f"duplicate cost rule for {dom or 'ai.onnx'}::{op}")
+            RULES[key] = Rule(fn, op, dom, frozenset(shape_inputs), io)
+        return fn
+
+    return deco
+
+
+def lookup(domain: str, op: str) -> Rule | None:
+    return RULES.get((canonical_domain(domain), op))

@@ -1,0 +1,135 @@
+"""Graph -> per-node ``Cost``: apply the rules, split bytes into classes, count params.
+
+Classification of a node:
+- ``folded``: all outputs are constant (shape arithmetic, weight preprocessing); a
+  runtime computes them ahead of time, so they cost nothing and are listed as such.
+- ``costed``: a rule counted it.
+- ``uncosted``: no rule; its bytes and params are still counted exactly, its
+  arithmetic is unknown, and the report says so (never a silent zero).
+
+Params: each constant tensor consumed as data (not a shape-like argument) by a
+runtime node is counted once, at its first consumer. Weight bytes are counted at
+every read (traffic), activation bytes per read and per write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import rules as _rules  # noqa: F401  (fills the registry)
+from .cost import Cost, Work, lookup
+from .errors import AnalyzerError, ShapeError, UnboundDimError
+from .ir import Graph, Node, TensorSpec
+
+COSTED, FOLDED, UNCOSTED = "costed", "folded", "uncosted"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCost:
+    """One node's result: its counts and how they were obtained."""
+
+    name: str
+    op: str
+    domain: str
+    status: str
+    cost: Cost
+    inputs: tuple[str, ...]    # spec strings, for display ("float32[1,3,224,224]")
+    outputs: tuple[str, ...]
+    mac_dtype: str | None = None
+    note: str | None = None
+
+
+def _describe(graph: Graph, node: Node) -> str:
+    def fmt(names):
+        return ", ".join(f"{x}: {graph.tensors.get(x, '?')}" for x in names if x)
+    return f"inputs ({fmt(node.inputs)}) outputs ({fmt(node.outputs)})"
+
+
+def _context_error(graph: Graph, node: Node, err: Exception) -> AnalyzerError:
+    where = f"node '{node.name}' ({node.op})"
+    if isinstance(err, UnboundDimError):
+        d = err.dim
+        if d == "?":
+            msg = (f"{where}: a dim is unknown after shape inference; fix the input shapes "
+                   f"with --input NAME=DIMS; {_describe(graph, node)}")
+        elif d.startswith("unk__"):
+            msg = (f"{where}: dim '{d}' was derived by shape inference from unbound input dims; "
+                   f"bind the model's symbolic dims with --dim; {_describe(graph, node)}")
+        else:
+            msg = f"{where}: symbolic dim '{d}' is unbound; pass --dim {d}=VALUE"
+        e = UnboundDimError(d, msg)
+        return e
+    return ShapeError(f"{where}: {err}; {_describe(graph, node)}")
+
+
+def cost_graph(graph: Graph) -> list[NodeCost]:
+    """Exact counts for every node of ``graph``, in topological order."""
+    tensors = graph.tensors
+    constants = graph.constants
+    counted: set[str] = set()
+    out: list[NodeCost] = []
+    for node in graph.nodes:
+        ins = tuple(tensors.get(x) if x else None for x in node.inputs)
+        outs = tuple(tensors.get(x) if x else None for x in node.outputs)
+        in_str = tuple(str(s) if s is not None else "-" for s in ins)
+        out_str = tuple(str(s) if s is not None else "-" for s in outs)
+        if node.name in graph.folded:
+            out.append(NodeCost(node.name, node.op, node.domain, FOLDED, Cost(), in_str, out_str,
+                                note="constant-folded"))
+            continue
+        rule = lookup(node.domain, node.op)
+        try:
+            if rule is None:
+                work, shape_inputs, io, status = Work(), frozenset(), "data", UNCOSTED
+            else:
+                work = rule.fn(ins, outs, **node.attrs)
+                shape_inputs, io, status = rule.shape_inputs, rule.io, COSTED
+            cost, counted_now = _bytes(node, ins, outs, work, shape_inputs, io, constants, counted)
+        except AnalyzerError as e:
+            raise _context_error(graph, node, e) from None
+        except (TypeError, KeyError, IndexError, ValueError, ZeroDivisionError) as e:
+            raise _context_error(graph, node, ShapeError(f"cannot cost it ({type(e).__name__}: {e})")) from None
+        counted.update(counted_now)
+        out.append(NodeCost(node.name, node.op, node.domain, status, cost, in_str, out_str,
+                            work.mac_dtype or (ins[0].dtype if work.mac_flops and ins and ins[0] else None),
+                            work.note or (f"no cost rule for {node.domain or 'ai.onnx'}::{node.op}"
+                                          if status == UNCOSTED else None)))
+    return out
+
+
+def _bytes(node: Node, ins: tuple[TensorSpec | None, ...], outs, work: Work,
+           shape_inputs: frozenset[int], io: str, constants: frozenset[str], counted: set[str]):
+    params = weight = act_read = 0
+    new: list[str] = []
+    reads = work.reads or {}
+    for i, (name, spec) in enumerate(zip(node.inputs, ins)):
+        if not name or i in shape_inputs:
+            continue
+        if spec is None:
+            raise ShapeError(f"input {i} '{name}' has no type or shape")
+        is_const = name in constants
+        if is_const and name not in counted and name not in new:
+            params += spec.numel()
+            new.append(name)
+        if io != "data":
+            continue
+        nbytes = reads[i] if i in reads else spec.nbytes()
+        if is_const:
+            weight += nbytes
+        else:
+            act_read += nbytes
+    if io == "view":
+        written = 0
+    elif work.writes is not None:
+        written = work.writes
+    else:
+        written = 0
+        for name, spec in zip(node.outputs, outs):
+            if not name:
+                continue
+            if spec is None:
+                raise ShapeError(f"output '{name}' has no type or shape")
+            written += spec.nbytes()
+    cost = Cost(params, work.mac_flops, work.vector_flops, work.transcendentals,
+                weight, act_read, written)
+    return cost, new

@@ -1,0 +1,1 @@
+"""Frontends turn a model (ONNX file, JAX program) into an ``ir.Graph``."""

@@ -1,0 +1,468 @@
+"""The ONNX frontend: a model file, bytes or ModelProto -> ``ir.Graph``.
+
+Weight bytes are never read (``load_external_data=False``; a model whose ``.data``
+file is absent still analyses).  Steps: parse, check the structure (dangling
+inputs, cycles), bind user dims, run ONNX shape inference with data propagation,
+fold constant-only subgraphs, and re-infer once when folding revealed values that
+shapes depend on.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import onnx
+from onnx import TensorProto, numpy_helper
+
+from ..errors import GraphError, InputSpecError, ModelLoadError, ShapeError
+from ..ir import Graph, Node, TensorSpec
+from . import fold
+
+DTYPES: dict[int, str] = {}
+for _name, _py in [
+    ("FLOAT", "float32"), ("DOUBLE", "float64"), ("FLOAT16", "float16"), ("BFLOAT16", "bfloat16"),
+    ("FLOAT8E4M3FN", "float8e4m3fn"), ("FLOAT8E4M3FNUZ", "float8e4m3fnuz"),
+    ("FLOAT8E5M2", "float8e5m2"), ("FLOAT8E5M2FNUZ", "float8e5m2fnuz"), ("FLOAT8E8M0", "float8e8m0"),
+    ("FLOAT4E2M1", "float4e2m1"),
+    ("INT64", "int64"), ("INT32", "int32"), ("INT16", "int16"), ("INT8", "int8"), ("INT4", "int4"),
+    ("INT2", "int2"), ("UINT64", "uint64"), ("UINT32", "uint32"), ("UINT16", "uint16"),
+    ("UINT8", "uint8"), ("UINT4", "uint4"), ("UINT2", "uint2"), ("BOOL", "bool"),
+    ("STRING", "string"), ("COMPLEX64", "complex64"), ("COMPLEX128", "complex128"),
+]:
+    if hasattr(TensorProto, _name):
+        DTYPES[getattr(TensorProto, _name)] = _py
+
+# Initializer values up to this many elements are read (they carry shapes, axes, scalars).
+_SMALL = 4096
+
+
+# ----------------------------------------------------------------------------- loading
+
+def read_model(model: Any) -> tuple[onnx.ModelProto, str]:
+    """Parse ``model`` (path, bytes or ModelProto) without reading external weight data.
+
+    Returns the proto (a private copy that may be modified) and a display path."""
+    if isinstance(model, onnx.ModelProto):
+        m = onnx.ModelProto()
+        m.CopyFrom(model)
+        return _checked(m, "<ModelProto>"), "<ModelProto>"
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return _checked(_parse(bytes(model), "<bytes>"), "<bytes>"), "<bytes>"
+    if isinstance(model, (str, os.PathLike)):
+        path = Path(model)
+        if not path.exists():
+            raise ModelLoadError(f"{path}: no such file")
+        if path.is_dir():
+            raise ModelLoadError(f"{path}: is a directory, not an ONNX file")
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise ModelLoadError(f"{path}: cannot read ({e.strerror})") from None
+        return _checked(_parse(data, str(path)), str(path)), str(path)
+    raise ModelLoadError(
+        f"cannot analyse a {type(model).__name__}: pass a path, bytes or an onnx.ModelProto")
+
+
+def _parse(data: bytes, where: str) -> onnx.ModelProto:
+    if not data:
+        raise ModelLoadError(f"{where}: file is empty")
+    m = onnx.ModelProto()
+    try:
+        m.ParseFromString(data)
+    except Exception as e:  # google.protobuf.message.DecodeError and friends
+        raise ModelLoadError(
+            f"{where}: not an ONNX model (protobuf parse failed: {e}); truncated or another format?"
+        ) from None
+    return m
+
+
+def _checked(m: onnx.ModelProto, where: str) -> onnx.ModelProto:
+    # Random bytes can parse as a protobuf; a real model has an IR version, an opset and a graph.
+    if m.ir_version <= 0 or not m.HasField("graph") or not m.opset_import:
+        raise ModelLoadError(f"{where}: not an ONNX model (no IR version, opset or graph found)")
+    if not m.graph.node:
+        raise ModelLoadError(f"{where}: the graph has no nodes")
+    return m
+
+
+# ----------------------------------------------------------------------------- binding
+
+def parse_shape(text: str, name: str = "") -> tuple[int | str, ...]:
+    """'1x3x224x224' -> (1, 3, 224, 224); a non-numeric part stays a symbol."""
+    parts = [p for p in text.strip().lower().replace(",", "x").split("x")]
+    if not text.strip() or any(not p for p in parts):
+        raise InputSpecError(f"bad shape '{text}' for input '{name}': expected e.g. 1x3x224x224")
+    out: list[int | str] = []
+    for p in parts:
+        if p.lstrip("-").isdigit():
+            v = int(p)
+            if v < 0:
+                raise InputSpecError(f"negative dim {v} in shape '{text}' for input '{name}'")
+            out.append(v)
+        else:
+            out.append(p)
+    return tuple(out)
+
+
+def _dims_of(vi: onnx.ValueInfoProto) -> list:
+    t = vi.type.tensor_type
+    if not t.HasField("shape"):
+        return []
+    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in t.shape.dim]
+
+
+def bind_inputs(m: onnx.ModelProto, inputs: Mapping[str, Any] | None,
+                dims: Mapping[str, int] | None) -> dict[str, int]:
+    """Write user shapes and dim values into the graph inputs before inference.
+
+    Returns the dims that were bound (for the report)."""
+    g = m.graph
+    init_names = {t.name for t in g.initializer}
+    real = [vi for vi in g.input if vi.name not in init_names]
+    by_name = {vi.name: vi for vi in real}
+    for vi in real:
+        for i, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.HasField("dim_value") and d.dim_value < 0:
+                raise ShapeError(f"input '{vi.name}' has a negative dim {d.dim_value} at axis {i}")
+    bound: dict[str, int] = {}
+    for name, shape in (inputs or {}).items():
+        if name not in by_name:
+            raise InputSpecError(
+                f"--input names '{name}', but the model's inputs are: {', '.join(by_name) or 'none'}")
+        if isinstance(shape, str):
+            shape = parse_shape(shape, name)
+        shape = tuple(shape)
+        t = by_name[name].type.tensor_type
+        old = t.shape.dim
+        if len(old) and len(old) != len(shape):
+            raise InputSpecError(
+                f"input '{name}' has rank {len(old)} {_dims_of(by_name[name])}, "
+                f"but --input gives {len(shape)} dims {list(shape)}")
+        for d_old, v in zip(old, shape):
+            if isinstance(v, int) and d_old.HasField("dim_param") and d_old.dim_param:
+                bound[d_old.dim_param] = v
+        t.shape.ClearField("dim")
+        for v in shape:
+            d = t.shape.dim.add()
+            if isinstance(v, int):
+                if v < 0:
+                    raise InputSpecError(f"negative dim {v} for input '{name}'")
+                d.dim_value = v
+            else:
+                d.dim_param = v
+    if dims:
+        known = {d.dim_param for vi in real for d in vi.type.tensor_type.shape.dim if d.dim_param}
+        for k, v in dims.items():
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise InputSpecError(f"--dim {k}={v}: the value must be a non-negative integer")
+            if k not in known:
+                raise InputSpecError(
+                    f"--dim names '{k}', but the model's symbolic dims are: "
+                    f"{', '.join(sorted(known)) or 'none (all input dims are fixed)'}")
+        for vi in real:
+            for d in vi.type.tensor_type.shape.dim:
+                if d.dim_param in dims:
+                    v = dims[d.dim_param]
+                    bound[d.dim_param] = v
+                    d.dim_value = v
+    return bound
+
+
+# ----------------------------------------------------------------------------- structure
+
+def _attr_value(a: onnx.AttributeProto):
+    if a.type == onnx.AttributeProto.GRAPH:
+        return a.g
+    if a.type == onnx.AttributeProto.GRAPHS:
+        return list(a.graphs)
+    v = onnx.helper.get_attribute_value(a)
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, list) and v and isinstance(v[0], bytes):
+        return [x.decode("utf-8", "replace") for x in v]
+    return v
+
+
+def _node_names(g: onnx.GraphProto) -> list[str]:
+    """The file's node names, with stable generated names for unnamed nodes and a
+    suffix for duplicates (``op_index``, index = position in the graph)."""
+    names: list[str] = []
+    seen: set[str] = set()
+    for i, n in enumerate(g.node):
+        name = n.name or f"{n.op_type}_{i}"
+        base, k = name, 1
+        while name in seen:
+            k += 1
+            name = f"{base}#{k}"
+        seen.add(name)
+        names.append(name)
+    return names
+
+
+def _topo_order(g: onnx.GraphProto, names: list[str], available: set[str]) -> list[int]:
+    """Node indices in topological order; raises ``GraphError`` naming a dangling input or a cycle."""
+    produced_by: dict[str, int] = {}
+    for i, n in enumerate(g.node):
+        for o in n.output:
+            if not o:
+                continue
+            if o in produced_by or o in available:
+                raise GraphError(f"tensor '{o}' is produced twice (again by node '{names[i]}' ({n.op_type}))")
+            produced_by[o] = i
+    for i, n in enumerate(g.node):
+        for x in n.input:
+            if x and x not in produced_by and x not in available:
+                raise GraphError(
+                    f"node '{names[i]}' ({n.op_type}) reads '{x}', which no node, graph input or "
+                    f"initializer produces")
+    # Fast path: the file is already in topological order (the ONNX spec requires it).
+    done = set(available)
+    in_order = True
+    for n in g.node:
+        if any(x and x not in done for x in n.input):
+            in_order = False
+            break
+        done.update(n.output)
+    if in_order:
+        return list(range(len(g.node)))
+    import networkx as nx
+
+    dg = nx.DiGraph()
+    dg.add_nodes_from(range(len(g.node)))
+    dg.add_edges_from((produced_by[x], i) for i, n in enumerate(g.node) for x in n.input
+                      if x in produced_by)
+    try:
+        return list(nx.lexicographical_topological_sort(dg))
+    except nx.NetworkXUnfeasible:
+        cycle = nx.find_cycle(dg)
+        path = " -> ".join(f"'{names[a]}'" for a, _ in cycle) + f" -> '{names[cycle[0][0]]}'"
+        raise GraphError(f"the graph has a cycle: {path}") from None
+
+
+# ----------------------------------------------------------------------------- specs
+
+def _spec_of_type(tp: onnx.TypeProto) -> TensorSpec | None:
+    if not tp.HasField("tensor_type"):
+        return None
+    t = tp.tensor_type
+    dtype = DTYPES.get(t.elem_type, "?")
+    if not t.HasField("shape"):
+        return TensorSpec(None, dtype)
+    shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in t.shape.dim)
+    return TensorSpec(shape, dtype)
+
+
+def _collect_specs(g: onnx.GraphProto) -> dict[str, TensorSpec]:
+    specs: dict[str, TensorSpec] = {}
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        s = _spec_of_type(vi.type)
+        if s is not None:
+            specs[vi.name] = s
+    for t in g.initializer:
+        specs[t.name] = TensorSpec(tuple(t.dims), DTYPES.get(t.data_type, "?"))
+    for t in g.sparse_initializer:
+        specs[t.values.name] = TensorSpec(tuple(t.dims), DTYPES.get(t.values.data_type, "?"))
+    return specs
+
+
+def _small_value(t: TensorProto):
+    """The value of an in-file tensor with few elements; never touches external data."""
+    if t.data_location == TensorProto.EXTERNAL or int(np.prod(t.dims)) > _SMALL:
+        return None
+    if t.data_type not in (TensorProto.INT64, TensorProto.INT32, TensorProto.FLOAT,
+                           TensorProto.DOUBLE, TensorProto.BOOL, TensorProto.INT8,
+                           TensorProto.UINT8, TensorProto.FLOAT16):
+        return None
+    try:
+        return numpy_helper.to_array(t)
+    except Exception:
+        return None
+
+
+def _constant_node_value(n: onnx.NodeProto):
+    """(spec, value) of a Constant node's output."""
+    for a in n.attribute:
+        if a.name == "value":
+            return TensorSpec(tuple(a.t.dims), DTYPES.get(a.t.data_type, "?")), _small_value(a.t)
+        if a.name == "sparse_value":
+            return TensorSpec(tuple(a.sparse_tensor.dims), DTYPES.get(a.sparse_tensor.values.data_type, "?")), None
+        if a.name in ("value_float", "value_int"):
+            v = np.asarray(onnx.helper.get_attribute_value(a),
+                           dtype=np.float32 if a.name == "value_float" else np.int64)
+            return TensorSpec((), "float32" if a.name == "value_float" else "int64"), v
+        if a.name in ("value_floats", "value_ints"):
+            v = np.asarray(onnx.helper.get_attribute_value(a),
+                           dtype=np.float32 if a.name == "value_floats" else np.int64)
+            return TensorSpec((len(v),), "float32" if a.name == "value_floats" else "int64"), v
+        if a.name in ("value_string", "value_strings"):
+            return TensorSpec(() if a.name == "value_string" else (len(a.strings),), "string"), None
+    raise GraphError(f"Constant node '{n.name}' has no value attribute")
+
+
+# ----------------------------------------------------------------------------- the graph
+
+def _infer(m: onnx.ModelProto) -> onnx.ModelProto:
+    try:
+        return onnx.shape_inference.infer_shapes(m, check_type=False, strict_mode=False, data_prop=True)
+    except Exception as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ShapeError(f"ONNX shape inference failed: {msg}") from None
+
+
+_NP_DTYPES = {"int64": np.int64, "int32": np.int32, "float32": np.float32, "float64": np.float64,
+              "bool": np.bool_, "float16": np.float16, "int8": np.int8, "uint8": np.uint8}
+
+
+def load(model: Any, *, inputs: Mapping[str, Any] | None = None,
+         dims: Mapping[str, int] | None = None) -> tuple[Graph, dict]:
+    """Load, bind, infer and fold an ONNX model. Returns the graph and model info."""
+    m, path = read_model(model)
+    bound = bind_inputs(m, inputs, dims)
+    graph = _build(m, path)
+    init_names = {t.name for t in m.graph.initializer}
+    info = {
+        "path": path,
+        "format": "onnx",
+        "inputs": {vi.name: list(_dims_of(vi)) for vi in m.graph.input if vi.name not in init_names},
+        "dims": bound,
+        "opset": {d.domain or "ai.onnx": d.version for d in m.opset_import},
+        "producer": m.producer_name,
+    }
+    info["inputs"] = {k: list(graph.tensors[k].shape or ()) if k in graph.tensors else v
+                      for k, v in info["inputs"].items()}
+    return graph, info
+
+
+def _build(m: onnx.ModelProto, path: str) -> Graph:
+    g = m.graph
+    names = _node_names(g)
+    available = ({vi.name for vi in g.input} | {t.name for t in g.initializer}
+                 | {t.values.name for t in g.sparse_initializer})
+    order = _topo_order(g, names, available)
+
+    inferred = _infer(m)
+    specs = _collect_specs(inferred.graph)
+    constants, values, folded = _fold(g, names, order, specs)
+
+    # Folding may have computed values (Reshape targets, Expand shapes) that inference
+    # could not see; give them to inference as initializers and infer once more.
+    if any(_needs_shape(specs, n) for i in order if names[i] not in folded for n in [g.node[i]]):
+        extra = [numpy_helper.from_array(v, name=k) for k, v in values.items()
+                 if k not in {t.name for t in g.initializer}]
+        if extra:
+            m2 = onnx.ModelProto()
+            m2.CopyFrom(m)
+            keep = [n for i, n in enumerate(m2.graph.node) if names[i] not in folded]
+            del m2.graph.node[:]
+            m2.graph.node.extend(keep)
+            m2.graph.initializer.extend(extra)
+            specs2 = _collect_specs(_infer(m2).graph)
+            for k, s in specs2.items():
+                old = specs.get(k)
+                if old is None or _unknowns(old) > _unknowns(s):
+                    specs[k] = s
+
+    nodes = []
+    for i in order:
+        n = g.node[i]
+        attrs = {a.name: _attr_value(a) for a in n.attribute}
+        nodes.append(Node(names[i], n.op_type, n.domain if n.domain != "ai.onnx" else "",
+                          tuple(n.input), tuple(n.output), attrs))
+    init_names = {t.name for t in g.initializer}
+    graph_inputs = tuple(vi.name for vi in g.input if vi.name not in init_names)
+    return Graph(
+        name=g.name or Path(path).stem,
+        nodes=nodes,
+        tensors=specs,
+        inputs=graph_inputs,
+        outputs=tuple(vi.name for vi in g.output),
+        constants=frozenset(constants),
+        values=values,
+        folded=frozenset(folded),
+        opsets={d.domain or "": d.version for d in m.opset_import},
+    )
+
+
+def _unknowns(s: TensorSpec) -> int:
+    if s.shape is None:
+        return 1 << 20
+    return sum(1 for d in s.shape if type(d) is not int)
+
+
+def _needs_shape(specs: dict[str, TensorSpec], n: onnx.NodeProto) -> bool:
+    for o in n.output:
+        s = specs.get(o)
+        if o and (s is None or _unknowns(s)):
+            return True
+    return False
+
+
+def _fold(g: onnx.GraphProto, names: list[str], order: list[int], specs: dict[str, TensorSpec]):
+    """Mark constant tensors, compute the small values, and name the folded nodes."""
+    constants: set[str] = {t.name for t in g.initializer} | {t.values.name for t in g.sparse_initializer}
+    values: dict[str, np.ndarray] = {}
+    for t in g.initializer:
+        v = _small_value(t)
+        if v is not None:
+            values[t.name] = v
+    folded: set[str] = set()
+    for i in order:
+        n = g.node[i]
+        op = n.op_type
+        if n.domain not in ("", "ai.onnx") or op not in fold.FOLDABLE:
+            continue
+        if op == "Constant":
+            spec, v = _constant_node_value(n)
+            specs.setdefault(n.output[0], spec)
+            constants.add(n.output[0])
+            if v is not None:
+                values[n.output[0]] = v
+            folded.add(names[i])
+            continue
+        attrs = None
+        if op in ("Shape", "Size"):
+            s = specs.get(n.input[0])
+            if s is None or not s.is_static:
+                continue
+            if op == "Size":
+                v = np.asarray(s.numel(), dtype=np.int64)
+            else:
+                attrs = {a.name: _attr_value(a) for a in n.attribute}
+                v = np.asarray(s.shape, dtype=np.int64)[attrs.get("start", 0):attrs.get("end", None)]
+            values[n.output[0]] = v
+            constants.add(n.output[0])
+            folded.add(names[i])
+            continue
+        ins = [x for x in n.input if x]
+        if not ins or not all(x in constants for x in ins):
+            continue
+        constants.update(o for o in n.output if o)
+        folded.add(names[i])
+        if all(x in values for x in ins) and len(n.output) == 1:
+            if attrs is None:
+                attrs = {a.name: _attr_value(a) for a in n.attribute}
+            vals = [values[x] if x else None for x in n.input]
+            if op == "ConstantOfShape":
+                shape = [int(d) for d in vals[0]]
+                if int(np.prod(shape)) <= fold.MAX_VALUE_ELEMENTS:
+                    t = attrs.get("value")
+                    fill = numpy_helper.to_array(t) if t is not None else np.zeros(1, np.float32)
+                    values[n.output[0]] = np.full(shape, fill.reshape(-1)[0], dtype=fill.dtype)
+                continue
+            if op in ("Cast", "CastLike"):
+                to = attrs.get("to") if op == "Cast" else None
+                dt = _NP_DTYPES.get(DTYPES.get(to, "")) if to is not None else vals[1].dtype
+                if dt is not None:
+                    values[n.output[0]] = vals[0].astype(dt)
+                continue
+            v = fold.evaluate(op, vals, attrs)
+            if v is not None:
+                values[n.output[0]] = v
+    for k, v in values.items():
+        s = specs.get(k)
+        if s is None or _unknowns(s):
+            specs[k] = TensorSpec(tuple(int(d) for d in v.shape), str(v.dtype))
+    return constants, values, folded

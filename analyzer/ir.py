@@ -1,0 +1,133 @@
+"""The intermediate representation: plain frozen data shared by every frontend.
+
+A ``Graph`` is a list of ``Node``s in topological order plus a table of
+``TensorSpec``s keyed by tensor name.  Dims are ints or symbol names (str); a
+symbol stays a symbol until the user binds it.  ``"?"`` marks a dim that shape
+inference could not determine at all.  Nothing here imports onnx or jax.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+from typing import Any, Mapping
+
+from .errors import ShapeError, UnboundDimError
+
+Dim = int | str
+
+# Bits per element of every dtype name used in the IR (ONNX and JAX names map onto these).
+DTYPE_BITS: dict[str, int] = {
+    "float64": 64, "float32": 32, "float16": 16, "bfloat16": 16,
+    "float8e4m3fn": 8, "float8e4m3fnuz": 8, "float8e5m2": 8, "float8e5m2fnuz": 8, "float8e8m0": 8,
+    "float4e2m1": 4,
+    "int64": 64, "int32": 32, "int16": 16, "int8": 8, "int4": 4, "int2": 2,
+    "uint64": 64, "uint32": 32, "uint16": 16, "uint8": 8, "uint4": 4, "uint2": 2,
+    "bool": 8, "complex64": 64, "complex128": 128,
+    # Variable-length strings have no fixed size; we charge a pointer-sized slot.
+    "string": 64,
+}
+
+FLOAT_DTYPES = frozenset(d for d in DTYPE_BITS if d.startswith(("float", "bfloat")))
+INT_DTYPES = frozenset(d for d in DTYPE_BITS if d.startswith(("int", "uint")))
+
+
+def dtype_bits(dtype: str) -> int:
+    try:
+        return DTYPE_BITS[dtype]
+    except KeyError:
+        raise ShapeError(f"unknown dtype '{dtype}'") from None
+
+
+@dataclass(frozen=True, slots=True)
+class TensorSpec:
+    """Shape and dtype of one tensor. ``shape is None`` means the rank is unknown."""
+
+    shape: tuple[Dim, ...] | None
+    dtype: str
+
+    @property
+    def rank(self) -> int:
+        if self.shape is None:
+            raise ShapeError("tensor rank is unknown after shape inference")
+        return len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        return self.shape is not None and all(type(d) is int for d in self.shape)
+
+    def dims(self) -> tuple[int, ...]:
+        """The shape as ints; raises ``UnboundDimError`` naming the first symbolic dim."""
+        if self.shape is None:
+            raise ShapeError("tensor rank is unknown after shape inference")
+        for d in self.shape:
+            if type(d) is not int:
+                raise UnboundDimError(d)
+        return self.shape  # type: ignore[return-value]
+
+    def dim(self, axis: int) -> int:
+        d = self.dims()
+        return d[axis]
+
+    def numel(self) -> int:
+        return prod(self.dims())
+
+    def nbytes(self) -> int:
+        """Exact bytes of the tensor in its real dtype; sub-byte types are packed."""
+        return (self.numel() * dtype_bits(self.dtype) + 7) // 8
+
+    def __str__(self) -> str:
+        if self.shape is None:
+            return f"{self.dtype}[?]"
+        return f"{self.dtype}[{','.join(str(d) for d in self.shape)}]"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One operator application. ``inputs`` keeps ``""`` for omitted optional inputs."""
+
+    name: str
+    op: str
+    domain: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    # Sub-graphs of control-flow ops (If/Loop/Scan bodies), keyed by attribute name.
+    subgraphs: Mapping[str, "Graph"] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Graph:
+    """A resolved graph: every tensor the nodes touch has a ``TensorSpec``.
+
+    ``constants`` names the tensors whose values are fixed before the model runs
+    (initializers, Constant outputs and anything computed only from constants);
+    ``values`` holds the values that are known and small (shape arithmetic);
+    ``folded`` names the nodes whose outputs are all constant, which a runtime
+    evaluates ahead of time and so cost nothing at inference.
+    """
+
+    name: str
+    nodes: list[Node]
+    tensors: dict[str, TensorSpec]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    constants: frozenset[str] = frozenset()
+    values: Mapping[str, Any] = field(default_factory=dict)
+    folded: frozenset[str] = frozenset()
+    opsets: Mapping[str, int] = field(default_factory=dict)
+
+    def spec(self, name: str) -> TensorSpec | None:
+        return self.tensors.get(name) if name else None
+
+    def topology(self):
+        """The data-flow edges as a ``networkx.DiGraph`` over node names."""
+        import networkx as nx
+
+        producer = {o: n.name for n in self.nodes for o in n.outputs if o}
+        g = nx.DiGraph()
+        g.add_nodes_from(n.name for n in self.nodes)
+        g.add_edges_from(
+            (producer[i], n.name) for n in self.nodes for i in n.inputs if i in producer
+        )
+        return g

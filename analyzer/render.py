@@ -1,0 +1,172 @@
+"""Renderers: Report -> text (table, json, csv, markdown). Formatting only.
+
+Machine formats (json, csv) carry the exact integers; the terminal table and
+markdown humanize them.  Rich is imported only when a table is rendered.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from .cost import COUNT_FIELDS
+from .engine import FOLDED, UNCOSTED
+from .report import Report
+
+FORMATS = ("table", "json", "csv", "markdown")
+
+
+def human(n: float, unit: str = "", base: int = 1000) -> str:
+    """1234567 -> '1.23 M'. Only for display."""
+    if n == 0:
+        return "0"
+    prefixes = ["", "K", "M", "G", "T", "P", "E"]
+    x, i = float(n), 0
+    while abs(x) >= base and i < len(prefixes) - 1:
+        x /= base
+        i += 1
+    if i == 0:
+        return f"{int(n)}{(' ' + unit) if unit else ''}"
+    return f"{x:.3g} {prefixes[i]}{unit}"
+
+
+def human_time(s: float) -> str:
+    if s >= 1:
+        return f"{s:.3g} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    if s >= 1e-6:
+        return f"{s * 1e6:.3g} µs"
+    return f"{s * 1e9:.3g} ns"
+
+
+def _shown_nodes(report: Report, top: int | None):
+    """Runtime nodes in graph order, or the ``top`` heaviest (by predicted time if any, else FLOPs)."""
+    rows = [n for n in report.nodes if n.status != FOLDED]
+    if top is not None:
+        if report.predictions:
+            t = {x.name: x.time_s for x in report.predictions[0].nodes}
+            rows = sorted(rows, key=lambda n: -t.get(n.name, 0.0))[:top]
+        else:
+            rows = sorted(rows, key=lambda n: (-n.cost.flops, -n.cost.bytes_moved))[:top]
+    return rows
+
+
+def render(report: Report, fmt: str, *, top: int | None = None, width: int | None = None,
+           color: bool = False) -> str:
+    if fmt == "json":
+        return report.to_json() + "\n"
+    if fmt == "csv":
+        return render_csv(report)
+    if fmt == "markdown":
+        return render_markdown(report, top=top)
+    if fmt == "table":
+        return render_table(report, top=top, width=width, color=color)
+    raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+
+
+def render_csv(report: Report) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    pred_cols = []
+    for p in report.predictions:
+        pred_cols += [f"{p.hardware}:time_s", f"{p.hardware}:bound"]
+    w.writerow(["name", "op", "status", *COUNT_FIELDS, "flops", "outputs", *pred_cols])
+    by_hw = [{x.name: x for x in p.nodes} for p in report.predictions]
+    for n in report.nodes:
+        c = n.cost
+        extra = []
+        for m in by_hw:
+            x = m.get(n.name)
+            extra += [repr(x.time_s), x.bound] if x else ["", ""]
+        w.writerow([n.name, n.op, n.status, *(getattr(c, f) for f in COUNT_FIELDS), c.flops,
+                    " ".join(n.outputs), *extra])
+    return buf.getvalue()
+
+
+def _summary_pairs(report: Report) -> list[tuple[str, str]]:
+    t = report.totals
+    return [
+        ("params", f"{human(t.params)} ({t.params:,})"),
+        ("FLOPs", f"{human(t.flops, 'FLOP')} = MAC {human(t.mac_flops)} + vector {human(t.vector_flops)}"
+                  f" + transcendental {human(t.transcendentals)}"),
+        ("memory traffic", f"{human(t.bytes_moved, 'B')} = weights {human(t.weight_bytes, 'B')}"
+                           f" + activations read {human(t.activation_bytes_read, 'B')}"
+                           f" + written {human(t.activation_bytes_written, 'B')}"),
+    ]
+
+
+def render_markdown(report: Report, *, top: int | None = None) -> str:
+    out = [f"### opcost: `{report.model.get('path', '')}`", ""]
+    out += ["| quantity | value |", "|---|---|"]
+    out += [f"| {k} | {v} |" for k, v in _summary_pairs(report)]
+    for p in report.predictions:
+        out.append(f"| latency on {p.hardware} ({p.precision}) | {human_time(p.latency_s)} |")
+    out += ["", f"Coverage: {report.coverage.line()}.", ""]
+    rows = _shown_nodes(report, top)
+    hdr = ["layer", "op", "output", "params", "FLOPs", "bytes"]
+    hdr += [f"{p.hardware} time" for p in report.predictions]
+    out += ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
+    by_hw = [{x.name: x for x in p.nodes} for p in report.predictions]
+    for n in rows:
+        c = n.cost
+        cells = [f"`{n.name}`", n.op + (" (uncosted)" if n.status == UNCOSTED else ""),
+                 " ".join(n.outputs), human(c.params), human(c.flops), human(c.bytes_moved, "B")]
+        for m in by_hw:
+            x = m.get(n.name)
+            cells.append(f"{human_time(x.time_s)} ({x.bound})" if x else "")
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def render_table(report: Report, *, top: int | None = None, width: int | None = None,
+                 color: bool = False) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    rows = _shown_nodes(report, top)
+    total_flops = report.totals.flops or 1
+    title = f"{report.model.get('path', '')}"
+    if top is not None:
+        title += f" — top {len(rows)} layers by {'predicted time' if report.predictions else 'FLOPs'}"
+    t = Table(title=title, show_footer=True, header_style="bold", footer_style="bold")
+    tot = report.totals
+    t.add_column("layer", footer="total", overflow="fold")
+    t.add_column("op")
+    t.add_column("output", overflow="fold")
+    t.add_column("params", justify="right", footer=human(tot.params))
+    t.add_column("MAC FLOPs", justify="right", footer=human(tot.mac_flops))
+    t.add_column("vector", justify="right", footer=human(tot.vector_flops))
+    t.add_column("transc.", justify="right", footer=human(tot.transcendentals))
+    t.add_column("weights", justify="right", footer=human(tot.weight_bytes, "B"))
+    t.add_column("act. in", justify="right", footer=human(tot.activation_bytes_read, "B"))
+    t.add_column("act. out", justify="right", footer=human(tot.activation_bytes_written, "B"))
+    t.add_column("FLOP %", justify="right", footer="100")
+    by_hw = [{x.name: x for x in p.nodes} for p in report.predictions]
+    for p in report.predictions:
+        t.add_column(f"{p.hardware}", justify="right", footer=human_time(p.latency_s))
+    for n in rows:
+        c = n.cost
+        op = n.op if n.status != UNCOSTED else f"[red]{n.op} ?[/red]" if color else f"{n.op} ?"
+        cells = [n.name, op, " ".join(n.outputs), human(c.params), human(c.mac_flops),
+                 human(c.vector_flops), human(c.transcendentals), human(c.weight_bytes, "B"),
+                 human(c.activation_bytes_read, "B"), human(c.activation_bytes_written, "B"),
+                 f"{100 * c.flops / total_flops:.1f}"]
+        for m in by_hw:
+            x = m.get(n.name)
+            cells.append(f"{human_time(x.time_s)} {x.bound[0].upper()}" if x else "")
+        t.add_row(*cells)
+    buf = io.StringIO()
+    console = Console(file=buf, width=width or 160, force_terminal=color, color_system="auto" if color else None,
+                      highlight=False, soft_wrap=False)
+    console.print(t)
+    for k, v in _summary_pairs(report):
+        console.print(f"{k}: {v}", highlight=False)
+    for p in report.predictions:
+        console.print(p.summary_line(), highlight=False)
+    cov = report.coverage
+    console.print(f"coverage: {cov.line()}" + (" (folded nodes not shown)" if cov.folded else ""),
+                  highlight=False, markup=False)
+    for w in report.warnings:
+        console.print(f"warning: {w}", highlight=False, markup=False)
+    return buf.getvalue()

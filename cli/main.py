@@ -1,0 +1,218 @@
+"""`analyze` / `opcost`: the command line.
+
+This module parses arguments, calls the library, renders its Report and maps the
+one error hierarchy to exit codes (0 ok, 1 a check failed, 2 bad input or usage).
+It computes nothing itself, and imports jax/onnx only when a model is analysed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import traceback
+
+import click
+
+from analyzer.errors import AnalyzerError, InputSpecError
+
+FORMATS = ("table", "json", "csv", "markdown")
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+
+
+def _parse_inputs(values: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for v in values:
+        name, eq, shape = v.partition("=")
+        if not eq or not name or not shape:
+            raise InputSpecError(f"--input '{v}': expected NAME=DIMS, e.g. --input x=1x3x224x224")
+        out[name] = shape
+    return out
+
+
+def _parse_dims(values: tuple[str, ...]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        name, eq, val = v.partition("=")
+        if not eq or not name or not val:
+            raise InputSpecError(f"--dim '{v}': expected NAME=VALUE, e.g. --dim batch=8")
+        try:
+            n = int(val)
+        except ValueError:
+            raise InputSpecError(f"--dim '{v}': '{val}' is not an integer") from None
+        if n < 0:
+            raise InputSpecError(f"--dim '{v}': dims cannot be negative")
+        out[name] = n
+    return out
+
+
+def write_output(text: str, path: str | None) -> None:
+    """Write to stdout, or atomically to ``path`` (a temp file in the same folder, then rename)."""
+    if path is None or path == "-":
+        click.echo(text, nl=False)
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InputSpecError(f"--output {path}: folder '{folder}' does not exist")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".opcost-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class _Main(click.Group):
+    """A group whose default command analyses a model: `analyze MODEL` and `analyze hw list`."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            args = ["model", *args]
+        return super().parse_args(ctx, args)
+
+    def format_help(self, ctx, formatter):
+        model_cmd = self.commands["model"]
+        with click.Context(model_cmd, info_name=ctx.info_name, parent=ctx.parent) as sub:
+            model_cmd.format_help(sub, formatter)
+        formatter.write_paragraph()
+        with formatter.section("Other commands"):
+            formatter.write_dl([
+                ("hw list", "list the hardware profiles (ids, aliases, peaks, bandwidth)"),
+                ("hw show ID", "one profile with the source of every number"),
+            ])
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="opcost", prog_name="opcost")
+def main():
+    """opcost: exact per-layer counts and latency predictions for ONNX models."""
+
+
+@main.command("model", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("model", metavar="MODEL")
+@click.option("--hw", "hw", metavar="ID|FILE[,ID...]",
+              help="Predict latency on these hardware profiles (ids, aliases or .toml files), "
+                   "comma-separated; see `analyze hw list`.")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=DIMS",
+              help="Set an input's shape, e.g. --input x=1x3x224x224 (repeatable).")
+@click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE",
+              help="Bind a symbolic dim, e.g. --dim batch=8 (repeatable).")
+@click.option("--precision", type=click.Choice(PRECISIONS), default=None,
+              help="Deploy precision for predictions (overrides the model's float dtypes).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="Output format; json and csv carry exact integers.")
+@click.option("--output", "-o", "output", metavar="FILE", default=None,
+              help="Write the report to FILE (atomically) instead of stdout.")
+@click.option("--top", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Show only the N heaviest layers (by predicted time, else FLOPs).")
+@click.option("--strict", is_flag=True, help="Exit 1 if any node has no cost rule.")
+@click.option("--debug", is_flag=True, help="Show a traceback on errors.")
+def model_cmd(model, hw, inputs, dims, precision, fmt, output, top, strict, debug):
+    """Count params, FLOPs (MAC / vector / transcendental) and bytes of every node of MODEL.
+
+    \b
+    MODEL is an .onnx file. Weights stored in external .data files are never read.
+    Examples:
+      analyze resnet50.onnx
+      analyze model.onnx --dim batch=8 --format json -o report.json
+      analyze model.onnx --input x=1x3x224x224 --top 10 --strict
+
+    Exit codes: 0 ok, 1 a check failed (--strict), 2 bad input or usage.
+    """
+    def run():
+        import analyzer
+        from analyzer.render import render
+
+        hws = [h.strip() for h in hw.split(",") if h.strip()] if hw else None
+        with _progress(f"analysing {model}"):
+            report = analyzer.analyze(model, hws, inputs=_parse_inputs(inputs) or None,
+                                      dims=_parse_dims(dims) or None, precision=precision)
+        color = output is None and fmt == "table" and sys.stdout.isatty()
+        text = render(report, fmt, top=top, color=color,
+                      width=None if output else _terminal_width())
+        write_output(text, output)
+        if strict:
+            report.require_full_coverage()
+
+    _guard(run, debug)
+
+
+class _progress:
+    """A spinner on stderr while the library works (only on a terminal)."""
+
+    def __init__(self, what: str):
+        self.what = what
+        self.status = None
+
+    def __enter__(self):
+        if sys.stderr.isatty():
+            from rich.console import Console
+
+            self.status = Console(stderr=True).status(self.what)
+            self.status.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.status is not None:
+            self.status.__exit__(*exc)
+        return False
+
+
+def _terminal_width() -> int | None:
+    try:
+        return max(os.get_terminal_size().columns, 100) if sys.stdout.isatty() else 160
+    except OSError:
+        return 160
+
+
+def _guard(fn, debug: bool) -> None:
+    """Run ``fn``; map library errors to one line on stderr and the right exit code."""
+    try:
+        fn()
+    except AnalyzerError as e:
+        if debug:
+            traceback.print_exc()
+        click.echo(f"error: {e}", err=True)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+
+
+@main.group("hw")
+def hw_group():
+    """Hardware profiles: `analyze hw list`, `analyze hw show ID`."""
+
+
+@hw_group.command("list")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+def hw_list(fmt):
+    """List the hardware profiles with their peaks and memory bandwidth."""
+    def run():
+        import hardware_db
+        from cli.hwview import render_list
+
+        write_output(render_list(hardware_db.list_profiles(), fmt), None)
+
+    _guard(run, False)
+
+
+@hw_group.command("show")
+@click.argument("hw_id", metavar="ID|FILE")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+def hw_show(hw_id, fmt):
+    """Show one profile with the source of every number."""
+    def run():
+        import hardware_db
+        from cli.hwview import render_show
+
+        write_output(render_show(hardware_db.get(hw_id), fmt), None)
+
+    _guard(run, False)
+
+
+if __name__ == "__main__":
+    main()
