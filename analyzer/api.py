@@ -12,12 +12,15 @@ from typing import Any, Mapping, Sequence
 def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
             inputs: Mapping[str, Any] | None = None,
             dims: Mapping[str, int] | None = None,
-            precision: str | None = None) -> "Report":
+            precision: str | None = None, overlap: bool = True) -> "Report":
     """Count every node of an ONNX model exactly (and predict latency when ``hw`` is given).
 
     ``model``: a path, bytes or ``onnx.ModelProto`` (external weight data is never read).
     ``inputs``: ``{"x": (1, 3, 224, 224)}`` or ``{"x": "1x3x224x224"}`` sets input shapes.
     ``dims``: ``{"batch": 8}`` binds symbolic dims.
+    ``hw``: a profile id/alias/.toml path (or a list of them): adds ``report.predictions``.
+    ``precision``: deploy precision for predictions (fp32, tf32, bf16, fp16, fp8, int8).
+    ``overlap``: per-layer ``max(compute, memory)`` (True) or seed 003's sum (False).
     """
     from .engine import cost_graph
     from .frontends import onnx as onnx_frontend
@@ -29,5 +32,5 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
     if hw is not None:
         from .predict import predict
 
-        predict(report, hw, precision=precision)
+        predict(report, hw, precision=precision, overlap=overlap)
     return report

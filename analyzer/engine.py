@@ -37,6 +37,8 @@ class NodeCost:
     outputs: tuple[str, ...]
     mac_dtype: str | None = None
     note: str | None = None
+    # bytes moved (weights + activations read + written) per dtype, for precision overrides
+    bytes_by_dtype: tuple[tuple[str, int], ...] = ()
 
 
 def _describe(graph: Graph, node: Node) -> str:
@@ -84,7 +86,8 @@ def cost_graph(graph: Graph) -> list[NodeCost]:
             else:
                 work = rule.fn(ins, outs, **node.attrs)
                 shape_inputs, io, status = rule.shape_inputs, rule.io, COSTED
-            cost, counted_now = _bytes(node, ins, outs, work, shape_inputs, io, constants, counted)
+            cost, counted_now, by_dtype = _bytes(node, ins, outs, work, shape_inputs, io, constants,
+                                                 counted)
         except AnalyzerError as e:
             raise _context_error(graph, node, e) from None
         except (TypeError, KeyError, IndexError, ValueError, ZeroDivisionError) as e:
@@ -93,7 +96,8 @@ def cost_graph(graph: Graph) -> list[NodeCost]:
         out.append(NodeCost(node.name, node.op, node.domain, status, cost, in_str, out_str,
                             work.mac_dtype or (ins[0].dtype if work.mac_flops and ins and ins[0] else None),
                             work.note or (f"no cost rule for {node.domain or 'ai.onnx'}::{node.op}"
-                                          if status == UNCOSTED else None)))
+                                          if status == UNCOSTED else None),
+                            by_dtype))
     return out
 
 
@@ -101,6 +105,7 @@ def _bytes(node: Node, ins: tuple[TensorSpec | None, ...], outs, work: Work,
            shape_inputs: frozenset[int], io: str, constants: frozenset[str], counted: set[str]):
     params = weight = act_read = 0
     new: list[str] = []
+    by_dtype: dict[str, int] = {}
     reads = work.reads or {}
     for i, (name, spec) in enumerate(zip(node.inputs, ins)):
         if not name or i in shape_inputs:
@@ -114,6 +119,7 @@ def _bytes(node: Node, ins: tuple[TensorSpec | None, ...], outs, work: Work,
         if io != "data":
             continue
         nbytes = reads[i] if i in reads else spec.nbytes()
+        by_dtype[spec.dtype] = by_dtype.get(spec.dtype, 0) + nbytes
         if is_const:
             weight += nbytes
         else:
@@ -122,6 +128,9 @@ def _bytes(node: Node, ins: tuple[TensorSpec | None, ...], outs, work: Work,
         written = 0
     elif work.writes is not None:
         written = work.writes
+        if written:
+            dt = next((s.dtype for s in outs if s is not None), "float32")
+            by_dtype[dt] = by_dtype.get(dt, 0) + written
     else:
         written = 0
         for name, spec in zip(node.outputs, outs):
@@ -129,7 +138,9 @@ def _bytes(node: Node, ins: tuple[TensorSpec | None, ...], outs, work: Work,
                 continue
             if spec is None:
                 raise ShapeError(f"output '{name}' has no type or shape")
-            written += spec.nbytes()
+            nb = spec.nbytes()
+            written += nb
+            by_dtype[spec.dtype] = by_dtype.get(spec.dtype, 0) + nb
     cost = Cost(params, work.mac_flops, work.vector_flops, work.transcendentals,
                 weight, act_read, written)
-    return cost, new
+    return cost, new, tuple(sorted(by_dtype.items()))

@@ -103,6 +103,15 @@ def render_markdown(report: Report, *, top: int | None = None) -> str:
     for p in report.predictions:
         out.append(f"| latency on {p.hardware} ({p.precision}) | {human_time(p.latency_s)} |")
     out += ["", f"Coverage: {report.coverage.line()}.", ""]
+    if report.comparison is not None:
+        c = report.comparison
+        out += [f"**Baseline** `{c.baseline_path}`: " + ("**predicted latency regressed**" if c.failed
+                                                          else "no regression beyond the limit"), ""]
+        for head, details in _comparison_lines(c):
+            out.append(f"- {head}")
+            out += [f"  - grew: {d}" for d in details]
+        deltas = _count_delta_lines(c)
+        out += [f"- counts: {'; '.join(deltas) if deltas else 'unchanged'}", ""]
     rows = _shown_nodes(report, top)
     hdr = ["layer", "op", "output", "params", "FLOPs", "bytes"]
     hdr += [f"{p.hardware} time" for p in report.predictions]
@@ -161,12 +170,44 @@ def render_table(report: Report, *, top: int | None = None, width: int | None = 
                       highlight=False, soft_wrap=False)
     console.print(t)
     for k, v in _summary_pairs(report):
-        console.print(f"{k}: {v}", highlight=False)
+        console.print(f"{k}: {v}", highlight=False, markup=False)
     for p in report.predictions:
-        console.print(p.summary_line(), highlight=False)
+        console.print(p.summary_line(), highlight=False, markup=False)
     cov = report.coverage
     console.print(f"coverage: {cov.line()}" + (" (folded nodes not shown)" if cov.folded else ""),
                   highlight=False, markup=False)
     for w in report.warnings:
         console.print(f"warning: {w}", highlight=False, markup=False)
+    if report.comparison is not None:
+        console.print(_comparison_text(report.comparison), highlight=False, markup=False)
     return buf.getvalue()
+
+
+def _comparison_lines(c) -> list[tuple[str, list[str]]]:
+    """(headline, detail lines) per profile, shared by the table and markdown views."""
+    out = []
+    for h in c.hardware:
+        verdict = "REGRESSED" if h.regressed else "ok"
+        head = (f"{h.hardware} ({h.precision}): {human_time(h.old_s)} -> {human_time(h.new_s)} "
+                f"({h.change_pct:+.2f}%, limit +{c.threshold_pct:g}%) {verdict}")
+        details = []
+        for x in h.layers[:5]:
+            old = human_time(x.old_s) if x.old_s is not None else "new"
+            new = human_time(x.new_s) if x.new_s is not None else "removed"
+            details.append(f"{x.name} ({x.op}): {old} -> {new}")
+        out.append((head, details))
+    return out
+
+
+def _count_delta_lines(c) -> list[str]:
+    return [f"{k}: {human(o)} -> {human(n)} ({n - o:+,})" for k, (o, n) in c.count_deltas.items()]
+
+
+def _comparison_text(c) -> str:
+    lines = [f"baseline {c.baseline_path}:"]
+    for head, details in _comparison_lines(c):
+        lines.append(f"  {head}")
+        lines += [f"    grew: {d}" for d in details]
+    deltas = _count_delta_lines(c)
+    lines.append("  counts: " + ("; ".join(deltas) if deltas else "unchanged"))
+    return "\n".join(lines)

@@ -49,6 +49,7 @@ class Report:
     coverage: Coverage
     predictions: list[Any] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    comparison: Any = None   # a baseline.Comparison, when compared against a baseline
 
     @classmethod
     def from_nodes(cls, model: dict[str, Any], nodes: list[NodeCost],
@@ -95,6 +96,8 @@ class Report:
             d["predictions"] = [p.to_dict() for p in self.predictions]
         if self.warnings:
             d["warnings"] = list(self.warnings)
+        if self.comparison is not None:
+            d["baseline_comparison"] = self.comparison.to_dict()
         return d
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -7,6 +7,7 @@ It computes nothing itself, and imports jax/onnx only when a model is analysed.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -14,7 +15,7 @@ import traceback
 
 import click
 
-from analyzer.errors import AnalyzerError, InputSpecError
+from analyzer.errors import AnalyzerError, CheckFailed, InputSpecError
 
 FORMATS = ("table", "json", "csv", "markdown")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
@@ -109,8 +110,19 @@ def main():
 @click.option("--top", type=click.IntRange(min=1), default=None, metavar="N",
               help="Show only the N heaviest layers (by predicted time, else FLOPs).")
 @click.option("--strict", is_flag=True, help="Exit 1 if any node has no cost rule.")
+@click.option("--additive", is_flag=True,
+              help="Add compute and memory time per layer (seed 003's model) instead of overlapping "
+                   "them (max).")
+@click.option("--save-baseline", "save_baseline", metavar="FILE", default=None,
+              help="Write a baseline (counts and predicted latency per layer and profile) to FILE.")
+@click.option("--baseline", "baseline", metavar="FILE", default=None,
+              help="Compare with a baseline; without --hw, predicts on the baseline's profiles.")
+@click.option("--max-regression", "max_regression", metavar="PCT", default="5%", show_default=True,
+              help="With --baseline: exit 1 when total predicted latency on any profile grows "
+                   "by more than PCT.")
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
-def model_cmd(model, hw, inputs, dims, precision, fmt, output, top, strict, debug):
+def model_cmd(model, hw, inputs, dims, precision, fmt, output, top, strict, additive,
+              save_baseline, baseline, max_regression, debug):
     """Count params, FLOPs (MAC / vector / transcendental) and bytes of every node of MODEL.
 
     \b
@@ -120,22 +132,47 @@ def model_cmd(model, hw, inputs, dims, precision, fmt, output, top, strict, debu
       analyze model.onnx --dim batch=8 --format json -o report.json
       analyze model.onnx --input x=1x3x224x224 --top 10 --strict
 
-    Exit codes: 0 ok, 1 a check failed (--strict), 2 bad input or usage.
+      analyze model.onnx --hw a100,h100,tpu-v5e --precision bf16
+      analyze model.onnx --hw a100 --save-baseline base.json
+      analyze model.onnx --baseline base.json --max-regression 5% --format markdown
+
+    Exit codes: 0 ok, 1 a check failed (--strict, regression beyond
+    --max-regression), 2 bad input or usage.
     """
     def run():
         import analyzer
+        from analyzer import baseline as bl
         from analyzer.render import render
 
         hws = [h.strip() for h in hw.split(",") if h.strip()] if hw else None
+        doc = threshold = None
+        if baseline:
+            threshold = bl.parse_threshold(max_regression)
+            doc = bl.load(baseline)
+            if hws is None:
+                hws, base_precision = bl.hardware_of(doc)
+                hws = hws or None
+                precision_ = precision or base_precision
+            else:
+                precision_ = precision
+        else:
+            precision_ = precision
         with _progress(f"analysing {model}"):
             report = analyzer.analyze(model, hws, inputs=_parse_inputs(inputs) or None,
-                                      dims=_parse_dims(dims) or None, precision=precision)
+                                      dims=_parse_dims(dims) or None, precision=precision_,
+                                      overlap=not additive)
+            if doc is not None:
+                report.comparison = bl.compare(report, doc, threshold, path=baseline)
         color = output is None and fmt == "table" and sys.stdout.isatty()
         text = render(report, fmt, top=top, color=color,
                       width=None if output else _terminal_width())
         write_output(text, output)
+        if save_baseline:
+            write_output(json.dumps(bl.to_baseline(report), indent=1) + "\n", save_baseline)
         if strict:
             report.require_full_coverage()
+        if report.comparison is not None and report.comparison.failed:
+            raise CheckFailed(report.comparison.failure_message())
 
     _guard(run, debug)
 

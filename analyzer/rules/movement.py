@@ -13,13 +13,24 @@ from __future__ import annotations
 from math import prod
 
 from ..cost import Work, register
+from ..errors import ShapeError
 
 
 def _nothing(ins, outs, **_):
     return Work()
 
 
-register("Reshape", io="view", shape_inputs=(1,))(_nothing)
+@register("Reshape", io="view", shape_inputs=(1,))
+def reshape(ins, outs, **_):
+    x, y = ins[0], outs[0]
+    if x.is_static and y is not None and y.is_static and x.numel() != y.numel():
+        raise ShapeError(
+            f"reshapes {x.numel()} elements into {list(y.shape)} ({y.numel()} elements); the model's "
+            f"target shape is fixed (often a batch of 1 hard-coded at export), so it cannot run with "
+            f"these input dims")
+    return Work()
+
+
 register("Squeeze", "Unsqueeze", io="view", shape_inputs=(1,))(_nothing)
 register("Flatten", "Identity", io="view")(_nothing)
 register("Shape", "Size", io="meta")(_nothing)

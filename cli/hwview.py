@@ -1,0 +1,67 @@
+"""Text views of hardware profiles for `analyze hw list` / `analyze hw show` (formatting only)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+_SHOWN_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+
+
+def _fmt(v) -> str:
+    return "—" if v is None else f"{v:g}"
+
+
+def _console(buf):
+    from rich.console import Console
+
+    return Console(file=buf, width=200, color_system=None, highlight=False)
+
+
+def render_list(profiles, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps([p.to_dict() for p in profiles], indent=2) + "\n"
+    from rich.table import Table
+
+    t = Table(title="hardware profiles (dense peak TFLOP/s, matrix engine, else vector)")
+    for col in ("id", "kind", "name", "aliases", *_SHOWN_DTYPES, "mem GB/s", "launch µs"):
+        t.add_column(col, justify="right" if col in _SHOWN_DTYPES or " " in col else "left")
+    for p in profiles:
+        peaks = [_fmt(p.matrix_tflops.get(d, p.vector_tflops.get(d))) for d in _SHOWN_DTYPES]
+        t.add_row(p.id, p.kind, p.name, ", ".join(p.aliases[:3]), *peaks, _fmt(p.mem_bw_gbs),
+                  _fmt(p.launch_overhead_us))
+    buf = io.StringIO()
+    c = _console(buf)
+    c.print(t)
+    c.print("— = unknown (no sourced figure). `analyze hw show ID` gives every number's source.")
+    return buf.getvalue()
+
+
+def render_show(p, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(p.to_dict(), indent=2) + "\n"
+    from rich.table import Table
+
+    buf = io.StringIO()
+    c = _console(buf)
+    c.print(f"{p.name}  (id {p.id}, {p.kind}, {p.vendor})", markup=False)
+    if p.aliases:
+        c.print(f"aliases: {', '.join(p.aliases)}", markup=False)
+    if p.path:
+        c.print(f"file: {p.path}", markup=False)
+    t = Table(show_lines=False)
+    t.add_column("field")
+    t.add_column("value", justify="right")
+    t.add_column("source", overflow="fold")
+    rows = [(f"matrix_tflops.{d}", v) for d, v in p.matrix_tflops.items()]
+    rows += [(f"vector_tflops.{d}", v) for d, v in p.vector_tflops.items()]
+    for table, names in (("memory", ("mem_gb", "mem_bw_gbs", "onchip_mb")),
+                         ("interconnect", ("interconnect_gbs",)), ("overhead", ("launch_overhead_us",)),
+                         ("power", ("tdp_w", "clock_ghz"))):
+        rows += [(f"{table}.{n}", getattr(p, n)) for n in names]
+    for key, v in rows:
+        t.add_row(key, _fmt(v), p.sources.get(key, "unknown" if v is None else ""))
+    c.print(t)
+    if p.notes:
+        c.print(f"notes: {p.notes}", markup=False)
+    return buf.getvalue()

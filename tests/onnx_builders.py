@@ -1,0 +1,95 @@
+"""Tiny ONNX model builders shared by the tests (``from onnx_builders import ...``).
+
+``one_node("MatMul", (4, 5), W)`` builds a model with one node named ``"n"`` whose
+inputs are, in order: a shape (a float32 graph input ``x0``, ``x1``...), a
+``(shape, elem_type)`` pair (a graph input of that ONNX type), a numpy array (an
+initializer ``w0``, ``w1``...), a ``str`` (an existing tensor name) or ``""`` (an
+omitted optional input). Output shapes are left to ONNX shape inference.
+``graph(...)`` builds a few-node model from ``helper.make_node`` nodes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+F32 = TensorProto.FLOAT
+OPSET = 17
+
+
+def _input_vi(name: str, spec: Any) -> onnx.ValueInfoProto:
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], int) \
+            and isinstance(spec[0], (tuple, list)):
+        shape, elem = spec
+    else:
+        shape, elem = spec, F32
+    return helper.make_tensor_value_info(name, elem, list(shape))
+
+
+def graph(nodes: Sequence[onnx.NodeProto], inputs: Mapping[str, Any], outputs: Sequence[str] | Mapping[str, Any],
+          inits: Mapping[str, np.ndarray] | None = None, *, value_info: Sequence[onnx.ValueInfoProto] = (),
+          opset: int = OPSET, domains: Mapping[str, int] | None = None) -> onnx.ModelProto:
+    """A model from nodes; ``inputs``: name -> shape or (shape, elem_type); ``outputs``: names
+    (type left to inference) or name -> (shape, elem_type); ``inits``: name -> array."""
+    ins = [_input_vi(k, v) for k, v in inputs.items()]
+    if isinstance(outputs, Mapping):
+        outs = [_input_vi(k, v) for k, v in outputs.items()]
+    else:
+        outs = [onnx.ValueInfoProto(name=o) for o in outputs]
+    g = helper.make_graph(list(nodes), "g", ins, outs,
+                          initializer=[numpy_helper.from_array(np.asarray(v), k)
+                                       for k, v in (inits or {}).items()],
+                          value_info=list(value_info))
+    ops = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in (domains or {}).items()]
+    return helper.make_model(g, opset_imports=ops, ir_version=8 if opset <= 17 else 10)
+
+
+def one_node(op: str, *args: Any, n_out: int = 1, opset: int = OPSET, domain: str = "",
+             **attrs: Any) -> onnx.ModelProto:
+    """A one-node model; see the module docstring for ``args``; ``attrs`` are the node's attributes."""
+    inputs: dict[str, Any] = {}
+    inits: dict[str, np.ndarray] = {}
+    names: list[str] = []
+    for a in args:
+        if isinstance(a, str):
+            names.append(a)
+        elif isinstance(a, np.ndarray):
+            name = f"w{len(inits)}"
+            inits[name] = a
+            names.append(name)
+        else:
+            name = f"x{len(inputs)}"
+            inputs[name] = a
+            names.append(name)
+    outs = ["y"] if n_out == 1 else [f"y{i}" for i in range(n_out)]
+    node = helper.make_node(op, names, outs, name="n", domain=domain or None, **attrs)
+    return graph([node], inputs, outs, inits, opset=opset,
+                 domains={domain: 1} if domain else None)
+
+
+def weight(*shape: int, dtype=np.float32) -> np.ndarray:
+    """A deterministic constant tensor (values do not matter to any count)."""
+    return np.ones(shape, dtype=dtype)
+
+
+def ints(*values: int) -> np.ndarray:
+    return np.asarray(values, dtype=np.int64)
+
+
+def analyze(model: onnx.ModelProto, **kw):
+    import analyzer
+
+    return analyzer.analyze(model, **kw)
+
+
+def cost_of(op: str, *args: Any, **kw):
+    """The ``Cost`` of the single node of ``one_node(op, *args, **kw)``."""
+    return node_of(op, *args, **kw).cost
+
+
+def node_of(op: str, *args: Any, **kw):
+    """The ``NodeCost`` of the single node of ``one_node(op, *args, **kw)``."""
+    return analyze(one_node(op, *args, **kw)).node("n")
