@@ -12,7 +12,8 @@ from typing import Any, Mapping, Sequence
 def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
             inputs: Mapping[str, Any] | None = None,
             dims: Mapping[str, int] | None = None,
-            precision: str | None = None, overlap: bool = True) -> "Report":
+            precision: str | None = None, overlap: bool = True,
+            loop_trips: int | None = None, causal: bool = False) -> "Report":
     """Count every node of an ONNX model exactly (and predict latency when ``hw`` is given).
 
     ``model``: a path, bytes or ``onnx.ModelProto`` (external weight data is never read).
@@ -21,13 +22,15 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
     ``hw``: a profile id/alias/.toml path (or a list of them): adds ``report.predictions``.
     ``precision``: deploy precision for predictions (fp32, tf32, bf16, fp16, fp8, int8).
     ``overlap``: per-layer ``max(compute, memory)`` (True) or seed 003's sum (False).
+    ``loop_trips``: trip count of Loop/while bodies whose count is not a constant.
+    ``causal``: fused attention ops are costed as causal kernels (they skip the masked half).
     """
-    from .engine import cost_graph
+    from .engine import Options, cost_graph
     from .frontends import onnx as onnx_frontend
     from .report import Report
 
     graph, info = onnx_frontend.load(model, inputs=inputs, dims=dims)
-    nodes = cost_graph(graph)
+    nodes = cost_graph(graph, Options(loop_trips=loop_trips, causal=causal))
     report = Report.from_nodes(info, nodes)
     if hw is not None:
         from .predict import predict

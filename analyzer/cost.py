@@ -98,15 +98,32 @@ class Cost:
 assert tuple(f.name for f in fields(Cost)) == COUNT_FIELDS
 
 
-RuleFn = Callable[..., Work]
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a control-flow rule (``io="control"``) returns: which sub-graphs run and how often.
+
+    ``run``: ``(subgraph attribute name, times)`` pairs, each costed and scaled by ``times``.
+    ``costlier_of``: sub-graph names of which only the costliest runs (an ``If`` or ``cond``
+    whose predicate is not constant); the report says which one was taken.
+    ``work``: the control op's own arithmetic (e.g. a loop counter), usually empty.
+    """
+
+    run: tuple[tuple[str, int], ...] = ()
+    costlier_of: tuple[str, ...] = ()
+    work: Work = Work()
+    note: str | None = None
+
+
+RuleFn = Callable[..., "Work | Plan"]
 
 
 @dataclass(frozen=True, slots=True)
 class Rule:
     """A registered rule. ``shape_inputs``: input indices that are shape-like arguments
     (never params, never read as data). ``io``: "data" (reads inputs, writes outputs),
-    "view" (a metadata change: no bytes move) or "meta" (reads only metadata, writes
-    its small output)."""
+    "view" (a metadata change: no bytes move), "meta" (reads only metadata, writes
+    its small output) or "control" (the rule returns a ``Plan`` over the node's
+    sub-graphs; called with ``values=`` the known constant input values too)."""
 
     fn: RuleFn
     op: str
@@ -125,8 +142,8 @@ def register(
     io: str = "data",
 ) -> Callable[[RuleFn], RuleFn]:
     """Register ``fn`` as the rule of each op in ``ops`` (one parametrized family)."""
-    if io not in ("data", "view", "meta"):
-        raise ValueError(f"io must be data, view or meta, not {io!r}")
+    if io not in ("data", "view", "meta", "control"):
+        raise ValueError(f"io must be data, view, meta or control, not {io!r}")
     dom = canonical_domain(domain)
 
     def deco(fn: RuleFn) -> RuleFn:

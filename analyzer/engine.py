@@ -47,8 +47,8 @@ def _describe(graph: Graph, node: Node) -> str:
     return f"inputs ({fmt(node.inputs)}) outputs ({fmt(node.outputs)})"
 
 
-def _context_error(graph: Graph, node: Node, err: Exception) -> AnalyzerError:
-    where = f"node '{node.name}' ({node.op})"
+def _context_error(graph: Graph, node: Node, err: Exception, name: str | None = None) -> AnalyzerError:
+    where = f"node '{name or node.name}' ({node.op})"
     if isinstance(err, UnboundDimError):
         d = err.dim
         if d == "?":
@@ -59,46 +59,104 @@ def _context_error(graph: Graph, node: Node, err: Exception) -> AnalyzerError:
                    f"bind the model's symbolic dims with --dim; {_describe(graph, node)}")
         else:
             msg = f"{where}: symbolic dim '{d}' is unbound; pass --dim {d}=VALUE"
-        e = UnboundDimError(d, msg)
-        return e
-    return ShapeError(f"{where}: {err}; {_describe(graph, node)}")
+        return _LocatedUnbound(d, msg)
+    return _LocatedShape(f"{where}: {err}; {_describe(graph, node)}")
 
 
-def cost_graph(graph: Graph) -> list[NodeCost]:
-    """Exact counts for every node of ``graph``, in topological order."""
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Costing options that are not properties of the graph."""
+
+    loop_trips: int | None = None   # trip count for loops whose count is not a constant
+    causal: bool = False            # fused attention ops skip the masked half (a causal kernel)
+
+
+def cost_graph(graph: Graph, options: Options | None = None) -> list[NodeCost]:
+    """Exact counts for every node of ``graph``, in topological order.
+
+    Nodes inside control-flow sub-graphs follow their parent as ``parent/child`` rows,
+    their counts already multiplied by how often they run (params are never multiplied)."""
+    out: list[NodeCost] = []
+    _walk(graph, "", 1, set(), out, options or Options())
+    return out
+
+
+def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[NodeCost],
+          opts: Options) -> None:
     tensors = graph.tensors
     constants = graph.constants
-    counted: set[str] = set()
-    out: list[NodeCost] = []
     for node in graph.nodes:
+        name = prefix + node.name
         ins = tuple(tensors.get(x) if x else None for x in node.inputs)
         outs = tuple(tensors.get(x) if x else None for x in node.outputs)
         in_str = tuple(str(s) if s is not None else "-" for s in ins)
         out_str = tuple(str(s) if s is not None else "-" for s in outs)
         if node.name in graph.folded:
-            out.append(NodeCost(node.name, node.op, node.domain, FOLDED, Cost(), in_str, out_str,
+            out.append(NodeCost(name, node.op, node.domain, FOLDED, Cost(), in_str, out_str,
                                 note="constant-folded"))
             continue
         rule = lookup(node.domain, node.op)
         try:
+            if rule is not None and rule.io == "control":
+                _control(graph, node, name, rule, ins, outs, in_str, out_str, times, counted, out, opts)
+                continue
             if rule is None:
                 work, shape_inputs, io, status = Work(), frozenset(), "data", UNCOSTED
             else:
-                work = rule.fn(ins, outs, **node.attrs)
+                work = rule.fn(ins, outs, _options=opts, **node.attrs)
                 shape_inputs, io, status = rule.shape_inputs, rule.io, COSTED
             cost, counted_now, by_dtype = _bytes(node, ins, outs, work, shape_inputs, io, constants,
                                                  counted)
         except AnalyzerError as e:
-            raise _context_error(graph, node, e) from None
+            if isinstance(e, _Located):
+                raise
+            raise _context_error(graph, node, e, name) from None
         except (TypeError, KeyError, IndexError, ValueError, ZeroDivisionError) as e:
-            raise _context_error(graph, node, ShapeError(f"cannot cost it ({type(e).__name__}: {e})")) from None
+            raise _context_error(graph, node, ShapeError(f"cannot cost it ({type(e).__name__}: {e})"),
+                                 name) from None
         counted.update(counted_now)
-        out.append(NodeCost(node.name, node.op, node.domain, status, cost, in_str, out_str,
+        if times != 1:
+            cost = cost.scaled(times)
+            by_dtype = tuple((d, b * times) for d, b in by_dtype)
+        note = work.note or (f"no cost rule for {node.domain or 'ai.onnx'}::{node.op}"
+                             if status == UNCOSTED else None)
+        if times != 1:
+            note = f"x{times} (runs in a loop)" + (f"; {note}" if note else "")
+        out.append(NodeCost(name, node.op, node.domain, status, cost, in_str, out_str,
                             work.mac_dtype or (ins[0].dtype if work.mac_flops and ins and ins[0] else None),
-                            work.note or (f"no cost rule for {node.domain or 'ai.onnx'}::{node.op}"
-                                          if status == UNCOSTED else None),
-                            by_dtype))
-    return out
+                            note, by_dtype))
+
+
+def _control(graph, node, name, rule, ins, outs, in_str, out_str, times, counted, out, opts):
+    """A control-flow node: its own (usually empty) work, then its sub-graphs' rows."""
+    values = tuple(graph.values.get(x) if x else None for x in node.inputs)
+    plan = rule.fn(ins, outs, _values=values, _options=opts, **node.attrs)
+    runs = list(plan.run)
+    note = plan.note
+    if plan.costlier_of:
+        def weight(attr):
+            trial: list[NodeCost] = []
+            _walk(node.subgraphs[attr], name + "/", times, set(counted), trial, opts)
+            tot = sum((n.cost for n in trial), Cost())
+            return (tot.flops, tot.bytes_moved)
+        costs = {attr: weight(attr) for attr in plan.costlier_of}
+        pick = max(plan.costlier_of, key=lambda a: costs[a])
+        runs.append((pick, 1))
+        others = ", ".join(a for a in plan.costlier_of if a != pick)
+        note = (f"{note}; " if note else "") + (
+            f"condition not constant: costed the costlier branch '{pick}' (not {others})")
+    w = plan.work
+    cost = Cost(0, w.mac_flops * times, w.vector_flops * times, w.transcendentals * times, 0, 0, 0)
+    out.append(NodeCost(name, node.op, node.domain, COSTED, cost, in_str, out_str, None, note, ()))
+    for attr, m in runs:
+        sub = node.subgraphs.get(attr)
+        if sub is None:
+            raise ShapeError(f"has no sub-graph '{attr}'")
+        _walk(sub, name + "/", times * m, counted, out, opts)
+
+
+class _Located:
+    """Marker mixin: the error already names its node (raised inside a sub-graph)."""
 
 
 def _bytes(node: Node, ins: tuple[TensorSpec | None, ...], outs, work: Work,
@@ -144,3 +202,11 @@ def _bytes(node: Node, ins: tuple[TensorSpec | None, ...], outs, work: Work,
     cost = Cost(params, work.mac_flops, work.vector_flops, work.transcendentals,
                 weight, act_read, written)
     return cost, new, tuple(sorted(by_dtype.items()))
+
+
+class _LocatedShape(_Located, ShapeError):
+    pass
+
+
+class _LocatedUnbound(_Located, UnboundDimError):
+    pass

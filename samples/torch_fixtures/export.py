@@ -15,7 +15,28 @@ The tests only read the committed .onnx files and reference.json.
 Torchvision's wheel must be built for the same torch: on PyPI
 torchvision 0.28.0 pins torch==2.13.0 and is a CUDA build, so a
 ``torch==2.13.0+cpu`` wheel next to it cannot load torchvision's ops;
-install the plain (CUDA) ``torch==2.13.0`` from PyPI. No GPU is used.
+install the plain (CUDA) ``torch==2.13.0`` from PyPI. No GPU is used. (Where
+pip is configured with a local find-links folder that holds the +cpu wheel,
+bypass it for that install: ``env -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null
+/tmp/torchvenv/bin/pip install torch==2.13.0 torchvision==0.28.0``.)
+The committed fixtures were made with python 3.11, torch 2.13.0,
+torchvision 0.28.0, transformers 5.23.0, onnx 1.23.2, onnxruntime 1.31.1,
+onnxscript 0.7.2 (all recorded in reference.json). Re-running with those
+versions reproduces every file byte for byte.
+
+Quirks worth knowing (all recorded in reference.json)
+------------------------------------------------------
+* The TorchScript exporter de-duplicates initializers with identical values.
+  Random init makes many of them identical (zero biases, LayerNorm ones/zeros,
+  BN-folded conv biases), so the duplicates become ``Identity`` nodes reading
+  one shared initializer: ``onnx_initializer_numel`` is then below the folded
+  parameter count, and ``onnx_initializer_numel_with_aliases`` adds the
+  Identity-aliased copies back (it equals ``torch_params`` for the
+  transformers models and ``torch_params - BN(weight,bias) + BN channels``
+  for the BN-folded CNNs).
+* Static QOperator quantization of resnet18 fails on the raw export (a conv
+  bias is an Identity output, not an initializer); the script then retries on
+  ``quant_pre_process`` output and records both.
 
 What it does
 ------------
