@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import rules as _rules  # noqa: F401  (fills the registry)
-from .cost import Cost, Work, lookup
+from .cost import COUNT_FIELDS, Cost, Work, lookup
 from .errors import AnalyzerError, ShapeError, UnboundDimError
 from .ir import Graph, Node, TensorSpec
 
@@ -39,6 +39,18 @@ class NodeCost:
     note: str | None = None
     # bytes moved (weights + activations read + written) per dtype, for precision overrides
     bytes_by_dtype: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def flops(self) -> int:
+        return self.cost.flops
+
+
+def _count_property(field: str):
+    return property(lambda self: getattr(self.cost, field), doc=f"``cost.{field}``")
+
+
+for _f in COUNT_FIELDS:
+    setattr(NodeCost, _f, _count_property(_f))
 
 
 def _describe(graph: Graph, node: Node) -> str:

@@ -14,6 +14,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import analyzer
+from analyzer.cost import COUNT_FIELDS, Cost
 from analyzer.ir import TensorSpec
 from onnx_builders import F32, analyze, cost_of, graph, ints, node_of, one_node, weight
 
@@ -181,7 +182,7 @@ def test_transpose_and_concat_copy_bytes():
 ])
 def test_views_move_no_bytes(op, args, kw):
     c = cost_of(op, *args, **kw)
-    assert c == analyzer.engine.Cost()  # no flops, no bytes, and the shape argument is no param
+    assert c == Cost()  # no flops, no bytes, and the shape argument is no param
 
 
 def test_slice_reads_only_what_it_keeps():
@@ -356,8 +357,6 @@ def _shape_chain_model(via_reduce_prod: bool):
                  n("Slice", ["s", "one", "three"], ["tail"], name="slice"),
                  n("ReduceProd", ["tail"], ["p"], name="prod", keepdims=1),
                  n("Concat", ["minus1", "p"], ["c"], name="concat", axis=0)]
-        order = ["minus1", "p"]
-        del order
     else:
         chain = [n("Shape", ["x"], ["s"], name="shape"),
                  n("Gather", ["s", "zero"], ["g"], name="gather", axis=0),
@@ -377,7 +376,7 @@ def test_shape_chain_is_folded(via_reduce_prod):
     for name in chain:
         nc = r.node(name)
         assert nc.status == "folded", name
-        assert nc.cost == analyzer.engine.Cost(), name
+        assert nc.cost == Cost(), name
     assert r.node("reshape").outputs == ("float32[2,12]",)
     assert r.node("reshape").status == "costed"
     assert r.node("mm").cost.mac_flops == 2 * 2 * 5 * 12  # 2*m*n*k = 240
@@ -428,6 +427,6 @@ def test_require_full_coverage():
 
 def test_totals_are_the_sum_of_nodes():
     r = analyze(_shape_chain_model(False)[0])
-    for f in analyzer.cost.COUNT_FIELDS:
+    for f in COUNT_FIELDS:
         assert getattr(r.totals, f) == sum(getattr(n.cost, f) for n in r.nodes), f
     assert r.totals.flops == r.totals.mac_flops + r.totals.vector_flops + r.totals.transcendentals
