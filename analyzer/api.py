@@ -25,15 +25,47 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
     ``loop_trips``: trip count of Loop/while bodies whose count is not a constant.
     ``causal``: fused attention ops are costed as causal kernels (they skip the masked half).
     """
-    from .engine import Options, cost_graph
+    from .engine import Options
     from .frontends import onnx as onnx_frontend
-    from .report import Report
 
     graph, info = onnx_frontend.load(model, inputs=inputs, dims=dims)
-    nodes = cost_graph(graph, Options(loop_trips=loop_trips, causal=causal))
+    return _report(graph, info, Options(loop_trips=loop_trips, causal=causal), hw, precision, overlap)
+
+
+def _report(graph, info: dict, options, hw, precision: str | None, overlap: bool) -> "Report":
+    """The tail every frontend shares: cost the graph, build the Report, predict on ``hw``."""
+    from .engine import cost_graph
+    from .report import Report
+
+    nodes = cost_graph(graph, options)
     report = Report.from_nodes(info, nodes)
     if hw is not None:
         from .predict import predict
 
         predict(report, hw, precision=precision, overlap=overlap)
     return report
+
+
+def analyze_jax(fn: Any, *example_args: Any, hw: str | Sequence[str] | None = None,
+                precision: str | None = None, loop_trips: int | None = None,
+                params_argnums: Any = None, overlap: bool = True, causal: bool = False,
+                name: str | None = None, **example_kwargs: Any) -> "Report":
+    """Count every equation of a JAX program exactly (and predict latency when ``hw`` is given).
+
+    ``fn`` is traced with ``jax.make_jaxpr(fn)(*example_args, **example_kwargs)``; the args are
+    arrays, pytrees of arrays or ``jax.ShapeDtypeStruct``s (no data is needed); args and kwargs
+    holding no array (``train=False``) are passed through as static values.  ``fn`` may also be
+    a ``ClosedJaxpr``.  ``jax.grad(loss)`` and whole train steps are programs like any other.
+
+    ``params_argnums``: positions (or parameter names) of the args that are weights: their
+    elements are ``params`` and their bytes weight bytes (default: none; closed-over constant
+    arrays always are). Literals are immediates (neither params nor bytes).
+    ``loop_trips``: trip count of ``while`` loops whose count is not static.
+    ``hw``, ``precision``, ``overlap``: as for ``analyze``.  ``name``: the report's model path.
+    """
+    from .engine import Options
+    from .frontends import jaxpr as jaxpr_frontend
+
+    graph, info = jaxpr_frontend.load(fn, example_args, example_kwargs,
+                                      params_argnums=params_argnums, path=name)
+    return _report(graph, info, Options(loop_trips=loop_trips, causal=causal), hw, precision, overlap)

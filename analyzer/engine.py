@@ -22,19 +22,21 @@ from .errors import AnalyzerError, ShapeError, UnboundDimError
 from .ir import Graph, Node, TensorSpec
 
 COSTED, FOLDED, UNCOSTED = "costed", "folded", "uncosted"
+_ZERO = Cost()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NodeCost:
-    """One node's result: its counts and how they were obtained."""
+    """One node's result: its counts and how they were obtained. A record: treat it as
+    read-only (not frozen only because frozen construction is slow at 100k nodes)."""
 
     name: str
     op: str
     domain: str
     status: str
     cost: Cost
-    inputs: tuple[str, ...]    # spec strings, for display ("float32[1,3,224,224]")
-    outputs: tuple[str, ...]
+    in_specs: tuple[TensorSpec | None, ...]
+    out_specs: tuple[TensorSpec | None, ...]
     mac_dtype: str | None = None
     note: str | None = None
     # bytes moved (weights + activations read + written) per dtype, for precision overrides
@@ -43,6 +45,15 @@ class NodeCost:
     @property
     def flops(self) -> int:
         return self.cost.flops
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """Input specs as display strings ("float32[1,3,224,224]"; "-" for an omitted input)."""
+        return tuple(str(x) if x is not None else "-" for x in self.in_specs)
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return tuple(str(x) if x is not None else "-" for x in self.out_specs)
 
 
 def _count_property(field: str):
@@ -95,30 +106,45 @@ def cost_graph(graph: Graph, options: Options | None = None) -> list[NodeCost]:
 
 def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[NodeCost],
           opts: Options) -> None:
-    tensors = graph.tensors
+    get = graph.tensors.get
     constants = graph.constants
+    folded = graph.folded
+    # Repeated blocks: nodes with the same rule, the same (shared) spec objects, the same
+    # attributes and the same constant pattern have the same Work and bytes. Only params
+    # depend on which tensors were already counted, so they are not memoised.
+    memo: dict[tuple, tuple] = {}
     for node in graph.nodes:
         name = prefix + node.name
-        ins = tuple(tensors.get(x) if x else None for x in node.inputs)
-        outs = tuple(tensors.get(x) if x else None for x in node.outputs)
-        in_str = tuple(str(s) if s is not None else "-" for s in ins)
-        out_str = tuple(str(s) if s is not None else "-" for s in outs)
-        if node.name in graph.folded:
-            out.append(NodeCost(name, node.op, node.domain, FOLDED, Cost(), in_str, out_str,
+        ins = tuple([get(x) if x else None for x in node.inputs])
+        outs = tuple([get(x) if x else None for x in node.outputs])
+        if node.name in folded:
+            out.append(NodeCost(name, node.op, node.domain, FOLDED, _ZERO, ins, outs,
                                 note="constant-folded"))
             continue
         rule = lookup(node.domain, node.op)
         try:
             if rule is not None and rule.io == "control":
-                _control(graph, node, name, rule, ins, outs, in_str, out_str, times, counted, out, opts)
+                _control(graph, node, name, rule, ins, outs, times, counted, out, opts)
                 continue
-            if rule is None:
-                work, shape_inputs, io, status = Work(), frozenset(), "data", UNCOSTED
+            key = None
+            if node.attr_key is not None:
+                key = (node.op, node.domain, node.attr_key, *map(id, ins), *map(id, outs),
+                       *[x in constants for x in node.inputs])
+                hit = memo.get(key)
             else:
-                work = rule.fn(ins, outs, _options=opts, **node.attrs)
-                shape_inputs, io, status = rule.shape_inputs, rule.io, COSTED
-            cost, counted_now, by_dtype = _bytes(node, ins, outs, work, shape_inputs, io, constants,
-                                                 counted)
+                hit = None
+            if hit is None:
+                if rule is None:
+                    work, shape_inputs, io, status = Work(), frozenset(), "data", UNCOSTED
+                else:
+                    work = rule.fn(ins, outs, _options=opts, **node.attrs)
+                    shape_inputs, io, status = rule.shape_inputs, rule.io, COSTED
+                cost, by_dtype = _bytes(node, ins, outs, work, shape_inputs, io, constants)
+                hit = (work, status, shape_inputs, cost, by_dtype)
+                if key is not None:
+                    memo[key] = hit
+            work, status, shape_inputs, cost, by_dtype = hit
+            params = _params(node, ins, shape_inputs, constants, counted)
         except AnalyzerError as e:
             if isinstance(e, _Located):
                 raise
@@ -126,7 +152,8 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
         except (TypeError, KeyError, IndexError, ValueError, ZeroDivisionError) as e:
             raise _context_error(graph, node, ShapeError(f"cannot cost it ({type(e).__name__}: {e})"),
                                  name) from None
-        counted.update(counted_now)
+        if params:
+            cost = Cost(params, *cost[1:])
         if times != 1:
             cost = cost.scaled(times)
             by_dtype = tuple((d, b * times) for d, b in by_dtype)
@@ -134,12 +161,23 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                              if status == UNCOSTED else None)
         if times != 1:
             note = f"x{times} (runs in a loop)" + (f"; {note}" if note else "")
-        out.append(NodeCost(name, node.op, node.domain, status, cost, in_str, out_str,
+        out.append(NodeCost(name, node.op, node.domain, status, cost, ins, outs,
                             work.mac_dtype or (ins[0].dtype if work.mac_flops and ins and ins[0] else None),
                             note, by_dtype))
 
 
-def _control(graph, node, name, rule, ins, outs, in_str, out_str, times, counted, out, opts):
+def _params(node: Node, ins, shape_inputs: frozenset[int], constants: frozenset[str],
+            counted: set[str]) -> int:
+    """Elements of the constant data inputs that no earlier node consumed (each tensor once)."""
+    params = 0
+    for i, name in enumerate(node.inputs):
+        if name and name in constants and name not in counted and i not in shape_inputs:
+            counted.add(name)
+            params += ins[i].numel()
+    return params
+
+
+def _control(graph, node, name, rule, ins, outs, times, counted, out, opts):
     """A control-flow node: its own (usually empty) work, then its sub-graphs' rows."""
     values = tuple(graph.values.get(x) if x else None for x in node.inputs)
     plan = rule.fn(ins, outs, _values=values, _options=opts, **node.attrs)
@@ -159,7 +197,7 @@ def _control(graph, node, name, rule, ins, outs, in_str, out_str, times, counted
             f"condition not constant: costed the costlier branch '{pick}' (not {others})")
     w = plan.work
     cost = Cost(0, w.mac_flops * times, w.vector_flops * times, w.transcendentals * times, 0, 0, 0)
-    out.append(NodeCost(name, node.op, node.domain, COSTED, cost, in_str, out_str, None, note, ()))
+    out.append(NodeCost(name, node.op, node.domain, COSTED, cost, ins, outs, None, note, ()))
     for attr, m in runs:
         sub = node.subgraphs.get(attr)
         if sub is None:
@@ -172,37 +210,34 @@ class _Located:
 
 
 def _bytes(node: Node, ins: tuple[TensorSpec | None, ...], outs, work: Work,
-           shape_inputs: frozenset[int], io: str, constants: frozenset[str], counted: set[str]):
-    params = weight = act_read = 0
-    new: list[str] = []
+           shape_inputs: frozenset[int], io: str, constants: frozenset[str]):
+    """The byte classes of one node (params are counted separately, per tensor name)."""
+    weight = act_read = written = 0
     by_dtype: dict[str, int] = {}
-    reads = work.reads or {}
-    for i, (name, spec) in enumerate(zip(node.inputs, ins)):
+    reads = work.reads
+    data = io == "data"
+    for i, name in enumerate(node.inputs):
         if not name or i in shape_inputs:
             continue
+        spec = ins[i]
         if spec is None:
             raise ShapeError(f"input {i} '{name}' has no type or shape")
-        is_const = name in constants
-        if is_const and name not in counted and name not in new:
-            params += spec.numel()
-            new.append(name)
-        if io != "data":
+        if not data:
             continue
-        nbytes = reads[i] if i in reads else spec.nbytes()
+        nbytes = reads[i] if reads and i in reads else spec.nbytes()
         by_dtype[spec.dtype] = by_dtype.get(spec.dtype, 0) + nbytes
-        if is_const:
+        if name in constants:
             weight += nbytes
         else:
             act_read += nbytes
     if io == "view":
-        written = 0
+        pass
     elif work.writes is not None:
         written = work.writes
         if written:
             dt = next((s.dtype for s in outs if s is not None), "float32")
             by_dtype[dt] = by_dtype.get(dt, 0) + written
     else:
-        written = 0
         for name, spec in zip(node.outputs, outs):
             if not name:
                 continue
@@ -211,9 +246,9 @@ def _bytes(node: Node, ins: tuple[TensorSpec | None, ...], outs, work: Work,
             nb = spec.nbytes()
             written += nb
             by_dtype[spec.dtype] = by_dtype.get(spec.dtype, 0) + nb
-    cost = Cost(params, work.mac_flops, work.vector_flops, work.transcendentals,
+    cost = Cost(0, work.mac_flops, work.vector_flops, work.transcendentals,
                 weight, act_read, written)
-    return cost, new, tuple(sorted(by_dtype.items()))
+    return cost, tuple(by_dtype.items())
 
 
 class _LocatedShape(_Located, ShapeError):

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import prod
-from typing import Any, Mapping
+from types import MappingProxyType
+from typing import Any, Hashable, Mapping, NamedTuple
 
 from .errors import ShapeError, UnboundDimError
 
@@ -45,6 +46,13 @@ class TensorSpec:
 
     shape: tuple[Dim, ...] | None
     dtype: str
+    # element count, computed once (None while a dim is symbolic or the rank unknown)
+    _numel: int | None = field(init=False, repr=False, compare=False, default=None)
+
+    def __post_init__(self):
+        s = self.shape
+        if s is not None and all(type(d) is int for d in s):
+            object.__setattr__(self, "_numel", prod(s))
 
     @property
     def rank(self) -> int:
@@ -70,11 +78,20 @@ class TensorSpec:
         return d[axis]
 
     def numel(self) -> int:
-        return prod(self.dims())
+        n = self._numel
+        if n is None:
+            return prod(self.dims())  # raises, naming the symbolic dim
+        return n
 
     def nbytes(self) -> int:
         """Exact bytes of the tensor in its real dtype; sub-byte types are packed."""
-        return (self.numel() * dtype_bits(self.dtype) + 7) // 8
+        n = self._numel
+        if n is None:
+            n = self.numel()
+        bits = DTYPE_BITS.get(self.dtype)
+        if bits is None:
+            bits = dtype_bits(self.dtype)  # raises for an unknown dtype
+        return (n * bits + 7) // 8
 
     def __str__(self) -> str:
         if self.shape is None:
@@ -82,18 +99,25 @@ class TensorSpec:
         return f"{self.dtype}[{','.join(str(d) for d in self.shape)}]"
 
 
-@dataclass(frozen=True, slots=True)
-class Node:
-    """One operator application. ``inputs`` keeps ``""`` for omitted optional inputs."""
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+class Node(NamedTuple):
+    """One operator application. ``inputs`` keeps ``""`` for omitted optional inputs.
+
+    ``attr_key``: a hashable identity of the attributes (the frontend's serialized
+    attributes), or None; nodes with equal op, input/output specs and ``attr_key`` have
+    equal costs, which lets the engine cost a repeated block once."""
 
     name: str
     op: str
     domain: str
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
-    attrs: Mapping[str, Any] = field(default_factory=dict)
+    attrs: Mapping[str, Any] = _EMPTY
     # Sub-graphs of control-flow ops (If/Loop/Scan bodies), keyed by attribute name.
-    subgraphs: Mapping[str, "Graph"] = field(default_factory=dict)
+    subgraphs: Mapping[str, "Graph"] = _EMPTY
+    attr_key: Hashable | None = None
 
 
 @dataclass(slots=True)

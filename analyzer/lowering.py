@@ -70,7 +70,7 @@ class Lowered:
 
 
 def _compute_dtype(n: NodeCost, precision: str | None) -> str:
-    dt = n.mac_dtype or next((o.split("[")[0] for o in n.outputs if o != "-"), "float32")
+    dt = n.mac_dtype or next((o.dtype for o in n.out_specs if o is not None), "float32")
     if precision and dt in FLOAT_DTYPES:
         return precision
     return PROFILE_DTYPE.get(dt, "fp32")

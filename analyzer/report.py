@@ -54,7 +54,8 @@ class Report:
     @classmethod
     def from_nodes(cls, model: dict[str, Any], nodes: list[NodeCost],
                    warnings: list[str] | None = None) -> "Report":
-        totals = sum((n.cost for n in nodes), Cost())
+        costs = [n.cost for n in nodes]
+        totals = Cost(*(sum(getattr(c, f) for c in costs) for f in COUNT_FIELDS))
         unc = [n for n in nodes if n.status == UNCOSTED]
         ops: dict[str, int] = {}
         for n in unc:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-# Values with more elements than this are never materialised.
-MAX_VALUE_ELEMENTS = 1 << 16
+# Values with more elements than this are never materialised: folding exists for shape
+# arithmetic, whose tensors are tiny; weights are constants without values.
+MAX_VALUE_ELEMENTS = 1 << 12
 
 # Ops whose outputs are constant when all their inputs are constant. Quantize /
 # Dequantize are deliberately absent: a runtime runs them on the weights it reads.

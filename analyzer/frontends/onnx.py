@@ -10,6 +10,7 @@ shapes depend on.
 from __future__ import annotations
 
 import os
+from math import prod
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -173,6 +174,26 @@ def bind_inputs(m: onnx.ModelProto, inputs: Mapping[str, Any] | None,
 
 # ----------------------------------------------------------------------------- structure
 
+def _attrs(n: onnx.NodeProto, cache: dict[bytes, tuple[str, Any]]) -> tuple[dict[str, Any], Any]:
+    """A node's attributes as Python values, parsed once per distinct attribute, and a
+    hashable key of them (None when a sub-graph attribute makes the node unique)."""
+    out = {}
+    keys = []
+    for a in n.attribute:
+        if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+            out[a.name] = _attr_value(a)
+            keys = None
+            continue
+        key = a.SerializeToString()
+        hit = cache.get(key)
+        if hit is None:
+            hit = cache[key] = (a.name, _attr_value(a))
+        out[hit[0]] = hit[1]
+        if keys is not None:
+            keys.append(key)
+    return out, (tuple(keys) if keys is not None else None)
+
+
 def _attr_value(a: onnx.AttributeProto):
     if a.type == onnx.AttributeProto.GRAPH:
         return a.g
@@ -186,13 +207,13 @@ def _attr_value(a: onnx.AttributeProto):
     return v
 
 
-def _node_names(g: onnx.GraphProto) -> list[str]:
+def _node_names(raw: list[tuple]) -> list[str]:
     """The file's node names, with stable generated names for unnamed nodes and a
     suffix for duplicates (``op_index``, index = position in the graph)."""
     names: list[str] = []
     seen: set[str] = set()
-    for i, n in enumerate(g.node):
-        name = n.name or f"{n.op_type}_{i}"
+    for i, (nm, op, _d, _i, _o) in enumerate(raw):
+        name = nm or f"{op}_{i}"
         base, k = name, 1
         while name in seen:
             k += 1
@@ -202,37 +223,37 @@ def _node_names(g: onnx.GraphProto) -> list[str]:
     return names
 
 
-def _topo_order(g: onnx.GraphProto, names: list[str], available: set[str]) -> list[int]:
+def _topo_order(raw: list[tuple], names: list[str], available: set[str]) -> list[int]:
     """Node indices in topological order; raises ``GraphError`` naming a dangling input or a cycle."""
     produced_by: dict[str, int] = {}
-    for i, n in enumerate(g.node):
-        for o in n.output:
+    for i, (_n, op, _d, _ins, outs) in enumerate(raw):
+        for o in outs:
             if not o:
                 continue
             if o in produced_by or o in available:
-                raise GraphError(f"tensor '{o}' is produced twice (again by node '{names[i]}' ({n.op_type}))")
+                raise GraphError(f"tensor '{o}' is produced twice (again by node '{names[i]}' ({op}))")
             produced_by[o] = i
-    for i, n in enumerate(g.node):
-        for x in n.input:
-            if x and x not in produced_by and x not in available:
-                raise GraphError(
-                    f"node '{names[i]}' ({n.op_type}) reads '{x}', which no node, graph input or "
-                    f"initializer produces")
-    # Fast path: the file is already in topological order (the ONNX spec requires it).
-    done = set(available)
+    # One pass checks for dangling inputs and whether the file is already in topological
+    # order (the ONNX spec requires it); only an unordered file pays for a sort.
     in_order = True
-    for n in g.node:
-        if any(x and x not in done for x in n.input):
-            in_order = False
-            break
-        done.update(n.output)
+    for i, (_n, op, _d, ins, _o) in enumerate(raw):
+        for x in ins:
+            if not x or x in available:
+                continue
+            j = produced_by.get(x)
+            if j is None:
+                raise GraphError(
+                    f"node '{names[i]}' ({op}) reads '{x}', which no node, graph input or "
+                    f"initializer produces")
+            if j >= i:
+                in_order = False
     if in_order:
-        return list(range(len(g.node)))
+        return list(range(len(raw)))
     import networkx as nx
 
     dg = nx.DiGraph()
-    dg.add_nodes_from(range(len(g.node)))
-    dg.add_edges_from((produced_by[x], i) for i, n in enumerate(g.node) for x in n.input
+    dg.add_nodes_from(range(len(raw)))
+    dg.add_edges_from((produced_by[x], i) for i, r in enumerate(raw) for x in r[3]
                       if x in produced_by)
     try:
         return list(nx.lexicographical_topological_sort(dg))
@@ -244,37 +265,63 @@ def _topo_order(g: onnx.GraphProto, names: list[str], available: set[str]) -> li
 
 # ----------------------------------------------------------------------------- specs
 
+_MISSING = object()
+_EMPTY_MAP: Mapping[str, Any] = {}
+
+
 def _spec_of_type(tp: onnx.TypeProto) -> TensorSpec | None:
-    if not tp.HasField("tensor_type"):
+    if tp.WhichOneof("value") != "tensor_type":
         return None
     t = tp.tensor_type
     dtype = DTYPES.get(t.elem_type, "?")
     if not t.HasField("shape"):
         return TensorSpec(None, dtype)
-    shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in t.shape.dim)
-    return TensorSpec(shape, dtype)
+    return TensorSpec(tuple(d.dim_value if d.WhichOneof("value") == "dim_value" else (d.dim_param or "?")
+                            for d in t.shape.dim), dtype)
 
 
 def _collect_specs(g: onnx.GraphProto) -> dict[str, TensorSpec]:
     specs: dict[str, TensorSpec] = {}
-    for vi in list(g.input) + list(g.value_info) + list(g.output):
-        s = _spec_of_type(vi.type)
-        if s is not None:
-            specs[vi.name] = s
-    for t in g.initializer:
-        specs[t.name] = TensorSpec(tuple(t.dims), DTYPES.get(t.data_type, "?"))
-    for t in g.sparse_initializer:
-        specs[t.values.name] = TensorSpec(tuple(t.dims), DTYPES.get(t.values.data_type, "?"))
+    # Large graphs repeat a few hundred distinct types many thousand times: parse each
+    # distinct serialized TypeProto once (field access from Python is the slow part).
+    seen: dict[bytes, TensorSpec | None] = {}
+    for part in (g.input, g.value_info, g.output):
+        for vi in part:
+            tp = vi.type
+            key = tp.SerializeToString()
+            s = seen.get(key, _MISSING)
+            if s is _MISSING:
+                s = seen[key] = _spec_of_type(tp)
+            if s is not None:
+                specs[vi.name] = s
+    interned: dict[tuple, TensorSpec] = {}
+    for name, dims, dt in [(t.name, tuple(t.dims), t.data_type) for t in g.initializer] + [
+            (t.values.name, tuple(t.dims), t.values.data_type) for t in g.sparse_initializer]:
+        k = (dims, dt)
+        s = interned.get(k)
+        if s is None:
+            s = interned[k] = TensorSpec(dims, DTYPES.get(dt, "?"))
+        specs[name] = s
     return specs
 
 
+_INT_TYPES = frozenset({TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL, TensorProto.INT8,
+                        TensorProto.UINT8})
+_FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16})
+
+
 def _small_value(t: TensorProto):
-    """The value of an in-file tensor with few elements; never touches external data."""
-    if t.data_location == TensorProto.EXTERNAL or int(np.prod(t.dims)) > _SMALL:
+    """The value of an in-file tensor that can steer shapes: integer tensors of up to
+    ``_SMALL`` elements and float scalars/short vectors (Resize scales). Weights are
+    never converted, and external data is never touched."""
+    dt = t.data_type
+    if dt in _INT_TYPES:
+        limit = _SMALL
+    elif dt in _FLOAT_TYPES:
+        limit = 16
+    else:
         return None
-    if t.data_type not in (TensorProto.INT64, TensorProto.INT32, TensorProto.FLOAT,
-                           TensorProto.DOUBLE, TensorProto.BOOL, TensorProto.INT8,
-                           TensorProto.UINT8, TensorProto.FLOAT16):
+    if t.data_location == TensorProto.EXTERNAL or prod(t.dims) > limit:
         return None
     try:
         return numpy_helper.to_array(t)
@@ -339,18 +386,21 @@ def load(model: Any, *, inputs: Mapping[str, Any] | None = None,
 
 def _build(m: onnx.ModelProto, path: str) -> Graph:
     g = m.graph
-    names = _node_names(g)
+    raw = [(n.name, n.op_type, n.domain, tuple(n.input), tuple(n.output)) for n in g.node]
+    names = _node_names(raw)
     available = ({vi.name for vi in g.input} | {t.name for t in g.initializer}
                  | {t.values.name for t in g.sparse_initializer})
-    order = _topo_order(g, names, available)
+    order = _topo_order(raw, names, available)
 
     inferred = _infer(m)
     specs = _collect_specs(inferred.graph)
-    constants, values, folded = _fold(g, names, order, specs)
+    constants, values, folded = _fold(g, raw, names, order, specs)
 
     # Folding may have computed values (Reshape targets, Expand shapes) that inference
     # could not see; give them to inference as initializers and infer once more.
-    if any(_needs_shape(specs, n) for i in order if names[i] not in folded for n in [g.node[i]]):
+    unknown = {id(v) for v in {id(v): v for v in specs.values()}.values() if _unresolved(v)}
+    if any(o and (o not in specs or id(specs[o]) in unknown) for i in order
+            if names[i] not in folded for o in raw[i][4]):
         extra = [numpy_helper.from_array(v, name=k) for k, v in values.items()
                  if k not in {t.name for t in g.initializer}]
         if extra:
@@ -367,11 +417,12 @@ def _build(m: onnx.ModelProto, path: str) -> Graph:
                     specs[k] = s
 
     nodes = []
+    protos = g.node
+    cache: dict[bytes, tuple[str, Any]] = {}
     for i in order:
-        n = g.node[i]
-        attrs = {a.name: _attr_value(a) for a in n.attribute}
-        nodes.append(Node(names[i], n.op_type, n.domain if n.domain != "ai.onnx" else "",
-                          tuple(n.input), tuple(n.output), attrs))
+        _nm, op, dom, ins, outs = raw[i]
+        attrs, akey = _attrs(protos[i], cache)
+        nodes.append(Node(names[i], op, dom if dom != "ai.onnx" else "", ins, outs, attrs, _EMPTY_MAP, akey))
     init_names = {t.name for t in g.initializer}
     graph_inputs = tuple(vi.name for vi in g.input if vi.name not in init_names)
     return Graph(
@@ -387,21 +438,20 @@ def _build(m: onnx.ModelProto, path: str) -> Graph:
     )
 
 
+def _unresolved(s: TensorSpec) -> bool:
+    """A spec shape inference could not finish: unknown rank, '?' dims or derived symbols."""
+    return s.shape is None or any(type(d) is str and (d == "?" or d.startswith("unk__"))
+                                  for d in s.shape)
+
+
 def _unknowns(s: TensorSpec) -> int:
     if s.shape is None:
         return 1 << 20
     return sum(1 for d in s.shape if type(d) is not int)
 
 
-def _needs_shape(specs: dict[str, TensorSpec], n: onnx.NodeProto) -> bool:
-    for o in n.output:
-        s = specs.get(o)
-        if o and (s is None or _unknowns(s)):
-            return True
-    return False
-
-
-def _fold(g: onnx.GraphProto, names: list[str], order: list[int], specs: dict[str, TensorSpec]):
+def _fold(g: onnx.GraphProto, raw: list[tuple], names: list[str], order: list[int],
+          specs: dict[str, TensorSpec]):
     """Mark constant tensors, compute the small values, and name the folded nodes."""
     constants: set[str] = {t.name for t in g.initializer} | {t.values.name for t in g.sparse_initializer}
     values: dict[str, np.ndarray] = {}
@@ -410,11 +460,12 @@ def _fold(g: onnx.GraphProto, names: list[str], order: list[int], specs: dict[st
         if v is not None:
             values[t.name] = v
     folded: set[str] = set()
+    foldable = fold.FOLDABLE
     for i in order:
-        n = g.node[i]
-        op = n.op_type
-        if n.domain not in ("", "ai.onnx") or op not in fold.FOLDABLE:
+        _nm, op, dom, n_input, n_output = raw[i]
+        if op not in foldable or dom not in ("", "ai.onnx"):
             continue
+        n = g.node[i]
         if op == "Constant":
             spec, v = _constant_node_value(n)
             specs.setdefault(n.output[0], spec)
@@ -437,7 +488,7 @@ def _fold(g: onnx.GraphProto, names: list[str], order: list[int], specs: dict[st
             constants.add(n.output[0])
             folded.add(names[i])
             continue
-        ins = [x for x in n.input if x]
+        ins = [x for x in n_input if x]
         if not ins or not all(x in constants for x in ins):
             continue
         constants.update(o for o in n.output if o)
@@ -448,7 +499,7 @@ def _fold(g: onnx.GraphProto, names: list[str], order: list[int], specs: dict[st
             vals = [values[x] if x else None for x in n.input]
             if op == "ConstantOfShape":
                 shape = [int(d) for d in vals[0]]
-                if int(np.prod(shape)) <= fold.MAX_VALUE_ELEMENTS:
+                if prod(shape) <= fold.MAX_VALUE_ELEMENTS:
                     t = attrs.get("value")
                     fill = numpy_helper.to_array(t) if t is not None else np.zeros(1, np.float32)
                     values[n.output[0]] = np.full(shape, fill.reshape(-1)[0], dtype=fill.dtype)

@@ -35,7 +35,8 @@ register("Squeeze", "Unsqueeze", io="view", shape_inputs=(1,))(_nothing)
 register("Flatten", "Identity", io="view")(_nothing)
 register("Shape", "Size", io="meta")(_nothing)
 
-register("Transpose", "Concat", "Split", "DepthToSpace", "SpaceToDepth")(_nothing)
+register("Transpose", "Concat", "DepthToSpace", "SpaceToDepth")(_nothing)
+register("Split", shape_inputs=(1,))(_nothing)  # split sizes (opset >= 13) are shape-like
 register("Expand", "Tile", shape_inputs=(1,))(_nothing)
 # Pad: pads (1), constant_value (2, a scalar setting, not a weight) and axes (3)
 register("Pad", shape_inputs=(1, 2, 3))(_nothing)

@@ -8,6 +8,9 @@ group (a row, a channel, a group):
   add eps (1), reciprocal (1), and one sqrt (transcendental).
 - BatchNormalization (inference, running statistics): per element subtract mean,
   multiply by 1/std, scale, add bias (4); per channel add eps, reciprocal (2) and sqrt.
+- RMS normalizations (RMSNormalization, ORT's SimplifiedLayerNormalization): per element
+  square (1), sum (1), multiply by 1/rms (1), scale (1); per normalized row: divide for the
+  mean square (1), add eps (1), reciprocal (1), and one sqrt (transcendental).
 - Softmax: per element max (1), subtract (1), exp (T), sum (1), divide (1).
   LogSoftmax: per element max, subtract, exp (T), sum, subtract (4 + T); per row one log.
 """
@@ -40,6 +43,17 @@ def layer_norm(ins, outs, *, axis=-1, **_):
     rows, _inner = _axis_split(shape, axis)
     # optional outputs Mean and InvStdDev are written too (default writes cover them)
     return _meanvar(prod(shape), rows, _present(ins, 2))
+
+
+def _rms(n: int, rows: int) -> Work:
+    return Work(vector_flops=4 * n + 3 * rows, transcendentals=rows)
+
+
+@register("RMSNormalization")
+def rms_norm(ins, outs, *, axis=-1, **_):
+    shape = ins[0].dims()
+    rows, _inner = _axis_split(shape, axis)
+    return _rms(prod(shape), rows)
 
 
 @register("InstanceNormalization")

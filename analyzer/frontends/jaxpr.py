@@ -1,0 +1,729 @@
+"""The JAX frontend: a function (or a ``ClosedJaxpr``) -> ``ir.Graph``.
+
+The function is traced with ``jax.make_jaxpr`` on abstract arguments (arrays, pytrees of arrays or
+``jax.ShapeDtypeStruct``s: no data is needed).  Every equation becomes one IR node whose ``op`` is
+the primitive name and whose ``domain`` is ``"jax"``; the rules live in ``analyzer/rules/lax_*.py``.
+
+Sub-jaxprs are handled by one walker (``_Lowerer.emit``):
+
+- call-like primitives with one sub-jaxpr (``jit``, ``custom_jvp_call``, ``custom_vjp_call``,
+  ``remat``/``checkpoint``, ``closed_call``, ``core_call``, ``shard_map``, ...) are *inlined*: their
+  equations become nodes of the enclosing graph, named under a prefix (``jit(relu)``);
+- ``scan``, ``while`` and ``cond`` become control nodes whose ``subgraphs`` hold their bodies, and
+  whose rule (``rules/lax_control.py``) says how often each runs.
+
+Constants and parameters (JAX has no notion of weights, so this is a decision, documented here):
+
+- closed-over arrays (the ``consts`` of a ``ClosedJaxpr``) are constants, like ONNX initializers:
+  their elements are ``params`` when consumed as data and their bytes are weight bytes;
+- arguments listed in ``params_argnums`` (all their pytree leaves) are weights in the same way;
+  every other argument is an activation (the default: no argument is a weight);
+- literals (``x * 0.5``) and scalars computed only from literals are *immediates*: they are encoded
+  in the instruction, so they are neither params nor bytes (an ONNX attribute, not an initializer).
+  A scalar equation whose inputs are all known is evaluated once here (``folded``), which is how a
+  ``lax.switch`` on a constant index or a ``while`` with constant bounds is recognised.
+
+Node names come from ``eqn.source_info.name_stack`` (``jax.named_scope``, Flax/Equinox/Haiku module
+paths, ``jvp(...)``/``transpose(...)`` for derivatives) plus ``jit(name)`` for inlined jits, then the
+primitive: ``mlp/fc1/dot_general``.  Repeats get ``#2``, ``#3``, ... so names are unique.
+
+``jax`` is imported only inside functions.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import math
+import os
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from ..cost import lookup
+from ..errors import InputSpecError, ModelLoadError, ShapeError
+from ..ir import DTYPE_BITS, Graph, Node, TensorSpec
+
+DOMAIN = "jax"
+
+# ----------------------------------------------------------------------------- dtypes and specs
+
+# spec abbreviations (``f32[8,128]``) -> IR dtype names
+SPEC_DTYPES: dict[str, str] = {
+    "f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
+    "f8e4m3fn": "float8e4m3fn", "f8e5m2": "float8e5m2", "f8e4m3fnuz": "float8e4m3fnuz",
+    "f8e5m2fnuz": "float8e5m2fnuz",
+    "i64": "int64", "i32": "int32", "i16": "int16", "i8": "int8", "i4": "int4",
+    "u64": "uint64", "u32": "uint32", "u16": "uint16", "u8": "uint8", "u4": "uint4",
+    "bool": "bool", "pred": "bool", "c64": "complex64", "c128": "complex128",
+}
+# numpy/JAX dtype names that differ from the IR's
+_NP_TO_IR = {
+    "float8_e4m3fn": "float8e4m3fn", "float8_e4m3fnuz": "float8e4m3fnuz", "float8_e5m2": "float8e5m2",
+    "float8_e5m2fnuz": "float8e5m2fnuz", "float8_e8m0fnu": "float8e8m0", "float4_e2m1fn": "float4e2m1",
+}
+# IR dtype -> the numpy/JAX name (for building ShapeDtypeStructs from specs)
+_IR_TO_NP = {v: k for k, v in _NP_TO_IR.items()}
+
+_SPEC_RE = re.compile(r"^\s*([A-Za-z0-9_]+)\s*\[\s*([0-9,\s]*)\]\s*$")
+
+
+def ir_dtype(dtype: Any) -> str:
+    """A numpy/JAX dtype (or its name) -> the IR's dtype name (``"bfloat16"``, ``"int8"``, ...)."""
+    name = getattr(dtype, "name", None) or str(dtype)
+    name = _NP_TO_IR.get(name, name)
+    if name not in DTYPE_BITS:
+        raise ShapeError(f"unsupported JAX dtype '{name}'")
+    return name
+
+
+def parse_spec(text: str, name: str = "") -> "Any":
+    """``"f32[8,224]"`` -> ``jax.ShapeDtypeStruct((8, 224), float32)``; ``"i32[]"`` is a scalar.
+
+    Dtypes: f64 f32 f16 bf16 f8e4m3fn f8e5m2 i64 i32 i16 i8 i4 u64 u32 u16 u8 u4 bool c64 c128, or a
+    full IR name (``float32[8]``).  Plain ``8x224`` means float32."""
+    import jax
+    import jax.numpy as jnp
+
+    where = f"--input {name}={text}" if name else f"spec '{text}'"
+    m = _SPEC_RE.match(text)
+    if m is None:
+        if re.fullmatch(r"\s*\d+(\s*x\s*\d+)*\s*", text):
+            dims = tuple(int(d) for d in text.split("x"))
+            return jax.ShapeDtypeStruct(dims, jnp.float32)
+        raise InputSpecError(f"{where}: expected DTYPE[d0,d1,...] such as f32[8,224], bf16[2,16,64] "
+                             f"or i32[] (a scalar)")
+    dt, body = m.group(1), m.group(2).strip()
+    ir = SPEC_DTYPES.get(dt.lower(), dt.lower() if dt.lower() in DTYPE_BITS else None)
+    if ir is None:
+        raise InputSpecError(f"{where}: unknown dtype '{dt}'; use one of {', '.join(SPEC_DTYPES)}")
+    try:
+        dims = tuple(int(d) for d in body.split(",")) if body else ()
+    except ValueError:
+        raise InputSpecError(f"{where}: dims must be integers separated by commas") from None
+    return jax.ShapeDtypeStruct(dims, jnp.dtype(_IR_TO_NP.get(ir, ir)))
+
+
+def _spec_of_aval(aval: Any) -> TensorSpec:
+    """A JAX abstract value -> ``TensorSpec``. Keys count as their uint32 key data, refs as their
+    contents, tokens as nothing."""
+    import jax
+
+    inner = getattr(aval, "inner_aval", None)   # state refs (pallas kernels)
+    if inner is not None:
+        aval = inner
+    shape = getattr(aval, "shape", None)
+    dtype = getattr(aval, "dtype", None)
+    if shape is None or dtype is None:            # tokens and other non-array values
+        return TensorSpec((0,), "bool")
+    dims = tuple(d if type(d) is int else (int(d) if isinstance(d, int) else str(d)) for d in shape)
+    if jax.dtypes.issubdtype(dtype, jax.dtypes.extended):
+        impl = getattr(dtype, "_impl", None)
+        key_shape = tuple(getattr(impl, "key_shape", ()))
+        return TensorSpec(dims + key_shape, "uint32")
+    return TensorSpec(dims, ir_dtype(dtype))
+
+
+# ----------------------------------------------------------------------------- loading a function
+
+def load_target(target: str) -> Callable:
+    """``path/to/file.py:function`` or ``package.module:function`` (``:Class.method`` too) -> callable."""
+    mod_part, colon, attr = target.rpartition(":")
+    if not colon or not mod_part or not attr:
+        raise ModelLoadError(f"'{target}': expected path/to/file.py:function or package.module:function")
+    try:
+        if mod_part.endswith(".py") or os.sep in mod_part or "/" in mod_part:
+            path = os.path.abspath(mod_part)
+            if not os.path.isfile(path):
+                raise ModelLoadError(f"{mod_part}: no such file")
+            mod_name = "opcost_user_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
+            spec = importlib.util.spec_from_file_location(mod_name, path)
+            if spec is None or spec.loader is None:
+                raise ModelLoadError(f"{mod_part}: cannot import it as a Python module")
+            module = importlib.util.module_from_spec(spec)
+            folder = os.path.dirname(path)
+            sys.path.insert(0, folder)   # sibling imports of the user's file
+            try:
+                spec.loader.exec_module(module)
+            finally:
+                if sys.path and sys.path[0] == folder:
+                    sys.path.pop(0)
+        else:
+            module = importlib.import_module(mod_part)
+    except ModelLoadError:
+        raise
+    except Exception as e:  # any import-time failure of user code
+        raise ModelLoadError(f"{mod_part}: import failed ({type(e).__name__}: {e})") from None
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ModelLoadError(f"{mod_part} has no attribute '{attr}'") from None
+    if not callable(obj):
+        raise ModelLoadError(f"{target}: '{attr}' is not callable")
+    return obj
+
+
+def bind_inputs(fn: Callable, inputs: Mapping[str, str] | None,
+                static_kwargs: Mapping[str, Any] | None = None) -> tuple[tuple, dict]:
+    """Turn ``--input NAME=SPEC`` strings into example args for ``fn``, by parameter name.
+
+    Positional parameters are filled in signature order; keyword-only ones go to kwargs;
+    ``static_kwargs`` (``--kwargs-json``) are passed as they are (non-array settings)."""
+    inputs = dict(inputs or {})
+    static_kwargs = dict(static_kwargs or {})
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        raise InputSpecError(f"cannot read the signature of {getattr(fn, '__name__', fn)}") from None
+    params = sig.parameters
+    has_var_kw = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    for k in list(inputs) + list(static_kwargs):
+        if k not in params and not has_var_kw:
+            raise InputSpecError(f"'{k}' is not a parameter of {getattr(fn, '__name__', 'the function')}"
+                                 f"{tuple(params)}")
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    positional_open = True
+    for p in params.values():
+        given = p.name in inputs or p.name in static_kwargs
+        value = parse_spec(inputs[p.name], p.name) if p.name in inputs else static_kwargs.get(p.name)
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and positional_open:
+            if given:
+                args.append(value)
+                continue
+            if p.default is p.empty:
+                raise InputSpecError(f"missing --input for parameter '{p.name}' of "
+                                     f"{getattr(fn, '__name__', 'the function')}")
+            positional_open = False  # later positionals go by keyword
+            continue
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if given:
+            kwargs[p.name] = value
+        elif p.default is p.empty:
+            raise InputSpecError(f"missing --input for parameter '{p.name}'")
+    for k in list(inputs) + list(static_kwargs):   # extra names through **kwargs
+        if k not in params:
+            kwargs[k] = parse_spec(inputs[k], k) if k in inputs else static_kwargs[k]
+    return tuple(args), kwargs
+
+
+# ----------------------------------------------------------------------------- tracing
+
+def _is_array_leaf(x: Any) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def _abstract(x: Any) -> Any:
+    import jax
+
+    if isinstance(x, jax.ShapeDtypeStruct):
+        return x
+    return jax.ShapeDtypeStruct(x.shape, x.dtype)
+
+
+def _arg_names(fn: Callable, n: int) -> list[str]:
+    try:
+        ps = [p for p in inspect.signature(fn).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        ps = []
+    return [ps[i].name if i < len(ps) else f"arg{i}" for i in range(n)]
+
+
+def _params_indices(fn: Callable, params_argnums: Any, n_args: int) -> set[int]:
+    if params_argnums is None:
+        return set()
+    items = (params_argnums,) if isinstance(params_argnums, (int, str)) else tuple(params_argnums)
+    names = _arg_names(fn, n_args) if any(isinstance(i, str) for i in items) else []
+    out: set[int] = set()
+    for i in items:
+        if isinstance(i, str):
+            if i not in names:
+                raise InputSpecError(f"params_argnums: '{i}' is not a positional parameter ({names})")
+            out.add(names.index(i))
+        else:
+            j = int(i) + n_args if int(i) < 0 else int(i)
+            if not 0 <= j < n_args:
+                raise InputSpecError(f"params_argnums: {i} is out of range for {n_args} argument(s)")
+            out.add(j)
+    return out
+
+
+@dataclass
+class Traced:
+    """A traced program: the closed jaxpr, one display name per flat input, and which are weights."""
+
+    closed: Any
+    in_names: list[str]
+    in_params: list[bool]
+    name: str
+    inputs: dict[str, list]
+
+
+def trace(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any], *,
+          params_argnums: Any = None) -> Traced:
+    """Trace ``fn(*args, **kwargs)`` abstractly. Args that hold no array are static (bound as
+    they are); array leaves are traced from their shape and dtype only."""
+    import jax
+    from jax.extend.core import ClosedJaxpr, Jaxpr
+
+    if isinstance(fn, (ClosedJaxpr, Jaxpr)):
+        closed = fn if isinstance(fn, ClosedJaxpr) else ClosedJaxpr(fn, ())
+        n = len(closed.jaxpr.invars)
+        weights = _params_indices(lambda *a: None, params_argnums, n)
+        names = [f"in{i}" for i in range(n)]
+        inputs = {nm: list(_spec_of_aval(v.aval).shape or ()) for nm, v in zip(names, closed.jaxpr.invars)}
+        return Traced(closed, names, [i in weights for i in range(n)], "<jaxpr>", inputs)
+    if not callable(fn):
+        raise ModelLoadError(f"cannot analyse a {type(fn).__name__}: pass a function or a ClosedJaxpr")
+
+    weights = _params_indices(fn, params_argnums, len(args))
+    arg_names = _arg_names(fn, len(args))
+    is_dyn = [any(_is_array_leaf(leaf) for leaf in jax.tree_util.tree_leaves(a)) for a in args]
+    kw_dyn = {k: any(_is_array_leaf(leaf) for leaf in jax.tree_util.tree_leaves(v))
+              for k, v in kwargs.items()}
+    dyn_args = [jax.tree_util.tree_map(_abstract, a) for a, d in zip(args, is_dyn) if d]
+    dyn_kwargs = {k: jax.tree_util.tree_map(_abstract, v) for k, v in kwargs.items() if kw_dyn[k]}
+
+    def wrapped(dyn, dkw):
+        it = iter(dyn)
+        full = [next(it) if d else a for a, d in zip(args, is_dyn)]
+        kw = {k: (dkw[k] if kw_dyn[k] else v) for k, v in kwargs.items()}
+        return fn(*full, **kw)
+
+    fname = getattr(fn, "__name__", None) or type(fn).__name__
+    try:
+        closed = jax.make_jaxpr(wrapped)(dyn_args, dyn_kwargs)
+    except Exception as e:  # user code failing to trace is bad input, named in one line
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise ModelLoadError(f"tracing {fname} failed: {type(e).__name__}: {msg}") from None
+
+    names: list[str] = []
+    flags: list[bool] = []
+    inputs: dict[str, list] = {}
+    dyn_idx = [i for i, d in enumerate(is_dyn) if d]
+    for pos, a in zip(dyn_idx, dyn_args):
+        for path, leaf in jax.tree_util.tree_leaves_with_path(a):
+            nm = arg_names[pos] + jax.tree_util.keystr(path)
+            names.append(nm)
+            flags.append(pos in weights)
+            inputs[nm] = list(leaf.shape)
+    for k, v in dyn_kwargs.items():
+        for path, leaf in jax.tree_util.tree_leaves_with_path(v):
+            nm = k + jax.tree_util.keystr(path)
+            names.append(nm)
+            flags.append(False)
+            inputs[nm] = list(leaf.shape)
+    if len(names) != len(closed.jaxpr.invars):  # defensive: flattening orders must agree
+        names = [f"in{i}" for i in range(len(closed.jaxpr.invars))]
+        flags = [False] * len(names)
+    return Traced(closed, names, flags, fname, inputs)
+
+
+# ----------------------------------------------------------------------------- lowering to the IR
+
+@dataclass(frozen=True)
+class _Known:
+    """A value known while tracing: a literal, or a scalar computed only from literals."""
+
+    value: Any
+
+
+# Control-flow primitives: the sub-jaxpr params that become sub-graphs.
+CONTROL = {"scan", "while", "cond"}
+# call-like primitives whose inlined body gets a name component (others are transparent)
+_CALL_SCOPE = {"jit": lambda p: f"jit({p.get('name', '')})", "pjit": lambda p: f"jit({p.get('name', '')})",
+               "remat2": lambda p: "checkpoint", "checkpoint": lambda p: "checkpoint",
+               "shard_map": lambda p: "shard_map", "xla_pmap": lambda p: f"pmap({p.get('name', '')})"}
+_SMALL_VALUE = 64        # const arrays up to this many elements keep their values in Graph.values
+
+
+def sub_jaxprs(params: Mapping[str, Any]) -> list[tuple[str, int | None, Any]]:
+    """Every sub-jaxpr among an equation's params: ``(key, index in a tuple or None, jaxpr)``.
+
+    The one helper that finds bodies for all primitives (jit, custom_jvp/vjp, remat, scan, while,
+    cond branches, shard_map, reducers of reduce/scatter, pallas kernels, ...)."""
+    from jax.extend.core import ClosedJaxpr, Jaxpr
+
+    out = []
+    for k, v in params.items():
+        if isinstance(v, (ClosedJaxpr, Jaxpr)):
+            out.append((k, None, v))
+        elif isinstance(v, (tuple, list)) and v and all(isinstance(x, (ClosedJaxpr, Jaxpr)) for x in v):
+            out.extend((k, i, x) for i, x in enumerate(v))
+    return out
+
+
+def _open(j: Any) -> tuple[Any, list]:
+    """(Jaxpr, consts) of a ClosedJaxpr or an open Jaxpr."""
+    inner = getattr(j, "jaxpr", None)
+    if inner is not None and hasattr(j, "consts"):
+        return inner, list(j.consts)
+    return j, []
+
+
+def _count_eqns(j: Any) -> int:
+    jaxpr, _ = _open(j)
+    return sum(1 + sum(_count_eqns(s) for _, _, s in sub_jaxprs(e.params)) for e in jaxpr.eqns)
+
+
+def _plain_attrs(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Params a rule can read: dtypes become IR names, sub-jaxprs become ``KEY_ops`` (their
+    equation count, for reducers and scatter updates)."""
+    import numpy as np
+
+    subs = {k for k, _, _ in sub_jaxprs(params)}
+    attrs: dict[str, Any] = {}
+    for k, v in params.items():
+        if k in subs:
+            vs = v if isinstance(v, (tuple, list)) else (v,)
+            attrs[f"{k}_ops"] = sum(_count_eqns(x) for x in vs)
+            continue
+        if isinstance(v, np.dtype) or (isinstance(v, type) and issubclass(v, np.generic)):
+            try:
+                v = ir_dtype(np.dtype(v))
+            except (ShapeError, TypeError):
+                v = str(v)
+        attrs[k] = v
+    return attrs
+
+
+class _Lowerer:
+    """Walks jaxprs into ``Graph``s that share one table of tensors, constants and values."""
+
+    def __init__(self, loop_trips: int | None = None):
+        self.tensors: dict[str, TensorSpec] = {}
+        self.constants: set[str] = set()
+        self.values: dict[str, Any] = {}
+        self.graphs: list[Graph] = []
+        self._n = 0
+
+    # -- tensors
+
+    def fresh(self, aval: Any, hint: str = "t") -> str:
+        self._n += 1
+        name = f"%{hint}{self._n}"
+        self.tensors[name] = _spec_of_aval(aval)
+        return name
+
+    def const(self, value: Any, aval: Any) -> "str | _Known":
+        """A closed-over constant: a scalar is an immediate; an array is a constant tensor."""
+        size = math.prod(getattr(value, "shape", ()) or ())
+        if size <= 1 and not hasattr(getattr(value, "dtype", None), "_impl"):
+            return _Known(value)
+        name = self.fresh(aval, "const")
+        self.constants.add(name)
+        if size <= _SMALL_VALUE:
+            try:
+                import numpy as np
+
+                self.values[name] = np.asarray(value)
+            except Exception:  # key arrays and other extended dtypes
+                pass
+        return name
+
+    # -- graphs
+
+    def graph(self, name: str, jaxpr_like: Any, in_refs: Sequence["str | _Known | None"],
+              scope: str = "") -> Graph:
+        """A ``Graph`` for a (closed) jaxpr whose invars are bound to ``in_refs`` (``None``: a
+        fresh tensor of the invar's type)."""
+        jaxpr, consts = _open(jaxpr_like)
+        g = Graph(name=name, nodes=[], tensors=self.tensors, inputs=(), outputs=())
+        env: dict[Any, Any] = {}
+        for v, c in zip(jaxpr.constvars, consts):
+            env[v] = self.const(c, v.aval)
+        inputs = []
+        for v, ref in zip(jaxpr.invars, in_refs):
+            if ref is None:
+                ref = self.fresh(v.aval, "in")
+            env[v] = ref
+            if isinstance(ref, str):
+                inputs.append(ref)
+        used: dict[str, int] = {}
+        folded: set[str] = set()
+        self.emit(jaxpr, env, scope, g.nodes, used, folded)
+        g.inputs = tuple(inputs)
+        g.outputs = tuple(r for r in (self.read(env, v) for v in jaxpr.outvars) if isinstance(r, str))
+        g.folded = frozenset(folded)   # type: ignore[assignment]
+        g.values = self.values
+        self.graphs.append(g)
+        return g
+
+    def read(self, env: dict, v: Any) -> "str | _Known":
+        from jax.extend.core import Literal
+
+        if isinstance(v, Literal):
+            return _Known(v.val)
+        return env[v]
+
+    @staticmethod
+    def _unique(base: str, used: dict[str, int]) -> str:
+        n = used.get(base, 0) + 1
+        used[base] = n
+        if n == 1:
+            return base
+        while f"{base}#{n}" in used:   # a base that itself ends in #k
+            n += 1
+        used[base] = n
+        used[f"{base}#{n}"] = 1
+        return f"{base}#{n}"
+
+    def emit(self, jaxpr: Any, env: dict, prefix: str, nodes: list[Node], used: dict[str, int],
+             folded: set[str]) -> None:
+        """Append the nodes of ``jaxpr``'s equations (recursing into calls) to ``nodes``."""
+        for eqn in jaxpr.eqns:
+            prim = eqn.primitive.name
+            stack = str(eqn.source_info.name_stack)
+            scope = "/".join(s for s in (prefix, stack) if s)
+            ins = [self.read(env, v) for v in eqn.invars]
+            subs = sub_jaxprs(eqn.params)
+            rule = lookup(DOMAIN, prim)
+
+            if prim in CONTROL:
+                self._control(eqn, prim, ins, scope, env, nodes, used)
+                continue
+            if rule is None and len(subs) == 1 and prim != "pallas_call":
+                # a call: inline its body under a name component
+                _, _, body = subs[0]
+                comp = _CALL_SCOPE.get(prim, lambda p: "")(eqn.params)
+                inner_jaxpr, consts = _open(body)
+                inner_env: dict[Any, Any] = {}
+                for v, c in zip(inner_jaxpr.constvars, consts):
+                    inner_env[v] = self.const(c, v.aval)
+                n_in = len(inner_jaxpr.invars)
+                # some calls pass leading consts that the body sees as its first invars
+                for v, ref in zip(inner_jaxpr.invars, ins[len(ins) - n_in:] if len(ins) >= n_in else ins):
+                    inner_env[v] = ref
+                self.emit(inner_jaxpr, inner_env, "/".join(s for s in (scope, comp) if s),
+                          nodes, used, folded)
+                for outer, inner in zip(eqn.outvars, inner_jaxpr.outvars):
+                    env[outer] = self.read(inner_env, inner)
+                continue
+
+            name = self._unique(f"{scope}/{prim}" if scope else prim, used)
+            if not subs and ins and all(isinstance(r, _Known) for r in ins):
+                vals = self._fold(eqn, ins)
+                if vals is not None:
+                    for v, val in zip(eqn.outvars, vals):
+                        env[v] = _Known(val)
+                        self.fresh(v.aval)  # a spec for display only
+                    folded.add(name)
+                    nodes.append(Node(name, prim, DOMAIN, (), (), _plain_attrs(eqn.params)))
+                    continue
+            in_names = tuple(r if isinstance(r, str) else "" for r in ins)
+            outs = []
+            for v in eqn.outvars:
+                t = self.fresh(v.aval)
+                env[v] = t
+                outs.append(t)
+            domain = DOMAIN
+            attrs = _plain_attrs(eqn.params)
+            if prim == "pallas_call":
+                domain, attrs = self._pallas(eqn, attrs)
+            nodes.append(Node(name, prim, domain, in_names, tuple(outs), attrs))
+
+    @staticmethod
+    def _fold(eqn: Any, ins: list["_Known"]) -> list | None:
+        """Evaluate a scalar equation on known inputs (shape arithmetic, switch indices, loop
+        bounds). Returns None where the outputs are not all scalars or evaluation fails."""
+        if any(math.prod(getattr(v.aval, "shape", (1, 1)) or ()) != 1 for v in eqn.outvars):
+            return None
+        if eqn.effects:
+            return None
+        try:
+            out = eqn.primitive.bind(*(k.value for k in ins), **eqn.params)
+        except Exception:
+            return None
+        return list(out) if eqn.primitive.multiple_results else [out]
+
+    def _pallas(self, eqn: Any, attrs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """A Pallas kernel is costed from its own ``cost_estimate``; without one it is uncosted
+        (domain ``jax.pallas`` has no rules), never zero."""
+        est = eqn.params.get("cost_estimate")
+        grid = getattr(eqn.params.get("grid_mapping"), "grid", ())
+        keep = {"name": eqn.params.get("name"), "grid": tuple(grid) if grid else ()}
+        if est is None:
+            return "jax.pallas", keep
+        body = eqn.params.get("jaxpr")
+        has_dot = body is not None and any(
+            e.primitive.name in ("dot_general", "conv_general_dilated") for e in _open(body)[0].eqns)
+        keep.update(flops=int(getattr(est, "flops", 0) or 0),
+                    transcendentals=int(getattr(est, "transcendentals", 0) or 0),
+                    bytes_accessed=int(getattr(est, "bytes_accessed", 0) or 0),
+                    has_dot=has_dot)
+        return DOMAIN, keep
+
+    # -- control flow
+
+    def _control(self, eqn, prim, ins, scope, env, nodes, used) -> None:
+        p = eqn.params
+        name = self._unique(f"{scope}/{prim}" if scope else prim, used)
+        outs = []
+        for v in eqn.outvars:
+            t = self.fresh(v.aval)
+            env[v] = t
+            outs.append(t)
+        attrs = _plain_attrs(p)
+        subgraphs: dict[str, Graph] = {}
+        in_names = [r if isinstance(r, str) else "" for r in ins]
+        if prim == "scan":
+            nc = p["num_consts"]
+            refs = list(ins[:nc]) + [None] * (len(ins) - nc)   # consts keep their (weight) names
+            subgraphs["body"] = self.graph("body", p["jaxpr"], refs)
+        elif prim == "while":
+            cn, bn = p["cond_nconsts"], p["body_nconsts"]
+            cond_consts, body_consts, init = ins[:cn], ins[cn:cn + bn], ins[cn + bn:]
+            subgraphs["cond"] = self.graph("cond", p["cond_jaxpr"], list(cond_consts) + [None] * len(init))
+            subgraphs["body"] = self.graph("body", p["body_jaxpr"], list(body_consts) + [None] * len(init))
+            trips, how = _while_trips(p, cond_consts, body_consts, init)
+            attrs["trip_count"] = trips
+            attrs["trip_source"] = how
+        elif prim == "cond":
+            branches = p["branches"]
+            for i, br in enumerate(branches):
+                subgraphs[f"branch{i}"] = self.graph(f"branch{i}", br, list(ins[1:]))
+            attrs["num_branches"] = len(branches)
+            if isinstance(ins[0], _Known):   # a constant index: name it so the rule sees its value
+                t = self.fresh(eqn.invars[0].aval, "index")
+                self.values[t] = ins[0].value
+                in_names[0] = t
+        nodes.append(Node(name, prim, DOMAIN, tuple(in_names), tuple(outs), attrs, subgraphs))
+
+
+# ----------------------------------------------------------------------------- while trip counts
+
+_CMP = {"lt", "le", "gt", "ge", "ne"}
+_FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "ne": "ne"}
+
+
+def _while_trips(p: Mapping[str, Any], cond_consts, body_consts, init) -> tuple[int | None, str]:
+    """The trip count of a ``while`` whose condition compares a counter with a known bound.
+
+    Recognised: the condition's output is ``lt/le/gt/ge/ne(a, b)`` where one side is a carry slot
+    (the counter) that the body steps by a known constant (``add``/``sub``), and the other side is
+    a literal, a known cond const, or a carry slot that the body passes through unchanged; the
+    counter's and bound's initial values are known. ``fori_loop`` with traced-but-constant bounds
+    and hand-written counted loops have this form."""
+    from jax.extend.core import Literal
+
+    cj, _ = _open(p["cond_jaxpr"])
+    bj, _ = _open(p["body_jaxpr"])
+    cn, bn = p["cond_nconsts"], p["body_nconsts"]
+    n_carry = len(init)
+    if len(cj.outvars) != 1:
+        return None, "condition has several outputs"
+    pred = cj.outvars[0]
+    eqn = next((e for e in cj.eqns if pred in e.outvars), None)
+    if eqn is None or eqn.primitive.name not in _CMP:
+        return None, "condition is not a comparison of a counter with a bound"
+    cond_carry = {v: i for i, v in enumerate(cj.invars[cn:])}
+    cond_const = {v: cond_consts[i] for i, v in enumerate(cj.invars[:cn])}
+
+    def known(x):
+        return x.value if isinstance(x, _Known) else None
+
+    def side(v):
+        """('carry', slot) | ('value', number) | None"""
+        if isinstance(v, Literal):
+            return ("value", v.val)
+        if v in cond_carry:
+            return ("carry", cond_carry[v])
+        if v in cond_const and known(cond_const[v]) is not None:
+            return ("value", known(cond_const[v]))
+        return None
+
+    def step_of(slot):
+        """The constant the body adds to carry ``slot`` each trip (None: not a counter); 0 if the
+        body passes it through unchanged."""
+        invar, outvar = bj.invars[bn + slot], bj.outvars[slot]
+        if outvar is invar:
+            return 0
+        e = next((e for e in bj.eqns if outvar in e.outvars), None)
+        if e is None or e.primitive.name not in ("add", "sub"):
+            return None
+        a, b = e.invars
+        sign = 1 if e.primitive.name == "add" else -1
+        if a is invar and isinstance(b, Literal):
+            return sign * int(b.val)
+        if b is invar and isinstance(a, Literal) and sign == 1:
+            return int(a.val)
+        return None
+
+    lhs, rhs = side(eqn.invars[0]), side(eqn.invars[1])
+    op = eqn.primitive.name
+    if lhs is None or rhs is None:
+        return None, "bound is not known at trace time"
+    if lhs[0] != "carry":
+        lhs, rhs, op = rhs, lhs, _FLIP[op]
+    if lhs[0] != "carry" or not 0 <= lhs[1] < n_carry:
+        return None, "no loop counter in the condition"
+    step = step_of(lhs[1])
+    start = known(init[lhs[1]])
+    if not step or start is None:
+        return None, "counter's step or start is not a constant"
+    if rhs[0] == "carry":
+        if step_of(rhs[1]) != 0 or known(init[rhs[1]]) is None:
+            return None, "bound changes in the loop or is not known"
+        bound = known(init[rhs[1]])
+    else:
+        bound = rhs[1]
+    try:
+        start, bound = int(start), int(bound)
+    except (TypeError, ValueError):
+        return None, "counter is not an integer"
+    if op in ("le", "ge"):
+        bound += 1 if op == "le" else -1
+        op = "lt" if op == "le" else "gt"
+    if op == "lt" and step > 0:
+        trips = max(0, -(-(bound - start) // step))
+    elif op == "gt" and step < 0:
+        trips = max(0, -(-(start - bound) // -step))
+    elif op == "ne" and (bound - start) % step == 0 and (bound - start) // step >= 0:
+        trips = (bound - start) // step
+    else:
+        return None, "counter never reaches its bound"
+    return trips, f"counter from {start} step {step} to {bound}"
+
+
+# ----------------------------------------------------------------------------- entry point
+
+def load(fn: Any, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None, *,
+         params_argnums: Any = None, path: str | None = None) -> tuple[Graph, dict]:
+    """Trace ``fn`` and lower it to a ``Graph`` (with sub-graphs for loops and conds).
+
+    Returns the graph and the model info of the report (``format: "jaxpr"``)."""
+    traced = trace(fn, args, kwargs or {}, params_argnums=params_argnums)
+    low = _Lowerer()
+    jaxpr, consts = _open(traced.closed)
+    # a program that is one jit call reads better without the outer ``jit(f)/`` on every row
+    scope_jaxpr = traced.closed
+    refs: list[Any] = []
+    for nm, is_w, v in zip(traced.in_names, traced.in_params, jaxpr.invars):
+        low.tensors[nm] = _spec_of_aval(v.aval)
+        if is_w:
+            low.constants.add(nm)
+        refs.append(nm)
+    if (not consts and len(jaxpr.eqns) == 1 and jaxpr.eqns[0].primitive.name in ("jit", "pjit")
+            and list(jaxpr.eqns[0].invars) == list(jaxpr.invars)
+            and list(jaxpr.eqns[0].outvars) == list(jaxpr.outvars)):
+        scope_jaxpr = jaxpr.eqns[0].params["jaxpr"]
+    graph = low.graph(traced.name, scope_jaxpr, refs)
+    graph.inputs = tuple(traced.in_names)
+    const_set = frozenset(low.constants)
+    for g in low.graphs:
+        g.constants = const_set   # one table of constants (names are unique program-wide)
+    info = {
+        "path": path or traced.name,
+        "format": "jaxpr",
+        "inputs": traced.inputs,
+        "outputs": list(graph.outputs),
+        "dims": {},
+        "params_inputs": [n for n, w in zip(traced.in_names, traced.in_params) if w],
+    }
+    return graph, info

@@ -1,0 +1,36 @@
+"""Shared fixtures: run the CLI in-process and save built models to a temporary folder.
+
+Model builders live in ``tests/onnx_builders.py``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import onnx
+import pytest
+
+
+@pytest.fixture
+def run_cli():
+    """``run_cli(*args)`` -> click Result of ``analyze ARGS`` (stdout and stderr kept apart)."""
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    def run(*args):
+        return CliRunner().invoke(main, [str(a) for a in args])
+
+    return run
+
+
+@pytest.fixture
+def save(tmp_path):
+    """``save(model, "m.onnx")`` writes a ModelProto under tmp_path and returns its path."""
+
+    def write(model: onnx.ModelProto, name: str = "m.onnx") -> str:
+        path = os.path.join(tmp_path, name)
+        onnx.save(model, path)
+        return path
+
+    return write
