@@ -49,7 +49,7 @@ def _report(graph, info: dict, options, hw, precision: str | None, overlap: bool
 def analyze_jax(fn: Any, *example_args: Any, hw: str | Sequence[str] | None = None,
                 precision: str | None = None, loop_trips: int | None = None,
                 params_argnums: Any = None, overlap: bool = True, causal: bool = False,
-                name: str | None = None, **example_kwargs: Any) -> "Report":
+                report_name: str | None = None, **example_kwargs: Any) -> "Report":
     """Count every equation of a JAX program exactly (and predict latency when ``hw`` is given).
 
     ``fn`` is traced with ``jax.make_jaxpr(fn)(*example_args, **example_kwargs)``; the args are
@@ -61,11 +61,12 @@ def analyze_jax(fn: Any, *example_args: Any, hw: str | Sequence[str] | None = No
     elements are ``params`` and their bytes weight bytes (default: none; closed-over constant
     arrays always are). Literals are immediates (neither params nor bytes).
     ``loop_trips``: trip count of ``while`` loops whose count is not static.
-    ``hw``, ``precision``, ``overlap``: as for ``analyze``.  ``name``: the report's model path.
+    ``hw``, ``precision``, ``overlap``: as for ``analyze``.  ``report_name``: the report's model
+    path (default: the function's name).
     """
     from .engine import Options
     from .frontends import jaxpr as jaxpr_frontend
 
     graph, info = jaxpr_frontend.load(fn, example_args, example_kwargs,
-                                      params_argnums=params_argnums, path=name)
+                                      params_argnums=params_argnums, path=report_name)
     return _report(graph, info, Options(loop_trips=loop_trips, causal=causal), hw, precision, overlap)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
 
 from .kernels import BOUNDS
 
 
-@dataclass(frozen=True, slots=True)
-class NodePrediction:
+class NodePrediction(NamedTuple):
+    """Predicted time of one kernel on one profile (immutable)."""
+
     name: str
     time_s: float
     compute_s: float
@@ -89,10 +92,11 @@ def predict(report, hw, *, precision: str | None = None, overlap: bool = True) -
         share = {b: 0.0 for b in BOUNDS}
         for i, b in enumerate(BOUNDS):
             share[b] = float(time[p][bound[p] == i].sum()) / total if total > 0 else 0.0
-        nodes = [NodePrediction(name, float(time[p, i]), float(compute[p, i]), float(memory[p, i]),
-                                float(ovh[p, i]), BOUNDS[int(bound[p, i])],
-                                float(flops[i] / low.bytes[i]) if low.bytes[i] else float("inf"))
-                 for i, name in enumerate(low.names)]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            intensity = np.where(low.bytes > 0, flops / np.where(low.bytes > 0, low.bytes, 1.0), np.inf)
+        nodes = [NodePrediction(*row) for row in zip(
+            low.names, time[p].tolist(), compute[p].tolist(), memory[p].tolist(), ovh[p].tolist(),
+            [BOUNDS[b] for b in bound[p].tolist()], intensity.tolist())]
         out.append(Prediction(prof.id, prof.name, low.precision, overlap, total, share, nodes,
                               low.warnings[p]))
     report.predictions.extend(out)

@@ -28,20 +28,23 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 
-def best_of(fn, repeat: int) -> float:
-    times = []
+def best_of_interleaved(fns: dict, repeat: int) -> dict[str, float]:
+    """Best wall time of each function, running them round-robin so that a load spike
+    on the machine hits all of them alike (ratios are taken within the same run)."""
+    best = {k: float("inf") for k in fns}
     for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+        for k, fn in fns.items():
+            gc.collect()
+            t0 = time.perf_counter()
+            fn()
+            best[k] = min(best[k], time.perf_counter() - t0)
+    return best
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=50_000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
 
     import onnx
@@ -61,9 +64,12 @@ def main(argv=None) -> int:
             onnx.shape_inference.infer_shapes(onnx.load(path))
 
         report = analyzer.analyze(path, hw="a100")  # warm-up: imports, jit compile
-        t_base = best_of(baseline, args.repeat)
-        t_an = best_of(lambda: analyzer.analyze(path), args.repeat)
-        t_pred = best_of(lambda: analyzer.analyze(path, hw="a100"), args.repeat)
+        best = best_of_interleaved({
+            "base": baseline,
+            "analyze": lambda: analyzer.analyze(path),
+            "predict": lambda: analyzer.analyze(path, hw="a100"),
+        }, args.repeat)
+        t_base, t_an, t_pred = best["base"], best["analyze"], best["predict"]
 
     blocks = sum(1 for n in report.nodes if n.op == "Softmax")
     cf = closed_form(blocks)

@@ -120,9 +120,13 @@ def main():
 @click.option("--max-regression", "max_regression", metavar="PCT", default="5%", show_default=True,
               help="With --baseline: exit 1 when total predicted latency on any profile grows "
                    "by more than PCT.")
+@click.option("--kwargs-json", "kwargs_json", metavar="JSON", default=None,
+              help="JAX programs: static non-array keyword arguments, e.g. '{\"train\": false}'.")
+@click.option("--group-depth", "group_depth", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Sum the layer rows by the first N components of their names (module paths).")
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
 def model_cmd(model, hw, inputs, dims, precision, fmt, output, top, strict, additive,
-              save_baseline, baseline, max_regression, debug):
+              save_baseline, baseline, max_regression, kwargs_json, group_depth, debug):
     """Count params, FLOPs (MAC / vector / transcendental) and bytes of every node of MODEL.
 
     \b
@@ -157,15 +161,36 @@ def model_cmd(model, hw, inputs, dims, precision, fmt, output, top, strict, addi
                 precision_ = precision
         else:
             precision_ = precision
+        from analyzer.frontends.jaxpr import is_jax_target
+
         with _progress(f"analysing {model}"):
-            report = analyzer.analyze(model, hws, inputs=_parse_inputs(inputs) or None,
-                                      dims=_parse_dims(dims) or None, precision=precision_,
-                                      overlap=not additive)
+            if is_jax_target(model):   # path/to/file.py:function or package.module:function
+                from analyzer.frontends.jaxpr import load_program
+
+                if dims:
+                    raise InputSpecError("--dim applies to ONNX models; give a JAX program's shapes "
+                                         "with --input NAME=f32[8,128]")
+                fn, args, kwargs = load_program(model, _parse_inputs(inputs), kwargs_json)
+                report = analyzer.analyze_jax(fn, *args, hw=hws, precision=precision_,
+                                              overlap=not additive, report_name=model,
+                                              **kwargs)
+            else:
+                if kwargs_json:
+                    raise InputSpecError("--kwargs-json applies to JAX programs (MODEL of the form "
+                                         "path/to/file.py:function)")
+                report = analyzer.analyze(model, hws, inputs=_parse_inputs(inputs) or None,
+                                          dims=_parse_dims(dims) or None, precision=precision_,
+                                          overlap=not additive)
             if doc is not None:
                 report.comparison = bl.compare(report, doc, threshold, path=baseline)
         color = output is None and fmt == "table" and sys.stdout.isatty()
-        text = render(report, fmt, top=top, color=color,
-                      width=None if output else _terminal_width())
+        if group_depth is not None:
+            from analyzer.grouping import render_groups
+
+            text = render_groups(report, group_depth, fmt, width=None if output else _terminal_width())
+        else:
+            text = render(report, fmt, top=top, color=color,
+                          width=None if output else _terminal_width())
         write_output(text, output)
         if save_baseline:
             write_output(json.dumps(bl.to_baseline(report), indent=1) + "\n", save_baseline)

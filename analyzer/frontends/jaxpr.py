@@ -27,83 +27,38 @@ Node names come from ``eqn.source_info.name_stack`` (``jax.named_scope``, Flax/E
 paths, ``jvp(...)``/``transpose(...)`` for derivatives) plus ``jit(name)`` for inlined jits, then the
 primitive: ``mlp/fc1/dot_general``.  Repeats get ``#2``, ``#3``, ... so names are unique.
 
+Turning command-line strings into example args (``f32[8,224]`` specs, ``file.py:function``) is in
+``jaxpr_inputs.py``; recognising static ``while`` trip counts in ``jaxpr_loops.py``.
 ``jax`` is imported only inside functions.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
 import math
-import os
-import re
-import sys
+import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ..cost import lookup
 from ..errors import InputSpecError, ModelLoadError, ShapeError
-from ..ir import DTYPE_BITS, Graph, Node, TensorSpec
+from ..ir import Graph, Node, TensorSpec
+from .jaxpr_inputs import (bind_inputs, ir_dtype, is_jax_target, load_program,  # noqa: F401
+                           load_target, parse_spec)
+from .jaxpr_loops import while_trips
+
+__all__ = ["DOMAIN", "CONTROL", "Traced", "bind_inputs", "ir_dtype", "is_jax_target", "load",
+           "load_program", "load_target", "parse_spec", "sub_jaxprs", "trace"]
 
 DOMAIN = "jax"
 
-# ----------------------------------------------------------------------------- dtypes and specs
 
-# spec abbreviations (``f32[8,128]``) -> IR dtype names
-SPEC_DTYPES: dict[str, str] = {
-    "f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
-    "f8e4m3fn": "float8e4m3fn", "f8e5m2": "float8e5m2", "f8e4m3fnuz": "float8e4m3fnuz",
-    "f8e5m2fnuz": "float8e5m2fnuz",
-    "i64": "int64", "i32": "int32", "i16": "int16", "i8": "int8", "i4": "int4",
-    "u64": "uint64", "u32": "uint32", "u16": "uint16", "u8": "uint8", "u4": "uint4",
-    "bool": "bool", "pred": "bool", "c64": "complex64", "c128": "complex128",
-}
-# numpy/JAX dtype names that differ from the IR's
-_NP_TO_IR = {
-    "float8_e4m3fn": "float8e4m3fn", "float8_e4m3fnuz": "float8e4m3fnuz", "float8_e5m2": "float8e5m2",
-    "float8_e5m2fnuz": "float8e5m2fnuz", "float8_e8m0fnu": "float8e8m0", "float4_e2m1fn": "float4e2m1",
-}
-# IR dtype -> the numpy/JAX name (for building ShapeDtypeStructs from specs)
-_IR_TO_NP = {v: k for k, v in _NP_TO_IR.items()}
-
-_SPEC_RE = re.compile(r"^\s*([A-Za-z0-9_]+)\s*\[\s*([0-9,\s]*)\]\s*$")
-
-
-def ir_dtype(dtype: Any) -> str:
-    """A numpy/JAX dtype (or its name) -> the IR's dtype name (``"bfloat16"``, ``"int8"``, ...)."""
-    name = getattr(dtype, "name", None) or str(dtype)
-    name = _NP_TO_IR.get(name, name)
-    if name not in DTYPE_BITS:
-        raise ShapeError(f"unsupported JAX dtype '{name}'")
-    return name
-
-
-def parse_spec(text: str, name: str = "") -> "Any":
-    """``"f32[8,224]"`` -> ``jax.ShapeDtypeStruct((8, 224), float32)``; ``"i32[]"`` is a scalar.
-
-    Dtypes: f64 f32 f16 bf16 f8e4m3fn f8e5m2 i64 i32 i16 i8 i4 u64 u32 u16 u8 u4 bool c64 c128, or a
-    full IR name (``float32[8]``).  Plain ``8x224`` means float32."""
-    import jax
-    import jax.numpy as jnp
-
-    where = f"--input {name}={text}" if name else f"spec '{text}'"
-    m = _SPEC_RE.match(text)
-    if m is None:
-        if re.fullmatch(r"\s*\d+(\s*x\s*\d+)*\s*", text):
-            dims = tuple(int(d) for d in text.split("x"))
-            return jax.ShapeDtypeStruct(dims, jnp.float32)
-        raise InputSpecError(f"{where}: expected DTYPE[d0,d1,...] such as f32[8,224], bf16[2,16,64] "
-                             f"or i32[] (a scalar)")
-    dt, body = m.group(1), m.group(2).strip()
-    ir = SPEC_DTYPES.get(dt.lower(), dt.lower() if dt.lower() in DTYPE_BITS else None)
-    if ir is None:
-        raise InputSpecError(f"{where}: unknown dtype '{dt}'; use one of {', '.join(SPEC_DTYPES)}")
+def _dim(d: Any) -> int | str:
+    """An int dim (numpy ints too); a symbolic (shape-polymorphic) dim stays a symbol."""
     try:
-        dims = tuple(int(d) for d in body.split(",")) if body else ()
-    except ValueError:
-        raise InputSpecError(f"{where}: dims must be integers separated by commas") from None
-    return jax.ShapeDtypeStruct(dims, jnp.dtype(_IR_TO_NP.get(ir, ir)))
+        return operator.index(d)
+    except TypeError:
+        return str(d)
 
 
 def _spec_of_aval(aval: Any) -> TensorSpec:
@@ -118,98 +73,12 @@ def _spec_of_aval(aval: Any) -> TensorSpec:
     dtype = getattr(aval, "dtype", None)
     if shape is None or dtype is None:            # tokens and other non-array values
         return TensorSpec((0,), "bool")
-    dims = tuple(d if type(d) is int else (int(d) if isinstance(d, int) else str(d)) for d in shape)
+    dims = tuple(_dim(d) for d in shape)
     if jax.dtypes.issubdtype(dtype, jax.dtypes.extended):
         impl = getattr(dtype, "_impl", None)
         key_shape = tuple(getattr(impl, "key_shape", ()))
         return TensorSpec(dims + key_shape, "uint32")
     return TensorSpec(dims, ir_dtype(dtype))
-
-
-# ----------------------------------------------------------------------------- loading a function
-
-def load_target(target: str) -> Callable:
-    """``path/to/file.py:function`` or ``package.module:function`` (``:Class.method`` too) -> callable."""
-    mod_part, colon, attr = target.rpartition(":")
-    if not colon or not mod_part or not attr:
-        raise ModelLoadError(f"'{target}': expected path/to/file.py:function or package.module:function")
-    try:
-        if mod_part.endswith(".py") or os.sep in mod_part or "/" in mod_part:
-            path = os.path.abspath(mod_part)
-            if not os.path.isfile(path):
-                raise ModelLoadError(f"{mod_part}: no such file")
-            mod_name = "opcost_user_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
-            spec = importlib.util.spec_from_file_location(mod_name, path)
-            if spec is None or spec.loader is None:
-                raise ModelLoadError(f"{mod_part}: cannot import it as a Python module")
-            module = importlib.util.module_from_spec(spec)
-            folder = os.path.dirname(path)
-            sys.path.insert(0, folder)   # sibling imports of the user's file
-            try:
-                spec.loader.exec_module(module)
-            finally:
-                if sys.path and sys.path[0] == folder:
-                    sys.path.pop(0)
-        else:
-            module = importlib.import_module(mod_part)
-    except ModelLoadError:
-        raise
-    except Exception as e:  # any import-time failure of user code
-        raise ModelLoadError(f"{mod_part}: import failed ({type(e).__name__}: {e})") from None
-    obj: Any = module
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise ModelLoadError(f"{mod_part} has no attribute '{attr}'") from None
-    if not callable(obj):
-        raise ModelLoadError(f"{target}: '{attr}' is not callable")
-    return obj
-
-
-def bind_inputs(fn: Callable, inputs: Mapping[str, str] | None,
-                static_kwargs: Mapping[str, Any] | None = None) -> tuple[tuple, dict]:
-    """Turn ``--input NAME=SPEC`` strings into example args for ``fn``, by parameter name.
-
-    Positional parameters are filled in signature order; keyword-only ones go to kwargs;
-    ``static_kwargs`` (``--kwargs-json``) are passed as they are (non-array settings)."""
-    inputs = dict(inputs or {})
-    static_kwargs = dict(static_kwargs or {})
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        raise InputSpecError(f"cannot read the signature of {getattr(fn, '__name__', fn)}") from None
-    params = sig.parameters
-    has_var_kw = any(p.kind is p.VAR_KEYWORD for p in params.values())
-    for k in list(inputs) + list(static_kwargs):
-        if k not in params and not has_var_kw:
-            raise InputSpecError(f"'{k}' is not a parameter of {getattr(fn, '__name__', 'the function')}"
-                                 f"{tuple(params)}")
-    args: list[Any] = []
-    kwargs: dict[str, Any] = {}
-    positional_open = True
-    for p in params.values():
-        given = p.name in inputs or p.name in static_kwargs
-        value = parse_spec(inputs[p.name], p.name) if p.name in inputs else static_kwargs.get(p.name)
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and positional_open:
-            if given:
-                args.append(value)
-                continue
-            if p.default is p.empty:
-                raise InputSpecError(f"missing --input for parameter '{p.name}' of "
-                                     f"{getattr(fn, '__name__', 'the function')}")
-            positional_open = False  # later positionals go by keyword
-            continue
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            continue
-        if given:
-            kwargs[p.name] = value
-        elif p.default is p.empty:
-            raise InputSpecError(f"missing --input for parameter '{p.name}'")
-    for k in list(inputs) + list(static_kwargs):   # extra names through **kwargs
-        if k not in params:
-            kwargs[k] = parse_spec(inputs[k], k) if k in inputs else static_kwargs[k]
-    return tuple(args), kwargs
 
 
 # ----------------------------------------------------------------------------- tracing
@@ -296,7 +165,8 @@ def trace(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any], *,
         kw = {k: (dkw[k] if kw_dyn[k] else v) for k, v in kwargs.items()}
         return fn(*full, **kw)
 
-    fname = getattr(fn, "__name__", None) or type(fn).__name__
+    base = getattr(fn, "func", fn)   # functools.partial
+    fname = getattr(base, "__name__", None) or type(base).__name__
     try:
         closed = jax.make_jaxpr(wrapped)(dyn_args, dyn_kwargs)
     except Exception as e:  # user code failing to trace is bad input, named in one line
@@ -339,7 +209,8 @@ CONTROL = {"scan", "while", "cond"}
 # call-like primitives whose inlined body gets a name component (others are transparent)
 _CALL_SCOPE = {"jit": lambda p: f"jit({p.get('name', '')})", "pjit": lambda p: f"jit({p.get('name', '')})",
                "remat2": lambda p: "checkpoint", "checkpoint": lambda p: "checkpoint",
-               "shard_map": lambda p: "shard_map", "xla_pmap": lambda p: f"pmap({p.get('name', '')})"}
+               "shard_map": lambda p: "shard_map", "xla_pmap": lambda p: f"pmap({p.get('name', '')})",
+               "composite": lambda p: f"composite({p.get('name', '')})"}
 _SMALL_VALUE = 64        # const arrays up to this many elements keep their values in Graph.values
 
 
@@ -581,7 +452,7 @@ class _Lowerer:
             cond_consts, body_consts, init = ins[:cn], ins[cn:cn + bn], ins[cn + bn:]
             subgraphs["cond"] = self.graph("cond", p["cond_jaxpr"], list(cond_consts) + [None] * len(init))
             subgraphs["body"] = self.graph("body", p["body_jaxpr"], list(body_consts) + [None] * len(init))
-            trips, how = _while_trips(p, cond_consts, body_consts, init)
+            trips, how = while_trips(p, cond_consts, body_consts, init)
             attrs["trip_count"] = trips
             attrs["trip_source"] = how
         elif prim == "cond":
@@ -594,101 +465,6 @@ class _Lowerer:
                 self.values[t] = ins[0].value
                 in_names[0] = t
         nodes.append(Node(name, prim, DOMAIN, tuple(in_names), tuple(outs), attrs, subgraphs))
-
-
-# ----------------------------------------------------------------------------- while trip counts
-
-_CMP = {"lt", "le", "gt", "ge", "ne"}
-_FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "ne": "ne"}
-
-
-def _while_trips(p: Mapping[str, Any], cond_consts, body_consts, init) -> tuple[int | None, str]:
-    """The trip count of a ``while`` whose condition compares a counter with a known bound.
-
-    Recognised: the condition's output is ``lt/le/gt/ge/ne(a, b)`` where one side is a carry slot
-    (the counter) that the body steps by a known constant (``add``/``sub``), and the other side is
-    a literal, a known cond const, or a carry slot that the body passes through unchanged; the
-    counter's and bound's initial values are known. ``fori_loop`` with traced-but-constant bounds
-    and hand-written counted loops have this form."""
-    from jax.extend.core import Literal
-
-    cj, _ = _open(p["cond_jaxpr"])
-    bj, _ = _open(p["body_jaxpr"])
-    cn, bn = p["cond_nconsts"], p["body_nconsts"]
-    n_carry = len(init)
-    if len(cj.outvars) != 1:
-        return None, "condition has several outputs"
-    pred = cj.outvars[0]
-    eqn = next((e for e in cj.eqns if pred in e.outvars), None)
-    if eqn is None or eqn.primitive.name not in _CMP:
-        return None, "condition is not a comparison of a counter with a bound"
-    cond_carry = {v: i for i, v in enumerate(cj.invars[cn:])}
-    cond_const = {v: cond_consts[i] for i, v in enumerate(cj.invars[:cn])}
-
-    def known(x):
-        return x.value if isinstance(x, _Known) else None
-
-    def side(v):
-        """('carry', slot) | ('value', number) | None"""
-        if isinstance(v, Literal):
-            return ("value", v.val)
-        if v in cond_carry:
-            return ("carry", cond_carry[v])
-        if v in cond_const and known(cond_const[v]) is not None:
-            return ("value", known(cond_const[v]))
-        return None
-
-    def step_of(slot):
-        """The constant the body adds to carry ``slot`` each trip (None: not a counter); 0 if the
-        body passes it through unchanged."""
-        invar, outvar = bj.invars[bn + slot], bj.outvars[slot]
-        if outvar is invar:
-            return 0
-        e = next((e for e in bj.eqns if outvar in e.outvars), None)
-        if e is None or e.primitive.name not in ("add", "sub"):
-            return None
-        a, b = e.invars
-        sign = 1 if e.primitive.name == "add" else -1
-        if a is invar and isinstance(b, Literal):
-            return sign * int(b.val)
-        if b is invar and isinstance(a, Literal) and sign == 1:
-            return int(a.val)
-        return None
-
-    lhs, rhs = side(eqn.invars[0]), side(eqn.invars[1])
-    op = eqn.primitive.name
-    if lhs is None or rhs is None:
-        return None, "bound is not known at trace time"
-    if lhs[0] != "carry":
-        lhs, rhs, op = rhs, lhs, _FLIP[op]
-    if lhs[0] != "carry" or not 0 <= lhs[1] < n_carry:
-        return None, "no loop counter in the condition"
-    step = step_of(lhs[1])
-    start = known(init[lhs[1]])
-    if not step or start is None:
-        return None, "counter's step or start is not a constant"
-    if rhs[0] == "carry":
-        if step_of(rhs[1]) != 0 or known(init[rhs[1]]) is None:
-            return None, "bound changes in the loop or is not known"
-        bound = known(init[rhs[1]])
-    else:
-        bound = rhs[1]
-    try:
-        start, bound = int(start), int(bound)
-    except (TypeError, ValueError):
-        return None, "counter is not an integer"
-    if op in ("le", "ge"):
-        bound += 1 if op == "le" else -1
-        op = "lt" if op == "le" else "gt"
-    if op == "lt" and step > 0:
-        trips = max(0, -(-(bound - start) // step))
-    elif op == "gt" and step < 0:
-        trips = max(0, -(-(start - bound) // -step))
-    elif op == "ne" and (bound - start) % step == 0 and (bound - start) // step >= 0:
-        trips = (bound - start) // step
-    else:
-        return None, "counter never reaches its bound"
-    return trips, f"counter from {start} step {step} to {bound}"
 
 
 # ----------------------------------------------------------------------------- entry point

@@ -207,59 +207,66 @@ def _attr_value(a: onnx.AttributeProto):
     return v
 
 
-def _node_names(raw: list[tuple]) -> list[str]:
-    """The file's node names, with stable generated names for unnamed nodes and a
-    suffix for duplicates (``op_index``, index = position in the graph)."""
-    names: list[str] = []
+def _read_nodes(g: onnx.GraphProto, cache: dict) -> list[Node]:
+    """Every NodeProto read once into a ``Node``: the file's names (stable generated names
+    ``op_index`` for unnamed nodes, ``#k`` suffixes for duplicates) and parsed attributes."""
+    nodes: list[Node] = []
     seen: set[str] = set()
-    for i, (nm, op, _d, _i, _o) in enumerate(raw):
-        name = nm or f"{op}_{i}"
-        base, k = name, 1
-        while name in seen:
-            k += 1
-            name = f"{base}#{k}"
+    for i, n in enumerate(g.node):
+        op = n.op_type
+        name = n.name or f"{op}_{i}"
+        if name in seen:
+            base, k = name, 1
+            while name in seen:
+                k += 1
+                name = f"{base}#{k}"
         seen.add(name)
-        names.append(name)
-    return names
+        dom = n.domain
+        attrs, akey = _attrs(n, cache) if len(n.attribute) else (_EMPTY_MAP, ())
+        nodes.append(Node(name, op, "" if dom == "ai.onnx" else dom, tuple(n.input), tuple(n.output),
+                          attrs, _EMPTY_MAP, akey))
+    return nodes
 
 
-def _topo_order(raw: list[tuple], names: list[str], available: set[str]) -> list[int]:
-    """Node indices in topological order; raises ``GraphError`` naming a dangling input or a cycle."""
+def _topo_order(nodes: list[Node], available) -> list[Node]:
+    """The nodes in topological order; raises ``GraphError`` naming a dangling input or a cycle.
+
+    ``available``: names defined before the graph runs (inputs, initializers, outer scope)."""
     produced_by: dict[str, int] = {}
-    for i, (_n, op, _d, _ins, outs) in enumerate(raw):
-        for o in outs:
+    for i, n in enumerate(nodes):
+        for o in n.outputs:
             if not o:
                 continue
             if o in produced_by or o in available:
-                raise GraphError(f"tensor '{o}' is produced twice (again by node '{names[i]}' ({op}))")
+                raise GraphError(f"tensor '{o}' is produced twice (again by node '{n.name}' ({n.op}))")
             produced_by[o] = i
     # One pass checks for dangling inputs and whether the file is already in topological
     # order (the ONNX spec requires it); only an unordered file pays for a sort.
     in_order = True
-    for i, (_n, op, _d, ins, _o) in enumerate(raw):
-        for x in ins:
+    for i, n in enumerate(nodes):
+        for x in n.inputs:
             if not x or x in available:
                 continue
             j = produced_by.get(x)
             if j is None:
                 raise GraphError(
-                    f"node '{names[i]}' ({op}) reads '{x}', which no node, graph input or "
+                    f"node '{n.name}' ({n.op}) reads '{x}', which no node, graph input or "
                     f"initializer produces")
             if j >= i:
                 in_order = False
     if in_order:
-        return list(range(len(raw)))
+        return nodes
     import networkx as nx
 
     dg = nx.DiGraph()
-    dg.add_nodes_from(range(len(raw)))
-    dg.add_edges_from((produced_by[x], i) for i, r in enumerate(raw) for x in r[3]
+    dg.add_nodes_from(range(len(nodes)))
+    dg.add_edges_from((produced_by[x], i) for i, n in enumerate(nodes) for x in n.inputs
                       if x in produced_by)
     try:
-        return list(nx.lexicographical_topological_sort(dg))
+        return [nodes[i] for i in nx.lexicographical_topological_sort(dg)]
     except nx.NetworkXUnfeasible:
         cycle = nx.find_cycle(dg)
-        path = " -> ".join(f"'{names[a]}'" for a, _ in cycle) + f" -> '{names[cycle[0][0]]}'"
+        path = " -> ".join(f"'{nodes[a].name}'" for a, _ in cycle) + f" -> '{nodes[cycle[0][0]].name}'"
         raise GraphError(f"the graph has a cycle: {path}") from None
 
 
@@ -329,23 +336,19 @@ def _small_value(t: TensorProto):
         return None
 
 
-def _constant_node_value(n: onnx.NodeProto):
+def _constant_node_value(n: Node):
     """(spec, value) of a Constant node's output."""
-    for a in n.attribute:
-        if a.name == "value":
-            return TensorSpec(tuple(a.t.dims), DTYPES.get(a.t.data_type, "?")), _small_value(a.t)
-        if a.name == "sparse_value":
-            return TensorSpec(tuple(a.sparse_tensor.dims), DTYPES.get(a.sparse_tensor.values.data_type, "?")), None
-        if a.name in ("value_float", "value_int"):
-            v = np.asarray(onnx.helper.get_attribute_value(a),
-                           dtype=np.float32 if a.name == "value_float" else np.int64)
-            return TensorSpec((), "float32" if a.name == "value_float" else "int64"), v
-        if a.name in ("value_floats", "value_ints"):
-            v = np.asarray(onnx.helper.get_attribute_value(a),
-                           dtype=np.float32 if a.name == "value_floats" else np.int64)
-            return TensorSpec((len(v),), "float32" if a.name == "value_floats" else "int64"), v
-        if a.name in ("value_string", "value_strings"):
-            return TensorSpec(() if a.name == "value_string" else (len(a.strings),), "string"), None
+    for name, a in n.attrs.items():
+        if name == "value":
+            return TensorSpec(tuple(a.dims), DTYPES.get(a.data_type, "?")), _small_value(a)
+        if name == "sparse_value":
+            return TensorSpec(tuple(a.dims), DTYPES.get(a.values.data_type, "?")), None
+        if name in ("value_float", "value_int", "value_floats", "value_ints"):
+            is_f = name.startswith("value_float")
+            v = np.asarray(a, dtype=np.float32 if is_f else np.int64)
+            return TensorSpec(tuple(v.shape), "float32" if is_f else "int64"), v
+        if name in ("value_string", "value_strings"):
+            return TensorSpec(() if name == "value_string" else (len(a),), "string"), None
     raise GraphError(f"Constant node '{n.name}' has no value attribute")
 
 
@@ -386,56 +389,97 @@ def load(model: Any, *, inputs: Mapping[str, Any] | None = None,
 
 def _build(m: onnx.ModelProto, path: str) -> Graph:
     g = m.graph
-    raw = [(n.name, n.op_type, n.domain, tuple(n.input), tuple(n.output)) for n in g.node]
-    names = _node_names(raw)
-    available = ({vi.name for vi in g.input} | {t.name for t in g.initializer}
-                 | {t.values.name for t in g.sparse_initializer})
-    order = _topo_order(raw, names, available)
+    cache: dict[bytes, tuple[str, Any]] = {}
+    nodes = _read_nodes(g, cache)
+    init_names = {t.name for t in g.initializer} | {t.values.name for t in g.sparse_initializer}
+    available = {vi.name for vi in g.input} | init_names
+    nodes = _topo_order(nodes, available)
 
     inferred = _infer(m)
     specs = _collect_specs(inferred.graph)
-    constants, values, folded = _fold(g, raw, names, order, specs)
+    constants, values, folded = _fold(nodes, specs, _initial_constants(g))
 
     # Folding may have computed values (Reshape targets, Expand shapes) that inference
     # could not see; give them to inference as initializers and infer once more.
     unknown = {id(v) for v in {id(v): v for v in specs.values()}.values() if _unresolved(v)}
-    if any(o and (o not in specs or id(specs[o]) in unknown) for i in order
-            if names[i] not in folded for o in raw[i][4]):
-        extra = [numpy_helper.from_array(v, name=k) for k, v in values.items()
-                 if k not in {t.name for t in g.initializer}]
+    if any(o and (o not in specs or id(specs[o]) in unknown) for n in nodes
+           if n.name not in folded for o in n.outputs):
+        extra = [numpy_helper.from_array(v, name=k) for k, v in values.items() if k not in init_names]
         if extra:
             m2 = onnx.ModelProto()
             m2.CopyFrom(m)
-            keep = [n for i, n in enumerate(m2.graph.node) if names[i] not in folded]
+            keep = [p for p, n in zip(m2.graph.node, _read_names(m2.graph)) if n not in folded]
             del m2.graph.node[:]
             m2.graph.node.extend(keep)
             m2.graph.initializer.extend(extra)
-            specs2 = _collect_specs(_infer(m2).graph)
-            for k, s in specs2.items():
+            inferred = _infer(m2)
+            for k, s in _collect_specs(inferred.graph).items():
                 old = specs.get(k)
                 if old is None or _unknowns(old) > _unknowns(s):
                     specs[k] = s
 
-    nodes = []
-    protos = g.node
-    cache: dict[bytes, tuple[str, Any]] = {}
-    for i in order:
-        _nm, op, dom, ins, outs = raw[i]
-        attrs, akey = _attrs(protos[i], cache)
-        nodes.append(Node(names[i], op, dom if dom != "ai.onnx" else "", ins, outs, attrs, _EMPTY_MAP, akey))
-    init_names = {t.name for t in g.initializer}
-    graph_inputs = tuple(vi.name for vi in g.input if vi.name not in init_names)
-    return Graph(
+    graph = Graph(
         name=g.name or Path(path).stem,
         nodes=nodes,
         tensors=specs,
-        inputs=graph_inputs,
+        inputs=tuple(vi.name for vi in g.input if vi.name not in init_names),
         outputs=tuple(vi.name for vi in g.output),
         constants=frozenset(constants),
         values=values,
         folded=frozenset(folded),
         opsets={d.domain or "": d.version for d in m.opset_import},
     )
+    _attach_subgraphs(graph, _subgraph_protos(inferred.graph), cache)
+    return graph
+
+
+def _read_names(g: onnx.GraphProto) -> list[str]:
+    return [n.name for n in _read_nodes(g, {})]
+
+
+def _subgraph_protos(g: onnx.GraphProto) -> dict[str, dict[str, onnx.GraphProto]]:
+    """Sub-graphs of the control-flow nodes of ``g`` (the shape-inferred copy, whose
+    sub-graphs carry value_info), keyed by node output name (stable across copies)."""
+    out: dict[str, dict[str, onnx.GraphProto]] = {}
+    for n in g.node:
+        subs = {a.name: a.g for a in n.attribute if a.type == onnx.AttributeProto.GRAPH}
+        if subs:
+            out[n.output[0] if n.output else n.name] = subs
+    return out
+
+
+def _attach_subgraphs(graph: Graph, protos: dict[str, dict[str, onnx.GraphProto]], cache) -> None:
+    """Give every control-flow node its sub-graphs as ``Graph``s that see the outer scope."""
+    if not protos:
+        return
+    for i, n in enumerate(graph.nodes):
+        key = n.outputs[0] if n.outputs else n.name
+        subs = protos.get(key)
+        if not subs:
+            continue
+        built = {attr: _sub_graph(sg, graph, cache, f"{n.name}/{attr}") for attr, sg in subs.items()}
+        graph.nodes[i] = n._replace(subgraphs=built)
+
+
+def _sub_graph(sg: onnx.GraphProto, outer: Graph, cache, where: str) -> Graph:
+    from collections import ChainMap
+
+    local = _collect_specs(sg)
+    specs = ChainMap(local, outer.tensors)
+    nodes = _read_nodes(sg, cache)
+    init_names = {t.name for t in sg.initializer}
+    available = set(specs.keys()) | init_names
+    nodes = _topo_order(nodes, available)
+    consts, vals = _initial_constants(sg)
+    consts |= set(outer.constants)
+    vals = {**outer.values, **vals}
+    constants, values, folded = _fold(nodes, local, (consts, vals), specs)
+    graph = Graph(name=where, nodes=nodes, tensors=specs,
+                  inputs=tuple(vi.name for vi in sg.input), outputs=tuple(vi.name for vi in sg.output),
+                  constants=frozenset(constants), values=values, folded=frozenset(folded),
+                  opsets=outer.opsets)
+    _attach_subgraphs(graph, _subgraph_protos(sg), cache)
+    return graph
 
 
 def _unresolved(s: TensorSpec) -> bool:
@@ -450,71 +494,79 @@ def _unknowns(s: TensorSpec) -> int:
     return sum(1 for d in s.shape if type(d) is not int)
 
 
-def _fold(g: onnx.GraphProto, raw: list[tuple], names: list[str], order: list[int],
-          specs: dict[str, TensorSpec]):
-    """Mark constant tensors, compute the small values, and name the folded nodes."""
-    constants: set[str] = {t.name for t in g.initializer} | {t.values.name for t in g.sparse_initializer}
+def _initial_constants(g: onnx.GraphProto) -> tuple[set[str], dict[str, np.ndarray]]:
+    """The initializers of ``g`` (all constant) and the values of the small integer ones."""
+    constants = {t.name for t in g.initializer} | {t.values.name for t in g.sparse_initializer}
     values: dict[str, np.ndarray] = {}
     for t in g.initializer:
         v = _small_value(t)
         if v is not None:
             values[t.name] = v
+    return constants, values
+
+
+def _fold(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=None):
+    """Mark constant tensors, compute the small values, and name the folded nodes.
+
+    ``specs`` receives specs for folded values; ``lookup`` (default ``specs``) is where
+    input specs are read from (a sub-graph reads through to its outer scope)."""
+    constants, values = initial
+    lookup = specs if lookup is None else lookup
     folded: set[str] = set()
     foldable = fold.FOLDABLE
-    for i in order:
-        _nm, op, dom, n_input, n_output = raw[i]
-        if op not in foldable or dom not in ("", "ai.onnx"):
+    for n in nodes:
+        op = n.op
+        if op not in foldable or n.domain:
             continue
-        n = g.node[i]
+        out0 = n.outputs[0] if n.outputs else ""
         if op == "Constant":
             spec, v = _constant_node_value(n)
-            specs.setdefault(n.output[0], spec)
-            constants.add(n.output[0])
+            if out0 not in specs:
+                specs[out0] = spec
+            constants.add(out0)
             if v is not None:
-                values[n.output[0]] = v
-            folded.add(names[i])
+                values[out0] = v
+            folded.add(n.name)
             continue
-        attrs = None
         if op in ("Shape", "Size"):
-            s = specs.get(n.input[0])
+            s = lookup.get(n.inputs[0])
             if s is None or not s.is_static:
                 continue
             if op == "Size":
                 v = np.asarray(s.numel(), dtype=np.int64)
             else:
-                attrs = {a.name: _attr_value(a) for a in n.attribute}
-                v = np.asarray(s.shape, dtype=np.int64)[attrs.get("start", 0):attrs.get("end", None)]
-            values[n.output[0]] = v
-            constants.add(n.output[0])
-            folded.add(names[i])
+                v = np.asarray(s.shape, dtype=np.int64)[n.attrs.get("start", 0):n.attrs.get("end", None)]
+            values[out0] = v
+            constants.add(out0)
+            folded.add(n.name)
             continue
-        ins = [x for x in n_input if x]
+        ins = [x for x in n.inputs if x]
         if not ins or not all(x in constants for x in ins):
             continue
-        constants.update(o for o in n.output if o)
-        folded.add(names[i])
-        if all(x in values for x in ins) and len(n.output) == 1:
-            if attrs is None:
-                attrs = {a.name: _attr_value(a) for a in n.attribute}
-            vals = [values[x] if x else None for x in n.input]
-            if op == "ConstantOfShape":
-                shape = [int(d) for d in vals[0]]
-                if prod(shape) <= fold.MAX_VALUE_ELEMENTS:
-                    t = attrs.get("value")
-                    fill = numpy_helper.to_array(t) if t is not None else np.zeros(1, np.float32)
-                    values[n.output[0]] = np.full(shape, fill.reshape(-1)[0], dtype=fill.dtype)
-                continue
-            if op in ("Cast", "CastLike"):
-                to = attrs.get("to") if op == "Cast" else None
-                dt = _NP_DTYPES.get(DTYPES.get(to, "")) if to is not None else vals[1].dtype
-                if dt is not None:
-                    values[n.output[0]] = vals[0].astype(dt)
-                continue
-            v = fold.evaluate(op, vals, attrs)
-            if v is not None:
-                values[n.output[0]] = v
+        constants.update(o for o in n.outputs if o)
+        folded.add(n.name)
+        if len(n.outputs) != 1 or not all(x in values for x in ins):
+            continue
+        attrs = n.attrs
+        vals = [values[x] if x else None for x in n.inputs]
+        if op == "ConstantOfShape":
+            shape = [int(d) for d in vals[0]]
+            if prod(shape) <= fold.MAX_VALUE_ELEMENTS:
+                t = attrs.get("value")
+                fill = numpy_helper.to_array(t) if t is not None else np.zeros(1, np.float32)
+                values[out0] = np.full(shape, fill.reshape(-1)[0], dtype=fill.dtype)
+            continue
+        if op in ("Cast", "CastLike"):
+            to = attrs.get("to") if op == "Cast" else None
+            dt = _NP_DTYPES.get(DTYPES.get(to, "")) if to is not None else vals[1].dtype
+            if dt is not None:
+                values[out0] = vals[0].astype(dt)
+            continue
+        v = fold.evaluate(op, vals, attrs)
+        if v is not None:
+            values[out0] = v
     for k, v in values.items():
-        s = specs.get(k)
+        s = lookup.get(k)
         if s is None or _unknowns(s):
             specs[k] = TensorSpec(tuple(int(d) for d in v.shape), str(v.dtype))
     return constants, values, folded

@@ -254,8 +254,11 @@ def group_query_attention(ins, outs, *, num_heads, kv_num_heads, causal=1, do_ro
     else:  # packed QKV: (num_heads + 2 * kv_num_heads) * head_size
         d = width // (num_heads + 2 * kv_num_heads)
     present = outs[1] if len(outs) > 1 and outs[1] is not None else None
+    note = None
     if present is not None:
         s_kv = present.dim(2)  # (B, H_kv, total or buffer length, D)
+        if _present(ins, 3) and ins[3].dim(2) == s_kv:
+            note = "past/present share a buffer: its capacity is counted as the attended length"
     elif _present(ins, 3):
         s_kv = ins[3].dim(2) + s
     else:
@@ -277,7 +280,7 @@ def group_query_attention(ins, outs, *, num_heads, kv_num_heads, causal=1, do_ro
     att = sdpa(b, num_heads, s, s_kv, d, d, causal=_causal(causal, _options), left=local_window_size,
                bias_terms=int(_present(ins, 10)), softcap=softcap,
                row_extra=1 if (smooth_softmax or _present(ins, 11)) else 0)
-    return _plus(att, vec=vec, trans=trans, reads=reads or None)
+    return _plus(att, vec=vec, trans=trans, reads=reads or None, note=note)
 
 
 # ----------------------------------------------------------------------------- rotary embedding

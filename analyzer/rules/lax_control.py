@@ -4,7 +4,7 @@ sub-graphs the frontend built from their jaxprs (``body``; ``cond`` and ``body``
 - ``scan`` runs its body ``length`` times.
 - ``while`` runs ``body`` N times and ``cond`` N+1 times, N being the trip count the frontend
   recognised (a counter stepped by a constant and compared with a known bound, as ``fori_loop``
-  builds), else ``loop_trips=`` / ``--loop-trips``, else a ``ShapeError`` naming the equation.
+  builds), else ``analyze_jax(..., loop_trips=N)``, else a ``ShapeError`` naming the equation.
 - ``cond`` runs the branch its index selects when the index is known at trace time (a literal or
   a constant-folded ``lax.switch`` index), else the costlier branch (``Plan.costlier_of``).
 """

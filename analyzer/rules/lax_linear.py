@@ -37,43 +37,32 @@ def dot_general(ins, outs, *, dimension_numbers, **_):
     return Work(mac_flops=2 * outs[0].numel() * k, mac_dtype=_mac_dtype(ins[0], ins[1]))
 
 
-def _taps(out: int, k: int, inp: int, stride: int, lhs_dil: int, rhs_dil: int, pad_lo: int) -> int:
-    """(output position, kernel tap) pairs of one spatial dim that touch a real input element or
-    padding, skipping only the holes that ``lhs_dilation`` inserts (transposed convolutions).
+def _taps(out: int, k: int, inp: int, lhs_dil: int) -> int:
+    """Multiply-accumulates of one spatial dim, per (output feature, input feature) pair.
 
-    With lhs_dilation 1 this is out * k: every tap of every output, padding included, exactly as
-    ONNX Conv is counted."""
-    if lhs_dil == 1:
-        return out * k
-    extent = (inp - 1) * lhs_dil + 1
-    n = 0
-    for o in range(out):
-        base = o * stride - pad_lo
-        for t in range(k):
-            p = base + t * rhs_dil
-            if 0 <= p < extent and p % lhs_dil:
-                continue  # a hole between dilated input elements: a zero, not a MAC
-            n += 1
-    return n
+    ``lhs_dilation`` 1 (a convolution): every tap of every output position, padding included,
+    ``out * k``, exactly as ONNX Conv is counted.  ``lhs_dilation`` > 1 (a transposed
+    convolution, e.g. the input gradient of a strided conv): every real input element meets every
+    tap, ``in * k``, exactly as ONNX ConvTranspose is counted; the zeros that the dilation
+    inserts between input elements are not multiplied."""
+    return (inp if lhs_dil > 1 else out) * k
 
 
 @register("conv_general_dilated", domain=D)
-def conv_general_dilated(ins, outs, *, dimension_numbers, window_strides, padding,
-                         lhs_dilation=None, rhs_dilation=None, feature_group_count=1,
-                         batch_group_count=1, **_):
+def conv_general_dilated(ins, outs, *, dimension_numbers, lhs_dilation=None, **_):
     """Each output element sums rhs_in_features * (kernel taps) products; rhs_in_features is
     already C / feature_group_count (and the full C under batch_group_count), so groups of either
-    kind are exact.  mac_flops = 2 * N_out * O * prod(taps per spatial dim) * I."""
+    kind are exact; strides, padding and rhs dilation are in the output shape.
+    mac_flops = 2 * N_out * O * prod(taps per spatial dim) * I (see ``_taps``)."""
     lhs, rhs, out = ins[0].dims(), ins[1].dims(), outs[0].dims()
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     nsp = len(rhs_spec) - 2
     lhs_dilation = tuple(lhs_dilation or (1,) * nsp)
-    rhs_dilation = tuple(rhs_dilation or (1,) * nsp)
     in_features = rhs[rhs_spec[1]]
     taps = 1
     for d in range(nsp):
         taps *= _taps(out[out_spec[2 + d]], rhs[rhs_spec[2 + d]], lhs[lhs_spec[2 + d]],
-                      window_strides[d], lhs_dilation[d], rhs_dilation[d], padding[d][0])
+                      lhs_dilation[d])
     n_out, o_feat = out[out_spec[0]], out[out_spec[1]]
     return Work(mac_flops=2 * n_out * o_feat * taps * in_features,
                 mac_dtype=_mac_dtype(ins[0], ins[1]))

@@ -24,14 +24,19 @@ def _nothing(ins, outs, **_):
 
 register("reshape", "squeeze", "expand_dims", "bitcast_convert_type", "stop_gradient",
          "optimization_barrier", "sharding_constraint", "reshard", "layout_constraint", "name",
-         "device_put", "mesh_cast", "pvary", "create_token", "after_all", domain=D, io="view")(_nothing)
-register("transpose", "broadcast_in_dim", "concatenate", "rev", "tile", "split", "copy", "copy_p", domain=D)(_nothing)
+         "device_put", "mesh_cast", "pvary", "create_token", "after_all", "empty", "empty2",
+         domain=D, io="view")(_nothing)
+register("platform_index", domain=D, io="meta")(_nothing)
+register("transpose", "broadcast_in_dim", "concatenate", "rev", "tile", "split", "stack", "unstack",
+         "copy", "copy_p", "zeros_like", domain=D)(_nothing)
 register("pad", domain=D, shape_inputs=(1,))(_nothing)
 
 
-@register("iota", domain=D)
+@register("iota", "iota_2x32_shape", domain=D)
 def iota(ins, outs, **_):
-    return Work(vector_flops=outs[0].numel())  # one index computation per element, like ONNX Range
+    # one index computation per element, like ONNX Range (iota_2x32_shape: the two 32-bit halves
+    # of a 64-bit counter, for threefry)
+    return Work(vector_flops=sum(o.numel() for o in outs if o is not None))
 
 
 @register("slice", domain=D)

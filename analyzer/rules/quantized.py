@@ -35,6 +35,8 @@ from ..cost import Work, register
 from ..errors import ShapeError
 from ..ir import dtype_bits
 from . import linear, pooling
+from .attention import ms_attention
+from .misc import output
 
 QUANTIZE, QUANTIZE_NO_ZP = 5, 4
 DEQUANTIZE, DEQUANTIZE_NO_ZP = 2, 1
@@ -106,14 +108,14 @@ def _zero_point_subtractions(ins, pairs) -> int:
 @register("MatMulInteger")
 def matmul_integer(ins, outs, **_):
     a, b = ins[0], ins[1]
-    mm = linear.matmul((a, b), outs)
+    mm = linear.matmul((a, b), (output(outs),))
     return Work(mac_flops=mm.mac_flops, vector_flops=_zero_point_subtractions(ins, ((0, 2), (1, 3))),
                 mac_dtype=int_mac_dtype(a.dtype))
 
 
 @register("MatMulInteger16", domain=MS)
 def matmul_integer16(ins, outs, **_):
-    mm = linear.matmul((ins[0], ins[1]), outs)
+    mm = linear.matmul((ins[0], ins[1]), (output(outs),))
     return Work(mac_flops=mm.mac_flops, mac_dtype=int_mac_dtype(ins[0].dtype))
 
 
@@ -121,16 +123,16 @@ def matmul_integer16(ins, outs, **_):
 def qlinear_matmul(ins, outs, **_):
     # a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point
     a, b = ins[0], ins[3]
-    mm = linear.matmul((a, b), outs)
+    mm = linear.matmul((a, b), (output(outs),))
     vec = _zero_point_subtractions(ins, ((0, 2), (3, 5)))
-    vec += outs[0].numel() * quantize_ops(_present(ins, 7))
+    vec += output(outs).numel() * quantize_ops(_present(ins, 7))
     return Work(mac_flops=mm.mac_flops, vector_flops=vec, mac_dtype=int_mac_dtype(a.dtype))
 
 
 @register("ConvInteger")
 def conv_integer(ins, outs, **attrs):
     x, w = ins[0], ins[1]
-    c = linear.conv((x, w), outs, **attrs)
+    c = linear.conv((x, w), (output(outs),), **attrs)
     return Work(mac_flops=c.mac_flops, vector_flops=_zero_point_subtractions(ins, ((0, 2), (1, 3))),
                 mac_dtype=int_mac_dtype(x.dtype))
 
@@ -141,9 +143,9 @@ def qlinear_conv(ins, outs, **attrs):
     # x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B (int32)
     x, w = ins[0], ins[3]
     bias = ins[8] if _present(ins, 8) else None
-    c = linear.conv((x, w, bias), outs, **attrs)  # mac + one bias add per output element
+    c = linear.conv((x, w, bias), (output(outs),), **attrs)  # mac + one bias add per output element
     vec = c.vector_flops + _zero_point_subtractions(ins, ((0, 2), (3, 5)))
-    vec += outs[0].numel() * quantize_ops(_present(ins, 7))
+    vec += output(outs).numel() * quantize_ops(_present(ins, 7))
     return Work(mac_flops=c.mac_flops, vector_flops=vec, mac_dtype=int_mac_dtype(x.dtype))
 
 
@@ -152,8 +154,8 @@ def qgemm(ins, outs, *, alpha=1.0, transA=0, transB=0, **_):
     # A, a_scale, a_zero_point, B, b_scale, b_zero_point, C (int32)?, y_scale?, y_zero_point?
     a, b = ins[0], ins[3]
     c = ins[6] if _present(ins, 6) else None
-    g = linear.gemm((a, b, c), outs, alpha=alpha, beta=1.0, transA=transA, transB=transB)
-    mn = outs[0].numel()
+    g = linear.gemm((a, b, c), (output(outs),), alpha=alpha, beta=1.0, transA=transA, transB=transB)
+    mn = output(outs).numel()
     out_ops = mn * quantize_ops(_present(ins, 8)) if _present(ins, 7) else mn  # requantize or dequantize
     vec = g.vector_flops + _zero_point_subtractions(ins, ((0, 2), (3, 5))) + out_ops
     return Work(mac_flops=g.mac_flops, vector_flops=vec, mac_dtype=int_mac_dtype(a.dtype))
@@ -163,8 +165,8 @@ def qgemm(ins, outs, *, alpha=1.0, transA=0, transB=0, **_):
 def matmul_integer_to_float(ins, outs, **_):
     # A, B, a_scale, b_scale, a_zero_point?, b_zero_point?, bias?
     a, b = ins[0], ins[1]
-    mm = linear.matmul((a, b), outs)
-    n = outs[0].numel()
+    mm = linear.matmul((a, b), (output(outs),))
+    n = output(outs).numel()
     vec = _zero_point_subtractions(ins, ((0, 4), (1, 5))) + n  # dequantize: one multiply per output
     if _present(ins, 6):
         vec += n  # bias
@@ -175,8 +177,8 @@ def matmul_integer_to_float(ins, outs, **_):
 def dynamic_quantize_matmul(ins, outs, **_):
     # A (float), B (int8/uint8), b_scale, b_zero_point?, bias?
     a, b = ins[0], ins[1]
-    mm = linear.matmul((a, b), outs)
-    n_a, n = a.numel(), outs[0].numel()
+    mm = linear.matmul((a, b), (output(outs),))
+    n_a, n = a.numel(), output(outs).numel()
     vec = _dynamic_quantize(n_a)  # quantize A to uint8 on the fly
     vec += n_a  # A's zero point (always present after dynamic quantization)
     vec += _zero_point_subtractions(ins, ((1, 3),))
@@ -219,7 +221,7 @@ def matmul_bnb4(ins, outs, *, K, N, block_size, quant_type, transB=1, **_):
 def gather_block_quantized(ins, outs, *, bits=4, block_size=128, **_):
     # data (quantized, constant), indices, scales, zero_points?: a Gather that dequantizes the rows
     data, scales = ins[0], ins[2]
-    n = outs[0].numel()
+    n = output(outs).numel()
     packed = data.dtype == "uint8" and bits < 8  # several elements per uint8
     elem_bits = bits if data.dtype == "uint8" else dtype_bits(data.dtype)
     n_scales = -(-n // block_size) if block_size else n
@@ -231,13 +233,13 @@ def gather_block_quantized(ins, outs, *, bits=4, block_size=128, **_):
     return _with_params(w, {0: data.numel() * (8 // bits)}) if packed else w
 
 
-# ----------------------------------------------------------------------------- QLinear elementwise (com.microsoft)
+# ----------------------------------------------------------------- QLinear elementwise (com.microsoft)
 
 
 def _qbinary(op_ops: int):
     def rule(ins, outs, **_):
         # A, A_scale, A_zero_point?, B, B_scale, B_zero_point?, C_scale, C_zero_point?
-        n = outs[0].numel()
+        n = output(outs).numel()
         per = (dequantize_ops(_present(ins, 2)) + dequantize_ops(_present(ins, 5)) + op_ops
                + quantize_ops(_present(ins, 7)))
         return Work(vector_flops=n * per)
@@ -260,7 +262,7 @@ def _qunary(op: str):
     v, t = _QUNARY[op]
 
     def rule(ins, outs, **_):
-        n = outs[0].numel()
+        n = output(outs).numel()
         return Work(vector_flops=n * (dequantize_ops(_present(ins, 2)) + v + quantize_ops(_present(ins, 4))),
                     transcendentals=n * t)
 
@@ -274,7 +276,7 @@ for _op in _QUNARY:
 
 @register("QLinearGlobalAveragePool", domain=MS)
 def qlinear_global_average_pool(ins, outs, **_):
-    n_in, n_out = ins[0].numel(), outs[0].numel()
+    n_in, n_out = ins[0].numel(), output(outs).numel()
     dq, q = dequantize_ops(_present(ins, 2)), quantize_ops(_present(ins, 4))
     # dequantize every input; (n_in - n_out) adds + n_out divides (pooling.py); quantize outputs
     return Work(vector_flops=n_in * dq + (n_in - n_out) + n_out + n_out * q)
@@ -282,15 +284,15 @@ def qlinear_global_average_pool(ins, outs, **_):
 
 @register("QLinearAveragePool", domain=MS)
 def qlinear_average_pool(ins, outs, **attrs):
-    n_in, n_out = ins[0].numel(), outs[0].numel()
-    pool = pooling.average_pool(ins, outs, **attrs).vector_flops
+    n_in, n_out = ins[0].numel(), output(outs).numel()
+    pool = pooling.average_pool(ins, (output(outs),), **attrs).vector_flops
     return Work(vector_flops=n_in * dequantize_ops(_present(ins, 2)) + pool
                 + n_out * quantize_ops(_present(ins, 4)))
 
 
 @register("QLinearReduceMean", domain=MS)
 def qlinear_reduce_mean(ins, outs, **_):
-    n_in, n_out = ins[0].numel(), outs[0].numel()
+    n_in, n_out = ins[0].numel(), output(outs).numel()
     return Work(vector_flops=n_in * dequantize_ops(_present(ins, 2)) + (n_in - n_out) + n_out
                 + n_out * quantize_ops(_present(ins, 4)))
 
@@ -299,21 +301,19 @@ def qlinear_reduce_mean(ins, outs, **_):
 def qlinear_concat(ins, outs, **_):
     # Y_scale, Y_zero_point, then (tensor, scale, zero_point) per input: every element is
     # requantized to the output's scale (a runtime may copy when the scales match)
-    n = outs[0].numel()
+    n = output(outs).numel()
     return Work(vector_flops=n * (DEQUANTIZE + QUANTIZE))
 
 
 @register("QLinearWhere", domain=MS)
 def qlinear_where(ins, outs, **_):
     # condition, X, x_scale, x_zero_point, Y, y_scale, y_zero_point, z_scale, z_zero_point
-    n = outs[0].numel()
+    n = output(outs).numel()
     return Work(vector_flops=n * (1 + DEQUANTIZE + QUANTIZE))  # select, requantize
 
 
 @register("QAttention", domain=MS)
 def qattention(ins, outs, **attrs):
-    from .attention import ms_attention
-
     # input (int8), weight (int8), bias, input_scale, weight_scale, mask_index?, input_zp?, weight_zp?, past?
     x, w = ins[0], ins[1]
     base = ms_attention((x, w, ins[2], ins[5] if _present(ins, 5) else None,
