@@ -42,6 +42,9 @@ class Work(NamedTuple):
     writes: int | None = None
     mac_dtype: str | None = None
     note: str | None = None
+    # input index -> parameter elements, where the tensor's element count is not the
+    # parameter count (packed 4-bit weights stored as uint8 blobs)
+    params: Mapping[int, int] | None = None
 
 
 COUNT_FIELDS = (

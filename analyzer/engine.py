@@ -23,6 +23,7 @@ from .ir import Graph, Node, TensorSpec
 
 COSTED, FOLDED, UNCOSTED = "costed", "folded", "uncosted"
 _ZERO = Cost()
+_DEFAULT_OPSET = 10**6  # a graph without opset info (JAX) gets the newest semantics
 
 
 @dataclass(slots=True)
@@ -109,6 +110,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
     get = graph.tensors.get
     constants = graph.constants
     folded = graph.folded
+    opsets = graph.opsets
     # Repeated blocks: nodes with the same rule, the same (shared) spec objects, the same
     # attributes and the same constant pattern have the same Work and bytes. Only params
     # depend on which tensors were already counted, so they are not memoised.
@@ -137,19 +139,20 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                 if rule is None:
                     work, shape_inputs, io, status = Work(), frozenset(), "data", UNCOSTED
                 else:
-                    work = rule.fn(ins, outs, _options=opts, **node.attrs)
+                    work = rule.fn(ins, outs, _options=opts,
+                                   _opset=opsets.get(node.domain, 0) or _DEFAULT_OPSET, **node.attrs)
                     shape_inputs, io, status = rule.shape_inputs, rule.io, COSTED
                 cost, by_dtype = _bytes(node, ins, outs, work, shape_inputs, io, constants)
                 hit = (work, status, shape_inputs, cost, by_dtype)
                 if key is not None:
                     memo[key] = hit
             work, status, shape_inputs, cost, by_dtype = hit
-            params = _params(node, ins, shape_inputs, constants, counted)
+            params = _params(node, ins, shape_inputs, constants, counted, work.params)
         except AnalyzerError as e:
             if isinstance(e, _Located):
                 raise
             raise _context_error(graph, node, e, name) from None
-        except (TypeError, KeyError, IndexError, ValueError, ZeroDivisionError) as e:
+        except (TypeError, KeyError, IndexError, ValueError, ZeroDivisionError, AttributeError) as e:
             raise _context_error(graph, node, ShapeError(f"cannot cost it ({type(e).__name__}: {e})"),
                                  name) from None
         if params:
@@ -167,13 +170,14 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
 
 
 def _params(node: Node, ins, shape_inputs: frozenset[int], constants: frozenset[str],
-            counted: set[str]) -> int:
-    """Elements of the constant data inputs that no earlier node consumed (each tensor once)."""
+            counted: set[str], override=None) -> int:
+    """Elements of the constant data inputs that no earlier node consumed (each tensor once);
+    ``override`` (the rule's ``Work.params``) gives the count for packed inputs."""
     params = 0
     for i, name in enumerate(node.inputs):
         if name and name in constants and name not in counted and i not in shape_inputs:
             counted.add(name)
-            params += ins[i].numel()
+            params += override[i] if override and i in override else ins[i].numel()
     return params
 
 
@@ -220,11 +224,17 @@ def _bytes(node: Node, ins: tuple[TensorSpec | None, ...], outs, work: Work,
         if not name or i in shape_inputs:
             continue
         spec = ins[i]
-        if spec is None:
-            raise ShapeError(f"input {i} '{name}' has no type or shape")
         if not data:
             continue
-        nbytes = reads[i] if reads and i in reads else spec.nbytes()
+        if reads and i in reads:
+            nbytes = reads[i]
+            if spec is None:  # e.g. a sequence input: the rule knows what it reads
+                act_read += nbytes
+                continue
+        elif spec is None:
+            raise ShapeError(f"input {i} '{name}' has no type or shape")
+        else:
+            nbytes = spec.nbytes()
         by_dtype[spec.dtype] = by_dtype.get(spec.dtype, 0) + nbytes
         if name in constants:
             weight += nbytes

@@ -442,16 +442,12 @@ def test_totals_are_the_sum_of_nodes():
 # ----------------------------------------------------------------------------- known bugs (xfail)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Dropout is an identity at inference (rules/elementwise.py) "
-                   "but its `ratio` input (a setting, like Pad.constant_value) is counted as a param and read")
 def test_dropout_ratio_is_not_a_param():
     c = cost_of("Dropout", (10,), np.array(0.5, np.float32))
     assert c.params == 0  # currently 1
     assert c.weight_bytes == 0  # currently 4
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: LogSoftmax before opset 13 has default axis 1 and "
-                   "normalizes the flattened [axis:] block; the rule always assumes axis -1 / one axis")
 def test_log_softmax_opset_11_rows():
     # opset 11, x [2,3,4], default axis 1: coerced to [2,12] -> 2 rows, so 2 logs
     c = cost_of("LogSoftmax", (2, 3, 4), opset=11)

@@ -278,8 +278,6 @@ def test_matmul_nbits_int8_accuracy_level():
     assert _nbits(accuracy_level=4).mac_dtype == "int8"
 
 
-@pytest.mark.xfail(strict=True, reason="engine does not yet apply a per-input params override (Work.params); "
-                                       "the packed uint8 B counts 1024 elements instead of K*N = 2048")
 def test_matmul_nbits_params_are_weight_elements():
     assert _nbits().cost.params == 64 * 32 + 64 + 32  # K*N weights + scales + zero points = 2144
 

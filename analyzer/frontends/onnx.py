@@ -468,7 +468,7 @@ def _sub_graph(sg: onnx.GraphProto, outer: Graph, cache, where: str) -> Graph:
     specs = ChainMap(local, outer.tensors)
     nodes = _read_nodes(sg, cache)
     init_names = {t.name for t in sg.initializer}
-    available = set(specs.keys()) | init_names
+    available = set(outer.tensors.keys()) | {vi.name for vi in sg.input} | init_names
     nodes = _topo_order(nodes, available)
     consts, vals = _initial_constants(sg)
     consts |= set(outer.constants)

@@ -94,12 +94,19 @@ def softmax(ins, outs, **_):
 
 
 @register("LogSoftmax")
-def log_softmax(ins, outs, *, axis=-1, **_):
+def log_softmax(ins, outs, *, axis=None, _opset=13, **_):
     shape = ins[0].dims()
     n = prod(shape)
-    # opset >= 13 normalizes one axis; rows = elements / that axis' length
-    ax = axis + len(shape) if axis < 0 else axis
-    rows = n // shape[ax] if shape[ax] else 0
+    if _opset < 13:
+        # opsets 1-11 flatten to 2-D at ``axis`` (default 1): rows = prod(shape[:axis])
+        ax = 1 if axis is None else axis
+        ax = ax + len(shape) if ax < 0 else ax
+        rows = prod(shape[:ax])
+    else:
+        # opset >= 13 normalizes one axis (default -1); rows = elements / that axis' length
+        ax = -1 if axis is None else axis
+        ax = ax + len(shape) if ax < 0 else ax
+        rows = n // shape[ax] if shape[ax] else 0
     return Work(vector_flops=4 * n, transcendentals=n + rows)
 
 

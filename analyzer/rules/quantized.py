@@ -61,13 +61,8 @@ def int_mac_dtype(dtype: str) -> str:
 
 
 def _with_params(work: Work, params: dict[int, int]) -> Work:
-    # ``Work.params`` (per-input element counts for packed weights) is not in the engine yet;
-    # pass it through once the field exists, so packed weights count K*N params.
-    if "params" in getattr(Work, "__dataclass_fields__", {}):
-        from dataclasses import replace
-
-        return replace(work, params=params)
-    return work
+    """``work`` with packed-weight param counts (``Work.params``: input index -> elements)."""
+    return work._replace(params=params)
 
 
 # ----------------------------------------------------------------------------- Q / DQ
