@@ -147,7 +147,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                 if key is not None:
                     memo[key] = hit
             work, status, shape_inputs, cost, by_dtype = hit
-            params = _params(node, ins, shape_inputs, constants, counted, work.params)
+            params = _params(node, ins, shape_inputs, constants, counted, work.params, graph)
         except AnalyzerError as e:
             if isinstance(e, _Located):
                 raise
@@ -170,14 +170,26 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
 
 
 def _params(node: Node, ins, shape_inputs: frozenset[int], constants: frozenset[str],
-            counted: set[str], override=None) -> int:
-    """Elements of the constant data inputs that no earlier node consumed (each tensor once);
-    ``override`` (the rule's ``Work.params``) gives the count for packed inputs."""
+            counted: set[str], override, graph: Graph) -> int:
+    """Elements of the constant data inputs that no earlier node consumed (each tensor once).
+
+    A folded input counts the file constants it was computed from (``graph.sources``);
+    ``override`` (the rule's ``Work.params``) gives the count of packed inputs."""
     params = 0
+    sources = graph.sources
     for i, name in enumerate(node.inputs):
-        if name and name in constants and name not in counted and i not in shape_inputs:
-            counted.add(name)
-            params += override[i] if override and i in override else ins[i].numel()
+        if not name or name not in constants or i in shape_inputs:
+            continue
+        src = sources.get(name)
+        if src is None:
+            if name not in counted:
+                counted.add(name)
+                params += override[i] if override and i in override else ins[i].numel()
+            continue
+        for leaf in src:
+            if leaf not in counted:
+                counted.add(leaf)
+                params += graph.tensors[leaf].numel()
     return params
 
 

@@ -140,6 +140,8 @@ class Graph:
     values: Mapping[str, Any] = field(default_factory=dict)
     folded: frozenset[str] = frozenset()
     opsets: Mapping[str, int] = field(default_factory=dict)
+    # folded constant -> the file constants it is computed from (where params are counted)
+    sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def spec(self, name: str) -> TensorSpec | None:
         return self.tensors.get(name) if name else None

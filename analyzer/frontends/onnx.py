@@ -19,7 +19,7 @@ import onnx
 from onnx import TensorProto, numpy_helper
 
 from ..errors import GraphError, InputSpecError, ModelLoadError, ShapeError
-from ..ir import Graph, Node, TensorSpec
+from ..ir import FLOAT_DTYPES, Graph, Node, TensorSpec
 from . import fold
 
 DTYPES: dict[int, str] = {}
@@ -397,7 +397,7 @@ def _build(m: onnx.ModelProto, path: str) -> Graph:
 
     inferred = _infer(m)
     specs = _collect_specs(inferred.graph)
-    constants, values, folded = _fold(nodes, specs, _initial_constants(g))
+    constants, values, folded, sources = _fold(nodes, specs, _initial_constants(g))
 
     # Folding may have computed values (Reshape targets, Expand shapes) that inference
     # could not see; give them to inference as initializers and infer once more.
@@ -408,7 +408,10 @@ def _build(m: onnx.ModelProto, path: str) -> Graph:
         if extra:
             m2 = onnx.ModelProto()
             m2.CopyFrom(m)
-            keep = [p for p, n in zip(m2.graph.node, _read_names(m2.graph)) if n not in folded]
+            # drop only folded nodes whose outputs all became initializers; a folded node
+            # without a known value (a Gather from a weight table) must still produce its output
+            gone = {n.name for n in nodes if n.name in folded and all(o in values for o in n.outputs if o)}
+            keep = [p for p, n in zip(m2.graph.node, _read_names(m2.graph)) if n not in gone]
             del m2.graph.node[:]
             m2.graph.node.extend(keep)
             m2.graph.initializer.extend(extra)
@@ -428,6 +431,7 @@ def _build(m: onnx.ModelProto, path: str) -> Graph:
         values=values,
         folded=frozenset(folded),
         opsets={d.domain or "": d.version for d in m.opset_import},
+        sources=sources,
     )
     _attach_subgraphs(graph, _subgraph_protos(inferred.graph), cache)
     return graph
@@ -473,11 +477,11 @@ def _sub_graph(sg: onnx.GraphProto, outer: Graph, cache, where: str) -> Graph:
     consts, vals = _initial_constants(sg)
     consts |= set(outer.constants)
     vals = {**outer.values, **vals}
-    constants, values, folded = _fold(nodes, local, (consts, vals), specs)
+    constants, values, folded, sources = _fold(nodes, local, (consts, vals), specs)
     graph = Graph(name=where, nodes=nodes, tensors=specs,
                   inputs=tuple(vi.name for vi in sg.input), outputs=tuple(vi.name for vi in sg.output),
                   constants=frozenset(constants), values=values, folded=frozenset(folded),
-                  opsets=outer.opsets)
+                  opsets=outer.opsets, sources={**outer.sources, **sources})
     _attach_subgraphs(graph, _subgraph_protos(sg), cache)
     return graph
 
@@ -510,9 +514,14 @@ def _fold(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=None)
 
     ``specs`` receives specs for folded values; ``lookup`` (default ``specs``) is where
     input specs are read from (a sub-graph reads through to its outer scope)."""
+    from ..cost import lookup as rule_of
+
     constants, values = initial
     lookup = specs if lookup is None else lookup
     folded: set[str] = set()
+    # folded tensor -> the file constants it is computed from (its params); a weight
+    # transposed or gathered ahead of time is still the weight in the file
+    sources: dict[str, tuple[str, ...]] = {}
     foldable = fold.FOLDABLE
     for n in nodes:
         op = n.op
@@ -524,6 +533,8 @@ def _fold(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=None)
             if out0 not in specs:
                 specs[out0] = spec
             constants.add(out0)
+            if spec.dtype not in FLOAT_DTYPES:
+                sources[out0] = ()  # an index, mask or shape constant: structure, not a weight
             if v is not None:
                 values[out0] = v
             folded.add(n.name)
@@ -539,12 +550,26 @@ def _fold(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=None)
             values[out0] = v
             constants.add(out0)
             folded.add(n.name)
+            sources[out0] = ()  # derived from shapes, not from any constant's data
             continue
         ins = [x for x in n.inputs if x]
         if not ins or not all(x in constants for x in ins):
             continue
         constants.update(o for o in n.outputs if o)
         folded.add(n.name)
+        if op == "ConstantOfShape":
+            s0 = lookup.get(out0)
+            if s0 is not None and s0.dtype not in FLOAT_DTYPES:
+                sources[out0] = ()  # an integer/bool fill (a mask): structure, not a weight
+        else:  # a float ConstantOfShape output is itself the constant (a weight)
+            rule = rule_of("", op)
+            skip = rule.shape_inputs if rule is not None else frozenset()
+            src = tuple(dict.fromkeys(
+                leaf for i, x in enumerate(n.inputs) if x and i not in skip
+                for leaf in sources.get(x, (x,))))
+            for o in n.outputs:
+                if o:
+                    sources[o] = src
         if len(n.outputs) != 1 or not all(x in values for x in ins):
             continue
         attrs = n.attrs
@@ -569,4 +594,4 @@ def _fold(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=None)
         s = lookup.get(k)
         if s is None or _unknowns(s):
             specs[k] = TensorSpec(tuple(int(d) for d in v.shape), str(v.dtype))
-    return constants, values, folded
+    return constants, values, folded, sources
