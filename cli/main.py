@@ -124,13 +124,22 @@ def main():
               help="JAX programs: static non-array keyword arguments, e.g. '{\"train\": false}'.")
 @click.option("--group-depth", "group_depth", type=click.IntRange(min=1), default=None, metavar="N",
               help="Sum the layer rows by the first N components of their names (module paths).")
+@click.option("--loop-trips", "loop_trips", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Trip count for Loop/while bodies whose count is not a constant.")
+@click.option("--causal", is_flag=True,
+              help="Cost fused attention ops as causal kernels (they skip the masked half).")
+@click.option("--params", "params_args", multiple=True, metavar="NAME",
+              help="JAX programs: an argument that holds weights (counted as params; repeatable).")
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
 def model_cmd(model, hw, inputs, dims, precision, fmt, output, top, strict, additive,
-              save_baseline, baseline, max_regression, kwargs_json, group_depth, debug):
+              save_baseline, baseline, max_regression, kwargs_json, group_depth, loop_trips,
+              causal, params_args, debug):
     """Count params, FLOPs (MAC / vector / transcendental) and bytes of every node of MODEL.
 
     \b
-    MODEL is an .onnx file. Weights stored in external .data files are never read.
+    MODEL is an .onnx file (weights in external .data files are never read), or a
+    JAX program: path/to/file.py:function or package.module:function, traced
+    with --input shapes such as --input x=f32[8,784] (no data needed).
     Examples:
       analyze resnet50.onnx
       analyze model.onnx --dim batch=8 --format json -o report.json
@@ -139,6 +148,7 @@ def model_cmd(model, hw, inputs, dims, precision, fmt, output, top, strict, addi
       analyze model.onnx --hw a100,h100,tpu-v5e --precision bf16
       analyze model.onnx --hw a100 --save-baseline base.json
       analyze model.onnx --baseline base.json --max-regression 5% --format markdown
+      analyze samples/jax_models.py:mlp_infer --input x=f32[8,784] --group-depth 1
 
     Exit codes: 0 ok, 1 a check failed (--strict, regression beyond
     --max-regression), 2 bad input or usage.
@@ -173,14 +183,20 @@ def model_cmd(model, hw, inputs, dims, precision, fmt, output, top, strict, addi
                 fn, args, kwargs = load_program(model, _parse_inputs(inputs), kwargs_json)
                 report = analyzer.analyze_jax(fn, *args, hw=hws, precision=precision_,
                                               overlap=not additive, report_name=model,
+                                              loop_trips=loop_trips, causal=causal,
+                                              params_argnums=list(params_args) or None,
                                               **kwargs)
             else:
                 if kwargs_json:
                     raise InputSpecError("--kwargs-json applies to JAX programs (MODEL of the form "
                                          "path/to/file.py:function)")
+                if params_args:
+                    raise InputSpecError("--params applies to JAX programs; an ONNX model's "
+                                         "weights are its initializers")
                 report = analyzer.analyze(model, hws, inputs=_parse_inputs(inputs) or None,
                                           dims=_parse_dims(dims) or None, precision=precision_,
-                                          overlap=not additive)
+                                          overlap=not additive, loop_trips=loop_trips,
+                                          causal=causal)
             if doc is not None:
                 report.comparison = bl.compare(report, doc, threshold, path=baseline)
         color = output is None and fmt == "table" and sys.stdout.isatty()
