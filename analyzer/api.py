@@ -6,7 +6,10 @@ The library never prints and never exits: it returns a ``Report`` or raises an
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from .report import Report
 
 
 def analyze(model: Any, hw: str | Sequence[str] | None = None, *,

@@ -93,3 +93,24 @@ def cost_of(op: str, *args: Any, **kw):
 def node_of(op: str, *args: Any, **kw):
     """The ``NodeCost`` of the single node of ``one_node(op, *args, **kw)``."""
     return analyze(one_node(op, *args, **kw)).node("n")
+
+
+def typed(op, ins, outs, *, domain="com.microsoft", opset=17, **attrs):
+    """NodeCost of a one-node model "n" (inputs as onnx_builders.one_node takes them; ``outs``: the
+    declared (shape, elem_type) of each output, a bare shape meaning float32, "" an omitted one)."""
+    inputs, inits, names = {}, {}, []
+    for a in ins:
+        if isinstance(a, str):
+            names.append(a)
+        elif isinstance(a, np.ndarray):
+            inits[f"w{len(inits)}"] = a
+            names.append(f"w{len(inits) - 1}")
+        else:
+            inputs[f"x{len(inputs)}"] = a
+            names.append(f"x{len(inputs) - 1}")
+    out_names = [f"y{i}" if o != "" else "" for i, o in enumerate(outs)]
+    declared = {name: o if (len(o) == 2 and isinstance(o[0], tuple) and isinstance(o[1], int)) else (o, onnx.TensorProto.FLOAT)
+                for name, o in zip(out_names, outs) if name}
+    node = helper.make_node(op, names, out_names, name="n", domain=domain or None, **attrs)
+    m = graph([node], inputs, declared, inits, opset=opset, domains={domain: 1} if domain else None)
+    return analyze(m).node("n")

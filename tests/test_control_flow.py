@@ -6,7 +6,6 @@ Models are built by hand with onnx.helper; closed forms are written beside each 
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto as TP
 from onnx import helper as h

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from onnx_builders import F32, analyze, cost_of, graph, node_of, weight
+from onnx_builders import F32, analyze, cost_of, graph, node_of, typed, weight
 
 I8, U8, I32, I4 = TensorProto.INT8, TensorProto.UINT8, TensorProto.INT32, TensorProto.INT4
 MS = "com.microsoft"
@@ -19,29 +19,6 @@ MS = "com.microsoft"
 
 def scalar(v=1.0, dtype=np.float32):
     return np.array(v, dtype=dtype)
-
-
-def typed(op, ins, outs, *, domain=MS, opset=17, **attrs):
-    """NodeCost of a one-node model "n": ``ins`` as onnx_builders.one_node takes them, ``outs`` a list
-    of (shape, elem_type) declared on the graph (ORT ops have no ONNX shape inference)."""
-    inputs, inits, names = {}, {}, []
-    for a in ins:
-        if isinstance(a, str):
-            names.append(a)
-        elif isinstance(a, np.ndarray):
-            inits[f"w{len(inits)}"] = a
-            names.append(f"w{len(inits) - 1}")
-        else:
-            inputs[f"x{len(inputs)}"] = a
-            names.append(f"x{len(inputs) - 1}")
-    out_names = [f"y{i}" for i in range(len(outs))]
-    node = helper.make_node(op, names, out_names, name="n", domain=domain or None, **attrs)
-    m = graph([node], inputs, dict(zip(out_names, outs)), inits, opset=opset,
-              domains={domain: 1} if domain else None)
-    return analyze(m).node("n")
-
-
-# ----------------------------------------------------------------------------- QuantizeLinear / DequantizeLinear
 
 
 def test_quantize_per_tensor_with_zero_point():

@@ -49,19 +49,19 @@ BINARY: dict[str, tuple[int, int]] = {
 }
 
 
-def _unary(op: str):
-    v, t = UNARY[op]
-
+def per_element(v: int, t: int, name: str):
+    """A rule charging ``v`` vector ops and ``t`` transcendentals per output element
+    (shared with the lax rules, so the same math costs the same in ONNX and JAX)."""
     def rule(ins, outs, **_):
         n = outs[0].numel()
         return Work(vector_flops=v * n, transcendentals=t * n)
 
-    rule.__name__ = f"unary_{op}"
+    rule.__name__ = name
     return rule
 
 
-for _op in UNARY:
-    register(_op)(_unary(_op))
+for _op, (_v, _t) in UNARY.items():
+    register(_op)(per_element(_v, _t, f"unary_{_op}"))
 
 
 def _binary(op: str):

@@ -9,7 +9,7 @@ Literal operands (``x * 0.5``) are immediates: the frontend passes them as absen
 from __future__ import annotations
 
 from ..cost import Work, register
-from .elementwise import BINARY, UNARY
+from .elementwise import BINARY, UNARY, per_element
 
 D = "jax"
 
@@ -64,19 +64,8 @@ def _table() -> dict[str, tuple[int, int]]:
 PER_ELEMENT = _table()
 
 
-def _elementwise(op: str):
-    v, t = PER_ELEMENT[op]
-
-    def rule(ins, outs, **_):
-        n = outs[0].numel()
-        return Work(vector_flops=v * n, transcendentals=t * n)
-
-    rule.__name__ = f"lax_{op}"
-    return rule
-
-
-for _op in PER_ELEMENT:
-    register(_op, domain=D)(_elementwise(_op))
+for _op, (_v, _t) in PER_ELEMENT.items():
+    register(_op, domain=D)(per_element(_v, _t, f"lax_{_op}"))
 
 
 @register("integer_pow", domain=D)

@@ -139,7 +139,7 @@ def trilu(ins, outs, **_):
 
 @register("NonMaxSuppression", shape_inputs=(2, 3, 4))
 def non_max_suppression(ins, outs, **_):
-    boxes, scores = ins[0], ins[1]
+    scores = ins[1]
     b, c, n = scores.dims()
     per_class = n * lg(n) + 3 * n + n + 13 * (n * (n - 1) // 2)
     writes, note = _upper_bound_writes(outs, lambda i: b * c * n * 3 * 8)
