@@ -6,6 +6,8 @@ The library never prints and never exits: it returns a ``Report`` or raises an
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 if TYPE_CHECKING:
@@ -31,8 +33,27 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
     from .engine import Options
     from .frontends import onnx as onnx_frontend
 
-    graph, info = onnx_frontend.load(model, inputs=inputs, dims=dims)
-    return _report(graph, info, Options(loop_trips=loop_trips, causal=causal), hw, precision, overlap)
+    with _gc_paused():
+        graph, info = onnx_frontend.load(model, inputs=inputs, dims=dims)
+        return _report(graph, info, Options(loop_trips=loop_trips, causal=causal), hw, precision,
+                       overlap)
+
+
+@contextmanager
+def _gc_paused():
+    """Pause the cyclic garbage collector while a graph is analysed.
+
+    The analysis allocates hundreds of thousands of small acyclic objects, each allocation
+    burst triggering collections that rescan everything alive (measured: ~0.6 s of a 50k-node
+    analysis). Reference counting still frees memory; the collector is restored afterwards.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _report(graph, info: dict, options, hw, precision: str | None, overlap: bool) -> "Report":
@@ -70,6 +91,8 @@ def analyze_jax(fn: Any, *example_args: Any, hw: str | Sequence[str] | None = No
     from .engine import Options
     from .frontends import jaxpr as jaxpr_frontend
 
-    graph, info = jaxpr_frontend.load(fn, example_args, example_kwargs,
-                                      params_argnums=params_argnums, path=report_name)
-    return _report(graph, info, Options(loop_trips=loop_trips, causal=causal), hw, precision, overlap)
+    with _gc_paused():
+        graph, info = jaxpr_frontend.load(fn, example_args, example_kwargs,
+                                          params_argnums=params_argnums, path=report_name)
+        return _report(graph, info, Options(loop_trips=loop_trips, causal=causal), hw, precision,
+                       overlap)

@@ -143,11 +143,14 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                                    _opset=opsets.get(node.domain, 0) or _DEFAULT_OPSET, **node.attrs)
                     shape_inputs, io, status = rule.shape_inputs, rule.io, COSTED
                 cost, by_dtype = _bytes(node, ins, outs, work, shape_inputs, io, constants)
-                hit = (work, status, shape_inputs, cost, by_dtype)
+                # the constant data inputs (same for every node of this memo key)
+                cidx = tuple(i for i, x in enumerate(node.inputs)
+                             if x and i not in shape_inputs and x in constants)
+                hit = (work, status, cidx, cost, by_dtype)
                 if key is not None:
                     memo[key] = hit
-            work, status, shape_inputs, cost, by_dtype = hit
-            params = _params(node, ins, shape_inputs, constants, counted, work.params, graph)
+            work, status, cidx, cost, by_dtype = hit
+            params = _params(node, ins, cidx, counted, work.params, graph) if cidx else 0
         except AnalyzerError as e:
             if isinstance(e, _Located):
                 raise
@@ -169,17 +172,16 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                             note, by_dtype))
 
 
-def _params(node: Node, ins, shape_inputs: frozenset[int], constants: frozenset[str],
-            counted: set[str], override, graph: Graph) -> int:
-    """Elements of the constant data inputs that no earlier node consumed (each tensor once).
-
-    A folded input counts the file constants it was computed from (``graph.sources``);
-    ``override`` (the rule's ``Work.params``) gives the count of packed inputs."""
+def _params(node: Node, ins, cidx: tuple[int, ...], counted: set[str], override,
+            graph: Graph) -> int:
+    """Elements of the constant data inputs (indices ``cidx``) that no earlier node
+    consumed (each tensor once). A folded input counts the file constants it was
+    computed from (``graph.sources``); ``override`` (the rule's ``Work.params``) gives
+    the count of packed inputs."""
     params = 0
     sources = graph.sources
-    for i, name in enumerate(node.inputs):
-        if not name or name not in constants or i in shape_inputs:
-            continue
+    for i in cidx:
+        name = node.inputs[i]
         src = sources.get(name)
         if src is None:
             if name not in counted:

