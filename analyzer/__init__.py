@@ -4,11 +4,12 @@ Heavy dependencies (onnx, jax) are imported only when an entry point is called.
 """
 
 from .api import analyze, analyze_jax
+from .sweep import sweep
 from .errors import (AnalyzerError, BaselineError, CheckFailed, GraphError, HardwareError,
                      InputSpecError, ModelLoadError, ShapeError, UnboundDimError)
 
 __all__ = [
-    "analyze", "analyze_jax", "AnalyzerError", "BaselineError", "CheckFailed", "GraphError", "HardwareError",
+    "analyze", "sweep", "analyze_jax", "AnalyzerError", "BaselineError", "CheckFailed", "GraphError", "HardwareError",
     "InputSpecError", "ModelLoadError", "ShapeError", "UnboundDimError",
 ]
 __version__ = "0.1.0"

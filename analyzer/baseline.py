@@ -34,7 +34,8 @@ def to_baseline(report) -> dict[str, Any]:
         "totals": report.totals.to_dict(),
         "nodes": {n.name: {"op": n.op, **n.cost.to_dict()} for n in report.nodes if n.status != "folded"},
         "predictions": [
-            {"hardware": p.hardware, "precision": p.precision, "latency_s": p.latency_s,
+            {"hardware": p.hardware, "precision": p.precision,
+             "precision_explicit": p.precision_explicit, "latency_s": p.latency_s,
              "nodes": {x.name: x.time_s for x in p.nodes}}
             for p in report.predictions
         ],
@@ -137,7 +138,8 @@ class Comparison:
 def hardware_of(doc: dict[str, Any]) -> tuple[list[str], str | None]:
     """The profiles and precision a baseline was made with (to re-predict on the same)."""
     preds = doc.get("predictions") or []
-    return [p["hardware"] for p in preds], (preds[0]["precision"] if preds else None)
+    explicit = bool(preds) and preds[0].get("precision_explicit", False)
+    return [p["hardware"] for p in preds], (preds[0]["precision"] if explicit else None)
 
 
 def compare(report, doc: dict[str, Any], threshold_pct: float, *, path: str = "",

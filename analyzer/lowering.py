@@ -77,11 +77,22 @@ def _compute_dtype(n: NodeCost, precision: str | None) -> str:
 
 
 def _peak(profile, engine: str, dtype: str, warn: set[str]) -> float:
-    """FLOP/s of ``engine`` at ``dtype``, with the documented fallbacks."""
+    """FLOP/s of ``engine`` at ``dtype``, with the documented fallbacks.
+
+    Vector work at a dtype without its own vector figure runs at the vector fp32 rate
+    (a conservative choice: GPUs run fp16 elementwise at least that fast), never on the
+    matrix engine unless the device has no vector figure at all."""
+    if engine == "vector":
+        p = profile.peak_flops("vector", dtype) or profile.peak_flops("vector", "fp32")
+        if p:
+            return p
     other = "vector" if engine == "matrix" else "matrix"
     for eng in (engine, other):
         p = profile.peak_flops(eng, dtype)
         if p:
+            if eng == "matrix" and engine == "vector":
+                warn.add(f"{profile.id} has no {engine}-engine {dtype} figure; that work runs at its "
+                         f"{eng}-engine {dtype} peak ({p / 1e12:g} TFLOP/s)")
             return p
     for alt in FALLBACK.get(dtype, ()):
         for eng in (engine, other):
@@ -146,5 +157,9 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None) -> Lower
         else:
             ovh[p] = prof.launch_overhead_us * 1e-6
         warnings.append(sorted(warn))
-    label = precision or (PROFILE_DTYPE.get(next((n.mac_dtype for n in kern if n.mac_dtype), "float32"), "fp32"))
+    # without an override, label the prediction by the dtype that carries most of the work
+    weight: dict[str, float] = {}
+    for d, f, b in zip(mac_dt, mac + vec, nbytes):
+        weight[d] = weight.get(d, 0.0) + f + b
+    label = precision or (max(weight, key=weight.get) if weight else "fp32")
     return Lowered([n.name for n in kern], mac, vec, nbytes, mpeak, vpeak, bw, ovh, label, warnings)

@@ -39,6 +39,7 @@ class Prediction:
     bound_share: dict[str, float]
     nodes: list[NodePrediction]
     warnings: list[str] = field(default_factory=list)
+    precision_explicit: bool = False   # True when --precision overrode the model's dtypes
 
     def to_dict(self) -> dict[str, Any]:
         return {"hardware": self.hardware, "hardware_name": self.hardware_name,
@@ -98,7 +99,7 @@ def predict(report, hw, *, precision: str | None = None, overlap: bool = True) -
             low.names, time[p].tolist(), compute[p].tolist(), memory[p].tolist(), ovh[p].tolist(),
             [BOUNDS[b] for b in bound[p].tolist()], intensity.tolist())]
         out.append(Prediction(prof.id, prof.name, low.precision, overlap, total, share, nodes,
-                              low.warnings[p]))
+                              low.warnings[p], precision is not None))
     report.predictions.extend(out)
     for pr in out:
         report.warnings.extend(w for w in pr.warnings if w not in report.warnings)

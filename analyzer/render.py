@@ -211,3 +211,44 @@ def _comparison_text(c) -> str:
     deltas = _count_delta_lines(c)
     lines.append("  counts: " + ("; ".join(deltas) if deltas else "unchanged"))
     return "\n".join(lines)
+
+
+def render_sweep(sw, fmt: str) -> str:
+    """A sweep as one table: swept dim values x totals (and latency per profile)."""
+    import json
+
+    if fmt == "json":
+        return json.dumps(sw.to_dict(), indent=2) + "\n"
+    hws = [p.hardware for p in sw.points[0][1].predictions] if sw.points else []
+    head = [*sw.dims, "params", "MAC FLOPs", "vector", "transc.", "FLOPs", "bytes moved",
+            *[f"{h} latency" for h in hws]]
+    rows = []
+    for bound, r in sw.points:
+        t = r.totals
+        exact = fmt == "csv"
+        cells = [str(bound[d]) for d in sw.dims]
+        nums = [t.params, t.mac_flops, t.vector_flops, t.transcendentals, t.flops, t.bytes_moved]
+        cells += [str(n) if exact else human(n) for n in nums]
+        cells += [repr(p.latency_s) if exact else human_time(p.latency_s) for p in r.predictions]
+        rows.append(cells)
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(head)
+        w.writerows(rows)
+        return buf.getvalue()
+    if fmt == "markdown":
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join(out) + "\n"
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"sweep over {', '.join(sw.dims)}", header_style="bold")
+    for i, h in enumerate(head):
+        t.add_column(h, justify="left" if i < len(sw.dims) else "right")
+    for r in rows:
+        t.add_row(*r)
+    buf = io.StringIO()
+    Console(file=buf, width=160, color_system=None, highlight=False).print(t)
+    return buf.getvalue()

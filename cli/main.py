@@ -31,19 +31,23 @@ def _parse_inputs(values: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-def _parse_dims(values: tuple[str, ...]) -> dict[str, int]:
-    out: dict[str, int] = {}
+def _parse_dims(values: tuple[str, ...]) -> dict[str, list[int]]:
+    """--dim NAME=V or NAME=V1,V2,... (a sweep) -> {NAME: [values]}."""
+    out: dict[str, list[int]] = {}
     for v in values:
         name, eq, val = v.partition("=")
         if not eq or not name or not val:
-            raise InputSpecError(f"--dim '{v}': expected NAME=VALUE, e.g. --dim batch=8")
-        try:
-            n = int(val)
-        except ValueError:
-            raise InputSpecError(f"--dim '{v}': '{val}' is not an integer") from None
-        if n < 0:
-            raise InputSpecError(f"--dim '{v}': dims cannot be negative")
-        out[name] = n
+            raise InputSpecError(f"--dim '{v}': expected NAME=VALUE or NAME=V1,V2,..., e.g. --dim batch=8")
+        nums = []
+        for part in val.split(","):
+            try:
+                n = int(part)
+            except ValueError:
+                raise InputSpecError(f"--dim '{v}': '{part}' is not an integer") from None
+            if n < 0:
+                raise InputSpecError(f"--dim '{v}': dims cannot be negative")
+            nums.append(n)
+        out[name] = nums
     return out
 
 
@@ -99,8 +103,9 @@ def main():
                    "comma-separated; see `analyze hw list`.")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=DIMS",
               help="Set an input's shape, e.g. --input x=1x3x224x224 (repeatable).")
-@click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE",
-              help="Bind a symbolic dim, e.g. --dim batch=8 (repeatable).")
+@click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE[,VALUE...]",
+              help="Bind a symbolic dim, e.g. --dim batch=8 (repeatable); several values "
+                   "(--dim seq=128,512,2048) sweep them and print one row per value.")
 @click.option("--precision", type=click.Choice(PRECISIONS), default=None,
               help="Deploy precision for predictions (overrides the model's float dtypes).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
@@ -193,8 +198,24 @@ def model_cmd(model, hw, inputs, dims, precision, fmt, output, top, strict, addi
                 if params_args:
                     raise InputSpecError("--params applies to JAX programs; an ONNX model's "
                                          "weights are its initializers")
+                dim_values = _parse_dims(dims)
+                if any(len(v) > 1 for v in dim_values.values()):
+                    if doc is not None or save_baseline or group_depth or top:
+                        raise InputSpecError("a --dim sweep prints one row per value; it does not "
+                                             "combine with --baseline, --save-baseline, --group-depth or --top")
+                    from analyzer.render import render_sweep
+
+                    sw = analyzer.sweep(model, dim_values, hws, inputs=_parse_inputs(inputs) or None,
+                                        precision=precision_, overlap=not additive,
+                                        loop_trips=loop_trips, causal=causal)
+                    write_output(render_sweep(sw, fmt), output)
+                    if strict:
+                        for _, rep in sw.points:
+                            rep.require_full_coverage()
+                    return
                 report = analyzer.analyze(model, hws, inputs=_parse_inputs(inputs) or None,
-                                          dims=_parse_dims(dims) or None, precision=precision_,
+                                          dims={k: v[0] for k, v in dim_values.items()} or None,
+                                          precision=precision_,
                                           overlap=not additive, loop_trips=loop_trips,
                                           causal=causal)
             if doc is not None:

@@ -337,8 +337,6 @@ def test_a100_over_v100_speedup_on_memory_bound_layers_is_the_bandwidth_ratio():
 
 # ------------------------------------------------------------------ precision label (bug)
 
-@pytest.mark.xfail(strict=True, reason="BUG: lowering labels a prediction 'fp32' when the model has "
-                   "no MAC node, even when every tensor is fp16 (lower(): label falls back to float32)")
 def test_precision_label_of_fp16_model_without_macs(hw):
     _, p = _predict(one_node("Relu", ((1024, 1024), F16)), hw)
     assert p.precision == "fp16"

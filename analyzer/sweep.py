@@ -1,0 +1,51 @@
+"""Sweeps: one model analysed at several values of its symbolic dims.
+
+``analyzer.sweep("model.onnx", {"seq": [128, 512, 2048]}, hw="a100")`` analyses the model
+once per point of the cartesian product of the given dim values and returns the reports
+side by side; the CLI's ``--dim seq=128,512,2048`` renders them as one table (dim values x
+totals and predicted latency).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from .errors import InputSpecError
+
+
+@dataclass(slots=True)
+class Sweep:
+    dims: tuple[str, ...]                       # the swept dim names
+    points: list[tuple[dict[str, int], Any]]    # (bound dims, Report) per point
+
+    def to_dict(self) -> dict[str, Any]:
+        rows = []
+        for bound, r in self.points:
+            row = {"dims": dict(bound), "totals": r.totals.to_dict()}
+            if r.predictions:
+                row["latency_s"] = {p.hardware: p.latency_s for p in r.predictions}
+            rows.append(row)
+        return {"schema_version": 1, "sweep": list(self.dims), "points": rows}
+
+
+def sweep(model: Any, dims: Mapping[str, Sequence[int] | int], hw=None, **kwargs) -> Sweep:
+    """Analyse ``model`` at every combination of ``dims`` values (``{"seq": [128, 512]}``).
+
+    Other keyword arguments are those of ``analyzer.analyze``."""
+    from .api import analyze
+
+    names, values = [], []
+    for k, v in dims.items():
+        vals = [v] if isinstance(v, int) else list(v)
+        if not vals:
+            raise InputSpecError(f"--dim {k}: no values to sweep")
+        names.append(k)
+        values.append(vals)
+    swept = tuple(k for k, v in zip(names, values) if len(v) > 1)
+    points = []
+    for combo in itertools.product(*values):
+        bound = dict(zip(names, combo))
+        points.append((bound, analyze(model, hw, dims=bound, **kwargs)))
+    return Sweep(swept or tuple(names), points)
