@@ -207,11 +207,18 @@ def _attr_value(a: onnx.AttributeProto):
     return v
 
 
-def _read_nodes(g: onnx.GraphProto, cache: dict) -> list[Node]:
+def _read_nodes(g: onnx.GraphProto, cache: dict, available=None) -> list[Node] | tuple[list[Node], bool]:
     """Every NodeProto read once into a ``Node``: the file's names (stable generated names
-    ``op_index`` for unnamed nodes, ``#k`` suffixes for duplicates) and parsed attributes."""
+    ``op_index`` for unnamed nodes, ``#k`` suffixes for duplicates) and parsed attributes.
+
+    With ``available`` (names defined before the graph runs), also returns whether the
+    nodes are already in a valid topological order with no tensor produced twice (the
+    common case, checked in the same pass); otherwise ``_topo_order`` sorts or explains."""
     nodes: list[Node] = []
     seen: set[str] = set()
+    check = available is not None
+    defined = set(available) if check else None
+    ok = True
     for i, n in enumerate(g.node):
         op = n.op_type
         name = n.name or f"{op}_{i}"
@@ -223,9 +230,19 @@ def _read_nodes(g: onnx.GraphProto, cache: dict) -> list[Node]:
         seen.add(name)
         dom = n.domain
         attrs, akey = _attrs(n, cache) if len(n.attribute) else (_EMPTY_MAP, ())
-        nodes.append(Node(name, op, "" if dom == "ai.onnx" else dom, tuple(n.input), tuple(n.output),
-                          attrs, _EMPTY_MAP, akey))
-    return nodes
+        ins, outs = tuple(n.input), tuple(n.output)
+        if check and ok:
+            for x in ins:
+                if x and x not in defined:
+                    ok = False
+                    break
+            for o in outs:
+                if o:
+                    if o in defined:
+                        ok = False
+                    defined.add(o)
+        nodes.append(Node(name, op, "" if dom == "ai.onnx" else dom, ins, outs, attrs, _EMPTY_MAP, akey))
+    return (nodes, ok) if check else nodes
 
 
 def _topo_order(nodes: list[Node], available) -> list[Node]:
@@ -390,10 +407,11 @@ def load(model: Any, *, inputs: Mapping[str, Any] | None = None,
 def _build(m: onnx.ModelProto, path: str) -> Graph:
     g = m.graph
     cache: dict[bytes, tuple[str, Any]] = {}
-    nodes = _read_nodes(g, cache)
     init_names = {t.name for t in g.initializer} | {t.values.name for t in g.sparse_initializer}
     available = {vi.name for vi in g.input} | init_names
-    nodes = _topo_order(nodes, available)
+    nodes, in_order = _read_nodes(g, cache, available)
+    if not in_order:
+        nodes = _topo_order(nodes, available)
 
     inferred = _infer(m)
     specs = _collect_specs(inferred.graph)
@@ -433,7 +451,8 @@ def _build(m: onnx.ModelProto, path: str) -> Graph:
         opsets={d.domain or "": d.version for d in m.opset_import},
         sources=sources,
     )
-    _attach_subgraphs(graph, _subgraph_protos(inferred.graph), cache)
+    if any(n.attr_key is None for n in nodes):  # only control-flow nodes have graph attributes
+        _attach_subgraphs(graph, _subgraph_protos(inferred.graph), cache)
     return graph
 
 
@@ -482,7 +501,8 @@ def _sub_graph(sg: onnx.GraphProto, outer: Graph, cache, where: str) -> Graph:
                   inputs=tuple(vi.name for vi in sg.input), outputs=tuple(vi.name for vi in sg.output),
                   constants=frozenset(constants), values=values, folded=frozenset(folded),
                   opsets=outer.opsets, sources={**outer.sources, **sources})
-    _attach_subgraphs(graph, _subgraph_protos(sg), cache)
+    if any(n.attr_key is None for n in nodes):
+        _attach_subgraphs(graph, _subgraph_protos(sg), cache)
     return graph
 
 
