@@ -54,8 +54,7 @@ class Report:
     @classmethod
     def from_nodes(cls, model: dict[str, Any], nodes: list[NodeCost],
                    warnings: list[str] | None = None) -> "Report":
-        costs = [n.cost for n in nodes]
-        totals = Cost(*(sum(getattr(c, f) for c in costs) for f in COUNT_FIELDS))
+        totals = Cost(*map(sum, zip(*[n.cost for n in nodes]))) if nodes else Cost()
         unc = [n for n in nodes if n.status == UNCOSTED]
         ops: dict[str, int] = {}
         for n in unc:

@@ -28,23 +28,25 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 
-def best_of_interleaved(fns: dict, repeat: int) -> dict[str, float]:
-    """Best wall time of each function, running them round-robin so that a load spike
-    on the machine hits all of them alike (ratios are taken within the same run)."""
-    best = {k: float("inf") for k in fns}
+def rounds(fns: dict, repeat: int) -> list[dict[str, float]]:
+    """Wall times of each function per round, the functions run back to back in every round,
+    so each round's ratios compare runs that saw the same machine load."""
+    out = []
     for _ in range(repeat):
+        r = {}
         for k, fn in fns.items():
             gc.collect()
             t0 = time.perf_counter()
             fn()
-            best[k] = min(best[k], time.perf_counter() - t0)
-    return best
+            r[k] = time.perf_counter() - t0
+        out.append(r)
+    return out
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=50_000)
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=9)
     args = ap.parse_args(argv)
 
     import onnx
@@ -64,20 +66,26 @@ def main(argv=None) -> int:
             onnx.shape_inference.infer_shapes(onnx.load(path))
 
         report = analyzer.analyze(path, hw="a100")  # warm-up: imports, jit compile
-        best = best_of_interleaved({
+        rs = rounds({
             "base": baseline,
             "analyze": lambda: analyzer.analyze(path),
             "predict": lambda: analyzer.analyze(path, hw="a100"),
         }, args.repeat)
-        t_base, t_an, t_pred = best["base"], best["analyze"], best["predict"]
 
     blocks = sum(1 for n in report.nodes if n.op == "Softmax")
     cf = closed_form(blocks)
     expected = (cf["params"], cf["mac_flops"])
-    print(f"graph: {n_nodes} nodes, {size_mb:.1f} MB file")
-    print(f"onnx.load + infer_shapes : {t_base:.3f} s (baseline)")
-    print(f"analyzer.analyze          : {t_an:.3f} s  ratio {t_an / t_base:.2f}x  (target <= 2x)")
-    print(f"analyze + predict (a100)  : {t_pred:.3f} s  ratio {t_pred / t_base:.2f}x")
+    def med(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2]
+
+    print(f"graph: {n_nodes} nodes, {size_mb:.1f} MB file; {args.repeat} rounds, median [min-max]")
+    print(f"onnx.load + infer_shapes : {med([r['base'] for r in rs]):.3f} s (baseline)")
+    for key, label, extra in (("analyze", "analyzer.analyze         ", "  (target <= 2x)"),
+                              ("predict", "analyze + predict (a100) ", "")):
+        ratios = [r[key] / r["base"] for r in rs]
+        print(f"{label}: {med([r[key] for r in rs]):.3f} s  ratio {med(ratios):.2f}x "
+              f"[{min(ratios):.2f}-{max(ratios):.2f}]{extra}")
     ok = (report.totals.params, report.totals.mac_flops) == expected
     print(f"counts match closed form : {ok} (params {report.totals.params}, "
           f"mac_flops {report.totals.mac_flops})")

@@ -207,13 +207,14 @@ def _attr_value(a: onnx.AttributeProto):
     return v
 
 
-def _read_nodes(g: onnx.GraphProto, cache: dict, available=None) -> list[Node] | tuple[list[Node], bool]:
+def _read_nodes(g: onnx.GraphProto, cache: dict, available=None):
     """Every NodeProto read once into a ``Node``: the file's names (stable generated names
     ``op_index`` for unnamed nodes, ``#k`` suffixes for duplicates) and parsed attributes.
 
-    With ``available`` (names defined before the graph runs), also returns whether the
-    nodes are already in a valid topological order with no tensor produced twice (the
-    common case, checked in the same pass); otherwise ``_topo_order`` sorts or explains."""
+    With ``available`` (names defined before the graph runs), returns ``(nodes, in_order,
+    defined)``: whether the nodes are already in a valid topological order with no tensor
+    produced twice (the common case, checked in the same pass; otherwise ``_topo_order``
+    sorts or explains) and every name the graph defines."""
     nodes: list[Node] = []
     seen: set[str] = set()
     check = available is not None
@@ -242,7 +243,7 @@ def _read_nodes(g: onnx.GraphProto, cache: dict, available=None) -> list[Node] |
                         ok = False
                     defined.add(o)
         nodes.append(Node(name, op, "" if dom == "ai.onnx" else dom, ins, outs, attrs, _EMPTY_MAP, akey))
-    return (nodes, ok) if check else nodes
+    return (nodes, ok, defined) if check else nodes
 
 
 def _topo_order(nodes: list[Node], available) -> list[Node]:
@@ -409,7 +410,7 @@ def _build(m: onnx.ModelProto, path: str) -> Graph:
     cache: dict[bytes, tuple[str, Any]] = {}
     init_names = {t.name for t in g.initializer} | {t.values.name for t in g.sparse_initializer}
     available = {vi.name for vi in g.input} | init_names
-    nodes, in_order = _read_nodes(g, cache, available)
+    nodes, in_order, defined = _read_nodes(g, cache, available)
     if not in_order:
         nodes = _topo_order(nodes, available)
 
@@ -420,8 +421,9 @@ def _build(m: onnx.ModelProto, path: str) -> Graph:
     # Folding may have computed values (Reshape targets, Expand shapes) that inference
     # could not see; give them to inference as initializers and infer once more.
     unknown = {id(v) for v in {id(v): v for v in specs.values()}.values() if _unresolved(v)}
-    if any(o and (o not in specs or id(specs[o]) in unknown) for n in nodes
-           if n.name not in folded for o in n.outputs):
+    missing = bool(defined.difference(specs.keys()))  # a node output with no spec at all
+    if (missing or unknown) and any(o and (o not in specs or id(specs[o]) in unknown)
+                                    for n in nodes if n.name not in folded for o in n.outputs):
         extra = [numpy_helper.from_array(v, name=k) for k, v in values.items() if k not in init_names]
         if extra:
             m2 = onnx.ModelProto()
