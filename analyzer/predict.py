@@ -20,11 +20,12 @@ class NodePrediction(NamedTuple):
     overhead_s: float
     bound: str
     intensity: float   # FLOPs per byte moved (at the prediction's precision)
+    share: float       # this layer's fraction of the model's predicted latency
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "time_s": self.time_s, "compute_s": self.compute_s,
                 "memory_s": self.memory_s, "overhead_s": self.overhead_s, "bound": self.bound,
-                "intensity": self.intensity}
+                "intensity": self.intensity, "share": self.share}
 
 
 @dataclass(slots=True)
@@ -95,9 +96,10 @@ def predict(report, hw, *, precision: str | None = None, overlap: bool = True) -
             share[b] = float(time[p][bound[p] == i].sum()) / total if total > 0 else 0.0
         with np.errstate(divide="ignore", invalid="ignore"):
             intensity = np.where(low.bytes > 0, flops / np.where(low.bytes > 0, low.bytes, 1.0), np.inf)
+        shares = (time[p] / total if total > 0 else np.zeros_like(time[p])).tolist()
         nodes = [NodePrediction(*row) for row in zip(
             low.names, time[p].tolist(), compute[p].tolist(), memory[p].tolist(), ovh[p].tolist(),
-            [BOUNDS[b] for b in bound[p].tolist()], intensity.tolist())]
+            [BOUNDS[b] for b in bound[p].tolist()], intensity.tolist(), shares)]
         out.append(Prediction(prof.id, prof.name, low.precision, overlap, total, share, nodes,
                               low.warnings[p], precision is not None))
     report.predictions.extend(out)

@@ -142,7 +142,8 @@ def render_table(report: Report, *, top: int | None = None, width: int | None = 
     tot = report.totals
     t.add_column("layer", footer="total", overflow="fold")
     t.add_column("op")
-    t.add_column("output", overflow="fold")
+    t.add_column("output", no_wrap=True,
+                 min_width=max((len(" ".join(n.outputs)) for n in rows), default=6))
     t.add_column("params", justify="right", footer=human(tot.params))
     t.add_column("MAC FLOPs", justify="right", footer=human(tot.mac_flops))
     t.add_column("vector", justify="right", footer=human(tot.vector_flops))
@@ -163,7 +164,7 @@ def render_table(report: Report, *, top: int | None = None, width: int | None = 
                  f"{100 * c.flops / total_flops:.1f}"]
         for m in by_hw:
             x = m.get(n.name)
-            cells.append(f"{human_time(x.time_s)} {x.bound[0].upper()}" if x else "")
+            cells.append(f"{human_time(x.time_s)} {x.bound[0].upper()} {100 * x.share:.1f}%" if x else "")
         t.add_row(*cells)
     buf = io.StringIO()
     console = Console(file=buf, width=width or 160, force_terminal=color, color_system="auto" if color else None,
@@ -173,6 +174,9 @@ def render_table(report: Report, *, top: int | None = None, width: int | None = 
         console.print(f"{k}: {v}", highlight=False, markup=False)
     for p in report.predictions:
         console.print(p.summary_line(), highlight=False, markup=False)
+    if report.predictions:
+        console.print("per-layer time columns: predicted time, bound (C compute, M memory, "
+                      "O launch overhead), share of the model's latency", highlight=False, markup=False)
     cov = report.coverage
     console.print(f"coverage: {cov.line()}" + (" (folded nodes not shown)" if cov.folded else ""),
                   highlight=False, markup=False)
