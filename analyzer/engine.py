@@ -23,6 +23,7 @@ from .ir import Graph, Node, TensorSpec
 
 COSTED, FOLDED, UNCOSTED = "costed", "folded", "uncosted"
 _ZERO = Cost()
+_MISSING = object()
 _DEFAULT_OPSET = 10**6  # a graph without opset info (JAX) gets the newest semantics
 
 
@@ -115,6 +116,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
     # attributes and the same constant pattern have the same Work and bytes. Only params
     # depend on which tensors were already counted, so they are not memoised.
     memo: dict[tuple, tuple] = {}
+    rules: dict[tuple[str, str], object] = {}
     for node in graph.nodes:
         name = prefix + node.name
         ins = tuple([get(x) if x else None for x in node.inputs])
@@ -123,7 +125,10 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
             out.append(NodeCost(name, node.op, node.domain, FOLDED, _ZERO, ins, outs,
                                 note="constant-folded"))
             continue
-        rule = lookup(node.domain, node.op)
+        rkey = (node.domain, node.op)
+        rule = rules.get(rkey, _MISSING)
+        if rule is _MISSING:
+            rule = rules[rkey] = lookup(node.domain, node.op)
         try:
             if rule is not None and rule.io == "control":
                 _control(graph, node, name, rule, ins, outs, times, counted, out, opts)
@@ -146,11 +151,18 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                 # the constant data inputs (same for every node of this memo key)
                 cidx = tuple(i for i, x in enumerate(node.inputs)
                              if x and i not in shape_inputs and x in constants)
-                hit = (work, status, cidx, cost, by_dtype)
+                note = work.note or (f"no cost rule for {node.domain or 'ai.onnx'}::{node.op}"
+                                     if status == UNCOSTED else None)
+                if times != 1:
+                    note = f"x{times} (runs in a loop)" + (f"; {note}" if note else "")
+                    cost = cost.scaled(times)
+                    by_dtype = tuple((d, b * times) for d, b in by_dtype)
+                mac_dtype = work.mac_dtype or (ins[0].dtype if work.mac_flops and ins and ins[0] else None)
+                hit = (work.params, status, cidx, cost, by_dtype, note, mac_dtype)
                 if key is not None:
                     memo[key] = hit
-            work, status, cidx, cost, by_dtype = hit
-            params = _params(node, ins, cidx, counted, work.params, graph) if cidx else 0
+            pover, status, cidx, cost, by_dtype, note, mac_dtype = hit
+            params = _params(node, ins, cidx, counted, pover, graph) if cidx else 0
         except AnalyzerError as e:
             if isinstance(e, _Located):
                 raise
@@ -159,17 +171,9 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
             raise _context_error(graph, node, ShapeError(f"cannot cost it ({type(e).__name__}: {e})"),
                                  name) from None
         if params:
-            cost = Cost(params, *cost[1:])
-        if times != 1:
-            cost = cost.scaled(times)
-            by_dtype = tuple((d, b * times) for d, b in by_dtype)
-        note = work.note or (f"no cost rule for {node.domain or 'ai.onnx'}::{node.op}"
-                             if status == UNCOSTED else None)
-        if times != 1:
-            note = f"x{times} (runs in a loop)" + (f"; {note}" if note else "")
-        out.append(NodeCost(name, node.op, node.domain, status, cost, ins, outs,
-                            work.mac_dtype or (ins[0].dtype if work.mac_flops and ins and ins[0] else None),
-                            note, by_dtype))
+            cost = Cost(params, *cost[1:])  # params are never multiplied by loop trips
+        out.append(NodeCost(name, node.op, node.domain, status, cost, ins, outs, mac_dtype, note,
+                            by_dtype))
 
 
 def _params(node: Node, ins, cidx: tuple[int, ...], counted: set[str], override,

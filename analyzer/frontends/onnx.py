@@ -232,11 +232,12 @@ def _read_nodes(g: onnx.GraphProto, cache: dict, available=None):
         dom = n.domain
         attrs, akey = _attrs(n, cache) if len(n.attribute) else (_EMPTY_MAP, ())
         ins, outs = tuple(n.input), tuple(n.output)
-        if check and ok:
-            for x in ins:
-                if x and x not in defined:
-                    ok = False
-                    break
+        if check:
+            if ok:
+                for x in ins:
+                    if x and x not in defined:
+                        ok = False
+                        break
             for o in outs:
                 if o:
                     if o in defined:
