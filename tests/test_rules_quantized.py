@@ -275,11 +275,19 @@ def test_gather_block_quantized_reads_gathered_rows():
     assert nc.cost.weight_bytes == 96 // 2 + 3 * 4  # 48 packed bytes + 3 scales = 60
 
 
-def test_ort_op_without_output_shape_is_a_clear_error():
-    # ONNX shape inference does not know com.microsoft ops: an undeclared output names the problem
-    import analyzer
-
+def test_ort_op_output_shape_comes_from_its_surrogate():
+    # ONNX shape inference does not know com.microsoft ops; QLinearAdd's shape comes from an
+    # Add surrogate (analyzer/frontends/contrib_shapes.py) and keeps its int8 dtype
     node = helper.make_node("QLinearAdd", ["a", "s", "z", "a", "s", "z", "s", "z"], ["y"], name="n", domain=MS)
     m = graph([node], {"a": ((4,), I8)}, ["y"], {"s": scalar(0.1), "z": scalar(0, np.int8)}, domains={MS: 1})
-    with pytest.raises(analyzer.ShapeError, match=r"node 'n' \(QLinearAdd\): output 0 has no type or shape"):
+    assert analyze(m).node("n").outputs == ("int8[4]",)
+
+
+def test_ort_op_without_output_shape_is_a_clear_error():
+    # an op with neither ONNX inference nor a surrogate, output undeclared: the error names it
+    import analyzer
+
+    node = helper.make_node("QLinearConcat", ["s", "z", "a", "s", "z"], ["y"], name="n", domain=MS, axis=0)
+    m = graph([node], {"a": ((4,), I8)}, ["y"], {"s": scalar(0.1), "z": scalar(0, np.int8)}, domains={MS: 1})
+    with pytest.raises(analyzer.ShapeError, match=r"node 'n' \(QLinearConcat\)"):
         analyze(m)

@@ -417,6 +417,7 @@ def _build(m: onnx.ModelProto, path: str) -> Graph:
 
     inferred = _infer(m)
     specs = _collect_specs(inferred.graph)
+    _contrib_shapes(inferred, nodes, specs)
     constants, values, folded, sources = _fold(nodes, specs, _initial_constants(g))
 
     # Folding may have computed values (Reshape targets, Expand shapes) that inference
@@ -457,6 +458,33 @@ def _build(m: onnx.ModelProto, path: str) -> Graph:
     if any(n.attr_key is None for n in nodes):  # only control-flow nodes have graph attributes
         _attach_subgraphs(graph, _subgraph_protos(inferred.graph), cache)
     return graph
+
+
+def _contrib_shapes(inferred: onnx.ModelProto, nodes: list[Node], specs: dict) -> None:
+    """Shapes for the outputs of onnxruntime contrib ops (and everything downstream), which
+    ONNX inference leaves unknown: inference over a copy with shape surrogates, repeated
+    while it resolves more (a surrogate may need a rank only the previous round found)."""
+    from .contrib_shapes import surrogate_copy
+
+    contrib_outs = [o for n in nodes if n.domain == "com.microsoft" for o in n.outputs if o]
+    base = inferred
+    for _ in range(4):
+        needs = {o for o in contrib_outs if o not in specs}
+        if not needs:
+            return
+        sub = surrogate_copy(base, needs)
+        if sub is None:
+            return
+        m2, dtypes = sub
+        base = _infer(m2)
+        for k, s in _collect_specs(base.graph).items():
+            if k in dtypes:
+                s = TensorSpec(s.shape, DTYPES.get(dtypes[k], s.dtype))
+            old = specs.get(k)
+            if old is None or _unknowns(old) > _unknowns(s):
+                specs[k] = s
+        if {o for o in contrib_outs if o not in specs} == needs:
+            return  # no progress
 
 
 def _read_names(g: onnx.GraphProto) -> list[str]:
