@@ -98,8 +98,6 @@ DTYPE_OF["QGemm"] = _qgemm_dtype
 def surrogate_copy(m: onnx.ModelProto, needs: set[str]) -> tuple[onnx.ModelProto, dict] | None:
     """A copy of ``m`` with the contrib nodes producing any of ``needs`` replaced by their
     surrogates, and {output name: real elem_type}; None when no such node has one."""
-    from onnx import shape_inference  # noqa: F401  (the caller infers the copy)
-
     opset = next((d.version for d in m.opset_import if d.domain in ("", "ai.onnx")), 17)
     types = {vi.name: vi.type.tensor_type.elem_type for vi in
              list(m.graph.input) + list(m.graph.value_info) + list(m.graph.output)}

@@ -8,7 +8,16 @@ is still *constant* — its spec comes from shape inference — but has no value
 
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
+import onnx
+from onnx import TensorProto, numpy_helper
+
+from ..cost import lookup as rule_of
+from ..errors import GraphError
+from ..ir import FLOAT_DTYPES, Node, TensorSpec
+from .onnx_types import DTYPES
 
 # Values with more elements than this are never materialised: folding exists for shape
 # arithmetic, whose tensors are tiny; weights are constants without values.
@@ -120,3 +129,151 @@ def evaluate(op: str, values: list, attrs: dict, out_dtype=None):
     if out_dtype is not None:
         v = v.astype(out_dtype, copy=False)
     return v
+
+
+# ----------------------------------------------------------------------------- the graph pass
+# Initializer values up to this many elements are read (they carry shapes, axes, scalars).
+_SMALL = 4096
+
+
+_INT_TYPES = frozenset({TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL, TensorProto.INT8,
+                        TensorProto.UINT8})
+_FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16})
+
+
+def small_value(t: TensorProto):
+    """The value of an in-file tensor that can steer shapes: integer tensors of up to
+    ``_SMALL`` elements and float scalars/short vectors (Resize scales). Weights are
+    never converted, and external data is never touched."""
+    dt = t.data_type
+    if dt in _INT_TYPES:
+        limit = _SMALL
+    elif dt in _FLOAT_TYPES:
+        limit = 16
+    else:
+        return None
+    if t.data_location == TensorProto.EXTERNAL or prod(t.dims) > limit:
+        return None
+    try:
+        return numpy_helper.to_array(t)
+    except Exception:
+        return None
+
+
+def constant_node_value(n: Node):
+    """(spec, value) of a Constant node's output."""
+    for name, a in n.attrs.items():
+        if name == "value":
+            return TensorSpec(tuple(a.dims), DTYPES.get(a.data_type, "?")), small_value(a)
+        if name == "sparse_value":
+            return TensorSpec(tuple(a.dims), DTYPES.get(a.values.data_type, "?")), None
+        if name in ("value_float", "value_int", "value_floats", "value_ints"):
+            is_f = name.startswith("value_float")
+            v = np.asarray(a, dtype=np.float32 if is_f else np.int64)
+            return TensorSpec(tuple(v.shape), "float32" if is_f else "int64"), v
+        if name in ("value_string", "value_strings"):
+            return TensorSpec(() if name == "value_string" else (len(a),), "string"), None
+    raise GraphError(f"Constant node '{n.name}' has no value attribute")
+
+
+# ----------------------------------------------------------------------------- the graph
+
+_NP_DTYPES = {"int64": np.int64, "int32": np.int32, "float32": np.float32, "float64": np.float64,
+              "bool": np.bool_, "float16": np.float16, "int8": np.int8, "uint8": np.uint8}
+
+
+def initial_constants(g: "onnx.GraphProto") -> tuple[set[str], dict[str, np.ndarray]]:
+    """The initializers of ``g`` (all constant) and the values of the small integer ones."""
+    constants = {t.name for t in g.initializer} | {t.values.name for t in g.sparse_initializer}
+    values: dict[str, np.ndarray] = {}
+    for t in g.initializer:
+        v = small_value(t)
+        if v is not None:
+            values[t.name] = v
+    return constants, values
+
+
+def fold_graph(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=None):
+    """Mark constant tensors, compute the small values, and name the folded nodes.
+
+    ``specs`` receives specs for folded values; ``lookup`` (default ``specs``) is where
+    input specs are read from (a sub-graph reads through to its outer scope)."""
+    constants, values = initial
+    lookup = specs if lookup is None else lookup
+    folded: set[str] = set()
+    # folded tensor -> the file constants it is computed from (its params); a weight
+    # transposed or gathered ahead of time is still the weight in the file
+    sources: dict[str, tuple[str, ...]] = {}
+    foldable = FOLDABLE
+    for n in nodes:
+        op = n.op
+        if op not in foldable or n.domain:
+            continue
+        out0 = n.outputs[0] if n.outputs else ""
+        if op == "Constant":
+            spec, v = constant_node_value(n)
+            if out0 not in specs:
+                specs[out0] = spec
+            constants.add(out0)
+            if spec.dtype not in FLOAT_DTYPES:
+                sources[out0] = ()  # an index, mask or shape constant: structure, not a weight
+            if v is not None:
+                values[out0] = v
+            folded.add(n.name)
+            continue
+        if op in ("Shape", "Size"):
+            s = lookup.get(n.inputs[0])
+            if s is None or not s.is_static:
+                continue
+            if op == "Size":
+                v = np.asarray(s.numel(), dtype=np.int64)
+            else:
+                v = np.asarray(s.shape, dtype=np.int64)[n.attrs.get("start", 0):n.attrs.get("end", None)]
+            values[out0] = v
+            constants.add(out0)
+            folded.add(n.name)
+            sources[out0] = ()  # derived from shapes, not from any constant's data
+            continue
+        ins = [x for x in n.inputs if x]
+        if not ins or not all(x in constants for x in ins):
+            continue
+        constants.update(o for o in n.outputs if o)
+        folded.add(n.name)
+        if op == "ConstantOfShape":
+            s0 = lookup.get(out0)
+            if s0 is not None and s0.dtype not in FLOAT_DTYPES:
+                sources[out0] = ()  # an integer/bool fill (a mask): structure, not a weight
+        else:  # a float ConstantOfShape output is itself the constant (a weight)
+            rule = rule_of("", op)
+            skip = rule.shape_inputs if rule is not None else frozenset()
+            src = tuple(dict.fromkeys(
+                leaf for i, x in enumerate(n.inputs) if x and i not in skip
+                for leaf in sources.get(x, (x,))))
+            for o in n.outputs:
+                if o:
+                    sources[o] = src
+        if len(n.outputs) != 1 or not all(x in values for x in ins):
+            continue
+        attrs = n.attrs
+        vals = [values[x] if x else None for x in n.inputs]
+        if op == "ConstantOfShape":
+            shape = [int(d) for d in vals[0]]
+            if prod(shape) <= MAX_VALUE_ELEMENTS:
+                t = attrs.get("value")
+                fill = numpy_helper.to_array(t) if t is not None else np.zeros(1, np.float32)
+                values[out0] = np.full(shape, fill.reshape(-1)[0], dtype=fill.dtype)
+            continue
+        if op in ("Cast", "CastLike"):
+            to = attrs.get("to") if op == "Cast" else None
+            dt = _NP_DTYPES.get(DTYPES.get(to, "")) if to is not None else vals[1].dtype
+            if dt is not None:
+                values[out0] = vals[0].astype(dt)
+            continue
+        v = evaluate(op, vals, attrs)
+        if v is not None:
+            values[out0] = v
+    for k, v in values.items():
+        s = lookup.get(k)
+        if s is None or not s.is_static:
+            specs[k] = TensorSpec(tuple(int(d) for d in v.shape), str(v.dtype))
+    return constants, values, folded, sources
