@@ -145,15 +145,3 @@ class Graph:
 
     def spec(self, name: str) -> TensorSpec | None:
         return self.tensors.get(name) if name else None
-
-    def topology(self):
-        """The data-flow edges as a ``networkx.DiGraph`` over node names."""
-        import networkx as nx
-
-        producer = {o: n.name for n in self.nodes for o in n.outputs if o}
-        g = nx.DiGraph()
-        g.add_nodes_from(n.name for n in self.nodes)
-        g.add_edges_from(
-            (producer[i], n.name) for n in self.nodes for i in n.inputs if i in producer
-        )
-        return g

@@ -127,8 +127,6 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None) -> Lower
             (sum(b * bits / DTYPE_BITS[d] if d in FLOAT_DTYPES else b for d, b in n.bytes_by_dtype)
              for n in kern), np.float64, N)
     mac_dt = [_compute_dtype(n, precision) for n in kern]
-    vec_dt = ["fp32" if (d in ("tf32", "int8", "int4") or d.startswith("fp8")) else d for d in mac_dt]
-    # vector work of an integer or tf32 node runs at the vector fp32 rate unless it has its own figure
     P = len(profiles)
     mpeak = np.empty((P, N))
     vpeak = np.empty((P, N))
@@ -146,7 +144,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None) -> Lower
             return cache[key]
 
         mpeak[p] = [peak("matrix", d) if m else 1.0 for d, m in zip(mac_dt, mac)]
-        vpeak[p] = [peak("vector", d) if v else 1.0 for d, v in zip(vec_dt, vec)]
+        vpeak[p] = [peak("vector", d) if v else 1.0 for d, v in zip(mac_dt, vec)]
         if not prof.mem_bw_gbs:
             raise HardwareError(f"hardware '{prof.id}' has no mem_bw_gbs figure; cannot predict "
                                 f"memory time (copy its profile, add a sourced value, pass --hw FILE)")

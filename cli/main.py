@@ -165,17 +165,14 @@ def model_cmd(model, hw, inputs, dims, precision, fmt, output, top, strict, addi
 
         hws = [h.strip() for h in hw.split(",") if h.strip()] if hw else None
         doc = threshold = None
+        precision_ = precision
         if baseline:
             threshold = bl.parse_threshold(max_regression)
             doc = bl.load(baseline)
-            if hws is None:
-                hws, base_precision = bl.hardware_of(doc)
-                hws = hws or None
+            if hws is None:  # predict on the baseline's own profiles and precision
+                base_hws, base_precision = bl.hardware_of(doc)
+                hws = base_hws or None
                 precision_ = precision or base_precision
-            else:
-                precision_ = precision
-        else:
-            precision_ = precision
         from analyzer.frontends.jaxpr import is_jax_target
 
         with _progress(f"analysing {model}"):

@@ -330,14 +330,13 @@ def load(model: Any, *, inputs: Mapping[str, Any] | None = None,
     info = {
         "path": path,
         "format": "onnx",
-        "inputs": {vi.name: list(_dims_of(vi)) for vi in m.graph.input if vi.name not in init_names},
+        "inputs": {vi.name: list(graph.tensors[vi.name].shape or ()) if vi.name in graph.tensors
+                   else _dims_of(vi) for vi in m.graph.input if vi.name not in init_names},
         "outputs": [vi.name for vi in m.graph.output],
         "dims": bound,
         "opset": {d.domain or "ai.onnx": d.version for d in m.opset_import},
         "producer": m.producer_name,
     }
-    info["inputs"] = {k: list(graph.tensors[k].shape or ()) if k in graph.tensors else v
-                      for k, v in info["inputs"].items()}
     return graph, info
 
 
@@ -347,6 +346,7 @@ def _build(m: onnx.ModelProto, path: str) -> Graph:
     init_names = {t.name for t in g.initializer} | {t.values.name for t in g.sparse_initializer}
     available = {vi.name for vi in g.input} | init_names
     nodes, in_order, defined = _read_nodes(g, cache, available)
+    file_names = [n.name for n in nodes]  # file order (the re-inference copy keeps it)
     if not in_order:
         nodes = _topo_order(nodes, available)
 
@@ -368,7 +368,7 @@ def _build(m: onnx.ModelProto, path: str) -> Graph:
             # drop only folded nodes whose outputs all became initializers; a folded node
             # without a known value (a Gather from a weight table) must still produce its output
             gone = {n.name for n in nodes if n.name in folded and all(o in values for o in n.outputs if o)}
-            keep = [p for p, n in zip(m2.graph.node, _read_names(m2.graph)) if n not in gone]
+            keep = [p for p, n in zip(m2.graph.node, file_names) if n not in gone]
             del m2.graph.node[:]
             m2.graph.node.extend(keep)
             m2.graph.initializer.extend(extra)
@@ -420,10 +420,6 @@ def _contrib_shapes(inferred: onnx.ModelProto, nodes: list[Node], specs: dict) -
                 specs[k] = s
         if {o for o in contrib_outs if o not in specs} == needs:
             return  # no progress
-
-
-def _read_names(g: onnx.GraphProto) -> list[str]:
-    return [n.name for n in _read_nodes(g, {})]
 
 
 def _subgraph_protos(g: onnx.GraphProto) -> dict[str, dict[str, onnx.GraphProto]]:
