@@ -111,6 +111,15 @@ def test_fused_matmul_transposes_and_alpha(op):
     assert ops(nc) == (2 * 24 * 5, 24, 0)  # 2*out*K = 240; alpha one multiply per output
 
 
+def test_fused_matmul_trans_batch():
+    # transBatchA: A (3, 2, 5) is read as (2, 3, 5); with B (2, 5, 4): Y (2, 3, 4), K = 5
+    nc = typed("FusedMatMul", [(3, 2, 5), (2, 5, 4)], [(2, 3, 4)], transBatchA=1)
+    assert ops(nc) == (2 * 24 * 5, 0, 0)  # 2*out*K = 240
+    # transBatchB + transB: B (4, 2, 3) -> (2, 4, 3) -> (2, 3, 4); A (2, 5, 3): Y (2, 5, 4), K = 3
+    nc = typed("FusedMatMul", [(2, 5, 3), (4, 2, 3)], [(2, 5, 4)], transBatchB=1, transB=1)
+    assert ops(nc) == (2 * 40 * 3, 0, 0)  # 240
+
+
 def test_fused_conv_with_activation_and_z():
     # x [1,2,5,5], W [3,2,3,3], pads 1 -> [1,3,5,5] = 75 outputs
     nc = typed("FusedConv", [(1, 2, 5, 5), weight(3, 2, 3, 3), weight(3)], [(1, 3, 5, 5)],
@@ -384,3 +393,225 @@ def test_contrib_unique_and_causal_conv():
     c = typed("CausalConvWithState", [(1, 4, 10), weight(4, 1, 3), weight(4)], [(1, 4, 10), (1, 4, 2)],
               activation="silu")
     assert ops(c) == (240, 160, 40)  # as the ai.onnx op: 2*40*3 mac; bias 40 + SiLU 120; 40 exps
+
+
+# ----------------------------------------------------------------------------- output shapes (surrogates)
+#
+# ONNX shape inference does not know com.microsoft ops; analyzer/frontends/contrib_shapes.py gives
+# them shapes through standard-op surrogates.  Each case is a one-node model whose outputs are NOT
+# declared; the expected shapes and dtypes are those of onnxruntime's operator schema
+# (docs/ContribOperators.md), worked out beside each case.
+
+F16, U8, I8, I16 = TensorProto.FLOAT16, TensorProto.UINT8, TensorProto.INT8, TensorProto.INT16
+BOOL = TensorProto.BOOL
+
+
+def _c(v, dtype=np.float32):
+    return np.array(v, dtype=dtype)
+
+
+def inferred(op, ins, outs=1, *, domain=MS, opset=17, **attrs):
+    """Output specs ("dtype[dims]") of a one-node model "n" whose outputs are undeclared; ``outs``:
+    a count, or a list of 1 (present) / 0 (omitted) per output slot."""
+    from onnx_builders import analyze, graph
+
+    inputs, inits, names = {}, {}, []
+    for a in ins:
+        if isinstance(a, str):
+            names.append(a)
+        elif isinstance(a, np.ndarray):
+            inits[f"w{len(inits)}"] = a
+            names.append(f"w{len(inits) - 1}")
+        else:
+            inputs[f"x{len(inputs)}"] = a
+            names.append(f"x{len(inputs) - 1}")
+    slots = [1] * outs if isinstance(outs, int) else outs
+    out_names = [f"y{i}" if s else "" for i, s in enumerate(slots)]
+    node = helper.make_node(op, names, out_names, name="n", domain=domain or None, **attrs)
+    m = graph([node], inputs, [o for o in out_names if o], inits, opset=opset,
+              domains={domain: 1} if domain else {MS: 1})
+    return tuple(s for s in analyze(m).node("n").outputs if s not in (None, "-"))
+
+
+QKV_W = [(2, 8, 16), weight(16, 48), weight(48)]  # B=2, S=8, D_in=16, merged Q/K/V 3*16
+PAST_NONE = ["", ""]
+
+
+@pytest.mark.parametrize("op, ins, outs, attrs, expected", [
+    # Attention: output (B, S, v_hidden = 48/3); present (2, B, N, S, head = 16/2)
+    ("Attention", QKV_W, 2, {"num_heads": 2}, ("float32[2,8,16]", "float32[2,2,2,8,8]")),
+    # past (2, B, N, P=5, 8): present has P + S = 13 positions
+    ("Attention", QKV_W + ["", (2, 2, 2, 5, 8)], 2, {"num_heads": 2},
+     ("float32[2,8,16]", "float32[2,2,2,13,8]")),
+    # shared buffer: present is the past buffer (capacity 32)
+    ("Attention", QKV_W + ["", (2, 2, 2, 32, 8)], 2, {"num_heads": 2, "past_present_share_buffer": 1},
+     ("float32[2,8,16]", "float32[2,2,2,32,8]")),
+    # qkv_hidden_sizes (16, 16, 32): output width v_hidden = 32; fp16 stays fp16
+    ("Attention", [((2, 8, 16), F16), weight(16, 64, dtype=np.float16)], 2,
+     {"num_heads": 2, "qkv_hidden_sizes": [16, 16, 32]}, ("float16[2,8,32]", "float16[2,2,2,8,8]")),
+    # QAttention: uint8 input, int8 weight, float bias: float outputs
+    ("QAttention", [((2, 8, 16), U8), weight(16, 48, dtype=np.int8), weight(48), _c(0.1), _c(0.2)], 2,
+     {"num_heads": 2}, ("float32[2,8,16]", "float32[2,2,2,8,8]")),
+    # MultiHeadAttention q (1,4,16), k (1,6,16), v (1,6,32), 4 heads: head 4, v head 8;
+    # output (B, S, v_hidden 32); present_key (B, N, 6, 4), present_value (B, N, 6, 8); qk (B, N, S, 6)
+    ("MultiHeadAttention", [(1, 4, 16), (1, 6, 16), (1, 6, 32)], 4, {"num_heads": 4},
+     ("float32[1,4,32]", "float32[1,4,6,4]", "float32[1,4,6,8]", "float32[1,4,4,6]")),
+    # with past (1, 4, 3, head): 3 + 6 = 9 positions
+    ("MultiHeadAttention", [(1, 4, 16), (1, 6, 16), (1, 6, 32), "", "", "", (1, 4, 3, 4), (1, 4, 3, 8)], 3,
+     {"num_heads": 4}, ("float32[1,4,32]", "float32[1,4,9,4]", "float32[1,4,9,8]")),
+    # packed QKV (B=1, S=4, N=2, 3, D=8): output (1, 4, 16); present (1, 2, 4, 8)
+    ("MultiHeadAttention", [(1, 4, 2, 3, 8)], 3, {"num_heads": 2},
+     ("float32[1,4,16]", "float32[1,2,4,8]", "float32[1,2,4,8]")),
+    # packed KV (B=1, L=6, N=2, 2, D=8) with q (1, 4, 16)
+    ("MultiHeadAttention", [(1, 4, 16), (1, 6, 2, 2, 8)], 3, {"num_heads": 2},
+     ("float32[1,4,16]", "float32[1,2,6,8]", "float32[1,2,6,8]")),
+    # cross attention over BNSH K/V (1, 2, 6, 8)
+    ("MultiHeadAttention", [(1, 4, 16), (1, 2, 6, 8), (1, 2, 6, 8)], 1, {"num_heads": 2}, ("float32[1,4,16]",)),
+    # DecoderMaskedMultiHeadAttention: q/k/v (2, 1, 16), 2 heads; past_key (2, 2, 5, 8) -> 6 positions
+    ("DecoderMaskedMultiHeadAttention", [(2, 1, 16), (2, 1, 16), (2, 1, 16), "", "", (2, 2, 5, 8), (2, 2, 5, 8)],
+     3, {"num_heads": 2}, ("float32[2,1,16]", "float32[2,2,6,8]", "float32[2,2,6,8]")),
+    # ... with a shared buffer of capacity 32: present is the buffer
+    ("DecoderMaskedMultiHeadAttention", [(2, 1, 16), (2, 1, 16), (2, 1, 16), "", "", (2, 2, 32, 8),
+                                         (2, 2, 32, 8), ((1,), I32)],
+     3, {"num_heads": 2, "past_present_share_buffer": 1},
+     ("float32[2,1,16]", "float32[2,2,32,8]", "float32[2,2,32,8]")),
+    # GroupQueryAttention q (1,8,64) 4 heads, k/v (1,8,32) 2 KV heads: head 16; present (1, 2, 8, 16)
+    ("GroupQueryAttention", [(1, 8, 64), (1, 8, 32), (1, 8, 32)] + PAST_NONE + [((1,), I32), ((), I32)], 3,
+     {"num_heads": 4, "kv_num_heads": 2}, ("float32[1,8,64]", "float32[1,2,8,16]", "float32[1,2,8,16]")),
+    # past (1, 2, 4, 16), total_sequence_length a runtime value: 4 + 8 = 12
+    ("GroupQueryAttention", [(1, 8, 64), (1, 8, 32), (1, 8, 32), (1, 2, 4, 16), (1, 2, 4, 16), ((1,), I32),
+                             ((), I32)], 3,
+     {"num_heads": 4, "kv_num_heads": 2}, ("float32[1,8,64]", "float32[1,2,12,16]", "float32[1,2,12,16]")),
+    # past buffer (1, 2, 32, 16), total_sequence_length constant 12: max(32, 12) = 32
+    ("GroupQueryAttention", [(1, 8, 64), (1, 8, 32), (1, 8, 32), (1, 2, 32, 16), (1, 2, 32, 16), ((1,), I32),
+                             _c(12, np.int32)], 3,
+     {"num_heads": 4, "kv_num_heads": 2}, ("float32[1,8,64]", "float32[1,2,32,16]", "float32[1,2,32,16]")),
+    # packed QKV (1, 8, (4 + 2*2) * 16 = 128): output (1, 8, 4*16 = 64)
+    ("GroupQueryAttention", [((1, 8, 128), F16), "", ""] + PAST_NONE + [((1,), I32), ((), I32)], 3,
+     {"num_heads": 4, "kv_num_heads": 2}, ("float16[1,8,64]", "float16[1,2,8,16]", "float16[1,2,8,16]")),
+    ("RotaryEmbedding", [(1, 8, 32), ((1, 8), I64), weight(32, 8), weight(32, 8)], 1, {"num_heads": 2},
+     ("float32[1,8,32]",)),
+    # LinearAttention q/k (1,4,16) 2 heads (d_k 8), v (1,4,32) (d_v 16): output (1,4,2*16); state (1,2,8,16)
+    ("LinearAttention", [(1, 4, 16), (1, 4, 16), (1, 4, 32)], 2, {"q_num_heads": 2, "kv_num_heads": 2,
+                                                                    "update_rule": "linear"},
+     ("float32[1,4,32]", "float32[1,2,8,16]")),
+    # EmbedLayerNormalization ids (2, 4), word (100, 8): output (2, 4, 8), mask_index int32 (2,), sum (2, 4, 8)
+    ("EmbedLayerNormalization", [((2, 4), I32), ((2, 4), I32), weight(100, 8), weight(16, 8), weight(2, 8),
+                                 weight(8), weight(8), ((2, 4), I32)], 3, {},
+     ("float32[2,4,8]", "int32[2]", "float32[2,4,8]")),
+    # SkipLayerNormalization fp16: output/sum fp16 (2, 4, 8); mean, inv_std float32 (2, 4, 1)
+    ("SkipLayerNormalization", [((2, 4, 8), F16), ((2, 4, 8), F16), weight(8, dtype=np.float16)], 4, {},
+     ("float16[2,4,8]", "float32[2,4,1]", "float32[2,4,1]", "float16[2,4,8]")),
+    ("SimplifiedLayerNormalization", [(3, 16), weight(16)], 2, {}, ("float32[3,16]", "float32[3,1]")),
+    ("SkipGroupNorm", [(2, 4, 4, 6), weight(6), weight(6), (2, 4, 4, 6)], 2, {"groups": 3, "activation": 0},
+     ("float32[2,4,4,6]", "float32[2,4,4,6]")),
+    ("GroupNorm", [(2, 4, 4, 6), weight(6), weight(6)], 1, {"groups": 3, "activation": 1}, ("float32[2,4,4,6]",)),
+    ("BiasAdd", [(2, 3, 4), weight(4), (2, 3, 4)], 1, {}, ("float32[2,3,4]",)),
+    ("BiasSplitGelu", [(1, 2, 8), weight(8)], 1, {}, ("float32[1,2,4]",)),  # (N, S, D/2)
+    ("BiasSoftmax", [(2, 5), (2, 5)], 1, {}, ("float32[2,5]",)),
+    ("BiasDropout", [(2, 5), weight(5), (2, 5)], 2, {}, ("float32[2,5]", "bool[2,5]")),
+    # MatMulNBits: A (2, 8, 64), K=64, N=16 -> (2, 8, 16) in A's dtype
+    ("MatMulNBits", [((2, 8, 64), F16), weight(16, 2, 16, dtype=np.uint8), weight(16, 2, dtype=np.float16)], 1,
+     {"K": 64, "N": 16, "bits": 4, "block_size": 32}, ("float16[2,8,16]",)),
+    ("MatMulBnb4", [(3, 32), weight(256, dtype=np.uint8), weight(8)], 1,
+     {"K": 32, "N": 16, "block_size": 64, "quant_type": 1}, ("float32[3,16]",)),
+    ("MatMulIntegerToFloat", [((4, 6), U8), weight(6, 5, dtype=np.int8), _c(0.1), _c(0.2)], 1, {},
+     ("float32[4,5]",)),
+    ("DynamicQuantizeMatMul", [(2, 3, 6), weight(6, 5, dtype=np.int8), _c(0.2)], 1, {}, ("float32[2,3,5]",)),
+    ("MatMulInteger16", [((4, 6), I16), weight(6, 5, dtype=np.int16)], 1, {}, ("int32[4,5]",)),
+    # 4-bit rows packed two per byte: data (100, 16) uint8 holds 32 values per row
+    ("GatherBlockQuantized", [weight(100, 16, dtype=np.uint8), ((2, 3), I64), weight(100, 1)], 1,
+     {"bits": 4, "block_size": 32, "gather_axis": 0, "quantize_axis": 1}, ("float32[2,3,32]",)),
+    # FusedMatMul: A (2,5,3)^T -> (2,3,5), B (4,5)^T -> (5,4): (2,3,4)
+    ("FusedMatMul", [(2, 5, 3), weight(4, 5)], 1, {"transA": 1, "transB": 1}, ("float32[2,3,4]",)),
+    # transBatchA: A (3,2,5) is read as (2,3,5) (dim 0 moves behind the batch dims)
+    ("FusedMatMul", [(3, 2, 5), (2, 5, 4)], 1, {"transBatchA": 1}, ("float32[2,3,4]",)),
+    ("TransposeMatMul", [(5, 3), (5, 4)], 1, {"transA": 1}, ("float32[3,4]",)),
+    ("FusedMatMulActivation", [(4, 6), weight(6, 5)], 1, {"activation": "Relu"}, ("float32[4,5]",)),
+    ("GemmFastGelu", [(4, 6), weight(6, 5), weight(5)], 1, {}, ("float32[4,5]",)),
+    ("FusedGemm", [(6, 4), weight(6, 5), weight(5)], 1, {"transA": 1, "activation": "Relu"}, ("float32[4,5]",)),
+    ("FusedConv", [(1, 2, 5, 5), weight(3, 2, 3, 3), weight(3)], 1, {"activation": "Relu", "pads": [1, 1, 1, 1]},
+     ("float32[1,3,5,5]",)),
+    # NHWC: (1, 5, 5, 2) with 3 filters, stride 2, no pad: (1, 2, 2, 3)
+    ("NhwcConv", [(1, 5, 5, 2), weight(3, 2, 3, 3)], 1, {"strides": [2, 2]}, ("float32[1,2,2,3]",)),
+    ("NhwcFusedConv", [(1, 5, 5, 2), weight(3, 2, 3, 3)], 1, {"activation": "Relu", "pads": [1, 1, 1, 1]},
+     ("float32[1,5,5,3]",)),
+    ("NhwcMaxPool", [((1, 4, 4, 2), I8)], 1, {"kernel_shape": [2, 2], "strides": [2, 2]}, ("int8[1,2,2,2]",)),
+    ("MaxpoolWithMask", [(1, 2, 4, 4), ((1, 2, 4, 4), I32)], 1, {"kernel_shape": [2, 2], "strides": [2, 2]},
+     ("float32[1,2,2,2]",)),
+    # quantized: output dtype from the output zero point
+    ("QLinearConv", [((1, 2, 5, 5), U8), _c(0.1), _c(0, np.uint8), weight(3, 2, 3, 3, dtype=np.int8), _c(0.2),
+                     _c(0, np.int8), _c(0.3), _c(0, np.uint8)], 1, {"pads": [1, 1, 1, 1]}, ("uint8[1,3,5,5]",)),
+    ("QLinearConv", [((1, 5, 5, 2), U8), _c(0.1), _c(0, np.uint8), weight(3, 2, 3, 3, dtype=np.int8), _c(0.2),
+                     _c(0, np.int8), _c(0.3), _c(0, np.uint8)], 1, {"channels_last": 1}, ("uint8[1,3,3,3]",)),
+    ("QLinearAveragePool", [((1, 2, 4, 4), U8), _c(0.1), _c(0, np.uint8), _c(0.1), _c(0, np.uint8)], 1,
+     {"kernel_shape": [2, 2], "strides": [2, 2]}, ("uint8[1,2,2,2]",)),
+    ("QLinearAveragePool", [((1, 4, 4, 3), U8), _c(0.1), _c(0, np.uint8), _c(0.1), _c(0, np.uint8)], 1,
+     {"kernel_shape": [2, 2], "strides": [2, 2], "channels_last": 1}, ("uint8[1,2,2,3]",)),
+    ("QLinearGlobalAveragePool", [((1, 4, 4, 3), U8), _c(0.1), _c(0, np.uint8), _c(0.1), _c(0, np.uint8)], 1,
+     {"channels_last": 1}, ("uint8[1,1,1,3]",)),
+    ("QLinearReduceMean", [((2, 3, 4), I8), _c(0.1), _c(0, np.int8), _c(0.1), _c(0, np.int8)], 1,
+     {"axes": [1], "keepdims": 0}, ("int8[2,4]",)),
+    ("QLinearSoftmax", [((2, 5), U8), _c(0.1), _c(0, np.uint8), _c(1 / 256), _c(0, np.uint8)], 1,
+     {"axis": -1, "opset": 13}, ("uint8[2,5]",)),
+    # QLinearConcat(Y_scale, Y_zero_point, (a, s, z), (b, s, z)) along axis 1: (2, 3 + 5)
+    ("QLinearConcat", [_c(0.1), _c(0, np.int8), ((2, 3), I8), _c(0.1), _c(0, np.int8), ((2, 5), I8), _c(0.2),
+                       _c(0, np.int8)], 1, {"axis": 1}, ("int8[2,8]",)),
+    # QLinearWhere broadcasts condition (2,1), X (2,3), Y (1,3)
+    ("QLinearWhere", [((2, 1), BOOL), ((2, 3), I8), _c(0.1), _c(0, np.int8), ((1, 3), I8), _c(0.1),
+                      _c(0, np.int8), _c(0.1), _c(0, np.int8)], 1, {}, ("int8[2,3]",)),
+    ("QuantizeLinear", [(2, 3), _c(0.1), _c(0, np.int8)], 1, {}, ("int8[2,3]",)),
+    ("DequantizeLinear", [((2, 3), I8), _c(0.1), _c(0, np.int8)], 1, {}, ("float32[2,3]",)),
+    # copies of standard ops
+    ("Trilu", [(4, 4)], 1, {}, ("float32[4,4]",)),
+    ("ExpandDims", [(4, 3), _c(1, np.int32)], 1, {}, ("float32[4,1,3]",)),
+    ("Range", [_c(0, np.int64), _c(10, np.int64), _c(2, np.int64)], 1, {}, ("int64[5]",)),  # 0,2,4,6,8
+    ("GatherND", [(4, 5), ((2, 1), I64)], 1, {}, ("float32[2,5]",)),
+    ("GridSample", [(1, 2, 4, 4), (1, 3, 3, 2)], 1, {}, ("float32[1,2,3,3]",)),
+    ("Pad", [(2, 3), np.array([[0, 1, 0, 2]], np.int64)], 1, {}, ("float32[2,6]",)),
+    # CausalConvWithState x (1, 4, 10), kernel 3: present_state (1, 4, k-1 = 2)
+    ("CausalConvWithState", [(1, 4, 10), weight(4, 1, 3), weight(4)], 2, {"activation": "silu"},
+     ("float32[1,4,10]", "float32[1,4,2]")),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_surrogate_output_shapes(op, ins, outs, attrs, expected):
+    assert inferred(op, ins, outs, **attrs) == expected
+
+
+def test_unique_surrogate():
+    # uniques and counts have a data-dependent length; idx has the input's length
+    y, idx, counts = inferred("Unique", [((6,), I8)], 3)
+    assert y.startswith("int8[") and idx == "int64[6]" and counts.startswith("int64[")
+
+
+def test_skip_layer_norm_optional_outputs_only():
+    # output and input_skip_bias_sum present, mean / inv_std omitted
+    assert inferred("SkipLayerNormalization", [(2, 4, 8), (2, 4, 8), weight(8)], [1, 0, 0, 1]) == (
+        "float32[2,4,8]", "float32[2,4,8]")
+
+
+def test_default_domain_simplified_layer_norm_gets_a_shape():
+    # onnxruntime registers SimplifiedLayerNormalization in the default domain, which ONNX does not define
+    assert inferred("SimplifiedLayerNormalization", [((3, 16), F16), weight(16, dtype=np.float16)], 2,
+                    domain="", axis=-1) == ("float16[3,16]", "float32[3,1]")
+
+
+def test_chained_contrib_ops_resolve_in_one_pass():
+    # EmbedLayerNormalization -> Attention -> SkipLayerNormalization -> MatMulNBits -> FastGelu: every
+    # output shape is built in the graph, so the chain resolves in one inference round
+    from onnx_builders import analyze, graph
+
+    n = helper.make_node
+    nodes = [
+        n("EmbedLayerNormalization", ["ids", "", "word", "pos", "", "g", "b"], ["e", "mi"], name="emb", domain=MS),
+        n("Attention", ["e", "wqkv", "bqkv"], ["a"], name="att", domain=MS, num_heads=2),
+        n("SkipLayerNormalization", ["a", "e", "g", "b"], ["s"], name="sln", domain=MS),
+        n("MatMulNBits", ["s", "q", "qs"], ["m"], name="mnb", domain=MS, K=16, N=64, bits=4, block_size=16),
+        n("FastGelu", ["m"], ["y"], name="gelu", domain=MS),
+    ]
+    inits = {"word": weight(50, 16), "pos": weight(8, 16), "g": weight(16), "b": weight(16),
+             "wqkv": weight(16, 48), "bqkv": weight(48), "q": weight(64, 1, 8, dtype=np.uint8),
+             "qs": weight(64, 1)}
+    m = graph(nodes, {"ids": ((2, 8), I32)}, ["y"], inits, domains={MS: 1})
+    r = analyze(m)
+    assert r.node("gelu").outputs == ("float32[2,8,64]",)
+    assert r.node("att").cost.mac_flops == 2 * 2 * 8 * 16 * 48 + 2 * 2 * (2 * 2 * 8 * 8 * 8)  # proj + QK + PV

@@ -19,8 +19,9 @@ intermediates, which is why these are rules and not decompositions.  Per element
 - EmbedLayerNormalization: the word, position (and segment) embedding rows are gathered (only
   those rows are read), summed (1 add per element per extra table) and layer-normalized with
   bias; a mask input is reduced to mask_index (1 op per mask element).
-- FusedMatMul/TransposeMatMul: MatMul of the (transposed) operands, alpha != 1 one multiply per
-  output element.  FusedConv/NhwcConv/NhwcFusedConv: Conv (the layout does not change the
+- FusedMatMul/TransposeMatMul: MatMul of the (transposed) operands (transBatch reads dim 0 as
+  the row axis behind the batch dims, as onnxruntime does), alpha != 1 one multiply per output
+  element.  FusedConv/NhwcConv/NhwcFusedConv: Conv (the layout does not change the
   counts), the fused activation (elementwise.py's per-element cost, Clip 2) and the optional Z
   add (1).  FusedGemm: Gemm plus the activation.  GemmFastGelu: MatMul + bias + FastGelu.
 - GroupNorm/SkipGroupNorm: GroupNormalization (normalization.py) plus the skip and bias adds and
@@ -194,17 +195,21 @@ def skip_group_norm(ins, outs, *, groups, activation=0, **_):
 # ----------------------------------------------------------------------------- matmul / conv / gemm
 
 
-def _transposed(spec: TensorSpec) -> TensorSpec:
+def _transposed(spec: TensorSpec, trans: int = 1, trans_batch: int = 0) -> TensorSpec:
+    """FusedMatMul's view of an operand: transBatch moves dim 0 behind the batch dims
+    (``[1..r-2, 0, r-1]``), trans swaps the last two."""
     shape = spec.dims()
-    if len(shape) < 2:
-        return spec
-    return TensorSpec(shape[:-2] + (shape[-1], shape[-2]), spec.dtype)
+    if trans_batch and len(shape) > 2:
+        shape = shape[1:-1] + (shape[0], shape[-1])
+    if trans and len(shape) >= 2:
+        shape = shape[:-2] + (shape[-1], shape[-2])
+    return TensorSpec(shape, spec.dtype)
 
 
 @register("FusedMatMul", "TransposeMatMul", domain=MS)
-def fused_matmul(ins, outs, *, alpha=1.0, transA=0, transB=0, **_):
-    a = _transposed(ins[0]) if transA else ins[0]
-    b = _transposed(ins[1]) if transB else ins[1]
+def fused_matmul(ins, outs, *, alpha=1.0, transA=0, transB=0, transBatchA=0, transBatchB=0, **_):
+    a = _transposed(ins[0], transA, transBatchA) if transA or transBatchA else ins[0]
+    b = _transposed(ins[1], transB, transBatchB) if transB or transBatchB else ins[1]
     mm = linear.matmul((a, b), (output(outs),))
     return Work(mac_flops=mm.mac_flops, vector_flops=output(outs).numel() if alpha != 1.0 else 0)
 
