@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cost import COUNT_FIELDS, Cost
-from .engine import COSTED, FOLDED, UNCOSTED, NodeCost
+from .cost import COUNT_FIELDS, RULES, Cost
+from .engine import COSTED, FOLDED, NodeCost
 from .errors import CheckFailed
 
 SCHEMA_VERSION = 1
@@ -20,19 +20,47 @@ SCHEMA_VERSION = 1
 
 @dataclass(frozen=True, slots=True)
 class Coverage:
+    """How each node got its counts. The node classes partition ``nodes``:
+
+    ``by_rule`` (a rule counted a node of the file) + ``decomposed`` (a rule counted a node
+    that came from a function op's body) + ``free`` (a view: costs nothing by design) +
+    ``folded`` + ``len(uncosted)``; ``costed`` = by_rule + decomposed + free (every node
+    whose status is "costed"). A body node that folds or has no rule counts as folded or
+    uncosted. ``decomposed_ops``: op -> how many of the file's nodes were replaced by
+    their function bodies (``decomposed_nodes`` in all)."""
+
     nodes: int
     costed: int
     folded: int
     uncosted: tuple[str, ...]
     uncosted_ops: dict[str, int]
+    by_rule: int = 0
+    free: int = 0
+    decomposed: int = 0
+    decomposed_ops: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def decomposed_nodes(self) -> int:
+        return sum(self.decomposed_ops.values())
 
     def to_dict(self) -> dict[str, Any]:
         return {"nodes": self.nodes, "costed": self.costed, "folded": self.folded,
-                "uncosted": list(self.uncosted), "uncosted_ops": dict(self.uncosted_ops)}
+                "uncosted": list(self.uncosted), "uncosted_ops": dict(self.uncosted_ops),
+                "by_rule": self.by_rule, "free": self.free, "decomposed": self.decomposed,
+                "decomposed_nodes": self.decomposed_nodes, "decomposed_ops": dict(self.decomposed_ops)}
 
     def line(self) -> str:
-        """One sentence for the terminal: how much of the graph has exact counts."""
-        s = f"{self.costed} of {self.nodes} nodes costed by rule, {self.folded} constant-folded"
+        """One sentence for the terminal: how much of the graph has exact counts.
+
+        Free and decomposed nodes are named only when there are any."""
+        s = f"{self.by_rule} of {self.nodes} nodes costed by rule"
+        if self.decomposed_ops:
+            ops = ", ".join(f"{op} x{n}" for op, n in sorted(self.decomposed_ops.items()))
+            s += (f", {self.decomposed} through the function bodies of {self.decomposed_nodes} "
+                  f"node{'s' if self.decomposed_nodes != 1 else ''} ({ops})")
+        if self.free:
+            s += f", {self.free} free (views)"
+        s += f", {self.folded} constant-folded"
         if self.uncosted:
             ops = ", ".join(f"{op} x{n}" for op, n in sorted(self.uncosted_ops.items()))
             s += f", {len(self.uncosted)} UNCOSTED ({ops}): their FLOPs are missing from the totals"
@@ -55,19 +83,7 @@ class Report:
     def from_nodes(cls, model: dict[str, Any], nodes: list[NodeCost],
                    warnings: list[str] | None = None) -> "Report":
         totals = Cost(*map(sum, zip(*[n.cost for n in nodes]))) if nodes else Cost()
-        unc = [n for n in nodes if n.status == UNCOSTED]
-        ops: dict[str, int] = {}
-        for n in unc:
-            key = f"{n.domain}::{n.op}" if n.domain else n.op
-            ops[key] = ops.get(key, 0) + 1
-        cov = Coverage(
-            nodes=len(nodes),
-            costed=sum(1 for n in nodes if n.status == COSTED),
-            folded=sum(1 for n in nodes if n.status == FOLDED),
-            uncosted=tuple(n.name for n in unc),
-            uncosted_ops=ops,
-        )
-        return cls(model, nodes, totals, cov, [], list(warnings or []))
+        return cls(model, nodes, totals, _coverage(nodes), [], list(warnings or []))
 
     def node(self, name: str) -> NodeCost:
         for n in self.nodes:
@@ -104,6 +120,53 @@ class Report:
         return json.dumps(self.to_dict(), indent=indent)
 
 
+_views: tuple[int, dict[str, frozenset[str]]] = (-1, {})
+
+
+def _view_ops() -> dict[str, frozenset[str]]:
+    """op -> the domains where its rule is a view (``io="view"``: no arithmetic, no bytes)."""
+    global _views
+    if _views[0] != len(RULES):
+        acc: dict[str, set[str]] = {}
+        for (dom, op), r in RULES.items():
+            if r.io == "view":
+                acc.setdefault(op, set()).add(dom)
+        _views = (len(RULES), {op: frozenset(d) for op, d in acc.items()})
+    return _views[1]
+
+
+def _coverage(nodes: list[NodeCost]) -> Coverage:
+    views = _view_ops()
+    by_rule = free = decomposed = folded = 0
+    unc: list[NodeCost] = []
+    parents: dict[str, str] = {}
+    for n in nodes:
+        status, origin = n.status, n.origin
+        if origin is not None:
+            parents[origin[0]] = origin[1]
+        if status == COSTED:
+            if origin is not None:
+                decomposed += 1
+            elif n.op in views and n.domain in views[n.op]:
+                free += 1
+            else:
+                by_rule += 1
+        elif status == FOLDED:
+            folded += 1
+        else:  # UNCOSTED
+            unc.append(n)
+    ops: dict[str, int] = {}
+    for n in unc:
+        key = f"{n.domain}::{n.op}" if n.domain else n.op
+        ops[key] = ops.get(key, 0) + 1
+    dec_ops: dict[str, int] = {}
+    for op in parents.values():
+        dec_ops[op] = dec_ops.get(op, 0) + 1
+    return Coverage(nodes=len(nodes), costed=by_rule + free + decomposed, folded=folded,
+                    uncosted=tuple(n.name for n in unc), uncosted_ops=ops, by_rule=by_rule,
+                    free=free, decomposed=decomposed, decomposed_ops=dec_ops)
+
+
 def _node_dict(n: NodeCost) -> dict[str, Any]:
     d: dict[str, Any] = {"name": n.name, "op": n.op}
     if n.domain:
@@ -119,4 +182,6 @@ def _node_dict(n: NodeCost) -> dict[str, Any]:
         d["mac_dtype"] = n.mac_dtype
     if n.note:
         d["note"] = n.note
+    if n.origin is not None:
+        d["decomposed_from"] = {"name": n.origin[0], "op": n.origin[1]}
     return d
