@@ -114,12 +114,16 @@ class Plan:
     ``costlier_of``: sub-graph names of which only the costliest runs (an ``If`` or ``cond``
     whose predicate is not constant); the report says which one was taken.
     ``work``: the control op's own arithmetic (e.g. a loop counter), usually empty.
+    ``work_of``: ``(graph, times)`` pairs whose counts (params excepted), ``times`` over, are
+    this node's own work; their nodes are not listed as rows (a ``Gradient``'s backward pass,
+    counted from the forward nodes it differentiates).
     """
 
     run: tuple[tuple[str, int], ...] = ()
     costlier_of: tuple[str, ...] = ()
     work: Work = Work()
     note: str | None = None
+    work_of: tuple[tuple[object, int], ...] = ()
 
 
 RuleFn = Callable[..., "Work | Plan"]

@@ -118,3 +118,89 @@ def test_nested_control_flow_names_and_multiplies_through_levels():
     r = analyzer.analyze(_model(nodes, [_vi("x", [2, 4])], [_vi("out", [2, 4])], [W]))
     assert r.node("top/loop/mm").mac_flops == 3 * 64  # 192
     assert r.totals.mac_flops == 192
+
+
+# ----------------------------------------------------------------------------- body input typing
+
+def _untyped_scan_model():
+    # body formal inputs declared with a dtype only (no shape), outputs with nothing; the body
+    # reads an outer-scope Constant (Unsqueeze axes) and an outer weight W [4,3]
+    untyped = [h.make_tensor_value_info("s_in", TP.FLOAT, None),
+               h.make_tensor_value_info("x_t", TP.FLOAT, None)]
+    body = h.make_graph(
+        [h.make_node("Add", ["s_in", "x_t"], ["s_out"], name="add"),
+         h.make_node("Unsqueeze", ["s_out", "axes"], ["u"], name="unsq"),
+         h.make_node("MatMul", ["u", "W3"], ["y_t"], name="mm")],
+        "body", untyped, [h.make_tensor_value_info("s_out", TP.FLOAT, None),
+                          h.make_tensor_value_info("y_t", TP.FLOAT, None)])
+    w3 = numpy_helper.from_array(np.ones((4, 3), np.float32), "W3")
+    nodes = [h.make_node("Constant", [], ["axes"], value=numpy_helper.from_array(np.array([0], np.int64))),
+             h.make_node("Scan", ["s0", "xs"], ["s_final", "ys"], name="scan", body=body,
+                         num_scan_inputs=1)]
+    return _model(nodes, [_vi("s0", [4]), _vi("xs", [5, 4])], [_vi("s_final", None), _vi("ys", None)],
+                  [w3])
+
+
+def test_scan_body_inputs_are_typed_from_the_outer_node():
+    m = _untyped_scan_model()
+    assert not m.graph.node[1].attribute[0].g.input[0].type.tensor_type.HasField("shape")
+    r = analyzer.analyze(m)
+    # state s_in = s0's spec float[4]; scan input x_t = xs [5,4] without the scan axis = [4]
+    # 5 iterations (xs's axis 0); per iteration: add 4 vector flops, u = [1,4],
+    # mm [1,4]@[4,3] = 2*1*4*3 = 24 mac flops
+    assert r.node("scan").note.startswith("5 iterations")
+    assert r.node("scan/add").cost.vector_flops == 5 * 4  # 20
+    assert r.node("scan/mm").cost.mac_flops == 5 * 24  # 120
+    assert r.totals.mac_flops == 120 and r.totals.params == 12  # W3: 4*3, counted once
+    # the outer outputs follow from the typed body: final state [4], ys stacked [5,1,3]
+    assert r.node("scan").outputs == ("float32[4]", "float32[5,1,3]")
+
+
+def test_loop_trip_count_from_a_scan_output_leading_dim():
+    # M is a graph input, but the scan output is declared [3,2,4]: the loop ran 3 times
+    body = h.make_graph(
+        [h.make_node("Identity", ["cond_in"], ["cond_out"], name="keep"),
+         h.make_node("MatMul", ["x", "W"], ["y"], name="mm")],
+        "body", [_vi("i", [], TP.INT64), _vi("cond_in", [], TP.BOOL)],
+        [_vi("cond_out", [], TP.BOOL), _vi("y", [2, 4])])
+    node = h.make_node("Loop", ["M", ""], ["ys"], name="loop", body=body)
+    r = analyzer.analyze(_model([node], [_vi("x", [2, 4]), _vi("M", [], TP.INT64)],
+                                [_vi("ys", [3, 2, 4])], [W]))
+    assert "trip count 3" in r.node("loop").note
+    assert r.totals.mac_flops == 3 * 2 * 2 * 4 * 4  # 3 trips x 64 = 192
+
+
+def test_loop_trip_count_error_names_the_graph_input():
+    with pytest.raises(ShapeError, match=r"trip count M = 'M' \(a graph input\) is not a constant"):
+        analyzer.analyze(_loop_model(None))
+
+
+# ----------------------------------------------------------------------------- Gradient
+
+def _gradient_model(xs, y):
+    # t = a*b; c = t + a; r = Relu(a) (not on a path to c); all float32[2,3]
+    nodes = [h.make_node("Mul", ["a", "b"], ["t"], name="mul"),
+             h.make_node("Add", ["t", "a"], ["c"], name="add"),
+             h.make_node("Relu", ["a"], ["r"], name="relu"),
+             h.make_node("Gradient", ["a", "b"], [f"d_{x}" for x in xs], name="grad",
+                         domain="ai.onnx.preview.training", xs=xs, y=y)]
+    g = h.make_graph(nodes, "g", [_vi("a", [2, 3]), _vi("b", [2, 3])],
+                     [_vi("c", [2, 3]), _vi("r", [2, 3])] + [_vi(f"d_{x}", [2, 3]) for x in xs])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17),
+                                          h.make_opsetid("ai.onnx.preview.training", 1)], ir_version=8)
+
+
+def test_gradient_is_twice_the_forward_work_of_the_differentiated_nodes():
+    r = analyzer.analyze(_gradient_model(["a", "b"], "c"))
+    g = r.node("grad")
+    assert g.status == "costed"
+    # forward on the paths a,b -> c: mul (6 vector flops, reads 2*24 B, writes 24 B) and
+    # add (6 vector flops, reads 48 B, writes 24 B); relu is not on a path to c
+    # backward = 2 x forward: vector 2*(6+6) = 24, read 2*(48+48) = 192, written 2*(24+24) = 96
+    assert g.cost.vector_flops == 24
+    assert (g.cost.activation_bytes_read, g.cost.activation_bytes_written) == (192, 96)
+    assert g.cost.params == 0 and "2 forward node(s)" in g.note and "(mul, add)" in g.note
+    # the forward nodes keep their own rows
+    assert r.node("mul").cost.vector_flops == 6 and r.node("add").cost.vector_flops == 6
+    # y = t: only mul lies between the xs and y: 2*6 = 12
+    assert analyzer.analyze(_gradient_model(["a", "b"], "t")).node("grad").cost.vector_flops == 12

@@ -299,13 +299,50 @@ def test_sequence_construct_copies_its_tensors():
     assert r.node("n").cost.activation_bytes_written == 8  # SequenceLength: an int64 scalar
 
 
-def test_sequence_at_and_concat_from_sequence_write_their_output():
+def test_sequence_at_and_concat_from_sequence_read_and_write_their_output():
     at = _seq_graph("SequenceAt", ["pos"], None)
-    assert at.node("n").cost.activation_bytes_written == 24 and "not counted" in at.node("n").note
-    # ONNX infers [unk, 3] (the sequence length is not a shape): the model declares [4, 3]
-    cat = _seq_graph("ConcatFromSequence", [], ((4, 3), F32), axis=0)
+    c = at.node("n").cost  # copies element 1 (float32[2,3]): 6*4 = 24 bytes read, 24 written
+    assert (c.activation_bytes_read, c.activation_bytes_written) == (24, 24)
+    # ONNX infers [unk, 3] (the sequence length is not a shape); the frontend follows the
+    # elements: [2,3] + [2,3] on axis 0 = [4,3], read and written whole (12*4 = 48 bytes)
+    cat = _seq_graph("ConcatFromSequence", [], None, axis=0)
     assert cat.node("n").outputs == ("float32[4,3]",)
-    assert cat.node("n").cost.activation_bytes_written == 48
+    c = cat.node("n").cost
+    assert (c.activation_bytes_read, c.activation_bytes_written) == (48, 48)
+    stack = _seq_graph("ConcatFromSequence", [], None, axis=1, new_axis=1)
+    assert stack.node("n").outputs == ("float32[2,2,3]",)  # stacked on a new axis 1
+
+
+def test_sequence_elements_are_followed_through_insert_and_erase():
+    n = helper.make_node
+    nodes = [n("SequenceEmpty", [], ["s0"], name="e"),
+             n("SequenceInsert", ["s0", "a"], ["s1"], name="i1"),        # [a]
+             n("SequenceInsert", ["s1", "b", "zero"], ["s2"], name="i2"),  # [b, a]
+             n("SequenceErase", ["s2"], ["s3"], name="er"),              # [b] (the last goes)
+             n("SequenceAt", ["s3", "zero"], ["y"], name="at"),
+             n("SequenceLength", ["s2"], ["len"], name="len")]
+    r = analyze(graph(nodes, {"a": (2, 3), "b": (5, 3)}, ["y", "len"], {"zero": scalar(0)}))
+    assert r.node("at").outputs == ("float32[5,3]",)  # b: 15*4 = 60 bytes
+    assert r.node("at").cost.activation_bytes_written == 60
+
+
+def test_a_loop_over_a_sequence_length_runs_once_per_element():
+    # SequenceLength of a followed sequence is a constant: the Loop's trip count
+    n = helper.make_node
+    body = helper.make_graph(
+        [n("Identity", ["c_in"], ["c_out"], name="keep"),
+         n("SequenceAt", ["s", "i"], ["el"], name="at"),
+         n("Relu", ["el"], ["r"], name="relu")],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("c_in", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("r", TensorProto.FLOAT, None)])
+    nodes = [n("SequenceConstruct", ["a", "a", "a"], ["s"], name="sc"),
+             n("SequenceLength", ["s"], ["len"], name="len"),
+             n("Loop", ["len", ""], ["rs"], name="loop", body=body)]
+    r = analyze(graph(nodes, {"a": (2, 3)}, ["rs"]))
+    assert r.node("loop").note.startswith("trip count 3")
+    assert r.node("loop/relu").cost.vector_flops == 3 * 6  # 3 trips x 2*3 elements
 
 
 def test_split_to_sequence():

@@ -23,9 +23,6 @@ FREE: dict[str, str] = {
 _CONTAINER_INPUTS: dict[str, tuple[int, ...]] = {"OptionalGetElement": (0,)}
 
 UNCOSTED: dict[tuple[str, str], str] = {
-    ("ai.onnx.preview.training", "Gradient"):
-        "a symbolic marker that a training tool replaces by the backward graph; its cost is that "
-        "graph's, which is not in the file",
     ("", "ImageDecoder"):
         "decoding work depends on the codec and the compressed bytes, not on tensor shapes",
 }

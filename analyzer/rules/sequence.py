@@ -5,8 +5,10 @@ the tensors that enter or leave them, never their contents:
 
 - SequenceConstruct copies its tensors into the sequence: reads them, writes the same bytes.
   SequenceInsert copies the inserted tensor.  SplitToSequence reads its input and writes it as
-  the pieces.  SequenceAt and ConcatFromSequence write their output tensor; the bytes they read
-  from the sequence are not visible (no TensorSpec) and are not counted (noted).
+  the pieces.  SequenceAt copies the element it picks: reads and writes its output's bytes.
+  ConcatFromSequence reads every element and writes them joined: the elements hold exactly the
+  output's elements, so it reads and writes the output's bytes.  Their output specs come from
+  the frontend, which follows the sequence's elements (``frontends/sequences.py``).
 - SequenceErase returns the remaining elements (shared, no tensor data moves).  SequenceLength
   and OptionalHasElement read metadata and write a scalar.
 - Optional, OptionalGetElement, SequenceEmpty are free (free.py).
@@ -23,9 +25,6 @@ from __future__ import annotations
 from ..cost import Work, register
 from .misc import _upper_bound_writes, output
 
-_NOT_VISIBLE = "the sequence's elements have no TensorSpec: the bytes read from it are not counted"
-
-
 def _present(ins, i: int) -> bool:
     return len(ins) > i and ins[i] is not None
 
@@ -41,9 +40,9 @@ def sequence_insert(ins, outs, **_):
                 note="counts the inserted tensor; the sequence's other elements are shared")
 
 
-@register("SequenceAt", shape_inputs=(0, 1))
+@register("SequenceAt", shape_inputs=(1,))
 def sequence_at(ins, outs, **_):
-    return Work(note=_NOT_VISIBLE)
+    return Work(reads={0: outs[0].nbytes()})  # the element it copies out
 
 
 @register("SequenceErase", io="view", shape_inputs=(0, 1))
@@ -61,9 +60,9 @@ def split_to_sequence(ins, outs, **_):
     return Work(writes=ins[0].nbytes())
 
 
-@register("ConcatFromSequence", shape_inputs=(0,))
+@register("ConcatFromSequence")
 def concat_from_sequence(ins, outs, **_):
-    return Work(note=_NOT_VISIBLE)
+    return Work(reads={0: outs[0].nbytes()})  # every element, joined into the output
 
 
 @register("RegexFullMatch")
