@@ -53,6 +53,14 @@ def _gc_paused():
         yield
     finally:
         if was:
+            # What the analysis allocated is either garbage already freed by reference
+            # counting or the long-lived result: file it with the old objects (freeze, then
+            # unfreeze into the oldest generation) instead of letting the first allocation
+            # after gc.enable() scan it as one huge young generation (measured ~0.09 s per
+            # 50k-node graph). Cyclic garbage among it is still found by the next full
+            # collection.
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 

@@ -7,6 +7,9 @@ Classification of a node:
 - ``uncosted``: no rule; its bytes and params are still counted exactly, its
   arithmetic is unknown, and the report says so (never a silent zero).
 
+A node decomposed from a function op (``frontends/functions.py``) is costed like any other
+and carries ``origin``: the file node it came from (the report counts them apart).
+
 Params: each constant tensor consumed as data (not a shape-like argument) by a
 runtime node is counted once, at its first consumer. Weight bytes are counted at
 every read (traffic), activation bytes per read and per write.
@@ -43,6 +46,8 @@ class NodeCost:
     note: str | None = None
     # bytes moved (weights + activations read + written) per dtype, for precision overrides
     bytes_by_dtype: tuple[tuple[str, int], ...] = ()
+    # (name, op) of the file's function-op node this node was decomposed from, if any
+    origin: tuple[str, str] | None = None
 
     @property
     def flops(self) -> int:
@@ -74,6 +79,14 @@ def _describe(graph: Graph, node: Node) -> str:
 
 def _context_error(graph: Graph, node: Node, err: Exception, name: str | None = None) -> AnalyzerError:
     where = f"node '{name or node.name}' ({node.op})"
+    if (isinstance(err, UnboundDimError) and (err.dim == "?" or err.dim.startswith("unk__"))) or (
+            type(err) is ShapeError and "rank is unknown" in str(err)):
+        from .provenance import data_dependent
+
+        why = data_dependent(graph, node)  # a shape decided by a run-time value, not a dim
+        if why is not None:
+            msg = f"{where}: {why}; {_describe(graph, node)}"
+            return _LocatedUnbound(err.dim, msg) if isinstance(err, UnboundDimError) else _LocatedShape(msg)
     if isinstance(err, UnboundDimError):
         d = err.dim
         if d == "?":
@@ -103,6 +116,10 @@ def cost_graph(graph: Graph, options: Options | None = None) -> list[NodeCost]:
     their counts already multiplied by how often they run (params are never multiplied)."""
     out: list[NodeCost] = []
     _walk(graph, "", 1, set(), out, options or Options())
+    if graph.decomposed:  # nodes from function bodies say which file node they replace
+        origin = graph.decomposed.get
+        for n in out:
+            n.origin = origin(n.name)
     return out
 
 
@@ -117,30 +134,32 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
     # depend on which tensors were already counted, so they are not memoised.
     memo: dict[tuple, tuple] = {}
     rules: dict[tuple[str, str], object] = {}
+    if "" in graph.tensors:  # "" names an omitted optional input, never a tensor
+        tensors = graph.tensors
+        get = lambda x: tensors.get(x) if x else None  # noqa: E731
+    is_const = constants.__contains__
     for node in graph.nodes:
         name = prefix + node.name
-        ins = tuple([get(x) if x else None for x in node.inputs])
-        outs = tuple([get(x) if x else None for x in node.outputs])
+        ins = tuple(map(get, node.inputs))
+        outs = tuple(map(get, node.outputs))
         if node.name in folded:
             out.append(NodeCost(name, node.op, node.domain, FOLDED, _ZERO, ins, outs,
                                 note="constant-folded"))
             continue
-        rkey = (node.domain, node.op)
-        rule = rules.get(rkey, _MISSING)
-        if rule is _MISSING:
-            rule = rules[rkey] = lookup(node.domain, node.op)
         try:
-            if rule is not None and rule.io == "control":
-                _control(graph, node, name, rule, ins, outs, times, counted, out, opts)
-                continue
-            key = None
-            if node.attr_key is not None:
+            key = hit = None
+            if node.attr_key is not None:  # (None: a node with sub-graphs, never memoised)
                 key = (node.op, node.domain, node.attr_key, *map(id, ins), *map(id, outs),
-                       *[x in constants for x in node.inputs])
+                       *map(is_const, node.inputs))
                 hit = memo.get(key)
-            else:
-                hit = None
             if hit is None:
+                rkey = (node.domain, node.op)
+                rule = rules.get(rkey, _MISSING)
+                if rule is _MISSING:
+                    rule = rules[rkey] = lookup(node.domain, node.op)
+                if rule is not None and rule.io == "control":
+                    _control(graph, node, name, rule, ins, outs, times, counted, out, opts)
+                    continue
                 if rule is None:
                     work, shape_inputs, io, status = Work(), frozenset(), "data", UNCOSTED
                 else:
@@ -202,7 +221,7 @@ def _params(node: Node, ins, cidx: tuple[int, ...], counted: set[str], override,
 def _control(graph, node, name, rule, ins, outs, times, counted, out, opts):
     """A control-flow node: its own (usually empty) work, then its sub-graphs' rows."""
     values = tuple(graph.values.get(x) if x else None for x in node.inputs)
-    plan = rule.fn(ins, outs, _values=values, _options=opts, **node.attrs)
+    plan = rule.fn(ins, outs, _values=values, _options=opts, _graph=graph, _node=node, **node.attrs)
     runs = list(plan.run)
     note = plan.note
     if plan.costlier_of:
@@ -219,7 +238,22 @@ def _control(graph, node, name, rule, ins, outs, times, counted, out, opts):
             f"condition not constant: costed the costlier branch '{pick}' (not {others})")
     w = plan.work
     cost = Cost(0, w.mac_flops * times, w.vector_flops * times, w.transcendentals * times, 0, 0, 0)
-    out.append(NodeCost(name, node.op, node.domain, COSTED, cost, ins, outs, None, note, ()))
+    by_dtype: dict[str, int] = {}
+    mac_dtype = None
+    for g, m in plan.work_of:  # counts of other nodes, m times over, as this node's own work
+        trial = []
+        _walk(g, name + "/", times * m, set(counted), trial, opts)
+        for n in trial:
+            cost = cost + Cost(0, *n.cost[1:])
+            mac_dtype = mac_dtype or n.mac_dtype
+            for d, b in n.bytes_by_dtype:
+                by_dtype[d] = by_dtype.get(d, 0) + b
+        unc = [n.name for n in trial if n.status == UNCOSTED]
+        if unc:
+            note = (f"{note}; " if note else "") + (
+                f"incomplete: {len(unc)} uncosted node(s) among them ({', '.join(unc[:3])})")
+    out.append(NodeCost(name, node.op, node.domain, COSTED, cost, ins, outs, mac_dtype, note,
+                        tuple(by_dtype.items())))
     for attr, m in runs:
         sub = node.subgraphs.get(attr)
         if sub is None:

@@ -64,6 +64,21 @@ class TensorSpec:
     def is_static(self) -> bool:
         return self.shape is not None and all(type(d) is int for d in self.shape)
 
+    @property
+    def unresolved(self) -> bool:
+        """Shape inference could not finish it: unknown rank, '?' dims or the symbols it
+        derives (``unk__N``); a user's symbolic dim (``batch``) is resolved, just unbound."""
+        return self.shape is None or any(type(d) is str and (d == "?" or d.startswith("unk__"))
+                                         for d in self.shape)
+
+    @property
+    def unknowns(self) -> int:
+        """How far from static: non-int dims, or a huge number for an unknown rank (of two
+        specs for one tensor, the one with fewer unknowns is kept)."""
+        if self.shape is None:
+            return 1 << 20
+        return sum(1 for d in self.shape if type(d) is not int)
+
     def dims(self) -> tuple[int, ...]:
         """The shape as ints; raises ``UnboundDimError`` naming the first symbolic dim."""
         if self.shape is None:
@@ -100,6 +115,11 @@ class TensorSpec:
 
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def unresolved(spec: TensorSpec | None) -> bool:
+    """No spec at all, or one shape inference could not finish (``TensorSpec.unresolved``)."""
+    return spec is None or spec.unresolved
 
 
 class Node(NamedTuple):
@@ -142,6 +162,12 @@ class Graph:
     opsets: Mapping[str, int] = field(default_factory=dict)
     # folded constant -> the file constants it is computed from (where params are counted)
     sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # sequence-valued tensor -> the specs of its elements, in order, where the frontend can
+    # follow them (SequenceConstruct, SplitToSequence, SequenceInsert, ...); absent: unknown
+    sequences: Mapping[str, tuple[TensorSpec, ...]] = field(default_factory=dict)
+    # node name (as the engine names rows: ``ctrl/child`` inside sub-graphs) -> (name, op) of
+    # the file's function-op node whose body it came from (``frontends/functions.py``)
+    decomposed: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
     def spec(self, name: str) -> TensorSpec | None:
         return self.tensors.get(name) if name else None

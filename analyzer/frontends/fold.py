@@ -11,7 +11,6 @@ from __future__ import annotations
 from math import prod
 
 import numpy as np
-import onnx
 from onnx import TensorProto, numpy_helper
 
 from ..cost import lookup as rule_of
@@ -134,6 +133,7 @@ def evaluate(op: str, values: list, attrs: dict, out_dtype=None):
 # ----------------------------------------------------------------------------- the graph pass
 # Initializer values up to this many elements are read (they carry shapes, axes, scalars).
 _SMALL = 4096
+SMALL_ELEMENTS = _SMALL  # no tensor above this many elements has its value read
 
 
 _INT_TYPES = frozenset({TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL, TensorProto.INT8,
@@ -180,17 +180,6 @@ def constant_node_value(n: Node):
 
 _NP_DTYPES = {"int64": np.int64, "int32": np.int32, "float32": np.float32, "float64": np.float64,
               "bool": np.bool_, "float16": np.float16, "int8": np.int8, "uint8": np.uint8}
-
-
-def initial_constants(g: "onnx.GraphProto") -> tuple[set[str], dict[str, np.ndarray]]:
-    """The initializers of ``g`` (all constant) and the values of the small integer ones."""
-    constants = {t.name for t in g.initializer} | {t.values.name for t in g.sparse_initializer}
-    values: dict[str, np.ndarray] = {}
-    for t in g.initializer:
-        v = small_value(t)
-        if v is not None:
-            values[t.name] = v
-    return constants, values
 
 
 def fold_graph(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=None):
