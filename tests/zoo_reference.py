@@ -32,7 +32,6 @@ from __future__ import annotations
 import glob
 import os
 
-import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
