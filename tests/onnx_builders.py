@@ -95,9 +95,10 @@ def node_of(op: str, *args: Any, **kw):
     return analyze(one_node(op, *args, **kw)).node("n")
 
 
-def typed(op, ins, outs, *, domain="com.microsoft", opset=17, **attrs):
-    """NodeCost of a one-node model "n" (inputs as onnx_builders.one_node takes them; ``outs``: the
-    declared (shape, elem_type) of each output, a bare shape meaning float32, "" an omitted one)."""
+def named_inputs(ins) -> tuple[dict, dict, list[str]]:
+    """(graph inputs, initializers, input names) for node inputs given as ``one_node`` takes
+    them: a str (an existing name or "" for an omitted one), an array (an initializer
+    ``w0``...) or a shape (a graph input ``x0``...)."""
     inputs, inits, names = {}, {}, []
     for a in ins:
         if isinstance(a, str):
@@ -108,6 +109,13 @@ def typed(op, ins, outs, *, domain="com.microsoft", opset=17, **attrs):
         else:
             inputs[f"x{len(inputs)}"] = a
             names.append(f"x{len(inputs) - 1}")
+    return inputs, inits, names
+
+
+def typed(op, ins, outs, *, domain="com.microsoft", opset=17, **attrs):
+    """NodeCost of a one-node model "n" (inputs as onnx_builders.one_node takes them; ``outs``: the
+    declared (shape, elem_type) of each output, a bare shape meaning float32, "" an omitted one)."""
+    inputs, inits, names = named_inputs(ins)
     out_names = [f"y{i}" if o != "" else "" for i, o in enumerate(outs)]
     declared = {name: o if (len(o) == 2 and isinstance(o[0], tuple) and isinstance(o[1], int)) else (o, onnx.TensorProto.FLOAT)
                 for name, o in zip(out_names, outs) if name}

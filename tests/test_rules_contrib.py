@@ -413,18 +413,9 @@ def _c(v, dtype=np.float32):
 def inferred(op, ins, outs=1, *, domain=MS, opset=17, **attrs):
     """Output specs ("dtype[dims]") of a one-node model "n" whose outputs are undeclared; ``outs``:
     a count, or a list of 1 (present) / 0 (omitted) per output slot."""
-    from onnx_builders import analyze, graph
+    from onnx_builders import analyze, graph, named_inputs
 
-    inputs, inits, names = {}, {}, []
-    for a in ins:
-        if isinstance(a, str):
-            names.append(a)
-        elif isinstance(a, np.ndarray):
-            inits[f"w{len(inits)}"] = a
-            names.append(f"w{len(inits) - 1}")
-        else:
-            inputs[f"x{len(inputs)}"] = a
-            names.append(f"x{len(inputs) - 1}")
+    inputs, inits, names = named_inputs(ins)
     slots = [1] * outs if isinstance(outs, int) else outs
     out_names = [f"y{i}" if s else "" for i, s in enumerate(slots)]
     node = helper.make_node(op, names, out_names, name="n", domain=domain or None, **attrs)

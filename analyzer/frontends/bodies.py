@@ -79,28 +79,30 @@ def _type(s: TensorSpec) -> onnx.TypeProto:
     return helper.make_tensor_type_proto(_ONNX_TYPE[s.dtype], dims)
 
 
-def _used(g: onnx.GraphProto, acc: set[str]) -> None:
+def _graphs(g: onnx.GraphProto):
+    """``g`` and every sub-graph inside it, at any depth."""
+    yield g
     for n in g.node:
-        acc.update(x for x in n.input if x)
         for at in n.attribute:
             if at.type == onnx.AttributeProto.GRAPH:
-                _used(at.g, acc)
+                yield from _graphs(at.g)
             elif at.type == onnx.AttributeProto.GRAPHS:
                 for sub in at.graphs:
-                    _used(sub, acc)
+                    yield from _graphs(sub)
+
+
+def _used(g: onnx.GraphProto, acc: set[str]) -> None:
+    for sg in _graphs(g):
+        for n in sg.node:
+            acc.update(x for x in n.input if x)
 
 
 def _defined(g: onnx.GraphProto, acc: set[str]) -> None:
-    acc.update(vi.name for vi in g.input)
-    acc.update(t.name for t in g.initializer)
-    for n in g.node:
-        acc.update(o for o in n.output if o)
-        for at in n.attribute:
-            if at.type == onnx.AttributeProto.GRAPH:
-                _defined(at.g, acc)
-            elif at.type == onnx.AttributeProto.GRAPHS:
-                for sub in at.graphs:
-                    _defined(sub, acc)
+    for sg in _graphs(g):
+        acc.update(vi.name for vi in sg.input)
+        acc.update(t.name for t in sg.initializer)
+        for n in sg.node:
+            acc.update(o for o in n.output if o)
 
 
 def infer(sg: onnx.GraphProto, typed: Mapping[str, TensorSpec], outer: Graph):

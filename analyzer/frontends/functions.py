@@ -39,6 +39,7 @@ from .. import rules as _rules  # noqa: F401  (fills the registry)
 from ..cost import RULES, canonical_domain
 from ..errors import AnalyzerError
 from ..ir import Graph, unresolved
+from .onnx_read import unique_name
 from .onnx_types import DTYPES
 
 _MAX_DEPTH = 8
@@ -163,10 +164,7 @@ def _name_nodes(g: onnx.GraphProto) -> None:
     for i, n in enumerate(g.node):
         name = n.name or f"{n.op_type}_{i}"
         if name in seen:
-            base, k = name, 1
-            while name in seen:
-                k += 1
-                name = f"{base}#{k}"
+            name = unique_name(name, seen)
         seen.add(name)
         if n.name != name:
             n.name = name

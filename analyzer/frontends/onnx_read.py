@@ -53,6 +53,16 @@ def _attr_value(a: onnx.AttributeProto):
     return v
 
 
+def unique_name(name: str, seen) -> str:
+    """``name`` made unique among ``seen``: the file's k-th node of one name is ``name#k``.
+    (Unnamed nodes are ``op_index``: with this, the names every part of opcost gives.)"""
+    base, k = name, 1
+    while name in seen:
+        k += 1
+        name = f"{base}#{k}"
+    return name
+
+
 def _read_nodes(g: onnx.GraphProto, cache: dict, available=None, available_constants=()):
     """Every NodeProto read once into a ``Node``: the file's names (stable generated names
     ``op_index`` for unnamed nodes, ``#k`` suffixes for duplicates) and parsed attributes.
@@ -77,10 +87,7 @@ def _read_nodes(g: onnx.GraphProto, cache: dict, available=None, available_const
         op = n.op_type
         name = n.name or f"{op}_{i}"
         if name in seen:
-            base, k = name, 1
-            while name in seen:
-                k += 1
-                name = f"{base}#{k}"
+            name = unique_name(name, seen)
         seen.add(name)
         dom = n.domain
         if dom == "ai.onnx":
