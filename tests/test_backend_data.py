@@ -26,8 +26,6 @@ from analyzer.errors import AnalyzerError
 # when a size their body needs is a graph input: the decomposition is undone rather than
 # guessed.  Case name -> the op left uncosted (its size input).
 SIZE_IS_DATA = {
-    **{f"test_affine_grid_{k}": "AffineGrid" for k in (
-        "2d", "2d_align_corners", "3d", "3d_align_corners")},                      # 'size'
     **{f"test_{w.lower()}{k}": w for w in ("BlackmanWindow", "HammingWindow", "HannWindow")
        for k in ("", "_symmetric")},                                               # 'x' (length)
     **{f"test_center_crop_pad_{k}": "CenterCropPad" for k in (

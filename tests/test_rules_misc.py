@@ -138,6 +138,24 @@ def test_non_max_suppression():
     assert nc.cost.activation_bytes_written == 1 * 2 * 6 * 3 * 8  # upper bound: 288
 
 
+@pytest.mark.parametrize("theta, size, mac, vec, written", [
+    # 2D: theta [2,2,3], output [2,5,6,2]: 2 * N 2 * 30 points * 2*3 MACs = 720; linspaces
+    # 2*(5+6) = 22; 120 floats written = 480 bytes
+    ((2, 2, 3), [2, 3, 5, 6], 720, 22, 480),
+    # 3D: theta [1,3,4], output [1,2,3,4,3]: 2 * 1 * 24 points * 3*4 MACs = 576; 2*(2+3+4) = 18;
+    # 72 floats = 288 bytes
+    ((1, 3, 4), [1, 1, 2, 3, 4], 576, 18, 288),
+])
+def test_affine_grid_with_a_constant_size(theta, size, mac, vec, written):
+    # its function body cannot be used (an If on align_corners leaves shapes open): a rule counts it
+    for align in (0, 1):
+        c = cost_of("AffineGrid", theta, ints(*size), opset=20, align_corners=align)
+        assert (c.mac_flops, c.vector_flops, c.transcendentals) == (mac, vec, 0)
+        assert c.params == 0  # the size input is shape-like
+        assert c.activation_bytes_read == 4 * int(np.prod(theta))
+        assert c.activation_bytes_written == written
+
+
 def test_grid_sample():
     # X [1,2,4,4], grid [1,3,3,2] -> 18 outputs; bilinear 4 taps: 7 each; 9 points * 2 coords * 2 ops
     assert cost_of("GridSample", (1, 2, 4, 4), (1, 3, 3, 2), opset=16).vector_flops == 18 * 7 + 36  # 162

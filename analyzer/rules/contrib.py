@@ -37,7 +37,7 @@ from math import prod
 from ..cost import Work, register
 from ..errors import ShapeError
 from ..ir import TensorSpec, dtype_bits
-from . import elementwise, linear, misc, movement, pooling
+from . import elementwise, linear, misc, movement, pooling, sampling
 from .misc import output
 from .normalization import _meanvar, _rms
 
@@ -254,5 +254,5 @@ register("Pad", domain=MS, shape_inputs=(1, 2))(movement._nothing)
 register("ExpandDims", domain=MS, io="view", shape_inputs=(1,))(movement._nothing)
 register("Trilu", domain=MS, shape_inputs=(1,))(misc.trilu)
 register("Unique", domain=MS)(misc.unique)
-register("GridSample", domain=MS)(misc.grid_sample)
+register("GridSample", domain=MS)(sampling.grid_sample)
 register("MaxpoolWithMask", "NhwcMaxPool", domain=MS)(pooling.max_pool)

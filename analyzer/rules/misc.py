@@ -1,5 +1,6 @@
-"""Standard ops outside the big families: selection, scatter, scans, recurrent layers, detection,
-signal processing, sampling, random generation, linear algebra and the preview training ops.
+"""Standard ops outside the big families: selection, scatter, scans, recurrent layers, signal
+processing, random generation, linear algebra and the preview training ops (sampling and
+detection: ``sampling.py``).
 
 Counting conventions (vector_flops unless said otherwise; ``lg(x)`` is ceil(log2 x)):
 
@@ -17,13 +18,7 @@ Counting conventions (vector_flops unless said otherwise; ``lg(x)`` is ceil(log2
   two products 1 per gate, biases 2 per gate; sigmoid 2 + 1 exp, tanh 1 transcendental.  RNN:
   1 vector + 1 T; GRU: 12 vector + 3 T (z, r sigmoids; r*(.), tanh; the (1-z)*h + z*H blend
   (4)); LSTM: 14 vector + 5 T (i, f, o sigmoids; tanh(c); C = f*C + i*c (3); o*tanh(C)), peepholes 6.
-- Interpolation: a linear tap set over d dims has 2^d taps (4^d cubic), ``2*taps - 1`` multiply-adds
-  per value.  RoiAlign: per output value ``s*s`` bilinear samples (7 each) combined into the bin
-  (1 each), averaged (1); an adaptive ``sampling_ratio=0`` depends on the box sizes and is counted
-  as 2 (noted).  GridSample: taps per output value plus 2 ops per coordinate to unnormalize each
-  grid point.  DeformConv: Conv plus one bilinear sample (7) per input value it multiplies, and the
-  modulation mask multiply (1).  MaxRoiPool: upper bound, every RoI spans the whole feature map.
-  NonMaxSuppression per (batch, class): a score sort (``N*lg(N)``), box areas (3 per box), the
+- NonMaxSuppression per (batch, class): a score sort (``N*lg(N)``), box areas (3 per box), the
   score threshold (1 per box) and, upper bound, an IoU test for every pair (13 ops).
 - DFT/STFT: a radix-2 FFT, ``5*N*lg(N)`` real ops per complex transform of length N (half for a
   real input), an inverse DFT adds the 1/N scaling (N), STFT adds the window multiply (N per frame).
@@ -32,7 +27,7 @@ Counting conventions (vector_flops unless said otherwise; ``lg(x)`` is ceil(log2
 - Random generation per element: uniform 3 (draw, scale, shift), normal (Box-Muller) 4 vector +
   2 transcendentals.  Multinomial: exp of every logit, a running sum (1 per class) and per sample a
   draw plus a binary search (``1 + lg(classes)``).
-- Col2Im: one add per input element.  LpNormalization: |x| or x² (1), sum (1), divide (1) per
+- LpNormalization: |x| or x² (1), sum (1), divide (1) per
   element, a sqrt per row for p = 2.  Det: LU with partial pivoting, per M x M matrix
   ``M(M-1)/2`` pivot compares, ``M(M-1)/2`` divides, ``(M-1)M(2M-1)/3`` multiply-adds and ``M-1``
   multiplies for the diagonal product.  MelWeightMatrix: 4 per output element, a log and an exp
@@ -199,57 +194,7 @@ for _op in _GATES:
     register(_op)(_recurrent(_op))
 
 
-# ----------------------------------------------------------------------------- sampling / detection
-
-BILINEAR = 7  # 4 taps: 4 multiplies + 3 adds
-
-
-@register("RoiAlign")
-def roi_align(ins, outs, *, mode="avg", sampling_ratio=0, **_):
-    n = output(outs).numel()
-    s = sampling_ratio if sampling_ratio > 0 else 2
-    vec = n * s * s * (BILINEAR + 1) + (n if mode == "avg" else 0)
-    note = "adaptive sampling_ratio depends on the boxes: counted as 2x2 samples per bin" \
-        if sampling_ratio <= 0 else None
-    return Work(vector_flops=vec, note=note)
-
-
-@register("MaxRoiPool")
-def max_roi_pool(ins, outs, *, pooled_shape, **_):
-    x = ins[0].dims()
-    window = prod(-(-d // p) for d, p in zip(x[2:], pooled_shape))
-    return Work(vector_flops=output(outs).numel() * (window - 1),
-                note="upper bound: every RoI spans the whole feature map")
-
-
-_TAPS_PER_DIM = {"nearest": 1, "linear": 2, "bilinear": 2, "cubic": 4, "bicubic": 4}
-
-
-@register("GridSample")
-def grid_sample(ins, outs, *, mode="linear", **_):
-    grid = ins[1]
-    d = grid.dim(-1)
-    locations = grid.numel() // d
-    taps = _TAPS_PER_DIM.get(mode, 2) ** d
-    n = output(outs).numel()
-    return Work(vector_flops=(n * (2 * taps - 1) if taps > 1 else 0) + locations * 2 * d)
-
-
-@register("Col2Im", shape_inputs=(1, 2))
-def col2im(ins, outs, **_):
-    return Work(vector_flops=ins[0].numel())
-
-
-@register("DeformConv")
-def deform_conv(ins, outs, **attrs):
-    # X, W, offset, B?, mask?
-    x, w = ins[0], ins[1]
-    bias = ins[3] if _present(ins, 3) else None
-    c = linear.conv((x, w, bias), (output(outs),), **attrs)
-    y = output(outs).dims()
-    samples = (prod(y) // y[1]) * x.dim(1) * prod(w.dims()[2:])  # N*spatial_out * C_in * kernel
-    vec = c.vector_flops + samples * (BILINEAR + (1 if _present(ins, 4) else 0))
-    return Work(mac_flops=c.mac_flops, vector_flops=vec)
+# ----------------------------------------------------------------------------- copies and fills
 
 
 @register("MaxUnpool", shape_inputs=(2,))
