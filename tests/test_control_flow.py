@@ -204,3 +204,35 @@ def test_gradient_is_twice_the_forward_work_of_the_differentiated_nodes():
     assert r.node("mul").cost.vector_flops == 6 and r.node("add").cost.vector_flops == 6
     # y = t: only mul lies between the xs and y: 2*6 = 12
     assert analyzer.analyze(_gradient_model(["a", "b"], "t")).node("grad").cost.vector_flops == 12
+
+
+def _untyped_tanh_loop(i: int, x: str, out: str) -> "onnx.NodeProto":
+    # a Loop whose body declares its carried value with no shape (as many exporters write it)
+    body = h.make_graph(
+        [h.make_node("Identity", ["c_in"], ["c_out"]), h.make_node("Tanh", ["v_in"], ["v_out"])],
+        f"body{i}",
+        [h.make_tensor_value_info("it", TP.INT64, []), h.make_tensor_value_info("c_in", TP.BOOL, []),
+         h.make_tensor_value_info("v_in", TP.FLOAT, None)],
+        [h.make_tensor_value_info("c_out", TP.BOOL, []), h.make_tensor_value_info("v_out", TP.FLOAT, None)])
+    return h.make_node("Loop", ["M", "", x], [out], name=f"loop{i}", body=body)
+
+
+@pytest.mark.parametrize("n_loops, add_between", [(40, False), (6, True)])
+def test_a_chain_of_loops_with_untyped_bodies_resolves(n_loops, add_between):
+    # ONNX inference leaves every Loop output rank-less; each Loop's body types its output,
+    # which types the next Loop's body (directly, or through an Add that inference must redo)
+    nodes, prev = [], "x"
+    for i in range(n_loops):
+        nodes.append(_untyped_tanh_loop(i, prev, f"l{i}"))
+        prev = f"l{i}"
+        if add_between:
+            nodes.append(h.make_node("Add", [prev, prev], [f"a{i}"], name=f"add{i}"))
+            prev = f"a{i}"
+    g = h.make_graph(nodes, "chain", [h.make_tensor_value_info("x", TP.FLOAT, [4, 64])],
+                     [h.make_tensor_value_info(prev, TP.FLOAT, None)],
+                     [numpy_helper.from_array(np.array(3, np.int64), "M")])
+    r = analyzer.analyze(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]))
+    # per Loop: 3 trips x 256 tanh; per Add: 256 adds
+    assert r.totals.transcendentals == n_loops * 3 * 256
+    assert r.totals.vector_flops == (n_loops * 256 if add_between else 0)
+    assert r.node(f"loop{n_loops - 1}").out_specs[0].shape == (4, 64)

@@ -24,7 +24,7 @@ from ..ir import Graph, Node, TensorSpec
 from . import fold, functions, sequences
 from .onnx_read import (_DOMAIN, _OP, _collect_specs, _infer, _initializers, _read_nodes,
                         _topo_order)
-from .onnx_subgraphs import _attach_subgraphs, _control_outputs, _subgraph_protos
+from .onnx_subgraphs import _attach_subgraphs, _control_outputs, _subgraph_protos, _unsettled
 from .onnx_types import DTYPES
 
 # ----------------------------------------------------------------------------- loading
@@ -247,9 +247,14 @@ def _build(m: onnx.ModelProto, path: str, data: bytes | None = None, expanded: b
     )
     if any(n.attr_key is None for n in nodes):  # only control-flow nodes have graph attributes
         _attach_subgraphs(graph, _subgraph_protos(inferred.graph), cache)
-        again = _control_outputs(graph, inferred)
-        if again is not None:  # outer specs changed: bodies reading them are typed again
-            _attach_subgraphs(graph, _subgraph_protos(again.graph), cache)
+        # Loop/Scan outputs typed from their bodies resolve the nodes downstream, whose bodies
+        # are then typed again: one round per level of a chain of control-flow nodes (each
+        # round must resolve something), re-typing only the nodes not yet settled
+        while pending := _unsettled(graph):
+            inferred = _control_outputs(graph, inferred, cache)
+            if inferred is None:
+                break
+            _attach_subgraphs(graph, _subgraph_protos(inferred.graph), cache, only=pending)
     return graph
 
 

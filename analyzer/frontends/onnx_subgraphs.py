@@ -14,6 +14,7 @@ from ..ir import Graph, TensorSpec, unresolved
 from . import bodies, fold, sequences
 from .onnx_read import _collect_specs, _infer, _initializers, _read_nodes, _topo_order
 
+
 def _subgraph_protos(g: onnx.GraphProto) -> dict[str, dict[str, onnx.GraphProto]]:
     """Sub-graphs of the control-flow nodes of ``g`` (the shape-inferred copy, whose
     sub-graphs carry value_info), keyed by node output name (stable across copies)."""
@@ -25,9 +26,22 @@ def _subgraph_protos(g: onnx.GraphProto) -> dict[str, dict[str, onnx.GraphProto]
     return out
 
 
+def _key(n) -> str:
+    return n.outputs[0] if n.outputs else n.name
+
+
+def _unsettled(graph: Graph) -> set[str]:
+    """The control-flow nodes (keys of ``_subgraph_protos``) with an input or output that
+    has no resolved spec: typing their bodies again may still resolve something."""
+    get = graph.tensors.get
+    return {_key(n) for n in graph.nodes if n.subgraphs
+            and any(unresolved(get(x)) for x in (*n.inputs, *n.outputs) if x)}
+
+
 def _attach_subgraphs(graph: Graph, protos: dict[str, dict[str, onnx.GraphProto]], cache,
-                      scope=None) -> None:
-    """Give every control-flow node its sub-graphs as ``Graph``s that see the outer scope.
+                      scope=None, only: set[str] | None = None) -> None:
+    """Give every control-flow node (of ``only``, when given) its sub-graphs as ``Graph``s
+    that see the outer scope.
 
     ``scope``: every name the sub-graphs may read from outside (default: the graph's tensors,
     inputs and node outputs; a sequence or optional has no spec but is visible all the same).
@@ -35,18 +49,26 @@ def _attach_subgraphs(graph: Graph, protos: dict[str, dict[str, onnx.GraphProto]
     if not protos:
         return
     if scope is None:
-        scope = set(graph.tensors.keys()) | set(graph.inputs) | {
-            o for n in graph.nodes for o in n.outputs if o}
+        scope = _scope(graph)
     for i, n in enumerate(graph.nodes):
-        key = n.outputs[0] if n.outputs else n.name
+        key = _key(n)
         subs = protos.get(key)
-        if not subs:
-            continue
-        implied = bodies.implied_inputs(n, graph)
-        built = {attr: _sub_graph(sg, graph, cache, f"{n.name}/{attr}", scope, n,
-                                  implied if attr == "body" else None)
-                 for attr, sg in subs.items()}
-        graph.nodes[i] = n._replace(subgraphs=built)
+        if subs and (only is None or key in only):
+            _attach_one(graph, i, subs, cache, scope)
+
+
+def _scope(graph: Graph) -> set[str]:
+    return set(graph.tensors.keys()) | set(graph.inputs) | {
+        o for n in graph.nodes for o in n.outputs if o}
+
+
+def _attach_one(graph: Graph, i: int, subs: dict[str, onnx.GraphProto], cache, scope) -> None:
+    n = graph.nodes[i]
+    implied = bodies.implied_inputs(n, graph)
+    built = {attr: _sub_graph(sg, graph, cache, f"{n.name}/{attr}", scope, n,
+                              implied if attr == "body" else None)
+             for attr, sg in subs.items()}
+    graph.nodes[i] = n._replace(subgraphs=built)
 
 
 def _sub_graph(sg: onnx.GraphProto, outer: Graph, cache, where: str, scope=None, node=None,
@@ -77,16 +99,24 @@ def _sub_graph(sg: onnx.GraphProto, outer: Graph, cache, where: str, scope=None,
     return graph
 
 
-def _control_outputs(graph: Graph, inferred: onnx.ModelProto):
+def _control_outputs(graph: Graph, inferred: onnx.ModelProto, cache):
     """Outputs of Loop/Scan nodes that outer inference left unresolved (it typed the body
-    less well than ``_typed_body`` did) get the specs their body implies; when any did, the
-    outer graph is inferred once more with them, so the nodes downstream resolve too.
+    less well than ``_typed_body`` did) get the specs their body implies, in topological
+    order: a control node fed directly by one resolved earlier in the pass has its bodies
+    typed again first, so a chain of them resolves in one pass.  When anything changed, the
+    outer graph is inferred once more, so the plain nodes downstream resolve too.
     Returns that inferred model, or None when nothing changed."""
     specs = graph.tensors
     hints: dict[str, TensorSpec] = {}
-    for n in graph.nodes:
+    protos = scope = None
+    for i, n in enumerate(graph.nodes):
         if not n.subgraphs:
             continue
+        if hints and any(x in hints for x in n.inputs):
+            if protos is None:
+                protos, scope = _subgraph_protos(inferred.graph), _scope(graph)
+            _attach_one(graph, i, protos[_key(n)], cache, scope)
+            n = graph.nodes[i]
         for o, s in zip(n.outputs, bodies.implied_outputs(n, graph) or ()):
             old = specs.get(o)
             if o and s is not None and old is not None and old.unknowns > s.unknowns:
