@@ -32,22 +32,28 @@ def _parse_inputs(values: tuple[str, ...]) -> dict[str, str]:
 
 
 def _parse_dims(values: tuple[str, ...]) -> dict[str, list[int]]:
-    """--dim NAME=V or NAME=V1,V2,... (a sweep) -> {NAME: [values]}."""
+    """--dim NAME=V or NAME=V1,V2,... (a sweep) -> {NAME: [values]}; one option may bind
+    several dims: --dim batch=1,seq=16 (an item with '=' starts the next dim)."""
     out: dict[str, list[int]] = {}
     for v in values:
-        name, eq, val = v.partition("=")
-        if not eq or not name or not val:
-            raise InputSpecError(f"--dim '{v}': expected NAME=VALUE or NAME=V1,V2,..., e.g. --dim batch=8")
-        nums = []
-        for part in val.split(","):
+        name = None
+        for part in v.split(","):
+            if "=" in part:
+                name, _, part = part.partition("=")
+                if not name or name in out:
+                    raise InputSpecError(
+                        f"--dim '{v}': " + (f"'{name}' is given twice" if name else
+                                            "expected NAME=VALUE or NAME=V1,V2,..., e.g. --dim batch=8"))
+                out[name] = []
+            if name is None or not part:
+                raise InputSpecError(f"--dim '{v}': expected NAME=VALUE or NAME=V1,V2,..., e.g. --dim batch=8")
             try:
                 n = int(part)
             except ValueError:
                 raise InputSpecError(f"--dim '{v}': '{part}' is not an integer") from None
             if n < 0:
                 raise InputSpecError(f"--dim '{v}': dims cannot be negative")
-            nums.append(n)
-        out[name] = nums
+            out[name].append(n)
     return out
 
 
@@ -104,8 +110,8 @@ def main():
 @click.option("--input", "inputs", multiple=True, metavar="NAME=DIMS",
               help="Set an input's shape, e.g. --input x=1x3x224x224 (repeatable).")
 @click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE[,VALUE...]",
-              help="Bind a symbolic dim, e.g. --dim batch=8 (repeatable); several values "
-                   "(--dim seq=128,512,2048) sweep them and print one row per value.")
+              help="Bind a symbolic dim, e.g. --dim batch=8 (repeatable, or --dim batch=1,seq=16); "
+                   "several values (--dim seq=128,512,2048) sweep them and print one row per value.")
 @click.option("--precision", type=click.Choice(PRECISIONS), default=None,
               help="Deploy precision for predictions (overrides the model's float dtypes).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,

@@ -191,6 +191,31 @@ def test_dim_batch_scales_mac_flops(run_cli):
     assert b8["model"]["inputs"]["x"] == [8, 784]
 
 
+@pytest.mark.parametrize("args, expected", [
+    (("batch=8",), {"batch": [8]}),
+    (("seq=128,512,2048",), {"seq": [128, 512, 2048]}),
+    (("batch=1,seq=16",), {"batch": [1], "seq": [16]}),          # several dims in one option
+    (("batch=1,2,seq=16", "heads=4"), {"batch": [1, 2], "seq": [16], "heads": [4]}),
+])
+def test_dim_option_forms(args, expected):
+    from cli.main import _parse_dims
+
+    assert _parse_dims(args) == expected
+
+
+@pytest.mark.parametrize("arg, message", [
+    ("batch", "expected NAME=VALUE"), ("=4", "expected NAME=VALUE"), ("batch=x", "'x' is not an integer"),
+    ("batch=-1", "cannot be negative"), ("batch=1,batch=2", "'batch' is given twice"),
+    ("4,batch=2", "expected NAME=VALUE"),
+])
+def test_dim_option_errors_say_what_is_wrong(arg, message):
+    from analyzer.errors import InputSpecError
+    from cli.main import _parse_dims
+
+    with pytest.raises(InputSpecError, match=message):
+        _parse_dims((arg,))
+
+
 def test_input_sets_the_shape(run_cli):
     d = _json(run_cli, SAMPLES / "dynamic_batch.onnx", "--input", "x=4x784")
     assert d["totals"]["mac_flops"] == 4 * 469504  # = 1878016

@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 import analyzer
 from analyzer.cost import COUNT_FIELDS, Cost
@@ -429,6 +429,46 @@ def test_require_full_coverage():
     analyze(one_node("Relu", (3,))).require_full_coverage()  # fully costed: no error
 
 
+# ----------------------------------------------------------------------------- fold <-> infer rounds
+
+def _refold_model():
+    h, T, nh = helper, TensorProto, numpy_helper
+    nodes = [
+     h.make_node("Shape", ["x"], ["sh"]),
+     h.make_node("Gather", ["sh", "zero"], ["b"], axis=0),
+     h.make_node("Unsqueeze", ["b", "ax0"], ["bu"]),
+     h.make_node("Concat", ["bu", "m1"], ["s"], axis=0),
+     h.make_node("Equal", ["s", "m1b"], ["eq"]),
+     h.make_node("Where", ["eq", "ones", "s"], ["shp"]),
+     h.make_node("Expand", ["W", "shp"], ["e"]),           # [batch, 32] once shp is known
+     h.make_node("Shape", ["e"], ["esh"]),
+     h.make_node("Gather", ["esh", "zero"], ["n"], axis=0),
+     h.make_node("Range", ["zero", "n", "one"], ["pos"]),  # [batch] once Shape(e) folds
+     h.make_node("Gather", ["P", "pos"], ["pe"]),          # [batch, 32]
+     h.make_node("Add", ["x", "pe"], ["y"]),
+    ]
+    inits = [nh.from_array(np.array(0, np.int64), "zero"), nh.from_array(np.array(1, np.int64), "one"),
+             nh.from_array(np.array([0], np.int64), "ax0"), nh.from_array(np.array([-1], np.int64), "m1"),
+             nh.from_array(np.array([-1, -1], np.int64), "m1b"), nh.from_array(np.array([1, 1], np.int64), "ones"),
+             nh.from_array(np.zeros((1, 32), np.float32), "W"), nh.from_array(np.zeros((100, 32), np.float32), "P")]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, ["batch", 32])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
+def test_shapes_that_resolve_after_reinference_fold_in_a_second_round():
+    # transformers' BERT embeddings: an Expand whose target comes through Equal/Where is only
+    # known after folding; the Shape of its output, a Range over it and the Gather that reads the
+    # Range all resolve in a second fold -> infer round (one round left the Add unbound)
+    r = analyze(_refold_model(), dims={"batch": 5})
+    assert r.node("Range_9").status == "folded" and r.node("Range_9").out_specs[0].shape == (5,)
+    assert r.node("Gather_10").out_specs[0].shape == (5, 32)
+    add = r.node("Add_11").cost
+    assert add.vector_flops == 5 * 32 == 160
+    assert add.weight_bytes == 4 * 160 and add.activation_bytes_read == 4 * 160  # pe (folded) + x
+    assert r.totals.params == 100 * 32  # the position table P, gathered ahead of time, once
+
+
 # ----------------------------------------------------------------------------- invariants
 
 
@@ -453,3 +493,18 @@ def test_log_softmax_opset_11_rows():
     c = cost_of("LogSoftmax", (2, 3, 4), opset=11)
     assert c.vector_flops == 4 * 24  # 96
     assert c.transcendentals == 24 + 2  # 24 exp + 2 row logs = 26 (currently 24 + 6 = 30)
+
+
+def test_bound_dims_reach_the_files_own_value_info():
+    # onnxruntime's optimizer writes value_info for the contrib ops it fuses, with the export's
+    # symbols; --dim batch=2 must mean 2 there too (it did only for graph inputs)
+    ms = "com.microsoft"
+    nodes = [helper.make_node("SkipLayerNormalization", ["x", "skip", "gamma"], ["y"], name="sln",
+                              domain=ms, epsilon=1e-5),
+             helper.make_node("Relu", ["y"], ["z"], name="relu")]
+    m = graph(nodes, {"x": ("batch", 4, 8), "skip": ("batch", 4, 8)}, ["z"], {"gamma": weight(8)},
+              value_info=[helper.make_tensor_value_info("y", F32, ["batch", 4, 8])],
+              domains={ms: 1})
+    r = analyze(m, dims={"batch": 2})
+    assert r.node("sln").out_specs[0].shape == (2, 4, 8)
+    assert r.node("relu").cost.vector_flops == 2 * 4 * 8  # 64

@@ -212,12 +212,16 @@ def fold_graph(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=
             continue
         if op in ("Shape", "Size"):
             s = lookup.get(n.inputs[0])
-            if s is None or not s.is_static:
+            if s is not None and s.is_static:
+                shape = s.shape
+            elif n.inputs[0] in values:  # folded earlier in this pass: its value has the shape
+                shape = values[n.inputs[0]].shape
+            else:
                 continue
             if op == "Size":
-                v = np.asarray(s.numel(), dtype=np.int64)
+                v = np.asarray(prod(shape), dtype=np.int64)
             else:
-                v = np.asarray(s.shape, dtype=np.int64)[n.attrs.get("start", 0):n.attrs.get("end", None)]
+                v = np.asarray(shape, dtype=np.int64)[n.attrs.get("start", 0):n.attrs.get("end", None)]
             values[out0] = v
             constants.add(out0)
             folded.add(n.name)

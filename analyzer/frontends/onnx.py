@@ -27,6 +27,8 @@ from .onnx_read import (_DOMAIN, _OP, _collect_specs, _infer, _initializers, _re
 from .onnx_subgraphs import _attach_subgraphs, _control_outputs, _subgraph_protos, _unsettled
 from .onnx_types import DTYPES
 
+_FOLD_ROUNDS = 4  # fold -> infer rounds; each must fold something new to go on
+
 # ----------------------------------------------------------------------------- loading
 
 def read_model(model: Any) -> tuple[onnx.ModelProto, str, bytes | None]:
@@ -160,7 +162,23 @@ def bind_inputs(m: onnx.ModelProto, inputs: Mapping[str, Any] | None,
                     v = dims[d.dim_param]
                     bound[d.dim_param] = v
                     d.dim_value = v
+    if bound:  # a bound symbol means that value everywhere: in the file's own value_info too
+        _bind_declared(g, bound)  # (an exporter's declarations of ops inference cannot type)
     return bound
+
+
+def _bind_declared(g: onnx.GraphProto, bound: Mapping[str, int]) -> None:
+    for vi in (*g.value_info, *g.output):
+        for d in vi.type.tensor_type.shape.dim:
+            if d.dim_param in bound:
+                d.dim_value = bound[d.dim_param]
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                _bind_declared(a.g, bound)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for sg in a.graphs:
+                    _bind_declared(sg, bound)
 
 
 def load(model: Any, *, inputs: Mapping[str, Any] | None = None,
@@ -205,30 +223,28 @@ def _build(m: onnx.ModelProto, path: str, data: bytes | None = None, expanded: b
     specs = _collect_specs(inferred.graph)
     specs.update(init_specs)
     _contrib_shapes(inferred, nodes, specs, ops)
-    constants, values, folded, sources = fold.fold_graph(candidates, specs, (set(init_names), init_values))
-
-    # Folding may have computed values (Reshape targets, Expand shapes) that inference
-    # could not see; give them to inference as initializers and infer once more.
-    unknown = {id(v) for v in {id(v): v for v in specs.values()}.values() if v.unresolved}
-    missing = bool(defined.difference(specs.keys()))  # a node output with no spec at all
-    if (missing or unknown) and any(o and (o not in specs or id(specs[o]) in unknown)
-                                    for n in nodes if n.name not in folded for o in n.outputs):
-        extra = [numpy_helper.from_array(v, name=k) for k, v in values.items() if k not in init_names]
-        if extra:
-            m2 = onnx.ModelProto()
-            m2.CopyFrom(m)
-            # drop only folded nodes whose outputs all became initializers; a folded node
-            # without a known value (a Gather from a weight table) must still produce its output
-            gone = {n.name for n in nodes if n.name in folded and all(o in values for o in n.outputs if o)}
-            keep = [p for p, n in zip(m2.graph.node, file_nodes) if n.name not in gone]
-            del m2.graph.node[:]
-            m2.graph.node.extend(keep)
-            m2.graph.initializer.extend(extra)
-            inferred = _infer(m2)
-            for k, s in _collect_specs(inferred.graph).items():
-                old = specs.get(k)
-                if old is None or old.unknowns > s.unknowns:
-                    specs[k] = s
+    # Folding may compute values (Reshape targets, Expand shapes, Range limits) that inference
+    # could not see: give them to inference as initializers and infer again; the specs that
+    # resolves may let more fold (a Shape of a now-static tensor), so repeat while it helps.
+    n_values = -1
+    for _ in range(_FOLD_ROUNDS):
+        constants, values, folded, sources = fold.fold_graph(
+            candidates, specs, (set(init_names), dict(init_values)))
+        if len(values) == n_values or not _open_specs(nodes, folded, specs, defined):
+            break
+        n_values = len(values)
+        better = _infer_with_values(m, file_nodes, nodes, folded, values, init_names)
+        if better is None:
+            break
+        inferred, better_specs = better
+        improved = False
+        for k, s in better_specs.items():
+            old = specs.get(k)
+            if old is None or old.unknowns > s.unknowns:
+                specs[k] = s
+                improved = True
+        if not improved:
+            break
 
     # after re-inference: adds SequenceLength values
     seqs = {} if sequences.OPS.isdisjoint(ops) else sequences.follow(nodes, specs, values)
@@ -256,6 +272,35 @@ def _build(m: onnx.ModelProto, path: str, data: bytes | None = None, expanded: b
                 break
             _attach_subgraphs(graph, _subgraph_protos(inferred.graph), cache, only=pending)
     return graph
+
+
+def _open_specs(nodes, folded, specs, defined) -> bool:
+    """Whether a node that runs reads or writes a tensor with no spec or an unresolved one
+    (a folded constant without a value, a Gather from a weight table, counts as read)."""
+    unknown = {id(v) for v in {id(v): v for v in specs.values()}.values() if v.unresolved}
+    missing = bool(defined.difference(specs.keys()))  # a node output with no spec at all
+    return bool(missing or unknown) and any(
+        x and (x not in specs or id(specs[x]) in unknown)
+        for n in nodes if n.name not in folded for x in (*n.inputs, *n.outputs))
+
+
+def _infer_with_values(m, file_nodes, nodes, folded, values, init_names):
+    """ONNX inference over a copy of ``m`` whose folded values are initializers: (the
+    inferred model, its specs), or None when folding found no value to give."""
+    extra = [numpy_helper.from_array(v, name=k) for k, v in values.items() if k not in init_names]
+    if not extra:
+        return None
+    m2 = onnx.ModelProto()
+    m2.CopyFrom(m)
+    # drop only folded nodes whose outputs all became initializers; a folded node without a
+    # known value (a Gather from a weight table) must still produce its output
+    gone = {n.name for n in nodes if n.name in folded and all(o in values for o in n.outputs if o)}
+    keep = [p for p, n in zip(m2.graph.node, file_nodes) if n.name not in gone]
+    del m2.graph.node[:]
+    m2.graph.node.extend(keep)
+    m2.graph.initializer.extend(extra)
+    inferred = _infer(m2)
+    return inferred, _collect_specs(inferred.graph)
 
 
 def _contrib_shapes(inferred: onnx.ModelProto, nodes: list[Node], specs: dict, ops: set[str]) -> None:
