@@ -89,6 +89,21 @@ def test_embed_layer_normalization_reads_gathered_rows():
     assert nc.cost.params == 800 + 128 + 16 + 8 + 8  # 960
 
 
+def test_qembed_layer_normalization_dequantizes_what_it_gathers():
+    u8 = lambda *shape: weight(*shape).astype(np.uint8)  # noqa: E731
+    f32s, u8s = np.array(0.1, np.float32), np.array(3, np.uint8)
+    ins = [((2, 4), I32), ((2, 4), I32), u8(100, 8), u8(16, 8), u8(2, 8), u8(8), u8(8), ((2, 4), I32),
+           f32s, f32s, f32s, f32s, f32s, u8s, u8s, u8s, u8s, u8s]
+    nc = typed("QEmbedLayerNormalization", ins, [(2, 4, 8), ((2,), I32)])
+    # EmbedLayerNormalization's 616 (see above) + dequantize (q - zp) * scale: 2 per gathered value
+    # of 3 tables (3 * 64) and per gamma/beta element (2 * 8): 616 + 2 * (192 + 16) = 1032
+    assert ops(nc) == (0, 1032, 8)
+    # uint8 rows: word 64, position min(128, 64), segment min(16, 64); gamma, beta 8 each;
+    # 5 float scales (20 B) and 5 uint8 zero points
+    assert nc.cost.weight_bytes == 64 + 64 + 16 + 8 + 8 + 20 + 5
+    assert nc.cost.params == 800 + 128 + 16 + 8 + 8 + 10  # 970
+
+
 def test_group_norm_with_silu():
     # x [2,4,4,6] NHWC, 3 groups: n = 192, groups N*G = 6; + SiLU 3*192, 192 exp
     nc = typed("GroupNorm", [(2, 4, 4, 6), weight(6), weight(6)], [(2, 4, 4, 6)], groups=3, activation=1)

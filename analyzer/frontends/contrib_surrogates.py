@@ -68,6 +68,15 @@ def _embed_layer_norm(e: _Emit):
     return [t, I32, t]
 
 
+def _qembed_layer_norm(e: _Emit):
+    # QEmbedLayerNormalization: the same shapes; the output takes the dtype of the scales
+    # (input 8, word_embedding_scale), the mask index is int32; no embedding-sum output
+    ids, word = e.inp(0), e.inp(2)
+    e.fill(e.out(0), e.dims(ids), e.dim(word, 1))
+    e.fill(e.out(1), e.dim(ids, 0))
+    return [_dt(e, 8), I32]
+
+
 def _bias_split_gelu(e: _Emit):
     x, bias = e.inp(0), e.inp(1)
     e.fill(e.out(0), e.dims(x, 0, -1), e.div(e.dim(bias, 0), 2))
@@ -274,7 +283,7 @@ SURROGATES: dict[str, Callable] = {
     "BiasSplitGelu": _bias_split_gelu,
     "SkipLayerNormalization": _skip_ln, "SkipSimplifiedLayerNormalization": _skip_ln,
     "SimplifiedLayerNormalization": _simplified_ln, "SkipGroupNorm": _skip_group_norm,
-    "EmbedLayerNormalization": _embed_layer_norm,
+    "EmbedLayerNormalization": _embed_layer_norm, "QEmbedLayerNormalization": _qembed_layer_norm,
     "RotaryEmbedding": _identity, "MRotaryEmbedding": _identity,
     # matmul / gemm / conv
     "FusedMatMul": _fused_matmul, "TransposeMatMul": _fused_matmul, "FusedMatMulActivation": _fused_matmul,

@@ -170,6 +170,18 @@ def embed_layer_norm(ins, outs, **_):
     return _with_reads(_add(Work(vector_flops=vec), _meanvar(n, tokens, True)), reads)
 
 
+@register("QEmbedLayerNormalization", domain=MS)
+def qembed_layer_norm(ins, outs, **_):
+    # EmbedLayerNormalization over 8-bit tables (inputs 0-7 as there; 8-17 scales and zero
+    # points): each gathered value and gamma/beta element is dequantized first, (q - zp) * scale
+    w = embed_layer_norm(ins[:8], outs)
+    hidden = ins[2].dim(-1)
+    n = ins[0].numel() * hidden
+    tables = 3 if _present(ins, 4) else 2
+    return Work(vector_flops=w.vector_flops + 2 * (n * tables + 2 * hidden),
+                transcendentals=w.transcendentals, reads=w.reads)
+
+
 def _with_reads(w: Work, reads) -> Work:
     return Work(mac_flops=w.mac_flops, vector_flops=w.vector_flops, transcendentals=w.transcendentals,
                 reads=reads, mac_dtype=w.mac_dtype, note=w.note)

@@ -78,8 +78,12 @@ import numpy as np
 import onnx
 import onnxruntime
 import torch
-import torchvision
 import transformers
+
+try:
+    import torchvision
+except ImportError:  # export_fused.py imports this module's helpers without torchvision
+    torchvision = None
 from onnx import external_data_helper
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -572,7 +576,7 @@ def versions() -> dict:
     return {
         "python": platform.python_version(),
         "torch": torch.__version__,
-        "torchvision": torchvision.__version__,
+        "torchvision": getattr(torchvision, "__version__", None),
         "transformers": transformers.__version__,
         "onnx": onnx.__version__,
         "onnxruntime": onnxruntime.__version__,
