@@ -112,3 +112,22 @@ def test_dynamic_quantization_analyses():
     assert r.totals.mac_flops == TORCH_MAC_FLOPS
     e = REF["bert_fused_qdyn.onnx"]
     assert r.totals.params == e["onnx_initializer_numel"] == 168346
+
+
+@pytest.mark.parametrize("batch, seq", [(1, 16), (2, 32)])
+def test_the_dynamic_unfused_export_binds_its_dims(batch, seq):
+    # transformers' default export (no token_type_ids, dynamic 'batch'/'seq'): the embeddings
+    # build an Expand target through Equal/Where and the mask a Range over a Shape that only a
+    # second fold -> infer round resolves. mac_flops: L * 2 * (4*BS*D*D + 2*BS*D*F + 2*B*S*S*D)
+    r = analyzer.analyze(os.path.join(HERE, "bert_dynamic.onnx"), dims={"batch": batch, "seq": seq})
+    bs, d, f = batch * seq, 64, 256
+    assert r.totals.mac_flops == 2 * 2 * (4 * bs * d * d + 2 * bs * d * f + 2 * batch * seq * seq * d)
+    if (batch, seq) == (1, 16):
+        assert r.totals.mac_flops == TORCH_MAC_FLOPS  # FlopCounterMode of the eager model
+    assert r.coverage.uncosted == ()
+    # the export's initializers are exactly the torch parameters; the 10 float scalars of its
+    # Constant nodes (GELU's 0.5 and 1/sqrt(2), the attention scale, ...) count as params too
+    e = REF["bert_dynamic.onnx"]
+    assert e["onnx_initializer_numel"] == TORCH_PARAMS
+    assert e["onnx_constant_node_numel"]["float"] == 10
+    assert r.totals.params == TORCH_PARAMS + 10 == 168330

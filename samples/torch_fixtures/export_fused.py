@@ -358,6 +358,18 @@ def main(argv=None) -> int:
                                         "identity_aliased_initializers", "op_type_counts")},
         }
 
+        # The same model as transformers users export it (no token_type_ids input), dynamic
+        # axes, not optimized: opcost must bind --dim batch=1,seq=16 through its shape chains
+        plain = tmp / "bert_dynamic.full.onnx"
+        export(model, True, use_cache_kw, True, plain, token_types=False)
+        pm = onnx.load(str(plain))
+        e = {**src, "kind": "unfused export with dynamic axes 'batch', 'seq' (no token_type_ids)",
+             "inputs": [i for i in src["inputs"] if i["name"] != "token_type_ids"]}
+        e.pop("unfused_export", None)
+        e.update(base.onnx_graph_stats(pm))
+        e.update(base.save_fixture(pm, out_dir, "bert_dynamic"))
+        fixtures["bert_dynamic.onnx"] = e
+
         fm, stats, _ = optimize(fp32, "bert", 4, 64)
         # Fusion needs the dynamic export (see the docstring); once fused, the symbolic dims are
         # fixed to the example's values with onnxruntime's own tool (onnxruntime.tools.
