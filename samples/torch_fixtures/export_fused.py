@@ -48,6 +48,9 @@ symbolic dims "batch" and "seq" are fixed to 1 and 16 with onnxruntime's make_di
 * bert_fused_qdq.onnx: quantize_static(QuantFormat.QDQ, S8/S8) with 4 random batches.
 * bert_fused_qop.onnx: quantize_static(QuantFormat.QOperator, U8 activations / S8 weights).
 * bert_fused_qdyn.onnx: quantize_dynamic (S8 weights): QAttention + MatMulInteger.
+* bert_dynamic.onnx: the same model exported the way transformers users do (input_ids and
+  attention_mask only, dynamic "batch"/"seq"), not optimized and not fixed: the analyzer must
+  bind --dim through the embeddings' Expand/Where and the mask's Range shape chains.
 Each is saved like export.py does: initializers above 1 KB external, the .data file deleted.
 """
 
