@@ -45,6 +45,11 @@ class Work(NamedTuple):
     # input index -> parameter elements, where the tensor's element count is not the
     # parameter count (packed 4-bit weights stored as uint8 blobs)
     params: Mapping[int, int] | None = None
+    # weights the op holds in its attributes rather than in input tensors (ai.onnx.ml
+    # coefficients, support vectors, tree thresholds): (parameter elements, ((dtype, bytes
+    # read per run), ...)); the engine adds them to params (every node: no two share them)
+    # and to weight_bytes
+    held: tuple[int, tuple[tuple[str, int], ...]] | None = None
 
 
 COUNT_FIELDS = (

@@ -167,6 +167,9 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                                    _opset=opsets.get(node.domain, 0) or _DEFAULT_OPSET, **node.attrs)
                     shape_inputs, io, status = rule.shape_inputs, rule.io, COSTED
                 cost, by_dtype = _bytes(node, ins, outs, work, shape_inputs, io, constants)
+                held_params = 0
+                if work.held is not None:
+                    held_params, cost, by_dtype = _held(work.held, cost, by_dtype)
                 # the constant data inputs (same for every node of this memo key)
                 cidx = tuple(i for i, x in enumerate(node.inputs)
                              if x and i not in shape_inputs and x in constants)
@@ -177,11 +180,12 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                     cost = cost.scaled(times)
                     by_dtype = tuple((d, b * times) for d, b in by_dtype)
                 mac_dtype = work.mac_dtype or (ins[0].dtype if work.mac_flops and ins and ins[0] else None)
-                hit = (work.params, status, cidx, cost, by_dtype, note, mac_dtype)
+                hit = (work.params, status, cidx, cost, by_dtype, note, mac_dtype, held_params)
                 if key is not None:
                     memo[key] = hit
-            pover, status, cidx, cost, by_dtype, note, mac_dtype = hit
-            params = _params(node, ins, cidx, counted, pover, graph) if cidx else 0
+            pover, status, cidx, cost, by_dtype, note, mac_dtype, params = hit
+            if cidx:
+                params += _params(node, ins, cidx, counted, pover, graph)
         except AnalyzerError as e:
             if isinstance(e, _Located):
                 raise
@@ -193,6 +197,16 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
             cost = Cost(params, *cost[1:])  # params are never multiplied by loop trips
         out.append(NodeCost(name, node.op, node.domain, status, cost, ins, outs, mac_dtype, note,
                             by_dtype))
+
+
+def _held(held, cost: Cost, by_dtype):
+    """A rule's attribute-held weights added to its node's cost: (params, cost, by_dtype)."""
+    params, reads = held
+    merged = dict(by_dtype)
+    for dt, nbytes in reads:
+        merged[dt] = merged.get(dt, 0) + nbytes
+    extra = sum(b for _, b in reads)
+    return params, cost._replace(weight_bytes=cost.weight_bytes + extra), tuple(merged.items())
 
 
 def _params(node: Node, ins, cidx: tuple[int, ...], counted: set[str], override,

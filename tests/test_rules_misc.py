@@ -417,11 +417,14 @@ def f32(*shape):
 
 def test_ml_per_element_ops():
     assert _ml("Binarizer", (3, 4), {"y": f32(3, 4)}).cost.vector_flops == 12
-    assert _ml("Scaler", (3, 4), {"y": f32(3, 4)}, offset=[0.0] * 4, scale=[1.0] * 4).cost.vector_flops == 24
+    scaler = _ml("Scaler", (3, 4), {"y": f32(3, 4)}, offset=[0.0] * 4, scale=[1.0] * 4).cost
+    assert (scaler.vector_flops, scaler.params, scaler.weight_bytes) == (24, 8, 32)
     imputer = _ml("Imputer", (3, 4), {"y": f32(3, 4)}, imputed_value_floats=[0.0], replaced_value_float=0.0)
     assert imputer.cost.vector_flops == 24
-    assert _ml("LabelEncoder", ((3,), I64), {"y": ((3,), I64)}, opset=2, keys_int64s=[1, 2],
-               values_int64s=[3, 4]).cost.vector_flops == 3
+    assert (imputer.cost.params, imputer.cost.weight_bytes) == (1, 4)  # replaced_value is a setting
+    enc = _ml("LabelEncoder", ((3,), I64), {"y": ((3,), I64)}, opset=2, keys_int64s=[1, 2], values_int64s=[3, 4])
+    # a lookup table: 2 keys + 2 values are params; a run reads only the entries it hits
+    assert (enc.cost.vector_flops, enc.cost.params, enc.cost.weight_bytes) == (3, 4, 0)
 
 
 def test_ml_normalizer():
@@ -435,12 +438,14 @@ def test_ml_linear_classifier():
              classlabels_ints=[0, 1], post_transform="SOFTMAX")
     # 2*4*2*3 = 48 mac; intercepts 8 + softmax 4*8 + argmax 1 per row 4 = 44; 8 exps
     assert ops(nc.cost) == (48, 44, 8)
-    assert nc.cost.params == 0  # weights live in attributes
+    # the weights live in attributes: 6 coefficients + 2 intercepts, read whole (8 floats)
+    assert (nc.cost.params, nc.cost.weight_bytes) == (8, 32)
 
 
 def test_ml_linear_regressor():
     nc = _ml("LinearRegressor", (4, 3), {"y": f32(4, 1)}, coefficients=[0.1] * 3, intercepts=[0.0])
     assert ops(nc.cost) == (2 * 4 * 3, 4, 0)
+    assert (nc.cost.params, nc.cost.weight_bytes) == (3 + 1, 4 * 4)
 
 
 def test_ml_svm_classifier_rbf():
@@ -450,6 +455,8 @@ def test_ml_svm_classifier_rbf():
              coefficients=[1.0] * 4, rho=[0.0])
     # 8 kernel values: 3*3 + 1 each = 80, 8 exps; decision 2*2*1*4 = 16 mac; rho + vote 2*1*2 = 4, argmax 2
     assert ops(nc.cost) == (16, 86, 8)
+    # 12 support-vector values + 4 dual coefficients + 1 rho (kernel_params are settings)
+    assert (nc.cost.params, nc.cost.weight_bytes) == (17, 17 * 4)
 
 
 def test_ml_tree_ensemble_regressor_depth_from_attributes():
@@ -461,6 +468,10 @@ def test_ml_tree_ensemble_regressor_depth_from_attributes():
               target_nodeids=[2, 3, 4, 1, 2], target_ids=[0] * 5, target_weights=[1.0] * 5, n_targets=1)
     nc = _ml("TreeEnsembleRegressor", (5, 3), {"y": f32(5, 1)}, **kw)
     assert nc.cost.vector_flops == 5 * (2 + 1 + 2 * 1 + 1)  # per sample: 3 compares, 2 leaf adds, base: 30
+    # 3 branch thresholds (leaves' nodes_values are placeholders) + 5 leaf weights; a traversal
+    # reads only its path: no bytes for them
+    assert (nc.cost.params, nc.cost.weight_bytes) == (3 + 5, 0)
+    assert "path" in nc.note
 
 
 def test_ml_zip_map_writes_its_maps():
@@ -486,7 +497,8 @@ def test_sequence_insert_and_erase():
 
 
 def test_ml_one_hot_encoder_and_array_feature_extractor():
-    assert _ml("OneHotEncoder", ((3,), I64), {"y": f32(3, 4)}, cats_int64s=[1, 2, 3, 4]).cost.vector_flops == 12
+    ohe = _ml("OneHotEncoder", ((3,), I64), {"y": f32(3, 4)}, cats_int64s=[1, 2, 3, 4]).cost
+    assert (ohe.vector_flops, ohe.params) == (12, 4)
     node = helper.make_node("ArrayFeatureExtractor", ["x", "i"], ["y"], name="n", domain=ML)
     m = graph([node], {"x": (3, 10)}, {"y": f32(3, 2)}, {"i": ints(0, 4)}, domains={ML: 1})
     c = analyze(m).node("n").cost
@@ -497,6 +509,7 @@ def test_ml_one_hot_encoder_and_array_feature_extractor():
 def test_ml_linear_svm_regressor():
     nc = _ml("SVMRegressor", (4, 3), {"y": f32(4, 1)}, coefficients=[0.1] * 3, n_supports=0, rho=[0.0])
     assert ops(nc.cost) == (2 * 4 * 3, 4, 0)  # a linear model: 24 mac + 4 rho adds
+    assert nc.cost.params == 3 + 1  # coefficients + rho
 
 
 def test_ml_tree_ensemble_classifier():
@@ -509,6 +522,7 @@ def test_ml_tree_ensemble_classifier():
     nc = _ml("TreeEnsembleClassifier", (5, 3), {"label": ((5,), I64), "scores": f32(5, 2)}, **kw)
     # per sample: 3 compares + 2 trees * 2 classes + 2 base values + 1 argmax = 10
     assert nc.cost.vector_flops == 50
+    assert nc.cost.params == 3 + 5  # branch thresholds + class weights
 
 
 def test_ml_tree_ensemble_v5_tensor_attributes():
@@ -521,11 +535,13 @@ def test_ml_tree_ensemble_v5_tensor_attributes():
               leaf_weights=t("w", TensorProto.FLOAT, [3], [1.0, 2.0, 3.0]))
     nc = _ml("TreeEnsemble", (4, 2), {"y": f32(4, 1)}, opset=5, **kw)
     assert nc.cost.vector_flops == 4 * (2 + 1 + 1)  # depth 2 + a leaf add + the base value: 16
+    assert nc.cost.params == 2 + 3  # two split values + three leaf weights
 
 
 def test_ml_category_mapper_and_feature_vectorizer():
     cm = _ml("CategoryMapper", ((3,), STR), {"y": ((3,), I64)}, cats_strings=["a", "b"], cats_int64s=[1, 2])
     assert cm.cost.vector_flops == 3  # one lookup per string
+    assert cm.cost.params == 4  # the two category lists
     node = helper.make_node("FeatureVectorizer", ["a", "b"], ["y"], name="n", domain=ML, inputdimensions=[3, 2])
     m = graph([node], {"a": (2, 3), "b": (2, 2)}, {"y": f32(2, 5)}, domains={ML: 1})
     c = analyze(m).node("n").cost

@@ -1,8 +1,14 @@
 """ai.onnx.ml: classical-ML operators, counted as simple documented vector work.
 
-Their weights live in attributes (coefficients, support vectors, tree nodes), not in tensors, so
-they are not params and their bytes are not in weight_bytes; the arithmetic is counted from the
-attributes.  Per element (vector_flops unless said otherwise):
+Their weights live in attributes (coefficients, support vectors, tree nodes), not in tensors; the
+rules hand them to the engine as ``Work.held``: params are the learned numbers (coefficients and
+intercepts, support vectors, dual coefficients, rho and Platt's prob_a/prob_b, Scaler offsets and
+scales, imputed values, the keys and values of lookup tables and encoders' categories, tree
+thresholds (one per branch node), leaf weights and base values), counted at every node that holds
+them.  weight_bytes add what a run reads of them: every dense array whole (float32 4 bytes, int64
+8, a string an 8-byte slot); a lookup table or a tree traversal reads only the entries it visits,
+so those add params but no bytes (noted).  The arithmetic is counted from the attributes.  Per
+element (vector_flops unless said otherwise):
 
 - Binarizer 1 (compare-select); Scaler 2 (subtract offset, multiply); Imputer 2 (test, select);
   LabelEncoder / CategoryMapper 1 (a table lookup); OneHotEncoder and DictVectorizer 1 per output
@@ -60,6 +66,40 @@ def _values(v) -> list:
     return list(v)
 
 
+def _stored(vals: list) -> tuple[str, int]:
+    """(dtype, bytes) of an attribute array as a runtime keeps it."""
+    v = vals[0]
+    if isinstance(v, float):
+        return "float32", 4 * len(vals)
+    if isinstance(v, (bytes, str)):
+        return "string", 8 * len(vals)
+    return "int64", 8 * len(vals)
+
+
+def holds(*names: str, read: bool = True):
+    """Wrap a rule: the attribute arrays ``names`` are weights the node holds (``Work.held``);
+    ``read``: a run reads them whole (dense use) rather than only the entries it visits."""
+    def wrap(fn):
+        def rule(ins, outs, **attrs):
+            w = fn(ins, outs, **attrs)
+            params, reads = 0, {}
+            for name in names:
+                vals = _values(attrs.get(name))
+                if vals:
+                    params += len(vals)
+                    dt, nb = _stored(vals)
+                    reads[dt] = reads.get(dt, 0) + nb
+            if not params:
+                return w
+            if not read:
+                note = "attribute-held weights: counted as params; a run reads only the entries it visits"
+                return w._replace(held=(params, ()), note=f"{w.note}; {note}" if w.note else note)
+            return w._replace(held=(params, tuple(reads.items())))
+        rule.__name__ = fn.__name__
+        return rule
+    return wrap
+
+
 def _per_element(ops: int, which: str = "in"):
     def rule(ins, outs, **_):
         spec = ins[0] if which == "in" else output(outs)
@@ -69,11 +109,15 @@ def _per_element(ops: int, which: str = "in"):
 
 
 register("Binarizer", domain=ML)(_per_element(1))
-register("Scaler", domain=ML)(_per_element(2))
-register("Imputer", domain=ML)(_per_element(2))
-register("LabelEncoder", "CategoryMapper", domain=ML)(_per_element(1))
-register("OneHotEncoder", domain=ML)(_per_element(1, "out"))
-register("DictVectorizer", domain=ML, shape_inputs=(0,))(_per_element(1, "out"))
+register("Scaler", domain=ML)(holds("offset", "scale")(_per_element(2)))
+register("Imputer", domain=ML)(holds("imputed_value_floats", "imputed_value_int64s")(_per_element(2)))
+register("LabelEncoder", domain=ML)(holds(
+    "keys_floats", "keys_int64s", "keys_strings", "keys_tensor", "values_floats", "values_int64s",
+    "values_strings", "values_tensor", read=False)(_per_element(1)))
+register("CategoryMapper", domain=ML)(holds("cats_int64s", "cats_strings", read=False)(_per_element(1)))
+register("OneHotEncoder", domain=ML)(holds("cats_int64s", "cats_strings", read=False)(_per_element(1, "out")))
+register("DictVectorizer", domain=ML, shape_inputs=(0,))(
+    holds("int64_vocabulary", "string_vocabulary", read=False)(_per_element(1, "out")))
 
 
 @register("CastMap", domain=ML, shape_inputs=(0,))
@@ -120,11 +164,13 @@ def _linear(ins, coefficients, post_transform, classifier: bool) -> Work:
 
 
 @register("LinearClassifier", domain=ML)
+@holds("coefficients", "intercepts")
 def linear_classifier(ins, outs, *, coefficients, post_transform="NONE", **_):
     return _linear(ins, coefficients, post_transform, True)
 
 
 @register("LinearRegressor", domain=ML)
+@holds("coefficients", "intercepts")
 def linear_regressor(ins, outs, *, coefficients=None, post_transform="NONE", **_):
     return _linear(ins, coefficients or [], post_transform, False)
 
@@ -140,6 +186,7 @@ def _kernels(rows: int, f: int, n_sv: int, kernel_type: str) -> tuple[int, int, 
 
 
 @register("SVMClassifier", domain=ML)
+@holds("support_vectors", "coefficients", "rho", "prob_a", "prob_b")
 def svm_classifier(ins, outs, *, kernel_type="LINEAR", support_vectors=None, coefficients=None,
                    classlabels_ints=None, classlabels_strings=None, post_transform="NONE", **_):
     rows, f = _rows_features(ins[0])
@@ -157,6 +204,7 @@ def svm_classifier(ins, outs, *, kernel_type="LINEAR", support_vectors=None, coe
 
 
 @register("SVMRegressor", domain=ML)
+@holds("support_vectors", "coefficients", "rho")
 def svm_regressor(ins, outs, *, kernel_type="LINEAR", support_vectors=None, coefficients=None,
                   n_supports=0, post_transform="NONE", **_):
     rows, f = _rows_features(ins[0])
@@ -199,6 +247,18 @@ def _depth(nodes, root) -> int:
     return best
 
 
+def _tree_params(w: Work, thresholds: int, *arrays) -> Work:
+    """The learned numbers of a tree ensemble: one threshold per branch node, the leaf weights and
+    base values; a traversal reads only its path, so no bytes are added for them."""
+    n = thresholds + sum(len(_values(a)) for a in arrays)
+    note = "tree thresholds and leaf weights are params; a traversal reads only its path"
+    return w._replace(held=(n, ()), note=f"{w.note}; {note}" if w.note else note) if n else w
+
+
+def _branches(modes) -> int:
+    return sum(1 for m in _values(modes) if (m.decode() if isinstance(m, bytes) else m) != "LEAF")
+
+
 def _tree_work(rows: int, depths: list[int], outputs: int, post_transform: str, average: bool) -> Work:
     trees = len(depths)
     vec = rows * (sum(depths) + trees * outputs)  # compares down the path, leaf-weight adds
@@ -211,27 +271,31 @@ def _tree_work(rows: int, depths: list[int], outputs: int, post_transform: str, 
 @register("TreeEnsembleRegressor", domain=ML)
 def tree_ensemble_regressor(ins, outs, *, nodes_treeids, nodes_nodeids, nodes_modes,
                             nodes_truenodeids, nodes_falsenodeids, n_targets=1,
-                            aggregate_function="SUM", post_transform="NONE", **_):
+                            aggregate_function="SUM", post_transform="NONE", target_weights=None,
+                            base_values=None, **_):
     rows, _f = _rows_features(ins[0])
     depths = _max_depths_v1(nodes_treeids, nodes_nodeids, nodes_modes, nodes_truenodeids, nodes_falsenodeids)
-    return _tree_work(rows, depths, n_targets, post_transform, aggregate_function == "AVERAGE")
+    w = _tree_work(rows, depths, n_targets, post_transform, aggregate_function == "AVERAGE")
+    return _tree_params(w, _branches(nodes_modes), target_weights, base_values)
 
 
 @register("TreeEnsembleClassifier", domain=ML)
 def tree_ensemble_classifier(ins, outs, *, nodes_treeids, nodes_nodeids, nodes_modes,
                              nodes_truenodeids, nodes_falsenodeids, classlabels_int64s=None,
-                             classlabels_strings=None, post_transform="NONE", **_):
+                             classlabels_strings=None, post_transform="NONE", class_weights=None,
+                             base_values=None, **_):
     rows, _f = _rows_features(ins[0])
     k = len(_values(classlabels_int64s)) or len(_values(classlabels_strings))
     depths = _max_depths_v1(nodes_treeids, nodes_nodeids, nodes_modes, nodes_truenodeids, nodes_falsenodeids)
     w = _tree_work(rows, depths, k, post_transform, False)
-    return Work(vector_flops=w.vector_flops + rows * max(k - 1, 1), transcendentals=w.transcendentals,
-                note=w.note)  # + the argmax label
+    w = Work(vector_flops=w.vector_flops + rows * max(k - 1, 1), transcendentals=w.transcendentals,
+             note=w.note)  # + the argmax label
+    return _tree_params(w, _branches(nodes_modes), class_weights, base_values)
 
 
 @register("TreeEnsemble", domain=ML)
 def tree_ensemble(ins, outs, *, tree_roots, nodes_truenodeids, nodes_trueleafs, nodes_falsenodeids,
-                  nodes_falseleafs, n_targets, aggregate_function=1, post_transform=0, **_):
+                  nodes_falseleafs, n_targets, aggregate_function=1, post_transform=0, **attrs):
     rows, _f = _rows_features(ins[0])
     t_ids, t_leaf = _values(nodes_truenodeids), _values(nodes_trueleafs)
     f_ids, f_leaf = _values(nodes_falsenodeids), _values(nodes_falseleafs)
@@ -247,4 +311,7 @@ def tree_ensemble(ins, outs, *, tree_roots, nodes_truenodeids, nodes_trueleafs, 
                 stack.append((f_ids[i], d + 1))
         depths.append(best)
     names = {0: "NONE", 1: "SOFTMAX", 2: "LOGISTIC", 3: "SOFTMAX_ZERO", 4: "PROBIT"}
-    return _tree_work(rows, depths, n_targets, names.get(post_transform, "NONE"), aggregate_function == 0)
+    w = _tree_work(rows, depths, n_targets, names.get(post_transform, "NONE"), aggregate_function == 0)
+    # every node of the v5 layout is a branch with a split value; membership sets are learned too
+    return _tree_params(w, 0, attrs.get("nodes_splits"), attrs.get("leaf_weights"),
+                        attrs.get("membership_values"))
