@@ -107,8 +107,10 @@ def _read_nodes(g: onnx.GraphProto, cache: dict, available=None, available_const
                     if o in defined:
                         ok = False
                     defined.add(o)
-            if op in foldable and not dom and (op in always or all(
-                    not x or x in maybe_const for x in ins)):
+            if op in foldable and not dom and (op in always or (
+                    # the first input rejects most runtime nodes before the generator starts
+                    (not ins or not ins[0] or ins[0] in maybe_const)
+                    and all(not x or x in maybe_const for x in ins))):
                 candidates.append(node)
                 maybe_const.update(outs)
     return (nodes, ok, defined, candidates) if check else nodes
