@@ -81,9 +81,11 @@ def _context_error(graph: Graph, node: Node, err: Exception, name: str | None = 
     where = f"node '{name or node.name}' ({node.op})"
     if (isinstance(err, UnboundDimError) and (err.dim == "?" or err.dim.startswith("unk__"))) or (
             type(err) is ShapeError and "rank is unknown" in str(err)):
-        from .provenance import data_dependent
+        from .provenance import data_dependent, failed_fold
 
-        why = data_dependent(graph, node)  # a shape decided by a run-time value, not a dim
+        # a constant computation upstream that fails on the bound dims, or a shape decided by
+        # a run-time value: either says more than "a dim is unknown"
+        why = failed_fold(graph, node) or data_dependent(graph, node)
         if why is not None:
             msg = f"{where}: {why}; {_describe(graph, node)}"
             return _LocatedUnbound(err.dim, msg) if isinstance(err, UnboundDimError) else _LocatedShape(msg)

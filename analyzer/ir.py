@@ -168,6 +168,9 @@ class Graph:
     # node name (as the engine names rows: ``ctrl/child`` inside sub-graphs) -> (name, op) of
     # the file's function-op node whose body it came from (``frontends/functions.py``)
     decomposed: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    # folded tensor -> why evaluating its node on known values failed (explains an unknown
+    # shape downstream: often a model that does not support the bound dims)
+    fold_errors: Mapping[str, str] = field(default_factory=dict)
 
     def spec(self, name: str) -> TensorSpec | None:
         return self.tensors.get(name) if name else None

@@ -80,6 +80,31 @@ def describe_value(graph: Graph, name: str) -> str:
     return f"'{name}'"
 
 
+def failed_fold(graph: Graph, node: Node) -> str | None:
+    """When an unknown shape reaching ``node`` comes from a constant computation that failed
+    on its known values (``Graph.fold_errors``: e.g. an Expand that cannot broadcast a
+    position table to a longer sequence), a sentence saying so; else None."""
+    errors = graph.fold_errors
+    if not errors:
+        return None
+    prod = _producers(graph)
+    get = graph.tensors.get
+    seen: set[str] = set()
+    stack = [x for x in node.inputs if x]
+    while stack:
+        x = stack.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        if x in errors:
+            return (f"its input shapes are unknown because {errors[x]}: the model may not "
+                    f"support these input dims (check --dim/--input)")
+        p = prod.get(x)
+        if p is not None and unresolved(get(x)):
+            stack.extend(i for i in p.inputs if i)
+    return None
+
+
 def data_dependent(graph: Graph, node: Node) -> str | None:
     """When ``node`` fails on an unknown shape that comes from a run-time value (not from an
     unbound symbolic dim), a sentence naming that value, the node whose output shape it

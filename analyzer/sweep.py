@@ -12,7 +12,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .errors import InputSpecError
+from .errors import AnalyzerError, InputSpecError
 
 
 @dataclass(slots=True)
@@ -47,5 +47,11 @@ def sweep(model: Any, dims: Mapping[str, Sequence[int] | int], hw=None, **kwargs
     points = []
     for combo in itertools.product(*values):
         bound = dict(zip(names, combo))
-        points.append((bound, analyze(model, hw, dims=bound, **kwargs)))
+        try:
+            points.append((bound, analyze(model, hw, dims=bound, **kwargs)))
+        except AnalyzerError as e:  # say which point failed (a model may not take every value)
+            if swept:
+                at = ", ".join(f"{k}={v}" for k, v in bound.items())
+                e.args = (f"at {at}: {e.args[0] if e.args else e}", *e.args[1:])
+            raise
     return Sweep(swept or tuple(names), points)

@@ -508,3 +508,15 @@ def test_bound_dims_reach_the_files_own_value_info():
     r = analyze(m, dims={"batch": 2})
     assert r.node("sln").out_specs[0].shape == (2, 4, 8)
     assert r.node("relu").cost.vector_flops == 2 * 4 * 8  # 64
+
+
+def test_gather_elements_of_constants_folds():
+    # HF BERT's token types: GatherElements(buffer [1,8], position ids [1,4]) is a constant
+    from analyzer.frontends.fold import evaluate
+
+    buf = np.arange(8, dtype=np.int64).reshape(1, 8) * 10
+    idx = np.array([[0, 3, 5, -1]], np.int64)  # ONNX allows negative indices (from the end)
+    assert evaluate("GatherElements", [buf, idx], {"axis": 1}).tolist() == [[0, 30, 50, 70]]
+    errors = []
+    assert evaluate("GatherElements", [buf, np.array([[9]], np.int64)], {"axis": 1}, errors=errors) is None
+    assert errors and errors[0].startswith("IndexError")  # out of range: recorded, not raised

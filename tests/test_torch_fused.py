@@ -131,3 +131,17 @@ def test_the_dynamic_unfused_export_binds_its_dims(batch, seq):
     assert e["onnx_initializer_numel"] == TORCH_PARAMS
     assert e["onnx_constant_node_numel"]["float"] == 10
     assert r.totals.params == TORCH_PARAMS + 10 == 168330
+
+
+def test_a_sequence_longer_than_the_models_tables_is_named_as_such():
+    # max_position_embeddings is 64: at seq=128 the token-type buffer cannot be expanded; the
+    # error names the constant computation that fails, not "a dim is unbound"
+    path = os.path.join(HERE, "bert_dynamic.onnx")
+    with pytest.raises(analyzer.errors.ShapeError) as e:
+        analyzer.analyze(path, dims={"batch": 1, "seq": 128})
+    msg = str(e.value)
+    assert "(Expand) fails on its known input values" in msg and "[1, 128]" in msg
+    assert "may not support these input dims" in msg and "unbound" not in msg
+    # in a sweep, the failing point is named
+    with pytest.raises(analyzer.errors.ShapeError, match=r"^at batch=1, seq=128: "):
+        analyzer.sweep(path, {"batch": 1, "seq": [16, 128]})

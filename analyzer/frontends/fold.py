@@ -75,6 +75,7 @@ def _reduce(fn):
 _EVAL = {
     "Identity": lambda i, a: i[0],
     "Gather": lambda i, a: np.take(i[0], i[1], axis=a.get("axis", 0)),
+    "GatherElements": lambda i, a: np.take_along_axis(i[0], i[1], axis=a.get("axis", 0)),
     "Concat": lambda i, a: np.concatenate([np.atleast_1d(v) if v.ndim == 0 else v for v in i], axis=a["axis"]),
     "Unsqueeze": lambda i, a: np.expand_dims(i[0], tuple(sorted(_axes(i[0], a, i)))),
     "Squeeze": lambda i, a: np.squeeze(i[0], axis=None if _axes(i[0], a, i) is None else tuple(_axes(i[0], a, i))),
@@ -113,15 +114,18 @@ _EVAL = {
 }
 
 
-def evaluate(op: str, values: list, attrs: dict, out_dtype=None):
-    """The value of a foldable node from known input values, or None if unknown/too big."""
+def evaluate(op: str, values: list, attrs: dict, out_dtype=None, errors: list | None = None):
+    """The value of a foldable node from known input values, or None if unknown/too big.
+    ``errors`` receives why an evaluation failed (inputs the op rejects, e.g. a broadcast)."""
     fn = _EVAL.get(op)
     if fn is None:
         return None
     try:
         with np.errstate(all="ignore"):
             v = np.asarray(fn(values, attrs))
-    except Exception:  # an op we fold only partially (odd attrs): leave the value unknown
+    except Exception as e:  # an op we fold only partially (odd attrs): leave the value unknown
+        if errors is not None:
+            errors.append(f"{type(e).__name__}: {e}")
         return None
     if v.size > MAX_VALUE_ELEMENTS:
         return None
@@ -182,11 +186,19 @@ _NP_DTYPES = {"int64": np.int64, "int32": np.int32, "float32": np.float32, "floa
               "bool": np.bool_, "float16": np.float16, "int8": np.int8, "uint8": np.uint8}
 
 
-def fold_graph(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=None):
+def _brief(v: np.ndarray) -> str:
+    """A value for a message: small ones in full, others by shape."""
+    return str(v.tolist()) if v.size <= 8 else f"a {v.dtype} array of shape {list(v.shape)}"
+
+
+def fold_graph(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=None,
+               failures: dict[str, str] | None = None):
     """Mark constant tensors, compute the small values, and name the folded nodes.
 
     ``specs`` receives specs for folded values; ``lookup`` (default ``specs``) is where
-    input specs are read from (a sub-graph reads through to its outer scope)."""
+    input specs are read from (a sub-graph reads through to its outer scope); ``failures``
+    receives {output: why} for nodes whose evaluation on known values failed (an Expand that
+    cannot broadcast: the model rejects the bound dims, or the evaluator is partial)."""
     constants, values = initial
     lookup = specs if lookup is None else lookup
     folded: set[str] = set()
@@ -262,9 +274,14 @@ def fold_graph(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=
             if dt is not None:
                 values[out0] = vals[0].astype(dt)
             continue
-        v = evaluate(op, vals, attrs)
+        errs: list[str] | None = [] if failures is not None else None
+        v = evaluate(op, vals, attrs, errors=errs)
         if v is not None:
             values[out0] = v
+        elif errs:
+            failures[out0] = (f"node '{n.name}' ({op}) fails on its known input values "
+                              f"({', '.join(_brief(x) for x in vals if x is not None)}): "
+                              f"{errs[0].strip()}")
     for k, v in values.items():
         s = lookup.get(k)
         if s is None or not s.is_static:

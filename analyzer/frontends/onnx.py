@@ -228,8 +228,9 @@ def _build(m: onnx.ModelProto, path: str, data: bytes | None = None, expanded: b
     # resolves may let more fold (a Shape of a now-static tensor), so repeat while it helps.
     n_values = -1
     for _ in range(_FOLD_ROUNDS):
+        fold_errors: dict[str, str] = {}
         constants, values, folded, sources = fold.fold_graph(
-            candidates, specs, (set(init_names), dict(init_values)))
+            candidates, specs, (set(init_names), dict(init_values)), failures=fold_errors)
         if len(values) == n_values or not _open_specs(nodes, folded, specs, defined):
             break
         n_values = len(values)
@@ -260,6 +261,7 @@ def _build(m: onnx.ModelProto, path: str, data: bytes | None = None, expanded: b
         opsets={d.domain or "": d.version for d in m.opset_import},
         sources=sources,
         sequences=seqs,
+        fold_errors=fold_errors,
     )
     if any(n.attr_key is None for n in nodes):  # only control-flow nodes have graph attributes
         _attach_subgraphs(graph, _subgraph_protos(inferred.graph), cache)
@@ -299,6 +301,14 @@ def _infer_with_values(m, file_nodes, nodes, folded, values, init_names):
     del m2.graph.node[:]
     m2.graph.node.extend(keep)
     m2.graph.initializer.extend(extra)
+    # the file's own declarations with symbols in them (a quantizer's earlier 'unk__1') would
+    # win over the values now known: let inference work those tensors out again
+    given = {t.name for t in extra}
+    declared = [vi for vi in m2.graph.value_info if vi.name not in given and not any(
+        d.dim_param or not d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim)]
+    if len(declared) != len(m2.graph.value_info):
+        del m2.graph.value_info[:]
+        m2.graph.value_info.extend(declared)
     inferred = _infer(m2)
     return inferred, _collect_specs(inferred.graph)
 
