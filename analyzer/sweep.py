@@ -3,7 +3,7 @@
 ``analyzer.sweep("model.onnx", {"seq": [128, 512, 2048]}, hw="a100")`` analyses the model
 once per point of the cartesian product of the given dim values and returns the reports
 side by side; the CLI's ``--dim seq=128,512,2048`` renders them as one table (dim values x
-totals and predicted latency).
+totals and predicted latency); ``--dim seq+total=16,64`` moves two dims together.
 """
 
 from __future__ import annotations
@@ -33,20 +33,29 @@ class Sweep:
 def sweep(model: Any, dims: Mapping[str, Sequence[int] | int], hw=None, **kwargs) -> Sweep:
     """Analyse ``model`` at every combination of ``dims`` values (``{"seq": [128, 512]}``).
 
-    Other keyword arguments are those of ``analyzer.analyze``."""
+    Dims that must move together (an LLM prefill: sequence and total length) share one key,
+    joined with '+' or as a tuple: ``{"sequence_length+total_sequence_length": [16, 64]}``
+    binds both to 16, then both to 64.  Other keyword arguments are those of
+    ``analyzer.analyze``."""
     from .api import analyze
 
-    names, values = [], []
+    groups, values = [], []
     for k, v in dims.items():
+        group = tuple(k.split("+")) if isinstance(k, str) else tuple(k)
+        if not group or not all(group):
+            raise InputSpecError(f"--dim {k}: a dim name is empty")
         vals = [v] if isinstance(v, int) else list(v)
         if not vals:
             raise InputSpecError(f"--dim {k}: no values to sweep")
-        names.append(k)
+        groups.append(group)
         values.append(vals)
-    swept = tuple(k for k, v in zip(names, values) if len(v) > 1)
+    names = tuple(n for g in groups for n in g)
+    if len(set(names)) != len(names):
+        raise InputSpecError(f"--dim: a dim is swept twice ({', '.join(names)})")
+    swept = tuple(n for g, v in zip(groups, values) if len(v) > 1 for n in g)
     points = []
     for combo in itertools.product(*values):
-        bound = dict(zip(names, combo))
+        bound = {n: val for g, val in zip(groups, combo) for n in g}
         try:
             points.append((bound, analyze(model, hw, dims=bound, **kwargs)))
         except AnalyzerError as e:  # say which point failed (a model may not take every value)

@@ -33,17 +33,21 @@ def _parse_inputs(values: tuple[str, ...]) -> dict[str, str]:
 
 def _parse_dims(values: tuple[str, ...]) -> dict[str, list[int]]:
     """--dim NAME=V or NAME=V1,V2,... (a sweep) -> {NAME: [values]}; one option may bind
-    several dims: --dim batch=1,seq=16 (an item with '=' starts the next dim)."""
+    several dims: --dim batch=1,seq=16 (an item with '=' starts the next dim); NAME may join
+    dims that move together, seq+total=16,64 (kept as one key for ``analyzer.sweep``)."""
     out: dict[str, list[int]] = {}
     for v in values:
         name = None
         for part in v.split(","):
             if "=" in part:
                 name, _, part = part.partition("=")
-                if not name or name in out:
+                group = name.split("+")  # dims joined with + take the same values together
+                if not all(group):
                     raise InputSpecError(
-                        f"--dim '{v}': " + (f"'{name}' is given twice" if name else
-                                            "expected NAME=VALUE or NAME=V1,V2,..., e.g. --dim batch=8"))
+                        f"--dim '{v}': expected NAME=VALUE or NAME=V1,V2,..., e.g. --dim batch=8")
+                twice = {n for k in out for n in k.split("+")} & set(group)
+                if twice or len(set(group)) != len(group):
+                    raise InputSpecError(f"--dim '{v}': '{min(twice or group)}' is given twice")
                 out[name] = []
             if name is None or not part:
                 raise InputSpecError(f"--dim '{v}': expected NAME=VALUE or NAME=V1,V2,..., e.g. --dim batch=8")
@@ -111,7 +115,8 @@ def main():
               help="Set an input's shape, e.g. --input x=1x3x224x224 (repeatable).")
 @click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE[,VALUE...]",
               help="Bind a symbolic dim, e.g. --dim batch=8 (repeatable, or --dim batch=1,seq=16); "
-                   "several values (--dim seq=128,512,2048) sweep them and print one row per value.")
+                   "several values (--dim seq=128,512,2048) sweep them and print one row per value; "
+                   "dims joined with + move together (--dim seq+total=16,64).")
 @click.option("--precision", type=click.Choice(PRECISIONS), default=None,
               help="Deploy precision for predictions (overrides the model's float dtypes).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
@@ -217,7 +222,8 @@ def model_cmd(model, hw, inputs, dims, precision, fmt, output, top, strict, addi
                             rep.require_full_coverage()
                     return
                 report = analyzer.analyze(model, hws, inputs=_parse_inputs(inputs) or None,
-                                          dims={k: v[0] for k, v in dim_values.items()} or None,
+                                          dims={n: v[0] for k, v in dim_values.items()
+                                                for n in k.split("+")} or None,
                                           precision=precision_,
                                           overlap=not additive, loop_trips=loop_trips,
                                           causal=causal)

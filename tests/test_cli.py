@@ -196,6 +196,7 @@ def test_dim_batch_scales_mac_flops(run_cli):
     (("seq=128,512,2048",), {"seq": [128, 512, 2048]}),
     (("batch=1,seq=16",), {"batch": [1], "seq": [16]}),          # several dims in one option
     (("batch=1,2,seq=16", "heads=4"), {"batch": [1, 2], "seq": [16], "heads": [4]}),
+    (("seq+total=16,64", "batch=1"), {"seq+total": [16, 64], "batch": [1]}),  # moved together
 ])
 def test_dim_option_forms(args, expected):
     from cli.main import _parse_dims
@@ -206,7 +207,8 @@ def test_dim_option_forms(args, expected):
 @pytest.mark.parametrize("arg, message", [
     ("batch", "expected NAME=VALUE"), ("=4", "expected NAME=VALUE"), ("batch=x", "'x' is not an integer"),
     ("batch=-1", "cannot be negative"), ("batch=1,batch=2", "'batch' is given twice"),
-    ("4,batch=2", "expected NAME=VALUE"),
+    ("4,batch=2", "expected NAME=VALUE"), ("seq+=4", "expected NAME=VALUE"),
+    ("seq+seq=4", "'seq' is given twice"), ("seq=1,seq+total=4", "'seq' is given twice"),
 ])
 def test_dim_option_errors_say_what_is_wrong(arg, message):
     from analyzer.errors import InputSpecError

@@ -184,12 +184,14 @@ def test_rotary_embedding_nodes_of_the_dml_file(reports):
 
 def test_prefill_sweep_attention_grows_quadratically():
     seqs = [8, 16, 32, 64]
+    # a prefill moves sequence and total length together: one '+'-joined key (the CLI's
+    # --dim sequence_length+total_sequence_length=8,16,32,64), 4 points, not a 4 x 4 product
     sw = analyzer.sweep(os.path.join(HERE, "llama_tiny_fp32_cpu.onnx"),
                         {"batch_size": 1, "past_sequence_length": 0, "kv_cache_dim": HD,
-                         "sequence_length": seqs, "total_sequence_length": seqs})
-    # a sweep is a cartesian product: keep the prefill points, where total == sequence length
-    points = {b["sequence_length"]: r for b, r in sw.points
-              if b["total_sequence_length"] == b["sequence_length"]}
+                         "sequence_length+total_sequence_length": seqs})
+    assert sw.dims == ("sequence_length", "total_sequence_length") and len(sw.points) == 4
+    assert all(b["total_sequence_length"] == b["sequence_length"] for b, _ in sw.points)
+    points = {b["sequence_length"]: r for b, r in sw.points}
     assert sorted(points) == seqs
     att = {s: sum(n.cost.mac_flops for n in r.nodes if n.op == "GroupQueryAttention")
            for s, r in points.items()}
