@@ -145,3 +145,17 @@ def test_a_sequence_longer_than_the_models_tables_is_named_as_such():
     # in a sweep, the failing point is named
     with pytest.raises(analyzer.errors.ShapeError, match=r"^at batch=1, seq=128: "):
         analyzer.sweep(path, {"batch": 1, "seq": [16, 128]})
+
+
+def test_the_dynamo_export_counts_like_the_torchscript_one():
+    # torch.onnx.export(dynamo=True), torch's default exporter: same multiply-accumulates
+    r = analyzer.analyze(os.path.join(HERE, "bert_dynamo.onnx"), dims={"batch": 1, "seq": 16})
+    assert r.totals.mac_flops == TORCH_MAC_FLOPS == 3276800
+    assert r.coverage.uncosted == ()
+    # params: the file's initializers, 168,320 torch weights + 3 float scalars + 140 int64 + 1
+    # bool = 168,464, less the 11 elements of int64 initializers used only as shape arguments
+    # (Slice starts/axes val_7, val_13; Range delta val_29; Unsqueeze axes val_46, val_47,
+    # val_150 (2), val_151 (2); Concat pieces of Reshape targets val_56, val_77)
+    e = REF["bert_dynamo.onnx"]
+    assert e["onnx_initializer_numel_by_dtype"] == {"BOOL": 1, "FLOAT": TORCH_PARAMS + 3, "INT64": 140}
+    assert r.totals.params == e["onnx_initializer_numel"] - 11 == 168453

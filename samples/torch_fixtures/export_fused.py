@@ -51,6 +51,8 @@ symbolic dims "batch" and "seq" are fixed to 1 and 16 with onnxruntime's make_di
 * bert_dynamic.onnx: the same model exported the way transformers users do (input_ids and
   attention_mask only, dynamic "batch"/"seq"), not optimized and not fixed: the analyzer must
   bind --dim through the embeddings' Expand/Where and the mask's Range shape chains.
+* bert_dynamo.onnx: the same model through torch's dynamo exporter (torch.onnx.export
+  dynamo=True, the default since torch 2.9), dynamic "batch"/"seq".
 Each is saved like export.py does: initializers above 1 KB external, the .data file deleted.
 """
 
@@ -372,6 +374,25 @@ def main(argv=None) -> int:
         e.update(base.onnx_graph_stats(pm))
         e.update(base.save_fixture(pm, out_dir, "bert_dynamic"))
         fixtures["bert_dynamic.onnx"] = e
+
+        # ... and with torch's dynamo exporter (the default of torch.onnx.export since 2.9)
+        dyn = tmp / "bert_dynamo.full.onnx"
+        w = Wrapper(model, True, use_cache_kw).eval()
+        feeds2 = inputs(True)
+        dim = {0: torch.export.Dim("batch"), 1: torch.export.Dim("seq", max=BERT_CFG["max_position_embeddings"])}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(w, tuple(feeds2.values()), str(dyn), dynamo=True,
+                              dynamic_shapes={k: dim for k in feeds2})
+        dm = onnx.load(str(dyn))
+        e = {**src, "kind": "dynamo export (torch.onnx.export(dynamo=True)), dynamic 'batch', 'seq'",
+             "inputs": [i for i in src["inputs"] if i["name"] != "token_type_ids"],
+             "exporter": f"torch.onnx.export(dynamo=True), torch {torch.__version__}"}
+        e.pop("unfused_export", None)
+        e.pop("export_kwargs", None)
+        e.update(base.onnx_graph_stats(dm))
+        e.update(base.save_fixture(dm, out_dir, "bert_dynamo"))
+        fixtures["bert_dynamo.onnx"] = e
 
         fm, stats, _ = optimize(fp32, "bert", 4, 64)
         # Fusion needs the dynamic export (see the docstring); once fused, the symbolic dims are
