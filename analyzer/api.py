@@ -18,12 +18,15 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
             inputs: Mapping[str, Any] | None = None,
             dims: Mapping[str, int] | None = None,
             precision: str | None = None, overlap: bool = True,
-            loop_trips: int | None = None, causal: bool = False) -> "Report":
+            loop_trips: int | None = None, causal: bool = False,
+            values: Mapping[str, Any] | None = None) -> "Report":
     """Count every node of an ONNX model exactly (and predict latency when ``hw`` is given).
 
     ``model``: a path, bytes or ``onnx.ModelProto`` (external weight data is never read).
     ``inputs``: ``{"x": (1, 3, 224, 224)}`` or ``{"x": "1x3x224x224"}`` sets input shapes.
     ``dims``: ``{"batch": 8}`` binds symbolic dims.
+    ``values``: ``{"axes": [1]}`` makes graph inputs constants, for inputs whose value decides
+    shapes (reduce axes, a window length, a Loop's trip count).
     ``hw``: a profile id/alias/.toml path (or a list of them): adds ``report.predictions``.
     ``precision``: deploy precision for predictions (fp32, tf32, bf16, fp16, fp8, int8).
     ``overlap``: per-layer ``max(compute, memory)`` (True) or seed 003's sum (False).
@@ -34,7 +37,7 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
     from .frontends import onnx as onnx_frontend
 
     with _gc_paused():
-        graph, info = onnx_frontend.load(model, inputs=inputs, dims=dims)
+        graph, info = onnx_frontend.load(model, inputs=inputs, dims=dims, values=values)
         return _report(graph, info, Options(loop_trips=loop_trips, causal=causal), hw, precision,
                        overlap)
 

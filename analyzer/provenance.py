@@ -141,5 +141,10 @@ def data_dependent(graph: Graph, node: Node) -> str | None:
         if x not in graph.inputs else f"{_names([x], graph)}" for x, vals in found)
     at = ("its output shape" if cur is node else
           f"its input shape is unknown because the output shape of node '{cur.name}' ({cur.op})")
-    return (f"{at} depends on the value of {what}, known only when the model runs "
-            f"(a data-dependent shape: --input/--dim cannot bind it)")
+    roots = sorted({v for _, vals in found for v in vals})
+    if "/" not in graph.name and all(v in graph.inputs for v in roots):
+        how = ("a data-dependent shape: give the value with "
+               + " ".join(f"--value {v}=..." for v in roots) + " (library: values=)")
+    else:
+        how = "a data-dependent shape: --input/--dim cannot bind it"
+    return f"{at} depends on the value of {what}, known only when the model runs ({how})"

@@ -31,6 +31,26 @@ def _parse_inputs(values: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+def _parse_values(values: tuple[str, ...]) -> dict[str, list[float | int]]:
+    """--value NAME=V[,V...] -> {NAME: [numbers]} (ints stay ints)."""
+    out: dict[str, list[float | int]] = {}
+    for v in values:
+        name, eq, text = v.partition("=")
+        if not eq or not name or not text:
+            raise InputSpecError(f"--value '{v}': expected NAME=V[,V...], e.g. --value axes=1")
+        nums: list[float | int] = []
+        for part in text.split(","):
+            try:
+                nums.append(int(part))
+            except ValueError:
+                try:
+                    nums.append(float(part))
+                except ValueError:
+                    raise InputSpecError(f"--value '{v}': '{part}' is not a number") from None
+        out[name] = nums
+    return out
+
+
 def _parse_dims(values: tuple[str, ...]) -> dict[str, list[int]]:
     """--dim NAME=V or NAME=V1,V2,... (a sweep) -> {NAME: [values]}; one option may bind
     several dims: --dim batch=1,seq=16 (an item with '=' starts the next dim); NAME may join
@@ -117,6 +137,9 @@ def main():
               help="Bind a symbolic dim, e.g. --dim batch=8 (repeatable, or --dim batch=1,seq=16); "
                    "several values (--dim seq=128,512,2048) sweep them and print one row per value; "
                    "dims joined with + move together (--dim seq+total=16,64).")
+@click.option("--value", "values", multiple=True, metavar="NAME=V[,V...]",
+              help="Make a graph input a constant, for inputs whose value decides shapes "
+                   "(reduce axes, a window length, a Loop count), e.g. --value axes=1 (repeatable).")
 @click.option("--precision", type=click.Choice(PRECISIONS), default=None,
               help="Deploy precision for predictions (overrides the model's float dtypes).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
@@ -147,7 +170,7 @@ def main():
 @click.option("--params", "params_args", multiple=True, metavar="NAME",
               help="JAX programs: an argument that holds weights (counted as params; repeatable).")
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
-def model_cmd(model, hw, inputs, dims, precision, fmt, output, top, strict, additive,
+def model_cmd(model, hw, inputs, dims, values, precision, fmt, output, top, strict, additive,
               save_baseline, baseline, max_regression, kwargs_json, group_depth, loop_trips,
               causal, params_args, debug):
     """Count params, FLOPs (MAC / vector / transcendental) and bytes of every node of MODEL.
@@ -190,9 +213,9 @@ def model_cmd(model, hw, inputs, dims, precision, fmt, output, top, strict, addi
             if is_jax_target(model):   # path/to/file.py:function or package.module:function
                 from analyzer.frontends.jaxpr import load_program
 
-                if dims:
-                    raise InputSpecError("--dim applies to ONNX models; give a JAX program's shapes "
-                                         "with --input NAME=f32[8,128]")
+                if dims or values:
+                    raise InputSpecError(f"{'--dim' if dims else '--value'} applies to ONNX models; "
+                                         "give a JAX program's shapes with --input NAME=f32[8,128]")
                 fn, args, kwargs = load_program(model, _parse_inputs(inputs), kwargs_json)
                 report = analyzer.analyze_jax(fn, *args, hw=hws, precision=precision_,
                                               overlap=not additive, report_name=model,
@@ -214,6 +237,7 @@ def model_cmd(model, hw, inputs, dims, precision, fmt, output, top, strict, addi
                     from analyzer.render import render_sweep
 
                     sw = analyzer.sweep(model, dim_values, hws, inputs=_parse_inputs(inputs) or None,
+                                        values=_parse_values(values) or None,
                                         precision=precision_, overlap=not additive,
                                         loop_trips=loop_trips, causal=causal)
                     write_output(render_sweep(sw, fmt), output)
@@ -222,6 +246,7 @@ def model_cmd(model, hw, inputs, dims, precision, fmt, output, top, strict, addi
                             rep.require_full_coverage()
                     return
                 report = analyzer.analyze(model, hws, inputs=_parse_inputs(inputs) or None,
+                                          values=_parse_values(values) or None,
                                           dims={n: v[0] for k, v in dim_values.items()
                                                 for n in k.split("+")} or None,
                                           precision=precision_,

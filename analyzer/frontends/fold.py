@@ -182,8 +182,9 @@ def constant_node_value(n: Node):
 
 # ----------------------------------------------------------------------------- the graph
 
-_NP_DTYPES = {"int64": np.int64, "int32": np.int32, "float32": np.float32, "float64": np.float64,
-              "bool": np.bool_, "float16": np.float16, "int8": np.int8, "uint8": np.uint8}
+NP_DTYPES = {"int64": np.int64, "int32": np.int32, "float32": np.float32, "float64": np.float64,
+             "bool": np.bool_, "float16": np.float16, "int8": np.int8, "uint8": np.uint8,
+             "int16": np.int16, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64}
 
 
 def _brief(v: np.ndarray) -> str:
@@ -270,7 +271,7 @@ def fold_graph(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=
             continue
         if op in ("Cast", "CastLike"):
             to = attrs.get("to") if op == "Cast" else None
-            dt = _NP_DTYPES.get(DTYPES.get(to, "")) if to is not None else vals[1].dtype
+            dt = NP_DTYPES.get(DTYPES.get(to, "")) if to is not None else vals[1].dtype
             if dt is not None:
                 values[out0] = vals[0].astype(dt)
             continue

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
 import onnx
 from onnx import numpy_helper
 
@@ -167,6 +168,51 @@ def bind_inputs(m: onnx.ModelProto, inputs: Mapping[str, Any] | None,
     return bound
 
 
+def bind_values(m: onnx.ModelProto, values: Mapping[str, Any] | None) -> dict[str, list]:
+    """Make graph inputs constants with the given values (``{"axes": [1]}``), for inputs that
+    decide shapes (reduce axes, a window length, a Loop's trip count, GQA's total length):
+    each becomes an initializer of its declared dtype and shape (rank 0: a scalar).  Returns
+    {name: values as given} for the report."""
+    if not values:
+        return {}
+    g = m.graph
+    inits = {t.name for t in g.initializer}
+    real = {vi.name: vi for vi in g.input if vi.name not in inits}
+    out: dict[str, list] = {}
+    for name, v in values.items():
+        vi = real.get(name)
+        if vi is None:
+            raise InputSpecError(f"--value names '{name}', but the model's inputs are: "
+                                 f"{', '.join(real) or 'none'}")
+        t = vi.type.tensor_type
+        dtype = fold.NP_DTYPES.get(DTYPES.get(t.elem_type, ""))
+        if dtype is None:
+            raise InputSpecError(f"--value {name}: input '{name}' is {DTYPES.get(t.elem_type, '?')}, "
+                                 f"not a numeric tensor")
+        flat = [v] if isinstance(v, (int, float)) else list(v)
+        try:
+            arr = np.asarray(flat, dtype=dtype)
+        except (TypeError, ValueError):
+            raise InputSpecError(f"--value {name}={flat}: not {np.dtype(dtype).name} values") from None
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+        if t.HasField("shape") and not dims:          # a scalar input
+            if arr.size != 1:
+                raise InputSpecError(f"--value {name}: the input is a scalar, but {arr.size} values "
+                                     f"were given")
+            arr = arr.reshape(())
+        elif t.HasField("shape") and None not in dims:
+            if arr.size != int(np.prod(dims)):
+                raise InputSpecError(f"--value {name}: the input has shape {dims} "
+                                     f"({int(np.prod(dims))} values), but {arr.size} were given")
+            arr = arr.reshape(dims)
+        g.initializer.append(numpy_helper.from_array(arr, name=name))
+        keep = [x for x in g.input if x.name != name]
+        del g.input[:]
+        g.input.extend(keep)
+        out[name] = arr.reshape(-1).tolist()
+    return out
+
+
 def _bind_declared(g: onnx.GraphProto, bound: Mapping[str, int]) -> None:
     for vi in (*g.value_info, *g.output):
         for d in vi.type.tensor_type.shape.dim:
@@ -182,12 +228,14 @@ def _bind_declared(g: onnx.GraphProto, bound: Mapping[str, int]) -> None:
 
 
 def load(model: Any, *, inputs: Mapping[str, Any] | None = None,
-         dims: Mapping[str, int] | None = None) -> tuple[Graph, dict]:
+         dims: Mapping[str, int] | None = None,
+         values: Mapping[str, Any] | None = None) -> tuple[Graph, dict]:
     """Load, bind, infer and fold an ONNX model. Returns the graph and model info."""
     m, path, data = read_model(model)
     bound = bind_inputs(m, inputs, dims)
+    fixed = bind_values(m, values)
     # binding edits the graph inputs: then inference must see the edited proto
-    graph = _build(m, path, None if (inputs or dims) else data)
+    graph = _build(m, path, None if (inputs or dims or values) else data)
     real = set(graph.inputs)  # graph inputs that are not initializers
     info = {
         "path": path,
@@ -196,6 +244,7 @@ def load(model: Any, *, inputs: Mapping[str, Any] | None = None,
                    else _dims_of(vi) for vi in m.graph.input if vi.name in real},
         "outputs": [vi.name for vi in m.graph.output],
         "dims": bound,
+        **({"values": fixed} if fixed else {}),
         "opset": {d.domain or "ai.onnx": d.version for d in m.opset_import},
         "producer": m.producer_name,
     }
