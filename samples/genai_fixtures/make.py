@@ -56,7 +56,6 @@ What it does
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -68,10 +67,11 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import external_data_helper
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from fixture_io import save_fixture  # noqa: E402
 
 SEED = 0
-EXTERNAL_THRESHOLD = 1024  # bytes
 MAX_FIXTURE_BYTES = 256 * 1024
 CONFIG = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
@@ -110,29 +110,6 @@ def run_builder(hf: Path, out: Path, cache: Path, precision: str, ep: str) -> li
     subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return ["python", "-m", "onnxruntime_genai.models.builder", "-i", "<hf folder>", "-o", "<out>",
             "-p", precision, "-e", ep, "-c", "<cache>"]
-
-
-def save_fixture(model: onnx.ModelProto, out_dir: Path, name: str) -> dict:
-    """Save with >1KB initializers external, delete the .data file, verify."""
-    path = out_dir / f"{name}.onnx"
-    location = f"{name}.onnx.data"
-    data_path = out_dir / location
-    for p in (path, data_path):
-        if p.exists():
-            p.unlink()
-    external_data_helper.convert_model_to_external_data(
-        model, all_tensors_to_one_file=True, location=location, size_threshold=EXTERNAL_THRESHOLD)
-    onnx.save(model, str(path))
-    if data_path.exists():
-        data_path.unlink()
-    size = path.stat().st_size
-    if size >= MAX_FIXTURE_BYTES:
-        raise RuntimeError(f"{path} is {size} bytes (limit {MAX_FIXTURE_BYTES})")
-    check = onnx.load(str(path), load_external_data=False)
-    n_ext = sum(1 for t in check.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL)
-    return {"file": path.name, "onnx_file_bytes": size,
-            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-            "num_external_initializers": n_ext, "external_data_committed": False}
 
 
 def _dims(vi) -> list:
@@ -295,7 +272,7 @@ def main() -> None:
                 entry["onnxruntime_prefill"] = ort_check(out / "model.onnx", hf["model"])
             model = onnx.load(str(out / "model.onnx"), load_external_data=True)
             entry.update(describe(model))
-            entry.update(save_fixture(model, out_dir, name))
+            entry.update(save_fixture(model, out_dir, name, MAX_FIXTURE_BYTES))
             ref["fixtures"][f"{name}.onnx"] = entry
             print(name, entry["ops"], entry["initializer_numel_by_dtype"])
     (out_dir / "reference.json").write_text(json.dumps(ref, indent=1, sort_keys=False) + "\n")

@@ -64,7 +64,6 @@ What it does
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import platform
 import sys
@@ -84,15 +83,15 @@ try:
     import torchvision
 except ImportError:  # export_fused.py imports this module's helpers without torchvision
     torchvision = None
-from onnx import external_data_helper
 from torch.utils.flop_counter import FlopCounterMode
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from fixture_io import EXTERNAL_THRESHOLD, save_fixture  # noqa: E402
 
 OPSET = 17
 SEED = 0
 SEQ_LEN = 32
 PAD_TOKENS = 4  # attention_mask example: last 4 positions are padding (0)
-EXTERNAL_THRESHOLD = 1024  # bytes
-MAX_FIXTURE_BYTES = 2 * 1024 * 1024
 EXPORTER = "torch.onnx.export(dynamo=False) (TorchScript-based exporter)"
 
 FLOAT_DTYPES = {
@@ -382,42 +381,6 @@ def flop_count(model: torch.nn.Module, args: tuple) -> dict:
 # --------------------------------------------------------------------------
 # saving
 # --------------------------------------------------------------------------
-
-
-def save_fixture(model: onnx.ModelProto, out_dir: Path, name: str) -> dict:
-    """Save with >1KB initializers external, delete the .data file, verify."""
-    path = out_dir / f"{name}.onnx"
-    location = f"{name}.onnx.data"
-    data_path = out_dir / location
-    for p in (path, data_path):
-        if p.exists():
-            p.unlink()
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    external_data_helper.convert_model_to_external_data(
-        m, all_tensors_to_one_file=True, location=location, size_threshold=EXTERNAL_THRESHOLD
-    )
-    onnx.save(m, str(path))
-    if data_path.exists():
-        data_path.unlink()
-
-    size = path.stat().st_size
-    if size >= MAX_FIXTURE_BYTES:
-        raise RuntimeError(f"{path} is {size} bytes (limit {MAX_FIXTURE_BYTES})")
-    check = onnx.load(str(path), load_external_data=False)
-    onnx.shape_inference.infer_shapes(check)
-    n_ext = sum(
-        1 for t in check.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL
-    )
-    return {
-        "file": path.name,
-        "onnx_file_bytes": size,
-        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-        "num_external_initializers": n_ext,
-        "external_data_location": location,
-        "external_data_committed": False,
-        "shape_inference_ok": True,
-    }
 
 
 # --------------------------------------------------------------------------
