@@ -64,3 +64,36 @@ def test_symbolic_dims_bind_on_a_large_model(tmp_path):
     assert r.totals.mac_flops == 2 * 2 * 3 * K * N
     with pytest.raises(ShapeError, match="tokens"):
         analyzer.analyze(path)  # the count needs the dim: an error naming it, not a guess
+
+
+def test_inline_weights_do_not_travel_through_shape_inference(tmp_path, monkeypatch):
+    # A file holding its weights inline (most .onnx files under 2 GB): inference gets the
+    # graph without them (the big initializers marked external), so a 47 MB ResNet-18 is not
+    # copied into C++ and back; the counts are those of the same model with external weights.
+    import onnx.shape_inference as si
+
+    w1 = np.random.default_rng(0).random((256, 128), dtype=np.float32)   # 32,768 elements
+    w2 = np.random.default_rng(1).random((128, 10), dtype=np.float32)    # 1,280: kept (small)
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W1"], ["h"], name="up"),
+         helper.make_node("Relu", ["h"], ["a"], name="act"),
+         helper.make_node("MatMul", ["a", "W2"], ["y"], name="down")],
+        "inline", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 256])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(w1, "W1"), onnx.numpy_helper.from_array(w2, "W2")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "inline.onnx"
+    onnx.save(model, path)
+    assert path.stat().st_size > 4 * 32_768
+
+    seen = []
+    real = si.infer_shapes
+    monkeypatch.setattr(si, "infer_shapes", lambda m, *a, **k: seen.append(
+        len(m) if isinstance(m, bytes) else m.ByteSize()) or real(m, *a, **k))
+    for source in (path, model):
+        r = analyzer.analyze(source)
+        assert r.totals.params == 32_768 + 1_280
+        assert r.totals.mac_flops == 2 * 4 * (256 * 128 + 128 * 10) == 272_384
+        assert r.totals.weight_bytes == 4 * (32_768 + 1_280)
+    assert seen and max(seen) < 4 * 1_280 + 2_000  # W1's 131 KB never reached inference
+    assert len(model.graph.initializer[0].raw_data) == 4 * 32_768  # the caller's proto is untouched

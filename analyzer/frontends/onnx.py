@@ -256,7 +256,9 @@ def _build(m: onnx.ModelProto, path: str, data: bytes | None = None, expanded: b
     ``expanded``: function ops were already decomposed (``functions``), or must not be."""
     g = m.graph
     cache: dict[bytes, tuple[str, Any]] = {}
-    init_specs, init_values = _initializers(g)
+    init_specs, init_values, stripped = _initializers(g, strip=True)
+    if stripped:  # weights were inline: the file's bytes hold them, the stripped proto not
+        data = None
     init_names = init_specs.keys()
     available = {vi.name for vi in g.input} | init_names
     nodes, in_order, defined, candidates = _read_nodes(g, cache, available, init_names)

@@ -195,13 +195,18 @@ def _collect_specs(g: onnx.GraphProto) -> dict[str, TensorSpec]:
     return specs
 
 
-def _initializers(g: onnx.GraphProto) -> tuple[dict[str, TensorSpec], dict]:
+def _initializers(g: onnx.GraphProto, strip: bool = False):
     """One pass over the initializers: {name: spec} and the values of the small ones that
-    can steer shapes (``fold.small_value``); weight data is never converted."""
+    can steer shapes (``fold.small_value``); weight data is never converted.
+
+    ``strip``: also drop the bytes of every initializer too big to steer shapes that the file
+    holds inline (it is marked external instead), so that shape inference does not copy a
+    file's weights into C++ and back; returns ``(specs, values, stripped)``."""
     specs: dict[str, TensorSpec] = {}
     values: dict = {}
     interned: dict[tuple, TensorSpec] = {}
     small = fold.small_value
+    stripped = 0
     for t in g.initializer:
         k = (tuple(t.dims), t.data_type)
         s = interned.get(k)
@@ -212,10 +217,21 @@ def _initializers(g: onnx.GraphProto) -> tuple[dict[str, TensorSpec], dict]:
             v = small(t)
             if v is not None:
                 values[t.name] = v
+        elif strip and t.data_location != onnx.TensorProto.EXTERNAL:
+            for f in _DATA_FIELDS:
+                t.ClearField(f)
+            t.data_location = onnx.TensorProto.EXTERNAL
+            e = t.external_data.add()
+            e.key, e.value = "location", "(weights inline in the file; not read by opcost)"
+            stripped += 1
     for st in g.sparse_initializer:
         t = st.values
         specs[t.name] = TensorSpec(tuple(t.dims), DTYPES.get(t.data_type, "?"))
-    return specs, values
+    return (specs, values, stripped) if strip else (specs, values)
+
+
+_DATA_FIELDS = ("raw_data", "float_data", "int32_data", "int64_data", "double_data",
+                "uint64_data", "string_data")
 
 
 def _infer(m: onnx.ModelProto, data: bytes | None = None) -> onnx.ModelProto:
