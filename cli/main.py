@@ -183,7 +183,9 @@ def model_cmd(model, hw, inputs, dims, values, precision, fmt, output, top, stri
       analyze resnet50.onnx
       analyze model.onnx --dim batch=8 --format json -o report.json
       analyze model.onnx --input x=1x3x224x224 --top 10 --strict
+      analyze bert.onnx --dim batch=1,seq=128,512,2048 --hw h100
 
+    \b
       analyze model.onnx --hw a100,h100,tpu-v5e --precision bf16
       analyze model.onnx --hw a100 --save-baseline base.json
       analyze model.onnx --baseline base.json --max-regression 5% --format markdown
