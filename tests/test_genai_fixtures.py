@@ -216,3 +216,15 @@ def test_shared_kv_buffer_binding_counts_the_real_total_length(name):
          "total_sequence_length": 16, "kv_cache_dim": HD}
     r = analyzer.analyze(os.path.join(HERE, name), dims=d)
     assert r.totals.mac_flops == linear_mac_flops(1) + attention_mac_flops(1, 15, causal=True) == 188_416
+
+
+def test_dims_that_disagree_are_noted_on_the_attention_node():
+    # past 4 + 16 new tokens cannot make a total of 16 (and 4 < 16: not a shared buffer)
+    d = {"batch_size": 1, "sequence_length": 16, "past_sequence_length": 4,
+         "total_sequence_length": 16, "kv_cache_dim": HD}
+    r = analyzer.analyze(os.path.join(HERE, "llama_tiny_fp32_cpu.onnx"), dims=d)
+    notes = [n.note or "" for n in r.nodes if n.op == "GroupQueryAttention"]
+    assert len(notes) == 2 and all("past 4 + new 16 tokens != total 16" in x for x in notes)
+    d.update(past_sequence_length=0)  # a consistent prefill: no such note
+    r = analyzer.analyze(os.path.join(HERE, "llama_tiny_fp32_cpu.onnx"), dims=d)
+    assert not any("disagree" in (n.note or "") for n in r.nodes)

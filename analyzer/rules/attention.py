@@ -259,6 +259,10 @@ def group_query_attention(ins, outs, *, num_heads, kv_num_heads, causal=1, do_ro
         s_kv = present.dim(2)  # (B, H_kv, total or buffer length, D)
         if _present(ins, 3) and ins[3].dim(2) == s_kv:
             note = "past/present share a buffer: its capacity is counted as the attended length"
+        elif _present(ins, 3) and ins[3].dim(2) < s_kv and ins[3].dim(2) + s != s_kv:
+            p = ins[3].dim(2)  # a separate past buffer holds exactly the past tokens
+            note = (f"the bound dims disagree: past {p} + new {s} tokens != total {s_kv}; "
+                    f"counted with the total, {s_kv}")
     elif _present(ins, 3):
         s_kv = ins[3].dim(2) + s
     else:
