@@ -50,6 +50,9 @@ class Work(NamedTuple):
     # read per run), ...)); the engine adds them to params (every node: no two share them)
     # and to weight_bytes
     held: tuple[int, tuple[tuple[str, int], ...]] | None = None
+    # the counts rest on an assumption the note states (an upper bound for a data-dependent
+    # size, a guessed sampling count): the report lists such nodes as estimates
+    estimate: bool = False
 
 
 COUNT_FIELDS = (
@@ -129,6 +132,7 @@ class Plan:
     work: Work = Work()
     note: str | None = None
     work_of: tuple[tuple[object, int], ...] = ()
+    estimate: bool = False  # as Work.estimate (a loop that may stop early: an upper bound)
 
 
 RuleFn = Callable[..., "Work | Plan"]

@@ -48,6 +48,8 @@ class NodeCost:
     bytes_by_dtype: tuple[tuple[str, int], ...] = ()
     # (name, op) of the file's function-op node this node was decomposed from, if any
     origin: tuple[str, str] | None = None
+    # the counts rest on an assumption stated in ``note`` (Work.estimate)
+    estimate: bool = False
 
     @property
     def flops(self) -> int:
@@ -182,10 +184,11 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                     cost = cost.scaled(times)
                     by_dtype = tuple((d, b * times) for d, b in by_dtype)
                 mac_dtype = work.mac_dtype or (ins[0].dtype if work.mac_flops and ins and ins[0] else None)
-                hit = (work.params, status, cidx, cost, by_dtype, note, mac_dtype, held_params)
+                hit = (work.params, status, cidx, cost, by_dtype, note, mac_dtype, held_params,
+                       work.estimate)
                 if key is not None:
                     memo[key] = hit
-            pover, status, cidx, cost, by_dtype, note, mac_dtype, params = hit
+            pover, status, cidx, cost, by_dtype, note, mac_dtype, params, estimate = hit
             if cidx:
                 params += _params(node, ins, cidx, counted, pover, graph)
         except AnalyzerError as e:
@@ -198,7 +201,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
         if params:
             cost = Cost(params, *cost[1:])  # params are never multiplied by loop trips
         out.append(NodeCost(name, node.op, node.domain, status, cost, ins, outs, mac_dtype, note,
-                            by_dtype))
+                            by_dtype, None, estimate))
 
 
 def _held(held, cost: Cost, by_dtype):
@@ -269,7 +272,7 @@ def _control(graph, node, name, rule, ins, outs, times, counted, out, opts):
             note = (f"{note}; " if note else "") + (
                 f"incomplete: {len(unc)} uncosted node(s) among them ({', '.join(unc[:3])})")
     out.append(NodeCost(name, node.op, node.domain, COSTED, cost, ins, outs, mac_dtype, note,
-                        tuple(by_dtype.items())))
+                        tuple(by_dtype.items()), None, plan.estimate or bool(plan.costlier_of)))
     for attr, m in runs:
         sub = node.subgraphs.get(attr)
         if sub is None:

@@ -74,7 +74,7 @@ def grouped(report, depth: int) -> list[Group]:
 def render_groups(report, depth: int, fmt: str, *, width: int | None = None) -> str:
     """The grouped table in ``fmt`` (table, markdown, csv, json). JSON is the report's own
     document with a ``groups`` list added (exact integers)."""
-    from .render import human, human_time
+    from .render import estimates_line, human, human_time
 
     groups = grouped(report, depth)
     if fmt == "json":
@@ -105,6 +105,9 @@ def render_groups(report, depth: int, fmt: str, *, width: int | None = None) -> 
                "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         out += ["| " + " | ".join(r) + " |" for r in rows]
         out += ["", f"Coverage: {report.coverage.line()}.", ""]
+        est = estimates_line(report)
+        if est:
+            out += [est[0].upper() + est[1:] + ".", ""]
         return "\n".join(out)
     if fmt != "table":
         raise ValueError(f"unknown format {fmt!r}")
@@ -126,6 +129,9 @@ def render_groups(report, depth: int, fmt: str, *, width: int | None = None) -> 
                       highlight=False, soft_wrap=False)
     console.print(t)
     console.print(f"coverage: {report.coverage.line()}", highlight=False, markup=False)
+    est = estimates_line(report)
+    if est:
+        console.print(est, highlight=False, markup=False)
     for w in report.warnings:
         console.print(f"warning: {w}", highlight=False, markup=False)
     return buf.getvalue()

@@ -103,6 +103,9 @@ def render_markdown(report: Report, *, top: int | None = None) -> str:
     for p in report.predictions:
         out.append(f"| latency on {p.hardware} ({p.precision}) | {human_time(p.latency_s)} |")
     out += ["", f"Coverage: {report.coverage.line()}.", ""]
+    est = estimates_line(report)
+    if est:
+        out += [est[0].upper() + est[1:] + ".", ""]
     if report.comparison is not None:
         c = report.comparison
         out += [f"**Baseline** `{c.baseline_path}`: " + ("**predicted latency regressed**" if c.failed
@@ -180,11 +183,26 @@ def render_table(report: Report, *, top: int | None = None, width: int | None = 
     cov = report.coverage
     console.print(f"coverage: {cov.line()}" + (" (folded nodes not shown)" if cov.folded else ""),
                   highlight=False, markup=False)
+    line = estimates_line(report)
+    if line:
+        console.print(line, highlight=False, markup=False)
     for w in report.warnings:
         console.print(f"warning: {w}", highlight=False, markup=False)
     if report.comparison is not None:
         console.print(_comparison_text(report.comparison), highlight=False, markup=False)
     return buf.getvalue()
+
+
+def estimates_line(report, limit: int = 3) -> str | None:
+    """One line naming the nodes whose counts rest on an assumption, with their notes."""
+    names = report.coverage.estimates
+    if not names:
+        return None
+    notes = {n.name: n.note for n in report.nodes if n.estimate}
+    shown = "; ".join(f"{k}: {notes.get(k) or 'see its note'}" for k in names[:limit])
+    more = f"; and {len(names) - limit} more (--format json: \"estimate\": true)" if len(names) > limit else ""
+    n = len(names)
+    return f"estimates: {n} {'nodes rest' if n != 1 else 'node rests'} on an assumption ({shown}{more})"
 
 
 def _comparison_lines(c) -> list[tuple[str, list[str]]]:

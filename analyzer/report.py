@@ -27,7 +27,9 @@ class Coverage:
     ``folded`` + ``len(uncosted)``; ``costed`` = by_rule + decomposed + free (every node
     whose status is "costed"). A body node that folds or has no rule counts as folded or
     uncosted. ``decomposed_ops``: op -> how many of the file's nodes were replaced by
-    their function bodies (``decomposed_nodes`` in all)."""
+    their function bodies (``decomposed_nodes`` in all). ``estimates``: nodes whose counts
+    rest on an assumption their note states (an upper bound for a data-dependent size, the
+    costlier branch of an If whose condition is not constant)."""
 
     nodes: int
     costed: int
@@ -38,6 +40,7 @@ class Coverage:
     free: int = 0
     decomposed: int = 0
     decomposed_ops: dict[str, int] = field(default_factory=dict)
+    estimates: tuple[str, ...] = ()
 
     @property
     def decomposed_nodes(self) -> int:
@@ -47,7 +50,8 @@ class Coverage:
         return {"nodes": self.nodes, "costed": self.costed, "folded": self.folded,
                 "uncosted": list(self.uncosted), "uncosted_ops": dict(self.uncosted_ops),
                 "by_rule": self.by_rule, "free": self.free, "decomposed": self.decomposed,
-                "decomposed_nodes": self.decomposed_nodes, "decomposed_ops": dict(self.decomposed_ops)}
+                "decomposed_nodes": self.decomposed_nodes, "decomposed_ops": dict(self.decomposed_ops),
+                "estimates": list(self.estimates)}
 
     def line(self) -> str:
         """One sentence for the terminal: how much of the graph has exact counts.
@@ -139,6 +143,7 @@ def _coverage(nodes: list[NodeCost]) -> Coverage:
     views = _view_ops()
     by_rule = free = decomposed = folded = 0
     unc: list[NodeCost] = []
+    estimates = tuple(n.name for n in nodes if n.estimate)
     parents: dict[str, str] = {}
     for n in nodes:
         status, origin = n.status, n.origin
@@ -164,7 +169,7 @@ def _coverage(nodes: list[NodeCost]) -> Coverage:
         dec_ops[op] = dec_ops.get(op, 0) + 1
     return Coverage(nodes=len(nodes), costed=by_rule + free + decomposed, folded=folded,
                     uncosted=tuple(n.name for n in unc), uncosted_ops=ops, by_rule=by_rule,
-                    free=free, decomposed=decomposed, decomposed_ops=dec_ops)
+                    free=free, decomposed=decomposed, decomposed_ops=dec_ops, estimates=estimates)
 
 
 def _node_dict(n: NodeCost) -> dict[str, Any]:
@@ -184,4 +189,6 @@ def _node_dict(n: NodeCost) -> dict[str, Any]:
         d["note"] = n.note
     if n.origin is not None:
         d["decomposed_from"] = {"name": n.origin[0], "op": n.origin[1]}
+    if n.estimate:
+        d["estimate"] = True
     return d

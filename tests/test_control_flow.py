@@ -5,6 +5,8 @@ Models are built by hand with onnx.helper; closed forms are written beside each 
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from onnx import TensorProto as TP
@@ -56,6 +58,18 @@ def test_if_runtime_condition_costs_the_costlier_branch_and_says_so():
     assert r.totals.mac_flops == 64  # then-branch (64 FLOPs) beats else (8)
     assert r.totals.params == 16  # W, seen from inside the branch (outer scope)
     assert "costlier branch 'then_branch'" in r.node("branch").note
+    # an assumption: listed as an estimate in the node, the coverage and the terminal report
+    assert r.node("branch").estimate and r.coverage.estimates == ("branch",)
+    from analyzer.render import render
+
+    assert "estimates: 1 node rests on an assumption (branch: condition not constant" in \
+        render(r, "table").replace("\n", " ")
+
+
+def test_a_constant_condition_is_no_estimate():
+    r = analyzer.analyze(_if_model(True))
+    assert r.coverage.estimates == () and not r.node("branch").estimate
+    assert "estimate" not in json.dumps(r.to_dict()["nodes"])
 
 
 def _loop_model(trips: int | None):

@@ -563,3 +563,19 @@ def test_ml_map_inputs_count_their_output():
     cm = analyze(_map_input_model("CastMap", (1, 4), cast_to="TO_FLOAT", map_form="DENSE",
                                   max_map=4)).node("n").cost
     assert ops(cm) == (0, 0, 0) and cm.activation_bytes_written == 16
+
+
+def test_data_dependent_sizes_are_listed_as_estimates():
+    # NonZero's output length depends on the data: bytes written at the upper bound (every
+    # element selected), the node flagged an estimate; TopK's k is a constant: no estimate
+    nodes = [helper.make_node("NonZero", ["x"], ["nz"], name="nz"),
+             helper.make_node("TopK", ["x2", "k"], ["v", "i"], name="topk", axis=-1)]
+    r = analyze(graph(nodes, {"x": (3, 4), "x2": (2, 8)}, ["nz", "v", "i"], {"k": ints(2)}))
+    nz = r.node("nz")
+    assert nz.estimate and "upper bound" in nz.note
+    assert nz.cost.activation_bytes_written == 2 * 12 * 8  # [rank, every element] int64
+    assert not r.node("topk").estimate
+    assert r.coverage.estimates == ("nz",)
+    d = r.to_dict()
+    assert d["coverage"]["estimates"] == ["nz"]
+    assert [n.get("estimate") for n in d["nodes"]] == [True, None]

@@ -91,10 +91,11 @@ def sdpa(b: int, h_q: int, s_q: int, s_kv: int, d_qk: int, d_v: int, *, causal: 
 
 
 def _plus(w: Work, *, mac: int = 0, vec: int = 0, trans: int = 0, reads=None, mac_dtype=None,
-          note=None) -> Work:
+          note=None, estimate: bool = False) -> Work:
     notes = "; ".join(n for n in (w.note, note) if n) or None
     return Work(mac_flops=w.mac_flops + mac, vector_flops=w.vector_flops + vec,
-                transcendentals=w.transcendentals + trans, reads=reads, mac_dtype=mac_dtype, note=notes)
+                transcendentals=w.transcendentals + trans, reads=reads, mac_dtype=mac_dtype, note=notes,
+                estimate=w.estimate or estimate)
 
 
 def _causal(flag, _options) -> bool:
@@ -169,7 +170,7 @@ def ms_attention(ins, outs, *, num_heads, qkv_hidden_sizes=None, unidirectional=
     if do_rotary:
         rot = rotary_embedding_dim or d
         vec += ROTARY_VECTOR * b * s * num_heads * rot * 2  # Q and K
-    return _plus(att, mac=proj, vec=vec, note=note)
+    return _plus(att, mac=proj, vec=vec, note=note, estimate=note is not None)
 
 
 # ----------------------------------------------------------------------------- MultiHeadAttention
@@ -284,7 +285,7 @@ def group_query_attention(ins, outs, *, num_heads, kv_num_heads, causal=1, do_ro
     att = sdpa(b, num_heads, s, s_kv, d, d, causal=_causal(causal, _options), left=local_window_size,
                bias_terms=int(_present(ins, 10)), softcap=softcap,
                row_extra=1 if (smooth_softmax or _present(ins, 11)) else 0)
-    return _plus(att, vec=vec, trans=trans, reads=reads or None, note=note)
+    return _plus(att, vec=vec, trans=trans, reads=reads or None, note=note, estimate=note is not None)
 
 
 # ----------------------------------------------------------------------------- rotary embedding

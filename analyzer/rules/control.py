@@ -59,9 +59,10 @@ def loop(ins, outs, *, _values=(), _options=None, _graph=None, _node=None, **_):
         return Plan(note="initial condition is constant false: the body never runs")
     if m is not None:
         note = f"trip count {int(m)} (constant M)"
-        if len(ins) > 1 and ins[1] is not None and cond is None:
+        early = len(ins) > 1 and ins[1] is not None and cond is None
+        if early:
             note += "; the loop may stop earlier on its condition: an upper bound"
-        return Plan(run=(("body", int(m)),), note=note)
+        return Plan(run=(("body", int(m)),), note=note, estimate=early)
     # a scan output stacks one slice per iteration run: a static leading dim is the count
     k = max(len(ins) - 2, 0)
     for i, s in enumerate(outs[k:]):

@@ -112,7 +112,8 @@ def rng_bit_generator(ins, outs, **_):
     # the backend picks the algorithm (threefry or philox); counted at the threefry rate per word
     words = sum(_words(o, 32 if o.dtype != "uint64" else 64) for o in outs[1:] if o is not None)
     return Work(vector_flops=THREEFRY_OPS_PER_WORD * words,
-                note="RNG algorithm is backend-chosen; counted at threefry's 56 ops per 32-bit word")
+                note="RNG algorithm is backend-chosen; counted at threefry's 56 ops per 32-bit word",
+                estimate=True)
 
 
 @register("random_seed", "random_clone", domain=D)

@@ -104,7 +104,7 @@ def nonzero(ins, outs, **_):
     x = ins[0]
     n = x.numel()
     writes, note = _upper_bound_writes(outs, lambda i: len(x.dims()) * n * 8)
-    return Work(vector_flops=n, writes=writes, note=note)
+    return Work(vector_flops=n, writes=writes, note=note, estimate=note is not None)
 
 
 @register("Unique")
@@ -112,14 +112,14 @@ def unique(ins, outs, **_):
     x = ins[0]
     n = x.numel()
     writes, note = _upper_bound_writes(outs, lambda i: x.nbytes() if i == 0 else n * 8)
-    return Work(vector_flops=n * lg(n) + n, writes=writes, note=note)
+    return Work(vector_flops=n * lg(n) + n, writes=writes, note=note, estimate=note is not None)
 
 
 @register("Compress")
 def compress(ins, outs, **_):
     x, cond = ins[0], ins[1]
     writes, note = _upper_bound_writes(outs, lambda i: x.nbytes())
-    return Work(vector_flops=cond.numel(), writes=writes, note=note)
+    return Work(vector_flops=cond.numel(), writes=writes, note=note, estimate=note is not None)
 
 
 @register("OneHot", shape_inputs=(1,))
@@ -139,7 +139,8 @@ def non_max_suppression(ins, outs, **_):
     per_class = n * lg(n) + 3 * n + n + 13 * (n * (n - 1) // 2)
     writes, note = _upper_bound_writes(outs, lambda i: b * c * n * 3 * 8)
     return Work(vector_flops=b * c * per_class, writes=writes,
-                note="; ".join(x for x in ("IoU counted for every box pair (upper bound)", note) if x))
+                note="; ".join(x for x in ("IoU counted for every box pair (upper bound)", note) if x),
+                estimate=True)
 
 
 # ----------------------------------------------------------------------------- scatter / scan

@@ -264,7 +264,7 @@ def _tree_work(rows: int, depths: list[int], outputs: int, post_transform: str, 
     vec = rows * (sum(depths) + trees * outputs)  # compares down the path, leaf-weight adds
     vec += rows * outputs * (1 + (1 if average else 0))  # base values, average
     pv, pt = _post(post_transform, rows * outputs)
-    return Work(vector_flops=vec + pv, transcendentals=pt,
+    return Work(vector_flops=vec + pv, transcendentals=pt, estimate=True,
                 note="one compare per level of each tree's deepest path (an upper bound)")
 
 
@@ -288,8 +288,7 @@ def tree_ensemble_classifier(ins, outs, *, nodes_treeids, nodes_nodeids, nodes_m
     k = len(_values(classlabels_int64s)) or len(_values(classlabels_strings))
     depths = _max_depths_v1(nodes_treeids, nodes_nodeids, nodes_modes, nodes_truenodeids, nodes_falsenodeids)
     w = _tree_work(rows, depths, k, post_transform, False)
-    w = Work(vector_flops=w.vector_flops + rows * max(k - 1, 1), transcendentals=w.transcendentals,
-             note=w.note)  # + the argmax label
+    w = w._replace(vector_flops=w.vector_flops + rows * max(k - 1, 1))  # + the argmax label
     return _tree_params(w, _branches(nodes_modes), class_weights, base_values)
 
 

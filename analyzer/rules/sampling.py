@@ -35,7 +35,7 @@ def roi_align(ins, outs, *, mode="avg", sampling_ratio=0, **_):
     vec = n * s * s * (BILINEAR + 1) + (n if mode == "avg" else 0)
     note = "adaptive sampling_ratio depends on the boxes: counted as 2x2 samples per bin" \
         if sampling_ratio <= 0 else None
-    return Work(vector_flops=vec, note=note)
+    return Work(vector_flops=vec, note=note, estimate=note is not None)
 
 
 @register("MaxRoiPool")
@@ -43,7 +43,7 @@ def max_roi_pool(ins, outs, *, pooled_shape, **_):
     x = ins[0].dims()
     window = prod(-(-d // p) for d, p in zip(x[2:], pooled_shape))
     return Work(vector_flops=output(outs).numel() * (window - 1),
-                note="upper bound: every RoI spans the whole feature map")
+                note="upper bound: every RoI spans the whole feature map", estimate=True)
 
 
 _TAPS_PER_DIM = {"nearest": 1, "linear": 2, "bilinear": 2, "cubic": 4, "bicubic": 4}

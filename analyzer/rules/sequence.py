@@ -74,7 +74,7 @@ def regex_full_match(ins, outs, **_):
 def string_normalizer(ins, outs, **_):
     # stop words may remove strings: an open output shape is written at its upper bound (all kept)
     writes, note = _upper_bound_writes(outs, lambda i: ins[0].nbytes())
-    return Work(vector_flops=ins[0].numel(), writes=writes, note=note)
+    return Work(vector_flops=ins[0].numel(), writes=writes, note=note, estimate=note is not None)
 
 
 @register("StringConcat")
@@ -92,6 +92,8 @@ def string_split(ins, outs, *, maxsplit=None, **_):
     counts = n * 8  # int64 token count per string
     if maxsplit is not None:
         return Work(vector_flops=n, writes=n * (maxsplit + 1) * 8 + counts,
-                    note="token count depends on the data: bytes written are the maxsplit upper bound")
+                    note="token count depends on the data: bytes written are the maxsplit upper bound",
+                    estimate=True)
     return Work(vector_flops=n, writes=counts,
-                note="token count depends on the data and has no bound: only the counts output is counted")
+                note="token count depends on the data and has no bound: only the counts output is counted",
+                estimate=True)
