@@ -218,6 +218,7 @@ def test_gradient_is_twice_the_forward_work_of_the_differentiated_nodes():
     assert r.node("mul").cost.vector_flops == 6 and r.node("add").cost.vector_flops == 6
     # y = t: only mul lies between the xs and y: 2*6 = 12
     assert analyzer.analyze(_gradient_model(["a", "b"], "t")).node("grad").cost.vector_flops == 12
+    assert r.node("grad").estimate  # a rule of thumb: listed among the estimates
 
 
 def _untyped_tanh_loop(i: int, x: str, out: str) -> "onnx.NodeProto":

@@ -133,7 +133,8 @@ def gradient(ins, outs, *, xs, y, _graph=None, _node=None, **_):
             f"does about twice the forward work)")
     if not fwd:
         return Plan(note=f"'{y}' does not depend on {list(xs)}: the gradients are zeros, no backward work")
-    return Plan(note=note, work_of=((replace(_graph, nodes=fwd), BACKWARD_OVER_FORWARD),))
+    return Plan(note=note, work_of=((replace(_graph, nodes=fwd), BACKWARD_OVER_FORWARD),),
+                estimate=True)  # a rule of thumb, not the backward graph's own counts
 
 
 @register("Scan", io="control")
