@@ -79,10 +79,26 @@ def _describe(graph: Graph, node: Node) -> str:
     return f"inputs ({fmt(node.inputs)}) outputs ({fmt(node.outputs)})"
 
 
+def _shape_gap(err: Exception) -> bool:
+    """An unknown shape that no bound dim explains (a '?' or derived dim, an unknown rank)."""
+    return (isinstance(err, UnboundDimError) and (err.dim == "?" or err.dim.startswith("unk__"))) or (
+        type(err) is ShapeError and "rank is unknown" in str(err))
+
+
+def _run_time_in_body(graph: Graph, node: Node, err: Exception) -> str | None:
+    """Inside a control-flow body, a shape that depends on a run-time value (the iteration
+    number, a carried value): why, or None. No option can bind such a value, so the node is
+    reported uncosted and the rest of the model is still counted."""
+    if not graph.is_body or not _shape_gap(err):
+        return None
+    from .provenance import data_dependent
+
+    return data_dependent(graph, node)
+
+
 def _context_error(graph: Graph, node: Node, err: Exception, name: str | None = None) -> AnalyzerError:
     where = f"node '{name or node.name}' ({node.op})"
-    if (isinstance(err, UnboundDimError) and (err.dim == "?" or err.dim.startswith("unk__"))) or (
-            type(err) is ShapeError and "rank is unknown" in str(err)):
+    if _shape_gap(err):
         from .provenance import data_dependent, failed_fold
 
         # a constant computation upstream that fails on the bound dims, or a shape decided by
@@ -100,9 +116,29 @@ def _context_error(graph: Graph, node: Node, err: Exception, name: str | None = 
             msg = (f"{where}: dim '{d}' was derived by shape inference from unbound input dims; "
                    f"bind the model's symbolic dims with --dim; {_describe(graph, node)}")
         else:
-            msg = f"{where}: symbolic dim '{d}' is unbound; pass --dim {d}=VALUE"
+            from .frontends.dim_expr import is_expression, symbols
+
+            need = symbols(d) if is_expression(d) else [d]
+            # name every unbound symbol of the inputs at once: one run, not one per dim
+            for s in _input_symbols(graph):
+                if s not in need:
+                    need.append(s)
+            what = (f"dim '{d}' is an expression of symbolic dims" if is_expression(d)
+                    else f"symbolic dim '{d}' is unbound")
+            msg = f"{where}: {what}; pass --dim " + ",".join(f"{s}=VALUE" for s in need)
         return _LocatedUnbound(d, msg)
     return _LocatedShape(f"{where}: {err}; {_describe(graph, node)}")
+
+
+def _input_symbols(graph: Graph) -> list[str]:
+    """The symbolic dims of the graph's inputs, in order (what --dim can bind)."""
+    out: list[str] = []
+    for x in graph.inputs:
+        s = graph.tensors.get(x)
+        for d in (s.shape or ()) if s is not None else ():
+            if type(d) is str and d != "?" and not d.startswith("unk__") and d not in out:
+                out.append(d)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +230,11 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
         except AnalyzerError as e:
             if isinstance(e, _Located):
                 raise
+            why = _run_time_in_body(graph, node, e)
+            if why is not None:
+                out.append(NodeCost(name, node.op, node.domain, UNCOSTED, _ZERO, ins, outs,
+                                    note=f"uncosted: {why}"))
+                continue
             raise _context_error(graph, node, e, name) from None
         except (TypeError, KeyError, IndexError, ValueError, ZeroDivisionError, AttributeError) as e:
             raise _context_error(graph, node, ShapeError(f"cannot cost it ({type(e).__name__}: {e})"),

@@ -171,6 +171,8 @@ class Graph:
     # folded tensor -> why evaluating its node on known values failed (explains an unknown
     # shape downstream: often a model that does not support the bound dims)
     fold_errors: Mapping[str, str] = field(default_factory=dict)
+    # a control-flow body (If branch, Loop/Scan body), not the model's own graph
+    is_body: bool = False
 
     def spec(self, name: str) -> TensorSpec | None:
         return self.tensors.get(name) if name else None

@@ -203,6 +203,7 @@ def fold_graph(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=
     constants, values = initial
     lookup = specs if lookup is None else lookup
     folded: set[str] = set()
+    sized: set[str] = set()  # folded tensors computed from the shapes of inputs / activations
     # folded tensor -> the file constants it is computed from (its params); a weight
     # transposed or gathered ahead of time is still the weight in the file
     sources: dict[str, tuple[str, ...]] = {}
@@ -239,16 +240,22 @@ def fold_graph(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=
             constants.add(out0)
             folded.add(n.name)
             sources[out0] = ()  # derived from shapes, not from any constant's data
+            if n.inputs[0] not in constants:
+                sized.add(out0)  # the shape of an input or activation
             continue
         ins = [x for x in n.inputs if x]
         if not ins or not all(x in constants for x in ins):
             continue
         constants.update(o for o in n.outputs if o)
         folded.add(n.name)
+        if sized and any(x in sized for x in ins):
+            sized.update(o for o in n.outputs if o)
         if op == "ConstantOfShape":
             s0 = lookup.get(out0)
             if s0 is not None and s0.dtype not in FLOAT_DTYPES:
                 sources[out0] = ()  # an integer/bool fill (a mask): structure, not a weight
+            elif out0 in sized:  # zeros sized by an input (an RNN's h0, zeros_like): a buffer
+                sources[out0] = ()  # the runtime fills, not a weight: never params
         else:  # a float ConstantOfShape output is itself the constant (a weight)
             rule = rule_of("", op)
             skip = rule.shape_inputs if rule is not None else frozenset()

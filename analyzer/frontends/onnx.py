@@ -22,7 +22,7 @@ from onnx import numpy_helper
 
 from ..errors import InputSpecError, ModelLoadError, ShapeError
 from ..ir import Graph, Node, TensorSpec
-from . import fold, functions, sequences
+from . import dim_expr, fold, functions, sequences
 from .onnx_read import (_DOMAIN, _OP, _collect_specs, _infer, _initializers, _read_nodes,
                         _topo_order)
 from .onnx_subgraphs import _attach_subgraphs, _control_outputs, _subgraph_protos, _unsettled
@@ -216,8 +216,17 @@ def bind_values(m: onnx.ModelProto, values: Mapping[str, Any] | None) -> dict[st
 def _bind_declared(g: onnx.GraphProto, bound: Mapping[str, int]) -> None:
     for vi in (*g.value_info, *g.output):
         for d in vi.type.tensor_type.shape.dim:
-            if d.dim_param in bound:
-                d.dim_value = bound[d.dim_param]
+            p = d.dim_param
+            if not p:
+                continue
+            if p in bound:
+                d.dim_value = bound[p]
+            elif dim_expr.is_expression(p):  # dynamo's 'Min(512, s50)', '4*s77'
+                v = dim_expr.evaluate(p, bound)
+                if v is not None:
+                    d.dim_value = v
+                else:  # not evaluable: leave it to inference rather than keep a false symbol
+                    d.ClearField("dim_param")
     for n in g.node:
         for a in n.attribute:
             if a.type == onnx.AttributeProto.GRAPH:

@@ -92,7 +92,8 @@ def _sub_graph(sg: onnx.GraphProto, outer: Graph, cache, where: str, scope=None,
                   inputs=tuple(vi.name for vi in sg.input), outputs=tuple(vi.name for vi in sg.output),
                   constants=frozenset(constants), values=values, folded=frozenset(folded),
                   opsets=outer.opsets, sources={**outer.sources, **sources},
-                  sequences=ChainMap(seqs, outer.sequences) if seqs else outer.sequences)
+                  sequences=ChainMap(seqs, outer.sequences) if seqs else outer.sequences,
+                  is_body=True)
     if any(n.attr_key is None for n in nodes):
         _attach_subgraphs(graph, _subgraph_protos(nested), cache,
                           available | {o for n in nodes for o in n.outputs if o})

@@ -1,0 +1,140 @@
+"""What real exporters write, reduced to a few nodes (found by exporting ~30 transformers and
+torch.nn models with the TorchScript and dynamo exporters and comparing with FlopCounterMode).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import analyzer
+from analyzer.errors import UnboundDimError
+from analyzer.frontends import dim_expr
+from onnx_builders import F32, graph, ints, weight
+
+I64 = TensorProto.INT64
+
+
+# ----------------------------------------------------------------------------- dynamo's expression dims
+
+def _position_slice_model():
+    # HF position ids: table[:s] for an input of length s; dynamo annotates the Slice output
+    # with the dim 'Min(512, s)'
+    nodes = [helper.make_node("Shape", ["x"], ["shp"], start=0, end=1),
+             helper.make_node("Slice", ["table", "zero", "shp", "zero"], ["pos"]),
+             helper.make_node("Add", ["x", "pos"], ["y"]),
+             helper.make_node("MatMul", ["y", "w"], ["z"], name="mm")]
+    vi = [helper.make_tensor_value_info("pos", F32, ["Min(512, s)", 4])]
+    return graph(nodes, {"x": ("s", 4)}, ["z"],
+                 {"table": weight(512, 4), "zero": ints(0), "w": weight(4, 4)}, value_info=vi)
+
+
+def _head_split_model():
+    # a head split written '2*s' by dynamo on a Concat output
+    nodes = [helper.make_node("Concat", ["x", "x"], ["xx"], axis=0),
+             helper.make_node("MatMul", ["xx", "w"], ["z"], name="mm")]
+    vi = [helper.make_tensor_value_info("xx", F32, ["2*s", 4])]
+    return graph(nodes, {"x": ("s", 4)}, ["z"], {"w": weight(4, 4)}, value_info=vi)
+
+
+def test_an_expression_dim_is_evaluated_from_the_bound_symbols():
+    r = analyzer.analyze(_position_slice_model(), dims={"s": 8})
+    assert r.node("mm").cost.mac_flops == 2 * 8 * 4 * 4 == 256  # Min(512, 8) = 8
+    r = analyzer.analyze(_head_split_model(), dims={"s": 8})
+    assert r.node("mm").cost.mac_flops == 2 * (2 * 8) * 4 * 4 == 512
+
+
+def test_an_unbound_expression_dim_names_the_symbols_to_bind():
+    with pytest.raises(UnboundDimError, match=r"dim 'Min\(512, s\)' is an expression of symbolic "
+                                              r"dims; pass --dim s=VALUE"):
+        analyzer.analyze(_position_slice_model())
+
+
+@pytest.mark.parametrize("text, bound, value", [
+    ("Min(512, s50)", {"s50": 8}, 8), ("Min(512, s50)", {"s50": 600}, 512), ("4*s77", {"s77": 3}, 12),
+    ("((s0 - 1)//2) + 1", {"s0": 9}, 5), ("FloorDiv(s0, 2)", {"s0": 7}, 3), ("CeilDiv(s0, 2)", {"s0": 7}, 4),
+    ("Max(1, s0 - 4)", {"s0": 2}, 1), ("s0 + s1", {"s0": 2}, None),       # s1 unbound
+    ("__import__('os')", {}, None), ("s0.real", {"s0": 1}, None), ("s0 / 2", {"s0": 3}, None),
+])
+def test_dim_expressions_are_evaluated_safely(text, bound, value):
+    assert dim_expr.evaluate(text, bound) == value
+    assert dim_expr.is_expression(text)
+
+
+def test_plain_names_are_not_expressions():
+    assert not dim_expr.is_expression("batch") and not dim_expr.is_expression("s50")
+    assert dim_expr.symbols("Min(512, s50) + FloorDiv(s1, 2)") == ["s50", "s1"]
+
+
+def test_every_unbound_input_symbol_is_named_at_once():
+    m = graph([helper.make_node("MatMul", ["a", "b"], ["c"], name="mm")],
+              {"a": ("batch", "seq", 4), "b": (4, "width")}, ["c"])
+    with pytest.raises(UnboundDimError, match=r"pass --dim batch=VALUE,seq=VALUE,width=VALUE"):
+        analyzer.analyze(m)
+
+
+# ----------------------------------------------------------------------------- buffers sized by inputs
+
+def _zero_state_model():
+    # an RNN's h0 / zeros_like / a pixel mask: ConstantOfShape(Shape(x)) is a buffer the runtime
+    # fills, sized by the input, not a weight
+    nodes = [helper.make_node("Shape", ["x"], ["shp"]),
+             helper.make_node("ConstantOfShape", ["shp"], ["zeros"],
+                              value=helper.make_tensor("v", F32, [1], [0.0])),
+             helper.make_node("Add", ["x", "zeros"], ["h"], name="add"),
+             helper.make_node("MatMul", ["h", "w"], ["y"], name="mm")]
+    return graph(nodes, {"x": ("batch", 4)}, ["y"], {"w": weight(4, 3)})
+
+
+@pytest.mark.parametrize("batch", [2, 64])
+def test_a_buffer_sized_by_an_input_is_not_a_parameter(batch):
+    r = analyzer.analyze(_zero_state_model(), dims={"batch": batch})
+    assert r.totals.params == 4 * 3 == 12  # only w, at every batch (was 12 + 4*batch)
+    assert r.node("mm").cost.mac_flops == 2 * batch * 4 * 3
+
+
+def test_a_constant_sized_fill_is_still_a_weight():
+    # ConstantOfShape of a constant shape (how the onnx zoo stores weights): a parameter
+    nodes = [helper.make_node("ConstantOfShape", ["shape"], ["W"],
+                              value=helper.make_tensor("v", F32, [1], [0.5])),
+             helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")]
+    r = analyzer.analyze(graph(nodes, {"x": (2, 4)}, ["y"], {"shape": ints(4, 3)}))
+    assert r.totals.params == 12
+
+
+# ----------------------------------------------------------------------------- run-time shapes in a body
+
+def _bag_model():
+    # EmbeddingBag as exporters write it: a Loop over bags whose Slice bounds come from the
+    # iteration number; after it, a MatMul that must still be counted
+    body = helper.make_graph(
+        [helper.make_node("Unsqueeze", ["i", "ax"], ["i1"]),
+         helper.make_node("Add", ["i1", "one"], ["i2"]),
+         helper.make_node("Slice", ["ids", "i1", "i2"], ["bag"]),
+         helper.make_node("Gather", ["E", "bag"], ["rows"]),
+         helper.make_node("ReduceMean", ["rows"], ["mean"], axes=[0], keepdims=0),
+         helper.make_node("Identity", ["c"], ["c_out"])],
+        "body", [helper.make_tensor_value_info("i", I64, []),
+                 helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("mean", F32, [4])])
+    nodes = [helper.make_node("Loop", ["M", ""], ["bags"], name="loop", body=body),
+             helper.make_node("MatMul", ["bags", "w"], ["y"], name="mm")]
+    inits = {"M": np.array(2, np.int64), "ax": ints(0), "one": ints(1), "E": weight(10, 4),
+             "w": weight(4, 3)}
+    return graph(nodes, {"ids": ((5,), I64)}, ["y"], inits, opset=13)
+
+
+def test_a_run_time_shape_inside_a_body_leaves_those_nodes_uncosted_not_the_model():
+    r = analyzer.analyze(_bag_model())
+    assert r.node("mm").cost.mac_flops == 2 * 2 * 4 * 3 == 48  # the model after the Loop
+    unc = {n.name: n for n in r.nodes if n.status == "uncosted"}
+    # the slice and what reads it; the note names the run-time value and where it comes from
+    assert sorted(unc) == ["loop/Gather_3", "loop/ReduceMean_4", "loop/Slice_2"]
+    assert "depends on the value of 'i1' (computed at run time from body input 'i')" in \
+        unc["loop/Slice_2"].note
+    assert r.node("loop/Add_1").status == "costed"  # the index arithmetic itself is counted
+    assert r.coverage.uncosted  # visible, and --strict fails on it
+    with pytest.raises(analyzer.errors.CheckFailed):
+        r.require_full_coverage()
