@@ -71,7 +71,8 @@ def render_csv(report: Report) -> str:
     pred_cols = []
     for p in report.predictions:
         pred_cols += [f"{p.hardware}:time_s", f"{p.hardware}:bound"]
-    w.writerow(["name", "op", "status", *COUNT_FIELDS, "flops", "outputs", *pred_cols])
+    w.writerow(["name", "op", "status", *COUNT_FIELDS, "flops", "outputs", *pred_cols,
+                "estimate", "note"])
     by_hw = [{x.name: x for x in p.nodes} for p in report.predictions]
     for n in report.nodes:
         c = n.cost
@@ -80,7 +81,7 @@ def render_csv(report: Report) -> str:
             x = m.get(n.name)
             extra += [repr(x.time_s), x.bound] if x else ["", ""]
         w.writerow([n.name, n.op, n.status, *(getattr(c, f) for f in COUNT_FIELDS), c.flops,
-                    " ".join(n.outputs), *extra])
+                    " ".join(n.outputs), *extra, "yes" if n.estimate else "", n.note or ""])
     return buf.getvalue()
 
 

@@ -579,3 +579,11 @@ def test_data_dependent_sizes_are_listed_as_estimates():
     d = r.to_dict()
     assert d["coverage"]["estimates"] == ["nz"]
     assert [n.get("estimate") for n in d["nodes"]] == [True, None]
+    import csv
+    import io
+
+    from analyzer.render import render
+
+    rows = {x["name"]: x for x in csv.DictReader(io.StringIO(render(r, "csv")))}
+    assert rows["nz"]["estimate"] == "yes" and "upper bound" in rows["nz"]["note"]
+    assert rows["topk"]["estimate"] == "" and rows["topk"]["note"] == ""
