@@ -28,7 +28,8 @@ from .onnx_read import (_DOMAIN, _OP, _collect_specs, _infer, _initializers, _re
 from .onnx_subgraphs import _attach_subgraphs, _control_outputs, _subgraph_protos, _unsettled
 from .onnx_types import DTYPES
 
-_FOLD_ROUNDS = 4  # fold -> infer rounds; each must fold something new to go on
+_FOLD_ROUNDS = 64  # fold -> infer rounds (one per level of shape math that inference cannot see
+# through, e.g. a Pad whose pads a ConstantOfShape-Concat builds per block); each must fold more
 
 # ----------------------------------------------------------------------------- loading
 
