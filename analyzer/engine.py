@@ -96,8 +96,31 @@ def _run_time_in_body(graph: Graph, node: Node, err: Exception) -> str | None:
     return data_dependent(graph, node)
 
 
+def _not_in_opset(graph: Graph, node: Node) -> str | None:
+    """For a standard op the model's opset does not define yet: 'Erf is not defined in opset 7
+    (it exists from opset 9)'; else None (only error paths call this)."""
+    if node.domain or not graph.opsets:
+        return None
+    import onnx.defs
+
+    opset = graph.opsets.get("", 0)
+    try:
+        onnx.defs.get_schema(node.op, opset, "")
+        return None
+    except onnx.defs.SchemaError:
+        first = [s.since_version for s in onnx.defs.get_all_schemas_with_history()
+                 if s.name == node.op and s.domain == ""]
+        if not first:
+            return None
+        return (f"{node.op} is not defined in opset {opset} (it exists from opset {min(first)}): "
+                f"the model is invalid; re-export it at a newer opset")
+
+
 def _context_error(graph: Graph, node: Node, err: Exception, name: str | None = None) -> AnalyzerError:
     where = f"node '{name or node.name}' ({node.op})"
+    bad_op = _not_in_opset(graph, node)
+    if bad_op is not None:
+        return _LocatedShape(f"{where}: {bad_op}")
     if _shape_gap(err):
         from .provenance import data_dependent, failed_fold
 

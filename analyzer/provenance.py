@@ -12,6 +12,10 @@ from __future__ import annotations
 from .ir import Graph, Node, unresolved
 
 _SMALL = 64  # a tensor this small that steers a shape is an argument (axes, pads, a limit)
+# ops whose output size is decided by the values of these (data) inputs, beyond the shape-like
+# inputs their rules declare: a condition, the elements themselves, boxes and scores
+_SIZE_FROM_DATA = {"Compress": (1,), "NonZero": (0,), "Unique": (0,), "NonMaxSuppression": (0, 1),
+                   "StringSplit": (0,), "RegexFullMatch": (0,)}
 
 
 def _producers(graph: Graph) -> dict[str, Node]:
@@ -129,6 +133,9 @@ def data_dependent(graph: Graph, node: Node) -> str | None:
              if x and x not in graph.values and not unresolved(get(x)) and get(x).numel() <= _SMALL]
     if rule is not None and rule.shape_inputs:  # the rule knows which inputs steer shapes
         cands = [(i, x) for i, x in cands if i in rule.shape_inputs]
+    elif rule is not None:  # only ops whose output size is data can be steered by a value
+        steer = _SIZE_FROM_DATA.get(cur.op, ())
+        cands = [(i, x) for i, x in cands if i in steer]
     found = []
     for _, x in cands:
         values, _dims = sources(graph, x, prod)

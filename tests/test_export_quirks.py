@@ -170,3 +170,51 @@ def test_block_after_block_of_pad_arithmetic_resolves(blocks):
     r = analyzer.analyze(_padded_blocks(blocks))
     assert r.node("mm").cost.mac_flops == 128
     assert r.node(f"pad{blocks - 1}").out_specs[0].shape == (2, 8)
+
+
+# ----------------------------------------------------------------------------- more exporter habits
+
+def test_declarations_from_the_traced_batch_do_not_override_a_bound_batch():
+    # dynamo traced at batch 1 declares intermediates with batch 1; the input says 'n'
+    node = helper.make_node("Conv", ["x", "W"], ["y"], name="conv")
+    vi = [helper.make_tensor_value_info("y", F32, [1, 3, 4, 4])]
+    m = graph([node, helper.make_node("Relu", ["y"], ["z"], name="relu")], {"x": ("n", 2, 4, 4)},
+              ["z"], {"W": weight(3, 2, 1, 1)}, value_info=vi)
+    for n in (1, 4):
+        r = analyzer.analyze(m, dims={"n": n})
+        assert r.node("conv").cost.mac_flops == 2 * n * 3 * 4 * 4 * 2  # 192 per sample
+        assert r.node("relu").cost.vector_flops == n * 3 * 4 * 4
+
+
+@pytest.mark.parametrize("opset", [9, 11, 17])
+def test_compress_with_a_constant_condition_has_a_static_output(opset):
+    # cond [1,0,1,1] keeps 3 rows of x [4,3]; MatMul [3,3] x [3,2]: 2*3*3*2 = 36
+    nodes = [helper.make_node("Compress", ["x", "cond"], ["c"], name="compress", axis=0),
+             helper.make_node("MatMul", ["c", "M"], ["y"], name="mm")]
+    m = graph(nodes, {"x": (4, 3)}, ["y"],
+              {"cond": np.array([1, 0, 1, 1], bool), "M": weight(3, 2)}, opset=opset)
+    r = analyzer.analyze(m)
+    assert r.node("compress").out_specs[0].shape == (3, 3)
+    assert r.node("mm").cost.mac_flops == 36
+
+
+def test_one_hot_repeats_fold():
+    # TorchScript's Tensor.repeat(N, 1): repeats = OneHot([0], depth 2, values [1, N]) = [N, 1]
+    nodes = [helper.make_node("Shape", ["x"], ["s"], start=0, end=1),
+             helper.make_node("Concat", ["one", "s"], ["vals"], axis=0),
+             helper.make_node("OneHot", ["zero", "two", "vals"], ["oh"], axis=-1),
+             helper.make_node("Reshape", ["oh", "flat"], ["rep"]),
+             helper.make_node("Tile", ["x", "rep"], ["t"], name="tile"),
+             helper.make_node("MatMul", ["t", "W"], ["y"], name="mm")]
+    m = graph(nodes, {"x": ("n", 3)}, ["y"],
+              {"one": ints(1), "zero": ints(0), "two": ints(2), "flat": ints(-1), "W": weight(3, 4)})
+    r = analyzer.analyze(m, dims={"n": 2})
+    assert r.node("tile").out_specs[0].shape == (4, 3)  # [n*n, 3]
+    assert r.node("mm").cost.mac_flops == 2 * (2 * 2) * 3 * 4 == 96
+
+
+def test_an_op_newer_than_the_models_opset_is_named():
+    m = graph([helper.make_node("Erf", ["x"], ["y"])], {"x": (2, 3)}, ["y"], opset=7)
+    with pytest.raises(analyzer.errors.ShapeError,
+                       match=r"Erf is not defined in opset 7 \(it exists from opset 9\)"):
+        analyzer.analyze(m)

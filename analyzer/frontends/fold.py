@@ -30,7 +30,7 @@ FOLDABLE = frozenset({
     "Slice", "Range", "Transpose", "Expand", "Tile",
     "Add", "Sub", "Mul", "Div", "Neg", "Abs", "Floor", "Ceil", "Sqrt", "Mod",
     "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Where",
-    "Max", "Min", "ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin",
+    "Max", "Min", "ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin", "OneHot",
 })
 
 
@@ -62,6 +62,16 @@ def _reshape(ins, attrs):
     if not attrs.get("allowzero", 0):
         shape = [x.shape[i] if s == 0 else s for i, s in enumerate(shape)]
     return x.reshape(shape)
+
+
+def _one_hot(ins, attrs):
+    # OneHot(indices, depth, values=[off, on]): a new axis of length depth (TorchScript builds
+    # Tensor.repeat's repeats vector this way)
+    idx, depth, vals = ins[0], int(np.asarray(ins[1]).reshape(-1)[0]), np.asarray(ins[2]).reshape(-1)
+    idx = np.where(idx < 0, idx + depth, idx)
+    hot = np.arange(depth) == np.asarray(idx)[..., None]
+    out = np.where(hot, vals[1], vals[0])
+    return np.moveaxis(out, -1, attrs.get("axis", -1))
 
 
 def _reduce(fn):
@@ -107,6 +117,7 @@ _EVAL = {
     "Where": lambda i, a: np.where(i[0], i[1], i[2]),
     "Max": lambda i, a: np.maximum.reduce(i),
     "Min": lambda i, a: np.minimum.reduce(i),
+    "OneHot": lambda i, a: _one_hot(i, a),
     "ReduceProd": _reduce(np.prod),
     "ReduceSum": _reduce(np.sum),
     "ReduceMax": _reduce(np.max),

@@ -164,6 +164,16 @@ def bind_inputs(m: onnx.ModelProto, inputs: Mapping[str, Any] | None,
                     v = dims[d.dim_param]
                     bound[d.dim_param] = v
                     d.dim_value = v
+    if bound or inputs:
+        # The file's value_info was written for the shapes it was traced with (an exporter
+        # tracing at batch 1 declares every intermediate with batch 1): for standard ops ONNX
+        # infers the outputs again, so their declarations go; the declarations of ops it
+        # cannot type (onnxruntime contrib, custom domains) stay, with the bound symbols.
+        std = {o for n in g.node if n.domain in ("", "ai.onnx") for o in n.output}
+        keep = [vi for vi in g.value_info if vi.name not in std]
+        if len(keep) != len(g.value_info):
+            del g.value_info[:]
+            g.value_info.extend(keep)
     if bound:  # a bound symbol means that value everywhere: in the file's own value_info too
         _bind_declared(g, bound)  # (an exporter's declarations of ops inference cannot type)
     return bound
@@ -351,7 +361,7 @@ def _infer_with_values(m, file_nodes, nodes, folded, values, init_names):
     """ONNX inference over a copy of ``m`` whose folded values are initializers: (the
     inferred model, its specs), or None when folding found no value to give."""
     extra = [numpy_helper.from_array(v, name=k) for k, v in values.items() if k not in init_names]
-    if not extra:
+    if not extra and not any(n.op in _VALUE_SURROGATES for n in nodes):
         return None
     m2 = onnx.ModelProto()
     m2.CopyFrom(m)
@@ -359,6 +369,7 @@ def _infer_with_values(m, file_nodes, nodes, folded, values, init_names):
     # known value (a Gather from a weight table) must still produce its output
     gone = {n.name for n in nodes if n.name in folded and all(o in values for o in n.outputs if o)}
     keep = [p for p, n in zip(m2.graph.node, file_nodes) if n.name not in gone]
+    keep = [q for p in keep for q in _value_surrogate(p, values)]
     del m2.graph.node[:]
     m2.graph.node.extend(keep)
     m2.graph.initializer.extend(extra)
@@ -372,6 +383,31 @@ def _infer_with_values(m, file_nodes, nodes, folded, values, init_names):
         m2.graph.value_info.extend(declared)
     inferred = _infer(m2)
     return inferred, _collect_specs(inferred.graph)
+
+
+_VALUE_SURROGATES = frozenset({"Compress"})
+
+
+def _value_surrogate(p: onnx.NodeProto, values) -> list[onnx.NodeProto]:
+    """For inference only: an op whose output size a constant input decides but which ONNX
+    inference leaves open (Compress with a constant condition) becomes a standard op with the
+    same output shape (a Gather of the kept positions); other nodes stay as they are."""
+    if p.op_type == "Compress" and p.domain in ("", "ai.onnx") and len(p.input) > 1 \
+            and p.input[1] in values:
+        keep = np.flatnonzero(np.asarray(values[p.input[1]]).astype(bool))
+        idx = f"{p.output[0]}__kept"
+        nodes = [onnx.helper.make_node("Constant", [], [idx],
+                                       value=numpy_helper.from_array(keep.astype(np.int64), idx))]
+        axis = next((a.i for a in p.attribute if a.name == "axis"), None)
+        data = p.input[0]
+        if axis is None:  # no axis: the flattened input
+            flat = f"{p.output[0]}__flat"
+            nodes += [onnx.helper.make_node("Constant", [], [flat + "_shape"],
+                                            value=numpy_helper.from_array(np.array([-1], np.int64))),
+                      onnx.helper.make_node("Reshape", [data, flat + "_shape"], [flat])]
+            data, axis = flat, 0
+        return nodes + [onnx.helper.make_node("Gather", [data, idx], [p.output[0]], axis=axis)]
+    return [p]
 
 
 def _contrib_shapes(inferred: onnx.ModelProto, nodes: list[Node], specs: dict, ops: set[str]) -> None:
