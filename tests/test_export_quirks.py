@@ -218,3 +218,74 @@ def test_an_op_newer_than_the_models_opset_is_named():
     with pytest.raises(analyzer.errors.ShapeError,
                        match=r"Erf is not defined in opset 7 \(it exists from opset 9\)"):
         analyzer.analyze(m)
+
+
+# ----------------------------------------------------------------------------- old opsets (7-10)
+
+@pytest.mark.parametrize("opset", [9, 13])
+def test_batch_norm_statistics_outputs_at_old_opsets(opset):
+    # BN-9..13 asked for its statistics (TorchScript's F.batch_norm(training=True)): the extra
+    # outputs are per channel, and the batch statistics are computed
+    nodes = [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"],
+                              ["y", "rm", "rv", "sm", "sv"], name="bn", epsilon=1e-5),
+             helper.make_node("MatMul", ["y", "M"], ["z"], name="mm")]
+    inits = {k: weight(4) for k in ("s", "b", "m", "v")}
+    inits["M"] = weight(6, 2)
+    r = analyzer.analyze(graph(nodes, {"x": (1, 4, 6)}, ["z"], inits, opset=opset))
+    bn = r.node("bn")
+    assert [s.shape for s in bn.out_specs] == [(1, 4, 6)] + [(4,)] * 4
+    # training: per element sum, subtract, square, sum (4n) + normalize (4n) + 4 per channel
+    assert bn.cost.vector_flops == 4 * 24 + 4 * 24 + 4 * 4
+    assert r.node("mm").cost.mac_flops == 2 * 4 * 6 * 2 == 96
+    assert r.totals.params == 4 * 4 + 12 == 28
+
+
+def test_xor_folds():
+    # TorchScript's floor division at opsets 9-10: Div(w, 7) - Cast(Xor(w < 0, 7 < 0)); w = 28
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "one"], ["w"], axis=0),
+             helper.make_node("Div", ["w", "seven"], ["q0"]),
+             helper.make_node("Less", ["w", "zero"], ["a"]),
+             helper.make_node("Less", ["seven", "zero"], ["b"]),
+             helper.make_node("Xor", ["a", "b"], ["neg"]),
+             helper.make_node("Cast", ["neg"], ["negi"], to=I64),
+             helper.make_node("Sub", ["q0", "negi"], ["q"]),
+             helper.make_node("Unsqueeze", ["q"], ["qq"], axes=[0]),
+             helper.make_node("Concat", ["qq", "seven1"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["x", "shape"], ["r"]),
+             helper.make_node("MatMul", ["r", "W"], ["y"], name="mm")]
+    inits = {"one": np.array(1, np.int64), "seven": np.array(7, np.int64),
+             "zero": np.array(0, np.int64), "seven1": ints(7), "W": weight(7, 3)}
+    r = analyzer.analyze(graph(nodes, {"x": (1, 28)}, ["y"], inits, opset=9))
+    assert r.node("mm").cost.mac_flops == 2 * 4 * 7 * 3 == 168
+
+
+def test_negative_axes_before_opset_11():
+    # opset 9 had no negative axes; exporters write -1 anyway and runtimes accept it. The Concat's
+    # inputs get their rank only after folding resolves a Reshape
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Concat", ["s", "tail"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["x", "shape"], ["r"]),
+             helper.make_node("Concat", ["r", "r"], ["c"], axis=-1, name="cat"),
+             helper.make_node("MatMul", ["c", "W"], ["y"], name="mm")]
+    r = analyzer.analyze(graph(nodes, {"x": (2, 3)}, ["y"], {"tail": ints(1), "W": weight(2, 5)}, opset=9))
+    assert r.node("cat").out_specs[0].shape == (2, 3, 2)
+    assert r.node("mm").cost.mac_flops == 2 * 6 * 2 * 5 == 120
+
+
+def test_ir_version_3_initializers_reach_reinference():
+    # IR 3 (opset 7 exports): inference uses only initializers that are also graph inputs; a
+    # folded Reshape target must be handed over as one
+    nodes = [helper.make_node("Constant", [], ["c"], value=helper.make_tensor("c", TensorProto.DOUBLE, [1], [-1.0])),
+             helper.make_node("Cast", ["c"], ["shape"], to=I64),
+             helper.make_node("Constant", [], ["k"], value=helper.make_tensor("k", F32, [], [0.5])),
+             helper.make_node("Mul", ["g", "k"], ["gk"]),
+             helper.make_node("Reshape", ["gk", "shape"], ["scale"]),
+             helper.make_node("Mul", ["x", "scale"], ["y"], name="mul")]
+    m = graph(nodes, {"x": (2, 64)}, ["y"], {"g": weight(64, 1, 1, 1)}, opset=7)
+    m.ir_version = 3
+    m.graph.input.extend([helper.make_tensor_value_info("g", F32, [64, 1, 1, 1])])
+    r = analyzer.analyze(m)
+    assert r.node("mul").in_specs[1].shape == (64,)
+    assert r.node("mul").cost.vector_flops == 2 * 64
+    assert r.totals.params == 64 + 1  # g and the float scalar k

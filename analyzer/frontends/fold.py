@@ -29,7 +29,8 @@ FOLDABLE = frozenset({
     "Gather", "GatherElements", "Concat", "Unsqueeze", "Squeeze", "Reshape", "Flatten",
     "Slice", "Range", "Transpose", "Expand", "Tile",
     "Add", "Sub", "Mul", "Div", "Neg", "Abs", "Floor", "Ceil", "Sqrt", "Mod",
-    "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Where",
+    "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor", "Where",
+    "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
     "Max", "Min", "ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin", "OneHot",
 })
 
@@ -114,6 +115,11 @@ _EVAL = {
     "Not": lambda i, a: np.logical_not(i[0]),
     "And": lambda i, a: np.logical_and(i[0], i[1]),
     "Or": lambda i, a: np.logical_or(i[0], i[1]),
+    "Xor": lambda i, a: np.logical_xor(i[0], i[1]),  # TorchScript's floor division at opsets 9-10
+    "BitwiseAnd": lambda i, a: np.bitwise_and(i[0], i[1]),
+    "BitwiseOr": lambda i, a: np.bitwise_or(i[0], i[1]),
+    "BitwiseXor": lambda i, a: np.bitwise_xor(i[0], i[1]),
+    "BitwiseNot": lambda i, a: np.invert(i[0]),
     "Where": lambda i, a: np.where(i[0], i[1], i[2]),
     "Max": lambda i, a: np.maximum.reduce(i),
     "Min": lambda i, a: np.minimum.reduce(i),

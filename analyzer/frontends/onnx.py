@@ -293,6 +293,12 @@ def _build(m: onnx.ModelProto, path: str, data: bytes | None = None, expanded: b
     inferred = _infer(m, data)
     specs = _collect_specs(inferred.graph)
     specs.update(init_specs)
+    old_opset = 0 < _default_opset(m) < 11
+    if old_opset:
+        while _negative_axes(m, specs):  # old opsets: exporters' negative axes block inference
+            inferred = _infer(m)
+            specs = _collect_specs(inferred.graph)
+            specs.update(init_specs)
     _contrib_shapes(inferred, nodes, specs, ops)
     # Folding may compute values (Reshape targets, Expand shapes, Range limits) that inference
     # could not see: give them to inference as initializers and infer again; the specs that
@@ -302,10 +308,14 @@ def _build(m: onnx.ModelProto, path: str, data: bytes | None = None, expanded: b
         fold_errors: dict[str, str] = {}
         constants, values, folded, sources = fold.fold_graph(
             candidates, specs, (set(init_names), dict(init_values)), failures=fold_errors)
-        if len(values) == n_values or not _open_specs(nodes, folded, specs, defined):
+        patched = old_opset and _negative_axes(m, specs)  # ranks this round resolved
+        if (len(values) == n_values and not patched) or not _open_specs(nodes, folded, specs, defined):
             break
         n_values = len(values)
         better = _infer_with_values(m, file_nodes, nodes, folded, values, init_names)
+        if better is None and patched:
+            again = _infer(m)
+            better = (again, _collect_specs(again.graph))
         if better is None:
             break
         inferred, better_specs = better
@@ -318,6 +328,8 @@ def _build(m: onnx.ModelProto, path: str, data: bytes | None = None, expanded: b
         if not improved:
             break
 
+    if "BatchNormalization" in ops:
+        _batch_norm_statistics(nodes, specs)
     # after re-inference: adds SequenceLength values
     seqs = {} if sequences.OPS.isdisjoint(ops) else sequences.follow(nodes, specs, values)
     graph = Graph(
@@ -373,6 +385,9 @@ def _infer_with_values(m, file_nodes, nodes, folded, values, init_names):
     del m2.graph.node[:]
     m2.graph.node.extend(keep)
     m2.graph.initializer.extend(extra)
+    if m2.ir_version < 4:  # IR < 4: inference reads only initializers that are also inputs
+        m2.graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                              for t in extra)
     # the file's own declarations with symbols in them (a quantizer's earlier 'unk__1') would
     # win over the values now known: let inference work those tensors out again
     given = {t.name for t in extra}
@@ -408,6 +423,59 @@ def _value_surrogate(p: onnx.NodeProto, values) -> list[onnx.NodeProto]:
             data, axis = flat, 0
         return nodes + [onnx.helper.make_node("Gather", [data, idx], [p.output[0]], axis=axis)]
     return [p]
+
+
+def _default_opset(m: onnx.ModelProto) -> int:
+    return next((d.version for d in m.opset_import if d.domain in ("", "ai.onnx")), 0)
+
+
+# ops whose 'axis' / 'axes' count from the end only since opset 11, and whether the axes refer
+# to the output's rank (Unsqueeze) rather than the first input's
+_AXIS_OPS = {"Concat": False, "Split": False, "Gather": False, "Softmax": False,
+             "LogSoftmax": False, "Hardmax": False, "Flatten": False, "ArgMax": False,
+             "ArgMin": False, "Squeeze": False, "Unsqueeze": True, "Slice": False,
+             "ReduceMean": False, "ReduceSum": False, "ReduceMax": False, "ReduceMin": False,
+             "ReduceProd": False, "ReduceL1": False, "ReduceL2": False, "ReduceLogSum": False,
+             "ReduceLogSumExp": False, "ReduceSumSquare": False, "Compress": False}
+
+
+def _negative_axes(m: onnx.ModelProto, specs) -> bool:
+    """Before opset 11, axes could not count from the end, but exporters write -1 and runtimes
+    accept it; ONNX inference then leaves the output untyped.  Rewrite them, in this private
+    copy, with the input's rank where it is known.  True when anything changed."""
+    changed = False
+    for p in m.graph.node:
+        out_rank = _AXIS_OPS.get(p.op_type)
+        if out_rank is None or p.domain not in ("", "ai.onnx") or not p.input:
+            continue
+        s = specs.get(p.input[0])
+        if s is None or s.shape is None:
+            continue
+        for a in p.attribute:
+            if a.name == "axis" and a.type == onnx.AttributeProto.INT and a.i < 0:
+                a.i += len(s.shape)
+                changed = True
+            elif a.name == "axes" and a.type == onnx.AttributeProto.INTS and any(x < 0 for x in a.ints):
+                rank = len(s.shape) + (len(a.ints) if out_rank else 0)
+                fixed = [x + rank if x < 0 else x for x in a.ints]
+                del a.ints[:]
+                a.ints.extend(fixed)
+                changed = True
+    return changed
+
+
+def _batch_norm_statistics(nodes: list[Node], specs: dict) -> None:
+    """BatchNormalization's statistics outputs (running / saved mean and variance), which ONNX
+    inference leaves untyped at opsets 9-13: one value per channel, the input's dtype."""
+    for n in nodes:
+        if n.op != "BatchNormalization" or n.domain or len(n.outputs) < 2:
+            continue
+        x = specs.get(n.inputs[0])
+        if x is None or x.shape is None or len(x.shape) < 2:
+            continue
+        for o in n.outputs[1:]:
+            if o and o not in specs:
+                specs[o] = TensorSpec((x.shape[1],), x.dtype)
 
 
 def _contrib_shapes(inferred: onnx.ModelProto, nodes: list[Node], specs: dict, ops: set[str]) -> None:

@@ -69,11 +69,13 @@ def group_norm(ins, outs, *, num_groups, **_):
 
 
 @register("BatchNormalization")
-def batch_norm(ins, outs, *, training_mode=0, **_):
+def batch_norm(ins, outs, *, training_mode=0, _opset=15, **_):
     shape = ins[0].dims()
     n = prod(shape)
     c = shape[1] if len(shape) > 1 else 1
-    if training_mode:
+    # opsets 9-13 have no training_mode attribute: asking for the statistics outputs is the
+    # training form (TorchScript's F.batch_norm(training=True), e.g. weight standardization)
+    if training_mode or (_opset < 14 and any(o is not None for o in outs[1:])):
         # batch statistics first: per element sum, subtract, square, sum; per channel 2 divides
         return Work(vector_flops=4 * n + 4 * n + 4 * c, transcendentals=c,
                     note="training_mode: batch statistics computed")
