@@ -335,6 +335,13 @@ def _control(graph, node, name, rule, ins, outs, times, counted, out, opts):
         if unc:
             note = (f"{note}; " if note else "") + (
                 f"incomplete: {len(unc)} uncosted node(s) among them ({', '.join(unc[:3])})")
+    # constants handed to the body as its inputs (Loop carried values, Scan states and scanned
+    # tensors: a KNN's training set) are weights the body reads as activations: counted here
+    data = {"Loop": 2, "Scan": 0, "SequenceMap": 0}.get(node.op) if not node.domain else None
+    if data is not None:
+        cidx = tuple(i for i, x in enumerate(node.inputs) if i >= data and x and x in graph.constants)
+        if cidx:
+            cost = Cost(_params(node, ins, cidx, counted, None, graph), *cost[1:])
     out.append(NodeCost(name, node.op, node.domain, COSTED, cost, ins, outs, mac_dtype, note,
                         tuple(by_dtype.items()), None, plan.estimate or bool(plan.costlier_of)))
     for attr, m in runs:

@@ -15,7 +15,8 @@ _SMALL = 64  # a tensor this small that steers a shape is an argument (axes, pad
 # ops whose output size is decided by the values of these (data) inputs, beyond the shape-like
 # inputs their rules declare: a condition, the elements themselves, boxes and scores
 _SIZE_FROM_DATA = {"Compress": (1,), "NonZero": (0,), "Unique": (0,), "NonMaxSuppression": (0, 1),
-                   "StringSplit": (0,), "RegexFullMatch": (0,)}
+                   "StringSplit": (0,), "RegexFullMatch": (0,), "StringNormalizer": (0,),
+                   "Tokenizer": (0,)}
 
 
 def _producers(graph: Graph) -> dict[str, Node]:
@@ -149,7 +150,8 @@ def data_dependent(graph: Graph, node: Node) -> str | None:
     at = ("its output shape" if cur is node else
           f"its input shape is unknown because the output shape of node '{cur.name}' ({cur.op})")
     roots = sorted({v for _, vals in found for v in vals})
-    if "/" not in graph.name and all(v in graph.inputs for v in roots):
+    numeric = all((graph.tensors.get(v) is not None and graph.tensors[v].dtype != "string") for v in roots)
+    if "/" not in graph.name and numeric and all(v in graph.inputs for v in roots):
         how = ("a data-dependent shape: give the value with "
                + " ".join(f"--value {v}=..." for v in roots) + " (library: values=)")
     else:

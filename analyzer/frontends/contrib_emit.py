@@ -70,6 +70,9 @@ class _Emit:
     def __init__(self, n: onnx.NodeProto, info: _Model):
         self.n, self.info, self.opset = n, info, info.opset
         self.nodes: list[onnx.NodeProto] = []
+        # output -> static shape, declared to inference as value_info (old opsets cannot
+        # propagate the values a ConstantOfShape surrogate's shape is built from)
+        self.declared: dict[str, tuple[int, ...]] = {}
         self.attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
         self._k = 0
         self._tag = next((o for o in n.output if o), n.name or n.op_type)
@@ -106,6 +109,8 @@ class _Emit:
         shape = self.op("Shape", [x])
         if start == 0 and end is None:
             return shape
+        if self.opset < 10:  # Slice-1: starts/ends are attributes (old ai.onnx.ml converters)
+            return self.op("Slice", [shape], starts=[start], ends=[BIG if end is None else end], axes=[0])
         return self.op("Slice", [shape, self.const([start]), self.const([BIG if end is None else end])])
 
     def dim(self, x: str, i: int) -> str:
@@ -130,10 +135,19 @@ class _Emit:
         flat = self.op("ConstantOfShape", [self._part(d)])
         return self.dim(self.op("Reshape", [flat, self.const([k, -1])]), 1)
 
-    def fill(self, out: str | None, *parts) -> None:
-        """``out`` := a tensor whose shape is the concatenation of ``parts``."""
-        if out:
-            self.op("ConstantOfShape", [self.cat(*parts) if len(parts) > 1 else self._part(parts[0])], out)
+    def fill(self, out: str | None, *parts, dtype: int | None = None) -> None:
+        """``out`` := a tensor whose shape is the concatenation of ``parts`` (of ``dtype``:
+        float unless given; a string tensor is a Cast of it)."""
+        if not out:
+            return
+        shape = self.cat(*parts) if len(parts) > 1 else self._part(parts[0])
+        if dtype is None or dtype == F32:
+            self.op("ConstantOfShape", [shape], out)
+        elif dtype == TensorProto.STRING:
+            self.op("Cast", [self.op("ConstantOfShape", [shape])], out, to=dtype)
+        else:
+            value = helper.make_tensor("v", dtype, [1], [0])
+            self.op("ConstantOfShape", [shape], out, value=value)
 
     def like(self, out: str | None, x: str) -> None:
         if out:

@@ -32,13 +32,17 @@ from __future__ import annotations
 from typing import Callable
 
 import onnx
-from onnx import helper
+from onnx import TensorProto, helper
+
+from .onnx_types import DTYPES
 
 from . import contrib_attention_shapes, contrib_surrogates
 from .contrib_emit import I64, MS, ORT_DEFAULT_DOMAIN, _dt, _Emit, _Model, is_ort_op
 from .contrib_surrogates import _identity, _max_pool
 
 __all__ = ["MS", "ORT_DEFAULT_DOMAIN", "SURROGATES", "is_ort_op", "surrogate_copy"]
+
+_ONNX_TYPE = {name: code for code, name in DTYPES.items()}
 
 
 # ----------------------------------------------------------------------------- copies of standard ops
@@ -114,13 +118,28 @@ SURROGATES: dict[str, Callable] = {
 }
 
 
-def surrogate_copy(m: onnx.ModelProto, needs: set[str]) -> tuple[onnx.ModelProto, dict] | None:
+def surrogate_copy(m: onnx.ModelProto, needs: set[str], known=None) -> tuple[onnx.ModelProto, dict] | None:
     """A copy of ``m`` with the onnxruntime nodes producing any of ``needs`` replaced by their
-    surrogates, and {output name: real elem_type}; None when no such node has one."""
+    surrogates, and {output name: real elem_type}; None when no such node has one.
+
+    ``known``: {tensor: TensorSpec} learned in earlier rounds (ONNX inference of ``m`` did not
+    see them): surrogates read them, and the outputs among them that are not in ``needs`` are
+    declared to inference, so the nodes they feed see them too."""
+    from .ml_shapes import ML, SURROGATES as ML_SURROGATES
+
     info = _Model(m)
+    for name, s in (known or {}).items():
+        if s.shape is not None:
+            info.shapes[name] = tuple(d if type(d) is int else None for d in s.shape)
+        if s.dtype in _ONNX_TYPE:
+            info.types.setdefault(name, _ONNX_TYPE[s.dtype])
     new_nodes, dtypes, changed = [], {}, False
+    declared: dict[str, tuple[int, ...]] = {}
     for n in m.graph.node:
-        make = SURROGATES.get(n.op_type) if is_ort_op(n.domain, n.op_type) else None
+        if n.domain == ML:
+            make = ML_SURROGATES.get(n.op_type)
+        else:
+            make = SURROGATES.get(n.op_type) if is_ort_op(n.domain, n.op_type) else None
         if make is None or not any(o in needs for o in n.output):
             new_nodes.append(n)
             continue
@@ -137,10 +156,31 @@ def surrogate_copy(m: onnx.ModelProto, needs: set[str]) -> tuple[onnx.ModelProto
         for o, t in zip(n.output, types):
             if o and t:
                 dtypes[o] = t
+        declared.update(e.declared)
     if not changed:
         return None
     m2 = onnx.ModelProto()
     m2.CopyFrom(m)
     del m2.graph.node[:]
     m2.graph.node.extend(new_nodes)
+    # an earlier declaration of a replaced output (a converter's int64[?] label) would win over
+    # the surrogate's shape: let inference derive those outputs again
+    outputs = {o for n in m.graph.node for o in n.output}
+    for name, s in (known or {}).items():
+        if name not in needs and name in outputs and s.shape is not None and s.dtype in _ONNX_TYPE \
+                and all(type(d) is int for d in s.shape) and name not in declared:
+            declared[name] = s.shape
+            dtypes.setdefault(name, _ONNX_TYPE[s.dtype])
+    vis = [vi for vi in m2.graph.value_info if vi.name not in dtypes and vi.name not in declared]
+    vis += [onnx.helper.make_tensor_value_info(o, dtypes.get(o) or TensorProto.FLOAT, list(s))
+            for o, s in declared.items()]
+    del m2.graph.value_info[:]
+    m2.graph.value_info.extend(vis)
+    for o in m2.graph.output:  # a graph output's own declaration ([None, 1]) would win too
+        if o.name in declared:
+            t = o.type.tensor_type
+            t.elem_type = dtypes.get(o.name) or t.elem_type or TensorProto.FLOAT
+            t.shape.Clear()
+            for d in declared[o.name]:
+                t.shape.dim.add().dim_value = d
     return m2, dtypes

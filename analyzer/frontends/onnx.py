@@ -483,17 +483,24 @@ def _contrib_shapes(inferred: onnx.ModelProto, nodes: list[Node], specs: dict, o
     ONNX inference leaves unknown: inference over a copy with shape surrogates, repeated
     while it resolves more (a surrogate may need a rank only the previous round found)."""
     from .contrib_shapes import MS, ORT_DEFAULT_DOMAIN, is_ort_op, surrogate_copy
+    from .ml_shapes import ML
 
-    # the common case (no onnxruntime op at all) decided by two C-level passes
-    if MS not in set(map(_DOMAIN, nodes)) and ORT_DEFAULT_DOMAIN.isdisjoint(ops):
+    # the common case (no onnxruntime or ai.onnx.ml op at all) decided by two C-level passes
+    domains = set(map(_DOMAIN, nodes))
+    if MS not in domains and ML not in domains and ORT_DEFAULT_DOMAIN.isdisjoint(ops):
         return
-    contrib_outs = [o for n in nodes if is_ort_op(n.domain, n.op) for o in n.outputs if o]
-    base = inferred
+    contrib_outs = [o for n in nodes if n.domain == ML or is_ort_op(n.domain, n.op)
+                    for o in n.outputs if o]
+    touched = {x for n in nodes if n.domain == ML or is_ort_op(n.domain, n.op)
+               for x in (*n.inputs, *n.outputs) if x}
     for _ in range(4):
-        needs = {o for o in contrib_outs if o not in specs}
+        # no spec, or one inference left open (a converter's unnamed batch dim: [None, 1])
+        needs = {o for o in contrib_outs if o not in specs or specs[o].unresolved}
         if not needs:
             return
-        sub = surrogate_copy(base, needs)
+        # each round starts from the file's inferred model again, with what earlier rounds
+        # learned about the tensors the contrib / ml nodes touch
+        sub = surrogate_copy(inferred, needs, {x: specs[x] for x in touched if x in specs})
         if sub is None:
             return
         m2, dtypes = sub
@@ -504,5 +511,5 @@ def _contrib_shapes(inferred: onnx.ModelProto, nodes: list[Node], specs: dict, o
             old = specs.get(k)
             if old is None or old.unknowns > s.unknowns:
                 specs[k] = s
-        if {o for o in contrib_outs if o not in specs} == needs:
+        if {o for o in contrib_outs if o not in specs or specs[o].unresolved} == needs:
             return  # no progress

@@ -27,8 +27,9 @@ element (vector_flops unless said otherwise):
   support vector), one rho add and one vote per pair; a linear SVM without support vectors is a
   LinearClassifier.
 - Tree ensembles: per sample and tree, one compare per level of the tree's deepest path (an upper
-  bound on the path taken: the depth is computed from the node attributes) and one add per output
-  for the leaf weights, then the base values (1 per output), an average (1 per output) and the
+  bound on the path taken: the depth is computed from the node attributes) and one add per leaf
+  weight of the fullest leaf (a gradient-boosted tree's leaves hold one class each; without
+  leaf lists, one per output), then the base values (1 per output), an average (1 per output) and the
   post transform.
 """
 
@@ -259,9 +260,26 @@ def _branches(modes) -> int:
     return sum(1 for m in _values(modes) if (m.decode() if isinstance(m, bytes) else m) != "LEAF")
 
 
-def _tree_work(rows: int, depths: list[int], outputs: int, post_transform: str, average: bool) -> Work:
+def _leaf_adds(treeids, nodeids) -> int | None:
+    """Weight adds per row: per tree, the most weight entries any one leaf holds (the leaf
+    reached is data; a gradient-boosted tree holds one class's weight per leaf)."""
+    t, n = _values(treeids), _values(nodeids)
+    if not t:
+        return None
+    per_leaf: dict[tuple, int] = {}
+    for key in zip(t, n):
+        per_leaf[key] = per_leaf.get(key, 0) + 1
+    most: dict = {}
+    for (tree, _), c in per_leaf.items():
+        most[tree] = max(most.get(tree, 0), c)
+    return sum(most.values())
+
+
+def _tree_work(rows: int, depths: list[int], outputs: int, post_transform: str, average: bool,
+               leaf_adds: int | None = None) -> Work:
     trees = len(depths)
-    vec = rows * (sum(depths) + trees * outputs)  # compares down the path, leaf-weight adds
+    adds = trees * outputs if leaf_adds is None else leaf_adds
+    vec = rows * (sum(depths) + adds)  # compares down the path, leaf-weight adds
     vec += rows * outputs * (1 + (1 if average else 0))  # base values, average
     pv, pt = _post(post_transform, rows * outputs)
     return Work(vector_flops=vec + pv, transcendentals=pt, estimate=True,
@@ -272,10 +290,11 @@ def _tree_work(rows: int, depths: list[int], outputs: int, post_transform: str, 
 def tree_ensemble_regressor(ins, outs, *, nodes_treeids, nodes_nodeids, nodes_modes,
                             nodes_truenodeids, nodes_falsenodeids, n_targets=1,
                             aggregate_function="SUM", post_transform="NONE", target_weights=None,
-                            base_values=None, **_):
+                            base_values=None, **attrs):
     rows, _f = _rows_features(ins[0])
     depths = _max_depths_v1(nodes_treeids, nodes_nodeids, nodes_modes, nodes_truenodeids, nodes_falsenodeids)
-    w = _tree_work(rows, depths, n_targets, post_transform, aggregate_function == "AVERAGE")
+    w = _tree_work(rows, depths, n_targets, post_transform, aggregate_function == "AVERAGE",
+                   _leaf_adds(attrs.get("target_treeids"), attrs.get("target_nodeids")))
     return _tree_params(w, _branches(nodes_modes), target_weights, base_values)
 
 
@@ -283,11 +302,12 @@ def tree_ensemble_regressor(ins, outs, *, nodes_treeids, nodes_nodeids, nodes_mo
 def tree_ensemble_classifier(ins, outs, *, nodes_treeids, nodes_nodeids, nodes_modes,
                              nodes_truenodeids, nodes_falsenodeids, classlabels_int64s=None,
                              classlabels_strings=None, post_transform="NONE", class_weights=None,
-                             base_values=None, **_):
+                             base_values=None, **attrs):
     rows, _f = _rows_features(ins[0])
     k = len(_values(classlabels_int64s)) or len(_values(classlabels_strings))
     depths = _max_depths_v1(nodes_treeids, nodes_nodeids, nodes_modes, nodes_truenodeids, nodes_falsenodeids)
-    w = _tree_work(rows, depths, k, post_transform, False)
+    w = _tree_work(rows, depths, k, post_transform, False,
+                   _leaf_adds(attrs.get("class_treeids"), attrs.get("class_nodeids")))
     w = w._replace(vector_flops=w.vector_flops + rows * max(k - 1, 1))  # + the argmax label
     return _tree_params(w, _branches(nodes_modes), class_weights, base_values)
 
