@@ -86,14 +86,15 @@ def _shape_gap(err: Exception) -> bool:
 
 
 def _run_time_in_body(graph: Graph, node: Node, err: Exception) -> str | None:
-    """Inside a control-flow body, a shape that depends on a run-time value (the iteration
-    number, a carried value): why, or None. No option can bind such a value, so the node is
-    reported uncosted and the rest of the model is still counted."""
-    if not graph.is_body or not _shape_gap(err):
+    """A shape that depends on a run-time value no option can bind: inside a control-flow body
+    (the iteration number, a carried value) or decided by text (a tokenizer's token count):
+    why, or None. The node is reported uncosted and the rest of the model is still counted;
+    a numeric graph input stays an error that names ``--value``."""
+    if not _shape_gap(err):
         return None
     from .provenance import data_dependent
 
-    return data_dependent(graph, node)
+    return data_dependent(graph, node, unbindable_only=not graph.is_body)
 
 
 def _not_in_opset(graph: Graph, node: Node) -> str | None:
@@ -260,6 +261,14 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                 continue
             raise _context_error(graph, node, e, name) from None
         except (TypeError, KeyError, IndexError, ValueError, ZeroDivisionError, AttributeError) as e:
+            if any(s is None for x, s in zip(node.inputs, ins) if x):  # an input without a spec
+                err = ShapeError("tensor rank is unknown after shape inference")
+                why = _run_time_in_body(graph, node, err)
+                if why is not None:
+                    out.append(NodeCost(name, node.op, node.domain, UNCOSTED, _ZERO, ins, outs,
+                                        note=f"uncosted: {why}"))
+                    continue
+                raise _context_error(graph, node, err, name) from None
             raise _context_error(graph, node, ShapeError(f"cannot cost it ({type(e).__name__}: {e})"),
                                  name) from None
         if params:

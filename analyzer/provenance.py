@@ -110,7 +110,7 @@ def failed_fold(graph: Graph, node: Node) -> str | None:
     return None
 
 
-def data_dependent(graph: Graph, node: Node) -> str | None:
+def data_dependent(graph: Graph, node: Node, unbindable_only: bool = False) -> str | None:
     """When ``node`` fails on an unknown shape that comes from a run-time value (not from an
     unbound symbolic dim), a sentence naming that value, the node whose output shape it
     decides and the graph inputs it comes from; else None."""
@@ -152,6 +152,8 @@ def data_dependent(graph: Graph, node: Node) -> str | None:
     roots = sorted({v for _, vals in found for v in vals})
     numeric = all((graph.tensors.get(v) is not None and graph.tensors[v].dtype != "string") for v in roots)
     if "/" not in graph.name and numeric and all(v in graph.inputs for v in roots):
+        if unbindable_only:
+            return None
         how = ("a data-dependent shape: give the value with "
                + " ".join(f"--value {v}=..." for v in roots) + " (library: values=)")
     else:

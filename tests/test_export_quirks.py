@@ -289,3 +289,18 @@ def test_ir_version_3_initializers_reach_reinference():
     assert r.node("mul").in_specs[1].shape == (64,)
     assert r.node("mul").cost.vector_flops == 2 * 64
     assert r.totals.params == 64 + 1  # g and the float scalar k
+
+
+def test_a_token_count_decided_by_text_leaves_those_nodes_uncosted():
+    # StringNormalizer with stop words: its length is the text's; no option can bind that, so
+    # the nodes it sizes are uncosted (with a note) and the rest of the model is counted
+    nodes = [helper.make_node("StringNormalizer", ["text"], ["norm"], name="norm", stopwords=["a"]),
+             helper.make_node("Concat", ["norm", "norm"], ["both"], name="cat", axis=0),
+             helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    m = graph(nodes, {"text": ((3,), TensorProto.STRING), "x": (2, 5)}, ["both", "y"])
+    r = analyzer.analyze(m)
+    assert r.node("relu").cost.vector_flops == 10
+    assert r.node("cat").status == "uncosted"
+    assert "StringNormalizer" in r.node("cat").note and "--value" not in r.node("cat").note
+    with pytest.raises(analyzer.errors.CheckFailed):
+        r.require_full_coverage()
