@@ -254,23 +254,21 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
         except AnalyzerError as e:
             if isinstance(e, _Located):
                 raise
-            why = _run_time_in_body(graph, node, e)
-            if why is not None:
-                out.append(NodeCost(name, node.op, node.domain, UNCOSTED, _ZERO, ins, outs,
-                                    note=f"uncosted: {why}"))
-                continue
-            raise _context_error(graph, node, e, name) from None
+            err = e
         except (TypeError, KeyError, IndexError, ValueError, ZeroDivisionError, AttributeError) as e:
             if any(s is None for x, s in zip(node.inputs, ins) if x):  # an input without a spec
                 err = ShapeError("tensor rank is unknown after shape inference")
-                why = _run_time_in_body(graph, node, err)
-                if why is not None:
-                    out.append(NodeCost(name, node.op, node.domain, UNCOSTED, _ZERO, ins, outs,
-                                        note=f"uncosted: {why}"))
-                    continue
+            else:
+                err = ShapeError(f"cannot cost it ({type(e).__name__}: {e})")
+        else:
+            err = None
+        if err is not None:
+            why = _run_time_in_body(graph, node, err)
+            if why is None:
                 raise _context_error(graph, node, err, name) from None
-            raise _context_error(graph, node, ShapeError(f"cannot cost it ({type(e).__name__}: {e})"),
-                                 name) from None
+            out.append(NodeCost(name, node.op, node.domain, UNCOSTED, _ZERO, ins, outs,
+                                note=f"uncosted: {why}"))
+            continue
         if params:
             cost = Cost(params, *cost[1:])  # params are never multiplied by loop trips
         out.append(NodeCost(name, node.op, node.domain, status, cost, ins, outs, mac_dtype, note,
