@@ -85,7 +85,7 @@ def _shape_gap(err: Exception) -> bool:
         type(err) is ShapeError and "rank is unknown" in str(err))
 
 
-def _run_time_in_body(graph: Graph, node: Node, err: Exception) -> str | None:
+def _unbindable_shape(graph: Graph, node: Node, err: Exception) -> str | None:
     """A shape that depends on a run-time value no option can bind: inside a control-flow body
     (the iteration number, a carried value) or decided by text (a tokenizer's token count):
     why, or None. The node is reported uncosted and the rest of the model is still counted;
@@ -263,7 +263,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
         else:
             err = None
         if err is not None:
-            why = _run_time_in_body(graph, node, err)
+            why = _unbindable_shape(graph, node, err)
             if why is None:
                 raise _context_error(graph, node, err, name) from None
             out.append(NodeCost(name, node.op, node.domain, UNCOSTED, _ZERO, ins, outs,
@@ -344,11 +344,11 @@ def _control(graph, node, name, rule, ins, outs, times, counted, out, opts):
                 f"incomplete: {len(unc)} uncosted node(s) among them ({', '.join(unc[:3])})")
     # constants handed to the body as its inputs (Loop carried values, Scan states and scanned
     # tensors: a KNN's training set) are weights the body reads as activations: counted here
-    data = {"Loop": 2, "Scan": 0, "SequenceMap": 0}.get(node.op) if not node.domain else None
-    if data is not None:
-        cidx = tuple(i for i, x in enumerate(node.inputs) if i >= data and x and x in graph.constants)
-        if cidx:
-            cost = Cost(_params(node, ins, cidx, counted, None, graph), *cost[1:])
+    # (a rule's shape_inputs are its non-data inputs: If's condition, Loop's M and cond)
+    cidx = tuple(i for i, x in enumerate(node.inputs)
+                 if x and i not in rule.shape_inputs and x in graph.constants)
+    if cidx:
+        cost = Cost(_params(node, ins, cidx, counted, None, graph), *cost[1:])
     out.append(NodeCost(name, node.op, node.domain, COSTED, cost, ins, outs, mac_dtype, note,
                         tuple(by_dtype.items()), None, plan.estimate or bool(plan.costlier_of)))
     for attr, m in runs:

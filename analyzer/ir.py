@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import prod
 from types import MappingProxyType
-from typing import Any, Hashable, Mapping, NamedTuple
+from typing import Any, Hashable, Mapping, MutableMapping, NamedTuple
 
 from .errors import ShapeError, UnboundDimError
 
@@ -115,6 +115,21 @@ class TensorSpec:
 
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def merge_specs(target: MutableMapping[str, TensorSpec], new: Mapping[str, TensorSpec],
+                keys=None) -> bool:
+    """Take each spec of ``new`` (those named in ``keys``, when given) that knows more than
+    ``target``'s (fewer unknown dims; a missing spec knows nothing). True when any did."""
+    improved = False
+    for k, s in new.items():
+        if keys is not None and k not in keys:
+            continue
+        old = target.get(k)
+        if old is None or old.unknowns > s.unknowns:
+            target[k] = s
+            improved = True
+    return improved
 
 
 def unresolved(spec: TensorSpec | None) -> bool:

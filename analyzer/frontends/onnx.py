@@ -22,7 +22,7 @@ import onnx
 from onnx import numpy_helper
 
 from ..errors import InputSpecError, ModelLoadError, ShapeError
-from ..ir import Graph
+from ..ir import Graph, merge_specs
 from . import dim_expr, fold, functions, sequences
 from .onnx_read import _OP, _collect_specs, _infer, _initializers, _read_nodes, _topo_order
 from .onnx_shapes import (_batch_norm_statistics, _contrib_shapes, _default_opset, _infer_with_values,
@@ -321,13 +321,7 @@ def _build(m: onnx.ModelProto, path: str, data: bytes | None = None, expanded: b
         if better is None:
             break
         inferred, better_specs = better
-        improved = False
-        for k, s in better_specs.items():
-            old = specs.get(k)
-            if old is None or old.unknowns > s.unknowns:
-                specs[k] = s
-                improved = True
-        if not improved:
+        if not merge_specs(specs, better_specs):
             break
 
     if "BatchNormalization" in ops:

@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ..ir import Node, TensorSpec
+from ..ir import Node, TensorSpec, merge_specs
 from .onnx_read import _DOMAIN, _collect_specs, _infer
 from .onnx_types import DTYPES
 
@@ -161,11 +161,10 @@ def _contrib_shapes(inferred: onnx.ModelProto, nodes: list[Node], specs: dict, o
             return
         m2, dtypes = sub
         base = _infer(m2)
-        for k, s in _collect_specs(base.graph).items():
-            if k in dtypes:
-                s = TensorSpec(s.shape, DTYPES.get(dtypes[k], s.dtype))
-            old = specs.get(k)
-            if old is None or old.unknowns > s.unknowns:
-                specs[k] = s
+        found = _collect_specs(base.graph)
+        for k, t in dtypes.items():  # the real output dtypes, not the surrogates'
+            if k in found:
+                found[k] = TensorSpec(found[k].shape, DTYPES.get(t, found[k].dtype))
+        merge_specs(specs, found)
         if {o for o in contrib_outs if o not in specs or specs[o].unresolved} == needs:
             return  # no progress

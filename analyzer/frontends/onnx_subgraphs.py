@@ -10,7 +10,7 @@ from __future__ import annotations
 import onnx
 
 from ..errors import ShapeError
-from ..ir import Graph, TensorSpec, unresolved
+from ..ir import Graph, TensorSpec, merge_specs, unresolved
 from . import bodies, fold, sequences
 from .onnx_read import _collect_specs, _infer, _initializers, _read_nodes, _topo_order
 
@@ -133,10 +133,7 @@ def _control_outputs(graph: Graph, inferred: onnx.ModelProto, cache):
         again = _infer(m)
     except ShapeError:
         return None
-    for k, s in _collect_specs(again.graph).items():
-        old = specs.get(k)
-        if old is None or old.unknowns > s.unknowns:
-            specs[k] = s
+    merge_specs(specs, _collect_specs(again.graph))
     return again
 
 
@@ -172,11 +169,7 @@ def _typed_body(sg: onnx.GraphProto, local: dict, outer: Graph, node, implied):
                 continue
         break
     own = {vi.name for vi in sg.input} | {o for n in sg.node for o in n.output if o}
-    for k, s in new.items():
-        if k in own:
-            old = local.get(k)
-            if old is None or old.unknowns > s.unknowns:
-                local[k] = s
+    merge_specs(local, new, own)
     for k, s in declared.items():  # an input typed once but given back (drift)
         if k not in typed and s is not None:
             local[k] = s

@@ -42,7 +42,7 @@ def _const(values, i):
         return None
 
 
-@register("If", io="control")
+@register("If", io="control", shape_inputs=(0,))
 def if_(ins, outs, *, _values=(), **_):
     cond = _const(_values, 0)
     if cond is None:
@@ -51,7 +51,7 @@ def if_(ins, outs, *, _values=(), **_):
     return Plan(run=((branch, 1),), note=f"condition is constant ({bool(cond)}): costed '{branch}'")
 
 
-@register("Loop", io="control")
+@register("Loop", io="control", shape_inputs=(0, 1))
 def loop(ins, outs, *, _values=(), _options=None, _graph=None, _node=None, **_):
     m = _const(_values, 0)
     cond = _const(_values, 1)
