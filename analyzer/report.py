@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cost import COUNT_FIELDS, RULES, Cost
+from .cost import COUNT_FIELDS, Cost, lookup
 from .engine import COSTED, FOLDED, NodeCost
 from .errors import CheckFailed
 
@@ -124,23 +124,7 @@ class Report:
         return json.dumps(self.to_dict(), indent=indent)
 
 
-_views: tuple[int, dict[str, frozenset[str]]] = (-1, {})
-
-
-def _view_ops() -> dict[str, frozenset[str]]:
-    """op -> the domains where its rule is a view (``io="view"``: no arithmetic, no bytes)."""
-    global _views
-    if _views[0] != len(RULES):
-        acc: dict[str, set[str]] = {}
-        for (dom, op), r in RULES.items():
-            if r.io == "view":
-                acc.setdefault(op, set()).add(dom)
-        _views = (len(RULES), {op: frozenset(d) for op, d in acc.items()})
-    return _views[1]
-
-
 def _coverage(nodes: list[NodeCost]) -> Coverage:
-    views = _view_ops()
     by_rule = free = decomposed = folded = 0
     unc: list[NodeCost] = []
     estimates = tuple(n.name for n in nodes if n.estimate)
@@ -152,8 +136,8 @@ def _coverage(nodes: list[NodeCost]) -> Coverage:
         if status == COSTED:
             if origin is not None:
                 decomposed += 1
-            elif n.op in views and n.domain in views[n.op]:
-                free += 1
+            elif (rule := lookup(n.domain, n.op)) is not None and rule.io == "view":
+                free += 1  # a view: costs nothing by design
             else:
                 by_rule += 1
         elif status == FOLDED:
