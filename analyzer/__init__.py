@@ -3,9 +3,9 @@
 Heavy dependencies (onnx, jax) are imported only when an entry point is called.
 """
 
-from .api import analyze, analyze_jax
-from .sweep import sweep
-from .errors import (AnalyzerError, BaselineError, CheckFailed, GraphError, HardwareError,
+from analyzer.api import analyze, analyze_jax
+from analyzer.sweep import sweep
+from analyzer.errors import (AnalyzerError, BaselineError, CheckFailed, GraphError, HardwareError,
                      InputSpecError, ModelLoadError, ShapeError, UnboundDimError)
 
 __all__ = [

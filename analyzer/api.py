@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 if TYPE_CHECKING:
-    from .report import Report
+    from analyzer.report.counts import Report
 
 
 def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
@@ -33,8 +33,8 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
     ``loop_trips``: trip count of Loop/while bodies whose count is not a constant.
     ``causal``: fused attention ops are costed as causal kernels (they skip the masked half).
     """
-    from .engine import Options
-    from .frontends import onnx as onnx_frontend
+    from analyzer.counting.engine import Options
+    from analyzer.frontends.onnx import load as onnx_frontend
 
     with _gc_paused():
         graph, info = onnx_frontend.load(model, inputs=inputs, dims=dims, values=values)
@@ -69,13 +69,13 @@ def _gc_paused():
 
 def _report(graph, info: dict, options, hw, precision: str | None, overlap: bool) -> "Report":
     """The tail every frontend shares: cost the graph, build the Report, predict on ``hw``."""
-    from .engine import cost_graph
-    from .report import Report
+    from analyzer.counting.engine import cost_graph
+    from analyzer.report.counts import Report
 
     nodes = cost_graph(graph, options)
     report = Report.from_nodes(info, nodes)
     if hw is not None:
-        from .predict import predict
+        from analyzer.prediction.predict import predict
 
         predict(report, hw, precision=precision, overlap=overlap)
     return report
@@ -99,8 +99,8 @@ def analyze_jax(fn: Any, *example_args: Any, hw: str | Sequence[str] | None = No
     ``hw``, ``precision``, ``overlap``: as for ``analyze``.  ``report_name``: the report's model
     path (default: the function's name).
     """
-    from .engine import Options
-    from .frontends import jaxpr as jaxpr_frontend
+    from analyzer.counting.engine import Options
+    from analyzer.frontends.jaxpr import load as jaxpr_frontend
 
     with _gc_paused():
         graph, info = jaxpr_frontend.load(fn, example_args, example_kwargs,

@@ -12,7 +12,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .errors import AnalyzerError, InputSpecError
+from analyzer.errors import AnalyzerError, InputSpecError
 
 
 @dataclass(slots=True)
@@ -37,7 +37,7 @@ def sweep(model: Any, dims: Mapping[str, Sequence[int] | int], hw=None, **kwargs
     joined with '+' or as a tuple: ``{"sequence_length+total_sequence_length": [16, 64]}``
     binds both to 16, then both to 64.  Other keyword arguments are those of
     ``analyzer.analyze``."""
-    from .api import analyze
+    from analyzer.api import analyze
 
     groups, values = [], []
     for k, v in dims.items():

@@ -196,8 +196,8 @@ def model_cmd(model, hw, inputs, dims, values, precision, fmt, output, top, stri
     """
     def run():
         import analyzer
-        from analyzer import baseline as bl
-        from analyzer.render import render
+        from analyzer.report import baseline as bl
+        from analyzer.render.formats import render
 
         hws = [h.strip() for h in hw.split(",") if h.strip()] if hw else None
         doc = threshold = None
@@ -209,11 +209,11 @@ def model_cmd(model, hw, inputs, dims, values, precision, fmt, output, top, stri
                 base_hws, base_precision = bl.hardware_of(doc)
                 hws = base_hws or None
                 precision_ = precision or base_precision
-        from analyzer.frontends.jaxpr import is_jax_target
+        from analyzer.frontends.jaxpr.load import is_jax_target
 
         with _progress(f"analysing {model}"):
             if is_jax_target(model):   # path/to/file.py:function or package.module:function
-                from analyzer.frontends.jaxpr import load_program
+                from analyzer.frontends.jaxpr.load import load_program
 
                 if dims or values:
                     raise InputSpecError(f"{'--dim' if dims else '--value'} applies to ONNX models; "
@@ -236,7 +236,7 @@ def model_cmd(model, hw, inputs, dims, values, precision, fmt, output, top, stri
                     if doc is not None or save_baseline or group_depth or top:
                         raise InputSpecError("a --dim sweep prints one row per value; it does not "
                                              "combine with --baseline, --save-baseline, --group-depth or --top")
-                    from analyzer.render import render_sweep
+                    from analyzer.render.formats import render_sweep
 
                     sw = analyzer.sweep(model, dim_values, hws, inputs=_parse_inputs(inputs) or None,
                                         values=_parse_values(values) or None,
@@ -258,7 +258,7 @@ def model_cmd(model, hw, inputs, dims, values, precision, fmt, output, top, stri
                 report.comparison = bl.compare(report, doc, threshold, path=baseline)
         color = output is None and fmt == "table" and sys.stdout.isatty()
         if group_depth is not None:
-            from analyzer.grouping import render_groups
+            from analyzer.render.grouping import render_groups
 
             text = render_groups(report, group_depth, fmt, width=None if output else _terminal_width())
         else:

@@ -1,0 +1,418 @@
+"""Graph -> per-node ``Cost``: apply the rules, split bytes into classes, count params.
+
+Classification of a node:
+- ``folded``: all outputs are constant (shape arithmetic, weight preprocessing); a
+  runtime computes them ahead of time, so they cost nothing and are listed as such.
+- ``costed``: a rule counted it.
+- ``uncosted``: no rule; its bytes and params are still counted exactly, its
+  arithmetic is unknown, and the report says so (never a silent zero).
+
+A node decomposed from a function op (``frontends/functions.py``) is costed like any other
+and carries ``origin``: the file node it came from (the report counts them apart).
+
+Params: each constant tensor consumed as data (not a shape-like argument) by a
+runtime node is counted once, at its first consumer. Weight bytes are counted at
+every read (traffic), activation bytes per read and per write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analyzer.counting import rules as _rules  # noqa: F401  (fills the registry)
+from analyzer.counting.cost import COUNT_FIELDS, Cost, Work, lookup
+from analyzer.errors import AnalyzerError, ShapeError, UnboundDimError
+from analyzer.ir.graph import Graph, Node, TensorSpec
+
+COSTED, FOLDED, UNCOSTED = "costed", "folded", "uncosted"
+_ZERO = Cost()
+_MISSING = object()
+_DEFAULT_OPSET = 10**6  # a graph without opset info (JAX) gets the newest semantics
+
+
+@dataclass(slots=True)
+class NodeCost:
+    """One node's result: its counts and how they were obtained. A record: treat it as
+    read-only (not frozen only because frozen construction is slow at 100k nodes)."""
+
+    name: str
+    op: str
+    domain: str
+    status: str
+    cost: Cost
+    in_specs: tuple[TensorSpec | None, ...]
+    out_specs: tuple[TensorSpec | None, ...]
+    mac_dtype: str | None = None
+    note: str | None = None
+    # bytes moved (weights + activations read + written) per dtype, for precision overrides
+    bytes_by_dtype: tuple[tuple[str, int], ...] = ()
+    # (name, op) of the file's function-op node this node was decomposed from, if any
+    origin: tuple[str, str] | None = None
+    # the counts rest on an assumption stated in ``note`` (Work.estimate)
+    estimate: bool = False
+
+    @property
+    def flops(self) -> int:
+        return self.cost.flops
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """Input specs as display strings ("float32[1,3,224,224]"; "-" for an omitted input)."""
+        return tuple(str(x) if x is not None else "-" for x in self.in_specs)
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return tuple(str(x) if x is not None else "-" for x in self.out_specs)
+
+
+def _count_property(field: str):
+    return property(lambda self: getattr(self.cost, field), doc=f"``cost.{field}``")
+
+
+for _f in COUNT_FIELDS:
+    setattr(NodeCost, _f, _count_property(_f))
+
+
+def _describe(graph: Graph, node: Node) -> str:
+    def fmt(names):
+        return ", ".join(f"{x}: {graph.tensors.get(x, '?')}" for x in names if x)
+    return f"inputs ({fmt(node.inputs)}) outputs ({fmt(node.outputs)})"
+
+
+def _shape_gap(err: Exception) -> bool:
+    """An unknown shape that no bound dim explains (a '?' or derived dim, an unknown rank)."""
+    return (isinstance(err, UnboundDimError) and (err.dim == "?" or err.dim.startswith("unk__"))) or (
+        type(err) is ShapeError and "rank is unknown" in str(err))
+
+
+def _unbindable_shape(graph: Graph, node: Node, err: Exception) -> str | None:
+    """A shape that depends on a run-time value no option can bind: inside a control-flow body
+    (the iteration number, a carried value) or decided by text (a tokenizer's token count):
+    why, or None. The node is reported uncosted and the rest of the model is still counted;
+    a numeric graph input stays an error that names ``--value``."""
+    if not _shape_gap(err):
+        return None
+    from analyzer.counting.provenance import data_dependent
+
+    return data_dependent(graph, node, unbindable_only=not graph.is_body)
+
+
+def _not_in_opset(graph: Graph, node: Node) -> str | None:
+    """For a standard op the model's opset does not define yet: 'Erf is not defined in opset 7
+    (it exists from opset 9)'; else None (only error paths call this)."""
+    if node.domain or not graph.opsets:
+        return None
+    import onnx.defs
+
+    opset = graph.opsets.get("", 0)
+    try:
+        onnx.defs.get_schema(node.op, opset, "")
+        return None
+    except onnx.defs.SchemaError:
+        first = [s.since_version for s in onnx.defs.get_all_schemas_with_history()
+                 if s.name == node.op and s.domain == ""]
+        if not first:
+            return None
+        return (f"{node.op} is not defined in opset {opset} (it exists from opset {min(first)}): "
+                f"the model is invalid; re-export it at a newer opset")
+
+
+def _context_error(graph: Graph, node: Node, err: Exception, name: str | None = None) -> AnalyzerError:
+    where = f"node '{name or node.name}' ({node.op})"
+    bad_op = _not_in_opset(graph, node)
+    if bad_op is not None:
+        return _LocatedShape(f"{where}: {bad_op}")
+    if _shape_gap(err):
+        from analyzer.counting.provenance import data_dependent, failed_fold
+
+        # a constant computation upstream that fails on the bound dims, or a shape decided by
+        # a run-time value: either says more than "a dim is unknown"
+        why = failed_fold(graph, node) or data_dependent(graph, node)
+        if why is not None:
+            msg = f"{where}: {why}; {_describe(graph, node)}"
+            return _LocatedUnbound(err.dim, msg) if isinstance(err, UnboundDimError) else _LocatedShape(msg)
+    if isinstance(err, UnboundDimError):
+        d = err.dim
+        if d == "?":
+            msg = (f"{where}: a dim is unknown after shape inference; fix the input shapes "
+                   f"with --input NAME=DIMS; {_describe(graph, node)}")
+        elif d.startswith("unk__"):
+            msg = (f"{where}: dim '{d}' was derived by shape inference from unbound input dims; "
+                   f"bind the model's symbolic dims with --dim; {_describe(graph, node)}")
+        else:
+            from analyzer.ir.dims import is_expression, symbols
+
+            need = symbols(d) if is_expression(d) else [d]
+            # name every unbound symbol of the inputs at once: one run, not one per dim
+            for s in _input_symbols(graph):
+                if s not in need:
+                    need.append(s)
+            what = (f"dim '{d}' is an expression of symbolic dims" if is_expression(d)
+                    else f"symbolic dim '{d}' is unbound")
+            msg = f"{where}: {what}; pass --dim " + ",".join(f"{s}=VALUE" for s in need)
+        return _LocatedUnbound(d, msg)
+    return _LocatedShape(f"{where}: {err}; {_describe(graph, node)}")
+
+
+def _input_symbols(graph: Graph) -> list[str]:
+    """The symbolic dims of the graph's inputs, in order (what --dim can bind)."""
+    out: list[str] = []
+    for x in graph.inputs:
+        s = graph.tensors.get(x)
+        for d in (s.shape or ()) if s is not None else ():
+            if type(d) is str and d != "?" and not d.startswith("unk__") and d not in out:
+                out.append(d)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Costing options that are not properties of the graph."""
+
+    loop_trips: int | None = None   # trip count for loops whose count is not a constant
+    causal: bool = False            # fused attention ops skip the masked half (a causal kernel)
+
+
+def cost_graph(graph: Graph, options: Options | None = None) -> list[NodeCost]:
+    """Exact counts for every node of ``graph``, in topological order.
+
+    Nodes inside control-flow sub-graphs follow their parent as ``parent/child`` rows,
+    their counts already multiplied by how often they run (params are never multiplied)."""
+    out: list[NodeCost] = []
+    _walk(graph, "", 1, set(), out, options or Options())
+    if graph.decomposed:  # nodes from function bodies say which file node they replace
+        origin = graph.decomposed.get
+        for n in out:
+            n.origin = origin(n.name)
+    return out
+
+
+def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[NodeCost],
+          opts: Options) -> None:
+    get = graph.tensors.get
+    constants = graph.constants
+    folded = graph.folded
+    opsets = graph.opsets
+    # Repeated blocks: nodes with the same rule, the same (shared) spec objects, the same
+    # attributes and the same constant pattern have the same Work and bytes. Only params
+    # depend on which tensors were already counted, so they are not memoised.
+    memo: dict[tuple, tuple] = {}
+    rules: dict[tuple[str, str], object] = {}
+    if "" in graph.tensors:  # "" names an omitted optional input, never a tensor
+        tensors = graph.tensors
+        get = lambda x: tensors.get(x) if x else None  # noqa: E731
+    is_const = constants.__contains__
+    for node in graph.nodes:
+        name = prefix + node.name
+        ins = tuple(map(get, node.inputs))
+        outs = tuple(map(get, node.outputs))
+        if node.name in folded:
+            out.append(NodeCost(name, node.op, node.domain, FOLDED, _ZERO, ins, outs,
+                                note="constant-folded"))
+            continue
+        try:
+            key = hit = None
+            if node.attr_key is not None:  # (None: a node with sub-graphs, never memoised)
+                key = (node.op, node.domain, node.attr_key, *map(id, ins), *map(id, outs),
+                       *map(is_const, node.inputs))
+                hit = memo.get(key)
+            if hit is None:
+                rkey = (node.domain, node.op)
+                rule = rules.get(rkey, _MISSING)
+                if rule is _MISSING:
+                    rule = rules[rkey] = lookup(node.domain, node.op)
+                if rule is not None and rule.io == "control":
+                    _control(graph, node, name, rule, ins, outs, times, counted, out, opts)
+                    continue
+                if rule is None:
+                    work, shape_inputs, io, status = Work(), frozenset(), "data", UNCOSTED
+                else:
+                    work = rule.fn(ins, outs, _options=opts,
+                                   _opset=opsets.get(node.domain, 0) or _DEFAULT_OPSET, **node.attrs)
+                    shape_inputs, io, status = rule.shape_inputs, rule.io, COSTED
+                cost, by_dtype = _bytes(node, ins, outs, work, shape_inputs, io, constants)
+                held_params = 0
+                if work.held is not None:
+                    held_params, cost, by_dtype = _held(work.held, cost, by_dtype)
+                # the constant data inputs (same for every node of this memo key)
+                cidx = tuple(i for i, x in enumerate(node.inputs)
+                             if x and i not in shape_inputs and x in constants)
+                note = work.note or (f"no cost rule for {node.domain or 'ai.onnx'}::{node.op}"
+                                     if status == UNCOSTED else None)
+                if times != 1:
+                    note = f"x{times} (runs in a loop)" + (f"; {note}" if note else "")
+                    cost = cost.scaled(times)
+                    by_dtype = tuple((d, b * times) for d, b in by_dtype)
+                mac_dtype = work.mac_dtype or (ins[0].dtype if work.mac_flops and ins and ins[0] else None)
+                hit = (work.params, status, cidx, cost, by_dtype, note, mac_dtype, held_params,
+                       work.estimate)
+                if key is not None:
+                    memo[key] = hit
+            pover, status, cidx, cost, by_dtype, note, mac_dtype, params, estimate = hit
+            if cidx:
+                params += _params(node, ins, cidx, counted, pover, graph)
+        except AnalyzerError as e:
+            if isinstance(e, _Located):
+                raise
+            err = e
+        except (TypeError, KeyError, IndexError, ValueError, ZeroDivisionError, AttributeError) as e:
+            if any(s is None for x, s in zip(node.inputs, ins) if x):  # an input without a spec
+                err = ShapeError("tensor rank is unknown after shape inference")
+            else:
+                err = ShapeError(f"cannot cost it ({type(e).__name__}: {e})")
+        else:
+            err = None
+        if err is not None:
+            why = _unbindable_shape(graph, node, err)
+            if why is None:
+                raise _context_error(graph, node, err, name) from None
+            out.append(NodeCost(name, node.op, node.domain, UNCOSTED, _ZERO, ins, outs,
+                                note=f"uncosted: {why}"))
+            continue
+        if params:
+            cost = Cost(params, *cost[1:])  # params are never multiplied by loop trips
+        out.append(NodeCost(name, node.op, node.domain, status, cost, ins, outs, mac_dtype, note,
+                            by_dtype, None, estimate))
+
+
+def _held(held, cost: Cost, by_dtype):
+    """A rule's attribute-held weights added to its node's cost: (params, cost, by_dtype)."""
+    params, reads = held
+    merged = dict(by_dtype)
+    for dt, nbytes in reads:
+        merged[dt] = merged.get(dt, 0) + nbytes
+    extra = sum(b for _, b in reads)
+    return params, cost._replace(weight_bytes=cost.weight_bytes + extra), tuple(merged.items())
+
+
+def _params(node: Node, ins, cidx: tuple[int, ...], counted: set[str], override,
+            graph: Graph) -> int:
+    """Elements of the constant data inputs (indices ``cidx``) that no earlier node
+    consumed (each tensor once). A folded input counts the file constants it was
+    computed from (``graph.sources``); ``override`` (the rule's ``Work.params``) gives
+    the count of packed inputs."""
+    params = 0
+    sources = graph.sources
+    for i in cidx:
+        name = node.inputs[i]
+        src = sources.get(name)
+        if src is None:
+            if name not in counted:
+                counted.add(name)
+                params += override[i] if override and i in override else ins[i].numel()
+            continue
+        for leaf in src:
+            if leaf not in counted:
+                counted.add(leaf)
+                params += graph.tensors[leaf].numel()
+    return params
+
+
+def _control(graph, node, name, rule, ins, outs, times, counted, out, opts):
+    """A control-flow node: its own (usually empty) work, then its sub-graphs' rows."""
+    values = tuple(graph.values.get(x) if x else None for x in node.inputs)
+    plan = rule.fn(ins, outs, _values=values, _options=opts, _graph=graph, _node=node, **node.attrs)
+    runs = list(plan.run)
+    note = plan.note
+    if plan.costlier_of:
+        def weight(attr):
+            trial: list[NodeCost] = []
+            _walk(node.subgraphs[attr], name + "/", times, set(counted), trial, opts)
+            tot = sum((n.cost for n in trial), Cost())
+            return (tot.flops, tot.bytes_moved)
+        costs = {attr: weight(attr) for attr in plan.costlier_of}
+        pick = max(plan.costlier_of, key=lambda a: costs[a])
+        runs.append((pick, 1))
+        others = ", ".join(a for a in plan.costlier_of if a != pick)
+        note = (f"{note}; " if note else "") + (
+            f"condition not constant: costed the costlier branch '{pick}' (not {others})")
+    w = plan.work
+    cost = Cost(0, w.mac_flops * times, w.vector_flops * times, w.transcendentals * times, 0, 0, 0)
+    by_dtype: dict[str, int] = {}
+    mac_dtype = None
+    for g, m in plan.work_of:  # counts of other nodes, m times over, as this node's own work
+        trial = []
+        _walk(g, name + "/", times * m, set(counted), trial, opts)
+        for n in trial:
+            cost = cost + Cost(0, *n.cost[1:])
+            mac_dtype = mac_dtype or n.mac_dtype
+            for d, b in n.bytes_by_dtype:
+                by_dtype[d] = by_dtype.get(d, 0) + b
+        unc = [n.name for n in trial if n.status == UNCOSTED]
+        if unc:
+            note = (f"{note}; " if note else "") + (
+                f"incomplete: {len(unc)} uncosted node(s) among them ({', '.join(unc[:3])})")
+    # constants handed to the body as its inputs (Loop carried values, Scan states and scanned
+    # tensors: a KNN's training set) are weights the body reads as activations: counted here
+    # (a rule's shape_inputs are its non-data inputs: If's condition, Loop's M and cond)
+    cidx = tuple(i for i, x in enumerate(node.inputs)
+                 if x and i not in rule.shape_inputs and x in graph.constants)
+    if cidx:
+        cost = Cost(_params(node, ins, cidx, counted, None, graph), *cost[1:])
+    out.append(NodeCost(name, node.op, node.domain, COSTED, cost, ins, outs, mac_dtype, note,
+                        tuple(by_dtype.items()), None, plan.estimate or bool(plan.costlier_of)))
+    for attr, m in runs:
+        sub = node.subgraphs.get(attr)
+        if sub is None:
+            raise ShapeError(f"has no sub-graph '{attr}'")
+        _walk(sub, name + "/", times * m, counted, out, opts)
+
+
+class _Located:
+    """Marker mixin: the error already names its node (raised inside a sub-graph)."""
+
+
+def _bytes(node: Node, ins: tuple[TensorSpec | None, ...], outs, work: Work,
+           shape_inputs: frozenset[int], io: str, constants: frozenset[str]):
+    """The byte classes of one node (params are counted separately, per tensor name)."""
+    weight = act_read = written = 0
+    by_dtype: dict[str, int] = {}
+    reads = work.reads
+    data = io == "data"
+    for i, name in enumerate(node.inputs):
+        if not name or i in shape_inputs:
+            continue
+        spec = ins[i]
+        if not data:
+            continue
+        if reads and i in reads:
+            nbytes = reads[i]
+            if spec is None:  # e.g. a sequence input: the rule knows what it reads
+                act_read += nbytes
+                continue
+        elif spec is None:
+            raise ShapeError(f"input {i} '{name}' has no type or shape")
+        else:
+            nbytes = spec.nbytes()
+        by_dtype[spec.dtype] = by_dtype.get(spec.dtype, 0) + nbytes
+        if name in constants:
+            weight += nbytes
+        else:
+            act_read += nbytes
+    if io == "view":
+        pass
+    elif work.writes is not None:
+        written = work.writes
+        if written:
+            dt = next((s.dtype for s in outs if s is not None), "float32")
+            by_dtype[dt] = by_dtype.get(dt, 0) + written
+    else:
+        for name, spec in zip(node.outputs, outs):
+            if not name:
+                continue
+            if spec is None:
+                raise ShapeError(f"output '{name}' has no type or shape")
+            nb = spec.nbytes()
+            written += nb
+            by_dtype[spec.dtype] = by_dtype.get(spec.dtype, 0) + nb
+    cost = Cost(0, work.mac_flops, work.vector_flops, work.transcendentals,
+                weight, act_read, written)
+    return cost, tuple(by_dtype.items())
+
+
+class _LocatedShape(_Located, ShapeError):
+    pass
+
+
+class _LocatedUnbound(_Located, UnboundDimError):
+    pass

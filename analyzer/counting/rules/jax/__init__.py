@@ -1,0 +1,1 @@
+"""Rules for JAX primitives (domain "jax")."""

@@ -1,0 +1,43 @@
+"""JAX control flow (domain ``"jax"``): ``scan``, ``while`` and ``cond`` return a ``Plan`` over the
+sub-graphs the frontend built from their jaxprs (``body``; ``cond`` and ``body``; ``branch0``...).
+
+- ``scan`` runs its body ``length`` times.
+- ``while`` runs ``body`` N times and ``cond`` N+1 times, N being the trip count the frontend
+  recognised (a counter stepped by a constant and compared with a known bound, as ``fori_loop``
+  builds), else ``analyze_jax(..., loop_trips=N)``, else a ``ShapeError`` naming the equation.
+- ``cond`` runs the branch its index selects when the index is known at trace time (a literal or
+  a constant-folded ``lax.switch`` index), else the costlier branch (``Plan.costlier_of``).
+"""
+
+from __future__ import annotations
+
+from analyzer.counting.cost import Plan, register
+from analyzer.errors import ShapeError
+
+D = "jax"
+
+
+@register("scan", domain=D, io="control")
+def scan(ins, outs, *, length, **_):
+    return Plan(run=(("body", int(length)),), note=f"scan: body runs {int(length)} times")
+
+
+@register("while", domain=D, io="control")
+def while_(ins, outs, *, trip_count=None, trip_source="", _options=None, **_):
+    if trip_count is not None:
+        n, how = int(trip_count), f"trip count {trip_count} ({trip_source})"
+    elif _options is not None and _options.loop_trips is not None:
+        n, how = int(_options.loop_trips), f"trip count {_options.loop_trips} from loop_trips"
+    else:
+        raise ShapeError(f"while loop trip count is not static ({trip_source}); pass "
+                         f"loop_trips=N to analyze_jax")
+    return Plan(run=(("cond", n + 1), ("body", n)), note=f"while: {how}")
+
+
+@register("cond", domain=D, io="control")
+def cond(ins, outs, *, num_branches, _values=(), **_):
+    index = _values[0] if _values else None
+    if index is not None:
+        i = min(max(int(index), 0), num_branches - 1)   # lax.switch clamps its index
+        return Plan(run=((f"branch{i}", 1),), note=f"index is the constant {int(index)}: branch{i}")
+    return Plan(costlier_of=tuple(f"branch{i}" for i in range(num_branches)))

@@ -1,0 +1,79 @@
+"""JAX matrix-engine primitives: dot_general, conv_general_dilated, and Pallas kernels.
+
+Same convention as ``rules/linear.py``: ``mac_flops`` = 2 x multiply-accumulates, counted from
+the *output* shape times the reduction length, so every padding/stride setting is exact.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from analyzer.counting.cost import Work, register
+from analyzer.errors import ShapeError
+from analyzer.ir.graph import DTYPE_BITS
+
+D = "jax"
+
+
+def _mac_dtype(a, b) -> str | None:
+    """The dtype the MAC array runs in: the wider input when the two differ (int8 x int8 -> int8
+    even with an int32 ``preferred_element_type``: that is the accumulator)."""
+    if a is None or b is None or a.dtype == b.dtype:
+        return None
+    return max((a.dtype, b.dtype), key=lambda d: DTYPE_BITS.get(d, 0))
+
+
+@register("dot_general", domain=D)
+def dot_general(ins, outs, *, dimension_numbers, **_):
+    """out = batch dims + lhs free dims + rhs free dims; each output element sums over the
+    contracting dims: mac_flops = 2 * numel(out) * prod(lhs contracting dims)."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    a, b = ins[0].dims(), ins[1].dims()
+    k = prod(a[i] for i in lc)
+    if k != prod(b[i] for i in rc):
+        raise ShapeError(f"dot_general contracting dims differ: {ins[0]} x {ins[1]} over {lc} / {rc}")
+    if [a[i] for i in lb] != [b[i] for i in rb]:
+        raise ShapeError(f"dot_general batch dims differ: {ins[0]} x {ins[1]} over {lb} / {rb}")
+    return Work(mac_flops=2 * outs[0].numel() * k, mac_dtype=_mac_dtype(ins[0], ins[1]))
+
+
+def _taps(out: int, k: int, inp: int, lhs_dil: int) -> int:
+    """Multiply-accumulates of one spatial dim, per (output feature, input feature) pair.
+
+    ``lhs_dilation`` 1 (a convolution): every tap of every output position, padding included,
+    ``out * k``, exactly as ONNX Conv is counted.  ``lhs_dilation`` > 1 (a transposed
+    convolution, e.g. the input gradient of a strided conv): every real input element meets every
+    tap, ``in * k``, exactly as ONNX ConvTranspose is counted; the zeros that the dilation
+    inserts between input elements are not multiplied."""
+    return (inp if lhs_dil > 1 else out) * k
+
+
+@register("conv_general_dilated", domain=D)
+def conv_general_dilated(ins, outs, *, dimension_numbers, lhs_dilation=None, **_):
+    """Each output element sums rhs_in_features * (kernel taps) products; rhs_in_features is
+    already C / feature_group_count (and the full C under batch_group_count), so groups of either
+    kind are exact; strides, padding and rhs dilation are in the output shape.
+    mac_flops = 2 * N_out * O * prod(taps per spatial dim) * I (see ``_taps``)."""
+    lhs, rhs, out = ins[0].dims(), ins[1].dims(), outs[0].dims()
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    nsp = len(rhs_spec) - 2
+    lhs_dilation = tuple(lhs_dilation or (1,) * nsp)
+    in_features = rhs[rhs_spec[1]]
+    taps = 1
+    for d in range(nsp):
+        taps *= _taps(out[out_spec[2 + d]], rhs[rhs_spec[2 + d]], lhs[lhs_spec[2 + d]],
+                      lhs_dilation[d])
+    n_out, o_feat = out[out_spec[0]], out[out_spec[1]]
+    return Work(mac_flops=2 * n_out * o_feat * taps * in_features,
+                mac_dtype=_mac_dtype(ins[0], ins[1]))
+
+
+@register("pallas_call", domain=D)
+def pallas_call(ins, outs, *, flops=0, transcendentals=0, bytes_accessed=0, has_dot=False, **_):
+    """A Pallas kernel, from its own ``CostEstimate`` (the frontend sends kernels without one to
+    domain ``jax.pallas``, which has no rule: uncosted). The estimate's FLOPs are MAC work when
+    the kernel body has a dot or conv, else vector work; bytes stay the inputs read and outputs
+    written (the estimate's ``bytes_accessed`` is in the note)."""
+    mac, vec = (flops, 0) if has_dot else (0, flops)
+    return Work(mac_flops=mac, vector_flops=vec, transcendentals=transcendentals,
+                note=f"from the kernel's cost_estimate (bytes_accessed={bytes_accessed})")

@@ -1,0 +1,98 @@
+"""JAX reductions, scans along an axis, window reductions and sorting (domain ``"jax"``).
+
+Reductions follow ``rules/reduce.py`` (N elements into 1 cost N-1 combining ops; argmax is a
+compare-and-select per step, as ONNX ArgMax); window reductions follow ``rules/pooling.py``
+(per output element, over the full window with padded positions, window-1 ops).  A generic
+``reduce``/``reduce_window`` multiplies by the number of operations in its reducer
+(``jaxpr_ops``, from the frontend).
+"""
+
+from __future__ import annotations
+
+from math import ceil, log2, prod
+
+from analyzer.counting.cost import Work, register
+
+D = "jax"
+
+
+@register("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
+          "reduce_xor", "argmax", "argmin", domain=D)
+def reduce_(ins, outs, **_):
+    return Work(vector_flops=ins[0].numel() - outs[0].numel())
+
+
+@register("reduce", domain=D)
+def reduce_generic(ins, outs, *, jaxpr_ops=1, **_):
+    # operands come first, then one init value each; every combining step runs the reducer
+    k = len(outs)
+    n_in, n_out = ins[0].numel(), outs[0].numel()
+    return Work(vector_flops=(n_in - n_out) * max(jaxpr_ops, 1),
+                reads={i: 0 for i in range(k, len(ins))})
+
+
+def _rows(spec, axis: int) -> tuple[int, int]:
+    """(number of 1-D lanes along ``axis``, their length)."""
+    d = spec.dims()
+    return (spec.numel() // d[axis] if d[axis] else 0), d[axis]
+
+
+@register("cumsum", "cumprod", "cummax", "cummin", domain=D)
+def cumulative(ins, outs, *, axis=0, **_):
+    # a running combine along the axis: each element but the first of its lane costs one op
+    rows, _n = _rows(ins[0], axis)
+    return Work(vector_flops=ins[0].numel() - rows)
+
+
+@register("cumlogsumexp", domain=D)
+def cumlogsumexp(ins, outs, *, axis=0, **_):
+    # exp of each element, the running sum (n - lanes adds), log of each partial sum
+    n = ins[0].numel()
+    rows, _n = _rows(ins[0], axis)
+    return Work(vector_flops=n - rows, transcendentals=2 * n)
+
+
+@register("reduce_window_sum", "reduce_window_max", "reduce_window_min", domain=D)
+def reduce_window(ins, outs, *, window_dimensions, **_):
+    return Work(vector_flops=outs[0].numel() * (prod(window_dimensions) - 1))
+
+
+@register("reduce_window", domain=D)
+def reduce_window_generic(ins, outs, *, window_dimensions, jaxpr_ops=1, **_):
+    k = len(outs)
+    return Work(vector_flops=outs[0].numel() * (prod(window_dimensions) - 1) * max(jaxpr_ops, 1),
+                reads={i: 0 for i in range(k, len(ins))})
+
+
+@register("select_and_scatter_add", domain=D)
+def select_and_scatter_add(ins, outs, *, window_dimensions, **_):
+    # max-pool backward: per source element (one window) window-1 compares pick the position,
+    # then one add scatters the gradient there
+    return Work(vector_flops=ins[0].numel() * prod(window_dimensions))
+
+
+@register("select_and_gather_add", domain=D)
+def select_and_gather_add(ins, outs, *, window_dimensions, **_):
+    # max-pool forward-mode derivative: per output window-1 compare-and-selects
+    return Work(vector_flops=outs[0].numel() * (prod(window_dimensions) - 1))
+
+
+def _log2_ceil(n: int) -> int:
+    return ceil(log2(n)) if n > 1 else 0
+
+
+@register("sort", domain=D)
+def sort(ins, outs, *, dimension=-1, num_keys=1, **_):
+    """A comparison sort of each lane of length L: L * ceil(log2 L) compares per key; the other
+    operands (argsort's indices) move with the keys (bytes only)."""
+    rows, n = _rows(ins[0], dimension)
+    return Work(vector_flops=rows * n * _log2_ceil(n) * max(num_keys, 1))
+
+
+@register("top_k", "approx_top_k", domain=D)
+def top_k(ins, outs, *, k, axis=-1, reduction_dimension=None, **_):
+    """Keep a heap of k per lane: each of the L elements costs ceil(log2(k+1)) compares."""
+    if reduction_dimension is not None:  # approx_top_k names its axis so
+        axis = reduction_dimension
+    rows, n = _rows(ins[0], axis if axis is not None else -1)
+    return Work(vector_flops=rows * n * _log2_ceil(k + 1))

@@ -1,0 +1,1 @@
+"""Rules for the standard ONNX domain (ai.onnx and ai.onnx.preview.training)."""

@@ -1,0 +1,39 @@
+"""Ops that genuinely cost nothing, and the ops deliberately left without a rule.
+
+``FREE``: op (default domain) -> why it costs nothing.  Each is registered as a view (no
+arithmetic, no bytes); inputs that are sequences or optionals (no TensorSpec) are shape-like.
+
+``UNCOSTED``: ``(domain, op)`` -> why no rule can count it from shapes.  These stay uncosted in
+reports (never a silent zero, DESIGN.md Principle 3); the op-coverage test accepts them only with
+a reason.
+"""
+
+from __future__ import annotations
+
+from analyzer.counting.cost import Work, register
+
+FREE: dict[str, str] = {
+    "Optional": "wraps its input (or nothing) in an optional value: no data moves",
+    "OptionalGetElement": "unwraps an optional (or passes a tensor through): a view, no data moves",
+    "SequenceEmpty": "creates an empty sequence: no tensor data",
+    "BitCast": "reinterprets the bits of a same-size dtype in place: a view, no data moves",
+}
+
+# inputs that are optionals/sequences (no TensorSpec): shape-like, so never read or counted
+_CONTAINER_INPUTS: dict[str, tuple[int, ...]] = {"OptionalGetElement": (0,)}
+
+UNCOSTED: dict[tuple[str, str], str] = {
+    ("", "ImageDecoder"):
+        "decoding work depends on the codec and the compressed bytes, not on tensor shapes",
+}
+
+
+def _free(reason: str):
+    def rule(ins, outs, **_):
+        return Work(note=f"free: {reason}")
+
+    return rule
+
+
+for _op, _reason in FREE.items():
+    register(_op, io="view", shape_inputs=_CONTAINER_INPUTS.get(_op, ()))(_free(_reason))

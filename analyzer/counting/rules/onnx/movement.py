@@ -1,0 +1,75 @@
+"""Data movement: no arithmetic, only bytes.
+
+``io="view"`` ops only relabel a buffer (Reshape, Flatten, Squeeze, Unsqueeze,
+Identity): a runtime moves no bytes for them.  ``io="meta"`` ops read only shapes
+(Shape, Size).  Copying ops read what they copy and write their outputs; where a
+kernel reads only part of an input (Slice, Gather) the rule says so with ``reads``.
+Inputs that only steer the shape (Reshape.shape, Slice starts/ends/axes/steps,
+Pad.pads/axes, Expand.shape, Tile.repeats, ...) are shape-like: never params.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from analyzer.counting.cost import Work, register
+from analyzer.errors import ShapeError
+
+
+def _nothing(ins, outs, **_):
+    return Work()
+
+
+@register("Reshape", io="view", shape_inputs=(1,))
+def reshape(ins, outs, **_):
+    x, y = ins[0], outs[0]
+    if x.is_static and y is not None and y.is_static and x.numel() != y.numel():
+        raise ShapeError(
+            f"reshapes {x.numel()} elements into {list(y.shape)} ({y.numel()} elements); the model's "
+            f"target shape is fixed (often a batch of 1 hard-coded at export), so it cannot run with "
+            f"these input dims")
+    return Work()
+
+
+register("Squeeze", "Unsqueeze", io="view", shape_inputs=(1,))(_nothing)
+register("Flatten", "Identity", io="view")(_nothing)
+register("Shape", "Size", io="meta")(_nothing)
+
+register("Transpose", "Concat", "DepthToSpace", "SpaceToDepth")(_nothing)
+register("Split", shape_inputs=(1,))(_nothing)  # split sizes (opset >= 13) are shape-like
+register("Expand", "Tile", shape_inputs=(1,))(_nothing)
+# Pad: pads (1), constant_value (2, a scalar setting, not a weight) and axes (3)
+register("Pad", shape_inputs=(1, 2, 3))(_nothing)
+register("ConstantOfShape", shape_inputs=(0,))(_nothing)
+register("Constant")(_nothing)
+
+
+@register("Slice", shape_inputs=(1, 2, 3, 4))
+def slice_(ins, outs, **_):
+    # a strided copy: reads exactly the elements it keeps
+    return Work(reads={0: outs[0].nbytes()})
+
+
+@register("Gather", "GatherElements", "GatherND")
+def gather(ins, outs, **_):
+    # reads the gathered rows (= the output's elements) and the indices
+    return Work(reads={0: outs[0].nbytes()})
+
+
+@register("Range", shape_inputs=(0, 1, 2))
+def range_(ins, outs, **_):
+    return Work(vector_flops=outs[0].numel())  # start + i * delta, one FMA-like op each
+
+
+@register("Resize", "Upsample", shape_inputs=(1, 2, 3))
+def resize(ins, outs, *, mode="nearest", **_):
+    x, y = ins[0].dims(), outs[0].dims()
+    n = prod(y)
+    d = sum(1 for a, b in zip(x, y) if a != b)  # dims actually resized
+    if mode == "linear":
+        # 2^d - 1 lerps of (sub, mul, add) per output element
+        return Work(vector_flops=n * 3 * (2 ** d - 1))
+    if mode == "cubic":
+        # a 4-tap filter per resized dim applied separably: 4 mul + 3 add per tap set
+        return Work(vector_flops=n * 7 * sum(4 ** i for i in range(d)))
+    return Work()  # nearest: a gather

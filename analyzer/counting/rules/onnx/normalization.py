@@ -1,0 +1,118 @@
+"""Normalization and softmax.
+
+Counted as a kernel evaluates them in inference, per element and per normalized
+group (a row, a channel, a group):
+- mean-and-variance normalizations (LayerNorm, InstanceNorm, GroupNorm): per element
+  sum (1), subtract mean (1), square (1), sum (1), multiply by 1/std (1), scale (1),
+  bias (1, when present); per group: divide for the mean (1) and the variance (1),
+  add eps (1), reciprocal (1), and one sqrt (transcendental).
+- BatchNormalization (inference, running statistics): per element subtract mean,
+  multiply by 1/std, scale, add bias (4); per channel add eps, reciprocal (2) and sqrt.
+- RMS normalizations (RMSNormalization, ORT's SimplifiedLayerNormalization): per element
+  square (1), sum (1), multiply by 1/rms (1), scale (1); per normalized row: divide for the
+  mean square (1), add eps (1), reciprocal (1), and one sqrt (transcendental).
+- Softmax: per element max (1), subtract (1), exp (T), sum (1), divide (1).
+  LogSoftmax: per element max, subtract, exp (T), sum, subtract (4 + T); per row one log.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from analyzer.counting.cost import Work, register
+
+
+def _axis_split(shape: tuple[int, ...], axis: int) -> tuple[int, int]:
+    """(outer, inner) element counts around ``axis`` (inner includes axis..end)."""
+    axis = axis + len(shape) if axis < 0 else axis
+    return prod(shape[:axis]), prod(shape[axis:])
+
+
+def _meanvar(n: int, groups: int, has_bias: bool) -> Work:
+    per_elem = 6 + (1 if has_bias else 0)
+    return Work(vector_flops=per_elem * n + 4 * groups, transcendentals=groups)
+
+
+def _present(ins, i: int) -> bool:
+    return len(ins) > i and ins[i] is not None
+
+
+@register("LayerNormalization")
+def layer_norm(ins, outs, *, axis=-1, **_):
+    shape = ins[0].dims()
+    rows, _inner = _axis_split(shape, axis)
+    # optional outputs Mean and InvStdDev are written too (default writes cover them)
+    return _meanvar(prod(shape), rows, _present(ins, 2))
+
+
+def _rms(n: int, rows: int) -> Work:
+    return Work(vector_flops=4 * n + 3 * rows, transcendentals=rows)
+
+
+@register("RMSNormalization")
+def rms_norm(ins, outs, *, axis=-1, **_):
+    shape = ins[0].dims()
+    rows, _inner = _axis_split(shape, axis)
+    return _rms(prod(shape), rows)
+
+
+@register("InstanceNormalization")
+def instance_norm(ins, outs, **_):
+    shape = ins[0].dims()
+    return _meanvar(prod(shape), shape[0] * shape[1], True)
+
+
+@register("GroupNormalization")
+def group_norm(ins, outs, *, num_groups, **_):
+    shape = ins[0].dims()
+    return _meanvar(prod(shape), shape[0] * num_groups, True)
+
+
+@register("BatchNormalization")
+def batch_norm(ins, outs, *, training_mode=0, _opset=15, **_):
+    shape = ins[0].dims()
+    n = prod(shape)
+    c = shape[1] if len(shape) > 1 else 1
+    # opsets 9-13 have no training_mode attribute: asking for the statistics outputs is the
+    # training form (TorchScript's F.batch_norm(training=True), e.g. weight standardization)
+    if training_mode or (_opset < 14 and any(o is not None for o in outs[1:])):
+        # batch statistics first: per element sum, subtract, square, sum; per channel 2 divides
+        return Work(vector_flops=4 * n + 4 * n + 4 * c, transcendentals=c,
+                    note="training_mode: batch statistics computed")
+    return Work(vector_flops=4 * n + 2 * c, transcendentals=c)
+
+
+@register("LRN")
+def lrn(ins, outs, *, size, **_):
+    n = ins[0].numel()
+    # square (1), window sum (size-1), * alpha/size (1), + bias (1), divide (1); pow beta (T)
+    return Work(vector_flops=n * (size + 3), transcendentals=n)
+
+
+@register("Softmax")
+def softmax(ins, outs, **_):
+    n = ins[0].numel()
+    return Work(vector_flops=4 * n, transcendentals=n)
+
+
+@register("LogSoftmax")
+def log_softmax(ins, outs, *, axis=None, _opset=13, **_):
+    shape = ins[0].dims()
+    n = prod(shape)
+    if _opset < 13:
+        # opsets 1-11 flatten to 2-D at ``axis`` (default 1): rows = prod(shape[:axis])
+        ax = 1 if axis is None else axis
+        ax = ax + len(shape) if ax < 0 else ax
+        rows = prod(shape[:ax])
+    else:
+        # opset >= 13 normalizes one axis (default -1); rows = elements / that axis' length
+        ax = -1 if axis is None else axis
+        ax = ax + len(shape) if ax < 0 else ax
+        rows = n // shape[ax] if shape[ax] else 0
+    return Work(vector_flops=4 * n, transcendentals=n + rows)
+
+
+@register("Hardmax")
+def hardmax(ins, outs, **_):
+    n = ins[0].numel()
+    return Work(vector_flops=2 * n)  # argmax compare + one-hot write select

@@ -1,0 +1,1 @@
+"""Rules for the ai.onnx.ml domain (classical ML: scikit-learn exports)."""

@@ -1,0 +1,1 @@
+"""Rules for onnxruntime's com.microsoft contrib ops."""

@@ -1,0 +1,363 @@
+"""The JAX frontend: a function (or a ``ClosedJaxpr``) -> ``ir.Graph``.
+
+The function is traced with ``jax.make_jaxpr`` on abstract arguments (arrays, pytrees of arrays or
+``jax.ShapeDtypeStruct``s: no data is needed).  Every equation becomes one IR node whose ``op`` is
+the primitive name and whose ``domain`` is ``"jax"``; the rules live in ``analyzer/rules/lax_*.py``.
+
+Sub-jaxprs are handled by one walker (``_Lowerer.emit``):
+
+- call-like primitives with one sub-jaxpr (``jit``, ``custom_jvp_call``, ``custom_vjp_call``,
+  ``remat``/``checkpoint``, ``closed_call``, ``core_call``, ``shard_map``, ...) are *inlined*: their
+  equations become nodes of the enclosing graph, named under a prefix (``jit(relu)``);
+- ``scan``, ``while`` and ``cond`` become control nodes whose ``subgraphs`` hold their bodies, and
+  whose rule (``rules/lax_control.py``) says how often each runs.
+
+Constants and parameters (JAX has no notion of weights, so this is a decision, documented here):
+
+- closed-over arrays (the ``consts`` of a ``ClosedJaxpr``) are constants, like ONNX initializers:
+  their elements are ``params`` when consumed as data and their bytes are weight bytes;
+- arguments listed in ``params_argnums`` (all their pytree leaves) are weights in the same way;
+  every other argument is an activation (the default: no argument is a weight);
+- literals (``x * 0.5``) and scalars computed only from literals are *immediates*: they are encoded
+  in the instruction, so they are neither params nor bytes (an ONNX attribute, not an initializer).
+  A scalar equation whose inputs are all known is evaluated once here (``folded``), which is how a
+  ``lax.switch`` on a constant index or a ``while`` with constant bounds is recognised.
+
+Node names come from ``eqn.source_info.name_stack`` (``jax.named_scope``, Flax/Equinox/Haiku module
+paths, ``jvp(...)``/``transpose(...)`` for derivatives) plus ``jit(name)`` for inlined jits, then the
+primitive: ``mlp/fc1/dot_general``.  Repeats get ``#2``, ``#3``, ... so names are unique.
+
+Turning command-line strings into example args (``f32[8,224]`` specs, ``file.py:function``) is in
+``jaxpr_inputs.py``; recognising static ``while`` trip counts in ``jaxpr_loops.py``; tracing a
+function to a ``ClosedJaxpr`` in ``jaxpr_trace.py``.
+``jax`` is imported only inside functions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from analyzer.counting.cost import lookup
+from analyzer.errors import ShapeError
+from analyzer.ir.graph import Graph, Node, TensorSpec
+from analyzer.frontends.jaxpr.inputs import (bind_inputs, ir_dtype, is_jax_target, load_program,  # noqa: F401
+                           load_target, parse_spec)
+from analyzer.frontends.jaxpr.loops import while_trips
+from analyzer.frontends.jaxpr.trace import Traced, _spec_of_aval, trace  # noqa: F401  (Traced, trace: re-exported)
+
+__all__ = ["DOMAIN", "CONTROL", "Traced", "bind_inputs", "ir_dtype", "is_jax_target", "load",
+           "load_program", "load_target", "parse_spec", "sub_jaxprs", "trace"]
+
+DOMAIN = "jax"
+
+
+# ----------------------------------------------------------------------------- lowering to the IR
+
+@dataclass(frozen=True)
+class _Known:
+    """A value known while tracing: a literal, or a scalar computed only from literals."""
+
+    value: Any
+
+
+# Control-flow primitives: the sub-jaxpr params that become sub-graphs.
+CONTROL = {"scan", "while", "cond"}
+# call-like primitives whose inlined body gets a name component (others are transparent)
+_CALL_SCOPE = {"jit": lambda p: f"jit({p.get('name', '')})", "pjit": lambda p: f"jit({p.get('name', '')})",
+               "remat2": lambda p: "checkpoint", "checkpoint": lambda p: "checkpoint",
+               "shard_map": lambda p: "shard_map", "xla_pmap": lambda p: f"pmap({p.get('name', '')})",
+               "composite": lambda p: f"composite({p.get('name', '')})"}
+_SMALL_VALUE = 64        # const arrays up to this many elements keep their values in Graph.values
+
+
+def sub_jaxprs(params: Mapping[str, Any]) -> list[tuple[str, int | None, Any]]:
+    """Every sub-jaxpr among an equation's params: ``(key, index in a tuple or None, jaxpr)``.
+
+    The one helper that finds bodies for all primitives (jit, custom_jvp/vjp, remat, scan, while,
+    cond branches, shard_map, reducers of reduce/scatter, pallas kernels, ...)."""
+    from jax.extend.core import ClosedJaxpr, Jaxpr
+
+    out = []
+    for k, v in params.items():
+        if isinstance(v, (ClosedJaxpr, Jaxpr)):
+            out.append((k, None, v))
+        elif isinstance(v, (tuple, list)) and v and all(isinstance(x, (ClosedJaxpr, Jaxpr)) for x in v):
+            out.extend((k, i, x) for i, x in enumerate(v))
+    return out
+
+
+def _open(j: Any) -> tuple[Any, list]:
+    """(Jaxpr, consts) of a ClosedJaxpr or an open Jaxpr."""
+    inner = getattr(j, "jaxpr", None)
+    if inner is not None and hasattr(j, "consts"):
+        return inner, list(j.consts)
+    return j, []
+
+
+def _count_eqns(j: Any) -> int:
+    jaxpr, _ = _open(j)
+    return sum(1 + sum(_count_eqns(s) for _, _, s in sub_jaxprs(e.params)) for e in jaxpr.eqns)
+
+
+def _plain_attrs(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Params a rule can read: dtypes become IR names, sub-jaxprs become ``KEY_ops`` (their
+    equation count, for reducers and scatter updates)."""
+    import numpy as np
+
+    subs = {k for k, _, _ in sub_jaxprs(params)}
+    attrs: dict[str, Any] = {}
+    for k, v in params.items():
+        if k in subs:
+            vs = v if isinstance(v, (tuple, list)) else (v,)
+            attrs[f"{k}_ops"] = sum(_count_eqns(x) for x in vs)
+            continue
+        if isinstance(v, np.dtype) or (isinstance(v, type) and issubclass(v, np.generic)):
+            try:
+                v = ir_dtype(np.dtype(v))
+            except (ShapeError, TypeError):
+                v = str(v)
+        attrs[k] = v
+    return attrs
+
+
+class _Lowerer:
+    """Walks jaxprs into ``Graph``s that share one table of tensors, constants and values."""
+
+    def __init__(self, loop_trips: int | None = None):
+        self.tensors: dict[str, TensorSpec] = {}
+        self.constants: set[str] = set()
+        self.values: dict[str, Any] = {}
+        self.graphs: list[Graph] = []
+        self._n = 0
+
+    # -- tensors
+
+    def fresh(self, aval: Any, hint: str = "t") -> str:
+        self._n += 1
+        name = f"%{hint}{self._n}"
+        self.tensors[name] = _spec_of_aval(aval)
+        return name
+
+    def const(self, value: Any, aval: Any) -> "str | _Known":
+        """A closed-over constant: a scalar is an immediate; an array is a constant tensor."""
+        size = math.prod(getattr(value, "shape", ()) or ())
+        if size <= 1 and not hasattr(getattr(value, "dtype", None), "_impl"):
+            return _Known(value)
+        name = self.fresh(aval, "const")
+        self.constants.add(name)
+        if size <= _SMALL_VALUE:
+            try:
+                import numpy as np
+
+                self.values[name] = np.asarray(value)
+            except Exception:  # key arrays and other extended dtypes
+                pass
+        return name
+
+    # -- graphs
+
+    def graph(self, name: str, jaxpr_like: Any, in_refs: Sequence["str | _Known | None"],
+              scope: str = "") -> Graph:
+        """A ``Graph`` for a (closed) jaxpr whose invars are bound to ``in_refs`` (``None``: a
+        fresh tensor of the invar's type)."""
+        jaxpr, consts = _open(jaxpr_like)
+        g = Graph(name=name, nodes=[], tensors=self.tensors, inputs=(), outputs=())
+        env: dict[Any, Any] = {}
+        for v, c in zip(jaxpr.constvars, consts):
+            env[v] = self.const(c, v.aval)
+        inputs = []
+        for v, ref in zip(jaxpr.invars, in_refs):
+            if ref is None:
+                ref = self.fresh(v.aval, "in")
+            env[v] = ref
+            if isinstance(ref, str):
+                inputs.append(ref)
+        used: dict[str, int] = {}
+        folded: set[str] = set()
+        self.emit(jaxpr, env, scope, g.nodes, used, folded)
+        g.inputs = tuple(inputs)
+        g.outputs = tuple(r for r in (self.read(env, v) for v in jaxpr.outvars) if isinstance(r, str))
+        g.folded = frozenset(folded)   # type: ignore[assignment]
+        g.values = self.values
+        self.graphs.append(g)
+        return g
+
+    def read(self, env: dict, v: Any) -> "str | _Known":
+        from jax.extend.core import Literal
+
+        if isinstance(v, Literal):
+            return _Known(v.val)
+        return env[v]
+
+    @staticmethod
+    def _unique(base: str, used: dict[str, int]) -> str:
+        n = used.get(base, 0) + 1
+        used[base] = n
+        if n == 1:
+            return base
+        while f"{base}#{n}" in used:   # a base that itself ends in #k
+            n += 1
+        used[base] = n
+        used[f"{base}#{n}"] = 1
+        return f"{base}#{n}"
+
+    def emit(self, jaxpr: Any, env: dict, prefix: str, nodes: list[Node], used: dict[str, int],
+             folded: set[str]) -> None:
+        """Append the nodes of ``jaxpr``'s equations (recursing into calls) to ``nodes``."""
+        for eqn in jaxpr.eqns:
+            prim = eqn.primitive.name
+            stack = str(eqn.source_info.name_stack)
+            scope = "/".join(s for s in (prefix, stack) if s)
+            ins = [self.read(env, v) for v in eqn.invars]
+            subs = sub_jaxprs(eqn.params)
+            rule = lookup(DOMAIN, prim)
+
+            if prim in CONTROL:
+                self._control(eqn, prim, ins, scope, env, nodes, used)
+                continue
+            if rule is None and len(subs) == 1 and prim != "pallas_call":
+                # a call: inline its body under a name component
+                _, _, body = subs[0]
+                comp = _CALL_SCOPE.get(prim, lambda p: "")(eqn.params)
+                inner_jaxpr, consts = _open(body)
+                inner_env: dict[Any, Any] = {}
+                for v, c in zip(inner_jaxpr.constvars, consts):
+                    inner_env[v] = self.const(c, v.aval)
+                n_in = len(inner_jaxpr.invars)
+                # some calls pass leading consts that the body sees as its first invars
+                for v, ref in zip(inner_jaxpr.invars, ins[len(ins) - n_in:] if len(ins) >= n_in else ins):
+                    inner_env[v] = ref
+                self.emit(inner_jaxpr, inner_env, "/".join(s for s in (scope, comp) if s),
+                          nodes, used, folded)
+                for outer, inner in zip(eqn.outvars, inner_jaxpr.outvars):
+                    env[outer] = self.read(inner_env, inner)
+                continue
+
+            name = self._unique(f"{scope}/{prim}" if scope else prim, used)
+            if not subs and ins and all(isinstance(r, _Known) for r in ins):
+                vals = self._fold(eqn, ins)
+                if vals is not None:
+                    for v, val in zip(eqn.outvars, vals):
+                        env[v] = _Known(val)
+                        self.fresh(v.aval)  # a spec for display only
+                    folded.add(name)
+                    nodes.append(Node(name, prim, DOMAIN, (), (), _plain_attrs(eqn.params)))
+                    continue
+            in_names = tuple(r if isinstance(r, str) else "" for r in ins)
+            outs = []
+            for v in eqn.outvars:
+                t = self.fresh(v.aval)
+                env[v] = t
+                outs.append(t)
+            domain = DOMAIN
+            attrs = _plain_attrs(eqn.params)
+            if prim == "pallas_call":
+                domain, attrs = self._pallas(eqn, attrs)
+            nodes.append(Node(name, prim, domain, in_names, tuple(outs), attrs))
+
+    @staticmethod
+    def _fold(eqn: Any, ins: list["_Known"]) -> list | None:
+        """Evaluate a scalar equation on known inputs (shape arithmetic, switch indices, loop
+        bounds). Returns None where the outputs are not all scalars or evaluation fails."""
+        if any(math.prod(getattr(v.aval, "shape", (1, 1)) or ()) != 1 for v in eqn.outvars):
+            return None
+        if eqn.effects:
+            return None
+        try:
+            out = eqn.primitive.bind(*(k.value for k in ins), **eqn.params)
+        except Exception:
+            return None
+        return list(out) if eqn.primitive.multiple_results else [out]
+
+    def _pallas(self, eqn: Any, attrs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """A Pallas kernel is costed from its own ``cost_estimate``; without one it is uncosted
+        (domain ``jax.pallas`` has no rules), never zero."""
+        est = eqn.params.get("cost_estimate")
+        grid = getattr(eqn.params.get("grid_mapping"), "grid", ())
+        keep = {"name": eqn.params.get("name"), "grid": tuple(grid) if grid else ()}
+        if est is None:
+            return "jax.pallas", keep
+        body = eqn.params.get("jaxpr")
+        has_dot = body is not None and any(
+            e.primitive.name in ("dot_general", "conv_general_dilated") for e in _open(body)[0].eqns)
+        keep.update(flops=int(getattr(est, "flops", 0) or 0),
+                    transcendentals=int(getattr(est, "transcendentals", 0) or 0),
+                    bytes_accessed=int(getattr(est, "bytes_accessed", 0) or 0),
+                    has_dot=has_dot)
+        return DOMAIN, keep
+
+    # -- control flow
+
+    def _control(self, eqn, prim, ins, scope, env, nodes, used) -> None:
+        p = eqn.params
+        name = self._unique(f"{scope}/{prim}" if scope else prim, used)
+        outs = []
+        for v in eqn.outvars:
+            t = self.fresh(v.aval)
+            env[v] = t
+            outs.append(t)
+        attrs = _plain_attrs(p)
+        subgraphs: dict[str, Graph] = {}
+        in_names = [r if isinstance(r, str) else "" for r in ins]
+        if prim == "scan":
+            nc = p["num_consts"]
+            refs = list(ins[:nc]) + [None] * (len(ins) - nc)   # consts keep their (weight) names
+            subgraphs["body"] = self.graph("body", p["jaxpr"], refs)
+        elif prim == "while":
+            cn, bn = p["cond_nconsts"], p["body_nconsts"]
+            cond_consts, body_consts, init = ins[:cn], ins[cn:cn + bn], ins[cn + bn:]
+            subgraphs["cond"] = self.graph("cond", p["cond_jaxpr"], list(cond_consts) + [None] * len(init))
+            subgraphs["body"] = self.graph("body", p["body_jaxpr"], list(body_consts) + [None] * len(init))
+            trips, how = while_trips(p, cond_consts, body_consts, init)
+            attrs["trip_count"] = trips
+            attrs["trip_source"] = how
+        elif prim == "cond":
+            branches = p["branches"]
+            for i, br in enumerate(branches):
+                subgraphs[f"branch{i}"] = self.graph(f"branch{i}", br, list(ins[1:]))
+            attrs["num_branches"] = len(branches)
+            if isinstance(ins[0], _Known):   # a constant index: name it so the rule sees its value
+                t = self.fresh(eqn.invars[0].aval, "index")
+                self.values[t] = ins[0].value
+                in_names[0] = t
+        nodes.append(Node(name, prim, DOMAIN, tuple(in_names), tuple(outs), attrs, subgraphs))
+
+
+# ----------------------------------------------------------------------------- entry point
+
+def load(fn: Any, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None, *,
+         params_argnums: Any = None, path: str | None = None) -> tuple[Graph, dict]:
+    """Trace ``fn`` and lower it to a ``Graph`` (with sub-graphs for loops and conds).
+
+    Returns the graph and the model info of the report (``format: "jaxpr"``)."""
+    traced = trace(fn, args, kwargs or {}, params_argnums=params_argnums)
+    low = _Lowerer()
+    jaxpr, consts = _open(traced.closed)
+    # a program that is one jit call reads better without the outer ``jit(f)/`` on every row
+    scope_jaxpr = traced.closed
+    refs: list[Any] = []
+    for nm, is_w, v in zip(traced.in_names, traced.in_params, jaxpr.invars):
+        low.tensors[nm] = _spec_of_aval(v.aval)
+        if is_w:
+            low.constants.add(nm)
+        refs.append(nm)
+    if (not consts and len(jaxpr.eqns) == 1 and jaxpr.eqns[0].primitive.name in ("jit", "pjit")
+            and list(jaxpr.eqns[0].invars) == list(jaxpr.invars)
+            and list(jaxpr.eqns[0].outvars) == list(jaxpr.outvars)):
+        scope_jaxpr = jaxpr.eqns[0].params["jaxpr"]
+    graph = low.graph(traced.name, scope_jaxpr, refs)
+    graph.inputs = tuple(traced.in_names)
+    const_set = frozenset(low.constants)
+    for g in low.graphs:
+        g.constants = const_set   # one table of constants (names are unique program-wide)
+    info = {
+        "path": path or traced.name,
+        "format": "jaxpr",
+        "inputs": traced.inputs,
+        "outputs": list(graph.outputs),
+        "dims": {},
+        "params_inputs": [n for n, w in zip(traced.in_names, traced.in_params) if w],
+    }
+    return graph, info

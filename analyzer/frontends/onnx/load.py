@@ -1,0 +1,358 @@
+"""The ONNX frontend: a model file, bytes or ModelProto -> ``ir.Graph``.
+
+Weight bytes are never read (``load_external_data=False``; a model whose ``.data``
+file is absent still analyses).  Steps: parse, check the structure (dangling
+inputs, cycles), bind user dims, run ONNX shape inference with data propagation,
+fold constant-only subgraphs, and re-infer once when folding revealed values that
+shapes depend on.  Rare passes run only when the graph holds their ops: decomposition of
+function ops (``functions``), onnxruntime contrib shapes (``contrib_shapes``), sequence
+elements (``sequences``), control-flow bodies (``onnx_subgraphs``).  Proto reading and
+inference live in ``onnx_read``; the help ONNX inference needs (re-inference with folded
+values, surrogates, old-opset axes) in ``onnx_shapes``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from analyzer.errors import InputSpecError, ModelLoadError, ShapeError
+from analyzer.ir.graph import Graph, merge_specs
+from analyzer.ir import dims as dim_expr
+from analyzer.frontends.onnx import fold
+from analyzer.frontends.onnx import functions
+from analyzer.frontends.onnx import sequences
+from analyzer.frontends.onnx.read import _OP, _collect_specs, _infer, _initializers, _read_nodes, _topo_order
+from analyzer.frontends.onnx.shapes import (_batch_norm_statistics, _contrib_shapes, _default_opset, _infer_with_values,
+                          _negative_axes, _open_specs)
+from analyzer.frontends.onnx.subgraphs import _attach_subgraphs, _control_outputs, _subgraph_protos, _unsettled
+from analyzer.frontends.onnx.types import DTYPES
+
+_FOLD_ROUNDS = 64  # fold -> infer rounds (one per level of shape math that inference cannot see
+# through, e.g. a Pad whose pads a ConstantOfShape-Concat builds per block); each must fold more
+
+# ----------------------------------------------------------------------------- loading
+
+def read_model(model: Any) -> tuple[onnx.ModelProto, str, bytes | None]:
+    """Parse ``model`` (path, bytes or ModelProto) without reading external weight data.
+
+    Returns the proto (a private copy that may be modified), a display path, and the
+    serialized bytes it was parsed from (None for a ModelProto)."""
+    if isinstance(model, onnx.ModelProto):
+        m = onnx.ModelProto()
+        m.CopyFrom(model)
+        return _checked(m, "<ModelProto>"), "<ModelProto>", None
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        data = bytes(model)
+        return _checked(_parse(data, "<bytes>"), "<bytes>"), "<bytes>", data
+    if isinstance(model, (str, os.PathLike)):
+        path = Path(model)
+        if not path.exists():
+            raise ModelLoadError(f"{path}: no such file")
+        if path.is_dir():
+            raise ModelLoadError(f"{path}: is a directory, not an ONNX file")
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise ModelLoadError(f"{path}: cannot read ({e.strerror})") from None
+        return _checked(_parse(data, str(path)), str(path)), str(path), data
+    raise ModelLoadError(
+        f"cannot analyse a {type(model).__name__}: pass a path, bytes or an onnx.ModelProto")
+
+
+def _parse(data: bytes, where: str) -> onnx.ModelProto:
+    if not data:
+        raise ModelLoadError(f"{where}: file is empty")
+    m = onnx.ModelProto()
+    try:
+        m.ParseFromString(data)
+    except Exception as e:  # google.protobuf.message.DecodeError and friends
+        raise ModelLoadError(
+            f"{where}: not an ONNX model (protobuf parse failed: {e}); truncated or another format?"
+        ) from None
+    return m
+
+
+def _checked(m: onnx.ModelProto, where: str) -> onnx.ModelProto:
+    # Random bytes can parse as a protobuf; a real model has an IR version, an opset and a graph.
+    if m.ir_version <= 0 or not m.HasField("graph") or not m.opset_import:
+        raise ModelLoadError(f"{where}: not an ONNX model (no IR version, opset or graph found)")
+    if not m.graph.node:
+        raise ModelLoadError(f"{where}: the graph has no nodes")
+    return m
+
+
+# ----------------------------------------------------------------------------- binding
+
+def parse_shape(text: str, name: str = "") -> tuple[int | str, ...]:
+    """'1x3x224x224' -> (1, 3, 224, 224); a non-numeric part stays a symbol."""
+    parts = [p for p in text.strip().lower().replace(",", "x").split("x")]
+    if not text.strip() or any(not p for p in parts):
+        raise InputSpecError(f"bad shape '{text}' for input '{name}': expected e.g. 1x3x224x224")
+    out: list[int | str] = []
+    for p in parts:
+        if p.lstrip("-").isdigit():
+            v = int(p)
+            if v < 0:
+                raise InputSpecError(f"negative dim {v} in shape '{text}' for input '{name}'")
+            out.append(v)
+        else:
+            out.append(p)
+    return tuple(out)
+
+
+def _dims_of(vi: onnx.ValueInfoProto) -> list:
+    t = vi.type.tensor_type
+    if not t.HasField("shape"):
+        return []
+    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in t.shape.dim]
+
+
+def bind_inputs(m: onnx.ModelProto, inputs: Mapping[str, Any] | None,
+                dims: Mapping[str, int] | None) -> dict[str, int]:
+    """Write user shapes and dim values into the graph inputs before inference.
+
+    Returns the dims that were bound (for the report)."""
+    g = m.graph
+    for vi in g.input:
+        for i, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.HasField("dim_value") and d.dim_value < 0:
+                raise ShapeError(f"input '{vi.name}' has a negative dim {d.dim_value} at axis {i}")
+    bound: dict[str, int] = {}
+    if not inputs and not dims:
+        return bound
+    init_names = {t.name for t in g.initializer}
+    real = [vi for vi in g.input if vi.name not in init_names]
+    by_name = {vi.name: vi for vi in real}
+    for name, shape in (inputs or {}).items():
+        if name not in by_name:
+            raise InputSpecError(
+                f"--input names '{name}', but the model's inputs are: {', '.join(by_name) or 'none'}")
+        if isinstance(shape, str):
+            shape = parse_shape(shape, name)
+        shape = tuple(shape)
+        t = by_name[name].type.tensor_type
+        old = t.shape.dim
+        if len(old) and len(old) != len(shape):
+            raise InputSpecError(
+                f"input '{name}' has rank {len(old)} {_dims_of(by_name[name])}, "
+                f"but --input gives {len(shape)} dims {list(shape)}")
+        for d_old, v in zip(old, shape):
+            if isinstance(v, int) and d_old.HasField("dim_param") and d_old.dim_param:
+                bound[d_old.dim_param] = v
+        t.shape.ClearField("dim")
+        for v in shape:
+            d = t.shape.dim.add()
+            if isinstance(v, int):
+                if v < 0:
+                    raise InputSpecError(f"negative dim {v} for input '{name}'")
+                d.dim_value = v
+            else:
+                d.dim_param = v
+    if dims:
+        known = {d.dim_param for vi in real for d in vi.type.tensor_type.shape.dim if d.dim_param}
+        for k, v in dims.items():
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise InputSpecError(f"--dim {k}={v}: the value must be a non-negative integer")
+            if k not in known:
+                raise InputSpecError(
+                    f"--dim names '{k}', but the model's symbolic dims are: "
+                    f"{', '.join(sorted(known)) or 'none (all input dims are fixed)'}")
+        for vi in real:
+            for d in vi.type.tensor_type.shape.dim:
+                if d.dim_param in dims:
+                    v = dims[d.dim_param]
+                    bound[d.dim_param] = v
+                    d.dim_value = v
+    if bound or inputs:
+        # The file's value_info was written for the shapes it was traced with (an exporter
+        # tracing at batch 1 declares every intermediate with batch 1): for standard ops ONNX
+        # infers the outputs again, so their declarations go; the declarations of ops it
+        # cannot type (onnxruntime contrib, custom domains) stay, with the bound symbols.
+        std = {o for n in g.node if n.domain in ("", "ai.onnx") for o in n.output}
+        keep = [vi for vi in g.value_info if vi.name not in std]
+        if len(keep) != len(g.value_info):
+            del g.value_info[:]
+            g.value_info.extend(keep)
+    if bound:  # a bound symbol means that value everywhere: in the file's own value_info too
+        _bind_declared(g, bound)  # (an exporter's declarations of ops inference cannot type)
+    return bound
+
+
+def bind_values(m: onnx.ModelProto, values: Mapping[str, Any] | None) -> dict[str, list]:
+    """Make graph inputs constants with the given values (``{"axes": [1]}``), for inputs that
+    decide shapes (reduce axes, a window length, a Loop's trip count, GQA's total length):
+    each becomes an initializer of its declared dtype and shape (rank 0: a scalar).  Returns
+    {name: values as given} for the report."""
+    if not values:
+        return {}
+    g = m.graph
+    inits = {t.name for t in g.initializer}
+    real = {vi.name: vi for vi in g.input if vi.name not in inits}
+    out: dict[str, list] = {}
+    for name, v in values.items():
+        vi = real.get(name)
+        if vi is None:
+            raise InputSpecError(f"--value names '{name}', but the model's inputs are: "
+                                 f"{', '.join(real) or 'none'}")
+        t = vi.type.tensor_type
+        dtype = fold.NP_DTYPES.get(DTYPES.get(t.elem_type, ""))
+        if dtype is None:
+            raise InputSpecError(f"--value {name}: input '{name}' is {DTYPES.get(t.elem_type, '?')}, "
+                                 f"not a numeric tensor")
+        flat = [v] if isinstance(v, (int, float)) else list(v)
+        try:
+            arr = np.asarray(flat, dtype=dtype)
+        except (TypeError, ValueError):
+            raise InputSpecError(f"--value {name}={flat}: not {np.dtype(dtype).name} values") from None
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+        if t.HasField("shape") and not dims:          # a scalar input
+            if arr.size != 1:
+                raise InputSpecError(f"--value {name}: the input is a scalar, but {arr.size} values "
+                                     f"were given")
+            arr = arr.reshape(())
+        elif t.HasField("shape") and None not in dims:
+            if arr.size != int(np.prod(dims)):
+                raise InputSpecError(f"--value {name}: the input has shape {dims} "
+                                     f"({int(np.prod(dims))} values), but {arr.size} were given")
+            arr = arr.reshape(dims)
+        g.initializer.append(numpy_helper.from_array(arr, name=name))
+        keep = [x for x in g.input if x.name != name]
+        del g.input[:]
+        g.input.extend(keep)
+        out[name] = arr.reshape(-1).tolist()
+    return out
+
+
+def _bind_declared(g: onnx.GraphProto, bound: Mapping[str, int]) -> None:
+    for vi in (*g.value_info, *g.output):
+        for d in vi.type.tensor_type.shape.dim:
+            p = d.dim_param
+            if not p:
+                continue
+            if p in bound:
+                d.dim_value = bound[p]
+            elif dim_expr.is_expression(p):  # dynamo's 'Min(512, s50)', '4*s77'
+                v = dim_expr.evaluate(p, bound)
+                if v is not None:
+                    d.dim_value = v
+                else:  # not evaluable: leave it to inference rather than keep a false symbol
+                    d.ClearField("dim_param")
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                _bind_declared(a.g, bound)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for sg in a.graphs:
+                    _bind_declared(sg, bound)
+
+
+def load(model: Any, *, inputs: Mapping[str, Any] | None = None,
+         dims: Mapping[str, int] | None = None,
+         values: Mapping[str, Any] | None = None) -> tuple[Graph, dict]:
+    """Load, bind, infer and fold an ONNX model. Returns the graph and model info."""
+    m, path, data = read_model(model)
+    bound = bind_inputs(m, inputs, dims)
+    fixed = bind_values(m, values)
+    # binding edits the graph inputs: then inference must see the edited proto
+    graph = _build(m, path, None if (inputs or dims or values) else data)
+    real = set(graph.inputs)  # graph inputs that are not initializers
+    info = {
+        "path": path,
+        "format": "onnx",
+        "inputs": {vi.name: list(graph.tensors[vi.name].shape or ()) if vi.name in graph.tensors
+                   else _dims_of(vi) for vi in m.graph.input if vi.name in real},
+        "outputs": [vi.name for vi in m.graph.output],
+        "dims": bound,
+        **({"values": fixed} if fixed else {}),
+        "opset": {d.domain or "ai.onnx": d.version for d in m.opset_import},
+        "producer": m.producer_name,
+    }
+    return graph, info
+
+
+def _build(m: onnx.ModelProto, path: str, data: bytes | None = None, expanded: bool = False) -> Graph:
+    """The Graph of ``m``; ``data``: ``m`` serialized, when the caller has it already.
+    ``expanded``: function ops were already decomposed (``functions``), or must not be."""
+    g = m.graph
+    cache: dict[bytes, tuple[str, Any]] = {}
+    init_specs, init_values, stripped = _initializers(g, strip=True)
+    if stripped:  # weights were inline: the file's bytes hold them, the stripped proto not
+        data = None
+    init_names = init_specs.keys()
+    available = {vi.name for vi in g.input} | init_names
+    nodes, in_order, defined, candidates = _read_nodes(g, cache, available, init_names)
+    ops = set(map(_OP, nodes))  # every op name of the graph: decides the rare passes below
+    if not expanded and functions.wanted(m, nodes, ops):  # function ops without a rule (rare)
+        return functions.build_decomposed(m, lambda x: _build(x, path, data if x is m else None, True))
+    file_nodes = nodes  # file order (the re-inference copy keeps it)
+    if not in_order:
+        nodes = _topo_order(nodes, available)
+        candidates = nodes  # file-order candidates would miss a constant produced later
+
+    inferred = _infer(m, data)
+    specs = _collect_specs(inferred.graph)
+    specs.update(init_specs)
+    old_opset = 0 < _default_opset(m) < 11
+    if old_opset:
+        while _negative_axes(m, specs):  # old opsets: exporters' negative axes block inference
+            inferred = _infer(m)
+            specs = _collect_specs(inferred.graph)
+            specs.update(init_specs)
+    _contrib_shapes(inferred, nodes, specs, ops)
+    # Folding may compute values (Reshape targets, Expand shapes, Range limits) that inference
+    # could not see: give them to inference as initializers and infer again; the specs that
+    # resolves may let more fold (a Shape of a now-static tensor), so repeat while it helps.
+    n_values = -1
+    for _ in range(_FOLD_ROUNDS):
+        fold_errors: dict[str, str] = {}
+        constants, values, folded, sources = fold.fold_graph(
+            candidates, specs, (set(init_names), dict(init_values)), failures=fold_errors)
+        patched = old_opset and _negative_axes(m, specs)  # ranks this round resolved
+        if (len(values) == n_values and not patched) or not _open_specs(nodes, folded, specs, defined):
+            break
+        n_values = len(values)
+        better = _infer_with_values(m, file_nodes, nodes, folded, values, init_names)
+        if better is None and patched:
+            again = _infer(m)
+            better = (again, _collect_specs(again.graph))
+        if better is None:
+            break
+        inferred, better_specs = better
+        if not merge_specs(specs, better_specs):
+            break
+
+    if "BatchNormalization" in ops:
+        _batch_norm_statistics(nodes, specs)
+    # after re-inference: adds SequenceLength values
+    seqs = {} if sequences.OPS.isdisjoint(ops) else sequences.follow(nodes, specs, values)
+    graph = Graph(
+        name=g.name or Path(path).stem,
+        nodes=nodes,
+        tensors=specs,
+        inputs=tuple(vi.name for vi in g.input if vi.name not in init_names),
+        outputs=tuple(vi.name for vi in g.output),
+        constants=frozenset(constants),
+        values=values,
+        folded=frozenset(folded),
+        opsets={d.domain or "": d.version for d in m.opset_import},
+        sources=sources,
+        sequences=seqs,
+        fold_errors=fold_errors,
+    )
+    if any(n.attr_key is None for n in nodes):  # only control-flow nodes have graph attributes
+        _attach_subgraphs(graph, _subgraph_protos(inferred.graph), cache)
+        # Loop/Scan outputs typed from their bodies resolve the nodes downstream, whose bodies
+        # are then typed again: one round per level of a chain of control-flow nodes (each
+        # round must resolve something), re-typing only the nodes not yet settled
+        while pending := _unsettled(graph):
+            inferred = _control_outputs(graph, inferred, cache)
+            if inferred is None:
+                break
+            _attach_subgraphs(graph, _subgraph_protos(inferred.graph), cache, only=pending)
+    return graph

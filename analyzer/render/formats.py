@@ -1,0 +1,277 @@
+"""Renderers: Report -> text (table, json, csv, markdown). Formatting only.
+
+Machine formats (json, csv) carry the exact integers; the terminal table and
+markdown humanize them.  Rich is imported only when a table is rendered.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from analyzer.counting.cost import COUNT_FIELDS
+from analyzer.counting.engine import FOLDED, UNCOSTED
+from analyzer.report.counts import Report
+
+FORMATS = ("table", "json", "csv", "markdown")
+
+
+def human(n: float, unit: str = "", base: int = 1000) -> str:
+    """1234567 -> '1.23 M'. Only for display."""
+    if n == 0:
+        return "0"
+    prefixes = ["", "K", "M", "G", "T", "P", "E"]
+    x, i = float(n), 0
+    while abs(x) >= base and i < len(prefixes) - 1:
+        x /= base
+        i += 1
+    if i == 0:
+        return f"{int(n)}{(' ' + unit) if unit else ''}"
+    return f"{x:.3g} {prefixes[i]}{unit}"
+
+
+def human_time(s: float) -> str:
+    if s >= 1:
+        return f"{s:.3g} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    if s >= 1e-6:
+        return f"{s * 1e6:.3g} µs"
+    return f"{s * 1e9:.3g} ns"
+
+
+def _shown_nodes(report: Report, top: int | None):
+    """Runtime nodes in graph order, or the ``top`` heaviest (by predicted time if any, else FLOPs)."""
+    rows = [n for n in report.nodes if n.status != FOLDED]
+    if top is not None:
+        if report.predictions:
+            t = {x.name: x.time_s for x in report.predictions[0].nodes}
+            rows = sorted(rows, key=lambda n: -t.get(n.name, 0.0))[:top]
+        else:
+            rows = sorted(rows, key=lambda n: (-n.cost.flops, -n.cost.bytes_moved))[:top]
+    return rows
+
+
+def render(report: Report, fmt: str, *, top: int | None = None, width: int | None = None,
+           color: bool = False) -> str:
+    if fmt == "json":
+        return report.to_json() + "\n"
+    if fmt == "csv":
+        return render_csv(report)
+    if fmt == "markdown":
+        return render_markdown(report, top=top)
+    if fmt == "table":
+        return render_table(report, top=top, width=width, color=color)
+    raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+
+
+def render_csv(report: Report) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    pred_cols = []
+    for p in report.predictions:
+        pred_cols += [f"{p.hardware}:time_s", f"{p.hardware}:bound"]
+    w.writerow(["name", "op", "status", *COUNT_FIELDS, "flops", "outputs", *pred_cols,
+                "estimate", "note"])
+    by_hw = [{x.name: x for x in p.nodes} for p in report.predictions]
+    for n in report.nodes:
+        c = n.cost
+        extra = []
+        for m in by_hw:
+            x = m.get(n.name)
+            extra += [repr(x.time_s), x.bound] if x else ["", ""]
+        w.writerow([n.name, n.op, n.status, *(getattr(c, f) for f in COUNT_FIELDS), c.flops,
+                    " ".join(n.outputs), *extra, "yes" if n.estimate else "", n.note or ""])
+    return buf.getvalue()
+
+
+def _summary_pairs(report: Report) -> list[tuple[str, str]]:
+    t = report.totals
+    return [
+        ("params", f"{human(t.params)} ({t.params:,})"),
+        ("FLOPs", f"{human(t.flops, 'FLOP')} = MAC {human(t.mac_flops)} + vector {human(t.vector_flops)}"
+                  f" + transcendental {human(t.transcendentals)}"),
+        ("memory traffic", f"{human(t.bytes_moved, 'B')} = weights {human(t.weight_bytes, 'B')}"
+                           f" + activations read {human(t.activation_bytes_read, 'B')}"
+                           f" + written {human(t.activation_bytes_written, 'B')}"),
+    ]
+
+
+def render_markdown(report: Report, *, top: int | None = None) -> str:
+    out = [f"### opcost: `{report.model.get('path', '')}`", ""]
+    out += ["| quantity | value |", "|---|---|"]
+    out += [f"| {k} | {v} |" for k, v in _summary_pairs(report)]
+    for p in report.predictions:
+        out.append(f"| latency on {p.hardware} ({p.precision}) | {human_time(p.latency_s)} |")
+    out += ["", f"Coverage: {report.coverage.line()}.", ""]
+    est = estimates_line(report)
+    if est:
+        out += [est[0].upper() + est[1:] + ".", ""]
+    if report.comparison is not None:
+        c = report.comparison
+        out += [f"**Baseline** `{c.baseline_path}`: " + ("**predicted latency regressed**" if c.failed
+                                                          else "no regression beyond the limit"), ""]
+        for head, details in _comparison_lines(c):
+            out.append(f"- {head}")
+            out += [f"  - grew: {d}" for d in details]
+        deltas = _count_delta_lines(c)
+        out += [f"- counts: {'; '.join(deltas) if deltas else 'unchanged'}", ""]
+    rows = _shown_nodes(report, top)
+    hdr = ["layer", "op", "output", "params", "FLOPs", "bytes"]
+    hdr += [f"{p.hardware} time" for p in report.predictions]
+    out += ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
+    by_hw = [{x.name: x for x in p.nodes} for p in report.predictions]
+    for n in rows:
+        c = n.cost
+        cells = [f"`{n.name}`", n.op + (" (uncosted)" if n.status == UNCOSTED else ""),
+                 " ".join(n.outputs), human(c.params), human(c.flops), human(c.bytes_moved, "B")]
+        for m in by_hw:
+            x = m.get(n.name)
+            cells.append(f"{human_time(x.time_s)} ({x.bound})" if x else "")
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def render_table(report: Report, *, top: int | None = None, width: int | None = None,
+                 color: bool = False) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    rows = _shown_nodes(report, top)
+    total_flops = report.totals.flops or 1
+    title = f"{report.model.get('path', '')}"
+    if top is not None:
+        title += f" — top {len(rows)} layers by {'predicted time' if report.predictions else 'FLOPs'}"
+    t = Table(title=title, show_footer=True, header_style="bold", footer_style="bold")
+    tot = report.totals
+    t.add_column("layer", footer="total", overflow="fold")
+    t.add_column("op")
+    t.add_column("output", no_wrap=True,
+                 min_width=max((len(" ".join(n.outputs)) for n in rows), default=6))
+    t.add_column("params", justify="right", footer=human(tot.params))
+    t.add_column("MAC FLOPs", justify="right", footer=human(tot.mac_flops))
+    t.add_column("vector", justify="right", footer=human(tot.vector_flops))
+    t.add_column("transc.", justify="right", footer=human(tot.transcendentals))
+    t.add_column("weights", justify="right", footer=human(tot.weight_bytes, "B"))
+    t.add_column("act. in", justify="right", footer=human(tot.activation_bytes_read, "B"))
+    t.add_column("act. out", justify="right", footer=human(tot.activation_bytes_written, "B"))
+    t.add_column("FLOP %", justify="right", footer="100")
+    by_hw = [{x.name: x for x in p.nodes} for p in report.predictions]
+    for p in report.predictions:
+        t.add_column(f"{p.hardware}", justify="right", footer=human_time(p.latency_s))
+    for n in rows:
+        c = n.cost
+        op = n.op if n.status != UNCOSTED else f"[red]{n.op} ?[/red]" if color else f"{n.op} ?"
+        cells = [n.name, op, " ".join(n.outputs), human(c.params), human(c.mac_flops),
+                 human(c.vector_flops), human(c.transcendentals), human(c.weight_bytes, "B"),
+                 human(c.activation_bytes_read, "B"), human(c.activation_bytes_written, "B"),
+                 f"{100 * c.flops / total_flops:.1f}"]
+        for m in by_hw:
+            x = m.get(n.name)
+            cells.append(f"{human_time(x.time_s)} {x.bound[0].upper()} {100 * x.share:.1f}%" if x else "")
+        t.add_row(*cells)
+    buf = io.StringIO()
+    console = Console(file=buf, width=width or 160, force_terminal=color, color_system="auto" if color else None,
+                      highlight=False, soft_wrap=False)
+    console.print(t)
+    for k, v in _summary_pairs(report):
+        console.print(f"{k}: {v}", highlight=False, markup=False)
+    for p in report.predictions:
+        console.print(p.summary_line(), highlight=False, markup=False)
+    if report.predictions:
+        console.print("per-layer time columns: predicted time, bound (C compute, M memory, "
+                      "O launch overhead), share of the model's latency", highlight=False, markup=False)
+    cov = report.coverage
+    console.print(f"coverage: {cov.line()}" + (" (folded nodes not shown)" if cov.folded else ""),
+                  highlight=False, markup=False)
+    line = estimates_line(report)
+    if line:
+        console.print(line, highlight=False, markup=False)
+    for w in report.warnings:
+        console.print(f"warning: {w}", highlight=False, markup=False)
+    if report.comparison is not None:
+        console.print(_comparison_text(report.comparison), highlight=False, markup=False)
+    return buf.getvalue()
+
+
+def estimates_line(report, limit: int = 3) -> str | None:
+    """One line naming the nodes whose counts rest on an assumption, with their notes."""
+    names = report.coverage.estimates
+    if not names:
+        return None
+    notes = {n.name: n.note for n in report.nodes if n.estimate}
+    shown = "; ".join(f"{k}: {notes.get(k) or 'see its note'}" for k in names[:limit])
+    more = f"; and {len(names) - limit} more (--format json: \"estimate\": true)" if len(names) > limit else ""
+    n = len(names)
+    return f"estimates: {n} {'nodes rest' if n != 1 else 'node rests'} on an assumption ({shown}{more})"
+
+
+def _comparison_lines(c) -> list[tuple[str, list[str]]]:
+    """(headline, detail lines) per profile, shared by the table and markdown views."""
+    out = []
+    for h in c.hardware:
+        verdict = "REGRESSED" if h.regressed else "ok"
+        head = (f"{h.hardware} ({h.precision}): {human_time(h.old_s)} -> {human_time(h.new_s)} "
+                f"({h.change_pct:+.2f}%, limit +{c.threshold_pct:g}%) {verdict}")
+        details = []
+        for x in h.layers[:5]:
+            old = human_time(x.old_s) if x.old_s is not None else "new"
+            new = human_time(x.new_s) if x.new_s is not None else "removed"
+            details.append(f"{x.name} ({x.op}): {old} -> {new}")
+        out.append((head, details))
+    return out
+
+
+def _count_delta_lines(c) -> list[str]:
+    return [f"{k}: {human(o)} -> {human(n)} ({n - o:+,})" for k, (o, n) in c.count_deltas.items()]
+
+
+def _comparison_text(c) -> str:
+    lines = [f"baseline {c.baseline_path}:"]
+    for head, details in _comparison_lines(c):
+        lines.append(f"  {head}")
+        lines += [f"    grew: {d}" for d in details]
+    deltas = _count_delta_lines(c)
+    lines.append("  counts: " + ("; ".join(deltas) if deltas else "unchanged"))
+    return "\n".join(lines)
+
+
+def render_sweep(sw, fmt: str) -> str:
+    """A sweep as one table: swept dim values x totals (and latency per profile)."""
+    import json
+
+    if fmt == "json":
+        return json.dumps(sw.to_dict(), indent=2) + "\n"
+    hws = [p.hardware for p in sw.points[0][1].predictions] if sw.points else []
+    head = [*sw.dims, "params", "MAC FLOPs", "vector", "transc.", "FLOPs", "bytes moved",
+            *[f"{h} latency" for h in hws]]
+    rows = []
+    for bound, r in sw.points:
+        t = r.totals
+        exact = fmt == "csv"
+        cells = [str(bound[d]) for d in sw.dims]
+        nums = [t.params, t.mac_flops, t.vector_flops, t.transcendentals, t.flops, t.bytes_moved]
+        cells += [str(n) if exact else human(n) for n in nums]
+        cells += [repr(p.latency_s) if exact else human_time(p.latency_s) for p in r.predictions]
+        rows.append(cells)
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(head)
+        w.writerows(rows)
+        return buf.getvalue()
+    if fmt == "markdown":
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join(out) + "\n"
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"sweep over {', '.join(sw.dims)}", header_style="bold")
+    for i, h in enumerate(head):
+        t.add_column(h, justify="left" if i < len(sw.dims) else "right")
+    for r in rows:
+        t.add_row(*r)
+    buf = io.StringIO()
+    Console(file=buf, width=160, color_system=None, highlight=False).print(t)
+    return buf.getvalue()

@@ -1,0 +1,187 @@
+"""Baselines for CI: save a report's counts and predicted latencies, compare a later
+report against them, and decide whether predicted latency regressed.
+
+A baseline is JSON (``kind: "opcost-baseline"``, ``schema_version`` 1) holding the
+totals, per-layer counts and, per hardware profile, the total and per-layer
+predicted time.  Comparing refuses a baseline of another schema version or of
+another model (different graph input names), and fails the check when the total
+predicted latency on any profile grows by more than the threshold.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analyzer.counting.cost import COUNT_FIELDS
+from analyzer.errors import BaselineError, InputSpecError
+
+BASELINE_VERSION = 1
+KIND = "opcost-baseline"
+
+
+def to_baseline(report) -> dict[str, Any]:
+    """The baseline document of ``report`` (exact counts, float times)."""
+    from analyzer import __version__
+
+    return {
+        "kind": KIND,
+        "schema_version": BASELINE_VERSION,
+        "opcost_version": __version__,
+        "model": {k: report.model.get(k) for k in ("path", "format", "inputs", "outputs", "dims")},
+        "totals": report.totals.to_dict(),
+        "nodes": {n.name: {"op": n.op, **n.cost.to_dict()} for n in report.nodes if n.status != "folded"},
+        "predictions": [
+            {"hardware": p.hardware, "precision": p.precision,
+             "precision_explicit": p.precision_explicit, "latency_s": p.latency_s,
+             "nodes": {x.name: x.time_s for x in p.nodes}}
+            for p in report.predictions
+        ],
+    }
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BaselineError(f"baseline {p}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise BaselineError(f"baseline {p}: not a readable JSON file ({e})") from None
+    if not isinstance(doc, dict) or doc.get("kind") != KIND:
+        raise BaselineError(f"baseline {p}: not an opcost baseline (write one with --save-baseline)")
+    if doc.get("schema_version") != BASELINE_VERSION:
+        raise BaselineError(
+            f"baseline {p}: schema version {doc.get('schema_version')!r}, this opcost reads "
+            f"version {BASELINE_VERSION}; regenerate it with --save-baseline")
+    for key in ("model", "totals", "nodes", "predictions"):
+        if key not in doc:
+            raise BaselineError(f"baseline {p}: missing '{key}'")
+    return doc
+
+
+def parse_threshold(text: str | float) -> float:
+    """'5%', '5' or 5.0 -> 5.0 (percent)."""
+    s = str(text).strip().rstrip("%").strip()
+    try:
+        v = float(s)
+    except ValueError:
+        raise InputSpecError(f"--max-regression '{text}': expected a percentage such as 5%") from None
+    if v != v or v < 0:
+        raise InputSpecError(f"--max-regression '{text}': must be a non-negative percentage")
+    return v
+
+
+@dataclass(frozen=True, slots=True)
+class LayerChange:
+    name: str
+    op: str
+    old_s: float | None   # None: the layer is new
+    new_s: float | None   # None: the layer was removed
+
+    @property
+    def delta_s(self) -> float:
+        return (self.new_s or 0.0) - (self.old_s or 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class HardwareChange:
+    hardware: str
+    precision: str
+    old_s: float
+    new_s: float
+    regressed: bool
+    layers: tuple[LayerChange, ...]   # the layers whose time grew most, largest first
+
+    @property
+    def change_pct(self) -> float:
+        return 100.0 * (self.new_s - self.old_s) / self.old_s if self.old_s else 0.0
+
+
+@dataclass(slots=True)
+class Comparison:
+    baseline_path: str
+    threshold_pct: float
+    hardware: list[HardwareChange]
+    count_deltas: dict[str, tuple[int, int]]   # field -> (old, new), only changed fields
+    grown_layers: list[tuple[str, str, int, int]] = field(default_factory=list)  # name, op, old flops, new
+
+    @property
+    def failed(self) -> bool:
+        return any(h.regressed for h in self.hardware)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "baseline": self.baseline_path,
+            "max_regression_pct": self.threshold_pct,
+            "failed": self.failed,
+            "hardware": [
+                {"hardware": h.hardware, "precision": h.precision, "old_latency_s": h.old_s,
+                 "new_latency_s": h.new_s, "change_pct": h.change_pct, "regressed": h.regressed,
+                 "layers": [{"name": c.name, "op": c.op, "old_time_s": c.old_s, "new_time_s": c.new_s}
+                            for c in h.layers]}
+                for h in self.hardware],
+            "count_deltas": {k: {"old": o, "new": n} for k, (o, n) in self.count_deltas.items()},
+        }
+
+    def failure_message(self) -> str:
+        bad = [h for h in self.hardware if h.regressed]
+        parts = [f"{h.hardware} {h.old_s * 1e3:.4g} ms -> {h.new_s * 1e3:.4g} ms ({h.change_pct:+.1f}%)"
+                 for h in bad]
+        names = ", ".join(c.name for c in bad[0].layers[:3]) if bad and bad[0].layers else ""
+        return (f"predicted latency regressed beyond {self.threshold_pct:g}%: " + "; ".join(parts)
+                + (f" (grew most: {names})" if names else ""))
+
+
+def hardware_of(doc: dict[str, Any]) -> tuple[list[str], str | None]:
+    """The profiles and precision a baseline was made with (to re-predict on the same)."""
+    preds = doc.get("predictions") or []
+    explicit = bool(preds) and preds[0].get("precision_explicit", False)
+    return [p["hardware"] for p in preds], (preds[0]["precision"] if explicit else None)
+
+
+def compare(report, doc: dict[str, Any], threshold_pct: float, *, path: str = "",
+            top: int = 10) -> Comparison:
+    old_inputs = set((doc["model"].get("inputs") or {}).keys())
+    new_inputs = set(report.model.get("inputs", {}).keys())
+    if old_inputs and new_inputs and old_inputs != new_inputs:
+        raise BaselineError(
+            f"baseline {path} is of another model: its inputs are {sorted(old_inputs)}, "
+            f"this model's are {sorted(new_inputs)}")
+    old_preds = {p["hardware"]: p for p in doc["predictions"]}
+    if doc["predictions"] and not any(p.hardware in old_preds for p in report.predictions):
+        raise BaselineError(
+            f"baseline {path} has predictions for {', '.join(old_preds)}; analyse with --hw "
+            f"{','.join(old_preds)} to compare")
+    hw_changes = []
+    for p in report.predictions:
+        old = old_preds.get(p.hardware)
+        if old is None:
+            continue
+        if old.get("precision") != p.precision:
+            raise BaselineError(
+                f"baseline {path} was predicted at {old.get('precision')} on {p.hardware}, this "
+                f"report at {p.precision}; use the same --precision")
+        new_nodes = {x.name: x.time_s for x in p.nodes}
+        old_nodes = old["nodes"]
+        ops = {n.name: n.op for n in report.nodes}
+        changes = [LayerChange(name, ops.get(name, doc["nodes"].get(name, {}).get("op", "?")),
+                               old_nodes.get(name), new_nodes.get(name))
+                   for name in dict.fromkeys([*old_nodes, *new_nodes])]
+        grown = sorted((c for c in changes if c.delta_s > 0), key=lambda c: -c.delta_s)[:top]
+        old_s = float(old["latency_s"])
+        regressed = old_s > 0 and 100.0 * (p.latency_s - old_s) / old_s > threshold_pct
+        hw_changes.append(HardwareChange(p.hardware, p.precision, old_s, p.latency_s, regressed,
+                                         tuple(grown)))
+    new_tot = report.totals.to_dict()
+    deltas = {k: (int(doc["totals"].get(k, 0)), new_tot[k]) for k in (*COUNT_FIELDS, "flops")
+              if int(doc["totals"].get(k, 0)) != new_tot[k]}
+    grown_layers = []
+    for n in report.nodes:
+        o = doc["nodes"].get(n.name)
+        if o is not None and n.cost.flops > int(o.get("flops", 0)):
+            grown_layers.append((n.name, n.op, int(o.get("flops", 0)), n.cost.flops))
+    grown_layers.sort(key=lambda t: -(t[3] - t[2]))
+    return Comparison(path, threshold_pct, hw_changes, deltas, grown_layers[:top])

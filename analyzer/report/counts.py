@@ -1,0 +1,178 @@
+"""The Report: per-node counts, totals, coverage and (with hardware) predictions.
+
+A Report is plain data. ``to_dict``/``to_json`` give the exact machine form
+(``schema_version`` 1, the keys of DESIGN.md); the human renderers live in
+``analyzer/render.py`` and never compute anything but formatting.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from analyzer.counting.cost import COUNT_FIELDS, Cost, lookup
+from analyzer.counting.engine import COSTED, FOLDED, NodeCost
+from analyzer.errors import CheckFailed
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """How each node got its counts. The node classes partition ``nodes``:
+
+    ``by_rule`` (a rule counted a node of the file) + ``decomposed`` (a rule counted a node
+    that came from a function op's body) + ``free`` (a view: costs nothing by design) +
+    ``folded`` + ``len(uncosted)``; ``costed`` = by_rule + decomposed + free (every node
+    whose status is "costed"). A body node that folds or has no rule counts as folded or
+    uncosted. ``decomposed_ops``: op -> how many of the file's nodes were replaced by
+    their function bodies (``decomposed_nodes`` in all). ``estimates``: nodes whose counts
+    rest on an assumption their note states (an upper bound for a data-dependent size, the
+    costlier branch of an If whose condition is not constant)."""
+
+    nodes: int
+    costed: int
+    folded: int
+    uncosted: tuple[str, ...]
+    uncosted_ops: dict[str, int]
+    by_rule: int = 0
+    free: int = 0
+    decomposed: int = 0
+    decomposed_ops: dict[str, int] = field(default_factory=dict)
+    estimates: tuple[str, ...] = ()
+
+    @property
+    def decomposed_nodes(self) -> int:
+        return sum(self.decomposed_ops.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"nodes": self.nodes, "costed": self.costed, "folded": self.folded,
+                "uncosted": list(self.uncosted), "uncosted_ops": dict(self.uncosted_ops),
+                "by_rule": self.by_rule, "free": self.free, "decomposed": self.decomposed,
+                "decomposed_nodes": self.decomposed_nodes, "decomposed_ops": dict(self.decomposed_ops),
+                "estimates": list(self.estimates)}
+
+    def line(self) -> str:
+        """One sentence for the terminal: how much of the graph has exact counts.
+
+        Free and decomposed nodes are named only when there are any."""
+        s = f"{self.by_rule} of {self.nodes} nodes costed by rule"
+        if self.decomposed_ops:
+            ops = ", ".join(f"{op} x{n}" for op, n in sorted(self.decomposed_ops.items()))
+            s += (f", {self.decomposed} through the function bodies of {self.decomposed_nodes} "
+                  f"node{'s' if self.decomposed_nodes != 1 else ''} ({ops})")
+        if self.free:
+            s += f", {self.free} free (views)"
+        s += f", {self.folded} constant-folded"
+        if self.uncosted:
+            ops = ", ".join(f"{op} x{n}" for op, n in sorted(self.uncosted_ops.items()))
+            s += f", {len(self.uncosted)} UNCOSTED ({ops}): their FLOPs are missing from the totals"
+        else:
+            s += ", 0 uncosted"
+        return s
+
+
+@dataclass(slots=True)
+class Report:
+    model: dict[str, Any]
+    nodes: list[NodeCost]
+    totals: Cost
+    coverage: Coverage
+    predictions: list[Any] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    comparison: Any = None   # a baseline.Comparison, when compared against a baseline
+
+    @classmethod
+    def from_nodes(cls, model: dict[str, Any], nodes: list[NodeCost],
+                   warnings: list[str] | None = None) -> "Report":
+        totals = Cost(*map(sum, zip(*[n.cost for n in nodes]))) if nodes else Cost()
+        return cls(model, nodes, totals, _coverage(nodes), [], list(warnings or []))
+
+    def node(self, name: str) -> NodeCost:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+    def require_full_coverage(self) -> None:
+        """Raise ``CheckFailed`` if any node has no cost rule (the ``--strict`` check)."""
+        if self.coverage.uncosted:
+            names = ", ".join(self.coverage.uncosted[:5])
+            more = len(self.coverage.uncosted) - 5
+            raise CheckFailed(
+                f"--strict: {len(self.coverage.uncosted)} node(s) have no cost rule "
+                f"({', '.join(self.coverage.uncosted_ops)}): {names}" + (f" and {more} more" if more > 0 else ""))
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "model": self.model,
+            "totals": self.totals.to_dict(),
+            "coverage": self.coverage.to_dict(),
+            "nodes": [_node_dict(n) for n in self.nodes],
+        }
+        if self.predictions:
+            d["predictions"] = [p.to_dict() for p in self.predictions]
+        if self.warnings:
+            d["warnings"] = list(self.warnings)
+        if self.comparison is not None:
+            d["baseline_comparison"] = self.comparison.to_dict()
+        return d
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+
+def _coverage(nodes: list[NodeCost]) -> Coverage:
+    by_rule = free = decomposed = folded = 0
+    unc: list[NodeCost] = []
+    estimates = tuple(n.name for n in nodes if n.estimate)
+    parents: dict[str, str] = {}
+    for n in nodes:
+        status, origin = n.status, n.origin
+        if origin is not None:
+            parents[origin[0]] = origin[1]
+        if status == COSTED:
+            if origin is not None:
+                decomposed += 1
+            elif (rule := lookup(n.domain, n.op)) is not None and rule.io == "view":
+                free += 1  # a view: costs nothing by design
+            else:
+                by_rule += 1
+        elif status == FOLDED:
+            folded += 1
+        else:  # UNCOSTED
+            unc.append(n)
+    ops: dict[str, int] = {}
+    for n in unc:
+        key = f"{n.domain}::{n.op}" if n.domain else n.op
+        ops[key] = ops.get(key, 0) + 1
+    dec_ops: dict[str, int] = {}
+    for op in parents.values():
+        dec_ops[op] = dec_ops.get(op, 0) + 1
+    return Coverage(nodes=len(nodes), costed=by_rule + free + decomposed, folded=folded,
+                    uncosted=tuple(n.name for n in unc), uncosted_ops=ops, by_rule=by_rule,
+                    free=free, decomposed=decomposed, decomposed_ops=dec_ops, estimates=estimates)
+
+
+def _node_dict(n: NodeCost) -> dict[str, Any]:
+    d: dict[str, Any] = {"name": n.name, "op": n.op}
+    if n.domain:
+        d["domain"] = n.domain
+    c = n.cost
+    for f in COUNT_FIELDS:
+        d[f] = getattr(c, f)
+    d["flops"] = c.flops
+    d["status"] = n.status
+    d["inputs"] = list(n.inputs)
+    d["outputs"] = list(n.outputs)
+    if n.mac_dtype:
+        d["mac_dtype"] = n.mac_dtype
+    if n.note:
+        d["note"] = n.note
+    if n.origin is not None:
+        d["decomposed_from"] = {"name": n.origin[0], "op": n.origin[1]}
+    if n.estimate:
+        d["estimate"] = True
+    return d
