@@ -86,7 +86,7 @@ def test_same_network_as_onnx_sample(name):
 
 
 def test_closed_over_weights_count_as_params():
-    # the *_infer entry points close over numpy weights: constants, so params without params_argnums
+    # the *infer_model entry points close over numpy weights: constants, so params without params_argnums
     r = analyzer.analyze_jax(M.mlp_infer, M.example_inputs("mlp")[1])
     assert r.totals.params == EXPECTED["mlp"]["params"]
     # the transformer's four scalar constants are inlined by JAX as literals (immediates) when
