@@ -97,9 +97,12 @@ def _describe(error) -> str:
     path = _dotted(error.absolute_path)
     label = f"field '{path}'" if path else "the file"
     kind, expected, value, node = error.validator, error.validator_value, error.instance, error.schema
+    if "propertyNames" in error.absolute_schema_path:  # the key itself is wrong, not its value
+        label = f"table name '{_dotted([*error.absolute_path, value])}'"
     if kind == "type":
-        types = [expected] if isinstance(expected, str) else list(expected)
-        return f"{label} must be {' or '.join(_TYPE_NAMES.get(t, t) for t in types)}, got {_show(value)}"
+        types = [_TYPE_NAMES.get(t, t) for t in ([expected] if isinstance(expected, str) else expected)]
+        either = f"{', '.join(types[:-1])} or {types[-1]}" if len(types) > 1 else types[0]
+        return f"{label} must be {either}, got {_show(value)}"
     if kind == "const":
         return f"{label} must be {expected!r}, got {_show(value)}"
     if kind == "enum":
@@ -132,11 +135,6 @@ def _describe(error) -> str:
             return f"unknown field '{name}' (allowed in [{path}]: {', '.join(allowed)}){hint_text}"
         kind_text = "table" if isinstance(value[key], dict) else "key"
         return f"unknown top-level {kind_text} '{key}' (allowed: {', '.join(allowed)}){hint_text}"
-    if kind == "anyOf":
-        options = [_TYPE_NAMES.get(o.get("type"), "") for o in expected if "type" in o]
-        options += ["a table" for o in expected if "$ref" in o]
-        if options:
-            return f"{label} must be {', '.join(options[:-1])} or {options[-1]}, got {_show(value)}"
     return f"{label}: {error.message}"
 
 
