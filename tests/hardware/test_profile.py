@@ -120,7 +120,8 @@ def test_to_dict_is_exact_and_json_serializable():
         assert name in d
     assert set(d["sources"]) == {"matrix_tflops.bf16", "matrix_tflops.int8", "memory.mem_gb",
                                  "memory.mem_bw_gbs", "memory.onchip_mb", "interconnect.interconnect_gbs",
-                                 "power.clock_ghz"}
+                                 "power.clock_ghz", "compute.units"}
+    assert d["units"] == 1 and d["family"] == "google-tpu-v5e"
 
 
 def test_profiles_are_immutable_hashable_and_picklable():
@@ -191,3 +192,33 @@ def test_profile_built_in_python_checks_the_new_fields():
         hardware_db.HardwareProfile(**base, links={"a": {"kind": "token-ring"}})
     with pytest.raises(HardwareError, match="units"):
         hardware_db.HardwareProfile(**base, units=0)
+
+
+@pytest.mark.parametrize("pid, family, units, unit_name", [
+    ("a100", "nvidia-ampere", 108, "SM"),  # A100 whitepaper: 108 SMs
+    ("a10", "nvidia-ampere", 72, "SM"),  # A10: 72 SMs
+    ("h100", "nvidia-hopper", 132, "SM"),  # H100 SXM5: 132 SMs
+    ("h100-pcie", "nvidia-hopper", 114, "SM"),  # H100 PCIe: 114 SMs
+    ("b200", "nvidia-blackwell", 148, "SM"),  # B200: 148 SMs
+    ("rtx-4090", "nvidia-ada", 128, "SM"),  # AD102 as shipped on the 4090: 128 SMs
+    ("l4", "nvidia-ada", None, None),  # reference: 58-60 SMs, sources disagree -> no count
+    ("t4", "nvidia-turing", 40, "SM"),  # T4: 40 SMs
+    ("v100", "nvidia-volta", 80, "SM"),  # V100: 80 SMs
+    ("mi300x", "amd-cdna3", 304, "CU"),  # MI300X: 304 CUs (38 x 8 XCDs)
+    ("mi250x", "amd-cdna2", 220, "CU"),  # MI250X: 220 CUs (110 per GCD)
+    ("tpu-v5e", "google-tpu-v5e", 1, "TensorCore"),  # v5e: 1 TensorCore per chip
+    ("tpu-v4", "google-tpu-v4", 2, "TensorCore"),  # v4: 2 TensorCores (megacore)
+    ("xeon-spr-56c", "x86-cpu", 56, "core"),
+    ("raspberry-pi-5", "arm-cpu", 4, "core"),  # 4x Cortex-A76
+    ("hifi5", None, None, None),  # IP DSP: no family, no unit count
+])
+def test_shipped_family_and_units(pid, family, units, unit_name):
+    prof = hardware_db.get(pid)
+    assert (prof.family, prof.units, prof.unit_name) == (family, units, unit_name)
+    if units is not None:
+        assert f"{units}" in prof.sources["compute.units"]  # cites the reference entry's count
+
+
+def test_every_shipped_gpu_tpu_cpu_has_a_family_except_where_the_notes_do_not_say():
+    missing = [p.id for p in hardware_db.list_profiles() if p.kind in ("gpu", "tpu", "cpu") and p.family is None]
+    assert missing == ["jetson-agx-orin-64gb"]  # its name and notes do not name the architecture

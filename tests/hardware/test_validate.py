@@ -35,6 +35,7 @@ def test_every_number_has_a_source(path):
     needed = [f"matrix_tflops.{d}" for d in prof.matrix_tflops]
     needed += [f"vector_tflops.{d}" for d in prof.vector_tflops]
     needed += [SCALAR_PATH[n] for n in SCALARS if getattr(prof, n) is not None]
+    needed += ["compute.units"] if prof.units is not None else []
     for name in needed:
         assert prof.sources.get(name, "").strip(), f"{path.name}: {name} has no source"
     # and no source names a field that is absent
