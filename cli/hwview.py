@@ -18,6 +18,15 @@ def _console(buf):
     return Console(file=buf, width=200, color_system=None, highlight=False)
 
 
+def _numbers(tree, prefix: str):
+    """(dotted path, number) for the numbers of a nested read-only map (efficiency, calibration)."""
+    for key, v in tree.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            yield f"{prefix}.{key}", v
+        elif hasattr(v, "items"):
+            yield from _numbers(v, f"{prefix}.{key}")
+
+
 def render_list(profiles, fmt: str) -> str:
     if fmt == "json":
         return json.dumps([p.to_dict() for p in profiles], indent=2) + "\n"
@@ -47,6 +56,9 @@ def render_show(p, fmt: str) -> str:
     c.print(f"{p.name}  (id {p.id}, {p.kind}, {p.vendor})", markup=False)
     if p.aliases:
         c.print(f"aliases: {', '.join(p.aliases)}", markup=False)
+    for label, value in (("family", p.family), ("default runtime", p.default_runtime)):
+        if value:
+            c.print(f"{label}: {value}", markup=False)
     if p.path:
         c.print(f"file: {p.path}", markup=False)
     t = Table(show_lines=False)
@@ -59,6 +71,12 @@ def render_show(p, fmt: str) -> str:
                          ("interconnect", ("interconnect_gbs",)), ("overhead", ("launch_overhead_us",)),
                          ("power", ("tdp_w", "clock_ghz"))):
         rows += [(f"{table}.{n}", getattr(p, n)) for n in names]
+    if p.units is not None:
+        rows.append(("compute.units", p.units))
+    for name, link in p.links.items():
+        rows += [(f"links.{name}.{n}", getattr(link, n)) for n in ("gbs", "latency_us")]
+    for table in ("efficiency", "calibration"):
+        rows += [(key, v) for key, v in _numbers(getattr(p, table), table)]
     for key, v in rows:
         t.add_row(key, _fmt(v), p.sources.get(key, "unknown" if v is None else ""))
     c.print(t)
