@@ -16,7 +16,8 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
 - ``work`` is ``mac_flops`` for every class, except for the tiled matrix classes (``tile_m[c] > 0``
   and a GEMM view ``m, n, k`` given) where it is the padded work of the tiles the kernel runs:
   ``2 * ceil(m/tm)*tm * ceil(n/tn)*tn * k * batch`` (a 129x129x129 GEMM on 128x128 tiles does the
-  work of 256x256x129).
+  work of 256x256x129).  A dimension smaller than its tile pads only to the 16-wide MMA granule
+  (libraries switch to skinny tiles / GEMV kernels there).
 - ``wave`` (tiled classes, when the number of units (SMs) is known): tiles = ceil(m/tm) *
   ceil(n/tn) * batch spread over ``units``; utilisation = tiles / (ceil(tiles/units) * units);
   ``wave = utilisation ** -wave_alpha[c]`` (alpha 1: a partly filled last wave costs a full wave;
@@ -49,6 +50,7 @@ CLASS_CODE = {c: i for i, c in enumerate(OP_CLASSES)}
 MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention")
 
 # per-class constant arrays a constants set carries (keys of ``FamilyConstants.arrays``)
+MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)
 CLASS_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha")
 SCALAR_PARAMS = ("trans_weight",)
 
@@ -92,7 +94,11 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
     tm1, tn1 = xp.maximum(tm, 1.0), xp.maximum(tn, 1.0)
     b1 = xp.maximum(batch, 1.0)
     mt, nt = xp.ceil(m / tm1), xp.ceil(n / tn1)
-    work = xp.where(tiled, 2.0 * mt * tm1 * nt * tn1 * k * b1, mac)
+    # a dimension smaller than its tile runs on a narrower tile (the library picks skinny/GEMV
+    # kernels): padded to the MMA granule only, so a GEMV is not charged a full 128-row tile
+    mp = xp.where(m >= tm1, mt * tm1, xp.ceil(m / MMA_GRANULE) * MMA_GRANULE)
+    np_ = xp.where(n >= tn1, nt * tn1, xp.ceil(n / MMA_GRANULE) * MMA_GRANULE)
+    work = xp.where(tiled, 2.0 * mp * np_ * k * b1, mac)
     # wave quantization over the units, when known
     units = xp.asarray(hw.get("units", 0.0)) * xp.ones_like(mac)
     known = tiled & (units > 0)
@@ -304,7 +310,7 @@ def load_constants(family: str, directory: str | None = None) -> FamilyConstants
     directory = directory or EFFICIENCY_DIR
     generic = _read(os.path.join(directory, "generic.json"))
     path = os.path.join(directory, f"{family}.json")
-    own = _read(path) if os.path.exists(path) else None
+    own = _read(path) if family != "generic" and os.path.exists(path) else None
     arrays = {p: np.zeros(len(OP_CLASSES)) for p in CLASS_PARAMS}
     provenance, inherited = {}, []
     for i, cls in enumerate(OP_CLASSES):
