@@ -1,0 +1,351 @@
+"""Kernel-time efficiency model: what fraction of the datasheet a GPU kernel reaches.
+
+Predicts the **kernel** time of one kernel (the device time a profiler's kernel sum or a
+CUDA-graph replay shows; no host dispatch, no fusion decisions) from opcost's exact counts
+and a hardware profile, with per-architecture-family constants fitted on public measurements
+(``hardware_db/efficiency/<family>.json``, written by ``bench/fit_efficiency.py``).
+
+Model, per kernel of op class ``c`` (constants indexed by class)::
+
+    compute_s = work / (matrix_peak * e_compute[c]) * wave(c)
+                + (vec_flops + trans_weight * trans_flops) / (vector_peak * e_compute[c])
+    memory_s  = bytes / (mem_bw * e_bw[c] * ramp),   ramp = bytes / (bytes + b_half[c])
+    floor_s   = floor[c]
+    time_s    = floor_s + max(compute_s, memory_s)
+
+- ``work`` is ``mac_flops`` for every class, except for the tiled matrix classes (``tile_m[c] > 0``
+  and a GEMM view ``m, n, k`` given) where it is the padded work of the tiles the kernel runs:
+  ``2 * ceil(m/tm)*tm * ceil(n/tn)*tn * k * batch`` (a 129x129x129 GEMM on 128x128 tiles does the
+  work of 256x256x129).  A dimension smaller than its tile pads only to the 16-wide MMA granule
+  (libraries switch to skinny tiles / GEMV kernels there).
+- ``wave`` (tiled classes, when the number of units (SMs) is known): tiles = ceil(m/tm) *
+  ceil(n/tn) * batch spread over ``units``; utilisation = tiles / (ceil(tiles/units) * units);
+  ``wave = utilisation ** -wave_alpha[c]`` (alpha 1: a partly filled last wave costs a full wave;
+  alpha 0: the library hides it with split-K / stream-K; fitted per family).
+- ``ramp``: a kernel moving few bytes does not fill the machine; ``b/(b+b_half)`` is the share
+  of the large-size bandwidth it reaches (Hockney's latency-bandwidth form: it adds
+  ``b_half / (bw * e_bw)`` seconds, scaled with the device's bandwidth, where ``floor`` is a
+  fixed number of seconds).
+- GEMV-like shapes: ``bytes`` carries the weights, so a skinny GEMM is memory-bound through the
+  same memory term (weight streaming).
+
+The function is pure array code over the kernels (no Python branching on values): pass ``numpy``
+or ``jax.numpy`` as ``xp``; under JAX it jits, vmaps and differentiates (almost everywhere: the
+ceilings and the max have kinks).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+OP_CLASSES = ("gemm", "bgemm", "conv", "attention", "elementwise", "activation", "norm", "softmax",
+              "reduce", "gather", "movement", "other")
+CLASS_CODE = {c: i for i, c in enumerate(OP_CLASSES)}
+MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention")
+
+# per-class constant arrays a constants set carries (keys of ``FamilyConstants.arrays``)
+MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)
+CLASS_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha")
+SCALAR_PARAMS = ("trans_weight",)
+
+EFFICIENCY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                              "hardware_db", "efficiency")
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> dict:
+    """Kernel time of N kernels on one device (or arrays broadcastable to [N]).
+
+    ``feats``: ``op_class`` (int codes, ``CLASS_CODE``), ``mac_flops``, ``vec_flops``,
+    ``trans_flops``, ``bytes``; optional ``m``, ``n``, ``k``, ``batch`` (GEMM view, 0 where not
+    applicable).  ``hw``: ``matrix_peak``, ``vector_peak`` (FLOP/s for the dtype), ``mem_bw``
+    (B/s), ``units`` (SM count; 0 = unknown), ``l2_bytes`` (accepted, not used by this form).
+    ``consts``: a ``FamilyConstants`` or a mapping of the arrays in ``CLASS_PARAMS`` (length
+    ``len(OP_CLASSES)``) plus ``trans_weight``.  Returns seconds: ``compute_s``, ``memory_s``,
+    ``floor_s``, ``time_s``."""
+    arrays = getattr(consts, "arrays", consts)
+    cls = xp.asarray(feats["op_class"]).astype(xp.int32)
+    mac = xp.asarray(feats["mac_flops"])
+    zeros = xp.zeros_like(mac)
+
+    def feat(name):
+        return xp.asarray(feats[name]) if name in feats else zeros
+
+    vec, trans, nbytes = feat("vec_flops"), feat("trans_flops"), feat("bytes")
+    m, n, k, batch = feat("m"), feat("n"), feat("k"), feat("batch")
+
+    def per(name):
+        return xp.take(xp.asarray(arrays[name]), cls)
+
+    e_c, e_bw, b_half, floor = per("e_compute"), per("e_bw"), per("b_half_bytes"), per("floor_s")
+    tm, tn, alpha = per("tile_m"), per("tile_n"), per("wave_alpha")
+    trans_w = xp.asarray(arrays["trans_weight"])
+
+    # padded tile work (tiled classes with a GEMM view only)
+    tiled = (tm > 0) & (tn > 0) & (m > 0) & (n > 0) & (k > 0)
+    tm1, tn1 = xp.maximum(tm, 1.0), xp.maximum(tn, 1.0)
+    b1 = xp.maximum(batch, 1.0)
+    mt, nt = xp.ceil(m / tm1), xp.ceil(n / tn1)
+    # a dimension smaller than its tile runs on a narrower tile (the library picks skinny/GEMV
+    # kernels): padded to the MMA granule only, so a GEMV is not charged a full 128-row tile
+    mp = xp.where(m >= tm1, mt * tm1, xp.ceil(m / MMA_GRANULE) * MMA_GRANULE)
+    np_ = xp.where(n >= tn1, nt * tn1, xp.ceil(n / MMA_GRANULE) * MMA_GRANULE)
+    work = xp.where(tiled, 2.0 * mp * np_ * k * b1, mac)
+    # wave quantization over the units, when known
+    units = xp.asarray(hw.get("units", 0.0)) * xp.ones_like(mac)
+    known = tiled & (units > 0)
+    u1 = xp.maximum(units, 1.0)
+    tiles = xp.maximum(mt * nt * b1, 1.0)
+    util = xp.where(known, tiles / (xp.ceil(tiles / u1) * u1), 1.0)
+    wave = util ** (-alpha)
+
+    compute = (work / (xp.asarray(hw["matrix_peak"]) * e_c) * wave
+               + (vec + trans_w * trans) / (xp.asarray(hw["vector_peak"]) * e_c))
+    ramp_bytes = nbytes + b_half  # bytes / (bw * e * b/(b+h)) = (b + h) / (bw * e)
+    memory = xp.where(nbytes > 0, ramp_bytes / (xp.asarray(hw["mem_bw"]) * e_bw), 0.0)
+    time = floor + xp.maximum(compute, memory)
+    return {"compute_s": compute, "memory_s": memory, "floor_s": floor * xp.ones_like(mac), "time_s": time}
+
+
+def roofline_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], overhead_s: float = 1.5e-6):
+    """Today's datasheet roofline, for comparison: ``max(flops/peak, bytes/bw) + overhead``."""
+    compute = (xp.asarray(feats["mac_flops"]) / xp.asarray(hw["matrix_peak"])
+               + (xp.asarray(feats.get("vec_flops", 0.0)) + xp.asarray(feats.get("trans_flops", 0.0)))
+               / xp.asarray(hw["vector_peak"]))
+    return xp.maximum(compute, xp.asarray(feats["bytes"]) / xp.asarray(hw["mem_bw"])) + overhead_s
+
+
+# ----------------------------------------------------------------------------- op classes
+
+_GEMM = {"MatMul", "Gemm", "FusedMatMul", "FusedGemm", "TransposeMatMul", "MatMulInteger",
+         "MatMulInteger16", "MatMulIntegerToFloat", "QLinearMatMul", "QGemm", "MatMulNBits",
+         "MatMulBnb4", "DynamicQuantizeMatMul", "FusedMatMulActivation", "GemmFastGelu", "Einsum",
+         "dot_general"}
+_CONV = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "FusedConv", "NhwcConv", "NhwcFusedConv",
+         "DeformConv", "CausalConvWithState", "conv_general_dilated"}
+_ATTENTION = {"Attention", "MultiHeadAttention", "GroupQueryAttention", "DecoderMaskedMultiHeadAttention",
+              "QAttention", "LinearAttention", "pallas_call"}
+_NORM = {"LayerNormalization", "SimplifiedLayerNormalization", "SkipLayerNormalization",
+         "SkipSimplifiedLayerNormalization", "RMSNormalization", "BatchNormalization",
+         "GroupNormalization", "InstanceNormalization", "GroupNorm", "SkipGroupNorm", "LpNormalization",
+         "LRN", "EmbedLayerNormalization", "QEmbedLayerNormalization", "MeanVarianceNormalization"}
+_SOFTMAX = {"Softmax", "LogSoftmax", "BiasSoftmax", "QLinearSoftmax", "Hardmax"}
+_ACTIVATION = {"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "BiasSplitGelu", "Erf", "Tanh", "Sigmoid",
+               "Exp", "Log", "Softplus", "Softsign", "Mish", "Swish", "SwiGLU", "Elu", "Selu", "Celu",
+               "HardSigmoid", "HardSwish", "Sqrt", "Reciprocal", "Pow", "Sin", "Cos", "Tan", "Asin",
+               "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "QLinearSigmoid",
+               # jax primitives
+               "erf", "erfc", "erf_inv", "tanh", "logistic", "exp", "exp2", "expm1", "log", "log1p",
+               "sqrt", "rsqrt", "cbrt", "pow", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
+               "sinh", "cosh", "asinh", "acosh", "atanh", "lgamma", "digamma", "igamma", "igammac",
+               "igamma_grad_a", "bessel_i0e", "bessel_i1e", "polygamma", "zeta", "random_gamma_grad",
+               "regularized_incomplete_beta"}
+_ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Relu", "LeakyRelu", "PRelu", "ThresholdedRelu", "Clip",
+                "Abs", "Neg", "Sign", "Floor", "Ceil", "Round", "Max", "Min", "Sum", "Mean", "Mod",
+                "Where", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor",
+                "Not", "IsInf", "IsNaN", "BitShift", "BitwiseAnd", "BitwiseNot", "BitwiseOr", "BitwiseXor",
+                "Shrink", "Dropout", "BiasAdd", "BiasDropout", "BitmaskBiasDropout", "QLinearAdd",
+                "QLinearMul", "QLinearLeakyRelu", "QLinearWhere", "QuantizeLinear", "DequantizeLinear",
+                "DynamicQuantizeLinear", "RotaryEmbedding", "MRotaryEmbedding", "Trilu", "CumSum",
+                "CumProd",
+                # jax primitives
+                "add", "add_any", "sub", "mul", "div", "rem", "max", "min", "neg", "abs", "sign",
+                "floor", "ceil", "round", "clamp", "select_n", "eq", "ne", "lt", "le", "gt", "ge",
+                "eq_to", "le_to", "lt_to", "and", "or", "not", "xor", "shift_left",
+                "shift_right_arithmetic", "shift_right_logical", "integer_pow", "square", "is_finite",
+                "nextafter", "population_count", "clz", "mulhi", "conj", "real", "imag", "complex",
+                "reduce_precision", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"}
+_REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+           "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "TopK",
+           "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "AveragePool", "MaxPool", "LpPool",
+           "QLinearGlobalAveragePool", "QLinearAveragePool", "QLinearReduceMean", "NhwcMaxPool",
+           "MaxpoolWithMask", "MaxRoiPool", "RoiAlign",
+           "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
+           "reduce_xor", "reduce", "argmax", "argmin", "reduce_window", "reduce_window_sum",
+           "reduce_window_max", "reduce_window_min", "top_k", "approx_top_k"}
+_GATHER = {"Gather", "GatherElements", "GatherND", "GatherBlockQuantized", "Embedding", "Compress",
+           "OneHot", "ArrayFeatureExtractor", "Scatter", "ScatterElements", "ScatterND", "TensorScatter",
+           "gather", "scatter", "scatter-add", "scatter_add", "scatter-mul", "scatter_mul", "scatter-min",
+           "scatter_min", "scatter-max", "scatter_max", "scatter-sub", "scatter_sub", "dynamic_slice",
+           "dynamic_update_slice", "select_and_gather_add", "select_and_scatter_add"}
+_MOVEMENT = {"Transpose", "Concat", "Slice", "Pad", "Split", "Expand", "Tile", "Cast", "CastLike",
+             "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "DepthToSpace", "SpaceToDepth",
+             "ReverseSequence", "Resize", "Upsample", "QLinearConcat", "ExpandDims", "ConcatFromSequence",
+             "SplitToSequence", "BitCast", "Col2Im", "GridSample", "AffineGrid",
+             "transpose", "concatenate", "slice", "pad", "split", "broadcast_in_dim", "tile",
+             "convert_element_type", "bitcast_convert_type", "copy", "copy_p", "reshape", "squeeze",
+             "expand_dims", "rev", "stack", "unstack", "iota", "device_put", "sort"}
+_TABLE = [(_GEMM, "gemm"), (_CONV, "conv"), (_ATTENTION, "attention"), (_NORM, "norm"),
+          (_SOFTMAX, "softmax"), (_ACTIVATION, "activation"), (_ELEMENTWISE, "elementwise"),
+          (_REDUCE, "reduce"), (_GATHER, "gather"), (_MOVEMENT, "movement")]
+_OP_CLASS = {op: cls for names, cls in _TABLE for op in names}
+_EMBED = re.compile(r"embed", re.I)
+
+
+def op_class_of(domain: str, op: str, *, batched: bool = False) -> str:
+    """Op class of an ONNX op type (any domain) or a JAX primitive name; ``"other"`` if unknown.
+
+    ``batched``: the matrix product has batch dims on *both* operands (attention scores, a
+    batched matmul of two activations): ``bgemm`` instead of ``gemm``.  A MatMul of a batched
+    activation with a 2-D weight folds the batch into M and stays ``gemm``."""
+    del domain  # op names are unambiguous across the domains opcost registers
+    cls = _OP_CLASS.get(op)
+    if cls is None and _EMBED.search(op) and "Rotary" not in op:
+        cls = "gather"
+    if cls is None:
+        return "other"
+    if cls == "gemm" and batched:
+        return "bgemm"
+    return cls
+
+
+def gemm_view(a_shape, b_shape) -> tuple[int, int, int, int, bool]:
+    """(m, n, k, batch, batched) of ``A @ B`` with numpy-style broadcasting (ONNX MatMul).
+
+    When B is 2-D (a weight) the batch dims of A fold into M (one GEMM); when both carry batch
+    dims it is a batched GEMM (``batched=True``)."""
+    a, b = list(a_shape), list(b_shape)
+    if len(a) == 1:
+        a = [1] + a
+    if len(b) == 1:
+        b = b + [1]
+    k, n = b[-2], b[-1]
+    if len(b) == 2:
+        m = int(np.prod(a[:-1]))
+        return m, n, k, 1, False
+    batch_a, batch_b = a[:-2], b[:-2]
+    nd = max(len(batch_a), len(batch_b))
+    batch_a = [1] * (nd - len(batch_a)) + batch_a
+    batch_b = [1] * (nd - len(batch_b)) + batch_b
+    batch = int(np.prod([max(x, y) for x, y in zip(batch_a, batch_b)]))
+    return a[-2], n, k, batch, True
+
+
+# ----------------------------------------------------------------------------- constants as data
+
+
+class EfficiencyError(ValueError):
+    """A constants file is missing, malformed or lacks provenance."""
+
+
+@dataclass(frozen=True)
+class FamilyConstants:
+    family: str
+    arrays: dict                      # name -> np.ndarray[len(OP_CLASSES)] or float (trans_weight)
+    provenance: dict                  # op class -> provenance text
+    generic: bool                     # True: the family had no file; everything is the generic set
+    inherited: tuple = field(default=())  # classes taken from the generic set
+
+    def describe(self, op_class: str) -> str:
+        return self.provenance[op_class]
+
+
+def _schema() -> dict:
+    """The schema with its local ``$ref``s inlined (hardware_db's interpreter resolves refs
+    against the hardware-profile schema only)."""
+    with open(os.path.join(EFFICIENCY_DIR, "schema.json"), encoding="utf-8") as f:
+        root = json.load(f)
+
+    def inline(node):
+        if isinstance(node, dict):
+            if "$ref" in node:
+                target = root
+                for part in node["$ref"][2:].split("/"):
+                    target = target[part]
+                return inline(target)
+            return {k: inline(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [inline(v) for v in node]
+        return node
+
+    return inline(root)
+
+
+def validate(data: Any, where: str = "constants") -> None:
+    """Check a constants document against ``hardware_db/efficiency/schema.json``."""
+    from hardware_db import HardwareError, _validate  # the project's small JSON-schema interpreter
+
+    try:
+        _validate(data, _schema(), "", where)
+    except HardwareError as err:
+        raise EfficiencyError(str(err)) from None
+    for cls, entry in data.get("sets", {}).items():
+        if cls not in OP_CLASSES:
+            raise EfficiencyError(f"{where}: set '{cls}' is not an op class ({', '.join(OP_CLASSES)})")
+        prov = entry["provenance"]
+        if prov["kind"] != "fit" and "source" not in prov:
+            raise EfficiencyError(f"{where}: set '{cls}' ({prov['kind']}) lacks provenance.source")
+        if prov["kind"] == "fit":
+            for key in ("measurement_file", "device_system", "timing", "rows", "fit_date", "fit_script",
+                        "command", "fit_error"):
+                if key not in prov:
+                    raise EfficiencyError(f"{where}: fitted set '{cls}' lacks provenance.{key}")
+
+
+def _read(path: str) -> dict:
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    validate(data, path)
+    return data
+
+
+def _prov_text(prov: dict) -> str:
+    if prov["kind"] == "fit":
+        return (f"architecture constants fitted on {prov['device_system']} {prov['measurement_file']} "
+                f"({prov['rows']} rows, {prov['timing']} timing, {prov['fit_date']})")
+    return f"{prov['kind']}: {prov.get('source', '')}".rstrip(": ")
+
+
+def load_constants(family: str, directory: str | None = None) -> FamilyConstants:
+    """The constants of ``family`` (``<directory>/<family>.json``), classes it lacks taken from
+    ``generic.json``; a family without a file is the generic set (``generic=True``)."""
+    directory = directory or EFFICIENCY_DIR
+    generic = _read(os.path.join(directory, "generic.json"))
+    path = os.path.join(directory, f"{family}.json")
+    own = _read(path) if family != "generic" and os.path.exists(path) else None
+    arrays = {p: np.zeros(len(OP_CLASSES)) for p in CLASS_PARAMS}
+    provenance, inherited = {}, []
+    for i, cls in enumerate(OP_CLASSES):
+        src = own["sets"].get(cls) if own else None
+        if src is None:
+            src = generic["sets"].get(cls)
+            if src is None:
+                raise EfficiencyError(f"generic.json has no set for op class '{cls}'")
+            inherited.append(cls)
+            text = "generic: " + _prov_text(src["provenance"])
+        else:
+            text = _prov_text(src["provenance"])
+        for p in CLASS_PARAMS:
+            arrays[p][i] = float(src["constants"][p])
+        provenance[cls] = text
+    scalars = (own or generic).get("scalars", generic["scalars"])
+    for p in SCALAR_PARAMS:
+        arrays[p] = float(scalars.get(p, generic["scalars"][p]))
+    return FamilyConstants(family if own else "generic", arrays, provenance, own is None, tuple(inherited))
+
+
+def family_of(profile_id: str, directory: str | None = None) -> str:
+    """The family whose file lists ``profile_id`` under ``devices``; ``"generic"`` if none does."""
+    directory = directory or EFFICIENCY_DIR
+    for name in sorted(os.listdir(directory)):
+        if not name.endswith(".json") or name in ("schema.json", "generic.json"):
+            continue
+        with open(os.path.join(directory, name), encoding="utf-8") as f:
+            data = json.load(f)
+        if profile_id in data.get("devices", ()):
+            return data["family"]
+    return "generic"
+
+
+def units_of(profile) -> float:
+    """SM / compute-unit count from a profile's notes ("Units: 108 SMs"); 0 when not stated."""
+    hit = re.search(r"Units:\s*(\d+)\s*SMs", getattr(profile, "notes", None) or "")
+    return float(hit.group(1)) if hit else 0.0

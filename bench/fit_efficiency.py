@@ -1,0 +1,682 @@
+"""Fit the kernel-time efficiency constants (analyzer/prediction/efficiency.py) per GPU family.
+
+Reads the public measurements in ``../shared/measurements/gpu`` (see its README for how every
+row was timed), maps each row to opcost's counts of the equivalent one-op ONNX model (closed
+forms below, checked against ``analyzer.analyze`` on a sample of rows at every run), fits the
+constants of each family and op class (scipy least squares on log(pred/measured), deterministic),
+writes ``hardware_db/efficiency/<family>.json`` and scores the datasheet roofline and the fitted
+model in-device and cross-device.
+
+    PYTHONPATH=$PWD python bench/fit_efficiency.py [MEASUREMENTS_DIR] [--no-write] [--verify N]
+
+Needs pandas and scipy (this script only; the library needs numpy/jax).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from analyzer.prediction.efficiency import (CLASS_CODE, CLASS_PARAMS, EFFICIENCY_DIR,  # noqa: E402
+                                            OP_CLASSES, kernel_time, roofline_time, units_of)
+
+FIT_DATE = "2026-11-24"
+SCRIPT = "bench/fit_efficiency.py"
+COMMAND = "PYTHONPATH=$PWD /tmp/venv/bin/python bench/fit_efficiency.py /work/shared/measurements/gpu"
+TRANS_WEIGHT = 11.0  # XLA GPU op profile: f32 exp 79 cycles vs add 7 (digest_latency_modeling.md, mechanism 6)
+ROOF_OVERHEAD = 1.5e-6
+B = 2  # bytes per element: every row used is fp16 or bf16
+
+# ----------------------------------------------------------------------------- devices
+
+
+def _profile_hw(pid: str) -> dict:
+    import hardware_db
+
+    p = hardware_db.get(pid)
+    return {"matrix_peak": p.peak_flops("matrix", "bf16"), "vector_peak": p.peak_flops("vector", "fp32"),
+            "mem_bw": p.mem_bw_gbs * 1e9, "units": units_of(p), "l2_bytes": (p.onchip_mb or 0) * 1e6,
+            "profile": pid}
+
+
+# A40 has no opcost profile yet: NVIDIA A40 datasheet (dense FP16/BF16 tensor 149.7 TF, FP32 37.4 TF,
+# 696 GB/s GDDR6, 84 SMs, 6 MB L2).
+A40_HW = {"matrix_peak": 149.7e12, "vector_peak": 37.4e12, "mem_bw": 696e9, "units": 84.0, "l2_bytes": 6e6,
+          "profile": "a40 (NVIDIA A40 datasheet figures in bench/fit_efficiency.py)"}
+
+# device key -> (family, hardware)
+DEVICES = {
+    "a100_sxm": ("nvidia-ampere", "a100-80gb-sxm"),
+    "a100_80gb": ("nvidia-ampere", "a100-80gb-sxm"),   # vidur: SXM4 or PCIe, not recorded (README)
+    "a40": ("nvidia-ampere-ga10x", None),
+    "l40s": ("nvidia-ada", "l40s"),
+    "h200_sxm": ("nvidia-hopper", "h200-sxm"),
+    "b200_sxm": ("nvidia-blackwell", "b200-hgx"),
+    "gb200": ("nvidia-blackwell", "gb200-gpu"),
+}
+FAMILY_DEVICES = {  # profile ids each family file applies to (family_of)
+    "nvidia-ampere": ["a100-80gb-sxm", "a100-80gb-pcie", "a100-40gb-sxm"],
+    "nvidia-ampere-ga10x": ["a10", "rtx-3090"],
+    "nvidia-ada": ["l40s", "l4", "rtx-4090"],
+    "nvidia-hopper": ["h100-sxm", "h100-pcie", "h200-sxm"],
+    "nvidia-blackwell": ["b200-hgx", "gb200-gpu", "rtx-5090"],
+}
+# which (file, device) rows each family's sets are fitted on
+FIT_SOURCES = {
+    "nvidia-ampere": [("aic_gemm", "a100_sxm"), ("aic_attention", "a100_sxm"), ("vidur", "a100_80gb")],
+    "nvidia-ampere-ga10x": [("vidur", "a40")],
+    "nvidia-ada": [("aic_gemm", "l40s"), ("aic_attention", "l40s")],
+    "nvidia-hopper": [("aic_gemm", "h200_sxm"), ("aic_attention", "h200_sxm")],
+    "nvidia-blackwell": [("aic_gemm", "b200_sxm"), ("aic_attention", "b200_sxm")],
+}
+# vidur's gemm rows on A100 are scored, not fitted: the ampere gemm set comes from aic (graph replay)
+NOT_FITTED = {("vidur", "a100_80gb", "gemm")}
+FILES = {"aic_gemm": "aic_gemm.csv", "aic_attention": "aic_attention.csv", "vidur": "vidur_a100_a40.csv"}
+
+
+def hw_of(device: str) -> dict:
+    pid = DEVICES[device][1]
+    return dict(A40_HW) if pid is None else _profile_hw(pid)
+
+
+# ----------------------------------------------------------------------------- counts (closed forms)
+# Each closed form is what analyzer.analyze gives for the one-op ONNX model named beside it
+# (verified by verify_counts on sampled rows).
+
+def counts_vidur(op, M, N, K):
+    """(class, mac, vec, trans, bytes, m, n, k) arrays for vidur rows of one op (fp16)."""
+    M, N, K = (np.asarray(x, np.float64) for x in (M, N, K))
+    z = np.zeros_like(M)
+    if op == "gemm":        # MatMul x[M,K] @ W[K,N] (W initializer)
+        return "gemm", 2 * M * N * K, z, z, B * (K * N + M * K + M * N), M, N, K
+    if op == "gemm_bias":   # Gemm x[M,K], W[N,K] transB=1, bias[N]
+        return "gemm", 2 * M * N * K, M * N, z, B * (N * K + N + M * K + M * N), M, N, K
+    if op == "rmsnorm":     # SimplifiedLayerNormalization / RMSNormalization x[M,N], scale[N]
+        return "norm", z, 4 * M * N + 3 * M, M, B * (N + 2 * M * N), z, z, z
+    if op == "layernorm_affine":  # LayerNormalization x[M,N], scale[N], bias[N]
+        return "norm", z, 7 * M * N + 4 * M, M, B * (2 * N + 2 * M * N), z, z, z
+    if op == "gelu_erf":    # Gelu (opset 20) x[M,N]
+        return "activation", z, 4 * M * N, M * N, B * 2 * M * N, z, z, z
+    if op == "silu_and_mul":  # SwiGLU (opset 28) x[M,2N] -> [M,N]
+        return "activation", z, 5 * M * N, M * N, B * 3 * M * N, z, z, z
+    if op == "add":         # Add x[M,N] + y[M,N]
+        return "elementwise", z, M * N, z, B * 3 * M * N, z, z, z
+    if op == "embedding":   # Gather table[K,N] (initializer), ids int64[M]
+        return "gather", z, z, z, B * 2 * M * N + 8 * M, z, z, z
+    if op == "rope":        # RotaryEmbedding (opset 23) x[1,N,M,K], cos/sin[*,K/2], position_ids int64[1,M]
+        return "elementwise", z, 3 * M * N * K, z, B * (2 * M * N * K + M * K) + 8 * M, z, z, z
+    raise KeyError(op)
+
+
+def counts_gemm(m, n, k):  # MatMul x[m,k] @ W[k,n] (W initializer), bf16
+    m, n, k = (np.asarray(x, np.float64) for x in (m, n, k))
+    z = np.zeros_like(m)
+    return "gemm", 2 * m * n * k, z, z, B * (k * n + m * k + m * n), m, n, k
+
+
+def counts_attention(b, hq, hkv, s, L, d, causal):
+    """ONNX Attention (opset 23), Q[b,hq,s,d], K/V[b,hkv,L,d], is_causal for prefill."""
+    b, hq, hkv, s, L, d = (np.asarray(x, np.float64) for x in (b, hq, hkv, s, L, d))
+    pairs = np.where(causal, s * (L - s) + s * (s + 1) / 2, s * L)
+    scores = b * hq * pairs
+    z = np.zeros_like(b)
+    return ("attention", 4 * scores * d, 5 * scores, scores,
+            B * (2 * b * hq * s * d + 2 * b * hkv * L * d), z, z, z)
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def load(meas_dir: str) -> dict:
+    """(file key, device) -> DataFrame with op, op_class, counts, m/n/k, t (s)."""
+    import pandas as pd
+
+    out = {}
+    g = pd.read_csv(os.path.join(meas_dir, FILES["aic_gemm"]), dtype={"version": str})
+    g = g[(g.dtype == "bfloat16") & (g.timing == "graph")]
+    for dev, d in g.groupby("device_system"):
+        if dev not in DEVICES:
+            continue
+        cls, mac, vec, tr, by, m, n, k = counts_gemm(d.m, d.n, d.k)
+        out[("aic_gemm", dev)] = pd.DataFrame({
+            "op": "gemm", "op_class": cls, "mac": mac, "vec": vec, "trans": tr, "bytes": by,
+            "m": m, "n": n, "k": k, "batch": 1.0, "t": d.latency_us.to_numpy() * 1e-6,
+            "key": [f"{a}|{b}|{c}" for a, b, c in zip(d.m, d.n, d.k)]})
+    a = pd.read_csv(os.path.join(meas_dir, FILES["aic_attention"]), dtype={"version": str})
+    a = a[(a.kv_cache_dtype == "bfloat16") & (a.window_size == 0) & (a.timing == "graph")]
+    for dev, d in a.groupby("device_system"):
+        if dev not in DEVICES:
+            continue
+        ctx = (d.op == "context").to_numpy()
+        s = np.where(ctx, d.isl, 1)
+        cls, mac, vec, tr, by, m, n, k = counts_attention(d.batch_size, d.num_heads, d.num_kv_heads, s,
+                                                          d.kv_len, d.head_dim, ctx)
+        out[("aic_attention", dev)] = pd.DataFrame({
+            "op": np.where(ctx, "attn_context", "attn_generation"), "op_class": cls, "mac": mac, "vec": vec,
+            "trans": tr, "bytes": by, "m": m, "n": n, "k": k, "batch": 1.0,
+            "t": d.latency_us.to_numpy() * 1e-6,
+            "key": [f"{o}|{x}|{y}|{z}|{h}|{kv}|{hd}" for o, x, y, z, h, kv, hd in
+                    zip(d.op, d.batch_size, d.isl, d.kv_len, d.num_heads, d.num_kv_heads, d.head_dim)]})
+    v = pd.read_csv(os.path.join(meas_dir, FILES["vidur"]))
+    v = v[v.op != "add3"]  # two kernels per sample (chained adds); the add rows cover the op
+    for dev, d in v.groupby("gpu"):
+        parts = []
+        for op, e in d.groupby("op"):
+            cls, mac, vec, tr, by, m, n, k = counts_vidur(op, e.M, e.N, e.K.fillna(0))
+            parts.append(pd.DataFrame({
+                "op": op, "op_class": cls, "mac": mac, "vec": vec, "trans": tr, "bytes": by,
+                "m": m, "n": n, "k": k, "batch": 1.0, "t": e.measured_us.to_numpy() * 1e-6,
+                "key": [f"{op}|{x}|{y}|{z}" for x, y, z in zip(e.M, e.N, e.K)]}))
+        out[("vidur", dev)] = pd.concat(parts, ignore_index=True)
+    return out
+
+
+# ----------------------------------------------------------------------------- count verification
+
+
+def _onnx_counts(op, dims):
+    """Counts opcost gives for the one-op ONNX model of a row: (mac, vec, trans, bytes)."""
+    import onnx  # noqa: F401
+    from onnx import TensorProto as TP
+    from onnx import helper, numpy_helper
+
+    import analyzer
+
+    H = TP.FLOAT16
+    ms = "com.microsoft"
+
+    def model(node, inputs, inits, opset=23, oshape=None, domains=()):
+        g = helper.make_graph(
+            [node], "g", [helper.make_tensor_value_info(k, t, s) for k, (s, t) in inputs.items()],
+            [helper.make_tensor_value_info(o, H, oshape) for o in node.output],
+            [numpy_helper.from_array(v, k) for k, v in inits.items()])
+        ops = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, 1) for d in domains]
+        return helper.make_model(g, opset_imports=ops)
+
+    w = lambda *s: np.zeros(s, np.float16)  # noqa: E731
+    mk = helper.make_node
+    if op == "gemm":
+        M, N, K = dims
+        mdl = model(mk("MatMul", ["x", "w"], ["y"]), {"x": ([M, K], H)}, {"w": w(K, N)})
+    elif op == "gemm_bias":
+        M, N, K = dims
+        mdl = model(mk("Gemm", ["x", "w", "b"], ["y"], transB=1), {"x": ([M, K], H)}, {"w": w(N, K), "b": w(N)})
+    elif op == "rmsnorm":
+        M, N, _ = dims
+        mdl = model(mk("SimplifiedLayerNormalization", ["x", "s"], ["y"], axis=-1, epsilon=1e-6,
+                       domain=ms), {"x": ([M, N], H)}, {"s": w(N)}, domains=(ms,))
+    elif op == "layernorm_affine":
+        M, N, _ = dims
+        mdl = model(mk("LayerNormalization", ["x", "s", "b"], ["y"], axis=-1), {"x": ([M, N], H)},
+                    {"s": w(N), "b": w(N)})
+    elif op == "gelu_erf":
+        M, N, _ = dims
+        mdl = model(mk("Gelu", ["x"], ["y"]), {"x": ([M, N], H)}, {})
+    elif op == "silu_and_mul":
+        M, N, _ = dims
+        mdl = model(mk("SwiGLU", ["x"], ["y"]), {"x": ([M, 2 * N], H)}, {}, opset=28, oshape=[M, N])
+    elif op == "add":
+        M, N, _ = dims
+        mdl = model(mk("Add", ["x", "z"], ["y"]), {"x": ([M, N], H), "z": ([M, N], H)}, {})
+    elif op == "embedding":
+        M, N, K = dims
+        mdl = model(mk("Gather", ["w", "i"], ["y"]), {"i": ([M], TP.INT64)}, {"w": w(K, N)})
+    elif op == "rope":
+        M, N, K = dims
+        mdl = model(mk("RotaryEmbedding", ["x", "c", "s", "p"], ["y"]),
+                    {"x": ([1, N, M, K], H), "p": ([1, M], TP.INT64)},
+                    {"c": w(max(M, 1), K // 2), "s": w(max(M, 1), K // 2)})
+    elif op in ("attn_context", "attn_generation"):
+        b, hq, hkv, s, L, d = dims
+        mdl = model(mk("Attention", ["q", "k", "v"], ["y"], is_causal=int(op == "attn_context")),
+                    {"q": ([b, hq, s, d], H), "k": ([b, hkv, L, d], H), "v": ([b, hkv, L, d], H)}, {})
+    else:
+        raise KeyError(op)
+    (node,) = [n for n in analyzer.analyze(mdl).nodes]
+    c = node.cost
+    return (c.mac_flops, c.vector_flops, c.transcendentals,
+            c.weight_bytes + c.activation_bytes_read + c.activation_bytes_written)
+
+
+def verify_counts(meas_dir: str, per_op: int = 3) -> list[str]:
+    """Check the closed forms against analyzer.analyze on ``per_op`` small rows per op."""
+    import pandas as pd
+
+    lines = []
+    v = pd.read_csv(os.path.join(meas_dir, FILES["vidur"]))
+    v = v[(v.op != "add3")]
+    v = v.assign(size=v.M * v.N * v.K.fillna(1))
+    for op, e in v.groupby("op"):
+        e = e.assign(w=e.N * e.K.fillna(1)).sort_values(["w", "size", "M", "N", "K"]).drop_duplicates(["M", "N", "K"])
+        pick = e.iloc[np.linspace(0, min(len(e), 60) - 1, per_op).astype(int)]
+        for r in pick.itertuples():
+            K = int(r.K) if r.K == r.K else 0
+            want = tuple(float(x[0]) for x in counts_vidur(op, [r.M], [r.N], [K])[1:5])
+            got = _onnx_counts(op, (int(r.M), int(r.N), K))
+            ok = all(abs(a - b) <= 1e-9 * max(1, b) for a, b in zip(want, got))
+            lines.append(f"{'ok ' if ok else 'BAD'} vidur {op} M={r.M} N={r.N} K={K}: closed {want} analyze {got}")
+    g = pd.read_csv(os.path.join(meas_dir, FILES["aic_gemm"]), dtype={"version": str}, nrows=400)
+    for r in g.iloc[[0, 37, 211]].itertuples():
+        want = tuple(float(x[0]) for x in counts_gemm([r.m], [r.n], [r.k])[1:5])
+        got = _onnx_counts("gemm", (r.m, r.n, r.k))
+        ok = all(abs(a - b) <= 1e-9 * max(1, b) for a, b in zip(want, got))
+        lines.append(f"{'ok ' if ok else 'BAD'} aic_gemm m={r.m} n={r.n} k={r.k}: closed {want} analyze {got}")
+    a = pd.read_csv(os.path.join(meas_dir, FILES["aic_attention"]), dtype={"version": str}, nrows=20000)
+    a = a[(a.batch_size * a.kv_len * a.num_heads <= 2_000_000)]
+    for op in ("context", "generation"):
+        for r in a[a.op == op].iloc[[3, 101, 517]].itertuples():
+            s = r.isl if op == "context" else 1
+            dims = (r.batch_size, r.num_heads, r.num_kv_heads, s, r.kv_len, r.head_dim)
+            want = tuple(float(x[0]) for x in counts_attention(*[[x] for x in dims], np.array([op == "context"]))[1:5])
+            got = _onnx_counts("attn_" + op, dims)
+            ok = all(abs(a_ - b_) <= 1e-9 * max(1, b_) for a_, b_ in zip(want, got))
+            lines.append(f"{'ok ' if ok else 'BAD'} aic_attention {op} {dims}: closed {want} analyze {got}")
+    return lines
+
+
+# ----------------------------------------------------------------------------- model evaluation
+
+
+def feats_of(df) -> dict:
+    return {"op_class": df.op_class.map(CLASS_CODE).to_numpy(), "mac_flops": df.mac.to_numpy(),
+            "vec_flops": df.vec.to_numpy(), "trans_flops": df.trans.to_numpy(), "bytes": df.bytes.to_numpy(),
+            "m": df.m.to_numpy(), "n": df.n.to_numpy(), "k": df.k.to_numpy(), "batch": df.batch.to_numpy()}
+
+
+def predict(df, hw, arrays) -> np.ndarray:
+    return kernel_time(np, feats_of(df), hw, arrays)["time_s"]
+
+
+def roofline(df, hw) -> np.ndarray:
+    return roofline_time(np, feats_of(df), hw, ROOF_OVERHEAD)
+
+
+def metrics(pred, meas) -> dict:
+    rel = pred / meas - 1.0
+    ape = np.abs(rel)
+    return {"rows": int(len(meas)), "mape": float(100 * ape.mean()), "median_ape": float(100 * np.median(ape)),
+            "bias": float(100 * np.median(rel)), "within10": float(100 * (ape <= 0.10).mean()),
+            "within25": float(100 * (ape <= 0.25).mean())}
+
+
+# ----------------------------------------------------------------------------- fitting
+
+# free parameters per class kind: name -> (initial, low, high); fitted in log space
+MEM_FREE = {"e_compute": (0.5, 0.02, 1.0), "e_bw": (0.6, 0.02, 1.5), "b_half_bytes": (1e5, 1e2, 1e9),
+            "floor_s": (2e-6, 2e-7, 2e-5)}
+GEMM_FREE = {"e_compute": (0.8, 0.1, 1.0), "e_bw": (0.7, 0.05, 1.5), "b_half_bytes": (1e6, 1e3, 1e9),
+             "floor_s": (3e-6, 2e-7, 3e-5), "wave_alpha": (0.5, 0.01, 1.0)}
+ATT_FREE = {"e_compute": (0.5, 0.02, 1.0), "e_bw": (0.7, 0.05, 1.5), "b_half_bytes": (1e6, 1e3, 1e9),
+            "floor_s": (5e-6, 2e-7, 5e-5)}
+TILES = ((64, 64), (128, 64), (128, 128), (256, 128))
+FIT_CAP = 12000  # rows per (source, class) used in a fit (hash-subsampled)
+
+
+def base_set(cls: str) -> dict:
+    return {"e_compute": 0.5, "e_bw": 0.6, "b_half_bytes": 0.0, "floor_s": 2e-6,
+            "tile_m": 0.0, "tile_n": 0.0, "wave_alpha": 0.0}
+
+
+def _arrays_with(cls: str, values: dict) -> dict:
+    arr = {p: np.zeros(len(OP_CLASSES)) for p in CLASS_PARAMS}
+    for p in CLASS_PARAMS:
+        arr[p][:] = base_set(cls)[p]
+    i = CLASS_CODE[cls]
+    for p, x in values.items():
+        arr[p][i] = x
+    arr["trans_weight"] = TRANS_WEIGHT
+    return arr
+
+
+def _hash_order(keys) -> np.ndarray:
+    h = [hashlib.sha256(f"opcost-eff-v1|{k}".encode()).hexdigest() for k in keys]
+    return np.argsort(np.array(h), kind="stable")
+
+
+def fit_class(cls: str, datasets: list) -> tuple[dict, dict]:
+    """Least squares on log(pred/measured) over ``datasets`` [(df, hw)]; returns (constants, error)."""
+    from scipy.optimize import least_squares
+
+    free = GEMM_FREE if cls in ("gemm", "bgemm", "conv") else ATT_FREE if cls == "attention" else MEM_FREE
+    names = list(free)
+    x0 = np.log([free[n][0] for n in names])
+    lo = np.log([free[n][1] for n in names])
+    hi = np.log([free[n][2] for n in names])
+    data = []
+    for df, hw in datasets:
+        if len(df) > FIT_CAP:
+            df = df.iloc[np.sort(_hash_order(df.key)[:FIT_CAP])]
+        data.append((df, hw, np.log(df.t.to_numpy())))
+    tile_grid = TILES if free is GEMM_FREE else ((0, 0),)
+    best = None
+    for tm, tn in tile_grid:
+        def resid(x):
+            vals = dict(zip(names, np.exp(x)))
+            vals.update(tile_m=float(tm), tile_n=float(tn))
+            arr = _arrays_with(cls, vals)
+            return np.concatenate([np.log(predict(df, hw, arr)) - lt for df, hw, lt in data])
+
+        r = least_squares(resid, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.1, x_scale=1.0,
+                          max_nfev=300, method="trf")
+        if best is None or r.cost < best[0]:
+            vals = dict(zip(names, np.exp(r.x)))
+            vals.update(tile_m=float(tm), tile_n=float(tn))
+            best = (r.cost, vals)
+    consts = base_set(cls)
+    consts.update({k: float(v) for k, v in best[1].items()})
+    arr = _arrays_with(cls, consts)
+    pred = np.concatenate([predict(df, hw, arr) for df, hw, _ in data])
+    meas = np.concatenate([df.t.to_numpy() for df, _, _ in data])
+    return consts, metrics(pred, meas)
+
+
+def _round(consts: dict) -> dict:
+    return {k: float(f"{v:.4g}") for k, v in consts.items()}
+
+
+def fit_all(data: dict) -> dict:
+    """family -> {class: (constants, provenance)}; plus 'generic'."""
+    fams: dict = {}
+    for fam, sources in FIT_SOURCES.items():
+        sets = {}
+        by_class: dict = {}
+        for src in sources:
+            if src not in data:
+                continue
+            df = data[src]
+            for cls, d in df.groupby("op_class"):
+                if (src[0], src[1], cls) in NOT_FITTED:
+                    continue
+                by_class.setdefault(cls, []).append((src, d))
+        for cls, parts in sorted(by_class.items()):
+            consts, err = fit_class(cls, [(d, hw_of(src[1])) for src, d in parts])
+            ops = sorted(set().union(*[set(d.op) for _, d in parts]))
+            sets[cls] = (_round(consts), {
+                "kind": "fit",
+                "measurement_file": ", ".join(sorted({FILES[s[0]] for s, _ in parts})),
+                "device_system": ", ".join(sorted({s[1] for s, _ in parts})),
+                "hardware": ", ".join(sorted({hw_of(s[1])["profile"] for s, _ in parts})),
+                "filter": _filter_text(parts, ops),
+                "timing": ", ".join(sorted({_timing(s[0]) for s, _ in parts})),
+                "rows": int(sum(len(d) for _, d in parts)),
+                "rows_used_in_fit": int(sum(min(len(d), FIT_CAP) for _, d in parts)),
+                "fit_date": FIT_DATE, "fit_script": SCRIPT, "command": COMMAND,
+                "fit_error": {k: round(v, 2) if isinstance(v, float) else v for k, v in err.items()}})
+            print(f"  fit {fam:22s} {cls:12s} rows {sets[cls][1]['rows']:6d}  MAPE {err['mape']:6.1f}%  "
+                  f"{_round(consts)}", flush=True)
+        fams[fam] = sets
+    # generic: pooled over every device that has the class
+    pooled: dict = {}
+    for (fkey, dev), df in data.items():
+        if dev not in DEVICES or dev == "gb200":
+            continue
+        for cls, d in df.groupby("op_class"):
+            if (fkey, dev, cls) in NOT_FITTED:
+                continue
+            pooled.setdefault(cls, []).append(((fkey, dev), d))
+    gsets = {}
+    for cls, parts in sorted(pooled.items()):
+        consts, err = fit_class(cls, [(d, hw_of(src[1])) for src, d in parts])
+        gsets[cls] = (_round(consts), {
+            "kind": "fit",
+            "measurement_file": ", ".join(sorted({FILES[s[0]] for s, _ in parts})),
+            "device_system": ", ".join(sorted({s[1] for s, _ in parts})) + " (pooled)",
+            "filter": _filter_text(parts, sorted(set().union(*[set(d.op) for _, d in parts]))),
+            "timing": ", ".join(sorted({_timing(s[0]) for s, _ in parts})),
+            "rows": int(sum(len(d) for _, d in parts)),
+            "rows_used_in_fit": int(sum(min(len(d), FIT_CAP) for _, d in parts)),
+            "fit_date": FIT_DATE, "fit_script": SCRIPT, "command": COMMAND,
+            "fit_error": {k: round(v, 2) if isinstance(v, float) else v for k, v in err.items()}})
+        print(f"  fit {'generic':22s} {cls:12s} rows {gsets[cls][1]['rows']:6d}  MAPE {err['mape']:6.1f}%  "
+              f"{_round(consts)}", flush=True)
+    inherit = {"bgemm": ("gemm", "no batched-GEMM measurements in shared; same cuBLAS tiles as gemm"),
+               "conv": ("gemm", "no convolution measurements in shared; implicit-GEMM kernels, gemm constants"),
+               "softmax": ("norm", "no softmax measurements in shared; a row reduction plus elementwise pass "
+                                   "like a norm (quack: tuned norms and softmax reach similar bandwidth)"),
+               "reduce": ("norm", "no reduction measurements in shared; one-pass row reduction like a norm"),
+               "movement": ("elementwise", "no copy/transpose measurements in shared; a streaming copy like add"),
+               "other": ("elementwise", "unknown kernels: streaming-elementwise constants")}
+    for cls, (src, why) in inherit.items():
+        gsets[cls] = (dict(gsets[src][0]), {"kind": "inherit", "source": f"generic '{src}' set: {why}"})
+    fams["generic"] = gsets
+    return fams
+
+
+def _timing(fkey: str) -> str:
+    return ("kernel_sum (PyTorch profiler kernel durations, median of 20)" if fkey == "vidur"
+            else "graph (mean of 6 CUDA-graph replays)")
+
+
+def _filter_text(parts, ops) -> str:
+    f = []
+    for (fkey, dev), _ in parts:
+        if fkey == "aic_gemm":
+            f.append(f"aic_gemm device_system={dev} dtype=bfloat16 timing=graph")
+        elif fkey == "aic_attention":
+            f.append(f"aic_attention device_system={dev} kv_cache_dtype=bfloat16 window_size=0 timing=graph")
+        else:
+            f.append(f"vidur gpu={dev} op in {{{', '.join(o for o in ops if not o.startswith('attn'))}}}")
+    return "; ".join(f)
+
+
+DESCRIPTIONS = {
+    "nvidia-ampere": "NVIDIA Ampere GA100 (A100): gemm/attention from aiconfigurator a100_sxm (CUDA-graph), "
+                     "memory-bound classes from vidur a100_80gb (2024 PyTorch/vLLM kernels, kernel sum).",
+    "nvidia-ampere-ga10x": "NVIDIA Ampere GA10x with GDDR6 (A40; applied to A10, RTX 3090): all classes from "
+                           "vidur a40 (kernel sum).",
+    "nvidia-ada": "NVIDIA Ada (L40S): gemm/attention from aiconfigurator l40s (CUDA-graph); other classes generic.",
+    "nvidia-hopper": "NVIDIA Hopper (H200; H100 is a held-out test device, never fitted on): gemm/attention from "
+                     "aiconfigurator h200_sxm (CUDA-graph); other classes generic.",
+    "nvidia-blackwell": "NVIDIA Blackwell (B200; GB200 scored cross-device): gemm/attention from aiconfigurator "
+                        "b200_sxm (CUDA-graph); other classes generic.",
+    "generic": "Pooled fit over every device with data for the class (a100_sxm, a100_80gb, a40, l40s, h200_sxm, "
+               "b200_sxm); classes without measurements inherit a measured class (documented per set).",
+}
+
+
+def write_files(fams: dict, directory: str) -> None:
+    os.makedirs(directory, exist_ok=True)
+    for fam, sets in fams.items():
+        doc = {"schema_version": 1, "family": fam, "description": DESCRIPTIONS[fam]}
+        if fam != "generic":
+            doc["devices"] = FAMILY_DEVICES[fam]
+        doc["scalars"] = {"trans_weight": TRANS_WEIGHT, "provenance": {
+            "kind": "prior", "source": "XLA GPU op profile (xla/service/gpu/model/hlo_op_profiles_data.h): f32 exp "
+            "79 cycles vs add 7, per shared/reference/digest_latency_modeling.md; not fitted"}}
+        doc["sets"] = {cls: {"constants": c, "provenance": p} for cls, (c, p) in sets.items()}
+        with open(os.path.join(directory, f"{fam}.json"), "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+
+
+# ----------------------------------------------------------------------------- scoring
+
+
+EVALS = [  # (label, constants family, (file, device)) ; in-device first, then cross-device
+    ("in-device", "nvidia-ampere", ("aic_gemm", "a100_sxm")),
+    ("in-device", "nvidia-ampere", ("aic_attention", "a100_sxm")),
+    ("in-device", "nvidia-ampere", ("vidur", "a100_80gb")),
+    ("in-device", "nvidia-ampere-ga10x", ("vidur", "a40")),
+    ("in-device", "nvidia-ada", ("aic_gemm", "l40s")),
+    ("in-device", "nvidia-ada", ("aic_attention", "l40s")),
+    ("in-device", "nvidia-hopper", ("aic_gemm", "h200_sxm")),
+    ("in-device", "nvidia-hopper", ("aic_attention", "h200_sxm")),
+    ("in-device", "nvidia-blackwell", ("aic_gemm", "b200_sxm")),
+    ("in-device", "nvidia-blackwell", ("aic_attention", "b200_sxm")),
+    ("cross-device", "nvidia-ampere", ("vidur", "a40")),
+    ("cross-device", "nvidia-ampere-ga10x", ("vidur", "a100_80gb")),
+    ("cross-device", "nvidia-hopper", ("aic_gemm", "b200_sxm")),
+    ("cross-device", "nvidia-hopper", ("aic_attention", "b200_sxm")),
+    ("cross-device", "nvidia-blackwell", ("aic_gemm", "h200_sxm")),
+    ("cross-device", "nvidia-blackwell", ("aic_attention", "h200_sxm")),
+    ("cross-device", "nvidia-ampere", ("aic_gemm", "h200_sxm")),
+    ("cross-device", "nvidia-ampere", ("aic_attention", "h200_sxm")),
+    ("cross-device", "nvidia-ampere", ("aic_gemm", "l40s")),
+    ("cross-device", "nvidia-hopper", ("aic_gemm", "a100_sxm")),
+    ("cross-device", "nvidia-blackwell", ("aic_gemm", "gb200")),
+    ("cross-device", "nvidia-blackwell", ("aic_attention", "gb200")),
+    ("cross-source", "nvidia-ampere", ("vidur", "a100_80gb")),   # vidur gemm vs aic-fitted gemm
+]
+
+
+def score(data: dict, directory: str) -> list[dict]:
+    from analyzer.prediction.efficiency import load_constants
+
+    rows = []
+    for label, fam, src in EVALS:
+        if src not in data:
+            continue
+        df = data[src]
+        hw = hw_of(src[1])
+        consts = load_constants(fam, directory)
+        pred = predict(df, hw, consts.arrays)
+        roof = roofline(df, hw)
+        own = DEVICES[src[1]][0] == fam
+        for cls, idx in df.groupby("op_class").groups.items():
+            fitted_here = (src[0], src[1], cls) not in NOT_FITTED
+            if label == "cross-source" and fitted_here:
+                continue
+            if label == "in-device" and not fitted_here:
+                continue
+            idx = df.index.get_indexer(idx)
+            meas = df.t.to_numpy()[idx]
+            rows.append({"eval": label if own or label != "in-device" else "cross-device",
+                         "constants": fam, "source": FILES[src[0]], "device": src[1], "op_class": cls,
+                         "ops": ",".join(sorted(set(df.op.to_numpy()[idx]))),
+                         "inherited": cls in consts.inherited,
+                         "roofline": metrics(roof[idx], meas), "fitted": metrics(pred[idx], meas)})
+    return rows
+
+
+def render(rows: list[dict], fams: dict, verify: list[str], argv: str, seconds: float) -> str:
+    out = ["# Kernel-time efficiency model: fit and accuracy (2026-11-24)", "",
+           f"Command: `{argv}` (run from the repository root; {seconds:.0f} s).", "",
+           "Timing definition: **kernel** (vidur: PyTorch-profiler kernel sum; aiconfigurator: mean of 6 "
+           "CUDA-graph replays). Datasheet roofline = `max(flops/peak, bytes/bw) + 1.5 us` with the "
+           "hardware_db profile's dense bf16 matrix peak, fp32 vector peak and DRAM bandwidth. Fitted = "
+           "`analyzer/prediction/efficiency.py` with `hardware_db/efficiency/<family>.json`. APE = "
+           "|pred/measured - 1|; bias = median signed error (negative: optimistic). In-device rows are "
+           "in-sample (the fit saw them, subsampled to 12,000 rows per source and class); cross-device rows "
+           "are out-of-sample: constants of one family scored on another device with that device's profile.",
+           ""]
+    hdr = ("| eval | constants | device | source | class | rows | roof MAPE | roof med | roof bias | roof ±10% | "
+           "roof ±25% | fit MAPE | fit med | fit bias | fit ±10% | fit ±25% |")
+    out += [hdr, "|" + "---|" * 16]
+    for r in rows:
+        a, b = r["roofline"], r["fitted"]
+        cls = r["op_class"] + (" (generic)" if r["inherited"] else "")
+        out.append(f"| {r['eval']} | {r['constants']} | {r['device']} | {r['source']} | {cls} | {a['rows']} | "
+                   f"{a['mape']:.1f} | {a['median_ape']:.1f} | {a['bias']:+.1f} | {a['within10']:.0f} | "
+                   f"{a['within25']:.0f} | {b['mape']:.1f} | {b['median_ape']:.1f} | {b['bias']:+.1f} | "
+                   f"{b['within10']:.0f} | {b['within25']:.0f} |")
+    out += ["", "## Constants", "", "| family | class | e_compute | e_bw | b_half MB | floor us | tile | wave_alpha | "
+            "fitted on | rows | fit MAPE |", "|" + "---|" * 11]
+    for fam, sets in fams.items():
+        for cls, (c, p) in sets.items():
+            where = p.get("device_system", p.get("source", "")) if p["kind"] == "fit" else p["source"][:60]
+            err = p.get("fit_error", {}).get("mape")
+            out.append(f"| {fam} | {cls} | {c['e_compute']:.3g} | {c['e_bw']:.3g} | {c['b_half_bytes'] / 1e6:.3g} | "
+                       f"{c['floor_s'] * 1e6:.3g} | {int(c['tile_m'])}x{int(c['tile_n'])} | {c['wave_alpha']:.3g} | "
+                       f"{where} | {p.get('rows', '')} | {'' if err is None else f'{err:.1f}'} |")
+    out += ["", "## Count verification (closed forms vs `analyzer.analyze` on one-op ONNX models)", "", "```"]
+    out += verify + ["```", ""]
+    return "\n".join(out)
+
+
+FIXTURE_DIR = os.path.join(ROOT, "tests", "fixtures", "efficiency")
+FIXTURE_PER_SET = 18
+FIXTURE_MARGIN = 2.0  # percentage points the regression test allows above the recorded MAPE
+
+
+def write_fixture(data: dict, directory: str) -> dict:
+    """300-odd rows of the in-device sets (hash-selected) + the fitted model's MAPE on them."""
+    import pandas as pd
+
+    from analyzer.prediction.efficiency import load_constants
+
+    parts = []
+    for label, fam, src in EVALS:
+        if label != "in-device" or src not in data:
+            continue
+        hw = hw_of(src[1])
+        for cls, d in data[src].groupby("op_class"):
+            if (src[0], src[1], cls) in NOT_FITTED:
+                continue
+            d = d.iloc[np.sort(_hash_order(d.key)[:FIXTURE_PER_SET])]
+            d = d.assign(family=fam, source=FILES[src[0]], device=src[1],
+                         **{k: hw[k] for k in ("matrix_peak", "vector_peak", "mem_bw", "units", "l2_bytes")})
+            parts.append(d)
+    fx = pd.concat(parts, ignore_index=True)[
+        ["family", "source", "device", "op", "op_class", "mac", "vec", "trans", "bytes", "m", "n", "k", "batch",
+         "matrix_peak", "vector_peak", "mem_bw", "units", "l2_bytes", "t"]]
+    os.makedirs(FIXTURE_DIR, exist_ok=True)
+    fx.to_csv(os.path.join(FIXTURE_DIR, "sample.csv"), index=False, float_format="%.10g")
+    pred = np.empty(len(fx))
+    for fam, idx in fx.groupby("family").groups.items():
+        idx = fx.index.get_indexer(idx)
+        d = fx.iloc[idx]
+        hw = {k: d[k].to_numpy() for k in ("matrix_peak", "vector_peak", "mem_bw", "units", "l2_bytes")}
+        pred[idx] = predict(d, hw, load_constants(fam, directory).arrays)
+    rec = {"rows": int(len(fx)), "mape": round(metrics(pred, fx.t.to_numpy())["mape"], 3),
+           "margin_points": FIXTURE_MARGIN, "selection": f"first {FIXTURE_PER_SET} rows by sha256('opcost-eff-v1|key') "
+           "of every in-device (family, device, class) set", "command": COMMAND, "fit_date": FIT_DATE}
+    with open(os.path.join(FIXTURE_DIR, "recorded.json"), "w", encoding="utf-8") as f:
+        json.dump(rec, f, indent=1)
+        f.write("\n")
+    return rec
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("measurements", nargs="?", default=os.path.join(ROOT, "..", "shared", "measurements", "gpu"))
+    ap.add_argument("--out-dir", default=EFFICIENCY_DIR, help="where the family JSON files go")
+    ap.add_argument("--results", default=os.path.join(ROOT, "bench", "results", "efficiency_fit_2026-11-24"))
+    ap.add_argument("--no-write", action="store_true", help="fit and score, write nothing")
+    ap.add_argument("--verify", type=int, default=3, help="rows per op checked against analyzer.analyze")
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    verify = verify_counts(args.measurements, args.verify) if args.verify else []
+    bad = [v for v in verify if v.startswith("BAD")]
+    print(f"count verification: {len(verify) - len(bad)}/{len(verify)} ok", flush=True)
+    for v in bad:
+        print("  " + v)
+    if bad:
+        return 1
+    data = load(args.measurements)
+    print("loaded: " + ", ".join(f"{k[0]}:{k[1]}={len(v)}" for k, v in data.items()), flush=True)
+    fams = fit_all(data)
+    directory = args.out_dir
+    if args.no_write:
+        import tempfile
+
+        directory = tempfile.mkdtemp()
+        import shutil
+
+        shutil.copy(os.path.join(EFFICIENCY_DIR, "schema.json"), directory)
+    write_files(fams, directory)
+    rows = score(data, directory)
+    text = render(rows, fams, verify, COMMAND, time.time() - t0)
+    print(text)
+    if not args.no_write:
+        os.makedirs(os.path.dirname(args.results), exist_ok=True)
+        with open(args.results + ".md", "w", encoding="utf-8") as f:
+            f.write(text)
+        rec = write_fixture(data, directory)
+        print(f"fixture: {rec['rows']} rows, fitted MAPE {rec['mape']:.2f}%")
+        with open(args.results + ".json", "w", encoding="utf-8") as f:
+            json.dump({"command": COMMAND, "fit_date": FIT_DATE, "rows": rows,
+                       "constants": {k: {c: v[0] for c, v in s.items()} for k, s in fams.items()}}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
