@@ -271,12 +271,13 @@ def _schema() -> dict:
 
 def validate(data: Any, where: str = "constants") -> None:
     """Check a constants document against ``hardware_db/efficiency/schema.json``."""
-    from hardware_db import HardwareError, _validate  # the project's small JSON-schema interpreter
+    import jsonschema
 
-    try:
-        _validate(data, _schema(), "", where)
-    except HardwareError as err:
-        raise EfficiencyError(str(err)) from None
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(_schema()).iter_errors(data))
+    if error is not None:
+        at = ".".join(str(x) for x in error.absolute_path) or "(top level)"
+        raise EfficiencyError(f"{where}: {at}: {error.message}")
     for cls, entry in data.get("sets", {}).items():
         if cls not in OP_CLASSES:
             raise EfficiencyError(f"{where}: set '{cls}' is not an op class ({', '.join(OP_CLASSES)})")

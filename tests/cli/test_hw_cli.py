@@ -14,7 +14,7 @@ import pytest
 import hardware_db
 from onnx_builders import one_node
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ROUND_GPU = ROOT / "tests" / "fixtures" / "hw" / "round-gpu.toml"
 MLP = ROOT / "samples" / "mlp.onnx"
 
