@@ -1,26 +1,31 @@
-"""The JAX-jitted cost kernels: a roofline over (profiles x nodes).
+"""The JAX-jitted cost kernel: the efficiency model over (profiles x kernels).
 
-``compute_s = mac_flops / matrix_peak + vector_flops / vector_peak``
-``memory_s  = bytes / bandwidth``
-``time_s    = max(compute_s, memory_s) + overhead_s``  (``overlap=True``: compute and
-memory transfers overlap, as on GPUs/TPUs with asynchronous copies), or
-``time_s    = compute_s + memory_s + overhead_s``       (``overlap=False``: seed 003's
-additive model, time = communication + computation).
-``bound`` is the largest of the three terms.  A node with no FLOPs never divides 0
-by 0: its compute term is 0 by construction.
+Per kernel ``k`` on profile ``p`` (``efficiency.kernel_time``, per launch)::
 
-Arrays are padded to power-of-two buckets so one compiled kernel serves every graph
-of similar size (``TRACES`` counts compilations; tests check it).  The kernel is a
-pure jnp function: it vmaps over candidates and differentiates with ``jax.grad``.
+    compute = padded matrix work / (matrix_peak * e_compute) * wave + vector work / (vector_peak * e_compute)
+    memory  = (bytes + b_half) / (mem_bw * e_bw)
+    time    = runs * (fixed + max(compute, memory))     (overlap=True: compute and memory overlap)
+    time    = runs * (fixed + compute + memory)         (overlap=False: seed 003's additive model)
+
+``fixed`` is the per-launch cost: the class floor or the profile's launch figure, plus the
+runtime's host dispatch (``lowering.py``).  ``bound`` is the largest of compute, memory and the
+fixed cost.  A kernel with no FLOPs never divides 0 by 0.
+
+Arrays are padded to power-of-two buckets so one compiled kernel serves every graph of similar
+size (``TRACES`` counts compilations; tests check it).  The kernel is a pure jnp function of its
+arrays: it vmaps over profiles (and candidates) and differentiates with ``jax.grad``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from analyzer.prediction import efficiency as eff
+
 TRACES = {"roofline": 0}
 BOUNDS = ("compute", "memory", "overhead")
 _MIN_BUCKET = 64
+_FEATS = ("op_class", "mac_flops", "vec_flops", "trans_flops", "bytes", "m", "n", "k", "batch")
 
 
 def bucket(n: int) -> int:
@@ -31,16 +36,23 @@ def bucket(n: int) -> int:
     return b
 
 
-def roofline_terms(mac, vec, nbytes, active, matrix_peak, vector_peak, mem_bw, overhead, overlap):
-    """Pure jnp roofline. Shapes: mac/vec/nbytes/active [N]; peaks [P, N]; mem_bw/overhead [P]."""
+def kernel_terms(feats, runs, active, matrix_peak, vector_peak, mem_bw, units, consts, fixed,
+                 overlap):
+    """Pure jnp: feats/runs/active [K]; peaks/fixed [P, K]; mem_bw/units [P]; consts [P, C]."""
+    import jax
     import jax.numpy as jnp
 
-    compute = mac[None, :] / matrix_peak + vec[None, :] / vector_peak
-    memory = nbytes[None, :] / mem_bw[:, None]
-    ovh = active[None, :] * overhead[:, None]
-    time = jnp.where(overlap, jnp.maximum(compute, memory), compute + memory) + ovh
-    bound = jnp.argmax(jnp.stack([compute, memory, ovh]), axis=0)
-    return compute, memory, ovh, time, bound
+    def one(mp, vp, bw, u, c, fx):
+        t = eff.kernel_time(jnp, feats, {"matrix_peak": mp, "vector_peak": vp, "mem_bw": bw,
+                                         "units": u}, c)
+        compute, memory = t["compute_s"] * active, t["memory_s"] * active
+        ovh = fx * active
+        body = jnp.where(overlap, jnp.maximum(compute, memory), compute + memory)
+        time = runs * (ovh + body)
+        bound = jnp.argmax(jnp.stack([compute, memory, ovh]), axis=0)
+        return runs * compute, runs * memory, runs * ovh, time, bound
+
+    return jax.vmap(one)(matrix_peak, vector_peak, mem_bw, units, consts, fixed)
 
 
 _jitted = None
@@ -53,38 +65,43 @@ def _kernel():
 
         def traced(*args):
             TRACES["roofline"] += 1  # runs only while tracing, i.e. once per compilation
-            return roofline_terms(*args)
+            return kernel_terms(*args)
 
         _jitted = jax.jit(traced)
     return _jitted
 
 
 def run(lowered, overlap: bool = True):
-    """Evaluate the roofline for a ``Lowered``; returns numpy arrays [P, N] (unpadded)."""
-    N = len(lowered.names)
+    """Evaluate the kernel for a ``Lowered``; numpy arrays [P, K] (unpadded): compute, memory,
+    overhead, time (seconds) and bound (index into ``BOUNDS``)."""
+    K = len(lowered.kernel_names)
     P = lowered.mem_bw.shape[0]
-    nb, pb = bucket(max(N, 1)), max(1, 1 << (P - 1).bit_length())
+    kb, pb = bucket(max(K, 1)), max(1, 1 << (P - 1).bit_length())
 
-    def pad1(x, fill=0.0):
-        out = np.full(nb, fill, np.float32)
-        out[:N] = x
+    def pad1(x, fill=0.0, dtype=np.float32):
+        out = np.full(kb, fill, dtype)
+        out[:K] = x
         return out
 
-    def pad2(x):
-        out = np.ones((pb, nb), np.float32)
-        out[:P, :N] = x
+    def pad2(x, fill=1.0):
+        out = np.full((pb, kb), fill, np.float32)
+        out[:P, :K] = x
         return out
 
     def padp(x, fill):
-        out = np.full(pb, fill, np.float32)
+        x = np.asarray(x)
+        out = np.full((pb, *x.shape[1:]), fill, np.float32)
         out[:P] = x
         return out
 
-    active = np.zeros(nb, np.float32)
-    active[:N] = 1.0
-    res = _kernel()(pad1(lowered.mac_flops), pad1(lowered.vec_flops), pad1(lowered.bytes), active,
-                    pad2(lowered.matrix_peak), pad2(lowered.vector_peak),
-                    padp(lowered.mem_bw, 1.0), padp(lowered.overhead, 0.0), np.bool_(overlap))
-    compute, memory, ovh, time, bound = (np.asarray(r)[:P, :N] for r in res)
-    return compute.astype(np.float64), memory.astype(np.float64), ovh.astype(np.float64), \
-        time.astype(np.float64), bound
+    feats = {f: pad1(lowered.feats[f], dtype=np.int32 if f == "op_class" else np.float32)
+             for f in _FEATS}
+    active = np.zeros(kb, np.float32)
+    active[:K] = 1.0
+    consts = {name: padp(v, 1.0) for name, v in lowered.consts.items()}
+    res = _kernel()(feats, pad1(lowered.runs, 1.0), active, pad2(lowered.matrix_peak),
+                    pad2(lowered.vector_peak), padp(lowered.mem_bw, 1.0), padp(lowered.units, 0.0),
+                    consts, pad2(lowered.fixed, 0.0), np.bool_(overlap))
+    compute, memory, ovh, time, bound = (np.asarray(r)[:P, :K] for r in res)
+    return (compute.astype(np.float64), memory.astype(np.float64), ovh.astype(np.float64),
+            time.astype(np.float64), bound)

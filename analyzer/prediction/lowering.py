@@ -1,21 +1,29 @@
-"""Lowering: per-node counts + hardware profiles -> the arrays the cost kernels eat.
+"""Lowering: a report's per-node counts + hardware profiles + a runtime -> the kernel arrays the
+jitted cost kernel eats.
 
-For every node that launches a kernel (FLOPs or bytes > 0) and every profile:
+For one runtime and the profiles predicted under it:
 
-- **engine and peak**: ``mac_flops`` run on the matrix engine (tensor cores, MXU,
-  MAC array, AMX) when the profile lists a matrix peak for the node's compute dtype,
-  else on the vector engine at that dtype.  ``vector_flops`` and ``transcendentals``
-  run on the vector engine (transcendentals at the vector rate: no profile gives a
-  sourced special-function rate yet).  A device that lacks the dtype altogether
-  falls back along ``FALLBACK`` (e.g. fp32 on a TPU runs at the bf16 MXU rate, as
-  XLA's default precision does; int8 on a device without int8 at fp16) and the
-  prediction carries a warning saying so.  fp32 on GPUs runs on the CUDA cores
-  unless ``precision="tf32"``.
-- **precision**: ``precision`` overrides the dtype of every floating tensor: the
-  compute dtype *and* the bytes (an fp32 export analysed as bf16 moves half the bytes).
-- **bytes**: weights read + activations read + activations written (exact, per dtype).
-- **overhead**: the profile's per-kernel launch/dispatch overhead, once per kernel;
-  0 with a warning where the profile does not know it.
+1. **kernels**: the runtime's fusion plan (``fusion.py``) groups the nodes that do work into
+   kernels; a kernel sums its members' counts, less the bytes of the tensors that pass only
+   between them (never written, never read back).  Its op class (``efficiency.OP_CLASSES``) and
+   GEMM view come from its heaviest member; ``runs`` is how often it launches (a loop body's
+   kernels launch once per trip).
+2. **dtype and peaks**: ``mac_flops`` run on the matrix engine (tensor cores, MXU, MAC array,
+   AMX) when the profile lists a matrix peak for the kernel's compute dtype, else on the vector
+   engine at that dtype; vector work and transcendentals on the vector engine.  A device that
+   lacks the dtype falls back along ``FALLBACK`` with a warning (fp32 on a TPU runs at its bf16
+   MXU rate, as XLA's default precision does).  fp32 on GPUs runs on the CUDA cores unless
+   ``precision="tf32"``.  ``precision`` overrides the dtype of every floating tensor: the compute
+   dtype *and* the bytes.
+3. **efficiency constants** (``efficiency.py``, data in ``hardware_db/efficiency/``): a
+   calibrated profile's own tables; else its architecture family's fitted constants (a
+   datasheet-only profile of a known family inherits them); else the generic GPU set for a GPU;
+   else the datasheet set of its kind (peaks as stated).  Each prediction says which
+   (``provenance``: calibrated / architecture constants / generic / datasheet).
+4. **per-kernel fixed cost**: ``max(floor of the kernel's class, the profile's launch figure)``;
+   a profile without a launch figure takes its kind's documented default
+   (``runtimes.KIND_LAUNCH_US``), and the prediction says so.  Runtimes with host dispatch add a
+   per-kernel dispatch (``runtimes.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +35,8 @@ import numpy as np
 from analyzer.counting.engine import FOLDED, NodeCost
 from analyzer.errors import HardwareError, InputSpecError
 from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES
+from analyzer.prediction import efficiency as eff
+from analyzer.prediction import fusion, runtimes
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 
@@ -52,21 +62,30 @@ FALLBACK = {
     "int4": ("int8", "fp8", "fp16", "bf16"),
 }
 
+PROVENANCE = ("calibrated", "architecture constants", "generic", "datasheet")
+
 
 @dataclass(frozen=True)
 class Lowered:
-    """Arrays over (profiles P, kernel nodes N); times in the kernels come out in seconds."""
+    """Arrays over (profiles P, kernels K) for one runtime; seconds, bytes, FLOPs as float64."""
 
-    names: list[str]             # N kernel nodes, graph order
-    mac_flops: np.ndarray        # [N] float64
-    vec_flops: np.ndarray        # [N] float64 (vector + transcendentals)
-    bytes: np.ndarray            # [N] float64, at the requested precision
-    matrix_peak: np.ndarray      # [P, N] FLOP/s for the node's mac dtype
-    vector_peak: np.ndarray      # [P, N] FLOP/s
-    mem_bw: np.ndarray           # [P] B/s
-    overhead: np.ndarray         # [P] s per kernel
+    runtime: str
+    plan: fusion.FusionPlan
+    kernel_names: tuple[str, ...]       # K: the first member's name
+    feats: dict                         # name -> [K] (per launch: counts / runs)
+    runs: np.ndarray                    # [K] launches
+    member_weight: np.ndarray           # [N nodes] share of its kernel's time (0 if none)
+    matrix_peak: np.ndarray             # [P, K] FLOP/s
+    vector_peak: np.ndarray             # [P, K]
+    mem_bw: np.ndarray                  # [P]
+    units: np.ndarray                   # [P] (0: unknown)
+    consts: dict                        # name -> [P, n_classes] (trans_weight: [P])
+    fixed: np.ndarray                   # [P, K] per-launch fixed cost: max(floor, launch) + dispatch
     precision: str
-    warnings: list[list[str]]    # per profile
+    warnings: tuple[tuple[str, ...], ...]   # per profile
+    provenance: tuple[str, ...]             # per profile, one of PROVENANCE
+    provenance_detail: tuple[str, ...]      # per profile, one sentence
+    notes: tuple[tuple[str, ...], ...]      # per profile: assumptions the headline must show
 
 
 def _compute_dtype(n: NodeCost, precision: str | None) -> str:
@@ -104,37 +123,159 @@ def _peak(profile, engine: str, dtype: str, warn: set[str]) -> float:
     peaks = [(v, k, e) for e, tbl in (("matrix", profile.matrix_tflops), ("vector", profile.vector_tflops))
              for k, v in tbl.items() if v]
     if not peaks:
-        raise HardwareError(f"hardware '{profile.id}' has no throughput figure at all; "
-                            f"cannot predict compute time")
+        raise HardwareError(f"hardware '{profile.id}' has no throughput figure at all; cannot "
+                            f"predict compute time (calibrate the machine, or add a sourced "
+                            f"matrix_tflops/vector_tflops figure to a copy of its profile)")
     v, k, e = max(peaks)
     warn.add(f"{profile.id} has no figure for {dtype} or its fallbacks; using its {k} {e} peak "
              f"({v:g} TFLOP/s)")
     return v * 1e12
 
 
-def lower(nodes: list[NodeCost], profiles: list, precision: str | None) -> Lowered:
+def _node_bytes(n: NodeCost, precision: str | None) -> float:
+    if precision is None:
+        return float(n.cost.bytes_moved)
+    bits = PRECISION_BITS[precision]
+    return float(sum(b * bits / DTYPE_BITS[d] if d in FLOAT_DTYPES else b for d, b in n.bytes_by_dtype))
+
+
+def _spec_bytes(spec, precision: str | None) -> int:
+    if spec is None:
+        return 0
+    nb = spec.nbytes()
+    if precision is not None and spec.dtype in FLOAT_DTYPES:
+        return nb * PRECISION_BITS[precision] // DTYPE_BITS[spec.dtype]
+    return nb
+
+
+def _launches(n: NodeCost) -> bool:
+    return n.status != FOLDED and bool(n.cost.flops or n.cost.bytes_moved)
+
+
+def _fusion_nodes(nodes: list[NodeCost], precision: str | None) -> list[fusion.FusionNode]:
+    out = []
+    for n in nodes:
+        out.append(fusion.FusionNode(
+            op=n.op, domain=n.domain, op_class=_op_class(n), level=n.level,
+            inputs=n.in_names, outputs=n.out_names,
+            input_bytes=tuple(_spec_bytes(s, precision) for s in n.in_specs),
+            output_bytes=tuple(_spec_bytes(s, precision) for s in n.out_specs),
+            launches=_launches(n), constant_inputs=n.constant_inputs))
+    return out
+
+
+def _gemm_view(n: NodeCost) -> tuple[float, float, float, float, bool]:
+    """(m, n, k, batch, batched) of a matrix node's work, from its specs and mac count."""
+    if not n.cost.mac_flops:
+        return 0.0, 0.0, 0.0, 0.0, False
+    ins = [s for s in n.in_specs if s is not None]
+    out = next((s for s in n.out_specs if s is not None), None)
+    try:
+        if n.op in ("MatMul", "dot_general") and len(ins) >= 2 and ins[0].rank and ins[1].rank:
+            m, nn, k, b, batched = eff.gemm_view(ins[0].dims(), ins[1].dims())
+            return float(m), float(nn), float(k), float(b), batched
+        if out is not None and out.rank and out.rank >= 2:
+            d = out.dims()
+            if n.op.startswith("Conv") or n.op.startswith("conv"):
+                m = float(d[0] * int(np.prod(d[2:])))   # NCHW: rows = N x spatial
+                nn = float(d[1])
+            else:
+                m = float(int(np.prod(d[:-1])))
+                nn = float(d[-1])
+            k = n.cost.mac_flops / (2.0 * m * nn) if m and nn else 0.0
+            return m, nn, k, 1.0, False
+    except Exception:  # noqa: BLE001  (an unresolved dim: no view, the padded-work term is off)
+        pass
+    return 0.0, 0.0, 0.0, 0.0, False
+
+
+def _op_class(n: NodeCost) -> str:
+    batched = False
+    if n.cost.mac_flops and n.op in ("MatMul", "dot_general"):
+        batched = _gemm_view(n)[4]
+    return eff.op_class_of(n.domain, n.op, batched=batched)
+
+
+def _constants(profile) -> tuple[dict, str, str]:
+    """(arrays, provenance, detail) for one profile."""
+    cal = profile.calibration
+    if cal and cal.get("tables"):
+        base = eff.load_constants("datasheet")
+        arrays = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in base.arrays.items()}
+        for cls, t in cal["tables"].items():
+            if cls in eff.CLASS_CODE:
+                i = eff.CLASS_CODE[cls]
+                arrays["e_compute"][i] = float(t.get("e_c", 1.0))
+                arrays["e_bw"][i] = float(t.get("e_bw", 1.0))
+                arrays["b_half_bytes"][i] = float(t.get("b_half_bytes", 0.0))
+                arrays["floor_s"][i] = float(t.get("floor_us", 0.0)) * 1e-6
+        return arrays, "calibrated", (f"calibrated on this machine ({cal.get('measured_on', '?')}, "
+                                      f"{cal.get('runtime', '?')})")
+    fam = profile.family or eff.family_of(profile.id)
+    if profile.kind == "gpu":
+        consts = eff.load_constants(fam)
+        if consts.generic:
+            return consts.arrays, "generic", ("generic GPU constants (no family constants for "
+                                              f"{fam}): pooled fit over public NVIDIA measurements")
+        inherited = f"; {', '.join(consts.inherited)} from the generic set" if consts.inherited else ""
+        return consts.arrays, "architecture constants", (
+            f"{consts.family} constants ({consts.describe('gemm')}){inherited}")
+    name = "datasheet-tpu" if profile.kind == "tpu" else "datasheet"
+    return eff.load_constants(name).arrays, "datasheet", (
+        f"datasheet peaks and bandwidth ({profile.kind}: no measured efficiency constants); "
+        f"expect datasheet-roofline error (20-55%), calibrate for better")
+
+
+def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime: runtimes.Runtime,
+          graph_outputs: frozenset[str] = frozenset()) -> Lowered:
     if precision is not None and precision not in PRECISIONS:
         raise InputSpecError(f"unknown precision '{precision}'; choose from {', '.join(PRECISIONS)}")
-    kern = [n for n in nodes if n.status != FOLDED and (n.cost.flops or n.cost.bytes_moved)]
-    N = len(kern)
-    mac = np.fromiter((n.cost.mac_flops for n in kern), np.float64, N)
-    vec = np.fromiter((n.cost.vector_flops + n.cost.transcendentals for n in kern), np.float64, N)
-    if precision is None:
-        nbytes = np.fromiter((n.cost.bytes_moved for n in kern), np.float64, N)
-    else:
-        bits = PRECISION_BITS[precision]
-        nbytes = np.fromiter(
-            (sum(b * bits / DTYPE_BITS[d] if d in FLOAT_DTYPES else b for d, b in n.bytes_by_dtype)
-             for n in kern), np.float64, N)
-    mac_dt = [_compute_dtype(n, precision) for n in kern]
+    fnodes = _fusion_nodes(nodes, precision)
+    plan = fusion.plan(fnodes, runtime.fusion, graph_outputs)
+    K = plan.kernels
+    mac = np.zeros(K)
+    vec = np.zeros(K)
+    trans = np.zeros(K)
+    nbytes = np.zeros(K)
+    runs = np.ones(K)
+    cls = np.zeros(K, np.int32)
+    view = np.zeros((4, K))
+    anchor_dtype: list[str] = []
+    names: list[str] = []
+    node_bytes = [_node_bytes(n, precision) for n in nodes]
+    weight = np.zeros(len(nodes))
+    for k, members in enumerate(plan.members):
+        ms = [nodes[i] for i in members]
+        anchor = max(members, key=lambda i: (nodes[i].cost.mac_flops, nodes[i].cost.flops,
+                                             node_bytes[i]))
+        a = nodes[anchor]
+        r = max(1, max(getattr(m, "runs", 1) for m in ms))
+        runs[k] = r
+        mac[k] = sum(m.cost.mac_flops for m in ms) / r
+        vec[k] = sum(m.cost.vector_flops for m in ms) / r
+        trans[k] = sum(m.cost.transcendentals for m in ms) / r
+        nbytes[k] = max(0.0, sum(node_bytes[i] for i in members) - plan.saved_bytes[k]) / r
+        cls[k] = eff.CLASS_CODE[fnodes[anchor].op_class]
+        gm = _gemm_view(a)
+        view[:, k] = gm[:4]
+        anchor_dtype.append(_compute_dtype(a, precision))
+        names.append(nodes[members[0]].name)
+        tot = sum(nodes[i].cost.flops + node_bytes[i] for i in members) or 1.0
+        for i in members:
+            weight[i] = (nodes[i].cost.flops + node_bytes[i]) / tot if len(members) > 1 else 1.0
     P = len(profiles)
-    mpeak = np.empty((P, N))
-    vpeak = np.empty((P, N))
-    bw = np.empty(P)
-    ovh = np.empty(P)
-    warnings: list[list[str]] = []
+    mpeak = np.ones((P, K))
+    vpeak = np.ones((P, K))
+    bw = np.ones(P)
+    units = np.zeros(P)
+    fixed = np.zeros((P, K))
+    consts = {p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}
+    consts["trans_weight"] = np.ones(P)
+    warnings, provs, details, notes = [], [], [], []
+    class_names = [eff.OP_CLASSES[c] for c in cls]
     for p, prof in enumerate(profiles):
         warn: set[str] = set()
+        note: list[str] = []
         cache: dict[tuple[str, str], float] = {}
 
         def peak(engine, d):
@@ -143,21 +284,56 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None) -> Lower
                 cache[key] = _peak(prof, engine, d, warn)
             return cache[key]
 
-        mpeak[p] = [peak("matrix", d) if m else 1.0 for d, m in zip(mac_dt, mac)]
-        vpeak[p] = [peak("vector", d) if v else 1.0 for d, v in zip(mac_dt, vec)]
+        mpeak[p] = [peak("matrix", d) if m else 1.0 for d, m in zip(anchor_dtype, mac)]
+        vpeak[p] = [peak("vector", d) if v or t else 1.0 for d, v, t in zip(anchor_dtype, vec, trans)]
         if not prof.mem_bw_gbs:
             raise HardwareError(f"hardware '{prof.id}' has no mem_bw_gbs figure; cannot predict "
-                                f"memory time (copy its profile, add a sourced value, pass --hw FILE)")
+                                f"memory time (calibrate the machine, or add a sourced value to a "
+                                f"copy of its profile and pass that file)")
         bw[p] = prof.mem_bw_gbs * 1e9
-        if prof.launch_overhead_us is None:
-            warn.add(f"{prof.id} has no per-kernel launch overhead figure; overhead counted as 0")
-            ovh[p] = 0.0
+        units[p] = float(prof.units or eff.units_of(prof) or 0)
+        arrays, prov, detail = _constants(prof)
+        for name in eff.CLASS_PARAMS:
+            consts[name][p] = arrays[name]
+        consts["trans_weight"][p] = float(arrays["trans_weight"])
+        if prof.launch_overhead_us is not None:
+            launch = prof.launch_overhead_us * 1e-6
         else:
-            ovh[p] = prof.launch_overhead_us * 1e-6
-        warnings.append(sorted(warn))
+            us, why = runtimes.KIND_LAUNCH_US[prof.kind]
+            launch = us * 1e-6
+            note.append(f"{prof.id} has no launch figure: {us:g} us per kernel {why}")
+        floors = np.asarray(arrays["floor_s"])[cls]
+        fixed[p] = np.maximum(floors, launch)
+        if runtime.host_dispatch:
+            fixed[p] += _dispatch(prof, runtime, class_names, launch, note)
+        warnings.append(tuple(sorted(warn)))
+        provs.append(prov)
+        details.append(detail)
+        notes.append(tuple(note))
     # without an override, label the prediction by the dtype that carries most of the work
-    weight: dict[str, float] = {}
-    for d, f, b in zip(mac_dt, mac + vec, nbytes):
-        weight[d] = weight.get(d, 0.0) + f + b
-    label = precision or (max(weight, key=weight.get) if weight else "fp32")
-    return Lowered([n.name for n in kern], mac, vec, nbytes, mpeak, vpeak, bw, ovh, label, warnings)
+    w: dict[str, float] = {}
+    for d, f, b in zip(anchor_dtype, mac + vec + trans, nbytes):
+        w[d] = w.get(d, 0.0) + f + b
+    label = precision or (max(w, key=w.get) if w else "fp32")
+    feats = {"op_class": cls, "mac_flops": mac, "vec_flops": vec, "trans_flops": trans,
+             "bytes": nbytes, "m": view[0], "n": view[1], "k": view[2], "batch": view[3]}
+    return Lowered(runtime.name, plan, tuple(names), feats, runs, weight, mpeak, vpeak, bw, units,
+                   consts, fixed, label, tuple(warnings), tuple(provs), tuple(details), tuple(notes))
+
+
+def _dispatch(prof, runtime, class_names: list[str], launch: float, note: list[str]) -> np.ndarray:
+    """Host dispatch per kernel (seconds) of ``runtime`` on ``prof``."""
+    cal = prof.calibration
+    if cal and cal.get("runtime") == runtime.name and prof.launch_overhead_us is not None:
+        return np.full(len(class_names), prof.launch_overhead_us * 1e-6)  # measured with it
+    if runtime.name == "eager" and prof.kind == "gpu":
+        note.append(f"eager dispatch per op from {runtimes.EAGER_DISPATCH_SOURCE}")
+        return np.array([runtimes.EAGER_DISPATCH_US.get(c, runtimes.EAGER_DISPATCH_DEFAULT_US)
+                         for c in class_names]) * 1e-6
+    us, why = runtimes.KIND_LAUNCH_US[prof.kind]
+    if prof.launch_overhead_us is not None:
+        note.append(f"{runtime.name} dispatch per kernel taken as {prof.id}'s launch figure "
+                    f"({prof.launch_overhead_us:g} us): not measured for this runtime")
+        return np.full(len(class_names), launch)
+    note.append(f"{runtime.name} dispatch per kernel {us:g} us, {why}")
+    return np.full(len(class_names), us * 1e-6)
