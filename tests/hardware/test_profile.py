@@ -72,8 +72,8 @@ def test_unknown_figures_are_none_not_guesses():
     assert hardware_db.get("rtx-4090").interconnect_gbs is None  # PCIe link not confirmed
     assert hardware_db.get("h100").peak_flops("matrix", "int4") is None  # Hopper lists no INT4
     assert hardware_db.get("v100").peak_flops("matrix", "bf16") is None  # Volta has no BF16
-    hifi5 = hardware_db.get("hifi5")  # IP core: no vendor TOPS figure, so no numbers at all
-    assert not hifi5.matrix_tflops and not hifi5.vector_tflops and hifi5.mem_bw_gbs is None
+    q8 = hardware_db.get("vision-q8")  # IP core: no vendor MAC count or clock, so no numbers at all
+    assert not q8.matrix_tflops and not q8.vector_tflops and q8.mem_bw_gbs is None
 
 
 def test_derived_and_uncertain_markers_are_carried_into_sources():
