@@ -77,7 +77,7 @@ def _report(graph, info: dict, options, hw, precision: str | None, overlap: bool
     if hw is not None:
         from analyzer.prediction.predict import predict
 
-        predict(report, hw, precision=precision, overlap=overlap)
+        report = report.with_predictions(predict(report, hw, precision=precision, overlap=overlap))
     return report
 
 

@@ -255,7 +255,7 @@ def model_cmd(model, hw, inputs, dims, values, precision, fmt, output, top, stri
                                           overlap=not additive, loop_trips=loop_trips,
                                           causal=causal)
             if doc is not None:
-                report.comparison = bl.compare(report, doc, threshold, path=baseline)
+                report = report.with_comparison(bl.compare(report, doc, threshold, path=baseline))
         color = output is None and fmt == "table" and sys.stdout.isatty()
         if group_depth is not None:
             from analyzer.render.grouping import render_groups

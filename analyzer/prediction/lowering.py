@@ -21,6 +21,7 @@ For every node that launches a kernel (FLOPs or bytes > 0) and every profile:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -58,6 +59,7 @@ class Lowered:
     """Arrays over (profiles P, kernel nodes N); times in the kernels come out in seconds."""
 
     names: list[str]             # N kernel nodes, graph order
+    index: list[int]             # [N] each kernel node's position in the lowered node list
     mac_flops: np.ndarray        # [N] float64
     vec_flops: np.ndarray        # [N] float64 (vector + transcendentals)
     bytes: np.ndarray            # [N] float64, at the requested precision
@@ -112,10 +114,12 @@ def _peak(profile, engine: str, dtype: str, warn: set[str]) -> float:
     return v * 1e12
 
 
-def lower(nodes: list[NodeCost], profiles: list, precision: str | None) -> Lowered:
+def lower(nodes: Sequence[NodeCost], profiles: list, precision: str | None) -> Lowered:
     if precision is not None and precision not in PRECISIONS:
         raise InputSpecError(f"unknown precision '{precision}'; choose from {', '.join(PRECISIONS)}")
-    kern = [n for n in nodes if n.status != FOLDED and (n.cost.flops or n.cost.bytes_moved)]
+    index = [i for i, n in enumerate(nodes)
+             if n.status != FOLDED and (n.cost.flops or n.cost.bytes_moved)]
+    kern = [nodes[i] for i in index]
     N = len(kern)
     mac = np.fromiter((n.cost.mac_flops for n in kern), np.float64, N)
     vec = np.fromiter((n.cost.vector_flops + n.cost.transcendentals for n in kern), np.float64, N)
@@ -160,4 +164,4 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None) -> Lower
     for d, f, b in zip(mac_dt, mac + vec, nbytes):
         weight[d] = weight.get(d, 0.0) + f + b
     label = precision or (max(weight, key=weight.get) if weight else "fp32")
-    return Lowered([n.name for n in kern], mac, vec, nbytes, mpeak, vpeak, bw, ovh, label, warnings)
+    return Lowered([n.name for n in kern], index, mac, vec, nbytes, mpeak, vpeak, bw, ovh, label, warnings)

@@ -1,4 +1,11 @@
-"""Predictions: a Report's counts lowered onto hardware profiles and run through the kernels."""
+"""Predictions: a Report's counts lowered onto hardware profiles and run through the kernels.
+
+``predict(report, hw)`` returns new ``Prediction`` values and changes nothing; the Report that
+carries them is ``report.with_predictions(preds)`` (what ``analyzer.analyze(..., hw=...)``
+returns).  Every ``NodePrediction`` holds the ``index`` of its node in ``report.nodes``: rows
+exist only for nodes that launch a kernel, and ``Prediction.for_node(index)`` /
+``Report.rows()`` join them to nodes by that index.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +28,7 @@ class NodePrediction(NamedTuple):
     bound: str
     intensity: float   # FLOPs per byte moved (at the prediction's precision)
     share: float       # this layer's fraction of the model's predicted latency
+    index: int = -1    # position of the node in ``report.nodes`` (not in JSON: names are)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "time_s": self.time_s, "compute_s": self.compute_s,
@@ -28,9 +36,10 @@ class NodePrediction(NamedTuple):
                 "intensity": self.intensity, "share": self.share}
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Prediction:
-    """Predicted latency of one model on one hardware profile."""
+    """Predicted latency of one model on one hardware profile (frozen; ``nodes`` and
+    ``warnings`` are tuples, ``nodes`` in graph order)."""
 
     hardware: str
     hardware_name: str
@@ -38,9 +47,17 @@ class Prediction:
     overlap: bool
     latency_s: float
     bound_share: dict[str, float]
-    nodes: list[NodePrediction]
-    warnings: list[str] = field(default_factory=list)
+    nodes: tuple[NodePrediction, ...]
+    warnings: tuple[str, ...] = ()
     precision_explicit: bool = False   # True when --precision overrode the model's dtypes
+    # node index -> row, built on the first ``for_node`` call (a cache, not part of the value)
+    _by_index: dict[int, NodePrediction] | None = field(default=None, init=False, repr=False,
+                                                        compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("nodes", "warnings"):
+            if not isinstance(v := getattr(self, name), tuple):
+                object.__setattr__(self, name, tuple(v))
 
     def to_dict(self) -> dict[str, Any]:
         return {"hardware": self.hardware, "hardware_name": self.hardware_name,
@@ -49,7 +66,17 @@ class Prediction:
                 "latency_s": self.latency_s, "bound_share": dict(self.bound_share),
                 "nodes": [n.to_dict() for n in self.nodes], "warnings": list(self.warnings)}
 
+    def for_node(self, index: int) -> NodePrediction | None:
+        """The row of ``report.nodes[index]``, or None when that node launches no kernel."""
+        by_index = self._by_index
+        if by_index is None:
+            by_index = {x.index: x for x in self.nodes}
+            object.__setattr__(self, "_by_index", by_index)
+        return by_index.get(index)
+
     def node(self, name: str) -> NodePrediction:
+        """The row of the node named ``name`` (a convenience for people; code joins rows to
+        nodes by index: ``for_node`` / ``Report.rows``)."""
         for n in self.nodes:
             if n.name == name:
                 return n
@@ -74,9 +101,11 @@ def _profiles(hw: str | Sequence[str]) -> list:
     return [h if hasattr(h, "peak_flops") else hardware_db.get(h) for h in ids]
 
 
-def predict(report, hw, *, precision: str | None = None, overlap: bool = True) -> list[Prediction]:
-    """Predict per-layer latency of ``report`` on each profile in ``hw``; appends to
-    ``report.predictions`` and returns the new predictions.
+def predict(report, hw, *, precision: str | None = None,
+            overlap: bool = True) -> tuple[Prediction, ...]:
+    """Predict per-layer latency of ``report`` on each profile in ``hw``: one new ``Prediction``
+    per profile.  ``report`` is not changed; ``report.with_predictions(...)`` is the Report that
+    carries them (calling this twice gives two independent results).
 
     Overlap model (default): ``time = max(compute, memory) + overhead`` per kernel;
     ``overlap=False`` uses seed 003's additive ``compute + memory + overhead``.
@@ -97,12 +126,9 @@ def predict(report, hw, *, precision: str | None = None, overlap: bool = True) -
         with np.errstate(divide="ignore", invalid="ignore"):
             intensity = np.where(low.bytes > 0, flops / np.where(low.bytes > 0, low.bytes, 1.0), np.inf)
         shares = (time[p] / total if total > 0 else np.zeros_like(time[p])).tolist()
-        nodes = [NodePrediction(*row) for row in zip(
+        nodes = tuple(NodePrediction(*row) for row in zip(
             low.names, time[p].tolist(), compute[p].tolist(), memory[p].tolist(), ovh[p].tolist(),
-            [BOUNDS[b] for b in bound[p].tolist()], intensity.tolist(), shares)]
+            [BOUNDS[b] for b in bound[p].tolist()], intensity.tolist(), shares, low.index))
         out.append(Prediction(prof.id, prof.name, low.precision, overlap, total, share, nodes,
-                              low.warnings[p], precision is not None))
-    report.predictions.extend(out)
-    for pr in out:
-        report.warnings.extend(w for w in pr.warnings if w not in report.warnings)
-    return out
+                              tuple(low.warnings[p]), precision is not None))
+    return tuple(out)

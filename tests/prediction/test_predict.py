@@ -90,7 +90,7 @@ def test_compute_bound_fp32_gemm_runs_on_the_vector_fp32_peak(hw, op, attrs, w_s
     assert x.memory_s == pytest.approx(14_680_064 / BW, rel=1e-6)
     assert x.time_s == pytest.approx(216.7483648e-6, rel=1e-6)
     assert x.bound == "compute"
-    assert p.warnings == []   # fp32 is a figure the profile has: no fallback warning
+    assert p.warnings == ()   # fp32 is a figure the profile has: no fallback warning
 
 
 def test_memory_bound_matvec_is_bytes_over_bw_plus_overhead(hw):

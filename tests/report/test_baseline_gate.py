@@ -183,7 +183,7 @@ def test_library_compare_same_and_wider():
     base = analyzer.analyze(mlp(1024), hw="a100")
     doc = json.loads(json.dumps(bl.to_baseline(base)))
     same = bl.compare(analyzer.analyze(mlp(1024), hw="a100"), doc, 5.0, path="b.json")
-    assert not same.failed and same.count_deltas == {} and same.grown_layers == []
+    assert not same.failed and same.count_deltas == {} and same.grown_layers == ()
     wide = bl.compare(analyzer.analyze(mlp(4096), hw="a100"), doc, 5.0, path="b.json")
     assert wide.failed
     (h,) = wide.hardware
