@@ -10,36 +10,37 @@ import gc
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from analyzer.options import JAX_KEYWORDS, ONNX_KEYWORDS, Options
+from analyzer.options import build as build_options
+
 if TYPE_CHECKING:
     from analyzer.report.counts import Report
 
 
 def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
-            inputs: Mapping[str, Any] | None = None,
-            dims: Mapping[str, int] | None = None,
-            precision: str | None = None, overlap: bool = True,
-            loop_trips: int | None = None, causal: bool = False,
-            values: Mapping[str, Any] | None = None) -> "Report":
+            options: Options | None = None, **keywords: Any) -> "Report":
     """Count every node of an ONNX model exactly (and predict latency when ``hw`` is given).
 
     ``model``: a path, bytes or ``onnx.ModelProto`` (external weight data is never read).
+    ``hw``: a profile id/alias/.toml path (or a list of them): adds ``report.predictions``.
+    ``options``: an ``analyzer.Options``; keywords override its fields:
     ``inputs``: ``{"x": (1, 3, 224, 224)}`` or ``{"x": "1x3x224x224"}`` sets input shapes.
     ``dims``: ``{"batch": 8}`` binds symbolic dims.
     ``values``: ``{"axes": [1]}`` makes graph inputs constants, for inputs whose value decides
     shapes (reduce axes, a window length, a Loop's trip count).
-    ``hw``: a profile id/alias/.toml path (or a list of them): adds ``report.predictions``.
     ``precision``: deploy precision for predictions (fp32, tf32, bf16, fp16, fp8, int8).
     ``overlap``: per-layer ``max(compute, memory)`` (True) or seed 003's sum (False).
     ``loop_trips``: trip count of Loop/while bodies whose count is not a constant.
     ``causal``: fused attention ops are costed as causal kernels (they skip the masked half).
+    Another keyword raises ``TypeError`` naming these.
     """
-    from analyzer.counting.engine import Options
     from analyzer.frontends.onnx import load as onnx_frontend
 
+    opts = build_options("analyze", options, keywords, ONNX_KEYWORDS)
     with _gc_paused():
-        graph, info = onnx_frontend.load(model, inputs=inputs, dims=dims, values=values)
-        return _report(graph, info, Options(loop_trips=loop_trips, causal=causal), hw, precision,
-                       overlap)
+        graph, info = onnx_frontend.load(model, inputs=opts.inputs, dims=opts.dims,
+                                         values=opts.values)
+        return _report(graph, info, opts, hw)
 
 
 @contextmanager
@@ -67,43 +68,57 @@ def _gc_paused():
             gc.enable()
 
 
-def _report(graph, info: dict, options, hw, precision: str | None, overlap: bool) -> "Report":
+def _report(graph, info: dict, options: Options, hw) -> "Report":
     """The tail every frontend shares: cost the graph, build the Report, predict on ``hw``."""
     from analyzer.counting.engine import cost_graph
     from analyzer.report.counts import Report
 
-    nodes = cost_graph(graph, options)
-    report = Report.from_nodes(info, nodes)
+    report = Report.from_nodes(info, cost_graph(graph, options.counting()))
     if hw is not None:
         from analyzer.prediction.predict import predict
 
-        predict(report, hw, precision=precision, overlap=overlap)
+        report = report.with_predictions(
+            predict(report, hw, precision=options.precision, overlap=options.overlap,
+                    runtime=options.runtime))
     return report
 
 
 def analyze_jax(fn: Any, *example_args: Any, hw: str | Sequence[str] | None = None,
-                precision: str | None = None, loop_trips: int | None = None,
-                params_argnums: Any = None, overlap: bool = True, causal: bool = False,
-                report_name: str | None = None, **example_kwargs: Any) -> "Report":
+                options: Options | None = None, kwargs: Mapping[str, Any] | None = None,
+                **keywords: Any) -> "Report":
     """Count every equation of a JAX program exactly (and predict latency when ``hw`` is given).
 
-    ``fn`` is traced with ``jax.make_jaxpr(fn)(*example_args, **example_kwargs)``; the args are
+    ``fn`` is traced with ``jax.make_jaxpr(fn)(*example_args, **kwargs)``; the args are
     arrays, pytrees of arrays or ``jax.ShapeDtypeStruct``s (no data is needed); args and kwargs
     holding no array (``train=False``) are passed through as static values.  ``fn`` may also be
     a ``ClosedJaxpr``.  ``jax.grad(loss)`` and whole train steps are programs like any other.
 
+    ``kwargs``: the traced function's keyword arguments, any name (``kwargs={"hw": 2,
+    "precision": x}`` reaches ``fn`` even where a name is one of this function's own).
+    Other keywords are this function's options when they name one (below), else more of
+    ``fn``'s keyword arguments (``train=False``); a name given both ways raises ``TypeError``.
+
+    ``options``: an ``analyzer.Options`` (its ONNX fields ``inputs``, ``dims``, ``values``
+    must be unset); keywords override its fields:
     ``params_argnums``: positions (or parameter names) of the args that are weights: their
     elements are ``params`` and their bytes weight bytes (default: none; closed-over constant
     arrays always are). Literals are immediates (neither params nor bytes).
     ``loop_trips``: trip count of ``while`` loops whose count is not static.
-    ``hw``, ``precision``, ``overlap``: as for ``analyze``.  ``report_name``: the report's model
-    path (default: the function's name).
+    ``hw``, ``precision``, ``overlap``, ``causal``: as for ``analyze``.  ``report_name``: the
+    report's model path (default: the function's name).
     """
-    from analyzer.counting.engine import Options
     from analyzer.frontends.jaxpr import load as jaxpr_frontend
 
+    own = {k: keywords.pop(k) for k in JAX_KEYWORDS if k in keywords}
+    opts = build_options("analyze_jax", options, own, JAX_KEYWORDS)
+    example_kwargs = dict(kwargs or {})
+    for k, v in keywords.items():
+        if k in example_kwargs:
+            raise TypeError(f"analyze_jax() got keyword argument '{k}' both in kwargs= and "
+                            "as a keyword")
+        example_kwargs[k] = v
     with _gc_paused():
         graph, info = jaxpr_frontend.load(fn, example_args, example_kwargs,
-                                          params_argnums=params_argnums, path=report_name)
-        return _report(graph, info, Options(loop_trips=loop_trips, causal=causal), hw, precision,
-                       overlap)
+                                          params_argnums=opts.params_argnums,
+                                          path=opts.report_name)
+        return _report(graph, info, opts, hw)

@@ -9,10 +9,12 @@ totals and predicted latency); ``--dim seq+total=16,64`` moves two dims together
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from analyzer.errors import AnalyzerError, InputSpecError
+from analyzer.options import ONNX_KEYWORDS, Options
+from analyzer.options import build as build_options
 
 
 @dataclass(slots=True)
@@ -30,15 +32,18 @@ class Sweep:
         return {"schema_version": 1, "sweep": list(self.dims), "points": rows}
 
 
-def sweep(model: Any, dims: Mapping[str, Sequence[int] | int], hw=None, **kwargs) -> Sweep:
+def sweep(model: Any, dims: Mapping[str, Sequence[int] | int], hw=None, *,
+          options: Options | None = None, **keywords: Any) -> Sweep:
     """Analyse ``model`` at every combination of ``dims`` values (``{"seq": [128, 512]}``).
 
     Dims that must move together (an LLM prefill: sequence and total length) share one key,
     joined with '+' or as a tuple: ``{"sequence_length+total_sequence_length": [16, 64]}``
-    binds both to 16, then both to 64.  Other keyword arguments are those of
-    ``analyzer.analyze``."""
+    binds both to 16, then both to 64.  ``options`` and the other keyword arguments are those
+    of ``analyzer.analyze``; dims bound in ``options.dims`` hold at every point (a swept dim
+    overrides them)."""
     from analyzer.api import analyze
 
+    opts = build_options("sweep", options, keywords, ONNX_KEYWORDS)
     groups, values = [], []
     for k, v in dims.items():
         group = tuple(k.split("+")) if isinstance(k, str) else tuple(k)
@@ -57,7 +62,8 @@ def sweep(model: Any, dims: Mapping[str, Sequence[int] | int], hw=None, **kwargs
     for combo in itertools.product(*values):
         bound = {n: val for g, val in zip(groups, combo) for n in g}
         try:
-            points.append((bound, analyze(model, hw, dims=bound, **kwargs)))
+            at_point = replace(opts, dims={**(opts.dims or {}), **bound})
+            points.append((bound, analyze(model, hw, options=at_point)))
         except AnalyzerError as e:  # say which point failed (a model may not take every value)
             if swept:
                 at = ", ".join(f"{k}={v}" for k, v in bound.items())

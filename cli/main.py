@@ -12,10 +12,12 @@ import os
 import sys
 import tempfile
 import traceback
+from dataclasses import dataclass, replace
 
 import click
 
 from analyzer.errors import AnalyzerError, CheckFailed, InputSpecError
+from analyzer.options import Options
 
 FORMATS = ("table", "json", "csv", "markdown")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
@@ -170,9 +172,7 @@ def main():
 @click.option("--params", "params_args", multiple=True, metavar="NAME",
               help="JAX programs: an argument that holds weights (counted as params; repeatable).")
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
-def model_cmd(model, hw, inputs, dims, values, precision, fmt, output, top, strict, additive,
-              save_baseline, baseline, max_regression, kwargs_json, group_depth, loop_trips,
-              causal, params_args, debug):
+def model_cmd(**params):
     """Count params, FLOPs (MAC / vector / transcendental) and bytes of every node of MODEL.
 
     \b
@@ -194,85 +194,126 @@ def model_cmd(model, hw, inputs, dims, values, precision, fmt, output, top, stri
     Exit codes: 0 ok, 1 a check failed (--strict, regression beyond
     --max-regression), 2 bad input or usage.
     """
-    def run():
-        import analyzer
-        from analyzer.report import baseline as bl
-        from analyzer.render.formats import render
+    debug = params.pop("debug")
+    _guard(lambda: _run_model(Request.from_params(params)), debug)
 
-        hws = [h.strip() for h in hw.split(",") if h.strip()] if hw else None
-        doc = threshold = None
-        precision_ = precision
-        if baseline:
-            threshold = bl.parse_threshold(max_regression)
-            doc = bl.load(baseline)
-            if hws is None:  # predict on the baseline's own profiles and precision
-                base_hws, base_precision = bl.hardware_of(doc)
-                hws = base_hws or None
-                precision_ = precision or base_precision
-        from analyzer.frontends.jaxpr.load import is_jax_target
 
-        with _progress(f"analysing {model}"):
-            if is_jax_target(model):   # path/to/file.py:function or package.module:function
-                from analyzer.frontends.jaxpr.load import load_program
+@dataclass(frozen=True)
+class OutputSpec:
+    """What the model command does with the report: the flags that are not analysis options."""
 
-                if dims or values:
-                    raise InputSpecError(f"{'--dim' if dims else '--value'} applies to ONNX models; "
-                                         "give a JAX program's shapes with --input NAME=f32[8,128]")
-                fn, args, kwargs = load_program(model, _parse_inputs(inputs), kwargs_json)
-                report = analyzer.analyze_jax(fn, *args, hw=hws, precision=precision_,
-                                              overlap=not additive, report_name=model,
-                                              loop_trips=loop_trips, causal=causal,
-                                              params_argnums=list(params_args) or None,
-                                              **kwargs)
-            else:
-                if kwargs_json:
-                    raise InputSpecError("--kwargs-json applies to JAX programs (MODEL of the form "
-                                         "path/to/file.py:function)")
-                if params_args:
-                    raise InputSpecError("--params applies to JAX programs; an ONNX model's "
-                                         "weights are its initializers")
-                dim_values = _parse_dims(dims)
-                if any(len(v) > 1 for v in dim_values.values()):
-                    if doc is not None or save_baseline or group_depth or top:
-                        raise InputSpecError("a --dim sweep prints one row per value; it does not "
-                                             "combine with --baseline, --save-baseline, --group-depth or --top")
-                    from analyzer.render.formats import render_sweep
+    fmt: str
+    path: str | None             # --output (None: stdout)
+    top: int | None
+    group_depth: int | None
+    strict: bool
+    save_baseline: str | None
+    baseline: str | None
+    max_regression: str
 
-                    sw = analyzer.sweep(model, dim_values, hws, inputs=_parse_inputs(inputs) or None,
-                                        values=_parse_values(values) or None,
-                                        precision=precision_, overlap=not additive,
-                                        loop_trips=loop_trips, causal=causal)
-                    write_output(render_sweep(sw, fmt), output)
-                    if strict:
-                        for _, rep in sw.points:
-                            rep.require_full_coverage()
-                    return
-                report = analyzer.analyze(model, hws, inputs=_parse_inputs(inputs) or None,
-                                          values=_parse_values(values) or None,
-                                          dims={n: v[0] for k, v in dim_values.items()
-                                                for n in k.split("+")} or None,
-                                          precision=precision_,
-                                          overlap=not additive, loop_trips=loop_trips,
-                                          causal=causal)
-            if doc is not None:
-                report.comparison = bl.compare(report, doc, threshold, path=baseline)
-        color = output is None and fmt == "table" and sys.stdout.isatty()
-        if group_depth is not None:
-            from analyzer.render.grouping import render_groups
 
-            text = render_groups(report, group_depth, fmt, width=None if output else _terminal_width())
+@dataclass(frozen=True)
+class Request:
+    """The model command's parameters, grouped: what to analyse (``model``, ``hw``), how
+    (``options``: the library's ``Options``, built once the model's kind is known), the raw
+    specs whose meaning depends on that kind, and the ``output`` spec."""
+
+    model: str
+    hw: str | None
+    options: Options             # precision, overlap, loop_trips, causal (the kind-free part)
+    inputs: tuple[str, ...]      # --input: ONNX shapes, or a JAX program's argument specs
+    dims: tuple[str, ...]        # --dim (ONNX)
+    values: tuple[str, ...]      # --value (ONNX)
+    kwargs_json: str | None      # --kwargs-json (JAX)
+    params_args: tuple[str, ...]  # --params (JAX)
+    output: OutputSpec
+
+    @classmethod
+    def from_params(cls, p: dict) -> "Request":
+        out = OutputSpec(p["fmt"], p["output"], p["top"], p["group_depth"], p["strict"],
+                         p["save_baseline"], p["baseline"], p["max_regression"])
+        opts = Options(precision=p["precision"], overlap=not p["additive"],
+                       loop_trips=p["loop_trips"], causal=p["causal"])
+        return cls(p["model"], p["hw"], opts, p["inputs"], p["dims"], p["values"],
+                   p["kwargs_json"], p["params_args"], out)
+
+
+def _run_model(req: Request) -> None:
+    """Parse what depends on the model's kind, call the library once, render the report."""
+    import analyzer
+    from analyzer.frontends.jaxpr.load import is_jax_target
+    from analyzer.report import baseline as bl
+
+    model, out, opts = req.model, req.output, req.options
+    hws = [h.strip() for h in req.hw.split(",") if h.strip()] if req.hw else None
+    doc = threshold = None
+    if out.baseline:
+        threshold = bl.parse_threshold(out.max_regression)
+        doc = bl.load(out.baseline)
+        if hws is None:  # predict on the baseline's own profiles and precision
+            base_hws, base_precision = bl.hardware_of(doc)
+            hws = base_hws or None
+            opts = replace(opts, precision=opts.precision or base_precision)
+    with _progress(f"analysing {model}"):
+        if is_jax_target(model):   # path/to/file.py:function or package.module:function
+            from analyzer.frontends.jaxpr.load import load_program
+
+            if req.dims or req.values:
+                raise InputSpecError(f"{'--dim' if req.dims else '--value'} applies to ONNX models; "
+                                     "give a JAX program's shapes with --input NAME=f32[8,128]")
+            fn, args, kwargs = load_program(model, _parse_inputs(req.inputs), req.kwargs_json)
+            opts = replace(opts, report_name=model, params_argnums=list(req.params_args) or None)
+            report = analyzer.analyze_jax(fn, *args, hw=hws, options=opts, kwargs=kwargs)
         else:
-            text = render(report, fmt, top=top, color=color,
-                          width=None if output else _terminal_width())
-        write_output(text, output)
-        if save_baseline:
-            write_output(json.dumps(bl.to_baseline(report), indent=1) + "\n", save_baseline)
-        if strict:
-            report.require_full_coverage()
-        if report.comparison is not None and report.comparison.failed:
-            raise CheckFailed(report.comparison.failure_message())
+            if req.kwargs_json:
+                raise InputSpecError("--kwargs-json applies to JAX programs (MODEL of the form "
+                                     "path/to/file.py:function)")
+            if req.params_args:
+                raise InputSpecError("--params applies to JAX programs; an ONNX model's "
+                                     "weights are its initializers")
+            dim_values = _parse_dims(req.dims)
+            sweep = any(len(v) > 1 for v in dim_values.values())
+            if sweep and (doc is not None or out.save_baseline or out.group_depth or out.top):
+                raise InputSpecError("a --dim sweep prints one row per value; it does not "
+                                     "combine with --baseline, --save-baseline, --group-depth or --top")
+            opts = replace(opts, inputs=_parse_inputs(req.inputs) or None,
+                           values=_parse_values(req.values) or None)
+            if sweep:
+                from analyzer.render.formats import render_sweep
 
-    _guard(run, debug)
+                sw = analyzer.sweep(model, dim_values, hws, options=opts)
+                write_output(render_sweep(sw, out.fmt), out.path)
+                if out.strict:
+                    for _, rep in sw.points:
+                        rep.require_full_coverage()
+                return
+            dims = {n: v[0] for k, v in dim_values.items() for n in k.split("+")}
+            report = analyzer.analyze(model, hws, options=replace(opts, dims=dims or None))
+        if doc is not None:
+            report = report.with_comparison(bl.compare(report, doc, threshold, path=out.baseline))
+    _emit(report, out)
+
+
+def _emit(report, out: OutputSpec) -> None:
+    """Render and write the report (and baseline); raise for a failed --strict or regression."""
+    from analyzer.render.formats import render
+    from analyzer.report import baseline as bl
+
+    width = None if out.path else _terminal_width()
+    if out.group_depth is not None:
+        from analyzer.render.grouping import render_groups
+
+        text = render_groups(report, out.group_depth, out.fmt, width=width)
+    else:
+        color = out.path is None and out.fmt == "table" and sys.stdout.isatty()
+        text = render(report, out.fmt, top=out.top, color=color, width=width)
+    write_output(text, out.path)
+    if out.save_baseline:
+        write_output(json.dumps(bl.to_baseline(report), indent=1) + "\n", out.save_baseline)
+    if out.strict:
+        report.require_full_coverage()
+    if report.comparison is not None and report.comparison.failed:
+        raise CheckFailed(report.comparison.failure_message())
 
 
 class _progress:

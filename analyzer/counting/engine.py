@@ -50,6 +50,14 @@ class NodeCost:
     origin: tuple[str, str] | None = None
     # the counts rest on an assumption stated in ``note`` (Work.estimate)
     estimate: bool = False
+    # where the node sits in the dataflow (what fusion and launch counts need): its tensor
+    # names, its graph level ('' for the model, 'loop/' inside a body: names are local to a
+    # level), how often it runs (a loop body's trips), and its constant data input positions
+    in_names: tuple[str, ...] = ()
+    out_names: tuple[str, ...] = ()
+    level: str = ""
+    runs: int = 1
+    constant_inputs: tuple[int, ...] = ()
 
     @property
     def flops(self) -> int:
@@ -208,7 +216,8 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
         outs = tuple(map(get, node.outputs))
         if node.name in folded:
             out.append(NodeCost(name, node.op, node.domain, FOLDED, _ZERO, ins, outs,
-                                note="constant-folded"))
+                                note="constant-folded", in_names=node.inputs,
+                                out_names=node.outputs, level=prefix, runs=times))
             continue
         try:
             key = hit = None
@@ -267,12 +276,13 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
             if why is None:
                 raise _context_error(graph, node, err, name) from None
             out.append(NodeCost(name, node.op, node.domain, UNCOSTED, _ZERO, ins, outs,
-                                note=f"uncosted: {why}"))
+                                note=f"uncosted: {why}", in_names=node.inputs,
+                                out_names=node.outputs, level=prefix, runs=times))
             continue
         if params:
             cost = Cost(params, *cost[1:])  # params are never multiplied by loop trips
         out.append(NodeCost(name, node.op, node.domain, status, cost, ins, outs, mac_dtype, note,
-                            by_dtype, None, estimate))
+                            by_dtype, None, estimate, node.inputs, node.outputs, prefix, times, cidx))
 
 
 def _held(held, cost: Cost, by_dtype):
@@ -350,7 +360,8 @@ def _control(graph, node, name, rule, ins, outs, times, counted, out, opts):
     if cidx:
         cost = Cost(_params(node, ins, cidx, counted, None, graph), *cost[1:])
     out.append(NodeCost(name, node.op, node.domain, COSTED, cost, ins, outs, mac_dtype, note,
-                        tuple(by_dtype.items()), None, plan.estimate or bool(plan.costlier_of)))
+                        tuple(by_dtype.items()), None, plan.estimate or bool(plan.costlier_of),
+                        node.inputs, node.outputs, name[: len(name) - len(node.name)], times, cidx))
     for attr, m in runs:
         sub = node.subgraphs.get(attr)
         if sub is None:

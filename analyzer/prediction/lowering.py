@@ -160,7 +160,7 @@ def _fusion_nodes(nodes: list[NodeCost], precision: str | None) -> list[fusion.F
             inputs=n.in_names, outputs=n.out_names,
             input_bytes=tuple(_spec_bytes(s, precision) for s in n.in_specs),
             output_bytes=tuple(_spec_bytes(s, precision) for s in n.out_specs),
-            launches=_launches(n), constant_inputs=n.constant_inputs))
+            launches=_launches(n), constant_inputs=frozenset(n.constant_inputs)))
     return out
 
 

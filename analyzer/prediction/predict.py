@@ -1,4 +1,11 @@
-"""Predictions: a Report's counts lowered onto hardware profiles and run through the kernels."""
+"""Predictions: a Report's counts lowered onto hardware profiles and run through the kernels.
+
+``predict(report, hw)`` returns new ``Prediction`` values and changes nothing; the Report that
+carries them is ``report.with_predictions(preds)`` (what ``analyzer.analyze(..., hw=...)``
+returns).  Every ``NodePrediction`` holds the ``index`` of its node in ``report.nodes``: rows
+exist only for nodes that launch a kernel, and ``Prediction.for_node(index)`` /
+``Report.rows()`` join them to nodes by that index.
+"""
 
 from __future__ import annotations
 
@@ -21,16 +28,19 @@ class NodePrediction(NamedTuple):
     bound: str
     intensity: float   # FLOPs per byte moved (at the prediction's precision)
     share: float       # this layer's fraction of the model's predicted latency
+    index: int = -1    # position of the node in ``report.nodes`` (not in JSON: names are)
+    kernel: str = ""   # the kernel this node runs in (its first node's name; itself if unfused)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "time_s": self.time_s, "compute_s": self.compute_s,
                 "memory_s": self.memory_s, "overhead_s": self.overhead_s, "bound": self.bound,
-                "intensity": self.intensity, "share": self.share}
+                "intensity": self.intensity, "share": self.share, "kernel": self.kernel}
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Prediction:
-    """Predicted latency of one model on one hardware profile."""
+    """Predicted latency of one model on one hardware profile (frozen; ``nodes`` and
+    ``warnings`` are tuples, ``nodes`` in graph order)."""
 
     hardware: str
     hardware_name: str
@@ -38,18 +48,46 @@ class Prediction:
     overlap: bool
     latency_s: float
     bound_share: dict[str, float]
-    nodes: list[NodePrediction]
-    warnings: list[str] = field(default_factory=list)
+    nodes: tuple[NodePrediction, ...]
+    warnings: tuple[str, ...] = ()
     precision_explicit: bool = False   # True when --precision overrode the model's dtypes
+    runtime: str = "kernel"            # runtimes.RUNTIMES: what runs the model
+    time_definition: str = ""          # which time is predicted (runtimes.Runtime)
+    provenance: str = "datasheet"      # lowering.PROVENANCE: where the efficiencies come from
+    provenance_detail: str = ""
+    notes: tuple[str, ...] = ()        # assumptions that change the answer (headline material)
+    kernels: int = 0                   # kernels launched once each (fusion groups)
+    # node index -> row, built on the first ``for_node`` call (a cache, not part of the value)
+    _by_index: dict[int, NodePrediction] | None = field(default=None, init=False, repr=False,
+                                                        compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("nodes", "warnings", "notes"):
+            if not isinstance(v := getattr(self, name), tuple):
+                object.__setattr__(self, name, tuple(v))
 
     def to_dict(self) -> dict[str, Any]:
         return {"hardware": self.hardware, "hardware_name": self.hardware_name,
                 "precision": self.precision,
                 "model": "overlap" if self.overlap else "additive",
+                "runtime": self.runtime, "time_definition": self.time_definition,
+                "provenance": self.provenance, "provenance_detail": self.provenance_detail,
+                "kernels": self.kernels,
                 "latency_s": self.latency_s, "bound_share": dict(self.bound_share),
-                "nodes": [n.to_dict() for n in self.nodes], "warnings": list(self.warnings)}
+                "nodes": [n.to_dict() for n in self.nodes], "warnings": list(self.warnings),
+                "notes": list(self.notes)}
+
+    def for_node(self, index: int) -> NodePrediction | None:
+        """The row of ``report.nodes[index]``, or None when that node launches no kernel."""
+        by_index = self._by_index
+        if by_index is None:
+            by_index = {x.index: x for x in self.nodes}
+            object.__setattr__(self, "_by_index", by_index)
+        return by_index.get(index)
 
     def node(self, name: str) -> NodePrediction:
+        """The row of the node named ``name`` (a convenience for people; code joins rows to
+        nodes by index: ``for_node`` / ``Report.rows``)."""
         for n in self.nodes:
             if n.name == name:
                 return n
@@ -63,8 +101,8 @@ class Prediction:
         from analyzer.render.formats import human_time
 
         shares = ", ".join(f"{b} {100 * s:.0f}%" for b, s in self.bound_share.items() if s > 0)
-        return (f"latency on {self.hardware} ({self.precision}): {human_time(self.latency_s)} "
-                f"[{shares}]")
+        return (f"latency on {self.hardware} ({self.precision}, {self.runtime}, {self.provenance}): "
+                f"{human_time(self.latency_s)} [{shares}]")
 
 
 def _profiles(hw: str | Sequence[str]) -> list:
@@ -74,35 +112,62 @@ def _profiles(hw: str | Sequence[str]) -> list:
     return [h if hasattr(h, "peak_flops") else hardware_db.get(h) for h in ids]
 
 
-def predict(report, hw, *, precision: str | None = None, overlap: bool = True) -> list[Prediction]:
-    """Predict per-layer latency of ``report`` on each profile in ``hw``; appends to
-    ``report.predictions`` and returns the new predictions.
+def predict(report, hw, *, precision: str | None = None, overlap: bool = True,
+            runtime: str | None = None) -> tuple[Prediction, ...]:
+    """Predict per-layer latency of ``report`` on each profile in ``hw``: one new ``Prediction``
+    per profile.  ``report`` is not changed; ``report.with_predictions(...)`` is the Report that
+    carries them (calling this twice gives two independent results).
 
-    Overlap model (default): ``time = max(compute, memory) + overhead`` per kernel;
-    ``overlap=False`` uses seed 003's additive ``compute + memory + overhead``.
-    The model's latency is the sum of its kernels (one stream, no concurrency)."""
+    ``runtime`` (``runtimes.RUNTIMES``): what runs the model, which decides the fusion, the
+    per-kernel dispatch and the time predicted; default: xla for a JAX program, else the
+    profile's ``default_runtime``, else its kind's.  Per kernel ``time = runs * (fixed +
+    max(compute, memory))`` (``overlap=False``: seed 003's additive ``compute + memory``); the
+    model's latency is the sum of its kernels (one stream).  A fused kernel's time is shared
+    among its nodes by their FLOPs and bytes; each row names its kernel."""
+    from analyzer.prediction import runtimes
     from analyzer.prediction.kernels import run
     from analyzer.prediction.lowering import lower
 
     profiles = _profiles(hw)
-    low = lower(report.nodes, profiles, precision)
-    compute, memory, ovh, time, bound = run(low, overlap=overlap)
-    flops = low.mac_flops + low.vec_flops
-    out: list[Prediction] = []
-    for p, prof in enumerate(profiles):
-        total = float(time[p].sum())
-        share = {b: 0.0 for b in BOUNDS}
-        for i, b in enumerate(BOUNDS):
-            share[b] = float(time[p][bound[p] == i].sum()) / total if total > 0 else 0.0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            intensity = np.where(low.bytes > 0, flops / np.where(low.bytes > 0, low.bytes, 1.0), np.inf)
-        shares = (time[p] / total if total > 0 else np.zeros_like(time[p])).tolist()
-        nodes = [NodePrediction(*row) for row in zip(
-            low.names, time[p].tolist(), compute[p].tolist(), memory[p].tolist(), ovh[p].tolist(),
-            [BOUNDS[b] for b in bound[p].tolist()], intensity.tolist(), shares)]
-        out.append(Prediction(prof.id, prof.name, low.precision, overlap, total, share, nodes,
-                              low.warnings[p], precision is not None))
-    report.predictions.extend(out)
-    for pr in out:
-        report.warnings.extend(w for w in pr.warnings if w not in report.warnings)
-    return out
+    fmt = report.model.get("format", "onnx") if isinstance(report.model, dict) else "onnx"
+    chosen = [runtimes.choose(runtime, fmt, prof) for prof in profiles]
+    out: dict[int, Prediction] = {}
+    for rt_name in dict.fromkeys(rt.name for rt, _ in chosen):
+        idx = [p for p, (rt, _) in enumerate(chosen) if rt.name == rt_name]
+        group = [profiles[p] for p in idx]
+        rt = runtimes.get(rt_name)
+        low = lower(report.nodes, group, precision, rt)
+        compute, memory, ovh, time, bound = run(low, overlap=overlap)
+        for g, p in enumerate(idx):
+            out[p] = _prediction(report, profiles[p], low, g, compute[g], memory[g], ovh[g],
+                                 time[g], bound[g], rt, chosen[p][1], overlap, precision)
+    return tuple(out[p] for p in range(len(profiles)))
+
+
+def _prediction(report, prof, low, g, compute, memory, ovh, time, bound, rt, why, overlap,
+                precision) -> Prediction:
+    """One profile's Prediction: kernel times shared among member nodes (rows in graph order)."""
+    total = float(time.sum())
+    share = {b: 0.0 for b in BOUNDS}
+    for i, b in enumerate(BOUNDS):
+        share[b] = float(time[bound == i].sum()) / total if total > 0 else 0.0
+    f = low.feats
+    flops = (f["mac_flops"] + f["vec_flops"] + f["trans_flops"]) * low.runs
+    nbytes = f["bytes"] * low.runs
+    rows = []
+    for i, k in enumerate(low.plan.kernel_of):
+        if k < 0:
+            continue
+        n = report.nodes[i]
+        w = float(low.member_weight[i])
+        intensity = float(flops[k] / nbytes[k]) if nbytes[k] > 0 else float("inf")
+        t = float(time[k]) * w
+        rows.append(NodePrediction(n.name, t, float(compute[k]) * w, float(memory[k]) * w,
+                                   float(ovh[k]) * w, BOUNDS[int(bound[k])], intensity,
+                                   t / total if total > 0 else 0.0, i, low.kernel_names[k]))
+    notes = list(low.notes[g])
+    if why != "requested":
+        notes.insert(0, f"runtime {rt.name} ({why})")
+    return Prediction(prof.id, prof.name, low.precision, overlap, total, share, tuple(rows),
+                      tuple(low.warnings[g]), precision is not None, rt.name, rt.time_definition,
+                      low.provenance[g], low.provenance_detail[g], tuple(notes), low.plan.kernels)

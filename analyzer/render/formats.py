@@ -40,15 +40,15 @@ def human_time(s: float) -> str:
     return f"{s * 1e9:.3g} ns"
 
 
-def _shown_nodes(report: Report, top: int | None):
-    """Runtime nodes in graph order, or the ``top`` heaviest (by predicted time if any, else FLOPs)."""
-    rows = [n for n in report.nodes if n.status != FOLDED]
+def _shown_rows(report: Report, top: int | None):
+    """(node, prediction rows) of the runtime nodes in graph order, or of the ``top`` heaviest
+    (by predicted time on the first profile if any, else FLOPs)."""
+    rows = [r for r in report.rows() if r[0].status != FOLDED]
     if top is not None:
         if report.predictions:
-            t = {x.name: x.time_s for x in report.predictions[0].nodes}
-            rows = sorted(rows, key=lambda n: -t.get(n.name, 0.0))[:top]
+            rows = sorted(rows, key=lambda r: -r[1][0].time_s if r[1][0] else 0.0)[:top]
         else:
-            rows = sorted(rows, key=lambda n: (-n.cost.flops, -n.cost.bytes_moved))[:top]
+            rows = sorted(rows, key=lambda r: (-r[0].cost.flops, -r[0].cost.bytes_moved))[:top]
     return rows
 
 
@@ -73,12 +73,10 @@ def render_csv(report: Report) -> str:
         pred_cols += [f"{p.hardware}:time_s", f"{p.hardware}:bound"]
     w.writerow(["name", "op", "status", *COUNT_FIELDS, "flops", "outputs", *pred_cols,
                 "estimate", "note"])
-    by_hw = [{x.name: x for x in p.nodes} for p in report.predictions]
-    for n in report.nodes:
+    for n, xs in report.rows():
         c = n.cost
         extra = []
-        for m in by_hw:
-            x = m.get(n.name)
+        for x in xs:
             extra += [repr(x.time_s), x.bound] if x else ["", ""]
         w.writerow([n.name, n.op, n.status, *(getattr(c, f) for f in COUNT_FIELDS), c.flops,
                     " ".join(n.outputs), *extra, "yes" if n.estimate else "", n.note or ""])
@@ -116,17 +114,15 @@ def render_markdown(report: Report, *, top: int | None = None) -> str:
             out += [f"  - grew: {d}" for d in details]
         deltas = _count_delta_lines(c)
         out += [f"- counts: {'; '.join(deltas) if deltas else 'unchanged'}", ""]
-    rows = _shown_nodes(report, top)
+    rows = _shown_rows(report, top)
     hdr = ["layer", "op", "output", "params", "FLOPs", "bytes"]
     hdr += [f"{p.hardware} time" for p in report.predictions]
     out += ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
-    by_hw = [{x.name: x for x in p.nodes} for p in report.predictions]
-    for n in rows:
+    for n, xs in rows:
         c = n.cost
         cells = [f"`{n.name}`", n.op + (" (uncosted)" if n.status == UNCOSTED else ""),
                  " ".join(n.outputs), human(c.params), human(c.flops), human(c.bytes_moved, "B")]
-        for m in by_hw:
-            x = m.get(n.name)
+        for x in xs:
             cells.append(f"{human_time(x.time_s)} ({x.bound})" if x else "")
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
@@ -137,7 +133,7 @@ def render_table(report: Report, *, top: int | None = None, width: int | None = 
     from rich.console import Console
     from rich.table import Table
 
-    rows = _shown_nodes(report, top)
+    rows = _shown_rows(report, top)
     total_flops = report.totals.flops or 1
     title = f"{report.model.get('path', '')}"
     if top is not None:
@@ -147,7 +143,7 @@ def render_table(report: Report, *, top: int | None = None, width: int | None = 
     t.add_column("layer", footer="total", overflow="fold")
     t.add_column("op")
     t.add_column("output", no_wrap=True,
-                 min_width=max((len(" ".join(n.outputs)) for n in rows), default=6))
+                 min_width=max((len(" ".join(n.outputs)) for n, _ in rows), default=6))
     t.add_column("params", justify="right", footer=human(tot.params))
     t.add_column("MAC FLOPs", justify="right", footer=human(tot.mac_flops))
     t.add_column("vector", justify="right", footer=human(tot.vector_flops))
@@ -156,18 +152,16 @@ def render_table(report: Report, *, top: int | None = None, width: int | None = 
     t.add_column("act. in", justify="right", footer=human(tot.activation_bytes_read, "B"))
     t.add_column("act. out", justify="right", footer=human(tot.activation_bytes_written, "B"))
     t.add_column("FLOP %", justify="right", footer="100")
-    by_hw = [{x.name: x for x in p.nodes} for p in report.predictions]
     for p in report.predictions:
         t.add_column(f"{p.hardware}", justify="right", footer=human_time(p.latency_s))
-    for n in rows:
+    for n, xs in rows:
         c = n.cost
         op = n.op if n.status != UNCOSTED else f"[red]{n.op} ?[/red]" if color else f"{n.op} ?"
         cells = [n.name, op, " ".join(n.outputs), human(c.params), human(c.mac_flops),
                  human(c.vector_flops), human(c.transcendentals), human(c.weight_bytes, "B"),
                  human(c.activation_bytes_read, "B"), human(c.activation_bytes_written, "B"),
                  f"{100 * c.flops / total_flops:.1f}"]
-        for m in by_hw:
-            x = m.get(n.name)
+        for x in xs:
             cells.append(f"{human_time(x.time_s)} {x.bound[0].upper()} {100 * x.share:.1f}%" if x else "")
         t.add_row(*cells)
     buf = io.StringIO()
@@ -199,8 +193,8 @@ def estimates_line(report, limit: int = 3) -> str | None:
     names = report.coverage.estimates
     if not names:
         return None
-    notes = {n.name: n.note for n in report.nodes if n.estimate}
-    shown = "; ".join(f"{k}: {notes.get(k) or 'see its note'}" for k in names[:limit])
+    est = [n for n in report.nodes if n.estimate][:limit]   # the nodes coverage.estimates names
+    shown = "; ".join(f"{x.name}: {x.note or 'see its note'}" for x in est)
     more = f"; and {len(names) - limit} more (--format json: \"estimate\": true)" if len(names) > limit else ""
     n = len(names)
     return f"estimates: {n} {'nodes rest' if n != 1 else 'node rests'} on an assumption ({shown}{more})"

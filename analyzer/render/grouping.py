@@ -53,20 +53,19 @@ def grouped(report, depth: int) -> list[Group]:
     """Totals of ``report``'s runtime rows grouped by the first ``depth`` name components."""
     if depth < 1:
         raise ValueError("group depth must be >= 1")
-    times = [{n.name: n.time_s for n in p.nodes} for p in report.predictions]
+    hw = [p.hardware for p in report.predictions]
     acc: dict[str, dict[str, Any]] = {}
-    for n in report.nodes:
+    for n, xs in report.rows():
         if n.status == FOLDED:
             continue
         key = group_key(n.name, depth)
         g = acc.setdefault(key, {"nodes": 0, "uncosted": 0, "cost": Cost(),
-                                 "time": [0.0] * len(times)})
+                                 "time": [0.0] * len(hw)})
         g["nodes"] += 1
         g["uncosted"] += n.status == UNCOSTED
         g["cost"] = g["cost"] + n.cost
-        for i, t in enumerate(times):
-            g["time"][i] += t.get(n.name, 0.0)
-    hw = [p.hardware for p in report.predictions]
+        for i, x in enumerate(xs):
+            g["time"][i] += x.time_s if x is not None else 0.0
     return [Group(k, v["nodes"], v["uncosted"], v["cost"], dict(zip(hw, v["time"])))
             for k, v in acc.items()]
 

@@ -11,7 +11,7 @@ predicted latency on any profile grows by more than the threshold.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ def to_baseline(report) -> dict[str, Any]:
         "model": {k: report.model.get(k) for k in ("path", "format", "inputs", "outputs", "dims")},
         "totals": report.totals.to_dict(),
         "nodes": {n.name: {"op": n.op, **n.cost.to_dict()} for n in report.nodes if n.status != "folded"},
+        # layers keyed by name: a later report (another graph) is matched by name in compare
         "predictions": [
             {"hardware": p.hardware, "precision": p.precision,
              "precision_explicit": p.precision_explicit, "latency_s": p.latency_s,
@@ -100,13 +101,16 @@ class HardwareChange:
         return 100.0 * (self.new_s - self.old_s) / self.old_s if self.old_s else 0.0
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Comparison:
+    """A report measured against a baseline: a value of its own (``compare``); a Report
+    carries it only as ``report.with_comparison(c)``."""
+
     baseline_path: str
     threshold_pct: float
-    hardware: list[HardwareChange]
+    hardware: tuple[HardwareChange, ...]
     count_deltas: dict[str, tuple[int, int]]   # field -> (old, new), only changed fields
-    grown_layers: list[tuple[str, str, int, int]] = field(default_factory=list)  # name, op, old flops, new
+    grown_layers: tuple[tuple[str, str, int, int], ...] = ()  # name, op, old flops, new
 
     @property
     def failed(self) -> bool:
@@ -144,6 +148,12 @@ def hardware_of(doc: dict[str, Any]) -> tuple[list[str], str | None]:
 
 def compare(report, doc: dict[str, Any], threshold_pct: float, *, path: str = "",
             top: int = 10) -> Comparison:
+    """``report`` measured against the baseline document ``doc``: a new ``Comparison``
+    (``report`` is not changed; ``report.with_comparison(c)`` carries it).
+
+    Layers are matched by name here, and only here: a baseline is another graph (an earlier
+    version of the model, another file), so node indices mean nothing across the two; names
+    are what the two graphs share.  Within ``report``, rows join nodes by index (``rows``)."""
     old_inputs = set((doc["model"].get("inputs") or {}).keys())
     new_inputs = set(report.model.get("inputs", {}).keys())
     if old_inputs and new_inputs and old_inputs != new_inputs:
@@ -155,8 +165,10 @@ def compare(report, doc: dict[str, Any], threshold_pct: float, *, path: str = ""
         raise BaselineError(
             f"baseline {path} has predictions for {', '.join(old_preds)}; analyse with --hw "
             f"{','.join(old_preds)} to compare")
+    rows = list(report.rows())
+    ops = {n.name: n.op for n, _ in rows}   # by name: to match the baseline's layers
     hw_changes = []
-    for p in report.predictions:
+    for k, p in enumerate(report.predictions):
         old = old_preds.get(p.hardware)
         if old is None:
             continue
@@ -164,9 +176,8 @@ def compare(report, doc: dict[str, Any], threshold_pct: float, *, path: str = ""
             raise BaselineError(
                 f"baseline {path} was predicted at {old.get('precision')} on {p.hardware}, this "
                 f"report at {p.precision}; use the same --precision")
-        new_nodes = {x.name: x.time_s for x in p.nodes}
+        new_nodes = {n.name: x[k].time_s for n, x in rows if x[k] is not None}
         old_nodes = old["nodes"]
-        ops = {n.name: n.op for n in report.nodes}
         changes = [LayerChange(name, ops.get(name, doc["nodes"].get(name, {}).get("op", "?")),
                                old_nodes.get(name), new_nodes.get(name))
                    for name in dict.fromkeys([*old_nodes, *new_nodes])]
@@ -184,4 +195,4 @@ def compare(report, doc: dict[str, Any], threshold_pct: float, *, path: str = ""
         if o is not None and n.cost.flops > int(o.get("flops", 0)):
             grown_layers.append((n.name, n.op, int(o.get("flops", 0)), n.cost.flops))
     grown_layers.sort(key=lambda t: -(t[3] - t[2]))
-    return Comparison(path, threshold_pct, hw_changes, deltas, grown_layers[:top])
+    return Comparison(path, threshold_pct, tuple(hw_changes), deltas, tuple(grown_layers[:top]))

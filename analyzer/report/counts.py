@@ -1,6 +1,9 @@
 """The Report: per-node counts, totals, coverage and (with hardware) predictions.
 
-A Report is plain data. ``to_dict``/``to_json`` give the exact machine form
+A Report is plain, frozen data: nothing changes one after it is built.  Each later stage
+returns a new value: ``report.with_predictions(predict(report, hw))`` and
+``report.with_comparison(baseline.compare(report, doc, pct))`` are new Reports, the
+original untouched. ``to_dict``/``to_json`` give the exact machine form
 (``schema_version`` 1, the keys of DESIGN.md); the human renderers live in
 ``analyzer/render.py`` and never compute anything but formatting.
 """
@@ -8,12 +11,16 @@ A Report is plain data. ``to_dict``/``to_json`` give the exact machine form
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from analyzer.counting.cost import COUNT_FIELDS, Cost, lookup
 from analyzer.counting.engine import COSTED, FOLDED, NodeCost
 from analyzer.errors import CheckFailed
+
+if TYPE_CHECKING:
+    from analyzer.prediction.predict import NodePrediction, Prediction
+    from analyzer.report.baseline import Comparison
 
 SCHEMA_VERSION = 1
 
@@ -73,27 +80,64 @@ class Coverage:
         return s
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Report:
+    """Counts of every node (``nodes``, graph order), their ``totals`` and ``coverage``; with
+    hardware, one ``Prediction`` per profile; after a baseline check, its ``comparison``.
+
+    Frozen: assigning a field raises.  ``nodes``, ``predictions`` and ``warnings`` are tuples;
+    ``model`` and the ``NodeCost`` records are read-only by convention (not copied, for speed).
+    New values come from ``with_predictions`` / ``with_comparison`` (``dataclasses.replace``).
+    """
+
     model: dict[str, Any]
-    nodes: list[NodeCost]
+    nodes: tuple[NodeCost, ...]
     totals: Cost
     coverage: Coverage
-    predictions: list[Any] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    comparison: Any = None   # a baseline.Comparison, when compared against a baseline
+    predictions: tuple["Prediction", ...] = ()
+    warnings: tuple[str, ...] = ()
+    comparison: "Comparison | None" = None   # set by with_comparison, never on this object
+
+    def __post_init__(self) -> None:
+        for name in ("nodes", "predictions", "warnings"):   # lists given by a caller -> tuples
+            if not isinstance(v := getattr(self, name), tuple):
+                object.__setattr__(self, name, tuple(v))
 
     @classmethod
-    def from_nodes(cls, model: dict[str, Any], nodes: list[NodeCost],
-                   warnings: list[str] | None = None) -> "Report":
+    def from_nodes(cls, model: dict[str, Any], nodes: Iterable[NodeCost],
+                   warnings: Iterable[str] | None = None) -> "Report":
+        nodes = tuple(nodes)
         totals = Cost(*map(sum, zip(*[n.cost for n in nodes]))) if nodes else Cost()
-        return cls(model, nodes, totals, _coverage(nodes), [], list(warnings or []))
+        return cls(model, nodes, totals, _coverage(nodes), (), tuple(warnings or ()))
+
+    def with_predictions(self, predictions: Iterable["Prediction"]) -> "Report":
+        """A new Report carrying ``predictions`` (replacing any it had; the comparison, which
+        described the replaced predictions, is dropped).  Its warnings are this report's own
+        plus each prediction's, once."""
+        predictions = tuple(predictions)
+        old = {w for p in self.predictions for w in p.warnings}
+        warnings = [w for w in self.warnings if w not in old]
+        for p in predictions:
+            warnings.extend(w for w in p.warnings if w not in warnings)
+        return replace(self, predictions=predictions, warnings=tuple(warnings), comparison=None)
+
+    def with_comparison(self, comparison: "Comparison | None") -> "Report":
+        """A new Report carrying a baseline comparison (rendered and in ``to_dict``)."""
+        return replace(self, comparison=comparison)
 
     def node(self, name: str) -> NodeCost:
         for n in self.nodes:
             if n.name == name:
                 return n
         raise KeyError(name)
+
+    def rows(self) -> Iterator[tuple[NodeCost, tuple["NodePrediction | None", ...]]]:
+        """Each node (graph order) with its prediction row on every profile, ``None`` where the
+        node launches no kernel.  The one place nodes and predictions are joined: by the
+        node's index in ``nodes`` (``NodePrediction.index``), never by name."""
+        preds = self.predictions
+        for i, n in enumerate(self.nodes):
+            yield n, tuple(p.for_node(i) for p in preds)
 
     def require_full_coverage(self) -> None:
         """Raise ``CheckFailed`` if any node has no cost rule (the ``--strict`` check)."""
@@ -124,7 +168,7 @@ class Report:
         return json.dumps(self.to_dict(), indent=indent)
 
 
-def _coverage(nodes: list[NodeCost]) -> Coverage:
+def _coverage(nodes: tuple[NodeCost, ...]) -> Coverage:
     by_rule = free = decomposed = folded = 0
     unc: list[NodeCost] = []
     estimates = tuple(n.name for n in nodes if n.estimate)

@@ -170,10 +170,27 @@ def test_baseline_json_holds_exact_counts_and_per_layer_times(base_json):
     (p,) = doc["predictions"]
     assert p["hardware"] == "a100-80gb-sxm" and p["precision"] == "fp32"
     assert set(p["nodes"]) == {"fc1", "act", "fc2"}
-    # fc1: bytes 2,103,296 / 2039e9 + 1.5 us (memory beats 1,048,576 / 19.5e12)
-    assert p["nodes"]["fc1"] == pytest.approx(2_103_296 / A100_BW + A100_OVH, rel=1e-6)
-    # act (Relu of 1024 floats): 8192 B / 2039e9 + 1.5 us
-    assert p["nodes"]["act"] == pytest.approx(8192 / A100_BW + A100_OVH, rel=1e-6)
+    # read from the A100's efficiency table (hardware_db/efficiency/nvidia-ampere.json), per
+    # kernel: max(floor, 1.5 us launch) + (bytes + b_half) / (2039e9 * e_bw), memory-bound
+    from analyzer.prediction.efficiency import CLASS_CODE, load_constants
+
+    c = load_constants("nvidia-ampere").arrays
+
+    def memory_bound(cls, nbytes):
+        i = CLASS_CODE[cls]
+        return max(c["floor_s"][i], A100_OVH) + (nbytes + c["b_half_bytes"][i]) / (A100_BW * c["e_bw"][i])
+
+    # fc1: a 1x512 @ 512x1024 fp32 GEMV on the CUDA cores (19.5 TFLOP/s): the row pads to the
+    # 16-wide MMA granule, 1024 columns make 1024/tile_n tiles on 108 SMs (one partial wave):
+    # compute = 2*16*1024*512 / (19.5e12 * e_c) * (tiles/108) ** -alpha; memory = its bytes
+    g = CLASS_CODE["gemm"]
+    tiles = 1024 / c["tile_n"][g]
+    compute = 2 * 16 * 1024 * 512 / (19.5e12 * c["e_compute"][g]) * (tiles / 108) ** -c["wave_alpha"][g]
+    memory = (2_103_296 + c["b_half_bytes"][g]) / (A100_BW * c["e_bw"][g])
+    assert p["nodes"]["fc1"] == pytest.approx(max(c["floor_s"][g], A100_OVH) + max(compute, memory),
+                                              rel=1e-5)
+    # act (Relu of 1024 floats): 8192 B
+    assert p["nodes"]["act"] == pytest.approx(memory_bound("elementwise", 8192), rel=1e-5)
     assert p["latency_s"] == pytest.approx(sum(p["nodes"].values()), rel=1e-9)
 
 
@@ -183,7 +200,7 @@ def test_library_compare_same_and_wider():
     base = analyzer.analyze(mlp(1024), hw="a100")
     doc = json.loads(json.dumps(bl.to_baseline(base)))
     same = bl.compare(analyzer.analyze(mlp(1024), hw="a100"), doc, 5.0, path="b.json")
-    assert not same.failed and same.count_deltas == {} and same.grown_layers == []
+    assert not same.failed and same.count_deltas == {} and same.grown_layers == ()
     wide = bl.compare(analyzer.analyze(mlp(4096), hw="a100"), doc, 5.0, path="b.json")
     assert wide.failed
     (h,) = wide.hardware

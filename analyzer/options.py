@@ -1,0 +1,100 @@
+"""Options: everything about one analysis that is not the model (nor the hardware to predict on).
+
+One frozen ``Options`` value travels through the library.  ``analyze``, ``analyze_jax`` and
+``sweep`` take it as ``options=`` and/or build it from their keywords (``build``: keywords
+override the fields of ``options``); each stage reads the subset it needs: the frontends
+``inputs``/``dims``/``values`` (ONNX) or ``params_argnums``/``report_name`` (JAX), counting
+``counting()`` (``loop_trips``, ``causal``), prediction ``precision`` and ``overlap``.
+
+    opts = analyzer.Options(dims={"batch": 8}, precision="bf16")
+    analyzer.analyze("m.onnx", "h100", options=opts)
+    analyzer.analyze("m.onnx", "h100", options=opts, causal=True)   # a keyword overrides a field
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+if TYPE_CHECKING:
+    from analyzer.counting import engine
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """How to analyse a model (frozen; ``dataclasses.replace`` gives a changed copy).
+
+    ``inputs``: ONNX input shapes, ``{"x": (1, 3, 224, 224)}`` or ``{"x": "1x3x224x224"}``.
+    ``dims``: ``{"batch": 8}`` binds symbolic dims (ONNX).
+    ``values``: ``{"axes": [1]}`` makes graph inputs constants, for inputs whose value decides
+    shapes (ONNX).
+    ``precision``: deploy precision for predictions (fp32, tf32, bf16, fp16, fp8, int8); None:
+    the model's own dtypes.
+    ``overlap``: per-layer ``max(compute, memory)`` (True) or seed 003's sum (False).
+    ``loop_trips``: trip count of Loop/while bodies whose count is not a constant.
+    ``causal``: fused attention ops are costed as causal kernels (they skip the masked half).
+    ``params_argnums``: JAX: positions (or parameter names) of the args that are weights.
+    ``report_name``: JAX: the report's model path (default: the function's name).
+    ``runtime``: what runs the model (``kernel``, ``eager``, ``onnxruntime``, ``xla``): which
+    nodes fuse, what each kernel pays to launch or dispatch, and which time is predicted
+    (``analyzer.prediction.runtimes``); None: xla for a JAX program, else the profile's default.
+
+    Mappings are copied when an Options is made (a caller's later change does not reach it);
+    treat them as read-only.
+    """
+
+    inputs: Mapping[str, Any] | None = None
+    dims: Mapping[str, int] | None = None
+    values: Mapping[str, Any] | None = None
+    precision: str | None = None
+    overlap: bool = True
+    loop_trips: int | None = None
+    causal: bool = False
+    params_argnums: Any = None
+    report_name: str | None = None
+    runtime: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("inputs", "dims", "values"):
+            if (v := getattr(self, name)) is not None:
+                object.__setattr__(self, name, dict(v))
+
+    def counting(self) -> "engine.Options":
+        """The subset counting needs (``analyzer.counting.engine.Options``)."""
+        from analyzer.counting.engine import Options as CountingOptions
+
+        return CountingOptions(loop_trips=self.loop_trips, causal=self.causal)
+
+
+FIELDS = tuple(f.name for f in fields(Options))
+# the fields each entry point takes as keywords
+ONNX_KEYWORDS = ("inputs", "dims", "values", "precision", "overlap", "loop_trips", "causal",
+                 "runtime")
+JAX_KEYWORDS = ("precision", "overlap", "loop_trips", "causal", "params_argnums", "report_name",
+                "runtime")
+_DEFAULT = Options()
+
+
+def build(entry: str, options: Options | None, keywords: Mapping[str, Any],
+          valid: Iterable[str]) -> Options:
+    """``options`` (default: ``Options()``) with ``keywords`` overriding its fields, for the
+    entry point named ``entry``.
+
+    Raises ``TypeError`` naming the valid keywords for a keyword not in ``valid``, and for a
+    field of ``options`` set (not its default) that ``entry`` does not use (never ignored
+    silently)."""
+    valid = tuple(valid)
+    if options is not None and not isinstance(options, Options):
+        raise TypeError(f"{entry}() options must be an analyzer.Options, not "
+                        f"{type(options).__name__}")
+    unknown = [k for k in keywords if k not in valid]
+    if unknown:
+        raise TypeError(f"{entry}() got an unexpected keyword argument '{unknown[0]}'; "
+                        f"valid keywords: {', '.join(valid)}, options")
+    base = options or _DEFAULT
+    # the fields one entry point does not use all default to None
+    unused = [f for f in FIELDS if f not in valid and getattr(base, f) is not None]
+    if unused:
+        raise TypeError(f"{entry}() does not use Options.{unused[0]} "
+                        f"(it uses {', '.join(valid)})")
+    return replace(base, **keywords) if keywords else base
