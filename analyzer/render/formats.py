@@ -201,7 +201,7 @@ def estimates_line(report, limit: int = 3) -> str | None:
         return None
     notes = {n.name: n.note for n in report.nodes if n.estimate}
     shown = "; ".join(f"{k}: {notes.get(k) or 'see its note'}" for k in names[:limit])
-    more = f"; and {len(names) - limit} more (--format json: \"estimate\": true)" if len(names) > limit else ""
+    more = f"; and {len(names) - limit} more (\"estimate\": true in the JSON report)" if len(names) > limit else ""
     n = len(names)
     return f"estimates: {n} {'nodes rest' if n != 1 else 'node rests'} on an assumption ({shown}{more})"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.counting.cost import COUNT_FIELDS
-from analyzer.errors import BaselineError, InputSpecError
+from analyzer.errors import BaselineError, Hint, InputSpecError
 
 BASELINE_VERSION = 1
 KIND = "opcost-baseline"
@@ -51,11 +51,13 @@ def load(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise BaselineError(f"baseline {p}: not a readable JSON file ({e})") from None
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
-        raise BaselineError(f"baseline {p}: not an opcost baseline (write one with --save-baseline)")
+        raise BaselineError(f"baseline {p}: not an opcost baseline (write one with {{save_baseline}})",
+                            hints=(Hint("save_baseline"),))
     if doc.get("schema_version") != BASELINE_VERSION:
         raise BaselineError(
             f"baseline {p}: schema version {doc.get('schema_version')!r}, this opcost reads "
-            f"version {BASELINE_VERSION}; regenerate it with --save-baseline")
+            f"version {BASELINE_VERSION}; regenerate it with {{save_baseline}}",
+            hints=(Hint("save_baseline"),))
     for key in ("model", "totals", "nodes", "predictions"):
         if key not in doc:
             raise BaselineError(f"baseline {p}: missing '{key}'")
@@ -68,9 +70,11 @@ def parse_threshold(text: str | float) -> float:
     try:
         v = float(s)
     except ValueError:
-        raise InputSpecError(f"--max-regression '{text}': expected a percentage such as 5%") from None
+        raise InputSpecError(f"{{max_regression}} '{text}': expected a percentage such as 5%",
+                             hints=(Hint("max_regression"),)) from None
     if v != v or v < 0:
-        raise InputSpecError(f"--max-regression '{text}': must be a non-negative percentage")
+        raise InputSpecError(f"{{max_regression}} '{text}': must be a non-negative percentage",
+                             hints=(Hint("max_regression"),))
     return v
 
 
@@ -153,8 +157,8 @@ def compare(report, doc: dict[str, Any], threshold_pct: float, *, path: str = ""
     old_preds = {p["hardware"]: p for p in doc["predictions"]}
     if doc["predictions"] and not any(p.hardware in old_preds for p in report.predictions):
         raise BaselineError(
-            f"baseline {path} has predictions for {', '.join(old_preds)}; analyse with --hw "
-            f"{','.join(old_preds)} to compare")
+            f"baseline {path} has predictions for {', '.join(old_preds)}; analyse with {{hw}} "
+            f"to compare", hints=(Hint("hw", list(old_preds)),))
     hw_changes = []
     for p in report.predictions:
         old = old_preds.get(p.hardware)
@@ -163,7 +167,7 @@ def compare(report, doc: dict[str, Any], threshold_pct: float, *, path: str = ""
         if old.get("precision") != p.precision:
             raise BaselineError(
                 f"baseline {path} was predicted at {old.get('precision')} on {p.hardware}, this "
-                f"report at {p.precision}; use the same --precision")
+                f"report at {p.precision}; use the same {{precision}}", hints=(Hint("precision"),))
         new_nodes = {x.name: x.time_s for x in p.nodes}
         old_nodes = old["nodes"]
         ops = {n.name: n.op for n in report.nodes}

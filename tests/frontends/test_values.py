@@ -63,7 +63,7 @@ def test_a_range_limit_given_as_a_scalar():
 
 
 @pytest.mark.parametrize("values, message", [
-    ({"nope": [1]}, "--value names 'nope', but the model's inputs are: x, axes"),
+    ({"nope": [1]}, "values names 'nope', but the model's inputs are: x, axes"),
     ({"axes": [1, 2]}, r"the input has shape \[1\] \(1 values\), but 2 were given"),
     ({"axes": ["a"]}, "not int64 values"),
 ])
