@@ -5,11 +5,11 @@ Heavy dependencies (onnx, jax) are imported only when an entry point is called.
 
 from analyzer.api import analyze, analyze_jax
 from analyzer.sweep import sweep
-from analyzer.errors import (AnalyzerError, BaselineError, CheckFailed, GraphError, HardwareError,
-                     InputSpecError, ModelLoadError, ShapeError, UnboundDimError)
+from analyzer.errors import (AnalyzerError, BaselineError, CheckFailed, GraphError, HardwareError, Hint,
+                     InputSpecError, InternalError, ModelLoadError, ShapeError, UnboundDimError)
 
 __all__ = [
     "analyze", "sweep", "analyze_jax", "AnalyzerError", "BaselineError", "CheckFailed", "GraphError", "HardwareError",
-    "InputSpecError", "ModelLoadError", "ShapeError", "UnboundDimError",
+    "InputSpecError", "ModelLoadError", "ShapeError", "UnboundDimError", "Hint", "InternalError",
 ]
 __version__ = "0.1.0"

@@ -353,7 +353,7 @@ def _from_data(data: dict, where: str, path: str | None) -> HardwareProfile:
             **scalars,
         )
     except HardwareError as e:  # already validated; keep the file name in any message
-        raise HardwareError(f"{where}: {e}") from None
+        raise HardwareError(f"{where}: {e.template}", hints=e.hints) from None
 
 
 # ----------------------------------------------------------------------------------------------
