@@ -12,7 +12,7 @@ import itertools
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
-from analyzer.errors import AnalyzerError, InputSpecError
+from analyzer.errors import AnalyzerError, Hint, InputSpecError
 from analyzer.options import ONNX_KEYWORDS, Options
 from analyzer.options import build as build_options
 
@@ -48,15 +48,16 @@ def sweep(model: Any, dims: Mapping[str, Sequence[int] | int], hw=None, *,
     for k, v in dims.items():
         group = tuple(k.split("+")) if isinstance(k, str) else tuple(k)
         if not group or not all(group):
-            raise InputSpecError(f"--dim {k}: a dim name is empty")
+            raise InputSpecError("{dims}: a dim name is empty", hints=(Hint("dims", k),))
         vals = [v] if isinstance(v, int) else list(v)
         if not vals:
-            raise InputSpecError(f"--dim {k}: no values to sweep")
+            raise InputSpecError("{dims}: no values to sweep", hints=(Hint("dims", k),))
         groups.append(group)
         values.append(vals)
     names = tuple(n for g in groups for n in g)
     if len(set(names)) != len(names):
-        raise InputSpecError(f"--dim: a dim is swept twice ({', '.join(names)})")
+        raise InputSpecError(f"{{dims}}: a dim is swept twice ({', '.join(names)})",
+                             hints=(Hint("dims"),))
     swept = tuple(n for g, v in zip(groups, values) if len(v) > 1 for n in g)
     points = []
     for combo in itertools.product(*values):
@@ -67,6 +68,7 @@ def sweep(model: Any, dims: Mapping[str, Sequence[int] | int], hw=None, *,
         except AnalyzerError as e:  # say which point failed (a model may not take every value)
             if swept:
                 at = ", ".join(f"{k}={v}" for k, v in bound.items())
-                e.args = (f"at {at}: {e.args[0] if e.args else e}", *e.args[1:])
+                e.template = f"at {at}: {e.template}"
+                e.args = (e.template, *e.args[1:])
             raise
     return Sweep(swept or tuple(names), points)

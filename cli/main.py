@@ -1,7 +1,11 @@
 """`analyze` / `opcost`: the command line.
 
-This module parses arguments, calls the library, renders its Report and maps the
-one error hierarchy to exit codes (0 ok, 1 a check failed, 2 bad input or usage).
+This module parses arguments, calls the library, renders its Report and maps
+errors to exit codes in one place (``_guard``): 0 ok, 1 a check failed
+(``CheckFailed``), 2 bad input or usage (any other ``AnalyzerError``, worded with
+this program's flags: ``e.format("cli")``), 3 an internal error (``InternalError`` or
+any other exception: a bug in opcost, one line asking for a report; ``--debug``
+prints the traceback), 130 interrupted.
 It computes nothing itself, and imports jax/onnx only when a model is analysed.
 """
 
@@ -16,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import click
 
-from analyzer.errors import AnalyzerError, CheckFailed, InputSpecError
+from analyzer.errors import AnalyzerError, CheckFailed, InputSpecError, InternalError
 from analyzer.options import Options
 
 FORMATS = ("table", "json", "csv", "markdown")
@@ -192,7 +196,8 @@ def model_cmd(**params):
       analyze samples/jax_models.py:mlp_infer --input x=f32[8,784] --group-depth 1
 
     Exit codes: 0 ok, 1 a check failed (--strict, regression beyond
-    --max-regression), 2 bad input or usage.
+    --max-regression), 2 bad input or usage, 3 internal error (a bug in
+    opcost: please report it; --debug shows the traceback).
     """
     debug = params.pop("debug")
     _guard(lambda: _run_model(Request.from_params(params)), debug)
@@ -344,18 +349,52 @@ def _terminal_width() -> int | None:
         return 160
 
 
-def _guard(fn, debug: bool) -> None:
-    """Run ``fn``; map library errors to one line on stderr and the right exit code."""
+INTERNAL_EXIT = 3
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_OWN = ("analyzer", "hardware_db", "cli")
+
+
+def _raised_in(e: BaseException) -> str | None:
+    """The module of opcost's own code where ``e`` was raised (its innermost frame there)."""
+    for frame in reversed(traceback.extract_tb(e.__traceback__)):
+        rel = os.path.relpath(os.path.abspath(frame.filename), _ROOT)
+        if rel.split(os.sep)[0] in _OWN and rel.endswith(".py"):
+            mod = rel[:-3].replace(os.sep, ".")
+            return mod[:-len(".__init__")] if mod.endswith(".__init__") else mod
+    return None
+
+
+def _guard(fn, debug: bool, stage: str = "analyze") -> None:
+    """Run ``fn``; map errors to one line on stderr and the right exit code: an
+    ``AnalyzerError`` (the user's input) to its own code, worded with this program's flags;
+    anything else is a bug in opcost (exit 3), ``stage`` naming where when the error does not."""
     try:
         fn()
     except AnalyzerError as e:
         if debug:
             traceback.print_exc()
-        click.echo(f"error: {e}", err=True)
+        click.echo(f"error: {e.format('cli')}", err=True)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+    except Exception as e:  # InternalError, or a bug outside any node
+        if debug:
+            traceback.print_exc()
+        click.echo(_internal_line(e, stage), err=True)
+        sys.exit(INTERNAL_EXIT)
+
+
+def _internal_line(e: Exception, stage: str) -> str:
+    """``internal error in <stage> [for node 'n' (Op)]: <Type>: <message>; please report it; ...``"""
+    if isinstance(e, InternalError):
+        where = e.stage + (f" for node '{e.node}' ({e.op})" if e.node is not None else "")
+        cause = e.error
+    else:
+        where, cause = _raised_in(e) or stage, e
+    text = " ".join(str(cause).split())  # one line, whatever the message holds
+    what = f"{type(cause).__name__}: {text}" if text else type(cause).__name__
+    return f"internal error in {where}: {what}; please report it; --debug for the traceback"
 
 
 @main.group("hw")
@@ -373,7 +412,7 @@ def hw_list(fmt):
 
         write_output(render_list(hardware_db.list_profiles(), fmt), None)
 
-    _guard(run, False)
+    _guard(run, False, "hw list")
 
 
 @hw_group.command("show")
@@ -387,7 +426,7 @@ def hw_show(hw_id, fmt):
 
         write_output(render_show(hardware_db.get(hw_id), fmt), None)
 
-    _guard(run, False)
+    _guard(run, False, "hw show")
 
 
 if __name__ == "__main__":

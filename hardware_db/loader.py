@@ -65,7 +65,7 @@ def load_file(path: str | os.PathLike) -> HardwareProfile:
     try:
         profile = from_document(data, resolved)
     except HardwareError as e:  # already validated; keep the file name in any message
-        raise HardwareError(f"{where}: {e}") from None
+        raise HardwareError(f"{where}: {e.template}", hints=e.hints) from None
     _FILE_CACHE[key] = profile
     return profile
 

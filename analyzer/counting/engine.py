@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from analyzer.counting import rules as _rules  # noqa: F401  (fills the registry)
 from analyzer.counting.cost import COUNT_FIELDS, Cost, Work, lookup
-from analyzer.errors import AnalyzerError, ShapeError, UnboundDimError
+from analyzer.errors import AnalyzerError, Hint, InternalError, ShapeError, UnboundDimError
 from analyzer.ir.graph import Graph, Node, TensorSpec
 
 COSTED, FOLDED, UNCOSTED = "costed", "folded", "uncosted"
@@ -89,15 +89,16 @@ def _describe(graph: Graph, node: Node) -> str:
 
 def _shape_gap(err: Exception) -> bool:
     """An unknown shape that no bound dim explains (a '?' or derived dim, an unknown rank)."""
-    return (isinstance(err, UnboundDimError) and (err.dim == "?" or err.dim.startswith("unk__"))) or (
-        type(err) is ShapeError and "rank is unknown" in str(err))
+    if isinstance(err, UnboundDimError):
+        return err.dim == "?" or err.dim.startswith("unk__")
+    return isinstance(err, ShapeError) and err.reason == ShapeError.RANK_UNKNOWN
 
 
-def _unbindable_shape(graph: Graph, node: Node, err: Exception) -> str | None:
+def _unbindable_shape(graph: Graph, node: Node, err: Exception):
     """A shape that depends on a run-time value no option can bind: inside a control-flow body
     (the iteration number, a carried value) or decided by text (a tokenizer's token count):
-    why, or None. The node is reported uncosted and the rest of the model is still counted;
-    a numeric graph input stays an error that names ``--value``."""
+    why (a ``Message``), or None. The node is reported uncosted and the rest of the model is still counted;
+    a numeric graph input stays an error that names ``values=``."""
     if not _shape_gap(err):
         return None
     from analyzer.counting.provenance import data_dependent
@@ -137,16 +138,20 @@ def _context_error(graph: Graph, node: Node, err: Exception, name: str | None = 
         # a run-time value: either says more than "a dim is unknown"
         why = failed_fold(graph, node) or data_dependent(graph, node)
         if why is not None:
-            msg = f"{where}: {why}; {_describe(graph, node)}"
-            return _LocatedUnbound(err.dim, msg) if isinstance(err, UnboundDimError) else _LocatedShape(msg)
+            msg = f"{where}: {why.template}; {_describe(graph, node)}"
+            if isinstance(err, UnboundDimError):
+                return _LocatedUnbound(err.dim, msg, hints=why.hints)
+            return _LocatedShape(msg, hints=why.hints, reason=err.reason)
     if isinstance(err, UnboundDimError):
         d = err.dim
         if d == "?":
             msg = (f"{where}: a dim is unknown after shape inference; fix the input shapes "
-                   f"with --input NAME=DIMS; {_describe(graph, node)}")
+                   f"with {{inputs}}; {_describe(graph, node)}")
+            hints = (Hint("inputs", {"NAME": "DIMS"}),)
         elif d.startswith("unk__"):
             msg = (f"{where}: dim '{d}' was derived by shape inference from unbound input dims; "
-                   f"bind the model's symbolic dims with --dim; {_describe(graph, node)}")
+                   f"bind the model's symbolic dims with {{dims=}}; {_describe(graph, node)}")
+            hints = (Hint("dims"),)
         else:
             from analyzer.ir.dims import is_expression, symbols
 
@@ -157,13 +162,15 @@ def _context_error(graph: Graph, node: Node, err: Exception, name: str | None = 
                     need.append(s)
             what = (f"dim '{d}' is an expression of symbolic dims" if is_expression(d)
                     else f"symbolic dim '{d}' is unbound")
-            msg = f"{where}: {what}; pass --dim " + ",".join(f"{s}=VALUE" for s in need)
-        return _LocatedUnbound(d, msg)
-    return _LocatedShape(f"{where}: {err}; {_describe(graph, node)}")
+            msg = f"{where}: {what}; pass {{dims}}"
+            hints = (Hint("dims", {s: "VALUE" for s in need}),)
+        return _LocatedUnbound(d, msg, hints=hints)
+    return _LocatedShape(f"{where}: {err.template}; {_describe(graph, node)}", hints=err.hints,
+                         reason=err.reason if isinstance(err, ShapeError) else None)
 
 
 def _input_symbols(graph: Graph) -> list[str]:
-    """The symbolic dims of the graph's inputs, in order (what --dim can bind)."""
+    """The symbolic dims of the graph's inputs, in order (what ``dims=`` can bind)."""
     out: list[str] = []
     for x in graph.inputs:
         s = graph.tensors.get(x)
@@ -219,6 +226,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                                 note="constant-folded", in_names=node.inputs,
                                 out_names=node.outputs, level=prefix, runs=times))
             continue
+        active = None  # the rule running now, for an internal error's stage
         try:
             key = hit = None
             if node.attr_key is not None:  # (None: a node with sub-graphs, never memoised)
@@ -231,13 +239,16 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                 if rule is _MISSING:
                     rule = rules[rkey] = lookup(node.domain, node.op)
                 if rule is not None and rule.io == "control":
+                    active = rule
                     _control(graph, node, name, rule, ins, outs, times, counted, out, opts)
                     continue
                 if rule is None:
                     work, shape_inputs, io, status = Work(), frozenset(), "data", UNCOSTED
                 else:
+                    active = rule
                     work = rule.fn(ins, outs, _options=opts,
                                    _opset=opsets.get(node.domain, 0) or _DEFAULT_OPSET, **node.attrs)
+                    active = None
                     shape_inputs, io, status = rule.shape_inputs, rule.io, COSTED
                 cost, by_dtype = _bytes(node, ins, outs, work, shape_inputs, io, constants)
                 held_params = 0
@@ -264,11 +275,14 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
             if isinstance(e, _Located):
                 raise
             err = e
-        except (TypeError, KeyError, IndexError, ValueError, ZeroDivisionError, AttributeError) as e:
-            if any(s is None for x, s in zip(node.inputs, ins) if x):  # an input without a spec
-                err = ShapeError("tensor rank is unknown after shape inference")
-            else:
-                err = ShapeError(f"cannot cost it ({type(e).__name__}: {e})")
+        except InternalError:
+            raise
+        except Exception as e:  # not a problem of the input the rule was given: a bug
+            if not _missing_shape(node, ins, outs):
+                raise _internal(node, name, active, e) from e
+            # a tensor without a type or rank: the rule cannot be blamed for failing on it
+            err = ShapeError("tensor rank is unknown after shape inference",
+                             reason=ShapeError.RANK_UNKNOWN)
         else:
             err = None
         if err is not None:
@@ -283,6 +297,21 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
             cost = Cost(params, *cost[1:])  # params are never multiplied by loop trips
         out.append(NodeCost(name, node.op, node.domain, status, cost, ins, outs, mac_dtype, note,
                             by_dtype, None, estimate, node.inputs, node.outputs, prefix, times, cidx))
+
+
+def _missing_shape(node: Node, ins, outs) -> bool:
+    """Some input or output of ``node`` has no spec, or a spec of unknown rank: shape inference
+    left it untyped (decided on the specs, never on an exception's text)."""
+    return any(s is None or s.shape is None
+               for xs, specs in ((node.inputs, ins), (node.outputs, outs))
+               for x, s in zip(xs, specs) if x)
+
+
+def _internal(node: Node, name: str, rule, err: Exception) -> InternalError:
+    """A rule (or the engine around it) failed on a node whose inputs it was given in full."""
+    fn = getattr(rule, "fn", None)
+    stage = f"rule {fn.__module__}.{fn.__qualname__}" if fn is not None else "counting"
+    return InternalError(stage, err, node=name, op=node.op)
 
 
 def _held(held, cost: Cost, by_dtype):

@@ -1,14 +1,15 @@
 """Where an unknown value or shape comes from, for error messages that say what to fix.
 
-A count can fail because a dim is a symbol the user has not bound (``--dim`` fixes it) or
+A count can fail because a dim is a symbol the user has not bound (``dims=`` fixes it) or
 because a shape depends on a *value* only known when the model runs: reduce axes, a Range
-limit, pads or a crop size fed by a graph input, a Loop's trip count.  No ``--dim`` can fix
+limit, pads or a crop size fed by a graph input, a Loop's trip count.  No ``dims=`` can fix
 the second kind, and the message must say so and name the value and the graph input it comes
 from.  Only error paths call this module (it walks producers backwards; cost is no concern).
 """
 
 from __future__ import annotations
 
+from analyzer.errors import Hint, Message
 from analyzer.ir.graph import Graph, Node, unresolved
 
 _SMALL = 64  # a tensor this small that steers a shape is an argument (axes, pads, a limit)
@@ -85,7 +86,7 @@ def describe_value(graph: Graph, name: str) -> str:
     return f"'{name}'"
 
 
-def failed_fold(graph: Graph, node: Node) -> str | None:
+def failed_fold(graph: Graph, node: Node) -> Message | None:
     """When an unknown shape reaching ``node`` comes from a constant computation that failed
     on its known values (``Graph.fold_errors``: e.g. an Expand that cannot broadcast a
     position table to a longer sequence), a sentence saying so; else None."""
@@ -102,15 +103,16 @@ def failed_fold(graph: Graph, node: Node) -> str | None:
             continue
         seen.add(x)
         if x in errors:
-            return (f"its input shapes are unknown because {errors[x]}: the model may not "
-                    f"support these input dims (check --dim/--input)")
+            return Message(f"its input shapes are unknown because {errors[x]}: the model may "
+                           f"not support these input dims (check {{dims}}/{{inputs}})",
+                           (Hint("dims"), Hint("inputs")))
         p = prod.get(x)
         if p is not None and unresolved(get(x)):
             stack.extend(i for i in p.inputs if i)
     return None
 
 
-def data_dependent(graph: Graph, node: Node, unbindable_only: bool = False) -> str | None:
+def data_dependent(graph: Graph, node: Node, unbindable_only: bool = False) -> Message | None:
     """When ``node`` fails on an unknown shape that comes from a run-time value (not from an
     unbound symbolic dim), a sentence naming that value, the node whose output shape it
     decides and the graph inputs it comes from; else None."""
@@ -154,8 +156,10 @@ def data_dependent(graph: Graph, node: Node, unbindable_only: bool = False) -> s
     if "/" not in graph.name and numeric and all(v in graph.inputs for v in roots):
         if unbindable_only:
             return None
-        how = ("a data-dependent shape: give the value with "
-               + " ".join(f"--value {v}=..." for v in roots) + " (library: values=)")
+        hints = (Hint("values", {v: "..." for v in roots}),)
+        how = "a data-dependent shape: give the value with {values}"
     else:
-        how = "a data-dependent shape: --input/--dim cannot bind it"
-    return f"{at} depends on the value of {what}, known only when the model runs ({how})"
+        hints = (Hint("inputs"), Hint("dims"))
+        how = "a data-dependent shape: {inputs}/{dims} cannot bind it"
+    return Message(f"{at} depends on the value of {what}, known only when the model runs ({how})",
+                   hints)

@@ -57,7 +57,7 @@ class TensorSpec:
     @property
     def rank(self) -> int:
         if self.shape is None:
-            raise ShapeError("tensor rank is unknown after shape inference")
+            raise ShapeError("tensor rank is unknown after shape inference", reason=ShapeError.RANK_UNKNOWN)
         return len(self.shape)
 
     @property
@@ -82,7 +82,7 @@ class TensorSpec:
     def dims(self) -> tuple[int, ...]:
         """The shape as ints; raises ``UnboundDimError`` naming the first symbolic dim."""
         if self.shape is None:
-            raise ShapeError("tensor rank is unknown after shape inference")
+            raise ShapeError("tensor rank is unknown after shape inference", reason=ShapeError.RANK_UNKNOWN)
         for d in self.shape:
             if type(d) is not int:
                 raise UnboundDimError(d)

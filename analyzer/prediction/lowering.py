@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analyzer.counting.engine import FOLDED, NodeCost
-from analyzer.errors import HardwareError, InputSpecError
+from analyzer.errors import HardwareError, Hint, InputSpecError
 from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES
 from analyzer.prediction import efficiency as eff
 from analyzer.prediction import fusion, runtimes
@@ -46,7 +46,7 @@ PROFILE_DTYPE = {
     "float8e4m3fn": "fp8", "float8e4m3fnuz": "fp8", "float8e5m2": "fp8", "float8e5m2fnuz": "fp8",
     "float4e2m1": "fp4", "int8": "int8", "uint8": "int8", "int4": "int4", "uint4": "int4",
 }
-# bits a floating tensor is stored in under each --precision (tf32 is stored as fp32)
+# bits a floating tensor is stored in under each precision (tf32 is stored as fp32)
 PRECISION_BITS = {"fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8}
 
 # where to run a dtype the device has no figure for, in order of preference
@@ -289,7 +289,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         if not prof.mem_bw_gbs:
             raise HardwareError(f"hardware '{prof.id}' has no mem_bw_gbs figure; cannot predict "
                                 f"memory time (calibrate the machine, or add a sourced value to a "
-                                f"copy of its profile and pass that file)")
+                                f"copy of its profile and pass that file as {{hw}})",
+                                hints=(Hint("hw", "FILE"),))
         bw[p] = prof.mem_bw_gbs * 1e9
         units[p] = float(prof.units or eff.units_of(prof) or 0)
         arrays, prov, detail = _constants(prof)

@@ -195,7 +195,7 @@ def estimates_line(report, limit: int = 3) -> str | None:
         return None
     est = [n for n in report.nodes if n.estimate][:limit]   # the nodes coverage.estimates names
     shown = "; ".join(f"{x.name}: {x.note or 'see its note'}" for x in est)
-    more = f"; and {len(names) - limit} more (--format json: \"estimate\": true)" if len(names) > limit else ""
+    more = f"; and {len(names) - limit} more (\"estimate\": true in the JSON report)" if len(names) > limit else ""
     n = len(names)
     return f"estimates: {n} {'nodes rest' if n != 1 else 'node rests'} on an assumption ({shown}{more})"
 

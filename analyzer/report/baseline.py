@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.counting.cost import COUNT_FIELDS
-from analyzer.errors import BaselineError, InputSpecError
+from analyzer.errors import BaselineError, Hint, InputSpecError
 
 BASELINE_VERSION = 1
 KIND = "opcost-baseline"
@@ -52,11 +52,13 @@ def load(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise BaselineError(f"baseline {p}: not a readable JSON file ({e})") from None
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
-        raise BaselineError(f"baseline {p}: not an opcost baseline (write one with --save-baseline)")
+        raise BaselineError(f"baseline {p}: not an opcost baseline (write one with {{save_baseline}})",
+                            hints=(Hint("save_baseline"),))
     if doc.get("schema_version") != BASELINE_VERSION:
         raise BaselineError(
             f"baseline {p}: schema version {doc.get('schema_version')!r}, this opcost reads "
-            f"version {BASELINE_VERSION}; regenerate it with --save-baseline")
+            f"version {BASELINE_VERSION}; regenerate it with {{save_baseline}}",
+            hints=(Hint("save_baseline"),))
     for key in ("model", "totals", "nodes", "predictions"):
         if key not in doc:
             raise BaselineError(f"baseline {p}: missing '{key}'")
@@ -69,9 +71,11 @@ def parse_threshold(text: str | float) -> float:
     try:
         v = float(s)
     except ValueError:
-        raise InputSpecError(f"--max-regression '{text}': expected a percentage such as 5%") from None
+        raise InputSpecError(f"{{max_regression}} '{text}': expected a percentage such as 5%",
+                             hints=(Hint("max_regression"),)) from None
     if v != v or v < 0:
-        raise InputSpecError(f"--max-regression '{text}': must be a non-negative percentage")
+        raise InputSpecError(f"{{max_regression}} '{text}': must be a non-negative percentage",
+                             hints=(Hint("max_regression"),))
     return v
 
 
@@ -163,8 +167,8 @@ def compare(report, doc: dict[str, Any], threshold_pct: float, *, path: str = ""
     old_preds = {p["hardware"]: p for p in doc["predictions"]}
     if doc["predictions"] and not any(p.hardware in old_preds for p in report.predictions):
         raise BaselineError(
-            f"baseline {path} has predictions for {', '.join(old_preds)}; analyse with --hw "
-            f"{','.join(old_preds)} to compare")
+            f"baseline {path} has predictions for {', '.join(old_preds)}; analyse with {{hw}} "
+            f"to compare", hints=(Hint("hw", list(old_preds)),))
     rows = list(report.rows())
     ops = {n.name: n.op for n, _ in rows}   # by name: to match the baseline's layers
     hw_changes = []
@@ -175,7 +179,7 @@ def compare(report, doc: dict[str, Any], threshold_pct: float, *, path: str = ""
         if old.get("precision") != p.precision:
             raise BaselineError(
                 f"baseline {path} was predicted at {old.get('precision')} on {p.hardware}, this "
-                f"report at {p.precision}; use the same --precision")
+                f"report at {p.precision}; use the same {{precision}}", hints=(Hint("precision"),))
         new_nodes = {n.name: x[k].time_s for n, x in rows if x[k] is not None}
         old_nodes = old["nodes"]
         changes = [LayerChange(name, ops.get(name, doc["nodes"].get(name, {}).get("op", "?")),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from analyzer.counting.cost import COUNT_FIELDS, Cost, lookup
 from analyzer.counting.engine import COSTED, FOLDED, NodeCost
-from analyzer.errors import CheckFailed
+from analyzer.errors import CheckFailed, Hint
 
 if TYPE_CHECKING:
     from analyzer.prediction.predict import NodePrediction, Prediction
@@ -140,13 +140,14 @@ class Report:
             yield n, tuple(p.for_node(i) for p in preds)
 
     def require_full_coverage(self) -> None:
-        """Raise ``CheckFailed`` if any node has no cost rule (the ``--strict`` check)."""
+        """Raise ``CheckFailed`` if any node has no cost rule (the CLI's strict check)."""
         if self.coverage.uncosted:
             names = ", ".join(self.coverage.uncosted[:5])
             more = len(self.coverage.uncosted) - 5
             raise CheckFailed(
-                f"--strict: {len(self.coverage.uncosted)} node(s) have no cost rule "
-                f"({', '.join(self.coverage.uncosted_ops)}): {names}" + (f" and {more} more" if more > 0 else ""))
+                f"{{strict}}: {len(self.coverage.uncosted)} node(s) have no cost rule "
+                f"({', '.join(self.coverage.uncosted_ops)}): {names}" + (f" and {more} more" if more > 0 else ""),
+                hints=(Hint("strict"),))
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {

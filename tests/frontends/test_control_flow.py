@@ -99,8 +99,9 @@ def test_loop_with_constant_trip_count_multiplies_its_body():
 
 
 def test_loop_without_constant_trip_count_needs_loop_trips():
-    with pytest.raises(ShapeError, match="loop-trips"):
+    with pytest.raises(ShapeError, match="pass loop_trips=N to cost its body") as e:
         analyzer.analyze(_loop_model(None))
+    assert "pass --loop-trips N to cost its body" in e.value.format("cli")
     r = analyzer.analyze(_loop_model(None), loop_trips=3)
     assert r.totals.mac_flops == 3 * 64
 

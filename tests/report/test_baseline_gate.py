@@ -231,8 +231,9 @@ def test_library_refuses_another_model_and_another_precision():
         bl.compare(analyzer.analyze(mlp(1024, x="z"), hw="a100"), doc, 5.0)
     with pytest.raises(BaselineError, match="precision"):
         bl.compare(analyzer.analyze(mlp(1024), hw="a100", precision="fp16"), doc, 5.0)
-    with pytest.raises(BaselineError, match="--hw a100-80gb-sxm"):
+    with pytest.raises(BaselineError, match=r"hw=\['a100-80gb-sxm'\]") as e:
         bl.compare(analyzer.analyze(mlp(1024), hw="t4"), doc, 5.0)
+    assert "analyse with --hw a100-80gb-sxm to compare" in e.value.format("cli")
 
 
 def test_library_load_and_thresholds(tmp_path):
@@ -252,8 +253,9 @@ def test_library_load_and_thresholds(tmp_path):
     assert bl.parse_threshold("5%") == 5.0 and bl.parse_threshold(" 12.5 % ") == 12.5
     assert bl.parse_threshold(0) == 0.0
     for bad in ("abc", "-1", "nan", ""):
-        with pytest.raises(InputSpecError, match="--max-regression"):
+        with pytest.raises(InputSpecError, match="threshold_pct") as e:
             bl.parse_threshold(bad)
+        assert e.value.format("cli").startswith(f"--max-regression '{bad}'")
 
 
 # ------------------------------------------------------------------------------ bug

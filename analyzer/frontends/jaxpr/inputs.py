@@ -15,7 +15,7 @@ import re
 import sys
 from typing import Any, Callable, Mapping
 
-from analyzer.errors import InputSpecError, ModelLoadError, ShapeError
+from analyzer.errors import Hint, InputSpecError, ModelLoadError, ShapeError
 from analyzer.ir.graph import DTYPE_BITS
 
 # ----------------------------------------------------------------------------- dtypes and specs
@@ -57,22 +57,24 @@ def parse_spec(text: str, name: str = "") -> "Any":
     import jax
     import jax.numpy as jnp
 
-    where = f"--input {name}={text}" if name else f"spec '{text}'"
+    where, hints = ("{inputs}", (Hint("inputs", {name: text}),)) if name else (f"spec '{text}'", ())
     m = _SPEC_RE.match(text)
     if m is None:
         if re.fullmatch(r"\s*\d+(\s*x\s*\d+)*\s*", text):
             dims = tuple(int(d) for d in text.split("x"))
             return jax.ShapeDtypeStruct(dims, jnp.float32)
         raise InputSpecError(f"{where}: expected DTYPE[d0,d1,...] such as f32[8,224], bf16[2,16,64] "
-                             f"or i32[] (a scalar)")
+                             f"or i32[] (a scalar)", hints=hints)
     dt, body = m.group(1), m.group(2).strip()
     ir = SPEC_DTYPES.get(dt.lower(), dt.lower() if dt.lower() in DTYPE_BITS else None)
     if ir is None:
-        raise InputSpecError(f"{where}: unknown dtype '{dt}'; use one of {', '.join(SPEC_DTYPES)}")
+        raise InputSpecError(f"{where}: unknown dtype '{dt}'; use one of {', '.join(SPEC_DTYPES)}",
+                             hints=hints)
     try:
         dims = tuple(int(d) for d in body.split(",")) if body else ()
     except ValueError:
-        raise InputSpecError(f"{where}: dims must be integers separated by commas") from None
+        raise InputSpecError(f"{where}: dims must be integers separated by commas",
+                             hints=hints) from None
     return jax.ShapeDtypeStruct(dims, jnp.dtype(_IR_TO_NP.get(ir, ir)))
 
 
@@ -146,8 +148,9 @@ def bind_inputs(fn: Callable, inputs: Mapping[str, str] | None,
                 args.append(value)
                 continue
             if p.default is p.empty:
-                raise InputSpecError(f"missing --input for parameter '{p.name}' of "
-                                     f"{getattr(fn, '__name__', 'the function')}")
+                raise InputSpecError(f"missing {{inputs}} for parameter '{p.name}' of "
+                                     f"{getattr(fn, '__name__', 'the function')}",
+                                     hints=(Hint("inputs"),))
             positional_open = False  # later positionals go by keyword
             continue
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
@@ -155,7 +158,8 @@ def bind_inputs(fn: Callable, inputs: Mapping[str, str] | None,
         if given:
             kwargs[p.name] = value
         elif p.default is p.empty:
-            raise InputSpecError(f"missing --input for parameter '{p.name}'")
+            raise InputSpecError(f"missing {{inputs}} for parameter '{p.name}'",
+                                 hints=(Hint("inputs"),))
     for k in list(inputs) + list(static_kwargs):   # extra names through **kwargs
         if k not in params:
             kwargs[k] = parse_spec(inputs[k], k) if k in inputs else static_kwargs[k]
@@ -185,9 +189,11 @@ def load_program(target: str, inputs: Mapping[str, str] | None = None,
         try:
             static = json.loads(kwargs_json)
         except json.JSONDecodeError as e:
-            raise InputSpecError(f"--kwargs-json: not valid JSON ({e.msg} at column {e.colno})") from None
+            raise InputSpecError(f"{{kwargs_json}}: not valid JSON ({e.msg} at column {e.colno})",
+                                 hints=(Hint("kwargs_json"),)) from None
         if not isinstance(static, dict):
-            raise InputSpecError("--kwargs-json: expected a JSON object such as '{\"train\": false}'")
+            raise InputSpecError("{kwargs_json}: expected a JSON object such as '{\"train\": false}'",
+                                 hints=(Hint("kwargs_json"),))
     fn = load_target(target)
     args, kwargs = bind_inputs(fn, inputs, static)
     bound = {k: v for k, v in kwargs.items() if k in static}

@@ -21,7 +21,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from analyzer.errors import InputSpecError, ModelLoadError, ShapeError
+from analyzer.errors import Hint, InputSpecError, ModelLoadError, ShapeError
 from analyzer.ir.graph import Graph, merge_specs
 from analyzer.ir import dims as dim_expr
 from analyzer.frontends.onnx import fold
@@ -132,7 +132,8 @@ def bind_inputs(m: onnx.ModelProto, inputs: Mapping[str, Any] | None,
     for name, shape in (inputs or {}).items():
         if name not in by_name:
             raise InputSpecError(
-                f"--input names '{name}', but the model's inputs are: {', '.join(by_name) or 'none'}")
+                f"{{inputs}} names '{name}', but the model's inputs are: "
+                f"{', '.join(by_name) or 'none'}", hints=(Hint("inputs"),))
         if isinstance(shape, str):
             shape = parse_shape(shape, name)
         shape = tuple(shape)
@@ -141,7 +142,7 @@ def bind_inputs(m: onnx.ModelProto, inputs: Mapping[str, Any] | None,
         if len(old) and len(old) != len(shape):
             raise InputSpecError(
                 f"input '{name}' has rank {len(old)} {_dims_of(by_name[name])}, "
-                f"but --input gives {len(shape)} dims {list(shape)}")
+                f"but {{inputs}} gives {len(shape)} dims {list(shape)}", hints=(Hint("inputs"),))
         for d_old, v in zip(old, shape):
             if isinstance(v, int) and d_old.HasField("dim_param") and d_old.dim_param:
                 bound[d_old.dim_param] = v
@@ -158,11 +159,13 @@ def bind_inputs(m: onnx.ModelProto, inputs: Mapping[str, Any] | None,
         known = {d.dim_param for vi in real for d in vi.type.tensor_type.shape.dim if d.dim_param}
         for k, v in dims.items():
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise InputSpecError(f"--dim {k}={v}: the value must be a non-negative integer")
+                raise InputSpecError("{dims}: the value must be a non-negative integer",
+                                     hints=(Hint("dims", {k: v}),))
             if k not in known:
                 raise InputSpecError(
-                    f"--dim names '{k}', but the model's symbolic dims are: "
-                    f"{', '.join(sorted(known)) or 'none (all input dims are fixed)'}")
+                    f"{{dims}} names '{k}', but the model's symbolic dims are: "
+                    f"{', '.join(sorted(known)) or 'none (all input dims are fixed)'}",
+                    hints=(Hint("dims"),))
         for vi in real:
             for d in vi.type.tensor_type.shape.dim:
                 if d.dim_param in dims:
@@ -198,28 +201,30 @@ def bind_values(m: onnx.ModelProto, values: Mapping[str, Any] | None) -> dict[st
     for name, v in values.items():
         vi = real.get(name)
         if vi is None:
-            raise InputSpecError(f"--value names '{name}', but the model's inputs are: "
-                                 f"{', '.join(real) or 'none'}")
+            raise InputSpecError(f"{{values}} names '{name}', but the model's inputs are: "
+                                 f"{', '.join(real) or 'none'}", hints=(Hint("values"),))
         t = vi.type.tensor_type
         dtype = fold.NP_DTYPES.get(DTYPES.get(t.elem_type, ""))
         if dtype is None:
-            raise InputSpecError(f"--value {name}: input '{name}' is {DTYPES.get(t.elem_type, '?')}, "
-                                 f"not a numeric tensor")
+            raise InputSpecError(f"{{values}}: input '{name}' is {DTYPES.get(t.elem_type, '?')}, "
+                                 f"not a numeric tensor", hints=(Hint("values", name),))
         flat = [v] if isinstance(v, (int, float)) else list(v)
         try:
             arr = np.asarray(flat, dtype=dtype)
         except (TypeError, ValueError):
-            raise InputSpecError(f"--value {name}={flat}: not {np.dtype(dtype).name} values") from None
+            raise InputSpecError(f"{{values}}: not {np.dtype(dtype).name} values",
+                                 hints=(Hint("values", {name: flat}),)) from None
         dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
         if t.HasField("shape") and not dims:          # a scalar input
             if arr.size != 1:
-                raise InputSpecError(f"--value {name}: the input is a scalar, but {arr.size} values "
-                                     f"were given")
+                raise InputSpecError(f"{{values}}: the input is a scalar, but {arr.size} values "
+                                     f"were given", hints=(Hint("values", name),))
             arr = arr.reshape(())
         elif t.HasField("shape") and None not in dims:
             if arr.size != int(np.prod(dims)):
-                raise InputSpecError(f"--value {name}: the input has shape {dims} "
-                                     f"({int(np.prod(dims))} values), but {arr.size} were given")
+                raise InputSpecError(f"{{values}}: the input has shape {dims} "
+                                     f"({int(np.prod(dims))} values), but {arr.size} were given",
+                                     hints=(Hint("values", name),))
             arr = arr.reshape(dims)
         g.initializer.append(numpy_helper.from_array(arr, name=name))
         keep = [x for x in g.input if x.name != name]

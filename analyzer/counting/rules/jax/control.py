@@ -12,7 +12,7 @@ sub-graphs the frontend built from their jaxprs (``body``; ``cond`` and ``body``
 from __future__ import annotations
 
 from analyzer.counting.cost import Plan, register
-from analyzer.errors import ShapeError
+from analyzer.errors import Hint, ShapeError
 
 D = "jax"
 
@@ -30,7 +30,8 @@ def while_(ins, outs, *, trip_count=None, trip_source="", _options=None, **_):
         n, how = int(_options.loop_trips), f"trip count {_options.loop_trips} from loop_trips"
     else:
         raise ShapeError(f"while loop trip count is not static ({trip_source}); pass "
-                         f"loop_trips=N to analyze_jax")
+                         f"{{loop_trips}} to cost its body N times",
+                         hints=(Hint("loop_trips", "N"),))
     return Plan(run=(("cond", n + 1), ("body", n)), note=f"while: {how}")
 
 

@@ -4,7 +4,7 @@ whose nodes the engine lists as ``parent/child`` rows scaled by how often they r
 - ``If``: a constant condition (folded from constants) runs its branch; otherwise the
   costlier branch (more FLOPs, then more bytes) is costed and the report says so.
 - ``Loop``: the trip count ``M`` when it is a constant; a constant-false initial
-  condition runs 0 times; otherwise ``loop_trips`` (``--loop-trips N``) or a clear error.
+  condition runs 0 times; otherwise the ``loop_trips`` option or a clear error.
   A loop that may stop early on its condition is costed at ``M`` trips (an upper bound).
 - ``Scan``: the length of the scanned axis of the first scan input (opset 9+); opset 8's
   batched form runs the body batch x sequence times.
@@ -25,8 +25,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from analyzer.counting.cost import Plan, register
-from analyzer.errors import ShapeError
+from analyzer.errors import Hint, ShapeError
 from analyzer.counting.provenance import describe_value
+
+_TRIPS = (Hint("loop_trips", "N"),)  # what a loop whose trip count is not a constant asks for
 
 # backward pass ~= this many times the forward work (digest 001, rule of thumb)
 BACKWARD_OVER_FORWARD = 2
@@ -73,12 +75,12 @@ def loop(ins, outs, *, _values=(), _options=None, _graph=None, _node=None, **_):
                              f"(one slice per iteration; M is not a constant)")
     trips = getattr(_options, "loop_trips", None)
     if trips is not None:
-        return Plan(run=(("body", int(trips)),), note=f"trip count {trips} from --loop-trips")
+        return Plan(run=(("body", int(trips)),), note=f"trip count {trips} from loop_trips")
     if _node is not None and _node.inputs and _node.inputs[0]:
         what = f"the Loop's trip count M = {describe_value(_graph, _node.inputs[0])} is not a constant"
     else:
         what = "the Loop has no trip count M: it runs until its condition turns false at run time"
-    raise ShapeError(f"{what}; pass --loop-trips N (library: loop_trips=N) to cost its body N times")
+    raise ShapeError(f"{what}; pass {{loop_trips}} to cost its body N times", hints=_TRIPS)
 
 
 @register("SequenceMap", io="control")
@@ -89,10 +91,10 @@ def sequence_map(ins, outs, *, _options=None, _graph=None, _node=None, **_):
         return Plan(run=(("body", len(el)),), note=f"{len(el)} iterations (one per element of '{seq}')")
     trips = getattr(_options, "loop_trips", None)
     if trips is not None:
-        return Plan(run=(("body", int(trips)),), note=f"{trips} iterations from --loop-trips")
+        return Plan(run=(("body", int(trips)),), note=f"{trips} iterations from loop_trips")
     raise ShapeError(f"the number of elements of sequence {describe_value(_graph, seq)} is only "
-                     f"known at run time; pass --loop-trips N (library: loop_trips=N) to cost "
-                     f"the body N times")
+                     f"known at run time; pass {{loop_trips}} to cost the body N times",
+                     hints=_TRIPS)
 
 
 def forward_nodes(graph, xs, y: str) -> list:
