@@ -14,4 +14,6 @@ __all__ = [
     "GraphError", "HardwareError", "InputSpecError", "ModelLoadError", "ShapeError", "UnboundDimError",
     "Hint", "InternalError",
 ]
-__version__ = "0.1.0"
+from analyzer.version import VERSION
+
+__version__ = VERSION

@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Sequence
 
-import numpy as np
-
 from analyzer.prediction.kernels import BOUNDS
 
 
@@ -97,12 +95,6 @@ class Prediction:
         """The ``k`` layers with the largest predicted time."""
         return sorted(self.nodes, key=lambda n: -n.time_s)[:k]
 
-    def summary_line(self) -> str:
-        from analyzer.render.formats import human_time
-
-        shares = ", ".join(f"{b} {100 * s:.0f}%" for b, s in self.bound_share.items() if s > 0)
-        return (f"latency on {self.hardware} ({self.precision}, {self.runtime}, {self.provenance}): "
-                f"{human_time(self.latency_s)} [{shares}]")
 
 
 def _profiles(hw: str | Sequence[str]) -> list:

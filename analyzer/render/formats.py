@@ -30,6 +30,13 @@ def human(n: float, unit: str = "", base: int = 1000) -> str:
     return f"{x:.3g} {prefixes[i]}{unit}"
 
 
+def prediction_line(p) -> str:
+    """'latency on a100-80gb-sxm (fp32, kernel, architecture constants): 1.2 ms [memory 60%, ...]'."""
+    shares = ", ".join(f"{b} {100 * s:.0f}%" for b, s in p.bound_share.items() if s > 0)
+    return (f"latency on {p.hardware} ({p.precision}, {p.runtime}, {p.provenance}): "
+            f"{human_time(p.latency_s)} [{shares}]")
+
+
 def human_time(s: float) -> str:
     if s >= 1:
         return f"{s:.3g} s"
@@ -171,7 +178,7 @@ def render_table(report: Report, *, top: int | None = None, width: int | None = 
     for k, v in _summary_pairs(report):
         console.print(f"{k}: {v}", highlight=False, markup=False)
     for p in report.predictions:
-        console.print(p.summary_line(), highlight=False, markup=False)
+        console.print(prediction_line(p), highlight=False, markup=False)
     if report.predictions:
         console.print("per-layer time columns: predicted time, bound (C compute, M memory, "
                       "O launch overhead), share of the model's latency", highlight=False, markup=False)

@@ -24,12 +24,12 @@ KIND = "opcost-baseline"
 
 def to_baseline(report) -> dict[str, Any]:
     """The baseline document of ``report`` (exact counts, float times)."""
-    from analyzer import __version__
+    from analyzer.version import VERSION
 
     return {
         "kind": KIND,
         "schema_version": BASELINE_VERSION,
-        "opcost_version": __version__,
+        "opcost_version": VERSION,
         "model": {k: report.model.get(k) for k in ("path", "format", "inputs", "outputs", "dims")},
         "totals": report.totals.to_dict(),
         "nodes": {n.name: {"op": n.op, **n.cost.to_dict()} for n in report.nodes if n.status != "folded"},

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from analyzer.counting.cost import COUNT_FIELDS, Cost, lookup
 from analyzer.counting.engine import COSTED, FOLDED, NodeCost
 from analyzer.errors import CheckFailed, Hint
 
-if TYPE_CHECKING:
-    from analyzer.prediction.predict import NodePrediction, Prediction
-    from analyzer.report.baseline import Comparison
+# The prediction and baseline types, by name only: the report stage holds their values but does
+# not import the stages that produce them (analyzer.prediction.predict, analyzer.report.baseline).
+Prediction = NodePrediction = Comparison = Any
 
 SCHEMA_VERSION = 1
 
