@@ -207,9 +207,9 @@ def fit_class(F, B, t, peak: float, bw: float) -> dict[str, float]:
     tmin = float(t.min())
 
     def unpack(x):
-        floor = tmin * (1 / (1 + math.exp(-x[0])))            # 0 .. smallest time
-        e_c = min(max(math.exp(x[1]), 1e-4), 4.0)
-        e_bw = min(max(math.exp(x[2]), 0.02), 8.0)
+        floor = tmin / (1 + math.exp(min(max(-x[0], -50.0), 50.0)))   # 0 .. smallest time
+        e_c = min(max(math.exp(min(max(x[1], -20.0), 5.0)), 1e-4), 4.0)
+        e_bw = min(max(math.exp(min(max(x[2], -20.0), 5.0)), 0.02), 8.0)
         b_half = bmin * math.tanh(x[3]) if x[3] < 0 else bmin * math.expm1(min(x[3], 12.0))
         return floor, e_c, e_bw, b_half
 
