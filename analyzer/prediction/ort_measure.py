@@ -145,12 +145,16 @@ def _quantile(v, q: float) -> float:
 def _join(node_s: dict[str, float], node_op: dict[str, str], fused) -> tuple[dict, dict]:
     names = [n.name for n in fused.graph.node]
     known = set(names)
+    # the layout transformer names a rewritten kernel after its node *or* its output tensor
+    by_output = {o: n.name for n in fused.graph.node for o in n.output if o}
     by: dict[str, float] = {n: 0.0 for n in names}
     unmatched: dict[str, float] = {}
     for k, t in node_s.items():
         base = k[: -len("_nchwc")] if k.endswith("_nchwc") else k
         if base in known:
             by[base] += t
+        elif base in by_output:
+            by[by_output[base]] += t
         else:
             unmatched[k] = t
     return by, unmatched
