@@ -1,0 +1,229 @@
+"""What onnxruntime actually runs: its own fused graph, and how it maps back to the user's nodes.
+
+``fused_graph(model, level)`` opens an ``InferenceSession`` with
+``SessionOptions.optimized_model_filepath`` set and returns the model onnxruntime saved: its own
+record of the fusions it applied (Conv+BatchNormalization folded, Conv+activation -> FusedConv,
+MatMul+Add -> Gemm, LayerNorm/GELU/attention fusions, constant folding of shape subgraphs, ...).
+
+Which level is saved, and why
+-----------------------------
+onnxruntime's default session level is ``ORT_ENABLE_ALL`` (99). On the CPU provider, ALL is
+EXTENDED (2) plus the *layout* level (3), whose only CPU transformer today is the
+``NchwcTransformer``: it rewrites 4-D convolutions and pools into ``com.microsoft.nchwc``
+ops (``Conv``, ``MaxPool``, ``GlobalAveragePool``, ...) with ``ReorderInput``/``ReorderOutput``
+between the blocked layout and NCHW. Those are a memory-layout choice of the same kernels, not a
+different set of fused kernels: opcost has no rules for the blocked layout (their outputs have no
+ONNX shape), and onnxruntime itself warns that the serialized ALL graph "should only be used in
+the same environment". So ``level="default"`` (and ``"all"``) *saves* at EXTENDED: the fused kernel
+set of the default session, in plain ONNX + ``com.microsoft`` contrib ops that opcost counts.
+The layout's cost (blocked kernels are faster; reorders at the boundaries) is what the CPU
+calibration measures, because calibration sessions run at the level the user's session uses.
+
+``fusion_map(original, fused)`` joins fused kernels back to original node names through the tensor
+names onnxruntime keeps on fusion boundaries: a fused node's output tensors are the outputs of
+the last original node it replaced, and its inputs are tensors that still exist in the fused
+graph. Walking the original graph backwards from a fused node's outputs, stopping at any tensor
+the fused graph still has (its inputs, other kernels' outputs, graph inputs, initializers),
+collects exactly the original nodes it replaced. Original nodes no fused node claims were
+removed (Identity, Dropout, constant-folded shape arithmetic); ``unmapped`` lists them.
+
+Models whose external weight files are absent (the test fixtures ship graphs only) are given
+deterministic random weights of the declared shapes (``with_weights``) so onnxruntime can load
+them; the fused graph is returned without its weight *values* mattering to opcost (it counts
+shapes and dtypes).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from analyzer.errors import AnalyzerError, ModelLoadError
+
+LEVELS = ("default", "all", "extended", "basic", "off")
+
+
+class RuntimeMissingError(AnalyzerError):
+    """onnxruntime (the optional ``measure`` extra) is not installed."""
+
+
+def import_ort():
+    """onnxruntime, imported lazily; a clear AnalyzerError when the optional extra is missing."""
+    try:
+        import onnxruntime  # noqa: PLC0415
+    except ImportError:
+        raise RuntimeMissingError(
+            "onnxruntime is not installed; install the optional extra: pip install 'opcost[measure]'"
+        ) from None
+    return onnxruntime
+
+
+def ort_level(level: str, *, for_saving: bool = False):
+    """The ``GraphOptimizationLevel`` of ``level``; ``for_saving`` maps default/all to EXTENDED."""
+    ort = import_ort()
+    L = ort.GraphOptimizationLevel
+    table = {"default": L.ORT_ENABLE_ALL, "all": L.ORT_ENABLE_ALL, "extended": L.ORT_ENABLE_EXTENDED,
+             "basic": L.ORT_ENABLE_BASIC, "off": L.ORT_DISABLE_ALL}
+    if level not in table:
+        raise AnalyzerError(f"unknown onnxruntime optimization level '{level}' (use one of {', '.join(LEVELS)})")
+    if for_saving and level in ("default", "all"):
+        return L.ORT_ENABLE_EXTENDED
+    return table[level]
+
+
+def session_options(level: str = "default", threads: int | None = None, *, for_saving: bool = False):
+    ort = import_ort()
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort_level(level, for_saving=for_saving)
+    so.intra_op_num_threads = int(threads or os.cpu_count() or 1)
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    return so
+
+
+def load_model(model: Any):
+    """An ``onnx.ModelProto`` from a path, bytes or proto (external data read when present)."""
+    import onnx
+
+    if isinstance(model, onnx.ModelProto):
+        return model
+    try:
+        if isinstance(model, (bytes, bytearray)):
+            return onnx.load_from_string(bytes(model))
+        p = Path(model)
+        proto = onnx.load(str(p), load_external_data=False)
+        try:
+            from onnx.external_data_helper import load_external_data_for_model
+            load_external_data_for_model(proto, str(p.parent))
+        except (OSError, ValueError, onnx.checker.ValidationError):
+            pass  # weights absent: with_weights fills them
+        return proto
+    except (OSError, onnx.onnx_cpp2py_export.checker.ValidationError) as e:  # type: ignore[attr-defined]
+        raise ModelLoadError(f"cannot load ONNX model '{model}': {e}") from None
+    except Exception as e:  # protobuf DecodeError and friends
+        raise ModelLoadError(f"cannot load ONNX model '{model}': {e}") from None
+
+
+def with_weights(model: Any, seed: int = 0):
+    """A copy of ``model`` whose initializers all hold data: external tensors whose file is absent
+    get deterministic random values (float: N(0, 0.02); integer: zeros) of their declared shape."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    proto = load_model(model)
+    missing = [t for t in proto.graph.initializer
+               if t.data_location == onnx.TensorProto.EXTERNAL]
+    if not missing:
+        return proto
+    out = onnx.ModelProto()
+    out.CopyFrom(proto)
+    rng = np.random.default_rng(seed)
+    for t in out.graph.initializer:
+        if t.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(t.data_type)
+        shape = tuple(t.dims)
+        if np.issubdtype(dtype, np.floating):
+            arr = (rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(dtype)
+        else:
+            arr = np.zeros(shape, dtype=dtype)
+        new = numpy_helper.from_array(arr, t.name)
+        t.Clear()
+        t.CopyFrom(new)
+    return out
+
+
+def model_bytes(model: Any) -> bytes:
+    return with_weights(model).SerializeToString()
+
+
+def fused_graph(model: Any, level: str = "default", threads: int | None = None):
+    """The graph onnxruntime's CPU provider runs for ``model`` at ``level`` (an ``onnx.ModelProto``).
+
+    ``level``: the session's ``graph_optimization_level``: "default"/"all" (onnxruntime's default,
+    saved at EXTENDED: see the module docstring), "extended", "basic", "off".
+    Nodes without a name are given ``<op>_<index>`` so every kernel has a unique name.
+    """
+    import onnx
+
+    ort = import_ort()
+    data = model_bytes(model)
+    so = session_options(level, threads, for_saving=True)
+    with tempfile.TemporaryDirectory(prefix="opcost-ort-") as tmp:
+        path = os.path.join(tmp, "optimized.onnx")
+        so.optimized_model_filepath = path
+        try:
+            ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+        except Exception as e:  # onnxruntime raises its own exception types
+            raise ModelLoadError(f"onnxruntime cannot load the model: {e}") from None
+        fused = onnx.load(path)
+    seen: set[str] = set()
+    for i, n in enumerate(fused.graph.node):
+        if not n.name or n.name in seen:
+            n.name = f"{n.op_type}_{i}"
+        seen.add(n.name)
+    return fused
+
+
+def _tensor_names(graph) -> set[str]:
+    names = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    for n in graph.node:
+        names.update(x for x in n.input if x)
+        names.update(x for x in n.output if x)
+    return names
+
+
+def fusion_map(original: Any, fused: Any) -> dict[str, list[str]]:
+    """``{fused node name: [original node names it replaced]}`` from the tensor names onnxruntime
+    keeps on fusion boundaries (see the module docstring). Original nodes are listed in graph
+    order; each belongs to at most one fused node. A fused node whose outputs are all new
+    tensors (e.g. a layout or cast node onnxruntime inserted) maps to ``[]``, unless an original
+    node of the same name exists."""
+    orig = load_model(original).graph
+    fg = fused.graph if hasattr(fused, "graph") else load_model(fused).graph
+    producer: dict[str, int] = {}
+    for i, n in enumerate(orig.node):
+        for o in n.output:
+            if o:
+                producer[o] = i
+    orig_names = {n.name: i for i, n in enumerate(orig.node) if n.name}
+    fused_tensors = _tensor_names(fg)
+    claimed: dict[int, str] = {}
+    out: dict[str, list[str]] = {}
+    for fn in fg.node:
+        stop = set(x for x in fn.input if x)
+        mine: set[int] = set()
+        stack = [o for o in fn.output if o in producer]
+        seen_t: set[str] = set()
+        while stack:
+            t = stack.pop()
+            if t in seen_t:
+                continue
+            seen_t.add(t)
+            i = producer.get(t)
+            if i is None or i in mine or i in claimed:
+                continue
+            mine.add(i)
+            for x in orig.node[i].input:
+                if not x or x in stop:
+                    continue
+                if x in fused_tensors and x not in fn.output:
+                    continue  # a tensor the fused graph still has: a boundary
+                stack.append(x)
+        if not mine and fn.name in orig_names and orig_names[fn.name] not in claimed:
+            mine.add(orig_names[fn.name])
+        for i in mine:
+            claimed[i] = fn.name
+        out[fn.name] = [orig.node[i].name or f"{orig.node[i].op_type}_{i}" for i in sorted(mine)]
+    return out
+
+
+def unmapped(original: Any, fmap: dict[str, list[str]]) -> list[str]:
+    """Original node names no fused kernel claims (removed or folded by onnxruntime)."""
+    orig = load_model(original).graph
+    got = {x for v in fmap.values() for x in v}
+    names = [n.name or f"{n.op_type}_{i}" for i, n in enumerate(orig.node)]
+    return [x for x in names if x not in got]

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""CPU accuracy of opcost's calibrated onnxruntime predictions (no model is ever calibrated on).
+
+    PYTHONPATH=$PWD python bench/accuracy_cpu.py [--profile P.json] [--threads 1,2]
+        [--levels default,off] [--q 0.5] [--out bench/results/accuracy_cpu_<date>]
+
+1. calibrate once per thread count (synthetic single-op models only; or load ``--profile``
+   JSON written by an earlier run, one per thread count: ``--profile 1=a.json,2=b.json``);
+2. for every evaluated model and session level: fused graph (``ort_graph.fused_graph``) ->
+   opcost counts (``analyzer.analyze``) -> ``cpu_model.predict_cpu_latency``; measured with
+   ``ort_measure.measure`` (same threads and level);
+3. prints and writes per model predicted vs measured ms, error %, and overall MAPE, share within
+   +-10 % / +-20 %, bias, node-level Spearman (predicted kernel time without dispatch vs
+   onnxruntime's profiled kernel time, per fused kernel, pooled per model then averaged).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import glob
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+TORCH = ["resnet18", "mobilenet_v2", "efficientnet_b0", "convnext_tiny", "bert", "gpt2", "vit"]
+
+
+def models() -> list[str]:
+    out = sorted(glob.glob(os.path.join(ROOT, "samples", "*.onnx")))
+    out += [os.path.join(ROOT, "tests", "fixtures", "torch", f"{m}.onnx") for m in TORCH]
+    out += sorted(p for p in glob.glob(os.path.join(ROOT, "tests", "fixtures", "ort", "*.onnx"))
+                  if not any(q in os.path.basename(p) for q in ("int4", "qop", "qdyn")))
+    out += sorted(glob.glob(os.path.join(ROOT, "samples", "cpu_models", "*.onnx")))
+    return [p for p in out if os.path.exists(p)]
+
+
+def sym_dims(proto) -> dict[str, int]:
+    d = {}
+    for i in proto.graph.input:
+        for x in i.type.tensor_type.shape.dim:
+            if x.dim_param:
+                d[x.dim_param] = 1
+    return d
+
+
+def evaluate(path, doc, threads, level, q, runs):
+    import onnx
+
+    from analyzer import analyze
+    from analyzer.prediction import cpu_model
+    from analyzer.prediction.ort_graph import fused_graph
+    from analyzer.prediction.ort_measure import measure
+
+    proto = onnx.load(path, load_external_data=False)
+    dims = sym_dims(proto)
+    fused = fused_graph(path, level, threads)
+    rep = analyze(fused, dims=dims or None)
+    nodes = list(rep.nodes)
+    pred = cpu_model.predict_cpu_latency(nodes, doc)
+    per = cpu_model.predict_cpu(nodes, doc, include_dispatch=False)
+    m = measure(path, threads=threads, level=level, runs=runs, dims=dims, fused=fused, q=q)
+    pk, mk = [], []
+    for n, p in zip(nodes, per):
+        t = m.by_fused.get(n.name)
+        if t:
+            pk.append(p)
+            mk.append(t)
+    rho = cpu_model.spearman(pk, mk) if len(pk) >= 3 else float("nan")
+    return {"model": os.path.relpath(path, ROOT), "kernels": len(nodes),
+            "predicted_ms": pred * 1e3, "measured_ms": m.latency_s * 1e3,
+            "error_pct": (pred - m.latency_s) / m.latency_s * 100, "spearman": rho,
+            "joined_kernels": len(pk), "uncosted": [n.name for n in nodes if n.status == "uncosted"]}
+
+
+def summary(rows):
+    e = np.array([r["error_pct"] for r in rows])
+    rho = np.array([r["spearman"] for r in rows if np.isfinite(r["spearman"])])
+    return {"models": len(rows), "mape_pct": float(np.mean(np.abs(e))),
+            "within_10_pct": float(np.mean(np.abs(e) <= 10) * 100),
+            "within_20_pct": float(np.mean(np.abs(e) <= 20) * 100),
+            "bias_pct": float(np.mean(e)),
+            "median_node_spearman": float(np.median(rho)) if len(rho) else float("nan"),
+            "mean_node_spearman": float(np.mean(rho)) if len(rho) else float("nan")}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--levels", default="default,off")
+    ap.add_argument("--profile", default="", help="N=path.json[,N=path.json]: reuse calibrations")
+    ap.add_argument("--q", type=float, default=0.5, help="quantile over runs (0.5 = medians)")
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--only", default="", help="comma-separated substrings of model paths")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
+                                                  f"accuracy_cpu_{datetime.date.today().isoformat()}"))
+    a = ap.parse_args(argv)
+    from analyzer.prediction.calibrate import calibrate
+
+    threads = [int(x) for x in a.threads.split(",")]
+    given = dict(x.split("=", 1) for x in a.profile.split(",") if x)
+    docs, cal_s = {}, {}
+    for t in threads:
+        if str(t) in given:
+            with open(given[str(t)]) as f:
+                docs[t] = json.load(f)
+            cal_s[t] = docs[t]["calibration"].get("seconds")
+        else:
+            t0 = time.perf_counter()
+            docs[t] = calibrate(threads=t, q=a.q)
+            cal_s[t] = time.perf_counter() - t0
+            os.makedirs(os.path.dirname(a.out), exist_ok=True)
+            with open(f"{a.out}_profile_{t}t.json", "w") as f:
+                json.dump(docs[t], f, indent=1)
+        print(f"calibration {t} thread(s): {cal_s[t]:.1f} s", flush=True)
+    ms = [p for p in models() if not a.only or any(s in p for s in a.only.split(","))]
+    results = {"date": datetime.date.today().isoformat(), "quantile": a.q,
+               "calibration_seconds": cal_s,
+               "calibrated_on": "synthetic single-op models only (none of the evaluated models)",
+               "configs": []}
+    for level in a.levels.split(","):
+        for t in threads:
+            rows = []
+            for p in ms:
+                try:
+                    r = evaluate(p, docs[t], t, level, a.q, a.runs)
+                except Exception as e:  # keep going: report the failure
+                    print(f"  {os.path.relpath(p, ROOT)}: FAILED {type(e).__name__}: {e}", flush=True)
+                    continue
+                rows.append(r)
+                print(f"  [{level} {t}t] {r['model']:<45} pred {r['predicted_ms']:9.3f} ms  "
+                      f"meas {r['measured_ms']:9.3f} ms  err {r['error_pct']:+6.1f}%  "
+                      f"rho {r['spearman']:.2f}", flush=True)
+            s = summary(rows)
+            print(f"[{level} {t}t] {json.dumps(s)}", flush=True)
+            results["configs"].append({"level": level, "threads": t, "summary": s, "rows": rows})
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    with open(a.out + ".json", "w") as f:
+        json.dump(results, f, indent=1)
+    with open(a.out + ".md", "w") as f:
+        f.write(markdown(results, " ".join(sys.argv)))
+    print("wrote", a.out + ".md")
+
+
+def markdown(res, cmd):
+    L = [f"# CPU accuracy (onnxruntime) {res['date']}", "",
+         f"Command: `PYTHONPATH=$PWD python {cmd}`", "",
+         f"Calibration: {res['calibrated_on']}; seconds per thread count: "
+         f"{ {k: round(v or 0, 1) for k, v in res['calibration_seconds'].items()} }; quantile over runs: {res['quantile']}.",
+         ""]
+    L += ["| level | threads | models | MAPE % | within 10 % | within 20 % | bias % | node Spearman (median) |",
+          "|---|---|---|---|---|---|---|---|"]
+    for c in res["configs"]:
+        s = c["summary"]
+        L.append(f"| {c['level']} | {c['threads']} | {s['models']} | {s['mape_pct']:.1f} | "
+                 f"{s['within_10_pct']:.0f} | {s['within_20_pct']:.0f} | {s['bias_pct']:+.1f} | "
+                 f"{s['median_node_spearman']:.2f} |")
+    for c in res["configs"]:
+        L += ["", f"## level {c['level']}, {c['threads']} thread(s)", "",
+              "| model | kernels | predicted ms | measured ms | error % | node Spearman |",
+              "|---|---|---|---|---|---|"]
+        for r in c["rows"]:
+            L.append(f"| {r['model']} | {r['kernels']} | {r['predicted_ms']:.3f} | {r['measured_ms']:.3f} | "
+                     f"{r['error_pct']:+.1f} | {r['spearman']:.2f} |")
+    return "\n".join(L) + "\n"
+
+
+if __name__ == "__main__":
+    main()
