@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analyzer.counting import rules as _rules  # noqa: F401  (fills the registry)
-from analyzer.counting.cost import COUNT_FIELDS, Cost, Work, lookup
+from analyzer.counting.cost import COUNT_FIELDS, Cost, RuleContext, Work, lookup
 from analyzer.errors import AnalyzerError, ShapeError, UnboundDimError
 from analyzer.ir.graph import Graph, Node, TensorSpec
 
@@ -198,6 +198,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
     # depend on which tensors were already counted, so they are not memoised.
     memo: dict[tuple, tuple] = {}
     rules: dict[tuple[str, str], object] = {}
+    contexts: dict[str, RuleContext] = {}  # domain -> the context of its (non-control) rules
     if "" in graph.tensors:  # "" names an omitted optional input, never a tensor
         tensors = graph.tensors
         get = lambda x: tensors.get(x) if x else None  # noqa: E731
@@ -227,8 +228,16 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                 if rule is None:
                     work, shape_inputs, io, status = Work(), frozenset(), "data", UNCOSTED
                 else:
-                    work = rule.fn(ins, outs, _options=opts,
-                                   _opset=opsets.get(node.domain, 0) or _DEFAULT_OPSET, **node.attrs)
+                    ctx = contexts.get(node.domain)
+                    if ctx is None:
+                        ctx = contexts[node.domain] = RuleContext(
+                            opsets.get(node.domain, 0) or _DEFAULT_OPSET, opts)
+                    attrs = node.attrs
+                    if attrs:  # only the attributes the rule declares
+                        take = rule.attrs
+                        work = rule.fn(ins, outs, ctx, **{k: v for k, v in attrs.items() if k in take})
+                    else:
+                        work = rule.fn(ins, outs, ctx)
                     shape_inputs, io, status = rule.shape_inputs, rule.io, COSTED
                 cost, by_dtype = _bytes(node, ins, outs, work, shape_inputs, io, constants)
                 held_params = 0
@@ -311,7 +320,9 @@ def _params(node: Node, ins, cidx: tuple[int, ...], counted: set[str], override,
 def _control(graph, node, name, rule, ins, outs, times, counted, out, opts):
     """A control-flow node: its own (usually empty) work, then its sub-graphs' rows."""
     values = tuple(graph.values.get(x) if x else None for x in node.inputs)
-    plan = rule.fn(ins, outs, _values=values, _options=opts, _graph=graph, _node=node, **node.attrs)
+    ctx = RuleContext(graph.opsets.get(node.domain, 0) or _DEFAULT_OPSET, opts, values, graph, node)
+    take = rule.attrs
+    plan = rule.fn(ins, outs, ctx, **{k: v for k, v in node.attrs.items() if k in take})
     runs = list(plan.run)
     note = plan.note
     if plan.costlier_of:

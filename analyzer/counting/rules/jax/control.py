@@ -18,16 +18,16 @@ D = "jax"
 
 
 @register("scan", domain=D, io="control")
-def scan(ins, outs, *, length, **_):
+def scan(ins, outs, ctx, *, length):
     return Plan(run=(("body", int(length)),), note=f"scan: body runs {int(length)} times")
 
 
 @register("while", domain=D, io="control")
-def while_(ins, outs, *, trip_count=None, trip_source="", _options=None, **_):
+def while_(ins, outs, ctx, *, trip_count=None, trip_source=""):
     if trip_count is not None:
         n, how = int(trip_count), f"trip count {trip_count} ({trip_source})"
-    elif _options is not None and _options.loop_trips is not None:
-        n, how = int(_options.loop_trips), f"trip count {_options.loop_trips} from loop_trips"
+    elif ctx.options is not None and ctx.options.loop_trips is not None:
+        n, how = int(ctx.options.loop_trips), f"trip count {ctx.options.loop_trips} from loop_trips"
     else:
         raise ShapeError(f"while loop trip count is not static ({trip_source}); pass "
                          f"loop_trips=N to analyze_jax")
@@ -35,8 +35,8 @@ def while_(ins, outs, *, trip_count=None, trip_source="", _options=None, **_):
 
 
 @register("cond", domain=D, io="control")
-def cond(ins, outs, *, num_branches, _values=(), **_):
-    index = _values[0] if _values else None
+def cond(ins, outs, ctx, *, num_branches):
+    index = ctx.values[0] if ctx.values else None
     if index is not None:
         i = min(max(int(index), 0), num_branches - 1)   # lax.switch clamps its index
         return Plan(run=((f"branch{i}", 1),), note=f"index is the constant {int(index)}: branch{i}")

@@ -18,7 +18,7 @@ D = "jax"
 _INDEX_OPERANDS = range(1, 65)   # dynamic_slice: every operand after the first is a start index
 
 
-def _nothing(ins, outs, **_):
+def _nothing(ins, outs, ctx):
     return Work()
 
 
@@ -33,36 +33,36 @@ register("pad", domain=D, shape_inputs=(1,))(_nothing)
 
 
 @register("iota", "iota_2x32_shape", domain=D)
-def iota(ins, outs, **_):
+def iota(ins, outs, ctx):
     # one index computation per element, like ONNX Range (iota_2x32_shape: the two 32-bit halves
     # of a 64-bit counter, for threefry)
     return Work(vector_flops=sum(o.numel() for o in outs if o is not None))
 
 
 @register("slice", domain=D)
-def slice_(ins, outs, **_):
+def slice_(ins, outs, ctx):
     return Work(reads={0: outs[0].nbytes()})  # a strided copy reads exactly what it keeps
 
 
 @register("dynamic_slice", domain=D, shape_inputs=_INDEX_OPERANDS)
-def dynamic_slice(ins, outs, **_):
+def dynamic_slice(ins, outs, ctx):
     return Work(reads={0: outs[0].nbytes()})
 
 
 @register("dynamic_update_slice", domain=D, shape_inputs=range(2, 66))
-def dynamic_update_slice(ins, outs, **_):
+def dynamic_update_slice(ins, outs, ctx):
     # in place: the update is read and written over the operand's region
     nbytes = ins[1].nbytes()
     return Work(reads={0: 0, 1: nbytes}, writes=nbytes)
 
 
 @register("gather", domain=D)
-def gather(ins, outs, **_):
+def gather(ins, outs, ctx):
     return Work(reads={0: outs[0].nbytes()})  # the gathered slices and the indices
 
 
 def _scatter(combines: bool):
-    def rule(ins, outs, **_):
+    def rule(ins, outs, ctx):
         n = ins[2].numel() if ins[2] is not None else 1   # a literal update is one scalar
         region = n * outs[0].nbytes() // max(outs[0].numel(), 1)  # in the operand's dtype
         # in place: read the updates (and the region, to combine), write the region

@@ -29,7 +29,7 @@ UNCOSTED: dict[tuple[str, str], str] = {
 
 
 def _free(reason: str):
-    def rule(ins, outs, **_):
+    def rule(ins, outs, ctx):
         return Work(note=f"free: {reason}")
 
     return rule

@@ -15,7 +15,7 @@ from analyzer.errors import ShapeError
 
 
 @register("MatMul")
-def matmul(ins, outs, **_):
+def matmul(ins, outs, ctx):
     a, b = ins[0], ins[1]
     # A 1-D A contributes its only dim as K; otherwise K is A's last dim.
     k = a.dim(-1)
@@ -26,7 +26,7 @@ def matmul(ins, outs, **_):
 
 
 @register("Gemm")
-def gemm(ins, outs, *, alpha=1.0, beta=1.0, transA=0, transB=0, **_):
+def gemm(ins, outs, ctx, *, alpha=1.0, beta=1.0, transA=0):  # transB: n comes from the output
     a = ins[0].dims()
     m, k = (a[1], a[0]) if transA else (a[0], a[1])
     n = outs[0].dim(1)
@@ -42,7 +42,7 @@ def gemm(ins, outs, *, alpha=1.0, beta=1.0, transA=0, transB=0, **_):
 
 
 @register("Conv")
-def conv(ins, outs, *, group=1, **_):
+def conv(ins, outs, ctx):  # group: the weight shape already divides the channels
     w = ins[1].dims()  # [M, C/group, k1, k2, ...]
     y = outs[0]
     # each output element: (C/group) * prod(kernel) MACs
@@ -52,7 +52,7 @@ def conv(ins, outs, *, group=1, **_):
 
 
 @register("ConvTranspose")
-def conv_transpose(ins, outs, *, group=1, **_):
+def conv_transpose(ins, outs, ctx):
     x = ins[0]
     w = ins[1].dims()  # [C, M/group, k1, k2, ...]
     # every input element is scattered through (M/group) * prod(kernel) MACs
@@ -90,7 +90,7 @@ def _parse_einsum(equation: str, ranks: list[int]) -> tuple[list[str], str]:
 
 
 @register("Einsum")
-def einsum(ins, outs, *, equation, **_):
+def einsum(ins, outs, ctx, *, equation):
     ranks = [s.rank for s in ins]
     terms, out = _parse_einsum(equation, ranks)
     size: dict[str, int] = {}

@@ -86,7 +86,7 @@ def _upper_bound_writes(outs, bounds) -> tuple[int | None, str | None]:
 
 
 @register("TopK", shape_inputs=(1,))
-def topk(ins, outs, *, axis=-1, sorted=1, **_):
+def topk(ins, outs, ctx, *, axis=-1, sorted=1):
     x = ins[0]
     shape = x.dims()
     ax = _axis(axis, len(shape))
@@ -100,7 +100,7 @@ def topk(ins, outs, *, axis=-1, sorted=1, **_):
 
 
 @register("NonZero")
-def nonzero(ins, outs, **_):
+def nonzero(ins, outs, ctx):
     x = ins[0]
     n = x.numel()
     writes, note = _upper_bound_writes(outs, lambda i: len(x.dims()) * n * 8)
@@ -108,7 +108,7 @@ def nonzero(ins, outs, **_):
 
 
 @register("Unique")
-def unique(ins, outs, **_):
+def unique(ins, outs, ctx):
     x = ins[0]
     n = x.numel()
     writes, note = _upper_bound_writes(outs, lambda i: x.nbytes() if i == 0 else n * 8)
@@ -116,24 +116,24 @@ def unique(ins, outs, **_):
 
 
 @register("Compress")
-def compress(ins, outs, **_):
+def compress(ins, outs, ctx):
     x, cond = ins[0], ins[1]
     writes, note = _upper_bound_writes(outs, lambda i: x.nbytes())
     return Work(vector_flops=cond.numel(), writes=writes, note=note, estimate=note is not None)
 
 
 @register("OneHot", shape_inputs=(1,))
-def one_hot(ins, outs, **_):
+def one_hot(ins, outs, ctx):
     return Work(vector_flops=output(outs).numel())
 
 
 @register("Trilu", shape_inputs=(1,))
-def trilu(ins, outs, **_):
+def trilu(ins, outs, ctx):
     return Work(vector_flops=output(outs).numel())
 
 
 @register("NonMaxSuppression", shape_inputs=(2, 3, 4))
-def non_max_suppression(ins, outs, **_):
+def non_max_suppression(ins, outs, ctx):
     scores = ins[1]
     b, c, n = scores.dims()
     per_class = n * lg(n) + 3 * n + n + 13 * (n * (n - 1) // 2)
@@ -146,20 +146,25 @@ def non_max_suppression(ins, outs, **_):
 # ----------------------------------------------------------------------------- scatter / scan
 
 
-@register("Scatter", "ScatterElements", "ScatterND")
-def scatter(ins, outs, *, reduction="none", **_):
+@register("ScatterElements", "ScatterND")
+def scatter(ins, outs, ctx, *, reduction="none"):
     updates = ins[2]
     return Work(vector_flops=updates.numel() if reduction != "none" else 0)
 
 
+@register("Scatter")
+def scatter_v9(ins, outs, ctx):
+    return Work()  # the deprecated ScatterElements without a reduction: bytes only
+
+
 @register("TensorScatter")
-def tensor_scatter(ins, outs, **_):
+def tensor_scatter(ins, outs, ctx):
     update = ins[1]
     return Work(reads={0: 0}, writes=update.nbytes(), note="in-place cache update: writes the update only")
 
 
 @register("CumSum", "CumProd", shape_inputs=(1,))
-def cumulative(ins, outs, **_):
+def cumulative(ins, outs, ctx):
     return Work(vector_flops=ins[0].numel())
 
 
@@ -174,7 +179,7 @@ def _recurrent(op: str):
     gates = _GATES[op]
     cell_v, cell_t = _CELL[op]
 
-    def rule(ins, outs, *, layout=0, **_):
+    def rule(ins, outs, ctx, *, layout=0):
         x, w = ins[0], ins[1]
         seq, batch = (x.dim(0), x.dim(1)) if layout == 0 else (x.dim(1), x.dim(0))
         inp = x.dim(2)
@@ -199,17 +204,17 @@ for _op in _GATES:
 
 
 @register("MaxUnpool", shape_inputs=(2,))
-def max_unpool(ins, outs, **_):
+def max_unpool(ins, outs, ctx):
     return Work()  # zero-fill and scatter: bytes only
 
 
 @register("ReverseSequence")
-def reverse_sequence(ins, outs, **_):
+def reverse_sequence(ins, outs, ctx):
     return Work()  # a permuted copy
 
 
 @register("EyeLike", shape_inputs=(0,))
-def eye_like(ins, outs, **_):
+def eye_like(ins, outs, ctx):
     return Work()  # a fill: writes its output
 
 
@@ -224,7 +229,7 @@ def _fft(n: int, real_input: bool) -> int:
 
 
 @register("DFT", shape_inputs=(1, 2))
-def dft(ins, outs, *, axis=None, inverse=0, onesided=0, **_):
+def dft(ins, outs, ctx, *, axis=None, inverse=0, onesided=0):
     x, y = ins[0].dims(), output(outs).dims()
     r = len(x)
     if axis is None:
@@ -242,7 +247,7 @@ def dft(ins, outs, *, axis=None, inverse=0, onesided=0, **_):
 
 
 @register("STFT", shape_inputs=(1, 3))
-def stft(ins, outs, *, onesided=1, **_):
+def stft(ins, outs, ctx, *, onesided=1):
     y = output(outs).dims()  # (batch, frames, bins, 2)
     batch, frames, bins = y[0], y[1], y[2]
     window = ins[2] if _present(ins, 2) else None
@@ -255,7 +260,7 @@ def stft(ins, outs, *, onesided=1, **_):
 
 
 @register("MelWeightMatrix", shape_inputs=(0, 1, 2, 3, 4))
-def mel_weight_matrix(ins, outs, **_):
+def mel_weight_matrix(ins, outs, ctx):
     y = output(outs)
     bands = y.dim(1)
     return Work(vector_flops=4 * y.numel(), transcendentals=2 * (bands + 2))
@@ -270,7 +275,7 @@ NORMAL = (4, 2)
 def _random(cost):
     v, t = cost
 
-    def rule(ins, outs, **_):
+    def rule(ins, outs, ctx):
         n = output(outs).numel()
         return Work(vector_flops=v * n, transcendentals=t * n)
 
@@ -284,7 +289,7 @@ register("RandomNormalLike", shape_inputs=(0,))(_random(NORMAL))
 
 
 @register("Multinomial")
-def multinomial(ins, outs, *, sample_size=1, **_):
+def multinomial(ins, outs, ctx, *, sample_size=1):
     batch, classes = ins[0].dims()
     logits = batch * classes
     return Work(vector_flops=logits + batch * sample_size * (1 + lg(classes)), transcendentals=logits)
@@ -294,7 +299,7 @@ def multinomial(ins, outs, *, sample_size=1, **_):
 
 
 @register("LpNormalization")
-def lp_normalization(ins, outs, *, axis=-1, p=2, **_):
+def lp_normalization(ins, outs, ctx, *, axis=-1, p=2):
     shape = ins[0].dims()
     n = prod(shape)
     length = shape[_axis(axis, len(shape))]
@@ -308,7 +313,7 @@ def _lu_det_ops(m: int) -> int:
 
 
 @register("Det")
-def det(ins, outs, **_):
+def det(ins, outs, ctx):
     shape = ins[0].dims()
     m = shape[-1]
     if len(shape) < 2 or shape[-2] != m:
@@ -317,7 +322,8 @@ def det(ins, outs, **_):
 
 
 @register("TfIdfVectorizer")
-def tfidf_vectorizer(ins, outs, *, max_gram_length, min_gram_length, max_skip_count=0, mode="TF", **_):
+def tfidf_vectorizer(ins, outs, ctx, *, max_gram_length, min_gram_length, max_skip_count=0,
+                     mode="TF"):
     x = ins[0].dims()
     positions = prod(x)
     lookups = positions * (max_gram_length - min_gram_length + 1) * (max_skip_count + 1)
@@ -330,24 +336,24 @@ SWISH = (4, 1)  # alpha*x, sigmoid (2 + exp), * x
 
 
 @register("Swish")
-def swish(ins, outs, **_):
+def swish(ins, outs, ctx):
     n = output(outs).numel()
     return Work(vector_flops=SWISH[0] * n, transcendentals=SWISH[1] * n)
 
 
 @register("SwiGLU")
-def swiglu(ins, outs, **_):
+def swiglu(ins, outs, ctx):
     n = output(outs).numel()
     return Work(vector_flops=(SWISH[0] + 1) * n, transcendentals=SWISH[1] * n)
 
 
-def _causal_conv(ins, outs, *, activation="none", **attrs):
+def _causal_conv(ins, outs, ctx, *, activation="none"):
     # input (B, C, L...), weight (C, 1, k...), bias?, past_state?: a depthwise conv over the padded
     # input (group = channels)
     x, w = ins[0], ins[1]
     bias = ins[2] if _present(ins, 2) else None
     y = output(outs)
-    c = linear.conv((x, w, bias), (y,), group=x.dim(1))
+    c = linear.conv((x, w, bias), (y,), ctx)
     n = y.numel()
     silu = activation in ("silu", "swish")
     return Work(mac_flops=c.mac_flops, vector_flops=c.vector_flops + (3 * n if silu else 0),
@@ -367,14 +373,14 @@ def _optimized_elements(ins, groups: int) -> int:
 
 
 @register("Adagrad", domain=TRAINING)
-def adagrad(ins, outs, **_):
+def adagrad(ins, outs, ctx):
     # R, T, X..., G..., H...: g = norm*X + G (2); H += g*g (2); X -= r*g / (sqrt(H) + eps) (4)
     n = _optimized_elements(ins, 3)
     return Work(vector_flops=8 * n + 3, transcendentals=n)  # r = R / (1 + T*decay): 3 scalar ops
 
 
 @register("Adam", domain=TRAINING)
-def adam(ins, outs, *, norm_coefficient_post=0.0, **_):
+def adam(ins, outs, ctx, *, norm_coefficient_post=0.0):
     # R, T, X..., G..., V..., H...: g = norm*X + G (2); V = a*V + (1-a)*g (3);
     # H = b*H + (1-b)*g*g (4); X -= r*V / (sqrt(H) + eps) (4); post: X *= 1 - post (2)
     n = _optimized_elements(ins, 4)
@@ -383,7 +389,7 @@ def adam(ins, outs, *, norm_coefficient_post=0.0, **_):
 
 
 @register("Momentum", domain=TRAINING)
-def momentum(ins, outs, *, mode="standard", **_):
+def momentum(ins, outs, ctx, *, mode="standard"):
     # R, T, X..., G..., V...: g = norm*X + G (2); V = a*V + b*g (3); X -= R*V (2) (Nesterov: +2)
     n = _optimized_elements(ins, 3)
     return Work(vector_flops=(9 if mode == "nesterov" else 7) * n)

@@ -16,12 +16,12 @@ from analyzer.counting.cost import Work, register
 from analyzer.errors import ShapeError
 
 
-def _nothing(ins, outs, **_):
+def _nothing(ins, outs, ctx):
     return Work()
 
 
 @register("Reshape", io="view", shape_inputs=(1,))
-def reshape(ins, outs, **_):
+def reshape(ins, outs, ctx):
     x, y = ins[0], outs[0]
     if x.is_static and y is not None and y.is_static and x.numel() != y.numel():
         raise ShapeError(
@@ -45,24 +45,24 @@ register("Constant")(_nothing)
 
 
 @register("Slice", shape_inputs=(1, 2, 3, 4))
-def slice_(ins, outs, **_):
+def slice_(ins, outs, ctx):
     # a strided copy: reads exactly the elements it keeps
     return Work(reads={0: outs[0].nbytes()})
 
 
 @register("Gather", "GatherElements", "GatherND")
-def gather(ins, outs, **_):
+def gather(ins, outs, ctx):
     # reads the gathered rows (= the output's elements) and the indices
     return Work(reads={0: outs[0].nbytes()})
 
 
 @register("Range", shape_inputs=(0, 1, 2))
-def range_(ins, outs, **_):
+def range_(ins, outs, ctx):
     return Work(vector_flops=outs[0].numel())  # start + i * delta, one FMA-like op each
 
 
 @register("Resize", "Upsample", shape_inputs=(1, 2, 3))
-def resize(ins, outs, *, mode="nearest", **_):
+def resize(ins, outs, ctx, *, mode="nearest"):
     x, y = ins[0].dims(), outs[0].dims()
     n = prod(y)
     d = sum(1 for a, b in zip(x, y) if a != b)  # dims actually resized

@@ -71,13 +71,13 @@ def _with_params(work: Work, params: dict[int, int]) -> Work:
 
 @register("QuantizeLinear")
 @register("QuantizeLinear", domain=MS)
-def quantize_linear(ins, outs, **_):
+def quantize_linear(ins, outs, ctx):
     return Work(vector_flops=ins[0].numel() * quantize_ops(_present(ins, 2)))
 
 
 @register("DequantizeLinear")
 @register("DequantizeLinear", domain=MS)
-def dequantize_linear(ins, outs, **_):
+def dequantize_linear(ins, outs, ctx):
     return Work(vector_flops=ins[0].numel() * dequantize_ops(_present(ins, 2)))
 
 
@@ -89,7 +89,7 @@ def _dynamic_quantize(n: int) -> int:
 
 
 @register("DynamicQuantizeLinear")
-def dynamic_quantize_linear(ins, outs, **_):
+def dynamic_quantize_linear(ins, outs, ctx):
     return Work(vector_flops=_dynamic_quantize(ins[0].numel()))
 
 
@@ -102,55 +102,55 @@ def _zero_point_subtractions(ins, pairs) -> int:
 
 
 @register("MatMulInteger")
-def matmul_integer(ins, outs, **_):
+def matmul_integer(ins, outs, ctx):
     a, b = ins[0], ins[1]
-    mm = linear.matmul((a, b), (output(outs),))
+    mm = linear.matmul((a, b), (output(outs),), ctx)
     return Work(mac_flops=mm.mac_flops, vector_flops=_zero_point_subtractions(ins, ((0, 2), (1, 3))),
                 mac_dtype=int_mac_dtype(a.dtype))
 
 
 @register("MatMulInteger16", domain=MS)
-def matmul_integer16(ins, outs, **_):
-    mm = linear.matmul((ins[0], ins[1]), (output(outs),))
+def matmul_integer16(ins, outs, ctx):
+    mm = linear.matmul((ins[0], ins[1]), (output(outs),), ctx)
     return Work(mac_flops=mm.mac_flops, mac_dtype=int_mac_dtype(ins[0].dtype))
 
 
 @register("QLinearMatMul")
-def qlinear_matmul(ins, outs, **_):
+def qlinear_matmul(ins, outs, ctx):
     # a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point
     a, b = ins[0], ins[3]
-    mm = linear.matmul((a, b), (output(outs),))
+    mm = linear.matmul((a, b), (output(outs),), ctx)
     vec = _zero_point_subtractions(ins, ((0, 2), (3, 5)))
     vec += output(outs).numel() * quantize_ops(_present(ins, 7))
     return Work(mac_flops=mm.mac_flops, vector_flops=vec, mac_dtype=int_mac_dtype(a.dtype))
 
 
 @register("ConvInteger")
-def conv_integer(ins, outs, **attrs):
+def conv_integer(ins, outs, ctx):
     x, w = ins[0], ins[1]
-    c = linear.conv((x, w), (output(outs),), **attrs)
+    c = linear.conv((x, w), (output(outs),), ctx)
     return Work(mac_flops=c.mac_flops, vector_flops=_zero_point_subtractions(ins, ((0, 2), (1, 3))),
                 mac_dtype=int_mac_dtype(x.dtype))
 
 
 @register("QLinearConv")
 @register("QLinearConv", domain=MS)
-def qlinear_conv(ins, outs, **attrs):
+def qlinear_conv(ins, outs, ctx):
     # x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B (int32)
     x, w = ins[0], ins[3]
     bias = ins[8] if _present(ins, 8) else None
-    c = linear.conv((x, w, bias), (output(outs),), **attrs)  # mac + one bias add per output element
+    c = linear.conv((x, w, bias), (output(outs),), ctx)  # mac + one bias add per output element
     vec = c.vector_flops + _zero_point_subtractions(ins, ((0, 2), (3, 5)))
     vec += output(outs).numel() * quantize_ops(_present(ins, 7))
     return Work(mac_flops=c.mac_flops, vector_flops=vec, mac_dtype=int_mac_dtype(x.dtype))
 
 
 @register("QGemm", domain=MS)
-def qgemm(ins, outs, *, alpha=1.0, transA=0, transB=0, **_):
+def qgemm(ins, outs, ctx, *, alpha=1.0, transA=0):
     # A, a_scale, a_zero_point, B, b_scale, b_zero_point, C (int32)?, y_scale?, y_zero_point?
     a, b = ins[0], ins[3]
     c = ins[6] if _present(ins, 6) else None
-    g = linear.gemm((a, b, c), (output(outs),), alpha=alpha, beta=1.0, transA=transA, transB=transB)
+    g = linear.gemm((a, b, c), (output(outs),), ctx, alpha=alpha, beta=1.0, transA=transA)
     mn = output(outs).numel()
     out_ops = mn * quantize_ops(_present(ins, 8)) if _present(ins, 7) else mn  # requantize or dequantize
     vec = g.vector_flops + _zero_point_subtractions(ins, ((0, 2), (3, 5))) + out_ops
@@ -158,10 +158,10 @@ def qgemm(ins, outs, *, alpha=1.0, transA=0, transB=0, **_):
 
 
 @register("MatMulIntegerToFloat", domain=MS)
-def matmul_integer_to_float(ins, outs, **_):
+def matmul_integer_to_float(ins, outs, ctx):
     # A, B, a_scale, b_scale, a_zero_point?, b_zero_point?, bias?
     a, b = ins[0], ins[1]
-    mm = linear.matmul((a, b), (output(outs),))
+    mm = linear.matmul((a, b), (output(outs),), ctx)
     n = output(outs).numel()
     vec = _zero_point_subtractions(ins, ((0, 4), (1, 5))) + n  # dequantize: one multiply per output
     if _present(ins, 6):
@@ -170,10 +170,10 @@ def matmul_integer_to_float(ins, outs, **_):
 
 
 @register("DynamicQuantizeMatMul", domain=MS)
-def dynamic_quantize_matmul(ins, outs, **_):
+def dynamic_quantize_matmul(ins, outs, ctx):
     # A (float), B (int8/uint8), b_scale, b_zero_point?, bias?
     a, b = ins[0], ins[1]
-    mm = linear.matmul((a, b), (output(outs),))
+    mm = linear.matmul((a, b), (output(outs),), ctx)
     n_a, n = a.numel(), output(outs).numel()
     vec = _dynamic_quantize(n_a)  # quantize A to uint8 on the fly
     vec += n_a  # A's zero point (always present after dynamic quantization)
@@ -188,7 +188,7 @@ def dynamic_quantize_matmul(ins, outs, **_):
 
 
 @register("MatMulNBits", domain=MS)
-def matmul_nbits(ins, outs, *, K, N, bits=4, block_size, accuracy_level=0, **_):
+def matmul_nbits(ins, outs, ctx, *, K, N, bits=4, accuracy_level=0):
     a = ins[0]
     if a.dim(-1) != K:
         raise ShapeError(f"MatMulNBits: A's last dim {a.dim(-1)} is not K={K}")
@@ -203,7 +203,7 @@ def matmul_nbits(ins, outs, *, K, N, bits=4, block_size, accuracy_level=0, **_):
 
 
 @register("MatMulBnb4", domain=MS)
-def matmul_bnb4(ins, outs, *, K, N, block_size, quant_type, transB=1, **_):
+def matmul_bnb4(ins, outs, ctx, *, K, N, transB=1):
     a = ins[0]
     inner = K if transB else N  # transB=1: A [..., K] @ W^T; transB=0: A [..., N] @ W
     m = a.numel() // inner
@@ -214,7 +214,7 @@ def matmul_bnb4(ins, outs, *, K, N, block_size, quant_type, transB=1, **_):
 
 
 @register("GatherBlockQuantized", domain=MS)
-def gather_block_quantized(ins, outs, *, bits=4, block_size=128, **_):
+def gather_block_quantized(ins, outs, ctx, *, bits=4, block_size=128):
     # data (quantized, constant), indices, scales, zero_points?: a Gather that dequantizes the rows
     data, scales = ins[0], ins[2]
     n = output(outs).numel()
@@ -233,7 +233,7 @@ def gather_block_quantized(ins, outs, *, bits=4, block_size=128, **_):
 
 
 def _qbinary(op_ops: int):
-    def rule(ins, outs, **_):
+    def rule(ins, outs, ctx):
         # A, A_scale, A_zero_point?, B, B_scale, B_zero_point?, C_scale, C_zero_point?
         n = output(outs).numel()
         per = (dequantize_ops(_present(ins, 2)) + dequantize_ops(_present(ins, 5)) + op_ops
@@ -257,7 +257,7 @@ _QUNARY = {
 def _qunary(op: str):
     v, t = _QUNARY[op]
 
-    def rule(ins, outs, **_):
+    def rule(ins, outs, ctx):
         n = output(outs).numel()
         return Work(vector_flops=n * (dequantize_ops(_present(ins, 2)) + v + quantize_ops(_present(ins, 4))),
                     transcendentals=n * t)
@@ -271,7 +271,7 @@ for _op in _QUNARY:
 
 
 @register("QLinearGlobalAveragePool", domain=MS)
-def qlinear_global_average_pool(ins, outs, **_):
+def qlinear_global_average_pool(ins, outs, ctx):
     n_in, n_out = ins[0].numel(), output(outs).numel()
     dq, q = dequantize_ops(_present(ins, 2)), quantize_ops(_present(ins, 4))
     # dequantize every input; (n_in - n_out) adds + n_out divides (pooling.py); quantize outputs
@@ -279,22 +279,22 @@ def qlinear_global_average_pool(ins, outs, **_):
 
 
 @register("QLinearAveragePool", domain=MS)
-def qlinear_average_pool(ins, outs, **attrs):
+def qlinear_average_pool(ins, outs, ctx, *, kernel_shape):
     n_in, n_out = ins[0].numel(), output(outs).numel()
-    pool = pooling.average_pool(ins, (output(outs),), **attrs).vector_flops
+    pool = pooling.average_pool(ins, (output(outs),), ctx, kernel_shape=kernel_shape).vector_flops
     return Work(vector_flops=n_in * dequantize_ops(_present(ins, 2)) + pool
                 + n_out * quantize_ops(_present(ins, 4)))
 
 
 @register("QLinearReduceMean", domain=MS)
-def qlinear_reduce_mean(ins, outs, **_):
+def qlinear_reduce_mean(ins, outs, ctx):
     n_in, n_out = ins[0].numel(), output(outs).numel()
     return Work(vector_flops=n_in * dequantize_ops(_present(ins, 2)) + (n_in - n_out) + n_out
                 + n_out * quantize_ops(_present(ins, 4)))
 
 
 @register("QLinearConcat", domain=MS)
-def qlinear_concat(ins, outs, **_):
+def qlinear_concat(ins, outs, ctx):
     # Y_scale, Y_zero_point, then (tensor, scale, zero_point) per input: every element is
     # requantized to the output's scale (a runtime may copy when the scales match)
     n = output(outs).numel()
@@ -302,18 +302,21 @@ def qlinear_concat(ins, outs, **_):
 
 
 @register("QLinearWhere", domain=MS)
-def qlinear_where(ins, outs, **_):
+def qlinear_where(ins, outs, ctx):
     # condition, X, x_scale, x_zero_point, Y, y_scale, y_zero_point, z_scale, z_zero_point
     n = output(outs).numel()
     return Work(vector_flops=n * (1 + DEQUANTIZE + QUANTIZE))  # select, requantize
 
 
 @register("QAttention", domain=MS)
-def qattention(ins, outs, **attrs):
+def qattention(ins, outs, ctx, *, num_heads, unidirectional=0, do_rotary=0,
+               past_present_share_buffer=0):
     # input (int8), weight (int8), bias, input_scale, weight_scale, mask_index?, input_zp?, weight_zp?, past?
     x, w = ins[0], ins[1]
     base = ms_attention((x, w, ins[2], ins[5] if _present(ins, 5) else None,
-                         ins[8] if _present(ins, 8) else None), outs, **attrs)
+                         ins[8] if _present(ins, 8) else None), outs, ctx, num_heads=num_heads,
+                        unidirectional=unidirectional, do_rotary=do_rotary,
+                        past_present_share_buffer=past_present_share_buffer)
     n_proj = x.numel() // x.dim(-1) * w.dim(-1)
     vec = base.vector_flops + n_proj  # dequantize the int32 projection
     vec += _zero_point_subtractions(ins, ((0, 6), (1, 7)))

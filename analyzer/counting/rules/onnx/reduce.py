@@ -28,7 +28,7 @@ _REDUCE = {
 def _reduce(op: str):
     (iv, it), (ov, ot) = _REDUCE[op]
 
-    def rule(ins, outs, **_):
+    def rule(ins, outs, ctx):
         n_in = ins[0].numel()
         n_out = outs[0].numel()
         combine = n_in - n_out

@@ -30,60 +30,60 @@ def _present(ins, i: int) -> bool:
 
 
 @register("SequenceConstruct")
-def sequence_construct(ins, outs, **_):
+def sequence_construct(ins, outs, ctx):
     return Work(writes=sum(s.nbytes() for s in ins if s is not None))
 
 
 @register("SequenceInsert", shape_inputs=(0, 2))
-def sequence_insert(ins, outs, **_):
+def sequence_insert(ins, outs, ctx):
     return Work(writes=ins[1].nbytes(),
                 note="counts the inserted tensor; the sequence's other elements are shared")
 
 
 @register("SequenceAt", shape_inputs=(1,))
-def sequence_at(ins, outs, **_):
+def sequence_at(ins, outs, ctx):
     return Work(reads={0: outs[0].nbytes()})  # the element it copies out
 
 
 @register("SequenceErase", io="view", shape_inputs=(0, 1))
-def sequence_erase(ins, outs, **_):
+def sequence_erase(ins, outs, ctx):
     return Work(note="the remaining elements are shared: no tensor data moves")
 
 
 @register("SequenceLength", "OptionalHasElement", io="meta", shape_inputs=(0,))
-def container_query(ins, outs, **_):
+def container_query(ins, outs, ctx):
     return Work()  # reads metadata, writes a scalar
 
 
 @register("SplitToSequence", shape_inputs=(1,))
-def split_to_sequence(ins, outs, **_):
+def split_to_sequence(ins, outs, ctx):
     return Work(writes=ins[0].nbytes())
 
 
 @register("ConcatFromSequence")
-def concat_from_sequence(ins, outs, **_):
+def concat_from_sequence(ins, outs, ctx):
     return Work(reads={0: outs[0].nbytes()})  # every element, joined into the output
 
 
 @register("RegexFullMatch")
-def regex_full_match(ins, outs, **_):
+def regex_full_match(ins, outs, ctx):
     return Work(vector_flops=ins[0].numel())
 
 
 @register("StringNormalizer")
-def string_normalizer(ins, outs, **_):
+def string_normalizer(ins, outs, ctx):
     # stop words may remove strings: an open output shape is written at its upper bound (all kept)
     writes, note = _upper_bound_writes(outs, lambda i: ins[0].nbytes())
     return Work(vector_flops=ins[0].numel(), writes=writes, note=note, estimate=note is not None)
 
 
 @register("StringConcat")
-def string_concat(ins, outs, **_):
+def string_concat(ins, outs, ctx):
     return Work(vector_flops=output(outs).numel())
 
 
 @register("StringSplit")
-def string_split(ins, outs, *, maxsplit=None, **_):
+def string_split(ins, outs, ctx, *, maxsplit=None):
     x = ins[0]
     n = x.numel()
     present = [o for o in outs if o is not None]

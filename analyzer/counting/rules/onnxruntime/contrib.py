@@ -82,44 +82,44 @@ def _add(*works: Work, note: str | None = None) -> Work:
 
 
 @register("Gelu", domain=MS)
-def ms_gelu(ins, outs, **_):
+def ms_gelu(ins, outs, ctx):
     return _per_element(output(outs).numel(), GELU)
 
 
 @register("BiasGelu", domain=MS)
-def bias_gelu(ins, outs, **_):
+def bias_gelu(ins, outs, ctx):
     return _per_element(output(outs).numel(), GELU, extra=1)
 
 
 @register("FastGelu", domain=MS)
-def fast_gelu(ins, outs, **_):
+def fast_gelu(ins, outs, ctx):
     return _per_element(output(outs).numel(), FAST_GELU, extra=1 if _present(ins, 1) else 0)
 
 
 @register("QuickGelu", domain=MS)
-def quick_gelu(ins, outs, **_):
+def quick_gelu(ins, outs, ctx):
     return _per_element(output(outs).numel(), (4, 1))
 
 
 @register("BiasAdd", domain=MS)
-def bias_add(ins, outs, **_):
+def bias_add(ins, outs, ctx):
     return Work(vector_flops=2 * output(outs).numel())
 
 
 @register("BiasSplitGelu", domain=MS)
-def bias_split_gelu(ins, outs, **_):
+def bias_split_gelu(ins, outs, ctx):
     n_in, n_out = ins[0].numel(), output(outs).numel()
     v, t = GELU
     return Work(vector_flops=n_in + n_out * (v + 1), transcendentals=n_out * t)
 
 
 @register("BiasSoftmax", domain=MS)
-def bias_softmax(ins, outs, **_):
+def bias_softmax(ins, outs, ctx):
     return _per_element(output(outs).numel(), (4, 1), extra=1)
 
 
 @register("BiasDropout", "BitmaskBiasDropout", domain=MS)
-def bias_dropout(ins, outs, **_):
+def bias_dropout(ins, outs, ctx):
     adds = 1 + (1 if _present(ins, 2) else 0)
     return Work(vector_flops=adds * output(outs).numel(), note="inference: dropout is an identity")
 
@@ -132,7 +132,7 @@ def _skip_adds(ins, n: int, bias_index: int) -> int:
 
 
 @register("SkipLayerNormalization", domain=MS)
-def skip_layer_norm(ins, outs, **_):
+def skip_layer_norm(ins, outs, ctx):
     # input, skip, gamma, beta?, bias?
     x = ins[0]
     n = x.numel()
@@ -141,7 +141,7 @@ def skip_layer_norm(ins, outs, **_):
 
 
 @register("SkipSimplifiedLayerNormalization", domain=MS)
-def skip_simplified_layer_norm(ins, outs, **_):
+def skip_simplified_layer_norm(ins, outs, ctx):
     # input, skip, gamma, bias?
     x = ins[0]
     n = x.numel()
@@ -150,7 +150,7 @@ def skip_simplified_layer_norm(ins, outs, **_):
 
 @register("SimplifiedLayerNormalization")
 @register("SimplifiedLayerNormalization", domain=MS)
-def simplified_layer_norm(ins, outs, *, axis=-1, **_):
+def simplified_layer_norm(ins, outs, ctx, *, axis=-1):
     shape = ins[0].dims()
     ax = axis + len(shape) if axis < 0 else axis
     return _rms(prod(shape), prod(shape[:ax]))
@@ -161,7 +161,7 @@ def _table_reads(spec: TensorSpec, elements: int) -> int:
 
 
 @register("EmbedLayerNormalization", domain=MS)
-def embed_layer_norm(ins, outs, **_):
+def embed_layer_norm(ins, outs, ctx):
     # input_ids, segment_ids?, word_embedding, position_embedding, segment_embedding?, gamma, beta,
     # mask?, position_ids?
     ids, word = ins[0], ins[2]
@@ -176,10 +176,10 @@ def embed_layer_norm(ins, outs, **_):
 
 
 @register("QEmbedLayerNormalization", domain=MS)
-def qembed_layer_norm(ins, outs, **_):
+def qembed_layer_norm(ins, outs, ctx):
     # EmbedLayerNormalization over 8-bit tables (inputs 0-7 as there; 8-17 scales and zero
     # points): each gathered value and gamma/beta element is dequantized first, (q - zp) * scale
-    w = embed_layer_norm(ins[:8], outs)
+    w = embed_layer_norm(ins[:8], outs, ctx)
     hidden = ins[2].dim(-1)
     n = ins[0].numel() * hidden
     tables = 3 if _present(ins, 4) else 2
@@ -193,7 +193,7 @@ def _with_reads(w: Work, reads) -> Work:
 
 
 @register("GroupNorm", domain=MS)
-def ms_group_norm(ins, outs, *, groups, activation=0, **_):
+def ms_group_norm(ins, outs, ctx, *, groups, activation=0):
     x = ins[0]
     n = x.numel()
     w = _meanvar(n, x.dim(0) * groups, True)
@@ -201,7 +201,7 @@ def ms_group_norm(ins, outs, *, groups, activation=0, **_):
 
 
 @register("SkipGroupNorm", domain=MS)
-def skip_group_norm(ins, outs, *, groups, activation=0, **_):
+def skip_group_norm(ins, outs, ctx, *, groups, activation=0):
     # X, gamma, beta, skip, bias?
     x = ins[0]
     n = x.numel()
@@ -223,43 +223,50 @@ def _transposed(spec: TensorSpec, trans: int = 1, trans_batch: int = 0) -> Tenso
     return TensorSpec(shape, spec.dtype)
 
 
-@register("FusedMatMul", "TransposeMatMul", domain=MS)
-def fused_matmul(ins, outs, *, alpha=1.0, transA=0, transB=0, transBatchA=0, transBatchB=0, **_):
+@register("FusedMatMul", domain=MS)
+def fused_matmul(ins, outs, ctx, *, alpha=1.0, transA=0, transB=0, transBatchA=0, transBatchB=0):
     a = _transposed(ins[0], transA, transBatchA) if transA or transBatchA else ins[0]
     b = _transposed(ins[1], transB, transBatchB) if transB or transBatchB else ins[1]
-    mm = linear.matmul((a, b), (output(outs),))
+    mm = linear.matmul((a, b), (output(outs),), ctx)
     return Work(mac_flops=mm.mac_flops, vector_flops=output(outs).numel() if alpha != 1.0 else 0)
 
 
+@register("TransposeMatMul", domain=MS)
+def transpose_matmul(ins, outs, ctx, *, alpha=1.0, transA=0, transB=0):
+    return fused_matmul(ins, outs, ctx, alpha=alpha, transA=transA, transB=transB)
+
+
 @register("FusedMatMulActivation", domain=MS)
-def fused_matmul_activation(ins, outs, *, activation, **attrs):
-    mm = fused_matmul(ins, outs, **attrs)
+def fused_matmul_activation(ins, outs, ctx, *, activation, alpha=1.0, transA=0, transB=0,
+                            transBatchA=0, transBatchB=0):
+    mm = fused_matmul(ins, outs, ctx, alpha=alpha, transA=transA, transB=transB,
+                      transBatchA=transBatchA, transBatchB=transBatchB)
     return _add(mm, _per_element(output(outs).numel(), activation_cost(activation)))
 
 
 @register("NhwcConv", domain=MS)
-def nhwc_conv(ins, outs, **attrs):
-    return linear.conv(ins[:3], (output(outs),), **attrs)
+def nhwc_conv(ins, outs, ctx):
+    return linear.conv(ins[:3], (output(outs),), ctx)
 
 
 @register("FusedConv", "NhwcFusedConv", domain=MS)
-def fused_conv(ins, outs, *, activation=None, **attrs):
+def fused_conv(ins, outs, ctx, *, activation=None):
     # X, W, B?, Z? (Z is added to the convolution before the activation)
-    c = linear.conv(ins[:3], (output(outs),), **attrs)
+    c = linear.conv(ins[:3], (output(outs),), ctx)
     n = output(outs).numel()
     z = n if _present(ins, 3) else 0
     return _add(c, Work(vector_flops=z), _per_element(n, activation_cost(activation)))
 
 
 @register("FusedGemm", domain=MS)
-def fused_gemm(ins, outs, *, activation=None, **attrs):
-    g = linear.gemm(ins, (output(outs),), **attrs)
+def fused_gemm(ins, outs, ctx, *, activation=None, alpha=1.0, beta=1.0, transA=0):
+    g = linear.gemm(ins, (output(outs),), ctx, alpha=alpha, beta=beta, transA=transA)
     return _add(g, _per_element(output(outs).numel(), activation_cost(activation)))
 
 
 @register("GemmFastGelu", domain=MS)
-def gemm_fast_gelu(ins, outs, **_):
-    mm = linear.matmul(ins[:2], (output(outs),))
+def gemm_fast_gelu(ins, outs, ctx):
+    mm = linear.matmul(ins[:2], (output(outs),), ctx)
     return _add(mm, _per_element(output(outs).numel(), FAST_GELU, extra=1 if _present(ins, 2) else 0))
 
 
