@@ -33,11 +33,13 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
     ``loop_trips``: trip count of Loop/while bodies whose count is not a constant.
     ``causal``: fused attention ops are costed as causal kernels (they skip the masked half).
     """
+    from analyzer.counting.cost import has_rule
     from analyzer.counting.engine import Options
     from analyzer.frontends.onnx import load as onnx_frontend
 
     with _gc_paused():
-        graph, info = onnx_frontend.load(model, inputs=inputs, dims=dims, values=values)
+        graph, info = onnx_frontend.load(model, inputs=inputs, dims=dims, values=values,
+                                         counted=has_rule)
         return _report(graph, info, Options(loop_trips=loop_trips, causal=causal), hw, precision,
                        overlap)
 
@@ -99,11 +101,13 @@ def analyze_jax(fn: Any, *example_args: Any, hw: str | Sequence[str] | None = No
     ``hw``, ``precision``, ``overlap``: as for ``analyze``.  ``report_name``: the report's model
     path (default: the function's name).
     """
+    from analyzer.counting.cost import has_rule
     from analyzer.counting.engine import Options
     from analyzer.frontends.jaxpr import load as jaxpr_frontend
 
     with _gc_paused():
         graph, info = jaxpr_frontend.load(fn, example_args, example_kwargs,
-                                          params_argnums=params_argnums, path=report_name)
+                                          params_argnums=params_argnums, path=report_name,
+                                          counted=has_rule)
         return _report(graph, info, Options(loop_trips=loop_trips, causal=causal), hw, precision,
                        overlap)

@@ -32,19 +32,13 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
+
+from analyzer.ir.ops import canonical_domain  # noqa: F401  (re-exported: one spelling rule)
 
 if TYPE_CHECKING:
     from analyzer.counting.engine import Options
     from analyzer.ir.graph import Graph, Node
-
-# ONNX spells the default domain both ways.
-_DOMAIN_ALIASES = {"ai.onnx": ""}
-
-
-def canonical_domain(domain: str) -> str:
-    return _DOMAIN_ALIASES.get(domain, domain)
-
 
 class Work(NamedTuple):
     """What a rule returns: exact operation counts plus optional byte overrides.
@@ -138,7 +132,7 @@ assert Cost._fields == COUNT_FIELDS
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """What a control-flow rule (``io="control"``) returns: which sub-graphs run and how often.
+    """What a control-flow rule (io "control" in ``analyzer.ir.ops``) returns: which sub-graphs run and how often.
 
     ``run``: ``(subgraph attribute name, times)`` pairs, each costed and scaled by ``times``.
     ``costlier_of``: sub-graph names of which only the costliest runs (an ``If`` or ``cond``
@@ -200,32 +194,19 @@ def rule_attributes(fn: RuleFn) -> frozenset[str]:
 @dataclass(frozen=True, slots=True)
 class Rule:
     """A registered rule. ``attrs``: the attribute names ``fn`` declares (the engine passes
-    only those). ``shape_inputs``: input indices that are shape-like arguments
-    (never params, never read as data). ``io``: "data" (reads inputs, writes outputs),
-    "view" (a metadata change: no bytes move), "meta" (reads only metadata, writes
-    its small output) or "control" (the rule returns a ``Plan`` over the node's
-    sub-graphs)."""
+    only those)."""
 
     fn: RuleFn
     op: str
     domain: str
-    shape_inputs: frozenset[int]
-    io: str
     attrs: frozenset[str]
 
 
 RULES: dict[tuple[str, str], Rule] = {}
 
 
-def register(
-    *ops: str,
-    domain: str = "",
-    shape_inputs: Iterable[int] = (),
-    io: str = "data",
-) -> Callable[[RuleFn], RuleFn]:
+def register(*ops: str, domain: str = "") -> Callable[[RuleFn], RuleFn]:
     """Register ``fn`` as the rule of each op in ``ops`` (one parametrized family)."""
-    if io not in ("data", "view", "meta", "control"):
-        raise ValueError(f"io must be data, view, meta or control, not {io!r}")
     dom = canonical_domain(domain)
 
     def deco(fn: RuleFn) -> RuleFn:
@@ -234,7 +215,7 @@ def register(
             key = (dom, op)
             if key in RULES:
                 raise ValueError(f"duplicate cost rule for {dom or 'ai.onnx'}::{op}")
-            RULES[key] = Rule(fn, op, dom, frozenset(shape_inputs), io, attrs)
+            RULES[key] = Rule(fn, op, dom, attrs)
         return fn
 
     return deco
@@ -242,3 +223,9 @@ def register(
 
 def lookup(domain: str, op: str) -> Rule | None:
     return RULES.get((canonical_domain(domain), op))
+
+
+def has_rule(domain: str, op: str) -> bool:
+    """Whether opcost counts ``op`` directly (what the frontends ask before decomposing a
+    function op or inlining a call: they are handed this function, they do not import it)."""
+    return (canonical_domain(domain), op) in RULES

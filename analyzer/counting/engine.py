@@ -23,10 +23,10 @@ from analyzer.counting import rules as _rules  # noqa: F401  (fills the registry
 from analyzer.counting.cost import COUNT_FIELDS, Cost, RuleContext, Work, lookup
 from analyzer.errors import AnalyzerError, ShapeError, UnboundDimError
 from analyzer.ir.graph import Graph, Node, TensorSpec
+from analyzer.ir.ops import CONTROL, DATA, VIEW, facts
 
 COSTED, FOLDED, UNCOSTED = "costed", "folded", "uncosted"
 _ZERO = Cost()
-_MISSING = object()
 _DEFAULT_OPSET = 10**6  # a graph without opset info (JAX) gets the newest semantics
 
 
@@ -99,22 +99,14 @@ def _unbindable_shape(graph: Graph, node: Node, err: Exception) -> str | None:
 
 def _not_in_opset(graph: Graph, node: Node) -> str | None:
     """For a standard op the model's opset does not define yet: 'Erf is not defined in opset 7
-    (it exists from opset 9)'; else None (only error paths call this)."""
-    if node.domain or not graph.opsets:
+    (it exists from opset 9)'; else None (only error paths call this). The frontend, which knows
+    the schemas, recorded such ops in ``graph.newer_ops``."""
+    first = None if node.domain else graph.newer_ops.get(node.op)
+    if first is None:
         return None
-    import onnx.defs
-
     opset = graph.opsets.get("", 0)
-    try:
-        onnx.defs.get_schema(node.op, opset, "")
-        return None
-    except onnx.defs.SchemaError:
-        first = [s.since_version for s in onnx.defs.get_all_schemas_with_history()
-                 if s.name == node.op and s.domain == ""]
-        if not first:
-            return None
-        return (f"{node.op} is not defined in opset {opset} (it exists from opset {min(first)}): "
-                f"the model is invalid; re-export it at a newer opset")
+    return (f"{node.op} is not defined in opset {opset} (it exists from opset {first}): "
+            f"the model is invalid; re-export it at a newer opset")
 
 
 def _context_error(graph: Graph, node: Node, err: Exception, name: str | None = None) -> AnalyzerError:
@@ -197,7 +189,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
     # attributes and the same constant pattern have the same Work and bytes. Only params
     # depend on which tensors were already counted, so they are not memoised.
     memo: dict[tuple, tuple] = {}
-    rules: dict[tuple[str, str], object] = {}
+    rules: dict[tuple[str, str], tuple] = {}  # (domain, op) -> (rule or None, its op facts)
     contexts: dict[str, RuleContext] = {}  # domain -> the context of its (non-control) rules
     if "" in graph.tensors:  # "" names an omitted optional input, never a tensor
         tensors = graph.tensors
@@ -219,14 +211,16 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                 hit = memo.get(key)
             if hit is None:
                 rkey = (node.domain, node.op)
-                rule = rules.get(rkey, _MISSING)
-                if rule is _MISSING:
-                    rule = rules[rkey] = lookup(node.domain, node.op)
-                if rule is not None and rule.io == "control":
-                    _control(graph, node, name, rule, ins, outs, times, counted, out, opts)
+                found = rules.get(rkey)
+                if found is None:
+                    found = rules[rkey] = (lookup(node.domain, node.op), facts(node.domain, node.op))
+                rule, (io, shape_inputs) = found
+                if rule is not None and io == CONTROL:
+                    _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, out,
+                             opts)
                     continue
                 if rule is None:
-                    work, shape_inputs, io, status = Work(), frozenset(), "data", UNCOSTED
+                    work, status = Work(), UNCOSTED
                 else:
                     ctx = contexts.get(node.domain)
                     if ctx is None:
@@ -238,7 +232,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                         work = rule.fn(ins, outs, ctx, **{k: v for k, v in attrs.items() if k in take})
                     else:
                         work = rule.fn(ins, outs, ctx)
-                    shape_inputs, io, status = rule.shape_inputs, rule.io, COSTED
+                    status = COSTED
                 cost, by_dtype = _bytes(node, ins, outs, work, shape_inputs, io, constants)
                 held_params = 0
                 if work.held is not None:
@@ -317,7 +311,7 @@ def _params(node: Node, ins, cidx: tuple[int, ...], counted: set[str], override,
     return params
 
 
-def _control(graph, node, name, rule, ins, outs, times, counted, out, opts):
+def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, out, opts):
     """A control-flow node: its own (usually empty) work, then its sub-graphs' rows."""
     values = tuple(graph.values.get(x) if x else None for x in node.inputs)
     ctx = RuleContext(graph.opsets.get(node.domain, 0) or _DEFAULT_OPSET, opts, values, graph, node)
@@ -355,9 +349,9 @@ def _control(graph, node, name, rule, ins, outs, times, counted, out, opts):
                 f"incomplete: {len(unc)} uncosted node(s) among them ({', '.join(unc[:3])})")
     # constants handed to the body as its inputs (Loop carried values, Scan states and scanned
     # tensors: a KNN's training set) are weights the body reads as activations: counted here
-    # (a rule's shape_inputs are its non-data inputs: If's condition, Loop's M and cond)
+    # (the op's shape_inputs are its non-data inputs: If's condition, Loop's M and cond)
     cidx = tuple(i for i, x in enumerate(node.inputs)
-                 if x and i not in rule.shape_inputs and x in graph.constants)
+                 if x and i not in shape_inputs and x in graph.constants)
     if cidx:
         cost = Cost(_params(node, ins, cidx, counted, None, graph), *cost[1:])
     out.append(NodeCost(name, node.op, node.domain, COSTED, cost, ins, outs, mac_dtype, note,
@@ -379,7 +373,7 @@ def _bytes(node: Node, ins: tuple[TensorSpec | None, ...], outs, work: Work,
     weight = act_read = written = 0
     by_dtype: dict[str, int] = {}
     reads = work.reads
-    data = io == "data"
+    data = io == DATA
     for i, name in enumerate(node.inputs):
         if not name or i in shape_inputs:
             continue
@@ -400,7 +394,7 @@ def _bytes(node: Node, ins: tuple[TensorSpec | None, ...], outs, work: Work,
             weight += nbytes
         else:
             act_read += nbytes
-    if io == "view":
+    if io == VIEW:
         pass
     elif work.writes is not None:
         written = work.writes

@@ -11,8 +11,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer.counting.cost import COUNT_FIELDS, Cost, lookup
+from analyzer.counting.cost import COUNT_FIELDS, Cost
 from analyzer.counting.engine import COSTED, FOLDED, NodeCost
+from analyzer.ir.ops import VIEW, facts
 from analyzer.errors import CheckFailed
 
 SCHEMA_VERSION = 1
@@ -136,7 +137,7 @@ def _coverage(nodes: list[NodeCost]) -> Coverage:
         if status == COSTED:
             if origin is not None:
                 decomposed += 1
-            elif (rule := lookup(n.domain, n.op)) is not None and rule.io == "view":
+            elif facts(n.domain, n.op).io == VIEW:
                 free += 1  # a view: costs nothing by design
             else:
                 by_rule += 1

@@ -23,7 +23,7 @@ import onnx.defs
 import pytest
 
 import analyzer.counting.rules  # noqa: F401  (fills the registry)
-from analyzer.counting.cost import RULES, Work, canonical_domain, register, rule_attributes
+from analyzer.counting.cost import RULES, Work, canonical_domain, has_rule, register, rule_attributes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STANDARD = ("", "ai.onnx.ml", "ai.onnx.preview.training")
@@ -142,8 +142,9 @@ def _traced_params() -> dict[str, set[str]]:
 
     for name in ("mlp", "cnn", "transformer", "rnn"):
         params, x, y = mod.example_inputs(name)
-        walk(jaxpr_frontend.load(getattr(mod, name), (params, x))[0])
-        walk(jaxpr_frontend.load(getattr(mod, f"{name}_train_step"), (params, x, y))[0])
+        walk(jaxpr_frontend.load(getattr(mod, name), (params, x), counted=has_rule)[0])
+        walk(jaxpr_frontend.load(getattr(mod, f"{name}_train_step"), (params, x, y),
+                                 counted=has_rule)[0])
     return seen
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import onnx
@@ -27,7 +27,8 @@ from analyzer.ir import dims as dim_expr
 from analyzer.frontends.onnx import fold
 from analyzer.frontends.onnx import functions
 from analyzer.frontends.onnx import sequences
-from analyzer.frontends.onnx.read import _OP, _collect_specs, _infer, _initializers, _read_nodes, _topo_order
+from analyzer.frontends.onnx.read import (_OP, _collect_specs, _infer, _initializers, _read_nodes, _topo_order,
+                                          newer_ops)
 from analyzer.frontends.onnx.shapes import (_batch_norm_statistics, _contrib_shapes, _default_opset, _infer_with_values,
                           _negative_axes, _open_specs)
 from analyzer.frontends.onnx.subgraphs import _attach_subgraphs, _control_outputs, _subgraph_protos, _unsettled
@@ -254,13 +255,17 @@ def _bind_declared(g: onnx.GraphProto, bound: Mapping[str, int]) -> None:
 
 def load(model: Any, *, inputs: Mapping[str, Any] | None = None,
          dims: Mapping[str, int] | None = None,
-         values: Mapping[str, Any] | None = None) -> tuple[Graph, dict]:
-    """Load, bind, infer and fold an ONNX model. Returns the graph and model info."""
+         values: Mapping[str, Any] | None = None,
+         counted: Callable[[str, str], bool]) -> tuple[Graph, dict]:
+    """Load, bind, infer and fold an ONNX model. Returns the graph and model info.
+
+    ``counted(domain, op)``: whether the caller counts that op directly; a function op it does
+    not count is decomposed into its body (``functions``)."""
     m, path, data = read_model(model)
     bound = bind_inputs(m, inputs, dims)
     fixed = bind_values(m, values)
     # binding edits the graph inputs: then inference must see the edited proto
-    graph = _build(m, path, None if (inputs or dims or values) else data)
+    graph = _build(m, path, counted, None if (inputs or dims or values) else data)
     real = set(graph.inputs)  # graph inputs that are not initializers
     info = {
         "path": path,
@@ -276,7 +281,8 @@ def load(model: Any, *, inputs: Mapping[str, Any] | None = None,
     return graph, info
 
 
-def _build(m: onnx.ModelProto, path: str, data: bytes | None = None, expanded: bool = False) -> Graph:
+def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
+           expanded: bool = False) -> Graph:
     """The Graph of ``m``; ``data``: ``m`` serialized, when the caller has it already.
     ``expanded``: function ops were already decomposed (``functions``), or must not be."""
     g = m.graph
@@ -288,8 +294,9 @@ def _build(m: onnx.ModelProto, path: str, data: bytes | None = None, expanded: b
     available = {vi.name for vi in g.input} | init_names
     nodes, in_order, defined, candidates = _read_nodes(g, cache, available, init_names)
     ops = set(map(_OP, nodes))  # every op name of the graph: decides the rare passes below
-    if not expanded and functions.wanted(m, nodes, ops):  # function ops without a rule (rare)
-        return functions.build_decomposed(m, lambda x: _build(x, path, data if x is m else None, True))
+    if not expanded and functions.wanted(m, nodes, ops, counted):  # uncounted function ops (rare)
+        return functions.build_decomposed(
+            m, lambda x: _build(x, path, counted, data if x is m else None, True), counted)
     file_nodes = nodes  # file order (the re-inference copy keeps it)
     if not in_order:
         nodes = _topo_order(nodes, available)
@@ -331,6 +338,7 @@ def _build(m: onnx.ModelProto, path: str, data: bytes | None = None, expanded: b
         _batch_norm_statistics(nodes, specs)
     # after re-inference: adds SequenceLength values
     seqs = {} if sequences.OPS.isdisjoint(ops) else sequences.follow(nodes, specs, values)
+    opsets = {d.domain or "": d.version for d in m.opset_import}
     graph = Graph(
         name=g.name or Path(path).stem,
         nodes=nodes,
@@ -340,10 +348,11 @@ def _build(m: onnx.ModelProto, path: str, data: bytes | None = None, expanded: b
         constants=frozenset(constants),
         values=values,
         folded=frozenset(folded),
-        opsets={d.domain or "": d.version for d in m.opset_import},
+        opsets=opsets,
         sources=sources,
         sequences=seqs,
         fold_errors=fold_errors,
+        newer_ops=newer_ops(nodes, opsets),
     )
     if any(n.attr_key is None for n in nodes):  # only control-flow nodes have graph attributes
         _attach_subgraphs(graph, _subgraph_protos(inferred.graph), cache)

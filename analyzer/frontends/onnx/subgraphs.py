@@ -14,7 +14,7 @@ from analyzer.ir.graph import Graph, TensorSpec, merge_specs, unresolved
 from analyzer.frontends.onnx import bodies
 from analyzer.frontends.onnx import fold
 from analyzer.frontends.onnx import sequences
-from analyzer.frontends.onnx.read import _collect_specs, _infer, _initializers, _read_nodes, _topo_order
+from analyzer.frontends.onnx.read import _collect_specs, _infer, _initializers, _read_nodes, _topo_order, newer_ops
 
 
 def _subgraph_protos(g: onnx.GraphProto) -> dict[str, dict[str, onnx.GraphProto]]:
@@ -95,7 +95,7 @@ def _sub_graph(sg: onnx.GraphProto, outer: Graph, cache, where: str, scope=None,
                   constants=frozenset(constants), values=values, folded=frozenset(folded),
                   opsets=outer.opsets, sources={**outer.sources, **sources},
                   sequences=ChainMap(seqs, outer.sequences) if seqs else outer.sequences,
-                  is_body=True)
+                  is_body=True, newer_ops=newer_ops(nodes, outer.opsets))
     if any(n.attr_key is None for n in nodes):
         _attach_subgraphs(graph, _subgraph_protos(nested), cache,
                           available | {o for n in nodes for o in n.outputs if o})

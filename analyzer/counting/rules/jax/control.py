@@ -17,12 +17,12 @@ from analyzer.errors import ShapeError
 D = "jax"
 
 
-@register("scan", domain=D, io="control")
+@register("scan", domain=D)
 def scan(ins, outs, ctx, *, length):
     return Plan(run=(("body", int(length)),), note=f"scan: body runs {int(length)} times")
 
 
-@register("while", domain=D, io="control")
+@register("while", domain=D)
 def while_(ins, outs, ctx, *, trip_count=None, trip_source=""):
     if trip_count is not None:
         n, how = int(trip_count), f"trip count {trip_count} ({trip_source})"
@@ -34,7 +34,7 @@ def while_(ins, outs, ctx, *, trip_count=None, trip_source=""):
     return Plan(run=(("cond", n + 1), ("body", n)), note=f"while: {how}")
 
 
-@register("cond", domain=D, io="control")
+@register("cond", domain=D)
 def cond(ins, outs, ctx, *, num_branches):
     index = ctx.values[0] if ctx.values else None
     if index is not None:

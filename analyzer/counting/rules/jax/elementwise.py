@@ -121,6 +121,6 @@ def random_seed(ins, outs, ctx):
     return Work()  # a key is built from the seed's bits: no arithmetic
 
 
-@register("random_wrap", "random_unwrap", domain=D, io="view")
+@register("random_wrap", "random_unwrap", domain=D)
 def random_wrap(ins, outs, ctx):
     return Work()  # the same uint32 words seen as a key (or back): a relabel

@@ -1,13 +1,14 @@
 """JAX data movement (domain ``"jax"``): no arithmetic, only bytes; the conventions of
 ``rules/movement.py``.
 
-- ``io="view"``: a relabel with no bytes moved (reshape, squeeze, bitcasts, stop_gradient,
+- views (``analyzer.ir.ops``: io "view"): a relabel with no bytes moved (reshape, squeeze, bitcasts, stop_gradient,
   sharding constraints and other compiler annotations).
 - copies read what they copy and write their outputs (transpose, broadcast_in_dim, concatenate,
   pad, rev, copy); partial reads say so (slice, dynamic_slice, gather read only what they keep).
 - ``dynamic_update_slice`` and ``scatter*`` update their operand in place (as XLA does): they read
   and write only the updated region (combining scatters also read it to combine).
-- scalar index operands (dynamic_slice starts, pad's value) are shape-like: never params.
+- scalar index operands (dynamic_slice starts, pad's value) are shape-like (``analyzer.ir.ops``):
+  never params.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 from analyzer.counting.cost import Work, register
 
 D = "jax"
-_INDEX_OPERANDS = range(1, 65)   # dynamic_slice: every operand after the first is a start index
 
 
 def _nothing(ins, outs, ctx):
@@ -25,11 +25,11 @@ def _nothing(ins, outs, ctx):
 register("reshape", "squeeze", "expand_dims", "bitcast_convert_type", "stop_gradient",
          "optimization_barrier", "sharding_constraint", "reshard", "layout_constraint", "name",
          "device_put", "mesh_cast", "pvary", "create_token", "after_all", "empty", "empty2",
-         domain=D, io="view")(_nothing)
-register("platform_index", domain=D, io="meta")(_nothing)
+         domain=D)(_nothing)
+register("platform_index", domain=D)(_nothing)
 register("transpose", "broadcast_in_dim", "concatenate", "rev", "tile", "split", "stack", "unstack",
          "copy", "copy_p", "zeros_like", domain=D)(_nothing)
-register("pad", domain=D, shape_inputs=(1,))(_nothing)
+register("pad", domain=D)(_nothing)
 
 
 @register("iota", "iota_2x32_shape", domain=D)
@@ -44,12 +44,12 @@ def slice_(ins, outs, ctx):
     return Work(reads={0: outs[0].nbytes()})  # a strided copy reads exactly what it keeps
 
 
-@register("dynamic_slice", domain=D, shape_inputs=_INDEX_OPERANDS)
+@register("dynamic_slice", domain=D)
 def dynamic_slice(ins, outs, ctx):
     return Work(reads={0: outs[0].nbytes()})
 
 
-@register("dynamic_update_slice", domain=D, shape_inputs=range(2, 66))
+@register("dynamic_update_slice", domain=D)
 def dynamic_update_slice(ins, outs, ctx):
     # in place: the update is read and written over the operand's region
     nbytes = ins[1].nbytes()

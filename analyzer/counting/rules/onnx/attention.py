@@ -142,7 +142,7 @@ def onnx_attention(ins, outs, ctx, *, is_causal=0, q_num_heads=None, kv_num_head
 # ----------------------------------------------------------------------------- com.microsoft Attention
 
 
-@register("Attention", domain=MS, shape_inputs=(6,))
+@register("Attention", domain=MS)
 def ms_attention(ins, outs, ctx, *, num_heads, qkv_hidden_sizes=None, unidirectional=0,
                  do_rotary=0, rotary_embedding_dim=0, past_present_share_buffer=0):
     # input (B, S, D_in), weights (D_in, Hq + Hk + Hv), bias?, mask_index?, past?, attention_bias?,
@@ -177,7 +177,7 @@ def ms_attention(ins, outs, ctx, *, num_heads, qkv_hidden_sizes=None, unidirecti
 # ----------------------------------------------------------------------------- MultiHeadAttention
 
 
-@register("MultiHeadAttention", domain=MS, shape_inputs=(8, 9))
+@register("MultiHeadAttention", domain=MS)
 def multi_head_attention(ins, outs, ctx, *, num_heads, unidirectional=0):
     # query, key?, value?, bias?, key_padding_mask?, attention_bias?, past_key?, past_value?,
     # past_sequence_length?, cache_indirection?
@@ -212,7 +212,7 @@ def multi_head_attention(ins, outs, ctx, *, num_heads, unidirectional=0):
     return _plus(att, vec=vec)
 
 
-@register("DecoderMaskedMultiHeadAttention", domain=MS, shape_inputs=(7, 8, 9))
+@register("DecoderMaskedMultiHeadAttention", domain=MS)
 def decoder_masked_mha(ins, outs, ctx, *, num_heads, past_present_share_buffer=0):
     # query (B, 1, H) or packed (B, 1, 2H + Hv), key?, value?, mask_index?, attention_bias?,
     # past_key?, past_value?, past_sequence_length?, beam_width?, cache_indirection?, bias?
@@ -243,7 +243,7 @@ def decoder_masked_mha(ins, outs, ctx, *, num_heads, past_present_share_buffer=0
 # ----------------------------------------------------------------------------- GroupQueryAttention
 
 
-@register("GroupQueryAttention", domain=MS, shape_inputs=(5, 6))
+@register("GroupQueryAttention", domain=MS)
 def group_query_attention(ins, outs, ctx, *, num_heads, kv_num_heads, causal=1, do_rotary=0,
                           local_window_size=-1, softcap=0.0, smooth_softmax=0):
     # query, key?, value?, past_key?, past_value?, seqlens_k, total_sequence_length, cos_cache?,

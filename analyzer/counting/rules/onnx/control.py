@@ -42,7 +42,7 @@ def _const(values, i):
         return None
 
 
-@register("If", io="control", shape_inputs=(0,))
+@register("If")
 def if_(ins, outs, ctx):
     cond = _const(ctx.values, 0)
     if cond is None:
@@ -51,7 +51,7 @@ def if_(ins, outs, ctx):
     return Plan(run=((branch, 1),), note=f"condition is constant ({bool(cond)}): costed '{branch}'")
 
 
-@register("Loop", io="control", shape_inputs=(0, 1))
+@register("Loop")
 def loop(ins, outs, ctx):
     m = _const(ctx.values, 0)
     cond = _const(ctx.values, 1)
@@ -82,7 +82,7 @@ def loop(ins, outs, ctx):
     raise ShapeError(f"{what}; pass --loop-trips N (library: loop_trips=N) to cost its body N times")
 
 
-@register("SequenceMap", io="control")
+@register("SequenceMap")
 def sequence_map(ins, outs, ctx):
     seq = ctx.node.inputs[0]
     el = ctx.graph.sequences.get(seq)
@@ -122,7 +122,7 @@ def forward_nodes(graph, xs, y: str) -> list:
     return on_path
 
 
-@register("Gradient", domain="ai.onnx.preview.training", io="control")
+@register("Gradient", domain="ai.onnx.preview.training")
 def gradient(ins, outs, ctx, *, xs, y):
     known = {o for n in ctx.graph.nodes for o in n.outputs if o}
     if y not in known and y not in ctx.graph.inputs:
@@ -138,7 +138,7 @@ def gradient(ins, outs, ctx, *, xs, y):
                 estimate=True)  # a rule of thumb, not the backward graph's own counts
 
 
-@register("Scan", io="control")
+@register("Scan")
 def scan(ins, outs, ctx, *, num_scan_inputs, scan_input_axes=None, directions=None):
     n = int(num_scan_inputs)
     first = ins[len(ins) - n]

@@ -92,7 +92,7 @@ def where(ins, outs, ctx):
     return Work(vector_flops=outs[0].numel())  # one select per element
 
 
-@register("Clip", shape_inputs=(1, 2))  # min/max are scalar settings, not weights
+@register("Clip")  # min/max are scalar settings, not weights
 def clip(ins, outs, ctx):
     n = outs[0].numel()
     bounds = sum(1 for s in ins[1:3] if s is not None)  # opset >= 11: min/max are inputs
@@ -114,7 +114,7 @@ def cast(ins, outs, ctx):
     return Work()  # conversion is data movement, not arithmetic; bytes are counted
 
 
-@register("Dropout", shape_inputs=(1, 2))  # ratio and training_mode are settings
+@register("Dropout")  # ratio and training_mode are settings
 def dropout(ins, outs, ctx):
     # inference: identity (training_mode is a runtime input; a training export is noted)
     return Work(writes=0, reads={0: 0}, note="inference: Dropout is an identity")

@@ -1,7 +1,7 @@
 """Ops that genuinely cost nothing, and the ops deliberately left without a rule.
 
-``FREE``: op (default domain) -> why it costs nothing.  Each is registered as a view (no
-arithmetic, no bytes); inputs that are sequences or optionals (no TensorSpec) are shape-like.
+``FREE``: op (default domain) -> why it costs nothing.  Each is a view in ``analyzer.ir.ops`` (no
+arithmetic, no bytes; inputs that are sequences or optionals, with no TensorSpec, are shape-like).
 
 ``UNCOSTED``: ``(domain, op)`` -> why no rule can count it from shapes.  These stay uncosted in
 reports (never a silent zero, DESIGN.md Principle 3); the op-coverage test accepts them only with
@@ -19,9 +19,6 @@ FREE: dict[str, str] = {
     "BitCast": "reinterprets the bits of a same-size dtype in place: a view, no data moves",
 }
 
-# inputs that are optionals/sequences (no TensorSpec): shape-like, so never read or counted
-_CONTAINER_INPUTS: dict[str, tuple[int, ...]] = {"OptionalGetElement": (0,)}
-
 UNCOSTED: dict[tuple[str, str], str] = {
     ("", "ImageDecoder"):
         "decoding work depends on the codec and the compressed bytes, not on tensor shapes",
@@ -36,4 +33,4 @@ def _free(reason: str):
 
 
 for _op, _reason in FREE.items():
-    register(_op, io="view", shape_inputs=_CONTAINER_INPUTS.get(_op, ()))(_free(_reason))
+    register(_op)(_free(_reason))

@@ -85,7 +85,7 @@ def _upper_bound_writes(outs, bounds) -> tuple[int | None, str | None]:
 # ----------------------------------------------------------------------------- selection
 
 
-@register("TopK", shape_inputs=(1,))
+@register("TopK")
 def topk(ins, outs, ctx, *, axis=-1, sorted=1):
     x = ins[0]
     shape = x.dims()
@@ -122,17 +122,17 @@ def compress(ins, outs, ctx):
     return Work(vector_flops=cond.numel(), writes=writes, note=note, estimate=note is not None)
 
 
-@register("OneHot", shape_inputs=(1,))
+@register("OneHot")
 def one_hot(ins, outs, ctx):
     return Work(vector_flops=output(outs).numel())
 
 
-@register("Trilu", shape_inputs=(1,))
+@register("Trilu")
 def trilu(ins, outs, ctx):
     return Work(vector_flops=output(outs).numel())
 
 
-@register("NonMaxSuppression", shape_inputs=(2, 3, 4))
+@register("NonMaxSuppression")
 def non_max_suppression(ins, outs, ctx):
     scores = ins[1]
     b, c, n = scores.dims()
@@ -163,7 +163,7 @@ def tensor_scatter(ins, outs, ctx):
     return Work(reads={0: 0}, writes=update.nbytes(), note="in-place cache update: writes the update only")
 
 
-@register("CumSum", "CumProd", shape_inputs=(1,))
+@register("CumSum", "CumProd")
 def cumulative(ins, outs, ctx):
     return Work(vector_flops=ins[0].numel())
 
@@ -203,7 +203,7 @@ for _op in _GATES:
 # ----------------------------------------------------------------------------- copies and fills
 
 
-@register("MaxUnpool", shape_inputs=(2,))
+@register("MaxUnpool")
 def max_unpool(ins, outs, ctx):
     return Work()  # zero-fill and scatter: bytes only
 
@@ -213,7 +213,7 @@ def reverse_sequence(ins, outs, ctx):
     return Work()  # a permuted copy
 
 
-@register("EyeLike", shape_inputs=(0,))
+@register("EyeLike")
 def eye_like(ins, outs, ctx):
     return Work()  # a fill: writes its output
 
@@ -228,7 +228,7 @@ def _fft(n: int, real_input: bool) -> int:
     return ops // 2 if real_input else ops
 
 
-@register("DFT", shape_inputs=(1, 2))
+@register("DFT")
 def dft(ins, outs, ctx, *, axis=None, inverse=0, onesided=0):
     x, y = ins[0].dims(), output(outs).dims()
     r = len(x)
@@ -246,7 +246,7 @@ def dft(ins, outs, ctx, *, axis=None, inverse=0, onesided=0):
     return Work(vector_flops=transforms * per)
 
 
-@register("STFT", shape_inputs=(1, 3))
+@register("STFT")
 def stft(ins, outs, ctx, *, onesided=1):
     y = output(outs).dims()  # (batch, frames, bins, 2)
     batch, frames, bins = y[0], y[1], y[2]
@@ -259,7 +259,7 @@ def stft(ins, outs, ctx, *, onesided=1):
     return Work(vector_flops=batch * frames * per_frame)
 
 
-@register("MelWeightMatrix", shape_inputs=(0, 1, 2, 3, 4))
+@register("MelWeightMatrix")
 def mel_weight_matrix(ins, outs, ctx):
     y = output(outs)
     bands = y.dim(1)
@@ -284,8 +284,8 @@ def _random(cost):
 
 register("RandomUniform")(_random(UNIFORM))
 register("RandomNormal")(_random(NORMAL))
-register("RandomUniformLike", shape_inputs=(0,))(_random(UNIFORM))
-register("RandomNormalLike", shape_inputs=(0,))(_random(NORMAL))
+register("RandomUniformLike")(_random(UNIFORM))
+register("RandomNormalLike")(_random(NORMAL))
 
 
 @register("Multinomial")

@@ -40,4 +40,4 @@ def _reduce(op: str):
 
 
 for _op in _REDUCE:
-    register(_op, shape_inputs=(1,))(_reduce(_op))
+    register(_op)(_reduce(_op))

@@ -59,7 +59,7 @@ def grid_sample(ins, outs, ctx, *, mode="linear"):
     return Work(vector_flops=(n * (2 * taps - 1) if taps > 1 else 0) + locations * 2 * d)
 
 
-@register("Col2Im", shape_inputs=(1, 2))
+@register("Col2Im")
 def col2im(ins, outs, ctx):
     return Work(vector_flops=ins[0].numel())
 
@@ -76,7 +76,7 @@ def deform_conv(ins, outs, ctx):
     return Work(mac_flops=c.mac_flops, vector_flops=vec)
 
 
-@register("AffineGrid", shape_inputs=(1,))
+@register("AffineGrid")
 def affine_grid(ins, outs, ctx):
     y = output(outs).dims()             # [N, *spatial, r]
     n, spatial, r = y[0], y[1:-1], y[-1]

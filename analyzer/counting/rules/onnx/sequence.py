@@ -34,28 +34,28 @@ def sequence_construct(ins, outs, ctx):
     return Work(writes=sum(s.nbytes() for s in ins if s is not None))
 
 
-@register("SequenceInsert", shape_inputs=(0, 2))
+@register("SequenceInsert")
 def sequence_insert(ins, outs, ctx):
     return Work(writes=ins[1].nbytes(),
                 note="counts the inserted tensor; the sequence's other elements are shared")
 
 
-@register("SequenceAt", shape_inputs=(1,))
+@register("SequenceAt")
 def sequence_at(ins, outs, ctx):
     return Work(reads={0: outs[0].nbytes()})  # the element it copies out
 
 
-@register("SequenceErase", io="view", shape_inputs=(0, 1))
+@register("SequenceErase")
 def sequence_erase(ins, outs, ctx):
     return Work(note="the remaining elements are shared: no tensor data moves")
 
 
-@register("SequenceLength", "OptionalHasElement", io="meta", shape_inputs=(0,))
+@register("SequenceLength", "OptionalHasElement")
 def container_query(ins, outs, ctx):
     return Work()  # reads metadata, writes a scalar
 
 
-@register("SplitToSequence", shape_inputs=(1,))
+@register("SplitToSequence")
 def split_to_sequence(ins, outs, ctx):
     return Work(writes=ins[0].nbytes())
 

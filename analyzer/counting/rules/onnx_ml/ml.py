@@ -132,12 +132,12 @@ def one_hot_encoder(ins, outs, ctx, *, cats_int64s=None, cats_strings=None):
     return held(_per_element(1, output(outs)), cats_int64s, cats_strings, read=False)
 
 
-@register("DictVectorizer", domain=ML, shape_inputs=(0,))
+@register("DictVectorizer", domain=ML)
 def dict_vectorizer(ins, outs, ctx, *, int64_vocabulary=None, string_vocabulary=None):
     return held(_per_element(1, output(outs)), int64_vocabulary, string_vocabulary, read=False)
 
 
-@register("CastMap", domain=ML, shape_inputs=(0,))
+@register("CastMap", domain=ML)
 def cast_map(ins, outs, ctx):
     return Work(note="the input map has no TensorSpec: only the output is counted")
 

@@ -273,10 +273,10 @@ def gemm_fast_gelu(ins, outs, ctx):
 # ----------------------------------------------------------------------------- copies of standard ops
 
 register("GatherND", domain=MS)(movement.gather)
-register("Range", domain=MS, shape_inputs=(0, 1, 2))(movement.range_)
-register("Pad", domain=MS, shape_inputs=(1, 2))(movement._nothing)
-register("ExpandDims", domain=MS, io="view", shape_inputs=(1,))(movement._nothing)
-register("Trilu", domain=MS, shape_inputs=(1,))(misc.trilu)
+register("Range", domain=MS)(movement.range_)
+register("Pad", domain=MS)(movement._nothing)
+register("ExpandDims", domain=MS)(movement._nothing)
+register("Trilu", domain=MS)(misc.trilu)
 register("Unique", domain=MS)(misc.unique)
 register("GridSample", domain=MS)(sampling.grid_sample)
 register("MaxpoolWithMask", "NhwcMaxPool", domain=MS)(pooling.max_pool)
