@@ -3,8 +3,8 @@
 Walks ``onnx.defs.get_all_schemas_with_history()`` (ai.onnx, ai.onnx.ml, ai.onnx.preview,
 ai.onnx.preview.training; every opset version) and requires each schema version to have one of:
 a cost rule (``analyzer.cost.RULES``), a function body that the frontend decomposes, an entry in
-``rules/free.py``'s FREE table, a control-flow rule (If, Loop, Scan, SequenceMap), or an entry with
-a reason in ``rules/free.py``'s UNCOSTED table (ops no rule can count from shapes).
+``rules/onnx/views.py``'s FREE table, a control-flow rule (If, Loop, Scan, SequenceMap), or an entry with
+a reason in ``rules/onnx/uncosted.py``'s UNCOSTED table (ops no rule can count from shapes).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import onnx.defs
 import analyzer.counting.rules  # noqa: F401  (fills the registry)
 from analyzer.counting.cost import RULES, canonical_domain
 from analyzer.ir.ops import facts
-from analyzer.counting.rules.onnx.free import FREE, UNCOSTED
+from analyzer.counting.rules.onnx.uncosted import UNCOSTED
+from analyzer.counting.rules.onnx.views import FREE
 
 # Control-flow ops registered as io="control" rules (analyzer/rules/control.py); SequenceMap
 # also has a function body, but its rule runs the body once per element it can follow.

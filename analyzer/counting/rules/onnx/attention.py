@@ -37,7 +37,7 @@ from __future__ import annotations
 from analyzer.counting.cost import Work, register
 from analyzer.errors import ShapeError
 from analyzer.ir.graph import dtype_bits
-from analyzer.counting.rules.onnx.normalization import _rms
+from analyzer.counting.rules.onnx.normalization import rms_work
 
 MS = "com.microsoft"
 SOFTMAX_VECTOR = 4  # normalization.py: max, subtract, sum, divide per element (+ 1 exp)
@@ -278,7 +278,7 @@ def group_query_attention(ins, outs, ctx, *, num_heads, kv_num_heads, causal=1, 
                 reads[i] = _row_reads(ins[i], b * s)
     if _present(ins, 14) and _present(ins, 15):  # per-head RMSNorm of Q and K
         rows = b * s * (num_heads + kv_num_heads)
-        r = _rms(rows * d, rows)
+        r = rms_work(rows * d, rows)
         vec += r.vector_flops
         trans += r.transcendentals
     if _present(ins, 12):  # quantized KV cache: dequantize each cached element (1 multiply)

@@ -5,11 +5,13 @@ The per-element costs below are the operations a straightforward kernel performs
 ``(vector_flops, transcendentals)`` per output element.  exp, log, tanh, erf,
 sqrt, sin, pow, ... are transcendentals; add, mul, compare, select, abs are vector.
 Casts and copies are not arithmetic (0 FLOPs; their bytes are still counted).
+Swish ``x*sigmoid(alpha*x)`` (opset 24+): 4 + 1 T; SwiGLU: Swish(A) * B: 5 + 1 T.
 """
 
 from __future__ import annotations
 
 from analyzer.counting.cost import Work, register
+from analyzer.counting.rules.onnx.common import output
 
 # op: (vector per element, transcendentals per element)
 UNARY: dict[str, tuple[int, int]] = {
@@ -118,3 +120,18 @@ def cast(ins, outs, ctx):
 def dropout(ins, outs, ctx):
     # inference: identity (training_mode is a runtime input; a training export is noted)
     return Work(writes=0, reads={0: 0}, note="inference: Dropout is an identity")
+
+
+SWISH = (4, 1)  # alpha*x, sigmoid (2 + exp), * x
+
+
+@register("Swish")
+def swish(ins, outs, ctx):
+    n = output(outs).numel()
+    return Work(vector_flops=SWISH[0] * n, transcendentals=SWISH[1] * n)
+
+
+@register("SwiGLU")
+def swiglu(ins, outs, ctx):
+    n = output(outs).numel()
+    return Work(vector_flops=(SWISH[0] + 1) * n, transcendentals=SWISH[1] * n)

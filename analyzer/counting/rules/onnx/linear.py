@@ -3,7 +3,8 @@
 ``mac_flops`` = 2 x multiply-accumulates.  Counts come from the *output* shape
 (which shape inference resolved for strides, pads, dilations, auto_pad and
 broadcasting) times the reduction length, so every padding mode is exact.
-Bias adds and alpha/beta scaling are vector work.
+Bias adds and alpha/beta scaling are vector work.  CausalConvWithState: the depthwise Conv plus
+the optional SiLU (3 + 1 T per output element).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from math import prod
 
 from analyzer.counting.cost import Work, register
+from analyzer.counting.rules.onnx.common import output, present
 from analyzer.errors import ShapeError
 
 
@@ -121,3 +123,17 @@ def einsum(ins, outs, ctx, *, equation):
     if extra:
         vec += prod(size[c] for c in cur) - prod(size[c] for c in out)
     return Work(mac_flops=mac, vector_flops=vec)
+
+
+@register("CausalConvWithState")
+def causal_conv_with_state(ins, outs, ctx, *, activation="none"):
+    # input (B, C, L...), weight (C, 1, k...), bias?, past_state?: a depthwise conv over the padded
+    # input (group = channels)
+    x, w = ins[0], ins[1]
+    bias = ins[2] if present(ins, 2) else None
+    y = output(outs)
+    c = conv((x, w, bias), (y,), ctx)
+    n = y.numel()
+    silu = activation in ("silu", "swish")
+    return Work(mac_flops=c.mac_flops, vector_flops=c.vector_flops + (3 * n if silu else 0),
+                transcendentals=n if silu else 0)

@@ -13,6 +13,7 @@ group (a row, a channel, a group):
   mean square (1), add eps (1), reciprocal (1), and one sqrt (transcendental).
 - Softmax: per element max (1), subtract (1), exp (T), sum (1), divide (1).
   LogSoftmax: per element max, subtract, exp (T), sum, subtract (4 + T); per row one log.
+- LpNormalization: |x| or x² (1), sum (1), divide (1) per element, a sqrt per row for p = 2.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 from math import prod
 
 from analyzer.counting.cost import Work, register
+from analyzer.counting.rules.onnx.common import axis_index
 
 
 def _axis_split(shape: tuple[int, ...], axis: int) -> tuple[int, int]:
@@ -28,7 +30,7 @@ def _axis_split(shape: tuple[int, ...], axis: int) -> tuple[int, int]:
     return prod(shape[:axis]), prod(shape[axis:])
 
 
-def _meanvar(n: int, groups: int, has_bias: bool) -> Work:
+def meanvar_work(n: int, groups: int, has_bias: bool) -> Work:
     per_elem = 6 + (1 if has_bias else 0)
     return Work(vector_flops=per_elem * n + 4 * groups, transcendentals=groups)
 
@@ -42,10 +44,10 @@ def layer_norm(ins, outs, ctx, *, axis=-1):
     shape = ins[0].dims()
     rows, _inner = _axis_split(shape, axis)
     # optional outputs Mean and InvStdDev are written too (default writes cover them)
-    return _meanvar(prod(shape), rows, _present(ins, 2))
+    return meanvar_work(prod(shape), rows, _present(ins, 2))
 
 
-def _rms(n: int, rows: int) -> Work:
+def rms_work(n: int, rows: int) -> Work:
     return Work(vector_flops=4 * n + 3 * rows, transcendentals=rows)
 
 
@@ -53,19 +55,19 @@ def _rms(n: int, rows: int) -> Work:
 def rms_norm(ins, outs, ctx, *, axis=-1):
     shape = ins[0].dims()
     rows, _inner = _axis_split(shape, axis)
-    return _rms(prod(shape), rows)
+    return rms_work(prod(shape), rows)
 
 
 @register("InstanceNormalization")
 def instance_norm(ins, outs, ctx):
     shape = ins[0].dims()
-    return _meanvar(prod(shape), shape[0] * shape[1], True)
+    return meanvar_work(prod(shape), shape[0] * shape[1], True)
 
 
 @register("GroupNormalization")
 def group_norm(ins, outs, ctx, *, num_groups):
     shape = ins[0].dims()
-    return _meanvar(prod(shape), shape[0] * num_groups, True)
+    return meanvar_work(prod(shape), shape[0] * num_groups, True)
 
 
 @register("BatchNormalization")
@@ -116,3 +118,12 @@ def log_softmax(ins, outs, ctx, *, axis=None):
 def hardmax(ins, outs, ctx):
     n = ins[0].numel()
     return Work(vector_flops=2 * n)  # argmax compare + one-hot write select
+
+
+@register("LpNormalization")
+def lp_normalization(ins, outs, ctx, *, axis=-1, p=2):
+    shape = ins[0].dims()
+    n = prod(shape)
+    length = shape[axis_index(axis, len(shape))]
+    rows = n // length if length else 0
+    return Work(vector_flops=3 * n, transcendentals=rows if p == 2 else 0)

@@ -22,7 +22,7 @@ from math import prod
 
 from analyzer.counting.cost import Work, register
 from analyzer.counting.rules.onnx import linear
-from analyzer.counting.rules.onnx.misc import _present, output
+from analyzer.counting.rules.onnx.common import output, present
 
 
 BILINEAR = 7  # 4 taps: 4 multiplies + 3 adds
@@ -68,11 +68,11 @@ def col2im(ins, outs, ctx):
 def deform_conv(ins, outs, ctx):
     # X, W, offset, B?, mask?
     x, w = ins[0], ins[1]
-    bias = ins[3] if _present(ins, 3) else None
+    bias = ins[3] if present(ins, 3) else None
     c = linear.conv((x, w, bias), (output(outs),), ctx)
     y = output(outs).dims()
     samples = (prod(y) // y[1]) * x.dim(1) * prod(w.dims()[2:])  # N*spatial_out * C_in * kernel
-    vec = c.vector_flops + samples * (BILINEAR + (1 if _present(ins, 4) else 0))
+    vec = c.vector_flops + samples * (BILINEAR + (1 if present(ins, 4) else 0))
     return Work(mac_flops=c.mac_flops, vector_flops=vec)
 
 

@@ -11,19 +11,22 @@ the tensors that enter or leave them, never their contents:
   the frontend, which follows the sequence's elements (``frontends/sequences.py``).
 - SequenceErase returns the remaining elements (shared, no tensor data moves).  SequenceLength
   and OptionalHasElement read metadata and write a scalar.
-- Optional, OptionalGetElement, SequenceEmpty are free (free.py).
+- Optional, OptionalGetElement, SequenceEmpty are free (views.py).
 - String ops cost 1 vector op per string element (the IR has no string lengths): StringNormalizer
   (case change and stop-word test; its output is written at the upper bound, no string removed,
   when stop words leave its shape open), StringConcat, RegexFullMatch, StringSplit.  A string slot is
   charged 8 bytes (ir.DTYPE_BITS).  StringSplit's token count depends on the data: with an open
   output shape the bytes written are the upper bound ``maxsplit + 1`` tokens per string, or only
   the counts output when there is no maxsplit (noted).
+- TfIdfVectorizer: one hash lookup per candidate n-gram, one weight per output.
 """
 
 from __future__ import annotations
 
+from math import prod
+
 from analyzer.counting.cost import Work, register
-from analyzer.counting.rules.onnx.misc import _upper_bound_writes, output
+from analyzer.counting.rules.onnx.common import output, upper_bound_writes
 
 def _present(ins, i: int) -> bool:
     return len(ins) > i and ins[i] is not None
@@ -73,7 +76,7 @@ def regex_full_match(ins, outs, ctx):
 @register("StringNormalizer")
 def string_normalizer(ins, outs, ctx):
     # stop words may remove strings: an open output shape is written at its upper bound (all kept)
-    writes, note = _upper_bound_writes(outs, lambda i: ins[0].nbytes())
+    writes, note = upper_bound_writes(outs, lambda i: ins[0].nbytes())
     return Work(vector_flops=ins[0].numel(), writes=writes, note=note, estimate=note is not None)
 
 
@@ -97,3 +100,12 @@ def string_split(ins, outs, ctx, *, maxsplit=None):
     return Work(vector_flops=n, writes=counts,
                 note="token count depends on the data and has no bound: only the counts output is counted",
                 estimate=True)
+
+
+@register("TfIdfVectorizer")
+def tfidf_vectorizer(ins, outs, ctx, *, max_gram_length, min_gram_length, max_skip_count=0,
+                     mode="TF"):
+    x = ins[0].dims()
+    positions = prod(x)
+    lookups = positions * (max_gram_length - min_gram_length + 1) * (max_skip_count + 1)
+    return Work(vector_flops=lookups + (output(outs).numel() if mode != "TF" else 0))

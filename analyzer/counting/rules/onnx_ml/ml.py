@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from analyzer.counting.cost import Work, register
 from analyzer.errors import ShapeError
-from analyzer.counting.rules.onnx.misc import output
+from analyzer.counting.rules.onnx.common import output
 
 ML = "ai.onnx.ml"
 

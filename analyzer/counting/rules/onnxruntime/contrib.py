@@ -39,12 +39,12 @@ from analyzer.errors import ShapeError
 from analyzer.ir.graph import TensorSpec, dtype_bits
 from analyzer.counting.rules.onnx import elementwise
 from analyzer.counting.rules.onnx import linear
-from analyzer.counting.rules.onnx import misc
+from analyzer.counting.rules.onnx import indexing
 from analyzer.counting.rules.onnx import movement
 from analyzer.counting.rules.onnx import pooling
 from analyzer.counting.rules.onnx import sampling
-from analyzer.counting.rules.onnx.misc import output
-from analyzer.counting.rules.onnx.normalization import _meanvar, _rms
+from analyzer.counting.rules.onnx.common import output
+from analyzer.counting.rules.onnx.normalization import meanvar_work, rms_work
 
 MS = "com.microsoft"
 
@@ -137,7 +137,7 @@ def skip_layer_norm(ins, outs, ctx):
     x = ins[0]
     n = x.numel()
     rows = n // x.dim(-1)
-    return _add(Work(vector_flops=_skip_adds(ins, n, 4)), _meanvar(n, rows, _present(ins, 3)))
+    return _add(Work(vector_flops=_skip_adds(ins, n, 4)), meanvar_work(n, rows, _present(ins, 3)))
 
 
 @register("SkipSimplifiedLayerNormalization", domain=MS)
@@ -145,7 +145,7 @@ def skip_simplified_layer_norm(ins, outs, ctx):
     # input, skip, gamma, bias?
     x = ins[0]
     n = x.numel()
-    return _add(Work(vector_flops=_skip_adds(ins, n, 3)), _rms(n, n // x.dim(-1)))
+    return _add(Work(vector_flops=_skip_adds(ins, n, 3)), rms_work(n, n // x.dim(-1)))
 
 
 @register("SimplifiedLayerNormalization")
@@ -153,7 +153,7 @@ def skip_simplified_layer_norm(ins, outs, ctx):
 def simplified_layer_norm(ins, outs, ctx, *, axis=-1):
     shape = ins[0].dims()
     ax = axis + len(shape) if axis < 0 else axis
-    return _rms(prod(shape), prod(shape[:ax]))
+    return rms_work(prod(shape), prod(shape[:ax]))
 
 
 def _table_reads(spec: TensorSpec, elements: int) -> int:
@@ -172,7 +172,7 @@ def embed_layer_norm(ins, outs, ctx):
     vec = n * (len(tables) - 1)  # sum of the embeddings
     if _present(ins, 7):
         vec += ins[7].numel()  # mask -> mask_index
-    return _with_reads(_add(Work(vector_flops=vec), _meanvar(n, tokens, True)), reads)
+    return _with_reads(_add(Work(vector_flops=vec), meanvar_work(n, tokens, True)), reads)
 
 
 @register("QEmbedLayerNormalization", domain=MS)
@@ -196,7 +196,7 @@ def _with_reads(w: Work, reads) -> Work:
 def ms_group_norm(ins, outs, ctx, *, groups, activation=0):
     x = ins[0]
     n = x.numel()
-    w = _meanvar(n, x.dim(0) * groups, True)
+    w = meanvar_work(n, x.dim(0) * groups, True)
     return _add(w, _per_element(n, SILU)) if activation else w
 
 
@@ -205,7 +205,7 @@ def skip_group_norm(ins, outs, ctx, *, groups, activation=0):
     # X, gamma, beta, skip, bias?
     x = ins[0]
     n = x.numel()
-    w = _add(Work(vector_flops=_skip_adds(ins, n, 4)), _meanvar(n, x.dim(0) * groups, True))
+    w = _add(Work(vector_flops=_skip_adds(ins, n, 4)), meanvar_work(n, x.dim(0) * groups, True))
     return _add(w, _per_element(n, SILU)) if activation else w
 
 
@@ -276,7 +276,8 @@ register("GatherND", domain=MS)(movement.gather)
 register("Range", domain=MS)(movement.range_)
 register("Pad", domain=MS)(movement._nothing)
 register("ExpandDims", domain=MS)(movement._nothing)
-register("Trilu", domain=MS)(misc.trilu)
-register("Unique", domain=MS)(misc.unique)
+register("Trilu", domain=MS)(indexing.trilu)
+register("Unique", domain=MS)(indexing.unique)
+register("CausalConvWithState", domain=MS)(linear.causal_conv_with_state)
 register("GridSample", domain=MS)(sampling.grid_sample)
 register("MaxpoolWithMask", "NhwcMaxPool", domain=MS)(pooling.max_pool)
