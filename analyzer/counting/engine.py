@@ -18,14 +18,26 @@ every read (traffic), activation bytes per read and per write.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import NamedTuple
 
 from analyzer.counting import rules as _rules  # noqa: F401  (fills the registry)
 from analyzer.counting.cost import COUNT_FIELDS, Cost, RuleContext, Work, lookup
 from analyzer.errors import AnalyzerError, ShapeError, UnboundDimError
 from analyzer.ir.graph import Graph, Node, TensorSpec
-from analyzer.ir.ops import CONTROL, DATA, VIEW, facts
+from analyzer.ir.ops import CONTROL, facts
+from analyzer.counting.traffic import add_held, new_params, node_bytes
 
-COSTED, FOLDED, UNCOSTED = "costed", "folded", "uncosted"
+class Status(StrEnum):
+    """How a node's counts were obtained (the module docstring says what each means). A str
+    enum: it compares equal to, formats and serializes as its value ("costed"...)."""
+
+    COSTED = "costed"
+    FOLDED = "folded"
+    UNCOSTED = "uncosted"
+
+
+COSTED, FOLDED, UNCOSTED = Status.COSTED, Status.FOLDED, Status.UNCOSTED
 _ZERO = Cost()
 _DEFAULT_OPSET = 10**6  # a graph without opset info (JAX) gets the newest semantics
 
@@ -38,7 +50,7 @@ class NodeCost:
     name: str
     op: str
     domain: str
-    status: str
+    status: Status
     cost: Cost
     in_specs: tuple[TensorSpec | None, ...]
     out_specs: tuple[TensorSpec | None, ...]
@@ -179,6 +191,20 @@ def cost_graph(graph: Graph, options: Options | None = None) -> list[NodeCost]:
     return out
 
 
+class _Memo(NamedTuple):
+    """What nodes of one memo key share (everything but the params of tensors not yet counted)."""
+
+    params_override: object        # Work.params: parameter elements of packed inputs, or None
+    status: Status
+    const_inputs: tuple[int, ...]  # indices of the constant data inputs (params candidates)
+    cost: Cost                     # params 0 (counted per tensor name, not memoised)
+    by_dtype: tuple[tuple[str, int], ...]
+    note: str | None
+    mac_dtype: str | None
+    held_params: int               # Work.held's parameter elements (every node holds its own)
+    estimate: bool
+
+
 def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[NodeCost],
           opts: Options) -> None:
     get = graph.tensors.get
@@ -188,7 +214,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
     # Repeated blocks: nodes with the same rule, the same (shared) spec objects, the same
     # attributes and the same constant pattern have the same Work and bytes. Only params
     # depend on which tensors were already counted, so they are not memoised.
-    memo: dict[tuple, tuple] = {}
+    memo: dict[tuple, _Memo] = {}
     rules: dict[tuple[str, str], tuple] = {}  # (domain, op) -> (rule or None, its op facts)
     contexts: dict[str, RuleContext] = {}  # domain -> the context of its (non-control) rules
     if "" in graph.tensors:  # "" names an omitted optional input, never a tensor
@@ -233,10 +259,10 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                     else:
                         work = rule.fn(ins, outs, ctx)
                     status = COSTED
-                cost, by_dtype = _bytes(node, ins, outs, work, shape_inputs, io, constants)
+                cost, by_dtype = node_bytes(node, ins, outs, work, shape_inputs, io, constants)
                 held_params = 0
                 if work.held is not None:
-                    held_params, cost, by_dtype = _held(work.held, cost, by_dtype)
+                    held_params, cost, by_dtype = add_held(work.held, cost, by_dtype)
                 # the constant data inputs (same for every node of this memo key)
                 cidx = tuple(i for i, x in enumerate(node.inputs)
                              if x and i not in shape_inputs and x in constants)
@@ -247,13 +273,13 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                     cost = cost.scaled(times)
                     by_dtype = tuple((d, b * times) for d, b in by_dtype)
                 mac_dtype = work.mac_dtype or (ins[0].dtype if work.mac_flops and ins and ins[0] else None)
-                hit = (work.params, status, cidx, cost, by_dtype, note, mac_dtype, held_params,
-                       work.estimate)
+                hit = _Memo(work.params, status, cidx, cost, by_dtype, note, mac_dtype, held_params,
+                            work.estimate)
                 if key is not None:
                     memo[key] = hit
             pover, status, cidx, cost, by_dtype, note, mac_dtype, params, estimate = hit
             if cidx:
-                params += _params(node, ins, cidx, counted, pover, graph)
+                params += new_params(node, ins, cidx, counted, pover, graph)
         except AnalyzerError as e:
             if isinstance(e, _Located):
                 raise
@@ -276,39 +302,6 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
             cost = Cost(params, *cost[1:])  # params are never multiplied by loop trips
         out.append(NodeCost(name, node.op, node.domain, status, cost, ins, outs, mac_dtype, note,
                             by_dtype, None, estimate))
-
-
-def _held(held, cost: Cost, by_dtype):
-    """A rule's attribute-held weights added to its node's cost: (params, cost, by_dtype)."""
-    params, reads = held
-    merged = dict(by_dtype)
-    for dt, nbytes in reads:
-        merged[dt] = merged.get(dt, 0) + nbytes
-    extra = sum(b for _, b in reads)
-    return params, cost._replace(weight_bytes=cost.weight_bytes + extra), tuple(merged.items())
-
-
-def _params(node: Node, ins, cidx: tuple[int, ...], counted: set[str], override,
-            graph: Graph) -> int:
-    """Elements of the constant data inputs (indices ``cidx``) that no earlier node
-    consumed (each tensor once). A folded input counts the file constants it was
-    computed from (``graph.sources``); ``override`` (the rule's ``Work.params``) gives
-    the count of packed inputs."""
-    params = 0
-    sources = graph.sources
-    for i in cidx:
-        name = node.inputs[i]
-        src = sources.get(name)
-        if src is None:
-            if name not in counted:
-                counted.add(name)
-                params += override[i] if override and i in override else ins[i].numel()
-            continue
-        for leaf in src:
-            if leaf not in counted:
-                counted.add(leaf)
-                params += graph.tensors[leaf].numel()
-    return params
 
 
 def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, out, opts):
@@ -353,7 +346,7 @@ def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, o
     cidx = tuple(i for i, x in enumerate(node.inputs)
                  if x and i not in shape_inputs and x in graph.constants)
     if cidx:
-        cost = Cost(_params(node, ins, cidx, counted, None, graph), *cost[1:])
+        cost = Cost(new_params(node, ins, cidx, counted, None, graph), *cost[1:])
     out.append(NodeCost(name, node.op, node.domain, COSTED, cost, ins, outs, mac_dtype, note,
                         tuple(by_dtype.items()), None, plan.estimate or bool(plan.costlier_of)))
     for attr, m in runs:
@@ -365,54 +358,6 @@ def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, o
 
 class _Located:
     """Marker mixin: the error already names its node (raised inside a sub-graph)."""
-
-
-def _bytes(node: Node, ins: tuple[TensorSpec | None, ...], outs, work: Work,
-           shape_inputs: frozenset[int], io: str, constants: frozenset[str]):
-    """The byte classes of one node (params are counted separately, per tensor name)."""
-    weight = act_read = written = 0
-    by_dtype: dict[str, int] = {}
-    reads = work.reads
-    data = io == DATA
-    for i, name in enumerate(node.inputs):
-        if not name or i in shape_inputs:
-            continue
-        spec = ins[i]
-        if not data:
-            continue
-        if reads and i in reads:
-            nbytes = reads[i]
-            if spec is None:  # e.g. a sequence input: the rule knows what it reads
-                act_read += nbytes
-                continue
-        elif spec is None:
-            raise ShapeError(f"input {i} '{name}' has no type or shape")
-        else:
-            nbytes = spec.nbytes()
-        by_dtype[spec.dtype] = by_dtype.get(spec.dtype, 0) + nbytes
-        if name in constants:
-            weight += nbytes
-        else:
-            act_read += nbytes
-    if io == VIEW:
-        pass
-    elif work.writes is not None:
-        written = work.writes
-        if written:
-            dt = next((s.dtype for s in outs if s is not None), "float32")
-            by_dtype[dt] = by_dtype.get(dt, 0) + written
-    else:
-        for name, spec in zip(node.outputs, outs):
-            if not name:
-                continue
-            if spec is None:
-                raise ShapeError(f"output '{name}' has no type or shape")
-            nb = spec.nbytes()
-            written += nb
-            by_dtype[spec.dtype] = by_dtype.get(spec.dtype, 0) + nb
-    cost = Cost(0, work.mac_flops, work.vector_flops, work.transcendentals,
-                weight, act_read, written)
-    return cost, tuple(by_dtype.items())
 
 
 class _LocatedShape(_Located, ShapeError):
