@@ -44,7 +44,7 @@ from analyzer.ir.graph import Graph, Node, TensorSpec
 from analyzer.frontends.jaxpr.inputs import (bind_inputs, ir_dtype, is_jax_target, load_program,  # noqa: F401
                            load_target, parse_spec)
 from analyzer.frontends.jaxpr.loops import while_trips
-from analyzer.frontends.jaxpr.trace import Traced, _spec_of_aval, trace  # noqa: F401  (Traced, trace: re-exported)
+from analyzer.frontends.jaxpr.trace import Traced, spec_of_aval, trace  # noqa: F401  (Traced, trace: re-exported)
 
 __all__ = ["DOMAIN", "CONTROL", "Traced", "bind_inputs", "ir_dtype", "is_jax_target", "load",
            "load_program", "load_target", "parse_spec", "sub_jaxprs", "trace"]
@@ -55,7 +55,7 @@ DOMAIN = "jax"
 # ----------------------------------------------------------------------------- lowering to the IR
 
 @dataclass(frozen=True)
-class _Known:
+class Known:
     """A value known while tracing: a literal, or a scalar computed only from literals."""
 
     value: Any
@@ -87,7 +87,7 @@ def sub_jaxprs(params: Mapping[str, Any]) -> list[tuple[str, int | None, Any]]:
     return out
 
 
-def _open(j: Any) -> tuple[Any, list]:
+def open_jaxpr(j: Any) -> tuple[Any, list]:
     """(Jaxpr, consts) of a ClosedJaxpr or an open Jaxpr."""
     inner = getattr(j, "jaxpr", None)
     if inner is not None and hasattr(j, "consts"):
@@ -96,7 +96,7 @@ def _open(j: Any) -> tuple[Any, list]:
 
 
 def _count_eqns(j: Any) -> int:
-    jaxpr, _ = _open(j)
+    jaxpr, _ = open_jaxpr(j)
     return sum(1 + sum(_count_eqns(s) for _, _, s in sub_jaxprs(e.params)) for e in jaxpr.eqns)
 
 
@@ -137,14 +137,14 @@ class _Lowerer:
     def fresh(self, aval: Any, hint: str = "t") -> str:
         self._n += 1
         name = f"%{hint}{self._n}"
-        self.tensors[name] = _spec_of_aval(aval)
+        self.tensors[name] = spec_of_aval(aval)
         return name
 
-    def const(self, value: Any, aval: Any) -> "str | _Known":
+    def const(self, value: Any, aval: Any) -> "str | Known":
         """A closed-over constant: a scalar is an immediate; an array is a constant tensor."""
         size = math.prod(getattr(value, "shape", ()) or ())
         if size <= 1 and not hasattr(getattr(value, "dtype", None), "_impl"):
-            return _Known(value)
+            return Known(value)
         name = self.fresh(aval, "const")
         self.constants.add(name)
         if size <= _SMALL_VALUE:
@@ -158,11 +158,11 @@ class _Lowerer:
 
     # -- graphs
 
-    def graph(self, name: str, jaxpr_like: Any, in_refs: Sequence["str | _Known | None"],
+    def graph(self, name: str, jaxpr_like: Any, in_refs: Sequence["str | Known | None"],
               scope: str = "") -> Graph:
         """A ``Graph`` for a (closed) jaxpr whose invars are bound to ``in_refs`` (``None``: a
         fresh tensor of the invar's type)."""
-        jaxpr, consts = _open(jaxpr_like)
+        jaxpr, consts = open_jaxpr(jaxpr_like)
         g = Graph(name=name, nodes=[], tensors=self.tensors, inputs=(), outputs=())
         env: dict[Any, Any] = {}
         for v, c in zip(jaxpr.constvars, consts):
@@ -184,11 +184,11 @@ class _Lowerer:
         self.graphs.append(g)
         return g
 
-    def read(self, env: dict, v: Any) -> "str | _Known":
+    def read(self, env: dict, v: Any) -> "str | Known":
         from jax.extend.core import Literal
 
         if isinstance(v, Literal):
-            return _Known(v.val)
+            return Known(v.val)
         return env[v]
 
     @staticmethod
@@ -221,7 +221,7 @@ class _Lowerer:
                 # a call: inline its body under a name component
                 _, _, body = subs[0]
                 comp = _CALL_SCOPE.get(prim, lambda p: "")(eqn.params)
-                inner_jaxpr, consts = _open(body)
+                inner_jaxpr, consts = open_jaxpr(body)
                 inner_env: dict[Any, Any] = {}
                 for v, c in zip(inner_jaxpr.constvars, consts):
                     inner_env[v] = self.const(c, v.aval)
@@ -236,11 +236,11 @@ class _Lowerer:
                 continue
 
             name = self._unique(f"{scope}/{prim}" if scope else prim, used)
-            if not subs and ins and all(isinstance(r, _Known) for r in ins):
+            if not subs and ins and all(isinstance(r, Known) for r in ins):
                 vals = self._fold(eqn, ins)
                 if vals is not None:
                     for v, val in zip(eqn.outvars, vals):
-                        env[v] = _Known(val)
+                        env[v] = Known(val)
                         self.fresh(v.aval)  # a spec for display only
                     folded.add(name)
                     nodes.append(Node(name, prim, DOMAIN, (), (), _plain_attrs(eqn.params)))
@@ -258,7 +258,7 @@ class _Lowerer:
             nodes.append(Node(name, prim, domain, in_names, tuple(outs), attrs))
 
     @staticmethod
-    def _fold(eqn: Any, ins: list["_Known"]) -> list | None:
+    def _fold(eqn: Any, ins: list["Known"]) -> list | None:
         """Evaluate a scalar equation on known inputs (shape arithmetic, switch indices, loop
         bounds). Returns None where the outputs are not all scalars or evaluation fails."""
         if any(math.prod(getattr(v.aval, "shape", (1, 1)) or ()) != 1 for v in eqn.outvars):
@@ -281,7 +281,7 @@ class _Lowerer:
             return "jax.pallas", keep
         body = eqn.params.get("jaxpr")
         has_dot = body is not None and any(
-            e.primitive.name in ("dot_general", "conv_general_dilated") for e in _open(body)[0].eqns)
+            e.primitive.name in ("dot_general", "conv_general_dilated") for e in open_jaxpr(body)[0].eqns)
         keep.update(flops=int(getattr(est, "flops", 0) or 0),
                     transcendentals=int(getattr(est, "transcendentals", 0) or 0),
                     bytes_accessed=int(getattr(est, "bytes_accessed", 0) or 0),
@@ -318,7 +318,7 @@ class _Lowerer:
             for i, br in enumerate(branches):
                 subgraphs[f"branch{i}"] = self.graph(f"branch{i}", br, list(ins[1:]))
             attrs["num_branches"] = len(branches)
-            if isinstance(ins[0], _Known):   # a constant index: name it so the rule sees its value
+            if isinstance(ins[0], Known):   # a constant index: name it so the rule sees its value
                 t = self.fresh(eqn.invars[0].aval, "index")
                 self.values[t] = ins[0].value
                 in_names[0] = t
@@ -337,12 +337,12 @@ def load(fn: Any, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = N
     (``format: "jaxpr"``)."""
     traced = trace(fn, args, kwargs or {}, params_argnums=params_argnums)
     low = _Lowerer(counted)
-    jaxpr, consts = _open(traced.closed)
+    jaxpr, consts = open_jaxpr(traced.closed)
     # a program that is one jit call reads better without the outer ``jit(f)/`` on every row
     scope_jaxpr = traced.closed
     refs: list[Any] = []
     for nm, is_w, v in zip(traced.in_names, traced.in_params, jaxpr.invars):
-        low.tensors[nm] = _spec_of_aval(v.aval)
+        low.tensors[nm] = spec_of_aval(v.aval)
         if is_w:
             low.constants.add(nm)
         refs.append(nm)

@@ -18,10 +18,10 @@ def while_trips(p: Mapping[str, Any], cond_consts, body_consts, init) -> tuple[i
     and hand-written counted loops have this form."""
     from jax.extend.core import Literal
 
-    from analyzer.frontends.jaxpr.load import _Known, _open
+    from analyzer.frontends.jaxpr.load import Known, open_jaxpr
 
-    cj, _ = _open(p["cond_jaxpr"])
-    bj, _ = _open(p["body_jaxpr"])
+    cj, _ = open_jaxpr(p["cond_jaxpr"])
+    bj, _ = open_jaxpr(p["body_jaxpr"])
     cn, bn = p["cond_nconsts"], p["body_nconsts"]
     n_carry = len(init)
     if len(cj.outvars) != 1:
@@ -34,7 +34,7 @@ def while_trips(p: Mapping[str, Any], cond_consts, body_consts, init) -> tuple[i
     cond_const = {v: cond_consts[i] for i, v in enumerate(cj.invars[:cn])}
 
     def known(x):
-        return x.value if isinstance(x, _Known) else None
+        return x.value if isinstance(x, Known) else None
 
     def side(v):
         """('carry', slot) | ('value', number) | None"""

@@ -22,7 +22,7 @@ def _dim(d: Any) -> int | str:
         return str(d)
 
 
-def _spec_of_aval(aval: Any) -> TensorSpec:
+def spec_of_aval(aval: Any) -> TensorSpec:
     """A JAX abstract value -> ``TensorSpec``. Keys count as their uint32 key data, refs as their
     contents, tokens as nothing."""
     import jax
@@ -106,7 +106,7 @@ def trace(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any], *,
         n = len(closed.jaxpr.invars)
         weights = _params_indices(lambda *a: None, params_argnums, n)
         names = [f"in{i}" for i in range(n)]
-        inputs = {nm: list(_spec_of_aval(v.aval).shape or ()) for nm, v in zip(names, closed.jaxpr.invars)}
+        inputs = {nm: list(spec_of_aval(v.aval).shape or ()) for nm, v in zip(names, closed.jaxpr.invars)}
         return Traced(closed, names, [i in weights for i in range(n)], "<jaxpr>", inputs)
     if not callable(fn):
         raise ModelLoadError(f"cannot analyse a {type(fn).__name__}: pass a function or a ClosedJaxpr")

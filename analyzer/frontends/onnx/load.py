@@ -27,11 +27,11 @@ from analyzer.ir import dims as dim_expr
 from analyzer.frontends.onnx import fold
 from analyzer.frontends.onnx import functions
 from analyzer.frontends.onnx import sequences
-from analyzer.frontends.onnx.read import (_OP, _collect_specs, _infer, _initializers, _read_nodes, _topo_order,
-                                          newer_ops)
-from analyzer.frontends.onnx.shapes import (_batch_norm_statistics, _contrib_shapes, _default_opset, _infer_with_values,
-                          _negative_axes, _open_specs)
-from analyzer.frontends.onnx.subgraphs import _attach_subgraphs, _control_outputs, _subgraph_protos, _unsettled
+from analyzer.frontends.onnx.read import (OP_OF, collect_specs, infer_model, newer_ops, read_initializers,
+                                          read_nodes, topo_order)
+from analyzer.frontends.onnx.shapes import (batch_norm_statistics, contrib_output_shapes, default_opset,
+                                            infer_with_values, open_specs, patch_negative_axes)
+from analyzer.frontends.onnx.subgraphs import attach_subgraphs, control_outputs, subgraph_protos, unsettled
 from analyzer.frontends.onnx.types import DTYPES
 
 _FOLD_ROUNDS = 64  # fold -> infer rounds (one per level of shape math that inference cannot see
@@ -287,31 +287,31 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
     ``expanded``: function ops were already decomposed (``functions``), or must not be."""
     g = m.graph
     cache: dict[bytes, tuple[str, Any]] = {}
-    init_specs, init_values, stripped = _initializers(g, strip=True)
+    init_specs, init_values, stripped = read_initializers(g, strip=True)
     if stripped:  # weights were inline: the file's bytes hold them, the stripped proto not
         data = None
     init_names = init_specs.keys()
     available = {vi.name for vi in g.input} | init_names
-    nodes, in_order, defined, candidates = _read_nodes(g, cache, available, init_names)
-    ops = set(map(_OP, nodes))  # every op name of the graph: decides the rare passes below
+    nodes, in_order, defined, candidates = read_nodes(g, cache, available, init_names)
+    ops = set(map(OP_OF, nodes))  # every op name of the graph: decides the rare passes below
     if not expanded and functions.wanted(m, nodes, ops, counted):  # uncounted function ops (rare)
         return functions.build_decomposed(
             m, lambda x: _build(x, path, counted, data if x is m else None, True), counted)
     file_nodes = nodes  # file order (the re-inference copy keeps it)
     if not in_order:
-        nodes = _topo_order(nodes, available)
+        nodes = topo_order(nodes, available)
         candidates = nodes  # file-order candidates would miss a constant produced later
 
-    inferred = _infer(m, data)
-    specs = _collect_specs(inferred.graph)
+    inferred = infer_model(m, data)
+    specs = collect_specs(inferred.graph)
     specs.update(init_specs)
-    old_opset = 0 < _default_opset(m) < 11
+    old_opset = 0 < default_opset(m) < 11
     if old_opset:
-        while _negative_axes(m, specs):  # old opsets: exporters' negative axes block inference
-            inferred = _infer(m)
-            specs = _collect_specs(inferred.graph)
+        while patch_negative_axes(m, specs):  # old opsets: exporters' negative axes block inference
+            inferred = infer_model(m)
+            specs = collect_specs(inferred.graph)
             specs.update(init_specs)
-    _contrib_shapes(inferred, nodes, specs, ops)
+    contrib_output_shapes(inferred, nodes, specs, ops)
     # Folding may compute values (Reshape targets, Expand shapes, Range limits) that inference
     # could not see: give them to inference as initializers and infer again; the specs that
     # resolves may let more fold (a Shape of a now-static tensor), so repeat while it helps.
@@ -320,14 +320,14 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
         fold_errors: dict[str, str] = {}
         constants, values, folded, sources = fold.fold_graph(
             candidates, specs, (set(init_names), dict(init_values)), failures=fold_errors)
-        patched = old_opset and _negative_axes(m, specs)  # ranks this round resolved
-        if (len(values) == n_values and not patched) or not _open_specs(nodes, folded, specs, defined):
+        patched = old_opset and patch_negative_axes(m, specs)  # ranks this round resolved
+        if (len(values) == n_values and not patched) or not open_specs(nodes, folded, specs, defined):
             break
         n_values = len(values)
-        better = _infer_with_values(m, file_nodes, nodes, folded, values, init_names)
+        better = infer_with_values(m, file_nodes, nodes, folded, values, init_names)
         if better is None and patched:
-            again = _infer(m)
-            better = (again, _collect_specs(again.graph))
+            again = infer_model(m)
+            better = (again, collect_specs(again.graph))
         if better is None:
             break
         inferred, better_specs = better
@@ -335,7 +335,7 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
             break
 
     if "BatchNormalization" in ops:
-        _batch_norm_statistics(nodes, specs)
+        batch_norm_statistics(nodes, specs)
     # after re-inference: adds SequenceLength values
     seqs = {} if sequences.OPS.isdisjoint(ops) else sequences.follow(nodes, specs, values)
     opsets = {d.domain or "": d.version for d in m.opset_import}
@@ -355,13 +355,13 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
         newer_ops=newer_ops(nodes, opsets),
     )
     if any(n.attr_key is None for n in nodes):  # only control-flow nodes have graph attributes
-        _attach_subgraphs(graph, _subgraph_protos(inferred.graph), cache)
+        attach_subgraphs(graph, subgraph_protos(inferred.graph), cache)
         # Loop/Scan outputs typed from their bodies resolve the nodes downstream, whose bodies
         # are then typed again: one round per level of a chain of control-flow nodes (each
         # round must resolve something), re-typing only the nodes not yet settled
-        while pending := _unsettled(graph):
-            inferred = _control_outputs(graph, inferred, cache)
+        while pending := unsettled(graph):
+            inferred = control_outputs(graph, inferred, cache)
             if inferred is None:
                 break
-            _attach_subgraphs(graph, _subgraph_protos(inferred.graph), cache, only=pending)
+            attach_subgraphs(graph, subgraph_protos(inferred.graph), cache, only=pending)
     return graph

@@ -63,14 +63,14 @@ def unique_name(name: str, seen) -> str:
     return name
 
 
-def _read_nodes(g: onnx.GraphProto, cache: dict, available=None, available_constants=()):
+def read_nodes(g: onnx.GraphProto, cache: dict, available=None, available_constants=()):
     """Every NodeProto read once into a ``Node``: the file's names (stable generated names
     ``op_index`` for unnamed nodes, ``#k`` suffixes for duplicates) and parsed attributes.
 
     With ``available`` (names defined before the graph runs; the initializers among them in
     ``available_constants``), returns ``(nodes, in_order, defined, fold_candidates)``: whether
     the nodes are already in a valid topological order with no tensor produced twice (the
-    common case, checked in the same pass; otherwise ``_topo_order`` sorts or explains),
+    common case, checked in the same pass; otherwise ``topo_order`` sorts or explains),
     every name the graph defines, and the nodes that might fold (a foldable op whose inputs
     might all be constant: a superset of what ``fold.fold_graph`` folds, in file order)."""
     nodes: list[Node] = []
@@ -116,7 +116,7 @@ def _read_nodes(g: onnx.GraphProto, cache: dict, available=None, available_const
     return (nodes, ok, defined, candidates) if check else nodes
 
 
-def _topo_order(nodes: list[Node], available) -> list[Node]:
+def topo_order(nodes: list[Node], available) -> list[Node]:
     """The nodes in topological order; raises ``GraphError`` naming a dangling input or a cycle.
 
     ``available``: names defined before the graph runs (inputs, initializers, outer scope)."""
@@ -161,8 +161,8 @@ def _topo_order(nodes: list[Node], available) -> list[Node]:
 # ----------------------------------------------------------------------------- specs
 
 _MISSING = object()
-_DOMAIN = operator.attrgetter("domain")
-_OP = operator.attrgetter("op")
+DOMAIN_OF = operator.attrgetter("domain")
+OP_OF = operator.attrgetter("op")
 _EMPTY_MAP: Mapping[str, Any] = {}
 
 
@@ -177,8 +177,8 @@ def _spec_of_type(tp: onnx.TypeProto) -> TensorSpec | None:
                             for d in t.shape.dim), dtype)
 
 
-def _collect_specs(g: onnx.GraphProto) -> dict[str, TensorSpec]:
-    """Specs of the graph's inputs, value_info and outputs (initializers: ``_initializers``)."""
+def collect_specs(g: onnx.GraphProto) -> dict[str, TensorSpec]:
+    """Specs of the graph's inputs, value_info and outputs (initializers: ``read_initializers``)."""
     specs: dict[str, TensorSpec] = {}
     # Large graphs repeat a few hundred distinct types many thousand times: parse each
     # distinct serialized TypeProto once (field access from Python is the slow part).
@@ -195,7 +195,7 @@ def _collect_specs(g: onnx.GraphProto) -> dict[str, TensorSpec]:
     return specs
 
 
-def _initializers(g: onnx.GraphProto, strip: bool = False):
+def read_initializers(g: onnx.GraphProto, strip: bool = False):
     """One pass over the initializers: {name: spec} and the values of the small ones that
     can steer shapes (``fold.small_value``); weight data is never converted.
 
@@ -234,7 +234,7 @@ _DATA_FIELDS = ("raw_data", "float_data", "int32_data", "int64_data", "double_da
                 "uint64_data", "string_data")
 
 
-def _infer(m: onnx.ModelProto, data: bytes | None = None) -> onnx.ModelProto:
+def infer_model(m: onnx.ModelProto, data: bytes | None = None) -> onnx.ModelProto:
     """ONNX shape inference with data propagation. ``data``: ``m`` already serialized (the
     file's own bytes), handed to the C++ inference as they are instead of serializing again.
     Only the graph structure travels: weights stay external and are never read, so a model

@@ -11,11 +11,11 @@ import onnx
 from onnx import numpy_helper
 
 from analyzer.ir.graph import Node, TensorSpec, merge_specs
-from analyzer.frontends.onnx.read import _DOMAIN, _collect_specs, _infer
+from analyzer.frontends.onnx.read import DOMAIN_OF, collect_specs, infer_model
 from analyzer.frontends.onnx.types import DTYPES
 
 
-def _open_specs(nodes, folded, specs, defined) -> bool:
+def open_specs(nodes, folded, specs, defined) -> bool:
     """Whether a node that runs reads or writes a tensor with no spec or an unresolved one
     (a folded constant without a value, a Gather from a weight table, counts as read)."""
     unknown = {id(v) for v in {id(v): v for v in specs.values()}.values() if v.unresolved}
@@ -25,7 +25,7 @@ def _open_specs(nodes, folded, specs, defined) -> bool:
         for n in nodes if n.name not in folded for x in (*n.inputs, *n.outputs))
 
 
-def _infer_with_values(m, file_nodes, nodes, folded, values, init_names):
+def infer_with_values(m, file_nodes, nodes, folded, values, init_names):
     """ONNX inference over a copy of ``m`` whose folded values are initializers: (the
     inferred model, its specs), or None when folding found no value to give."""
     extra = [numpy_helper.from_array(v, name=k) for k, v in values.items() if k not in init_names]
@@ -52,8 +52,8 @@ def _infer_with_values(m, file_nodes, nodes, folded, values, init_names):
     if len(declared) != len(m2.graph.value_info):
         del m2.graph.value_info[:]
         m2.graph.value_info.extend(declared)
-    inferred = _infer(m2)
-    return inferred, _collect_specs(inferred.graph)
+    inferred = infer_model(m2)
+    return inferred, collect_specs(inferred.graph)
 
 
 _VALUE_SURROGATES = frozenset({"Compress"})
@@ -81,7 +81,7 @@ def _value_surrogate(p: onnx.NodeProto, values) -> list[onnx.NodeProto]:
     return [p]
 
 
-def _default_opset(m: onnx.ModelProto) -> int:
+def default_opset(m: onnx.ModelProto) -> int:
     return next((d.version for d in m.opset_import if d.domain in ("", "ai.onnx")), 0)
 
 
@@ -95,7 +95,7 @@ _AXIS_OPS = {"Concat": False, "Split": False, "Gather": False, "Softmax": False,
              "ReduceLogSumExp": False, "ReduceSumSquare": False, "Compress": False}
 
 
-def _negative_axes(m: onnx.ModelProto, specs) -> bool:
+def patch_negative_axes(m: onnx.ModelProto, specs) -> bool:
     """Before opset 11, axes could not count from the end, but exporters write -1 and runtimes
     accept it; ONNX inference then leaves the output untyped.  Rewrite them, in this private
     copy, with the input's rank where it is known.  True when anything changed."""
@@ -120,7 +120,7 @@ def _negative_axes(m: onnx.ModelProto, specs) -> bool:
     return changed
 
 
-def _batch_norm_statistics(nodes: list[Node], specs: dict) -> None:
+def batch_norm_statistics(nodes: list[Node], specs: dict) -> None:
     """BatchNormalization's statistics outputs (running / saved mean and variance), which ONNX
     inference leaves untyped at opsets 9-13: one value per channel, the input's dtype."""
     for n in nodes:
@@ -134,7 +134,7 @@ def _batch_norm_statistics(nodes: list[Node], specs: dict) -> None:
                 specs[o] = TensorSpec((x.shape[1],), x.dtype)
 
 
-def _contrib_shapes(inferred: onnx.ModelProto, nodes: list[Node], specs: dict, ops: set[str]) -> None:
+def contrib_output_shapes(inferred: onnx.ModelProto, nodes: list[Node], specs: dict, ops: set[str]) -> None:
     """Shapes for the outputs of onnxruntime contrib ops (and everything downstream), which
     ONNX inference leaves unknown: inference over a copy with shape surrogates, repeated
     while it resolves more (a surrogate may need a rank only the previous round found)."""
@@ -142,7 +142,7 @@ def _contrib_shapes(inferred: onnx.ModelProto, nodes: list[Node], specs: dict, o
     from analyzer.frontends.onnx.surrogates.ml import ML
 
     # the common case (no onnxruntime or ai.onnx.ml op at all) decided by two C-level passes
-    domains = set(map(_DOMAIN, nodes))
+    domains = set(map(DOMAIN_OF, nodes))
     if MS not in domains and ML not in domains and ORT_DEFAULT_DOMAIN.isdisjoint(ops):
         return
     contrib_outs = [o for n in nodes if n.domain == ML or is_ort_op(n.domain, n.op)
@@ -160,8 +160,8 @@ def _contrib_shapes(inferred: onnx.ModelProto, nodes: list[Node], specs: dict, o
         if sub is None:
             return
         m2, dtypes = sub
-        base = _infer(m2)
-        found = _collect_specs(base.graph)
+        base = infer_model(m2)
+        found = collect_specs(base.graph)
         for k, t in dtypes.items():  # the real output dtypes, not the surrogates'
             if k in found:
                 found[k] = TensorSpec(found[k].shape, DTYPES.get(t, found[k].dtype))

@@ -14,10 +14,11 @@ from analyzer.ir.graph import Graph, TensorSpec, merge_specs, unresolved
 from analyzer.frontends.onnx import bodies
 from analyzer.frontends.onnx import fold
 from analyzer.frontends.onnx import sequences
-from analyzer.frontends.onnx.read import _collect_specs, _infer, _initializers, _read_nodes, _topo_order, newer_ops
+from analyzer.frontends.onnx.read import (collect_specs, infer_model, newer_ops, read_initializers, read_nodes,
+                                          topo_order)
 
 
-def _subgraph_protos(g: onnx.GraphProto) -> dict[str, dict[str, onnx.GraphProto]]:
+def subgraph_protos(g: onnx.GraphProto) -> dict[str, dict[str, onnx.GraphProto]]:
     """Sub-graphs of the control-flow nodes of ``g`` (the shape-inferred copy, whose
     sub-graphs carry value_info), keyed by node output name (stable across copies)."""
     out: dict[str, dict[str, onnx.GraphProto]] = {}
@@ -32,15 +33,15 @@ def _key(n) -> str:
     return n.outputs[0] if n.outputs else n.name
 
 
-def _unsettled(graph: Graph) -> set[str]:
-    """The control-flow nodes (keys of ``_subgraph_protos``) with an input or output that
+def unsettled(graph: Graph) -> set[str]:
+    """The control-flow nodes (keys of ``subgraph_protos``) with an input or output that
     has no resolved spec: typing their bodies again may still resolve something."""
     get = graph.tensors.get
     return {_key(n) for n in graph.nodes if n.subgraphs
             and any(unresolved(get(x)) for x in (*n.inputs, *n.outputs) if x)}
 
 
-def _attach_subgraphs(graph: Graph, protos: dict[str, dict[str, onnx.GraphProto]], cache,
+def attach_subgraphs(graph: Graph, protos: dict[str, dict[str, onnx.GraphProto]], cache,
                       scope=None, only: set[str] | None = None) -> None:
     """Give every control-flow node (of ``only``, when given) its sub-graphs as ``Graph``s
     that see the outer scope.
@@ -77,15 +78,15 @@ def _sub_graph(sg: onnx.GraphProto, outer: Graph, cache, where: str, scope=None,
                implied=None) -> Graph:
     from collections import ChainMap
 
-    local = _collect_specs(sg)
-    init_specs, init_values = _initializers(sg)
+    local = collect_specs(sg)
+    init_specs, init_values = read_initializers(sg)
     local.update(init_specs)
     nested = _typed_body(sg, local, outer, node, implied) or sg
     specs = ChainMap(local, outer.tensors)
-    nodes = _read_nodes(sg, cache)
+    nodes = read_nodes(sg, cache)
     available = set(outer.tensors.keys() if scope is None else scope) | {
         vi.name for vi in sg.input} | init_specs.keys()
-    nodes = _topo_order(nodes, available)
+    nodes = topo_order(nodes, available)
     consts = set(init_specs) | outer.constants
     vals = {**outer.values, **init_values}
     constants, values, folded, sources = fold.fold_graph(nodes, local, (consts, vals), specs)
@@ -97,12 +98,12 @@ def _sub_graph(sg: onnx.GraphProto, outer: Graph, cache, where: str, scope=None,
                   sequences=ChainMap(seqs, outer.sequences) if seqs else outer.sequences,
                   is_body=True, newer_ops=newer_ops(nodes, outer.opsets))
     if any(n.attr_key is None for n in nodes):
-        _attach_subgraphs(graph, _subgraph_protos(nested), cache,
+        attach_subgraphs(graph, subgraph_protos(nested), cache,
                           available | {o for n in nodes for o in n.outputs if o})
     return graph
 
 
-def _control_outputs(graph: Graph, inferred: onnx.ModelProto, cache):
+def control_outputs(graph: Graph, inferred: onnx.ModelProto, cache):
     """Outputs of Loop/Scan nodes that outer inference left unresolved (it typed the body
     less well than ``_typed_body`` did) get the specs their body implies, in topological
     order: a control node fed directly by one resolved earlier in the pass has its bodies
@@ -117,7 +118,7 @@ def _control_outputs(graph: Graph, inferred: onnx.ModelProto, cache):
             continue
         if hints and any(x in hints for x in n.inputs):
             if protos is None:
-                protos, scope = _subgraph_protos(inferred.graph), _scope(graph)
+                protos, scope = subgraph_protos(inferred.graph), _scope(graph)
             _attach_one(graph, i, protos[_key(n)], cache, scope)
             n = graph.nodes[i]
         for o, s in zip(n.outputs, bodies.implied_outputs(n, graph) or ()):
@@ -132,10 +133,10 @@ def _control_outputs(graph: Graph, inferred: onnx.ModelProto, cache):
         if vi.name in hints:
             vi.type.CopyFrom(bodies._type(hints[vi.name]))
     try:
-        again = _infer(m)
+        again = infer_model(m)
     except ShapeError:
         return None
-    merge_specs(specs, _collect_specs(again.graph))
+    merge_specs(specs, collect_specs(again.graph))
     return again
 
 
@@ -157,7 +158,7 @@ def _typed_body(sg: onnx.GraphProto, local: dict, outer: Graph, node, implied):
         inferred = bodies.infer(sg, typed, outer)
         if inferred is None:
             return None
-        new = _collect_specs(inferred)
+        new = collect_specs(inferred)
         if node is not None and node.op == "Loop":
             # a carried value must come back with the spec it went in with; one that changes
             # from trip to trip has no single spec and keeps its declared one

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from analyzer.frontends.onnx.surrogates.emit import _dt, _Emit, _outs_like
+from analyzer.frontends.onnx.surrogates.emit import input_dtype, Emit, outs_like
 
 
 # ----------------------------------------------------------------------------- attention
 
 
-def _attention(e: _Emit):
+def _attention(e: Emit):
     # input (B, S, D_in), weights (D_in, Hq + Hk + Hv), bias?, mask_index?, past (2, B, N, P, Dk)?
     x, w = e.inp(0), e.inp(1)
     past = e.inp(8) if e.n.op_type == "QAttention" else e.inp(4)
@@ -32,11 +32,11 @@ def _attention(e: _Emit):
             e.fill(e.out(1), e.dims(past, 0, 3), e.add(e.dim(past, 3), e.dim(x, 1)), e.dim(past, 4))
         else:
             e.fill(e.out(1), 2, e.dim(x, 0), heads, e.dim(x, 1), head_k)
-    t = _dt(e, 2) if e.n.op_type == "QAttention" else _dt(e, 0)
-    return _outs_like(e, t)
+    t = input_dtype(e, 2) if e.n.op_type == "QAttention" else input_dtype(e, 0)
+    return outs_like(e, t)
 
 
-def _mha(e: _Emit):
+def _mha(e: Emit):
     q, k, v, past = e.inp(0), e.inp(1), e.inp(2), e.inp(6)
     heads = e.attr("num_heads")
     rq = e.info.rank(q)
@@ -67,10 +67,10 @@ def _mha(e: _Emit):
     e.fill(e.out(1), b, heads, total, head)
     e.fill(e.out(2), b, heads, total, head_v)
     e.fill(e.out(3), b, heads, e.dim(q, 1), total)
-    return _outs_like(e, _dt(e, 0))
+    return outs_like(e, input_dtype(e, 0))
 
 
-def _decoder_masked_mha(e: _Emit):
+def _decoder_masked_mha(e: Emit):
     q, k, v, past = e.inp(0), e.inp(1), e.inp(2), e.inp(5)
     heads = e.attr("num_heads")
     rk = e.info.rank(k) if k else None
@@ -93,10 +93,10 @@ def _decoder_masked_mha(e: _Emit):
         e.fill(e.out(1), b, heads, total, head)
         e.fill(e.out(2), b, heads, total, e.div(hv, heads))
     e.fill(e.out(3), b, heads, e.dim(q, 1), total)
-    return _outs_like(e, _dt(e, 0))
+    return outs_like(e, input_dtype(e, 0))
 
 
-def _gqa(e: _Emit):
+def _gqa(e: Emit):
     q, k, past = e.inp(0), e.inp(1), e.inp(3)
     heads, kv_heads = e.attr("num_heads"), e.attr("kv_num_heads")
     if k:
@@ -119,12 +119,12 @@ def _gqa(e: _Emit):
     e.fill(e.out(1), b, kv_heads, total, head)
     e.fill(e.out(2), b, kv_heads, total, head)
     e.fill(e.out(3), b, heads, e.dim(q, 1), total)
-    t = _dt(e, 0)
-    cache = _dt(e, 3) or t
+    t = input_dtype(e, 0)
+    cache = input_dtype(e, 3) or t
     return [t, cache, cache, t]
 
 
-def _linear_attention(e: _Emit):
+def _linear_attention(e: Emit):
     q, v, past = e.inp(0), e.inp(2), e.inp(3)
     hq, hkv = e.attr("q_num_heads"), e.attr("kv_num_heads")
     if not hq or not hkv:
@@ -135,7 +135,7 @@ def _linear_attention(e: _Emit):
         e.like(e.out(1), past)
     else:
         e.fill(e.out(1), e.dim(q, 0), hkv, e.div(e.dim(q, 2), hq), dv)
-    return _outs_like(e, _dt(e, 0))
+    return outs_like(e, input_dtype(e, 0))
 
 
 SURROGATES: dict[str, Callable] = {

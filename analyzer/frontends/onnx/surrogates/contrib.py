@@ -9,7 +9,7 @@ Shape/Slice/Concat/Add/Mul, which ONNX data propagation evaluates, so a contrib 
 another contrib op resolves in the same round; a division (head size = hidden / heads) is
 a Reshape to ``[k, -1]``.  Surrogates decide shapes only; each surrogate returns the real
 elem_type of every output (None: keep what inference found).  Costs still come from the
-contrib rules in ``analyzer/rules/contrib.py``, ``attention.py`` and ``quantized.py``.
+contrib rules in ``analyzer/counting/rules/onnxruntime/`` and ``rules/onnx/attention.py``.
 
 Modules: ``contrib_emit`` (what a surrogate may ask of the model and the nodes it emits),
 ``contrib_surrogates`` (activations, norms, matmul / conv, quantized ops),
@@ -38,8 +38,8 @@ from analyzer.frontends.onnx.types import DTYPES
 
 from analyzer.frontends.onnx.surrogates import attention as contrib_attention_shapes
 from analyzer.frontends.onnx.surrogates import contrib_ops as contrib_surrogates
-from analyzer.frontends.onnx.surrogates.emit import I64, MS, ORT_DEFAULT_DOMAIN, _dt, _Emit, _Model, is_ort_op
-from analyzer.frontends.onnx.surrogates.contrib_ops import _identity, _max_pool
+from analyzer.frontends.onnx.surrogates.emit import I64, MS, ORT_DEFAULT_DOMAIN, input_dtype, Emit, Model, is_ort_op
+from analyzer.frontends.onnx.surrogates.contrib_ops import passthrough, max_pool_op
 
 __all__ = ["MS", "ORT_DEFAULT_DOMAIN", "SURROGATES", "is_ort_op", "surrogate_copy"]
 
@@ -50,22 +50,22 @@ _ONNX_TYPE = {name: code for code, name in DTYPES.items()}
 
 
 def _standard(op):
-    def make(e: _Emit):
+    def make(e: Emit):
         e.op(op, list(e.n.input), e.out(0))
-        return [_dt(e, 0)]
+        return [input_dtype(e, 0)]
     return make
 
 
-def _unique(e: _Emit):
+def _unique(e: Emit):
     y, idx, inv, counts = (e.tmp() for _ in range(4))
     e.nodes.append(helper.make_node("Unique", [e.inp(0)], [y, idx, inv, counts]))
     e.like(e.out(0), y)
     e.op("Reshape", [e.inp(0), e.const([-1])], e.out(1))  # one index per input element
     e.like(e.out(2), counts)
-    return [_dt(e, 0), I64, I64]
+    return [input_dtype(e, 0), I64, I64]
 
 
-def _expand_dims(e: _Emit):
+def _expand_dims(e: Emit):
     axis = e.info.scalar(e.inp(1))
     if axis is None:
         return None
@@ -73,30 +73,30 @@ def _expand_dims(e: _Emit):
         e.op("Unsqueeze", [e.inp(0), e.const([axis])], e.out(0))
     else:
         e.op("Unsqueeze", [e.inp(0)], e.out(0), axes=[axis])
-    return [_dt(e, 0)]
+    return [input_dtype(e, 0)]
 
 
-def _range(e: _Emit):
-    delta = e.inp(2) or e.const([1], _dt(e, 0) or I64)
+def _range(e: Emit):
+    delta = e.inp(2) or e.const([1], input_dtype(e, 0) or I64)
     e.op("Range", [e.inp(0), e.inp(1), delta], e.out(0))
-    return [_dt(e, 0)]
+    return [input_dtype(e, 0)]
 
 
-def _pad(e: _Emit):
+def _pad(e: Emit):
     known = e.info.values.get(e.inp(1))
     pads = e.const(known.reshape(-1)) if known is not None else e.op("Reshape", [e.inp(1), e.const([-1])])
     ins = [e.inp(0), pads] + ([e.inp(2)] if e.inp(2) else [])
     kw = {"mode": e.attr("mode")} if "mode" in e.attrs else {}
     e.op("Pad", ins, e.out(0), **kw)
-    return [_dt(e, 0)]
+    return [input_dtype(e, 0)]
 
 
-def _grid_sample(e: _Emit):
+def _grid_sample(e: Emit):
     e.fill(e.out(0), e.dims(e.inp(0), 0, 2), e.dims(e.inp(1), 1, -1))
-    return [_dt(e, 0)]
+    return [input_dtype(e, 0)]
 
 
-def _causal_conv(e: _Emit):
+def _causal_conv(e: Emit):
     x, w, past = e.inp(0), e.inp(1), e.inp(3)
     e.like(e.out(0), x)
     if e.out(1):
@@ -105,16 +105,16 @@ def _causal_conv(e: _Emit):
         elif e.attr("ndim", 1) == 1 and not e.attr("channels_last", 0) and not e.attr("state_window", 0):
             length = e.mul(e.add(e.dim(w, 2), -1), e.attr("dilation", 1))
             e.fill(e.out(1), e.dims(x, 0, 2), length)
-    return [_dt(e, 0), _dt(e, 0), None]
+    return [input_dtype(e, 0), input_dtype(e, 0), None]
 
 
 SURROGATES: dict[str, Callable] = {
     **contrib_surrogates.SURROGATES,
     **contrib_attention_shapes.SURROGATES,
     # copies of standard ops
-    "GatherND": _standard("GatherND"), "Trilu": _identity, "Unique": _unique,
+    "GatherND": _standard("GatherND"), "Trilu": passthrough, "Unique": _unique,
     "ExpandDims": _expand_dims, "Range": _range, "Pad": _pad, "GridSample": _grid_sample,
-    "MaxpoolWithMask": _max_pool(False), "NhwcMaxPool": _max_pool(True),
+    "MaxpoolWithMask": max_pool_op(False), "NhwcMaxPool": max_pool_op(True),
     "CausalConvWithState": _causal_conv,
 }
 
@@ -128,7 +128,7 @@ def surrogate_copy(m: onnx.ModelProto, needs: set[str], known=None) -> tuple[onn
     declared to inference, so the nodes they feed see them too."""
     from analyzer.frontends.onnx.surrogates.ml import ML, SURROGATES as ML_SURROGATES
 
-    info = _Model(m)
+    info = Model(m)
     for name, s in (known or {}).items():
         if s.shape is not None:
             info.shapes[name] = tuple(d if type(d) is int else None for d in s.shape)
@@ -144,7 +144,7 @@ def surrogate_copy(m: onnx.ModelProto, needs: set[str], known=None) -> tuple[onn
         if make is None or not any(o in needs for o in n.output):
             new_nodes.append(n)
             continue
-        e = _Emit(n, info)
+        e = Emit(n, info)
         try:
             types = make(e)
         except (KeyError, TypeError, ValueError):  # a malformed node: no surrogate, the rule will say why

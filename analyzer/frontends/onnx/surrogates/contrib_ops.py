@@ -7,37 +7,37 @@ from typing import Callable
 
 from onnx import TensorProto
 
-from analyzer.frontends.onnx.surrogates.emit import F32, I32, _dt, _Emit, _outs_like
+from analyzer.frontends.onnx.surrogates.emit import F32, I32, input_dtype, Emit, outs_like
 
 
 # ----------------------------------------------------------------------------- elementwise / norms
 
 
-def _identity(e: _Emit):
+def passthrough(e: Emit):
     e.like(e.out(0), e.inp(0))
-    return [_dt(e, 0)]
+    return [input_dtype(e, 0)]
 
 
-def _bias_dropout(e: _Emit):
+def _bias_dropout(e: Emit):
     e.like(e.out(0), e.inp(0))
     if e.n.op_type == "BiasDropout":
         e.like(e.out(1), e.inp(0))  # a bool mask of the data's shape
-        return [_dt(e, 0), TensorProto.BOOL]
-    return [_dt(e, 0)]  # BitmaskBiasDropout's uint32 bitmask: left unresolved
+        return [input_dtype(e, 0), TensorProto.BOOL]
+    return [input_dtype(e, 0)]  # BitmaskBiasDropout's uint32 bitmask: left unresolved
 
 
-def _skip_ln(e: _Emit):
+def _skip_ln(e: Emit):
     x, skip = e.inp(0), e.inp(1)
     e.op("Add", [x, skip], e.out(0))
     if e.out(3):
         e.op("Add", [x, skip], e.out(3))
     for i in (1, 2):  # mean / inverse std: the input's shape with the last axis kept as 1
         e.reduce_keep(x, e.out(i), [-1])
-    t = _dt(e, 0)
+    t = input_dtype(e, 0)
     return [t, F32, F32, t]
 
 
-def _simplified_ln(e: _Emit):
+def _simplified_ln(e: Emit):
     x = e.inp(0)
     e.like(e.out(0), x)
     axis = e.attr("axis", -1)
@@ -50,37 +50,37 @@ def _simplified_ln(e: _Emit):
                 return None
             axes = list(range(axis, r))
         e.reduce_keep(x, e.out(1), axes)
-    return [_dt(e, 0), F32]
+    return [input_dtype(e, 0), F32]
 
 
-def _skip_group_norm(e: _Emit):
+def _skip_group_norm(e: Emit):
     e.like(e.out(0), e.inp(0))
     e.like(e.out(1), e.inp(0))
-    return _outs_like(e, _dt(e, 0))
+    return outs_like(e, input_dtype(e, 0))
 
 
-def _embed_layer_norm(e: _Emit):
+def _embed_layer_norm(e: Emit):
     ids, word = e.inp(0), e.inp(2)
     e.fill(e.out(0), e.dims(ids), e.dim(word, 1))
     e.fill(e.out(1), e.dim(ids, 0))
     e.fill(e.out(2), e.dims(ids), e.dim(word, 1))
-    t = _dt(e, 2)
+    t = input_dtype(e, 2)
     return [t, I32, t]
 
 
-def _qembed_layer_norm(e: _Emit):
+def _qembed_layer_norm(e: Emit):
     # QEmbedLayerNormalization: the same shapes; the output takes the dtype of the scales
     # (input 8, word_embedding_scale), the mask index is int32; no embedding-sum output
     ids, word = e.inp(0), e.inp(2)
     e.fill(e.out(0), e.dims(ids), e.dim(word, 1))
     e.fill(e.out(1), e.dim(ids, 0))
-    return [_dt(e, 8), I32]
+    return [input_dtype(e, 8), I32]
 
 
-def _bias_split_gelu(e: _Emit):
+def _bias_split_gelu(e: Emit):
     x, bias = e.inp(0), e.inp(1)
     e.fill(e.out(0), e.dims(x, 0, -1), e.div(e.dim(bias, 0), 2))
-    return [_dt(e, 0)]
+    return [input_dtype(e, 0)]
 
 
 # ----------------------------------------------------------------------------- matmul / gemm / conv
@@ -97,7 +97,7 @@ def _matmul_perm(rank: int, trans: int, trans_batch: int) -> list[int] | None:
     return None if perm == list(range(rank)) else perm
 
 
-def _fused_matmul(e: _Emit):
+def _fused_matmul(e: Emit):
     ab = []
     for i, (t, tb) in enumerate((("transA", "transBatchA"), ("transB", "transBatchB"))):
         x = e.inp(i)
@@ -111,18 +111,18 @@ def _fused_matmul(e: _Emit):
                 x = e.transpose(x, perm)
         ab.append(x)
     e.op("MatMul", ab, e.out(0))
-    return [_dt(e, 0)]
+    return [input_dtype(e, 0)]
 
 
-def _gemm_fast_gelu(e: _Emit):
+def _gemm_fast_gelu(e: Emit):
     e.op("MatMul", [e.inp(0), e.inp(1)], e.out(0))
-    return [_dt(e, 0)]
+    return [input_dtype(e, 0)]
 
 
-def _fused_gemm(e: _Emit):
+def _fused_gemm(e: Emit):
     kw = {k: e.attr(k) for k in ("alpha", "beta", "transA", "transB") if k in e.attrs}
     e.op("Gemm", [x for x in (e.inp(0), e.inp(1), e.inp(2)) if x], e.out(0), **kw)
-    return [_dt(e, 0)]
+    return [input_dtype(e, 0)]
 
 
 _CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
@@ -130,7 +130,7 @@ _POOL_ATTRS = ("auto_pad", "kernel_shape", "pads", "strides", "ceil_mode", "coun
                "storage_order")
 
 
-def _spatial(e: _Emit, op: str, ins: list[str], keep: tuple, channels_last: bool):
+def _spatial(e: Emit, op: str, ins: list[str], keep: tuple, channels_last: bool):
     """``op`` over NCHW inputs; NHWC inputs are transposed there and the result back."""
     kw = {k: e.attr(k) for k in keep if k in e.attrs}
     x = ins[0]
@@ -148,49 +148,49 @@ def _spatial(e: _Emit, op: str, ins: list[str], keep: tuple, channels_last: bool
 
 
 def _conv(channels_last: bool):
-    def make(e: _Emit):
+    def make(e: Emit):
         ins = [x for x in (e.inp(0), e.inp(1), e.inp(2)) if x]
         if not _spatial(e, "Conv", ins, _CONV_ATTRS, channels_last):
             return None
-        return [_dt(e, 0)]
+        return [input_dtype(e, 0)]
     return make
 
 
-def _max_pool(channels_last: bool):
-    def make(e: _Emit):
+def max_pool_op(channels_last: bool):
+    def make(e: Emit):
         if not _spatial(e, "MaxPool", [e.inp(0)], _POOL_ATTRS, channels_last):
             return None
-        return [_dt(e, 0)]
+        return [input_dtype(e, 0)]
     return make
 
 
-def _qlinear_conv(e: _Emit):
+def _qlinear_conv(e: Emit):
     ins = [e.inp(0), e.inp(3)]
     if not _spatial(e, "Conv", ins, _CONV_ATTRS, bool(e.attr("channels_last", 0))):
         return None
-    return [_dt(e, 7) or _dt(e, 0)]
+    return [input_dtype(e, 7) or input_dtype(e, 0)]
 
 
-def _qlinear_average_pool(e: _Emit):
+def _qlinear_average_pool(e: Emit):
     keep = tuple(a for a in _POOL_ATTRS if a not in ("dilations", "storage_order"))
     if not _spatial(e, "AveragePool", [e.inp(0)], keep, bool(e.attr("channels_last", 0))):
         return None
-    return [_dt(e, 0)]
+    return [input_dtype(e, 0)]
 
 
-def _qlinear_gap(e: _Emit):
+def _qlinear_gap(e: Emit):
     x = e.inp(0)
     if not e.attr("channels_last", 0):
         e.op("GlobalAveragePool", [x], e.out(0))
-        return [_dt(e, 0)]
+        return [input_dtype(e, 0)]
     r = e.info.rank(x)
     if r is None:
         return None
     e.reduce_keep(x, e.out(0), list(range(1, r - 1)))
-    return [_dt(e, 0)]
+    return [input_dtype(e, 0)]
 
 
-def _qlinear_reduce_mean(e: _Emit):
+def _qlinear_reduce_mean(e: Emit):
     axes, keep = e.attr("axes"), e.attr("keepdims", 1)
     x = e.inp(0)
     if e.opset >= 18:
@@ -199,10 +199,10 @@ def _qlinear_reduce_mean(e: _Emit):
     else:
         kw = {"axes": list(axes)} if axes else {}
         e.op("ReduceMean", [x], e.out(0), keepdims=keep, **kw)
-    return [_dt(e, 0)]
+    return [input_dtype(e, 0)]
 
 
-def _qgemm(e: _Emit):
+def _qgemm(e: Emit):
     a, b = e.inp(0), e.inp(3)
     if e.attr("transA", 0):
         a = e.transpose(a, [1, 0])
@@ -210,26 +210,26 @@ def _qgemm(e: _Emit):
         b = e.transpose(b, [1, 0])
     e.op("MatMulInteger", [a, b], e.out(0))
     # a quantized output when y_scale/y_zero_point are given, else float32
-    return [(_dt(e, 8) or TensorProto.UINT8) if e.inp(7) else F32]
+    return [(input_dtype(e, 8) or TensorProto.UINT8) if e.inp(7) else F32]
 
 
 def _matmul_integer(a: int, b: int, dtype: Callable):
-    def make(e: _Emit):
+    def make(e: Emit):
         e.op("MatMulInteger", [e.inp(a), e.inp(b)], e.out(0))
         return [dtype(e)]
     return make
 
 
-def _matmul_nbits(e: _Emit):
+def _matmul_nbits(e: Emit):
     # A [..., K] -> Y [..., N] (MatMulBnb4 with transB=0: A [..., N] -> Y [..., K])
     last = e.attr("N") if e.n.op_type == "MatMulNBits" or e.attr("transB", 1) else e.attr("K")
     if last is None:
         return None
     e.fill(e.out(0), e.dims(e.inp(0), 0, -1), int(last))
-    return [_dt(e, 0)]
+    return [input_dtype(e, 0)]
 
 
-def _gather_block_quantized(e: _Emit):
+def _gather_block_quantized(e: Emit):
     data, idx = e.inp(0), e.inp(1)
     axis = e.attr("gather_axis", 0)
     bits = e.attr("bits", 4)
@@ -239,64 +239,64 @@ def _gather_block_quantized(e: _Emit):
         e.fill(e.out(0), e.dims(g, 0, -1), e.mul(e.dim(g, -1), 8 // bits))
     else:
         e.op("Gather", [data, idx], e.out(0), axis=axis)
-    return [_dt(e, 2)]
+    return [input_dtype(e, 2)]
 
 
 # ----------------------------------------------------------------------------- quantized elementwise
 
 
 def _qbinary(op):
-    def make(e: _Emit):  # QLinearAdd(A, As, Az, B, Bs, Bz, Cs, Cz): shape of A (+) B
+    def make(e: Emit):  # QLinearAdd(A, As, Az, B, Bs, Bz, Cs, Cz): shape of A (+) B
         e.op(op, [e.inp(0), e.inp(3)], e.out(0))
-        return [_dt(e, 0)]
+        return [input_dtype(e, 0)]
     return make
 
 
-def _qlinear_concat(e: _Emit):
+def _qlinear_concat(e: Emit):
     xs = list(e.n.input[2::3])
     if not xs or not all(xs):
         return None
     e.op("Concat", xs, e.out(0), axis=e.attr("axis", 0))
-    return [_dt(e, 1) or _dt(e, 2)]
+    return [input_dtype(e, 1) or input_dtype(e, 2)]
 
 
-def _qlinear_where(e: _Emit):
+def _qlinear_where(e: Emit):
     e.op("Where", [e.inp(0), e.inp(1), e.inp(4)], e.out(0))
-    return [_dt(e, 8) or _dt(e, 1)]
+    return [input_dtype(e, 8) or input_dtype(e, 1)]
 
 
-def _quantize(e: _Emit):
+def _quantize(e: Emit):
     e.like(e.out(0), e.inp(0))
-    return [_dt(e, 2) or TensorProto.UINT8]
+    return [input_dtype(e, 2) or TensorProto.UINT8]
 
 
-def _dequantize(e: _Emit):
+def _dequantize(e: Emit):
     e.like(e.out(0), e.inp(0))
-    return [_dt(e, 1)]
+    return [input_dtype(e, 1)]
 
 
 SURROGATES: dict[str, Callable] = {
     # activations and normalizations
-    "Gelu": _identity, "FastGelu": _identity, "QuickGelu": _identity, "BiasGelu": _identity,
-    "BiasAdd": _identity, "BiasSoftmax": _identity, "GroupNorm": _identity,
+    "Gelu": passthrough, "FastGelu": passthrough, "QuickGelu": passthrough, "BiasGelu": passthrough,
+    "BiasAdd": passthrough, "BiasSoftmax": passthrough, "GroupNorm": passthrough,
     "BiasDropout": _bias_dropout, "BitmaskBiasDropout": _bias_dropout,
     "BiasSplitGelu": _bias_split_gelu,
     "SkipLayerNormalization": _skip_ln, "SkipSimplifiedLayerNormalization": _skip_ln,
     "SimplifiedLayerNormalization": _simplified_ln, "SkipGroupNorm": _skip_group_norm,
     "EmbedLayerNormalization": _embed_layer_norm, "QEmbedLayerNormalization": _qembed_layer_norm,
-    "RotaryEmbedding": _identity, "MRotaryEmbedding": _identity,
+    "RotaryEmbedding": passthrough, "MRotaryEmbedding": passthrough,
     # matmul / gemm / conv
     "FusedMatMul": _fused_matmul, "TransposeMatMul": _fused_matmul, "FusedMatMulActivation": _fused_matmul,
     "GemmFastGelu": _gemm_fast_gelu, "FusedGemm": _fused_gemm,
     "FusedConv": _conv(False), "NhwcConv": _conv(True), "NhwcFusedConv": _conv(True),
     "MatMulNBits": _matmul_nbits, "MatMulBnb4": _matmul_nbits,
-    "MatMulIntegerToFloat": _matmul_integer(0, 1, lambda e: _dt(e, 2)),
-    "DynamicQuantizeMatMul": _matmul_integer(0, 1, lambda e: _dt(e, 0)),
+    "MatMulIntegerToFloat": _matmul_integer(0, 1, lambda e: input_dtype(e, 2)),
+    "DynamicQuantizeMatMul": _matmul_integer(0, 1, lambda e: input_dtype(e, 0)),
     "MatMulInteger16": _matmul_integer(0, 1, lambda e: I32),
     "GatherBlockQuantized": _gather_block_quantized,
     # quantized
     "QuantizeLinear": _quantize, "DequantizeLinear": _dequantize,
-    "QLinearSigmoid": _identity, "QLinearLeakyRelu": _identity, "QLinearSoftmax": _identity,
+    "QLinearSigmoid": passthrough, "QLinearLeakyRelu": passthrough, "QLinearSoftmax": passthrough,
     "QLinearAdd": _qbinary("Add"), "QLinearMul": _qbinary("Mul"),
     "QLinearGlobalAveragePool": _qlinear_gap, "QLinearAveragePool": _qlinear_average_pool,
     "QLinearReduceMean": _qlinear_reduce_mean, "QLinearConcat": _qlinear_concat,

@@ -19,7 +19,7 @@ def is_ort_op(domain: str, op: str) -> bool:
     return domain == MS or (domain in ("", "ai.onnx") and op in ORT_DEFAULT_DOMAIN)
 
 
-class _Model:
+class Model:
     """What surrogates may ask about the (inferred) model: ranks, shapes, dtypes, constants."""
 
     def __init__(self, m: onnx.ModelProto):
@@ -64,10 +64,10 @@ class _Model:
         return None if v is None or v.size != 1 else int(v.reshape(-1)[0])
 
 
-class _Emit:
+class Emit:
     """Builds the surrogate nodes of one contrib node ``n``."""
 
-    def __init__(self, n: onnx.NodeProto, info: _Model):
+    def __init__(self, n: onnx.NodeProto, info: Model):
         self.n, self.info, self.opset = n, info, info.opset
         self.nodes: list[onnx.NodeProto] = []
         # output -> static shape, declared to inference as value_info (old opsets cannot
@@ -165,10 +165,10 @@ class _Emit:
         return self.op("Transpose", [x], out, perm=perm)
 
 
-def _dt(e: _Emit, i: int) -> int | None:
+def input_dtype(e: Emit, i: int) -> int | None:
     x = e.inp(i)
     return e.info.dtype(x) if x else None
 
 
-def _outs_like(e: _Emit, dtype) -> list:
+def outs_like(e: Emit, dtype) -> list:
     return [dtype] * len(e.n.output)

@@ -26,20 +26,20 @@ from typing import Callable
 import numpy as np
 from onnx import TensorProto
 
-from analyzer.frontends.onnx.surrogates.emit import F32, I64, _dt, _Emit
+from analyzer.frontends.onnx.surrogates.emit import F32, I64, input_dtype, Emit
 
 ML = "ai.onnx.ml"
 STR = TensorProto.STRING
 
 
-def _static_rows(e: _Emit) -> list[int] | None:
+def _static_rows(e: Emit) -> list[int] | None:
     shape = e.info.shapes.get(e.inp(0))
     if shape is None or any(d is None for d in shape[:-1]):
         return None
     return list(shape[:-1]) if len(shape) > 1 else [1]
 
 
-def _fill(e: _Emit, out: str | None, *tail: int, dtype: int = F32) -> None:
+def _fill(e: Emit, out: str | None, *tail: int, dtype: int = F32) -> None:
     """``out`` := [rows..., *tail] of ``dtype``, declared statically when the rows are static."""
     if not out:
         return
@@ -49,7 +49,7 @@ def _fill(e: _Emit, out: str | None, *tail: int, dtype: int = F32) -> None:
         e.declared[out] = (*rows, *tail)
 
 
-def _rows(e: _Emit) -> str:
+def _rows(e: Emit) -> str:
     """The input's shape without its feature axis ([N] for [N, F]; [1] for a 1-D input)."""
     x = e.inp(0)
     shape = e.info.shapes.get(x)
@@ -63,19 +63,19 @@ def _rows(e: _Emit) -> str:
 
 
 def _same(dtype=None):
-    def make(e: _Emit):
+    def make(e: Emit):
         e.like(e.out(0), e.inp(0))
-        return [dtype or _dt(e, 0)]
+        return [dtype or input_dtype(e, 0)]
     return make
 
 
-def _labels(e: _Emit, ints: str, strings: str) -> tuple[int, int]:
+def _labels(e: Emit, ints: str, strings: str) -> tuple[int, int]:
     k = len(e.attr(ints) or ()) or len(e.attr(strings) or ())
     return k, (I64 if e.attr(ints) else STR)
 
 
 def _classifier(ints: str, strings: str):
-    def make(e: _Emit):
+    def make(e: Emit):
         k, label_type = _labels(e, ints, strings)
         if not k:
             return None
@@ -85,14 +85,14 @@ def _classifier(ints: str, strings: str):
     return make
 
 
-def _regressor(width: Callable[[_Emit], int]):
-    def make(e: _Emit):
+def _regressor(width: Callable[[Emit], int]):
+    def make(e: Emit):
         _fill(e, e.out(0), width(e))
         return [F32]
     return make
 
 
-def _array_feature_extractor(e: _Emit):
+def _array_feature_extractor(e: Emit):
     x, idx = e.inp(0), e.inp(1)
     if e.info.rank(x) == 1:  # a 1-D input gives [1, number of indices]
         shape = e.info.shapes.get(idx)
@@ -104,17 +104,17 @@ def _array_feature_extractor(e: _Emit):
     else:
         flat = e.op("Reshape", [idx, e.const([-1])])
         e.op("Gather", [x, flat], e.out(0), axis=-1)
-    return [_dt(e, 0)]
+    return [input_dtype(e, 0)]
 
 
-def _feature_vectorizer(e: _Emit):
+def _feature_vectorizer(e: Emit):
     _fill(e, e.out(0), sum(e.attr("inputdimensions") or ()))
     return [F32]
 
 
-def _category_mapper(e: _Emit):
+def _category_mapper(e: Emit):
     e.like(e.out(0), e.inp(0))
-    return [I64 if _dt(e, 0) == STR else STR]
+    return [I64 if input_dtype(e, 0) == STR else STR]
 
 
 SURROGATES: dict[str, Callable] = {
