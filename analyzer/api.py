@@ -34,12 +34,14 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
     ``causal``: fused attention ops are costed as causal kernels (they skip the masked half).
     Another keyword raises ``TypeError`` naming these.
     """
+    from analyzer.counting import rules  # noqa: F401  (fills the registry has_rule reads)
+    from analyzer.counting.cost import has_rule
     from analyzer.frontends.onnx import load as onnx_frontend
 
     opts = build_options("analyze", options, keywords, ONNX_KEYWORDS)
     with _gc_paused():
         graph, info = onnx_frontend.load(model, inputs=opts.inputs, dims=opts.dims,
-                                         values=opts.values)
+                                         values=opts.values, counted=has_rule)
         return _report(graph, info, opts, hw)
 
 
@@ -107,6 +109,8 @@ def analyze_jax(fn: Any, *example_args: Any, hw: str | Sequence[str] | None = No
     ``hw``, ``precision``, ``overlap``, ``causal``: as for ``analyze``.  ``report_name``: the
     report's model path (default: the function's name).
     """
+    from analyzer.counting import rules  # noqa: F401  (fills the registry has_rule reads)
+    from analyzer.counting.cost import has_rule
     from analyzer.frontends.jaxpr import load as jaxpr_frontend
 
     own = {k: keywords.pop(k) for k in JAX_KEYWORDS if k in keywords}
@@ -120,5 +124,5 @@ def analyze_jax(fn: Any, *example_args: Any, hw: str | Sequence[str] | None = No
     with _gc_paused():
         graph, info = jaxpr_frontend.load(fn, example_args, example_kwargs,
                                           params_argnums=opts.params_argnums,
-                                          path=opts.report_name)
+                                          path=opts.report_name, counted=has_rule)
         return _report(graph, info, opts, hw)

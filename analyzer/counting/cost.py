@@ -1,28 +1,46 @@
 """The cost record and the one rule registry.
 
-A *rule* is a pure function of a node's input and output ``TensorSpec``s and its
-attributes (keyword-only, with the op schema's defaults) that returns a ``Work``:
-the arithmetic it does, split by class, and (only where it differs from "read
-every data input whole, write every output whole") the bytes it really moves.
-The engine (``analyzer/engine.py``) turns ``Work`` into a ``Cost`` by splitting
-reads into weights (constant inputs) and activations.  Rules never see hardware.
+A *rule* is a pure function of a node's input and output ``TensorSpec``s, a ``RuleContext``
+and the node's attributes that returns a ``Work`` (a control-flow rule: a ``Plan``): the
+arithmetic it does, split by class, and (only where it differs from "read every data input
+whole, write every output whole") the bytes it really moves.  The engine
+(``analyzer/counting/engine.py``) turns ``Work`` into a ``Cost`` by splitting reads into
+weights (constant inputs) and activations.  Rules never see hardware.
 
-Registration is explicit and keyed by ``(domain, op_type)``; registering the same
-key twice is a programming error.
+The contract, checked by ``register``::
+
+    def rule(ins, outs, ctx, *, attr_a=<schema default>, attr_b=<schema default>) -> Work
+
+- ``ctx`` is the third *positional* parameter, always: it is not an attribute, so it does not
+  share the attributes' namespace (no ONNX attribute or JAX param can shadow it, and no
+  underscore prefix is needed to keep them apart), every rule takes it the same way (a helper
+  rule that calls another passes it on as ``linear.conv(ins, outs, ctx, group=g)``), and a rule
+  that forgot it fails at registration rather than on the first node that reaches it.
+- Attributes are keyword-only, with the op schema's defaults, and a rule declares exactly the
+  attributes it reads: no ``**kwargs`` catch-all.  The engine passes a node's attributes
+  filtered to the declared names (``Rule.attrs``, computed once here), so an attribute a rule
+  does not read never reaches it, and ``tests/counting/test_rule_contract.py`` checks every
+  declared name against the op's schema (a misspelled ``kernal_shape`` fails there instead of
+  silently taking its default).
+
+Registration is explicit and keyed by ``(domain, op_type)``; registering the same key twice
+is a programming error.  What the IR must know about an op whatever rules exist (which inputs
+are shape-like, whether it moves data) lives in ``analyzer.ir.ops``, not here: rules only count.
 """
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple
 
-# ONNX spells the default domain both ways.
-_DOMAIN_ALIASES = {"ai.onnx": ""}
+from analyzer.ir.ops import canonical_domain  # noqa: F401  (re-exported: one spelling rule)
 
+from analyzer.ir.graph import Graph, Node
 
-def canonical_domain(domain: str) -> str:
-    return _DOMAIN_ALIASES.get(domain, domain)
-
+# the costing options (analyzer.counting.engine.Options), by name only: the engine imports this
+# module, not the other way round
+Options = Any
 
 class Work(NamedTuple):
     """What a rule returns: exact operation counts plus optional byte overrides.
@@ -116,7 +134,7 @@ assert Cost._fields == COUNT_FIELDS
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """What a control-flow rule (``io="control"``) returns: which sub-graphs run and how often.
+    """What a control-flow rule (io "control" in ``analyzer.ir.ops``) returns: which sub-graphs run and how often.
 
     ``run``: ``(subgraph attribute name, times)`` pairs, each costed and scaled by ``times``.
     ``costlier_of``: sub-graph names of which only the costliest runs (an ``If`` or ``cond``
@@ -135,44 +153,71 @@ class Plan:
     estimate: bool = False  # as Work.estimate (a loop that may stop early: an upper bound)
 
 
+@dataclass(frozen=True, slots=True)
+class RuleContext:
+    """What a rule may know besides its node's specs and attributes.
+
+    ``opset``: the model's opset for the node's domain (a graph without opset information,
+    a jaxpr, gets a very large number: the newest semantics).  ``options``: the costing
+    options (``engine.Options``: ``loop_trips``, ``causal``).  Control-flow rules also get
+    ``values`` (the known constant value of each input, None where unknown), ``graph`` (the
+    graph holding the node) and ``node``; for other rules these are empty."""
+
+    opset: int
+    options: "Options"
+    values: tuple[Any, ...] = ()
+    graph: "Graph | None" = None
+    node: "Node | None" = None
+
+
 RuleFn = Callable[..., "Work | Plan"]
+
+_POSITIONAL = ("ins", "outs", "ctx")
+
+
+def rule_attributes(fn: RuleFn) -> frozenset[str]:
+    """The attribute names ``fn`` declares, after checking it follows the rule contract
+    (``fn(ins, outs, ctx, *, attrs...)``, no ``*args``/``**kwargs``); ``TypeError`` if not."""
+    params = list(inspect.signature(fn).parameters.values())
+    head = [p.name for p in params[:3]]
+    name = getattr(fn, "__qualname__", repr(fn))
+    if head != list(_POSITIONAL) or any(
+            p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params[:3]):
+        raise TypeError(f"cost rule {name} must take (ins, outs, ctx, *, attributes...), "
+                        f"not ({', '.join(str(p) for p in params)})")
+    rest = params[3:]
+    bad = [str(p) for p in rest if p.kind is not p.KEYWORD_ONLY]
+    if bad:
+        raise TypeError(f"cost rule {name}: attributes must be keyword-only and named one by "
+                        f"one (no *args, **kwargs), not {', '.join(bad)}")
+    return frozenset(p.name for p in rest)
 
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """A registered rule. ``shape_inputs``: input indices that are shape-like arguments
-    (never params, never read as data). ``io``: "data" (reads inputs, writes outputs),
-    "view" (a metadata change: no bytes move), "meta" (reads only metadata, writes
-    its small output) or "control" (the rule returns a ``Plan`` over the node's
-    sub-graphs; called with ``values=`` the known constant input values too)."""
+    """A registered rule. ``attrs``: the attribute names ``fn`` declares (the engine passes
+    only those)."""
 
     fn: RuleFn
     op: str
     domain: str
-    shape_inputs: frozenset[int]
-    io: str
+    attrs: frozenset[str]
 
 
 RULES: dict[tuple[str, str], Rule] = {}
 
 
-def register(
-    *ops: str,
-    domain: str = "",
-    shape_inputs: Iterable[int] = (),
-    io: str = "data",
-) -> Callable[[RuleFn], RuleFn]:
+def register(*ops: str, domain: str = "") -> Callable[[RuleFn], RuleFn]:
     """Register ``fn`` as the rule of each op in ``ops`` (one parametrized family)."""
-    if io not in ("data", "view", "meta", "control"):
-        raise ValueError(f"io must be data, view, meta or control, not {io!r}")
     dom = canonical_domain(domain)
 
     def deco(fn: RuleFn) -> RuleFn:
+        attrs = rule_attributes(fn)
         for op in ops:
             key = (dom, op)
             if key in RULES:
                 raise ValueError(f"duplicate cost rule for {dom or 'ai.onnx'}::{op}")
-            RULES[key] = Rule(fn, op, dom, frozenset(shape_inputs), io)
+            RULES[key] = Rule(fn, op, dom, attrs)
         return fn
 
     return deco
@@ -180,3 +225,9 @@ def register(
 
 def lookup(domain: str, op: str) -> Rule | None:
     return RULES.get((canonical_domain(domain), op))
+
+
+def has_rule(domain: str, op: str) -> bool:
+    """Whether opcost counts ``op`` directly (what the frontends ask before decomposing a
+    function op or inlining a call: they are handed this function, they do not import it)."""
+    return (canonical_domain(domain), op) in RULES

@@ -18,15 +18,27 @@ every read (traffic), activation bytes per read and per write.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import NamedTuple
 
 from analyzer.counting import rules as _rules  # noqa: F401  (fills the registry)
-from analyzer.counting.cost import COUNT_FIELDS, Cost, Work, lookup
+from analyzer.counting.cost import COUNT_FIELDS, Cost, RuleContext, Work, lookup
 from analyzer.errors import AnalyzerError, Hint, InternalError, ShapeError, UnboundDimError
 from analyzer.ir.graph import Graph, Node, TensorSpec
+from analyzer.ir.ops import CONTROL, facts
+from analyzer.counting.traffic import add_held, new_params, node_bytes
 
-COSTED, FOLDED, UNCOSTED = "costed", "folded", "uncosted"
+class Status(StrEnum):
+    """How a node's counts were obtained (the module docstring says what each means). A str
+    enum: it compares equal to, formats and serializes as its value ("costed"...)."""
+
+    COSTED = "costed"
+    FOLDED = "folded"
+    UNCOSTED = "uncosted"
+
+
+COSTED, FOLDED, UNCOSTED = Status.COSTED, Status.FOLDED, Status.UNCOSTED
 _ZERO = Cost()
-_MISSING = object()
 _DEFAULT_OPSET = 10**6  # a graph without opset info (JAX) gets the newest semantics
 
 
@@ -38,7 +50,7 @@ class NodeCost:
     name: str
     op: str
     domain: str
-    status: str
+    status: Status
     cost: Cost
     in_specs: tuple[TensorSpec | None, ...]
     out_specs: tuple[TensorSpec | None, ...]
@@ -108,22 +120,14 @@ def _unbindable_shape(graph: Graph, node: Node, err: Exception):
 
 def _not_in_opset(graph: Graph, node: Node) -> str | None:
     """For a standard op the model's opset does not define yet: 'Erf is not defined in opset 7
-    (it exists from opset 9)'; else None (only error paths call this)."""
-    if node.domain or not graph.opsets:
+    (it exists from opset 9)'; else None (only error paths call this). The frontend, which knows
+    the schemas, recorded such ops in ``graph.newer_ops``."""
+    first = None if node.domain else graph.newer_ops.get(node.op)
+    if first is None:
         return None
-    import onnx.defs
-
     opset = graph.opsets.get("", 0)
-    try:
-        onnx.defs.get_schema(node.op, opset, "")
-        return None
-    except onnx.defs.SchemaError:
-        first = [s.since_version for s in onnx.defs.get_all_schemas_with_history()
-                 if s.name == node.op and s.domain == ""]
-        if not first:
-            return None
-        return (f"{node.op} is not defined in opset {opset} (it exists from opset {min(first)}): "
-                f"the model is invalid; re-export it at a newer opset")
+    return (f"{node.op} is not defined in opset {opset} (it exists from opset {first}): "
+            f"the model is invalid; re-export it at a newer opset")
 
 
 def _context_error(graph: Graph, node: Node, err: Exception, name: str | None = None) -> AnalyzerError:
@@ -202,6 +206,20 @@ def cost_graph(graph: Graph, options: Options | None = None) -> list[NodeCost]:
     return out
 
 
+class _Memo(NamedTuple):
+    """What nodes of one memo key share (everything but the params of tensors not yet counted)."""
+
+    params_override: object        # Work.params: parameter elements of packed inputs, or None
+    status: Status
+    const_inputs: tuple[int, ...]  # indices of the constant data inputs (params candidates)
+    cost: Cost                     # params 0 (counted per tensor name, not memoised)
+    by_dtype: tuple[tuple[str, int], ...]
+    note: str | None
+    mac_dtype: str | None
+    held_params: int               # Work.held's parameter elements (every node holds its own)
+    estimate: bool
+
+
 def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[NodeCost],
           opts: Options) -> None:
     get = graph.tensors.get
@@ -211,8 +229,9 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
     # Repeated blocks: nodes with the same rule, the same (shared) spec objects, the same
     # attributes and the same constant pattern have the same Work and bytes. Only params
     # depend on which tensors were already counted, so they are not memoised.
-    memo: dict[tuple, tuple] = {}
-    rules: dict[tuple[str, str], object] = {}
+    memo: dict[tuple, _Memo] = {}
+    rules: dict[tuple[str, str], tuple] = {}  # (domain, op) -> (rule or None, its op facts)
+    contexts: dict[str, RuleContext] = {}  # domain -> the context of its (non-control) rules
     if "" in graph.tensors:  # "" names an omitted optional input, never a tensor
         tensors = graph.tensors
         get = lambda x: tensors.get(x) if x else None  # noqa: E731
@@ -235,25 +254,35 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                 hit = memo.get(key)
             if hit is None:
                 rkey = (node.domain, node.op)
-                rule = rules.get(rkey, _MISSING)
-                if rule is _MISSING:
-                    rule = rules[rkey] = lookup(node.domain, node.op)
-                if rule is not None and rule.io == "control":
+                found = rules.get(rkey)
+                if found is None:
+                    found = rules[rkey] = (lookup(node.domain, node.op), facts(node.domain, node.op))
+                rule, (io, shape_inputs) = found
+                if rule is not None and io == CONTROL:
                     active = rule
-                    _control(graph, node, name, rule, ins, outs, times, counted, out, opts)
+                    _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, out,
+                             opts)
                     continue
                 if rule is None:
-                    work, shape_inputs, io, status = Work(), frozenset(), "data", UNCOSTED
+                    work, status = Work(), UNCOSTED
                 else:
+                    ctx = contexts.get(node.domain)
+                    if ctx is None:
+                        ctx = contexts[node.domain] = RuleContext(
+                            opsets.get(node.domain, 0) or _DEFAULT_OPSET, opts)
                     active = rule
-                    work = rule.fn(ins, outs, _options=opts,
-                                   _opset=opsets.get(node.domain, 0) or _DEFAULT_OPSET, **node.attrs)
+                    attrs = node.attrs
+                    if attrs:  # only the attributes the rule declares
+                        take = rule.attrs
+                        work = rule.fn(ins, outs, ctx, **{k: v for k, v in attrs.items() if k in take})
+                    else:
+                        work = rule.fn(ins, outs, ctx)
                     active = None
-                    shape_inputs, io, status = rule.shape_inputs, rule.io, COSTED
-                cost, by_dtype = _bytes(node, ins, outs, work, shape_inputs, io, constants)
+                    status = COSTED
+                cost, by_dtype = node_bytes(node, ins, outs, work, shape_inputs, io, constants)
                 held_params = 0
                 if work.held is not None:
-                    held_params, cost, by_dtype = _held(work.held, cost, by_dtype)
+                    held_params, cost, by_dtype = add_held(work.held, cost, by_dtype)
                 # the constant data inputs (same for every node of this memo key)
                 cidx = tuple(i for i, x in enumerate(node.inputs)
                              if x and i not in shape_inputs and x in constants)
@@ -264,13 +293,13 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                     cost = cost.scaled(times)
                     by_dtype = tuple((d, b * times) for d, b in by_dtype)
                 mac_dtype = work.mac_dtype or (ins[0].dtype if work.mac_flops and ins and ins[0] else None)
-                hit = (work.params, status, cidx, cost, by_dtype, note, mac_dtype, held_params,
-                       work.estimate)
+                hit = _Memo(work.params, status, cidx, cost, by_dtype, note, mac_dtype, held_params,
+                            work.estimate)
                 if key is not None:
                     memo[key] = hit
             pover, status, cidx, cost, by_dtype, note, mac_dtype, params, estimate = hit
             if cidx:
-                params += _params(node, ins, cidx, counted, pover, graph)
+                params += new_params(node, ins, cidx, counted, pover, graph)
         except AnalyzerError as e:
             if isinstance(e, _Located):
                 raise
@@ -314,43 +343,12 @@ def _internal(node: Node, name: str, rule, err: Exception) -> InternalError:
     return InternalError(stage, err, node=name, op=node.op)
 
 
-def _held(held, cost: Cost, by_dtype):
-    """A rule's attribute-held weights added to its node's cost: (params, cost, by_dtype)."""
-    params, reads = held
-    merged = dict(by_dtype)
-    for dt, nbytes in reads:
-        merged[dt] = merged.get(dt, 0) + nbytes
-    extra = sum(b for _, b in reads)
-    return params, cost._replace(weight_bytes=cost.weight_bytes + extra), tuple(merged.items())
-
-
-def _params(node: Node, ins, cidx: tuple[int, ...], counted: set[str], override,
-            graph: Graph) -> int:
-    """Elements of the constant data inputs (indices ``cidx``) that no earlier node
-    consumed (each tensor once). A folded input counts the file constants it was
-    computed from (``graph.sources``); ``override`` (the rule's ``Work.params``) gives
-    the count of packed inputs."""
-    params = 0
-    sources = graph.sources
-    for i in cidx:
-        name = node.inputs[i]
-        src = sources.get(name)
-        if src is None:
-            if name not in counted:
-                counted.add(name)
-                params += override[i] if override and i in override else ins[i].numel()
-            continue
-        for leaf in src:
-            if leaf not in counted:
-                counted.add(leaf)
-                params += graph.tensors[leaf].numel()
-    return params
-
-
-def _control(graph, node, name, rule, ins, outs, times, counted, out, opts):
+def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, out, opts):
     """A control-flow node: its own (usually empty) work, then its sub-graphs' rows."""
     values = tuple(graph.values.get(x) if x else None for x in node.inputs)
-    plan = rule.fn(ins, outs, _values=values, _options=opts, _graph=graph, _node=node, **node.attrs)
+    ctx = RuleContext(graph.opsets.get(node.domain, 0) or _DEFAULT_OPSET, opts, values, graph, node)
+    take = rule.attrs
+    plan = rule.fn(ins, outs, ctx, **{k: v for k, v in node.attrs.items() if k in take})
     runs = list(plan.run)
     note = plan.note
     if plan.costlier_of:
@@ -383,11 +381,11 @@ def _control(graph, node, name, rule, ins, outs, times, counted, out, opts):
                 f"incomplete: {len(unc)} uncosted node(s) among them ({', '.join(unc[:3])})")
     # constants handed to the body as its inputs (Loop carried values, Scan states and scanned
     # tensors: a KNN's training set) are weights the body reads as activations: counted here
-    # (a rule's shape_inputs are its non-data inputs: If's condition, Loop's M and cond)
+    # (the op's shape_inputs are its non-data inputs: If's condition, Loop's M and cond)
     cidx = tuple(i for i, x in enumerate(node.inputs)
-                 if x and i not in rule.shape_inputs and x in graph.constants)
+                 if x and i not in shape_inputs and x in graph.constants)
     if cidx:
-        cost = Cost(_params(node, ins, cidx, counted, None, graph), *cost[1:])
+        cost = Cost(new_params(node, ins, cidx, counted, None, graph), *cost[1:])
     out.append(NodeCost(name, node.op, node.domain, COSTED, cost, ins, outs, mac_dtype, note,
                         tuple(by_dtype.items()), None, plan.estimate or bool(plan.costlier_of),
                         node.inputs, node.outputs, name[: len(name) - len(node.name)], times, cidx))
@@ -400,54 +398,6 @@ def _control(graph, node, name, rule, ins, outs, times, counted, out, opts):
 
 class _Located:
     """Marker mixin: the error already names its node (raised inside a sub-graph)."""
-
-
-def _bytes(node: Node, ins: tuple[TensorSpec | None, ...], outs, work: Work,
-           shape_inputs: frozenset[int], io: str, constants: frozenset[str]):
-    """The byte classes of one node (params are counted separately, per tensor name)."""
-    weight = act_read = written = 0
-    by_dtype: dict[str, int] = {}
-    reads = work.reads
-    data = io == "data"
-    for i, name in enumerate(node.inputs):
-        if not name or i in shape_inputs:
-            continue
-        spec = ins[i]
-        if not data:
-            continue
-        if reads and i in reads:
-            nbytes = reads[i]
-            if spec is None:  # e.g. a sequence input: the rule knows what it reads
-                act_read += nbytes
-                continue
-        elif spec is None:
-            raise ShapeError(f"input {i} '{name}' has no type or shape")
-        else:
-            nbytes = spec.nbytes()
-        by_dtype[spec.dtype] = by_dtype.get(spec.dtype, 0) + nbytes
-        if name in constants:
-            weight += nbytes
-        else:
-            act_read += nbytes
-    if io == "view":
-        pass
-    elif work.writes is not None:
-        written = work.writes
-        if written:
-            dt = next((s.dtype for s in outs if s is not None), "float32")
-            by_dtype[dt] = by_dtype.get(dt, 0) + written
-    else:
-        for name, spec in zip(node.outputs, outs):
-            if not name:
-                continue
-            if spec is None:
-                raise ShapeError(f"output '{name}' has no type or shape")
-            nb = spec.nbytes()
-            written += nb
-            by_dtype[spec.dtype] = by_dtype.get(spec.dtype, 0) + nb
-    cost = Cost(0, work.mac_flops, work.vector_flops, work.transcendentals,
-                weight, act_read, written)
-    return cost, tuple(by_dtype.items())
 
 
 class _LocatedShape(_Located, ShapeError):

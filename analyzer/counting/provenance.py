@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from analyzer.errors import Hint, Message
 from analyzer.ir.graph import Graph, Node, unresolved
+from analyzer.ir.ops import facts
 
 _SMALL = 64  # a tensor this small that steers a shape is an argument (axes, pads, a limit)
 # ops whose output size is decided by the values of these (data) inputs, beyond the shape-like
@@ -131,12 +132,12 @@ def data_dependent(graph: Graph, node: Node, unbindable_only: bool = False) -> M
         cur, hops = nxt, hops + 1
     from analyzer.counting.cost import lookup
 
-    rule = lookup(cur.domain, cur.op)
+    shape_inputs = facts(cur.domain, cur.op).shape_inputs
     cands = [(i, x) for i, x in enumerate(cur.inputs)
              if x and x not in graph.values and not unresolved(get(x)) and get(x).numel() <= _SMALL]
-    if rule is not None and rule.shape_inputs:  # the rule knows which inputs steer shapes
-        cands = [(i, x) for i, x in cands if i in rule.shape_inputs]
-    elif rule is not None:  # only ops whose output size is data can be steered by a value
+    if shape_inputs:  # the op's facts say which inputs steer shapes
+        cands = [(i, x) for i, x in cands if i in shape_inputs]
+    elif lookup(cur.domain, cur.op) is not None:  # only ops whose output size is data can be steered by a value
         steer = _SIZE_FROM_DATA.get(cur.op, ())
         cands = [(i, x) for i, x in cands if i in steer]
     found = []

@@ -188,6 +188,9 @@ class Graph:
     fold_errors: Mapping[str, str] = field(default_factory=dict)
     # a control-flow body (If branch, Loop/Scan body), not the model's own graph
     is_body: bool = False
+    # default-domain op -> the first opset that defines it, for the ops of this graph that the
+    # model's opset does not define yet (an invalid model; the frontend knows the schemas)
+    newer_ops: Mapping[str, int] = field(default_factory=dict)
 
     def spec(self, name: str) -> TensorSpec | None:
         return self.tensors.get(name) if name else None

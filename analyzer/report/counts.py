@@ -14,9 +14,10 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator
 
-from analyzer.counting.cost import COUNT_FIELDS, Cost, lookup
+from analyzer.counting.cost import COUNT_FIELDS, Cost
 from analyzer.counting.engine import COSTED, FOLDED, NodeCost
 from analyzer.errors import CheckFailed, Hint
+from analyzer.ir.ops import VIEW, facts
 
 # The prediction and baseline types, by name only: the report stage holds their values but does
 # not import the stages that produce them (analyzer.prediction.predict, analyzer.report.baseline).
@@ -181,7 +182,7 @@ def _coverage(nodes: tuple[NodeCost, ...]) -> Coverage:
         if status == COSTED:
             if origin is not None:
                 decomposed += 1
-            elif (rule := lookup(n.domain, n.op)) is not None and rule.io == "view":
+            elif facts(n.domain, n.op).io == VIEW:
                 free += 1  # a view: costs nothing by design
             else:
                 by_rule += 1

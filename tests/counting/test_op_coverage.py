@@ -3,8 +3,8 @@
 Walks ``onnx.defs.get_all_schemas_with_history()`` (ai.onnx, ai.onnx.ml, ai.onnx.preview,
 ai.onnx.preview.training; every opset version) and requires each schema version to have one of:
 a cost rule (``analyzer.cost.RULES``), a function body that the frontend decomposes, an entry in
-``rules/free.py``'s FREE table, a control-flow rule (If, Loop, Scan, SequenceMap), or an entry with
-a reason in ``rules/free.py``'s UNCOSTED table (ops no rule can count from shapes).
+``rules/onnx/views.py``'s FREE table, a control-flow rule (If, Loop, Scan, SequenceMap), or an entry with
+a reason in ``rules/onnx/uncosted.py``'s UNCOSTED table (ops no rule can count from shapes).
 """
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ import onnx.defs
 
 import analyzer.counting.rules  # noqa: F401  (fills the registry)
 from analyzer.counting.cost import RULES, canonical_domain
-from analyzer.counting.rules.onnx.free import FREE, UNCOSTED
+from analyzer.ir.ops import facts
+from analyzer.counting.rules.onnx.uncosted import UNCOSTED
+from analyzer.counting.rules.onnx.views import FREE
 
 # Control-flow ops registered as io="control" rules (analyzer/rules/control.py); SequenceMap
 # also has a function body, but its rule runs the body once per element it can follow.
-CONTROL = frozenset(op for (dom, op), r in RULES.items() if r.io == "control" and dom == "")
+CONTROL = frozenset(op for (dom, op) in RULES if facts(dom, op).io == "control" and dom == "")
 
 
 def _has_body(schema) -> bool:
@@ -62,7 +64,7 @@ def test_function_body_and_control_ops_count_as_covered():
     del rules[("", "Attention")]  # a function op (opset 23+): its body covers it
     assert uncovered(rules) == []
     assert CONTROL == {"If", "Loop", "Scan", "SequenceMap"}
-    no_control = {k: v for k, v in RULES.items() if v.io != "control"}
+    no_control = {k: v for k, v in RULES.items() if facts(*k).io != "control"}
     assert "ai.onnx::Loop (opsets 1, 11, 13, 16, 19, 21, 23, 24, 25)" in uncovered(
         no_control, control=frozenset())
 
@@ -70,8 +72,8 @@ def test_function_body_and_control_ops_count_as_covered():
 def test_free_and_uncosted_entries_have_reasons():
     for op, reason in FREE.items():
         assert reason and len(reason) > 20, op
-        rule = RULES[("", op)]
-        assert rule.io == "view", op  # free ops move no bytes
+        assert ("", op) in RULES, op
+        assert facts("", op).io == "view", op  # free ops move no bytes
     for key, reason in UNCOSTED.items():
         assert reason and len(reason) > 20, key
         assert key not in RULES, key  # they stay uncosted in reports, never a silent zero
@@ -81,4 +83,4 @@ def test_the_preview_training_ops_are_covered():
     for op in ("Adagrad", "Adam", "Momentum"):
         assert ("ai.onnx.preview.training", op) in RULES
     # Gradient: 2 x the forward work of the nodes it differentiates (rules/control.py)
-    assert RULES[("ai.onnx.preview.training", "Gradient")].io == "control"
+    assert facts("ai.onnx.preview.training", "Gradient").io == "control"

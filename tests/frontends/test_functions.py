@@ -12,6 +12,7 @@ from onnx import AttributeProto, TensorProto, helper
 from onnx_builders import graph, ints, one_node
 
 import analyzer
+from analyzer.counting.cost import has_rule
 from analyzer.frontends.onnx import functions
 from analyzer.frontends.onnx.load import read_model
 from analyzer.render.formats import render
@@ -56,7 +57,7 @@ def test_mean_variance_normalization_is_its_body():
 
 
 def test_without_decomposition_the_op_is_uncosted(monkeypatch):
-    monkeypatch.setattr(functions, "wanted", lambda m, nodes, names: False)
+    monkeypatch.setattr(functions, "wanted", lambda m, nodes, names, counted: False)
     m = graph([helper.make_node("MeanVarianceNormalization", ["x"], ["y"], name="n")],
               {"x": (2, 3, 4, 5)}, {"y": ((2, 3, 4, 5), F32)}, opset=18)  # inference leaves y unknown
     r = analyzer.analyze(m)
@@ -198,7 +199,7 @@ def test_model_local_function_is_inlined_and_costed():
 
 
 def test_local_function_names_and_attributes_are_bound():
-    x = functions.expand(read_model(local_model())[0])
+    x = functions.expand(read_model(local_model())[0], has_rule)
     assert x is not None
     model, origin = x
     out = {n.name: n for n in model.graph.node}
@@ -212,7 +213,7 @@ def test_local_function_names_and_attributes_are_bound():
 
 
 def test_without_decomposition_the_local_function_is_uncosted(monkeypatch):
-    monkeypatch.setattr(functions, "wanted", lambda m, nodes, names: False)
+    monkeypatch.setattr(functions, "wanted", lambda m, nodes, names, counted: False)
     assert analyzer.analyze(local_model()).coverage.uncosted == ("g1", "g2")
 
 

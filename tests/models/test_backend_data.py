@@ -40,7 +40,7 @@ BODY_RUN_TIME = {
     # iteration number: the slice length is data as far as shapes go
     "test_loop11": ["Add", "Slice"],
 }
-NEVER_COSTED = frozenset({"ImageDecoder"})  # rules/free.py UNCOSTED: work depends on the bytes
+NEVER_COSTED = frozenset({"ImageDecoder"})  # rules/onnx/uncosted.py: work depends on the bytes
 
 _ROOT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
 _MODELS = sorted(glob.glob(os.path.join(_ROOT, "**", "model.onnx"), recursive=True)) + sorted(

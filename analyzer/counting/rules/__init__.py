@@ -2,19 +2,25 @@
 
 from analyzer.counting.rules.onnx import control  # noqa: F401,E501
 from analyzer.counting.rules.onnx import attention
-from analyzer.counting.rules.onnxruntime import contrib
 from analyzer.counting.rules.onnx import elementwise
-from analyzer.counting.rules.onnx import free
+from analyzer.counting.rules.onnx import indexing
+from analyzer.counting.rules.onnx import linalg
 from analyzer.counting.rules.onnx import linear
-from analyzer.counting.rules.onnx import misc
-from analyzer.counting.rules.onnx_ml import ml
 from analyzer.counting.rules.onnx import movement
 from analyzer.counting.rules.onnx import normalization
 from analyzer.counting.rules.onnx import pooling
 from analyzer.counting.rules.onnx import quantized
+from analyzer.counting.rules.onnx import recurrent
 from analyzer.counting.rules.onnx import reduce
+from analyzer.counting.rules.onnx import rng
 from analyzer.counting.rules.onnx import sampling
 from analyzer.counting.rules.onnx import sequence
+from analyzer.counting.rules.onnx import spectral
+from analyzer.counting.rules.onnx import training
+from analyzer.counting.rules.onnx import views
+from analyzer.counting.rules.onnx_ml import ml
+from analyzer.counting.rules.onnxruntime import contrib
+from analyzer.counting.rules.onnxruntime import quantized as ort_quantized
 from analyzer.counting.rules.jax import control as lax_control  # noqa: F401,E501  (JAX primitives, domain "jax")
 from analyzer.counting.rules.jax import elementwise as lax_elementwise
 from analyzer.counting.rules.jax import linear as lax_linear

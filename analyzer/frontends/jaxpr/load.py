@@ -36,9 +36,8 @@ function to a ``ClosedJaxpr`` in ``jaxpr_trace.py``.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from analyzer.counting.cost import lookup
 from analyzer.errors import ShapeError
 from analyzer.ir.graph import Graph, Node, TensorSpec
 from analyzer.frontends.jaxpr.inputs import (bind_inputs, ir_dtype, is_jax_target, load_program,  # noqa: F401
@@ -110,7 +109,8 @@ def _plain_attrs(params: Mapping[str, Any]) -> dict[str, Any]:
 class _Lowerer:
     """Walks jaxprs into ``Graph``s that share one table of tensors, constants and values."""
 
-    def __init__(self, loop_trips: int | None = None):
+    def __init__(self, counted: Callable[[str, str], bool]):
+        self.counted = counted  # (domain, primitive) -> counted directly (else a call is inlined)
         self.tensors: dict[str, TensorSpec] = {}
         self.constants: set[str] = set()
         self.values: dict[str, Any] = {}
@@ -197,12 +197,12 @@ class _Lowerer:
             scope = "/".join(s for s in (prefix, stack) if s)
             ins = [self.read(env, v) for v in eqn.invars]
             subs = sub_jaxprs(eqn.params)
-            rule = lookup(DOMAIN, prim)
+            counted = self.counted(DOMAIN, prim)
 
             if prim in CONTROL:
                 self._control(eqn, prim, ins, scope, env, nodes, used)
                 continue
-            if rule is None and len(subs) == 1 and prim != "pallas_call":
+            if not counted and len(subs) == 1 and prim != "pallas_call":
                 # a call: inline its body under a name component
                 _, _, body = subs[0]
                 comp = _CALL_SCOPE.get(prim, lambda p: "")(eqn.params)
@@ -313,12 +313,15 @@ class _Lowerer:
 # ----------------------------------------------------------------------------- entry point
 
 def load(fn: Any, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None, *,
-         params_argnums: Any = None, path: str | None = None) -> tuple[Graph, dict]:
+         params_argnums: Any = None, path: str | None = None,
+         counted: Callable[[str, str], bool]) -> tuple[Graph, dict]:
     """Trace ``fn`` and lower it to a ``Graph`` (with sub-graphs for loops and conds).
 
-    Returns the graph and the model info of the report (``format: "jaxpr"``)."""
+    ``counted(domain, primitive)``: whether the caller counts that primitive directly; a call
+    primitive it does not count is inlined.  Returns the graph and the model info of the report
+    (``format: "jaxpr"``)."""
     traced = trace(fn, args, kwargs or {}, params_argnums=params_argnums)
-    low = _Lowerer()
+    low = _Lowerer(counted)
     jaxpr, consts = open_jaxpr(traced.closed)
     # a program that is one jit call reads better without the outer ``jit(f)/`` on every row
     scope_jaxpr = traced.closed

@@ -13,7 +13,7 @@ from math import prod
 import numpy as np
 from onnx import TensorProto, numpy_helper
 
-from analyzer.counting.cost import lookup as rule_of
+from analyzer.ir.ops import facts
 from analyzer.errors import GraphError
 from analyzer.ir.graph import FLOAT_DTYPES, Node, TensorSpec
 from analyzer.frontends.onnx.types import DTYPES
@@ -274,8 +274,7 @@ def fold_graph(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=
             elif out0 in sized:  # zeros sized by an input (an RNN's h0, zeros_like): a buffer
                 sources[out0] = ()  # the runtime fills, not a weight: never params
         else:  # a float ConstantOfShape output is itself the constant (a weight)
-            rule = rule_of("", op)
-            skip = rule.shape_inputs if rule is not None else frozenset()
+            skip = facts("", op).shape_inputs
             src = tuple(dict.fromkeys(
                 leaf for i, x in enumerate(n.inputs) if x and i not in skip
                 for leaf in sources.get(x, (x,))))

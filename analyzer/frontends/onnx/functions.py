@@ -1,8 +1,8 @@
 """Decomposition of function ops: ONNX ops defined by a function body, and model-local functions.
 
-A node is *decomposed* (replaced in place by the nodes of its function body) when its
-``(domain, op)`` has no cost rule (the engine's lookup, ``analyzer.cost.lookup``) and a body
-exists: a model-local ``FunctionProto`` (``ModelProto.functions``, matched by domain, name and
+A node is *decomposed* (replaced in place by the nodes of its function body) when opcost does
+not count its ``(domain, op)`` directly (``counted``, handed in by the caller: the cost
+registry's ``has_rule``; the frontend does not import the registry) and a body exists: a model-local ``FunctionProto`` (``ModelProto.functions``, matched by domain, name and
 overload), or the op schema's function body at the model's opset for the node's domain (the
 newest function version not above it; a context-dependent body is built from the input types
 of a shape-inferred copy). Ops that have a rule are never expanded, even when a body exists
@@ -35,38 +35,39 @@ from typing import Callable
 import onnx
 from onnx import AttributeProto, FunctionProto, ModelProto, NodeProto, TypeProto
 
-from analyzer.counting import rules as _rules  # noqa: F401  (fills the registry)
-from analyzer.counting.cost import RULES, canonical_domain
 from analyzer.errors import AnalyzerError
 from analyzer.ir.graph import Graph, unresolved
+from analyzer.ir.ops import canonical_domain
 from analyzer.frontends.onnx.read import unique_name
 from analyzer.frontends.onnx.types import DTYPES
 
 _MAX_DEPTH = 8
 _CONTROL = frozenset({"If", "Loop", "Scan"})
 _GRAPH_TYPES = (AttributeProto.GRAPH, AttributeProto.GRAPHS)
-_candidates: tuple[int, frozenset[str]] = (-1, frozenset())
+Counted = Callable[[str, str], bool]  # (domain, op) -> whether opcost counts it directly
+_candidates: tuple[Counted | None, frozenset[str]] = (None, frozenset())
 
 
-def _schema_candidates() -> frozenset[str]:
-    """Op names with a schema function body (some version) whose (domain, op) has no rule."""
+def _schema_candidates(counted: Counted) -> frozenset[str]:
+    """Op names with a schema function body (some version) whose (domain, op) is not counted
+    directly (computed once per ``counted``)."""
     global _candidates
-    if _candidates[0] != len(RULES):
+    if _candidates[0] is not counted:
         names = {s.name for s in onnx.defs.get_all_schemas_with_history()
                  if (s.has_function or s.has_context_dependent_function)
-                 and (canonical_domain(s.domain), s.name) not in RULES}
-        _candidates = (len(RULES), frozenset(names))
+                 and not counted(canonical_domain(s.domain), s.name)}
+        _candidates = (counted, frozenset(names))
     return _candidates[1]
 
 
-def wanted(m: ModelProto, nodes, names: set[str]) -> bool:
+def wanted(m: ModelProto, nodes, names: set[str], counted: Counted) -> bool:
     """Whether ``m`` may hold a node to decompose (top-level ``nodes`` as the frontend read them,
     ``names`` their op names).
 
     False positives only cost a second look (``build_decomposed`` then builds the file as is)."""
-    cand = _schema_candidates()
+    cand = _schema_candidates(counted)
     if len(m.functions):
-        cand = cand | {f.name for f in m.functions if (canonical_domain(f.domain), f.name) not in RULES}
+        cand = cand | {f.name for f in m.functions if not counted(canonical_domain(f.domain), f.name)}
     if not names.isdisjoint(cand):
         return True
     if names.isdisjoint(_CONTROL):
@@ -97,14 +98,14 @@ def _subgraphs(a: AttributeProto):
     return ()
 
 
-def build_decomposed(m: ModelProto, build: Callable[[ModelProto], Graph]) -> Graph:
+def build_decomposed(m: ModelProto, build: Callable[[ModelProto], Graph], counted: Counted) -> Graph:
     """``build`` (the frontend's graph builder) over ``m`` with its function ops decomposed.
 
     Sets ``Graph.decomposed``. Falls back to the file's nodes for a decomposition whose shapes
     stay unresolved, and to the file as is when the decomposed model cannot be analysed."""
     skip: set[str] = set()
     for _ in range(3):
-        x = expand(m, skip)
+        x = expand(m, counted, skip)
         if x is None:
             break
         model, origin = x
@@ -126,8 +127,9 @@ def build_decomposed(m: ModelProto, build: Callable[[ModelProto], Graph]) -> Gra
 # ----------------------------------------------------------------------------- expansion
 
 class _Ctx:
-    def __init__(self, m: ModelProto, skip: set[str]):
+    def __init__(self, m: ModelProto, skip: set[str], counted: Counted):
         self.model = m
+        self.counted = counted
         self.opsets = {canonical_domain(d.domain): d.version for d in m.opset_import}
         self.local = {(f.domain, f.name, f.overload): f for f in m.functions}
         self.skip = skip
@@ -137,13 +139,14 @@ class _Ctx:
         self.changed = False
 
 
-def expand(m: ModelProto, skip: set[str] = frozenset()) -> tuple[ModelProto, dict] | None:
+def expand(m: ModelProto, counted: Counted, skip: set[str] = frozenset()
+           ) -> tuple[ModelProto, dict] | None:
     """A copy of ``m`` with every function op decomposed (except the file nodes named in
     ``skip``), and the ``origin`` map; None when there is nothing to decompose."""
     out = ModelProto()
     out.CopyFrom(m)
     _name_nodes(out.graph)
-    ctx = _Ctx(out, skip)
+    ctx = _Ctx(out, skip, counted)
     for _ in range(_MAX_DEPTH):
         ctx.types = None
         ctx.changed = False
@@ -224,14 +227,14 @@ def _op_key(n: NodeProto) -> str:
 def _body(ctx: _Ctx, n: NodeProto) -> tuple[FunctionProto, dict[str, AttributeProto]] | None:
     """The function body of ``n`` and its attribute values (defaults included), or None."""
     dom = canonical_domain(n.domain)
-    if (dom, n.op_type) in RULES:
+    if ctx.counted(dom, n.op_type):
         return None
     given = {a.name: a for a in n.attribute}
     f = ctx.local.get((n.domain, n.op_type, n.overload))
     if f is not None:
         return f, {**{a.name: a for a in f.attribute_proto}, **given}
     ver = ctx.opsets.get(dom)
-    if ver is None or n.op_type not in _schema_candidates() or not onnx.defs.has(n.op_type, dom):
+    if ver is None or n.op_type not in _schema_candidates(ctx.counted) or not onnx.defs.has(n.op_type, dom):
         return None
     try:
         s = onnx.defs.get_schema(n.op_type, ver, dom)

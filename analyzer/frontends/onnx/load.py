@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import onnx
@@ -27,9 +27,10 @@ from analyzer.ir import dims as dim_expr
 from analyzer.frontends.onnx import fold
 from analyzer.frontends.onnx import functions
 from analyzer.frontends.onnx import sequences
-from analyzer.frontends.onnx.read import OP_OF, collect_specs, infer_model, read_initializers, read_nodes, topo_order
-from analyzer.frontends.onnx.shapes import (batch_norm_statistics, contrib_output_shapes, default_opset, infer_with_values,
-                          negative_axes, open_specs)
+from analyzer.frontends.onnx.read import (OP_OF, collect_specs, infer_model, newer_ops, read_initializers,
+                                          read_nodes, topo_order)
+from analyzer.frontends.onnx.shapes import (batch_norm_statistics, contrib_output_shapes, default_opset,
+                                            infer_with_values, open_specs, negative_axes)
 from analyzer.frontends.onnx.subgraphs import attach_subgraphs, control_outputs, subgraph_protos, unsettled
 from analyzer.frontends.onnx.types import DTYPES
 
@@ -259,13 +260,17 @@ def _bind_declared(g: onnx.GraphProto, bound: Mapping[str, int]) -> None:
 
 def load(model: Any, *, inputs: Mapping[str, Any] | None = None,
          dims: Mapping[str, int] | None = None,
-         values: Mapping[str, Any] | None = None) -> tuple[Graph, dict]:
-    """Load, bind, infer and fold an ONNX model. Returns the graph and model info."""
+         values: Mapping[str, Any] | None = None,
+         counted: Callable[[str, str], bool]) -> tuple[Graph, dict]:
+    """Load, bind, infer and fold an ONNX model. Returns the graph and model info.
+
+    ``counted(domain, op)``: whether the caller counts that op directly; a function op it does
+    not count is decomposed into its body (``functions``)."""
     m, path, data = read_model(model)
     bound = bind_inputs(m, inputs, dims)
     fixed = bind_values(m, values)
     # binding edits the graph inputs: then inference must see the edited proto
-    graph = _build(m, path, None if (inputs or dims or values) else data)
+    graph = _build(m, path, counted, None if (inputs or dims or values) else data)
     real = set(graph.inputs)  # graph inputs that are not initializers
     info = {
         "path": path,
@@ -281,7 +286,8 @@ def load(model: Any, *, inputs: Mapping[str, Any] | None = None,
     return graph, info
 
 
-def _build(m: onnx.ModelProto, path: str, data: bytes | None = None, expanded: bool = False) -> Graph:
+def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
+           expanded: bool = False) -> Graph:
     """The Graph of ``m``; ``data``: ``m`` serialized, when the caller has it already.
     ``expanded``: function ops were already decomposed (``functions``), or must not be."""
     g = m.graph
@@ -293,8 +299,9 @@ def _build(m: onnx.ModelProto, path: str, data: bytes | None = None, expanded: b
     available = {vi.name for vi in g.input} | init_names
     nodes, in_order, defined, candidates = read_nodes(g, cache, available, init_names)
     ops = set(map(OP_OF, nodes))  # every op name of the graph: decides the rare passes below
-    if not expanded and functions.wanted(m, nodes, ops):  # function ops without a rule (rare)
-        return functions.build_decomposed(m, lambda x: _build(x, path, data if x is m else None, True))
+    if not expanded and functions.wanted(m, nodes, ops, counted):  # uncounted function ops (rare)
+        return functions.build_decomposed(
+            m, lambda x: _build(x, path, counted, data if x is m else None, True), counted)
     file_nodes = nodes  # file order (the re-inference copy keeps it)
     if not in_order:
         nodes = topo_order(nodes, available)
@@ -336,6 +343,7 @@ def _build(m: onnx.ModelProto, path: str, data: bytes | None = None, expanded: b
         batch_norm_statistics(nodes, specs)
     # after re-inference: adds SequenceLength values
     seqs = {} if sequences.OPS.isdisjoint(ops) else sequences.follow(nodes, specs, values)
+    opsets = {d.domain or "": d.version for d in m.opset_import}
     graph = Graph(
         name=g.name or Path(path).stem,
         nodes=nodes,
@@ -345,10 +353,11 @@ def _build(m: onnx.ModelProto, path: str, data: bytes | None = None, expanded: b
         constants=frozenset(constants),
         values=values,
         folded=frozenset(folded),
-        opsets={d.domain or "": d.version for d in m.opset_import},
+        opsets=opsets,
         sources=sources,
         sequences=seqs,
         fold_errors=fold_errors,
+        newer_ops=newer_ops(nodes, opsets),
     )
     if any(n.attr_key is None for n in nodes):  # only control-flow nodes have graph attributes
         attach_subgraphs(graph, subgraph_protos(inferred.graph), cache)

@@ -245,3 +245,20 @@ def infer_model(m: onnx.ModelProto, data: bytes | None = None) -> onnx.ModelProt
     except Exception as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ShapeError(f"ONNX shape inference failed: {msg}") from None
+
+
+def newer_ops(nodes, opsets: Mapping[str, int]) -> dict[str, int]:
+    """Default-domain op -> the first opset that defines it, for each op of ``nodes`` that the
+    model's opset (``opsets[""]``) does not define yet ('Erf' in an opset-7 model); usually {}."""
+    if not opsets:
+        return {}
+    opset = opsets.get("", 0)
+    out: dict[str, int] = {}
+    for op in {n.op for n in nodes if not n.domain}:
+        if onnx.defs.has(op, opset, ""):
+            continue
+        first = [s.since_version for s in onnx.defs.get_all_schemas_with_history()
+                 if s.name == op and s.domain == ""]
+        if first:
+            out[op] = min(first)
+    return out

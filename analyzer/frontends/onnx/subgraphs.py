@@ -14,7 +14,8 @@ from analyzer.ir.graph import Graph, TensorSpec, merge_specs, unresolved
 from analyzer.frontends.onnx import bodies
 from analyzer.frontends.onnx import fold
 from analyzer.frontends.onnx import sequences
-from analyzer.frontends.onnx.read import collect_specs, infer_model, read_initializers, read_nodes, topo_order
+from analyzer.frontends.onnx.read import (collect_specs, infer_model, newer_ops, read_initializers, read_nodes,
+                                          topo_order)
 
 
 def subgraph_protos(g: onnx.GraphProto) -> dict[str, dict[str, onnx.GraphProto]]:
@@ -95,7 +96,7 @@ def _sub_graph(sg: onnx.GraphProto, outer: Graph, cache, where: str, scope=None,
                   constants=frozenset(constants), values=values, folded=frozenset(folded),
                   opsets=outer.opsets, sources={**outer.sources, **sources},
                   sequences=ChainMap(seqs, outer.sequences) if seqs else outer.sequences,
-                  is_body=True)
+                  is_body=True, newer_ops=newer_ops(nodes, outer.opsets))
     if any(n.attr_key is None for n in nodes):
         attach_subgraphs(graph, subgraph_protos(nested), cache,
                           available | {o for n in nodes for o in n.outputs if o})

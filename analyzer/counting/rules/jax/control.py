@@ -17,17 +17,17 @@ from analyzer.errors import Hint, ShapeError
 D = "jax"
 
 
-@register("scan", domain=D, io="control")
-def scan(ins, outs, *, length, **_):
+@register("scan", domain=D)
+def scan(ins, outs, ctx, *, length):
     return Plan(run=(("body", int(length)),), note=f"scan: body runs {int(length)} times")
 
 
-@register("while", domain=D, io="control")
-def while_(ins, outs, *, trip_count=None, trip_source="", _options=None, **_):
+@register("while", domain=D)
+def while_(ins, outs, ctx, *, trip_count=None, trip_source=""):
     if trip_count is not None:
         n, how = int(trip_count), f"trip count {trip_count} ({trip_source})"
-    elif _options is not None and _options.loop_trips is not None:
-        n, how = int(_options.loop_trips), f"trip count {_options.loop_trips} from loop_trips"
+    elif ctx.options is not None and ctx.options.loop_trips is not None:
+        n, how = int(ctx.options.loop_trips), f"trip count {ctx.options.loop_trips} from loop_trips"
     else:
         raise ShapeError(f"while loop trip count is not static ({trip_source}); pass "
                          f"{{loop_trips}} to cost its body N times",
@@ -35,9 +35,9 @@ def while_(ins, outs, *, trip_count=None, trip_source="", _options=None, **_):
     return Plan(run=(("cond", n + 1), ("body", n)), note=f"while: {how}")
 
 
-@register("cond", domain=D, io="control")
-def cond(ins, outs, *, num_branches, _values=(), **_):
-    index = _values[0] if _values else None
+@register("cond", domain=D)
+def cond(ins, outs, ctx, *, num_branches):
+    index = ctx.values[0] if ctx.values else None
     if index is not None:
         i = min(max(int(index), 0), num_branches - 1)   # lax.switch clamps its index
         return Plan(run=((f"branch{i}", 1),), note=f"index is the constant {int(index)}: branch{i}")

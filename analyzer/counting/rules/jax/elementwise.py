@@ -69,7 +69,7 @@ for _op, (_v, _t) in PER_ELEMENT.items():
 
 
 @register("integer_pow", domain=D)
-def integer_pow(ins, outs, *, y, **_):
+def integer_pow(ins, outs, ctx, *, y):
     """x ** y by repeated squaring: floor(log2|y|) squarings + (popcount(|y|) - 1) multiplies,
     plus one reciprocal when y < 0 (x**2: 1, x**3: 2, x**4: 2, x**-1: 1)."""
     n = outs[0].numel()
@@ -90,25 +90,25 @@ def _words(spec, bits: int = 32) -> int:
 
 
 @register("random_bits", domain=D)
-def random_bits(ins, outs, *, bit_width=32, **_):
+def random_bits(ins, outs, ctx, *, bit_width=32):
     # the key's implementation generates ceil(n * bits / 32) 32-bit words (threefry by default)
     return Work(vector_flops=THREEFRY_OPS_PER_WORD * _words(outs[0], bit_width))
 
 
 @register("random_split", "random_fold_in", domain=D)
-def random_split(ins, outs, **_):
+def random_split(ins, outs, ctx):
     # each new key is two threefry words (the key spec is its uint32 key data: numel = words)
     return Work(vector_flops=THREEFRY_OPS_PER_WORD * outs[0].numel())
 
 
 @register("threefry2x32", domain=D)
-def threefry2x32(ins, outs, **_):
+def threefry2x32(ins, outs, ctx):
     # outputs are the two word arrays: one pair per element of the first
     return Work(vector_flops=2 * THREEFRY_OPS_PER_WORD * outs[0].numel())
 
 
 @register("rng_bit_generator", domain=D)
-def rng_bit_generator(ins, outs, **_):
+def rng_bit_generator(ins, outs, ctx):
     # the backend picks the algorithm (threefry or philox); counted at the threefry rate per word
     words = sum(_words(o, 32 if o.dtype != "uint64" else 64) for o in outs[1:] if o is not None)
     return Work(vector_flops=THREEFRY_OPS_PER_WORD * words,
@@ -117,10 +117,10 @@ def rng_bit_generator(ins, outs, **_):
 
 
 @register("random_seed", "random_clone", domain=D)
-def random_seed(ins, outs, **_):
+def random_seed(ins, outs, ctx):
     return Work()  # a key is built from the seed's bits: no arithmetic
 
 
-@register("random_wrap", "random_unwrap", domain=D, io="view")
-def random_wrap(ins, outs, **_):
+@register("random_wrap", "random_unwrap", domain=D)
+def random_wrap(ins, outs, ctx):
     return Work()  # the same uint32 words seen as a key (or back): a relabel

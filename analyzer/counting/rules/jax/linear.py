@@ -24,7 +24,7 @@ def _mac_dtype(a, b) -> str | None:
 
 
 @register("dot_general", domain=D)
-def dot_general(ins, outs, *, dimension_numbers, **_):
+def dot_general(ins, outs, ctx, *, dimension_numbers):
     """out = batch dims + lhs free dims + rhs free dims; each output element sums over the
     contracting dims: mac_flops = 2 * numel(out) * prod(lhs contracting dims)."""
     (lc, rc), (lb, rb) = dimension_numbers
@@ -49,7 +49,7 @@ def _taps(out: int, k: int, inp: int, lhs_dil: int) -> int:
 
 
 @register("conv_general_dilated", domain=D)
-def conv_general_dilated(ins, outs, *, dimension_numbers, lhs_dilation=None, **_):
+def conv_general_dilated(ins, outs, ctx, *, dimension_numbers, lhs_dilation=None):
     """Each output element sums rhs_in_features * (kernel taps) products; rhs_in_features is
     already C / feature_group_count (and the full C under batch_group_count), so groups of either
     kind are exact; strides, padding and rhs dilation are in the output shape.
@@ -69,7 +69,7 @@ def conv_general_dilated(ins, outs, *, dimension_numbers, lhs_dilation=None, **_
 
 
 @register("pallas_call", domain=D)
-def pallas_call(ins, outs, *, flops=0, transcendentals=0, bytes_accessed=0, has_dot=False, **_):
+def pallas_call(ins, outs, ctx, *, flops=0, transcendentals=0, bytes_accessed=0, has_dot=False):
     """A Pallas kernel, from its own ``CostEstimate`` (the frontend sends kernels without one to
     domain ``jax.pallas``, which has no rule: uncosted). The estimate's FLOPs are MAC work when
     the kernel body has a dot or conv, else vector work; bytes stay the inputs read and outputs

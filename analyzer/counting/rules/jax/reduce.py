@@ -18,12 +18,12 @@ D = "jax"
 
 @register("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
           "reduce_xor", "argmax", "argmin", domain=D)
-def reduce_(ins, outs, **_):
+def reduce_(ins, outs, ctx):
     return Work(vector_flops=ins[0].numel() - outs[0].numel())
 
 
 @register("reduce", domain=D)
-def reduce_generic(ins, outs, *, jaxpr_ops=1, **_):
+def reduce_generic(ins, outs, ctx, *, jaxpr_ops=1):
     # operands come first, then one init value each; every combining step runs the reducer
     k = len(outs)
     n_in, n_out = ins[0].numel(), outs[0].numel()
@@ -38,14 +38,14 @@ def _rows(spec, axis: int) -> tuple[int, int]:
 
 
 @register("cumsum", "cumprod", "cummax", "cummin", domain=D)
-def cumulative(ins, outs, *, axis=0, **_):
+def cumulative(ins, outs, ctx, *, axis=0):
     # a running combine along the axis: each element but the first of its lane costs one op
     rows, _n = _rows(ins[0], axis)
     return Work(vector_flops=ins[0].numel() - rows)
 
 
 @register("cumlogsumexp", domain=D)
-def cumlogsumexp(ins, outs, *, axis=0, **_):
+def cumlogsumexp(ins, outs, ctx, *, axis=0):
     # exp of each element, the running sum (n - lanes adds), log of each partial sum
     n = ins[0].numel()
     rows, _n = _rows(ins[0], axis)
@@ -53,26 +53,26 @@ def cumlogsumexp(ins, outs, *, axis=0, **_):
 
 
 @register("reduce_window_sum", "reduce_window_max", "reduce_window_min", domain=D)
-def reduce_window(ins, outs, *, window_dimensions, **_):
+def reduce_window(ins, outs, ctx, *, window_dimensions):
     return Work(vector_flops=outs[0].numel() * (prod(window_dimensions) - 1))
 
 
 @register("reduce_window", domain=D)
-def reduce_window_generic(ins, outs, *, window_dimensions, jaxpr_ops=1, **_):
+def reduce_window_generic(ins, outs, ctx, *, window_dimensions, jaxpr_ops=1):
     k = len(outs)
     return Work(vector_flops=outs[0].numel() * (prod(window_dimensions) - 1) * max(jaxpr_ops, 1),
                 reads={i: 0 for i in range(k, len(ins))})
 
 
 @register("select_and_scatter_add", domain=D)
-def select_and_scatter_add(ins, outs, *, window_dimensions, **_):
+def select_and_scatter_add(ins, outs, ctx, *, window_dimensions):
     # max-pool backward: per source element (one window) window-1 compares pick the position,
     # then one add scatters the gradient there
     return Work(vector_flops=ins[0].numel() * prod(window_dimensions))
 
 
 @register("select_and_gather_add", domain=D)
-def select_and_gather_add(ins, outs, *, window_dimensions, **_):
+def select_and_gather_add(ins, outs, ctx, *, window_dimensions):
     # max-pool forward-mode derivative: per output window-1 compare-and-selects
     return Work(vector_flops=outs[0].numel() * (prod(window_dimensions) - 1))
 
@@ -82,7 +82,7 @@ def _log2_ceil(n: int) -> int:
 
 
 @register("sort", domain=D)
-def sort(ins, outs, *, dimension=-1, num_keys=1, **_):
+def sort(ins, outs, ctx, *, dimension=-1, num_keys=1):
     """A comparison sort of each lane of length L: L * ceil(log2 L) compares per key; the other
     operands (argsort's indices) move with the keys (bytes only)."""
     rows, n = _rows(ins[0], dimension)
@@ -90,7 +90,7 @@ def sort(ins, outs, *, dimension=-1, num_keys=1, **_):
 
 
 @register("top_k", "approx_top_k", domain=D)
-def top_k(ins, outs, *, k, axis=-1, reduction_dimension=None, **_):
+def top_k(ins, outs, ctx, *, k, axis=-1, reduction_dimension=None):
     """Keep a heap of k per lane: each of the L elements costs ceil(log2(k+1)) compares."""
     if reduction_dimension is not None:  # approx_top_k names its axis so
         axis = reduction_dimension

@@ -37,7 +37,7 @@ from __future__ import annotations
 from analyzer.counting.cost import Work, register
 from analyzer.errors import ShapeError
 from analyzer.ir.graph import dtype_bits
-from analyzer.counting.rules.onnx.normalization import _rms
+from analyzer.counting.rules.onnx.normalization import rms_work
 
 MS = "com.microsoft"
 SOFTMAX_VECTOR = 4  # normalization.py: max, subtract, sum, divide per element (+ 1 exp)
@@ -55,7 +55,8 @@ def _causal_rows(s_q: int, s_kv: int) -> int:
     return s_kv * (s_kv + 1) // 2  # the first -off queries see no key
 
 
-def attended_pairs(s_q: int, s_kv: int, *, causal: bool = False, left: int = -1, right: int = -1) -> int:
+def attended_pairs(s_q: int, s_kv: int, *, causal: bool = False, left: int = -1,
+                   right: int = -1) -> int:
     """Scores one (batch, head) computes: query i (at key position i + s_kv - s_q) attends the keys
     j with ``p - left <= j <= p + right`` (-1: unbounded); causal forces ``right = 0``."""
     if causal:
@@ -98,8 +99,8 @@ def _plus(w: Work, *, mac: int = 0, vec: int = 0, trans: int = 0, reads=None, ma
                 estimate=w.estimate or estimate)
 
 
-def _causal(flag, _options) -> bool:
-    return bool(flag) or bool(_options is not None and getattr(_options, "causal", False))
+def _causal(flag, options) -> bool:
+    return bool(flag) or bool(options is not None and getattr(options, "causal", False))
 
 
 ROTARY_VECTOR = 3  # per rotated element
@@ -115,8 +116,8 @@ def _row_reads(spec, rows: int) -> int:
 
 
 @register("Attention")
-def onnx_attention(ins, outs, *, is_causal=0, q_num_heads=None, kv_num_heads=None, softcap=0.0,
-                   left_window_size=-1, right_window_size=-1, _options=None, **_):
+def onnx_attention(ins, outs, ctx, *, is_causal=0, q_num_heads=None, kv_num_heads=None,
+                   softcap=0.0, left_window_size=-1, right_window_size=-1):
     # Q, K, V, attn_mask?, past_key?, past_value?, nonpad_kv_seqlen?
     q, k, v = ins[0], ins[1], ins[2]
     if q.rank == 4:
@@ -133,7 +134,7 @@ def onnx_attention(ins, outs, *, is_causal=0, q_num_heads=None, kv_num_heads=Non
         raise ShapeError(f"Attention expects 3-D or 4-D Q, got {q}")
     if _present(ins, 4):
         s_kv += ins[4].dim(2)  # past_key (B, H_kv, S_past, D): the cache is attended too
-    return sdpa(b, h_q, s_q, s_kv, d, d_v, causal=_causal(is_causal, _options),
+    return sdpa(b, h_q, s_q, s_kv, d, d_v, causal=_causal(is_causal, ctx.options),
                 left=left_window_size, right=right_window_size,
                 bias_terms=int(_present(ins, 3)) + int(_present(ins, 6)), softcap=softcap)
 
@@ -141,9 +142,9 @@ def onnx_attention(ins, outs, *, is_causal=0, q_num_heads=None, kv_num_heads=Non
 # ----------------------------------------------------------------------------- com.microsoft Attention
 
 
-@register("Attention", domain=MS, shape_inputs=(6,))
-def ms_attention(ins, outs, *, num_heads, qkv_hidden_sizes=None, unidirectional=0, do_rotary=0,
-                 rotary_embedding_dim=0, past_present_share_buffer=0, _options=None, **_):
+@register("Attention", domain=MS)
+def ms_attention(ins, outs, ctx, *, num_heads, qkv_hidden_sizes=None, unidirectional=0,
+                 do_rotary=0, rotary_embedding_dim=0, past_present_share_buffer=0):
     # input (B, S, D_in), weights (D_in, Hq + Hk + Hv), bias?, mask_index?, past?, attention_bias?,
     # past_sequence_length?
     x, w = ins[0], ins[1]
@@ -165,7 +166,7 @@ def ms_attention(ins, outs, *, num_heads, qkv_hidden_sizes=None, unidirectional=
         else:
             s_kv = past + s
     bias_terms = int(_present(ins, 3)) + int(_present(ins, 5))
-    att = sdpa(b, num_heads, s, s_kv, d, d_v, causal=_causal(unidirectional, _options),
+    att = sdpa(b, num_heads, s, s_kv, d, d_v, causal=_causal(unidirectional, ctx.options),
                bias_terms=bias_terms)
     if do_rotary:
         rot = rotary_embedding_dim or d
@@ -176,8 +177,8 @@ def ms_attention(ins, outs, *, num_heads, qkv_hidden_sizes=None, unidirectional=
 # ----------------------------------------------------------------------------- MultiHeadAttention
 
 
-@register("MultiHeadAttention", domain=MS, shape_inputs=(8, 9))
-def multi_head_attention(ins, outs, *, num_heads, unidirectional=0, _options=None, **_):
+@register("MultiHeadAttention", domain=MS)
+def multi_head_attention(ins, outs, ctx, *, num_heads, unidirectional=0):
     # query, key?, value?, bias?, key_padding_mask?, attention_bias?, past_key?, past_value?,
     # past_sequence_length?, cache_indirection?
     q = ins[0]
@@ -206,13 +207,13 @@ def multi_head_attention(ins, outs, *, num_heads, unidirectional=0, _options=Non
         s_kv += ins[6].dim(2)  # past_key (B, N, S_past, D)
     vec = bias_adds if _present(ins, 3) else 0
     bias_terms = int(_present(ins, 4)) + int(_present(ins, 5))
-    att = sdpa(b, num_heads, s_q, s_kv, d, d_v, causal=_causal(unidirectional, _options),
+    att = sdpa(b, num_heads, s_q, s_kv, d, d_v, causal=_causal(unidirectional, ctx.options),
                bias_terms=bias_terms)
     return _plus(att, vec=vec)
 
 
-@register("DecoderMaskedMultiHeadAttention", domain=MS, shape_inputs=(7, 8, 9))
-def decoder_masked_mha(ins, outs, *, num_heads, past_present_share_buffer=0, _options=None, **_):
+@register("DecoderMaskedMultiHeadAttention", domain=MS)
+def decoder_masked_mha(ins, outs, ctx, *, num_heads, past_present_share_buffer=0):
     # query (B, 1, H) or packed (B, 1, 2H + Hv), key?, value?, mask_index?, attention_bias?,
     # past_key?, past_value?, past_sequence_length?, beam_width?, cache_indirection?, bias?
     q = ins[0]
@@ -242,9 +243,9 @@ def decoder_masked_mha(ins, outs, *, num_heads, past_present_share_buffer=0, _op
 # ----------------------------------------------------------------------------- GroupQueryAttention
 
 
-@register("GroupQueryAttention", domain=MS, shape_inputs=(5, 6))
-def group_query_attention(ins, outs, *, num_heads, kv_num_heads, causal=1, do_rotary=0,
-                          local_window_size=-1, softcap=0.0, smooth_softmax=0, _options=None, **_):
+@register("GroupQueryAttention", domain=MS)
+def group_query_attention(ins, outs, ctx, *, num_heads, kv_num_heads, causal=1, do_rotary=0,
+                          local_window_size=-1, softcap=0.0, smooth_softmax=0):
     # query, key?, value?, past_key?, past_value?, seqlens_k, total_sequence_length, cos_cache?,
     # sin_cache?, position_ids?, attention_bias?, head_sink?, k_scale?, v_scale?, q_norm_weight?,
     # k_norm_weight?
@@ -277,12 +278,13 @@ def group_query_attention(ins, outs, *, num_heads, kv_num_heads, causal=1, do_ro
                 reads[i] = _row_reads(ins[i], b * s)
     if _present(ins, 14) and _present(ins, 15):  # per-head RMSNorm of Q and K
         rows = b * s * (num_heads + kv_num_heads)
-        r = _rms(rows * d, rows)
+        r = rms_work(rows * d, rows)
         vec += r.vector_flops
         trans += r.transcendentals
     if _present(ins, 12):  # quantized KV cache: dequantize each cached element (1 multiply)
         vec += 2 * b * kv_num_heads * s_kv * d
-    att = sdpa(b, num_heads, s, s_kv, d, d, causal=_causal(causal, _options), left=local_window_size,
+    att = sdpa(b, num_heads, s, s_kv, d, d, causal=_causal(causal, ctx.options),
+               left=local_window_size,
                bias_terms=int(_present(ins, 10)), softcap=softcap,
                row_extra=1 if (smooth_softmax or _present(ins, 11)) else 0)
     return _plus(att, vec=vec, trans=trans, reads=reads or None, note=note, estimate=note is not None)
@@ -292,7 +294,7 @@ def group_query_attention(ins, outs, *, num_heads, kv_num_heads, causal=1, do_ro
 
 
 @register("RotaryEmbedding")
-def rotary_embedding(ins, outs, *, num_heads=0, rotary_embedding_dim=0, **_):
+def rotary_embedding(ins, outs, ctx, *, num_heads=0, rotary_embedding_dim=0):
     # X (B, H, S, D) or (B, S, H*D), cos_cache, sin_cache, position_ids?
     x = ins[0]
     if x.rank == 4:
@@ -312,7 +314,7 @@ def rotary_embedding(ins, outs, *, num_heads=0, rotary_embedding_dim=0, **_):
 
 @register("RotaryEmbedding", domain=MS)
 @register("MRotaryEmbedding", domain=MS)
-def ms_rotary_embedding(ins, outs, *, num_heads=0, rotary_embedding_dim=0, **_):
+def ms_rotary_embedding(ins, outs, ctx, *, num_heads=0, rotary_embedding_dim=0):
     # input (B, S, hidden) or (B, N, S, D), position_ids, cos_cache, sin_cache
     x, cos, sin = ins[0], ins[2], ins[3]
     rot = rotary_embedding_dim or 2 * cos.dim(-1)
@@ -329,7 +331,7 @@ def ms_rotary_embedding(ins, outs, *, num_heads=0, rotary_embedding_dim=0, **_):
 # ----------------------------------------------------------------------------- linear attention
 
 
-def _linear_attention(ins, outs, *, q_num_heads, kv_num_heads, update_rule="gated_delta", **_):
+def _linear_attention(ins, outs, ctx, *, q_num_heads, kv_num_heads, update_rule="gated_delta"):
     # query (B, T, Hq*dk), key (B, T, Hkv*dk), value (B, T, Hkv*dv), past_state?, decay?, beta?
     q, v = ins[0], ins[2]
     b, t, qw = q.dims()

@@ -44,19 +44,19 @@ def _const(values, i):
         return None
 
 
-@register("If", io="control", shape_inputs=(0,))
-def if_(ins, outs, *, _values=(), **_):
-    cond = _const(_values, 0)
+@register("If")
+def if_(ins, outs, ctx):
+    cond = _const(ctx.values, 0)
     if cond is None:
         return Plan(costlier_of=("then_branch", "else_branch"))
     branch = "then_branch" if cond else "else_branch"
     return Plan(run=((branch, 1),), note=f"condition is constant ({bool(cond)}): costed '{branch}'")
 
 
-@register("Loop", io="control", shape_inputs=(0, 1))
-def loop(ins, outs, *, _values=(), _options=None, _graph=None, _node=None, **_):
-    m = _const(_values, 0)
-    cond = _const(_values, 1)
+@register("Loop")
+def loop(ins, outs, ctx):
+    m = _const(ctx.values, 0)
+    cond = _const(ctx.values, 1)
     if cond is not None and not cond:
         return Plan(note="initial condition is constant false: the body never runs")
     if m is not None:
@@ -69,30 +69,31 @@ def loop(ins, outs, *, _values=(), _options=None, _graph=None, _node=None, **_):
     k = max(len(ins) - 2, 0)
     for i, s in enumerate(outs[k:]):
         if s is not None and s.shape and type(s.shape[0]) is int:
-            name = _node.outputs[k + i] if _node is not None else f"#{k + i}"
+            name = ctx.node.outputs[k + i] if ctx.node is not None else f"#{k + i}"
             return Plan(run=(("body", s.shape[0]),),
                         note=f"trip count {s.shape[0]}: the leading dim of scan output '{name}' "
                              f"(one slice per iteration; M is not a constant)")
-    trips = getattr(_options, "loop_trips", None)
+    trips = getattr(ctx.options, "loop_trips", None)
     if trips is not None:
         return Plan(run=(("body", int(trips)),), note=f"trip count {trips} from loop_trips")
-    if _node is not None and _node.inputs and _node.inputs[0]:
-        what = f"the Loop's trip count M = {describe_value(_graph, _node.inputs[0])} is not a constant"
+    if ctx.node is not None and ctx.node.inputs and ctx.node.inputs[0]:
+        m_name = describe_value(ctx.graph, ctx.node.inputs[0])
+        what = f"the Loop's trip count M = {m_name} is not a constant"
     else:
         what = "the Loop has no trip count M: it runs until its condition turns false at run time"
     raise ShapeError(f"{what}; pass {{loop_trips}} to cost its body N times", hints=_TRIPS)
 
 
-@register("SequenceMap", io="control")
-def sequence_map(ins, outs, *, _options=None, _graph=None, _node=None, **_):
-    seq = _node.inputs[0]
-    el = _graph.sequences.get(seq)
+@register("SequenceMap")
+def sequence_map(ins, outs, ctx):
+    seq = ctx.node.inputs[0]
+    el = ctx.graph.sequences.get(seq)
     if el is not None:
         return Plan(run=(("body", len(el)),), note=f"{len(el)} iterations (one per element of '{seq}')")
-    trips = getattr(_options, "loop_trips", None)
+    trips = getattr(ctx.options, "loop_trips", None)
     if trips is not None:
         return Plan(run=(("body", int(trips)),), note=f"{trips} iterations from loop_trips")
-    raise ShapeError(f"the number of elements of sequence {describe_value(_graph, seq)} is only "
+    raise ShapeError(f"the number of elements of sequence {describe_value(ctx.graph, seq)} is only "
                      f"known at run time; pass {{loop_trips}} to cost the body N times",
                      hints=_TRIPS)
 
@@ -123,24 +124,24 @@ def forward_nodes(graph, xs, y: str) -> list:
     return on_path
 
 
-@register("Gradient", domain="ai.onnx.preview.training", io="control")
-def gradient(ins, outs, *, xs, y, _graph=None, _node=None, **_):
-    known = {o for n in _graph.nodes for o in n.outputs if o}
-    if y not in known and y not in _graph.inputs:
+@register("Gradient", domain="ai.onnx.preview.training")
+def gradient(ins, outs, ctx, *, xs, y):
+    known = {o for n in ctx.graph.nodes for o in n.outputs if o}
+    if y not in known and y not in ctx.graph.inputs:
         raise ShapeError(f"Gradient differentiates y = '{y}', which this graph does not compute")
-    fwd = forward_nodes(_graph, list(xs), y)
+    fwd = forward_nodes(ctx.graph, list(xs), y)
     names = ", ".join(n.name for n in fwd[:4]) + (", ..." if len(fwd) > 4 else "")
     note = (f"backward pass of {len(fwd)} forward node(s) from {list(xs)} to '{y}' ({names}): "
             f"{BACKWARD_OVER_FORWARD} x their forward counts (rule of thumb: the backward pass "
             f"does about twice the forward work)")
     if not fwd:
         return Plan(note=f"'{y}' does not depend on {list(xs)}: the gradients are zeros, no backward work")
-    return Plan(note=note, work_of=((replace(_graph, nodes=fwd), BACKWARD_OVER_FORWARD),),
+    return Plan(note=note, work_of=((replace(ctx.graph, nodes=fwd), BACKWARD_OVER_FORWARD),),
                 estimate=True)  # a rule of thumb, not the backward graph's own counts
 
 
-@register("Scan", io="control")
-def scan(ins, outs, *, num_scan_inputs, scan_input_axes=None, directions=None, **_):
+@register("Scan")
+def scan(ins, outs, ctx, *, num_scan_inputs, scan_input_axes=None, directions=None):
     n = int(num_scan_inputs)
     first = ins[len(ins) - n]
     if first is None:

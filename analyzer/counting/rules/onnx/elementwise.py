@@ -5,11 +5,13 @@ The per-element costs below are the operations a straightforward kernel performs
 ``(vector_flops, transcendentals)`` per output element.  exp, log, tanh, erf,
 sqrt, sin, pow, ... are transcendentals; add, mul, compare, select, abs are vector.
 Casts and copies are not arithmetic (0 FLOPs; their bytes are still counted).
+Swish ``x*sigmoid(alpha*x)`` (opset 24+): 4 + 1 T; SwiGLU: Swish(A) * B: 5 + 1 T.
 """
 
 from __future__ import annotations
 
 from analyzer.counting.cost import Work, register
+from analyzer.counting.rules.onnx.common import output
 
 # op: (vector per element, transcendentals per element)
 UNARY: dict[str, tuple[int, int]] = {
@@ -52,7 +54,7 @@ BINARY: dict[str, tuple[int, int]] = {
 def per_element(v: int, t: int, name: str):
     """A rule charging ``v`` vector ops and ``t`` transcendentals per output element
     (shared with the lax rules, so the same math costs the same in ONNX and JAX)."""
-    def rule(ins, outs, **_):
+    def rule(ins, outs, ctx):
         n = outs[0].numel()
         return Work(vector_flops=v * n, transcendentals=t * n)
 
@@ -67,7 +69,7 @@ for _op, (_v, _t) in UNARY.items():
 def _binary(op: str):
     v, t = BINARY[op]
 
-    def rule(ins, outs, **_):
+    def rule(ins, outs, ctx):
         n = outs[0].numel()
         pairs = max(sum(1 for s in ins if s is not None) - 1, 1)  # variadic Sum/Max/Min
         return Work(vector_flops=v * n * pairs, transcendentals=t * n * pairs)
@@ -81,26 +83,26 @@ for _op in BINARY:
 
 
 @register("Mean")
-def mean(ins, outs, **_):
+def mean(ins, outs, ctx):
     n = outs[0].numel()
     k = sum(1 for s in ins if s is not None)
     return Work(vector_flops=n * (k - 1) + n)  # (k-1) adds + 1 divide per element
 
 
 @register("Where")
-def where(ins, outs, **_):
+def where(ins, outs, ctx):
     return Work(vector_flops=outs[0].numel())  # one select per element
 
 
-@register("Clip", shape_inputs=(1, 2))  # min/max are scalar settings, not weights
-def clip(ins, outs, **_):
+@register("Clip")  # min/max are scalar settings, not weights
+def clip(ins, outs, ctx):
     n = outs[0].numel()
     bounds = sum(1 for s in ins[1:3] if s is not None)  # opset >= 11: min/max are inputs
     return Work(vector_flops=n * max(bounds, 1))
 
 
 @register("Gelu")
-def gelu(ins, outs, *, approximate="none", **_):
+def gelu(ins, outs, ctx, *, approximate="none"):
     n = outs[0].numel()
     if approximate == "tanh":
         # 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3))): x^3 (2), *c (1), + (1), *k (1), tanh, +1, *x, *0.5
@@ -110,11 +112,26 @@ def gelu(ins, outs, *, approximate="none", **_):
 
 
 @register("Cast", "CastLike")
-def cast(ins, outs, **_):
+def cast(ins, outs, ctx):
     return Work()  # conversion is data movement, not arithmetic; bytes are counted
 
 
-@register("Dropout", shape_inputs=(1, 2))  # ratio and training_mode are settings
-def dropout(ins, outs, **_):
+@register("Dropout")  # ratio and training_mode are settings
+def dropout(ins, outs, ctx):
     # inference: identity (training_mode is a runtime input; a training export is noted)
     return Work(writes=0, reads={0: 0}, note="inference: Dropout is an identity")
+
+
+SWISH = (4, 1)  # alpha*x, sigmoid (2 + exp), * x
+
+
+@register("Swish")
+def swish(ins, outs, ctx):
+    n = output(outs).numel()
+    return Work(vector_flops=SWISH[0] * n, transcendentals=SWISH[1] * n)
+
+
+@register("SwiGLU")
+def swiglu(ins, outs, ctx):
+    n = output(outs).numel()
+    return Work(vector_flops=(SWISH[0] + 1) * n, transcendentals=SWISH[1] * n)

@@ -3,7 +3,8 @@
 ``mac_flops`` = 2 x multiply-accumulates.  Counts come from the *output* shape
 (which shape inference resolved for strides, pads, dilations, auto_pad and
 broadcasting) times the reduction length, so every padding mode is exact.
-Bias adds and alpha/beta scaling are vector work.
+Bias adds and alpha/beta scaling are vector work.  CausalConvWithState: the depthwise Conv plus
+the optional SiLU (3 + 1 T per output element).
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from __future__ import annotations
 from math import prod
 
 from analyzer.counting.cost import Work, register
+from analyzer.counting.rules.onnx.common import output, present
 from analyzer.errors import ShapeError
 
 
 @register("MatMul")
-def matmul(ins, outs, **_):
+def matmul(ins, outs, ctx):
     a, b = ins[0], ins[1]
     # A 1-D A contributes its only dim as K; otherwise K is A's last dim.
     k = a.dim(-1)
@@ -26,7 +28,7 @@ def matmul(ins, outs, **_):
 
 
 @register("Gemm")
-def gemm(ins, outs, *, alpha=1.0, beta=1.0, transA=0, transB=0, **_):
+def gemm(ins, outs, ctx, *, alpha=1.0, beta=1.0, transA=0):  # transB: n comes from the output
     a = ins[0].dims()
     m, k = (a[1], a[0]) if transA else (a[0], a[1])
     n = outs[0].dim(1)
@@ -42,7 +44,7 @@ def gemm(ins, outs, *, alpha=1.0, beta=1.0, transA=0, transB=0, **_):
 
 
 @register("Conv")
-def conv(ins, outs, *, group=1, **_):
+def conv(ins, outs, ctx):  # group: the weight shape already divides the channels
     w = ins[1].dims()  # [M, C/group, k1, k2, ...]
     y = outs[0]
     # each output element: (C/group) * prod(kernel) MACs
@@ -52,7 +54,7 @@ def conv(ins, outs, *, group=1, **_):
 
 
 @register("ConvTranspose")
-def conv_transpose(ins, outs, *, group=1, **_):
+def conv_transpose(ins, outs, ctx):
     x = ins[0]
     w = ins[1].dims()  # [C, M/group, k1, k2, ...]
     # every input element is scattered through (M/group) * prod(kernel) MACs
@@ -90,7 +92,7 @@ def _parse_einsum(equation: str, ranks: list[int]) -> tuple[list[str], str]:
 
 
 @register("Einsum")
-def einsum(ins, outs, *, equation, **_):
+def einsum(ins, outs, ctx, *, equation):
     ranks = [s.rank for s in ins]
     terms, out = _parse_einsum(equation, ranks)
     size: dict[str, int] = {}
@@ -121,3 +123,17 @@ def einsum(ins, outs, *, equation, **_):
     if extra:
         vec += prod(size[c] for c in cur) - prod(size[c] for c in out)
     return Work(mac_flops=mac, vector_flops=vec)
+
+
+@register("CausalConvWithState")
+def causal_conv_with_state(ins, outs, ctx, *, activation="none"):
+    # input (B, C, L...), weight (C, 1, k...), bias?, past_state?: a depthwise conv over the padded
+    # input (group = channels)
+    x, w = ins[0], ins[1]
+    bias = ins[2] if present(ins, 2) else None
+    y = output(outs)
+    c = conv((x, w, bias), (y,), ctx)
+    n = y.numel()
+    silu = activation in ("silu", "swish")
+    return Work(mac_flops=c.mac_flops, vector_flops=c.vector_flops + (3 * n if silu else 0),
+                transcendentals=n if silu else 0)

@@ -1,11 +1,12 @@
 """Data movement: no arithmetic, only bytes.
 
-``io="view"`` ops only relabel a buffer (Reshape, Flatten, Squeeze, Unsqueeze,
-Identity): a runtime moves no bytes for them.  ``io="meta"`` ops read only shapes
+Views (``analyzer.ir.ops``: io "view") only relabel a buffer (Reshape, Flatten, Squeeze,
+Unsqueeze, Identity): a runtime moves no bytes for them.  "meta" ops read only shapes
 (Shape, Size).  Copying ops read what they copy and write their outputs; where a
 kernel reads only part of an input (Slice, Gather) the rule says so with ``reads``.
 Inputs that only steer the shape (Reshape.shape, Slice starts/ends/axes/steps,
-Pad.pads/axes, Expand.shape, Tile.repeats, ...) are shape-like: never params.
+Pad.pads/axes, Expand.shape, Tile.repeats, ...) are shape-like (``analyzer.ir.ops``): never
+params.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from analyzer.counting.cost import Work, register
 from analyzer.errors import ShapeError
 
 
-def _nothing(ins, outs, **_):
+def _nothing(ins, outs, ctx):
     return Work()
 
 
-@register("Reshape", io="view", shape_inputs=(1,))
-def reshape(ins, outs, **_):
+@register("Reshape")
+def reshape(ins, outs, ctx):
     x, y = ins[0], outs[0]
     if x.is_static and y is not None and y.is_static and x.numel() != y.numel():
         raise ShapeError(
@@ -31,38 +32,38 @@ def reshape(ins, outs, **_):
     return Work()
 
 
-register("Squeeze", "Unsqueeze", io="view", shape_inputs=(1,))(_nothing)
-register("Flatten", "Identity", io="view")(_nothing)
-register("Shape", "Size", io="meta")(_nothing)
+register("Squeeze", "Unsqueeze")(_nothing)
+register("Flatten", "Identity")(_nothing)
+register("Shape", "Size")(_nothing)
 
 register("Transpose", "Concat", "DepthToSpace", "SpaceToDepth")(_nothing)
-register("Split", shape_inputs=(1,))(_nothing)  # split sizes (opset >= 13) are shape-like
-register("Expand", "Tile", shape_inputs=(1,))(_nothing)
+register("Split")(_nothing)  # split sizes (opset >= 13) are shape-like
+register("Expand", "Tile")(_nothing)
 # Pad: pads (1), constant_value (2, a scalar setting, not a weight) and axes (3)
-register("Pad", shape_inputs=(1, 2, 3))(_nothing)
-register("ConstantOfShape", shape_inputs=(0,))(_nothing)
+register("Pad")(_nothing)
+register("ConstantOfShape")(_nothing)
 register("Constant")(_nothing)
 
 
-@register("Slice", shape_inputs=(1, 2, 3, 4))
-def slice_(ins, outs, **_):
+@register("Slice")
+def slice_(ins, outs, ctx):
     # a strided copy: reads exactly the elements it keeps
     return Work(reads={0: outs[0].nbytes()})
 
 
 @register("Gather", "GatherElements", "GatherND")
-def gather(ins, outs, **_):
+def gather(ins, outs, ctx):
     # reads the gathered rows (= the output's elements) and the indices
     return Work(reads={0: outs[0].nbytes()})
 
 
-@register("Range", shape_inputs=(0, 1, 2))
-def range_(ins, outs, **_):
+@register("Range")
+def range_(ins, outs, ctx):
     return Work(vector_flops=outs[0].numel())  # start + i * delta, one FMA-like op each
 
 
-@register("Resize", "Upsample", shape_inputs=(1, 2, 3))
-def resize(ins, outs, *, mode="nearest", **_):
+@register("Resize", "Upsample")
+def resize(ins, outs, ctx, *, mode="nearest"):
     x, y = ins[0].dims(), outs[0].dims()
     n = prod(y)
     d = sum(1 for a, b in zip(x, y) if a != b)  # dims actually resized

@@ -13,6 +13,7 @@ group (a row, a channel, a group):
   mean square (1), add eps (1), reciprocal (1), and one sqrt (transcendental).
 - Softmax: per element max (1), subtract (1), exp (T), sum (1), divide (1).
   LogSoftmax: per element max, subtract, exp (T), sum, subtract (4 + T); per row one log.
+- LpNormalization: |x| or x² (1), sum (1), divide (1) per element, a sqrt per row for p = 2.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 from math import prod
 
 from analyzer.counting.cost import Work, register
+from analyzer.counting.rules.onnx.common import axis_index
 
 
 def _axis_split(shape: tuple[int, ...], axis: int) -> tuple[int, int]:
@@ -28,7 +30,7 @@ def _axis_split(shape: tuple[int, ...], axis: int) -> tuple[int, int]:
     return prod(shape[:axis]), prod(shape[axis:])
 
 
-def _meanvar(n: int, groups: int, has_bias: bool) -> Work:
+def meanvar_work(n: int, groups: int, has_bias: bool) -> Work:
     per_elem = 6 + (1 if has_bias else 0)
     return Work(vector_flops=per_elem * n + 4 * groups, transcendentals=groups)
 
@@ -38,44 +40,44 @@ def _present(ins, i: int) -> bool:
 
 
 @register("LayerNormalization")
-def layer_norm(ins, outs, *, axis=-1, **_):
+def layer_norm(ins, outs, ctx, *, axis=-1):
     shape = ins[0].dims()
     rows, _inner = _axis_split(shape, axis)
     # optional outputs Mean and InvStdDev are written too (default writes cover them)
-    return _meanvar(prod(shape), rows, _present(ins, 2))
+    return meanvar_work(prod(shape), rows, _present(ins, 2))
 
 
-def _rms(n: int, rows: int) -> Work:
+def rms_work(n: int, rows: int) -> Work:
     return Work(vector_flops=4 * n + 3 * rows, transcendentals=rows)
 
 
 @register("RMSNormalization")
-def rms_norm(ins, outs, *, axis=-1, **_):
+def rms_norm(ins, outs, ctx, *, axis=-1):
     shape = ins[0].dims()
     rows, _inner = _axis_split(shape, axis)
-    return _rms(prod(shape), rows)
+    return rms_work(prod(shape), rows)
 
 
 @register("InstanceNormalization")
-def instance_norm(ins, outs, **_):
+def instance_norm(ins, outs, ctx):
     shape = ins[0].dims()
-    return _meanvar(prod(shape), shape[0] * shape[1], True)
+    return meanvar_work(prod(shape), shape[0] * shape[1], True)
 
 
 @register("GroupNormalization")
-def group_norm(ins, outs, *, num_groups, **_):
+def group_norm(ins, outs, ctx, *, num_groups):
     shape = ins[0].dims()
-    return _meanvar(prod(shape), shape[0] * num_groups, True)
+    return meanvar_work(prod(shape), shape[0] * num_groups, True)
 
 
 @register("BatchNormalization")
-def batch_norm(ins, outs, *, training_mode=0, _opset=15, **_):
+def batch_norm(ins, outs, ctx, *, training_mode=0):
     shape = ins[0].dims()
     n = prod(shape)
     c = shape[1] if len(shape) > 1 else 1
     # opsets 9-13 have no training_mode attribute: asking for the statistics outputs is the
     # training form (TorchScript's F.batch_norm(training=True), e.g. weight standardization)
-    if training_mode or (_opset < 14 and any(o is not None for o in outs[1:])):
+    if training_mode or (ctx.opset < 14 and any(o is not None for o in outs[1:])):
         # batch statistics first: per element sum, subtract, square, sum; per channel 2 divides
         return Work(vector_flops=4 * n + 4 * n + 4 * c, transcendentals=c,
                     note="training_mode: batch statistics computed")
@@ -83,23 +85,23 @@ def batch_norm(ins, outs, *, training_mode=0, _opset=15, **_):
 
 
 @register("LRN")
-def lrn(ins, outs, *, size, **_):
+def lrn(ins, outs, ctx, *, size):
     n = ins[0].numel()
     # square (1), window sum (size-1), * alpha/size (1), + bias (1), divide (1); pow beta (T)
     return Work(vector_flops=n * (size + 3), transcendentals=n)
 
 
 @register("Softmax")
-def softmax(ins, outs, **_):
+def softmax(ins, outs, ctx):
     n = ins[0].numel()
     return Work(vector_flops=4 * n, transcendentals=n)
 
 
 @register("LogSoftmax")
-def log_softmax(ins, outs, *, axis=None, _opset=13, **_):
+def log_softmax(ins, outs, ctx, *, axis=None):
     shape = ins[0].dims()
     n = prod(shape)
-    if _opset < 13:
+    if ctx.opset < 13:
         # opsets 1-11 flatten to 2-D at ``axis`` (default 1): rows = prod(shape[:axis])
         ax = 1 if axis is None else axis
         ax = ax + len(shape) if ax < 0 else ax
@@ -113,6 +115,15 @@ def log_softmax(ins, outs, *, axis=None, _opset=13, **_):
 
 
 @register("Hardmax")
-def hardmax(ins, outs, **_):
+def hardmax(ins, outs, ctx):
     n = ins[0].numel()
     return Work(vector_flops=2 * n)  # argmax compare + one-hot write select
+
+
+@register("LpNormalization")
+def lp_normalization(ins, outs, ctx, *, axis=-1, p=2):
+    shape = ins[0].dims()
+    n = prod(shape)
+    length = shape[axis_index(axis, len(shape))]
+    rows = n // length if length else 0
+    return Work(vector_flops=3 * n, transcendentals=rows if p == 2 else 0)

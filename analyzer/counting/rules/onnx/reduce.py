@@ -28,7 +28,7 @@ _REDUCE = {
 def _reduce(op: str):
     (iv, it), (ov, ot) = _REDUCE[op]
 
-    def rule(ins, outs, **_):
+    def rule(ins, outs, ctx):
         n_in = ins[0].numel()
         n_out = outs[0].numel()
         combine = n_in - n_out
@@ -40,4 +40,4 @@ def _reduce(op: str):
 
 
 for _op in _REDUCE:
-    register(_op, shape_inputs=(1,))(_reduce(_op))
+    register(_op)(_reduce(_op))

@@ -22,14 +22,14 @@ from math import prod
 
 from analyzer.counting.cost import Work, register
 from analyzer.counting.rules.onnx import linear
-from analyzer.counting.rules.onnx.misc import _present, output
+from analyzer.counting.rules.onnx.common import output, present
 
 
 BILINEAR = 7  # 4 taps: 4 multiplies + 3 adds
 
 
 @register("RoiAlign")
-def roi_align(ins, outs, *, mode="avg", sampling_ratio=0, **_):
+def roi_align(ins, outs, ctx, *, mode="avg", sampling_ratio=0):
     n = output(outs).numel()
     s = sampling_ratio if sampling_ratio > 0 else 2
     vec = n * s * s * (BILINEAR + 1) + (n if mode == "avg" else 0)
@@ -39,7 +39,7 @@ def roi_align(ins, outs, *, mode="avg", sampling_ratio=0, **_):
 
 
 @register("MaxRoiPool")
-def max_roi_pool(ins, outs, *, pooled_shape, **_):
+def max_roi_pool(ins, outs, ctx, *, pooled_shape):
     x = ins[0].dims()
     window = prod(-(-d // p) for d, p in zip(x[2:], pooled_shape))
     return Work(vector_flops=output(outs).numel() * (window - 1),
@@ -50,7 +50,7 @@ _TAPS_PER_DIM = {"nearest": 1, "linear": 2, "bilinear": 2, "cubic": 4, "bicubic"
 
 
 @register("GridSample")
-def grid_sample(ins, outs, *, mode="linear", **_):
+def grid_sample(ins, outs, ctx, *, mode="linear"):
     grid = ins[1]
     d = grid.dim(-1)
     locations = grid.numel() // d
@@ -59,25 +59,25 @@ def grid_sample(ins, outs, *, mode="linear", **_):
     return Work(vector_flops=(n * (2 * taps - 1) if taps > 1 else 0) + locations * 2 * d)
 
 
-@register("Col2Im", shape_inputs=(1, 2))
-def col2im(ins, outs, **_):
+@register("Col2Im")
+def col2im(ins, outs, ctx):
     return Work(vector_flops=ins[0].numel())
 
 
 @register("DeformConv")
-def deform_conv(ins, outs, **attrs):
+def deform_conv(ins, outs, ctx):
     # X, W, offset, B?, mask?
     x, w = ins[0], ins[1]
-    bias = ins[3] if _present(ins, 3) else None
-    c = linear.conv((x, w, bias), (output(outs),), **attrs)
+    bias = ins[3] if present(ins, 3) else None
+    c = linear.conv((x, w, bias), (output(outs),), ctx)
     y = output(outs).dims()
     samples = (prod(y) // y[1]) * x.dim(1) * prod(w.dims()[2:])  # N*spatial_out * C_in * kernel
-    vec = c.vector_flops + samples * (BILINEAR + (1 if _present(ins, 4) else 0))
+    vec = c.vector_flops + samples * (BILINEAR + (1 if present(ins, 4) else 0))
     return Work(mac_flops=c.mac_flops, vector_flops=vec)
 
 
-@register("AffineGrid", shape_inputs=(1,))
-def affine_grid(ins, outs, **_):
+@register("AffineGrid")
+def affine_grid(ins, outs, ctx):
     y = output(outs).dims()             # [N, *spatial, r]
     n, spatial, r = y[0], y[1:-1], y[-1]
     return Work(mac_flops=2 * n * prod(spatial) * r * (r + 1), vector_flops=2 * sum(spatial))

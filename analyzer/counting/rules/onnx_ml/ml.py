@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from analyzer.counting.cost import Work, register
 from analyzer.errors import ShapeError
-from analyzer.counting.rules.onnx.misc import output
+from analyzer.counting.rules.onnx.common import output
 
 ML = "ai.onnx.ml"
 
@@ -77,72 +77,88 @@ def _stored(vals: list) -> tuple[str, int]:
     return "int64", 8 * len(vals)
 
 
-def holds(*names: str, read: bool = True):
-    """Wrap a rule: the attribute arrays ``names`` are weights the node holds (``Work.held``);
-    ``read``: a run reads them whole (dense use) rather than only the entries it visits."""
-    def wrap(fn):
-        def rule(ins, outs, **attrs):
-            w = fn(ins, outs, **attrs)
-            params, reads = 0, {}
-            for name in names:
-                vals = _values(attrs.get(name))
-                if vals:
-                    params += len(vals)
-                    dt, nb = _stored(vals)
-                    reads[dt] = reads.get(dt, 0) + nb
-            if not params:
-                return w
-            if not read:
-                note = "attribute-held weights: counted as params; a run reads only the entries it visits"
-                return w._replace(held=(params, ()), note=f"{w.note}; {note}" if w.note else note)
-            return w._replace(held=(params, tuple(reads.items())))
-        rule.__name__ = fn.__name__
-        return rule
-    return wrap
+def held(w: Work, *arrays, read: bool = True) -> Work:
+    """``w`` with the attribute ``arrays`` as weights the node holds (``Work.held``); ``read``: a
+    run reads them whole (dense use) rather than only the entries it visits."""
+    params, reads = 0, {}
+    for a in arrays:
+        vals = _values(a)
+        if vals:
+            params += len(vals)
+            dt, nb = _stored(vals)
+            reads[dt] = reads.get(dt, 0) + nb
+    if not params:
+        return w
+    if not read:
+        note = "attribute-held weights: counted as params; a run reads only the entries it visits"
+        return w._replace(held=(params, ()), note=f"{w.note}; {note}" if w.note else note)
+    return w._replace(held=(params, tuple(reads.items())))
 
 
-def _per_element(ops: int, which: str = "in"):
-    def rule(ins, outs, **_):
-        spec = ins[0] if which == "in" else output(outs)
-        return Work(vector_flops=ops * spec.numel())
-
-    return rule
+def _per_element(ops: int, spec) -> Work:
+    return Work(vector_flops=ops * spec.numel())
 
 
-register("Binarizer", domain=ML)(_per_element(1))
-register("Scaler", domain=ML)(holds("offset", "scale")(_per_element(2)))
-register("Imputer", domain=ML)(holds("imputed_value_floats", "imputed_value_int64s")(_per_element(2)))
-register("LabelEncoder", domain=ML)(holds(
-    "keys_floats", "keys_int64s", "keys_strings", "keys_tensor", "values_floats", "values_int64s",
-    "values_strings", "values_tensor", read=False)(_per_element(1)))
-register("CategoryMapper", domain=ML)(holds("cats_int64s", "cats_strings", read=False)(_per_element(1)))
-register("OneHotEncoder", domain=ML)(holds("cats_int64s", "cats_strings", read=False)(_per_element(1, "out")))
-register("DictVectorizer", domain=ML, shape_inputs=(0,))(
-    holds("int64_vocabulary", "string_vocabulary", read=False)(_per_element(1, "out")))
+@register("Binarizer", domain=ML)
+def binarizer(ins, outs, ctx):
+    return _per_element(1, ins[0])
 
 
-@register("CastMap", domain=ML, shape_inputs=(0,))
-def cast_map(ins, outs, **_):
+@register("Scaler", domain=ML)
+def scaler(ins, outs, ctx, *, offset=None, scale=None):
+    return held(_per_element(2, ins[0]), offset, scale)
+
+
+@register("Imputer", domain=ML)
+def imputer(ins, outs, ctx, *, imputed_value_floats=None, imputed_value_int64s=None):
+    return held(_per_element(2, ins[0]), imputed_value_floats, imputed_value_int64s)
+
+
+@register("LabelEncoder", domain=ML)
+def label_encoder(ins, outs, ctx, *, keys_floats=None, keys_int64s=None, keys_strings=None,
+                  keys_tensor=None, values_floats=None, values_int64s=None, values_strings=None,
+                  values_tensor=None):
+    return held(_per_element(1, ins[0]), keys_floats, keys_int64s, keys_strings, keys_tensor,
+                values_floats, values_int64s, values_strings, values_tensor, read=False)
+
+
+@register("CategoryMapper", domain=ML)
+def category_mapper(ins, outs, ctx, *, cats_int64s=None, cats_strings=None):
+    return held(_per_element(1, ins[0]), cats_int64s, cats_strings, read=False)
+
+
+@register("OneHotEncoder", domain=ML)
+def one_hot_encoder(ins, outs, ctx, *, cats_int64s=None, cats_strings=None):
+    return held(_per_element(1, output(outs)), cats_int64s, cats_strings, read=False)
+
+
+@register("DictVectorizer", domain=ML)
+def dict_vectorizer(ins, outs, ctx, *, int64_vocabulary=None, string_vocabulary=None):
+    return held(_per_element(1, output(outs)), int64_vocabulary, string_vocabulary, read=False)
+
+
+@register("CastMap", domain=ML)
+def cast_map(ins, outs, ctx):
     return Work(note="the input map has no TensorSpec: only the output is counted")
 
 
 @register("FeatureVectorizer", domain=ML)
-def feature_vectorizer(ins, outs, **_):
+def feature_vectorizer(ins, outs, ctx):
     return Work()  # a concatenation
 
 
 @register("ArrayFeatureExtractor", domain=ML)
-def array_feature_extractor(ins, outs, **_):
+def array_feature_extractor(ins, outs, ctx):
     return Work(reads={0: output(outs).nbytes()})
 
 
 @register("ZipMap", domain=ML)
-def zip_map(ins, outs, **_):
+def zip_map(ins, outs, ctx):
     return Work(writes=ins[0].nbytes(), note="writes one map value per input element")
 
 
 @register("Normalizer", domain=ML)
-def normalizer(ins, outs, *, norm="MAX", **_):
+def normalizer(ins, outs, ctx, *, norm="MAX"):
     rows, f = _rows_features(ins[0])
     n = rows * f
     if norm == "MAX":
@@ -165,15 +181,13 @@ def _linear(ins, coefficients, post_transform, classifier: bool) -> Work:
 
 
 @register("LinearClassifier", domain=ML)
-@holds("coefficients", "intercepts")
-def linear_classifier(ins, outs, *, coefficients, post_transform="NONE", **_):
-    return _linear(ins, coefficients, post_transform, True)
+def linear_classifier(ins, outs, ctx, *, coefficients, intercepts=None, post_transform="NONE"):
+    return held(_linear(ins, coefficients, post_transform, True), coefficients, intercepts)
 
 
 @register("LinearRegressor", domain=ML)
-@holds("coefficients", "intercepts")
-def linear_regressor(ins, outs, *, coefficients=None, post_transform="NONE", **_):
-    return _linear(ins, coefficients or [], post_transform, False)
+def linear_regressor(ins, outs, ctx, *, coefficients=None, intercepts=None, post_transform="NONE"):
+    return held(_linear(ins, coefficients or [], post_transform, False), coefficients, intercepts)
 
 
 # kernel: (mac per feature, vector per feature, vector per value, transcendental per value)
@@ -187,9 +201,16 @@ def _kernels(rows: int, f: int, n_sv: int, kernel_type: str) -> tuple[int, int, 
 
 
 @register("SVMClassifier", domain=ML)
-@holds("support_vectors", "coefficients", "rho", "prob_a", "prob_b")
-def svm_classifier(ins, outs, *, kernel_type="LINEAR", support_vectors=None, coefficients=None,
-                   classlabels_ints=None, classlabels_strings=None, post_transform="NONE", **_):
+def svm_classifier(ins, outs, ctx, *, kernel_type="LINEAR", support_vectors=None, coefficients=None,
+                   rho=None, prob_a=None, prob_b=None, classlabels_ints=None,
+                   classlabels_strings=None, post_transform="NONE"):
+    w = _svm_classifier(ins, kernel_type, support_vectors, coefficients, classlabels_ints,
+                        classlabels_strings, post_transform)
+    return held(w, support_vectors, coefficients, rho, prob_a, prob_b)
+
+
+def _svm_classifier(ins, kernel_type, support_vectors, coefficients, classlabels_ints,
+                    classlabels_strings, post_transform) -> Work:
     rows, f = _rows_features(ins[0])
     sv = _values(support_vectors)
     k = len(_values(classlabels_ints)) or len(_values(classlabels_strings))
@@ -205,9 +226,14 @@ def svm_classifier(ins, outs, *, kernel_type="LINEAR", support_vectors=None, coe
 
 
 @register("SVMRegressor", domain=ML)
-@holds("support_vectors", "coefficients", "rho")
-def svm_regressor(ins, outs, *, kernel_type="LINEAR", support_vectors=None, coefficients=None,
-                  n_supports=0, post_transform="NONE", **_):
+def svm_regressor(ins, outs, ctx, *, kernel_type="LINEAR", support_vectors=None, coefficients=None,
+                  rho=None, n_supports=0, post_transform="NONE"):
+    w = _svm_regressor(ins, kernel_type, support_vectors, coefficients, n_supports, post_transform)
+    return held(w, support_vectors, coefficients, rho)
+
+
+def _svm_regressor(ins, kernel_type, support_vectors, coefficients, n_supports,
+                   post_transform) -> Work:
     rows, f = _rows_features(ins[0])
     sv = _values(support_vectors)
     if not n_supports or not sv:
@@ -287,34 +313,35 @@ def _tree_work(rows: int, depths: list[int], outputs: int, post_transform: str, 
 
 
 @register("TreeEnsembleRegressor", domain=ML)
-def tree_ensemble_regressor(ins, outs, *, nodes_treeids, nodes_nodeids, nodes_modes,
+def tree_ensemble_regressor(ins, outs, ctx, *, nodes_treeids, nodes_nodeids, nodes_modes,
                             nodes_truenodeids, nodes_falsenodeids, n_targets=1,
                             aggregate_function="SUM", post_transform="NONE", target_weights=None,
-                            base_values=None, **attrs):
+                            base_values=None, target_treeids=None, target_nodeids=None):
     rows, _f = _rows_features(ins[0])
     depths = _max_depths_v1(nodes_treeids, nodes_nodeids, nodes_modes, nodes_truenodeids, nodes_falsenodeids)
     w = _tree_work(rows, depths, n_targets, post_transform, aggregate_function == "AVERAGE",
-                   _leaf_adds(attrs.get("target_treeids"), attrs.get("target_nodeids")))
+                   _leaf_adds(target_treeids, target_nodeids))
     return _tree_params(w, _branches(nodes_modes), target_weights, base_values)
 
 
 @register("TreeEnsembleClassifier", domain=ML)
-def tree_ensemble_classifier(ins, outs, *, nodes_treeids, nodes_nodeids, nodes_modes,
+def tree_ensemble_classifier(ins, outs, ctx, *, nodes_treeids, nodes_nodeids, nodes_modes,
                              nodes_truenodeids, nodes_falsenodeids, classlabels_int64s=None,
                              classlabels_strings=None, post_transform="NONE", class_weights=None,
-                             base_values=None, **attrs):
+                             base_values=None, class_treeids=None, class_nodeids=None):
     rows, _f = _rows_features(ins[0])
     k = len(_values(classlabels_int64s)) or len(_values(classlabels_strings))
     depths = _max_depths_v1(nodes_treeids, nodes_nodeids, nodes_modes, nodes_truenodeids, nodes_falsenodeids)
     w = _tree_work(rows, depths, k, post_transform, False,
-                   _leaf_adds(attrs.get("class_treeids"), attrs.get("class_nodeids")))
+                   _leaf_adds(class_treeids, class_nodeids))
     w = w._replace(vector_flops=w.vector_flops + rows * max(k - 1, 1))  # + the argmax label
     return _tree_params(w, _branches(nodes_modes), class_weights, base_values)
 
 
 @register("TreeEnsemble", domain=ML)
-def tree_ensemble(ins, outs, *, tree_roots, nodes_truenodeids, nodes_trueleafs, nodes_falsenodeids,
-                  nodes_falseleafs, n_targets, aggregate_function=1, post_transform=0, **attrs):
+def tree_ensemble(ins, outs, ctx, *, tree_roots, nodes_truenodeids, nodes_trueleafs,
+                  nodes_falsenodeids, nodes_falseleafs, n_targets, aggregate_function=1,
+                  post_transform=0, nodes_splits=None, leaf_weights=None, membership_values=None):
     rows, _f = _rows_features(ins[0])
     t_ids, t_leaf = _values(nodes_truenodeids), _values(nodes_trueleafs)
     f_ids, f_leaf = _values(nodes_falsenodeids), _values(nodes_falseleafs)
@@ -332,5 +359,4 @@ def tree_ensemble(ins, outs, *, tree_roots, nodes_truenodeids, nodes_trueleafs, 
     names = {0: "NONE", 1: "SOFTMAX", 2: "LOGISTIC", 3: "SOFTMAX_ZERO", 4: "PROBIT"}
     w = _tree_work(rows, depths, n_targets, names.get(post_transform, "NONE"), aggregate_function == 0)
     # every node of the v5 layout is a branch with a split value; membership sets are learned too
-    return _tree_params(w, 0, attrs.get("nodes_splits"), attrs.get("leaf_weights"),
-                        attrs.get("membership_values"))
+    return _tree_params(w, 0, nodes_splits, leaf_weights, membership_values)

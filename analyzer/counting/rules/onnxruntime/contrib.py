@@ -39,12 +39,12 @@ from analyzer.errors import ShapeError
 from analyzer.ir.graph import TensorSpec, dtype_bits
 from analyzer.counting.rules.onnx import elementwise
 from analyzer.counting.rules.onnx import linear
-from analyzer.counting.rules.onnx import misc
+from analyzer.counting.rules.onnx import indexing
 from analyzer.counting.rules.onnx import movement
 from analyzer.counting.rules.onnx import pooling
 from analyzer.counting.rules.onnx import sampling
-from analyzer.counting.rules.onnx.misc import output
-from analyzer.counting.rules.onnx.normalization import _meanvar, _rms
+from analyzer.counting.rules.onnx.common import output
+from analyzer.counting.rules.onnx.normalization import meanvar_work, rms_work
 
 MS = "com.microsoft"
 
@@ -82,44 +82,44 @@ def _add(*works: Work, note: str | None = None) -> Work:
 
 
 @register("Gelu", domain=MS)
-def ms_gelu(ins, outs, **_):
+def ms_gelu(ins, outs, ctx):
     return _per_element(output(outs).numel(), GELU)
 
 
 @register("BiasGelu", domain=MS)
-def bias_gelu(ins, outs, **_):
+def bias_gelu(ins, outs, ctx):
     return _per_element(output(outs).numel(), GELU, extra=1)
 
 
 @register("FastGelu", domain=MS)
-def fast_gelu(ins, outs, **_):
+def fast_gelu(ins, outs, ctx):
     return _per_element(output(outs).numel(), FAST_GELU, extra=1 if _present(ins, 1) else 0)
 
 
 @register("QuickGelu", domain=MS)
-def quick_gelu(ins, outs, **_):
+def quick_gelu(ins, outs, ctx):
     return _per_element(output(outs).numel(), (4, 1))
 
 
 @register("BiasAdd", domain=MS)
-def bias_add(ins, outs, **_):
+def bias_add(ins, outs, ctx):
     return Work(vector_flops=2 * output(outs).numel())
 
 
 @register("BiasSplitGelu", domain=MS)
-def bias_split_gelu(ins, outs, **_):
+def bias_split_gelu(ins, outs, ctx):
     n_in, n_out = ins[0].numel(), output(outs).numel()
     v, t = GELU
     return Work(vector_flops=n_in + n_out * (v + 1), transcendentals=n_out * t)
 
 
 @register("BiasSoftmax", domain=MS)
-def bias_softmax(ins, outs, **_):
+def bias_softmax(ins, outs, ctx):
     return _per_element(output(outs).numel(), (4, 1), extra=1)
 
 
 @register("BiasDropout", "BitmaskBiasDropout", domain=MS)
-def bias_dropout(ins, outs, **_):
+def bias_dropout(ins, outs, ctx):
     adds = 1 + (1 if _present(ins, 2) else 0)
     return Work(vector_flops=adds * output(outs).numel(), note="inference: dropout is an identity")
 
@@ -132,28 +132,28 @@ def _skip_adds(ins, n: int, bias_index: int) -> int:
 
 
 @register("SkipLayerNormalization", domain=MS)
-def skip_layer_norm(ins, outs, **_):
+def skip_layer_norm(ins, outs, ctx):
     # input, skip, gamma, beta?, bias?
     x = ins[0]
     n = x.numel()
     rows = n // x.dim(-1)
-    return _add(Work(vector_flops=_skip_adds(ins, n, 4)), _meanvar(n, rows, _present(ins, 3)))
+    return _add(Work(vector_flops=_skip_adds(ins, n, 4)), meanvar_work(n, rows, _present(ins, 3)))
 
 
 @register("SkipSimplifiedLayerNormalization", domain=MS)
-def skip_simplified_layer_norm(ins, outs, **_):
+def skip_simplified_layer_norm(ins, outs, ctx):
     # input, skip, gamma, bias?
     x = ins[0]
     n = x.numel()
-    return _add(Work(vector_flops=_skip_adds(ins, n, 3)), _rms(n, n // x.dim(-1)))
+    return _add(Work(vector_flops=_skip_adds(ins, n, 3)), rms_work(n, n // x.dim(-1)))
 
 
 @register("SimplifiedLayerNormalization")
 @register("SimplifiedLayerNormalization", domain=MS)
-def simplified_layer_norm(ins, outs, *, axis=-1, **_):
+def simplified_layer_norm(ins, outs, ctx, *, axis=-1):
     shape = ins[0].dims()
     ax = axis + len(shape) if axis < 0 else axis
-    return _rms(prod(shape), prod(shape[:ax]))
+    return rms_work(prod(shape), prod(shape[:ax]))
 
 
 def _table_reads(spec: TensorSpec, elements: int) -> int:
@@ -161,7 +161,7 @@ def _table_reads(spec: TensorSpec, elements: int) -> int:
 
 
 @register("EmbedLayerNormalization", domain=MS)
-def embed_layer_norm(ins, outs, **_):
+def embed_layer_norm(ins, outs, ctx):
     # input_ids, segment_ids?, word_embedding, position_embedding, segment_embedding?, gamma, beta,
     # mask?, position_ids?
     ids, word = ins[0], ins[2]
@@ -172,14 +172,14 @@ def embed_layer_norm(ins, outs, **_):
     vec = n * (len(tables) - 1)  # sum of the embeddings
     if _present(ins, 7):
         vec += ins[7].numel()  # mask -> mask_index
-    return _with_reads(_add(Work(vector_flops=vec), _meanvar(n, tokens, True)), reads)
+    return _with_reads(_add(Work(vector_flops=vec), meanvar_work(n, tokens, True)), reads)
 
 
 @register("QEmbedLayerNormalization", domain=MS)
-def qembed_layer_norm(ins, outs, **_):
+def qembed_layer_norm(ins, outs, ctx):
     # EmbedLayerNormalization over 8-bit tables (inputs 0-7 as there; 8-17 scales and zero
     # points): each gathered value and gamma/beta element is dequantized first, (q - zp) * scale
-    w = embed_layer_norm(ins[:8], outs)
+    w = embed_layer_norm(ins[:8], outs, ctx)
     hidden = ins[2].dim(-1)
     n = ins[0].numel() * hidden
     tables = 3 if _present(ins, 4) else 2
@@ -193,19 +193,19 @@ def _with_reads(w: Work, reads) -> Work:
 
 
 @register("GroupNorm", domain=MS)
-def ms_group_norm(ins, outs, *, groups, activation=0, **_):
+def ms_group_norm(ins, outs, ctx, *, groups, activation=0):
     x = ins[0]
     n = x.numel()
-    w = _meanvar(n, x.dim(0) * groups, True)
+    w = meanvar_work(n, x.dim(0) * groups, True)
     return _add(w, _per_element(n, SILU)) if activation else w
 
 
 @register("SkipGroupNorm", domain=MS)
-def skip_group_norm(ins, outs, *, groups, activation=0, **_):
+def skip_group_norm(ins, outs, ctx, *, groups, activation=0):
     # X, gamma, beta, skip, bias?
     x = ins[0]
     n = x.numel()
-    w = _add(Work(vector_flops=_skip_adds(ins, n, 4)), _meanvar(n, x.dim(0) * groups, True))
+    w = _add(Work(vector_flops=_skip_adds(ins, n, 4)), meanvar_work(n, x.dim(0) * groups, True))
     return _add(w, _per_element(n, SILU)) if activation else w
 
 
@@ -223,53 +223,61 @@ def _transposed(spec: TensorSpec, trans: int = 1, trans_batch: int = 0) -> Tenso
     return TensorSpec(shape, spec.dtype)
 
 
-@register("FusedMatMul", "TransposeMatMul", domain=MS)
-def fused_matmul(ins, outs, *, alpha=1.0, transA=0, transB=0, transBatchA=0, transBatchB=0, **_):
+@register("FusedMatMul", domain=MS)
+def fused_matmul(ins, outs, ctx, *, alpha=1.0, transA=0, transB=0, transBatchA=0, transBatchB=0):
     a = _transposed(ins[0], transA, transBatchA) if transA or transBatchA else ins[0]
     b = _transposed(ins[1], transB, transBatchB) if transB or transBatchB else ins[1]
-    mm = linear.matmul((a, b), (output(outs),))
+    mm = linear.matmul((a, b), (output(outs),), ctx)
     return Work(mac_flops=mm.mac_flops, vector_flops=output(outs).numel() if alpha != 1.0 else 0)
 
 
+@register("TransposeMatMul", domain=MS)
+def transpose_matmul(ins, outs, ctx, *, alpha=1.0, transA=0, transB=0):
+    return fused_matmul(ins, outs, ctx, alpha=alpha, transA=transA, transB=transB)
+
+
 @register("FusedMatMulActivation", domain=MS)
-def fused_matmul_activation(ins, outs, *, activation, **attrs):
-    mm = fused_matmul(ins, outs, **attrs)
+def fused_matmul_activation(ins, outs, ctx, *, activation, alpha=1.0, transA=0, transB=0,
+                            transBatchA=0, transBatchB=0):
+    mm = fused_matmul(ins, outs, ctx, alpha=alpha, transA=transA, transB=transB,
+                      transBatchA=transBatchA, transBatchB=transBatchB)
     return _add(mm, _per_element(output(outs).numel(), activation_cost(activation)))
 
 
 @register("NhwcConv", domain=MS)
-def nhwc_conv(ins, outs, **attrs):
-    return linear.conv(ins[:3], (output(outs),), **attrs)
+def nhwc_conv(ins, outs, ctx):
+    return linear.conv(ins[:3], (output(outs),), ctx)
 
 
 @register("FusedConv", "NhwcFusedConv", domain=MS)
-def fused_conv(ins, outs, *, activation=None, **attrs):
+def fused_conv(ins, outs, ctx, *, activation=None):
     # X, W, B?, Z? (Z is added to the convolution before the activation)
-    c = linear.conv(ins[:3], (output(outs),), **attrs)
+    c = linear.conv(ins[:3], (output(outs),), ctx)
     n = output(outs).numel()
     z = n if _present(ins, 3) else 0
     return _add(c, Work(vector_flops=z), _per_element(n, activation_cost(activation)))
 
 
 @register("FusedGemm", domain=MS)
-def fused_gemm(ins, outs, *, activation=None, **attrs):
-    g = linear.gemm(ins, (output(outs),), **attrs)
+def fused_gemm(ins, outs, ctx, *, activation=None, alpha=1.0, beta=1.0, transA=0):
+    g = linear.gemm(ins, (output(outs),), ctx, alpha=alpha, beta=beta, transA=transA)
     return _add(g, _per_element(output(outs).numel(), activation_cost(activation)))
 
 
 @register("GemmFastGelu", domain=MS)
-def gemm_fast_gelu(ins, outs, **_):
-    mm = linear.matmul(ins[:2], (output(outs),))
+def gemm_fast_gelu(ins, outs, ctx):
+    mm = linear.matmul(ins[:2], (output(outs),), ctx)
     return _add(mm, _per_element(output(outs).numel(), FAST_GELU, extra=1 if _present(ins, 2) else 0))
 
 
 # ----------------------------------------------------------------------------- copies of standard ops
 
 register("GatherND", domain=MS)(movement.gather)
-register("Range", domain=MS, shape_inputs=(0, 1, 2))(movement.range_)
-register("Pad", domain=MS, shape_inputs=(1, 2))(movement._nothing)
-register("ExpandDims", domain=MS, io="view", shape_inputs=(1,))(movement._nothing)
-register("Trilu", domain=MS, shape_inputs=(1,))(misc.trilu)
-register("Unique", domain=MS)(misc.unique)
+register("Range", domain=MS)(movement.range_)
+register("Pad", domain=MS)(movement._nothing)
+register("ExpandDims", domain=MS)(movement._nothing)
+register("Trilu", domain=MS)(indexing.trilu)
+register("Unique", domain=MS)(indexing.unique)
+register("CausalConvWithState", domain=MS)(linear.causal_conv_with_state)
 register("GridSample", domain=MS)(sampling.grid_sample)
 register("MaxpoolWithMask", "NhwcMaxPool", domain=MS)(pooling.max_pool)

@@ -9,7 +9,7 @@ Shape/Slice/Concat/Add/Mul, which ONNX data propagation evaluates, so a contrib 
 another contrib op resolves in the same round; a division (head size = hidden / heads) is
 a Reshape to ``[k, -1]``.  Surrogates decide shapes only; each surrogate returns the real
 elem_type of every output (None: keep what inference found).  Costs still come from the
-contrib rules in ``analyzer/rules/contrib.py``, ``attention.py`` and ``quantized.py``.
+contrib rules in ``analyzer/counting/rules/onnxruntime/`` and ``rules/onnx/attention.py``.
 
 Modules: ``contrib_emit`` (what a surrogate may ask of the model and the nodes it emits),
 ``contrib_surrogates`` (activations, norms, matmul / conv, quantized ops),

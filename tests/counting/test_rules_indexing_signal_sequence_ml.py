@@ -1,7 +1,9 @@
 """Selection, scatter, recurrent, detection, signal, random, linear-algebra, training, sequence,
 string, free and ai.onnx.ml rules against hand arithmetic.
 
-Conventions: the docstrings of analyzer/rules/misc.py, sequence.py, free.py and ml.py.
+Conventions: the docstrings of analyzer/counting/rules/onnx/ (indexing.py, recurrent.py,
+sampling.py, spectral.py, rng.py, linalg.py, training.py, sequence.py, views.py) and
+rules/onnx_ml/ml.py.
 """
 
 from __future__ import annotations
@@ -371,7 +373,7 @@ def test_split_to_sequence():
 
 
 def test_free_ops_cost_nothing():
-    from analyzer.counting.rules.onnx.free import FREE
+    from analyzer.counting.rules.onnx.views import FREE
 
     assert node_of("BitCast", (4,), opset=26, to=TensorProto.INT32).cost == Cost()
     n = helper.make_node

@@ -2,7 +2,7 @@
 params, byte classes, real dtypes, exact integers, constant folding, uncosted ops.
 
 Per-element conventions are those written in each rule module's docstring
-(analyzer/rules/*.py); DESIGN.md "Cost semantics" and Principles 3, 4, 11.
+(analyzer/counting/rules/onnx/*.py); DESIGN.md "Cost semantics" and Principles 3, 4, 11.
 """
 
 from __future__ import annotations
