@@ -29,270 +29,17 @@ import datetime as _dt
 import os
 import platform
 import socket
-import statistics
 import time
-from typing import Any, Callable, Mapping
+from typing import Callable
 
 import numpy as np
 
 from analyzer.prediction import cpu_model
+from analyzer.prediction.calibration_models import (F32, Builder, baseline_model, build_model,  # noqa: F401
+                                                    calibration_models, sizes, split_rows, value_info)
+from analyzer.prediction.profile_toml import to_toml, write_profile  # noqa: F401  (re-exported)
 from analyzer.prediction.ort_graph import import_ort, session_options
 
-F32 = 1  # onnx.TensorProto.FLOAT
-
-
-# ---------------------------------------------------------------------------------------------
-# calibration models
-
-def _model(nodes, inputs, outputs, inits=(), opset=17):
-    import onnx
-    from onnx import helper
-
-    g = helper.make_graph(nodes, "calib", inputs, outputs, list(inits))
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset),
-                                            helper.make_opsetid("com.microsoft", 1)])
-    m.ir_version = 8
-    return m
-
-
-def _vi(name, shape, elem=F32):
-    from onnx import helper
-    return helper.make_tensor_value_info(name, elem, list(shape))
-
-
-def _init(name, shape, rng, dtype=np.float32):
-    from onnx import numpy_helper
-    if np.issubdtype(dtype, np.integer):
-        return numpy_helper.from_array(np.zeros(shape, dtype=dtype), name)
-    return numpy_helper.from_array((rng.standard_normal(shape) * 0.05).astype(dtype), name)
-
-
-class _Builder:
-    """Collects independent single-op nodes into one model; node ``k<i>`` writes output ``k<i>``."""
-
-    def __init__(self, seed=0):
-        self.nodes, self.inputs, self.outputs, self.inits = [], [], [], []
-        self.rng = np.random.default_rng(seed)
-        self.i = 0
-
-    def add(self, op, in_shapes, out_shape=None, weights=(), attrs=None, domain="",
-            int_inputs=(), n_out=1):
-        from onnx import helper
-        k = f"k{self.i}"
-        self.i += 1
-        names = []
-        for j, s in enumerate(in_shapes):
-            nm = f"{k}_x{j}"
-            elem = 7 if j in int_inputs else F32
-            self.inputs.append(_vi(nm, s, elem))
-            names.append(nm)
-        for j, w in enumerate(weights):
-            if w is None:
-                names.append("")
-                continue
-            shape, dt = (w, np.float32) if not isinstance(w[0], type) else (w[1], w[0])
-            nm = f"{k}_w{j}"
-            self.inits.append(_init(nm, shape, self.rng, dt))
-            names.append(nm)
-        outs = [k] + [f"{k}_o{j}" for j in range(1, n_out)]
-        self.nodes.append(helper.make_node(op, names, outs, name=k, domain=domain, **(attrs or {})))
-        self.outputs.append(helper.make_tensor_value_info(k, F32, None))
-        for o in outs[1:]:
-            self.outputs.append(helper.make_tensor_value_info(o, F32, None))
-        return k
-
-    def model(self, opset=17):
-        return _with_sinks(_model(self.nodes, self.inputs, self.outputs, self.inits, opset))
-
-
-def _with_sinks(m):
-    """Make each calibration node's output an *internal* tensor read by a 1-element Slice (the
-    graph output). Graph outputs are allocated afresh on every run (page faults: a 64 MB Add ran
-    at a third of its in-graph bandwidth here); internal tensors live in onnxruntime's arena with
-    planned buffers, as in a real network."""
-    import onnx
-    from onnx import helper, numpy_helper
-
-    inferred = onnx.shape_inference.infer_shapes(m)
-    rank = {v.name: len(v.type.tensor_type.shape.dim) for v in inferred.graph.value_info}
-    rank.update({v.name: len(v.type.tensor_type.shape.dim) for v in inferred.graph.output
-                 if v.type.tensor_type.HasField("shape")})
-    outs, sinks, inits = [], [], list(m.graph.initializer)
-    for v in m.graph.output:
-        r = rank.get(v.name, 0)
-        if r == 0:
-            outs.append(v)
-            continue
-        z = numpy_helper.from_array(np.zeros(r, dtype=np.int64), f"{v.name}_s0")
-        o = numpy_helper.from_array(np.ones(r, dtype=np.int64), f"{v.name}_s1")
-        inits += [z, o]
-        sinks.append(helper.make_node("Slice", [v.name, z.name, o.name], [f"{v.name}_sink"],
-                                      name=f"{v.name}_sink"))
-        outs.append(helper.make_tensor_value_info(f"{v.name}_sink", v.type.tensor_type.elem_type or F32, None))
-    g = helper.make_graph(list(m.graph.node) + sinks, m.graph.name, list(m.graph.input), outs, inits)
-    out = helper.make_model(g, opset_imports=list(m.opset_import))
-    out.ir_version = m.ir_version
-    return out
-
-
-def _sizes(lo, hi, n):
-    return sorted({int(round(x)) for x in np.geomspace(lo, hi, n)})
-
-
-def calibration_models(scale: float = 1.0) -> dict[str, Any]:
-    """``{op class: onnx.ModelProto}``, each a set of independent single-op nodes."""
-    M: dict[str, Any] = {}
-
-    b = _Builder(1)
-    for m, k, n in [(1, 256, 256), (1, 768, 768), (1, 1024, 4096), (1, 4096, 1024), (4, 512, 512),
-                    (8, 768, 768), (16, 256, 1024), (32, 128, 128), (32, 768, 3072), (64, 64, 64),
-                    (64, 512, 512), (128, 768, 768), (128, 3072, 768), (197, 384, 1152),
-                    (256, 256, 256), (256, 1024, 1024), (512, 512, 2048), (1024, 256, 256),
-                    (784, 96, 384), (3136, 64, 64), (50, 512, 10), (16, 32, 32)]:
-        b.add("MatMul", [(1, m, k)], weights=[(k, n)])
-    for m, k, n in [(1, 512, 1000), (32, 256, 256), (128, 512, 512)]:
-        b.add("Gemm", [(m, k)], weights=[(n, k), (n,)], attrs={"transB": 1})
-    for h, s, d in [(4, 32, 64), (12, 128, 64), (8, 256, 32), (2, 16, 16)]:
-        b.add("MatMul", [(1, h, s, d), (1, h, d, s)])
-    M["gemm"] = b.model()
-
-    b = _Builder(2)
-    for c_in, c_out, hw, k, s in [(3, 32, 224, 3, 2), (16, 16, 56, 3, 1), (32, 32, 56, 3, 1),
-                                  (64, 64, 56, 3, 1), (128, 128, 28, 3, 1), (256, 256, 14, 3, 1),
-                                  (512, 512, 7, 3, 1), (64, 128, 56, 3, 2), (8, 8, 32, 3, 1),
-                                  (3, 64, 224, 7, 2), (96, 96, 28, 5, 1)]:
-        b.add("Conv", [(1, c_in, hw, hw)], weights=[(c_out, c_in, k, k), (c_out,)],
-              attrs={"pads": [k // 2] * 4, "strides": [s, s]})
-    M["conv"] = b.model()
-
-    b = _Builder(3)
-    for c, hw, k, s in [(32, 112, 3, 1), (96, 112, 3, 2), (144, 56, 3, 1), (192, 28, 3, 1),
-                        (384, 14, 3, 1), (960, 7, 3, 1), (96, 56, 7, 1), (768, 7, 7, 1),
-                        (240, 28, 5, 1), (16, 16, 3, 1)]:
-        b.add("Conv", [(1, c, hw, hw)], weights=[(c, 1, k, k), (c,)],
-              attrs={"pads": [k // 2] * 4, "strides": [s, s], "group": c})
-    M["conv_dw"] = b.model()
-
-    b = _Builder(4)
-    for c_in, c_out, hw in [(32, 16, 112), (16, 96, 112), (24, 144, 56), (144, 24, 56),
-                            (64, 256, 56), (256, 64, 56), (128, 512, 28), (512, 128, 28),
-                            (320, 1280, 7), (960, 160, 7), (8, 8, 16)]:
-        b.add("Conv", [(1, c_in, hw, hw)], weights=[(c_out, c_in, 1, 1), (c_out,)])
-    M["conv_1x1"] = b.model()
-
-    # elementwise / bandwidth: 4 KB .. 64 MB per tensor (x scale)
-    elems = _sizes(1024, 16 * 1024 * 1024 * scale, 13)
-    b = _Builder(5)
-    for e in elems:
-        b.add("Add", [(e,), (e,)])
-    for e in elems[::2]:
-        b.add("Mul", [(e,)], weights=[(1,)])
-        b.add("Relu", [(e,)])
-    M["elementwise"] = b.model()
-
-    b = _Builder(6)
-    for e in _sizes(1024, 4 * 1024 * 1024 * scale, 6):
-        b.add("Sigmoid", [(e,)])
-        b.add("Tanh", [(e,)])
-        b.add("Erf", [(e,)])
-        b.add("Gelu", [(e,)], domain="com.microsoft")
-    M["activation"] = b.model()
-
-    b = _Builder(7)
-    for r, h in [(1, 64), (16, 128), (32, 768), (128, 768), (197, 384), (512, 1024), (3136, 96),
-                 (8, 2048), (1024, 256)]:
-        b.add("LayerNormalization", [(1, r, h)], weights=[(h,), (h,)], attrs={"axis": -1})
-    M["norm"] = b.model()
-
-    b = _Builder(8)
-    for h, s in [(1, 16), (2, 32), (4, 64), (12, 128), (12, 256), (8, 512), (16, 1024), (1, 4096)]:
-        b.add("Softmax", [(1, h, s, s)], attrs={"axis": -1})
-    M["softmax"] = b.model()
-
-    b = _Builder(9)
-    for r, c in [(1, 64), (16, 256), (128, 768), (512, 1024), (1024, 4096), (64, 3136)]:
-        b.add("ReduceMean", [(1, r, c)], weights=[(np.int64, (1,))], attrs={"keepdims": 1})
-        b.add("ReduceSum", [(1, r, c)], weights=[(np.int64, (1,))], attrs={"keepdims": 1})
-    for nd in b.inits:
-        nd.raw_data = np.array([-1], dtype=np.int64).tobytes()
-    M["reduce"] = b.model(opset=18)
-
-    b = _Builder(10)
-    for v, d, s in [(1000, 64, 16), (30522, 768, 128), (50257, 768, 32), (8000, 256, 512),
-                    (512, 768, 128), (100, 32, 4)]:
-        b.add("Gather", [(1, s)], weights=[(v, d)], int_inputs=(0,), attrs={"axis": 0})
-        # data first: reorder inputs (Gather(data, indices))
-        n = b.nodes[-1]
-        ins = list(n.input)
-        n.input[:] = [ins[1], ins[0]]
-    M["gather"] = b.model()
-
-    b = _Builder(11)
-    for c, hw in [(64, 112), (32, 56), (256, 28), (16, 16), (512, 14)]:
-        b.add("MaxPool", [(1, c, hw, hw)], attrs={"kernel_shape": [3, 3], "strides": [2, 2],
-                                                  "pads": [1, 1, 1, 1]})
-        b.add("AveragePool", [(1, c, hw, hw)], attrs={"kernel_shape": [2, 2], "strides": [2, 2]})
-        b.add("GlobalAveragePool", [(1, c, hw, hw)])
-    M["pooling"] = b.model()
-
-    b = _Builder(12)
-    for a, s, d in [(1, 16, 16), (4, 64, 32), (12, 128, 64), (16, 256, 64), (8, 1024, 64),
-                    (64, 56, 56)]:
-        b.add("Transpose", [(1, s, a, d)], attrs={"perm": [0, 2, 1, 3]})
-        b.add("Concat", [(1, a, s, d), (1, a, s, d)], attrs={"axis": 1})
-    M["movement"] = b.model()
-
-    b = _Builder(13)
-    for e in (16, 256, 4096, 65536):
-        b.add("Reshape", [(e,)], weights=[(np.int64, (2,))])
-        b.add("Unsqueeze", [(e,)], weights=[(np.int64, (1,))])
-    for t in b.inits:
-        vals = [1, -1] if list(t.dims) == [2] else [0]
-        t.raw_data = np.array(vals, dtype=np.int64).tobytes()
-    M["view"] = b.model()
-
-    b = _Builder(14)
-    for op, gates in (("LSTM", 4), ("GRU", 3)):
-        for t, i, h in [(8, 64, 64), (32, 128, 128), (64, 256, 256), (16, 512, 256)]:
-            b.add(op, [(t, 1, i)], weights=[(1, gates * h, i), (1, gates * h, h)],
-                  attrs={"hidden_size": h}, n_out=1)
-    M["rnn"] = b.model()
-    return M
-
-
-# ---------------------------------------------------------------------------------------------
-# measurement
-
-def split_rows(model) -> dict[str, Any]:
-    """``{k<i>: one-node model}``: node ``k<i>`` with its sink, inputs and initializers."""
-    from onnx import helper
-
-    out = {}
-    for n in model.graph.node:
-        if not (n.name.startswith("k") and n.name[1:].isdigit()):
-            continue
-        k = n.name
-        pre = k + "_"
-        nodes = [x for x in model.graph.node if x.name in (k, f"{k}_sink")]
-        inputs = [v for v in model.graph.input if v.name.startswith(pre)]
-        inits = [t for t in model.graph.initializer if t.name.startswith(pre)]
-        outs = [v for v in model.graph.output if v.name == k or v.name.startswith(pre)]
-        g = helper.make_graph(nodes, k, inputs, outs, inits)
-        m = helper.make_model(g, opset_imports=list(model.opset_import))
-        m.ir_version = model.ir_version
-        out[k] = m
-    return out
-
-
-def _baseline():
-    """input -> 1-element Slice sink: what every row model costs besides its node."""
-    b = _Builder(0)
-    b.add("Identity", [(8,)])
-    m = b.model()
-    sink = [x for x in m.graph.node if x.name.endswith("_sink")][0]
-    sink.input[0] = "k0_x0"
-    del m.graph.node[0]
-    return m
 
 
 def wall_time(model, threads: int, level: str, q: float = 0.5, min_s: float = 0.08,
@@ -337,7 +84,7 @@ def _chain(n: int, width: int = 8):
         prev = out
     from onnx import numpy_helper
     c = numpy_helper.from_array(np.full((width,), 0.5, dtype=np.float32), "c")
-    return _model(nodes, [_vi("x", (width,))], [_vi("y", (width,))], [c])
+    return build_model(nodes, [value_info("x", (width,))], [value_info("y", (width,))], [c])
 
 
 def _wall(model, threads, level, runs, q=0.5) -> float:
@@ -386,7 +133,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     n_cls = len(models)
     for j, (cls, m) in enumerate(models.items()):
         say(j / (n_cls + 1), f"measuring {cls} kernels")
-        base = wall_time(_baseline(), threads, level, q, min_s=0.05)
+        base = wall_time(baseline_model(), threads, level, q, min_s=0.05)
         meas = {k: max(wall_time(mk, threads, level, q) - base, 1e-8)
                 for k, mk in split_rows(m).items()}
         nodes = {n.name: n for n in analyze(m).nodes}
@@ -464,7 +211,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
 
 def _chain_as_k():
     """A 1-node tiny Add named like the calibration nodes (for its profiled kernel time)."""
-    b = _Builder(0)
+    b = Builder(0)
     b.add("Add", [(8,)], weights=[(8,)])
     return b.model()
 
@@ -480,52 +227,3 @@ def _vendor(cpu: str) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # TOML
-
-def _toml_value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if v != v or v in (float("inf"), float("-inf")):
-            raise ValueError("TOML has no NaN/inf in profiles")
-        return repr(float(v))
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, Mapping):
-        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + "}"
-    raise TypeError(f"cannot write {type(v).__name__} to TOML")
-
-
-def _toml_key(k: str) -> str:
-    return k if k.replace("_", "").replace("-", "").isalnum() else _toml_value(k)
-
-
-def to_toml(doc: Mapping[str, Any]) -> str:
-    """A small TOML writer for profile documents (scalars, arrays, nested tables)."""
-    lines: list[str] = []
-
-    def table(d: Mapping[str, Any], prefix: str):
-        scalars = [(k, v) for k, v in d.items() if not isinstance(v, Mapping)]
-        subs = [(k, v) for k, v in d.items() if isinstance(v, Mapping) and not k.startswith("_")]
-        if prefix and (scalars or not subs):
-            lines.append(f"\n[{prefix}]")
-        for k, v in scalars:
-            if not k.startswith("_"):
-                lines.append(f"{_toml_key(k)} = {_toml_value(v)}")
-        for k, v in subs:
-            table(v, f"{prefix}.{_toml_key(k)}" if prefix else _toml_key(k))
-
-    lines.append("# opcost hardware profile, written by analyze hw calibrate")
-    table(doc, "")
-    return "\n".join(lines) + "\n"
-
-
-def write_profile(doc: Mapping[str, Any], path: str | os.PathLike) -> str:
-    """Write ``doc`` as TOML at ``path``; returns the path."""
-    text = to_toml(doc)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-    return os.fspath(path)
