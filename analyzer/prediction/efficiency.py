@@ -305,25 +305,49 @@ def _prov_text(prov: dict) -> str:
     return f"{prov['kind']}: {prov.get('source', '')}".rstrip(": ")
 
 
+# an op class without measurements takes a measured class's constants (the same kernel shape):
+# batched GEMMs and convolutions (implicit GEMM) run GEMM kernels; softmax and reductions are
+# row reductions like norms; data movement and unknown ops stream like elementwise ops
+CLASS_FALLBACK = {"bgemm": "gemm", "conv": "gemm", "softmax": "norm", "reduce": "norm",
+                  "movement": "elementwise", "other": "elementwise"}
+
+
 def load_constants(family: str, directory: str | None = None) -> FamilyConstants:
-    """The constants of ``family`` (``<directory>/<family>.json``), classes it lacks taken from
-    ``generic.json``; a family without a file is the generic set (``generic=True``)."""
+    """The constants of ``family`` (``<directory>/<family>.json``).
+
+    Each op class comes from the first of: the family's own set; the set of the family it
+    ``inherits`` (when its file names one: a GPU of the same memory technology running the same
+    kernel libraries); the same two for the class's ``CLASS_FALLBACK``; ``generic.json``. A
+    family without a file is the generic set (``generic=True``)."""
     directory = directory or EFFICIENCY_DIR
     generic = _read(os.path.join(directory, "generic.json"))
     path = os.path.join(directory, f"{family}.json")
     own = _read(path) if family != "generic" and os.path.exists(path) else None
+    parent = (_read(os.path.join(directory, f"{own['inherits']}.json"))
+              if own and own.get("inherits") else None)
+    chain = [(own, "")] if own else []
+    if parent is not None:
+        chain.append((parent, f"inherited from {own['inherits']}: "))
     arrays = {p: np.zeros(len(OP_CLASSES)) for p in CLASS_PARAMS}
     provenance, inherited = {}, []
     for i, cls in enumerate(OP_CLASSES):
-        src = own["sets"].get(cls) if own else None
+        src = text = None
+        for want in (cls, CLASS_FALLBACK.get(cls)):
+            for doc, how in chain:
+                if want and want in doc["sets"]:
+                    src = doc["sets"][want]
+                    via = "" if want == cls else f"as {want}: "
+                    text = how + via + _prov_text(src["provenance"])
+                    break
+            if src is not None:
+                break
         if src is None:
             src = generic["sets"].get(cls)
             if src is None:
                 raise EfficiencyError(f"generic.json has no set for op class '{cls}'")
-            inherited.append(cls)
             text = "generic: " + _prov_text(src["provenance"])
-        else:
-            text = _prov_text(src["provenance"])
+        if own is None or cls not in own["sets"]:
+            inherited.append(cls)
         for p in CLASS_PARAMS:
             arrays[p][i] = float(src["constants"][p])
         provenance[cls] = text

@@ -153,7 +153,11 @@ def test_constants_file_is_read(tmp_path):
     fc = load_constants("test-family", d)
     assert not fc.generic and "norm" not in fc.inherited and "softmax" in fc.inherited
     assert fc.describe("norm").startswith("architecture constants fitted on dev x.csv")
-    assert fc.describe("softmax").startswith("generic")
+    # softmax has no set: it takes the family's norm (CLASS_FALLBACK), a class without either
+    # the generic set
+    assert fc.describe("softmax").startswith("as norm: architecture constants fitted on dev")
+    assert fc.arrays["floor_s"][CLASS_CODE["softmax"]] == fc.arrays["floor_s"][CLASS_CODE["norm"]]
+    assert fc.describe("attention").startswith("generic")
     # norm: floor + (b + b_half) / (bw * e_bw) = 7e-6 + (4e6 + 2e6) / (1e12 * 0.5) = 1.9e-5
     out = kernel_time(np, feats("norm", vec=10.0, nbytes=4e6), HW, fc)
     assert out["time_s"][0] == pytest.approx(7e-6 + 6e6 / 5e11)

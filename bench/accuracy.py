@@ -1,0 +1,238 @@
+"""GPU accuracy: opcost's predictions against measured single-op latencies.
+
+Every case is a one-op ONNX model (``bench/op_models.py``) predicted the way a user would:
+``analyzer.analyze(model, hw=<profile>, runtime=<runtime of the measurement's timing>)``.
+
+Data:
+- ``../shared/measurements/gpu/`` (public): aiconfigurator bf16 GEMMs (CUDA-graph replay ->
+  ``runtime="kernel"``) on A100 SXM, H200, B200, GB200, L40S; vidur in-model fp16 ops (profiler
+  kernel sums -> ``runtime="kernel"``) on A100 80GB and A40: GEMM (+bias), add, RMS norm, layer
+  norm, GELU, embedding gather.  Rows are sampled deterministically, spread over each group's
+  sizes (``--per-group``).  Left out, and why: fp8/fp8_block/nvfp4 GEMMs (they include
+  activation-quantization kernels), silu_and_mul/rope/add3 (no one-op ONNX equivalent),
+  attention (the aiconfigurator rows time a vLLM layer, not an op), devices without a profile
+  (B300, GB300, RTX PRO 6000, Arc B60).
+- ``bench/results/h100_ops_*.csv`` (measured here on a lent H100 SXM, held out: never fitted
+  on): GEMM, batched GEMM, add, layer/RMS norm, softmax, GELU, embedding, fp16 and bf16, as
+  profiler kernel sums (``runtime="kernel"``) and eager wall-clock (``runtime="eager"``).
+
+Three scorings:
+- ``fitted``: each device's own family constants (for the shared data: in-device, constants
+  FITTED ON THAT SAME DATA; for H100: the Hopper constants fitted on H200 only, so out of
+  sample);
+- ``cross``: the constants of another family (fit on one device, score on another);
+- ``datasheet``: the datasheet roofline with the profile's launch figure (the old model).
+
+Usage: ``python bench/accuracy.py [--shared ../shared/measurements/gpu] [--per-group 60]
+[--out bench/results/accuracy_gpu_<date>]``.  Prints the tables and writes .md and .json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import datetime
+import glob
+import json
+import math
+import os
+import platform
+import sys
+from dataclasses import dataclass, field
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, HERE)
+
+from op_models import OP_CLASS, build  # noqa: E402
+
+AIC_PROFILE = {"a100_sxm": "a100-80gb-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200-hgx",
+               "gb200": "gb200-gpu", "l40s": "l40s"}
+VIDUR_PROFILE = {"a100_80gb": "a100-80gb-sxm", "a40": "a40"}
+VIDUR_OPS = {"gemm": "gemm", "gemm_bias": "gemm_bias", "add": "add", "rmsnorm": "rmsnorm",
+             "layernorm_affine": "layernorm", "gelu_erf": "gelu", "embedding": "embedding"}
+# cross-device scoring: the family whose constants score each device (fit on one, score on another)
+CROSS = {"a100_sxm": "nvidia-hopper", "a100_80gb": "nvidia-ampere-ga10x", "a40": "nvidia-ampere",
+         "h200_sxm": "nvidia-blackwell", "b200_sxm": "nvidia-hopper", "gb200": "nvidia-hopper",
+         "l40s": "nvidia-ampere", "h100_sxm": "nvidia-blackwell"}
+
+
+@dataclass(frozen=True)
+class Case:
+    source: str          # aic_gemm | vidur | h100 (this project's measurement)
+    device: str          # the measurement's device name
+    profile: str         # hardware_db id
+    op: str              # op_models op
+    dtype: str
+    dims: tuple          # ((name, value), ...)
+    timing: str          # kernel | eager
+    measured_s: float
+
+    @property
+    def op_class(self) -> str:
+        return OP_CLASS[self.op]
+
+
+@dataclass
+class Scored:
+    case: Case
+    predicted_s: float
+    error: float = field(init=False)   # signed relative error of the prediction
+
+    def __post_init__(self):
+        self.error = (self.predicted_s - self.case.measured_s) / self.case.measured_s
+
+
+def _spread(rows, key, n):
+    """n rows spread evenly over ``key`` (deterministic)."""
+    rows = sorted(rows, key=key)
+    if len(rows) <= n:
+        return rows
+    step = (len(rows) - 1) / (n - 1)
+    return [rows[round(i * step)] for i in range(n)]
+
+
+def shared_cases(shared: str, per_group: int) -> list[Case]:
+    cases: list[Case] = []
+    groups: dict[tuple, list] = {}
+    with open(os.path.join(shared, "aic_gemm.csv"), newline="") as f:
+        for r in csv.DictReader(f):
+            if r["device_system"] in AIC_PROFILE and r["dtype"] == "bfloat16" and r["timing"] == "graph":
+                groups.setdefault(("aic_gemm", r["device_system"], "gemm"), []).append(r)
+    for (src, dev, op), rows in sorted(groups.items()):
+        for r in _spread(rows, lambda r: (int(r["m"]) * int(r["n"]) * int(r["k"]), r["m"], r["n"]), per_group):
+            cases.append(Case(src, dev, AIC_PROFILE[dev], "gemm", "bf16",
+                              (("M", int(r["m"])), ("N", int(r["n"])), ("K", int(r["k"]))),
+                              "kernel", float(r["latency_us"]) * 1e-6))
+    groups = {}
+    with open(os.path.join(shared, "vidur_a100_a40.csv"), newline="") as f:
+        for r in csv.DictReader(f):
+            if r["gpu"] in VIDUR_PROFILE and r["op"] in VIDUR_OPS:
+                groups.setdefault(("vidur", r["gpu"], r["op"]), []).append(r)
+    for (src, dev, op), rows in sorted(groups.items()):
+        # one row per distinct shape (vidur repeats shapes across models)
+        uniq = {(r["M"], r["N"], r["K"]): r for r in rows}
+        pick = _spread(list(uniq.values()),
+                       lambda r: (int(float(r["M"] or 0)) * int(float(r["N"] or 1)) * int(float(r["K"] or 1)),
+                                  r["M"], r["N"], r["K"]), per_group)
+        for r in pick:
+            M, N, K = (int(float(r[c])) if r[c] else 0 for c in ("M", "N", "K"))
+            o = VIDUR_OPS[op]
+            dims = ((("M", M), ("N", N), ("K", K)) if o in ("gemm", "gemm_bias") else
+                    (("M", M), ("N", N), ("V", K)) if o == "embedding" else (("M", M), ("N", N)))
+            cases.append(Case(src, dev, VIDUR_PROFILE[dev], o, "fp16", dims, "kernel",
+                              float(r["measured_us"]) * 1e-6))
+    return cases
+
+
+def h100_cases(path: str) -> list[Case]:
+    out = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            dims = tuple((c, int(r[c])) for c in ("M", "N", "K", "B", "V") if r[c] and int(r[c]))
+            if r["op"] == "bmm" and not any(c == "B" for c, _ in dims):
+                continue
+            for timing, col in (("kernel", "kernel_sum_us"), ("eager", "eager_wall_us")):
+                if r[col]:
+                    out.append(Case("h100", "h100_sxm", "h100-sxm", r["op"], r["dtype"], dims,
+                                    timing, float(r[col]) * 1e-6))
+    return out
+
+
+def score(cases: list[Case], mode: str = "fitted") -> list[Scored]:
+    """Predict every case through ``analyzer.analyze`` (``mode``: fitted | cross | datasheet)."""
+    import analyzer
+    import hardware_db
+
+    profiles: dict[tuple[str, str], object] = {}
+    out = []
+    for c in cases:
+        key = (c.profile, c.device)
+        prof = profiles.get(key)
+        if prof is None:
+            base = hardware_db.get(c.profile)
+            if mode == "cross":
+                base = dataclasses.replace(base, family=CROSS[c.device])
+            elif mode == "datasheet":
+                base = dataclasses.replace(base, family="datasheet")
+            prof = profiles[key] = base
+        model = build(c.op, c.dtype, **dict(c.dims))
+        runtime = c.timing if mode != "datasheet" else "kernel"
+        r = analyzer.analyze(model, hw=[prof], runtime=runtime)
+        out.append(Scored(c, r.predictions[0].latency_s))
+    return out
+
+
+def stats(scored: list[Scored]) -> dict:
+    e = [s.error for s in scored]
+    a = sorted(abs(x) for x in e)
+    n = len(e)
+    return {"rows": n, "mape": 100 * sum(a) / n, "median_ape": 100 * a[n // 2],
+            "bias": 100 * sum(e) / n, "within10": 100 * sum(x <= 0.10 for x in a) / n,
+            "within25": 100 * sum(x <= 0.25 for x in a) / n}
+
+
+def table(scored: list[Scored], by=("device", "op_class", "timing")) -> list[tuple]:
+    groups: dict[tuple, list] = {}
+    for s in scored:
+        groups.setdefault(tuple(getattr(s.case, k) for k in by), []).append(s)
+    return [(k, stats(v)) for k, v in sorted(groups.items())]
+
+
+def _md(rows, head) -> list[str]:
+    out = ["| " + " | ".join(head) + " | rows | MAPE % | median % | bias % | ±10% | ±25% |",
+           "|" + "---|" * (len(head) + 6)]
+    for k, s in rows:
+        out.append("| " + " | ".join(map(str, k)) + f" | {s['rows']} | {s['mape']:.1f} | "
+                   f"{s['median_ape']:.1f} | {s['bias']:+.1f} | {s['within10']:.0f} | {s['within25']:.0f} |")
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--shared", default=os.path.join(ROOT, "..", "shared", "measurements", "gpu"))
+    ap.add_argument("--h100", default=max(glob.glob(os.path.join(HERE, "results", "h100_ops_*.csv")),
+                                          default=None))
+    ap.add_argument("--per-group", type=int, default=60)
+    ap.add_argument("--out", default=os.path.join(HERE, "results",
+                                                  f"accuracy_gpu_{datetime.date.today()}"))
+    args = ap.parse_args(argv)
+    shared = shared_cases(args.shared, args.per_group)
+    h100 = h100_cases(args.h100) if args.h100 else []
+    doc: dict = {"date": str(datetime.date.today()), "machine": platform.platform(),
+                 "command": "python bench/accuracy.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+                 "per_group": args.per_group, "tables": {}}
+    md = [f"# GPU accuracy ({doc['date']})", "",
+          f"Command: `{doc['command']}`. Each row: a one-op ONNX model predicted with "
+          "`analyzer.analyze(model, hw=profile, runtime=...)` against its measured time.", ""]
+    for title, cases, modes in (
+            ("Shared public measurements (constants fitted on this same data: in-sample)", shared,
+             ("fitted", "cross", "datasheet")),
+            ("H100 SXM, measured here, held out (Hopper constants fitted on H200 only)", h100,
+             ("fitted", "cross", "datasheet"))):
+        if not cases:
+            continue
+        md += [f"## {title}", ""]
+        for mode in modes:
+            scored = score(cases, mode)
+            overall = stats(scored)
+            by_cls = table(scored, ("device", "op_class", "timing"))
+            doc["tables"][f"{title} / {mode}"] = {"overall": overall,
+                                                  "groups": [[list(k), s] for k, s in by_cls]}
+            md += [f"### {mode}: overall MAPE {overall['mape']:.1f}%, median {overall['median_ape']:.1f}%, "
+                   f"bias {overall['bias']:+.1f}%, within ±10% {overall['within10']:.0f}%, "
+                   f"±25% {overall['within25']:.0f}% ({overall['rows']} rows)", ""]
+            md += _md(by_cls, ("device", "op class", "timing")) + [""]
+            print("\n".join(md[-len(by_cls) - 4:]))
+    with open(args.out + ".md", "w") as f:
+        f.write("\n".join(md) + "\n")
+    with open(args.out + ".json", "w") as f:
+        json.dump(doc, f, indent=1)
+    print(f"wrote {args.out}.md and .json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
