@@ -219,6 +219,19 @@ class HardwareProfile:
         return hash((self.id, self.name, self.kind, self.path, self.matrix_tflops, self.vector_tflops,
                      tuple(getattr(self, n) for n in SCALARS)))
 
+    def missing(self) -> tuple[str, ...]:
+        """The figures a prediction needs that this profile does not state: ``mem_bw_gbs``,
+        ``throughput`` (no matrix or vector peak at all), ``launch_overhead_us``. A prediction
+        stands in for them with documented assumptions and says so; ``hw list`` marks them."""
+        out = []
+        if not self.mem_bw_gbs:
+            out.append("mem_bw_gbs")
+        if not (self.matrix_tflops or self.vector_tflops):
+            out.append("throughput")
+        if self.launch_overhead_us is None:
+            out.append("launch_overhead_us")
+        return tuple(out)
+
     def peak_flops(self, engine: str, dtype: str) -> float | None:
         """Dense peak of ``engine`` ("matrix" or "vector") for ``dtype`` in FLOP/s (not TFLOP/s).
 

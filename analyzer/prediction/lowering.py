@@ -276,6 +276,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     for p, prof in enumerate(profiles):
         warn: set[str] = set()
         note: list[str] = []
+        prof = _complete(prof, note)
         cache: dict[tuple[str, str], float] = {}
 
         def peak(engine, d):
@@ -320,6 +321,45 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
              "bytes": nbytes, "m": view[0], "n": view[1], "k": view[2], "batch": view[3]}
     return Lowered(runtime.name, plan, tuple(names), feats, runs, weight, mpeak, vpeak, bw, units,
                    consts, fixed, label, tuple(warnings), tuple(provs), tuple(details), tuple(notes))
+
+
+def _complete(prof, note: list[str]):
+    """``prof`` with a stand-in for a missing essential figure (memory bandwidth, any throughput):
+    the figure of the slowest other shipped profile of its kind that has it, so every profile
+    predicts; the note says which figure was assumed and from where (``hw list`` marks such a
+    profile incomplete)."""
+    import dataclasses
+
+    import hardware_db
+
+    missing_bw = not prof.mem_bw_gbs
+    missing_peak = not (prof.matrix_tflops or prof.vector_tflops)
+    if not (missing_bw or missing_peak):
+        return prof
+    peers = [q for q in hardware_db.list_profiles() if q.kind == prof.kind and q.id != prof.id]
+    change = {}
+    if missing_bw:
+        src = min((q for q in peers if q.mem_bw_gbs), key=lambda q: q.mem_bw_gbs, default=None)
+        if src is None:
+            raise HardwareError(f"hardware '{prof.id}' has no mem_bw_gbs figure; cannot predict "
+                                f"memory time (calibrate the machine, or add a sourced value to a "
+                                f"copy of its profile and pass that file as {{hw}})",
+                                hints=(Hint("hw", "FILE"),))
+        change["mem_bw_gbs"] = src.mem_bw_gbs
+        note.append(f"INCOMPLETE profile: {prof.id} has no memory bandwidth figure; assumed "
+                    f"{src.mem_bw_gbs:g} GB/s, the slowest sourced {prof.kind} ({src.id}); add a "
+                    f"sourced figure to a copy of the profile for a real answer")
+    if missing_peak:
+        def top(q):
+            return max([*q.matrix_tflops.values(), *q.vector_tflops.values()], default=0.0)
+        src = min((q for q in peers if top(q)), key=top, default=None)
+        if src is not None:
+            change["matrix_tflops"] = src.matrix_tflops
+            change["vector_tflops"] = src.vector_tflops
+            note.append(f"INCOMPLETE profile: {prof.id} has no throughput figure; assumed the "
+                        f"peaks of {src.id}, the slowest sourced {prof.kind}; add a sourced figure "
+                        f"to a copy of the profile for a real answer")
+    return dataclasses.replace(prof, **change)
 
 
 def _dispatch(prof, runtime, class_names: list[str], launch: float, note: list[str]) -> np.ndarray:

@@ -24,6 +24,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import analyzer
+import hardware_db
 from analyzer.prediction import kernels
 from analyzer.errors import HardwareError, ShapeError
 from onnx_builders import graph, one_node, weight
@@ -192,13 +193,17 @@ def test_missing_dtype_falls_back_with_a_warning(hw):
     assert rep.to_dict()["predictions"][0]["warnings"] == [w]
 
 
-def test_profile_without_mem_bw_raises_hardware_error(tmp_path):
+def test_profile_without_mem_bw_assumes_its_kinds_slowest_and_says_so(tmp_path):
     text = ROUND_GPU.read_text(encoding="utf-8")
     text = "\n".join(line for line in text.splitlines() if "mem_bw_gbs" not in line) + "\n"
     path = tmp_path / "no-bw.toml"
     path.write_text(text, encoding="utf-8")
-    with pytest.raises(HardwareError, match="mem_bw_gbs"):
-        analyzer.analyze(one_node("Relu", (16,)), hw=str(path))
+    p = analyzer.analyze(one_node("Relu", (16,)), hw=str(path)).predictions[0]
+    slowest = min((q for q in hardware_db.list_profiles() if q.kind == "gpu" and q.mem_bw_gbs),
+                  key=lambda q: q.mem_bw_gbs)
+    assert any(n.startswith("INCOMPLETE") and slowest.id in n for n in p.notes)
+    # Relu of 16 floats: 128 bytes at the slowest GPU's bandwidth + the 2 us launch
+    assert p.latency_s == pytest.approx(2e-6 + 128 / (slowest.mem_bw_gbs * 1e9), rel=1e-5)
 
 
 def test_profile_without_launch_figure_takes_its_kinds_default_and_says_so(tmp_path):
