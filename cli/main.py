@@ -23,6 +23,25 @@ from cli.parsing import parse_dims, parse_inputs, parse_values, write_output
 
 FORMATS = ("table", "json", "csv", "markdown")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+# analyzer.prediction.runtimes.RUNTIMES, kept static so that --help imports no prediction code
+# (a test checks the two agree); the help text reads their descriptions when it is shown
+RUNTIMES = ("kernel", "eager", "onnxruntime", "xla")
+
+
+class _RuntimeOption(click.Option):
+    """--runtime, whose help lists each runtime's time definition from the library, read only
+    when help is rendered."""
+
+    def get_help_record(self, ctx):
+        from analyzer.prediction.runtimes import RUNTIMES as defs
+
+        lines = [self.help, "\n\b"]
+        lines += [f"{name}: {defs[name].time_definition}" for name in RUNTIMES if name in defs]
+        self.help = "\n".join(lines)
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.help = lines[0]
 
 
 class _Main(click.Group):
@@ -67,6 +86,10 @@ def main():
                    "(reduce axes, a window length, a Loop count), e.g. --value axes=1 (repeatable).")
 @click.option("--precision", type=click.Choice(PRECISIONS), default=None,
               help="Deploy precision for predictions (overrides the model's float dtypes).")
+@click.option("--runtime", type=click.Choice(RUNTIMES), default=None, cls=_RuntimeOption,
+              help="What runs the model, which decides fusion, per-kernel dispatch and the time "
+                   "predicted (default: xla for a JAX program, else the profile's own, else its "
+                   "kind's):")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
               help="Output format; json and csv carry exact integers.")
 @click.option("--output", "-o", "output", metavar="FILE", default=None,
@@ -144,7 +167,7 @@ class Request:
 
     model: str
     hw: str | None
-    options: Options             # precision, overlap, loop_trips, causal (the kind-free part)
+    options: Options             # precision, overlap, loop_trips, causal, runtime (kind-free)
     inputs: tuple[str, ...]      # --input: ONNX shapes, or a JAX program's argument specs
     dims: tuple[str, ...]        # --dim (ONNX)
     values: tuple[str, ...]      # --value (ONNX)
@@ -157,7 +180,7 @@ class Request:
         out = OutputSpec(p["fmt"], p["output"], p["top"], p["group_depth"], p["strict"],
                          p["save_baseline"], p["baseline"], p["max_regression"])
         opts = Options(precision=p["precision"], overlap=not p["additive"],
-                       loop_trips=p["loop_trips"], causal=p["causal"])
+                       loop_trips=p["loop_trips"], causal=p["causal"], runtime=p["runtime"])
         return cls(p["model"], p["hw"], opts, p["inputs"], p["dims"], p["values"],
                    p["kwargs_json"], p["params_args"], out)
 

@@ -11,6 +11,7 @@ import io
 
 from analyzer.counting.cost import COUNT_FIELDS
 from analyzer.counting.engine import FOLDED, UNCOSTED
+from analyzer.render.headline import comment_lines, human_time, markdown_lines, text_lines  # noqa: F401
 from analyzer.report.counts import Report
 
 FORMATS = ("table", "json", "csv", "markdown")
@@ -28,23 +29,6 @@ def human(n: float, unit: str = "", base: int = 1000) -> str:
     if i == 0:
         return f"{int(n)}{(' ' + unit) if unit else ''}"
     return f"{x:.3g} {prefixes[i]}{unit}"
-
-
-def prediction_line(p) -> str:
-    """'latency on a100-80gb-sxm (fp32, kernel, architecture constants): 1.2 ms [memory 60%, ...]'."""
-    shares = ", ".join(f"{b} {100 * s:.0f}%" for b, s in p.bound_share.items() if s > 0)
-    return (f"latency on {p.hardware} ({p.precision}, {p.runtime}, {p.provenance}): "
-            f"{human_time(p.latency_s)} [{shares}]")
-
-
-def human_time(s: float) -> str:
-    if s >= 1:
-        return f"{s:.3g} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    if s >= 1e-6:
-        return f"{s * 1e6:.3g} µs"
-    return f"{s * 1e9:.3g} ns"
 
 
 def _shown_rows(report: Report, top: int | None):
@@ -74,6 +58,8 @@ def render(report: Report, fmt: str, *, top: int | None = None, width: int | Non
 
 def render_csv(report: Report) -> str:
     buf = io.StringIO()
+    for line in comment_lines(report.predictions):   # runtime, time definition, provenance, notes
+        buf.write(line + "\n")
     w = csv.writer(buf, lineterminator="\n")
     pred_cols = []
     for p in report.predictions:
@@ -108,6 +94,8 @@ def render_markdown(report: Report, *, top: int | None = None) -> str:
     out += [f"| {k} | {v} |" for k, v in _summary_pairs(report)]
     for p in report.predictions:
         out.append(f"| latency on {p.hardware} ({p.precision}) | {human_time(p.latency_s)} |")
+    if report.predictions:
+        out += ["", "Predictions:", *markdown_lines(report.predictions)]
     out += ["", f"Coverage: {report.coverage.line()}.", ""]
     est = estimates_line(report)
     if est:
@@ -177,8 +165,8 @@ def render_table(report: Report, *, top: int | None = None, width: int | None = 
     console.print(t)
     for k, v in _summary_pairs(report):
         console.print(f"{k}: {v}", highlight=False, markup=False)
-    for p in report.predictions:
-        console.print(prediction_line(p), highlight=False, markup=False)
+    for line in text_lines(report.predictions):
+        console.print(line, highlight=False, markup=False)
     if report.predictions:
         console.print("per-layer time columns: predicted time, bound (C compute, M memory, "
                       "O launch overhead), share of the model's latency", highlight=False, markup=False)
