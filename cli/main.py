@@ -61,6 +61,7 @@ class _Main(click.Group):
             formatter.write_dl([
                 ("hw list", "list the hardware profiles (ids, aliases, peaks, bandwidth)"),
                 ("hw show ID", "one profile with the source of every number"),
+                ("hw calibrate --out FILE", "measure this machine with onnxruntime into a profile"),
             ])
 
 
