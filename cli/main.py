@@ -118,6 +118,13 @@ def main():
               help="Cost fused attention ops as causal kernels (they skip the masked half).")
 @click.option("--params", "params_args", multiple=True, metavar="NAME",
               help="JAX programs: an argument that holds weights (counted as params; repeatable).")
+@click.option("--measure", is_flag=True,
+              help="Also run the model with onnxruntime on this machine's CPU and print predicted "
+                   "vs measured per layer and in total (ONNX, one CPU --hw profile, e.g. one "
+                   "written by `analyze hw calibrate`; needs opcost[measure]).")
+@click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
+              help="With --measure: onnxruntime's intra-op threads (default: the profile's "
+                   "calibration threads, else all cores).")
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
 def model_cmd(**params):
     """Count params, FLOPs (MAC / vector / transcendental) and bytes of every node of MODEL.
@@ -137,6 +144,7 @@ def model_cmd(**params):
       analyze model.onnx --hw a100 --save-baseline base.json
       analyze model.onnx --baseline base.json --max-regression 5% --format markdown
       analyze samples/jax_models.py:mlp_infer --input x=f32[8,784] --group-depth 1
+      analyze model.onnx --hw my-machine.toml --measure --runtime onnxruntime
 
     Exit codes: 0 ok, 1 a check failed (--strict, regression beyond
     --max-regression), 2 bad input or usage, 3 internal error (a bug in
@@ -175,6 +183,8 @@ class Request:
     kwargs_json: str | None      # --kwargs-json (JAX)
     params_args: tuple[str, ...]  # --params (JAX)
     output: OutputSpec
+    measure: bool = False        # --measure: run with onnxruntime, compare (ONNX, one profile)
+    threads: int | None = None   # --threads (with --measure)
 
     @classmethod
     def from_params(cls, p: dict) -> "Request":
@@ -183,7 +193,7 @@ class Request:
         opts = Options(precision=p["precision"], overlap=not p["additive"],
                        loop_trips=p["loop_trips"], causal=p["causal"], runtime=p["runtime"])
         return cls(p["model"], p["hw"], opts, p["inputs"], p["dims"], p["values"],
-                   p["kwargs_json"], p["params_args"], out)
+                   p["kwargs_json"], p["params_args"], out, p["measure"], p["threads"])
 
 
 def _run_model(req: Request) -> None:
@@ -202,7 +212,8 @@ def _run_model(req: Request) -> None:
             base_hws, base_precision = bl.hardware_of(doc)
             hws = base_hws or None
             opts = replace(opts, precision=opts.precision or base_precision)
-    with Spinner(f"analysing {model}"):
+    _check_measure(req, hws, is_jax_target(model))
+    with Spinner(f"analysing {model}") as spinner:
         if is_jax_target(model):   # path/to/file.py:function or package.module:function
             from analyzer.frontends.jaxpr.load import load_program
 
@@ -237,9 +248,35 @@ def _run_model(req: Request) -> None:
                 return
             dims = {n: v[0] for k, v in dim_values.items() for n in k.split("+")}
             report = analyzer.analyze(model, hws, options=replace(opts, dims=dims or None))
+            if req.measure:
+                from analyzer.measuring import measure_report
+
+                spinner.update(f"measuring {model} with onnxruntime")
+                report = measure_report(report, model, hws[0], threads=req.threads)
         if doc is not None:
             report = report.with_comparison(bl.compare(report, doc, threshold, path=out.baseline))
     _emit(report, out)
+
+
+def _check_measure(req: Request, hws: list[str] | None, jax: bool) -> None:
+    """Usage errors of --measure / --threads, before any work."""
+    if not req.measure:
+        if req.threads is not None:
+            raise InputSpecError("--threads applies to --measure (onnxruntime's threads)")
+        return
+    if jax:
+        raise InputSpecError("--measure runs ONNX models with onnxruntime; a JAX program is not "
+                             "measured")
+    if not hws or len(hws) != 1:
+        raise InputSpecError("--measure compares one prediction with the run: give one CPU "
+                             "profile, e.g. --hw my-machine.toml (from `analyze hw calibrate`)")
+    if req.values:
+        raise InputSpecError("--measure feeds every graph input to onnxruntime; it does not "
+                             "combine with --value")
+    if any(len(v) > 1 for v in parse_dims(req.dims).values()):
+        raise InputSpecError("--measure runs one shape; it does not combine with a --dim sweep")
+    if req.output.group_depth is not None:
+        raise InputSpecError("--measure compares per kernel; it does not combine with --group-depth")
 
 
 def _emit(report, out: OutputSpec) -> None:

@@ -11,6 +11,7 @@ import io
 
 from analyzer.counting.cost import COUNT_FIELDS
 from analyzer.counting.engine import FOLDED, UNCOSTED
+from analyzer.render import measured as measured_view
 from analyzer.render.headline import comment_lines, human_time, markdown_lines, text_lines  # noqa: F401
 from analyzer.report.counts import Report
 
@@ -58,12 +59,21 @@ def render(report: Report, fmt: str, *, top: int | None = None, width: int | Non
 
 def render_csv(report: Report) -> str:
     buf = io.StringIO()
-    for line in comment_lines(report.predictions):   # runtime, time definition, provenance, notes
+    lines = comment_lines(report.predictions)   # runtime, time definition, provenance, notes
+    measured = {}
+    if report.measured is not None:
+        lines += measured_view.comment_lines(report.measured)
+        measured = measured_view.node_cells(report.measured)
+        pred_cols_m = ["measured_s", "measured_kernel"]
+    else:
+        pred_cols_m = []
+    for line in lines:
         buf.write(line + "\n")
     w = csv.writer(buf, lineterminator="\n")
     pred_cols = []
     for p in report.predictions:
         pred_cols += [f"{p.hardware}:time_s", f"{p.hardware}:bound"]
+    pred_cols += pred_cols_m
     w.writerow(["name", "op", "status", *COUNT_FIELDS, "flops", "outputs", *pred_cols,
                 "estimate", "note"])
     for n, xs in report.rows():
@@ -71,6 +81,8 @@ def render_csv(report: Report) -> str:
         extra = []
         for x in xs:
             extra += [repr(x.time_s), x.bound] if x else ["", ""]
+        if pred_cols_m:
+            extra += measured.get(n.name, ["", ""])
         w.writerow([n.name, n.op, n.status, *(getattr(c, f) for f in COUNT_FIELDS), c.flops,
                     " ".join(n.outputs), *extra, "yes" if n.estimate else "", n.note or ""])
     return buf.getvalue()
@@ -109,6 +121,8 @@ def render_markdown(report: Report, *, top: int | None = None) -> str:
             out += [f"  - grew: {d}" for d in details]
         deltas = _count_delta_lines(c)
         out += [f"- counts: {'; '.join(deltas) if deltas else 'unchanged'}", ""]
+    if report.measured is not None:
+        out += measured_view.markdown_lines(report.measured, top)
     rows = _shown_rows(report, top)
     hdr = ["layer", "op", "output", "params", "FLOPs", "bytes"]
     hdr += [f"{p.hardware} time" for p in report.predictions]
@@ -180,7 +194,10 @@ def render_table(report: Report, *, top: int | None = None, width: int | None = 
         console.print(f"warning: {w}", highlight=False, markup=False)
     if report.comparison is not None:
         console.print(_comparison_text(report.comparison), highlight=False, markup=False)
-    return buf.getvalue()
+    text = buf.getvalue()
+    if report.measured is not None:
+        text += "\n" + measured_view.render_text(report.measured, top, width)
+    return text
 
 
 def estimates_line(report, limit: int = 3) -> str | None:

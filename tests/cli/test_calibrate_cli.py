@@ -8,24 +8,11 @@ import os
 import pytest
 
 import hardware_db
+from profile_docs import calibrated_doc
 
 
 def _doc() -> dict:
-    """A calibrate()-shaped document with a source for every number (loads with hardware_db)."""
-    from hardware_db.validate import number_paths
-
-    doc = {
-        "schema_version": 1, "id": "calibrated-test-2t", "name": "test cpu (2 threads, calibrated)",
-        "vendor": "AMD", "kind": "cpu", "family": "x86-cpu", "default_runtime": "onnxruntime",
-        "matrix_tflops": {"fp32": 0.25}, "vector_tflops": {"fp32": 0.25},
-        "memory": {"mem_bw_gbs": 12.5}, "overhead": {"launch_overhead_us": 1.5},
-        "calibration": {"runtime": "onnxruntime", "onnxruntime_version": "1.32.0", "threads": 2},
-        "_rows": {"gemm": [("MatMul", 1.0, 2.0, 3.0)]},
-    }
-    doc["sources"] = {k: "measured by the test" for k in number_paths(doc)
-                      if not k.startswith("_rows")}
-    doc["_rows"] = {}
-    return doc
+    return calibrated_doc(threads=2)
 
 
 @pytest.fixture
