@@ -1,7 +1,7 @@
 """The one error hierarchy of opcost.
 
 Problems of the caller's input are ``AnalyzerError`` subclasses; the CLI maps them to exit
-codes in one place (``cli/main.py``): every ``AnalyzerError`` is bad input or usage (exit 2),
+codes in one place (``cli/guard.py``): every ``AnalyzerError`` is bad input or usage (exit 2),
 except ``CheckFailed`` (exit 1: a regression gate or a strict-coverage finding).  A failure of
 opcost itself (a cost rule that crashes on a node it should handle) is an ``InternalError``,
 deliberately *not* an ``AnalyzerError``: the user cannot fix it by changing the input, and the

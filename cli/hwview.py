@@ -83,3 +83,18 @@ def render_show(p, fmt: str) -> str:
     if p.notes:
         c.print(f"notes: {p.notes}", markup=False)
     return buf.getvalue()
+
+
+def render_calibration(doc, path: str, seconds: float) -> str:
+    """What `analyze hw calibrate` wrote: where, the machine constants, and how to use it."""
+    peak = doc.get("matrix_tflops", {}).get("fp32")
+    bw = doc.get("memory", {}).get("mem_bw_gbs")
+    dispatch = doc.get("overhead", {}).get("launch_overhead_us")
+    cal = doc.get("calibration", {})
+    lines = [f"wrote {path} (profile id {doc.get('id')})",
+             f"  peak {_fmt(None if peak is None else peak * 1e3)} GFLOP/s fp32, memory "
+             f"{_fmt(bw)} GB/s, dispatch {_fmt(dispatch)} µs per node",
+             f"  measured in {seconds:.0f} s with onnxruntime {cal.get('onnxruntime_version', '?')}"
+             f" at {cal.get('threads', '?')} threads",
+             f"use it: analyze model.onnx --hw {path}   (add --measure to compare with a run)"]
+    return "\n".join(lines) + "\n"

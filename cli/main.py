@@ -1,109 +1,47 @@
-"""`analyze` / `opcost`: the command line.
+"""`analyze` / `opcost`: the command line's group and its model command.
 
-This module parses arguments, calls the library, renders its Report and maps
-errors to exit codes in one place (``_guard``): 0 ok, 1 a check failed
-(``CheckFailed``), 2 bad input or usage (any other ``AnalyzerError``, worded with
-this program's flags: ``e.format("cli")``), 3 an internal error (``InternalError`` or
-any other exception: a bug in opcost, one line asking for a report; ``--debug``
-prints the traceback), 130 interrupted.
-It computes nothing itself, and imports jax/onnx only when a model is analysed.
+The model command parses its arguments (``cli.parsing``), calls the library once, renders
+the Report (``analyzer.render``) and leaves errors to ``cli.guard.guard``, the one place they
+become exit codes: 0 ok, 1 a check failed, 2 bad input or usage, 3 internal error, 130
+interrupted.  The hardware commands are ``cli.hw``.  It computes nothing itself, and imports
+jax/onnx only when a model is analysed.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
-import traceback
 from dataclasses import dataclass, replace
 
 import click
 
-from analyzer.errors import AnalyzerError, CheckFailed, InputSpecError, InternalError
+from analyzer.errors import CheckFailed, InputSpecError
 from analyzer.options import Options
+from cli.guard import Spinner, guard, terminal_width
+from cli.hw import hw_group
+from cli.parsing import parse_dims, parse_inputs, parse_values, write_output
 
 FORMATS = ("table", "json", "csv", "markdown")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+# analyzer.prediction.runtimes.RUNTIMES, kept static so that --help imports no prediction code
+# (a test checks the two agree); the help text reads their descriptions when it is shown
+RUNTIMES = ("kernel", "eager", "onnxruntime", "xla")
 
 
-def _parse_inputs(values: tuple[str, ...]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for v in values:
-        name, eq, shape = v.partition("=")
-        if not eq or not name or not shape:
-            raise InputSpecError(f"--input '{v}': expected NAME=DIMS, e.g. --input x=1x3x224x224")
-        out[name] = shape
-    return out
+class _RuntimeOption(click.Option):
+    """--runtime, whose help lists each runtime's time definition from the library, read only
+    when help is rendered."""
 
+    def get_help_record(self, ctx):
+        from analyzer.prediction.runtimes import RUNTIMES as defs
 
-def _parse_values(values: tuple[str, ...]) -> dict[str, list[float | int]]:
-    """--value NAME=V[,V...] -> {NAME: [numbers]} (ints stay ints)."""
-    out: dict[str, list[float | int]] = {}
-    for v in values:
-        name, eq, text = v.partition("=")
-        if not eq or not name or not text:
-            raise InputSpecError(f"--value '{v}': expected NAME=V[,V...], e.g. --value axes=1")
-        nums: list[float | int] = []
-        for part in text.split(","):
-            try:
-                nums.append(int(part))
-            except ValueError:
-                try:
-                    nums.append(float(part))
-                except ValueError:
-                    raise InputSpecError(f"--value '{v}': '{part}' is not a number") from None
-        out[name] = nums
-    return out
-
-
-def _parse_dims(values: tuple[str, ...]) -> dict[str, list[int]]:
-    """--dim NAME=V or NAME=V1,V2,... (a sweep) -> {NAME: [values]}; one option may bind
-    several dims: --dim batch=1,seq=16 (an item with '=' starts the next dim); NAME may join
-    dims that move together, seq+total=16,64 (kept as one key for ``analyzer.sweep``)."""
-    out: dict[str, list[int]] = {}
-    for v in values:
-        name = None
-        for part in v.split(","):
-            if "=" in part:
-                name, _, part = part.partition("=")
-                group = name.split("+")  # dims joined with + take the same values together
-                if not all(group):
-                    raise InputSpecError(
-                        f"--dim '{v}': expected NAME=VALUE or NAME=V1,V2,..., e.g. --dim batch=8")
-                twice = {n for k in out for n in k.split("+")} & set(group)
-                if twice or len(set(group)) != len(group):
-                    raise InputSpecError(f"--dim '{v}': '{min(twice or group)}' is given twice")
-                out[name] = []
-            if name is None or not part:
-                raise InputSpecError(f"--dim '{v}': expected NAME=VALUE or NAME=V1,V2,..., e.g. --dim batch=8")
-            try:
-                n = int(part)
-            except ValueError:
-                raise InputSpecError(f"--dim '{v}': '{part}' is not an integer") from None
-            if n < 0:
-                raise InputSpecError(f"--dim '{v}': dims cannot be negative")
-            out[name].append(n)
-    return out
-
-
-def write_output(text: str, path: str | None) -> None:
-    """Write to stdout, or atomically to ``path`` (a temp file in the same folder, then rename)."""
-    if path is None or path == "-":
-        click.echo(text, nl=False)
-        return
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise InputSpecError(f"--output {path}: folder '{folder}' does not exist")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".opcost-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        lines = [self.help, "\n\b"]
+        lines += [f"{name}: {defs[name].time_definition}" for name in RUNTIMES if name in defs]
+        self.help = "\n".join(lines)
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.help = lines[0]
 
 
 class _Main(click.Group):
@@ -123,6 +61,7 @@ class _Main(click.Group):
             formatter.write_dl([
                 ("hw list", "list the hardware profiles (ids, aliases, peaks, bandwidth)"),
                 ("hw show ID", "one profile with the source of every number"),
+                ("hw calibrate --out FILE", "measure this machine with onnxruntime into a profile"),
             ])
 
 
@@ -148,6 +87,10 @@ def main():
                    "(reduce axes, a window length, a Loop count), e.g. --value axes=1 (repeatable).")
 @click.option("--precision", type=click.Choice(PRECISIONS), default=None,
               help="Deploy precision for predictions (overrides the model's float dtypes).")
+@click.option("--runtime", type=click.Choice(RUNTIMES), default=None, cls=_RuntimeOption,
+              help="What runs the model, which decides fusion, per-kernel dispatch and the time "
+                   "predicted (default: xla for a JAX program, else the profile's own, else its "
+                   "kind's):")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
               help="Output format; json and csv carry exact integers.")
 @click.option("--output", "-o", "output", metavar="FILE", default=None,
@@ -175,6 +118,13 @@ def main():
               help="Cost fused attention ops as causal kernels (they skip the masked half).")
 @click.option("--params", "params_args", multiple=True, metavar="NAME",
               help="JAX programs: an argument that holds weights (counted as params; repeatable).")
+@click.option("--measure", is_flag=True,
+              help="Also run the model with onnxruntime on this machine's CPU and print predicted "
+                   "vs measured per layer and in total (ONNX, one CPU --hw profile, e.g. one "
+                   "written by `analyze hw calibrate`; needs opcost[measure]).")
+@click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
+              help="With --measure: onnxruntime's intra-op threads (default: the profile's "
+                   "calibration threads, else all cores).")
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
 def model_cmd(**params):
     """Count params, FLOPs (MAC / vector / transcendental) and bytes of every node of MODEL.
@@ -194,13 +144,14 @@ def model_cmd(**params):
       analyze model.onnx --hw a100 --save-baseline base.json
       analyze model.onnx --baseline base.json --max-regression 5% --format markdown
       analyze samples/jax_models.py:mlp_infer --input x=f32[8,784] --group-depth 1
+      analyze model.onnx --hw my-machine.toml --measure --runtime onnxruntime
 
     Exit codes: 0 ok, 1 a check failed (--strict, regression beyond
     --max-regression), 2 bad input or usage, 3 internal error (a bug in
     opcost: please report it; --debug shows the traceback).
     """
     debug = params.pop("debug")
-    _guard(lambda: _run_model(Request.from_params(params)), debug)
+    guard(lambda: _run_model(Request.from_params(params)), debug)
 
 
 @dataclass(frozen=True)
@@ -225,22 +176,24 @@ class Request:
 
     model: str
     hw: str | None
-    options: Options             # precision, overlap, loop_trips, causal (the kind-free part)
+    options: Options             # precision, overlap, loop_trips, causal, runtime (kind-free)
     inputs: tuple[str, ...]      # --input: ONNX shapes, or a JAX program's argument specs
     dims: tuple[str, ...]        # --dim (ONNX)
     values: tuple[str, ...]      # --value (ONNX)
     kwargs_json: str | None      # --kwargs-json (JAX)
     params_args: tuple[str, ...]  # --params (JAX)
     output: OutputSpec
+    measure: bool = False        # --measure: run with onnxruntime, compare (ONNX, one profile)
+    threads: int | None = None   # --threads (with --measure)
 
     @classmethod
     def from_params(cls, p: dict) -> "Request":
         out = OutputSpec(p["fmt"], p["output"], p["top"], p["group_depth"], p["strict"],
                          p["save_baseline"], p["baseline"], p["max_regression"])
         opts = Options(precision=p["precision"], overlap=not p["additive"],
-                       loop_trips=p["loop_trips"], causal=p["causal"])
+                       loop_trips=p["loop_trips"], causal=p["causal"], runtime=p["runtime"])
         return cls(p["model"], p["hw"], opts, p["inputs"], p["dims"], p["values"],
-                   p["kwargs_json"], p["params_args"], out)
+                   p["kwargs_json"], p["params_args"], out, p["measure"], p["threads"])
 
 
 def _run_model(req: Request) -> None:
@@ -259,14 +212,15 @@ def _run_model(req: Request) -> None:
             base_hws, base_precision = bl.hardware_of(doc)
             hws = base_hws or None
             opts = replace(opts, precision=opts.precision or base_precision)
-    with _progress(f"analysing {model}"):
+    _check_measure(req, hws, is_jax_target(model))
+    with Spinner(f"analysing {model}") as spinner:
         if is_jax_target(model):   # path/to/file.py:function or package.module:function
             from analyzer.frontends.jaxpr.load import load_program
 
             if req.dims or req.values:
                 raise InputSpecError(f"{'--dim' if req.dims else '--value'} applies to ONNX models; "
                                      "give a JAX program's shapes with --input NAME=f32[8,128]")
-            fn, args, kwargs = load_program(model, _parse_inputs(req.inputs), req.kwargs_json)
+            fn, args, kwargs = load_program(model, parse_inputs(req.inputs), req.kwargs_json)
             opts = replace(opts, report_name=model, params_argnums=list(req.params_args) or None)
             report = analyzer.analyze_jax(fn, *args, hw=hws, options=opts, kwargs=kwargs)
         else:
@@ -276,13 +230,13 @@ def _run_model(req: Request) -> None:
             if req.params_args:
                 raise InputSpecError("--params applies to JAX programs; an ONNX model's "
                                      "weights are its initializers")
-            dim_values = _parse_dims(req.dims)
+            dim_values = parse_dims(req.dims)
             sweep = any(len(v) > 1 for v in dim_values.values())
             if sweep and (doc is not None or out.save_baseline or out.group_depth or out.top):
                 raise InputSpecError("a --dim sweep prints one row per value; it does not "
                                      "combine with --baseline, --save-baseline, --group-depth or --top")
-            opts = replace(opts, inputs=_parse_inputs(req.inputs) or None,
-                           values=_parse_values(req.values) or None)
+            opts = replace(opts, inputs=parse_inputs(req.inputs) or None,
+                           values=parse_values(req.values) or None)
             if sweep:
                 from analyzer.render.formats import render_sweep
 
@@ -294,9 +248,35 @@ def _run_model(req: Request) -> None:
                 return
             dims = {n: v[0] for k, v in dim_values.items() for n in k.split("+")}
             report = analyzer.analyze(model, hws, options=replace(opts, dims=dims or None))
+            if req.measure:
+                from analyzer.measuring import measure_report
+
+                spinner.update(f"measuring {model} with onnxruntime")
+                report = measure_report(report, model, hws[0], threads=req.threads)
         if doc is not None:
             report = report.with_comparison(bl.compare(report, doc, threshold, path=out.baseline))
     _emit(report, out)
+
+
+def _check_measure(req: Request, hws: list[str] | None, jax: bool) -> None:
+    """Usage errors of --measure / --threads, before any work."""
+    if not req.measure:
+        if req.threads is not None:
+            raise InputSpecError("--threads applies to --measure (onnxruntime's threads)")
+        return
+    if jax:
+        raise InputSpecError("--measure runs ONNX models with onnxruntime; a JAX program is not "
+                             "measured")
+    if not hws or len(hws) != 1:
+        raise InputSpecError("--measure compares one prediction with the run: give one CPU "
+                             "profile, e.g. --hw my-machine.toml (from `analyze hw calibrate`)")
+    if req.values:
+        raise InputSpecError("--measure feeds every graph input to onnxruntime; it does not "
+                             "combine with --value")
+    if any(len(v) > 1 for v in parse_dims(req.dims).values()):
+        raise InputSpecError("--measure runs one shape; it does not combine with a --dim sweep")
+    if req.output.group_depth is not None:
+        raise InputSpecError("--measure compares per kernel; it does not combine with --group-depth")
 
 
 def _emit(report, out: OutputSpec) -> None:
@@ -304,7 +284,7 @@ def _emit(report, out: OutputSpec) -> None:
     from analyzer.render.formats import render
     from analyzer.report import baseline as bl
 
-    width = None if out.path else _terminal_width()
+    width = None if out.path else terminal_width()
     if out.group_depth is not None:
         from analyzer.render.grouping import render_groups
 
@@ -321,112 +301,7 @@ def _emit(report, out: OutputSpec) -> None:
         raise CheckFailed(report.comparison.failure_message())
 
 
-class _progress:
-    """A spinner on stderr while the library works (only on a terminal)."""
-
-    def __init__(self, what: str):
-        self.what = what
-        self.status = None
-
-    def __enter__(self):
-        if sys.stderr.isatty():
-            from rich.console import Console
-
-            self.status = Console(stderr=True).status(self.what)
-            self.status.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        if self.status is not None:
-            self.status.__exit__(*exc)
-        return False
-
-
-def _terminal_width() -> int | None:
-    try:
-        return max(os.get_terminal_size().columns, 100) if sys.stdout.isatty() else 160
-    except OSError:
-        return 160
-
-
-INTERNAL_EXIT = 3
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_OWN = ("analyzer", "hardware_db", "cli")
-
-
-def _raised_in(e: BaseException) -> str | None:
-    """The module of opcost's own code where ``e`` was raised (its innermost frame there)."""
-    for frame in reversed(traceback.extract_tb(e.__traceback__)):
-        rel = os.path.relpath(os.path.abspath(frame.filename), _ROOT)
-        if rel.split(os.sep)[0] in _OWN and rel.endswith(".py"):
-            mod = rel[:-3].replace(os.sep, ".")
-            return mod[:-len(".__init__")] if mod.endswith(".__init__") else mod
-    return None
-
-
-def _guard(fn, debug: bool, stage: str = "analyze") -> None:
-    """Run ``fn``; map errors to one line on stderr and the right exit code: an
-    ``AnalyzerError`` (the user's input) to its own code, worded with this program's flags;
-    anything else is a bug in opcost (exit 3), ``stage`` naming where when the error does not."""
-    try:
-        fn()
-    except AnalyzerError as e:
-        if debug:
-            traceback.print_exc()
-        click.echo(f"error: {e.format('cli')}", err=True)
-        sys.exit(e.exit_code)
-    except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        sys.exit(130)
-    except Exception as e:  # InternalError, or a bug outside any node
-        if debug:
-            traceback.print_exc()
-        click.echo(_internal_line(e, stage), err=True)
-        sys.exit(INTERNAL_EXIT)
-
-
-def _internal_line(e: Exception, stage: str) -> str:
-    """``internal error in <stage> [for node 'n' (Op)]: <Type>: <message>; please report it; ...``"""
-    if isinstance(e, InternalError):
-        where = e.stage + (f" for node '{e.node}' ({e.op})" if e.node is not None else "")
-        cause = e.error
-    else:
-        where, cause = _raised_in(e) or stage, e
-    text = " ".join(str(cause).split())  # one line, whatever the message holds
-    what = f"{type(cause).__name__}: {text}" if text else type(cause).__name__
-    return f"internal error in {where}: {what}; please report it; --debug for the traceback"
-
-
-@main.group("hw")
-def hw_group():
-    """Hardware profiles: `analyze hw list`, `analyze hw show ID`."""
-
-
-@hw_group.command("list")
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
-def hw_list(fmt):
-    """List the hardware profiles with their peaks and memory bandwidth."""
-    def run():
-        import hardware_db
-        from cli.hwview import render_list
-
-        write_output(render_list(hardware_db.list_profiles(), fmt), None)
-
-    _guard(run, False, "hw list")
-
-
-@hw_group.command("show")
-@click.argument("hw_id", metavar="ID|FILE")
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
-def hw_show(hw_id, fmt):
-    """Show one profile with the source of every number."""
-    def run():
-        import hardware_db
-        from cli.hwview import render_show
-
-        write_output(render_show(hardware_db.get(hw_id), fmt), None)
-
-    _guard(run, False, "hw show")
+main.add_command(hw_group)
 
 
 if __name__ == "__main__":

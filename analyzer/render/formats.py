@@ -11,6 +11,8 @@ import io
 
 from analyzer.counting.cost import COUNT_FIELDS
 from analyzer.counting.engine import FOLDED, UNCOSTED
+from analyzer.render import measured as measured_view
+from analyzer.render.headline import comment_lines, human_time, markdown_lines, text_lines  # noqa: F401
 from analyzer.report.counts import Report
 
 FORMATS = ("table", "json", "csv", "markdown")
@@ -28,23 +30,6 @@ def human(n: float, unit: str = "", base: int = 1000) -> str:
     if i == 0:
         return f"{int(n)}{(' ' + unit) if unit else ''}"
     return f"{x:.3g} {prefixes[i]}{unit}"
-
-
-def prediction_line(p) -> str:
-    """'latency on a100-80gb-sxm (fp32, kernel, architecture constants): 1.2 ms [memory 60%, ...]'."""
-    shares = ", ".join(f"{b} {100 * s:.0f}%" for b, s in p.bound_share.items() if s > 0)
-    return (f"latency on {p.hardware} ({p.precision}, {p.runtime}, {p.provenance}): "
-            f"{human_time(p.latency_s)} [{shares}]")
-
-
-def human_time(s: float) -> str:
-    if s >= 1:
-        return f"{s:.3g} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    if s >= 1e-6:
-        return f"{s * 1e6:.3g} µs"
-    return f"{s * 1e9:.3g} ns"
 
 
 def _shown_rows(report: Report, top: int | None):
@@ -74,10 +59,21 @@ def render(report: Report, fmt: str, *, top: int | None = None, width: int | Non
 
 def render_csv(report: Report) -> str:
     buf = io.StringIO()
+    lines = comment_lines(report.predictions)   # runtime, time definition, provenance, notes
+    measured = {}
+    if report.measured is not None:
+        lines += measured_view.comment_lines(report.measured)
+        measured = measured_view.node_cells(report.measured)
+        pred_cols_m = ["measured_s", "measured_kernel"]
+    else:
+        pred_cols_m = []
+    for line in lines:
+        buf.write(line + "\n")
     w = csv.writer(buf, lineterminator="\n")
     pred_cols = []
     for p in report.predictions:
         pred_cols += [f"{p.hardware}:time_s", f"{p.hardware}:bound"]
+    pred_cols += pred_cols_m
     w.writerow(["name", "op", "status", *COUNT_FIELDS, "flops", "outputs", *pred_cols,
                 "estimate", "note"])
     for n, xs in report.rows():
@@ -85,6 +81,8 @@ def render_csv(report: Report) -> str:
         extra = []
         for x in xs:
             extra += [repr(x.time_s), x.bound] if x else ["", ""]
+        if pred_cols_m:
+            extra += measured.get(n.name, ["", ""])
         w.writerow([n.name, n.op, n.status, *(getattr(c, f) for f in COUNT_FIELDS), c.flops,
                     " ".join(n.outputs), *extra, "yes" if n.estimate else "", n.note or ""])
     return buf.getvalue()
@@ -108,6 +106,8 @@ def render_markdown(report: Report, *, top: int | None = None) -> str:
     out += [f"| {k} | {v} |" for k, v in _summary_pairs(report)]
     for p in report.predictions:
         out.append(f"| latency on {p.hardware} ({p.precision}) | {human_time(p.latency_s)} |")
+    if report.predictions:
+        out += ["", "Predictions:", *markdown_lines(report.predictions)]
     out += ["", f"Coverage: {report.coverage.line()}.", ""]
     est = estimates_line(report)
     if est:
@@ -121,6 +121,8 @@ def render_markdown(report: Report, *, top: int | None = None) -> str:
             out += [f"  - grew: {d}" for d in details]
         deltas = _count_delta_lines(c)
         out += [f"- counts: {'; '.join(deltas) if deltas else 'unchanged'}", ""]
+    if report.measured is not None:
+        out += measured_view.markdown_lines(report.measured, top)
     rows = _shown_rows(report, top)
     hdr = ["layer", "op", "output", "params", "FLOPs", "bytes"]
     hdr += [f"{p.hardware} time" for p in report.predictions]
@@ -177,8 +179,8 @@ def render_table(report: Report, *, top: int | None = None, width: int | None = 
     console.print(t)
     for k, v in _summary_pairs(report):
         console.print(f"{k}: {v}", highlight=False, markup=False)
-    for p in report.predictions:
-        console.print(prediction_line(p), highlight=False, markup=False)
+    for line in text_lines(report.predictions):
+        console.print(line, highlight=False, markup=False)
     if report.predictions:
         console.print("per-layer time columns: predicted time, bound (C compute, M memory, "
                       "O launch overhead), share of the model's latency", highlight=False, markup=False)
@@ -192,7 +194,10 @@ def render_table(report: Report, *, top: int | None = None, width: int | None = 
         console.print(f"warning: {w}", highlight=False, markup=False)
     if report.comparison is not None:
         console.print(_comparison_text(report.comparison), highlight=False, markup=False)
-    return buf.getvalue()
+    text = buf.getvalue()
+    if report.measured is not None:
+        text += "\n" + measured_view.render_text(report.measured, top, width)
+    return text
 
 
 def estimates_line(report, limit: int = 3) -> str | None:

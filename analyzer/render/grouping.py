@@ -73,7 +73,8 @@ def grouped(report, depth: int) -> list[Group]:
 def render_groups(report, depth: int, fmt: str, *, width: int | None = None) -> str:
     """The grouped table in ``fmt`` (table, markdown, csv, json). JSON is the report's own
     document with a ``groups`` list added (exact integers)."""
-    from analyzer.render.formats import estimates_line, human, human_time
+    from analyzer.render.formats import estimates_line, human
+    from analyzer.render.headline import comment_lines, human_time, markdown_lines, text_lines
 
     groups = grouped(report, depth)
     if fmt == "json":
@@ -83,6 +84,8 @@ def render_groups(report, depth: int, fmt: str, *, width: int | None = None) -> 
     hw = [p.hardware for p in report.predictions]
     if fmt == "csv":
         buf = io.StringIO()
+        for line in comment_lines(report.predictions):
+            buf.write(line + "\n")
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(["group", "nodes", "uncosted", *COUNT_FIELDS, "flops", *(f"{h}:time_s" for h in hw)])
         for g in groups:
@@ -103,6 +106,8 @@ def render_groups(report, depth: int, fmt: str, *, width: int | None = None) -> 
         out = [f"### opcost: `{report.model.get('path', '')}` by module (depth {depth})", "",
                "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         out += ["| " + " | ".join(r) + " |" for r in rows]
+        if report.predictions:
+            out += ["", "Predictions:", *markdown_lines(report.predictions)]
         out += ["", f"Coverage: {report.coverage.line()}.", ""]
         est = estimates_line(report)
         if est:
@@ -127,6 +132,8 @@ def render_groups(report, depth: int, fmt: str, *, width: int | None = None) -> 
     console = Console(file=buf, width=width or 160, force_terminal=False, color_system=None,
                       highlight=False, soft_wrap=False)
     console.print(t)
+    for line in text_lines(report.predictions):
+        console.print(line, highlight=False, markup=False)
     console.print(f"coverage: {report.coverage.line()}", highlight=False, markup=False)
     est = estimates_line(report)
     if est:

@@ -21,7 +21,7 @@ from analyzer.ir.ops import VIEW, facts
 
 # The prediction and baseline types, by name only: the report stage holds their values but does
 # not import the stages that produce them (analyzer.prediction.predict, analyzer.report.baseline).
-Prediction = NodePrediction = Comparison = Any
+Prediction = NodePrediction = Comparison = MeasuredComparison = Any
 
 SCHEMA_VERSION = 1
 
@@ -88,7 +88,8 @@ class Report:
 
     Frozen: assigning a field raises.  ``nodes``, ``predictions`` and ``warnings`` are tuples;
     ``model`` and the ``NodeCost`` records are read-only by convention (not copied, for speed).
-    New values come from ``with_predictions`` / ``with_comparison`` (``dataclasses.replace``).
+    New values come from ``with_predictions`` / ``with_comparison`` / ``with_measured``
+    (``dataclasses.replace``).
     """
 
     model: dict[str, Any]
@@ -98,6 +99,7 @@ class Report:
     predictions: tuple["Prediction", ...] = ()
     warnings: tuple[str, ...] = ()
     comparison: "Comparison | None" = None   # set by with_comparison, never on this object
+    measured: "MeasuredComparison | None" = None   # set by with_measured (report.measured)
 
     def __post_init__(self) -> None:
         for name in ("nodes", "predictions", "warnings"):   # lists given by a caller -> tuples
@@ -120,11 +122,17 @@ class Report:
         warnings = [w for w in self.warnings if w not in old]
         for p in predictions:
             warnings.extend(w for w in p.warnings if w not in warnings)
-        return replace(self, predictions=predictions, warnings=tuple(warnings), comparison=None)
+        return replace(self, predictions=predictions, warnings=tuple(warnings), comparison=None,
+                       measured=None)
 
     def with_comparison(self, comparison: "Comparison | None") -> "Report":
         """A new Report carrying a baseline comparison (rendered and in ``to_dict``)."""
         return replace(self, comparison=comparison)
+
+    def with_measured(self, measured: "MeasuredComparison | None") -> "Report":
+        """A new Report carrying its prediction next to a measured run
+        (``analyzer.report.measured.compare_measured``; JSON key ``"measured"``)."""
+        return replace(self, measured=measured)
 
     def node(self, name: str) -> NodeCost:
         for n in self.nodes:
@@ -164,6 +172,8 @@ class Report:
             d["warnings"] = list(self.warnings)
         if self.comparison is not None:
             d["baseline_comparison"] = self.comparison.to_dict()
+        if self.measured is not None:
+            d["measured"] = self.measured.to_dict()
         return d
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -199,9 +199,9 @@ def test_dim_batch_scales_mac_flops(run_cli):
     (("seq+total=16,64", "batch=1"), {"seq+total": [16, 64], "batch": [1]}),  # moved together
 ])
 def test_dim_option_forms(args, expected):
-    from cli.main import _parse_dims
+    from cli.parsing import parse_dims
 
-    assert _parse_dims(args) == expected
+    assert parse_dims(args) == expected
 
 
 @pytest.mark.parametrize("arg, message", [
@@ -212,10 +212,10 @@ def test_dim_option_forms(args, expected):
 ])
 def test_dim_option_errors_say_what_is_wrong(arg, message):
     from analyzer.errors import InputSpecError
-    from cli.main import _parse_dims
+    from cli.parsing import parse_dims
 
     with pytest.raises(InputSpecError, match=message):
-        _parse_dims((arg,))
+        parse_dims((arg,))
 
 
 def test_input_sets_the_shape(run_cli):

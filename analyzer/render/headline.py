@@ -1,0 +1,108 @@
+"""The headline of each prediction: what was predicted and on what evidence (formatting only).
+
+A latency means little without the runtime it is for, the time it defines (kernel sum,
+eager wall-clock, ``session.run``, XLA device time), where its efficiencies come from
+(provenance) and the assumptions that change it (``Prediction.notes``: a defaulted runtime, a
+launch or dispatch figure assumed for a profile that has none).  Every human format shows them
+next to the latency; when profiles side by side are not predicted like for like (different
+runtimes, provenance, or one charged assumed figures and another not), ``caveat`` says so in one
+line.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+def human_time(s: float) -> str:
+    if s >= 1:
+        return f"{s:.3g} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    if s >= 1e-6:
+        return f"{s * 1e6:.3g} µs"
+    return f"{s * 1e9:.3g} ns"
+
+
+def prediction_line(p) -> str:
+    """'latency on a100-80gb-sxm (fp32, kernel, architecture constants): 1.2 ms [memory 60%, ...]'."""
+    shares = ", ".join(f"{b} {100 * s:.0f}%" for b, s in p.bound_share.items() if s > 0)
+    return (f"latency on {p.hardware} ({p.precision}, {p.runtime}, {p.provenance}): "
+            f"{human_time(p.latency_s)} [{shares}]")
+
+
+def _runtime_note(p, note: str) -> bool:
+    """True for the note that only says how the runtime was chosen ('runtime xla (...)')."""
+    return note.startswith(f"runtime {p.runtime} (")
+
+
+def assumed(p) -> tuple[str, ...]:
+    """The notes that charge an assumed figure (every note but the runtime's own choice)."""
+    return tuple(n for n in p.notes if not _runtime_note(p, n))
+
+
+def detail_lines(p) -> list[str]:
+    """Lines under a prediction's headline: time definition, provenance, each note."""
+    why = next((n for n in p.notes if _runtime_note(p, n)), None)
+    chosen = f" ({why[len(f'runtime {p.runtime} ('):-1]})" if why else ""
+    out = [f"runtime {p.runtime}{chosen}: {p.time_definition or 'time definition not stated'}"]
+    out.append(f"provenance {p.provenance}" + (f": {p.provenance_detail}" if p.provenance_detail else ""))
+    out += [f"assumed: {n}" for n in assumed(p)]
+    return out
+
+
+def caveat(predictions: Sequence) -> str | None:
+    """One line when profiles side by side are not predicted like for like, else None."""
+    if len(predictions) < 2:
+        return None
+    parts = []
+    for what, key in (("runtimes", lambda p: p.runtime), ("provenance", lambda p: p.provenance)):
+        if len({key(p) for p in predictions}) > 1:
+            parts.append(f"different {what} (" + ", ".join(f"{p.hardware}: {key(p)}"
+                                                            for p in predictions) + ")")
+    charged = [p.hardware for p in predictions if assumed(p)]
+    if charged and len(charged) < len(predictions):
+        clean = [p.hardware for p in predictions if not assumed(p)]
+        parts.append(f"{', '.join(charged)} charged assumed figures (see 'assumed:'), "
+                     f"{', '.join(clean)} not")
+    if not parts:
+        return None
+    return "not like for like: " + "; ".join(parts)
+
+
+def text_lines(predictions: Sequence) -> list[str]:
+    """The terminal headline of every prediction (its line, indented details) and the caveat."""
+    out = []
+    for p in predictions:
+        out.append(prediction_line(p))
+        out += [f"  {x}" for x in detail_lines(p)]
+    c = caveat(predictions)
+    if c:
+        out.append(c)
+    return out
+
+
+def markdown_lines(predictions: Sequence) -> list[str]:
+    """A bullet per prediction (runtime, time definition, provenance, assumptions); the caveat
+    in bold."""
+    out = []
+    for p in predictions:
+        out.append(f"- **{p.hardware}** ({p.precision}): {human_time(p.latency_s)}")
+        out += [f"  - {x}" for x in detail_lines(p)]
+    c = caveat(predictions)
+    if c:
+        out.append(f"- **{c}**")
+    return out
+
+
+def comment_lines(predictions: Sequence) -> list[str]:
+    """'# '-prefixed lines for the head of a CSV file (read with ``comment='#'``)."""
+    out = []
+    for p in predictions:
+        out.append(f"# {p.hardware}: latency_s={p.latency_s!r} precision={p.precision} "
+                   f"runtime={p.runtime}")
+        out += [f"#   {x}" for x in detail_lines(p)]
+    c = caveat(predictions)
+    if c:
+        out.append(f"# {c}")
+    return out

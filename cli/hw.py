@@ -1,0 +1,118 @@
+"""`analyze hw ...`: the hardware-profile commands (list, show).
+
+Imports nothing heavy at start-up: `analyze hw list` must not import jax or onnx."""
+
+from __future__ import annotations
+
+import click
+
+from cli.guard import guard
+from cli.parsing import write_output
+
+
+@click.group("hw", context_settings={"help_option_names": ["-h", "--help"]})
+def hw_group():
+    """Hardware profiles: `analyze hw list`, `analyze hw show ID`."""
+
+
+@hw_group.command("list")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+def hw_list(fmt):
+    """List the hardware profiles with their peaks and memory bandwidth."""
+    def run():
+        import hardware_db
+        from cli.hwview import render_list
+
+        write_output(render_list(hardware_db.list_profiles(), fmt), None)
+
+    guard(run, False, "hw list")
+
+
+@hw_group.command("show")
+@click.argument("hw_id", metavar="ID|FILE")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+def hw_show(hw_id, fmt):
+    """Show one profile with the source of every number."""
+    def run():
+        import hardware_db
+        from cli.hwview import render_show
+
+        write_output(render_show(hardware_db.get(hw_id), fmt), None)
+
+    guard(run, False, "hw show")
+
+
+@hw_group.command("calibrate", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--out", "out", required=True, metavar="FILE",
+              help="Write the measured profile (TOML) to FILE (atomically).")
+@click.option("--runtime", type=click.Choice(("kernel", "eager", "onnxruntime", "xla")),
+              default="onnxruntime", show_default=True,
+              help="The runtime to measure; only onnxruntime can be calibrated for now.")
+@click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
+              help="intra-op threads of the measured sessions (default: all cores); predict and "
+                   "measure with the same number.")
+@click.option("--id", "profile_id", metavar="NAME", default=None,
+              help="The profile's id (default: calibrated-<host>-<threads>t).")
+@click.option("--debug", is_flag=True, help="Show a traceback on errors.")
+def hw_calibrate(out, runtime, threads, profile_id, debug):
+    """Measure this machine with onnxruntime (synthetic single-op models only, about a
+    minute or two) and write a CPU profile that --hw reads.
+
+    \b
+    Example:
+      analyze hw calibrate --out my-machine.toml --threads 4
+      analyze model.onnx --hw my-machine.toml --measure --threads 4
+    """
+    guard(lambda: _calibrate(out, runtime, threads, profile_id), debug, "hw calibrate")
+
+
+def _calibrate(out: str, runtime: str, threads: int | None, profile_id: str | None) -> None:
+    import time
+
+    from analyzer.errors import InputSpecError
+    from cli.guard import ProgressBar
+    from cli.parsing import writable_path
+
+    writable_path(out, "--out")   # refuse a folder or a missing folder before measuring
+    if runtime != "onnxruntime":
+        raise InputSpecError(f"hw calibrate: only --runtime onnxruntime can be calibrated for now "
+                             f"(not {runtime})")
+    from analyzer.prediction.calibrate import calibrate
+    from analyzer.prediction.ort_graph import import_ort
+
+    import_ort()   # the measure extra: one line naming it, before the progress bar starts
+    t0 = time.perf_counter()
+    with ProgressBar("calibrating") as bar:
+        doc = calibrate(runtime, threads, progress=bar)
+    if profile_id:
+        doc = {**doc, "id": profile_id}
+    _write_profile_atomically(doc, out)
+    from cli.hwview import render_calibration
+
+    click.echo(render_calibration(doc, out, time.perf_counter() - t0), nl=False)
+
+
+def _write_profile_atomically(doc, path: str) -> None:
+    """``write_profile`` to a temp file beside ``path``, renamed into place; then check that
+    hardware_db loads it (a profile that --hw cannot read is a bug in opcost: an internal error,
+    the file kept so that the measurement is not lost)."""
+    import os
+    import tempfile
+
+    import hardware_db
+    from analyzer.errors import HardwareError, InternalError
+    from analyzer.prediction.calibrate import write_profile
+
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".opcost-",
+                               suffix=".toml")
+    os.close(fd)
+    try:
+        write_profile(doc, tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    try:
+        hardware_db.load_file(path)
+    except HardwareError as e:
+        raise InternalError(f"hw calibrate (wrote {path}, but --hw cannot load it)", e) from e

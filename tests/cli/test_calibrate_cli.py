@@ -1,0 +1,101 @@
+"""`analyze hw calibrate`: the CLI shell around ``analyzer.prediction.calibrate`` (the library
+call is replaced by a fixed document here: a real calibration takes about a minute)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import hardware_db
+from profile_docs import calibrated_doc
+
+
+def _doc() -> dict:
+    return calibrated_doc(threads=2)
+
+
+@pytest.fixture
+def fake_calibrate(monkeypatch):
+    """Replace the library's calibrate with one that reports progress and returns ``_doc()``."""
+    from analyzer.prediction import calibrate as lib
+
+    calls = []
+
+    def fake(runtime="onnxruntime", threads=None, progress=None, **kw):
+        calls.append({"runtime": runtime, "threads": threads})
+        for f in (0.0, 0.5, 1.0):
+            progress(f, "measuring")
+        return _doc()
+
+    monkeypatch.setattr(lib, "calibrate", fake)
+    return calls
+
+
+def test_calibrate_writes_a_profile_that_hw_loads(run_cli, tmp_path, fake_calibrate):
+    out = tmp_path / "my-machine.toml"
+    res = run_cli("hw", "calibrate", "--out", out, "--threads", "2")
+    assert res.exit_code == 0, res.output
+    assert fake_calibrate == [{"runtime": "onnxruntime", "threads": 2}]
+    prof = hardware_db.get(str(out))
+    assert prof.kind == "cpu" and prof.id == "calibrated-test-2t"
+    assert f"wrote {out}" in res.stdout
+    assert "250 GFLOP/s" in res.stdout and "12.5 GB/s" in res.stdout and "1.5 µs" in res.stdout
+    assert f"analyze model.onnx --hw {out}" in res.stdout
+    assert [p for p in os.listdir(tmp_path) if p.startswith(".opcost-")] == []  # no temp left
+
+
+def test_calibrate_id_names_the_profile(run_cli, tmp_path, fake_calibrate):
+    out = tmp_path / "m.toml"
+    res = run_cli("hw", "calibrate", "--out", out, "--id", "my-box")
+    assert res.exit_code == 0, res.output
+    assert hardware_db.get(str(out)).id == "my-box"
+
+
+@pytest.mark.parametrize("where", ["folder", "missing"])
+def test_calibrate_refuses_a_folder_or_a_missing_folder(run_cli, tmp_path, fake_calibrate, where):
+    out = tmp_path if where == "folder" else tmp_path / "nope" / "m.toml"
+    res = run_cli("hw", "calibrate", "--out", out)
+    assert res.exit_code == 2
+    assert len(res.stderr.strip().splitlines()) == 1 and "--out" in res.stderr
+    assert fake_calibrate == []   # refused before measuring
+
+
+def test_calibrate_xla_is_not_supported_yet(run_cli, tmp_path, fake_calibrate):
+    res = run_cli("hw", "calibrate", "--out", tmp_path / "m.toml", "--runtime", "xla")
+    assert res.exit_code == 2
+    assert "only --runtime onnxruntime" in res.stderr and "xla" in res.stderr
+    assert fake_calibrate == []
+
+
+def test_calibrate_without_onnxruntime_names_the_measure_extra(run_cli, tmp_path, monkeypatch,
+                                                              fake_calibrate):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_ort(name, *a, **k):
+        if name == "onnxruntime":
+            raise ImportError("no onnxruntime")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_ort)
+    res = run_cli("hw", "calibrate", "--out", tmp_path / "m.toml")
+    assert res.exit_code == 2
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert "pip install 'opcost[measure]'" in res.stderr
+    assert not (tmp_path / "m.toml").exists()
+
+
+def test_calibrate_profile_that_does_not_load_is_an_internal_error(run_cli, tmp_path, monkeypatch):
+    """The written file is kept (the measurement is not lost), and the user is told it is a bug."""
+    from analyzer.prediction import calibrate as lib
+
+    doc = _doc()
+    del doc["sources"]["memory.mem_bw_gbs"]
+    monkeypatch.setattr(lib, "calibrate", lambda *a, **k: doc)
+    out = tmp_path / "m.toml"
+    res = run_cli("hw", "calibrate", "--out", out)
+    assert res.exit_code == 3
+    assert "cannot load it" in res.stderr and "please report it" in res.stderr
+    assert out.exists()

@@ -1,0 +1,100 @@
+"""--runtime on the model command, and the prediction headline every human format shows
+(runtime, time definition, provenance, assumptions; a line when profiles differ)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CNN = ROOT / "samples" / "cnn.onnx"
+
+
+def test_static_runtime_choices_match_the_library():
+    from analyzer.prediction.runtimes import RUNTIMES
+    from cli.main import RUNTIMES as CHOICES
+
+    assert tuple(RUNTIMES) == CHOICES
+
+
+def test_help_explains_each_runtime_with_its_time_definition(run_cli):
+    from analyzer.prediction.runtimes import RUNTIMES
+
+    out = run_cli("--help").stdout
+    for name, rt in RUNTIMES.items():
+        assert f"{name}: {rt.time_definition}" in out
+
+
+@pytest.mark.parametrize("runtime", ["kernel", "eager", "onnxruntime", "xla"])
+def test_runtime_reaches_the_prediction(run_cli, runtime):
+    from analyzer.prediction.runtimes import RUNTIMES
+
+    res = run_cli(CNN, "--hw", "a100", "--runtime", runtime, "--format", "json")
+    assert res.exit_code == 0, res.output
+    p = json.loads(res.stdout)["predictions"][0]
+    assert p["runtime"] == runtime
+    assert p["time_definition"] == RUNTIMES[runtime].time_definition
+
+
+def test_unknown_runtime_is_a_usage_error(run_cli):
+    res = run_cli(CNN, "--hw", "a100", "--runtime", "tensorrt")
+    assert res.exit_code == 2
+
+
+def test_table_headline_shows_runtime_time_definition_provenance_and_notes(run_cli):
+    import analyzer
+
+    preds = analyzer.analyze(str(CNN), ["a100", "tpu-v5e"]).predictions
+    res = run_cli(CNN, "--hw", "a100,tpu-v5e", "--output", "-")
+    assert res.exit_code == 0, res.output
+    flat = " ".join(res.stdout.split())   # the table folds long lines
+    for p in preds:
+        assert " ".join(p.time_definition.split()) in flat
+        assert p.provenance in flat
+        for n in p.notes:
+            if not n.startswith("runtime "):
+                assert " ".join(f"assumed: {n}".split()) in flat
+    # the tpu is charged an assumed launch figure, the a100 its profile's own: said in one line
+    assert "not like for like" in flat and "tpu-v5e charged assumed figures" in flat
+
+
+def test_one_profile_has_no_like_for_like_line(run_cli):
+    res = run_cli(CNN, "--hw", "a100")
+    assert res.exit_code == 0
+    assert "not like for like" not in res.stdout
+    assert "runtime kernel (default for a gpu):" in res.stdout
+
+
+def test_csv_and_markdown_carry_the_headline():
+    import csv
+    import io
+
+    import analyzer
+    from analyzer.render.formats import render
+
+    r = analyzer.analyze(str(CNN), ["a100", "tpu-v5e"], runtime="eager")
+    text = render(r, "csv")
+    head = [x for x in text.splitlines() if x.startswith("#")]
+    assert any("runtime=eager" in x for x in head)
+    assert any("assumed: eager dispatch" in x for x in head)
+    rows = list(csv.DictReader(io.StringIO("\n".join(x for x in text.splitlines()
+                                                     if not x.startswith("#")))))
+    assert rows and "a100-80gb-sxm:time_s" in rows[0]
+    md = render(r, "markdown")
+    assert "runtime eager: " + r.predictions[0].time_definition in md
+    assert "**not like for like" in md
+
+
+def test_csv_without_hardware_has_no_comment_lines():
+    import analyzer
+    from analyzer.render.formats import render
+
+    assert not render(analyzer.analyze(str(CNN)), "csv").startswith("#")
+
+
+def test_grouped_views_carry_the_headline(run_cli):
+    res = run_cli(CNN, "--hw", "a100", "--group-depth", "1")
+    assert res.exit_code == 0, res.output
+    assert "runtime kernel (default for a gpu):" in res.stdout

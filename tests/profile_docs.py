@@ -1,0 +1,21 @@
+"""A calibrate()-shaped CPU profile document for tests (a source for every number, so that
+hardware_db loads it; the real calibration takes about a minute)."""
+
+from __future__ import annotations
+
+
+def calibrated_doc(threads: int = 2) -> dict:
+    from hardware_db.validate import number_paths
+
+    doc = {
+        "schema_version": 1, "id": f"calibrated-test-{threads}t",
+        "name": f"test cpu ({threads} threads, calibrated)",
+        "vendor": "AMD", "kind": "cpu", "family": "x86-cpu", "default_runtime": "onnxruntime",
+        "matrix_tflops": {"fp32": 0.25}, "vector_tflops": {"fp32": 0.25},
+        "memory": {"mem_bw_gbs": 12.5}, "overhead": {"launch_overhead_us": 1.5},
+        "calibration": {"runtime": "onnxruntime", "onnxruntime_version": "1.32.0",
+                        "threads": threads, "level": "default"},
+    }
+    doc["sources"] = {k: "measured by the test" for k in number_paths(doc)}
+    doc["_rows"] = {}   # calibrate()'s measured rows: not written to TOML
+    return doc
