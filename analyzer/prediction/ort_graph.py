@@ -227,3 +227,34 @@ def unmapped(original: Any, fmap: dict[str, list[str]]) -> list[str]:
     got = {x for v in fmap.values() for x in v}
     names = [n.name or f"{n.op_type}_{i}" for i, n in enumerate(orig.node)]
     return [x for x in names if x not in got]
+
+
+# weights larger than this are not materialised to ask onnxruntime for its fused graph (a model
+# whose external data is absent gets random weights of that size): the patterns are used instead
+RECORD_MAX_WEIGHT_BYTES = 2 << 30
+
+
+def fusion_record(model: Any, level: str = "default", threads: int | None = 1):
+    """onnxruntime's own record of the kernels it runs for ``model`` at ``level``, as a
+    ``fusion.FusionRecord`` over the original node names (``fusion_map``): one entry per fused
+    node that replaced original nodes, with its op type; the original nodes no fused node
+    claims are ``removed``.  Raises ``AnalyzerError`` when onnxruntime is missing or cannot
+    load the model, or the weights are too large to materialise."""
+    from analyzer.prediction.fusion import FusionRecord
+
+    proto = load_model(model)
+    nbytes = 0
+    for t in proto.graph.initializer:
+        n = 1
+        for d in t.dims:
+            n *= d
+        nbytes += n * 4
+    if nbytes > RECORD_MAX_WEIGHT_BYTES:
+        raise AnalyzerError(f"weights of {nbytes / 2**30:.1f} GiB: onnxruntime's fused graph not built")
+    fused = fused_graph(proto, level, threads)
+    saved = "extended" if level in ("default", "all") else level
+    fmap = fusion_map(proto, fused)
+    kernels = tuple((n.name, n.op_type, tuple(fmap.get(n.name, ()))) for n in fused.graph.node
+                    if fmap.get(n.name))
+    return FusionRecord(f"onnxruntime's fused graph (level {saved})", kernels,
+                        frozenset(unmapped(proto, fmap)))
