@@ -42,7 +42,36 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
     with _gc_paused():
         graph, info = onnx_frontend.load(model, inputs=opts.inputs, dims=opts.dims,
                                          values=opts.values, counted=has_rule)
-        return _report(graph, info, opts, hw)
+        return _report(graph, info, opts, hw, _onnxruntime_record(model, hw, opts))
+
+
+def _onnxruntime_record(model: Any, hw, options: Options):
+    """onnxruntime's record of what it fuses in ``model`` (``ort_graph.fusion_record``), when a
+    profile in ``hw`` is predicted under the onnxruntime runtime and onnxruntime is installed;
+    else None (the prediction then uses fusion.py's patterns, and its notes say which)."""
+    if hw is None:
+        return None
+    from analyzer.errors import AnalyzerError
+    from analyzer.prediction import runtimes
+    from analyzer.prediction.predict import profiles_of
+
+    profiles = profiles_of(hw)
+    ort_profiles = [p for p in profiles
+                    if runtimes.choose(options.runtime, "onnx", p)[0].name == "onnxruntime"]
+    if not ort_profiles:
+        return None
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return None
+    from analyzer.prediction.ort_graph import fusion_record
+
+    levels = {p.calibration.get("level", "default") for p in ort_profiles if p.calibration}
+    level = levels.pop() if len(levels) == 1 else "default"
+    try:
+        return fusion_record(model, level)
+    except AnalyzerError:
+        return None
 
 
 @contextmanager
@@ -70,7 +99,7 @@ def _gc_paused():
             gc.enable()
 
 
-def _report(graph, info: dict, options: Options, hw) -> "Report":
+def _report(graph, info: dict, options: Options, hw, fused=None) -> "Report":
     """The tail every frontend shares: cost the graph, build the Report, predict on ``hw``."""
     from analyzer.counting.engine import cost_graph
     from analyzer.report.counts import Report
@@ -81,7 +110,7 @@ def _report(graph, info: dict, options: Options, hw) -> "Report":
 
         report = report.with_predictions(
             predict(report, hw, precision=options.precision, overlap=options.overlap,
-                    runtime=options.runtime))
+                    runtime=options.runtime, fused=fused))
     return report
 
 

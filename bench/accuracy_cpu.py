@@ -4,14 +4,15 @@
     PYTHONPATH=$PWD python bench/accuracy_cpu.py [--profile P.json] [--threads 1,2]
         [--levels default,off] [--q 0.5] [--out bench/results/accuracy_cpu_<date>]
 
-1. calibrate once per thread count (synthetic single-op models only; or load ``--profile``
-   JSON written by an earlier run, one per thread count: ``--profile 1=a.json,2=b.json``);
-2. for every evaluated model and session level: fused graph (``ort_graph.fused_graph``) ->
-   opcost counts (``analyzer.analyze``) -> ``cpu_model.predict_cpu_latency``; measured with
-   ``ort_measure.measure`` (same threads and level);
+1. calibrate once per thread count and level (synthetic single-op models only), written as a
+   profile TOML (``<out>_profile_<level>_<N>t.toml``); or reuse them: ``--profile
+   default:1=a.toml,default:2=b.toml``;
+2. for every evaluated model: the prediction is the product's, ``analyzer.analyze(model,
+   hw=profile.toml).predictions[0].latency_s`` (the profile's default runtime is onnxruntime);
+   measured with ``ort_measure.measure`` (same threads and level);
 3. prints and writes per model predicted vs measured ms, error %, and overall MAPE, share within
-   +-10 % / +-20 %, bias, node-level Spearman (predicted kernel time without dispatch vs
-   onnxruntime's profiled kernel time, per fused kernel, pooled per model then averaged).
+   +-10 % / +-20 %, bias, node-level Spearman (per onnxruntime kernel: the product's predicted
+   time of the nodes it replaced vs onnxruntime's profiled kernel time).
 """
 
 from __future__ import annotations
@@ -50,33 +51,40 @@ def sym_dims(proto) -> dict[str, int]:
     return d
 
 
-def evaluate(path, doc, threads, level, q, runs):
+def evaluate(path, profile, threads, level, q, runs):
     import onnx
 
     from analyzer import analyze
     from analyzer.prediction import cpu_model
-    from analyzer.prediction.ort_graph import fused_graph
+    from analyzer.prediction.ort_graph import fused_graph, fusion_map
     from analyzer.prediction.ort_measure import measure
 
     proto = onnx.load(path, load_external_data=False)
     dims = sym_dims(proto)
+    rep = analyze(path, hw=profile, dims=dims or None)
+    pred = rep.predictions[0]
     fused = fused_graph(path, level, threads)
-    rep = analyze(fused, dims=dims or None)
-    nodes = list(rep.nodes)
-    pred = cpu_model.predict_cpu_latency(nodes, doc)
-    per = cpu_model.predict_cpu(nodes, doc, include_dispatch=False)
+    fmap = fusion_map(proto, fused)
     m = measure(path, threads=threads, level=level, runs=runs, dims=dims, fused=fused, q=q)
+    row_t = {}
+    for n in pred.nodes:
+        row_t[n.name] = row_t.get(n.name, 0.0) + n.time_s
     pk, mk = [], []
-    for n, p in zip(nodes, per):
-        t = m.by_fused.get(n.name)
-        if t:
+    for fname, names in fmap.items():
+        t = m.by_fused.get(fname)
+        p = sum(row_t.get(x, 0.0) for x in names)
+        if t and p:
             pk.append(p)
             mk.append(t)
     rho = cpu_model.spearman(pk, mk) if len(pk) >= 3 else float("nan")
-    return {"model": os.path.relpath(path, ROOT), "kernels": len(nodes),
-            "predicted_ms": pred * 1e3, "measured_ms": m.latency_s * 1e3,
-            "error_pct": (pred - m.latency_s) / m.latency_s * 100, "spearman": rho,
-            "joined_kernels": len(pk), "uncosted": [n.name for n in nodes if n.status == "uncosted"]}
+    samples = sorted(m.run_samples_s)
+    return {"model": os.path.relpath(path, ROOT), "kernels": pred.kernels,
+            "predicted_ms": pred.latency_s * 1e3, "measured_ms": m.latency_s * 1e3,
+            "measured_p10_p90_ms": [float(np.quantile(samples, 0.1)) * 1e3,
+                                    float(np.quantile(samples, 0.9)) * 1e3],
+            "error_pct": (pred.latency_s - m.latency_s) / m.latency_s * 100, "spearman": rho,
+            "joined_kernels": len(pk), "notes": list(pred.notes),
+            "uncosted": [n.name for n in rep.nodes if n.status == "uncosted"]}
 
 
 def summary(rows):
@@ -94,42 +102,47 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--levels", default="default,off")
-    ap.add_argument("--profile", default="", help="N=path.json[,N=path.json]: reuse calibrations")
+    ap.add_argument("--profile", default="", help="LEVEL:N=profile.toml[,...]: reuse calibrations")
     ap.add_argument("--q", type=float, default=0.5, help="quantile over runs (0.5 = medians)")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--only", default="", help="comma-separated substrings of model paths")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
                                                   f"accuracy_cpu_{datetime.date.today().isoformat()}"))
     a = ap.parse_args(argv)
-    from analyzer.prediction.calibrate import calibrate
+    from analyzer.prediction.calibrate import calibrate, write_profile
 
     threads = [int(x) for x in a.threads.split(",")]
+    levels = a.levels.split(",")
     given = dict(x.split("=", 1) for x in a.profile.split(",") if x)
-    docs, cal_s = {}, {}
-    for t in threads:
-        if str(t) in given:
-            with open(given[str(t)]) as f:
-                docs[t] = json.load(f)
-            cal_s[t] = docs[t]["calibration"].get("seconds")
-        else:
+    profiles, cal_s = {}, {}
+    load0 = os.getloadavg()
+    for level in levels:
+        for t in threads:
+            key = f"{level}:{t}"
+            if key in given:
+                profiles[key] = given[key]
+                cal_s[key] = None
+                continue
             t0 = time.perf_counter()
-            docs[t] = calibrate(threads=t, q=a.q)
-            cal_s[t] = time.perf_counter() - t0
+            doc = calibrate(threads=t, q=a.q, level=level)
+            cal_s[key] = time.perf_counter() - t0
             os.makedirs(os.path.dirname(a.out), exist_ok=True)
-            with open(f"{a.out}_profile_{t}t.json", "w") as f:
-                json.dump(docs[t], f, indent=1)
-        print(f"calibration {t} thread(s): {cal_s[t]:.1f} s", flush=True)
+            profiles[key] = write_profile(doc, f"{a.out}_profile_{level}_{t}t.toml")
+            print(f"calibration {key}: {cal_s[key]:.1f} s", flush=True)
     ms = [p for p in models() if not a.only or any(s in p for s in a.only.split(","))]
+    load1 = os.getloadavg()
     results = {"date": datetime.date.today().isoformat(), "quantile": a.q,
-               "calibration_seconds": cal_s,
+               "calibration_seconds": cal_s, "profiles": {k: os.path.relpath(v, ROOT) for k, v in profiles.items()},
                "calibrated_on": "synthetic single-op models only (none of the evaluated models)",
+               "predictor": "analyzer.analyze(model, hw=<calibrated profile .toml>).predictions[0].latency_s",
+               "machine": _lscpu(), "loadavg_before": load0, "loadavg_after_calibration": load1,
                "configs": []}
-    for level in a.levels.split(","):
+    for level in levels:
         for t in threads:
             rows = []
             for p in ms:
                 try:
-                    r = evaluate(p, docs[t], t, level, a.q, a.runs)
+                    r = evaluate(p, profiles[f"{level}:{t}"], t, level, a.q, a.runs)
                 except Exception as e:  # keep going: report the failure
                     print(f"  {os.path.relpath(p, ROOT)}: FAILED {type(e).__name__}: {e}", flush=True)
                     continue
@@ -139,7 +152,9 @@ def main(argv=None):
                       f"rho {r['spearman']:.2f}", flush=True)
             s = summary(rows)
             print(f"[{level} {t}t] {json.dumps(s)}", flush=True)
-            results["configs"].append({"level": level, "threads": t, "summary": s, "rows": rows})
+            results["configs"].append({"level": level, "threads": t, "summary": s, "rows": rows,
+                                       "loadavg_after": os.getloadavg()})
+    results["loadavg_after"] = os.getloadavg()
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out + ".json", "w") as f:
         json.dump(results, f, indent=1)
@@ -148,12 +163,24 @@ def main(argv=None):
     print("wrote", a.out + ".md")
 
 
+def _lscpu() -> str:
+    import subprocess
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+    except OSError:
+        return "unknown"
+    keep = ("Model name", "Core(s) per socket", "Thread(s) per core", "L2 cache", "L3 cache")
+    return "; ".join(" ".join(l.split()) for l in out.splitlines() if l.split(":")[0].strip() in keep)
+
+
 def markdown(res, cmd):
     L = [f"# CPU accuracy (onnxruntime) {res['date']}", "",
          f"Command: `PYTHONPATH=$PWD python {cmd}`", "",
          f"Calibration: {res['calibrated_on']}; seconds per thread count: "
          f"{ {k: round(v or 0, 1) for k, v in res['calibration_seconds'].items()} }; quantile over runs: {res['quantile']}.",
-         ""]
+         "", f"Predictor: `{res['predictor']}`.", "", f"Machine: {res['machine']}.", "",
+         f"Load average (1, 5, 15 min): before {res['loadavg_before']}, after calibration "
+         f"{res['loadavg_after_calibration']}, at the end {res['loadavg_after']}.", ""]
     L += ["| level | threads | models | MAPE % | within 10 % | within 20 % | bias % | node Spearman (median) |",
           "|---|---|---|---|---|---|---|---|"]
     for c in res["configs"]:
@@ -163,11 +190,12 @@ def markdown(res, cmd):
                  f"{s['median_node_spearman']:.2f} |")
     for c in res["configs"]:
         L += ["", f"## level {c['level']}, {c['threads']} thread(s)", "",
-              "| model | kernels | predicted ms | measured ms | error % | node Spearman |",
-              "|---|---|---|---|---|---|"]
+              "| model | kernels | predicted ms | measured ms | measured p10-p90 ms | error % | node Spearman |",
+              "|---|---|---|---|---|---|---|"]
         for r in c["rows"]:
+            lo, hi = r["measured_p10_p90_ms"]
             L.append(f"| {r['model']} | {r['kernels']} | {r['predicted_ms']:.3f} | {r['measured_ms']:.3f} | "
-                     f"{r['error_pct']:+.1f} | {r['spearman']:.2f} |")
+                     f"{lo:.3f}-{hi:.3f} | {r['error_pct']:+.1f} | {r['spearman']:.2f} |")
     return "\n".join(L) + "\n"
 
 

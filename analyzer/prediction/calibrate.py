@@ -174,7 +174,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     hid = "".join(ch if ch.isalnum() or ch in "-._" else "-" for ch in host).strip("-.") or "host"
     head = f"measured by analyze hw calibrate on {date}, {cpu}, onnxruntime {ver}, {threads} threads"
     family = "arm-cpu" if platform.machine().lower() in ("arm64", "aarch64") else "x86-cpu"
-    return {
+    doc = {
         "schema_version": 1,
         "id": f"calibrated-{hid}-{threads}t",
         "name": f"{cpu} ({threads} threads, calibrated)",
@@ -207,6 +207,30 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
         "_rows": {cls: [(o, float(f), float(b_), float(x)) for o, f, b_, x in zip(r[3], r[0], r[1], r[2])]
                   for cls, r in rows.items()},
     }
+    doc["sources"].update(calibration_sources(doc["calibration"], head))
+    return doc
+
+
+def calibration_sources(cal: dict, head: str) -> dict[str, str]:
+    """One ``[sources]`` entry per number under ``[calibration]`` (the profile schema's sources
+    rule holds for calibrated numbers too): table entries name the fit that produced them, the
+    rest the calibration run."""
+    from hardware_db.validate import number_paths
+
+    out = {}
+    for path in number_paths({"calibration": cal}):
+        parts = path.split(".")
+        if len(parts) == 4 and parts[1] == "tables":
+            cls, key = parts[2], parts[3]
+            what = {"rows": "number of calibration rows", "fit_mape": "fit error (MAPE %) on its rows"
+                    }.get(key, "fitted constant")
+            out[path] = (f"{head}: {what} of the '{cls}' class, least-squares log-error fit of "
+                         f"cpu_model.fit_class to its synthetic single-op models' wall-clock rows")
+        elif path == "calibration.run_overhead_us":
+            out[path] = f"{head}: wall-clock of a 1-node model minus its node's cost"
+        else:
+            out[path] = f"{head}: calibration run setting"
+    return out
 
 
 def _chain_as_k():

@@ -1,8 +1,9 @@
-"""The CPU kernel-time model: op classes, the per-class form, its fit, and ``predict_cpu``.
+"""The fit of the CPU kernel-time model (``calibrate``); predictions are the product's own path.
 
-Pure functions of opcost's counts and a profile document (no onnxruntime here), so the same
-numbers feed the fit (``calibrate``) and the prediction, and the lead can move ``kernel_time``
-into the jitted kernels.
+Pure functions of opcost's counts (no onnxruntime here). The form is ``efficiency.kernel_time``
+(the jitted kernel's), evaluated here with one class's constants; a calibrated profile's
+predictions go through ``analyzer.analyze(model, hw=profile)`` -> ``predict`` ->
+``lowering.lower`` (which reads the ``[calibration.tables]``) -> ``kernels.run``.
 
 The form (one kernel, seconds)
 ------------------------------
@@ -27,133 +28,49 @@ higher than DRAM's, which is the cache ramp of this machine. ``dispatch_s`` (the
 per-node cost outside the kernel, measured from a chain of N tiny ops) and ``run_overhead_s``
 (one ``session.run``'s fixed cost) are machine constants, not per class.
 
-``dispatch_s`` is separate from ``floor_s``: ``floor_s`` is fit to onnxruntime's profiled kernel
-durations (what the per-node comparison uses); ``dispatch_s`` is the wall-clock cost per node
-that the profiler does not see.
+``dispatch_s`` is separate from ``floor_s``: the calibration rows are wall-clock per node less
+``dispatch_s``, so ``floor_s`` is what a kernel costs beyond the executor's per-node dispatch
+(a calibrated profile's per-kernel fixed cost is ``floor_s + dispatch_s``: ``lowering``).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable
 
 import numpy as np
 
-CLASSES = ("gemm", "conv", "conv_dw", "conv_1x1", "elementwise", "activation", "norm", "softmax",
-           "reduce", "gather", "pooling", "movement", "view", "rnn")
-
-_GEMM = {"MatMul", "Gemm", "FusedMatMul", "FusedGemm", "Attention", "MultiHeadAttention",
-         "MatMulNBits", "MatMulInteger", "DynamicQuantizeMatMul", "QLinearMatMul", "Einsum",
-         "GroupQueryAttention", "MatMulIntegerToFloat", "QAttention"}
-_CONV = {"Conv", "FusedConv", "ConvTranspose", "QLinearConv", "NhwcFusedConv", "ConvInteger"}
-_ACT = {"Gelu", "FastGelu", "BiasGelu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Softplus",
-        "HardSigmoid", "HardSwish", "QuickGelu", "Mish", "Elu", "Selu", "Sqrt", "Pow", "Sin",
-        "Cos", "Swish", "SiLU", "Reciprocal", "BiasSplitGelu", "Softsign", "Celu", "Gemma"}
-_NORM = {"LayerNormalization", "SkipLayerNormalization", "SimplifiedLayerNormalization",
-         "SkipSimplifiedLayerNormalization", "BatchNormalization", "InstanceNormalization",
-         "GroupNormalization", "EmbedLayerNormalization", "RMSNormalization", "LpNormalization",
-         "MeanVarianceNormalization", "GroupNorm"}
-_SOFTMAX = {"Softmax", "LogSoftmax"}
-_REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2",
-           "ReduceL1", "ReduceSumSquare", "ReduceLogSumExp", "ArgMax", "ArgMin", "CumSum", "TopK"}
-_GATHER = {"Gather", "GatherElements", "GatherND", "ScatterND", "ScatterElements", "OneHot",
-           "NonZero"}
-_POOL = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool"}
-_MOVE = {"Transpose", "Concat", "Slice", "Split", "Pad", "Expand", "Tile", "Resize", "Upsample",
-         "DepthToSpace", "SpaceToDepth", "Cast", "Where", "Trilu", "ReverseSequence", "Range",
-         "ConstantOfShape"}
-_VIEW = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Shape", "Size", "Constant",
-         "Dropout"}
-_RNN = {"LSTM", "GRU", "RNN", "DynamicQuantizeLSTM"}
+from analyzer.prediction import efficiency as eff
 
 PARAMS = ("floor_s", "e_c", "e_bw", "b_half")
 
 
-def op_class(op: str, in_specs: Sequence[Any] = (), groups: int | None = None) -> str:
-    """The op class of a node (decides which calibrated constants it uses)."""
-    if op in _CONV:
-        w = in_specs[1] if len(in_specs) > 1 else None
-        x = in_specs[0] if in_specs else None
-        wshape = tuple(getattr(w, "shape", ()) or ())
-        xshape = tuple(getattr(x, "shape", ()) or ())
-        if len(wshape) >= 3 and len(xshape) >= 2 and wshape[1] == 1 and xshape[1] not in (1, None):
-            return "conv_dw"
-        if len(wshape) >= 3 and all(d == 1 for d in wshape[2:]):
-            return "conv_1x1"
-        return "conv"
-    for cls, names in (("gemm", _GEMM), ("activation", _ACT), ("norm", _NORM),
-                       ("softmax", _SOFTMAX), ("reduce", _REDUCE), ("gather", _GATHER),
-                       ("pooling", _POOL), ("movement", _MOVE), ("view", _VIEW), ("rnn", _RNN)):
-        if op in names:
-            return cls
-    return "elementwise"
-
-
 def node_features(nodes: Iterable[Any]) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """(class per node, flops [N], bytes [N]) from opcost ``NodeCost``s."""
+    """(op class per node, flops [N], bytes [N]) from opcost ``NodeCost``s: the class, FLOPs
+    (mac + vector + transcendentals) and bytes lowering gives the same node."""
+    from analyzer.prediction.lowering import node_op_class
+
     classes, F, B = [], [], []
     for n in nodes:
         c = n.cost
-        classes.append(op_class(n.op, n.in_specs))
+        classes.append(node_op_class(n))
         F.append(float(c.mac_flops + c.vector_flops + c.transcendentals))
-        B.append(float(c.weight_bytes + c.activation_bytes_read + c.activation_bytes_written))
+        B.append(float(c.bytes_moved))
     return classes, np.asarray(F, dtype=np.float64), np.asarray(B, dtype=np.float64)
 
 
 def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw):
-    """The per-kernel form (seconds), numpy-broadcasting over all arguments."""
-    F = np.asarray(F, dtype=np.float64)
-    B = np.asarray(B, dtype=np.float64)
-    comp = F / (peak * e_c)
-    mem = np.maximum(B + b_half, 0.0) / (bw * e_bw)
-    return floor_s + np.maximum(comp, mem)
-
-
-def machine(doc: Mapping[str, Any]) -> tuple[float, float, float, float]:
-    """(peak FLOP/s, DRAM B/s, dispatch s, run overhead s) of a calibrated profile document."""
-    peak = float(doc["matrix_tflops"]["fp32"]) * 1e12
-    bw = float(doc["memory"]["mem_bw_gbs"]) * 1e9
-    disp = float(doc.get("overhead", {}).get("launch_overhead_us", 0.0)) * 1e-6
-    run = float(doc.get("calibration", {}).get("run_overhead_us", 0.0)) * 1e-6
-    return peak, bw, disp, run
-
-
-def class_table(doc: Mapping[str, Any], cls: str) -> dict[str, float]:
-    tables = doc["calibration"]["tables"]
-    t = tables.get(cls) or tables.get(_FALLBACK_CLASS.get(cls, "elementwise")) or tables["elementwise"]
-    return {"floor_s": t["floor_us"] * 1e-6, "e_c": t["e_c"], "e_bw": t["e_bw"],
-            "b_half": t["b_half_bytes"]}
-
-
-_FALLBACK_CLASS = {"conv_dw": "conv", "conv_1x1": "conv", "rnn": "gemm", "view": "movement",
-                   "pooling": "reduce", "softmax": "norm", "activation": "elementwise"}
-
-
-def predict_cpu(nodes: Sequence[Any], profile_doc: Mapping[str, Any], *,
-                include_dispatch: bool = True) -> np.ndarray:
-    """Predicted seconds per kernel for opcost ``NodeCost``s of the graph onnxruntime runs
-    (``ort_graph.fused_graph``), with a calibrated profile document (``calibrate``).
-
-    Each entry is ``dispatch_s + floor_s + max(F/(peak e_c), (B + b_half)/(bw e_bw))`` of the
-    node's class (``include_dispatch=False`` leaves ``dispatch_s`` out: comparable with
-    onnxruntime's profiled kernel durations). The model's latency is
-    ``predict_cpu_latency`` = the sum + the profile's ``run_overhead_us``.
-    """
-    peak, bw, disp, _ = machine(profile_doc)
-    classes, F, B = node_features(nodes)
-    out = np.empty(len(classes))
-    for cls in set(classes):
-        idx = np.array([i for i, c in enumerate(classes) if c == cls])
-        p = class_table(profile_doc, cls)
-        out[idx] = kernel_time(F[idx], B[idx], p["floor_s"], p["e_c"], p["e_bw"], p["b_half"], peak, bw)
-    if include_dispatch:
-        out = out + disp
-    return out
-
-
-def predict_cpu_latency(nodes: Sequence[Any], profile_doc: Mapping[str, Any]) -> float:
-    """Predicted wall-clock seconds of one ``session.run``."""
-    return float(predict_cpu(nodes, profile_doc).sum()) + machine(profile_doc)[3]
+    """The per-kernel form (seconds) for one class, numpy-broadcasting over ``F``/``B``: the
+    product's ``efficiency.kernel_time`` with the class's constants (vector peak = matrix peak,
+    transcendentals weighted 1, no tiles), as the predictions evaluate it."""
+    F = np.atleast_1d(np.asarray(F, dtype=np.float64))
+    B = np.atleast_1d(np.asarray(B, dtype=np.float64))
+    z = np.zeros(1)
+    consts = {"e_compute": z + e_c, "e_bw": z + e_bw, "b_half_bytes": z + b_half, "floor_s": z + floor_s,
+              "tile_m": z, "tile_n": z, "wave_alpha": z, "trans_weight": 1.0}
+    feats = {"op_class": np.zeros(np.broadcast(F, B).shape, np.int32), "mac_flops": F + 0 * B,
+             "bytes": B + 0 * F}
+    return eff.kernel_time(np, feats, {"matrix_peak": peak, "vector_peak": peak, "mem_bw": bw}, consts)["time_s"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -45,9 +45,37 @@ from typing import Any, Mapping
 import numpy as np
 
 OP_CLASSES = ("gemm", "bgemm", "conv", "attention", "elementwise", "activation", "norm", "softmax",
-              "reduce", "gather", "movement", "other")
+              "reduce", "gather", "movement", "other",
+              # classes a CPU calibration measures separately (``calibrate``); a constants file or
+              # a calibration that lacks one uses its ``CLASS_FALLBACK`` class
+              "conv_dw", "conv_1x1", "pooling", "view", "rnn")
 CLASS_CODE = {c: i for i, c in enumerate(OP_CLASSES)}
-MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention")
+MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1")
+
+# A class a constants set (family file, generic.json, a calibration's tables) lacks takes the
+# constants of its fallback class, looked up in the same set first (so a GPU family file keeps
+# predicting a depthwise conv with its own conv constants, exactly as before the class existed):
+#   conv_dw  (grouped conv with one input channel per group) -> conv
+#   conv_1x1 (pointwise conv: a GEMM over the pixels)        -> conv
+#   pooling  (MaxPool, AveragePool, GlobalAveragePool, ...)   -> reduce (their class before)
+#   view     (Reshape, Flatten, Squeeze, Unsqueeze, Identity) -> movement (their class before)
+#   rnn      (LSTM, GRU, RNN)                                 -> other (their class before)
+CLASS_FALLBACK = {"conv_dw": "conv", "conv_1x1": "conv", "pooling": "reduce", "view": "movement",
+                  "rnn": "other",
+                  # classes without measurements on a family take a measured class of the same
+                  # kernel shape: batched GEMMs and convolutions (implicit GEMM) run GEMM kernels;
+                  # softmax and reductions are row reductions like norms; data movement and
+                  # unknown ops stream like elementwise ops
+                  "bgemm": "gemm", "conv": "gemm", "softmax": "norm", "reduce": "norm",
+                  "movement": "elementwise", "other": "elementwise"}
+
+
+def class_chain(cls: str) -> tuple[str, ...]:
+    """``cls`` and its fallbacks, in lookup order."""
+    out = [cls]
+    while out[-1] in CLASS_FALLBACK:
+        out.append(CLASS_FALLBACK[out[-1]])
+    return tuple(out)
 
 # per-class constant arrays a constants set carries (keys of ``FamilyConstants.arrays``)
 MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)
@@ -110,7 +138,9 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
     compute = (work / (xp.asarray(hw["matrix_peak"]) * e_c) * wave
                + (vec + trans_w * trans) / (xp.asarray(hw["vector_peak"]) * e_c))
     ramp_bytes = nbytes + b_half  # bytes / (bw * e * b/(b+h)) = (b + h) / (bw * e)
-    memory = xp.where(nbytes > 0, ramp_bytes / (xp.asarray(hw["mem_bw"]) * e_bw), 0.0)
+    # a negative b_half (a calibrated CPU's cache ramp: small working sets beat DRAM) never
+    # makes the memory time negative
+    memory = xp.where(nbytes > 0, xp.maximum(ramp_bytes, 0.0) / (xp.asarray(hw["mem_bw"]) * e_bw), 0.0)
     time = floor + xp.maximum(compute, memory)
     return {"compute_s": compute, "memory_s": memory, "floor_s": floor * xp.ones_like(mac), "time_s": time}
 
@@ -165,9 +195,7 @@ _ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Relu", "LeakyRelu", "PRelu", "Thres
                 "reduce_precision", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"}
 _REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
            "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "TopK",
-           "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "AveragePool", "MaxPool", "LpPool",
-           "QLinearGlobalAveragePool", "QLinearAveragePool", "QLinearReduceMean", "NhwcMaxPool",
-           "MaxpoolWithMask", "MaxRoiPool", "RoiAlign",
+           "QLinearReduceMean", "MaxRoiPool", "RoiAlign",
            "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
            "reduce_xor", "reduce", "argmax", "argmin", "reduce_window", "reduce_window_sum",
            "reduce_window_max", "reduce_window_min", "top_k", "approx_top_k"}
@@ -176,8 +204,12 @@ _GATHER = {"Gather", "GatherElements", "GatherND", "GatherBlockQuantized", "Embe
            "gather", "scatter", "scatter-add", "scatter_add", "scatter-mul", "scatter_mul", "scatter-min",
            "scatter_min", "scatter-max", "scatter_max", "scatter-sub", "scatter_sub", "dynamic_slice",
            "dynamic_update_slice", "select_and_gather_add", "select_and_scatter_add"}
+_POOLING = {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "AveragePool", "MaxPool", "LpPool",
+            "QLinearGlobalAveragePool", "QLinearAveragePool", "NhwcMaxPool", "MaxpoolWithMask"}
+_VIEW = {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"}
+_RNN = {"LSTM", "GRU", "RNN", "DynamicQuantizeLSTM"}
 _MOVEMENT = {"Transpose", "Concat", "Slice", "Pad", "Split", "Expand", "Tile", "Cast", "CastLike",
-             "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "DepthToSpace", "SpaceToDepth",
+             "DepthToSpace", "SpaceToDepth",
              "ReverseSequence", "Resize", "Upsample", "QLinearConcat", "ExpandDims", "ConcatFromSequence",
              "SplitToSequence", "BitCast", "Col2Im", "GridSample", "AffineGrid",
              "transpose", "concatenate", "slice", "pad", "split", "broadcast_in_dim", "tile",
@@ -185,17 +217,22 @@ _MOVEMENT = {"Transpose", "Concat", "Slice", "Pad", "Split", "Expand", "Tile", "
              "expand_dims", "rev", "stack", "unstack", "iota", "device_put", "sort"}
 _TABLE = [(_GEMM, "gemm"), (_CONV, "conv"), (_ATTENTION, "attention"), (_NORM, "norm"),
           (_SOFTMAX, "softmax"), (_ACTIVATION, "activation"), (_ELEMENTWISE, "elementwise"),
-          (_REDUCE, "reduce"), (_GATHER, "gather"), (_MOVEMENT, "movement")]
+          (_REDUCE, "reduce"), (_GATHER, "gather"), (_MOVEMENT, "movement"), (_POOLING, "pooling"),
+          (_VIEW, "view"), (_RNN, "rnn")]
 _OP_CLASS = {op: cls for names, cls in _TABLE for op in names}
 _EMBED = re.compile(r"embed", re.I)
 
 
-def op_class_of(domain: str, op: str, *, batched: bool = False) -> str:
+def op_class_of(domain: str, op: str, *, batched: bool = False, conv_input=None,
+                conv_weight=None) -> str:
     """Op class of an ONNX op type (any domain) or a JAX primitive name; ``"other"`` if unknown.
 
     ``batched``: the matrix product has batch dims on *both* operands (attention scores, a
     batched matmul of two activations): ``bgemm`` instead of ``gemm``.  A MatMul of a batched
-    activation with a 2-D weight folds the batch into M and stays ``gemm``."""
+    activation with a 2-D weight folds the batch into M and stays ``gemm``.
+    ``conv_input`` / ``conv_weight``: the shapes (sequences of ints; None where unknown) of an
+    ONNX convolution's data and weight: a weight with one input channel per group on a
+    multi-channel input is ``conv_dw`` (depthwise), an all-ones kernel ``conv_1x1``."""
     del domain  # op names are unambiguous across the domains opcost registers
     cls = _OP_CLASS.get(op)
     if cls is None and _EMBED.search(op) and "Rotary" not in op:
@@ -204,6 +241,12 @@ def op_class_of(domain: str, op: str, *, batched: bool = False) -> str:
         return "other"
     if cls == "gemm" and batched:
         return "bgemm"
+    if cls == "conv" and conv_weight is not None and len(conv_weight) >= 3:
+        w, x = tuple(conv_weight), tuple(conv_input or ())
+        if w[1] == 1 and len(x) >= 2 and x[1] not in (1, None):
+            return "conv_dw"
+        if all(d == 1 for d in w[2:]):
+            return "conv_1x1"
     return cls
 
 
@@ -305,13 +348,6 @@ def _prov_text(prov: dict) -> str:
     return f"{prov['kind']}: {prov.get('source', '')}".rstrip(": ")
 
 
-# an op class without measurements takes a measured class's constants (the same kernel shape):
-# batched GEMMs and convolutions (implicit GEMM) run GEMM kernels; softmax and reductions are
-# row reductions like norms; data movement and unknown ops stream like elementwise ops
-CLASS_FALLBACK = {"bgemm": "gemm", "conv": "gemm", "softmax": "norm", "reduce": "norm",
-                  "movement": "elementwise", "other": "elementwise"}
-
-
 def load_constants(family: str, directory: str | None = None) -> FamilyConstants:
     """The constants of ``family`` (``<directory>/<family>.json``).
 
@@ -332,9 +368,9 @@ def load_constants(family: str, directory: str | None = None) -> FamilyConstants
     provenance, inherited = {}, []
     for i, cls in enumerate(OP_CLASSES):
         src = text = None
-        for want in (cls, CLASS_FALLBACK.get(cls)):
+        for want in class_chain(cls):
             for doc, how in chain:
-                if want and want in doc["sets"]:
+                if want in doc["sets"]:
                     src = doc["sets"][want]
                     via = "" if want == cls else f"as {want}: "
                     text = how + via + _prov_text(src["provenance"])
@@ -342,10 +378,12 @@ def load_constants(family: str, directory: str | None = None) -> FamilyConstants
             if src is not None:
                 break
         if src is None:
-            src = generic["sets"].get(cls)
-            if src is None:
+            want = next((c for c in class_chain(cls) if c in generic["sets"]), None)
+            if want is None:
                 raise EfficiencyError(f"generic.json has no set for op class '{cls}'")
-            text = "generic: " + _prov_text(src["provenance"])
+            src = generic["sets"][want]
+            via = "" if want == cls else f"as {want}: "
+            text = "generic: " + via + _prov_text(src["provenance"])
         if own is None or cls not in own["sets"]:
             inherited.append(cls)
         for p in CLASS_PARAMS:

@@ -14,8 +14,14 @@ and it launches once.  Policies (``POLICIES``), chosen by the runtime (``runtime
   following Add of a constant bias (MatMul+Add -> Gemm); a decomposed layer norm (ReduceMean ...
   Sqrt/Reciprocal ...) and a decomposed GELU (... Erf/Tanh ...) become one kernel each, and a
   residual Add feeding a LayerNormalization joins it (SkipLayerNormalization); an Add of a bias
-  feeding a GELU joins it (BiasGelu).  Where onnxruntime itself is available, its own record of
-  what it fused can replace these patterns (``ort_graph.py``).
+  feeding a GELU joins it (BiasGelu).
+- a ``FusionRecord`` (any policy): the runtime's own record of the kernels it runs, each with the
+  original nodes it replaced.  ``analyzer.analyze`` builds one from onnxruntime's saved fused
+  graph (``ort_graph.fusion_record``) when the runtime is onnxruntime, onnxruntime is installed
+  and the model is ONNX; the patterns above are the fallback.  Under a record every kernel it
+  lists launches (even one whose nodes opcost counts as free, e.g. a Reshape: onnxruntime still
+  runs it), a node it lists as removed launches nothing (Identity, Dropout, shape arithmetic
+  onnxruntime folded), and a node it does not know (a loop body's) is a kernel of its own.
 
 Nodes are joined only with nodes of the same graph level (a loop body's nodes fuse among
 themselves, never with the outer graph).  The plan is plain data: kernel index per node, the
@@ -31,7 +37,7 @@ POLICIES = ("none", "xla", "onnxruntime")
 
 # op classes (efficiency.OP_CLASSES) that XLA fuses into their producers/consumers
 _XLA_FUSIBLE = frozenset({"elementwise", "activation", "movement", "reduce", "norm", "softmax",
-                          "gather"})
+                          "gather", "pooling", "view"})
 _ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid",
                           "HardSwish", "Elu", "Selu", "Softplus"})
 _MATRIX = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "FusedConv", "FusedMatMul"})
@@ -56,6 +62,18 @@ class FusionNode:
     output_bytes: tuple[int, ...]
     launches: bool                # does work (FLOPs or bytes) and is not constant-folded
     constant_inputs: frozenset[int] = frozenset()  # input positions holding constants
+    name: str = ""                # the node's name (joins a FusionRecord)
+
+
+@dataclass(frozen=True)
+class FusionRecord:
+    """The kernels a runtime recorded that it runs: ``kernels[j] = (kernel name, op type,
+    original node names it replaced)``; ``removed``: original nodes no kernel replaced (they
+    launch nothing); ``source``: what the record is, for the prediction's notes."""
+
+    source: str
+    kernels: tuple[tuple[str, str, tuple[str, ...]], ...]
+    removed: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -68,6 +86,8 @@ class FusionPlan:
     kernel_of: tuple[int, ...]
     members: tuple[tuple[int, ...], ...]
     saved_bytes: tuple[int, ...]
+    kernel_ops: tuple[str, ...] = ()   # per kernel: the op type the runtime recorded ('' if none)
+    source: str = "fusion patterns"     # "fusion patterns" or the FusionRecord's source
 
     @property
     def kernels(self) -> int:
@@ -92,21 +112,16 @@ class _Sets:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
-def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str] = frozenset()
-         ) -> FusionPlan:
-    """The kernels ``nodes`` run as under ``policy`` (one of ``POLICIES``)."""
+def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str] = frozenset(),
+         record: FusionRecord | None = None) -> FusionPlan:
+    """The kernels ``nodes`` run as under ``policy`` (one of ``POLICIES``), or as ``record``
+    says when one is given."""
+    if record is not None:
+        return _from_record(nodes, record, graph_outputs)
     if policy not in POLICIES:
         raise ValueError(f"unknown fusion policy {policy!r}; choose from {', '.join(POLICIES)}")
     n = len(nodes)
-    producer: dict[tuple[str, str], int] = {}
-    consumers: dict[tuple[str, str], list[int]] = {}
-    for i, nd in enumerate(nodes):
-        for t in nd.outputs:
-            if t:
-                producer[(nd.level, t)] = i
-        for t in nd.inputs:
-            if t:
-                consumers.setdefault((nd.level, t), []).append(i)
+    producer, consumers = _index(nodes)
     sets = _Sets(n)
     if policy == "xla":
         _xla(nodes, sets, producer)
@@ -188,12 +203,48 @@ def _components(nodes, sets, producer, parts, need_any, need_also) -> None:
                 sets.union(members[0], m)
 
 
-def _collect(nodes, sets, producer, consumers, graph_outputs, policy) -> FusionPlan:
+def _index(nodes):
+    """(producer, consumers) of every (graph level, tensor name)."""
+    producer: dict[tuple[str, str], int] = {}
+    consumers: dict[tuple[str, str], list[int]] = {}
+    for i, nd in enumerate(nodes):
+        for t in nd.outputs:
+            if t:
+                producer[(nd.level, t)] = i
+        for t in nd.inputs:
+            if t:
+                consumers.setdefault((nd.level, t), []).append(i)
+    return producer, consumers
+
+
+def _from_record(nodes, record: FusionRecord, graph_outputs) -> FusionPlan:
+    """The plan of a runtime's own record (top-level nodes joined by name)."""
+    producer, consumers = _index(nodes)
+    by_name = {nd.name: i for i, nd in enumerate(nodes) if nd.level == "" and nd.name}
+    sets = _Sets(len(nodes))
+    launch = [nd.launches for nd in nodes]
+    op_of: dict[int, str] = {}
+    for _kname, kop, names in record.kernels:
+        idx = [by_name[x] for x in names if x in by_name]
+        for i in idx:
+            launch[i] = True
+            sets.union(idx[0], i)
+        if idx:
+            op_of[min(idx)] = kop
+    for x in record.removed:
+        if x in by_name:
+            launch[by_name[x]] = False
+    p = _collect(nodes, sets, producer, consumers, graph_outputs, "record", launch)
+    ops = tuple(op_of.get(m[0], "") for m in p.members)
+    return FusionPlan("record", p.kernel_of, p.members, p.saved_bytes, ops, record.source)
+
+
+def _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch=None) -> FusionPlan:
     kernel_of = [-1] * len(nodes)
     roots: dict[int, int] = {}
     members: list[list[int]] = []
     for i, nd in enumerate(nodes):
-        if not nd.launches:
+        if not (nd.launches if launch is None else launch[i]):
             continue
         r = sets.find(i)
         k = roots.get(r)
@@ -218,4 +269,5 @@ def _collect(nodes, sets, producer, consumers, graph_outputs, policy) -> FusionP
                     for u in users:     # ... nor read back
                         un = nodes[u]
                         saved[k] += sum(b for x, b in zip(un.inputs, un.input_bytes) if x == t)
-    return FusionPlan(policy, tuple(kernel_of), tuple(tuple(m) for m in members), tuple(saved))
+    return FusionPlan(policy, tuple(kernel_of), tuple(tuple(m) for m in members), tuple(saved),
+                      ("",) * len(members))

@@ -16,14 +16,20 @@ For one runtime and the profiles predicted under it:
    ``precision="tf32"``.  ``precision`` overrides the dtype of every floating tensor: the compute
    dtype *and* the bytes.
 3. **efficiency constants** (``efficiency.py``, data in ``hardware_db/efficiency/``): a
-   calibrated profile's own tables; else its architecture family's fitted constants (a
+   calibrated profile's own tables (``[calibration.tables.<class>]``: ``e_c``, ``e_bw``,
+   ``b_half_bytes``, ``floor_us`` for every class of ``efficiency.OP_CLASSES`` it has; a class it
+   lacks takes its ``CLASS_FALLBACK`` class's table, else the datasheet set); else its architecture family's fitted constants (a
    datasheet-only profile of a known family inherits them); else the generic GPU set for a GPU;
    else the datasheet set of its kind (peaks as stated).  Each prediction says which
    (``provenance``: calibrated / architecture constants / generic / datasheet).
 4. **per-kernel fixed cost**: ``max(floor of the kernel's class, the profile's launch figure)``;
    a profile without a launch figure takes its kind's documented default
    (``runtimes.KIND_LAUNCH_US``), and the prediction says so.  Runtimes with host dispatch add a
-   per-kernel dispatch (``runtimes.py``).
+   per-kernel dispatch (``runtimes.py``).  A profile calibrated with the runtime predicted
+   measured its floors net of dispatch: its fixed cost is ``floor + dispatch``.
+5. **per-run fixed cost**: a profile calibrated with the runtime predicted adds its measured
+   ``calibration.run_overhead_us`` once per prediction (``Prediction.run_overhead_s``: the cost of
+   one ``session.run`` besides its kernels); other profiles add nothing.
 """
 
 from __future__ import annotations
@@ -81,6 +87,7 @@ class Lowered:
     units: np.ndarray                   # [P] (0: unknown)
     consts: dict                        # name -> [P, n_classes] (trans_weight: [P])
     fixed: np.ndarray                   # [P, K] per-launch fixed cost: max(floor, launch) + dispatch
+    run_overhead: np.ndarray            # [P] seconds added once per prediction (session.run)
     precision: str
     warnings: tuple[tuple[str, ...], ...]   # per profile
     provenance: tuple[str, ...]             # per profile, one of PROVENANCE
@@ -156,11 +163,11 @@ def _fusion_nodes(nodes: list[NodeCost], precision: str | None) -> list[fusion.F
     out = []
     for n in nodes:
         out.append(fusion.FusionNode(
-            op=n.op, domain=n.domain, op_class=_op_class(n), level=n.level,
+            op=n.op, domain=n.domain, op_class=node_op_class(n), level=n.level,
             inputs=n.in_names, outputs=n.out_names,
             input_bytes=tuple(_spec_bytes(s, precision) for s in n.in_specs),
             output_bytes=tuple(_spec_bytes(s, precision) for s in n.out_specs),
-            launches=_launches(n), constant_inputs=frozenset(n.constant_inputs)))
+            launches=_launches(n), constant_inputs=frozenset(n.constant_inputs), name=n.name))
     return out
 
 
@@ -189,11 +196,38 @@ def _gemm_view(n: NodeCost) -> tuple[float, float, float, float, bool]:
     return 0.0, 0.0, 0.0, 0.0, False
 
 
-def _op_class(n: NodeCost) -> str:
+def _shape(spec) -> tuple | None:
+    if spec is None or spec.shape is None:
+        return None
+    return tuple(d if type(d) is int else None for d in spec.shape)
+
+
+def node_op_class(n: NodeCost) -> str:
     batched = False
     if n.cost.mac_flops and n.op in ("MatMul", "dot_general"):
         batched = _gemm_view(n)[4]
-    return eff.op_class_of(n.domain, n.op, batched=batched)
+    x = _shape(n.in_specs[0]) if n.in_specs else None
+    w = _shape(n.in_specs[1]) if len(n.in_specs) > 1 else None
+    return eff.op_class_of(n.domain, n.op, batched=batched, conv_input=x, conv_weight=w)
+
+
+def _kernel_class(anchor_class: str, kernel_op: str) -> str:
+    """The class of a kernel the runtime recorded as ``kernel_op`` (e.g. LayerNormalization for a
+    decomposed norm) whose heaviest original node is of ``anchor_class``: the recorded op's
+    class, except where the anchor's is a refinement of it (bgemm, conv variants) or the op is
+    unknown."""
+    if not kernel_op:
+        return anchor_class
+    k = eff.op_class_of("", kernel_op)
+    if k == "other" or eff.class_chain(anchor_class)[-1] == eff.class_chain(k)[-1] \
+            or {k, anchor_class} <= {"gemm", "bgemm"}:
+        return anchor_class
+    return k
+
+
+def _calibrated_for(profile, runtime_name: str) -> bool:
+    cal = profile.calibration
+    return bool(cal and cal.get("tables") and cal.get("runtime") == runtime_name)
 
 
 def _constants(profile) -> tuple[dict, str, str]:
@@ -202,13 +236,15 @@ def _constants(profile) -> tuple[dict, str, str]:
     if cal and cal.get("tables"):
         base = eff.load_constants("datasheet")
         arrays = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in base.arrays.items()}
-        for cls, t in cal["tables"].items():
-            if cls in eff.CLASS_CODE:
-                i = eff.CLASS_CODE[cls]
-                arrays["e_compute"][i] = float(t.get("e_c", 1.0))
-                arrays["e_bw"][i] = float(t.get("e_bw", 1.0))
-                arrays["b_half_bytes"][i] = float(t.get("b_half_bytes", 0.0))
-                arrays["floor_s"][i] = float(t.get("floor_us", 0.0)) * 1e-6
+        tables = cal["tables"]
+        for i, cls in enumerate(eff.OP_CLASSES):
+            t = next((tables[c] for c in eff.class_chain(cls) if c in tables), None)
+            if t is None:
+                continue  # the datasheet set: peaks and bandwidth as calibrated
+            arrays["e_compute"][i] = float(t.get("e_c", 1.0))
+            arrays["e_bw"][i] = float(t.get("e_bw", 1.0))
+            arrays["b_half_bytes"][i] = float(t.get("b_half_bytes", 0.0))
+            arrays["floor_s"][i] = float(t.get("floor_us", 0.0)) * 1e-6
         return arrays, "calibrated", (f"calibrated on this machine ({cal.get('measured_on', '?')}, "
                                       f"{cal.get('runtime', '?')})")
     fam = profile.family or eff.family_of(profile.id)
@@ -227,11 +263,14 @@ def _constants(profile) -> tuple[dict, str, str]:
 
 
 def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime: runtimes.Runtime,
-          graph_outputs: frozenset[str] = frozenset()) -> Lowered:
+          graph_outputs: frozenset[str] = frozenset(), fused: fusion.FusionRecord | None = None
+          ) -> Lowered:
+    """``fused``: the runtime's own record of its kernels (replaces the fusion policy's
+    patterns; ``fusion.plan``)."""
     if precision is not None and precision not in PRECISIONS:
         raise InputSpecError(f"unknown precision '{precision}'; choose from {', '.join(PRECISIONS)}")
     fnodes = _fusion_nodes(nodes, precision)
-    plan = fusion.plan(fnodes, runtime.fusion, graph_outputs)
+    plan = fusion.plan(fnodes, runtime.fusion, graph_outputs, fused)
     K = plan.kernels
     mac = np.zeros(K)
     vec = np.zeros(K)
@@ -255,7 +294,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         vec[k] = sum(m.cost.vector_flops for m in ms) / r
         trans[k] = sum(m.cost.transcendentals for m in ms) / r
         nbytes[k] = max(0.0, sum(node_bytes[i] for i in members) - plan.saved_bytes[k]) / r
-        cls[k] = eff.CLASS_CODE[fnodes[anchor].op_class]
+        cls[k] = eff.CLASS_CODE[_kernel_class(fnodes[anchor].op_class,
+                                              plan.kernel_ops[k] if plan.kernel_ops else "")]
         gm = _gemm_view(a)
         view[:, k] = gm[:4]
         anchor_dtype.append(_compute_dtype(a, precision))
@@ -269,6 +309,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     bw = np.ones(P)
     units = np.zeros(P)
     fixed = np.zeros((P, K))
+    run_overhead = np.zeros(P)
     consts = {p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}
     consts["trans_weight"] = np.ones(P)
     warnings, provs, details, notes = [], [], [], []
@@ -305,9 +346,16 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             launch = us * 1e-6
             note.append(f"{prof.id} has no launch figure: {us:g} us per kernel {why}")
         floors = np.asarray(arrays["floor_s"])[cls]
-        fixed[p] = np.maximum(floors, launch)
-        if runtime.host_dispatch:
-            fixed[p] += _dispatch(prof, runtime, class_names, launch, note)
+        if _calibrated_for(prof, runtime.name):
+            # floors were fitted net of the measured per-node dispatch (calibrate)
+            fixed[p] = floors + (launch if runtime.host_dispatch else 0.0)
+            run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6
+        else:
+            fixed[p] = np.maximum(floors, launch)
+            if runtime.host_dispatch:
+                fixed[p] += _dispatch(prof, runtime, class_names, launch, note)
+        if runtime.fusion == "onnxruntime" or fused is not None:
+            note.append(f"kernels: {plan.source}")
         warnings.append(tuple(sorted(warn)))
         provs.append(prov)
         details.append(detail)
@@ -320,7 +368,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     feats = {"op_class": cls, "mac_flops": mac, "vec_flops": vec, "trans_flops": trans,
              "bytes": nbytes, "m": view[0], "n": view[1], "k": view[2], "batch": view[3]}
     return Lowered(runtime.name, plan, tuple(names), feats, runs, weight, mpeak, vpeak, bw, units,
-                   consts, fixed, label, tuple(warnings), tuple(provs), tuple(details), tuple(notes))
+                   consts, fixed, run_overhead, label, tuple(warnings), tuple(provs), tuple(details), tuple(notes))
 
 
 def _complete(prof, note: list[str]):

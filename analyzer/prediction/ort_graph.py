@@ -227,3 +227,76 @@ def unmapped(original: Any, fmap: dict[str, list[str]]) -> list[str]:
     got = {x for v in fmap.values() for x in v}
     names = [n.name or f"{n.op_type}_{i}" for i, n in enumerate(orig.node)]
     return [x for x in names if x not in got]
+
+
+# weights larger than this are not materialised to ask onnxruntime for its fused graph (a model
+# whose external data is absent gets random weights of that size): the patterns are used instead
+RECORD_MAX_WEIGHT_BYTES = 2 << 30
+
+
+def fusion_record(model: Any, level: str = "default", threads: int | None = 1):
+    """onnxruntime's own record of the kernels it runs for ``model`` at ``level``, as a
+    ``fusion.FusionRecord`` over the original node names (``fusion_map``): one entry per fused
+    node that replaced original nodes, with its op type; the original nodes no fused node
+    claims are ``removed``.  Raises ``AnalyzerError`` when onnxruntime is missing or cannot
+    load the model, or the weights are too large to materialise."""
+    from analyzer.prediction.fusion import FusionRecord
+
+    proto = load_model(model)
+    nbytes = 0
+    for t in proto.graph.initializer:
+        n = 1
+        for d in t.dims:
+            n *= d
+        nbytes += n * 4
+    if nbytes > RECORD_MAX_WEIGHT_BYTES:
+        raise AnalyzerError(f"weights of {nbytes / 2**30:.1f} GiB: onnxruntime's fused graph not built")
+    fused = fused_graph(proto, level, threads)
+    saved = "extended" if level in ("default", "all") else level
+    fmap = fusion_map(proto, fused)
+    ops = _kernel_ops(proto, fused, fmap)
+    kernels = tuple((n.name, ops[n.name], tuple(fmap.get(n.name, ()))) for n in fused.graph.node
+                    if fmap.get(n.name))
+    return FusionRecord(f"onnxruntime's fused graph (level {saved})", kernels,
+                        frozenset(unmapped(proto, fmap)))
+
+
+def _op_rank(op: str) -> int:
+    from analyzer.prediction import efficiency as eff
+
+    cls = eff.class_chain(eff.op_class_of("", op))[-1]
+    if cls in eff.MATRIX_CLASSES:
+        return 3
+    if cls in ("norm", "softmax", "activation", "other"):
+        return 2 if cls != "other" else 0
+    if cls in ("elementwise", "reduce", "gather"):
+        return 1
+    return 0
+
+
+def _kernel_ops(original, fused, fmap: dict[str, list[str]]) -> dict[str, str]:
+    """The op type that stands for each fused node's work. onnxruntime sometimes rewrites a
+    fusion into several nodes joined by *new* tensors (MatMul+Add on a 3-D input becomes
+    Reshape -> Gemm -> Reshape): ``fusion_map`` gives the original nodes to the last of them (the
+    one that writes the original tensor), the others map to nothing. The op standing for that
+    work is the heaviest (matrix > norm/softmax/activation > elementwise > data movement) of the
+    node and the member-less nodes that feed it through new tensors."""
+    orig_tensors = _tensor_names(load_model(original).graph)
+    fg = fused.graph
+    producer = {o: n for n in fg.node for o in n.output if o}
+    out = {}
+    for n in fg.node:
+        best, stack, seen = n.op_type, [x for x in n.input if x], set()
+        while stack:
+            t = stack.pop()
+            if t in seen or t in orig_tensors or t not in producer:
+                continue
+            seen.add(t)
+            up = producer[t]
+            if fmap.get(up.name):
+                continue
+            if _op_rank(up.op_type) > _op_rank(best):
+                best = up.op_type
+            stack.extend(x for x in up.input if x)
+        out[n.name] = best
+    return out

@@ -55,6 +55,9 @@ class Prediction:
     provenance_detail: str = ""
     notes: tuple[str, ...] = ()        # assumptions that change the answer (headline material)
     kernels: int = 0                   # kernels launched once each (fusion groups)
+    # fixed cost of one run besides its kernels (a profile calibrated with this runtime:
+    # calibration.run_overhead_us, e.g. session.run's own cost); included in latency_s
+    run_overhead_s: float = 0.0
     # node index -> row, built on the first ``for_node`` call (a cache, not part of the value)
     _by_index: dict[int, NodePrediction] | None = field(default=None, init=False, repr=False,
                                                         compare=False)
@@ -70,7 +73,7 @@ class Prediction:
                 "model": "overlap" if self.overlap else "additive",
                 "runtime": self.runtime, "time_definition": self.time_definition,
                 "provenance": self.provenance, "provenance_detail": self.provenance_detail,
-                "kernels": self.kernels,
+                "kernels": self.kernels, "run_overhead_s": self.run_overhead_s,
                 "latency_s": self.latency_s, "bound_share": dict(self.bound_share),
                 "nodes": [n.to_dict() for n in self.nodes], "warnings": list(self.warnings),
                 "notes": list(self.notes)}
@@ -97,7 +100,7 @@ class Prediction:
 
 
 
-def _profiles(hw: str | Sequence[str]) -> list:
+def profiles_of(hw: str | Sequence[str]) -> list:
     import hardware_db
 
     ids = [hw] if isinstance(hw, str) else list(hw)
@@ -105,7 +108,7 @@ def _profiles(hw: str | Sequence[str]) -> list:
 
 
 def predict(report, hw, *, precision: str | None = None, overlap: bool = True,
-            runtime: str | None = None) -> tuple[Prediction, ...]:
+            runtime: str | None = None, fused=None) -> tuple[Prediction, ...]:
     """Predict per-layer latency of ``report`` on each profile in ``hw``: one new ``Prediction``
     per profile.  ``report`` is not changed; ``report.with_predictions(...)`` is the Report that
     carries them (calling this twice gives two independent results).
@@ -115,12 +118,17 @@ def predict(report, hw, *, precision: str | None = None, overlap: bool = True,
     profile's ``default_runtime``, else its kind's.  Per kernel ``time = runs * (fixed +
     max(compute, memory))`` (``overlap=False``: seed 003's additive ``compute + memory``); the
     model's latency is the sum of its kernels (one stream).  A fused kernel's time is shared
-    among its nodes by their FLOPs and bytes; each row names its kernel."""
+    among its nodes by their FLOPs and bytes; each row names its kernel.  ``latency_s`` adds the
+    profile's per-run fixed cost (``run_overhead_s``) once.
+
+    ``fused``: a ``fusion.FusionRecord`` of the kernels onnxruntime runs for this model
+    (``ort_graph.fusion_record``); used for the onnxruntime runtime instead of its fusion
+    patterns (``analyzer.analyze`` passes it when onnxruntime is installed)."""
     from analyzer.prediction import runtimes
     from analyzer.prediction.kernels import run
     from analyzer.prediction.lowering import lower
 
-    profiles = _profiles(hw)
+    profiles = profiles_of(hw)
     fmt = report.model.get("format", "onnx") if isinstance(report.model, dict) else "onnx"
     chosen = [runtimes.choose(runtime, fmt, prof) for prof in profiles]
     out: dict[int, Prediction] = {}
@@ -128,7 +136,8 @@ def predict(report, hw, *, precision: str | None = None, overlap: bool = True,
         idx = [p for p, (rt, _) in enumerate(chosen) if rt.name == rt_name]
         group = [profiles[p] for p in idx]
         rt = runtimes.get(rt_name)
-        low = lower(report.nodes, group, precision, rt)
+        low = lower(report.nodes, group, precision, rt,
+                    fused=fused if rt.name == "onnxruntime" else None)
         compute, memory, ovh, time, bound = run(low, overlap=overlap)
         for g, p in enumerate(idx):
             out[p] = _prediction(report, profiles[p], low, g, compute[g], memory[g], ovh[g],
@@ -139,7 +148,8 @@ def predict(report, hw, *, precision: str | None = None, overlap: bool = True,
 def _prediction(report, prof, low, g, compute, memory, ovh, time, bound, rt, why, overlap,
                 precision) -> Prediction:
     """One profile's Prediction: kernel times shared among member nodes (rows in graph order)."""
-    total = float(time.sum())
+    total = float(time.sum())   # the kernels' time (shares are of this)
+    run_overhead = float(low.run_overhead[g])
     share = {b: 0.0 for b in BOUNDS}
     for i, b in enumerate(BOUNDS):
         share[b] = float(time[bound == i].sum()) / total if total > 0 else 0.0
@@ -160,6 +170,7 @@ def _prediction(report, prof, low, g, compute, memory, ovh, time, bound, rt, why
     notes = list(low.notes[g])
     if why != "requested":
         notes.insert(0, f"runtime {rt.name} ({why})")
-    return Prediction(prof.id, prof.name, low.precision, overlap, total, share, tuple(rows),
-                      tuple(low.warnings[g]), precision is not None, rt.name, rt.time_definition,
-                      low.provenance[g], low.provenance_detail[g], tuple(notes), low.plan.kernels)
+    return Prediction(prof.id, prof.name, low.precision, overlap, total + run_overhead, share,
+                      tuple(rows), tuple(low.warnings[g]), precision is not None, rt.name,
+                      rt.time_definition, low.provenance[g], low.provenance_detail[g], tuple(notes),
+                      low.plan.kernels, run_overhead)

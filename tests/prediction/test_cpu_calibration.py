@@ -64,33 +64,6 @@ def test_kernel_time_closed_form():
     assert t == pytest.approx(1e-6 + 2.2e-4)
 
 
-def _doc(**tables):
-    base = {"floor_us": 2.0, "e_c": 0.5, "e_bw": 0.8, "b_half_bytes": 0.0}
-    return {"matrix_tflops": {"fp32": 1.0}, "memory": {"mem_bw_gbs": 10.0},
-            "overhead": {"launch_overhead_us": 0.5},
-            "calibration": {"run_overhead_us": 3.0,
-                            "tables": {"elementwise": base, **tables}}}
-
-
-def _node(op, mac=0, vec=0, bytes_=0, in_specs=()):
-    from analyzer.counting.cost import Cost
-    return types.SimpleNamespace(name=op, op=op, in_specs=in_specs, status="costed",
-                                 cost=Cost(mac_flops=mac, vector_flops=vec,
-                                           activation_bytes_read=bytes_))
-
-
-def test_predict_cpu_closed_form():
-    doc = _doc(gemm={"floor_us": 4.0, "e_c": 0.5, "e_bw": 1.0, "b_half_bytes": 1000.0})
-    nodes = [_node("MatMul", mac=2_000_000, bytes_=1000), _node("Add", vec=100, bytes_=8000)]
-    t = cpu_model.predict_cpu(nodes, doc)
-    # MatMul: 0.5 us + 4 us + max(2e6 / (1e12*0.5) = 4 us, (1000+1000)/(1e10*1.0) = 0.2 us) = 8.5 us
-    # Add: 0.5 us + 2 us + max(100/(1e12*0.5) = 2e-4 us, 8000/(1e10*0.8) = 1 us) = 3.5 us
-    assert t == pytest.approx([8.5e-6, 3.5e-6])
-    # latency: 3 us run overhead + 12 us
-    assert cpu_model.predict_cpu_latency(nodes, doc) == pytest.approx(15e-6)
-    assert cpu_model.predict_cpu(nodes, doc, include_dispatch=False) == pytest.approx([8e-6, 3e-6])
-
-
 def test_fit_recovers_known_constants():
     peak, bw = 5e11, 4e10
     true = dict(floor_s=3e-6, e_c=0.6, e_bw=0.7, b_half=2e4)
@@ -106,13 +79,31 @@ def test_fit_recovers_known_constants():
     assert fit["floor_s"] == pytest.approx(3e-6, rel=0.1)
 
 
-def test_op_class_of_conv_variants():
-    S = lambda *shape: types.SimpleNamespace(shape=shape)  # noqa: E731
-    assert cpu_model.op_class("Conv", (S(1, 32, 8, 8), S(32, 1, 3, 3))) == "conv_dw"
-    assert cpu_model.op_class("FusedConv", (S(1, 32, 8, 8), S(64, 32, 1, 1))) == "conv_1x1"
-    assert cpu_model.op_class("Conv", (S(1, 3, 8, 8), S(16, 3, 3, 3))) == "conv"
-    assert cpu_model.op_class("LayerNormalization") == "norm"
-    assert cpu_model.op_class("SomethingNew") == "elementwise"
+def test_op_class_of_conv_variants_and_fallbacks():
+    from analyzer.prediction import efficiency as eff
+
+    assert eff.op_class_of("", "Conv", conv_input=(1, 32, 8, 8), conv_weight=(32, 1, 3, 3)) == "conv_dw"
+    assert eff.op_class_of("", "FusedConv", conv_input=(1, 32, 8, 8), conv_weight=(64, 32, 1, 1)) == "conv_1x1"
+    assert eff.op_class_of("", "Conv", conv_input=(1, 3, 8, 8), conv_weight=(16, 3, 3, 3)) == "conv"
+    assert eff.op_class_of("", "Conv") == "conv"
+    assert eff.op_class_of("", "MaxPool") == "pooling" and eff.op_class_of("", "Reshape") == "view"
+    assert eff.op_class_of("", "LSTM") == "rnn"
+    # every CPU class falls back to a class every constants file has
+    for cls in ("conv_dw", "conv_1x1", "pooling", "view", "rnn"):
+        assert eff.class_chain(cls)[-1] in eff.OP_CLASSES[:12], cls
+
+
+def test_gpu_family_files_load_new_classes_from_their_fallbacks():
+    from analyzer.prediction import efficiency as eff
+
+    for fam in ("nvidia-hopper", "nvidia-ampere", "generic", "datasheet"):
+        fc = eff.load_constants(fam)
+        for cls, fb in eff.CLASS_FALLBACK.items():
+            i, j = eff.CLASS_CODE[cls], eff.CLASS_CODE[fb]
+            for p in eff.CLASS_PARAMS:
+                assert fc.arrays[p][i] == fc.arrays[p][j], (fam, cls, p)
+            # named as its fallback, or (a fallback that itself falls back) as the same class
+            assert fb in fc.describe(cls) or fc.describe(cls) == fc.describe(fb), (fam, cls)
 
 
 def _profile_doc():
@@ -140,15 +131,93 @@ def test_to_toml_round_trips_with_tomllib():
     assert back["matrix_tflops"]["fp32"] == 0.5 and back["family"] == "x86-cpu"
 
 
-@pytest.mark.xfail(reason="hardware_db schema does not yet allow family/default_runtime/calibration "
-                          "(a colleague's schema change); to_toml itself round-trips (test above)",
-                   strict=False)
+def _calibrated_doc():
+    from analyzer.prediction.calibrate import calibration_sources
+
+    doc = _profile_doc()
+    doc["calibration"]["run_overhead_us"] = 3.0
+    doc["sources"].update(calibration_sources(doc["calibration"], "test"))
+    return doc
+
+
 def test_write_profile_loads_with_hardware_db(tmp_path):
     import hardware_db
 
-    p = write_profile(_profile_doc(), tmp_path / "cal.toml")
+    p = write_profile(_calibrated_doc(), tmp_path / "cal.toml")
     prof = hardware_db.load_file(p)
-    assert prof.kind == "cpu"
+    assert prof.kind == "cpu" and prof.default_runtime == "onnxruntime"
+    assert prof.calibration["tables"]["gemm"]["e_c"] == 0.9
+
+
+def test_calibration_numbers_need_sources(tmp_path):
+    import hardware_db
+    from analyzer.errors import HardwareError
+
+    doc = _calibrated_doc()
+    del doc["sources"]["calibration.tables.gemm.e_c"]
+    with pytest.raises(HardwareError, match="calibration.tables.gemm.e_c"):
+        hardware_db.load_file(write_profile(doc, tmp_path / "cal.toml"))
+
+
+def _matmul(m=4, k=64, n=32):
+    w = numpy_helper.from_array(np.ones((k, n), np.float32), "W")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, k])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])], [w])
+    mo = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    mo.ir_version = 8
+    return mo
+
+
+@pytest.mark.parametrize("b_half", [-100.0, 5e5])
+def test_analyze_on_calibrated_profile_is_the_closed_form(tmp_path, b_half):
+    from analyzer import analyze
+
+    doc = _calibrated_doc()
+    doc["calibration"]["tables"]["gemm"]["b_half_bytes"] = b_half
+    p = write_profile(doc, tmp_path / "cal.toml")
+    rep = analyze(_matmul(), hw=p)
+    pred = rep.predictions[0]
+    assert pred.runtime == "onnxruntime" and pred.provenance == "calibrated"
+    c = rep.nodes[0].cost
+    F, B = c.mac_flops + c.vector_flops + c.transcendentals, c.bytes_moved
+    t = doc["calibration"]["tables"]["gemm"]
+    kernel = 0.2e-6 + t["floor_us"] * 1e-6 + max(F / (0.5e12 * t["e_c"]),
+                                                  max(B + b_half, 0) / (38e9 * t["e_bw"]))
+    assert pred.run_overhead_s == pytest.approx(3e-6)
+    assert pred.latency_s == pytest.approx(3e-6 + kernel, rel=1e-5)
+    assert pred.nodes[0].time_s == pytest.approx(kernel, rel=1e-5)
+
+
+def test_onnxruntime_record_gives_one_kernel_for_conv_bn_relu(tmp_path):
+    from analyzer import analyze
+    from analyzer.prediction.ort_graph import fusion_record
+
+    rec = fusion_record(_conv_bn_relu())
+    assert [k[2] for k in rec.kernels] == [("conv", "bn", "relu")]
+    p = write_profile(_calibrated_doc(), tmp_path / "cal.toml")
+    pred = analyze(_conv_bn_relu(), hw=p).predictions[0]
+    assert pred.kernels == 1 and {n.kernel for n in pred.nodes} == {"conv"}
+    assert any("onnxruntime's fused graph (level extended)" in n for n in pred.notes)
+
+
+def test_without_onnxruntime_the_patterns_are_used(tmp_path, monkeypatch):
+    import builtins
+
+    from analyzer import analyze
+
+    real = builtins.__import__
+
+    def fake(name, *a, **k):
+        if name == "onnxruntime":
+            raise ImportError("no")
+        return real(name, *a, **k)
+
+    p = write_profile(_calibrated_doc(), tmp_path / "cal.toml")
+    monkeypatch.setattr(builtins, "__import__", fake)
+    pred = analyze(_conv_bn_relu(), hw=p).predictions[0]
+    assert pred.kernels == 1   # the Conv+BN+activation pattern
+    assert any("fusion patterns" in n for n in pred.notes)
 
 
 def test_measure_tiny_model_one_entry_per_node():
