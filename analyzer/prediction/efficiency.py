@@ -73,8 +73,9 @@ MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 o
 CLASS_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain")
 # values a constants file may leave out (older files: no cache term)
 PARAM_DEFAULTS = {"l2_gain": 0.0}
-# sharpness of the cache step s(x) = 1 / (1 + x**p) in x = working set / L2 size (a fixed part of
-# the form, not fitted per class: chosen on the A100/A40 rows, bench/results/efficiency_fit_*.md)
+# sharpness of the cache step s(x) = 1 / (1 + x**p) in x = working set / L2 size: a fixed part of
+# the form, not fitted. p = 2 matches vidur's A40 add (about 1.5x the DRAM rate at 0.5-1.5x L2,
+# 1.07x at 2-5x, none above); other powers were not compared
 L2_STEP_POWER = 2.0
 SCALAR_PARAMS = ("trans_weight",)
 
