@@ -9,7 +9,8 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
 
     compute_s = work / (matrix_peak * e_compute[c]) * wave(c)
                 + (vec_flops + trans_weight * trans_flops) / (vector_peak * e_compute[c])
-    memory_s  = bytes / (mem_bw * e_bw[c] * ramp),   ramp = bytes / (bytes + b_half[c])
+    memory_s  = bytes / (mem_bw * e_bw[c] * ramp * cache),   ramp = bytes / (bytes + b_half[c])
+    cache     = 1 + l2_gain[c] * s(bytes / l2_bytes),          s(x) = 1 / (1 + x**L2_STEP_POWER)
     floor_s   = floor[c]
     time_s    = floor_s + max(compute_s, memory_s)
 
@@ -26,6 +27,24 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   of the large-size bandwidth it reaches (Hockney's latency-bandwidth form: it adds
   ``b_half / (bw * e_bw)`` seconds, scaled with the device's bandwidth, where ``floor`` is a
   fixed number of seconds).
+- ``cache`` (the last-level-cache term): a kernel whose working set (its ``bytes``: every input
+  it reads and output it writes) fits the device's L2 (``l2_bytes``, the profile's
+  ``onchip_mb``) reads inputs the previous kernel just wrote from L2, not DRAM, and streams at
+  ``1 + l2_gain`` times its DRAM-streaming bandwidth; ``s`` is a smooth step in the ratio
+  ``x = bytes / l2_bytes`` (1 well below the cache size, 1/2 at it, 0 well above:
+  ``s(0.1) = 0.99``, ``s(10) = 0.0099`` at power 2), so the DRAM term is untouched for
+  working sets several times the cache.  Why: in-model timings (the measurements the constants
+  are fitted on, and the kernels opcost predicts) run each op on its producer's output, so
+  memory-bound kernels up to the L2 size beat the DRAM roofline (vidur's A100 add: about
+  2,035 GB/s at 35 MB, A40 add about 1.5x its DRAM rate at 3-10 MB); XLA's GPU cost model
+  charges re-reads of a buffer that fits L2 at 2.5x the DRAM rate
+  (shared/reference/digest_latency_modeling.md, mechanism 3).  Without the term one global
+  ``e_bw`` has to average the cache-resident and the DRAM-streaming regimes and is wrong in
+  both; with it ``e_bw`` is the DRAM-streaming fraction, identified on rows far above the cache
+  and comparable across devices, and the cache size is the device's own.  ``l2_gain = 0`` (the
+  default when a constants file has no value) or an unknown cache size (``l2_bytes = 0``)
+  switches the term off.  The step is computed as ``(1 - tanh(p/2 * ln x)) / 2`` (the same
+  function without overflow: finite values and gradients for any ``bytes >= 0``).
 - GEMV-like shapes: ``bytes`` carries the weights, so a skinny GEMM is memory-bound through the
   same memory term (weight streaming).
 
@@ -79,7 +98,13 @@ def class_chain(cls: str) -> tuple[str, ...]:
 
 # per-class constant arrays a constants set carries (keys of ``FamilyConstants.arrays``)
 MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)
-CLASS_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha")
+CLASS_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain")
+# values a constants file may leave out (older files: no cache term)
+PARAM_DEFAULTS = {"l2_gain": 0.0}
+# sharpness of the cache step s(x) = 1 / (1 + x**p) in x = working set / L2 size: a fixed part of
+# the form, not fitted. p = 2 matches vidur's A40 add (about 1.5x the DRAM rate at 0.5-1.5x L2,
+# 1.07x at 2-5x, none above); other powers were not compared
+L2_STEP_POWER = 2.0
 SCALAR_PARAMS = ("trans_weight",)
 
 EFFICIENCY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -95,9 +120,10 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
     ``feats``: ``op_class`` (int codes, ``CLASS_CODE``), ``mac_flops``, ``vec_flops``,
     ``trans_flops``, ``bytes``; optional ``m``, ``n``, ``k``, ``batch`` (GEMM view, 0 where not
     applicable).  ``hw``: ``matrix_peak``, ``vector_peak`` (FLOP/s for the dtype), ``mem_bw``
-    (B/s), ``units`` (SM count; 0 = unknown), ``l2_bytes`` (accepted, not used by this form).
+    (B/s), ``units`` (SM count; 0 = unknown), ``l2_bytes`` (last-level cache, bytes; 0 or
+    absent = unknown: no cache term).
     ``consts``: a ``FamilyConstants`` or a mapping of the arrays in ``CLASS_PARAMS`` (length
-    ``len(OP_CLASSES)``) plus ``trans_weight``.  Returns seconds: ``compute_s``, ``memory_s``,
+    ``len(OP_CLASSES)``; ``l2_gain`` may be absent: 0) plus ``trans_weight``.  Returns seconds: ``compute_s``, ``memory_s``,
     ``floor_s``, ``time_s``."""
     arrays = getattr(consts, "arrays", consts)
     cls = xp.asarray(feats["op_class"]).astype(xp.int32)
@@ -115,6 +141,7 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
 
     e_c, e_bw, b_half, floor = per("e_compute"), per("e_bw"), per("b_half_bytes"), per("floor_s")
     tm, tn, alpha = per("tile_m"), per("tile_n"), per("wave_alpha")
+    gain = per("l2_gain") if "l2_gain" in arrays else zeros
     trans_w = xp.asarray(arrays["trans_weight"])
 
     # padded tile work (tiled classes with a GEMM view only)
@@ -140,9 +167,23 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
     ramp_bytes = nbytes + b_half  # bytes / (bw * e * b/(b+h)) = (b + h) / (bw * e)
     # a negative b_half (a calibrated CPU's cache ramp: small working sets beat DRAM) never
     # makes the memory time negative
-    memory = xp.where(nbytes > 0, xp.maximum(ramp_bytes, 0.0) / (xp.asarray(hw["mem_bw"]) * e_bw), 0.0)
+    cache = 1.0 + gain * l2_step(xp, nbytes, hw.get("l2_bytes", 0.0))
+    memory = xp.where(nbytes > 0, xp.maximum(ramp_bytes, 0.0) / (xp.asarray(hw["mem_bw"]) * e_bw * cache), 0.0)
     time = floor + xp.maximum(compute, memory)
     return {"compute_s": compute, "memory_s": memory, "floor_s": floor * xp.ones_like(mac), "time_s": time}
+
+
+def l2_step(xp, working_set, l2_bytes, power: float = L2_STEP_POWER):
+    """``s(x) = 1 / (1 + x**power)``, ``x = working_set / l2_bytes``; 0 where ``l2_bytes <= 0``.
+
+    Written as ``(1 - tanh(power/2 * ln x)) / 2`` with ``x`` clamped to [1e-30, 1e30], so it
+    never overflows and its gradient is finite everywhere (jit/vmap/grad-safe)."""
+    ws = xp.asarray(working_set)
+    l2 = xp.asarray(l2_bytes) * xp.ones_like(ws)
+    known = l2 > 0
+    x = xp.clip(xp.maximum(ws, 1.0) / xp.where(known, l2, 1.0), 1e-30, 1e30)
+    s = 0.5 * (1.0 - xp.tanh(0.5 * power * xp.log(x)))
+    return xp.where(known, s, 0.0)
 
 
 def roofline_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], overhead_s: float = 1.5e-6):
@@ -387,7 +428,7 @@ def load_constants(family: str, directory: str | None = None) -> FamilyConstants
         if own is None or cls not in own["sets"]:
             inherited.append(cls)
         for p in CLASS_PARAMS:
-            arrays[p][i] = float(src["constants"][p])
+            arrays[p][i] = float(src["constants"].get(p, PARAM_DEFAULTS.get(p)))
         provenance[cls] = text
     scalars = (own or generic).get("scalars", generic["scalars"])
     for p in SCALAR_PARAMS:

@@ -3,7 +3,7 @@
 Per kernel ``k`` on profile ``p`` (``efficiency.kernel_time``, per launch)::
 
     compute = padded matrix work / (matrix_peak * e_compute) * wave + vector work / (vector_peak * e_compute)
-    memory  = (bytes + b_half) / (mem_bw * e_bw)
+    memory  = (bytes + b_half) / (mem_bw * e_bw * cache),  cache = 1 + l2_gain * s(bytes / l2_bytes)
     time    = runs * (fixed + max(compute, memory))     (overlap=True: compute and memory overlap)
     time    = runs * (fixed + compute + memory)         (overlap=False: seed 003's additive model)
 
@@ -36,15 +36,15 @@ def bucket(n: int) -> int:
     return b
 
 
-def kernel_terms(feats, runs, active, matrix_peak, vector_peak, mem_bw, units, consts, fixed,
-                 overlap):
-    """Pure jnp: feats/runs/active [K]; peaks/fixed [P, K]; mem_bw/units [P]; consts [P, C]."""
+def kernel_terms(feats, runs, active, matrix_peak, vector_peak, mem_bw, units, l2_bytes, consts,
+                 fixed, overlap):
+    """Pure jnp: feats/runs/active [K]; peaks/fixed [P, K]; mem_bw/units/l2_bytes [P]; consts [P, C]."""
     import jax
     import jax.numpy as jnp
 
-    def one(mp, vp, bw, u, c, fx):
+    def one(mp, vp, bw, u, l2, c, fx):
         t = eff.kernel_time(jnp, feats, {"matrix_peak": mp, "vector_peak": vp, "mem_bw": bw,
-                                         "units": u}, c)
+                                         "units": u, "l2_bytes": l2}, c)
         compute, memory = t["compute_s"] * active, t["memory_s"] * active
         ovh = fx * active
         body = jnp.where(overlap, jnp.maximum(compute, memory), compute + memory)
@@ -52,7 +52,7 @@ def kernel_terms(feats, runs, active, matrix_peak, vector_peak, mem_bw, units, c
         bound = jnp.argmax(jnp.stack([compute, memory, ovh]), axis=0)
         return runs * compute, runs * memory, runs * ovh, time, bound
 
-    return jax.vmap(one)(matrix_peak, vector_peak, mem_bw, units, consts, fixed)
+    return jax.vmap(one)(matrix_peak, vector_peak, mem_bw, units, l2_bytes, consts, fixed)
 
 
 _jitted = None
@@ -101,6 +101,7 @@ def run(lowered, overlap: bool = True):
     consts = {name: padp(v, 1.0) for name, v in lowered.consts.items()}
     res = _kernel()(feats, pad1(lowered.runs, 1.0), active, pad2(lowered.matrix_peak),
                     pad2(lowered.vector_peak), padp(lowered.mem_bw, 1.0), padp(lowered.units, 0.0),
+                    padp(lowered.l2_bytes, 0.0),
                     consts, pad2(lowered.fixed, 0.0), np.bool_(overlap))
     compute, memory, ovh, time, bound = (np.asarray(r)[:P, :K] for r in res)
     return (compute.astype(np.float64), memory.astype(np.float64), ovh.astype(np.float64),

@@ -85,6 +85,7 @@ class Lowered:
     vector_peak: np.ndarray             # [P, K]
     mem_bw: np.ndarray                  # [P]
     units: np.ndarray                   # [P] (0: unknown)
+    l2_bytes: np.ndarray                # [P] last-level cache, bytes (profile onchip_mb; 0: unknown)
     consts: dict                        # name -> [P, n_classes] (trans_weight: [P])
     fixed: np.ndarray                   # [P, K] per-launch fixed cost: max(floor, launch) + dispatch
     run_overhead: np.ndarray            # [P] seconds added once per prediction (session.run)
@@ -308,6 +309,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     vpeak = np.ones((P, K))
     bw = np.ones(P)
     units = np.zeros(P)
+    l2 = np.zeros(P)
     fixed = np.zeros((P, K))
     run_overhead = np.zeros(P)
     consts = {p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}
@@ -335,6 +337,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                                 hints=(Hint("hw", "FILE"),))
         bw[p] = prof.mem_bw_gbs * 1e9
         units[p] = float(prof.units or eff.units_of(prof) or 0)
+        l2[p] = float(prof.onchip_mb or 0.0) * 1e6
         arrays, prov, detail = _constants(prof)
         for name in eff.CLASS_PARAMS:
             consts[name][p] = arrays[name]
@@ -367,7 +370,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     label = precision or (max(w, key=w.get) if w else "fp32")
     feats = {"op_class": cls, "mac_flops": mac, "vec_flops": vec, "trans_flops": trans,
              "bytes": nbytes, "m": view[0], "n": view[1], "k": view[2], "batch": view[3]}
-    return Lowered(runtime.name, plan, tuple(names), feats, runs, weight, mpeak, vpeak, bw, units,
+    return Lowered(runtime.name, plan, tuple(names), feats, runs, weight, mpeak, vpeak, bw, units, l2,
                    consts, fixed, run_overhead, label, tuple(warnings), tuple(provs), tuple(details), tuple(notes))
 
 

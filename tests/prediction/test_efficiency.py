@@ -12,9 +12,9 @@ import shutil
 import numpy as np
 import pytest
 
-from analyzer.prediction.efficiency import (CLASS_CODE, CLASS_PARAMS, EFFICIENCY_DIR, OP_CLASSES,
-                                            EfficiencyError, family_of, gemm_view, kernel_time,
-                                            load_constants, op_class_of, validate)
+from analyzer.prediction.efficiency import (CLASS_CODE, CLASS_PARAMS, EFFICIENCY_DIR, L2_STEP_POWER,
+                                            OP_CLASSES, EfficiencyError, family_of, gemm_view,
+                                            kernel_time, l2_step, load_constants, op_class_of, validate)
 
 FIX = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "efficiency")
 C = len(OP_CLASSES)
@@ -66,6 +66,47 @@ def test_ramp_at_half_size():
     # far above b_half the bandwidth approaches e_max: 1e12 B -> within 1e-6 relative
     big = kernel_time(np, feats("elementwise", nbytes=1e12), HW, consts(b_half_bytes=b, floor_s=0.0))
     assert big["memory_s"][0] == pytest.approx(1e12 / (1e12 * 0.8), rel=1e-5)
+
+
+def test_cache_term_at_tenth_and_ten_times_l2():
+    # l2 40 MB, e_bw 0.8, l2_gain 1.5, no ramp/floor; power-2 step: s(0.1) = 1/1.01, s(10) = 1/101
+    assert L2_STEP_POWER == 2.0
+    c = consts(b_half_bytes=0.0, floor_s=0.0, l2_gain=1.5)
+    small, big = 4e6, 400e6
+    out = kernel_time(np, feats("elementwise", nbytes=small), HW, c)
+    assert out["memory_s"][0] == pytest.approx(small / (1e12 * 0.8 * (1 + 1.5 / 1.01)), rel=1e-9)
+    out = kernel_time(np, feats("elementwise", nbytes=big), HW, c)
+    assert out["memory_s"][0] == pytest.approx(big / (1e12 * 0.8 * (1 + 1.5 / 101)), rel=1e-9)
+    # at the cache size the gain is half; far above it the DRAM term is unchanged
+    at = kernel_time(np, feats("elementwise", nbytes=40e6), HW, c)["memory_s"][0]
+    assert at == pytest.approx(40e6 / (1e12 * 0.8 * 1.75), rel=1e-9)
+    huge = kernel_time(np, feats("elementwise", nbytes=1e12), HW, c)["memory_s"][0]
+    assert huge == pytest.approx(1e12 / (1e12 * 0.8), rel=1e-8)
+    # l2_gain 0, an absent l2_gain (older files) or an unknown cache size: no cache term
+    plain = small / (1e12 * 0.8)
+    assert kernel_time(np, feats("elementwise", nbytes=small), HW, consts(b_half_bytes=0.0, floor_s=0.0,
+                       l2_gain=0.0))["memory_s"][0] == pytest.approx(plain)
+    assert kernel_time(np, feats("elementwise", nbytes=small), HW,
+                       consts(b_half_bytes=0.0, floor_s=0.0))["memory_s"][0] == pytest.approx(plain)
+    assert kernel_time(np, feats("elementwise", nbytes=small), dict(HW, l2_bytes=0.0), c)["memory_s"][0] \
+        == pytest.approx(plain)
+    assert kernel_time(np, feats("elementwise", nbytes=small), {k: v for k, v in HW.items() if k != "l2_bytes"},
+                       c)["memory_s"][0] == pytest.approx(plain)
+
+
+def test_cache_step_is_finite_and_smooth_under_jax():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    ws = jnp.asarray([0.0, 1.0, 4e6, 40e6, 4e8, 1e15], jnp.float32)
+    s = l2_step(jnp, ws, 40e6)
+    np.testing.assert_allclose(np.asarray(s), [1.0, 1.0, 1 / 1.01, 0.5, 1 / 101, 0.0], rtol=1e-5, atol=1e-7)
+    g = jax.grad(lambda w: jnp.sum(l2_step(jnp, w, 40e6)))(ws)
+    assert bool(jnp.all(jnp.isfinite(g))) and float(jnp.max(g)) <= 0.0  # larger sets: less cache
+    g0 = jax.grad(lambda w: jnp.sum(l2_step(jnp, w, 0.0)))(ws)  # unknown cache: constant 0
+    assert bool(jnp.all(g0 == 0.0))
+    per = jax.vmap(lambda l2: l2_step(jnp, ws, l2))(jnp.asarray([40e6, 6e6, 0.0]))
+    assert per.shape == (3, 6) and float(per[2].max()) == 0.0
 
 
 def test_gemv_is_memory_bound():

@@ -330,11 +330,12 @@ def test_a100_over_v100_speedup_on_memory_bound_layers_is_the_bandwidth_ratio():
 
     import hardware_db
 
-    # the same efficiency constants on both (the V100 given the A100's family): what differs is
-    # the memory system, so the memory terms scale with the bandwidth alone (ramp included:
-    # (bytes + b_half) / (bw * e_bw))
+    # the same efficiency constants on both (the V100 given the A100's family) and the same L2
+    # size (the cache term depends on it): what differs is the DRAM bandwidth, so the memory terms
+    # scale with it alone (ramp and cache included: (bytes + b_half) / (bw * e_bw * cache))
     a100_hw = hardware_db.get("a100-40gb")
-    v100_hw = dataclasses.replace(hardware_db.get("v100"), family=a100_hw.family)
+    v100_hw = dataclasses.replace(hardware_db.get("v100"), family=a100_hw.family,
+                                  onchip_mb=a100_hw.onchip_mb)
     rep = analyzer.analyze(_memory_heavy_block(), hw=[a100_hw, v100_hw])
     a100, v100 = rep.predictions
     assert (a100.hardware, v100.hardware) == ("a100-40gb-sxm", "v100-sxm2-32gb")
