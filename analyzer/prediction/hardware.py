@@ -1,0 +1,98 @@
+"""What a prediction takes from a hardware profile besides its peaks: the efficiency constants
+(calibrated, family, generic or datasheet, with provenance), stand-ins for missing essential
+figures (flagged INCOMPLETE), and the runtime's host dispatch per kernel."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analyzer.errors import HardwareError, Hint
+from analyzer.prediction import efficiency as eff
+from analyzer.prediction import runtimes
+
+
+def efficiency_constants(profile) -> tuple[dict, str, str]:
+    """(arrays, provenance, detail) for one profile."""
+    cal = profile.calibration
+    if cal and cal.get("tables"):
+        base = eff.load_constants("datasheet")
+        arrays = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in base.arrays.items()}
+        tables = cal["tables"]
+        for i, cls in enumerate(eff.OP_CLASSES):
+            t = next((tables[c] for c in eff.class_chain(cls) if c in tables), None)
+            if t is None:
+                continue  # the datasheet set: peaks and bandwidth as calibrated
+            arrays["e_compute"][i] = float(t.get("e_c", 1.0))
+            arrays["e_bw"][i] = float(t.get("e_bw", 1.0))
+            arrays["b_half_bytes"][i] = float(t.get("b_half_bytes", 0.0))
+            arrays["floor_s"][i] = float(t.get("floor_us", 0.0)) * 1e-6
+        return arrays, "calibrated", (f"calibrated on this machine ({cal.get('measured_on', '?')}, "
+                                      f"{cal.get('runtime', '?')})")
+    fam = profile.family or eff.family_of(profile.id)
+    if profile.kind == "gpu":
+        consts = eff.load_constants(fam)
+        if consts.generic:
+            return consts.arrays, "generic", ("generic GPU constants (no family constants for "
+                                              f"{fam}): pooled fit over public NVIDIA measurements")
+        inherited = f"; {', '.join(consts.inherited)} from the generic set" if consts.inherited else ""
+        return consts.arrays, "architecture constants", (
+            f"{consts.family} constants ({consts.describe('gemm')}){inherited}")
+    name = "datasheet-tpu" if profile.kind == "tpu" else "datasheet"
+    return eff.load_constants(name).arrays, "datasheet", (
+        f"datasheet peaks and bandwidth ({profile.kind}: no measured efficiency constants); "
+        f"expect datasheet-roofline error (20-55%), calibrate for better")
+
+def complete_profile(prof, note: list[str]):
+    """``prof`` with a stand-in for a missing essential figure (memory bandwidth, any throughput):
+    the figure of the slowest other shipped profile of its kind that has it, so every profile
+    predicts; the note says which figure was assumed and from where (``hw list`` marks such a
+    profile incomplete)."""
+    import dataclasses
+
+    import hardware_db
+
+    missing_bw = not prof.mem_bw_gbs
+    missing_peak = not (prof.matrix_tflops or prof.vector_tflops)
+    if not (missing_bw or missing_peak):
+        return prof
+    peers = [q for q in hardware_db.list_profiles() if q.kind == prof.kind and q.id != prof.id]
+    change = {}
+    if missing_bw:
+        src = min((q for q in peers if q.mem_bw_gbs), key=lambda q: q.mem_bw_gbs, default=None)
+        if src is None:
+            raise HardwareError(f"hardware '{prof.id}' has no mem_bw_gbs figure; cannot predict "
+                                f"memory time (calibrate the machine, or add a sourced value to a "
+                                f"copy of its profile and pass that file as {{hw}})",
+                                hints=(Hint("hw", "FILE"),))
+        change["mem_bw_gbs"] = src.mem_bw_gbs
+        note.append(f"INCOMPLETE profile: {prof.id} has no memory bandwidth figure; assumed "
+                    f"{src.mem_bw_gbs:g} GB/s, the slowest sourced {prof.kind} ({src.id}); add a "
+                    f"sourced figure to a copy of the profile for a real answer")
+    if missing_peak:
+        def top(q):
+            return max([*q.matrix_tflops.values(), *q.vector_tflops.values()], default=0.0)
+        src = min((q for q in peers if top(q)), key=top, default=None)
+        if src is not None:
+            change["matrix_tflops"] = src.matrix_tflops
+            change["vector_tflops"] = src.vector_tflops
+            note.append(f"INCOMPLETE profile: {prof.id} has no throughput figure; assumed the "
+                        f"peaks of {src.id}, the slowest sourced {prof.kind}; add a sourced figure "
+                        f"to a copy of the profile for a real answer")
+    return dataclasses.replace(prof, **change)
+
+def host_dispatch(prof, runtime, class_names: list[str], launch: float, note: list[str]) -> np.ndarray:
+    """Host dispatch per kernel (seconds) of ``runtime`` on ``prof``."""
+    cal = prof.calibration
+    if cal and cal.get("runtime") == runtime.name and prof.launch_overhead_us is not None:
+        return np.full(len(class_names), prof.launch_overhead_us * 1e-6)  # measured with it
+    if runtime.name == "eager" and prof.kind == "gpu":
+        note.append(f"eager dispatch per op from {runtimes.EAGER_DISPATCH_SOURCE}")
+        return np.array([runtimes.EAGER_DISPATCH_US.get(c, runtimes.EAGER_DISPATCH_DEFAULT_US)
+                         for c in class_names]) * 1e-6
+    us, why = runtimes.KIND_LAUNCH_US[prof.kind]
+    if prof.launch_overhead_us is not None:
+        note.append(f"{runtime.name} dispatch per kernel taken as {prof.id}'s launch figure "
+                    f"({prof.launch_overhead_us:g} us): not measured for this runtime")
+        return np.full(len(class_names), launch)
+    note.append(f"{runtime.name} dispatch per kernel {us:g} us, {why}")
+    return np.full(len(class_names), us * 1e-6)

@@ -1,0 +1,162 @@
+"""Op classes: which kernel shape an ONNX op or a JAX primitive runs as, for the efficiency model.
+
+``OP_CLASSES`` index the per-class constants (``efficiency.py``); ``op_class_of`` maps an op to its
+class; ``CLASS_FALLBACK`` / ``class_chain`` say which measured class stands in for a class a
+constants set lacks; ``gemm_view`` gives the (m, n, k, batch) of a matrix product.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+OP_CLASSES = ("gemm", "bgemm", "conv", "attention", "elementwise", "activation", "norm", "softmax",
+              "reduce", "gather", "movement", "other",
+              # classes a CPU calibration measures separately (``calibrate``); a constants file or
+              # a calibration that lacks one uses its ``CLASS_FALLBACK`` class
+              "conv_dw", "conv_1x1", "pooling", "view", "rnn")
+CLASS_CODE = {c: i for i, c in enumerate(OP_CLASSES)}
+MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1")
+
+# A class a constants set (family file, generic.json, a calibration's tables) lacks takes the
+# constants of its fallback class, looked up in the same set first (so a GPU family file keeps
+# predicting a depthwise conv with its own conv constants, exactly as before the class existed):
+#   conv_dw  (grouped conv with one input channel per group) -> conv
+#   conv_1x1 (pointwise conv: a GEMM over the pixels)        -> conv
+#   pooling  (MaxPool, AveragePool, GlobalAveragePool, ...)   -> reduce (their class before)
+#   view     (Reshape, Flatten, Squeeze, Unsqueeze, Identity) -> movement (their class before)
+#   rnn      (LSTM, GRU, RNN)                                 -> other (their class before)
+CLASS_FALLBACK = {"conv_dw": "conv", "conv_1x1": "conv", "pooling": "reduce", "view": "movement",
+                  "rnn": "other",
+                  # classes without measurements on a family take a measured class of the same
+                  # kernel shape: batched GEMMs and convolutions (implicit GEMM) run GEMM kernels;
+                  # softmax and reductions are row reductions like norms; data movement and
+                  # unknown ops stream like elementwise ops
+                  "bgemm": "gemm", "conv": "gemm", "softmax": "norm", "reduce": "norm",
+                  "movement": "elementwise", "other": "elementwise"}
+
+
+def class_chain(cls: str) -> tuple[str, ...]:
+    """``cls`` and its fallbacks, in lookup order."""
+    out = [cls]
+    while out[-1] in CLASS_FALLBACK:
+        out.append(CLASS_FALLBACK[out[-1]])
+    return tuple(out)
+
+
+_GEMM = {"MatMul", "Gemm", "FusedMatMul", "FusedGemm", "TransposeMatMul", "MatMulInteger",
+         "MatMulInteger16", "MatMulIntegerToFloat", "QLinearMatMul", "QGemm", "MatMulNBits",
+         "MatMulBnb4", "DynamicQuantizeMatMul", "FusedMatMulActivation", "GemmFastGelu", "Einsum",
+         "dot_general"}
+_CONV = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "FusedConv", "NhwcConv", "NhwcFusedConv",
+         "DeformConv", "CausalConvWithState", "conv_general_dilated"}
+_ATTENTION = {"Attention", "MultiHeadAttention", "GroupQueryAttention", "DecoderMaskedMultiHeadAttention",
+              "QAttention", "LinearAttention", "pallas_call"}
+_NORM = {"LayerNormalization", "SimplifiedLayerNormalization", "SkipLayerNormalization",
+         "SkipSimplifiedLayerNormalization", "RMSNormalization", "BatchNormalization",
+         "GroupNormalization", "InstanceNormalization", "GroupNorm", "SkipGroupNorm", "LpNormalization",
+         "LRN", "EmbedLayerNormalization", "QEmbedLayerNormalization", "MeanVarianceNormalization"}
+_SOFTMAX = {"Softmax", "LogSoftmax", "BiasSoftmax", "QLinearSoftmax", "Hardmax"}
+_ACTIVATION = {"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "BiasSplitGelu", "Erf", "Tanh", "Sigmoid",
+               "Exp", "Log", "Softplus", "Softsign", "Mish", "Swish", "SwiGLU", "Elu", "Selu", "Celu",
+               "HardSigmoid", "HardSwish", "Sqrt", "Reciprocal", "Pow", "Sin", "Cos", "Tan", "Asin",
+               "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "QLinearSigmoid",
+               # jax primitives
+               "erf", "erfc", "erf_inv", "tanh", "logistic", "exp", "exp2", "expm1", "log", "log1p",
+               "sqrt", "rsqrt", "cbrt", "pow", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
+               "sinh", "cosh", "asinh", "acosh", "atanh", "lgamma", "digamma", "igamma", "igammac",
+               "igamma_grad_a", "bessel_i0e", "bessel_i1e", "polygamma", "zeta", "random_gamma_grad",
+               "regularized_incomplete_beta"}
+_ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Relu", "LeakyRelu", "PRelu", "ThresholdedRelu", "Clip",
+                "Abs", "Neg", "Sign", "Floor", "Ceil", "Round", "Max", "Min", "Sum", "Mean", "Mod",
+                "Where", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor",
+                "Not", "IsInf", "IsNaN", "BitShift", "BitwiseAnd", "BitwiseNot", "BitwiseOr", "BitwiseXor",
+                "Shrink", "Dropout", "BiasAdd", "BiasDropout", "BitmaskBiasDropout", "QLinearAdd",
+                "QLinearMul", "QLinearLeakyRelu", "QLinearWhere", "QuantizeLinear", "DequantizeLinear",
+                "DynamicQuantizeLinear", "RotaryEmbedding", "MRotaryEmbedding", "Trilu", "CumSum",
+                "CumProd",
+                # jax primitives
+                "add", "add_any", "sub", "mul", "div", "rem", "max", "min", "neg", "abs", "sign",
+                "floor", "ceil", "round", "clamp", "select_n", "eq", "ne", "lt", "le", "gt", "ge",
+                "eq_to", "le_to", "lt_to", "and", "or", "not", "xor", "shift_left",
+                "shift_right_arithmetic", "shift_right_logical", "integer_pow", "square", "is_finite",
+                "nextafter", "population_count", "clz", "mulhi", "conj", "real", "imag", "complex",
+                "reduce_precision", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"}
+_REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+           "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "TopK",
+           "QLinearReduceMean", "MaxRoiPool", "RoiAlign",
+           "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
+           "reduce_xor", "reduce", "argmax", "argmin", "reduce_window", "reduce_window_sum",
+           "reduce_window_max", "reduce_window_min", "top_k", "approx_top_k"}
+_GATHER = {"Gather", "GatherElements", "GatherND", "GatherBlockQuantized", "Embedding", "Compress",
+           "OneHot", "ArrayFeatureExtractor", "Scatter", "ScatterElements", "ScatterND", "TensorScatter",
+           "gather", "scatter", "scatter-add", "scatter_add", "scatter-mul", "scatter_mul", "scatter-min",
+           "scatter_min", "scatter-max", "scatter_max", "scatter-sub", "scatter_sub", "dynamic_slice",
+           "dynamic_update_slice", "select_and_gather_add", "select_and_scatter_add"}
+_POOLING = {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "AveragePool", "MaxPool", "LpPool",
+            "QLinearGlobalAveragePool", "QLinearAveragePool", "NhwcMaxPool", "MaxpoolWithMask"}
+_VIEW = {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"}
+_RNN = {"LSTM", "GRU", "RNN", "DynamicQuantizeLSTM"}
+_MOVEMENT = {"Transpose", "Concat", "Slice", "Pad", "Split", "Expand", "Tile", "Cast", "CastLike",
+             "DepthToSpace", "SpaceToDepth",
+             "ReverseSequence", "Resize", "Upsample", "QLinearConcat", "ExpandDims", "ConcatFromSequence",
+             "SplitToSequence", "BitCast", "Col2Im", "GridSample", "AffineGrid",
+             "transpose", "concatenate", "slice", "pad", "split", "broadcast_in_dim", "tile",
+             "convert_element_type", "bitcast_convert_type", "copy", "copy_p", "reshape", "squeeze",
+             "expand_dims", "rev", "stack", "unstack", "iota", "device_put", "sort"}
+_TABLE = [(_GEMM, "gemm"), (_CONV, "conv"), (_ATTENTION, "attention"), (_NORM, "norm"),
+          (_SOFTMAX, "softmax"), (_ACTIVATION, "activation"), (_ELEMENTWISE, "elementwise"),
+          (_REDUCE, "reduce"), (_GATHER, "gather"), (_MOVEMENT, "movement"), (_POOLING, "pooling"),
+          (_VIEW, "view"), (_RNN, "rnn")]
+_OP_CLASS = {op: cls for names, cls in _TABLE for op in names}
+_EMBED = re.compile(r"embed", re.I)
+
+
+def op_class_of(domain: str, op: str, *, batched: bool = False, conv_input=None,
+                conv_weight=None) -> str:
+    """Op class of an ONNX op type (any domain) or a JAX primitive name; ``"other"`` if unknown.
+
+    ``batched``: the matrix product has batch dims on *both* operands (attention scores, a
+    batched matmul of two activations): ``bgemm`` instead of ``gemm``.  A MatMul of a batched
+    activation with a 2-D weight folds the batch into M and stays ``gemm``.
+    ``conv_input`` / ``conv_weight``: the shapes (sequences of ints; None where unknown) of an
+    ONNX convolution's data and weight: a weight with one input channel per group on a
+    multi-channel input is ``conv_dw`` (depthwise), an all-ones kernel ``conv_1x1``."""
+    del domain  # op names are unambiguous across the domains opcost registers
+    cls = _OP_CLASS.get(op)
+    if cls is None and _EMBED.search(op) and "Rotary" not in op:
+        cls = "gather"
+    if cls is None:
+        return "other"
+    if cls == "gemm" and batched:
+        return "bgemm"
+    if cls == "conv" and conv_weight is not None and len(conv_weight) >= 3:
+        w, x = tuple(conv_weight), tuple(conv_input or ())
+        if w[1] == 1 and len(x) >= 2 and x[1] not in (1, None):
+            return "conv_dw"
+        if all(d == 1 for d in w[2:]):
+            return "conv_1x1"
+    return cls
+
+
+def gemm_view(a_shape, b_shape) -> tuple[int, int, int, int, bool]:
+    """(m, n, k, batch, batched) of ``A @ B`` with numpy-style broadcasting (ONNX MatMul).
+
+    When B is 2-D (a weight) the batch dims of A fold into M (one GEMM); when both carry batch
+    dims it is a batched GEMM (``batched=True``)."""
+    a, b = list(a_shape), list(b_shape)
+    if len(a) == 1:
+        a = [1] + a
+    if len(b) == 1:
+        b = b + [1]
+    k, n = b[-2], b[-1]
+    if len(b) == 2:
+        m = int(np.prod(a[:-1]))
+        return m, n, k, 1, False
+    batch_a, batch_b = a[:-2], b[:-2]
+    nd = max(len(batch_a), len(batch_b))
+    batch_a = [1] * (nd - len(batch_a)) + batch_a
+    batch_b = [1] * (nd - len(batch_b)) + batch_b
+    batch = int(np.prod([max(x, y) for x, y in zip(batch_a, batch_b)]))
+    return a[-2], n, k, batch, True
