@@ -80,6 +80,14 @@ def sub_jaxprs(params: Mapping[str, Any]) -> list[tuple[str, int | None, Any]]:
     return out
 
 
+def _linear_solve(params: Mapping[str, Any], ins: list) -> tuple[list, list]:
+    """``custom_linear_solve``'s solve jaxpr and its operands: the solve consts, then b."""
+    lengths = tuple(params["const_lengths"])   # (matvec, vecmat, solve, transpose_solve)
+    start = lengths[0] + lengths[1]
+    operands = list(ins[start:start + lengths[2]]) + list(ins[sum(lengths):])
+    return [("solve", None, params["jaxprs"].solve)], operands
+
+
 def _count_eqns(j: Any) -> int:
     jaxpr, _ = open_jaxpr(j)
     return sum(1 + sum(_count_eqns(s) for _, _, s in sub_jaxprs(e.params)) for e in jaxpr.eqns)
@@ -202,6 +210,10 @@ class _Lowerer:
             if prim in CONTROL:
                 self._control(eqn, prim, ins, scope, env, nodes, used)
                 continue
+            if prim == "custom_linear_solve" and not counted:
+                # what runs is the ``solve`` jaxpr on (its consts, b); matvec and the transposes
+                # only serve differentiation
+                subs, ins = _linear_solve(eqn.params, ins)
             if not counted and len(subs) == 1 and prim != "pallas_call":
                 # a call: inline its body under a name component
                 _, _, body = subs[0]
