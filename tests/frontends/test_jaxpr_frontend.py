@@ -52,7 +52,7 @@ def test_names_are_unique_and_derivatives_are_named():
             h = x @ w
             h = h + 1.0
             h = h + 2.0
-        return h.sum()
+        return (h * h).sum()  # the gradient needs h: the forward adds stay live
 
     r = analyzer.analyze_jax(jax.grad(loss), S(4, 3), S(2, 4))
     ns = names(r)

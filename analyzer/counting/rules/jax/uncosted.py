@@ -12,7 +12,8 @@ _CALLBACK = ("a Python callback runs on the host, outside the compiled program: 
 UNCOSTED: dict[tuple[str, str], str] = {
     ("jax", "pure_callback"): _CALLBACK,
     ("jax", "io_callback"): _CALLBACK,
-    ("jax", "debug_callback"): _CALLBACK + " (jax.debug.print/callback)",
+    ("jax", "debug_callback"): _CALLBACK + " (jax.debug.callback)",
+    ("jax", "debug_print"): _CALLBACK + " (jax.debug.print)",
     ("jax", "schur"): "no closed-form operation count is stated for it here (iterative QR)",
     ("jax", "hessenberg"): "no operation count convention is stated for it here yet",
     ("jax", "tridiagonal"): "no operation count convention is stated for it here yet",
