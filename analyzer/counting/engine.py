@@ -99,6 +99,11 @@ def _describe(graph: Graph, node: Node) -> str:
     return f"inputs ({fmt(node.inputs)}) outputs ({fmt(node.outputs)})"
 
 
+def _uncosted_note(node: Node) -> str:
+    why = _rules.WHY_UNCOSTED.get((node.domain, node.op))
+    return f"no cost rule for {node.domain or 'ai.onnx'}::{node.op}" + (f": {why}" if why else "")
+
+
 def _shape_gap(err: Exception) -> bool:
     """An unknown shape that no bound dim explains (a '?' or derived dim, an unknown rank)."""
     if isinstance(err, UnboundDimError):
@@ -286,8 +291,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                 # the constant data inputs (same for every node of this memo key)
                 cidx = tuple(i for i, x in enumerate(node.inputs)
                              if x and i not in shape_inputs and x in constants)
-                note = work.note or (f"no cost rule for {node.domain or 'ai.onnx'}::{node.op}"
-                                     if status == UNCOSTED else None)
+                note = work.note or (_uncosted_note(node) if status == UNCOSTED else None)
                 if times != 1:
                     note = f"x{times} (runs in a loop)" + (f"; {note}" if note else "")
                     cost = cost.scaled(times)

@@ -52,7 +52,7 @@ def test_names_are_unique_and_derivatives_are_named():
             h = x @ w
             h = h + 1.0
             h = h + 2.0
-        return h.sum()
+        return (h * h).sum()  # the gradient needs h: the forward adds stay live
 
     r = analyzer.analyze_jax(jax.grad(loss), S(4, 3), S(2, 4))
     ns = names(r)
@@ -184,7 +184,7 @@ def test_pallas_call_uses_its_cost_estimate_else_uncosted():
 
 
 def test_unknown_primitive_is_uncosted_not_zero():
-    r = analyzer.analyze_jax(lambda x: jnp.linalg.cholesky(x), S(4, 4))
+    r = analyzer.analyze_jax(lambda x: jax.lax.linalg.tridiagonal(x)[1], S(4, 4))  # no rule (yet)
     assert any(n.status == "uncosted" for n in r.nodes)
     assert r.coverage.uncosted
 

@@ -23,6 +23,15 @@ from analyzer.counting.rules.onnxruntime import contrib
 from analyzer.counting.rules.onnxruntime import quantized as ort_quantized
 from analyzer.counting.rules.jax import control as lax_control  # noqa: F401,E501  (JAX primitives, domain "jax")
 from analyzer.counting.rules.jax import elementwise as lax_elementwise
+from analyzer.counting.rules.jax import linalg as lax_linalg
 from analyzer.counting.rules.jax import linear as lax_linear
 from analyzer.counting.rules.jax import movement as lax_movement
 from analyzer.counting.rules.jax import reduce as lax_reduce
+
+from analyzer.counting.rules.jax import uncosted as _jax_uncosted
+from analyzer.counting.rules.onnx import uncosted as _onnx_uncosted
+from analyzer.counting.rules.onnxruntime import uncosted as _ort_uncosted
+
+# (domain, op) -> why no rule counts it: the note of such a node in a report
+WHY_UNCOSTED: dict[tuple[str, str], str] = {
+    **_onnx_uncosted.UNCOSTED, **_ort_uncosted.UNCOSTED, **_jax_uncosted.UNCOSTED}

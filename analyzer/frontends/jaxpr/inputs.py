@@ -106,6 +106,9 @@ def load_target(target: str) -> Callable:
             module = importlib.import_module(mod_part)
     except ModelLoadError:
         raise
+    except SystemExit as e:  # a script's sys.exit at import: not a quiet exit 0 of the analyzer
+        raise ModelLoadError(f"{mod_part}: the module exited while being imported (sys.exit({e.code!r})); "
+                             f"guard its script code with if __name__ == '__main__'") from None
     except Exception as e:  # any import-time failure of user code
         raise ModelLoadError(f"{mod_part}: import failed ({type(e).__name__}: {e})") from None
     obj: Any = module

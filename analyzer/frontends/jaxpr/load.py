@@ -12,6 +12,9 @@ Sub-jaxprs are handled by one walker (``_Lowerer.emit``):
 - ``scan``, ``while`` and ``cond`` become control nodes whose ``subgraphs`` hold their bodies, and
   whose rule (``rules/lax_control.py``) says how often each runs.
 
+Dead code is removed first (``live``: jax's own dead-code elimination, as XLA removes it), so the
+counts are those of what runs, not of everything traced.
+
 Constants and parameters (JAX has no notion of weights, so this is a decision, documented here):
 
 - closed-over arrays (the ``consts`` of a ``ClosedJaxpr``) are constants, like ONNX initializers:
@@ -78,6 +81,14 @@ def sub_jaxprs(params: Mapping[str, Any]) -> list[tuple[str, int | None, Any]]:
         elif isinstance(v, (tuple, list)) and v and all(isinstance(x, (ClosedJaxpr, Jaxpr)) for x in v):
             out.extend((k, i, x) for i, x in enumerate(v))
     return out
+
+
+def _linear_solve(params: Mapping[str, Any], ins: list) -> tuple[list, list]:
+    """``custom_linear_solve``'s solve jaxpr and its operands: the solve consts, then b."""
+    lengths = tuple(params["const_lengths"])   # (matvec, vecmat, solve, transpose_solve)
+    start = lengths[0] + lengths[1]
+    operands = list(ins[start:start + lengths[2]]) + list(ins[sum(lengths):])
+    return [("solve", None, params["jaxprs"].solve)], operands
 
 
 def _count_eqns(j: Any) -> int:
@@ -202,6 +213,10 @@ class _Lowerer:
             if prim in CONTROL:
                 self._control(eqn, prim, ins, scope, env, nodes, used)
                 continue
+            if prim == "custom_linear_solve" and not counted:
+                # what runs is the ``solve`` jaxpr on (its consts, b); matvec and the transposes
+                # only serve differentiation
+                subs, ins = _linear_solve(eqn.params, ins)
             if not counted and len(subs) == 1 and prim != "pallas_call":
                 # a call: inline its body under a name component
                 _, _, body = subs[0]
@@ -310,6 +325,25 @@ class _Lowerer:
         nodes.append(Node(name, prim, DOMAIN, tuple(in_names), tuple(outs), attrs, subgraphs))
 
 
+# ----------------------------------------------------------------------------- dead code
+
+
+def live(closed: Any) -> Any:
+    """``closed`` without the equations nothing uses, as XLA removes them before it runs anything
+    (the forward result ``jax.grad`` discards, a value computed and dropped).  jax's own
+    dead-code elimination (``partial_eval.dce_jaxpr``, which recurses into jit, scan, while, cond
+    and custom_jvp/vjp bodies by its per-primitive rules); equations with side effects
+    (``io_callback``, ``debug.print``) stay.  Every input stays, used or not (inputs are named
+    by position).  A jax without that function leaves the program as traced."""
+    try:
+        from jax._src.interpreters.partial_eval import dce_jaxpr
+    except ImportError:  # a private module: a later jax may move it
+        return closed
+    jaxpr = closed.jaxpr
+    pruned, _ = dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars), instantiate=True)
+    return closed.replace(jaxpr=pruned)
+
+
 # ----------------------------------------------------------------------------- entry point
 
 def load(fn: Any, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None, *,
@@ -321,6 +355,7 @@ def load(fn: Any, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = N
     primitive it does not count is inlined.  Returns the graph and the model info of the report
     (``format: "jaxpr"``)."""
     traced = trace(fn, args, kwargs or {}, params_argnums=params_argnums)
+    traced.closed = live(traced.closed)
     low = _Lowerer(counted)
     jaxpr, consts = open_jaxpr(traced.closed)
     # a program that is one jit call reads better without the outer ``jit(f)/`` on every row

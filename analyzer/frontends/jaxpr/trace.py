@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 from analyzer.errors import InputSpecError, ModelLoadError
 from analyzer.ir.graph import TensorSpec
 from analyzer.frontends.jaxpr.inputs import ir_dtype
+from analyzer.frontends.jaxpr.scopes import module_scopes
 
 
 def _dim(d: Any) -> int | str:
@@ -128,7 +129,10 @@ def trace(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any], *,
     base = getattr(fn, "func", fn)   # functools.partial
     fname = getattr(base, "__name__", None) or type(base).__name__
     try:
-        closed = jax.make_jaxpr(wrapped)(dyn_args, dyn_kwargs)
+        with module_scopes():   # flax.nnx module paths as layer names
+            closed = jax.make_jaxpr(wrapped)(dyn_args, dyn_kwargs)
+    except SystemExit as e:  # user code exiting while traced: bad input, not the analyzer's exit
+        raise ModelLoadError(f"tracing {fname} failed: it called sys.exit({e.code!r})") from None
     except Exception as e:  # user code failing to trace is bad input, named in one line
         msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise ModelLoadError(f"tracing {fname} failed: {type(e).__name__}: {msg}") from None

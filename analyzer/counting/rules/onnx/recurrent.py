@@ -38,5 +38,4 @@ def _recurrent(op: str):
     return rule
 
 
-for _op in _GATES:
-    register(_op)(_recurrent(_op))
+rnn_rule, gru_rule, lstm_rule = (register(op)(_recurrent(op)) for op in ("RNN", "GRU", "LSTM"))

@@ -1,5 +1,5 @@
 """onnxruntime's quantized ops (com.microsoft): the integer and 4-bit matmuls, GatherBlockQuantized,
-the QLinear elementwise/pooling ops and QAttention; the conventions are those of the standard
+the QLinear elementwise/pooling ops, QAttention and DynamicQuantizeLSTM; the conventions are those of the standard
 quantized ops (``rules/onnx/quantized.py``), whose Quantize/DequantizeLinear and QLinearConv
 rules are registered here for com.microsoft too.
 """
@@ -7,10 +7,11 @@ rules are registered here for com.microsoft too.
 from __future__ import annotations
 
 from analyzer.counting.cost import Work, register
-from analyzer.ir.graph import dtype_bits
+from analyzer.ir.graph import TensorSpec, dtype_bits
 from analyzer.counting.rules.onnx import linear
 from analyzer.counting.rules.onnx import pooling
 from analyzer.counting.rules.onnx import quantized
+from analyzer.counting.rules.onnx import recurrent
 from analyzer.counting.rules.onnx.attention import ms_attention
 from analyzer.counting.rules.onnx.common import output, present
 from analyzer.counting.rules.onnx.quantized import (DEQUANTIZE, QUANTIZE, dequantize_ops,
@@ -209,3 +210,35 @@ def qattention(ins, outs, ctx, *, num_heads, unidirectional=0, do_rotary=0,
     vec += zero_point_subtractions(ins, ((0, 6), (1, 7)))
     return Work(mac_flops=base.mac_flops, vector_flops=vec, transcendentals=base.transcendentals,
                 mac_dtype=int_mac_dtype(x.dtype), note="mac_dtype: the int8 QKV projection dominates")
+
+
+# ----------------------------------------------------------------------------- recurrent
+
+
+@register("DynamicQuantizeLSTM", domain=MS)
+def dynamic_quantize_lstm(ins, outs, ctx):
+    """LSTM with int8 weights (``quantize_dynamic`` turns every LSTM into it).
+
+    Inputs: X [S, B, I], W [D, I, 4H], R [D, H, 4H] (the float LSTM's W and R transposed),
+    B?, sequence_lens?, initial_h?, initial_c?, P?, W_scale, W_zero_point, R_scale, R_zero_point.
+    The float LSTM's counts (``rules/onnx/recurrent.py``: the same mac_flops, run on the int8
+    path, and the same cell arithmetic), plus what onnxruntime's quantized GEMM does around
+    each product (rnn_helpers ComputeGemm): per direction, X is dynamically quantized once
+    (all S*B rows: ``dynamic_quantize_ops``) and the hidden state before each step
+    (S times B*H), and each int32 product element is dequantized (1 multiply; 2 products of
+    S*B*4H elements).  The weights' zero points cost one subtraction per weight element.
+    """
+    x, w, r = ins[0], ins[1], ins[2]
+    seq, batch, inp = x.dim(0), x.dim(1), x.dim(2)
+    dirs, gates_h = w.dim(0), w.dim(2)
+    if w.dim(1) != inp or r.dim(2) != gates_h or gates_h % 4:
+        raise ShapeError(f"DynamicQuantizeLSTM: W {w.dims()} and R {r.dims()} do not match "
+                         f"X {x.dims()} ([D, I, 4H] and [D, H, 4H] expected)")
+    h = gates_h // 4
+    as_float = TensorSpec((dirs, gates_h, inp), w.dtype)  # the float LSTM's W layout
+    cell = recurrent.lstm_rule((x, as_float) + tuple(ins[2:8]), outs, ctx)
+    quant = dirs * (dynamic_quantize_ops(seq * batch * inp) + seq * dynamic_quantize_ops(batch * h))
+    dequant = dirs * 2 * seq * batch * gates_h
+    vec = cell.vector_flops + quant + dequant + zero_point_subtractions(ins, ((1, 9), (2, 11)))
+    return Work(mac_flops=cell.mac_flops, vector_flops=vec, transcendentals=cell.transcendentals,
+                mac_dtype=int_mac_dtype(w.dtype))

@@ -302,3 +302,18 @@ SURROGATES: dict[str, Callable] = {
     "QLinearReduceMean": _qlinear_reduce_mean, "QLinearConcat": _qlinear_concat,
     "QLinearWhere": _qlinear_where, "QLinearConv": _qlinear_conv, "QGemm": _qgemm,
 }
+
+
+def _dynamic_quantize_lstm(e: Emit):
+    # X [S, B, I], W [D, I, 4H] (int8), R [D, H, 4H]: Y [S, D, B, H], Y_h and Y_c [D, B, H]
+    # (no layout attribute: always sequence-major)
+    x, w, r = e.inp(0), e.inp(1), e.inp(2)
+    hidden = e.attr("hidden_size") or e.dim(r, 1)
+    seq, batch, dirs = e.dim(x, 0), e.dim(x, 1), e.dim(w, 0)
+    e.fill(e.out(0), seq, dirs, batch, hidden)
+    e.fill(e.out(1), dirs, batch, hidden)
+    e.fill(e.out(2), dirs, batch, hidden)
+    return outs_like(e, input_dtype(e, 0))
+
+
+SURROGATES["DynamicQuantizeLSTM"] = _dynamic_quantize_lstm
