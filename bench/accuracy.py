@@ -190,6 +190,45 @@ def _md(rows, head) -> list[str]:
     return out
 
 
+def write_cases(cases: list[Case], path: str) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["source", "device", "profile", "op", "dtype", "dims", "timing", "measured_s"])
+        for c in cases:
+            w.writerow([c.source, c.device, c.profile, c.op, c.dtype, json.dumps(dict(c.dims)),
+                        c.timing, repr(c.measured_s)])
+
+
+def read_cases(path: str) -> list[Case]:
+    with open(path, newline="") as f:
+        return [Case(r["source"], r["device"], r["profile"], r["op"], r["dtype"],
+                     tuple(json.loads(r["dims"]).items()), r["timing"], float(r["measured_s"]))
+                for r in csv.DictReader(f)]
+
+
+def write_guard(shared: str, h100: str | None, folder: str) -> int:
+    """A small committed sample (8 cases per group) and its errors today: the regression guard."""
+    os.makedirs(folder, exist_ok=True)
+    cases = shared_cases(shared, 8) + _spread_groups(h100_cases(h100) if h100 else [], 8)
+    write_cases(cases, os.path.join(folder, "cases.csv"))
+    scored = score(cases)
+    rec = {"overall": stats(scored), "groups": [[list(k), s] for k, s in
+                                                table(scored, ("source", "op_class", "timing"))],
+           "command": "python bench/accuracy.py --write-guard " + folder,
+           "date": str(datetime.date.today())}
+    with open(os.path.join(folder, "recorded.json"), "w") as f:
+        json.dump(rec, f, indent=1)
+    print(f"wrote {len(cases)} cases to {folder}")
+    return 0
+
+
+def _spread_groups(cases: list[Case], n: int) -> list[Case]:
+    groups: dict[tuple, list] = {}
+    for c in cases:
+        groups.setdefault((c.op, c.dtype, c.timing), []).append(c)
+    return [x for _, g in sorted(groups.items()) for x in _spread(g, lambda c: c.dims, n)]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shared", default=os.path.join(ROOT, "..", "shared", "measurements", "gpu"))
@@ -198,7 +237,12 @@ def main(argv=None) -> int:
     ap.add_argument("--per-group", type=int, default=60)
     ap.add_argument("--out", default=os.path.join(HERE, "results",
                                                   f"accuracy_gpu_{datetime.date.today()}"))
+    ap.add_argument("--write-guard", metavar="DIR", default=None,
+                    help="write a small sample of the cases (8 per group) and their recorded "
+                         "errors for tests/prediction/test_accuracy_guard.py")
     args = ap.parse_args(argv)
+    if args.write_guard:
+        return write_guard(args.shared, args.h100, args.write_guard)
     shared = shared_cases(args.shared, args.per_group)
     h100 = h100_cases(args.h100) if args.h100 else []
     doc: dict = {"date": str(datetime.date.today()), "machine": platform.platform(),
