@@ -10,10 +10,20 @@ from analyzer.errors import (AnalyzerError, BaselineError, CheckFailed, GraphErr
                      InputSpecError, InternalError, ModelLoadError, ShapeError, UnboundDimError)
 
 __all__ = [
-    "analyze", "sweep", "analyze_jax", "Options", "AnalyzerError", "BaselineError", "CheckFailed",
+    "analyze", "sweep", "analyze_jax", "Options", "CostModel", "AnalyzerError", "BaselineError", "CheckFailed",
     "GraphError", "HardwareError", "InputSpecError", "ModelLoadError", "ShapeError", "UnboundDimError",
     "Hint", "InternalError",
 ]
 from analyzer.version import VERSION
 
 __version__ = VERSION
+
+
+def __getattr__(name):
+    # CostModel pulls numpy in: import it on first use (``import analyzer`` and hardware_db stay
+    # free of numpy, jax and onnx)
+    if name == "CostModel":
+        from analyzer.search.model import CostModel
+
+        return CostModel
+    raise AttributeError(f"module 'analyzer' has no attribute {name!r}")

@@ -42,10 +42,10 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
     with _gc_paused():
         graph, info = onnx_frontend.load(model, inputs=opts.inputs, dims=opts.dims,
                                          values=opts.values, counted=has_rule)
-        return _report(graph, info, opts, hw, _onnxruntime_record(model, hw, opts))
+        return _report(graph, info, opts, hw, onnxruntime_record(model, hw, opts))
 
 
-def _onnxruntime_record(model: Any, hw, options: Options):
+def onnxruntime_record(model: Any, hw, options: Options):
     """onnxruntime's record of what it fuses in ``model`` (``ort_graph.fusion_record``), when a
     profile in ``hw`` is predicted under the onnxruntime runtime and onnxruntime is installed;
     else None (the prediction then uses fusion.py's patterns, and its notes say which)."""

@@ -10,7 +10,15 @@ A search loop scores many small candidates (here: transformer stacks of 1-4 bloc
 
 Also checks every candidate's mac_flops against the builder's closed form.
 
-    python bench/bench_search.py [--candidates 48] [--seconds 3]
+Then the model-search API (``analyzer.CostModel``), each as a ratio to a plain loop of
+``analyzer.analyze`` on the same work, same profiles (a100, tpu-v5e), same run:
+
+  score: candidates/s on structurally different ONNX candidates of ~100 nodes, weights inline
+  (samples/search_space.random_transformer), batched through one jitted call;
+  score_dims: assignments/s of (batch, seq, width) for one symbolic transformer block;
+  table.score: candidates/s of a 5-stage CNN latency table (samples/search_space.CNN_SPACE).
+
+    python bench/bench_search.py [--candidates 48] [--seconds 3] [--search-only]
 """
 
 from __future__ import annotations
@@ -53,7 +61,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--candidates", type=int, default=48)
     ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--search-only", action="store_true")
     args = ap.parse_args(argv)
+    if args.search_only:
+        return search_api(args)
 
     import onnx
 
@@ -73,7 +84,59 @@ def main(argv=None) -> int:
         r = rate(lambda b: analyzer.analyze(b, hw=hw), blobs, args.seconds)
         print(f"{label}: {r:8.0f} /s  ({base / r:.2f}x the baseline's time per candidate)")
     print(f"mac_flops match the closed form: {ok}")
+    search_api(args)
     return 0 if ok else 1
+
+
+def search_api(args) -> int:
+    import numpy as np
+
+    import analyzer
+
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "samples"))
+    import search_space as ss
+
+    hw = ["a100", "tpu-v5e"]
+    cm = analyzer.CostModel(hw)
+    rng = np.random.default_rng(0)
+    models = [ss.random_transformer(rng, 100) for _ in range(max(args.candidates, 64))]
+    blobs = [m.SerializeToString() for m in models]
+    n_nodes = np.mean([len(m.graph.node) for m in models])
+    cm.score(blobs)   # warm-up: compiles this batch's bucket shapes once (a search reuses them)
+    analyzer.analyze(blobs[0], hw=hw)
+    t = time.perf_counter()
+    lat = cm.score(blobs)
+    score_rate = len(blobs) / (time.perf_counter() - t)
+    loop = rate(lambda b: analyzer.analyze(b, hw=hw), blobs[:16], args.seconds / 2)
+    print(f"\nmodel-search API on {', '.join(hw)} (this run)")
+    print(f"score        : {score_rate:10,.0f} candidates/s ({len(blobs)} different ONNX candidates, "
+          f"{n_nodes:.0f} nodes, weights inline)  {score_rate / loop:7.1f}x analyze loop "
+          f"({loop:,.0f}/s)")
+    sym = ss.symbolic_transformer()
+    dims = {"batch": [1, 2, 4, 8], "seq": list(range(16, 16 * 257, 16)),
+            "width": list(range(64, 64 * 257, 64))}
+    n_assign = 4 * 256 * 256
+    cm.score_dims(sym, {"batch": [1, 2], "seq": [16, 32, 48, 64], "width": [64, 128, 192, 256]})
+    t = time.perf_counter()
+    out = cm.score_dims(sym, dims)
+    dims_rate = n_assign / (time.perf_counter() - t)
+    pts = [{"batch": b, "seq": s, "width": w} for b, s, w in ((1, 16, 64), (8, 4096, 16384), (2, 512, 768))]
+    dloop = rate(lambda d: analyzer.analyze(sym, hw=hw, dims=d), pts, args.seconds / 2)
+    print(f"score_dims   : {dims_rate:10,.0f} assignments/s ({n_assign:,} assignments of batch x seq x "
+          f"width, fit included)  {dims_rate / dloop:7.0f}x analyze loop ({dloop:,.0f}/s)")
+    table = cm.table(ss.CNN_SPACE, ss.CNN_INPUT)
+    choices = np.stack([rng.integers(len(s), size=1_000_000) for s in ss.CNN_SPACE], axis=1)
+    table.score(choices[:10])
+    t = time.perf_counter()
+    table.score(choices)
+    table_rate = len(choices) / (time.perf_counter() - t)
+    from analyzer.search.table import compose
+    composed = [compose(ss.CNN_SPACE, c, ss.CNN_INPUT) for c in choices[:8]]
+    tloop = rate(lambda m: analyzer.analyze(m, hw=hw), composed, args.seconds / 2)
+    print(f"table.score  : {table_rate:10,.0f} candidates/s (1,000,000 choices of a 5-stage CNN)  "
+          f"{table_rate / tloop:7.0f}x analyze loop of the composed models ({tloop:,.0f}/s)")
+    assert np.isfinite(lat).all() and np.isfinite(out).all()
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,107 @@
+"""Batches: many lowered candidates through ONE jitted call, vmapped over candidates (and,
+inside ``kernels.kernel_terms``, over profiles), sharded over the local JAX devices.
+
+Candidates of different sizes share compiled kernels: each candidate's kernel arrays are padded
+to a power-of-two bucket ``K_bucket`` (``kernels.bucket``) and the batch to a power-of-two
+number of candidates (a multiple of the device count), so a search compiles a handful of
+shapes once and reuses them.  Padded kernels are inactive (``active = 0``): they take no time.
+
+The per-kernel times come back as float32 ``[C, P, K_bucket]`` and are summed in float64 on the
+host, as ``predict`` sums them.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from analyzer.prediction import kernels
+
+FEATS = ("op_class", "mac_flops", "vec_flops", "trans_flops", "bytes", "m", "n", "k", "batch")
+TRACES = {"batch": 0}
+_jitted = None
+
+
+def _batched():
+    global _jitted
+    if _jitted is None:
+        import jax
+
+        def traced(feats, runs, active, mpeak, vpeak, bw, units, l2, consts, fixed, overlap):
+            TRACES["batch"] += 1   # once per compilation
+            one = lambda f, r, a, mp, vp, fx: kernels.kernel_terms(   # noqa: E731
+                f, r, a, mp, vp, bw, units, l2, consts, fx, overlap)[3]
+            return jax.vmap(one)(feats, runs, active, mpeak, vpeak, fixed)
+
+        _jitted = jax.jit(traced)
+    return _jitted
+
+
+def pow2(n: int, at_least: int = 1) -> int:
+    b = at_least
+    while b < n:
+        b *= 2
+    return b
+
+
+def devices() -> int:
+    import jax
+
+    return jax.local_device_count()
+
+
+def shard(arrays, n_dev: int):
+    """Put the candidate-batched ``arrays`` (a pytree, leading axis C) on a 1-D mesh of the
+    local devices, split along C (identity with one device)."""
+    if n_dev <= 1:
+        return arrays
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    mesh = Mesh(np.array(jax.local_devices()), ("c",))
+    return jax.device_put(arrays, NamedSharding(mesh, PartitionSpec("c")))
+
+
+def kernel_times(lows: Sequence, overlap: bool = True) -> list[np.ndarray]:
+    """Per-kernel times ``[P, K_c]`` (float64) of each ``lowering.Lowered`` in ``lows``; all
+    share one runtime and one list of profiles.  One jitted call per K bucket."""
+    out: list[np.ndarray | None] = [None] * len(lows)
+    by_bucket: dict[int, list[int]] = {}
+    for i, low in enumerate(lows):
+        by_bucket.setdefault(kernels.bucket(max(len(low.kernel_names), 1)), []).append(i)
+    for kb, idx in by_bucket.items():
+        for i, t in zip(idx, _run_bucket([lows[i] for i in idx], kb, overlap)):
+            out[i] = t
+    return out  # type: ignore[return-value]
+
+
+def _run_bucket(lows, kb: int, overlap: bool) -> list[np.ndarray]:
+    n_dev = devices()
+    C = len(lows)
+    cb = pow2(C, max(8, n_dev))
+    cb = -(-cb // n_dev) * n_dev
+    first = lows[0]
+    P = first.mem_bw.shape[0]
+    feats = {f: np.zeros((cb, kb), np.int32 if f == "op_class" else np.float32) for f in FEATS}
+    runs = np.ones((cb, kb), np.float32)
+    active = np.zeros((cb, kb), np.float32)
+    mpeak = np.ones((cb, P, kb), np.float32)
+    vpeak = np.ones((cb, P, kb), np.float32)
+    fixed = np.zeros((cb, P, kb), np.float32)
+    for c, low in enumerate(lows):
+        K = len(low.kernel_names)
+        for f in FEATS:
+            feats[f][c, :K] = low.feats[f]
+        runs[c, :K] = low.runs
+        active[c, :K] = 1.0
+        mpeak[c, :, :K] = low.matrix_peak
+        vpeak[c, :, :K] = low.vector_peak
+        fixed[c, :, :K] = low.fixed
+    consts = {k: np.asarray(v, np.float32) for k, v in first.consts.items()}
+    batched = shard((feats, runs, active, mpeak, vpeak, fixed), n_dev)
+    time = _batched()(batched[0], batched[1], batched[2], batched[3], batched[4],
+                      np.asarray(first.mem_bw, np.float32), np.asarray(first.units, np.float32),
+                      np.asarray(first.l2_bytes, np.float32), consts, batched[5], np.bool_(overlap))
+    time = np.asarray(time)
+    return [time[c, :, :len(low.kernel_names)].astype(np.float64) for c, low in enumerate(lows)]

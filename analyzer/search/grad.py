@@ -1,0 +1,158 @@
+"""A differentiable latency: a pure JAX function of per-node scale factors and the hardware.
+
+``latency_fn(cm, candidate)`` lowers the candidate once per runtime group and returns
+``f(node_scale, hw) -> latency [P]`` where ``node_scale = {"flops": [N], "bytes": [N]}``
+multiplies each node's FLOPs (matrix, vector, transcendental alike) and bytes, and ``hw`` holds
+the profile arrays the kernel eats (``matrix_peak``/``vector_peak``/``fixed`` ``[P, K]``,
+``mem_bw`` ``[P]``; ``f.hw`` are the profiles' own values).  A kernel's features are its
+lowering's own features plus ``(scale_i - 1) * count_i / runs`` of each member node: at
+``f.node_scale`` (all ones) ``f`` is exactly the prediction (a tiled GEMM's ``k`` scales
+with its FLOPs, since its time follows the padded work ``2*m*n*k``), and ``jax.grad`` / ``jax.vmap``
+accept it (almost everywhere: ``max`` and the tile ceilings have kinks).
+
+``sensitivity``: ``dlat_dflops [P, N]`` (seconds per FLOP of node i), ``dlat_dbytes [P, N]``
+(seconds per byte), ``dlat_dpeak [P]`` and ``dlat_dbw [P]`` (seconds per unit relative change
+of all the profile's compute peaks / of its bandwidth: ``d latency / d ln peak``; negative) and
+``dlat_dbw_abs [P]`` (seconds per B/s).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES
+from analyzer.prediction import kernels
+from analyzer.prediction.lowering import PRECISION_BITS
+
+_FLOP_FEATS = ("mac_flops", "vec_flops", "trans_flops")
+
+
+def _node_bytes(n, precision):
+    if precision is None:
+        return float(n.cost.bytes_moved)
+    bits = PRECISION_BITS[precision]
+    return float(sum(b * bits / DTYPE_BITS[d] if d in FLOAT_DTYPES else b
+                     for d, b in n.bytes_by_dtype))
+
+
+class LatencyFn:
+    """``f(node_scale, hw) -> [P]`` seconds; ``f.node_scale``, ``f.hw`` the nominal inputs;
+    ``f.names`` the node names (index i of the scale vectors)."""
+
+    def __init__(self, cm, counted):
+        import jax.numpy as jnp
+
+        self.names = tuple(n.name for n in counted.nodes)
+        self.profiles = cm.hw
+        nodes = counted.nodes
+        N = len(nodes)
+        self._groups = []
+        hw = {"matrix_peak": [], "vector_peak": [], "fixed": [], "mem_bw": []}
+        per_node = {"mac_flops": np.array([n.cost.mac_flops for n in nodes], np.float64),
+                    "vec_flops": np.array([n.cost.vector_flops for n in nodes], np.float64),
+                    "trans_flops": np.array([n.cost.transcendentals for n in nodes], np.float64),
+                    "bytes": np.array([_node_bytes(n, cm.precision) for n in nodes])}
+        self.node_flops = per_node["mac_flops"] + per_node["vec_flops"] + per_node["trans_flops"]
+        self.node_bytes = per_node["bytes"]
+        order = []
+        for idx, low in cm.lower(counted):
+            K = len(low.kernel_names)
+            kof = np.asarray(low.plan.kernel_of)
+            seg = np.where(kof >= 0, kof, K)          # nodes without a kernel: a dropped segment
+            self._groups.append({
+                "K": K, "seg": jnp.asarray(seg),
+                "feats": {f: jnp.asarray(np.asarray(v, np.float32)) for f, v in low.feats.items()},
+                "runs": jnp.asarray(np.asarray(low.runs, np.float32)),
+                "per_node": {f: jnp.asarray(v, jnp.float32) for f, v in per_node.items()},
+                "units": jnp.asarray(low.units, jnp.float32),
+                "l2": jnp.asarray(low.l2_bytes, jnp.float32),
+                "consts": {k: jnp.asarray(np.asarray(v, np.float32)) for k, v in low.consts.items()},
+                "rows": slice(len(order), len(order) + len(idx)),
+            })
+            order.extend(idx)
+            hw["matrix_peak"].append(low.matrix_peak)
+            hw["vector_peak"].append(low.vector_peak)
+            hw["fixed"].append(low.fixed)
+            hw["mem_bw"].append(low.mem_bw)
+        self._order = np.argsort(order)       # group-concatenated rows -> profile order
+        # hw arrays are lists per runtime group (kernel counts differ between groups)
+        self.hw = {k: [jnp.asarray(np.asarray(a, np.float32)) for a in v] for k, v in hw.items()}
+        self.node_scale = {"flops": jnp.ones(N, jnp.float32), "bytes": jnp.ones(N, jnp.float32)}
+        self._overlap = cm.overlap
+
+    def __call__(self, node_scale, hw):
+        import jax
+        import jax.numpy as jnp
+
+        out = []
+        for g, grp in enumerate(self._groups):
+            K = grp["K"]
+
+            def ksum(x):
+                return jax.ops.segment_sum(x, grp["seg"], num_segments=K + 1)[:K]
+
+            feats = dict(grp["feats"])
+            mac0 = feats["mac_flops"]
+            for f in _FLOP_FEATS:
+                feats[f] = feats[f] + ksum((node_scale["flops"] - 1.0) * grp["per_node"][f]) / grp["runs"]
+            # a tiled GEMM's time follows its padded work 2*m*n*k: more FLOPs = a deeper k
+            feats["k"] = feats["k"] * jnp.where(mac0 > 0, feats["mac_flops"] / jnp.where(
+                mac0 > 0, mac0, 1.0), 1.0)
+            feats["bytes"] = feats["bytes"] + ksum((node_scale["bytes"] - 1.0)
+                                                   * grp["per_node"]["bytes"]) / grp["runs"]
+            t = kernels.kernel_terms(feats, grp["runs"], jnp.ones(K, jnp.float32),
+                                     hw["matrix_peak"][g], hw["vector_peak"][g],
+                                     hw["mem_bw"][g], grp["units"], grp["l2"], grp["consts"],
+                                     hw["fixed"][g], self._overlap)[3]
+            out.append(t.sum(-1))
+        return jnp.concatenate(out)[self._order]
+
+
+def latency_fn(cm, candidate: Any) -> LatencyFn:
+    return LatencyFn(cm, cm.count(candidate))
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    hw: tuple[str, ...]
+    names: tuple[str, ...]
+    latency_s: np.ndarray      # [P]
+    dlat_dflops: np.ndarray    # [P, N] seconds per FLOP
+    dlat_dbytes: np.ndarray    # [P, N] seconds per byte
+    dlat_dpeak: np.ndarray     # [P] seconds per unit relative change of the compute peaks
+    dlat_dbw: np.ndarray       # [P] seconds per unit relative change of the bandwidth
+    dlat_dbw_abs: np.ndarray   # [P] seconds per (B/s)
+
+
+def sensitivity(cm, candidate: Any) -> Sensitivity:
+    import jax
+    import jax.numpy as jnp
+
+    f = latency_fn(cm, candidate)
+    P = len(cm.hw)
+
+    # per-profile scale factors of the peaks and the bandwidth, in group order
+    def scaled(node_scale, peak, bw):
+        hw = {k: list(v) for k, v in f.hw.items()}
+        for g, grp in enumerate(f._groups):
+            rows = np.asarray(range(P))[np.argsort(f._order)][grp["rows"]]
+            ps, bs = peak[rows], bw[rows]
+            hw["matrix_peak"][g] = hw["matrix_peak"][g] * ps[:, None]
+            hw["vector_peak"][g] = hw["vector_peak"][g] * ps[:, None]
+            hw["mem_bw"][g] = hw["mem_bw"][g] * bs
+        return f(node_scale, hw)
+
+    ones = jnp.ones(P, jnp.float32)
+    jac = jax.jacrev(scaled, argnums=(0, 1, 2))(f.node_scale, ones, ones)
+    d_scale, d_peak, d_bw = jac
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dfl = np.where(f.node_flops > 0, np.asarray(d_scale["flops"]) / f.node_flops, 0.0)
+        dby = np.where(f.node_bytes > 0, np.asarray(d_scale["bytes"]) / f.node_bytes, 0.0)
+    bw_nominal = np.array([p.mem_bw_gbs * 1e9 if p.mem_bw_gbs else np.nan for p in cm.profiles])
+    d_peak = np.diag(np.asarray(d_peak))
+    d_bw = np.diag(np.asarray(d_bw))
+    return Sensitivity(cm.hw, f.names, np.asarray(f(f.node_scale, f.hw), np.float64), dfl, dby,
+                       d_peak, d_bw, d_bw / bw_nominal)

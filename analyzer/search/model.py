@@ -1,0 +1,185 @@
+"""``CostModel``: built once per (hardware, precision, runtime), reused over a whole search.
+
+    cm = analyzer.CostModel(hw=["a100", "h100"], precision="bf16")
+    lat = cm.score(candidates)                     # [n_candidates, n_profiles] seconds
+    lat = cm.score_dims("m.onnx", {"width": [64, 128], "seq": [128, 256]})   # [n_assign, P]
+    table = cm.table(space, input_shape=(1, 3, 32, 32)); table.score(choices)
+    f = cm.latency_fn(candidate); jax.grad(lambda s: f(s, f.hw).sum())(f.node_scale)
+    cm.sensitivity(candidate)                      # d latency / d (FLOPs, bytes, peak, bw)
+
+Every latency equals ``analyze(candidate, hw, precision=..., runtime=...)
+.predictions[p].latency_s`` (same lowering, same kernel; float32 kernel times summed in
+float64), for the profiles in the order given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from analyzer.options import Options
+from analyzer.search import batch, front
+
+
+@dataclass(frozen=True)
+class Detail:
+    """What ``score(..., detail=True)`` adds per candidate: its ``NodeCost`` list and the
+    predicted time of each node on each profile (``node_time_s[p, i]``: the node's share of its
+    kernel's time, 0 for a node that launches nothing), plus the per-kernel times."""
+
+    nodes: list
+    node_time_s: np.ndarray
+    kernel_time_s: tuple[np.ndarray, ...]     # per runtime group: [P_group, K]
+    lowered: tuple                            # per runtime group: lowering.Lowered
+
+
+class CostModel:
+    """Latency of many candidates on a fixed list of hardware profiles.
+
+    ``hw``: profile ids / aliases / .toml paths / ``HardwareProfile``s (one or a list);
+    ``precision``, ``runtime``, ``overlap``, ``loop_trips``, ``causal``: as for
+    ``analyzer.analyze``.  Profiles are loaded once; the compiled kernels are shared by every
+    candidate of a similar size."""
+
+    def __init__(self, hw: Any, *, precision: str | None = None, runtime: str | None = None,
+                 overlap: bool = True, loop_trips: int | None = None, causal: bool = False):
+        import hardware_db
+
+        from analyzer.prediction import lowering, runtimes
+
+        ids = [hw] if isinstance(hw, (str, bytes)) or hasattr(hw, "peak_flops") else list(hw)
+        self.profiles = [h if hasattr(h, "peak_flops") else hardware_db.get(h) for h in ids]
+        self.hw = tuple(p.id for p in self.profiles)
+        if precision is not None and precision not in lowering.PRECISIONS:
+            from analyzer.errors import InputSpecError
+
+            raise InputSpecError(f"unknown precision '{precision}'; choose from "
+                                 f"{', '.join(lowering.PRECISIONS)}")
+        if runtime is not None:
+            runtimes.get(runtime)
+        self.precision, self.runtime, self.overlap = precision, runtime, overlap
+        self.options = Options(precision=precision, overlap=overlap, loop_trips=loop_trips,
+                               causal=causal, runtime=runtime)
+        self._groups: dict[str, list[tuple[str, list[int]]]] = {}
+
+    # ------------------------------------------------------------------ internals
+    def spec(self) -> dict:
+        """What rebuilds this model elsewhere (a Dask worker): ``CostModel(**spec)``."""
+        o = self.options
+        return {"hw": list(self.profiles), "precision": o.precision, "runtime": o.runtime,
+                "overlap": o.overlap, "loop_trips": o.loop_trips, "causal": o.causal}
+
+    def groups(self, fmt: str) -> list[tuple[str, list[int]]]:
+        """[(runtime name, profile indices)] as ``predict`` groups them for a model format."""
+        g = self._groups.get(fmt)
+        if g is None:
+            from analyzer.prediction import runtimes
+
+            chosen = [runtimes.choose(self.runtime, "jaxpr" if fmt == "jaxpr" else "onnx", p)[0].name
+                      for p in self.profiles]
+            g = [(rt, [i for i, c in enumerate(chosen) if c == rt]) for rt in dict.fromkeys(chosen)]
+            self._groups[fmt] = g
+        return g
+
+    def count(self, candidate: Any, options: Options | None = None) -> front.Counted:
+        counted = front.count(candidate, options or self.options)
+        if counted.fmt == "onnx" and _is_onnx_source(candidate):
+            # what analyze does: onnxruntime's own fusion record where a profile runs under it
+            from dataclasses import replace
+
+            from analyzer.api import onnxruntime_record
+
+            rec = onnxruntime_record(candidate, self.profiles, options or self.options)
+            if rec is not None:
+                counted = replace(counted, fused=rec)
+        return counted
+
+    def lower(self, counted: front.Counted) -> list[tuple[list[int], Any]]:
+        """[(profile indices, lowering.Lowered)] per runtime group of one counted candidate."""
+        from analyzer.prediction import runtimes
+        from analyzer.prediction.lowering import lower
+
+        return [(idx, lower(counted.nodes, [self.profiles[i] for i in idx], self.precision,
+                            runtimes.get(rt), fused=counted.fused if rt == "onnxruntime" else None))
+                for rt, idx in self.groups(counted.fmt)]
+
+    def _latency(self, lowered_all: Sequence[list[tuple[list[int], Any]]]):
+        """Per-kernel times of many lowered candidates, batched per runtime group."""
+        P = len(self.profiles)
+        lat = np.zeros((len(lowered_all), P))
+        ktimes: list[list[np.ndarray]] = [[] for _ in lowered_all]
+        keyed: dict[tuple, list[tuple[int, Any]]] = {}
+        for c, groups in enumerate(lowered_all):
+            for idx, low in groups:
+                keyed.setdefault((low.runtime, tuple(idx)), []).append((c, low))
+        for (_, idx), items in keyed.items():
+            times = batch.kernel_times([low for _, low in items], self.overlap)
+            for (c, low), t in zip(items, times):
+                # + the per-run fixed cost analyze adds once (a calibrated profile's session.run)
+                lat[c, list(idx)] = t.sum(axis=1) + np.asarray(low.run_overhead)
+                ktimes[c].append(t)
+        return lat, ktimes
+
+    # ------------------------------------------------------------------ the API
+    def score(self, candidates: Iterable[Any], *, detail: bool = False):
+        """Predicted latency ``[n_candidates, n_profiles]`` (seconds).  ``detail=True``: also a
+        list of ``Detail`` (per-node breakdown and counts), returned as ``(latency, details)``."""
+        counted = [self.count(c) for c in candidates]
+        lowered = [self.lower(c) for c in counted]
+        lat, ktimes = self._latency(lowered)
+        if not detail:
+            return lat
+        details = []
+        for cnt, groups, kts in zip(counted, lowered, ktimes):
+            nt = np.zeros((len(self.profiles), len(cnt.nodes)))
+            for (idx, low), t in zip(groups, kts):
+                kof = np.asarray(low.plan.kernel_of)
+                on = kof >= 0
+                nt[np.ix_(idx, np.nonzero(on)[0])] = t[:, kof[on]] * low.member_weight[on]
+            details.append(Detail(cnt.nodes, nt, tuple(kts), tuple(low for _, low in groups)))
+        return lat, details
+
+    def score_dims(self, model: Any, dims: Mapping[str, Sequence[int]], *, product: bool = True,
+                   inputs: Mapping[str, Any] | None = None, return_assignments: bool = False):
+        """One ONNX graph with symbolic dims at many assignments in one vectorized call.
+
+        ``dims``: ``{"width": [...], "seq": [...]}``; ``product=True``: every combination
+        (``itertools.product`` order, first dim slowest), else the lists are zipped.  Returns
+        latency ``[n_assignments, n_profiles]`` (and the ``[n_assignments, n_dims]`` int array
+        of assignments with ``return_assignments=True``).  Counts are exact polynomials in the
+        dims fitted from a few exact analyses and verified at extra points; a graph whose counts
+        are not polynomial (or whose kernels change with the dims) is analysed point by point
+        (``analyzer.search.dims``)."""
+        from analyzer.search import dims as dims_mod
+
+        return dims_mod.score_dims(self, model, dims, product=product, inputs=inputs,
+                                   return_assignments=return_assignments)
+
+    def table(self, space: Sequence[Sequence[Any]], input_shape: Sequence[int]):
+        """A latency table of a choice-based space (``analyzer.search.table.LatencyTable``)."""
+        from analyzer.search import table as table_mod
+
+        return table_mod.build(self, space, tuple(input_shape))
+
+    def latency_fn(self, candidate: Any):
+        """A pure JAX function ``f(node_scale, hw) -> latency [P]`` (``analyzer.search.grad``)."""
+        from analyzer.search import grad
+
+        return grad.latency_fn(self, candidate)
+
+    def sensitivity(self, candidate: Any):
+        """d latency / d (FLOPs, bytes) per node and d latency / d (peak, bandwidth) per
+        profile (``analyzer.search.grad.Sensitivity``); ``candidate`` may be a ``Report``."""
+        from analyzer.search import grad
+
+        return grad.sensitivity(self, candidate)
+
+
+def _is_onnx_source(candidate: Any) -> bool:
+    """An ONNX model as analyze takes it (a ModelProto, its bytes or a path), not a Report."""
+    import os
+
+    return (isinstance(candidate, (bytes, bytearray, memoryview, str, os.PathLike))
+            or type(candidate).__name__ == "ModelProto")
