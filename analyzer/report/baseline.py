@@ -17,6 +17,7 @@ from typing import Any
 
 from analyzer.counting.cost import COUNT_FIELDS
 from analyzer.errors import BaselineError, Hint, InputSpecError
+from analyzer.userfiles import CAPS, read_regular
 
 BASELINE_VERSION = 1
 KIND = "opcost-baseline"
@@ -45,12 +46,13 @@ def to_baseline(report) -> dict[str, Any]:
 
 def load(path: str | Path) -> dict[str, Any]:
     p = Path(path)
+    # a regular file of at most 512 MiB: never a FIFO (a hang), /dev/zero or a folder
+    raw = read_regular(p, f"baseline {p}", CAPS["baseline"], BaselineError)
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BaselineError(f"baseline {p}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise BaselineError(f"baseline {p}: not a readable JSON file ({e})") from None
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        why = "nested too deeply" if isinstance(e, RecursionError) else str(e)
+        raise BaselineError(f"baseline {p}: not a readable JSON file ({why})") from None
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
         raise BaselineError(f"baseline {p}: not an opcost baseline (write one with {{save_baseline}})",
                             hints=(Hint("save_baseline"),))

@@ -22,6 +22,7 @@ import onnx
 from onnx import numpy_helper
 
 from analyzer.errors import Hint, InputSpecError, ModelLoadError, ShapeError
+from analyzer.userfiles import CAPS, read_regular
 from analyzer.ir.graph import Graph, merge_specs
 from analyzer.ir import dims as dim_expr
 from analyzer.frontends.onnx import fold
@@ -57,14 +58,8 @@ def read_model(model: Any) -> tuple[onnx.ModelProto, str, bytes | None]:
         return m, "<bytes>", _names_as_text(m, data)
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
-        if not path.exists():
-            raise ModelLoadError(f"{path}: no such file")
-        if path.is_dir():
-            raise ModelLoadError(f"{path}: is a directory, not an ONNX file")
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            raise ModelLoadError(f"{path}: cannot read ({e.strerror})") from None
+        # a regular file up to protobuf's 2 GiB limit: never a FIFO (a hang) or /dev/zero
+        data = read_regular(path, str(path), CAPS["model"], ModelLoadError)
         m = _checked(_parse(data, str(path)), str(path))
         return m, str(path), _names_as_text(m, data)
     raise ModelLoadError(
