@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import io
-import json
+
+from analyzer.report.finite_json import dumps
 
 from analyzer.render import safe
 
@@ -31,7 +32,7 @@ def _numbers(tree, prefix: str):
 
 def render_list(profiles, fmt: str) -> str:
     if fmt == "json":
-        return json.dumps([p.to_dict() for p in profiles], indent=2) + "\n"
+        return dumps([p.to_dict() for p in profiles], indent=2) + "\n"
     from rich.table import Table
 
     t = Table(title="hardware profiles (dense peak TFLOP/s, matrix engine, else vector)")
@@ -50,7 +51,7 @@ def render_list(profiles, fmt: str) -> str:
 
 def render_show(p, fmt: str) -> str:
     if fmt == "json":
-        return json.dumps(p.to_dict(), indent=2) + "\n"
+        return dumps(p.to_dict(), indent=2) + "\n"
     from rich.table import Table
 
     buf = io.StringIO()

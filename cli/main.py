@@ -9,7 +9,6 @@ jax/onnx only when a model is analysed.
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, replace
 
@@ -300,7 +299,9 @@ def _emit(report, out: OutputSpec) -> None:
         text = render(report, out.fmt, top=out.top, color=color, width=width)
     write_output(text, out.path)
     if out.save_baseline:
-        write_output(json.dumps(bl.to_baseline(report), indent=1) + "\n", out.save_baseline,
+        from analyzer.report.finite_json import dumps
+
+        write_output(dumps(bl.to_baseline(report), indent=1) + "\n", out.save_baseline,
                      "--save-baseline")
     if out.strict:
         report.require_full_coverage()

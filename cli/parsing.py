@@ -5,11 +5,15 @@ to the library unchanged."""
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 
 import click
 
 from analyzer.errors import InputSpecError
+
+INT64_MAX = 2**63 - 1   # ONNX dims and --value integers are int64
+_DIGITS = re.compile(r"\d+")
 
 
 def parse_inputs(values: tuple[str, ...]) -> dict[str, str]:
@@ -19,6 +23,9 @@ def parse_inputs(values: tuple[str, ...]) -> dict[str, str]:
         name, eq, shape = v.partition("=")
         if not eq or not name or not shape:
             raise InputSpecError(f"--input '{v}': expected NAME=DIMS, e.g. --input x=1x3x224x224")
+        big = next((d for d in _DIGITS.findall(shape) if int(d) > INT64_MAX), None)
+        if big is not None:
+            raise InputSpecError(f"--input '{v}': dim {big} is beyond int64 (at most {INT64_MAX})")
         out[name] = shape
     return out
 
@@ -33,12 +40,18 @@ def parse_values(values: tuple[str, ...]) -> dict[str, list[float | int]]:
         nums: list[float | int] = []
         for part in text.split(","):
             try:
-                nums.append(int(part))
+                n = int(part)
+                if not -INT64_MAX - 1 <= n <= INT64_MAX:
+                    raise InputSpecError(f"--value '{v}': {part} is beyond int64")
+                nums.append(n)
             except ValueError:
                 try:
-                    nums.append(float(part))
+                    x = float(part)
                 except ValueError:
                     raise InputSpecError(f"--value '{v}': '{part}' is not a number") from None
+                if x != x or x in (float("inf"), float("-inf")):
+                    raise InputSpecError(f"--value '{v}': '{part}' is not a finite number")
+                nums.append(x)
         out[name] = nums
     return out
 
@@ -69,6 +82,8 @@ def parse_dims(values: tuple[str, ...]) -> dict[str, list[int]]:
                 raise InputSpecError(f"--dim '{v}': '{part}' is not an integer") from None
             if n < 0:
                 raise InputSpecError(f"--dim '{v}': dims cannot be negative")
+            if n > INT64_MAX:
+                raise InputSpecError(f"--dim '{v}': {n} is beyond int64 (at most {INT64_MAX})")
             out[name].append(n)
     return out
 

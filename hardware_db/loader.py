@@ -52,12 +52,18 @@ def load_file(path: str | os.PathLike) -> HardwareProfile:
         raise HardwareError(f"{where}: not UTF-8 text (byte {e.start})") from None
     try:
         data = tomllib.loads(text)
+        check_document(data, where)
+        profile = from_document(data, resolved)
     except tomllib.TOMLDecodeError as e:
         raise HardwareError(f"{where}: invalid TOML: {e}") from None
-    check_document(data, where)
-    try:
-        profile = from_document(data, resolved)
-    except HardwareError as e:  # already validated; keep the file name in any message
+    except RecursionError:   # 5,000 nested arrays or tables: TOML parses them recursively
+        raise HardwareError(f"{where}: arrays or tables nested too deeply") from None
+    except (OverflowError, ValueError) as e:   # a number no float holds
+        raise HardwareError(f"{where}: a number out of range ({e})") from None
+    except HardwareError as e:
+        if e.template.startswith(f"{where}: "):   # check_document names the file already
+            raise
+        # from_document: already validated; keep the file name in any message
         raise HardwareError(f"{where}: {e.template}", hints=e.hints) from None
     _FILE_CACHE[key] = profile
     return profile

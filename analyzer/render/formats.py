@@ -125,7 +125,8 @@ def render_markdown(report: Report, *, top: int | None = None) -> str:
             out.append(f"- {safe.md_text(head)}")
             out += [f"  - grew: {safe.md_text(d)}" for d in details]
         deltas = _count_delta_lines(c)
-        out += [f"- counts: {'; '.join(deltas) if deltas else 'unchanged'}", ""]
+        out += [f"- counts: {'; '.join(deltas) if deltas else 'unchanged'}"]
+        out += [f"- note: {safe.md_text(x)}" for x in c.notes] + [""]
     if report.measured is not None:
         out += measured_view.markdown_lines(report.measured, top)
     rows = _shown_rows(report, top)
@@ -248,15 +249,16 @@ def _comparison_text(c) -> str:
         lines += [f"    grew: {safe.text(d)}" for d in details]
     deltas = _count_delta_lines(c)
     lines.append("  counts: " + ("; ".join(deltas) if deltas else "unchanged"))
+    lines += [f"  note: {safe.text(x)}" for x in c.notes]
     return "\n".join(lines)
 
 
 def render_sweep(sw, fmt: str) -> str:
     """A sweep as one table: swept dim values x totals (and latency per profile)."""
-    import json
-
     if fmt == "json":
-        return json.dumps(sw.to_dict(), indent=2) + "\n"
+        from analyzer.report.finite_json import dumps
+
+        return dumps(sw.to_dict(), indent=2) + "\n"
     hws = [p.hardware for p in sw.points[0][1].predictions] if sw.points else []
     head = [*sw.dims, "params", "MAC FLOPs", "vector", "transc.", "FLOPs", "bytes moved",
             *[f"{h} latency" for h in hws]]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,7 +80,9 @@ def render_groups(report, depth: int, fmt: str, *, width: int | None = None) -> 
     if fmt == "json":
         doc = report.to_dict()
         doc["groups"] = {"depth": depth, "rows": [g.to_dict() for g in groups]}
-        return json.dumps(doc, indent=2) + "\n"
+        from analyzer.report.finite_json import dumps
+
+        return dumps(doc, indent=2) + "\n"
     hw = [p.hardware for p in report.predictions]
     if fmt == "csv":
         buf = io.StringIO()
