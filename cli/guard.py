@@ -17,6 +17,7 @@ from typing import Callable
 import click
 
 from analyzer.errors import AnalyzerError, InternalError
+from analyzer.render import safe
 
 INTERNAL_EXIT = 3
 INTERRUPTED_EXIT = 130
@@ -43,7 +44,7 @@ def guard(fn: Callable[[], None], debug: bool, stage: str = "analyze") -> None:
     except AnalyzerError as e:
         if debug:
             traceback.print_exc()
-        click.echo(f"error: {e.format('cli')}", err=True)
+        click.echo(error_line(e), err=True)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
@@ -55,6 +56,11 @@ def guard(fn: Callable[[], None], debug: bool, stage: str = "analyze") -> None:
         sys.exit(INTERNAL_EXIT)
 
 
+def error_line(e: AnalyzerError) -> str:
+    """``error: <message>``: one line, names in it shown as text (``analyzer.render.safe``)."""
+    return f"error: {safe.text(e.format('cli'))}"
+
+
 def internal_line(e: Exception, stage: str) -> str:
     """``internal error in <stage> [for node 'n' (Op)]: <Type>: <message>; please report it; ...``"""
     if isinstance(e, InternalError):
@@ -64,7 +70,8 @@ def internal_line(e: Exception, stage: str) -> str:
         where, cause = raised_in(e) or stage, e
     text = " ".join(str(cause).split())  # one line, whatever the message holds
     what = f"{type(cause).__name__}: {text}" if text else type(cause).__name__
-    return f"internal error in {where}: {what}; please report it; --debug for the traceback"
+    return safe.text(f"internal error in {where}: {what}; please report it; --debug for the "
+                     f"traceback")
 
 
 class Spinner:
@@ -78,13 +85,13 @@ class Spinner:
         if sys.stderr.isatty():
             from rich.console import Console
 
-            self.status = Console(stderr=True).status(self.what)
+            self.status = Console(stderr=True).status(safe.markup(self.what))
             self.status.__enter__()
         return self
 
     def update(self, what: str) -> None:
         if self.status is not None:
-            self.status.update(what)
+            self.status.update(safe.markup(what))
 
     def __exit__(self, *exc):
         if self.status is not None:
@@ -110,13 +117,13 @@ class ProgressBar:
                                       TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
                                       console=Console(stderr=True), transient=True)
             self._progress.__enter__()
-            self._task = self._progress.add_task(self.what, total=1.0)
+            self._task = self._progress.add_task(safe.markup(self.what), total=1.0)
         return self
 
     def __call__(self, fraction: float, text: str) -> None:
         if self._progress is not None:
             self._progress.update(self._task, completed=max(0.0, min(1.0, float(fraction))),
-                                  description=f"{self.what}: {text}")
+                                  description=safe.markup(f"{self.what}: {text}"))
 
     def __exit__(self, *exc):
         if self._progress is not None:

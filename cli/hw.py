@@ -96,22 +96,12 @@ def _write_profile_atomically(doc, path: str) -> None:
     """``write_profile`` to a temp file beside ``path``, renamed into place; then check that
     hardware_db loads it (a profile that --hw cannot read is a bug in opcost: an internal error,
     the file kept so that the measurement is not lost)."""
-    import os
-    import tempfile
-
     import hardware_db
     from analyzer.errors import HardwareError, InternalError
     from analyzer.prediction.calibrate import write_profile
+    from cli.parsing import atomic_write
 
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".opcost-",
-                               suffix=".toml")
-    os.close(fd)
-    try:
-        write_profile(doc, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    atomic_write(path, lambda tmp: write_profile(doc, tmp), "--out")
     try:
         hardware_db.load_file(path)
     except HardwareError as e:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import io
-import json
+
+from analyzer.report.finite_json import dumps
+
+from analyzer.render import safe
 
 _SHOWN_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 
@@ -29,7 +32,7 @@ def _numbers(tree, prefix: str):
 
 def render_list(profiles, fmt: str) -> str:
     if fmt == "json":
-        return json.dumps([p.to_dict() for p in profiles], indent=2) + "\n"
+        return dumps([p.to_dict() for p in profiles], indent=2) + "\n"
     from rich.table import Table
 
     t = Table(title="hardware profiles (dense peak TFLOP/s, matrix engine, else vector)")
@@ -37,8 +40,8 @@ def render_list(profiles, fmt: str) -> str:
         t.add_column(col, justify="right" if col in _SHOWN_DTYPES or " " in col else "left")
     for p in profiles:
         peaks = [_fmt(p.matrix_tflops.get(d, p.vector_tflops.get(d))) for d in _SHOWN_DTYPES]
-        t.add_row(p.id, p.kind, p.name, ", ".join(p.aliases[:3]), *peaks, _fmt(p.mem_bw_gbs),
-                  _fmt(p.launch_overhead_us))
+        t.add_row(*map(safe.cell, (p.id, p.kind, p.name, ", ".join(p.aliases[:3]))), *peaks,
+                  _fmt(p.mem_bw_gbs), _fmt(p.launch_overhead_us))
     buf = io.StringIO()
     c = _console(buf)
     c.print(t)
@@ -48,19 +51,19 @@ def render_list(profiles, fmt: str) -> str:
 
 def render_show(p, fmt: str) -> str:
     if fmt == "json":
-        return json.dumps(p.to_dict(), indent=2) + "\n"
+        return dumps(p.to_dict(), indent=2) + "\n"
     from rich.table import Table
 
     buf = io.StringIO()
     c = _console(buf)
-    c.print(f"{p.name}  (id {p.id}, {p.kind}, {p.vendor})", markup=False)
+    c.print(safe.text(f"{p.name}  (id {p.id}, {p.kind}, {p.vendor})"), markup=False)
     if p.aliases:
-        c.print(f"aliases: {', '.join(p.aliases)}", markup=False)
+        c.print(safe.text(f"aliases: {', '.join(p.aliases)}"), markup=False)
     for label, value in (("family", p.family), ("default runtime", p.default_runtime)):
         if value:
-            c.print(f"{label}: {value}", markup=False)
+            c.print(safe.text(f"{label}: {value}"), markup=False)
     if p.path:
-        c.print(f"file: {p.path}", markup=False)
+        c.print(safe.text(f"file: {p.path}"), markup=False)
     t = Table(show_lines=False)
     t.add_column("field")
     t.add_column("value", justify="right")
@@ -78,10 +81,10 @@ def render_show(p, fmt: str) -> str:
     for table in ("efficiency", "calibration"):
         rows += [(key, v) for key, v in _numbers(getattr(p, table), table)]
     for key, v in rows:
-        t.add_row(key, _fmt(v), p.sources.get(key, "unknown" if v is None else ""))
+        t.add_row(safe.cell(key), _fmt(v), safe.cell(p.sources.get(key, "unknown" if v is None else "")))
     c.print(t)
     if p.notes:
-        c.print(f"notes: {p.notes}", markup=False)
+        c.print(safe.text(f"notes: {p.notes}"), markup=False)
     return buf.getvalue()
 
 
@@ -91,10 +94,10 @@ def render_calibration(doc, path: str, seconds: float) -> str:
     bw = doc.get("memory", {}).get("mem_bw_gbs")
     dispatch = doc.get("overhead", {}).get("launch_overhead_us")
     cal = doc.get("calibration", {})
-    lines = [f"wrote {path} (profile id {doc.get('id')})",
+    lines = [safe.text(f"wrote {path} (profile id {doc.get('id')})"),
              f"  peak {_fmt(None if peak is None else peak * 1e3)} GFLOP/s fp32, memory "
              f"{_fmt(bw)} GB/s, dispatch {_fmt(dispatch)} µs per node",
              f"  measured in {seconds:.0f} s with onnxruntime {cal.get('onnxruntime_version', '?')}"
              f" at {cal.get('threads', '?')} threads",
-             f"use it: analyze model.onnx --hw {path}   (add --measure to compare with a run)"]
+             safe.text(f"use it: analyze model.onnx --hw {path}   (add --measure to compare with a run)")]
     return "\n".join(lines) + "\n"

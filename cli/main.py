@@ -9,7 +9,6 @@ jax/onnx only when a model is analysed.
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, replace
 
@@ -19,7 +18,8 @@ from analyzer.errors import CheckFailed, InputSpecError
 from analyzer.options import Options
 from cli.guard import Spinner, guard, terminal_width
 from cli.hw import hw_group
-from cli.parsing import parse_dims, parse_inputs, parse_values, write_output
+from cli.parsing import (kwargs_json_text, parse_dims, parse_inputs, parse_values, writable_path,
+                         write_output)
 
 FORMATS = ("table", "json", "csv", "markdown")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
@@ -108,8 +108,9 @@ def main():
 @click.option("--max-regression", "max_regression", metavar="PCT", default="5%", show_default=True,
               help="With --baseline: exit 1 when total predicted latency on any profile grows "
                    "by more than PCT.")
-@click.option("--kwargs-json", "kwargs_json", metavar="JSON", default=None,
-              help="JAX programs: static non-array keyword arguments, e.g. '{\"train\": false}'.")
+@click.option("--kwargs-json", "kwargs_json", metavar="JSON|@FILE", default=None,
+              help="JAX programs: static non-array keyword arguments, e.g. '{\"train\": false}', "
+                   "or @FILE to read them from a JSON file.")
 @click.option("--group-depth", "group_depth", type=click.IntRange(min=1), default=None, metavar="N",
               help="Sum the layer rows by the first N components of their names (module paths).")
 @click.option("--loop-trips", "loop_trips", type=click.IntRange(min=0), default=None, metavar="N",
@@ -203,6 +204,9 @@ def _run_model(req: Request) -> None:
     from analyzer.report import baseline as bl
 
     model, out, opts = req.model, req.output, req.options
+    for path, flag in ((out.path, "--output"), (out.save_baseline, "--save-baseline")):
+        if path is not None and path != "-":
+            writable_path(path, flag)   # before the work: a folder or a missing folder fails now
     hws = [h.strip() for h in req.hw.split(",") if h.strip()] if req.hw else None
     doc = threshold = None
     if out.baseline:
@@ -220,7 +224,8 @@ def _run_model(req: Request) -> None:
             if req.dims or req.values:
                 raise InputSpecError(f"{'--dim' if req.dims else '--value'} applies to ONNX models; "
                                      "give a JAX program's shapes with --input NAME=f32[8,128]")
-            fn, args, kwargs = load_program(model, parse_inputs(req.inputs), req.kwargs_json)
+            fn, args, kwargs = load_program(model, parse_inputs(req.inputs),
+                                            kwargs_json_text(req.kwargs_json))
             opts = replace(opts, report_name=model, params_argnums=list(req.params_args) or None)
             report = analyzer.analyze_jax(fn, *args, hw=hws, options=opts, kwargs=kwargs)
         else:
@@ -294,7 +299,10 @@ def _emit(report, out: OutputSpec) -> None:
         text = render(report, out.fmt, top=out.top, color=color, width=width)
     write_output(text, out.path)
     if out.save_baseline:
-        write_output(json.dumps(bl.to_baseline(report), indent=1) + "\n", out.save_baseline)
+        from analyzer.report.finite_json import dumps
+
+        write_output(dumps(bl.to_baseline(report), indent=1) + "\n", out.save_baseline,
+                     "--save-baseline")
     if out.strict:
         report.require_full_coverage()
     if report.comparison is not None and report.comparison.failed:

@@ -5,11 +5,15 @@ to the library unchanged."""
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 
 import click
 
 from analyzer.errors import InputSpecError
+
+INT64_MAX = 2**63 - 1   # ONNX dims and --value integers are int64
+_DIGITS = re.compile(r"\d+")
 
 
 def parse_inputs(values: tuple[str, ...]) -> dict[str, str]:
@@ -19,6 +23,9 @@ def parse_inputs(values: tuple[str, ...]) -> dict[str, str]:
         name, eq, shape = v.partition("=")
         if not eq or not name or not shape:
             raise InputSpecError(f"--input '{v}': expected NAME=DIMS, e.g. --input x=1x3x224x224")
+        big = next((d for d in _DIGITS.findall(shape) if int(d) > INT64_MAX), None)
+        if big is not None:
+            raise InputSpecError(f"--input '{v}': dim {big} is beyond int64 (at most {INT64_MAX})")
         out[name] = shape
     return out
 
@@ -33,12 +40,18 @@ def parse_values(values: tuple[str, ...]) -> dict[str, list[float | int]]:
         nums: list[float | int] = []
         for part in text.split(","):
             try:
-                nums.append(int(part))
+                n = int(part)
+                if not -INT64_MAX - 1 <= n <= INT64_MAX:
+                    raise InputSpecError(f"--value '{v}': {part} is beyond int64")
+                nums.append(n)
             except ValueError:
                 try:
-                    nums.append(float(part))
+                    x = float(part)
                 except ValueError:
                     raise InputSpecError(f"--value '{v}': '{part}' is not a number") from None
+                if x != x or x in (float("inf"), float("-inf")):
+                    raise InputSpecError(f"--value '{v}': '{part}' is not a finite number")
+                nums.append(x)
         out[name] = nums
     return out
 
@@ -69,34 +82,94 @@ def parse_dims(values: tuple[str, ...]) -> dict[str, list[int]]:
                 raise InputSpecError(f"--dim '{v}': '{part}' is not an integer") from None
             if n < 0:
                 raise InputSpecError(f"--dim '{v}': dims cannot be negative")
+            if n > INT64_MAX:
+                raise InputSpecError(f"--dim '{v}': {n} is beyond int64 (at most {INT64_MAX})")
             out[name].append(n)
     return out
 
 
+def kwargs_json_text(value: str | None) -> str | None:
+    """--kwargs-json JSON, or @FILE: the JSON text of a regular file (at most 16 MiB)."""
+    if not value or not value.startswith("@"):
+        return value
+    from analyzer.userfiles import CAPS, read_regular
+
+    raw = read_regular(value[1:], f"--kwargs-json {value}", CAPS["kwargs"], InputSpecError)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputSpecError(f"--kwargs-json {value}: not UTF-8 text (byte {e.start})") from None
+
+
 def writable_path(path: str, flag: str) -> str:
-    """``path`` if a file can be written there: its folder exists and it is not a folder itself;
+    """``path`` if a file can be written there: its folder exists and is writable, and the path
+    is not a folder or another non-file (a device, a FIFO: it would be replaced by the rename);
     else an ``InputSpecError`` naming ``flag``."""
-    if os.path.isdir(path):
+    import stat
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except (OSError, ValueError) as e:
+        raise InputSpecError(f"{flag} {path}: cannot write there "
+                             f"({getattr(e, 'strerror', None) or e})") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
         raise InputSpecError(f"{flag} {path}: is a folder; give a file name")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise InputSpecError(f"{flag} {path}: is not a regular file; give a file name "
+                             f"(or - for stdout)")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
-        raise InputSpecError(f"{flag} {path}: folder '{folder}' does not exist")
+        raise InputSpecError(f"{flag} {path}: folder '{folder}' "
+                             f"{'is not a folder' if os.path.exists(folder) else 'does not exist'}")
+    try:   # a real probe: permissions, a read-only file system, /proc
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".opcost-", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise InputSpecError(f"{flag} {path}: folder '{folder}' is not writable "
+                             f"({e.strerror or e})") from None
     return path
 
 
+def _umask_mode() -> int:
+    """0o666 less the process umask: the mode ``open()`` gives a new file."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def atomic_write(path: str, write, flag: str) -> None:
+    """Write a file atomically: ``write(tmp)`` fills a temp file in ``path``'s own folder (so the
+    rename never crosses file systems), which gets the user's umask (mkstemp makes it 0600) and
+    is renamed over ``path``.  A place that cannot be written is an ``InputSpecError`` naming
+    ``flag``; the temp file never stays behind."""
+    writable_path(path, flag)
+    folder = os.path.dirname(os.path.abspath(path))
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".opcost-", suffix=".tmp")
+        os.close(fd)
+        write(tmp)
+        os.chmod(tmp, _umask_mode())
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as e:
+        raise InputSpecError(f"{flag} {path}: cannot write it ({e.strerror or e})") from None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+
+
 def write_output(text: str, path: str | None, flag: str = "--output") -> None:
-    """Write to stdout, or atomically to ``path`` (a temp file in the same folder, then rename)."""
+    """Write to stdout, or atomically to ``path`` (``atomic_write``)."""
     if path is None or path == "-":
         click.echo(text, nl=False)
         return
-    writable_path(path, flag)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".opcost-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
             f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+
+    atomic_write(path, write, flag)

@@ -14,6 +14,7 @@ import tomllib
 from pathlib import Path
 
 from analyzer.errors import HardwareError
+from analyzer.userfiles import CAPS, check_regular, read_regular
 from hardware_db.profile import HardwareProfile, from_document
 from hardware_db.validate import check_document
 
@@ -36,35 +37,33 @@ def load_file(path: str | os.PathLike) -> HardwareProfile:
     """Read and validate one profile file. Parsed once per process while the file is unchanged."""
     where = os.fspath(path)
     p = Path(where).expanduser()
-    try:
-        st = p.stat()
-        resolved = str(p.resolve())
-    except FileNotFoundError:
-        raise HardwareError(f"hardware profile file '{where}' not found") from None
-    except OSError as e:
-        raise HardwareError(f"cannot read hardware profile '{where}': {e.strerror or e}") from None
-    if p.is_dir():
-        raise HardwareError(f"hardware profile '{where}' is a directory, not a .toml file")
+    label = f"hardware profile '{where}'"
+    # a regular file of at most 16 MiB: never a FIFO (a hang), /dev/zero or a folder
+    st = check_regular(p, label, CAPS["profile"], HardwareError, missing="file not found")
+    resolved = str(p.resolve())
     key = (resolved, st.st_mtime_ns, st.st_size)
     cached = _FILE_CACHE.get(key)
     if cached is not None:
         return cached
-    try:
-        raw = p.read_bytes()
-    except OSError as e:
-        raise HardwareError(f"cannot read hardware profile '{where}': {e.strerror or e}") from None
+    raw = read_regular(p, label, CAPS["profile"], HardwareError, missing="file not found")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise HardwareError(f"{where}: not UTF-8 text (byte {e.start})") from None
     try:
         data = tomllib.loads(text)
+        check_document(data, where)
+        profile = from_document(data, resolved)
     except tomllib.TOMLDecodeError as e:
         raise HardwareError(f"{where}: invalid TOML: {e}") from None
-    check_document(data, where)
-    try:
-        profile = from_document(data, resolved)
-    except HardwareError as e:  # already validated; keep the file name in any message
+    except RecursionError:   # 5,000 nested arrays or tables: TOML parses them recursively
+        raise HardwareError(f"{where}: arrays or tables nested too deeply") from None
+    except (OverflowError, ValueError) as e:   # a number no float holds
+        raise HardwareError(f"{where}: a number out of range ({e})") from None
+    except HardwareError as e:
+        if e.template.startswith(f"{where}: "):   # check_document names the file already
+            raise
+        # from_document: already validated; keep the file name in any message
         raise HardwareError(f"{where}: {e.template}", hints=e.hints) from None
     _FILE_CACHE[key] = profile
     return profile

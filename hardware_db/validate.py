@@ -113,8 +113,12 @@ def _describe(error) -> str:
         hint = node.get("x-pattern-hint")
         what = f"{hint} (pattern {expected})" if hint else f"text matching {expected}"
         return f"{label} must be {what}, got {_show(value)}"
-    if kind in ("exclusiveMinimum", "minimum"):
-        return f"{label} must be {'>' if kind == 'exclusiveMinimum' else '>='} {expected}, got {_show(value)}"
+    if kind in ("exclusiveMinimum", "minimum", "exclusiveMaximum", "maximum"):
+        op = {"exclusiveMinimum": ">", "minimum": ">=", "exclusiveMaximum": "<", "maximum": "<="}[kind]
+        unit = f" {node['x-unit'].split(' ')[0]}" if node.get("x-unit") else ""
+        rng = (f" (plausible range {node['minimum']:g}..{node['maximum']:g}{unit})"
+               if "minimum" in node and "maximum" in node else "")
+        return f"{label} must be {op} {expected:g}, got {_show(value)}{rng}"
     if kind == "uniqueItems":
         seen = set()
         for item in value:

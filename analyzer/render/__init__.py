@@ -1,3 +1,12 @@
-"""Formatting only: a ``Report`` -> table, json, csv or markdown text.  Computes nothing."""
+"""Formatting only: a ``Report`` -> table, json, csv or markdown text.  Computes nothing.
 
-from analyzer.render.formats import human_time, render, render_sweep  # noqa: F401
+``render``, ``render_sweep`` and ``human_time`` are loaded on first use, so that the CLI's
+start-up (which needs only ``analyzer.render.safe`` for its error lines) imports no renderer."""
+
+
+def __getattr__(name):
+    if name in ("human_time", "render", "render_sweep"):
+        from analyzer.render import formats
+
+        return getattr(formats, name)
+    raise AttributeError(f"module 'analyzer.render' has no attribute '{name}'")

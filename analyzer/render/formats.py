@@ -12,6 +12,7 @@ import io
 from analyzer.counting.cost import COUNT_FIELDS
 from analyzer.counting.engine import FOLDED, UNCOSTED
 from analyzer.render import measured as measured_view
+from analyzer.render import safe
 from analyzer.render.headline import comment_lines, human_time, markdown_lines, text_lines  # noqa: F401
 from analyzer.report.counts import Report
 
@@ -68,11 +69,11 @@ def render_csv(report: Report) -> str:
     else:
         pred_cols_m = []
     for line in lines:
-        buf.write(line + "\n")
+        buf.write(safe.text(line) + "\n")
     w = csv.writer(buf, lineterminator="\n")
     pred_cols = []
     for p in report.predictions:
-        pred_cols += [f"{p.hardware}:time_s", f"{p.hardware}:bound"]
+        pred_cols += [safe.csv_cell(f"{p.hardware}:time_s"), safe.csv_cell(f"{p.hardware}:bound")]
     pred_cols += pred_cols_m
     w.writerow(["name", "op", "status", *COUNT_FIELDS, "flops", "outputs", *pred_cols,
                 "estimate", "note"])
@@ -83,8 +84,11 @@ def render_csv(report: Report) -> str:
             extra += [repr(x.time_s), x.bound] if x else ["", ""]
         if pred_cols_m:
             extra += measured.get(n.name, ["", ""])
-        w.writerow([n.name, n.op, n.status, *(getattr(c, f) for f in COUNT_FIELDS), c.flops,
-                    " ".join(n.outputs), *extra, "yes" if n.estimate else "", n.note or ""])
+        # text cells neutralized (controls shown, no formula); exact integers untouched
+        w.writerow([safe.csv_cell(n.name), safe.csv_cell(n.op), n.status,
+                    *(getattr(c, f) for f in COUNT_FIELDS), c.flops,
+                    safe.csv_cell(" ".join(n.outputs)), *extra, "yes" if n.estimate else "",
+                    safe.csv_cell(n.note or "")])
     return buf.getvalue()
 
 
@@ -101,36 +105,40 @@ def _summary_pairs(report: Report) -> list[tuple[str, str]]:
 
 
 def render_markdown(report: Report, *, top: int | None = None) -> str:
-    out = [f"### opcost: `{report.model.get('path', '')}`", ""]
+    out = [f"### opcost: {safe.md_code(report.model.get('path', ''))}", ""]
     out += ["| quantity | value |", "|---|---|"]
     out += [f"| {k} | {v} |" for k, v in _summary_pairs(report)]
     for p in report.predictions:
-        out.append(f"| latency on {p.hardware} ({p.precision}) | {human_time(p.latency_s)} |")
+        out.append(f"| latency on {safe.md_text(p.hardware)} ({p.precision}) | "
+                   f"{human_time(p.latency_s)} |")
     if report.predictions:
         out += ["", "Predictions:", *markdown_lines(report.predictions)]
-    out += ["", f"Coverage: {report.coverage.line()}.", ""]
+    out += ["", f"Coverage: {safe.md_text(report.coverage.line())}.", ""]
     est = estimates_line(report)
     if est:
-        out += [est[0].upper() + est[1:] + ".", ""]
+        out += [safe.md_text(est[0].upper() + est[1:]) + ".", ""]
     if report.comparison is not None:
         c = report.comparison
-        out += [f"**Baseline** `{c.baseline_path}`: " + ("**predicted latency regressed**" if c.failed
-                                                          else "no regression beyond the limit"), ""]
+        out += [f"**Baseline** {safe.md_code(c.baseline_path)}: " + (
+            "**predicted latency regressed**" if c.failed else "no regression beyond the limit"), ""]
         for head, details in _comparison_lines(c):
-            out.append(f"- {head}")
-            out += [f"  - grew: {d}" for d in details]
+            out.append(f"- {safe.md_text(head)}")
+            out += [f"  - grew: {safe.md_text(d)}" for d in details]
         deltas = _count_delta_lines(c)
-        out += [f"- counts: {'; '.join(deltas) if deltas else 'unchanged'}", ""]
+        out += [f"- counts: {'; '.join(deltas) if deltas else 'unchanged'}"]
+        out += [f"- note: {safe.md_text(x)}" for x in c.notes] + [""]
     if report.measured is not None:
         out += measured_view.markdown_lines(report.measured, top)
     rows = _shown_rows(report, top)
     hdr = ["layer", "op", "output", "params", "FLOPs", "bytes"]
-    hdr += [f"{p.hardware} time" for p in report.predictions]
+    hdr += [f"{safe.md_text(p.hardware)} time" for p in report.predictions]
     out += ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
     for n, xs in rows:
         c = n.cost
-        cells = [f"`{n.name}`", n.op + (" (uncosted)" if n.status == UNCOSTED else ""),
-                 " ".join(n.outputs), human(c.params), human(c.flops), human(c.bytes_moved, "B")]
+        cells = [safe.md_code(n.name, table=True),
+                 safe.md_text(n.op) + (" (uncosted)" if n.status == UNCOSTED else ""),
+                 safe.md_code(" ".join(n.outputs), table=True), human(c.params), human(c.flops),
+                 human(c.bytes_moved, "B")]
         for x in xs:
             cells.append(f"{human_time(x.time_s)} ({x.bound})" if x else "")
         out.append("| " + " | ".join(cells) + " |")
@@ -147,12 +155,12 @@ def render_table(report: Report, *, top: int | None = None, width: int | None = 
     title = f"{report.model.get('path', '')}"
     if top is not None:
         title += f" — top {len(rows)} layers by {'predicted time' if report.predictions else 'FLOPs'}"
-    t = Table(title=title, show_footer=True, header_style="bold", footer_style="bold")
+    t = Table(title=safe.cell(title), show_footer=True, header_style="bold", footer_style="bold")
     tot = report.totals
     t.add_column("layer", footer="total", overflow="fold")
     t.add_column("op")
     t.add_column("output", no_wrap=True,
-                 min_width=max((len(" ".join(n.outputs)) for n, _ in rows), default=6))
+                 min_width=max((len(safe.text(" ".join(n.outputs))) for n, _ in rows), default=6))
     t.add_column("params", justify="right", footer=human(tot.params))
     t.add_column("MAC FLOPs", justify="right", footer=human(tot.mac_flops))
     t.add_column("vector", justify="right", footer=human(tot.vector_flops))
@@ -162,11 +170,13 @@ def render_table(report: Report, *, top: int | None = None, width: int | None = 
     t.add_column("act. out", justify="right", footer=human(tot.activation_bytes_written, "B"))
     t.add_column("FLOP %", justify="right", footer="100")
     for p in report.predictions:
-        t.add_column(f"{p.hardware}", justify="right", footer=human_time(p.latency_s))
+        t.add_column(safe.cell(p.hardware), justify="right", footer=human_time(p.latency_s))
     for n, xs in rows:
         c = n.cost
-        op = n.op if n.status != UNCOSTED else f"[red]{n.op} ?[/red]" if color else f"{n.op} ?"
-        cells = [n.name, op, " ".join(n.outputs), human(c.params), human(c.mac_flops),
+        uncosted = n.status == UNCOSTED
+        op = safe.cell(f"{n.op} ?" if uncosted else n.op, style="red" if uncosted and color else "")
+        cells = [safe.cell(n.name), op, safe.cell(" ".join(n.outputs)), human(c.params),
+                 human(c.mac_flops),
                  human(c.vector_flops), human(c.transcendentals), human(c.weight_bytes, "B"),
                  human(c.activation_bytes_read, "B"), human(c.activation_bytes_written, "B"),
                  f"{100 * c.flops / total_flops:.1f}"]
@@ -180,18 +190,18 @@ def render_table(report: Report, *, top: int | None = None, width: int | None = 
     for k, v in _summary_pairs(report):
         console.print(f"{k}: {v}", highlight=False, markup=False)
     for line in text_lines(report.predictions):
-        console.print(line, highlight=False, markup=False)
+        console.print(safe.text(line), highlight=False, markup=False)
     if report.predictions:
         console.print("per-layer time columns: predicted time, bound (C compute, M memory, "
                       "O launch overhead), share of the model's latency", highlight=False, markup=False)
     cov = report.coverage
-    console.print(f"coverage: {cov.line()}" + (" (folded nodes not shown)" if cov.folded else ""),
-                  highlight=False, markup=False)
+    console.print(safe.text(f"coverage: {cov.line()}") + (" (folded nodes not shown)" if cov.folded
+                                                          else ""), highlight=False, markup=False)
     line = estimates_line(report)
     if line:
-        console.print(line, highlight=False, markup=False)
+        console.print(safe.text(line), highlight=False, markup=False)
     for w in report.warnings:
-        console.print(f"warning: {w}", highlight=False, markup=False)
+        console.print(safe.text(f"warning: {w}"), highlight=False, markup=False)
     if report.comparison is not None:
         console.print(_comparison_text(report.comparison), highlight=False, markup=False)
     text = buf.getvalue()
@@ -233,21 +243,22 @@ def _count_delta_lines(c) -> list[str]:
 
 
 def _comparison_text(c) -> str:
-    lines = [f"baseline {c.baseline_path}:"]
+    lines = [f"baseline {safe.text(c.baseline_path)}:"]
     for head, details in _comparison_lines(c):
-        lines.append(f"  {head}")
-        lines += [f"    grew: {d}" for d in details]
+        lines.append(f"  {safe.text(head)}")
+        lines += [f"    grew: {safe.text(d)}" for d in details]
     deltas = _count_delta_lines(c)
     lines.append("  counts: " + ("; ".join(deltas) if deltas else "unchanged"))
+    lines += [f"  note: {safe.text(x)}" for x in c.notes]
     return "\n".join(lines)
 
 
 def render_sweep(sw, fmt: str) -> str:
     """A sweep as one table: swept dim values x totals (and latency per profile)."""
-    import json
-
     if fmt == "json":
-        return json.dumps(sw.to_dict(), indent=2) + "\n"
+        from analyzer.report.finite_json import dumps
+
+        return dumps(sw.to_dict(), indent=2) + "\n"
     hws = [p.hardware for p in sw.points[0][1].predictions] if sw.points else []
     head = [*sw.dims, "params", "MAC FLOPs", "vector", "transc.", "FLOPs", "bytes moved",
             *[f"{h} latency" for h in hws]]
@@ -263,19 +274,19 @@ def render_sweep(sw, fmt: str) -> str:
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow(head)
+        w.writerow([safe.csv_cell(h) for h in head])
         w.writerows(rows)
         return buf.getvalue()
     if fmt == "markdown":
-        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        out = ["| " + " | ".join(map(safe.md_text, head)) + " |", "|" + "---|" * len(head)]
         out += ["| " + " | ".join(r) + " |" for r in rows]
         return "\n".join(out) + "\n"
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"sweep over {', '.join(sw.dims)}", header_style="bold")
+    t = Table(title=safe.cell(f"sweep over {', '.join(sw.dims)}"), header_style="bold")
     for i, h in enumerate(head):
-        t.add_column(h, justify="left" if i < len(sw.dims) else "right")
+        t.add_column(safe.cell(h), justify="left" if i < len(sw.dims) else "right")
     for r in rows:
         t.add_row(*r)
     buf = io.StringIO()

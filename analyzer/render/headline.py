@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from analyzer.render import safe
+
 
 def human_time(s: float) -> str:
     if s >= 1:
@@ -74,11 +76,11 @@ def text_lines(predictions: Sequence) -> list[str]:
     """The terminal headline of every prediction (its line, indented details) and the caveat."""
     out = []
     for p in predictions:
-        out.append(prediction_line(p))
-        out += [f"  {x}" for x in detail_lines(p)]
+        out.append(safe.text(prediction_line(p)))
+        out += [f"  {safe.text(x)}" for x in detail_lines(p)]
     c = caveat(predictions)
     if c:
-        out.append(c)
+        out.append(safe.text(c))
     return out
 
 
@@ -87,11 +89,11 @@ def markdown_lines(predictions: Sequence) -> list[str]:
     in bold."""
     out = []
     for p in predictions:
-        out.append(f"- **{p.hardware}** ({p.precision}): {human_time(p.latency_s)}")
-        out += [f"  - {x}" for x in detail_lines(p)]
+        out.append(f"- **{safe.md_text(p.hardware)}** ({p.precision}): {human_time(p.latency_s)}")
+        out += [f"  - {safe.md_text(x)}" for x in detail_lines(p)]
     c = caveat(predictions)
     if c:
-        out.append(f"- **{c}**")
+        out.append(f"- **{safe.md_text(c)}**")
     return out
 
 
@@ -99,10 +101,10 @@ def comment_lines(predictions: Sequence) -> list[str]:
     """'# '-prefixed lines for the head of a CSV file (read with ``comment='#'``)."""
     out = []
     for p in predictions:
-        out.append(f"# {p.hardware}: latency_s={p.latency_s!r} precision={p.precision} "
-                   f"runtime={p.runtime}")
-        out += [f"#   {x}" for x in detail_lines(p)]
+        out.append(safe.text(f"# {p.hardware}: latency_s={p.latency_s!r} precision={p.precision} "
+                             f"runtime={p.runtime}"))
+        out += [f"#   {safe.text(x)}" for x in detail_lines(p)]
     c = caveat(predictions)
     if c:
-        out.append(f"# {c}")
+        out.append(f"# {safe.text(c)}")
     return out

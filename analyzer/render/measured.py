@@ -4,6 +4,7 @@ time and the error summary.  Formatting only: the numbers come from
 
 from __future__ import annotations
 
+from analyzer.render import safe
 from analyzer.render.headline import human_time
 
 TOP_DEFAULT = 10
@@ -54,7 +55,7 @@ def render_text(c, top: int | None, width: int | None) -> str:
     from rich.table import Table
 
     rows = c.top(top or TOP_DEFAULT)
-    t = Table(title=header(c) + f" — top {len(rows)} kernels by measured time",
+    t = Table(title=safe.cell(header(c) + f" — top {len(rows)} kernels by measured time"),
               header_style="bold", show_footer=True, footer_style="bold")
     t.add_column("onnxruntime kernel", footer="total", overflow="fold")
     t.add_column("opcost nodes", overflow="fold")
@@ -62,24 +63,24 @@ def render_text(c, top: int | None, width: int | None) -> str:
     t.add_column("measured", justify="right", footer=human_time(c.measured_s))
     t.add_column("error", justify="right", footer=_pct(c.error_pct, signed=True))
     for r in rows:
-        t.add_row(r.kernel, _nodes(r), human_time(r.predicted_s), human_time(r.measured_s),
+        t.add_row(safe.cell(r.kernel), safe.cell(_nodes(r)), human_time(r.predicted_s), human_time(r.measured_s),
                   _pct(r.error_pct, signed=True))
     buf = io.StringIO()
     console = Console(file=buf, width=width or 160, color_system=None, highlight=False,
                       soft_wrap=False)
     console.print(t)
     for line in summary_lines(c):
-        console.print(line, highlight=False, markup=False)
+        console.print(safe.text(line), highlight=False, markup=False)
     return buf.getvalue()
 
 
 def markdown_lines(c, top: int | None) -> list[str]:
-    out = [f"**{header(c)}**", ""]
-    out += [f"- {x}" for x in summary_lines(c)]
+    out = [f"**{safe.md_text(header(c))}**", ""]
+    out += [f"- {safe.md_text(x)}" for x in summary_lines(c)]
     out += ["", "| onnxruntime kernel | opcost nodes | predicted | measured | error |",
             "|---|---|---|---|---|"]
     for r in c.top(top or TOP_DEFAULT):
-        out.append(f"| `{r.kernel}` | {_nodes(r)} | {human_time(r.predicted_s)} | "
+        out.append(f"| {safe.md_code(r.kernel, table=True)} | {safe.md_text(_nodes(r))} | {human_time(r.predicted_s)} | "
                    f"{human_time(r.measured_s)} | {_pct(r.error_pct, signed=True)} |")
     out.append(f"| **total** | | {human_time(c.predicted_s)} | {human_time(c.measured_s)} | "
                f"{_pct(c.error_pct, signed=True)} |")
@@ -89,7 +90,7 @@ def markdown_lines(c, top: int | None) -> list[str]:
 def comment_lines(c) -> list[str]:
     """'# ' lines for a CSV head: the run and its error summary (exact numbers)."""
     s = c.summary
-    return [f"# {header(c)}",
+    return [safe.text(f"# {header(c)}"),
             f"# measured latency_s={c.measured_s!r} predicted latency_s={c.predicted_s!r} "
             f"error_pct={c.error_pct!r}",
             f"# kernels={s.kernels} mape_pct={s.mape_pct!r} within_10_pct={s.within_10_pct!r} "
@@ -98,4 +99,4 @@ def comment_lines(c) -> list[str]:
 
 def node_cells(c) -> dict[str, list[str]]:
     """node name -> [measured seconds, onnxruntime kernel] for the CSV's measured columns."""
-    return {n.name: [repr(n.measured_s), n.kernel] for n in c.nodes}
+    return {n.name: [repr(n.measured_s), safe.csv_cell(n.kernel)] for n in c.nodes}

@@ -10,7 +10,6 @@ original untouched. ``to_dict``/``to_json`` give the exact machine form
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator
 
@@ -177,7 +176,11 @@ class Report:
         return d
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+        """The JSON document; a value that is not a finite number (the intensity of a node that
+        moves no bytes) is null, never ``Infinity``/``NaN`` (``finite_json``)."""
+        from analyzer.report.finite_json import dumps
+
+        return dumps(self.to_dict(), indent=indent)
 
 
 def _coverage(nodes: tuple[NodeCost, ...]) -> Coverage:

@@ -161,7 +161,7 @@ def test_link_number_without_source_is_rejected(tmp_path):
     ('kind = "pcie"', 'kind = "pci"', "field 'links.pcie.kind' must be one of nvlink, pcie, ici"),
     ('[links.eth]\nkind = "ethernet"\n', "[links.eth]\n", "missing required field 'links.eth.kind'"),
     ("latency_us = 1.5", "latency_us = 1.5\nlatency = 2.0", "unknown field 'links.pcie.latency'"),
-    ("gbs = 64.0", "gbs = -64.0", "field 'links.pcie.gbs' must be > 0"),
+    ("gbs = 64.0", "gbs = -64.0", "field 'links.pcie.gbs' must be >= 0.001"),
     ("[links.eth]", "[links.Eth]", "table name 'links.Eth'"),
     ("units = 16", "units = 16.0", "field 'compute.units' must be an integer"),
     ('unit_name = "core"', 'unit_name = "core"\nclock_ghz = 1.0', "unknown field 'compute.clock_ghz'"),

@@ -22,11 +22,13 @@ import onnx
 from onnx import numpy_helper
 
 from analyzer.errors import Hint, InputSpecError, ModelLoadError, ShapeError
+from analyzer.userfiles import CAPS, read_regular
 from analyzer.ir.graph import Graph, merge_specs
 from analyzer.ir import dims as dim_expr
 from analyzer.frontends.onnx import fold
 from analyzer.frontends.onnx import functions
 from analyzer.frontends.onnx import sequences
+from analyzer.frontends.onnx import utf8
 from analyzer.frontends.onnx.read import (OP_OF, collect_specs, infer_model, newer_ops, read_initializers,
                                           read_nodes, topo_order)
 from analyzer.frontends.onnx.shapes import (batch_norm_statistics, contrib_output_shapes, default_opset,
@@ -47,21 +49,19 @@ def read_model(model: Any) -> tuple[onnx.ModelProto, str, bytes | None]:
     if isinstance(model, onnx.ModelProto):
         m = onnx.ModelProto()
         m.CopyFrom(model)
-        return _checked(m, "<ModelProto>"), "<ModelProto>", None
+        m = _checked(m, "<ModelProto>")
+        _names_as_text(m, m.SerializeToString())
+        return m, "<ModelProto>", None
     if isinstance(model, (bytes, bytearray, memoryview)):
         data = bytes(model)
-        return _checked(_parse(data, "<bytes>"), "<bytes>"), "<bytes>", data
+        m = _checked(_parse(data, "<bytes>"), "<bytes>")
+        return m, "<bytes>", _names_as_text(m, data)
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
-        if not path.exists():
-            raise ModelLoadError(f"{path}: no such file")
-        if path.is_dir():
-            raise ModelLoadError(f"{path}: is a directory, not an ONNX file")
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            raise ModelLoadError(f"{path}: cannot read ({e.strerror})") from None
-        return _checked(_parse(data, str(path)), str(path)), str(path), data
+        # a regular file up to protobuf's 2 GiB limit: never a FIFO (a hang) or /dev/zero
+        data = read_regular(path, str(path), CAPS["model"], ModelLoadError)
+        m = _checked(_parse(data, str(path)), str(path))
+        return m, str(path), _names_as_text(m, data)
     raise ModelLoadError(
         f"cannot analyse a {type(model).__name__}: pass a path, bytes or an onnx.ModelProto")
 
@@ -77,6 +77,15 @@ def _parse(data: bytes, where: str) -> onnx.ModelProto:
             f"{where}: not an ONNX model (protobuf parse failed: {e}); truncated or another format?"
         ) from None
     return m
+
+
+def _names_as_text(m: onnx.ModelProto, data: bytes) -> bytes | None:
+    """``data`` when every name of ``m`` is UTF-8 text; else the names that are not are decoded
+    in ``m`` (``utf8.fix``: backslash escapes) and None (``m`` no longer matches ``data``)."""
+    if utf8.check(data):
+        return data
+    utf8.fix(m)
+    return None
 
 
 def _checked(m: onnx.ModelProto, where: str) -> onnx.ModelProto:
