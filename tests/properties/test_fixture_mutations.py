@@ -210,8 +210,5 @@ def test_a_constant_whose_value_is_not_a_tensor_is_an_analyzer_error():
             analyzer.analyze(_constant_value_as_int())
 
 
-@pytest.mark.xfail(strict=True, raises=Exception,
-                   reason="frontend: a node name that is not UTF-8 comes back from protobuf as "
-                          "bytes and reaches the engine's str concatenation (TypeError)")
 def test_a_node_name_that_is_not_utf8_is_an_analyzer_error_or_success():
     _analyse(_node_name_not_utf8())
