@@ -6,6 +6,7 @@ Heavy dependencies (onnx, jax) are imported only when an entry point is called.
 from analyzer.api import analyze, analyze_jax
 from analyzer.options import Options
 from analyzer.sweep import sweep
+from analyzer.scaling.curve import scale
 from analyzer.errors import (AnalyzerError, BaselineError, CheckFailed, GraphError, HardwareError, Hint,
                      InputSpecError, InternalError, ModelLoadError, ShapeError, UnboundDimError)
 

@@ -10,7 +10,7 @@ import gc
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from analyzer.options import JAX_KEYWORDS, ONNX_KEYWORDS, Options
+from analyzer.options import JAX_KEYWORDS, JAX_OPTIONS_ONLY, ONNX_KEYWORDS, Options
 from analyzer.options import build as build_options
 
 if TYPE_CHECKING:
@@ -32,6 +32,9 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
     ``overlap``: per-layer ``max(compute, memory)`` (True) or seed 003's sum (False).
     ``loop_trips``: trip count of Loop/while bodies whose count is not a constant.
     ``causal``: fused attention ops are costed as causal kernels (they skip the masked half).
+    ``batch``: the global batch (graph inputs' dim 0; hard-coded Reshape targets rewritten,
+    listed in ``report.model["batch"]``).  ``train``: add a training step
+    (``report.training``); ``optimizer``: sgd, momentum, adam, adamw.
     Another keyword raises ``TypeError`` naming these.
     """
     from analyzer.counting import rules  # noqa: F401  (fills the registry has_rule reads)
@@ -39,9 +42,18 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
     from analyzer.frontends.onnx import load as onnx_frontend
 
     opts = build_options("analyze", options, keywords, ONNX_KEYWORDS)
+    rewritten = None
+    if opts.batch is not None:
+        from analyzer.training.batch import set_batch
+
+        model, rewritten, old, path = set_batch(model, opts.batch)
     with _gc_paused():
         graph, info = onnx_frontend.load(model, inputs=opts.inputs, dims=opts.dims,
                                          values=opts.values, counted=has_rule)
+        if rewritten is not None:
+            if path:
+                info["path"] = path
+            info["batch"] = {"value": opts.batch, "was": old, "rewritten_nodes": rewritten}
         return _report(graph, info, opts, hw, onnxruntime_record(model, hw, opts))
 
 
@@ -111,6 +123,14 @@ def _report(graph, info: dict, options: Options, hw, fused=None) -> "Report":
         report = report.with_predictions(
             predict(report, hw, precision=options.precision, overlap=options.overlap,
                     runtime=options.runtime, fused=fused))
+    if options.train:
+        from analyzer.training.step import training
+
+        batch = options.batch
+        if batch is None:
+            dims = next(iter(info.get("inputs", {}).values()), None)
+            batch = dims[0] if dims and isinstance(dims[0], int) else None
+        report = report.with_training(training(report, options.optimizer or "sgd", batch))
     return report
 
 
@@ -143,7 +163,7 @@ def analyze_jax(fn: Any, *example_args: Any, hw: str | Sequence[str] | None = No
     from analyzer.frontends.jaxpr import load as jaxpr_frontend
 
     own = {k: keywords.pop(k) for k in JAX_KEYWORDS if k in keywords}
-    opts = build_options("analyze_jax", options, own, JAX_KEYWORDS)
+    opts = build_options("analyze_jax", options, own, JAX_KEYWORDS + JAX_OPTIONS_ONLY)
     example_kwargs = dict(kwargs or {})
     for k, v in keywords.items():
         if k in example_kwargs:

@@ -38,6 +38,11 @@ class Options:
     ``runtime``: what runs the model (``kernel``, ``eager``, ``onnxruntime``, ``xla``): which
     nodes fuse, what each kernel pays to launch or dispatch, and which time is predicted
     (``analyzer.prediction.runtimes``); None: xla for a JAX program, else the profile's default.
+    ``batch``: ONNX: the global batch (dim 0 of every graph input; constant Reshape targets led
+    by the old batch are rewritten: ``analyzer.training.batch``).
+    ``train``: add one training step (forward + backward + optimizer update: counts, times per
+    profile, memory fit; ``analyzer.training.step``). ``optimizer``: sgd (default), momentum,
+    adam, adamw.
 
     Mappings are copied when an Options is made (a caller's later change does not reach it);
     treat them as read-only.
@@ -53,6 +58,9 @@ class Options:
     params_argnums: Any = None
     report_name: str | None = None
     runtime: str | None = None
+    batch: int | None = None
+    train: bool | None = None
+    optimizer: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("inputs", "dims", "values"):
@@ -69,9 +77,12 @@ class Options:
 FIELDS = tuple(f.name for f in fields(Options))
 # the fields each entry point takes as keywords
 ONNX_KEYWORDS = ("inputs", "dims", "values", "precision", "overlap", "loop_trips", "causal",
-                 "runtime")
+                 "runtime", "batch", "train", "optimizer")
 JAX_KEYWORDS = ("precision", "overlap", "loop_trips", "causal", "params_argnums", "report_name",
                 "runtime")
+# Options fields a JAX program takes through ``options=`` only (a keyword ``train=`` is the traced
+# function's own, as it always was)
+JAX_OPTIONS_ONLY = ("train", "optimizer")
 _DEFAULT = Options()
 
 

@@ -17,12 +17,20 @@ def hw_group():
 
 @hw_group.command("list")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
-def hw_list(fmt):
-    """List the hardware profiles with their peaks and memory bandwidth."""
+@click.option("--links", "links", is_flag=True,
+              help="List the interconnect links (--link IDs for --devices) instead of profiles.")
+def hw_list(fmt, links):
+    """List the hardware profiles with their peaks and memory bandwidth (--links: the links)."""
     def run():
         import hardware_db
         from cli.hwview import render_list
 
+        if links:
+            from hardware_db import links as link_db
+            from cli.scaling import render_links
+
+            write_output(render_links(link_db.list_links(), fmt), None)
+            return
         write_output(render_list(hardware_db.list_profiles(), fmt), None)
 
     guard(run, False, "hw list")

@@ -17,6 +17,7 @@ import click
 from analyzer.errors import CheckFailed, InputSpecError
 from analyzer.options import Options
 from cli.guard import Spinner, guard, terminal_width
+from cli import scaling as scaling_cli
 from cli.hw import hw_group
 from cli.parsing import (kwargs_json_text, parse_dims, parse_inputs, parse_values, writable_path,
                          write_output)
@@ -126,6 +127,7 @@ def main():
 @click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
               help="With --measure: onnxruntime's intra-op threads (default: the profile's "
                    "calibration threads, else all cores).")
+@scaling_cli.options
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
 def model_cmd(**params):
     """Count params, FLOPs (MAC / vector / transcendental) and bytes of every node of MODEL.
@@ -152,7 +154,8 @@ def model_cmd(**params):
     opcost: please report it; --debug shows the traceback).
     """
     debug = params.pop("debug")
-    guard(lambda: _run_model(Request.from_params(params)), debug)
+    guard(lambda: _run_model(replace(Request.from_params(params),
+                                     multi=scaling_cli.pop(params))), debug)
 
 
 @dataclass(frozen=True)
@@ -186,6 +189,7 @@ class Request:
     output: OutputSpec
     measure: bool = False        # --measure: run with onnxruntime, compare (ONNX, one profile)
     threads: int | None = None   # --threads (with --measure)
+    multi: dict | None = None    # --train, --batch, --devices ... (cli/scaling.py)
 
     @classmethod
     def from_params(cls, p: dict) -> "Request":
@@ -207,6 +211,7 @@ def _run_model(req: Request) -> None:
     for path, flag in ((out.path, "--output"), (out.save_baseline, "--save-baseline")):
         if path is not None and path != "-":
             writable_path(path, flag)   # before the work: a folder or a missing folder fails now
+    multi = req.multi or scaling_cli.pop({k: None for k in scaling_cli.NAMES})
     hws = [h.strip() for h in req.hw.split(",") if h.strip()] if req.hw else None
     doc = threshold = None
     if out.baseline:
@@ -226,7 +231,10 @@ def _run_model(req: Request) -> None:
                                      "give a JAX program's shapes with --input NAME=f32[8,128]")
             fn, args, kwargs = load_program(model, parse_inputs(req.inputs),
                                             kwargs_json_text(req.kwargs_json))
-            opts = replace(opts, report_name=model, params_argnums=list(req.params_args) or None)
+            opts = replace(opts, report_name=model, params_argnums=list(req.params_args) or None,
+                           **scaling_cli.analysis_options(multi, True))
+            if multi["devices"]:
+                raise InputSpecError("--devices applies to ONNX models for now")
             report = analyzer.analyze_jax(fn, *args, hw=hws, options=opts, kwargs=kwargs)
         else:
             if req.kwargs_json:
@@ -252,7 +260,11 @@ def _run_model(req: Request) -> None:
                         rep.require_full_coverage()
                 return
             dims = {n: v[0] for k, v in dim_values.items() for n in k.split("+")}
-            report = analyzer.analyze(model, hws, options=replace(opts, dims=dims or None))
+            if multi["devices"]:
+                report = scaling_cli.scale(model, hws, replace(opts, dims=dims or None), multi)
+            else:
+                report = analyzer.analyze(model, hws, options=replace(
+                    opts, dims=dims or None, **scaling_cli.analysis_options(multi, False)))
             if req.measure:
                 from analyzer.measuring import measure_report
 
@@ -260,6 +272,8 @@ def _run_model(req: Request) -> None:
                 report = measure_report(report, model, hws[0], threads=req.threads)
         if doc is not None:
             report = report.with_comparison(bl.compare(report, doc, threshold, path=out.baseline))
+    if multi["plot_scaling"]:
+        scaling_cli.plot(report, multi["plot_scaling"])
     _emit(report, out)
 
 
@@ -297,6 +311,7 @@ def _emit(report, out: OutputSpec) -> None:
     else:
         color = out.path is None and out.fmt == "table" and sys.stdout.isatty()
         text = render(report, out.fmt, top=out.top, color=color, width=width)
+    text += scaling_cli.render_rows(report, out.fmt)
     write_output(text, out.path)
     if out.save_baseline:
         from analyzer.report.finite_json import dumps

@@ -99,6 +99,8 @@ class Report:
     warnings: tuple[str, ...] = ()
     comparison: "Comparison | None" = None   # set by with_comparison, never on this object
     measured: "MeasuredComparison | None" = None   # set by with_measured (report.measured)
+    training: Any = None   # set by with_training (analyzer.training.step.Training)
+    scaling: Any = None    # set by with_scaling (analyzer.scaling.curve.Scaling)
 
     def __post_init__(self) -> None:
         for name in ("nodes", "predictions", "warnings"):   # lists given by a caller -> tuples
@@ -132,6 +134,15 @@ class Report:
         """A new Report carrying its prediction next to a measured run
         (``analyzer.report.measured.compare_measured``; JSON key ``"measured"``)."""
         return replace(self, measured=measured)
+
+    def with_training(self, training: Any) -> "Report":
+        """A new Report carrying a training step (JSON key ``"training"``)."""
+        return replace(self, training=training)
+
+    def with_scaling(self, scaling: Any) -> "Report":
+        """A new Report carrying a multi-device curve (JSON keys ``"scaling"`` and
+        ``"crossover_devices"``)."""
+        return replace(self, scaling=scaling)
 
     def node(self, name: str) -> NodeCost:
         for n in self.nodes:
@@ -173,6 +184,10 @@ class Report:
             d["baseline_comparison"] = self.comparison.to_dict()
         if self.measured is not None:
             d["measured"] = self.measured.to_dict()
+        if self.training is not None:
+            d["training"] = self.training.to_dict()
+        if self.scaling is not None:
+            d.update(self.scaling.to_dict())
         return d
 
     def to_json(self, indent: int | None = 2) -> str:

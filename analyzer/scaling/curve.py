@@ -1,0 +1,168 @@
+"""The per device count curve of a model: ``scale(model, hw, devices, ...)`` -> a Report carrying
+``Scaling`` (JSON ``"scaling"``: one entry per profile and device count; ``"crossover_devices"``:
+profile -> the first device count whose communication exceeds its compute, or None).
+
+Data parallel re-analyses the model at the local batch ``B/N`` when the global batch is known
+(ONNX with ``batch=``), so the per-device compute carries the small-batch inefficiency seed 002
+measured; otherwise (``rescale="linear"``, or a JAX program) the launch overheads are held
+constant and the rest of the step is divided by N.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from analyzer.errors import InputSpecError
+from analyzer.scaling import collectives as C
+from analyzer.scaling import parallel as P
+
+_WBYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+
+
+@dataclass(frozen=True)
+class Scaling:
+    parallel: str
+    link: str
+    points: tuple[P.Point, ...]
+    setup: dict = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def crossover(self) -> dict[str, int | None]:
+        out: dict[str, int | None] = {}
+        for p in self.points:
+            out.setdefault(p.hardware, None)
+            if out[p.hardware] is None and p.communication_s > p.compute_s:
+                out[p.hardware] = p.devices
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"scaling": [p.to_dict() for p in self.points],
+                "crossover_devices": self.crossover(),
+                "scaling_setup": {"parallel": self.parallel, "link": self.link, **self.setup,
+                                  "notes": list(self.notes)}}
+
+
+def _step(report, train: bool):
+    """(profile id -> (step s, backward s, overhead s)) of a report's predictions."""
+    if train:
+        return {s.hardware: (s.step_s, s.backward_s, s.overhead_s) for s in report.training.steps}
+    return {p.hardware: (p.latency_s, 0.0, sum(r.overhead_s for r in p.nodes))
+            for p in report.predictions}
+
+
+def fabric(link, *, per_node: int = 1, intra_link=None, algorithm: str = "ring",
+           link_efficiency: float = 1.0) -> C.Fabric:
+    from hardware_db import links
+
+    inter = link if hasattr(link, "bytes_per_s") else links.get(link)
+    intra = None
+    if intra_link is not None:
+        intra = intra_link if hasattr(intra_link, "bytes_per_s") else links.get(intra_link)
+    if per_node > 1 and intra is None:
+        raise InputSpecError("devices per node > 1 needs the link inside a node (intra_link=, "
+                             "e.g. 'nvlink4' or 'pcie3')")
+    return C.Fabric(C.Level.of(inter, link_efficiency),
+                    C.Level.of(intra, link_efficiency) if intra else None, per_node, algorithm)
+
+
+def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link="ib-fdr",
+          parallel: str = "data", batch: int | None = None, train: bool = True,
+          optimizer: str = "sgd", per_node: int = 1, intra_link=None, algorithm: str = "ring",
+          overlap: bool = False, buckets: int = 1, microbatches: int | None = None,
+          schedule: str = "1f1b", rescale: str | None = None, link_efficiency: float = 1.0,
+          options=None, **keywords):
+    """The Report of ``model`` at the global batch on ``hw``, carrying the scaling curve over
+    ``devices`` (see the module and ``analyzer.scaling.parallel`` for the models)."""
+    from analyzer.api import analyze
+
+    if parallel not in P.PARALLEL:
+        raise InputSpecError(f"parallel must be one of {', '.join(P.PARALLEL)}; got {parallel!r}")
+    if schedule not in P.SCHEDULES:
+        raise InputSpecError(f"schedule must be one of {', '.join(P.SCHEDULES)}; got {schedule!r}")
+    devs = sorted({int(d) for d in devices})
+    if not devs or devs[0] < 1:
+        raise InputSpecError("devices: give device counts >= 1, e.g. 1,2,4,8")
+    if 1 not in devs:
+        devs = [1] + devs
+    fab = fabric(link, per_node=per_node, intra_link=intra_link, algorithm=algorithm,
+                 link_efficiency=link_efficiency)
+    for n in devs:
+        fab.split(n)   # whole nodes only: a clear error before any work
+    kw = dict(keywords)
+    if batch is not None:
+        kw["batch"] = batch
+    base = analyze(model, hw, options=options, train=train, optimizer=optimizer, **kw)
+    step1 = _step(base, train)
+    precision = base.predictions[0].precision if base.predictions else "fp32"
+    grad_bytes = base.totals.params * _WBYTES.get(precision, 4)
+    notes = [f"{algorithm} all-reduce over {fab.inter.name}"
+             + (f", {per_node} devices per node over {fab.intra.name}" if per_node > 1 else "")]
+    if fab.inter.alpha == 0:
+        notes.append(f"{fab.inter.name}: no per-message latency on record (charged 0)")
+    mode = rescale or ("analyze" if batch is not None else "linear")
+    points = []
+    for n in devs:
+        if parallel == "data":
+            if batch is not None and (n > batch or batch % n):
+                raise InputSpecError(f"data parallel: the global batch {batch} does not split "
+                                     f"evenly over {n} devices (seed 002: N <= B)")
+            if n == 1:
+                at_n = step1
+            elif mode == "analyze":
+                rep = analyze(model, hw, options=options, train=train,
+                                       optimizer=optimizer, **{**kw, "batch": batch // n})
+                at_n = _step(rep, train)
+            else:
+                at_n = {h: (o + (s - o) / n, b / n, o) for h, (s, b, o) in step1.items()}
+            for h, (s, b, _) in at_n.items():
+                comm, exp = P.exposed(lambda nb: fab.allreduce(nb, n), grad_bytes, b, overlap,
+                                      buckets)
+                points.append(P.point(h, n, s, comm, exp, 0.0, step1[h][0]))
+        elif parallel == "tensor":
+            for pred in base.predictions:
+                h = pred.hardware
+                s = step1[h][0]
+                mac_t = sum(r.time_s for r in pred.nodes if base.nodes[r.index].cost.mac_flops)
+                frac = mac_t / pred.latency_s if pred.latency_s else 0.0
+                comp = s * (frac / n + 1 - frac)
+                comm = C.ZERO
+                weight_gemms = [x for x in base.nodes if x.cost.mac_flops and x.constant_inputs]
+                for x in weight_gemms[1::2]:
+                    c = fab.allreduce(x.cost.activation_bytes_written, n)
+                    comm = comm + c + (c if train else C.ZERO)
+                points.append(P.point(h, n, comp, comm, comm.total, 0.0, s))
+        else:
+            m = microbatches or 4 * n
+            for pred in base.predictions:
+                h = pred.hardware
+                s = step1[h][0]
+                bbytes = _boundary_bytes(base, pred, n)
+                g, k = fab.split(n)
+                comp, bub, comm = P.pipeline(s, n, m, bbytes,
+                                             lambda nb: fab.p2p(nb, crosses_node=k > 1), train)
+                points.append(P.point(h, n, comp, comm, comm.total, bub, s))
+    setup = {"devices": devs, "per_node": per_node, "algorithm": algorithm, "overlap": overlap,
+             "buckets": buckets, "batch": batch, "train": train, "rescale": mode,
+             "gradient_bytes": grad_bytes}
+    if parallel == "pipeline":
+        setup.update(schedule=schedule, microbatches=microbatches or "4 x devices")
+        notes.append(f"{schedule}: bubble (p-1)/(m+p-1) of the step; 1F1B keeps p micro-batches of "
+                     "activations in flight, GPipe m")
+    order = {p.hardware: i for i, p in enumerate(base.predictions)}
+    points.sort(key=lambda p: (order.get(p.hardware, 0), p.devices))
+    return base.with_scaling(Scaling(parallel, fab.inter.name, tuple(points), setup, tuple(notes)))
+
+
+def _boundary_bytes(report, pred, p: int) -> float:
+    """Mean activation bytes at the p-1 cuts that split the predicted time into equal stages."""
+    if p <= 1 or not pred.nodes:
+        return 0.0
+    total = pred.latency_s
+    cuts, acc, k = [], 0.0, 1
+    for r in pred.nodes:
+        acc += r.time_s
+        while k < p and acc >= total * k / p:
+            cuts.append(report.nodes[r.index].cost.activation_bytes_written)
+            k += 1
+    return sum(cuts) / len(cuts) if cuts else 0.0

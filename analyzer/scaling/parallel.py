@@ -1,0 +1,121 @@
+"""Step time of one model over N devices: data, tensor and pipeline parallelism (pure functions
+of single-device times and byte counts; ``curve`` feeds them from Reports).
+
+Data parallel (seed 002): each device runs the local batch B/N, then the gradients (``grad_bytes``)
+are all-reduced. Without overlap the whole all-reduce follows the step. With ``overlap`` the
+gradients go out in ``buckets`` equal buckets as the backward pass produces them (bucket k ready
+at ``k/buckets`` of the backward pass, buckets sent one after another): only what is still
+running when backward ends is exposed. Seed 002: communication cannot start before the forward
+pass ends, so at most the backward pass hides it.
+
+Tensor parallel (Megatron pairs): every MAC node is split N ways; other nodes are replicated;
+every second weight GEMM (the row-parallel one of a pair) all-reduces its output in forward and
+its input gradient in backward (``allreduce_bytes``: the bytes of each such all-reduce).
+
+Pipeline parallel: p balanced stages, m micro-batches. GPipe and 1F1B take the same time,
+``(m + p - 1)`` micro-batch stage times, of which the bubble is the fraction ``(p-1)/(m+p-1)``;
+1F1B keeps p micro-batches of activations in flight instead of m. Each stage boundary sends a
+micro-batch's activation forward and its gradient back; only the first micro-batch's trip is on
+the critical path (later ones overlap with compute).
+
+Speed-up ``S = step(1) / step(N)``, efficiency ``S/N``, and the serial fraction Amdahl's law
+implies, ``s = (N/S - 1) / (N - 1)`` (seed 000 Eq. 3 with s = 1 - alpha).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+PARALLEL = ("data", "tensor", "pipeline")
+SCHEDULES = ("gpipe", "1f1b")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One device count on one profile (seconds)."""
+
+    hardware: str
+    devices: int
+    step_s: float
+    compute_s: float
+    communication_s: float       # the whole communication of a step
+    exposed_communication_s: float   # what the step waits for (after overlap)
+    bubble_s: float
+    speedup: float
+    efficiency: float
+    serial_fraction: float | None
+    bandwidth_s: float = 0.0     # per-byte part of communication_s
+    latency_s: float = 0.0       # per-message part
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"hardware": self.hardware, "devices": self.devices, "step_s": self.step_s,
+                "compute_s": self.compute_s, "communication_s": self.communication_s,
+                "exposed_communication_s": self.exposed_communication_s,
+                "bubble_s": self.bubble_s, "speedup": self.speedup,
+                "efficiency": self.efficiency, "serial_fraction": self.serial_fraction,
+                "communication_bandwidth_s": self.bandwidth_s,
+                "communication_latency_s": self.latency_s}
+
+
+def amdahl_speedup(n: int, serial: float) -> float:
+    """``N / (N s + 1 - s)`` (= N / (N(1-alpha) + alpha), alpha = 1 - s)."""
+    return n / (n * serial + 1 - serial)
+
+
+def serial_fraction(n: int, speedup: float) -> float | None:
+    """Amdahl's serial share implied by a speed-up at ``n`` devices (None for one device)."""
+    if n <= 1 or speedup <= 0:
+        return None
+    return (n / speedup - 1) / (n - 1)
+
+
+def exposed(comm_of, grad_bytes: float, backward_s: float, overlap: bool, buckets: int = 1):
+    """(total communication Comm, exposed seconds) of a gradient all-reduce.
+    ``comm_of(nbytes) -> Comm``."""
+    from analyzer.scaling.collectives import ZERO
+
+    if buckets < 1:
+        raise ValueError("buckets must be >= 1")
+    per = comm_of(grad_bytes / buckets)
+    total = ZERO
+    for _ in range(buckets):
+        total = total + per
+    if not overlap:
+        return total, total.total
+    finish = 0.0
+    for k in range(1, buckets + 1):
+        ready = backward_s * k / buckets
+        finish = max(finish, ready) + per.total
+    return total, max(0.0, finish - backward_s)
+
+
+def point(hardware: str, n: int, compute_s: float, comm, exposed_s: float, bubble_s: float,
+          step1_s: float) -> Point:
+    step = compute_s + exposed_s + bubble_s
+    s = step1_s / step if step > 0 else float("inf")
+    return Point(hardware, n, step, compute_s, comm.total, exposed_s, bubble_s, s, s / n,
+                 serial_fraction(n, s), comm.bandwidth_s, comm.latency_s)
+
+
+def pipeline(compute_s: float, p: int, microbatches: int, boundary_bytes: float, p2p,
+             train: bool = True):
+    """(compute per device, bubble, Comm on the critical path) of ``p`` balanced stages.
+    ``p2p(nbytes) -> Comm``; ``boundary_bytes``: a whole batch's activation at a cut."""
+    from analyzer.scaling.collectives import ZERO
+
+    if p == 1:
+        return compute_s, 0.0, ZERO
+    t_mb = compute_s / p / microbatches
+    bubble = (p - 1) * t_mb
+    trips = 2 if train else 1
+    comm = ZERO
+    one = p2p(boundary_bytes / microbatches)
+    for _ in range(trips * (p - 1)):
+        comm = comm + one
+    return compute_s / p, bubble, comm
+
+
+def bubble_fraction(p: int, m: int) -> float:
+    """``(p-1)/(m+p-1)``."""
+    return (p - 1) / (m + p - 1)

@@ -1,0 +1,296 @@
+"""One training step from a forward Report: counts, per-profile times, memory footprint.
+
+Conventions (stated, so the numbers can be checked by hand):
+
+- Which tensors need a gradient: a floating-point constant input of a node (a weight) and
+  every output of a node that has such an input upstream. Graph inputs (the data) do not.
+- MatMul / Gemm / Conv (any node with MAC FLOPs): one backward product per operand that needs
+  a gradient (dX and/or dW, each costing the forward's MACs): 2x the forward MACs when both
+  do, 1x for the first layer (its input is data). Their other arithmetic (bias) is repeated
+  once (the bias gradient is a sum over the batch).  Fused attention and other MAC ops with a
+  gradient: 2x the forward MACs.
+- Every other node on the gradient path: its forward arithmetic once more (vector and
+  transcendental FLOPs, counted as vector FLOPs: the backward of exp, tanh, softmax, a norm is
+  multiplies and adds over saved values) and twice its forward bytes (it reads the saved
+  forward value and the output gradient and writes the input gradient).  Nodes off the path
+  (shape arithmetic, the first layer's input side) cost nothing in backward.
+- Backward bytes of a MAC node: its forward bytes per gradient product.
+- Optimizer update per parameter (fp32 master weights and states): SGD ``p -= lr*g`` 2 FLOPs,
+  3 words moved; momentum ``v = mu*v + g; p -= lr*v`` 4 FLOPs, 5 words; Adam 12 FLOPs + 1
+  sqrt, 7 words (p, g, m, v read; p, m, v written); AdamW Adam + decoupled decay (14 + 1).
+- Memory: weights + gradients (one word of the weight dtype each) + optimizer state (fp32
+  words per parameter: 0, 1, 2, 2) + activations kept for backward (every node output on the
+  gradient path, no recomputation: an upper bound).  Activations scale with the batch, the rest
+  does not: the largest batch that fits is ``floor((capacity - fixed) / activations_per_sample)``.
+
+Backward time per node: its forward kernel's compute and memory terms scaled by the ratios of
+backward to forward FLOPs and bytes, plus one launch per backward kernel (``overlap``: the max
+of the two terms, else their sum); the optimizer update is a roofline over the profile's
+datasheet vector peak and memory bandwidth plus one launch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+OPTIMIZERS = {  # name: (vector FLOPs, transcendentals, fp32 state words, words moved) per param
+    "sgd": (2, 0, 0, 3),
+    "momentum": (4, 0, 1, 5),
+    "adam": (12, 1, 2, 7),
+    "adamw": (14, 1, 2, 7),
+}
+_GEMM_LIKE = {"MatMul", "Gemm", "Conv", "ConvTranspose", "MatMulInteger", "QLinearMatMul",
+              "QLinearConv", "ConvInteger", "dot_general", "conv_general_dilated", "FusedMatMul"}
+_DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+
+
+def _floating(spec) -> bool:
+    if spec is None:
+        return False
+    d = str(spec.dtype).lower()
+    return d.startswith(("float", "bfloat", "f", "bf")) and not d.startswith("fn")
+
+
+@dataclass(frozen=True)
+class NodeGrad:
+    """What one node does in backward: gradient products (MAC nodes), and whether it is on the
+    gradient path at all."""
+
+    on_path: bool
+    products: int   # backward MAC products, each the forward's MACs
+
+
+def gradient_plan(nodes) -> list[NodeGrad]:
+    """Per node of a Report (graph order), which gradients it computes (module conventions)."""
+    requires: set[str] = set()
+    out = []
+    for n in nodes:
+        const = set(n.constant_inputs)
+        need = []
+        for k, name in enumerate(n.in_names):
+            spec = n.in_specs[k] if k < len(n.in_specs) else None
+            if k in const:
+                need.append(_floating(spec))
+            else:
+                need.append(name in requires)
+        on_path = any(need)
+        products = 0
+        if on_path and n.cost.mac_flops:
+            if n.op in _GEMM_LIKE:
+                products = sum(1 for x in need[:2] if x)
+            else:
+                products = 2
+        if on_path:
+            requires.update(x for x in n.out_names if x)
+        out.append(NodeGrad(on_path, products))
+    return out
+
+
+@dataclass(frozen=True)
+class TrainCounts:
+    """Exact FLOPs of one step, by phase; ``params`` and the optimizer named."""
+
+    optimizer: str
+    params: int
+    forward_mac: int
+    forward_vector: int
+    forward_transcendental: int
+    backward_mac: int
+    backward_vector: int
+    optimizer_vector: int
+    optimizer_transcendental: int
+    optimizer_bytes: int
+
+    @property
+    def mac_flops(self) -> int:
+        return self.forward_mac + self.backward_mac
+
+    @property
+    def flops(self) -> int:
+        return (self.forward_mac + self.forward_vector + self.forward_transcendental
+                + self.backward_mac + self.backward_vector + self.optimizer_vector
+                + self.optimizer_transcendental)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"optimizer": self.optimizer, "params": self.params,
+                "forward": {"mac_flops": self.forward_mac, "vector_flops": self.forward_vector,
+                            "transcendentals": self.forward_transcendental},
+                "backward": {"mac_flops": self.backward_mac, "vector_flops": self.backward_vector},
+                "optimizer_update": {"vector_flops": self.optimizer_vector,
+                                     "transcendentals": self.optimizer_transcendental,
+                                     "bytes": self.optimizer_bytes},
+                "mac_flops": self.mac_flops, "flops": self.flops}
+
+
+def check_optimizer(name: str) -> str:
+    from analyzer.errors import InputSpecError
+
+    key = (name or "sgd").lower()
+    if key not in OPTIMIZERS:
+        raise InputSpecError(f"unknown optimizer '{name}' (known: {', '.join(OPTIMIZERS)})")
+    return key
+
+
+def train_counts(report, optimizer: str = "sgd", plan: list[NodeGrad] | None = None) -> TrainCounts:
+    """The step's counts from a forward ``report`` (module conventions)."""
+    optimizer = check_optimizer(optimizer)
+    plan = plan if plan is not None else gradient_plan(report.nodes)
+    bm = bv = 0
+    for n, g in zip(report.nodes, plan):
+        if not g.on_path:
+            continue
+        c = n.cost
+        if c.mac_flops:
+            bm += c.mac_flops * g.products
+            bv += c.vector_flops
+        else:
+            bv += c.vector_flops + c.transcendentals
+    t = report.totals
+    ov, ot, _, words = OPTIMIZERS[optimizer]
+    return TrainCounts(optimizer, t.params, t.mac_flops, t.vector_flops, t.transcendentals, bm, bv,
+                       ov * t.params, ot * t.params, words * 4 * t.params)
+
+
+@dataclass(frozen=True)
+class Memory:
+    weights: int
+    gradients: int
+    optimizer_state: int
+    activations: int
+    batch: int | None
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.gradients + self.optimizer_state + self.activations
+
+    def max_batch(self, capacity: float) -> int | None:
+        """Largest batch whose footprint fits ``capacity`` bytes (activations ∝ batch)."""
+        if not self.batch or self.activations <= 0:
+            return None
+        fixed = self.weights + self.gradients + self.optimizer_state
+        per_sample = self.activations / self.batch
+        return max(0, math.floor((capacity - fixed) / per_sample))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"weights": self.weights, "gradients": self.gradients,
+                "optimizer_state": self.optimizer_state, "activations": self.activations,
+                "total": self.total}
+
+
+def memory(report, optimizer: str, batch: int | None, weight_bytes: int = 4,
+           plan: list[NodeGrad] | None = None) -> Memory:
+    plan = plan if plan is not None else gradient_plan(report.nodes)
+    p = report.totals.params
+    act = 0
+    for n, g in zip(report.nodes, plan):
+        if g.on_path:
+            act += n.cost.activation_bytes_written
+    state = OPTIMIZERS[check_optimizer(optimizer)][2] * 4 * p
+    return Memory(p * weight_bytes, p * weight_bytes, state, act, batch)
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One profile's predicted step: phases in seconds, the footprint against its memory."""
+
+    hardware: str
+    forward_s: float
+    backward_s: float
+    optimizer_s: float
+    memory: Memory
+    capacity_bytes: float | None
+    # the launch overheads inside forward + backward (what does not shrink with the batch)
+    overhead_s: float = 0.0
+
+    @property
+    def step_s(self) -> float:
+        return self.forward_s + self.backward_s + self.optimizer_s
+
+    @property
+    def fits(self) -> bool | None:
+        return None if self.capacity_bytes is None else self.memory.total <= self.capacity_bytes
+
+    @property
+    def max_batch(self) -> int | None:
+        return None if self.capacity_bytes is None else self.memory.max_batch(self.capacity_bytes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"hardware": self.hardware, "forward_s": self.forward_s,
+                "backward_s": self.backward_s, "optimizer_s": self.optimizer_s,
+                "step_s": self.step_s, "memory": self.memory.to_dict(),
+                "capacity_bytes": self.capacity_bytes, "fits": self.fits,
+                "max_batch": self.max_batch}
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else 0.0
+
+
+def step_time(report, prediction, profile, optimizer: str, batch: int | None,
+              plan: list[NodeGrad] | None = None) -> StepTime:
+    """Backward and optimizer time of ``prediction`` (one profile's forward) by the module's
+    conventions; the memory footprint against ``profile.mem_gb``."""
+    plan = plan if plan is not None else gradient_plan(report.nodes)
+    bwd = ovh = 0.0
+    for row in prediction.nodes:
+        n, g = report.nodes[row.index], plan[row.index]
+        ovh += row.overhead_s
+        if not g.on_path:
+            continue
+        c = n.cost
+        f_flops = c.mac_flops + c.vector_flops + c.transcendentals
+        f_bytes = c.weight_bytes + c.activation_bytes_read + c.activation_bytes_written
+        if c.mac_flops:
+            b_flops = c.mac_flops * g.products + c.vector_flops
+            b_bytes = f_bytes * max(g.products, 1)
+            kernels = max(g.products, 1)
+        else:
+            b_flops = c.vector_flops + c.transcendentals
+            b_bytes = 2 * f_bytes
+            kernels = 1
+        comp = row.compute_s * _ratio(b_flops, f_flops)
+        mem = row.memory_s * _ratio(b_bytes, f_bytes)
+        body = max(comp, mem) if prediction.overlap else comp + mem
+        bwd += body + row.overhead_s * kernels
+        ovh += row.overhead_s * kernels
+    counts = OPTIMIZERS[check_optimizer(optimizer)]
+    p = report.totals.params
+    peak = profile.peak_flops("vector", "fp32") or profile.peak_flops("matrix", "fp32")
+    bw = (profile.mem_bw_gbs or 0) * 1e9
+    opt_c = (counts[0] + counts[1]) * p / peak if peak else 0.0
+    opt_m = counts[3] * 4 * p / bw if bw else 0.0
+    launch = (profile.launch_overhead_us or 0.0) * 1e-6
+    opt = (max(opt_c, opt_m) if prediction.overlap else opt_c + opt_m) + (launch if p else 0.0)
+    wbytes = _DTYPE_BYTES.get(prediction.precision, 4)
+    mem = memory(report, optimizer, batch, wbytes, plan)
+    cap = profile.mem_gb * 1e9 if profile.mem_gb else None
+    return StepTime(profile.id, prediction.latency_s, bwd, opt, mem, cap, ovh)
+
+
+@dataclass(frozen=True)
+class Training:
+    """The training view of one Report: counts (hardware-free) and one ``StepTime`` per
+    profile (JSON key ``"training"``)."""
+
+    counts: TrainCounts
+    steps: tuple[StepTime, ...]
+    batch: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"batch": self.batch, "conventions": "analyzer/training/step.py",
+                **self.counts.to_dict(), "steps": [s.to_dict() for s in self.steps]}
+
+
+def training(report, optimizer: str = "sgd", batch: int | None = None) -> Training:
+    """Counts, and a step per prediction the report carries."""
+    import hardware_db
+
+    plan = gradient_plan(report.nodes)
+    counts = train_counts(report, optimizer, plan)
+    steps = []
+    for pred in report.predictions:
+        prof = hardware_db.get(pred.hardware) if not hasattr(pred, "profile") else pred.profile
+        steps.append(step_time(report, pred, prof, optimizer, batch, plan))
+    return Training(counts, tuple(steps), batch)

@@ -1,0 +1,208 @@
+"""Rendering helpers for multi-device output: `analyze hw list --links` and the scaling rows of
+`analyze MODEL --devices ...` (formatting only; the library computes every number)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+
+def _fmt(v) -> str:
+    return "—" if v is None else f"{v:g}"
+
+
+def render_links(links, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps([l.to_dict() for l in links], indent=2) + "\n"
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="interconnect links (--link ID; GB/s per direction, after line coding)")
+    for col in ("id", "kind", "name", "GB/s per dir", "latency µs"):
+        t.add_column(col, justify="right" if col[0].isupper() or "µs" in col else "left")
+    for l in links:
+        t.add_row(l.id, l.kind, l.name, _fmt(l.gbs_per_direction), _fmt(l.latency_us))
+    buf = io.StringIO()
+    Console(file=buf, width=200, color_system=None, highlight=False).print(t)
+    return buf.getvalue()
+
+
+# ------------------------------------------------------------------ the model command's options
+
+import click  # noqa: E402
+
+from analyzer.errors import InputSpecError  # noqa: E402
+
+_OPTIONS = [
+    click.option("--train", is_flag=True, default=False,
+                 help="Predict one training step: forward + backward + optimizer update, and "
+                      "the memory footprint against the device (fits or not, largest batch)."),
+    click.option("--optimizer", type=click.Choice(("sgd", "momentum", "adam", "adamw")),
+                 default=None, help="With --train: the update rule (default sgd)."),
+    click.option("--batch", type=click.IntRange(min=1), default=None, metavar="B",
+                 help="Global batch: dim 0 of every graph input; hard-coded leading 1s of "
+                      "Reshape targets are rewritten (listed). ONNX only."),
+    click.option("--devices", default=None, metavar="N[,N...]",
+                 help="Device counts to predict, e.g. 1,2,4,8: step time, compute / "
+                      "communication / bubble, speed-up, efficiency, Amdahl's serial share, "
+                      "crossover."),
+    click.option("--link", "link", default="ib-fdr", show_default=True, metavar="ID",
+                 help="Network between nodes (analyze hw list --links)."),
+    click.option("--devices-per-node", "per_node", type=click.IntRange(min=1), default=1,
+                 show_default=True, metavar="G", help="Devices per node over --intra-link."),
+    click.option("--intra-link", "intra_link", default=None, metavar="ID",
+                 help="Link inside a node (e.g. nvlink4, pcie3) when --devices-per-node > 1."),
+    click.option("--parallel", type=click.Choice(("data", "tensor", "pipeline")), default="data",
+                 show_default=True, help="How the work is split over --devices."),
+    click.option("--collective", "algorithm", type=click.Choice(("ring", "tree")), default="ring",
+                 show_default=True, help="All-reduce algorithm (tree: seed 002's binary tree)."),
+    click.option("--overlap-backward", "overlap_comm", is_flag=True,
+                 help="Data parallel: all-reduce gradient buckets while backward runs."),
+    click.option("--buckets", type=click.IntRange(min=1), default=1, show_default=True,
+                 metavar="K", help="Gradient buckets (with --overlap-backward)."),
+    click.option("--microbatches", type=click.IntRange(min=1), default=None, metavar="M",
+                 help="Pipeline: micro-batches per step (default 4 x devices)."),
+    click.option("--schedule", type=click.Choice(("gpipe", "1f1b")), default="1f1b",
+                 show_default=True, help="Pipeline schedule."),
+    click.option("--plot-scaling", "plot_scaling", default=None, metavar="FILE",
+                 help="Write a speed-up / efficiency plot (.png or .svg; needs matplotlib)."),
+]
+NAMES = ("train", "optimizer", "batch", "devices", "link", "per_node", "intra_link", "parallel",
+         "algorithm", "overlap_comm", "buckets", "microbatches", "schedule", "plot_scaling")
+
+
+def options(f):
+    """The multi-device and training options of the model command."""
+    for opt in reversed(_OPTIONS):
+        f = opt(f)
+    return f
+
+
+def pop(params: dict) -> dict:
+    """Take this module's options out of the command's parameters."""
+    out = {k: params.pop(k) for k in NAMES}
+    if out["devices"] is not None:
+        try:
+            out["devices"] = [int(x) for x in out["devices"].split(",") if x.strip()]
+        except ValueError:
+            raise InputSpecError(f"--devices '{out['devices']}': expected N[,N...], e.g. 1,2,4,8") from None
+        if not out["devices"] or min(out["devices"]) < 1:
+            raise InputSpecError("--devices: device counts must be >= 1")
+    elif out["plot_scaling"]:
+        raise InputSpecError("--plot-scaling needs --devices")
+    return out
+
+
+def analysis_options(extra: dict, jax: bool) -> dict:
+    """The library keywords of --train / --optimizer / --batch."""
+    if extra["optimizer"] and not extra["train"]:
+        raise InputSpecError("--optimizer applies to --train")
+    kw = {}
+    if extra["train"]:
+        kw["train"] = True
+        kw["optimizer"] = extra["optimizer"] or "sgd"
+    if extra["batch"] is not None:
+        if jax:
+            raise InputSpecError("--batch applies to ONNX models; give a JAX program's batch in "
+                                 "its --input shapes")
+        kw["batch"] = extra["batch"]
+    return kw
+
+
+def scale(model, hws, opts, extra: dict):
+    """``analyzer.scale`` with the command's options."""
+    import analyzer
+
+    if not hws:
+        raise InputSpecError("--devices needs --hw (the device to predict on)")
+    return analyzer.scale(model, hws, extra["devices"], link=extra["link"],
+                          parallel=extra["parallel"], batch=extra["batch"],
+                          train=bool(extra["train"]) or extra["parallel"] == "data",
+                          optimizer=extra["optimizer"] or "sgd", per_node=extra["per_node"],
+                          intra_link=extra["intra_link"], algorithm=extra["algorithm"],
+                          overlap=extra["overlap_comm"], buckets=extra["buckets"],
+                          microbatches=extra["microbatches"], schedule=extra["schedule"],
+                          options=opts)
+
+
+def _ms(s: float) -> str:
+    return f"{s * 1e3:.3g}"
+
+
+def render_rows(report, fmt: str) -> str:
+    """Training and scaling rows after the table / markdown report ('' for other formats)."""
+    if fmt not in ("table", "markdown"):
+        return ""
+    lines: list[str] = []
+    tr = report.training
+    if tr is not None:
+        c = tr.counts
+        lines += ["", f"Training step ({c.optimizer}, batch {tr.batch}): MAC FLOPs forward "
+                  f"{c.forward_mac:,} + backward {c.backward_mac:,}; optimizer update "
+                  f"{c.optimizer_vector + c.optimizer_transcendental:,} FLOPs, "
+                  f"{c.optimizer_bytes:,} bytes"]
+        head = ["hardware", "forward ms", "backward ms", "update ms", "step ms", "memory GB",
+                "capacity GB", "fits", "max batch"]
+        rows = [[s.hardware, _ms(s.forward_s), _ms(s.backward_s), _ms(s.optimizer_s),
+                 _ms(s.step_s), f"{s.memory.total / 1e9:.3g}",
+                 "—" if s.capacity_bytes is None else f"{s.capacity_bytes / 1e9:.3g}",
+                 {True: "yes", False: "NO", None: "—"}[s.fits],
+                 "—" if s.max_batch is None else str(s.max_batch)] for s in tr.steps]
+        lines += _grid(head, rows, fmt)
+    sc = report.scaling
+    if sc is not None:
+        d = sc.to_dict()
+        lines += ["", f"Scaling ({sc.parallel} parallel over {sc.link}; " + "; ".join(sc.notes) + ")"]
+        head = ["hardware", "devices", "step ms", "compute ms", "comm ms", "exposed ms",
+                "bubble ms", "speed-up", "efficiency", "serial share"]
+        rows = [[p.hardware, str(p.devices), _ms(p.step_s), _ms(p.compute_s),
+                 _ms(p.communication_s), _ms(p.exposed_communication_s), _ms(p.bubble_s),
+                 f"{p.speedup:.3g}", f"{p.efficiency:.1%}",
+                 "—" if p.serial_fraction is None else f"{p.serial_fraction:.3g}"]
+                for p in sc.points]
+        lines += _grid(head, rows, fmt)
+        for h, n in d["crossover_devices"].items():
+            lines.append(f"{h}: communication exceeds compute from "
+                         + (f"{n} devices" if n else "no device count given"))
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _grid(head, rows, fmt) -> list[str]:
+    if fmt == "markdown":
+        return (["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+                + ["| " + " | ".join(r) + " |" for r in rows])
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
+    fmt_row = lambda r: "  ".join(x.rjust(w) for x, w in zip(r, widths))
+    return [fmt_row(head)] + [fmt_row(r) for r in rows]
+
+
+def plot(report, path: str) -> None:
+    """Speed-up and efficiency against devices, one line per profile (matplotlib, lazily)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise InputSpecError("--plot-scaling needs matplotlib: pip install 'opcost[plot]'") from None
+    sc = report.scaling
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+    by: dict[str, list] = {}
+    for p in sc.points:
+        by.setdefault(p.hardware, []).append(p)
+    for h, pts in by.items():
+        n = [p.devices for p in pts]
+        a.plot(n, [p.speedup for p in pts], marker="o", label=h)
+        b.plot(n, [p.efficiency for p in pts], marker="o", label=h)
+    top = max(p.devices for p in sc.points)
+    a.plot([1, top], [1, top], "k:", label="linear")
+    for ax, t in ((a, "speed-up"), (b, "parallel efficiency")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("devices")
+        ax.set_title(t)
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    fig.suptitle(f"{sc.parallel} parallel over {sc.link}")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
