@@ -54,10 +54,11 @@ class Prediction:
     provenance: str = "datasheet"      # lowering.PROVENANCE: where the efficiencies come from
     provenance_detail: str = ""
     notes: tuple[str, ...] = ()        # assumptions that change the answer (headline material)
-    kernels: int = 0                   # kernels launched once each (fusion groups)
+    kernels: int = 0                   # distinct kernels (fusion groups)
     # fixed cost of one run besides its kernels (a profile calibrated with this runtime:
     # calibration.run_overhead_us, e.g. session.run's own cost); included in latency_s
     run_overhead_s: float = 0.0
+    launches: int = 0                  # kernel launches: a loop body's kernels once per trip
     # node index -> row, built on the first ``for_node`` call (a cache, not part of the value)
     _by_index: dict[int, NodePrediction] | None = field(default=None, init=False, repr=False,
                                                         compare=False)
@@ -73,7 +74,8 @@ class Prediction:
                 "model": "overlap" if self.overlap else "additive",
                 "runtime": self.runtime, "time_definition": self.time_definition,
                 "provenance": self.provenance, "provenance_detail": self.provenance_detail,
-                "kernels": self.kernels, "run_overhead_s": self.run_overhead_s,
+                "kernels": self.kernels, "launches": self.launches,
+                "run_overhead_s": self.run_overhead_s,
                 "latency_s": self.latency_s, "bound_share": dict(self.bound_share),
                 "nodes": [n.to_dict() for n in self.nodes], "warnings": list(self.warnings),
                 "notes": list(self.notes)}
@@ -173,4 +175,4 @@ def _prediction(report, prof, low, g, compute, memory, ovh, time, bound, rt, why
     return Prediction(prof.id, prof.name, low.precision, overlap, total + run_overhead, share,
                       tuple(rows), tuple(low.warnings[g]), precision is not None, rt.name,
                       rt.time_definition, low.provenance[g], low.provenance_detail[g], tuple(notes),
-                      low.plan.kernels, run_overhead)
+                      low.plan.kernels, run_overhead, int(round(float(low.runs.sum()))))

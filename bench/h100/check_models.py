@@ -1,0 +1,92 @@
+"""Whole-model predictions against the H100 check data (bench/results/h100_models_*.csv).
+
+JAX programs (samples/jax_models.py, params as an argument) predicted with ``runtime="xla"`` on
+``h100-sxm`` against the profiler's kernel sum of the jitted call, and XLA's own kernel count
+against opcost's fusion count; torchvision ResNet-18 / MobileNet-V2 against the same networks'
+ONNX exports in tests/fixtures/torch/ (``runtime="kernel"`` vs kernel sum, ``runtime="eager"``
+vs eager wall-clock). Held-out data: nothing here is fitted.
+
+Usage: ``python bench/h100/check_models.py [--csv bench/results/h100_models_<date>.csv]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import glob
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, ROOT)
+
+
+def _jax_case(row):
+    import jax
+    import jax.numpy as jnp
+
+    from samples import jax_models as M
+
+    name, batch = row["model"], int(row["batch"])
+    dt = {"f32": jnp.float32, "bf16": jnp.bfloat16}[row["dtype"]]
+    params = getattr(M, f"{name}_params")(abstract=True)
+    params = jax.tree_util.tree_map(lambda s: jax.ShapeDtypeStruct(s.shape, dt), params)
+    spec = row["input_spec"].split("=", 1)[1]
+    shape = tuple(int(x) for x in spec[spec.index("[") + 1:-1].split(","))
+    x = jax.ShapeDtypeStruct(shape, dt)
+    return getattr(M, name), params, x
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--csv", default=max(glob.glob(os.path.join(ROOT, "bench", "results",
+                                                                 "h100_models_*.csv"))))
+    args = ap.parse_args(argv)
+    import analyzer
+
+    rows = list(csv.DictReader(open(args.csv, newline="")))
+    print("| model | dtype | batch | runtime | measured us | predicted us | error | kernels measured / predicted |")
+    print("|---|---|---:|---|---:|---:|---:|---|")
+    errs = []
+    for r in rows:
+        if r["framework"] == "jax" and r["variant"] == "params_arg" and r["kernel_sum_us"]:
+            fn, params, x = _jax_case(r)
+            p = analyzer.analyze_jax(fn, params, x, params_argnums=0, hw="h100").predictions[0]
+            meas = float(r["kernel_sum_us"])
+            kern = f"{r['n_kernels']} / {p.launches}"
+            rt = p.runtime
+        elif r["framework"] == "torch" and r["kernel_sum_us"]:
+            path = os.path.join(ROOT, "tests", "fixtures", "torch", f"{r['model']}.onnx")
+            if not os.path.exists(path):
+                continue
+            prec = {"fp32": None, "fp16": "fp16"}[r["dtype"]]
+            b = int(r["batch"])
+            for rt, col in (("kernel", "kernel_sum_us"), ("eager", "eager_wall_us")):
+                rep = analyzer.analyze(path, hw="h100", runtime=rt, precision=prec,
+                                       dims={"batch": b} if b != 1 else None) \
+                    if b == 1 else None
+                if rep is None:
+                    continue
+                p = rep.predictions[0]
+                meas = float(r[col])
+                e = (p.latency_s * 1e6 - meas) / meas
+                errs.append(e)
+                print(f"| {r['model']} | {r['dtype']} | {b} | {rt} | {meas:.1f} | "
+                      f"{p.latency_s * 1e6:.1f} | {100 * e:+.0f}% | {r['n_kernels']} / {p.launches} |")
+            continue
+        else:
+            continue
+        e = (p.latency_s * 1e6 - meas) / meas
+        errs.append(e)
+        print(f"| {r['model']} | {r['dtype']} | {r['batch']} | {rt} | {meas:.1f} | "
+              f"{p.latency_s * 1e6:.1f} | {100 * e:+.0f}% | {kern} |")
+    if errs:
+        mape = 100 * sum(abs(e) for e in errs) / len(errs)
+        bias = 100 * sum(errs) / len(errs)
+        print(f"\n{len(errs)} cases: MAPE {mape:.1f}%, bias {bias:+.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
