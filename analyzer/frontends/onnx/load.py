@@ -30,7 +30,7 @@ from analyzer.frontends.onnx import sequences
 from analyzer.frontends.onnx.read import (OP_OF, collect_specs, infer_model, newer_ops, read_initializers,
                                           read_nodes, topo_order)
 from analyzer.frontends.onnx.shapes import (batch_norm_statistics, contrib_output_shapes, default_opset,
-                                            infer_with_values, open_specs, negative_axes)
+                                            infer_with_values, may_propagate, open_specs, negative_axes)
 from analyzer.frontends.onnx.subgraphs import attach_subgraphs, control_outputs, subgraph_protos, unsettled
 from analyzer.frontends.onnx.types import DTYPES
 
@@ -297,7 +297,10 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
         data = None
     init_names = init_specs.keys()
     available = {vi.name for vi in g.input} | init_names
-    nodes, in_order, defined, candidates = read_nodes(g, cache, available, init_names)
+    big_constants: list[str] = []
+    nodes, in_order, defined, candidates = read_nodes(g, cache, available, init_names, big_constants)
+    if big_constants:  # a Constant node's value was inline: the stripped proto differs from data
+        data = None
     ops = set(map(OP_OF, nodes))  # every op name of the graph: decides the rare passes below
     if not expanded and functions.wanted(m, nodes, ops, counted):  # uncounted function ops (rare)
         return functions.build_decomposed(
@@ -307,13 +310,14 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
         nodes = topo_order(nodes, available)
         candidates = nodes  # file-order candidates would miss a constant produced later
 
-    inferred = infer_model(m, data)
+    prop = may_propagate(g, candidates, ops, init_names, init_values)
+    inferred = infer_model(m, data, prop)
     specs = collect_specs(inferred.graph)
     specs.update(init_specs)
     old_opset = 0 < default_opset(m) < 11
     if old_opset:
         while negative_axes(m, specs):  # old opsets: exporters' negative axes block inference
-            inferred = infer_model(m)
+            inferred = infer_model(m, data_prop=prop)
             specs = collect_specs(inferred.graph)
             specs.update(init_specs)
     contrib_output_shapes(inferred, nodes, specs, ops)
@@ -329,9 +333,9 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
         if (len(values) == n_values and not patched) or not open_specs(nodes, folded, specs, defined):
             break
         n_values = len(values)
-        better = infer_with_values(m, file_nodes, nodes, folded, values, init_names)
+        better = infer_with_values(m, file_nodes, nodes, folded, values, init_names, prop)
         if better is None and patched:
-            again = infer_model(m)
+            again = infer_model(m, data_prop=prop)
             better = (again, collect_specs(again.graph))
         if better is None:
             break

@@ -63,7 +63,33 @@ def unique_name(name: str, seen) -> str:
     return name
 
 
-def read_nodes(g: onnx.GraphProto, cache: dict, available=None, available_constants=()):
+def strip_constant(n: onnx.NodeProto) -> bool:
+    """Drop the bytes of a Constant node's ``value`` too big to steer shapes (over
+    ``fold.SMALL_ELEMENTS`` elements; dims and dtype stay), in place, as ``read_initializers``
+    does for initializers: neither attribute parsing nor shape inference then copies a
+    100 MB constant.  True when it stripped something."""
+    for a in n.attribute:
+        if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+            t = a.t
+            numel = 1
+            for d in t.dims:
+                numel *= d
+            if numel > fold.SMALL_ELEMENTS and t.data_location != onnx.TensorProto.EXTERNAL:
+                _strip(t)
+                return True
+    return False
+
+
+def _strip(t: onnx.TensorProto) -> None:
+    for f in _DATA_FIELDS:
+        t.ClearField(f)
+    t.data_location = onnx.TensorProto.EXTERNAL
+    e = t.external_data.add()
+    e.key, e.value = "location", "(weights inline in the file; not read by opcost)"
+
+
+def read_nodes(g: onnx.GraphProto, cache: dict, available=None, available_constants=(),
+               stripped: list | None = None):
     """Every NodeProto read once into a ``Node``: the file's names (stable generated names
     ``op_index`` for unnamed nodes, ``#k`` suffixes for duplicates) and parsed attributes.
 
@@ -72,7 +98,9 @@ def read_nodes(g: onnx.GraphProto, cache: dict, available=None, available_consta
     the nodes are already in a valid topological order with no tensor produced twice (the
     common case, checked in the same pass; otherwise ``topo_order`` sorts or explains),
     every name the graph defines, and the nodes that might fold (a foldable op whose inputs
-    might all be constant: a superset of what ``fold.fold_graph`` folds, in file order)."""
+    might all be constant: a superset of what ``fold.fold_graph`` folds, in file order).
+    Big Constant values are stripped in place (``strip_constant``); ``stripped`` receives the
+    names of their outputs."""
     nodes: list[Node] = []
     seen: set[str] = set()
     check = available is not None
@@ -92,6 +120,8 @@ def read_nodes(g: onnx.GraphProto, cache: dict, available=None, available_consta
         dom = n.domain
         if dom == "ai.onnx":
             dom = ""
+        if op == "Constant" and strip_constant(n) and stripped is not None:
+            stripped.extend(n.output)
         attrs, akey = _attrs(n, cache) if len(n.attribute) else (_EMPTY_MAP, ())
         ins, outs = tuple(n.input), tuple(n.output)
         node = new(Node, (name, op, dom, ins, outs, attrs, _EMPTY_MAP, akey))
@@ -218,11 +248,7 @@ def read_initializers(g: onnx.GraphProto, strip: bool = False):
             if v is not None:
                 values[t.name] = v
         elif strip and t.data_location != onnx.TensorProto.EXTERNAL:
-            for f in _DATA_FIELDS:
-                t.ClearField(f)
-            t.data_location = onnx.TensorProto.EXTERNAL
-            e = t.external_data.add()
-            e.key, e.value = "location", "(weights inline in the file; not read by opcost)"
+            _strip(t)
             stripped += 1
     for st in g.sparse_initializer:
         t = st.values
@@ -234,14 +260,15 @@ _DATA_FIELDS = ("raw_data", "float_data", "int32_data", "int64_data", "double_da
                 "uint64_data", "string_data")
 
 
-def infer_model(m: onnx.ModelProto, data: bytes | None = None) -> onnx.ModelProto:
-    """ONNX shape inference with data propagation. ``data``: ``m`` already serialized (the
+def infer_model(m: onnx.ModelProto, data: bytes | None = None, data_prop: bool = True) -> onnx.ModelProto:
+    """ONNX shape inference with data propagation (unless ``data_prop`` is False: a graph with
+    a huge integer vector, see ``shapes.may_propagate``). ``data``: ``m`` already serialized (the
     file's own bytes), handed to the C++ inference as they are instead of serializing again.
     Only the graph structure travels: weights stay external and are never read, so a model
     whose external data is far above protobuf's 2 GB limit infers like any other."""
     try:
         return onnx.shape_inference.infer_shapes(m if data is None else data, check_type=False,
-                                                 strict_mode=False, data_prop=True)
+                                                 strict_mode=False, data_prop=data_prop)
     except Exception as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ShapeError(f"ONNX shape inference failed: {msg}") from None
