@@ -199,6 +199,13 @@ def cost_graph(graph: Graph, options: Options | None = None) -> list[NodeCost]:
     their counts already multiplied by how often they run (params are never multiplied)."""
     out: list[NodeCost] = []
     _walk(graph, "", 1, set(), out, options or Options())
+    if graph.renamed:  # a file with duplicate node names: say which row is which
+        renamed = graph.renamed
+        for n in out:
+            if n.name in renamed:
+                k = n.name.rsplit("~", 1)[-1]
+                note = f"renamed: node #{k} named '{renamed[n.name]}' in the file"
+                n.note = f"{note}; {n.note}" if n.note else note
     if graph.decomposed:  # nodes from function bodies say which file node they replace
         origin = graph.decomposed.get
         for n in out:

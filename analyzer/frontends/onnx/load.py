@@ -25,6 +25,7 @@ from analyzer.errors import Hint, InputSpecError, ModelLoadError, ShapeError
 from analyzer.ir.graph import Graph, merge_specs
 from analyzer.ir import dims as dim_expr
 from analyzer.frontends.onnx import fold
+from analyzer.frontends.onnx.check import check_kernels, check_nodes, check_versions
 from analyzer.frontends.onnx import functions
 from analyzer.frontends.onnx import sequences
 from analyzer.frontends.onnx.read import (OP_OF, collect_specs, infer_model, newer_ops, read_initializers,
@@ -83,8 +84,7 @@ def _checked(m: onnx.ModelProto, where: str) -> onnx.ModelProto:
     # Random bytes can parse as a protobuf; a real model has an IR version, an opset and a graph.
     if m.ir_version <= 0 or not m.HasField("graph") or not m.opset_import:
         raise ModelLoadError(f"{where}: not an ONNX model (no IR version, opset or graph found)")
-    if not m.graph.node:
-        raise ModelLoadError(f"{where}: the graph has no nodes")
+    check_versions(m, where)  # (a graph without nodes is odd but valid: it analyses to nothing)
     return m
 
 
@@ -298,7 +298,9 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
     init_names = init_specs.keys()
     available = {vi.name for vi in g.input} | init_names
     big_constants: list[str] = []
-    nodes, in_order, defined, candidates = read_nodes(g, cache, available, init_names, big_constants)
+    renamed: dict[str, str] = {}
+    nodes, in_order, defined, candidates = read_nodes(g, cache, available, init_names, big_constants,
+                                                      renamed)
     if big_constants:  # a Constant node's value was inline: the stripped proto differs from data
         data = None
     ops = set(map(OP_OF, nodes))  # every op name of the graph: decides the rare passes below
@@ -314,6 +316,9 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
     inferred = infer_model(m, data, prop)
     specs = collect_specs(inferred.graph)
     specs.update(init_specs)
+    check_nodes(m, g.node, file_nodes, specs)  # what the ONNX checker rejects, naming the node
+    if "Conv" in ops or "ConvTranspose" in ops:
+        check_kernels(nodes, specs)
     old_opset = 0 < default_opset(m) < 11
     if old_opset:
         while negative_axes(m, specs):  # old opsets: exporters' negative axes block inference
@@ -362,6 +367,7 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
         sequences=seqs,
         fold_errors=fold_errors,
         newer_ops=newer_ops(nodes, opsets),
+        renamed=renamed,
     )
     if any(n.attr_key is None for n in nodes):  # only control-flow nodes have graph attributes
         attach_subgraphs(graph, subgraph_protos(inferred.graph), cache)

@@ -54,12 +54,12 @@ def _attr_value(a: onnx.AttributeProto):
 
 
 def unique_name(name: str, seen) -> str:
-    """``name`` made unique among ``seen``: the file's k-th node of one name is ``name#k``.
+    """``name`` made unique among ``seen``: the file's k-th node of one name is ``name~k``.
     (Unnamed nodes are ``op_index``: with this, the names every part of opcost gives.)"""
     base, k = name, 1
     while name in seen:
         k += 1
-        name = f"{base}#{k}"
+        name = f"{base}~{k}"
     return name
 
 
@@ -89,9 +89,9 @@ def _strip(t: onnx.TensorProto) -> None:
 
 
 def read_nodes(g: onnx.GraphProto, cache: dict, available=None, available_constants=(),
-               stripped: list | None = None):
+               stripped: list | None = None, renamed: dict | None = None):
     """Every NodeProto read once into a ``Node``: the file's names (stable generated names
-    ``op_index`` for unnamed nodes, ``#k`` suffixes for duplicates) and parsed attributes.
+    ``op_index`` for unnamed nodes, ``~k`` suffixes for duplicates) and parsed attributes.
 
     With ``available`` (names defined before the graph runs; the initializers among them in
     ``available_constants``), returns ``(nodes, in_order, defined, fold_candidates)``: whether
@@ -100,7 +100,8 @@ def read_nodes(g: onnx.GraphProto, cache: dict, available=None, available_consta
     every name the graph defines, and the nodes that might fold (a foldable op whose inputs
     might all be constant: a superset of what ``fold.fold_graph`` folds, in file order).
     Big Constant values are stripped in place (``strip_constant``); ``stripped`` receives the
-    names of their outputs."""
+    names of their outputs; ``renamed`` receives {unique name: file name} for the nodes whose
+    file name another node has already."""
     nodes: list[Node] = []
     seen: set[str] = set()
     check = available is not None
@@ -116,6 +117,8 @@ def read_nodes(g: onnx.GraphProto, cache: dict, available=None, available_consta
         name = n.name or f"{op}_{i}"
         if name in seen:
             name = unique_name(name, seen)
+            if renamed is not None:
+                renamed[name] = n.name
         seen.add(name)
         dom = n.domain
         if dom == "ai.onnx":
@@ -146,16 +149,20 @@ def read_nodes(g: onnx.GraphProto, cache: dict, available=None, available_consta
     return (nodes, ok, defined, candidates) if check else nodes
 
 
-def topo_order(nodes: list[Node], available) -> list[Node]:
+def topo_order(nodes: list[Node], available, own=None) -> list[Node]:
     """The nodes in topological order; raises ``GraphError`` naming a dangling input or a cycle.
 
-    ``available``: names defined before the graph runs (inputs, initializers, outer scope)."""
+    ``available``: names defined before the graph runs (inputs, initializers, outer scope);
+    ``own``: those of them the graph defines itself (default: all), which no node may produce
+    again: a control-flow body may produce a name of its outer scope (it shadows it, as the
+    ONNX checker and onnxruntime accept)."""
+    own = available if own is None else own
     produced_by: dict[str, int] = {}
     for i, n in enumerate(nodes):
         for o in n.outputs:
             if not o:
                 continue
-            if o in produced_by or o in available:
+            if o in produced_by or o in own:
                 raise GraphError(f"tensor '{o}' is produced twice (again by node '{n.name}' ({n.op}))")
             produced_by[o] = i
     # One pass checks for dangling inputs and whether the file is already in topological

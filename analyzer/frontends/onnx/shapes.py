@@ -23,6 +23,17 @@ _PROPAGATE_LIMIT = 1 << 18
 _INT_VECTOR = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32})
 
 
+def _int_vector_source(n) -> bool:
+    """A constant-only node that may build a long integer vector (a float ConstantOfShape,
+    the common weight buffer, cannot)."""
+    if n.op not in fold.AMPLIFYING:
+        return False
+    if n.op != "ConstantOfShape":
+        return True
+    v = n.attrs.get("value")  # (none: float zeros)
+    return v is not None and v.data_type in _INT_VECTOR
+
+
 def may_propagate(g: onnx.GraphProto, candidates, ops, init_names, init_values) -> bool:
     """Whether shape inference may propagate data: not when the graph holds an integer vector
     over ``_PROPAGATE_LIMIT`` elements, known before inference (a graph input's declared or
@@ -33,7 +44,7 @@ def may_propagate(g: onnx.GraphProto, candidates, ops, init_names, init_values) 
         if t.elem_type in _INT_VECTOR and len(t.shape.dim) == 1 and \
                 t.shape.dim[0].dim_value > _PROPAGATE_LIMIT:
             return False
-    if fold.AMPLIFYING.isdisjoint(ops):
+    if fold.AMPLIFYING.isdisjoint(ops) or not any(map(_int_vector_source, candidates)):
         return True
     oversized: dict[str, tuple] = {}
     fold.fold_graph(candidates, {}, (set(init_names), dict(init_values)), oversized=oversized)
