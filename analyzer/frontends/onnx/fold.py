@@ -47,6 +47,13 @@ FOLDABLE = frozenset({
 AMPLIFYING = frozenset({"Range", "ConstantOfShape", "Expand", "Tile", "OneHot"})
 
 
+# a one-element initializer of these dtypes is structure (an index, a threshold compared
+# against), never a weight: not a param, as an integer Constant node is not.  int8/int4/int32
+# initializers stay weights (quantized weights and biases); bigger int64/bool initializers
+# (position-id and causal-mask buffers) are counted as the file's data constants
+STRUCTURE_DTYPES = frozenset({"int64", "uint64", "bool"})
+
+
 def _axes(x, attrs, ins, idx=1):
     if len(ins) > idx and ins[idx] is not None:
         return [int(a) for a in np.asarray(ins[idx]).reshape(-1)]
@@ -307,6 +314,10 @@ def fold_graph(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=
     # folded tensor -> the file constants it is computed from (its params); a weight
     # transposed or gathered ahead of time is still the weight in the file
     sources: dict[str, tuple[str, ...]] = {}
+    for k in constants:  # an int64 / bool scalar initializer: an index or a threshold
+        s = lookup.get(k)
+        if s is not None and s.dtype in STRUCTURE_DTYPES and s.is_static and s.numel() == 1:
+            sources[k] = ()
     foldable = FOLDABLE
     for n in nodes:
         op = n.op
