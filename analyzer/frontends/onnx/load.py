@@ -122,7 +122,11 @@ def bind_inputs(m: onnx.ModelProto, inputs: Mapping[str, Any] | None,
     g = m.graph
     for vi in g.input:
         for i, d in enumerate(vi.type.tensor_type.shape.dim):
-            if d.HasField("dim_value") and d.dim_value < 0:
+            if d.HasField("dim_value") and d.dim_value == -1:
+                # paddle2onnx and others write -1 for "any": a symbolic dim, which inputs= or
+                # dims= binds like any other (named after the input and axis)
+                d.dim_param = f"{vi.name}_dim{i}"
+            elif d.HasField("dim_value") and d.dim_value < 0:
                 raise ShapeError(f"input '{vi.name}' has a negative dim {d.dim_value} at axis {i}")
     bound: dict[str, int] = {}
     if not inputs and not dims:
@@ -235,6 +239,58 @@ def bind_values(m: onnx.ModelProto, values: Mapping[str, Any] | None) -> dict[st
     return out
 
 
+def _foreign_symbols(g: onnx.GraphProto, specs) -> bool:
+    """Whether a spec has a symbolic dim that no graph input declares (nor ONNX inference
+    generated, ``unk__``): it comes from the file's value_info."""
+    own = {d.dim_param for vi in g.input for d in vi.type.tensor_type.shape.dim if d.dim_param}
+    for s in {id(s): s for s in specs.values()}.values():
+        for d in s.shape or ():
+            if type(d) is str and d != "?" and d not in own and not d.startswith("unk__") \
+                    and not dim_expr.is_expression(d):
+                return True
+    return False
+
+
+def _drop_symbolic_declarations(g: onnx.GraphProto) -> bool:
+    """Drop the value_info entries of standard-op outputs whose shape has a symbol or an
+    unknown dim (ONNX inference works them out again). True when any went."""
+    std = {o for n in g.node if n.domain in ("", "ai.onnx") and n.op_type not in _SELF_TYPED
+           for o in n.output}
+    keep = [vi for vi in g.value_info if vi.name not in std or not any(
+        not d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim)]
+    if len(keep) == len(g.value_info):
+        return False
+    del g.value_info[:]
+    g.value_info.extend(keep)
+    return True
+
+
+_SELF_TYPED = frozenset({"If", "Loop", "Scan", "SequenceMap"})  # typed from bodies: keep
+
+
+def _declared_outputs_as_hints(g: onnx.GraphProto, rebound: bool) -> bool:
+    """A graph output's declared shape is the exporter's trace (batch 1, a symbol of its own),
+    not a fact: for outputs of standard ops, which ONNX inference types, the shape is dropped
+    (the dtype stays), so that the shapes ``inputs=``, ``dims=`` or folded values decide win.
+    (A declaration that disagrees with inference wins inside ONNX inference: an ImageNet
+    classifier declared [1, 1000] counted its last Gemm at batch 1 at any batch.)  Without
+    ``rebound`` (no input was bound) only declarations with a symbol or an unknown dim go: the
+    fixed ones were traced at the shapes being analysed.  True when anything changed."""
+    drop = [vi for vi in g.output if vi.type.tensor_type.HasField("shape") and (rebound or any(
+        not d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim))]
+    if not drop:
+        return False
+    std = {o for n in g.node if n.domain in ("", "ai.onnx") and n.op_type not in _SELF_TYPED
+           for o in n.output}
+    changed = False
+    for vi in drop:
+        t = vi.type.tensor_type
+        if vi.name in std:
+            t.ClearField("shape")
+            changed = True
+    return changed
+
+
 def _bind_declared(g: onnx.GraphProto, bound: Mapping[str, int]) -> None:
     for vi in (*g.value_info, *g.output):
         for d in vi.type.tensor_type.shape.dim:
@@ -269,8 +325,9 @@ def load(model: Any, *, inputs: Mapping[str, Any] | None = None,
     m, path, data = read_model(model)
     bound = bind_inputs(m, inputs, dims)
     fixed = bind_values(m, values)
+    hints = _declared_outputs_as_hints(m.graph, bool(bound or inputs or fixed))
     # binding edits the graph inputs: then inference must see the edited proto
-    graph = _build(m, path, counted, None if (inputs or dims or values) else data)
+    graph = _build(m, path, counted, None if (inputs or dims or values or hints) else data)
     real = set(graph.inputs)  # graph inputs that are not initializers
     info = {
         "path": path,
@@ -315,6 +372,11 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
     prop = may_propagate(g, candidates, ops, init_names, init_values)
     inferred = infer_model(m, data, prop)
     specs = collect_specs(inferred.graph)
+    if _foreign_symbols(g, specs) and _drop_symbolic_declarations(g):
+        # the file's value_info named a symbol no input has ('seqlen' for a Reshape whose target
+        # folds to [20, 1, 8210]): a declaration is a hint, inference decides
+        inferred = infer_model(m, None, prop)
+        specs = collect_specs(inferred.graph)
     specs.update(init_specs)
     check_nodes(m, g.node, file_nodes, specs)  # what the ONNX checker rejects, naming the node
     if "Conv" in ops or "ConvTranspose" in ops:
