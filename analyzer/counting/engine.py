@@ -99,10 +99,10 @@ def _describe(graph: Graph, node: Node) -> str:
     return f"inputs ({fmt(node.inputs)}) outputs ({fmt(node.outputs)})"
 
 
-def _shape_gap(err: Exception) -> bool:
+def _shape_gap(err: Exception, graph: Graph) -> bool:
     """An unknown shape that no bound dim explains (a '?' or derived dim, an unknown rank)."""
     if isinstance(err, UnboundDimError):
-        return err.dim == "?" or err.dim.startswith("unk__")
+        return err.dim == "?" or (err.dim.startswith("unk__") and err.dim not in _input_symbols(graph))
     return isinstance(err, ShapeError) and err.reason == ShapeError.RANK_UNKNOWN
 
 
@@ -111,7 +111,7 @@ def _unbindable_shape(graph: Graph, node: Node, err: Exception):
     (the iteration number, a carried value) or decided by text (a tokenizer's token count):
     why (a ``Message``), or None. The node is reported uncosted and the rest of the model is still counted;
     a numeric graph input stays an error that names ``values=``."""
-    if not _shape_gap(err):
+    if not _shape_gap(err, graph):
         return None
     from analyzer.counting.provenance import data_dependent
 
@@ -135,7 +135,7 @@ def _context_error(graph: Graph, node: Node, err: Exception, name: str | None = 
     bad_op = _not_in_opset(graph, node)
     if bad_op is not None:
         return _LocatedShape(f"{where}: {bad_op}")
-    if _shape_gap(err):
+    if _shape_gap(err, graph):
         from analyzer.counting.provenance import data_dependent, failed_fold
 
         # a constant computation upstream that fails on the bound dims, or a shape decided by
@@ -148,14 +148,28 @@ def _context_error(graph: Graph, node: Node, err: Exception, name: str | None = 
             return _LocatedShape(msg, hints=why.hints, reason=err.reason)
     if isinstance(err, UnboundDimError):
         d = err.dim
-        if d == "?":
-            msg = (f"{where}: a dim is unknown after shape inference; fix the input shapes "
-                   f"with {{inputs}}; {_describe(graph, node)}")
-            hints = (Hint("inputs", {"NAME": "DIMS"}),)
-        elif d.startswith("unk__"):
-            msg = (f"{where}: dim '{d}' was derived by shape inference from unbound input dims; "
-                   f"bind the model's symbolic dims with {{dims=}}; {_describe(graph, node)}")
-            hints = (Hint("dims"),)
+        own = _input_symbols(graph)
+        if d == "?" or (d.startswith("unk__") and d not in own):
+            # never the inference's own name ('unk__0'): the graph's input dims that dims=
+            # binds (tf2onnx's own 'unk__314' among them), or the inputs whose dims are
+            # unknown, or (all fixed) nothing to set
+            open_inputs = [x for x in graph.inputs if (s := graph.tensors.get(x)) is not None
+                           and s.shape is not None and "?" in s.shape]
+            if own:
+                d = own[0]
+                msg = (f"{where}: a dim that shape inference derived from the unbound input dims "
+                       f"({', '.join(repr(s) for s in own)}) is unknown; pass {{dims}}; "
+                       f"{_describe(graph, node)}")
+                hints = (Hint("dims", {s: "VALUE" for s in own}),)
+            elif open_inputs:
+                msg = (f"{where}: a dim is unknown after shape inference; give the shapes of "
+                       f"{', '.join(repr(x) for x in open_inputs)} with {{inputs}}; "
+                       f"{_describe(graph, node)}")
+                hints = (Hint("inputs", {x: "DIMS" for x in open_inputs}),)
+            else:  # every input dim is fixed: no option binds it
+                msg = (f"{where}: a dim is unknown after shape inference although every input "
+                       f"dim is fixed (an op ONNX cannot type?); {_describe(graph, node)}")
+                hints = ()
         else:
             from analyzer.ir.dims import is_expression, symbols
 
@@ -179,7 +193,7 @@ def _input_symbols(graph: Graph) -> list[str]:
     for x in graph.inputs:
         s = graph.tensors.get(x)
         for d in (s.shape or ()) if s is not None else ():
-            if type(d) is str and d != "?" and not d.startswith("unk__") and d not in out:
+            if type(d) is str and d != "?" and d not in out:  # (the file's names, even unk__7)
                 out.append(d)
     return out
 

@@ -160,8 +160,11 @@ def bind_inputs(m: onnx.ModelProto, inputs: Mapping[str, Any] | None,
                 d.dim_value = v
             else:
                 d.dim_param = v
+    if bound:  # a symbol bound through one input means that value in the others too
+        dims = {**bound, **(dims or {})}
     if dims:
         known = {d.dim_param for vi in real for d in vi.type.tensor_type.shape.dim if d.dim_param}
+        known |= set(bound)
         for k, v in dims.items():
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise InputSpecError("{dims}: the value must be a non-negative integer",
