@@ -104,10 +104,10 @@ def _uncosted_note(node: Node) -> str:
     return f"no cost rule for {node.domain or 'ai.onnx'}::{node.op}" + (f": {why}" if why else "")
 
 
-def _shape_gap(err: Exception) -> bool:
+def _shape_gap(err: Exception, graph: Graph) -> bool:
     """An unknown shape that no bound dim explains (a '?' or derived dim, an unknown rank)."""
     if isinstance(err, UnboundDimError):
-        return err.dim == "?" or err.dim.startswith("unk__")
+        return err.dim == "?" or (err.dim.startswith("unk__") and err.dim not in _input_symbols(graph))
     return isinstance(err, ShapeError) and err.reason == ShapeError.RANK_UNKNOWN
 
 
@@ -116,7 +116,7 @@ def _unbindable_shape(graph: Graph, node: Node, err: Exception):
     (the iteration number, a carried value) or decided by text (a tokenizer's token count):
     why (a ``Message``), or None. The node is reported uncosted and the rest of the model is still counted;
     a numeric graph input stays an error that names ``values=``."""
-    if not _shape_gap(err):
+    if not _shape_gap(err, graph):
         return None
     from analyzer.counting.provenance import data_dependent
 
@@ -140,7 +140,7 @@ def _context_error(graph: Graph, node: Node, err: Exception, name: str | None = 
     bad_op = _not_in_opset(graph, node)
     if bad_op is not None:
         return _LocatedShape(f"{where}: {bad_op}")
-    if _shape_gap(err):
+    if _shape_gap(err, graph):
         from analyzer.counting.provenance import data_dependent, failed_fold
 
         # a constant computation upstream that fails on the bound dims, or a shape decided by
@@ -153,14 +153,28 @@ def _context_error(graph: Graph, node: Node, err: Exception, name: str | None = 
             return _LocatedShape(msg, hints=why.hints, reason=err.reason)
     if isinstance(err, UnboundDimError):
         d = err.dim
-        if d == "?":
-            msg = (f"{where}: a dim is unknown after shape inference; fix the input shapes "
-                   f"with {{inputs}}; {_describe(graph, node)}")
-            hints = (Hint("inputs", {"NAME": "DIMS"}),)
-        elif d.startswith("unk__"):
-            msg = (f"{where}: dim '{d}' was derived by shape inference from unbound input dims; "
-                   f"bind the model's symbolic dims with {{dims=}}; {_describe(graph, node)}")
-            hints = (Hint("dims"),)
+        own = _input_symbols(graph)
+        if d == "?" or (d.startswith("unk__") and d not in own):
+            # never the inference's own name ('unk__0'): the graph's input dims that dims=
+            # binds (tf2onnx's own 'unk__314' among them), or the inputs whose dims are
+            # unknown, or (all fixed) nothing to set
+            open_inputs = [x for x in graph.inputs if (s := graph.tensors.get(x)) is not None
+                           and s.shape is not None and "?" in s.shape]
+            if own:
+                d = own[0]
+                msg = (f"{where}: a dim that shape inference derived from the unbound input dims "
+                       f"({', '.join(repr(s) for s in own)}) is unknown; pass {{dims}}; "
+                       f"{_describe(graph, node)}")
+                hints = (Hint("dims", {s: "VALUE" for s in own}),)
+            elif open_inputs:
+                msg = (f"{where}: a dim is unknown after shape inference; give the shapes of "
+                       f"{', '.join(repr(x) for x in open_inputs)} with {{inputs}}; "
+                       f"{_describe(graph, node)}")
+                hints = (Hint("inputs", {x: "DIMS" for x in open_inputs}),)
+            else:  # every input dim is fixed: no option binds it
+                msg = (f"{where}: a dim is unknown after shape inference although every input "
+                       f"dim is fixed (an op ONNX cannot type?); {_describe(graph, node)}")
+                hints = ()
         else:
             from analyzer.ir.dims import is_expression, symbols
 
@@ -184,7 +198,7 @@ def _input_symbols(graph: Graph) -> list[str]:
     for x in graph.inputs:
         s = graph.tensors.get(x)
         for d in (s.shape or ()) if s is not None else ():
-            if type(d) is str and d != "?" and not d.startswith("unk__") and d not in out:
+            if type(d) is str and d != "?" and d not in out:  # (the file's names, even unk__7)
                 out.append(d)
     return out
 
@@ -204,6 +218,13 @@ def cost_graph(graph: Graph, options: Options | None = None) -> list[NodeCost]:
     their counts already multiplied by how often they run (params are never multiplied)."""
     out: list[NodeCost] = []
     _walk(graph, "", 1, set(), out, options or Options())
+    if graph.renamed:  # a file with duplicate node names: say which row is which
+        renamed = graph.renamed
+        for n in out:
+            if n.name in renamed:
+                k = n.name.rsplit("~", 1)[-1]
+                note = f"renamed: node #{k} named '{renamed[n.name]}' in the file"
+                n.note = f"{note}; {n.note}" if n.note else note
     if graph.decomposed:  # nodes from function bodies say which file node they replace
         origin = graph.decomposed.get
         for n in out:

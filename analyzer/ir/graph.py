@@ -191,6 +191,9 @@ class Graph:
     # default-domain op -> the first opset that defines it, for the ops of this graph that the
     # model's opset does not define yet (an invalid model; the frontend knows the schemas)
     newer_ops: Mapping[str, int] = field(default_factory=dict)
+    # node name -> the file's name for it, where the file names several nodes alike (valid
+    # ONNX: names need not be unique) and the frontend made them unique (``name~2``)
+    renamed: Mapping[str, str] = field(default_factory=dict)
 
     def spec(self, name: str) -> TensorSpec | None:
         return self.tensors.get(name) if name else None

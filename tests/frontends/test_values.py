@@ -91,3 +91,26 @@ def test_cli_value_option(tmp_path, run_cli):
     assert bad.exit_code == 2 and "'one' is not a number" in bad.output
     missing = run_cli(path)
     assert missing.exit_code == 2 and "--value axes=" in missing.output
+
+
+# ----------------------------------------------------------------------------- consistency
+
+@pytest.mark.parametrize("dtype", [np.int64, np.bool_])
+def test_a_scalar_index_or_threshold_is_not_a_param_whether_initializer_or_constant(dtype):
+    # x < 3: the 3 is structure, not a weight, stored either way; a float threshold is a
+    # constant operand (a param) either way
+    from onnx import TensorProto, numpy_helper
+    elem = {np.int64: TensorProto.INT64, np.bool_: TensorProto.BOOL}[dtype]
+    op = "Less" if dtype is np.int64 else "And"
+    k = np.array(3 if dtype is np.int64 else True, dtype)
+    nodes = [helper.make_node(op, ["x", "k"], ["y"], name="cmp")]
+    as_init = graph(nodes, {"x": ([4], elem)}, ["y"], {"k": k})
+    as_const = graph([helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(k, "k"))]
+                     + nodes, {"x": ([4], elem)}, ["y"])
+    assert analyzer.analyze(as_init).totals.params == analyzer.analyze(as_const).totals.params == 0
+    fk = np.array(3.0, np.float32)
+    f_nodes = [helper.make_node("Less", ["x", "k"], ["y"], name="cmp")]
+    f_init = graph(f_nodes, {"x": [4]}, ["y"], {"k": fk})
+    f_const = graph([helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(fk, "k"))]
+                    + f_nodes, {"x": [4]}, ["y"])
+    assert analyzer.analyze(f_init).totals.params == analyzer.analyze(f_const).totals.params == 1

@@ -192,18 +192,12 @@ def _node_name_not_utf8():
     return data.replace(name, bad, 1)
 
 
-@pytest.mark.xfail(strict=True, raises=Exception,
-                   reason="frontend: attribute types are not checked against the schema (a float "
-                          "axis reaches LayerNormalization's rule: InternalError)")
 def test_an_attribute_of_the_wrong_type_is_an_analyzer_error():
     with pytest.raises(AnalyzerError):
         with _deadline(TIMEOUT_S):
             analyzer.analyze(_layer_norm_axis_as_float())
 
 
-@pytest.mark.xfail(strict=True, raises=Exception,
-                   reason="frontend: fold.constant_node_value assumes Constant.value is a tensor "
-                          "(AttributeError)")
 def test_a_constant_whose_value_is_not_a_tensor_is_an_analyzer_error():
     with pytest.raises(AnalyzerError):
         with _deadline(TIMEOUT_S):

@@ -4,6 +4,14 @@ Only values that are known and small are computed (Shape -> Gather -> Concat
 chains, Range of constants, ...).  Weights are never read: a constant whose value
 is not known (external data, large initializers, ConstantOfShape of a big shape)
 is still *constant* — its spec comes from shape inference — but has no value.
+
+The cap: no value of more than ``MAX_VALUE_ELEMENTS`` (4096) elements is ever computed, and
+the size of a node's output is worked out from its inputs' shapes and values *before* it is
+evaluated (``output_elements``), so a 200-byte model with ``Range(0, 1e7)`` or an ``Expand``
+to 1e8 elements costs no memory for the value.  Such a node is still constant (its output is
+a constant the runtime computes ahead of time, counted like a ConstantOfShape output); only its
+value is unknown.  ``fold_graph(oversized=...)`` reports these outputs with their shape and
+dtype: the frontend then keeps ONNX data propagation from materialising a long one.
 """
 
 from __future__ import annotations
@@ -33,6 +41,17 @@ FOLDABLE = frozenset({
     "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
     "Max", "Min", "ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin", "OneHot",
 })
+
+
+# ops whose output can be much bigger than their inputs (``output_shape`` sizes them)
+AMPLIFYING = frozenset({"Range", "ConstantOfShape", "Expand", "Tile", "OneHot"})
+
+
+# a one-element initializer of these dtypes is structure (an index, a threshold compared
+# against), never a weight: not a param, as an integer Constant node is not.  int8/int4/int32
+# initializers stay weights (quantized weights and biases); bigger int64/bool initializers
+# (position-id and causal-mask buffers) are counted as the file's data constants
+STRUCTURE_DTYPES = frozenset({"int64", "uint64", "bool"})
 
 
 def _axes(x, attrs, ins, idx=1):
@@ -131,12 +150,81 @@ _EVAL = {
 }
 
 
+def _range_count(vals) -> int:
+    start, limit, delta = (np.asarray(v).reshape(-1)[0] for v in vals[:3])
+    if delta == 0:
+        return 0
+    return max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)
+
+
+def _broadcast(*shapes) -> tuple[int, ...] | None:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        return None
+
+
+def output_shape(op: str, vals: list, attrs: dict) -> tuple[int, ...] | None:
+    """The output shape of a foldable node from its known input values, without evaluating
+    it, for the ops whose output can be much bigger than their inputs (Range, Expand, Tile,
+    ConstantOfShape, OneHot, broadcasting and gathering ops); None for the others, whose
+    output is no bigger than an input (Reshape, Slice, Concat of values each under the cap)
+    or which are not folded."""
+    try:
+        if op == "Range":
+            return (_range_count(vals),)
+        if op == "ConstantOfShape":
+            return tuple(int(d) for d in np.asarray(vals[0]).reshape(-1))
+        if op == "Expand":
+            return _broadcast(np.shape(vals[0]), tuple(int(d) for d in np.asarray(vals[1]).reshape(-1)))
+        if op == "Tile":
+            reps = [int(r) for r in np.asarray(vals[1]).reshape(-1)]
+            return tuple(d * r for d, r in zip(np.shape(vals[0]), reps))
+        if op == "OneHot":
+            depth = int(np.asarray(vals[1]).reshape(-1)[0])
+            return (*np.shape(vals[0]), max(depth, 0))
+        if op in ("Gather",):
+            axis = attrs.get("axis", 0)
+            shp = np.shape(vals[0])
+            axis = axis + len(shp) if axis < 0 else axis
+            return (*shp[:axis], *np.shape(vals[1]), *shp[axis + 1:])
+        if op in _BROADCASTING:
+            return _broadcast(*(np.shape(v) for v in vals if v is not None))
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return None
+
+
+_BROADCASTING = frozenset({"Add", "Sub", "Mul", "Div", "Mod", "Equal", "Less", "Greater",
+                           "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "BitwiseAnd",
+                           "BitwiseOr", "BitwiseXor", "Where", "Max", "Min"})
+_BOOL_OUT = frozenset({"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And",
+                       "Or", "Xor"})
+
+
+def _output_dtype(op: str, vals: list, attrs: dict):
+    """The numpy dtype of a foldable node's output (for an output too big to compute)."""
+    if op in _BOOL_OUT:
+        return np.dtype(np.bool_)
+    if op == "ConstantOfShape":
+        t = attrs.get("value")
+        return numpy_helper.to_array(t).dtype if t is not None else np.dtype(np.float32)
+    if op == "OneHot":
+        return np.asarray(vals[2]).dtype
+    if op == "Where":
+        return np.asarray(vals[1]).dtype
+    return np.asarray(vals[0]).dtype
+
+
 def evaluate(op: str, values: list, attrs: dict, out_dtype=None, errors: list | None = None):
     """The value of a foldable node from known input values, or None if unknown/too big.
     ``errors`` receives why an evaluation failed (inputs the op rejects, e.g. a broadcast)."""
     fn = _EVAL.get(op)
     if fn is None:
         return None
+    shape = output_shape(op, values, attrs)
+    if shape is not None and prod(shape) > MAX_VALUE_ELEMENTS:
+        return None  # decided before evaluating: a big value is never materialised
     try:
         with np.errstate(all="ignore"):
             v = np.asarray(fn(values, attrs))
@@ -210,13 +298,15 @@ def _brief(v: np.ndarray) -> str:
 
 
 def fold_graph(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=None,
-               failures: dict[str, str] | None = None):
+               failures: dict[str, str] | None = None, oversized: dict | None = None):
     """Mark constant tensors, compute the small values, and name the folded nodes.
 
     ``specs`` receives specs for folded values; ``lookup`` (default ``specs``) is where
     input specs are read from (a sub-graph reads through to its outer scope); ``failures``
     receives {output: why} for nodes whose evaluation on known values failed (an Expand that
-    cannot broadcast: the model rejects the bound dims, or the evaluator is partial)."""
+    cannot broadcast: the model rejects the bound dims, or the evaluator is partial);
+    ``oversized`` receives {output: (shape, numpy dtype)} for nodes whose known inputs give an
+    output over ``MAX_VALUE_ELEMENTS`` elements, which is then not computed."""
     constants, values = initial
     lookup = specs if lookup is None else lookup
     folded: set[str] = set()
@@ -224,6 +314,10 @@ def fold_graph(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=
     # folded tensor -> the file constants it is computed from (its params); a weight
     # transposed or gathered ahead of time is still the weight in the file
     sources: dict[str, tuple[str, ...]] = {}
+    for k in constants:  # an int64 / bool scalar initializer: an index or a threshold
+        s = lookup.get(k)
+        if s is not None and s.dtype in STRUCTURE_DTYPES and s.is_static and s.numel() == 1:
+            sources[k] = ()
     foldable = FOLDABLE
     for n in nodes:
         op = n.op
@@ -285,6 +379,11 @@ def fold_graph(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=
             continue
         attrs = n.attrs
         vals = [values[x] if x else None for x in n.inputs]
+        big = output_shape(op, vals, attrs)
+        if big is not None and prod(big) > MAX_VALUE_ELEMENTS:
+            if oversized is not None:
+                oversized[out0] = (big, _output_dtype(op, vals, attrs))
+            continue  # constant, but its value is not computed (the module docstring's cap)
         if op == "ConstantOfShape":
             shape = [int(d) for d in vals[0]]
             if prod(shape) <= MAX_VALUE_ELEMENTS:

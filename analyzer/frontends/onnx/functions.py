@@ -13,7 +13,7 @@ into control-flow sub-graphs (If/Loop/Scan bodies).
 Names (stable across runs):
 
 - before anything is expanded, every node of every graph gets an explicit name equal to the one
-  the frontend would generate (``op_index``; ``#k`` for duplicates), so expanding one node never
+  the frontend would generate (``op_index``; ``~k`` for duplicates), so expanding one node never
   renames another;
 - a body node is named ``<parent>/<body node name, or op_index in the body>``;
 - a body-internal tensor becomes ``<scope><parent>/<tensor>``, where ``scope`` is the path of the

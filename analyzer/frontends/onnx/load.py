@@ -17,24 +17,45 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-import numpy as np
 import onnx
-from onnx import numpy_helper
 
-from analyzer.errors import Hint, InputSpecError, ModelLoadError, ShapeError
-from analyzer.userfiles import CAPS, read_regular
-from analyzer.ir.graph import Graph, merge_specs
+from analyzer.errors import ModelLoadError
+from analyzer.frontends.onnx import fold, functions, sequences, utf8
+from analyzer.frontends.onnx.bind import (  # noqa: F401
+    bind_declared,
+    bind_inputs,
+    bind_values,
+    declared_dims,
+    parse_shape,
+)
+from analyzer.frontends.onnx.check import check_kernels, check_nodes, check_versions
+from analyzer.frontends.onnx.read import (
+    OP_OF,
+    collect_specs,
+    infer_model,
+    newer_ops,
+    read_initializers,
+    read_nodes,
+    topo_order,
+)
+from analyzer.frontends.onnx.shapes import (
+    batch_norm_statistics,
+    contrib_output_shapes,
+    default_opset,
+    infer_with_values,
+    may_propagate,
+    negative_axes,
+    open_specs,
+)
+from analyzer.frontends.onnx.subgraphs import (
+    attach_subgraphs,
+    control_outputs,
+    subgraph_protos,
+    unsettled,
+)
 from analyzer.ir import dims as dim_expr
-from analyzer.frontends.onnx import fold
-from analyzer.frontends.onnx import functions
-from analyzer.frontends.onnx import sequences
-from analyzer.frontends.onnx import utf8
-from analyzer.frontends.onnx.read import (OP_OF, collect_specs, infer_model, newer_ops, read_initializers,
-                                          read_nodes, topo_order)
-from analyzer.frontends.onnx.shapes import (batch_norm_statistics, contrib_output_shapes, default_opset,
-                                            infer_with_values, open_specs, negative_axes)
-from analyzer.frontends.onnx.subgraphs import attach_subgraphs, control_outputs, subgraph_protos, unsettled
-from analyzer.frontends.onnx.types import DTYPES
+from analyzer.ir.graph import Graph, merge_specs
+from analyzer.userfiles import CAPS, read_regular
 
 _FOLD_ROUNDS = 64  # fold -> infer rounds (one per level of shape math that inference cannot see
 # through, e.g. a Pad whose pads a ConstantOfShape-Concat builds per block); each must fold more
@@ -92,179 +113,62 @@ def _checked(m: onnx.ModelProto, where: str) -> onnx.ModelProto:
     # Random bytes can parse as a protobuf; a real model has an IR version, an opset and a graph.
     if m.ir_version <= 0 or not m.HasField("graph") or not m.opset_import:
         raise ModelLoadError(f"{where}: not an ONNX model (no IR version, opset or graph found)")
-    if not m.graph.node:
-        raise ModelLoadError(f"{where}: the graph has no nodes")
+    check_versions(m, where)  # (a graph without nodes is odd but valid: it analyses to nothing)
     return m
 
 
 # ----------------------------------------------------------------------------- binding
 
-def parse_shape(text: str, name: str = "") -> tuple[int | str, ...]:
-    """'1x3x224x224' -> (1, 3, 224, 224); a non-numeric part stays a symbol."""
-    parts = [p for p in text.strip().lower().replace(",", "x").split("x")]
-    if not text.strip() or any(not p for p in parts):
-        raise InputSpecError(f"bad shape '{text}' for input '{name}': expected e.g. 1x3x224x224")
-    out: list[int | str] = []
-    for p in parts:
-        if p.lstrip("-").isdigit():
-            v = int(p)
-            if v < 0:
-                raise InputSpecError(f"negative dim {v} in shape '{text}' for input '{name}'")
-            out.append(v)
-        else:
-            out.append(p)
-    return tuple(out)
+def _foreign_symbols(g: onnx.GraphProto, specs) -> bool:
+    """Whether a spec has a symbolic dim that no graph input declares (nor ONNX inference
+    generated, ``unk__``): it comes from the file's value_info."""
+    own = {d.dim_param for vi in g.input for d in vi.type.tensor_type.shape.dim if d.dim_param}
+    for s in {id(s): s for s in specs.values()}.values():
+        for d in s.shape or ():
+            if type(d) is str and d != "?" and d not in own and not d.startswith("unk__") \
+                    and not dim_expr.is_expression(d):
+                return True
+    return False
 
 
-def _dims_of(vi: onnx.ValueInfoProto) -> list:
-    t = vi.type.tensor_type
-    if not t.HasField("shape"):
-        return []
-    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in t.shape.dim]
+def _drop_symbolic_declarations(g: onnx.GraphProto) -> bool:
+    """Drop the value_info entries of standard-op outputs whose shape has a symbol or an
+    unknown dim (ONNX inference works them out again). True when any went."""
+    std = {o for n in g.node if n.domain in ("", "ai.onnx") and n.op_type not in _SELF_TYPED
+           for o in n.output}
+    keep = [vi for vi in g.value_info if vi.name not in std or not any(
+        not d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim)]
+    if len(keep) == len(g.value_info):
+        return False
+    del g.value_info[:]
+    g.value_info.extend(keep)
+    return True
 
 
-def bind_inputs(m: onnx.ModelProto, inputs: Mapping[str, Any] | None,
-                dims: Mapping[str, int] | None) -> dict[str, int]:
-    """Write user shapes and dim values into the graph inputs before inference.
-
-    Returns the dims that were bound (for the report)."""
-    g = m.graph
-    for vi in g.input:
-        for i, d in enumerate(vi.type.tensor_type.shape.dim):
-            if d.HasField("dim_value") and d.dim_value < 0:
-                raise ShapeError(f"input '{vi.name}' has a negative dim {d.dim_value} at axis {i}")
-    bound: dict[str, int] = {}
-    if not inputs and not dims:
-        return bound
-    init_names = {t.name for t in g.initializer}
-    real = [vi for vi in g.input if vi.name not in init_names]
-    by_name = {vi.name: vi for vi in real}
-    for name, shape in (inputs or {}).items():
-        if name not in by_name:
-            raise InputSpecError(
-                f"{{inputs}} names '{name}', but the model's inputs are: "
-                f"{', '.join(by_name) or 'none'}", hints=(Hint("inputs"),))
-        if isinstance(shape, str):
-            shape = parse_shape(shape, name)
-        shape = tuple(shape)
-        t = by_name[name].type.tensor_type
-        old = t.shape.dim
-        if len(old) and len(old) != len(shape):
-            raise InputSpecError(
-                f"input '{name}' has rank {len(old)} {_dims_of(by_name[name])}, "
-                f"but {{inputs}} gives {len(shape)} dims {list(shape)}", hints=(Hint("inputs"),))
-        for d_old, v in zip(old, shape):
-            if isinstance(v, int) and d_old.HasField("dim_param") and d_old.dim_param:
-                bound[d_old.dim_param] = v
-        t.shape.ClearField("dim")
-        for v in shape:
-            d = t.shape.dim.add()
-            if isinstance(v, int):
-                if v < 0:
-                    raise InputSpecError(f"negative dim {v} for input '{name}'")
-                d.dim_value = v
-            else:
-                d.dim_param = v
-    if dims:
-        known = {d.dim_param for vi in real for d in vi.type.tensor_type.shape.dim if d.dim_param}
-        for k, v in dims.items():
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise InputSpecError("{dims}: the value must be a non-negative integer",
-                                     hints=(Hint("dims", {k: v}),))
-            if k not in known:
-                raise InputSpecError(
-                    f"{{dims}} names '{k}', but the model's symbolic dims are: "
-                    f"{', '.join(sorted(known)) or 'none (all input dims are fixed)'}",
-                    hints=(Hint("dims"),))
-        for vi in real:
-            for d in vi.type.tensor_type.shape.dim:
-                if d.dim_param in dims:
-                    v = dims[d.dim_param]
-                    bound[d.dim_param] = v
-                    d.dim_value = v
-    if bound or inputs:
-        # The file's value_info was written for the shapes it was traced with (an exporter
-        # tracing at batch 1 declares every intermediate with batch 1): for standard ops ONNX
-        # infers the outputs again, so their declarations go; the declarations of ops it
-        # cannot type (onnxruntime contrib, custom domains) stay, with the bound symbols.
-        std = {o for n in g.node if n.domain in ("", "ai.onnx") for o in n.output}
-        keep = [vi for vi in g.value_info if vi.name not in std]
-        if len(keep) != len(g.value_info):
-            del g.value_info[:]
-            g.value_info.extend(keep)
-    if bound:  # a bound symbol means that value everywhere: in the file's own value_info too
-        _bind_declared(g, bound)  # (an exporter's declarations of ops inference cannot type)
-    return bound
+_SELF_TYPED = frozenset({"If", "Loop", "Scan", "SequenceMap"})  # typed from bodies: keep
 
 
-def bind_values(m: onnx.ModelProto, values: Mapping[str, Any] | None) -> dict[str, list]:
-    """Make graph inputs constants with the given values (``{"axes": [1]}``), for inputs that
-    decide shapes (reduce axes, a window length, a Loop's trip count, GQA's total length):
-    each becomes an initializer of its declared dtype and shape (rank 0: a scalar).  Returns
-    {name: values as given} for the report."""
-    if not values:
-        return {}
-    g = m.graph
-    inits = {t.name for t in g.initializer}
-    real = {vi.name: vi for vi in g.input if vi.name not in inits}
-    out: dict[str, list] = {}
-    for name, v in values.items():
-        vi = real.get(name)
-        if vi is None:
-            raise InputSpecError(f"{{values}} names '{name}', but the model's inputs are: "
-                                 f"{', '.join(real) or 'none'}", hints=(Hint("values"),))
+def _declared_outputs_as_hints(g: onnx.GraphProto, rebound: bool) -> bool:
+    """A graph output's declared shape is the exporter's trace (batch 1, a symbol of its own),
+    not a fact: for outputs of standard ops, which ONNX inference types, the shape is dropped
+    (the dtype stays), so that the shapes ``inputs=``, ``dims=`` or folded values decide win.
+    (A declaration that disagrees with inference wins inside ONNX inference: an ImageNet
+    classifier declared [1, 1000] counted its last Gemm at batch 1 at any batch.)  Without
+    ``rebound`` (no input was bound) only declarations with a symbol or an unknown dim go: the
+    fixed ones were traced at the shapes being analysed.  True when anything changed."""
+    drop = [vi for vi in g.output if vi.type.tensor_type.HasField("shape") and (rebound or any(
+        not d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim))]
+    if not drop:
+        return False
+    std = {o for n in g.node if n.domain in ("", "ai.onnx") and n.op_type not in _SELF_TYPED
+           for o in n.output}
+    changed = False
+    for vi in drop:
         t = vi.type.tensor_type
-        dtype = fold.NP_DTYPES.get(DTYPES.get(t.elem_type, ""))
-        if dtype is None:
-            raise InputSpecError(f"{{values}}: input '{name}' is {DTYPES.get(t.elem_type, '?')}, "
-                                 f"not a numeric tensor", hints=(Hint("values", name),))
-        flat = [v] if isinstance(v, (int, float)) else list(v)
-        try:
-            arr = np.asarray(flat, dtype=dtype)
-        except (TypeError, ValueError):
-            raise InputSpecError(f"{{values}}: not {np.dtype(dtype).name} values",
-                                 hints=(Hint("values", {name: flat}),)) from None
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
-        if t.HasField("shape") and not dims:          # a scalar input
-            if arr.size != 1:
-                raise InputSpecError(f"{{values}}: the input is a scalar, but {arr.size} values "
-                                     f"were given", hints=(Hint("values", name),))
-            arr = arr.reshape(())
-        elif t.HasField("shape") and None not in dims:
-            if arr.size != int(np.prod(dims)):
-                raise InputSpecError(f"{{values}}: the input has shape {dims} "
-                                     f"({int(np.prod(dims))} values), but {arr.size} were given",
-                                     hints=(Hint("values", name),))
-            arr = arr.reshape(dims)
-        g.initializer.append(numpy_helper.from_array(arr, name=name))
-        keep = [x for x in g.input if x.name != name]
-        del g.input[:]
-        g.input.extend(keep)
-        out[name] = arr.reshape(-1).tolist()
-    return out
-
-
-def _bind_declared(g: onnx.GraphProto, bound: Mapping[str, int]) -> None:
-    for vi in (*g.value_info, *g.output):
-        for d in vi.type.tensor_type.shape.dim:
-            p = d.dim_param
-            if not p:
-                continue
-            if p in bound:
-                d.dim_value = bound[p]
-            elif dim_expr.is_expression(p):  # dynamo's 'Min(512, s50)', '4*s77'
-                v = dim_expr.evaluate(p, bound)
-                if v is not None:
-                    d.dim_value = v
-                else:  # not evaluable: leave it to inference rather than keep a false symbol
-                    d.ClearField("dim_param")
-    for n in g.node:
-        for a in n.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
-                _bind_declared(a.g, bound)
-            elif a.type == onnx.AttributeProto.GRAPHS:
-                for sg in a.graphs:
-                    _bind_declared(sg, bound)
+        if vi.name in std:
+            t.ClearField("shape")
+            changed = True
+    return changed
 
 
 def load(model: Any, *, inputs: Mapping[str, Any] | None = None,
@@ -278,14 +182,15 @@ def load(model: Any, *, inputs: Mapping[str, Any] | None = None,
     m, path, data = read_model(model)
     bound = bind_inputs(m, inputs, dims)
     fixed = bind_values(m, values)
+    hints = _declared_outputs_as_hints(m.graph, bool(bound or inputs or fixed))
     # binding edits the graph inputs: then inference must see the edited proto
-    graph = _build(m, path, counted, None if (inputs or dims or values) else data)
+    graph = _build(m, path, counted, None if (inputs or dims or values or hints) else data)
     real = set(graph.inputs)  # graph inputs that are not initializers
     info = {
         "path": path,
         "format": "onnx",
         "inputs": {vi.name: list(graph.tensors[vi.name].shape or ()) if vi.name in graph.tensors
-                   else _dims_of(vi) for vi in m.graph.input if vi.name in real},
+                   else declared_dims(vi) for vi in m.graph.input if vi.name in real},
         "outputs": [vi.name for vi in m.graph.output],
         "dims": bound,
         **({"values": fixed} if fixed else {}),
@@ -306,7 +211,12 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
         data = None
     init_names = init_specs.keys()
     available = {vi.name for vi in g.input} | init_names
-    nodes, in_order, defined, candidates = read_nodes(g, cache, available, init_names)
+    big_constants: list[str] = []
+    renamed: dict[str, str] = {}
+    nodes, in_order, defined, candidates = read_nodes(g, cache, available, init_names, big_constants,
+                                                      renamed)
+    if big_constants:  # a Constant node's value was inline: the stripped proto differs from data
+        data = None
     ops = set(map(OP_OF, nodes))  # every op name of the graph: decides the rare passes below
     if not expanded and functions.wanted(m, nodes, ops, counted):  # uncounted function ops (rare)
         return functions.build_decomposed(
@@ -316,13 +226,22 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
         nodes = topo_order(nodes, available)
         candidates = nodes  # file-order candidates would miss a constant produced later
 
-    inferred = infer_model(m, data)
+    prop = may_propagate(g, candidates, ops, init_names, init_values)
+    inferred = infer_model(m, data, prop)
     specs = collect_specs(inferred.graph)
+    if _foreign_symbols(g, specs) and _drop_symbolic_declarations(g):
+        # the file's value_info named a symbol no input has ('seqlen' for a Reshape whose target
+        # folds to [20, 1, 8210]): a declaration is a hint, inference decides
+        inferred = infer_model(m, None, prop)
+        specs = collect_specs(inferred.graph)
     specs.update(init_specs)
+    check_nodes(m, g.node, file_nodes, specs)  # what the ONNX checker rejects, naming the node
+    if "Conv" in ops or "ConvTranspose" in ops:
+        check_kernels(nodes, specs)
     old_opset = 0 < default_opset(m) < 11
     if old_opset:
         while negative_axes(m, specs):  # old opsets: exporters' negative axes block inference
-            inferred = infer_model(m)
+            inferred = infer_model(m, data_prop=prop)
             specs = collect_specs(inferred.graph)
             specs.update(init_specs)
     contrib_output_shapes(inferred, nodes, specs, ops)
@@ -338,9 +257,9 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
         if (len(values) == n_values and not patched) or not open_specs(nodes, folded, specs, defined):
             break
         n_values = len(values)
-        better = infer_with_values(m, file_nodes, nodes, folded, values, init_names)
+        better = infer_with_values(m, file_nodes, nodes, folded, values, init_names, prop)
         if better is None and patched:
-            again = infer_model(m)
+            again = infer_model(m, data_prop=prop)
             better = (again, collect_specs(again.graph))
         if better is None:
             break
@@ -367,6 +286,7 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
         sequences=seqs,
         fold_errors=fold_errors,
         newer_ops=newer_ops(nodes, opsets),
+        renamed=renamed,
     )
     if any(n.attr_key is None for n in nodes):  # only control-flow nodes have graph attributes
         attach_subgraphs(graph, subgraph_protos(inferred.graph), cache)

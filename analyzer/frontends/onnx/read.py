@@ -54,25 +54,54 @@ def _attr_value(a: onnx.AttributeProto):
 
 
 def unique_name(name: str, seen) -> str:
-    """``name`` made unique among ``seen``: the file's k-th node of one name is ``name#k``.
+    """``name`` made unique among ``seen``: the file's k-th node of one name is ``name~k``.
     (Unnamed nodes are ``op_index``: with this, the names every part of opcost gives.)"""
     base, k = name, 1
     while name in seen:
         k += 1
-        name = f"{base}#{k}"
+        name = f"{base}~{k}"
     return name
 
 
-def read_nodes(g: onnx.GraphProto, cache: dict, available=None, available_constants=()):
+def strip_constant(n: onnx.NodeProto) -> bool:
+    """Drop the bytes of a Constant node's ``value`` too big to steer shapes (over
+    ``fold.SMALL_ELEMENTS`` elements; dims and dtype stay), in place, as ``read_initializers``
+    does for initializers: neither attribute parsing nor shape inference then copies a
+    100 MB constant.  True when it stripped something."""
+    for a in n.attribute:
+        if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+            t = a.t
+            numel = 1
+            for d in t.dims:
+                numel *= d
+            if numel > fold.SMALL_ELEMENTS and t.data_location != onnx.TensorProto.EXTERNAL:
+                _strip(t)
+                return True
+    return False
+
+
+def _strip(t: onnx.TensorProto) -> None:
+    for f in _DATA_FIELDS:
+        t.ClearField(f)
+    t.data_location = onnx.TensorProto.EXTERNAL
+    e = t.external_data.add()
+    e.key, e.value = "location", "(weights inline in the file; not read by opcost)"
+
+
+def read_nodes(g: onnx.GraphProto, cache: dict, available=None, available_constants=(),
+               stripped: list | None = None, renamed: dict | None = None):
     """Every NodeProto read once into a ``Node``: the file's names (stable generated names
-    ``op_index`` for unnamed nodes, ``#k`` suffixes for duplicates) and parsed attributes.
+    ``op_index`` for unnamed nodes, ``~k`` suffixes for duplicates) and parsed attributes.
 
     With ``available`` (names defined before the graph runs; the initializers among them in
     ``available_constants``), returns ``(nodes, in_order, defined, fold_candidates)``: whether
     the nodes are already in a valid topological order with no tensor produced twice (the
     common case, checked in the same pass; otherwise ``topo_order`` sorts or explains),
     every name the graph defines, and the nodes that might fold (a foldable op whose inputs
-    might all be constant: a superset of what ``fold.fold_graph`` folds, in file order)."""
+    might all be constant: a superset of what ``fold.fold_graph`` folds, in file order).
+    Big Constant values are stripped in place (``strip_constant``); ``stripped`` receives the
+    names of their outputs; ``renamed`` receives {unique name: file name} for the nodes whose
+    file name another node has already."""
     nodes: list[Node] = []
     seen: set[str] = set()
     check = available is not None
@@ -88,10 +117,14 @@ def read_nodes(g: onnx.GraphProto, cache: dict, available=None, available_consta
         name = n.name or f"{op}_{i}"
         if name in seen:
             name = unique_name(name, seen)
+            if renamed is not None:
+                renamed[name] = n.name
         seen.add(name)
         dom = n.domain
         if dom == "ai.onnx":
             dom = ""
+        if op == "Constant" and strip_constant(n) and stripped is not None:
+            stripped.extend(n.output)
         attrs, akey = _attrs(n, cache) if len(n.attribute) else (_EMPTY_MAP, ())
         ins, outs = tuple(n.input), tuple(n.output)
         node = new(Node, (name, op, dom, ins, outs, attrs, _EMPTY_MAP, akey))
@@ -116,16 +149,20 @@ def read_nodes(g: onnx.GraphProto, cache: dict, available=None, available_consta
     return (nodes, ok, defined, candidates) if check else nodes
 
 
-def topo_order(nodes: list[Node], available) -> list[Node]:
+def topo_order(nodes: list[Node], available, own=None) -> list[Node]:
     """The nodes in topological order; raises ``GraphError`` naming a dangling input or a cycle.
 
-    ``available``: names defined before the graph runs (inputs, initializers, outer scope)."""
+    ``available``: names defined before the graph runs (inputs, initializers, outer scope);
+    ``own``: those of them the graph defines itself (default: all), which no node may produce
+    again: a control-flow body may produce a name of its outer scope (it shadows it, as the
+    ONNX checker and onnxruntime accept)."""
+    own = available if own is None else own
     produced_by: dict[str, int] = {}
     for i, n in enumerate(nodes):
         for o in n.outputs:
             if not o:
                 continue
-            if o in produced_by or o in available:
+            if o in produced_by or o in own:
                 raise GraphError(f"tensor '{o}' is produced twice (again by node '{n.name}' ({n.op}))")
             produced_by[o] = i
     # One pass checks for dangling inputs and whether the file is already in topological
@@ -218,11 +255,7 @@ def read_initializers(g: onnx.GraphProto, strip: bool = False):
             if v is not None:
                 values[t.name] = v
         elif strip and t.data_location != onnx.TensorProto.EXTERNAL:
-            for f in _DATA_FIELDS:
-                t.ClearField(f)
-            t.data_location = onnx.TensorProto.EXTERNAL
-            e = t.external_data.add()
-            e.key, e.value = "location", "(weights inline in the file; not read by opcost)"
+            _strip(t)
             stripped += 1
     for st in g.sparse_initializer:
         t = st.values
@@ -234,14 +267,15 @@ _DATA_FIELDS = ("raw_data", "float_data", "int32_data", "int64_data", "double_da
                 "uint64_data", "string_data")
 
 
-def infer_model(m: onnx.ModelProto, data: bytes | None = None) -> onnx.ModelProto:
-    """ONNX shape inference with data propagation. ``data``: ``m`` already serialized (the
+def infer_model(m: onnx.ModelProto, data: bytes | None = None, data_prop: bool = True) -> onnx.ModelProto:
+    """ONNX shape inference with data propagation (unless ``data_prop`` is False: a graph with
+    a huge integer vector, see ``shapes.may_propagate``). ``data``: ``m`` already serialized (the
     file's own bytes), handed to the C++ inference as they are instead of serializing again.
     Only the graph structure travels: weights stay external and are never read, so a model
     whose external data is far above protobuf's 2 GB limit infers like any other."""
     try:
         return onnx.shape_inference.infer_shapes(m if data is None else data, check_type=False,
-                                                 strict_mode=False, data_prop=True)
+                                                 strict_mode=False, data_prop=data_prop)
     except Exception as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ShapeError(f"ONNX shape inference failed: {msg}") from None

@@ -11,8 +11,45 @@ import onnx
 from onnx import numpy_helper
 
 from analyzer.ir.graph import Node, TensorSpec, merge_specs
+from analyzer.frontends.onnx import fold
 from analyzer.frontends.onnx.read import DOMAIN_OF, collect_specs, infer_model
 from analyzer.frontends.onnx.types import DTYPES
+
+
+# ONNX data propagation carries every integer vector as a list of dims (about 150 bytes per
+# element, more where it names unknown ones): a vector longer than this, a constant (Range(0,
+# 1e7) in a 200-byte file) or a graph input, would cost gigabytes there
+_PROPAGATE_LIMIT = 1 << 18
+_INT_VECTOR = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32})
+
+
+def _int_vector_source(n) -> bool:
+    """A constant-only node that may build a long integer vector (a float ConstantOfShape,
+    the common weight buffer, cannot)."""
+    if n.op not in fold.AMPLIFYING:
+        return False
+    if n.op != "ConstantOfShape":
+        return True
+    v = n.attrs.get("value")  # (none: float zeros)
+    return v is not None and v.data_type in _INT_VECTOR
+
+
+def may_propagate(g: onnx.GraphProto, candidates, ops, init_names, init_values) -> bool:
+    """Whether shape inference may propagate data: not when the graph holds an integer vector
+    over ``_PROPAGATE_LIMIT`` elements, known before inference (a graph input's declared or
+    bound shape, or a constant-only node's output sized from constant values).  Without it,
+    the shape arithmetic still resolves: the fold rounds hand inference its values."""
+    for vi in g.input:
+        t = vi.type.tensor_type
+        if t.elem_type in _INT_VECTOR and len(t.shape.dim) == 1 and \
+                t.shape.dim[0].dim_value > _PROPAGATE_LIMIT:
+            return False
+    if fold.AMPLIFYING.isdisjoint(ops) or not any(map(_int_vector_source, candidates)):
+        return True
+    oversized: dict[str, tuple] = {}
+    fold.fold_graph(candidates, {}, (set(init_names), dict(init_values)), oversized=oversized)
+    return not any(len(shape) == 1 and shape[0] > _PROPAGATE_LIMIT and dt.kind in "iu"
+                   for shape, dt in oversized.values())
 
 
 def open_specs(nodes, folded, specs, defined) -> bool:
@@ -25,7 +62,7 @@ def open_specs(nodes, folded, specs, defined) -> bool:
         for n in nodes if n.name not in folded for x in (*n.inputs, *n.outputs))
 
 
-def infer_with_values(m, file_nodes, nodes, folded, values, init_names):
+def infer_with_values(m, file_nodes, nodes, folded, values, init_names, data_prop=True):
     """ONNX inference over a copy of ``m`` whose folded values are initializers: (the
     inferred model, its specs), or None when folding found no value to give."""
     extra = [numpy_helper.from_array(v, name=k) for k, v in values.items() if k not in init_names]
@@ -52,7 +89,7 @@ def infer_with_values(m, file_nodes, nodes, folded, values, init_names):
     if len(declared) != len(m2.graph.value_info):
         del m2.graph.value_info[:]
         m2.graph.value_info.extend(declared)
-    inferred = infer_model(m2)
+    inferred = infer_model(m2, data_prop=data_prop)
     return inferred, collect_specs(inferred.graph)
 
 

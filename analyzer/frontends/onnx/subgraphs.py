@@ -86,7 +86,7 @@ def _sub_graph(sg: onnx.GraphProto, outer: Graph, cache, where: str, scope=None,
     nodes = read_nodes(sg, cache)
     available = set(outer.tensors.keys() if scope is None else scope) | {
         vi.name for vi in sg.input} | init_specs.keys()
-    nodes = topo_order(nodes, available)
+    nodes = topo_order(nodes, available, {vi.name for vi in sg.input} | init_specs.keys())
     consts = set(init_specs) | outer.constants
     vals = {**outer.values, **init_values}
     constants, values, folded, sources = fold.fold_graph(nodes, local, (consts, vals), specs)
