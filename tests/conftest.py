@@ -34,3 +34,18 @@ def save(tmp_path):
         return path
 
     return write
+
+
+@pytest.fixture
+def no_onnxruntime(monkeypatch):
+    """``import onnxruntime`` fails inside the test (an install without the measure extra)."""
+    import builtins
+
+    real = builtins.__import__
+
+    def refuse(name, *a, **k):
+        if name == "onnxruntime":
+            raise ImportError("no onnxruntime")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", refuse)

@@ -68,18 +68,8 @@ def test_calibrate_xla_is_not_supported_yet(run_cli, tmp_path, fake_calibrate):
     assert fake_calibrate == []
 
 
-def test_calibrate_without_onnxruntime_names_the_measure_extra(run_cli, tmp_path, monkeypatch,
+def test_calibrate_without_onnxruntime_names_the_measure_extra(run_cli, tmp_path, no_onnxruntime,
                                                               fake_calibrate):
-    import builtins
-
-    real = builtins.__import__
-
-    def no_ort(name, *a, **k):
-        if name == "onnxruntime":
-            raise ImportError("no onnxruntime")
-        return real(name, *a, **k)
-
-    monkeypatch.setattr(builtins, "__import__", no_ort)
     res = run_cli("hw", "calibrate", "--out", tmp_path / "m.toml")
     assert res.exit_code == 2
     assert len(res.stderr.strip().splitlines()) == 1

@@ -109,17 +109,7 @@ def test_measure_a_jax_program_is_a_usage_error(run_cli, cpu_toml):
     assert res.exit_code == 2 and "ONNX" in res.stderr
 
 
-def test_measure_without_onnxruntime_names_the_extra(run_cli, cpu_toml, monkeypatch):
-    import builtins
-
-    real = builtins.__import__
-
-    def no_ort(name, *a, **k):
-        if name == "onnxruntime":
-            raise ImportError("no onnxruntime")
-        return real(name, *a, **k)
-
-    monkeypatch.setattr(builtins, "__import__", no_ort)
+def test_measure_without_onnxruntime_names_the_extra(run_cli, cpu_toml, no_onnxruntime):
     res = run_cli(MLP, "--hw", cpu_toml, "--measure")
     assert res.exit_code == 2
     assert "pip install 'opcost[measure]'" in res.stderr

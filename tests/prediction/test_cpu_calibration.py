@@ -201,20 +201,11 @@ def test_onnxruntime_record_gives_one_kernel_for_conv_bn_relu(tmp_path):
     assert any("onnxruntime's fused graph (level extended)" in n for n in pred.notes)
 
 
-def test_without_onnxruntime_the_patterns_are_used(tmp_path, monkeypatch):
-    import builtins
-
+def test_without_onnxruntime_the_patterns_are_used(tmp_path, request):
     from analyzer import analyze
 
-    real = builtins.__import__
-
-    def fake(name, *a, **k):
-        if name == "onnxruntime":
-            raise ImportError("no")
-        return real(name, *a, **k)
-
     p = write_profile(_calibrated_doc(), tmp_path / "cal.toml")
-    monkeypatch.setattr(builtins, "__import__", fake)
+    request.getfixturevalue("no_onnxruntime")   # from here on, onnxruntime cannot be imported
     pred = analyze(_conv_bn_relu(), hw=p).predictions[0]
     assert pred.kernels == 1   # the Conv+BN+activation pattern
     assert any("fusion patterns" in n for n in pred.notes)
@@ -230,19 +221,9 @@ def test_measure_tiny_model_one_entry_per_node():
     assert all(v > 0 for v in r.by_fused.values())
 
 
-def test_missing_onnxruntime_is_an_analyzer_error(monkeypatch):
-    import builtins
-
+def test_missing_onnxruntime_is_an_analyzer_error(no_onnxruntime):
     from analyzer.errors import AnalyzerError
     from analyzer.prediction import ort_graph
 
-    real = builtins.__import__
-
-    def fake(name, *a, **k):
-        if name == "onnxruntime":
-            raise ImportError("no")
-        return real(name, *a, **k)
-
-    monkeypatch.setattr(builtins, "__import__", fake)
     with pytest.raises(AnalyzerError, match="pip install"):
         ort_graph.import_ort()
