@@ -215,13 +215,14 @@ def node_op_class(n: NodeCost) -> str:
 
 def _kernel_class(anchor_class: str, kernel_op: str) -> str:
     """The class of a kernel the runtime recorded as ``kernel_op`` (e.g. LayerNormalization for a
-    decomposed norm) whose heaviest original node is of ``anchor_class``: the recorded op's
-    class, except where the anchor's is a refinement of it (bgemm, conv variants) or the op is
-    unknown."""
+    decomposed norm, SkipLayerNormalization for Add + norm) whose heaviest original node is of
+    ``anchor_class``: the recorded op's class, except where the anchor's is a refinement of it
+    (``op_classes.REFINES``: bgemm, conv variants) or the op is unknown. (A fallback is not a
+    refinement: a decomposed norm whose heaviest node is a ReduceMean runs the norm kernel.)"""
     if not kernel_op:
         return anchor_class
     k = eff.op_class_of("", kernel_op)
-    if k == "other" or eff.class_chain(anchor_class)[-1] == eff.class_chain(k)[-1] \
+    if k == "other" or k == anchor_class or eff.REFINES.get(anchor_class) == k \
             or {k, anchor_class} <= {"gemm", "bgemm"}:
         return anchor_class
     return k
