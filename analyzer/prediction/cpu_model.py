@@ -43,6 +43,10 @@ import numpy as np
 from analyzer.prediction import efficiency as eff
 
 PARAMS = ("floor_s", "e_c", "e_bw", "b_half")
+# a row's kernel time is a difference of wall-clocks (row model - baseline - dispatch) whose
+# run-to-run jitter is a few tenths of a microsecond: rows below this are fitted as this (a
+# 0.01 us row would otherwise dominate the log-error fit of a class)
+NOISE_FLOOR_S = 0.25e-6
 
 
 def node_features(nodes: Iterable[Any]) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -119,7 +123,7 @@ def fit_class(F, B, t, peak: float, bw: float) -> dict[str, float]:
     B = np.asarray(B, dtype=np.float64)
     t = np.asarray(t, dtype=np.float64)
     ok = t > 0
-    F, B, t = F[ok], B[ok], t[ok]
+    F, B, t = F[ok], B[ok], np.maximum(t[ok], NOISE_FLOOR_S)
     bmin = float(B[B > 0].min()) if (B > 0).any() else 0.0
     tmin = float(t.min())
 

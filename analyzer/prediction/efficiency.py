@@ -64,7 +64,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from analyzer.prediction.op_classes import (  # noqa: F401  (re-exported: one import for callers)
-    CLASS_CODE, CLASS_FALLBACK, MATRIX_CLASSES, OP_CLASSES, class_chain, gemm_view, op_class_of)
+    CLASS_CODE, CLASS_FALLBACK, MATRIX_CLASSES, OP_CLASSES, REFINES, class_chain, gemm_view, op_class_of)
 
 # per-class constant arrays a constants set carries (keys of ``FamilyConstants.arrays``)
 MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)

@@ -36,7 +36,7 @@ from typing import Sequence
 POLICIES = ("none", "xla", "onnxruntime")
 
 # op classes (efficiency.OP_CLASSES) that XLA fuses into their producers/consumers
-_XLA_FUSIBLE = frozenset({"elementwise", "activation", "movement", "reduce", "norm", "softmax",
+_XLA_FUSIBLE = frozenset({"elementwise", "activation", "movement", "reduce", "norm", "norm_fused", "softmax",
                           "gather", "pooling", "view"})
 _ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid",
                           "HardSwish", "Elu", "Selu", "Softplus"})
@@ -74,6 +74,9 @@ class FusionRecord:
     source: str
     kernels: tuple[tuple[str, str, tuple[str, ...]], ...]
     removed: frozenset[str] = frozenset()
+    # (kernel name, op types): launches the runtime inserted with no original node (the
+    # Reshapes around a 3-D Gemm), charged to that kernel as fixed costs of their own classes
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,7 @@ class FusionPlan:
     saved_bytes: tuple[int, ...]
     kernel_ops: tuple[str, ...] = ()   # per kernel: the op type the runtime recorded ('' if none)
     source: str = "fusion patterns"     # "fusion patterns" or the FusionRecord's source
+    extra_ops: tuple[tuple[str, ...], ...] = ()  # per kernel: ops of the extra launches it carries
 
     @property
     def kernels(self) -> int:
@@ -224,19 +228,24 @@ def _from_record(nodes, record: FusionRecord, graph_outputs) -> FusionPlan:
     sets = _Sets(len(nodes))
     launch = [nd.launches for nd in nodes]
     op_of: dict[int, str] = {}
-    for _kname, kop, names in record.kernels:
+    extra_of: dict[int, tuple[str, ...]] = {}
+    extra = dict(record.extra)
+    for kname, kop, names in record.kernels:
         idx = [by_name[x] for x in names if x in by_name]
         for i in idx:
             launch[i] = True
             sets.union(idx[0], i)
         if idx:
             op_of[min(idx)] = kop
+            if extra.get(kname):
+                extra_of[min(idx)] = extra_of.get(min(idx), ()) + tuple(extra[kname])
     for x in record.removed:
         if x in by_name:
             launch[by_name[x]] = False
     p = _collect(nodes, sets, producer, consumers, graph_outputs, "record", launch)
     ops = tuple(op_of.get(m[0], "") for m in p.members)
-    return FusionPlan("record", p.kernel_of, p.members, p.saved_bytes, ops, record.source)
+    extras = tuple(sum((extra_of.get(i, ()) for i in m), ()) for m in p.members)
+    return FusionPlan("record", p.kernel_of, p.members, p.saved_bytes, ops, record.source, extras)
 
 
 def _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch=None) -> FusionPlan:

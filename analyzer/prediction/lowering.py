@@ -215,13 +215,14 @@ def node_op_class(n: NodeCost) -> str:
 
 def _kernel_class(anchor_class: str, kernel_op: str) -> str:
     """The class of a kernel the runtime recorded as ``kernel_op`` (e.g. LayerNormalization for a
-    decomposed norm) whose heaviest original node is of ``anchor_class``: the recorded op's
-    class, except where the anchor's is a refinement of it (bgemm, conv variants) or the op is
-    unknown."""
+    decomposed norm, SkipLayerNormalization for Add + norm) whose heaviest original node is of
+    ``anchor_class``: the recorded op's class, except where the anchor's is a refinement of it
+    (``op_classes.REFINES``: bgemm, conv variants) or the op is unknown. (A fallback is not a
+    refinement: a decomposed norm whose heaviest node is a ReduceMean runs the norm kernel.)"""
     if not kernel_op:
         return anchor_class
     k = eff.op_class_of("", kernel_op)
-    if k == "other" or eff.class_chain(anchor_class)[-1] == eff.class_chain(k)[-1] \
+    if k == "other" or k == anchor_class or eff.REFINES.get(anchor_class) == k \
             or {k, anchor_class} <= {"gemm", "bgemm"}:
         return anchor_class
     return k
@@ -285,6 +286,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     consts["trans_weight"] = np.ones(P)
     warnings, provs, details, notes = [], [], [], []
     class_names = [eff.OP_CLASSES[c] for c in cls]
+    extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", op)])
+                 for k, ops in enumerate(plan.extra_ops) for op in ops]
     for p, prof in enumerate(profiles):
         warn: set[str] = set()
         note: list[str] = []
@@ -318,14 +321,25 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             launch = us * 1e-6
             note.append(f"{prof.id} has no launch figure: {us:g} us per kernel {why}")
         floors = np.asarray(arrays["floor_s"])[cls]
-        if _calibrated_for(prof, runtime.name):
-            # floors were fitted net of the measured per-node dispatch (calibrate)
-            fixed[p] = floors + (launch if runtime.host_dispatch else 0.0)
-            run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6
-        else:
-            fixed[p] = np.maximum(floors, launch)
+        calibrated = _calibrated_for(prof, runtime.name)
+
+        def fixed_of(floor_arr, names):
+            if calibrated:
+                # floors were fitted net of the measured per-node dispatch (calibrate)
+                return floor_arr + (launch if runtime.host_dispatch else 0.0)
+            f = np.maximum(floor_arr, launch)
             if runtime.host_dispatch:
-                fixed[p] += host_dispatch(prof, runtime, class_names, launch, note)
+                f = f + host_dispatch(prof, runtime, names, launch, note)
+            return f
+
+        fixed[p] = fixed_of(floors, class_names)
+        if calibrated:
+            run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6
+        if extra_cls:
+            # launches the runtime inserted with no original node: each its class's fixed cost
+            codes = np.asarray([c for _, c in extra_cls], np.int32)
+            add = fixed_of(np.asarray(arrays["floor_s"])[codes], [eff.OP_CLASSES[c] for c in codes])
+            np.add.at(fixed[p], np.asarray([k for k, _ in extra_cls], np.int64), add)
         if runtime.fusion == "onnxruntime" or fused is not None:
             note.append(f"kernels: {plan.source}")
         warnings.append(tuple(sorted(warn)))

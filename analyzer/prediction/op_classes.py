@@ -15,7 +15,7 @@ OP_CLASSES = ("gemm", "bgemm", "conv", "attention", "elementwise", "activation",
               "reduce", "gather", "movement", "other",
               # classes a CPU calibration measures separately (``calibrate``); a constants file or
               # a calibration that lacks one uses its ``CLASS_FALLBACK`` class
-              "conv_dw", "conv_1x1", "pooling", "view", "rnn")
+              "conv_dw", "conv_1x1", "pooling", "view", "rnn", "norm_fused")
 CLASS_CODE = {c: i for i, c in enumerate(OP_CLASSES)}
 MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1")
 
@@ -27,14 +27,22 @@ MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1")
 #   pooling  (MaxPool, AveragePool, GlobalAveragePool, ...)   -> reduce (their class before)
 #   view     (Reshape, Flatten, Squeeze, Unsqueeze, Identity) -> movement (their class before)
 #   rnn      (LSTM, GRU, RNN)                                 -> other (their class before)
+#   norm_fused (onnxruntime's SkipLayerNormalization: residual add + norm in one contrib
+#              kernel; on CPU 8-12x LayerNormalization's time at the same size here) -> norm
 CLASS_FALLBACK = {"conv_dw": "conv", "conv_1x1": "conv", "pooling": "reduce", "view": "movement",
-                  "rnn": "other",
+                  "rnn": "other", "norm_fused": "norm",
                   # classes without measurements on a family take a measured class of the same
                   # kernel shape: batched GEMMs and convolutions (implicit GEMM) run GEMM kernels;
                   # softmax and reductions are row reductions like norms; data movement and
                   # unknown ops stream like elementwise ops
                   "bgemm": "gemm", "conv": "gemm", "softmax": "norm", "reduce": "norm",
                   "movement": "elementwise", "other": "elementwise"}
+
+
+# classes that are a finer view of another class's kernel (same kernel, a shape the CPU
+# calibration measures apart): a kernel whose heaviest node is of the finer class keeps it when
+# the runtime records the coarser op (a FusedConv over a depthwise Conv stays conv_dw)
+REFINES = {"bgemm": "gemm", "conv_dw": "conv", "conv_1x1": "conv"}
 
 
 def class_chain(cls: str) -> tuple[str, ...]:
@@ -53,10 +61,11 @@ _CONV = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "FusedConv", "Nh
          "DeformConv", "CausalConvWithState", "conv_general_dilated"}
 _ATTENTION = {"Attention", "MultiHeadAttention", "GroupQueryAttention", "DecoderMaskedMultiHeadAttention",
               "QAttention", "LinearAttention", "pallas_call"}
-_NORM = {"LayerNormalization", "SimplifiedLayerNormalization", "SkipLayerNormalization",
-         "SkipSimplifiedLayerNormalization", "RMSNormalization", "BatchNormalization",
+_NORM = {"LayerNormalization", "SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization",
+         "RMSNormalization", "BatchNormalization",
          "GroupNormalization", "InstanceNormalization", "GroupNorm", "SkipGroupNorm", "LpNormalization",
          "LRN", "EmbedLayerNormalization", "QEmbedLayerNormalization", "MeanVarianceNormalization"}
+_NORM_FUSED = {"SkipLayerNormalization"}
 _SOFTMAX = {"Softmax", "LogSoftmax", "BiasSoftmax", "QLinearSoftmax", "Hardmax"}
 _ACTIVATION = {"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "BiasSplitGelu", "Erf", "Tanh", "Sigmoid",
                "Exp", "Log", "Softplus", "Softsign", "Mish", "Swish", "SwiGLU", "Elu", "Selu", "Celu",
@@ -108,7 +117,7 @@ _MOVEMENT = {"Transpose", "Concat", "Slice", "Pad", "Split", "Expand", "Tile", "
 _TABLE = [(_GEMM, "gemm"), (_CONV, "conv"), (_ATTENTION, "attention"), (_NORM, "norm"),
           (_SOFTMAX, "softmax"), (_ACTIVATION, "activation"), (_ELEMENTWISE, "elementwise"),
           (_REDUCE, "reduce"), (_GATHER, "gather"), (_MOVEMENT, "movement"), (_POOLING, "pooling"),
-          (_VIEW, "view"), (_RNN, "rnn")]
+          (_VIEW, "view"), (_RNN, "rnn"), (_NORM_FUSED, "norm_fused")]
 _OP_CLASS = {op: cls for names, cls in _TABLE for op in names}
 _EMBED = re.compile(r"embed", re.I)
 

@@ -257,8 +257,81 @@ def fusion_record(model: Any, level: str = "default", threads: int | None = 1):
     ops = _kernel_ops(proto, fused, fmap)
     kernels = tuple((n.name, ops[n.name], tuple(fmap.get(n.name, ()))) for n in fused.graph.node
                     if fmap.get(n.name))
+    extra = tuple((k, v) for k, v in extra_launches(proto, fused, fmap, ops).items() if v)
     return FusionRecord(f"onnxruntime's fused graph (level {saved})", kernels,
-                        frozenset(unmapped(proto, fmap)))
+                        frozenset(unmapped(proto, fmap)), extra)
+
+
+def memberless_owner(original, fused, fmap: dict[str, list[str]]) -> dict[str, str]:
+    """``{member-less fused node: the fused node (with original members) it is charged to}``.
+
+    onnxruntime inserts nodes no original node maps to: the Reshape -> Gemm -> Reshape it makes
+    of a MatMul + Add on a 3-D input (``fusion_map`` gives the original nodes to the last
+    Reshape), a Transpose of a layout rewrite. Each is a launch of its own (dispatch + kernel).
+    A member-less node belongs to the first kernel with members it feeds through new tensors
+    (the walk of ``_kernel_ops``); one that feeds none goes to the next kernel with members
+    downstream of it, else to the last kernel of the graph."""
+    orig_tensors = _tensor_names(load_model(original).graph)
+    fg = fused.graph
+    producer = {o: n for n in fg.node for o in n.output if o}
+    consumers: dict[str, list] = {}
+    for n in fg.node:
+        for x in n.input:
+            if x:
+                consumers.setdefault(x, []).append(n)
+    owner: dict[str, str] = {}
+    for n in fg.node:
+        if not fmap.get(n.name):
+            continue
+        stack, seen = [x for x in n.input if x], set()
+        while stack:
+            t = stack.pop()
+            if t in seen or t in orig_tensors or t not in producer:
+                continue
+            seen.add(t)
+            up = producer[t]
+            if fmap.get(up.name) or up.name in owner:
+                continue
+            owner[up.name] = n.name
+            stack.extend(x for x in up.input if x)
+    last = next((n.name for n in reversed(fg.node) if fmap.get(n.name)), None)
+    for n in fg.node:
+        if fmap.get(n.name) or n.name in owner or last is None:
+            continue
+        found, stack, seen = None, [o for o in n.output if o], set()
+        while stack and found is None:
+            t = stack.pop(0)
+            if t in seen:
+                continue
+            seen.add(t)
+            for c in consumers.get(t, ()):
+                if fmap.get(c.name):
+                    found = c.name
+                    break
+                stack.extend(o for o in c.output if o)
+        owner[n.name] = found or last
+    return owner
+
+
+def extra_launches(original, fused, fmap: dict[str, list[str]],
+                   ops: dict[str, str] | None = None) -> dict[str, tuple[str, ...]]:
+    """``{fused node with members: op types of the extra launches charged to it}``: the op of
+    every member-less node it owns (``memberless_owner``) and its own, less one launch of the op
+    that stands for the kernel's work (``_kernel_ops``: that launch is the kernel itself)."""
+    ops = ops if ops is not None else _kernel_ops(original, fused, fmap)
+    by_name = {n.name: n.op_type for n in fused.graph.node}
+    groups: dict[str, list[str]] = {}
+    for m, o in memberless_owner(original, fused, fmap).items():
+        groups.setdefault(o, []).append(by_name[m])
+    out = {}
+    for k, extra in groups.items():
+        launches = [by_name[k]] + extra
+        if ops.get(k) in launches:
+            launches.remove(ops[k])
+        else:
+            launches = extra
+        out[k] = tuple(launches)
+    return out
 
 
 def _op_rank(op: str) -> int:

@@ -152,6 +152,9 @@ def _prediction(report, prof, low, g, compute, memory, ovh, time, bound, rt, why
     """One profile's Prediction: kernel times shared among member nodes (rows in graph order)."""
     total = float(time.sum())   # the kernels' time (shares are of this)
     run_overhead = float(low.run_overhead[g])
+    # launches the runtime inserted with no original node (their cost is in their kernel's fixed)
+    n_extra = sum(len(e) for e in low.plan.extra_ops)
+    extra_launches = sum(len(e) * float(r) for e, r in zip(low.plan.extra_ops, low.runs))
     share = {b: 0.0 for b in BOUNDS}
     for i, b in enumerate(BOUNDS):
         share[b] = float(time[bound == i].sum()) / total if total > 0 else 0.0
@@ -175,4 +178,5 @@ def _prediction(report, prof, low, g, compute, memory, ovh, time, bound, rt, why
     return Prediction(prof.id, prof.name, low.precision, overlap, total + run_overhead, share,
                       tuple(rows), tuple(low.warnings[g]), precision is not None, rt.name,
                       rt.time_definition, low.provenance[g], low.provenance_detail[g], tuple(notes),
-                      low.plan.kernels, run_overhead, int(round(float(low.runs.sum()))))
+                      low.plan.kernels + n_extra, run_overhead,
+                      int(round(float(low.runs.sum() + extra_launches))))

@@ -89,7 +89,7 @@ def test_op_class_of_conv_variants_and_fallbacks():
     assert eff.op_class_of("", "MaxPool") == "pooling" and eff.op_class_of("", "Reshape") == "view"
     assert eff.op_class_of("", "LSTM") == "rnn"
     # every CPU class falls back to a class every constants file has
-    for cls in ("conv_dw", "conv_1x1", "pooling", "view", "rnn"):
+    for cls in ("conv_dw", "conv_1x1", "pooling", "view", "rnn", "norm_fused"):
         assert eff.class_chain(cls)[-1] in eff.OP_CLASSES[:12], cls
 
 

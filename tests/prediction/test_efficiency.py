@@ -14,7 +14,7 @@ import pytest
 
 from analyzer.prediction.efficiency import (CLASS_CODE, CLASS_PARAMS, EFFICIENCY_DIR, L2_STEP_POWER,
                                             OP_CLASSES, EfficiencyError, family_of, gemm_view,
-                                            kernel_time, l2_step, load_constants, op_class_of, validate)
+                                            class_chain, kernel_time, l2_step, load_constants, op_class_of, validate)
 
 FIX = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "efficiency")
 C = len(OP_CLASSES)
@@ -238,9 +238,12 @@ def test_op_class_mapping_covers_registered_rules():
 
     assert op_class_of("", "MatMul") == "gemm" and op_class_of("jax", "dot_general", batched=True) == "bgemm"
     assert op_class_of("", "Conv") == "conv" and op_class_of("com.microsoft", "GroupQueryAttention") == "attention"
-    for op in ("LayerNormalization", "SimplifiedLayerNormalization", "SkipLayerNormalization", "RMSNormalization",
+    for op in ("LayerNormalization", "SimplifiedLayerNormalization", "RMSNormalization",
                "BatchNormalization", "GroupNormalization", "InstanceNormalization"):
         assert op_class_of("", op) == "norm", op
+    # onnxruntime's fused residual + norm kernel: a class of its own, falling back to norm
+    assert op_class_of("com.microsoft", "SkipLayerNormalization") == "norm_fused"
+    assert class_chain("norm_fused") == ("norm_fused", "norm")
     assert op_class_of("", "Softmax") == op_class_of("", "LogSoftmax") == "softmax"
     for op in ("Gelu", "FastGelu", "Erf", "Tanh", "Sigmoid", "Exp"):
         assert op_class_of("com.microsoft", op) == "activation", op
