@@ -16,7 +16,7 @@ from analyzer.render import safe
 from analyzer.render.headline import comment_lines, human_time, markdown_lines, text_lines  # noqa: F401
 from analyzer.report.counts import Report
 
-FORMATS = ("table", "json", "csv", "markdown")
+FORMATS = ("table", "json", "csv", "markdown", "html")
 
 
 def human(n: float, unit: str = "", base: int = 1000) -> str:
@@ -46,15 +46,23 @@ def _shown_rows(report: Report, top: int | None):
 
 
 def render(report: Report, fmt: str, *, top: int | None = None, width: int | None = None,
-           color: bool = False) -> str:
+           color: bool = False, all_rows: bool = False, wide: bool = False,
+           hints: dict | None = None) -> str:
     if fmt == "json":
         return report.to_json() + "\n"
     if fmt == "csv":
         return render_csv(report)
     if fmt == "markdown":
         return render_markdown(report, top=top)
+    if fmt == "html":
+        from analyzer.render.html import render_html
+
+        return render_html(report, top=top, all_rows=all_rows)
     if fmt == "table":
-        return render_table(report, top=top, width=width, color=color)
+        from analyzer.render.terminal import render_view
+
+        return render_view(report, top=top, all_rows=all_rows, wide=wide, width=width, color=color,
+                           hints=hints)
     raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
 
 
@@ -121,7 +129,7 @@ def render_markdown(report: Report, *, top: int | None = None) -> str:
         c = report.comparison
         out += [f"**Baseline** {safe.md_code(c.baseline_path)}: " + (
             "**predicted latency regressed**" if c.failed else "no regression beyond the limit"), ""]
-        for head, details in _comparison_lines(c):
+        for head, details in comparison_lines(c):
             out.append(f"- {safe.md_text(head)}")
             out += [f"  - grew: {safe.md_text(d)}" for d in details]
         deltas = _count_delta_lines(c)
@@ -145,71 +153,6 @@ def render_markdown(report: Report, *, top: int | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_table(report: Report, *, top: int | None = None, width: int | None = None,
-                 color: bool = False) -> str:
-    from rich.console import Console
-    from rich.table import Table
-
-    rows = _shown_rows(report, top)
-    total_flops = report.totals.flops or 1
-    title = f"{report.model.get('path', '')}"
-    if top is not None:
-        title += f" — top {len(rows)} layers by {'predicted time' if report.predictions else 'FLOPs'}"
-    t = Table(title=safe.cell(title), show_footer=True, header_style="bold", footer_style="bold")
-    tot = report.totals
-    t.add_column("layer", footer="total", overflow="fold")
-    t.add_column("op")
-    t.add_column("output", no_wrap=True,
-                 min_width=max((len(safe.text(" ".join(n.outputs))) for n, _ in rows), default=6))
-    t.add_column("params", justify="right", footer=human(tot.params))
-    t.add_column("MAC FLOPs", justify="right", footer=human(tot.mac_flops))
-    t.add_column("vector", justify="right", footer=human(tot.vector_flops))
-    t.add_column("transc.", justify="right", footer=human(tot.transcendentals))
-    t.add_column("weights", justify="right", footer=human(tot.weight_bytes, "B"))
-    t.add_column("act. in", justify="right", footer=human(tot.activation_bytes_read, "B"))
-    t.add_column("act. out", justify="right", footer=human(tot.activation_bytes_written, "B"))
-    t.add_column("FLOP %", justify="right", footer="100")
-    for p in report.predictions:
-        t.add_column(safe.cell(p.hardware), justify="right", footer=human_time(p.latency_s))
-    for n, xs in rows:
-        c = n.cost
-        uncosted = n.status == UNCOSTED
-        op = safe.cell(f"{n.op} ?" if uncosted else n.op, style="red" if uncosted and color else "")
-        cells = [safe.cell(n.name), op, safe.cell(" ".join(n.outputs)), human(c.params),
-                 human(c.mac_flops),
-                 human(c.vector_flops), human(c.transcendentals), human(c.weight_bytes, "B"),
-                 human(c.activation_bytes_read, "B"), human(c.activation_bytes_written, "B"),
-                 f"{100 * c.flops / total_flops:.1f}"]
-        for x in xs:
-            cells.append(f"{human_time(x.time_s)} {x.bound[0].upper()} {100 * x.share:.1f}%" if x else "")
-        t.add_row(*cells)
-    buf = io.StringIO()
-    console = Console(file=buf, width=width or 160, force_terminal=color, color_system="auto" if color else None,
-                      highlight=False, soft_wrap=False)
-    console.print(t)
-    for k, v in _summary_pairs(report):
-        console.print(f"{k}: {v}", highlight=False, markup=False)
-    for line in text_lines(report.predictions):
-        console.print(safe.text(line), highlight=False, markup=False)
-    if report.predictions:
-        console.print("per-layer time columns: predicted time, bound (C compute, M memory, "
-                      "O launch overhead), share of the model's latency", highlight=False, markup=False)
-    cov = report.coverage
-    console.print(safe.text(f"coverage: {cov.line()}") + (" (folded nodes not shown)" if cov.folded
-                                                          else ""), highlight=False, markup=False)
-    line = estimates_line(report)
-    if line:
-        console.print(safe.text(line), highlight=False, markup=False)
-    for w in report.warnings:
-        console.print(safe.text(f"warning: {w}"), highlight=False, markup=False)
-    if report.comparison is not None:
-        console.print(_comparison_text(report.comparison), highlight=False, markup=False)
-    text = buf.getvalue()
-    if report.measured is not None:
-        text += "\n" + measured_view.render_text(report.measured, top, width)
-    return text
-
-
 def estimates_line(report, limit: int = 3) -> str | None:
     """One line naming the nodes whose counts rest on an assumption, with their notes."""
     names = report.coverage.estimates
@@ -222,7 +165,7 @@ def estimates_line(report, limit: int = 3) -> str | None:
     return f"estimates: {n} {'nodes rest' if n != 1 else 'node rests'} on an assumption ({shown}{more})"
 
 
-def _comparison_lines(c) -> list[tuple[str, list[str]]]:
+def comparison_lines(c) -> list[tuple[str, list[str]]]:
     """(headline, detail lines) per profile, shared by the table and markdown views."""
     out = []
     for h in c.hardware:
@@ -242,9 +185,9 @@ def _count_delta_lines(c) -> list[str]:
     return [f"{k}: {human(o)} -> {human(n)} ({n - o:+,})" for k, (o, n) in c.count_deltas.items()]
 
 
-def _comparison_text(c) -> str:
+def comparison_text(c) -> str:
     lines = [f"baseline {safe.text(c.baseline_path)}:"]
-    for head, details in _comparison_lines(c):
+    for head, details in comparison_lines(c):
         lines.append(f"  {safe.text(head)}")
         lines += [f"    grew: {safe.text(d)}" for d in details]
     deltas = _count_delta_lines(c)
