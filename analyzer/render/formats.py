@@ -51,9 +51,9 @@ def render(report: Report, fmt: str, *, top: int | None = None, width: int | Non
     if fmt == "json":
         return report.to_json() + "\n"
     if fmt == "csv":
-        return render_csv(report)
+        return render_csv(report, top)
     if fmt == "markdown":
-        return render_markdown(report, top=top)
+        return render_markdown(report, top=top, all_rows=all_rows)
     if fmt == "html":
         from analyzer.render.html import render_html
 
@@ -66,9 +66,12 @@ def render(report: Report, fmt: str, *, top: int | None = None, width: int | Non
     raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
 
 
-def render_csv(report: Report) -> str:
+def render_csv(report: Report, top: int | None = None) -> str:
+    """One row per node, graph order (``top``: the ``top`` heaviest, heaviest first); comment
+    lines first: each prediction's headline and every warning."""
     buf = io.StringIO()
     lines = comment_lines(report.predictions)   # runtime, time definition, provenance, notes
+    lines += [f"# warning: {w}" for w in report.warnings]
     measured = {}
     if report.measured is not None:
         lines += measured_view.comment_lines(report.measured)
@@ -85,7 +88,13 @@ def render_csv(report: Report) -> str:
     pred_cols += pred_cols_m
     w.writerow(["name", "op", "status", *COUNT_FIELDS, "flops", "outputs", *pred_cols,
                 "estimate", "note"])
-    for n, xs in report.rows():
+    if top is not None:
+        from analyzer.report.rollups import top_rows
+
+        rows = top_rows(report, top)
+    else:
+        rows = report.rows()
+    for n, xs in rows:
         c = n.cost
         extra = []
         for x in xs:
@@ -112,19 +121,29 @@ def _summary_pairs(report: Report) -> list[tuple[str, str]]:
     ]
 
 
-def render_markdown(report: Report, *, top: int | None = None) -> str:
+MARKDOWN_BUDGET = 55_000   # characters: a PR comment holds 65,536; room for the rest
+
+
+def render_markdown(report: Report, *, top: int | None = None, all_rows: bool = False) -> str:
+    """Short enough for a pull-request comment at any model size: the headline, the verdict per
+    profile and the layers that changed most in the open; the layer table and the prediction
+    details in ``<details>`` blocks; the whole under ``MARKDOWN_BUDGET`` characters (rows past
+    it are counted, not shown: the CSV and JSON carry every row)."""
     out = [f"### opcost: {safe.md_code(report.model.get('path', ''))}", ""]
+    ins = report.model.get("inputs") or {}
+    if ins:
+        out += ["Inputs: " + ", ".join(safe.md_code(f"{k}={'x'.join(map(str, v or ())) or 'scalar'}")
+                                      for k, v in ins.items()), ""]
     out += ["| quantity | value |", "|---|---|"]
     out += [f"| {k} | {v} |" for k, v in _summary_pairs(report)]
     for p in report.predictions:
+        shares = ", ".join(f"{b} {100 * x:.0f}%" for b, x in p.bound_share.items() if x > 0)
         out.append(f"| latency on {safe.md_text(p.hardware)} ({p.precision}) | "
-                   f"{human_time(p.latency_s)} |")
-    if report.predictions:
-        out += ["", "Predictions:", *markdown_lines(report.predictions)]
-    out += ["", f"Coverage: {safe.md_text(report.coverage.line())}.", ""]
-    est = estimates_line(report)
-    if est:
-        out += [safe.md_text(est[0].upper() + est[1:]) + ".", ""]
+                   f"**{human_time(p.latency_s)}** ({shares}) |")
+    out.append("")
+    out += [f"> **warning:** {safe.md_text(w)}" for w in report.warnings]
+    if report.warnings:
+        out.append("")
     if report.comparison is not None:
         c = report.comparison
         out += [f"**Baseline** {safe.md_code(c.baseline_path)}: " + (
@@ -135,12 +154,25 @@ def render_markdown(report: Report, *, top: int | None = None) -> str:
         deltas = _count_delta_lines(c)
         out += [f"- counts: {'; '.join(deltas) if deltas else 'unchanged'}"]
         out += [f"- note: {safe.md_text(x)}" for x in c.notes] + [""]
+    out += [f"Coverage: {safe.md_text(report.coverage.line())}.", ""]
+    est = estimates_line(report)
+    if est:
+        out += [safe.md_text(est[0].upper() + est[1:]) + ".", ""]
+    if report.predictions:
+        out += ["<details><summary>How each latency was predicted</summary>", "",
+                *markdown_lines(report.predictions), "", "</details>", ""]
     if report.measured is not None:
         out += measured_view.markdown_lines(report.measured, top)
-    rows = _shown_rows(report, top)
+    from analyzer.report.rollups import top_rows
+
+    rows = top_rows(report, top) if top is not None else [
+        r for r in report.rows() if r[0].status != FOLDED]
     hdr = ["layer", "op", "output", "params", "FLOPs", "bytes"]
     hdr += [f"{safe.md_text(p.hardware)} time" for p in report.predictions]
-    out += ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
+    what = f"top {len(rows)} layers" if top is not None else f"all {len(rows)} layers"
+    table = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
+    used = sum(len(x) + 1 for x in out) + 200
+    shown = 0
     for n, xs in rows:
         c = n.cost
         cells = [safe.md_code(n.name, table=True),
@@ -149,7 +181,18 @@ def render_markdown(report: Report, *, top: int | None = None) -> str:
                  human(c.bytes_moved, "B")]
         for x in xs:
             cells.append(f"{human_time(x.time_s)} ({x.bound})" if x else "")
-        out.append("| " + " | ".join(cells) + " |")
+        line = "| " + " | ".join(cells) + " |"
+        if used + len(line) + 1 > MARKDOWN_BUDGET:
+            break
+        used += len(line) + 1
+        table.append(line)
+        shown += 1
+    out += [f"<details><summary>Layers ({what}, graph order{'' if top is None else ' by time'})"
+            f"</summary>", "", *table, ""]
+    if shown < len(rows):
+        out += [f"{len(rows) - shown} more rows not shown (the comment stays short; the CSV and "
+                f"JSON reports carry every row).", ""]
+    out += ["</details>", ""]
     return "\n".join(out) + "\n"
 
 
