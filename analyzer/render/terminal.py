@@ -100,9 +100,10 @@ def headline(report, width: int | None, hints: dict | None = None) -> list[str]:
 
 
 def table(header: list[str], rows: list[list[str]], right: set[int], width: int | None,
-          flex: int = 0) -> list[str]:
+          flex: int = 0, drop: tuple[int, ...] = ()) -> list[str]:
     """Rows as aligned text; column ``flex`` (the name) takes what ``width`` leaves and is
-    shortened in the middle; the others are never cut."""
+    shortened in the middle; the others are never cut: while the name would get less than
+    ``MIN_NAME`` columns, the columns in ``drop`` go, in that order."""
     n = len(header)
     widths = [len(h) for h in header]
     for r in rows:
@@ -110,6 +111,16 @@ def table(header: list[str], rows: list[list[str]], right: set[int], width: int 
             if len(r[i]) > widths[i]:
                 widths[i] = len(r[i])
     if width is not None:
+        gone = []
+        for d in drop:
+            others = sum(w for i, w in enumerate(widths) if i != flex and i not in gone)
+            if width - others - 2 * (n - len(gone) - 1) >= MIN_NAME:
+                break
+            gone.append(d)
+        if gone:
+            keep = [i for i in range(n) if i not in gone]
+            return table([header[i] for i in keep], [[r[i] for i in keep] for r in rows],
+                         {keep.index(i) for i in right if i in keep}, width, keep.index(flex))
         others = sum(w for i, w in enumerate(widths) if i != flex) + 2 * (n - 1)
         widths[flex] = max(min(widths[flex], width - others), min(MIN_NAME, widths[flex]))
     out = []
@@ -157,21 +168,23 @@ def _columns(report, wide: bool, width: int | None):
             cols += [("FLOP/B", lambda n, xs: f"{xs[0].intensity:.3g}" if xs[0] else "-", True),
                      ("kernel", lambda n, xs: safe.text(xs[0].kernel) if xs[0] else "-", False)]
         cols.append(("output", lambda n, xs: safe.text(" ".join(n.outputs)), False))
-    elif width is not None and len(preds) > 1:
-        # extra profiles' times only while the name keeps room (they are in --wide)
-        fixed = 10 + 9 + 8 + 7 + 10 + 10 + 2 * 6
-        room = (width - MIN_NAME - fixed) // 11
-        keep = max(0, min(len(preds) - 1, room))
-        drop = {f"time {safe.text(p.hardware)}" for p in preds[1 + keep:]}
-        cols = [c for c in cols if c[0] not in drop]
     return cols
+
+
+def _drop_order(header: list[str], first: list[str]) -> tuple[int, ...]:
+    """Columns to give up on a narrow terminal: extra profiles' times (last first), then
+    ``first`` in order (they are all in --wide / a wider terminal)."""
+    extra = [i for i, h in enumerate(header) if h.startswith("time ")][1:]
+    return tuple(reversed(extra)) + tuple(header.index(h) for h in first if h in header)
 
 
 def layer_lines(report, rows: list, wide: bool, width: int | None) -> list[str]:
     cols = _columns(report, wide, width)
     cells = [[f(n, xs) for _, f, _ in cols] for n, xs in rows]
     right = {i for i, c in enumerate(cols) if c[2]}
-    return table([c[0] for c in cols], cells, right, width)
+    header = [c[0] for c in cols]
+    drop = () if wide else _drop_order(header, ["bytes", "FLOPs", "bound"])
+    return table(header, cells, right, width, drop=drop)
 
 
 def rollup_lines(report, groups: list, what: str, width: int | None, limit: int | None) -> list[str]:
@@ -193,7 +206,7 @@ def rollup_lines(report, groups: list, what: str, width: int | None, limit: int 
         r += [human(g.flops), human(g.bytes_moved, "B")]
         rows.append(r)
     right = set(range(1, len(header)))
-    return table(header, rows, right, width)
+    return table(header, rows, right, width, drop=_drop_order(header, ["bytes", "nodes", "FLOPs"]))
 
 
 def render_view(report, *, top: int | None = None, all_rows: bool = False, wide: bool = False,
