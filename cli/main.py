@@ -9,20 +9,19 @@ jax/onnx only when a model is analysed.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, replace
 
 import click
 
-from analyzer.errors import CheckFailed, InputSpecError
+from analyzer.errors import InputSpecError
 from analyzer.options import Options
-from cli.guard import Spinner, guard, terminal_width
+from cli.guard import Spinner, guard
 from cli import scaling as scaling_cli
 from cli.hw import hw_group
+from cli.output import FORMATS, OutputSpec, check as check_output, emit, resolve_format
 from cli.parsing import (kwargs_json_text, parse_dims, parse_inputs, parse_values, writable_path,
                          write_output)
 
-FORMATS = ("table", "json", "csv", "markdown")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 # analyzer.prediction.runtimes.RUNTIMES, kept static so that --help imports no prediction code
 # (a test checks the two agree); the help text reads their descriptions when it is shown
@@ -74,9 +73,9 @@ def main():
 
 @main.command("model", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("model", metavar="MODEL")
-@click.option("--hw", "hw", metavar="ID|FILE[,ID...]",
+@click.option("--hw", "hw", metavar="ID|FILE[,ID...]", multiple=True,
               help="Predict latency on these hardware profiles (ids, aliases or .toml files), "
-                   "comma-separated; see `analyze hw list`.")
+                   "comma-separated or repeated (--hw a100 --hw h100: both); see `analyze hw list`.")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=DIMS",
               help="Set an input's shape, e.g. --input x=1x3x224x224 (repeatable).")
 @click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE[,VALUE...]",
@@ -92,12 +91,25 @@ def main():
               help="What runs the model, which decides fusion, per-kernel dispatch and the time "
                    "predicted (default: xla for a JAX program, else the profile's own, else its "
                    "kind's):")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-              help="Output format; json and csv carry exact integers.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="Output format (default: from -o FILE's extension .json .csv .md .html, else "
+                   "the terminal view); json and csv carry exact integers; html is one offline "
+                   "file with a roofline chart and a sortable layer table.")
 @click.option("--output", "-o", "output", metavar="FILE", default=None,
               help="Write the report to FILE (atomically) instead of stdout.")
 @click.option("--top", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Show only the N heaviest layers (by predicted time, else FLOPs).")
+              help="Show only the N heaviest layers (by predicted time, else FLOPs; the terminal "
+                   "view shows 15 by default) in the table, csv, markdown and html.")
+@click.option("--all", "all_rows", is_flag=True,
+              help="Show every layer and every rollup row (the terminal view, markdown, html).")
+@click.option("--wide", is_flag=True,
+              help="All the columns: counts by kind, bytes by class, intensity, kernel, output.")
+@click.option("--explain", "explain", metavar="LAYER", default=None,
+              help="Print one layer's arithmetic: counts, bytes, intensity, ridge point, each "
+                   "time term and the efficiency constants with their provenance.")
+@click.option("--plot", "plot", metavar="FILE.png|svg|html", default=None,
+              help="Write the roofline chart alone (png/svg through matplotlib, html through "
+                   "plotly; needs opcost[plot]).")
 @click.option("--strict", is_flag=True, help="Exit 1 if any node has no cost rule.")
 @click.option("--additive", is_flag=True,
               help="Add compute and memory time per layer (seed 003's model) instead of overlapping "
@@ -106,9 +118,10 @@ def main():
               help="Write a baseline (counts and predicted latency per layer and profile) to FILE.")
 @click.option("--baseline", "baseline", metavar="FILE", default=None,
               help="Compare with a baseline; without --hw, predicts on the baseline's profiles.")
-@click.option("--max-regression", "max_regression", metavar="PCT", default="5%", show_default=True,
+@click.option("--max-regression", "max_regression", metavar="PCT", default=None,
               help="With --baseline: exit 1 when total predicted latency on any profile grows "
-                   "by more than PCT.")
+                   "by more than PCT percent (5% or 5: a bare number is percent too, never a "
+                   "fraction; default 5%).")
 @click.option("--kwargs-json", "kwargs_json", metavar="JSON|@FILE", default=None,
               help="JAX programs: static non-array keyword arguments, e.g. '{\"train\": false}', "
                    "or @FILE to read them from a JSON file.")
@@ -159,20 +172,6 @@ def model_cmd(**params):
 
 
 @dataclass(frozen=True)
-class OutputSpec:
-    """What the model command does with the report: the flags that are not analysis options."""
-
-    fmt: str
-    path: str | None             # --output (None: stdout)
-    top: int | None
-    group_depth: int | None
-    strict: bool
-    save_baseline: str | None
-    baseline: str | None
-    max_regression: str
-
-
-@dataclass(frozen=True)
 class Request:
     """The model command's parameters, grouped: what to analyse (``model``, ``hw``), how
     (``options``: the library's ``Options``, built once the model's kind is known), the raw
@@ -193,11 +192,13 @@ class Request:
 
     @classmethod
     def from_params(cls, p: dict) -> "Request":
-        out = OutputSpec(p["fmt"], p["output"], p["top"], p["group_depth"], p["strict"],
-                         p["save_baseline"], p["baseline"], p["max_regression"])
+        out = OutputSpec(resolve_format(p["fmt"], p["output"]), p["output"], p["top"],
+                         p["group_depth"], p["strict"], p["save_baseline"], p["baseline"],
+                         p["max_regression"], p["all_rows"], p["wide"], p["explain"], p["plot"])
         opts = Options(precision=p["precision"], overlap=not p["additive"],
                        loop_trips=p["loop_trips"], causal=p["causal"], runtime=p["runtime"])
-        return cls(p["model"], p["hw"], opts, p["inputs"], p["dims"], p["values"],
+        hw = ",".join(p["hw"]) if p["hw"] else None   # --hw a --hw b adds profiles
+        return cls(p["model"], hw, opts, p["inputs"], p["dims"], p["values"],
                    p["kwargs_json"], p["params_args"], out, p["measure"], p["threads"])
 
 
@@ -208,6 +209,7 @@ def _run_model(req: Request) -> None:
     from analyzer.report import baseline as bl
 
     model, out, opts = req.model, req.output, req.options
+    check_output(out)
     for path, flag in ((out.path, "--output"), (out.save_baseline, "--save-baseline")):
         if path is not None and path != "-":
             writable_path(path, flag)   # before the work: a folder or a missing folder fails now
@@ -215,7 +217,7 @@ def _run_model(req: Request) -> None:
     hws = [h.strip() for h in req.hw.split(",") if h.strip()] if req.hw else None
     doc = threshold = None
     if out.baseline:
-        threshold = bl.parse_threshold(out.max_regression)
+        threshold = bl.parse_threshold(out.max_regression or "5%")
         doc = bl.load(out.baseline)
         if hws is None:  # predict on the baseline's own profiles and precision
             base_hws, base_precision = bl.hardware_of(doc)
@@ -245,9 +247,12 @@ def _run_model(req: Request) -> None:
                                      "weights are its initializers")
             dim_values = parse_dims(req.dims)
             sweep = any(len(v) > 1 for v in dim_values.values())
-            if sweep and (doc is not None or out.save_baseline or out.group_depth or out.top):
+            if sweep and (doc is not None or out.save_baseline or out.group_depth or out.top
+                          or out.all_rows or out.wide or out.explain or out.plot
+                          or out.fmt == "html"):
                 raise InputSpecError("a --dim sweep prints one row per value; it does not "
-                                     "combine with --baseline, --save-baseline, --group-depth or --top")
+                                     "combine with --baseline, --save-baseline, --group-depth, "
+                                     "--top, --all, --wide, --explain, --plot or html")
             opts = replace(opts, inputs=parse_inputs(req.inputs) or None,
                            values=parse_values(req.values) or None)
             if sweep:
@@ -271,10 +276,11 @@ def _run_model(req: Request) -> None:
                 spinner.update(f"measuring {model} with onnxruntime")
                 report = measure_report(report, model, hws[0], threads=req.threads)
         if doc is not None:
+            spinner.update(f"comparing with {out.baseline}")
             report = report.with_comparison(bl.compare(report, doc, threshold, path=out.baseline))
-    if multi["plot_scaling"]:
-        scaling_cli.plot(report, multi["plot_scaling"])
-    _emit(report, out)
+        if multi["plot_scaling"]:
+            scaling_cli.plot(report, multi["plot_scaling"])
+        emit(report, out, spinner)
 
 
 def _check_measure(req: Request, hws: list[str] | None, jax: bool) -> None:
@@ -296,32 +302,6 @@ def _check_measure(req: Request, hws: list[str] | None, jax: bool) -> None:
         raise InputSpecError("--measure runs one shape; it does not combine with a --dim sweep")
     if req.output.group_depth is not None:
         raise InputSpecError("--measure compares per kernel; it does not combine with --group-depth")
-
-
-def _emit(report, out: OutputSpec) -> None:
-    """Render and write the report (and baseline); raise for a failed --strict or regression."""
-    from analyzer.render.formats import render
-    from analyzer.report import baseline as bl
-
-    width = None if out.path else terminal_width()
-    if out.group_depth is not None:
-        from analyzer.render.grouping import render_groups
-
-        text = render_groups(report, out.group_depth, out.fmt, width=width)
-    else:
-        color = out.path is None and out.fmt == "table" and sys.stdout.isatty()
-        text = render(report, out.fmt, top=out.top, color=color, width=width)
-    text += scaling_cli.render_rows(report, out.fmt)
-    write_output(text, out.path)
-    if out.save_baseline:
-        from analyzer.report.finite_json import dumps
-
-        write_output(dumps(bl.to_baseline(report), indent=1) + "\n", out.save_baseline,
-                     "--save-baseline")
-    if out.strict:
-        report.require_full_coverage()
-    if report.comparison is not None and report.comparison.failed:
-        raise CheckFailed(report.comparison.failure_message())
 
 
 main.add_command(hw_group)

@@ -34,7 +34,10 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
         if consts.generic:
             return consts.arrays, "generic", ("generic GPU constants (no family constants for "
                                               f"{fam}): pooled fit over public NVIDIA measurements")
-        inherited = f"; {', '.join(consts.inherited)} from the generic set" if consts.inherited else ""
+        generic = [c for c in consts.inherited if consts.describe(c).startswith("generic")]
+        borrowed = [c for c in consts.inherited if c not in generic]
+        inherited = ((f"; {', '.join(borrowed)} from a related family or class" if borrowed else "")
+                     + (f"; {', '.join(generic)} from the pooled generic set" if generic else ""))
         return consts.arrays, "architecture constants", (
             f"{consts.family} constants ({consts.describe('gemm')}){inherited}")
     name = "datasheet-tpu" if profile.kind == "tpu" else "datasheet"

@@ -35,6 +35,83 @@ class NodePrediction(NamedTuple):
                 "intensity": self.intensity, "share": self.share, "kernel": self.kernel}
 
 
+class KernelTerms(NamedTuple):
+    """One node's kernel on one profile, term by term (``Prediction.explain``): what the
+    kernel-time model was given and what each term came to.  Counts and bytes are per launch;
+    the times are for all ``runs`` launches of the kernel (the node's row is ``member_share`` of
+    them).  Plain values, for people and renderers (``--explain``)."""
+
+    kernel: str
+    members: int               # nodes fused into this kernel
+    member_share: float        # this node's share of the kernel's time
+    op_class: str              # efficiency class (hardware_db/efficiency)
+    runs: float                # launches (a loop body's kernel launches once per trip)
+    mac_flops: float
+    vector_flops: float
+    transcendental_flops: float
+    bytes: float               # moved per launch, fused intermediates excluded
+    intensity: float           # FLOPs per byte (inf: moves no bytes)
+    engine: str                # "matrix" or "vector": the peak the ridge point uses
+    matrix_peak: float         # FLOP/s at the kernel's dtype
+    vector_peak: float
+    mem_bw: float              # B/s
+    ridge: float               # FLOP/byte where compute and memory time meet: peak / mem_bw
+    effective_ridge: float     # the same with the efficiencies: peak * e_compute / (mem_bw * e_bw)
+    e_compute: float           # efficiency constants of op_class on this profile
+    e_bw: float
+    b_half_bytes: float
+    floor_s: float
+    trans_weight: float
+    fixed_s: float             # per launch: max(floor, launch figure) + host dispatch
+    compute_s: float           # all launches
+    memory_s: float
+    overhead_s: float
+    time_s: float
+    bound: str
+    attained_flops: float      # FLOP/s the kernel reaches: its FLOPs / its time
+    provenance: str
+    provenance_detail: str
+
+
+class KernelTable:
+    """Per-kernel arrays of one profile, kept for ``Prediction.explain`` and ``roofline``
+    (numpy arrays indexed by kernel; ``kernel_of``: node index -> kernel, -1 none).  Read-only
+    by convention; not a dataclass, so that ``dataclasses.astuple`` of a Prediction keeps it
+    whole (a copy is the same table)."""
+
+    __slots__ = ("kernel_of", "names", "members", "weight", "op_class", "runs", "mac", "vec",
+                 "trans", "nbytes", "matrix_peak", "vector_peak", "mem_bw", "consts", "fixed",
+                 "compute", "memory", "overhead", "time", "bound")
+
+    def __init__(self, *values):
+        for name, v in zip(self.__slots__, values, strict=True):
+            object.__setattr__(self, name, v)
+
+    kernel_of: Any
+    names: tuple[str, ...]
+    members: Any
+    weight: Any
+    op_class: tuple[str, ...]
+    runs: Any
+    mac: Any
+    vec: Any
+    trans: Any
+    nbytes: Any
+    matrix_peak: Any
+    vector_peak: Any
+    mem_bw: float
+    consts: dict
+    fixed: Any
+    compute: Any
+    memory: Any
+    overhead: Any
+    time: Any
+    bound: Any
+
+    def __deepcopy__(self, memo):   # read-only arrays: a copy is the same table
+        return self
+
+
 @dataclass(frozen=True, slots=True)
 class Prediction:
     """Predicted latency of one model on one hardware profile (frozen; ``nodes`` and
@@ -59,6 +136,8 @@ class Prediction:
     # calibration.run_overhead_us, e.g. session.run's own cost); included in latency_s
     run_overhead_s: float = 0.0
     launches: int = 0                  # kernel launches: a loop body's kernels once per trip
+    # per-kernel terms (``explain``, ``roofline``); not part of the value or its JSON
+    kernel_table: KernelTable | None = field(default=None, repr=False, compare=False)
     # node index -> row, built on the first ``for_node`` call (a cache, not part of the value)
     _by_index: dict[int, NodePrediction] | None = field(default=None, init=False, repr=False,
                                                         compare=False)
@@ -95,6 +174,54 @@ class Prediction:
             if n.name == name:
                 return n
         raise KeyError(name)
+
+    def explain(self, index: int) -> KernelTerms | None:
+        """The kernel-time arithmetic of ``report.nodes[index]`` on this profile, or None when
+        the node launches no kernel (or the prediction kept no kernel table)."""
+        t = self.kernel_table
+        if t is None or index < 0 or index >= len(t.kernel_of) or t.kernel_of[index] < 0:
+            return None
+        k = int(t.kernel_of[index])
+        mac, vec, trans, nb = (float(a[k]) for a in (t.mac, t.vec, t.trans, t.nbytes))
+        flops = mac + vec + trans
+        engine = "matrix" if mac >= vec + trans and mac > 0 else "vector"
+        peak = float(t.matrix_peak[k] if engine == "matrix" else t.vector_peak[k])
+        time = float(t.time[k])
+        runs = float(t.runs[k])
+        return KernelTerms(
+            t.names[k], int(t.members[k]),
+            float(t.weight[index]), t.op_class[k], runs, mac, vec, trans, nb,
+            flops / nb if nb > 0 else float("inf"), engine, float(t.matrix_peak[k]),
+            float(t.vector_peak[k]), t.mem_bw, peak / t.mem_bw if t.mem_bw else float("inf"),
+            (peak * float(t.consts["e_compute"][k]) / (t.mem_bw * float(t.consts["e_bw"][k]))
+             if t.mem_bw and t.consts["e_bw"][k] else float("inf")),
+            float(t.consts["e_compute"][k]),
+            float(t.consts["e_bw"][k]), float(t.consts["b_half_bytes"][k]),
+            float(t.consts["floor_s"][k]), float(t.consts["trans_weight"]), float(t.fixed[k]),
+            float(t.compute[k]), float(t.memory[k]), float(t.overhead[k]), time,
+            BOUNDS[int(t.bound[k])], flops * runs / time if time > 0 else 0.0,
+            self.provenance, self.provenance_detail)
+
+    def roofline(self) -> tuple[list[tuple[int, float, float]], dict[str, float]]:
+        """Points and roofs of a roofline chart: ``[(node index, intensity FLOP/B, attained
+        FLOP/s)]`` for every row that does work (its kernel's figures; a node that moves no
+        bytes is left out), and ``{"matrix_peak", "vector_peak", "mem_bw"}``: the highest
+        peaks the kernels ran at and the bandwidth."""
+        t = self.kernel_table
+        if t is None:
+            return [], {}
+        flops = (t.mac + t.vec + t.trans) * t.runs
+        pts = []
+        for x in self.nodes:
+            k = int(t.kernel_of[x.index])
+            tk = float(t.time[k])
+            if x.intensity != float("inf") and tk > 0 and flops[k] > 0:
+                pts.append((x.index, x.intensity, float(flops[k]) / tk))
+        mp = t.matrix_peak[t.mac > 0]
+        vp = t.vector_peak[(t.vec + t.trans) > 0]
+        return pts, {"matrix_peak": float(mp.max()) if mp.size else 0.0,
+                     "vector_peak": float(vp.max()) if vp.size else 0.0,
+                     "mem_bw": float(t.mem_bw)}
 
     def top(self, k: int) -> list[NodePrediction]:
         """The ``k`` layers with the largest predicted time."""
@@ -172,6 +299,7 @@ def _prediction(report, prof, low, g, compute, memory, ovh, time, bound, rt, why
         rows.append(NodePrediction(n.name, t, float(compute[k]) * w, float(memory[k]) * w,
                                    float(ovh[k]) * w, BOUNDS[int(bound[k])], intensity,
                                    t / total if total > 0 else 0.0, i, low.kernel_names[k]))
+    table = _kernel_table(low, g, compute, memory, ovh, time, bound)
     notes = list(low.notes[g])
     if why != "requested":
         notes.insert(0, f"runtime {rt.name} ({why})")
@@ -179,4 +307,22 @@ def _prediction(report, prof, low, g, compute, memory, ovh, time, bound, rt, why
                       tuple(rows), tuple(low.warnings[g]), precision is not None, rt.name,
                       rt.time_definition, low.provenance[g], low.provenance_detail[g], tuple(notes),
                       low.plan.kernels + n_extra, run_overhead,
-                      int(round(float(low.runs.sum() + extra_launches))))
+                      int(round(float(low.runs.sum() + extra_launches))), table)
+
+
+def _kernel_table(low, g, compute, memory, ovh, time, bound) -> KernelTable:
+    """Profile ``g``'s per-kernel arrays (views of the lowering's; no copy per node)."""
+    import numpy as np
+
+    from analyzer.prediction import efficiency as eff
+
+    cls = low.feats["op_class"]
+    consts = {name: np.asarray(low.consts[name][g])[cls] for name in
+              ("e_compute", "e_bw", "b_half_bytes", "floor_s")}
+    consts["trans_weight"] = float(low.consts["trans_weight"][g])
+    return KernelTable(np.asarray(low.plan.kernel_of), low.kernel_names,
+                       np.asarray([len(m) for m in low.plan.members]), low.member_weight,
+                       tuple(eff.OP_CLASSES[c] for c in cls), low.runs, low.feats["mac_flops"],
+                       low.feats["vec_flops"], low.feats["trans_flops"], low.feats["bytes"],
+                       low.matrix_peak[g], low.vector_peak[g], float(low.mem_bw[g]), consts,
+                       low.fixed[g], compute, memory, ovh, time, bound)

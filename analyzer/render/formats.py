@@ -13,24 +13,11 @@ from analyzer.counting.cost import COUNT_FIELDS
 from analyzer.counting.engine import FOLDED, UNCOSTED
 from analyzer.render import measured as measured_view
 from analyzer.render import safe
+from analyzer.render.pieces import comparison_lines, count_delta_lines, estimates_line, human, shorten# noqa: F401
 from analyzer.render.headline import comment_lines, human_time, markdown_lines, text_lines  # noqa: F401
 from analyzer.report.counts import Report
 
-FORMATS = ("table", "json", "csv", "markdown")
-
-
-def human(n: float, unit: str = "", base: int = 1000) -> str:
-    """1234567 -> '1.23 M'. Only for display."""
-    if n == 0:
-        return "0"
-    prefixes = ["", "K", "M", "G", "T", "P", "E"]
-    x, i = float(n), 0
-    while abs(x) >= base and i < len(prefixes) - 1:
-        x /= base
-        i += 1
-    if i == 0:
-        return f"{int(n)}{(' ' + unit) if unit else ''}"
-    return f"{x:.3g} {prefixes[i]}{unit}"
+FORMATS = ("table", "json", "csv", "markdown", "html")
 
 
 def _shown_rows(report: Report, top: int | None):
@@ -46,21 +33,32 @@ def _shown_rows(report: Report, top: int | None):
 
 
 def render(report: Report, fmt: str, *, top: int | None = None, width: int | None = None,
-           color: bool = False) -> str:
+           color: bool = False, all_rows: bool = False, wide: bool = False,
+           hints: dict | None = None) -> str:
     if fmt == "json":
         return report.to_json() + "\n"
     if fmt == "csv":
-        return render_csv(report)
+        return render_csv(report, top)
     if fmt == "markdown":
-        return render_markdown(report, top=top)
+        return render_markdown(report, top=top, all_rows=all_rows)
+    if fmt == "html":
+        from analyzer.render.html import render_html
+
+        return render_html(report, top=top, all_rows=all_rows)
     if fmt == "table":
-        return render_table(report, top=top, width=width, color=color)
+        from analyzer.render.terminal import render_view
+
+        return render_view(report, top=top, all_rows=all_rows, wide=wide, width=width, color=color,
+                           hints=hints)
     raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
 
 
-def render_csv(report: Report) -> str:
+def render_csv(report: Report, top: int | None = None) -> str:
+    """One row per node, graph order (``top``: the ``top`` heaviest, heaviest first); comment
+    lines first: each prediction's headline and every warning."""
     buf = io.StringIO()
     lines = comment_lines(report.predictions)   # runtime, time definition, provenance, notes
+    lines += [f"# warning: {w}" for w in report.warnings]
     measured = {}
     if report.measured is not None:
         lines += measured_view.comment_lines(report.measured)
@@ -77,7 +75,13 @@ def render_csv(report: Report) -> str:
     pred_cols += pred_cols_m
     w.writerow(["name", "op", "status", *COUNT_FIELDS, "flops", "outputs", *pred_cols,
                 "estimate", "note"])
-    for n, xs in report.rows():
+    if top is not None:
+        from analyzer.report.rollups import top_rows
+
+        rows = top_rows(report, top)
+    else:
+        rows = report.rows()
+    for n, xs in rows:
         c = n.cost
         extra = []
         for x in xs:
@@ -104,35 +108,58 @@ def _summary_pairs(report: Report) -> list[tuple[str, str]]:
     ]
 
 
-def render_markdown(report: Report, *, top: int | None = None) -> str:
+MARKDOWN_BUDGET = 55_000   # characters: a PR comment holds 65,536; room for the rest
+
+
+def render_markdown(report: Report, *, top: int | None = None, all_rows: bool = False) -> str:
+    """Short enough for a pull-request comment at any model size: the headline, the verdict per
+    profile and the layers that changed most in the open; the layer table and the prediction
+    details in ``<details>`` blocks; the whole under ``MARKDOWN_BUDGET`` characters (rows past
+    it are counted, not shown: the CSV and JSON carry every row)."""
     out = [f"### opcost: {safe.md_code(report.model.get('path', ''))}", ""]
+    ins = report.model.get("inputs") or {}
+    if ins:
+        out += ["Inputs: " + ", ".join(safe.md_code(f"{k}={'x'.join(map(str, v or ())) or 'scalar'}")
+                                      for k, v in ins.items()), ""]
     out += ["| quantity | value |", "|---|---|"]
     out += [f"| {k} | {v} |" for k, v in _summary_pairs(report)]
     for p in report.predictions:
+        shares = ", ".join(f"{b} {100 * x:.0f}%" for b, x in p.bound_share.items() if x > 0)
         out.append(f"| latency on {safe.md_text(p.hardware)} ({p.precision}) | "
-                   f"{human_time(p.latency_s)} |")
-    if report.predictions:
-        out += ["", "Predictions:", *markdown_lines(report.predictions)]
-    out += ["", f"Coverage: {safe.md_text(report.coverage.line())}.", ""]
-    est = estimates_line(report)
-    if est:
-        out += [safe.md_text(est[0].upper() + est[1:]) + ".", ""]
+                   f"**{human_time(p.latency_s)}** ({shares}) |")
+    out.append("")
+    out += [f"> **warning:** {safe.md_text(w)}" for w in report.warnings]
+    if report.warnings:
+        out.append("")
     if report.comparison is not None:
         c = report.comparison
         out += [f"**Baseline** {safe.md_code(c.baseline_path)}: " + (
             "**predicted latency regressed**" if c.failed else "no regression beyond the limit"), ""]
-        for head, details in _comparison_lines(c):
+        for head, details in comparison_lines(c):
             out.append(f"- {safe.md_text(head)}")
             out += [f"  - grew: {safe.md_text(d)}" for d in details]
-        deltas = _count_delta_lines(c)
+        deltas = count_delta_lines(c)
         out += [f"- counts: {'; '.join(deltas) if deltas else 'unchanged'}"]
         out += [f"- note: {safe.md_text(x)}" for x in c.notes] + [""]
+    out += [f"Coverage: {safe.md_text(report.coverage.line())}.", ""]
+    est = estimates_line(report)
+    if est:
+        out += [safe.md_text(est[0].upper() + est[1:]) + ".", ""]
+    if report.predictions:
+        out += ["<details><summary>How each latency was predicted</summary>", "",
+                *markdown_lines(report.predictions), "", "</details>", ""]
     if report.measured is not None:
         out += measured_view.markdown_lines(report.measured, top)
-    rows = _shown_rows(report, top)
+    from analyzer.report.rollups import top_rows
+
+    rows = top_rows(report, top) if top is not None else [
+        r for r in report.rows() if r[0].status != FOLDED]
     hdr = ["layer", "op", "output", "params", "FLOPs", "bytes"]
     hdr += [f"{safe.md_text(p.hardware)} time" for p in report.predictions]
-    out += ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
+    what = f"top {len(rows)} layers" if top is not None else f"all {len(rows)} layers"
+    table = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
+    used = sum(len(x) + 1 for x in out) + 200
+    shown = 0
     for n, xs in rows:
         c = n.cost
         cells = [safe.md_code(n.name, table=True),
@@ -141,116 +168,19 @@ def render_markdown(report: Report, *, top: int | None = None) -> str:
                  human(c.bytes_moved, "B")]
         for x in xs:
             cells.append(f"{human_time(x.time_s)} ({x.bound})" if x else "")
-        out.append("| " + " | ".join(cells) + " |")
+        line = "| " + " | ".join(cells) + " |"
+        if used + len(line) + 1 > MARKDOWN_BUDGET:
+            break
+        used += len(line) + 1
+        table.append(line)
+        shown += 1
+    out += [f"<details><summary>Layers ({what}, graph order{'' if top is None else ' by time'})"
+            f"</summary>", "", *table, ""]
+    if shown < len(rows):
+        out += [f"{len(rows) - shown} more rows not shown (the comment stays short; the CSV and "
+                f"JSON reports carry every row).", ""]
+    out += ["</details>", ""]
     return "\n".join(out) + "\n"
-
-
-def render_table(report: Report, *, top: int | None = None, width: int | None = None,
-                 color: bool = False) -> str:
-    from rich.console import Console
-    from rich.table import Table
-
-    rows = _shown_rows(report, top)
-    total_flops = report.totals.flops or 1
-    title = f"{report.model.get('path', '')}"
-    if top is not None:
-        title += f" — top {len(rows)} layers by {'predicted time' if report.predictions else 'FLOPs'}"
-    t = Table(title=safe.cell(title), show_footer=True, header_style="bold", footer_style="bold")
-    tot = report.totals
-    t.add_column("layer", footer="total", overflow="fold")
-    t.add_column("op")
-    t.add_column("output", no_wrap=True,
-                 min_width=max((len(safe.text(" ".join(n.outputs))) for n, _ in rows), default=6))
-    t.add_column("params", justify="right", footer=human(tot.params))
-    t.add_column("MAC FLOPs", justify="right", footer=human(tot.mac_flops))
-    t.add_column("vector", justify="right", footer=human(tot.vector_flops))
-    t.add_column("transc.", justify="right", footer=human(tot.transcendentals))
-    t.add_column("weights", justify="right", footer=human(tot.weight_bytes, "B"))
-    t.add_column("act. in", justify="right", footer=human(tot.activation_bytes_read, "B"))
-    t.add_column("act. out", justify="right", footer=human(tot.activation_bytes_written, "B"))
-    t.add_column("FLOP %", justify="right", footer="100")
-    for p in report.predictions:
-        t.add_column(safe.cell(p.hardware), justify="right", footer=human_time(p.latency_s))
-    for n, xs in rows:
-        c = n.cost
-        uncosted = n.status == UNCOSTED
-        op = safe.cell(f"{n.op} ?" if uncosted else n.op, style="red" if uncosted and color else "")
-        cells = [safe.cell(n.name), op, safe.cell(" ".join(n.outputs)), human(c.params),
-                 human(c.mac_flops),
-                 human(c.vector_flops), human(c.transcendentals), human(c.weight_bytes, "B"),
-                 human(c.activation_bytes_read, "B"), human(c.activation_bytes_written, "B"),
-                 f"{100 * c.flops / total_flops:.1f}"]
-        for x in xs:
-            cells.append(f"{human_time(x.time_s)} {x.bound[0].upper()} {100 * x.share:.1f}%" if x else "")
-        t.add_row(*cells)
-    buf = io.StringIO()
-    console = Console(file=buf, width=width or 160, force_terminal=color, color_system="auto" if color else None,
-                      highlight=False, soft_wrap=False)
-    console.print(t)
-    for k, v in _summary_pairs(report):
-        console.print(f"{k}: {v}", highlight=False, markup=False)
-    for line in text_lines(report.predictions):
-        console.print(safe.text(line), highlight=False, markup=False)
-    if report.predictions:
-        console.print("per-layer time columns: predicted time, bound (C compute, M memory, "
-                      "O launch overhead), share of the model's latency", highlight=False, markup=False)
-    cov = report.coverage
-    console.print(safe.text(f"coverage: {cov.line()}") + (" (folded nodes not shown)" if cov.folded
-                                                          else ""), highlight=False, markup=False)
-    line = estimates_line(report)
-    if line:
-        console.print(safe.text(line), highlight=False, markup=False)
-    for w in report.warnings:
-        console.print(safe.text(f"warning: {w}"), highlight=False, markup=False)
-    if report.comparison is not None:
-        console.print(_comparison_text(report.comparison), highlight=False, markup=False)
-    text = buf.getvalue()
-    if report.measured is not None:
-        text += "\n" + measured_view.render_text(report.measured, top, width)
-    return text
-
-
-def estimates_line(report, limit: int = 3) -> str | None:
-    """One line naming the nodes whose counts rest on an assumption, with their notes."""
-    names = report.coverage.estimates
-    if not names:
-        return None
-    est = [n for n in report.nodes if n.estimate][:limit]   # the nodes coverage.estimates names
-    shown = "; ".join(f"{x.name}: {x.note or 'see its note'}" for x in est)
-    more = f"; and {len(names) - limit} more (\"estimate\": true in the JSON report)" if len(names) > limit else ""
-    n = len(names)
-    return f"estimates: {n} {'nodes rest' if n != 1 else 'node rests'} on an assumption ({shown}{more})"
-
-
-def _comparison_lines(c) -> list[tuple[str, list[str]]]:
-    """(headline, detail lines) per profile, shared by the table and markdown views."""
-    out = []
-    for h in c.hardware:
-        verdict = "REGRESSED" if h.regressed else "ok"
-        head = (f"{h.hardware} ({h.precision}): {human_time(h.old_s)} -> {human_time(h.new_s)} "
-                f"({h.change_pct:+.2f}%, limit +{c.threshold_pct:g}%) {verdict}")
-        details = []
-        for x in h.layers[:5]:
-            old = human_time(x.old_s) if x.old_s is not None else "new"
-            new = human_time(x.new_s) if x.new_s is not None else "removed"
-            details.append(f"{x.name} ({x.op}): {old} -> {new}")
-        out.append((head, details))
-    return out
-
-
-def _count_delta_lines(c) -> list[str]:
-    return [f"{k}: {human(o)} -> {human(n)} ({n - o:+,})" for k, (o, n) in c.count_deltas.items()]
-
-
-def _comparison_text(c) -> str:
-    lines = [f"baseline {safe.text(c.baseline_path)}:"]
-    for head, details in _comparison_lines(c):
-        lines.append(f"  {safe.text(head)}")
-        lines += [f"    grew: {safe.text(d)}" for d in details]
-    deltas = _count_delta_lines(c)
-    lines.append("  counts: " + ("; ".join(deltas) if deltas else "unchanged"))
-    lines += [f"  note: {safe.text(x)}" for x in c.notes]
-    return "\n".join(lines)
 
 
 def render_sweep(sw, fmt: str) -> str:

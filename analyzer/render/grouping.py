@@ -73,7 +73,7 @@ def grouped(report, depth: int) -> list[Group]:
 def render_groups(report, depth: int, fmt: str, *, width: int | None = None) -> str:
     """The grouped table in ``fmt`` (table, markdown, csv, json). JSON is the report's own
     document with a ``groups`` list added (exact integers)."""
-    from analyzer.render.formats import estimates_line, human
+    from analyzer.render.pieces import estimates_line, human
     from analyzer.render.headline import comment_lines, human_time, markdown_lines, text_lines
 
     groups = grouped(report, depth)
@@ -88,6 +88,8 @@ def render_groups(report, depth: int, fmt: str, *, width: int | None = None) -> 
         buf = io.StringIO()
         for line in comment_lines(report.predictions):
             buf.write(line + "\n")
+        for w in report.warnings:
+            buf.write(safe.text(f"# warning: {w}") + "\n")
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(["group", "nodes", "uncosted", *COUNT_FIELDS, "flops",
                     *(safe.csv_cell(f"{h}:time_s") for h in hw)])
@@ -110,6 +112,7 @@ def render_groups(report, depth: int, fmt: str, *, width: int | None = None) -> 
         out = [f"### opcost: {safe.md_code(report.model.get('path', ''))} by module (depth {depth})",
                "", "| " + " | ".join(map(safe.md_text, header)) + " |", "|" + "---|" * len(header)]
         out += ["| " + " | ".join([safe.md_text(r[0]), *r[1:]]) + " |" for r in rows]
+        out += [""] + [f"> **warning:** {safe.md_text(w)}" for w in report.warnings]
         if report.predictions:
             out += ["", "Predictions:", *markdown_lines(report.predictions)]
         out += ["", f"Coverage: {safe.md_text(report.coverage.line())}.", ""]

@@ -279,7 +279,7 @@ def compare(report, doc: dict[str, Any], threshold_pct: float, *, path: str = ""
         raise BaselineError(
             f"baseline {path} is of another model: its inputs are {sorted(old_inputs)}, "
             f"this model's are {sorted(new_inputs)}")
-    notes = _same_model(report, doc, path)
+    notes = _same_model(report, doc, path) + _input_notes(report.model, doc["model"])
     old_preds = {p["hardware"]: p for p in doc["predictions"]}
     if doc["predictions"] and not any(p.hardware in old_preds for p in report.predictions):
         raise BaselineError(
@@ -317,6 +317,23 @@ def compare(report, doc: dict[str, Any], threshold_pct: float, *, path: str = ""
     grown_layers.sort(key=lambda t: -(t[3] - t[2]))
     return Comparison(path, threshold_pct, tuple(hw_changes), deltas, tuple(grown_layers[:top]),
                       notes)
+
+
+def _input_notes(new: dict, old: dict) -> tuple[str, ...]:
+    """Say when the inputs' shapes or the bound dims differ from the baseline's: the latency
+    change then says as much about the shapes as about the model."""
+    out = []
+    oi, ni = old.get("inputs") or {}, new.get("inputs") or {}
+    diff = [f"{k} {'x'.join(map(str, oi[k] or ())) or 'scalar'} -> {'x'.join(map(str, ni[k] or ())) or 'scalar'}"
+            for k in sorted(set(oi) & set(ni)) if list(oi[k] or ()) != list(ni[k] or ())]
+    if diff:
+        out.append("input shapes differ from the baseline's: " + ", ".join(diff))
+    od, nd = old.get("dims") or {}, new.get("dims") or {}
+    if od != nd:
+        keys = sorted(set(od) | set(nd))
+        out.append("dims differ from the baseline's: " + ", ".join(
+            f"{k} {od.get(k, 'unbound')} -> {nd.get(k, 'unbound')}" for k in keys if od.get(k) != nd.get(k)))
+    return tuple(out)
 
 
 def _same_model(report, doc: dict[str, Any], path: str) -> tuple[str, ...]:

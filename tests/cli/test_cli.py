@@ -2,6 +2,7 @@
 console-script names (DESIGN.md "Interfaces users rely on", Principles 8-10)."""
 
 from __future__ import annotations
+import re
 
 import csv
 import io
@@ -69,30 +70,39 @@ def test_python_m_cli_main_matches_in_process(run_cli):
 # ----------------------------------------------------------------------------- table
 
 def _table_rows(text: str) -> list[list[str]]:
-    """Body and footer rows of the rich table (cells of lines drawn with '│')."""
-    return [[c.strip() for c in line.strip("│").split("│")] for line in text.splitlines()
-            if line.startswith("│")]
+    """Rows of the layer table of the terminal view: the lines after its header ('layer ...')
+    up to the blank line, split on runs of two spaces."""
+    lines = text.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("layer "))
+    out = []
+    for x in lines[start + 1:]:
+        if not x.strip():
+            break
+        out.append(re.split(r"\s{2,}", x.strip()))
+    return out
 
 
 def test_table_has_totals_and_coverage(run_cli):
     res = run_cli(MLP)
     assert res.exit_code == 0, res.output
     out = res.stdout
-    rows = _table_rows(out)
-    names = [r[0] for r in rows]
-    assert names == ["fc1", "relu1", "fc2", "relu2", "fc3", "y", "total"]
-    assert "params: 235 K (235,146)" in out  # EXPECTED["mlp"]["params"]
+    names = [r[0] for r in _table_rows(out)]
+    # every layer (6 < 15), heaviest by FLOPs first
+    assert names[:3] == ["fc1", "fc2", "fc3"] and sorted(names) == sorted(
+        ["fc1", "relu1", "fc2", "relu2", "fc3", "y"])
+    assert "totals: params 235 K," in out  # EXPECTED["mlp"]["params"]
     assert "coverage: 6 of 6 nodes costed by rule, 0 constant-folded, 0 uncosted" in out
+    assert "every layer by FLOPs" in out and "by op type" in out and "by module" in out
     assert res.stderr == ""
 
 
 def test_table_top_3(run_cli):
     res = run_cli(MLP, "--top", "3")
     assert res.exit_code == 0, res.output
-    rows = [r for r in _table_rows(res.stdout) if r[0] != "total"]
+    rows = _table_rows(res.stdout)
     # the three Gemms are the heaviest by FLOPs: 401664, 65664, 2570
     assert [r[0] for r in rows] == ["fc1", "fc2", "fc3"]
-    assert "top 3 layers" in res.stdout
+    assert "top 3 of 6 layers" in res.stdout and "more rows (--all)" in res.stdout
 
 
 def test_table_flags_uncosted_ops(run_cli, save):

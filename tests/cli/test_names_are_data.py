@@ -266,3 +266,15 @@ def test_hw_list_cells_are_text():
     assert "a[/b]" in out and "n\\x1b[2Jame" in out and "x[bold]" in out
     assert load_file  # the shipped profiles still render
     _no_raw_control(render_list(hardware_db.list_profiles(), "table"))
+
+
+def test_html_names_cannot_become_markup(run_cli, nasty, tmp_path):
+    pytest.importorskip("plotly")
+    out = tmp_path / "r.html"
+    res = run_cli(nasty, "--hw", "a100", "-o", out)
+    assert res.exit_code == 0, res.output
+    page = out.read_text(encoding="utf-8")
+    assert "<img src=x" not in page                # escaped everywhere: text, hover, table data
+    body = page[page.index("<body>"):]
+    assert body.count("</script>") == body.count("<script")   # no name closes a script
+    _no_raw_control(body)

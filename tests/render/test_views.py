@@ -1,0 +1,200 @@
+"""The reports as a person sees them: the terminal view at 80 and 120 columns (through a real
+pseudo-terminal too), pipes, -o by extension, the HTML report in headless Chromium, the CI
+gate's markdown and its flags."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import analyzer
+from analyzer.render.formats import render
+from analyzer.render.terminal import render_explain, shorten
+
+ROOT = Path(__file__).resolve().parents[2]
+TRANSFORMER = ROOT / "samples" / "transformer.onnx"
+MLP = ROOT / "samples" / "mlp.onnx"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def report():
+    return analyzer.analyze(str(TRANSFORMER), ["a100", "h100", "t4"])
+
+
+@pytest.mark.parametrize("width", [80, 120, 200])
+def test_terminal_view_fits_and_answers_first(report, width):
+    text = render(report, "table", width=width)
+    lines = text.splitlines()
+    assert all(len(x) <= width for x in lines), max(lines, key=len)
+    assert any(x.startswith("latency on a100-80gb-sxm") for x in lines[:10])
+    assert "by op type" in text and "by module (repeated blocks folded)" in text
+    assert "ln{1,2} x2" in text                     # repeated blocks folded
+    assert re.search(r"\d+ more rows", text)
+    # a unit stays with its number: no line ends in a bare number followed by a unit next line
+    for a, b in zip(lines, lines[1:]):
+        assert not (re.search(r"\d$", a) and re.match(r"\s*(µs|ms|ns|s|KB|MB|GB|B|%)\b", b)), (a, b)
+
+
+def test_wide_and_all(report):
+    base = render(report, "table", width=None)
+    wide = render(report, "table", width=None, wide=True)
+    assert "act. out" in wide and "act. out" not in base   # a column header of --wide
+    every = render(report, "table", width=None, all_rows=True)
+    assert "every layer by predicted time" in every and "more rows" not in every
+
+
+def test_a_long_name_is_shortened_in_the_middle_never_wrapped():
+    name = "encoder/layer.11/attention/self/query/MatMul_with_a_very_long_tail"
+    s = shorten(name, 24)
+    assert len(s) == 24 and "…" in s and s.startswith("encoder/") and s.endswith("tail")
+
+
+def test_explain_shows_each_term(report):
+    i = next(k for k, n in enumerate(report.nodes) if n.name == "mlp.up.matmul")
+    text = render_explain(report, i, width=100)
+    for word in ("arithmetic intensity", "ridge point", "compute", "memory", "fixed",
+                 "e_compute", "e_bw", "architecture constants", "weights 65,536 B"):
+        assert word in text, word
+    e = report.predictions[0].explain(i)
+    assert e.time_s == pytest.approx(e.overhead_s + max(e.compute_s, e.memory_s), rel=1e-5)
+
+
+def test_a_pipe_gets_one_whole_line_per_row(run_cli):
+    res = run_cli(TRANSFORMER, "--hw", "a100", "--all")
+    assert res.exit_code == 0, res.output
+    rows = [x for x in res.stdout.splitlines() if x.startswith("attn.merge.transpose ")]
+    assert len(rows) == 1 and "Transpose" in rows[0]
+
+
+@pytest.mark.parametrize("cols", [80, 120])
+def test_a_real_terminal_of_80_and_120_columns(cols):
+    """Through a pseudo-terminal, as a person runs it: COLUMNS decides the width."""
+    main, sub = pty.openpty()
+    env = {**os.environ, "COLUMNS": str(cols), "PYTHONPATH": str(ROOT), "TERM": "dumb"}
+    p = subprocess.Popen([sys.executable, "-m", "cli.main", str(TRANSFORMER), "--hw", "a100"],
+                         stdout=sub, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env,
+                         cwd=ROOT)
+    os.close(sub)
+    chunks = []
+    while True:
+        try:
+            b = os.read(main, 65536)
+        except OSError:
+            break
+        if not b:
+            break
+        chunks.append(b)
+    p.wait(timeout=120)
+    os.close(main)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", b"".join(chunks).decode("utf-8")).replace("\r", "")
+    lines = text.splitlines()
+    assert p.returncode == 0
+    assert all(len(x) <= cols for x in lines), max(lines, key=len)
+    assert any(x.startswith("latency on a100") for x in lines[:10])
+
+
+def test_output_format_follows_the_extension(run_cli, tmp_path):
+    for ext, check in ((".json", lambda t: json.loads(t)["predictions"]),
+                       (".csv", lambda t: "name,op,status" in t),
+                       (".md", lambda t: t.startswith("### opcost:")),
+                       (".html", lambda t: t.startswith("<!DOCTYPE html>"))):
+        out = tmp_path / f"r{ext}"
+        res = run_cli(MLP, "--hw", "a100", "-o", out)
+        assert res.exit_code == 0, res.output
+        assert check(out.read_text(encoding="utf-8")), ext
+    out = tmp_path / "r.html"
+    assert run_cli(MLP, "--format", "csv", "-o", out).exit_code == 0   # --format wins
+    assert out.read_text().startswith("name,op")
+
+
+def test_repeated_hw_adds_profiles_and_top_applies_or_is_refused(run_cli):
+    res = run_cli(MLP, "--hw", "a100", "--hw", "h100", "--format", "json")
+    assert [p["hardware"] for p in json.loads(res.stdout)["predictions"]] == ["a100-80gb-sxm", "h100-sxm"]
+    csv_rows = [x for x in run_cli(MLP, "--top", "2", "--format", "csv").stdout.splitlines()
+                if not x.startswith("#")]
+    assert len(csv_rows) == 3 and csv_rows[1].startswith("fc1,")
+    res = run_cli(MLP, "--top", "2", "--format", "json")
+    assert res.exit_code == 2 and "--top does not apply to json" in res.stderr
+
+
+def test_max_regression_needs_a_baseline(run_cli):
+    res = run_cli(MLP, "--max-regression", "5%")
+    assert res.exit_code == 2 and "--baseline" in res.stderr
+
+
+def test_a_failed_gate_keeps_its_baseline(run_cli, tmp_path):
+    from onnx_builders import graph  # noqa: F401  (the builders the gate tests use)
+    from report.test_baseline_gate import mlp
+    import onnx
+
+    base, wide = tmp_path / "base.onnx", tmp_path / "wide.onnx"
+    onnx.save(mlp(1024), base)
+    onnx.save(mlp(4096), wide)
+    b = tmp_path / "b.json"
+    assert run_cli(base, "--hw", "a100", "--save-baseline", b).exit_code == 0
+    before = b.read_bytes()
+    res = run_cli(wide, "--baseline", b, "--save-baseline", b)
+    assert res.exit_code == 1 and "kept" in res.stderr
+    assert b.read_bytes() == before
+    ok = run_cli(base, "--baseline", b, "--save-baseline", b, "--input", "x=2x512")
+    assert ok.exit_code in (0, 1)
+    assert "input shapes differ from the baseline's: x 1x512 -> 2x512" in ok.stdout
+
+
+def test_markdown_stays_short_for_a_large_model(report):
+    from analyzer.report.counts import Report
+
+    many = Report.from_nodes(report.model, report.nodes * 400)   # 13,600 rows
+    md = render(many, "markdown")
+    assert len(md) < 60_000 and "<details>" in md and "more rows not shown" in md
+
+
+def test_warnings_reach_every_format(report):
+    from dataclasses import replace
+
+    r = replace(report, warnings=("a warning <b>|x|</b>",))
+    assert "# warning: a warning" in render(r, "csv")
+    assert "> **warning:** a warning \\<b\\>" in render(r, "markdown")
+    assert json.loads(render(r, "json"))["warnings"] == ["a warning <b>|x|</b>"]
+    assert "warning: a warning" in render(r, "table")
+    assert "warning: a warning &lt;b&gt;" in render(r, "html")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+def test_html_report_in_a_headless_browser(report, tmp_path):
+    """Open the page as a person would: no script error, the chart and the table drawn; a
+    screenshot is kept in the test's folder."""
+    page = tmp_path / "report.html"
+    page.write_text(render(report, "html"), encoding="utf-8")
+    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+             "--disable-background-networking", "--disable-component-update", "--no-first-run",
+             f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,2400",
+             "--virtual-time-budget=5000"]
+    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True,
+                         timeout=120).stdout
+    root = re.search(r"<html[^>]*>", dom).group(0)   # window.onerror writes errors here
+    assert "data-js-error" not in root, root
+    assert 'data-table-ready="33"' in dom                       # every runtime layer in the table
+    assert dom.count('class="main-svg"') >= 4 and 'id="roofline"' in dom
+    assert "<td>mlp.up.matmul</td>" in dom
+    shot = tmp_path / "report.png"
+    subprocess.run([*flags, f"--screenshot={shot}", page.as_uri()], capture_output=True,
+                   timeout=120)
+    assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def test_plot_writes_the_roofline_alone(run_cli, tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "roof.svg"
+    res = run_cli(MLP, "--hw", "a100", "--plot", out, "-o", tmp_path / "r.json")
+    assert res.exit_code == 0, res.output
+    assert out.read_text().lstrip().startswith("<?xml") and "matplotlib" in res.stderr
