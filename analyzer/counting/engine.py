@@ -377,10 +377,13 @@ def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, o
     runs = list(plan.run)
     note = plan.note
     if plan.costlier_of:
+        unknown: dict[str, int] = {}  # branch -> its uncosted nodes (a cost no one can compare)
+
         def weight(attr):
             trial: list[NodeCost] = []
             _walk(node.subgraphs[attr], name + "/", times, set(counted), trial, opts)
             tot = sum((n.cost for n in trial), Cost())
+            unknown[attr] = sum(n.status == UNCOSTED for n in trial)
             return (tot.flops, tot.bytes_moved)
         costs = {attr: weight(attr) for attr in plan.costlier_of}
         pick = max(plan.costlier_of, key=lambda a: costs[a])
@@ -388,6 +391,10 @@ def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, o
         others = ", ".join(a for a in plan.costlier_of if a != pick)
         note = (f"{note}; " if note else "") + (
             f"condition not constant: costed the costlier branch '{pick}' (not {others})")
+        for attr in plan.costlier_of:
+            if attr != pick and unknown[attr]:
+                note += (f"; '{attr}' has {unknown[attr]} uncosted node(s) (a shape known only "
+                         f"at run time, or no rule): its cost was not compared in full")
     w = plan.work
     cost = Cost(0, w.mac_flops * times, w.vector_flops * times, w.transcendentals * times, 0, 0, 0)
     by_dtype: dict[str, int] = {}

@@ -204,3 +204,13 @@ def test_lstm_through_unsqueeze_in_a_branch_is_costed():
     assert r.totals.mac_flops == 2 * 18 * 8 * 16 + 2 * 18 * 32 + 2 * 8 * 32
     assert r.node("branch").outputs == ("float32[1,1,8]",)
 
+
+def test_a_branch_shaped_by_a_runtime_value_says_so_rather_than_failing():
+    r = analyzer.analyze(_lstm_if(then_pads_from_input=True))
+    note = r.node("branch").note
+    assert "condition not constant" in note
+    # the then-branch's pads are a graph input: its shapes are known only at run time, so its
+    # cost is unknown and the note says the comparison could not see it
+    assert "then_branch" in note and "uncosted" in note
+    # the else branch (resolved) is what is costed, exactly
+    assert r.node("branch/e_lstm").mac_flops == 2 * 18 * 32 + 2 * 8 * 32
