@@ -23,10 +23,12 @@ from typing import NamedTuple
 
 from analyzer.counting import rules as _rules  # noqa: F401  (fills the registry)
 from analyzer.counting.cost import COUNT_FIELDS, Cost, RuleContext, Work, lookup
-from analyzer.errors import AnalyzerError, Hint, InternalError, ShapeError, UnboundDimError
+from analyzer.counting.located import (Located, context_error, internal_error, missing_shape,
+                                       unbindable_shape)
+from analyzer.counting.traffic import add_held, new_params, node_bytes
+from analyzer.errors import AnalyzerError, InternalError, ShapeError
 from analyzer.ir.graph import Graph, Node, TensorSpec
 from analyzer.ir.ops import CONTROL, facts
-from analyzer.counting.traffic import add_held, new_params, node_bytes
 
 class Status(StrEnum):
     """How a node's counts were obtained (the module docstring says what each means). A str
@@ -93,114 +95,9 @@ for _f in COUNT_FIELDS:
     setattr(NodeCost, _f, _count_property(_f))
 
 
-def _describe(graph: Graph, node: Node) -> str:
-    def fmt(names):
-        return ", ".join(f"{x}: {graph.tensors.get(x, '?')}" for x in names if x)
-    return f"inputs ({fmt(node.inputs)}) outputs ({fmt(node.outputs)})"
-
-
 def _uncosted_note(node: Node) -> str:
     why = _rules.WHY_UNCOSTED.get((node.domain, node.op))
     return f"no cost rule for {node.domain or 'ai.onnx'}::{node.op}" + (f": {why}" if why else "")
-
-
-def _shape_gap(err: Exception, graph: Graph) -> bool:
-    """An unknown shape that no bound dim explains (a '?' or derived dim, an unknown rank)."""
-    if isinstance(err, UnboundDimError):
-        return err.dim == "?" or (err.dim.startswith("unk__") and err.dim not in _input_symbols(graph))
-    return isinstance(err, ShapeError) and err.reason == ShapeError.RANK_UNKNOWN
-
-
-def _unbindable_shape(graph: Graph, node: Node, err: Exception):
-    """A shape that depends on a run-time value no option can bind: inside a control-flow body
-    (the iteration number, a carried value) or decided by text (a tokenizer's token count):
-    why (a ``Message``), or None. The node is reported uncosted and the rest of the model is still counted;
-    a numeric graph input stays an error that names ``values=``."""
-    if not _shape_gap(err, graph):
-        return None
-    from analyzer.counting.provenance import data_dependent
-
-    return data_dependent(graph, node, unbindable_only=not graph.is_body)
-
-
-def _not_in_opset(graph: Graph, node: Node) -> str | None:
-    """For a standard op the model's opset does not define yet: 'Erf is not defined in opset 7
-    (it exists from opset 9)'; else None (only error paths call this). The frontend, which knows
-    the schemas, recorded such ops in ``graph.newer_ops``."""
-    first = None if node.domain else graph.newer_ops.get(node.op)
-    if first is None:
-        return None
-    opset = graph.opsets.get("", 0)
-    return (f"{node.op} is not defined in opset {opset} (it exists from opset {first}): "
-            f"the model is invalid; re-export it at a newer opset")
-
-
-def _context_error(graph: Graph, node: Node, err: Exception, name: str | None = None) -> AnalyzerError:
-    where = f"node '{name or node.name}' ({node.op})"
-    bad_op = _not_in_opset(graph, node)
-    if bad_op is not None:
-        return _LocatedShape(f"{where}: {bad_op}")
-    if _shape_gap(err, graph):
-        from analyzer.counting.provenance import data_dependent, failed_fold
-
-        # a constant computation upstream that fails on the bound dims, or a shape decided by
-        # a run-time value: either says more than "a dim is unknown"
-        why = failed_fold(graph, node) or data_dependent(graph, node)
-        if why is not None:
-            msg = f"{where}: {why.template}; {_describe(graph, node)}"
-            if isinstance(err, UnboundDimError):
-                return _LocatedUnbound(err.dim, msg, hints=why.hints)
-            return _LocatedShape(msg, hints=why.hints, reason=err.reason)
-    if isinstance(err, UnboundDimError):
-        d = err.dim
-        own = _input_symbols(graph)
-        if d == "?" or (d.startswith("unk__") and d not in own):
-            # never the inference's own name ('unk__0'): the graph's input dims that dims=
-            # binds (tf2onnx's own 'unk__314' among them), or the inputs whose dims are
-            # unknown, or (all fixed) nothing to set
-            open_inputs = [x for x in graph.inputs if (s := graph.tensors.get(x)) is not None
-                           and s.shape is not None and "?" in s.shape]
-            if own:
-                d = own[0]
-                msg = (f"{where}: a dim that shape inference derived from the unbound input dims "
-                       f"({', '.join(repr(s) for s in own)}) is unknown; pass {{dims}}; "
-                       f"{_describe(graph, node)}")
-                hints = (Hint("dims", {s: "VALUE" for s in own}),)
-            elif open_inputs:
-                msg = (f"{where}: a dim is unknown after shape inference; give the shapes of "
-                       f"{', '.join(repr(x) for x in open_inputs)} with {{inputs}}; "
-                       f"{_describe(graph, node)}")
-                hints = (Hint("inputs", {x: "DIMS" for x in open_inputs}),)
-            else:  # every input dim is fixed: no option binds it
-                msg = (f"{where}: a dim is unknown after shape inference although every input "
-                       f"dim is fixed (an op ONNX cannot type?); {_describe(graph, node)}")
-                hints = ()
-        else:
-            from analyzer.ir.dims import is_expression, symbols
-
-            need = symbols(d) if is_expression(d) else [d]
-            # name every unbound symbol of the inputs at once: one run, not one per dim
-            for s in _input_symbols(graph):
-                if s not in need:
-                    need.append(s)
-            what = (f"dim '{d}' is an expression of symbolic dims" if is_expression(d)
-                    else f"symbolic dim '{d}' is unbound")
-            msg = f"{where}: {what}; pass {{dims}}"
-            hints = (Hint("dims", {s: "VALUE" for s in need}),)
-        return _LocatedUnbound(d, msg, hints=hints)
-    return _LocatedShape(f"{where}: {err.template}; {_describe(graph, node)}", hints=err.hints,
-                         reason=err.reason if isinstance(err, ShapeError) else None)
-
-
-def _input_symbols(graph: Graph) -> list[str]:
-    """The symbolic dims of the graph's inputs, in order (what ``dims=`` can bind)."""
-    out: list[str] = []
-    for x in graph.inputs:
-        s = graph.tensors.get(x)
-        for d in (s.shape or ()) if s is not None else ():
-            if type(d) is str and d != "?" and d not in out:  # (the file's names, even unk__7)
-                out.append(d)
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,23 +223,23 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
             if cidx:
                 params += new_params(node, ins, cidx, counted, pover, graph)
         except AnalyzerError as e:
-            if isinstance(e, _Located):
+            if isinstance(e, Located):
                 raise
             err = e
         except InternalError:
             raise
         except Exception as e:  # not a problem of the input the rule was given: a bug
-            if not _missing_shape(node, ins, outs):
-                raise _internal(node, name, active, e) from e
+            if not missing_shape(node, ins, outs):
+                raise internal_error(node, name, active, e) from e
             # a tensor without a type or rank: the rule cannot be blamed for failing on it
             err = ShapeError("tensor rank is unknown after shape inference",
                              reason=ShapeError.RANK_UNKNOWN)
         else:
             err = None
         if err is not None:
-            why = _unbindable_shape(graph, node, err)
+            why = unbindable_shape(graph, node, err)
             if why is None:
-                raise _context_error(graph, node, err, name) from None
+                raise context_error(graph, node, err, name) from None
             out.append(NodeCost(name, node.op, node.domain, UNCOSTED, _ZERO, ins, outs,
                                 note=f"uncosted: {why}", in_names=node.inputs,
                                 out_names=node.outputs, level=prefix, runs=times))
@@ -351,21 +248,6 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
             cost = Cost(params, *cost[1:])  # params are never multiplied by loop trips
         out.append(NodeCost(name, node.op, node.domain, status, cost, ins, outs, mac_dtype, note,
                             by_dtype, None, estimate, node.inputs, node.outputs, prefix, times, cidx))
-
-
-def _missing_shape(node: Node, ins, outs) -> bool:
-    """Some input or output of ``node`` has no spec, or a spec of unknown rank: shape inference
-    left it untyped (decided on the specs, never on an exception's text)."""
-    return any(s is None or s.shape is None
-               for xs, specs in ((node.inputs, ins), (node.outputs, outs))
-               for x, s in zip(xs, specs) if x)
-
-
-def _internal(node: Node, name: str, rule, err: Exception) -> InternalError:
-    """A rule (or the engine around it) failed on a node whose inputs it was given in full."""
-    fn = getattr(rule, "fn", None)
-    stage = f"rule {fn.__module__}.{fn.__qualname__}" if fn is not None else "counting"
-    return InternalError(stage, err, node=name, op=node.op)
 
 
 def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, out, opts):
@@ -377,10 +259,13 @@ def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, o
     runs = list(plan.run)
     note = plan.note
     if plan.costlier_of:
+        unknown: dict[str, int] = {}  # branch -> its uncosted nodes (a cost no one can compare)
+
         def weight(attr):
             trial: list[NodeCost] = []
             _walk(node.subgraphs[attr], name + "/", times, set(counted), trial, opts)
             tot = sum((n.cost for n in trial), Cost())
+            unknown[attr] = sum(n.status == UNCOSTED for n in trial)
             return (tot.flops, tot.bytes_moved)
         costs = {attr: weight(attr) for attr in plan.costlier_of}
         pick = max(plan.costlier_of, key=lambda a: costs[a])
@@ -388,6 +273,10 @@ def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, o
         others = ", ".join(a for a in plan.costlier_of if a != pick)
         note = (f"{note}; " if note else "") + (
             f"condition not constant: costed the costlier branch '{pick}' (not {others})")
+        for attr in plan.costlier_of:
+            if attr != pick and unknown[attr]:
+                note += (f"; '{attr}' has {unknown[attr]} uncosted node(s) (a shape known only "
+                         f"at run time, or no rule): its cost was not compared in full")
     w = plan.work
     cost = Cost(0, w.mac_flops * times, w.vector_flops * times, w.transcendentals * times, 0, 0, 0)
     by_dtype: dict[str, int] = {}
@@ -419,15 +308,3 @@ def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, o
         if sub is None:
             raise ShapeError(f"has no sub-graph '{attr}'")
         _walk(sub, name + "/", times * m, counted, out, opts)
-
-
-class _Located:
-    """Marker mixin: the error already names its node (raised inside a sub-graph)."""
-
-
-class _LocatedShape(_Located, ShapeError):
-    pass
-
-
-class _LocatedUnbound(_Located, UnboundDimError):
-    pass

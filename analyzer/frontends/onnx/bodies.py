@@ -105,12 +105,26 @@ def _defined(g: onnx.GraphProto, acc: set[str]) -> None:
             acc.update(o for o in n.output if o)
 
 
-def infer(sg: onnx.GraphProto, typed: Mapping[str, TensorSpec], outer: Graph):
+def infer(sg: onnx.GraphProto, typed: Mapping[str, TensorSpec], outer: Graph,
+          values: Mapping[str, np.ndarray] | None = None):
     """ONNX inference of the body ``sg`` alone, its formal inputs typed as ``typed`` (name ->
-    spec; the others keep their declared types).  Returns the inferred GraphProto, or None
-    when inference fails (the caller keeps the specs it had)."""
+    spec; the others keep their declared types).  ``values``: values the frontend folded
+    inside the body (pads an STFT computes from a shape, a Reshape target): given as
+    initializers in place of the nodes that compute them, so the shapes that depend on them
+    resolve where ONNX data propagation does not reach.  Returns the inferred GraphProto, or
+    None when inference fails (the caller keeps the specs it had)."""
     g = onnx.GraphProto()
     g.CopyFrom(sg)
+    if values:
+        keep = [n for n in g.node if not n.output or not all(o in values for o in n.output if o)]
+        given = {o for n in g.node for o in n.output if o} - {o for n in keep for o in n.output}
+        del g.node[:]
+        g.node.extend(keep)
+        for name in sorted(given):
+            try:
+                g.initializer.append(numpy_helper.from_array(np.asarray(values[name]), name=name))
+            except Exception:
+                return None
     for vi in g.input:
         s = typed.get(vi.name)
         if s is not None and s.dtype in _ONNX_TYPE:
@@ -155,17 +169,30 @@ def _insert(s: TensorSpec | None, axis: int, n) -> TensorSpec | None:
     return TensorSpec(s.shape[:a] + (n,) + s.shape[a:], s.dtype)
 
 
+def _either(a: TensorSpec | None, b: TensorSpec | None) -> TensorSpec | None:
+    """The spec an If output has whichever branch runs: the dims both branches agree on, ``?``
+    where they differ (as ONNX merges them); None when dtype or rank differ or one is unknown."""
+    if a is None or b is None or a.shape is None or b.shape is None or a.dtype != b.dtype \
+            or len(a.shape) != len(b.shape):
+        return None
+    return TensorSpec(tuple(x if x == y else "?" for x, y in zip(a.shape, b.shape)), a.dtype)
+
+
 def implied_outputs(node: Node, graph: Graph) -> list[TensorSpec | None] | None:
     """The specs of a Loop's or Scan's outputs implied by its (typed) body: final states and
     carried values as the body hands them back, scan outputs stacked over the trip count
     (``?`` when the count is not known here); an If with a constant condition: its taken
-    branch's outputs.  None for other nodes."""
-    if node.op == "If" and not node.domain:  # a constant condition: the taken branch's outputs
+    branch's outputs, else what both branches agree on.  None for other nodes."""
+    if node.op == "If" and not node.domain:
         c = graph.values.get(node.inputs[0]) if node.inputs else None
-        if c is None or np.asarray(c).size != 1:
+        if c is not None and np.asarray(c).size == 1:  # a constant condition: the taken branch's
+            br = node.subgraphs.get("then_branch" if bool(np.asarray(c).reshape(-1)[0]) else "else_branch")
+            return None if br is None else [br.tensors.get(o) for o in br.outputs]
+        then, other = node.subgraphs.get("then_branch"), node.subgraphs.get("else_branch")
+        if then is None or other is None or len(then.outputs) != len(other.outputs):
             return None
-        br = node.subgraphs.get("then_branch" if bool(np.asarray(c).reshape(-1)[0]) else "else_branch")
-        return None if br is None else [br.tensors.get(o) for o in br.outputs]
+        return [_either(then.tensors.get(a), other.tensors.get(b))
+                for a, b in zip(then.outputs, other.outputs)]
     body = node.subgraphs.get("body")
     if body is None or node.domain or node.op not in ("Loop", "Scan"):
         return None

@@ -17,6 +17,8 @@ from analyzer.frontends.onnx import sequences
 from analyzer.frontends.onnx.read import (collect_specs, infer_model, newer_ops, read_initializers, read_nodes,
                                           topo_order)
 
+_FOLD_ROUNDS = 16  # fold -> infer rounds inside one body (each must resolve a spec)
+
 
 def subgraph_protos(g: onnx.GraphProto) -> dict[str, dict[str, onnx.GraphProto]]:
     """Sub-graphs of the control-flow nodes of ``g`` (the shape-inferred copy, whose
@@ -35,10 +37,19 @@ def _key(n) -> str:
 
 def unsettled(graph: Graph) -> set[str]:
     """The control-flow nodes (keys of ``subgraph_protos``) with an input or output that
-    has no resolved spec: typing their bodies again may still resolve something."""
+    has no resolved spec, or whose bodies imply outputs that know more than the outer specs
+    (an exporter's declared ``Ifout_dim_0`` where both branches give 1): typing their bodies
+    again, or their outputs from their bodies, may still resolve something."""
     get = graph.tensors.get
     return {_key(n) for n in graph.nodes if n.subgraphs
-            and any(unresolved(get(x)) for x in (*n.inputs, *n.outputs) if x)}
+            and (any(unresolved(get(x)) for x in (*n.inputs, *n.outputs) if x)
+                 or _better_outputs(n, graph))}
+
+
+def _better_outputs(n, graph: Graph) -> bool:
+    get = graph.tensors.get
+    return any(o and s is not None and (old := get(o)) is not None and old.unknowns > s.unknowns
+               for o, s in zip(n.outputs, bodies.implied_outputs(n, graph) or ()))
 
 
 def attach_subgraphs(graph: Graph, protos: dict[str, dict[str, onnx.GraphProto]], cache,
@@ -90,6 +101,12 @@ def _sub_graph(sg: onnx.GraphProto, outer: Graph, cache, where: str, scope=None,
     consts = set(init_specs) | outer.constants
     vals = {**outer.values, **init_values}
     constants, values, folded, sources = fold.fold_graph(nodes, local, (consts, vals), specs)
+    for _ in range(_FOLD_ROUNDS):  # folded values the body's inference could not see
+        better = _infer_with_folded(sg, local, outer, nodes, values, init_values)
+        if better is None:
+            break
+        nested = better
+        constants, values, folded, sources = fold.fold_graph(nodes, local, (consts, vals), specs)
     seqs = sequences.follow(nodes, local, values, outer.sequences, specs)
     graph = Graph(name=where, nodes=nodes, tensors=specs,
                   inputs=tuple(vi.name for vi in sg.input), outputs=tuple(vi.name for vi in sg.output),
@@ -101,6 +118,25 @@ def _sub_graph(sg: onnx.GraphProto, outer: Graph, cache, where: str, scope=None,
         attach_subgraphs(graph, subgraph_protos(nested), cache,
                           available | {o for n in nodes for o in n.outputs if o})
     return graph
+
+
+def _infer_with_folded(sg: onnx.GraphProto, local: dict, outer: Graph, nodes, values,
+                       init_values) -> onnx.GraphProto | None:
+    """While a tensor the body computes is unresolved, infer the body alone again with the
+    values folding computed inside it (``bodies.infer``): an STFT's pads built from a shape,
+    a Reshape target.  Better specs go into ``local``; returns the inferred body, or None when
+    nothing is open, there is no value to give, or nothing improved."""
+    own = {o for n in nodes for o in n.outputs if o}
+    if not any(unresolved(local.get(o)) for o in own):
+        return None
+    given = {k: v for k, v in values.items() if k in own and k not in init_values}
+    if not given:
+        return None
+    typed = {vi.name: local[vi.name] for vi in sg.input if local.get(vi.name) is not None}
+    inferred = bodies.infer(sg, typed, outer, given)
+    if inferred is None or not merge_specs(local, collect_specs(inferred), own):
+        return None
+    return inferred
 
 
 def control_outputs(graph: Graph, inferred: onnx.ModelProto, cache):

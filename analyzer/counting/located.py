@@ -1,0 +1,146 @@
+"""Errors that name their node, for the counting engine: a failing rule's error with the
+node, its specs and what to fix (``context_error``: an unbound dim, a shape decided by a
+run-time value, a constant computation that failed, an op newer than the model's opset);
+whether a body node's unknown shape is one no option can bind (``unbindable_shape``: the
+node is then reported uncosted); and a rule's crash as an ``InternalError``.
+"""
+
+from __future__ import annotations
+
+from analyzer.errors import AnalyzerError, Hint, InternalError, ShapeError, UnboundDimError
+from analyzer.ir.graph import Graph, Node
+
+
+def describe(graph: Graph, node: Node) -> str:
+    """A node's input and output specs, for a message: 'inputs (x: float32[1,4]) outputs (...)'."""
+    def fmt(names):
+        return ", ".join(f"{x}: {graph.tensors.get(x, '?')}" for x in names if x)
+    return f"inputs ({fmt(node.inputs)}) outputs ({fmt(node.outputs)})"
+
+
+def shape_gap(err: Exception, graph: Graph) -> bool:
+    """An unknown shape that no bound dim explains (a '?' or derived dim, an unknown rank)."""
+    if isinstance(err, UnboundDimError):
+        return err.dim == "?" or (err.dim.startswith("unk__") and err.dim not in input_symbols(graph))
+    return isinstance(err, ShapeError) and err.reason == ShapeError.RANK_UNKNOWN
+
+
+def unbindable_shape(graph: Graph, node: Node, err: Exception):
+    """A shape that depends on a run-time value no option can bind: inside a control-flow body
+    (the iteration number, a carried value) or decided by text (a tokenizer's token count):
+    why (a ``Message``), or None. The node is reported uncosted and the rest of the model is still counted;
+    a numeric graph input stays an error that names ``values=``."""
+    if not shape_gap(err, graph):
+        return None
+    from analyzer.counting.provenance import data_dependent
+
+    return data_dependent(graph, node, unbindable_only=not graph.is_body)
+
+
+def not_in_opset(graph: Graph, node: Node) -> str | None:
+    """For a standard op the model's opset does not define yet: 'Erf is not defined in opset 7
+    (it exists from opset 9)'; else None (only error paths call this). The frontend, which knows
+    the schemas, recorded such ops in ``graph.newer_ops``."""
+    first = None if node.domain else graph.newer_ops.get(node.op)
+    if first is None:
+        return None
+    opset = graph.opsets.get("", 0)
+    return (f"{node.op} is not defined in opset {opset} (it exists from opset {first}): "
+            f"the model is invalid; re-export it at a newer opset")
+
+
+def context_error(graph: Graph, node: Node, err: Exception, name: str | None = None) -> AnalyzerError:
+    """``err`` (raised by ``node``'s rule) as an error that names the node (``name``: its row
+    name, ``parent/child`` inside a body), its specs and what would fix it."""
+    where = f"node '{name or node.name}' ({node.op})"
+    bad_op = not_in_opset(graph, node)
+    if bad_op is not None:
+        return LocatedShape(f"{where}: {bad_op}")
+    if shape_gap(err, graph):
+        from analyzer.counting.provenance import data_dependent, failed_fold
+
+        # a constant computation upstream that fails on the bound dims, or a shape decided by
+        # a run-time value: either says more than "a dim is unknown"
+        why = failed_fold(graph, node) or data_dependent(graph, node)
+        if why is not None:
+            msg = f"{where}: {why.template}; {describe(graph, node)}"
+            if isinstance(err, UnboundDimError):
+                return LocatedUnbound(err.dim, msg, hints=why.hints)
+            return LocatedShape(msg, hints=why.hints, reason=err.reason)
+    if isinstance(err, UnboundDimError):
+        d = err.dim
+        own = input_symbols(graph)
+        if d == "?" or (d.startswith("unk__") and d not in own):
+            # never the inference's own name ('unk__0'): the graph's input dims that dims=
+            # binds (tf2onnx's own 'unk__314' among them), or the inputs whose dims are
+            # unknown, or (all fixed) nothing to set
+            open_inputs = [x for x in graph.inputs if (s := graph.tensors.get(x)) is not None
+                           and s.shape is not None and "?" in s.shape]
+            if own:
+                d = own[0]
+                msg = (f"{where}: a dim that shape inference derived from the unbound input dims "
+                       f"({', '.join(repr(s) for s in own)}) is unknown; pass {{dims}}; "
+                       f"{describe(graph, node)}")
+                hints = (Hint("dims", {s: "VALUE" for s in own}),)
+            elif open_inputs:
+                msg = (f"{where}: a dim is unknown after shape inference; give the shapes of "
+                       f"{', '.join(repr(x) for x in open_inputs)} with {{inputs}}; "
+                       f"{describe(graph, node)}")
+                hints = (Hint("inputs", {x: "DIMS" for x in open_inputs}),)
+            else:  # every input dim is fixed: no option binds it
+                msg = (f"{where}: a dim is unknown after shape inference although every input "
+                       f"dim is fixed (an op ONNX cannot type?); {describe(graph, node)}")
+                hints = ()
+        else:
+            from analyzer.ir.dims import is_expression, symbols
+
+            need = symbols(d) if is_expression(d) else [d]
+            # name every unbound symbol of the inputs at once: one run, not one per dim
+            for s in input_symbols(graph):
+                if s not in need:
+                    need.append(s)
+            what = (f"dim '{d}' is an expression of symbolic dims" if is_expression(d)
+                    else f"symbolic dim '{d}' is unbound")
+            msg = f"{where}: {what}; pass {{dims}}"
+            hints = (Hint("dims", {s: "VALUE" for s in need}),)
+        return LocatedUnbound(d, msg, hints=hints)
+    return LocatedShape(f"{where}: {err.template}; {describe(graph, node)}", hints=err.hints,
+                         reason=err.reason if isinstance(err, ShapeError) else None)
+
+
+def input_symbols(graph: Graph) -> list[str]:
+    """The symbolic dims of the graph's inputs, in order (what ``dims=`` can bind)."""
+    out: list[str] = []
+    for x in graph.inputs:
+        s = graph.tensors.get(x)
+        for d in (s.shape or ()) if s is not None else ():
+            if type(d) is str and d != "?" and d not in out:  # (the file's names, even unk__7)
+                out.append(d)
+    return out
+
+
+def missing_shape(node: Node, ins, outs) -> bool:
+    """Some input or output of ``node`` has no spec, or a spec of unknown rank: shape inference
+    left it untyped (decided on the specs, never on an exception's text)."""
+    return any(s is None or s.shape is None
+               for xs, specs in ((node.inputs, ins), (node.outputs, outs))
+               for x, s in zip(xs, specs) if x)
+
+
+def internal_error(node: Node, name: str, rule, err: Exception) -> InternalError:
+    """A rule (or the engine around it) failed on a node whose inputs it was given in full."""
+    fn = getattr(rule, "fn", None)
+    stage = f"rule {fn.__module__}.{fn.__qualname__}" if fn is not None else "counting"
+    return InternalError(stage, err, node=name, op=node.op)
+
+
+class Located:
+    """Marker mixin: the error already names its node (raised inside a sub-graph)."""
+
+
+class LocatedShape(Located, ShapeError):
+    pass
+
+
+class LocatedUnbound(Located, UnboundDimError):
+    pass
