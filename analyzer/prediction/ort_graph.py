@@ -262,6 +262,23 @@ def fusion_record(model: Any, level: str = "default", threads: int | None = 1):
                         frozenset(unmapped(proto, fmap)), extra)
 
 
+def _inserted_upstream(n, producer, orig_tensors, fmap, skip=()):
+    """The member-less nodes (``fmap`` gives them no original node) that feed ``n`` through new
+    tensors (ones the original graph does not have), walking upstream; nodes in ``skip`` and
+    everything above them are not visited."""
+    stack, seen = [x for x in n.input if x], set()
+    while stack:
+        t = stack.pop()
+        if t in seen or t in orig_tensors or t not in producer:
+            continue
+        seen.add(t)
+        up = producer[t]
+        if fmap.get(up.name) or up.name in skip:
+            continue
+        yield up
+        stack.extend(x for x in up.input if x)
+
+
 def memberless_owner(original, fused, fmap: dict[str, list[str]]) -> dict[str, str]:
     """``{member-less fused node: the fused node (with original members) it is charged to}``.
 
@@ -283,17 +300,8 @@ def memberless_owner(original, fused, fmap: dict[str, list[str]]) -> dict[str, s
     for n in fg.node:
         if not fmap.get(n.name):
             continue
-        stack, seen = [x for x in n.input if x], set()
-        while stack:
-            t = stack.pop()
-            if t in seen or t in orig_tensors or t not in producer:
-                continue
-            seen.add(t)
-            up = producer[t]
-            if fmap.get(up.name) or up.name in owner:
-                continue
+        for up in _inserted_upstream(n, producer, orig_tensors, fmap, skip=owner):
             owner[up.name] = n.name
-            stack.extend(x for x in up.input if x)
     last = next((n.name for n in reversed(fg.node) if fmap.get(n.name)), None)
     for n in fg.node:
         if fmap.get(n.name) or n.name in owner or last is None:
@@ -359,17 +367,9 @@ def _kernel_ops(original, fused, fmap: dict[str, list[str]]) -> dict[str, str]:
     producer = {o: n for n in fg.node for o in n.output if o}
     out = {}
     for n in fg.node:
-        best, stack, seen = n.op_type, [x for x in n.input if x], set()
-        while stack:
-            t = stack.pop()
-            if t in seen or t in orig_tensors or t not in producer:
-                continue
-            seen.add(t)
-            up = producer[t]
-            if fmap.get(up.name):
-                continue
+        best = n.op_type
+        for up in _inserted_upstream(n, producer, orig_tensors, fmap):
             if _op_rank(up.op_type) > _op_rank(best):
                 best = up.op_type
-            stack.extend(x for x in up.input if x)
         out[n.name] = best
     return out
