@@ -34,6 +34,7 @@ For one runtime and the profiles predicted under it:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -162,13 +163,20 @@ def _launches(n: NodeCost) -> bool:
 
 
 def _fusion_nodes(nodes: list[NodeCost], precision: str | None) -> list[fusion.FusionNode]:
+    # repeated blocks share their spec objects (the engine memoises them): the op class and the
+    # byte tuples of a node are computed once per (op, specs, has-MACs)
+    memo: dict[tuple, tuple] = {}
     out = []
     for n in nodes:
+        key = (n.op, n.domain, n.in_specs, n.out_specs, bool(n.cost.mac_flops))
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = (node_op_class(n),
+                               tuple(_spec_bytes(s, precision) for s in n.in_specs),
+                               tuple(_spec_bytes(s, precision) for s in n.out_specs))
         out.append(fusion.FusionNode(
-            op=n.op, domain=n.domain, op_class=node_op_class(n), level=n.level,
-            inputs=n.in_names, outputs=n.out_names,
-            input_bytes=tuple(_spec_bytes(s, precision) for s in n.in_specs),
-            output_bytes=tuple(_spec_bytes(s, precision) for s in n.out_specs),
+            op=n.op, domain=n.domain, op_class=hit[0], level=n.level,
+            inputs=n.in_names, outputs=n.out_names, input_bytes=hit[1], output_bytes=hit[2],
             launches=_launches(n), constant_inputs=frozenset(n.constant_inputs), name=n.name))
     return out
 
@@ -177,21 +185,27 @@ def _gemm_view(n: NodeCost) -> tuple[float, float, float, float, bool]:
     """(m, n, k, batch, batched) of a matrix node's work, from its specs and mac count."""
     if not n.cost.mac_flops:
         return 0.0, 0.0, 0.0, 0.0, False
-    ins = [s for s in n.in_specs if s is not None]
-    out = next((s for s in n.out_specs if s is not None), None)
+    return _gemm_view_of(n.op, n.in_specs, n.out_specs, n.cost.mac_flops)
+
+
+@functools.lru_cache(maxsize=4096)
+def _gemm_view_of(op: str, in_specs, out_specs, mac_flops: int):
+    """``_gemm_view`` of hashable parts (repeated blocks share them: computed once)."""
+    ins = [s for s in in_specs if s is not None]
+    out = next((s for s in out_specs if s is not None), None)
     try:
-        if n.op in ("MatMul", "dot_general") and len(ins) >= 2 and ins[0].rank and ins[1].rank:
+        if op in ("MatMul", "dot_general") and len(ins) >= 2 and ins[0].rank and ins[1].rank:
             m, nn, k, b, batched = eff.gemm_view(ins[0].dims(), ins[1].dims())
             return float(m), float(nn), float(k), float(b), batched
         if out is not None and out.rank and out.rank >= 2:
             d = out.dims()
-            if n.op.startswith("Conv") or n.op.startswith("conv"):
+            if op.startswith("Conv") or op.startswith("conv"):
                 m = float(d[0] * int(np.prod(d[2:])))   # NCHW: rows = N x spatial
                 nn = float(d[1])
             else:
                 m = float(int(np.prod(d[:-1])))
                 nn = float(d[-1])
-            k = n.cost.mac_flops / (2.0 * m * nn) if m and nn else 0.0
+            k = mac_flops / (2.0 * m * nn) if m and nn else 0.0
             return m, nn, k, 1.0, False
     except Exception:  # noqa: BLE001  (an unresolved dim: no view, the padded-work term is off)
         pass
