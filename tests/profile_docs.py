@@ -19,3 +19,28 @@ def calibrated_doc(threads: int = 2) -> dict:
     doc["sources"] = {k: "measured by the test" for k in number_paths(doc)}
     doc["_rows"] = {}   # calibrate()'s measured rows: not written to TOML
     return doc
+
+
+TINY_CPU_TOML = """\
+schema_version = 1
+id = "tiny"
+name = "Tiny"
+vendor = "me"
+kind = "cpu"
+[matrix_tflops]
+fp32 = 1.0
+[memory]
+mem_bw_gbs = {bw}
+[overhead]
+launch_overhead_us = {launch}
+{extra}
+[sources]
+"matrix_tflops.fp32" = "guess"
+"memory.mem_bw_gbs" = "guess"
+"overhead.launch_overhead_us" = "guess"
+"""
+
+
+def tiny_cpu_toml(bw="100.0", launch="5.0", extra="") -> str:
+    """A minimal hand-written CPU profile (every number sourced as 'guess') for CLI/IO tests."""
+    return TINY_CPU_TOML.format(bw=bw, launch=launch, extra=extra)

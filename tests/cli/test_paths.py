@@ -14,25 +14,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from profile_docs import tiny_cpu_toml
 
 from analyzer import userfiles
 
 ROOT = Path(__file__).resolve().parents[2]
 MLP = str(ROOT / "samples" / "mlp.onnx")
-HW_TOML = """\
-schema_version = 1
-id = "tiny"
-name = "Tiny"
-vendor = "me"
-kind = "cpu"
-[matrix_tflops]
-fp32 = 1.0
-[memory]
-mem_bw_gbs = 10.0
-[sources]
-"matrix_tflops.fp32" = "guess"
-"memory.mem_bw_gbs" = "guess"
-"""
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 
 
@@ -120,7 +107,7 @@ def test_kwargs_json_from_a_file(run_cli, jax_pkg, tmp_path):
 def test_files_over_their_cap_are_refused(run_cli, monkeypatch, tmp_path, jax_pkg, kind):
     monkeypatch.setitem(userfiles.CAPS, kind, 100)
     hw = tmp_path / "tiny.toml"
-    hw.write_text(HW_TOML)
+    hw.write_text(tiny_cpu_toml(bw="10.0"))
     base = tmp_path / "base.json"
     kw = tmp_path / "kw.json"
     kw.write_text('{"train": false, "pad": "' + "x" * 200 + '"}')

@@ -9,31 +9,12 @@ import json
 from pathlib import Path
 
 import pytest
+from profile_docs import tiny_cpu_toml
 
 ROOT = Path(__file__).resolve().parents[2]
 MLP = str(ROOT / "samples" / "mlp.onnx")
 CNN = str(ROOT / "samples" / "cnn.onnx")
 DYN = str(ROOT / "samples" / "dynamic_batch.onnx")
-
-PROFILE = """\
-schema_version = 1
-id = "tiny"
-name = "Tiny"
-vendor = "me"
-kind = "cpu"
-[matrix_tflops]
-fp32 = 1.0
-[memory]
-mem_bw_gbs = {bw}
-[overhead]
-launch_overhead_us = {launch}
-{extra}
-[sources]
-"matrix_tflops.fp32" = "guess"
-"memory.mem_bw_gbs" = "guess"
-"overhead.launch_overhead_us" = "guess"
-"""
-
 
 def _strict_json(text: str):
     def refuse(c):
@@ -50,7 +31,7 @@ def _err(res, *words):
 
 def _profile(tmp_path, bw="100.0", launch="5.0", extra=""):
     p = tmp_path / "tiny.toml"
-    p.write_text(PROFILE.format(bw=bw, launch=launch, extra=extra))
+    p.write_text(tiny_cpu_toml(bw, launch, extra))
     return p
 
 
