@@ -4,7 +4,8 @@ The counts of a graph whose shapes are products and sums of its symbolic dims (w
 sequence lengths, batch) are polynomials in those dims, and so are the lowered kernel features
 (sums of member counts, GEMM views).  ``fit``: lower the graph exactly at a tensor grid of
 ``d_i + 1`` values per dim and interpolate every kernel feature (in float64, on scaled dims,
-then back to monomial coefficients; coefficients at the solve's noise level are zeroed).  The
+then back to monomial coefficients; coefficients at the solve's noise level are zeroed,
+those within 1e-9 of an integer rounded).  The
 grid starts quadratic (``d_i = min(#values, 3) - 1``) and becomes cubic (``min(#values, 4) - 1``)
 when the quadratic fit fails its check.  The check: exact lowerings at ``_N_CHECKS`` assignments
 whose every coordinate lies off the grid's values (where the dim has such values) agree with the
@@ -56,16 +57,21 @@ def _assignments(dims: Mapping[str, Sequence[int]], product: bool):
     names = tuple(dims)
     vals = [np.asarray([dims[n]] if np.isscalar(dims[n]) else list(dims[n]), np.int64)
             for n in names]
-    if product:
-        grids = np.meshgrid(*vals, indexing="ij")
-        a = np.stack([g.reshape(-1) for g in grids], axis=1)
+    uniq = [np.unique(v) for v in vals]
+    if product:   # itertools.product order, written column by column (no meshgrid copies)
+        shape = tuple(len(v) for v in vals)
+        a = np.empty((int(np.prod(shape)), len(vals)), np.int64)
+        for i, v in enumerate(vals):
+            view = [1] * len(vals)
+            view[i] = len(v)
+            a[:, i] = np.broadcast_to(v.reshape(view), shape).reshape(-1)
     else:
         if len({len(v) for v in vals}) > 1:
             from analyzer.errors import InputSpecError
 
             raise InputSpecError("score_dims(product=False): the dim lists must have one length")
         a = np.stack(vals, axis=1)
-    return names, a
+    return names, a, uniq
 
 
 def _features(low) -> np.ndarray:
@@ -126,7 +132,10 @@ def _fit_grid(exact, uniq, degs):
         top = np.abs(y).reshape(S, F * K).max(axis=0)
         cs[np.abs(cs) <= _NOISE * top[None, :]] = 0.0
         integral = np.all(y == np.round(y), axis=0)
-        groups.append(_Group(idx, low, (cs / unscale[:, None]).reshape(-1, F, K), integral))
+        c = cs / unscale[:, None]
+        near = np.round(c)      # 8.000000000000083 -> 8 (below float32's own rounding)
+        c = np.where(np.abs(c - near) <= _RTOL * np.maximum(np.abs(c), 1.0), near, c)
+        groups.append(_Group(idx, low, c.reshape(-1, F, K), integral))
     return exps, groups
 
 
@@ -143,7 +152,10 @@ def _agrees(got, point, exps, groups) -> bool:
     return True
 
 
-def fit(cm, model: Any, names: tuple[str, ...], assign: np.ndarray, inputs=None) -> Fit:
+def fit(cm, model: Any, names: tuple[str, ...], assign: np.ndarray, inputs=None,
+        values: Sequence[np.ndarray] | None = None) -> Fit:
+    """``values``: the sorted distinct values of each dim in ``assign`` when the caller knows
+    them (``np.unique`` over a million assignments costs more than a lowering)."""
     memo: dict[tuple[int, ...], Any] = {}
 
     def exact(point):
@@ -154,7 +166,8 @@ def fit(cm, model: Any, names: tuple[str, ...], assign: np.ndarray, inputs=None)
             memo[key] = cm.lower(cm.count(model, opts))
         return memo[key]
 
-    uniq = [np.unique(assign[:, i]) for i in range(len(names))]
+    uniq = list(values) if values is not None else [np.unique(assign[:, i])
+                                                     for i in range(len(names))]
     tried = set()
     for cap in range(2, _MAX_DEGREE + 1):
         degs = tuple(min(len(u), cap + 1) - 1 for u in uniq)
@@ -190,8 +203,8 @@ def evaluate(cm, f: Fit, assign: np.ndarray) -> np.ndarray:
 
 
 def score_dims(cm, model, dims, *, product=True, inputs=None, return_assignments=False):
-    names, assign = _assignments(dims, product)
-    f = fit(cm, model, names, assign, inputs)
+    names, assign, uniq = _assignments(dims, product)
+    f = fit(cm, model, names, assign, inputs, uniq)
     lat = None
     if f.exact:
         pts = np.stack([p for p, _ in f.checks])
