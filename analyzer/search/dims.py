@@ -53,7 +53,8 @@ class Fit:
     checks: list = field(default_factory=list)   # [(assignment, exact lowering)] to compare with
 
 
-def _assignments(dims: Mapping[str, Sequence[int]], product: bool):
+def assignments(dims: Mapping[str, Sequence[int]], product: bool):
+    """(names, the [A, V] int64 assignments, the sorted distinct values of each dim)."""
     names = tuple(dims)
     vals = [np.asarray([dims[n]] if np.isscalar(dims[n]) else list(dims[n]), np.int64)
             for n in names]
@@ -135,7 +136,7 @@ def _fit_grid(exact, uniq, degs):
         c = cs / unscale[:, None]
         near = np.round(c)      # 8.000000000000083 -> 8 (below float32's own rounding)
         c = np.where(np.abs(c - near) <= _RTOL * np.maximum(np.abs(c), 1.0), near, c)
-        groups.append(_Group(idx, low, c.reshape(-1, F, K), integral))
+        groups.append(_Group(idx, low, c.reshape(len(exps), F, K), integral))
     return exps, groups
 
 
@@ -187,7 +188,10 @@ def fit(cm, model: Any, names: tuple[str, ...], assign: np.ndarray, inputs=None,
 
 
 def _pointwise(cm, model, names, assign, inputs) -> np.ndarray:
-    uniq, inv = np.unique(assign, axis=0, return_inverse=True)
+    if not names:
+        uniq, inv = assign, np.zeros(len(assign), np.int64)
+    else:
+        uniq, inv = np.unique(assign, axis=0, return_inverse=True)
     lowered = [cm.lower(cm.count(model, replace(
         cm.options, dims={n: int(v) for n, v in zip(names, p)},
         inputs=dict(inputs) if inputs else None))) for p in uniq]
@@ -203,7 +207,9 @@ def evaluate(cm, f: Fit, assign: np.ndarray) -> np.ndarray:
 
 
 def score_dims(cm, model, dims, *, product=True, inputs=None, return_assignments=False):
-    names, assign, uniq = _assignments(dims, product)
+    names, assign, uniq = assignments(dims, product)
+    if not names:    # no dims: the one assignment {}
+        return _pointwise(cm, model, names, assign, inputs)
     f = fit(cm, model, names, assign, inputs, uniq)
     lat = None
     if f.exact:

@@ -81,16 +81,22 @@ def _group_arrays(grp, used: np.ndarray, mb: int) -> dict:
 
 
 def plan(f) -> tuple[np.ndarray, list[dict]]:
-    """(exponents ``[Mb, V]`` int32, per-group arrays) of a verified fit."""
+    """(exponents ``[Mb, V]`` int32, per-group arrays) of a verified fit's groups that launch
+    kernels (``live``)."""
     nz = np.zeros(len(f.exps), bool)
-    for grp in f.groups:
+    for grp in live(f):
         nz |= np.any(grp.coeffs != 0, axis=(1, 2))
     nz[0] = True                                  # keep one monomial even for an empty graph
     used = np.flatnonzero(nz)
     mb = batch.pow2(len(used), 4)
     exps = np.zeros((mb, f.exps.shape[1]), np.int32)
     exps[:len(used)] = f.exps[used]
-    return exps, [_group_arrays(g, used, mb) for g in f.groups]
+    return exps, [_group_arrays(g, used, mb) for g in live(f)]
+
+
+def live(f) -> list:
+    """The fit's groups with at least one kernel (a group of views only takes no time)."""
+    return [g for g in f.groups if g.coeffs.shape[2]]
 
 
 def _pairwise_sum(t):
@@ -147,7 +153,7 @@ def evaluate(f, assign: np.ndarray, overlap: bool, n_profiles: int) -> np.ndarra
 
     A = len(assign)
     out = np.zeros((A, n_profiles))
-    if A == 0:
+    if A == 0 or not live(f):
         return out
     exps, groups = plan(f)
     n_dev = batch.devices()
@@ -168,6 +174,6 @@ def evaluate(f, assign: np.ndarray, overlap: bool, n_profiles: int) -> np.ndarra
             x = np.concatenate([x, np.repeat(x[-1:], CHUNK - n, axis=0)])
         pending.append((s, n, run(batch.shard(x, n_dev), exps, groups, np.bool_(overlap))))
     for s, n, res in pending:
-        for grp, r in zip(f.groups, res):
+        for grp, r in zip(live(f), res):
             out[s:s + n, grp.idx] = np.asarray(r)[:, :n].T
     return out

@@ -31,7 +31,7 @@ def exact(cm, model, names, assign):
 def test_counts_are_quadratic_and_kernels_deduplicated(cm):
     m = ss.symbolic_transformer()
     grid = {"batch": [1, 2, 4], "seq": [8, 16, 32, 64, 128], "width": [32, 64, 96, 128, 256]}
-    names, assign, uniq = dims._assignments(grid, True)
+    names, assign, uniq = dims.assignments(grid, True)
     f = dims.fit(cm, m, names, assign, values=uniq)
     assert f.exact and f.exps.max() == 2 and len(f.exps) == 3 * 3 * 3   # quadratic grid
     a100 = next(g for g in f.groups if g.idx == [0])
@@ -101,7 +101,7 @@ def _volume():
 def test_a_cubic_dim_refits_cubic(cm):
     m = _volume()
     grid = {"b": [1, 2, 3], "d": [4, 8, 12, 16, 20, 24, 32]}
-    names, assign, uniq = dims._assignments(grid, True)
+    names, assign, uniq = dims.assignments(grid, True)
     f = dims.fit(cm, m, names, assign, values=uniq)
     assert f.exact and f.exps[:, 1].max() == 3          # the quadratic fit failed its check
     lat = cm.score_dims(m, grid)
@@ -115,7 +115,7 @@ def test_failed_latency_check_falls_back_to_exact_points(cm, monkeypatch):
     monkeypatch.setattr(dims, "LAT_RTOL", -1.0)   # no batch result passes its check
     m = ss.symbolic_transformer()
     grid = {"batch": [1, 2], "seq": [16, 48], "width": [32, 96]}
-    names, assign, _ = dims._assignments(grid, True)
+    names, assign, _ = dims.assignments(grid, True)
     calls = []
     orig = cm.count
     monkeypatch.setattr(cm, "count", lambda *a, **k: calls.append(1) or orig(*a, **k))
@@ -182,3 +182,23 @@ def test_sharded_over_two_devices_matches_analyze(tmp_path):
         np.testing.assert_allclose(lat[i], reference(ss.symbolic_transformer(),
                                                      dims={"batch": b, "seq": s, "width": w}),
                                    rtol=1e-6)
+
+
+def _one_node(op, shape):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    g = helper.make_graph([helper.make_node(op, ["x"], ["y"], name="n")], "g", [x], [y])
+    mo = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    mo.ir_version = 8
+    return mo
+
+
+def test_no_dims_and_no_kernels(cm):
+    relu = _one_node("Relu", (2, 3))
+    lat = cm.score_dims(relu, {})                     # itertools.product(): one assignment
+    assert lat.shape == (1, 2)
+    np.testing.assert_allclose(lat[0], reference(relu), rtol=1e-12)
+    ident = _one_node("Identity", ("b", "d"))         # launches nothing: 0 s, as analyze says
+    lat = cm.score_dims(ident, {"b": [1, 2, 3], "d": [4, 5]})
+    assert lat.shape == (6, 2) and not lat.any()
+    assert not reference(ident, dims={"b": 3, "d": 5}).any()
