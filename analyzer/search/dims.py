@@ -129,13 +129,17 @@ def _fit_grid(exact, uniq, degs):
     for g, (idx, low) in enumerate(lows[0]):
         y = np.stack([_features(l[g][1]) for l in lows])        # [S, F, K]
         S, F, K = y.shape
-        cs = np.linalg.solve(vand, y.reshape(S, F * K))         # scaled coefficients
-        top = np.abs(y).reshape(S, F * K).max(axis=0)
-        cs[np.abs(cs) <= _NOISE * top[None, :]] = 0.0
-        integral = np.all(y == np.round(y), axis=0)
+        flat = y.reshape(S, F * K)
+        raw = np.linalg.solve(vand, flat)                        # scaled coefficients
+        cs = np.where(np.abs(raw) <= _NOISE * np.abs(flat).max(axis=0)[None, :], 0.0, raw)
         c = cs / unscale[:, None]
         near = np.round(c)      # 8.000000000000083 -> 8 (below float32's own rounding)
         c = np.where(np.abs(c - near) <= _RTOL * np.maximum(np.abs(c), 1.0), near, c)
+        # a column whose cleaned coefficients miss a grid sample (a small term zeroed beside a
+        # huge one: 8*d^3 + 4 over d = 1..32768) keeps its raw coefficients
+        bad = ~np.all(np.isclose(vand @ (c * unscale[:, None]), flat, rtol=_RTOL, atol=1e-6), axis=0)
+        c[:, bad] = raw[:, bad] / unscale[:, None]
+        integral = np.all(y == np.round(y), axis=0)
         groups.append(_Group(idx, low, c.reshape(len(exps), F, K), integral))
     return exps, groups
 

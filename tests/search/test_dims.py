@@ -202,3 +202,25 @@ def test_no_dims_and_no_kernels(cm):
     lat = cm.score_dims(ident, {"b": [1, 2, 3], "d": [4, 5]})
     assert lat.shape == (6, 2) and not lat.any()
     assert not reference(ident, dims={"b": 3, "d": 5}).any()
+
+
+def test_a_small_term_beside_a_huge_one_is_kept(cm):
+    # Mul(x[b, d, d, d], one fp32 scalar): bytes = 8*b*d^3 + 4; at d = 32768 the 4 is 1e-14 of
+    # the feature, below the noise cut, yet at d = 1 it is a third of it: the column keeps its
+    # raw coefficients and stays on the polynomial path
+    from onnx import numpy_helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "d", "d", "d"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    s = numpy_helper.from_array(np.array([2.0], np.float32), "s")
+    g = helper.make_graph([helper.make_node("Mul", ["x", "s"], ["y"], name="mul")], "g", [x], [y], [s])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    grid = {"b": [1, 2], "d": [1, 2, 3, 5, 8, 64, 1024, 32768]}
+    names, assign, uniq = dims.assignments(grid, True)
+    f = dims.fit(cm, m, names, assign, values=uniq)
+    assert f.exact
+    at_1_1 = f.groups[0].coeffs[:, 3, 0].sum()        # b = d = 1: every monomial is 1
+    assert at_1_1 == pytest.approx(8 * 1 * 1 + 4, rel=1e-9)
+    lat = cm.score_dims(m, grid)
+    np.testing.assert_allclose(lat, exact(cm, m, names, assign), rtol=1e-6)
