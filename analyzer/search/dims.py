@@ -212,11 +212,9 @@ def evaluate(cm, f: Fit, assign: np.ndarray) -> np.ndarray:
 
 def score_dims(cm, model, dims, *, product=True, inputs=None, return_assignments=False):
     names, assign, uniq = assignments(dims, product)
-    if not names:    # no dims: the one assignment {}
-        return _pointwise(cm, model, names, assign, inputs)
-    f = fit(cm, model, names, assign, inputs, uniq)
     lat = None
-    if f.exact:
+    f = fit(cm, model, names, assign, inputs, uniq) if names else None   # {}: one assignment
+    if f is not None and f.exact:
         pts = np.stack([p for p, _ in f.checks])
         lat = evaluate(cm, f, np.concatenate([assign, pts]))
         want = cm._latency([low for _, low in f.checks])[0]

@@ -195,8 +195,8 @@ def _one_node(op, shape):
 
 def test_no_dims_and_no_kernels(cm):
     relu = _one_node("Relu", (2, 3))
-    lat = cm.score_dims(relu, {})                     # itertools.product(): one assignment
-    assert lat.shape == (1, 2)
+    lat, assign = cm.score_dims(relu, {}, return_assignments=True)   # product(): one, empty
+    assert lat.shape == (1, 2) and assign.shape == (1, 0)
     np.testing.assert_allclose(lat[0], reference(relu), rtol=1e-12)
     ident = _one_node("Identity", ("b", "d"))         # launches nothing: 0 s, as analyze says
     lat = cm.score_dims(ident, {"b": [1, 2, 3], "d": [4, 5]})
