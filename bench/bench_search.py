@@ -15,7 +15,8 @@ Then the model-search API (``analyzer.CostModel``), each as a ratio to a plain l
 
   score: candidates/s on structurally different ONNX candidates of ~100 nodes, weights inline
   (samples/search_space.random_transformer), batched through one jitted call;
-  score_dims: assignments/s of (batch, seq, width) for one symbolic transformer block;
+  score_dims: assignments/s of (batch, seq, width) for one symbolic transformer block (the
+    median of 3 calls, fit included; and evaluation only, the fit's exact lowerings excluded);
   table.score: candidates/s of a 5-stage CNN latency table (samples/search_space.CNN_SPACE).
 
     python bench/bench_search.py [--candidates 48] [--seconds 3] [--search-only]
