@@ -10,7 +10,8 @@ overhead, while a tiny Add costs 0.18 us per node in a chain on this machine. Th
 that calibration model (``analyzer.analyze(model).nodes``), so fit and prediction see the same
 numbers. The form and its fit are in ``cpu_model`` (see its docstring):
 
-    t_kernel = floor_s + max(F / (peak * e_c), (B + b_half) / (bw * e_bw))
+    t_kernel = floor_s + max(F / (peak * e_c), (B + b_half) / (bw * e_bw * cache))
+    cache    = 1 + l2_gain / (1 + (B / l2_bytes)**2)     (l2_bytes: the cores' L2)
     t_model  = run_overhead_s + sum over kernels (dispatch_s + t_kernel)
 
 Machine constants:
@@ -159,11 +160,14 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     big = adds & (Be >= np.sort(Be[adds])[-3])
     bw = float(np.median(Be[big] / te[big]))
 
+    # the cache step's size: the L2 of the cores the session runs on (cpu_model docstring)
+    l2_core = l2_cache_bytes()
+    l2_bytes = float(l2_core * min(threads, os.cpu_count() or threads)) if l2_core else 0.0
     tables = {}
     for cls, (F, B, t, _) in rows.items():
-        fit = cpu_model.fit_class(F, B, t, peak, bw)
+        fit = cpu_model.fit_class(F, B, t, peak, bw, l2_bytes)
         tables[cls] = {"floor_us": fit["floor_s"] * 1e6, "e_c": fit["e_c"], "e_bw": fit["e_bw"],
-                       "b_half_bytes": fit["b_half"], "rows": fit["rows"],
+                       "b_half_bytes": fit["b_half"], "l2_gain": fit["l2_gain"], "rows": fit["rows"],
                        "fit_mape": fit["fit_mape"]}
     say(1.0, "done")
     elapsed = time.perf_counter() - t_start
@@ -199,7 +203,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
         "calibration": {
             "measured_on": date, "runtime": "onnxruntime", "onnxruntime_version": ver,
             "threads": threads, "level": level, "quantile": q, "cpu": cpu, "seconds": round(elapsed, 1),
-            "run_overhead_us": run_over * 1e6,
+            "run_overhead_us": run_over * 1e6, "cache_bytes": l2_bytes,
             "models": "synthetic single-op models only (analyzer.prediction.calibrate.calibration_models)",
             "tables": tables,
         },
@@ -228,9 +232,38 @@ def calibration_sources(cal: dict, head: str) -> dict[str, str]:
                          f"cpu_model.fit_class to its synthetic single-op models' wall-clock rows")
         elif path == "calibration.run_overhead_us":
             out[path] = f"{head}: wall-clock of a 1-node model minus its node's cost"
+        elif path == "calibration.cache_bytes":
+            out[path] = (f"{head}: L2 cache per core (sysfs cpu0 cache index of level 2) x threads: "
+                         "the working-set size of the tables' l2_gain step")
         else:
             out[path] = f"{head}: calibration run setting"
     return out
+
+
+def l2_cache_bytes(sysfs: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
+    """Bytes of one core's L2 data/unified cache (Linux sysfs; else ``os.sysconf``); 0 if unknown."""
+    try:
+        for d in sorted(os.listdir(sysfs)):
+            base = os.path.join(sysfs, d)
+            try:
+                with open(os.path.join(base, "level")) as f:
+                    level = f.read().strip()
+                with open(os.path.join(base, "type")) as f:
+                    kind = f.read().strip()
+                with open(os.path.join(base, "size")) as f:
+                    size = f.read().strip()
+            except OSError:
+                continue
+            if level == "2" and kind in ("Unified", "Data"):
+                mult = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}.get(size[-1:].upper(), 1)
+                digits = size.rstrip("KkMmGg")
+                return int(digits) * mult if digits.isdigit() else 0
+    except OSError:
+        pass
+    try:
+        return max(int(os.sysconf("SC_LEVEL2_CACHE_SIZE")), 0)
+    except (ValueError, OSError, AttributeError):
+        return 0
 
 
 def _chain_as_k():

@@ -44,7 +44,7 @@ from analyzer.errors import HardwareError, Hint, InputSpecError
 from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES
 from analyzer.prediction import efficiency as eff
 from analyzer.prediction import fusion, runtimes
-from analyzer.prediction.hardware import complete_profile, efficiency_constants, host_dispatch
+from analyzer.prediction.hardware import cache_bytes, complete_profile, efficiency_constants, host_dispatch
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 
@@ -323,7 +323,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                                 hints=(Hint("hw", "FILE"),))
         bw[p] = prof.mem_bw_gbs * 1e9
         units[p] = float(prof.units or eff.units_of(prof) or 0)
-        l2[p] = float(prof.onchip_mb or 0.0) * 1e6
+        l2[p] = cache_bytes(prof)
         arrays, prov, detail = efficiency_constants(prof)
         for name in eff.CLASS_PARAMS:
             consts[name][p] = arrays[name]

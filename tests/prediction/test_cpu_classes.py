@@ -70,3 +70,69 @@ def test_silu_runs_as_quickgelu_and_is_predicted_with_the_swish_table(tmp_path):
     assert memory > compute
     assert pred.latency_s == pytest.approx(1.5e-6 + 2e-6 + memory, rel=1e-6)
     np.testing.assert_allclose(sum(n.time_s for n in pred.nodes), pred.latency_s, rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# the L2 step of the CPU form (cpu_model docstring)
+
+def test_kernel_time_with_l2_step_closed_form():
+    from analyzer.prediction import cpu_model
+
+    # F = 0, B = 5e5, b_half = 1e5, bw 1e10, e_bw 0.5; L2 1e6: s = 1 / (1 + 0.5**2) = 0.8,
+    # cache = 1 + 2.0 * 0.8 = 2.6; memory = 6e5 / (1e10 * 0.5 * 2.6) = 4.6154e-5 s; + floor 1 us
+    t = cpu_model.kernel_time(0.0, 5e5, 1e-6, 0.5, 0.5, 1e5, 1e12, 1e10, 2.0, 1e6)
+    assert t[0] == pytest.approx(1e-6 + 6e5 / (1e10 * 0.5 * 2.6), rel=1e-9)
+    # far above the cache (B = 1e8: s = 1e-4) the step is gone: within 2e-4 of the plain form
+    big = cpu_model.kernel_time(0.0, 1e8, 0.0, 0.5, 0.5, 0.0, 1e12, 1e10, 2.0, 1e6)[0]
+    assert big == pytest.approx(1e8 / 5e9, rel=2.1e-4)
+    # no cache size: the step is off whatever the gain
+    assert cpu_model.kernel_time(0.0, 5e5, 0.0, 0.5, 0.5, 0.0, 1e12, 1e10, 2.0, 0.0)[0] == pytest.approx(1e-4)
+
+
+def test_fit_recovers_a_known_l2_gain():
+    from analyzer.prediction import cpu_model
+
+    peak, bw, l2 = 5e11, 4e10, 1e6
+    B = np.geomspace(4e3, 2e8, 30)
+    F = B * 0.1   # memory-bound rows
+    t = cpu_model.kernel_time(F, B, 5e-7, 0.5, 0.9, 2e4, peak, bw, 1.5, l2)
+    fit = cpu_model.fit_class(F, B, t, peak, bw, l2)
+    assert fit["fit_mape"] < 1.0
+    assert fit["l2_gain"] == pytest.approx(1.5, rel=0.05)
+    assert fit["e_bw"] == pytest.approx(0.9, rel=0.03)
+    # without a cache size the gain is not fitted
+    assert cpu_model.fit_class(F, B, t, peak, bw)["l2_gain"] == 0.0
+
+
+def test_l2_cache_bytes_reads_sysfs(tmp_path):
+    from analyzer.prediction.calibrate import l2_cache_bytes
+
+    for idx, (level, kind, size) in enumerate([("1", "Data", "32K"), ("1", "Instruction", "32K"),
+                                               ("2", "Unified", "1024K"), ("3", "Unified", "32768K")]):
+        d = tmp_path / f"index{idx}"
+        d.mkdir()
+        (d / "level").write_text(level + "\n")
+        (d / "type").write_text(kind + "\n")
+        (d / "size").write_text(size + "\n")
+    assert l2_cache_bytes(str(tmp_path)) == 1024 * 1024
+
+
+def test_calibrated_profile_applies_its_l2_step(tmp_path):
+    from analyzer import analyze
+    from analyzer.prediction.calibrate import calibration_sources, write_profile
+    from tests.profile_docs import calibrated_doc
+
+    doc = calibrated_doc(1)
+    doc["calibration"]["run_overhead_us"] = 0.0
+    doc["calibration"]["cache_bytes"] = 1e6
+    doc["calibration"]["tables"] = {
+        "swish": {"floor_us": 0.0, "e_c": 4.0, "e_bw": 1.0, "b_half_bytes": 0.0, "l2_gain": 3.0}}
+    doc["sources"].update(calibration_sources(doc["calibration"], "test"))
+    pred = analyze(_silu((1, 8, 50, 50)), hw=write_profile(doc, tmp_path / "cal.toml")).predictions[0]
+    terms = pred.explain(0)
+    assert terms.op_class == "swish"
+    # 20,000 elements; B = the kernel's bytes (>= 160 kB); s = 1 / (1 + (B/1e6)**2);
+    # memory = B / (12.5e9 * 1.0 * (1 + 3 s)); + dispatch 1.5 us (floor 0)
+    B = terms.bytes
+    s = 1.0 / (1.0 + (B / 1e6) ** 2)
+    assert pred.latency_s == pytest.approx(1.5e-6 + B / (12.5e9 * (1 + 3.0 * s)), rel=1e-6)
