@@ -136,7 +136,10 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0) -> dict[st
     B = np.asarray(B, dtype=np.float64)
     t = np.asarray(t, dtype=np.float64)
     ok = t > 0
-    F, B, t = F[ok], B[ok], np.maximum(t[ok], NOISE_FLOOR_S)
+    # rows under the noise floor are fitted as it; a class all of whose rows are under it
+    # (views: Reshape aliases its input, 0.02-0.09 us) is fitted at their median instead
+    noise = NOISE_FLOOR_S if (t[ok] > NOISE_FLOOR_S).any() or not ok.any() else float(np.median(t[ok]))
+    F, B, t = F[ok], B[ok], np.maximum(t[ok], noise)
     bmin = float(B[B > 0].min()) if (B > 0).any() else 0.0
     tmin = float(t.min())
     with_cache = l2_bytes > 0 and (B > 0).any()
