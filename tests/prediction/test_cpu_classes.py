@@ -136,3 +136,46 @@ def test_calibrated_profile_applies_its_l2_step(tmp_path):
     B = terms.bytes
     s = 1.0 / (1.0 + (B / 1e6) ** 2)
     assert pred.latency_s == pytest.approx(1.5e-6 + B / (12.5e9 * (1 + 3.0 * s)), rel=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# calibration rows measure what they claim to
+
+def test_transpose_rows_are_not_pushed_below_their_sink():
+    from analyzer.prediction.calibration_models import calibration_models, extra_nodes, split_rows
+    from analyzer.prediction.ort_graph import fused_graph
+
+    rows = split_rows(calibration_models()["movement"])
+    for k, m in rows.items():
+        ops = [n.op_type for n in m.graph.node if n.name == k]
+        if ops != ["Transpose"]:
+            assert extra_nodes(m) == 0
+            continue
+        assert extra_nodes(m) == 1
+        f = fused_graph(m, "default", threads=1)
+        # the Transpose still reads the row's full input (a graph input), not a 1-element slice
+        tr = [n for n in f.graph.node if n.op_type == "Transpose"]
+        assert len(tr) == 1 and tr[0].input[0] == f"{k}_x0", (k, [n.op_type for n in f.graph.node])
+
+
+def test_masked_attention_rows_have_an_int32_mask_index():
+    from analyzer import analyze
+    from analyzer.prediction.calibration_models import calibration_models
+
+    m = calibration_models()["attention"]
+    masked = [n for n in m.graph.node if n.op_type == "Attention" and len(n.input) == 4]
+    assert len(masked) == 4
+    types = {v.name: v.type.tensor_type.elem_type for v in m.graph.input}
+    assert all(types[n.input[3]] == 6 for n in masked)
+    assert all(n.status == "costed" for n in analyze(m).nodes)
+
+
+def test_a_class_whose_rows_are_all_under_the_noise_floor_fits_their_median():
+    from analyzer.prediction import cpu_model
+
+    t = np.array([0.02, 0.04, 0.05, 0.09]) * 1e-6   # views: under the 0.25 us noise floor
+    fit = cpu_model.fit_class(np.zeros(4), np.zeros(4), t, 1e12, 1e10)
+    assert fit["floor_s"] == pytest.approx(0.045e-6, rel=1e-3)
+    # one row above the floor: the others are fitted as the floor (0.25 us), not their value
+    t2 = np.array([0.02, 0.04, 0.05, 0.4]) * 1e-6
+    assert cpu_model.fit_class(np.zeros(4), np.zeros(4), t2, 1e12, 1e10)["floor_s"] > 0.2e-6
