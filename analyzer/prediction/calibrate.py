@@ -19,7 +19,10 @@ Machine constants:
 - ``bw`` (``memory.mem_bw_gbs``): Add's bytes / kernel time at the largest sizes (DRAM);
 - ``dispatch_s`` (``overhead.launch_overhead_us``): wall-clock of a chain of N tiny Adds minus a
   chain of 1, over N-1, minus the tiny Add's profiled kernel time;
-- ``run_overhead_s``: the 1-node chain's wall-clock minus its one node.
+- ``run_overhead_s``: the 1-node chain's wall-clock minus its one node;
+- ``cold_weight_bw_gbs`` (with ``llc_bytes``, the sysfs L3): weight bytes / kernel time of a
+  1-row MatMul whose weights are twice the LLC (``cpu_cold``: a model whose weights overflow
+  the LLC reads them from DRAM every run).
 
 The library never prints: ``progress(fraction, phase_text)`` is called between phases.
 """
@@ -158,6 +161,19 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     rows = {c: (F, B, np.maximum(t - dispatch * (1 + n_extra[c]), 1e-8), o)
             for c, (F, B, t, o) in rows.items()}
 
+    # weights that overflow the last-level cache: a GEMV over twice the LLC streams from DRAM
+    llc = cache_level_bytes(3) or cache_level_bytes(2)
+    cold_bw = 0.0
+    if llc:
+        say(n_cls / (n_cls + 1), "measuring cold-weight streaming")
+        k = 4096
+        n = max(256, int(np.ceil(2 * llc / 4 / k / 256)) * 256)
+        b = Builder(19)
+        b.add("MatMul", [(1, 1, k)], weights=[(k, n)])
+        gemv = b.model()
+        base = wall_time(baseline_model(), threads, level, q, min_s=0.05)
+        t_gemv = max(wall_time(gemv, threads, level, q, min_s=0.05) - base - dispatch, 1e-8)
+        cold_bw = 4.0 * (k * n + k + n) / t_gemv
     # machine constants from the measured rows
     F, B, t, _ = rows["gemm"]
     peak = float(np.max(F / t))
@@ -210,6 +226,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
             "measured_on": date, "runtime": "onnxruntime", "onnxruntime_version": ver,
             "threads": threads, "level": level, "quantile": q, "cpu": cpu, "seconds": round(elapsed, 1),
             "run_overhead_us": run_over * 1e6, "cache_bytes": l2_bytes,
+            "llc_bytes": float(llc), "cold_weight_bw_gbs": cold_bw / 1e9,
             "models": "synthetic single-op models only (analyzer.prediction.calibrate.calibration_models)",
             "tables": tables,
         },
@@ -238,6 +255,11 @@ def calibration_sources(cal: dict, head: str) -> dict[str, str]:
                          f"cpu_model.fit_class to its synthetic single-op models' wall-clock rows")
         elif path == "calibration.run_overhead_us":
             out[path] = f"{head}: wall-clock of a 1-node model minus its node's cost"
+        elif path == "calibration.llc_bytes":
+            out[path] = f"{head}: last-level cache (sysfs cpu0 cache index of level 3)"
+        elif path == "calibration.cold_weight_bw_gbs":
+            out[path] = (f"{head}: weight bytes / wall-clock kernel time of a 1-row MatMul whose "
+                         "weights are twice the last-level cache (streamed from DRAM every run)")
         elif path == "calibration.cache_bytes":
             out[path] = (f"{head}: L2 cache per core (sysfs cpu0 cache index of level 2) x threads: "
                          "the working-set size of the tables' l2_gain step")
@@ -248,6 +270,12 @@ def calibration_sources(cal: dict, head: str) -> dict[str, str]:
 
 def l2_cache_bytes(sysfs: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
     """Bytes of one core's L2 data/unified cache (Linux sysfs; else ``os.sysconf``); 0 if unknown."""
+    return cache_level_bytes(2, sysfs)
+
+
+def cache_level_bytes(want: int, sysfs: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
+    """Bytes of cpu0's level-``want`` data/unified cache (Linux sysfs; else ``os.sysconf``);
+    0 if unknown."""
     try:
         for d in sorted(os.listdir(sysfs)):
             base = os.path.join(sysfs, d)
@@ -260,14 +288,14 @@ def l2_cache_bytes(sysfs: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
                     size = f.read().strip()
             except OSError:
                 continue
-            if level == "2" and kind in ("Unified", "Data"):
+            if level == str(want) and kind in ("Unified", "Data"):
                 mult = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}.get(size[-1:].upper(), 1)
                 digits = size.rstrip("KkMmGg")
                 return int(digits) * mult if digits.isdigit() else 0
     except OSError:
         pass
     try:
-        return max(int(os.sysconf("SC_LEVEL2_CACHE_SIZE")), 0)
+        return max(int(os.sysconf(f"SC_LEVEL{want}_CACHE_SIZE")), 0)
     except (ValueError, OSError, AttributeError):
         return 0
 

@@ -105,7 +105,7 @@ def test_fit_recovers_a_known_l2_gain():
 
 
 def test_l2_cache_bytes_reads_sysfs(tmp_path):
-    from analyzer.prediction.calibrate import l2_cache_bytes
+    from analyzer.prediction.calibrate import cache_level_bytes, l2_cache_bytes
 
     for idx, (level, kind, size) in enumerate([("1", "Data", "32K"), ("1", "Instruction", "32K"),
                                                ("2", "Unified", "1024K"), ("3", "Unified", "32768K")]):
@@ -115,6 +115,7 @@ def test_l2_cache_bytes_reads_sysfs(tmp_path):
         (d / "type").write_text(kind + "\n")
         (d / "size").write_text(size + "\n")
     assert l2_cache_bytes(str(tmp_path)) == 1024 * 1024
+    assert cache_level_bytes(3, str(tmp_path)) == 32 * 1024 * 1024
 
 
 def test_calibrated_profile_applies_its_l2_step(tmp_path):
@@ -179,3 +180,73 @@ def test_a_class_whose_rows_are_all_under_the_noise_floor_fits_their_median():
     # one row above the floor: the others are fitted as the floor (0.25 us), not their value
     t2 = np.array([0.02, 0.04, 0.05, 0.4]) * 1e-6
     assert cpu_model.fit_class(np.zeros(4), np.zeros(4), t2, 1e12, 1e10)["floor_s"] > 0.2e-6
+
+
+# ---------------------------------------------------------------------------------------------
+# cold weights (cpu_cold)
+
+def _cold_case():
+    from analyzer.prediction import efficiency as eff
+
+    C = len(eff.OP_CLASSES)
+    consts = {p: np.zeros(C) for p in eff.CLASS_PARAMS}
+    consts["e_compute"][:] = 1.0
+    consts["e_bw"][:] = 1.0
+    consts["trans_weight"] = 1.0
+    hw = {"matrix_peak": 1e12, "vector_peak": 1e12, "mem_bw": 1e11, "units": 0.0, "l2_bytes": 0.0}
+    # kernel 0 compute-bound: 1e9 FLOP (1 ms), 4e6 B of which 3e6 weights (memory 40 us);
+    # kernel 1 a GEMV: 2e6 FLOP (2 us), 8e6 B of which 7.9e6 weights (memory 80 us);
+    # kernel 2 no weights
+    feats = {"op_class": np.zeros(3, np.int32), "mac_flops": np.array([1e9, 2e6, 1e6]),
+             "bytes": np.array([4e6, 8e6, 1e6])}
+    return feats, np.array([3e6, 7.9e6, 0.0]), hw, consts
+
+
+def test_cold_weights_closed_form():
+    from analyzer.prediction.cpu_cold import cold_weight_s
+
+    feats, w, hw, consts = _cold_case()
+    cal = {"cold_weight_bw_gbs": 40.0, "llc_bytes": 1e6}
+    extra = cold_weight_s(cal, feats, w, hw, consts)
+    # compute-bound: max(1 ms, 10 us) - max(1 ms, 40 us) + 3e6 / 40e9 = 75 us
+    assert extra[0] == pytest.approx(3e6 / 40e9, rel=1e-9)
+    # GEMV: max(2 us, 1 us) - max(2 us, 80 us) + 7.9e6 / 40e9 = 2 - 80 + 197.5 = 119.5 us
+    assert extra[1] == pytest.approx(2e-6 - 80e-6 + 7.9e6 / 40e9, rel=1e-9)
+    assert extra[2] == 0.0
+
+
+def test_cold_weights_off_when_the_weights_fit_or_figures_are_missing():
+    from analyzer.prediction.cpu_cold import cold_weight_s
+
+    feats, w, hw, consts = _cold_case()
+    assert not cold_weight_s({"cold_weight_bw_gbs": 40.0, "llc_bytes": 2e7}, feats, w, hw, consts).any()
+    assert not cold_weight_s({"llc_bytes": 1e6}, feats, w, hw, consts).any()
+    assert not cold_weight_s(None, feats, w, hw, consts).any()
+
+
+def test_calibrated_profile_charges_cold_weights(tmp_path):
+    from onnx import numpy_helper
+
+    from analyzer import analyze
+    from analyzer.prediction.calibrate import calibration_sources, write_profile
+    from tests.profile_docs import calibrated_doc
+
+    w = numpy_helper.from_array(np.ones((256, 512), np.float32), "W")   # 524,288 weight bytes
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 256])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 512])], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+
+    def latency(llc):
+        doc = calibrated_doc(1)
+        doc["calibration"].update(run_overhead_us=0.0, llc_bytes=llc, cold_weight_bw_gbs=5.0)
+        doc["calibration"]["tables"] = {"gemm": {"floor_us": 0.0, "e_c": 1.0, "e_bw": 1.0, "b_half_bytes": 0.0}}
+        doc["sources"].update(calibration_sources(doc["calibration"], "test"))
+        return analyze(m, hw=write_profile(doc, tmp_path / f"cal{llc}.toml")).predictions[0].latency_s
+
+    hot, cold = latency(1e9), latency(1e5)
+    # bytes: weights 524,288 + x 1,024 + y 2,048 = 527,360; compute 262,144 / 0.25e12 = 1.05 us;
+    # hot memory 527,360 / 12.5e9 = 42.19 us; cold: max(1.05, 3,072 / 12.5e9) + 524,288 / 5e9
+    assert hot == pytest.approx(1.5e-6 + 527360 / 12.5e9, rel=1e-6)
+    assert cold == pytest.approx(1.5e-6 + 262144 / 0.25e12 + 524288 / 5e9, rel=1e-6)
