@@ -248,7 +248,7 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
               attrs={"num_heads": heads}, domain="com.microsoft")
     # with a mask_index (int32 [batch]: what onnxruntime's fusion of a BERT with an attention
     # mask makes): the kernel first builds a [batch, S, S] mask, 2.5-4 us more at S = 16 here
-    for bs, s_, h, heads in [(2, 16, 64, 4), (1, 32, 256, 4), (4, 8, 128, 2), (1, 128, 768, 12)]:
+    for bs, s_, h, heads in [(2, 32, 128, 4), (1, 32, 256, 4), (4, 8, 128, 2), (1, 128, 768, 12)]:
         k = b.add("Attention", [(bs, s_, h), (bs,)], weights=[(h, 3 * h), (3 * h,)],
                   attrs={"num_heads": heads}, domain="com.microsoft", int_inputs=(1,))
         node = b.nodes[-1]
