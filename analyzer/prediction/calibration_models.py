@@ -220,7 +220,7 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     b = Builder(17)
     for e in sizes(1024, 4 * 1024 * 1024 * scale, 6):
         b.add("QuickGelu", [(e,)], attrs={"alpha": 1.0}, domain="com.microsoft")
-    for c, hw in [(32, 112), (96, 56), (240, 28), (8, 1)]:
+    for c, hw in [(24, 96), (64, 48), (160, 20), (8, 1)]:
         b.add("QuickGelu", [(1, c, hw, hw)], attrs={"alpha": 1.0}, domain="com.microsoft")
     M["swish"] = b.model()
 
