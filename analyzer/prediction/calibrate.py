@@ -210,7 +210,9 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
         "default_runtime": "onnxruntime",
         "notes": (f"Calibrated with onnxruntime {ver} at {threads} intra-op threads, session level "
                   f"'{level}', in {elapsed:.0f} s. Kernel time per op class = floor + max(F/(peak*e_c), "
-                  "(B + b_half)/(bw*e_bw)); see analyzer/prediction/cpu_model.py."),
+                  "(B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))); weights of a model that "
+                  "overflows llc_bytes at cold_weight_bw_gbs; see analyzer/prediction/cpu_model.py "
+                  "and cpu_cold.py."),
         "matrix_tflops": {"fp32": peak / 1e12},
         "vector_tflops": {"fp32": peak / 1e12},
         "memory": {"mem_bw_gbs": bw / 1e9},
