@@ -43,8 +43,8 @@ from analyzer.counting.engine import FOLDED, NodeCost
 from analyzer.errors import HardwareError, Hint, InputSpecError
 from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES
 from analyzer.prediction import efficiency as eff
-from analyzer.prediction import fusion, runtimes
-from analyzer.prediction.hardware import complete_profile, efficiency_constants, host_dispatch
+from analyzer.prediction import cpu_cold, fusion, runtimes
+from analyzer.prediction.hardware import cache_bytes, complete_profile, efficiency_constants, host_dispatch
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 
@@ -267,6 +267,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     anchor_dtype: list[str] = []
     names: list[str] = []
     node_bytes = [_node_bytes(n, precision) for n in nodes]
+    wbytes = np.zeros(K)  # weight bytes per launch (cpu_cold)
     weight = np.zeros(len(nodes))
     for k, members in enumerate(plan.members):
         ms = [nodes[i] for i in members]
@@ -279,6 +280,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         vec[k] = sum(m.cost.vector_flops for m in ms) / r
         trans[k] = sum(m.cost.transcendentals for m in ms) / r
         nbytes[k] = max(0.0, sum(node_bytes[i] for i in members) - plan.saved_bytes[k]) / r
+        wbytes[k] = sum(nodes[i].cost.weight_bytes * node_bytes[i] / max(nodes[i].cost.bytes_moved, 1)
+                        for i in members) / r
         cls[k] = eff.CLASS_CODE[_kernel_class(fnodes[anchor].op_class,
                                               plan.kernel_ops[k] if plan.kernel_ops else "")]
         gm = _gemm_view(a)
@@ -299,6 +302,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     consts = {p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}
     consts["trans_weight"] = np.ones(P)
     warnings, provs, details, notes = [], [], [], []
+    feats = {"op_class": cls, "mac_flops": mac, "vec_flops": vec, "trans_flops": trans,
+             "bytes": nbytes, "m": view[0], "n": view[1], "k": view[2], "batch": view[3]}
     class_names = [eff.OP_CLASSES[c] for c in cls]
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", op)])
                  for k, ops in enumerate(plan.extra_ops) for op in ops]
@@ -323,7 +328,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                                 hints=(Hint("hw", "FILE"),))
         bw[p] = prof.mem_bw_gbs * 1e9
         units[p] = float(prof.units or eff.units_of(prof) or 0)
-        l2[p] = float(prof.onchip_mb or 0.0) * 1e6
+        l2[p] = cache_bytes(prof)
         arrays, prov, detail = efficiency_constants(prof)
         for name in eff.CLASS_PARAMS:
             consts[name][p] = arrays[name]
@@ -349,6 +354,12 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         fixed[p] = fixed_of(floors, class_names)
         if calibrated:
             run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6
+            if cpu_cold.applies(prof.calibration, wbytes):  # weights streamed from DRAM each run
+                hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p],
+                        "units": units[p], "l2_bytes": l2[p]}
+                fixed[p] += cpu_cold.cold_weight_s(prof.calibration, feats, wbytes, hw_p,
+                                                   {n: consts[n][p] for n in consts})
+                note.append(f"weights exceed {prof.id}'s last-level cache: read from DRAM each run")
         if extra_cls:
             # launches the runtime inserted with no original node: each its class's fixed cost
             codes = np.asarray([c for _, c in extra_cls], np.int32)
@@ -365,8 +376,6 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     for d, f, b in zip(anchor_dtype, mac + vec + trans, nbytes):
         w[d] = w.get(d, 0.0) + f + b
     label = precision or (max(w, key=w.get) if w else "fp32")
-    feats = {"op_class": cls, "mac_flops": mac, "vec_flops": vec, "trans_flops": trans,
-             "bytes": nbytes, "m": view[0], "n": view[1], "k": view[2], "batch": view[3]}
     return Lowered(runtime.name, plan, tuple(names), feats, runs, weight, mpeak, vpeak, bw, units, l2,
                    consts, fixed, run_overhead, label, tuple(warnings), tuple(provs), tuple(details), tuple(notes))
 
