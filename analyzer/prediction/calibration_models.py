@@ -133,7 +133,12 @@ def sizes(lo, hi, n):
 
 
 def calibration_models(scale: float = 1.0) -> dict[str, Any]:
-    """``{op class: onnx.ModelProto}``, each a set of independent single-op nodes."""
+    """``{op class: onnx.ModelProto}``, each a set of independent single-op nodes.
+
+    The shapes span the regimes of common networks (stems, 1x1 and 3x3 convs at 7-112 pixels,
+    depthwise 3/5/7, GEMV to square GEMMs) but none is a layer of a model bench/accuracy_cpu.py
+    evaluates (same op, input and weight shapes, strides, group): those models are never
+    calibrated on, and tests/prediction/test_calibration_holdout.py checks it."""
     M: dict[str, Any] = {}
 
     b = Builder(1)
@@ -143,7 +148,7 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
                     (256, 256, 256), (256, 1024, 1024), (512, 512, 2048), (1024, 256, 256),
                     (784, 96, 384), (3136, 64, 64), (50, 512, 10), (16, 32, 32)]:
         b.add("MatMul", [(1, m, k)], weights=[(k, n)])
-    for m, k, n in [(1, 512, 1000), (32, 256, 256), (128, 512, 512)]:
+    for m, k, n in [(1, 512, 960), (32, 256, 256), (128, 512, 512)]:
         b.add("Gemm", [(m, k)], weights=[(n, k), (n,)], attrs={"transB": 1})
     for h, s, d in [(4, 32, 64), (12, 128, 64), (8, 256, 32), (2, 16, 16)]:
         b.add("MatMul", [(1, h, s, d), (1, h, d, s)])
@@ -157,10 +162,10 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     M["gemm"] = b.model()
 
     b = Builder(2)
-    for c_in, c_out, hw, k, s in [(3, 32, 224, 3, 2), (16, 16, 56, 3, 1), (32, 32, 56, 3, 1),
-                                  (64, 64, 56, 3, 1), (128, 128, 28, 3, 1), (256, 256, 14, 3, 1),
-                                  (512, 512, 7, 3, 1), (64, 128, 56, 3, 2), (8, 8, 32, 3, 1),
-                                  (3, 64, 224, 7, 2), (96, 96, 28, 5, 1)]:
+    for c_in, c_out, hw, k, s in [(3, 32, 208, 3, 2), (16, 16, 56, 3, 1), (32, 32, 56, 3, 1),
+                                  (64, 64, 52, 3, 1), (128, 128, 30, 3, 1), (256, 256, 16, 3, 1),
+                                  (512, 512, 8, 3, 1), (64, 128, 60, 3, 2), (8, 8, 32, 3, 1),
+                                  (3, 64, 208, 7, 2), (96, 96, 28, 5, 1)]:
         b.add("Conv", [(1, c_in, hw, hw)], weights=[(c_out, c_in, k, k), (c_out,)],
               attrs={"pads": [k // 2] * 4, "strides": [s, s]})
     # FusedConv (Conv + Relu: what onnxruntime runs for a conv followed by its activation)
@@ -171,9 +176,9 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     M["conv"] = b.model()
 
     b = Builder(3)
-    for c, hw, k, s in [(32, 112, 3, 1), (96, 112, 3, 2), (144, 56, 3, 1), (192, 28, 3, 1),
-                        (384, 14, 3, 1), (960, 7, 3, 1), (96, 56, 7, 1), (768, 7, 7, 1),
-                        (240, 28, 5, 1), (16, 16, 3, 1)]:
+    for c, hw, k, s in [(32, 104, 3, 1), (96, 104, 3, 2), (144, 52, 3, 1), (192, 30, 3, 1),
+                        (384, 16, 3, 1), (960, 8, 3, 1), (96, 52, 7, 1), (768, 8, 7, 1),
+                        (240, 30, 5, 1), (16, 16, 3, 1)]:
         b.add("Conv", [(1, c, hw, hw)], weights=[(c, 1, k, k), (c,)],
               attrs={"pads": [k // 2] * 4, "strides": [s, s], "group": c})
     for c, hw, k, s in [(32, 56, 3, 1), (144, 28, 3, 2), (64, 16, 3, 1)]:
@@ -183,9 +188,9 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     M["conv_dw"] = b.model()
 
     b = Builder(4)
-    for c_in, c_out, hw in [(32, 16, 112), (16, 96, 112), (24, 144, 56), (144, 24, 56),
+    for c_in, c_out, hw in [(32, 16, 104), (16, 96, 104), (24, 144, 52), (144, 24, 52),
                             (64, 256, 56), (256, 64, 56), (128, 512, 28), (512, 128, 28),
-                            (320, 1280, 7), (960, 160, 7), (8, 8, 16)]:
+                            (320, 1280, 8), (960, 160, 8), (8, 8, 16)]:
         b.add("Conv", [(1, c_in, hw, hw)], weights=[(c_out, c_in, 1, 1), (c_out,)])
     for c_in, c_out, hw in [(32, 64, 56), (96, 24, 28), (16, 16, 16)]:
         b.add("FusedConv", [(1, c_in, hw, hw)], weights=[(c_out, c_in, 1, 1), (c_out,)],
@@ -281,7 +286,7 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     M["gather"] = b.model()
 
     b = Builder(11)
-    for c, hw in [(64, 112), (32, 56), (256, 28), (16, 16), (512, 14)]:
+    for c, hw in [(64, 104), (32, 56), (256, 28), (16, 16), (512, 14)]:
         b.add("MaxPool", [(1, c, hw, hw)], attrs={"kernel_shape": [3, 3], "strides": [2, 2],
                                                   "pads": [1, 1, 1, 1]})
         b.add("AveragePool", [(1, c, hw, hw)], attrs={"kernel_shape": [2, 2], "strides": [2, 2]})
