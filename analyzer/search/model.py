@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from analyzer.options import Options
-from analyzer.search import batch, front
+from analyzer.search import batch, front, lean
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,7 @@ class CostModel:
         self.options = Options(precision=precision, overlap=overlap, loop_trips=loop_trips,
                                causal=causal, runtime=runtime)
         self._groups: dict[str, list[tuple[str, list[int]]]] = {}
+        self._fast = None   # search.fast.FastCounter, made on the first ONNX candidate
 
     # ------------------------------------------------------------------ internals
     def spec(self) -> dict:
@@ -84,6 +85,12 @@ class CostModel:
         return g
 
     def count(self, candidate: Any, options: Options | None = None) -> front.Counted:
+        if options is None and self._fast_ok() and lean.onnx_source(candidate):
+            # the fast path: nodes of signatures earlier candidates taught (search.fast);
+            # anything else runs the full frontend, and is learned from
+            st = lean.read(candidate)
+            got = self._fast.count(st) if st is not None else None
+            return got if got is not None else self._fast.full(candidate, st)
         counted = front.count(candidate, options or self.options)
         if counted.fmt == "onnx" and _is_onnx_source(candidate):
             # what analyze does: onnxruntime's own fusion record where a profile runs under it
@@ -95,6 +102,20 @@ class CostModel:
             if rec is not None:
                 counted = replace(counted, fused=rec)
         return counted
+
+    def _fast_ok(self) -> bool:
+        """Whether ONNX candidates may take the fast path: no onnxruntime group (its fusion
+        record is read from the candidate itself) and no bound inputs."""
+        if self._fast is None:
+            o = self.options
+            if o.inputs or o.dims or o.values or any(
+                    rt == "onnxruntime" for rt, _ in self.groups("onnx")):
+                self._fast = False
+            else:
+                from analyzer.search.fast import FastCounter
+
+                self._fast = FastCounter(o)
+        return self._fast is not False
 
     def lower(self, counted: front.Counted) -> list[tuple[list[int], Any]]:
         """[(profile indices, lowering.Lowered)] per runtime group of one counted candidate."""

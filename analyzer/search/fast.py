@@ -1,0 +1,137 @@
+"""The search fast path: a candidate's counts from what earlier candidates taught, or None.
+
+A ``CostModel`` scores thousands of candidates built from the same few kinds of node.  Every
+candidate the full frontend + engine count is also a lesson: for each node whose result cannot
+depend on anything but its **signature** (opset header, op, domain, serialized attributes, the
+spec of each input, which inputs are constants and, where a constant's value can steer a shape,
+its value; which outputs exist and, for a graph output, its declared type), the memo keeps the
+output specs and the engine's ``NodeRecord``.  A later candidate whose every node's signature
+is known is counted from the memo alone: specs flow node to node as inference would compute
+them, params are counted per tensor name by the engine's own ``new_params``, and each
+``NodeCost`` is built exactly as the engine builds it.
+
+What the memo learns from is restricted to graphs whose results are local: nothing folded (no
+value computed ahead of run time, so no node's output depends on a value the signature omits),
+no renamed, decomposed, control-flow or sequence nodes, and every learned output spec static.
+``lean.read`` refuses (the full path then runs) anything outside the plain structure it can
+vouch for.  Anything not learned misses, and a miss runs the full path on the whole candidate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analyzer.counting.cost import Cost
+from analyzer.counting.engine import NodeCost
+from analyzer.counting.traffic import new_params
+from analyzer.ir.graph import Graph
+from analyzer.search import front, lean
+
+_NO_SOURCES = Graph("", [], {}, (), ())   # what new_params reads: no folded sources
+
+
+class FastCounter:
+    """The memo of one ``CostModel`` (one set of counting options) and its hit statistics."""
+
+    def __init__(self, options):
+        self.options = options
+        self.memo: dict[tuple, tuple] = {}
+        self.ids: dict = {}                 # TensorSpec -> small int (cheap to hash in keys)
+        self.stats = {"fast": 0, "full": 0, "learned": 0}
+
+    # ------------------------------------------------------------------ signatures
+    def _sid(self, spec) -> int:
+        i = self.ids.get(spec)
+        if i is None:
+            i = self.ids[spec] = len(self.ids)
+        return i
+
+    def _sig(self, st: lean.Structure, node: lean.LeanNode, spec_of) -> tuple:
+        items = []
+        consts = st.constants
+        for x in node.inputs:
+            if not x:
+                items.append(None)
+                continue
+            c = consts.get(x)
+            if c is None:
+                items.append(self._sid(spec_of(x)))
+                continue
+            if lean.is_float(c.code) and node.op in lean.FLOAT_DATA_OPS:
+                v = "c"
+            elif c.spec.numel() <= lean.VALUE_ELEMENTS:
+                v = c.value()
+            else:
+                v = "big"   # the frontend never reads a value this large
+            items.append((self._sid(c.spec), v))
+        outs = st.outputs
+        decl = tuple(outs.get(o) for o in node.outputs) if any(o in outs for o in node.outputs) \
+            else None
+        return (st.header, node.op, node.domain, node.attr_key, tuple(items),
+                tuple(map(bool, node.outputs)), decl)
+
+    # ------------------------------------------------------------------ use
+    def count(self, st: lean.Structure) -> front.Counted | None:
+        """The candidate's counts from the memo, or None when a node's signature is unknown."""
+        specs = dict(st.inputs)
+        for name, c in st.constants.items():
+            specs[name] = c.spec
+        get = specs.get
+        memo = self.memo
+        counted: set[str] = set()
+        out = []
+        for node in st.nodes:
+            hit = memo.get(self._sig(st, node, get))
+            if hit is None:
+                return None
+            outs, rec = hit
+            for o, s in zip(node.outputs, outs):
+                if o:
+                    specs[o] = s
+            pover, status, cidx, cost, by_dtype, note, mac_dtype, params, estimate = rec
+            ins = tuple(get(x) if x else None for x in node.inputs)
+            if cidx:
+                params += new_params(node, ins, cidx, counted, pover, _NO_SOURCES)
+            if params:
+                cost = Cost(params, *cost[1:])
+            out.append(NodeCost(node.name, node.op, node.domain, status, cost, ins, outs,
+                                mac_dtype, note, by_dtype, None, estimate, node.inputs,
+                                node.outputs, "", 1, cidx))
+        self.stats["fast"] += 1
+        return front.Counted(out, "onnx", {o: specs[o] for o in st.outputs})
+
+    # ------------------------------------------------------------------ learn
+    def full(self, candidate: Any, st: lean.Structure | None) -> front.Counted:
+        """The full path's counts of ``candidate``; its local results are learned."""
+        records: list = []
+        counted, graph = front.count_graph(candidate, self.options, records)
+        self.stats["full"] += 1
+        if st is not None and graph is not None:
+            self.stats["learned"] += self._learn(st, graph, counted.nodes, records)
+        return counted
+
+    def _learn(self, st: lean.Structure, graph: Graph, nodes: list, records: list) -> int:
+        if (graph.folded or graph.sources or graph.renamed or graph.decomposed or graph.sequences
+                or graph.fold_errors or graph.newer_ops or graph.constants != st.constants.keys()
+                or not set(graph.values) <= st.constants.keys()
+                or not len(nodes) == len(records) == len(st.nodes)):
+            return 0
+        tensors = graph.tensors
+        for name, spec in st.inputs.items():
+            if tensors.get(name) != spec:
+                return 0
+        for name, c in st.constants.items():
+            if tensors.get(name) != c.spec:
+                return 0
+        learned = 0
+        for node, n, rec in zip(st.nodes, nodes, records):
+            if rec is None or n.name != node.name or n.op != node.op or n.level or n.runs != 1:
+                return learned
+            outs = n.out_specs
+            if any(o and (s is None or not s.is_static) for o, s in zip(node.outputs, outs)):
+                continue
+            sig = self._sig(st, node, tensors.get)
+            if sig not in self.memo:
+                self.memo[sig] = (outs, rec)
+                learned += 1
+        return learned

@@ -1,0 +1,194 @@
+"""A candidate's structure as the search fast path needs it, or None where it cannot vouch.
+
+``read(candidate)`` turns an ONNX candidate (``ModelProto`` or serialized bytes) into a
+``Structure``: the opset header, the graph input specs, the initializers (specs and, where a
+value can steer shapes, a key of the value), the nodes (names, op, attributes as serialized
+bytes) and the declared graph outputs.  Weight bytes are never read (``wire``).
+
+It returns None (the caller then runs the full frontend, which decides and reports) for
+anything outside the plain case it can vouch for: function ops, sub-graphs, sparse tensors,
+value_info, training info, symbolic or unknown input dims, external data, duplicate or empty
+names, names that are not UTF-8, nodes out of topological order, a tensor defined twice, an
+undefined input, non-standard domains, a graph input that is also an initializer, or a node
+whose inputs are all constants (the frontend folds those).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, NamedTuple
+
+from analyzer.frontends.onnx.types import DTYPES
+from analyzer.ir.graph import TensorSpec
+from analyzer.search import wire
+
+# no initializer above this many elements has its value read by the frontend (fold._SMALL)
+VALUE_ELEMENTS = 4096
+# ops whose float constant inputs are data only (their values never steer an output shape):
+# a float weight of these is keyed by its spec alone; any other op's small constants by value
+FLOAT_DATA_OPS = frozenset({
+    "Add", "Sub", "Mul", "Div", "Pow", "MatMul", "Gemm", "Conv", "ConvTranspose",
+    "LayerNormalization", "BatchNormalization", "InstanceNormalization", "GroupNormalization",
+    "PRelu", "Where", "Max", "Min", "Sum", "Mean", "Equal", "Less", "Greater", "Concat",
+})
+_FLOAT_CODES = frozenset(c for c, d in DTYPES.items() if d.startswith(("float", "bfloat")))
+_STANDARD = ("", "ai.onnx")
+_GRAPH_ATTRS = frozenset({5, 10, 11, 12, 13, 14})  # GRAPH, GRAPHS, SPARSE_TENSOR(S), TYPE_PROTO(S)
+
+
+class LeanNode(NamedTuple):
+    name: str
+    op: str
+    domain: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    attr_key: tuple[bytes, ...]
+
+
+class Structure(NamedTuple):
+    header: tuple                      # (ir_version, ((domain, version), ...))
+    opsets: dict                       # domain -> version, as the frontend records them
+    inputs: dict                       # graph input name -> TensorSpec
+    constants: dict                    # initializer name -> (TensorSpec, dtype code, value key fn)
+    nodes: list                        # LeanNode, file order (= topological order)
+    outputs: dict                      # graph output name -> its declared TypeProto bytes
+
+
+class _Init(NamedTuple):
+    spec: TensorSpec
+    code: int
+    value: Any          # () -> bytes, the key of its value
+
+
+def read(candidate: Any) -> Structure | None:
+    import onnx
+
+    if isinstance(candidate, onnx.ModelProto):
+        m, inits = candidate, None
+    elif isinstance(candidate, (bytes, bytearray, memoryview)):
+        sk = wire.skeleton(candidate)
+        if sk is None:
+            return None
+        try:
+            m = onnx.ModelProto.FromString(sk[0])
+        except Exception:  # noqa: BLE001  (the full frontend reports a bad file)
+            return None
+        inits = sk[1]
+    else:
+        return None
+    try:
+        return _structure(m, inits)
+    except TypeError:  # a name protobuf handed back as bytes (not UTF-8)
+        return None
+
+
+def _proto_inits(g):
+    out = []
+    for t in g.initializer:
+        if t.data_location != 0 or t.external_data:
+            return None
+        out.append(wire.Init(t.name, t.data_type, tuple(t.dims), False, b"", (0, 0, 0, 0)))
+    return out
+
+
+def _structure(m, inits) -> Structure | None:
+    g = m.graph
+    if (m.functions or m.training_info or g.sparse_initializer or g.value_info
+            or m.ir_version <= 0 or not m.opset_import):
+        return None
+    proto = inits is None
+    if proto:
+        inits = _proto_inits(g)
+        if inits is None:
+            return None
+    opsets = tuple((d.domain, d.version) for d in m.opset_import)
+    if len({d for d, _ in opsets}) != len(opsets):
+        return None
+    inputs: dict[str, TensorSpec] = {}
+    for vi in g.input:
+        tp = vi.type
+        if tp.WhichOneof("value") != "tensor_type" or not tp.tensor_type.HasField("shape"):
+            return None
+        t = tp.tensor_type
+        dims = []
+        for d in t.shape.dim:
+            if d.WhichOneof("value") != "dim_value":
+                return None
+            dims.append(d.dim_value)
+        dtype = DTYPES.get(t.elem_type)
+        if dtype is None or vi.name in inputs or not vi.name:
+            return None
+        inputs[vi.name] = TensorSpec(tuple(dims), dtype)
+    constants: dict[str, _Init] = {}
+    interned: dict[tuple, TensorSpec] = {}
+    for i, t in enumerate(inits):
+        dtype = DTYPES.get(t.dtype)
+        if dtype is None or t.external or t.name in constants or t.name in inputs or not t.name:
+            return None
+        k = (t.dims, dtype)
+        s = interned.get(k)
+        if s is None:
+            s = interned[k] = TensorSpec(t.dims, dtype)
+        constants[t.name] = _Init(s, t.dtype, _value_of(g.initializer[i]) if proto else t.value_key)
+    defined = set(inputs) | constants.keys()
+    nodes: list[LeanNode] = []
+    names: set[str] = set()
+    for n in g.node:
+        dom = n.domain
+        if dom not in _STANDARD or not n.name or n.name in names:
+            return None
+        ins, outs = tuple(n.input), tuple(n.output)
+        "".join(ins + outs)   # TypeError: a name that is not text
+        const = True
+        for x in ins:
+            if x:
+                if x not in defined:
+                    return None
+                if x not in constants:
+                    const = False
+        if const:
+            return None
+        for x in outs:
+            if x:
+                if x in defined:
+                    return None
+                defined.add(x)
+        keys = []
+        for a in n.attribute:
+            if a.type in _GRAPH_ATTRS or a.ref_attr_name:
+                return None
+            keys.append(a.SerializeToString())
+        names.add(n.name)
+        nodes.append(LeanNode(n.name, n.op_type, dom, ins, outs, tuple(keys)))
+    produced = defined - inputs.keys() - constants.keys()
+    outputs = {}
+    for vi in g.output:
+        if vi.name not in produced or vi.name in outputs:
+            return None
+        outputs[vi.name] = vi.type.SerializeToString()
+    "".join(names)
+    return Structure((m.ir_version, opsets), {d or "": v for d, v in opsets}, inputs, constants,
+                     nodes, outputs)
+
+
+def _value_of(t):
+    def key() -> bytes:
+        import onnx
+
+        c = onnx.TensorProto()
+        c.CopyFrom(t)
+        c.ClearField("name")
+        c.ClearField("doc_string")
+        return c.SerializeToString()
+    return key
+
+
+def is_float(code: int) -> bool:
+    return code in _FLOAT_CODES
+
+
+def onnx_source(candidate: Any) -> bool:
+    """A candidate the fast path may read (a ModelProto or its bytes; a path is read by the
+    full frontend, which checks the file)."""
+    return isinstance(candidate, (bytes, bytearray, memoryview)) or \
+        type(candidate).__name__ == "ModelProto" and not isinstance(candidate, (str, os.PathLike))
