@@ -64,6 +64,7 @@ class CostModel:
                                causal=causal, runtime=runtime)
         self._groups: dict[str, list[tuple[str, list[int]]]] = {}
         self._fast = None   # search.fast.FastCounter, made on the first ONNX candidate
+        self._lowering: dict = {}   # lowering.lower's memo: per profile, per op and dtype
 
     # ------------------------------------------------------------------ internals
     def spec(self) -> dict:
@@ -123,7 +124,8 @@ class CostModel:
         from analyzer.prediction.lowering import lower
 
         return [(idx, lower(counted.nodes, [self.profiles[i] for i in idx], self.precision,
-                            runtimes.get(rt), fused=counted.fused if rt == "onnxruntime" else None))
+                            runtimes.get(rt), fused=counted.fused if rt == "onnxruntime" else None,
+                            memo=self._lowering))
                 for rt, idx in self.groups(counted.fmt)]
 
     def _latency(self, lowered_all: Sequence[list[tuple[list[int], Any]]]):
