@@ -37,6 +37,7 @@ class FastCounter:
         self.options = options
         self.memo: dict[tuple, tuple] = {}
         self.ids: dict = {}                 # TensorSpec -> small int (cheap to hash in keys)
+        self.headers: dict = {}             # (IR version, opsets) -> small int
         self.stats = {"fast": 0, "full": 0, "learned": 0}
 
     # ------------------------------------------------------------------ signatures
@@ -46,7 +47,19 @@ class FastCounter:
             i = self.ids[spec] = len(self.ids)
         return i
 
-    def _sig(self, st: lean.Structure, node: lean.LeanNode, spec_of) -> tuple:
+    def _header(self, st: lean.Structure) -> int:
+        """The id of the candidate's opset header; a header joins only through a candidate the
+        full path counted (it checked the IR version and opsets: a graph with no nodes still
+        errs as analyze does on a header it rejects)."""
+        h = self.headers.get(st.header)
+        if h is None:
+            h = self.headers[st.header] = len(self.headers)
+        return h
+
+    def _sig(self, st: lean.Structure, node: lean.LeanNode, sids: dict, header: int) -> tuple:
+        """(opset header id, node kind: op, domain, attributes and which outputs exist, per
+        input its spec id (``sids``: tensor name -> id) and for a constant the key of its value
+        where it can matter, the declared types of the graph outputs it produces)."""
         items = []
         consts = st.constants
         for x in node.inputs:
@@ -55,7 +68,7 @@ class FastCounter:
                 continue
             c = consts.get(x)
             if c is None:
-                items.append(self._sid(spec_of(x)))
+                items.append(sids[x])
                 continue
             if lean.is_float(c.code) and node.op in lean.FLOAT_DATA_OPS:
                 v = "c"
@@ -63,31 +76,40 @@ class FastCounter:
                 v = c.value()
             else:
                 v = "big"   # the frontend never reads a value this large
-            items.append((self._sid(c.spec), v))
+            items.append((sids[x], v))
         outs = st.outputs
         decl = tuple(outs.get(o) for o in node.outputs) if any(o in outs for o in node.outputs) \
             else None
-        return (st.header, node.op, node.domain, node.attr_key, tuple(items),
-                tuple(map(bool, node.outputs)), decl)
+        return (header, node.kind, tuple(items), decl)
+
+    def _sids(self, st: lean.Structure) -> tuple[dict, dict]:
+        """(tensor name -> spec, tensor name -> spec id) of the graph inputs and constants."""
+        specs = dict(st.inputs)
+        for name, c in st.constants.items():
+            specs[name] = c.spec
+        sid = self._sid
+        return specs, {name: sid(s) for name, s in specs.items()}
 
     # ------------------------------------------------------------------ use
     def count(self, st: lean.Structure) -> front.Counted | None:
         """The candidate's counts from the memo, or None when a node's signature is unknown."""
-        specs = dict(st.inputs)
-        for name, c in st.constants.items():
-            specs[name] = c.spec
+        header = self.headers.get(st.header)
+        if header is None:
+            return None
+        specs, sids = self._sids(st)
         get = specs.get
         memo = self.memo
         counted: set[str] = set()
         out = []
         for node in st.nodes:
-            hit = memo.get(self._sig(st, node, get))
+            hit = memo.get(self._sig(st, node, sids, header))
             if hit is None:
                 return None
-            outs, rec = hit
-            for o, s in zip(node.outputs, outs):
+            outs, rec, out_ids = hit
+            for o, s, i in zip(node.outputs, outs, out_ids):
                 if o:
                     specs[o] = s
+                    sids[o] = i
             pover, status, cidx, cost, by_dtype, note, mac_dtype, params, estimate = rec
             ins = tuple(get(x) if x else None for x in node.inputs)
             if cidx:
@@ -124,14 +146,20 @@ class FastCounter:
             if tensors.get(name) != c.spec:
                 return 0
         learned = 0
+        header = self._header(st)
+        sids = self._sids(st)[1]
         for node, n, rec in zip(st.nodes, nodes, records):
             if rec is None or n.name != node.name or n.op != node.op or n.level or n.runs != 1:
                 return learned
             outs = n.out_specs
+            out_ids = tuple(self._sid(s) if s is not None else -1 for s in outs)
+            sig = self._sig(st, node, sids, header)
+            for o, i in zip(node.outputs, out_ids):
+                if o:
+                    sids[o] = i
             if any(o and (s is None or not s.is_static) for o, s in zip(node.outputs, outs)):
                 continue
-            sig = self._sig(st, node, tensors.get)
             if sig not in self.memo:
-                self.memo[sig] = (outs, rec)
+                self.memo[sig] = (outs, rec, out_ids)
                 learned += 1
         return learned

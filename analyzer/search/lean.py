@@ -43,6 +43,9 @@ class LeanNode(NamedTuple):
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
     attr_key: tuple[bytes, ...]
+    # a small int per distinct (op, domain, attr_key, which outputs exist): the part of a
+    # node's signature that does not depend on its inputs (``fast``), cheap to hash
+    kind: int = -1
 
 
 class Structure(NamedTuple):
@@ -65,6 +68,7 @@ def read(candidate: Any) -> Structure | None:
 
     if isinstance(candidate, onnx.ModelProto):
         m, inits = candidate, None
+        node_bytes = [n.SerializeToString() for n in candidate.graph.node]
     elif isinstance(candidate, (bytes, bytearray, memoryview)):
         sk = wire.skeleton(candidate)
         if sk is None:
@@ -73,11 +77,11 @@ def read(candidate: Any) -> Structure | None:
             m = onnx.ModelProto.FromString(sk[0])
         except Exception:  # noqa: BLE001  (the full frontend reports a bad file)
             return None
-        inits = sk[1]
+        node_bytes, inits = sk[1], sk[2]
     else:
         return None
     try:
-        return _structure(m, inits)
+        return _structure(m, node_bytes, inits)
     except TypeError:  # a name protobuf handed back as bytes (not UTF-8)
         return None
 
@@ -91,7 +95,7 @@ def _proto_inits(g):
     return out
 
 
-def _structure(m, inits) -> Structure | None:
+def _structure(m, node_bytes, inits) -> Structure | None:
     g = m.graph
     if (m.functions or m.training_info or g.sparse_initializer or g.value_info
             or m.ir_version <= 0 or not m.opset_import):
@@ -133,14 +137,17 @@ def _structure(m, inits) -> Structure | None:
     defined = set(inputs) | constants.keys()
     nodes: list[LeanNode] = []
     names: set[str] = set()
-    for n in g.node:
-        dom = n.domain
-        if dom not in _STANDARD or not n.name or n.name in names:
+    for b in node_bytes:
+        n = _NODES.get(b)
+        if n is None:
+            n = _node(b)
+            if len(_NODES) >= _NODES_CAP:
+                _NODES.clear()
+            _NODES[b] = n
+        if n is False or n.name in names:
             return None
-        ins, outs = tuple(n.input), tuple(n.output)
-        "".join(ins + outs)   # TypeError: a name that is not text
         const = True
-        for x in ins:
+        for x in n.inputs:
             if x:
                 if x not in defined:
                     return None
@@ -148,27 +155,53 @@ def _structure(m, inits) -> Structure | None:
                     const = False
         if const:
             return None
-        for x in outs:
+        for x in n.outputs:
             if x:
                 if x in defined:
                     return None
                 defined.add(x)
-        keys = []
-        for a in n.attribute:
-            if a.type in _GRAPH_ATTRS or a.ref_attr_name:
-                return None
-            keys.append(a.SerializeToString())
         names.add(n.name)
-        nodes.append(LeanNode(n.name, n.op_type, dom, ins, outs, tuple(keys)))
+        nodes.append(n)
     produced = defined - inputs.keys() - constants.keys()
     outputs = {}
     for vi in g.output:
         if vi.name not in produced or vi.name in outputs:
             return None
         outputs[vi.name] = vi.type.SerializeToString()
-    "".join(names)
+    "".join((*inputs, *constants, *outputs))   # TypeError: a name that is not text
     return Structure((m.ir_version, opsets), {d or "": v for d, v in opsets}, inputs, constants,
                      nodes, outputs)
+
+
+# serialized NodeProto -> its LeanNode (False: a node the fast path refuses); a search's
+# candidates repeat nodes byte for byte (same names, same attributes), reading one is the cost
+_NODES: dict[bytes, Any] = {}
+_NODES_CAP = 200_000
+_KINDS: dict[tuple, int] = {}   # (never cleared: ids must stay unique for the process)
+
+
+def _node(b: bytes):
+    import onnx
+
+    n = onnx.NodeProto.FromString(b)
+    dom = n.domain
+    if dom not in _STANDARD or not n.name:
+        return False
+    ins, outs = tuple(n.input), tuple(n.output)
+    try:
+        "".join((n.name, n.op_type) + ins + outs)
+    except TypeError:  # a name protobuf handed back as bytes (not UTF-8)
+        return False
+    keys = []
+    for a in n.attribute:
+        if a.type in _GRAPH_ATTRS or a.ref_attr_name:
+            return False
+        keys.append(a.SerializeToString())
+    k = (n.op_type, dom, tuple(keys), tuple(map(bool, outs)))
+    kind = _KINDS.get(k)
+    if kind is None:
+        kind = _KINDS[k] = len(_KINDS)
+    return LeanNode(n.name, n.op_type, dom, ins, outs, k[2], kind)
 
 
 def _value_of(t):

@@ -104,6 +104,11 @@ class CostModel:
                 counted = replace(counted, fused=rec)
         return counted
 
+    def stats(self) -> dict:
+        """How ONNX candidates were counted so far: ``fast`` (from learned node signatures),
+        ``full`` (the full frontend), ``learned`` (signatures learned from those)."""
+        return dict(self._fast.stats) if self._fast else {"fast": 0, "full": 0, "learned": 0}
+
     def _fast_ok(self) -> bool:
         """Whether ONNX candidates may take the fast path: no onnxruntime group (its fusion
         record is read from the candidate itself) and no bound inputs."""

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 # field numbers (onnx.proto)
 _MODEL_GRAPH = 7
-_GRAPH_INITIALIZER = 5
+_GRAPH_NODE, _GRAPH_INITIALIZER = 1, 5
 _T_DIMS, _T_DTYPE, _T_NAME, _T_LOCATION = 1, 2, 8, 14
 
 
@@ -134,9 +134,10 @@ def _fields(data: bytes, start: int, end: int):
     return out
 
 
-def skeleton(data) -> tuple[bytes, list[Init]] | None:
-    """(the model serialized without initializers, the initializers) or None when the bytes
-    are not a ModelProto this walk understands (the full frontend then reports why)."""
+def skeleton(data) -> tuple[bytes, list[bytes], list[Init]] | None:
+    """(the model serialized without its nodes and initializers, each node's serialized
+    ``NodeProto``, the initializers) or None when the bytes are not a ModelProto this walk
+    understands (the full frontend then reports why)."""
     try:
         if type(data) is not bytes:
             data = bytes(data)
@@ -152,15 +153,18 @@ def skeleton(data) -> tuple[bytes, list[Init]] | None:
         if graph is None:
             return None
         kept = []
+        nodes = []
         inits: list[Init] = []
         for f, wt, a, b, f0 in _fields(data, *graph):
             if f == _GRAPH_INITIALIZER and wt == 2:
                 inits.append(_tensor(data, a, b))
+            elif f == _GRAPH_NODE and wt == 2:
+                nodes.append(data[a:b])
             else:
                 kept.append(data[f0:b])
         body = b"".join(kept)
         model_parts.append(_tag_len(_MODEL_GRAPH, len(body)) + body)
-        return b"".join(model_parts), inits
+        return b"".join(model_parts), nodes, inits
     except (_Bad, IndexError, UnicodeDecodeError):
         return None
 

@@ -253,9 +253,10 @@ def test_declared_output_shape_is_part_of_the_signature():
 def test_wire_reads_what_protobuf_reads():
     rng = np.random.default_rng(5)
     m = ss.random_transformer(rng, 30)
-    skel, inits = wire.skeleton(m.SerializeToString())
+    skel, node_bytes, inits = wire.skeleton(m.SerializeToString())
     sm = onnx.ModelProto.FromString(skel)
-    assert list(sm.graph.node) == list(m.graph.node)
+    assert not sm.graph.node
+    assert [onnx.NodeProto.FromString(b) for b in node_bytes] == list(m.graph.node)
     assert not sm.graph.initializer
     assert [(i.name, i.dtype, i.dims) for i in inits] == \
         [(t.name, t.data_type, tuple(t.dims)) for t in m.graph.initializer]
@@ -266,3 +267,20 @@ def test_wire_reads_what_protobuf_reads():
     assert inits[0].value_key() == c.SerializeToString()
     assert wire.skeleton(b"\x08\x07\xff") is None     # a truncated varint
     assert wire.skeleton(b"") is None
+
+
+def test_a_header_is_checked_by_the_full_path_first():
+    # no nodes: nothing to learn, yet the IR version must be checked as analyze checks it
+    cm = analyzer.CostModel(HW)
+    g = helper.make_graph([], "g", [helper.make_tensor_value_info("x", F32, [2])], [])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = onnx.IR_VERSION + 1
+    with pytest.raises(Exception) as ref:
+        analyzer.analyze(m, hw=HW)
+    for _ in range(2):
+        with pytest.raises(type(ref.value)):
+            cm.score([m])
+    m.ir_version = 8
+    for _ in range(2):
+        np.testing.assert_allclose(cm.score([m])[0], reference(m), rtol=1e-6)
+    assert _fast_equals_full(cm, m)
