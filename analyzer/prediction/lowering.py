@@ -259,22 +259,20 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     computed once in it (the result is the same with or without it)."""
     if precision is not None and precision not in PRECISIONS:
         raise InputSpecError(f"unknown precision '{precision}'; choose from {', '.join(PRECISIONS)}")
-    if memo is None:
-        fnodes = _fusion_nodes(nodes, precision)
-    else:  # one candidate lowered for several runtimes: its fusion nodes are made once
-        last = memo.get("last")
-        if last is not None and last[0] is nodes and last[1] == precision:
-            fnodes = last[2]
-        else:
-            fnodes = _fusion_nodes(nodes, precision, memo.setdefault("fusion", {}))
-            memo["last"] = (nodes, precision, fnodes)
+    last = memo.get("last") if memo is not None else None
+    if last is not None and last[0] is nodes and last[1] == precision:
+        fnodes, node_bytes = last[2], last[3]   # the same candidate under another runtime
+    else:
+        fnodes = _fusion_nodes(nodes, precision, None if memo is None else memo.setdefault("fusion", {}))
+        node_bytes = [_node_bytes(n, precision) for n in nodes]
+        if memo is not None:
+            memo["last"] = (nodes, precision, fnodes, node_bytes)
     plan = fusion.plan(fnodes, runtime.fusion, graph_outputs, fused)
     K = plan.kernels
     # per kernel, built as lists (numpy item writes cost more than the arithmetic)
     mac_l, vec_l, trans_l, bytes_l, runs_l, cls_l, view_l = [], [], [], [], [], [], []
     anchor_dtype: list[str] = []
     names: list[str] = []
-    node_bytes = [_node_bytes(n, precision) for n in nodes]
     weight = np.zeros(len(nodes))
     saved_bytes = plan.saved_bytes
     kernel_ops = plan.kernel_ops
