@@ -111,7 +111,7 @@ class FastCounter:
                     specs[o] = s
                     sids[o] = i
             pover, status, cidx, cost, by_dtype, note, mac_dtype, params, estimate = rec
-            ins = tuple(get(x) if x else None for x in node.inputs)
+            ins = tuple(map(get, node.inputs))   # ('' is never a tensor: None)
             if cidx:
                 params += new_params(node, ins, cidx, counted, pover, _NO_SOURCES)
             if params:
