@@ -28,6 +28,9 @@ from analyzer.ir.graph import Graph
 from analyzer.search import front, lean
 
 _NO_SOURCES = Graph("", [], {}, (), ())   # what new_params reads: no folded sources
+# nodes of unknown signature learned one by one per candidate before the whole candidate takes
+# the full path instead (a one-node full count costs ~1/30 of a 100-node candidate's)
+MINI_PER_CANDIDATE = 8
 
 
 class FastCounter:
@@ -38,7 +41,8 @@ class FastCounter:
         self.memo: dict[tuple, tuple] = {}
         self.ids: dict = {}                 # TensorSpec -> small int (cheap to hash in keys)
         self.headers: dict = {}             # (IR version, opsets) -> small int
-        self.stats = {"fast": 0, "full": 0, "learned": 0}
+        self.stats = {"fast": 0, "full": 0, "learned": 0, "nodes": 0}
+        self.unlearnable: set = set()       # signatures a one-node model did not teach
 
     # ------------------------------------------------------------------ signatures
     def _sid(self, spec) -> int:
@@ -91,8 +95,10 @@ class FastCounter:
         return specs, {name: sid(s) for name, s in specs.items()}
 
     # ------------------------------------------------------------------ use
-    def count(self, st: lean.Structure) -> front.Counted | None:
-        """The candidate's counts from the memo, or None when a node's signature is unknown."""
+    def count(self, st: lean.Structure, learn: bool = False) -> front.Counted | None:
+        """The candidate's counts from the memo, or None when a node's signature is unknown.
+        ``learn``: a node of unknown signature is first learned on its own (``mini``: the full
+        path on a one-node model), up to ``MINI_PER_CANDIDATE`` per candidate."""
         header = self.headers.get(st.header)
         if header is None:
             return None
@@ -101,10 +107,19 @@ class FastCounter:
         memo = self.memo
         counted: set[str] = set()
         out = []
-        for node in st.nodes:
-            hit = memo.get(self._sig(st, node, sids, header))
+        budget = MINI_PER_CANDIDATE if learn else 0
+        for i, node in enumerate(st.nodes):
+            sig = self._sig(st, node, sids, header)
+            hit = memo.get(sig)
             if hit is None:
-                return None
+                if budget <= 0 or sig in self.unlearnable:
+                    return None
+                budget -= 1
+                self._learn_node(st, i, specs)
+                hit = memo.get(sig)
+                if hit is None:
+                    self.unlearnable.add(sig)
+                    return None
             outs, rec, out_ids = hit
             for o, s, i in zip(node.outputs, outs, out_ids):
                 if o:
@@ -131,6 +146,24 @@ class FastCounter:
         if st is not None and graph is not None:
             self.stats["learned"] += self._learn(st, graph, counted.nodes, records)
         return counted
+
+    def _learn_node(self, st: lean.Structure, index: int, specs) -> None:
+        """Learn ``st.nodes[index]`` from the full path on a model of that node alone; a
+        failure there teaches nothing (the candidate then takes the full path, which reports
+        whatever is wrong as analyze does)."""
+        from analyzer.search import mini
+
+        self.stats["nodes"] += 1
+        try:
+            data = mini.model(st, index, specs)
+            small = lean.read(data)
+            if small is None:
+                return
+            records: list = []
+            counted, graph = front.count_graph(data, self.options, records)
+            self.stats["learned"] += self._learn(small, graph, counted.nodes, records)
+        except Exception:  # noqa: BLE001  (see the docstring)
+            return
 
     def _learn(self, st: lean.Structure, graph: Graph, nodes: list, records: list) -> int:
         if (graph.folded or graph.sources or graph.renamed or graph.decomposed or graph.sequences

@@ -55,12 +55,14 @@ class Structure(NamedTuple):
     constants: dict                    # initializer name -> (TensorSpec, dtype code, value key fn)
     nodes: list                        # LeanNode, file order (= topological order)
     outputs: dict                      # graph output name -> its declared TypeProto bytes
+    node_bytes: list                   # each node's serialized NodeProto (``mini``)
 
 
 class _Init(NamedTuple):
     spec: TensorSpec
     code: int
     value: Any          # () -> bytes, the key of its value
+    tensor: Any         # () -> its serialized TensorProto (small ones only: weights are big)
 
 
 def read(candidate: Any) -> Structure | None:
@@ -133,7 +135,11 @@ def _structure(m, node_bytes, inits) -> Structure | None:
         s = interned.get(k)
         if s is None:
             s = interned[k] = TensorSpec(t.dims, dtype)
-        constants[t.name] = _Init(s, t.dtype, _value_of(g.initializer[i]) if proto else t.value_key)
+        if proto:
+            constants[t.name] = _Init(s, t.dtype, _value_of(g.initializer[i]),
+                                      g.initializer[i].SerializeToString)
+        else:
+            constants[t.name] = _Init(s, t.dtype, t.value_key, _span_of(t))
     defined = set(inputs) | constants.keys()
     nodes: list[LeanNode] = []
     names: set[str] = set()
@@ -170,7 +176,7 @@ def _structure(m, node_bytes, inits) -> Structure | None:
         outputs[vi.name] = vi.type.SerializeToString()
     "".join((*inputs, *constants, *outputs))   # TypeError: a name that is not text
     return Structure((m.ir_version, opsets), {d or "": v for d, v in opsets}, inputs, constants,
-                     nodes, outputs)
+                     nodes, outputs, node_bytes)
 
 
 # serialized NodeProto -> its LeanNode (False: a node the fast path refuses); a search's
@@ -202,6 +208,10 @@ def _node(b: bytes):
     if kind is None:
         kind = _KINDS[k] = len(_KINDS)
     return LeanNode(n.name, n.op_type, dom, ins, outs, k[2], kind)
+
+
+def _span_of(t):
+    return lambda: t.data[t.span[0]:t.span[3]]
 
 
 def _value_of(t):

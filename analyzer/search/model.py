@@ -90,7 +90,7 @@ class CostModel:
             # the fast path: nodes of signatures earlier candidates taught (search.fast);
             # anything else runs the full frontend, and is learned from
             st = lean.read(candidate)
-            got = self._fast.count(st) if st is not None else None
+            got = self._fast.count(st, learn=True) if st is not None else None
             return got if got is not None else self._fast.full(candidate, st)
         counted = front.count(candidate, options or self.options)
         if counted.fmt == "onnx" and _is_onnx_source(candidate):
@@ -106,8 +106,10 @@ class CostModel:
 
     def stats(self) -> dict:
         """How ONNX candidates were counted so far: ``fast`` (from learned node signatures),
-        ``full`` (the full frontend), ``learned`` (signatures learned from those)."""
-        return dict(self._fast.stats) if self._fast else {"fast": 0, "full": 0, "learned": 0}
+        ``full`` (the full frontend), ``learned`` (signatures learned), ``nodes`` (nodes of
+        new signatures learned one by one, ``search.mini``)."""
+        return dict(self._fast.stats) if self._fast else {"fast": 0, "full": 0, "learned": 0,
+                                                          "nodes": 0}
 
     def _fast_ok(self) -> bool:
         """Whether ONNX candidates may take the fast path: no onnxruntime group (its fusion

@@ -284,3 +284,37 @@ def test_a_header_is_checked_by_the_full_path_first():
     for _ in range(2):
         np.testing.assert_allclose(cm.score([m])[0], reference(m), rtol=1e-6)
     assert _fast_equals_full(cm, m)
+
+
+def test_a_new_node_is_learned_on_its_own():
+    cm = analyzer.CostModel(HW)
+
+    def act(op):
+        return _model([helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+                       helper.make_node(op, ["h"], ["y"], name="act")],
+                      {"w": np.ones((8, 8), np.float32)})
+    cm.score([act("Relu")])
+    before = cm.stats()
+    m = act("Tanh")                      # MatMul known, Tanh new: learned from a one-node model
+    np.testing.assert_allclose(cm.score([m])[0], reference(m), rtol=1e-6)
+    after = cm.stats()
+    assert (after["fast"] - before["fast"], after["full"] - before["full"],
+            after["nodes"] - before["nodes"]) == (1, 0, 1)
+    assert _fast_equals_full(cm, m)
+
+
+def test_a_node_that_cannot_be_learned_takes_the_full_path():
+    cm = analyzer.CostModel(HW)
+    m = _model([helper.make_node("Relu", ["x"], ["h"], name="r"),
+                helper.make_node("NonZero", ["h"], ["y"], name="nz")], {})
+    try:
+        ref = reference(m)
+    except Exception as e:  # noqa: BLE001
+        ref = e
+    for _ in range(3):   # learn Relu; NonZero's output shape is data-dependent: never learned
+        if isinstance(ref, Exception):
+            with pytest.raises(type(ref)):
+                cm.score([m])
+        else:
+            np.testing.assert_allclose(cm.score([m])[0], ref, rtol=1e-6)
+    assert cm.stats()["fast"] == 0 and cm.stats()["full"] == 3 and cm._fast.unlearnable
