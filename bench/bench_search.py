@@ -15,8 +15,8 @@ Then the model-search API (``analyzer.CostModel``), each as a ratio to a plain l
 
   score: candidates/s on structurally different ONNX candidates of ~100 nodes, weights inline
   (samples/search_space.random_transformer), batched through one jitted call. A CostModel
-  learns node signatures from the candidates it counts in full (analyzer.search.fast), so the
-  figure depends on what it has seen: it is taken on candidates it has NOT scored before, after
+  learns node signatures from what it counts in full (analyzer.search.fast: a whole candidate,
+  or one new node as a model of its own), so the figure depends on what it has seen: it is taken on candidates it has NOT scored before, after
   256 others (a search's steady state; the share the fast path answered is printed); also
   printed: a new CostModel's first batch (mostly the full path) and the same candidates a
   second time;

@@ -182,7 +182,7 @@ def _structure(m, node_bytes, inits) -> Structure | None:
 # serialized NodeProto -> its LeanNode (False: a node the fast path refuses); a search's
 # candidates repeat nodes byte for byte (same names, same attributes), reading one is the cost
 _NODES: dict[bytes, Any] = {}
-_NODES_CAP = 200_000
+_NODES_CAP = 50_000   # (~50 MB at most; cleared when full)
 _KINDS: dict[tuple, int] = {}   # (never cleared: ids must stay unique for the process)
 
 
