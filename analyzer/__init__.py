@@ -11,7 +11,7 @@ from analyzer.errors import (AnalyzerError, BaselineError, CheckFailed, GraphErr
                      InputSpecError, InternalError, ModelLoadError, ShapeError, UnboundDimError)
 
 __all__ = [
-    "analyze", "sweep", "analyze_jax", "Options", "CostModel", "AnalyzerError", "BaselineError", "CheckFailed",
+    "analyze", "sweep", "analyze_jax", "Options", "CostModel", "sensitivity", "AnalyzerError", "BaselineError", "CheckFailed",
     "GraphError", "HardwareError", "InputSpecError", "ModelLoadError", "ShapeError", "UnboundDimError",
     "Hint", "InternalError",
 ]
@@ -27,4 +27,8 @@ def __getattr__(name):
         from analyzer.search.model import CostModel
 
         return CostModel
+    if name == "sensitivity":
+        from analyzer.search.whatif import sensitivity
+
+        return sensitivity
     raise AttributeError(f"module 'analyzer' has no attribute {name!r}")

@@ -140,6 +140,11 @@ def main():
 @click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
               help="With --measure: onnxruntime's intra-op threads (default: the profile's "
                    "calibration threads, else all cores).")
+@click.option("--sensitivity", is_flag=True,
+              help="Also show what to shrink (the layers whose 10% fewer FLOPs or bytes save "
+                   "most) and what hardware would help (10% more peak, bandwidth, less launch "
+                   "cost), first-order, from the latency kernel's derivatives; needs --hw. JSON "
+                   "carries every layer's derivatives.")
 @scaling_cli.options
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
 def model_cmd(**params):
@@ -161,6 +166,7 @@ def model_cmd(**params):
       analyze model.onnx --baseline base.json --max-regression 5% --format markdown
       analyze samples/jax_models.py:mlp_infer --input x=f32[8,784] --group-depth 1
       analyze model.onnx --hw my-machine.toml --measure --runtime onnxruntime
+      analyze model.onnx --hw a100,h100 --sensitivity
 
     Exit codes: 0 ok, 1 a check failed (--strict, regression beyond
     --max-regression), 2 bad input or usage, 3 internal error (a bug in
@@ -188,6 +194,7 @@ class Request:
     output: OutputSpec
     measure: bool = False        # --measure: run with onnxruntime, compare (ONNX, one profile)
     threads: int | None = None   # --threads (with --measure)
+    sensitivity: bool = False    # --sensitivity: what to shrink, what hardware would help
     multi: dict | None = None    # --train, --batch, --devices ... (cli/scaling.py)
 
     @classmethod
@@ -199,7 +206,8 @@ class Request:
                        loop_trips=p["loop_trips"], causal=p["causal"], runtime=p["runtime"])
         hw = ",".join(p["hw"]) if p["hw"] else None   # --hw a --hw b adds profiles
         return cls(p["model"], hw, opts, p["inputs"], p["dims"], p["values"],
-                   p["kwargs_json"], p["params_args"], out, p["measure"], p["threads"])
+                   p["kwargs_json"], p["params_args"], out, p["measure"], p["threads"],
+                   p["sensitivity"])
 
 
 def _run_model(req: Request) -> None:
@@ -224,6 +232,7 @@ def _run_model(req: Request) -> None:
             hws = base_hws or None
             opts = replace(opts, precision=opts.precision or base_precision)
     _check_measure(req, hws, is_jax_target(model))
+    _check_sensitivity(req, hws, multi)
     with Spinner(f"analysing {model}") as spinner:
         if is_jax_target(model):   # path/to/file.py:function or package.module:function
             from analyzer.frontends.jaxpr.load import load_program
@@ -238,6 +247,9 @@ def _run_model(req: Request) -> None:
             if multi["devices"]:
                 raise InputSpecError("--devices applies to ONNX models for now")
             report = analyzer.analyze_jax(fn, *args, hw=hws, options=opts, kwargs=kwargs)
+            if req.sensitivity:
+                spinner.update("differentiating the latency kernels (--sensitivity)")
+                report = report.with_sensitivity(analyzer.sensitivity(report, hw=hws, options=opts))
         else:
             if req.kwargs_json:
                 raise InputSpecError("--kwargs-json applies to JAX programs (MODEL of the form "
@@ -270,6 +282,10 @@ def _run_model(req: Request) -> None:
             else:
                 report = analyzer.analyze(model, hws, options=replace(
                     opts, dims=dims or None, **scaling_cli.analysis_options(multi, False)))
+            if req.sensitivity:
+                spinner.update("differentiating the latency kernels (--sensitivity)")
+                report = report.with_sensitivity(analyzer.sensitivity(
+                    report, hw=hws, source=model, options=opts))
             if req.measure:
                 from analyzer.measuring import measure_report
 
@@ -281,6 +297,22 @@ def _run_model(req: Request) -> None:
         if multi["plot_scaling"]:
             scaling_cli.plot(report, multi["plot_scaling"])
         emit(report, out, spinner)
+
+
+def _check_sensitivity(req: Request, hws: list[str] | None, multi: dict) -> None:
+    """Usage errors of --sensitivity, before any work."""
+    if not req.sensitivity:
+        return
+    if not hws:
+        raise InputSpecError("--sensitivity differentiates the predicted latency: give profiles "
+                             "with --hw, e.g. --hw a100")
+    if any(len(v) > 1 for v in parse_dims(req.dims).values()):
+        raise InputSpecError("--sensitivity applies to one shape; it does not combine with a "
+                             "--dim sweep")
+    for name in ("train", "devices"):
+        if multi.get(name):
+            raise InputSpecError(f"--sensitivity covers the forward pass on one device; it does "
+                                 f"not combine with --{name}")
 
 
 def _check_measure(req: Request, hws: list[str] | None, jax: bool) -> None:

@@ -9,8 +9,10 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
 
     compute_s = work / (matrix_peak * e_compute[c]) * wave(c)
                 + (vec_flops + trans_weight * trans_flops) / (vector_peak * e_compute[c])
-    memory_s  = bytes / (mem_bw * e_bw[c] * ramp * cache),   ramp = bytes / (bytes + b_half[c])
+    memory_s  = (dram_bytes + b_half[c]) / (mem_bw * e_bw[c] * cache) + bytes / (units * sm_bw[c])
+    dram_bytes = bytes * (1 - l2_hit[c] * s(bytes / l2_bytes))
     cache     = 1 + l2_gain[c] * s(bytes / l2_bytes),          s(x) = 1 / (1 + x**L2_STEP_POWER)
+    sm_bw[c]  = bpc[c] * clock_hz                               (bytes per SM-cycle x the device clock)
     floor_s   = floor[c]
     time_s    = floor_s + max(compute_s, memory_s)
 
@@ -45,6 +47,22 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   default when a constants file has no value) or an unknown cache size (``l2_bytes = 0``)
   switches the term off.  The step is computed as ``(1 - tanh(p/2 * ln x)) / 2`` (the same
   function without overflow: finite values and gradients for any ``bytes >= 0``).
+- ``bpc`` (the per-SM term, issue #10): many memory-bound kernels never reach DRAM bandwidth;
+  each SM moves a roughly fixed number of bytes per cycle for a given kernel (its memory-level
+  parallelism / issue rate: the digest's mechanism 4, XLA caps bandwidth by active SMs at
+  ``blocks * clock * 32 B``).  That rate is what transfers across devices: vidur's 2024 rmsnorm
+  reaches 0.33 of the A100's DRAM bandwidth and 0.6 of the A40's, 4-5 bytes per SM-cycle on
+  both's large rows; as a DRAM fraction it is off by 2x when carried over, as bytes per SM-cycle
+  it is not.  The term adds ``bytes / (units * clock_hz * bpc)`` (Little's law: a kernel waits
+  for DRAM and for its own SM-side issue in turn), so a kernel with a high ``bpc`` is
+  DRAM-bound and one with a low ``bpc`` SM-bound, on any device.  ``l2_hit`` (0..1) is the share
+  of the bytes a working set that fits the L2 does not move through DRAM (the cached bytes cost
+  only the SM term): with it, the cache regime is set by the device's own SM rate instead of a
+  multiple of its DRAM bandwidth (which does not transfer between a 6 MB GDDR6 part and a 40 MB
+  HBM part).  ``sm_bw`` is not stored in the constants files: ``with_clock`` derives it from
+  ``bpc`` and a profile's clock (0 when either is unknown: the term is off), so the jitted kernel
+  keeps its argument list.  ``bpc = 0`` and ``l2_hit = 0`` (the defaults) give the form above
+  without the term.
 - GEMV-like shapes: ``bytes`` carries the weights, so a skinny GEMM is memory-bound through the
   same memory term (weight streaming).
 
@@ -68,9 +86,12 @@ from analyzer.prediction.op_classes import (  # noqa: F401  (re-exported: one im
 
 # per-class constant arrays a constants set carries (keys of ``FamilyConstants.arrays``)
 MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)
-CLASS_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain")
-# values a constants file may leave out (older files: no cache term)
-PARAM_DEFAULTS = {"l2_gain": 0.0}
+FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
+               "bpc", "l2_hit")
+# ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
+CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
+# values a constants file may leave out (older files: no cache term, no per-SM term)
+PARAM_DEFAULTS = {"l2_gain": 0.0, "bpc": 0.0, "l2_hit": 0.0, "sm_bw": 0.0}
 # sharpness of the cache step s(x) = 1 / (1 + x**p) in x = working set / L2 size: a fixed part of
 # the form, not fitted. p = 2 matches vidur's A40 add (about 1.5x the DRAM rate at 0.5-1.5x L2,
 # 1.07x at 2-5x, none above); other powers were not compared
@@ -93,7 +114,8 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
     (B/s), ``units`` (SM count; 0 = unknown), ``l2_bytes`` (last-level cache, bytes; 0 or
     absent = unknown: no cache term).
     ``consts``: a ``FamilyConstants`` or a mapping of the arrays in ``CLASS_PARAMS`` (length
-    ``len(OP_CLASSES)``; ``l2_gain`` may be absent: 0) plus ``trans_weight``.  Returns seconds: ``compute_s``, ``memory_s``,
+    ``len(OP_CLASSES)``; ``l2_gain``, ``l2_hit``, ``sm_bw`` may be absent: 0) plus ``trans_weight``;
+    ``sm_bw`` comes from ``with_clock``.  Returns seconds: ``compute_s``, ``memory_s``,
     ``floor_s``, ``time_s``."""
     arrays = getattr(consts, "arrays", consts)
     cls = xp.asarray(feats["op_class"]).astype(xp.int32)
@@ -112,6 +134,8 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
     e_c, e_bw, b_half, floor = per("e_compute"), per("e_bw"), per("b_half_bytes"), per("floor_s")
     tm, tn, alpha = per("tile_m"), per("tile_n"), per("wave_alpha")
     gain = per("l2_gain") if "l2_gain" in arrays else zeros
+    hit = per("l2_hit") if "l2_hit" in arrays else zeros
+    sm_bw = per("sm_bw") if "sm_bw" in arrays else zeros
     trans_w = xp.asarray(arrays["trans_weight"])
 
     # padded tile work (tiled classes with a GEMM view only)
@@ -134,13 +158,27 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
 
     compute = (work / (xp.asarray(hw["matrix_peak"]) * e_c) * wave
                + (vec + trans_w * trans) / (xp.asarray(hw["vector_peak"]) * e_c))
-    ramp_bytes = nbytes + b_half  # bytes / (bw * e * b/(b+h)) = (b + h) / (bw * e)
+    step = l2_step(xp, nbytes, hw.get("l2_bytes", 0.0))
+    ramp_bytes = nbytes * (1.0 - hit * step) + b_half  # bytes / (bw * e * b/(b+h)) = (b + h) / (bw * e)
     # a negative b_half (a calibrated CPU's cache ramp: small working sets beat DRAM) never
     # makes the memory time negative
-    cache = 1.0 + gain * l2_step(xp, nbytes, hw.get("l2_bytes", 0.0))
-    memory = xp.where(nbytes > 0, xp.maximum(ramp_bytes, 0.0) / (xp.asarray(hw["mem_bw"]) * e_bw * cache), 0.0)
+    cache = 1.0 + gain * step
+    dram = xp.maximum(ramp_bytes, 0.0) / (xp.asarray(hw["mem_bw"]) * e_bw * cache)
+    # the per-SM term: off where the class has no rate or the device's SM count or clock is unknown
+    sm_on = (sm_bw > 0) & (units > 0)
+    sm = xp.where(sm_on, nbytes / (xp.where(sm_on, units * sm_bw, 1.0)), 0.0)
+    memory = xp.where(nbytes > 0, dram + sm, 0.0)
     time = floor + xp.maximum(compute, memory)
     return {"compute_s": compute, "memory_s": memory, "floor_s": floor * xp.ones_like(mac), "time_s": time}
+
+
+def with_clock(arrays: Mapping[str, Any], clock_hz: float) -> dict:
+    """``arrays`` (one family's constants) for a device clocked at ``clock_hz``: a copy with
+    ``sm_bw = bpc * clock_hz`` (bytes per second per SM; 0 where ``clock_hz`` is unknown or <= 0)."""
+    out = {k: (np.array(v, dtype=float) if np.ndim(v) else v) for k, v in arrays.items()}
+    bpc = np.asarray(arrays.get("bpc", np.zeros(len(OP_CLASSES))), dtype=float)
+    out["sm_bw"] = bpc * float(clock_hz) if clock_hz and clock_hz > 0 else np.zeros_like(bpc)
+    return out
 
 
 def l2_step(xp, working_set, l2_bytes, power: float = L2_STEP_POWER):
@@ -289,7 +327,7 @@ def load_constants(family: str, directory: str | None = None) -> FamilyConstants
             text = "generic: " + via + _prov_text(src["provenance"])
         if own is None or cls not in own["sets"]:
             inherited.append(cls)
-        for p in CLASS_PARAMS:
+        for p in FILE_PARAMS:
             arrays[p][i] = float(src["constants"].get(p, PARAM_DEFAULTS.get(p)))
         provenance[cls] = text
     scalars = (own or generic).get("scalars", generic["scalars"])

@@ -4,6 +4,8 @@ figures (flagged INCOMPLETE), and the runtime's host dispatch per kernel."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from analyzer.errors import HardwareError, Hint
@@ -31,14 +33,15 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
     fam = profile.family or eff.family_of(profile.id)
     if profile.kind == "gpu":
         consts = eff.load_constants(fam)
+        arrays = eff.with_clock(consts.arrays, clock_hz(profile))
         if consts.generic:
-            return consts.arrays, "generic", ("generic GPU constants (no family constants for "
+            return arrays, "generic", ("generic GPU constants (no family constants for "
                                               f"{fam}): pooled fit over public NVIDIA measurements")
         generic = [c for c in consts.inherited if consts.describe(c).startswith("generic")]
         borrowed = [c for c in consts.inherited if c not in generic]
         inherited = ((f"; {', '.join(borrowed)} from a related family or class" if borrowed else "")
                      + (f"; {', '.join(generic)} from the pooled generic set" if generic else ""))
-        return consts.arrays, "architecture constants", (
+        return arrays, "architecture constants", (
             f"{consts.family} constants ({consts.describe('gemm')}){inherited}")
     name = "datasheet-tpu" if profile.kind == "tpu" else "datasheet"
     return eff.load_constants(name).arrays, "datasheet", (
@@ -78,6 +81,36 @@ def profile_terms(prof) -> tuple:
             float(prof.onchip_mb or 0.0) * 1e6, arrays, prov, detail, launch, tuple(said))
 
 
+def clock_hz(profile) -> float:
+    """The clock the per-SM term of the efficiency model scales with (``[power] clock_ghz``, Hz).
+
+    A GPU profile without one (b200-hgx, gb200-gpu, h100-pcie today) gets the median clock of
+    the shipped GPU profiles that state one: the term is per SM-cycle, and leaving it off would
+    predict the norms and gathers at DRAM speed (2-6x optimistic on the 2024 kernels); the
+    median is the least-surprising stand-in, and ``clock_note`` says it was assumed."""
+    if profile.clock_ghz:
+        return float(profile.clock_ghz) * 1e9
+    if profile.kind != "gpu":
+        return 0.0
+    return _median_gpu_clock_ghz() * 1e9
+
+
+def clock_note(profile) -> str | None:
+    """The note a prediction carries when ``clock_hz`` assumed a clock; None otherwise."""
+    if profile.clock_ghz or profile.kind != "gpu":
+        return None
+    return (f"{profile.id} has no clock figure: the per-SM term of the memory-bound classes assumes "
+            f"{_median_gpu_clock_ghz():g} GHz (median of the shipped GPU profiles)")
+
+
+@functools.lru_cache(maxsize=1)
+def _median_gpu_clock_ghz() -> float:
+    import hardware_db
+
+    clocks = sorted(q.clock_ghz for q in hardware_db.list_profiles() if q.kind == "gpu" and q.clock_ghz)
+    return float(np.median(clocks)) if clocks else 0.0
+
+
 def complete_profile(prof, note: list[str]):
     """``prof`` with a stand-in for a missing essential figure (memory bandwidth, any throughput):
     the figure of the slowest other shipped profile of its kind that has it, so every profile
@@ -87,6 +120,9 @@ def complete_profile(prof, note: list[str]):
 
     import hardware_db
 
+    assumed_clock = clock_note(prof)
+    if assumed_clock:
+        note.append(assumed_clock)
     missing_bw = not prof.mem_bw_gbs
     missing_peak = not (prof.matrix_tflops or prof.vector_tflops)
     if not (missing_bw or missing_peak):

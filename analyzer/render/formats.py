@@ -150,6 +150,10 @@ def render_markdown(report: Report, *, top: int | None = None, all_rows: bool = 
                 *markdown_lines(report.predictions), "", "</details>", ""]
     if report.measured is not None:
         out += measured_view.markdown_lines(report.measured, top)
+    if report.sensitivity is not None:
+        from analyzer.render import whatif
+
+        out += whatif.markdown_lines(report.sensitivity, top) + [""]
     from analyzer.report.rollups import top_rows
 
     rows = top_rows(report, top) if top is not None else [

@@ -165,6 +165,22 @@ def _baseline(report) -> str:
     return "\n".join(out) + "</ul>"
 
 
+def _sensitivity(report, top: int | None) -> str:
+    """What to shrink (per profile) and what hardware would help, as plain tables."""
+    if report.sensitivity is None:
+        return ""
+    from analyzer.render import whatif
+
+    out = []
+    for p in report.sensitivity.profiles:
+        rows = whatif.shrink_rows(p, top or whatif.TOP_DEFAULT)
+        out.append(f"<h2>{esc(whatif.shrink_title(p, len(rows)))}</h2><table class='grid'><tr>"
+                   + "".join(f"<th>{esc(h)}</th>" for h in whatif.HEADER) + "</tr>")
+        out += ["<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows]
+        out.append(f"</table><p>{esc(whatif.hardware_line(p))}</p>")
+    return "\n".join(out)
+
+
 def _table_data(report, rows) -> dict:
     preds = report.predictions
     cols = ["layer", "op"]
@@ -229,6 +245,7 @@ def render_html(report, *, top: int | None = None, all_rows: bool = False) -> st
             {x.index for _, xs in rows for x in xs if x is not None}
         parts += ["<h2>Roofline</h2>", _div(roofline_figure(report, idx), "roofline"),
                   "<h2>Per-layer time by bound</h2>", _div(_stack_figure(report, rows), "stack")]
+    parts.append(_sensitivity(report, top))
     parts += ["<h2>Rollups</h2>", _div(_rollup_figure(report, rollups.by_op(report, all_runtime), "op type"), "by-op"),
               _div(_rollup_figure(report, rollups.by_module(report, all_runtime),
                                   "module (repeated blocks folded)"), "by-module")]

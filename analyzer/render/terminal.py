@@ -223,12 +223,30 @@ def render_view(report, *, top: int | None = None, all_rows: bool = False, wide:
 
         out += [""] + [x for line in comparison_text(report.comparison).split("\n")
                        for x in wrap(line, width)]
+    if report.sensitivity is not None:
+        out += sensitivity_lines(report.sensitivity, top, width, title)
     text = "\n".join(out) + "\n"
     if report.measured is not None:
         from analyzer.render import measured as measured_view
 
         text += "\n" + measured_view.render_text(report.measured, top, width)
     return text
+
+
+def sensitivity_lines(w, top: int | None, width: int | None, title=str) -> list[str]:
+    """What to shrink (the first profile's layers) and what hardware would help (each profile)."""
+    from analyzer.render import whatif
+
+    out = []
+    if w.profiles:
+        p = w.profiles[0]
+        rows = whatif.shrink_rows(p, top or whatif.TOP_DEFAULT)
+        out += ["", title(whatif.shrink_title(p, len(rows)))]
+        out += table(whatif.HEADER, rows, whatif.RIGHT, width, drop=(1,))
+    out.append("")
+    for p in w.profiles:
+        out += wrap(whatif.hardware_line(p), width)
+    return out
 
 
 def render_explain(report, index: int, width: int | None = None) -> str:

@@ -101,6 +101,7 @@ class Report:
     measured: "MeasuredComparison | None" = None   # set by with_measured (report.measured)
     training: Any = None   # set by with_training (analyzer.training.step.Training)
     scaling: Any = None    # set by with_scaling (analyzer.scaling.curve.Scaling)
+    sensitivity: Any = None   # set by with_sensitivity (analyzer.report.whatif.WhatIf)
 
     def __post_init__(self) -> None:
         for name in ("nodes", "predictions", "warnings"):   # lists given by a caller -> tuples
@@ -143,6 +144,11 @@ class Report:
         """A new Report carrying a multi-device curve (JSON keys ``"scaling"`` and
         ``"crossover_devices"``)."""
         return replace(self, scaling=scaling)
+
+    def with_sensitivity(self, sensitivity: Any) -> "Report":
+        """A new Report carrying what to shrink and what hardware would help
+        (``analyzer.sensitivity(report)``; JSON key ``"sensitivity"``)."""
+        return replace(self, sensitivity=sensitivity)
 
     def node(self, name: str) -> NodeCost:
         for n in self.nodes:
@@ -188,6 +194,8 @@ class Report:
             d["training"] = self.training.to_dict()
         if self.scaling is not None:
             d.update(self.scaling.to_dict())
+        if self.sensitivity is not None:
+            d["sensitivity"] = self.sensitivity.to_dict()
         return d
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -13,7 +13,10 @@ accept it (almost everywhere: ``max`` and the tile ceilings have kinks).
 ``sensitivity``: ``dlat_dflops [P, N]`` (seconds per FLOP of node i), ``dlat_dbytes [P, N]``
 (seconds per byte), ``dlat_dpeak [P]`` and ``dlat_dbw [P]`` (seconds per unit relative change
 of all the profile's compute peaks / of its bandwidth: ``d latency / d ln peak``; negative) and
-``dlat_dbw_abs [P]`` (seconds per B/s).
+``dlat_dbw_abs [P]`` (seconds per B/s); ``dlat_dfixed [P]`` (seconds per unit relative change of
+every kernel's fixed cost: launch / dispatch and floors); ``node_flops`` and ``node_bytes [N]``
+(the counts the per-node derivatives are taken against: MAC + vector + transcendental FLOPs,
+and bytes at the deploy precision).
 """
 
 from __future__ import annotations
@@ -125,34 +128,43 @@ class Sensitivity:
     dlat_dpeak: np.ndarray     # [P] seconds per unit relative change of the compute peaks
     dlat_dbw: np.ndarray       # [P] seconds per unit relative change of the bandwidth
     dlat_dbw_abs: np.ndarray   # [P] seconds per (B/s)
+    dlat_dfixed: np.ndarray    # [P] seconds per unit relative change of the fixed costs
+    node_flops: np.ndarray     # [N] MAC + vector + transcendental FLOPs
+    node_bytes: np.ndarray     # [N] bytes at the deploy precision
 
 
 def sensitivity(cm, candidate: Any) -> Sensitivity:
+    return sensitivity_of(cm, latency_fn(cm, candidate))
+
+
+def sensitivity_of(cm, f: LatencyFn) -> Sensitivity:
+    """The derivatives of one latency function (``LatencyFn(cm, counted)``)."""
     import jax
     import jax.numpy as jnp
 
-    f = latency_fn(cm, candidate)
     P = len(cm.hw)
 
     # per-profile scale factors of the peaks and the bandwidth, in group order
-    def scaled(node_scale, peak, bw):
+    def scaled(node_scale, peak, bw, fixed):
         hw = {k: list(v) for k, v in f.hw.items()}
         for g, grp in enumerate(f._groups):
             rows = np.asarray(range(P))[np.argsort(f._order)][grp["rows"]]
-            ps, bs = peak[rows], bw[rows]
+            ps, bs, fs = peak[rows], bw[rows], fixed[rows]
             hw["matrix_peak"][g] = hw["matrix_peak"][g] * ps[:, None]
             hw["vector_peak"][g] = hw["vector_peak"][g] * ps[:, None]
             hw["mem_bw"][g] = hw["mem_bw"][g] * bs
+            hw["fixed"][g] = hw["fixed"][g] * fs[:, None]
         return f(node_scale, hw)
 
     ones = jnp.ones(P, jnp.float32)
-    jac = jax.jacrev(scaled, argnums=(0, 1, 2))(f.node_scale, ones, ones)
-    d_scale, d_peak, d_bw = jac
+    jac = jax.jacrev(scaled, argnums=(0, 1, 2, 3))(f.node_scale, ones, ones, ones)
+    d_scale, d_peak, d_bw, d_fixed = jac
     with np.errstate(divide="ignore", invalid="ignore"):
         dfl = np.where(f.node_flops > 0, np.asarray(d_scale["flops"]) / f.node_flops, 0.0)
         dby = np.where(f.node_bytes > 0, np.asarray(d_scale["bytes"]) / f.node_bytes, 0.0)
     bw_nominal = np.array([p.mem_bw_gbs * 1e9 if p.mem_bw_gbs else np.nan for p in cm.profiles])
     d_peak = np.diag(np.asarray(d_peak))
     d_bw = np.diag(np.asarray(d_bw))
+    d_fixed = np.diag(np.asarray(d_fixed))
     return Sensitivity(cm.hw, f.names, np.asarray(f(f.node_scale, f.hw), np.float64), dfl, dby,
-                       d_peak, d_bw, d_bw / bw_nominal)
+                       d_peak, d_bw, d_bw / bw_nominal, d_fixed, f.node_flops, f.node_bytes)

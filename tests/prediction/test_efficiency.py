@@ -14,7 +14,8 @@ import pytest
 
 from analyzer.prediction.efficiency import (CLASS_CODE, CLASS_PARAMS, EFFICIENCY_DIR, L2_STEP_POWER,
                                             OP_CLASSES, EfficiencyError, family_of, gemm_view,
-                                            class_chain, kernel_time, l2_step, load_constants, op_class_of, validate)
+                                            class_chain, kernel_time, l2_step, load_constants, op_class_of, validate,
+                                            with_clock)
 
 FIX = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "efficiency")
 C = len(OP_CLASSES)
@@ -262,6 +263,57 @@ def test_op_class_mapping_covers_registered_rules():
     assert gemm_view((8, 16, 32), (8, 32, 64)) == (16, 64, 32, 8, True)
 
 
+def test_per_sm_term_closed_form():
+    # bpc = 4 bytes per SM-cycle on 100 SMs at 1.5 GHz: sm_bw = 6e9 B/s per SM, 6e11 B/s in all.
+    # 1.2e8 bytes, no L2 (l2_bytes 0), b_half 0, e_bw 1, mem_bw 1e12:
+    #   DRAM 1.2e8 / 1e12 = 120 us;  SM 1.2e8 / (100 * 6e9) = 200 us;  memory = 320 us
+    c = with_clock(consts(bpc=4.0, b_half_bytes=0.0, e_bw=1.0), 1.5e9)
+    assert c["sm_bw"][0] == pytest.approx(6e9)
+    hw = dict(HW, units=100.0, l2_bytes=0.0)
+    t = kernel_time(np, feats("elementwise", nbytes=1.2e8), hw, c)
+    assert t["memory_s"][0] == pytest.approx(320e-6, rel=1e-12)
+    assert t["time_s"][0] == pytest.approx(2e-6 + 320e-6, rel=1e-12)
+    # the same kernel on a device with 2x the SMs and 2x the clock: SM 1.2e8 / (200 * 1.2e10) = 50 us
+    t2 = kernel_time(np, feats("elementwise", nbytes=1.2e8), dict(hw, units=200.0),
+                     with_clock(consts(bpc=4.0, b_half_bytes=0.0, e_bw=1.0), 3e9))
+    assert t2["memory_s"][0] == pytest.approx(170e-6, rel=1e-12)
+
+
+def test_per_sm_term_is_off_without_rate_units_or_clock():
+    # 1.2e8 B at 1e12 B/s * e_bw 1 = 120 us whichever of bpc, units, clock is missing
+    hw = dict(HW, units=100.0, l2_bytes=0.0)
+    for c, h in ((with_clock(consts(bpc=0.0, b_half_bytes=0.0, e_bw=1.0), 1.5e9), hw),
+                 (with_clock(consts(bpc=4.0, b_half_bytes=0.0, e_bw=1.0), 0.0), hw),
+                 (with_clock(consts(bpc=4.0, b_half_bytes=0.0, e_bw=1.0), 1.5e9), dict(hw, units=0.0)),
+                 (consts(bpc=4.0, b_half_bytes=0.0, e_bw=1.0), hw)):      # no sm_bw at all
+        assert kernel_time(np, feats("elementwise", nbytes=1.2e8), h, c)["memory_s"][0] == pytest.approx(120e-6)
+
+
+def test_l2_hit_closed_form():
+    # working set = L2 size: s(1) = 1/2; l2_hit 0.5 -> DRAM bytes 8e6 * (1 - 0.25) = 6e6
+    # DRAM 6e6 / 1e12 = 6 us; SM (bpc 4, 100 SMs, 1.5 GHz) 8e6 / 6e11 = 13.333 us; memory 19.333 us
+    c = with_clock(consts(bpc=4.0, l2_hit=0.5, b_half_bytes=0.0, e_bw=1.0), 1.5e9)
+    t = kernel_time(np, feats("elementwise", nbytes=8e6), dict(HW, units=100.0, l2_bytes=8e6), c)
+    assert t["memory_s"][0] == pytest.approx(6e-6 + 8e6 / 6e11, rel=1e-9)
+
+
+def test_per_sm_term_jits_and_differentiates():
+    import jax
+    import jax.numpy as jnp
+
+    c = {k: jnp.asarray(v) for k, v in with_clock(consts(bpc=4.0, l2_hit=0.5, e_bw=1.0), 1.5e9).items()}
+    hw = {k: jnp.asarray(v) for k, v in dict(HW, units=100.0).items()}
+
+    def mem(nbytes):
+        f = {k: jnp.asarray(v) for k, v in feats("norm", nbytes=1.0).items()}
+        f["bytes"] = jnp.reshape(nbytes, (1,))
+        return kernel_time(jnp, f, hw, c)["memory_s"][0]
+
+    g = jax.jit(jax.grad(mem))(jnp.float32(1.2e8))
+    # far above L2 (s ~ 0): d/dbytes = 1/(bw * e) + 1/(units * sm_bw) = 1e-12 + 1/6e11
+    assert float(g) == pytest.approx(1e-12 + 1 / 6e11, rel=2e-3)
+
+
 def test_regression_guard_on_committed_sample():
     # 306 rows of the shared measurements (selection and command in recorded.json); the fitted
     # model's MAPE on them may not exceed the recorded figure by more than the stated margin.
@@ -278,7 +330,7 @@ def test_regression_guard_on_committed_sample():
              "mac_flops": col("mac"), "vec_flops": col("vec"), "trans_flops": col("trans"), "bytes": col("bytes"),
              "m": col("m"), "n": col("n"), "k": col("k"), "batch": col("batch")}
         hw = {k: col(k) for k in ("matrix_peak", "vector_peak", "mem_bw", "units", "l2_bytes")}
-        t = kernel_time(np, f, hw, load_constants(fam))["time_s"]
+        t = kernel_time(np, f, hw, with_clock(load_constants(fam).arrays, col("clock_hz")[0]))["time_s"]
         ape.extend(np.abs(t / col("t") - 1))
     mape = 100 * float(np.mean(ape))
     assert math.isfinite(mape)

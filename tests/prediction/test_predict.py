@@ -330,17 +330,19 @@ def test_a100_over_v100_speedup_on_memory_bound_layers_is_the_bandwidth_ratio():
 
     import hardware_db
 
-    # the same efficiency constants on both (the V100 given the A100's family) and the same L2
-    # size (the cache term depends on it): what differs is the DRAM bandwidth, so the memory terms
-    # scale with it alone (ramp and cache included: (bytes + b_half) / (bw * e_bw * cache))
-    a100_hw = hardware_db.get("a100-40gb")
+    # the same efficiency constants on both (the V100 given the A100's family), the same L2
+    # size (the cache term depends on it) and no SM count (units unknown: the per-SM term, which
+    # scales with units * clock, is off on both): what differs is the DRAM bandwidth, so the
+    # memory terms scale with it alone (ramp and cache included: (bytes + b_half) / (bw * e_bw * cache))
+    a100_hw = dataclasses.replace(hardware_db.get("a100-40gb"), units=None, notes="")
     v100_hw = dataclasses.replace(hardware_db.get("v100"), family=a100_hw.family,
-                                  onchip_mb=a100_hw.onchip_mb)
+                                  onchip_mb=a100_hw.onchip_mb, units=None, notes="")
     rep = analyzer.analyze(_memory_heavy_block(), hw=[a100_hw, v100_hw])
     a100, v100 = rep.predictions
     assert (a100.hardware, v100.hardware) == ("a100-40gb-sxm", "v100-sxm2-32gb")
     mem = [x.name for x in a100.nodes if x.bound == "memory" and v100.node(x.name).bound == "memory"]
-    assert sorted(mem) == ["erf", "ln", "mul", "residual", "softmax"]
+    # (ln: memory-bound only with its per-SM term; at full DRAM rate its vector work binds)
+    assert {"erf", "mul", "residual", "softmax"} <= set(mem)
     assert a100.node("fc").bound == "compute"
     # Overhead is excluded: it is the same fixed per-kernel figure (1.5 us) in both profiles, not
     # a property of the memory system, so adding it would pull the ratio towards 1 by an amount

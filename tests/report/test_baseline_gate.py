@@ -171,19 +171,26 @@ def test_baseline_json_holds_exact_counts_and_per_layer_times(base_json):
     assert p["hardware"] == "a100-80gb-sxm" and p["precision"] == "fp32"
     assert set(p["nodes"]) == {"fc1", "act", "fc2"}
     # read from the A100's efficiency table (hardware_db/efficiency/nvidia-ampere.json), per
-    # kernel: max(floor, 1.5 us launch) + (bytes + b_half) / (2039e9 * e_bw * cache), memory-bound;
-    # cache = 1 + l2_gain / (1 + (bytes / 40 MB)**2): the A100's 40 MB L2 holds these small kernels
+    # kernel: max(floor, 1.5 us launch) + (bytes * (1 - l2_hit * s) + b_half) / (2039e9 * e_bw * cache)
+    # + bytes / (108 SMs * 1.41e9 Hz * bpc), memory-bound; s = 1 / (1 + (bytes / 40 MB)**2) and
+    # cache = 1 + l2_gain * s: the A100's 40 MB L2 holds these small kernels
     from analyzer.prediction.efficiency import CLASS_CODE, L2_STEP_POWER, load_constants
 
     c = load_constants("nvidia-ampere").arrays
 
+    def step(nbytes):
+        return 1.0 / (1.0 + (nbytes / 40e6) ** L2_STEP_POWER)
+
     def cache(i, nbytes):
-        return 1.0 + c["l2_gain"][i] / (1.0 + (nbytes / 40e6) ** L2_STEP_POWER)
+        return 1.0 + c["l2_gain"][i] * step(nbytes)
+
+    def sm(i, nbytes):
+        return nbytes / (108 * 1.41e9 * c["bpc"][i]) if c["bpc"][i] > 0 else 0.0
 
     def memory_bound(cls, nbytes):
         i = CLASS_CODE[cls]
-        return max(c["floor_s"][i], A100_OVH) + (nbytes + c["b_half_bytes"][i]) / (
-            A100_BW * c["e_bw"][i] * cache(i, nbytes))
+        return max(c["floor_s"][i], A100_OVH) + (nbytes * (1 - c["l2_hit"][i] * step(nbytes)) + c["b_half_bytes"][i]) / (
+            A100_BW * c["e_bw"][i] * cache(i, nbytes)) + sm(i, nbytes)
 
     # fc1: a 1x512 @ 512x1024 fp32 GEMV on the CUDA cores (19.5 TFLOP/s): the row pads to the
     # 16-wide MMA granule, 1024 columns make 1024/tile_n tiles on 108 SMs (one partial wave):
@@ -191,7 +198,8 @@ def test_baseline_json_holds_exact_counts_and_per_layer_times(base_json):
     g = CLASS_CODE["gemm"]
     tiles = 1024 / c["tile_n"][g]
     compute = 2 * 16 * 1024 * 512 / (19.5e12 * c["e_compute"][g]) * (tiles / 108) ** -c["wave_alpha"][g]
-    memory = (2_103_296 + c["b_half_bytes"][g]) / (A100_BW * c["e_bw"][g] * cache(g, 2_103_296))
+    memory = ((2_103_296 * (1 - c["l2_hit"][g] * step(2_103_296)) + c["b_half_bytes"][g])
+              / (A100_BW * c["e_bw"][g] * cache(g, 2_103_296)) + sm(g, 2_103_296))
     assert p["nodes"]["fc1"] == pytest.approx(max(c["floor_s"][g], A100_OVH) + max(compute, memory),
                                               rel=1e-5)
     # act (Relu of 1024 floats): 8192 B

@@ -1,0 +1,70 @@
+"""``analyzer.sensitivity(report)``: what to shrink and what hardware would help.
+
+Builds a ``CostModel`` that predicts exactly what the report predicts (its profiles, runtime,
+precision and overlap), differentiates the jitted latency kernel at the report's own counts
+(``analyzer.search.grad``) and returns an ``analyzer.report.whatif.WhatIf``; the report carries
+it with ``report.with_sensitivity``.  The report's nodes are used as they are (dims, inputs and
+batch already bound); ``source`` (the ONNX model the report was made from) is needed only where
+a profile runs under onnxruntime, whose own record of its fused kernels decides the lowering.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from analyzer.errors import InputSpecError, InternalError
+from analyzer.options import Options
+from analyzer.report.whatif import LayerSensitivity, ProfileSensitivity, WhatIf
+
+# the derivative's latency is the report's latency, or the two disagree on what is predicted
+_AGREE_RTOL = 1e-4
+
+
+def sensitivity(report, *, hw: Any = None, source: Any = None,
+                options: Options | None = None) -> WhatIf:
+    """First-order sensitivities of every prediction in ``report`` (see the module docstring).
+
+    ``hw``: the profiles the report was predicted on, as ``analyze`` took them (needed for
+    profiles given as ``.toml`` files; default: the predictions' hardware ids); ``options``: the
+    ``Options`` of the analysis (runtime, loop trips, causal).
+    """
+    from analyzer.search import grad
+    from analyzer.search.model import CostModel
+
+    preds = report.predictions
+    if not preds:
+        raise InputSpecError("sensitivity needs predictions: analyze the model with hw=... first")
+    opts = options or Options()
+    runtimes = {p.runtime for p in preds}
+    runtime = opts.runtime or (runtimes.pop() if len(runtimes) == 1 else None)
+    precision = preds[0].precision if preds[0].precision_explicit else None
+    hws = hw if hw is not None else [p.hardware for p in preds]
+    cm = CostModel(hws, precision=precision, runtime=runtime, overlap=preds[0].overlap,
+                   loop_trips=opts.loop_trips, causal=opts.causal)
+    if len(cm.profiles) != len(preds):
+        raise InputSpecError(f"sensitivity: {len(cm.profiles)} profiles given for a report "
+                             f"predicted on {len(preds)}")
+    counted = cm.count(report)
+    if source is not None and counted.fmt == "onnx":
+        from analyzer.api import onnxruntime_record
+
+        counted = replace(counted, fused=onnxruntime_record(source, cm.profiles, cm.options))
+    s = grad.sensitivity_of(cm, grad.LatencyFn(cm, counted))
+    out = []
+    for p, pred in enumerate(preds):
+        lat = float(s.latency_s[p]) + pred.run_overhead_s
+        if abs(lat - pred.latency_s) > _AGREE_RTOL * max(pred.latency_s, 1e-12):
+            raise InternalError(f"sensitivity on {pred.hardware}: the latency function gives "
+                                f"{lat!r} s where the report predicts {pred.latency_s!r} s")
+        layers = tuple(LayerSensitivity(i, n.name, n.op, float(s.node_flops[i]),
+                                        float(s.node_bytes[i]), float(s.dlat_dflops[p, i]),
+                                        float(s.dlat_dbytes[p, i]))
+                       for i, n in enumerate(report.nodes))
+        out.append(ProfileSensitivity(pred.hardware, pred.runtime, pred.latency_s,
+                                      float(s.dlat_dpeak[p]), float(s.dlat_dbw[p]),
+                                      float(s.dlat_dfixed[p]), layers))
+    return WhatIf(tuple(out))
+
+
+__all__ = ["sensitivity"]
