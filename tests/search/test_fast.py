@@ -318,3 +318,22 @@ def test_a_node_that_cannot_be_learned_takes_the_full_path():
         else:
             np.testing.assert_allclose(cm.score([m])[0], ref, rtol=1e-6)
     assert cm.stats()["fast"] == 0 and cm.stats()["full"] == 3 and cm._fast.unlearnable
+
+
+def test_score_restores_the_garbage_collector():
+    import gc
+
+    cm = analyzer.CostModel(HW)
+    m = _model([helper.make_node("Relu", ["x"], ["y"], name="r")], {})
+    assert gc.isenabled()
+    cm.score([m])
+    assert gc.isenabled()
+    with pytest.raises(Exception):
+        cm.score([m, b"not a model"])
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        cm.score([m])
+        assert not gc.isenabled()   # a caller's choice stays
+    finally:
+        gc.enable()
