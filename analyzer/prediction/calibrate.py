@@ -10,7 +10,8 @@ overhead, while a tiny Add costs 0.18 us per node in a chain on this machine. Th
 that calibration model (``analyzer.analyze(model).nodes``), so fit and prediction see the same
 numbers. The form and its fit are in ``cpu_model`` (see its docstring):
 
-    t_kernel = floor_s + max(F / (peak * e_c), (B + b_half) / (bw * e_bw))
+    t_kernel = floor_s + max(F / (peak * e_c), (B + b_half) / (bw * e_bw * cache))
+    cache    = 1 + l2_gain / (1 + (B / l2_bytes)**2)     (l2_bytes: the cores' L2)
     t_model  = run_overhead_s + sum over kernels (dispatch_s + t_kernel)
 
 Machine constants:
@@ -18,7 +19,10 @@ Machine constants:
 - ``bw`` (``memory.mem_bw_gbs``): Add's bytes / kernel time at the largest sizes (DRAM);
 - ``dispatch_s`` (``overhead.launch_overhead_us``): wall-clock of a chain of N tiny Adds minus a
   chain of 1, over N-1, minus the tiny Add's profiled kernel time;
-- ``run_overhead_s``: the 1-node chain's wall-clock minus its one node.
+- ``run_overhead_s``: the 1-node chain's wall-clock minus its one node;
+- ``cold_weight_bw_gbs`` (with ``llc_bytes``, the sysfs L3): weight bytes / kernel time of a
+  1-row MatMul whose weights are twice the LLC (``cpu_cold``: a model whose weights overflow
+  the LLC reads them from DRAM every run).
 
 The library never prints: ``progress(fraction, phase_text)`` is called between phases.
 """
@@ -36,7 +40,8 @@ import numpy as np
 
 from analyzer.prediction import cpu_model
 from analyzer.prediction.calibration_models import (F32, Builder, baseline_model, build_model,  # noqa: F401
-                                                    calibration_models, sizes, split_rows, value_info)
+                                                    calibration_models, extra_nodes, sizes, split_rows,
+                                                    value_info)
 from analyzer.prediction.profile_toml import to_toml, write_profile  # noqa: F401  (re-exported)
 from analyzer.prediction.ort_graph import import_ort, session_options
 
@@ -130,16 +135,19 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     t_start = time.perf_counter()
     models = calibration_models()
     rows: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    n_extra: dict[str, np.ndarray] = {}
     n_cls = len(models)
     for j, (cls, m) in enumerate(models.items()):
         say(j / (n_cls + 1), f"measuring {cls} kernels")
         base = wall_time(baseline_model(), threads, level, q, min_s=0.05)
-        meas = {k: max(wall_time(mk, threads, level, q) - base, 1e-8)
-                for k, mk in split_rows(m).items()}
+        split = split_rows(m)
+        meas = {k: max(wall_time(mk, threads, level, q) - base, 1e-8) for k, mk in split.items()}
+        extra = {k: extra_nodes(mk) for k, mk in split.items()}
         nodes = {n.name: n for n in analyze(m).nodes}
         _, F, B = cpu_model.node_features([nodes[k] for k in sorted(meas, key=lambda s: int(s[1:]))])
         t = np.array([meas[k] for k in sorted(meas, key=lambda s: int(s[1:]))])
         ops = [nodes[k].op for k in sorted(meas, key=lambda s: int(s[1:]))]
+        n_extra[cls] = np.array([extra[k] for k in sorted(meas, key=lambda s: int(s[1:]))])
         rows[cls] = (F, B, t, ops)
     say(n_cls / (n_cls + 1), "measuring dispatch overhead")
     n_chain = 200
@@ -148,9 +156,24 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     per_node = max((wn - w1) / (n_chain - 1), 1e-8)
     dispatch = per_node
     run_over = max(w1 - per_node, 1e-6)
-    # rows are wall-clock per node (kernel + dispatch): fit the kernel part
-    rows = {c: (F, B, np.maximum(t - dispatch, 1e-8), o) for c, (F, B, t, o) in rows.items()}
+    # rows are wall-clock per node (kernel + dispatch, + a dispatch per extra sink node): fit
+    # the kernel part
+    rows = {c: (F, B, np.maximum(t - dispatch * (1 + n_extra[c]), 1e-8), o)
+            for c, (F, B, t, o) in rows.items()}
 
+    # weights that overflow the last-level cache: a GEMV over twice the LLC streams from DRAM
+    llc = cache_level_bytes(3) or cache_level_bytes(2)
+    cold_bw = 0.0
+    if llc:
+        say(n_cls / (n_cls + 1), "measuring cold-weight streaming")
+        k = 4096
+        n = max(256, int(np.ceil(2 * llc / 4 / k / 256)) * 256)
+        b = Builder(19)
+        b.add("MatMul", [(1, 1, k)], weights=[(k, n)])
+        gemv = b.model()
+        base = wall_time(baseline_model(), threads, level, q, min_s=0.05)
+        t_gemv = max(wall_time(gemv, threads, level, q, min_s=0.05) - base - dispatch, 1e-8)
+        cold_bw = 4.0 * (k * n + k + n) / t_gemv
     # machine constants from the measured rows
     F, B, t, _ = rows["gemm"]
     peak = float(np.max(F / t))
@@ -159,11 +182,14 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     big = adds & (Be >= np.sort(Be[adds])[-3])
     bw = float(np.median(Be[big] / te[big]))
 
+    # the cache step's size: the L2 of the cores the session runs on (cpu_model docstring)
+    l2_core = l2_cache_bytes()
+    l2_bytes = float(l2_core * min(threads, os.cpu_count() or threads)) if l2_core else 0.0
     tables = {}
     for cls, (F, B, t, _) in rows.items():
-        fit = cpu_model.fit_class(F, B, t, peak, bw)
+        fit = cpu_model.fit_class(F, B, t, peak, bw, l2_bytes)
         tables[cls] = {"floor_us": fit["floor_s"] * 1e6, "e_c": fit["e_c"], "e_bw": fit["e_bw"],
-                       "b_half_bytes": fit["b_half"], "rows": fit["rows"],
+                       "b_half_bytes": fit["b_half"], "l2_gain": fit["l2_gain"], "rows": fit["rows"],
                        "fit_mape": fit["fit_mape"]}
     say(1.0, "done")
     elapsed = time.perf_counter() - t_start
@@ -184,7 +210,9 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
         "default_runtime": "onnxruntime",
         "notes": (f"Calibrated with onnxruntime {ver} at {threads} intra-op threads, session level "
                   f"'{level}', in {elapsed:.0f} s. Kernel time per op class = floor + max(F/(peak*e_c), "
-                  "(B + b_half)/(bw*e_bw)); see analyzer/prediction/cpu_model.py."),
+                  "(B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))); weights of a model that "
+                  "overflows llc_bytes at cold_weight_bw_gbs; see analyzer/prediction/cpu_model.py "
+                  "and cpu_cold.py."),
         "matrix_tflops": {"fp32": peak / 1e12},
         "vector_tflops": {"fp32": peak / 1e12},
         "memory": {"mem_bw_gbs": bw / 1e9},
@@ -199,7 +227,8 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
         "calibration": {
             "measured_on": date, "runtime": "onnxruntime", "onnxruntime_version": ver,
             "threads": threads, "level": level, "quantile": q, "cpu": cpu, "seconds": round(elapsed, 1),
-            "run_overhead_us": run_over * 1e6,
+            "run_overhead_us": run_over * 1e6, "cache_bytes": l2_bytes,
+            "llc_bytes": float(llc), "cold_weight_bw_gbs": cold_bw / 1e9,
             "models": "synthetic single-op models only (analyzer.prediction.calibrate.calibration_models)",
             "tables": tables,
         },
@@ -228,9 +257,49 @@ def calibration_sources(cal: dict, head: str) -> dict[str, str]:
                          f"cpu_model.fit_class to its synthetic single-op models' wall-clock rows")
         elif path == "calibration.run_overhead_us":
             out[path] = f"{head}: wall-clock of a 1-node model minus its node's cost"
+        elif path == "calibration.llc_bytes":
+            out[path] = f"{head}: last-level cache (sysfs cpu0 cache index of level 3)"
+        elif path == "calibration.cold_weight_bw_gbs":
+            out[path] = (f"{head}: weight bytes / wall-clock kernel time of a 1-row MatMul whose "
+                         "weights are twice the last-level cache (streamed from DRAM every run)")
+        elif path == "calibration.cache_bytes":
+            out[path] = (f"{head}: L2 cache per core (sysfs cpu0 cache index of level 2) x threads: "
+                         "the working-set size of the tables' l2_gain step")
         else:
             out[path] = f"{head}: calibration run setting"
     return out
+
+
+def l2_cache_bytes(sysfs: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
+    """Bytes of one core's L2 data/unified cache (Linux sysfs; else ``os.sysconf``); 0 if unknown."""
+    return cache_level_bytes(2, sysfs)
+
+
+def cache_level_bytes(want: int, sysfs: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
+    """Bytes of cpu0's level-``want`` data/unified cache (Linux sysfs; else ``os.sysconf``);
+    0 if unknown."""
+    try:
+        for d in sorted(os.listdir(sysfs)):
+            base = os.path.join(sysfs, d)
+            try:
+                with open(os.path.join(base, "level")) as f:
+                    level = f.read().strip()
+                with open(os.path.join(base, "type")) as f:
+                    kind = f.read().strip()
+                with open(os.path.join(base, "size")) as f:
+                    size = f.read().strip()
+            except OSError:
+                continue
+            if level == str(want) and kind in ("Unified", "Data"):
+                mult = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}.get(size[-1:].upper(), 1)
+                digits = size.rstrip("KkMmGg")
+                return int(digits) * mult if digits.isdigit() else 0
+    except OSError:
+        pass
+    try:
+        return max(int(os.sysconf(f"SC_LEVEL{want}_CACHE_SIZE")), 0)
+    except (ValueError, OSError, AttributeError):
+        return 0
 
 
 def _chain_as_k():

@@ -75,15 +75,31 @@ class Builder:
         return with_sinks(build_model(self.nodes, self.inputs, self.outputs, self.inits, opset))
 
 
+# ops onnxruntime's transpose optimizer moves below a consumer Slice (see ``with_sinks``)
+PUSHED_BELOW_SLICE = frozenset({"Transpose"})
+
+
+def extra_nodes(row_model) -> int:
+    """Nodes of a one-row model (``split_rows``) besides its node and its Slice sink: each costs
+    one executor dispatch the row's wall-clock includes (``calibrate`` subtracts them)."""
+    return sum(1 for n in row_model.graph.node if n.name.endswith("_flat"))
+
+
 def with_sinks(m):
     """Make each calibration node's output an *internal* tensor read by a 1-element Slice (the
     graph output). Graph outputs are allocated afresh on every run (page faults: a 64 MB Add ran
     at a third of its in-graph bandwidth here); internal tensors live in onnxruntime's arena with
-    planned buffers, as in a real network."""
+    planned buffers, as in a real network.
+
+    A Transpose's output is first flattened (``<k>_flat``, a Reshape to 1-D: a view, no copy):
+    onnxruntime's transpose optimizer pushes a Transpose *below* a Slice, so a Transpose read by
+    the Slice alone ran on the one sliced element (every Transpose row measured 0.3 us from
+    2 kB to 4 MB); it cannot push one through a Reshape. ``extra_nodes`` counts such nodes."""
     import onnx
     from onnx import helper, numpy_helper
 
     inferred = onnx.shape_inference.infer_shapes(m)
+    producer = {o: n for n in m.graph.node for o in n.output}
     rank = {v.name: len(v.type.tensor_type.shape.dim) for v in inferred.graph.value_info}
     rank.update({v.name: len(v.type.tensor_type.shape.dim) for v in inferred.graph.output
                  if v.type.tensor_type.HasField("shape")})
@@ -93,10 +109,17 @@ def with_sinks(m):
         if r == 0:
             outs.append(v)
             continue
+        src = v.name
+        if producer.get(v.name) is not None and producer[v.name].op_type in PUSHED_BELOW_SLICE:
+            shp = numpy_helper.from_array(np.array([-1], dtype=np.int64), f"{v.name}_shp")
+            inits.append(shp)
+            sinks.append(helper.make_node("Reshape", [v.name, shp.name], [f"{v.name}_flat"],
+                                          name=f"{v.name}_flat"))
+            src, r = f"{v.name}_flat", 1
         z = numpy_helper.from_array(np.zeros(r, dtype=np.int64), f"{v.name}_s0")
         o = numpy_helper.from_array(np.ones(r, dtype=np.int64), f"{v.name}_s1")
         inits += [z, o]
-        sinks.append(helper.make_node("Slice", [v.name, z.name, o.name], [f"{v.name}_sink"],
+        sinks.append(helper.make_node("Slice", [src, z.name, o.name], [f"{v.name}_sink"],
                                       name=f"{v.name}_sink"))
         outs.append(helper.make_tensor_value_info(f"{v.name}_sink", v.type.tensor_type.elem_type or F32, None))
     g = helper.make_graph(list(m.graph.node) + sinks, m.graph.name, list(m.graph.input), outs, inits)
@@ -185,12 +208,21 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
         b.add("Tanh", [(e,)])
         b.add("Erf", [(e,)])
         b.add("Gelu", [(e,)], domain="com.microsoft")
-    # onnxruntime's fused GELUs (bias add + GELU; x * sigmoid(a x)) on [rows, width] tensors
+    # onnxruntime's fused GELUs (bias add + GELU) on [rows, width] tensors
     for r, h in [(8, 256), (16, 3072), (128, 3072), (512, 4096)]:
         b.add("BiasGelu", [(1, r, h)], weights=[(h,)], domain="com.microsoft")
         b.add("FastGelu", [(1, r, h)], weights=[(h,)], domain="com.microsoft")
-        b.add("QuickGelu", [(1, r, h)], attrs={"alpha": 1.702}, domain="com.microsoft")
     M["activation"] = b.model()
+
+    # QuickGelu at alpha = 1: the SiLU x * sigmoid(x) onnxruntime fuses (op_classes: swish; with
+    # onnxruntime 1.32 on a 2-core EPYC it ran 2.5x faster than at alpha 1.702, which this
+    # class's rows measured until 2026-11-24 and over-predicted EfficientNet's SiLUs by 2.5x)
+    b = Builder(17)
+    for e in sizes(1024, 4 * 1024 * 1024 * scale, 6):
+        b.add("QuickGelu", [(e,)], attrs={"alpha": 1.0}, domain="com.microsoft")
+    for c, hw in [(24, 96), (64, 48), (160, 20), (8, 1)]:
+        b.add("QuickGelu", [(1, c, hw, hw)], attrs={"alpha": 1.0}, domain="com.microsoft")
+    M["swish"] = b.model()
 
     b = Builder(7)
     for r, h in [(1, 64), (16, 128), (32, 768), (128, 768), (197, 384), (512, 1024), (3136, 96),
@@ -214,6 +246,15 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
                          (8, 768, 12)]:
         b.add("Attention", [(1, s_, h)], weights=[(h, 3 * h), (3 * h,)],
               attrs={"num_heads": heads}, domain="com.microsoft")
+    # with a mask_index (int32 [batch]: what onnxruntime's fusion of a BERT with an attention
+    # mask makes): the kernel first builds a [batch, S, S] mask, 2.5-4 us more at S = 16 here
+    for bs, s_, h, heads in [(2, 32, 128, 4), (1, 32, 256, 4), (4, 8, 128, 2), (1, 128, 768, 12)]:
+        k = b.add("Attention", [(bs, s_, h), (bs,)], weights=[(h, 3 * h), (3 * h,)],
+                  attrs={"num_heads": heads}, domain="com.microsoft", int_inputs=(1,))
+        node = b.nodes[-1]
+        x, mask, w, bias = list(node.input)
+        node.input[:] = [x, w, bias, mask]
+        next(v for v in b.inputs if v.name == mask).type.tensor_type.elem_type = 6  # int32
     M["attention"] = b.model()
 
     b = Builder(8)
@@ -285,7 +326,7 @@ def split_rows(model) -> dict[str, Any]:
             continue
         k = n.name
         pre = k + "_"
-        nodes = [x for x in model.graph.node if x.name in (k, f"{k}_sink")]
+        nodes = [x for x in model.graph.node if x.name in (k, f"{k}_flat", f"{k}_sink")]
         inputs = [v for v in model.graph.input if v.name.startswith(pre)]
         inits = [t for t in model.graph.initializer if t.name.startswith(pre)]
         outs = [v for v in model.graph.output if v.name == k or v.name.startswith(pre)]

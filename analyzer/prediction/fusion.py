@@ -36,7 +36,7 @@ from typing import NamedTuple, Sequence
 POLICIES = ("none", "xla", "onnxruntime")
 
 # op classes (efficiency.OP_CLASSES) that XLA fuses into their producers/consumers
-_XLA_FUSIBLE = frozenset({"elementwise", "activation", "movement", "reduce", "norm", "norm_fused", "softmax",
+_XLA_FUSIBLE = frozenset({"elementwise", "activation", "swish", "movement", "reduce", "norm", "norm_fused", "softmax",
                           "gather", "pooling", "view"})
 _ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid",
                           "HardSwish", "Elu", "Selu", "Softplus"})

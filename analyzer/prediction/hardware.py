@@ -28,6 +28,8 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
             arrays["e_bw"][i] = float(t.get("e_bw", 1.0))
             arrays["b_half_bytes"][i] = float(t.get("b_half_bytes", 0.0))
             arrays["floor_s"][i] = float(t.get("floor_us", 0.0)) * 1e-6
+            if "l2_gain" in arrays:
+                arrays["l2_gain"][i] = float(t.get("l2_gain", 0.0))
         return arrays, "calibrated", (f"calibrated on this machine ({cal.get('measured_on', '?')}, "
                                       f"{cal.get('runtime', '?')})")
     fam = profile.family or eff.family_of(profile.id)
@@ -62,8 +64,8 @@ def profile_memo(memo: dict | None, prof, runtime_name: str) -> dict:
 
 
 def profile_terms(prof) -> tuple:
-    """(bandwidth B/s, units, last-level cache bytes, efficiency arrays, provenance, detail,
-    launch seconds, notes) of a completed profile: what does not depend on the graph."""
+    """(bandwidth B/s, units, cache bytes (``cache_bytes``), efficiency arrays, provenance,
+    detail, launch seconds, notes) of a completed profile: what does not depend on the graph."""
     if not prof.mem_bw_gbs:
         raise HardwareError(f"hardware '{prof.id}' has no mem_bw_gbs figure; cannot predict "
                             f"memory time (calibrate the machine, or add a sourced value to a "
@@ -78,7 +80,7 @@ def profile_terms(prof) -> tuple:
         launch = us * 1e-6
         said.append(f"{prof.id} has no launch figure: {us:g} us per kernel {why}")
     return (prof.mem_bw_gbs * 1e9, float(prof.units or eff.units_of(prof) or 0),
-            float(prof.onchip_mb or 0.0) * 1e6, arrays, prov, detail, launch, tuple(said))
+            cache_bytes(prof), arrays, prov, detail, launch, tuple(said))
 
 
 def clock_hz(profile) -> float:
@@ -109,6 +111,16 @@ def _median_gpu_clock_ghz() -> float:
 
     clocks = sorted(q.clock_ghz for q in hardware_db.list_profiles() if q.kind == "gpu" and q.clock_ghz)
     return float(np.median(clocks)) if clocks else 0.0
+
+
+def cache_bytes(profile) -> float:
+    """The working-set size (bytes) of the efficiency form's cache step on ``profile``: a
+    calibration's own ``cache_bytes`` (the cache its ``l2_gain`` constants were fitted against:
+    a CPU's per-core L2 x threads), else the profile's ``onchip_mb``; 0 when unknown."""
+    cal = profile.calibration
+    if cal and cal.get("tables") and cal.get("cache_bytes"):
+        return float(cal["cache_bytes"])
+    return float(profile.onchip_mb or 0.0) * 1e6
 
 
 def complete_profile(prof, note: list[str]):

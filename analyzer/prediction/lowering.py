@@ -43,7 +43,7 @@ from analyzer.counting.engine import FOLDED, NodeCost
 from analyzer.errors import HardwareError, InputSpecError
 from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES
 from analyzer.prediction import efficiency as eff
-from analyzer.prediction import fusion, runtimes
+from analyzer.prediction import cpu_cold, fusion, runtimes
 from analyzer.prediction.hardware import (complete_profile, host_dispatch, profile_memo,
                                           profile_terms)
 
@@ -165,9 +165,8 @@ def _launches(n: NodeCost) -> bool:
 
 def _fusion_nodes(nodes: list[NodeCost], precision: str | None,
                   memo: dict | None = None) -> list[fusion.FusionNode]:
-    # repeated blocks share their spec objects (the engine memoises them): the op class and the
-    # byte tuples of a node are computed once per (op, specs, has-MACs); ``memo``: a caller's
-    # dict kept across calls (a search lowers thousands of candidates of the same few nodes)
+    # the op class and byte tuples of a node, once per (op, specs, has-MACs) (repeated blocks;
+    # ``memo``: a caller's dict kept across calls: a search's candidates repeat the same nodes)
     memo = {} if memo is None else memo
     out = []
     for n in nodes:
@@ -255,8 +254,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
           memo: dict | None = None) -> Lowered:
     """``fused``: the runtime's own record of its kernels (replaces the fusion policy's
     patterns; ``fusion.plan``).  ``memo``: a dict the caller keeps across calls with the same
-    profile objects (``CostModel``): what depends only on a profile, an op or a dtype is
-    computed once in it (the result is the same with or without it)."""
+    profiles (``CostModel``): what depends only on a profile, op or dtype is computed once."""
     if precision is not None and precision not in PRECISIONS:
         raise InputSpecError(f"unknown precision '{precision}'; choose from {', '.join(PRECISIONS)}")
     last = memo.get("last") if memo is not None else None
@@ -269,24 +267,21 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             memo["last"] = (nodes, precision, fnodes, node_bytes)
     plan = fusion.plan(fnodes, runtime.fusion, graph_outputs, fused)
     K = plan.kernels
-    # per kernel, built as lists (numpy item writes cost more than the arithmetic)
-    mac_l, vec_l, trans_l, bytes_l, runs_l, cls_l, view_l = [], [], [], [], [], [], []
-    anchor_dtype: list[str] = []
-    names: list[str] = []
+    # per kernel as lists (numpy item writes cost more); wbytes: weight bytes/launch (cpu_cold)
+    mac_l, vec_l, trans_l, bytes_l, wbytes_l, runs_l, cls_l, view_l = ([] for _ in range(8))
+    anchor_dtype, names = [], []
     weight = np.zeros(len(nodes))
-    saved_bytes = plan.saved_bytes
-    kernel_ops = plan.kernel_ops
-    code = eff.CLASS_CODE
+    saved_bytes, kernel_ops, code = plan.saved_bytes, plan.kernel_ops, eff.CLASS_CODE
     for k, members in enumerate(plan.members):
         if len(members) == 1:  # (the common kernel: the general form below, one member)
             i = anchor = members[0]
-            a = nodes[i]
-            c = a.cost
+            a, c = nodes[i], nodes[i].cost
             r = max(1, getattr(a, "runs", 1))
             mac_l.append(c.mac_flops / r)
             vec_l.append(c.vector_flops / r)
             trans_l.append(c.transcendentals / r)
             bytes_l.append(max(0.0, node_bytes[i] - saved_bytes[k]) / r)
+            wbytes_l.append(c.weight_bytes * node_bytes[i] / max(c.bytes_moved, 1) / r)
             weight[i] = 1.0
         else:
             ms = [nodes[i] for i in members]
@@ -298,6 +293,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             vec_l.append(sum(m.cost.vector_flops for m in ms) / r)
             trans_l.append(sum(m.cost.transcendentals for m in ms) / r)
             bytes_l.append(max(0.0, sum(node_bytes[i] for i in members) - saved_bytes[k]) / r)
+            wbytes_l.append(sum(nodes[i].cost.weight_bytes * node_bytes[i]
+                                / max(nodes[i].cost.bytes_moved, 1) for i in members) / r)
             tot = sum(nodes[i].cost.flops + node_bytes[i] for i in members) or 1.0
             for i in members:
                 weight[i] = (nodes[i].cost.flops + node_bytes[i]) / tot
@@ -311,6 +308,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     vec = np.array(vec_l, dtype=np.float64)
     trans = np.array(trans_l, dtype=np.float64)
     nbytes = np.array(bytes_l, dtype=np.float64)
+    wbytes = np.array(wbytes_l, dtype=np.float64)
     runs = np.array(runs_l, dtype=np.float64)
     cls = np.array(cls_l, dtype=np.int32)
     view = np.array(view_l, dtype=np.float64).reshape(K, 4).T.copy()
@@ -325,6 +323,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     consts = {p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}
     consts["trans_weight"] = np.ones(P)
     warnings, provs, details, notes = [], [], [], []
+    feats = {"op_class": cls, "mac_flops": mac, "vec_flops": vec, "trans_flops": trans,
+             "bytes": nbytes, "m": view[0], "n": view[1], "k": view[2], "batch": view[3]}
     class_names = [eff.OP_CLASSES[c] for c in cls]
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", op)])
                  for k, ops in enumerate(plan.extra_ops) for op in ops]
@@ -371,6 +371,12 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         fixed[p] = fixed_of(floors, class_names)
         if calibrated:
             run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6
+            if cpu_cold.applies(prof.calibration, wbytes):  # weights streamed from DRAM each run
+                hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p],
+                        "units": units[p], "l2_bytes": l2[p]}
+                fixed[p] += cpu_cold.cold_weight_s(prof.calibration, feats, wbytes, hw_p,
+                                                   {n: consts[n][p] for n in consts})
+                note.append(f"weights exceed {prof.id}'s last-level cache: read from DRAM each run")
         if extra_cls:
             # launches the runtime inserted with no original node: each its class's fixed cost
             codes = np.asarray([c for _, c in extra_cls], np.int32)
@@ -387,8 +393,6 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     for d, f, b in zip(anchor_dtype, mac + vec + trans, nbytes):
         w[d] = w.get(d, 0.0) + f + b
     label = precision or (max(w, key=w.get) if w else "fp32")
-    feats = {"op_class": cls, "mac_flops": mac, "vec_flops": vec, "trans_flops": trans,
-             "bytes": nbytes, "m": view[0], "n": view[1], "k": view[2], "batch": view[3]}
     return Lowered(runtime.name, plan, tuple(names), feats, runs, weight, mpeak, vpeak, bw, units, l2,
                    consts, fixed, run_overhead, label, tuple(warnings), tuple(provs), tuple(details), tuple(notes))
 

@@ -15,7 +15,7 @@ OP_CLASSES = ("gemm", "bgemm", "conv", "attention", "elementwise", "activation",
               "reduce", "gather", "movement", "other",
               # classes a CPU calibration measures separately (``calibrate``); a constants file or
               # a calibration that lacks one uses its ``CLASS_FALLBACK`` class
-              "conv_dw", "conv_1x1", "pooling", "view", "rnn", "norm_fused")
+              "conv_dw", "conv_1x1", "pooling", "view", "rnn", "norm_fused", "swish")
 CLASS_CODE = {c: i for i, c in enumerate(OP_CLASSES)}
 MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1")
 
@@ -29,8 +29,10 @@ MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1")
 #   rnn      (LSTM, GRU, RNN)                                 -> other (their class before)
 #   norm_fused (onnxruntime's SkipLayerNormalization: residual add + norm in one contrib
 #              kernel; on CPU 8-12x LayerNormalization's time at the same size here) -> norm
+#   swish    (onnxruntime's QuickGelu, x * sigmoid(alpha x): the kernel its QuickGeluFusion makes
+#              of the SiLU/Swish x * sigmoid(x) of EfficientNets and LLM MLPs)      -> activation
 CLASS_FALLBACK = {"conv_dw": "conv", "conv_1x1": "conv", "pooling": "reduce", "view": "movement",
-                  "rnn": "other", "norm_fused": "norm",
+                  "rnn": "other", "norm_fused": "norm", "swish": "activation",
                   # classes without measurements on a family take a measured class of the same
                   # kernel shape: batched GEMMs and convolutions (implicit GEMM) run GEMM kernels;
                   # softmax and reductions are row reductions like norms; data movement and
@@ -66,8 +68,14 @@ _NORM = {"LayerNormalization", "SimplifiedLayerNormalization", "SkipSimplifiedLa
          "GroupNormalization", "InstanceNormalization", "GroupNorm", "SkipGroupNorm", "LpNormalization",
          "LRN", "EmbedLayerNormalization", "QEmbedLayerNormalization", "MeanVarianceNormalization"}
 _NORM_FUSED = {"SkipLayerNormalization"}
+# onnxruntime's QuickGelu at alpha = 1 (the SiLU its QuickGeluFusion makes of x * sigmoid(x)) runs
+# MLAS's vectorised SiLU (or logistic + multiply); at alpha != 1 its CPU kernel first scales x in
+# a scalar loop (onnxruntime contrib_ops/cpu/activations): 2.5x apart on a 2-core EPYC. A class
+# of its own, calibrated at alpha = 1 (``calibration_models``); alpha is not seen by the class
+
+_SWISH = {"QuickGelu"}
 _SOFTMAX = {"Softmax", "LogSoftmax", "BiasSoftmax", "QLinearSoftmax", "Hardmax"}
-_ACTIVATION = {"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "BiasSplitGelu", "Erf", "Tanh", "Sigmoid",
+_ACTIVATION = {"Gelu", "FastGelu", "BiasGelu", "BiasSplitGelu", "Erf", "Tanh", "Sigmoid",
                "Exp", "Log", "Softplus", "Softsign", "Mish", "Swish", "SwiGLU", "Elu", "Selu", "Celu",
                "HardSigmoid", "HardSwish", "Sqrt", "Reciprocal", "Pow", "Sin", "Cos", "Tan", "Asin",
                "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "QLinearSigmoid",
@@ -117,7 +125,7 @@ _MOVEMENT = {"Transpose", "Concat", "Slice", "Pad", "Split", "Expand", "Tile", "
 _TABLE = [(_GEMM, "gemm"), (_CONV, "conv"), (_ATTENTION, "attention"), (_NORM, "norm"),
           (_SOFTMAX, "softmax"), (_ACTIVATION, "activation"), (_ELEMENTWISE, "elementwise"),
           (_REDUCE, "reduce"), (_GATHER, "gather"), (_MOVEMENT, "movement"), (_POOLING, "pooling"),
-          (_VIEW, "view"), (_RNN, "rnn"), (_NORM_FUSED, "norm_fused")]
+          (_VIEW, "view"), (_RNN, "rnn"), (_NORM_FUSED, "norm_fused"), (_SWISH, "swish")]
 _OP_CLASS = {op: cls for names, cls in _TABLE for op in names}
 _EMBED = re.compile(r"embed", re.I)
 

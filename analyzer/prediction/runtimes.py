@@ -60,7 +60,8 @@ KIND_DEFAULT = {"gpu": "kernel", "tpu": "xla", "npu": "kernel", "dsp": "kernel",
 # 45 us per layernorm and GELU (those two were torch.compile'd in its measurements). Classes it
 # does not name take its single-kernel softmax figure (12 us), the smallest it states.
 EAGER_DISPATCH_US = {"gemm": 21.0, "bgemm": 21.0, "conv": 21.0, "attention": 21.0,
-                     "softmax": 12.0, "norm": 45.0, "norm_fused": 45.0, "activation": 45.0}
+                     "softmax": 12.0, "norm": 45.0, "norm_fused": 45.0, "activation": 45.0,
+                     "swish": 45.0}
 EAGER_DISPATCH_DEFAULT_US = 12.0
 EAGER_DISPATCH_SOURCE = ("LLMCompass A100 per-op overheads (21 us matmul, 12 us softmax, 45 us "
                          "layernorm/GELU), PrincetonUniversity/LLMCompass hardware_model/"
