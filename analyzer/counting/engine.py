@@ -108,13 +108,17 @@ class Options:
     causal: bool = False            # fused attention ops skip the masked half (a causal kernel)
 
 
-def cost_graph(graph: Graph, options: Options | None = None) -> list[NodeCost]:
+def cost_graph(graph: Graph, options: Options | None = None,
+               records: list | None = None) -> list[NodeCost]:
     """Exact counts for every node of ``graph``, in topological order.
 
     Nodes inside control-flow sub-graphs follow their parent as ``parent/child`` rows,
-    their counts already multiplied by how often they run (params are never multiplied)."""
+    their counts already multiplied by how often they run (params are never multiplied).
+    ``records``: a list that gets, per node of ``graph`` (not of its sub-graphs), the record
+    its row was built from (``NodeRecord``; None for a folded, control-flow or uncountable
+    node); a search reuses them for nodes of equal signature (``analyzer.search.fast``)."""
     out: list[NodeCost] = []
-    _walk(graph, "", 1, set(), out, options or Options())
+    _walk(graph, "", 1, set(), out, options or Options(), records)
     if graph.renamed:  # a file with duplicate node names: say which row is which
         renamed = graph.renamed
         for n in out:
@@ -129,7 +133,7 @@ def cost_graph(graph: Graph, options: Options | None = None) -> list[NodeCost]:
     return out
 
 
-class _Memo(NamedTuple):
+class NodeRecord(NamedTuple):
     """What nodes of one memo key share (everything but the params of tensors not yet counted)."""
 
     params_override: object        # Work.params: parameter elements of packed inputs, or None
@@ -144,7 +148,7 @@ class _Memo(NamedTuple):
 
 
 def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[NodeCost],
-          opts: Options) -> None:
+          opts: Options, records: list | None = None) -> None:
     get = graph.tensors.get
     constants = graph.constants
     folded = graph.folded
@@ -152,7 +156,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
     # Repeated blocks: nodes with the same rule, the same (shared) spec objects, the same
     # attributes and the same constant pattern have the same Work and bytes. Only params
     # depend on which tensors were already counted, so they are not memoised.
-    memo: dict[tuple, _Memo] = {}
+    memo: dict[tuple, NodeRecord] = {}
     rules: dict[tuple[str, str], tuple] = {}  # (domain, op) -> (rule or None, its op facts)
     contexts: dict[str, RuleContext] = {}  # domain -> the context of its (non-control) rules
     if "" in graph.tensors:  # "" names an omitted optional input, never a tensor
@@ -167,6 +171,8 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
             out.append(NodeCost(name, node.op, node.domain, FOLDED, _ZERO, ins, outs,
                                 note="constant-folded", in_names=node.inputs,
                                 out_names=node.outputs, level=prefix, runs=times))
+            if records is not None:
+                records.append(None)
             continue
         active = None  # the rule running now, for an internal error's stage
         try:
@@ -183,6 +189,8 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                 rule, (io, shape_inputs) = found
                 if rule is not None and io == CONTROL:
                     active = rule
+                    if records is not None:
+                        records.append(None)
                     _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, out,
                              opts)
                     continue
@@ -215,7 +223,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                     cost = cost.scaled(times)
                     by_dtype = tuple((d, b * times) for d, b in by_dtype)
                 mac_dtype = work.mac_dtype or (ins[0].dtype if work.mac_flops and ins and ins[0] else None)
-                hit = _Memo(work.params, status, cidx, cost, by_dtype, note, mac_dtype, held_params,
+                hit = NodeRecord(work.params, status, cidx, cost, by_dtype, note, mac_dtype, held_params,
                             work.estimate)
                 if key is not None:
                     memo[key] = hit
@@ -243,9 +251,13 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
             out.append(NodeCost(name, node.op, node.domain, UNCOSTED, _ZERO, ins, outs,
                                 note=f"uncosted: {why}", in_names=node.inputs,
                                 out_names=node.outputs, level=prefix, runs=times))
+            if records is not None:
+                records.append(None)
             continue
         if params:
             cost = Cost(params, *cost[1:])  # params are never multiplied by loop trips
+        if records is not None:
+            records.append(hit)
         out.append(NodeCost(name, node.op, node.domain, status, cost, ins, outs, mac_dtype, note,
                             by_dtype, None, estimate, node.inputs, node.outputs, prefix, times, cidx))
 

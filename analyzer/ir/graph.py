@@ -48,11 +48,21 @@ class TensorSpec:
     dtype: str
     # element count, computed once (None while a dim is symbolic or the rank unknown)
     _numel: int | None = field(init=False, repr=False, compare=False, default=None)
+    # the hash of (shape, dtype), computed once: specs key many memo dicts
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self):
         s = self.shape
         if s is not None and all(type(d) is int for d in s):
             object.__setattr__(self, "_numel", prod(s))
+        object.__setattr__(self, "_hash", hash((s, self.dtype)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self):
+        # rebuilt from its fields: string hashes differ between processes
+        return (TensorSpec, (self.shape, self.dtype))
 
     @property
     def rank(self) -> int:

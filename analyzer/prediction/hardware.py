@@ -50,6 +50,39 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
         f"datasheet peaks and bandwidth ({profile.kind}: no measured efficiency constants); "
         f"expect datasheet-roofline error (20-55%), calibrate for better")
 
+def profile_memo(memo: dict | None, prof, runtime_name: str) -> dict:
+    """The part of a caller's ``memo`` that belongs to one profile object under one runtime
+    (a fresh dict without a memo; the profile is held, so its id cannot be reused).
+    ``lowering.lower`` keeps there what depends only on the profile."""
+    if memo is None:
+        return {}
+    key = ("profile", id(prof), runtime_name)
+    hit = memo.get(key)
+    if hit is None or hit[0] is not prof:
+        hit = memo[key] = (prof, {})
+    return hit[1]
+
+
+def profile_terms(prof) -> tuple:
+    """(bandwidth B/s, units, cache bytes (``cache_bytes``), efficiency arrays, provenance,
+    detail, launch seconds, notes) of a completed profile: what does not depend on the graph."""
+    if not prof.mem_bw_gbs:
+        raise HardwareError(f"hardware '{prof.id}' has no mem_bw_gbs figure; cannot predict "
+                            f"memory time (calibrate the machine, or add a sourced value to a "
+                            f"copy of its profile and pass that file as {{hw}})",
+                            hints=(Hint("hw", "FILE"),))
+    arrays, prov, detail = efficiency_constants(prof)
+    said = []
+    if prof.launch_overhead_us is not None:
+        launch = prof.launch_overhead_us * 1e-6
+    else:
+        us, why = runtimes.KIND_LAUNCH_US[prof.kind]
+        launch = us * 1e-6
+        said.append(f"{prof.id} has no launch figure: {us:g} us per kernel {why}")
+    return (prof.mem_bw_gbs * 1e9, float(prof.units or eff.units_of(prof) or 0),
+            cache_bytes(prof), arrays, prov, detail, launch, tuple(said))
+
+
 def clock_hz(profile) -> float:
     """The clock the per-SM term of the efficiency model scales with (``[power] clock_ghz``, Hz).
 

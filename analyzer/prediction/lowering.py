@@ -40,11 +40,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from analyzer.counting.engine import FOLDED, NodeCost
-from analyzer.errors import HardwareError, Hint, InputSpecError
+from analyzer.errors import HardwareError, InputSpecError
 from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES
 from analyzer.prediction import efficiency as eff
 from analyzer.prediction import cpu_cold, fusion, runtimes
-from analyzer.prediction.hardware import cache_bytes, complete_profile, efficiency_constants, host_dispatch
+from analyzer.prediction.hardware import (complete_profile, host_dispatch, profile_memo,
+                                          profile_terms)
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 
@@ -162,13 +163,14 @@ def _launches(n: NodeCost) -> bool:
     return n.status != FOLDED and bool(n.cost.flops or n.cost.bytes_moved)
 
 
-def _fusion_nodes(nodes: list[NodeCost], precision: str | None) -> list[fusion.FusionNode]:
-    # repeated blocks share their spec objects (the engine memoises them): the op class and the
-    # byte tuples of a node are computed once per (op, specs, has-MACs)
-    memo: dict[tuple, tuple] = {}
+def _fusion_nodes(nodes: list[NodeCost], precision: str | None,
+                  memo: dict | None = None) -> list[fusion.FusionNode]:
+    # the op class and byte tuples of a node, once per (op, specs, has-MACs) (repeated blocks;
+    # ``memo``: a caller's dict kept across calls: a search's candidates repeat the same nodes)
+    memo = {} if memo is None else memo
     out = []
     for n in nodes:
-        key = (n.op, n.domain, n.in_specs, n.out_specs, bool(n.cost.mac_flops))
+        key = (n.op, n.domain, n.in_specs, n.out_specs, bool(n.cost.mac_flops), precision)
         hit = memo.get(key)
         if hit is None:
             hit = memo[key] = (node_op_class(n),
@@ -248,49 +250,68 @@ def _calibrated_for(profile, runtime_name: str) -> bool:
 
 
 def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime: runtimes.Runtime,
-          graph_outputs: frozenset[str] = frozenset(), fused: fusion.FusionRecord | None = None
-          ) -> Lowered:
+          graph_outputs: frozenset[str] = frozenset(), fused: fusion.FusionRecord | None = None,
+          memo: dict | None = None) -> Lowered:
     """``fused``: the runtime's own record of its kernels (replaces the fusion policy's
-    patterns; ``fusion.plan``)."""
+    patterns; ``fusion.plan``).  ``memo``: a dict the caller keeps across calls with the same
+    profiles (``CostModel``): what depends only on a profile, op or dtype is computed once."""
     if precision is not None and precision not in PRECISIONS:
         raise InputSpecError(f"unknown precision '{precision}'; choose from {', '.join(PRECISIONS)}")
-    fnodes = _fusion_nodes(nodes, precision)
+    last = memo.get("last") if memo is not None else None
+    if last is not None and last[0] is nodes and last[1] == precision:
+        fnodes, node_bytes = last[2], last[3]   # the same candidate under another runtime
+    else:
+        fnodes = _fusion_nodes(nodes, precision, None if memo is None else memo.setdefault("fusion", {}))
+        node_bytes = [_node_bytes(n, precision) for n in nodes]
+        if memo is not None:
+            memo["last"] = (nodes, precision, fnodes, node_bytes)
     plan = fusion.plan(fnodes, runtime.fusion, graph_outputs, fused)
     K = plan.kernels
-    mac = np.zeros(K)
-    vec = np.zeros(K)
-    trans = np.zeros(K)
-    nbytes = np.zeros(K)
-    runs = np.ones(K)
-    cls = np.zeros(K, np.int32)
-    view = np.zeros((4, K))
-    anchor_dtype: list[str] = []
-    names: list[str] = []
-    node_bytes = [_node_bytes(n, precision) for n in nodes]
-    wbytes = np.zeros(K)  # weight bytes per launch (cpu_cold)
+    # per kernel as lists (numpy item writes cost more); wbytes: weight bytes/launch (cpu_cold)
+    mac_l, vec_l, trans_l, bytes_l, wbytes_l, runs_l, cls_l, view_l = ([] for _ in range(8))
+    anchor_dtype, names = [], []
     weight = np.zeros(len(nodes))
+    saved_bytes, kernel_ops, code = plan.saved_bytes, plan.kernel_ops, eff.CLASS_CODE
     for k, members in enumerate(plan.members):
-        ms = [nodes[i] for i in members]
-        anchor = max(members, key=lambda i: (nodes[i].cost.mac_flops, nodes[i].cost.flops,
-                                             node_bytes[i]))
-        a = nodes[anchor]
-        r = max(1, max(getattr(m, "runs", 1) for m in ms))
-        runs[k] = r
-        mac[k] = sum(m.cost.mac_flops for m in ms) / r
-        vec[k] = sum(m.cost.vector_flops for m in ms) / r
-        trans[k] = sum(m.cost.transcendentals for m in ms) / r
-        nbytes[k] = max(0.0, sum(node_bytes[i] for i in members) - plan.saved_bytes[k]) / r
-        wbytes[k] = sum(nodes[i].cost.weight_bytes * node_bytes[i] / max(nodes[i].cost.bytes_moved, 1)
-                        for i in members) / r
-        cls[k] = eff.CLASS_CODE[_kernel_class(fnodes[anchor].op_class,
-                                              plan.kernel_ops[k] if plan.kernel_ops else "")]
-        gm = _gemm_view(a)
-        view[:, k] = gm[:4]
+        if len(members) == 1:  # (the common kernel: the general form below, one member)
+            i = anchor = members[0]
+            a, c = nodes[i], nodes[i].cost
+            r = max(1, getattr(a, "runs", 1))
+            mac_l.append(c.mac_flops / r)
+            vec_l.append(c.vector_flops / r)
+            trans_l.append(c.transcendentals / r)
+            bytes_l.append(max(0.0, node_bytes[i] - saved_bytes[k]) / r)
+            wbytes_l.append(c.weight_bytes * node_bytes[i] / max(c.bytes_moved, 1) / r)
+            weight[i] = 1.0
+        else:
+            ms = [nodes[i] for i in members]
+            anchor = max(members, key=lambda i: (nodes[i].cost.mac_flops, nodes[i].cost.flops,
+                                                 node_bytes[i]))
+            a = nodes[anchor]
+            r = max(1, max(getattr(m, "runs", 1) for m in ms))
+            mac_l.append(sum(m.cost.mac_flops for m in ms) / r)
+            vec_l.append(sum(m.cost.vector_flops for m in ms) / r)
+            trans_l.append(sum(m.cost.transcendentals for m in ms) / r)
+            bytes_l.append(max(0.0, sum(node_bytes[i] for i in members) - saved_bytes[k]) / r)
+            wbytes_l.append(sum(nodes[i].cost.weight_bytes * node_bytes[i]
+                                / max(nodes[i].cost.bytes_moved, 1) for i in members) / r)
+            tot = sum(nodes[i].cost.flops + node_bytes[i] for i in members) or 1.0
+            for i in members:
+                weight[i] = (nodes[i].cost.flops + node_bytes[i]) / tot
+        runs_l.append(r)
+        cls_l.append(code[_kernel_class(fnodes[anchor].op_class,
+                                        kernel_ops[k] if kernel_ops else "")])
+        view_l.append(_gemm_view(a)[:4])
         anchor_dtype.append(_compute_dtype(a, precision))
         names.append(nodes[members[0]].name)
-        tot = sum(nodes[i].cost.flops + node_bytes[i] for i in members) or 1.0
-        for i in members:
-            weight[i] = (nodes[i].cost.flops + node_bytes[i]) / tot if len(members) > 1 else 1.0
+    mac = np.array(mac_l, dtype=np.float64)
+    vec = np.array(vec_l, dtype=np.float64)
+    trans = np.array(trans_l, dtype=np.float64)
+    nbytes = np.array(bytes_l, dtype=np.float64)
+    wbytes = np.array(wbytes_l, dtype=np.float64)
+    runs = np.array(runs_l, dtype=np.float64)
+    cls = np.array(cls_l, dtype=np.int32)
+    view = np.array(view_l, dtype=np.float64).reshape(K, 4).T.copy()
     P = len(profiles)
     mpeak = np.ones((P, K))
     vpeak = np.ones((P, K))
@@ -310,35 +331,31 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     for p, prof in enumerate(profiles):
         warn: set[str] = set()
         note: list[str] = []
-        prof = complete_profile(prof, note)
-        cache: dict[tuple[str, str], float] = {}
+        own = profile_memo(memo, prof, runtime.name)
+        if "complete" not in own:
+            done: list[str] = []
+            own["complete"] = (complete_profile(prof, done), tuple(done))
+        prof, done = own["complete"]
+        note.extend(done)
+        cache = own.setdefault("peaks", {})   # (engine, dtype) -> (FLOP/s, warnings it gave)
 
         def peak(engine, d):
-            key = (engine, d)
-            if key not in cache:
-                cache[key] = _peak(prof, engine, d, warn)
-            return cache[key]
+            hit = cache.get((engine, d))
+            if hit is None:
+                said: set[str] = set()
+                hit = cache[(engine, d)] = (_peak(prof, engine, d, said), tuple(said))
+            warn.update(hit[1])
+            return hit[0]
 
         mpeak[p] = [peak("matrix", d) if m else 1.0 for d, m in zip(anchor_dtype, mac)]
         vpeak[p] = [peak("vector", d) if v or t else 1.0 for d, v, t in zip(anchor_dtype, vec, trans)]
-        if not prof.mem_bw_gbs:
-            raise HardwareError(f"hardware '{prof.id}' has no mem_bw_gbs figure; cannot predict "
-                                f"memory time (calibrate the machine, or add a sourced value to a "
-                                f"copy of its profile and pass that file as {{hw}})",
-                                hints=(Hint("hw", "FILE"),))
-        bw[p] = prof.mem_bw_gbs * 1e9
-        units[p] = float(prof.units or eff.units_of(prof) or 0)
-        l2[p] = cache_bytes(prof)
-        arrays, prov, detail = efficiency_constants(prof)
+        if "terms" not in own:
+            own["terms"] = profile_terms(prof)
+        bw[p], units[p], l2[p], arrays, prov, detail, launch, said = own["terms"]
+        note.extend(said)
         for name in eff.CLASS_PARAMS:
             consts[name][p] = arrays[name]
         consts["trans_weight"][p] = float(arrays["trans_weight"])
-        if prof.launch_overhead_us is not None:
-            launch = prof.launch_overhead_us * 1e-6
-        else:
-            us, why = runtimes.KIND_LAUNCH_US[prof.kind]
-            launch = us * 1e-6
-            note.append(f"{prof.id} has no launch figure: {us:g} us per kernel {why}")
         floors = np.asarray(arrays["floor_s"])[cls]
         calibrated = _calibrated_for(prof, runtime.name)
 

@@ -71,8 +71,14 @@ def _light_copy(m):
     return out
 
 
-def count(candidate: Any, options: Options) -> Counted:
-    """Per-node counts of one candidate (see the module docstring for what a candidate is)."""
+def count(candidate: Any, options: Options, records: list | None = None) -> Counted:
+    """Per-node counts of one candidate (see the module docstring for what a candidate is).
+    ``records``: filled as ``engine.cost_graph`` fills it (what ``search.fast`` learns from)."""
+    return count_graph(candidate, options, records)[0]
+
+
+def count_graph(candidate: Any, options: Options, records: list | None = None):
+    """``(Counted, the ir.Graph counted)``; the graph is None for a ``Report``."""
     from analyzer.counting import rules  # noqa: F401  (fills the registry has_rule reads)
     from analyzer.counting.cost import has_rule
     from analyzer.counting.engine import cost_graph
@@ -80,7 +86,7 @@ def count(candidate: Any, options: Options) -> Counted:
 
     if hasattr(candidate, "nodes") and hasattr(candidate, "coverage"):   # a Report
         fmt = candidate.model.get("format", "onnx") if isinstance(candidate.model, dict) else "onnx"
-        return Counted(list(candidate.nodes), fmt, {})
+        return Counted(list(candidate.nodes), fmt, {}), None
     if isinstance(candidate, Graph):
         graph, fmt = candidate, "ir"
     elif isinstance(candidate, tuple) and len(candidate) == 2 and callable(candidate[0]):
@@ -107,6 +113,6 @@ def count(candidate: Any, options: Options) -> Counted:
         graph, _ = onnx_frontend.load(candidate, inputs=options.inputs, dims=options.dims,
                                       values=options.values, counted=has_rule)
         fmt = "onnx"
-    nodes = cost_graph(graph, options.counting())
+    nodes = cost_graph(graph, options.counting(), records)
     outputs = {o: graph.tensors.get(o) for o in graph.outputs}
-    return Counted(nodes, fmt, outputs)
+    return Counted(nodes, fmt, outputs), graph

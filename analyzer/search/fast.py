@@ -1,0 +1,198 @@
+"""The search fast path: a candidate's counts from what earlier candidates taught, or None.
+
+A ``CostModel`` scores thousands of candidates built from the same few kinds of node.  Every
+candidate the full frontend + engine count is also a lesson: for each node whose result cannot
+depend on anything but its **signature** (opset header, op, domain, serialized attributes, the
+spec of each input, which inputs are constants and, where a constant's value can steer a shape,
+its value; which outputs exist and, for a graph output, its declared type), the memo keeps the
+output specs and the engine's ``NodeRecord``.  A later candidate whose every node's signature
+is known is counted from the memo alone: specs flow node to node as inference would compute
+them, params are counted per tensor name by the engine's own ``new_params``, and each
+``NodeCost`` is built exactly as the engine builds it.
+
+What the memo learns from is restricted to graphs whose results are local: nothing folded (no
+value computed ahead of run time, so no node's output depends on a value the signature omits),
+no renamed, decomposed, control-flow or sequence nodes, and every learned output spec static.
+``lean.read`` refuses (the full path then runs) anything outside the plain structure it can
+vouch for.  Anything not learned misses, and a miss runs the full path on the whole candidate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analyzer.counting.cost import Cost
+from analyzer.counting.engine import NodeCost
+from analyzer.counting.traffic import new_params
+from analyzer.ir.graph import Graph
+from analyzer.search import front, lean
+
+_NO_SOURCES = Graph("", [], {}, (), ())   # what new_params reads: no folded sources
+# nodes of unknown signature learned one by one per candidate before the whole candidate takes
+# the full path instead (a one-node full count costs ~1/30 of a 100-node candidate's)
+MINI_PER_CANDIDATE = 8
+
+
+class FastCounter:
+    """The memo of one ``CostModel`` (one set of counting options) and its hit statistics."""
+
+    def __init__(self, options):
+        self.options = options
+        self.memo: dict[tuple, tuple] = {}
+        self.ids: dict = {}                 # TensorSpec -> small int (cheap to hash in keys)
+        self.headers: dict = {}             # (IR version, opsets) -> small int
+        self.stats = {"fast": 0, "full": 0, "learned": 0, "nodes": 0}
+        self.unlearnable: set = set()       # signatures a one-node model did not teach
+
+    # ------------------------------------------------------------------ signatures
+    def _sid(self, spec) -> int:
+        i = self.ids.get(spec)
+        if i is None:
+            i = self.ids[spec] = len(self.ids)
+        return i
+
+    def _header(self, st: lean.Structure) -> int:
+        """The id of the candidate's opset header; a header joins only through a candidate the
+        full path counted (it checked the IR version and opsets: a graph with no nodes still
+        errs as analyze does on a header it rejects)."""
+        h = self.headers.get(st.header)
+        if h is None:
+            h = self.headers[st.header] = len(self.headers)
+        return h
+
+    def _sig(self, st: lean.Structure, node: lean.LeanNode, sids: dict, header: int) -> tuple:
+        """(opset header id, node kind: op, domain, attributes and which outputs exist, per
+        input its spec id (``sids``: tensor name -> id) and for a constant the key of its value
+        where it can matter, the declared types of the graph outputs it produces)."""
+        items = []
+        consts = st.constants
+        for x in node.inputs:
+            if not x:
+                items.append(None)
+                continue
+            c = consts.get(x)
+            if c is None:
+                items.append(sids[x])
+                continue
+            if lean.is_float(c.code) and node.op in lean.FLOAT_DATA_OPS:
+                v = "c"
+            elif c.spec.numel() <= lean.VALUE_ELEMENTS:
+                v = c.value()
+            else:
+                v = "big"   # the frontend never reads a value this large
+            items.append((sids[x], v))
+        outs = st.outputs
+        decl = tuple(outs.get(o) for o in node.outputs) if any(o in outs for o in node.outputs) \
+            else None
+        return (header, node.kind, tuple(items), decl)
+
+    def _sids(self, st: lean.Structure) -> tuple[dict, dict]:
+        """(tensor name -> spec, tensor name -> spec id) of the graph inputs and constants."""
+        specs = dict(st.inputs)
+        for name, c in st.constants.items():
+            specs[name] = c.spec
+        sid = self._sid
+        return specs, {name: sid(s) for name, s in specs.items()}
+
+    # ------------------------------------------------------------------ use
+    def count(self, st: lean.Structure, learn: bool = False) -> front.Counted | None:
+        """The candidate's counts from the memo, or None when a node's signature is unknown.
+        ``learn``: a node of unknown signature is first learned on its own (``mini``: the full
+        path on a one-node model), up to ``MINI_PER_CANDIDATE`` per candidate."""
+        header = self.headers.get(st.header)
+        if header is None:
+            return None
+        specs, sids = self._sids(st)
+        get = specs.get
+        memo = self.memo
+        counted: set[str] = set()
+        out = []
+        budget = MINI_PER_CANDIDATE if learn else 0
+        for i, node in enumerate(st.nodes):
+            sig = self._sig(st, node, sids, header)
+            hit = memo.get(sig)
+            if hit is None:
+                if budget <= 0 or sig in self.unlearnable:
+                    return None
+                budget -= 1
+                self._learn_node(st, i, specs)
+                hit = memo.get(sig)
+                if hit is None:
+                    self.unlearnable.add(sig)
+                    return None
+            outs, rec, out_ids = hit
+            for o, s, i in zip(node.outputs, outs, out_ids):
+                if o:
+                    specs[o] = s
+                    sids[o] = i
+            pover, status, cidx, cost, by_dtype, note, mac_dtype, params, estimate = rec
+            ins = tuple(map(get, node.inputs))   # ('' is never a tensor: None)
+            if cidx:
+                params += new_params(node, ins, cidx, counted, pover, _NO_SOURCES)
+            if params:
+                cost = Cost(params, *cost[1:])
+            out.append(NodeCost(node.name, node.op, node.domain, status, cost, ins, outs,
+                                mac_dtype, note, by_dtype, None, estimate, node.inputs,
+                                node.outputs, "", 1, cidx))
+        self.stats["fast"] += 1
+        return front.Counted(out, "onnx", {o: specs[o] for o in st.outputs})
+
+    # ------------------------------------------------------------------ learn
+    def full(self, candidate: Any, st: lean.Structure | None) -> front.Counted:
+        """The full path's counts of ``candidate``; its local results are learned."""
+        records: list = []
+        counted, graph = front.count_graph(candidate, self.options, records)
+        self.stats["full"] += 1
+        if st is not None and graph is not None:
+            self.stats["learned"] += self._learn(st, graph, counted.nodes, records)
+        return counted
+
+    def _learn_node(self, st: lean.Structure, index: int, specs) -> None:
+        """Learn ``st.nodes[index]`` from the full path on a model of that node alone; a
+        failure there teaches nothing (the candidate then takes the full path, which reports
+        whatever is wrong as analyze does)."""
+        from analyzer.search import mini
+
+        self.stats["nodes"] += 1
+        try:
+            data = mini.model(st, index, specs)
+            small = lean.read(data)
+            if small is None:
+                return
+            records: list = []
+            counted, graph = front.count_graph(data, self.options, records)
+            self.stats["learned"] += self._learn(small, graph, counted.nodes, records)
+        except Exception:  # noqa: BLE001  (see the docstring)
+            return
+
+    def _learn(self, st: lean.Structure, graph: Graph, nodes: list, records: list) -> int:
+        if (graph.folded or graph.sources or graph.renamed or graph.decomposed or graph.sequences
+                or graph.fold_errors or graph.newer_ops or graph.constants != st.constants.keys()
+                or not set(graph.values) <= st.constants.keys()
+                or not len(nodes) == len(records) == len(st.nodes)):
+            return 0
+        tensors = graph.tensors
+        for name, spec in st.inputs.items():
+            if tensors.get(name) != spec:
+                return 0
+        for name, c in st.constants.items():
+            if tensors.get(name) != c.spec:
+                return 0
+        learned = 0
+        header = self._header(st)
+        sids = self._sids(st)[1]
+        for node, n, rec in zip(st.nodes, nodes, records):
+            if rec is None or n.name != node.name or n.op != node.op or n.level or n.runs != 1:
+                return learned
+            outs = n.out_specs
+            out_ids = tuple(self._sid(s) if s is not None else -1 for s in outs)
+            sig = self._sig(st, node, sids, header)
+            for o, i in zip(node.outputs, out_ids):
+                if o:
+                    sids[o] = i
+            if any(o and (s is None or not s.is_static) for o, s in zip(node.outputs, outs)):
+                continue
+            if sig not in self.memo:
+                self.memo[sig] = (outs, rec, out_ids)
+                learned += 1
+        return learned

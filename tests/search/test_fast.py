@@ -1,0 +1,339 @@
+"""CostModel.score's fast path (analyzer.search.fast): every candidate it counts from learned
+node signatures equals the full path (NodeCost for NodeCost) and analyze (latency, 1e-6
+relative); what it cannot vouch for runs the full path with analyze's behaviour."""
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper, numpy_helper
+
+import analyzer
+from analyzer.search import front, lean, wire
+
+from conftest import HW, reference
+
+import search_space as ss
+
+F32 = TensorProto.FLOAT
+
+
+def _fast_equals_full(cm, model):
+    """The fast path's counts of ``model`` (None when it missed) checked against the full
+    path's; returns whether the fast path answered."""
+    st_ = lean.read(model)
+    got = cm._fast.count(st_) if st_ is not None else None
+    if got is not None:
+        full = front.count(model, cm.options)
+        assert got.nodes == full.nodes
+        assert got.outputs == full.outputs
+    return got is not None
+
+
+def test_random_candidates_fast_and_exact():
+    cm = analyzer.CostModel(HW)
+    rng = np.random.default_rng(11)
+    teach = [ss.random_transformer(rng, 40).SerializeToString() for _ in range(24)]
+    cm.score(teach)
+    assert cm._fast.stats["learned"] > 0
+    fresh = [ss.random_transformer(rng, 40) for _ in range(10)]
+    blobs = [m.SerializeToString() for m in fresh]
+    before = cm._fast.stats["fast"]
+    lat = cm.score(blobs)
+    assert cm._fast.stats["fast"] > before      # the fast path answered some fresh candidates
+    np.testing.assert_array_equal(cm.score(fresh), lat)   # ModelProto and bytes agree
+    hits = 0
+    for m, b, row in zip(fresh, blobs, lat):
+        np.testing.assert_allclose(row, reference(b), rtol=1e-6)
+        hits += _fast_equals_full(cm, b)
+        hits += _fast_equals_full(cm, m)
+    assert hits >= 2
+
+
+# ------------------------------------------------------------------ property: random chains
+_UNARY = ("Relu", "Sigmoid", "Tanh", "Erf", "Softmax")
+
+
+@st.composite
+def chains(draw):
+    s = draw(st.sampled_from([4, 8]))
+    d = draw(st.sampled_from([8, 16]))
+    steps = draw(st.lists(st.sampled_from(
+        ["matmul", "shared", "bias", "unary", "reshape", "scale", "norm", "transpose"]),
+        min_size=1, max_size=7))
+    seed = draw(st.integers(0, 3))
+    return s, d, steps, seed
+
+
+def _chain(s, d, steps, seed):
+    rng = np.random.default_rng(seed)
+    nodes, inits, cur = [], [], "x"
+    shared = None
+
+    def init(arr):
+        name = f"c{len(inits)}"
+        inits.append(numpy_helper.from_array(arr, name))
+        return name
+
+    def node(op, ins, **kw):
+        out = f"t{len(nodes)}"
+        nodes.append(helper.make_node(op, ins, [out], name=f"n{len(nodes)}", **kw))
+        return out
+
+    for step in steps:
+        if step == "matmul":
+            cur = node("MatMul", [cur, init(rng.standard_normal((d, d)).astype(np.float32))])
+        elif step == "shared":   # the same weight read twice: params counted once
+            if shared is None:
+                shared = init(rng.standard_normal((d, d)).astype(np.float32))
+            cur = node("MatMul", [cur, shared])
+        elif step == "bias":
+            cur = node("Add", [cur, init(rng.standard_normal((d,)).astype(np.float32))])
+        elif step == "unary":
+            op = _UNARY[int(rng.integers(len(_UNARY)))]
+            cur = node(op, [cur], **({"axis": -1} if op == "Softmax" else {}))
+        elif step == "reshape":  # a constant shape: its value decides the output shape
+            tgt = [[1, s * d], [s, d], [1, s, d]][int(rng.integers(3))]
+            cur = node("Reshape", [cur, init(np.array(tgt, np.int64))])
+            cur = node("Reshape", [cur, init(np.array([1, s, d], np.int64))])
+        elif step == "scale":
+            cur = node("Mul", [cur, init(np.array([rng.standard_normal()], np.float32))])
+        elif step == "norm":
+            cur = node("LayerNormalization", [cur, init(np.ones(d, np.float32)),
+                                              init(np.zeros(d, np.float32))], axis=-1)
+        else:
+            cur = node("Transpose", [cur], perm=[0, 2, 1])
+            cur = node("Transpose", [cur], perm=[0, 2, 1])
+    g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", F32, [1, s, d])],
+                          [helper.make_tensor_value_info(cur, F32, None)], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+_CM = {}
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, database=None)
+@given(chains())
+def test_property_chains_equal_analyze(case):
+    cm = _CM.setdefault("cm", analyzer.CostModel(HW))
+    m = _chain(*case)
+    b = m.SerializeToString()
+    for _ in range(2):   # the first may teach, the second then takes the fast path
+        lat = cm.score([b, m])
+        np.testing.assert_allclose(lat[0], reference(b), rtol=1e-6)
+        np.testing.assert_array_equal(lat[1], lat[0])
+    assert _fast_equals_full(cm, b)
+
+
+# ------------------------------------------------------------------ hand-made edge cases
+def _model(nodes, inits, x_shape=(1, 4, 8), outputs=None, opset=17, name_x="x"):
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(name_x, F32, list(x_shape))],
+                          outputs or [helper.make_tensor_value_info(nodes[-1].output[0], F32, None)],
+                          initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def _twice_equal(cm, m):
+    """Score ``m`` twice (learn, then fast where it can) and check both against analyze."""
+    for _ in range(2):
+        np.testing.assert_allclose(cm.score([m])[0], reference(m), rtol=1e-6)
+
+
+def test_reshape_constant_value_is_part_of_the_signature():
+    cm = analyzer.CostModel(HW)
+    w = np.ones((8, 8), np.float32)
+
+    def reshaped(shape):
+        return _model([helper.make_node("Reshape", ["x", "s"], ["r"], name="r"),
+                       helper.make_node("MatMul", ["r", "w"], ["y"], name="mm")],
+                      {"s": np.array(shape, np.int64), "w": w})
+    a, b = reshaped([1, 4, 8]), reshaped([4, 8])
+    _twice_equal(cm, a)
+    assert _fast_equals_full(cm, a)
+    # same op, attributes and input specs; only the shape value differs: a's must not answer
+    assert cm._fast.count(lean.read(b)) is None
+    np.testing.assert_allclose(cm.score([b])[0], reference(b), rtol=1e-6)
+    assert _fast_equals_full(cm, b)   # learned on its own, then exact
+    assert front.count(b, cm.options).nodes[0].out_specs[0].shape == (4, 8)
+
+
+def test_shared_weight_params_counted_once():
+    cm = analyzer.CostModel(HW)
+    w = np.ones((8, 8), np.float32)
+    m = _model([helper.make_node("MatMul", ["x", "w"], ["a"], name="a"),
+                helper.make_node("MatMul", ["a", "w"], ["b"], name="b")], {"w": w})
+    _twice_equal(cm, m)
+    assert _fast_equals_full(cm, m)
+    st_ = lean.read(m)
+    nodes = cm._fast.count(st_).nodes
+    assert [n.cost.params for n in nodes] == [64, 0]   # 8*8 at the first reader only
+
+
+def test_non_ascii_names_take_the_fast_path():
+    cm = analyzer.CostModel(HW)
+    m = _model([helper.make_node("Relu", ["eingabe_ä"], ["größe"], name="knoten_β")], {},
+               name_x="eingabe_ä")
+    _twice_equal(cm, m)
+    assert _fast_equals_full(cm, m)
+
+
+def test_invalid_utf8_name_behaves_as_analyze():
+    cm = analyzer.CostModel(HW)
+    m = _model([helper.make_node("Relu", ["x"], ["yy"], name="nn")], {})
+    data = m.SerializeToString().replace(b"\x1a\x02nn", b"\x1a\x02\xff\xfe")   # the node name
+    assert data != m.SerializeToString()
+    assert lean.read(data) is None            # not text: the full frontend decides
+    np.testing.assert_allclose(cm.score([data])[0], reference(data), rtol=1e-6)
+
+
+def test_constant_node_and_custom_domain_fall_back():
+    cm = analyzer.CostModel(HW)
+    c = helper.make_node("Constant", [], ["k"], name="k",
+                         value=numpy_helper.from_array(np.ones((8,), np.float32)))
+    m = _model([c, helper.make_node("Add", ["x", "k"], ["y"], name="add")], {})
+    assert lean.read(m) is None
+    _twice_equal(cm, m)
+    m2 = _model([helper.make_node("Relu", ["x"], ["y"], name="r")], {})
+    m2.graph.node[0].domain = "my.domain"
+    m2.opset_import.append(helper.make_opsetid("my.domain", 1))
+    assert lean.read(m2) is None
+    with pytest.raises(Exception) as ref:
+        analyzer.analyze(m2, hw=HW)
+    with pytest.raises(type(ref.value)) as got:
+        cm.score([m2])
+    assert str(got.value) == str(ref.value)
+
+
+def test_unknown_op_raises_as_analyze_every_time():
+    cm = analyzer.CostModel(HW)
+    m = _model([helper.make_node("NoSuchOp", ["x"], ["y"], name="u")], {})
+    with pytest.raises(Exception) as ref:
+        analyzer.analyze(m, hw=HW)
+    for _ in range(2):   # nothing is learned from a failure
+        with pytest.raises(type(ref.value)) as got:
+            cm.score([m.SerializeToString()])
+        assert str(got.value) == str(ref.value)
+
+
+def test_float_values_steer_resize_but_not_weights():
+    cm = analyzer.CostModel(HW)
+
+    def resize(scale):
+        return _model([helper.make_node("Resize", ["x", "", "sc"], ["y"], name="rs",
+                                        mode="nearest")],
+                      {"sc": np.array([1, 1, scale, scale], np.float32)}, x_shape=(1, 2, 4, 4))
+    a, b = resize(2.0), resize(3.0)
+    _twice_equal(cm, a)
+    assert cm._fast.count(lean.read(b)) is None   # a scale's value steers the shape
+    np.testing.assert_allclose(cm.score([b])[0], reference(b), rtol=1e-6)
+    assert not np.allclose(reference(a), reference(b), rtol=1e-9, atol=0)
+
+    def scaled(v):
+        return _model([helper.make_node("Mul", ["x", "s"], ["y"], name="mul")],
+                      {"s": np.array([v], np.float32)})
+    _twice_equal(cm, scaled(0.5))
+    assert _fast_equals_full(cm, scaled(7.0))   # a weight's value is not in its signature
+
+
+def test_declared_output_shape_is_part_of_the_signature():
+    cm = analyzer.CostModel(HW)
+    relu = [helper.make_node("Relu", ["x"], ["y"], name="r")]
+    a = _model(relu, {}, outputs=[helper.make_tensor_value_info("y", F32, [1, 4, 8])])
+    b = _model(relu, {}, outputs=[helper.make_tensor_value_info("y", F32, None)])
+    _twice_equal(cm, a)
+    _twice_equal(cm, b)
+    assert _fast_equals_full(cm, a) and _fast_equals_full(cm, b)
+
+
+def test_wire_reads_what_protobuf_reads():
+    rng = np.random.default_rng(5)
+    m = ss.random_transformer(rng, 30)
+    skel, node_bytes, inits = wire.skeleton(m.SerializeToString())
+    sm = onnx.ModelProto.FromString(skel)
+    assert not sm.graph.node
+    assert [onnx.NodeProto.FromString(b) for b in node_bytes] == list(m.graph.node)
+    assert not sm.graph.initializer
+    assert [(i.name, i.dtype, i.dims) for i in inits] == \
+        [(t.name, t.data_type, tuple(t.dims)) for t in m.graph.initializer]
+    t = m.graph.initializer[0]
+    c = onnx.TensorProto()
+    c.CopyFrom(t)
+    c.ClearField("name")
+    assert inits[0].value_key() == c.SerializeToString()
+    assert wire.skeleton(b"\x08\x07\xff") is None     # a truncated varint
+    assert wire.skeleton(b"") is None
+
+
+def test_a_header_is_checked_by_the_full_path_first():
+    # no nodes: nothing to learn, yet the IR version must be checked as analyze checks it
+    cm = analyzer.CostModel(HW)
+    g = helper.make_graph([], "g", [helper.make_tensor_value_info("x", F32, [2])], [])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = onnx.IR_VERSION + 1
+    with pytest.raises(Exception) as ref:
+        analyzer.analyze(m, hw=HW)
+    for _ in range(2):
+        with pytest.raises(type(ref.value)):
+            cm.score([m])
+    m.ir_version = 8
+    for _ in range(2):
+        np.testing.assert_allclose(cm.score([m])[0], reference(m), rtol=1e-6)
+    assert _fast_equals_full(cm, m)
+
+
+def test_a_new_node_is_learned_on_its_own():
+    cm = analyzer.CostModel(HW)
+
+    def act(op):
+        return _model([helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+                       helper.make_node(op, ["h"], ["y"], name="act")],
+                      {"w": np.ones((8, 8), np.float32)})
+    cm.score([act("Relu")])
+    before = cm.stats()
+    m = act("Tanh")                      # MatMul known, Tanh new: learned from a one-node model
+    np.testing.assert_allclose(cm.score([m])[0], reference(m), rtol=1e-6)
+    after = cm.stats()
+    assert (after["fast"] - before["fast"], after["full"] - before["full"],
+            after["nodes"] - before["nodes"]) == (1, 0, 1)
+    assert _fast_equals_full(cm, m)
+
+
+def test_a_node_that_cannot_be_learned_takes_the_full_path():
+    cm = analyzer.CostModel(HW)
+    m = _model([helper.make_node("Relu", ["x"], ["h"], name="r"),
+                helper.make_node("NonZero", ["h"], ["y"], name="nz")], {})
+    try:
+        ref = reference(m)
+    except Exception as e:  # noqa: BLE001
+        ref = e
+    for _ in range(3):   # learn Relu; NonZero's output shape is data-dependent: never learned
+        if isinstance(ref, Exception):
+            with pytest.raises(type(ref)):
+                cm.score([m])
+        else:
+            np.testing.assert_allclose(cm.score([m])[0], ref, rtol=1e-6)
+    assert cm.stats()["fast"] == 0 and cm.stats()["full"] == 3 and cm._fast.unlearnable
+
+
+def test_score_restores_the_garbage_collector():
+    import gc
+
+    cm = analyzer.CostModel(HW)
+    m = _model([helper.make_node("Relu", ["x"], ["y"], name="r")], {})
+    assert gc.isenabled()
+    cm.score([m])
+    assert gc.isenabled()
+    with pytest.raises(Exception):
+        cm.score([m, b"not a model"])
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        cm.score([m])
+        assert not gc.isenabled()   # a caller's choice stays
+    finally:
+        gc.enable()
