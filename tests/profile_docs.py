@@ -44,3 +44,24 @@ launch_overhead_us = {launch}
 def tiny_cpu_toml(bw="100.0", launch="5.0", extra="") -> str:
     """A minimal hand-written CPU profile (every number sourced as 'guess') for CLI/IO tests."""
     return TINY_CPU_TOML.format(bw=bw, launch=launch, extra=extra)
+
+
+def gemm_table_doc(profile_id: str = "calibrated-test-2t", run_overhead_us: float | None = None,
+                   rows: dict | None = None) -> dict:
+    """A calibrated CPU profile document with one fitted class table (gemm) and round figures:
+    0.5 TFLOP/s, 38 GB/s, 0.2 us launch; ``run_overhead_us`` adds the per-run fixed cost."""
+    cal = {"measured_on": "2026-11-24", "runtime": "onnxruntime", "threads": 2,
+           "tables": {"gemm": {"floor_us": 1.0, "e_c": 0.9, "e_bw": 1.2,
+                               "b_half_bytes": -100.0, "rows": 29, "fit_mape": 9.5}}}
+    if run_overhead_us is not None:
+        cal["run_overhead_us"] = run_overhead_us
+    return {
+        "schema_version": 1, "id": profile_id, "name": "test cpu", "vendor": "AMD",
+        "kind": "cpu", "family": "x86-cpu", "default_runtime": "onnxruntime",
+        "matrix_tflops": {"fp32": 0.5}, "vector_tflops": {"fp32": 0.5},
+        "memory": {"mem_bw_gbs": 38.0}, "overhead": {"launch_overhead_us": 0.2},
+        "sources": {"matrix_tflops.fp32": "measured", "vector_tflops.fp32": "measured",
+                    "memory.mem_bw_gbs": "measured", "overhead.launch_overhead_us": "measured"},
+        "calibration": cal,
+        "_rows": {} if rows is None else rows,
+    }

@@ -107,18 +107,9 @@ def test_gpu_family_files_load_new_classes_from_their_fallbacks():
 
 
 def _profile_doc():
-    return {
-        "schema_version": 1, "id": "calibrated-test-2t", "name": "test cpu", "vendor": "AMD",
-        "kind": "cpu", "family": "x86-cpu", "default_runtime": "onnxruntime",
-        "matrix_tflops": {"fp32": 0.5}, "vector_tflops": {"fp32": 0.5},
-        "memory": {"mem_bw_gbs": 38.0}, "overhead": {"launch_overhead_us": 0.2},
-        "sources": {"matrix_tflops.fp32": "measured", "vector_tflops.fp32": "measured",
-                    "memory.mem_bw_gbs": "measured", "overhead.launch_overhead_us": "measured"},
-        "calibration": {"measured_on": "2026-11-24", "runtime": "onnxruntime", "threads": 2,
-                        "tables": {"gemm": {"floor_us": 1.0, "e_c": 0.9, "e_bw": 1.2,
-                                            "b_half_bytes": -100.0, "rows": 29, "fit_mape": 9.5}}},
-        "_rows": {"gemm": [("MatMul", 1.0, 2.0, 3.0)]},
-    }
+    from tests.profile_docs import gemm_table_doc
+
+    return gemm_table_doc(rows={"gemm": [("MatMul", 1.0, 2.0, 3.0)]})
 
 
 def test_to_toml_round_trips_with_tomllib():

@@ -136,19 +136,9 @@ def test_calibrated_profile_adds_its_run_overhead(tmp_path):
     import analyzer
     from analyzer.prediction.calibrate import calibration_sources, write_profile
 
-    doc = {
-        "schema_version": 1, "id": "calibrated-dims", "name": "test cpu", "vendor": "AMD",
-        "kind": "cpu", "family": "x86-cpu", "default_runtime": "onnxruntime",
-        "matrix_tflops": {"fp32": 0.5}, "vector_tflops": {"fp32": 0.5},
-        "memory": {"mem_bw_gbs": 38.0}, "overhead": {"launch_overhead_us": 0.2},
-        "sources": {"matrix_tflops.fp32": "measured", "vector_tflops.fp32": "measured",
-                    "memory.mem_bw_gbs": "measured", "overhead.launch_overhead_us": "measured"},
-        "calibration": {"measured_on": "2026-11-24", "runtime": "onnxruntime", "threads": 2,
-                        "run_overhead_us": 3.0,
-                        "tables": {"gemm": {"floor_us": 1.0, "e_c": 0.9, "e_bw": 1.2,
-                                            "b_half_bytes": -100.0, "rows": 29, "fit_mape": 9.5}}},
-        "_rows": {},
-    }
+    from tests.profile_docs import gemm_table_doc
+
+    doc = gemm_table_doc("calibrated-dims", run_overhead_us=3.0)
     doc["sources"].update(calibration_sources(doc["calibration"], "test"))
     path = str(write_profile(doc, tmp_path / "cal.toml"))
     cm = analyzer.CostModel([path, "a100"])
