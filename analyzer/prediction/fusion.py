@@ -126,7 +126,9 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
         raise ValueError(f"unknown fusion policy {policy!r}; choose from {', '.join(POLICIES)}")
     n = len(nodes)
     # (no policy joins nodes under "none": one-node kernels save no bytes, need no edges)
-    producer, consumers = _index(nodes) if policy != "none" else ({}, {})
+    if policy == "none":
+        return _collect(nodes, None, {}, {}, graph_outputs, policy)
+    producer, consumers = _index(nodes)
     sets = _Sets(n)
     if policy == "xla":
         _xla(nodes, sets, producer)
@@ -250,11 +252,16 @@ def _from_record(nodes, record: FusionRecord, graph_outputs) -> FusionPlan:
 
 
 def _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch=None) -> FusionPlan:
+    """The plan of the sets ``sets`` joined (None: none joined, each node a kernel of its own)."""
     kernel_of = [-1] * len(nodes)
     roots: dict[int, int] = {}
     members: list[list[int]] = []
     for i, nd in enumerate(nodes):
         if not (nd.launches if launch is None else launch[i]):
+            continue
+        if sets is None:
+            kernel_of[i] = len(members)
+            members.append([i])
             continue
         r = sets.find(i)
         k = roots.get(r)

@@ -20,6 +20,8 @@ from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES
 from analyzer.prediction import efficiency as eff
 from analyzer.prediction import fusion
 
+ROWS_CAP = 200_000   # memoised kernel rows kept at most (cleared when full: fused sets vary)
+
 # IR dtype -> profile dtype key
 PROFILE_DTYPE = {
     "float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16",
@@ -152,11 +154,14 @@ def kernel_rows(nodes: list[NodeCost], plan: fusion.FusionPlan, fnodes, nbytes: 
     transcendentals, bytes, weight bytes, each per launch; launches, op class code, GEMM view
     (m, n, k, batch), compute dtype).  A kernel of one member is one node's row (memoised per
     key with ``keys`` and ``memo``); a fused kernel sums its members, less its saved bytes, and
-    takes its class, view and dtype from its heaviest member."""
+    takes its class, view and dtype from its heaviest member (memoised per members' keys in
+    order, saved bytes and op)."""
     weight = np.zeros(len(nodes))
     saved_bytes, kernel_ops, code = plan.saved_bytes, plan.kernel_ops, eff.CLASS_CODE
     cache = memo.setdefault(("rows", precision), {}) if keys is not None and memo is not None \
         else None
+    if cache is not None and len(cache) > ROWS_CAP:
+        cache.clear()
     rows = []
     for k, members in enumerate(plan.members):
         kop = kernel_ops[k] if kernel_ops else ""
@@ -176,6 +181,15 @@ def kernel_rows(nodes: list[NodeCost], plan: fusion.FusionPlan, fnodes, nbytes: 
                 if rk is not None:
                     cache[rk] = row
         else:
+            rk = (tuple([keys[i] for i in members]), saved_bytes[k], kop) \
+                if cache is not None else None
+            hit = cache.get(rk) if rk is not None else None
+            if hit is not None:
+                row, shares = hit
+                for i, w in zip(members, shares):
+                    weight[i] = w
+                rows.append(row)
+                continue
             ms = [nodes[i] for i in members]
             anchor = max(members, key=lambda i: (nodes[i].cost.mac_flops, nodes[i].cost.flops,
                                                  nbytes[i]))
@@ -192,5 +206,7 @@ def kernel_rows(nodes: list[NodeCost], plan: fusion.FusionPlan, fnodes, nbytes: 
             tot = sum(nodes[i].cost.flops + nbytes[i] for i in members) or 1.0
             for i in members:
                 weight[i] = (nodes[i].cost.flops + nbytes[i]) / tot
+            if rk is not None:
+                cache[rk] = (row, tuple(weight[i] for i in members))
         rows.append(row)
     return rows, weight
