@@ -147,11 +147,18 @@ def _edges(nodes, producer):
 
 
 def _xla(nodes, sets, producer) -> None:
-    for i, j, _ in _edges(nodes, producer):
-        a, b = nodes[i], nodes[j]
-        if (a.launches and b.launches and a.op_class in _XLA_FUSIBLE
-                and b.op_class in _XLA_FUSIBLE):
-            sets.union(i, j)
+    # every edge between two fusible nodes that launch (``_edges``, consumers that cannot
+    # fuse skipped before their inputs are looked up: a search lowers thousands of graphs)
+    ok = [nd.launches and nd.op_class in _XLA_FUSIBLE for nd in nodes]
+    get = producer.get
+    for j, nd in enumerate(nodes):
+        if not ok[j]:
+            continue
+        level = nd.level
+        for t in nd.inputs:
+            i = get((level, t)) if t else None
+            if i is not None and i != j and ok[i]:
+                sets.union(i, j)
 
 
 def _only_consumer(i: int, nodes, consumers) -> int | None:
@@ -281,10 +288,14 @@ def _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch=Non
                 if not t or (nd.level == "" and t in graph_outputs):
                     continue
                 users = consumers.get((nd.level, t), ())
-                if users and all(u in inside for u in users):
+                if users and inside.issuperset(users):
                     saved[k] += nbytes  # never written ...
-                    for u in users:     # ... nor read back
-                        un = nodes[u]
-                        saved[k] += sum(b for x, b in zip(un.inputs, un.input_bytes) if x == t)
+                    for u in users:     # ... nor read back (each input position reading t)
+                        ins = nodes[u].inputs
+                        if ins.count(t) == 1:
+                            saved[k] += nodes[u].input_bytes[ins.index(t)]
+                        else:
+                            saved[k] += sum(b for x, b in zip(ins, nodes[u].input_bytes)
+                                            if x == t)
     return FusionPlan(policy, tuple(kernel_of), tuple(tuple(m) for m in members), tuple(saved),
                       ("",) * len(members))

@@ -180,7 +180,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     warnings, provs, details, notes = [], [], [], []
     feats = {"op_class": cls, "mac_flops": mac, "vec_flops": vec, "trans_flops": trans,
              "bytes": nbytes, "m": view[0], "n": view[1], "k": view[2], "batch": view[3]}
-    class_names = [eff.OP_CLASSES[c] for c in cls]
+    class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", op)])
                  for k, ops in enumerate(plan.extra_ops) for op in ops]
     for p, prof in enumerate(profiles):
@@ -249,8 +249,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         notes.append(tuple(note))
     # without an override, label the prediction by the dtype that carries most of the work
     w: dict[str, float] = {}
-    for d, f, b in zip(anchor_dtype, mac + vec + trans, nbytes):
-        w[d] = w.get(d, 0.0) + f + b
+    for d, m, v, t, b in zip(anchor_dtype, mac_l, vec_l, trans_l, bytes_l):
+        w[d] = w.get(d, 0.0) + (m + v + t) + b
     label = precision or (max(w, key=w.get) if w else "fp32")
     return Lowered(runtime.name, plan, tuple(names), feats, runs, weight, mpeak, vpeak, bw, units, l2,
                    consts, fixed, run_overhead, label, tuple(warnings), tuple(provs), tuple(details), tuple(notes))
