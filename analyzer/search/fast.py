@@ -84,8 +84,8 @@ class FastCounter:
                 v = "big"   # the frontend never reads a value this large
             items.append((sids[x], v))
         outs = st.outputs
-        decl = tuple(outs.get(o) for o in node.outputs) if any(o in outs for o in node.outputs) \
-            else None
+        decl = tuple(outs.get(o) for o in node.outputs) \
+            if not outs.keys().isdisjoint(node.outputs) else None
         return (header, node.kind, tuple(items), decl)
 
     def _sids(self, st: lean.Structure) -> tuple[dict, dict]:
@@ -93,8 +93,12 @@ class FastCounter:
         specs = dict(st.inputs)
         for name, c in st.constants.items():
             specs[name] = c.spec
-        sid = self._sid
-        return specs, {name: sid(s) for name, s in specs.items()}
+        get, sid = self.ids.get, self._sid
+        sids = {}
+        for name, s in specs.items():
+            i = get(s)
+            sids[name] = i if i is not None else sid(s)
+        return specs, sids
 
     # ------------------------------------------------------------------ use
     def count(self, st: lean.Structure, learn: bool = False) -> front.Counted | None:
