@@ -126,7 +126,9 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
         raise ValueError(f"unknown fusion policy {policy!r}; choose from {', '.join(POLICIES)}")
     n = len(nodes)
     # (no policy joins nodes under "none": one-node kernels save no bytes, need no edges)
-    producer, consumers = _index(nodes) if policy != "none" else ({}, {})
+    if policy == "none":
+        return _collect(nodes, None, {}, {}, graph_outputs, policy)
+    producer, consumers = _index(nodes)
     sets = _Sets(n)
     if policy == "xla":
         _xla(nodes, sets, producer)
@@ -145,11 +147,18 @@ def _edges(nodes, producer):
 
 
 def _xla(nodes, sets, producer) -> None:
-    for i, j, _ in _edges(nodes, producer):
-        a, b = nodes[i], nodes[j]
-        if (a.launches and b.launches and a.op_class in _XLA_FUSIBLE
-                and b.op_class in _XLA_FUSIBLE):
-            sets.union(i, j)
+    # every edge between two fusible nodes that launch (``_edges``, consumers that cannot
+    # fuse skipped before their inputs are looked up: a search lowers thousands of graphs)
+    ok = [nd.launches and nd.op_class in _XLA_FUSIBLE for nd in nodes]
+    get = producer.get
+    for j, nd in enumerate(nodes):
+        if not ok[j]:
+            continue
+        level = nd.level
+        for t in nd.inputs:
+            i = get((level, t)) if t else None
+            if i is not None and i != j and ok[i]:
+                sets.union(i, j)
 
 
 def _only_consumer(i: int, nodes, consumers) -> int | None:
@@ -250,11 +259,16 @@ def _from_record(nodes, record: FusionRecord, graph_outputs) -> FusionPlan:
 
 
 def _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch=None) -> FusionPlan:
+    """The plan of the sets ``sets`` joined (None: none joined, each node a kernel of its own)."""
     kernel_of = [-1] * len(nodes)
     roots: dict[int, int] = {}
     members: list[list[int]] = []
     for i, nd in enumerate(nodes):
         if not (nd.launches if launch is None else launch[i]):
+            continue
+        if sets is None:
+            kernel_of[i] = len(members)
+            members.append([i])
             continue
         r = sets.find(i)
         k = roots.get(r)
@@ -274,10 +288,14 @@ def _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch=Non
                 if not t or (nd.level == "" and t in graph_outputs):
                     continue
                 users = consumers.get((nd.level, t), ())
-                if users and all(u in inside for u in users):
+                if users and inside.issuperset(users):
                     saved[k] += nbytes  # never written ...
-                    for u in users:     # ... nor read back
-                        un = nodes[u]
-                        saved[k] += sum(b for x, b in zip(un.inputs, un.input_bytes) if x == t)
+                    for u in users:     # ... nor read back (each input position reading t)
+                        ins = nodes[u].inputs
+                        if ins.count(t) == 1:
+                            saved[k] += nodes[u].input_bytes[ins.index(t)]
+                        else:
+                            saved[k] += sum(b for x, b in zip(ins, nodes[u].input_bytes)
+                                            if x == t)
     return FusionPlan(policy, tuple(kernel_of), tuple(tuple(m) for m in members), tuple(saved),
                       ("",) * len(members))

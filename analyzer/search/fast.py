@@ -38,6 +38,8 @@ class FastCounter:
 
     def __init__(self, options):
         self.options = options
+        # signature -> (output specs, NodeRecord, output spec ids, the entry's number: the
+        # node's key for lowering, equal for nodes equal but for their names)
         self.memo: dict[tuple, tuple] = {}
         self.ids: dict = {}                 # TensorSpec -> small int (cheap to hash in keys)
         self.headers: dict = {}             # (IR version, opsets) -> small int
@@ -82,8 +84,8 @@ class FastCounter:
                 v = "big"   # the frontend never reads a value this large
             items.append((sids[x], v))
         outs = st.outputs
-        decl = tuple(outs.get(o) for o in node.outputs) if any(o in outs for o in node.outputs) \
-            else None
+        decl = tuple(outs.get(o) for o in node.outputs) \
+            if not outs.keys().isdisjoint(node.outputs) else None
         return (header, node.kind, tuple(items), decl)
 
     def _sids(self, st: lean.Structure) -> tuple[dict, dict]:
@@ -91,8 +93,12 @@ class FastCounter:
         specs = dict(st.inputs)
         for name, c in st.constants.items():
             specs[name] = c.spec
-        sid = self._sid
-        return specs, {name: sid(s) for name, s in specs.items()}
+        get, sid = self.ids.get, self._sid
+        sids = {}
+        for name, s in specs.items():
+            i = get(s)
+            sids[name] = i if i is not None else sid(s)
+        return specs, sids
 
     # ------------------------------------------------------------------ use
     def count(self, st: lean.Structure, learn: bool = False) -> front.Counted | None:
@@ -107,6 +113,7 @@ class FastCounter:
         memo = self.memo
         counted: set[str] = set()
         out = []
+        keys = []
         budget = MINI_PER_CANDIDATE if learn else 0
         for i, node in enumerate(st.nodes):
             sig = self._sig(st, node, sids, header)
@@ -120,7 +127,8 @@ class FastCounter:
                 if hit is None:
                     self.unlearnable.add(sig)
                     return None
-            outs, rec, out_ids = hit
+            outs, rec, out_ids, key = hit
+            keys.append(key)
             for o, s, i in zip(node.outputs, outs, out_ids):
                 if o:
                     specs[o] = s
@@ -135,7 +143,7 @@ class FastCounter:
                                 mac_dtype, note, by_dtype, None, estimate, node.inputs,
                                 node.outputs, "", 1, cidx))
         self.stats["fast"] += 1
-        return front.Counted(out, "onnx", {o: specs[o] for o in st.outputs})
+        return front.Counted(out, "onnx", {o: specs[o] for o in st.outputs}, keys=keys)
 
     # ------------------------------------------------------------------ learn
     def full(self, candidate: Any, st: lean.Structure | None) -> front.Counted:
@@ -193,6 +201,7 @@ class FastCounter:
             if any(o and (s is None or not s.is_static) for o, s in zip(node.outputs, outs)):
                 continue
             if sig not in self.memo:
-                self.memo[sig] = (outs, rec, out_ids)
+                # (len: the entry's key for lowering; the memo only grows)
+                self.memo[sig] = (outs, rec, out_ids, len(self.memo))
                 learned += 1
         return learned

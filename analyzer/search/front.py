@@ -34,6 +34,9 @@ class Counted:
     fmt: str
     outputs: Mapping[str, Any]
     fused: Any = None   # onnxruntime's record of its kernels, where analyze would use it
+    # per node, a key equal only for nodes equal but for their names (``lowering.lower``'s
+    # ``keys``; the fast path's memo entries), or None
+    keys: Any = None
 
 
 def _light_copy(m):

@@ -126,7 +126,9 @@ def _structure(m, node_bytes, inits) -> Structure | None:
             return None
         inputs[vi.name] = TensorSpec(tuple(dims), dtype)
     constants: dict[str, _Init] = {}
-    interned: dict[tuple, TensorSpec] = {}
+    interned = _SPECS
+    if len(interned) >= _NODES_CAP:
+        interned.clear()
     for i, t in enumerate(inits):
         dtype = DTYPES.get(t.dtype)
         if dtype is None or t.external or t.name in constants or t.name in inputs or not t.name:
@@ -184,6 +186,8 @@ def _structure(m, node_bytes, inits) -> Structure | None:
 _NODES: dict[bytes, Any] = {}
 _NODES_CAP = 50_000   # (~50 MB at most; cleared when full)
 _KINDS: dict[tuple, int] = {}   # (never cleared: ids must stay unique for the process)
+# (dims, dtype) -> its TensorSpec (immutable): a search's candidates repeat weight shapes
+_SPECS: dict[tuple, TensorSpec] = {}
 
 
 def _node(b: bytes):

@@ -132,7 +132,7 @@ class CostModel:
 
         return [(idx, lower(counted.nodes, [self.profiles[i] for i in idx], self.precision,
                             runtimes.get(rt), fused=counted.fused if rt == "onnxruntime" else None,
-                            memo=self._lowering))
+                            memo=self._lowering, keys=counted.keys))
                 for rt, idx in self.groups(counted.fmt)]
 
     def _latency(self, lowered_all: Sequence[list[tuple[list[int], Any]]]):

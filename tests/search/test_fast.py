@@ -337,3 +337,54 @@ def test_score_restores_the_garbage_collector():
         assert not gc.isenabled()   # a caller's choice stays
     finally:
         gc.enable()
+
+
+def test_keyed_lowering_equals_plain_lowering():
+    """Rows memoised per fast-path key (lowering.lower's ``keys``: one node's row, and a fused
+    kernel's per its members' keys) are the rows computed from the nodes, on a first and on a
+    repeated lowering, under the unfused and the XLA policy."""
+    from analyzer.prediction import runtimes
+    from analyzer.prediction.lowering import lower
+
+    cm = analyzer.CostModel(HW)
+    rng = np.random.default_rng(5)
+    cm.score([ss.random_transformer(rng, 40).SerializeToString() for _ in range(16)])
+    checked = fused = 0
+    for _ in range(6):
+        got = cm._fast.count(lean.read(ss.random_transformer(rng, 40).SerializeToString()))
+        if got is None:
+            continue
+        assert len(got.keys) == len(got.nodes)
+        for rt in ("kernel", "xla"):
+            plain = lower(got.nodes, cm.profiles, None, runtimes.get(rt))
+            for _ in range(2):   # the second lowering reads every row from the memo
+                keyed = lower(got.nodes, cm.profiles, None, runtimes.get(rt), memo=cm._lowering,
+                              keys=got.keys)
+                assert keyed.plan == plain.plan and keyed.kernel_names == plain.kernel_names
+                for f in plain.feats:
+                    np.testing.assert_array_equal(keyed.feats[f], plain.feats[f])
+                for a in ("runs", "member_weight", "matrix_peak", "vector_peak", "fixed"):
+                    np.testing.assert_array_equal(getattr(keyed, a), getattr(plain, a))
+                assert (keyed.warnings, keyed.notes, keyed.precision) == \
+                    (plain.warnings, plain.notes, plain.precision)
+            fused += any(len(m) > 1 for m in plain.plan.members)
+        checked += 1
+    assert checked >= 2 and fused >= 2   # fused kernels' memo exercised too
+
+
+def test_a_key_stands_for_a_node_content():
+    """Keys that lie (every node the same key) give other rows: the memo trusts its keys, so
+    the fast path's keys must differ wherever nodes do (the test above relies on this)."""
+    from analyzer.prediction import runtimes
+    from analyzer.prediction.lowering import lower
+
+    cm = analyzer.CostModel(HW)
+    rng = np.random.default_rng(6)
+    model = ss.random_transformer(rng, 40).SerializeToString()
+    cm.score([model, model])
+    got = cm._fast.count(lean.read(model))
+    assert got is not None and len(set(got.keys)) > 1
+    plain = lower(got.nodes, cm.profiles, None, runtimes.get("kernel"))
+    lying = lower(got.nodes, cm.profiles, None, runtimes.get("kernel"), memo={},
+                  keys=[0] * len(got.nodes))
+    assert not np.array_equal(lying.feats["mac_flops"], plain.feats["mac_flops"])

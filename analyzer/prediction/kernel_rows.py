@@ -1,0 +1,212 @@
+"""Per-node and per-kernel rows of a lowering: what each node and each kernel contributes, before
+any profile is looked at (``lowering.lower`` turns the rows into arrays over profiles).
+
+A node's fusion view (op class, bytes of each tensor it reads and writes, whether it launches),
+its GEMM view and compute dtype are functions of the node's content alone, and so is the row of
+a kernel that holds that node alone (the common kernel: under the ``none`` policy every kernel).
+``kernel_rows`` memoises those rows across calls when the caller hands it ``keys``: one hashable
+per node such that nodes of equal keys have equal content apart from their names (the search fast
+path's node signatures, ``search.fast``); without keys every row is computed.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from analyzer.counting.engine import FOLDED, NodeCost
+from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES
+from analyzer.prediction import efficiency as eff
+from analyzer.prediction import fusion
+
+ROWS_CAP = 200_000   # memoised kernel rows kept at most (cleared when full: fused sets vary)
+
+# IR dtype -> profile dtype key
+PROFILE_DTYPE = {
+    "float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16",
+    "float8e4m3fn": "fp8", "float8e4m3fnuz": "fp8", "float8e5m2": "fp8", "float8e5m2fnuz": "fp8",
+    "float4e2m1": "fp4", "int8": "int8", "uint8": "int8", "int4": "int4", "uint4": "int4",
+}
+# bits a floating tensor is stored in under each precision (tf32 is stored as fp32)
+PRECISION_BITS = {"fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8}
+
+
+def compute_dtype(n: NodeCost, precision: str | None) -> str:
+    dt = n.mac_dtype or next((o.dtype for o in n.out_specs if o is not None), "float32")
+    if precision and dt in FLOAT_DTYPES:
+        return precision
+    return PROFILE_DTYPE.get(dt, "fp32")
+
+
+
+def node_bytes(n: NodeCost, precision: str | None) -> float:
+    if precision is None:
+        return float(n.cost.bytes_moved)
+    bits = PRECISION_BITS[precision]
+    return float(sum(b * bits / DTYPE_BITS[d] if d in FLOAT_DTYPES else b for d, b in n.bytes_by_dtype))
+
+
+def _spec_bytes(spec, precision: str | None) -> int:
+    if spec is None:
+        return 0
+    nb = spec.nbytes()
+    if precision is not None and spec.dtype in FLOAT_DTYPES:
+        return nb * PRECISION_BITS[precision] // DTYPE_BITS[spec.dtype]
+    return nb
+
+
+def _launches(n: NodeCost) -> bool:
+    return n.status != FOLDED and bool(n.cost.flops or n.cost.bytes_moved)
+
+
+def fusion_nodes(nodes: list[NodeCost], precision: str | None, memo: dict | None = None,
+                 keys=None) -> tuple[list[fusion.FusionNode], list[float]]:
+    """(the ``FusionNode`` of each node, each node's bytes under ``precision``)."""
+    # the op class and byte tuples of a node, once per (op, specs, has-MACs) (repeated blocks;
+    # ``memo``: a caller's dict kept across calls: a search's candidates repeat the same nodes);
+    # with ``keys`` (see the module docstring) all of a node but its names, once per key
+    memo = {} if memo is None else memo
+    out = []
+    nbytes = []
+    FN = fusion.FusionNode
+    for i, n in enumerate(nodes):
+        key = (keys[i], precision) if keys is not None else \
+            (n.op, n.domain, n.in_specs, n.out_specs, bool(n.cost.mac_flops), precision)
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = (node_op_class(n),
+                               tuple(_spec_bytes(s, precision) for s in n.in_specs),
+                               tuple(_spec_bytes(s, precision) for s in n.out_specs),
+                               _launches(n), frozenset(n.constant_inputs),
+                               node_bytes(n, precision) if keys is not None else None)
+        out.append(FN(n.op, n.domain, hit[0], n.level, n.in_names, n.out_names, hit[1], hit[2],
+                      _launches(n) if keys is None else hit[3],
+                      frozenset(n.constant_inputs) if keys is None else hit[4], n.name))
+        nbytes.append(node_bytes(n, precision) if keys is None else hit[5])
+    return out, nbytes
+
+
+def gemm_view(n: NodeCost) -> tuple[float, float, float, float, bool]:
+    """(m, n, k, batch, batched) of a matrix node's work, from its specs and mac count."""
+    if not n.cost.mac_flops:
+        return 0.0, 0.0, 0.0, 0.0, False
+    return _gemm_view_of(n.op, n.in_specs, n.out_specs, n.cost.mac_flops)
+
+
+@functools.lru_cache(maxsize=4096)
+def _gemm_view_of(op: str, in_specs, out_specs, mac_flops: int):
+    """``_gemm_view`` of hashable parts (repeated blocks share them: computed once)."""
+    ins = [s for s in in_specs if s is not None]
+    out = next((s for s in out_specs if s is not None), None)
+    try:
+        if op in ("MatMul", "dot_general") and len(ins) >= 2 and ins[0].rank and ins[1].rank:
+            m, nn, k, b, batched = eff.gemm_view(ins[0].dims(), ins[1].dims())
+            return float(m), float(nn), float(k), float(b), batched
+        if out is not None and out.rank and out.rank >= 2:
+            d = out.dims()
+            if op.startswith("Conv") or op.startswith("conv"):
+                m = float(d[0] * int(np.prod(d[2:])))   # NCHW: rows = N x spatial
+                nn = float(d[1])
+            else:
+                m = float(int(np.prod(d[:-1])))
+                nn = float(d[-1])
+            k = mac_flops / (2.0 * m * nn) if m and nn else 0.0
+            return m, nn, k, 1.0, False
+    except Exception:  # noqa: BLE001  (an unresolved dim: no view, the padded-work term is off)
+        pass
+    return 0.0, 0.0, 0.0, 0.0, False
+
+
+def _shape(spec) -> tuple | None:
+    if spec is None or spec.shape is None:
+        return None
+    return tuple(d if type(d) is int else None for d in spec.shape)
+
+
+def node_op_class(n: NodeCost) -> str:
+    batched = False
+    if n.cost.mac_flops and n.op in ("MatMul", "dot_general"):
+        batched = gemm_view(n)[4]
+    x = _shape(n.in_specs[0]) if n.in_specs else None
+    w = _shape(n.in_specs[1]) if len(n.in_specs) > 1 else None
+    return eff.op_class_of(n.domain, n.op, batched=batched, conv_input=x, conv_weight=w)
+
+
+def kernel_class(anchor_class: str, kernel_op: str) -> str:
+    """The class of a kernel the runtime recorded as ``kernel_op`` (e.g. LayerNormalization for a
+    decomposed norm, SkipLayerNormalization for Add + norm) whose heaviest original node is of
+    ``anchor_class``: the recorded op's class, except where the anchor's is a refinement of it
+    (``op_classes.REFINES``: bgemm, conv variants) or the op is unknown. (A fallback is not a
+    refinement: a decomposed norm whose heaviest node is a ReduceMean runs the norm kernel.)"""
+    if not kernel_op:
+        return anchor_class
+    k = eff.op_class_of("", kernel_op)
+    if k == "other" or k == anchor_class or eff.REFINES.get(anchor_class) == k \
+            or {k, anchor_class} <= {"gemm", "bgemm"}:
+        return anchor_class
+    return k
+
+
+def kernel_rows(nodes: list[NodeCost], plan: fusion.FusionPlan, fnodes, nbytes: list[float],
+                precision: str | None, memo: dict | None = None, keys=None):
+    """``(rows, member weight [N])``: per kernel of ``plan`` the tuple (MAC FLOPs, vector FLOPs,
+    transcendentals, bytes, weight bytes, each per launch; launches, op class code, GEMM view
+    (m, n, k, batch), compute dtype).  A kernel of one member is one node's row (memoised per
+    key with ``keys`` and ``memo``); a fused kernel sums its members, less its saved bytes, and
+    takes its class, view and dtype from its heaviest member (memoised per members' keys in
+    order, saved bytes and op)."""
+    weight = np.zeros(len(nodes))
+    saved_bytes, kernel_ops, code = plan.saved_bytes, plan.kernel_ops, eff.CLASS_CODE
+    cache = memo.setdefault(("rows", precision), {}) if keys is not None and memo is not None \
+        else None
+    if cache is not None and len(cache) > ROWS_CAP:
+        cache.clear()
+    rows = []
+    for k, members in enumerate(plan.members):
+        kop = kernel_ops[k] if kernel_ops else ""
+        if len(members) == 1:  # (the common kernel: the general form below, one member)
+            i = members[0]
+            weight[i] = 1.0
+            rk = (keys[i], saved_bytes[k], kop) if cache is not None else None
+            row = cache.get(rk) if rk is not None else None
+            if row is None:
+                a, c = nodes[i], nodes[i].cost
+                r = max(1, getattr(a, "runs", 1))
+                row = (c.mac_flops / r, c.vector_flops / r, c.transcendentals / r,
+                       max(0.0, nbytes[i] - saved_bytes[k]) / r,
+                       c.weight_bytes * nbytes[i] / max(c.bytes_moved, 1) / r, r,
+                       code[kernel_class(fnodes[i].op_class, kop)], gemm_view(a)[:4],
+                       compute_dtype(a, precision))
+                if rk is not None:
+                    cache[rk] = row
+        else:
+            rk = (tuple([keys[i] for i in members]), saved_bytes[k], kop) \
+                if cache is not None else None
+            hit = cache.get(rk) if rk is not None else None
+            if hit is not None:
+                row, shares = hit
+                for i, w in zip(members, shares):
+                    weight[i] = w
+                rows.append(row)
+                continue
+            ms = [nodes[i] for i in members]
+            anchor = max(members, key=lambda i: (nodes[i].cost.mac_flops, nodes[i].cost.flops,
+                                                 nbytes[i]))
+            a = nodes[anchor]
+            r = max(1, max(getattr(m, "runs", 1) for m in ms))
+            row = (sum(m.cost.mac_flops for m in ms) / r,
+                   sum(m.cost.vector_flops for m in ms) / r,
+                   sum(m.cost.transcendentals for m in ms) / r,
+                   max(0.0, sum(nbytes[i] for i in members) - saved_bytes[k]) / r,
+                   sum(nodes[i].cost.weight_bytes * nbytes[i] / max(nodes[i].cost.bytes_moved, 1)
+                       for i in members) / r, r,
+                   code[kernel_class(fnodes[anchor].op_class, kop)], gemm_view(a)[:4],
+                   compute_dtype(a, precision))
+            tot = sum(nodes[i].cost.flops + nbytes[i] for i in members) or 1.0
+            for i in members:
+                weight[i] = (nodes[i].cost.flops + nbytes[i]) / tot
+            if rk is not None:
+                cache[rk] = (row, tuple(weight[i] for i in members))
+        rows.append(row)
+    return rows, weight
