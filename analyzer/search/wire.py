@@ -58,21 +58,8 @@ def _tensor(data: bytes, start: int, end: int) -> Init:
     dtype = 0
     dims: list[int] = []
     external = False
-    i = start
-    while i < end:
-        f0 = i
-        tag = data[i]
-        i += 1
-        if tag >= 0x80:
-            tag, i = _varint(data, f0)
-        wt = tag & 7
-        f = tag >> 3
+    for f, wt, a, i, f0 in _fields(data, start, end):
         if wt == 2:
-            n = data[i]
-            i += 1
-            if n >= 0x80:
-                n, i = _varint(data, i - 1)
-            a, i = i, i + n
             if f == _T_NAME:
                 name = data[a:i].decode("utf-8")   # invalid UTF-8: the full frontend decides
                 n0, n1 = f0, i
@@ -80,24 +67,15 @@ def _tensor(data: bytes, start: int, end: int) -> Init:
                 while a < i:
                     v, a = _varint(data, a)
                     dims.append(v)
-        elif wt == 0:
-            v = data[i]
-            i += 1
-            if v >= 0x80:
-                v, i = _varint(data, i - 1)
+        elif wt == 0 and f in (_T_DIMS, _T_DTYPE, _T_LOCATION):
+            v = data[a] if data[a] < 0x80 else _varint(data, a)[0]
             if f == _T_DIMS:
                 dims.append(v)
             elif f == _T_DTYPE:
                 dtype = v
-            elif f == _T_LOCATION:
+            else:
                 external = v != 0
-        elif wt == 5:
-            i += 4
-        elif wt == 1:
-            i += 8
-        else:
-            raise _Bad
-    if i != end or name is None or any(d >= 1 << 63 for d in dims):
+    if name is None or any(d >= 1 << 63 for d in dims):
         raise _Bad
     return Init(name, dtype, tuple(dims), external, data, (start, n0, n1, end))
 
@@ -121,7 +99,10 @@ def _fields(data: bytes, start: int, end: int):
             a, i = i, i + n
         elif wt == 0:
             a = i
-            _, i = _varint(data, i)
+            if data[i] < 0x80:
+                i += 1
+            else:
+                _, i = _varint(data, i)
         elif wt == 5:
             a, i = i, i + 4
         elif wt == 1:
