@@ -82,22 +82,25 @@ def _profile_model(model, threads: int, level: str, runs: int, warmup: int = 2,
 def time_rows(splits: dict[str, dict[str, Any]], timer: Callable[[Any, float], float], base_model,
               passes: int = 3, progress: Callable[[float, str], None] | None = None
               ) -> dict[str, dict[str, float]]:
-    """``{class: {row: seconds}}``: each row model's ``timer(model, min_s)`` less the baseline
-    model's, timed once per pass (classes in alternating order, the baseline again before each
-    class) and kept at its fastest pass: another process only ever adds time, and at 2 threads
-    it makes a row bimodal (on a 2-core EPYC a 3x3 conv row measured 34, 47 and 60 us in
-    sessions minutes apart beside one busy process, tight within each session: the worker
-    thread had or lacked a core), which one pass cannot tell."""
+    """``{class: {row: seconds}}``: each row model's fastest ``timer(model, min_s)`` over
+    ``passes`` passes (classes in alternating order) less the baseline model's fastest (timed
+    before each class of each pass). Another process only ever adds time, and at 2 threads it
+    makes a row bimodal (on a 2-core EPYC a 3x3 conv row measured 34, 47 and 60 us in sessions
+    minutes apart beside one busy process, tight within each session: the worker thread had or
+    lacked a core), which one pass cannot tell. The baseline's fastest, not each pass's own: a
+    slowed baseline subtracted from one pass's rows made small rows near zero (and the matrix
+    peak, their best FLOP/s, 4x too high)."""
     say = progress or (lambda f, s: None)
     best: dict[str, dict[str, float]] = {cls: {} for cls in splits}
+    base = np.inf
     order = list(splits)
     for p in range(passes):
         for j, cls in enumerate(order if p % 2 == 0 else order[::-1]):
             say((p * len(order) + j) / (len(order) * passes), f"measuring {cls} kernels ({p + 1}/{passes})")
-            base = timer(base_model, 0.05 / passes)
+            base = min(base, timer(base_model, 0.05 / passes))
             for k, mk in splits[cls].items():
-                best[cls][k] = min(best[cls].get(k, np.inf), timer(mk, 0.08 / passes) - base)
-    return best
+                best[cls][k] = min(best[cls].get(k, np.inf), timer(mk, 0.08 / passes))
+    return {cls: {k: v - base for k, v in rows.items()} for cls, rows in best.items()}
 
 
 def _chain(n: int, width: int = 8):

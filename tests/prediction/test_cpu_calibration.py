@@ -229,25 +229,25 @@ def test_missing_onnxruntime_is_an_analyzer_error(no_onnxruntime):
         ort_graph.import_ort()
 
 
-def test_time_rows_keeps_each_rows_fastest_pass_net_of_that_pass_baseline():
+def test_time_rows_keeps_each_rows_fastest_pass_less_the_fastest_baseline():
     from analyzer.prediction.calibrate import time_rows
 
     # scripted wall-clocks (us) per model, one value per pass: another process only adds time
-    script = {"base": [3.0, 4.0, 3.0], "a0": [13.0, 9.0, 20.0], "a1": [50.0, 60.0, 45.0], "b0": [7.0, 8.0, 5.5]}
+    script = {"base": [3.0, 9.0, 4.0, 3.5, 5.0, 6.0], "a0": [13.0, 9.0, 20.0], "a1": [50.0, 60.0, 45.0],
+              "b0": [7.0, 8.0, 5.5]}
     calls = []
 
     def timer(model, min_s):
         calls.append(model)
-        n = sum(1 for c in calls if c == model) - 1
-        if model == "base":
-            n = (n // 2)          # the baseline is timed before each of the 2 classes per pass
-        return script[model][n] * 1e-6
+        return script[model][sum(1 for c in calls if c == model) - 1] * 1e-6
 
     best = time_rows({"a": {"k0": "a0", "k1": "a1"}, "b": {"k0": "b0"}}, timer, "base", passes=3)
-    # a0: min(13-3, 9-4, 20-3) = 5; a1: min(47, 56, 42) = 42; b0: min(4, 4, 2.5) = 2.5
-    assert best["a"]["k0"] * 1e6 == pytest.approx(5.0)
+    # fastest baseline 3 (of 6 timings: before each of 2 classes x 3 passes);
+    # a0: min(13, 9, 20) - 3 = 6; a1: 45 - 3 = 42; b0: 5.5 - 3 = 2.5
+    assert best["a"]["k0"] * 1e6 == pytest.approx(6.0)
     assert best["a"]["k1"] * 1e6 == pytest.approx(42.0)
     assert best["b"]["k0"] * 1e6 == pytest.approx(2.5)
+    assert calls.count("base") == 6
     # classes alternate order between passes: a, b | b, a | a, b
     order = [c for c in calls if c != "base"]
     assert order == ["a0", "a1", "b0", "b0", "a0", "a1", "a0", "a1", "b0"]
