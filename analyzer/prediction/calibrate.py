@@ -83,23 +83,27 @@ def time_rows(splits: dict[str, dict[str, Any]], timer: Callable[[Any, float], f
               passes: int = 3, progress: Callable[[float, str], None] | None = None
               ) -> dict[str, dict[str, float]]:
     """``{class: {row: seconds}}``: each row model's fastest ``timer(model, min_s)`` over
-    ``passes`` passes (classes in alternating order) less the baseline model's fastest (timed
-    before each class of each pass). Another process only ever adds time, and at 2 threads it
-    makes a row bimodal (on a 2-core EPYC a 3x3 conv row measured 34, 47 and 60 us in sessions
-    minutes apart beside one busy process, tight within each session: the worker thread had or
-    lacked a core), which one pass cannot tell. The baseline's fastest, not each pass's own: a
-    slowed baseline subtracted from one pass's rows made small rows near zero (and the matrix
-    peak, their best FLOP/s, 4x too high)."""
+    ``passes`` passes (classes in alternating order) less the baseline model's, timed before
+    each class: its median within a pass, fastest over passes (the same statistic as a row's,
+    over as many passes). Another process only ever adds time, and at 2 threads it makes a row
+    bimodal (on a 2-core EPYC a 3x3 conv row measured 34, 47 and 60 us in sessions minutes apart
+    beside one busy process, tight within each session: the worker thread had or lacked a core),
+    which one pass cannot tell. Not each pass's own baseline: a slowed one made small rows near
+    zero (and the matrix peak, their best FLOP/s, 4x too high); nor the fastest of all its
+    timings: a minimum over 3 x classes timings against a row's over 3 added 0.1-0.3 us to every
+    row (30-kernel models +20 %)."""
     say = progress or (lambda f, s: None)
     best: dict[str, dict[str, float]] = {cls: {} for cls in splits}
     base = np.inf
     order = list(splits)
     for p in range(passes):
+        bases = []
         for j, cls in enumerate(order if p % 2 == 0 else order[::-1]):
             say((p * len(order) + j) / (len(order) * passes), f"measuring {cls} kernels ({p + 1}/{passes})")
-            base = min(base, timer(base_model, 0.05 / passes))
+            bases.append(timer(base_model, 0.05 / passes))
             for k, mk in splits[cls].items():
                 best[cls][k] = min(best[cls].get(k, np.inf), timer(mk, 0.08 / passes))
+        base = min(base, float(np.median(bases)))
     return {cls: {k: v - base for k, v in rows.items()} for cls, rows in best.items()}
 
 

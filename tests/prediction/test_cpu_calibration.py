@@ -229,7 +229,7 @@ def test_missing_onnxruntime_is_an_analyzer_error(no_onnxruntime):
         ort_graph.import_ort()
 
 
-def test_time_rows_keeps_each_rows_fastest_pass_less_the_fastest_baseline():
+def test_time_rows_keeps_each_rows_fastest_pass_less_the_baselines_fastest_pass_median():
     from analyzer.prediction.calibrate import time_rows
 
     # scripted wall-clocks (us) per model, one value per pass: another process only adds time
@@ -242,11 +242,12 @@ def test_time_rows_keeps_each_rows_fastest_pass_less_the_fastest_baseline():
         return script[model][sum(1 for c in calls if c == model) - 1] * 1e-6
 
     best = time_rows({"a": {"k0": "a0", "k1": "a1"}, "b": {"k0": "b0"}}, timer, "base", passes=3)
-    # fastest baseline 3 (of 6 timings: before each of 2 classes x 3 passes);
-    # a0: min(13, 9, 20) - 3 = 6; a1: 45 - 3 = 42; b0: 5.5 - 3 = 2.5
-    assert best["a"]["k0"] * 1e6 == pytest.approx(6.0)
-    assert best["a"]["k1"] * 1e6 == pytest.approx(42.0)
-    assert best["b"]["k0"] * 1e6 == pytest.approx(2.5)
+    # baseline: timed before each of 2 classes per pass; pass medians (3+9)/2 = 6,
+    # (4+3.5)/2 = 3.75, (5+6)/2 = 5.5 -> fastest 3.75 (not the single fastest timing, 3)
+    # a0: min(13, 9, 20) - 3.75 = 5.25; a1: 45 - 3.75 = 41.25; b0: 5.5 - 3.75 = 1.75
+    assert best["a"]["k0"] * 1e6 == pytest.approx(5.25)
+    assert best["a"]["k1"] * 1e6 == pytest.approx(41.25)
+    assert best["b"]["k0"] * 1e6 == pytest.approx(1.75)
     assert calls.count("base") == 6
     # classes alternate order between passes: a, b | b, a | a, b
     order = [c for c in calls if c != "base"]
