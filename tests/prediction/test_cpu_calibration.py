@@ -218,3 +218,28 @@ def test_missing_onnxruntime_is_an_analyzer_error(no_onnxruntime):
 
     with pytest.raises(AnalyzerError, match="pip install"):
         ort_graph.import_ort()
+
+
+def test_time_rows_keeps_each_rows_fastest_pass_less_the_baselines_fastest_pass_median():
+    from analyzer.prediction.calibrate import time_rows
+
+    # scripted wall-clocks (us) per model, one value per pass: another process only adds time
+    script = {"base": [3.0, 9.0, 4.0, 3.5, 5.0, 6.0], "a0": [13.0, 9.0, 20.0], "a1": [50.0, 60.0, 45.0],
+              "b0": [7.0, 8.0, 5.5]}
+    calls = []
+
+    def timer(model, min_s):
+        calls.append(model)
+        return script[model][sum(1 for c in calls if c == model) - 1] * 1e-6
+
+    best = time_rows({"a": {"k0": "a0", "k1": "a1"}, "b": {"k0": "b0"}}, timer, "base", passes=3)
+    # baseline: timed before each of 2 classes per pass; pass medians (3+9)/2 = 6,
+    # (4+3.5)/2 = 3.75, (5+6)/2 = 5.5 -> fastest 3.75 (not the single fastest timing, 3)
+    # a0: min(13, 9, 20) - 3.75 = 5.25; a1: 45 - 3.75 = 41.25; b0: 5.5 - 3.75 = 1.75
+    assert best["a"]["k0"] * 1e6 == pytest.approx(5.25)
+    assert best["a"]["k1"] * 1e6 == pytest.approx(41.25)
+    assert best["b"]["k0"] * 1e6 == pytest.approx(1.75)
+    assert calls.count("base") == 6
+    # classes alternate order between passes: a, b | b, a | a, b
+    order = [c for c in calls if c != "base"]
+    assert order == ["a0", "a1", "b0", "b0", "a0", "a1", "a0", "a1", "b0"]
