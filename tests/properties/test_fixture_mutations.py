@@ -84,20 +84,21 @@ def _proto(data: bytes) -> onnx.ModelProto:
     return m
 
 
-def delete_nodes(data: bytes, rng: random.Random):
-    m = _proto(data)
-    for _ in range(rng.randint(1, 3)):
-        if m.graph.node:
-            del m.graph.node[rng.randrange(len(m.graph.node))]
-    return m
+def _delete_some(field: str):
+    """A mutation that deletes 1-3 random entries of the graph's repeated ``field``."""
+    def mutate(data: bytes, rng: random.Random):
+        m = _proto(data)
+        items = getattr(m.graph, field)
+        for _ in range(rng.randint(1, 3)):
+            if items:
+                del items[rng.randrange(len(items))]
+        return m
+    mutate.__name__ = f"delete_{field}s"
+    return mutate
 
 
-def delete_initializers(data: bytes, rng: random.Random):
-    m = _proto(data)
-    for _ in range(rng.randint(1, 3)):
-        if m.graph.initializer:
-            del m.graph.initializer[rng.randrange(len(m.graph.initializer))]
-    return m
+delete_nodes = _delete_some("node")
+delete_initializers = _delete_some("initializer")
 
 
 def wrong_attribute_type(data: bytes, rng: random.Random):
