@@ -80,8 +80,10 @@ def onnxruntime_record(model: Any, hw, options: Options):
 
     levels = {p.calibration.get("level", "default") for p in ort_profiles if p.calibration}
     level = levels.pop() if len(levels) == 1 else "default"
+    # the NCHWc layout reorders are the CPU provider's: not for a GPU profile's kernels
+    layout = all(p.kind == "cpu" for p in ort_profiles)
     try:
-        return fusion_record(model, level)
+        return fusion_record(model, level, layout=layout)
     except AnalyzerError:
         return None
 

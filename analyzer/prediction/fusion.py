@@ -77,6 +77,10 @@ class FusionRecord:
     # (kernel name, op types): launches the runtime inserted with no original node (the
     # Reshapes around a 3-D Gemm), charged to that kernel as fixed costs of their own classes
     extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # (kernel name, op, tensor name): layout reorders the runtime runs (onnxruntime's NCHWc
+    # ReorderInput/ReorderOutput, ``ort_graph.layout_reorders``), charged to that kernel as
+    # extra launches of their own class that read and write the tensor
+    reorders: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,9 @@ class FusionPlan:
     kernel_ops: tuple[str, ...] = ()   # per kernel: the op type the runtime recorded ('' if none)
     source: str = "fusion patterns"     # "fusion patterns" or the FusionRecord's source
     extra_ops: tuple[tuple[str, ...], ...] = ()  # per kernel: ops of the extra launches it carries
+    # per kernel, one per extra launch: the bytes it moves (a layout reorder: its tensor read
+    # and written), 0 for a launch charged its fixed cost only; empty: all 0
+    extra_bytes: tuple[tuple[int, ...], ...] = ()
 
     @property
     def kernels(self) -> int:
@@ -240,22 +247,47 @@ def _from_record(nodes, record: FusionRecord, graph_outputs) -> FusionPlan:
     op_of: dict[int, str] = {}
     extra_of: dict[int, tuple[str, ...]] = {}
     extra = dict(record.extra)
+    first: dict[str, int] = {}   # kernel name -> its first member
     for kname, kop, names in record.kernels:
         idx = [by_name[x] for x in names if x in by_name]
         for i in idx:
             launch[i] = True
             sets.union(idx[0], i)
         if idx:
+            first[kname] = min(idx)
             op_of[min(idx)] = kop
             if extra.get(kname):
                 extra_of[min(idx)] = extra_of.get(min(idx), ()) + tuple(extra[kname])
+    moved_of: dict[int, tuple[tuple[str, int], ...]] = {}
+    for kname, op, t in record.reorders:
+        if kname in first:
+            i = first[kname]
+            moved_of[i] = moved_of.get(i, ()) + ((op, 2 * _tensor_bytes(nodes, producer, consumers, t)),)
     for x in record.removed:
         if x in by_name:
             launch[by_name[x]] = False
     p = _collect(nodes, sets, producer, consumers, graph_outputs, "record", launch)
     ops = tuple(op_of.get(m[0], "") for m in p.members)
     extras = tuple(sum((extra_of.get(i, ()) for i in m), ()) for m in p.members)
-    return FusionPlan("record", p.kernel_of, p.members, p.saved_bytes, ops, record.source, extras)
+    if not moved_of:
+        return FusionPlan("record", p.kernel_of, p.members, p.saved_bytes, ops, record.source, extras)
+    moved = tuple(sum((moved_of.get(i, ()) for i in m), ()) for m in p.members)
+    return FusionPlan("record", p.kernel_of, p.members, p.saved_bytes, ops, record.source,
+                      tuple(e + tuple(op for op, _ in mv) for e, mv in zip(extras, moved)),
+                      tuple((0,) * len(e) + tuple(b for _, b in mv) for e, mv in zip(extras, moved)))
+
+
+def _tensor_bytes(nodes, producer, consumers, t: str) -> int:
+    """Bytes of top-level tensor ``t`` as its producer writes it (or, for a graph input, as its
+    first consumer reads it); 0 when no node has it."""
+    i = producer.get(("", t))
+    if i is not None:
+        nd = nodes[i]
+        return nd.output_bytes[nd.outputs.index(t)]
+    for u in consumers.get(("", t), ()):
+        nd = nodes[u]
+        return nd.input_bytes[nd.inputs.index(t)]
+    return 0
 
 
 def _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch=None) -> FusionPlan:

@@ -240,6 +240,14 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             # launches the runtime inserted with no original node: each its class's fixed cost
             codes = np.asarray([c for _, c in extra_cls], np.int32)
             add = fixed_of(np.asarray(arrays["floor_s"])[codes], [eff.OP_CLASSES[c] for c in codes])
+            if plan.extra_bytes:   # a layout reorder also streams its tensor, at its class's rate
+                moved = np.asarray([b for bs in plan.extra_bytes for b in bs], np.float64)
+                t = eff.kernel_time(np, {"op_class": codes, "mac_flops": np.zeros_like(moved),
+                                         "bytes": moved},
+                                    {"matrix_peak": 1.0, "vector_peak": 1.0, "mem_bw": bw[p],
+                                     "units": units[p], "l2_bytes": l2[p]},
+                                    {n: consts[n][p] for n in consts})
+                add = add + np.where(moved > 0, np.maximum(t["compute_s"], t["memory_s"]), 0.0)
             np.add.at(fixed[p], np.asarray([k for k, _ in extra_cls], np.int64), add)
         if runtime.fusion == "onnxruntime" or fused is not None:
             note.append(f"kernels: {plan.source}")

@@ -15,7 +15,7 @@ OP_CLASSES = ("gemm", "bgemm", "conv", "attention", "elementwise", "activation",
               "reduce", "gather", "movement", "other",
               # classes a CPU calibration measures separately (``calibrate``); a constants file or
               # a calibration that lacks one uses its ``CLASS_FALLBACK`` class
-              "conv_dw", "conv_1x1", "pooling", "view", "rnn", "norm_fused", "swish")
+              "conv_dw", "conv_1x1", "pooling", "view", "rnn", "norm_fused", "swish", "reorder")
 CLASS_CODE = {c: i for i, c in enumerate(OP_CLASSES)}
 MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1")
 
@@ -31,8 +31,11 @@ MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1")
 #              kernel; on CPU 8-12x LayerNormalization's time at the same size here) -> norm
 #   swish    (onnxruntime's QuickGelu, x * sigmoid(alpha x): the kernel its QuickGeluFusion makes
 #              of the SiLU/Swish x * sigmoid(x) of EfficientNets and LLM MLPs)      -> activation
+#   reorder  (onnxruntime's NCHWc ReorderInput/ReorderOutput: a layout copy, calibrated from the
+#              profiled reorders around the blocked convolution rows)               -> movement
 CLASS_FALLBACK = {"conv_dw": "conv", "conv_1x1": "conv", "pooling": "reduce", "view": "movement",
                   "rnn": "other", "norm_fused": "norm", "swish": "activation",
+                  "reorder": "movement",
                   # classes without measurements on a family take a measured class of the same
                   # kernel shape: batched GEMMs and convolutions (implicit GEMM) run GEMM kernels;
                   # softmax and reductions are row reductions like norms; data movement and
@@ -74,6 +77,7 @@ _NORM_FUSED = {"SkipLayerNormalization"}
 # of its own, calibrated at alpha = 1 (``calibration_models``); alpha is not seen by the class
 
 _SWISH = {"QuickGelu"}
+_REORDER = {"ReorderInput", "ReorderOutput"}
 _SOFTMAX = {"Softmax", "LogSoftmax", "BiasSoftmax", "QLinearSoftmax", "Hardmax"}
 _ACTIVATION = {"Gelu", "FastGelu", "BiasGelu", "BiasSplitGelu", "Erf", "Tanh", "Sigmoid",
                "Exp", "Log", "Softplus", "Softsign", "Mish", "Swish", "SwiGLU", "Elu", "Selu", "Celu",
@@ -125,7 +129,8 @@ _MOVEMENT = {"Transpose", "Concat", "Slice", "Pad", "Split", "Expand", "Tile", "
 _TABLE = [(_GEMM, "gemm"), (_CONV, "conv"), (_ATTENTION, "attention"), (_NORM, "norm"),
           (_SOFTMAX, "softmax"), (_ACTIVATION, "activation"), (_ELEMENTWISE, "elementwise"),
           (_REDUCE, "reduce"), (_GATHER, "gather"), (_MOVEMENT, "movement"), (_POOLING, "pooling"),
-          (_VIEW, "view"), (_RNN, "rnn"), (_NORM_FUSED, "norm_fused"), (_SWISH, "swish")]
+          (_VIEW, "view"), (_RNN, "rnn"), (_NORM_FUSED, "norm_fused"), (_SWISH, "swish"),
+          (_REORDER, "reorder")]
 _OP_CLASS = {op: cls for names, cls in _TABLE for op in names}
 _EMBED = re.compile(r"embed", re.I)
 

@@ -147,11 +147,20 @@ def fused_graph(model: Any, level: str = "default", threads: int | None = None):
     saved at EXTENDED: see the module docstring), "extended", "basic", "off".
     Nodes without a name are given ``<op>_<index>`` so every kernel has a unique name.
     """
+    return _saved_graph(model, session_options(level, threads, for_saving=True))
+
+
+def layout_graph(model: Any, threads: int | None = None):
+    """The graph of onnxruntime's default level as it runs, layout transform included (ALL):
+    read only for the ``com.microsoft.nchwc`` reorders it inserts (``layout_reorders``)."""
+    return _saved_graph(model, session_options("all", threads))
+
+
+def _saved_graph(model: Any, so):
     import onnx
 
     ort = import_ort()
     data = model_bytes(model)
-    so = session_options(level, threads, for_saving=True)
     with tempfile.TemporaryDirectory(prefix="opcost-ort-") as tmp:
         path = os.path.join(tmp, "optimized.onnx")
         so.optimized_model_filepath = path
@@ -166,6 +175,55 @@ def fused_graph(model: Any, level: str = "default", threads: int | None = None):
             n.name = f"{n.op_type}_{i}"
         seen.add(n.name)
     return fused
+
+
+# the nodes onnxruntime's NchwcTransformer inserts between the NCHW and the blocked layout
+REORDERS = ("ReorderInput", "ReorderOutput")
+# fused-graph ops that run in the blocked layout (what a ReorderInput feeds)
+_BLOCKED = frozenset({"Conv", "FusedConv", "MaxPool", "AveragePool", "GlobalMaxPool",
+                      "GlobalAveragePool"})
+
+
+def layout_reorders(original: Any, fused: Any, layout: Any,
+                    fmap: dict[str, list[str]]) -> tuple[tuple[str, str, str], ...]:
+    """``(fused kernel charged, reorder op, NCHW tensor)`` for every layout reorder onnxruntime
+    runs at its default level (``layout``: ``layout_graph``; ``fused``: the EXTENDED graph).
+
+    The NCHWc layout is onnxruntime's CPU choice for 4-D convolutions and pools: a chain of them
+    stays blocked, and a ``ReorderInput`` (NCHW -> blocked) or ``ReorderOutput`` (blocked -> NCHW)
+    runs only where a tensor enters or leaves such a chain (a MobileNetV2 export: 1 reorder for 52
+    convolutions; an EfficientNet-B0, whose squeeze-excite blocks leave the layout, 55). Each is a
+    launch that reads and writes its tensor. The NCHW tensor of either exists in ``fused``: a
+    ``ReorderOutput`` is charged to the kernel that produced it, a ``ReorderInput`` to the blocked
+    kernel (convolution or pool) that consumes it, else to its first consumer with members."""
+    fg = fused.graph
+    producer = {o: n for n in fg.node for o in n.output if o}
+    consumers: dict[str, list] = {}
+    for n in fg.node:
+        for x in n.input:
+            if x:
+                consumers.setdefault(x, []).append(n)
+    owner: dict[str, str] | None = None
+    out = []
+    for n in layout.graph.node:
+        if n.op_type not in REORDERS or not n.input or not n.output:
+            continue
+        if n.op_type == "ReorderOutput":
+            t = n.output[0]
+            k = producer.get(t)
+            name = k.name if k is not None else None
+            if name is not None and not fmap.get(name):
+                owner = owner if owner is not None else memberless_owner(original, fused, fmap)
+                name = owner.get(name)
+        else:
+            t = n.input[0]
+            users = [c for c in consumers.get(t, ()) if fmap.get(c.name)]
+            blocked = [c for c in users if c.op_type in _BLOCKED]
+            name = (blocked or users or [None])[0]
+            name = name.name if name is not None else None
+        if name:
+            out.append((name, n.op_type, t))
+    return tuple(out)
 
 
 def _tensor_names(graph) -> set[str]:
@@ -234,12 +292,15 @@ def unmapped(original: Any, fmap: dict[str, list[str]]) -> list[str]:
 RECORD_MAX_WEIGHT_BYTES = 2 << 30
 
 
-def fusion_record(model: Any, level: str = "default", threads: int | None = 1):
+def fusion_record(model: Any, level: str = "default", threads: int | None = 1, *,
+                  layout: bool = True):
     """onnxruntime's own record of the kernels it runs for ``model`` at ``level``, as a
     ``fusion.FusionRecord`` over the original node names (``fusion_map``): one entry per fused
     node that replaced original nodes, with its op type; the original nodes no fused node
-    claims are ``removed``.  Raises ``AnalyzerError`` when onnxruntime is missing or cannot
-    load the model, or the weights are too large to materialise."""
+    claims are ``removed``; with ``layout`` (the CPU provider's record) and a level that
+    includes the layout transform (default, all), its NCHWc reorders too (``layout_reorders``).
+    Raises ``AnalyzerError`` when onnxruntime is missing or cannot load the model, or the
+    weights are too large to materialise."""
     from analyzer.prediction.fusion import FusionRecord
 
     proto = load_model(model)
@@ -258,8 +319,12 @@ def fusion_record(model: Any, level: str = "default", threads: int | None = 1):
     kernels = tuple((n.name, ops[n.name], tuple(fmap.get(n.name, ()))) for n in fused.graph.node
                     if fmap.get(n.name))
     extra = tuple((k, v) for k, v in extra_launches(proto, fused, fmap, ops).items() if v)
-    return FusionRecord(f"onnxruntime's fused graph (level {saved})", kernels,
-                        frozenset(unmapped(proto, fmap)), extra)
+    reorders: tuple = ()
+    source = f"onnxruntime's fused graph (level {saved})"
+    if layout and level in ("default", "all"):
+        reorders = layout_reorders(proto, fused, layout_graph(proto, threads), fmap)
+        source += f" and its {len(reorders)} NCHWc layout reorders"
+    return FusionRecord(source, kernels, frozenset(unmapped(proto, fmap)), extra, reorders)
 
 
 def _inserted_upstream(n, producer, orig_tensors, fmap, skip=()):

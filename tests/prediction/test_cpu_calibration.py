@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from analyzer.prediction import cpu_model
-from analyzer.prediction.calibrate import to_toml, write_profile
+from analyzer.prediction.calibrate import calibration_sources, to_toml, write_profile
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -188,8 +188,62 @@ def test_onnxruntime_record_gives_one_kernel_for_conv_bn_relu(tmp_path):
     assert [k[2] for k in rec.kernels] == [("conv", "bn", "relu")]
     p = write_profile(_calibrated_doc(), tmp_path / "cal.toml")
     pred = analyze(_conv_bn_relu(), hw=p).predictions[0]
-    assert pred.kernels == 1 and {n.kernel for n in pred.nodes} == {"conv"}
-    assert any("onnxruntime's fused graph (level extended)" in n for n in pred.notes)
+    # one kernel for the three nodes, plus the one NCHWc ReorderOutput onnxruntime runs to hand
+    # the blocked conv's output back as the NCHW graph output (3 input channels: no ReorderInput)
+    assert rec.reorders == (("conv", "ReorderOutput", "y"),)
+    assert pred.kernels == 2 and pred.launches == 2 and {n.kernel for n in pred.nodes} == {"conv"}
+    assert any("onnxruntime's fused graph (level extended) and its 1 NCHWc layout reorders" in n
+               for n in pred.notes)
+
+
+def _two_convs():
+    """conv1 (3 -> 16 channels) -> conv2 (16 -> 16) -> y: a blocked chain, 16x16 pixels."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((16, 3, 3, 3)).astype(np.float32), "W1"),
+             numpy_helper.from_array(rng.standard_normal((16, 16, 3, 3)).astype(np.float32), "W2")]
+    nodes = [helper.make_node("Conv", ["x", "W1"], ["c"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["c", "W2"], ["y"], name="conv2", pads=[1, 1, 1, 1])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def test_a_blocked_chain_reorders_only_where_it_leaves_the_layout():
+    from analyzer.prediction.ort_graph import fusion_record
+
+    rec = fusion_record(_two_convs())
+    # conv1's output stays blocked for conv2: no reorder between them, one at the graph output
+    assert rec.reorders == (("conv2", "ReorderOutput", "y"),)
+    assert fusion_record(_two_convs(), "extended").reorders == ()   # no layout level, none
+
+
+def test_a_reorder_costs_a_launch_and_its_tensor_at_the_reorder_class_rate(tmp_path, monkeypatch):
+    import analyzer.api as api
+    from analyzer import analyze
+    from analyzer.prediction.fusion import FusionRecord
+
+    doc = _calibrated_doc()
+    doc["calibration"]["tables"]["reorder"] = {"floor_us": 1.0, "e_c": 1.0, "e_bw": 0.5,
+                                               "b_half_bytes": 0.0, "rows": 4, "fit_mape": 1.0}
+    doc["sources"].update(calibration_sources(doc["calibration"], "test"))
+    p = write_profile(doc, tmp_path / "cal.toml")
+    kernels = (("conv1", "Conv", ("conv1",)), ("conv2", "Conv", ("conv2",)))
+    plain = FusionRecord("test record", kernels)
+    moved = FusionRecord("test record", kernels, reorders=(("conv2", "ReorderOutput", "y"),))
+    monkeypatch.setattr(api, "onnxruntime_record", lambda *a: plain)
+    before = analyze(_two_convs(), hw=p).predictions[0]
+    monkeypatch.setattr(api, "onnxruntime_record", lambda *a: moved)
+    after = analyze(_two_convs(), hw=p).predictions[0]
+    y = 16 * 16 * 16 * 4                       # bytes of y, read and written by the reorder
+    reorder = 0.2e-6 + 1.0e-6 + 2 * y / (38e9 * 0.5)   # dispatch + floor + 2y / (bw e_bw)
+    assert after.latency_s - before.latency_s == pytest.approx(reorder, rel=1e-6)
+    assert after.kernels == before.kernels + 1 and after.launches == before.launches + 1
+    t1 = {n.name: n.time_s for n in before.nodes}
+    t2 = {n.name: n.time_s for n in after.nodes}
+    assert t2["conv1"] == pytest.approx(t1["conv1"], rel=1e-9)       # charged to conv2 only
+    assert t2["conv2"] - t1["conv2"] == pytest.approx(reorder, rel=1e-6)
 
 
 def test_without_onnxruntime_the_patterns_are_used(tmp_path, request):
