@@ -58,7 +58,7 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
 
 
 def onnxruntime_record(model: Any, hw, options: Options):
-    """onnxruntime's record of what it fuses in ``model`` (``ort_graph.fusion_record``), when a
+    """onnxruntime's record of what it fuses in ``model`` (``ort_record.fusion_record``), when a
     profile in ``hw`` is predicted under the onnxruntime runtime and onnxruntime is installed;
     else None (the prediction then uses fusion.py's patterns, and its notes say which)."""
     if hw is None:
@@ -76,7 +76,7 @@ def onnxruntime_record(model: Any, hw, options: Options):
         import onnxruntime  # noqa: F401
     except ImportError:
         return None
-    from analyzer.prediction.ort_graph import fusion_record
+    from analyzer.prediction.ort_record import fusion_record
 
     levels = {p.calibration.get("level", "default") for p in ort_profiles if p.calibration}
     level = levels.pop() if len(levels) == 1 else "default"

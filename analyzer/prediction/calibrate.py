@@ -44,6 +44,7 @@ from analyzer.prediction.calibration_models import (F32, Builder, baseline_model
                                                     value_info)
 from analyzer.prediction.profile_toml import to_toml, write_profile  # noqa: F401  (re-exported)
 from analyzer.prediction.ort_graph import import_ort, session_options
+from analyzer.prediction.ort_record import profiled_reorders
 
 
 
@@ -84,32 +85,6 @@ LAYOUT_CLASSES = ("conv", "conv_dw", "conv_1x1", "pooling")
 # a row keeps at least this share of its time when its reorders are taken out (a reorder
 # estimate above the row would otherwise leave nothing to fit)
 REORDER_KEEP = 0.1
-
-
-def reorder_rows(row_model, node, threads: int, level: str, runs: int = 10
-                 ) -> list[tuple[int, float]]:
-    """``(bytes moved, seconds)`` of each NCHWc layout reorder onnxruntime runs around a row's
-    node (``ReorderInput`` of an input, ``ReorderOutput`` of an output; bytes: its tensor read
-    and written, as ``fusion`` charges them). Seconds are the profiler's median for the reorder
-    less its median for the row's 1-element Slice sink: the profiler's own cost per node
-    (2-3 us here, against a Slice kernel of tenths of a microsecond)."""
-    from analyzer.prediction.ort_graph import REORDERS, layout_graph
-    from analyzer.prediction.ort_measure import profile_runs
-
-    size = {t: s.nbytes() for t, s in zip(node.in_names, node.in_specs) if s is not None}
-    size.update({t: s.nbytes() for t, s in zip(node.out_names, node.out_specs) if s is not None})
-    found = [n for n in layout_graph(row_model, threads).graph.node
-             if n.op_type in REORDERS and n.input and n.output]
-    if not found:
-        return []
-    node_s, node_op = profile_runs(row_model.SerializeToString(), level, threads, None, runs, 2)
-    own = min((t for k, t in node_s.items() if node_op.get(k) == "Slice"), default=0.0)
-    out = []
-    for n in found:
-        if n.name in node_s:
-            b = 2 * size.get(n.input[0] if n.op_type == "ReorderInput" else n.output[0], 0)
-            out.append((b, max(node_s[n.name] - own, 0.1 * node_s[n.name])))
-    return out
 
 
 def time_rows(splits: dict[str, dict[str, Any]], timer: Callable[[Any, float], float], base_model,
@@ -209,7 +184,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
         extra = {k: extra_nodes(mk) for k, mk in split.items()}
         nodes = {n.name: n for n in analyze(m).nodes}
         if cls in LAYOUT_CLASSES and level in ("default", "all"):
-            moved[cls] = [reorder_rows(split[k], nodes[k], threads, level)
+            moved[cls] = [profiled_reorders(split[k], nodes[k], threads, level)
                           for k in sorted(meas, key=lambda s: int(s[1:]))]
         _, F, B = cpu_model.node_features([nodes[k] for k in sorted(meas, key=lambda s: int(s[1:]))])
         t = np.array([meas[k] for k in sorted(meas, key=lambda s: int(s[1:]))])

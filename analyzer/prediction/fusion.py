@@ -17,7 +17,7 @@ and it launches once.  Policies (``POLICIES``), chosen by the runtime (``runtime
   feeding a GELU joins it (BiasGelu).
 - a ``FusionRecord`` (any policy): the runtime's own record of the kernels it runs, each with the
   original nodes it replaced.  ``analyzer.analyze`` builds one from onnxruntime's saved fused
-  graph (``ort_graph.fusion_record``) when the runtime is onnxruntime, onnxruntime is installed
+  graph (``ort_record.fusion_record``) when the runtime is onnxruntime, onnxruntime is installed
   and the model is ONNX; the patterns above are the fallback.  Under a record every kernel it
   lists launches (even one whose nodes opcost counts as free, e.g. a Reshape: onnxruntime still
   runs it), a node it lists as removed launches nothing (Identity, Dropout, shape arithmetic
@@ -78,7 +78,7 @@ class FusionRecord:
     # Reshapes around a 3-D Gemm), charged to that kernel as fixed costs of their own classes
     extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # (kernel name, op, tensor name): layout reorders the runtime runs (onnxruntime's NCHWc
-    # ReorderInput/ReorderOutput, ``ort_graph.layout_reorders``), charged to that kernel as
+    # ReorderInput/ReorderOutput, ``ort_record.layout_reorders``), charged to that kernel as
     # extra launches of their own class that read and write the tensor
     reorders: tuple[tuple[str, str, str], ...] = ()
 

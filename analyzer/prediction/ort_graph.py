@@ -147,16 +147,10 @@ def fused_graph(model: Any, level: str = "default", threads: int | None = None):
     saved at EXTENDED: see the module docstring), "extended", "basic", "off".
     Nodes without a name are given ``<op>_<index>`` so every kernel has a unique name.
     """
-    return _saved_graph(model, session_options(level, threads, for_saving=True))
+    return saved_graph(model, session_options(level, threads, for_saving=True))
 
 
-def layout_graph(model: Any, threads: int | None = None):
-    """The graph of onnxruntime's default level as it runs, layout transform included (ALL):
-    read only for the ``com.microsoft.nchwc`` reorders it inserts (``layout_reorders``)."""
-    return _saved_graph(model, session_options("all", threads))
-
-
-def _saved_graph(model: Any, so):
+def saved_graph(model: Any, so):
     import onnx
 
     ort = import_ort()
@@ -175,55 +169,6 @@ def _saved_graph(model: Any, so):
             n.name = f"{n.op_type}_{i}"
         seen.add(n.name)
     return fused
-
-
-# the nodes onnxruntime's NchwcTransformer inserts between the NCHW and the blocked layout
-REORDERS = ("ReorderInput", "ReorderOutput")
-# fused-graph ops that run in the blocked layout (what a ReorderInput feeds)
-_BLOCKED = frozenset({"Conv", "FusedConv", "MaxPool", "AveragePool", "GlobalMaxPool",
-                      "GlobalAveragePool"})
-
-
-def layout_reorders(original: Any, fused: Any, layout: Any,
-                    fmap: dict[str, list[str]]) -> tuple[tuple[str, str, str], ...]:
-    """``(fused kernel charged, reorder op, NCHW tensor)`` for every layout reorder onnxruntime
-    runs at its default level (``layout``: ``layout_graph``; ``fused``: the EXTENDED graph).
-
-    The NCHWc layout is onnxruntime's CPU choice for 4-D convolutions and pools: a chain of them
-    stays blocked, and a ``ReorderInput`` (NCHW -> blocked) or ``ReorderOutput`` (blocked -> NCHW)
-    runs only where a tensor enters or leaves such a chain (a MobileNetV2 export: 1 reorder for 52
-    convolutions; an EfficientNet-B0, whose squeeze-excite blocks leave the layout, 55). Each is a
-    launch that reads and writes its tensor. The NCHW tensor of either exists in ``fused``: a
-    ``ReorderOutput`` is charged to the kernel that produced it, a ``ReorderInput`` to the blocked
-    kernel (convolution or pool) that consumes it, else to its first consumer with members."""
-    fg = fused.graph
-    producer = {o: n for n in fg.node for o in n.output if o}
-    consumers: dict[str, list] = {}
-    for n in fg.node:
-        for x in n.input:
-            if x:
-                consumers.setdefault(x, []).append(n)
-    owner: dict[str, str] | None = None
-    out = []
-    for n in layout.graph.node:
-        if n.op_type not in REORDERS or not n.input or not n.output:
-            continue
-        if n.op_type == "ReorderOutput":
-            t = n.output[0]
-            k = producer.get(t)
-            name = k.name if k is not None else None
-            if name is not None and not fmap.get(name):
-                owner = owner if owner is not None else memberless_owner(original, fused, fmap)
-                name = owner.get(name)
-        else:
-            t = n.input[0]
-            users = [c for c in consumers.get(t, ()) if fmap.get(c.name)]
-            blocked = [c for c in users if c.op_type in _BLOCKED]
-            name = (blocked or users or [None])[0]
-            name = name.name if name is not None else None
-        if name:
-            out.append((name, n.op_type, t))
-    return tuple(out)
 
 
 def _tensor_names(graph) -> set[str]:
@@ -292,41 +237,6 @@ def unmapped(original: Any, fmap: dict[str, list[str]]) -> list[str]:
 RECORD_MAX_WEIGHT_BYTES = 2 << 30
 
 
-def fusion_record(model: Any, level: str = "default", threads: int | None = 1, *,
-                  layout: bool = True):
-    """onnxruntime's own record of the kernels it runs for ``model`` at ``level``, as a
-    ``fusion.FusionRecord`` over the original node names (``fusion_map``): one entry per fused
-    node that replaced original nodes, with its op type; the original nodes no fused node
-    claims are ``removed``; with ``layout`` (the CPU provider's record) and a level that
-    includes the layout transform (default, all), its NCHWc reorders too (``layout_reorders``).
-    Raises ``AnalyzerError`` when onnxruntime is missing or cannot load the model, or the
-    weights are too large to materialise."""
-    from analyzer.prediction.fusion import FusionRecord
-
-    proto = load_model(model)
-    nbytes = 0
-    for t in proto.graph.initializer:
-        n = 1
-        for d in t.dims:
-            n *= d
-        nbytes += n * 4
-    if nbytes > RECORD_MAX_WEIGHT_BYTES:
-        raise AnalyzerError(f"weights of {nbytes / 2**30:.1f} GiB: onnxruntime's fused graph not built")
-    fused = fused_graph(proto, level, threads)
-    saved = "extended" if level in ("default", "all") else level
-    fmap = fusion_map(proto, fused)
-    ops = _kernel_ops(proto, fused, fmap)
-    kernels = tuple((n.name, ops[n.name], tuple(fmap.get(n.name, ()))) for n in fused.graph.node
-                    if fmap.get(n.name))
-    extra = tuple((k, v) for k, v in extra_launches(proto, fused, fmap, ops).items() if v)
-    reorders: tuple = ()
-    source = f"onnxruntime's fused graph (level {saved})"
-    if layout and level in ("default", "all"):
-        reorders = layout_reorders(proto, fused, layout_graph(proto, threads), fmap)
-        source += f" and its {len(reorders)} NCHWc layout reorders"
-    return FusionRecord(source, kernels, frozenset(unmapped(proto, fmap)), extra, reorders)
-
-
 def _inserted_upstream(n, producer, orig_tensors, fmap, skip=()):
     """The member-less nodes (``fmap`` gives them no original node) that feed ``n`` through new
     tensors (ones the original graph does not have), walking upstream; nodes in ``skip`` and
@@ -351,7 +261,7 @@ def memberless_owner(original, fused, fmap: dict[str, list[str]]) -> dict[str, s
     of a MatMul + Add on a 3-D input (``fusion_map`` gives the original nodes to the last
     Reshape), a Transpose of a layout rewrite. Each is a launch of its own (dispatch + kernel).
     A member-less node belongs to the first kernel with members it feeds through new tensors
-    (the walk of ``_kernel_ops``); one that feeds none goes to the next kernel with members
+    (the walk of ``kernel_ops``); one that feeds none goes to the next kernel with members
     downstream of it, else to the last kernel of the graph."""
     orig_tensors = _tensor_names(load_model(original).graph)
     fg = fused.graph
@@ -390,8 +300,8 @@ def extra_launches(original, fused, fmap: dict[str, list[str]],
                    ops: dict[str, str] | None = None) -> dict[str, tuple[str, ...]]:
     """``{fused node with members: op types of the extra launches charged to it}``: the op of
     every member-less node it owns (``memberless_owner``) and its own, less one launch of the op
-    that stands for the kernel's work (``_kernel_ops``: that launch is the kernel itself)."""
-    ops = ops if ops is not None else _kernel_ops(original, fused, fmap)
+    that stands for the kernel's work (``kernel_ops``: that launch is the kernel itself)."""
+    ops = ops if ops is not None else kernel_ops(original, fused, fmap)
     by_name = {n.name: n.op_type for n in fused.graph.node}
     groups: dict[str, list[str]] = {}
     for m, o in memberless_owner(original, fused, fmap).items():
@@ -420,7 +330,7 @@ def _op_rank(op: str) -> int:
     return 0
 
 
-def _kernel_ops(original, fused, fmap: dict[str, list[str]]) -> dict[str, str]:
+def kernel_ops(original, fused, fmap: dict[str, list[str]]) -> dict[str, str]:
     """The op type that stands for each fused node's work. onnxruntime sometimes rewrites a
     fusion into several nodes joined by *new* tensors (MatMul+Add on a 3-D input becomes
     Reshape -> Gemm -> Reshape): ``fusion_map`` gives the original nodes to the last of them (the

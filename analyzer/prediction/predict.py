@@ -251,7 +251,7 @@ def predict(report, hw, *, precision: str | None = None, overlap: bool = True,
     profile's per-run fixed cost (``run_overhead_s``) once.
 
     ``fused``: a ``fusion.FusionRecord`` of the kernels onnxruntime runs for this model
-    (``ort_graph.fusion_record``); used for the onnxruntime runtime instead of its fusion
+    (``ort_record.fusion_record``); used for the onnxruntime runtime instead of its fusion
     patterns (``analyzer.analyze`` passes it when onnxruntime is installed)."""
     from analyzer.prediction import runtimes
     from analyzer.prediction.kernels import run

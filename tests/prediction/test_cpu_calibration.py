@@ -182,7 +182,7 @@ def test_analyze_on_calibrated_profile_is_the_closed_form(tmp_path, b_half):
 
 def test_onnxruntime_record_gives_one_kernel_for_conv_bn_relu(tmp_path):
     from analyzer import analyze
-    from analyzer.prediction.ort_graph import fusion_record
+    from analyzer.prediction.ort_record import fusion_record
 
     rec = fusion_record(_conv_bn_relu())
     assert [k[2] for k in rec.kernels] == [("conv", "bn", "relu")]
@@ -211,7 +211,7 @@ def _two_convs():
 
 
 def test_a_blocked_chain_reorders_only_where_it_leaves_the_layout():
-    from analyzer.prediction.ort_graph import fusion_record
+    from analyzer.prediction.ort_record import fusion_record
 
     rec = fusion_record(_two_convs())
     # conv1's output stays blocked for conv2: no reorder between them, one at the graph output
