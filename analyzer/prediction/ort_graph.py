@@ -254,6 +254,18 @@ def _inserted_upstream(n, producer, orig_tensors, fmap, skip=()):
         stack.extend(x for x in up.input if x)
 
 
+def graph_edges(graph) -> tuple[dict, dict]:
+    """``(producer, consumers)`` of an ONNX graph: tensor name -> the node writing it, and ->
+    the nodes reading it (graph order)."""
+    producer = {o: n for n in graph.node for o in n.output if o}
+    consumers: dict[str, list] = {}
+    for n in graph.node:
+        for x in n.input:
+            if x:
+                consumers.setdefault(x, []).append(n)
+    return producer, consumers
+
+
 def memberless_owner(original, fused, fmap: dict[str, list[str]]) -> dict[str, str]:
     """``{member-less fused node: the fused node (with original members) it is charged to}``.
 
@@ -265,12 +277,7 @@ def memberless_owner(original, fused, fmap: dict[str, list[str]]) -> dict[str, s
     downstream of it, else to the last kernel of the graph."""
     orig_tensors = _tensor_names(load_model(original).graph)
     fg = fused.graph
-    producer = {o: n for n in fg.node for o in n.output if o}
-    consumers: dict[str, list] = {}
-    for n in fg.node:
-        for x in n.input:
-            if x:
-                consumers.setdefault(x, []).append(n)
+    producer, consumers = graph_edges(fg)
     owner: dict[str, str] = {}
     for n in fg.node:
         if not fmap.get(n.name):

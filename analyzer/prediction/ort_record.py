@@ -14,8 +14,9 @@ from typing import Any
 
 from analyzer.errors import AnalyzerError
 from analyzer.prediction.ort_graph import (RECORD_MAX_WEIGHT_BYTES, extra_launches, fused_graph,
-                                           fusion_map, kernel_ops, load_model, memberless_owner,
-                                           saved_graph, session_options, unmapped)
+                                           fusion_map, graph_edges, kernel_ops, load_model,
+                                           memberless_owner, saved_graph, session_options,
+                                           unmapped)
 
 
 # the nodes onnxruntime's NchwcTransformer inserts between the NCHW and the blocked layout
@@ -37,13 +38,7 @@ def layout_reorders(original: Any, fused: Any, layout: Any,
     launch that reads and writes its tensor. The NCHW tensor of either exists in ``fused``: a
     ``ReorderOutput`` is charged to the kernel that produced it, a ``ReorderInput`` to the blocked
     kernel (convolution or pool) that consumes it, else to its first consumer with members."""
-    fg = fused.graph
-    producer = {o: n for n in fg.node for o in n.output if o}
-    consumers: dict[str, list] = {}
-    for n in fg.node:
-        for x in n.input:
-            if x:
-                consumers.setdefault(x, []).append(n)
+    producer, consumers = graph_edges(fused.graph)
     owner: dict[str, str] | None = None
     out = []
     for n in layout.graph.node:

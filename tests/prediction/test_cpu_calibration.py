@@ -25,8 +25,14 @@ def _conv_bn_relu():
     nodes = [helper.make_node("Conv", ["x", "W"], ["c"], name="conv", pads=[1, 1, 1, 1]),
              helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"], name="bn"),
              helper.make_node("Relu", ["n"], ["y"], name="relu")]
+    return _conv_model(nodes, inits, 8)
+
+
+def _conv_model(nodes, inits, out_channels):
+    """A model of ``nodes`` from x [1, 3, 16, 16] to y [1, out_channels, 16, 16]."""
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])], inits)
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, out_channels, 16, 16])],
+                          inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     return m
@@ -203,11 +209,7 @@ def _two_convs():
              numpy_helper.from_array(rng.standard_normal((16, 16, 3, 3)).astype(np.float32), "W2")]
     nodes = [helper.make_node("Conv", ["x", "W1"], ["c"], name="conv1", pads=[1, 1, 1, 1]),
              helper.make_node("Conv", ["c", "W2"], ["y"], name="conv2", pads=[1, 1, 1, 1])]
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    return m
+    return _conv_model(nodes, inits, 16)
 
 
 def test_a_blocked_chain_reorders_only_where_it_leaves_the_layout():
