@@ -177,19 +177,19 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     splits = {cls: split_rows(m) for cls, m in models.items()}
     best = time_rows(splits, lambda mk, min_s: wall_time(mk, threads, level, q, min_s=min_s),
                      baseline_model(), passes, lambda f, s: say(f * n_cls / (n_cls + 1), s))
-    moved: dict[str, list[list[int]]] = {}   # per layout class and row: its reorders' bytes
+    # per layout class and row (in row order): (bytes, seconds) of each reorder around it
+    moved: dict[str, list[list[tuple[int, float]]]] = {}
     for cls, m in models.items():
         split = splits[cls]
         meas = {k: max(v, 1e-8) for k, v in best[cls].items()}
-        extra = {k: extra_nodes(mk) for k, mk in split.items()}
+        order = sorted(meas, key=lambda s: int(s[1:]))
         nodes = {n.name: n for n in analyze(m).nodes}
         if cls in LAYOUT_CLASSES and level in ("default", "all"):
-            moved[cls] = [profiled_reorders(split[k], nodes[k], threads, level)
-                          for k in sorted(meas, key=lambda s: int(s[1:]))]
-        _, F, B = cpu_model.node_features([nodes[k] for k in sorted(meas, key=lambda s: int(s[1:]))])
-        t = np.array([meas[k] for k in sorted(meas, key=lambda s: int(s[1:]))])
-        ops = [nodes[k].op for k in sorted(meas, key=lambda s: int(s[1:]))]
-        n_extra[cls] = np.array([extra[k] for k in sorted(meas, key=lambda s: int(s[1:]))])
+            moved[cls] = [profiled_reorders(split[k], nodes[k], threads, level) for k in order]
+        _, F, B = cpu_model.node_features([nodes[k] for k in order])
+        t = np.array([meas[k] for k in order])
+        ops = [nodes[k].op for k in order]
+        n_extra[cls] = np.array([extra_nodes(split[k]) for k in order])
         rows[cls] = (F, B, t, ops)
     say(n_cls / (n_cls + 1), "measuring dispatch overhead")
     n_chain = 200

@@ -299,3 +299,20 @@ def test_time_rows_keeps_each_rows_fastest_pass_less_the_baselines_fastest_pass_
     # classes alternate order between passes: a, b | b, a | a, b
     order = [c for c in calls if c != "base"]
     assert order == ["a0", "a1", "b0", "b0", "a0", "a1", "a0", "a1", "b0"]
+
+
+def test_profiled_reorders_of_a_depthwise_row_are_its_input_and_output_moved_twice():
+    from analyzer import analyze
+    from analyzer.prediction.ort_record import profiled_reorders
+
+    w = numpy_helper.from_array(np.ones((16, 1, 3, 3), np.float32), "W")
+    node = helper.make_node("Conv", ["x", "W"], ["y"], name="dw", group=16, pads=[1, 1, 1, 1])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 16, 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    got = profiled_reorders(m, analyze(m).nodes[0], 1, "default", runs=3)
+    # a blocked depthwise conv between NCHW graph tensors: ReorderInput of x, ReorderOutput of
+    # y, each charged its 16*16*16 fp32 tensor read and written
+    assert [b for b, _ in got] == [2 * 16 * 16 * 16 * 4] * 2
+    assert all(s > 0 for _, s in got)

@@ -20,19 +20,12 @@ _PACKED = ("packed (padding-removed) variable-length batches: the token count is
            "value (cumulative sequence lengths), not a shape")
 
 UNCOSTED: dict[tuple[str, str], str] = {
-    (MS, "BeamSearch"): _SEARCH,
-    (MS, "GreedySearch"): _SEARCH,
-    (MS, "Sampling"): _SEARCH,
-    (MS, "WhisperBeamSearch"): _SEARCH,
-    (MS, "QOrderedAttention"): _QORDERED,
-    (MS, "QOrderedGelu"): _QORDERED,
-    (MS, "QOrderedLayerNormalization"): _QORDERED,
-    (MS, "QOrderedMatMul"): _QORDERED,
-    (MS, "QOrderedLongformerAttention"): _QORDERED,
-    (MS, "PackedAttention"): _PACKED,
-    (MS, "PackedMultiHeadAttention"): _PACKED,
-    (MS, "RemovePadding"): _PACKED,
-    (MS, "RestorePadding"): _PACKED,
+    **{(MS, op): _SEARCH for op in ("BeamSearch", "GreedySearch", "Sampling", "WhisperBeamSearch")},
+    **{(MS, op): _QORDERED for op in ("QOrderedAttention", "QOrderedGelu",
+                                      "QOrderedLayerNormalization", "QOrderedMatMul",
+                                      "QOrderedLongformerAttention")},
+    **{(MS, op): _PACKED for op in ("PackedAttention", "PackedMultiHeadAttention",
+                                    "RemovePadding", "RestorePadding")},
     (MS, "PagedAttention"): ("paged KV-cache attention: the context length per sequence is a "
                              "runtime value (block tables), not a shape"),
     (MS, "DecoderMaskedSelfAttention"): ("GPT-2 style decoding attention of convert_generation: "
