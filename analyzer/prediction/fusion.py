@@ -153,10 +153,16 @@ def _edges(nodes, producer):
                 yield i, j, pos
 
 
+def xla_fusible(nd: FusionNode) -> bool:
+    """Whether the ``xla`` policy joins ``nd`` with its fusible neighbours: it launches and its
+    op class fuses (elementwise, reductions, norms, movement, ...; not matrix ops)."""
+    return nd.launches and nd.op_class in _XLA_FUSIBLE
+
+
 def _xla(nodes, sets, producer) -> None:
     # every edge between two fusible nodes that launch (``_edges``, consumers that cannot
     # fuse skipped before their inputs are looked up: a search lowers thousands of graphs)
-    ok = [nd.launches and nd.op_class in _XLA_FUSIBLE for nd in nodes]
+    ok = [xla_fusible(nd) for nd in nodes]
     get = producer.get
     for j, nd in enumerate(nodes):
         if not ok[j]:

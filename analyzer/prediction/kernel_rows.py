@@ -148,6 +148,27 @@ def kernel_class(anchor_class: str, kernel_op: str) -> str:
     return k
 
 
+def member_part(n: NodeCost, fnode: fusion.FusionNode, nbytes: float, precision: str | None):
+    """What a fused kernel's row takes of one member: (MAC FLOPs, vector FLOPs,
+    transcendentals, FLOPs, bytes under the precision, weight bytes of those, launches, op
+    class, GEMM view (m, n, k, batch), compute dtype)."""
+    c = n.cost
+    return (c.mac_flops, c.vector_flops, c.transcendentals, c.flops, nbytes,
+            c.weight_bytes * nbytes / max(c.bytes_moved, 1), max(1, getattr(n, "runs", 1)),
+            fnode.op_class, gemm_view(n)[:4], compute_dtype(n, precision))
+
+
+def fused_row(parts, saved: float, kop: str = "") -> tuple:
+    """The row of a kernel of one or more members (``member_part`` each, graph order) that does not
+    move ``saved`` bytes: the members' sums per launch, its class, GEMM view and dtype taken
+    from its heaviest member (MACs, then FLOPs, then bytes; the first of equals)."""
+    mac, vec, trans, flops, nbytes, wbytes, runs = list(zip(*parts))[:7]
+    a = parts[max(range(len(parts)), key=lambda j: (mac[j], flops[j], nbytes[j]))]
+    r = max(1, max(runs))
+    return (sum(mac) / r, sum(vec) / r, sum(trans) / r, max(0.0, sum(nbytes) - saved) / r,
+            sum(wbytes) / r, r, eff.CLASS_CODE[kernel_class(a[7], kop)], a[8], a[9])
+
+
 def kernel_rows(nodes: list[NodeCost], plan: fusion.FusionPlan, fnodes, nbytes: list[float],
                 precision: str | None, memo: dict | None = None, keys=None):
     """``(rows, member weight [N])``: per kernel of ``plan`` the tuple (MAC FLOPs, vector FLOPs,
@@ -157,7 +178,7 @@ def kernel_rows(nodes: list[NodeCost], plan: fusion.FusionPlan, fnodes, nbytes: 
     takes its class, view and dtype from its heaviest member (memoised per members' keys in
     order, saved bytes and op)."""
     weight = np.zeros(len(nodes))
-    saved_bytes, kernel_ops, code = plan.saved_bytes, plan.kernel_ops, eff.CLASS_CODE
+    saved_bytes, kernel_ops = plan.saved_bytes, plan.kernel_ops
     cache = memo.setdefault(("rows", precision), {}) if keys is not None and memo is not None \
         else None
     if cache is not None and len(cache) > ROWS_CAP:
@@ -171,13 +192,8 @@ def kernel_rows(nodes: list[NodeCost], plan: fusion.FusionPlan, fnodes, nbytes: 
             rk = (keys[i], saved_bytes[k], kop) if cache is not None else None
             row = cache.get(rk) if rk is not None else None
             if row is None:
-                a, c = nodes[i], nodes[i].cost
-                r = max(1, getattr(a, "runs", 1))
-                row = (c.mac_flops / r, c.vector_flops / r, c.transcendentals / r,
-                       max(0.0, nbytes[i] - saved_bytes[k]) / r,
-                       c.weight_bytes * nbytes[i] / max(c.bytes_moved, 1) / r, r,
-                       code[kernel_class(fnodes[i].op_class, kop)], gemm_view(a)[:4],
-                       compute_dtype(a, precision))
+                row = fused_row([member_part(nodes[i], fnodes[i], nbytes[i], precision)],
+                                saved_bytes[k], kop)
                 if rk is not None:
                     cache[rk] = row
         else:
@@ -190,19 +206,8 @@ def kernel_rows(nodes: list[NodeCost], plan: fusion.FusionPlan, fnodes, nbytes: 
                     weight[i] = w
                 rows.append(row)
                 continue
-            ms = [nodes[i] for i in members]
-            anchor = max(members, key=lambda i: (nodes[i].cost.mac_flops, nodes[i].cost.flops,
-                                                 nbytes[i]))
-            a = nodes[anchor]
-            r = max(1, max(getattr(m, "runs", 1) for m in ms))
-            row = (sum(m.cost.mac_flops for m in ms) / r,
-                   sum(m.cost.vector_flops for m in ms) / r,
-                   sum(m.cost.transcendentals for m in ms) / r,
-                   max(0.0, sum(nbytes[i] for i in members) - saved_bytes[k]) / r,
-                   sum(nodes[i].cost.weight_bytes * nbytes[i] / max(nodes[i].cost.bytes_moved, 1)
-                       for i in members) / r, r,
-                   code[kernel_class(fnodes[anchor].op_class, kop)], gemm_view(a)[:4],
-                   compute_dtype(a, precision))
+            row = fused_row([member_part(nodes[i], fnodes[i], nbytes[i], precision)
+                             for i in members], saved_bytes[k], kop)
             tot = sum(nodes[i].cost.flops + nbytes[i] for i in members) or 1.0
             for i in members:
                 weight[i] = (nodes[i].cost.flops + nbytes[i]) / tot

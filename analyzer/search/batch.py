@@ -69,7 +69,7 @@ def kernel_times(lows: Sequence, overlap: bool = True) -> list[np.ndarray]:
     out: list[np.ndarray | None] = [None] * len(lows)
     by_bucket: dict[int, list[int]] = {}
     for i, low in enumerate(lows):
-        by_bucket.setdefault(kernels.bucket(max(len(low.kernel_names), 1)), []).append(i)
+        by_bucket.setdefault(kernels.bucket(max(len(low.runs), 1)), []).append(i)
     for kb, idx in by_bucket.items():
         for i, t in zip(idx, _run_bucket([lows[i] for i in idx], kb, overlap)):
             out[i] = t
@@ -83,6 +83,21 @@ def _run_bucket(lows, kb: int, overlap: bool) -> list[np.ndarray]:
     cb = -(-cb // n_dev) * n_dev
     first = lows[0]
     P = first.mem_bw.shape[0]
+    group = getattr(first, "group", None)
+    if group is not None and all(getattr(low, "group", None) is group for low in lows):
+        # rows of one table (``search.rows.Kernels``): the bucket gathered at once; padded
+        # kernels point at row 0 (finite values) and are inactive
+        ix = np.zeros((cb, kb), np.intp)
+        active = np.zeros((cb, kb), np.float32)
+        for c, low in enumerate(lows):
+            ix[c, :len(low.ix)] = low.ix
+            active[c, :len(low.ix)] = 1.0
+        f, mp, vp, fx = group.take(ix)
+        feats = {k: v.astype(np.int32 if k == "op_class" else np.float32) for k, v in f.items()}
+        runs = group.runs[ix].astype(np.float32)
+        mpeak, vpeak, fixed = (np.ascontiguousarray(a.transpose(1, 0, 2), np.float32)
+                               for a in (mp, vp, fx))
+        return _call(lows, feats, runs, active, mpeak, vpeak, fixed, n_dev, overlap)
     feats = {f: np.zeros((cb, kb), np.int32 if f == "op_class" else np.float32) for f in FEATS}
     runs = np.ones((cb, kb), np.float32)
     active = np.zeros((cb, kb), np.float32)
@@ -90,7 +105,7 @@ def _run_bucket(lows, kb: int, overlap: bool) -> list[np.ndarray]:
     vpeak = np.ones((cb, P, kb), np.float32)
     fixed = np.zeros((cb, P, kb), np.float32)
     for c, low in enumerate(lows):
-        K = len(low.kernel_names)
+        K = len(low.runs)
         for f in FEATS:
             feats[f][c, :K] = low.feats[f]
         runs[c, :K] = low.runs
@@ -98,10 +113,15 @@ def _run_bucket(lows, kb: int, overlap: bool) -> list[np.ndarray]:
         mpeak[c, :, :K] = low.matrix_peak
         vpeak[c, :, :K] = low.vector_peak
         fixed[c, :, :K] = low.fixed
+    return _call(lows, feats, runs, active, mpeak, vpeak, fixed, n_dev, overlap)
+
+
+def _call(lows, feats, runs, active, mpeak, vpeak, fixed, n_dev: int, overlap: bool):
+    first = lows[0]
     consts = {k: np.asarray(v, np.float32) for k, v in first.consts.items()}
     batched = shard((feats, runs, active, mpeak, vpeak, fixed), n_dev)
     time = _batched()(batched[0], batched[1], batched[2], batched[3], batched[4],
                       np.asarray(first.mem_bw, np.float32), np.asarray(first.units, np.float32),
                       np.asarray(first.l2_bytes, np.float32), consts, batched[5], np.bool_(overlap))
     time = np.asarray(time)
-    return [time[c, :, :len(low.kernel_names)].astype(np.float64) for c, low in enumerate(lows)]
+    return [time[c, :, :len(low.runs)].astype(np.float64) for c, low in enumerate(lows)]

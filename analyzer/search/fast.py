@@ -62,34 +62,36 @@ class FastCounter:
             h = self.headers[st.header] = len(self.headers)
         return h
 
-    def _sig(self, st: lean.Structure, node: lean.LeanNode, sids: dict, header: int) -> tuple:
+    def _sig(self, st: lean.Structure, node: lean.LeanNode, sids: dict, header: int,
+             citems: tuple[dict, dict]) -> tuple:
         """(opset header id, node kind: op, domain, attributes and which outputs exist, per
         input its spec id (``sids``: tensor name -> id) and for a constant the key of its value
-        where it can matter, the declared types of the graph outputs it produces)."""
+        where it can matter, the declared types of the graph outputs it produces).
+        ``citems``: the candidate's constant input items for ops whose float constants are data
+        (``lean.FLOAT_DATA_OPS``: a float constant is "c") and for other ops (``_sids``)."""
         items = []
-        consts = st.constants
+        mine = citems[0] if node.op in lean.FLOAT_DATA_OPS else citems[1]
         for x in node.inputs:
             if not x:
                 items.append(None)
                 continue
-            c = consts.get(x)
-            if c is None:
-                items.append(sids[x])
-                continue
-            if lean.is_float(c.code) and node.op in lean.FLOAT_DATA_OPS:
-                v = "c"
-            elif c.spec.numel() <= lean.VALUE_ELEMENTS:
-                v = c.value()
-            else:
-                v = "big"   # the frontend never reads a value this large
-            items.append((sids[x], v))
+            it = mine.get(x)
+            if it is None:
+                c = st.constants.get(x)
+                if c is None:
+                    it = sids[x]
+                else:   # (the frontend never reads a value above VALUE_ELEMENTS)
+                    it = mine[x] = (sids[x], c.value() if c.spec.numel() <= lean.VALUE_ELEMENTS
+                                    else "big")
+            items.append(it)
         outs = st.outputs
         decl = tuple(outs.get(o) for o in node.outputs) \
             if not outs.keys().isdisjoint(node.outputs) else None
         return (header, node.kind, tuple(items), decl)
 
-    def _sids(self, st: lean.Structure) -> tuple[dict, dict]:
-        """(tensor name -> spec, tensor name -> spec id) of the graph inputs and constants."""
+    def _sids(self, st: lean.Structure) -> tuple[dict, dict, tuple[dict, dict]]:
+        """(tensor name -> spec, tensor name -> spec id) of the graph inputs and constants, and
+        ``_sig``'s constant items (those of float constants under data ops filled here)."""
         specs = dict(st.inputs)
         for name, c in st.constants.items():
             specs[name] = c.spec
@@ -98,9 +100,53 @@ class FastCounter:
         for name, s in specs.items():
             i = get(s)
             sids[name] = i if i is not None else sid(s)
-        return specs, sids
+        data = {name: (sids[name], "c") for name, c in st.constants.items()
+                if lean.is_float(c.code)}
+        return specs, sids, (data, {})
 
     # ------------------------------------------------------------------ use
+    def _hits(self, st: lean.Structure, learn: bool, specs: dict | None, sids: dict,
+              header: int, citems: tuple[dict, dict]) -> list | None:
+        """Each node's memo entry (graph order), output spec ids flowed into ``sids`` (and the
+        specs into ``specs`` unless None), or None when a signature is unknown (``learn``: a
+        node of unknown signature is first learned on its own, ``count``'s docstring)."""
+        memo_get, sig_of = self.memo.get, self._sig
+        budget = MINI_PER_CANDIDATE if learn else 0
+        out = []
+        for i, node in enumerate(st.nodes):
+            sig = sig_of(st, node, sids, header, citems)
+            hit = memo_get(sig)
+            if hit is None:
+                if budget <= 0 or sig in self.unlearnable:
+                    return None
+                budget -= 1
+                self._learn_node(st, i, specs)
+                hit = memo_get(sig)
+                if hit is None:
+                    self.unlearnable.add(sig)
+                    return None
+            if specs is None:
+                for o, j in zip(node.outputs, hit[2]):
+                    if o:
+                        sids[o] = j
+            else:
+                for o, s, j in zip(node.outputs, hit[0], hit[2]):
+                    if o:
+                        specs[o] = s
+                        sids[o] = j
+            out.append(hit)
+        return out
+
+    def keys(self, st: lean.Structure) -> list[int] | None:
+        """Each node's memo entry number (``lowering``'s node keys), or None when a node's
+        signature is unknown; nothing is learned and no ``NodeCost`` is built."""
+        header = self.headers.get(st.header)
+        if header is None:
+            return None
+        _, sids, citems = self._sids(st)
+        hits = self._hits(st, False, None, sids, header, citems)
+        return None if hits is None else [h[3] for h in hits]
+
     def count(self, st: lean.Structure, learn: bool = False) -> front.Counted | None:
         """The candidate's counts from the memo, or None when a node's signature is unknown.
         ``learn``: a node of unknown signature is first learned on its own (``mini``: the full
@@ -108,31 +154,17 @@ class FastCounter:
         header = self.headers.get(st.header)
         if header is None:
             return None
-        specs, sids = self._sids(st)
+        specs, sids, citems = self._sids(st)
         get = specs.get
-        memo = self.memo
         counted: set[str] = set()
         out = []
         keys = []
-        budget = MINI_PER_CANDIDATE if learn else 0
-        for i, node in enumerate(st.nodes):
-            sig = self._sig(st, node, sids, header)
-            hit = memo.get(sig)
-            if hit is None:
-                if budget <= 0 or sig in self.unlearnable:
-                    return None
-                budget -= 1
-                self._learn_node(st, i, specs)
-                hit = memo.get(sig)
-                if hit is None:
-                    self.unlearnable.add(sig)
-                    return None
-            outs, rec, out_ids, key = hit
+        hits = self._hits(st, learn, specs, sids, header, citems)
+        if hits is None:
+            return None
+        for node, hit in zip(st.nodes, hits):   # (names are unique: specs is final for each)
+            outs, rec, _, key = hit
             keys.append(key)
-            for o, s, i in zip(node.outputs, outs, out_ids):
-                if o:
-                    specs[o] = s
-                    sids[o] = i
             pover, status, cidx, cost, by_dtype, note, mac_dtype, params, estimate = rec
             ins = tuple(map(get, node.inputs))   # ('' is never a tensor: None)
             if cidx:
@@ -188,13 +220,13 @@ class FastCounter:
                 return 0
         learned = 0
         header = self._header(st)
-        sids = self._sids(st)[1]
+        _, sids, citems = self._sids(st)
         for node, n, rec in zip(st.nodes, nodes, records):
             if rec is None or n.name != node.name or n.op != node.op or n.level or n.runs != 1:
                 return learned
             outs = n.out_specs
             out_ids = tuple(self._sid(s) if s is not None else -1 for s in outs)
-            sig = self._sig(st, node, sids, header)
+            sig = self._sig(st, node, sids, header, citems)
             for o, i in zip(node.outputs, out_ids):
                 if o:
                     sids[o] = i

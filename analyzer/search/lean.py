@@ -46,6 +46,9 @@ class LeanNode(NamedTuple):
     # a small int per distinct (op, domain, attr_key, which outputs exist): the part of a
     # node's signature that does not depend on its inputs (``fast``), cheap to hash
     kind: int = -1
+    repeats: bool = False   # a tensor name appears among its inputs more than once
+    named_in: frozenset = frozenset()    # its input names, '' (an omitted input) left out
+    named_out: tuple = ()                # its output names, '' left out
 
 
 class Structure(NamedTuple):
@@ -61,8 +64,26 @@ class Structure(NamedTuple):
 class _Init(NamedTuple):
     spec: TensorSpec
     code: int
-    value: Any          # () -> bytes, the key of its value
-    tensor: Any         # () -> its serialized TensorProto (small ones only: weights are big)
+    src: Any            # the wire.Init, or the TensorProto of a ModelProto candidate
+
+    def value(self) -> bytes:
+        """The key of its value (equal keys: equal tensors)."""
+        if isinstance(self.src, wire.Init):
+            return self.src.value_key()
+        import onnx
+
+        c = onnx.TensorProto()
+        c.CopyFrom(self.src)
+        c.ClearField("name")
+        c.ClearField("doc_string")
+        return c.SerializeToString()
+
+    def tensor(self) -> bytes:
+        """Its serialized TensorProto (read for small ones only: weights are big)."""
+        if isinstance(self.src, wire.Init):
+            t = self.src
+            return t.data[t.span[0]:t.span[3]]
+        return self.src.SerializeToString()
 
 
 def read(candidate: Any) -> Structure | None:
@@ -129,47 +150,39 @@ def _structure(m, node_bytes, inits) -> Structure | None:
     interned = _SPECS
     if len(interned) >= _NODES_CAP:
         interned.clear()
+    codes = DTYPES
     for i, t in enumerate(inits):
-        dtype = DTYPES.get(t.dtype)
-        if dtype is None or t.external or t.name in constants or t.name in inputs or not t.name:
-            return None
-        k = (t.dims, dtype)
+        k = (t.dims, t.dtype)
         s = interned.get(k)
         if s is None:
+            dtype = codes.get(t.dtype)
+            if dtype is None:
+                return None
             s = interned[k] = TensorSpec(t.dims, dtype)
-        if proto:
-            constants[t.name] = _Init(s, t.dtype, _value_of(g.initializer[i]),
-                                      g.initializer[i].SerializeToString)
-        else:
-            constants[t.name] = _Init(s, t.dtype, t.value_key, _span_of(t))
+        if t.external:
+            return None
+        constants[t.name] = _Init(s, t.dtype, g.initializer[i] if proto else t)
+    if len(constants) != len(inits) or "" in constants or not constants.keys().isdisjoint(inputs):
+        return None   # a name twice, an empty name, an initializer that is also an input
     defined = set(inputs) | constants.keys()
+    flowing = set(inputs)   # tensors computed at run time (graph inputs, node outputs)
     nodes: list[LeanNode] = []
-    names: set[str] = set()
+    get = _NODES.get
     for b in node_bytes:
-        n = _NODES.get(b)
+        n = get(b)
         if n is None:
             n = _node(b)
             if len(_NODES) >= _NODES_CAP:
                 _NODES.clear()
             _NODES[b] = n
-        if n is False or n.name in names:
-            return None
-        const = True
-        for x in n.inputs:
-            if x:
-                if x not in defined:
-                    return None
-                if x not in constants:
-                    const = False
-        if const:
-            return None
-        for x in n.outputs:
-            if x:
-                if x in defined:
-                    return None
-                defined.add(x)
-        names.add(n.name)
+        if n is False or not defined.issuperset(n.named_in) or flowing.isdisjoint(n.named_in) \
+                or not defined.isdisjoint(n.named_out):
+            return None   # (an input all constant: the frontend folds the node)
+        defined.update(n.named_out)
+        flowing.update(n.named_out)
         nodes.append(n)
+    if len({n.name for n in nodes}) != len(nodes):
+        return None
     produced = defined - inputs.keys() - constants.keys()
     outputs = {}
     for vi in g.output:
@@ -211,23 +224,12 @@ def _node(b: bytes):
     kind = _KINDS.get(k)
     if kind is None:
         kind = _KINDS[k] = len(_KINDS)
-    return LeanNode(n.name, n.op_type, dom, ins, outs, k[2], kind)
-
-
-def _span_of(t):
-    return lambda: t.data[t.span[0]:t.span[3]]
-
-
-def _value_of(t):
-    def key() -> bytes:
-        import onnx
-
-        c = onnx.TensorProto()
-        c.CopyFrom(t)
-        c.ClearField("name")
-        c.ClearField("doc_string")
-        return c.SerializeToString()
-    return key
+    named = [x for x in ins if x]
+    named_out = tuple(x for x in outs if x)
+    if len(set(named_out)) != len(named_out):
+        return False   # an output name twice: the frontend decides
+    return LeanNode(n.name, n.op_type, dom, ins, outs, k[2], kind, len(set(named)) != len(named),
+                    frozenset(named), named_out)
 
 
 def is_float(code: int) -> bool:

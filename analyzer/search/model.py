@@ -65,6 +65,7 @@ class CostModel:
         self._groups: dict[str, list[tuple[str, list[int]]]] = {}
         self._fast = None   # search.fast.FastCounter, made on the first ONNX candidate
         self._lowering: dict = {}   # lowering.lower's memo: per profile, per op and dtype
+        self._rows = None   # search.rows.KernelRows (False: kernel entries are not local)
 
     # ------------------------------------------------------------------ internals
     def spec(self) -> dict:
@@ -125,6 +126,41 @@ class CostModel:
                 self._fast = FastCounter(o)
         return self._fast is not False
 
+    def _rows_ok(self) -> bool:
+        """Whether fast-path candidates may be scored from learned kernel rows (``search.rows``):
+        the fast path applies, every group's fusion is a policy and no profile is calibrated."""
+        if self._rows is None:
+            from analyzer.search.rows import KernelRows
+
+            rows = KernelRows(self.groups("onnx"), self.precision) if self._fast_ok() else None
+            self._rows = rows if rows is not None and rows.usable and not any(
+                p.calibration for p in self.profiles) else False
+        return self._rows is not False
+
+    def _lower_fast(self, candidate: Any):
+        """One candidate's lowered groups for ``score``: from the kernel rows when every kernel
+        is known, else counted and lowered in full (and its rows learned)."""
+        if not lean.onnx_source(candidate):
+            return self.lower(self.count(candidate))
+        st = lean.read(candidate)
+        if st is None:
+            return self.lower(self.count(candidate))
+        keys = self._fast.keys(st)
+        if keys is not None and self._rows.usable:
+            got = self._rows.lowered(st, keys)
+            if got is not None:
+                self._fast.stats["fast"] += 1
+                return got
+        counted = self._fast.count(st, learn=True) or self._fast.full(candidate, st)
+        lowered = self.lower(counted)
+        if counted.keys is not None and self._rows.usable:
+            from analyzer.prediction import kernel_rows as kr
+
+            fnodes, nbytes = kr.fusion_nodes(counted.nodes, self.precision,
+                                             self._lowering.setdefault("fusion", {}), counted.keys)
+            self._rows.harvest(st, counted.keys, counted.nodes, fnodes, nbytes, lowered)
+        return lowered
+
     def lower(self, counted: front.Counted) -> list[tuple[list[int], Any]]:
         """[(profile indices, lowering.Lowered)] per runtime group of one counted candidate."""
         from analyzer.prediction import runtimes
@@ -167,8 +203,13 @@ class CostModel:
         if paused:
             gc.disable()
         try:
-            counted = [self.count(c) for c in candidates]
-            lowered = [self.lower(c) for c in counted]
+            if not detail and self._rows_ok():
+                counted = None
+                self._rows.begin()
+                lowered = [self._lower_fast(c) for c in candidates]
+            else:
+                counted = [self.count(c) for c in candidates]
+                lowered = [self.lower(c) for c in counted]
         finally:
             if paused:
                 gc.enable()

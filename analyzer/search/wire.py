@@ -51,8 +51,64 @@ def _varint(data, i: int) -> tuple[int, int]:
             raise _Bad
 
 
+def _length(data, i: int) -> tuple[int, int]:
+    """``_varint`` unrolled for the 2- to 4-byte lengths of tensors and nodes."""
+    b1 = data[i + 1]
+    if b1 < 0x80:
+        return (data[i] & 0x7F) | (b1 << 7), i + 2
+    b2 = data[i + 2]
+    if b2 < 0x80:
+        return (data[i] & 0x7F) | ((b1 & 0x7F) << 7) | (b2 << 14), i + 3
+    b3 = data[i + 3]
+    if b3 < 0x80:
+        return (data[i] & 0x7F) | ((b1 & 0x7F) << 7) | ((b2 & 0x7F) << 14) | (b3 << 21), i + 4
+    return _varint(data, i)
+
+
 def _tensor(data: bytes, start: int, end: int) -> Init:
-    """A TensorProto's name, dtype, dims and location; its data fields are stepped over."""
+    """A TensorProto's name, dtype, dims and location; its data fields are stepped over.
+    The usual encoding (one-byte tags of unpacked dims, dtype, name, raw data, in any order)
+    is read inline; any other field takes the general walk (``_tensor_fields``)."""
+    name = None
+    n0 = n1 = start
+    dtype = 0
+    dims: list[int] = []
+    i = start
+    while i < end:
+        tag = data[i]
+        if tag == 0x08 or tag == 0x10:       # dims / data_type (varint)
+            v = data[i + 1]
+            if v < 0x80:
+                i += 2
+            elif data[i + 2] < 0x80:         # (two bytes: a dim of 128..16383)
+                v = (v & 0x7F) | (data[i + 2] << 7)
+                i += 3
+            else:
+                v, i = _varint(data, i + 1)
+                if v >= 1 << 63:
+                    raise _Bad
+            if tag == 0x08:
+                dims.append(v)
+            else:
+                dtype = v
+        elif tag == 0x42 or tag == 0x4A:     # name / raw_data (length-delimited)
+            n = data[i + 1]
+            if n < 0x80:
+                a = i + 2
+            else:
+                n, a = _length(data, i + 1)
+            if tag == 0x42:
+                name = data[a:a + n].decode("utf-8")   # invalid UTF-8: the full frontend decides
+                n0, n1 = i, a + n
+            i = a + n
+        else:
+            return _tensor_fields(data, start, end)
+    if i != end or name is None:
+        raise _Bad
+    return Init(name, dtype, tuple(dims), False, data, (start, n0, n1, end))
+
+
+def _tensor_fields(data: bytes, start: int, end: int) -> Init:
     name = None
     n0 = n1 = start
     dtype = 0
@@ -115,6 +171,26 @@ def _fields(data: bytes, start: int, end: int):
     return out
 
 
+def _field_end(data, i: int, end: int) -> int:
+    """Where the field starting at ``i`` ends (``end`` bounds it)."""
+    tag, j = _varint(data, i)
+    wt = tag & 7
+    if wt == 2:
+        n, j = _varint(data, j)
+        j += n
+    elif wt == 0:
+        _, j = _varint(data, j)
+    elif wt == 5:
+        j += 4
+    elif wt == 1:
+        j += 8
+    else:
+        raise _Bad
+    if j > end:
+        raise _Bad
+    return j
+
+
 def skeleton(data) -> tuple[bytes, list[bytes], list[Init]] | None:
     """(the model serialized without its nodes and initializers, each node's serialized
     ``NodeProto``, the initializers) or None when the bytes are not a ModelProto this walk
@@ -136,13 +212,29 @@ def skeleton(data) -> tuple[bytes, list[bytes], list[Init]] | None:
         kept = []
         nodes = []
         inits: list[Init] = []
-        for f, wt, a, b, f0 in _fields(data, *graph):
-            if f == _GRAPH_INITIALIZER and wt == 2:
-                inits.append(_tensor(data, a, b))
-            elif f == _GRAPH_NODE and wt == 2:
-                nodes.append(data[a:b])
+        i, end = graph
+        while i < end:   # (``_fields`` inline for a graph's one-byte-tag node/initializer fields)
+            tag = data[i]
+            if tag == 0x0A or tag == 0x2A:    # node / initializer (field 1 / 5, length-delimited)
+                n = data[i + 1]
+                if n < 0x80:
+                    a = i + 2
+                else:
+                    n, a = _length(data, i + 1)
+                b = a + n
+                if b > end:
+                    raise _Bad
+                if tag == 0x2A:
+                    inits.append(_tensor(data, a, b))
+                else:
+                    nodes.append(data[a:b])
+                i = b
             else:
+                f, wt, a, b, f0 = _fields(data, i, _field_end(data, i, end))[0]
                 kept.append(data[f0:b])
+                i = b
+        if i != end:
+            raise _Bad
         body = b"".join(kept)
         model_parts.append(_tag_len(_MODEL_GRAPH, len(body)) + body)
         return b"".join(model_parts), nodes, inits

@@ -1,0 +1,292 @@
+"""Kernel rows without a lowering: a fast-path candidate's arrays built from what earlier ones taught.
+
+``lowering.lower`` turns a candidate's nodes into per-kernel arrays (features, peaks, fixed
+costs).  For profiles no calibration touches and the ``none`` and ``xla`` fusion policies,
+every kernel's entry is a function of that kernel alone:
+
+- its row (``kernel_rows.fused_row``) of its members' parts (``kernel_rows.member_part``: a
+  function of a node's content, i.e. of its fast-path node key) and the bytes its fusion saves
+  (from how the members are wired, ``_saved``, as ``fusion`` computes it);
+- its per-profile entries (matrix and vector peak, fixed cost) of the row's dtype, class and
+  whether it has matrix and vector work (``_pkey``).
+
+``KernelRows`` learns node parts and per-profile entries from candidates lowered in full
+(``harvest``: every kernel rebuilt here is checked against the real lowering, and one mismatch
+switches this path off for good), and then builds a candidate's arrays from its node keys alone
+(``lowered``): the partition ``fusion.plan`` makes, rows cached per kernel key, arrays gathered
+by fancy indexing.  Anything unknown returns None and the caller lowers in full.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from analyzer.prediction import fusion
+from analyzer.prediction import kernel_rows as kr
+
+FEATS = ("op_class", "mac_flops", "vec_flops", "trans_flops", "bytes", "m", "n", "k", "batch")
+ROWS_CAP = 100_000    # cached kernel rows per runtime group (cleared when full)
+CACHE_MEMBERS = 16    # a fused kernel of more members is rebuilt each time (its key is rare)
+_POLICIES = ("none", "xla")
+
+
+class Kernels:
+    """A candidate's kernels as rows of a group's table: what ``batch.kernel_times`` and
+    ``CostModel._latency`` read of a ``lowering.Lowered`` (the same names; the per-kernel
+    arrays are gathered on first use, and ``batch`` gathers a whole bucket at once)."""
+
+    def __init__(self, group: "_Group", ix: list[int]):
+        self.group = group
+        self.ix = np.asarray(ix, np.intp)
+        self.runtime = group.runtime
+        self.runs = group.runs[self.ix]
+        self.mem_bw, self.units, self.l2_bytes, self.consts, self.run_overhead = group.profile
+        self._arrays = None
+
+    def _get(self, j: int):
+        if self._arrays is None:
+            self._arrays = self.group.take(self.ix)
+        return self._arrays[j]
+
+    feats = property(lambda self: self._get(0))
+    matrix_peak = property(lambda self: self._get(1))
+    vector_peak = property(lambda self: self._get(2))
+    fixed = property(lambda self: self._get(3))
+
+
+def _pkey(row) -> tuple:
+    """What a kernel's per-profile entries depend on (``lowering.lower``): its dtype, whether
+    it has matrix work, vector work, and its class."""
+    return row[8], bool(row[0]), bool(row[1] or row[2]), row[6]
+
+
+class _Group:
+    """One runtime group's cached rows (row number -> features, launches, per-profile key)."""
+
+    def __init__(self, runtime: str, policy: str, idx: list[int]):
+        self.runtime, self.policy, self.idx = runtime, policy, idx
+        self.ids: dict = {}
+        self.n = 0
+        self.feats = np.zeros((256, len(FEATS)))
+        self.runs = np.zeros(256)
+        self.pk = np.zeros(256, np.intp)
+        self.pkeys: dict = {}          # per-profile key -> its column
+        self.pcols: list = []          # per column: (matrix peak [P], vector peak [P], fixed [P])
+        self.parrays = None
+        self.profile = None            # (mem_bw, units, l2_bytes, consts, run_overhead)
+
+    def put(self, at: int, row, pcol: int) -> None:
+        if at >= len(self.runs):
+            grow = max(2 * len(self.runs), at + 1)
+            self.feats = np.resize(self.feats, (grow, len(FEATS)))
+            self.runs = np.resize(self.runs, grow)
+            self.pk = np.resize(self.pk, grow)
+        self.feats[at] = (row[6], row[0], row[1], row[2], row[3], *row[7])
+        self.runs[at] = row[5]
+        self.pk[at] = pcol
+
+    def begin(self) -> None:
+        """Start a batch: the rows it adds stay valid until the next ``begin`` (a full table
+        is cleared here, never while a batch holds row numbers)."""
+        if self.n > ROWS_CAP:
+            self.ids.clear()
+            self.n = 0
+
+    def take(self, ix: np.ndarray):
+        """(feats {name: [...]}, matrix peak [P, ...], vector peak [P, ...], fixed [P, ...])
+        of rows ``ix`` (an index array of any shape)."""
+        if self.parrays is None:
+            self.parrays = tuple(np.stack([c[j] for c in self.pcols], axis=1) for j in range(3))
+        f = self.feats[ix]
+        feats = {name: f[..., j] for j, name in enumerate(FEATS)}
+        feats["op_class"] = f[..., 0].astype(np.int32)
+        pk = self.pk[ix]
+        return (feats,) + tuple(a[:, pk] for a in self.parrays)
+
+
+class KernelRows:
+    """Per runtime group of a ``CostModel`` (``groups``: [(runtime name, profile indices)]),
+    what lowers its fast-path candidates without ``lowering.lower``."""
+
+    def __init__(self, groups: list[tuple[str, list[int]]], precision: str | None):
+        from analyzer.prediction import runtimes
+
+        self.groups = [_Group(rt, runtimes.get(rt).fusion, idx) for rt, idx in groups]
+        self.usable = all(g.policy in _POLICIES for g in self.groups)
+        self.precision = precision
+        # node key -> (launches, joins xla fusions, member part, input bytes, output bytes)
+        self.nodes: dict[int, tuple] = {}
+        self.stats = {"lowered": 0, "harvested": 0, "mismatch": 0}
+
+    # ------------------------------------------------------------------ partition
+    def _data(self, keys):
+        """Each node's learned data (``self.nodes``), or None when one is not known yet."""
+        try:
+            return list(map(self.nodes.__getitem__, keys))
+        except KeyError:
+            return None
+
+    def _kernels(self, nodes, data, policy: str):
+        """(members of each kernel in ``fusion.plan``'s order, the bytes each saves) of the
+        nodes with learned data ``data`` (``_data``)."""
+        if policy == "none":
+            members = [(i,) for i, d in enumerate(data) if d[0]]
+            return members, [0] * len(members)
+        # one pass in graph (= topological) order: producers, each tensor's readers (a reader
+        # once per position it reads at, as ``fusion._index`` lists them), and the union of
+        # every edge between two fusible nodes (``fusion._xla``)
+        producer: dict[str, int] = {}
+        readers: dict[str, list[int]] = {}
+        parent = list(range(len(nodes)))
+
+        def find(i):
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        rget, pget = readers.get, producer.get
+        fl = [d[1] for d in data]
+        for j, nd in enumerate(nodes):
+            fuses = fl[j]
+            for t in nd.inputs:
+                if t:
+                    r = rget(t)
+                    if r is None:
+                        readers[t] = [j]
+                    else:
+                        r.append(j)
+                    if fuses:
+                        i = pget(t)
+                        if i is not None and fl[i]:
+                            ra, rb = find(i), find(j)
+                            if ra != rb:
+                                parent[max(ra, rb)] = min(ra, rb)
+            for t in nd.outputs:
+                if t:
+                    producer[t] = j
+        roots: dict[int, list[int]] = {}
+        members = []
+        for i, d in enumerate(data):
+            if d[0]:
+                r = find(i)
+                m = roots.get(r)
+                if m is None:
+                    m = roots[r] = []
+                    members.append(m)
+                m.append(i)
+        saved = []
+        for m in members:
+            s = 0
+            if len(m) > 1:   # an output read only inside the kernel: neither written nor read
+                inside = set(m)
+                for i in m:
+                    for t, b in zip(nodes[i].outputs, data[i][4]):
+                        users = rget(t) if t else None
+                        if users and inside.issuperset(users):
+                            s += b + _read(nodes, data, users, t)
+            saved.append(s)
+        return [tuple(m) for m in members], saved
+
+    # ------------------------------------------------------------------ use
+    def begin(self) -> None:
+        """Start a batch (``_Group.begin``)."""
+        for g in self.groups:
+            g.begin()
+
+    def lowered(self, st, keys: list[int]):
+        """[(profile indices, ``Kernels``)] per runtime group of a candidate (``lean.Structure``
+        ``st``, node keys ``keys``), or None when something is not known yet."""
+        data = self._data(keys)
+        if data is None:
+            return None
+        out = []
+        for g in self.groups:
+            if g.profile is None:
+                return None
+            part = self._kernels(st.nodes, data, g.policy)
+            ix = self._rows(g, keys, *part)
+            if ix is None:
+                return None
+            out.append((g.idx, Kernels(g, ix)))
+        self.stats["lowered"] += 1
+        return out
+
+    def _rows(self, g: _Group, keys, members, saved) -> list[int] | None:
+        """Row numbers of the kernels: cached (built here on a miss), a large fused kernel
+        added without a key (valid until the next ``begin``)."""
+        ids, info = g.ids, self.nodes
+        # a one-node kernel saves nothing: its node key is its key; a large fused kernel's key
+        # is rare (None: its row is added without a key)
+        kk = [keys[m[0]] if len(m) == 1 else
+              tuple([keys[i] for i in m]) + (s,) if len(m) <= CACHE_MEMBERS else None
+              for m, s in zip(members, saved)]
+        ix = list(map(ids.get, kk))
+        if None not in ix:
+            return ix
+        for j, at in enumerate(ix):
+            if at is not None:
+                continue
+            row = kr.fused_row([info[keys[i]][2] for i in members[j]], saved[j])
+            pcol = g.pkeys.get(_pkey(row))
+            if pcol is None:
+                return None
+            ix[j] = g.n
+            if kk[j] is not None:
+                ids[kk[j]] = g.n
+            g.put(g.n, row, pcol)
+            g.n += 1
+        return ix
+
+    def harvest(self, st, keys: list[int], nodes, fnodes, nbytes, lowered) -> None:
+        """Learn from one candidate lowered in full: ``nodes``/``fnodes``/``nbytes`` its
+        ``NodeCost``s, ``FusionNode``s and bytes (``kernel_rows.fusion_nodes``), ``lowered``
+        what ``CostModel.lower`` returned.  Every kernel row built here must equal the real
+        one; a mismatch (a bug) switches this path off."""
+        for k, n, fn, b in zip(keys, nodes, fnodes, nbytes):
+            if k not in self.nodes:
+                self.nodes[k] = (fn.launches, fusion.xla_fusible(fn),
+                                 kr.member_part(n, fn, b, self.precision), fn.input_bytes,
+                                 fn.output_bytes)
+        data = self._data(keys)
+        for g, (idx, low) in zip(self.groups, lowered):
+            members, saved = self._kernels(st.nodes, data, g.policy)
+            if idx != g.idx or tuple(members) != low.plan.members:
+                self.stats["mismatch"] += 1
+                self.usable = False
+                return
+            for k, (m, s) in enumerate(zip(members, saved)):
+                row = kr.fused_row([self.nodes[keys[i]][2] for i in m], s)
+                pk = _pkey(row)
+                cols = (low.matrix_peak[:, k].copy(), low.vector_peak[:, k].copy(),
+                        low.fixed[:, k].copy())
+                if pk not in g.pkeys:
+                    g.pkeys[pk] = len(g.pcols)
+                    g.pcols.append(cols)
+                    g.parrays = None
+                mine = (row[6], row[0], row[1], row[2], row[3], *row[7])
+                got = tuple(low.feats[f][k] for f in FEATS)
+                ref = g.pcols[g.pkeys[pk]]
+                if mine != got or row[5] != low.runs[k] or not all(
+                        np.array_equal(a, b) for a, b in zip(cols, ref)):
+                    self.stats["mismatch"] += 1
+                    self.usable = False
+                    return
+            if g.profile is None:
+                g.profile = (low.mem_bw, low.units, low.l2_bytes, low.consts, low.run_overhead)
+        self.stats["harvested"] += 1
+
+
+def _read(nodes, data, users, t: str) -> int:
+    """The bytes ``users`` (``t``'s readers, one per position read at) read of ``t``, counted
+    as ``fusion._collect`` counts them: for each listed reader, every position it reads at."""
+    s = 0
+    for u in users:
+        nd = nodes[u]
+        if nd.repeats:
+            s += sum(b for y, b in zip(nd.inputs, data[u][3]) if y == t)
+        else:
+            s += data[u][3][nd.inputs.index(t)]
+    return s

@@ -1,0 +1,144 @@
+"""CostModel.score's kernel rows (analyzer.search.rows): a fast-path candidate's arrays built
+from learned node parts equal analyze (1e-6 relative); the partition and saved bytes equal
+fusion.plan's; a mismatch switches the path off; what is not local never takes it."""
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+import analyzer
+from analyzer.search import lean, rows
+
+from conftest import HW, reference
+
+import search_space as ss
+
+F32 = TensorProto.FLOAT
+
+
+def _model(nodes, inits, outputs, d=16):
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F32, [1, 8, d])],
+                          [helper.make_tensor_value_info(o, F32, None) for o in outputs],
+                          initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def _wired(d=16, chain=3, tag=0, act="Sigmoid"):
+    """MatMul -> a chain of elementwise ops with a square (Mul(t, t): one tensor read at two
+    positions), a tensor read inside the fused chain and by a later MatMul too, -> MatMul."""
+    rng = np.random.default_rng(tag)
+    w = {f"w{i}": rng.standard_normal((d, d)).astype(np.float32) for i in range(2)}
+    nodes = [helper.make_node("MatMul", ["x", "w0"], ["a"], name="mm0"),
+             helper.make_node("Mul", ["a", "a"], ["sq"], name="square"),
+             helper.make_node(act, ["sq"], ["s0"], name="act0")]
+    cur = "s0"
+    for i in range(chain):
+        nodes.append(helper.make_node("Add" if i % 2 else "Mul", [cur, "a"], [f"e{i}"],
+                                      name=f"ew{i}"))
+        cur = f"e{i}"
+    nodes += [helper.make_node("MatMul", ["sq", "w1"], ["b"], name="mm1"),   # sq also leaves
+              helper.make_node("Add", [cur, "b"], ["y"], name="out")]
+    return _model(nodes, w, ["y"], d)
+
+
+def _score_twice(cm, blobs):
+    """Score (learn), then score again (rows) and check both against analyze."""
+    first = cm.score(blobs)
+    again = cm.score(blobs)
+    for b, row in zip(blobs, again):
+        np.testing.assert_allclose(row, reference(b), rtol=1e-6)
+    np.testing.assert_allclose(again, first, rtol=1e-6)
+    return again
+
+
+def test_random_candidates_from_rows_equal_analyze():
+    cm = analyzer.CostModel(HW)
+    rng = np.random.default_rng(5)
+    cm.score([ss.random_transformer(rng, 40).SerializeToString() for _ in range(16)])
+    fresh = [ss.random_transformer(rng, 40).SerializeToString() for _ in range(8)]
+    before = cm._rows.stats["lowered"]
+    lat = cm.score(fresh)
+    assert cm._rows.stats["lowered"] > before      # the rows answered some fresh candidates
+    assert cm._rows.stats["mismatch"] == 0 and cm._rows.usable
+    for b, row in zip(fresh, lat):
+        np.testing.assert_allclose(row, reference(b), rtol=1e-6)
+
+
+def test_wiring_repeats_and_a_large_fused_kernel_equal_analyze():
+    cm = analyzer.CostModel(HW)
+    # chain=3: a cached fused kernel; chain=20: more than CACHE_MEMBERS members (built each time)
+    blobs = [_wired(chain=3), _wired(chain=20), _wired(d=32, chain=20, tag=1)]
+    _score_twice(cm, blobs)
+    assert cm._rows.stats["lowered"] >= 3 and cm._rows.usable
+
+
+def test_partition_and_saved_bytes_equal_the_plan():
+    cm = analyzer.CostModel(HW)
+    blobs = [_wired(chain=3), _wired(chain=20)]
+    cm.score(blobs)
+    cm.score(blobs)
+    for b in blobs:
+        st = lean.read(b)
+        counted = cm._fast.count(st)
+        lowered = cm.lower(counted)
+        data = cm._rows._data(counted.keys)
+        for g, (_, low) in zip(cm._rows.groups, lowered):
+            members, saved = cm._rows._kernels(st.nodes, data, g.policy)
+            assert tuple(members) == low.plan.members
+            assert tuple(saved) == low.plan.saved_bytes
+    # the xla group fused the square: its tensor read at two positions is counted as
+    # fusion._collect counts it (the reader listed once per position, each time both reads)
+    xla = [g for g in cm._rows.groups if g.policy == "xla"][0]
+    st = lean.read(blobs[0])
+    data = cm._rows._data(cm._fast.keys(st))
+    members, saved = cm._rows._kernels(st.nodes, data, xla.policy)
+    assert any(s > 0 for s in saved)
+
+
+def test_a_mismatch_switches_the_rows_off():
+    cm = analyzer.CostModel(HW)
+    cm.score([_wired(chain=3)])
+    cm.score([_wired(chain=3)])
+    assert cm._rows.stats["harvested"] == 1
+    # a wrong part for every learned node (a bug's effect): the next harvest must notice
+    for k, v in list(cm._rows.nodes.items()):
+        cm._rows.nodes[k] = v[:2] + ((v[2][0] + 2,) + v[2][1:],) + v[3:]
+    fresh = _wired(chain=3, act="Tanh")   # a new signature: lowered in full, then harvested
+    np.testing.assert_allclose(cm.score([fresh])[0], reference(fresh), rtol=1e-6)
+    assert cm._rows.stats["mismatch"] == 1 and not cm._rows.usable
+    for b in (fresh, _wired(chain=3)):   # from now on every candidate is lowered in full
+        np.testing.assert_allclose(cm.score([b])[0], reference(b), rtol=1e-6)
+
+
+def test_kernels_gather_what_batch_gathers():
+    cm = analyzer.CostModel(HW)
+    blobs = [_wired(chain=3), _wired(chain=20)]
+    cm.score(blobs)
+    st = lean.read(blobs[1])
+    got = cm._rows.lowered(st, cm._fast.keys(st))
+    full = cm.lower(cm._fast.count(st))
+    for (_, k), (_, low) in zip(got, full):
+        assert isinstance(k, rows.Kernels)
+        for f in rows.FEATS:
+            np.testing.assert_array_equal(k.feats[f], low.feats[f])
+        np.testing.assert_array_equal(k.runs, low.runs)
+        np.testing.assert_array_equal(k.fixed, low.fixed)
+        np.testing.assert_array_equal(k.matrix_peak, low.matrix_peak)
+        np.testing.assert_array_equal(k.vector_peak, low.vector_peak)
+
+
+def test_a_calibrated_profile_never_takes_the_rows(tmp_path):
+    import hardware_db
+
+    prof = hardware_db.get("a100")
+    from dataclasses import replace
+
+    cal = replace(prof, id="a100-cal", calibration={"runtime": "xla", "tables": {}})
+    cm = analyzer.CostModel([cal, "tpu-v5e"])
+    b = _wired(chain=3)
+    cm.score([b])
+    cm.score([b])
+    assert cm._rows is False
+    assert onnx.load_from_string(b).graph.node   # (the candidate itself is untouched)
