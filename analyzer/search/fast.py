@@ -67,42 +67,52 @@ class FastCounter:
         """(opset header id, node kind: op, domain, attributes and which outputs exist, per
         input its spec id (``sids``: tensor name -> id) and for a constant the key of its value
         where it can matter, the declared types of the graph outputs it produces).
-        ``citems``: the candidate's constant input items for ops whose float constants are data
-        (``lean.FLOAT_DATA_OPS``: a float constant is "c") and for other ops (``_sids``)."""
+        ``citems``: per tensor the item it puts in a signature, for ops whose float constants
+        are data (``lean.FLOAT_DATA_OPS``: a float constant is "c") and for other ops; the
+        run-time tensors' spec ids are in both (``_sids``, ``_hits``), the other constants'
+        items are added on first use."""
         items = []
-        mine = citems[0] if node.op in lean.FLOAT_DATA_OPS else citems[1]
+        mine = citems[0] if node.data_op else citems[1]
         for x in node.inputs:
             if not x:
                 items.append(None)
                 continue
             it = mine.get(x)
-            if it is None:
-                c = st.constants.get(x)
-                if c is None:
-                    it = sids[x]
-                else:   # (the frontend never reads a value above VALUE_ELEMENTS)
-                    it = mine[x] = (sids[x], c.value() if c.spec.numel() <= lean.VALUE_ELEMENTS
-                                    else "big")
+            if it is None:   # a constant (the frontend never reads a value above VALUE_ELEMENTS)
+                c = st.constants[x]
+                it = mine[x] = (sids[x], c.value() if c.spec.numel() <= lean.VALUE_ELEMENTS
+                                else "big")
             items.append(it)
         outs = st.outputs
-        decl = tuple(outs.get(o) for o in node.outputs) \
-            if not outs.keys().isdisjoint(node.outputs) else None
+        decl = None
+        for o in node.named_out:
+            if o in outs:
+                decl = tuple(outs.get(o) for o in node.outputs)
+                break
         return (header, node.kind, tuple(items), decl)
 
     def _sids(self, st: lean.Structure) -> tuple[dict, dict, tuple[dict, dict]]:
         """(tensor name -> spec, tensor name -> spec id) of the graph inputs and constants, and
-        ``_sig``'s constant items (those of float constants under data ops filled here)."""
-        specs = dict(st.inputs)
-        for name, c in st.constants.items():
-            specs[name] = c.spec
+        ``_sig``'s items (the graph inputs' and the data ops' float constants filled here)."""
         get, sid = self.ids.get, self._sid
+        specs = dict(st.inputs)
         sids = {}
         for name, s in specs.items():
             i = get(s)
             sids[name] = i if i is not None else sid(s)
-        data = {name: (sids[name], "c") for name, c in st.constants.items()
-                if lean.is_float(c.code)}
-        return specs, sids, (data, {})
+        other = dict(sids)
+        data = dict(sids)
+        floats = lean.FLOAT_CODES
+        for name, c in st.constants.items():
+            s = c.spec
+            specs[name] = s
+            i = get(s)
+            if i is None:
+                i = sid(s)
+            sids[name] = i
+            if c.code in floats:
+                data[name] = (i, "c")
+        return specs, sids, (data, other)
 
     # ------------------------------------------------------------------ use
     def _hits(self, st: lean.Structure, learn: bool, specs: dict | None, sids: dict,
@@ -111,6 +121,7 @@ class FastCounter:
         specs into ``specs`` unless None), or None when a signature is unknown (``learn``: a
         node of unknown signature is first learned on its own, ``count``'s docstring)."""
         memo_get, sig_of = self.memo.get, self._sig
+        data, other = citems
         budget = MINI_PER_CANDIDATE if learn else 0
         out = []
         for i, node in enumerate(st.nodes):
@@ -125,15 +136,11 @@ class FastCounter:
                 if hit is None:
                     self.unlearnable.add(sig)
                     return None
-            if specs is None:
-                for o, j in zip(node.outputs, hit[2]):
-                    if o:
-                        sids[o] = j
-            else:
-                for o, s, j in zip(node.outputs, hit[0], hit[2]):
-                    if o:
+            for o, s, j in zip(node.outputs, hit[0], hit[2]):
+                if o:
+                    sids[o] = data[o] = other[o] = j
+                    if specs is not None:
                         specs[o] = s
-                        sids[o] = j
             out.append(hit)
         return out
 
@@ -229,7 +236,7 @@ class FastCounter:
             sig = self._sig(st, node, sids, header, citems)
             for o, i in zip(node.outputs, out_ids):
                 if o:
-                    sids[o] = i
+                    sids[o] = citems[0][o] = citems[1][o] = i
             if any(o and (s is None or not s.is_static) for o, s in zip(node.outputs, outs)):
                 continue
             if sig not in self.memo:

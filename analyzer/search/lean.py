@@ -31,7 +31,7 @@ FLOAT_DATA_OPS = frozenset({
     "LayerNormalization", "BatchNormalization", "InstanceNormalization", "GroupNormalization",
     "PRelu", "Where", "Max", "Min", "Sum", "Mean", "Equal", "Less", "Greater", "Concat",
 })
-_FLOAT_CODES = frozenset(c for c, d in DTYPES.items() if d.startswith(("float", "bfloat")))
+FLOAT_CODES = frozenset(c for c, d in DTYPES.items() if d.startswith(("float", "bfloat")))
 _STANDARD = ("", "ai.onnx")
 _GRAPH_ATTRS = frozenset({5, 10, 11, 12, 13, 14})  # GRAPH, GRAPHS, SPARSE_TENSOR(S), TYPE_PROTO(S)
 
@@ -49,6 +49,7 @@ class LeanNode(NamedTuple):
     repeats: bool = False   # a tensor name appears among its inputs more than once
     named_in: frozenset = frozenset()    # its input names, '' (an omitted input) left out
     named_out: tuple = ()                # its output names, '' left out
+    data_op: bool = False                # its op is in FLOAT_DATA_OPS
 
 
 class Structure(NamedTuple):
@@ -84,6 +85,9 @@ class _Init(NamedTuple):
             t = self.src
             return t.data[t.span[0]:t.span[3]]
         return self.src.SerializeToString()
+
+
+_new = tuple.__new__
 
 
 def read(candidate: Any) -> Structure | None:
@@ -161,7 +165,8 @@ def _structure(m, node_bytes, inits) -> Structure | None:
             s = interned[k] = TensorSpec(t.dims, dtype)
         if t.external:
             return None
-        constants[t.name] = _Init(s, t.dtype, g.initializer[i] if proto else t)
+        # (tuple.__new__: a NamedTuple's own __new__ is Python code, one per initializer)
+        constants[t.name] = _new(_Init, (s, t.dtype, g.initializer[i] if proto else t))
     if len(constants) != len(inits) or "" in constants or not constants.keys().isdisjoint(inputs):
         return None   # a name twice, an empty name, an initializer that is also an input
     defined = set(inputs) | constants.keys()
@@ -229,11 +234,11 @@ def _node(b: bytes):
     if len(set(named_out)) != len(named_out):
         return False   # an output name twice: the frontend decides
     return LeanNode(n.name, n.op_type, dom, ins, outs, k[2], kind, len(set(named)) != len(named),
-                    frozenset(named), named_out)
+                    frozenset(named), named_out, n.op_type in FLOAT_DATA_OPS)
 
 
 def is_float(code: int) -> bool:
-    return code in _FLOAT_CODES
+    return code in FLOAT_CODES
 
 
 def onnx_source(candidate: Any) -> bool:

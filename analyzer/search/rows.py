@@ -134,9 +134,9 @@ class KernelRows:
         if policy == "none":
             members = [(i,) for i, d in enumerate(data) if d[0]]
             return members, [0] * len(members)
-        # one pass in graph (= topological) order: producers, each tensor's readers (a reader
-        # once per position it reads at, as ``fusion._index`` lists them), and the union of
-        # every edge between two fusible nodes (``fusion._xla``)
+        # one pass in graph (= topological) order: producers, each node output's readers (a
+        # reader once per position it reads at, as ``fusion._index`` lists them), and the union
+        # of every edge between two fusible nodes (``fusion._xla``)
         producer: dict[str, int] = {}
         readers: dict[str, list[int]] = {}
         parent = list(range(len(nodes)))
@@ -152,26 +152,31 @@ class KernelRows:
         for j, nd in enumerate(nodes):
             fuses = fl[j]
             for t in nd.inputs:
-                if t:
-                    r = rget(t)
-                    if r is None:
-                        readers[t] = [j]
-                    else:
-                        r.append(j)
-                    if fuses:
-                        i = pget(t)
-                        if i is not None and fl[i]:
-                            ra, rb = find(i), find(j)
-                            if ra != rb:
-                                parent[max(ra, rb)] = min(ra, rb)
+                i = pget(t)   # (None for '', a graph input, a constant: never saved nor fused)
+                if i is None:
+                    continue
+                r = rget(t)
+                if r is None:
+                    readers[t] = [j]
+                else:
+                    r.append(j)
+                if fuses and fl[i]:
+                    ra, rb = find(i), find(j)
+                    if ra != rb:
+                        parent[max(ra, rb)] = min(ra, rb)
             for t in nd.outputs:
                 if t:
                     producer[t] = j
+        # every set's root is its smallest node and a parent is never larger than its child:
+        # one pass in order resolves every node's root
+        for i, p in enumerate(parent):
+            if p != i:
+                parent[i] = parent[p]
         roots: dict[int, list[int]] = {}
         members = []
         for i, d in enumerate(data):
             if d[0]:
-                r = find(i)
+                r = parent[i]
                 m = roots.get(r)
                 if m is None:
                     m = roots[r] = []
@@ -186,7 +191,11 @@ class KernelRows:
                     for t, b in zip(nodes[i].outputs, data[i][4]):
                         users = rget(t) if t else None
                         if users and inside.issuperset(users):
-                            s += b + _read(nodes, data, users, t)
+                            if len(users) == 1 and not nodes[users[0]].repeats:
+                                u = users[0]
+                                s += b + data[u][3][nodes[u].inputs.index(t)]
+                            else:
+                                s += b + _read(nodes, data, users, t)
             saved.append(s)
         return [tuple(m) for m in members], saved
 

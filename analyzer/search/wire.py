@@ -34,6 +34,9 @@ class Init(NamedTuple):
         return self.data[a:n0] + self.data[n1:b]
 
 
+_new = tuple.__new__
+
+
 class _Bad(Exception):
     pass
 
@@ -105,7 +108,8 @@ def _tensor(data: bytes, start: int, end: int) -> Init:
             return _tensor_fields(data, start, end)
     if i != end or name is None:
         raise _Bad
-    return Init(name, dtype, tuple(dims), False, data, (start, n0, n1, end))
+    # (tuple.__new__: a NamedTuple's own __new__ is Python code, one per initializer)
+    return _new(Init, (name, dtype, tuple(dims), False, data, (start, n0, n1, end)))
 
 
 def _tensor_fields(data: bytes, start: int, end: int) -> Init:
