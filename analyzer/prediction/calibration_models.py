@@ -293,6 +293,29 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
         b.add("GlobalAveragePool", [(1, c, hw, hw)])
     M["pooling"] = b.model()
 
+    # one spatial dim (audio front ends): im2col + GEMM and the generic pool, never NCHWc
+    b = Builder(15)
+    for c_in, c_out, n, k, s in [(1, 64, 8000, 10, 5), (1, 16, 4000, 64, 8), (8, 16, 2000, 5, 1),
+                                 (16, 32, 1000, 5, 2), (32, 32, 500, 3, 1), (48, 64, 300, 3, 1),
+                                 (64, 128, 128, 3, 1), (128, 128, 100, 5, 1), (256, 256, 50, 3, 1),
+                                 (512, 512, 40, 3, 2), (128, 256, 64, 1, 1), (8, 8, 32, 3, 1)]:
+        b.add("Conv", [(1, c_in, n)], weights=[(c_out, c_in, k), (c_out,)],
+              attrs={"pads": [k // 2] * 2, "strides": [s]})
+    for c_in, c_out, n, k, s in [(32, 64, 400, 3, 1), (1, 32, 3200, 20, 8)]:
+        b.add("FusedConv", [(1, c_in, n)], weights=[(c_out, c_in, k), (c_out,)],
+              attrs={"pads": [k // 2] * 2, "strides": [s], "activation": "Relu"},
+              domain="com.microsoft")
+    M["conv1d"] = b.model()
+
+    b = Builder(16)
+    for c, n, k in [(16, 4000, 4), (32, 2000, 2), (64, 500, 4), (128, 100, 3), (8, 64, 2)]:
+        b.add("MaxPool", [(1, c, n)], attrs={"kernel_shape": [k], "strides": [k]})
+    for c, n, k in [(64, 400, 2), (32, 1000, 4)]:
+        b.add("AveragePool", [(1, c, n)], attrs={"kernel_shape": [k], "strides": [k]})
+    for c, n in [(256, 40), (128, 300)]:
+        b.add("GlobalAveragePool", [(1, c, n)])
+    M["pool1d"] = b.model()
+
     b = Builder(12)
     for a, s, d in [(1, 16, 16), (4, 64, 32), (12, 128, 64), (16, 256, 64), (8, 1024, 64),
                     (64, 56, 56)]:

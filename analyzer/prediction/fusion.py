@@ -37,7 +37,7 @@ POLICIES = ("none", "xla", "onnxruntime")
 
 # op classes (efficiency.OP_CLASSES) that XLA fuses into their producers/consumers
 _XLA_FUSIBLE = frozenset({"elementwise", "activation", "swish", "movement", "reduce", "norm", "norm_fused", "softmax",
-                          "gather", "pooling", "view"})
+                          "gather", "pooling", "pool1d", "view"})
 _ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid",
                           "HardSwish", "Elu", "Selu", "Softplus"})
 _MATRIX = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "FusedConv", "FusedMatMul"})

@@ -15,9 +15,10 @@ OP_CLASSES = ("gemm", "bgemm", "conv", "attention", "elementwise", "activation",
               "reduce", "gather", "movement", "other",
               # classes a CPU calibration measures separately (``calibrate``); a constants file or
               # a calibration that lacks one uses its ``CLASS_FALLBACK`` class
-              "conv_dw", "conv_1x1", "pooling", "view", "rnn", "norm_fused", "swish", "reorder")
+              "conv_dw", "conv_1x1", "pooling", "view", "rnn", "norm_fused", "swish", "reorder",
+              "conv1d", "pool1d")
 CLASS_CODE = {c: i for i, c in enumerate(OP_CLASSES)}
-MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1")
+MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1", "conv1d")
 
 # A class a constants set (family file, generic.json, a calibration's tables) lacks takes the
 # constants of its fallback class, looked up in the same set first (so a GPU family file keeps
@@ -33,9 +34,15 @@ MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1")
 #              of the SiLU/Swish x * sigmoid(x) of EfficientNets and LLM MLPs)      -> activation
 #   reorder  (onnxruntime's NCHWc ReorderInput/ReorderOutput: a layout copy, calibrated from the
 #              profiled reorders around the blocked convolution rows)               -> movement
+#   conv1d   (a convolution over one spatial dim, [N, C, L]: audio front ends; onnxruntime's
+#              CPU provider runs it by im2col + GEMM, never in its blocked NCHWc layout: the
+#              M5-like stem conv of samples/cpu_models/audio_conv1d.onnx ran at half the 2-D
+#              conv class's rate)                                                   -> conv
+#   pool1d   (MaxPool/AveragePool over [N, C, L]: the generic pool kernel, not the NCHWc one;
+#              5-6x the 2-D pooling class's time per byte there)                   -> pooling
 CLASS_FALLBACK = {"conv_dw": "conv", "conv_1x1": "conv", "pooling": "reduce", "view": "movement",
                   "rnn": "other", "norm_fused": "norm", "swish": "activation",
-                  "reorder": "movement",
+                  "reorder": "movement", "conv1d": "conv", "pool1d": "pooling",
                   # classes without measurements on a family take a measured class of the same
                   # kernel shape: batched GEMMs and convolutions (implicit GEMM) run GEMM kernels;
                   # softmax and reductions are row reductions like norms; data movement and
@@ -47,7 +54,8 @@ CLASS_FALLBACK = {"conv_dw": "conv", "conv_1x1": "conv", "pooling": "reduce", "v
 # classes that are a finer view of another class's kernel (same kernel, a shape the CPU
 # calibration measures apart): a kernel whose heaviest node is of the finer class keeps it when
 # the runtime records the coarser op (a FusedConv over a depthwise Conv stays conv_dw)
-REFINES = {"bgemm": "gemm", "conv_dw": "conv", "conv_1x1": "conv"}
+REFINES = {"bgemm": "gemm", "conv_dw": "conv", "conv_1x1": "conv", "conv1d": "conv",
+           "pool1d": "pooling"}
 
 
 def class_chain(cls: str) -> tuple[str, ...]:
@@ -144,7 +152,8 @@ def op_class_of(domain: str, op: str, *, batched: bool = False, conv_input=None,
     activation with a 2-D weight folds the batch into M and stays ``gemm``.
     ``conv_input`` / ``conv_weight``: the shapes (sequences of ints; None where unknown) of an
     ONNX convolution's data and weight: a weight with one input channel per group on a
-    multi-channel input is ``conv_dw`` (depthwise), an all-ones kernel ``conv_1x1``."""
+    multi-channel input is ``conv_dw`` (depthwise), an all-ones kernel ``conv_1x1``; a
+    convolution or pool over a rank-3 input ``[N, C, L]`` is ``conv1d`` / ``pool1d``."""
     del domain  # op names are unambiguous across the domains opcost registers
     cls = _OP_CLASS.get(op)
     if cls is None and _EMBED.search(op) and "Rotary" not in op:
@@ -153,6 +162,8 @@ def op_class_of(domain: str, op: str, *, batched: bool = False, conv_input=None,
         return "other"
     if cls == "gemm" and batched:
         return "bgemm"
+    if cls in ("conv", "pooling") and conv_input is not None and len(conv_input) == 3:
+        return "conv1d" if cls == "conv" else "pool1d"   # [N, C, L]: one spatial dim
     if cls == "conv" and conv_weight is not None and len(conv_weight) >= 3:
         w, x = tuple(conv_weight), tuple(conv_input or ())
         if w[1] == 1 and len(x) >= 2 and x[1] not in (1, None):

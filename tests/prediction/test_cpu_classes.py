@@ -250,3 +250,77 @@ def test_calibrated_profile_charges_cold_weights(tmp_path):
     # hot memory 527,360 / 12.5e9 = 42.19 us; cold: max(1.05, 3,072 / 12.5e9) + 524,288 / 5e9
     assert hot == pytest.approx(1.5e-6 + 527360 / 12.5e9, rel=1e-6)
     assert cold == pytest.approx(1.5e-6 + 262144 / 0.25e12 + 524288 / 5e9, rel=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# one spatial dim: conv1d / pool1d (onnxruntime's im2col + GEMM and generic pool, never NCHWc)
+
+def test_rank3_convs_and_pools_are_their_own_classes_falling_back_to_2d():
+    assert eff.op_class_of("", "Conv", conv_input=(1, 16, 400), conv_weight=(32, 16, 3)) == "conv1d"
+    assert eff.op_class_of("", "Conv", conv_input=(1, 16, 400), conv_weight=(16, 1, 3)) == "conv1d"
+    assert eff.op_class_of("", "MaxPool", conv_input=(1, 16, 400)) == "pool1d"
+    assert eff.op_class_of("", "GlobalAveragePool", conv_input=(1, 16, 400)) == "pool1d"
+    # 2-D stays as it was
+    assert eff.op_class_of("", "Conv", conv_input=(1, 16, 8, 8), conv_weight=(32, 16, 3, 3)) == "conv"
+    assert eff.op_class_of("", "MaxPool", conv_input=(1, 16, 8, 8)) == "pooling"
+    assert eff.class_chain("conv1d") == ("conv1d", "conv", "gemm")
+    assert eff.class_chain("pool1d") == ("pool1d", "pooling", "reduce", "norm")
+    assert "conv1d" in eff.MATRIX_CLASSES
+
+
+def _conv1d():
+    w = helper.make_tensor("w", TensorProto.FLOAT, [32, 16, 3], np.full(32 * 16 * 3, 0.1).tolist())
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1], name="c")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 400])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 400])],
+                          initializer=[w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def test_a_1d_conv_is_predicted_with_the_conv1d_table(tmp_path):
+    from analyzer import analyze
+    from analyzer.prediction.calibrate import calibration_sources, write_profile
+    from tests.profile_docs import calibrated_doc
+
+    doc = calibrated_doc(1)
+    doc["calibration"]["run_overhead_us"] = 0.0
+    doc["calibration"]["tables"] = {
+        "conv": {"floor_us": 9.0, "e_c": 0.9, "e_bw": 1.0, "b_half_bytes": 0.0},
+        "conv1d": {"floor_us": 3.0, "e_c": 0.25, "e_bw": 1.0, "b_half_bytes": 0.0}}
+    doc["sources"].update(calibration_sources(doc["calibration"], "test"))
+    pred = analyze(_conv1d(), hw=write_profile(doc, tmp_path / "cal.toml")).predictions[0]
+    terms = pred.explain(0)
+    assert terms.op_class == "conv1d" and terms.e_compute == 0.25
+    # 2 * 400 * 32 * (16 * 3) = 1,228,800 MACs x 2 FLOPs: compute at 0.25 TFLOP/s x 0.25 = 19.66 us
+    # (bytes: 25.6 KB in + 6.1 KB weights + 51.2 KB out at 12.5 GB/s = 6.6 us: compute-bound)
+    assert terms.mac_flops == 2 * 400 * 32 * 16 * 3
+    compute = terms.mac_flops / (0.25e12 * 0.25)
+    assert compute > (terms.bytes) / 12.5e9
+    assert pred.latency_s == pytest.approx(1.5e-6 + 3e-6 + compute, rel=1e-6)
+
+
+def test_a_gpu_family_predicts_a_1d_conv_with_its_conv_constants():
+    """No GPU family has conv1d/pool1d sets: the fallback gives the conv constants, as before."""
+    import hardware_db
+
+    from analyzer.prediction.efficiency import load_constants
+
+    c = load_constants(hardware_db.get("a100").family)
+    for p in ("e_compute", "e_bw", "floor_s"):
+        assert c.arrays[p][eff.CLASS_CODE["conv1d"]] == c.arrays[p][eff.CLASS_CODE["conv"]]
+        assert c.arrays[p][eff.CLASS_CODE["pool1d"]] == c.arrays[p][eff.CLASS_CODE["pooling"]]
+
+
+def test_calibration_rows_of_the_1d_classes_are_rank_3():
+    from analyzer import analyze
+    from analyzer.prediction.calibration_models import calibration_models
+
+    m = calibration_models()
+    for cls in ("conv1d", "pool1d"):
+        nodes = [n for n in analyze(m[cls]).nodes if n.name.startswith("k") and n.name[1:].isdigit()]
+        assert len(nodes) >= 9
+        assert {eff.op_class_of(n.domain, n.op, conv_input=n.in_specs[0].shape,
+                                conv_weight=n.in_specs[1].shape if len(n.in_specs) > 1 else None)
+                for n in nodes} == {cls}
