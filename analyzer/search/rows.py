@@ -266,23 +266,32 @@ class KernelRows:
                 self.stats["mismatch"] += 1
                 self.usable = False
                 return
-            for k, (m, s) in enumerate(zip(members, saved)):
-                row = kr.fused_row([self.nodes[keys[i]][2] for i in m], s)
-                pk = _pkey(row)
-                cols = (low.matrix_peak[:, k].copy(), low.vector_peak[:, k].copy(),
-                        low.fixed[:, k].copy())
-                if pk not in g.pkeys:
-                    g.pkeys[pk] = len(g.pcols)
-                    g.pcols.append(cols)
+            rows = [kr.fused_row([self.nodes[keys[i]][2] for i in m], s)
+                    for m, s in zip(members, saved)]
+            if not rows:   # (no kernel: nothing to learn or check in this group)
+                continue
+            # (checked as whole arrays: a harvest is one candidate's every kernel)
+            mine = np.array([(r[6], r[0], r[1], r[2], r[3], *r[7]) for r in rows],
+                            np.float64).reshape(len(rows), len(FEATS))
+            got = np.stack([np.asarray(low.feats[f], np.float64) for f in FEATS], axis=1)
+            cols = []
+            for k, r in enumerate(rows):
+                pk = _pkey(r)
+                c = g.pkeys.get(pk)
+                if c is None:
+                    c = g.pkeys[pk] = len(g.pcols)
+                    g.pcols.append((low.matrix_peak[:, k].copy(), low.vector_peak[:, k].copy(),
+                                    low.fixed[:, k].copy()))
                     g.parrays = None
-                mine = (row[6], row[0], row[1], row[2], row[3], *row[7])
-                got = tuple(low.feats[f][k] for f in FEATS)
-                ref = g.pcols[g.pkeys[pk]]
-                if mine != got or row[5] != low.runs[k] or not all(
-                        np.array_equal(a, b) for a, b in zip(cols, ref)):
-                    self.stats["mismatch"] += 1
-                    self.usable = False
-                    return
+                cols.append(c)
+            ref = [np.stack([p[j] for p in g.pcols], axis=1)[:, cols] for j in range(3)]
+            if not (np.array_equal(mine, got)
+                    and np.array_equal([r[5] for r in rows], np.asarray(low.runs))
+                    and all(np.array_equal(a, b) for a, b in
+                            zip(ref, (low.matrix_peak, low.vector_peak, low.fixed)))):
+                self.stats["mismatch"] += 1
+                self.usable = False
+                return
             if g.profile is None:
                 g.profile = (low.mem_bw, low.units, low.l2_bytes, low.consts, low.run_overhead)
         self.stats["harvested"] += 1
