@@ -170,9 +170,10 @@ def _structure(m, node_bytes, inits) -> Structure | None:
     if len(constants) != len(inits) or "" in constants or not constants.keys().isdisjoint(inputs):
         return None   # a name twice, an empty name, an initializer that is also an input
     defined = set(inputs) | constants.keys()
-    flowing = set(inputs)   # tensors computed at run time (graph inputs, node outputs)
+    consts = constants.keys()
     nodes: list[LeanNode] = []
     get = _NODES.get
+    n_out = 0
     for b in node_bytes:
         n = get(b)
         if n is None:
@@ -180,12 +181,17 @@ def _structure(m, node_bytes, inits) -> Structure | None:
             if len(_NODES) >= _NODES_CAP:
                 _NODES.clear()
             _NODES[b] = n
-        if n is False or not defined.issuperset(n.named_in) or flowing.isdisjoint(n.named_in) \
-                or not defined.isdisjoint(n.named_out):
-            return None   # (an input all constant: the frontend folds the node)
+        # every input defined before (topological order); not all of them constants (the
+        # frontend folds such a node; no input at all is the empty set, inside the constants)
+        if n is False or not defined.issuperset(n.named_in) or consts >= n.named_in:
+            return None
         defined.update(n.named_out)
-        flowing.update(n.named_out)
+        n_out += len(n.named_out)
         nodes.append(n)
+    # no tensor defined twice (an output of two nodes, or an output that is a graph input or
+    # a constant): then every output added one name
+    if len(defined) != len(inputs) + len(constants) + n_out:
+        return None
     if len({n.name for n in nodes}) != len(nodes):
         return None
     produced = defined - inputs.keys() - constants.keys()
