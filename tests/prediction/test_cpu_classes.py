@@ -41,21 +41,28 @@ def _silu(shape=(1, 32, 28, 28)):
     return m
 
 
+def _tables_profile(tmp_path, tables: dict):
+    """A calibrated 1-thread test profile (0.25 TFLOP/s, 12.5 GB/s, dispatch 1.5 us, no per-run
+    cost) with these class tables, written to ``tmp_path``."""
+    from analyzer.prediction.calibrate import calibration_sources, write_profile
+    from tests.profile_docs import calibrated_doc
+
+    doc = calibrated_doc(1)
+    doc["calibration"]["run_overhead_us"] = 0.0
+    doc["calibration"]["tables"] = tables
+    doc["sources"].update(calibration_sources(doc["calibration"], "test"))
+    return write_profile(doc, tmp_path / "cal.toml")
+
+
 def test_silu_runs_as_quickgelu_and_is_predicted_with_the_swish_table(tmp_path):
     from analyzer import analyze
-    from analyzer.prediction.calibrate import calibration_sources, write_profile
     from analyzer.prediction.ort_graph import fused_graph
-    from tests.profile_docs import calibrated_doc
 
     f = fused_graph(_silu(), "default", threads=1)
     assert [n.op_type for n in f.graph.node] == ["QuickGelu"]
-    doc = calibrated_doc(1)
-    doc["calibration"]["run_overhead_us"] = 0.0
-    doc["calibration"]["tables"] = {
+    p = _tables_profile(tmp_path, {
         "activation": {"floor_us": 9.0, "e_c": 0.01, "e_bw": 0.1, "b_half_bytes": 0.0},
-        "swish": {"floor_us": 2.0, "e_c": 0.5, "e_bw": 2.0, "b_half_bytes": 1000.0}}
-    doc["sources"].update(calibration_sources(doc["calibration"], "test"))
-    p = write_profile(doc, tmp_path / "cal.toml")
+        "swish": {"floor_us": 2.0, "e_c": 0.5, "e_bw": 2.0, "b_half_bytes": 1000.0}})
     rep = analyze(_silu(), hw=p)
     pred = rep.predictions[0]
     assert pred.kernels == 1
@@ -281,16 +288,11 @@ def _conv1d():
 
 def test_a_1d_conv_is_predicted_with_the_conv1d_table(tmp_path):
     from analyzer import analyze
-    from analyzer.prediction.calibrate import calibration_sources, write_profile
-    from tests.profile_docs import calibrated_doc
 
-    doc = calibrated_doc(1)
-    doc["calibration"]["run_overhead_us"] = 0.0
-    doc["calibration"]["tables"] = {
+    p = _tables_profile(tmp_path, {
         "conv": {"floor_us": 9.0, "e_c": 0.9, "e_bw": 1.0, "b_half_bytes": 0.0},
-        "conv1d": {"floor_us": 3.0, "e_c": 0.25, "e_bw": 1.0, "b_half_bytes": 0.0}}
-    doc["sources"].update(calibration_sources(doc["calibration"], "test"))
-    pred = analyze(_conv1d(), hw=write_profile(doc, tmp_path / "cal.toml")).predictions[0]
+        "conv1d": {"floor_us": 3.0, "e_c": 0.25, "e_bw": 1.0, "b_half_bytes": 0.0}})
+    pred = analyze(_conv1d(), hw=p).predictions[0]
     terms = pred.explain(0)
     assert terms.op_class == "conv1d" and terms.e_compute == 0.25
     # 2 * 400 * 32 * (16 * 3) = 1,228,800 MACs x 2 FLOPs: compute at 0.25 TFLOP/s x 0.25 = 19.66 us
