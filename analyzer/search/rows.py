@@ -134,9 +134,9 @@ class KernelRows:
         if policy == "none":
             members = [(i,) for i, d in enumerate(data) if d[0]]
             return members, [0] * len(members)
-        # one pass in graph (= topological) order: producers, each node output's readers (a
-        # reader once per position it reads at, as ``fusion._index`` lists them), and the union
-        # of every edge between two fusible nodes (``fusion._xla``)
+        # one pass in graph (= topological) order: producers, the readers of each fusible node's
+        # outputs (a reader once per position it reads at, as ``fusion._index`` lists them),
+        # and the union of every edge between two fusible nodes (``fusion._xla``)
         producer: dict[str, int] = {}
         readers: dict[str, list[int]] = {}
         parent = list(range(len(nodes)))
@@ -153,14 +153,14 @@ class KernelRows:
             fuses = fl[j]
             for t in nd.inputs:
                 i = pget(t)   # (None for '', a graph input, a constant: never saved nor fused)
-                if i is None:
-                    continue
+                if i is None or not fl[i]:
+                    continue   # (only a fusible node's output can be inside a fused kernel)
                 r = rget(t)
                 if r is None:
                     readers[t] = [j]
                 else:
                     r.append(j)
-                if fuses and fl[i]:
+                if fuses:
                     ra, rb = find(i), find(j)
                     if ra != rb:
                         parent[max(ra, rb)] = min(ra, rb)
