@@ -4,6 +4,7 @@ fusion.plan's; a mismatch switches the path off; what is not local never takes i
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import analyzer
@@ -142,3 +143,23 @@ def test_a_calibrated_profile_never_takes_the_rows(tmp_path):
     cm.score([b])
     assert cm._rows is False
     assert onnx.load_from_string(b).graph.node   # (the candidate itself is untouched)
+
+
+@pytest.mark.parametrize("hw,runtime,precision,overlap", [
+    (["a100", "h100", "tpu-v5e"], None, "bf16", True),     # two GPUs share one runtime group
+    (["a100", "mi300x"], "eager", None, True),              # per-class eager host dispatch
+    (["a100", "tpu-v5e"], "xla", "fp16", False),            # compute + memory, not their max
+])
+def test_rows_equal_analyze_under_options(hw, runtime, precision, overlap):
+    cm = analyzer.CostModel(hw, runtime=runtime, precision=precision, overlap=overlap)
+    rng = np.random.default_rng(9)
+    cm.score([ss.random_transformer(rng, 30).SerializeToString() for _ in range(12)])
+    fresh = [ss.random_transformer(rng, 30).SerializeToString() for _ in range(6)]
+    cm.score(fresh)   # (a new signature is counted in full, then learned: two rounds)
+    cm.score(fresh)
+    before = cm._rows.stats["lowered"]
+    lat = cm.score(fresh)
+    assert cm._rows.stats["lowered"] - before == len(fresh) and cm._rows.usable
+    for b, row in zip(fresh, lat):
+        np.testing.assert_allclose(row, reference(b, hw=hw, runtime=runtime, precision=precision,
+                                                  overlap=overlap), rtol=1e-6)
