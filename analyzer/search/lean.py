@@ -243,10 +243,6 @@ def _node(b: bytes):
                     frozenset(named), named_out, n.op_type in FLOAT_DATA_OPS)
 
 
-def is_float(code: int) -> bool:
-    return code in FLOAT_CODES
-
-
 def onnx_source(candidate: Any) -> bool:
     """A candidate the fast path may read (a ModelProto or its bytes; a path is read by the
     full frontend, which checks the file)."""

@@ -90,9 +90,7 @@ class CostModel:
         if options is None and self._fast_ok() and lean.onnx_source(candidate):
             # the fast path: nodes of signatures earlier candidates taught (search.fast);
             # anything else runs the full frontend, and is learned from
-            st = lean.read(candidate)
-            got = self._fast.count(st, learn=True) if st is not None else None
-            return got if got is not None else self._fast.full(candidate, st)
+            return self._count_read(candidate, lean.read(candidate))
         counted = front.count(candidate, options or self.options)
         if counted.fmt == "onnx" and _is_onnx_source(candidate):
             # what analyze does: onnxruntime's own fusion record where a profile runs under it
@@ -104,6 +102,12 @@ class CostModel:
             if rec is not None:
                 counted = replace(counted, fused=rec)
         return counted
+
+    def _count_read(self, candidate: Any, st) -> front.Counted:
+        """The fast path's counts of a candidate ``lean.read`` gave ``st`` (None: it refused),
+        else the full frontend's, learned from."""
+        got = self._fast.count(st, learn=True) if st is not None else None
+        return got if got is not None else self._fast.full(candidate, st)
 
     def stats(self) -> dict:
         """How ONNX candidates were counted so far: ``fast`` (from learned node signatures),
@@ -143,15 +147,13 @@ class CostModel:
         if not lean.onnx_source(candidate):
             return self.lower(self.count(candidate))
         st = lean.read(candidate)
-        if st is None:
-            return self.lower(self.count(candidate))
-        keys = self._fast.keys(st)
+        keys = self._fast.keys(st) if st is not None else None
         if keys is not None and self._rows.usable:
             got = self._rows.lowered(st, keys)
             if got is not None:
                 self._fast.stats["fast"] += 1
                 return got
-        counted = self._fast.count(st, learn=True) or self._fast.full(candidate, st)
+        counted = self._count_read(candidate, st)
         lowered = self.lower(counted)
         if counted.keys is not None and self._rows.usable:
             from analyzer.prediction import kernel_rows as kr

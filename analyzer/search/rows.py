@@ -56,6 +56,12 @@ class Kernels:
     fixed = property(lambda self: self._get(3))
 
 
+def _feats(row) -> tuple:
+    """A ``kernel_rows`` row's values in ``FEATS`` order (class code, MACs, vector FLOPs,
+    transcendentals, bytes, GEMM view m, n, k, batch)."""
+    return (row[6], row[0], row[1], row[2], row[3], *row[7])
+
+
 def _pkey(row) -> tuple:
     """What a kernel's per-profile entries depend on (``lowering.lower``): its dtype, whether
     it has matrix work, vector work, and its class."""
@@ -83,7 +89,7 @@ class _Group:
             self.feats = np.resize(self.feats, (grow, len(FEATS)))
             self.runs = np.resize(self.runs, grow)
             self.pk = np.resize(self.pk, grow)
-        self.feats[at] = (row[6], row[0], row[1], row[2], row[3], *row[7])
+        self.feats[at] = _feats(row)
         self.runs[at] = row[5]
         self.pk[at] = pcol
 
@@ -97,13 +103,17 @@ class _Group:
     def take(self, ix: np.ndarray):
         """(feats {name: [...]}, matrix peak [P, ...], vector peak [P, ...], fixed [P, ...])
         of rows ``ix`` (an index array of any shape)."""
-        if self.parrays is None:
-            self.parrays = tuple(np.stack([c[j] for c in self.pcols], axis=1) for j in range(3))
         f = self.feats[ix]
         feats = {name: f[..., j] for j, name in enumerate(FEATS)}
         feats["op_class"] = f[..., 0].astype(np.int32)
         pk = self.pk[ix]
-        return (feats,) + tuple(a[:, pk] for a in self.parrays)
+        return (feats,) + tuple(a[:, pk] for a in self.profile_columns())
+
+    def profile_columns(self) -> tuple:
+        """(matrix peak, vector peak, fixed cost), each ``[P, per-profile columns]``."""
+        if self.parrays is None:
+            self.parrays = tuple(np.stack([c[j] for c in self.pcols], axis=1) for j in range(3))
+        return self.parrays
 
 
 class KernelRows:
@@ -271,8 +281,7 @@ class KernelRows:
             if not rows:   # (no kernel: nothing to learn or check in this group)
                 continue
             # (checked as whole arrays: a harvest is one candidate's every kernel)
-            mine = np.array([(r[6], r[0], r[1], r[2], r[3], *r[7]) for r in rows],
-                            np.float64).reshape(len(rows), len(FEATS))
+            mine = np.array([_feats(r) for r in rows], np.float64).reshape(len(rows), len(FEATS))
             got = np.stack([np.asarray(low.feats[f], np.float64) for f in FEATS], axis=1)
             cols = []
             for k, r in enumerate(rows):
@@ -284,7 +293,7 @@ class KernelRows:
                                     low.fixed[:, k].copy()))
                     g.parrays = None
                 cols.append(c)
-            ref = [np.stack([p[j] for p in g.pcols], axis=1)[:, cols] for j in range(3)]
+            ref = [a[:, cols] for a in g.profile_columns()]
             if not (np.array_equal(mine, got)
                     and np.array_equal([r[5] for r in rows], np.asarray(low.runs))
                     and all(np.array_equal(a, b) for a, b in

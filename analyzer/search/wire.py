@@ -140,59 +140,39 @@ def _tensor_fields(data: bytes, start: int, end: int) -> Init:
     return Init(name, dtype, tuple(dims), external, data, (start, n0, n1, end))
 
 
+def _field(data, f0: int) -> tuple[int, int, int, int]:
+    """(tag, wire type, value start, field end) of the field starting at ``f0``."""
+    i = f0 + 1
+    tag = data[f0]
+    if tag >= 0x80:
+        tag, i = _varint(data, f0)
+    wt = tag & 7
+    if wt == 2:
+        n = data[i]
+        i += 1
+        if n >= 0x80:
+            n, i = _varint(data, i - 1)
+        return tag, wt, i, i + n
+    if wt == 0:
+        return tag, wt, i, i + 1 if data[i] < 0x80 else _varint(data, i)[1]
+    if wt == 5:
+        return tag, wt, i, i + 4
+    if wt == 1:
+        return tag, wt, i, i + 8
+    raise _Bad
+
+
 def _fields(data: bytes, start: int, end: int):
     """(field number, wire type, value start, value end, field start) of each field."""
     out = []
     i = start
     while i < end:
-        f0 = i
-        tag = data[i]
-        i += 1
-        if tag >= 0x80:
-            tag, i = _varint(data, f0)
-        wt = tag & 7
-        if wt == 2:
-            n = data[i]
-            i += 1
-            if n >= 0x80:
-                n, i = _varint(data, i - 1)
-            a, i = i, i + n
-        elif wt == 0:
-            a = i
-            if data[i] < 0x80:
-                i += 1
-            else:
-                _, i = _varint(data, i)
-        elif wt == 5:
-            a, i = i, i + 4
-        elif wt == 1:
-            a, i = i, i + 8
-        else:
-            raise _Bad
-        out.append((tag >> 3, wt, a, i, f0))
+        tag, wt, a, j = _field(data, i)
+        out.append((tag >> 3, wt, a, j, i))
+        i = j
     if i != end:
         raise _Bad
     return out
-
-
-def _field_end(data, i: int, end: int) -> int:
-    """Where the field starting at ``i`` ends (``end`` bounds it)."""
-    tag, j = _varint(data, i)
-    wt = tag & 7
-    if wt == 2:
-        n, j = _varint(data, j)
-        j += n
-    elif wt == 0:
-        _, j = _varint(data, j)
-    elif wt == 5:
-        j += 4
-    elif wt == 1:
-        j += 8
-    else:
-        raise _Bad
-    if j > end:
-        raise _Bad
-    return j
 
 
 def skeleton(data) -> tuple[bytes, list[bytes], list[Init]] | None:
@@ -234,8 +214,10 @@ def skeleton(data) -> tuple[bytes, list[bytes], list[Init]] | None:
                     nodes.append(data[a:b])
                 i = b
             else:
-                f, wt, a, b, f0 = _fields(data, i, _field_end(data, i, end))[0]
-                kept.append(data[f0:b])
+                b = _field(data, i)[3]
+                if b > end:
+                    raise _Bad
+                kept.append(data[i:b])
                 i = b
         if i != end:
             raise _Bad

@@ -269,6 +269,21 @@ def test_wire_reads_what_protobuf_reads():
     assert wire.skeleton(b"") is None
 
 
+def test_wire_reads_unusual_fields_as_protobuf_does():
+    """A tensor with a field the inline reader does not take (a doc string: the general walk)
+    and a graph with fields besides its nodes and initializers read as protobuf reads them."""
+    rng = np.random.default_rng(6)
+    m = ss.random_transformer(rng, 12)
+    m.graph.initializer[0].doc_string = "a weight"
+    m.graph.doc_string = "graph notes " * 20          # a field of 240 bytes (2-byte length)
+    skel, node_bytes, inits = wire.skeleton(m.SerializeToString())
+    sm = onnx.ModelProto.FromString(skel)
+    assert sm.graph.doc_string == m.graph.doc_string and not sm.graph.node
+    assert [onnx.NodeProto.FromString(b) for b in node_bytes] == list(m.graph.node)
+    assert [(i.name, i.dtype, i.dims) for i in inits] == \
+        [(t.name, t.data_type, tuple(t.dims)) for t in m.graph.initializer]
+
+
 def test_a_header_is_checked_by_the_full_path_first():
     # no nodes: nothing to learn, yet the IR version must be checked as analyze checks it
     cm = analyzer.CostModel(HW)
