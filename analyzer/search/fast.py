@@ -117,15 +117,26 @@ class FastCounter:
     # ------------------------------------------------------------------ use
     def _hits(self, st: lean.Structure, learn: bool, specs: dict | None, sids: dict,
               header: int, citems: tuple[dict, dict]) -> list | None:
-        """Each node's memo entry (graph order), output spec ids flowed into ``sids`` (and the
-        specs into ``specs`` unless None), or None when a signature is unknown (``learn``: a
-        node of unknown signature is first learned on its own, ``count``'s docstring)."""
+        """Each node's memo entry (graph order), output spec ids flowed into ``citems`` (and
+        the specs into ``specs`` unless None), or None when a signature is unknown (``learn``:
+        a node of unknown signature is first learned on its own, ``count``'s docstring)."""
         memo_get, sig_of = self.memo.get, self._sig
         data, other = citems
+        outs = st.outputs
         budget = MINI_PER_CANDIDATE if learn else 0
         out = []
         for i, node in enumerate(st.nodes):
-            sig = sig_of(st, node, sids, header, citems)
+            # ``_sig`` inline where every input's item is already known (most nodes)
+            items = tuple(map((data if node.data_op else other).get, node.inputs))
+            if None in items:
+                sig = sig_of(st, node, sids, header, citems)
+            else:
+                decl = None
+                for o in node.named_out:
+                    if o in outs:
+                        decl = tuple(outs.get(o) for o in node.outputs)
+                        break
+                sig = (header, node.kind, items, decl)
             hit = memo_get(sig)
             if hit is None:
                 if budget <= 0 or sig in self.unlearnable:
@@ -138,7 +149,7 @@ class FastCounter:
                     return None
             for o, s, j in zip(node.outputs, hit[0], hit[2]):
                 if o:
-                    sids[o] = data[o] = other[o] = j
+                    data[o] = other[o] = j
                     if specs is not None:
                         specs[o] = s
             out.append(hit)

@@ -16,6 +16,7 @@ whose inputs are all constants (the frontend folds those).
 from __future__ import annotations
 
 import os
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from analyzer.frontends.onnx.types import DTYPES
@@ -88,6 +89,7 @@ class _Init(NamedTuple):
 
 
 _new = tuple.__new__
+_NAME = itemgetter(0)   # a LeanNode's name
 
 
 def read(candidate: Any) -> Structure | None:
@@ -169,37 +171,33 @@ def _structure(m, node_bytes, inits) -> Structure | None:
         constants[t.name] = _new(_Init, (s, t.dtype, g.initializer[i] if proto else t))
     if len(constants) != len(inits) or "" in constants or not constants.keys().isdisjoint(inputs):
         return None   # a name twice, an empty name, an initializer that is also an input
-    defined = set(inputs) | constants.keys()
+    defined = set(inputs)
+    defined.update(constants)
     consts = constants.keys()
-    nodes: list[LeanNode] = []
-    get = _NODES.get
+    try:
+        nodes: list[LeanNode] = [_NODES[b] for b in node_bytes]
+    except KeyError:
+        nodes = list(map(_lean_node, node_bytes))
     n_out = 0
-    for b in node_bytes:
-        n = get(b)
-        if n is None:
-            n = _node(b)
-            if len(_NODES) >= _NODES_CAP:
-                _NODES.clear()
-            _NODES[b] = n
+    for n in nodes:
         # every input defined before (topological order); not all of them constants (the
         # frontend folds such a node; no input at all is the empty set, inside the constants)
         if n is False or not defined.issuperset(n.named_in) or consts >= n.named_in:
             return None
         defined.update(n.named_out)
         n_out += len(n.named_out)
-        nodes.append(n)
     # no tensor defined twice (an output of two nodes, or an output that is a graph input or
     # a constant): then every output added one name
     if len(defined) != len(inputs) + len(constants) + n_out:
         return None
-    if len({n.name for n in nodes}) != len(nodes):
+    if len(set(map(_NAME, nodes))) != len(nodes):
         return None
-    produced = defined - inputs.keys() - constants.keys()
     outputs = {}
-    for vi in g.output:
-        if vi.name not in produced or vi.name in outputs:
+    for vi in g.output:   # (a node's output: defined, and neither an input nor a constant)
+        o = vi.name
+        if o not in defined or o in inputs or o in consts or o in outputs:
             return None
-        outputs[vi.name] = vi.type.SerializeToString()
+        outputs[o] = vi.type.SerializeToString()
     "".join((*inputs, *constants, *outputs))   # TypeError: a name that is not text
     return Structure((m.ir_version, opsets), {d or "": v for d, v in opsets}, inputs, constants,
                      nodes, outputs, node_bytes)
@@ -212,6 +210,17 @@ _NODES_CAP = 50_000   # (~50 MB at most; cleared when full)
 _KINDS: dict[tuple, int] = {}   # (never cleared: ids must stay unique for the process)
 # (dims, dtype) -> its TensorSpec (immutable): a search's candidates repeat weight shapes
 _SPECS: dict[tuple, TensorSpec] = {}
+
+
+def _lean_node(b: bytes):
+    """``b``'s LeanNode (False: refused), read once (``_NODES``)."""
+    n = _NODES.get(b)
+    if n is None:
+        n = _node(b)
+        if len(_NODES) >= _NODES_CAP:
+            _NODES.clear()
+        _NODES[b] = n
+    return n
 
 
 def _node(b: bytes):

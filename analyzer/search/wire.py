@@ -68,11 +68,36 @@ def _length(data, i: int) -> tuple[int, int]:
     return _varint(data, i)
 
 
+# a tensor's fields before its raw_data (the usual layout: raw_data last) -> what they say:
+# (name, dtype code, dims, name field start, name field end; offsets from the tensor's start).
+# A search's candidates repeat tensor headers byte for byte; reading one is most of a walk.
+_HEADS: dict[bytes, tuple] = {}
+_HEADS_CAP = 100_000   # (~15 MB at most; cleared when full)
+
+
 def _tensor(data: bytes, start: int, end: int) -> Init:
     """A TensorProto's name, dtype, dims and location; its data fields are stepped over.
-    The usual encoding (one-byte tags of unpacked dims, dtype, name, raw data, in any order)
-    is read inline; any other field takes the general walk (``_tensor_fields``)."""
+
+    A header seen before is looked up: the bytes up to the first 0x4A (raw_data's tag) are
+    a known header only if they were one (a walk stored them), and then that byte is the
+    raw_data tag, whose field must end the tensor.  Else the usual encoding (one-byte tags of
+    unpacked dims, dtype, name, raw data, in any order) is read inline; any other field takes
+    the general walk (``_tensor_fields``)."""
+    p = data.find(b"J", start, end)
+    if p > start:
+        h = _HEADS.get(data[start:p])
+        if h is not None:
+            n = data[p + 1]
+            if n < 0x80:
+                q = p + 2
+            else:
+                n, q = _length(data, p + 1)
+            if q + n == end:
+                name, dtype, dims, r0, r1 = h
+                return _new(Init, (name, dtype, dims, False, data, (start, start + r0,
+                                                                    start + r1, end)))
     name = None
+    raw = -1   # where a raw_data field that ends the tensor starts
     n0 = n1 = start
     dtype = 0
     dims: list[int] = []
@@ -103,11 +128,17 @@ def _tensor(data: bytes, start: int, end: int) -> Init:
             if tag == 0x42:
                 name = data[a:a + n].decode("utf-8")   # invalid UTF-8: the full frontend decides
                 n0, n1 = i, a + n
+            elif a + n == end:
+                raw = i
             i = a + n
         else:
             return _tensor_fields(data, start, end)
     if i != end or name is None:
         raise _Bad
+    if raw > start:
+        if len(_HEADS) >= _HEADS_CAP:
+            _HEADS.clear()
+        _HEADS[data[start:raw]] = (name, dtype, tuple(dims), n0 - start, n1 - start)
     # (tuple.__new__: a NamedTuple's own __new__ is Python code, one per initializer)
     return _new(Init, (name, dtype, tuple(dims), False, data, (start, n0, n1, end)))
 
