@@ -144,68 +144,73 @@ class KernelRows:
         if policy == "none":
             members = [(i,) for i, d in enumerate(data) if d[0]]
             return members, [0] * len(members)
-        # one pass in graph (= topological) order: producers, the readers of each fusible node's
-        # outputs (a reader once per position it reads at, as ``fusion._index`` lists them),
-        # and the union of every edge between two fusible nodes (``fusion._xla``)
-        producer: dict[str, int] = {}
-        readers: dict[str, list[int]] = {}
+        # one pass in graph (= topological) order: per output of a fusible node, its producer
+        # and then its readers (a reader once per position it reads at, as ``fusion._index``
+        # lists them; only a fusible node's output can be inside a fused kernel), and the
+        # union of every edge between two fusible nodes (``fusion._xla``).  A fusible node
+        # launches, so every set is a kernel: a set's root is its smallest node (the larger
+        # root points to the smaller) and ``kernel[root]`` its members, in order
+        made: dict[str, list[int]] = {}   # tensor -> [its fusible producer, its readers...]
         parent = list(range(len(nodes)))
-
-        def find(i):
-            while parent[i] != i:
-                parent[i] = parent[parent[i]]
-                i = parent[i]
-            return i
-
-        rget, pget = readers.get, producer.get
-        fl = [d[1] for d in data]
+        kernel: dict[int, list[int]] = {}
+        members = []   # (a kernel merged into another is emptied here)
+        get = made.get
         for j, nd in enumerate(nodes):
-            fuses = fl[j]
-            for t in nd.inputs:
-                i = pget(t)   # (None for '', a graph input, a constant: never saved nor fused)
-                if i is None or not fl[i]:
-                    continue   # (only a fusible node's output can be inside a fused kernel)
-                r = rget(t)
-                if r is None:
-                    readers[t] = [j]
-                else:
-                    r.append(j)
-                if fuses:
-                    ra, rb = find(i), find(j)
-                    if ra != rb:
-                        parent[max(ra, rb)] = min(ra, rb)
-            for t in nd.outputs:
-                if t:
-                    producer[t] = j
-        # every set's root is its smallest node and a parent is never larger than its child:
-        # one pass in order resolves every node's root
-        for i, p in enumerate(parent):
-            if p != i:
-                parent[i] = parent[p]
-        roots: dict[int, list[int]] = {}
-        members = []
-        for i, d in enumerate(data):
-            if d[0]:
-                r = parent[i]
-                m = roots.get(r)
-                if m is None:
-                    m = roots[r] = []
+            d = data[j]
+            if d[1]:
+                rj = j   # (j's root so far)
+                for t in nd.inputs:
+                    e = get(t)   # (None for '', a graph input, a constant, a non-fusible output)
+                    if e is None:
+                        continue
+                    e.append(j)
+                    ri = e[0]
+                    p = parent[ri]
+                    while p != ri:   # (find, halving the path)
+                        g = parent[ri] = parent[p]
+                        ri, p = g, parent[g]
+                    if ri == rj:
+                        continue
+                    if rj == j:   # (j joins its first set: j is the newest node)
+                        parent[j] = rj = ri
+                        continue
+                    lo, hi = (ri, rj) if ri < rj else (rj, ri)   # two sets become one
+                    parent[hi] = rj = lo
+                    m, other = kernel[lo], kernel.pop(hi)
+                    m += other
+                    m.sort()
+                    other.clear()
+                for t in nd.outputs:
+                    if t:
+                        made[t] = [j]
+                if rj == j:
+                    m = kernel[j] = [j]
                     members.append(m)
-                m.append(i)
+                else:
+                    kernel[rj].append(j)
+            else:
+                for t in nd.inputs:
+                    e = get(t)
+                    if e is not None:
+                        e.append(j)
+                if d[0]:
+                    members.append([j])
+        members = [m for m in members if m]
         saved = []
         for m in members:
             s = 0
             if len(m) > 1:   # an output read only inside the kernel: neither written nor read
                 inside = set(m)
-                for i in m:
+                for i in m:   # (every member is fusible: ``made`` has its outputs)
                     for t, b in zip(nodes[i].outputs, data[i][4]):
-                        users = rget(t) if t else None
-                        if users and inside.issuperset(users):
-                            if len(users) == 1 and not nodes[users[0]].repeats:
-                                u = users[0]
+                        e = get(t) if t else None
+                        # (e[0], the producer, is inside: e inside <=> its readers are)
+                        if e is not None and len(e) > 1 and inside.issuperset(e):
+                            if len(e) == 2 and not nodes[e[1]].repeats:
+                                u = e[1]
                                 s += b + data[u][3][nodes[u].inputs.index(t)]
                             else:
-                                s += b + _read(nodes, data, users, t)
+                                s += b + _read(nodes, data, e[1:], t)
             saved.append(s)
         return [tuple(m) for m in members], saved
 

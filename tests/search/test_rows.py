@@ -98,6 +98,61 @@ def test_partition_and_saved_bytes_equal_the_plan():
     assert any(s > 0 for s in saved)
 
 
+def _random_dag(seed, n=40, d=16):
+    """Random wiring: each node reads one or two earlier tensors (x included), elementwise
+    ops (fusible) and MatMuls (not) mixed, so fusible sets grow, meet and merge many times
+    over (a set's root reached through several merged roots)."""
+    rng = np.random.default_rng(seed)
+    w = {"w": rng.standard_normal((d, d)).astype(np.float32)}
+    tensors, nodes = ["x"], []
+    for i in range(n):
+        op = str(rng.choice(["Add", "Mul", "Sub", "Sigmoid", "Tanh", "Relu", "MatMul"],
+                            p=[.2, .15, .1, .15, .1, .1, .2]))
+        if op == "MatMul":
+            ins = [tensors[rng.integers(len(tensors))], "w"]
+        elif op in ("Add", "Mul", "Sub"):
+            ins = [tensors[j] for j in rng.integers(len(tensors), size=2)]
+        else:
+            ins = [tensors[rng.integers(len(tensors))]]
+        nodes.append(helper.make_node(op, ins, [f"t{i}"], name=f"n{i}"))
+        tensors.append(f"t{i}")
+    read = {x for nd in nodes for x in nd.input}
+    return _model(nodes, w, [t for t in tensors[1:] if t not in read] or [tensors[-1]], d)
+
+
+def _merge_ladder(d=16):
+    """Three fused chains (a, b, c: each after its own MatMul) merged twice, c into b then b
+    into a, then c's last tensor read again: its set's root is three links away."""
+    w = {"w": np.eye(d, dtype=np.float32)}
+    nodes = []
+    for c in "abc":
+        nodes += [helper.make_node("MatMul", ["x", "w"], [f"m{c}"], name=f"mm_{c}"),
+                  helper.make_node("Sigmoid", [f"m{c}"], [f"{c}1"], name=f"{c}_1"),
+                  helper.make_node("Tanh", [f"{c}1"], [f"{c}2"], name=f"{c}_2")]
+    nodes += [helper.make_node("Add", ["c2", "b2"], ["cb"], name="merge_cb"),
+              helper.make_node("Add", ["cb", "a2"], ["abc"], name="merge_abc"),
+              helper.make_node("Relu", ["c2"], ["z"], name="late_reader")]
+    return _model(nodes, w, ["abc", "z"], d)
+
+
+def test_partition_of_random_wiring_equals_the_plan():
+    cm = analyzer.CostModel(HW)
+    blobs = [_merge_ladder()] + [_random_dag(seed) for seed in range(12)]
+    _score_twice(cm, blobs)
+    merged = 0
+    for b in blobs:
+        st = lean.read(b)
+        counted = cm._fast.count(st)
+        lowered = cm.lower(counted)
+        data = cm._rows._data(counted.keys)
+        for g, (_, low) in zip(cm._rows.groups, lowered):
+            members, saved = cm._rows._kernels(st.nodes, data, g.policy)
+            assert tuple(members) == low.plan.members
+            assert tuple(saved) == low.plan.saved_bytes
+            merged += g.policy == "xla" and max(map(len, members)) >= 8
+    assert merged >= 7   # (large fused sets: the merging this test is for did happen)
+
+
 def test_a_mismatch_switches_the_rows_off():
     cm = analyzer.CostModel(HW)
     cm.score([_wired(chain=3)])
