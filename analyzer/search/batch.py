@@ -69,11 +69,17 @@ def kernel_times(lows: Sequence, overlap: bool = True) -> list[np.ndarray]:
     out: list[np.ndarray | None] = [None] * len(lows)
     by_bucket: dict[int, list[int]] = {}
     for i, low in enumerate(lows):
-        by_bucket.setdefault(kernels.bucket(max(len(low.runs), 1)), []).append(i)
+        by_bucket.setdefault(kernels.bucket(max(_count(low), 1)), []).append(i)
     for kb, idx in by_bucket.items():
         for i, t in zip(idx, _run_bucket([lows[i] for i in idx], kb, overlap)):
             out[i] = t
     return out  # type: ignore[return-value]
+
+
+def _count(low) -> int:
+    """Its kernel count (a ``search.rows.Kernels``' arrays are gathered only on use)."""
+    ix = getattr(low, "ix", None)
+    return len(ix) if ix is not None else len(low.runs)
 
 
 def _run_bucket(lows, kb: int, overlap: bool) -> list[np.ndarray]:
@@ -124,4 +130,4 @@ def _call(lows, feats, runs, active, mpeak, vpeak, fixed, n_dev: int, overlap: b
                       np.asarray(first.mem_bw, np.float32), np.asarray(first.units, np.float32),
                       np.asarray(first.l2_bytes, np.float32), consts, batched[5], np.bool_(overlap))
     time = np.asarray(time)
-    return [time[c, :, :len(low.runs)].astype(np.float64) for c, low in enumerate(lows)]
+    return [time[c, :, :_count(low)].astype(np.float64) for c, low in enumerate(lows)]

@@ -39,21 +39,22 @@ class Kernels:
 
     def __init__(self, group: "_Group", ix: list[int]):
         self.group = group
-        self.ix = np.asarray(ix, np.intp)
+        self.ix = ix   # (row numbers; len: the kernel count)
         self.runtime = group.runtime
-        self.runs = group.runs[self.ix]
         self.mem_bw, self.units, self.l2_bytes, self.consts, self.run_overhead = group.profile
         self._arrays = None
 
     def _get(self, j: int):
         if self._arrays is None:
-            self._arrays = self.group.take(self.ix)
+            ix = np.asarray(self.ix, np.intp)
+            self._arrays = self.group.take(ix) + (self.group.runs[ix],)
         return self._arrays[j]
 
     feats = property(lambda self: self._get(0))
     matrix_peak = property(lambda self: self._get(1))
     vector_peak = property(lambda self: self._get(2))
     fixed = property(lambda self: self._get(3))
+    runs = property(lambda self: self._get(4))
 
 
 def _feats(row) -> tuple:
@@ -141,9 +142,14 @@ class KernelRows:
     def _kernels(self, nodes, data, policy: str):
         """(members of each kernel in ``fusion.plan``'s order, the bytes each saves) of the
         nodes with learned data ``data`` (``_data``)."""
+        members, fused = self._plan(nodes, data, policy)
+        return members, [fused.get(j, 0) for j in range(len(members))]
+
+    def _plan(self, nodes, data, policy: str):
+        """(members of each kernel in ``fusion.plan``'s order, {kernel position: the bytes it
+        saves} for the kernels of more than one member)."""
         if policy == "none":
-            members = [(i,) for i, d in enumerate(data) if d[0]]
-            return members, [0] * len(members)
+            return [(i,) for i, d in enumerate(data) if d[0]], {}
         # one pass in graph (= topological) order: per output of a fusible node, its producer
         # and then its readers (a reader once per position it reads at, as ``fusion._index``
         # lists them; only a fusible node's output can be inside a fused kernel), and the
@@ -196,10 +202,10 @@ class KernelRows:
                 if d[0]:
                     members.append([j])
         members = [m for m in members if m]
-        saved = []
-        for m in members:
-            s = 0
+        fused = {}
+        for j, m in enumerate(members):
             if len(m) > 1:   # an output read only inside the kernel: neither written nor read
+                s = 0
                 inside = set(m)
                 for i in m:   # (every member is fusible: ``made`` has its outputs)
                     for t, b in zip(nodes[i].outputs, data[i][4]):
@@ -211,8 +217,8 @@ class KernelRows:
                                 s += b + data[u][3][nodes[u].inputs.index(t)]
                             else:
                                 s += b + _read(nodes, data, e[1:], t)
-            saved.append(s)
-        return [tuple(m) for m in members], saved
+                fused[j] = s
+        return [tuple(m) for m in members], fused
 
     # ------------------------------------------------------------------ use
     def begin(self) -> None:
@@ -230,30 +236,38 @@ class KernelRows:
         for g in self.groups:
             if g.profile is None:
                 return None
-            part = self._kernels(st.nodes, data, g.policy)
-            ix = self._rows(g, keys, *part)
+            ix = None
+            if g.policy == "none":   # (one kernel per launching node: its key is the node's)
+                ix = list(map(g.ids.get, [k for k, d in zip(keys, data) if d[0]]))
+                if None in ix:
+                    ix = None
+            if ix is None:
+                ix = self._rows(g, keys, *self._plan(st.nodes, data, g.policy))
             if ix is None:
                 return None
             out.append((g.idx, Kernels(g, ix)))
         self.stats["lowered"] += 1
         return out
 
-    def _rows(self, g: _Group, keys, members, saved) -> list[int] | None:
-        """Row numbers of the kernels: cached (built here on a miss), a large fused kernel
-        added without a key (valid until the next ``begin``)."""
+    def _rows(self, g: _Group, keys, members, fused) -> list[int] | None:
+        """Row numbers of the kernels (``members``, ``fused``: ``_plan``'s): cached (built here
+        on a miss), a large fused kernel added without a key (valid until the next
+        ``begin``)."""
         ids, info = g.ids, self.nodes
-        # a one-node kernel saves nothing: its node key is its key; a large fused kernel's key
-        # is rare (None: its row is added without a key)
-        kk = [keys[m[0]] if len(m) == 1 else
-              tuple([keys[i] for i in m]) + (s,) if len(m) <= CACHE_MEMBERS else None
-              for m, s in zip(members, saved)]
+        # a one-node kernel saves nothing: its node key is its key; a fused kernel's is its
+        # members' keys and the bytes it saves, or None when it is large (its key is rare: its
+        # row is added without one)
+        kk = [keys[m[0]] for m in members]
+        for j, s in fused.items():
+            m = members[j]
+            kk[j] = tuple([keys[i] for i in m]) + (s,) if len(m) <= CACHE_MEMBERS else None
         ix = list(map(ids.get, kk))
         if None not in ix:
             return ix
         for j, at in enumerate(ix):
             if at is not None:
                 continue
-            row = kr.fused_row([info[keys[i]][2] for i in members[j]], saved[j])
+            row = kr.fused_row([info[keys[i]][2] for i in members[j]], fused.get(j, 0))
             pcol = g.pkeys.get(_pkey(row))
             if pcol is None:
                 return None
