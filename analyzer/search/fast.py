@@ -42,6 +42,7 @@ class FastCounter:
         # node's key for lowering, equal for nodes equal but for their names)
         self.memo: dict[tuple, tuple] = {}
         self.ids: dict = {}                 # TensorSpec -> small int (cheap to hash in keys)
+        self.constants: dict = {}           # (dims, dtype code) -> ``_constant``
         self.headers: dict = {}             # (IR version, opsets) -> small int
         self.stats = {"fast": 0, "full": 0, "learned": 0, "nodes": 0}
         self.unlearnable: set = set()       # signatures a one-node model did not teach
@@ -62,15 +63,14 @@ class FastCounter:
             h = self.headers[st.header] = len(self.headers)
         return h
 
-    def _sig(self, st: lean.Structure, node: lean.LeanNode, sids: dict, header: int,
+    def _sig(self, st: lean.Structure, node: lean.LeanNode, header: int,
              citems: tuple[dict, dict]) -> tuple:
         """(opset header id, node kind: op, domain, attributes and which outputs exist, per
-        input its spec id (``sids``: tensor name -> id) and for a constant the key of its value
-        where it can matter, the declared types of the graph outputs it produces).
-        ``citems``: per tensor the item it puts in a signature, for ops whose float constants
-        are data (``lean.FLOAT_DATA_OPS``: a float constant is "c") and for other ops; the
-        run-time tensors' spec ids are in both (``_sids``, ``_hits``), the other constants'
-        items are added on first use."""
+        input its spec id and for a constant the key of its value where it can matter, the
+        declared types of the graph outputs it produces).  ``citems``: per tensor the item it
+        puts in a signature, for ops whose float constants are data (``lean.FLOAT_DATA_OPS``:
+        a float constant is "c") and for other ops; the run-time tensors' spec ids are in both
+        (``_citems``, ``_hits``), the other constants' items are added on first use."""
         items = []
         mine = citems[0] if node.data_op else citems[1]
         for x in node.inputs:
@@ -80,7 +80,8 @@ class FastCounter:
             it = mine.get(x)
             if it is None:   # a constant (the frontend never reads a value above VALUE_ELEMENTS)
                 c = st.constants[x]
-                it = mine[x] = (sids[x], c.value() if c.spec.numel() <= lean.VALUE_ELEMENTS
+                sid, _, spec = self._constant(c)
+                it = mine[x] = (sid, lean.value(c) if spec.numel() <= lean.VALUE_ELEMENTS
                                 else "big")
             items.append(it)
         outs = st.outputs
@@ -91,32 +92,41 @@ class FastCounter:
                 break
         return (header, node.kind, tuple(items), decl)
 
-    def _sids(self, st: lean.Structure) -> tuple[dict, dict, tuple[dict, dict]]:
-        """(tensor name -> spec, tensor name -> spec id) of the graph inputs and constants, and
-        ``_sig``'s items (the graph inputs' and the data ops' float constants filled here)."""
-        get, sid = self.ids.get, self._sid
-        specs = dict(st.inputs)
-        sids = {}
-        for name, s in specs.items():
-            i = get(s)
-            sids[name] = i if i is not None else sid(s)
-        other = dict(sids)
-        data = dict(sids)
-        floats = lean.FLOAT_CODES
-        for name, c in st.constants.items():
-            s = c.spec
-            specs[name] = s
-            i = get(s)
-            if i is None:
-                i = sid(s)
-            sids[name] = i
-            if c.code in floats:
-                data[name] = (i, "c")
-        return specs, sids, (data, other)
+    def _constant(self, c) -> tuple:
+        """(spec id, the item a data op's signature takes for it or None, spec) of a constant
+        (``lean.read``'s ``wire.Init``), per (dims, dtype code)."""
+        k = (c.dims, c.dtype)
+        e = self.constants.get(k)
+        if e is None:
+            spec = lean.spec(c)
+            i = self._sid(spec)
+            e = self.constants[k] = (i, (i, "c") if c.dtype in lean.FLOAT_CODES else None, spec)
+        return e
+
+    def _citems(self, st: lean.Structure, specs: dict | None) -> tuple[dict, dict]:
+        """``_sig``'s items (the graph inputs' spec ids, and the data ops' float constants'
+        items, filled here); with ``specs``, every input's and constant's spec put in it."""
+        sid = self._sid
+        other = {name: sid(s) for name, s in st.inputs.items()}
+        data = dict(other)
+        get, constant = self.constants.get, self._constant
+        if specs is None:
+            for name, c in st.constants.items():
+                e = get((c.dims, c.dtype)) or constant(c)
+                if e[1] is not None:
+                    data[name] = e[1]
+        else:
+            specs.update(st.inputs)
+            for name, c in st.constants.items():
+                e = get((c.dims, c.dtype)) or constant(c)
+                specs[name] = e[2]
+                if e[1] is not None:
+                    data[name] = e[1]
+        return data, other
 
     # ------------------------------------------------------------------ use
-    def _hits(self, st: lean.Structure, learn: bool, specs: dict | None, sids: dict,
-              header: int, citems: tuple[dict, dict]) -> list | None:
+    def _hits(self, st: lean.Structure, learn: bool, specs: dict | None, header: int,
+              citems: tuple[dict, dict]) -> list | None:
         """Each node's memo entry (graph order), output spec ids flowed into ``citems`` (and
         the specs into ``specs`` unless None), or None when a signature is unknown (``learn``:
         a node of unknown signature is first learned on its own, ``count``'s docstring)."""
@@ -129,7 +139,7 @@ class FastCounter:
             # ``_sig`` inline where every input's item is already known (most nodes)
             items = tuple(map((data if node.data_op else other).get, node.inputs))
             if None in items:
-                sig = sig_of(st, node, sids, header, citems)
+                sig = sig_of(st, node, header, citems)
             else:
                 decl = None
                 for o in node.named_out:
@@ -161,8 +171,7 @@ class FastCounter:
         header = self.headers.get(st.header)
         if header is None:
             return None
-        _, sids, citems = self._sids(st)
-        hits = self._hits(st, False, None, sids, header, citems)
+        hits = self._hits(st, False, None, header, self._citems(st, None))
         return None if hits is None else [h[3] for h in hits]
 
     def count(self, st: lean.Structure, learn: bool = False) -> front.Counted | None:
@@ -172,12 +181,13 @@ class FastCounter:
         header = self.headers.get(st.header)
         if header is None:
             return None
-        specs, sids, citems = self._sids(st)
+        specs: dict = {}
+        citems = self._citems(st, specs)
         get = specs.get
         counted: set[str] = set()
         out = []
         keys = []
-        hits = self._hits(st, learn, specs, sids, header, citems)
+        hits = self._hits(st, learn, specs, header, citems)
         if hits is None:
             return None
         for node, hit in zip(st.nodes, hits):   # (names are unique: specs is final for each)
@@ -234,20 +244,20 @@ class FastCounter:
             if tensors.get(name) != spec:
                 return 0
         for name, c in st.constants.items():
-            if tensors.get(name) != c.spec:
+            if tensors.get(name) != lean.spec(c):
                 return 0
         learned = 0
         header = self._header(st)
-        _, sids, citems = self._sids(st)
+        citems = self._citems(st, None)
         for node, n, rec in zip(st.nodes, nodes, records):
             if rec is None or n.name != node.name or n.op != node.op or n.level or n.runs != 1:
                 return learned
             outs = n.out_specs
             out_ids = tuple(self._sid(s) if s is not None else -1 for s in outs)
-            sig = self._sig(st, node, sids, header, citems)
+            sig = self._sig(st, node, header, citems)
             for o, i in zip(node.outputs, out_ids):
                 if o:
-                    sids[o] = citems[0][o] = citems[1][o] = i
+                    citems[0][o] = citems[1][o] = i
             if any(o and (s is None or not s.is_static) for o, s in zip(node.outputs, outs)):
                 continue
             if sig not in self.memo:

@@ -57,39 +57,48 @@ class Structure(NamedTuple):
     header: tuple                      # (ir_version, ((domain, version), ...))
     opsets: dict                       # domain -> version, as the frontend records them
     inputs: dict                       # graph input name -> TensorSpec
-    constants: dict                    # initializer name -> (TensorSpec, dtype code, value key fn)
+    constants: dict                    # initializer name -> its wire.Init (``spec``, ``value``)
     nodes: list                        # LeanNode, file order (= topological order)
     outputs: dict                      # graph output name -> its declared TypeProto bytes
     node_bytes: list                   # each node's serialized NodeProto (``mini``)
 
 
-class _Init(NamedTuple):
-    spec: TensorSpec
-    code: int
-    src: Any            # the wire.Init, or the TensorProto of a ModelProto candidate
+def spec(c: wire.Init) -> TensorSpec:
+    """An initializer's spec (``read`` checked its dtype code; specs are interned: a search's
+    candidates repeat weight shapes)."""
+    k = (c.dims, c.dtype)
+    s = _SPECS.get(k)
+    if s is None:
+        if len(_SPECS) >= _NODES_CAP:
+            _SPECS.clear()
+        s = _SPECS[k] = TensorSpec(c.dims, DTYPES[c.dtype])
+    return s
 
-    def value(self) -> bytes:
-        """The key of its value (equal keys: equal tensors)."""
-        if isinstance(self.src, wire.Init):
-            return self.src.value_key()
-        import onnx
 
-        c = onnx.TensorProto()
-        c.CopyFrom(self.src)
-        c.ClearField("name")
-        c.ClearField("doc_string")
-        return c.SerializeToString()
+def value(c: wire.Init) -> bytes:
+    """The key of an initializer's value (equal keys: equal tensors)."""
+    if c.span is not None:
+        return c.value_key()
+    import onnx
 
-    def tensor(self) -> bytes:
-        """Its serialized TensorProto (read for small ones only: weights are big)."""
-        if isinstance(self.src, wire.Init):
-            t = self.src
-            return t.data[t.span[0]:t.span[3]]
-        return self.src.SerializeToString()
+    t = onnx.TensorProto()
+    t.CopyFrom(c.data)
+    t.ClearField("name")
+    t.ClearField("doc_string")
+    return t.SerializeToString()
+
+
+def tensor(c: wire.Init) -> bytes:
+    """An initializer's serialized TensorProto (read for small ones only: weights are big)."""
+    if c.span is not None:
+        return c.data[c.span[0]:c.span[3]]
+    return c.data.SerializeToString()
 
 
 _new = tuple.__new__
 _NAME = itemgetter(0)   # a LeanNode's name
+_DTYPE, _EXTERNAL = itemgetter(1), itemgetter(3)   # a wire.Init's dtype code, external flag
+_CODES = frozenset(DTYPES)
 
 
 def read(candidate: Any) -> Structure | None:
@@ -120,7 +129,8 @@ def _proto_inits(g):
     for t in g.initializer:
         if t.data_location != 0 or t.external_data:
             return None
-        out.append(wire.Init(t.name, t.data_type, tuple(t.dims), False, b"", (0, 0, 0, 0)))
+        # (the TensorProto as its data, no span: ``value`` and ``tensor`` serialize it)
+        out.append(wire.Init(t.name, t.data_type, tuple(t.dims), False, t, None))
     return out
 
 
@@ -152,25 +162,11 @@ def _structure(m, node_bytes, inits) -> Structure | None:
         if dtype is None or vi.name in inputs or not vi.name:
             return None
         inputs[vi.name] = TensorSpec(tuple(dims), dtype)
-    constants: dict[str, _Init] = {}
-    interned = _SPECS
-    if len(interned) >= _NODES_CAP:
-        interned.clear()
-    codes = DTYPES
-    for i, t in enumerate(inits):
-        k = (t.dims, t.dtype)
-        s = interned.get(k)
-        if s is None:
-            dtype = codes.get(t.dtype)
-            if dtype is None:
-                return None
-            s = interned[k] = TensorSpec(t.dims, dtype)
-        if t.external:
-            return None
-        # (tuple.__new__: a NamedTuple's own __new__ is Python code, one per initializer)
-        constants[t.name] = _new(_Init, (s, t.dtype, g.initializer[i] if proto else t))
+    constants: dict[str, wire.Init] = {t.name: t for t in inits}
     if len(constants) != len(inits) or "" in constants or not constants.keys().isdisjoint(inputs):
         return None   # a name twice, an empty name, an initializer that is also an input
+    if not _CODES.issuperset(map(_DTYPE, inits)) or any(map(_EXTERNAL, inits)):
+        return None   # a dtype the frontend does not know, external data
     defined = set(inputs)
     defined.update(constants)
     consts = constants.keys()

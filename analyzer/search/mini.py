@@ -44,12 +44,12 @@ def model(st: lean.Structure, index: int, specs) -> bytes:
         if c is None:
             s = specs[x]
             g.input.append(helper.make_tensor_value_info(x, _elem(s.dtype), list(s.shape)))
-        elif c.spec.numel() <= lean.VALUE_ELEMENTS:
-            g.initializer.add().ParseFromString(c.tensor())
+        elif lean.spec(c).numel() <= lean.VALUE_ELEMENTS:
+            g.initializer.add().ParseFromString(lean.tensor(c))
         else:
             t = g.initializer.add()
-            t.name, t.data_type = x, c.code
-            t.dims.extend(c.spec.shape)
+            t.name, t.data_type = x, c.dtype
+            t.dims.extend(c.dims)
             t.data_location = onnx.TensorProto.EXTERNAL
             e = t.external_data.add()
             e.key, e.value = "location", "(weights inline in the candidate; not read by opcost)"
