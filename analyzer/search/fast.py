@@ -167,17 +167,28 @@ class FastCounter:
 
     def keys(self, st: lean.Structure) -> list[int] | None:
         """Each node's memo entry number (``lowering``'s node keys), or None when a node's
-        signature is unknown; nothing is learned and no ``NodeCost`` is built."""
+        signature is unknown; nothing is learned and no ``NodeCost`` is built.
+
+        ``st`` may come unordered (``lean.read(..., ordered=False)``): an input not defined
+        before its node is no constant and no tensor seen yet (a KeyError in ``_sig``: None),
+        and a node whose inputs are all constants has no learned signature (every learned
+        node had a run-time input, whose item is a spec id; a constant's is a tuple)."""
         header = self.headers.get(st.header)
         if header is None:
             return None
-        hits = self._hits(st, False, None, header, self._citems(st, None))
+        try:
+            hits = self._hits(st, False, None, header, self._citems(st, None))
+        except KeyError:
+            return None
         return None if hits is None else [h[3] for h in hits]
 
     def count(self, st: lean.Structure, learn: bool = False) -> front.Counted | None:
         """The candidate's counts from the memo, or None when a node's signature is unknown.
         ``learn``: a node of unknown signature is first learned on its own (``mini``: the full
-        path on a one-node model), up to ``MINI_PER_CANDIDATE`` per candidate."""
+        path on a one-node model), up to ``MINI_PER_CANDIDATE`` per candidate.  ``st`` must be
+        ordered (``lean.ordered``)."""
+        if not st.ordered:
+            raise ValueError("FastCounter.count needs an ordered structure (lean.ordered)")
         header = self.headers.get(st.header)
         if header is None:
             return None

@@ -61,6 +61,7 @@ class Structure(NamedTuple):
     nodes: list                        # LeanNode, file order (= topological order)
     outputs: dict                      # graph output name -> its declared TypeProto bytes
     node_bytes: list                   # each node's serialized NodeProto (``mini``)
+    ordered: bool = True               # the nodes' order was checked (``ordered``)
 
 
 def spec(c: wire.Init) -> TensorSpec:
@@ -101,7 +102,12 @@ _DTYPE, _EXTERNAL = itemgetter(1), itemgetter(3)   # a wire.Init's dtype code, e
 _CODES = frozenset(DTYPES)
 
 
-def read(candidate: Any) -> Structure | None:
+def read(candidate: Any, ordered: bool = True) -> Structure | None:
+    """The candidate's ``Structure``, or None (the module docstring).  ``ordered=False``
+    leaves the per-node order check (every input defined before its node, not every input a
+    constant) to the caller: ``FastCounter.keys`` meets an input defined later as an unknown
+    name and no learned signature has only constant inputs, and ``ordered`` checks it for the
+    full path."""
     import onnx
 
     if isinstance(candidate, onnx.ModelProto):
@@ -119,7 +125,7 @@ def read(candidate: Any) -> Structure | None:
     else:
         return None
     try:
-        return _structure(m, node_bytes, inits)
+        return _structure(m, node_bytes, inits, ordered)
     except TypeError:  # a name protobuf handed back as bytes (not UTF-8)
         return None
 
@@ -127,14 +133,35 @@ def read(candidate: Any) -> Structure | None:
 def _proto_inits(g):
     out = []
     for t in g.initializer:
-        if t.data_location != 0 or t.external_data:
+        if t.data_location or t.external_data:
             return None
         # (the TensorProto as its data, no span: ``value`` and ``tensor`` serialize it)
-        out.append(wire.Init(t.name, t.data_type, tuple(t.dims), False, t, None))
+        out.append(_new(wire.Init, (t.name, t.data_type, tuple(t.dims), False, t, None)))
     return out
 
 
-def _structure(m, node_bytes, inits) -> Structure | None:
+def ordered(st: Structure | None) -> Structure | None:
+    """``st`` with its nodes' order checked (``read``), or None where it fails."""
+    if st is None or st.ordered:
+        return st
+    return st._replace(ordered=True) if _in_order(st.inputs, st.constants, st.nodes) else None
+
+
+def _in_order(inputs: dict, constants: dict, nodes: list) -> bool:
+    """Every node's inputs defined before it (topological order) and not all of them
+    constants (the frontend folds such a node; no input at all is the empty set, inside the
+    constants)."""
+    defined = set(inputs)
+    defined.update(constants)
+    consts = constants.keys()
+    for n in nodes:
+        if not defined.issuperset(n.named_in) or consts >= n.named_in:
+            return False
+        defined.update(n.named_out)
+    return True
+
+
+def _structure(m, node_bytes, inits, ordered: bool) -> Structure | None:
     g = m.graph
     if (m.functions or m.training_info or g.sparse_initializer or g.value_info
             or m.ir_version <= 0 or not m.opset_import):
@@ -167,41 +194,38 @@ def _structure(m, node_bytes, inits) -> Structure | None:
         return None   # a name twice, an empty name, an initializer that is also an input
     if not _CODES.issuperset(map(_DTYPE, inits)) or any(map(_EXTERNAL, inits)):
         return None   # a dtype the frontend does not know, external data
-    defined = set(inputs)
-    defined.update(constants)
-    consts = constants.keys()
     try:
         nodes: list[LeanNode] = [_NODES[b] for b in node_bytes]
-    except KeyError:
+    except KeyError:   # (a node not read before, or one refused)
         nodes = list(map(_lean_node, node_bytes))
-    n_out = 0
-    for n in nodes:
-        # every input defined before (topological order); not all of them constants (the
-        # frontend folds such a node; no input at all is the empty set, inside the constants)
-        if n is False or not defined.issuperset(n.named_in) or consts >= n.named_in:
+        if any(n is False for n in nodes):
             return None
-        defined.update(n.named_out)
-        n_out += len(n.named_out)
     # no tensor defined twice (an output of two nodes, or an output that is a graph input or
-    # a constant): then every output added one name
-    if len(defined) != len(inputs) + len(constants) + n_out:
+    # a constant): then every output adds one name
+    defined = set(inputs)
+    defined.update(constants)
+    n = len(defined)
+    outs = [o for nd in nodes for o in nd.named_out]
+    defined.update(outs)
+    if len(defined) != n + len(outs) or ordered and not _in_order(inputs, constants, nodes):
         return None
     if len(set(map(_NAME, nodes))) != len(nodes):
         return None
     outputs = {}
     for vi in g.output:   # (a node's output: defined, and neither an input nor a constant)
         o = vi.name
-        if o not in defined or o in inputs or o in consts or o in outputs:
+        if o not in defined or o in inputs or o in constants or o in outputs:
             return None
         outputs[o] = vi.type.SerializeToString()
     "".join((*inputs, *constants, *outputs))   # TypeError: a name that is not text
     return Structure((m.ir_version, opsets), {d or "": v for d, v in opsets}, inputs, constants,
-                     nodes, outputs, node_bytes)
+                     nodes, outputs, node_bytes, ordered)
 
 
-# serialized NodeProto -> its LeanNode (False: a node the fast path refuses); a search's
+# serialized NodeProto -> its LeanNode, and the nodes the fast path refuses; a search's
 # candidates repeat nodes byte for byte (same names, same attributes), reading one is the cost
 _NODES: dict[bytes, Any] = {}
+_REFUSED: set[bytes] = set()
 _NODES_CAP = 50_000   # (~50 MB at most; cleared when full)
 _KINDS: dict[tuple, int] = {}   # (never cleared: ids must stay unique for the process)
 # (dims, dtype) -> its TensorSpec (immutable): a search's candidates repeat weight shapes
@@ -209,13 +233,19 @@ _SPECS: dict[tuple, TensorSpec] = {}
 
 
 def _lean_node(b: bytes):
-    """``b``'s LeanNode (False: refused), read once (``_NODES``)."""
+    """``b``'s LeanNode (False: refused), read once (``_NODES``, ``_REFUSED``)."""
     n = _NODES.get(b)
     if n is None:
+        if b in _REFUSED:
+            return False
         n = _node(b)
-        if len(_NODES) >= _NODES_CAP:
+        if len(_NODES) + len(_REFUSED) >= _NODES_CAP:
             _NODES.clear()
-        _NODES[b] = n
+            _REFUSED.clear()
+        if n is False:
+            _REFUSED.add(b)
+        else:
+            _NODES[b] = n
     return n
 
 

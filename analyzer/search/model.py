@@ -146,13 +146,15 @@ class CostModel:
         is known, else counted and lowered in full (and its rows learned)."""
         if not lean.onnx_source(candidate):
             return self.lower(self.count(candidate))
-        st = lean.read(candidate)
+        # (the nodes' order is checked by the signature walk here, by ``lean.ordered`` below)
+        st = lean.read(candidate, ordered=False)
         keys = self._fast.keys(st) if st is not None else None
         if keys is not None and self._rows.usable:
             got = self._rows.lowered(st, keys)
             if got is not None:
                 self._fast.stats["fast"] += 1
                 return got
+        st = lean.ordered(st)
         counted = self._count_read(candidate, st)
         lowered = self.lower(counted)
         if counted.keys is not None and self._rows.usable:

@@ -403,3 +403,41 @@ def test_a_key_stands_for_a_node_content():
     lying = lower(got.nodes, cm.profiles, None, runtimes.get("kernel"), memo={},
                   keys=[0] * len(got.nodes))
     assert not np.array_equal(lying.feats["mac_flops"], plain.feats["mac_flops"])
+
+
+def test_order_is_checked_by_the_signature_walk():
+    """``score`` reads candidates without lean's per-node order check: the signature walk
+    (``FastCounter.keys``) must refuse a node that reads a tensor defined later and a node
+    whose inputs are all constants, and the candidate then behaves as analyze."""
+    cm = analyzer.CostModel(HW)
+    w = np.ones((8, 8), np.float32)
+    n1 = helper.make_node("Relu", ["x"], ["a"], name="n1")
+    n2 = helper.make_node("Sigmoid", ["a"], ["b"], name="n2")
+    n3 = helper.make_node("MatMul", ["b", "w"], ["y"], name="n3")
+    ok = _model([n1, n2, n3], {"w": w})
+    _twice_equal(cm, ok)
+    assert cm._fast.keys(lean.read(ok, ordered=False)) is not None   # every signature known
+    # the same nodes (byte for byte), n2 first: it reads 'a' before n1 defines it
+    swapped = _model([n2, n1, n3], {"w": w})
+    st_ = lean.read(swapped, ordered=False)
+    assert st_ is not None and not st_.ordered
+    assert lean.read(swapped) is None and lean.ordered(st_) is None
+    assert cm._fast.keys(st_) is None
+    with pytest.raises(ValueError):
+        cm._fast.count(st_)            # counting needs the order checked
+    try:
+        ref = reference(swapped)
+    except Exception as e:  # noqa: BLE001  (then score must raise the same)
+        with pytest.raises(type(e)):
+            cm.score([swapped])
+    else:
+        np.testing.assert_allclose(cm.score([swapped])[0], ref, rtol=1e-6)
+    # a node of constant inputs only (the frontend folds it): no learned signature has one
+    folded = _model([helper.make_node("Add", ["w", "w2"], ["c"], name="fold"),
+                     helper.make_node("MatMul", ["x", "c"], ["y"], name="mm")],
+                    {"w": w, "w2": w})
+    assert lean.read(folded) is None
+    st_ = lean.read(folded, ordered=False)
+    assert st_ is not None and cm._fast.keys(st_) is None
+    _twice_equal(cm, folded)
+    assert cm._fast.keys(lean.read(folded, ordered=False)) is None   # nothing was learned
