@@ -63,17 +63,36 @@ def shard(arrays, n_dev: int):
     return jax.device_put(arrays, NamedSharding(mesh, PartitionSpec("c")))
 
 
+def _buckets(lows: Sequence) -> dict[int, list[int]]:
+    """K bucket -> the positions in ``lows`` of its candidates."""
+    by_bucket: dict[int, list[int]] = {}
+    for i, low in enumerate(lows):
+        by_bucket.setdefault(kernels.bucket(max(_count(low), 1)), []).append(i)
+    return by_bucket
+
+
 def kernel_times(lows: Sequence, overlap: bool = True) -> list[np.ndarray]:
     """Per-kernel times ``[P, K_c]`` (float64) of each ``lowering.Lowered`` in ``lows``; all
     share one runtime and one list of profiles.  One jitted call per K bucket."""
     out: list[np.ndarray | None] = [None] * len(lows)
-    by_bucket: dict[int, list[int]] = {}
-    for i, low in enumerate(lows):
-        by_bucket.setdefault(kernels.bucket(max(_count(low), 1)), []).append(i)
-    for kb, idx in by_bucket.items():
-        for i, t in zip(idx, _run_bucket([lows[i] for i in idx], kb, overlap)):
-            out[i] = t
+    for kb, idx in _buckets(lows).items():
+        time = _run_bucket([lows[i] for i in idx], kb, overlap)
+        for c, i in enumerate(idx):
+            out[i] = time[c, :, :_count(lows[i])].astype(np.float64)
     return out  # type: ignore[return-value]
+
+
+def kernel_sums(lows: Sequence, overlap: bool = True) -> np.ndarray:
+    """``[len(lows), P]``: each candidate's kernel times summed in float64 (what
+    ``kernel_times`` gives, summed; a padded kernel takes exactly 0 s), a bucket at a time."""
+    out = None
+    for kb, idx in _buckets(lows).items():
+        time = _run_bucket([lows[i] for i in idx], kb, overlap)
+        sums = time[:len(idx)].astype(np.float64).sum(axis=2)
+        if out is None:
+            out = np.empty((len(lows), sums.shape[1]))
+        out[idx] = sums
+    return out if out is not None else np.zeros((0, 0))
 
 
 def _count(low) -> int:
@@ -82,7 +101,7 @@ def _count(low) -> int:
     return len(ix) if ix is not None else len(low.runs)
 
 
-def _run_bucket(lows, kb: int, overlap: bool) -> list[np.ndarray]:
+def _run_bucket(lows, kb: int, overlap: bool) -> np.ndarray:
     n_dev = devices()
     C = len(lows)
     cb = pow2(C, max(8, n_dev))
@@ -93,11 +112,11 @@ def _run_bucket(lows, kb: int, overlap: bool) -> list[np.ndarray]:
     if group is not None and all(getattr(low, "group", None) is group for low in lows):
         # rows of one table (``search.rows.Kernels``): the bucket gathered at once; padded
         # kernels point at row 0 (finite values) and are inactive
-        ix = np.zeros((cb, kb), np.intp)
-        active = np.zeros((cb, kb), np.float32)
-        for c, low in enumerate(lows):
-            ix[c, :len(low.ix)] = low.ix
-            active[c, :len(low.ix)] = 1.0
+        pad = [0] * kb
+        ix = np.array([low.ix + pad[len(low.ix):] for low in lows] + [pad] * (cb - C), np.intp)
+        n = np.zeros(cb, np.intp)
+        n[:C] = [len(low.ix) for low in lows]
+        active = (np.arange(kb) < n[:, None]).astype(np.float32)
         f, mp, vp, fx = group.take(ix)
         feats = {k: v.astype(np.int32 if k == "op_class" else np.float32) for k, v in f.items()}
         runs = group.runs[ix].astype(np.float32)
@@ -129,5 +148,4 @@ def _call(lows, feats, runs, active, mpeak, vpeak, fixed, n_dev: int, overlap: b
     time = _batched()(batched[0], batched[1], batched[2], batched[3], batched[4],
                       np.asarray(first.mem_bw, np.float32), np.asarray(first.units, np.float32),
                       np.asarray(first.l2_bytes, np.float32), consts, batched[5], np.bool_(overlap))
-    time = np.asarray(time)
-    return [time[c, :, :_count(low)].astype(np.float64) for c, low in enumerate(lows)]
+    return np.asarray(time)   # [C bucket, P, K bucket] float32

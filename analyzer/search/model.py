@@ -175,20 +175,27 @@ class CostModel:
                             memo=self._lowering, keys=counted.keys))
                 for rt, idx in self.groups(counted.fmt)]
 
-    def _latency(self, lowered_all: Sequence[list[tuple[list[int], Any]]]):
-        """Per-kernel times of many lowered candidates, batched per runtime group."""
+    def _latency(self, lowered_all: Sequence[list[tuple[list[int], Any]]], detail: bool = True):
+        """Latency ``[n, P]`` of many lowered candidates, batched per runtime group, and (with
+        ``detail``) each candidate's per-kernel times per group, else None."""
         P = len(self.profiles)
         lat = np.zeros((len(lowered_all), P))
-        ktimes: list[list[np.ndarray]] = [[] for _ in lowered_all]
+        ktimes: list[list[np.ndarray]] | None = [[] for _ in lowered_all] if detail else None
         keyed: dict[tuple, list[tuple[int, Any]]] = {}
         for c, groups in enumerate(lowered_all):
             for idx, low in groups:
                 keyed.setdefault((low.runtime, tuple(idx)), []).append((c, low))
         for (_, idx), items in keyed.items():
-            times = batch.kernel_times([low for _, low in items], self.overlap)
-            for (c, low), t in zip(items, times):
-                # + the per-run fixed cost analyze adds once (a calibrated profile's session.run)
-                lat[c, list(idx)] = t.sum(axis=1) + np.asarray(low.run_overhead)
+            lows = [low for _, low in items]
+            # + the per-run fixed cost analyze adds once (a calibrated profile's session.run)
+            over = np.array([low.run_overhead for low in lows], np.float64).reshape(len(lows), -1)
+            rows = [c for c, _ in items]
+            if not detail:
+                lat[np.ix_(rows, idx)] = batch.kernel_sums(lows, self.overlap) + over
+                continue
+            times = batch.kernel_times(lows, self.overlap)
+            for (c, low), t, o in zip(items, times, over):
+                lat[c, list(idx)] = t.sum(axis=1) + o
                 ktimes[c].append(t)
         return lat, ktimes
 
@@ -217,7 +224,7 @@ class CostModel:
         finally:
             if paused:
                 gc.enable()
-        lat, ktimes = self._latency(lowered)
+        lat, ktimes = self._latency(lowered, detail)
         if not detail:
             return lat
         details = []

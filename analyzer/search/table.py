@@ -119,7 +119,7 @@ def build(cm, space: Sequence[Sequence[Any]], input_shape: tuple[int, ...]) -> L
         models = [_block_model(b, c) for c in ctxs for b in blocks]
         counted = [cm.count(m) for m in models]
         lowered = [cm.lower(c) for c in counted]
-        l, _ = cm._latency(lowered)
+        l, _ = cm._latency(lowered, detail=False)
         nb = len(blocks)
         lat.append(l.reshape(len(ctxs), nb, -1))
         flops.append(np.array([sum(n.cost.flops for n in c.nodes) for c in counted],
