@@ -157,11 +157,15 @@ class FastCounter:
                 if hit is None:
                     self.unlearnable.add(sig)
                     return None
-            for o, s, j in zip(node.outputs, hit[0], hit[2]):
-                if o:
-                    data[o] = other[o] = j
-                    if specs is not None:
-                        specs[o] = s
+            o = node.single
+            if o is not None and specs is None:   # (most nodes: one output, no specs kept)
+                data[o] = other[o] = hit[2][0]
+            else:
+                for o, s, j in zip(node.outputs, hit[0], hit[2]):
+                    if o:
+                        data[o] = other[o] = j
+                        if specs is not None:
+                            specs[o] = s
             out.append(hit)
         return out
 

@@ -51,6 +51,7 @@ class LeanNode(NamedTuple):
     named_in: frozenset = frozenset()    # its input names, '' (an omitted input) left out
     named_out: tuple = ()                # its output names, '' left out
     data_op: bool = False                # its op is in FLOAT_DATA_OPS
+    single: str | None = None            # its output's name when it has exactly one, named
 
 
 class Structure(NamedTuple):
@@ -275,7 +276,8 @@ def _node(b: bytes):
     if len(set(named_out)) != len(named_out):
         return False   # an output name twice: the frontend decides
     return LeanNode(n.name, n.op_type, dom, ins, outs, k[2], kind, len(set(named)) != len(named),
-                    frozenset(named), named_out, n.op_type in FLOAT_DATA_OPS)
+                    frozenset(named), named_out, n.op_type in FLOAT_DATA_OPS,
+                    outs[0] if len(outs) == 1 and outs[0] else None)
 
 
 def onnx_source(candidate: Any) -> bool:
