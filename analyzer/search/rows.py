@@ -186,9 +186,13 @@ class KernelRows:
                     m += other
                     m.sort()
                     other.clear()
-                for t in nd.outputs:
-                    if t:
-                        made[t] = [j]
+                t = nd.single
+                if t is not None:
+                    made[t] = [j]
+                else:
+                    for t in nd.outputs:
+                        if t:
+                            made[t] = [j]
                 if rj == j:
                     m = kernel[j] = [j]
                     members.append(m)
@@ -208,7 +212,10 @@ class KernelRows:
                 s = 0
                 inside = set(m)
                 for i in m:   # (every member is fusible: ``made`` has its outputs)
-                    for t, b in zip(nodes[i].outputs, data[i][4]):
+                    t = nodes[i].single   # (most members: one output, no zip needed)
+                    outs = ((t, data[i][4][0]),) if t is not None else \
+                        zip(nodes[i].outputs, data[i][4])
+                    for t, b in outs:
                         e = get(t) if t else None
                         # (e[0], the producer, is inside: e inside <=> its readers are)
                         if e is not None and len(e) > 1 and inside.issuperset(e):
