@@ -108,28 +108,33 @@ def _run_bucket(lows, kb: int, overlap: bool) -> np.ndarray:
     cb = -(-cb // n_dev) * n_dev
     first = lows[0]
     P = first.mem_bw.shape[0]
-    group = getattr(first, "group", None)
-    if group is not None and all(getattr(low, "group", None) is group for low in lows):
+    group = next((g for g in (getattr(low, "group", None) for low in lows) if g is not None), None)
+    if group is not None:
         # rows of one table (``search.rows.Kernels``): the bucket gathered at once; padded
-        # kernels point at row 0 (finite values) and are inactive
+        # kernels, and those of any other candidate (lowered in full, e.g. one just learned
+        # from: filled below), point at row 0 (finite values) and are inactive
         pad = [0] * kb
-        ix = np.array([low.ix + pad[len(low.ix):] for low in lows] + [pad] * (cb - C), np.intp)
+        ix = np.array([low.ix + pad[len(low.ix):] if getattr(low, "group", None) is group
+                       else pad for low in lows] + [pad] * (cb - C), np.intp)
         n = np.zeros(cb, np.intp)
-        n[:C] = [len(low.ix) for low in lows]
+        n[:C] = [_count(low) for low in lows]
         active = (np.arange(kb) < n[:, None]).astype(np.float32)
         f, mp, vp, fx = group.take(ix)
         feats = {k: v.astype(np.int32 if k == "op_class" else np.float32) for k, v in f.items()}
         runs = group.runs[ix].astype(np.float32)
         mpeak, vpeak, fixed = (np.ascontiguousarray(a.transpose(1, 0, 2), np.float32)
                                for a in (mp, vp, fx))
-        return _call(lows, feats, runs, active, mpeak, vpeak, fixed, n_dev, overlap)
-    feats = {f: np.zeros((cb, kb), np.int32 if f == "op_class" else np.float32) for f in FEATS}
-    runs = np.ones((cb, kb), np.float32)
-    active = np.zeros((cb, kb), np.float32)
-    mpeak = np.ones((cb, P, kb), np.float32)
-    vpeak = np.ones((cb, P, kb), np.float32)
-    fixed = np.zeros((cb, P, kb), np.float32)
-    for c, low in enumerate(lows):
+        rest = [(c, low) for c, low in enumerate(lows) if getattr(low, "group", None) is not group]
+    else:
+        feats = {f: np.zeros((cb, kb), np.int32 if f == "op_class" else np.float32)
+                 for f in FEATS}
+        runs = np.ones((cb, kb), np.float32)
+        active = np.zeros((cb, kb), np.float32)
+        mpeak = np.ones((cb, P, kb), np.float32)
+        vpeak = np.ones((cb, P, kb), np.float32)
+        fixed = np.zeros((cb, P, kb), np.float32)
+        rest = list(enumerate(lows))
+    for c, low in rest:
         K = len(low.runs)
         for f in FEATS:
             feats[f][c, :K] = low.feats[f]

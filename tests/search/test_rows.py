@@ -218,3 +218,22 @@ def test_rows_equal_analyze_under_options(hw, runtime, precision, overlap):
     for b, row in zip(fresh, lat):
         np.testing.assert_allclose(row, reference(b, hw=hw, runtime=runtime, precision=precision,
                                                   overlap=overlap), rtol=1e-6)
+
+
+def test_a_bucket_mixing_rows_and_full_lowerings():
+    """A batch holds candidates from the rows and one lowered in full (a candidate just
+    learned from): one bucket, the rows gathered and the full one filled in, same times."""
+    from analyzer.search import batch
+
+    cm = analyzer.CostModel(HW)
+    blobs = [_wired(chain=3), _wired(chain=20)]
+    cm.score(blobs)
+    st = lean.read(blobs[1])
+    from_rows = cm._rows.lowered(st, cm._fast.keys(st))
+    full = cm.lower(cm._fast.count(st))
+    for (_, k), (_, low) in zip(from_rows, full):
+        alone = batch.kernel_times([low])[0]
+        for t in batch.kernel_times([k, low, k]) + batch.kernel_times([low, k]):
+            np.testing.assert_array_equal(t, alone)
+        np.testing.assert_array_equal(batch.kernel_sums([k, low]),
+                                      np.stack([alone.sum(axis=1)] * 2))
