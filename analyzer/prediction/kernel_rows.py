@@ -163,7 +163,8 @@ def fused_row(parts, saved: float, kop: str = "") -> tuple:
     move ``saved`` bytes: the members' sums per launch, its class, GEMM view and dtype taken
     from its heaviest member (MACs, then FLOPs, then bytes; the first of equals)."""
     mac, vec, trans, flops, nbytes, wbytes, runs = list(zip(*parts))[:7]
-    a = parts[max(range(len(parts)), key=lambda j: (mac[j], flops[j], nbytes[j]))]
+    # the heaviest member; of equals the first (-j: the larger, the earlier)
+    a = parts[-max(zip(mac, flops, nbytes, range(0, -len(parts), -1)))[3]]
     r = max(1, max(runs))
     return (sum(mac) / r, sum(vec) / r, sum(trans) / r, max(0.0, sum(nbytes) - saved) / r,
             sum(wbytes) / r, r, eff.CLASS_CODE[kernel_class(a[7], kop)], a[8], a[9])

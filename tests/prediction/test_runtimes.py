@@ -122,3 +122,21 @@ def test_every_profile_predicts():
         p = analyzer.analyze(m, hw=prof.id).predictions[0]
         assert np.isfinite(p.latency_s) and p.latency_s > 0, prof.id
         assert p.provenance in ("calibrated", "architecture constants", "generic", "datasheet")
+
+
+def test_a_fused_kernel_takes_its_class_view_and_dtype_from_the_first_heaviest_member():
+    from analyzer.prediction import efficiency as eff
+    from analyzer.prediction import kernel_rows as kr
+
+    def part(mac, flops, nbytes, cls, view, dtype):
+        return (mac, 0.0, 0.0, flops, nbytes, 0.0, 1, cls, view, dtype)
+    # members 1 and 2 tie on (MACs, FLOPs, bytes): the first of them, member 1, decides
+    parts = [part(0, 10, 64, "elementwise", (1, 1, 1, 1), "fp32"),
+             part(8, 16, 32, "gemm", (2, 2, 2, 1), "fp16"),
+             part(8, 16, 32, "conv", (4, 4, 4, 1), "bf16"),
+             part(4, 99, 99, "softmax", (3, 3, 3, 1), "fp32")]
+    row = kr.fused_row(parts, saved=32)
+    assert row[6] == eff.CLASS_CODE[kr.kernel_class("gemm", "")]
+    assert row[7:] == ((2, 2, 2, 1), "fp16")
+    # sums per launch: MACs 0+8+8+4 = 20, bytes 64+32+32+99 - 32 saved = 195
+    assert row[0] == 20 and row[3] == 195 and row[5] == 1
