@@ -75,11 +75,10 @@ def test_wiring_repeats_and_a_large_fused_kernel_equal_analyze():
     assert cm._rows.stats["lowered"] >= 3 and cm._rows.usable
 
 
-def test_partition_and_saved_bytes_equal_the_plan():
-    cm = analyzer.CostModel(HW)
-    blobs = [_wired(chain=3), _wired(chain=20)]
-    cm.score(blobs)
-    cm.score(blobs)
+def _check_plans(cm, blobs) -> int:
+    """Each candidate's partition and saved bytes per group equal the lowering's plan;
+    returns how many xla partitions had a fused set of 8 or more members."""
+    merged = 0
     for b in blobs:
         st = lean.read(b)
         counted = cm._fast.count(st)
@@ -89,6 +88,16 @@ def test_partition_and_saved_bytes_equal_the_plan():
             members, saved = cm._rows._kernels(st.nodes, data, g.policy)
             assert tuple(members) == low.plan.members
             assert tuple(saved) == low.plan.saved_bytes
+            merged += g.policy == "xla" and max(map(len, members)) >= 8
+    return merged
+
+
+def test_partition_and_saved_bytes_equal_the_plan():
+    cm = analyzer.CostModel(HW)
+    blobs = [_wired(chain=3), _wired(chain=20)]
+    cm.score(blobs)
+    cm.score(blobs)
+    _check_plans(cm, blobs)
     # the xla group fused the square: its tensor read at two positions is counted as
     # fusion._collect counts it (the reader listed once per position, each time both reads)
     xla = [g for g in cm._rows.groups if g.policy == "xla"][0]
@@ -139,18 +148,8 @@ def test_partition_of_random_wiring_equals_the_plan():
     cm = analyzer.CostModel(HW)
     blobs = [_merge_ladder()] + [_random_dag(seed) for seed in range(12)]
     _score_twice(cm, blobs)
-    merged = 0
-    for b in blobs:
-        st = lean.read(b)
-        counted = cm._fast.count(st)
-        lowered = cm.lower(counted)
-        data = cm._rows._data(counted.keys)
-        for g, (_, low) in zip(cm._rows.groups, lowered):
-            members, saved = cm._rows._kernels(st.nodes, data, g.policy)
-            assert tuple(members) == low.plan.members
-            assert tuple(saved) == low.plan.saved_bytes
-            merged += g.policy == "xla" and max(map(len, members)) >= 8
-    assert merged >= 7   # (large fused sets: the merging this test is for did happen)
+    # (large fused sets: the merging this test is for did happen)
+    assert _check_plans(cm, blobs) >= 7
 
 
 def test_a_mismatch_switches_the_rows_off():
@@ -168,14 +167,18 @@ def test_a_mismatch_switches_the_rows_off():
         np.testing.assert_allclose(cm.score([b])[0], reference(b), rtol=1e-6)
 
 
-def test_kernels_gather_what_batch_gathers():
+def _rows_and_full():
+    """[((idx, Kernels), (idx, Lowered))] per group of a candidate scored from the rows
+    and lowered in full."""
     cm = analyzer.CostModel(HW)
     blobs = [_wired(chain=3), _wired(chain=20)]
     cm.score(blobs)
     st = lean.read(blobs[1])
-    got = cm._rows.lowered(st, cm._fast.keys(st))
-    full = cm.lower(cm._fast.count(st))
-    for (_, k), (_, low) in zip(got, full):
+    return list(zip(cm._rows.lowered(st, cm._fast.keys(st)), cm.lower(cm._fast.count(st))))
+
+
+def test_kernels_gather_what_batch_gathers():
+    for (_, k), (_, low) in _rows_and_full():
         assert isinstance(k, rows.Kernels)
         for f in rows.FEATS:
             np.testing.assert_array_equal(k.feats[f], low.feats[f])
@@ -225,13 +228,7 @@ def test_a_bucket_mixing_rows_and_full_lowerings():
     learned from): one bucket, the rows gathered and the full one filled in, same times."""
     from analyzer.search import batch
 
-    cm = analyzer.CostModel(HW)
-    blobs = [_wired(chain=3), _wired(chain=20)]
-    cm.score(blobs)
-    st = lean.read(blobs[1])
-    from_rows = cm._rows.lowered(st, cm._fast.keys(st))
-    full = cm.lower(cm._fast.count(st))
-    for (_, k), (_, low) in zip(from_rows, full):
+    for (_, k), (_, low) in _rows_and_full():
         alone = batch.kernel_times([low])[0]
         for t in batch.kernel_times([k, low, k]) + batch.kernel_times([low, k]):
             np.testing.assert_array_equal(t, alone)
