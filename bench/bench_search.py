@@ -18,8 +18,8 @@ Then the model-search API (``analyzer.CostModel``), each as a ratio to a plain l
   learns node signatures from what it counts in full (analyzer.search.fast: a whole candidate,
   or one new node as a model of its own), so the figure depends on what it has seen: it is
   taken on candidates it has NOT scored before, after 256 others (a search's steady state; median of 3 batches; the share the fast path answered
-  is printed); also printed: a new CostModel's first batch (where it learns) and the first
-  unseen batch scored again;
+  is printed); also printed: a new CostModel's first batch (where it learns), the first
+  unseen batch scored again, and unseen candidates handed over as ModelProto objects;
   score_dims: assignments/s of (batch, seq, width) for one symbolic transformer block (the
     median of 3 calls, fit included; and evaluation only, the fit's exact lowerings excluded);
   table.score: candidates/s of a 5-stage CNN latency table (samples/search_space.CNN_SPACE).
@@ -135,6 +135,15 @@ def search_api(args) -> int:
         again_rates.append(len(blobs) / (time.perf_counter() - t))
     known_rate = float(np.median(again_rates))
     assert np.array_equal(again, lat)
+    # the same, candidates handed over as ModelProto objects (protobuf's own accessors read
+    # them; its allocator now and then trims the heap when their wrappers are freed)
+    proto_rates = []
+    for _ in range(3):
+        batch = [ss.random_transformer(rng, 100) for _ in blobs]
+        t = time.perf_counter()
+        cm.score(batch)
+        proto_rates.append(len(batch) / (time.perf_counter() - t))
+    proto_rate = float(np.median(proto_rates))
     loop = rate(lambda b: analyzer.analyze(b, hw=hw), blobs[:16], args.seconds / 2)
     print(f"\nmodel-search API on {', '.join(hw)} (this run)")
     print(f"score        : {score_rate:10,.0f} candidates/s ({len(blobs)} different ONNX candidates, "
@@ -145,6 +154,8 @@ def search_api(args) -> int:
           f"  {cold_rate / loop:7.1f}x analyze loop")
     print(f"score again  : {known_rate:10,.0f} candidates/s (the first {len(blobs)} again, median of 3)"
           f"  {known_rate / loop:7.1f}x analyze loop")
+    print(f"score proto  : {proto_rate:10,.0f} candidates/s (unseen, as ModelProto objects, median "
+          f"of 3 batches)  {proto_rate / loop:7.1f}x analyze loop")
     sym = ss.symbolic_transformer()
     dims = {"batch": [1, 2, 4, 8], "seq": list(range(16, 16 * 257, 16)),
             "width": list(range(64, 64 * 257, 64))}
