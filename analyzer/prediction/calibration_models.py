@@ -182,7 +182,10 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     b = Builder(3)
     for c, hw, k, s in [(32, 104, 3, 1), (96, 104, 3, 2), (144, 52, 3, 1), (192, 30, 3, 1),
                         (384, 16, 3, 1), (960, 8, 3, 1), (96, 52, 7, 1), (768, 8, 7, 1),
-                        (240, 30, 5, 1), (16, 16, 3, 1)]:
+                        (240, 30, 5, 1), (16, 16, 3, 1),
+                        # many channels at 7-14 pixels (the late stages of mobile networks)
+                        (512, 14, 3, 1), (256, 14, 3, 1), (1024, 7, 3, 1), (600, 12, 5, 1),
+                        (128, 28, 3, 1), (48, 96, 3, 1)]:
         b.add("Conv", [(1, c, hw, hw)], weights=[(c, 1, k, k), (c,)],
               attrs={"pads": [k // 2] * 4, "strides": [s, s], "group": c})
     for c, hw, k, s in [(32, 56, 3, 1), (144, 28, 3, 2), (64, 16, 3, 1)]:
@@ -194,7 +197,10 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     b = Builder(4)
     for c_in, c_out, hw in [(32, 16, 104), (16, 96, 104), (24, 144, 52), (144, 24, 52),
                             (64, 256, 56), (256, 64, 56), (128, 512, 28), (512, 128, 28),
-                            (320, 1280, 8), (960, 160, 8), (8, 8, 16)]:
+                            (320, 1280, 8), (960, 160, 8), (8, 8, 16),
+                            # expansions and projections of mobile networks' middle stages
+                            (24, 128, 56), (128, 24, 56), (48, 288, 28), (288, 48, 28),
+                            (96, 576, 14), (576, 96, 14)]:
         b.add("Conv", [(1, c_in, hw, hw)], weights=[(c_out, c_in, 1, 1), (c_out,)])
     for c_in, c_out, hw in [(32, 64, 56), (96, 24, 28), (16, 16, 16)]:
         b.add("FusedConv", [(1, c_in, hw, hw)], weights=[(c_out, c_in, 1, 1), (c_out,)],
