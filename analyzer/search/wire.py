@@ -10,7 +10,7 @@ encoding) returns None and the caller takes the full frontend.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 # field numbers (onnx.proto)
 _MODEL_GRAPH = 7
@@ -20,14 +20,16 @@ _T_DIMS, _T_DTYPE, _T_NAME, _T_LOCATION = 1, 2, 8, 14
 
 class Init(NamedTuple):
     """One initializer as the wire holds it; ``value_key()`` is its bytes less its name (equal
-    bytes: equal tensor), built on request only (weights are never copied)."""
+    bytes: equal tensor), built on request only (weights are never copied).  ``lean`` also
+    makes them for a ModelProto candidate's initializers: ``data`` the TensorProto, ``span``
+    None (``lean.value`` and ``lean.tensor`` read either)."""
 
     name: str
     dtype: int
     dims: tuple[int, ...]
     external: bool
-    data: bytes
-    span: tuple[int, int, int, int]   # tensor start, name field start, name field end, tensor end
+    data: Any                         # the model's bytes (or a ModelProto's TensorProto)
+    span: tuple[int, int, int, int] | None   # tensor start, name start, name end, tensor end
 
     def value_key(self) -> bytes:
         a, n0, n1, b = self.span
