@@ -33,6 +33,14 @@ _NO_SOURCES = Graph("", [], {}, (), ())   # what new_params reads: no folded sou
 MINI_PER_CANDIDATE = 8
 
 
+def _decl(outs: dict, node: lean.LeanNode) -> tuple | None:
+    """The declared types of a node's outputs (``outs``: graph output name -> its declared
+    TypeProto bytes) when one of them is a graph output, else None."""
+    if outs.keys().isdisjoint(node.named_out):
+        return None
+    return tuple(outs.get(o) for o in node.outputs)
+
+
 class FastCounter:
     """The memo of one ``CostModel`` (one set of counting options) and its hit statistics."""
 
@@ -84,13 +92,7 @@ class FastCounter:
                 it = mine[x] = (sid, lean.value(c) if spec.numel() <= lean.VALUE_ELEMENTS
                                 else "big")
             items.append(it)
-        outs = st.outputs
-        decl = None
-        for o in node.named_out:
-            if o in outs:
-                decl = tuple(outs.get(o) for o in node.outputs)
-                break
-        return (header, node.kind, tuple(items), decl)
+        return (header, node.kind, tuple(items), _decl(st.outputs, node))
 
     def _constant(self, c) -> tuple:
         """(spec id, the item a data op's signature takes for it or None, spec) of a constant
@@ -110,18 +112,14 @@ class FastCounter:
         other = {name: sid(s) for name, s in st.inputs.items()}
         data = dict(other)
         get, constant = self.constants.get, self._constant
-        if specs is None:
-            for name, c in st.constants.items():
-                e = get((c.dims, c.dtype)) or constant(c)
-                if e[1] is not None:
-                    data[name] = e[1]
-        else:
+        if specs is not None:
             specs.update(st.inputs)
-            for name, c in st.constants.items():
-                e = get((c.dims, c.dtype)) or constant(c)
+        for name, c in st.constants.items():
+            e = get((c.dims, c.dtype)) or constant(c)
+            if specs is not None:
                 specs[name] = e[2]
-                if e[1] is not None:
-                    data[name] = e[1]
+            if e[1] is not None:
+                data[name] = e[1]
         return data, other
 
     # ------------------------------------------------------------------ use
@@ -138,15 +136,8 @@ class FastCounter:
         for i, node in enumerate(st.nodes):
             # ``_sig`` inline where every input's item is already known (most nodes)
             items = tuple(map((data if node.data_op else other).get, node.inputs))
-            if None in items:
-                sig = sig_of(st, node, header, citems)
-            else:
-                decl = None
-                for o in node.named_out:
-                    if o in outs:
-                        decl = tuple(outs.get(o) for o in node.outputs)
-                        break
-                sig = (header, node.kind, items, decl)
+            sig = sig_of(st, node, header, citems) if None in items else \
+                (header, node.kind, items, _decl(outs, node))
             hit = memo_get(sig)
             if hit is None:
                 if budget <= 0 or sig in self.unlearnable:
