@@ -173,6 +173,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     models = calibration_models()
     rows: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     n_extra: dict[str, np.ndarray] = {}
+    views: dict[str, np.ndarray] = {}   # matrix views of the rows (cpu_model.node_features)
     n_cls = len(models)
     splits = {cls: split_rows(m) for cls, m in models.items()}
     best = time_rows(splits, lambda mk, min_s: wall_time(mk, threads, level, q, min_s=min_s),
@@ -186,11 +187,12 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
         nodes = {n.name: n for n in analyze(m).nodes}
         if cls in LAYOUT_CLASSES and level in ("default", "all"):
             moved[cls] = [profiled_reorders(split[k], nodes[k], threads, level) for k in order]
-        _, F, B = cpu_model.node_features([nodes[k] for k in order])
+        _, F, B, V = cpu_model.node_features([nodes[k] for k in order], views=True)
         t = np.array([meas[k] for k in order])
         ops = [nodes[k].op for k in order]
         n_extra[cls] = np.array([extra_nodes(split[k]) for k in order])
         rows[cls] = (F, B, t, ops)
+        views[cls] = V
     say(n_cls / (n_cls + 1), "measuring dispatch overhead")
     n_chain = 200
     w1 = _wall(_chain(1), threads, level, 400, q)
@@ -245,10 +247,15 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
                 mv["l2_gain"], l2_bytes)[0]) for b, _ in rs) for rs in per_row])
             rows[cls] = (F, B, np.maximum(t - r, REORDER_KEEP * t), o)
     for cls, (F, B, t, _) in rows.items():
-        fit = fits.get(cls) or cpu_model.fit_class(F, B, t, peak, bw, l2_bytes)
+        tiled = cls in cpu_model.TILED_CLASSES
+        fit = fits.get(cls) or cpu_model.fit_class(
+            F, B, t, peak, bw, l2_bytes, views.get(cls) if tiled else None,
+            cpu_model.TILE_CANDIDATES if tiled else ())
         tables[cls] = {"floor_us": fit["floor_s"] * 1e6, "e_c": fit["e_c"], "e_bw": fit["e_bw"],
                        "b_half_bytes": fit["b_half"], "l2_gain": fit["l2_gain"], "rows": fit["rows"],
                        "fit_mape": fit["fit_mape"]}
+        if fit.get("tile_n"):
+            tables[cls].update({"tile_n": fit["tile_n"], "n_half": fit["n_half"]})
     say(1.0, "done")
     elapsed = time.perf_counter() - t_start
     date = _dt.date.today().isoformat()

@@ -150,7 +150,10 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
                     # GEMVs whose weights (0.4-1.3 MB) straddle the 1 MB L2 of a core: the
                     # cache step's gain was poorly identified without them (two calibrations
                     # gave a 12 us MLP 12.1 and 13.9 us)
-                    (1, 320, 320), (1, 512, 384), (1, 448, 576), (1, 640, 512)]:
+                    (1, 320, 320), (1, 512, 384), (1, 448, 576), (1, 640, 512),
+                    # few and odd output columns: what identifies the tile of output columns a
+                    # kernel pads to, and its narrow-tile factor (cpu_model.fit_class)
+                    (256, 512, 8), (128, 256, 24), (64, 384, 40), (512, 128, 48), (200, 320, 4)]:
         b.add("MatMul", [(1, m, k)], weights=[(k, n)])
     for m, k, n in [(1, 512, 960), (32, 256, 256), (128, 512, 512)]:
         b.add("Gemm", [(m, k)], weights=[(n, k), (n,)], attrs={"transB": 1})
@@ -169,7 +172,10 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     for c_in, c_out, hw, k, s in [(3, 32, 208, 3, 2), (16, 16, 56, 3, 1), (32, 32, 56, 3, 1),
                                   (64, 64, 52, 3, 1), (128, 128, 30, 3, 1), (256, 256, 16, 3, 1),
                                   (512, 512, 8, 3, 1), (64, 128, 60, 3, 2), (8, 8, 32, 3, 1),
-                                  (3, 64, 208, 7, 2), (96, 96, 28, 5, 1)]:
+                                  (3, 64, 208, 7, 2), (96, 96, 28, 5, 1),
+                                  # few and odd output channels (the tile they pad to)
+                                  (32, 8, 48, 3, 1), (32, 24, 48, 3, 1), (48, 40, 24, 3, 1),
+                                  (24, 4, 96, 3, 1)]:
         b.add("Conv", [(1, c_in, hw, hw)], weights=[(c_out, c_in, k, k), (c_out,)],
               attrs={"pads": [k // 2] * 4, "strides": [s, s]})
     # FusedConv (Conv + Relu: what onnxruntime runs for a conv followed by its activation)
@@ -200,7 +206,9 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
                             (320, 1280, 8), (960, 160, 8), (8, 8, 16),
                             # expansions and projections of mobile networks' middle stages
                             (24, 128, 56), (128, 24, 56), (48, 288, 28), (288, 48, 28),
-                            (96, 576, 14), (576, 96, 14)]:
+                            (96, 576, 14), (576, 96, 14),
+                            # few and odd output channels (the tile they pad to)
+                            (64, 8, 48), (96, 40, 28), (32, 4, 64), (128, 24, 24)]:
         b.add("Conv", [(1, c_in, hw, hw)], weights=[(c_out, c_in, 1, 1), (c_out,)])
     for c_in, c_out, hw in [(32, 64, 56), (96, 24, 28), (16, 16, 16)]:
         b.add("FusedConv", [(1, c_in, hw, hw)], weights=[(c_out, c_in, 1, 1), (c_out,)],

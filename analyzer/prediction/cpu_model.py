@@ -54,37 +54,57 @@ PARAMS = ("floor_s", "e_c", "e_bw", "b_half", "l2_gain")
 # run-to-run jitter is a few tenths of a microsecond: rows below this are fitted as this (a
 # 0.01 us row would otherwise dominate the log-error fit of a class)
 NOISE_FLOOR_S = 0.25e-6
+# output columns per tile a calibration tries for the matrix classes (TILED_CLASSES): the fp32
+# lanes of 128-, 256- and 512-bit vector registers, and two 512-bit registers
+TILE_CANDIDATES = (4.0, 8.0, 16.0, 32.0)
+# calibration classes whose rows are matrix kernels (a GEMM view: output columns to pad)
+TILED_CLASSES = ("gemm", "conv", "conv_1x1", "conv1d")
 # the largest L2 gain the fit may return: L2 at 21x the class's L3/DRAM rate is beyond any
 # measured cache ratio (the bound keeps a class without small rows from running away)
 MAX_L2_GAIN = 20.0
 
 
-def node_features(nodes: Iterable[Any]) -> tuple[list[str], np.ndarray, np.ndarray]:
+def node_features(nodes: Iterable[Any], views: bool = False):
     """(op class per node, flops [N], bytes [N]) from opcost ``NodeCost``s: the class, FLOPs
-    (mac + vector + transcendentals) and bytes lowering gives the same node."""
+    (mac + vector + transcendentals) and bytes lowering gives the same node. ``views``: also
+    the matrix view ``[5, N]`` (mac flops, m, n, k, batch; zeros for a node without one), what
+    the tiled form reads (``kernel_time``'s ``view``)."""
+    from analyzer.prediction.kernel_rows import gemm_view
     from analyzer.prediction.lowering import node_op_class
 
-    classes, F, B = [], [], []
+    classes, F, B, V = [], [], [], []
     for n in nodes:
         c = n.cost
         classes.append(node_op_class(n))
         F.append(float(c.mac_flops + c.vector_flops + c.transcendentals))
         B.append(float(c.bytes_moved))
-    return classes, np.asarray(F, dtype=np.float64), np.asarray(B, dtype=np.float64)
+        if views:
+            V.append((float(c.mac_flops),) + tuple(gemm_view(n)[:4]))
+    out = classes, np.asarray(F, dtype=np.float64), np.asarray(B, dtype=np.float64)
+    return out + (np.asarray(V, dtype=np.float64).reshape(-1, 5).T,) if views else out
 
 
-def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_bytes=0.0):
+def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_bytes=0.0,
+                view=None, tile_n=0.0, n_half=0.0):
     """The per-kernel form (seconds) for one class, numpy-broadcasting over ``F``/``B``: the
     product's ``efficiency.kernel_time`` with the class's constants (vector peak = matrix peak,
-    transcendentals weighted 1, no tiles), as the predictions evaluate it. ``l2_bytes`` 0: no
-    cache step."""
+    transcendentals weighted 1), as the predictions evaluate it. ``l2_bytes`` 0: no cache step.
+    ``view`` (``node_features(..., views=True)``'s, for the same rows) with ``tile_n`` > 0: the
+    matrix work is padded to whole tiles of ``tile_n`` output columns (one row per tile:
+    ``tile_m`` 1) and pays the narrow-tile factor of ``n_half``."""
     F = np.atleast_1d(np.asarray(F, dtype=np.float64))
     B = np.atleast_1d(np.asarray(B, dtype=np.float64))
     z = np.zeros(1)
+    tiled = view is not None and tile_n > 0
     consts = {"e_compute": z + e_c, "e_bw": z + e_bw, "b_half_bytes": z + b_half, "floor_s": z + floor_s,
-              "tile_m": z, "tile_n": z, "wave_alpha": z, "l2_gain": z + l2_gain, "trans_weight": 1.0}
+              "tile_m": z + (1.0 if tiled else 0.0), "tile_n": z + (tile_n if tiled else 0.0),
+              "wave_alpha": z, "l2_gain": z + l2_gain, "n_half": z + (n_half if tiled else 0.0),
+              "trans_weight": 1.0}
     feats = {"op_class": np.zeros(np.broadcast(F, B).shape, np.int32), "mac_flops": F + 0 * B,
              "bytes": B + 0 * F}
+    if tiled:
+        mac, m, n, k, batch = (np.asarray(v, dtype=np.float64) for v in view)
+        feats.update({"mac_flops": mac, "vec_flops": F - mac, "m": m, "n": n, "k": k, "batch": batch})
     hw = {"matrix_peak": peak, "vector_peak": peak, "mem_bw": bw, "l2_bytes": float(l2_bytes)}
     return eff.kernel_time(np, feats, hw, consts)["time_s"]
 
@@ -127,11 +147,15 @@ def _nelder_mead(f, x0, steps, iters=600, tol=1e-10):
     return pts[i], vals[i]
 
 
-def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0) -> dict[str, float]:
+def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
+              tiles: Iterable[float] = ()) -> dict[str, float]:
     """Fit ``floor_s, e_c, e_bw, b_half`` (and ``l2_gain`` when ``l2_bytes`` > 0; else 0) of the
     form to measured kernel times ``t`` (seconds), minimising the squared log error (relative
-    error: small and large kernels count alike). Returns the constants plus ``fit_mape`` (%)
-    and ``rows``."""
+    error: small and large kernels count alike). With a ``view`` (``node_features``'s) and
+    candidate ``tiles`` (output columns per tile, e.g. ``TILE_CANDIDATES``), each tile is fitted
+    too, with its ``n_half`` (0 .. 4 tiles), from the untiled fit's constants; the best of all
+    (including no tile) is kept. Returns the constants (``tile_n`` 0 and ``n_half`` 0: untiled)
+    plus ``fit_mape`` (%) and ``rows``."""
     F = np.asarray(F, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
     t = np.asarray(t, dtype=np.float64)
@@ -140,6 +164,9 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0) -> dict[st
     # (views: Reshape aliases its input, 0.02-0.09 us) is fitted at their median instead
     noise = NOISE_FLOOR_S if (t[ok] > NOISE_FLOOR_S).any() or not ok.any() else float(np.median(t[ok]))
     F, B, t = F[ok], B[ok], np.maximum(t[ok], noise)
+    view = None if view is None else np.asarray(view, dtype=np.float64)[:, ok]
+    # tiles only where a row has a matrix view (a class without one has nothing to pad)
+    tiles = tuple(tiles) if view is not None and (view[2] > 0).any() else ()
     bmin = float(B[B > 0].min()) if (B > 0).any() else 0.0
     tmin = float(t.min())
     with_cache = l2_bytes > 0 and (B > 0).any()
@@ -153,9 +180,10 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0) -> dict[st
         gain = MAX_L2_GAIN / (1 + math.exp(min(max(-x[4], -50.0), 50.0))) if with_cache else 0.0
         return floor, e_c, e_bw, b_half, gain
 
-    def loss(x):
+    def loss(x, tile=0.0):
         floor, e_c, e_bw, b_half, gain = unpack(x)
-        pred = kernel_time(F, B, floor, e_c, e_bw, b_half, peak, bw, gain, l2_bytes)
+        n_half = tile * 4.0 / (1 + math.exp(min(max(-x[5], -50.0), 50.0))) if tile else 0.0
+        pred = kernel_time(F, B, floor, e_c, e_bw, b_half, peak, bw, gain, l2_bytes, view, tile, n_half)
         if np.any(pred <= 0):
             return 1e9
         return float(np.mean((np.log(pred) - np.log(t)) ** 2))
@@ -175,11 +203,22 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0) -> dict[st
                 x, v = _nelder_mead(loss, x, [0.3, 0.2, 0.2, 0.3, 0.3])
                 if best is None or v < best[1]:
                     best = (x, v)
-    floor, e_c, e_bw, b_half, gain = unpack(best[0])
-    pred = kernel_time(F, B, floor, e_c, e_bw, b_half, peak, bw, gain, l2_bytes)
+    best = (best[0], best[1], 0.0)
+    untiled = best
+    for tile in tiles:
+        for nh0 in (-2.0, 0.0):   # n_half about 0.5 and 2 tiles
+            x0 = list(untiled[0][:5]) + [nh0]
+            x, v = _nelder_mead(lambda z: loss(z, tile), x0, [1.0, 0.5, 0.5, 1.0, 1.0, 1.0])
+            x, v = _nelder_mead(lambda z: loss(z, tile), x, [0.3, 0.2, 0.2, 0.3, 0.3, 0.3])
+            if v < best[1]:
+                best = (x, v, tile)
+    x, _, tile = best
+    floor, e_c, e_bw, b_half, gain = unpack(x)
+    n_half = tile * 4.0 / (1 + math.exp(min(max(-x[5], -50.0), 50.0))) if tile else 0.0
+    pred = kernel_time(F, B, floor, e_c, e_bw, b_half, peak, bw, gain, l2_bytes, view, tile, n_half)
     mape = float(np.mean(np.abs(pred - t) / t) * 100)
     return {"floor_s": floor, "e_c": e_c, "e_bw": e_bw, "b_half": b_half, "l2_gain": gain,
-            "rows": int(len(t)), "fit_mape": mape}
+            "tile_n": float(tile), "n_half": float(n_half), "rows": int(len(t)), "fit_mape": mape}
 
 
 def spearman(a, b) -> float:

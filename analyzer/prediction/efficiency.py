@@ -7,7 +7,7 @@ and a hardware profile, with per-architecture-family constants fitted on public 
 
 Model, per kernel of op class ``c`` (constants indexed by class)::
 
-    compute_s = work / (matrix_peak * e_compute[c]) * wave(c)
+    compute_s = work / (matrix_peak * e_compute[c]) * wave(c) * narrow(c)
                 + (vec_flops + trans_weight * trans_flops) / (vector_peak * e_compute[c])
     memory_s  = (dram_bytes + b_half[c]) / (mem_bw * e_bw[c] * cache) + bytes / (units * sm_bw[c])
     dram_bytes = bytes * (1 - l2_hit[c] * s(bytes / l2_bytes))
@@ -20,7 +20,18 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   and a GEMM view ``m, n, k`` given) where it is the padded work of the tiles the kernel runs:
   ``2 * ceil(m/tm)*tm * ceil(n/tn)*tn * k * batch`` (a 129x129x129 GEMM on 128x128 tiles does the
   work of 256x256x129).  A dimension smaller than its tile pads only to the 16-wide MMA granule
-  (libraries switch to skinny tiles / GEMV kernels there).
+  (libraries switch to skinny tiles / GEMV kernels there), or to the tile where the tile is
+  narrower than that (a CPU's tile: its vector width).
+- ``narrow`` (tiled classes): ``1 + (n_half[c] / n_padded)**2``.  A CPU GEMM or convolution
+  kernel holds its output columns in vector registers; with one or two registers' worth of
+  columns its inner loop runs at part of its rate.  Measured with onnxruntime 1.32 (MLAS) on
+  an AVX-512 EPYC, 1 thread, profiled kernel times: a 3x3 convolution (64 -> C_out channels,
+  64x64 pixels) takes 431, 410, 410 us at C_out 2, 8, 16 (padded to the 16 fp32 lanes of a
+  512-bit register), 602 at 32, 1145 at 64, 2357 at 128: 286-295 us per 16 columns from 64 up,
+  410 for the first 16 alone (1.43x: ``n_half`` about 10); a 1x1 convolution (256 channels in,
+  56x56) 137 us at C_out 16, 206-207 at 24 and 32, 401 at 64; a MatMul (256 x 512 @ 512 x N)
+  26 us at N 2-16, 41-42 at 24-32.  Calibration fits ``tile_n`` and ``n_half`` per class
+  (``cpu_model.fit_class``); GPU families leave ``n_half`` 0.
 - ``wave`` (tiled classes, when the number of units (SMs) is known): tiles = ceil(m/tm) *
   ceil(n/tn) * batch spread over ``units``; utilisation = tiles / (ceil(tiles/units) * units);
   ``wave = utilisation ** -wave_alpha[c]`` (alpha 1: a partly filled last wave costs a full wave;
@@ -87,11 +98,11 @@ from analyzer.prediction.op_classes import (  # noqa: F401  (re-exported: one im
 # per-class constant arrays a constants set carries (keys of ``FamilyConstants.arrays``)
 MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
-               "bpc", "l2_hit")
+               "bpc", "l2_hit", "n_half")
 # ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
 CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
 # values a constants file may leave out (older files: no cache term, no per-SM term)
-PARAM_DEFAULTS = {"l2_gain": 0.0, "bpc": 0.0, "l2_hit": 0.0, "sm_bw": 0.0}
+PARAM_DEFAULTS = {"l2_gain": 0.0, "bpc": 0.0, "l2_hit": 0.0, "sm_bw": 0.0, "n_half": 0.0}
 # sharpness of the cache step s(x) = 1 / (1 + x**p) in x = working set / L2 size: a fixed part of
 # the form, not fitted. p = 2 matches vidur's A40 add (about 1.5x the DRAM rate at 0.5-1.5x L2,
 # 1.07x at 2-5x, none above); other powers were not compared
@@ -144,10 +155,16 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
     b1 = xp.maximum(batch, 1.0)
     mt, nt = xp.ceil(m / tm1), xp.ceil(n / tn1)
     # a dimension smaller than its tile runs on a narrower tile (the library picks skinny/GEMV
-    # kernels): padded to the MMA granule only, so a GEMV is not charged a full 128-row tile
-    mp = xp.where(m >= tm1, mt * tm1, xp.ceil(m / MMA_GRANULE) * MMA_GRANULE)
-    np_ = xp.where(n >= tn1, nt * tn1, xp.ceil(n / MMA_GRANULE) * MMA_GRANULE)
+    # kernels): padded to the MMA granule only, so a GEMV is not charged a full 128-row tile (a
+    # tile narrower than the granule, a CPU's vector width, is its own granule)
+    gm, gn = xp.minimum(tm1, MMA_GRANULE), xp.minimum(tn1, MMA_GRANULE)
+    mp = xp.where(m >= tm1, mt * tm1, xp.ceil(m / gm) * gm)
+    np_ = xp.where(n >= tn1, nt * tn1, xp.ceil(n / gn) * gn)
     work = xp.where(tiled, 2.0 * mp * np_ * k * b1, mac)
+    # narrow outputs: a tiled kernel with few (padded) columns runs its inner loop at part of
+    # its rate (time x 1 + (n_half / n)^2; n_half 0: off)
+    nh = per("n_half") if "n_half" in arrays else zeros
+    narrow = xp.where(tiled, 1.0 + (nh / xp.maximum(np_, 1.0)) ** 2, 1.0)
     # wave quantization over the units, when known
     units = xp.asarray(hw.get("units", 0.0)) * xp.ones_like(mac)
     known = tiled & (units > 0)
@@ -156,7 +173,7 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
     util = xp.where(known, tiles / (xp.ceil(tiles / u1) * u1), 1.0)
     wave = util ** (-alpha)
 
-    compute = (work / (xp.asarray(hw["matrix_peak"]) * e_c) * wave
+    compute = (work / (xp.asarray(hw["matrix_peak"]) * e_c) * wave * narrow
                + (vec + trans_w * trans) / (xp.asarray(hw["vector_peak"]) * e_c))
     step = l2_step(xp, nbytes, hw.get("l2_bytes", 0.0))
     ramp_bytes = nbytes * (1.0 - hit * step) + b_half  # bytes / (bw * e * b/(b+h)) = (b + h) / (bw * e)

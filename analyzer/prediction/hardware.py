@@ -30,6 +30,11 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
             arrays["floor_s"][i] = float(t.get("floor_us", 0.0)) * 1e-6
             if "l2_gain" in arrays:
                 arrays["l2_gain"][i] = float(t.get("l2_gain", 0.0))
+            # a matrix class's tile of output columns (one row per tile) and narrow-tile factor
+            tile_n = float(t.get("tile_n", 0.0))
+            arrays["tile_m"][i] = 1.0 if tile_n > 0 else 0.0
+            arrays["tile_n"][i] = tile_n
+            arrays["n_half"][i] = float(t.get("n_half", 0.0)) if tile_n > 0 else 0.0
         return arrays, "calibrated", (f"calibrated on this machine ({cal.get('measured_on', '?')}, "
                                       f"{cal.get('runtime', '?')})")
     fam = profile.family or eff.family_of(profile.id)

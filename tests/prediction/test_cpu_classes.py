@@ -111,6 +111,48 @@ def test_fit_recovers_a_known_l2_gain():
     assert cpu_model.fit_class(F, B, t, peak, bw)["l2_gain"] == 0.0
 
 
+def test_fit_finds_the_tile_of_output_columns():
+    # rows made with 16-column tiles and n_half 10 (what MLAS showed on an AVX-512 EPYC:
+    # efficiency.py docstring): the tiled fit finds 16 among the candidates, its n_half, and
+    # fits the rows exactly; without candidates it cannot (N = 2, 8 and 16 cost the same: 6.8 %)
+    from analyzer.prediction import cpu_model
+
+    peak, bw = 2.7e11, 5e10
+    rows = [(m, n, k) for m in (256, 1024, 4096) for n in (2, 8, 16, 24, 32, 48, 64, 128)
+            for k in (64, 576)]
+    m, n, k = (np.array(x, np.float64) for x in zip(*rows))
+    mac = 2 * m * n * k
+    F, B = mac, 4 * (m * k + k * n + m * n)
+    view = np.stack([mac, m, n, k, np.ones_like(m)])
+    t = cpu_model.kernel_time(F, B, 1e-6, 0.9, 1.0, 0.0, peak, bw, 0.0, 0.0, view, 16.0, 10.0)
+    # closed form of one row: m 256, n 24 -> padded 32, k 64: 2*256*32*64 / (0.9 peak) x (1 + (10/32)^2)
+    i = rows.index((256, 24, 64))
+    assert t[i] == pytest.approx(1e-6 + 2 * 256 * 32 * 64 / (0.9 * peak) * (1 + (10 / 32) ** 2), rel=1e-9)
+    fit = cpu_model.fit_class(F, B, t, peak, bw, 0.0, view, cpu_model.TILE_CANDIDATES)
+    assert fit["tile_n"] == 16.0
+    assert fit["n_half"] == pytest.approx(10.0, rel=0.05)
+    assert fit["e_c"] == pytest.approx(0.9, rel=0.03)
+    assert fit["fit_mape"] < 1.0
+    plain = cpu_model.fit_class(F, B, t, peak, bw, 0.0)
+    assert plain["tile_n"] == 0.0 and plain["fit_mape"] > 5.0
+
+
+def test_calibrated_tables_carry_the_tile():
+    # a calibrated table's tile_n / n_half reach the constants (tile_m 1: one row per tile)
+    from analyzer.prediction import efficiency as eff
+    from analyzer.prediction.hardware import efficiency_constants
+
+    class P:
+        calibration = {"runtime": "onnxruntime", "tables": {
+            "gemm": {"e_c": 0.9, "e_bw": 1.0, "tile_n": 16.0, "n_half": 10.0},
+            "conv": {"e_c": 0.8, "e_bw": 1.0}}}
+    arrays, prov, _ = efficiency_constants(P())
+    assert prov == "calibrated"
+    g, c = eff.CLASS_CODE["gemm"], eff.CLASS_CODE["conv"]
+    assert (arrays["tile_m"][g], arrays["tile_n"][g], arrays["n_half"][g]) == (1.0, 16.0, 10.0)
+    assert (arrays["tile_m"][c], arrays["tile_n"][c], arrays["n_half"][c]) == (0.0, 0.0, 0.0)
+
+
 def test_l2_cache_bytes_reads_sysfs(tmp_path):
     from analyzer.prediction.calibrate import cache_level_bytes, l2_cache_bytes
 

@@ -48,6 +48,32 @@ def test_padded_work_129_on_128_tiles():
     assert kernel_time(np, f2, HW, consts())["compute_s"][0] == pytest.approx(2 * 128 ** 3 / 50e12)
 
 
+def test_cpu_tile_narrower_than_the_granule_pads_to_itself():
+    # a CPU tile: 1 row x 8 output columns (256-bit fp32 lanes). N = 2 pads to 8 (not to the
+    # 16-wide MMA granule), N = 20 to 24; M is never padded (tile_m 1)
+    c = consts(tile_m=1.0, tile_n=8.0, wave_alpha=0.0, b_half_bytes=0.0)
+    f = feats("conv", mac=2 * 100 * 2 * 27, m=100, n=2, k=27, batch=1)
+    assert kernel_time(np, f, HW, c)["compute_s"][0] == pytest.approx(2 * 100 * 8 * 27 / 50e12)
+    f = feats("conv", mac=2 * 101 * 20 * 27, m=101, n=20, k=27, batch=1)
+    assert kernel_time(np, f, HW, c)["compute_s"][0] == pytest.approx(2 * 101 * 24 * 27 / 50e12)
+
+
+def test_narrow_tile_factor():
+    # n_half 8 on a 16-column tile: N = 16 costs 1 + (8/16)^2 = 1.25x its work, N = 2 (padded
+    # to 16) the same, N = 64 1 + (8/64)^2 = 1.015625x; n_half 0 (GPU families): no factor
+    c = consts(tile_m=1.0, tile_n=16.0, wave_alpha=0.0, b_half_bytes=0.0, n_half=8.0)
+    for n, padded, factor in ((16, 16, 1.25), (2, 16, 1.25), (64, 64, 1.015625)):
+        f = feats("gemm", mac=2 * 50 * n * 64, m=50, n=n, k=64, batch=1)
+        assert kernel_time(np, f, HW, c)["compute_s"][0] == pytest.approx(2 * 50 * padded * 64 * factor / 50e12)
+    f = feats("gemm", mac=2 * 50 * 16 * 64, m=50, n=16, k=64, batch=1)
+    assert kernel_time(np, f, HW, consts(tile_m=1.0, tile_n=16.0, wave_alpha=0.0))["compute_s"][0] == \
+        pytest.approx(2 * 50 * 16 * 64 / 50e12)
+    # an untiled class (tile 0) never pays it
+    f = feats("gemm", mac=2 * 50 * 16 * 64, m=50, n=16, k=64, batch=1)
+    assert kernel_time(np, f, HW, consts(tile_m=0.0, tile_n=0.0, n_half=8.0))["compute_s"][0] == \
+        pytest.approx(2 * 50 * 16 * 64 / 50e12)
+
+
 def test_wave_quantization_with_units():
     # 4 tiles on 3 units: 2 waves, utilisation 4/6; alpha 1 -> compute x 1.5
     f = feats("gemm", mac=2 * 256 * 256 * 64, m=256, n=256, k=64, batch=1)
