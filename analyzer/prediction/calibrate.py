@@ -250,12 +250,14 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
         tiled = cls in cpu_model.TILED_CLASSES
         fit = fits.get(cls) or cpu_model.fit_class(
             F, B, t, peak, bw, l2_bytes, views.get(cls) if tiled else None,
-            cpu_model.TILE_CANDIDATES if tiled else ())
+            cpu_model.TILE_CANDIDATES if tiled else (), parallel=threads > 1)
         tables[cls] = {"floor_us": fit["floor_s"] * 1e6, "e_c": fit["e_c"], "e_bw": fit["e_bw"],
                        "b_half_bytes": fit["b_half"], "l2_gain": fit["l2_gain"], "rows": fit["rows"],
                        "fit_mape": fit["fit_mape"]}
         if fit.get("tile_n"):
             tables[cls].update({"tile_n": fit["tile_n"], "n_half": fit["n_half"]})
+        if fit.get("par_s"):
+            tables[cls].update({"par_us": fit["par_s"] * 1e6, "b_par_bytes": fit["b_par"]})
     say(1.0, "done")
     elapsed = time.perf_counter() - t_start
     date = _dt.date.today().isoformat()

@@ -249,7 +249,10 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
 
     b = Builder(7)
     for r, h in [(1, 64), (16, 128), (32, 768), (128, 768), (197, 384), (512, 1024), (3136, 96),
-                 (8, 2048), (1024, 256)]:
+                 (8, 2048), (1024, 256),
+                 # few rows: where a multi-threaded runtime starts to split the kernel over its
+                 # threads (cpu_model.fit_class's thread-split step)
+                 (2, 32), (4, 96), (8, 48), (24, 64), (48, 128)]:
         b.add("LayerNormalization", [(1, r, h)], weights=[(h,), (h,)], attrs={"axis": -1})
     M["norm"] = b.model()
 
@@ -281,7 +284,8 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     M["attention"] = b.model()
 
     b = Builder(8)
-    for h, s in [(1, 16), (2, 32), (4, 64), (12, 128), (12, 256), (8, 512), (16, 1024), (1, 4096)]:
+    for h, s in [(1, 16), (2, 32), (4, 64), (12, 128), (12, 256), (8, 512), (16, 1024), (1, 4096),
+                 (2, 8), (3, 16), (6, 24)]:   # (the last three: few rows, as norm's)
         b.add("Softmax", [(1, h, s, s)], attrs={"axis": -1})
     M["softmax"] = b.model()
 

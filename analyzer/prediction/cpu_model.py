@@ -59,6 +59,11 @@ NOISE_FLOOR_S = 0.25e-6
 TILE_CANDIDATES = (4.0, 8.0, 16.0, 32.0)
 # calibration classes whose rows are matrix kernels (a GEMM view: output columns to pad)
 TILED_CLASSES = ("gemm", "conv", "conv_1x1", "conv1d")
+# the largest fork/join cost of a kernel split over threads the fit may return (seconds), and
+# the share by which the step must lower a class's loss to be kept (a step that explains
+# nothing would only add noise to the class's other constants)
+MAX_PAR_S = 4e-6
+PAR_GAIN = 0.1
 # the largest L2 gain the fit may return: L2 at 21x the class's L3/DRAM rate is beyond any
 # measured cache ratio (the bound keeps a class without small rows from running away)
 MAX_L2_GAIN = 20.0
@@ -85,13 +90,14 @@ def node_features(nodes: Iterable[Any], views: bool = False):
 
 
 def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_bytes=0.0,
-                view=None, tile_n=0.0, n_half=0.0):
+                view=None, tile_n=0.0, n_half=0.0, par_s=0.0, b_par=0.0):
     """The per-kernel form (seconds) for one class, numpy-broadcasting over ``F``/``B``: the
     product's ``efficiency.kernel_time`` with the class's constants (vector peak = matrix peak,
     transcendentals weighted 1), as the predictions evaluate it. ``l2_bytes`` 0: no cache step.
     ``view`` (``node_features(..., views=True)``'s, for the same rows) with ``tile_n`` > 0: the
     matrix work is padded to whole tiles of ``tile_n`` output columns (one row per tile:
-    ``tile_m`` 1) and pays the narrow-tile factor of ``n_half``."""
+    ``tile_m`` 1) and pays the narrow-tile factor of ``n_half``. ``par_s`` > 0: the fork/join
+    of kernels split over threads, stepping in around ``b_par`` bytes."""
     F = np.atleast_1d(np.asarray(F, dtype=np.float64))
     B = np.atleast_1d(np.asarray(B, dtype=np.float64))
     z = np.zeros(1)
@@ -99,7 +105,7 @@ def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_byte
     consts = {"e_compute": z + e_c, "e_bw": z + e_bw, "b_half_bytes": z + b_half, "floor_s": z + floor_s,
               "tile_m": z + (1.0 if tiled else 0.0), "tile_n": z + (tile_n if tiled else 0.0),
               "wave_alpha": z, "l2_gain": z + l2_gain, "n_half": z + (n_half if tiled else 0.0),
-              "trans_weight": 1.0}
+              "par_s": z + par_s, "b_par": z + b_par, "trans_weight": 1.0}
     feats = {"op_class": np.zeros(np.broadcast(F, B).shape, np.int32), "mac_flops": F + 0 * B,
              "bytes": B + 0 * F}
     if tiled:
@@ -148,14 +154,17 @@ def _nelder_mead(f, x0, steps, iters=600, tol=1e-10):
 
 
 def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
-              tiles: Iterable[float] = ()) -> dict[str, float]:
+              tiles: Iterable[float] = (), parallel: bool = False) -> dict[str, float]:
     """Fit ``floor_s, e_c, e_bw, b_half`` (and ``l2_gain`` when ``l2_bytes`` > 0; else 0) of the
     form to measured kernel times ``t`` (seconds), minimising the squared log error (relative
     error: small and large kernels count alike). With a ``view`` (``node_features``'s) and
     candidate ``tiles`` (output columns per tile, e.g. ``TILE_CANDIDATES``), each tile is fitted
     too, with its ``n_half`` (0 .. 4 tiles), from the untiled fit's constants; the best of all
-    (including no tile) is kept. Returns the constants (``tile_n`` 0 and ``n_half`` 0: untiled)
-    plus ``fit_mape`` (%) and ``rows``."""
+    (including no tile) is kept. ``parallel`` (rows measured at more than one thread): the
+    thread-split step is fitted last (``par_s`` 0 .. 4 us, ``b_par`` within the rows' bytes)
+    and kept where it lowers the loss by more than ``PAR_GAIN``. Returns the constants
+    (``tile_n``/``n_half`` 0: untiled; ``par_s``/``b_par`` 0: no step) plus ``fit_mape`` (%)
+    and ``rows``."""
     F = np.asarray(F, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
     t = np.asarray(t, dtype=np.float64)
@@ -180,10 +189,23 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
         gain = MAX_L2_GAIN / (1 + math.exp(min(max(-x[4], -50.0), 50.0))) if with_cache else 0.0
         return floor, e_c, e_bw, b_half, gain
 
+    def sig(v):
+        return 1.0 / (1 + math.exp(min(max(-v, -50.0), 50.0)))
+
+    lo_b, hi_b = math.log(max(bmin, 1.0)), math.log(max(float(B.max()) if len(B) else 1.0, 2.0))
+
+    def extra(x, tile):
+        """(n_half, par_s, b_par) of a parameter vector: x[5] the tile's, x[6:8] the step's."""
+        n_half = tile * 4.0 * sig(x[5]) if tile else 0.0
+        if len(x) < 8:
+            return n_half, 0.0, 0.0
+        return n_half, MAX_PAR_S * sig(x[6]), math.exp(lo_b + (hi_b - lo_b) * sig(x[7]))
+
     def loss(x, tile=0.0):
         floor, e_c, e_bw, b_half, gain = unpack(x)
-        n_half = tile * 4.0 / (1 + math.exp(min(max(-x[5], -50.0), 50.0))) if tile else 0.0
-        pred = kernel_time(F, B, floor, e_c, e_bw, b_half, peak, bw, gain, l2_bytes, view, tile, n_half)
+        n_half, par_s, b_par = extra(x, tile)
+        pred = kernel_time(F, B, floor, e_c, e_bw, b_half, peak, bw, gain, l2_bytes, view, tile, n_half,
+                           par_s, b_par)
         if np.any(pred <= 0):
             return 1e9
         return float(np.mean((np.log(pred) - np.log(t)) ** 2))
@@ -203,7 +225,7 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
                 x, v = _nelder_mead(loss, x, [0.3, 0.2, 0.2, 0.3, 0.3])
                 if best is None or v < best[1]:
                     best = (x, v)
-    best = (best[0], best[1], 0.0)
+    best = (list(best[0]) + [0.0], best[1], 0.0)
     untiled = best
     for tile in tiles:
         for nh0 in (-2.0, 0.0):   # n_half about 0.5 and 2 tiles
@@ -211,14 +233,24 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
             x, v = _nelder_mead(lambda z: loss(z, tile), x0, [1.0, 0.5, 0.5, 1.0, 1.0, 1.0])
             x, v = _nelder_mead(lambda z: loss(z, tile), x, [0.3, 0.2, 0.2, 0.3, 0.3, 0.3])
             if v < best[1]:
-                best = (x, v, tile)
+                best = (list(x), v, tile)
+    if parallel and len(t) >= 6:
+        base, tile = best, best[2]
+        for b0 in (-1.5, 0.0, 1.5):   # the step low, mid and high in the rows' bytes
+            x0 = list(base[0][:6]) + [-1.0, b0]
+            x, v = _nelder_mead(lambda z: loss(z, tile), x0, [1.0, 0.5, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0])
+            x, v = _nelder_mead(lambda z: loss(z, tile), x, [0.3, 0.2, 0.2, 0.3, 0.3, 0.3, 0.3, 0.3])
+            if v < best[1] and v < base[1] * (1 - PAR_GAIN):
+                best = (list(x), v, tile)
     x, _, tile = best
     floor, e_c, e_bw, b_half, gain = unpack(x)
-    n_half = tile * 4.0 / (1 + math.exp(min(max(-x[5], -50.0), 50.0))) if tile else 0.0
-    pred = kernel_time(F, B, floor, e_c, e_bw, b_half, peak, bw, gain, l2_bytes, view, tile, n_half)
+    n_half, par_s, b_par = extra(x, tile)
+    pred = kernel_time(F, B, floor, e_c, e_bw, b_half, peak, bw, gain, l2_bytes, view, tile, n_half,
+                       par_s, b_par)
     mape = float(np.mean(np.abs(pred - t) / t) * 100)
     return {"floor_s": floor, "e_c": e_c, "e_bw": e_bw, "b_half": b_half, "l2_gain": gain,
-            "tile_n": float(tile), "n_half": float(n_half), "rows": int(len(t)), "fit_mape": mape}
+            "tile_n": float(tile), "n_half": float(n_half), "par_s": float(par_s), "b_par": float(b_par),
+            "rows": int(len(t)), "fit_mape": mape}
 
 
 def spearman(a, b) -> float:

@@ -13,7 +13,7 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
     dram_bytes = bytes * (1 - l2_hit[c] * s(bytes / l2_bytes))
     cache     = 1 + l2_gain[c] * s(bytes / l2_bytes),          s(x) = 1 / (1 + x**L2_STEP_POWER)
     sm_bw[c]  = bpc[c] * clock_hz                               (bytes per SM-cycle x the device clock)
-    floor_s   = floor[c]
+    floor_s   = floor[c] + par_s[c] * p(bytes / b_par[c])       (p: the thread-split step)
     time_s    = floor_s + max(compute_s, memory_s)
 
 - ``work`` is ``mac_flops`` for every class, except for the tiled matrix classes (``tile_m[c] > 0``
@@ -74,6 +74,13 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   ``bpc`` and a profile's clock (0 when either is unknown: the term is off), so the jitted kernel
   keeps its argument list.  ``bpc = 0`` and ``l2_hit = 0`` (the defaults) give the form above
   without the term.
+- ``par_s`` / ``b_par`` (a calibrated multi-threaded CPU): ``floor_s`` grows by
+  ``par_s * p(bytes / b_par)``, ``p(x) = x**4 / (1 + x**4)``.  onnxruntime splits a kernel over
+  its intra-op threads only above a cost threshold, and a split kernel pays the thread pool's
+  fork/join: at 2 threads on a 2-core EPYC a chain of 20 LayerNorms over 2x16x64 took 40.8 us
+  against 29.7 at 1 thread (2.0 against 1.5 us a node), while 20 Adds of the same size (not
+  split) took 11.5 us at both.  Fitted per class by ``calibrate`` at more than one thread; 0
+  (off) everywhere else.
 - GEMV-like shapes: ``bytes`` carries the weights, so a skinny GEMM is memory-bound through the
   same memory term (weight streaming).
 
@@ -98,16 +105,21 @@ from analyzer.prediction.op_classes import (  # noqa: F401  (re-exported: one im
 # per-class constant arrays a constants set carries (keys of ``FamilyConstants.arrays``)
 MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
-               "bpc", "l2_hit", "n_half")
+               "bpc", "l2_hit", "n_half", "par_s", "b_par")
 # ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
 CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
 # values a constants file may leave out (older files: no cache term, no per-SM term)
-PARAM_DEFAULTS = {"l2_gain": 0.0, "bpc": 0.0, "l2_hit": 0.0, "sm_bw": 0.0, "n_half": 0.0}
+PARAM_DEFAULTS = {"l2_gain": 0.0, "bpc": 0.0, "l2_hit": 0.0, "sm_bw": 0.0, "n_half": 0.0, "par_s": 0.0,
+                  "b_par": 0.0}
 # sharpness of the cache step s(x) = 1 / (1 + x**p) in x = working set / L2 size: a fixed part of
 # the form, not fitted. p = 2 matches vidur's A40 add (about 1.5x the DRAM rate at 0.5-1.5x L2,
 # 1.07x at 2-5x, none above); other powers were not compared
 L2_STEP_POWER = 2.0
 SCALAR_PARAMS = ("trans_weight",)
+# sharpness of the thread-split step p(x) = x**p / (1 + x**p), x = bytes / b_par: onnxruntime
+# splits a kernel over its threads above a cost threshold (a step; p = 4 goes from 6 % to 94 %
+# of the cost over a factor 4 in size). Fixed, not fitted
+PAR_STEP_POWER = 4.0
 
 EFFICIENCY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                               "hardware_db", "efficiency")
@@ -185,8 +197,21 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
     sm_on = (sm_bw > 0) & (units > 0)
     sm = xp.where(sm_on, nbytes / (xp.where(sm_on, units * sm_bw, 1.0)), 0.0)
     memory = xp.where(nbytes > 0, dram + sm, 0.0)
-    time = floor + xp.maximum(compute, memory)
-    return {"compute_s": compute, "memory_s": memory, "floor_s": floor * xp.ones_like(mac), "time_s": time}
+    fixed = floor + split_s(xp, nbytes, cls, arrays)
+    time = fixed + xp.maximum(compute, memory)
+    return {"compute_s": compute, "memory_s": memory, "floor_s": fixed * xp.ones_like(mac), "time_s": time}
+
+
+def split_s(xp, nbytes, cls, arrays: Mapping[str, Any]):
+    """Seconds of fork/join a multi-threaded CPU runtime adds to each kernel (``par_s`` of its
+    class, stepping in around ``b_par`` bytes: ``p(x) = x**4 / (1 + x**4)``); 0 where the class
+    has none (every GPU, TPU and 1-thread profile). Part of a kernel's fixed cost."""
+    if "par_s" not in arrays or "b_par" not in arrays:
+        return xp.zeros_like(xp.asarray(nbytes, dtype=float))
+    par_s = xp.take(xp.asarray(arrays["par_s"]), cls)
+    b_par = xp.take(xp.asarray(arrays["b_par"]), cls)
+    on = (par_s > 0) & (b_par > 0)
+    return xp.where(on, par_s * (1.0 - l2_step(xp, nbytes, xp.where(on, b_par, 1.0), PAR_STEP_POWER)), 0.0)
 
 
 def with_clock(arrays: Mapping[str, Any], clock_hz: float) -> dict:

@@ -186,6 +186,41 @@ def test_analyze_on_calibrated_profile_is_the_closed_form(tmp_path, b_half):
     assert pred.nodes[0].time_s == pytest.approx(kernel, rel=1e-5)
 
 
+@pytest.mark.parametrize("b_par", [1e4, 4e4])
+def test_thread_split_step_adds_fork_join_to_the_fixed_cost(tmp_path, b_par):
+    # a 2-thread calibration's gemm table with a split step: par 0.8 us stepping in at b_par
+    # bytes. The MatMul moves B = 4 * (4*64 + 64*32 + 4*32) = 9,728 bytes: p(B / b_par) =
+    # x^4 / (1 + x^4) = 0.8956 / 1.8956 = 0.47245 at b_par 1e4 (x = 0.9728), 0.003498 / 1.003498
+    # = 0.003486 at 4e4 (x = 0.2432)
+    from analyzer import analyze
+
+    doc = _calibrated_doc()
+    base = analyze(_matmul(), hw=write_profile(doc, tmp_path / "a.toml")).predictions[0]
+    doc["calibration"]["tables"]["gemm"].update({"par_us": 0.8, "b_par_bytes": b_par})
+    doc["sources"].update({f"calibration.tables.gemm.{k}": "test" for k in ("par_us", "b_par_bytes")})
+    split = analyze(_matmul(), hw=write_profile(doc, tmp_path / "b.toml")).predictions[0]
+    x = 9728 / b_par
+    assert analyze(_matmul()).nodes[0].cost.bytes_moved == 9728
+    assert split.latency_s - base.latency_s == pytest.approx(0.8e-6 * x ** 4 / (1 + x ** 4), rel=1e-6)
+    assert (split.latency_s - base.latency_s) / 0.8e-6 == pytest.approx(0.47245 if b_par == 1e4 else 0.003486,
+                                                                        rel=1e-3)
+
+
+def test_fit_finds_a_thread_split_step():
+    # rows with a 0.8 us fork/join above ~5 KB: the parallel fit recovers it (and fits the rows),
+    # the 1-thread fit (parallel=False) does not add one
+    peak, bw = 5e11, 6e10
+    B = np.geomspace(256, 4e6, 24)
+    F = B / 4
+    t = cpu_model.kernel_time(F, B, 0.3e-6, 0.5, 1.0, 0.0, peak, bw, par_s=0.8e-6, b_par=5e3)
+    fit = cpu_model.fit_class(F, B, t, peak, bw, parallel=True)
+    assert fit["par_s"] == pytest.approx(0.8e-6, rel=0.05)
+    assert fit["b_par"] == pytest.approx(5e3, rel=0.1)
+    assert fit["fit_mape"] < 1.0
+    flat = cpu_model.fit_class(F, B, t, peak, bw)
+    assert flat["par_s"] == 0.0 and flat["fit_mape"] > 5.0
+
+
 def test_onnxruntime_record_gives_one_kernel_for_conv_bn_relu(tmp_path):
     from analyzer import analyze
     from analyzer.prediction.ort_record import fusion_record
