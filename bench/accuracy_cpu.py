@@ -4,9 +4,14 @@
     PYTHONPATH=$PWD python bench/accuracy_cpu.py [--profile P.json] [--threads 1,2]
         [--levels default,off] [--q 0.5] [--out bench/results/accuracy_cpu_<date>]
 
-1. calibrate once per thread count and level (synthetic single-op models only), written as a
-   profile TOML (``<out>_profile_<level>_<N>t.toml``); or reuse them: ``--profile
-   default:1=a.toml,default:2=b.toml``;
+1. per thread count and level, calibrate (synthetic single-op models only), written as a
+   profile TOML (``<out>_profile_<level>_<N>t.toml``), and measure the models right after it
+   (a calibration and its measurements minutes apart, not one config's calibration beside
+   another's measurements); or reuse profiles: ``--profile default:1=a.toml,default:2=b.toml``;
+   above 1 thread the host's thread mode is probed before the calibration and before and after
+   the measurements (``thread_mode``: on this 2-core VM onnxruntime at 2 threads runs in a fast
+   or a slow mode for minutes at a time; a calibration and a measurement in different modes
+   are reported as such);
 2. for every evaluated model: the prediction is the product's, ``analyzer.analyze(model,
    hw=profile.toml).predictions[0].latency_s`` (the profile's default runtime is onnxruntime);
    measured with ``ort_measure.measure`` (same threads and level);
@@ -93,6 +98,26 @@ def evaluate(path, profile, threads, level, q, runs):
             "uncosted": [n.name for n in rep.nodes if n.status == "uncosted"]}
 
 
+MODE_MODEL = os.path.join(ROOT, "tests", "fixtures", "ort", "bert.onnx")
+
+
+def thread_mode(threads: int) -> dict:
+    """The host's multi-thread mode now: the ort BERT fixture's median ``session.run`` at
+    ``threads`` over its median at 1 thread (``ort_thread_modes.session_median``, 0.2 s each).
+    Below 1: the threads speed it up ("fast"); at or above 1.2: they slow it down ("slow": on
+    this VM 0.084-0.100 ms fast against 0.185-0.192 ms slow at 2 threads, 0.115-0.118 ms at 1)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from ort_thread_modes import session_median
+    from analyzer.prediction.ort_measure import model_bytes
+
+    data = model_bytes(MODE_MODEL)
+    one = session_median(data, 1, True, 0.2)
+    many = session_median(data, threads, True, 0.2)
+    r = many / one
+    return {"ratio": round(r, 3), "mode": "fast" if r < 1.0 else ("slow" if r >= 1.2 else "between"),
+            "at": time.strftime("%H:%M:%S")}
+
+
 def summary(rows):
     e = np.array([r["error_pct"] for r in rows])
     rho = np.array([r["spearman"] for r in rows if np.isfinite(r["spearman"])])
@@ -122,29 +147,31 @@ def main(argv=None):
     given = dict(x.split("=", 1) for x in a.profile.split(",") if x)
     profiles, cal_s = {}, {}
     load0 = os.getloadavg()
+    ms = [p for p in models() if not a.only or any(s in p for s in a.only.split(","))]
+    results = {"date": datetime.date.today().isoformat(), "quantile": a.q,
+               "calibration_seconds": cal_s, "profiles": {},
+               "calibrated_on": "synthetic single-op models only (none of the evaluated models)",
+               "predictor": "analyzer.analyze(model, hw=<calibrated profile .toml>).predictions[0].latency_s",
+               "machine": _lscpu(), "loadavg_before": load0, "configs": []}
     for level in levels:
         for t in threads:
             key = f"{level}:{t}"
+            modes = {}
             if key in given:
                 profiles[key] = given[key]
                 cal_s[key] = None
-                continue
-            t0 = time.perf_counter()
-            doc = calibrate(threads=t, q=a.q, level=level)
-            cal_s[key] = time.perf_counter() - t0
-            os.makedirs(os.path.dirname(a.out), exist_ok=True)
-            profiles[key] = write_profile(doc, f"{a.out}_profile_{level}_{t}t.toml")
-            print(f"calibration {key}: {cal_s[key]:.1f} s", flush=True)
-    ms = [p for p in models() if not a.only or any(s in p for s in a.only.split(","))]
-    load1 = os.getloadavg()
-    results = {"date": datetime.date.today().isoformat(), "quantile": a.q,
-               "calibration_seconds": cal_s, "profiles": {k: os.path.relpath(v, ROOT) for k, v in profiles.items()},
-               "calibrated_on": "synthetic single-op models only (none of the evaluated models)",
-               "predictor": "analyzer.analyze(model, hw=<calibrated profile .toml>).predictions[0].latency_s",
-               "machine": _lscpu(), "loadavg_before": load0, "loadavg_after_calibration": load1,
-               "configs": []}
-    for level in levels:
-        for t in threads:
+            else:
+                if t > 1:
+                    modes["calibration"] = thread_mode(t)
+                t0 = time.perf_counter()
+                doc = calibrate(threads=t, q=a.q, level=level)
+                cal_s[key] = time.perf_counter() - t0
+                os.makedirs(os.path.dirname(a.out), exist_ok=True)
+                profiles[key] = write_profile(doc, f"{a.out}_profile_{level}_{t}t.toml")
+                print(f"calibration {key}: {cal_s[key]:.1f} s", flush=True)
+            results["profiles"][key] = os.path.relpath(profiles[key], ROOT)
+            if t > 1:
+                modes["measurement_start"] = thread_mode(t)
             rows = []
             for p in ms:
                 try:
@@ -156,10 +183,12 @@ def main(argv=None):
                 print(f"  [{level} {t}t] {r['model']:<45} pred {r['predicted_ms']:9.3f} ms  "
                       f"meas {r['measured_ms']:9.3f} ms  err {r['error_pct']:+6.1f}%  "
                       f"rho {r['spearman']:.2f}", flush=True)
+            if t > 1:
+                modes["measurement_end"] = thread_mode(t)
             s = summary(rows)
-            print(f"[{level} {t}t] {json.dumps(s)}", flush=True)
+            print(f"[{level} {t}t] {json.dumps(s)} thread modes {json.dumps(modes)}", flush=True)
             results["configs"].append({"level": level, "threads": t, "summary": s, "rows": rows,
-                                       "loadavg_after": os.getloadavg()})
+                                       "thread_modes": modes, "loadavg_after": os.getloadavg()})
     results["loadavg_after"] = os.getloadavg()
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out + ".json", "w") as f:
@@ -185,15 +214,24 @@ def markdown(res, cmd):
          f"Calibration: {res['calibrated_on']}; seconds per thread count: "
          f"{ {k: round(v or 0, 1) for k, v in res['calibration_seconds'].items()} }; quantile over runs: {res['quantile']}.",
          "", f"Predictor: `{res['predictor']}`.", "", f"Machine: {res['machine']}.", "",
-         f"Load average (1, 5, 15 min): before {res['loadavg_before']}, after calibration "
-         f"{res['loadavg_after_calibration']}, at the end {res['loadavg_after']}.", ""]
-    L += ["| level | threads | models | MAPE % | within 10 % | within 20 % | bias % | node Spearman (median) |",
-          "|---|---|---|---|---|---|---|---|"]
+         f"Load average (1, 5, 15 min): before {res['loadavg_before']}, at the end {res['loadavg_after']}.",
+         "", "Thread mode (above 1 thread): the ort BERT fixture's time at N threads over its time at "
+         "1 thread, probed before the calibration and before and after the measurements (fast < 1, "
+         "slow >= 1.2; `thread_mode`).", ""]
+    L += ["| level | threads | models | MAPE % | within 10 % | within 20 % | bias % | node Spearman (median) "
+          "| thread mode: calibration / measurement start / end |",
+          "|---|---|---|---|---|---|---|---|---|"]
+
+    def mode(c):
+        m = c.get("thread_modes") or {}
+        return " / ".join(f"{m[k]['mode']} ({m[k]['ratio']:.2f})" if k in m else "-"
+                          for k in ("calibration", "measurement_start", "measurement_end")) if m else "-"
+
     for c in res["configs"]:
         s = c["summary"]
         L.append(f"| {c['level']} | {c['threads']} | {s['models']} | {s['mape_pct']:.1f} | "
                  f"{s['within_10_pct']:.0f} | {s['within_20_pct']:.0f} | {s['bias_pct']:+.1f} | "
-                 f"{s['median_node_spearman']:.2f} |")
+                 f"{s['median_node_spearman']:.2f} | {mode(c)} |")
     for c in res["configs"]:
         L += ["", f"## level {c['level']}, {c['threads']} thread(s)", "",
               "| model | kernels | predicted ms | measured ms | measured p10-p90 ms | error % | node Spearman |",
