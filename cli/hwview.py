@@ -100,4 +100,5 @@ def render_calibration(doc, path: str, seconds: float) -> str:
              f"  measured in {seconds:.0f} s with onnxruntime {cal.get('onnxruntime_version', '?')}"
              f" at {cal.get('threads', '?')} threads",
              safe.text(f"use it: analyze model.onnx --hw {path}   (add --measure to compare with a run)")]
+    lines += [safe.text(f"  warning: {w}") for w in doc.get("_warnings", ())]
     return "\n".join(lines) + "\n"

@@ -38,11 +38,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from analyzer.prediction import cpu_model
+from analyzer.prediction import cpu_model, thread_mode
 from analyzer.prediction.calibration_models import (F32, Builder, baseline_model, build_model,  # noqa: F401
                                                     calibration_models, extra_nodes, sizes, split_rows,
                                                     value_info)
-from analyzer.prediction.profile_toml import to_toml, write_profile  # noqa: F401  (re-exported)
+from analyzer.prediction.profile_toml import calibration_sources, to_toml, write_profile  # noqa: F401  (re-exported)
 from analyzer.prediction.ort_graph import import_ort, session_options
 from analyzer.prediction.ort_record import profiled_reorders
 
@@ -176,6 +176,11 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     views: dict[str, np.ndarray] = {}   # matrix views of the rows (cpu_model.node_features)
     n_cls = len(models)
     splits = {cls: split_rows(m) for cls, m in models.items()}
+
+    def probe():   # the thread state (thread_mode): at the start and at the end
+        return thread_mode.speedup(threads, lambda m, t: wall_time(m, t, level, q, min_s=0.15))
+
+    speedup0 = probe() if threads > 1 else None
     best = time_rows(splits, lambda mk, min_s: wall_time(mk, threads, level, q, min_s=min_s),
                      baseline_model(), passes, lambda f, s: say(f * n_cls / (n_cls + 1), s))
     # per layout class and row (in row order): (bytes, seconds) of each reorder around it
@@ -259,6 +264,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
         if fit.get("par_s"):
             tables[cls].update({"par_us": fit["par_s"] * 1e6, "b_par_bytes": fit["b_par"]})
     say(1.0, "done")
+    speedup1 = probe() if threads > 1 else None
     elapsed = time.perf_counter() - t_start
     date = _dt.date.today().isoformat()
     cpu = _cpu_name()
@@ -277,9 +283,11 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
         "default_runtime": "onnxruntime",
         "notes": (f"Calibrated with onnxruntime {ver} at {threads} intra-op threads, session level "
                   f"'{level}', in {elapsed:.0f} s. Kernel time per op class = floor + max(F/(peak*e_c), "
-                  "(B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))); weights of a model that "
-                  "overflows llc_bytes at cold_weight_bw_gbs; see analyzer/prediction/cpu_model.py "
-                  "and cpu_cold.py."),
+                  "(B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))), the matrix classes' work "
+                  "padded to tile_n output columns (x 1 + (n_half/n)^2), plus par_us above b_par_bytes "
+                  "where a class's kernels are split over threads; weights of a model that "
+                  "overflows llc_bytes at cold_weight_bw_gbs; see analyzer/prediction/cpu_model.py, "
+                  "efficiency.py and cpu_cold.py."),
         "matrix_tflops": {"fp32": peak / 1e12},
         "vector_tflops": {"fp32": peak / 1e12},
         "memory": {"mem_bw_gbs": bw / 1e9},
@@ -298,43 +306,15 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
             "llc_bytes": float(llc), "cold_weight_bw_gbs": cold_bw / 1e9,
             "models": "synthetic single-op models only (analyzer.prediction.calibrate.calibration_models)",
             "tables": tables,
+            **({"thread_speedup_start": speedup0, "thread_speedup_end": speedup1} if threads > 1 else {}),
         },
         # the measured rows (class -> [(op, flops, bytes, seconds)]); not written to TOML
         "_rows": {cls: [(o, float(f), float(b_), float(x)) for o, f, b_, x in zip(r[3], r[0], r[1], r[2])]
                   for cls, r in rows.items()},
     }
     doc["sources"].update(calibration_sources(doc["calibration"], head))
+    doc["_warnings"] = thread_mode.notes(doc["calibration"])   # (not written to TOML)
     return doc
-
-
-def calibration_sources(cal: dict, head: str) -> dict[str, str]:
-    """One ``[sources]`` entry per number under ``[calibration]`` (the profile schema's sources
-    rule holds for calibrated numbers too): table entries name the fit that produced them, the
-    rest the calibration run."""
-    from hardware_db.validate import number_paths
-
-    out = {}
-    for path in number_paths({"calibration": cal}):
-        parts = path.split(".")
-        if len(parts) == 4 and parts[1] == "tables":
-            cls, key = parts[2], parts[3]
-            what = {"rows": "number of calibration rows", "fit_mape": "fit error (MAPE %) on its rows"
-                    }.get(key, "fitted constant")
-            out[path] = (f"{head}: {what} of the '{cls}' class, least-squares log-error fit of "
-                         f"cpu_model.fit_class to its synthetic single-op models' wall-clock rows")
-        elif path == "calibration.run_overhead_us":
-            out[path] = f"{head}: wall-clock of a 1-node model minus its node's cost"
-        elif path == "calibration.llc_bytes":
-            out[path] = f"{head}: last-level cache (sysfs cpu0 cache index of level 3)"
-        elif path == "calibration.cold_weight_bw_gbs":
-            out[path] = (f"{head}: weight bytes / wall-clock kernel time of a 1-row MatMul whose "
-                         "weights are twice the last-level cache (streamed from DRAM every run)")
-        elif path == "calibration.cache_bytes":
-            out[path] = (f"{head}: L2 cache per core (sysfs cpu0 cache index of level 2) x threads: "
-                         "the working-set size of the tables' l2_gain step")
-        else:
-            out[path] = f"{head}: calibration run setting"
-    return out
 
 
 def l2_cache_bytes(sysfs: str = "/sys/devices/system/cpu/cpu0/cache") -> int:

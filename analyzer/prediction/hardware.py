@@ -38,8 +38,11 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
             # a multi-threaded calibration's fork/join of split kernels and where it steps in
             arrays["par_s"][i] = float(t.get("par_us", 0.0)) * 1e-6
             arrays["b_par"][i] = float(t.get("b_par_bytes", 0.0))
+        from analyzer.prediction.thread_mode import notes
+
+        said = "".join(f"; {w}" for w in notes(cal))
         return arrays, "calibrated", (f"calibrated on this machine ({cal.get('measured_on', '?')}, "
-                                      f"{cal.get('runtime', '?')})")
+                                      f"{cal.get('runtime', '?')}){said}")
     fam = profile.family or eff.family_of(profile.id)
     if profile.kind == "gpu":
         consts = eff.load_constants(fam)

@@ -54,3 +54,37 @@ def write_profile(doc: Mapping[str, Any], path: str | os.PathLike) -> str:
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     return os.fspath(path)
+
+
+def calibration_sources(cal: dict, head: str) -> dict[str, str]:
+    """One ``[sources]`` entry per number under ``[calibration]`` (the profile schema's sources
+    rule holds for calibrated numbers too): table entries name the fit that produced them, the
+    rest the calibration run."""
+    from hardware_db.validate import number_paths
+
+    out = {}
+    for path in number_paths({"calibration": cal}):
+        parts = path.split(".")
+        if len(parts) == 4 and parts[1] == "tables":
+            cls, key = parts[2], parts[3]
+            what = {"rows": "number of calibration rows", "fit_mape": "fit error (MAPE %) on its rows"
+                    }.get(key, "fitted constant")
+            out[path] = (f"{head}: {what} of the '{cls}' class, least-squares log-error fit of "
+                         f"cpu_model.fit_class to its synthetic single-op models' wall-clock rows")
+        elif path == "calibration.run_overhead_us":
+            out[path] = f"{head}: wall-clock of a 1-node model minus its node's cost"
+        elif path == "calibration.llc_bytes":
+            out[path] = f"{head}: last-level cache (sysfs cpu0 cache index of level 3)"
+        elif path == "calibration.cold_weight_bw_gbs":
+            out[path] = (f"{head}: weight bytes / wall-clock kernel time of a 1-row MatMul whose "
+                         "weights are twice the last-level cache (streamed from DRAM every run)")
+        elif path in ("calibration.thread_speedup_start", "calibration.thread_speedup_end"):
+            out[path] = (f"{head}: wall-clock at 1 thread / at the calibration's threads of a "
+                         f"12-block MatMul + LayerNorm probe (thread_mode.probe_model), timed at the "
+                         f"{path.rsplit('_', 1)[1]} of the calibration")
+        elif path == "calibration.cache_bytes":
+            out[path] = (f"{head}: L2 cache per core (sysfs cpu0 cache index of level 2) x threads: "
+                         "the working-set size of the tables' l2_gain step")
+        else:
+            out[path] = f"{head}: calibration run setting"
+    return out

@@ -89,3 +89,21 @@ def test_calibrate_profile_that_does_not_load_is_an_internal_error(run_cli, tmp_
     assert res.exit_code == 3
     assert "cannot load it" in res.stderr and "please report it" in res.stderr
     assert out.exists()
+
+
+def test_calibrate_prints_the_thread_warnings(run_cli, tmp_path, monkeypatch):
+    # a document whose thread probe changed (1.5 -> 0.7): the CLI prints the library's warnings
+    # (the library never prints), and the written profile keeps the two speed-ups
+    from analyzer.prediction import calibrate as lib
+    from analyzer.prediction import thread_mode
+
+    doc = _doc()
+    doc["calibration"].update({"thread_speedup_start": 1.5, "thread_speedup_end": 0.7})
+    doc["sources"].update(lib.calibration_sources(doc["calibration"], "test"))
+    doc["_warnings"] = thread_mode.notes(doc["calibration"])
+    monkeypatch.setattr(lib, "calibrate", lambda *a, **k: doc)
+    out = tmp_path / "m.toml"
+    res = run_cli("hw", "calibrate", "--out", out)
+    assert res.exit_code == 0, res.output
+    assert res.stdout.count("warning:") == 2 and "changed during the calibration" in res.stdout
+    assert hardware_db.get(str(out)).calibration["thread_speedup_end"] == 0.7

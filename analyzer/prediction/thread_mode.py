@@ -1,0 +1,69 @@
+"""Was the machine's multi-threaded speed steady while ``calibrate`` measured it?
+
+A calibration at more than one intra-op thread is only as good as the state of the cores during
+its minute or two. On a shared host the same cores can run onnxruntime's thread pool in very
+different states: on the 2-core EPYC VM opcost is developed on, the ort BERT fixture at 2 threads
+runs 0.084-0.100 ms for minutes at a time, then 0.185-0.192 ms for minutes (0.115-0.118 ms at 1
+thread, either way), and the switch moves 2-thread predictions of small models by tens of
+percent (bench/ort_thread_modes.py; bench/results/accuracy_cpu_2026-11-24f.md). Nothing in a
+profile can follow that, but a calibration can say what it saw: it times one small parallel
+model at the start and at the end, at 1 thread and at its own thread count, and records the
+speed-ups. ``notes`` turns them into plain warnings (the CLI prints them; predictions on the
+profile carry them in their provenance).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+# a probe whose speed-up at 2+ threads falls below this ran slower with its threads than
+# without: the cores were shared or contended
+SLOWER = 1.0
+# start and end speed-ups further apart than this ratio: the state changed during calibration
+CHANGED = 1.25
+
+
+def probe_model() -> Any:
+    """12 blocks of MatMul (32x256 @ 256x256) -> LayerNormalization over 256: ~60-80 us at 1
+    thread on a 2-core EPYC, every kernel large enough for onnxruntime to split over threads."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    from analyzer.prediction.calibration_models import build_model, value_info
+
+    rng = np.random.default_rng(3)
+    nodes, inits, prev = [], [], "x"
+    for i in range(12):
+        w = numpy_helper.from_array((rng.standard_normal((256, 256)) * 0.05).astype(np.float32), f"w{i}")
+        g = numpy_helper.from_array(np.ones(256, np.float32), f"g{i}")
+        inits += [w, g]
+        out = "y" if i == 11 else f"n{i}"
+        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"m{i}"], name=f"mm{i}"))
+        nodes.append(helper.make_node("LayerNormalization", [f"m{i}", f"g{i}"], [out], name=f"ln{i}",
+                                      axis=-1))
+        prev = out
+    return build_model(nodes, [value_info("x", (1, 32, 256))], [value_info("y", (1, 32, 256))], inits)
+
+
+def speedup(threads: int, wall: Callable[[Any, int], float]) -> float:
+    """The probe's wall-clock at 1 thread over its wall-clock at ``threads`` (``wall(model,
+    threads)`` -> seconds; the caller's timer, so that the session options are the calibration's)."""
+    m = probe_model()
+    return float(wall(m, 1) / max(wall(m, threads), 1e-12))
+
+
+def notes(calibration: dict) -> list[str]:
+    """Warnings about a calibration's thread state (none at 1 thread or when it was steady)."""
+    t = calibration.get("threads")
+    s0, s1 = calibration.get("thread_speedup_start"), calibration.get("thread_speedup_end")
+    if not t or t <= 1 or s0 is None or s1 is None:
+        return []
+    out = []
+    if min(s0, s1) < SLOWER:
+        out.append(f"at {t} threads onnxruntime ran a parallel probe slower than at 1 thread (speed-up "
+                   f"{s0:.2f} at the start of the calibration, {s1:.2f} at the end): the cores were "
+                   f"shared or contended, and the profile fits that state")
+    if max(s0, s1) / max(min(s0, s1), 1e-9) > CHANGED:
+        out.append(f"the machine's {t}-thread speed changed during the calibration (probe speed-up "
+                   f"{s0:.2f} at the start, {s1:.2f} at the end): calibrate again when it is steady")
+    return out
