@@ -168,6 +168,8 @@ def main(argv=None):
                 cal_s[key] = time.perf_counter() - t0
                 os.makedirs(os.path.dirname(a.out), exist_ok=True)
                 profiles[key] = write_profile(doc, f"{a.out}_profile_{level}_{t}t.toml")
+                with open(f"{a.out}_rows_{level}_{t}t.json", "w") as f:   # what the fits saw
+                    json.dump(doc.get("_rows", {}), f)
                 print(f"calibration {key}: {cal_s[key]:.1f} s", flush=True)
             results["profiles"][key] = os.path.relpath(profiles[key], ROOT)
             if t > 1:

@@ -309,7 +309,11 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
             **({"thread_speedup_start": speedup0, "thread_speedup_end": speedup1} if threads > 1 else {}),
         },
         # the measured rows (class -> [(op, flops, bytes, seconds)]); not written to TOML
-        "_rows": {cls: [(o, float(f), float(b_), float(x)) for o, f, b_, x in zip(r[3], r[0], r[1], r[2])]
+        # (op, flops, bytes, fitted seconds, matrix view (mac, m, n, k, batch) or None); not
+        # written to TOML (bench/accuracy_cpu.py keeps them beside its profiles: refits need them)
+        "_rows": {cls: [(o, float(f), float(b_), float(x),
+                         None if views.get(cls) is None else [float(v) for v in views[cls][:, i]])
+                        for i, (o, f, b_, x) in enumerate(zip(r[3], r[0], r[1], r[2]))]
                   for cls, r in rows.items()},
     }
     doc["sources"].update(calibration_sources(doc["calibration"], head))
