@@ -287,6 +287,7 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     for h, s in [(1, 16), (2, 32), (4, 64), (12, 128), (12, 256), (8, 512), (16, 1024), (1, 4096),
                  (2, 8), (3, 16), (6, 24)]:   # (the last three: few rows, as norm's)
         b.add("Softmax", [(1, h, s, s)], attrs={"axis": -1})
+    b.add("Softmax", [(1, 12)], attrs={"axis": -1})   # one short row (a classifier's head)
     M["softmax"] = b.model()
 
     b = Builder(9)
