@@ -5,7 +5,7 @@ op class is a set of single-node models of different sizes (inputs are graph inp
 is constant-folded; the output feeds a 1-element Slice so it lives in the arena), each run at the
 session level and thread count the user's session will use; a row's time is the ``q`` quantile
 (median by default) of ``session.run`` wall-clock after warm-up minus a baseline model's (input
--> Slice), the fastest of 3 passes over all rows (``time_rows``). Wall-clock, not the profiler: its per-node durations carry 1-3 us of its own
+-> Slice), the fastest of 5 passes over all rows (``time_rows``). Wall-clock, not the profiler: its per-node durations carry 1-3 us of its own
 overhead, while a tiny Add costs 0.18 us per node in a chain on this machine. The FLOPs and bytes of every row are opcost's own counts of
 that calibration model (``analyzer.analyze(model).nodes``), so fit and prediction see the same
 numbers. The form and its fit are in ``cpu_model`` (see its docstring):
@@ -115,6 +115,25 @@ def time_rows(splits: dict[str, dict[str, Any]], timer: Callable[[Any, float], f
     return {cls: {k: v - base for k, v in rows.items()} for cls, rows in best.items()}
 
 
+def fit_classes(jobs: dict[str, tuple[tuple, dict]]) -> dict[str, dict]:
+    """``cpu_model.fit_class(*args, **kw)`` per class, over the machine's cores (the fits are
+    independent: half of a 2-thread calibration's time on 2 cores went to fitting one class after
+    another). Fresh interpreters (``spawn``: JAX's threads do not survive a fork); where no
+    process pool can start, one after another: the same numbers either way."""
+    workers = min(len(jobs), os.cpu_count() or 1, 8)
+    if workers > 1:
+        import concurrent.futures as cf
+        import multiprocessing as mp
+
+        try:
+            with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+                futures = {cls: pool.submit(cpu_model.fit_class, *a, **kw) for cls, (a, kw) in jobs.items()}
+                return {cls: f.result() for cls, f in futures.items()}
+        except (OSError, cf.process.BrokenProcessPool):
+            pass
+    return {cls: cpu_model.fit_class(*a, **kw) for cls, (a, kw) in jobs.items()}
+
+
 def _chain(n: int, width: int = 8):
     from onnx import helper
     nodes = []
@@ -151,7 +170,7 @@ def _cpu_name() -> str:
 
 def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
               progress: Callable[[float, str], None] | None = None, budget_s: float = 100,
-              level: str = "default", runs: int = 7, q: float = 0.5, passes: int = 3) -> dict:
+              level: str = "default", runs: int = 7, q: float = 0.5, passes: int = 5) -> dict:
     """Measure this machine with onnxruntime and return a TOML-ready profile document.
 
     ``threads``: ``intra_op_num_threads`` of the measured sessions (default: the machine's
@@ -253,11 +272,14 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
                 0.0, b, mv["floor_s"], mv["e_c"], mv["e_bw"], mv["b_half"], peak, bw,
                 mv["l2_gain"], l2_bytes)[0]) for b, _ in rs) for rs in per_row])
             rows[cls] = (F, B, np.maximum(t - r, REORDER_KEEP * t), o)
-    for cls, (F, B, t, _) in rows.items():
-        tiled = cls in cpu_model.TILED_CLASSES
-        fit = fits.get(cls) or cpu_model.fit_class(
-            F, B, t, peak, bw, l2_bytes, views.get(cls) if tiled else None,
-            cpu_model.TILE_CANDIDATES if tiled else (), parallel=threads > 1)
+    say(n_cls / (n_cls + 1), "fitting the op classes")
+    jobs = {cls: ((F, B, t, peak, bw, l2_bytes, views.get(cls) if cls in cpu_model.TILED_CLASSES else None,
+                   cpu_model.TILE_CANDIDATES if cls in cpu_model.TILED_CLASSES else ()),
+                  {"parallel": threads > 1})
+            for cls, (F, B, t, _) in rows.items() if cls not in fits}
+    fits.update(fit_classes(jobs))
+    for cls in rows:
+        fit = fits[cls]
         tables[cls] = {"floor_us": fit["floor_s"] * 1e6, "e_c": fit["e_c"], "e_bw": fit["e_bw"],
                        "b_half_bytes": fit["b_half"], "l2_gain": fit["l2_gain"], "rows": fit["rows"],
                        "fit_mape": fit["fit_mape"]}
