@@ -368,3 +368,22 @@ def test_calibration_rows_of_the_1d_classes_are_rank_3():
         assert {eff.op_class_of(n.domain, n.op, conv_input=n.in_specs[0].shape,
                                 conv_weight=n.in_specs[1].shape if len(n.in_specs) > 1 else None)
                 for n in nodes} == {cls}
+
+
+def test_fixed_costs_stay_under_the_smallest_row():
+    # rows with a 100 KB ramp (2 us of fixed cost at 50 GB/s) and one tiny row that ran in 0.5 us:
+    # the fit's floor plus the ramp's fixed part (b_half at the cached rate) stay within that
+    # row's time (cpu_model.CAP_RAMP; the floor alone was bounded before), so a tiny kernel is
+    # not charged the medium kernels' latency
+    from analyzer.prediction import cpu_model
+
+    peak, bw = 5e11, 5e10
+    B = np.geomspace(2e4, 4e7, 20)
+    t = cpu_model.kernel_time(B / 8, B, 2e-7, 0.5, 1.0, 1e5, peak, bw)
+    F, B, t = np.append(B / 8, 100.0), np.append(B, 800.0), np.append(t, 0.5e-6)
+    fit = cpu_model.fit_class(F, B, t, peak, bw)
+    fixed = fit["floor_s"] + max(fit["b_half"], 0.0) / (bw * fit["e_bw"] * (1 + fit["l2_gain"]))
+    assert fixed <= 0.5e-6 * (1 + 1e-9)
+    # the tiny row is predicted within 2x of its time (without the cap: 2.2 us, 4.4x)
+    p = cpu_model.kernel_time(F[-1:], B[-1:], fit["floor_s"], fit["e_c"], fit["e_bw"], fit["b_half"], peak, bw)
+    assert p[0] < 1e-6
