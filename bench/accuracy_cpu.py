@@ -9,8 +9,8 @@
    (a calibration and its measurements minutes apart, not one config's calibration beside
    another's measurements); or reuse profiles: ``--profile default:1=a.toml,default:2=b.toml``;
    above 1 thread the host's thread mode is probed before the calibration and before and after
-   the measurements (``thread_mode``: on this 2-core VM onnxruntime at 2 threads runs in a fast
-   or a slow mode for minutes at a time; a calibration and a measurement in different modes
+   the measurements (``analyzer.prediction.thread_mode``: on this 2-core VM onnxruntime at 2
+   threads runs in a fast or a slow state; a calibration and a measurement in different states
    are reported as such);
 2. for every evaluated model: the prediction is the product's, ``analyzer.analyze(model,
    hw=profile.toml).predictions[0].latency_s`` (the profile's default runtime is onnxruntime);
@@ -98,24 +98,15 @@ def evaluate(path, profile, threads, level, q, runs):
             "uncosted": [n.name for n in rep.nodes if n.status == "uncosted"]}
 
 
-MODE_MODEL = os.path.join(ROOT, "tests", "fixtures", "ort", "bert.onnx")
-
-
 def thread_mode(threads: int) -> dict:
-    """The host's multi-thread mode now: the ort BERT fixture's median ``session.run`` at
-    ``threads`` over its median at 1 thread (``ort_thread_modes.session_median``, 0.2 s each).
-    Below 1: the threads speed it up ("fast"); at or above 1.2: they slow it down ("slow": on
-    this VM 0.084-0.100 ms fast against 0.185-0.192 ms slow at 2 threads, 0.115-0.118 ms at 1)."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from ort_thread_modes import session_median
-    from analyzer.prediction.ort_measure import model_bytes
+    """The host's multi-thread state now: ``analyzer.prediction.thread_mode``'s probe (the one
+    ``calibrate`` times at its start and end), its speed-up at ``threads`` over 1 thread, 0.1 s
+    of runs each, and its ``state`` (fast: the threads help; slow: they slow it down)."""
+    from analyzer.prediction import thread_mode as tm
+    from analyzer.prediction.calibrate import wall_time
 
-    data = model_bytes(MODE_MODEL)
-    one = session_median(data, 1, True, 0.2)
-    many = session_median(data, threads, True, 0.2)
-    r = many / one
-    return {"ratio": round(r, 3), "mode": "fast" if r < 1.0 else ("slow" if r >= 1.2 else "between"),
-            "at": time.strftime("%H:%M:%S")}
+    s = tm.speedup(threads, lambda m, t: wall_time(m, t, "default", 0.5, min_s=0.1))
+    return {"speedup": round(s, 3), "mode": tm.state(s), "at": time.strftime("%H:%M:%S")}
 
 
 def summary(rows):
@@ -217,16 +208,17 @@ def markdown(res, cmd):
          f"{ {k: round(v or 0, 1) for k, v in res['calibration_seconds'].items()} }; quantile over runs: {res['quantile']}.",
          "", f"Predictor: `{res['predictor']}`.", "", f"Machine: {res['machine']}.", "",
          f"Load average (1, 5, 15 min): before {res['loadavg_before']}, at the end {res['loadavg_after']}.",
-         "", "Thread mode (above 1 thread): the ort BERT fixture's time at N threads over its time at "
-         "1 thread, probed before the calibration and before and after the measurements (fast < 1, "
-         "slow >= 1.2; `thread_mode`).", ""]
+         "", "Thread mode (above 1 thread): the speed-up at N threads over 1 thread of the probe "
+         "`calibrate` times at its start and end (`analyzer.prediction.thread_mode`), before the "
+         "calibration and before and after the measurements (fast: the threads help; slow: they "
+         "slow it down).", ""]
     L += ["| level | threads | models | MAPE % | within 10 % | within 20 % | bias % | node Spearman (median) "
           "| thread mode: calibration / measurement start / end |",
           "|---|---|---|---|---|---|---|---|---|"]
 
     def mode(c):
         m = c.get("thread_modes") or {}
-        return " / ".join(f"{m[k]['mode']} ({m[k]['ratio']:.2f})" if k in m else "-"
+        return " / ".join(f"{m[k]['mode']} ({m[k]['speedup']:.2f}x)" if k in m else "-"
                           for k in ("calibration", "measurement_start", "measurement_end")) if m else "-"
 
     for c in res["configs"]:

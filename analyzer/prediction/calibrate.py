@@ -272,6 +272,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
                 0.0, b, mv["floor_s"], mv["e_c"], mv["e_bw"], mv["b_half"], peak, bw,
                 mv["l2_gain"], l2_bytes)[0]) for b, _ in rs) for rs in per_row])
             rows[cls] = (F, B, np.maximum(t - r, REORDER_KEEP * t), o)
+    speedup1 = probe() if threads > 1 else None   # the end of the measurements
     say(n_cls / (n_cls + 1), "fitting the op classes")
     jobs = {cls: ((F, B, t, peak, bw, l2_bytes, views.get(cls) if cls in cpu_model.TILED_CLASSES else None,
                    cpu_model.TILE_CANDIDATES if cls in cpu_model.TILED_CLASSES else ()),
@@ -288,7 +289,6 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
         if fit.get("par_s"):
             tables[cls].update({"par_us": fit["par_s"] * 1e6, "b_par_bytes": fit["b_par"]})
     say(1.0, "done")
-    speedup1 = probe() if threads > 1 else None
     elapsed = time.perf_counter() - t_start
     date = _dt.date.today().isoformat()
     cpu = _cpu_name()

@@ -65,10 +65,6 @@ TILED_CLASSES = ("gemm", "conv", "conv_1x1", "conv1d")
 # the largest fork/join cost of a kernel split over threads the fit may return (seconds), and
 # the share by which the step must lower a class's loss to be kept (a step that explains
 # nothing would only add noise to the class's other constants)
-# the ramp's fixed part (b_half / (bw e_bw (1 + l2_gain))) counts against the smallest row's
-# time with the floor: run j's 2-thread gemm fit had put 128 KB there (0.8 us on every kernel, a
-# 10-wide classifier Gemm predicted 1.1 us against 0.24 measured in its model)
-CAP_RAMP = True
 MAX_PAR_S = 4e-6
 PAR_GAIN = 0.1
 # the largest L2 gain the fit may return: L2 at 21x the class's L3/DRAM rate is beyond any
@@ -194,10 +190,10 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
         b_half = bmin * math.tanh(x[3]) if x[3] < 0 else bmin * math.expm1(min(x[3], 12.0))
         # the L2 step's gain: 0 .. MAX_L2_GAIN (x[4] = -inf without the step)
         gain = MAX_L2_GAIN / (1 + math.exp(min(max(-x[4], -50.0), 50.0))) if with_cache else 0.0
-        if CAP_RAMP:
-            # the ramp's fixed part (b_half at the cached rate) is a fixed cost too: with the
-            # floor, no more than the smallest row's time
-            b_half = min(b_half, (tmin - floor) * bw * e_bw * (1 + gain))
+        # the ramp's fixed part (b_half at the cached rate) is a fixed cost too: with the floor,
+        # no more than the smallest row's time (run j's 2-thread gemm fit had put 128 KB there:
+        # 0.8 us on every kernel, a 10-wide classifier Gemm predicted 1.1 us, 0.24 in its model)
+        b_half = min(b_half, (tmin - floor) * bw * e_bw * (1 + gain))
         return floor, e_c, e_bw, b_half, gain
 
     def sig(v):

@@ -52,6 +52,11 @@ def speedup(threads: int, wall: Callable[[Any, int], float]) -> float:
     return float(wall(m, 1) / max(wall(m, threads), 1e-12))
 
 
+def state(speedup_: float) -> str:
+    """"fast" where the threads sped the probe up, "slow" where they slowed it down (``SLOWER``)."""
+    return "fast" if speedup_ >= SLOWER else "slow"
+
+
 def notes(calibration: dict) -> list[str]:
     """Warnings about a calibration's thread state (none at 1 thread or when it was steady)."""
     t = calibration.get("threads")

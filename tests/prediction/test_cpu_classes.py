@@ -373,7 +373,7 @@ def test_calibration_rows_of_the_1d_classes_are_rank_3():
 def test_fixed_costs_stay_under_the_smallest_row():
     # rows with a 100 KB ramp (2 us of fixed cost at 50 GB/s) and one tiny row that ran in 0.5 us:
     # the fit's floor plus the ramp's fixed part (b_half at the cached rate) stay within that
-    # row's time (cpu_model.CAP_RAMP; the floor alone was bounded before), so a tiny kernel is
+    # row's time (the floor alone was bounded before), so a tiny kernel is
     # not charged the medium kernels' latency
     from analyzer.prediction import cpu_model
 

@@ -14,6 +14,14 @@ def test_steady_threads_say_nothing():
     assert thread_mode.notes({"threads": 2}) == []
 
 
+def test_state_is_the_warning_rule():
+    # fast where the threads help (speed-up >= 1), slow where they slow the probe down: the same
+    # threshold the slowed-down warning uses (the bench labels its probes with it)
+    assert thread_mode.state(1.6) == "fast" and thread_mode.state(1.0) == "fast"
+    assert thread_mode.state(0.87) == "slow"
+    assert bool(thread_mode.notes({"threads": 2, "thread_speedup_start": 0.99, "thread_speedup_end": 0.99}))
+
+
 def test_a_slowing_probe_and_a_change_are_named():
     # 1.6 -> 0.62: the threads stopped helping (below 1) and the state changed (ratio 2.6 > 1.25)
     said = thread_mode.notes({"threads": 2, "thread_speedup_start": 1.6, "thread_speedup_end": 0.62})
