@@ -116,10 +116,9 @@ def time_rows(splits: dict[str, dict[str, Any]], timer: Callable[[Any, float], f
 
 
 def fit_classes(jobs: dict[str, tuple[tuple, dict]]) -> dict[str, dict]:
-    """``cpu_model.fit_class(*args, **kw)`` per class, over the machine's cores (the fits are
-    independent: half of a 2-thread calibration's time on 2 cores went to fitting one class after
-    another). Fresh interpreters (``spawn``: JAX's threads do not survive a fork); where no
-    process pool can start, one after another: the same numbers either way."""
+    """``cpu_model.fit_class(*args, **kw)`` per class, over the machine's cores (half of a 2-thread
+    calibration went to fitting one class after another), in fresh interpreters (``spawn``: JAX's
+    threads do not survive a fork); without a process pool, one after another: the same numbers."""
     workers = min(len(jobs), os.cpu_count() or 1, 8)
     if workers > 1:
         import concurrent.futures as cf
@@ -274,7 +273,8 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
             rows[cls] = (F, B, np.maximum(t - r, REORDER_KEEP * t), o)
     speedup1 = probe() if threads > 1 else None   # the end of the measurements
     say(n_cls / (n_cls + 1), "fitting the op classes")
-    jobs = {cls: ((F, B, t, peak, bw, l2_bytes, views.get(cls) if cls in cpu_model.TILED_CLASSES else None,
+    with_view = cpu_model.TILED_CLASSES + cpu_model.PIECE_CLASSES
+    jobs = {cls: ((F, B, t, peak, bw, l2_bytes, views.get(cls) if cls in with_view else None,
                    cpu_model.TILE_CANDIDATES if cls in cpu_model.TILED_CLASSES else ()),
                   {"parallel": threads > 1})
             for cls, (F, B, t, _) in rows.items() if cls not in fits}
@@ -288,6 +288,8 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
             tables[cls].update({"tile_n": fit["tile_n"], "n_half": fit["n_half"]})
         if fit.get("par_s"):
             tables[cls].update({"par_us": fit["par_s"] * 1e6, "b_par_bytes": fit["b_par"]})
+        if fit.get("piece_s"):
+            tables[cls]["piece_us"] = fit["piece_s"] * 1e6
     say(1.0, "done")
     elapsed = time.perf_counter() - t_start
     date = _dt.date.today().isoformat()
@@ -309,7 +311,8 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
                   f"'{level}', in {elapsed:.0f} s. Kernel time per op class = floor + max(F/(peak*e_c), "
                   "(B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))), the matrix classes' work "
                   "padded to tile_n output columns (x 1 + (n_half/n)^2), plus par_us above b_par_bytes "
-                  "where a class's kernels are split over threads; weights of a model that "
+                  "where a class's kernels are split over threads and piece_us per extra matrix of a "
+                  "batched kernel; weights of a model that "
                   "overflows llc_bytes at cold_weight_bw_gbs; see analyzer/prediction/cpu_model.py, "
                   "efficiency.py and cpu_cold.py."),
         "matrix_tflops": {"fp32": peak / 1e12},

@@ -147,9 +147,8 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
                     (64, 512, 512), (128, 768, 768), (128, 3072, 768), (197, 384, 1152),
                     (256, 256, 256), (256, 1024, 1024), (512, 512, 2048), (1024, 256, 256),
                     (784, 96, 384), (3136, 64, 64), (50, 512, 10), (16, 32, 32),
-                    # GEMVs whose weights (0.4-1.3 MB) straddle the 1 MB L2 of a core: the
-                    # cache step's gain was poorly identified without them (two calibrations
-                    # gave a 12 us MLP 12.1 and 13.9 us)
+                    # GEMVs whose weights (0.4-1.3 MB) straddle a core's 1 MB L2: without them
+                    # the cache gain was poorly identified (two calibrations: MLP 12.1, 13.9 us)
                     (1, 320, 320), (1, 512, 384), (1, 448, 576), (1, 640, 512),
                     # few and odd output columns: what identifies the tile of output columns a
                     # kernel pads to, and its narrow-tile factor (cpu_model.fit_class)
@@ -157,11 +156,13 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
         b.add("MatMul", [(1, m, k)], weights=[(k, n)])
     for m, k, n in [(1, 512, 960), (32, 256, 256), (128, 512, 512)]:
         b.add("Gemm", [(m, k)], weights=[(n, k), (n,)], attrs={"transB": 1})
-    for h, s, d in [(4, 32, 64), (12, 128, 64), (8, 256, 32), (2, 16, 16)]:
+    # batched: many small matrices identify the cost per matrix (cpu_model.PIECE_CLASSES)
+    for h, s, d in [(4, 32, 64), (12, 128, 64), (8, 256, 32), (2, 16, 16), (32, 16, 16), (16, 32, 8),
+                    (48, 8, 64), (6, 64, 16)]:
         b.add("MatMul", [(1, h, s, d), (1, h, d, s)])
-    # onnxruntime's own fused matrix ops (what its default level runs): FusedMatMul (attention
-    # scores with the transpose and the scale folded in), Gemm with bias on small M
-    for h, s, d in [(2, 8, 32), (4, 32, 64), (12, 128, 64)]:
+    # onnxruntime's fused matrix ops (its default level): FusedMatMul (attention scores, the
+    # transpose and scale folded in), Gemm with bias on small M
+    for h, s, d in [(2, 8, 32), (4, 32, 64), (12, 128, 64), (24, 16, 32)]:
         b.add("FusedMatMul", [(1, h, s, d), (1, h, s, d)], attrs={"alpha": 0.125, "transB": 1},
               domain="com.microsoft")
     for m, k, n in [(8, 64, 64), (8, 256, 1024), (16, 768, 768)]:
@@ -237,9 +238,8 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
         b.add("FastGelu", [(1, r, h)], weights=[(h,)], domain="com.microsoft")
     M["activation"] = b.model()
 
-    # QuickGelu at alpha = 1: the SiLU x * sigmoid(x) onnxruntime fuses (op_classes: swish; with
-    # onnxruntime 1.32 on a 2-core EPYC it ran 2.5x faster than at alpha 1.702, which this
-    # class's rows measured until 2026-11-24 and over-predicted EfficientNet's SiLUs by 2.5x)
+    # QuickGelu at alpha = 1: the SiLU x * sigmoid(x) onnxruntime fuses (op_classes: swish; 2.5x
+    # faster than at alpha 1.702, the rows until 2026-11-24: EfficientNet's SiLUs were 2.5x over)
     b = Builder(17)
     for e in sizes(1024, 4 * 1024 * 1024 * scale, 6):
         b.add("QuickGelu", [(e,)], attrs={"alpha": 1.0}, domain="com.microsoft")
@@ -268,9 +268,10 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
 
     # onnxruntime's fused Attention (QKV projection + scaled dot-product + softmax per head)
     b = Builder(16)
-    for s_, h, heads in [(8, 64, 2), (16, 128, 4), (32, 256, 4), (64, 384, 6), (128, 768, 12),
-                         (8, 768, 12)]:
-        b.add("Attention", [(1, s_, h)], weights=[(h, 3 * h), (3 * h,)],
+    for bs, s_, h, heads in [(1, 8, 64, 2), (1, 16, 128, 4), (1, 32, 256, 4), (1, 64, 384, 6),
+                             (1, 128, 768, 12), (1, 8, 768, 12), (2, 16, 128, 4), (4, 32, 64, 4),
+                             (3, 8, 256, 8)]:   # (batch > 1: its cost per item)
+        b.add("Attention", [(bs, s_, h)], weights=[(h, 3 * h), (3 * h,)],
               attrs={"num_heads": heads}, domain="com.microsoft")
     # with a mask_index (int32 [batch]: what onnxruntime's fusion of a BERT with an attention
     # mask makes): the kernel first builds a [batch, S, S] mask, 2.5-4 us more at S = 16 here

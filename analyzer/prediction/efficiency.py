@@ -14,6 +14,7 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
     cache     = 1 + l2_gain[c] * s(bytes / l2_bytes),          s(x) = 1 / (1 + x**L2_STEP_POWER)
     sm_bw[c]  = bpc[c] * clock_hz                               (bytes per SM-cycle x the device clock)
     floor_s   = floor[c] + par_s[c] * p(bytes / b_par[c])       (p: the thread-split step)
+                + piece_s[c] * max(batch - 1, 0)                 (the pieces of a batched kernel)
     time_s    = floor_s + max(compute_s, memory_s)
 
 - ``work`` is ``mac_flops`` for every class, except for the tiled matrix classes (``tile_m[c] > 0``
@@ -32,6 +33,8 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   56x56) 137 us at C_out 16, 206-207 at 24 and 32, 401 at 64; a MatMul (256 x 512 @ 512 x N)
   26 us at N 2-16, 41-42 at 24-32.  Calibration fits ``tile_n`` and ``n_half`` per class
   (``cpu_model.fit_class``); GPU families leave ``n_half`` 0.
+- ``piece_s``: a CPU kernel looping over independent products (a batched MatMul's matrices, an
+  Attention's batch) pays it per extra piece (``cpu_model``: measured there); calibrated, else 0.
 - ``wave`` (tiled classes, when the number of units (SMs) is known): tiles = ceil(m/tm) *
   ceil(n/tn) * batch spread over ``units``; utilisation = tiles / (ceil(tiles/units) * units);
   ``wave = utilisation ** -wave_alpha[c]`` (alpha 1: a partly filled last wave costs a full wave;
@@ -65,22 +68,18 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   reaches 0.33 of the A100's DRAM bandwidth and 0.6 of the A40's, 4-5 bytes per SM-cycle on
   both's large rows; as a DRAM fraction it is off by 2x when carried over, as bytes per SM-cycle
   it is not.  The term adds ``bytes / (units * clock_hz * bpc)`` (Little's law: a kernel waits
-  for DRAM and for its own SM-side issue in turn), so a kernel with a high ``bpc`` is
-  DRAM-bound and one with a low ``bpc`` SM-bound, on any device.  ``l2_hit`` (0..1) is the share
-  of the bytes a working set that fits the L2 does not move through DRAM (the cached bytes cost
-  only the SM term): with it, the cache regime is set by the device's own SM rate instead of a
-  multiple of its DRAM bandwidth (which does not transfer between a 6 MB GDDR6 part and a 40 MB
-  HBM part).  ``sm_bw`` is not stored in the constants files: ``with_clock`` derives it from
-  ``bpc`` and a profile's clock (0 when either is unknown: the term is off), so the jitted kernel
-  keeps its argument list.  ``bpc = 0`` and ``l2_hit = 0`` (the defaults) give the form above
-  without the term.
+  for DRAM and for its own SM-side issue in turn): a high ``bpc`` is DRAM-bound, a low one
+  SM-bound, on any device.  ``l2_hit`` (0..1): the share of the bytes of a working set that fits
+  the L2 that skips DRAM (they cost only the SM term): the cache regime is set by the device's
+  own SM rate, not a multiple of its DRAM bandwidth (which does not transfer between a 6 MB GDDR6
+  and a 40 MB HBM part).  ``sm_bw`` is derived by ``with_clock`` from ``bpc`` and a profile's
+  clock (0 when either is unknown: off), never stored.  ``bpc = l2_hit = 0``: no term.
 - ``par_s`` / ``b_par`` (a calibrated multi-threaded CPU): ``floor_s`` grows by
   ``par_s * p(bytes / b_par)``, ``p(x) = x**4 / (1 + x**4)``.  onnxruntime splits a kernel over
   its intra-op threads only above a cost threshold, and a split kernel pays the thread pool's
   fork/join: at 2 threads on a 2-core EPYC a chain of 20 LayerNorms over 2x16x64 took 40.8 us
   against 29.7 at 1 thread (2.0 against 1.5 us a node), while 20 Adds of the same size (not
-  split) took 11.5 us at both.  Fitted per class by ``calibrate`` at more than one thread; 0
-  (off) everywhere else.
+  split) took 11.5 us at both.  Fitted per class by ``calibrate`` above 1 thread; else 0.
 - GEMV-like shapes: ``bytes`` carries the weights, so a skinny GEMM is memory-bound through the
   same memory term (weight streaming).
 
@@ -105,12 +104,12 @@ from analyzer.prediction.op_classes import (  # noqa: F401  (re-exported: one im
 # per-class constant arrays a constants set carries (keys of ``FamilyConstants.arrays``)
 MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
-               "bpc", "l2_hit", "n_half", "par_s", "b_par")
+               "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s")
 # ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
 CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
 # values a constants file may leave out (older files: no cache term, no per-SM term)
 PARAM_DEFAULTS = {"l2_gain": 0.0, "bpc": 0.0, "l2_hit": 0.0, "sm_bw": 0.0, "n_half": 0.0, "par_s": 0.0,
-                  "b_par": 0.0}
+                  "b_par": 0.0, "piece_s": 0.0}
 # sharpness of the cache step s(x) = 1 / (1 + x**p) in x = working set / L2 size: a fixed part of
 # the form, not fitted. p = 2 matches vidur's A40 add (about 1.5x the DRAM rate at 0.5-1.5x L2,
 # 1.07x at 2-5x, none above); other powers were not compared
@@ -123,7 +122,6 @@ PAR_STEP_POWER = 4.0
 
 EFFICIENCY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                               "hardware_db", "efficiency")
-
 
 # ----------------------------------------------------------------------------- the model
 
@@ -197,21 +195,26 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
     sm_on = (sm_bw > 0) & (units > 0)
     sm = xp.where(sm_on, nbytes / (xp.where(sm_on, units * sm_bw, 1.0)), 0.0)
     memory = xp.where(nbytes > 0, dram + sm, 0.0)
-    fixed = floor + split_s(xp, nbytes, cls, arrays)
+    fixed = floor + split_s(xp, nbytes, cls, arrays, batch)
     time = fixed + xp.maximum(compute, memory)
     return {"compute_s": compute, "memory_s": memory, "floor_s": fixed * xp.ones_like(mac), "time_s": time}
 
 
-def split_s(xp, nbytes, cls, arrays: Mapping[str, Any]):
+def split_s(xp, nbytes, cls, arrays: Mapping[str, Any], batch=None):
     """Seconds of fork/join a multi-threaded CPU runtime adds to each kernel (``par_s`` of its
-    class, stepping in around ``b_par`` bytes: ``p(x) = x**4 / (1 + x**4)``); 0 where the class
-    has none (every GPU, TPU and 1-thread profile). Part of a kernel's fixed cost."""
+    class, stepping in around ``b_par`` bytes: ``p(x) = x**4 / (1 + x**4)``), plus, with the
+    views' ``batch``, ``piece_s`` per extra piece; 0 where the class has none (every GPU, TPU,
+    and 1-thread for the step). Part of a kernel's fixed cost."""
+    zero = xp.zeros_like(xp.asarray(nbytes, dtype=float))
+    pieces = zero if batch is None or "piece_s" not in arrays else \
+        xp.take(xp.asarray(arrays["piece_s"]), cls) * xp.maximum(xp.asarray(batch) - 1.0, 0.0)
     if "par_s" not in arrays or "b_par" not in arrays:
-        return xp.zeros_like(xp.asarray(nbytes, dtype=float))
+        return pieces
     par_s = xp.take(xp.asarray(arrays["par_s"]), cls)
     b_par = xp.take(xp.asarray(arrays["b_par"]), cls)
     on = (par_s > 0) & (b_par > 0)
-    return xp.where(on, par_s * (1.0 - l2_step(xp, nbytes, xp.where(on, b_par, 1.0), PAR_STEP_POWER)), 0.0)
+    return pieces + xp.where(on, par_s * (1.0 - l2_step(xp, nbytes, xp.where(on, b_par, 1.0), PAR_STEP_POWER)),
+                             0.0)
 
 
 def with_clock(arrays: Mapping[str, Any], clock_hz: float) -> dict:

@@ -38,6 +38,8 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
             # a multi-threaded calibration's fork/join of split kernels and where it steps in
             arrays["par_s"][i] = float(t.get("par_us", 0.0)) * 1e-6
             arrays["b_par"][i] = float(t.get("b_par_bytes", 0.0))
+            # a batched kernel's fixed cost per extra piece (matrices of a batched MatMul)
+            arrays["piece_s"][i] = float(t.get("piece_us", 0.0)) * 1e-6
         from analyzer.prediction.thread_mode import notes
 
         said = "".join(f"; {w}" for w in notes(cal))

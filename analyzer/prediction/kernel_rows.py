@@ -19,6 +19,7 @@ from analyzer.counting.engine import FOLDED, NodeCost
 from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES
 from analyzer.prediction import efficiency as eff
 from analyzer.prediction import fusion
+from analyzer.prediction.op_classes import ATTENTION_OPS
 
 ROWS_CAP = 200_000   # memoised kernel rows kept at most (cleared when full: fused sets vary)
 
@@ -100,14 +101,23 @@ def _gemm_view_of(op: str, in_specs, out_specs, mac_flops: int):
     ins = [s for s in in_specs if s is not None]
     out = next((s for s in out_specs if s is not None), None)
     try:
-        if op in ("MatMul", "dot_general") and len(ins) >= 2 and ins[0].rank and ins[1].rank:
+        if op in ("MatMul", "dot_general", "FusedMatMul") and len(ins) >= 2 and ins[0].rank and ins[1].rank:
             m, nn, k, b, batched = eff.gemm_view(ins[0].dims(), ins[1].dims())
+            if op == "FusedMatMul":   # (its transB is not in the specs: k from A, n from the count)
+                k = ins[0].dims()[-1]
+                nn = mac_flops / (2.0 * m * k * b) if m and k and b else 0.0
             return float(m), float(nn), float(k), float(b), batched
         if out is not None and out.rank and out.rank >= 2:
             d = out.dims()
             if op.startswith("Conv") or op.startswith("conv"):
                 m = float(d[0] * int(np.prod(d[2:])))   # NCHW: rows = N x spatial
                 nn = float(d[1])
+            elif op in ATTENTION_OPS and out.rank >= 3:
+                # one piece per batch item (x head, where the output is [B, heads, S, d]): the
+                # kernel loops over them (cpu_model.PIECE_CLASSES)
+                b = float(int(np.prod(d[:-2])))
+                m, nn = float(d[-2]), float(d[-1])
+                return m, nn, mac_flops / (2.0 * m * nn * b) if m and nn else 0.0, b, False
             else:
                 m = float(int(np.prod(d[:-1])))
                 nn = float(d[-1])

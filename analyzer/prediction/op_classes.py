@@ -74,6 +74,7 @@ _CONV = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "FusedConv", "Nh
          "DeformConv", "CausalConvWithState", "conv_general_dilated"}
 _ATTENTION = {"Attention", "MultiHeadAttention", "GroupQueryAttention", "DecoderMaskedMultiHeadAttention",
               "QAttention", "LinearAttention", "pallas_call"}
+ATTENTION_OPS = frozenset(_ATTENTION)   # (kernel_rows: an attention's GEMM view)
 _NORM = {"LayerNormalization", "SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization",
          "RMSNormalization", "BatchNormalization",
          "GroupNormalization", "InstanceNormalization", "GroupNorm", "SkipGroupNorm", "LpNormalization",

@@ -1,0 +1,131 @@
+"""The per-piece cost of batched CPU kernels (``piece_s``): a batched MatMul's matrices, an
+Attention's batch items. Closed-form numbers; no wall-clock assertions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from analyzer.prediction import cpu_model
+from analyzer.prediction import efficiency as eff
+from analyzer.prediction.calibrate import calibration_sources, write_profile
+
+
+def _doc(piece_us=0.0, cls="gemm"):
+    """A calibrated profile whose ``cls`` table is the gemm table's, with ``piece_us`` if > 0."""
+    from tests.profile_docs import gemm_table_doc
+
+    doc = gemm_table_doc(rows={"gemm": [("MatMul", 1.0, 2.0, 3.0)]})
+    doc["calibration"]["run_overhead_us"] = 3.0
+    tables = doc["calibration"]["tables"]
+    tables.setdefault(cls, dict(tables["gemm"]))
+    if piece_us:
+        tables[cls]["piece_us"] = piece_us
+    doc["sources"].update(calibration_sources(doc["calibration"], "test"))
+    return doc
+
+
+def _bmm(batch=8, m=16, k=16, n=16):
+    """MatMul of two activations [batch, m, k] @ [batch, k, n]: ``batch`` matrices."""
+    g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"], name="bmm")], "g",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [batch, m, k]),
+                           helper.make_tensor_value_info("b", TensorProto.FLOAT, [batch, k, n])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, m, n])])
+    mo = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    mo.ir_version = 8
+    return mo
+
+
+def _attention(batch=2, seq=16, hidden=64, heads=4):
+    w = numpy_helper.from_array(np.ones((hidden, 3 * hidden), np.float32), "W")
+    bias = numpy_helper.from_array(np.zeros(3 * hidden, np.float32), "B")
+    node = helper.make_node("Attention", ["x", "W", "B"], ["y"], name="att", domain="com.microsoft",
+                            num_heads=heads)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, seq, hidden])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, seq, hidden])], [w, bias])
+    mo = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    mo.ir_version = 8
+    return mo
+
+
+def test_kernel_time_adds_piece_s_per_extra_piece():
+    # one untiled gemm-class kernel, 1 MFLOP at batch 1 and at batch 5: same work, the batched one
+    # pays 4 pieces of 0.3 us more
+    arrays = {k: (v.copy() if isinstance(v, np.ndarray) else v)
+              for k, v in eff.load_constants("datasheet").arrays.items()}
+    arrays["piece_s"][eff.CLASS_CODE["gemm"]] = 0.3e-6
+    feats = {"op_class": np.array([eff.CLASS_CODE["gemm"]] * 2), "mac_flops": np.array([1e6, 1e6]),
+             "bytes": np.array([1e3, 1e3]), "m": np.array([16.0, 16.0]), "n": np.array([16.0, 16.0]),
+             "k": np.array([16.0, 16.0]), "batch": np.array([1.0, 5.0])}
+    hw = {"matrix_peak": 1e12, "vector_peak": 1e12, "mem_bw": 1e11}
+    t = eff.kernel_time(np, feats, hw, arrays)
+    assert t["time_s"][1] - t["time_s"][0] == pytest.approx(4 * 0.3e-6, rel=1e-9)
+    assert t["floor_s"][1] - t["floor_s"][0] == pytest.approx(1.2e-6, rel=1e-9)
+
+
+def test_batched_matmul_on_a_calibrated_profile_pays_its_pieces(tmp_path):
+    # 8 matrices of 16x16x16: 7 extra pieces at 0.25 us = 1.75 us more than without the term
+    from analyzer import analyze
+
+    base = analyze(_bmm(), hw=write_profile(_doc(), tmp_path / "a.toml")).predictions[0]
+    with_p = analyze(_bmm(), hw=write_profile(_doc(0.25), tmp_path / "b.toml")).predictions[0]
+    assert with_p.latency_s - base.latency_s == pytest.approx(7 * 0.25e-6, rel=1e-6)
+    # a single matrix (batch 1) pays none
+    one = [analyze(_bmm(batch=1), hw=write_profile(d, tmp_path / f"{i}.toml")).predictions[0].latency_s
+           for i, d in enumerate((_doc(), _doc(0.25)))]
+    assert one[0] == pytest.approx(one[1], rel=1e-12)
+
+
+def test_attention_view_counts_its_batch_items(tmp_path):
+    from analyzer import analyze
+    from analyzer.prediction.kernel_rows import gemm_view
+
+    rep = analyze(_attention(batch=3, seq=16, hidden=64))
+    m, n, k, b, batched = gemm_view(rep.nodes[0])
+    assert (m, n, b, batched) == (16.0, 64.0, 3.0, False)
+    assert 2 * m * n * k * b == rep.nodes[0].cost.mac_flops
+    # on a profile with an attention piece of 2 us: 2 extra items = 4 us
+    base = analyze(_attention(batch=3), hw=write_profile(_doc(cls="attention"), tmp_path / "a.toml")).predictions[0]
+    doc = _doc(2.0, cls="attention")
+    with_p = analyze(_attention(batch=3), hw=write_profile(doc, tmp_path / "b.toml")).predictions[0]
+    assert with_p.latency_s - base.latency_s == pytest.approx(4e-6, rel=1e-6)
+
+
+def test_fused_matmul_view_takes_k_from_a_and_n_from_the_count():
+    # FusedMatMul(transB=1): Q [1, 4, 32, 16] @ K^T, K [1, 4, 32, 16]: 4 matrices of 32x32 over
+    # k = 16 (2 * 32 * 32 * 16 * 4 = 131,072 MAC flops)
+    from analyzer import analyze
+    from analyzer.prediction.kernel_rows import gemm_view
+
+    q = helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, 4, 32, 16])
+    kk = helper.make_tensor_value_info("k", TensorProto.FLOAT, [1, 4, 32, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 32, 32])
+    node = helper.make_node("FusedMatMul", ["q", "k"], ["y"], name="fmm", domain="com.microsoft",
+                            transB=1, alpha=0.25)
+    mo = helper.make_model(helper.make_graph([node], "g", [q, kk], [y]),
+                           opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    mo.ir_version = 8
+    nc = analyze(mo).nodes[0]
+    assert nc.cost.mac_flops == 2 * 32 * 32 * 16 * 4
+    assert gemm_view(nc)[:4] == (32.0, 32.0, 16.0, 4.0)
+
+
+def test_fit_finds_the_cost_per_piece():
+    # rows from the form with 0.2 us a piece: 12 unbatched GEMMs and 8 batched ones; the fit
+    # recovers the piece cost, and a class without batched rows gets none
+    peak, bw = 3e11, 5e10
+    rng = np.random.default_rng(1)
+    m = rng.choice([1, 8, 32, 128], 20).astype(float)
+    n = rng.choice([16, 64, 256], 20).astype(float)
+    k = rng.choice([16, 64, 512], 20).astype(float)
+    batch = np.where(np.arange(20) < 12, 1.0, rng.choice([2, 8, 32, 64], 20)).astype(float)
+    mac = 2 * m * n * k * batch
+    B = 4 * (m * k + k * n + m * n) * batch
+    view = np.stack([mac, m, n, k, batch])
+    t = cpu_model.kernel_time(mac, B, 0.4e-6, 0.8, 1.2, 0.0, peak, bw, view=view, piece_s=0.2e-6)
+    fit = cpu_model.fit_class(mac, B, t, peak, bw, view=view)
+    assert fit["piece_s"] == pytest.approx(0.2e-6, rel=0.05)
+    assert fit["fit_mape"] < 1.0
+    flat = cpu_model.fit_class(mac[:12], B[:12], t[:12], peak, bw, view=view[:, :12])
+    assert flat["piece_s"] == 0.0
