@@ -72,11 +72,12 @@ PAR_GAIN = 0.1
 # measured cache ratio (the bound keeps a class without small rows from running away)
 MAX_L2_GAIN = 20.0
 # classes whose kernels loop over independent products (the view's batch: a batched MatMul's
-# matrices, an Attention's batch x heads where the shape shows them) and pay a fixed cost per
+# matrices, an Attention's batch x heads) and pay a fixed cost per
 # extra one. onnxruntime 1.32 on a 2-core EPYC, 1 thread, single-op wall-clock (run overhead
 # included): MatMul 16x16x16 4.00 / 4.60 / 5.17 / 8.24 us at batch 1 / 4 / 8 / 32 (0.14 us a
 # matrix: 60 GFLOP/s, against 217 for 64x64x64); com.microsoft Attention (16 tokens, hidden 64,
-# 4 heads) 8.6 / 13.0 / 21.8 us at batch 1 / 2 / 4 (4.4 us an item, 3.5x its batch-1 kernel)
+# 4 heads) 8.6 / 13.0 / 21.8 us at batch 1 / 2 / 4 (4.4 us an item, 1.1 a head), at batch 1
+# 6.8 / 7.1 / 8.6 / 12.9 us with 1 / 2 / 4 / 8 heads (0.9 us a head)
 PIECE_CLASSES = ("gemm", "attention")
 # the largest per-piece cost the fit may return (seconds)
 MAX_PIECE_S = 10e-6

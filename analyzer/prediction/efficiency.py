@@ -34,7 +34,7 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   26 us at N 2-16, 41-42 at 24-32.  Calibration fits ``tile_n`` and ``n_half`` per class
   (``cpu_model.fit_class``); GPU families leave ``n_half`` 0.
 - ``piece_s``: a CPU kernel looping over independent products (a batched MatMul's matrices, an
-  Attention's batch) pays it per extra piece (``cpu_model``: measured there); calibrated, else 0.
+  Attention's batch x heads) pays it per extra piece (``cpu_model``: measured there); calibrated, else 0.
 - ``wave`` (tiled classes, when the number of units (SMs) is known): tiles = ceil(m/tm) *
   ceil(n/tn) * batch spread over ``units``; utilisation = tiles / (ceil(tiles/units) * units);
   ``wave = utilisation ** -wave_alpha[c]`` (alpha 1: a partly filled last wave costs a full wave;

@@ -92,11 +92,21 @@ def gemm_view(n: NodeCost) -> tuple[float, float, float, float, bool]:
     """(m, n, k, batch, batched) of a matrix node's work, from its specs and mac count."""
     if not n.cost.mac_flops:
         return 0.0, 0.0, 0.0, 0.0, False
-    return _gemm_view_of(n.op, n.in_specs, n.out_specs, n.cost.mac_flops)
+    return _gemm_view_of(n.op, n.in_specs, n.out_specs, n.cost.mac_flops, n.cost.transcendentals)
+
+
+def _heads(trans: int, b: int, s: int, hidden: int) -> int:
+    """An attention's heads from its softmax's exps (one per score: batch x heads x pairs, full
+    or causal; ``counting.rules.onnx.attention.sdpa``); 1 where they do not divide out."""
+    for pairs in (s * s, s * (s + 1) // 2):
+        h, r = divmod(trans, b * pairs) if b * pairs else (0, 1)
+        if not r and h >= 1 and hidden % h == 0:
+            return h
+    return 1
 
 
 @functools.lru_cache(maxsize=4096)
-def _gemm_view_of(op: str, in_specs, out_specs, mac_flops: int):
+def _gemm_view_of(op: str, in_specs, out_specs, mac_flops: int, trans: int = 0):
     """``_gemm_view`` of hashable parts (repeated blocks share them: computed once)."""
     ins = [s for s in in_specs if s is not None]
     out = next((s for s in out_specs if s is not None), None)
@@ -113,9 +123,9 @@ def _gemm_view_of(op: str, in_specs, out_specs, mac_flops: int):
                 m = float(d[0] * int(np.prod(d[2:])))   # NCHW: rows = N x spatial
                 nn = float(d[1])
             elif op in ATTENTION_OPS and out.rank >= 3:
-                # one piece per batch item (x head, where the output is [B, heads, S, d]): the
-                # kernel loops over them (cpu_model.PIECE_CLASSES)
-                b = float(int(np.prod(d[:-2])))
+                # one piece per batch item and head (the kernel loops over them:
+                # cpu_model.PIECE_CLASSES); a [B, S, hidden] output's heads from its exps
+                b = float(int(np.prod(d[:-2])) * (_heads(trans, d[0], d[1], d[2]) if out.rank == 3 else 1))
                 m, nn = float(d[-2]), float(d[-1])
                 return m, nn, mac_flops / (2.0 * m * nn * b) if m and nn else 0.0, b, False
             else:

@@ -81,15 +81,18 @@ def test_attention_view_counts_its_batch_items(tmp_path):
     from analyzer import analyze
     from analyzer.prediction.kernel_rows import gemm_view
 
-    rep = analyze(_attention(batch=3, seq=16, hidden=64))
+    # 3 items x 4 heads (the heads from the softmax's 3 * 4 * 16 * 16 = 3,072 exps): 12 pieces
+    rep = analyze(_attention(batch=3, seq=16, hidden=64, heads=4))
+    assert rep.nodes[0].cost.transcendentals == 3 * 4 * 16 * 16
     m, n, k, b, batched = gemm_view(rep.nodes[0])
-    assert (m, n, b, batched) == (16.0, 64.0, 3.0, False)
+    assert (m, n, b, batched) == (16.0, 64.0, 12.0, False)
     assert 2 * m * n * k * b == rep.nodes[0].cost.mac_flops
-    # on a profile with an attention piece of 2 us: 2 extra items = 4 us
+    assert gemm_view(analyze(_attention(batch=3, heads=8)).nodes[0])[3] == 24.0
+    # on a profile with an attention piece of 2 us: 11 extra pieces = 22 us
     base = analyze(_attention(batch=3), hw=write_profile(_doc(cls="attention"), tmp_path / "a.toml")).predictions[0]
     doc = _doc(2.0, cls="attention")
     with_p = analyze(_attention(batch=3), hw=write_profile(doc, tmp_path / "b.toml")).predictions[0]
-    assert with_p.latency_s - base.latency_s == pytest.approx(4e-6, rel=1e-6)
+    assert with_p.latency_s - base.latency_s == pytest.approx(22e-6, rel=1e-6)
 
 
 def test_fused_matmul_view_takes_k_from_a_and_n_from_the_count():
