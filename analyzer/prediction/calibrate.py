@@ -21,8 +21,8 @@ Machine constants:
   chain of 1, over N-1, minus the tiny Add's profiled kernel time;
 - ``run_overhead_s``: the 1-node chain's wall-clock minus its one node;
 - ``cold_weight_bw_gbs`` (with ``llc_bytes``, the sysfs L3): weight bytes / kernel time of a
-  1-row MatMul whose weights are twice the LLC (``cpu_cold``: a model whose weights overflow
-  the LLC reads them from DRAM every run).
+  1-row MatMul whose weights are twice the LLC (``cpu_cold``); ``clip_epilogue_ns``: a fused
+  Clip's cost per output element (``cpu_epilogue``).
 
 The library never prints: ``progress(fraction, phase_text)`` is called between phases.
 """
@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from analyzer.prediction import cpu_model, thread_mode
+from analyzer.prediction import cpu_epilogue, cpu_model, thread_mode
 from analyzer.prediction.calibration_models import (F32, Builder, baseline_model, build_model,  # noqa: F401
                                                     calibration_models, extra_nodes, sizes, split_rows,
                                                     value_info)
@@ -243,16 +243,16 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
         base = wall_time(baseline_model(), threads, level, q, min_s=0.05)
         t_gemv = max(wall_time(gemv, threads, level, q, min_s=0.05) - base - dispatch, 1e-8)
         cold_bw = 4.0 * (k * n + k + n) / t_gemv
-    # machine constants from the measured rows
-    F, B, t, _ = rows["gemm"]
+    say(n_cls / (n_cls + 1), "measuring fused Clip epilogues")   # (cpu_epilogue)
+    clip_s = cpu_epilogue.measure(lambda m: wall_time(m, threads, level, q, min_s=0.05))
+    F, B, t, _ = rows["gemm"]   # machine constants from the measured rows
     peak = float(np.max(F / t))
     Fe, Be, te, ope = rows["elementwise"]
     adds = np.array([o == "Add" for o in ope])
     big = adds & (Be >= np.sort(Be[adds])[-3])
     bw = float(np.median(Be[big] / te[big]))
 
-    # the cache step's size: the L2 of the cores the session runs on (cpu_model docstring)
-    l2_core = l2_cache_bytes()
+    l2_core = l2_cache_bytes()   # the cache step's size: the L2 of the session's cores (cpu_model)
     l2_bytes = float(l2_core * min(threads, os.cpu_count() or threads)) if l2_core else 0.0
     tables = {}
     fits = {}
@@ -330,7 +330,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
             "measured_on": date, "runtime": "onnxruntime", "onnxruntime_version": ver,
             "threads": threads, "level": level, "quantile": q, "cpu": cpu, "seconds": round(elapsed, 1),
             "run_overhead_us": run_over * 1e6, "cache_bytes": l2_bytes,
-            "llc_bytes": float(llc), "cold_weight_bw_gbs": cold_bw / 1e9,
+            "llc_bytes": float(llc), "cold_weight_bw_gbs": cold_bw / 1e9, "clip_epilogue_ns": clip_s * 1e9,
             "models": "synthetic single-op models only (analyzer.prediction.calibrate.calibration_models)",
             "tables": tables,
             **({"thread_speedup_start": speedup0, "thread_speedup_end": speedup1} if threads > 1 else {}),

@@ -41,7 +41,7 @@ import numpy as np
 from analyzer.counting.engine import NodeCost
 from analyzer.errors import HardwareError, InputSpecError
 from analyzer.prediction import efficiency as eff
-from analyzer.prediction import cpu_cold, fusion, runtimes
+from analyzer.prediction import cpu_cold, cpu_epilogue, fusion, runtimes
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction.hardware import (complete_profile, host_dispatch, profile_memo,
                                           profile_terms)
@@ -239,6 +239,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                 fixed[p] += cpu_cold.cold_weight_s(prof.calibration, feats, wbytes, hw_p,
                                                    {n: consts[n][p] for n in consts})
                 note.append(f"weights exceed {prof.id}'s last-level cache: read from DRAM each run")
+            fixed[p] += cpu_epilogue.epilogue_s(prof.calibration, nodes, plan.members, cls)
         if extra_cls:
             # launches the runtime inserted with no original node: each its class's fixed cost
             codes = np.asarray([c for _, c in extra_cls], np.int32)

@@ -78,6 +78,9 @@ def calibration_sources(cal: dict, head: str) -> dict[str, str]:
         elif path == "calibration.cold_weight_bw_gbs":
             out[path] = (f"{head}: weight bytes / wall-clock kernel time of a 1-row MatMul whose "
                          "weights are twice the last-level cache (streamed from DRAM every run)")
+        elif path == "calibration.clip_epilogue_ns":
+            out[path] = (f"{head}: (wall-clock of a convolution + a fused Clip - without it) / output "
+                         "elements, median of 4 convolutions (cpu_epilogue.pair_models)")
         elif path in ("calibration.thread_speedup_start", "calibration.thread_speedup_end"):
             out[path] = (f"{head}: wall-clock at 1 thread / at the calibration's threads of a "
                          f"12-block MatMul + LayerNorm probe (thread_mode.probe_model), timed at the "

@@ -132,3 +132,73 @@ def test_fit_finds_the_cost_per_piece():
     assert fit["fit_mape"] < 1.0
     flat = cpu_model.fit_class(mac[:12], B[:12], t[:12], peak, bw, view=view[:, :12])
     assert flat["piece_s"] == 0.0
+
+
+def _conv_act(act: str):
+    """Conv 3 -> 8 channels over 16x16, then ``act`` (Clip(0, 6), Relu or none)."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "W"),
+             numpy_helper.from_array(np.array(0.0, np.float32), "lo"),
+             numpy_helper.from_array(np.array(6.0, np.float32), "hi")]
+    nodes = [helper.make_node("Conv", ["x", "W"], ["c"], name="conv", pads=[1, 1, 1, 1])]
+    if act == "clip":
+        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"], name="act"))
+    elif act == "relu":
+        nodes.append(helper.make_node("Relu", ["c"], ["y"], name="act"))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+                          [helper.make_tensor_value_info("y" if act != "none" else "c", TensorProto.FLOAT,
+                                                         [1, 8, 16, 16])], inits)
+    mo = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    mo.ir_version = 8
+    return mo
+
+
+def _with_epilogue(ns):
+    doc = _doc()
+    doc["calibration"]["clip_epilogue_ns"] = ns
+    doc["sources"].update(calibration_sources(doc["calibration"], "test"))
+    return doc
+
+
+def test_a_clip_fused_into_a_conv_pays_its_epilogue_per_output_element(tmp_path):
+    # onnxruntime fuses Conv + Clip into one kernel; at 0.1 ns an element its 8 x 16 x 16 = 2,048
+    # outputs add 0.2048 us. A fused Relu and an unfused conv add nothing.
+    pytest.importorskip("onnxruntime")
+    from analyzer import analyze
+
+    def lat(act, ns):
+        p = write_profile(_with_epilogue(ns), tmp_path / f"{act}{ns}.toml")
+        pred = analyze(_conv_act(act), hw=p).predictions[0]
+        return pred, pred.latency_s
+
+    clip0, t0 = lat("clip", 0.0)
+    assert len({n.kernel for n in clip0.nodes}) == 1   # one kernel: the Clip is fused
+    assert lat("clip", 0.1)[1] - t0 == pytest.approx(2048 * 0.1e-9, rel=1e-6)
+    assert lat("relu", 0.1)[1] == pytest.approx(lat("relu", 0.0)[1], rel=1e-12)
+    assert lat("none", 0.1)[1] == pytest.approx(lat("none", 0.0)[1], rel=1e-12)
+
+
+def test_epilogue_skips_kernels_that_are_not_convolutions():
+    import types
+
+    from analyzer.prediction import cpu_epilogue
+
+    clip = types.SimpleNamespace(op="Clip", out_specs=(types.SimpleNamespace(shape=(1, 4, 5)),))
+    other = types.SimpleNamespace(op="MatMul", out_specs=(types.SimpleNamespace(shape=(1, 4, 5)),))
+    cal = {"clip_epilogue_ns": 0.5}
+    conv, gemm = eff.CLASS_CODE["conv_dw"], eff.CLASS_CODE["gemm"]
+    got = cpu_epilogue.epilogue_s(cal, [other, clip, clip], [(0, 1), (0, 1), (2,)], np.array([conv, gemm, conv]))
+    # kernel 0: a conv with a fused Clip of 20 elements; 1: not a conv; 2: a Clip on its own
+    assert got.tolist() == pytest.approx([20 * 0.5e-9, 0.0, 0.0])
+    assert cpu_epilogue.epilogue_s({}, [other, clip], [(0, 1)], np.array([conv])).tolist() == [0.0]
+
+
+def test_epilogue_measurement_is_the_median_difference_per_element():
+    from analyzer.prediction import cpu_epilogue
+
+    pairs = cpu_epilogue.pair_models()
+    assert len(pairs) == 4 and all(e > 0 for _, _, e in pairs)
+    # a timer that charges 3 ns per output element of a model with a Clip, 10 us otherwise
+    elems = {id(c): e for _, c, e in pairs}
+    got = cpu_epilogue.measure(lambda m: 10e-6 + 3e-9 * elems.get(id(m), 0), pairs=pairs)
+    assert got == pytest.approx(3e-9)
