@@ -113,9 +113,9 @@ def wall_ms(path, threads, level, q, runs) -> float:
 
     from analyzer.prediction import ort_measure as om
 
-    s = om._session(om.model_bytes(path), om.session_options(level, threads))
-    feeds = om.random_feeds(s, sym_dims(onnx.load(path, load_external_data=False)))
-    return om._quantile(om.time_runs(s, feeds, runs, warmup=3, min_time_s=0.5), q) * 1e3
+    wall, _ = om.wall_runs(om.model_bytes(path), threads, level, runs,
+                           sym_dims(onnx.load(path, load_external_data=False)))
+    return om.quantile(wall, q) * 1e3
 
 
 def thread_mode(threads: int) -> dict:

@@ -318,10 +318,10 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
                   f"'{level}', in {elapsed:.0f} s. Kernel time per op class = floor + max(F/(peak*e_c), "
                   "(B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))), the matrix classes' work "
                   "padded to tile_n output columns (x 1 + (n_half/n)^2), plus par_us above b_par_bytes "
-                  "where a class's kernels are split over threads and piece_us per extra matrix of a "
-                  "batched kernel; weights of a model that "
-                  "overflows llc_bytes at cold_weight_bw_gbs; see analyzer/prediction/cpu_model.py, "
-                  "efficiency.py and cpu_cold.py."),
+                  "where a class's kernels are split over threads and piece_us per extra piece of a "
+                  "batched kernel; weights of a model that overflows llc_bytes at cold_weight_bw_gbs, "
+                  "a Clip fused into a convolution at clip_epilogue_ns per output; see "
+                  "analyzer/prediction/cpu_model.py, efficiency.py, cpu_cold.py and cpu_epilogue.py."),
         "matrix_tflops": {"fp32": peak / 1e12},
         "vector_tflops": {"fp32": peak / 1e12},
         "memory": {"mem_bw_gbs": bw / 1e9},

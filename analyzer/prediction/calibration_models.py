@@ -270,7 +270,7 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     b = Builder(16)
     for bs, s_, h, heads in [(1, 8, 64, 2), (1, 16, 128, 4), (1, 32, 256, 4), (1, 64, 384, 6),
                              (1, 128, 768, 12), (1, 8, 768, 12), (2, 16, 128, 4), (4, 32, 64, 4),
-                             (3, 8, 256, 8)]:   # (batch > 1: its cost per item)
+                             (3, 8, 256, 8)]:   # (batch > 1: its cost per item x head)
         b.add("Attention", [(bs, s_, h)], weights=[(h, 3 * h), (3 * h,)],
               attrs={"num_heads": heads}, domain="com.microsoft")
     # with a mask_index (int32 [batch]: what onnxruntime's fusion of a BERT with an attention

@@ -72,8 +72,7 @@ PAR_GAIN = 0.1
 # measured cache ratio (the bound keeps a class without small rows from running away)
 MAX_L2_GAIN = 20.0
 # classes whose kernels loop over independent products (the view's batch: a batched MatMul's
-# matrices, an Attention's batch x heads) and pay a fixed cost per
-# extra one. onnxruntime 1.32 on a 2-core EPYC, 1 thread, single-op wall-clock (run overhead
+# matrices, an Attention's batch x heads) and pay a fixed cost per extra one. onnxruntime 1.32 on a 2-core EPYC, 1 thread, single-op wall-clock (run overhead
 # included): MatMul 16x16x16 4.00 / 4.60 / 5.17 / 8.24 us at batch 1 / 4 / 8 / 32 (0.14 us a
 # matrix: 60 GFLOP/s, against 217 for 64x64x64); com.microsoft Attention (16 tokens, hidden 64,
 # 4 heads) 8.6 / 13.0 / 21.8 us at batch 1 / 2 / 4 (4.4 us an item, 1.1 a head), at batch 1
@@ -270,7 +269,7 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
                 best = (list(x), v, tile)
     if view is not None and (view[4] > 1).any():
         base, tile = best, best[2]
-        x0 = (list(base[0]) + [0.0] * 6)[:6] + (list(base[0][6:8]) if len(base[0]) >= 8 else [-60.0, 0.0])
+        x0 = list(base[0][:6]) + (list(base[0][6:8]) if len(base[0]) >= 8 else [-60.0, 0.0])
         free = 0.3 if x0[6] > -50.0 else 0.0   # the step's slots move only where it was kept
         for p0 in (-4.0, -1.0):   # about 0.2 and 2.7 us a piece
             steps = [1.0, 0.5, 0.5, 1.0, 1.0, 1.0, free, free, 1.0]

@@ -195,16 +195,16 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
     sm_on = (sm_bw > 0) & (units > 0)
     sm = xp.where(sm_on, nbytes / (xp.where(sm_on, units * sm_bw, 1.0)), 0.0)
     memory = xp.where(nbytes > 0, dram + sm, 0.0)
-    fixed = floor + split_s(xp, nbytes, cls, arrays, batch)
+    fixed = floor + class_fixed_s(xp, nbytes, cls, arrays, batch)
     time = fixed + xp.maximum(compute, memory)
     return {"compute_s": compute, "memory_s": memory, "floor_s": fixed * xp.ones_like(mac), "time_s": time}
 
 
-def split_s(xp, nbytes, cls, arrays: Mapping[str, Any], batch=None):
-    """Seconds of fork/join a multi-threaded CPU runtime adds to each kernel (``par_s`` of its
-    class, stepping in around ``b_par`` bytes: ``p(x) = x**4 / (1 + x**4)``), plus, with the
-    views' ``batch``, ``piece_s`` per extra piece; 0 where the class has none (every GPU, TPU,
-    and 1-thread for the step). Part of a kernel's fixed cost."""
+def class_fixed_s(xp, nbytes, cls, arrays: Mapping[str, Any], batch=None):
+    """Seconds a calibrated CPU class adds to each kernel's fixed cost: the fork/join of a
+    multi-threaded runtime (``par_s``, stepping in around ``b_par`` bytes: ``p(x) = x**4 / (1 +
+    x**4)``) plus, given the views' ``batch``, ``piece_s`` per extra piece; 0 where the class has
+    neither (every GPU and TPU family; the step above 1 thread only)."""
     zero = xp.zeros_like(xp.asarray(nbytes, dtype=float))
     pieces = zero if batch is None or "piece_s" not in arrays else \
         xp.take(xp.asarray(arrays["piece_s"]), cls) * xp.maximum(xp.asarray(batch) - 1.0, 0.0)

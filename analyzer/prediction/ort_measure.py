@@ -106,6 +106,15 @@ def time_runs(session, feeds, runs: int, warmup: int = 3, min_time_s: float = 0.
     return out
 
 
+def wall_runs(data: bytes, threads: int, level: str, runs: int, dims: Mapping[str, int] | None = None,
+              min_time_s: float = 0.5) -> tuple[list[float], dict]:
+    """(wall-clock seconds of ``runs`` calls of ``session.run`` (more while ``min_time_s`` has
+    not passed) on a fresh session, after 3 warm-up calls; the random feeds it ran on)."""
+    s = _session(data, session_options(level, threads))
+    feeds = random_feeds(s, dims)
+    return time_runs(s, feeds, runs, warmup=3, min_time_s=min_time_s), feeds
+
+
 def profile_runs(data: bytes, level: str, threads: int | None, feeds: dict | None, runs: int,
                  warmup: int = 2, dims: Mapping[str, int] | None = None, q: float = 0.5) -> tuple[dict[str, float], dict[str, str]]:
     """Kernel time per node name (seconds; the ``q`` quantile over runs, median by default) and
@@ -133,11 +142,12 @@ def profile_runs(data: bytes, level: str, threads: int | None, feeds: dict | Non
     med = {}
     for k, v in samples.items():
         v = v[warmup:] if len(v) > warmup else v
-        med[k] = _quantile(v, q)
+        med[k] = quantile(v, q)
     return med, ops
 
 
-def _quantile(v, q: float) -> float:
+def quantile(v, q: float) -> float:
+    """The ``q`` quantile of ``v`` (the exact median at 0.5)."""
     import numpy as np
     return float(statistics.median(v)) if q == 0.5 else float(np.quantile(v, q))
 
@@ -174,15 +184,12 @@ def measure(model: Any, threads: int | None = None, level: str = "default", runs
     """
     data = model_bytes(model)
     threads = int(threads or os.cpu_count() or 1)
-    s = _session(data, session_options(level, threads))
-    feeds = random_feeds(s, dims)
-    wall = time_runs(s, feeds, runs, warmup=3, min_time_s=min_time_s)
-    del s
+    wall, feeds = wall_runs(data, threads, level, runs, dims, min_time_s)
     node_s, node_op = profile_runs(data, level, threads, feeds, max(5, runs // 2), q=q)
     if fused is None:
         fused = fused_graph(data, level, threads)
     by_fused, unmatched = _join(node_s, node_op, fused)
     groups = fusion_map(model, fused)
-    return Measured(latency_s=_quantile(wall, q), node_s=node_s, node_op=node_op,
+    return Measured(latency_s=quantile(wall, q), node_s=node_s, node_op=node_op,
                     by_fused=by_fused, groups=groups, unmatched=unmatched, threads=threads,
                     level=level, runs=len(wall), run_samples_s=tuple(wall))
