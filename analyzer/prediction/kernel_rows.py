@@ -19,7 +19,7 @@ from analyzer.counting.engine import FOLDED, NodeCost
 from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES
 from analyzer.prediction import efficiency as eff
 from analyzer.prediction import fusion
-from analyzer.prediction.op_classes import ATTENTION_OPS
+from analyzer.prediction.op_classes import ATTENTION_OPS, CHANNELS_FIRST_CONV_OPS
 
 ROWS_CAP = 200_000   # memoised kernel rows kept at most (cleared when full: fused sets vary)
 
@@ -119,7 +119,7 @@ def _gemm_view_of(op: str, in_specs, out_specs, mac_flops: int, trans: int = 0):
             return float(m), float(nn), float(k), float(b), batched
         if out is not None and out.rank and out.rank >= 2:
             d = out.dims()
-            if op.startswith("Conv") or op.startswith("conv"):
+            if op in CHANNELS_FIRST_CONV_OPS:
                 m = float(d[0] * int(np.prod(d[2:])))   # NCHW: rows = N x spatial
                 nn = float(d[1])
             elif op in ATTENTION_OPS and out.rank >= 3:

@@ -75,6 +75,9 @@ _CONV = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "FusedConv", "Nh
 _ATTENTION = {"Attention", "MultiHeadAttention", "GroupQueryAttention", "DecoderMaskedMultiHeadAttention",
               "QAttention", "LinearAttention", "pallas_call"}
 ATTENTION_OPS = frozenset(_ATTENTION)   # (kernel_rows: an attention's GEMM view)
+# convolutions whose output is channels-first (N, C, spatial...): a GEMM view of rows = N x
+# spatial, columns = C (kernel_rows); the NHWC ones take the generic last-dim view
+CHANNELS_FIRST_CONV_OPS = frozenset(_CONV - {"NhwcConv", "NhwcFusedConv"})
 _NORM = {"LayerNormalization", "SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization",
          "RMSNormalization", "BatchNormalization",
          "GroupNormalization", "InstanceNormalization", "GroupNorm", "SkipGroupNorm", "LpNormalization",

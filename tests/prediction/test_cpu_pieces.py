@@ -114,6 +114,31 @@ def test_fused_matmul_view_takes_k_from_a_and_n_from_the_count():
     assert gemm_view(nc)[:4] == (32.0, 32.0, 16.0, 4.0)
 
 
+def _conv(op, c_in=16, c_out=32, hw=28, domain=""):
+    """One 3x3 convolution, pad 1, as ``op`` (Conv, or onnxruntime's FusedConv with a Relu)."""
+    w = numpy_helper.from_array(np.ones((c_out, c_in, 3, 3), np.float32), "W")
+    attrs = {"activation": "Relu"} if op == "FusedConv" else {}
+    node = helper.make_node(op, ["x", "W"], ["y"], name="c", domain=domain, pads=[1, 1, 1, 1], **attrs)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c_in, hw, hw])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c_out, hw, hw])], [w])
+    mo = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    mo.ir_version = 8
+    return mo
+
+
+def test_fused_conv_has_the_view_of_its_conv():
+    # a 16 -> 32 channel 3x3 conv at 28x28: rows = 784 pixels, columns = 32 output channels,
+    # k = 16 * 9 = 144 (2 * 784 * 32 * 144 = 7,225,344 MAC flops). onnxruntime's FusedConv (the
+    # calibration's Conv + Relu rows) had taken the generic last-dim view (rows 32 x 28, columns 28)
+    from analyzer import analyze
+    from analyzer.prediction.kernel_rows import gemm_view
+
+    for op, dom in (("Conv", ""), ("FusedConv", "com.microsoft")):
+        nc = analyze(_conv(op, domain=dom)).nodes[0]
+        assert nc.cost.mac_flops == 2 * 784 * 32 * 144, op
+        assert gemm_view(nc) == (784.0, 32.0, 144.0, 1.0, False), op
+
+
 def test_fit_finds_the_cost_per_piece():
     # rows from the form with 0.2 us a piece: 12 unbatched GEMMs and 8 batched ones; the fit
     # recovers the piece cost, and a class without batched rows gets none
