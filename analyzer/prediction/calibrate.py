@@ -18,7 +18,7 @@ Machine constants:
 - ``peak`` (``matrix_tflops.fp32``): the best FLOP/s of the GEMM shapes (kernel time);
 - ``bw`` (``memory.mem_bw_gbs``): Add's bytes / kernel time at the largest sizes (DRAM);
 - ``dispatch_s`` (``overhead.launch_overhead_us``): wall-clock of a chain of N tiny Adds minus a
-  chain of 1, over N-1, minus the tiny Add's profiled kernel time;
+  chain of 1, over N-1 (the Add's own kernel time included: it is what a node costs);
 - ``run_overhead_s``: the 1-node chain's wall-clock minus its one node;
 - ``cold_weight_bw_gbs`` (with ``llc_bytes``, the sysfs L3): weight bytes / kernel time of a
   1-row MatMul whose weights are twice the LLC (``cpu_cold``); ``clip_epilogue_ns``: a fused
