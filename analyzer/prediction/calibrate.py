@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from analyzer.prediction import cpu_epilogue, cpu_model, thread_mode
+from analyzer.prediction import cpu_epilogue, cpu_model, fit_worker, thread_mode
 from analyzer.prediction.calibration_models import (F32, Builder, baseline_model, build_model,  # noqa: F401
                                                     calibration_models, extra_nodes, sizes, split_rows,
                                                     value_info)
@@ -113,24 +113,6 @@ def time_rows(splits: dict[str, dict[str, Any]], timer: Callable[[Any, float], f
                 best[cls][k] = min(best[cls].get(k, np.inf), timer(mk, 0.08 / passes))
         base = min(base, float(np.median(bases)))
     return {cls: {k: v - base for k, v in rows.items()} for cls, rows in best.items()}
-
-
-def fit_classes(jobs: dict[str, tuple[tuple, dict]]) -> dict[str, dict]:
-    """``cpu_model.fit_class(*args, **kw)`` per class, over the machine's cores (half of a 2-thread
-    calibration went to fitting one class after another), in fresh interpreters (``spawn``: JAX's
-    threads do not survive a fork); without a process pool, one after another: the same numbers."""
-    workers = min(len(jobs), os.cpu_count() or 1, 8)
-    if workers > 1:
-        import concurrent.futures as cf
-        import multiprocessing as mp
-
-        try:
-            with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
-                futures = {cls: pool.submit(cpu_model.fit_class, *a, **kw) for cls, (a, kw) in jobs.items()}
-                return {cls: f.result() for cls, f in futures.items()}
-        except (OSError, cf.process.BrokenProcessPool):
-            pass
-    return {cls: cpu_model.fit_class(*a, **kw) for cls, (a, kw) in jobs.items()}
 
 
 def _chain(n: int, width: int = 8):
@@ -285,7 +267,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
                    cpu_model.TILE_CANDIDATES if cls in cpu_model.TILED_CLASSES else ()),
                   {"parallel": threads > 1})
             for cls, (F, B, t, _) in rows.items() if cls not in fits}
-    fits.update(fit_classes(jobs))
+    fits.update(fit_worker.fit_classes(jobs))
     for cls in rows:
         fit = fits[cls]
         tables[cls] = {"floor_us": fit["floor_s"] * 1e6, "e_c": fit["e_c"], "e_bw": fit["e_bw"],
