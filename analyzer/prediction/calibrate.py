@@ -21,7 +21,8 @@ Machine constants:
   chain of 1, over N-1 (the Add's own kernel time included: it is what a node costs);
 - ``run_overhead_s``: the 1-node chain's wall-clock minus its one node;
 - ``cold_weight_bw_gbs`` (with ``llc_bytes``, the sysfs L3): weight bytes / kernel time of a
-  1-row MatMul whose weights are twice the LLC (``cpu_cold``); ``clip_epilogue_ns``: a fused
+  1-row MatMul whose weights are twice the LLC, and ``llc_effective_bytes`` / ``llc_step_power``:
+  how much of a model's weights stays cached, from chains of GEMVs (``cpu_cold``); ``clip_epilogue_ns``: a fused
   Clip's cost per output element (``cpu_epilogue``).
 
 The library never prints: ``progress(fraction, phase_text)`` is called between phases.
@@ -38,7 +39,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from analyzer.prediction import cpu_epilogue, cpu_model, fit_worker, thread_mode
+from analyzer.prediction import cpu_cold, cpu_epilogue, cpu_model, fit_worker, thread_mode
 from analyzer.prediction.calibration_models import (F32, Builder, baseline_model, build_model,  # noqa: F401
                                                     calibration_models, extra_nodes, sizes, split_rows,
                                                     value_info)
@@ -219,19 +220,13 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     rows = {c: (F, B, np.maximum(t - dispatch * (1 + n_extra[c]), 1e-8), o)
             for c, (F, B, t, o) in rows.items()}
 
-    # weights that overflow the last-level cache: a GEMV over twice the LLC streams from DRAM
+    # weights that overflow the last-level cache: their DRAM rate and how much of them stays cached
     llc = cache_level_bytes(3) or cache_level_bytes(2)
-    cold_bw = 0.0
+    cold: dict[str, float] = {}
     if llc:
-        say(n_cls / (n_cls + 1), "measuring cold-weight streaming")
-        k = 4096
-        n = max(256, int(np.ceil(2 * llc / 4 / k / 256)) * 256)
-        b = Builder(19)
-        b.add("MatMul", [(1, 1, k)], weights=[(k, n)])
-        gemv = b.model()
+        say(n_cls / (n_cls + 1), "measuring cold-weight streaming and the effective cache size")
         base = wall_time(baseline_model(), threads, level, q, min_s=0.05)
-        t_gemv = max(wall_time(gemv, threads, level, q, min_s=0.05) - base - dispatch, 1e-8)
-        cold_bw = 4.0 * (k * n + k + n) / t_gemv
+        cold = cpu_cold.measure(lambda m: wall_time(m, threads, level, q, min_s=0.05) - base, llc, dispatch)
     say(n_cls / (n_cls + 1), "measuring fused Clip epilogues")   # (cpu_epilogue)
     clip_s = cpu_epilogue.measure(lambda m: wall_time(m, threads, level, q, min_s=0.05))
     F, B, t, _ = rows["gemm"]   # machine constants from the measured rows
@@ -319,7 +314,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
             "measured_on": date, "runtime": "onnxruntime", "onnxruntime_version": ver,
             "threads": threads, "level": level, "quantile": q, "cpu": cpu, "seconds": round(elapsed, 1),
             "run_overhead_us": run_over * 1e6, "cache_bytes": l2_bytes,
-            "llc_bytes": float(llc), "cold_weight_bw_gbs": cold_bw / 1e9, "clip_epilogue_ns": clip_s * 1e9,
+            "llc_bytes": float(llc), "cold_weight_bw_gbs": 0.0, **cold, "clip_epilogue_ns": clip_s * 1e9,
             "models": "synthetic single-op models only (analyzer.prediction.calibrate.calibration_models)",
             "tables": tables,
             **({"thread_speedup_start": speedup0, "thread_speedup_end": speedup1} if threads > 1 else {}),

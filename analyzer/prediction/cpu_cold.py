@@ -19,24 +19,58 @@ instead of ``floor + max(compute, memory)``: its weights leave the hot streaming
 charged, unhidden, at the cold rate. ``cold_weight_s`` returns ``t_cold - t_hot`` per kernel (0
 for kernels without weights and for models that fit the LLC); lowering adds it to the kernel's
 per-launch fixed cost.
+
+How much of a model's weights stay cached is not a step at the sysfs L3 size: the cache is
+shared, its replacement is not a perfect LRU, and above 1 thread the cores may see more than one
+L3 slice. A chain of GEMVs (1 x 1024 @ 1024 x 1024, 4 MB of fp32 weights each) read its weights
+at 97, 94, 88, 78, 64, 54, 56, 51, 49, 47 GB/s with 8.4, 12.6, 16.8, 21.0, 25.2, 29.4, 33.6,
+41.9, 50.3, 67.1 MB of weights in all (1 thread, onnxruntime 1.32, wall-clock; sysfs L3 32 MB),
+and at 2 threads 181, 183, 173, 149, 130, 115, 106, 92, 75, 64 GB/s: a smooth step whose middle
+(about 25 MB at 1 thread) is below the sysfs figure, and higher above 1 thread. EfficientNet-B0
+(21 MB of weights) ran its 5 MB classifier at the cold rate although the sysfs L3 holds all of
+them. So ``calibrate`` times such chains (``capacity_models``: 2 MB layers, 0.25-2x the sysfs
+L3) and fits ``time per byte = h / hot + (1 - h) / cold``, ``h = s(total / C)``, ``s(x) = 1 /
+(1 + x**p)`` (``fit_capacity``): ``calibration.llc_effective_bytes`` = C and
+``llc_step_power`` = p. A model with W bytes of weights then pays the cold penalty on the share
+``1 - s(W / C)`` of them (``cold_share``); a profile without the fit keeps the step at
+``llc_bytes``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from analyzer.prediction import efficiency as eff
 
 
+# a model whose weights are below this share cold is charged none (the step's far tail)
+MIN_SHARE = 0.01
+# chain layers of the capacity sweep: 1 x K @ K x N fp32 (2 MB of weights each)
+CHAIN_K, CHAIN_N = 1024, 512
+
+
+def cold_share(calibration: Mapping[str, Any] | None, total_weight_bytes: float) -> float:
+    """The share of a model's weights that comes from DRAM on every run: ``1 - s(W / C)`` with
+    the fitted effective capacity (``llc_effective_bytes``, ``llc_step_power``), else 1 above
+    ``llc_bytes`` and 0 below; 0 without the cold figures or below ``MIN_SHARE``."""
+    if not calibration or not calibration.get("cold_weight_bw_gbs"):
+        return 0.0
+    cap, power = calibration.get("llc_effective_bytes"), calibration.get("llc_step_power")
+    w = float(total_weight_bytes)
+    if cap and power:
+        share = 1.0 - float(eff.l2_step(np, w, float(cap), float(power)))
+    else:
+        llc = calibration.get("llc_bytes")
+        share = 1.0 if llc and w > float(llc) else 0.0
+    return share if share >= MIN_SHARE else 0.0
+
+
 def applies(calibration: Mapping[str, Any] | None, weight_bytes: np.ndarray) -> bool:
-    """Whether ``calibration`` carries the cold-weight figures and the model's weights overflow
-    its last-level cache."""
-    if not calibration:
-        return False
-    bw, llc = calibration.get("cold_weight_bw_gbs"), calibration.get("llc_bytes")
-    return bool(bw and llc and float(np.sum(weight_bytes)) > float(llc))
+    """Whether ``calibration`` carries the cold-weight figures and some of the model's weights
+    overflow its last-level cache (``cold_share`` > 0)."""
+    return cold_share(calibration, float(np.sum(weight_bytes))) > 0.0
 
 
 def cold_weight_s(calibration: Mapping[str, Any] | None, feats: Mapping[str, Any],
@@ -45,7 +79,8 @@ def cold_weight_s(calibration: Mapping[str, Any] | None, feats: Mapping[str, Any
     docstring); zeros where the figures are missing or the weights fit the LLC. ``feats``,
     ``hw``, ``consts``: ``efficiency.kernel_time``'s arguments for one profile."""
     w = np.asarray(weight_bytes, dtype=np.float64)
-    if not applies(calibration, w):
+    share = cold_share(calibration, float(np.sum(w)))
+    if share <= 0.0:
         return np.zeros_like(w)
     bw_cold = float(calibration["cold_weight_bw_gbs"]) * 1e9
     hot = eff.kernel_time(np, feats, hw, consts)
@@ -54,4 +89,83 @@ def cold_weight_s(calibration: Mapping[str, Any] | None, feats: Mapping[str, Any
     rest = eff.kernel_time(np, without, hw, consts)
     extra = (np.maximum(rest["compute_s"], rest["memory_s"]) - np.maximum(hot["compute_s"], hot["memory_s"])
              + w / bw_cold)
-    return np.where(w > 0, extra, 0.0)
+    return np.where(w > 0, share * extra, 0.0)
+
+
+def capacity_models(llc_bytes: float, points: int = 8) -> list[tuple[Any, float]]:
+    """(model, weight bytes) for chains of 1 x 1024 @ 1024 x 512 GEMVs (2 MB of fp32 weights a
+    layer) holding 0.25-2x ``llc_bytes`` of weights in all, ``points`` sizes (no model of the
+    accuracy bench has this shape)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    layer = 4.0 * CHAIN_K * CHAIN_N
+    counts = sorted({max(1, int(round(x * llc_bytes / layer))) for x in np.geomspace(0.25, 2.0, points)})
+    rng = np.random.default_rng(7)
+    out = []
+    for n in counts:
+        inits, nodes, x = [], [], "x"
+        for i in range(n):   # alternate K x N and N x K so each layer's output feeds the next
+            shape = (CHAIN_K, CHAIN_N) if i % 2 == 0 else (CHAIN_N, CHAIN_K)
+            inits.append(numpy_helper.from_array((rng.standard_normal(shape) * 0.03).astype(np.float32), f"w{i}"))
+            nodes.append(helper.make_node("MatMul", [x, f"w{i}"], [f"h{i}"]))
+            x = f"h{i}"
+        width = CHAIN_N if n % 2 else CHAIN_K
+        g = helper.make_graph(nodes, "capacity", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, CHAIN_K])],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, width])], inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        out.append((m, n * layer))
+    return out
+
+
+def fit_capacity(weight_bytes, seconds) -> dict[str, float] | None:
+    """``time / byte = h / hot + (1 - h) / cold``, ``h = 1 / (1 + (W / C)**p)``, fitted to chain
+    timings (relative least squares; C on a grid from a quarter of the smallest to twice the
+    largest size, p in 2..8, the two rates linear given them). None where the sweep shows no
+    step (the cold rate within 15 % of the hot one) or the rates come out negative."""
+    w = np.asarray(weight_bytes, dtype=np.float64)
+    y = np.asarray(seconds, dtype=np.float64) / w
+    best = None
+    for p in (2.0, 3.0, 4.0, 6.0, 8.0):
+        for cap in np.geomspace(w.min() / 4, w.max() * 2, 80):
+            h = 1.0 / (1.0 + (w / cap) ** p)
+            a = np.stack([h, 1.0 - h], axis=1) / y[:, None]   # relative residuals
+            coef, *_ = np.linalg.lstsq(a, np.ones_like(y), rcond=None)
+            if (coef <= 0).any():
+                continue
+            err = float(np.sum((a @ coef - 1.0) ** 2))
+            if best is None or err < best[0]:
+                best = (err, cap, p, coef)
+    if best is None:
+        return None
+    _, cap, p, (inv_hot, inv_cold) = best
+    if inv_cold < inv_hot * 1.15:
+        return None
+    return {"llc_effective_bytes": float(cap), "llc_step_power": float(p),
+            "hot_bw_gbs": float(1e-9 / inv_hot), "cold_bw_gbs": float(1e-9 / inv_cold)}
+
+
+def gemv_model(llc_bytes: float) -> tuple[Any, float]:
+    """(a 1 x 4096 @ 4096 x N MatMul whose weights are about twice ``llc_bytes``, its bytes)."""
+    from analyzer.prediction.calibration_models import Builder
+
+    k = 4096
+    n = max(256, int(np.ceil(2 * llc_bytes / 4 / k / 256)) * 256)
+    b = Builder(19)
+    b.add("MatMul", [(1, 1, k)], weights=[(k, n)])
+    return b.model(), 4.0 * (k * n + k + n)
+
+
+def measure(timer: Callable[[Any], float], llc_bytes: float, dispatch_s: float, tries: int = 2) -> dict[str, float]:
+    """The cold-weight figures of a calibration: ``cold_weight_bw_gbs`` (``gemv_model``'s bytes /
+    its time less one dispatch) and, where the chains show a step, ``fit_capacity``'s
+    ``llc_effective_bytes`` and ``llc_step_power`` (each chain the fastest of ``tries``).
+    ``timer(model)``: wall-clock seconds of one run, the baseline model's taken out."""
+    gemv, nbytes = gemv_model(llc_bytes)
+    out = {"cold_weight_bw_gbs": nbytes / max(timer(gemv) - dispatch_s, 1e-8) / 1e9}
+    models = capacity_models(llc_bytes)
+    fit = fit_capacity([b for _, b in models], [min(timer(m) for _ in range(tries)) for m, _ in models])
+    if fit:
+        out.update({k: fit[k] for k in ("llc_effective_bytes", "llc_step_power")})
+    return out
+

@@ -238,7 +238,9 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                         "units": units[p], "l2_bytes": l2[p]}
                 fixed[p] += cpu_cold.cold_weight_s(prof.calibration, feats, wbytes, hw_p,
                                                    {n: consts[n][p] for n in consts})
-                note.append(f"weights exceed {prof.id}'s last-level cache: read from DRAM each run")
+                share = cpu_cold.cold_share(prof.calibration, float(np.sum(wbytes)))
+                note.append(f"{share:.0%} of the weights overflow {prof.id}'s last-level cache: "
+                            "read from DRAM each run")
             fixed[p] += cpu_epilogue.epilogue_s(prof.calibration, nodes, plan.members, cls)
         if extra_cls:
             # launches the runtime inserted with no original node: each its class's fixed cost

@@ -78,6 +78,10 @@ def calibration_sources(cal: dict, head: str) -> dict[str, str]:
         elif path == "calibration.cold_weight_bw_gbs":
             out[path] = (f"{head}: weight bytes / wall-clock kernel time of a 1-row MatMul whose "
                          "weights are twice the last-level cache (streamed from DRAM every run)")
+        elif path in ("calibration.llc_effective_bytes", "calibration.llc_step_power"):
+            out[path] = (f"{head}: cpu_cold.fit_capacity of the wall-clock of chains of 1 x 1024 @ 1024 x 512 "
+                         "GEMVs holding 0.25-2x llc_bytes of weights (time per byte = h/hot + (1-h)/cold, "
+                         "h = 1/(1 + (W/llc_effective_bytes)^llc_step_power))")
         elif path == "calibration.clip_epilogue_ns":
             out[path] = (f"{head}: (wall-clock of a convolution + a fused Clip - without it) / output "
                          "elements, median of 4 convolutions (cpu_epilogue.pair_models)")
