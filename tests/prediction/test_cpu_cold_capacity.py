@@ -38,14 +38,9 @@ def test_cold_weight_seconds_scale_with_the_cold_share():
     # one GEMV-like kernel with 25e6 weight bytes of 25.1e6 moved, 2e6 FLOP, on 1e12 FLOP/s and
     # 1e11 B/s: hot max(2 us, 251 us) = 251 us; without the weights max(2 us, 1 us) = 2 us;
     # all cold: 2 + 25e6 / 40e9 = 627 us -> +378 us; at the capacity half of it: +189 us
-    from analyzer.prediction import efficiency as eff
+    from tests.prediction.test_cpu_classes import _cold_case
 
-    n = len(eff.OP_CLASSES)
-    consts = {p: np.zeros(n) for p in eff.CLASS_PARAMS}
-    consts["e_compute"][:] = 1.0
-    consts["e_bw"][:] = 1.0
-    consts["trans_weight"] = 1.0
-    hw = {"matrix_peak": 1e12, "vector_peak": 1e12, "mem_bw": 1e11, "units": 0.0, "l2_bytes": 0.0}
+    _, _, hw, consts = _cold_case()   # (every class: e_c 1, e_bw 1, no floor; 1e12 FLOP/s, 1e11 B/s)
     feats = {"op_class": np.zeros(1, np.int32), "mac_flops": np.array([2e6]), "bytes": np.array([25.1e6])}
     w = np.array([25e6])
     full = 2e-6 + 25e6 / 40e9 - 251e-6
