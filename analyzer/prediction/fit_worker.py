@@ -33,13 +33,14 @@ def fit_classes(jobs: dict[str, tuple[tuple, dict]]) -> dict[str, dict]:
             w = load.index(min(load))
             groups[w][cls] = job
             load[w] += len(job[0][2])
+        procs: list = []
         try:
-            procs = [subprocess.Popen([sys.executable, "-m", "analyzer.prediction.fit_worker"],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.DEVNULL) for _ in groups]
-            for p, g in zip(procs, groups):   # (each writes nothing before it has read all)
-                p.stdin.write(pickle.dumps(g))
-                p.stdin.close()
+            for g in groups:   # (a worker writes nothing before it has read all its jobs)
+                procs.append(subprocess.Popen([sys.executable, "-m", "analyzer.prediction.fit_worker"],
+                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                              stderr=subprocess.DEVNULL))
+                procs[-1].stdin.write(pickle.dumps(g))
+                procs[-1].stdin.close()
             out: dict[str, dict] = {}
             for p in procs:
                 data = p.stdout.read()
@@ -48,7 +49,12 @@ def fit_classes(jobs: dict[str, tuple[tuple, dict]]) -> dict[str, dict]:
                 out.update(pickle.loads(data))
             return out
         except (OSError, pickle.UnpicklingError, EOFError):
-            pass
+            pass   # (fitted here instead, below: the same numbers)
+        finally:
+            for p in procs:   # none left running after a failure
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
     return run(jobs)
 
 

@@ -44,3 +44,9 @@ def test_an_unguarded_script_runs_once(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("top-level ran") == 1
     assert "['elementwise', 'gemm', 'norm']" in out.stdout
+
+
+def test_a_worker_that_cannot_start_falls_back_to_fitting_here(monkeypatch):
+    jobs = _jobs()
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    assert fit_worker.fit_classes(jobs) == fit_worker.run(jobs)
