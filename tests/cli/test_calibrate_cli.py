@@ -107,3 +107,19 @@ def test_calibrate_prints_the_thread_warnings(run_cli, tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     assert res.stdout.count("warning:") == 2 and "changed during the calibration" in res.stdout
     assert hardware_db.get(str(out)).calibration["thread_speedup_end"] == 0.7
+
+
+def test_calibrate_prints_the_effective_cache_size(run_cli, tmp_path, monkeypatch):
+    # 27,664,240 bytes -> 27.7 MB; the sysfs L3 33,554,432 -> 33.6 MB; written to the profile
+    from analyzer.prediction import calibrate as lib
+
+    doc = _doc()
+    doc["calibration"].update({"llc_bytes": 33554432.0, "cold_weight_bw_gbs": 42.0,
+                               "llc_effective_bytes": 27664240.0, "llc_step_power": 6.0})
+    doc["sources"].update(lib.calibration_sources(doc["calibration"], "test"))
+    monkeypatch.setattr(lib, "calibrate", lambda *a, **k: doc)
+    out = tmp_path / "m.toml"
+    res = run_cli("hw", "calibrate", "--out", out)
+    assert res.exit_code == 0, res.output
+    assert "a model with 27.7 MB of them keeps half cached between runs (sysfs last-level cache 33.6 MB)" in res.stdout
+    assert hardware_db.get(str(out)).calibration["llc_step_power"] == 6.0
