@@ -257,10 +257,13 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
             rows[cls] = (F, B, np.maximum(t - r, REORDER_KEEP * t), o)
     speedup1 = probe() if threads > 1 else None   # the end of the measurements
     say(n_cls / (n_cls + 1), "fitting the op classes")
-    with_view = cpu_model.TILED_CLASSES + cpu_model.PIECE_CLASSES
+    with_view = (cpu_model.TILED_CLASSES + cpu_model.PIECE_CLASSES + cpu_model.IM2COL_CLASSES
+                 + cpu_model.LAYOUT_FREE_IM2COL)
     jobs = {cls: ((F, B, t, peak, bw, l2_bytes, views.get(cls) if cls in with_view else None,
                    cpu_model.TILE_CANDIDATES if cls in cpu_model.TILED_CLASSES else ()),
-                  {"parallel": threads > 1})
+                  {"parallel": threads > 1,
+                   "im2col": cls in cpu_model.IM2COL_CLASSES
+                   or (cls in cpu_model.LAYOUT_FREE_IM2COL and level not in ("default", "all"))})
             for cls, (F, B, t, _) in rows.items() if cls not in fits}
     fits.update(fit_worker.fit_classes(jobs))
     for cls in rows:
@@ -274,6 +277,8 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
             tables[cls].update({"par_us": fit["par_s"] * 1e6, "b_par_bytes": fit["b_par"]})
         if fit.get("piece_s"):
             tables[cls]["piece_us"] = fit["piece_s"] * 1e6
+        if fit.get("im2col_s"):
+            tables[cls]["im2col_ns"] = fit["im2col_s"] * 1e9
     say(1.0, "done")
     elapsed = time.perf_counter() - t_start
     date = _dt.date.today().isoformat()
@@ -295,8 +300,8 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
                   f"'{level}', in {elapsed:.0f} s. Kernel time per op class = floor + max(F/(peak*e_c), "
                   "(B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))), the matrix classes' work "
                   "padded to tile_n output columns (x 1 + (n_half/n)^2), plus par_us above b_par_bytes "
-                  "where a class's kernels are split over threads and piece_us per extra piece of a "
-                  "batched kernel; weights of a model that overflows llc_bytes at cold_weight_bw_gbs, "
+                  "where a class's kernels are split over threads, piece_us per extra piece of a "
+                  "batched kernel and im2col_ns per element of a convolution's im2col matrix; weights of a model that overflows llc_bytes at cold_weight_bw_gbs, "
                   "a Clip fused into a convolution at clip_epilogue_ns per output; see "
                   "analyzer/prediction/cpu_model.py, efficiency.py, cpu_cold.py and cpu_epilogue.py."),
         "matrix_tflops": {"fp32": peak / 1e12},

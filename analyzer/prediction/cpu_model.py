@@ -80,6 +80,18 @@ MAX_L2_GAIN = 20.0
 PIECE_CLASSES = ("gemm", "attention")
 # the largest per-piece cost the fit may return (seconds)
 MAX_PIECE_S = 10e-6
+# a convolution that onnxruntime runs as im2col + GEMM (every rank-3 conv; at the levels without
+# its NCHWc layout, every conv) copies its input into a k x m matrix first: a cost per element
+# that its MACs do not carry. The 1-D rows of a 1-thread calibration (run p,
+# bench/results/accuracy_cpu_2026-11-24p_rows_default_1t.json), least squares on relative error:
+# a + b F 24.9 % MAPE, a + b F + c m k 18.2 % (c = 0.19 ns an element); the audio model's
+# 1-channel stem (80 taps, 996 outputs: 80 K elements, 5.1 MFLOP) is predicted 34 us against 51
+# profiled without it. IM2COL_CLASSES: fitted at every level; LAYOUT_FREE_IM2COL: also where
+# onnxruntime's NCHWc layout is off. Kept where it lowers a class's loss by more than IM2COL_GAIN.
+MAX_IM2COL_S = 2e-9
+IM2COL_GAIN = 0.05
+IM2COL_CLASSES = ("conv1d",)
+LAYOUT_FREE_IM2COL = ("conv", "conv_dw")
 
 
 def node_features(nodes: Iterable[Any], views: bool = False):
@@ -103,7 +115,7 @@ def node_features(nodes: Iterable[Any], views: bool = False):
 
 
 def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_bytes=0.0,
-                view=None, tile_n=0.0, n_half=0.0, par_s=0.0, b_par=0.0, piece_s=0.0):
+                view=None, tile_n=0.0, n_half=0.0, par_s=0.0, b_par=0.0, piece_s=0.0, im2col_s=0.0):
     """The per-kernel form (seconds) for one class, numpy-broadcasting over ``F``/``B``: the
     product's ``efficiency.kernel_time`` with the class's constants (vector peak = matrix peak,
     transcendentals weighted 1), as the predictions evaluate it. ``l2_bytes`` 0: no cache step.
@@ -111,7 +123,8 @@ def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_byte
     matrix work is padded to whole tiles of ``tile_n`` output columns (one row per tile:
     ``tile_m`` 1) and pays the narrow-tile factor of ``n_half``. ``par_s`` > 0: the fork/join
     of kernels split over threads, stepping in around ``b_par`` bytes. ``piece_s``: the fixed
-    cost of each piece after the first of a ``view`` with batch > 1."""
+    cost of each piece after the first of a ``view`` with batch > 1. ``im2col_s``: the cost per
+    element (m x k x batch) of a ``view``'s im2col matrix."""
     F = np.atleast_1d(np.asarray(F, dtype=np.float64))
     B = np.atleast_1d(np.asarray(B, dtype=np.float64))
     z = np.zeros(1)
@@ -119,7 +132,8 @@ def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_byte
     consts = {"e_compute": z + e_c, "e_bw": z + e_bw, "b_half_bytes": z + b_half, "floor_s": z + floor_s,
               "tile_m": z + (1.0 if tiled else 0.0), "tile_n": z + (tile_n if tiled else 0.0),
               "wave_alpha": z, "l2_gain": z + l2_gain, "n_half": z + (n_half if tiled else 0.0),
-              "par_s": z + par_s, "b_par": z + b_par, "piece_s": z + piece_s, "trans_weight": 1.0}
+              "par_s": z + par_s, "b_par": z + b_par, "piece_s": z + piece_s,
+              "im2col_s": z + (im2col_s if view is not None else 0.0), "trans_weight": 1.0}
     feats = {"op_class": np.zeros(np.broadcast(F, B).shape, np.int32), "mac_flops": F + 0 * B,
              "bytes": B + 0 * F}
     if view is not None:   # (untiled: tile_m 0, the work stays the flops; the batch counts pieces)
@@ -168,7 +182,7 @@ def _nelder_mead(f, x0, steps, iters=600, tol=1e-10):
 
 
 def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
-              tiles: Iterable[float] = (), parallel: bool = False) -> dict[str, float]:
+              tiles: Iterable[float] = (), parallel: bool = False, im2col: bool = False) -> dict[str, float]:
     """Fit ``floor_s, e_c, e_bw, b_half`` (and ``l2_gain`` when ``l2_bytes`` > 0; else 0) of the
     form to measured kernel times ``t`` (seconds), minimising the squared log error (relative
     error: small and large kernels count alike). With a ``view`` (``node_features``'s) and
@@ -178,7 +192,9 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
     thread-split step is fitted last (``par_s`` 0 .. 4 us, ``b_par`` within the rows' bytes)
     and kept where it lowers the loss by more than ``PAR_GAIN``. A ``view`` with rows of batch
     > 1: the per-piece cost ``piece_s`` (0 .. ``MAX_PIECE_S``) is fitted last, kept where it
-    lowers the loss by more than 1 %. Returns the constants (``tile_n``/``n_half`` 0: untiled;
+    lowers the loss by more than 1 %. ``im2col`` with a ``view``: the cost per im2col element
+    ``im2col_s`` (0 .. ``MAX_IM2COL_S``) is fitted last, kept where it lowers the loss by more
+    than ``IM2COL_GAIN``. Returns the constants (``tile_n``/``n_half`` 0: untiled;
     ``par_s``/``b_par`` 0: no step; ``piece_s`` 0: none) plus ``fit_mape`` (%) and ``rows``."""
     F = np.asarray(F, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
@@ -214,13 +230,15 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
     lo_b, hi_b = math.log(max(bmin, 1.0)), math.log(max(float(B.max()) if len(B) else 1.0, 2.0))
 
     def extra(x, tile):
-        """(n_half, par_s, b_par, piece_s) of a parameter vector: x[5] the tile's, x[6:8] the
-        step's (x[6] <= -50: no step), x[8] the per-piece cost's."""
+        """(n_half, par_s, b_par, piece_s, im2col_s) of a parameter vector: x[5] the tile's,
+        x[6:8] the step's (x[6] <= -50: no step), x[8] the per-piece cost's (<= -50: none),
+        x[9] the im2col cost's."""
         n_half = tile * 4.0 * sig(x[5]) if tile else 0.0
-        piece = MAX_PIECE_S * sig(x[8]) if len(x) > 8 else 0.0
+        piece = MAX_PIECE_S * sig(x[8]) if len(x) > 8 and x[8] > -50.0 else 0.0
+        im2col = MAX_IM2COL_S * sig(x[9]) if len(x) > 9 else 0.0
         if len(x) < 8 or x[6] <= -50.0:
-            return n_half, 0.0, 0.0, piece
-        return n_half, MAX_PAR_S * sig(x[6]), math.exp(lo_b + (hi_b - lo_b) * sig(x[7])), piece
+            return n_half, 0.0, 0.0, piece, im2col
+        return n_half, MAX_PAR_S * sig(x[6]), math.exp(lo_b + (hi_b - lo_b) * sig(x[7])), piece, im2col
 
     def loss(x, tile=0.0):
         floor, e_c, e_bw, b_half, gain = unpack(x)
@@ -277,15 +295,25 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
             x, v = _nelder_mead(lambda z: loss(z, tile), x, [0.3] * 6 + [free, free, 0.3])
             if v < best[1] and v < base[1] * 0.99:
                 best = (list(x), v, tile)
+    if im2col and view is not None and (view[3] > 0).any() and len(t) >= 6:
+        base, tile = best, best[2]
+        x0 = (list(base[0][:6]) + (list(base[0][6:8]) if len(base[0]) >= 8 else [-60.0, 0.0])
+              + (list(base[0][8:9]) if len(base[0]) >= 9 else [-60.0]))
+        free = [0.3 if x0[6] > -50.0 else 0.0] * 2 + [0.3 if x0[8] > -50.0 else 0.0]
+        for p0 in (-4.0, -1.0):   # about 0.04 and 0.5 ns an element
+            x, v = _nelder_mead(lambda z: loss(z, tile), x0 + [p0], [1.0, 0.5, 0.5, 1.0, 1.0, 1.0] + free + [1.0])
+            x, v = _nelder_mead(lambda z: loss(z, tile), x, [0.3] * 6 + free + [0.3])
+            if v < best[1] and v < base[1] * (1 - IM2COL_GAIN):
+                best = (list(x), v, tile)
     x, _, tile = best
     floor, e_c, e_bw, b_half, gain = unpack(x)
-    n_half, par_s, b_par, piece_s = extra(x, tile)
+    n_half, par_s, b_par, piece_s, im2col_s = extra(x, tile)
     pred = kernel_time(F, B, floor, e_c, e_bw, b_half, peak, bw, gain, l2_bytes, view, tile, n_half,
-                       par_s, b_par, piece_s)
+                       par_s, b_par, piece_s, im2col_s)
     mape = float(np.mean(np.abs(pred - t) / t) * 100)
     return {"floor_s": floor, "e_c": e_c, "e_bw": e_bw, "b_half": b_half, "l2_gain": gain,
             "tile_n": float(tile), "n_half": float(n_half), "par_s": float(par_s), "b_par": float(b_par),
-            "piece_s": float(piece_s),
+            "piece_s": float(piece_s), "im2col_s": float(im2col_s),
             "rows": int(len(t)), "fit_mape": mape}
 
 

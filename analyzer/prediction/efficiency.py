@@ -15,6 +15,7 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
     sm_bw[c]  = bpc[c] * clock_hz                               (bytes per SM-cycle x the device clock)
     floor_s   = floor[c] + par_s[c] * p(bytes / b_par[c])       (p: the thread-split step)
                 + piece_s[c] * max(batch - 1, 0)                 (the pieces of a batched kernel)
+                + im2col_s[c] * m * k * max(batch, 1)             (a CPU convolution's im2col)
     time_s    = floor_s + max(compute_s, memory_s)
 
 - ``work`` is ``mac_flops`` for every class, except for the tiled matrix classes (``tile_m[c] > 0``
@@ -31,25 +32,23 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   512-bit register), 602 at 32, 1145 at 64, 2357 at 128: 286-295 us per 16 columns from 64 up,
   410 for the first 16 alone (1.43x: ``n_half`` about 10); a 1x1 convolution (256 channels in,
   56x56) 137 us at C_out 16, 206-207 at 24 and 32, 401 at 64; a MatMul (256 x 512 @ 512 x N)
-  26 us at N 2-16, 41-42 at 24-32.  Calibration fits ``tile_n`` and ``n_half`` per class
-  (``cpu_model.fit_class``); GPU families leave ``n_half`` 0.
+  26 us at N 2-16, 41-42 at 24-32.  ``calibrate`` fits ``tile_n``, ``n_half`` (GPUs: 0).
 - ``piece_s``: a CPU kernel looping over independent products (a batched MatMul's matrices, an
   Attention's batch x heads) pays it per extra piece (``cpu_model``: measured there); calibrated, else 0.
+- ``im2col_s`` (a calibrated CPU; else 0): a convolution run as im2col + GEMM first copies its
+  input into a k x m matrix, a cost per element the MACs do not see (``cpu_model``).
 - ``wave`` (tiled classes, when the number of units (SMs) is known): tiles = ceil(m/tm) *
   ceil(n/tn) * batch spread over ``units``; utilisation = tiles / (ceil(tiles/units) * units);
   ``wave = utilisation ** -wave_alpha[c]`` (alpha 1: a partly filled last wave costs a full wave;
   alpha 0: the library hides it with split-K / stream-K; fitted per family).
-- ``ramp``: a kernel moving few bytes does not fill the machine; ``b/(b+b_half)`` is the share
-  of the large-size bandwidth it reaches (Hockney's latency-bandwidth form: it adds
-  ``b_half / (bw * e_bw)`` seconds, scaled with the device's bandwidth, where ``floor`` is a
-  fixed number of seconds).
+- ``ramp``: a small kernel reaches ``b/(b+b_half)`` of the large-size bandwidth (Hockney's
+  form: ``b_half / (bw * e_bw)`` seconds, scaled with the device's bandwidth; ``floor`` is fixed).
 - ``cache`` (the last-level-cache term): a kernel whose working set (its ``bytes``: every input
   it reads and output it writes) fits the device's L2 (``l2_bytes``, the profile's
   ``onchip_mb``) reads inputs the previous kernel just wrote from L2, not DRAM, and streams at
   ``1 + l2_gain`` times its DRAM-streaming bandwidth; ``s`` is a smooth step in the ratio
-  ``x = bytes / l2_bytes`` (1 well below the cache size, 1/2 at it, 0 well above:
-  ``s(0.1) = 0.99``, ``s(10) = 0.0099`` at power 2), so the DRAM term is untouched for
-  working sets several times the cache.  Why: in-model timings (the measurements the constants
+  ``x = bytes / l2_bytes`` (``s(0.1) = 0.99``, ``s(1) = 0.5``, ``s(10) = 0.0099`` at power 2):
+  the DRAM term is untouched for working sets several times the cache.  Why: in-model timings (the measurements the constants
   are fitted on, and the kernels opcost predicts) run each op on its producer's output, so
   memory-bound kernels up to the L2 size beat the DRAM roofline (vidur's A100 add: about
   2,035 GB/s at 35 MB, A40 add about 1.5x its DRAM rate at 3-10 MB); XLA's GPU cost model
@@ -59,8 +58,7 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   both; with it ``e_bw`` is the DRAM-streaming fraction, identified on rows far above the cache
   and comparable across devices, and the cache size is the device's own.  ``l2_gain = 0`` (the
   default when a constants file has no value) or an unknown cache size (``l2_bytes = 0``)
-  switches the term off.  The step is computed as ``(1 - tanh(p/2 * ln x)) / 2`` (the same
-  function without overflow: finite values and gradients for any ``bytes >= 0``).
+  switches the term off.  Computed as ``(1 - tanh(p/2 * ln x)) / 2``: no overflow, finite gradients.
 - ``bpc`` (the per-SM term, issue #10): many memory-bound kernels never reach DRAM bandwidth;
   each SM moves a roughly fixed number of bytes per cycle for a given kernel (its memory-level
   parallelism / issue rate: the digest's mechanism 4, XLA caps bandwidth by active SMs at
@@ -80,8 +78,7 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   fork/join: at 2 threads on a 2-core EPYC a chain of 20 LayerNorms over 2x16x64 took 40.8 us
   against 29.7 at 1 thread (2.0 against 1.5 us a node), while 20 Adds of the same size (not
   split) took 11.5 us at both.  Fitted per class by ``calibrate`` above 1 thread; else 0.
-- GEMV-like shapes: ``bytes`` carries the weights, so a skinny GEMM is memory-bound through the
-  same memory term (weight streaming).
+- GEMV-like shapes: ``bytes`` carries the weights (a skinny GEMM streams them: the memory term).
 
 The function is pure array code over the kernels (no Python branching on values): pass ``numpy``
 or ``jax.numpy`` as ``xp``; under JAX it jits, vmaps and differentiates (almost everywhere: the
@@ -104,12 +101,12 @@ from analyzer.prediction.op_classes import (  # noqa: F401  (re-exported: one im
 # per-class constant arrays a constants set carries (keys of ``FamilyConstants.arrays``)
 MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
-               "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s")
+               "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s", "im2col_s")
 # ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
 CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
 # values a constants file may leave out (older files: no cache term, no per-SM term)
 PARAM_DEFAULTS = {"l2_gain": 0.0, "bpc": 0.0, "l2_hit": 0.0, "sm_bw": 0.0, "n_half": 0.0, "par_s": 0.0,
-                  "b_par": 0.0, "piece_s": 0.0}
+                  "b_par": 0.0, "piece_s": 0.0, "im2col_s": 0.0}
 # sharpness of the cache step s(x) = 1 / (1 + x**p) in x = working set / L2 size: a fixed part of
 # the form, not fitted. p = 2 matches vidur's A40 add (about 1.5x the DRAM rate at 0.5-1.5x L2,
 # 1.07x at 2-5x, none above); other powers were not compared
@@ -195,19 +192,22 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
     sm_on = (sm_bw > 0) & (units > 0)
     sm = xp.where(sm_on, nbytes / (xp.where(sm_on, units * sm_bw, 1.0)), 0.0)
     memory = xp.where(nbytes > 0, dram + sm, 0.0)
-    fixed = floor + class_fixed_s(xp, nbytes, cls, arrays, batch)
+    fixed = floor + class_fixed_s(xp, nbytes, cls, arrays, batch, m * k * b1)
     time = fixed + xp.maximum(compute, memory)
     return {"compute_s": compute, "memory_s": memory, "floor_s": fixed * xp.ones_like(mac), "time_s": time}
 
 
-def class_fixed_s(xp, nbytes, cls, arrays: Mapping[str, Any], batch=None):
+def class_fixed_s(xp, nbytes, cls, arrays: Mapping[str, Any], batch=None, im2col=None):
     """Seconds a calibrated CPU class adds to each kernel's fixed cost: the fork/join of a
     multi-threaded runtime (``par_s``, stepping in around ``b_par`` bytes: ``p(x) = x**4 / (1 +
-    x**4)``) plus, given the views' ``batch``, ``piece_s`` per extra piece; 0 where the class has
-    neither (every GPU and TPU family; the step above 1 thread only)."""
+    x**4)``) plus, given the views' ``batch``, ``piece_s`` per extra piece and, given their
+    ``im2col`` elements (m x k x batch), ``im2col_s`` per element; 0 where the class has none of
+    them (every GPU and TPU family; the step above 1 thread only)."""
     zero = xp.zeros_like(xp.asarray(nbytes, dtype=float))
     pieces = zero if batch is None or "piece_s" not in arrays else \
         xp.take(xp.asarray(arrays["piece_s"]), cls) * xp.maximum(xp.asarray(batch) - 1.0, 0.0)
+    if im2col is not None and "im2col_s" in arrays:
+        pieces = pieces + xp.take(xp.asarray(arrays["im2col_s"]), cls) * xp.asarray(im2col)
     if "par_s" not in arrays or "b_par" not in arrays:
         return pieces
     par_s = xp.take(xp.asarray(arrays["par_s"]), cls)

@@ -40,6 +40,8 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
             arrays["b_par"][i] = float(t.get("b_par_bytes", 0.0))
             # a batched kernel's fixed cost per extra piece (matrices of a batched MatMul)
             arrays["piece_s"][i] = float(t.get("piece_us", 0.0)) * 1e-6
+            # a convolution run as im2col + GEMM: the copy, per element of the im2col matrix
+            arrays["im2col_s"][i] = float(t.get("im2col_ns", 0.0)) * 1e-9
         from analyzer.prediction.thread_mode import notes
 
         said = "".join(f"; {w}" for w in notes(cal))

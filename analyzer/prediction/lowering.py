@@ -229,9 +229,10 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
 
         fixed[p] = fixed_of(floors, class_names)
         if calibrated:
-            # a multi-threaded calibration's fork/join of kernels split over the threads, and a
-            # batched kernel's cost per piece
-            fixed[p] += eff.class_fixed_s(np, nbytes, cls, arrays, view[3])
+            # a multi-threaded calibration's fork/join of kernels split over the threads, a
+            # batched kernel's cost per piece, a convolution's im2col copy
+            fixed[p] += eff.class_fixed_s(np, nbytes, cls, arrays, view[3],
+                                          view[0] * view[2] * np.maximum(view[3], 1.0))
             run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6
             if cpu_cold.applies(prof.calibration, wbytes):  # weights streamed from DRAM each run
                 hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p],
