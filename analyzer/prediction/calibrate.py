@@ -21,9 +21,8 @@ Machine constants:
   chain of 1, over N-1 (the Add's own kernel time included: it is what a node costs);
 - ``run_overhead_s``: the 1-node chain's wall-clock minus its one node;
 - ``cold_weight_bw_gbs`` (with ``llc_bytes``, the sysfs L3): weight bytes / kernel time of a
-  1-row MatMul whose weights are twice the LLC, and ``llc_effective_bytes`` / ``llc_step_power``:
-  how much of a model's weights stays cached, from chains of GEMVs (``cpu_cold``); ``clip_epilogue_ns``: a fused
-  Clip's cost per output element (``cpu_epilogue``).
+  1-row MatMul twice the LLC, ``llc_effective_bytes`` / ``llc_step_power``: how much of a model's
+  weights stays cached (``cpu_cold``); ``clip_epilogue_ns``: a fused Clip per output (``cpu_epilogue``).
 
 The library never prints: ``progress(fraction, phase_text)`` is called between phases.
 """
@@ -86,11 +85,14 @@ LAYOUT_CLASSES = ("conv", "conv_dw", "conv_1x1", "pooling")
 # a row keeps at least this share of its time when its reorders are taken out (a reorder
 # estimate above the row would otherwise leave nothing to fit)
 REORDER_KEEP = 0.1
+# passes time_rows adds above 1 thread while none ran in the fast thread state (~6 s each here)
+EXTRA_PASSES = 3
 
 
 def time_rows(splits: dict[str, dict[str, Any]], timer: Callable[[Any, float], float], base_model,
-              passes: int = 3, progress: Callable[[float, str], None] | None = None
-              ) -> dict[str, dict[str, float]]:
+              passes: int = 3, progress: Callable[[float, str], None] | None = None,
+              state: Callable[[], float] | None = None, extra_passes: int = 0,
+              seen: list | None = None) -> dict[str, dict[str, float]]:
     """``{class: {row: seconds}}``: each row model's fastest ``timer(model, min_s)`` over
     ``passes`` passes (classes in alternating order) less the baseline model's, timed before
     each class: its median within a pass, fastest over passes (the same statistic as a row's,
@@ -100,19 +102,31 @@ def time_rows(splits: dict[str, dict[str, Any]], timer: Callable[[Any, float], f
     which one pass cannot tell. Not each pass's own baseline: a slowed one made small rows near
     zero (and the matrix peak, their best FLOP/s, 4x too high); nor the fastest of all its
     timings: a minimum over 3 x classes timings against a row's over 3 added 0.1-0.3 us to every
-    row (30-kernel models +20 %)."""
+    row (30-kernel models +20 %).
+
+    ``state`` (above 1 thread: ``thread_mode.speedup``) is timed before each pass into ``seen``;
+    where no pass ran in the fast state, up to ``extra_passes`` more run until one does (run q's
+    2-thread calibration, probe fast before and after the rows, measured every pass of its
+    depthwise rows slow: 2.9x run p's, 1x1 rows 2.0x; its predictions came out 27 % slow)."""
     say = progress or (lambda f, s: None)
     best: dict[str, dict[str, float]] = {cls: {} for cls in splits}
     base = np.inf
     order = list(splits)
-    for p in range(passes):
+    seen = [] if seen is None else seen
+    p, fast = 0, False
+    while p < passes or (state is not None and not fast and p < passes + extra_passes):
+        if state is not None:
+            seen.append(state())
+            fast = fast or thread_mode.state(seen[-1]) == "fast"
+        total = max(passes, p + 1)
         bases = []
         for j, cls in enumerate(order if p % 2 == 0 else order[::-1]):
-            say((p * len(order) + j) / (len(order) * passes), f"measuring {cls} kernels ({p + 1}/{passes})")
+            say((p * len(order) + j) / (len(order) * total), f"measuring {cls} kernels ({p + 1}/{total})")
             bases.append(timer(base_model, 0.05 / passes))
             for k, mk in splits[cls].items():
                 best[cls][k] = min(best[cls].get(k, np.inf), timer(mk, 0.08 / passes))
         base = min(base, float(np.median(bases)))
+        p += 1
     return {cls: {k: v - base for k, v in rows.items()} for cls, rows in best.items()}
 
 
@@ -178,7 +192,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     n_cls = len(models)
     splits = {cls: split_rows(m) for cls, m in models.items()}
 
-    def probe():   # the thread state (thread_mode): at the start and at the end
+    def probe():   # the thread state (thread_mode): at the start, before each row pass, at the end
         return thread_mode.speedup(threads, lambda m, t: wall_time(m, t, level, q, min_s=0.15))
 
     speedup0 = probe() if threads > 1 else None
@@ -189,8 +203,10 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
                 min(_wall(_chain(n_chain), threads, level, 60, q) for _ in range(5)))
 
     first = chains()   # (once before the rows and once after them: see below)
+    row_speedups: list[float] = []
     best = time_rows(splits, lambda mk, min_s: wall_time(mk, threads, level, q, min_s=min_s),
-                     baseline_model(), passes, lambda f, s: say(f * n_cls / (n_cls + 1), s))
+                     baseline_model(), passes, lambda f, s: say(f * n_cls / (n_cls + 1), s),
+                     probe if threads > 1 else None, EXTRA_PASSES, row_speedups)
     # per layout class and row (in row order): (bytes, seconds) of each reorder around it
     moved: dict[str, list[list[tuple[int, float]]]] = {}
     for cls, m in models.items():
@@ -301,8 +317,8 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
                   "(B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))), the matrix classes' work "
                   "padded to tile_n output columns (x 1 + (n_half/n)^2), plus par_us above b_par_bytes "
                   "where a class's kernels are split over threads, piece_us per extra piece of a "
-                  "batched kernel and im2col_ns per element of a convolution's im2col matrix; weights of a model that overflows llc_bytes at cold_weight_bw_gbs, "
-                  "a Clip fused into a convolution at clip_epilogue_ns per output; see "
+                  "batched kernel and im2col_ns per im2col element; weights of a model over "
+                  "llc_bytes at cold_weight_bw_gbs, a fused Clip at clip_epilogue_ns per output; see "
                   "analyzer/prediction/cpu_model.py, efficiency.py, cpu_cold.py and cpu_epilogue.py."),
         "matrix_tflops": {"fp32": peak / 1e12},
         "vector_tflops": {"fp32": peak / 1e12},
@@ -322,7 +338,9 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
             "llc_bytes": float(llc), "cold_weight_bw_gbs": 0.0, **cold, "clip_epilogue_ns": clip_s * 1e9,
             "models": "synthetic single-op models only (analyzer.prediction.calibrate.calibration_models)",
             "tables": tables,
-            **({"thread_speedup_start": speedup0, "thread_speedup_end": speedup1} if threads > 1 else {}),
+            **({"thread_speedup_start": speedup0, "thread_speedup_end": speedup1, "row_passes": len(row_speedups),
+                "thread_speedup_passes_min": min(row_speedups), "thread_speedup_passes_max": max(row_speedups)}
+               if threads > 1 else {}),
         },
         # the measured rows (class -> [(op, flops, bytes, seconds)]); not written to TOML
         # (op, flops, bytes, fitted seconds, matrix view (mac, m, n, k, batch) or None); not

@@ -85,6 +85,13 @@ def calibration_sources(cal: dict, head: str) -> dict[str, str]:
         elif path == "calibration.clip_epilogue_ns":
             out[path] = (f"{head}: (wall-clock of a convolution + a fused Clip - without it) / output "
                          "elements, median of 4 convolutions (cpu_epilogue.pair_models)")
+        elif path in ("calibration.thread_speedup_passes_min", "calibration.thread_speedup_passes_max"):
+            out[path] = (f"{head}: the {path.rsplit('_', 1)[1]} of the thread_mode probe's speed-ups "
+                         "(wall-clock at 1 thread / at the calibration's threads) timed before each "
+                         "row pass (calibrate.time_rows)")
+        elif path == "calibration.row_passes":
+            out[path] = (f"{head}: passes over the calibration rows (5, and up to calibrate.EXTRA_PASSES "
+                         "more where none ran in the fast thread state)")
         elif path in ("calibration.thread_speedup_start", "calibration.thread_speedup_end"):
             out[path] = (f"{head}: wall-clock at 1 thread / at the calibration's threads of a "
                          f"12-block MatMul + LayerNorm probe (thread_mode.probe_model), timed at the "

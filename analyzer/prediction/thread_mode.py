@@ -68,6 +68,11 @@ def notes(calibration: dict) -> list[str]:
         out.append(f"at {t} threads onnxruntime ran a parallel probe slower than at 1 thread (speed-up "
                    f"{s0:.2f} at the start of the calibration, {s1:.2f} at the end): the cores were "
                    f"shared or contended, and the profile fits that state")
+    lo, hi = calibration.get("thread_speedup_passes_min"), calibration.get("thread_speedup_passes_max")
+    if lo is not None and hi is not None and hi < SLOWER:
+        out.append(f"every row pass of the calibration ran with {t} threads slower than 1 (probe "
+                   f"speed-ups {lo:.2f}-{hi:.2f} before its {calibration.get('row_passes', '?')} "
+                   f"passes): the profile fits that state; calibrate again when it is gone")
     if max(s0, s1) / max(min(s0, s1), 1e-9) > CHANGED:
         out.append(f"the machine's {t}-thread speed changed during the calibration (probe speed-up "
                    f"{s0:.2f} at the start, {s1:.2f} at the end): calibrate again when it is steady")

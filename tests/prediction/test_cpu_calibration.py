@@ -351,3 +351,53 @@ def test_profiled_reorders_of_a_depthwise_row_are_its_input_and_output_moved_twi
     # y, each charged its 16*16*16 fp32 tensor read and written
     assert [b for b, _ in got] == [2 * 16 * 16 * 16 * 4] * 2
     assert all(s > 0 for _, s in got)
+
+
+@pytest.mark.parametrize("speedups, n_passes", [([1.5, 1.6, 1.4], 3), ([0.9, 0.8, 0.9, 1.5], 4),
+                                                ([0.9] * 6, 6), ([0.9, 1.5, 0.9], 3)])
+def test_time_rows_adds_passes_until_one_runs_in_the_fast_thread_state(speedups, n_passes):
+    # the probe before each pass reads ``speedups`` in turn; 3 passes planned, up to 3 more while
+    # none was fast (speed-up >= 1): all fast -> 3; slow, slow, slow, fast -> 4; never fast -> 6;
+    # one fast among the planned 3 -> 3. A row keeps its fastest pass: the one in the fast state
+    from analyzer.prediction.calibrate import time_rows
+
+    probes = iter(speedups)
+    seen: list = []
+    wall = {"base": 1e-6}
+    count = {"a0": 0}
+
+    def timer(model, min_s):
+        if model == "a0":
+            count["a0"] += 1
+            return (10e-6 if seen[-1] >= 1.0 else 25e-6)   # 2.5x slower in the slow state
+        return wall[model]
+
+    best = time_rows({"a": {"k0": "a0"}}, timer, "base", passes=3, state=lambda: next(probes),
+                     extra_passes=3, seen=seen)
+    assert count["a0"] == n_passes and seen == speedups[:n_passes]
+    fast = any(s >= 1.0 for s in seen)
+    assert best["a"]["k0"] == pytest.approx((10e-6 if fast else 25e-6) - 1e-6)
+
+
+def test_a_calibration_whose_row_passes_were_all_slow_warns():
+    from analyzer.prediction import thread_mode
+
+    cal = {"threads": 2, "thread_speedup_start": 1.6, "thread_speedup_end": 1.6, "row_passes": 8,
+           "thread_speedup_passes_min": 0.87, "thread_speedup_passes_max": 0.92}
+    w = thread_mode.notes(cal)
+    assert len(w) == 1 and "every row pass" in w[0] and "0.87-0.92" in w[0] and "8 passes" in w[0]
+    assert thread_mode.notes(dict(cal, thread_speedup_passes_max=1.5)) == []
+
+
+def test_the_pass_speedups_have_sources_and_load(tmp_path):
+    import hardware_db
+    from analyzer.prediction.calibrate import calibration_sources, write_profile
+    from tests.profile_docs import calibrated_doc
+
+    doc = calibrated_doc(threads=2)
+    doc["calibration"].update({"thread_speedup_start": 1.5, "thread_speedup_end": 1.6, "row_passes": 6,
+                               "thread_speedup_passes_min": 0.9, "thread_speedup_passes_max": 1.5})
+    doc["sources"].update(calibration_sources(doc["calibration"], "test"))
+    assert "the max of the thread_mode probe" in doc["sources"]["calibration.thread_speedup_passes_max"]
+    prof = hardware_db.get(str(write_profile(doc, tmp_path / "p.toml")))
+    assert (prof.calibration["row_passes"], prof.calibration["thread_speedup_passes_min"]) == (6, 0.9)
