@@ -71,34 +71,35 @@ def calibration_sources(cal: dict, head: str) -> dict[str, str]:
                     }.get(key, "fitted constant")
             out[path] = (f"{head}: {what} of the '{cls}' class, least-squares log-error fit of "
                          f"cpu_model.fit_class to its synthetic single-op models' wall-clock rows")
-        elif path == "calibration.run_overhead_us":
-            out[path] = f"{head}: wall-clock of a 1-node model minus its node's cost"
-        elif path == "calibration.llc_bytes":
-            out[path] = f"{head}: last-level cache (sysfs cpu0 cache index of level 3)"
-        elif path == "calibration.cold_weight_bw_gbs":
-            out[path] = (f"{head}: weight bytes / wall-clock kernel time of a 1-row MatMul whose "
-                         "weights are twice the last-level cache (streamed from DRAM every run)")
-        elif path in ("calibration.llc_effective_bytes", "calibration.llc_step_power"):
-            out[path] = (f"{head}: cpu_cold.fit_capacity of the wall-clock of chains of 1 x 1024 @ 1024 x 512 "
-                         "GEMVs holding 0.25-2x llc_bytes of weights (time per byte = h/hot + (1-h)/cold, "
-                         "h = 1/(1 + (W/llc_effective_bytes)^llc_step_power))")
-        elif path == "calibration.clip_epilogue_ns":
-            out[path] = (f"{head}: (wall-clock of a convolution + a fused Clip - without it) / output "
-                         "elements, median of 4 convolutions (cpu_epilogue.pair_models)")
-        elif path in ("calibration.thread_speedup_passes_min", "calibration.thread_speedup_passes_max"):
-            out[path] = (f"{head}: the {path.rsplit('_', 1)[1]} of the thread_mode probe's speed-ups "
-                         "(wall-clock at 1 thread / at the calibration's threads) timed before each "
-                         "row pass (calibrate.time_rows)")
-        elif path == "calibration.row_passes":
-            out[path] = (f"{head}: passes over the calibration rows (5, and up to calibrate.EXTRA_PASSES "
-                         "more where none ran in the fast thread state)")
-        elif path in ("calibration.thread_speedup_start", "calibration.thread_speedup_end"):
-            out[path] = (f"{head}: wall-clock at 1 thread / at the calibration's threads of a "
-                         f"12-block MatMul + LayerNorm probe (thread_mode.probe_model), timed at the "
-                         f"{path.rsplit('_', 1)[1]} of the calibration")
-        elif path == "calibration.cache_bytes":
-            out[path] = (f"{head}: L2 cache per core (sysfs cpu0 cache index of level 2) x threads: "
-                         "the working-set size of the tables' l2_gain step")
         else:
-            out[path] = f"{head}: calibration run setting"
+            out[path] = f"{head}: {_CALIBRATION_TEXTS.get(path.split('.', 1)[1], 'calibration run setting')}"
     return out
+
+
+_PROBE = ("wall-clock at 1 thread / at the calibration's threads of a 12-block MatMul + LayerNorm "
+          "probe (thread_mode.probe_model)")
+# what each calibrated number is (``calibration_sources``; table entries and run settings aside)
+_CALIBRATION_TEXTS = {
+    "run_overhead_us": "wall-clock of a 1-node model minus its node's cost",
+    "llc_bytes": "last-level cache (sysfs cpu0 cache index of level 3)",
+    "cold_weight_bw_gbs": "weight bytes / wall-clock kernel time of a 1-row MatMul whose weights are twice "
+                          "the last-level cache (streamed from DRAM every run)",
+    "llc_effective_bytes": "cpu_cold.fit_capacity of the wall-clock of chains of 1 x 1024 @ 1024 x 512 GEMVs "
+                           "holding 0.25-2x llc_bytes of weights (time per byte = h/hot + (1-h)/cold, "
+                           "h = 1/(1 + (W/llc_effective_bytes)^llc_step_power))",
+    "clip_epilogue_ns": "(wall-clock of a convolution + a fused Clip - without it) / output elements, "
+                        "median of 4 convolutions (cpu_epilogue.pair_models)",
+    "thread_speedup_passes_min": "the smallest speed-up of the thread_mode probe (wall-clock at 1 thread / "
+                                 "at the calibration's threads) of those timed before each row pass "
+                                 "(calibrate.time_rows)",
+    "row_passes": "passes over the calibration rows (5, and up to calibrate.EXTRA_PASSES more where none "
+                  "ran in the fast thread state)",
+    "thread_speedup_start": f"{_PROBE}, timed at the start of the calibration",
+    "cache_bytes": "L2 cache per core (sysfs cpu0 cache index of level 2) x threads: the working-set size "
+                   "of the tables' l2_gain step",
+}
+_CALIBRATION_TEXTS.update({
+    "llc_step_power": _CALIBRATION_TEXTS["llc_effective_bytes"],
+    "thread_speedup_passes_max": _CALIBRATION_TEXTS["thread_speedup_passes_min"].replace("smallest", "largest"),
+    "thread_speedup_end": _CALIBRATION_TEXTS["thread_speedup_start"].replace("start", "end"),
+})

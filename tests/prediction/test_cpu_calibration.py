@@ -398,6 +398,7 @@ def test_the_pass_speedups_have_sources_and_load(tmp_path):
     doc["calibration"].update({"thread_speedup_start": 1.5, "thread_speedup_end": 1.6, "row_passes": 6,
                                "thread_speedup_passes_min": 0.9, "thread_speedup_passes_max": 1.5})
     doc["sources"].update(calibration_sources(doc["calibration"], "test"))
-    assert "the max of the thread_mode probe" in doc["sources"]["calibration.thread_speedup_passes_max"]
+    assert "the largest speed-up of the thread_mode probe" in doc["sources"]["calibration.thread_speedup_passes_max"]
+    assert "at the end of the calibration" in doc["sources"]["calibration.thread_speedup_end"]
     prof = hardware_db.get(str(write_profile(doc, tmp_path / "p.toml")))
     assert (prof.calibration["row_passes"], prof.calibration["thread_speedup_passes_min"]) == (6, 0.9)
