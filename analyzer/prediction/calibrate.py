@@ -92,7 +92,7 @@ EXTRA_PASSES = 3
 def time_rows(splits: dict[str, dict[str, Any]], timer: Callable[[Any, float], float], base_model,
               passes: int = 3, progress: Callable[[float, str], None] | None = None,
               state: Callable[[], float] | None = None, extra_passes: int = 0,
-              seen: list | None = None) -> dict[str, dict[str, float]]:
+              seen: list | None = None, deadline: float = np.inf) -> dict[str, dict[str, float]]:
     """``{class: {row: seconds}}``: each row model's fastest ``timer(model, min_s)`` over
     ``passes`` passes (classes in alternating order) less the baseline model's, timed before
     each class: its median within a pass, fastest over passes (the same statistic as a row's,
@@ -105,16 +105,17 @@ def time_rows(splits: dict[str, dict[str, Any]], timer: Callable[[Any, float], f
     row (30-kernel models +20 %).
 
     ``state`` (above 1 thread: ``thread_mode.speedup``) is timed before each pass into ``seen``;
-    where no pass ran in the fast state, up to ``extra_passes`` more run until one does (run q's
-    2-thread calibration, probe fast before and after the rows, measured every pass of its
-    depthwise rows slow: 2.9x run p's, 1x1 rows 2.0x; its predictions came out 27 % slow)."""
+    where no pass was fast, up to ``extra_passes`` more start before ``deadline`` until one is
+    (run q's 2-thread calibration, probe fast before and after its rows, measured every pass of
+    its depthwise rows 2.9x run p's, 1x1 rows 2.0x; its predictions came out 27 % slow)."""
     say = progress or (lambda f, s: None)
     best: dict[str, dict[str, float]] = {cls: {} for cls in splits}
     base = np.inf
     order = list(splits)
     seen = [] if seen is None else seen
     p, fast = 0, False
-    while p < passes or (state is not None and not fast and p < passes + extra_passes):
+    while p < passes or (state is not None and not fast and p < passes + extra_passes
+                         and time.perf_counter() < deadline):
         if state is not None:
             seen.append(state())
             fast = fast or thread_mode.state(seen[-1]) == "fast"
@@ -172,9 +173,9 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     ``threads``: ``intra_op_num_threads`` of the measured sessions (default: the machine's
     cores). ``level``: the session optimization level the predictions are for. ``runs``:
     profiled runs per calibration model. ``q``: the quantile over runs (0.5: medians; lower is
-    robust to other processes on a shared machine). ``budget_s`` scales the largest sizes down on
-    slow machines (the calibration checks its own time after each class). ``passes``: rows are timed
-    once per pass and keep their fastest (``time_rows``).
+    robust to other processes on a shared machine). ``passes``: rows are timed once per pass and
+    keep their fastest (``time_rows``); the extra passes above 1 thread start only in the first
+    half of ``budget_s`` seconds.
     """
     if runtime != "onnxruntime":
         from analyzer.errors import AnalyzerError
@@ -187,8 +188,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     t_start = time.perf_counter()
     models = calibration_models()
     rows: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    n_extra: dict[str, np.ndarray] = {}
-    views: dict[str, np.ndarray] = {}   # matrix views of the rows (cpu_model.node_features)
+    n_extra, views = {}, {}   # views: the rows' matrix views (cpu_model.node_features)
     n_cls = len(models)
     splits = {cls: split_rows(m) for cls, m in models.items()}
 
@@ -206,7 +206,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     row_speedups: list[float] = []
     best = time_rows(splits, lambda mk, min_s: wall_time(mk, threads, level, q, min_s=min_s),
                      baseline_model(), passes, lambda f, s: say(f * n_cls / (n_cls + 1), s),
-                     probe if threads > 1 else None, EXTRA_PASSES, row_speedups)
+                     probe if threads > 1 else None, EXTRA_PASSES, row_speedups, t_start + budget_s / 2)
     # per layout class and row (in row order): (bytes, seconds) of each reorder around it
     moved: dict[str, list[list[tuple[int, float]]]] = {}
     for cls, m in models.items():

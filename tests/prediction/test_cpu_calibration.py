@@ -402,3 +402,13 @@ def test_the_pass_speedups_have_sources_and_load(tmp_path):
     assert "at the end of the calibration" in doc["sources"]["calibration.thread_speedup_end"]
     prof = hardware_db.get(str(write_profile(doc, tmp_path / "p.toml")))
     assert (prof.calibration["row_passes"], prof.calibration["thread_speedup_passes_min"]) == (6, 0.9)
+
+
+def test_time_rows_starts_no_extra_pass_after_its_deadline():
+    # every probe slow: 3 planned passes, and the extra ones only before the deadline (here past)
+    from analyzer.prediction.calibrate import time_rows
+
+    seen: list = []
+    time_rows({"a": {"k0": "a0"}}, lambda m, s: 1e-6, "base", passes=3, state=lambda: 0.9,
+              extra_passes=3, seen=seen, deadline=0.0)
+    assert len(seen) == 3
