@@ -64,11 +64,13 @@ def notes(calibration: dict) -> list[str]:
     if not t or t <= 1 or s0 is None or s1 is None:
         return []
     out = []
-    if min(s0, s1) < SLOWER:
+    lo, hi = calibration.get("thread_speedup_passes_min"), calibration.get("thread_speedup_passes_max")
+    # (where the row passes were probed, a slow start or end says nothing of the rows: each kept
+    # its fastest pass, and the warning below says whether any was fast)
+    if min(s0, s1) < SLOWER and hi is None:
         out.append(f"at {t} threads onnxruntime ran a parallel probe slower than at 1 thread (speed-up "
                    f"{s0:.2f} at the start of the calibration, {s1:.2f} at the end): the cores were "
                    f"shared or contended, and the profile fits that state")
-    lo, hi = calibration.get("thread_speedup_passes_min"), calibration.get("thread_speedup_passes_max")
     if lo is not None and hi is not None and hi < SLOWER:
         out.append(f"every row pass of the calibration ran with {t} threads slower than 1 (probe "
                    f"speed-ups {lo:.2f}-{hi:.2f} before its {calibration.get('row_passes', '?')} "

@@ -412,3 +412,17 @@ def test_time_rows_starts_no_extra_pass_after_its_deadline():
     time_rows({"a": {"k0": "a0"}}, lambda m, s: 1e-6, "base", passes=3, state=lambda: 0.9,
               extra_passes=3, seen=seen, deadline=0.0)
     assert len(seen) == 3
+
+
+def test_a_slow_end_with_fast_row_passes_warns_only_of_the_change():
+    # probe 1.53 at the start, 0.89 at the end, but the row passes saw 0.83-1.58: the rows kept
+    # fast passes, so only the change is worth a warning
+    from analyzer.prediction import thread_mode
+
+    cal = {"threads": 2, "thread_speedup_start": 1.53, "thread_speedup_end": 0.89, "row_passes": 5,
+           "thread_speedup_passes_min": 0.83, "thread_speedup_passes_max": 1.58}
+    w = thread_mode.notes(cal)
+    assert len(w) == 1 and "changed during the calibration" in w[0]
+    # a profile without the pass figures keeps the start/end warning
+    old = {k: cal[k] for k in ("threads", "thread_speedup_start", "thread_speedup_end")}
+    assert len(thread_mode.notes(old)) == 2
