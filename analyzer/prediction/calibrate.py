@@ -43,7 +43,7 @@ from analyzer.prediction.calibration_models import (F32, Builder, baseline_model
                                                     calibration_models, extra_nodes, sizes, split_rows,
                                                     value_info)
 from analyzer.prediction.profile_toml import calibration_sources, to_toml, write_profile  # noqa: F401  (re-exported)
-from analyzer.prediction.ort_graph import import_ort, session_options
+from analyzer.prediction.ort_graph import LAYOUT_LEVELS, import_ort, session_options
 from analyzer.prediction.ort_record import profiled_reorders
 
 
@@ -214,7 +214,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
         meas = {k: max(v, 1e-8) for k, v in best[cls].items()}
         order = sorted(meas, key=lambda s: int(s[1:]))
         nodes = {n.name: n for n in analyze(m).nodes}
-        if cls in LAYOUT_CLASSES and level in ("default", "all"):
+        if cls in LAYOUT_CLASSES and level in LAYOUT_LEVELS:
             moved[cls] = [profiled_reorders(split[k], nodes[k], threads, level) for k in order]
         _, F, B, V = cpu_model.node_features([nodes[k] for k in order], views=True)
         t = np.array([meas[k] for k in order])
@@ -279,7 +279,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
                    cpu_model.TILE_CANDIDATES if cls in cpu_model.TILED_CLASSES else ()),
                   {"parallel": threads > 1,
                    "im2col": cls in cpu_model.IM2COL_CLASSES
-                   or (cls in cpu_model.LAYOUT_FREE_IM2COL and level not in ("default", "all"))})
+                   or (cls in cpu_model.LAYOUT_FREE_IM2COL and level not in LAYOUT_LEVELS)})
             for cls, (F, B, t, _) in rows.items() if cls not in fits}
     fits.update(fit_worker.fit_classes(jobs))
     for cls in rows:

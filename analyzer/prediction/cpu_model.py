@@ -78,8 +78,10 @@ MAX_L2_GAIN = 20.0
 # 4 heads) 8.6 / 13.0 / 21.8 us at batch 1 / 2 / 4 (4.4 us an item, 1.1 a head), at batch 1
 # 6.8 / 7.1 / 8.6 / 12.9 us with 1 / 2 / 4 / 8 heads (0.9 us a head)
 PIECE_CLASSES = ("gemm", "attention")
-# the largest per-piece cost the fit may return (seconds)
+# the largest per-piece cost the fit may return (seconds), and the share by which it must lower
+# a class's loss to be kept
 MAX_PIECE_S = 10e-6
+PIECE_GAIN = 0.01
 # a convolution that onnxruntime runs as im2col + GEMM (every rank-3 conv; at the levels without
 # its NCHWc layout, every conv) copies its input into a k x m matrix first: a cost per element
 # that its MACs do not carry. The 1-D rows of a 1-thread calibration (run p,
@@ -92,6 +94,10 @@ MAX_IM2COL_S = 2e-9
 IM2COL_GAIN = 0.05
 IM2COL_CLASSES = ("conv1d",)
 LAYOUT_FREE_IM2COL = ("conv", "conv_dw")
+# fit_class's parameter vector: x[0:5] the base constants, x[5] the tile's n_half, x[6:8] the
+# thread-split step, x[8] the per-piece cost, x[9] the im2col cost; slots 6.. of a term not
+# fitted (or not kept) hold these off values (extra() reads them as none)
+OFF_SLOTS = (-60.0, 0.0, -60.0)
 
 
 def node_features(nodes: Iterable[Any], views: bool = False):
@@ -277,34 +283,29 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
                 x, v = _nelder_mead(lambda z: loss(z, tile), x, [0.3, 0.2, 0.2, 0.3, 0.3, 0.3])
                 if v < best[1]:
                     best = (list(x), v, tile)
-    if parallel and len(t) >= 6:
+    def stage(slot, tails, gain, refine=(0.3,) * 6):
+        """Fit the optional term at parameter slots ``slot..`` from the best fit so far, from each
+        start in ``tails``, the other constants refitted and the optional terms before it moving
+        only where they were kept (at their off values otherwise); kept where it lowers the loss
+        by more than ``gain``."""
+        nonlocal best
         base, tile = best, best[2]
-        for b0 in (-1.5, 0.0, 1.5):   # the step low, mid and high in the rows' bytes
-            x0 = list(base[0][:6]) + [-1.0, b0]
-            x, v = _nelder_mead(lambda z: loss(z, tile), x0, [1.0, 0.5, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0])
-            x, v = _nelder_mead(lambda z: loss(z, tile), x, [0.3, 0.2, 0.2, 0.3, 0.3, 0.3, 0.3, 0.3])
-            if v < best[1] and v < base[1] * (1 - PAR_GAIN):
+        x0 = list(base[0][:slot])
+        x0 += list(OFF_SLOTS[len(x0) - 6:slot - 6])
+        on = [0.3 if x0[6 if i < 8 else 8] > -50.0 else 0.0 for i in range(6, slot)]
+        for tail in tails:
+            x, v = _nelder_mead(lambda z: loss(z, tile), x0 + list(tail),
+                                [1.0, 0.5, 0.5, 1.0, 1.0, 1.0] + on + [1.0] * len(tail))
+            x, v = _nelder_mead(lambda z: loss(z, tile), x, list(refine) + on + [0.3] * len(tail))
+            if v < best[1] and v < base[1] * (1 - gain):
                 best = (list(x), v, tile)
-    if view is not None and (view[4] > 1).any():
-        base, tile = best, best[2]
-        x0 = list(base[0][:6]) + (list(base[0][6:8]) if len(base[0]) >= 8 else [-60.0, 0.0])
-        free = 0.3 if x0[6] > -50.0 else 0.0   # the step's slots move only where it was kept
-        for p0 in (-4.0, -1.0):   # about 0.2 and 2.7 us a piece
-            steps = [1.0, 0.5, 0.5, 1.0, 1.0, 1.0, free, free, 1.0]
-            x, v = _nelder_mead(lambda z: loss(z, tile), x0 + [p0], steps)
-            x, v = _nelder_mead(lambda z: loss(z, tile), x, [0.3] * 6 + [free, free, 0.3])
-            if v < best[1] and v < base[1] * 0.99:
-                best = (list(x), v, tile)
-    if im2col and view is not None and (view[3] > 0).any() and len(t) >= 6:
-        base, tile = best, best[2]
-        x0 = (list(base[0][:6]) + (list(base[0][6:8]) if len(base[0]) >= 8 else [-60.0, 0.0])
-              + (list(base[0][8:9]) if len(base[0]) >= 9 else [-60.0]))
-        free = [0.3 if x0[6] > -50.0 else 0.0] * 2 + [0.3 if x0[8] > -50.0 else 0.0]
-        for p0 in (-4.0, -1.0):   # about 0.04 and 0.5 ns an element
-            x, v = _nelder_mead(lambda z: loss(z, tile), x0 + [p0], [1.0, 0.5, 0.5, 1.0, 1.0, 1.0] + free + [1.0])
-            x, v = _nelder_mead(lambda z: loss(z, tile), x, [0.3] * 6 + free + [0.3])
-            if v < best[1] and v < base[1] * (1 - IM2COL_GAIN):
-                best = (list(x), v, tile)
+
+    if parallel and len(t) >= 6:   # the step low, mid and high in the rows' bytes
+        stage(6, [(-1.0, b0) for b0 in (-1.5, 0.0, 1.5)], PAR_GAIN, (0.3, 0.2, 0.2, 0.3, 0.3, 0.3))
+    if view is not None and (view[4] > 1).any():   # about 0.2 and 2.7 us a piece
+        stage(8, [(-4.0,), (-1.0,)], PIECE_GAIN)
+    if im2col and view is not None and (view[3] > 0).any() and len(t) >= 6:   # about 0.04, 0.5 ns
+        stage(9, [(-4.0,), (-1.0,)], IM2COL_GAIN)
     x, _, tile = best
     floor, e_c, e_bw, b_half, gain = unpack(x)
     n_half, par_s, b_par, piece_s, im2col_s = extra(x, tile)

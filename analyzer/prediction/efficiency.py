@@ -203,17 +203,17 @@ def class_fixed_s(xp, nbytes, cls, arrays: Mapping[str, Any], batch=None, im2col
     x**4)``) plus, given the views' ``batch``, ``piece_s`` per extra piece and, given their
     ``im2col`` elements (m x k x batch), ``im2col_s`` per element; 0 where the class has none of
     them (every GPU and TPU family; the step above 1 thread only)."""
-    zero = xp.zeros_like(xp.asarray(nbytes, dtype=float))
-    pieces = zero if batch is None or "piece_s" not in arrays else \
-        xp.take(xp.asarray(arrays["piece_s"]), cls) * xp.maximum(xp.asarray(batch) - 1.0, 0.0)
+    out = xp.zeros_like(xp.asarray(nbytes, dtype=float))
+    if batch is not None and "piece_s" in arrays:
+        out = out + xp.take(xp.asarray(arrays["piece_s"]), cls) * xp.maximum(xp.asarray(batch) - 1.0, 0.0)
     if im2col is not None and "im2col_s" in arrays:
-        pieces = pieces + xp.take(xp.asarray(arrays["im2col_s"]), cls) * xp.asarray(im2col)
+        out = out + xp.take(xp.asarray(arrays["im2col_s"]), cls) * xp.asarray(im2col)
     if "par_s" not in arrays or "b_par" not in arrays:
-        return pieces
+        return out
     par_s = xp.take(xp.asarray(arrays["par_s"]), cls)
     b_par = xp.take(xp.asarray(arrays["b_par"]), cls)
     on = (par_s > 0) & (b_par > 0)
-    return pieces + xp.where(on, par_s * (1.0 - l2_step(xp, nbytes, xp.where(on, b_par, 1.0), PAR_STEP_POWER)),
+    return out + xp.where(on, par_s * (1.0 - l2_step(xp, nbytes, xp.where(on, b_par, 1.0), PAR_STEP_POWER)),
                              0.0)
 
 

@@ -43,6 +43,9 @@ from typing import Any
 from analyzer.errors import AnalyzerError, ModelLoadError
 
 LEVELS = ("default", "all", "extended", "basic", "off")
+# the levels at which onnxruntime's CPU provider runs its NCHWc layout (blocked convolutions and
+# pools, with reorders between them); a model saved from them is hardware-specific
+LAYOUT_LEVELS = ("default", "all")
 
 
 class RuntimeMissingError(AnalyzerError):
@@ -68,7 +71,7 @@ def ort_level(level: str, *, for_saving: bool = False):
              "basic": L.ORT_ENABLE_BASIC, "off": L.ORT_DISABLE_ALL}
     if level not in table:
         raise AnalyzerError(f"unknown onnxruntime optimization level '{level}' (use one of {', '.join(LEVELS)})")
-    if for_saving and level in ("default", "all"):
+    if for_saving and level in LAYOUT_LEVELS:
         return L.ORT_ENABLE_EXTENDED
     return table[level]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from analyzer.errors import AnalyzerError
-from analyzer.prediction.ort_graph import (RECORD_MAX_WEIGHT_BYTES, extra_launches, fused_graph,
+from analyzer.prediction.ort_graph import (LAYOUT_LEVELS, RECORD_MAX_WEIGHT_BYTES, extra_launches, fused_graph,
                                            fusion_map, graph_edges, kernel_ops, load_model,
                                            memberless_owner, saved_graph, session_options,
                                            unmapped)
@@ -89,7 +89,7 @@ def fusion_record(model: Any, level: str = "default", threads: int | None = 1, *
     if nbytes > RECORD_MAX_WEIGHT_BYTES:
         raise AnalyzerError(f"weights of {nbytes / 2**30:.1f} GiB: onnxruntime's fused graph not built")
     fused = fused_graph(proto, level, threads)
-    saved = "extended" if level in ("default", "all") else level
+    saved = "extended" if level in LAYOUT_LEVELS else level
     fmap = fusion_map(proto, fused)
     ops = kernel_ops(proto, fused, fmap)
     kernels = tuple((n.name, ops[n.name], tuple(fmap.get(n.name, ()))) for n in fused.graph.node
@@ -97,7 +97,7 @@ def fusion_record(model: Any, level: str = "default", threads: int | None = 1, *
     extra = tuple((k, v) for k, v in extra_launches(proto, fused, fmap, ops).items() if v)
     reorders: tuple = ()
     source = f"onnxruntime's fused graph (level {saved})"
-    if layout and level in ("default", "all"):
+    if layout and level in LAYOUT_LEVELS:
         reorders = layout_reorders(proto, fused, layout_graph(proto, threads), fmap)
         source += f" and its {len(reorders)} NCHWc layout reorders"
     return FusionRecord(source, kernels, frozenset(unmapped(proto, fmap)), extra, reorders)

@@ -23,9 +23,18 @@ def _jobs():
     return out
 
 
-def test_workers_return_the_in_process_fits():
+def test_workers_return_the_in_process_fits(monkeypatch):
+    # two workers whatever this machine has; and this process cannot fit (run raises here), so
+    # equal results can only have come from the workers
     jobs = _jobs()
-    assert fit_worker.fit_classes(jobs) == fit_worker.run(jobs)
+    expected = fit_worker.run(jobs)
+    monkeypatch.setattr(fit_worker.os, "cpu_count", lambda: 2)
+
+    def no_fit_here(_jobs):
+        raise AssertionError("fitted in this process, not in the workers")
+
+    monkeypatch.setattr(fit_worker, "run", no_fit_here)
+    assert fit_worker.fit_classes(jobs) == expected
 
 
 def test_an_unguarded_script_runs_once(tmp_path):
@@ -48,5 +57,6 @@ def test_an_unguarded_script_runs_once(tmp_path):
 
 def test_a_worker_that_cannot_start_falls_back_to_fitting_here(monkeypatch):
     jobs = _jobs()
+    monkeypatch.setattr(fit_worker.os, "cpu_count", lambda: 2)   # (the worker path, on any machine)
     monkeypatch.setattr(sys, "executable", "/nonexistent/python")
     assert fit_worker.fit_classes(jobs) == fit_worker.run(jobs)
