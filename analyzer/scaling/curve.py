@@ -125,7 +125,7 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link="
                 s = step1[h][0]
                 mac_t = sum(r.time_s for r in pred.nodes if base.nodes[r.index].cost.mac_flops)
                 frac = mac_t / pred.latency_s if pred.latency_s else 0.0
-                comp = s * (frac / n + 1 - frac)
+                comp = s * (1 - frac * (1 - 1 / n))   # (frac/n + 1 - frac); exactly s at n = 1
                 comm = C.ZERO
                 weight_gemms = [x for x in base.nodes if x.cost.mac_flops and x.constant_inputs]
                 for x in weight_gemms[1::2]:
