@@ -13,6 +13,9 @@ Data:
   activation-quantization kernels), silu_and_mul/rope/add3 (no one-op ONNX equivalent),
   attention (the aiconfigurator rows time a vLLM layer, not an op), devices without a profile
   (B300, GB300, RTX PRO 6000, Arc B60).
+- ``bench/data/liger/torch_single_ops.csv`` (public, never fitted on): Liger-Kernel's benchmark
+  rows for plain-PyTorch single ops (nn.LayerNorm and nn.Embedding fp32 on three A100s, softmax
+  fp32/bf16 on an RTX 3090), timed by triton's do_bench (``runtime="kernel"``).
 - ``bench/results/h100_ops_*.csv`` (measured here on a lent H100 SXM, held out: never fitted
   on): GEMM, batched GEMM, add, layer/RMS norm, softmax, GELU, embedding, fp16 and bf16, as
   profiler kernel sums (``runtime="kernel"``) and eager wall-clock (``runtime="eager"``).
@@ -57,7 +60,10 @@ VIDUR_OPS = {"gemm": "gemm", "gemm_bias": "gemm_bias", "add": "add", "rmsnorm": 
 # cross-device scoring: the family whose constants score each device (fit on one, score on another)
 CROSS = {"a100_sxm": "nvidia-hopper", "a100_80gb": "nvidia-ampere-ga10x", "a40": "nvidia-ampere",
          "h200_sxm": "nvidia-blackwell", "b200_sxm": "nvidia-hopper", "gb200": "nvidia-hopper",
-         "l40s": "nvidia-ampere", "h100_sxm": "nvidia-blackwell"}
+         "l40s": "nvidia-ampere", "h100_sxm": "nvidia-blackwell",
+         # Liger-Kernel's devices (by the name its rows record)
+         "NVIDIA A100 80GB PCIe": "nvidia-ampere-ga10x", "NVIDIA A100-SXM4-80GB": "nvidia-ampere-ga10x",
+         "NVIDIA A100-SXM4-40GB": "nvidia-ampere-ga10x", "NVIDIA GeForce RTX 3090": "nvidia-ampere"}
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,21 @@ def shared_cases(shared: str, per_group: int) -> list[Case]:
             cases.append(Case("vidur_vllm" if op == "rmsnorm" else src, dev, VIDUR_PROFILE[dev], o, "fp16",
                               dims, "kernel", float(r["measured_us"]) * 1e-6))
     return cases
+
+
+LIGER = os.path.join(HERE, "data", "liger", "torch_single_ops.csv")
+
+
+def liger_cases(path: str = LIGER) -> list[Case]:
+    """Liger-Kernel's public PyTorch baselines (bench/data/liger/README.md): triton's do_bench
+    median (CUDA events around one call, L2 flushed before each) -> ``runtime="kernel"``."""
+    out = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            dims = tuple((c, int(r[c])) for c in ("M", "N", "V") if int(r[c]))
+            out.append(Case("liger", r["gpu_name"], r["profile"], r["op"], r["dtype"], dims, "kernel",
+                            float(r["time_us_p50"]) * 1e-6))
+    return out
 
 
 def h100_cases(path: str) -> list[Case]:
@@ -212,7 +233,8 @@ def read_cases(path: str) -> list[Case]:
 def write_guard(shared: str, h100: str | None, folder: str) -> int:
     """A small committed sample (8 cases per group) and its errors today: the regression guard."""
     os.makedirs(folder, exist_ok=True)
-    cases = shared_cases(shared, 8) + _spread_groups(h100_cases(h100) if h100 else [], 8)
+    cases = (shared_cases(shared, 8) + _spread_groups(liger_cases(), 8)
+             + _spread_groups(h100_cases(h100) if h100 else [], 8))
     write_cases(cases, os.path.join(folder, "cases.csv"))
     scored = score(cases)
     rec = {"overall": stats(scored), "groups": [[list(k), s] for k, s in
@@ -259,6 +281,9 @@ def main(argv=None) -> int:
              [c for c in shared if c.source != "vidur_vllm"], ("fitted", "cross", "datasheet")),
             ("Shared public measurements of vLLM's rms_norm kernel (vidur; not fitted on: the norm class "
              "is fitted on PyTorch's own LayerNorm kernel)", [c for c in shared if c.source == "vidur_vllm"],
+             ("fitted", "cross", "datasheet")),
+            ("Public, not fitted on: Liger-Kernel's PyTorch baselines (A100 fp32 LayerNorm and Embedding, "
+             "RTX 3090 fp32/bf16 softmax; 2024-2025 torch, do_bench with L2 flushed)", liger_cases(),
              ("fitted", "cross", "datasheet")),
             ("H100 SXM, measured here, held out (Hopper constants fitted on H200 only)", h100,
              ("fitted", "cross", "datasheet"))):
