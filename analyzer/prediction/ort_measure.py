@@ -13,7 +13,9 @@ opcost predicts, per kernel): at the default level onnxruntime's session also ap
 layout transformer, which renames a kernel ``X`` to ``X_nchwc`` and inserts
 ``ReorderInput``/``ReorderOutput`` nodes; the suffix is stripped; reorder kernels (layout
 conversions that have no node in the fused graph) are listed in ``unmatched``. ``groups`` maps each fused kernel to the original
-nodes it replaced (``ort_graph.fusion_map``), so per-kernel times join to the user's nodes.
+nodes it replaced (``ort_graph.fusion_map``), so per-kernel times join to the user's nodes; at
+the layout levels a residual Add (and its activation) that the layout transform folds into a
+blocked convolution joins that convolution's group (``ort_record.layout_sums``).
 
 onnxruntime is the optional extra ``measure``: imported lazily; ``RuntimeMissingError`` (an
 ``AnalyzerError``) says how to install it.
@@ -30,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from analyzer.errors import InputSpecError, ModelLoadError
-from analyzer.prediction.ort_graph import (fused_graph, fusion_map, import_ort, model_bytes,
-                                           session_options)
+from analyzer.prediction.ort_graph import (LAYOUT_LEVELS, fused_graph, fusion_map, import_ort,
+                                           model_bytes, session_options)
 
 _INT_TYPES = {"tensor(int64)": "int64", "tensor(int32)": "int32", "tensor(int8)": "int8",
               "tensor(uint8)": "uint8", "tensor(bool)": "bool", "tensor(int16)": "int16"}
@@ -190,6 +192,12 @@ def measure(model: Any, threads: int | None = None, level: str = "default", runs
         fused = fused_graph(data, level, threads)
     by_fused, unmatched = _join(node_s, node_op, fused)
     groups = fusion_map(model, fused)
+    if level in LAYOUT_LEVELS:   # residual Adds the layout transform folds into a convolution
+        from analyzer.prediction.ort_record import layout_graph, layout_sums
+
+        for k, conv in layout_sums(fused, layout_graph(data, threads)).items():
+            groups[conv] = groups.get(conv, []) + groups.pop(k, [])
+            by_fused[conv] = by_fused.get(conv, 0.0) + by_fused.pop(k, 0.0)
     return Measured(latency_s=quantile(wall, q), node_s=node_s, node_op=node_op,
                     by_fused=by_fused, groups=groups, unmatched=unmatched, threads=threads,
                     level=level, runs=len(wall), run_samples_s=tuple(wall))

@@ -21,6 +21,8 @@ from analyzer.prediction.ort_graph import (LAYOUT_LEVELS, RECORD_MAX_WEIGHT_BYTE
 
 # the nodes onnxruntime's NchwcTransformer inserts between the NCHW and the blocked layout
 REORDERS = ("ReorderInput", "ReorderOutput")
+# activations a blocked convolution takes after its Sum input (MLAS's activation kinds)
+_SUM_ACTIVATIONS = frozenset({"Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid"})
 # fused-graph ops that run in the blocked layout (what a ReorderInput feeds)
 _BLOCKED = frozenset({"Conv", "FusedConv", "MaxPool", "AveragePool", "GlobalMaxPool",
                       "GlobalAveragePool"})
@@ -62,6 +64,38 @@ def layout_reorders(original: Any, fused: Any, layout: Any,
     return tuple(out)
 
 
+def layout_sums(fused: Any, layout: Any) -> dict[str, str]:
+    """``{fused-graph kernel: convolution kernel that runs it}`` for the residual Adds (and the
+    activation after each) that onnxruntime's NCHWc transform folds into a blocked convolution.
+
+    The layout transform (default level, CPU) gives a blocked ``Conv`` whose output's only
+    consumer is an ``Add`` a fourth, "Sum" input: the convolution adds that tensor as it writes
+    its output, and takes the activation that followed the Add as its own. The EXTENDED graph
+    ``fused_graph`` saves still has the Add and the activation as kernels; at the layout levels
+    they launch nothing. A blocked node is named after the tensor its original node wrote
+    (``<tensor>_nchwc``), which ties it to the extended graph's convolution."""
+    producer, consumers = graph_edges(fused.graph)
+    out: dict[str, str] = {}
+    for n in layout.graph.node:
+        if (n.domain != "com.microsoft.nchwc" or n.op_type != "Conv" or len(n.input) < 4
+                or not n.input[3] or not n.name.endswith("_nchwc")):
+            continue
+        conv = producer.get(n.name[:-len("_nchwc")])
+        if conv is None or conv.op_type not in ("Conv", "FusedConv"):
+            continue
+        users = consumers.get(conv.output[0], ())
+        if len(users) != 1 or users[0].op_type != "Add":
+            continue
+        add = users[0]
+        out[add.name] = conv.name
+        act = any(a.name == "activation" for a in n.attribute)
+        after = consumers.get(add.output[0], ())
+        if (act and conv.op_type == "Conv" and len(after) == 1
+                and after[0].op_type in _SUM_ACTIVATIONS):
+            out[after[0].name] = conv.name
+    return out
+
+
 def layout_graph(model: Any, threads: int | None = None):
     """The graph of onnxruntime's default level as it runs, layout transform included (ALL):
     read only for the ``com.microsoft.nchwc`` reorders it inserts (``layout_reorders``)."""
@@ -92,14 +126,24 @@ def fusion_record(model: Any, level: str = "default", threads: int | None = 1, *
     saved = "extended" if level in LAYOUT_LEVELS else level
     fmap = fusion_map(proto, fused)
     ops = kernel_ops(proto, fused, fmap)
-    kernels = tuple((n.name, ops[n.name], tuple(fmap.get(n.name, ()))) for n in fused.graph.node
-                    if fmap.get(n.name))
-    extra = tuple((k, v) for k, v in extra_launches(proto, fused, fmap, ops).items() if v)
     reorders: tuple = ()
+    sums: dict[str, str] = {}
     source = f"onnxruntime's fused graph (level {saved})"
     if layout and level in LAYOUT_LEVELS:
-        reorders = layout_reorders(proto, fused, layout_graph(proto, threads), fmap)
+        lay = layout_graph(proto, threads)
+        reorders = layout_reorders(proto, fused, lay, fmap)
+        sums = layout_sums(fused, lay)
         source += f" and its {len(reorders)} NCHWc layout reorders"
+        if sums:
+            source += f" ({len(sums)} residual Add/activation kernels run inside a blocked convolution)"
+        reorders = tuple((sums.get(k, k), op, t) for k, op, t in reorders)
+    members = {n.name: list(fmap.get(n.name, ())) for n in fused.graph.node}
+    for k, conv in sums.items():   # (in graph order: an Add before the activation after it)
+        members[conv] += members.pop(k, [])
+    kernels = tuple((n.name, ops[n.name], tuple(members[n.name])) for n in fused.graph.node
+                    if members.get(n.name))
+    extra = tuple((k, v) for k, v in extra_launches(proto, fused, fmap, ops).items()
+                  if v and k not in sums)
     return FusionRecord(source, kernels, frozenset(unmapped(proto, fmap)), extra, reorders)
 
 
