@@ -25,14 +25,11 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   (libraries switch to skinny tiles / GEMV kernels there), or to the tile where the tile is
   narrower than that (a CPU's tile: its vector width).
 - ``narrow`` (tiled classes): ``1 + (n_half[c] / n_padded)**2``.  A CPU GEMM or convolution
-  kernel holds its output columns in vector registers; with one or two registers' worth of
-  columns its inner loop runs at part of its rate.  Measured with onnxruntime 1.32 (MLAS) on
-  an AVX-512 EPYC, 1 thread, profiled kernel times: a 3x3 convolution (64 -> C_out channels,
-  64x64 pixels) takes 431, 410, 410 us at C_out 2, 8, 16 (padded to the 16 fp32 lanes of a
-  512-bit register), 602 at 32, 1145 at 64, 2357 at 128: 286-295 us per 16 columns from 64 up,
-  410 for the first 16 alone (1.43x: ``n_half`` about 10); a 1x1 convolution (256 channels in,
-  56x56) 137 us at C_out 16, 206-207 at 24 and 32, 401 at 64; a MatMul (256 x 512 @ 512 x N)
-  26 us at N 2-16, 41-42 at 24-32.  ``calibrate`` fits ``tile_n``, ``n_half`` (GPUs: 0).
+  kernel holds its output columns in vector registers; with one or two registers' worth its
+  inner loop runs at part of its rate (onnxruntime 1.32, AVX-512 EPYC, 1 thread: a 3x3 conv,
+  64 -> C_out channels at 64x64, 410 us at C_out 8-16, 602 at 32, 1145 at 64, 2357 at 128:
+  286-295 us per 16 columns from 64 up, 1.43x that for the first 16, ``n_half`` about 10).
+  ``calibrate`` fits ``tile_n``, ``n_half`` (GPUs: 0).
 - ``piece_s``: a CPU kernel looping over independent products (a batched MatMul's matrices, an
   Attention's batch x heads) pays it per extra piece (``cpu_model``: measured there); calibrated, else 0.
 - ``im2col_s`` (a calibrated CPU; else 0): a convolution run as im2col + GEMM first copies its
@@ -72,6 +69,8 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   own SM rate, not a multiple of its DRAM bandwidth (which does not transfer between a 6 MB GDDR6
   and a 40 MB HBM part).  ``sm_bw`` is derived by ``with_clock`` from ``bpc`` and a profile's
   clock (0 when either is unknown: off), never stored.  ``bpc = l2_hit = 0``: no term.
+  ``ELEMENT_RATE_CLASSES`` issue per element (PyTorch's gather: 75 G elements/s on an A100 at
+  fp16 and fp32, bench/data/liger/README.md): their term scales by ``BPC_ELEM_BYTES / elem_bytes``.
 - ``par_s`` / ``b_par`` (a calibrated multi-threaded CPU): ``floor_s`` grows by
   ``par_s * p(bytes / b_par)``, ``p(x) = x**4 / (1 + x**4)``.  onnxruntime splits a kernel over
   its intra-op threads only above a cost threshold, and a split kernel pays the thread pool's
@@ -80,9 +79,8 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   split) took 11.5 us at both.  Fitted per class by ``calibrate`` above 1 thread; else 0.
 - GEMV-like shapes: ``bytes`` carries the weights (a skinny GEMM streams them: the memory term).
 
-The function is pure array code over the kernels (no Python branching on values): pass ``numpy``
-or ``jax.numpy`` as ``xp``; under JAX it jits, vmaps and differentiates (almost everywhere: the
-ceilings and the max have kinks).
+Pure array code (no Python branching on values): pass ``numpy`` or ``jax.numpy`` as ``xp``; under
+JAX it jits, vmaps and differentiates (almost everywhere: the ceilings and the max have kinks).
 """
 
 from __future__ import annotations
@@ -98,6 +96,8 @@ import numpy as np
 from analyzer.prediction.op_classes import (  # noqa: F401  (re-exported: one import for callers)
     CLASS_CODE, CLASS_FALLBACK, MATRIX_CLASSES, OP_CLASSES, REFINES, class_chain, gemm_view, op_class_of)
 
+ELEMENT_RATE_CLASSES, BPC_ELEM_BYTES = frozenset({"gather"}), 2.0   # per-element rate; bpc fitted at 2 B
+_ELEMENT_RATE = np.array([1.0 if c in ELEMENT_RATE_CLASSES else 0.0 for c in OP_CLASSES])
 # per-class constant arrays a constants set carries (keys of ``FamilyConstants.arrays``)
 MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
@@ -107,20 +107,16 @@ CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
 # values a constants file may leave out (older files: no cache term, no per-SM term)
 PARAM_DEFAULTS = {"l2_gain": 0.0, "bpc": 0.0, "l2_hit": 0.0, "sm_bw": 0.0, "n_half": 0.0, "par_s": 0.0,
                   "b_par": 0.0, "piece_s": 0.0, "im2col_s": 0.0}
-# sharpness of the cache step s(x) = 1 / (1 + x**p) in x = working set / L2 size: a fixed part of
-# the form, not fitted. p = 2 matches vidur's A40 add (about 1.5x the DRAM rate at 0.5-1.5x L2,
-# 1.07x at 2-5x, none above); other powers were not compared
+# the cache step s(x) = 1 / (1 + x**p), x = working set / L2, fixed: p = 2 matches vidur's A40 add (about
+# 1.5x the DRAM rate at 0.5-1.5x L2, 1.07x at 2-5x, none above); other powers were not compared
 L2_STEP_POWER = 2.0
 SCALAR_PARAMS = ("trans_weight",)
-# sharpness of the thread-split step p(x) = x**p / (1 + x**p), x = bytes / b_par: onnxruntime
-# splits a kernel over its threads above a cost threshold (a step; p = 4 goes from 6 % to 94 %
-# of the cost over a factor 4 in size). Fixed, not fitted
+# the thread-split step p(x) = x**p / (1 + x**p), x = bytes / b_par, fixed: onnxruntime splits a kernel
+# above a cost threshold (p = 4 goes from 6 % to 94 % of the cost over a factor 4 in size)
 PAR_STEP_POWER = 4.0
 
 EFFICIENCY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                               "hardware_db", "efficiency")
-
-# ----------------------------------------------------------------------------- the model
 
 
 def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> dict:
@@ -128,7 +124,7 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
 
     ``feats``: ``op_class`` (int codes, ``CLASS_CODE``), ``mac_flops``, ``vec_flops``,
     ``trans_flops``, ``bytes``; optional ``m``, ``n``, ``k``, ``batch`` (GEMM view, 0 where not
-    applicable).  ``hw``: ``matrix_peak``, ``vector_peak`` (FLOP/s for the dtype), ``mem_bw``
+    applicable), ``elem_bytes`` (bytes per element of the kernel's dtype; 0 or absent: unknown).  ``hw``: ``matrix_peak``, ``vector_peak`` (FLOP/s for the dtype), ``mem_bw``
     (B/s), ``units`` (SM count; 0 = unknown), ``l2_bytes`` (last-level cache, bytes; 0 or
     absent = unknown: no cache term).
     ``consts``: a ``FamilyConstants`` or a mapping of the arrays in ``CLASS_PARAMS`` (length
@@ -190,7 +186,10 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
     dram = xp.maximum(ramp_bytes, 0.0) / (xp.asarray(hw["mem_bw"]) * e_bw * cache)
     # the per-SM term: off where the class has no rate or the device's SM count or clock is unknown
     sm_on = (sm_bw > 0) & (units > 0)
-    sm = xp.where(sm_on, nbytes / (xp.where(sm_on, units * sm_bw, 1.0)), 0.0)
+    eb = feat("elem_bytes")
+    per_el = (xp.take(xp.asarray(_ELEMENT_RATE), cls) > 0) & (eb > 0)
+    sm_bytes = nbytes * xp.where(per_el, BPC_ELEM_BYTES / xp.where(per_el, eb, 1.0), 1.0)
+    sm = xp.where(sm_on, sm_bytes / (xp.where(sm_on, units * sm_bw, 1.0)), 0.0)
     memory = xp.where(nbytes > 0, dram + sm, 0.0)
     fixed = floor + class_fixed_s(xp, nbytes, cls, arrays, batch, m * k * b1)
     time = fixed + xp.maximum(compute, memory)

@@ -25,7 +25,7 @@ from analyzer.prediction import efficiency as eff
 TRACES = {"roofline": 0}
 BOUNDS = ("compute", "memory", "overhead")
 _MIN_BUCKET = 64
-_FEATS = ("op_class", "mac_flops", "vec_flops", "trans_flops", "bytes", "m", "n", "k", "batch")
+_FEATS = ("op_class", "mac_flops", "vec_flops", "trans_flops", "bytes", "m", "n", "k", "batch", "elem_bytes")
 
 
 def bucket(n: int) -> int:

@@ -179,7 +179,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     consts["trans_weight"] = np.ones(P)
     warnings, provs, details, notes = [], [], [], []
     feats = {"op_class": cls, "mac_flops": mac, "vec_flops": vec, "trans_flops": trans,
-             "bytes": nbytes, "m": view[0], "n": view[1], "k": view[2], "batch": view[3]}
+             "bytes": nbytes, "m": view[0], "n": view[1], "k": view[2], "batch": view[3],
+             "elem_bytes": np.array([kr.PRECISION_BITS.get(d, 0) / 8 for d in anchor_dtype], dtype=np.float64)}
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", op)])
                  for k, ops in enumerate(plan.extra_ops) for op in ops]

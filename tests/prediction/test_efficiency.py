@@ -305,6 +305,23 @@ def test_per_sm_term_closed_form():
     assert t2["memory_s"][0] == pytest.approx(170e-6, rel=1e-12)
 
 
+def test_gather_issues_per_element_not_per_byte():
+    # the gather class's bpc (4 B per SM-cycle) is at 2 bytes an element: 2 elements per SM-cycle.
+    # 6e7 fp32 elements gathered, 2.4e8 bytes: SM term 6e7 / (100 SMs * 1.5e9 * 2) = 200 us (at 4 B,
+    # per byte it would be 2.4e8 / 6e11 = 400 us); DRAM 2.4e8 / 1e12 = 240 us -> memory 440 us
+    c = with_clock(consts(bpc=4.0, b_half_bytes=0.0, e_bw=1.0), 1.5e9)
+    hw = dict(HW, units=100.0, l2_bytes=0.0)
+    f = dict(feats("gather", nbytes=2.4e8), elem_bytes=np.asarray([4.0]))
+    assert kernel_time(np, f, hw, c)["memory_s"][0] == pytest.approx(240e-6 + 200e-6, rel=1e-12)
+    # fp16 (2 B) and an unknown size (0) keep the per-byte form: 1.2e8 B -> 120 + 200 us
+    for eb in (2.0, 0.0):
+        f = dict(feats("gather", nbytes=1.2e8), elem_bytes=np.asarray([eb]))
+        assert kernel_time(np, f, hw, c)["memory_s"][0] == pytest.approx(120e-6 + 200e-6, rel=1e-12)
+    # other classes stay per byte at fp32: elementwise 2.4e8 B -> 240 + 400 us
+    f = dict(feats("elementwise", nbytes=2.4e8), elem_bytes=np.asarray([4.0]))
+    assert kernel_time(np, f, hw, c)["memory_s"][0] == pytest.approx(640e-6, rel=1e-12)
+
+
 def test_per_sm_term_is_off_without_rate_units_or_clock():
     # 1.2e8 B at 1e12 B/s * e_bw 1 = 120 us whichever of bpc, units, clock is missing
     hw = dict(HW, units=100.0, l2_bytes=0.0)
