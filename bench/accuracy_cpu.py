@@ -184,6 +184,7 @@ def main(argv=None):
                     json.dump(doc.get("_rows", {}), f)
                 print(f"calibration {key}: {cal_s[key]:.1f} s", flush=True)
             results["profiles"][key] = os.path.relpath(profiles[key], ROOT)
+            row_passes = calibration_passes(profiles[key])
             if t > 1:
                 modes["measurement_start"] = thread_mode(t)
             rows = []
@@ -209,7 +210,8 @@ def main(argv=None):
             s["first_pass"] = summary([dict(r, error_pct=r["first_pass_error_pct"]) for r in rows])
             print(f"[{level} {t}t] {json.dumps(s)} thread modes {json.dumps(modes)}", flush=True)
             results["configs"].append({"level": level, "threads": t, "summary": s, "rows": rows,
-                                       "thread_modes": modes, "loadavg_after": os.getloadavg()})
+                                       "thread_modes": modes, "row_passes": row_passes,
+                                       "loadavg_after": os.getloadavg()})
     results["loadavg_after"] = os.getloadavg()
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out + ".json", "w") as f:
@@ -229,6 +231,19 @@ def _lscpu() -> str:
     return "; ".join(" ".join(l.split()) for l in out.splitlines() if l.split(":")[0].strip() in keep)
 
 
+def calibration_passes(profile_path: str) -> dict | None:
+    """The thread probe's range over the calibration's row passes (``calibrate.time_rows``),
+    from the profile: {"passes", "min", "max"}; None where the profile has none (1 thread)."""
+    import tomllib
+
+    with open(profile_path, "rb") as f:
+        cal = tomllib.load(f).get("calibration", {})
+    if "thread_speedup_passes_min" not in cal:
+        return None
+    return {"passes": cal.get("row_passes"), "min": cal["thread_speedup_passes_min"],
+            "max": cal["thread_speedup_passes_max"]}
+
+
 def markdown(res, cmd):
     L = [f"# CPU accuracy (onnxruntime) {res['date']}", "",
          f"Command: `PYTHONPATH=$PWD python {cmd}`", "",
@@ -239,7 +254,8 @@ def markdown(res, cmd):
          "", "Thread mode (above 1 thread): the speed-up at N threads over 1 thread of the probe "
          "`calibrate` times at its start and end (`analyzer.prediction.thread_mode`), before the "
          "calibration and before and after the measurements (fast: the threads help; slow: they "
-         "slow it down).", ""]
+         "slow it down); in brackets, its range over the calibration's row passes (each row keeps "
+         "its fastest pass).", ""]
     L += ["Measured: the fastest of each model's passes (its median over runs per pass); the first pass "
           "alone in the last columns.", "",
           "| level | threads | models | MAPE % | within 10 % | within 20 % | bias % | node Spearman (median) "
@@ -248,8 +264,12 @@ def markdown(res, cmd):
 
     def mode(c):
         m = c.get("thread_modes") or {}
-        return " / ".join(f"{m[k]['mode']} ({m[k]['speedup']:.2f}x)" if k in m else "-"
-                          for k in ("calibration", "measurement_start", "measurement_end")) if m else "-"
+        rp = c.get("row_passes")
+        cells = [f"{m[k]['mode']} ({m[k]['speedup']:.2f}x)" if k in m else "-"
+                 for k in ("calibration", "measurement_start", "measurement_end")]
+        if rp:
+            cells[0] += f" [{rp['passes']} row passes: {rp['min']:.2f}-{rp['max']:.2f}x]"
+        return " / ".join(cells) if m else "-"
 
     for c in res["configs"]:
         s = c["summary"]

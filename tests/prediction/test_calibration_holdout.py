@@ -55,3 +55,29 @@ def test_no_calibration_row_is_a_layer_of_an_evaluated_model():
         for key in _layers(onnx.load(path, load_external_data=False)) & rows.keys():
             hits.append(f"{rows[key]} row {key} is a layer of {os.path.basename(path)}")
     assert not hits, "\n".join(hits)
+
+
+def test_the_bench_table_shows_the_row_passes_thread_range(tmp_path):
+    # bench/accuracy_cpu.py reads the probe's range over the row passes from the profile and
+    # shows it beside the probe taken before the calibration (which alone said "slow" in run s)
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        import accuracy_cpu
+    finally:
+        sys.path.pop(0)
+    p = tmp_path / "p.toml"
+    p.write_text("[calibration]\nrow_passes = 5\nthread_speedup_passes_min = 0.86\n"
+                 "thread_speedup_passes_max = 1.59\n")
+    rp = accuracy_cpu.calibration_passes(str(p))
+    assert rp == {"passes": 5, "min": 0.86, "max": 1.59}
+    q = tmp_path / "q.toml"
+    q.write_text("[calibration]\nrow_passes = 5\n")   # 1 thread: no probe
+    assert accuracy_cpu.calibration_passes(str(q)) is None
+    summ = {"models": 1, "mape_pct": 1.0, "within_10_pct": 100.0, "within_20_pct": 100.0, "bias_pct": 1.0,
+            "median_node_spearman": 1.0}
+    res = {"date": "d", "calibrated_on": "x", "calibration_seconds": {}, "quantile": 0.5, "predictor": "p",
+           "machine": "m", "loadavg_before": (0, 0, 0), "loadavg_after": (0, 0, 0),
+           "configs": [{"level": "default", "threads": 2, "summary": summ, "rows": [], "row_passes": rp,
+                        "thread_modes": {k: {"mode": "slow", "speedup": 0.88} for k in
+                                         ("calibration", "measurement_start", "measurement_end")}}]}
+    assert "slow (0.88x) [5 row passes: 0.86-1.59x] / slow (0.88x)" in accuracy_cpu.markdown(res, "cmd")
