@@ -10,6 +10,7 @@ import os
 import sys
 
 import onnx
+import pytest
 from onnx import shape_inference
 
 from analyzer.prediction.calibration_models import calibration_models
@@ -80,4 +81,27 @@ def test_the_bench_table_shows_the_row_passes_thread_range(tmp_path):
            "configs": [{"level": "default", "threads": 2, "summary": summ, "rows": [], "row_passes": rp,
                         "thread_modes": {k: {"mode": "slow", "speedup": 0.88} for k in
                                          ("calibration", "measurement_start", "measurement_end")}}]}
-    assert "slow (0.88x) [5 row passes: 0.86-1.59x] / slow (0.88x)" in accuracy_cpu.markdown(res, "cmd")
+    assert "slow (0.88x) [5 row passes: 0.86-1.59x] / slow (0.88x) / slow" in accuracy_cpu.markdown(res, "cmd")
+    res["configs"][0]["thread_modes"]["passes"] = [{"mode": "slow", "speedup": 0.9},
+                                                   {"mode": "fast", "speedup": 1.55}]
+    assert "/ slow (0.88x) [2 passes: 0.90-1.55x] /" in accuracy_cpu.markdown(res, "cmd")
+
+
+@pytest.mark.parametrize("states, n_passes", [(["fast", "slow", "slow"], 3),   # one fast: 3 passes
+                                              (["slow", "slow", "slow", "fast", "slow"], 4),
+                                              (["slow"] * 9, 6)])            # 3 + EXTRA_PASSES
+def test_the_bench_adds_passes_while_no_probe_read_fast(states, n_passes):
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        import accuracy_cpu
+    finally:
+        sys.path.pop(0)
+    it = iter(states[1:])
+    rows = [{"model": "m", "measured_passes_ms": [5.0]}]
+    probes = accuracy_cpu.more_passes(rows, 3, {"mode": states[0], "speedup": 1.0},
+                                      lambda: {"mode": next(it), "speedup": 1.0}, lambda m: 4.0)
+    assert len(rows[0]["measured_passes_ms"]) == len(probes) == n_passes
+    # one thread: no probe, exactly the passes asked for
+    rows = [{"model": "m", "measured_passes_ms": [5.0]}]
+    assert accuracy_cpu.more_passes(rows, 3, None, None, lambda m: 4.0) == []
+    assert len(rows[0]["measured_passes_ms"]) == 3
