@@ -105,3 +105,17 @@ def test_the_bench_adds_passes_while_no_probe_read_fast(states, n_passes):
     rows = [{"model": "m", "measured_passes_ms": [5.0]}]
     assert accuracy_cpu.more_passes(rows, 3, None, None, lambda m: 4.0) == []
     assert len(rows[0]["measured_passes_ms"]) == 3
+
+
+def test_the_bench_profiles_again_only_after_a_slow_first_pass_and_in_the_fast_state():
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        import accuracy_cpu
+    finally:
+        sys.path.pop(0)
+    fast, slow = {"mode": "fast"}, {"mode": "slow"}
+    assert accuracy_cpu.reprofile([slow, slow, fast], fast)
+    assert not accuracy_cpu.reprofile([slow, slow, fast], slow)      # slow again now: no use
+    assert not accuracy_cpu.reprofile([fast, slow, slow], fast)      # the first pass was fast
+    assert not accuracy_cpu.reprofile([slow, slow, slow], fast)      # no pass reached it
+    assert not accuracy_cpu.reprofile([], fast)                      # 1 thread
