@@ -47,7 +47,6 @@ from analyzer.prediction.ort_graph import LAYOUT_LEVELS, import_ort, session_opt
 from analyzer.prediction.ort_record import profiled_reorders
 
 
-
 def wall_time(model, threads: int, level: str, q: float = 0.5, min_s: float = 0.08,
               min_runs: int = 8, max_runs: int = 400) -> float:
     """Quantile ``q`` of ``session.run`` wall-clock seconds (after 3 warm-up runs)."""
@@ -82,11 +81,10 @@ def _profile_model(model, threads: int, level: str, runs: int, warmup: int = 2,
 
 # classes whose 4-D rows onnxruntime runs in its blocked NCHWc layout at the default level
 LAYOUT_CLASSES = ("conv", "conv_dw", "conv_1x1", "pooling")
-# a row keeps at least this share of its time when its reorders are taken out (a reorder
-# estimate above the row would otherwise leave nothing to fit)
-REORDER_KEEP = 0.1
-# passes time_rows adds above 1 thread while none ran in the fast thread state (~6 s each here)
-EXTRA_PASSES = 3
+REORDER_KEEP = 0.1   # a row keeps this share of its time when its reorders are taken out
+# passes time_rows adds above 1 thread while none ran fast (~6 s each here); probes, 2 s apart, before the reorders are
+# profiled until one reads fast (run u's, slow, were 2-7x run t's: its conv rows less them came out 0.2-0.6x)
+EXTRA_PASSES, REORDER_TRIES = 3, 5
 
 
 def time_rows(splits: dict[str, dict[str, Any]], timer: Callable[[Any, float], float], base_model,
@@ -209,6 +207,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
                      probe if threads > 1 else None, EXTRA_PASSES, row_speedups, t_start + budget_s / 2)
     # per layout class and row (in row order): (bytes, seconds) of each reorder around it
     moved: dict[str, list[list[tuple[int, float]]]] = {}
+    reorder_probes = thread_mode.wait_fast(probe, REORDER_TRIES) if threads > 1 and level in LAYOUT_LEVELS else []
     for cls, m in models.items():
         split = splits[cls]
         meas = {k: max(v, 1e-8) for k, v in best[cls].items()}
@@ -341,6 +340,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
             **({"thread_speedup_start": speedup0, "thread_speedup_end": speedup1, "row_passes": len(row_speedups),
                 "thread_speedup_passes_min": min(row_speedups), "thread_speedup_passes_max": max(row_speedups)}
                if threads > 1 else {}),
+            **({"thread_speedup_reorders": reorder_probes[-1]} if reorder_probes else {}),
         },
         # the measured rows (class -> [(op, flops, bytes, seconds)]); not written to TOML
         # (op, flops, bytes, fitted seconds, matrix view (mac, m, n, k, batch) or None); not

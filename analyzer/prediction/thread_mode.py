@@ -57,6 +57,18 @@ def state(speedup_: float) -> str:
     return "fast" if speedup_ >= SLOWER else "slow"
 
 
+def wait_fast(probe: Callable[[], float], tries: int, wait_s: float = 2.0,
+              sleep: Callable[[float], None] | None = None) -> list[float]:
+    """``probe()`` up to ``tries`` times, ``wait_s`` apart, until one reads fast; the speed-ups."""
+    import time
+
+    out = [probe()]
+    while state(out[-1]) != "fast" and len(out) < tries:
+        (sleep or time.sleep)(wait_s)
+        out.append(probe())
+    return out
+
+
 def notes(calibration: dict) -> list[str]:
     """Warnings about a calibration's thread state (none at 1 thread or when it was steady)."""
     t = calibration.get("threads")
@@ -75,6 +87,11 @@ def notes(calibration: dict) -> list[str]:
         out.append(f"every row pass of the calibration ran with {t} threads slower than 1 (probe "
                    f"speed-ups {lo:.2f}-{hi:.2f} before its {calibration.get('row_passes', '?')} "
                    f"passes): the profile fits that state; calibrate again when it is gone")
+    r = calibration.get("thread_speedup_reorders")
+    if r is not None and r < SLOWER:
+        out.append(f"the NCHWc reorders around the convolution rows were profiled while {t} threads ran "
+                   f"slower than 1 (probe {r:.2f}): the convolution rows less them are too fast; "
+                   f"calibrate again when that state is gone")
     if max(s0, s1) / max(min(s0, s1), 1e-9) > CHANGED:
         out.append(f"the machine's {t}-thread speed changed during the calibration (probe speed-up "
                    f"{s0:.2f} at the start, {s1:.2f} at the end): calibrate again when it is steady")

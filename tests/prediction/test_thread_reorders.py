@@ -1,0 +1,40 @@
+"""The NCHWc reorders around calibrate's convolution rows are profiled once, in the fast thread
+state where it comes: a slow-state profile (2-7x the fast one in run u) takes too much out of
+the rows and predicts the convolutions too fast."""
+
+from __future__ import annotations
+
+import pytest
+
+from analyzer.prediction import thread_mode
+
+
+@pytest.mark.parametrize("speedups, n", [([1.5], 1), ([0.9, 0.88, 1.55, 0.9], 3), ([0.9] * 9, 5)])
+def test_wait_fast_probes_until_one_reads_fast(speedups, n):
+    it = iter(speedups)
+    slept: list = []
+    got = thread_mode.wait_fast(lambda: next(it), tries=5, wait_s=2.0, sleep=slept.append)
+    assert got == speedups[:n] and slept == [2.0] * (n - 1)
+
+
+def test_a_slow_reorder_profile_is_warned_of():
+    cal = {"threads": 2, "thread_speedup_start": 1.5, "thread_speedup_end": 1.55, "row_passes": 5,
+           "thread_speedup_passes_min": 0.9, "thread_speedup_passes_max": 1.6}
+    assert thread_mode.notes(cal) == []
+    assert thread_mode.notes(dict(cal, thread_speedup_reorders=1.52)) == []
+    w = thread_mode.notes(dict(cal, thread_speedup_reorders=0.88))
+    assert len(w) == 1 and "reorders around the convolution rows were profiled" in w[0] and "0.88" in w[0]
+
+
+def test_the_reorder_probe_has_a_source_and_loads(tmp_path):
+    import hardware_db
+    from analyzer.prediction.calibrate import calibration_sources, write_profile
+    from tests.profile_docs import calibrated_doc
+
+    doc = calibrated_doc(threads=2)
+    doc["calibration"].update({"thread_speedup_start": 1.5, "thread_speedup_end": 1.6,
+                               "thread_speedup_reorders": 1.58})
+    doc["sources"].update(calibration_sources(doc["calibration"], "test"))
+    assert "before the NCHWc reorders" in doc["sources"]["calibration.thread_speedup_reorders"]
+    prof = hardware_db.get(str(write_profile(doc, tmp_path / "p.toml")))
+    assert prof.calibration["thread_speedup_reorders"] == 1.58
