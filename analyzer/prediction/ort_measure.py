@@ -15,7 +15,7 @@ layout transformer, which renames a kernel ``X`` to ``X_nchwc`` and inserts
 conversions that have no node in the fused graph) are listed in ``unmatched``. ``groups`` maps each fused kernel to the original
 nodes it replaced (``ort_graph.fusion_map``), so per-kernel times join to the user's nodes; at
 the layout levels a residual Add (and its activation) that the layout transform folds into a
-blocked convolution joins that convolution's group (``ort_record.layout_sums``).
+blocked convolution joins that convolution's group (``ort_layout.layout_sums``).
 
 onnxruntime is the optional extra ``measure``: imported lazily; ``RuntimeMissingError`` (an
 ``AnalyzerError``) says how to install it.
@@ -193,7 +193,7 @@ def measure(model: Any, threads: int | None = None, level: str = "default", runs
     by_fused, unmatched = _join(node_s, node_op, fused)
     groups = fusion_map(model, fused)
     if level in LAYOUT_LEVELS:   # residual Adds the layout transform folds into a convolution
-        from analyzer.prediction.ort_record import layout_graph, layout_sums
+        from analyzer.prediction.ort_layout import layout_graph, layout_sums
 
         for k, conv in layout_sums(fused, layout_graph(data, threads)).items():
             groups[conv] = groups.get(conv, []) + groups.pop(k, [])
