@@ -5,10 +5,9 @@ op class is a set of single-node models of different sizes (inputs are graph inp
 is constant-folded; the output feeds a 1-element Slice so it lives in the arena), each run at the
 session level and thread count the user's session will use; a row's time is the ``q`` quantile
 (median by default) of ``session.run`` wall-clock after warm-up minus a baseline model's (input
--> Slice), the fastest of 5 passes over all rows (``time_rows``). Wall-clock, not the profiler: its per-node durations carry 1-3 us of its own
-overhead, while a tiny Add costs 0.18 us per node in a chain on this machine. The FLOPs and bytes of every row are opcost's own counts of
-that calibration model (``analyzer.analyze(model).nodes``), so fit and prediction see the same
-numbers. The form and its fit are in ``cpu_model`` (see its docstring):
+-> Slice), the fastest of 5 passes over all rows (``time_rows``). Wall-clock, not the profiler (1-3 us
+of its own per node; a tiny Add costs 0.18 us a node in a chain here). FLOPs and bytes are opcost's
+own counts of the row (``analyze(model).nodes``). The form and its fit: ``cpu_model``:
 
     t_kernel = floor_s + max(F / (peak * e_c), (B + b_half) / (bw * e_bw * cache))
     cache    = 1 + l2_gain / (1 + (B / l2_bytes)**2)     (l2_bytes: the cores' L2)
@@ -79,11 +78,10 @@ def _profile_model(model, threads: int, level: str, runs: int, warmup: int = 2,
     return out
 
 
-# classes whose 4-D rows onnxruntime runs in its blocked NCHWc layout at the default level
-LAYOUT_CLASSES = ("conv", "conv_dw", "conv_1x1", "pooling")
+LAYOUT_CLASSES = ("conv", "conv_dw", "conv_1x1", "pooling")   # rows onnxruntime runs in its NCHWc layout
 REORDER_KEEP = 0.1   # a row keeps this share of its time when its reorders are taken out
-# passes time_rows adds above 1 thread while none ran fast (~6 s each here); probes, 2 s apart, before the reorders are
-# profiled until one reads fast (run u's, slow, were 2-7x run t's: its conv rows less them came out 0.2-0.6x)
+# passes time_rows adds above 1 thread while none ran fast (~6 s each); probes (2 s apart) before the reorders are profiled
+# until one reads fast (run u's, slow, were 2-7x run t's), and tries of the cache sweep until the probes around it do
 EXTRA_PASSES, REORDER_TRIES = 3, 5
 
 
@@ -238,10 +236,11 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     # weights that overflow the last-level cache: their DRAM rate and how much of them stays cached
     llc = cache_level_bytes(3) or cache_level_bytes(2)
     cold: dict[str, float] = {}
-    if llc:
+    if llc:   # (above 1 thread swept in one thread state: this VM's slow one sees about twice the cache)
         say(n_cls / (n_cls + 1), "measuring cold-weight streaming and the effective cache size")
         base = wall_time(baseline_model(), threads, level, q, min_s=0.05)
-        cold = cpu_cold.measure(lambda m: wall_time(m, threads, level, q, min_s=0.05) - base, llc, dispatch)
+        sweep = lambda: cpu_cold.measure(lambda m: wall_time(m, threads, level, q, min_s=0.05) - base, llc, dispatch)  # noqa: E731
+        cold, around = thread_mode.bracketed(probe, sweep, REORDER_TRIES) if threads > 1 else (sweep(), ())
     say(n_cls / (n_cls + 1), "measuring fused Clip epilogues")   # (cpu_epilogue)
     clip_s = cpu_epilogue.measure(lambda m: wall_time(m, threads, level, q, min_s=0.05))
     F, B, t, _ = rows["gemm"]   # machine constants from the measured rows
@@ -341,6 +340,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
                 "thread_speedup_passes_min": min(row_speedups), "thread_speedup_passes_max": max(row_speedups)}
                if threads > 1 else {}),
             **({"thread_speedup_reorders": reorder_probes[-1]} if reorder_probes else {}),
+            **({"thread_speedup_cache": min(around)} if llc and threads > 1 else {}),
         },
         # the measured rows (class -> [(op, flops, bytes, seconds)]); not written to TOML
         # (op, flops, bytes, fitted seconds, matrix view (mac, m, n, k, batch) or None); not

@@ -69,6 +69,18 @@ def wait_fast(probe: Callable[[], float], tries: int, wait_s: float = 2.0,
     return out
 
 
+def bracketed(probe: Callable[[], float], fn: Callable[[], Any], tries: int) -> tuple[Any, tuple[float, float]]:
+    """``fn()`` between two probes, again (up to ``tries`` times) until both read fast: (its last
+    result, the two probes around it). A measurement across a change of state mixes the two."""
+    for _ in range(tries):
+        s0 = probe()
+        out = fn()
+        s1 = probe()
+        if state(s0) == state(s1) == "fast":
+            break
+    return out, (s0, s1)
+
+
 def notes(calibration: dict) -> list[str]:
     """Warnings about a calibration's thread state (none at 1 thread or when it was steady)."""
     t = calibration.get("threads")
@@ -92,6 +104,10 @@ def notes(calibration: dict) -> list[str]:
         out.append(f"the NCHWc reorders around the convolution rows were profiled while {t} threads ran "
                    f"slower than 1 (probe {r:.2f}): the convolution rows less them are too fast; "
                    f"calibrate again when that state is gone")
+    c = calibration.get("thread_speedup_cache")
+    if c is not None and c < SLOWER:
+        out.append(f"the effective cache size was measured while {t} threads ran slower than 1 (probe "
+                   f"{c:.2f}; in that state this VM's two vCPUs see more cache): calibrate again when it is gone")
     if max(s0, s1) / max(min(s0, s1), 1e-9) > CHANGED:
         out.append(f"the machine's {t}-thread speed changed during the calibration (probe speed-up "
                    f"{s0:.2f} at the start, {s1:.2f} at the end): calibrate again when it is steady")

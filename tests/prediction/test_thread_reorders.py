@@ -38,3 +38,23 @@ def test_the_reorder_probe_has_a_source_and_loads(tmp_path):
     assert "before the NCHWc reorders" in doc["sources"]["calibration.thread_speedup_reorders"]
     prof = hardware_db.get(str(write_profile(doc, tmp_path / "p.toml")))
     assert prof.calibration["thread_speedup_reorders"] == 1.58
+
+
+@pytest.mark.parametrize("speedups, n_runs", [([1.5, 1.6], 1),                     # fast around: once
+                                               ([1.5, 0.9, 1.5, 1.55], 2),         # changed: again
+                                               ([0.9, 0.9] * 5, 3)])               # never fast: tries
+def test_bracketed_measures_again_until_fast_probes_surround_it(speedups, n_runs):
+    # the effective-cache sweep in the slow state sees about twice the cache (this VM's two vCPUs
+    # then sit on separate L3s): a sweep across a change of state mixes the two
+    it = iter(speedups)
+    runs: list = []
+    out, around = thread_mode.bracketed(lambda: next(it), lambda: runs.append(1) or len(runs), tries=3)
+    assert len(runs) == n_runs and out == n_runs
+    assert around == tuple(speedups[2 * n_runs - 2: 2 * n_runs])
+
+
+def test_a_cache_sweep_in_the_slow_state_is_warned_of():
+    cal = {"threads": 2, "thread_speedup_start": 1.5, "thread_speedup_end": 1.55}
+    assert thread_mode.notes(dict(cal, thread_speedup_cache=1.5)) == []
+    w = thread_mode.notes(dict(cal, thread_speedup_cache=0.89))
+    assert len(w) == 1 and "effective cache size was measured" in w[0]
