@@ -33,7 +33,13 @@ L3) and fits ``time per byte = h / hot + (1 - h) / cold``, ``h = s(total / C)``,
 (1 + x**p)`` (``fit_capacity``): ``calibration.llc_effective_bytes`` = C and
 ``llc_step_power`` = p. A model with W bytes of weights then pays the cold penalty on the share
 ``1 - s(W / C)`` of them (``cold_share``); a profile without the fit keeps the step at
-``llc_bytes``.
+``llc_bytes``. W counts what a run sweeps through the cache between two reads of a weight: the
+weights and the activation bytes the run writes (a chain of GEMVs writes next to none; an
+image model writes more than its weights: MobileNetV2 14 MB of weights and 52 MB of activations
+at 224x224, EfficientNet-B0 21 and 86 MB). Replayed on a 1-thread recording of the 20 evaluated
+models with run w's profile (`bench/cpu_replay.py`; scratch), counting them moved MobileNetV2
+from -10.6% to -3.7% and EfficientNet-B0 from -16.4% to -11.5% and no other model by more than
+0.7 points (6.68% -> 6.06% MAPE); the weights alone are what pays the penalty.
 """
 
 from __future__ import annotations
@@ -51,14 +57,16 @@ MIN_SHARE = 0.01
 CHAIN_K, CHAIN_N = 1024, 512
 
 
-def cold_share(calibration: Mapping[str, Any] | None, total_weight_bytes: float) -> float:
+def cold_share(calibration: Mapping[str, Any] | None, total_weight_bytes: float,
+               activation_bytes: float = 0.0) -> float:
     """The share of a model's weights that comes from DRAM on every run: ``1 - s(W / C)`` with
     the fitted effective capacity (``llc_effective_bytes``, ``llc_step_power``), else 1 above
-    ``llc_bytes`` and 0 below; 0 without the cold figures or below ``MIN_SHARE``."""
+    ``llc_bytes`` and 0 below; 0 without the cold figures or below ``MIN_SHARE``. ``W``: what a
+    run sweeps through the cache, the weights plus the ``activation_bytes`` it writes."""
     if not calibration or not calibration.get("cold_weight_bw_gbs"):
         return 0.0
     cap, power = calibration.get("llc_effective_bytes"), calibration.get("llc_step_power")
-    w = float(total_weight_bytes)
+    w = float(total_weight_bytes) + float(activation_bytes)
     if cap and power:
         share = 1.0 - float(eff.l2_step(np, w, float(cap), float(power)))
     else:
@@ -67,19 +75,23 @@ def cold_share(calibration: Mapping[str, Any] | None, total_weight_bytes: float)
     return share if share >= MIN_SHARE else 0.0
 
 
-def applies(calibration: Mapping[str, Any] | None, weight_bytes: np.ndarray) -> bool:
+def applies(calibration: Mapping[str, Any] | None, weight_bytes: np.ndarray,
+            activation_bytes: float = 0.0) -> bool:
     """Whether ``calibration`` carries the cold-weight figures and some of the model's weights
     overflow its last-level cache (``cold_share`` > 0)."""
-    return cold_share(calibration, float(np.sum(weight_bytes))) > 0.0
+    w = float(np.sum(weight_bytes))
+    return w > 0.0 and cold_share(calibration, w, activation_bytes) > 0.0
 
 
 def cold_weight_s(calibration: Mapping[str, Any] | None, feats: Mapping[str, Any],
-                  weight_bytes: np.ndarray, hw: Mapping[str, Any], consts: Mapping[str, Any]) -> np.ndarray:
+                  weight_bytes: np.ndarray, hw: Mapping[str, Any], consts: Mapping[str, Any],
+                  activation_bytes: float = 0.0) -> np.ndarray:
     """Seconds per launch each kernel adds when its weights come from DRAM (see the module
     docstring); zeros where the figures are missing or the weights fit the LLC. ``feats``,
-    ``hw``, ``consts``: ``efficiency.kernel_time``'s arguments for one profile."""
+    ``hw``, ``consts``: ``efficiency.kernel_time``'s arguments for one profile;
+    ``activation_bytes``: what a run writes besides (``cold_share``)."""
     w = np.asarray(weight_bytes, dtype=np.float64)
-    share = cold_share(calibration, float(np.sum(w)))
+    share = cold_share(calibration, float(np.sum(w)), activation_bytes)
     if share <= 0.0:
         return np.zeros_like(w)
     bw_cold = float(calibration["cold_weight_bw_gbs"]) * 1e9

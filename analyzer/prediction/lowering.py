@@ -184,6 +184,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", op)])
                  for k, ops in enumerate(plan.extra_ops) for op in ops]
+    act = None
     for p, prof in enumerate(profiles):
         warn: set[str] = set()
         note: list[str] = []
@@ -235,12 +236,14 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             fixed[p] += eff.class_fixed_s(np, nbytes, cls, arrays, view[3],
                                           view[0] * view[2] * np.maximum(view[3], 1.0))
             run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6
-            if cpu_cold.applies(prof.calibration, wbytes):  # weights streamed from DRAM each run
+            if act is None:   # what a run writes besides its weights (cpu_cold.cold_share)
+                act = float(sum(n.cost.activation_bytes_written for n in nodes))
+            if cpu_cold.applies(prof.calibration, wbytes, act):  # weights streamed from DRAM each run
                 hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p],
                         "units": units[p], "l2_bytes": l2[p]}
                 fixed[p] += cpu_cold.cold_weight_s(prof.calibration, feats, wbytes, hw_p,
-                                                   {n: consts[n][p] for n in consts})
-                share = cpu_cold.cold_share(prof.calibration, float(np.sum(wbytes)))
+                                                   {n: consts[n][p] for n in consts}, act)
+                share = cpu_cold.cold_share(prof.calibration, float(np.sum(wbytes)), act)
                 note.append(f"{share:.0%} of the weights overflow {prof.id}'s last-level cache: "
                             "read from DRAM each run")
             fixed[p] += cpu_epilogue.epilogue_s(prof.calibration, nodes, plan.members, cls)

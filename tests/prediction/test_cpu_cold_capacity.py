@@ -89,3 +89,50 @@ def test_measure_fits_a_timer_that_follows_the_form():
     assert out["cold_weight_bw_gbs"] == pytest.approx(40.0, rel=1e-6)
     assert out["llc_step_power"] == 4.0
     assert out["llc_effective_bytes"] == pytest.approx(20e6, rel=0.05)
+
+
+def test_the_activations_a_run_writes_share_the_cache_with_its_weights():
+    # 5 MB of weights alone: (0.2)^6 -> none cold; with 20 MB of activations written the run
+    # sweeps 25 MB through the cache: half the weights cold (the penalty stays on the weights)
+    assert cpu_cold.cold_share(CAP, 5e6) == 0.0
+    assert cpu_cold.cold_share(CAP, 5e6, activation_bytes=20e6) == pytest.approx(0.5)
+    assert not cpu_cold.applies(CAP, np.array([5e6]))
+    assert cpu_cold.applies(CAP, np.array([5e6]), activation_bytes=20e6)
+    # no weights: nothing to charge, whatever the activations
+    assert not cpu_cold.applies(CAP, np.array([0.0]), activation_bytes=1e9)
+
+
+def test_a_models_activations_count_toward_its_cold_share(tmp_path):
+    # MatMul x[1,256] @ W[256,512] (524,288 weight bytes, y 2,048 B written) beside a Relu over
+    # z[1,262144] (1,048,576 B written): the run sweeps 1,574,912 B through the cache. With the
+    # effective capacity there (p 6) half the weights are cold; by the weights alone
+    # (524,288 / 1,574,912)^6 = 0.0014: none. Half the MatMul's cold extra: compute 262,144 /
+    # 0.25e12 = 1.048576 us, hot memory 527,360 / 12.5e9 = 42.1888 us, cold 524,288 / 5e9 =
+    # 104.8576 us -> 0.5 * (1.048576 - 42.1888 + 104.8576) us = 31.858688 us
+    from onnx import TensorProto, helper, numpy_helper
+
+    from analyzer import analyze
+    from analyzer.prediction.calibrate import calibration_sources, write_profile
+    from tests.profile_docs import calibrated_doc
+
+    w = numpy_helper.from_array(np.ones((256, 512), np.float32), "W")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"], name="mm"),
+                           helper.make_node("Relu", ["z"], ["r"], name="relu")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 256]),
+                           helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 262144])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 512]),
+                           helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, 262144])], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+
+    def latency(cap):
+        doc = calibrated_doc(1)
+        doc["calibration"].update(run_overhead_us=0.0, llc_bytes=32e6, cold_weight_bw_gbs=5.0,
+                                  llc_effective_bytes=cap, llc_step_power=6.0)
+        doc["calibration"]["tables"] = {"gemm": {"floor_us": 0.0, "e_c": 1.0, "e_bw": 1.0, "b_half_bytes": 0.0}}
+        doc["sources"].update(calibration_sources(doc["calibration"], "test"))
+        return analyze(m, hw=write_profile(doc, tmp_path / f"cal{cap:g}.toml"), runtime="onnxruntime").predictions[0]
+
+    half, none = latency(1574912.0), latency(1e12)
+    assert half.latency_s - none.latency_s == pytest.approx(31.858688e-6, rel=1e-6)
+    assert any("50% of the weights overflow" in n for n in half.notes)
