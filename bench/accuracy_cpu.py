@@ -127,10 +127,11 @@ def more_passes(rows, passes: int, first_probe, probe, wall) -> list:
     """Passes 2..``passes`` over ``rows`` (each row's ``measured_passes_ms`` grows by
     ``wall(model)``); with a ``first_probe`` (above 1 thread) ``probe()`` before each, and up to
     ``EXTRA_PASSES`` more while no probe read fast. Returns the probes."""
+    from analyzer.prediction import thread_mode as tm
+
     probes = [first_probe] if first_probe else []
     done = 1
-    while done < passes or (probes and done < passes + EXTRA_PASSES
-                            and not any(p["mode"] == "fast" for p in probes)):
+    while tm.another_pass(done, passes, EXTRA_PASSES, [p["speedup"] for p in probes] if probes else None):
         if probes:
             probes.append(probe())
         for r in rows:

@@ -102,7 +102,8 @@ def render_calibration(doc, path: str, seconds: float) -> str:
              safe.text(f"use it: analyze model.onnx --hw {path}   (add --measure to compare with a run)")]
     cap, llc = cal.get("llc_effective_bytes"), cal.get("llc_bytes")
     if cap:   # (cpu_cold: the share of a model's weights read from DRAM each run)
-        lines.insert(2, f"  weights: a model with {cap / 1e6:.1f} MB of them keeps half cached between runs"
+        lines.insert(2, f"  weights: a run that moves {cap / 1e6:.1f} MB (its weights and the activations it "
+                        "writes) keeps half its weights cached"
                         + (f" (sysfs last-level cache {llc / 1e6:.1f} MB)" if llc else ""))
     lines += [safe.text(f"  warning: {w}") for w in doc.get("_warnings", ())]
     return "\n".join(lines) + "\n"

@@ -82,7 +82,7 @@ LAYOUT_CLASSES = ("conv", "conv_dw", "conv_1x1", "pooling")   # rows onnxruntime
 REORDER_KEEP = 0.1   # a row keeps this share of its time when its reorders are taken out
 # passes time_rows adds above 1 thread while none ran fast (~6 s each); probes (2 s apart) before the reorders are profiled
 # until one reads fast (run u's, slow, were 2-7x run t's), and tries of the cache sweep until the probes around it do
-EXTRA_PASSES, REORDER_TRIES = 3, 5
+EXTRA_PASSES, STATE_TRIES = 3, 5
 
 
 def time_rows(splits: dict[str, dict[str, Any]], timer: Callable[[Any, float], float], base_model,
@@ -109,12 +109,11 @@ def time_rows(splits: dict[str, dict[str, Any]], timer: Callable[[Any, float], f
     base = np.inf
     order = list(splits)
     seen = [] if seen is None else seen
-    p, fast = 0, False
-    while p < passes or (state is not None and not fast and p < passes + extra_passes
-                         and time.perf_counter() < deadline):
+    p = 0
+    while thread_mode.another_pass(p, passes, extra_passes, seen if state is not None else None) \
+            and (p < passes or time.perf_counter() < deadline):
         if state is not None:
             seen.append(state())
-            fast = fast or thread_mode.state(seen[-1]) == "fast"
         total = max(passes, p + 1)
         bases = []
         for j, cls in enumerate(order if p % 2 == 0 else order[::-1]):
@@ -205,7 +204,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
                      probe if threads > 1 else None, EXTRA_PASSES, row_speedups, t_start + budget_s / 2)
     # per layout class and row (in row order): (bytes, seconds) of each reorder around it
     moved: dict[str, list[list[tuple[int, float]]]] = {}
-    reorder_probes = thread_mode.wait_fast(probe, REORDER_TRIES) if threads > 1 and level in LAYOUT_LEVELS else []
+    reorder_probes = thread_mode.wait_fast(probe, STATE_TRIES) if threads > 1 and level in LAYOUT_LEVELS else []
     for cls, m in models.items():
         split = splits[cls]
         meas = {k: max(v, 1e-8) for k, v in best[cls].items()}
@@ -240,7 +239,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
         say(n_cls / (n_cls + 1), "measuring cold-weight streaming and the effective cache size")
         base = wall_time(baseline_model(), threads, level, q, min_s=0.05)
         sweep = lambda: cpu_cold.measure(lambda m: wall_time(m, threads, level, q, min_s=0.05) - base, llc, dispatch)  # noqa: E731
-        cold, around = thread_mode.bracketed(probe, sweep, REORDER_TRIES) if threads > 1 else (sweep(), ())
+        cold, around = thread_mode.bracketed(probe, sweep, STATE_TRIES) if threads > 1 else (sweep(), ())
     say(n_cls / (n_cls + 1), "measuring fused Clip epilogues")   # (cpu_epilogue)
     clip_s = cpu_epilogue.measure(lambda m: wall_time(m, threads, level, q, min_s=0.05))
     F, B, t, _ = rows["gemm"]   # machine constants from the measured rows

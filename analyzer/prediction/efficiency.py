@@ -124,9 +124,9 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
 
     ``feats``: ``op_class`` (int codes, ``CLASS_CODE``), ``mac_flops``, ``vec_flops``,
     ``trans_flops``, ``bytes``; optional ``m``, ``n``, ``k``, ``batch`` (GEMM view, 0 where not
-    applicable), ``elem_bytes`` (bytes per element of the kernel's dtype; 0 or absent: unknown).  ``hw``: ``matrix_peak``, ``vector_peak`` (FLOP/s for the dtype), ``mem_bw``
-    (B/s), ``units`` (SM count; 0 = unknown), ``l2_bytes`` (last-level cache, bytes; 0 or
-    absent = unknown: no cache term).
+    applicable), ``elem_bytes`` (of the kernel's dtype; 0 or absent: unknown).  ``hw``:
+    ``matrix_peak``, ``vector_peak`` (FLOP/s for the dtype), ``mem_bw`` (B/s), ``units`` (SM
+    count; 0 = unknown), ``l2_bytes`` (last-level cache, bytes; 0 or absent: no cache term).
     ``consts``: a ``FamilyConstants`` or a mapping of the arrays in ``CLASS_PARAMS`` (length
     ``len(OP_CLASSES)``; ``l2_gain``, ``l2_hit``, ``sm_bw`` may be absent: 0) plus ``trans_weight``;
     ``sm_bw`` comes from ``with_clock``.  Returns seconds: ``compute_s``, ``memory_s``,

@@ -95,10 +95,10 @@ _CALIBRATION_TEXTS = {
     "row_passes": "passes over the calibration rows (5, and up to calibrate.EXTRA_PASSES more where none "
                   "ran in the fast thread state)",
     "thread_speedup_start": f"{_PROBE}, timed at the start of the calibration",
-    "thread_speedup_reorders": f"{_PROBE}, the last of those timed (up to calibrate.REORDER_TRIES, until one "
+    "thread_speedup_reorders": f"{_PROBE}, the last of those timed (up to calibrate.STATE_TRIES, until one "
                                "read fast) before the NCHWc reorders around the rows were profiled",
     "thread_speedup_cache": f"{_PROBE}, the smaller of the two timed around the effective-cache sweep (swept "
-                            "again, up to calibrate.REORDER_TRIES times, until both read fast)",
+                            "again, up to calibrate.STATE_TRIES times, until both read fast)",
     "cache_bytes": "L2 cache per core (sysfs cpu0 cache index of level 2) x threads: the working-set size "
                    "of the tables' l2_gain step",
 }

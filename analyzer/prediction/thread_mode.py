@@ -14,6 +14,7 @@ profile carry them in their provenance).
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 # a probe whose speed-up at 2+ threads falls below this ran slower with its threads than
@@ -60,8 +61,6 @@ def state(speedup_: float) -> str:
 def wait_fast(probe: Callable[[], float], tries: int, wait_s: float = 2.0,
               sleep: Callable[[float], None] | None = None) -> list[float]:
     """``probe()`` up to ``tries`` times, ``wait_s`` apart, until one reads fast; the speed-ups."""
-    import time
-
     out = [probe()]
     while state(out[-1]) != "fast" and len(out) < tries:
         (sleep or time.sleep)(wait_s)
@@ -79,6 +78,23 @@ def bracketed(probe: Callable[[], float], fn: Callable[[], Any], tries: int) -> 
         if state(s0) == state(s1) == "fast":
             break
     return out, (s0, s1)
+
+
+# calibration steps measured once above 1 thread, each after a probe (``wait_fast``/``bracketed``):
+# (the probe's key, what was measured, what a slow probe does to the profile)
+_STEPS = (("thread_speedup_reorders", "the NCHWc reorders around the convolution rows were profiled",
+           "the convolution rows less them are too fast"),
+          ("thread_speedup_cache", "the effective cache size was measured",
+           "in that state this VM's two vCPUs see more cache"))
+
+
+def another_pass(done: int, passes: int, extra: int, probes: list[float] | None) -> bool:
+    """Whether to start pass ``done + 1``: fewer than ``passes`` done, or, with the probes timed
+    before the passes done (above 1 thread), none of them fast and fewer than ``passes + extra``
+    done. (``calibrate.time_rows`` over its rows, ``bench/accuracy_cpu.py`` over the models.)"""
+    if done < passes:
+        return True
+    return probes is not None and done < passes + extra and not any(state(s) == "fast" for s in probes)
 
 
 def notes(calibration: dict) -> list[str]:
@@ -99,15 +115,11 @@ def notes(calibration: dict) -> list[str]:
         out.append(f"every row pass of the calibration ran with {t} threads slower than 1 (probe "
                    f"speed-ups {lo:.2f}-{hi:.2f} before its {calibration.get('row_passes', '?')} "
                    f"passes): the profile fits that state; calibrate again when it is gone")
-    r = calibration.get("thread_speedup_reorders")
-    if r is not None and r < SLOWER:
-        out.append(f"the NCHWc reorders around the convolution rows were profiled while {t} threads ran "
-                   f"slower than 1 (probe {r:.2f}): the convolution rows less them are too fast; "
-                   f"calibrate again when that state is gone")
-    c = calibration.get("thread_speedup_cache")
-    if c is not None and c < SLOWER:
-        out.append(f"the effective cache size was measured while {t} threads ran slower than 1 (probe "
-                   f"{c:.2f}; in that state this VM's two vCPUs see more cache): calibrate again when it is gone")
+    for key, what, why in _STEPS:   # the steps measured once, after a probe
+        s = calibration.get(key)
+        if s is not None and s < SLOWER:
+            out.append(f"{what} while {t} threads ran slower than 1 (probe {s:.2f}): {why}; "
+                       f"calibrate again when that state is gone")
     if max(s0, s1) / max(min(s0, s1), 1e-9) > CHANGED:
         out.append(f"the machine's {t}-thread speed changed during the calibration (probe speed-up "
                    f"{s0:.2f} at the start, {s1:.2f} at the end): calibrate again when it is steady")

@@ -121,5 +121,5 @@ def test_calibrate_prints_the_effective_cache_size(run_cli, tmp_path, monkeypatc
     out = tmp_path / "m.toml"
     res = run_cli("hw", "calibrate", "--out", out)
     assert res.exit_code == 0, res.output
-    assert "a model with 27.7 MB of them keeps half cached between runs (sysfs last-level cache 33.6 MB)" in res.stdout
+    assert "a run that moves 27.7 MB (its weights and the activations it writes) keeps half its weights cached (sysfs last-level cache 33.6 MB)" in res.stdout
     assert hardware_db.get(str(out)).calibration["llc_step_power"] == 6.0

@@ -98,8 +98,10 @@ def test_the_bench_adds_passes_while_no_probe_read_fast(states, n_passes):
         sys.path.pop(0)
     it = iter(states[1:])
     rows = [{"model": "m", "measured_passes_ms": [5.0]}]
-    probes = accuracy_cpu.more_passes(rows, 3, {"mode": states[0], "speedup": 1.0},
-                                      lambda: {"mode": next(it), "speedup": 1.0}, lambda m: 4.0)
+    speed = {"fast": 1.5, "slow": 0.9}   # (thread_mode.state: fast from 1.0 up)
+    probes = accuracy_cpu.more_passes(rows, 3, {"mode": states[0], "speedup": speed[states[0]]},
+                                      lambda: (lambda m: {"mode": m, "speedup": speed[m]})(next(it)),
+                                      lambda m: 4.0)
     assert len(rows[0]["measured_passes_ms"]) == len(probes) == n_passes
     # one thread: no probe, exactly the passes asked for
     rows = [{"model": "m", "measured_passes_ms": [5.0]}]
