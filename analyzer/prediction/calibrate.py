@@ -271,7 +271,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     speedup1 = probe() if threads > 1 else None   # the end of the measurements
     say(n_cls / (n_cls + 1), "fitting the op classes")
     with_view = (cpu_model.TILED_CLASSES + cpu_model.PIECE_CLASSES + cpu_model.IM2COL_CLASSES
-                 + cpu_model.LAYOUT_FREE_IM2COL)
+                 + cpu_model.LAYOUT_FREE_IM2COL + cpu_model.SERIAL_CLASSES)
     jobs = {cls: ((F, B, t, peak, bw, l2_bytes, views.get(cls) if cls in with_view else None,
                    cpu_model.TILE_CANDIDATES if cls in cpu_model.TILED_CLASSES else ()),
                   {"parallel": threads > 1,
@@ -288,10 +288,10 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
             tables[cls].update({"tile_n": fit["tile_n"], "n_half": fit["n_half"]})
         if fit.get("par_s"):
             tables[cls].update({"par_us": fit["par_s"] * 1e6, "b_par_bytes": fit["b_par"]})
-        if fit.get("piece_s"):
-            tables[cls]["piece_us"] = fit["piece_s"] * 1e6
-        if fit.get("im2col_s"):
-            tables[cls]["im2col_ns"] = fit["im2col_s"] * 1e9
+        for key, name, unit in (("piece_s", "piece_us", 1e6), ("im2col_s", "im2col_ns", 1e9),
+                                ("im2col_stride_s", "im2col_stride_ns", 1e9), ("serial_s", "serial_ns", 1e9)):
+            if fit.get(key):   # the optional fixed terms a class's fit kept
+                tables[cls][name] = fit[key] * unit
     say(1.0, "done")
     elapsed = time.perf_counter() - t_start
     date = _dt.date.today().isoformat()
@@ -314,7 +314,8 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
                   "(B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))), the matrix classes' work "
                   "padded to tile_n output columns (x 1 + (n_half/n)^2), plus par_us above b_par_bytes "
                   "where a class's kernels are split over threads, piece_us per extra piece of a "
-                  "batched kernel and im2col_ns per im2col element; weights of a model over "
+                  "batched kernel and im2col_ns per im2col element (im2col_stride_ns more where the "
+                  "convolution is strided), serial_ns per recurrent FLOP of an RNN; weights over "
                   "llc_bytes at cold_weight_bw_gbs, a fused Clip at clip_epilogue_ns per output; see "
                   "analyzer/prediction/cpu_model.py, efficiency.py, cpu_cold.py and cpu_epilogue.py."),
         "matrix_tflops": {"fp32": peak / 1e12},

@@ -137,8 +137,7 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
 
     The shapes span the regimes of common networks (stems, 1x1 and 3x3 convs at 7-112 pixels,
     depthwise 3/5/7, GEMV to square GEMMs) but none is a layer of a model bench/accuracy_cpu.py
-    evaluates (same op, input and weight shapes, strides, group): those models are never
-    calibrated on, and tests/prediction/test_calibration_holdout.py checks it."""
+    evaluates (same op, input and weight shapes, strides, group): test_calibration_holdout checks it."""
     M: dict[str, Any] = {}
 
     b = Builder(1)
@@ -322,13 +321,13 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     for c_in, c_out, n, k, s in [(1, 64, 8000, 10, 5), (1, 16, 4000, 64, 8), (8, 16, 2000, 5, 1),
                                  (16, 32, 1000, 5, 2), (32, 32, 500, 3, 1), (48, 64, 300, 3, 1),
                                  (64, 128, 128, 3, 1), (128, 128, 100, 5, 1), (256, 256, 50, 3, 1),
-                                 (512, 512, 40, 3, 2), (128, 256, 64, 1, 1), (8, 8, 32, 3, 1)]:
+                                 (512, 512, 40, 3, 2), (128, 256, 64, 1, 1), (8, 8, 32, 3, 1),
+                                 (32, 64, 2000, 3, 2), (32, 64, 1001, 3, 1)]:   # (same im2col, strided or not)
         b.add("Conv", [(1, c_in, n)], weights=[(c_out, c_in, k), (c_out,)],
               attrs={"pads": [k // 2] * 2, "strides": [s]})
     for c_in, c_out, n, k, s in [(32, 64, 400, 3, 1), (1, 32, 3200, 20, 8)]:
-        b.add("FusedConv", [(1, c_in, n)], weights=[(c_out, c_in, k), (c_out,)],
-              attrs={"pads": [k // 2] * 2, "strides": [s], "activation": "Relu"},
-              domain="com.microsoft")
+        b.add("FusedConv", [(1, c_in, n)], weights=[(c_out, c_in, k), (c_out,)], domain="com.microsoft",
+              attrs={"pads": [k // 2] * 2, "strides": [s], "activation": "Relu"})
     M["conv1d"] = b.model()
 
     b = Builder(16)
@@ -357,10 +356,11 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     M["view"] = b.model()
 
     b = Builder(14)
-    for op, gates in (("LSTM", 4), ("GRU", 3)):
-        for t, i, h in [(8, 64, 64), (32, 128, 128), (64, 256, 256), (16, 512, 256)]:
-            b.add(op, [(t, 1, i)], weights=[(1, gates * h, i), (1, gates * h, h)],
-                  attrs={"hidden_size": h}, n_out=1)
+    for op, gates in (("LSTM", 4), ("GRU", 3)):   # (input- and recurrence-heavy, both directions)
+        for t, i, h, d in [(8, 64, 64, 1), (32, 128, 128, 1), (64, 256, 256, 1), (16, 512, 256, 1),
+                           (96, 32, 128, 1), (24, 192, 96, 2)]:
+            b.add(op, [(t, 1, i)], weights=[(d, gates * h, i), (d, gates * h, h)], n_out=1,
+                  attrs={"hidden_size": h, "direction": ("forward", "bidirectional")[d - 1]})
     M["rnn"] = b.model()
     return M
 

@@ -63,6 +63,13 @@ NOISE_FLOOR_S = 0.25e-6
 TILE_CANDIDATES = (4.0, 8.0, 16.0, 32.0)
 # calibration classes whose rows are matrix kernels (a GEMM view: output columns to pad)
 TILED_CLASSES = ("gemm", "conv", "conv_1x1", "conv1d")
+# A tiled kernel holds its output columns in vector registers; with one or two registers' worth
+# its inner loop runs at part of its rate (efficiency's ``narrow``; onnxruntime 1.32, AVX-512
+# EPYC, 1 thread: a 3x3 conv, 64 -> C_out channels at 64x64, 410 us at C_out 8-16, 602 at 32, 1145
+# at 64, 2357 at 128: 286-295 us per 16 columns from 64 up, 1.43x that for the first 16: n_half
+# about 10). A kernel split over threads pays the pool's fork/join (``par_s``): at 2 threads on a
+# 2-core EPYC a chain of 20 LayerNorms over 2x16x64 took 40.8 us against 29.7 at 1 thread (2.0
+# against 1.5 us a node), while 20 Adds of the same size (not split) took 11.5 us at both.
 # the largest fork/join cost of a kernel split over threads the fit may return (seconds), and
 # the share by which the step must lower a class's loss to be kept (a step that explains
 # nothing would only add noise to the class's other constants)
@@ -94,18 +101,29 @@ MAX_IM2COL_S = 2e-9
 IM2COL_GAIN = 0.05
 IM2COL_CLASSES = ("conv1d",)
 LAYOUT_FREE_IM2COL = ("conv", "conv_dw")
+# a recurrent layer (SERIAL_CLASSES) runs its input products for all steps as one GEMM, and its
+# recurrent products as a chain of matrix-vector products, one per step and direction (at 2
+# threads too: a bidirectional LSTM took 2.0x a forward one). onnxruntime 1.32, 1 thread, 10
+# single LSTM/GRU models (T 8-128, I 128-512, H 128-256, one or two directions): least squares on
+# relative error, a + F_in + F_rec 3.1 % MAPE (4.9 and 17.5 us per MFLOP), a + F 8.0 %: a
+# recurrent FLOP costs 3.5x an input one. serial_s: its extra cost per FLOP (0 .. MAX_SERIAL_S),
+# kept where it lowers the class's loss by more than SERIAL_GAIN.
+SERIAL_CLASSES = ("rnn",)
+MAX_SERIAL_S = 1e-10
+SERIAL_GAIN = 0.05
 # fit_class's parameter vector: x[0:5] the base constants, x[5] the tile's n_half, x[6:8] the
-# thread-split step, x[8] the per-piece cost, x[9] the im2col cost; slots 6.. of a term not
-# fitted (or not kept) hold these off values (extra() reads them as none)
-OFF_SLOTS = (-60.0, 0.0, -60.0)
+# thread-split step, x[8] the per-piece cost, x[9] the im2col cost, x[10] a strided one's extra,
+# x[11] the serial FLOPs'; slots 6.. of a term not fitted (or not kept) hold these off values
+# (extra() reads them as none)
+OFF_SLOTS = (-60.0, 0.0, -60.0, -60.0, -60.0)
 
 
 def node_features(nodes: Iterable[Any], views: bool = False):
     """(op class per node, flops [N], bytes [N]) from opcost ``NodeCost``s: the class, FLOPs
     (mac + vector + transcendentals) and bytes lowering gives the same node. ``views``: also
-    the matrix view ``[5, N]`` (mac flops, m, n, k, batch; zeros for a node without one), what
-    the tiled form reads (``kernel_time``'s ``view``)."""
-    from analyzer.prediction.kernel_rows import gemm_view
+    the matrix view ``[7, N]`` (mac flops, m, n, k, batch, strided, serial FLOPs; zeros for a
+    node without one), what the tiled form reads (``kernel_time``'s ``view``)."""
+    from analyzer.prediction.kernel_rows import gemm_view, serial_flops, strided_conv
     from analyzer.prediction.lowering import node_op_class
 
     classes, F, B, V = [], [], [], []
@@ -115,13 +133,14 @@ def node_features(nodes: Iterable[Any], views: bool = False):
         F.append(float(c.mac_flops + c.vector_flops + c.transcendentals))
         B.append(float(c.bytes_moved))
         if views:
-            V.append((float(c.mac_flops),) + tuple(gemm_view(n)[:4]))
+            V.append((float(c.mac_flops),) + tuple(gemm_view(n)[:4]) + (strided_conv(n), serial_flops(n)))
     out = classes, np.asarray(F, dtype=np.float64), np.asarray(B, dtype=np.float64)
-    return out + (np.asarray(V, dtype=np.float64).reshape(-1, 5).T,) if views else out
+    return out + (np.asarray(V, dtype=np.float64).reshape(-1, 7).T,) if views else out
 
 
 def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_bytes=0.0,
-                view=None, tile_n=0.0, n_half=0.0, par_s=0.0, b_par=0.0, piece_s=0.0, im2col_s=0.0):
+                view=None, tile_n=0.0, n_half=0.0, par_s=0.0, b_par=0.0, piece_s=0.0, im2col_s=0.0,
+                im2col_stride_s=0.0, serial_s=0.0):
     """The per-kernel form (seconds) for one class, numpy-broadcasting over ``F``/``B``: the
     product's ``efficiency.kernel_time`` with the class's constants (vector peak = matrix peak,
     transcendentals weighted 1), as the predictions evaluate it. ``l2_bytes`` 0: no cache step.
@@ -130,7 +149,9 @@ def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_byte
     ``tile_m`` 1) and pays the narrow-tile factor of ``n_half``. ``par_s`` > 0: the fork/join
     of kernels split over threads, stepping in around ``b_par`` bytes. ``piece_s``: the fixed
     cost of each piece after the first of a ``view`` with batch > 1. ``im2col_s``: the cost per
-    element (m x k x batch) of a ``view``'s im2col matrix."""
+    element (m x k x batch) of a ``view``'s im2col matrix, ``im2col_stride_s`` more where the
+    view is strided (its sixth row), ``serial_s`` per serial FLOP (its seventh; a shorter view,
+    as older saved rows hold: none)."""
     F = np.atleast_1d(np.asarray(F, dtype=np.float64))
     B = np.atleast_1d(np.asarray(B, dtype=np.float64))
     z = np.zeros(1)
@@ -139,12 +160,17 @@ def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_byte
               "tile_m": z + (1.0 if tiled else 0.0), "tile_n": z + (tile_n if tiled else 0.0),
               "wave_alpha": z, "l2_gain": z + l2_gain, "n_half": z + (n_half if tiled else 0.0),
               "par_s": z + par_s, "b_par": z + b_par, "piece_s": z + piece_s,
-              "im2col_s": z + (im2col_s if view is not None else 0.0), "trans_weight": 1.0}
+              "im2col_s": z + (im2col_s if view is not None else 0.0),
+              "im2col_stride_s": z + (im2col_stride_s if view is not None else 0.0),
+              "serial_s": z + (serial_s if view is not None else 0.0), "trans_weight": 1.0}
     feats = {"op_class": np.zeros(np.broadcast(F, B).shape, np.int32), "mac_flops": F + 0 * B,
              "bytes": B + 0 * F}
     if view is not None:   # (untiled: tile_m 0, the work stays the flops; the batch counts pieces)
-        mac, m, n, k, batch = (np.asarray(v, dtype=np.float64) for v in view)
+        mac, m, n, k, batch = (np.asarray(v, dtype=np.float64) for v in view[:5])
         feats.update({"mac_flops": mac, "vec_flops": F - mac, "m": m, "n": n, "k": k, "batch": batch})
+        for j, name in ((5, "strided"), (6, "serial_flops")):
+            if len(view) > j:
+                feats[name] = np.asarray(view[j], dtype=np.float64)
     hw = {"matrix_peak": peak, "vector_peak": peak, "mem_bw": bw, "l2_bytes": float(l2_bytes)}
     return eff.kernel_time(np, feats, hw, consts)["time_s"]
 
@@ -236,15 +262,18 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
     lo_b, hi_b = math.log(max(bmin, 1.0)), math.log(max(float(B.max()) if len(B) else 1.0, 2.0))
 
     def extra(x, tile):
-        """(n_half, par_s, b_par, piece_s, im2col_s) of a parameter vector: x[5] the tile's,
-        x[6:8] the step's (x[6] <= -50: no step), x[8] the per-piece cost's (<= -50: none),
-        x[9] the im2col cost's."""
+        """(n_half, par_s, b_par, piece_s, im2col_s, im2col_stride_s, serial_s) of a parameter
+        vector: x[5] the tile's, x[6:8] the step's (x[6] <= -50: no step), x[8] the per-piece
+        cost's, x[9] the im2col cost's, x[10] a strided im2col's extra cost's, x[11] the serial
+        FLOPs' (each <= -50 or absent: none)."""
+        def opt(i, top):
+            return top * sig(x[i]) if len(x) > i and x[i] > -50.0 else 0.0
+
         n_half = tile * 4.0 * sig(x[5]) if tile else 0.0
-        piece = MAX_PIECE_S * sig(x[8]) if len(x) > 8 and x[8] > -50.0 else 0.0
-        im2col = MAX_IM2COL_S * sig(x[9]) if len(x) > 9 else 0.0
+        rest = (opt(8, MAX_PIECE_S), opt(9, MAX_IM2COL_S), opt(10, MAX_IM2COL_S), opt(11, MAX_SERIAL_S))
         if len(x) < 8 or x[6] <= -50.0:
-            return n_half, 0.0, 0.0, piece, im2col
-        return n_half, MAX_PAR_S * sig(x[6]), math.exp(lo_b + (hi_b - lo_b) * sig(x[7])), piece, im2col
+            return (n_half, 0.0, 0.0) + rest
+        return (n_half, MAX_PAR_S * sig(x[6]), math.exp(lo_b + (hi_b - lo_b) * sig(x[7]))) + rest
 
     def loss(x, tile=0.0):
         floor, e_c, e_bw, b_half, gain = unpack(x)
@@ -292,7 +321,7 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
         base, tile = best, best[2]
         x0 = list(base[0][:slot])
         x0 += list(OFF_SLOTS[len(x0) - 6:slot - 6])
-        on = [0.3 if x0[6 if i < 8 else 8] > -50.0 else 0.0 for i in range(6, slot)]
+        on = [0.3 if x0[6 if i < 8 else i] > -50.0 else 0.0 for i in range(6, slot)]
         for tail in tails:
             x, v = _nelder_mead(lambda z: loss(z, tile), x0 + list(tail),
                                 [1.0, 0.5, 0.5, 1.0, 1.0, 1.0] + on + [1.0] * len(tail))
@@ -305,16 +334,22 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
     if view is not None and (view[4] > 1).any():   # about 0.2 and 2.7 us a piece
         stage(8, [(-4.0,), (-1.0,)], PIECE_GAIN)
     if im2col and view is not None and (view[3] > 0).any() and len(t) >= 6:   # about 0.04, 0.5 ns
-        stage(9, [(-4.0,), (-1.0,)], IM2COL_GAIN)
+        # with strided and unstrided rows, a strided one's extra cost is fitted with it
+        both = len(view) > 5 and (view[5] > 0).any() and ((view[5] == 0) & (view[3] > 0)).any()
+        stage(9, [(a, b_) for a in (-4.0, -1.0) for b_ in (-4.0, -1.0)] if both else [(-4.0,), (-1.0,)],
+              IM2COL_GAIN)
+    if view is not None and len(view) > 6 and (view[6] > 0).any() and len(t) >= 6:   # about 2, 27 ps
+        stage(11, [(-4.0,), (-1.0,)], SERIAL_GAIN)
     x, _, tile = best
     floor, e_c, e_bw, b_half, gain = unpack(x)
-    n_half, par_s, b_par, piece_s, im2col_s = extra(x, tile)
+    n_half, par_s, b_par, piece_s, im2col_s, stride_s, serial_s = extra(x, tile)
     pred = kernel_time(F, B, floor, e_c, e_bw, b_half, peak, bw, gain, l2_bytes, view, tile, n_half,
-                       par_s, b_par, piece_s, im2col_s)
+                       par_s, b_par, piece_s, im2col_s, stride_s, serial_s)
     mape = float(np.mean(np.abs(pred - t) / t) * 100)
     return {"floor_s": floor, "e_c": e_c, "e_bw": e_bw, "b_half": b_half, "l2_gain": gain,
             "tile_n": float(tile), "n_half": float(n_half), "par_s": float(par_s), "b_par": float(b_par),
-            "piece_s": float(piece_s), "im2col_s": float(im2col_s),
+            "piece_s": float(piece_s), "im2col_s": float(im2col_s), "im2col_stride_s": float(stride_s),
+            "serial_s": float(serial_s),
             "rows": int(len(t)), "fit_mape": mape}
 
 

@@ -15,7 +15,8 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
     sm_bw[c]  = bpc[c] * clock_hz                               (bytes per SM-cycle x the device clock)
     floor_s   = floor[c] + par_s[c] * p(bytes / b_par[c])       (p: the thread-split step)
                 + piece_s[c] * max(batch - 1, 0)                 (the pieces of a batched kernel)
-                + im2col_s[c] * m * k * max(batch, 1)             (a CPU convolution's im2col)
+                + (im2col_s[c] + strided * im2col_stride_s[c]) * m * k * max(batch, 1)
+                + serial_s[c] * serial_flops      (a CPU convolution's im2col, an RNN's recurrence)
     time_s    = floor_s + max(compute_s, memory_s)
 
 - ``work`` is ``mac_flops`` for every class, except for the tiled matrix classes (``tile_m[c] > 0``
@@ -24,16 +25,13 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   work of 256x256x129).  A dimension smaller than its tile pads only to the 16-wide MMA granule
   (libraries switch to skinny tiles / GEMV kernels there), or to the tile where the tile is
   narrower than that (a CPU's tile: its vector width).
-- ``narrow`` (tiled classes): ``1 + (n_half[c] / n_padded)**2``.  A CPU GEMM or convolution
-  kernel holds its output columns in vector registers; with one or two registers' worth its
-  inner loop runs at part of its rate (onnxruntime 1.32, AVX-512 EPYC, 1 thread: a 3x3 conv,
-  64 -> C_out channels at 64x64, 410 us at C_out 8-16, 602 at 32, 1145 at 64, 2357 at 128:
-  286-295 us per 16 columns from 64 up, 1.43x that for the first 16, ``n_half`` about 10).
-  ``calibrate`` fits ``tile_n``, ``n_half`` (GPUs: 0).
-- ``piece_s``: a CPU kernel looping over independent products (a batched MatMul's matrices, an
-  Attention's batch x heads) pays it per extra piece (``cpu_model``: measured there); calibrated, else 0.
-- ``im2col_s`` (a calibrated CPU; else 0): a convolution run as im2col + GEMM first copies its
-  input into a k x m matrix, a cost per element the MACs do not see (``cpu_model``).
+- ``narrow`` (tiled classes): ``1 + (n_half[c] / n_padded)**2``: a CPU GEMM or convolution with
+  one or two vector registers of output columns runs its inner loop at part of its rate.
+- The fixed CPU terms, each calibrated (else 0) and measured in ``cpu_model``: ``piece_s`` per
+  extra piece of a kernel looping over independent products (a batched MatMul's matrices);
+  ``im2col_s`` per element of the k x m matrix a convolution run as im2col + GEMM copies first,
+  ``im2col_stride_s`` more where a stride above 1 makes that copy a gather; ``serial_s`` per FLOP
+  of an RNN's recurrent products (a chain of matrix-vector products, one per step); ``par_s``.
 - ``wave`` (tiled classes, when the number of units (SMs) is known): tiles = ceil(m/tm) *
   ceil(n/tn) * batch spread over ``units``; utilisation = tiles / (ceil(tiles/units) * units);
   ``wave = utilisation ** -wave_alpha[c]`` (alpha 1: a partly filled last wave costs a full wave;
@@ -72,11 +70,8 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   ``ELEMENT_RATE_CLASSES`` issue per element (PyTorch's gather: 75 G elements/s on an A100 at
   fp16 and fp32, bench/data/liger/README.md): their term scales by ``BPC_ELEM_BYTES / elem_bytes``.
 - ``par_s`` / ``b_par`` (a calibrated multi-threaded CPU): ``floor_s`` grows by
-  ``par_s * p(bytes / b_par)``, ``p(x) = x**4 / (1 + x**4)``.  onnxruntime splits a kernel over
-  its intra-op threads only above a cost threshold, and a split kernel pays the thread pool's
-  fork/join: at 2 threads on a 2-core EPYC a chain of 20 LayerNorms over 2x16x64 took 40.8 us
-  against 29.7 at 1 thread (2.0 against 1.5 us a node), while 20 Adds of the same size (not
-  split) took 11.5 us at both.  Fitted per class by ``calibrate`` above 1 thread; else 0.
+  ``par_s * p(bytes / b_par)``, ``p(x) = x**4 / (1 + x**4)``: onnxruntime splits a kernel over its
+  threads only above a cost threshold, and a split kernel pays the pool's fork/join.
 - GEMV-like shapes: ``bytes`` carries the weights (a skinny GEMM streams them: the memory term).
 
 Pure array code (no Python branching on values): pass ``numpy`` or ``jax.numpy`` as ``xp``; under
@@ -101,12 +96,14 @@ _ELEMENT_RATE = np.array([1.0 if c in ELEMENT_RATE_CLASSES else 0.0 for c in OP_
 # per-class constant arrays a constants set carries (keys of ``FamilyConstants.arrays``)
 MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
-               "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s", "im2col_s")
+               "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s", "im2col_s", "im2col_stride_s",
+               "serial_s")
 # ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
 CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
 # values a constants file may leave out (older files: no cache term, no per-SM term)
 PARAM_DEFAULTS = {"l2_gain": 0.0, "bpc": 0.0, "l2_hit": 0.0, "sm_bw": 0.0, "n_half": 0.0, "par_s": 0.0,
-                  "b_par": 0.0, "piece_s": 0.0, "im2col_s": 0.0}
+                  "b_par": 0.0, "piece_s": 0.0, "im2col_s": 0.0, "im2col_stride_s": 0.0,
+                  "serial_s": 0.0}
 # the cache step s(x) = 1 / (1 + x**p), x = working set / L2, fixed: p = 2 matches vidur's A40 add (about
 # 1.5x the DRAM rate at 0.5-1.5x L2, 1.07x at 2-5x, none above); other powers were not compared
 L2_STEP_POWER = 2.0
@@ -191,22 +188,26 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
     sm_bytes = nbytes * xp.where(per_el, BPC_ELEM_BYTES / xp.where(per_el, eb, 1.0), 1.0)
     sm = xp.where(sm_on, sm_bytes / (xp.where(sm_on, units * sm_bw, 1.0)), 0.0)
     memory = xp.where(nbytes > 0, dram + sm, 0.0)
-    fixed = floor + class_fixed_s(xp, nbytes, cls, arrays, batch, m * k * b1)
+    fixed = floor + class_fixed_s(xp, nbytes, cls, arrays, batch, m * k * b1, m * k * b1 * feat("strided"),
+                                  feat("serial_flops"))
     time = fixed + xp.maximum(compute, memory)
     return {"compute_s": compute, "memory_s": memory, "floor_s": fixed * xp.ones_like(mac), "time_s": time}
 
 
-def class_fixed_s(xp, nbytes, cls, arrays: Mapping[str, Any], batch=None, im2col=None):
+def class_fixed_s(xp, nbytes, cls, arrays: Mapping[str, Any], batch=None, im2col=None, strided=None,
+                  serial=None):
     """Seconds a calibrated CPU class adds to each kernel's fixed cost: the fork/join of a
     multi-threaded runtime (``par_s``, stepping in around ``b_par`` bytes: ``p(x) = x**4 / (1 +
-    x**4)``) plus, given the views' ``batch``, ``piece_s`` per extra piece and, given their
-    ``im2col`` elements (m x k x batch), ``im2col_s`` per element; 0 where the class has none of
-    them (every GPU and TPU family; the step above 1 thread only)."""
+    x**4)``) plus, given the views' counts, ``piece_s`` per extra piece of ``batch``, ``im2col_s``
+    per ``im2col`` element (m x k x batch), ``im2col_stride_s`` per ``strided`` one (those of a
+    stride above 1) and ``serial_s`` per ``serial`` FLOP (an RNN's recurrent products); 0 where the
+    class has none (every GPU and TPU family; the step above 1 thread only)."""
     out = xp.zeros_like(xp.asarray(nbytes, dtype=float))
-    if batch is not None and "piece_s" in arrays:
-        out = out + xp.take(xp.asarray(arrays["piece_s"]), cls) * xp.maximum(xp.asarray(batch) - 1.0, 0.0)
-    if im2col is not None and "im2col_s" in arrays:
-        out = out + xp.take(xp.asarray(arrays["im2col_s"]), cls) * xp.asarray(im2col)
+    pieces = None if batch is None else xp.maximum(xp.asarray(batch) - 1.0, 0.0)
+    for name, count in (("piece_s", pieces), ("im2col_s", im2col), ("im2col_stride_s", strided),
+                        ("serial_s", serial)):
+        if count is not None and name in arrays:
+            out = out + xp.take(xp.asarray(arrays[name]), cls) * xp.asarray(count)
     if "par_s" not in arrays or "b_par" not in arrays:
         return out
     par_s = xp.take(xp.asarray(arrays["par_s"]), cls)

@@ -42,6 +42,10 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
             arrays["piece_s"][i] = float(t.get("piece_us", 0.0)) * 1e-6
             # a convolution run as im2col + GEMM: the copy, per element of the im2col matrix
             arrays["im2col_s"][i] = float(t.get("im2col_ns", 0.0)) * 1e-9
+            # more per element where a stride above 1 makes the copy a gather
+            arrays["im2col_stride_s"][i] = float(t.get("im2col_stride_ns", 0.0)) * 1e-9
+            # an RNN's recurrent products (a chain of matrix-vector products), per FLOP
+            arrays["serial_s"][i] = float(t.get("serial_ns", 0.0)) * 1e-9
         from analyzer.prediction.thread_mode import notes
 
         said = "".join(f"; {w}" for w in notes(cal))

@@ -138,6 +138,35 @@ def _gemm_view_of(op: str, in_specs, out_specs, mac_flops: int, trans: int = 0):
     return 0.0, 0.0, 0.0, 0.0, False
 
 
+def strided_conv(n: NodeCost) -> float:
+    """1.0 for a channels-first convolution with a stride above 1 in some spatial dim, else 0.0
+    (``efficiency.class_fixed_s``'s strided im2col). The stride is not in the specs: a dim is
+    taken as strided where its output is shorter than its input and at most half of it,
+    ``o < i`` and ``2 o <= i + 1``. A stride of 1 gives ``o >= i - d (k - 1)`` (pads >= 0): the
+    rule holds for every pad and dilation except a stride-1 conv whose unpadded window
+    ``d (k - 1)`` spans half its input or more, whose im2col is that small."""
+    if n.op not in CHANNELS_FIRST_CONV_OPS or not n.in_specs or not n.out_specs:
+        return 0.0
+    x, o = _shape(n.in_specs[0]), _shape(n.out_specs[0])
+    if not x or not o or len(x) != len(o) or len(x) < 3:
+        return 0.0
+    return float(any(a and b and b < a and 2 * b <= a + 1 for a, b in zip(x[2:], o[2:])))
+
+
+def serial_flops(n: NodeCost) -> float:
+    """The FLOPs of a recurrent layer's (RNN, GRU, LSTM) recurrent products: each step's product
+    with the previous hidden state waits for the step before it, a chain of small matrix-vector
+    products, while the input products of all steps form one GEMM. ``mac * H / (I + H)`` with I
+    and H from its weights W ``[dirs, G*H, I]`` and R ``[dirs, G*H, H]``
+    (``counting.rules.onnx.recurrent``); 0 for any other node."""
+    if n.op not in ("RNN", "GRU", "LSTM") or n.domain not in ("", "ai.onnx") or len(n.in_specs) < 3:
+        return 0.0
+    w, r = _shape(n.in_specs[1]), _shape(n.in_specs[2])
+    if not w or not r or len(w) != 3 or len(r) != 3 or not w[2] or not r[2]:
+        return 0.0
+    return float(n.cost.mac_flops) * r[2] / (w[2] + r[2])
+
+
 def _shape(spec) -> tuple | None:
     if spec is None or spec.shape is None:
         return None
@@ -171,11 +200,11 @@ def kernel_class(anchor_class: str, kernel_op: str) -> str:
 def member_part(n: NodeCost, fnode: fusion.FusionNode, nbytes: float, precision: str | None):
     """What a fused kernel's row takes of one member: (MAC FLOPs, vector FLOPs,
     transcendentals, FLOPs, bytes under the precision, weight bytes of those, launches, op
-    class, GEMM view (m, n, k, batch), compute dtype)."""
+    class, GEMM view (m, n, k, batch, strided: ``strided_conv``, ``serial_flops``), compute dtype)."""
     c = n.cost
     return (c.mac_flops, c.vector_flops, c.transcendentals, c.flops, nbytes,
             c.weight_bytes * nbytes / max(c.bytes_moved, 1), max(1, getattr(n, "runs", 1)),
-            fnode.op_class, gemm_view(n)[:4], compute_dtype(n, precision))
+            fnode.op_class, gemm_view(n)[:4] + (strided_conv(n), serial_flops(n)), compute_dtype(n, precision))
 
 
 def fused_row(parts, saved: float, kop: str = "") -> tuple:
@@ -194,7 +223,7 @@ def kernel_rows(nodes: list[NodeCost], plan: fusion.FusionPlan, fnodes, nbytes: 
                 precision: str | None, memo: dict | None = None, keys=None):
     """``(rows, member weight [N])``: per kernel of ``plan`` the tuple (MAC FLOPs, vector FLOPs,
     transcendentals, bytes, weight bytes, each per launch; launches, op class code, GEMM view
-    (m, n, k, batch), compute dtype).  A kernel of one member is one node's row (memoised per
+    (m, n, k, batch, strided, serial FLOPs), compute dtype).  A kernel of one member is one node's row (memoised per
     key with ``keys`` and ``memo``); a fused kernel sums its members, less its saved bytes, and
     takes its class, view and dtype from its heaviest member (memoised per members' keys in
     order, saved bytes and op)."""

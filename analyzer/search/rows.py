@@ -59,8 +59,9 @@ class Kernels:
 
 def _feats(row) -> tuple:
     """A ``kernel_rows`` row's values in ``FEATS`` order (class code, MACs, vector FLOPs,
-    transcendentals, bytes, GEMM view m, n, k, batch)."""
-    return (row[6], row[0], row[1], row[2], row[3], *row[7])
+    transcendentals, bytes, GEMM view m, n, k, batch; not its strided flag, which only a
+    calibrated profile's fixed cost reads)."""
+    return (row[6], row[0], row[1], row[2], row[3], *row[7][:4])
 
 
 def _pkey(row) -> tuple:
