@@ -63,7 +63,8 @@ CROSS = {"a100_sxm": "nvidia-hopper", "a100_80gb": "nvidia-ampere-ga10x", "a40":
          "l40s": "nvidia-ampere", "h100_sxm": "nvidia-blackwell",
          # Liger-Kernel's devices (by the name its rows record)
          "NVIDIA A100 80GB PCIe": "nvidia-ampere-ga10x", "NVIDIA A100-SXM4-80GB": "nvidia-ampere-ga10x",
-         "NVIDIA A100-SXM4-40GB": "nvidia-ampere-ga10x", "NVIDIA GeForce RTX 3090": "nvidia-ampere"}
+         "NVIDIA A100-SXM4-40GB": "nvidia-ampere-ga10x", "NVIDIA GeForce RTX 3090": "nvidia-ampere",
+         "NVIDIA B200": "nvidia-hopper"}
 
 
 @dataclass(frozen=True)
@@ -283,7 +284,7 @@ def main(argv=None) -> int:
              "is fitted on PyTorch's own LayerNorm kernel)", [c for c in shared if c.source == "vidur_vllm"],
              ("fitted", "cross", "datasheet")),
             ("Public, not fitted on: Liger-Kernel's PyTorch baselines (A100 fp32 LayerNorm and Embedding, "
-             "RTX 3090 fp32/bf16 softmax; 2024-2025 torch, do_bench with L2 flushed)", liger_cases(),
+             "RTX 3090 fp32/bf16 softmax; 2024-2025 torch; B200 bf16 LayerNorm, 2026; do_bench with L2 flushed)", liger_cases(),
              ("fitted", "cross", "datasheet")),
             ("H100 SXM, measured here, held out (Hopper constants fitted on H200 only)", h100,
              ("fitted", "cross", "datasheet"))):
