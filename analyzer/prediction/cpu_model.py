@@ -83,8 +83,11 @@ MAX_L2_GAIN = 20.0
 # included): MatMul 16x16x16 4.00 / 4.60 / 5.17 / 8.24 us at batch 1 / 4 / 8 / 32 (0.14 us a
 # matrix: 60 GFLOP/s, against 217 for 64x64x64); com.microsoft Attention (16 tokens, hidden 64,
 # 4 heads) 8.6 / 13.0 / 21.8 us at batch 1 / 2 / 4 (4.4 us an item, 1.1 a head), at batch 1
-# 6.8 / 7.1 / 8.6 / 12.9 us with 1 / 2 / 4 / 8 heads (0.9 us a head)
-PIECE_CLASSES = ("gemm", "attention")
+# 6.8 / 7.1 / 8.6 / 12.9 us with 1 / 2 / 4 / 8 heads (0.9 us a head); a recurrent layer's steps x
+# directions (2 threads: LSTM/GRU with H 64-128 took 1.3-2.4 us a step; with the serial FLOPs
+# alone the 12 rnn rows fitted to 18.3 % MAPE, with a cost per step too to 7.4 %: 0.78 us a
+# step; 1 thread: 3.8 -> 2.4 %, 0.39 us a step)
+PIECE_CLASSES = ("gemm", "attention", "rnn")
 # the largest per-piece cost the fit may return (seconds), and the share by which it must lower
 # a class's loss to be kept
 MAX_PIECE_S = 10e-6

@@ -21,6 +21,8 @@ from analyzer.prediction import efficiency as eff
 from analyzer.prediction import fusion
 from analyzer.prediction.op_classes import ATTENTION_OPS, CHANNELS_FIRST_CONV_OPS
 
+RNN_OPS = frozenset({"RNN", "GRU", "LSTM"})   # recurrent layers: a GEMM view of one piece per step
+
 ROWS_CAP = 200_000   # memoised kernel rows kept at most (cleared when full: fused sets vary)
 
 # IR dtype -> profile dtype key
@@ -117,6 +119,13 @@ def _gemm_view_of(op: str, in_specs, out_specs, mac_flops: int, trans: int = 0):
                 k = ins[0].dims()[-1]
                 nn = mac_flops / (2.0 * m * k * b) if m and k and b else 0.0
             return float(m), float(nn), float(k), float(b), batched
+        if op in RNN_OPS and len(ins) >= 3 and ins[0].rank == 3 and ins[1].rank == 3 and ins[2].rank == 3:
+            # one piece per step and direction, in turn (cpu_model.PIECE_CLASSES): B rows of
+            # [I + H] x [G*H]. Y is [T, dirs, B, H] (layout 0) or [B, T, dirs, H]; without Y, layout 0
+            dirs, gh, i = ins[1].dims()
+            y = out.dims() if out is not None and out.rank == 4 else None
+            t, b = ((y[0], y[2]) if y[1] == dirs else (y[1], y[0])) if y else ins[0].dims()[:2]
+            return float(b), float(gh), float(i + ins[2].dims()[2]), float(t * dirs), False
         if out is not None and out.rank and out.rank >= 2:
             d = out.dims()
             if op in CHANNELS_FIRST_CONV_OPS:
@@ -159,7 +168,7 @@ def serial_flops(n: NodeCost) -> float:
     products, while the input products of all steps form one GEMM. ``mac * H / (I + H)`` with I
     and H from its weights W ``[dirs, G*H, I]`` and R ``[dirs, G*H, H]``
     (``counting.rules.onnx.recurrent``); 0 for any other node."""
-    if n.op not in ("RNN", "GRU", "LSTM") or n.domain not in ("", "ai.onnx") or len(n.in_specs) < 3:
+    if n.op not in RNN_OPS or n.domain not in ("", "ai.onnx") or len(n.in_specs) < 3:
         return 0.0
     w, r = _shape(n.in_specs[1]), _shape(n.in_specs[2])
     if not w or not r or len(w) != 3 or len(r) != 3 or not w[2] or not r[2]:

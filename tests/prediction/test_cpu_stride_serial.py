@@ -142,3 +142,16 @@ def test_fit_finds_the_serial_cost_and_none_where_rows_have_none():
     assert fit["serial_s"] == pytest.approx(0.015e-9, rel=0.15)
     t = cpu_model.kernel_time(mac, B, 2e-6, 0.8, 1.0, 0.0, peak, bw, view=view)
     assert cpu_model.fit_class(mac, B, t, peak, bw, view=view)["serial_s"] == 0.0
+
+
+def test_a_recurrent_layer_is_one_piece_per_step_and_direction(tmp_path):
+    # LSTM T 32, I 256, H 128, both directions: 64 pieces of 1 row x [384] x [512]
+    # (2 x 1 x 512 x 384 x 64 = 25,165,824 = its mac count); a profile's rnn piece_us 0.4:
+    # 63 extra pieces x 0.4 us = 25.2 us
+    m = _rnn("LSTM", 32, 256, 128, 2)
+    n = analyze(m).nodes[0]
+    assert gemm_view(n)[:4] == (1.0, 512.0, 384.0, 64.0)
+    assert 2 * 1 * 512 * 384 * 64 == n.cost.mac_flops
+    t0 = analyze(m, hw=_profile(tmp_path, "rnn")).predictions[0].latency_s
+    t1 = analyze(m, hw=_profile(tmp_path, "rnn", piece_us=0.4)).predictions[0].latency_s
+    assert t1 - t0 == pytest.approx(63 * 0.4e-6, rel=1e-6)
