@@ -120,24 +120,26 @@ def wall_ms(path, threads, level, q, runs) -> float:
     return om.quantile(wall, q) * 1e3
 
 
-EXTRA_PASSES = 3   # above 1 thread: passes added while the probe read slow before every one
+EXTRA_PASSES = 3   # above 1 thread: passes added while no pass ran between two fast probes
 
 
 def more_passes(rows, passes: int, first_probe, probe, wall) -> list:
     """Passes 2..``passes`` over ``rows`` (each row's ``measured_passes_ms`` grows by
-    ``wall(model)``); with a ``first_probe`` (above 1 thread) ``probe()`` before each, and up to
-    ``EXTRA_PASSES`` more while no probe read fast. Returns the probes."""
+    ``wall(model)``); with a ``first_probe`` (above 1 thread) ``probe()`` between passes and after
+    the last, and up to ``EXTRA_PASSES`` more while no pass ran between two fast probes
+    (``thread_mode.another_pass``). Returns the probes (one more than the passes)."""
     from analyzer.prediction import thread_mode as tm
 
     probes = [first_probe] if first_probe else []
     done = 1
-    while tm.another_pass(done, passes, EXTRA_PASSES, [p["speedup"] for p in probes] if probes else None):
-        if probes:
+    while True:
+        if probes:   # after pass ``done``, before the next
             probes.append(probe())
+        if not tm.another_pass(done, passes, EXTRA_PASSES, [p["speedup"] for p in probes] if probes else None):
+            return probes
         for r in rows:
             r["measured_passes_ms"].append(wall(r["model"]))
         done += 1
-    return probes
 
 
 def reprofile(probes: list, now: dict) -> bool:
@@ -228,8 +230,9 @@ def main(argv=None):
                       f"meas {r['measured_ms']:9.3f} ms  err {r['error_pct']:+6.1f}%  "
                       f"rho {r['spearman']:.2f}", flush=True)
             # more passes over all the models (each keeps its fastest); above 1 thread the probe
-            # before each, and up to EXTRA_PASSES more while none ran in the fast state (as
-            # calibrate does for its rows: the profile describes the fast state)
+            # between passes and after the last, and up to EXTRA_PASSES more while none ran
+            # between two fast probes (as calibrate does for its rows: the profile describes the
+            # fast state)
             probes = more_passes(rows, a.passes, modes.get("measurement_start"), lambda: thread_mode(t),
                                  lambda m: wall_ms(os.path.join(ROOT, m), t, level, a.q, a.runs))
             if probes:
@@ -296,8 +299,9 @@ def markdown(res, cmd):
          "`calibrate` times at its start and end (`analyzer.prediction.thread_mode`), before the "
          "calibration and before and after the measurements (fast: the threads help; slow: they "
          "slow it down); in brackets, its range over the calibration's row passes (each row keeps "
-         "its fastest pass) and over the measurement passes (taken before each; above 1 thread up "
-         f"to {EXTRA_PASSES} passes are added while none ran fast; each model keeps its fastest); where "
+         "its fastest pass) and over the measurement passes (taken before each and after the last; above "
+         f"1 thread up to {EXTRA_PASSES} passes are added while none ran between two fast probes; each "
+         "model keeps its fastest); where "
          "the first pass, which profiles the models for the node Spearman, ran slow and a later one "
          "fast, the models are profiled again in the fast state.", ""]
     L += ["Measured: the fastest of each model's passes (its median over runs per pass); the first pass "
@@ -315,7 +319,7 @@ def markdown(res, cmd):
             cells[0] += f" [{rp['passes']} row passes: {rp['min']:.2f}-{rp['max']:.2f}x]"
         ps = [p["speedup"] for p in m.get("passes", ())]
         if ps:
-            cells[1] += f" [{len(ps)} passes: {min(ps):.2f}-{max(ps):.2f}x]"
+            cells[1] += f" [{len(ps) - 1} passes, probed between: {min(ps):.2f}-{max(ps):.2f}x]"
         if "reprofiled" in m:
             cells[1] += f" [profiled again at {m['reprofiled']['speedup']:.2f}x]"
         return " / ".join(cells) if m else "-"

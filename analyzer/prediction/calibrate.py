@@ -101,9 +101,9 @@ def time_rows(splits: dict[str, dict[str, Any]], timer: Callable[[Any, float], f
     row (30-kernel models +20 %).
 
     ``state`` (above 1 thread: ``thread_mode.speedup``) is timed before each pass into ``seen``;
-    where no pass was fast, up to ``extra_passes`` more start before ``deadline`` until one is
-    (run q's 2-thread calibration, probe fast before and after its rows, measured every pass of
-    its depthwise rows 2.9x run p's, 1x1 rows 2.0x; its predictions came out 27 % slow)."""
+    where no pass ran between two fast probes, up to ``extra_passes`` more start before
+    ``deadline`` until one did (run q's 2-thread calibration, probe fast before and after its
+    rows, measured its depthwise rows 2.9x run p's, 1x1 rows 2.0x: predictions 27 % slow)."""
     say = progress or (lambda f, s: None)
     best: dict[str, dict[str, float]] = {cls: {} for cls in splits}
     base = np.inf

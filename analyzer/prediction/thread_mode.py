@@ -90,11 +90,17 @@ _STEPS = (("thread_speedup_reorders", "the NCHWc reorders around the convolution
 
 def another_pass(done: int, passes: int, extra: int, probes: list[float] | None) -> bool:
     """Whether to start pass ``done + 1``: fewer than ``passes`` done, or, with the probes timed
-    before the passes done (above 1 thread), none of them fast and fewer than ``passes + extra``
-    done. (``calibrate.time_rows`` over its rows, ``bench/accuracy_cpu.py`` over the models.)"""
+    before each pass done and, where taken, one after the last (above 1 thread), no pass between
+    two fast probes and fewer than ``passes + extra`` done. A fast probe before a pass alone says
+    little: run y's default/2-thread bench read 1.57 before its first pass, which ran slow, and
+    0.92 and 0.89 before the next two. (``calibrate.time_rows`` over its rows,
+    ``bench/accuracy_cpu.py`` over the models.)"""
     if done < passes:
         return True
-    return probes is not None and done < passes + extra and not any(state(s) == "fast" for s in probes)
+    if probes is None or done >= passes + extra:
+        return False
+    fast = [state(s) == "fast" for s in probes[:done + 1]]
+    return not any(a and b for a, b in zip(fast, fast[1:]))
 
 
 def notes(calibration: dict) -> list[str]:

@@ -84,13 +84,16 @@ def test_the_bench_table_shows_the_row_passes_thread_range(tmp_path):
     assert "slow (0.88x) [5 row passes: 0.86-1.59x] / slow (0.88x) / slow" in accuracy_cpu.markdown(res, "cmd")
     res["configs"][0]["thread_modes"]["passes"] = [{"mode": "slow", "speedup": 0.9},
                                                    {"mode": "fast", "speedup": 1.55}]
-    assert "/ slow (0.88x) [2 passes: 0.90-1.55x] /" in accuracy_cpu.markdown(res, "cmd")
+    assert "/ slow (0.88x) [1 passes, probed between: 0.90-1.55x] /" in accuracy_cpu.markdown(res, "cmd")
 
 
-@pytest.mark.parametrize("states, n_passes", [(["fast", "slow", "slow"], 3),   # one fast: 3 passes
-                                              (["slow", "slow", "slow", "fast", "slow"], 4),
+# probes before pass 1, between passes and after the last: passes are added (up to 3 + EXTRA_PASSES)
+# until one ran between two fast probes
+@pytest.mark.parametrize("states, n_passes", [(["fast", "fast", "slow", "slow"], 3),   # pass 1 fast
+                                              # run y's: fast, then slow: passes 1-3 unbracketed
+                                              (["fast", "slow", "slow", "slow", "fast", "fast"], 5),
                                               (["slow"] * 9, 6)])            # 3 + EXTRA_PASSES
-def test_the_bench_adds_passes_while_no_probe_read_fast(states, n_passes):
+def test_the_bench_adds_passes_until_one_ran_between_two_fast_probes(states, n_passes):
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     try:
         import accuracy_cpu
@@ -102,7 +105,7 @@ def test_the_bench_adds_passes_while_no_probe_read_fast(states, n_passes):
     probes = accuracy_cpu.more_passes(rows, 3, {"mode": states[0], "speedup": speed[states[0]]},
                                       lambda: (lambda m: {"mode": m, "speedup": speed[m]})(next(it)),
                                       lambda m: 4.0)
-    assert len(rows[0]["measured_passes_ms"]) == len(probes) == n_passes
+    assert len(rows[0]["measured_passes_ms"]) == len(probes) - 1 == n_passes
     # one thread: no probe, exactly the passes asked for
     rows = [{"model": "m", "measured_passes_ms": [5.0]}]
     assert accuracy_cpu.more_passes(rows, 3, None, None, lambda m: 4.0) == []

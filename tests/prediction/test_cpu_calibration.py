@@ -353,12 +353,14 @@ def test_profiled_reorders_of_a_depthwise_row_are_its_input_and_output_moved_twi
     assert all(s > 0 for _, s in got)
 
 
-@pytest.mark.parametrize("speedups, n_passes", [([1.5, 1.6, 1.4], 3), ([0.9, 0.8, 0.9, 1.5], 4),
-                                                ([0.9] * 6, 6), ([0.9, 1.5, 0.9], 3)])
+@pytest.mark.parametrize("speedups, n_passes", [([1.5, 1.6, 1.4], 3), ([0.9, 0.8, 0.9, 1.5, 1.6], 5),
+                                                ([0.9] * 6, 6), ([0.9, 1.5, 1.4], 3),
+                                                ([0.9, 1.5, 0.9, 0.9, 0.9, 0.9], 6)])
 def test_time_rows_adds_passes_until_one_runs_in_the_fast_thread_state(speedups, n_passes):
     # the probe before each pass reads ``speedups`` in turn; 3 passes planned, up to 3 more while
-    # none was fast (speed-up >= 1): all fast -> 3; slow, slow, slow, fast -> 4; never fast -> 6;
-    # one fast among the planned 3 -> 3. A row keeps its fastest pass: the one in the fast state
+    # no pass ran between two fast probes (speed-up >= 1; the next pass's probe is the one after):
+    # all fast -> 3; slow x 3, then fast, fast -> 5 (pass 4 between them); never fast -> 6; pass 2
+    # between fast probes -> 3; one fast probe alone -> 6. A row keeps its fastest pass
     from analyzer.prediction.calibrate import time_rows
 
     probes = iter(speedups)

@@ -61,9 +61,10 @@ def test_a_cache_sweep_in_the_slow_state_is_warned_of():
 
 
 def test_another_pass_is_the_rule_calibrate_and_the_bench_share():
-    # 3 passes asked, 3 extra allowed: the probes before the passes done decide
+    # 3 passes asked, 3 extra allowed: the probes before each pass done (and after the last) decide
     assert thread_mode.another_pass(2, 3, 3, [0.9, 0.9])            # fewer than asked: always
-    assert not thread_mode.another_pass(3, 3, 3, [0.9, 1.5, 0.9])   # one ran fast: stop
+    assert not thread_mode.another_pass(3, 3, 3, [0.9, 1.5, 1.5])   # pass 2 between fast probes: stop
+    assert thread_mode.another_pass(3, 3, 3, [0.9, 1.5, 0.9, 0.9])  # a fast probe, no fast pass: more
     assert thread_mode.another_pass(3, 3, 3, [0.9, 0.9, 0.9])       # none fast: one more
     assert not thread_mode.another_pass(6, 3, 3, [0.9] * 6)         # the extra ones spent
     assert not thread_mode.another_pass(3, 3, 3, None)              # 1 thread: no probes
