@@ -1,30 +1,24 @@
 """``calibrate``: measure this machine with onnxruntime and fit the CPU kernel-time model.
 
-Only synthetic single-op models built with ``onnx.helper`` are run (never a user's model). Each
-op class is a set of single-node models of different sizes (inputs are graph inputs, so nothing
-is constant-folded; the output feeds a 1-element Slice so it lives in the arena), each run at the
-session level and thread count the user's session will use; a row's time is the ``q`` quantile
-(median by default) of ``session.run`` wall-clock after warm-up minus a baseline model's (input
--> Slice), the fastest of 5 passes over all rows (``time_rows``). Wall-clock, not the profiler (1-3 us
-of its own per node; a tiny Add costs 0.18 us a node in a chain here). FLOPs and bytes are opcost's
-own counts of the row (``analyze(model).nodes``). The form and its fit: ``cpu_model``:
+Only synthetic single-op models built with ``onnx.helper`` run (never a user's): per op class,
+single nodes of different sizes (graph inputs: nothing constant-folds; the output feeds a 1-element
+Slice), at the user's session level and thread count; a row's time is the ``q`` quantile of
+``session.run`` wall-clock less a baseline model's (input -> Slice), the fastest of 5 passes
+(``time_rows``); wall-clock, not the profiler (1-3 us of its own per node; a tiny Add costs 0.18 us
+a node in a chain here). FLOPs and bytes: opcost's counts. The form and its fit: ``cpu_model``:
 
     t_kernel = floor_s + max(F / (peak * e_c), (B + b_half) / (bw * e_bw * cache))
     cache    = 1 + l2_gain / (1 + (B / l2_bytes)**2)     (l2_bytes: the cores' L2)
     t_model  = run_overhead_s + sum over kernels (dispatch_s + t_kernel)
-
 Machine constants:
 - ``peak`` (``matrix_tflops.fp32``): the best FLOP/s of the GEMM shapes (kernel time);
 - ``bw`` (``memory.mem_bw_gbs``): Add's bytes / kernel time at the largest sizes (DRAM);
-- ``dispatch_s`` (``overhead.launch_overhead_us``): wall-clock of a chain of N tiny Adds minus a
-  chain of 1, over N-1 (the Add's own kernel time included: it is what a node costs);
-- ``run_overhead_s``: the 1-node chain's wall-clock minus its one node;
+- ``dispatch_s`` (``overhead.launch_overhead_us``): (a chain of N tiny Adds - a chain of 1) / (N-1),
+  the Add's own time included; ``run_overhead_s``: the 1-node chain less its one node;
 - ``cold_weight_bw_gbs`` (with ``llc_bytes``, the sysfs L3): weight bytes / kernel time of a
   1-row MatMul twice the LLC, ``llc_effective_bytes`` / ``llc_step_power``: how much of a model's
   weights stays cached (``cpu_cold``); ``clip_epilogue_ns``: a fused Clip per output (``cpu_epilogue``).
-
-The library never prints: ``progress(fraction, phase_text)`` is called between phases.
-"""
+The library never prints: ``progress(fraction, phase_text)`` is called between phases."""
 
 from __future__ import annotations
 
@@ -79,7 +73,6 @@ def _profile_model(model, threads: int, level: str, runs: int, warmup: int = 2,
 
 
 LAYOUT_CLASSES = ("conv", "conv_dw", "conv_1x1", "pooling")   # rows onnxruntime runs in its NCHWc layout
-REORDER_KEEP = 0.1   # a row keeps this share of its time when its reorders are taken out
 # passes time_rows adds above 1 thread while none ran fast (~6 s each); probes (2 s apart) before the reorders are profiled
 # until one reads fast (run u's, slow, were 2-7x run t's), and tries of the cache sweep until the probes around it do
 EXTRA_PASSES, STATE_TRIES = 3, 5
@@ -263,11 +256,8 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
         rows["reorder"] = (np.zeros_like(b), b, t, ["Reorder"] * len(b))
         fits["reorder"] = mv = cpu_model.fit_class(np.zeros_like(b), b, t, peak, bw, l2_bytes)
         for cls, per_row in moved.items():
-            F, B, t, o = rows[cls]
-            r = np.array([sum(dispatch + float(cpu_model.kernel_time(
-                0.0, b, mv["floor_s"], mv["e_c"], mv["e_bw"], mv["b_half"], peak, bw,
-                mv["l2_gain"], l2_bytes)[0]) for b, _ in rs) for rs in per_row])
-            rows[cls] = (F, B, np.maximum(t - r, REORDER_KEEP * t), o)
+            rows[cls], views[cls] = cpu_model.without_reorders(rows[cls], views[cls], per_row, mv, dispatch,
+                                                               peak, bw, l2_bytes)
     speedup1 = probe() if threads > 1 else None   # the end of the measurements
     say(n_cls / (n_cls + 1), "fitting the op classes")
     with_view = (cpu_model.TILED_CLASSES + cpu_model.PIECE_CLASSES + cpu_model.IM2COL_CLASSES

@@ -428,3 +428,26 @@ def test_a_slow_end_with_fast_row_passes_warns_only_of_the_change():
     # a profile without the pass figures keeps the start/end warning
     old = {k: cal[k] for k in ("threads", "thread_speedup_start", "thread_speedup_end")}
     assert len(thread_mode.notes(old)) == 2
+
+
+def test_rows_are_taken_out_their_reorders_and_a_row_that_was_all_reorders_leaves_the_fit():
+    from analyzer.prediction.cpu_model import REORDER_KEEP, without_reorders
+
+    # a reorder fit of 1 us floor, nothing per byte (e_bw huge), 0.2 us dispatch a node: each
+    # reorder takes 1.2 us out of its row. 8 rows of 10 us with one reorder each (8.8 us left),
+    # and one of 2 us with one (0.8 us left: 40 %, kept) and one of 1.3 us with one (0.1 us:
+    # under REORDER_KEEP = 10 % of it, a row that was all reorders: dropped, with its view column)
+    fit = {"floor_s": 1e-6, "e_c": 1.0, "e_bw": 1e12, "b_half": 0.0, "l2_gain": 0.0}
+    t = np.array([10e-6] * 8 + [2e-6, 1.3e-6])
+    F, B = np.arange(10.0), np.full(10, 1000.0)
+    ops = [f"k{i}" for i in range(10)]
+    view = np.vstack([np.arange(10.0)] * 7)
+    per_row = [[(1000, 3e-6)]] * 10
+    (F2, B2, t2, ops2), v2 = without_reorders((F, B, t, ops), view, per_row, fit, 0.2e-6, 1e9, 1e9, 0.0)
+    assert REORDER_KEEP == 0.1
+    assert ops2 == ops[:9] and list(F2) == list(range(9)) and v2.shape == (7, 9)
+    assert t2 == pytest.approx([8.8e-6] * 8 + [0.8e-6])
+    # with fewer than 6 rows left every row is kept, the all-reorder ones at 10 % of their time
+    (F3, _, t3, _), v3 = without_reorders((F[7:], B[7:], t[7:], ops[7:]), view[:, 7:], per_row[7:], fit,
+                                          0.2e-6, 1e9, 1e9, 0.0)
+    assert len(F3) == 3 and v3.shape == (7, 3) and t3[-1] == pytest.approx(0.13e-6)
