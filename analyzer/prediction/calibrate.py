@@ -36,6 +36,7 @@ from analyzer.prediction.calibration_models import (F32, Builder, baseline_model
                                                     calibration_models, extra_nodes, sizes, split_rows,
                                                     value_info)
 from analyzer.prediction.profile_toml import calibration_sources, to_toml, write_profile  # noqa: F401  (re-exported)
+from analyzer.prediction.efficiency import CPU_FIXED_KEYS
 from analyzer.prediction.ort_graph import LAYOUT_LEVELS, import_ort, session_options
 from analyzer.prediction.ort_record import profiled_reorders
 
@@ -278,10 +279,9 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
             tables[cls].update({"tile_n": fit["tile_n"], "n_half": fit["n_half"]})
         if fit.get("par_s"):
             tables[cls].update({"par_us": fit["par_s"] * 1e6, "b_par_bytes": fit["b_par"]})
-        for key, name, unit in (("piece_s", "piece_us", 1e6), ("im2col_s", "im2col_ns", 1e9),
-                                ("im2col_stride_s", "im2col_stride_ns", 1e9), ("serial_s", "serial_ns", 1e9)):
-            if fit.get(key):   # the optional fixed terms a class's fit kept
-                tables[cls][name] = fit[key] * unit
+        for name, key, unit in CPU_FIXED_KEYS:
+            if fit.get(name):   # the optional fixed terms a class's fit kept
+                tables[cls][key] = fit[name] / unit
     say(1.0, "done")
     elapsed = time.perf_counter() - t_start
     date = _dt.date.today().isoformat()

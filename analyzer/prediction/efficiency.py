@@ -101,9 +101,11 @@ FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n
 # ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
 CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
 # values a constants file may leave out (older files: no cache term, no per-SM term)
-PARAM_DEFAULTS = {"l2_gain": 0.0, "bpc": 0.0, "l2_hit": 0.0, "sm_bw": 0.0, "n_half": 0.0, "par_s": 0.0,
-                  "b_par": 0.0, "piece_s": 0.0, "im2col_s": 0.0, "im2col_stride_s": 0.0,
-                  "serial_s": 0.0}
+PARAM_DEFAULTS = dict.fromkeys(("l2_gain", "bpc", "l2_hit", "sm_bw", "n_half", "par_s", "b_par", "piece_s",
+                                "im2col_s", "im2col_stride_s", "serial_s"), 0.0)
+# the optional fixed CPU terms (class_fixed_s): (constant, a calibration table's key, seconds per unit)
+CPU_FIXED_KEYS = (("piece_s", "piece_us", 1e-6), ("im2col_s", "im2col_ns", 1e-9),
+                  ("im2col_stride_s", "im2col_stride_ns", 1e-9), ("serial_s", "serial_ns", 1e-9))
 # the cache step s(x) = 1 / (1 + x**p), x = working set / L2, fixed: p = 2 matches vidur's A40 add (about
 # 1.5x the DRAM rate at 0.5-1.5x L2, 1.07x at 2-5x, none above); other powers were not compared
 L2_STEP_POWER = 2.0
@@ -188,26 +190,24 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
     sm_bytes = nbytes * xp.where(per_el, BPC_ELEM_BYTES / xp.where(per_el, eb, 1.0), 1.0)
     sm = xp.where(sm_on, sm_bytes / (xp.where(sm_on, units * sm_bw, 1.0)), 0.0)
     memory = xp.where(nbytes > 0, dram + sm, 0.0)
-    fixed = floor + class_fixed_s(xp, nbytes, cls, arrays, batch, m * k * b1, m * k * b1 * feat("strided"),
-                                  feat("serial_flops"))
+    fixed = floor + class_fixed_s(xp, nbytes, cls, arrays, m, k, batch, feat("strided"), feat("serial_flops"))
     time = fixed + xp.maximum(compute, memory)
     return {"compute_s": compute, "memory_s": memory, "floor_s": fixed * xp.ones_like(mac), "time_s": time}
 
 
-def class_fixed_s(xp, nbytes, cls, arrays: Mapping[str, Any], batch=None, im2col=None, strided=None,
-                  serial=None):
-    """Seconds a calibrated CPU class adds to each kernel's fixed cost: the fork/join of a
-    multi-threaded runtime (``par_s``, stepping in around ``b_par`` bytes: ``p(x) = x**4 / (1 +
-    x**4)``) plus, given the views' counts, ``piece_s`` per extra piece of ``batch``, ``im2col_s``
-    per ``im2col`` element (m x k x batch), ``im2col_stride_s`` per ``strided`` one (those of a
-    stride above 1) and ``serial_s`` per ``serial`` FLOP (an RNN's recurrent products); 0 where the
-    class has none (every GPU and TPU family; the step above 1 thread only)."""
+def class_fixed_s(xp, nbytes, cls, arrays: Mapping[str, Any], m=0.0, k=0.0, batch=0.0, strided=0.0,
+                  serial=0.0):
+    """Seconds a calibrated CPU class adds to each kernel's fixed cost (0 where it has none: every
+    GPU and TPU family): the fork/join of split kernels above 1 thread (``par_s`` stepping in at
+    ``b_par`` bytes, ``p(x) = x**4 / (1 + x**4)``) plus, from the views, ``piece_s`` per extra piece
+    of ``batch``, ``im2col_s`` per im2col element (``m x k x max(batch, 1)``), ``im2col_stride_s``
+    more per element where ``strided`` (1), ``serial_s`` per ``serial`` FLOP (an RNN's recurrence)."""
     out = xp.zeros_like(xp.asarray(nbytes, dtype=float))
-    pieces = None if batch is None else xp.maximum(xp.asarray(batch) - 1.0, 0.0)
-    for name, count in (("piece_s", pieces), ("im2col_s", im2col), ("im2col_stride_s", strided),
-                        ("serial_s", serial)):
-        if count is not None and name in arrays:
-            out = out + xp.take(xp.asarray(arrays[name]), cls) * xp.asarray(count)
+    batch, im2col = xp.asarray(batch), xp.asarray(m) * xp.asarray(k) * xp.maximum(xp.asarray(batch), 1.0)
+    for name, count in (("piece_s", xp.maximum(batch - 1.0, 0.0)), ("im2col_s", im2col),
+                        ("im2col_stride_s", im2col * xp.asarray(strided)), ("serial_s", xp.asarray(serial))):
+        if name in arrays:
+            out = out + xp.take(xp.asarray(arrays[name]), cls) * count
     if "par_s" not in arrays or "b_par" not in arrays:
         return out
     par_s = xp.take(xp.asarray(arrays["par_s"]), cls)

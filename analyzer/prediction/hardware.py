@@ -38,14 +38,10 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
             # a multi-threaded calibration's fork/join of split kernels and where it steps in
             arrays["par_s"][i] = float(t.get("par_us", 0.0)) * 1e-6
             arrays["b_par"][i] = float(t.get("b_par_bytes", 0.0))
-            # a batched kernel's fixed cost per extra piece (matrices of a batched MatMul)
-            arrays["piece_s"][i] = float(t.get("piece_us", 0.0)) * 1e-6
-            # a convolution run as im2col + GEMM: the copy, per element of the im2col matrix
-            arrays["im2col_s"][i] = float(t.get("im2col_ns", 0.0)) * 1e-9
-            # more per element where a stride above 1 makes the copy a gather
-            arrays["im2col_stride_s"][i] = float(t.get("im2col_stride_ns", 0.0)) * 1e-9
-            # an RNN's recurrent products (a chain of matrix-vector products), per FLOP
-            arrays["serial_s"][i] = float(t.get("serial_ns", 0.0)) * 1e-9
+            # per extra piece of a batched kernel, per im2col element (a strided one's more), per
+            # recurrent FLOP of an RNN (efficiency.class_fixed_s)
+            for name, key, unit in eff.CPU_FIXED_KEYS:
+                arrays[name][i] = float(t.get(key, 0.0)) * unit
         from analyzer.prediction.thread_mode import notes
 
         said = "".join(f"; {w}" for w in notes(cal))

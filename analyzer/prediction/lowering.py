@@ -234,8 +234,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             # a multi-threaded calibration's fork/join of kernels split over the threads, a
             # batched kernel's cost per piece, a convolution's im2col copy (a strided one's more),
             # a recurrent layer's chain of recurrent products
-            im2col = view[0] * view[2] * np.maximum(view[3], 1.0)
-            fixed[p] += eff.class_fixed_s(np, nbytes, cls, arrays, view[3], im2col, im2col * view[4], view[5])
+            fixed[p] += eff.class_fixed_s(np, nbytes, cls, arrays, view[0], view[2], view[3], view[4], view[5])
             run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6
             if act is None:   # what a run writes besides its weights (cpu_cold.cold_share)
                 act = float(sum(n.cost.activation_bytes_written for n in nodes))

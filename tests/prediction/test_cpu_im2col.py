@@ -19,8 +19,8 @@ def test_class_fixed_s_adds_im2col_s_per_element():
               for k, v in eff.load_constants("datasheet").arrays.items()}
     arrays["im2col_s"][eff.CLASS_CODE["conv1d"]] = 0.2e-9
     cls = np.array([eff.CLASS_CODE["conv1d"]] * 2)
-    out = eff.class_fixed_s(np, np.array([1e5, 1e5]), cls, arrays, np.array([1.0, 1.0]),
-                            np.array([996.0 * 80, 0.0]))
+    out = eff.class_fixed_s(np, np.array([1e5, 1e5]), cls, arrays, m=np.array([996.0, 0.0]),
+                            k=np.array([80.0, 0.0]), batch=np.array([1.0, 1.0]))
     assert out[0] == pytest.approx(79680 * 0.2e-9, rel=1e-12)
     assert out[1] == 0.0
     # and through the kernel form (its floor): m 996, k 80, batch 1
