@@ -26,9 +26,9 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from analyzer.prediction.efficiency import (CLASS_CODE, CLASS_PARAMS, EFFICIENCY_DIR,  # noqa: E402
-                                            OP_CLASSES, kernel_time, roofline_time, units_of,
-                                            with_clock)
+from analyzer.prediction.efficiency import (CLASS_CODE, CLASS_PARAMS, OP_CLASSES,  # noqa: E402
+                                            kernel_time, roofline_time, with_clock)
+from analyzer.prediction.family_constants import EFFICIENCY_DIR, units_of  # noqa: E402
 
 FIT_DATE = "2026-11-24"
 SCRIPT = "bench/fit_efficiency.py"
@@ -680,7 +680,7 @@ def baseline_dir() -> str | None:
 
 
 def score(data: dict, directory: str, before: str | None = None) -> list[dict]:
-    from analyzer.prediction.efficiency import load_constants
+    from analyzer.prediction.family_constants import load_constants
 
     rows = []
     for label, fam, src in EVALS:
@@ -814,7 +814,7 @@ def write_fixture(data: dict, directory: str) -> dict:
     """300-odd rows of the in-device sets (hash-selected) + the fitted model's MAPE on them."""
     import pandas as pd
 
-    from analyzer.prediction.efficiency import load_constants
+    from analyzer.prediction.family_constants import load_constants
 
     parts = []
     for label, fam, src in EVALS:

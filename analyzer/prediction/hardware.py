@@ -10,6 +10,7 @@ import numpy as np
 
 from analyzer.errors import HardwareError, Hint
 from analyzer.prediction import efficiency as eff
+from analyzer.prediction import family_constants as fc
 from analyzer.prediction import runtimes
 
 
@@ -17,7 +18,7 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
     """(arrays, provenance, detail) for one profile."""
     cal = profile.calibration
     if cal and cal.get("tables"):
-        base = eff.load_constants("datasheet")
+        base = fc.load_constants("datasheet")
         arrays = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in base.arrays.items()}
         tables = cal["tables"]
         for i, cls in enumerate(eff.OP_CLASSES):
@@ -47,9 +48,9 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
         said = "".join(f"; {w}" for w in notes(cal))
         return arrays, "calibrated", (f"calibrated on this machine ({cal.get('measured_on', '?')}, "
                                       f"{cal.get('runtime', '?')}){said}")
-    fam = profile.family or eff.family_of(profile.id)
+    fam = profile.family or fc.family_of(profile.id)
     if profile.kind == "gpu":
-        consts = eff.load_constants(fam)
+        consts = fc.load_constants(fam)
         arrays = eff.with_clock(consts.arrays, clock_hz(profile))
         if consts.generic:
             return arrays, "generic", ("generic GPU constants (no family constants for "
@@ -61,7 +62,7 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
         return arrays, "architecture constants", (
             f"{consts.family} constants ({consts.describe('gemm')}){inherited}")
     name = "datasheet-tpu" if profile.kind == "tpu" else "datasheet"
-    return eff.load_constants(name).arrays, "datasheet", (
+    return fc.load_constants(name).arrays, "datasheet", (
         f"datasheet peaks and bandwidth ({profile.kind}: no measured efficiency constants); "
         f"expect datasheet-roofline error (20-55%), calibrate for better")
 
@@ -94,7 +95,7 @@ def profile_terms(prof) -> tuple:
         us, why = runtimes.KIND_LAUNCH_US[prof.kind]
         launch = us * 1e-6
         said.append(f"{prof.id} has no launch figure: {us:g} us per kernel {why}")
-    return (prof.mem_bw_gbs * 1e9, float(prof.units or eff.units_of(prof) or 0),
+    return (prof.mem_bw_gbs * 1e9, float(prof.units or fc.units_of(prof) or 0),
             cache_bytes(prof), arrays, prov, detail, launch, tuple(said))
 
 

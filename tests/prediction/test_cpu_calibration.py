@@ -101,9 +101,10 @@ def test_op_class_of_conv_variants_and_fallbacks():
 
 def test_gpu_family_files_load_new_classes_from_their_fallbacks():
     from analyzer.prediction import efficiency as eff
+    from analyzer.prediction.family_constants import load_constants
 
     for fam in ("nvidia-hopper", "nvidia-ampere", "generic", "datasheet"):
-        fc = eff.load_constants(fam)
+        fc = load_constants(fam)
         for cls, fb in eff.CLASS_FALLBACK.items():
             i, j = eff.CLASS_CODE[cls], eff.CLASS_CODE[fb]
             for p in eff.CLASS_PARAMS:

@@ -349,7 +349,7 @@ def test_a_gpu_family_predicts_a_1d_conv_with_its_conv_constants():
     """No GPU family has conv1d/pool1d sets: the fallback gives the conv constants, as before."""
     import hardware_db
 
-    from analyzer.prediction.efficiency import load_constants
+    from analyzer.prediction.family_constants import load_constants
 
     c = load_constants(hardware_db.get("a100").family)
     for p in ("e_compute", "e_bw", "floor_s"):

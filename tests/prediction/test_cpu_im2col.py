@@ -9,6 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from analyzer.prediction import cpu_model
 from analyzer.prediction import efficiency as eff
+from analyzer.prediction.family_constants import load_constants
 from analyzer.prediction.calibrate import calibration_sources, write_profile
 
 
@@ -16,7 +17,7 @@ def test_class_fixed_s_adds_im2col_s_per_element():
     # conv1d kernels with views m x k = 996 x 80 (79,680 elements) and 0 (no view); 0.2 ns an
     # element: 15.936 us on the first, none on the second
     arrays = {k: (v.copy() if isinstance(v, np.ndarray) else v)
-              for k, v in eff.load_constants("datasheet").arrays.items()}
+              for k, v in load_constants("datasheet").arrays.items()}
     arrays["im2col_s"][eff.CLASS_CODE["conv1d"]] = 0.2e-9
     cls = np.array([eff.CLASS_CODE["conv1d"]] * 2)
     out = eff.class_fixed_s(np, np.array([1e5, 1e5]), cls, arrays, m=np.array([996.0, 0.0]),

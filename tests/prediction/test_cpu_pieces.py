@@ -9,6 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from analyzer.prediction import cpu_model
 from analyzer.prediction import efficiency as eff
+from analyzer.prediction.family_constants import load_constants
 from analyzer.prediction.calibrate import calibration_sources, write_profile
 
 
@@ -53,7 +54,7 @@ def test_kernel_time_adds_piece_s_per_extra_piece():
     # one untiled gemm-class kernel, 1 MFLOP at batch 1 and at batch 5: same work, the batched one
     # pays 4 pieces of 0.3 us more
     arrays = {k: (v.copy() if isinstance(v, np.ndarray) else v)
-              for k, v in eff.load_constants("datasheet").arrays.items()}
+              for k, v in load_constants("datasheet").arrays.items()}
     arrays["piece_s"][eff.CLASS_CODE["gemm"]] = 0.3e-6
     feats = {"op_class": np.array([eff.CLASS_CODE["gemm"]] * 2), "mac_flops": np.array([1e6, 1e6]),
              "bytes": np.array([1e3, 1e3]), "m": np.array([16.0, 16.0]), "n": np.array([16.0, 16.0]),

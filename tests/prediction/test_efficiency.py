@@ -12,10 +12,10 @@ import shutil
 import numpy as np
 import pytest
 
-from analyzer.prediction.efficiency import (CLASS_CODE, CLASS_PARAMS, EFFICIENCY_DIR, L2_STEP_POWER,
-                                            OP_CLASSES, EfficiencyError, family_of, gemm_view,
-                                            class_chain, kernel_time, l2_step, load_constants, op_class_of, validate,
-                                            with_clock)
+from analyzer.prediction.efficiency import (CLASS_CODE, CLASS_PARAMS, L2_STEP_POWER, OP_CLASSES, class_chain,
+                                            gemm_view, kernel_time, l2_step, op_class_of, with_clock)
+from analyzer.prediction.family_constants import (EFFICIENCY_DIR, EfficiencyError, family_of, load_constants,
+                                                  validate)
 
 FIX = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "efficiency")
 C = len(OP_CLASSES)

@@ -72,8 +72,9 @@ def test_gemm_wave_and_tile_regimes(cm):
     # up/down/q...: m = batch*seq, n = width; a100 (108 SMs) runs 128x128 tiles. The chosen
     # values cross m < 128 (granule padding) / m >= 128 (tiles) and 108 -> 117 tiles (2 waves)
     from analyzer.prediction import efficiency as eff
+    from analyzer.prediction.family_constants import load_constants
 
-    c = eff.load_constants("nvidia-ampere").arrays
+    c = load_constants("nvidia-ampere").arrays
     tm = c["tile_m"][eff.CLASS_CODE["gemm"]]
     assert tm == c["tile_n"][eff.CLASS_CODE["gemm"]] == 128
     m = ss.symbolic_transformer()
