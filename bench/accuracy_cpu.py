@@ -68,9 +68,9 @@ def evaluate(path, profile, threads, level, q, runs):
     import onnx
 
     from analyzer import analyze
-    from analyzer.prediction import cpu_model
     from analyzer.prediction.ort_graph import fused_graph, fusion_map
     from analyzer.prediction.ort_measure import measure
+    from analyzer.report.measured import spearman
 
     proto = onnx.load(path, load_external_data=False)
     dims = sym_dims(proto)
@@ -95,7 +95,8 @@ def evaluate(path, profile, threads, level, q, runs):
         if t and p:
             pk.append(p)
             mk.append(t)
-    rho = cpu_model.spearman(pk, mk) if len(pk) >= 3 else float("nan")
+    rho = spearman(pk, mk) if len(pk) >= 3 else None
+    rho = float("nan") if rho is None else rho
     samples = sorted(m.run_samples_s)
     return {"model": os.path.relpath(path, ROOT), "kernels": pred.kernels,
             "predicted_ms": pred.latency_s * 1e3, "measured_ms": m.latency_s * 1e3,

@@ -32,9 +32,8 @@ from typing import Any, Callable
 import numpy as np
 
 from analyzer.prediction import cpu_cold, cpu_epilogue, cpu_model, fit_worker, thread_mode
-from analyzer.prediction.calibration_models import (F32, Builder, baseline_model, build_model,  # noqa: F401
-                                                    calibration_models, extra_nodes, sizes, split_rows,
-                                                    value_info)
+from analyzer.prediction.calibration_models import baseline_model, calibration_models, split_rows
+from analyzer.prediction.onnx_build import build_model, extra_nodes, value_info
 from analyzer.prediction.profile_toml import calibration_sources, to_toml, write_profile  # noqa: F401  (re-exported)
 from analyzer.prediction.efficiency import CPU_FIXED_KEYS
 from analyzer.prediction.ort_graph import LAYOUT_LEVELS, import_ort, session_options

@@ -159,7 +159,7 @@ def fit_capacity(weight_bytes, seconds) -> dict[str, float] | None:
 
 def gemv_model(llc_bytes: float) -> tuple[Any, float]:
     """(a 1 x 4096 @ 4096 x N MatMul whose weights are about twice ``llc_bytes``, its bytes)."""
-    from analyzer.prediction.calibration_models import Builder
+    from analyzer.prediction.onnx_build import Builder
 
     k = 4096
     n = max(256, int(np.ceil(2 * llc_bytes / 4 / k / 256)) * 256)

@@ -52,6 +52,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from analyzer.prediction import efficiency as eff
+from analyzer.prediction import nelder_mead
 
 PARAMS = ("floor_s", "e_c", "e_bw", "b_half", "l2_gain")
 # a row's kernel time is a difference of wall-clocks (row model - baseline - dispatch) whose
@@ -70,6 +71,11 @@ TILED_CLASSES = ("gemm", "conv", "conv_1x1", "conv1d")
 # about 10). A kernel split over threads pays the pool's fork/join (``par_s``): at 2 threads on a
 # 2-core EPYC a chain of 20 LayerNorms over 2x16x64 took 40.8 us against 29.7 at 1 thread (2.0
 # against 1.5 us a node), while 20 Adds of the same size (not split) took 11.5 us at both.
+# The step is located by bytes for every class, although MLAS sizes a GEMM's threads by its
+# multiplies (one per 64 K: 15x64x64 ran 0.84 us a node at 1 and 2 threads, 16x64x64 0.85 and
+# 1.11): that rule, tried on the rows of 5 two-thread calibrations, fitted the gemm rows better
+# (8.1-8.7 % MAPE against 8.8-9.5) but predicted the models worse (+0.3 to +2.2 points MAPE):
+# the single-op rows overstate small kernels' fixed costs, which the byte step offsets.
 # the largest fork/join cost of a kernel split over threads the fit may return (seconds), and
 # the share by which the step must lower a class's loss to be kept (a step that explains
 # nothing would only add noise to the class's other constants)
@@ -181,41 +187,6 @@ def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_byte
 # ---------------------------------------------------------------------------------------------
 # the fit
 
-def _nelder_mead(f, x0, steps, iters=600, tol=1e-10):
-    n = len(x0)
-    pts = [np.asarray(x0, dtype=float)]
-    for i in range(n):
-        x = np.array(x0, dtype=float)
-        x[i] += steps[i]
-        pts.append(x)
-    vals = [f(p) for p in pts]
-    for _ in range(iters):
-        order = np.argsort(vals)
-        pts = [pts[i] for i in order]
-        vals = [vals[i] for i in order]
-        if abs(vals[-1] - vals[0]) < tol:
-            break
-        c = np.mean(pts[:-1], axis=0)
-        xr = c + (c - pts[-1])
-        fr = f(xr)
-        if fr < vals[0]:
-            xe = c + 2 * (c - pts[-1])
-            fe = f(xe)
-            pts[-1], vals[-1] = (xe, fe) if fe < fr else (xr, fr)
-        elif fr < vals[-2]:
-            pts[-1], vals[-1] = xr, fr
-        else:
-            xc = c + 0.5 * (pts[-1] - c)
-            fc = f(xc)
-            if fc < vals[-1]:
-                pts[-1], vals[-1] = xc, fc
-            else:
-                pts = [pts[0] + 0.5 * (p - pts[0]) for p in pts]
-                vals = [f(p) for p in pts]
-    i = int(np.argmin(vals))
-    return pts[i], vals[i]
-
-
 def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
               tiles: Iterable[float] = (), parallel: bool = False, im2col: bool = False) -> dict[str, float]:
     """Fit ``floor_s, e_c, e_bw, b_half`` (and ``l2_gain`` when ``l2_bytes`` > 0; else 0) of the
@@ -297,8 +268,8 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
         for bh in (-1.0, 0.0, 1.5, 4.0):
             for g0 in ((-4.0, 0.0) if with_cache else (0.0,)):
                 x0 = [f0, math.log(ec0), math.log(eb0), bh, g0]
-                x, v = _nelder_mead(loss, x0, [1.0, 0.5, 0.5, 1.0, 1.0])
-                x, v = _nelder_mead(loss, x, [0.3, 0.2, 0.2, 0.3, 0.3])
+                x, v = nelder_mead.minimize(loss, x0, [1.0, 0.5, 0.5, 1.0, 1.0])
+                x, v = nelder_mead.minimize(loss, x, [0.3, 0.2, 0.2, 0.3, 0.3])
                 if best is None or v < best[1]:
                     best = (x, v)
     best = (list(best[0]) + [0.0], best[1], 0.0)
@@ -311,8 +282,8 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
         for nh0 in (-2.0, 0.0):   # n_half about 0.5 and 2 tiles
             for g0 in gains:
                 x0 = list(untiled[0][:4]) + [g0, nh0]
-                x, v = _nelder_mead(lambda z: loss(z, tile), x0, [1.0, 0.5, 0.5, 1.0, 1.0, 1.0])
-                x, v = _nelder_mead(lambda z: loss(z, tile), x, [0.3, 0.2, 0.2, 0.3, 0.3, 0.3])
+                x, v = nelder_mead.minimize(lambda z: loss(z, tile), x0, [1.0, 0.5, 0.5, 1.0, 1.0, 1.0])
+                x, v = nelder_mead.minimize(lambda z: loss(z, tile), x, [0.3, 0.2, 0.2, 0.3, 0.3, 0.3])
                 if v < best[1]:
                     best = (list(x), v, tile)
     def stage(slot, tails, gain, refine=(0.3,) * 6):
@@ -326,9 +297,9 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
         x0 += list(OFF_SLOTS[len(x0) - 6:slot - 6])
         on = [0.3 if x0[6 if i < 8 else i] > -50.0 else 0.0 for i in range(6, slot)]
         for tail in tails:
-            x, v = _nelder_mead(lambda z: loss(z, tile), x0 + list(tail),
+            x, v = nelder_mead.minimize(lambda z: loss(z, tile), x0 + list(tail),
                                 [1.0, 0.5, 0.5, 1.0, 1.0, 1.0] + on + [1.0] * len(tail))
-            x, v = _nelder_mead(lambda z: loss(z, tile), x, list(refine) + on + [0.3] * len(tail))
+            x, v = nelder_mead.minimize(lambda z: loss(z, tile), x, list(refine) + on + [0.3] * len(tail))
             if v < best[1] and v < base[1] * (1 - gain):
                 best = (list(x), v, tile)
 
@@ -377,21 +348,3 @@ def without_reorders(rows, view, per_row, fit: dict, dispatch: float, peak: floa
     ok = ok if ok.sum() >= 6 else np.ones_like(ok)
     left = np.maximum(t - r, REORDER_KEEP * t)
     return (F[ok], B[ok], left[ok], [o for o, k in zip(ops, ok) if k]), (None if view is None else view[:, ok])
-
-
-def spearman(a, b) -> float:
-    """Spearman rank correlation (average ranks for ties)."""
-    def ranks(x):
-        x = np.asarray(x, dtype=float)
-        order = np.argsort(x, kind="mergesort")
-        r = np.empty(len(x))
-        r[order] = np.arange(len(x), dtype=float)
-        for v in np.unique(x):
-            m = x == v
-            if m.sum() > 1:
-                r[m] = r[m].mean()
-        return r
-    ra, rb = ranks(a), ranks(b)
-    if len(ra) < 2 or ra.std() == 0 or rb.std() == 0:
-        return float("nan")
-    return float(np.corrcoef(ra, rb)[0, 1])

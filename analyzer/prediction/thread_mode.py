@@ -30,7 +30,7 @@ def probe_model() -> Any:
     import numpy as np
     from onnx import helper, numpy_helper
 
-    from analyzer.prediction.calibration_models import build_model, value_info
+    from analyzer.prediction.onnx_build import build_model, value_info
 
     rng = np.random.default_rng(3)
     nodes, inits, prev = [], [], "x"

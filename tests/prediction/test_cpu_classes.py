@@ -192,7 +192,8 @@ def test_calibrated_profile_applies_its_l2_step(tmp_path):
 # calibration rows measure what they claim to
 
 def test_transpose_rows_are_not_pushed_below_their_sink():
-    from analyzer.prediction.calibration_models import calibration_models, extra_nodes, split_rows
+    from analyzer.prediction.calibration_models import calibration_models, split_rows
+    from analyzer.prediction.onnx_build import extra_nodes
     from analyzer.prediction.ort_graph import fused_graph
 
     rows = split_rows(calibration_models()["movement"])
