@@ -25,7 +25,8 @@ from analyzer.prediction import efficiency as eff
 TRACES = {"roofline": 0}
 BOUNDS = ("compute", "memory", "overhead")
 _MIN_BUCKET = 64
-_FEATS = ("op_class", "mac_flops", "vec_flops", "trans_flops", "bytes", "m", "n", "k", "batch", "elem_bytes")
+# the per-kernel features the kernel reads (``Lowered.feats``; the search API batches the same)
+FEATS = ("op_class", "mac_flops", "vec_flops", "trans_flops", "bytes", "m", "n", "k", "batch", "elem_bytes")
 
 
 def bucket(n: int) -> int:
@@ -95,7 +96,7 @@ def run(lowered, overlap: bool = True):
         return out
 
     feats = {f: pad1(lowered.feats[f], dtype=np.int32 if f == "op_class" else np.float32)
-             for f in _FEATS}
+             for f in FEATS}
     active = np.zeros(kb, np.float32)
     active[:K] = 1.0
     consts = {name: padp(v, 1.0) for name, v in lowered.consts.items()}

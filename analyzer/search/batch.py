@@ -18,7 +18,7 @@ import numpy as np
 
 from analyzer.prediction import kernels
 
-FEATS = ("op_class", "mac_flops", "vec_flops", "trans_flops", "bytes", "m", "n", "k", "batch")
+FEATS = kernels.FEATS
 TRACES = {"batch": 0}
 _jitted = None
 

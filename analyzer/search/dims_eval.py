@@ -42,7 +42,8 @@ _jitted = None
 def _key(grp, k: int) -> bytes:
     low = grp.low
     return b"".join((grp.coeffs[:, :, k].tobytes(), grp.integral[:, k].tobytes(),
-                     np.int64(low.feats["op_class"][k]).tobytes(), low.matrix_peak[:, k].tobytes(),
+                     np.int64(low.feats["op_class"][k]).tobytes(),
+                     np.float64(low.feats["elem_bytes"][k]).tobytes(), low.matrix_peak[:, k].tobytes(),
                      low.vector_peak[:, k].tobytes(), low.fixed[:, k].tobytes()))
 
 
@@ -71,6 +72,7 @@ def _group_arrays(grp, used: np.ndarray, mb: int) -> dict:
 
     return {"coeffs": coeffs, "integral": grp.integral[:, cols][:, :, None],
             "op_class": np.asarray(low.feats["op_class"], np.int32)[cols][:, None],
+            "elem_bytes": np.asarray(low.feats["elem_bytes"], np.float32)[cols][:, None],
             "mpeak": per_kernel(low.matrix_peak), "vpeak": per_kernel(low.vector_peak),
             "fixed": per_kernel(low.fixed),
             "bw": np.asarray(low.mem_bw, np.float32).reshape(P),
@@ -129,7 +131,7 @@ def _traced(x, exps, groups, overlap):
         vals = jnp.einsum("fkm,mb->fkb", g["coeffs"], mono)
         vals = jnp.where(g["integral"], jnp.round(vals), vals)     # [F, K, B]
         shape = vals.shape[1:]
-        feats = {"op_class": g["op_class"], **{n: vals[i] for i, n in enumerate(FIT)}}
+        feats = {"op_class": g["op_class"], "elem_bytes": g["elem_bytes"], **{n: vals[i] for i, n in enumerate(FIT)}}
         time = kernels.kernel_terms(
             feats, vals[NFEAT - 1], jnp.ones(shape, jnp.float32), g["mpeak"], g["vpeak"], g["bw"],
             g["units"], g["l2"], g["consts"], jnp.broadcast_to(g["fixed"], (g["fixed"].shape[0], *shape)),

@@ -25,8 +25,9 @@ import numpy as np
 
 from analyzer.prediction import fusion
 from analyzer.prediction import kernel_rows as kr
+from analyzer.prediction import kernels
 
-FEATS = ("op_class", "mac_flops", "vec_flops", "trans_flops", "bytes", "m", "n", "k", "batch")
+FEATS = kernels.FEATS
 ROWS_CAP = 100_000    # cached kernel rows per runtime group (cleared when full)
 CACHE_MEMBERS = 16    # a fused kernel of more members is rebuilt each time (its key is rare)
 _POLICIES = ("none", "xla")
@@ -59,9 +60,9 @@ class Kernels:
 
 def _feats(row) -> tuple:
     """A ``kernel_rows`` row's values in ``FEATS`` order (class code, MACs, vector FLOPs,
-    transcendentals, bytes, GEMM view m, n, k, batch; not its strided flag, which only a
-    calibrated profile's fixed cost reads)."""
-    return (row[6], row[0], row[1], row[2], row[3], *row[7][:4])
+    transcendentals, bytes, GEMM view m, n, k, batch, bytes per element of its dtype; not its
+    strided flag, which only a calibrated profile's fixed cost reads)."""
+    return (row[6], row[0], row[1], row[2], row[3], *row[7][:4], kr.PRECISION_BITS.get(row[8], 0) / 8)
 
 
 def _pkey(row) -> tuple:

@@ -114,3 +114,32 @@ def test_table_equals_analyze_of_composed(runtime, tmp_path):
         table.save(str(tmp_path / name))
         again = LatencyTable.load(str(tmp_path / name))
         np.testing.assert_array_equal(again.score(choices), lat)
+
+
+def _gathers(dtype, seq="seq"):
+    """An embedding lookup (``seq`` ids into a 50,000 x 512 table of ``dtype``) and a Relu."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    elem = {"fp32": (np.float32, TensorProto.FLOAT), "fp16": (np.float16, TensorProto.FLOAT16)}[dtype]
+    emb = numpy_helper.from_array(np.zeros((50000, 512), elem[0]), "E")
+    g = helper.make_graph([helper.make_node("Gather", ["E", "ids"], ["h"], name="embed"),
+                           helper.make_node("Relu", ["h"], ["y"], name="act")], "g",
+                          [helper.make_tensor_value_info("ids", TensorProto.INT64, [8, seq])],
+                          [helper.make_tensor_value_info("y", elem[1], None)], [emb])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+def test_score_reads_the_dtype_of_a_per_element_gather(cm, dtype):
+    # a GPU gather issues per element (efficiency.ELEMENT_RATE_CLASSES): its per-SM term scales by
+    # 2 bytes / the dtype's bytes, so an fp32 table's 512-wide rows cost half their bytes' worth
+    # there. The search paths once dropped the dtype: CostModel.score put this fp32 model 60 %
+    # above analyze() on an A100
+    fixed = _gathers(dtype, 512)
+    np.testing.assert_allclose(cm.score([fixed])[0], reference(fixed), rtol=1e-6)
+    m = _gathers(dtype)
+    grid = [64, 128, 256, 512, 1024]
+    for s, row in zip(grid, cm.score_dims(m, {"seq": grid})):
+        np.testing.assert_allclose(row, reference(m, dims={"seq": s}), rtol=1e-6)
