@@ -266,7 +266,9 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
                    cpu_model.TILE_CANDIDATES if cls in cpu_model.TILED_CLASSES else ()),
                   {"parallel": threads > 1,
                    "im2col": cls in cpu_model.IM2COL_CLASSES
-                   or (cls in cpu_model.LAYOUT_FREE_IM2COL and level not in LAYOUT_LEVELS)})
+                   or (cls in cpu_model.LAYOUT_FREE_IM2COL and level not in LAYOUT_LEVELS),
+                   "k_blocks": cpu_model.K_BLOCKS if cls in cpu_model.K_BLOCK_CLASSES and level in LAYOUT_LEVELS
+                   else ()})
             for cls, (F, B, t, _) in rows.items() if cls not in fits}
     fits.update(fit_worker.fit_classes(jobs))
     for cls in rows:
@@ -276,6 +278,8 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
                        "fit_mape": fit["fit_mape"]}
         if fit.get("tile_n"):
             tables[cls].update({"tile_n": fit["tile_n"], "n_half": fit["n_half"]})
+            if fit.get("k_block"):
+                tables[cls]["k_block"] = fit["k_block"]
         if fit.get("par_s"):
             tables[cls].update({"par_us": fit["par_s"] * 1e6, "b_par_bytes": fit["b_par"]})
         for name, key, unit in CPU_FIXED_KEYS:

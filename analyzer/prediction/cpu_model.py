@@ -64,6 +64,14 @@ NOISE_FLOOR_S = 0.25e-6
 TILE_CANDIDATES = (4.0, 8.0, 16.0, 32.0)
 # calibration classes whose rows are matrix kernels (a GEMM view: output columns to pad)
 TILED_CLASSES = ("gemm", "conv", "conv_1x1", "conv1d")
+# input-channel blocks a calibration tries for the pointwise convolutions at the levels with
+# onnxruntime's NCHWc layout (efficiency's ``k_block``: MLAS blocks channels by its vector width,
+# 8 fp32 with AVX2, 16 with AVX-512). 1 thread, 2-core AVX-512 EPYC, the conv_1x1 rows of runs aa
+# and ab refitted: 7.4 / 7.7 % MAPE without, 4.2 / 4.1 % at 16 (8 changed nothing), its tile of
+# output columns 8 -> 16; 2 threads 14.1 -> 11.3 %. The rows 1x1 24 -> 144 and 24 -> 128 at 52-56
+# pixels had run at 0.73 and 0.72 of their prediction: their 24 input channels pad to 32.
+K_BLOCKS = (8.0, 16.0)
+K_BLOCK_CLASSES = ("conv_1x1",)
 # A tiled kernel holds its output columns in vector registers; with one or two registers' worth
 # its inner loop runs at part of its rate (efficiency's ``narrow``; onnxruntime 1.32, AVX-512
 # EPYC, 1 thread: a 3x3 conv, 64 -> C_out channels at 64x64, 410 us at C_out 8-16, 602 at 32, 1145
@@ -149,7 +157,7 @@ def node_features(nodes: Iterable[Any], views: bool = False):
 
 def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_bytes=0.0,
                 view=None, tile_n=0.0, n_half=0.0, par_s=0.0, b_par=0.0, piece_s=0.0, im2col_s=0.0,
-                im2col_stride_s=0.0, serial_s=0.0):
+                im2col_stride_s=0.0, serial_s=0.0, k_block=0.0):
     """The per-kernel form (seconds) for one class, numpy-broadcasting over ``F``/``B``: the
     product's ``efficiency.kernel_time`` with the class's constants (vector peak = matrix peak,
     transcendentals weighted 1), as the predictions evaluate it. ``l2_bytes`` 0: no cache step.
@@ -160,7 +168,7 @@ def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_byte
     cost of each piece after the first of a ``view`` with batch > 1. ``im2col_s``: the cost per
     element (m x k x batch) of a ``view``'s im2col matrix, ``im2col_stride_s`` more where the
     view is strided (its sixth row), ``serial_s`` per serial FLOP (its seventh; a shorter view,
-    as older saved rows hold: none)."""
+    as older saved rows hold: none). ``k_block`` > 0 (tiled): the view's k padded to whole blocks."""
     F = np.atleast_1d(np.asarray(F, dtype=np.float64))
     B = np.atleast_1d(np.asarray(B, dtype=np.float64))
     z = np.zeros(1)
@@ -168,6 +176,7 @@ def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_byte
     consts = {"e_compute": z + e_c, "e_bw": z + e_bw, "b_half_bytes": z + b_half, "floor_s": z + floor_s,
               "tile_m": z + (1.0 if tiled else 0.0), "tile_n": z + (tile_n if tiled else 0.0),
               "wave_alpha": z, "l2_gain": z + l2_gain, "n_half": z + (n_half if tiled else 0.0),
+              "k_block": z + (k_block if tiled else 0.0),
               "par_s": z + par_s, "b_par": z + b_par, "piece_s": z + piece_s,
               "im2col_s": z + (im2col_s if view is not None else 0.0),
               "im2col_stride_s": z + (im2col_stride_s if view is not None else 0.0),
@@ -188,7 +197,8 @@ def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_byte
 # the fit
 
 def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
-              tiles: Iterable[float] = (), parallel: bool = False, im2col: bool = False) -> dict[str, float]:
+              tiles: Iterable[float] = (), parallel: bool = False, im2col: bool = False,
+              k_blocks: Iterable[float] = ()) -> dict[str, float]:
     """Fit ``floor_s, e_c, e_bw, b_half`` (and ``l2_gain`` when ``l2_bytes`` > 0; else 0) of the
     form to measured kernel times ``t`` (seconds), minimising the squared log error (relative
     error: small and large kernels count alike). With a ``view`` (``node_features``'s) and
@@ -200,7 +210,8 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
     > 1: the per-piece cost ``piece_s`` (0 .. ``MAX_PIECE_S``) is fitted last, kept where it
     lowers the loss by more than 1 %. ``im2col`` with a ``view``: the cost per im2col element
     ``im2col_s`` (0 .. ``MAX_IM2COL_S``) is fitted last, kept where it lowers the loss by more
-    than ``IM2COL_GAIN``. Returns the constants (``tile_n``/``n_half`` 0: untiled;
+    than ``IM2COL_GAIN``. ``k_blocks``: with each tile, the input depths (k) its kernels pad to
+    are tried too (``k_block``; 0 kept among them: no padding). Returns the constants (``tile_n``/``n_half`` 0: untiled;
     ``par_s``/``b_par`` 0: no step; ``piece_s`` 0: none) plus ``fit_mape`` (%) and ``rows``."""
     F = np.asarray(F, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
@@ -249,10 +260,12 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
             return (n_half, 0.0, 0.0) + rest
         return (n_half, MAX_PAR_S * sig(x[6]), math.exp(lo_b + (hi_b - lo_b) * sig(x[7]))) + rest
 
+    kblk = [0.0]   # the k block of the fit in hand (the tiled fits set it)
+
     def loss(x, tile=0.0):
         floor, e_c, e_bw, b_half, gain = unpack(x)
         pred = kernel_time(F, B, floor, e_c, e_bw, b_half, peak, bw, gain, l2_bytes, view, tile,
-                           *extra(x, tile))
+                           *extra(x, tile), k_block=kblk[0])
         if np.any(pred <= 0):
             return 1e9
         return float(np.mean((np.log(pred) - np.log(t)) ** 2))
@@ -272,20 +285,22 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
                 x, v = nelder_mead.minimize(loss, x, [0.3, 0.2, 0.2, 0.3, 0.3])
                 if best is None or v < best[1]:
                     best = (x, v)
-    best = (list(best[0]) + [0.0], best[1], 0.0)
+    best = (list(best[0]) + [0.0], best[1], 0.0, 0.0)
     untiled = best
     # the tiled fits start from the untiled constants, with its cache gain and with a gain of
     # about 1.5 (from the untiled gain alone, one calibration's gemm fit lost its gain: its GEMVs
     # under the L2 size came out 12 % slow)
     gains = (untiled[0][4], -2.5) if with_cache else (untiled[0][4],)
     for tile in tiles:
-        for nh0 in (-2.0, 0.0):   # n_half about 0.5 and 2 tiles
-            for g0 in gains:
-                x0 = list(untiled[0][:4]) + [g0, nh0]
-                x, v = nelder_mead.minimize(lambda z: loss(z, tile), x0, [1.0, 0.5, 0.5, 1.0, 1.0, 1.0])
-                x, v = nelder_mead.minimize(lambda z: loss(z, tile), x, [0.3, 0.2, 0.2, 0.3, 0.3, 0.3])
-                if v < best[1]:
-                    best = (list(x), v, tile)
+        for kblk[0] in (0.0,) + tuple(k_blocks):
+            for nh0 in (-2.0, 0.0):   # n_half about 0.5 and 2 tiles
+                for g0 in gains:
+                    x0 = list(untiled[0][:4]) + [g0, nh0]
+                    x, v = nelder_mead.minimize(lambda z: loss(z, tile), x0, [1.0, 0.5, 0.5, 1.0, 1.0, 1.0])
+                    x, v = nelder_mead.minimize(lambda z: loss(z, tile), x, [0.3, 0.2, 0.2, 0.3, 0.3, 0.3])
+                    if v < best[1]:
+                        best = (list(x), v, tile, kblk[0])
+    kblk[0] = best[3]
     def stage(slot, tails, gain, refine=(0.3,) * 6):
         """Fit the optional term at parameter slots ``slot..`` from the best fit so far, from each
         start in ``tails``, the other constants refitted and the optional terms before it moving
@@ -301,7 +316,7 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
                                 [1.0, 0.5, 0.5, 1.0, 1.0, 1.0] + on + [1.0] * len(tail))
             x, v = nelder_mead.minimize(lambda z: loss(z, tile), x, list(refine) + on + [0.3] * len(tail))
             if v < best[1] and v < base[1] * (1 - gain):
-                best = (list(x), v, tile)
+                best = (list(x), v, tile, kblk[0])
 
     if parallel and len(t) >= 6:   # the step low, mid and high in the rows' bytes
         stage(6, [(-1.0, b0) for b0 in (-1.5, 0.0, 1.5)], PAR_GAIN, (0.3, 0.2, 0.2, 0.3, 0.3, 0.3))
@@ -314,14 +329,15 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
               IM2COL_GAIN)
     if view is not None and len(view) > 6 and (view[6] > 0).any() and len(t) >= 6:   # about 2, 27 ps
         stage(11, [(-4.0,), (-1.0,)], SERIAL_GAIN)
-    x, _, tile = best
+    x, _, tile, _ = best
     floor, e_c, e_bw, b_half, gain = unpack(x)
     n_half, par_s, b_par, piece_s, im2col_s, stride_s, serial_s = extra(x, tile)
     pred = kernel_time(F, B, floor, e_c, e_bw, b_half, peak, bw, gain, l2_bytes, view, tile, n_half,
-                       par_s, b_par, piece_s, im2col_s, stride_s, serial_s)
+                       par_s, b_par, piece_s, im2col_s, stride_s, serial_s, k_block=kblk[0])
     mape = float(np.mean(np.abs(pred - t) / t) * 100)
     return {"floor_s": floor, "e_c": e_c, "e_bw": e_bw, "b_half": b_half, "l2_gain": gain,
-            "tile_n": float(tile), "n_half": float(n_half), "par_s": float(par_s), "b_par": float(b_par),
+            "tile_n": float(tile), "n_half": float(n_half), "k_block": float(kblk[0]) if tile else 0.0,
+            "par_s": float(par_s), "b_par": float(b_par),
             "piece_s": float(piece_s), "im2col_s": float(im2col_s), "im2col_stride_s": float(stride_s),
             "serial_s": float(serial_s),
             "rows": int(len(t)), "fit_mape": mape}

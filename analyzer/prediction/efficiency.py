@@ -27,6 +27,9 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   narrower than that (a CPU's tile: its vector width).
 - ``narrow`` (tiled classes): ``1 + (n_half[c] / n_padded)**2``: a CPU GEMM or convolution with
   one or two vector registers of output columns runs its inner loop at part of its rate.
+- ``k_block`` (tiled classes; 0: off): ``k`` is padded to whole blocks of ``k_block`` too. A
+  calibrated CPU's pointwise convolutions run in onnxruntime's NCHWc layout, whose channels come
+  in blocks of the vector width (16 fp32 with AVX-512): 24 input channels do the work of 32.
 - The fixed CPU terms, each calibrated (else 0) and measured in ``cpu_model``: ``piece_s`` per
   extra piece of a kernel looping over independent products (a batched MatMul's matrices);
   ``im2col_s`` per element of the k x m matrix a convolution run as im2col + GEMM copies first,
@@ -93,12 +96,12 @@ _ELEMENT_RATE = np.array([1.0 if c in ELEMENT_RATE_CLASSES else 0.0 for c in OP_
 MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
                "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s", "im2col_s", "im2col_stride_s",
-               "serial_s")
+               "serial_s", "k_block")
 # ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
 CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
 # values a constants file may leave out (older files: no cache term, no per-SM term)
 PARAM_DEFAULTS = dict.fromkeys(("l2_gain", "bpc", "l2_hit", "sm_bw", "n_half", "par_s", "b_par", "piece_s",
-                                "im2col_s", "im2col_stride_s", "serial_s"), 0.0)
+                                "im2col_s", "im2col_stride_s", "serial_s", "k_block"), 0.0)
 # the optional fixed CPU terms (class_fixed_s): (constant, a calibration table's key, seconds per unit)
 CPU_FIXED_KEYS = (("piece_s", "piece_us", 1e-6), ("im2col_s", "im2col_ns", 1e-9),
                   ("im2col_stride_s", "im2col_stride_ns", 1e-9), ("serial_s", "serial_ns", 1e-9))
@@ -155,7 +158,11 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
     gm, gn = xp.minimum(tm1, MMA_GRANULE), xp.minimum(tn1, MMA_GRANULE)
     mp = xp.where(m >= tm1, mt * tm1, xp.ceil(m / gm) * gm)
     np_ = xp.where(n >= tn1, nt * tn1, xp.ceil(n / gn) * gn)
-    work = xp.where(tiled, 2.0 * mp * np_ * k * b1, mac)
+    # a kernel that runs its inputs in blocks of k_block channels pads k to whole blocks (0: none)
+    kb = per("k_block") if "k_block" in arrays else zeros
+    kb1 = xp.maximum(kb, 1.0)
+    kp = xp.where(kb > 0, xp.ceil(k / kb1) * kb1, k)
+    work = xp.where(tiled, 2.0 * mp * np_ * kp * b1, mac)
     # narrow outputs: a tiled kernel with few (padded) columns runs its inner loop at part of
     # its rate (time x 1 + (n_half / n)^2; n_half 0: off)
     nh = per("n_half") if "n_half" in arrays else zeros

@@ -36,6 +36,7 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
             arrays["tile_m"][i] = 1.0 if tile_n > 0 else 0.0
             arrays["tile_n"][i] = tile_n
             arrays["n_half"][i] = float(t.get("n_half", 0.0)) if tile_n > 0 else 0.0
+            arrays["k_block"][i] = float(t.get("k_block", 0.0)) if tile_n > 0 else 0.0
             # a multi-threaded calibration's fork/join of split kernels and where it steps in
             arrays["par_s"][i] = float(t.get("par_us", 0.0)) * 1e-6
             arrays["b_par"][i] = float(t.get("b_par_bytes", 0.0))

@@ -137,6 +137,29 @@ def test_fit_finds_the_tile_of_output_columns():
     assert plain["tile_n"] == 0.0 and plain["fit_mape"] > 5.0
 
 
+def test_fit_finds_the_input_channel_block():
+    # 1x1 convolution rows made with 16-column tiles and input channels in blocks of 16 (MLAS's
+    # NCHWc layout on AVX-512): the fit given the candidate blocks finds 16 and fits the rows
+    # exactly; without them the 24- and 40-channel inputs (which do the work of 32 and 48) are off
+    from analyzer.prediction import cpu_model
+
+    peak, bw = 2.7e11, 5e10
+    rows = [(m, n, k) for m in (784, 3136) for n in (16, 32, 64, 144) for k in (16, 24, 32, 40, 64, 96)]
+    m, n, k = (np.array(x, np.float64) for x in zip(*rows))
+    mac = 2 * m * n * k
+    F, B = mac, 4 * (m * k + k * n + m * n)
+    view = np.stack([mac, m, n, k, np.ones_like(m)])
+    t = cpu_model.kernel_time(F, B, 1e-6, 0.9, 1.0, 0.0, peak, bw, 0.0, 0.0, view, 16.0, 0.0, k_block=16.0)
+    # closed form of one row: m 784, n 32, k 24 -> padded 32: 2*784*32*32 / (0.9 peak)
+    i = rows.index((784, 32, 24))
+    assert t[i] == pytest.approx(1e-6 + 2 * 784 * 32 * 32 / (0.9 * peak), rel=1e-9)
+    fit = cpu_model.fit_class(F, B, t, peak, bw, 0.0, view, cpu_model.TILE_CANDIDATES, k_blocks=cpu_model.K_BLOCKS)
+    assert (fit["tile_n"], fit["k_block"]) == (16.0, 16.0)
+    assert fit["e_c"] == pytest.approx(0.9, rel=0.03) and fit["fit_mape"] < 1.0
+    plain = cpu_model.fit_class(F, B, t, peak, bw, 0.0, view, cpu_model.TILE_CANDIDATES)
+    assert plain["k_block"] == 0.0 and plain["fit_mape"] > 3.0
+
+
 def test_calibrated_tables_carry_the_tile():
     # a calibrated table's tile_n / n_half reach the constants (tile_m 1: one row per tile)
     from analyzer.prediction import efficiency as eff
@@ -145,12 +168,14 @@ def test_calibrated_tables_carry_the_tile():
     class P:
         calibration = {"runtime": "onnxruntime", "tables": {
             "gemm": {"e_c": 0.9, "e_bw": 1.0, "tile_n": 16.0, "n_half": 10.0},
+            "conv_1x1": {"e_c": 0.9, "e_bw": 1.0, "tile_n": 16.0, "n_half": 10.0, "k_block": 16.0},
             "conv": {"e_c": 0.8, "e_bw": 1.0}}}
     arrays, prov, _ = efficiency_constants(P())
     assert prov == "calibrated"
-    g, c = eff.CLASS_CODE["gemm"], eff.CLASS_CODE["conv"]
+    g, c, p = eff.CLASS_CODE["gemm"], eff.CLASS_CODE["conv"], eff.CLASS_CODE["conv_1x1"]
     assert (arrays["tile_m"][g], arrays["tile_n"][g], arrays["n_half"][g]) == (1.0, 16.0, 10.0)
     assert (arrays["tile_m"][c], arrays["tile_n"][c], arrays["n_half"][c]) == (0.0, 0.0, 0.0)
+    assert (arrays["k_block"][p], arrays["k_block"][g], arrays["k_block"][c]) == (16.0, 0.0, 0.0)
 
 
 def test_l2_cache_bytes_reads_sysfs(tmp_path):

@@ -74,6 +74,19 @@ def test_narrow_tile_factor():
         pytest.approx(2 * 50 * 16 * 64 / 50e12)
 
 
+def test_k_block_pads_the_input_depth():
+    # a pointwise convolution in blocks of 16 channels: 24 input channels do the work of 32,
+    # 32 of 32; with n padded to the 8-wide tile as before (n 20 -> 24). k_block 0: k as it is
+    c = consts(tile_m=1.0, tile_n=8.0, wave_alpha=0.0, b_half_bytes=0.0, k_block=16.0)
+    f = feats("conv_1x1", mac=2 * 3136 * 20 * 24, m=3136, n=20, k=24, batch=1)
+    assert kernel_time(np, f, HW, c)["compute_s"][0] == pytest.approx(2 * 3136 * 24 * 32 / 50e12)
+    f = feats("conv_1x1", mac=2 * 3136 * 24 * 32, m=3136, n=24, k=32, batch=1)
+    assert kernel_time(np, f, HW, c)["compute_s"][0] == pytest.approx(2 * 3136 * 24 * 32 / 50e12)
+    f = feats("conv_1x1", mac=2 * 3136 * 24 * 24, m=3136, n=24, k=24, batch=1)
+    assert kernel_time(np, f, HW, consts(tile_m=1.0, tile_n=8.0, wave_alpha=0.0, b_half_bytes=0.0))[
+        "compute_s"][0] == pytest.approx(2 * 3136 * 24 * 24 / 50e12)
+
+
 def test_wave_quantization_with_units():
     # 4 tiles on 3 units: 2 waves, utilisation 4/6; alpha 1 -> compute x 1.5
     f = feats("gemm", mac=2 * 256 * 256 * 64, m=256, n=256, k=64, batch=1)
