@@ -128,6 +128,8 @@ LAYOUT_FREE_IM2COL = ("conv", "conv_dw")
 SERIAL_CLASSES = ("rnn",)
 MAX_SERIAL_S = 1e-10
 SERIAL_GAIN = 0.05
+# a tiled fit's second start for the floor's parameter (sigmoid(3) = 0.95 of the smallest row)
+FLOOR_START = 3.0
 # fit_class's parameter vector: x[0:5] the base constants, x[5] the tile's n_half, x[6:8] the
 # thread-split step, x[8] the per-piece cost, x[9] the im2col cost, x[10] a strided one's extra,
 # x[11] the serial FLOPs'; slots 6.. of a term not fitted (or not kept) hold these off values
@@ -291,11 +293,15 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
     # about 1.5 (from the untiled gain alone, one calibration's gemm fit lost its gain: its GEMVs
     # under the L2 size came out 12 % slow)
     gains = (untiled[0][4], -2.5) if with_cache else (untiled[0][4],)
+    # and from its floor, or where that sits at the smallest row's time (its sigmoid saturated:
+    # flat to the simplex) from 0.95 of it too (run ac's 1-thread conv fit had stayed at its
+    # untiled floor, 6.8 us, 11.1 % MAPE; from 0.95: 1.6 us, 5.7 %; run ab's rows, 2 % apart: 6.2 %)
+    floors = (untiled[0][0],) + ((FLOOR_START,) if untiled[0][0] > FLOOR_START else ())
     for tile in tiles:
         for kblk[0] in (0.0,) + tuple(k_blocks):
             for nh0 in (-2.0, 0.0):   # n_half about 0.5 and 2 tiles
-                for g0 in gains:
-                    x0 = list(untiled[0][:4]) + [g0, nh0]
+                for g0, f0 in ((g, f) for g in gains for f in floors):
+                    x0 = [f0] + list(untiled[0][1:4]) + [g0, nh0]
                     x, v = nelder_mead.minimize(lambda z: loss(z, tile), x0, [1.0, 0.5, 0.5, 1.0, 1.0, 1.0])
                     x, v = nelder_mead.minimize(lambda z: loss(z, tile), x, [0.3, 0.2, 0.2, 0.3, 0.3, 0.3])
                     if v < best[1]:
