@@ -12,7 +12,8 @@ The form (one kernel, seconds)
     t_kernel = floor_s + split + max(W / (peak * e_c),  (B + b_half) / (bw * e_bw * cache))
     cache    = 1 + l2_gain * s(B / l2_bytes),   s(x) = 1 / (1 + x**2)
     W        = F, or for the matrix classes (TILED_CLASSES) with a fitted tile_n: the work of
-               the output columns padded to tile_n, x (1 + (n_half / n_padded)**2)
+               the output columns padded to tile_n (and k to k_block where fitted: K_BLOCK_CLASSES),
+               x (1 + (n_half / n_padded)**2)
     split    = par_s * x**4 / (1 + x**4), x = B / b_par   (fitted above 1 thread only)
                + piece_s * (batch - 1)                     (PIECE_CLASSES, rows with batch > 1)
     t_model  = run_overhead_s + sum over kernels (dispatch_s + t_kernel)
