@@ -31,11 +31,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from analyzer.prediction import cpu_cold, cpu_epilogue, cpu_model, fit_worker, thread_mode
+from analyzer.prediction import calibration_fit, cpu_cold, cpu_epilogue, cpu_model, fit_worker, thread_mode
 from analyzer.prediction.calibration_models import baseline_model, calibration_models, split_rows
 from analyzer.prediction.onnx_build import build_model, extra_nodes, value_info
 from analyzer.prediction.profile_toml import calibration_sources, to_toml, write_profile  # noqa: F401  (re-exported)
-from analyzer.prediction.efficiency import CPU_FIXED_KEYS
 from analyzer.prediction.ort_graph import LAYOUT_LEVELS, import_ort, session_options
 from analyzer.prediction.ort_record import profiled_reorders
 
@@ -244,7 +243,6 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
 
     l2_core = l2_cache_bytes()   # the cache step's size: the L2 of the session's cores (cpu_model)
     l2_bytes = float(l2_core * min(threads, os.cpu_count() or threads)) if l2_core else 0.0
-    tables = {}
     fits = {}
     reorders = [r for per_row in moved.values() for rs in per_row for r in rs]
     if len(reorders) >= 4:
@@ -260,31 +258,11 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
                                                                peak, bw, l2_bytes)
     speedup1 = probe() if threads > 1 else None   # the end of the measurements
     say(n_cls / (n_cls + 1), "fitting the op classes")
-    with_view = (cpu_model.TILED_CLASSES + cpu_model.PIECE_CLASSES + cpu_model.IM2COL_CLASSES
-                 + cpu_model.LAYOUT_FREE_IM2COL + cpu_model.SERIAL_CLASSES)
-    jobs = {cls: ((F, B, t, peak, bw, l2_bytes, views.get(cls) if cls in with_view else None,
-                   cpu_model.TILE_CANDIDATES if cls in cpu_model.TILED_CLASSES else ()),
-                  {"parallel": threads > 1,
-                   "im2col": cls in cpu_model.IM2COL_CLASSES
-                   or (cls in cpu_model.LAYOUT_FREE_IM2COL and level not in LAYOUT_LEVELS),
-                   "k_blocks": cpu_model.K_BLOCKS if cls in cpu_model.K_BLOCK_CLASSES and level in LAYOUT_LEVELS
-                   else ()})
+    jobs = {cls: calibration_fit.fit_job(cls, F, B, t, views.get(cls), peak, bw, l2_bytes, threads,
+                                         level in LAYOUT_LEVELS)
             for cls, (F, B, t, _) in rows.items() if cls not in fits}
     fits.update(fit_worker.fit_classes(jobs))
-    for cls in rows:
-        fit = fits[cls]
-        tables[cls] = {"floor_us": fit["floor_s"] * 1e6, "e_c": fit["e_c"], "e_bw": fit["e_bw"],
-                       "b_half_bytes": fit["b_half"], "l2_gain": fit["l2_gain"], "rows": fit["rows"],
-                       "fit_mape": fit["fit_mape"]}
-        if fit.get("tile_n"):
-            tables[cls].update({"tile_n": fit["tile_n"], "n_half": fit["n_half"]})
-            if fit.get("k_block"):
-                tables[cls]["k_block"] = fit["k_block"]
-        if fit.get("par_s"):
-            tables[cls].update({"par_us": fit["par_s"] * 1e6, "b_par_bytes": fit["b_par"]})
-        for name, key, unit in CPU_FIXED_KEYS:
-            if fit.get(name):   # the optional fixed terms a class's fit kept
-                tables[cls][key] = fit[name] / unit
+    tables = {cls: calibration_fit.table_of(fits[cls]) for cls in rows}
     say(1.0, "done")
     elapsed = time.perf_counter() - t_start
     date = _dt.date.today().isoformat()
@@ -336,8 +314,8 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
             **({"thread_speedup_reorders": reorder_probes[-1]} if reorder_probes else {}),
             **({"thread_speedup_cache": min(around)} if llc and threads > 1 else {}),
         },
-        # the measured rows (class -> [(op, flops, bytes, seconds)]); not written to TOML
-        # (op, flops, bytes, fitted seconds, matrix view (mac, m, n, k, batch) or None); not
+        # the rows the fits saw, class -> [(op, flops, bytes, fitted seconds, matrix view (mac, m, n,
+        # k, batch, strided, serial) or None)]; not
         # written to TOML (bench/accuracy_cpu.py keeps them beside its profiles: refits need them)
         "_rows": {cls: [(o, float(f), float(b_), float(x),
                          None if views.get(cls) is None else [float(v) for v in views[cls][:, i]])
