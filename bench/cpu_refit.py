@@ -43,7 +43,7 @@ def refit(rows_path: str, profile: str, out: str, classes: list[str] | None, k_b
     peak, bw = doc["matrix_tflops"]["fp32"] * 1e12, doc["memory"]["mem_bw_gbs"] * 1e9
     l2 = float(cal.get("cache_bytes", 0.0))
     done = {}
-    for cls in classes or cpu_model.TILED_CLASSES:
+    for cls in ([c for c in rows if c != "reorder"] if classes == ["all"] else classes or cpu_model.TILED_CLASSES):
         if cls not in rows:
             raise SystemExit(f"cpu_refit: {rows_path} has no rows of class '{cls}' (it has: {', '.join(rows)})")
         r = rows[cls]
@@ -73,7 +73,7 @@ def main(argv=None) -> None:
     ap.add_argument("rows", help="a calibration's saved rows (bench/results/*_rows_*.json)")
     ap.add_argument("profile", help="the profile those rows were fitted into (.toml)")
     ap.add_argument("out", help="where the refitted profile goes (.toml)")
-    ap.add_argument("--classes", help="comma-separated op classes to refit (default: the matrix classes)")
+    ap.add_argument("--classes", help="comma-separated op classes to refit, or all (default: the matrix classes)")
     ap.add_argument("--no-k-blocks", action="store_true", help="fit conv_1x1 without input-channel blocks")
     a = ap.parse_args(argv)
     refit(a.rows, a.profile, a.out, a.classes.split(",") if a.classes else None, not a.no_k_blocks)
