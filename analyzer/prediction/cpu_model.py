@@ -143,7 +143,7 @@ def node_features(nodes: Iterable[Any], views: bool = False):
     (mac + vector + transcendentals) and bytes lowering gives the same node. ``views``: also
     the matrix view ``[7, N]`` (mac flops, m, n, k, batch, strided, serial FLOPs; zeros for a
     node without one), what the tiled form reads (``kernel_time``'s ``view``)."""
-    from analyzer.prediction.kernel_rows import gemm_view, serial_flops, strided_conv
+    from analyzer.prediction.kernel_rows import node_view
     from analyzer.prediction.lowering import node_op_class
 
     classes, F, B, V = [], [], [], []
@@ -153,7 +153,7 @@ def node_features(nodes: Iterable[Any], views: bool = False):
         F.append(float(c.mac_flops + c.vector_flops + c.transcendentals))
         B.append(float(c.bytes_moved))
         if views:
-            V.append((float(c.mac_flops),) + tuple(gemm_view(n)[:4]) + (strided_conv(n), serial_flops(n)))
+            V.append((float(c.mac_flops),) + node_view(n))
     out = classes, np.asarray(F, dtype=np.float64), np.asarray(B, dtype=np.float64)
     return out + (np.asarray(V, dtype=np.float64).reshape(-1, 7).T,) if views else out
 

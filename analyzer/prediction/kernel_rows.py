@@ -176,6 +176,12 @@ def serial_flops(n: NodeCost) -> float:
     return float(n.cost.mac_flops) * r[2] / (w[2] + r[2])
 
 
+def node_view(n: NodeCost) -> tuple:
+    """A node's view as its kernel row carries it and the CPU fit reads it: (m, n, k, batch) of
+    ``gemm_view``, ``strided_conv``, ``serial_flops``."""
+    return tuple(gemm_view(n)[:4]) + (strided_conv(n), serial_flops(n))
+
+
 def _shape(spec) -> tuple | None:
     if spec is None or spec.shape is None:
         return None
@@ -213,7 +219,7 @@ def member_part(n: NodeCost, fnode: fusion.FusionNode, nbytes: float, precision:
     c = n.cost
     return (c.mac_flops, c.vector_flops, c.transcendentals, c.flops, nbytes,
             c.weight_bytes * nbytes / max(c.bytes_moved, 1), max(1, getattr(n, "runs", 1)),
-            fnode.op_class, gemm_view(n)[:4] + (strided_conv(n), serial_flops(n)), compute_dtype(n, precision))
+            fnode.op_class, node_view(n), compute_dtype(n, precision))
 
 
 def fused_row(parts, saved: float, kop: str = "") -> tuple:
