@@ -20,6 +20,10 @@ Data:
   on): GEMM, batched GEMM, add, layer/RMS norm, softmax, GELU, embedding, fp16 and bf16, as
   profiler kernel sums (``runtime="kernel"``) and eager wall-clock (``runtime="eager"``).
 
+Rows timed on PyTorch's 2024 gather kernel (vidur; Liger's rows before 2025-08) are predicted with
+the family's ``-pytorch2.3`` variant (``Case.kernels``; README "Which gather kernel"); every other
+row, and every class but the gather, with the family itself.
+
 Three scorings:
 - ``fitted``: each device's own family constants (for the shared data: in-device, constants
   FITTED ON THAT SAME DATA; for H100: the Hopper constants fitted on H200 only, so out of
@@ -77,6 +81,9 @@ class Case:
     dims: tuple          # ((name, value), ...)
     timing: str          # kernel | eager
     measured_s: float
+    # the kernels' era where it is not today's: "pytorch2.3" (PyTorch's 2024 index_select gather,
+    # predicted with the family's "-pytorch2.3" variant, bench/fit_efficiency.py); "": current
+    kernels: str = ""
 
     @property
     def op_class(self) -> str:
@@ -133,11 +140,14 @@ def shared_cases(shared: str, per_group: int) -> list[Case]:
             # vidur's rmsnorm is sarathi-serve's own CUDA kernel, which the norm class is not
             # fitted on (bench/fit_efficiency.py SERVING_KERNELS): scored in a table of its own
             cases.append(Case("vidur_vllm" if op == "rmsnorm" else src, dev, VIDUR_PROFILE[dev], o, "fp16",
-                              dims, "kernel", float(r["measured_us"]) * 1e-6))
+                              dims, "kernel", float(r["measured_us"]) * 1e-6, LEGACY_KERNELS))
     return cases
 
 
 LIGER = os.path.join(HERE, "data", "liger", "torch_single_ops.csv")
+# vidur's rows (2024) and Liger's rows before PyTorch 2.8 (released 2025-08; the vectorized gather
+# of pytorch/pytorch PRs 151490 and 151753 was merged in April 2025) ran the older gather kernel
+LEGACY_KERNELS, VECTORIZED_GATHER_RELEASE = "pytorch2.3", "2025-08"
 
 
 def liger_cases(path: str = LIGER) -> list[Case]:
@@ -148,7 +158,8 @@ def liger_cases(path: str = LIGER) -> list[Case]:
         for r in csv.DictReader(f):
             dims = tuple((c, int(r[c])) for c in ("M", "N", "V") if int(r[c]))
             out.append(Case("liger", r["gpu_name"], r["profile"], r["op"], r["dtype"], dims, "kernel",
-                            float(r["time_us_p50"]) * 1e-6))
+                            float(r["time_us_p50"]) * 1e-6,
+                            LEGACY_KERNELS if r["timestamp"] < VECTORIZED_GATHER_RELEASE else ""))
     return out
 
 
@@ -170,18 +181,23 @@ def score(cases: list[Case], mode: str = "fitted") -> list[Scored]:
     """Predict every case through ``analyzer.analyze`` (``mode``: fitted | cross | datasheet)."""
     import analyzer
     import hardware_db
+    from analyzer.prediction.family_constants import EFFICIENCY_DIR, family_of
 
     profiles: dict[tuple[str, str], object] = {}
     out = []
     for c in cases:
-        key = (c.profile, c.device)
+        key = (c.profile, c.device, c.kernels)
         prof = profiles.get(key)
         if prof is None:
             base = hardware_db.get(c.profile)
-            if mode == "cross":
-                base = dataclasses.replace(base, family=CROSS[c.device])
-            elif mode == "datasheet":
+            if mode == "datasheet":
                 base = dataclasses.replace(base, family="datasheet")
+            else:
+                fam = CROSS[c.device] if mode == "cross" else (base.family or family_of(base.id))
+                variant = f"{fam}-{c.kernels}"
+                if c.kernels and os.path.exists(os.path.join(EFFICIENCY_DIR, variant + ".json")):
+                    fam = variant
+                base = dataclasses.replace(base, family=fam)
             prof = profiles[key] = base
         model = build(c.op, c.dtype, **dict(c.dims))
         runtime = c.timing if mode != "datasheet" else "kernel"
@@ -218,16 +234,17 @@ def _md(rows, head) -> list[str]:
 def write_cases(cases: list[Case], path: str) -> None:
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["source", "device", "profile", "op", "dtype", "dims", "timing", "measured_s"])
+        w.writerow(["source", "device", "profile", "op", "dtype", "dims", "timing", "measured_s", "kernels"])
         for c in cases:
             w.writerow([c.source, c.device, c.profile, c.op, c.dtype, json.dumps(dict(c.dims)),
-                        c.timing, repr(c.measured_s)])
+                        c.timing, repr(c.measured_s), c.kernels])
 
 
 def read_cases(path: str) -> list[Case]:
     with open(path, newline="") as f:
         return [Case(r["source"], r["device"], r["profile"], r["op"], r["dtype"],
-                     tuple(json.loads(r["dims"]).items()), r["timing"], float(r["measured_s"]))
+                     tuple(json.loads(r["dims"]).items()), r["timing"], float(r["measured_s"]),
+                     r.get("kernels", ""))
                 for r in csv.DictReader(f)]
 
 

@@ -519,8 +519,7 @@ def fit_all(data: dict) -> dict:
                 "rows": int(sum(len(d) for _, d in parts)),
                 "rows_used_in_fit": int(sum(min(len(d), FIT_CAP) for _, d in parts)),
                 "fit_method": fit_method(cls, consts),
-                "fit_method": fit_method(cls, consts),
-            "fit_date": FIT_DATE, "fit_script": SCRIPT, "command": COMMAND,
+                "fit_date": FIT_DATE, "fit_script": SCRIPT, "command": COMMAND,
                 "fit_error": {k: round(v, 2) if isinstance(v, float) else v for k, v in err.items()}})
             print(f"  fit {fam:22s} {cls:12s} rows {sets[cls][1]['rows']:6d}  MAPE {err['mape']:6.1f}%  "
                   f"{_round(consts)}", flush=True)
@@ -560,7 +559,28 @@ def fit_all(data: dict) -> dict:
     for cls, (src, why) in inherit.items():
         gsets[cls] = (dict(gsets[src][0]), {"kind": "inherit", "source": f"generic '{src}' set: {why}"})
     fams["generic"] = gsets
+    # the 2024 gather kernel (PyTorch's index_select: a per-element rate) is not the one PyTorch
+    # runs today (the vectorized gather, a row copy: op_classes.CLASS_FALLBACK): its fitted sets go
+    # to "<family>-pytorch2.3" files that inherit the family; the family's own gather falls back
+    # to its elementwise set
+    for fam in list(fams):
+        if "gather" in fams[fam]:
+            c, p = fams[fam].pop("gather")
+            fams[fam + LEGACY] = {"gather": (dict(c, per_element=1), p)}
     return fams
+
+
+LEGACY = "-pytorch2.3"   # the variant of a family with the 2024 kernels vidur measured
+
+
+def scored_family(fam: str, src: tuple, directory: str | None = None) -> str:
+    """The family that predicts ``src``'s rows: the "-pytorch2.3" variant for vidur (2024 PyTorch
+    kernels) where ``directory`` has one (a baseline from before the variants has none)."""
+    if src[0] != "vidur":
+        return fam
+    from analyzer.prediction.family_constants import EFFICIENCY_DIR
+
+    return fam + LEGACY if os.path.exists(os.path.join(directory or EFFICIENCY_DIR, fam + LEGACY + ".json")) else fam
 
 
 def _timing(fkey: str) -> str:
@@ -586,6 +606,12 @@ _INHERIT_WHY = ("Memory-bound op classes (no measurements on this family) inheri
                 "(generic.json) mixed two memory systems.")
 FAMILY_INHERITS = {"nvidia-hopper": "nvidia-ampere", "nvidia-blackwell": "nvidia-ampere",
                    "nvidia-ada": "nvidia-ampere-ga10x"}
+LEGACY_DESCRIPTION = (
+    "{base} with the 2024 PyTorch gather kernel that vidur measured (index_select: a per-element rate, a sixth "
+    "of DRAM bandwidth; torch 2.2/2.3). PyTorch's embedding now runs a vectorized gather (pytorch/pytorch PRs "
+    "151490 and 151753, April 2025; vectorized_gather_kernel in torch 2.11's traces), which {base}.json "
+    "predicts as a row copy with its elementwise constants. Applies to no device by itself: set a profile's "
+    "family to it to predict the older kernels (bench/accuracy.py does for the 2024 rows).")
 DESCRIPTIONS = {
     "nvidia-ampere": "NVIDIA Ampere GA100 (A100): gemm/attention from aiconfigurator a100_sxm (CUDA-graph), "
                      "memory-bound classes from vidur a100_80gb's PyTorch-native kernels (2024: LayerNorm, GELU, add, "
@@ -609,11 +635,13 @@ DESCRIPTIONS = {
 def write_files(fams: dict, directory: str) -> None:
     os.makedirs(directory, exist_ok=True)
     for fam, sets in fams.items():
-        doc = {"schema_version": 1, "family": fam, "description": DESCRIPTIONS[fam]}
-        if fam != "generic":
+        base = fam[:-len(LEGACY)] if fam.endswith(LEGACY) else None
+        doc = {"schema_version": 1, "family": fam,
+               "description": LEGACY_DESCRIPTION.format(base=base) if base else DESCRIPTIONS[fam]}
+        if fam != "generic" and not base:
             doc["devices"] = FAMILY_DEVICES[fam]
-        if fam in FAMILY_INHERITS:
-            doc["inherits"] = FAMILY_INHERITS[fam]
+        if base or fam in FAMILY_INHERITS:
+            doc["inherits"] = base or FAMILY_INHERITS[fam]
         doc["scalars"] = {"trans_weight": TRANS_WEIGHT, "provenance": {
             "kind": "prior", "source": "XLA GPU op profile (xla/service/gpu/model/hlo_op_profiles_data.h): f32 exp "
             "79 cycles vs add 7, per shared/reference/digest_latency_modeling.md; not fitted"}}
@@ -688,9 +716,12 @@ def score(data: dict, directory: str, before: str | None = None) -> list[dict]:
             continue
         df = data[src]
         hw = hw_of(src[1])
-        consts = load_constants(fam, directory)
+        consts = load_constants(scored_family(fam, src, directory), directory)
+        # a class is borrowed when neither the variant nor its family has a set of it
+        borrowed = set(consts.inherited) & set(load_constants(fam, directory).inherited)
         pred = predict(df, hw, consts.arrays)
-        prev = predict(df, hw, load_constants(fam, before).arrays) if before else None
+        prev = (predict(df, hw, load_constants(scored_family(fam, src, before), before).arrays)
+                if before else None)
         roof = roofline(df, hw)
         own = DEVICES[src[1]][0] == fam
         for cls, idx in df.groupby("op_class").groups.items():
@@ -704,7 +735,7 @@ def score(data: dict, directory: str, before: str | None = None) -> list[dict]:
             rows.append({"eval": label if own or label != "in-device" else "cross-device",
                          "constants": fam, "source": FILES[src[0]], "device": src[1], "op_class": cls,
                          "ops": ",".join(sorted(set(df.op.to_numpy()[idx]))),
-                         "inherited": cls in consts.inherited,
+                         "inherited": cls in borrowed,
                          "roofline": metrics(roof[idx], meas), "fitted": metrics(pred[idx], meas),
                          **({"before": metrics(prev[idx], meas)} if prev is not None else {})})
     return rows
@@ -825,7 +856,7 @@ def write_fixture(data: dict, directory: str) -> dict:
             if (src[0], src[1], cls) in NOT_FITTED:
                 continue
             d = d.iloc[np.sort(_hash_order(d.key)[:FIXTURE_PER_SET])]
-            d = d.assign(family=fam, source=FILES[src[0]], device=src[1],
+            d = d.assign(family=scored_family(fam, src, directory), source=FILES[src[0]], device=src[1],
                          **{k: hw[k] for k in ("matrix_peak", "vector_peak", "mem_bw", "units", "l2_bytes", "clock_hz")})
             parts.append(d)
     fx = pd.concat(parts, ignore_index=True)[

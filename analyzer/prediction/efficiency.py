@@ -70,8 +70,9 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   own SM rate, not a multiple of its DRAM bandwidth (which does not transfer between a 6 MB GDDR6
   and a 40 MB HBM part).  ``sm_bw`` is derived by ``with_clock`` from ``bpc`` and a profile's
   clock (0 when either is unknown: off), never stored.  ``bpc = l2_hit = 0``: no term.
-  ``ELEMENT_RATE_CLASSES`` issue per element (PyTorch's gather: 75 G elements/s on an A100 at
-  fp16 and fp32, bench/data/liger/README.md): their term scales by ``BPC_ELEM_BYTES / elem_bytes``.
+  A set with ``per_element = 1`` issues per element, not per byte (PyTorch's index_select gather
+  before its vectorized rewrite: 75 G elements/s on an A100 at fp16 and fp32,
+  bench/data/liger/README.md): its term scales by ``BPC_ELEM_BYTES / elem_bytes``.
 - ``par_s`` / ``b_par`` (a calibrated multi-threaded CPU): ``floor_s`` grows by
   ``par_s * p(bytes / b_par)``, ``p(x) = x**4 / (1 + x**4)``: onnxruntime splits a kernel over its
   threads only above a cost threshold, and a split kernel pays the pool's fork/join.
@@ -90,18 +91,17 @@ import numpy as np
 from analyzer.prediction.op_classes import (  # noqa: F401  (re-exported: one import for callers)
     CLASS_CODE, CLASS_FALLBACK, MATRIX_CLASSES, OP_CLASSES, REFINES, class_chain, gemm_view, op_class_of)
 
-ELEMENT_RATE_CLASSES, BPC_ELEM_BYTES = frozenset({"gather"}), 2.0   # per-element rate; bpc fitted at 2 B
-_ELEMENT_RATE = np.array([1.0 if c in ELEMENT_RATE_CLASSES else 0.0 for c in OP_CLASSES])
+BPC_ELEM_BYTES = 2.0   # a per-element set's (``per_element = 1``) bpc is fitted at 2 bytes an element
 # per-class constant arrays a constants set carries (keys of ``FamilyConstants.arrays``)
 MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
                "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s", "im2col_s", "im2col_stride_s",
-               "serial_s", "k_block")
+               "serial_s", "k_block", "per_element")
 # ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
 CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
 # values a constants file may leave out (older files: no cache term, no per-SM term)
 PARAM_DEFAULTS = dict.fromkeys(("l2_gain", "bpc", "l2_hit", "sm_bw", "n_half", "par_s", "b_par", "piece_s",
-                                "im2col_s", "im2col_stride_s", "serial_s", "k_block"), 0.0)
+                                "im2col_s", "im2col_stride_s", "serial_s", "k_block", "per_element"), 0.0)
 # the optional fixed CPU terms (class_fixed_s): (constant, a calibration table's key, seconds per unit)
 CPU_FIXED_KEYS = (("piece_s", "piece_us", 1e-6), ("im2col_s", "im2col_ns", 1e-9),
                   ("im2col_stride_s", "im2col_stride_ns", 1e-9), ("serial_s", "serial_ns", 1e-9))
@@ -186,7 +186,7 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
     # the per-SM term: off where the class has no rate or the device's SM count or clock is unknown
     sm_on = (sm_bw > 0) & (units > 0)
     eb = feat("elem_bytes")
-    per_el = (xp.take(xp.asarray(_ELEMENT_RATE), cls) > 0) & (eb > 0)
+    per_el = ((per("per_element") if "per_element" in arrays else zeros) > 0) & (eb > 0)
     sm_bytes = nbytes * xp.where(per_el, BPC_ELEM_BYTES / xp.where(per_el, eb, 1.0), 1.0)
     sm = xp.where(sm_on, sm_bytes / (xp.where(sm_on, units * sm_bw, 1.0)), 0.0)
     memory = xp.where(nbytes > 0, dram + sm, 0.0)

@@ -48,7 +48,13 @@ CLASS_FALLBACK = {"conv_dw": "conv", "conv_1x1": "conv", "pooling": "reduce", "v
                   # softmax and reductions are row reductions like norms; data movement and
                   # unknown ops stream like elementwise ops
                   "bgemm": "gemm", "conv": "gemm", "softmax": "norm", "reduce": "norm",
-                  "movement": "elementwise", "other": "elementwise"}
+                  "movement": "elementwise", "other": "elementwise",
+                  # a GPU family's gather is PyTorch's vectorized gather kernel (the embedding
+                  # lookup since the 2025 rewrite, pytorch/pytorch PRs 151490 and 151753: 16-byte
+                  # loads of whole rows): a row copy that streams like an elementwise kernel. The
+                  # older index_select kernel's per-element rate, fitted on the 2024 measurements,
+                  # is kept in the families' "-pytorch2.3" variants (bench/fit_efficiency.py)
+                  "gather": "elementwise"}
 
 
 # classes that are a finer view of another class's kernel (same kernel, a shape the CPU

@@ -318,11 +318,12 @@ def test_per_sm_term_closed_form():
     assert t2["memory_s"][0] == pytest.approx(170e-6, rel=1e-12)
 
 
-def test_gather_issues_per_element_not_per_byte():
-    # the gather class's bpc (4 B per SM-cycle) is at 2 bytes an element: 2 elements per SM-cycle.
+def test_a_per_element_set_issues_per_element_not_per_byte():
+    # a per_element set's bpc (4 B per SM-cycle) is at 2 bytes an element: 2 elements per SM-cycle.
     # 6e7 fp32 elements gathered, 2.4e8 bytes: SM term 6e7 / (100 SMs * 1.5e9 * 2) = 200 us (at 4 B,
     # per byte it would be 2.4e8 / 6e11 = 400 us); DRAM 2.4e8 / 1e12 = 240 us -> memory 440 us
-    c = with_clock(consts(bpc=4.0, b_half_bytes=0.0, e_bw=1.0), 1.5e9)
+    c = with_clock(consts(bpc=4.0, b_half_bytes=0.0, e_bw=1.0, per_element=0.0), 1.5e9)
+    c["per_element"][CLASS_CODE["gather"]] = 1.0
     hw = dict(HW, units=100.0, l2_bytes=0.0)
     f = dict(feats("gather", nbytes=2.4e8), elem_bytes=np.asarray([4.0]))
     assert kernel_time(np, f, hw, c)["memory_s"][0] == pytest.approx(240e-6 + 200e-6, rel=1e-12)
@@ -332,6 +333,10 @@ def test_gather_issues_per_element_not_per_byte():
         assert kernel_time(np, f, hw, c)["memory_s"][0] == pytest.approx(120e-6 + 200e-6, rel=1e-12)
     # other classes stay per byte at fp32: elementwise 2.4e8 B -> 240 + 400 us
     f = dict(feats("elementwise", nbytes=2.4e8), elem_bytes=np.asarray([4.0]))
+    assert kernel_time(np, f, hw, c)["memory_s"][0] == pytest.approx(640e-6, rel=1e-12)
+    # and so does a gather whose set is per byte (per_element 0: today's vectorized gather)
+    c["per_element"][CLASS_CODE["gather"]] = 0.0
+    f = dict(feats("gather", nbytes=2.4e8), elem_bytes=np.asarray([4.0]))
     assert kernel_time(np, f, hw, c)["memory_s"][0] == pytest.approx(640e-6, rel=1e-12)
 
 
@@ -410,3 +415,50 @@ def test_memory_bound_sets_are_fitted_on_framework_kernels_only():
                 assert "rmsnorm" not in filt and "silu_and_mul" not in filt, (path, cls, filt)
     # the norm sets fitted on vidur name PyTorch's LayerNorm rows
     assert any(c == "norm" and "layernorm_affine" in f for _, c, f in fitted), fitted
+
+
+def test_a_gpu_familys_gather_is_a_row_copy_and_its_pytorch23_variant_keeps_the_2024_kernel():
+    # today's PyTorch gathers rows with 16-byte vector loads (op_classes.CLASS_FALLBACK): a GPU
+    # family's gather takes its elementwise set, per byte; the "-pytorch2.3" variant file keeps the
+    # set fitted on vidur's 2024 index_select rows (per element, bpc 2.221 on the A100) and
+    # inherits every other class from the family
+    from analyzer.prediction.efficiency import FILE_PARAMS
+
+    g, e = CLASS_CODE["gather"], CLASS_CODE["elementwise"]
+    now, old = load_constants("nvidia-ampere"), load_constants("nvidia-ampere-pytorch2.3")
+    assert all(now.arrays[p][g] == now.arrays[p][e] for p in FILE_PARAMS)
+    assert now.arrays["per_element"][g] == 0.0 and "as elementwise" in now.describe("gather")
+    assert old.arrays["per_element"][g] == 1.0 and old.arrays["bpc"][g] == 2.221
+    assert all(old.arrays[p][i] == now.arrays[p][i] for p in FILE_PARAMS
+               for i in range(len(OP_CLASSES)) if i != g)
+
+
+def test_an_embedding_lookup_predicts_the_vectorized_gather_unless_the_profile_says_pytorch23():
+    # 8192 fp16 ids into a 32000 x 4096 table on the A100 SXM profile (2039 GB/s, 40 MB L2, 108 SMs,
+    # 1.41 GHz), kernel time. bytes = 2 x 8192 x 4096 x 2 (rows read, rows written) + 8 x 8192 (ids)
+    # = 134,283,264; x = bytes / 40e6 = 3.357, s(x) = 1 / (1 + x^2) = 0.08150.
+    #  row copy (nvidia-ampere's elementwise set: floor 1.933 us, b_half 29,660 B, l2_hit 0.343,
+    #  bpc 90.1): DRAM (134,283,264 x (1 - 0.343 s) + 29,660) / 2039e9 = 64.03 us;
+    #  SM 134,283,264 / (108 x 1.41e9 x 90.1) = 9.79 us -> 1.933 + 73.82 = 75.75 us
+    #  2024 index_select (the variant: floor 2.793 us, b_half 105,300 B, l2_hit 0.4762, bpc 2.221 at
+    #  2 B an element, fp16: x1): DRAM (134,283,264 x (1 - 0.4762 s) + 105,300) / 2039e9 = 63.37 us;
+    #  SM 134,283,264 / (108 x 1.41e9 x 2.221) = 397.03 us -> 2.793 + 460.40 = 463.19 us
+    import dataclasses
+
+    from onnx import TensorProto, helper
+
+    import analyzer
+    import hardware_db
+
+    g = helper.make_graph(
+        [helper.make_node("Gather", ["E", "ids"], ["y"], name="embed")], "g",
+        [helper.make_tensor_value_info("E", TensorProto.FLOAT16, [32000, 4096]),
+         helper.make_tensor_value_info("ids", TensorProto.INT64, [8192])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [8192, 4096])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    a100 = hardware_db.get("a100")
+    now = analyzer.analyze(m, hw=[a100], runtime="kernel").predictions[0].latency_s
+    old = analyzer.analyze(m, hw=[dataclasses.replace(a100, family="nvidia-ampere-pytorch2.3")],
+                           runtime="kernel").predictions[0].latency_s
+    assert now == pytest.approx(75.75e-6, rel=2e-3)
+    assert old == pytest.approx(463.19e-6, rel=2e-3)

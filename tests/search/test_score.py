@@ -132,14 +132,20 @@ def _gathers(dtype, seq="seq"):
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "fp16"])
-def test_score_reads_the_dtype_of_a_per_element_gather(cm, dtype):
-    # a GPU gather issues per element (efficiency.ELEMENT_RATE_CLASSES): its per-SM term scales by
-    # 2 bytes / the dtype's bytes, so an fp32 table's 512-wide rows cost half their bytes' worth
-    # there. The search paths once dropped the dtype: CostModel.score put this fp32 model 60 %
-    # above analyze() on an A100
+def test_score_reads_the_dtype_of_a_per_element_gather(dtype):
+    # PyTorch's 2024 gather (the "-pytorch2.3" family variant's set, per_element = 1) issues per
+    # element: its per-SM term scales by 2 bytes / the dtype's bytes, so an fp32 table's 512-wide
+    # rows cost half their bytes' worth there. The search paths once dropped the dtype:
+    # CostModel.score put this fp32 model 60 % above analyze() on an A100
+    import dataclasses
+
+    import hardware_db
+
+    hw = [dataclasses.replace(hardware_db.get("a100"), family="nvidia-ampere-pytorch2.3"), "tpu-v5e"]
+    cm = analyzer.CostModel(hw)
     fixed = _gathers(dtype, 512)
-    np.testing.assert_allclose(cm.score([fixed])[0], reference(fixed), rtol=1e-6)
+    np.testing.assert_allclose(cm.score([fixed])[0], reference(fixed, hw=hw), rtol=1e-6)
     m = _gathers(dtype)
     grid = [64, 128, 256, 512, 1024]
     for s, row in zip(grid, cm.score_dims(m, {"seq": grid})):
-        np.testing.assert_allclose(row, reference(m, dims={"seq": s}), rtol=1e-6)
+        np.testing.assert_allclose(row, reference(m, hw=hw, dims={"seq": s}), rtol=1e-6)
