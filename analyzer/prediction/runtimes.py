@@ -56,16 +56,17 @@ KIND_DEFAULT = {"gpu": "kernel", "tpu": "xla", "npu": "kernel", "dsp": "kernel",
 
 # Host dispatch per op of an eager framework on an NVIDIA GPU, by op class (microseconds):
 # LLMCompass's A100 model (PrincetonUniversity/LLMCompass, hardware_model/compute_module.py, as
-# digested in shared/reference/digest_latency_modeling.md): 21 us per matmul, 12 us per softmax,
-# 45 us per layernorm and GELU (those two were torch.compile'd in its measurements). Classes it
-# does not name take its single-kernel softmax figure (12 us), the smallest it states.
+# digested in shared/reference/digest_latency_modeling.md): 21 us per matmul, 12 us per softmax.
+# Its 45 us per layernorm and GELU is not used: those two were torch.compile'd in its
+# measurements (a compiled function's call, not an eager op's). Every class but the matrix ones
+# takes its eager single-kernel softmax figure (12 us).
 EAGER_DISPATCH_US = {"gemm": 21.0, "bgemm": 21.0, "conv": 21.0, "attention": 21.0,
-                     "softmax": 12.0, "norm": 45.0, "norm_fused": 45.0, "activation": 45.0,
-                     "swish": 45.0}
+                     "softmax": 12.0}
 EAGER_DISPATCH_DEFAULT_US = 12.0
-EAGER_DISPATCH_SOURCE = ("LLMCompass A100 per-op overheads (21 us matmul, 12 us softmax, 45 us "
-                         "layernorm/GELU), PrincetonUniversity/LLMCompass hardware_model/"
-                         "compute_module.py; other op classes take the 12 us softmax figure")
+EAGER_DISPATCH_SOURCE = ("LLMCompass A100 per-op overheads (21 us matmul, 12 us softmax), "
+                         "PrincetonUniversity/LLMCompass hardware_model/compute_module.py; other op "
+                         "classes take the 12 us eager softmax figure (its 45 us layernorm/GELU were "
+                         "torch.compile'd)")
 
 # Per-kernel launch figure of a profile that has none, by kind (microseconds), with why.
 KIND_LAUNCH_US: dict[str, tuple[float, str]] = {
