@@ -508,6 +508,10 @@ def fit_all(data: dict) -> dict:
                 by_class.setdefault(cls, []).append((src, d))
         for cls, parts in sorted(by_class.items()):
             consts, err = fit_class(cls, [(d, hw_of(src[1])) for src, d in parts])
+            # the floor is a number of cycles of the device it was fitted on (efficiency.with_clock)
+            clocks = {hw_of(src[1])["clock_hz"] for src, _ in parts}
+            if len(clocks) == 1 and min(clocks) > 0:
+                consts = dict(consts, floor_clock_hz=clocks.pop())
             ops = sorted(set().union(*[set(d.op) for _, d in parts]))
             sets[cls] = (_round(consts), {
                 "kind": "fit",

@@ -73,6 +73,12 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   A set with ``per_element = 1`` issues per element, not per byte (PyTorch's index_select gather
   before its vectorized rewrite: 75 G elements/s on an A100 at fp16 and fp32,
   bench/data/liger/README.md): its term scales by ``BPC_ELEM_BYTES / elem_bytes``.
+- ``floor_clock_hz``: the clock of the device a set was fitted on. A kernel's floor (launch to
+  first instruction, block scheduling, the last wave's drain) is a number of cycles, so
+  ``with_clock`` scales it by ``floor_clock_hz / clock_hz`` for a device with a stated clock: the
+  A100-fitted floors on the A40 (1.74 GHz) and the H200 (1.98 GHz), scored cross-device, improved
+  in every pair with known clocks (bench/results/efficiency_fit_2026-11-24.md: norm 21.9% -> 17.1%
+  A100 -> A40, 19.9% -> 11.8% A40 -> A100, GEMM 28.6% -> 16.2% A100 -> H200). 0: fixed seconds.
 - ``par_s`` / ``b_par`` (a calibrated multi-threaded CPU): ``floor_s`` grows by
   ``par_s * p(bytes / b_par)``, ``p(x) = x**4 / (1 + x**4)``: onnxruntime splits a kernel over its
   threads only above a cost threshold, and a split kernel pays the pool's fork/join.
@@ -96,12 +102,13 @@ BPC_ELEM_BYTES = 2.0   # a per-element set's (``per_element = 1``) bpc is fitted
 MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
                "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s", "im2col_s", "im2col_stride_s",
-               "serial_s", "k_block", "per_element")
+               "serial_s", "k_block", "per_element", "floor_clock_hz")
 # ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
 CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
 # values a constants file may leave out (older files: no cache term, no per-SM term)
 PARAM_DEFAULTS = dict.fromkeys(("l2_gain", "bpc", "l2_hit", "sm_bw", "n_half", "par_s", "b_par", "piece_s",
-                                "im2col_s", "im2col_stride_s", "serial_s", "k_block", "per_element"), 0.0)
+                                "im2col_s", "im2col_stride_s", "serial_s", "k_block", "per_element",
+                                "floor_clock_hz"), 0.0)
 # the optional fixed CPU terms (class_fixed_s): (constant, a calibration table's key, seconds per unit)
 CPU_FIXED_KEYS = (("piece_s", "piece_us", 1e-6), ("im2col_s", "im2col_ns", 1e-9),
                   ("im2col_stride_s", "im2col_stride_ns", 1e-9), ("serial_s", "serial_ns", 1e-9))
@@ -217,12 +224,20 @@ def class_fixed_s(xp, nbytes, cls, arrays: Mapping[str, Any], m=0.0, k=0.0, batc
                              0.0)
 
 
-def with_clock(arrays: Mapping[str, Any], clock_hz: float) -> dict:
+def with_clock(arrays: Mapping[str, Any], clock_hz: float, scale_floor: bool = True) -> dict:
     """``arrays`` (one family's constants) for a device clocked at ``clock_hz``: a copy with
-    ``sm_bw = bpc * clock_hz`` (bytes per second per SM; 0 where ``clock_hz`` is unknown or <= 0)."""
+    ``sm_bw = bpc * clock_hz`` (bytes per second per SM; 0 where ``clock_hz`` is unknown or <= 0)
+    and each floor a fixed number of cycles: ``floor_s * floor_clock_hz / clock_hz`` where the set
+    states the clock of the device it was fitted on (``floor_clock_hz`` > 0) and ``clock_hz`` is
+    known (``scale_floor``: False where ``clock_hz`` is a stand-in, not the device's own figure);
+    else the floor in seconds as fitted."""
     out = {k: (np.array(v, dtype=float) if np.ndim(v) else v) for k, v in arrays.items()}
     bpc = np.asarray(arrays.get("bpc", np.zeros(len(OP_CLASSES))), dtype=float)
-    out["sm_bw"] = bpc * float(clock_hz) if clock_hz and clock_hz > 0 else np.zeros_like(bpc)
+    known = bool(clock_hz and clock_hz > 0)
+    out["sm_bw"] = bpc * float(clock_hz) if known else np.zeros_like(bpc)
+    if known and scale_floor and "floor_clock_hz" in out:
+        ref = out["floor_clock_hz"]
+        out["floor_s"] = np.where(ref > 0, out["floor_s"] * ref / float(clock_hz), out["floor_s"])
     return out
 
 

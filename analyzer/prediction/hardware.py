@@ -52,7 +52,8 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
     fam = profile.family or fc.family_of(profile.id)
     if profile.kind == "gpu":
         consts = fc.load_constants(fam)
-        arrays = eff.with_clock(consts.arrays, clock_hz(profile))
+        # the floors scale only with a clock the profile states (clock_hz may be a stand-in)
+        arrays = eff.with_clock(consts.arrays, clock_hz(profile), scale_floor=bool(profile.clock_ghz))
         if consts.generic:
             return arrays, "generic", ("generic GPU constants (no family constants for "
                                               f"{fam}): pooled fit over public NVIDIA measurements")

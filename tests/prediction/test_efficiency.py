@@ -462,3 +462,31 @@ def test_an_embedding_lookup_predicts_the_vectorized_gather_unless_the_profile_s
                            runtime="kernel").predictions[0].latency_s
     assert now == pytest.approx(75.75e-6, rel=2e-3)
     assert old == pytest.approx(463.19e-6, rel=2e-3)
+
+
+def test_a_floor_is_a_number_of_cycles_of_the_device_it_was_fitted_on():
+    # floor 2 us fitted on a 1.5 GHz device (3000 cycles): 1 us at 3 GHz, 4 us at 0.75 GHz; fixed
+    # seconds where the set states no fit clock (0), the device's clock is unknown, or it is a
+    # stand-in (scale_floor False)
+    c = consts(floor_s=2e-6, floor_clock_hz=1.5e9)
+    assert with_clock(c, 3e9)["floor_s"][0] == pytest.approx(1e-6, rel=1e-12)
+    assert with_clock(c, 0.75e9)["floor_s"][0] == pytest.approx(4e-6, rel=1e-12)
+    assert with_clock(c, 0.0)["floor_s"][0] == 2e-6
+    assert with_clock(c, 3e9, scale_floor=False)["floor_s"][0] == 2e-6
+    assert with_clock(consts(floor_s=2e-6, floor_clock_hz=0.0), 3e9)["floor_s"][0] == 2e-6
+    assert c["floor_s"][0] == 2e-6                     # the family's arrays are not changed
+
+
+def test_h100_takes_the_a100_fitted_elementwise_floor_in_cycles():
+    # nvidia-hopper inherits nvidia-ampere's elementwise set: floor 1.933 us fitted on the A100
+    # profile at 1.41 GHz; on the H100 SXM profile (1.98 GHz): 1.933 x 1.41 / 1.98 = 1.3765 us
+    from analyzer.prediction.hardware import profile_terms
+
+    import hardware_db
+
+    e = CLASS_CODE["elementwise"]
+    amp = load_constants("nvidia-ampere")
+    assert amp.arrays["floor_s"][e] == 1.933e-06 and amp.arrays["floor_clock_hz"][e] == 1.41e9
+    arrays = profile_terms(hardware_db.get("h100"))[3]
+    assert arrays["floor_s"][e] == pytest.approx(1.933e-6 * 1.41 / 1.98, rel=1e-12)
+    assert profile_terms(hardware_db.get("a100"))[3]["floor_s"][e] == pytest.approx(1.933e-6, rel=1e-12)
