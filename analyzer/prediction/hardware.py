@@ -50,7 +50,9 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
         return arrays, "calibrated", (f"calibrated on this machine ({cal.get('measured_on', '?')}, "
                                       f"{cal.get('runtime', '?')}){said}")
     fam = profile.family or fc.family_of(profile.id)
-    if profile.kind == "gpu":
+    # a GPU profile that names the datasheet set (a test device, the bench's datasheet scoring)
+    # is a datasheet prediction, not one with architecture constants
+    if profile.kind == "gpu" and fam not in ("datasheet", "datasheet-tpu"):
         consts = fc.load_constants(fam)
         # the floors scale only with a clock the profile states (clock_hz may be a stand-in)
         arrays = eff.with_clock(consts.arrays, clock_hz(profile), scale_floor=bool(profile.clock_ghz))
@@ -63,7 +65,8 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
                      + (f"; {', '.join(generic)} from the pooled generic set" if generic else ""))
         return arrays, "architecture constants", (
             f"{consts.family} constants ({consts.describe('gemm')}){inherited}")
-    name = "datasheet-tpu" if profile.kind == "tpu" else "datasheet"
+    name = fam if fam in ("datasheet", "datasheet-tpu") else (
+        "datasheet-tpu" if profile.kind == "tpu" else "datasheet")
     return fc.load_constants(name).arrays, "datasheet", (
         f"datasheet peaks and bandwidth ({profile.kind}: no measured efficiency constants); "
         f"expect datasheet-roofline error (20-55%), calibrate for better")

@@ -22,8 +22,11 @@ For one runtime and the profiles predicted under it:
    datasheet-only profile of a known family inherits them); else the generic GPU set for a GPU;
    else the datasheet set of its kind (peaks as stated).  Each prediction says which
    (``provenance``: calibrated / architecture constants / generic / datasheet).
-4. **per-kernel fixed cost**: ``max(floor of the kernel's class, the profile's launch figure)``;
-   a profile without a launch figure takes its kind's documented default
+4. **per-kernel fixed cost**: ``max(floor of the kernel's class, the profile's launch figure)``,
+   except under a family's fitted constants (``architecture constants``), whose class floors were
+   measured on the family's own kernels: there the class floor alone (the launch figures are
+   assumed ones, several taken from another GPU, and the A40's measured elementwise floor, 1.19 us,
+   sits under its 1.5 us one); a profile without a launch figure takes its kind's documented default
    (``runtimes.KIND_LAUNCH_US``), and the prediction says so.  Runtimes with host dispatch add a
    per-kernel dispatch (``runtimes.py``).  A profile calibrated with the runtime predicted
    measured its floors net of dispatch: its fixed cost is ``floor + dispatch``.
@@ -224,7 +227,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             if calibrated:
                 # floors were fitted net of the measured per-node dispatch (calibrate)
                 return floor_arr + (launch if runtime.host_dispatch else 0.0)
-            f = np.maximum(floor_arr, launch)
+            f = floor_arr if prov == "architecture constants" else np.maximum(floor_arr, launch)
             if runtime.host_dispatch:
                 f = f + host_dispatch(prof, runtime, names, launch, note)
             return f

@@ -154,3 +154,15 @@ def test_a_fused_kernel_takes_its_class_view_and_dtype_from_the_first_heaviest_m
     assert row[7:] == ((2, 2, 2, 1), "fp16")
     # sums per launch: MACs 0+8+8+4 = 20, bytes 64+32+32+99 - 32 saved = 195
     assert row[0] == 20 and row[3] == 195 and row[5] == 1
+
+
+def test_a_fitted_class_floor_is_the_fixed_cost_not_the_profiles_assumed_launch_figure():
+    # the A40's elementwise floor was measured on its own kernels: 1.185 us (at its 1.74 GHz, the
+    # fit clock: ratio 1), under the profile's assumed 1.5 us launch figure. A 16-element fp32 Add
+    # (kernel time) costs that floor plus its memory term; a datasheet GPU (round-gpu: no class
+    # floors) pays its 2 us launch figure instead
+    m = one_node("Add", (16,), (16,))
+    node = analyzer.analyze(m, hw="a40", runtime="kernel").predictions[0].nodes[0]
+    assert node.overhead_s == pytest.approx(1.185e-6, rel=1e-12)
+    node = analyzer.analyze(m, hw=str(ROUND_GPU), runtime="kernel").predictions[0].nodes[0]
+    assert node.overhead_s == pytest.approx(LAUNCH, rel=1e-12)
