@@ -571,6 +571,15 @@ def fit_all(data: dict) -> dict:
         if "gather" in fams[fam]:
             c, p = fams[fam].pop("gather")
             fams[fam + LEGACY] = {"gather": (dict(c, per_element=1), p)}
+    # a family without gather rows takes the variant set of the family it inherits (the same
+    # 2024 kernel on the same memory technology): every GPU family has its "-pytorch2.3" variant
+    for fam, parent in FAMILY_INHERITS.items():
+        if fam in fams and fam + LEGACY not in fams and parent + LEGACY in fams:
+            c, _ = fams[parent + LEGACY]["gather"]
+            fams[fam + LEGACY] = {"gather": (dict(c), {
+                "kind": "inherit", "source": f"{parent}{LEGACY}'s gather set (PyTorch's 2024 index_select "
+                f"kernel, fitted on {fams[parent + LEGACY]['gather'][1].get('device_system', parent)}): "
+                f"no gather measurements on {fam}"})}
     return fams
 
 

@@ -108,17 +108,22 @@ def load_constants(family: str, directory: str | None = None) -> FamilyConstants
 
     Each op class comes from the first of: the family's own set; the set of the family it
     ``inherits`` (when its file names one: a GPU of the same memory technology running the same
-    kernel libraries); the same two for the class's ``CLASS_FALLBACK``; ``generic.json``. A
-    family without a file is the generic set (``generic=True``)."""
+    kernel libraries), and of the family that one inherits, and so on; the same for the class's
+    ``CLASS_FALLBACK``; ``generic.json``. A family without a file is the generic set
+    (``generic=True``)."""
     directory = directory or EFFICIENCY_DIR
     generic = _read(os.path.join(directory, "generic.json"))
     path = os.path.join(directory, f"{family}.json")
     own = _read(path) if family != "generic" and os.path.exists(path) else None
-    parent = (_read(os.path.join(directory, f"{own['inherits']}.json"))
-              if own and own.get("inherits") else None)
     chain = [(own, "")] if own else []
-    if parent is not None:
-        chain.append((parent, f"inherited from {own['inherits']}: "))
+    # the families it inherits, nearest first (a "-pytorch2.3" variant of nvidia-hopper reaches
+    # nvidia-ampere's memory-bound sets through nvidia-hopper)
+    seen, doc = {family}, own
+    while doc is not None and doc.get("inherits") and doc["inherits"] not in seen:
+        name = doc["inherits"]
+        seen.add(name)
+        doc = _read(os.path.join(directory, f"{name}.json"))
+        chain.append((doc, f"inherited from {name}: "))
     arrays = {p: np.zeros(len(OP_CLASSES)) for p in CLASS_PARAMS}
     provenance, inherited = {}, []
     for i, cls in enumerate(OP_CLASSES):

@@ -71,6 +71,24 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
         f"datasheet peaks and bandwidth ({profile.kind}: no measured efficiency constants); "
         f"expect datasheet-roofline error (20-55%), calibrate for better")
 
+def gather_note(profile) -> str | None:
+    """What a GPU prediction with a gather kernel says of the kernel it assumes (None where its
+    family has its own gather set, or it is not a GPU family's): the answer differs up to 6x
+    between PyTorch releases (README "Which gather kernel")."""
+    if profile.kind != "gpu" or (profile.calibration and profile.calibration.get("tables")):
+        return None
+    fam = profile.family or fc.family_of(profile.id)
+    if fam in ("datasheet", "datasheet-tpu"):
+        return None
+    consts = fc.load_constants(fam)
+    if consts.generic or "as elementwise" not in consts.describe("gather"):
+        return None
+    return (f"gathers (embedding lookups) are predicted as PyTorch's vectorized gather (since 2.8: "
+            f"a row copy at {consts.family}'s elementwise rate); the index_select kernel of earlier "
+            f"releases is up to 6x slower on large lookups: a copy of the profile with family = "
+            f"\"{consts.family}-pytorch2.3\" predicts it")
+
+
 def profile_memo(memo: dict | None, prof, runtime_name: str) -> dict:
     """The part of a caller's ``memo`` that belongs to one profile object under one runtime
     (a fresh dict without a memo; the profile is held, so its id cannot be reused).

@@ -46,7 +46,7 @@ from analyzer.errors import HardwareError, InputSpecError
 from analyzer.prediction import efficiency as eff
 from analyzer.prediction import cpu_cold, cpu_epilogue, fusion, runtimes
 from analyzer.prediction import kernel_rows as kr
-from analyzer.prediction.hardware import (complete_profile, host_dispatch, profile_memo,
+from analyzer.prediction.hardware import (complete_profile, gather_note, host_dispatch, profile_memo,
                                           profile_terms)
 # (re-exported: callers read them here)
 from analyzer.prediction.kernel_rows import PRECISION_BITS, PROFILE_DTYPE, node_op_class  # noqa: F401
@@ -169,6 +169,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     wbytes = np.array(wbytes_l, dtype=np.float64)
     runs = np.array(runs_l, dtype=np.float64)
     cls = np.array(cls_l, dtype=np.int32)
+    has_gather = bool((cls == eff.CLASS_CODE["gather"]).any())
     view = np.array(view_l, dtype=np.float64).reshape(K, 6).T.copy()
     P = len(profiles)
     mpeak = np.ones((P, K))
@@ -217,6 +218,11 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             own["terms"] = profile_terms(prof)
         bw[p], units[p], l2[p], arrays, prov, detail, launch, said = own["terms"]
         note.extend(said)
+        if has_gather:
+            if "gather_note" not in own:
+                own["gather_note"] = gather_note(prof)
+            if own["gather_note"]:
+                note.append(own["gather_note"])
         for name in eff.CLASS_PARAMS:
             consts[name][p] = arrays[name]
         consts["trans_weight"][p] = float(arrays["trans_weight"])

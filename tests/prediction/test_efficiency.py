@@ -490,3 +490,17 @@ def test_h100_takes_the_a100_fitted_elementwise_floor_in_cycles():
     arrays = profile_terms(hardware_db.get("h100"))[3]
     assert arrays["floor_s"][e] == pytest.approx(1.933e-6 * 1.41 / 1.98, rel=1e-12)
     assert profile_terms(hardware_db.get("a100"))[3]["floor_s"][e] == pytest.approx(1.933e-6, rel=1e-12)
+
+
+def test_every_gpu_family_has_a_pytorch23_variant_reaching_its_grandparent():
+    # nvidia-hopper-pytorch2.3 -> nvidia-hopper -> nvidia-ampere: the 2024 gather set (ampere's,
+    # per element), hopper's own GEMM (fitted on the H200), ampere's elementwise set two levels up
+    g, e, m = CLASS_CODE["gather"], CLASS_CODE["elementwise"], CLASS_CODE["gemm"]
+    var, hop = load_constants("nvidia-hopper-pytorch2.3"), load_constants("nvidia-hopper")
+    old = load_constants("nvidia-ampere-pytorch2.3")
+    assert var.arrays["per_element"][g] == 1.0 and var.arrays["bpc"][g] == old.arrays["bpc"][g] == 2.221
+    assert var.arrays["floor_s"][m] == hop.arrays["floor_s"][m] == 2.805e-06
+    assert var.arrays["floor_s"][e] == hop.arrays["floor_s"][e] == 1.933e-06
+    assert var.describe("elementwise").startswith("inherited from nvidia-ampere")
+    for fam in ("nvidia-ampere", "nvidia-ampere-ga10x", "nvidia-ada", "nvidia-hopper", "nvidia-blackwell"):
+        assert load_constants(fam + "-pytorch2.3").arrays["per_element"][g] == 1.0, fam

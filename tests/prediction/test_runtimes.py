@@ -166,3 +166,22 @@ def test_a_fitted_class_floor_is_the_fixed_cost_not_the_profiles_assumed_launch_
     assert node.overhead_s == pytest.approx(1.185e-6, rel=1e-12)
     node = analyzer.analyze(m, hw=str(ROUND_GPU), runtime="kernel").predictions[0].nodes[0]
     assert node.overhead_s == pytest.approx(LAUNCH, rel=1e-12)
+
+
+def test_a_gpu_prediction_with_a_gather_says_which_pytorch_gather_it_assumes():
+    from onnx import numpy_helper
+
+    table = numpy_helper.from_array(np.zeros((1000, 64), np.float32), "E")
+    g = helper.make_graph([helper.make_node("Gather", ["E", "ids"], ["y"], name="embed")], "g",
+                          [helper.make_tensor_value_info("ids", TensorProto.INT64, [32])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [table])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    h100 = hardware_db.get("h100")
+    said = lambda p: [n for n in p.notes if "vectorized gather" in n]   # noqa: E731
+    (note,) = said(analyzer.analyze(m, hw=[h100]).predictions[0])
+    assert 'family = "nvidia-hopper-pytorch2.3"' in note
+    # not where the profile already names the older kernel, nor without a gather, nor on a CPU
+    old = dataclasses.replace(h100, family="nvidia-hopper-pytorch2.3")
+    assert not said(analyzer.analyze(m, hw=[old]).predictions[0])
+    assert not said(analyzer.analyze(one_node("Relu", (64,)), hw=[h100]).predictions[0])
+    assert not said(analyzer.analyze(m, hw="epyc-9654").predictions[0])
