@@ -66,7 +66,8 @@ EAGER_DISPATCH_DEFAULT_US = 12.0
 EAGER_DISPATCH_SOURCE = ("LLMCompass A100 per-op overheads (21 us matmul, 12 us softmax), "
                          "PrincetonUniversity/LLMCompass hardware_model/compute_module.py; other op "
                          "classes take the 12 us eager softmax figure (its 45 us layernorm/GELU were "
-                         "torch.compile'd)")
+                         "torch.compile'd); a host property: one H100 host with torch 2.11 measured "
+                         "21-35 us per op (bench/results/h100_ops_2026-11-24.csv, not fitted on)")
 
 # Per-kernel launch figure of a profile that has none, by kind (microseconds), with why.
 KIND_LAUNCH_US: dict[str, tuple[float, str]] = {
