@@ -58,6 +58,8 @@ sys.path.insert(0, HERE)
 
 from op_models import OP_CLASS, build  # noqa: E402
 
+from analyzer.prediction.family_constants import PYTORCH23  # noqa: E402
+
 AIC_PROFILE = {"a100_sxm": "a100-80gb-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200-hgx",
                "gb200": "gb200-gpu", "l40s": "l40s"}
 VIDUR_PROFILE = {"a100_80gb": "a100-80gb-sxm", "a40": "a40"}
@@ -153,7 +155,7 @@ RUNTIME_OF = {"kernel_l2cold": "kernel"}
 LIGER = os.path.join(HERE, "data", "liger", "torch_single_ops.csv")
 # vidur's rows (2024) and Liger's rows before PyTorch 2.8 (released 2025-08; the vectorized gather
 # of pytorch/pytorch PRs 151490 and 151753 was merged in April 2025) ran the older gather kernel
-LEGACY_KERNELS, VECTORIZED_GATHER_RELEASE = "pytorch2.3", "2025-08"
+LEGACY_KERNELS, VECTORIZED_GATHER_RELEASE = PYTORCH23, "2025-08"
 
 
 def liger_cases(path: str = LIGER) -> list[Case]:
@@ -188,7 +190,7 @@ def score(cases: list[Case], mode: str = "fitted") -> list[Scored]:
     """Predict every case through ``analyzer.analyze`` (``mode``: fitted | cross | datasheet)."""
     import analyzer
     import hardware_db
-    from analyzer.prediction.family_constants import EFFICIENCY_DIR, family_of
+    from analyzer.prediction.family_constants import family_of, variant_of
 
     profiles: dict[tuple[str, str], object] = {}
     out = []
@@ -201,10 +203,7 @@ def score(cases: list[Case], mode: str = "fitted") -> list[Scored]:
                 base = dataclasses.replace(base, family="datasheet")
             else:
                 fam = CROSS[c.device] if mode == "cross" else (base.family or family_of(base.id))
-                variant = f"{fam}-{c.kernels}"
-                if c.kernels and os.path.exists(os.path.join(EFFICIENCY_DIR, variant + ".json")):
-                    fam = variant
-                base = dataclasses.replace(base, family=fam)
+                base = dataclasses.replace(base, family=variant_of(fam, c.kernels))
             prof = profiles[key] = base
         model = build(c.op, c.dtype, **dict(c.dims))
         runtime = RUNTIME_OF.get(c.timing, c.timing) if mode != "datasheet" else "kernel"

@@ -28,7 +28,7 @@ sys.path.insert(0, ROOT)
 
 from analyzer.prediction.efficiency import (CLASS_CODE, CLASS_PARAMS, OP_CLASSES,  # noqa: E402
                                             kernel_time, roofline_time, with_clock)
-from analyzer.prediction.family_constants import EFFICIENCY_DIR, units_of  # noqa: E402
+from analyzer.prediction.family_constants import EFFICIENCY_DIR, PYTORCH23, units_of, variant_of  # noqa: E402
 
 FIT_DATE = "2026-11-24"
 SCRIPT = "bench/fit_efficiency.py"
@@ -583,17 +583,13 @@ def fit_all(data: dict) -> dict:
     return fams
 
 
-LEGACY = "-pytorch2.3"   # the variant of a family with the 2024 kernels vidur measured
+LEGACY = "-" + PYTORCH23   # the variant of a family with the 2024 kernels vidur measured
 
 
 def scored_family(fam: str, src: tuple, directory: str | None = None) -> str:
     """The family that predicts ``src``'s rows: the "-pytorch2.3" variant for vidur (2024 PyTorch
     kernels) where ``directory`` has one (a baseline from before the variants has none)."""
-    if src[0] != "vidur":
-        return fam
-    from analyzer.prediction.family_constants import EFFICIENCY_DIR
-
-    return fam + LEGACY if os.path.exists(os.path.join(directory or EFFICIENCY_DIR, fam + LEGACY + ".json")) else fam
+    return variant_of(fam, PYTORCH23 if src[0] == "vidur" else "", directory)
 
 
 def _timing(fkey: str) -> str:

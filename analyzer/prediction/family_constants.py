@@ -155,6 +155,21 @@ def load_constants(family: str, directory: str | None = None) -> FamilyConstants
     return FamilyConstants(family if own else "generic", arrays, provenance, own is None, tuple(inherited))
 
 
+# the kernels of a family's variant file "<family>-<era>.json": "pytorch2.3", PyTorch's 2024
+# index_select gather (the families themselves predict its vectorized gather of 2025 on)
+PYTORCH23 = "pytorch2.3"
+# constants sets that are datasheet peaks, not a family's measured constants
+DATASHEET_SETS = ("datasheet", "datasheet-tpu")
+
+
+def variant_of(family: str, kernels: str, directory: str | None = None) -> str:
+    """``family``'s ``-<kernels>`` variant where ``directory`` has its file, else ``family``
+    (``kernels`` "": the family itself)."""
+    name = f"{family}-{kernels}"
+    ok = kernels and os.path.exists(os.path.join(directory or EFFICIENCY_DIR, name + ".json"))
+    return name if ok else family
+
+
 def family_of(profile_id: str, directory: str | None = None) -> str:
     """The family whose file lists ``profile_id`` under ``devices``; ``"generic"`` if none does."""
     directory = directory or EFFICIENCY_DIR

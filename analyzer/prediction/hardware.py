@@ -52,7 +52,7 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
     fam = profile.family or fc.family_of(profile.id)
     # a GPU profile that names the datasheet set (a test device, the bench's datasheet scoring)
     # is a datasheet prediction, not one with architecture constants
-    if profile.kind == "gpu" and fam not in ("datasheet", "datasheet-tpu"):
+    if profile.kind == "gpu" and fam not in fc.DATASHEET_SETS:
         consts = fc.load_constants(fam)
         # the floors scale only with a clock the profile states (clock_hz may be a stand-in)
         arrays = eff.with_clock(consts.arrays, clock_hz(profile), scale_floor=bool(profile.clock_ghz))
@@ -65,7 +65,7 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
                      + (f"; {', '.join(generic)} from the pooled generic set" if generic else ""))
         return arrays, "architecture constants", (
             f"{consts.family} constants ({consts.describe('gemm')}){inherited}")
-    name = fam if fam in ("datasheet", "datasheet-tpu") else (
+    name = fam if fam in fc.DATASHEET_SETS else (
         "datasheet-tpu" if profile.kind == "tpu" else "datasheet")
     return fc.load_constants(name).arrays, "datasheet", (
         f"datasheet peaks and bandwidth ({profile.kind}: no measured efficiency constants); "
@@ -73,20 +73,20 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
 
 def gather_note(profile) -> str | None:
     """What a GPU prediction with a gather kernel says of the kernel it assumes (None where its
-    family has its own gather set, or it is not a GPU family's): the answer differs up to 6x
-    between PyTorch releases (README "Which gather kernel")."""
+    family's gather set is the older per-element kernel's, or it is not a GPU family's): the
+    answer differs up to 6x between PyTorch releases (README "Which gather kernel")."""
     if profile.kind != "gpu" or (profile.calibration and profile.calibration.get("tables")):
         return None
     fam = profile.family or fc.family_of(profile.id)
-    if fam in ("datasheet", "datasheet-tpu"):
+    if fam in fc.DATASHEET_SETS:
         return None
     consts = fc.load_constants(fam)
-    if consts.generic or "as elementwise" not in consts.describe("gather"):
+    if consts.generic or consts.arrays["per_element"][eff.CLASS_CODE["gather"]] > 0:
         return None
     return (f"gathers (embedding lookups) are predicted as PyTorch's vectorized gather (since 2.8: "
             f"a row copy at {consts.family}'s elementwise rate); the index_select kernel of earlier "
             f"releases is up to 6x slower on large lookups: a copy of the profile with family = "
-            f"\"{consts.family}-pytorch2.3\" predicts it")
+            f"\"{consts.family}-{fc.PYTORCH23}\" predicts it")
 
 
 def profile_memo(memo: dict | None, prof, runtime_name: str) -> dict:
