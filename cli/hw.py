@@ -55,21 +55,25 @@ def hw_show(hw_id, fmt):
               help="Write the measured profile (TOML) to FILE (atomically).")
 @click.option("--runtime", type=click.Choice(("kernel", "eager", "onnxruntime", "xla")),
               default="onnxruntime", show_default=True,
-              help="The runtime to measure; only onnxruntime can be calibrated for now.")
+              help="The runtime to measure: onnxruntime (needs the measure extra) or xla (JAX's "
+                   "XLA CPU backend; needs jax). The profile predicts it by default.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
-              help="intra-op threads of the measured sessions (default: all cores); predict and "
-                   "measure with the same number.")
+              help="onnxruntime: intra-op threads of the measured sessions (default: all cores); "
+                   "predict and measure with the same number. Not for xla (it uses every core).")
 @click.option("--id", "profile_id", metavar="NAME", default=None,
-              help="The profile's id (default: calibrated-<host>-<threads>t).")
+              help="The profile's id (default: calibrated-<host>-<threads>t, or calibrated-<host>-xla).")
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
 def hw_calibrate(out, runtime, threads, profile_id, debug):
-    """Measure this machine with onnxruntime (synthetic single-op models only, about a
-    minute or two) and write a CPU profile that --hw reads.
+    """Measure this machine (synthetic programs only, about a minute or two) and write a CPU
+    profile that --hw reads: onnxruntime sessions of single-op models, or with --runtime xla
+    jitted JAX programs run by XLA's CPU backend.
 
     \b
     Example:
       analyze hw calibrate --out my-machine.toml --threads 4
       analyze model.onnx --hw my-machine.toml --measure --threads 4
+      analyze hw calibrate --out my-xla.toml --runtime xla
+      analyze samples/jax_models.py:mlp_infer --input x=f32[1,784] --hw my-xla.toml
     """
     guard(lambda: _calibrate(out, runtime, threads, profile_id), debug, "hw calibrate")
 
@@ -82,13 +86,19 @@ def _calibrate(out: str, runtime: str, threads: int | None, profile_id: str | No
     from cli.parsing import writable_path
 
     writable_path(out, "--out")   # refuse a folder or a missing folder before measuring
-    if runtime != "onnxruntime":
-        raise InputSpecError(f"hw calibrate: only --runtime onnxruntime can be calibrated for now "
-                             f"(not {runtime})")
+    if runtime not in ("onnxruntime", "xla"):
+        raise InputSpecError(f"hw calibrate: --runtime onnxruntime or xla can be calibrated (not {runtime})")
+    if runtime == "xla" and threads is not None:
+        raise InputSpecError("hw calibrate: --threads is for --runtime onnxruntime; XLA's CPU backend "
+                             "runs on every core (leave --threads out)")
     from analyzer.prediction.calibrate import calibrate
-    from analyzer.prediction.ort_graph import import_ort
 
-    import_ort()   # the measure extra: one line naming it, before the progress bar starts
+    if runtime == "xla":
+        from analyzer.prediction.calibrate_xla import import_jax
+        import_jax()   # one line naming what to install, before the progress bar starts
+    else:
+        from analyzer.prediction.ort_graph import import_ort
+        import_ort()   # the measure extra: one line naming it, before the progress bar starts
     t0 = time.perf_counter()
     with ProgressBar("calibrating") as bar:
         doc = calibrate(runtime, threads, progress=bar)

@@ -94,6 +94,15 @@ def render_calibration(doc, path: str, seconds: float) -> str:
     bw = doc.get("memory", {}).get("mem_bw_gbs")
     dispatch = doc.get("overhead", {}).get("launch_overhead_us")
     cal = doc.get("calibration", {})
+    if cal.get("runtime") == "xla":
+        lines = [safe.text(f"wrote {path} (profile id {doc.get('id')})"),
+                 f"  peak {_fmt(None if peak is None else peak * 1e3)} GFLOP/s fp32, memory "
+                 f"{_fmt(bw)} GB/s, {_fmt(dispatch)} µs per kernel in a program, "
+                 f"{_fmt(cal.get('run_overhead_us'))} µs per call",
+                 safe.text(f"  measured in {seconds:.0f} s with JAX {cal.get('jax_version', '?')} (XLA CPU, "
+                           f"{cal.get('threads', '?')} cores, async dispatch off)"),
+                 safe.text(f"use it: analyze model.py:fn --input x=f32[1,784] --hw {path}   (predicts runtime xla)")]
+        return "\n".join(lines) + "\n"
     lines = [safe.text(f"wrote {path} (profile id {doc.get('id')})"),
              f"  peak {_fmt(None if peak is None else peak * 1e3)} GFLOP/s fp32, memory "
              f"{_fmt(bw)} GB/s, dispatch {_fmt(dispatch)} µs per node",

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import platform
-import socket
 import time
 from typing import Any, Callable
 
@@ -33,6 +31,7 @@ import numpy as np
 
 from analyzer.prediction import calibration_fit, cpu_cold, cpu_epilogue, cpu_model, fit_worker, thread_mode
 from analyzer.prediction.calibration_models import baseline_model, calibration_models, split_rows
+from analyzer.prediction.host import cache_level_bytes, cpu_family, cpu_name, host_id, l2_cache_bytes, vendor
 from analyzer.prediction.onnx_build import build_model, extra_nodes, value_info
 from analyzer.prediction.profile_toml import calibration_sources, to_toml, write_profile  # noqa: F401  (re-exported)
 from analyzer.prediction.ort_graph import LAYOUT_LEVELS, import_ort, session_options
@@ -141,21 +140,12 @@ def _wall(model, threads, level, runs, q=0.5) -> float:
     return float(np.quantile(w, q))
 
 
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
               progress: Callable[[float, str], None] | None = None, budget_s: float = 100,
               level: str = "default", runs: int = 7, q: float = 0.5, passes: int = 5) -> dict:
-    """Measure this machine with onnxruntime and return a TOML-ready profile document.
+    """Measure this machine with onnxruntime (or, ``runtime="xla"``, JAX's XLA CPU backend:
+    ``calibrate_xla``, which takes ``progress`` and nothing else of the below) and return a
+    TOML-ready profile document.
 
     ``threads``: ``intra_op_num_threads`` of the measured sessions (default: the machine's
     cores). ``level``: the session optimization level the predictions are for. ``runs``:
@@ -164,9 +154,12 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     keep their fastest (``time_rows``); the extra passes above 1 thread start only in the first
     half of ``budget_s`` seconds.
     """
+    if runtime == "xla":
+        from analyzer.prediction.calibrate_xla import calibrate_xla
+        return calibrate_xla(threads, progress)
     if runtime != "onnxruntime":
         from analyzer.errors import AnalyzerError
-        raise AnalyzerError(f"calibrate: runtime '{runtime}' is not supported (only onnxruntime)")
+        raise AnalyzerError(f"calibrate: runtime '{runtime}' is not supported (onnxruntime or xla)")
     from analyzer import analyze
 
     ort = import_ort()
@@ -266,17 +259,16 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     say(1.0, "done")
     elapsed = time.perf_counter() - t_start
     date = _dt.date.today().isoformat()
-    cpu = _cpu_name()
+    cpu = cpu_name()
     ver = ort.__version__
-    host = socket.gethostname().lower()
-    hid = "".join(ch if ch.isalnum() or ch in "-._" else "-" for ch in host).strip("-.") or "host"
+    hid = host_id()
     head = f"measured by analyze hw calibrate on {date}, {cpu}, onnxruntime {ver}, {threads} threads"
-    family = "arm-cpu" if platform.machine().lower() in ("arm64", "aarch64") else "x86-cpu"
+    family = cpu_family()
     doc = {
         "schema_version": 1,
         "id": f"calibrated-{hid}-{threads}t",
         "name": f"{cpu} ({threads} threads, calibrated)",
-        "vendor": _vendor(cpu),
+        "vendor": vendor(cpu),
         "kind": "cpu",
         "family": family,
         "default_runtime": "onnxruntime",
@@ -325,47 +317,6 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     doc["sources"].update(calibration_sources(doc["calibration"], head))
     doc["_warnings"] = thread_mode.notes(doc["calibration"])   # (not written to TOML)
     return doc
-
-
-def l2_cache_bytes(sysfs: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
-    """Bytes of one core's L2 data/unified cache (Linux sysfs; else ``os.sysconf``); 0 if unknown."""
-    return cache_level_bytes(2, sysfs)
-
-
-def cache_level_bytes(want: int, sysfs: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
-    """Bytes of cpu0's level-``want`` data/unified cache (Linux sysfs; else ``os.sysconf``);
-    0 if unknown."""
-    try:
-        for d in sorted(os.listdir(sysfs)):
-            base = os.path.join(sysfs, d)
-            try:
-                with open(os.path.join(base, "level")) as f:
-                    level = f.read().strip()
-                with open(os.path.join(base, "type")) as f:
-                    kind = f.read().strip()
-                with open(os.path.join(base, "size")) as f:
-                    size = f.read().strip()
-            except OSError:
-                continue
-            if level == str(want) and kind in ("Unified", "Data"):
-                mult = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}.get(size[-1:].upper(), 1)
-                digits = size.rstrip("KkMmGg")
-                return int(digits) * mult if digits.isdigit() else 0
-    except OSError:
-        pass
-    try:
-        return max(int(os.sysconf(f"SC_LEVEL{want}_CACHE_SIZE")), 0)
-    except (ValueError, OSError, AttributeError):
-        return 0
-
-
-def _vendor(cpu: str) -> str:
-    low = cpu.lower()
-    for key, name in (("amd", "AMD"), ("intel", "Intel"), ("apple", "Apple"), ("ampere", "Ampere"),
-                      ("arm", "Arm"), ("graviton", "AWS")):
-        if key in low:
-            return name
-    return "unknown"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from analyzer.prediction import efficiency as eff
 
 # fused activations with a per-element epilogue, and the classes of the kernels they fuse into
 EPILOGUE_OPS = frozenset({"Clip"})
-CONV_CLASSES = frozenset(eff.CLASS_CODE[c] for c in ("conv", "conv_dw", "conv_1x1"))
+CONV_CLASSES = frozenset(eff.CLASS_CODE[c] for c in ("conv", "conv_dw", "conv_1x1", "conv_grouped"))
 
 
 def pair_models() -> list[tuple[Any, Any, int]]:

@@ -201,7 +201,7 @@ def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_byte
 
 def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
               tiles: Iterable[float] = (), parallel: bool = False, im2col: bool = False,
-              k_blocks: Iterable[float] = ()) -> dict[str, float]:
+              k_blocks: Iterable[float] = (), noise_floor_s: float = NOISE_FLOOR_S) -> dict[str, float]:
     """Fit ``floor_s, e_c, e_bw, b_half`` (and ``l2_gain`` when ``l2_bytes`` > 0; else 0) of the
     form to measured kernel times ``t`` (seconds), minimising the squared log error (relative
     error: small and large kernels count alike). With a ``view`` (``node_features``'s) and
@@ -213,7 +213,8 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
     > 1: the per-piece cost ``piece_s`` (0 .. ``MAX_PIECE_S``) is fitted last, kept where it
     lowers the loss by more than 1 %. ``im2col`` with a ``view``: the cost per im2col element
     ``im2col_s`` (0 .. ``MAX_IM2COL_S``) is fitted last, kept where it lowers the loss by more
-    than ``IM2COL_GAIN``. ``k_blocks``: with each tile, the input depths (k) its kernels pad to
+    than ``IM2COL_GAIN``. ``noise_floor_s``: rows under it are fitted as it (a runtime whose
+    kernels cost less than onnxruntime's, XLA's, passes a lower one). ``k_blocks``: with each tile, the input depths (k) its kernels pad to
     are tried too (``k_block``; 0 kept among them: no padding). Returns the constants (``tile_n``/``n_half`` 0: untiled;
     ``par_s``/``b_par`` 0: no step; ``piece_s`` 0: none) plus ``fit_mape`` (%) and ``rows``."""
     F = np.asarray(F, dtype=np.float64)
@@ -222,7 +223,7 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
     ok = t > 0
     # rows under the noise floor are fitted as it; a class all of whose rows are under it
     # (views: Reshape aliases its input, 0.02-0.09 us) is fitted at their median instead
-    noise = NOISE_FLOOR_S if (t[ok] > NOISE_FLOOR_S).any() or not ok.any() else float(np.median(t[ok]))
+    noise = noise_floor_s if (t[ok] > noise_floor_s).any() or not ok.any() else float(np.median(t[ok]))
     F, B, t = F[ok], B[ok], np.maximum(t[ok], noise)
     view = None if view is None else np.asarray(view, dtype=np.float64)[:, ok]
     # tiles only where a row has a matrix view (a class without one has nothing to pad)

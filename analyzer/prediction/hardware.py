@@ -44,6 +44,9 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
             # recurrent FLOP of an RNN (efficiency.class_fixed_s)
             for name, key, unit in eff.CPU_FIXED_KEYS:
                 arrays[name][i] = float(t.get(key, 0.0)) * unit
+        # what one transcendental costs in vector FLOPs (an XLA calibration fits it: its fused
+        # kernels mix adds with tanh, exp and erf); 1 where the calibration did not measure it
+        arrays["trans_weight"] = float(cal.get("trans_weight", arrays["trans_weight"]))
         from analyzer.prediction.thread_mode import notes
 
         said = "".join(f"; {w}" for w in notes(cal))

@@ -196,18 +196,6 @@ def dot_general_view(lhs: tuple, rhs: tuple, out: tuple, mac_flops: int):
     return float(m), float(n), float(mac_flops / (2.0 * b * m * n)), float(b), b > 1
 
 
-def dot_lhs_transposed(lhs: tuple, rhs: tuple, out: tuple, mac_flops: int) -> bool:
-    """Whether a ``dot_general`` contracts dims of its lhs that come before its free dims (a
-    weight gradient ``x^T g``, contracting the rows): its lhs is not batch + free + contracted
-    in that order. Equal sizes that read both ways count as not transposed."""
-    split = dot_general_split(lhs, rhs, out, mac_flops)
-    if split is None:
-        return False
-    nb, nc = split
-    nl = len(lhs) - nb - nc
-    return tuple(lhs[nb:nb + nl]) != tuple(out[nb:nb + nl])
-
-
 def strided_conv(n: NodeCost) -> float:
     """1.0 for a channels-first convolution with a stride above 1 in some spatial dim, else 0.0
     (``efficiency.class_fixed_s``'s strided im2col). The stride is not in the specs: a dim is
@@ -255,7 +243,23 @@ def node_op_class(n: NodeCost) -> str:
         batched = gemm_view(n)[4]
     x = _shape(n.in_specs[0]) if n.in_specs else None
     w = _shape(n.in_specs[1]) if len(n.in_specs) > 1 else None
-    return eff.op_class_of(n.domain, n.op, batched=batched, conv_input=x, conv_weight=w)
+    cls = eff.op_class_of(n.domain, n.op, batched=batched, conv_input=x, conv_weight=w)
+    if cls == "conv" and grouped_conv(n, x, w):
+        return "conv_grouped"
+    return cls
+
+
+def grouped_conv(n: NodeCost, x, w) -> bool:
+    """A channels-first convolution with groups of more than one input channel (and fewer than
+    all): its weight [O, C/g, k...] has fewer input channels than its input [N, C, ...] has, and
+    its MACs are 2 x outputs x (C/g) x taps, so that the weight is read as [O, I, k...] (a JAX
+    input gradient passes its kernel as [I, O, k...]: the MACs then disagree)."""
+    o = _shape(n.out_specs[0]) if n.out_specs else None
+    if n.op not in CHANNELS_FIRST_CONV_OPS or not x or not w or not o or len(w) < 3 or len(o) != len(x):
+        return False
+    if None in x[:2] or None in w or None in o or w[1] in (0, 1) or x[1] <= w[1] or x[1] % w[1]:
+        return False
+    return n.cost.mac_flops == 2 * int(np.prod(o, dtype=np.int64)) * int(np.prod(w[1:], dtype=np.int64))
 
 
 def kernel_class(anchor_class: str, kernel_op: str) -> str:

@@ -16,9 +16,11 @@ OP_CLASSES = ("gemm", "bgemm", "conv", "attention", "elementwise", "activation",
               # classes a CPU calibration measures separately (``calibrate``); a constants file or
               # a calibration that lacks one uses its ``CLASS_FALLBACK`` class
               "conv_dw", "conv_1x1", "pooling", "view", "rnn", "norm_fused", "swish", "reorder",
-              "conv1d", "pool1d")
+              "conv1d", "pool1d",
+              # classes an XLA calibration measures separately (``calibrate_xla``)
+              "pool_grad", "conv_grouped")
 CLASS_CODE = {c: i for i, c in enumerate(OP_CLASSES)}
-MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1", "conv1d")
+MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1", "conv1d", "conv_grouped")
 
 # A class a constants set (family file, generic.json, a calibration's tables) lacks takes the
 # constants of its fallback class, looked up in the same set first (so a GPU family file keeps
@@ -40,9 +42,15 @@ MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1", "
 #              conv class's rate)                                                   -> conv
 #   pool1d   (MaxPool/AveragePool over [N, C, L]: the generic pool kernel, not the NCHWc one;
 #              5-6x the 2-D pooling class's time per byte there)                   -> pooling
+#   conv_grouped (groups of more than one input channel, fewer than all: kernel_rows.grouped_conv;
+#              XLA's CPU backend ran one at 17.8 GFLOP/s against 162 for an ungrouped 3x3 conv,
+#              2-core EPYC, bench/xla_diagnose.py conv-grads)                      -> conv
+#   pool_grad (JAX's select_and_scatter_add / select_and_gather_add: a max pool's gradient; 8x
+#              the pool's own time on XLA's CPU backend there)                     -> pooling
 CLASS_FALLBACK = {"conv_dw": "conv", "conv_1x1": "conv", "pooling": "reduce", "view": "movement",
                   "rnn": "other", "norm_fused": "norm", "swish": "activation",
                   "reorder": "movement", "conv1d": "conv", "pool1d": "pooling",
+                  "pool_grad": "pooling", "conv_grouped": "conv",
                   # classes without measurements on a family take a measured class of the same
                   # kernel shape: batched GEMMs and convolutions (implicit GEMM) run GEMM kernels;
                   # softmax and reductions are row reductions like norms; data movement and
@@ -61,7 +69,7 @@ CLASS_FALLBACK = {"conv_dw": "conv", "conv_1x1": "conv", "pooling": "reduce", "v
 # calibration measures apart): a kernel whose heaviest node is of the finer class keeps it when
 # the runtime records the coarser op (a FusedConv over a depthwise Conv stays conv_dw)
 REFINES = {"bgemm": "gemm", "conv_dw": "conv", "conv_1x1": "conv", "conv1d": "conv",
-           "pool1d": "pooling"}
+           "pool1d": "pooling", "conv_grouped": "conv"}
 
 
 def class_chain(cls: str) -> tuple[str, ...]:
@@ -126,15 +134,18 @@ _REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "R
            "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "TopK",
            "QLinearReduceMean", "MaxRoiPool", "RoiAlign",
            "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
-           "reduce_xor", "reduce", "argmax", "argmin", "reduce_window", "reduce_window_sum",
-           "reduce_window_max", "reduce_window_min", "top_k", "approx_top_k"}
+           "reduce_xor", "reduce", "argmax", "argmin", "top_k", "approx_top_k"}
 _GATHER = {"Gather", "GatherElements", "GatherND", "GatherBlockQuantized", "Embedding", "Compress",
            "OneHot", "ArrayFeatureExtractor", "Scatter", "ScatterElements", "ScatterND", "TensorScatter",
            "gather", "scatter", "scatter-add", "scatter_add", "scatter-mul", "scatter_mul", "scatter-min",
            "scatter_min", "scatter-max", "scatter_max", "scatter-sub", "scatter_sub", "dynamic_slice",
-           "dynamic_update_slice", "select_and_gather_add", "select_and_scatter_add"}
+           "dynamic_update_slice"}
 _POOLING = {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "AveragePool", "MaxPool", "LpPool",
-            "QLinearGlobalAveragePool", "QLinearAveragePool", "NhwcMaxPool", "MaxpoolWithMask"}
+            "QLinearGlobalAveragePool", "QLinearAveragePool", "NhwcMaxPool", "MaxpoolWithMask",
+            # jax primitives (before 2026-11-25: reduce)
+            "reduce_window", "reduce_window_sum", "reduce_window_max", "reduce_window_min"}
+# a max pool's gradient (jax; before 2026-11-25: gather)
+_POOL_GRAD = {"select_and_scatter_add", "select_and_gather_add", "select_and_scatter"}
 _VIEW = {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"}
 _RNN = {"LSTM", "GRU", "RNN", "DynamicQuantizeLSTM"}
 _MOVEMENT = {"Transpose", "Concat", "Slice", "Pad", "Split", "Expand", "Tile", "Cast", "CastLike",
@@ -148,7 +159,7 @@ _TABLE = [(_GEMM, "gemm"), (_CONV, "conv"), (_ATTENTION, "attention"), (_NORM, "
           (_SOFTMAX, "softmax"), (_ACTIVATION, "activation"), (_ELEMENTWISE, "elementwise"),
           (_REDUCE, "reduce"), (_GATHER, "gather"), (_MOVEMENT, "movement"), (_POOLING, "pooling"),
           (_VIEW, "view"), (_RNN, "rnn"), (_NORM_FUSED, "norm_fused"), (_SWISH, "swish"),
-          (_REORDER, "reorder")]
+          (_REORDER, "reorder"), (_POOL_GRAD, "pool_grad")]
 _OP_CLASS = {op: cls for names, cls in _TABLE for op in names}
 _EMBED = re.compile(r"embed", re.I)
 

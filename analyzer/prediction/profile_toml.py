@@ -81,6 +81,11 @@ _PROBE = ("wall-clock at 1 thread / at the calibration's threads of a 12-block M
 # what each calibrated number is (``calibration_sources``; table entries and run settings aside)
 _CALIBRATION_TEXTS = {
     "run_overhead_us": "wall-clock of a 1-node model minus its node's cost",
+    "trans_weight": ("vector FLOPs per transcendental: of calibrate_xla.TRANS_WEIGHTS, the one whose fit of "
+                     "the elementwise class's rows (fused adds, GELUs, norms, softmaxes) has the lowest error"),
+    "passes": "passes over the calibration rows (each row keeps its fastest)",
+    "own_result_us": ("a 1x8x8 dot's wall-clock alone less the run overhead, less its time per link of a chain of "
+                      "200 (calibrate_xla.own_result_s): what a kernel costs more as a program's result"),
     "llc_bytes": "last-level cache (sysfs cpu0 cache index of level 3)",
     "cold_weight_bw_gbs": "weight bytes / wall-clock kernel time of a 1-row MatMul whose weights are twice "
                           "the last-level cache (streamed from DRAM every run)",

@@ -61,10 +61,66 @@ def test_calibrate_refuses_a_folder_or_a_missing_folder(run_cli, tmp_path, fake_
     assert fake_calibrate == []   # refused before measuring
 
 
-def test_calibrate_xla_is_not_supported_yet(run_cli, tmp_path, fake_calibrate):
+def _xla_doc() -> dict:
+    doc = calibrated_doc(threads=2)
+    doc.update({"id": "calibrated-test-xla", "default_runtime": "xla"})
+    doc["overhead"]["launch_overhead_us"] = 0.11
+    doc["calibration"] = {"runtime": "xla", "jax_version": "0.10.2", "threads": 2, "run_overhead_us": 4.1}
+    from hardware_db.validate import number_paths
+    doc["sources"] = {k: "measured by the test" for k in number_paths(doc)}
+    return doc
+
+
+def test_calibrate_xla_writes_a_profile_that_predicts_xla(run_cli, tmp_path, monkeypatch):
+    from analyzer.prediction import calibrate as lib
+
+    calls = []
+
+    def fake(runtime="onnxruntime", threads=None, progress=None, **kw):
+        calls.append({"runtime": runtime, "threads": threads})
+        progress(1.0, "done")
+        return _xla_doc()
+
+    monkeypatch.setattr(lib, "calibrate", fake)
+    out = tmp_path / "x.toml"
+    res = run_cli("hw", "calibrate", "--out", out, "--runtime", "xla")
+    assert res.exit_code == 0, res.output
+    assert calls == [{"runtime": "xla", "threads": None}]
+    prof = hardware_db.get(str(out))
+    assert prof.default_runtime == "xla" and prof.calibration["runtime"] == "xla"
+    assert "0.11 µs per kernel in a program" in res.stdout and "4.1 µs per call" in res.stdout
+    assert "JAX 0.10.2" in res.stdout and f"--hw {out}" in res.stdout
+
+
+def test_calibrate_xla_refuses_threads(run_cli, tmp_path, fake_calibrate):
+    res = run_cli("hw", "calibrate", "--out", tmp_path / "m.toml", "--runtime", "xla", "--threads", "2")
+    assert res.exit_code == 2
+    assert len(res.stderr.strip().splitlines()) == 1 and "--threads" in res.stderr
+    assert fake_calibrate == []   # refused before measuring
+
+
+@pytest.mark.parametrize("runtime", ["kernel", "eager"])
+def test_calibrate_a_runtime_without_a_host_to_measure_is_refused(run_cli, tmp_path, fake_calibrate, runtime):
+    res = run_cli("hw", "calibrate", "--out", tmp_path / "m.toml", "--runtime", runtime)
+    assert res.exit_code == 2
+    assert "onnxruntime or xla" in res.stderr and runtime in res.stderr
+    assert fake_calibrate == []
+
+
+def test_calibrate_xla_without_jax_names_it(run_cli, tmp_path, fake_calibrate, monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_jax(name, *a, **k):
+        if name == "jax" or name.startswith("jax."):
+            raise ImportError("No module named 'jax'")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_jax)
     res = run_cli("hw", "calibrate", "--out", tmp_path / "m.toml", "--runtime", "xla")
     assert res.exit_code == 2
-    assert "only --runtime onnxruntime" in res.stderr and "xla" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and "pip install jax" in res.stderr
     assert fake_calibrate == []
 
 

@@ -181,7 +181,7 @@ def test_calibrated_tables_carry_the_tile():
 
 
 def test_l2_cache_bytes_reads_sysfs(tmp_path):
-    from analyzer.prediction.calibrate import cache_level_bytes, l2_cache_bytes
+    from analyzer.prediction.host import cache_level_bytes, l2_cache_bytes
 
     for idx, (level, kind, size) in enumerate([("1", "Data", "32K"), ("1", "Instruction", "32K"),
                                                ("2", "Unified", "1024K"), ("3", "Unified", "32768K")]):

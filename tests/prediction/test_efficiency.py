@@ -510,15 +510,13 @@ def test_every_gpu_family_has_a_pytorch23_variant_reaching_its_grandparent():
 # dot_general views: the dimension numbers are not in the specs; the shapes and MACs give them
 
 def test_dot_general_view_reads_the_free_and_contracted_dims_from_the_shapes():
-    from analyzer.prediction.kernel_rows import dot_general_view, dot_lhs_transposed
+    from analyzer.prediction.kernel_rows import dot_general_view
 
     mac = 2 * 784 * 256 * 8
-    # x^T g (a weight gradient, contracting the 8 rows): 784 x 256 x 8, lhs transposed
+    # x^T g (a weight gradient, contracting the 8 rows): 784 x 256 x 8
     assert dot_general_view((8, 784), (8, 256), (784, 256), mac) == (784.0, 256.0, 8.0, 1.0, False)
-    assert dot_lhs_transposed((8, 784), (8, 256), (784, 256), mac)
-    # x W: 8 x 256 x 784; g W^T: 8 x 784 x 256 (the rhs transposed, the lhs not)
+    # x W: 8 x 256 x 784
     assert dot_general_view((8, 784), (784, 256), (8, 256), mac) == (8.0, 256.0, 784.0, 1.0, False)
-    assert not dot_lhs_transposed((8, 256), (784, 256), (8, 784), mac)
     # contracting two dims (a transformer's weight gradient over batch and sequence): 64 x 256 x 128
     assert dot_general_view((8, 16, 64), (8, 16, 256), (64, 256), 2 * 64 * 256 * 128) == (64.0, 256.0, 128.0, 1.0, False)
     # attention scores: 32 batched 16 x 16 x 16 products

@@ -1,0 +1,400 @@
+"""``calibrate --runtime xla``: time synthetic JAX programs on this machine's XLA CPU backend and
+fit the CPU kernel-time model per op class, for predictions with ``runtime="xla"``.
+
+The rows (``xla_rows``) run in a worker process (``python -m analyzer.prediction.calibrate_xla``)
+with JAX's CPU async dispatch off (``jax_cpu_enable_async_dispatch = False``): the program runs
+on the calling thread, and its wall-clock is its execution. With dispatch on (JAX's default) a
+call hands the program to another thread and ``block_until_ready`` waits for it; on this
+project's 2-vCPU VM that hand-off added 0-60 us to a 5 us program from one call to the next
+(quartiles of the same row 2-5x apart), so no calibration could repeat. Each row's time is the
+``q`` quantile of its wall-clock runs, the fastest of ``passes`` passes, less the run overhead
+(the same statistic for the smallest program: one add on 8 floats) and less what a kernel costs
+more as a program's result than inside a program (``own_result_s``: 0.3 us here, from a chain of
+200 small dots, whose time per link, 0.1 us, is also the least a row is fitted at).
+
+A row's kernels are what opcost's ``xla`` lowering makes of its program (``lowering.lower``):
+most rows are one kernel; where a row is more (a softmax's max and its exp-sum-divide, a
+convolution input gradient's kernel flip), its heaviest kernel takes the row's time less the
+others' times under the classes fitted without such rows. Then as ``calibrate``:
+
+    t_kernel = floor_s + max(F / (peak * e_c), (B + b_half) / (bw * e_bw * cache))   [+ par_s step]
+    F        = mac + vec + trans_weight * transcendentals
+    t_run    = run_overhead_s + sum over kernels t_kernel
+
+``trans_weight`` (what a tanh, exp or erf costs in vector FLOPs) is the value of
+``TRANS_WEIGHTS`` that fits the elementwise class's rows best (fused GELUs, norms, softmaxes and
+plain adds in one class). The worker imports nothing of the caller's script."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import subprocess
+import sys
+import time
+import zlib
+from typing import Any, Callable
+
+import numpy as np
+
+QUANTILE = 0.25          # of a row's runs (the program's steady time without the slow tail)
+PASSES = 3
+ROW_MIN_S = 0.04         # seconds of runs per row and pass (and at least MIN_RUNS runs)
+MIN_RUNS = 15
+TRANS_WEIGHTS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+REFERENCE_PROFILE = "epyc-9654"   # any CPU profile: lowering's counts do not depend on it
+# matrix classes are fitted without the thread-split step (cpu_model.fit_class): XLA runs a small
+# dot inline and a large one through a threaded library call, a switch a step in bytes did not
+# place (it put 0.6-0.9 us on 9-16 KB GEMVs that ran in 0.1-0.3 us: a scan RNN 2.6x over)
+NO_SPLIT_CLASSES = ("gemm", "bgemm")
+# classes fitted without the tiled matrix view (cpu_model.fit_class's tile of output columns): the
+# tiled convolution fit landed in different optima in two calibrations minutes apart (a CNN at
+# batch 32 predicted 7.7 and 5.2 ms from them), the untiled one 9 % apart at most over the bench's
+# 16 programs (bench/results/accuracy_xla_cpu_2026-11-25.md)
+UNTILED = ("conv",)
+# Eigen's matrix kernels pack the contracted dimension in blocks: a weight gradient of a small
+# batch (k = 2-16) runs longer than its bytes (784x8x256: 32-42 us, 3x): the gemm fit tries k
+# padded to these blocks with each tile (cpu_model.fit_class keeps none where none helps)
+K_BLOCK_CLASSES = ("gemm",)
+K_BLOCKS = (8.0, 16.0, 32.0, 64.0)
+TINY_CHAIN = 200         # dots in the chain whose per-kernel cost is the profile's launch figure
+
+
+def _rng(label: str) -> np.random.Generator:
+    return np.random.default_rng(zlib.crc32(label.encode()))
+
+
+def row_kernels(fn: Callable, args: tuple) -> list[dict[str, Any]]:
+    """The kernels opcost's ``xla`` lowering makes of ``fn(*args)``: class, counts per launch and
+    the matrix view of the heaviest member (``cpu_model.node_features``'s seven numbers)."""
+    import jax
+
+    import hardware_db
+    from analyzer import analyze_jax
+    from analyzer.prediction import efficiency as eff
+    from analyzer.prediction import lowering, runtimes
+    from analyzer.prediction.kernel_rows import node_view
+
+    sds = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)
+    nodes = list(analyze_jax(fn, *sds).nodes)
+    low = lowering.lower(nodes, [hardware_db.get(REFERENCE_PROFILE)], None, runtimes.RUNTIMES["xla"])
+    f = low.feats
+    out = []
+    for k, members in enumerate(low.plan.members):
+        head = max(members, key=lambda i: (nodes[i].cost.mac_flops, nodes[i].cost.flops))
+        out.append({"op_class": eff.OP_CLASSES[int(f["op_class"][k])], "mac": float(f["mac_flops"][k]),
+                    "vec": float(f["vec_flops"][k]), "trans": float(f["trans_flops"][k]),
+                    "bytes": float(f["bytes"][k]), "runs": float(low.runs[k]),
+                    "view": [float(f["mac_flops"][k])] + [float(v) for v in node_view(nodes[head])]})
+    return out
+
+
+def time_program(fn: Callable, args: tuple, q: float, min_s: float = ROW_MIN_S,
+                 min_runs: int = MIN_RUNS) -> float:
+    """Quantile ``q`` of the jitted ``fn(*args)``'s wall-clock seconds (compiled and warmed first)."""
+    import jax
+
+    f = jax.jit(fn)
+    for _ in range(3):
+        jax.block_until_ready(f(*args))
+    w = []
+    t_end = time.perf_counter() + min_s
+    while len(w) < min_runs or time.perf_counter() < t_end:
+        t0 = time.perf_counter()
+        jax.block_until_ready(f(*args))
+        w.append(time.perf_counter() - t0)
+    return float(np.quantile(w, q))
+
+
+def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str], None] | None = None,
+            only: tuple[str, ...] = ()) -> dict[str, Any]:
+    """In this process (the worker): every row's kernels and fastest ``q`` quantile over
+    ``passes`` passes (``only``: the rows of these labels), the run overhead, and the tiny-kernel
+    chain. JAX's CPU async dispatch must already be off (``worker_main``)."""
+    import jax
+
+    from analyzer.prediction import xla_rows as xr
+
+    say = say or (lambda f, s: None)
+    groups = xr.xla_rows()
+    rows = [(g, label, build) for g, rs in groups.items() for label, build in rs
+            if not only or label in only]
+    built = []
+    for i, (g, label, build) in enumerate(rows):
+        say(0.3 * i / len(rows), f"tracing {label}")
+        fn, args = build(_rng(label))
+        built.append((g, label, fn, xr.as_jax_args(args), row_kernels(fn, args)))
+    small, sargs = xr.run_overhead_program()
+    sargs = xr.as_jax_args(sargs)
+    best = [np.inf] * len(built)
+    overhead = np.inf
+    for p in range(passes):
+        order = range(len(built)) if p % 2 == 0 else range(len(built) - 1, -1, -1)
+        for j, i in enumerate(order):
+            say(0.3 + 0.6 * (p * len(built) + j) / (passes * len(built)),
+                f"timing {built[i][0]} rows ({p + 1}/{passes})")
+            best[i] = min(best[i], time_program(built[i][2], built[i][3], q))
+        overhead = min(overhead, time_program(small, sargs, q, min_s=0.1))
+    say(0.9, "timing a chain of tiny kernels")
+    chain = {}
+    for n in (1, TINY_CHAIN):
+        f, a = xr.dot_chain(n, m=1, k=8)
+        chain[n] = min(time_program(f, xr.as_jax_args(a), q, min_s=0.1) for _ in range(passes))
+    return {"run_overhead_s": overhead, "chain_s": {str(k): v for k, v in chain.items()},
+            "rows": [{"group": g, "label": label, "seconds": t, "kernels": ks}
+                     for (g, label, _, _, ks), t in zip(built, best)],
+            "jax_version": jax.__version__}
+
+
+def worker_main() -> None:
+    """``python -m analyzer.prediction.calibrate_xla``: read ``{"q", "passes", "only"}`` as JSON
+    from standard input; write ``progress <fraction> <text>`` lines, then ``result <json>``."""
+    import jax
+
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+    opts = json.loads(sys.stdin.read() or "{}")
+
+    def say(f, s):
+        print(f"progress {f:.4f} {s}", flush=True)
+
+    out = measure(float(opts.get("q", QUANTILE)), int(opts.get("passes", PASSES)), say,
+                  tuple(opts.get("only", ())))
+    print("result " + json.dumps(out), flush=True)
+
+
+def run_worker(q: float, passes: int, progress: Callable[[float, str], None],
+               only: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``measure`` in a fresh interpreter (``worker_main``); its progress reaches ``progress``."""
+    from analyzer.errors import AnalyzerError
+
+    # (the worker imports this package as the caller does: its folder first on the path)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    import tempfile
+
+    with tempfile.TemporaryFile("w+") as errf:   # (a file: a full stderr pipe would block the worker)
+        proc = subprocess.Popen([sys.executable, "-m", "analyzer.prediction.calibrate_xla"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errf,
+                                text=True, env=env)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps({"q": q, "passes": passes, "only": list(only)}))
+        proc.stdin.close()
+        result = None
+        for line in proc.stdout:
+            if line.startswith("progress "):
+                _, f, text = line.rstrip("\n").split(" ", 2)
+                progress(float(f), text)
+            elif line.startswith("result "):
+                result = json.loads(line[7:])
+        code = proc.wait()
+        errf.seek(0)
+        err = errf.read()
+    if code != 0 or result is None:
+        tail = err.strip().splitlines()[-1:] or ["no output"]
+        raise AnalyzerError(f"calibrate (runtime xla): the measuring process failed ({tail[0]})")
+    return result
+
+
+def _features(kernel: dict, trans_weight: float) -> tuple[float, float, list[float]]:
+    k = kernel
+    return k["mac"] + k["vec"] + trans_weight * k["trans"], k["bytes"], k["view"]
+
+
+def link_s(measured: dict[str, Any]) -> float:
+    """Seconds per link of the chain of ``TINY_CHAIN`` 1x8x8 dots: a small kernel inside a program."""
+    chain = measured["chain_s"]
+    return max((chain[str(TINY_CHAIN)] - chain["1"]) / (TINY_CHAIN - 1), 1e-9)
+
+
+def own_result_s(measured: dict[str, Any]) -> float:
+    """What a kernel costs more as a program's own result than inside a program (its output
+    is the program's result buffer): a 1x8x8 dot's time alone (net of the run overhead) less its
+    time per link of the chain; 0 where the link costs more."""
+    return max(measured["chain_s"]["1"] - measured["run_overhead_s"] - link_s(measured), 0.0)
+
+
+def class_rows(measured: dict[str, Any], trans_weight: float) -> tuple[dict[str, list], list[dict]]:
+    """``{class: [(F, B, seconds net of the run overhead, view)]}`` of the one-kernel rows, and
+    the rows of more kernels (for ``fold_multi``)."""
+    base = measured["run_overhead_s"] + own_result_s(measured)
+    by: dict[str, list] = {}
+    multi = []
+    for r in measured["rows"]:
+        ks = r["kernels"]
+        if len(ks) != 1:
+            multi.append(r)
+            continue
+        F, B, V = _features(ks[0], trans_weight)
+        by.setdefault(ks[0]["op_class"], []).append((F, B, max(r["seconds"] - base, 1e-8), V))
+    return by, multi
+
+
+def _arrays(rows: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    F, B, t, V = zip(*rows)
+    return (np.array(F, np.float64), np.array(B, np.float64), np.array(t, np.float64),
+            np.array(V, np.float64).T)
+
+
+def _time(fit: dict, F: float, B: float, V: list[float], peak: float, bw: float, l2_bytes: float) -> float:
+    from analyzer.prediction import cpu_model
+
+    view = np.array(V, np.float64).reshape(7, 1)
+    return float(cpu_model.kernel_time(
+        F, B, fit["floor_s"], fit["e_c"], fit["e_bw"], fit["b_half"], peak, bw, fit["l2_gain"], l2_bytes,
+        view=view, tile_n=fit.get("tile_n", 0.0), n_half=fit.get("n_half", 0.0), par_s=fit.get("par_s", 0.0),
+        b_par=fit.get("b_par", 0.0), piece_s=fit.get("piece_s", 0.0), im2col_s=fit.get("im2col_s", 0.0),
+        im2col_stride_s=fit.get("im2col_stride_s", 0.0), serial_s=fit.get("serial_s", 0.0),
+        k_block=fit.get("k_block", 0.0))[0])
+
+
+def fold_multi(rows: dict, multi: list[dict], fits: dict, trans_weight: float, base: float,
+               peak: float, bw: float, l2_bytes: float) -> dict[str, list[str]]:
+    """Add each row of more kernels to its heaviest kernel's class, less its other kernels'
+    times under ``fits``; returns ``{class: [labels added]}`` (rows whose other kernels' classes
+    were not fitted are left out)."""
+    added: dict[str, list[str]] = {}
+    for r in multi:
+        ks = sorted(r["kernels"], key=lambda k: -(k["mac"] + k["vec"] + k["trans"] + 1e-3 * k["bytes"]))
+        head, rest = ks[0], ks[1:]
+        if any(k["op_class"] not in fits for k in rest):
+            continue
+        others = sum(_time(fits[k["op_class"]], *_features(k, trans_weight), peak, bw, l2_bytes) for k in rest)
+        t = r["seconds"] - base - others
+        if t <= 0:
+            continue
+        F, B, V = _features(head, trans_weight)
+        rows.setdefault(head["op_class"], []).append((F, B, t, V))
+        added.setdefault(head["op_class"], []).append(r["label"])
+    return added
+
+
+def fit_tables(measured: dict[str, Any], threads: int, l2_bytes: float
+               ) -> tuple[dict[str, dict], dict[str, Any]]:
+    """(``{class: fit_class result}``, machine figures) from ``measure``'s output."""
+    from analyzer.prediction import calibration_fit, fit_worker
+
+    base = measured["run_overhead_s"] + own_result_s(measured)   # (as class_rows takes it off)
+    link = link_s(measured)
+    rows0, _ = class_rows(measured, 1.0)
+    F, B, t, _ = _arrays(rows0["gemm"])
+    peak = float(np.max(F / t))
+    adds = sorted((r for r in measured["rows"] if r["label"].startswith("add ")),
+                  key=lambda r: -r["kernels"][0]["bytes"])[:3]
+    bw = float(np.median([r["kernels"][0]["bytes"] / max(r["seconds"] - base, 1e-9) for r in adds]))
+
+    def job(cls, rows):
+        F, B, t, V = _arrays(rows)
+        split = threads if cls not in NO_SPLIT_CLASSES else 1
+        args, kw = calibration_fit.fit_job(cls, F, B, t, None if cls in UNTILED else V, peak, bw, l2_bytes, split, False)
+        if cls in K_BLOCK_CLASSES:
+            kw["k_blocks"] = K_BLOCKS
+        # rows under a chain link's time (a small kernel inside a program: 0.1 us here) are fitted
+        # as it: onnxruntime's 0.25 us noise floor is above it, and rows near 0 (a tiny row less
+        # the run overhead and own_result_s) swung the log-error fits between calibrations
+        kw["noise_floor_s"] = link
+        return args, kw
+
+    # the transcendental weight: the best fit of the elementwise class over TRANS_WEIGHTS
+    trial = fit_worker.fit_classes({f"elementwise@{w:g}": job("elementwise", class_rows(measured, w)[0]["elementwise"])
+                                    for w in TRANS_WEIGHTS})
+    trans_weight = min(TRANS_WEIGHTS, key=lambda w: trial[f"elementwise@{w:g}"]["fit_mape"])
+    rows, multi = class_rows(measured, trans_weight)
+    fits = fit_worker.fit_classes({c: job(c, r) for c, r in rows.items()})
+    added = fold_multi(rows, multi, fits, trans_weight, base, peak, bw, l2_bytes)
+    if added:
+        fits.update(fit_worker.fit_classes({c: job(c, rows[c]) for c in added}))
+    return fits, {"peak": peak, "bw": bw, "trans_weight": trans_weight, "per_kernel_s": link,
+                  "run_overhead_s": measured["run_overhead_s"], "own_result_s": own_result_s(measured),
+                  "multi_rows": added,
+                  "rows": {c: len(r) for c, r in rows.items()}}
+
+
+def import_jax():
+    """JAX, or an ``AnalyzerError`` that says how to install it."""
+    from analyzer.errors import AnalyzerError
+
+    try:
+        import jax
+    except ImportError as e:
+        raise AnalyzerError("calibrate (runtime xla) needs JAX: pip install jax") from e
+    return jax
+
+
+def calibrate_xla(threads: int | None = None, progress: Callable[[float, str], None] | None = None,
+                  q: float = QUANTILE, passes: int = PASSES) -> dict:
+    """Measure this machine's XLA CPU backend (JAX) and return a TOML-ready profile document whose
+    default runtime is ``xla``. ``threads`` is not a setting of XLA's CPU backend (it runs on
+    every core); a value is checked against the machine's cores."""
+    from analyzer.errors import InputSpecError
+    from analyzer.prediction import calibration_fit
+    from analyzer.prediction.host import cache_level_bytes, cpu_family, cpu_name, host_id, l2_cache_bytes, vendor
+    from analyzer.prediction.profile_toml import calibration_sources
+
+    import_jax()
+    cores = os.cpu_count() or 1
+    if threads is not None and int(threads) != cores:
+        raise InputSpecError(f"calibrate (runtime xla): XLA's CPU backend runs on all {cores} cores; "
+                             f"a thread count ({threads}) cannot be set for it")
+    say = progress or (lambda f, s: None)
+    t0 = time.perf_counter()
+    measured = run_worker(q, passes, lambda f, s: say(0.85 * f, s))
+    say(0.85, "fitting the op classes")
+    l2_core = l2_cache_bytes()
+    l2_bytes = float(l2_core * cores) if l2_core else 0.0
+    fits, fig = fit_tables(measured, cores, l2_bytes)
+    tables = {cls: calibration_fit.table_of(f) for cls, f in fits.items()}
+    say(1.0, "done")
+    elapsed = time.perf_counter() - t0
+    date = _dt.date.today().isoformat()
+    cpu = cpu_name()
+    ver = measured["jax_version"]
+    head = (f"measured by analyze hw calibrate (runtime xla) on {date}, {cpu}, JAX {ver} (XLA CPU, "
+            f"{cores} cores, async dispatch off)")
+    n_rows = len(measured["rows"])
+    doc = {
+        "schema_version": 1,
+        "id": f"calibrated-{host_id()}-xla",
+        "name": f"{cpu} (XLA CPU, calibrated)",
+        "vendor": vendor(cpu),
+        "kind": "cpu",
+        "family": cpu_family(),
+        "default_runtime": "xla",
+        "notes": (f"Calibrated with JAX {ver}'s XLA CPU backend on {cores} cores in {elapsed:.0f} s: "
+                  f"{n_rows} synthetic jitted programs (analyzer/prediction/xla_rows.py), each the "
+                  f"{q:g} quantile of its wall-clock runs with async dispatch off, the fastest of "
+                  f"{passes} passes, less the run overhead. Kernel time per op class = floor + "
+                  "max(F/(peak*e_c), (B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))) [+ par_us "
+                  "above b_par_bytes], F = mac + vec + trans_weight * transcendentals; a run adds "
+                  "run_overhead_us. See analyzer/prediction/calibrate_xla.py."),
+        "matrix_tflops": {"fp32": fig["peak"] / 1e12},
+        "vector_tflops": {"fp32": fig["peak"] / 1e12},
+        "memory": {"mem_bw_gbs": fig["bw"] / 1e9},
+        "overhead": {"launch_overhead_us": fig["per_kernel_s"] * 1e6},
+        "sources": {
+            "matrix_tflops.fp32": f"{head}: best FLOP/s over the {fig['rows'].get('gemm', 0)} dot rows",
+            "vector_tflops.fp32": f"{head}: same SIMD FMA units as the matrix figure (set equal to it)",
+            "memory.mem_bw_gbs": f"{head}: add (2 reads + 1 write) bytes / kernel time, median of the 3 largest",
+            "overhead.launch_overhead_us": (f"{head}: (a chain of {TINY_CHAIN} dependent 1x8x8 dots - a "
+                                            f"chain of 1) / {TINY_CHAIN - 1}: one more small kernel in a program"),
+        },
+        "calibration": {
+            "measured_on": date, "runtime": "xla", "jax_version": ver, "threads": cores,
+            "quantile": q, "passes": passes, "cpu": cpu, "seconds": round(elapsed, 1),
+            "dispatch": "synchronous (jax_cpu_enable_async_dispatch = False)",
+            "run_overhead_us": fig["run_overhead_s"] * 1e6, "own_result_us": fig["own_result_s"] * 1e6,
+            "cache_bytes": l2_bytes,
+            "llc_bytes": float(cache_level_bytes(3) or 0), "trans_weight": fig["trans_weight"],
+            "models": "synthetic jitted JAX programs only (analyzer.prediction.xla_rows)",
+            "tables": tables,
+        },
+        "_rows": measured["rows"],
+        "_measured": {k: v for k, v in measured.items() if k != "rows"},
+    }
+    doc["sources"].update(calibration_sources(doc["calibration"], head))
+    doc["_warnings"] = []
+    return doc
+
+
+if __name__ == "__main__":
+    worker_main()

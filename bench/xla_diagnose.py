@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Where a JAX program's time goes on XLA's CPU backend: the diagnostics behind the README's notes
+on the XLA calibration's misses (scratch measurements; nothing here is fitted on).
+
+    PYTHONPATH=$PWD python bench/xla_diagnose.py thunks mlp train 8 [--top 20]
+    PYTHONPATH=$PWD python bench/xla_diagnose.py dot-forms
+    PYTHONPATH=$PWD python bench/xla_diagnose.py conv-grads
+
+``thunks NET infer|train BATCH``: one of ``samples/jax_models.py``'s programs (as
+``bench/accuracy_xla_cpu.py`` runs them), 50 calls under ``jax.profiler.trace``; prints each XLA
+thunk's microseconds per call from the Perfetto trace, largest first (the profiler adds its own
+time: compare thunks with each other, not with an untraced wall-clock), and the optimized HLO
+line of each (``dot`` thunks run through Eigen, ``ynn_fusion`` through YNNPACK).
+
+``dot-forms``: a product of M x K by K x N fp32 written four ways, by which operand dims are
+contracted (nn: lhs 1, rhs 0; tn: lhs 0, rhs 0; nt: lhs 1, rhs 1; tt: lhs 0, rhs 1): the 25th
+percentile of the jitted call's wall-clock less a 1-element program's, the fastest of 3.
+``conv-grads``: the CNN sample's two kinds of convolution alone, forward and both gradients.
+Async dispatch off in all, as the calibration measures."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import glob
+import gzip
+import json
+import os
+import re
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "samples"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+
+def thunks(net: str, kind: str, batch: int, top: int) -> None:
+    import jax
+
+    import accuracy_xla_cpu as acc
+    import jax_models as jm
+
+    p, x, lab = jm.example_inputs(net, batch)
+    if net == "transformer":
+        lab = x
+    fn, shapes = ((getattr(jm, f"{net}_infer"), (x,)) if kind == "infer"
+                  else (getattr(jm, f"{net}_train_step"), (p, x, lab)))
+    args = acc.concrete(shapes, np.random.default_rng(0))
+    f = jax.jit(fn)
+    for _ in range(20):
+        jax.block_until_ready(f(*args))
+    calls = 50
+    with tempfile.TemporaryDirectory() as d:
+        with jax.profiler.trace(d, create_perfetto_trace=True):
+            for _ in range(calls):
+                jax.block_until_ready(f(*args))
+        path = glob.glob(os.path.join(d, "**", "*.trace.json.gz"), recursive=True)[0]
+        with gzip.open(path) as fh:
+            trace = json.load(fh)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    hlo = {}
+    for line in f.lower(*args).compile().as_text().splitlines():
+        m = re.match(r"\s*(?:ROOT )?%([\w.\-]+) = (.*)", line)
+        if m:
+            hlo[m.group(1)] = re.sub(r", metadata=\{[^}]*\}", "", m.group(2))[:160]
+    per = collections.defaultdict(float)
+    for e in events:
+        if e.get("ph") == "X" and e.get("name") in hlo:
+            per[e["name"]] += float(e["dur"]) / calls
+    print(f"{net} {kind} batch {batch}: {len(per)} thunks, {sum(per.values()):.1f} us per call in thunks")
+    for name, us in sorted(per.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"{us:9.2f} us  {name:28s} {hlo[name]}")
+
+
+def dot_forms() -> None:
+    import jax
+    from jax import lax
+
+    from analyzer.prediction.calibrate_xla import time_program
+
+    rng = np.random.default_rng(0)
+
+    def r(*s):
+        return jax.numpy.asarray(rng.standard_normal(s).astype(np.float32))
+
+    base = min(time_program(lambda x: x + 1.0, (r(8),), 0.25, 0.1) for _ in range(3))
+    print("M x K x N         nn us    tn us    nt us    tt us")
+    for m, k, n in [(64, 128, 256), (128, 64, 256), (256, 256, 256), (32, 512, 128), (8, 784, 256), (784, 8, 256)]:
+        forms = {"nn": (((1,), (0,)), r(m, k), r(k, n)), "tn": (((0,), (0,)), r(k, m), r(k, n)),
+                 "nt": (((1,), (1,)), r(m, k), r(n, k)), "tt": (((0,), (1,)), r(k, m), r(n, k))}
+        us = {}
+        for name, (dn, a, b) in forms.items():
+            fn = (lambda a, b, dn=dn: lax.dot_general(a, b, (dn, ((), ()))))
+            us[name] = (min(time_program(fn, (a, b), 0.25, 0.05) for _ in range(3)) - base) * 1e6
+        print(f"{m:4d} x {k:3d} x {n:3d}  " + "  ".join(f"{us[f]:7.1f}" for f in ("nn", "tn", "nt", "tt")))
+
+
+def conv_grads() -> None:
+    """The CNN sample's grouped dilated convolution (conv5: 4 groups, dilation 2, [8, 32, 16, 16])
+    and its ungrouped 3x3 one (conv2: [8, 16, 32, 32]) at batch 8: forward, input gradient and
+    weight gradient, each alone, beside opcost's MACs."""
+    import jax
+    from jax import lax
+
+    from analyzer import analyze_jax
+    from analyzer.prediction.calibrate_xla import time_program
+
+    rng = np.random.default_rng(0)
+
+    def r(*s):
+        return jax.numpy.asarray(rng.standard_normal(s).astype(np.float32))
+
+    def conv(groups, dil, pad):
+        return lambda x, w: lax.conv_general_dilated(x, w, (1, 1), ((pad, pad), (pad, pad)), rhs_dilation=(dil, dil),
+                                                     feature_group_count=groups,
+                                                     dimension_numbers=("NCHW", "OIHW", "NCHW"))
+    base = min(time_program(lambda x: x + 1.0, (r(8),), 0.25, 0.1) for _ in range(3))
+    for name, c, x, w in [("conv5 (4 groups, dilation 2)", conv(4, 2, 2), r(8, 32, 16, 16), r(32, 8, 3, 3)),
+                          ("conv2 (3x3)", conv(1, 1, 1), r(8, 16, 32, 32), r(16, 16, 3, 3))]:
+        g = c(x, w)
+        for what, fn, args in [("forward", c, (x, w)),
+                               ("input gradient", lambda x, w, g, c=c: jax.vjp(lambda x: c(x, w), x)[1](g)[0], (x, w, g)),
+                               ("weight gradient", lambda x, w, g, c=c: jax.vjp(lambda w: c(x, w), w)[1](g)[0], (x, w, g))]:
+            t = min(time_program(fn, args, 0.25, 0.1) for _ in range(3)) - base
+            mac = sum(n.cost.mac_flops for n in analyze_jax(fn, *(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)).nodes)
+            print(f"{name:30s} {what:16s} {t * 1e6:9.1f} us  {mac / 1e6:6.2f} MFLOP  {mac / t / 1e9:6.1f} GFLOP/s")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("thunks")
+    t.add_argument("net", choices=("mlp", "cnn", "transformer", "rnn"))
+    t.add_argument("kind", choices=("infer", "train"))
+    t.add_argument("batch", type=int)
+    t.add_argument("--top", type=int, default=20)
+    sub.add_parser("dot-forms")
+    sub.add_parser("conv-grads")
+    a = ap.parse_args()
+    import jax
+
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+    if a.cmd == "thunks":
+        thunks(a.net, a.kind, a.batch, a.top)
+    elif a.cmd == "conv-grads":
+        conv_grads()
+    else:
+        dot_forms()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

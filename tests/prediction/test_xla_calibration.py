@@ -1,0 +1,204 @@
+"""``calibrate --runtime xla`` (analyzer.prediction.calibrate_xla, xla_rows): its rows, the
+arithmetic that turns their wall-clocks into kernel times, a calibrated profile's prediction in
+closed form, and one real (tiny) measurement in the worker process."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+
+from analyzer import analyze_jax  # noqa: E402
+from analyzer.prediction import calibrate_xla as cx  # noqa: E402
+from analyzer.prediction import xla_rows as xr  # noqa: E402
+from analyzer.prediction.op_classes import op_class_of  # noqa: E402
+from profile_docs import calibrated_doc  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def row_kernels():
+    """{label: (group, kernels)} of every row (traced once for the module)."""
+    out = {}
+    for group, rows in xr.xla_rows().items():
+        for label, build in rows:
+            fn, args = build(cx._rng(label))
+            out[label] = (group, cx.row_kernels(fn, args))
+    return out
+
+
+def test_every_row_lowers_to_costed_kernels_of_its_group(row_kernels):
+    expect = {"dot": {"gemm"}, "batched dot": {"bgemm"}, "conv": {"conv", "conv_1x1", "conv_dw", "conv_grouped"},
+              "conv gradients": {"conv"}, "pooling": {"pooling", "pool_grad"},
+              "elementwise": {"elementwise"}, "transcendental": {"activation", "elementwise"},
+              "row reductions": {"elementwise", "reduce"}, "gather": {"elementwise", "gather"},
+              "transpose": {"movement"}}
+    multi = []
+    for label, (group, ks) in row_kernels.items():
+        head = max(ks, key=lambda k: (k["mac"], k["vec"] + k["trans"], k["bytes"]))
+        assert head["op_class"] in expect[group], (label, head)
+        assert all(k["op_class"] != "other" for k in ks), label
+        assert all(len(k["view"]) == 7 for k in ks), label
+        if len(ks) > 1:
+            multi.append(label)
+    # only softmaxes (a max, then exp-sum-divide) and convolution input gradients (the kernel
+    # flip) are more than one kernel: fold_multi takes the others off
+    assert multi and all(m.startswith(("softmax", "conv input gradient")) for m in multi), multi
+
+
+def _layers(fn, shapes, **kw):
+    return {(n.op, tuple(tuple(s.shape) for s in n.in_specs if s is not None))
+            for n in analyze_jax(fn, *shapes, **kw).nodes
+            if n.op in ("dot_general", "conv_general_dilated", "reduce_window_max")}
+
+
+def test_no_row_is_a_layer_of_the_programs_the_accuracy_bench_scores(row_kernels):
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    sys.path.insert(0, os.path.join(ROOT, "samples"))
+    try:
+        import accuracy_xla_cpu as bench
+        scored = set()
+        for _, fn, shapes, pa in bench.programs():
+            scored |= _layers(fn, shapes, **({} if pa is None else {"params_argnums": pa}))
+    finally:
+        sys.path.remove(os.path.join(ROOT, "bench"))
+        sys.path.remove(os.path.join(ROOT, "samples"))
+    assert len(scored) > 20
+    rows = set()
+    for label, (group, _) in row_kernels.items():
+        build = dict(xr.xla_rows()[group])[label]
+        fn, args = build(cx._rng(label))
+        rows |= _layers(fn, tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args))
+    assert rows and not rows & scored, sorted(rows & scored)
+
+
+def test_link_and_own_result_are_the_chains_differences():
+    # run overhead 4 us; a 1-link chain 4.5 us, a 200-link chain 4.5 + 199 x 0.1 us:
+    # link 0.1 us, own result 4.5 - 4 - 0.1 = 0.4 us
+    m = {"run_overhead_s": 4e-6, "chain_s": {"1": 4.5e-6, "200": 4.5e-6 + 199 * 0.1e-6}}
+    assert cx.link_s(m) == pytest.approx(0.1e-6)
+    assert cx.own_result_s(m) == pytest.approx(0.4e-6)
+    # a chain link dearer than the lone kernel's own time: nothing to take off
+    assert cx.own_result_s({"run_overhead_s": 4e-6, "chain_s": {"1": 4.05e-6, "200": 4.05e-6 + 199e-6}}) == 0.0
+
+
+def _kernel(cls, mac=0.0, vec=0.0, trans=0.0, nbytes=0.0):
+    return {"op_class": cls, "mac": mac, "vec": vec, "trans": trans, "bytes": nbytes, "runs": 1.0,
+            "view": [mac, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]}
+
+
+def test_class_rows_take_off_the_run_overhead_and_weigh_transcendentals():
+    m = {"run_overhead_s": 4e-6, "chain_s": {"1": 4.5e-6, "200": 4.5e-6 + 199 * 0.1e-6},
+         "rows": [{"label": "tanh", "seconds": 10e-6, "kernels": [_kernel("activation", vec=100, trans=1000, nbytes=8e3)]},
+                  {"label": "softmax", "seconds": 9e-6, "kernels": [_kernel("reduce", vec=10, nbytes=1e3),
+                                                                    _kernel("elementwise", vec=50, trans=10, nbytes=2e3)]}]}
+    rows, multi = cx.class_rows(m, trans_weight=4.0)
+    (F, B, t, V), = rows["activation"]
+    assert F == 100 + 4.0 * 1000 and B == 8e3
+    assert t == pytest.approx(10e-6 - 4e-6 - 0.4e-6)   # less the run overhead and own result
+    assert [r["label"] for r in multi] == ["softmax"]
+
+
+def test_fold_multi_gives_the_heaviest_kernel_the_row_less_the_others_fitted_times():
+    # the reduce kernel's fit: a 1 us floor and nothing else (e_c, e_bw huge): the softmax row's
+    # 9 us less the 4 us base less 1 us goes to the elementwise class
+    fit = {"floor_s": 1e-6, "e_c": 1e9, "e_bw": 1e9, "b_half": 0.0, "l2_gain": 0.0}
+    multi = [{"label": "softmax", "seconds": 9e-6,
+              "kernels": [_kernel("reduce", vec=10, nbytes=1e3), _kernel("elementwise", vec=50, trans=10, nbytes=2e3)]}]
+    rows: dict = {}
+    added = cx.fold_multi(rows, multi, {"reduce": fit}, 2.0, 4e-6, 1e11, 1e10, 0.0)
+    assert added == {"elementwise": ["softmax"]}
+    (F, B, t, _), = rows["elementwise"]
+    assert (F, B) == (50 + 2.0 * 10, 2e3) and t == pytest.approx(4e-6, rel=1e-6)
+    # a row whose other kernel's class was not fitted is left out
+    assert cx.fold_multi({}, multi, {}, 2.0, 4e-6, 1e11, 1e10, 0.0) == {}
+
+
+def _xla_profile(tmp_path):
+    doc = calibrated_doc(threads=2)
+    doc["id"] = "calibrated-test-xla"
+    doc["default_runtime"] = "xla"
+    cal = doc["calibration"]
+    cal.update({"runtime": "xla", "trans_weight": 16.0, "run_overhead_us": 4.0})
+    cal["tables"] = {"activation": {"floor_us": 0.5, "e_c": 0.25, "e_bw": 4.0, "b_half_bytes": 0.0,
+                                    "l2_gain": 0.0, "rows": 3, "fit_mape": 1.0}}
+    from analyzer.prediction.profile_toml import calibration_sources, write_profile
+    doc["sources"] = {k: v for k, v in doc["sources"].items() if not k.startswith("calibration.")}
+    doc["sources"].update(calibration_sources(cal, "test"))
+    return write_profile(doc, tmp_path / "xla.toml"), doc
+
+
+def test_an_xla_calibrated_profile_weighs_transcendentals_and_adds_its_run_overhead(tmp_path):
+    path, doc = _xla_profile(tmp_path)
+    peak = doc["matrix_tflops"]["fp32"] * 1e12   # 250 GFLOP/s
+    bw = doc["memory"]["mem_bw_gbs"] * 1e9       # 12.5 GB/s
+    n = 65536
+    r = analyze_jax(jax.numpy.tanh, jax.ShapeDtypeStruct((n,), np.float32), hw=path)
+    p = r.predictions[0]
+    assert p.runtime == "xla" and p.provenance == "calibrated"   # the profile's default runtime
+    # one tanh per element, weighed 16: F = 16 x 65536 at 250 G x 0.25 = 16.78 us; bytes
+    # 2 x 4 x 65536 = 524288 at 12.5 G x 4 = 10.49 us: the transcendentals decide (weighed 1
+    # they would not: 1.05 us); + 0.5 us floor + 4 us run overhead
+    compute = 16 * n / (peak * 0.25)
+    memory = 8 * n / (bw * 4.0)
+    assert compute == pytest.approx(16.777216e-6) and memory == pytest.approx(10.48576e-6)
+    assert p.latency_s == pytest.approx(4e-6 + 0.5e-6 + compute, rel=1e-6)   # (float32 kernels)
+
+
+def test_jax_pools_and_their_gradients_have_their_own_classes_that_fall_back_to_the_old_ones():
+    from analyzer.prediction import family_constants as fc
+    from analyzer.prediction.op_classes import CLASS_CODE
+
+    assert op_class_of("", "reduce_window_max") == "pooling"
+    assert op_class_of("", "select_and_scatter_add") == "pool_grad"
+    # a GPU family without measurements of either predicts them as before (reduce)
+    arrays = fc.load_constants("nvidia-ampere").arrays
+    for name in ("e_compute", "e_bw", "floor_s"):
+        assert arrays[name][CLASS_CODE["pooling"]] == arrays[name][CLASS_CODE["reduce"]]
+        assert arrays[name][CLASS_CODE["pool_grad"]] == arrays[name][CLASS_CODE["reduce"]]
+
+
+def test_the_worker_times_rows_in_a_fresh_interpreter():
+    seen = []
+    out = cx.run_worker(0.5, 1, lambda f, s: seen.append((f, s)),
+                        only=("dot 1x128x128 (weights constant)", "tanh 4096"))
+    assert [r["label"] for r in out["rows"]] == ["dot 1x128x128 (weights constant)", "tanh 4096"]
+    assert all(r["seconds"] > 0 and r["kernels"] for r in out["rows"])
+    assert out["run_overhead_s"] > 0 and set(out["chain_s"]) == {"1", str(cx.TINY_CHAIN)}
+    assert seen and seen[-1][0] <= 1.0 and all(0 <= f <= 1 for f, _ in seen)
+    # the chain of 200 kernels takes longer than one: a link costs something
+    assert cx.link_s(out) > 0 and math.isfinite(cx.own_result_s(out))
+
+
+def test_a_grouped_convolution_is_its_own_class_and_an_input_gradient_is_not():
+    from jax import lax
+
+    from analyzer.prediction import family_constants as fc
+    from analyzer.prediction.kernel_rows import node_op_class
+    from analyzer.prediction.op_classes import CLASS_CODE
+
+    def conv(groups):
+        return lambda x, w: lax.conv_general_dilated(x, w, (1, 1), ((1, 1), (1, 1)), feature_group_count=groups,
+                                                     dimension_numbers=("NCHW", "OIHW", "NCHW"))
+    sds = jax.ShapeDtypeStruct
+    x, w4 = sds((2, 32, 16, 16), np.float32), sds((32, 8, 3, 3), np.float32)
+    (n,) = [n for n in analyze_jax(conv(4), x, w4).nodes if n.op == "conv_general_dilated"]
+    assert node_op_class(n) == "conv_grouped"
+    # the input gradient of an ungrouped 8 -> 16 conv passes g [2, 16, 16, 16] and the kernel
+    # [16, 8, 3, 3]: read as OIHW it looks like 2 groups, but its MACs (2 x 2x8x16x16 outputs x
+    # 16 x 9) are not those of 8 input channels per group
+    x8, w = sds((2, 8, 16, 16), np.float32), sds((16, 8, 3, 3), np.float32)
+    g = sds((2, 16, 16, 16), np.float32)
+    dgrad = lambda x, w, g: jax.vjp(lambda x: conv(1)(x, w), x)[1](g)[0]  # noqa: E731
+    convs = [n for n in analyze_jax(dgrad, x8, w, g).nodes if n.op == "conv_general_dilated"]
+    assert convs and all(node_op_class(n) == "conv" for n in convs)
+    # a family or calibration without the class predicts it with its conv constants, as before
+    arrays = fc.load_constants("nvidia-ampere").arrays
+    for name in ("e_compute", "e_bw", "floor_s", "tile_n"):
+        assert arrays[name][CLASS_CODE["conv_grouped"]] == arrays[name][CLASS_CODE["conv"]]
