@@ -9,8 +9,8 @@ project's 2-vCPU VM that hand-off added 0-60 us to a 5 us program from one call 
 (quartiles of the same row 2-5x apart), so no calibration could repeat. Each row's time is the
 ``q`` quantile of its wall-clock runs, the fastest of ``passes`` passes, less the run overhead
 (the same statistic for the smallest program: one add on 8 floats) and less what a kernel costs
-more as a program's result than inside a program (``own_result_s``: 0.3 us here, from a chain of
-200 small dots, whose time per link, 0.1 us, is also the least a row is fitted at).
+more as a program's result than inside a program (``own_result_s``: 0.06-0.1 us here, from a
+chain of 200 small dots, whose time per link, 0.11 us, is also the least a row is fitted at).
 
 A row's kernels are what opcost's ``xla`` lowering makes of its program (``lowering.lower``):
 most rows are one kernel; where a row is more (a softmax's max and its exp-sum-divide, a
@@ -48,17 +48,22 @@ REFERENCE_PROFILE = "epyc-9654"   # any CPU profile: lowering's counts do not de
 # dot inline and a large one through a threaded library call, a switch a step in bytes did not
 # place (it put 0.6-0.9 us on 9-16 KB GEMVs that ran in 0.1-0.3 us: a scan RNN 2.6x over)
 NO_SPLIT_CLASSES = ("gemm", "bgemm")
-# classes fitted without the tiled matrix view (cpu_model.fit_class's tile of output columns): the
-# tiled convolution fit landed in different optima in two calibrations minutes apart (a CNN at
-# batch 32 predicted 7.7 and 5.2 ms from them), the untiled one 9 % apart at most over the bench's
-# 16 programs (bench/results/accuracy_xla_cpu_2026-11-25.md)
-UNTILED = ("conv",)
+# classes fitted without the tiled matrix view (cpu_model.fit_class's tile of output columns): tiled
+# fits of the same rows' classes landed in different optima in two calibrations minutes apart (a CNN
+# at batch 32 predicted at 7.7 and 5.2 ms, an MLP train step 17 % apart). The largest difference
+# between two calibrations' predictions of the 16 programs bench/accuracy_xla_cpu.py scores, over
+# three pairs of calibrations refitted from their saved rows (two scratch pairs, and the pair of
+# commit f0791ec's bench/results/accuracy_xla_cpu_2026-11-25_rows_*.json): every matrix class
+# tiled 32.6 and 14.8 % (the scratch pairs), only conv untiled 9.0, 7.1 and 17.1 %, conv and gemm
+# untiled 12.2, 4.3 and 5.0 %
+UNTILED = ("conv", "gemm")
 # Eigen's matrix kernels pack the contracted dimension in blocks: a weight gradient of a small
 # batch (k = 2-16) runs longer than its bytes (784x8x256: 32-42 us, 3x): the gemm fit tries k
 # padded to these blocks with each tile (cpu_model.fit_class keeps none where none helps)
 K_BLOCK_CLASSES = ("gemm",)
 K_BLOCKS = (8.0, 16.0, 32.0, 64.0)
 TINY_CHAIN = 200         # dots in the chain whose per-kernel cost is the profile's launch figure
+ANCHOR_REPEATS = 3       # timings of the run overhead and the chains after each pass over the rows
 
 
 def _rng(label: str) -> np.random.Generator:
@@ -127,20 +132,31 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
         built.append((g, label, fn, xr.as_jax_args(args), row_kernels(fn, args)))
     small, sargs = xr.run_overhead_program()
     sargs = xr.as_jax_args(sargs)
+    chains = {n: xr.dot_chain(n, m=1, k=8) for n in (1, TINY_CHAIN)}
+    chains = {n: (f, xr.as_jax_args(a)) for n, (f, a) in chains.items()}
     best = [np.inf] * len(built)
-    overhead = np.inf
+    overheads, lone, links = [], [], []
     for p in range(passes):
         order = range(len(built)) if p % 2 == 0 else range(len(built) - 1, -1, -1)
         for j, i in enumerate(order):
             say(0.3 + 0.6 * (p * len(built) + j) / (passes * len(built)),
                 f"timing {built[i][0]} rows ({p + 1}/{passes})")
             best[i] = min(best[i], time_program(built[i][2], built[i][3], q))
-        overhead = min(overhead, time_program(small, sargs, q, min_s=0.1))
-    say(0.9, "timing a chain of tiny kernels")
-    chain = {}
-    for n in (1, TINY_CHAIN):
-        f, a = xr.dot_chain(n, m=1, k=8)
-        chain[n] = min(time_program(f, xr.as_jax_args(a), q, min_s=0.1) for _ in range(passes))
+        # the run overhead and the two chains: each difference between timings a fraction of a
+        # second apart, their medians kept (a lone tiny dot's time over the run overhead is a
+        # difference of two 4 us timings; taken once, at the end, two calibrations had it at
+        # 0.17 and 0.37 us, and their predictions of small programs 19-38 % apart)
+        for _ in range(ANCHOR_REPEATS):
+            o = time_program(small, sargs, q, min_s=0.05)
+            c1 = time_program(*chains[1], q, min_s=0.05)
+            cn = time_program(*chains[TINY_CHAIN], q, min_s=0.05)
+            overheads.append(o)
+            lone.append(c1 - o)
+            links.append((cn - c1) / (TINY_CHAIN - 1))
+    say(0.9, "done timing")
+    overhead = float(min(overheads))
+    c1 = overhead + float(np.median(lone))
+    chain = {1: c1, TINY_CHAIN: c1 + float(np.median(links)) * (TINY_CHAIN - 1)}
     return {"run_overhead_s": overhead, "chain_s": {str(k): v for k, v in chain.items()},
             "rows": [{"group": g, "label": label, "seconds": t, "kernels": ks}
                      for (g, label, _, _, ks), t in zip(built, best)],
