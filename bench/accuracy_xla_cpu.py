@@ -2,12 +2,14 @@
 """XLA CPU accuracy of opcost's calibrated ``runtime="xla"`` predictions on JAX programs that no
 calibration ever ran.
 
-    PYTHONPATH=$PWD python bench/accuracy_xla_cpu.py [--profile A.toml[,B.toml]]
+    PYTHONPATH=$PWD python bench/accuracy_xla_cpu.py [--profile A.toml[,B.toml] | --rows A.json[,B.json]]
         [--calibrations 2] [--passes 5] [--out bench/results/accuracy_xla_cpu_<date>]
 
 1. ``--calibrations N`` runs of ``calibrate_xla`` (synthetic jitted programs only,
    ``analyzer/prediction/xla_rows.py``), each written as ``<out>_profile_<i>.toml`` with its rows
-   (``<out>_rows_<i>.json``); or ``--profile`` reuses profiles;
+   (``<out>_rows_<i>.json``); or ``--profile`` reuses profiles; or ``--rows`` refits saved rows
+   with the current code (``<out>_refit_<i>.toml``: a change of the fit compared on the same
+   measurements);
 2. the programs: ``samples/jax_models.py``'s MLP, CNN, transformer block and scan RNN, inference
    (``*_infer``, weights closed over) at batch 1, 8 and 32 and a train step (``jax.grad`` + SGD,
    params as arguments) at batch 8: 16 programs. Each is predicted with the product's call,
@@ -105,6 +107,8 @@ def summary(pred: dict[str, float], meas: dict[str, float], names) -> dict[str, 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", default="", help="comma-separated calibrated profiles to reuse")
+    ap.add_argument("--rows", default="", help="comma-separated saved calibration rows (<out>_rows_<i>.json) "
+                    "to refit with the current code instead of calibrating")
     ap.add_argument("--calibrations", type=int, default=2)
     ap.add_argument("--passes", type=int, default=5)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
@@ -113,12 +117,18 @@ def main() -> int:
     import jax
 
     jax.config.update("jax_cpu_enable_async_dispatch", False)
-    from analyzer.prediction.calibrate_xla import calibrate_xla
+    from analyzer.prediction.calibrate_xla import calibrate_xla, profile_doc
     from analyzer.prediction.profile_toml import write_profile
 
     t0 = time.time()
     profiles = [p for p in a.profile.split(",") if p]
     cal_seconds = []
+    for i, path in enumerate(p for p in a.rows.split(",") if p):
+        with open(path) as f:
+            doc = profile_doc(json.load(f))
+        for k in ("_rows", "_measured", "_warnings"):
+            doc.pop(k, None)
+        profiles.append(write_profile(doc, f"{a.out}_refit_{i + 1}.toml"))
     if not profiles:
         for i in range(1, a.calibrations + 1):
             print(f"calibration {i}/{a.calibrations}", file=sys.stderr, flush=True)

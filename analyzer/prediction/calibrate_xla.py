@@ -21,8 +21,8 @@ others' times under the classes fitted without such rows. Then as ``calibrate``:
     F        = mac + vec + trans_weight * transcendentals
     t_run    = run_overhead_s + sum over kernels t_kernel
 
-``trans_weight`` (what a tanh, exp or erf costs in vector FLOPs) is the value of
-``TRANS_WEIGHTS`` that fits the elementwise class's rows best (fused GELUs, norms, softmaxes and
+(the fits: ``xla_fit``). ``trans_weight`` (what a tanh, exp or erf costs in vector FLOPs) is the value of
+``xla_fit.TRANS_WEIGHTS`` that fits the elementwise class's rows best (fused GELUs, norms, softmaxes and
 plain adds in one class). The worker imports nothing of the caller's script."""
 
 from __future__ import annotations
@@ -42,27 +42,7 @@ QUANTILE = 0.25          # of a row's runs (the program's steady time without th
 PASSES = 3
 ROW_MIN_S = 0.04         # seconds of runs per row and pass (and at least MIN_RUNS runs)
 MIN_RUNS = 15
-TRANS_WEIGHTS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 REFERENCE_PROFILE = "epyc-9654"   # any CPU profile: lowering's counts do not depend on it
-# matrix classes are fitted without the thread-split step (cpu_model.fit_class): XLA runs a small
-# dot inline and a large one through a threaded library call, a switch a step in bytes did not
-# place (it put 0.6-0.9 us on 9-16 KB GEMVs that ran in 0.1-0.3 us: a scan RNN 2.6x over)
-NO_SPLIT_CLASSES = ("gemm", "bgemm")
-# classes fitted without the tiled matrix view (cpu_model.fit_class's tile of output columns): tiled
-# fits of the same rows' classes landed in different optima in two calibrations minutes apart (a CNN
-# at batch 32 predicted at 7.7 and 5.2 ms, an MLP train step 17 % apart). The largest difference
-# between two calibrations' predictions of the 16 programs bench/accuracy_xla_cpu.py scores, over
-# three pairs of calibrations refitted from their saved rows (two scratch pairs, and the pair of
-# commit f0791ec's bench/results/accuracy_xla_cpu_2026-11-25_rows_*.json): every matrix class
-# tiled 32.6 and 14.8 % (the scratch pairs), only conv untiled 9.0, 7.1 and 17.1 %, conv and gemm
-# untiled 12.2, 4.3 and 5.0 %
-UNTILED = ("conv", "gemm")
-# Eigen's matrix kernels pack the contracted dimension in blocks: a weight gradient of a small
-# batch (k = 2-16) runs longer than its bytes (784x8x256: 32-42 us, 3x): the gemm fit tries k
-# padded to these blocks with each tile (cpu_model.fit_class keeps none where none helps)
-K_BLOCK_CLASSES = ("gemm",)
-K_BLOCKS = (8.0, 16.0, 32.0, 64.0)
-TINY_CHAIN = 200         # dots in the chain whose per-kernel cost is the profile's launch figure
 ANCHOR_REPEATS = 3       # timings of the run overhead and the chains after each pass over the rows
 
 
@@ -132,7 +112,7 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
         built.append((g, label, fn, xr.as_jax_args(args), row_kernels(fn, args)))
     small, sargs = xr.run_overhead_program()
     sargs = xr.as_jax_args(sargs)
-    chains = {n: xr.dot_chain(n, m=1, k=8) for n in (1, TINY_CHAIN)}
+    chains = {n: xr.dot_chain(n, m=1, k=8) for n in (1, xr.TINY_CHAIN)}
     chains = {n: (f, xr.as_jax_args(a)) for n, (f, a) in chains.items()}
     best = [np.inf] * len(built)
     overheads, lone, links = [], [], []
@@ -149,15 +129,16 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
         for _ in range(ANCHOR_REPEATS):
             o = time_program(small, sargs, q, min_s=0.05)
             c1 = time_program(*chains[1], q, min_s=0.05)
-            cn = time_program(*chains[TINY_CHAIN], q, min_s=0.05)
+            cn = time_program(*chains[xr.TINY_CHAIN], q, min_s=0.05)
             overheads.append(o)
             lone.append(c1 - o)
-            links.append((cn - c1) / (TINY_CHAIN - 1))
+            links.append((cn - c1) / (xr.TINY_CHAIN - 1))
     say(0.9, "done timing")
     overhead = float(min(overheads))
     c1 = overhead + float(np.median(lone))
-    chain = {1: c1, TINY_CHAIN: c1 + float(np.median(links)) * (TINY_CHAIN - 1)}
+    chain = {1: c1, xr.TINY_CHAIN: c1 + float(np.median(links)) * (xr.TINY_CHAIN - 1)}
     return {"run_overhead_s": overhead, "chain_s": {str(k): v for k, v in chain.items()},
+            "q": q, "passes": passes, "cores": os.cpu_count() or 1,
             "rows": [{"group": g, "label": label, "seconds": t, "kernels": ks}
                      for (g, label, _, _, ks), t in zip(built, best)],
             "jax_version": jax.__version__}
@@ -212,120 +193,6 @@ def run_worker(q: float, passes: int, progress: Callable[[float, str], None],
     return result
 
 
-def _features(kernel: dict, trans_weight: float) -> tuple[float, float, list[float]]:
-    k = kernel
-    return k["mac"] + k["vec"] + trans_weight * k["trans"], k["bytes"], k["view"]
-
-
-def link_s(measured: dict[str, Any]) -> float:
-    """Seconds per link of the chain of ``TINY_CHAIN`` 1x8x8 dots: a small kernel inside a program."""
-    chain = measured["chain_s"]
-    return max((chain[str(TINY_CHAIN)] - chain["1"]) / (TINY_CHAIN - 1), 1e-9)
-
-
-def own_result_s(measured: dict[str, Any]) -> float:
-    """What a kernel costs more as a program's own result than inside a program (its output
-    is the program's result buffer): a 1x8x8 dot's time alone (net of the run overhead) less its
-    time per link of the chain; 0 where the link costs more."""
-    return max(measured["chain_s"]["1"] - measured["run_overhead_s"] - link_s(measured), 0.0)
-
-
-def class_rows(measured: dict[str, Any], trans_weight: float) -> tuple[dict[str, list], list[dict]]:
-    """``{class: [(F, B, seconds net of the run overhead, view)]}`` of the one-kernel rows, and
-    the rows of more kernels (for ``fold_multi``)."""
-    base = measured["run_overhead_s"] + own_result_s(measured)
-    by: dict[str, list] = {}
-    multi = []
-    for r in measured["rows"]:
-        ks = r["kernels"]
-        if len(ks) != 1:
-            multi.append(r)
-            continue
-        F, B, V = _features(ks[0], trans_weight)
-        by.setdefault(ks[0]["op_class"], []).append((F, B, max(r["seconds"] - base, 1e-8), V))
-    return by, multi
-
-
-def _arrays(rows: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    F, B, t, V = zip(*rows)
-    return (np.array(F, np.float64), np.array(B, np.float64), np.array(t, np.float64),
-            np.array(V, np.float64).T)
-
-
-def _time(fit: dict, F: float, B: float, V: list[float], peak: float, bw: float, l2_bytes: float) -> float:
-    from analyzer.prediction import cpu_model
-
-    view = np.array(V, np.float64).reshape(7, 1)
-    return float(cpu_model.kernel_time(
-        F, B, fit["floor_s"], fit["e_c"], fit["e_bw"], fit["b_half"], peak, bw, fit["l2_gain"], l2_bytes,
-        view=view, tile_n=fit.get("tile_n", 0.0), n_half=fit.get("n_half", 0.0), par_s=fit.get("par_s", 0.0),
-        b_par=fit.get("b_par", 0.0), piece_s=fit.get("piece_s", 0.0), im2col_s=fit.get("im2col_s", 0.0),
-        im2col_stride_s=fit.get("im2col_stride_s", 0.0), serial_s=fit.get("serial_s", 0.0),
-        k_block=fit.get("k_block", 0.0))[0])
-
-
-def fold_multi(rows: dict, multi: list[dict], fits: dict, trans_weight: float, base: float,
-               peak: float, bw: float, l2_bytes: float) -> dict[str, list[str]]:
-    """Add each row of more kernels to its heaviest kernel's class, less its other kernels'
-    times under ``fits``; returns ``{class: [labels added]}`` (rows whose other kernels' classes
-    were not fitted are left out)."""
-    added: dict[str, list[str]] = {}
-    for r in multi:
-        ks = sorted(r["kernels"], key=lambda k: -(k["mac"] + k["vec"] + k["trans"] + 1e-3 * k["bytes"]))
-        head, rest = ks[0], ks[1:]
-        if any(k["op_class"] not in fits for k in rest):
-            continue
-        others = sum(_time(fits[k["op_class"]], *_features(k, trans_weight), peak, bw, l2_bytes) for k in rest)
-        t = r["seconds"] - base - others
-        if t <= 0:
-            continue
-        F, B, V = _features(head, trans_weight)
-        rows.setdefault(head["op_class"], []).append((F, B, t, V))
-        added.setdefault(head["op_class"], []).append(r["label"])
-    return added
-
-
-def fit_tables(measured: dict[str, Any], threads: int, l2_bytes: float
-               ) -> tuple[dict[str, dict], dict[str, Any]]:
-    """(``{class: fit_class result}``, machine figures) from ``measure``'s output."""
-    from analyzer.prediction import calibration_fit, fit_worker
-
-    base = measured["run_overhead_s"] + own_result_s(measured)   # (as class_rows takes it off)
-    link = link_s(measured)
-    rows0, _ = class_rows(measured, 1.0)
-    F, B, t, _ = _arrays(rows0["gemm"])
-    peak = float(np.max(F / t))
-    adds = sorted((r for r in measured["rows"] if r["label"].startswith("add ")),
-                  key=lambda r: -r["kernels"][0]["bytes"])[:3]
-    bw = float(np.median([r["kernels"][0]["bytes"] / max(r["seconds"] - base, 1e-9) for r in adds]))
-
-    def job(cls, rows):
-        F, B, t, V = _arrays(rows)
-        split = threads if cls not in NO_SPLIT_CLASSES else 1
-        args, kw = calibration_fit.fit_job(cls, F, B, t, None if cls in UNTILED else V, peak, bw, l2_bytes, split, False)
-        if cls in K_BLOCK_CLASSES:
-            kw["k_blocks"] = K_BLOCKS
-        # rows under a chain link's time (a small kernel inside a program: 0.1 us here) are fitted
-        # as it: onnxruntime's 0.25 us noise floor is above it, and rows near 0 (a tiny row less
-        # the run overhead and own_result_s) swung the log-error fits between calibrations
-        kw["noise_floor_s"] = link
-        return args, kw
-
-    # the transcendental weight: the best fit of the elementwise class over TRANS_WEIGHTS
-    trial = fit_worker.fit_classes({f"elementwise@{w:g}": job("elementwise", class_rows(measured, w)[0]["elementwise"])
-                                    for w in TRANS_WEIGHTS})
-    trans_weight = min(TRANS_WEIGHTS, key=lambda w: trial[f"elementwise@{w:g}"]["fit_mape"])
-    rows, multi = class_rows(measured, trans_weight)
-    fits = fit_worker.fit_classes({c: job(c, r) for c, r in rows.items()})
-    added = fold_multi(rows, multi, fits, trans_weight, base, peak, bw, l2_bytes)
-    if added:
-        fits.update(fit_worker.fit_classes({c: job(c, rows[c]) for c in added}))
-    return fits, {"peak": peak, "bw": bw, "trans_weight": trans_weight, "per_kernel_s": link,
-                  "run_overhead_s": measured["run_overhead_s"], "own_result_s": own_result_s(measured),
-                  "multi_rows": added,
-                  "rows": {c: len(r) for c, r in rows.items()}}
-
-
 def import_jax():
     """JAX, or an ``AnalyzerError`` that says how to install it."""
     from analyzer.errors import AnalyzerError
@@ -343,9 +210,6 @@ def calibrate_xla(threads: int | None = None, progress: Callable[[float, str], N
     default runtime is ``xla``. ``threads`` is not a setting of XLA's CPU backend (it runs on
     every core); a value is checked against the machine's cores."""
     from analyzer.errors import InputSpecError
-    from analyzer.prediction import calibration_fit
-    from analyzer.prediction.host import cache_level_bytes, cpu_family, cpu_name, host_id, l2_cache_bytes, vendor
-    from analyzer.prediction.profile_toml import calibration_sources
 
     import_jax()
     cores = os.cpu_count() or 1
@@ -356,12 +220,28 @@ def calibrate_xla(threads: int | None = None, progress: Callable[[float, str], N
     t0 = time.perf_counter()
     measured = run_worker(q, passes, lambda f, s: say(0.85 * f, s))
     say(0.85, "fitting the op classes")
+    doc = profile_doc(measured, t0)
+    say(1.0, "done")
+    return doc
+
+
+def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
+    """The profile document of ``measure``'s output (a calibration's, or saved rows refitted with
+    the current code: ``bench/accuracy_xla_cpu.py --rows``); ``t0``: when the measurement began
+    (``time.perf_counter``), for the seconds it took (else the saved figure)."""
+    from analyzer.prediction import calibration_fit
+    from analyzer.prediction import xla_rows as xr
+    from analyzer.prediction.host import cache_level_bytes, cpu_family, cpu_name, host_id, l2_cache_bytes, vendor
+    from analyzer.prediction.profile_toml import calibration_sources
+    from analyzer.prediction.xla_fit import fit_tables
+
+    cores = int(measured.get("cores") or os.cpu_count() or 1)
+    q, passes = float(measured.get("q", QUANTILE)), int(measured.get("passes", PASSES))
     l2_core = l2_cache_bytes()
     l2_bytes = float(l2_core * cores) if l2_core else 0.0
     fits, fig = fit_tables(measured, cores, l2_bytes)
     tables = {cls: calibration_fit.table_of(f) for cls, f in fits.items()}
-    say(1.0, "done")
-    elapsed = time.perf_counter() - t0
+    elapsed = time.perf_counter() - t0 if t0 is not None else float(measured.get("seconds", 0.0))
     date = _dt.date.today().isoformat()
     cpu = cpu_name()
     ver = measured["jax_version"]
@@ -391,8 +271,8 @@ def calibrate_xla(threads: int | None = None, progress: Callable[[float, str], N
             "matrix_tflops.fp32": f"{head}: best FLOP/s over the {fig['rows'].get('gemm', 0)} dot rows",
             "vector_tflops.fp32": f"{head}: same SIMD FMA units as the matrix figure (set equal to it)",
             "memory.mem_bw_gbs": f"{head}: add (2 reads + 1 write) bytes / kernel time, median of the 3 largest",
-            "overhead.launch_overhead_us": (f"{head}: (a chain of {TINY_CHAIN} dependent 1x8x8 dots - a "
-                                            f"chain of 1) / {TINY_CHAIN - 1}: one more small kernel in a program"),
+            "overhead.launch_overhead_us": (f"{head}: (a chain of {xr.TINY_CHAIN} dependent 1x8x8 dots - a "
+                                            f"chain of 1) / {xr.TINY_CHAIN - 1}: one more small kernel in a program"),
         },
         "calibration": {
             "measured_on": date, "runtime": "xla", "jax_version": ver, "threads": cores,
@@ -405,7 +285,7 @@ def calibrate_xla(threads: int | None = None, progress: Callable[[float, str], N
             "tables": tables,
         },
         "_rows": measured["rows"],
-        "_measured": {k: v for k, v in measured.items() if k != "rows"},
+        "_measured": {**{k: v for k, v in measured.items() if k != "rows"}, "seconds": round(elapsed, 1)},
     }
     doc["sources"].update(calibration_sources(doc["calibration"], head))
     doc["_warnings"] = []

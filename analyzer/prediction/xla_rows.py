@@ -223,6 +223,9 @@ def run_overhead_program() -> tuple[Callable, tuple]:
     return (lambda x: x + 1.0), (np.ones(8, np.float32),)
 
 
+TINY_CHAIN = 200   # dots in the chain whose time per link is a small kernel's inside a program
+
+
 def dot_chain(n: int, m: int = 32, k: int = 64) -> tuple[Callable, tuple]:
     """``n`` dependent small dots (``m``x``k``x``k``, weights constant): the first's extra cost
     over the others' is the cost of waking XLA's dot runtime in a run (``calibrate_xla``)."""

@@ -15,6 +15,7 @@ jax = pytest.importorskip("jax")
 
 from analyzer import analyze_jax  # noqa: E402
 from analyzer.prediction import calibrate_xla as cx  # noqa: E402
+from analyzer.prediction import xla_fit  # noqa: E402
 from analyzer.prediction import xla_rows as xr  # noqa: E402
 from analyzer.prediction.op_classes import op_class_of  # noqa: E402
 from profile_docs import calibrated_doc  # noqa: E402
@@ -82,10 +83,10 @@ def test_link_and_own_result_are_the_chains_differences():
     # run overhead 4 us; a 1-link chain 4.5 us, a 200-link chain 4.5 + 199 x 0.1 us:
     # link 0.1 us, own result 4.5 - 4 - 0.1 = 0.4 us
     m = {"run_overhead_s": 4e-6, "chain_s": {"1": 4.5e-6, "200": 4.5e-6 + 199 * 0.1e-6}}
-    assert cx.link_s(m) == pytest.approx(0.1e-6)
-    assert cx.own_result_s(m) == pytest.approx(0.4e-6)
+    assert xla_fit.link_s(m) == pytest.approx(0.1e-6)
+    assert xla_fit.own_result_s(m) == pytest.approx(0.4e-6)
     # a chain link dearer than the lone kernel's own time: nothing to take off
-    assert cx.own_result_s({"run_overhead_s": 4e-6, "chain_s": {"1": 4.05e-6, "200": 4.05e-6 + 199e-6}}) == 0.0
+    assert xla_fit.own_result_s({"run_overhead_s": 4e-6, "chain_s": {"1": 4.05e-6, "200": 4.05e-6 + 199e-6}}) == 0.0
 
 
 def _kernel(cls, mac=0.0, vec=0.0, trans=0.0, nbytes=0.0):
@@ -98,7 +99,7 @@ def test_class_rows_take_off_the_run_overhead_and_weigh_transcendentals():
          "rows": [{"label": "tanh", "seconds": 10e-6, "kernels": [_kernel("activation", vec=100, trans=1000, nbytes=8e3)]},
                   {"label": "softmax", "seconds": 9e-6, "kernels": [_kernel("reduce", vec=10, nbytes=1e3),
                                                                     _kernel("elementwise", vec=50, trans=10, nbytes=2e3)]}]}
-    rows, multi = cx.class_rows(m, trans_weight=4.0)
+    rows, multi = xla_fit.class_rows(m, trans_weight=4.0)
     (F, B, t, V), = rows["activation"]
     assert F == 100 + 4.0 * 1000 and B == 8e3
     assert t == pytest.approx(10e-6 - 4e-6 - 0.4e-6)   # less the run overhead and own result
@@ -112,12 +113,12 @@ def test_fold_multi_gives_the_heaviest_kernel_the_row_less_the_others_fitted_tim
     multi = [{"label": "softmax", "seconds": 9e-6,
               "kernels": [_kernel("reduce", vec=10, nbytes=1e3), _kernel("elementwise", vec=50, trans=10, nbytes=2e3)]}]
     rows: dict = {}
-    added = cx.fold_multi(rows, multi, {"reduce": fit}, 2.0, 4e-6, 1e11, 1e10, 0.0)
+    added = xla_fit.fold_multi(rows, multi, {"reduce": fit}, 2.0, 4e-6, 1e11, 1e10, 0.0)
     assert added == {"elementwise": ["softmax"]}
     (F, B, t, _), = rows["elementwise"]
     assert (F, B) == (50 + 2.0 * 10, 2e3) and t == pytest.approx(4e-6, rel=1e-6)
     # a row whose other kernel's class was not fitted is left out
-    assert cx.fold_multi({}, multi, {}, 2.0, 4e-6, 1e11, 1e10, 0.0) == {}
+    assert xla_fit.fold_multi({}, multi, {}, 2.0, 4e-6, 1e11, 1e10, 0.0) == {}
 
 
 def _xla_profile(tmp_path):
@@ -170,10 +171,10 @@ def test_the_worker_times_rows_in_a_fresh_interpreter():
                         only=("dot 1x128x128 (weights constant)", "tanh 4096"))
     assert [r["label"] for r in out["rows"]] == ["dot 1x128x128 (weights constant)", "tanh 4096"]
     assert all(r["seconds"] > 0 and r["kernels"] for r in out["rows"])
-    assert out["run_overhead_s"] > 0 and set(out["chain_s"]) == {"1", str(cx.TINY_CHAIN)}
+    assert out["run_overhead_s"] > 0 and set(out["chain_s"]) == {"1", str(xr.TINY_CHAIN)}
     assert seen and seen[-1][0] <= 1.0 and all(0 <= f <= 1 for f, _ in seen)
     # the chain of 200 kernels takes longer than one: a link costs something
-    assert cx.link_s(out) > 0 and math.isfinite(cx.own_result_s(out))
+    assert xla_fit.link_s(out) > 0 and math.isfinite(xla_fit.own_result_s(out))
 
 
 def test_a_grouped_convolution_is_its_own_class_and_an_input_gradient_is_not():
