@@ -71,6 +71,10 @@ class Work(NamedTuple):
     # the counts rest on an assumption the note states (an upper bound for a data-dependent
     # size, a guessed sampling count): the report lists such nodes as estimates
     estimate: bool = False
+    # which kernel the op runs as where its specs alone do not say (the prediction stage's op
+    # class; counts never depend on it): "grouped" / "batch_grouped" for a JAX convolution with
+    # feature_group_count / batch_group_count above 1 (its dimension numbers hide them)
+    kernel: str | None = None
 
 
 COUNT_FIELDS = (

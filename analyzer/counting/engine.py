@@ -72,6 +72,7 @@ class NodeCost:
     level: str = ""
     runs: int = 1
     constant_inputs: tuple[int, ...] = ()
+    kernel: str | None = None        # Work.kernel: the kernel variant its specs do not show
 
     @property
     def flops(self) -> int:
@@ -145,6 +146,7 @@ class NodeRecord(NamedTuple):
     mac_dtype: str | None
     held_params: int               # Work.held's parameter elements (every node holds its own)
     estimate: bool
+    kernel: str | None             # Work.kernel
 
 
 def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[NodeCost],
@@ -224,10 +226,10 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                     by_dtype = tuple((d, b * times) for d, b in by_dtype)
                 mac_dtype = work.mac_dtype or (ins[0].dtype if work.mac_flops and ins and ins[0] else None)
                 hit = NodeRecord(work.params, status, cidx, cost, by_dtype, note, mac_dtype, held_params,
-                            work.estimate)
+                                 work.estimate, work.kernel)
                 if key is not None:
                     memo[key] = hit
-            pover, status, cidx, cost, by_dtype, note, mac_dtype, params, estimate = hit
+            pover, status, cidx, cost, by_dtype, note, mac_dtype, params, estimate, kernel = hit
             if cidx:
                 params += new_params(node, ins, cidx, counted, pover, graph)
         except AnalyzerError as e:
@@ -259,7 +261,8 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
         if records is not None:
             records.append(hit)
         out.append(NodeCost(name, node.op, node.domain, status, cost, ins, outs, mac_dtype, note,
-                            by_dtype, None, estimate, node.inputs, node.outputs, prefix, times, cidx))
+                            by_dtype, None, estimate, node.inputs, node.outputs, prefix, times, cidx,
+                            kernel))
 
 
 def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, out, opts):

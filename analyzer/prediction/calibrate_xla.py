@@ -17,7 +17,7 @@ most rows are one kernel; where a row is more (a softmax's max and its exp-sum-d
 convolution input gradient's kernel flip), its heaviest kernel takes the row's time less the
 others' times under the classes fitted without such rows. Then as ``calibrate``:
 
-    t_kernel = floor_s + max(F / (peak * e_c), (B + b_half) / (bw * e_bw * cache))   [+ par_s step]
+    t_kernel = floor_s + max(F / (peak * e_c), (B + b_half) / (bw * e_bw * cache))
     F        = mac + vec + trans_weight * transcendentals
     t_run    = run_overhead_s + sum over kernels t_kernel
 
@@ -239,7 +239,7 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
     q, passes = float(measured.get("q", QUANTILE)), int(measured.get("passes", PASSES))
     l2_core = l2_cache_bytes()
     l2_bytes = float(l2_core * cores) if l2_core else 0.0
-    fits, fig = fit_tables(measured, cores, l2_bytes)
+    fits, fig = fit_tables(measured, l2_bytes)
     tables = {cls: calibration_fit.table_of(f) for cls, f in fits.items()}
     elapsed = time.perf_counter() - t0 if t0 is not None else float(measured.get("seconds", 0.0))
     date = _dt.date.today().isoformat()
@@ -260,8 +260,8 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
                   f"{n_rows} synthetic jitted programs (analyzer/prediction/xla_rows.py), each the "
                   f"{q:g} quantile of its wall-clock runs with async dispatch off, the fastest of "
                   f"{passes} passes, less the run overhead. Kernel time per op class = floor + "
-                  "max(F/(peak*e_c), (B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))) [+ par_us "
-                  "above b_par_bytes], F = mac + vec + trans_weight * transcendentals; a run adds "
+                  "max(F/(peak*e_c), (B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))), "
+                  "F = mac + vec + trans_weight * transcendentals; a run adds "
                   "run_overhead_us. See analyzer/prediction/calibrate_xla.py."),
         "matrix_tflops": {"fp32": fig["peak"] / 1e12},
         "vector_tflops": {"fp32": fig["peak"] / 1e12},

@@ -244,22 +244,23 @@ def node_op_class(n: NodeCost) -> str:
     x = _shape(n.in_specs[0]) if n.in_specs else None
     w = _shape(n.in_specs[1]) if len(n.in_specs) > 1 else None
     cls = eff.op_class_of(n.domain, n.op, batched=batched, conv_input=x, conv_weight=w)
-    if cls == "conv" and grouped_conv(n, x, w):
-        return "conv_grouped"
+    if cls == "conv":
+        if n.kernel == "batch_grouped":
+            return "conv_batch_grouped"
+        if n.kernel == "grouped" or (n.op in CHANNELS_FIRST_CONV_OPS and n.op != "conv_general_dilated"
+                                     and grouped_by_shape(x, w)):
+            return "conv_grouped"
     return cls
 
 
-def grouped_conv(n: NodeCost, x, w) -> bool:
-    """A channels-first convolution with groups of more than one input channel (and fewer than
-    all): its weight [O, C/g, k...] has fewer input channels than its input [N, C, ...] has, and
-    its MACs are 2 x outputs x (C/g) x taps, so that the weight is read as [O, I, k...] (a JAX
-    input gradient passes its kernel as [I, O, k...]: the MACs then disagree)."""
-    o = _shape(n.out_specs[0]) if n.out_specs else None
-    if n.op not in CHANNELS_FIRST_CONV_OPS or not x or not w or not o or len(w) < 3 or len(o) != len(x):
+def grouped_by_shape(x, w) -> bool:
+    """An ONNX convolution with groups of more than one input channel and fewer than all: its
+    weight [M, C/group, k...] has fewer input channels than its input [N, C, ...] has. (A JAX
+    convolution says so in its ``kernel``: its dimension numbers may order the weight [I, O, ...],
+    as an input gradient's does.)"""
+    if not x or not w or len(x) < 3 or len(w) < 3 or x[1] is None or w[1] is None:
         return False
-    if None in x[:2] or None in w or None in o or w[1] in (0, 1) or x[1] <= w[1] or x[1] % w[1]:
-        return False
-    return n.cost.mac_flops == 2 * int(np.prod(o, dtype=np.int64)) * int(np.prod(w[1:], dtype=np.int64))
+    return 1 < w[1] < x[1] and x[1] % w[1] == 0
 
 
 def kernel_class(anchor_class: str, kernel_op: str) -> str:

@@ -18,9 +18,10 @@ OP_CLASSES = ("gemm", "bgemm", "conv", "attention", "elementwise", "activation",
               "conv_dw", "conv_1x1", "pooling", "view", "rnn", "norm_fused", "swish", "reorder",
               "conv1d", "pool1d",
               # classes an XLA calibration measures separately (``calibrate_xla``)
-              "pool_grad", "conv_grouped")
+              "pool_grad", "conv_grouped", "conv_batch_grouped")
 CLASS_CODE = {c: i for i, c in enumerate(OP_CLASSES)}
-MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1", "conv1d", "conv_grouped")
+MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1", "conv1d", "conv_grouped",
+                  "conv_batch_grouped")
 
 # A class a constants set (family file, generic.json, a calibration's tables) lacks takes the
 # constants of its fallback class, looked up in the same set first (so a GPU family file keeps
@@ -42,15 +43,18 @@ MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1", "
 #              conv class's rate)                                                   -> conv
 #   pool1d   (MaxPool/AveragePool over [N, C, L]: the generic pool kernel, not the NCHWc one;
 #              5-6x the 2-D pooling class's time per byte there)                   -> pooling
-#   conv_grouped (groups of more than one input channel, fewer than all: kernel_rows.grouped_conv;
-#              XLA's CPU backend ran one at 17.8 GFLOP/s against 162 for an ungrouped 3x3 conv,
-#              2-core EPYC, bench/xla_diagnose.py conv-grads)                      -> conv
+#   conv_grouped (groups of more than one input channel, fewer than all: an ONNX Conv's shapes
+#              say so, a JAX one's rule (Work.kernel); XLA's CPU backend ran one at 17.8 GFLOP/s
+#              against 162 for an ungrouped 3x3 conv, 2-core EPYC, bench/xla_diagnose.py
+#              conv-grads)                                                         -> conv
+#   conv_batch_grouped (a JAX convolution with batch_group_count > 1: a grouped convolution's
+#              weight gradient; 0.7 GFLOP/s there)                                 -> conv_grouped
 #   pool_grad (JAX's select_and_scatter_add / select_and_gather_add: a max pool's gradient; 8x
 #              the pool's own time on XLA's CPU backend there)                     -> pooling
 CLASS_FALLBACK = {"conv_dw": "conv", "conv_1x1": "conv", "pooling": "reduce", "view": "movement",
                   "rnn": "other", "norm_fused": "norm", "swish": "activation",
                   "reorder": "movement", "conv1d": "conv", "pool1d": "pooling",
-                  "pool_grad": "pooling", "conv_grouped": "conv",
+                  "pool_grad": "pooling", "conv_grouped": "conv", "conv_batch_grouped": "conv_grouped",
                   # classes without measurements on a family take a measured class of the same
                   # kernel shape: batched GEMMs and convolutions (implicit GEMM) run GEMM kernels;
                   # softmax and reductions are row reductions like norms; data movement and
@@ -69,7 +73,7 @@ CLASS_FALLBACK = {"conv_dw": "conv", "conv_1x1": "conv", "pooling": "reduce", "v
 # calibration measures apart): a kernel whose heaviest node is of the finer class keeps it when
 # the runtime records the coarser op (a FusedConv over a depthwise Conv stays conv_dw)
 REFINES = {"bgemm": "gemm", "conv_dw": "conv", "conv_1x1": "conv", "conv1d": "conv",
-           "pool1d": "pooling", "conv_grouped": "conv"}
+           "pool1d": "pooling", "conv_grouped": "conv", "conv_batch_grouped": "conv"}
 
 
 def class_chain(cls: str) -> tuple[str, ...]:

@@ -14,10 +14,15 @@ import numpy as np
 from analyzer.prediction.xla_rows import TINY_CHAIN
 
 TRANS_WEIGHTS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
-# matrix classes are fitted without the thread-split step (cpu_model.fit_class): XLA runs a small
-# dot inline and a large one through a threaded library call, a switch a step in bytes did not
-# place (it put 0.6-0.9 us on 9-16 KB GEMVs that ran in 0.1-0.3 us: a scan RNN 2.6x over)
-NO_SPLIT_CLASSES = ("gemm", "bgemm")
+# no class is fitted with the thread-split step (cpu_model.fit_class's fork/join cost above a size
+# in bytes): XLA runs a small dot inline and a large one through a threaded library call, a switch
+# the step did not place (0.6-0.9 us on 9-16 KB GEMVs that ran in 0.1-0.3 us: a scan RNN 2.6x
+# over), and the elementwise class's step landed at 12 KB in one calibration and 0.7 KB in the next
+# (their predictions of the 7 us scan RNN 33 % apart). Refitting three scratch pairs of
+# calibrations from their saved rows, the largest difference between a pair's predictions of the
+# 16 programs bench/accuracy_xla_cpu.py scores: 33.2, 4.3 and 12.2 % with the step on the
+# elementwise classes, 2.8, 8.2 and 12.1 % without.
+#
 # classes fitted without the tiled matrix view (cpu_model.fit_class's tile of output columns): tiled
 # fits of the same rows' classes landed in different optima in two calibrations minutes apart (a CNN
 # at batch 32 predicted at 7.7 and 5.2 ms, an MLP train step 17 % apart). The largest difference
@@ -27,6 +32,7 @@ NO_SPLIT_CLASSES = ("gemm", "bgemm")
 # tiled 32.6 and 14.8 % (the scratch pairs), only conv untiled 9.0, 7.1 and 17.1 %, conv and gemm
 # untiled 12.2, 4.3 and 5.0 %
 UNTILED = ("conv", "gemm")
+
 
 def _features(kernel: dict, trans_weight: float) -> tuple[float, float, list[float]]:
     k = kernel
@@ -101,7 +107,7 @@ def fold_multi(rows: dict, multi: list[dict], fits: dict, trans_weight: float, b
     return added
 
 
-def fit_tables(measured: dict[str, Any], threads: int, l2_bytes: float
+def fit_tables(measured: dict[str, Any], l2_bytes: float
                ) -> tuple[dict[str, dict], dict[str, Any]]:
     """(``{class: fit_class result}``, machine figures) from ``measure``'s output."""
     from analyzer.prediction import calibration_fit, fit_worker
@@ -117,8 +123,7 @@ def fit_tables(measured: dict[str, Any], threads: int, l2_bytes: float
 
     def job(cls, rows):
         F, B, t, V = _arrays(rows)
-        split = threads if cls not in NO_SPLIT_CLASSES else 1
-        args, kw = calibration_fit.fit_job(cls, F, B, t, None if cls in UNTILED else V, peak, bw, l2_bytes, split, False)
+        args, kw = calibration_fit.fit_job(cls, F, B, t, None if cls in UNTILED else V, peak, bw, l2_bytes, 1, False)
         # rows under a chain link's time (a small kernel inside a program: 0.1 us here) are fitted
         # as it: onnxruntime's 0.25 us noise floor is above it, and rows near 0 (a tiny row less
         # the run overhead and own_result_s) swung the log-error fits between calibrations

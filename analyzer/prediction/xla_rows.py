@@ -74,32 +74,37 @@ def _conv(n, c, hw, o, k, stride=1, groups=1):
     return f"conv{dw} {n}x{c}x{hw}x{hw} -> {o} k{k} s{stride}", build
 
 
-def _conv_dgrad(n, c, hw, o, k, stride=1):
+def _conv_dgrad(n, c, hw, o, k, stride=1, groups=1):
     """The input gradient of a convolution (what jax.grad emits for a conv's input)."""
     def build(rng):
         import jax
-        w = _r(rng, o, c, k, k, scale=(c * k * k) ** -0.5)
-        conv = _conv_fn(stride, k // 2, 1)
+        w = _r(rng, o, c // groups, k, k, scale=(c // groups * k * k) ** -0.5)
+        conv = _conv_fn(stride, k // 2, groups)
         x = _r(rng, n, c, hw, hw)
         out = (hw + 2 * (k // 2) - k) // stride + 1
 
         def dgrad(x, g):
             return jax.vjp(lambda x: conv(x, w), x)[1](g)[0]
         return dgrad, (x, _r(rng, n, o, out, out))
-    return f"conv input gradient {n}x{c}x{hw}x{hw} -> {o} k{k} s{stride}", build
+    return f"conv input gradient {n}x{c}x{hw}x{hw} -> {o} k{k} s{stride}{_groups(groups)}", build
 
 
-def _conv_wgrad(n, c, hw, o, k, stride=1):
-    """The weight gradient of a convolution (jax.grad for a conv's weights)."""
+def _groups(groups):
+    return f", {groups} groups" if groups > 1 else ""
+
+
+def _conv_wgrad(n, c, hw, o, k, stride=1, groups=1):
+    """The weight gradient of a convolution (jax.grad for a conv's weights; of a grouped one, a
+    convolution with batch_group_count = groups)."""
     def build(rng):
         import jax
-        conv = _conv_fn(stride, k // 2, 1)
+        conv = _conv_fn(stride, k // 2, groups)
         out = (hw + 2 * (k // 2) - k) // stride + 1
 
         def wgrad(x, w, g):
             return jax.vjp(lambda w: conv(x, w), w)[1](g)[0]
-        return wgrad, (_r(rng, n, c, hw, hw), _r(rng, o, c, k, k), _r(rng, n, o, out, out))
-    return f"conv weight gradient {n}x{c}x{hw}x{hw} -> {o} k{k} s{stride}", build
+        return wgrad, (_r(rng, n, c, hw, hw), _r(rng, o, c // groups, k, k), _r(rng, n, o, out, out))
+    return f"conv weight gradient {n}x{c}x{hw}x{hw} -> {o} k{k} s{stride}{_groups(groups)}", build
 
 
 def _pool(n, c, hw, kind):
@@ -168,7 +173,14 @@ def xla_rows() -> dict[str, list[Row]]:
     G["conv gradients"] = ([_conv_dgrad(n, c, hw, o, k, s) for n, c, hw, o, k, s in [
         (2, 8, 24, 16, 3, 1), (4, 24, 12, 48, 3, 1), (2, 16, 20, 16, 3, 2), (8, 12, 16, 24, 3, 1)]]
         + [_conv_wgrad(n, c, hw, o, k, s) for n, c, hw, o, k, s in [
-            (2, 8, 24, 16, 3, 1), (4, 24, 12, 48, 3, 1), (2, 16, 20, 16, 3, 2), (8, 12, 16, 24, 3, 1)]])
+            (2, 8, 24, 16, 3, 1), (4, 24, 12, 48, 3, 1), (2, 16, 20, 16, 3, 2), (8, 12, 16, 24, 3, 1)]]
+        # grouped: the input gradient is a grouped convolution, the weight gradient one with
+        # batch_group_count = groups (XLA's CPU backend: a tenth and a 200th of the 3x3 rate)
+        + [_conv_dgrad(n, c, hw, o, k, 1, groups=g) for n, c, hw, o, k, g in [
+            (2, 32, 16, 32, 3, 4), (4, 24, 12, 48, 3, 3)]]
+        + [_conv_wgrad(n, c, hw, o, k, 1, groups=g) for n, c, hw, o, k, g in [
+            (2, 16, 12, 16, 3, 4), (1, 32, 10, 32, 3, 8), (4, 12, 8, 24, 3, 3), (2, 48, 12, 48, 3, 6),
+            (4, 32, 16, 32, 3, 4)]])
     G["pooling"] = ([_pool(n, c, hw, "max") for n, c, hw in [(1, 16, 32), (4, 32, 24), (8, 64, 16)]]
                     + [_pool(n, c, hw, "avg") for n, c, hw in [(2, 24, 28), (1, 64, 56)]]
                     + [_pool(n, c, hw, "grad") for n, c, hw in [(1, 16, 32), (4, 24, 16), (2, 64, 20)]])

@@ -36,7 +36,7 @@ def row_kernels():
 
 def test_every_row_lowers_to_costed_kernels_of_its_group(row_kernels):
     expect = {"dot": {"gemm"}, "batched dot": {"bgemm"}, "conv": {"conv", "conv_1x1", "conv_dw", "conv_grouped"},
-              "conv gradients": {"conv"}, "pooling": {"pooling", "pool_grad"},
+              "conv gradients": {"conv", "conv_grouped", "conv_batch_grouped"}, "pooling": {"pooling", "pool_grad"},
               "elementwise": {"elementwise"}, "transcendental": {"activation", "elementwise"},
               "row reductions": {"elementwise", "reduce"}, "gather": {"elementwise", "gather"},
               "transpose": {"movement"}}
@@ -177,29 +177,39 @@ def test_the_worker_times_rows_in_a_fresh_interpreter():
     assert xla_fit.link_s(out) > 0 and math.isfinite(xla_fit.own_result_s(out))
 
 
-def test_a_grouped_convolution_is_its_own_class_and_an_input_gradient_is_not():
+def test_grouped_convolutions_and_their_weight_gradients_have_their_own_classes():
     from jax import lax
 
+    from analyzer import analyze
     from analyzer.prediction import family_constants as fc
     from analyzer.prediction.kernel_rows import node_op_class
+    from analyzer.prediction.onnx_build import Builder
     from analyzer.prediction.op_classes import CLASS_CODE
 
     def conv(groups):
         return lambda x, w: lax.conv_general_dilated(x, w, (1, 1), ((1, 1), (1, 1)), feature_group_count=groups,
                                                      dimension_numbers=("NCHW", "OIHW", "NCHW"))
+
+    def classes(fn, *shapes):
+        return [node_op_class(n) for n in analyze_jax(fn, *shapes).nodes if n.op == "conv_general_dilated"]
     sds = jax.ShapeDtypeStruct
     x, w4 = sds((2, 32, 16, 16), np.float32), sds((32, 8, 3, 3), np.float32)
-    (n,) = [n for n in analyze_jax(conv(4), x, w4).nodes if n.op == "conv_general_dilated"]
-    assert node_op_class(n) == "conv_grouped"
-    # the input gradient of an ungrouped 8 -> 16 conv passes g [2, 16, 16, 16] and the kernel
-    # [16, 8, 3, 3]: read as OIHW it looks like 2 groups, but its MACs (2 x 2x8x16x16 outputs x
-    # 16 x 9) are not those of 8 input channels per group
+    g = sds((2, 32, 16, 16), np.float32)
+    assert classes(conv(4), x, w4) == ["conv_grouped"]
+    # its weight gradient is a convolution with batch_group_count 4 (XLA CPU: 0.7 GFLOP/s)
+    wgrad = lambda x, w, g: jax.vjp(lambda w: conv(4)(x, w), w)[1](g)[0]  # noqa: E731
+    assert classes(wgrad, x, w4, g) == ["conv_batch_grouped"]
+    # the input gradient of an ungrouped 8 -> 16 conv passes its kernel as [I, O, k, k]: read as
+    # OIHW it would look like 2 groups; the rule's kernel says it is not grouped
     x8, w = sds((2, 8, 16, 16), np.float32), sds((16, 8, 3, 3), np.float32)
-    g = sds((2, 16, 16, 16), np.float32)
     dgrad = lambda x, w, g: jax.vjp(lambda x: conv(1)(x, w), x)[1](g)[0]  # noqa: E731
-    convs = [n for n in analyze_jax(dgrad, x8, w, g).nodes if n.op == "conv_general_dilated"]
-    assert convs and all(node_op_class(n) == "conv" for n in convs)
-    # a family or calibration without the class predicts it with its conv constants, as before
+    assert classes(dgrad, x8, w, sds((2, 16, 16, 16), np.float32)) == ["conv"]
+    # an ONNX Conv's shapes say it: [N, 32, ...] by [32, 8, ...] is 4 groups
+    b = Builder(1)
+    b.add("Conv", [(1, 32, 8, 8)], weights=[(32, 8, 3, 3)], attrs={"group": 4, "pads": [1, 1, 1, 1]})
+    assert [node_op_class(n) for n in analyze(b.model()).nodes if n.op == "Conv"] == ["conv_grouped"]
+    # a family or calibration without the classes predicts them with its conv constants, as before
     arrays = fc.load_constants("nvidia-ampere").arrays
     for name in ("e_compute", "e_bw", "floor_s", "tile_n"):
-        assert arrays[name][CLASS_CODE["conv_grouped"]] == arrays[name][CLASS_CODE["conv"]]
+        for cls in ("conv_grouped", "conv_batch_grouped"):
+            assert arrays[name][CLASS_CODE[cls]] == arrays[name][CLASS_CODE["conv"]]

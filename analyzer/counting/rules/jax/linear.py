@@ -49,7 +49,8 @@ def _taps(out: int, k: int, inp: int, lhs_dil: int) -> int:
 
 
 @register("conv_general_dilated", domain=D)
-def conv_general_dilated(ins, outs, ctx, *, dimension_numbers, lhs_dilation=None):
+def conv_general_dilated(ins, outs, ctx, *, dimension_numbers, lhs_dilation=None, feature_group_count=1,
+                         batch_group_count=1):
     """Each output element sums rhs_in_features * (kernel taps) products; rhs_in_features is
     already C / feature_group_count (and the full C under batch_group_count), so groups of either
     kind are exact; strides, padding and rhs dilation are in the output shape.
@@ -64,8 +65,12 @@ def conv_general_dilated(ins, outs, ctx, *, dimension_numbers, lhs_dilation=None
         taps *= _taps(out[out_spec[2 + d]], rhs[rhs_spec[2 + d]], lhs[lhs_spec[2 + d]],
                       lhs_dilation[d])
     n_out, o_feat = out[out_spec[0]], out[out_spec[1]]
+    # the kernel: grouped (more than one input feature per group: depthwise ones are told by
+    # their shapes) or batch-grouped (a grouped convolution's weight gradient)
+    kernel = ("batch_grouped" if (batch_group_count or 1) > 1 else
+              "grouped" if (feature_group_count or 1) > 1 and in_features > 1 else None)
     return Work(mac_flops=2 * n_out * o_feat * taps * in_features,
-                mac_dtype=_mac_dtype(ins[0], ins[1]))
+                mac_dtype=_mac_dtype(ins[0], ins[1]), kernel=kernel)
 
 
 @register("pallas_call", domain=D)
