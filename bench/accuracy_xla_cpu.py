@@ -14,8 +14,8 @@ calibration ever ran.
    (``*_infer``, weights closed over) at batch 1, 8 and 32 and a train step (``jax.grad`` + SGD,
    params as arguments) at batch 8: 16 programs. Each is predicted with the product's call,
    ``analyzer.analyze_jax(fn, *shapes, hw=profile, runtime="xla")``, per profile;
-3. each is measured here: jitted, JAX's CPU async dispatch off (as the calibration measures: with
-   it on, a call's hand-off to another thread added 0-60 us to a 5 us program on this VM), the
+3. each is measured here: jitted, JAX's CPU async dispatch off (as the calibration measures: the
+   program's own execution, no hand-off to another thread; ``calibrate_xla``'s docstring), the
    25th percentile of its wall-clock runs (``calibrate_xla.time_program``, at least 0.1 s of
    runs), the fastest of ``--passes`` passes over all programs in turn;
 4. writes ``<out>.md`` / ``<out>.json``: per program measured and predicted us, error %; overall

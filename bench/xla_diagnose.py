@@ -5,6 +5,7 @@ on the XLA calibration's misses (scratch measurements; nothing here is fitted on
     PYTHONPATH=$PWD python bench/xla_diagnose.py thunks mlp train 8 [--top 20]
     PYTHONPATH=$PWD python bench/xla_diagnose.py dot-forms
     PYTHONPATH=$PWD python bench/xla_diagnose.py conv-grads
+    PYTHONPATH=$PWD python bench/xla_diagnose.py dispatch on|off
 
 ``thunks NET infer|train BATCH``: one of ``samples/jax_models.py``'s programs (as
 ``bench/accuracy_xla_cpu.py`` runs them), 50 calls under ``jax.profiler.trace``; prints each XLA
@@ -16,7 +17,8 @@ line of each (``dot`` thunks run through Eigen, ``ynn_fusion`` through YNNPACK).
 contracted (nn: lhs 1, rhs 0; tn: lhs 0, rhs 0; nt: lhs 1, rhs 1; tt: lhs 0, rhs 1): the 25th
 percentile of the jitted call's wall-clock less a 1-element program's, the fastest of 3.
 ``conv-grads``: the CNN sample's two kinds of convolution alone, forward and both gradients.
-Async dispatch off in all, as the calibration measures."""
+Async dispatch off in these three, as the calibration measures. ``dispatch``: what it changes:
+two small programs' call wall-clock quantiles with it on and off."""
 
 from __future__ import annotations
 
@@ -76,6 +78,17 @@ def thunks(net: str, kind: str, batch: int, top: int) -> None:
         print(f"{us:9.2f} us  {name:28s} {hlo[name]}")
 
 
+def run_overhead() -> float:
+    """The smallest program's time (``xla_rows.run_overhead_program``), the fastest of 3: what
+    every timing here is taken net of."""
+    from analyzer.prediction import xla_rows as xr
+    from analyzer.prediction.calibrate_xla import time_program
+
+    fn, args = xr.run_overhead_program()
+    args = xr.as_jax_args(args)
+    return min(time_program(fn, args, 0.25, 0.1) for _ in range(3))
+
+
 def dot_forms() -> None:
     import jax
     from jax import lax
@@ -87,7 +100,7 @@ def dot_forms() -> None:
     def r(*s):
         return jax.numpy.asarray(rng.standard_normal(s).astype(np.float32))
 
-    base = min(time_program(lambda x: x + 1.0, (r(8),), 0.25, 0.1) for _ in range(3))
+    base = run_overhead()
     print("M x K x N         nn us    tn us    nt us    tt us")
     for m, k, n in [(64, 128, 256), (128, 64, 256), (256, 256, 256), (32, 512, 128), (8, 784, 256), (784, 8, 256)]:
         forms = {"nn": (((1,), (0,)), r(m, k), r(k, n)), "tn": (((0,), (0,)), r(k, m), r(k, n)),
@@ -118,7 +131,7 @@ def conv_grads() -> None:
         return lambda x, w: lax.conv_general_dilated(x, w, (1, 1), ((pad, pad), (pad, pad)), rhs_dilation=(dil, dil),
                                                      feature_group_count=groups,
                                                      dimension_numbers=("NCHW", "OIHW", "NCHW"))
-    base = min(time_program(lambda x: x + 1.0, (r(8),), 0.25, 0.1) for _ in range(3))
+    base = run_overhead()
     for name, c, x, w in [("conv5 (4 groups, dilation 2)", conv(4, 2, 2), r(8, 32, 16, 16), r(32, 8, 3, 3)),
                           ("conv2 (3x3)", conv(1, 1, 1), r(8, 16, 32, 32), r(16, 16, 3, 3))]:
         g = c(x, w)
@@ -128,6 +141,37 @@ def conv_grads() -> None:
             t = min(time_program(fn, args, 0.25, 0.1) for _ in range(3)) - base
             mac = sum(n.cost.mac_flops for n in analyze_jax(fn, *(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)).nodes)
             print(f"{name:30s} {what:16s} {t * 1e6:9.1f} us  {mac / 1e6:6.2f} MFLOP  {mac / t / 1e9:6.1f} GFLOP/s")
+
+
+def dispatch(on: bool) -> None:
+    """A 1024-element GELU and the MLP sample at batch 1, jitted, 3 runs of 400 calls each with
+    JAX's CPU async dispatch ``on`` (its default) or off: quantiles of a call's wall-clock, us
+    (one mode a process: it is set before the first call)."""
+    import time
+
+    import jax
+
+    import accuracy_xla_cpu as acc
+    import jax_models as jm
+
+    rng = np.random.default_rng(0)
+    gelu = (lambda x: jax.nn.gelu(x, approximate=False), (jax.numpy.asarray(rng.standard_normal(1024).astype(np.float32)),))
+    mlp = (jm.mlp_infer, acc.concrete(jm.example_inputs("mlp", 1)[1:2], rng))
+    jax.config.update("jax_cpu_enable_async_dispatch", on)
+    for name, (fn, args) in (("gelu 1024", gelu), ("mlp_infer b1", mlp)):
+        f = jax.jit(fn)
+        for _ in range(10):
+            jax.block_until_ready(f(*args))
+        for _ in range(3):
+            w = []
+            for _ in range(400):
+                t0 = time.perf_counter()
+                jax.block_until_ready(f(*args))
+                w.append(time.perf_counter() - t0)
+            p5, p25, p50, p75 = np.percentile(np.array(w) * 1e6, [5, 25, 50, 75])
+            print(f"async dispatch {'on ' if on else 'off'} {name:13s} p5 {p5:6.1f}  p25 {p25:6.1f}  "
+                  f"p50 {p50:6.1f}  p75 {p75:6.1f}")
+            time.sleep(0.5)
 
 
 def main() -> int:
@@ -140,14 +184,17 @@ def main() -> int:
     t.add_argument("--top", type=int, default=20)
     sub.add_parser("dot-forms")
     sub.add_parser("conv-grads")
+    sub.add_parser("dispatch").add_argument("mode", choices=("on", "off"))
     a = ap.parse_args()
     import jax
 
-    jax.config.update("jax_cpu_enable_async_dispatch", False)
+    jax.config.update("jax_cpu_enable_async_dispatch", False)   # (dispatch sets its own mode)
     if a.cmd == "thunks":
         thunks(a.net, a.kind, a.batch, a.top)
     elif a.cmd == "conv-grads":
         conv_grads()
+    elif a.cmd == "dispatch":
+        dispatch(a.mode == "on")
     else:
         dot_forms()
     return 0

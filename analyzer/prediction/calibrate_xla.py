@@ -3,10 +3,12 @@ fit the CPU kernel-time model per op class, for predictions with ``runtime="xla"
 
 The rows (``xla_rows``) run in a worker process (``python -m analyzer.prediction.calibrate_xla``)
 with JAX's CPU async dispatch off (``jax_cpu_enable_async_dispatch = False``): the program runs
-on the calling thread, and its wall-clock is its execution. With dispatch on (JAX's default) a
-call hands the program to another thread and ``block_until_ready`` waits for it; on this
-project's 2-vCPU VM that hand-off added 0-60 us to a 5 us program from one call to the next
-(quartiles of the same row 2-5x apart), so no calibration could repeat. Each row's time is the
+on the calling thread, and its wall-clock is its execution, with no hand-off to another thread
+in it. (With dispatch on, JAX's default, timings on this project's 2-vCPU VM early on 2026-11-25
+had the quartiles of one 5 us row 2-5x apart, and two timings of the rows minutes apart
+disagreed by more than 20 % on 49 of 117 rows, against 22 of 117 with it off (scratch timings);
+hours later ``bench/xla_diagnose.py dispatch on|off`` measured the two modes
+alike. The hand-off's cost is a state of the host, not of the program.) Each row's time is the
 ``q`` quantile of its wall-clock runs, the fastest of ``passes`` passes, less the run overhead
 (the same statistic for the smallest program: one add on 8 floats) and less what a kernel costs
 more as a program's result than inside a program (``own_result_s``: 0.06-0.1 us here, from a

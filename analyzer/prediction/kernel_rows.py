@@ -151,12 +151,16 @@ def _gemm_view_of(op: str, in_specs, out_specs, mac_flops: int, trans: int = 0):
     return 0.0, 0.0, 0.0, 0.0, False
 
 
-def dot_general_split(lhs: tuple, rhs: tuple, out: tuple, mac_flops: int) -> tuple[int, int] | None:
-    """(batch dims, contracting dims) of a ``dot_general`` from its shapes and MAC count (its
-    dimension numbers are not in the specs): the output is batch + lhs free + rhs free dims, so
-    ``batch + 2 contracting = rank(lhs) + rank(rhs) - rank(out)``; of the splits whose sizes agree
-    (batch x free x contracted elements of each operand, and the MACs), the one with the fewest
-    batch dims. None where none agrees."""
+def dot_general_view(lhs: tuple, rhs: tuple, out: tuple, mac_flops: int):
+    """(m, n, k, batch, batched) of a ``dot_general`` from its shapes and MAC count (its dimension
+    numbers are not in the specs): the output is batch + lhs free + rhs free dims, so ``batch + 2
+    contracting = rank(lhs) + rank(rhs) - rank(out)``; of the splits whose sizes agree (batch x
+    free x contracted elements of each operand, and the MACs), the one with the fewest batch dims:
+    m and n the products of the free dims, k of the contracted ones. Read as ONNX's MatMul (batch
+    dims broadcast, the last two the matrix), a weight gradient ``x^T g`` of x [8, 784] and
+    g [8, 256] was a 8 x 256 x 8 product: 0.01 us of tensor-core work on an A100 for its 3.2
+    MFLOP (1 us for the forward product with the same MACs). None where no split agrees (then
+    the MatMul reading stands)."""
     rl, rr, ro = len(lhs), len(rhs), len(out)
     for nb in range(0, min(rl, rr) + 1):
         two_nc = rl + rr - ro - nb
@@ -174,26 +178,8 @@ def dot_general_split(lhs: tuple, rhs: tuple, out: tuple, mac_flops: int) -> tup
         k, r = divmod(int(np.prod(lhs, dtype=np.int64)), b * m)
         if r or b * n * k != int(np.prod(rhs, dtype=np.int64)) or 2 * b * m * n * k != mac_flops:
             continue
-        return nb, nc
+        return float(m), float(n), float(k), float(b), b > 1
     return None
-
-
-def dot_general_view(lhs: tuple, rhs: tuple, out: tuple, mac_flops: int):
-    """(m, n, k, batch, batched) of a ``dot_general`` (``dot_general_split``): m and n the
-    products of the lhs and rhs free dims, k of the contracted ones. Read as ONNX's MatMul (batch
-    dims broadcast, the last two the matrix), a weight gradient ``x^T g`` of x [8, 784] and
-    g [8, 256] was a 8 x 256 x 8 product: 0.03 us of tensor-core work on an A100 for its 3.2
-    MFLOP (as 1 us for the forward product with the same MACs). None where the shapes do not
-    resolve (then the MatMul reading stands)."""
-    split = dot_general_split(lhs, rhs, out, mac_flops)
-    if split is None:
-        return None
-    nb, nc = split
-    nl = len(lhs) - nb - nc
-    b = int(np.prod(out[:nb], dtype=np.int64))
-    m = int(np.prod(out[nb:nb + nl], dtype=np.int64))
-    n = int(np.prod(out[nb + nl:], dtype=np.int64))
-    return float(m), float(n), float(mac_flops / (2.0 * b * m * n)), float(b), b > 1
 
 
 def strided_conv(n: NodeCost) -> float:
@@ -245,19 +231,24 @@ def node_op_class(n: NodeCost) -> str:
     w = _shape(n.in_specs[1]) if len(n.in_specs) > 1 else None
     cls = eff.op_class_of(n.domain, n.op, batched=batched, conv_input=x, conv_weight=w)
     if cls == "conv":
-        if n.kernel == "batch_grouped":
-            return "conv_batch_grouped"
-        if n.kernel == "grouped" or (n.op in CHANNELS_FIRST_CONV_OPS and n.op != "conv_general_dilated"
-                                     and grouped_by_shape(x, w)):
+        if n.kernel in KERNEL_CLASSES:   # the rule's word (a JAX convolution's groups)
+            return KERNEL_CLASSES[n.kernel]
+        if n.op in GROUPED_BY_SHAPE_OPS and grouped_by_shape(x, w):
             return "conv_grouped"
     return cls
 
 
+# the class of a kernel a counting rule names (``Work.kernel``)
+KERNEL_CLASSES = {"grouped": "conv_grouped", "batch_grouped": "conv_batch_grouped"}
+# convolutions whose weight is [M, C/group, k...] (not ConvTranspose's [C, M/group, k...], nor a
+# JAX convolution's, whose dimension numbers may order it [I, O, k...]: its rule says instead)
+GROUPED_BY_SHAPE_OPS = CHANNELS_FIRST_CONV_OPS - {"ConvTranspose", "conv_general_dilated"}
+
+
 def grouped_by_shape(x, w) -> bool:
-    """An ONNX convolution with groups of more than one input channel and fewer than all: its
-    weight [M, C/group, k...] has fewer input channels than its input [N, C, ...] has. (A JAX
-    convolution says so in its ``kernel``: its dimension numbers may order the weight [I, O, ...],
-    as an input gradient's does.)"""
+    """A convolution of ``GROUPED_BY_SHAPE_OPS`` with groups of more than one input channel and
+    fewer than all: its weight [M, C/group, k...] has fewer input channels than its input
+    [N, C, ...] has."""
     if not x or not w or len(x) < 3 or len(w) < 3 or x[1] is None or w[1] is None:
         return False
     return 1 < w[1] < x[1] and x[1] % w[1] == 0

@@ -50,7 +50,7 @@ MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1", "
 #   conv_batch_grouped (a JAX convolution with batch_group_count > 1: a grouped convolution's
 #              weight gradient; 0.7 GFLOP/s there)                                 -> conv_grouped
 #   pool_grad (JAX's select_and_scatter_add / select_and_gather_add: a max pool's gradient; 8x
-#              the pool's own time on XLA's CPU backend there)                     -> pooling
+#              the pool's own time on XLA's CPU backend there, a scratch timing)   -> pooling
 CLASS_FALLBACK = {"conv_dw": "conv", "conv_1x1": "conv", "pooling": "reduce", "view": "movement",
                   "rnn": "other", "norm_fused": "norm", "swish": "activation",
                   "reorder": "movement", "conv1d": "conv", "pool1d": "pooling",

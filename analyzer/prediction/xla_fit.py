@@ -141,5 +141,4 @@ def fit_tables(measured: dict[str, Any], l2_bytes: float
         fits.update(fit_worker.fit_classes({c: job(c, rows[c]) for c in added}))
     return fits, {"peak": peak, "bw": bw, "trans_weight": trans_weight, "per_kernel_s": link,
                   "run_overhead_s": measured["run_overhead_s"], "own_result_s": own_result_s(measured),
-                  "multi_rows": added,
                   "rows": {c: len(r) for c, r in rows.items()}}

@@ -208,6 +208,10 @@ def test_grouped_convolutions_and_their_weight_gradients_have_their_own_classes(
     b = Builder(1)
     b.add("Conv", [(1, 32, 8, 8)], weights=[(32, 8, 3, 3)], attrs={"group": 4, "pads": [1, 1, 1, 1]})
     assert [node_op_class(n) for n in analyze(b.model()).nodes if n.op == "Conv"] == ["conv_grouped"]
+    # a ConvTranspose's weight is [C, M/group, k...]: 64 -> 32 channels, ungrouped, is not grouped
+    b = Builder(2)
+    b.add("ConvTranspose", [(1, 64, 8, 8)], weights=[(64, 32, 3, 3)])
+    assert [node_op_class(n) for n in analyze(b.model()).nodes if n.op == "ConvTranspose"] == ["conv"]
     # a family or calibration without the classes predicts them with its conv constants, as before
     arrays = fc.load_constants("nvidia-ampere").arrays
     for name in ("e_compute", "e_bw", "floor_s", "tile_n"):
