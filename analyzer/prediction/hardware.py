@@ -213,8 +213,7 @@ def host_dispatch(prof, runtime, class_names: list[str], launch: float, note: li
         return np.full(len(class_names), prof.launch_overhead_us * 1e-6)  # measured with it
     if runtime.name == "eager" and prof.kind == "gpu":
         note.append(f"eager dispatch per op from {runtimes.EAGER_DISPATCH_SOURCE}")
-        return np.array([runtimes.EAGER_DISPATCH_US.get(c, runtimes.EAGER_DISPATCH_DEFAULT_US)
-                         for c in class_names]) * 1e-6
+        return np.array([runtimes.eager_dispatch_us(c) for c in class_names]) * 1e-6
     us, why = runtimes.KIND_LAUNCH_US[prof.kind]
     if prof.launch_overhead_us is not None:
         note.append(f"{runtime.name} dispatch per kernel taken as {prof.id}'s launch figure "

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analyzer.errors import InputSpecError
+from analyzer.prediction.op_classes import class_chain
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,15 @@ EAGER_DISPATCH_SOURCE = ("LLMCompass A100 per-op overheads (21 us matmul, 12 us 
                          "classes take the 12 us eager softmax figure (its 45 us layernorm/GELU were "
                          "torch.compile'd); a host property: one H100 host with torch 2.11 measured "
                          "21-35 us per op (bench/results/h100_ops_2026-11-24.csv, not fitted on)")
+
+
+def eager_dispatch_us(op_class: str) -> float:
+    """``EAGER_DISPATCH_US`` of ``op_class`` or of the first class it falls back to that has a
+    figure (a depthwise convolution or an lhs-transposed product is still one matmul-like
+    framework op); else the default."""
+    return next((EAGER_DISPATCH_US[c] for c in class_chain(op_class) if c in EAGER_DISPATCH_US),
+                EAGER_DISPATCH_DEFAULT_US)
+
 
 # Per-kernel launch figure of a profile that has none, by kind (microseconds), with why.
 KIND_LAUNCH_US: dict[str, tuple[float, str]] = {

@@ -112,6 +112,19 @@ def test_eager_dispatch_is_llmcompass_eager_figure_not_its_compiled_one(model, u
     assert e.latency_s - k.latency_s == pytest.approx(us * 1e-6, rel=1e-6)
 
 
+def test_eager_dispatch_of_a_refined_matrix_class_is_its_parents():
+    # a depthwise convolution is one framework conv call: conv_dw -> conv's 21 us matmul-like
+    # figure (before: the 12 us default of a class without a figure)
+    from analyzer.prediction.runtimes import eager_dispatch_us
+
+    assert eager_dispatch_us("conv_dw") == eager_dispatch_us("conv_1x1") == 21.0
+    assert eager_dispatch_us("pooling") == eager_dispatch_us("gather") == 12.0
+    m = one_node("Conv", (1, 32, 16, 16), weight(32, 1, 3, 3), group=32, pads=[1, 1, 1, 1])
+    k = analyzer.analyze(m, hw="a100", runtime="kernel").predictions[0]
+    e = analyzer.analyze(m, hw="a100", runtime="eager").predictions[0]
+    assert e.latency_s - k.latency_s == pytest.approx(21e-6, rel=1e-6)
+
+
 def test_runtime_defaults_and_provenance_per_profile():
     m = one_node("Relu", (1024,))
     rep = analyzer.analyze(m, hw=["a100", "tpu-v5e", "epyc-9654"])
