@@ -15,7 +15,9 @@ line of each (``dot`` thunks run through Eigen, ``ynn_fusion`` through YNNPACK).
 
 ``dot-forms``: a product of M x K by K x N fp32 written four ways, by which operand dims are
 contracted (nn: lhs 1, rhs 0; tn: lhs 0, rhs 0; nt: lhs 1, rhs 1; tt: lhs 0, rhs 1): the 25th
-percentile of the jitted call's wall-clock less a 1-element program's, the fastest of 3.
+percentile of the jitted call's wall-clock less a 1-element program's, the fastest of 3, and the
+library the optimized HLO runs it with (a ``__ynn_fusion``: YNNPACK; a plain ``dot``: Eigen). The
+forms whose lhs is contracted over its leading dim are opcost's ``gemm_tn`` class.
 ``conv-grads``: the CNN sample's two kinds of convolution alone, forward and both gradients.
 Async dispatch off in these three, as the calibration measures. ``dispatch``: what it changes:
 two small programs' call wall-clock quantiles with it on and off."""
@@ -101,15 +103,25 @@ def dot_forms() -> None:
         return jax.numpy.asarray(rng.standard_normal(s).astype(np.float32))
 
     base = run_overhead()
-    print("M x K x N         nn us    tn us    nt us    tt us")
-    for m, k, n in [(64, 128, 256), (128, 64, 256), (256, 256, 256), (32, 512, 128), (8, 784, 256), (784, 8, 256)]:
-        forms = {"nn": (((1,), (0,)), r(m, k), r(k, n)), "tn": (((0,), (0,)), r(k, m), r(k, n)),
-                 "nt": (((1,), (1,)), r(m, k), r(n, k)), "tt": (((0,), (1,)), r(k, m), r(n, k))}
-        us = {}
-        for name, (dn, a, b) in forms.items():
-            fn = (lambda a, b, dn=dn: lax.dot_general(a, b, (dn, ((), ()))))
+    forms = {"nn": ((1,), (0,)), "tn": ((0,), (0,)), "nt": ((1,), (1,)), "tt": ((0,), (1,))}
+    print("M x K x N         nn us    tn us    nt us    tt us   tn/nn  tt/nt   library (nn tn nt tt)")
+    for m, k, n in [(64, 128, 256), (128, 64, 256), (128, 256, 64), (256, 128, 64), (64, 128, 64),
+                    (256, 256, 256), (32, 512, 128), (8, 784, 256), (784, 8, 256)]:
+        us, lib = {}, {}
+        for name, (lc, rc) in forms.items():
+            a = r(*((k, m) if lc == (0,) else (m, k)))
+            b = r(*((k, n) if rc == (0,) else (n, k)))
+            fn = (lambda a, b, lc=lc, rc=rc: lax.dot_general(a, b, ((lc, rc), ((), ()))))
             us[name] = (min(time_program(fn, (a, b), 0.25, 0.05) for _ in range(3)) - base) * 1e6
-        print(f"{m:4d} x {k:3d} x {n:3d}  " + "  ".join(f"{us[f]:7.1f}" for f in ("nn", "tn", "nt", "tt")))
+            lib[name] = _dot_library(jax.jit(fn).lower(a, b).compile().as_text())
+        print(f"{m:4d} x {k:3d} x {n:3d}  " + "  ".join(f"{us[f]:7.1f}" for f in forms)
+              + f"  {us['tn'] / us['nn']:6.2f} {us['tt'] / us['nt']:6.2f}   " + " ".join(lib[f] for f in forms))
+
+
+def _dot_library(hlo: str) -> str:
+    """Which library XLA's CPU backend compiled a lone product to, from its optimized HLO: a
+    YNNPACK fusion, or a plain ``dot`` instruction (an Eigen call)."""
+    return "ynn" if "__ynn_fusion" in hlo else "eigen" if re.search(r"= \S+ dot\(", hlo) else "other"
 
 
 def conv_grads() -> None:

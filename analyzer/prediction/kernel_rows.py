@@ -75,7 +75,7 @@ def fusion_nodes(nodes: list[NodeCost], precision: str | None, memo: dict | None
     FN = fusion.FusionNode
     for i, n in enumerate(nodes):
         key = (keys[i], precision) if keys is not None else \
-            (n.op, n.domain, n.in_specs, n.out_specs, bool(n.cost.mac_flops), precision)
+            (n.op, n.domain, n.in_specs, n.out_specs, bool(n.cost.mac_flops), n.kernel, precision)
         hit = memo.get(key)
         if hit is None:
             hit = memo[key] = (node_op_class(n),
@@ -230,16 +230,17 @@ def node_op_class(n: NodeCost) -> str:
     x = _shape(n.in_specs[0]) if n.in_specs else None
     w = _shape(n.in_specs[1]) if len(n.in_specs) > 1 else None
     cls = eff.op_class_of(n.domain, n.op, batched=batched, conv_input=x, conv_weight=w)
+    if n.kernel in KERNEL_CLASSES and cls in ("gemm", "conv"):
+        return KERNEL_CLASSES[n.kernel]   # the rule's word (a JAX convolution's groups, a dot's form)
     if cls == "conv":
-        if n.kernel in KERNEL_CLASSES:   # the rule's word (a JAX convolution's groups)
-            return KERNEL_CLASSES[n.kernel]
         if n.op in GROUPED_BY_SHAPE_OPS and grouped_by_shape(x, w):
             return "conv_grouped"
     return cls
 
 
 # the class of a kernel a counting rule names (``Work.kernel``)
-KERNEL_CLASSES = {"grouped": "conv_grouped", "batch_grouped": "conv_batch_grouped"}
+KERNEL_CLASSES = {"grouped": "conv_grouped", "batch_grouped": "conv_batch_grouped",
+                  "lhs_transposed": "gemm_tn"}
 # convolutions whose weight is [M, C/group, k...] (not ConvTranspose's [C, M/group, k...], nor a
 # JAX convolution's, whose dimension numbers may order it [I, O, k...]: its rule says instead)
 GROUPED_BY_SHAPE_OPS = CHANNELS_FIRST_CONV_OPS - {"ConvTranspose", "conv_general_dilated"}

@@ -18,10 +18,10 @@ OP_CLASSES = ("gemm", "bgemm", "conv", "attention", "elementwise", "activation",
               "conv_dw", "conv_1x1", "pooling", "view", "rnn", "norm_fused", "swish", "reorder",
               "conv1d", "pool1d",
               # classes an XLA calibration measures separately (``calibrate_xla``)
-              "pool_grad", "conv_grouped", "conv_batch_grouped")
+              "pool_grad", "conv_grouped", "conv_batch_grouped", "gemm_tn")
 CLASS_CODE = {c: i for i, c in enumerate(OP_CLASSES)}
 MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1", "conv1d", "conv_grouped",
-                  "conv_batch_grouped")
+                  "conv_batch_grouped", "gemm_tn")
 
 # A class a constants set (family file, generic.json, a calibration's tables) lacks takes the
 # constants of its fallback class, looked up in the same set first (so a GPU family file keeps
@@ -51,8 +51,13 @@ MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1", "
 #              weight gradient; 0.7 GFLOP/s there)                                 -> conv_grouped
 #   pool_grad (JAX's select_and_scatter_add / select_and_gather_add: a max pool's gradient; 8x
 #              the pool's own time on XLA's CPU backend there, a scratch timing)   -> pooling
-CLASS_FALLBACK = {"conv_dw": "conv", "conv_1x1": "conv", "pooling": "reduce", "view": "movement",
-                  "rnn": "other", "norm_fused": "norm", "swish": "activation",
+#   gemm_tn  (a JAX dot_general without batch dims whose lhs is contracted over leading dims,
+#              x^T g: its rule's Work.kernel "lhs_transposed"; XLA's CPU backend (jaxlib 0.10.2)
+#              compiles it to an Eigen dot where the lhs-last forms are YNNPACK fusions, a
+#              library of other speeds: 0.79-1.53x the nn form's time over 9 shapes on a 2-core
+#              AVX2 EPYC, bench/results/xla_dot_forms_2026-11-29.txt)             -> gemm
+CLASS_FALLBACK = {"gemm_tn": "gemm", "conv_dw": "conv", "conv_1x1": "conv", "pooling": "reduce",
+                  "view": "movement", "rnn": "other", "norm_fused": "norm", "swish": "activation",
                   "reorder": "movement", "conv1d": "conv", "pool1d": "pooling",
                   "pool_grad": "pooling", "conv_grouped": "conv", "conv_batch_grouped": "conv_grouped",
                   # classes without measurements on a family take a measured class of the same
@@ -72,7 +77,7 @@ CLASS_FALLBACK = {"conv_dw": "conv", "conv_1x1": "conv", "pooling": "reduce", "v
 # classes that are a finer view of another class's kernel (same kernel, a shape the CPU
 # calibration measures apart): a kernel whose heaviest node is of the finer class keeps it when
 # the runtime records the coarser op (a FusedConv over a depthwise Conv stays conv_dw)
-REFINES = {"bgemm": "gemm", "conv_dw": "conv", "conv_1x1": "conv", "conv1d": "conv",
+REFINES = {"gemm_tn": "gemm", "bgemm": "gemm", "conv_dw": "conv", "conv_1x1": "conv", "conv1d": "conv",
            "pool1d": "pooling", "conv_grouped": "conv", "conv_batch_grouped": "conv"}
 
 

@@ -31,7 +31,7 @@ TRANS_WEIGHTS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 # commit f0791ec's bench/results/accuracy_xla_cpu_2026-11-25_rows_*.json): every matrix class
 # tiled 32.6 and 14.8 % (the scratch pairs), only conv untiled 9.0, 7.1 and 17.1 %, conv and gemm
 # untiled 12.2, 4.3 and 5.0 %
-UNTILED = ("conv", "gemm")
+UNTILED = ("conv", "gemm", "gemm_tn")
 
 
 def _features(kernel: dict, trans_weight: float) -> tuple[float, float, list[float]]:

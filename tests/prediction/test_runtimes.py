@@ -114,10 +114,11 @@ def test_eager_dispatch_is_llmcompass_eager_figure_not_its_compiled_one(model, u
 
 def test_eager_dispatch_of_a_refined_matrix_class_is_its_parents():
     # a depthwise convolution is one framework conv call: conv_dw -> conv's 21 us matmul-like
-    # figure (before: the 12 us default of a class without a figure)
+    # figure (before: the 12 us default of a class without a figure), as a JAX x^T g product
+    # (gemm_tn -> gemm) is a matmul's
     from analyzer.prediction.runtimes import eager_dispatch_us
 
-    assert eager_dispatch_us("conv_dw") == eager_dispatch_us("conv_1x1") == 21.0
+    assert eager_dispatch_us("conv_dw") == eager_dispatch_us("conv_1x1") == eager_dispatch_us("gemm_tn") == 21.0
     assert eager_dispatch_us("pooling") == eager_dispatch_us("gather") == 12.0
     m = one_node("Conv", (1, 32, 16, 16), weight(32, 1, 3, 3), group=32, pads=[1, 1, 1, 1])
     k = analyzer.analyze(m, hw="a100", runtime="kernel").predictions[0]

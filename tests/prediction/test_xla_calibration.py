@@ -35,7 +35,7 @@ def row_kernels():
 
 
 def test_every_row_lowers_to_costed_kernels_of_its_group(row_kernels):
-    expect = {"dot": {"gemm"}, "batched dot": {"bgemm"}, "conv": {"conv", "conv_1x1", "conv_dw", "conv_grouped"},
+    expect = {"dot": {"gemm", "gemm_tn"}, "batched dot": {"bgemm"}, "conv": {"conv", "conv_1x1", "conv_dw", "conv_grouped"},
               "conv gradients": {"conv", "conv_grouped", "conv_batch_grouped"}, "pooling": {"pooling", "pool_grad"},
               "elementwise": {"elementwise"}, "transcendental": {"activation", "elementwise"},
               "row reductions": {"elementwise", "reduce"}, "gather": {"elementwise", "gather"},
@@ -175,6 +175,48 @@ def test_the_worker_times_rows_in_a_fresh_interpreter():
     assert seen and seen[-1][0] <= 1.0 and all(0 <= f <= 1 for f, _ in seen)
     # the chain of 200 kernels takes longer than one: a link costs something
     assert xla_fit.link_s(out) > 0 and math.isfinite(xla_fit.own_result_s(out))
+
+
+def test_a_product_with_its_lhs_contracted_over_leading_dims_is_gemm_tn(row_kernels):
+    from jax import lax
+
+    from analyzer import analyze
+    from analyzer.prediction.kernel_rows import node_op_class
+
+    sds = jax.ShapeDtypeStruct
+
+    def dot(lc, rc, lb=(), rb=()):
+        return lambda a, b: lax.dot_general(a, b, ((lc, rc), (lb, rb)))
+
+    def cls(fn, *shapes):
+        r = analyze_jax(fn, *shapes)
+        return [(n.kernel, node_op_class(n)) for n in r.nodes if n.op == "dot_general"]
+    a, b = sds((64, 32), np.float32), sds((64, 48), np.float32)
+    # x^T g (lhs contracted over dim 0): the weight gradient jax.grad writes, an Eigen dot on XLA CPU
+    assert cls(dot((0,), (0,)), a, b) == [("lhs_transposed", "gemm_tn")]
+    assert cls(dot((0,), (1,)), a, sds((48, 64), np.float32)) == [("lhs_transposed", "gemm_tn")]
+    # a sequence model's weight gradient contracts batch and time: [B, T, D] x [B, T, F] -> [D, F]
+    assert cls(dot((0, 1), (0, 1)), sds((4, 16, 32), np.float32), sds((4, 16, 48), np.float32)) \
+        == [("lhs_transposed", "gemm_tn")]
+    # the lhs contracted over its last dim (x @ w, g w^T, [B, T, D] @ [D, F]): YNNPACK, gemm
+    assert cls(dot((1,), (0,)), sds((32, 64), np.float32), b) == [(None, "gemm")]
+    assert cls(dot((1,), (1,)), sds((32, 64), np.float32), sds((48, 64), np.float32)) == [(None, "gemm")]
+    assert cls(dot((2,), (0,)), sds((4, 16, 64), np.float32), b) == [(None, "gemm")]
+    # batch dims: a batched product (bgemm) whatever its contraction
+    assert cls(dot((1,), (1,), (0,), (0,)), sds((4, 64, 32), np.float32), sds((4, 64, 48), np.float32)) \
+        == [(None, "bgemm")]
+    # the calibration's x^T g rows are the class's rows, every other dot row is gemm
+    for label, (group, ks) in row_kernels.items():
+        if group == "dot":
+            assert [k["op_class"] for k in ks] == ["gemm_tn" if "x^T g" in label else "gemm"], label
+    # a profile without the class predicts it with its gemm constants: on the A100 the same product
+    # written x^T g or x @ w costs the same, to the last bit
+    tn = analyze_jax(dot((0,), (0,)), a, b, hw="a100").predictions[0].latency_s
+    nn = analyze_jax(dot((1,), (0,)), sds((32, 64), np.float32), b, hw="a100").predictions[0].latency_s
+    assert tn == nn
+    # no ONNX op is ever gemm_tn (its MatMul has no contraction dims to read)
+    from onnx_builders import one_node, weight
+    assert [node_op_class(n) for n in analyze(one_node("MatMul", (64, 32), weight(32, 48))).nodes] == ["gemm"]
 
 
 def test_grouped_convolutions_and_their_weight_gradients_have_their_own_classes():

@@ -26,7 +26,12 @@ def _mac_dtype(a, b) -> str | None:
 @register("dot_general", domain=D)
 def dot_general(ins, outs, ctx, *, dimension_numbers):
     """out = batch dims + lhs free dims + rhs free dims; each output element sums over the
-    contracting dims: mac_flops = 2 * numel(out) * prod(lhs contracting dims)."""
+    contracting dims: mac_flops = 2 * numel(out) * prod(lhs contracting dims).
+
+    The kernel: ``lhs_transposed`` for a product without batch dims whose lhs is contracted over
+    dims other than its trailing ones (``x^T g``, the weight gradient ``jax.grad`` writes), which
+    XLA's CPU backend hands to Eigen where it gives every other product to YNNPACK
+    (``bench/xla_diagnose.py dot-forms`` prints which library each form compiles to)."""
     (lc, rc), (lb, rb) = dimension_numbers
     a, b = ins[0].dims(), ins[1].dims()
     k = prod(a[i] for i in lc)
@@ -34,7 +39,9 @@ def dot_general(ins, outs, ctx, *, dimension_numbers):
         raise ShapeError(f"dot_general contracting dims differ: {ins[0]} x {ins[1]} over {lc} / {rc}")
     if [a[i] for i in lb] != [b[i] for i in rb]:
         raise ShapeError(f"dot_general batch dims differ: {ins[0]} x {ins[1]} over {lb} / {rb}")
-    return Work(mac_flops=2 * outs[0].numel() * k, mac_dtype=_mac_dtype(ins[0], ins[1]))
+    lhs_transposed = not lb and sorted(lc) != list(range(len(a) - len(lc), len(a)))
+    return Work(mac_flops=2 * outs[0].numel() * k, mac_dtype=_mac_dtype(ins[0], ins[1]),
+                kernel="lhs_transposed" if lhs_transposed else None)
 
 
 def _taps(out: int, k: int, inp: int, lhs_dil: int) -> int:
