@@ -3,7 +3,7 @@
 calibration ever ran.
 
     PYTHONPATH=$PWD python bench/accuracy_xla_cpu.py [--profile A.toml[,B.toml] | --rows A.json[,B.json]]
-        [--calibrations 2] [--passes 5] [--out bench/results/accuracy_xla_cpu_<date>]
+        [--measured RUN.json] [--calibrations 2] [--passes 5] [--out bench/results/accuracy_xla_cpu_<date>]
 
 1. ``--calibrations N`` runs of ``calibrate_xla`` (synthetic jitted programs only,
    ``analyzer/prediction/xla_rows.py``), each written as ``<out>_profile_<i>.toml`` with its rows
@@ -14,7 +14,9 @@ calibration ever ran.
    (``*_infer``, weights closed over) at batch 1, 8 and 32 and a train step (``jax.grad`` + SGD,
    params as arguments) at batch 8: 16 programs. Each is predicted with the product's call,
    ``analyzer.analyze_jax(fn, *shapes, hw=profile, runtime="xla")``, per profile;
-3. each is measured here: jitted, JAX's CPU async dispatch off (as the calibration measures: the
+3. each is measured here (or ``--measured RUN.json`` takes a saved run's ``measured_us``: with
+   ``--rows`` of the same run, a change of the code is scored on exactly the measurements it was
+   scored on before, nothing timed): jitted, JAX's CPU async dispatch off (as the calibration measures: the
    program's own execution, no hand-off to another thread; ``calibrate_xla``'s docstring), the
    25th percentile of its wall-clock runs (``calibrate_xla.time_program``, at least 0.1 s of
    runs), the fastest of ``--passes`` passes over all programs in turn;
@@ -30,6 +32,7 @@ import datetime
 import json
 import os
 import platform
+import shlex
 import sys
 import time
 
@@ -109,6 +112,8 @@ def main() -> int:
     ap.add_argument("--profile", default="", help="comma-separated calibrated profiles to reuse")
     ap.add_argument("--rows", default="", help="comma-separated saved calibration rows (<out>_rows_<i>.json) "
                     "to refit with the current code instead of calibrating")
+    ap.add_argument("--measured", default="", help="a saved run's <out>.json: score on its program timings "
+                    "instead of measuring (with --rows of the same run: a code change on the same data)")
     ap.add_argument("--calibrations", type=int, default=2)
     ap.add_argument("--passes", type=int, default=5)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
@@ -139,8 +144,16 @@ def main() -> int:
             doc.pop("_warnings", None)
             profiles.append(write_profile(doc, f"{a.out}_profile_{i}.toml"))
     progs = programs()
-    print("measuring the programs", file=sys.stderr, flush=True)
-    meas = measure(progs, a.passes)
+    if a.measured:
+        with open(a.measured) as f:
+            saved = json.load(f)
+        meas = {n: us * 1e-6 for n, us in saved["measured_us"].items()}
+        missing = sorted({n for n, *_ in progs} - set(meas))
+        if missing:
+            sys.exit(f"{a.measured} has no timing of {', '.join(missing)}")
+    else:
+        print("measuring the programs", file=sys.stderr, flush=True)
+        meas = measure(progs, a.passes)
     preds = [predict(progs, p) for p in profiles]
     names = [n for n, *_ in progs]
     groups = {"all": names, "inference": [n for n in names if "_infer_" in n],
@@ -154,6 +167,8 @@ def main() -> int:
     head = (f"{datetime.date.today().isoformat()}, {platform.processor() or platform.machine()}, "
             f"{os.cpu_count()} cores, JAX {jax.__version__} (jaxlib {jaxlib.__version__}), XLA CPU, async dispatch off, "
             f"{Q:g} quantile of wall-clock runs, fastest of {a.passes} passes")
+    if a.measured:
+        head = f"timings {saved['machine']}"
     res = {"machine": head, "profiles": [os.path.relpath(p, ROOT) for p in profiles],
            "calibration_seconds": cal_seconds, "measured_us": {n: meas[n] * 1e6 for n in names},
            "predicted_us": [{n: pr[n] * 1e6 for n in names} for pr in preds], "summary": table,
@@ -161,8 +176,10 @@ def main() -> int:
     with open(a.out + ".json", "w") as f:
         json.dump(res, f, indent=1)
     lines = [f"# XLA CPU accuracy ({head})", "",
-             f"Command: `PYTHONPATH=$PWD python bench/accuracy_xla_cpu.py --out {os.path.relpath(a.out, ROOT)}`", "",
-             "Programs: samples/jax_models.py (never calibrated on); profiles: " +
+             f"Command: `PYTHONPATH=$PWD python bench/accuracy_xla_cpu.py {' '.join(map(shlex.quote, sys.argv[1:]))}`", "",
+             "Programs: samples/jax_models.py (never calibrated on)" +
+             (f", timings of `{os.path.relpath(a.measured, ROOT)}` (not measured in this run)" if a.measured else "") +
+             "; profiles: " +
              ", ".join(f"`{os.path.relpath(p, ROOT)}`" for p in profiles) + "", "",
              "| program | measured us | " + " | ".join(f"predicted us ({i + 1}) | error ({i + 1})" for i in range(len(preds))) + " |",
              "|---|---:|" + "---:|---:|" * len(preds)]
