@@ -9,7 +9,8 @@ had the quartiles of one 5 us row 2-5x apart, and two timings of the rows minute
 disagreed by more than 20 % on 49 of 117 rows, against 22 of 117 with it off (scratch timings);
 hours later ``bench/xla_diagnose.py dispatch on|off`` measured the two modes
 alike. The hand-off's cost is a state of the host, not of the program.) Each row's time is the
-``q`` quantile of its wall-clock runs, the fastest of ``passes`` passes, less the run overhead
+``q`` quantile of its wall-clock runs, the fastest of ``passes`` passes (each in a fresh worker
+process: ``measure_in_processes``), less the run overhead
 (the same statistic for the smallest program: one add on 8 floats) and less what a kernel costs
 more as a program's result than inside a program (``own_result_s``: 0.06-0.1 us here, from a
 chain of 200 small dots, whose time per link, 0.11 us, is also the least a row is fitted at).
@@ -195,6 +196,43 @@ def run_worker(q: float, passes: int, progress: Callable[[float, str], None],
     return result
 
 
+def measure_in_processes(q: float, passes: int, progress: Callable[[float, str], None]) -> dict[str, Any]:
+    """``passes`` passes over the rows, each in a fresh worker process (``run_worker`` with one
+    pass), merged by ``merge_passes``. Why not all passes in one process: a process's timing of
+    a row can sit in one state for all its passes. On this project's 2-vCPU VM (2026-11-29) four
+    workers of 3 passes each timed the same rows at 79-120 us (a 1x1024x1024 GEMV), 200-296 us (a
+    3x3 conv) and 559-1118 us (relu over 4 M floats), and two calibrations minutes apart had a
+    depthwise conv at 1471 and 812 us, three 1x1 convs 1.4-1.5x apart, and predicted the CNN
+    programs 28-35 % apart (bench/results/accuracy_xla_cpu_2026-11-29.md)."""
+    runs = []
+    for i in range(passes):
+        runs.append(run_worker(q, 1, lambda f, s, i=i: progress((i + f) / passes, s)))
+    return merge_passes(runs)
+
+
+def merge_passes(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One measurement of several workers' (``measure``'s output each): a row's fastest time
+    over them; the least run overhead; the lone tiny dot's excess over the run overhead and the
+    chain's time per link, each the median over the workers (as ``measure`` takes medians of
+    such differences within one)."""
+    first = runs[0]
+    labels = [row["label"] for row in first["rows"]]
+    if any([row["label"] for row in r["rows"]] != labels for r in runs):
+        from analyzer.errors import InternalError
+
+        raise InternalError("calibrate (runtime xla)",
+                            ValueError("the worker processes timed different rows"))
+    overhead = min(r["run_overhead_s"] for r in runs)
+    n = max(int(k) for k in first["chain_s"])
+    lone = float(np.median([r["chain_s"]["1"] - r["run_overhead_s"] for r in runs]))
+    link = float(np.median([(r["chain_s"][str(n)] - r["chain_s"]["1"]) / (n - 1) for r in runs]))
+    rows = [{**row, "seconds": min(r["rows"][i]["seconds"] for r in runs)}
+            for i, row in enumerate(first["rows"])]
+    return {**first, "run_overhead_s": overhead,
+            "chain_s": {"1": overhead + lone, str(n): overhead + lone + link * (n - 1)},
+            "passes": sum(int(r["passes"]) for r in runs), "rows": rows}
+
+
 def import_jax():
     """JAX, or an ``AnalyzerError`` that says how to install it."""
     from analyzer.errors import AnalyzerError
@@ -220,7 +258,7 @@ def calibrate_xla(threads: int | None = None, progress: Callable[[float, str], N
                              f"a thread count ({threads}) cannot be set for it")
     say = progress or (lambda f, s: None)
     t0 = time.perf_counter()
-    measured = run_worker(q, passes, lambda f, s: say(0.85 * f, s))
+    measured = measure_in_processes(q, passes, lambda f, s: say(0.85 * f, s))
     say(0.85, "fitting the op classes")
     doc = profile_doc(measured, t0)
     say(1.0, "done")
@@ -261,7 +299,7 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
         "notes": (f"Calibrated with JAX {ver}'s XLA CPU backend on {cores} cores in {elapsed:.0f} s: "
                   f"{n_rows} synthetic jitted programs (analyzer/prediction/xla_rows.py), each the "
                   f"{q:g} quantile of its wall-clock runs with async dispatch off, the fastest of "
-                  f"{passes} passes, less the run overhead. Kernel time per op class = floor + "
+                  f"{passes} passes (each in a fresh process), less the run overhead. Kernel time per op class = floor + "
                   "max(F/(peak*e_c), (B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))), "
                   "F = mac + vec + trans_weight * transcendentals; a run adds "
                   "run_overhead_us. See analyzer/prediction/calibrate_xla.py."),

@@ -177,6 +177,30 @@ def test_the_worker_times_rows_in_a_fresh_interpreter():
     assert xla_fit.link_s(out) > 0 and math.isfinite(xla_fit.own_result_s(out))
 
 
+def test_passes_in_separate_processes_merge_to_each_rows_fastest_and_the_median_differences():
+    from analyzer.errors import InternalError
+
+    n = xr.TINY_CHAIN
+
+    def run(overhead, lone, link, a, b):
+        return {"run_overhead_s": overhead, "passes": 1, "q": 0.25, "cores": 2, "jax_version": "x",
+                "chain_s": {"1": overhead + lone, str(n): overhead + lone + link * (n - 1)},
+                "rows": [{"group": "dot", "label": "a", "seconds": a, "kernels": []},
+                         {"group": "dot", "label": "b", "seconds": b, "kernels": []}]}
+    runs = [run(4.0e-6, 0.2e-6, 0.10e-6, 30e-6, 9e-6), run(3.8e-6, 0.4e-6, 0.13e-6, 20e-6, 11e-6),
+            run(4.4e-6, 0.3e-6, 0.11e-6, 25e-6, 10e-6)]
+    m = cx.merge_passes(runs)
+    assert [r["seconds"] for r in m["rows"]] == [20e-6, 9e-6]      # each row's fastest worker
+    assert m["run_overhead_s"] == 3.8e-6 and m["passes"] == 3
+    # lone dot over the overhead: median(0.2, 0.4, 0.3) = 0.3 us; a link: median(0.10, 0.13, 0.11)
+    assert xla_fit.link_s(m) == pytest.approx(0.11e-6, rel=1e-9)
+    assert m["chain_s"]["1"] == pytest.approx(3.8e-6 + 0.3e-6, rel=1e-12)
+    assert xla_fit.own_result_s(m) == pytest.approx(0.3e-6 - 0.11e-6, rel=1e-9)
+    runs[1]["rows"][1]["label"] = "c"
+    with pytest.raises(InternalError):
+        cx.merge_passes(runs)
+
+
 def test_a_product_with_its_lhs_contracted_over_leading_dims_is_gemm_tn(row_kernels):
     from jax import lax
 
