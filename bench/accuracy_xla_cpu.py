@@ -195,10 +195,15 @@ def main() -> int:
         lines += ["", f"Largest difference between the calibrations' predictions of a program: {spread:.1f}%"]
     if cal_seconds:
         lines += [f"Calibration wall-clock: {', '.join(f'{s:.0f} s' for s in cal_seconds)}"]
-    with open(a.out + ".md", "w") as f:
+    write_markdown(a.out, lines)
+    return 0
+
+
+def write_markdown(out: str, lines: list[str]) -> None:
+    """``<out>.md`` of ``lines``, and the same on stdout."""
+    with open(out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
-    return 0
 
 
 if __name__ == "__main__":

@@ -82,9 +82,7 @@ def main() -> int:
     lines.append("| **largest** | " + " | ".join(f"**{max(spread[w].values()):.1f}%**" for w in WAYS) + " |")
     lines.append("| programs within 5% | " + " | ".join(
         f"{sum(v <= 5 for v in spread[w].values())} of {len(names)}" for w in WAYS) + " |")
-    with open(a.out + ".md", "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    acc.write_markdown(a.out, lines)
     return 0
 
 
