@@ -103,6 +103,7 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
     import jax
 
     from analyzer.prediction import xla_rows as xr
+    from analyzer.prediction.host import cpu_name, l2_cache_bytes
 
     say = say or (lambda f, s: None)
     groups = xr.xla_rows()
@@ -142,6 +143,7 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
     chain = {1: c1, xr.TINY_CHAIN: c1 + float(np.median(links)) * (xr.TINY_CHAIN - 1)}
     return {"run_overhead_s": overhead, "chain_s": {str(k): v for k, v in chain.items()},
             "q": q, "passes": passes, "cores": os.cpu_count() or 1,
+            "measured_on": _dt.date.today().isoformat(), "cpu": cpu_name(), "l2_core_bytes": l2_cache_bytes(),
             "rows": [{"group": g, "label": label, "seconds": t, "kernels": ks}
                      for (g, label, _, _, ks), t in zip(built, best)],
             "jax_version": jax.__version__}
@@ -265,25 +267,35 @@ def calibrate_xla(threads: int | None = None, progress: Callable[[float, str], N
     return doc
 
 
+def timed_on(measured: dict[str, Any], refit: bool) -> tuple[str, str, int | None]:
+    """(day, CPU name, L2 bytes per core) of the machine that timed ``measured``'s rows, as its
+    worker recorded them; rows saved before it did take this machine's, and a ``refit`` of them
+    says its day is the refit's."""
+    from analyzer.prediction.host import cpu_name, l2_cache_bytes
+
+    date = measured.get("measured_on") or (_dt.date.today().isoformat()
+                                           + (" (refitted; measured earlier)" if refit else ""))
+    l2 = measured["l2_core_bytes"] if "l2_core_bytes" in measured else l2_cache_bytes()
+    return date, measured.get("cpu") or cpu_name(), l2
+
+
 def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
     """The profile document of ``measure``'s output (a calibration's, or saved rows refitted with
     the current code: ``bench/accuracy_xla_cpu.py --rows``); ``t0``: when the measurement began
     (``time.perf_counter``), for the seconds it took (else the saved figure)."""
     from analyzer.prediction import calibration_fit
     from analyzer.prediction import xla_rows as xr
-    from analyzer.prediction.host import cache_level_bytes, cpu_family, cpu_name, host_id, l2_cache_bytes, vendor
+    from analyzer.prediction.host import cache_level_bytes, cpu_family, host_id, vendor
     from analyzer.prediction.profile_toml import calibration_sources
     from analyzer.prediction.xla_fit import fit_tables
 
     cores = int(measured.get("cores") or os.cpu_count() or 1)
     q, passes = float(measured.get("q", QUANTILE)), int(measured.get("passes", PASSES))
-    l2_core = l2_cache_bytes()
+    date, cpu, l2_core = timed_on(measured, refit=t0 is None)
     l2_bytes = float(l2_core * cores) if l2_core else 0.0
     fits, fig = fit_tables(measured, l2_bytes)
     tables = {cls: calibration_fit.table_of(f) for cls, f in fits.items()}
     elapsed = time.perf_counter() - t0 if t0 is not None else float(measured.get("seconds", 0.0))
-    date = _dt.date.today().isoformat()
-    cpu = cpu_name()
     ver = measured["jax_version"]
     head = (f"measured by analyze hw calibrate (runtime xla) on {date}, {cpu}, JAX {ver} (XLA CPU, "
             f"{cores} cores, async dispatch off)")

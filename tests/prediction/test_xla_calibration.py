@@ -172,6 +172,8 @@ def test_the_worker_times_rows_in_a_fresh_interpreter():
     assert [r["label"] for r in out["rows"]] == ["dot 1x128x128 (weights constant)", "tanh 4096"]
     assert all(r["seconds"] > 0 and r["kernels"] for r in out["rows"])
     assert out["run_overhead_s"] > 0 and set(out["chain_s"]) == {"1", str(xr.TINY_CHAIN)}
+    # what a refit elsewhere needs of this machine
+    assert out["measured_on"] and out["cpu"] and "l2_core_bytes" in out
     assert seen and seen[-1][0] <= 1.0 and all(0 <= f <= 1 for f, _ in seen)
     # the chain of 200 kernels takes longer than one: a link costs something
     assert xla_fit.link_s(out) > 0 and math.isfinite(xla_fit.own_result_s(out))
@@ -199,6 +201,17 @@ def test_passes_in_separate_processes_merge_to_each_rows_fastest_and_the_median_
     runs[1]["rows"][1]["label"] = "c"
     with pytest.raises(InternalError):
         cx.merge_passes(runs)
+
+
+def test_a_refit_keeps_the_day_cpu_and_cache_of_the_machine_that_timed_the_rows():
+    from analyzer.prediction.host import l2_cache_bytes
+
+    # rows saved before the worker recorded their machine: this one's cache, today, said to be a refit
+    day, _, l2 = cx.timed_on({}, refit=True)
+    assert day.endswith("(refitted; measured earlier)") and l2 == l2_cache_bytes()
+    assert not cx.timed_on({}, refit=False)[0].endswith(")")     # a calibration's own rows: today
+    rec = {"measured_on": "2026-01-02", "cpu": "Test CPU 9000", "l2_core_bytes": 768 * 1024}
+    assert cx.timed_on(rec, refit=True) == ("2026-01-02", "Test CPU 9000", 768 * 1024)
 
 
 def test_a_product_with_its_lhs_contracted_over_leading_dims_is_gemm_tn(row_kernels):
