@@ -205,7 +205,7 @@ def measure_in_processes(q: float, passes: int, progress: Callable[[float, str],
     workers of 3 passes each timed the same rows at 79-120 us (a 1x1024x1024 GEMV), 200-296 us (a
     3x3 conv) and 559-1118 us (relu over 4 M floats), and two calibrations minutes apart had a
     depthwise conv at 1471 and 812 us, three 1x1 convs 1.4-1.5x apart, and predicted the CNN
-    programs 28-35 % apart (bench/results/accuracy_xla_cpu_2026-11-29.md)."""
+    programs 11-29 % apart (bench/results/accuracy_xla_cpu_2026-11-29.md)."""
     runs = []
     for i in range(passes):
         runs.append(run_worker(q, 1, lambda f, s, i=i: progress((i + f) / passes, s)))
