@@ -31,7 +31,7 @@ import numpy as np
 
 from analyzer.prediction import calibration_fit, cpu_cold, cpu_epilogue, cpu_model, fit_worker, thread_mode
 from analyzer.prediction.calibration_models import baseline_model, calibration_models, split_rows
-from analyzer.prediction.host import cache_level_bytes, cpu_family, cpu_name, host_id, l2_cache_bytes, vendor
+from analyzer.prediction.host import cache_level_bytes, cpu_family, cpu_name, host_id, l2_cache_bytes, simd, vendor
 from analyzer.prediction.onnx_build import build_model, extra_nodes, value_info
 from analyzer.prediction.profile_toml import calibration_sources, to_toml, write_profile  # noqa: F401  (re-exported)
 from analyzer.prediction.ort_graph import LAYOUT_LEVELS, import_ort, session_options
@@ -295,7 +295,8 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
         },
         "calibration": {
             "measured_on": date, "runtime": "onnxruntime", "onnxruntime_version": ver,
-            "threads": threads, "level": level, "quantile": q, "cpu": cpu, "seconds": round(elapsed, 1),
+            "threads": threads, "level": level, "quantile": q, "cpu": cpu, "simd": simd(),
+            "seconds": round(elapsed, 1),
             "run_overhead_us": run_over * 1e6, "cache_bytes": l2_bytes,
             "llc_bytes": float(llc), "cold_weight_bw_gbs": 0.0, **cold, "clip_epilogue_ns": clip_s * 1e9,
             "models": "synthetic single-op models only (analyzer.prediction.calibrate.calibration_models)",

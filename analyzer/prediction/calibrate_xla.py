@@ -103,7 +103,7 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
     import jax
 
     from analyzer.prediction import xla_rows as xr
-    from analyzer.prediction.host import cpu_name, l2_cache_bytes
+    from analyzer.prediction.host import cpu_name, l2_cache_bytes, simd
 
     say = say or (lambda f, s: None)
     groups = xr.xla_rows()
@@ -144,6 +144,7 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
     return {"run_overhead_s": overhead, "chain_s": {str(k): v for k, v in chain.items()},
             "q": q, "passes": passes, "cores": os.cpu_count() or 1,
             "measured_on": _dt.date.today().isoformat(), "cpu": cpu_name(), "l2_core_bytes": l2_cache_bytes(),
+            "simd": simd(),
             "rows": [{"group": g, "label": label, "seconds": t, "kernels": ks}
                      for (g, label, _, _, ks), t in zip(built, best)],
             "jax_version": jax.__version__}
@@ -329,6 +330,8 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
         "calibration": {
             "measured_on": date, "runtime": "xla", "jax_version": ver, "threads": cores,
             "quantile": q, "passes": passes, "cpu": cpu, "seconds": round(elapsed, 1),
+            # (rows saved before the worker recorded it leave it out: unknown)
+            **({"simd": measured["simd"]} if "simd" in measured else {}),
             "dispatch": "synchronous (jax_cpu_enable_async_dispatch = False)",
             "run_overhead_us": fig["run_overhead_s"] * 1e6, "own_result_us": fig["own_result_s"] * 1e6,
             "cache_bytes": l2_bytes,

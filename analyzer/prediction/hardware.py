@@ -14,6 +14,20 @@ from analyzer.prediction import family_constants as fc
 from analyzer.prediction import runtimes
 
 
+def other_simd(calibration: dict) -> str | None:
+    """A warning where the calibration recorded a vector extension other than this machine's:
+    the kernels a runtime picks here (onnxruntime's graph, its NCHWc blocks) are this machine's,
+    the calibrated constants another's. None where they agree or the calibration did not say."""
+    from analyzer.prediction.host import simd
+
+    then, now = calibration.get("simd"), simd()
+    if not then or then == now or "unknown" in (then, now):
+        return None
+    return (f"calibrated on a CPU with {then} ({calibration.get('cpu', '?')}), predicted on one with "
+            f"{now}: the runtime's kernels here may differ from those it measured; calibrate this "
+            f"machine for its own figures")
+
+
 def efficiency_constants(profile) -> tuple[dict, str, str]:
     """(arrays, provenance, detail) for one profile."""
     cal = profile.calibration
@@ -49,8 +63,10 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
         arrays["trans_weight"] = float(cal.get("trans_weight", arrays["trans_weight"]))
         from analyzer.prediction.thread_mode import notes
 
-        said = "".join(f"; {w}" for w in notes(cal))
-        return arrays, "calibrated", (f"calibrated on this machine ({cal.get('measured_on', '?')}, "
+        elsewhere = other_simd(cal)
+        said = "".join(f"; {w}" for w in notes(cal) + ([elsewhere] if elsewhere else []))
+        where = "another machine" if elsewhere else "this machine"
+        return arrays, "calibrated", (f"calibrated on {where} ({cal.get('measured_on', '?')}, "
                                       f"{cal.get('runtime', '?')}){said}")
     fam = profile.family or fc.family_of(profile.id)
     # a GPU profile that names the datasheet set (a test device, the bench's datasheet scoring)

@@ -1,5 +1,6 @@
-"""What the machine a calibration runs on is: its CPU's name and vendor, cache sizes, a host id and
-the CPU family its profile names (shared by ``calibrate`` and ``calibrate_xla``)."""
+"""What the machine a calibration runs on is: its CPU's name and vendor, vector extension, cache
+sizes, a host id and the CPU family its profile names (shared by ``calibrate`` and
+``calibrate_xla``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,27 @@ def cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def simd(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The widest vector extension the CPU reports (its ``flags`` / ``Features`` line): "avx512",
+    "avx2", "avx", "sse" on x86; "sve" or "neon" on Arm; "unknown" where none is read. The
+    kernels a runtime picks follow it (onnxruntime's NCHWc blocks are 16 fp32 with AVX-512, 8
+    with AVX2), so a profile calibrated on one predicts another's kernels only approximately."""
+    try:
+        with open(cpuinfo) as f:
+            for line in f:
+                key = line.split(":", 1)[0].strip().lower()
+                if key in ("flags", "features"):
+                    flags = set(line.split(":", 1)[1].split())
+                    for name, have in (("avx512", "avx512f"), ("avx2", "avx2"), ("avx", "avx"),
+                                       ("sve", "sve"), ("neon", "asimd"), ("sse", "sse2")):
+                        if have in flags:
+                            return name
+                    break
+    except OSError:
+        pass
+    return "unknown"
 
 
 def l2_cache_bytes(sysfs: str = "/sys/devices/system/cpu/cpu0/cache") -> int:

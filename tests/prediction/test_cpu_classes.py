@@ -180,6 +180,38 @@ def test_calibrated_tables_carry_the_tile():
     assert (arrays["k_block"][p], arrays["k_block"][g], arrays["k_block"][c]) == (16.0, 0.0, 0.0)
 
 
+def test_simd_reads_the_widest_vector_extension(tmp_path):
+    from analyzer.prediction.host import simd
+
+    def info(text):
+        p = tmp_path / "cpuinfo"
+        p.write_text(text)
+        return str(p)
+    assert simd(info("processor : 0\nflags : fpu sse2 avx avx2 avx512f avx512bw\n")) == "avx512"
+    assert simd(info("flags : fpu sse sse2 avx fma avx2\n")) == "avx2"
+    assert simd(info("Features : fp asimd evtstrm aes\n")) == "neon"
+    assert simd(info("processor : 0\n")) == "unknown"
+    assert simd(str(tmp_path / "missing")) == "unknown"
+
+
+def test_a_profile_calibrated_on_another_vector_extension_says_so(monkeypatch):
+    from analyzer.prediction import host
+    from analyzer.prediction.hardware import efficiency_constants
+
+    class P:
+        calibration = {"runtime": "onnxruntime", "measured_on": "2026-11-25", "cpu": "AMD EPYC",
+                       "simd": "avx512", "tables": {"gemm": {"e_c": 0.9, "e_bw": 1.0}}}
+    monkeypatch.setattr(host, "simd", lambda: "avx2")
+    _, prov, detail = efficiency_constants(P())
+    assert prov == "calibrated" and detail.startswith("calibrated on another machine (2026-11-25")
+    assert "calibrated on a CPU with avx512 (AMD EPYC), predicted on one with avx2" in detail
+    monkeypatch.setattr(host, "simd", lambda: "avx512")
+    assert efficiency_constants(P())[2] == "calibrated on this machine (2026-11-25, onnxruntime)"
+    del P.calibration["simd"]          # a profile calibrated before the field: nothing said
+    monkeypatch.setattr(host, "simd", lambda: "avx2")
+    assert efficiency_constants(P())[2] == "calibrated on this machine (2026-11-25, onnxruntime)"
+
+
 def test_l2_cache_bytes_reads_sysfs(tmp_path):
     from analyzer.prediction.host import cache_level_bytes, l2_cache_bytes
 
