@@ -18,9 +18,9 @@ def other_simd(calibration: dict) -> str | None:
     """A warning where the calibration recorded a vector extension other than this machine's:
     the kernels a runtime picks here (onnxruntime's graph, its NCHWc blocks) are this machine's,
     the calibrated constants another's. None where they agree or the calibration did not say."""
-    from analyzer.prediction.host import simd
+    from analyzer.prediction.host import this_simd
 
-    then, now = calibration.get("simd"), simd()
+    then, now = calibration.get("simd"), this_simd()
     if not then or then == now or "unknown" in (then, now):
         return None
     return (f"calibrated on a CPU with {then} ({calibration.get('cpu', '?')}), predicted on one with "

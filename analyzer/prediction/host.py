@@ -4,6 +4,7 @@ sizes, a host id and the CPU family its profile names (shared by ``calibrate`` a
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import socket
@@ -40,6 +41,12 @@ def simd(cpuinfo: str = "/proc/cpuinfo") -> str:
     except OSError:
         pass
     return "unknown"
+
+
+@functools.lru_cache(maxsize=1)
+def this_simd() -> str:
+    """``simd()`` of this machine, read once a process (a prediction asks on every call)."""
+    return simd()
 
 
 def l2_cache_bytes(sysfs: str = "/sys/devices/system/cpu/cpu0/cache") -> int:

@@ -201,14 +201,14 @@ def test_a_profile_calibrated_on_another_vector_extension_says_so(monkeypatch):
     class P:
         calibration = {"runtime": "onnxruntime", "measured_on": "2026-11-25", "cpu": "AMD EPYC",
                        "simd": "avx512", "tables": {"gemm": {"e_c": 0.9, "e_bw": 1.0}}}
-    monkeypatch.setattr(host, "simd", lambda: "avx2")
+    monkeypatch.setattr(host, "this_simd", lambda: "avx2")
     _, prov, detail = efficiency_constants(P())
     assert prov == "calibrated" and detail.startswith("calibrated on another machine (2026-11-25")
     assert "calibrated on a CPU with avx512 (AMD EPYC), predicted on one with avx2" in detail
-    monkeypatch.setattr(host, "simd", lambda: "avx512")
+    monkeypatch.setattr(host, "this_simd", lambda: "avx512")
     assert efficiency_constants(P())[2] == "calibrated on this machine (2026-11-25, onnxruntime)"
     del P.calibration["simd"]          # a profile calibrated before the field: nothing said
-    monkeypatch.setattr(host, "simd", lambda: "avx2")
+    monkeypatch.setattr(host, "this_simd", lambda: "avx2")
     assert efficiency_constants(P())[2] == "calibrated on this machine (2026-11-25, onnxruntime)"
 
 
