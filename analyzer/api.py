@@ -76,7 +76,7 @@ def onnxruntime_record(model: Any, hw, options: Options):
         import onnxruntime  # noqa: F401
     except ImportError:
         return None
-    from analyzer.prediction.ort_record import fusion_record
+    from analyzer.prediction.onnxruntime.record import fusion_record
 
     levels = {p.calibration.get("level", "default") for p in ort_profiles if p.calibration}
     level = levels.pop() if len(levels) == 1 else "default"

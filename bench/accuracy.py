@@ -58,7 +58,7 @@ sys.path.insert(0, HERE)
 
 from op_models import OP_CLASS, build  # noqa: E402
 
-from analyzer.prediction.family_constants import PYTORCH23  # noqa: E402
+from analyzer.prediction.efficiency.constants import PYTORCH23  # noqa: E402
 
 AIC_PROFILE = {"a100_sxm": "a100-80gb-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200-hgx",
                "gb200": "gb200-gpu", "l40s": "l40s"}
@@ -190,7 +190,7 @@ def score(cases: list[Case], mode: str = "fitted") -> list[Scored]:
     """Predict every case through ``analyzer.analyze`` (``mode``: fitted | cross | datasheet)."""
     import analyzer
     import hardware_db
-    from analyzer.prediction.family_constants import family_of, variant_of
+    from analyzer.prediction.efficiency.constants import family_of, variant_of
 
     profiles: dict[tuple[str, str], object] = {}
     out = []

@@ -9,7 +9,7 @@
    (a calibration and its measurements minutes apart, not one config's calibration beside
    another's measurements); or reuse profiles: ``--profile default:1=a.toml,default:2=b.toml``;
    above 1 thread the host's thread mode is probed before the calibration and before and after
-   the measurements (``analyzer.prediction.thread_mode``: on this 2-core VM onnxruntime at 2
+   the measurements (``analyzer.prediction.cpu.thread_notes``: on this 2-core VM onnxruntime at 2
    threads runs in a fast or a slow state; a calibration and a measurement in different states
    are reported as such);
 2. for every evaluated model: the prediction is the product's, ``analyzer.analyze(model,
@@ -68,8 +68,8 @@ def evaluate(path, profile, threads, level, q, runs):
     import onnx
 
     from analyzer import analyze
-    from analyzer.prediction.ort_graph import fused_graph, fusion_map
-    from analyzer.prediction.ort_measure import measure
+    from analyzer.prediction.onnxruntime.graph import fused_graph, fusion_map
+    from analyzer.measure.onnxruntime import measure
     from analyzer.report.measured import spearman
 
     proto = onnx.load(path, load_external_data=False)
@@ -84,7 +84,7 @@ def evaluate(path, profile, threads, level, q, runs):
         row_t[n.name] = row_t.get(n.name, 0.0) + n.time_s
     # member-less fused nodes (inserted by onnxruntime) are measured with the kernel they are
     # charged to (ort_graph.memberless_owner), as the prediction charges them
-    from analyzer.prediction.ort_graph import memberless_owner
+    from analyzer.prediction.onnxruntime.graph import memberless_owner
     meas_k = dict(m.by_fused)
     for x, owner in memberless_owner(proto, fused, fmap).items():
         meas_k[owner] = meas_k.get(owner, 0.0) + m.by_fused.get(x, 0.0)
@@ -114,7 +114,7 @@ def wall_ms(path, threads, level, q, runs) -> float:
     as ``ort_measure.measure`` times it (no profiling)."""
     import onnx
 
-    from analyzer.prediction import ort_measure as om
+    from analyzer.measure import onnxruntime as om
 
     wall, _ = om.wall_runs(om.model_bytes(path), threads, level, runs,
                            sym_dims(onnx.load(path, load_external_data=False)))
@@ -128,15 +128,15 @@ def more_passes(rows, passes: int, first_probe, probe, wall) -> list:
     """Passes 2..``passes`` over ``rows`` (each row's ``measured_passes_ms`` grows by
     ``wall(model)``); with a ``first_probe`` (above 1 thread) ``probe()`` between passes and after
     the last, and up to ``EXTRA_PASSES`` more while no pass ran between two fast probes
-    (``thread_mode.another_pass``). Returns the probes (one more than the passes)."""
-    from analyzer.prediction import thread_mode as tm
+    (``thread_state.another_pass``). Returns the probes (one more than the passes)."""
+    from analyzer.measure.cpu import thread_state
 
     probes = [first_probe] if first_probe else []
     done = 1
     while True:
         if probes:   # after pass ``done``, before the next
             probes.append(probe())
-        if not tm.another_pass(done, passes, EXTRA_PASSES, [p["speedup"] for p in probes] if probes else None):
+        if not thread_state.another_pass(done, passes, EXTRA_PASSES, [p["speedup"] for p in probes] if probes else None):
             return probes
         for r in rows:
             r["measured_passes_ms"].append(wall(r["model"]))
@@ -151,14 +151,14 @@ def reprofile(probes: list, now: dict) -> bool:
 
 
 def thread_mode(threads: int) -> dict:
-    """The host's multi-thread state now: ``analyzer.prediction.thread_mode``'s probe (the one
+    """The host's multi-thread state now: ``analyzer.prediction.cpu.thread_notes``'s probe (the one
     ``calibrate`` times at its start and end), its speed-up at ``threads`` over 1 thread, 0.1 s
     of runs each, and its ``state`` (fast: the threads help; slow: they slow it down)."""
-    from analyzer.prediction import thread_mode as tm
-    from analyzer.prediction.calibrate import wall_time
+    from analyzer.measure.cpu import thread_state
+    from analyzer.measure.calibrate import wall_time
 
-    s = tm.speedup(threads, lambda m, t: wall_time(m, t, "default", 0.5, min_s=0.1))
-    return {"speedup": round(s, 3), "mode": tm.state(s), "at": time.strftime("%H:%M:%S")}
+    s = thread_state.speedup(threads, lambda m, t: wall_time(m, t, "default", 0.5, min_s=0.1))
+    return {"speedup": round(s, 3), "mode": thread_state.state(s), "at": time.strftime("%H:%M:%S")}
 
 
 def summary(rows):
@@ -184,7 +184,7 @@ def main(argv=None):
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
                                                   f"accuracy_cpu_{datetime.date.today().isoformat()}"))
     a = ap.parse_args(argv)
-    from analyzer.prediction.calibrate import calibrate, write_profile
+    from analyzer.measure.calibrate import calibrate, write_profile
 
     threads = [int(x) for x in a.threads.split(",")]
     levels = a.levels.split(",")
@@ -297,7 +297,7 @@ def markdown(res, cmd):
          "", f"Predictor: `{res['predictor']}`.", "", f"Machine: {res['machine']}.", "",
          f"Load average (1, 5, 15 min): before {res['loadavg_before']}, at the end {res['loadavg_after']}.",
          "", "Thread mode (above 1 thread): the speed-up at N threads over 1 thread of the probe "
-         "`calibrate` times at its start and end (`analyzer.prediction.thread_mode`), before the "
+         "`calibrate` times at its start and end (`analyzer.prediction.cpu.thread_notes`), before the "
          "calibration and before and after the measurements (fast: the threads help; slow: they "
          "slow it down); in brackets, its range over the calibration's row passes (each row keeps "
          "its fastest pass) and over the measurement passes (taken before each and after the last; above "

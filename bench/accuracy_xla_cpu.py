@@ -77,7 +77,7 @@ def concrete(shapes, rng):
 
 def measure(progs, passes: int) -> dict[str, float]:
     """Fastest over ``passes`` passes of each program's ``Q`` quantile, seconds."""
-    from analyzer.prediction.calibrate_xla import time_program
+    from analyzer.measure.xla.calibrate import time_program
 
     rng = np.random.default_rng(0)
     args = {name: concrete(shapes, rng) for name, _, shapes, _ in progs}
@@ -122,8 +122,8 @@ def main() -> int:
     import jax
 
     jax.config.update("jax_cpu_enable_async_dispatch", False)
-    from analyzer.prediction.calibrate_xla import calibrate_xla, profile_doc
-    from analyzer.prediction.profile_toml import write_profile
+    from analyzer.measure.xla.calibrate import calibrate_xla, profile_doc
+    from hardware_db.write import write_profile
 
     t0 = time.time()
     profiles = [p for p in a.profile.split(",") if p]

@@ -30,9 +30,10 @@ sys.path.insert(0, ROOT)
 
 
 def refit(rows_path: str, profile: str, out: str, classes: list[str] | None, k_blocks: bool = True) -> dict:
-    from analyzer.prediction import calibration_fit, cpu_model
-    from analyzer.prediction.ort_graph import LAYOUT_LEVELS
-    from analyzer.prediction.profile_toml import calibration_sources, to_toml
+    from analyzer.measure.fit import options as calibration_fit
+    from analyzer.measure.fit import class_fit as cpu_model
+    from analyzer.prediction.onnxruntime.graph import LAYOUT_LEVELS
+    from hardware_db.write import calibration_sources, to_toml
 
     with open(rows_path) as f:
         rows = json.load(f)

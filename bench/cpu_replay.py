@@ -31,8 +31,8 @@ def record(out: str, threads: int, level: str, runs: int) -> None:
     import onnx
 
     import accuracy_cpu as bench
-    from analyzer.prediction.ort_graph import fused_graph, fusion_map, memberless_owner
-    from analyzer.prediction.ort_measure import measure
+    from analyzer.prediction.onnxruntime.graph import fused_graph, fusion_map, memberless_owner
+    from analyzer.measure.onnxruntime import measure
 
     res = {"threads": threads, "level": level, "loadavg_before": os.getloadavg(), "models": {}}
     for p in bench.models():

@@ -26,9 +26,9 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from analyzer.prediction.efficiency import (CLASS_CODE, CLASS_PARAMS, OP_CLASSES,  # noqa: E402
-                                            kernel_time, roofline_time, with_clock)
-from analyzer.prediction.family_constants import EFFICIENCY_DIR, PYTORCH23, units_of, variant_of  # noqa: E402
+from analyzer.prediction.efficiency.kernel_time import (  # noqa: E402
+    CLASS_CODE, CLASS_PARAMS, OP_CLASSES, kernel_time, roofline_time, with_clock)
+from analyzer.prediction.efficiency.constants import (EFFICIENCY_DIR, PYTORCH23, units_of, variant_of)  # noqa: E402
 
 FIT_DATE = "2026-11-24"
 SCRIPT = "bench/fit_efficiency.py"
@@ -717,7 +717,7 @@ def baseline_dir() -> str | None:
 
 
 def score(data: dict, directory: str, before: str | None = None) -> list[dict]:
-    from analyzer.prediction.family_constants import load_constants
+    from analyzer.prediction.efficiency.constants import load_constants
 
     rows = []
     for label, fam, src in EVALS:
@@ -752,7 +752,7 @@ def score(data: dict, directory: str, before: str | None = None) -> list[dict]:
 
 def render(rows: list[dict], fams: dict, verify: list[str], argv: str, seconds: float,
            before_fams: dict | None = None) -> str:
-    from analyzer.prediction.efficiency import L2_STEP_POWER
+    from analyzer.prediction.efficiency.kernel_time import L2_STEP_POWER
 
     out = ["# Kernel-time efficiency model: fit and accuracy (2026-11-24)", "",
            f"Command: `{argv}` (run from the repository root; {seconds:.0f} s).", "",
@@ -854,7 +854,7 @@ def write_fixture(data: dict, directory: str) -> dict:
     """300-odd rows of the in-device sets (hash-selected) + the fitted model's MAPE on them."""
     import pandas as pd
 
-    from analyzer.prediction.family_constants import load_constants
+    from analyzer.prediction.efficiency.constants import load_constants
 
     parts = []
     for label, fam, src in EVALS:

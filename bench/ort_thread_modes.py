@@ -31,8 +31,8 @@ DEFAULT = ["tests/fixtures/ort/bert.onnx", "samples/transformer.onnx",
 
 
 def session_median(data: bytes, threads: int, spin: bool, seconds: float) -> float:
-    from analyzer.prediction.ort_graph import import_ort, session_options
-    from analyzer.prediction.ort_measure import random_feeds, time_runs
+    from analyzer.prediction.onnxruntime.graph import import_ort, session_options
+    from analyzer.measure.onnxruntime import random_feeds, time_runs
 
     ort = import_ort()
     so = session_options("default", threads)
@@ -49,7 +49,7 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=",".join(DEFAULT))
     ap.add_argument("--seconds", type=float, default=0.3)
     a = ap.parse_args(argv)
-    from analyzer.prediction.ort_measure import model_bytes
+    from analyzer.measure.onnxruntime import model_bytes
 
     print(f"# {datetime.date.today()} load {os.getloadavg()} cores {os.cpu_count()}")
     for p in a.models.split(","):

@@ -40,8 +40,8 @@ def main() -> int:
     a = ap.parse_args()
     import accuracy_xla_cpu as acc
 
-    from analyzer.prediction import calibrate_xla as cx
-    from analyzer.prediction.profile_toml import write_profile
+    from analyzer.measure.xla import calibrate as cx
+    from hardware_db.write import write_profile
 
     def quiet(f, s):
         return None

@@ -83,8 +83,8 @@ def thunks(net: str, kind: str, batch: int, top: int) -> None:
 def run_overhead() -> float:
     """The smallest program's time (``xla_rows.run_overhead_program``), the fastest of 3: what
     every timing here is taken net of."""
-    from analyzer.prediction import xla_rows as xr
-    from analyzer.prediction.calibrate_xla import time_program
+    from analyzer.measure.xla import rows as xr
+    from analyzer.measure.xla.calibrate import time_program
 
     fn, args = xr.run_overhead_program()
     args = xr.as_jax_args(args)
@@ -95,7 +95,7 @@ def dot_forms() -> None:
     import jax
     from jax import lax
 
-    from analyzer.prediction.calibrate_xla import time_program
+    from analyzer.measure.xla.calibrate import time_program
 
     rng = np.random.default_rng(0)
 
@@ -132,7 +132,7 @@ def conv_grads() -> None:
     from jax import lax
 
     from analyzer import analyze_jax
-    from analyzer.prediction.calibrate_xla import time_program
+    from analyzer.measure.xla.calibrate import time_program
 
     rng = np.random.default_rng(0)
 

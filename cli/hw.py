@@ -91,13 +91,13 @@ def _calibrate(out: str, runtime: str, threads: int | None, profile_id: str | No
     if runtime == "xla" and threads is not None:
         raise InputSpecError("hw calibrate: --threads is for --runtime onnxruntime; XLA's CPU backend "
                              "runs on every core (leave --threads out)")
-    from analyzer.prediction.calibrate import calibrate
+    from analyzer.measure.calibrate import calibrate
 
     if runtime == "xla":
-        from analyzer.prediction.calibrate_xla import import_jax
+        from analyzer.measure.xla.calibrate import import_jax
         import_jax()   # one line naming what to install, before the progress bar starts
     else:
-        from analyzer.prediction.ort_graph import import_ort
+        from analyzer.prediction.onnxruntime.graph import import_ort
         import_ort()   # the measure extra: one line naming it, before the progress bar starts
     t0 = time.perf_counter()
     with ProgressBar("calibrating") as bar:
@@ -116,7 +116,7 @@ def _write_profile_atomically(doc, path: str) -> None:
     the file kept so that the measurement is not lost)."""
     import hardware_db
     from analyzer.errors import HardwareError, InternalError
-    from analyzer.prediction.calibrate import write_profile
+    from analyzer.measure.calibrate import write_profile
     from cli.parsing import atomic_write
 
     atomic_write(path, lambda tmp: write_profile(doc, tmp), "--out")

@@ -287,7 +287,7 @@ def _run_model(req: Request) -> None:
                 report = report.with_sensitivity(analyzer.sensitivity(
                     report, hw=hws, source=model, options=opts))
             if req.measure:
-                from analyzer.measuring import measure_report
+                from analyzer.measure.run import measure_report
 
                 spinner.update(f"measuring {model} with onnxruntime")
                 report = measure_report(report, model, hws[0], threads=req.threads)

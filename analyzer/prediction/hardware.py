@@ -9,8 +9,8 @@ import functools
 import numpy as np
 
 from analyzer.errors import HardwareError, Hint
-from analyzer.prediction import efficiency as eff
-from analyzer.prediction import family_constants as fc
+from analyzer.prediction.efficiency import kernel_time as eff
+from analyzer.prediction.efficiency import constants as fc
 from analyzer.prediction import runtimes
 
 
@@ -18,7 +18,7 @@ def other_simd(calibration: dict) -> str | None:
     """A warning where the calibration recorded a vector extension other than this machine's:
     the kernels a runtime picks here (onnxruntime's graph, its NCHWc blocks) are this machine's,
     the calibrated constants another's. None where they agree or the calibration did not say."""
-    from analyzer.prediction.host import this_simd
+    from analyzer.prediction.cpu.host import this_simd
 
     then, now = calibration.get("simd"), this_simd()
     if not then or then == now or "unknown" in (then, now):
@@ -61,7 +61,7 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
         # what one transcendental costs in vector FLOPs (an XLA calibration fits it: its fused
         # kernels mix adds with tanh, exp and erf); 1 where the calibration did not measure it
         arrays["trans_weight"] = float(cal.get("trans_weight", arrays["trans_weight"]))
-        from analyzer.prediction.thread_mode import notes
+        from analyzer.prediction.cpu.thread_notes import notes
 
         elsewhere = other_simd(cal)
         said = "".join(f"; {w}" for w in notes(cal) + ([elsewhere] if elsewhere else []))

@@ -17,9 +17,9 @@ import numpy as np
 
 from analyzer.counting.engine import FOLDED, NodeCost
 from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES
-from analyzer.prediction import efficiency as eff
+from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import fusion
-from analyzer.prediction.op_classes import ATTENTION_OPS, CHANNELS_FIRST_CONV_OPS
+from analyzer.prediction.efficiency.op_classes import ATTENTION_OPS, CHANNELS_FIRST_CONV_OPS
 
 RNN_OPS = frozenset({"RNN", "GRU", "LSTM"})   # recurrent layers: a GEMM view of one piece per step
 

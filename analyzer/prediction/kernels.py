@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzer.prediction import efficiency as eff
+from analyzer.prediction.efficiency import kernel_time as eff
 
 TRACES = {"roofline": 0}
 BOUNDS = ("compute", "memory", "overhead")

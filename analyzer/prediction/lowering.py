@@ -43,8 +43,10 @@ import numpy as np
 
 from analyzer.counting.engine import NodeCost
 from analyzer.errors import HardwareError, InputSpecError
-from analyzer.prediction import efficiency as eff
-from analyzer.prediction import cpu_cold, cpu_epilogue, fusion, runtimes
+from analyzer.prediction.efficiency import kernel_time as eff
+from analyzer.prediction import fusion, runtimes
+from analyzer.prediction.cpu import cold as cpu_cold
+from analyzer.prediction.cpu import epilogue as cpu_epilogue
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction.hardware import (complete_profile, gather_note, host_dispatch, profile_memo,
                                           profile_terms)

@@ -314,7 +314,7 @@ def _kernel_table(low, g, compute, memory, ovh, time, bound) -> KernelTable:
     """Profile ``g``'s per-kernel arrays (views of the lowering's; no copy per node)."""
     import numpy as np
 
-    from analyzer.prediction import efficiency as eff
+    from analyzer.prediction.efficiency import kernel_time as eff
 
     cls = low.feats["op_class"]
     consts = {name: np.asarray(low.consts[name][g])[cls] for name in

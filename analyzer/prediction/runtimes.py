@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analyzer.errors import InputSpecError
-from analyzer.prediction.op_classes import class_chain
+from analyzer.prediction.efficiency.op_classes import class_chain
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""`analyze hw calibrate`: the CLI shell around ``analyzer.prediction.calibrate`` (the library
+"""`analyze hw calibrate`: the CLI shell around ``analyzer.measure.calibrate`` (the library
 call is replaced by a fixed document here: a real calibration takes about a minute)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def _doc() -> dict:
 @pytest.fixture
 def fake_calibrate(monkeypatch):
     """Replace the library's calibrate with one that reports progress and returns ``_doc()``."""
-    from analyzer.prediction import calibrate as lib
+    from analyzer.measure import calibrate as lib
 
     calls = []
 
@@ -72,7 +72,7 @@ def _xla_doc() -> dict:
 
 
 def test_calibrate_xla_writes_a_profile_that_predicts_xla(run_cli, tmp_path, monkeypatch):
-    from analyzer.prediction import calibrate as lib
+    from analyzer.measure import calibrate as lib
 
     calls = []
 
@@ -135,7 +135,7 @@ def test_calibrate_without_onnxruntime_names_the_measure_extra(run_cli, tmp_path
 
 def test_calibrate_profile_that_does_not_load_is_an_internal_error(run_cli, tmp_path, monkeypatch):
     """The written file is kept (the measurement is not lost), and the user is told it is a bug."""
-    from analyzer.prediction import calibrate as lib
+    from analyzer.measure import calibrate as lib
 
     doc = _doc()
     del doc["sources"]["memory.mem_bw_gbs"]
@@ -150,8 +150,8 @@ def test_calibrate_profile_that_does_not_load_is_an_internal_error(run_cli, tmp_
 def test_calibrate_prints_the_thread_warnings(run_cli, tmp_path, monkeypatch):
     # a document whose thread probe changed (1.5 -> 0.7): the CLI prints the library's warnings
     # (the library never prints), and the written profile keeps the two speed-ups
-    from analyzer.prediction import calibrate as lib
-    from analyzer.prediction import thread_mode
+    from analyzer.measure import calibrate as lib
+    from analyzer.prediction.cpu import thread_notes as thread_mode
 
     doc = _doc()
     doc["calibration"].update({"thread_speedup_start": 1.5, "thread_speedup_end": 0.7})
@@ -167,7 +167,7 @@ def test_calibrate_prints_the_thread_warnings(run_cli, tmp_path, monkeypatch):
 
 def test_calibrate_prints_the_effective_cache_size(run_cli, tmp_path, monkeypatch):
     # 27,664,240 bytes -> 27.7 MB; the sysfs L3 33,554,432 -> 33.6 MB; written to the profile
-    from analyzer.prediction import calibrate as lib
+    from analyzer.measure import calibrate as lib
 
     doc = _doc()
     doc["calibration"].update({"llc_bytes": 33554432.0, "cold_weight_bw_gbs": 42.0,

@@ -18,7 +18,7 @@ DYN = ROOT / "samples" / "dynamic_batch.onnx"
 
 @pytest.fixture
 def cpu_toml(tmp_path) -> Path:
-    from analyzer.prediction.profile_toml import write_profile
+    from hardware_db.write import write_profile
 
     path = tmp_path / "cpu.toml"
     write_profile(calibrated_doc(threads=1), path)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from analyzer.prediction import efficiency as eff
+from analyzer.prediction.efficiency import kernel_time as eff
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -22,7 +22,7 @@ def test_quickgelu_is_the_swish_class_falling_back_to_activation():
 
 
 def test_swish_calibration_rows_run_the_alpha_1_kernel():
-    from analyzer.prediction.calibration_models import calibration_models
+    from analyzer.measure.cpu.models import calibration_models
 
     m = calibration_models()
     swish = [n for n in m["swish"].graph.node if n.op_type == "QuickGelu"]
@@ -46,7 +46,7 @@ def _silu(shape=(1, 32, 28, 28)):
 def _tables_profile(tmp_path, tables: dict):
     """A calibrated 1-thread test profile (0.25 TFLOP/s, 12.5 GB/s, dispatch 1.5 us, no per-run
     cost) with these class tables, written to ``tmp_path``."""
-    from analyzer.prediction.calibrate import calibration_sources, write_profile
+    from analyzer.measure.calibrate import calibration_sources, write_profile
     from tests.profile_docs import calibrated_doc
 
     doc = calibrated_doc(1)
@@ -58,7 +58,7 @@ def _tables_profile(tmp_path, tables: dict):
 
 def test_silu_runs_as_quickgelu_and_is_predicted_with_the_swish_table(tmp_path):
     from analyzer import analyze
-    from analyzer.prediction.ort_graph import fused_graph
+    from analyzer.prediction.onnxruntime.graph import fused_graph
 
     f = fused_graph(_silu(), "default", threads=1)
     assert [n.op_type for n in f.graph.node] == ["QuickGelu"]
@@ -85,7 +85,7 @@ def test_silu_runs_as_quickgelu_and_is_predicted_with_the_swish_table(tmp_path):
 # the L2 step of the CPU form (cpu_model docstring)
 
 def test_kernel_time_with_l2_step_closed_form():
-    from analyzer.prediction import cpu_model
+    from analyzer.measure.fit import class_fit as cpu_model
 
     # F = 0, B = 5e5, b_half = 1e5, bw 1e10, e_bw 0.5; L2 1e6: s = 1 / (1 + 0.5**2) = 0.8,
     # cache = 1 + 2.0 * 0.8 = 2.6; memory = 6e5 / (1e10 * 0.5 * 2.6) = 4.6154e-5 s; + floor 1 us
@@ -99,7 +99,7 @@ def test_kernel_time_with_l2_step_closed_form():
 
 
 def test_fit_recovers_a_known_l2_gain():
-    from analyzer.prediction import cpu_model
+    from analyzer.measure.fit import class_fit as cpu_model
 
     peak, bw, l2 = 5e11, 4e10, 1e6
     B = np.geomspace(4e3, 2e8, 30)
@@ -117,7 +117,7 @@ def test_fit_finds_the_tile_of_output_columns():
     # rows made with 16-column tiles and n_half 10 (what MLAS showed on an AVX-512 EPYC:
     # efficiency.py docstring): the tiled fit finds 16 among the candidates, its n_half, and
     # fits the rows exactly; without candidates it cannot (N = 2, 8 and 16 cost the same: 6.8 %)
-    from analyzer.prediction import cpu_model
+    from analyzer.measure.fit import class_fit as cpu_model
 
     peak, bw = 2.7e11, 5e10
     rows = [(m, n, k) for m in (256, 1024, 4096) for n in (2, 8, 16, 24, 32, 48, 64, 128)
@@ -143,7 +143,7 @@ def test_fit_finds_the_input_channel_block():
     # 1x1 convolution rows made with 16-column tiles and input channels in blocks of 16 (MLAS's
     # NCHWc layout on AVX-512): the fit given the candidate blocks finds 16 and fits the rows
     # exactly; without them the 24- and 40-channel inputs (which do the work of 32 and 48) are off
-    from analyzer.prediction import cpu_model
+    from analyzer.measure.fit import class_fit as cpu_model
 
     peak, bw = 2.7e11, 5e10
     rows = [(m, n, k) for m in (784, 3136) for n in (16, 32, 64, 144) for k in (16, 24, 32, 40, 64, 96)]
@@ -164,7 +164,7 @@ def test_fit_finds_the_input_channel_block():
 
 def test_calibrated_tables_carry_the_tile():
     # a calibrated table's tile_n / n_half reach the constants (tile_m 1: one row per tile)
-    from analyzer.prediction import efficiency as eff
+    from analyzer.prediction.efficiency import kernel_time as eff
     from analyzer.prediction.hardware import efficiency_constants
 
     class P:
@@ -181,7 +181,7 @@ def test_calibrated_tables_carry_the_tile():
 
 
 def test_simd_reads_the_widest_vector_extension(tmp_path):
-    from analyzer.prediction.host import simd
+    from analyzer.prediction.cpu.host import simd
 
     def info(text):
         p = tmp_path / "cpuinfo"
@@ -195,7 +195,7 @@ def test_simd_reads_the_widest_vector_extension(tmp_path):
 
 
 def test_a_profile_calibrated_on_another_vector_extension_says_so(monkeypatch):
-    from analyzer.prediction import host
+    from analyzer.prediction.cpu import host
     from analyzer.prediction.hardware import efficiency_constants
 
     class P:
@@ -213,7 +213,7 @@ def test_a_profile_calibrated_on_another_vector_extension_says_so(monkeypatch):
 
 
 def test_l2_cache_bytes_reads_sysfs(tmp_path):
-    from analyzer.prediction.host import cache_level_bytes, l2_cache_bytes
+    from analyzer.prediction.cpu.host import cache_level_bytes, l2_cache_bytes
 
     for idx, (level, kind, size) in enumerate([("1", "Data", "32K"), ("1", "Instruction", "32K"),
                                                ("2", "Unified", "1024K"), ("3", "Unified", "32768K")]):
@@ -228,7 +228,7 @@ def test_l2_cache_bytes_reads_sysfs(tmp_path):
 
 def test_calibrated_profile_applies_its_l2_step(tmp_path):
     from analyzer import analyze
-    from analyzer.prediction.calibrate import calibration_sources, write_profile
+    from analyzer.measure.calibrate import calibration_sources, write_profile
     from tests.profile_docs import calibrated_doc
 
     doc = calibrated_doc(1)
@@ -251,9 +251,9 @@ def test_calibrated_profile_applies_its_l2_step(tmp_path):
 # calibration rows measure what they claim to
 
 def test_transpose_rows_are_not_pushed_below_their_sink():
-    from analyzer.prediction.calibration_models import calibration_models, split_rows
-    from analyzer.prediction.onnx_build import extra_nodes
-    from analyzer.prediction.ort_graph import fused_graph
+    from analyzer.measure.cpu.models import calibration_models, split_rows
+    from analyzer.measure.onnx_build import extra_nodes
+    from analyzer.prediction.onnxruntime.graph import fused_graph
 
     rows = split_rows(calibration_models()["movement"])
     for k, m in rows.items():
@@ -270,7 +270,7 @@ def test_transpose_rows_are_not_pushed_below_their_sink():
 
 def test_masked_attention_rows_have_an_int32_mask_index():
     from analyzer import analyze
-    from analyzer.prediction.calibration_models import calibration_models
+    from analyzer.measure.cpu.models import calibration_models
 
     m = calibration_models()["attention"]
     masked = [n for n in m.graph.node if n.op_type == "Attention" and len(n.input) == 4]
@@ -281,7 +281,7 @@ def test_masked_attention_rows_have_an_int32_mask_index():
 
 
 def test_a_class_whose_rows_are_all_under_the_noise_floor_fits_their_median():
-    from analyzer.prediction import cpu_model
+    from analyzer.measure.fit import class_fit as cpu_model
 
     t = np.array([0.02, 0.04, 0.05, 0.09]) * 1e-6   # views: under the 0.25 us noise floor
     fit = cpu_model.fit_class(np.zeros(4), np.zeros(4), t, 1e12, 1e10)
@@ -295,7 +295,7 @@ def test_a_class_whose_rows_are_all_under_the_noise_floor_fits_their_median():
 # cold weights (cpu_cold)
 
 def _cold_case():
-    from analyzer.prediction import efficiency as eff
+    from analyzer.prediction.efficiency import kernel_time as eff
 
     C = len(eff.OP_CLASSES)
     consts = {p: np.zeros(C) for p in eff.CLASS_PARAMS}
@@ -312,7 +312,7 @@ def _cold_case():
 
 
 def test_cold_weights_closed_form():
-    from analyzer.prediction.cpu_cold import cold_weight_s
+    from analyzer.prediction.cpu.cold import cold_weight_s
 
     feats, w, hw, consts = _cold_case()
     cal = {"cold_weight_bw_gbs": 40.0, "llc_bytes": 1e6}
@@ -325,7 +325,7 @@ def test_cold_weights_closed_form():
 
 
 def test_cold_weights_off_when_the_weights_fit_or_figures_are_missing():
-    from analyzer.prediction.cpu_cold import cold_weight_s
+    from analyzer.prediction.cpu.cold import cold_weight_s
 
     feats, w, hw, consts = _cold_case()
     assert not cold_weight_s({"cold_weight_bw_gbs": 40.0, "llc_bytes": 2e7}, feats, w, hw, consts).any()
@@ -337,7 +337,7 @@ def test_calibrated_profile_charges_cold_weights(tmp_path):
     from onnx import numpy_helper
 
     from analyzer import analyze
-    from analyzer.prediction.calibrate import calibration_sources, write_profile
+    from analyzer.measure.calibrate import calibration_sources, write_profile
     from tests.profile_docs import calibrated_doc
 
     w = numpy_helper.from_array(np.ones((256, 512), np.float32), "W")   # 524,288 weight bytes
@@ -409,7 +409,7 @@ def test_a_gpu_family_predicts_a_1d_conv_with_its_conv_constants():
     """No GPU family has conv1d/pool1d sets: the fallback gives the conv constants, as before."""
     import hardware_db
 
-    from analyzer.prediction.family_constants import load_constants
+    from analyzer.prediction.efficiency.constants import load_constants
 
     c = load_constants(hardware_db.get("a100").family)
     for p in ("e_compute", "e_bw", "floor_s"):
@@ -419,7 +419,7 @@ def test_a_gpu_family_predicts_a_1d_conv_with_its_conv_constants():
 
 def test_calibration_rows_of_the_1d_classes_are_rank_3():
     from analyzer import analyze
-    from analyzer.prediction.calibration_models import calibration_models
+    from analyzer.measure.cpu.models import calibration_models
 
     m = calibration_models()
     for cls in ("conv1d", "pool1d"):
@@ -435,7 +435,7 @@ def test_fixed_costs_stay_under_the_smallest_row():
     # the fit's floor plus the ramp's fixed part (b_half at the cached rate) stay within that
     # row's time (the floor alone was bounded before), so a tiny kernel is
     # not charged the medium kernels' latency
-    from analyzer.prediction import cpu_model
+    from analyzer.measure.fit import class_fit as cpu_model
 
     peak, bw = 5e11, 5e10
     B = np.geomspace(2e4, 4e7, 20)
@@ -455,7 +455,7 @@ def test_tiled_fit_leaves_a_saturated_floor():
     # second start at 0.95 of it they reach 1.6 us and 5.7 % (run ab's rows, 2 % apart: 6.2 %)
     import json
 
-    from analyzer.prediction import cpu_model
+    from analyzer.measure.fit import class_fit as cpu_model
 
     with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "calibration",
                            "conv_rows_1t.json")) as f:

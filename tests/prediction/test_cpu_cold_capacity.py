@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analyzer.prediction import cpu_cold
+from analyzer.prediction.cpu import cold as cpu_cold
+from analyzer.measure.cpu import cold_cache
 
 CAP = {"cold_weight_bw_gbs": 40.0, "llc_bytes": 32e6, "llc_effective_bytes": 25e6, "llc_step_power": 6.0}
 
@@ -51,19 +52,19 @@ def test_cold_weight_seconds_scale_with_the_cold_share():
 
 def test_fit_capacity_recovers_the_step_of_its_form():
     w = np.array([8, 10, 13, 16, 20, 26, 33, 42, 52, 64]) * 1e6
-    fit = cpu_cold.fit_capacity(w, _form(w))
+    fit = cold_cache.fit_capacity(w, _form(w))
     assert fit["llc_step_power"] == 6.0
     assert fit["llc_effective_bytes"] == pytest.approx(25e6, rel=0.05)   # (the grid's spacing)
     assert fit["hot_bw_gbs"] == pytest.approx(100.0, rel=0.02)
     assert fit["cold_bw_gbs"] == pytest.approx(50.0, rel=0.02)
     # a sweep with no step (one rate throughout) gives no fit
-    assert cpu_cold.fit_capacity(w, w / 80e9) is None
+    assert cold_cache.fit_capacity(w, w / 80e9) is None
 
 
 def test_capacity_models_hold_the_stated_weights():
     from analyzer import analyze
 
-    models = cpu_cold.capacity_models(32e6)
+    models = cold_cache.capacity_models(32e6)
     layer = 4 * 1024 * 512   # 2,097,152 bytes of fp32 weights a layer
     counts = [int(round(b / layer)) for _, b in models]
     # 0.25-2x of 32 MB: 4 .. 31 layers (8 MB .. 64 MB), increasing
@@ -77,7 +78,7 @@ def test_capacity_models_hold_the_stated_weights():
 def test_measure_fits_a_timer_that_follows_the_form():
     # the timer: the form for the chains (all MatMuls, their weights counted from the model), the
     # GEMV (about 64 MB) at 40 GB/s plus a 1 us dispatch
-    _, gemv_bytes = cpu_cold.gemv_model(32e6)
+    _, gemv_bytes = cold_cache.gemv_model(32e6)
 
     def timer(m):
         if len(m.graph.node) >= 2 and all(n.op_type == "MatMul" for n in m.graph.node):
@@ -85,7 +86,7 @@ def test_measure_fits_a_timer_that_follows_the_form():
             return float(_form(w, cap=20e6, p=4.0))
         return gemv_bytes / 40e9 + 1e-6
 
-    out = cpu_cold.measure(timer, 32e6, dispatch_s=1e-6)
+    out = cold_cache.measure(timer, 32e6, dispatch_s=1e-6)
     assert out["cold_weight_bw_gbs"] == pytest.approx(40.0, rel=1e-6)
     assert out["llc_step_power"] == 4.0
     assert out["llc_effective_bytes"] == pytest.approx(20e6, rel=0.05)
@@ -112,7 +113,7 @@ def test_a_models_activations_count_toward_its_cold_share(tmp_path):
     from onnx import TensorProto, helper, numpy_helper
 
     from analyzer import analyze
-    from analyzer.prediction.calibrate import calibration_sources, write_profile
+    from analyzer.measure.calibrate import calibration_sources, write_profile
     from tests.profile_docs import calibrated_doc
 
     w = numpy_helper.from_array(np.ones((256, 512), np.float32), "W")

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from analyzer.prediction import cpu_model
-from analyzer.prediction import efficiency as eff
-from analyzer.prediction.family_constants import load_constants
-from analyzer.prediction.calibrate import calibration_sources, write_profile
+from analyzer.measure.fit import class_fit as cpu_model
+from analyzer.prediction.efficiency import kernel_time as eff
+from analyzer.prediction.efficiency.constants import load_constants
+from analyzer.measure.calibrate import calibration_sources, write_profile
 
 
 def test_class_fixed_s_adds_im2col_s_per_element():

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from analyzer.prediction import cpu_model
-from analyzer.prediction import efficiency as eff
-from analyzer.prediction.family_constants import load_constants
-from analyzer.prediction.calibrate import calibration_sources, write_profile
+from analyzer.measure.fit import class_fit as cpu_model
+from analyzer.prediction.efficiency import kernel_time as eff
+from analyzer.prediction.efficiency.constants import load_constants
+from analyzer.measure.calibrate import calibration_sources, write_profile
 
 
 def _doc(piece_us=0.0, cls="gemm"):
@@ -207,7 +207,7 @@ def test_a_clip_fused_into_a_conv_pays_its_epilogue_per_output_element(tmp_path)
 def test_epilogue_skips_kernels_that_are_not_convolutions():
     import types
 
-    from analyzer.prediction import cpu_epilogue
+    from analyzer.prediction.cpu import epilogue as cpu_epilogue
 
     clip = types.SimpleNamespace(op="Clip", out_specs=(types.SimpleNamespace(shape=(1, 4, 5)),))
     other = types.SimpleNamespace(op="MatMul", out_specs=(types.SimpleNamespace(shape=(1, 4, 5)),))
@@ -220,7 +220,7 @@ def test_epilogue_skips_kernels_that_are_not_convolutions():
 
 
 def test_epilogue_measurement_is_the_median_difference_per_element():
-    from analyzer.prediction import cpu_epilogue
+    from analyzer.prediction.cpu import epilogue as cpu_epilogue
 
     pairs = cpu_epilogue.pair_models()
     assert len(pairs) == 4 and all(e > 0 for _, _, e in pairs)

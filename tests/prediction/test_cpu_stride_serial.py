@@ -10,8 +10,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from analyzer import analyze
-from analyzer.prediction import cpu_model
-from analyzer.prediction.calibrate import calibration_sources, write_profile
+from analyzer.measure.fit import class_fit as cpu_model
+from analyzer.measure.calibrate import calibration_sources, write_profile
 from analyzer.prediction.kernel_rows import gemm_view, serial_flops, strided_conv
 
 

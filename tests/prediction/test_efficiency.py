@@ -12,10 +12,11 @@ import shutil
 import numpy as np
 import pytest
 
-from analyzer.prediction.efficiency import (CLASS_CODE, CLASS_PARAMS, L2_STEP_POWER, OP_CLASSES, class_chain,
-                                            gemm_view, kernel_time, l2_step, op_class_of, with_clock)
-from analyzer.prediction.family_constants import (EFFICIENCY_DIR, EfficiencyError, family_of, load_constants,
-                                                  validate)
+from analyzer.prediction.efficiency.kernel_time import (CLASS_CODE, CLASS_PARAMS, L2_STEP_POWER,
+                                                        OP_CLASSES, class_chain, gemm_view, kernel_time,
+                                                        l2_step, op_class_of, with_clock)
+from analyzer.prediction.efficiency.constants import (EFFICIENCY_DIR, EfficiencyError, family_of,
+                                                      load_constants, validate)
 
 FIX = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "efficiency")
 C = len(OP_CLASSES)
@@ -422,7 +423,7 @@ def test_a_gpu_familys_gather_is_a_row_copy_and_its_pytorch23_variant_keeps_the_
     # family's gather takes its elementwise set, per byte; the "-pytorch2.3" variant file keeps the
     # set fitted on vidur's 2024 index_select rows (per element, bpc 2.221 on the A100) and
     # inherits every other class from the family
-    from analyzer.prediction.efficiency import FILE_PARAMS
+    from analyzer.prediction.efficiency.kernel_time import FILE_PARAMS
 
     g, e = CLASS_CODE["gather"], CLASS_CODE["elementwise"]
     now, old = load_constants("nvidia-ampere"), load_constants("nvidia-ampere-pytorch2.3")

@@ -27,7 +27,7 @@ def _residual():
 
 
 def test_the_layout_levels_run_the_residual_add_and_relu_inside_the_convolution():
-    from analyzer.prediction.ort_record import fusion_record
+    from analyzer.prediction.onnxruntime.record import fusion_record
 
     rec = fusion_record(_residual())
     assert [k[2] for k in rec.kernels] == [("conv1",), ("conv2", "add", "relu")]
@@ -41,7 +41,7 @@ def test_the_layout_levels_run_the_residual_add_and_relu_inside_the_convolution(
 
 def test_analyze_charges_one_kernel_for_conv_add_relu(tmp_path):
     from analyzer import analyze
-    from analyzer.prediction.calibrate import write_profile
+    from analyzer.measure.calibrate import write_profile
     from tests.prediction.test_cpu_calibration import _calibrated_doc
 
     p = write_profile(_calibrated_doc(), tmp_path / "cal.toml")
@@ -52,7 +52,7 @@ def test_analyze_charges_one_kernel_for_conv_add_relu(tmp_path):
 
 
 def test_measure_joins_the_folded_add_to_its_convolution():
-    from analyzer.prediction.ort_measure import measure
+    from analyzer.measure.onnxruntime import measure
 
     r = measure(_residual(), threads=1, level="default", runs=3, min_time_s=0.0)
     assert r.groups["conv2"] == ["conv2", "add", "relu"]

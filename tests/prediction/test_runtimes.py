@@ -153,7 +153,7 @@ def test_every_profile_predicts():
 
 
 def test_a_fused_kernel_takes_its_class_view_and_dtype_from_the_first_heaviest_member():
-    from analyzer.prediction import efficiency as eff
+    from analyzer.prediction.efficiency import kernel_time as eff
     from analyzer.prediction import kernel_rows as kr
 
     def part(mac, flops, nbytes, cls, view, dtype):

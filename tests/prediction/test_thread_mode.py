@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer.prediction import thread_mode
+from analyzer.prediction.cpu import thread_notes as thread_mode
+from analyzer.measure.cpu import thread_state
 
 
 def test_steady_threads_say_nothing():
@@ -17,8 +18,8 @@ def test_steady_threads_say_nothing():
 def test_state_is_the_warning_rule():
     # fast where the threads help (speed-up >= 1), slow where they slow the probe down: the same
     # threshold the slowed-down warning uses (the bench labels its probes with it)
-    assert thread_mode.state(1.6) == "fast" and thread_mode.state(1.0) == "fast"
-    assert thread_mode.state(0.87) == "slow"
+    assert thread_state.state(1.6) == "fast" and thread_state.state(1.0) == "fast"
+    assert thread_state.state(0.87) == "slow"
     assert bool(thread_mode.notes({"threads": 2, "thread_speedup_start": 0.99, "thread_speedup_end": 0.99}))
 
 
@@ -37,7 +38,7 @@ def test_a_slowing_probe_and_a_change_are_named():
 
 def test_predictions_on_the_profile_carry_the_warning(tmp_path):
     from analyzer import analyze
-    from analyzer.prediction.calibrate import calibration_sources, write_profile
+    from analyzer.measure.calibrate import calibration_sources, write_profile
     from test_cpu_calibration import _calibrated_doc, _matmul
 
     doc = _calibrated_doc()
@@ -54,8 +55,8 @@ def test_probe_runs_and_speeds_up_or_not():
     pytest.importorskip("onnxruntime")
     import onnx
 
-    from analyzer.prediction.calibrate import wall_time
+    from analyzer.measure.calibrate import wall_time
 
-    onnx.checker.check_model(thread_mode.probe_model())
-    s = thread_mode.speedup(2, lambda m, t: wall_time(m, t, "default", 0.5, min_s=0.02))
+    onnx.checker.check_model(thread_state.probe_model())
+    s = thread_state.speedup(2, lambda m, t: wall_time(m, t, "default", 0.5, min_s=0.02))
     assert 0.05 < s < 20

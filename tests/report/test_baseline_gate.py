@@ -174,8 +174,8 @@ def test_baseline_json_holds_exact_counts_and_per_layer_times(base_json):
     # kernel: max(floor, 1.5 us launch) + (bytes * (1 - l2_hit * s) + b_half) / (2039e9 * e_bw * cache)
     # + bytes / (108 SMs * 1.41e9 Hz * bpc), memory-bound; s = 1 / (1 + (bytes / 40 MB)**2) and
     # cache = 1 + l2_gain * s: the A100's 40 MB L2 holds these small kernels
-    from analyzer.prediction.efficiency import CLASS_CODE, L2_STEP_POWER
-    from analyzer.prediction.family_constants import load_constants
+    from analyzer.prediction.efficiency.kernel_time import CLASS_CODE, L2_STEP_POWER
+    from analyzer.prediction.efficiency.constants import load_constants
 
     c = load_constants("nvidia-ampere").arrays
 

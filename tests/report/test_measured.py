@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from analyzer.prediction.ort_measure import Measured
+from analyzer.measure.onnxruntime import Measured
 from analyzer.prediction.predict import NodePrediction, Prediction
 from analyzer.report.measured import compare_measured, spearman
 

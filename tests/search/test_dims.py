@@ -71,8 +71,8 @@ def test_full_chunk_boundary(cm):
 def test_gemm_wave_and_tile_regimes(cm):
     # up/down/q...: m = batch*seq, n = width; a100 (108 SMs) runs 128x128 tiles. The chosen
     # values cross m < 128 (granule padding) / m >= 128 (tiles) and 108 -> 117 tiles (2 waves)
-    from analyzer.prediction import efficiency as eff
-    from analyzer.prediction.family_constants import load_constants
+    from analyzer.prediction.efficiency import kernel_time as eff
+    from analyzer.prediction.efficiency.constants import load_constants
 
     c = load_constants("nvidia-ampere").arrays
     tm = c["tile_m"][eff.CLASS_CODE["gemm"]]
@@ -135,7 +135,7 @@ def test_compiles_once_per_graph_whatever_the_number_of_assignments(cm):
 
 def test_calibrated_profile_adds_its_run_overhead(tmp_path):
     import analyzer
-    from analyzer.prediction.calibrate import calibration_sources, write_profile
+    from analyzer.measure.calibrate import calibration_sources, write_profile
 
     from tests.profile_docs import gemm_table_doc
 

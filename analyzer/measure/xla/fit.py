@@ -1,0 +1,145 @@
+"""The fits of an XLA calibration (``calibrate_xla``): its measured rows -> per-class kernel times
+(net of the run overhead and a program's own-result cost; rows of more than one kernel folded into
+their heaviest kernel's class), the transcendental weight, and ``cpu_model.fit_class`` per class
+with the options below. Pure arithmetic on ``calibrate_xla.measure``'s output: a saved calibration
+(``bench/results/accuracy_xla_cpu_*_rows_*.json``) refits with the current code
+(``bench/accuracy_xla_cpu.py --rows``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from analyzer.measure.xla.rows import TINY_CHAIN
+
+TRANS_WEIGHTS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+# no class is fitted with the thread-split step (cpu_model.fit_class's fork/join cost above a size
+# in bytes): XLA runs a small dot inline and a large one through a threaded library call, a switch
+# the step did not place (0.6-0.9 us on 9-16 KB GEMVs that ran in 0.1-0.3 us: a scan RNN 2.6x
+# over), and the elementwise class's step landed at 12 KB in one calibration and 0.7 KB in the next
+# (their predictions of the 7 us scan RNN 33 % apart). Refitting three scratch pairs of
+# calibrations from their saved rows, the largest difference between a pair's predictions of the
+# 16 programs bench/accuracy_xla_cpu.py scores: 33.2, 4.3 and 12.2 % with the step on the
+# elementwise classes, 2.8, 8.2 and 12.1 % without.
+#
+# classes fitted without the tiled matrix view (cpu_model.fit_class's tile of output columns): tiled
+# fits of the same rows' classes landed in different optima in two calibrations minutes apart (a CNN
+# at batch 32 predicted at 7.7 and 5.2 ms, an MLP train step 17 % apart). The largest difference
+# between two calibrations' predictions of the 16 programs bench/accuracy_xla_cpu.py scores, over
+# three pairs of calibrations refitted from their saved rows (two scratch pairs, and the pair of
+# commit f0791ec's bench/results/accuracy_xla_cpu_2026-11-25_rows_*.json): every matrix class
+# tiled 32.6 and 14.8 % (the scratch pairs), only conv untiled 9.0, 7.1 and 17.1 %, conv and gemm
+# untiled 12.2, 4.3 and 5.0 %
+UNTILED = ("conv", "gemm", "gemm_tn")
+
+
+def _features(kernel: dict, trans_weight: float) -> tuple[float, float, list[float]]:
+    k = kernel
+    return k["mac"] + k["vec"] + trans_weight * k["trans"], k["bytes"], k["view"]
+
+
+def link_s(measured: dict[str, Any]) -> float:
+    """Seconds per link of the chain of ``TINY_CHAIN`` 1x8x8 dots: a small kernel inside a program."""
+    chain = measured["chain_s"]
+    return max((chain[str(TINY_CHAIN)] - chain["1"]) / (TINY_CHAIN - 1), 1e-9)
+
+
+def own_result_s(measured: dict[str, Any]) -> float:
+    """What a kernel costs more as a program's own result than inside a program (its output
+    is the program's result buffer): a 1x8x8 dot's time alone (net of the run overhead) less its
+    time per link of the chain; 0 where the link costs more."""
+    return max(measured["chain_s"]["1"] - measured["run_overhead_s"] - link_s(measured), 0.0)
+
+
+def class_rows(measured: dict[str, Any], trans_weight: float) -> tuple[dict[str, list], list[dict]]:
+    """``{class: [(F, B, seconds net of the run overhead, view)]}`` of the one-kernel rows, and
+    the rows of more kernels (for ``fold_multi``)."""
+    base = measured["run_overhead_s"] + own_result_s(measured)
+    by: dict[str, list] = {}
+    multi = []
+    for r in measured["rows"]:
+        ks = r["kernels"]
+        if len(ks) != 1:
+            multi.append(r)
+            continue
+        F, B, V = _features(ks[0], trans_weight)
+        by.setdefault(ks[0]["op_class"], []).append((F, B, max(r["seconds"] - base, 1e-8), V))
+    return by, multi
+
+
+def _arrays(rows: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    F, B, t, V = zip(*rows)
+    return (np.array(F, np.float64), np.array(B, np.float64), np.array(t, np.float64),
+            np.array(V, np.float64).T)
+
+
+def _time(fit: dict, F: float, B: float, V: list[float], peak: float, bw: float, l2_bytes: float) -> float:
+    from analyzer.measure.fit import class_fit as cpu_model
+
+    view = np.array(V, np.float64).reshape(7, 1)
+    return float(cpu_model.kernel_time(
+        F, B, fit["floor_s"], fit["e_c"], fit["e_bw"], fit["b_half"], peak, bw, fit["l2_gain"], l2_bytes,
+        view=view, tile_n=fit.get("tile_n", 0.0), n_half=fit.get("n_half", 0.0), par_s=fit.get("par_s", 0.0),
+        b_par=fit.get("b_par", 0.0), piece_s=fit.get("piece_s", 0.0), im2col_s=fit.get("im2col_s", 0.0),
+        im2col_stride_s=fit.get("im2col_stride_s", 0.0), serial_s=fit.get("serial_s", 0.0),
+        k_block=fit.get("k_block", 0.0))[0])
+
+
+def fold_multi(rows: dict, multi: list[dict], fits: dict, trans_weight: float, base: float,
+               peak: float, bw: float, l2_bytes: float) -> dict[str, list[str]]:
+    """Add each row of more kernels to its heaviest kernel's class, less its other kernels'
+    times under ``fits``; returns ``{class: [labels added]}`` (rows whose other kernels' classes
+    were not fitted are left out)."""
+    added: dict[str, list[str]] = {}
+    for r in multi:
+        ks = sorted(r["kernels"], key=lambda k: -(k["mac"] + k["vec"] + k["trans"] + 1e-3 * k["bytes"]))
+        head, rest = ks[0], ks[1:]
+        if any(k["op_class"] not in fits for k in rest):
+            continue
+        others = sum(_time(fits[k["op_class"]], *_features(k, trans_weight), peak, bw, l2_bytes) for k in rest)
+        t = r["seconds"] - base - others
+        if t <= 0:
+            continue
+        F, B, V = _features(head, trans_weight)
+        rows.setdefault(head["op_class"], []).append((F, B, t, V))
+        added.setdefault(head["op_class"], []).append(r["label"])
+    return added
+
+
+def fit_tables(measured: dict[str, Any], l2_bytes: float
+               ) -> tuple[dict[str, dict], dict[str, Any]]:
+    """(``{class: fit_class result}``, machine figures) from ``measure``'s output."""
+    from analyzer.measure.fit import options as calibration_fit
+    from analyzer.measure.fit import worker as fit_worker
+
+    base = measured["run_overhead_s"] + own_result_s(measured)   # (as class_rows takes it off)
+    link = link_s(measured)
+    rows0, _ = class_rows(measured, 1.0)
+    F, B, t, _ = _arrays(rows0["gemm"])
+    peak = float(np.max(F / t))
+    adds = sorted((r for r in measured["rows"] if r["label"].startswith("add ")),
+                  key=lambda r: -r["kernels"][0]["bytes"])[:3]
+    bw = float(np.median([r["kernels"][0]["bytes"] / max(r["seconds"] - base, 1e-9) for r in adds]))
+
+    def job(cls, rows):
+        F, B, t, V = _arrays(rows)
+        args, kw = calibration_fit.fit_job(cls, F, B, t, None if cls in UNTILED else V, peak, bw, l2_bytes, 1, False)
+        # rows under a chain link's time (a small kernel inside a program: 0.1 us here) are fitted
+        # as it: onnxruntime's 0.25 us noise floor is above it, and rows near 0 (a tiny row less
+        # the run overhead and own_result_s) swung the log-error fits between calibrations
+        kw["noise_floor_s"] = link
+        return args, kw
+
+    # the transcendental weight: the best fit of the elementwise class over TRANS_WEIGHTS
+    trial = fit_worker.fit_classes({f"elementwise@{w:g}": job("elementwise", class_rows(measured, w)[0]["elementwise"])
+                                    for w in TRANS_WEIGHTS})
+    trans_weight = min(TRANS_WEIGHTS, key=lambda w: trial[f"elementwise@{w:g}"]["fit_mape"])
+    rows, multi = class_rows(measured, trans_weight)
+    fits = fit_worker.fit_classes({c: job(c, r) for c, r in rows.items()})
+    added = fold_multi(rows, multi, fits, trans_weight, base, peak, bw, l2_bytes)
+    if added:
+        fits.update(fit_worker.fit_classes({c: job(c, rows[c]) for c in added}))
+    return fits, {"peak": peak, "bw": bw, "trans_weight": trans_weight, "per_kernel_s": link,
+                  "run_overhead_s": measured["run_overhead_s"], "own_result_s": own_result_s(measured),
+                  "rows": {c: len(r) for c, r in rows.items()}}

@@ -1,0 +1,262 @@
+"""Kernel-time efficiency model: what fraction of the datasheet a GPU kernel reaches.
+
+Predicts the **kernel** time of one kernel (the device time a profiler's kernel sum or a
+CUDA-graph replay shows; no host dispatch, no fusion decisions) from opcost's exact counts
+and a hardware profile, with per-architecture-family constants fitted on public measurements
+(``hardware_db/efficiency/<family>.json``, written by ``bench/fit_efficiency.py``).
+
+Model, per kernel of op class ``c`` (constants indexed by class)::
+
+    compute_s = work / (matrix_peak * e_compute[c]) * wave(c) * narrow(c)
+                + (vec_flops + trans_weight * trans_flops) / (vector_peak * e_compute[c])
+    memory_s  = (dram_bytes + b_half[c]) / (mem_bw * e_bw[c] * cache) + bytes / (units * sm_bw[c])
+    dram_bytes = bytes * (1 - l2_hit[c] * s(bytes / l2_bytes))
+    cache     = 1 + l2_gain[c] * s(bytes / l2_bytes),          s(x) = 1 / (1 + x**L2_STEP_POWER)
+    sm_bw[c]  = bpc[c] * clock_hz                               (bytes per SM-cycle x the device clock)
+    floor_s   = floor[c] + par_s[c] * p(bytes / b_par[c])       (p: the thread-split step)
+                + piece_s[c] * max(batch - 1, 0)                 (the pieces of a batched kernel)
+                + (im2col_s[c] + strided * im2col_stride_s[c]) * m * k * max(batch, 1)
+                + serial_s[c] * serial_flops      (a CPU convolution's im2col, an RNN's recurrence)
+    time_s    = floor_s + max(compute_s, memory_s)
+
+- ``work`` is ``mac_flops`` for every class, except for the tiled matrix classes (``tile_m[c] > 0``
+  and a GEMM view ``m, n, k`` given) where it is the padded work of the tiles the kernel runs:
+  ``2 * ceil(m/tm)*tm * ceil(n/tn)*tn * k * batch`` (a 129x129x129 GEMM on 128x128 tiles does the
+  work of 256x256x129).  A dimension smaller than its tile pads only to the 16-wide MMA granule
+  (libraries switch to skinny tiles / GEMV kernels there), or to the tile where the tile is
+  narrower than that (a CPU's tile: its vector width).
+- ``narrow`` (tiled classes): ``1 + (n_half[c] / n_padded)**2``: a CPU GEMM or convolution with
+  one or two vector registers of output columns runs its inner loop at part of its rate.
+- ``k_block`` (tiled classes; 0: off): ``k`` is padded to whole blocks of ``k_block`` too. A
+  calibrated CPU's pointwise convolutions run in onnxruntime's NCHWc layout, whose channels come
+  in blocks of the vector width (16 fp32 with AVX-512): 24 input channels do the work of 32.
+- The fixed CPU terms, each calibrated (else 0) and measured in ``cpu_model``: ``piece_s`` per
+  extra piece of a kernel looping over independent products (a batched MatMul's matrices);
+  ``im2col_s`` per element of the k x m matrix a convolution run as im2col + GEMM copies first,
+  ``im2col_stride_s`` more where a stride above 1 makes that copy a gather; ``serial_s`` per FLOP
+  of an RNN's recurrent products (a chain of matrix-vector products, one per step); ``par_s``.
+- ``wave`` (tiled classes, when the number of units (SMs) is known): tiles = ceil(m/tm) *
+  ceil(n/tn) * batch spread over ``units``; utilisation = tiles / (ceil(tiles/units) * units);
+  ``wave = utilisation ** -wave_alpha[c]`` (alpha 1: a partly filled last wave costs a full wave;
+  alpha 0: the library hides it with split-K / stream-K; fitted per family).
+- ``ramp``: a small kernel reaches ``b/(b+b_half)`` of the large-size bandwidth (Hockney's
+  form: ``b_half / (bw * e_bw)`` seconds, scaled with the device's bandwidth; ``floor`` is fixed).
+- ``cache`` (the last-level-cache term): a kernel whose working set (its ``bytes``: every input
+  it reads and output it writes) fits the device's L2 (``l2_bytes``, the profile's
+  ``onchip_mb``) reads inputs the previous kernel just wrote from L2, not DRAM, and streams at
+  ``1 + l2_gain`` times its DRAM-streaming bandwidth; ``s`` is a smooth step in the ratio
+  ``x = bytes / l2_bytes`` (``s(0.1) = 0.99``, ``s(1) = 0.5``, ``s(10) = 0.0099`` at power 2):
+  the DRAM term is untouched for working sets several times the cache.  Why: in-model timings (the measurements the constants
+  are fitted on, and the kernels opcost predicts) run each op on its producer's output, so
+  memory-bound kernels up to the L2 size beat the DRAM roofline (vidur's A100 add: about
+  2,035 GB/s at 35 MB, A40 add about 1.5x its DRAM rate at 3-10 MB); XLA's GPU cost model
+  charges re-reads of a buffer that fits L2 at 2.5x the DRAM rate
+  (shared/reference/digest_latency_modeling.md, mechanism 3).  Without the term one global
+  ``e_bw`` has to average the cache-resident and the DRAM-streaming regimes and is wrong in
+  both; with it ``e_bw`` is the DRAM-streaming fraction, identified on rows far above the cache
+  and comparable across devices, and the cache size is the device's own.  ``l2_gain = 0`` (the
+  default when a constants file has no value) or an unknown cache size (``l2_bytes = 0``)
+  switches the term off.  Computed as ``(1 - tanh(p/2 * ln x)) / 2``: no overflow, finite gradients.
+- ``bpc`` (the per-SM term, issue #10): many memory-bound kernels never reach DRAM bandwidth;
+  each SM moves a roughly fixed number of bytes per cycle for a given kernel (its memory-level
+  parallelism / issue rate: the digest's mechanism 4, XLA caps bandwidth by active SMs at
+  ``blocks * clock * 32 B``).  That rate is what transfers across devices: vidur's 2024 rmsnorm
+  reaches 0.33 of the A100's DRAM bandwidth and 0.6 of the A40's, 4-5 bytes per SM-cycle on
+  both's large rows; as a DRAM fraction it is off by 2x when carried over, as bytes per SM-cycle
+  it is not.  The term adds ``bytes / (units * clock_hz * bpc)`` (Little's law: a kernel waits
+  for DRAM and for its own SM-side issue in turn): a high ``bpc`` is DRAM-bound, a low one
+  SM-bound, on any device.  ``l2_hit`` (0..1): the share of the bytes of a working set that fits
+  the L2 that skips DRAM (they cost only the SM term): the cache regime is set by the device's
+  own SM rate, not a multiple of its DRAM bandwidth (which does not transfer between a 6 MB GDDR6
+  and a 40 MB HBM part).  ``sm_bw`` is derived by ``with_clock`` from ``bpc`` and a profile's
+  clock (0 when either is unknown: off), never stored.  ``bpc = l2_hit = 0``: no term.
+  A set with ``per_element = 1`` issues per element, not per byte (PyTorch's index_select gather
+  before its vectorized rewrite: 75 G elements/s on an A100 at fp16 and fp32,
+  bench/data/liger/README.md): its term scales by ``BPC_ELEM_BYTES / elem_bytes``.
+- ``floor_clock_hz``: the clock of the device a set was fitted on. A kernel's floor (launch to
+  first instruction, block scheduling, the last wave's drain) is a number of cycles, so
+  ``with_clock`` scales it by ``floor_clock_hz / clock_hz`` for a device with a stated clock: the
+  A100-fitted floors on the A40 (1.74 GHz) and the H200 (1.98 GHz), scored cross-device, improved
+  in every pair with known clocks (bench/results/efficiency_fit_2026-11-24.md: norm 21.9% -> 17.1%
+  A100 -> A40, 19.9% -> 11.8% A40 -> A100, GEMM 28.6% -> 16.2% A100 -> H200). 0: fixed seconds.
+- ``par_s`` / ``b_par`` (a calibrated multi-threaded CPU): ``floor_s`` grows by
+  ``par_s * p(bytes / b_par)``, ``p(x) = x**4 / (1 + x**4)``: onnxruntime splits a kernel over its
+  threads only above a cost threshold, and a split kernel pays the pool's fork/join.
+- GEMV-like shapes: ``bytes`` carries the weights (a skinny GEMM streams them: the memory term).
+
+Pure array code (no Python branching on values): pass ``numpy`` or ``jax.numpy`` as ``xp``; under
+JAX it jits, vmaps and differentiates (almost everywhere: the ceilings and the max have kinks).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from analyzer.prediction.efficiency.op_classes import (  # noqa: F401  (re-exported: one import for callers)
+    CLASS_CODE, CLASS_FALLBACK, MATRIX_CLASSES, OP_CLASSES, REFINES, class_chain, gemm_view, op_class_of)
+
+BPC_ELEM_BYTES = 2.0   # a per-element set's (``per_element = 1``) bpc is fitted at 2 bytes an element
+# per-class constant arrays a constants set carries (keys of ``FamilyConstants.arrays``)
+MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)
+FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
+               "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s", "im2col_s", "im2col_stride_s",
+               "serial_s", "k_block", "per_element", "floor_clock_hz")
+# ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
+CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
+# values a constants file may leave out (older files: no cache term, no per-SM term)
+PARAM_DEFAULTS = dict.fromkeys(("l2_gain", "bpc", "l2_hit", "sm_bw", "n_half", "par_s", "b_par", "piece_s",
+                                "im2col_s", "im2col_stride_s", "serial_s", "k_block", "per_element",
+                                "floor_clock_hz"), 0.0)
+# the optional fixed CPU terms (class_fixed_s): (constant, a calibration table's key, seconds per unit)
+CPU_FIXED_KEYS = (("piece_s", "piece_us", 1e-6), ("im2col_s", "im2col_ns", 1e-9),
+                  ("im2col_stride_s", "im2col_stride_ns", 1e-9), ("serial_s", "serial_ns", 1e-9))
+# the cache step s(x) = 1 / (1 + x**p), x = working set / L2, fixed: p = 2 matches vidur's A40 add (about
+# 1.5x the DRAM rate at 0.5-1.5x L2, 1.07x at 2-5x, none above); other powers were not compared
+L2_STEP_POWER = 2.0
+SCALAR_PARAMS = ("trans_weight",)
+# the thread-split step p(x) = x**p / (1 + x**p), x = bytes / b_par, fixed: onnxruntime splits a kernel
+# above a cost threshold (p = 4 goes from 6 % to 94 % of the cost over a factor 4 in size)
+PAR_STEP_POWER = 4.0
+
+
+def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> dict:
+    """Kernel time of N kernels on one device (or arrays broadcastable to [N]).
+
+    ``feats``: ``op_class`` (int codes, ``CLASS_CODE``), ``mac_flops``, ``vec_flops``,
+    ``trans_flops``, ``bytes``; optional ``m``, ``n``, ``k``, ``batch`` (GEMM view, 0 where not
+    applicable), ``elem_bytes`` (of the kernel's dtype; 0 or absent: unknown).  ``hw``:
+    ``matrix_peak``, ``vector_peak`` (FLOP/s for the dtype), ``mem_bw`` (B/s), ``units`` (SM
+    count; 0 = unknown), ``l2_bytes`` (last-level cache, bytes; 0 or absent: no cache term).
+    ``consts``: a ``FamilyConstants`` or a mapping of the arrays in ``CLASS_PARAMS`` (length
+    ``len(OP_CLASSES)``; ``l2_gain``, ``l2_hit``, ``sm_bw`` may be absent: 0) plus ``trans_weight``;
+    ``sm_bw`` comes from ``with_clock``.  Returns seconds: ``compute_s``, ``memory_s``,
+    ``floor_s``, ``time_s``."""
+    arrays = getattr(consts, "arrays", consts)
+    cls = xp.asarray(feats["op_class"]).astype(xp.int32)
+    mac = xp.asarray(feats["mac_flops"])
+    zeros = xp.zeros_like(mac)
+
+    def feat(name):
+        return xp.asarray(feats[name]) if name in feats else zeros
+
+    vec, trans, nbytes = feat("vec_flops"), feat("trans_flops"), feat("bytes")
+    m, n, k, batch = feat("m"), feat("n"), feat("k"), feat("batch")
+
+    def per(name):
+        return xp.take(xp.asarray(arrays[name]), cls)
+
+    e_c, e_bw, b_half, floor = per("e_compute"), per("e_bw"), per("b_half_bytes"), per("floor_s")
+    tm, tn, alpha = per("tile_m"), per("tile_n"), per("wave_alpha")
+    gain = per("l2_gain") if "l2_gain" in arrays else zeros
+    hit = per("l2_hit") if "l2_hit" in arrays else zeros
+    sm_bw = per("sm_bw") if "sm_bw" in arrays else zeros
+    trans_w = xp.asarray(arrays["trans_weight"])
+
+    # padded tile work (tiled classes with a GEMM view only)
+    tiled = (tm > 0) & (tn > 0) & (m > 0) & (n > 0) & (k > 0)
+    tm1, tn1 = xp.maximum(tm, 1.0), xp.maximum(tn, 1.0)
+    b1 = xp.maximum(batch, 1.0)
+    mt, nt = xp.ceil(m / tm1), xp.ceil(n / tn1)
+    # a dimension smaller than its tile runs on a narrower tile (the library picks skinny/GEMV
+    # kernels): padded to the MMA granule only, so a GEMV is not charged a full 128-row tile (a
+    # tile narrower than the granule, a CPU's vector width, is its own granule)
+    gm, gn = xp.minimum(tm1, MMA_GRANULE), xp.minimum(tn1, MMA_GRANULE)
+    mp = xp.where(m >= tm1, mt * tm1, xp.ceil(m / gm) * gm)
+    np_ = xp.where(n >= tn1, nt * tn1, xp.ceil(n / gn) * gn)
+    # a kernel that runs its inputs in blocks of k_block channels pads k to whole blocks (0: none)
+    kb = per("k_block") if "k_block" in arrays else zeros
+    kb1 = xp.maximum(kb, 1.0)
+    kp = xp.where(kb > 0, xp.ceil(k / kb1) * kb1, k)
+    work = xp.where(tiled, 2.0 * mp * np_ * kp * b1, mac)
+    # narrow outputs: a tiled kernel with few (padded) columns runs its inner loop at part of
+    # its rate (time x 1 + (n_half / n)^2; n_half 0: off)
+    nh = per("n_half") if "n_half" in arrays else zeros
+    narrow = xp.where(tiled, 1.0 + (nh / xp.maximum(np_, 1.0)) ** 2, 1.0)
+    # wave quantization over the units, when known
+    units = xp.asarray(hw.get("units", 0.0)) * xp.ones_like(mac)
+    known = tiled & (units > 0)
+    u1 = xp.maximum(units, 1.0)
+    tiles = xp.maximum(mt * nt * b1, 1.0)
+    util = xp.where(known, tiles / (xp.ceil(tiles / u1) * u1), 1.0)
+    wave = util ** (-alpha)
+
+    compute = (work / (xp.asarray(hw["matrix_peak"]) * e_c) * wave * narrow
+               + (vec + trans_w * trans) / (xp.asarray(hw["vector_peak"]) * e_c))
+    step = l2_step(xp, nbytes, hw.get("l2_bytes", 0.0))
+    ramp_bytes = nbytes * (1.0 - hit * step) + b_half  # bytes / (bw * e * b/(b+h)) = (b + h) / (bw * e)
+    # a negative b_half (a calibrated CPU's cache ramp: small working sets beat DRAM) never
+    # makes the memory time negative
+    cache = 1.0 + gain * step
+    dram = xp.maximum(ramp_bytes, 0.0) / (xp.asarray(hw["mem_bw"]) * e_bw * cache)
+    # the per-SM term: off where the class has no rate or the device's SM count or clock is unknown
+    sm_on = (sm_bw > 0) & (units > 0)
+    eb = feat("elem_bytes")
+    per_el = ((per("per_element") if "per_element" in arrays else zeros) > 0) & (eb > 0)
+    sm_bytes = nbytes * xp.where(per_el, BPC_ELEM_BYTES / xp.where(per_el, eb, 1.0), 1.0)
+    sm = xp.where(sm_on, sm_bytes / (xp.where(sm_on, units * sm_bw, 1.0)), 0.0)
+    memory = xp.where(nbytes > 0, dram + sm, 0.0)
+    fixed = floor + class_fixed_s(xp, nbytes, cls, arrays, m, k, batch, feat("strided"), feat("serial_flops"))
+    time = fixed + xp.maximum(compute, memory)
+    return {"compute_s": compute, "memory_s": memory, "floor_s": fixed * xp.ones_like(mac), "time_s": time}
+
+
+def class_fixed_s(xp, nbytes, cls, arrays: Mapping[str, Any], m=0.0, k=0.0, batch=0.0, strided=0.0,
+                  serial=0.0):
+    """Seconds a calibrated CPU class adds to each kernel's fixed cost (0 where it has none: every
+    GPU and TPU family): the fork/join of split kernels above 1 thread (``par_s`` stepping in at
+    ``b_par`` bytes, ``p(x) = x**4 / (1 + x**4)``) plus, from the views, ``piece_s`` per extra piece
+    of ``batch``, ``im2col_s`` per im2col element (``m x k x max(batch, 1)``), ``im2col_stride_s``
+    more per element where ``strided`` (1), ``serial_s`` per ``serial`` FLOP (an RNN's recurrence)."""
+    out = xp.zeros_like(xp.asarray(nbytes, dtype=float))
+    batch, im2col = xp.asarray(batch), xp.asarray(m) * xp.asarray(k) * xp.maximum(xp.asarray(batch), 1.0)
+    for name, count in (("piece_s", xp.maximum(batch - 1.0, 0.0)), ("im2col_s", im2col),
+                        ("im2col_stride_s", im2col * xp.asarray(strided)), ("serial_s", xp.asarray(serial))):
+        if name in arrays:
+            out = out + xp.take(xp.asarray(arrays[name]), cls) * count
+    if "par_s" not in arrays or "b_par" not in arrays:
+        return out
+    par_s = xp.take(xp.asarray(arrays["par_s"]), cls)
+    b_par = xp.take(xp.asarray(arrays["b_par"]), cls)
+    on = (par_s > 0) & (b_par > 0)
+    return out + xp.where(on, par_s * (1.0 - l2_step(xp, nbytes, xp.where(on, b_par, 1.0), PAR_STEP_POWER)),
+                             0.0)
+
+
+def with_clock(arrays: Mapping[str, Any], clock_hz: float, scale_floor: bool = True) -> dict:
+    """``arrays`` (one family's constants) for a device clocked at ``clock_hz``: a copy with
+    ``sm_bw = bpc * clock_hz`` (bytes per second per SM; 0 where ``clock_hz`` is unknown or <= 0)
+    and each floor a fixed number of cycles: ``floor_s * floor_clock_hz / clock_hz`` where the set
+    states the clock of the device it was fitted on (``floor_clock_hz`` > 0) and ``clock_hz`` is
+    known (``scale_floor``: False where ``clock_hz`` is a stand-in, not the device's own figure);
+    else the floor in seconds as fitted."""
+    out = {k: (np.array(v, dtype=float) if np.ndim(v) else v) for k, v in arrays.items()}
+    bpc = np.asarray(arrays.get("bpc", np.zeros(len(OP_CLASSES))), dtype=float)
+    known = bool(clock_hz and clock_hz > 0)
+    out["sm_bw"] = bpc * float(clock_hz) if known else np.zeros_like(bpc)
+    if known and scale_floor and "floor_clock_hz" in out:
+        ref = out["floor_clock_hz"]
+        out["floor_s"] = np.where(ref > 0, out["floor_s"] * ref / float(clock_hz), out["floor_s"])
+    return out
+
+
+def l2_step(xp, working_set, l2_bytes, power: float = L2_STEP_POWER):
+    """``s(x) = 1 / (1 + x**power)``, ``x = working_set / l2_bytes``; 0 where ``l2_bytes <= 0``.
+
+    Written as ``(1 - tanh(power/2 * ln x)) / 2`` with ``x`` clamped to [1e-30, 1e30], so it
+    never overflows and its gradient is finite everywhere (jit/vmap/grad-safe)."""
+    ws = xp.asarray(working_set)
+    l2 = xp.asarray(l2_bytes) * xp.ones_like(ws)
+    known = l2 > 0
+    x = xp.clip(xp.maximum(ws, 1.0) / xp.where(known, l2, 1.0), 1e-30, 1e30)
+    s = 0.5 * (1.0 - xp.tanh(0.5 * power * xp.log(x)))
+    return xp.where(known, s, 0.0)
+
+
+def roofline_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], overhead_s: float = 1.5e-6):
+    """Today's datasheet roofline, for comparison: ``max(flops/peak, bytes/bw) + overhead``."""
+    compute = (xp.asarray(feats["mac_flops"]) / xp.asarray(hw["matrix_peak"])
+               + (xp.asarray(feats.get("vec_flops", 0.0)) + xp.asarray(feats.get("trans_flops", 0.0)))
+               / xp.asarray(hw["vector_peak"]))
+    return xp.maximum(compute, xp.asarray(feats["bytes"]) / xp.asarray(hw["mem_bw"])) + overhead_s
