@@ -20,7 +20,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from analyzer.options import Options
-from analyzer.search import batch, front, lean
+from analyzer.search import batch, candidate_counts
+from analyzer.search.fastpath import structure
 
 
 @dataclass(frozen=True)
@@ -63,9 +64,9 @@ class CostModel:
         self.options = Options(precision=precision, overlap=overlap, loop_trips=loop_trips,
                                causal=causal, runtime=runtime)
         self._groups: dict[str, list[tuple[str, list[int]]]] = {}
-        self._fast = None   # search.fast.FastCounter, made on the first ONNX candidate
+        self._fast = None   # fastpath.signatures.FastCounter, made on the first ONNX candidate
         self._lowering: dict = {}   # lowering.lower's memo: per profile, per op and dtype
-        self._rows = None   # search.rows.KernelRows (False: kernel entries are not local)
+        self._rows = None   # fastpath.kernel_cache.KernelRows (False: kernel entries not local)
 
     # ------------------------------------------------------------------ internals
     def spec(self) -> dict:
@@ -86,12 +87,12 @@ class CostModel:
             self._groups[fmt] = g
         return g
 
-    def count(self, candidate: Any, options: Options | None = None) -> front.Counted:
-        if options is None and self._fast_ok() and lean.onnx_source(candidate):
-            # the fast path: nodes of signatures earlier candidates taught (search.fast);
+    def count(self, candidate: Any, options: Options | None = None) -> candidate_counts.Counted:
+        if options is None and self._fast_ok() and structure.onnx_source(candidate):
+            # the fast path: nodes of signatures earlier candidates taught (fastpath.signatures);
             # anything else runs the full frontend, and is learned from
-            return self._count_read(candidate, lean.read(candidate))
-        counted = front.count(candidate, options or self.options)
+            return self._count_read(candidate, structure.read(candidate))
+        counted = candidate_counts.count(candidate, options or self.options)
         if counted.fmt == "onnx" and _is_onnx_source(candidate):
             # what analyze does: onnxruntime's own fusion record where a profile runs under it
             from dataclasses import replace
@@ -103,8 +104,8 @@ class CostModel:
                 counted = replace(counted, fused=rec)
         return counted
 
-    def _count_read(self, candidate: Any, st) -> front.Counted:
-        """The fast path's counts of a candidate ``lean.read`` gave ``st`` (None: it refused),
+    def _count_read(self, candidate: Any, st) -> candidate_counts.Counted:
+        """The fast path's counts of a candidate ``structure.read`` gave ``st`` (None: it refused),
         else the full frontend's, learned from."""
         got = self._fast.count(st, learn=True) if st is not None else None
         return got if got is not None else self._fast.full(candidate, st)
@@ -112,7 +113,7 @@ class CostModel:
     def stats(self) -> dict:
         """How ONNX candidates were counted so far: ``fast`` (from learned node signatures),
         ``full`` (the full frontend), ``learned`` (signatures learned), ``nodes`` (nodes of
-        new signatures learned one by one, ``search.mini``)."""
+        new signatures learned one by one, ``fastpath.learn_node``)."""
         return dict(self._fast.stats) if self._fast else {"fast": 0, "full": 0, "learned": 0,
                                                           "nodes": 0}
 
@@ -125,16 +126,17 @@ class CostModel:
                     rt == "onnxruntime" for rt, _ in self.groups("onnx")):
                 self._fast = False
             else:
-                from analyzer.search.fast import FastCounter
+                from analyzer.search.fastpath.signatures import FastCounter
 
                 self._fast = FastCounter(o)
         return self._fast is not False
 
     def _rows_ok(self) -> bool:
-        """Whether fast-path candidates may be scored from learned kernel rows (``search.rows``):
-        the fast path applies, every group's fusion is a policy and no profile is calibrated."""
+        """Whether fast-path candidates may be scored from learned kernel rows
+        (``fastpath.kernel_cache``): the fast path applies, every group's fusion is a policy and
+        no profile is calibrated."""
         if self._rows is None:
-            from analyzer.search.rows import KernelRows
+            from analyzer.search.fastpath.kernel_cache import KernelRows
 
             rows = KernelRows(self.groups("onnx"), self.precision) if self._fast_ok() else None
             self._rows = rows if rows is not None and rows.usable and not any(
@@ -144,17 +146,17 @@ class CostModel:
     def _lower_fast(self, candidate: Any):
         """One candidate's lowered groups for ``score``: from the kernel rows when every kernel
         is known, else counted and lowered in full (and its rows learned)."""
-        if not lean.onnx_source(candidate):
+        if not structure.onnx_source(candidate):
             return self.lower(self.count(candidate))
-        # (the nodes' order is checked by the signature walk here, by ``lean.ordered`` below)
-        st = lean.read(candidate, ordered=False)
+        # (the nodes' order is checked by the signature walk here, by ``structure.ordered`` below)
+        st = structure.read(candidate, ordered=False)
         keys = self._fast.keys(st) if st is not None else None
         if keys is not None and self._rows.usable:
             got = self._rows.lowered(st, keys)
             if got is not None:
                 self._fast.stats["fast"] += 1
                 return got
-        st = lean.ordered(st)
+        st = structure.ordered(st)
         counted = self._count_read(candidate, st)
         lowered = self.lower(counted)
         if counted.keys is not None and self._rows.usable:
@@ -165,7 +167,7 @@ class CostModel:
             self._rows.harvest(st, counted.keys, counted.nodes, fnodes, nbytes, lowered)
         return lowered
 
-    def lower(self, counted: front.Counted) -> list[tuple[list[int], Any]]:
+    def lower(self, counted: candidate_counts.Counted) -> list[tuple[list[int], Any]]:
         """[(profile indices, lowering.Lowered)] per runtime group of one counted candidate."""
         from analyzer.prediction import runtimes
         from analyzer.prediction.lowering import lower
@@ -247,10 +249,10 @@ class CostModel:
         of assignments with ``return_assignments=True``).  Counts are exact polynomials in the
         dims fitted from a few exact analyses and verified at extra points; a graph whose counts
         are not polynomial (or whose kernels change with the dims) is analysed point by point
-        (``analyzer.search.dims``)."""
-        from analyzer.search import dims as dims_mod
+        (``analyzer.search.dims.polynomial``)."""
+        from analyzer.search.dims import polynomial
 
-        return dims_mod.score_dims(self, model, dims, product=product, inputs=inputs,
+        return polynomial.score_dims(self, model, dims, product=product, inputs=inputs,
                                    return_assignments=return_assignments)
 
     def table(self, space: Sequence[Sequence[Any]], input_shape: Sequence[int]):

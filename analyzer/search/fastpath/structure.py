@@ -3,7 +3,7 @@
 ``read(candidate)`` turns an ONNX candidate (``ModelProto`` or serialized bytes) into a
 ``Structure``: the opset header, the graph input specs, the initializers (specs and, where a
 value can steer shapes, a key of the value), the nodes (names, op, attributes as serialized
-bytes) and the declared graph outputs.  Weight bytes are never read (``wire``).
+bytes) and the declared graph outputs.  Weight bytes are never read (``protobuf_walk``).
 
 It returns None (the caller then runs the full frontend, which decides and reports) for
 anything outside the plain case it can vouch for: function ops, sub-graphs, sparse tensors,
@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from analyzer.frontends.onnx.types import DTYPES
 from analyzer.ir.graph import TensorSpec
-from analyzer.search import wire
+from analyzer.search.fastpath import protobuf_walk
 
 # no initializer above this many elements has its value read by the frontend (fold._SMALL)
 VALUE_ELEMENTS = 4096
@@ -45,7 +45,7 @@ class LeanNode(NamedTuple):
     outputs: tuple[str, ...]
     attr_key: tuple[bytes, ...]
     # a small int per distinct (op, domain, attr_key, which outputs exist): the part of a
-    # node's signature that does not depend on its inputs (``fast``), cheap to hash
+    # node's signature that does not depend on its inputs (``signatures``), cheap to hash
     kind: int = -1
     repeats: bool = False   # a tensor name appears among its inputs more than once
     named_in: frozenset = frozenset()    # its input names, '' (an omitted input) left out
@@ -58,14 +58,14 @@ class Structure(NamedTuple):
     header: tuple                      # (ir_version, ((domain, version), ...))
     opsets: dict                       # domain -> version, as the frontend records them
     inputs: dict                       # graph input name -> TensorSpec
-    constants: dict                    # initializer name -> its wire.Init (``spec``, ``value``)
+    constants: dict                    # initializer name -> its protobuf_walk.Init (``spec``)
     nodes: list                        # LeanNode, file order (= topological order)
     outputs: dict                      # graph output name -> its declared TypeProto bytes
-    node_bytes: list                   # each node's serialized NodeProto (``mini``)
+    node_bytes: list                   # each node's serialized NodeProto (``learn_node``)
     ordered: bool = True               # the nodes' order was checked (``ordered``)
 
 
-def spec(c: wire.Init) -> TensorSpec:
+def spec(c: protobuf_walk.Init) -> TensorSpec:
     """An initializer's spec (``read`` checked its dtype code; specs are interned: a search's
     candidates repeat weight shapes)."""
     k = (c.dims, c.dtype)
@@ -77,7 +77,7 @@ def spec(c: wire.Init) -> TensorSpec:
     return s
 
 
-def value(c: wire.Init) -> bytes:
+def value(c: protobuf_walk.Init) -> bytes:
     """The key of an initializer's value (equal keys: equal tensors)."""
     if c.span is not None:
         return c.value_key()
@@ -90,7 +90,7 @@ def value(c: wire.Init) -> bytes:
     return t.SerializeToString()
 
 
-def tensor(c: wire.Init) -> bytes:
+def tensor(c: protobuf_walk.Init) -> bytes:
     """An initializer's serialized TensorProto (read for small ones only: weights are big)."""
     if c.span is not None:
         return c.data[c.span[0]:c.span[3]]
@@ -99,7 +99,7 @@ def tensor(c: wire.Init) -> bytes:
 
 _new = tuple.__new__
 _NAME = itemgetter(0)   # a LeanNode's name
-_DTYPE, _EXTERNAL = itemgetter(1), itemgetter(3)   # a wire.Init's dtype code, external flag
+_DTYPE, _EXTERNAL = itemgetter(1), itemgetter(3)   # a protobuf_walk.Init's dtype, external
 _CODES = frozenset(DTYPES)
 
 
@@ -115,7 +115,7 @@ def read(candidate: Any, ordered: bool = True) -> Structure | None:
         m, inits = candidate, None
         node_bytes = [n.SerializeToString() for n in candidate.graph.node]
     elif isinstance(candidate, (bytes, bytearray, memoryview)):
-        sk = wire.skeleton(candidate)
+        sk = protobuf_walk.skeleton(candidate)
         if sk is None:
             return None
         try:
@@ -137,7 +137,7 @@ def _proto_inits(g):
         if t.data_location or t.external_data:
             return None
         # (the TensorProto as its data, no span: ``value`` and ``tensor`` serialize it)
-        out.append(_new(wire.Init, (t.name, t.data_type, tuple(t.dims), False, t, None)))
+        out.append(_new(protobuf_walk.Init, (t.name, t.data_type, tuple(t.dims), False, t, None)))
     return out
 
 
@@ -190,7 +190,7 @@ def _structure(m, node_bytes, inits, ordered: bool) -> Structure | None:
         if dtype is None or vi.name in inputs or not vi.name:
             return None
         inputs[vi.name] = TensorSpec(tuple(dims), dtype)
-    constants: dict[str, wire.Init] = {t.name: t for t in inits}
+    constants: dict[str, protobuf_walk.Init] = {t.name: t for t in inits}
     if len(constants) != len(inits) or "" in constants or not constants.keys().isdisjoint(inputs):
         return None   # a name twice, an empty name, an initializer that is also an input
     if not _CODES.issuperset(map(_DTYPE, inits)) or any(map(_EXTERNAL, inits)):
