@@ -9,7 +9,7 @@ the same candidate.  Two ways get there:
   given as bytes or a ``ModelProto``, filled only from what the real pipeline computed on
   earlier candidates and checked against it (``fastpath/__init__.py`` says which checks run and
   what happens on a mismatch).  Anything the cache cannot vouch for takes the real pipeline;
-  ``CostModel.stats()`` counts, per reason, the candidates that did.
+  ``CostModel.stats()["slow"]`` counts, per reason, the candidates that did.
 
 Modules: ``cost_model`` (the ``CostModel``: ``score``, ``score_dims``, ``table``,
 ``latency_fn``, ``sensitivity``, ``stats``), ``candidate_counts`` (a candidate -> its per-node

@@ -67,6 +67,8 @@ class CostModel:
         self._fast = None   # fastpath.signatures.FastCounter, made on the first ONNX candidate
         self._lowering: dict = {}   # lowering.lower's memo: per profile, per op and dtype
         self._rows = None   # fastpath.kernel_cache.KernelRows (False: kernel entries not local)
+        self._off = ""      # why the fast path is off for this model ("": it is not)
+        self._slow: dict[str, int] = {}   # reason -> candidates counted by the full frontend
 
     # ------------------------------------------------------------------ internals
     def spec(self) -> dict:
@@ -88,10 +90,16 @@ class CostModel:
         return g
 
     def count(self, candidate: Any, options: Options | None = None) -> candidate_counts.Counted:
-        if options is None and self._fast_ok() and structure.onnx_source(candidate):
-            # the fast path: nodes of signatures earlier candidates taught (fastpath.signatures);
-            # anything else runs the full frontend, and is learned from
-            return self._count_read(candidate, structure.read(candidate))
+        if options is None:
+            if not self._fast_ok():
+                self._left(self._off)
+            elif not structure.onnx_source(candidate):
+                self._left(_not_source(candidate))
+            else:
+                # the fast path: nodes of signatures earlier candidates taught
+                # (fastpath.signatures); anything else runs the full frontend, and is learned from
+                why: list[str] = []
+                return self._count_read(candidate, structure.read(candidate, why=why), why)
         counted = candidate_counts.count(candidate, options or self.options)
         if counted.fmt == "onnx" and _is_onnx_source(candidate):
             # what analyze does: onnxruntime's own fusion record where a profile runs under it
@@ -104,26 +112,44 @@ class CostModel:
                 counted = replace(counted, fused=rec)
         return counted
 
-    def _count_read(self, candidate: Any, st) -> candidate_counts.Counted:
-        """The fast path's counts of a candidate ``structure.read`` gave ``st`` (None: it refused),
-        else the full frontend's, learned from."""
+    def _count_read(self, candidate: Any, st, why: list[str]) -> candidate_counts.Counted:
+        """The fast path's counts of a candidate ``structure.read`` gave ``st`` (None: it refused,
+        ``why`` says why), else the full frontend's, learned from."""
         got = self._fast.count(st, learn=True) if st is not None else None
-        return got if got is not None else self._fast.full(candidate, st)
+        if got is not None:
+            return got
+        self._left(why[0] if st is None else self._fast.missed)
+        return self._fast.full(candidate, st)
+
+    def _left(self, reason: str) -> None:
+        """One candidate counted by the full frontend instead of the fast path, for ``reason``."""
+        self._slow[reason] = self._slow.get(reason, 0) + 1
 
     def stats(self) -> dict:
-        """How ONNX candidates were counted so far: ``fast`` (from learned node signatures),
-        ``full`` (the full frontend), ``learned`` (signatures learned), ``nodes`` (nodes of
-        new signatures learned one by one, ``fastpath.learn_node``)."""
-        return dict(self._fast.stats) if self._fast else {"fast": 0, "full": 0, "learned": 0,
-                                                          "nodes": 0}
+        """How candidates were counted so far (by ``score``, ``count`` and what calls them):
+        ``fast`` (ONNX candidates from learned node signatures), ``full`` (ONNX candidates the
+        fast path sent to the full frontend and learned from), ``learned`` (signatures
+        learned), ``nodes`` (nodes of new signatures learned one by one,
+        ``fastpath.learn_node``), and ``slow``: {reason: candidates} of every candidate the full
+        frontend counted instead of the fast path, e.g. ``"a new opset header (learning)"``,
+        ``"value_info"``, ``"a file path"`` or the reason the fast path is off for this model
+        (its values sum to ``full`` plus the candidates that could not take the fast path at
+        all)."""
+        out = dict(self._fast.stats) if self._fast else {"fast": 0, "full": 0, "learned": 0,
+                                                         "nodes": 0}
+        out["slow"] = dict(self._slow)
+        return out
 
     def _fast_ok(self) -> bool:
         """Whether ONNX candidates may take the fast path: no onnxruntime group (its fusion
         record is read from the candidate itself) and no bound inputs."""
         if self._fast is None:
             o = self.options
-            if o.inputs or o.dims or o.values or any(
-                    rt == "onnxruntime" for rt, _ in self.groups("onnx")):
+            if o.inputs or o.dims or o.values:
+                self._off = "fast path off: inputs, dims or values bound"
+            elif any(rt == "onnxruntime" for rt, _ in self.groups("onnx")):
+                self._off = "fast path off: a profile runs under onnxruntime"
+            if self._off:
                 self._fast = False
             else:
                 from analyzer.search.fastpath.signatures import FastCounter
@@ -149,15 +175,16 @@ class CostModel:
         if not structure.onnx_source(candidate):
             return self.lower(self.count(candidate))
         # (the nodes' order is checked by the signature walk here, by ``structure.ordered`` below)
-        st = structure.read(candidate, ordered=False)
+        why: list[str] = []
+        st = structure.read(candidate, ordered=False, why=why)
         keys = self._fast.keys(st) if st is not None else None
         if keys is not None and self._rows.usable:
             got = self._rows.lowered(st, keys)
             if got is not None:
                 self._fast.stats["fast"] += 1
                 return got
-        st = structure.ordered(st)
-        counted = self._count_read(candidate, st)
+        st = structure.ordered(st, why)
+        counted = self._count_read(candidate, st, why)
         lowered = self.lower(counted)
         if counted.keys is not None and self._rows.usable:
             from analyzer.prediction import kernel_rows as kr
@@ -273,6 +300,15 @@ class CostModel:
         from analyzer.search import grad
 
         return grad.sensitivity(self, candidate)
+
+
+def _not_source(candidate: Any) -> str:
+    """Why a candidate cannot take the fast path, which reads bytes and ModelProtos only."""
+    import os
+
+    if isinstance(candidate, (str, os.PathLike)):
+        return "a file path (read by the full frontend)"
+    return "not ONNX bytes or a ModelProto"
 
 
 def _is_onnx_source(candidate: Any) -> bool:

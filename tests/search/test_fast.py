@@ -442,3 +442,87 @@ def test_order_is_checked_by_the_signature_walk():
     assert st_ is not None and cm._fast.keys(st_) is None
     _twice_equal(cm, folded)
     assert cm._fast.keys(structure.read(folded, ordered=False)) is None   # nothing was learned
+
+
+# ------------------------------------------------------------------ names and reasons
+def _mlp(names, seed=0):
+    """x [2, 8] -> MatMul(w 8x8) -> Add(b) -> Relu -> MatMul(v 8x4); node names ``names``
+    ("" leaves a node unnamed, as ``helper.make_node`` does by default)."""
+    rng = np.random.default_rng(seed)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name=names[0]),
+             helper.make_node("Add", ["m", "b"], ["a"], name=names[1]),
+             helper.make_node("Relu", ["a"], ["h"], name=names[2]),
+             helper.make_node("MatMul", ["h", "v"], ["y"], name=names[3])]
+    inits = {"w": rng.standard_normal((8, 8)).astype(np.float32),
+             "b": rng.standard_normal(8).astype(np.float32),
+             "v": rng.standard_normal((8, 4)).astype(np.float32)}
+    return _model(nodes, inits, x_shape=(2, 8))
+
+
+def _scored_fast(cm, m) -> bool:
+    """Score ``m`` (bytes and ModelProto) and check it against analyze; whether both took the
+    fast path and no candidate left it."""
+    before = cm.stats()
+    for c in (m.SerializeToString(), m):
+        np.testing.assert_allclose(cm.score([c])[0], reference(m), rtol=1e-6)
+    after = cm.stats()
+    return after["fast"] - before["fast"] == 2 and after["slow"] == before["slow"]
+
+
+def test_unnamed_nodes_take_the_fast_path_with_the_frontends_names():
+    cm = analyzer.CostModel(HW)
+    m = _mlp(["", "", "", ""])
+    assert helper.make_node("Relu", ["x"], ["y"]).name == ""   # onnx.helper's default
+    cm.score([m])                                      # learns (a new opset header)
+    fresh = _mlp(["", "", "", ""], seed=1)             # other weights, same structure
+    assert _scored_fast(cm, fresh)
+    assert _fast_equals_full(cm, fresh)                # NodeCost for NodeCost, names included
+    got = cm._fast.count(structure.read(fresh))
+    # read_nodes' names: <op>_<index in the file>
+    assert [n.name for n in got.nodes] == ["MatMul_0", "Add_1", "Relu_2", "MatMul_3"]
+    _, details = cm.score([fresh], detail=True)
+    assert [n.name for n in details[0].nodes] == ["MatMul_0", "Add_1", "Relu_2", "MatMul_3"]
+
+
+def test_duplicate_names_take_the_fast_path_with_the_frontends_names_and_notes():
+    cm = analyzer.CostModel(HW)
+    cm.score([_mlp(["", "", "", ""])])
+    # "fc" twice; an explicit "Relu_2" before the unnamed Relu at index 2 takes its name
+    dup = _mlp(["fc", "Relu_2", "", "fc"], seed=2)
+    assert _scored_fast(cm, dup)
+    assert _fast_equals_full(cm, dup)
+    got = cm._fast.count(structure.read(dup))
+    assert [n.name for n in got.nodes] == ["fc", "Relu_2", "Relu_2~2", "fc~2"]
+    assert [n.note for n in got.nodes][2:] == ["renamed: node #2 named '' in the file",
+                                               "renamed: node #2 named 'fc' in the file"]
+    assert structure.read(dup).renamed == {"Relu_2~2": "", "fc~2": "fc"}
+
+
+def test_stats_count_the_candidates_that_left_the_fast_path_per_reason(tmp_path):
+    cm = analyzer.CostModel(HW)
+    ok = _mlp(["", "", "", ""])
+    cm.score([ok])
+    assert cm.stats()["slow"] == {"a new opset header (learning)": 1}
+    cm.score([ok, _mlp(["", "", "", ""], seed=3)])
+    assert cm.stats()["fast"] == 2
+    vi = _mlp(["", "", "", ""])
+    vi.graph.value_info.append(helper.make_tensor_value_info("m", F32, [2, 8]))
+    const = _model([helper.make_node("Constant", [], ["k"],
+                                     value=numpy_helper.from_array(np.ones(8, np.float32))),
+                    helper.make_node("Add", ["x", "k"], ["y"])], {}, x_shape=(2, 8))
+    path = tmp_path / "m.onnx"
+    onnx.save(ok, str(path))
+    for c in (vi, const, str(path)):
+        np.testing.assert_allclose(cm.score([c])[0], reference(c), rtol=1e-6)
+    cm.count(vi)       # count (no options) is scored the same way
+    s = cm.stats()
+    assert s["slow"] == {"a new opset header (learning)": 1, "value_info": 2,
+                         "a node of constant inputs only (Constant, or folded)": 1,
+                         "a file path (read by the full frontend)": 1}
+    assert s["fast"] == 2 and s["full"] == 4           # the path never reaches the fast counter
+    assert sum(s["slow"].values()) == s["full"] + 1
+
+    off = analyzer.CostModel(HW, runtime="onnxruntime")
+    off.score([ok, ok])
+    assert off.stats() == {"fast": 0, "full": 0, "learned": 0, "nodes": 0,
+                           "slow": {"fast path off: a profile runs under onnxruntime": 2}}

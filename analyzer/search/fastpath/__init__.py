@@ -26,11 +26,12 @@ Checks, and what a mismatch does:
   a tensor defined twice, ...; its module docstring lists them).  A refused candidate, one with
   an opset header or a node signature not learned yet, or a CostModel whose options rule the
   cache out (an onnxruntime group, bound inputs) takes the real pipeline;
-  ``CostModel.stats()`` counts how many took which path.
+  ``CostModel.stats()["slow"]`` counts those candidates per reason.  Unnamed nodes and names
+  used twice are no reason: ``structure`` gives them the frontend's own names.
 - Learning (``signatures.FastCounter._learn``): an entry is only ever made from a run of the
   real frontend + engine, and only where that run agrees with what ``structure`` read: the
   same node count, node names and ops in the same order, every graph input's and constant's
-  spec equal to the frontend's, nothing folded, no node renamed (duplicate names), decomposed
+  spec equal to the frontend's (names as the frontend gives them), nothing folded, decomposed
   (function bodies) or sequence-typed, no fold errors, and static output specs.  On any
   disagreement nothing more is learned from that run (the candidate keeps the real pipeline's
   result; later candidates with such nodes keep taking the real pipeline).  A hit is not

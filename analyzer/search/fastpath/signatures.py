@@ -12,7 +12,9 @@ them, params are counted per tensor name by the engine's own ``new_params``, and
 
 What the memo learns from is restricted to graphs whose results are local: nothing folded (no
 value computed ahead of run time, so no node's output depends on a value the signature omits),
-no renamed, decomposed, control-flow or sequence nodes, and every learned output spec static.
+no decomposed, control-flow or sequence nodes, and every learned output spec static.  Nodes
+carry the frontend's names (``structure``: unnamed nodes are ``<op>_<index>``, a name used
+twice gets ``~k``), and a renamed node's row gets the engine's note saying so.
 ``structure.read`` refuses (the full path then runs) anything outside the plain structure it can
 vouch for.  Anything not learned misses, and a miss runs the full path on the whole candidate.
 """
@@ -32,6 +34,10 @@ _NO_SOURCES = Graph("", [], {}, (), ())   # what new_params reads: no folded sou
 # nodes of unknown signature learned one by one per candidate before the whole candidate takes
 # the full path instead (a one-node full count costs ~1/30 of a 100-node candidate's)
 MINI_PER_CANDIDATE = 8
+# why ``count`` missed (``FastCounter.missed``; ``CostModel.stats()["slow"]``'s keys)
+NEW_HEADER = "a new opset header (learning)"
+TOO_MANY = f"over {MINI_PER_CANDIDATE} new node signatures (learning)"
+UNLEARNABLE = "a node signature a one-node model does not teach"
 
 
 def _decl(outs: dict, node: structure.LeanNode) -> tuple | None:
@@ -55,6 +61,7 @@ class FastCounter:
         self.headers: dict = {}             # (IR version, opsets) -> small int
         self.stats = {"fast": 0, "full": 0, "learned": 0, "nodes": 0}
         self.unlearnable: set = set()       # signatures a one-node model did not teach
+        self.missed = ""                    # why the last ``count`` returned None
 
     # ------------------------------------------------------------------ signatures
     def _sid(self, spec) -> int:
@@ -142,13 +149,18 @@ class FastCounter:
                 (header, node.kind, items, _decl(outs, node))
             hit = memo_get(sig)
             if hit is None:
-                if budget <= 0 or sig in self.unlearnable:
+                if sig in self.unlearnable:
+                    self.missed = UNLEARNABLE
+                    return None
+                if budget <= 0:
+                    self.missed = TOO_MANY if learn else "a new node signature"
                     return None
                 budget -= 1
                 self._learn_node(st, i, specs)
                 hit = memo_get(sig)
                 if hit is None:
                     self.unlearnable.add(sig)
+                    self.missed = UNLEARNABLE
                     return None
             o = node.single
             if o is not None and specs is None:   # (most nodes: one output, no specs kept)
@@ -189,6 +201,7 @@ class FastCounter:
             raise ValueError("FastCounter.count needs an ordered structure (structure.ordered)")
         header = self.headers.get(st.header)
         if header is None:
+            self.missed = NEW_HEADER
             return None
         specs: dict = {}
         citems = self._citems(st, specs)
@@ -199,6 +212,7 @@ class FastCounter:
         hits = self._hits(st, learn, specs, header, citems)
         if hits is None:
             return None
+        renamed = st.renamed or {}
         for node, hit in zip(st.nodes, hits):   # (names are unique: specs is final for each)
             outs, rec, _, key = hit
             keys.append(key)
@@ -208,6 +222,10 @@ class FastCounter:
                 params += new_params(node, ins, cidx, counted, pover, _NO_SOURCES)
             if params:
                 cost = Cost(params, *cost[1:])
+            if node.name in renamed:   # (the note ``engine.cost_graph`` adds, word for word)
+                k = node.name.rsplit("~", 1)[-1]
+                rn = f"renamed: node #{k} named '{renamed[node.name]}' in the file"
+                note = f"{rn}; {note}" if note else rn
             out.append(NodeCost(node.name, node.op, node.domain, status, cost, ins, outs,
                                 mac_dtype, note, by_dtype, None, estimate, node.inputs,
                                 node.outputs, "", 1, cidx, kernel))
@@ -243,7 +261,7 @@ class FastCounter:
             return
 
     def _learn(self, st: structure.Structure, graph: Graph, nodes: list, records: list) -> int:
-        if (graph.folded or graph.sources or graph.renamed or graph.decomposed or graph.sequences
+        if (graph.folded or graph.sources or graph.decomposed or graph.sequences
                 or graph.fold_errors or graph.newer_ops or graph.constants != st.constants.keys()
                 or not set(graph.values) <= st.constants.keys()
                 or not len(nodes) == len(records) == len(st.nodes)):
