@@ -526,3 +526,23 @@ def test_stats_count_the_candidates_that_left_the_fast_path_per_reason(tmp_path)
     off.score([ok, ok])
     assert off.stats() == {"fast": 0, "full": 0, "learned": 0, "nodes": 0,
                            "slow": {"fast path off: a profile runs under onnxruntime": 2}}
+
+
+def test_a_new_node_with_a_large_weight_is_learned_on_its_own():
+    # a weight over structure.VALUE_ELEMENTS (4096) elements: the one-node model marks it
+    # external (specs only), as the frontend marks inline weights
+    cm = analyzer.CostModel(HW)
+
+    def mm(n_out):
+        return _model([helper.make_node("MatMul", ["x", "w"], ["h"]),
+                       helper.make_node("Relu", ["h"], ["y"])],
+                      {"w": np.ones((128, n_out), np.float32)}, x_shape=(1, 4, 128))
+    cm.score([mm(128)])
+    before = cm.stats()
+    m = mm(64)          # 128 x 64 = 8192 elements: a new MatMul signature (and Relu's, 64 wide)
+    np.testing.assert_allclose(cm.score([m])[0], reference(m), rtol=1e-6)
+    after = cm.stats()
+    assert (after["fast"] - before["fast"], after["full"] - before["full"],
+            after["nodes"] - before["nodes"]) == (1, 0, 2)
+    assert after["slow"] == before["slow"]
+    assert _fast_equals_full(cm, m)

@@ -251,7 +251,7 @@ class FastCounter:
         self.stats["nodes"] += 1
         try:
             data = learn_node.model(st, index, specs)
-            small = structure.read(data)
+            small = structure.read(data, external=True)   # (its large weights: specs only)
             if small is None:
                 return
             records: list = []

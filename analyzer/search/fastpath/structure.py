@@ -112,12 +112,16 @@ _DTYPE, _EXTERNAL = itemgetter(1), itemgetter(3)   # a protobuf_walk.Init's dtyp
 _CODES = frozenset(DTYPES)
 
 
-def read(candidate: Any, ordered: bool = True, why: list | None = None) -> Structure | None:
+def read(candidate: Any, ordered: bool = True, why: list | None = None,
+         external: bool = False) -> Structure | None:
     """The candidate's ``Structure``, or None (the module docstring; ``why``, a list, gets the
     reason appended).  ``ordered=False`` leaves the per-node order check (every input defined
     before its node, not every input a constant) to the caller: ``FastCounter.keys`` meets an
     input defined later as an unknown name and no learned signature has only constant inputs,
-    and ``ordered`` checks it for the full path."""
+    and ``ordered`` checks it for the full path.  ``external``: initializers marked external
+    are read as their specs (``learn_node``'s one-node models mark a candidate's large inline
+    weights so, as the frontend marks inline weights itself; a candidate's own external data
+    is refused)."""
     import onnx
 
     if isinstance(candidate, onnx.ModelProto):
@@ -135,7 +139,7 @@ def read(candidate: Any, ordered: bool = True, why: list | None = None) -> Struc
     else:
         return _refused(why, "not ONNX bytes or a ModelProto")
     try:
-        got = _structure(m, node_bytes, inits, ordered)
+        got = _structure(m, node_bytes, inits, ordered, external)
     except TypeError:  # a name protobuf handed back as bytes (not UTF-8)
         got = NOT_TEXT
     return _refused(why, got) if type(got) is str else got
@@ -204,7 +208,7 @@ def _named(nodes: list) -> tuple[list, dict | None]:
 NOT_TEXT = "a name that is not UTF-8 text"
 
 
-def _structure(m, node_bytes, inits, ordered: bool) -> Structure | str:
+def _structure(m, node_bytes, inits, ordered: bool, external: bool = False) -> Structure | str:
     """The ``Structure``, or the reason it cannot vouch for the model (``read``)."""
     g = m.graph
     if m.functions:
@@ -243,7 +247,7 @@ def _structure(m, node_bytes, inits, ordered: bool) -> Structure | str:
     constants: dict[str, protobuf_walk.Init] = {t.name: t for t in inits}
     if len(constants) != len(inits) or "" in constants or not constants.keys().isdisjoint(inputs):
         return "an initializer named twice, unnamed or also an input"
-    if any(map(_EXTERNAL, inits)):
+    if not external and any(map(_EXTERNAL, inits)):
         return "external data"
     if not _CODES.issuperset(map(_DTYPE, inits)):
         return "an initializer dtype the frontend does not know"
