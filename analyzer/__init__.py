@@ -24,7 +24,7 @@ def __getattr__(name):
     # CostModel pulls numpy in: import it on first use (``import analyzer`` and hardware_db stay
     # free of numpy, jax and onnx)
     if name == "CostModel":
-        from analyzer.search.model import CostModel
+        from analyzer.search.cost_model import CostModel
 
         return CostModel
     if name == "sensitivity":

@@ -15,11 +15,11 @@ Then the model-search API (``analyzer.CostModel``), each as a ratio to a plain l
 
   score: candidates/s on structurally different ONNX candidates of ~100 nodes, weights inline
   (samples/search_space.random_transformer), batched through one jitted call. A CostModel
-  learns node signatures from what it counts in full (analyzer.search.fast: a whole candidate,
-  or one new node as a model of its own), so the figure depends on what it has seen: it is
-  taken on candidates it has NOT scored before, after 256 others (a search's steady state; median of 3 batches; the share the fast path answered
-  is printed); also printed: a new CostModel's first batch (where it learns), the first
-  unseen batch scored again, and unseen candidates handed over as ModelProto objects;
+  learns node signatures from what it counts in full (analyzer.search.fastpath: a whole
+  candidate, or one new node as a model of its own), so the figure depends on what it has seen:
+  it is taken on candidates it has NOT scored before, after 256 others (a search's steady
+  state; median of 3 batches; the share the fast path answered is printed); also printed: a
+  new CostModel's first batch (where it learns), the first unseen batch scored again, and unseen candidates handed over as ModelProto objects;
   score_dims: assignments/s of (batch, seq, width) for one symbolic transformer block (the
     median of 3 calls, fit included; and evaluation only, the fit's exact lowerings excluded);
   table.score: candidates/s of a 5-stage CNN latency table (samples/search_space.CNN_SPACE).
@@ -161,17 +161,17 @@ def search_api(args) -> int:
             "width": list(range(64, 64 * 257, 64))}
     n_assign = 4 * 256 * 256
     cm.score_dims(sym, {"batch": [1, 2], "seq": [16, 32, 48, 64], "width": [64, 128, 192, 256]})
-    from analyzer.search import dims as dims_mod
+    from analyzer.search.dims import polynomial
 
     fit_incl, eval_only = [], []
     for _ in range(3):   # medians of 3: the machine may be shared
         t = time.perf_counter()
         out = cm.score_dims(sym, dims)
         fit_incl.append(time.perf_counter() - t)
-        names, assign, uniq = dims_mod.assignments(dims, True)
-        f = dims_mod.fit(cm, sym, names, assign, values=uniq)
+        names, assign, uniq = polynomial.assignments(dims, True)
+        f = polynomial.fit(cm, sym, names, assign, values=uniq)
         t = time.perf_counter()
-        dims_mod.evaluate(cm, f, assign)
+        polynomial.evaluate(cm, f, assign)
         eval_only.append(time.perf_counter() - t)
     dims_rate = n_assign / float(np.median(fit_incl))
     pts = [{"batch": b, "seq": s, "width": w} for b, s, w in ((1, 16, 64), (8, 4096, 16384), (2, 512, 768))]

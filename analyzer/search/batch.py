@@ -96,7 +96,8 @@ def kernel_sums(lows: Sequence, overlap: bool = True) -> np.ndarray:
 
 
 def _count(low) -> int:
-    """Its kernel count (a ``search.rows.Kernels``' arrays are gathered only on use)."""
+    """Its kernel count (a ``fastpath.kernel_cache.Kernels``' arrays are gathered only on
+    use)."""
     ix = getattr(low, "ix", None)
     return len(ix) if ix is not None else len(low.runs)
 
@@ -110,7 +111,7 @@ def _run_bucket(lows, kb: int, overlap: bool) -> np.ndarray:
     P = first.mem_bw.shape[0]
     group = next((g for g in (getattr(low, "group", None) for low in lows) if g is not None), None)
     if group is not None:
-        # rows of one table (``search.rows.Kernels``): the bucket gathered at once; padded
+        # rows of one table (``fastpath.kernel_cache.Kernels``): the bucket gathered at once; padded
         # kernels, and those of any other candidate (lowered in full, e.g. one just learned
         # from: filled below), point at row 0 (finite values) and are inactive
         pad = [0] * kb

@@ -24,7 +24,7 @@ _MODELS: dict[str, Any] = {}
 def _score_chunk(spec: dict, chunk: Sequence[Any]) -> np.ndarray:
     import pickle
 
-    from analyzer.search.model import CostModel
+    from analyzer.search.cost_model import CostModel
 
     key = pickle.dumps(spec)
     cm = _MODELS.get(key)

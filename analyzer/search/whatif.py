@@ -30,7 +30,7 @@ def sensitivity(report, *, hw: Any = None, source: Any = None,
     ``Options`` of the analysis (runtime, loop trips, causal).
     """
     from analyzer.search import grad
-    from analyzer.search.model import CostModel
+    from analyzer.search.cost_model import CostModel
 
     preds = report.predictions
     if not preds:

@@ -16,7 +16,7 @@ from onnx import TensorProto, helper
 from conftest import HW, SAMPLES, reference
 
 import search_space as ss
-from analyzer.search import dims, dims_eval
+from analyzer.search.dims import evaluation, polynomial
 
 ROOT = os.path.dirname(SAMPLES)
 
@@ -31,15 +31,15 @@ def exact(cm, model, names, assign):
 def test_counts_are_quadratic_and_kernels_deduplicated(cm):
     m = ss.symbolic_transformer()
     grid = {"batch": [1, 2, 4], "seq": [8, 16, 32, 64, 128], "width": [32, 64, 96, 128, 256]}
-    names, assign, uniq = dims.assignments(grid, True)
-    f = dims.fit(cm, m, names, assign, values=uniq)
+    names, assign, uniq = polynomial.assignments(grid, True)
+    f = polynomial.fit(cm, m, names, assign, values=uniq)
     assert f.exact and f.exps.max() == 2 and len(f.exps) == 3 * 3 * 3   # quadratic grid
     a100 = next(g for g in f.groups if g.idx == [0])
     up = a100.low.kernel_names.index("up")
     # up: [b*s, w] x [w, w]: mac_flops = 2*b*s*w^2, the one monomial b^1 s^1 w^2
     mono = {tuple(e): c for e, c in zip(f.exps.tolist(), a100.coeffs[:, 0, up]) if c != 0}
     assert mono == {(1, 1, 2): 2.0}
-    exps, groups = dims_eval.plan(f)
+    exps, groups = evaluation.plan(f)
     # 15 kernels on a100, 8 distinct: ln1=ln2, q=k=v=o=up=down, res1=res2 (+ kt, scores,
     # softmax, attn, relu); padded to 8 with weight-0 copies
     g = groups[f.groups.index(a100)]
@@ -48,7 +48,7 @@ def test_counts_are_quadratic_and_kernels_deduplicated(cm):
 
 @pytest.mark.parametrize("n", [7, 8, 9, 17])
 def test_chunk_boundaries(cm, monkeypatch, n):
-    monkeypatch.setattr(dims_eval, "CHUNK", 8)   # n: below, at, just over, two chunks + 1
+    monkeypatch.setattr(evaluation, "CHUNK", 8)   # n: below, at, just over, two chunks + 1
     m = ss.symbolic_transformer()
     seq = list(range(16, 16 * (n + 1), 16))
     lat, assign = cm.score_dims(m, {"batch": [2], "seq": seq, "width": [64]}, return_assignments=True)
@@ -61,8 +61,8 @@ def test_full_chunk_boundary(cm):
     grid = {"batch": [1, 2, 3, 4, 5], "seq": list(range(16, 16 * 30, 16)),
             "width": list(range(32, 32 * 114, 32))}
     lat, assign = cm.score_dims(m, grid, return_assignments=True)
-    assert len(assign) == 5 * 29 * 113 == dims_eval.CHUNK + 1
-    rows = [0, dims_eval.CHUNK - 1, dims_eval.CHUNK]
+    assert len(assign) == 5 * 29 * 113 == evaluation.CHUNK + 1
+    rows = [0, evaluation.CHUNK - 1, evaluation.CHUNK]
     np.testing.assert_allclose(lat[rows], exact(cm, m, tuple(grid), assign[rows]), rtol=1e-6)
     np.testing.assert_allclose(lat[-1], reference(m, dims=dict(zip(grid, map(int, assign[-1])))),
                                rtol=1e-6)
@@ -102,8 +102,8 @@ def _volume():
 def test_a_cubic_dim_refits_cubic(cm):
     m = _volume()
     grid = {"b": [1, 2, 3], "d": [4, 8, 12, 16, 20, 24, 32]}
-    names, assign, uniq = dims.assignments(grid, True)
-    f = dims.fit(cm, m, names, assign, values=uniq)
+    names, assign, uniq = polynomial.assignments(grid, True)
+    f = polynomial.fit(cm, m, names, assign, values=uniq)
     assert f.exact and f.exps[:, 1].max() == 3          # the quadratic fit failed its check
     lat = cm.score_dims(m, grid)
     np.testing.assert_allclose(lat, exact(cm, m, names, assign), rtol=1e-6)
@@ -113,10 +113,10 @@ def test_a_cubic_dim_refits_cubic(cm):
 
 
 def test_failed_latency_check_falls_back_to_exact_points(cm, monkeypatch):
-    monkeypatch.setattr(dims, "LAT_RTOL", -1.0)   # no batch result passes its check
+    monkeypatch.setattr(polynomial, "LAT_RTOL", -1.0)   # no batch result passes its check
     m = ss.symbolic_transformer()
     grid = {"batch": [1, 2], "seq": [16, 48], "width": [32, 96]}
-    names, assign, _ = dims.assignments(grid, True)
+    names, assign, _ = polynomial.assignments(grid, True)
     calls = []
     orig = cm.count
     monkeypatch.setattr(cm, "count", lambda *a, **k: calls.append(1) or orig(*a, **k))
@@ -128,9 +128,9 @@ def test_failed_latency_check_falls_back_to_exact_points(cm, monkeypatch):
 def test_compiles_once_per_graph_whatever_the_number_of_assignments(cm):
     m = ss.symbolic_transformer()
     cm.score_dims(m, {"batch": [1, 2], "seq": [16, 32, 48], "width": [64, 128, 192]})
-    before = dims_eval.TRACES["dims"]
+    before = evaluation.TRACES["dims"]
     cm.score_dims(m, {"batch": [1, 2, 4], "seq": list(range(16, 1600, 16)), "width": [64, 320]})
-    assert dims_eval.TRACES["dims"] == before
+    assert evaluation.TRACES["dims"] == before
 
 
 def test_calibrated_profile_adds_its_run_overhead(tmp_path):
@@ -208,8 +208,8 @@ def test_a_small_term_beside_a_huge_one_is_kept(cm):
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     grid = {"b": [1, 2], "d": [1, 2, 3, 5, 8, 64, 1024, 32768]}
-    names, assign, uniq = dims.assignments(grid, True)
-    f = dims.fit(cm, m, names, assign, values=uniq)
+    names, assign, uniq = polynomial.assignments(grid, True)
+    f = polynomial.fit(cm, m, names, assign, values=uniq)
     assert f.exact
     at_1_1 = f.groups[0].coeffs[:, 3, 0].sum()        # b = d = 1: every monomial is 1
     assert at_1_1 == pytest.approx(8 * 1 * 1 + 4, rel=1e-9)

@@ -1,6 +1,6 @@
-"""CostModel.score's fast path (analyzer.search.fast): every candidate it counts from learned
-node signatures equals the full path (NodeCost for NodeCost) and analyze (latency, 1e-6
-relative); what it cannot vouch for runs the full path with analyze's behaviour."""
+"""CostModel.score's fast path (analyzer.search.fastpath.signatures): every candidate it
+counts from learned node signatures equals the full path (NodeCost for NodeCost) and analyze
+(latency, 1e-6 relative); what it cannot vouch for runs the full path with analyze's behaviour."""
 
 import numpy as np
 import onnx
@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 import analyzer
-from analyzer.search import front, lean, wire
+from analyzer.search import candidate_counts
+from analyzer.search.fastpath import protobuf_walk, structure
 
 from conftest import HW, reference
 
@@ -22,10 +23,10 @@ F32 = TensorProto.FLOAT
 def _fast_equals_full(cm, model):
     """The fast path's counts of ``model`` (None when it missed) checked against the full
     path's; returns whether the fast path answered."""
-    st_ = lean.read(model)
+    st_ = structure.read(model)
     got = cm._fast.count(st_) if st_ is not None else None
     if got is not None:
-        full = front.count(model, cm.options)
+        full = candidate_counts.count(model, cm.options)
         assert got.nodes == full.nodes
         assert got.outputs == full.outputs
     return got is not None
@@ -156,10 +157,10 @@ def test_reshape_constant_value_is_part_of_the_signature():
     _twice_equal(cm, a)
     assert _fast_equals_full(cm, a)
     # same op, attributes and input specs; only the shape value differs: a's must not answer
-    assert cm._fast.count(lean.read(b)) is None
+    assert cm._fast.count(structure.read(b)) is None
     np.testing.assert_allclose(cm.score([b])[0], reference(b), rtol=1e-6)
     assert _fast_equals_full(cm, b)   # learned on its own, then exact
-    assert front.count(b, cm.options).nodes[0].out_specs[0].shape == (4, 8)
+    assert candidate_counts.count(b, cm.options).nodes[0].out_specs[0].shape == (4, 8)
 
 
 def test_shared_weight_params_counted_once():
@@ -169,7 +170,7 @@ def test_shared_weight_params_counted_once():
                 helper.make_node("MatMul", ["a", "w"], ["b"], name="b")], {"w": w})
     _twice_equal(cm, m)
     assert _fast_equals_full(cm, m)
-    st_ = lean.read(m)
+    st_ = structure.read(m)
     nodes = cm._fast.count(st_).nodes
     assert [n.cost.params for n in nodes] == [64, 0]   # 8*8 at the first reader only
 
@@ -187,7 +188,7 @@ def test_invalid_utf8_name_behaves_as_analyze():
     m = _model([helper.make_node("Relu", ["x"], ["yy"], name="nn")], {})
     data = m.SerializeToString().replace(b"\x1a\x02nn", b"\x1a\x02\xff\xfe")   # the node name
     assert data != m.SerializeToString()
-    assert lean.read(data) is None            # not text: the full frontend decides
+    assert structure.read(data) is None            # not text: the full frontend decides
     np.testing.assert_allclose(cm.score([data])[0], reference(data), rtol=1e-6)
 
 
@@ -196,12 +197,12 @@ def test_constant_node_and_custom_domain_fall_back():
     c = helper.make_node("Constant", [], ["k"], name="k",
                          value=numpy_helper.from_array(np.ones((8,), np.float32)))
     m = _model([c, helper.make_node("Add", ["x", "k"], ["y"], name="add")], {})
-    assert lean.read(m) is None
+    assert structure.read(m) is None
     _twice_equal(cm, m)
     m2 = _model([helper.make_node("Relu", ["x"], ["y"], name="r")], {})
     m2.graph.node[0].domain = "my.domain"
     m2.opset_import.append(helper.make_opsetid("my.domain", 1))
-    assert lean.read(m2) is None
+    assert structure.read(m2) is None
     with pytest.raises(Exception) as ref:
         analyzer.analyze(m2, hw=HW)
     with pytest.raises(type(ref.value)) as got:
@@ -229,7 +230,7 @@ def test_float_values_steer_resize_but_not_weights():
                       {"sc": np.array([1, 1, scale, scale], np.float32)}, x_shape=(1, 2, 4, 4))
     a, b = resize(2.0), resize(3.0)
     _twice_equal(cm, a)
-    assert cm._fast.count(lean.read(b)) is None   # a scale's value steers the shape
+    assert cm._fast.count(structure.read(b)) is None   # a scale's value steers the shape
     np.testing.assert_allclose(cm.score([b])[0], reference(b), rtol=1e-6)
     assert not np.allclose(reference(a), reference(b), rtol=1e-9, atol=0)
 
@@ -253,7 +254,7 @@ def test_declared_output_shape_is_part_of_the_signature():
 def test_wire_reads_what_protobuf_reads():
     rng = np.random.default_rng(5)
     m = ss.random_transformer(rng, 30)
-    skel, node_bytes, inits = wire.skeleton(m.SerializeToString())
+    skel, node_bytes, inits = protobuf_walk.skeleton(m.SerializeToString())
     sm = onnx.ModelProto.FromString(skel)
     assert not sm.graph.node
     assert [onnx.NodeProto.FromString(b) for b in node_bytes] == list(m.graph.node)
@@ -265,8 +266,8 @@ def test_wire_reads_what_protobuf_reads():
     c.CopyFrom(t)
     c.ClearField("name")
     assert inits[0].value_key() == c.SerializeToString()
-    assert wire.skeleton(b"\x08\x07\xff") is None     # a truncated varint
-    assert wire.skeleton(b"") is None
+    assert protobuf_walk.skeleton(b"\x08\x07\xff") is None     # a truncated varint
+    assert protobuf_walk.skeleton(b"") is None
 
 
 def test_wire_reads_unusual_fields_as_protobuf_does():
@@ -276,7 +277,7 @@ def test_wire_reads_unusual_fields_as_protobuf_does():
     m = ss.random_transformer(rng, 12)
     m.graph.initializer[0].doc_string = "a weight"
     m.graph.doc_string = "graph notes " * 20          # a field of 240 bytes (2-byte length)
-    skel, node_bytes, inits = wire.skeleton(m.SerializeToString())
+    skel, node_bytes, inits = protobuf_walk.skeleton(m.SerializeToString())
     sm = onnx.ModelProto.FromString(skel)
     assert sm.graph.doc_string == m.graph.doc_string and not sm.graph.node
     assert [onnx.NodeProto.FromString(b) for b in node_bytes] == list(m.graph.node)
@@ -366,7 +367,7 @@ def test_keyed_lowering_equals_plain_lowering():
     cm.score([ss.random_transformer(rng, 40).SerializeToString() for _ in range(16)])
     checked = fused = 0
     for _ in range(6):
-        got = cm._fast.count(lean.read(ss.random_transformer(rng, 40).SerializeToString()))
+        got = cm._fast.count(structure.read(ss.random_transformer(rng, 40).SerializeToString()))
         if got is None:
             continue
         assert len(got.keys) == len(got.nodes)
@@ -397,7 +398,7 @@ def test_a_key_stands_for_a_node_content():
     rng = np.random.default_rng(6)
     model = ss.random_transformer(rng, 40).SerializeToString()
     cm.score([model, model])
-    got = cm._fast.count(lean.read(model))
+    got = cm._fast.count(structure.read(model))
     assert got is not None and len(set(got.keys)) > 1
     plain = lower(got.nodes, cm.profiles, None, runtimes.get("kernel"))
     lying = lower(got.nodes, cm.profiles, None, runtimes.get("kernel"), memo={},
@@ -416,12 +417,12 @@ def test_order_is_checked_by_the_signature_walk():
     n3 = helper.make_node("MatMul", ["b", "w"], ["y"], name="n3")
     ok = _model([n1, n2, n3], {"w": w})
     _twice_equal(cm, ok)
-    assert cm._fast.keys(lean.read(ok, ordered=False)) is not None   # every signature known
+    assert cm._fast.keys(structure.read(ok, ordered=False)) is not None   # every signature known
     # the same nodes (byte for byte), n2 first: it reads 'a' before n1 defines it
     swapped = _model([n2, n1, n3], {"w": w})
-    st_ = lean.read(swapped, ordered=False)
+    st_ = structure.read(swapped, ordered=False)
     assert st_ is not None and not st_.ordered
-    assert lean.read(swapped) is None and lean.ordered(st_) is None
+    assert structure.read(swapped) is None and structure.ordered(st_) is None
     assert cm._fast.keys(st_) is None
     with pytest.raises(ValueError):
         cm._fast.count(st_)            # counting needs the order checked
@@ -436,8 +437,112 @@ def test_order_is_checked_by_the_signature_walk():
     folded = _model([helper.make_node("Add", ["w", "w2"], ["c"], name="fold"),
                      helper.make_node("MatMul", ["x", "c"], ["y"], name="mm")],
                     {"w": w, "w2": w})
-    assert lean.read(folded) is None
-    st_ = lean.read(folded, ordered=False)
+    assert structure.read(folded) is None
+    st_ = structure.read(folded, ordered=False)
     assert st_ is not None and cm._fast.keys(st_) is None
     _twice_equal(cm, folded)
-    assert cm._fast.keys(lean.read(folded, ordered=False)) is None   # nothing was learned
+    assert cm._fast.keys(structure.read(folded, ordered=False)) is None   # nothing was learned
+
+
+# ------------------------------------------------------------------ names and reasons
+def _mlp(names, seed=0):
+    """x [2, 8] -> MatMul(w 8x8) -> Add(b) -> Relu -> MatMul(v 8x4); node names ``names``
+    ("" leaves a node unnamed, as ``helper.make_node`` does by default)."""
+    rng = np.random.default_rng(seed)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name=names[0]),
+             helper.make_node("Add", ["m", "b"], ["a"], name=names[1]),
+             helper.make_node("Relu", ["a"], ["h"], name=names[2]),
+             helper.make_node("MatMul", ["h", "v"], ["y"], name=names[3])]
+    inits = {"w": rng.standard_normal((8, 8)).astype(np.float32),
+             "b": rng.standard_normal(8).astype(np.float32),
+             "v": rng.standard_normal((8, 4)).astype(np.float32)}
+    return _model(nodes, inits, x_shape=(2, 8))
+
+
+def _scored_fast(cm, m) -> bool:
+    """Score ``m`` (bytes and ModelProto) and check it against analyze; whether both took the
+    fast path and no candidate left it."""
+    before = cm.stats()
+    for c in (m.SerializeToString(), m):
+        np.testing.assert_allclose(cm.score([c])[0], reference(m), rtol=1e-6)
+    after = cm.stats()
+    return after["fast"] - before["fast"] == 2 and after["slow"] == before["slow"]
+
+
+def test_unnamed_nodes_take_the_fast_path_with_the_frontends_names():
+    cm = analyzer.CostModel(HW)
+    m = _mlp(["", "", "", ""])
+    assert helper.make_node("Relu", ["x"], ["y"]).name == ""   # onnx.helper's default
+    cm.score([m])                                      # learns (a new opset header)
+    fresh = _mlp(["", "", "", ""], seed=1)             # other weights, same structure
+    assert _scored_fast(cm, fresh)
+    assert _fast_equals_full(cm, fresh)                # NodeCost for NodeCost, names included
+    got = cm._fast.count(structure.read(fresh))
+    # read_nodes' names: <op>_<index in the file>
+    assert [n.name for n in got.nodes] == ["MatMul_0", "Add_1", "Relu_2", "MatMul_3"]
+    _, details = cm.score([fresh], detail=True)
+    assert [n.name for n in details[0].nodes] == ["MatMul_0", "Add_1", "Relu_2", "MatMul_3"]
+
+
+def test_duplicate_names_take_the_fast_path_with_the_frontends_names_and_notes():
+    cm = analyzer.CostModel(HW)
+    cm.score([_mlp(["", "", "", ""])])
+    # "fc" twice; an explicit "Relu_2" before the unnamed Relu at index 2 takes its name
+    dup = _mlp(["fc", "Relu_2", "", "fc"], seed=2)
+    assert _scored_fast(cm, dup)
+    assert _fast_equals_full(cm, dup)
+    got = cm._fast.count(structure.read(dup))
+    assert [n.name for n in got.nodes] == ["fc", "Relu_2", "Relu_2~2", "fc~2"]
+    assert [n.note for n in got.nodes][2:] == ["renamed: node #2 named '' in the file",
+                                               "renamed: node #2 named 'fc' in the file"]
+    assert structure.read(dup).renamed == {"Relu_2~2": "", "fc~2": "fc"}
+
+
+def test_stats_count_the_candidates_that_left_the_fast_path_per_reason(tmp_path):
+    cm = analyzer.CostModel(HW)
+    ok = _mlp(["", "", "", ""])
+    cm.score([ok])
+    assert cm.stats()["slow"] == {"a new opset header (learning)": 1}
+    cm.score([ok, _mlp(["", "", "", ""], seed=3)])
+    assert cm.stats()["fast"] == 2
+    vi = _mlp(["", "", "", ""])
+    vi.graph.value_info.append(helper.make_tensor_value_info("m", F32, [2, 8]))
+    const = _model([helper.make_node("Constant", [], ["k"],
+                                     value=numpy_helper.from_array(np.ones(8, np.float32))),
+                    helper.make_node("Add", ["x", "k"], ["y"])], {}, x_shape=(2, 8))
+    path = tmp_path / "m.onnx"
+    onnx.save(ok, str(path))
+    for c in (vi, const, str(path)):
+        np.testing.assert_allclose(cm.score([c])[0], reference(c), rtol=1e-6)
+    cm.count(vi)       # count (no options) is scored the same way
+    s = cm.stats()
+    assert s["slow"] == {"a new opset header (learning)": 1, "value_info": 2,
+                         "a node of constant inputs only (Constant, or folded)": 1,
+                         "a file path (read by the full frontend)": 1}
+    assert s["fast"] == 2 and s["full"] == 4           # the path never reaches the fast counter
+    assert sum(s["slow"].values()) == s["full"] + 1
+
+    off = analyzer.CostModel(HW, runtime="onnxruntime")
+    off.score([ok, ok])
+    assert off.stats() == {"fast": 0, "full": 0, "learned": 0, "nodes": 0,
+                           "slow": {"fast path off: a profile runs under onnxruntime": 2}}
+
+
+def test_a_new_node_with_a_large_weight_is_learned_on_its_own():
+    # a weight over structure.VALUE_ELEMENTS (4096) elements: the one-node model marks it
+    # external (specs only), as the frontend marks inline weights
+    cm = analyzer.CostModel(HW)
+
+    def mm(n_out):
+        return _model([helper.make_node("MatMul", ["x", "w"], ["h"]),
+                       helper.make_node("Relu", ["h"], ["y"])],
+                      {"w": np.ones((128, n_out), np.float32)}, x_shape=(1, 4, 128))
+    cm.score([mm(128)])
+    before = cm.stats()
+    m = mm(64)          # 128 x 64 = 8192 elements: a new MatMul signature (and Relu's, 64 wide)
+    np.testing.assert_allclose(cm.score([m])[0], reference(m), rtol=1e-6)
+    after = cm.stats()
+    assert (after["fast"] - before["fast"], after["full"] - before["full"],
+            after["nodes"] - before["nodes"]) == (1, 0, 2)
+    assert after["slow"] == before["slow"]
+    assert _fast_equals_full(cm, m)

@@ -1,6 +1,6 @@
-"""CostModel.score's kernel rows (analyzer.search.rows): a fast-path candidate's arrays built
-from learned node parts equal analyze (1e-6 relative); the partition and saved bytes equal
-fusion.plan's; a mismatch switches the path off; what is not local never takes it."""
+"""CostModel.score's kernel rows (analyzer.search.fastpath.kernel_cache): a fast-path
+candidate's arrays built from learned node parts equal analyze (1e-6 relative); the partition
+and saved bytes equal fusion.plan's; a mismatch switches the path off; what is not local never takes it."""
 
 import numpy as np
 import onnx
@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import analyzer
-from analyzer.search import lean, rows
+from analyzer.search.fastpath import kernel_cache, structure
 
 from conftest import HW, reference
 
@@ -80,7 +80,7 @@ def _check_plans(cm, blobs) -> int:
     returns how many xla partitions had a fused set of 8 or more members."""
     merged = 0
     for b in blobs:
-        st = lean.read(b)
+        st = structure.read(b)
         counted = cm._fast.count(st)
         lowered = cm.lower(counted)
         data = cm._rows._data(counted.keys)
@@ -101,7 +101,7 @@ def test_partition_and_saved_bytes_equal_the_plan():
     # the xla group fused the square: its tensor read at two positions is counted as
     # fusion._collect counts it (the reader listed once per position, each time both reads)
     xla = [g for g in cm._rows.groups if g.policy == "xla"][0]
-    st = lean.read(blobs[0])
+    st = structure.read(blobs[0])
     data = cm._rows._data(cm._fast.keys(st))
     members, saved = cm._rows._kernels(st.nodes, data, xla.policy)
     assert any(s > 0 for s in saved)
@@ -173,14 +173,14 @@ def _rows_and_full():
     cm = analyzer.CostModel(HW)
     blobs = [_wired(chain=3), _wired(chain=20)]
     cm.score(blobs)
-    st = lean.read(blobs[1])
+    st = structure.read(blobs[1])
     return list(zip(cm._rows.lowered(st, cm._fast.keys(st)), cm.lower(cm._fast.count(st))))
 
 
 def test_kernels_gather_what_batch_gathers():
     for (_, k), (_, low) in _rows_and_full():
-        assert isinstance(k, rows.Kernels)
-        for f in rows.FEATS:
+        assert isinstance(k, kernel_cache.Kernels)
+        for f in kernel_cache.FEATS:
             np.testing.assert_array_equal(k.feats[f], low.feats[f])
         np.testing.assert_array_equal(k.runs, low.runs)
         np.testing.assert_array_equal(k.fixed, low.fixed)

@@ -62,14 +62,14 @@ def test_sizes_share_compiled_kernels(cm):
 
 
 def test_score_dims_equals_analyze(cm):
-    from analyzer.search import dims
+    from analyzer.search.dims import polynomial
 
     m = ss.symbolic_transformer()
     grid = {"batch": [1, 3], "seq": [8, 16, 48, 64, 100], "width": [32, 64, 96, 256, 320]}
     lat, assign = cm.score_dims(m, grid, return_assignments=True)
     assert lat.shape == (2 * 5 * 5, 2)
     names = tuple(grid)
-    assert dims.fit(cm, m, names, assign).exact      # the polynomial path, verified
+    assert polynomial.fit(cm, m, names, assign).exact      # the polynomial path, verified
     for i in (0, 7, 18, 31, 49):
         point = dict(zip(names, map(int, assign[i])))
         np.testing.assert_allclose(lat[i], reference(m, dims=point), rtol=1e-6)

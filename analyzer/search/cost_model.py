@@ -20,7 +20,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from analyzer.options import Options
-from analyzer.search import batch, front, lean
+from analyzer.search import batch, candidate_counts
+from analyzer.search.fastpath import structure
 
 
 @dataclass(frozen=True)
@@ -63,9 +64,11 @@ class CostModel:
         self.options = Options(precision=precision, overlap=overlap, loop_trips=loop_trips,
                                causal=causal, runtime=runtime)
         self._groups: dict[str, list[tuple[str, list[int]]]] = {}
-        self._fast = None   # search.fast.FastCounter, made on the first ONNX candidate
+        self._fast = None   # fastpath.signatures.FastCounter, made on the first ONNX candidate
         self._lowering: dict = {}   # lowering.lower's memo: per profile, per op and dtype
-        self._rows = None   # search.rows.KernelRows (False: kernel entries are not local)
+        self._rows = None   # fastpath.kernel_cache.KernelRows (False: kernel entries not local)
+        self._off = ""      # why the fast path is off for this model ("": it is not)
+        self._slow: dict[str, int] = {}   # reason -> candidates counted by the full frontend
 
     # ------------------------------------------------------------------ internals
     def spec(self) -> dict:
@@ -86,12 +89,18 @@ class CostModel:
             self._groups[fmt] = g
         return g
 
-    def count(self, candidate: Any, options: Options | None = None) -> front.Counted:
-        if options is None and self._fast_ok() and lean.onnx_source(candidate):
-            # the fast path: nodes of signatures earlier candidates taught (search.fast);
-            # anything else runs the full frontend, and is learned from
-            return self._count_read(candidate, lean.read(candidate))
-        counted = front.count(candidate, options or self.options)
+    def count(self, candidate: Any, options: Options | None = None) -> candidate_counts.Counted:
+        if options is None:
+            if not self._fast_ok():
+                self._left(self._off)
+            elif not structure.onnx_source(candidate):
+                self._left(_not_source(candidate))
+            else:
+                # the fast path: nodes of signatures earlier candidates taught
+                # (fastpath.signatures); anything else runs the full frontend, and is learned from
+                why: list[str] = []
+                return self._count_read(candidate, structure.read(candidate, why=why), why)
+        counted = candidate_counts.count(candidate, options or self.options)
         if counted.fmt == "onnx" and _is_onnx_source(candidate):
             # what analyze does: onnxruntime's own fusion record where a profile runs under it
             from dataclasses import replace
@@ -103,38 +112,57 @@ class CostModel:
                 counted = replace(counted, fused=rec)
         return counted
 
-    def _count_read(self, candidate: Any, st) -> front.Counted:
-        """The fast path's counts of a candidate ``lean.read`` gave ``st`` (None: it refused),
-        else the full frontend's, learned from."""
+    def _count_read(self, candidate: Any, st, why: list[str]) -> candidate_counts.Counted:
+        """The fast path's counts of a candidate ``structure.read`` gave ``st`` (None: it refused,
+        ``why`` says why), else the full frontend's, learned from."""
         got = self._fast.count(st, learn=True) if st is not None else None
-        return got if got is not None else self._fast.full(candidate, st)
+        if got is not None:
+            return got
+        self._left(why[0] if st is None else self._fast.missed)
+        return self._fast.full(candidate, st)
+
+    def _left(self, reason: str) -> None:
+        """One candidate counted by the full frontend instead of the fast path, for ``reason``."""
+        self._slow[reason] = self._slow.get(reason, 0) + 1
 
     def stats(self) -> dict:
-        """How ONNX candidates were counted so far: ``fast`` (from learned node signatures),
-        ``full`` (the full frontend), ``learned`` (signatures learned), ``nodes`` (nodes of
-        new signatures learned one by one, ``search.mini``)."""
-        return dict(self._fast.stats) if self._fast else {"fast": 0, "full": 0, "learned": 0,
-                                                          "nodes": 0}
+        """How candidates were counted so far (by ``score``, ``count`` and what calls them):
+        ``fast`` (ONNX candidates from learned node signatures), ``full`` (ONNX candidates the
+        fast path sent to the full frontend and learned from), ``learned`` (signatures
+        learned), ``nodes`` (nodes of new signatures learned one by one,
+        ``fastpath.learn_node``), and ``slow``: {reason: candidates} of every candidate the full
+        frontend counted instead of the fast path, e.g. ``"a new opset header (learning)"``,
+        ``"value_info"``, ``"a file path"`` or the reason the fast path is off for this model
+        (its values sum to ``full`` plus the candidates that could not take the fast path at
+        all)."""
+        out = dict(self._fast.stats) if self._fast else {"fast": 0, "full": 0, "learned": 0,
+                                                         "nodes": 0}
+        out["slow"] = dict(self._slow)
+        return out
 
     def _fast_ok(self) -> bool:
         """Whether ONNX candidates may take the fast path: no onnxruntime group (its fusion
         record is read from the candidate itself) and no bound inputs."""
         if self._fast is None:
             o = self.options
-            if o.inputs or o.dims or o.values or any(
-                    rt == "onnxruntime" for rt, _ in self.groups("onnx")):
+            if o.inputs or o.dims or o.values:
+                self._off = "fast path off: inputs, dims or values bound"
+            elif any(rt == "onnxruntime" for rt, _ in self.groups("onnx")):
+                self._off = "fast path off: a profile runs under onnxruntime"
+            if self._off:
                 self._fast = False
             else:
-                from analyzer.search.fast import FastCounter
+                from analyzer.search.fastpath.signatures import FastCounter
 
                 self._fast = FastCounter(o)
         return self._fast is not False
 
     def _rows_ok(self) -> bool:
-        """Whether fast-path candidates may be scored from learned kernel rows (``search.rows``):
-        the fast path applies, every group's fusion is a policy and no profile is calibrated."""
+        """Whether fast-path candidates may be scored from learned kernel rows
+        (``fastpath.kernel_cache``): the fast path applies, every group's fusion is a policy and
+        no profile is calibrated."""
         if self._rows is None:
-            from analyzer.search.rows import KernelRows
+            from analyzer.search.fastpath.kernel_cache import KernelRows
 
             rows = KernelRows(self.groups("onnx"), self.precision) if self._fast_ok() else None
             self._rows = rows if rows is not None and rows.usable and not any(
@@ -144,18 +172,19 @@ class CostModel:
     def _lower_fast(self, candidate: Any):
         """One candidate's lowered groups for ``score``: from the kernel rows when every kernel
         is known, else counted and lowered in full (and its rows learned)."""
-        if not lean.onnx_source(candidate):
+        if not structure.onnx_source(candidate):
             return self.lower(self.count(candidate))
-        # (the nodes' order is checked by the signature walk here, by ``lean.ordered`` below)
-        st = lean.read(candidate, ordered=False)
+        # (the nodes' order is checked by the signature walk here, by ``structure.ordered`` below)
+        why: list[str] = []
+        st = structure.read(candidate, ordered=False, why=why)
         keys = self._fast.keys(st) if st is not None else None
         if keys is not None and self._rows.usable:
             got = self._rows.lowered(st, keys)
             if got is not None:
                 self._fast.stats["fast"] += 1
                 return got
-        st = lean.ordered(st)
-        counted = self._count_read(candidate, st)
+        st = structure.ordered(st, why)
+        counted = self._count_read(candidate, st, why)
         lowered = self.lower(counted)
         if counted.keys is not None and self._rows.usable:
             from analyzer.prediction import kernel_rows as kr
@@ -165,7 +194,7 @@ class CostModel:
             self._rows.harvest(st, counted.keys, counted.nodes, fnodes, nbytes, lowered)
         return lowered
 
-    def lower(self, counted: front.Counted) -> list[tuple[list[int], Any]]:
+    def lower(self, counted: candidate_counts.Counted) -> list[tuple[list[int], Any]]:
         """[(profile indices, lowering.Lowered)] per runtime group of one counted candidate."""
         from analyzer.prediction import runtimes
         from analyzer.prediction.lowering import lower
@@ -247,10 +276,10 @@ class CostModel:
         of assignments with ``return_assignments=True``).  Counts are exact polynomials in the
         dims fitted from a few exact analyses and verified at extra points; a graph whose counts
         are not polynomial (or whose kernels change with the dims) is analysed point by point
-        (``analyzer.search.dims``)."""
-        from analyzer.search import dims as dims_mod
+        (``analyzer.search.dims.polynomial``)."""
+        from analyzer.search.dims import polynomial
 
-        return dims_mod.score_dims(self, model, dims, product=product, inputs=inputs,
+        return polynomial.score_dims(self, model, dims, product=product, inputs=inputs,
                                    return_assignments=return_assignments)
 
     def table(self, space: Sequence[Sequence[Any]], input_shape: Sequence[int]):
@@ -271,6 +300,15 @@ class CostModel:
         from analyzer.search import grad
 
         return grad.sensitivity(self, candidate)
+
+
+def _not_source(candidate: Any) -> str:
+    """Why a candidate cannot take the fast path, which reads bytes and ModelProtos only."""
+    import os
+
+    if isinstance(candidate, (str, os.PathLike)):
+        return "a file path (read by the full frontend)"
+    return "not ONNX bytes or a ModelProto"
 
 
 def _is_onnx_source(candidate: Any) -> bool:

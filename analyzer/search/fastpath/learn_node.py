@@ -1,6 +1,6 @@
 """One node of a candidate as a model of its own, for the fast path to learn its signature.
 
-When a candidate misses the memo at one node (``fast.FastCounter.count``), the full frontend
+When a candidate misses the memo at one node (``signatures.FastCounter.count``), the full frontend
 and engine run on a model holding that node alone: the same opset header, the node's own
 serialized bytes, each input that is an activation declared as a graph input of its (memoised,
 static) spec, each constant input as the candidate's initializer (its bytes where its value can
@@ -12,7 +12,7 @@ costs a fraction of the candidate's.
 
 from __future__ import annotations
 
-from analyzer.search import lean
+from analyzer.search.fastpath import structure
 
 _ELEM = None
 
@@ -26,7 +26,7 @@ def _elem(dtype: str) -> int:
     return _ELEM[dtype]
 
 
-def model(st: lean.Structure, index: int, specs) -> bytes:
+def model(st: structure.Structure, index: int, specs) -> bytes:
     """The serialized one-node model of ``st.nodes[index]``; ``specs``: tensor name -> spec of
     everything defined before it."""
     import onnx
@@ -44,8 +44,8 @@ def model(st: lean.Structure, index: int, specs) -> bytes:
         if c is None:
             s = specs[x]
             g.input.append(helper.make_tensor_value_info(x, _elem(s.dtype), list(s.shape)))
-        elif lean.spec(c).numel() <= lean.VALUE_ELEMENTS:
-            g.initializer.add().ParseFromString(lean.tensor(c))
+        elif structure.spec(c).numel() <= structure.VALUE_ELEMENTS:
+            g.initializer.add().ParseFromString(structure.tensor(c))
         else:
             t = g.initializer.add()
             t.name, t.data_type = x, c.dtype

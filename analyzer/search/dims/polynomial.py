@@ -12,7 +12,7 @@ whose every coordinate lies off the grid's values (where the dim has such values
 polynomials (features within 1e-9 relative, the same kernels, classes, peaks and fixed costs).
 
 ``score_dims`` then evaluates the polynomials and the kernel for the whole batch in jitted calls
-(``dims_eval``: float32 as ``kernels.run``, integer features rounded) and compares the latencies
+(``evaluation``: float32 as ``kernels.run``, integer features rounded) and compares the latencies
 at the check points and at the grid's two corners with ``CostModel.score``'s (``analyze``'s) to
 ``LAT_RTOL``.  Where a check fails (a dim that enters through a ceiling or a branch, a fusion plan
 that changes with the dims, float32 cancellation in a polynomial) every distinct assignment is
@@ -26,8 +26,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from analyzer.search import dims_eval
-from analyzer.search.dims_eval import FIT
+from analyzer.search.dims import evaluation
+from analyzer.search.dims.evaluation import FIT
 
 _MAX_DEGREE = 3
 _RTOL = 1e-9
@@ -204,7 +204,7 @@ def _pointwise(cm, model, names, assign, inputs) -> np.ndarray:
 
 def evaluate(cm, f: Fit, assign: np.ndarray) -> np.ndarray:
     """Latency ``[len(assign), P]`` of a verified fit (kernel sums + the per-run overhead)."""
-    lat = dims_eval.evaluate(f, assign, cm.overlap, len(cm.profiles))
+    lat = evaluation.evaluate(f, assign, cm.overlap, len(cm.profiles))
     for grp in f.groups:
         lat[:, grp.idx] += np.asarray(grp.low.run_overhead, np.float64)[None, :]
     return lat

@@ -1,7 +1,7 @@
 """The jitted evaluation behind ``score_dims``: fitted count polynomials and the cost kernel
 over a whole batch of dim assignments, laid out kernels x assignments.
 
-``plan`` turns a verified ``dims.Fit`` into device arrays once per call:
+``plan`` turns a verified ``polynomial.Fit`` into device arrays once per call:
 
 - identical kernels (the same feature polynomials, op class, peaks and fixed cost on every
   profile of their group: q/k/v/o projections, every block of a repeated stack) are evaluated

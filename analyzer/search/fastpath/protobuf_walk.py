@@ -20,9 +20,9 @@ _T_DIMS, _T_DTYPE, _T_NAME, _T_LOCATION = 1, 2, 8, 14
 
 class Init(NamedTuple):
     """One initializer as the wire holds it; ``value_key()`` is its bytes less its name (equal
-    bytes: equal tensor), built on request only (weights are never copied).  ``lean`` also
+    bytes: equal tensor), built on request only (weights are never copied).  ``structure`` also
     makes them for a ModelProto candidate's initializers: ``data`` the TensorProto, ``span``
-    None (``lean.value`` and ``lean.tensor`` read either)."""
+    None (``structure.value`` and ``structure.tensor`` read either)."""
 
     name: str
     dtype: int

@@ -236,8 +236,9 @@ class KernelRows:
             g.begin()
 
     def lowered(self, st, keys: list[int]):
-        """[(profile indices, ``Kernels``)] per runtime group of a candidate (``lean.Structure``
-        ``st``, node keys ``keys``), or None when something is not known yet."""
+        """[(profile indices, ``Kernels``)] per runtime group of a candidate
+        (``structure.Structure`` ``st``, node keys ``keys``), or None when something is not
+        known yet."""
         data = self._data(keys)
         if data is None:
             return None

@@ -76,7 +76,8 @@ def _light_copy(m):
 
 def count(candidate: Any, options: Options, records: list | None = None) -> Counted:
     """Per-node counts of one candidate (see the module docstring for what a candidate is).
-    ``records``: filled as ``engine.cost_graph`` fills it (what ``search.fast`` learns from)."""
+    ``records``: filled as ``engine.cost_graph`` fills it (what ``fastpath.signatures`` learns
+    from)."""
     return count_graph(candidate, options, records)[0]
 
 
