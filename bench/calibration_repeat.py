@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """How far apart two calibrations' predictions are, on the CPU accuracy bench's models.
 
-    analyze hw calibrate --threads 1 --out /tmp/a.toml
-    analyze hw calibrate --threads 1 --out /tmp/b.toml
-    PYTHONPATH=$PWD python bench/calibration_repeat.py /tmp/a.toml /tmp/b.toml
+    analyze hw calibrate --threads 1 --out A.toml
+    analyze hw calibrate --threads 1 --out B.toml
+    PYTHONPATH=$PWD python bench/calibration_repeat.py A.toml B.toml
 
 Prints each model's predicted latency under both profiles and their relative difference, then
 the largest and mean absolute difference and how many models lie within 5% (issue #10: two

@@ -1,6 +1,6 @@
 """Check the collective model (analyzer/scaling/collectives.py) against NCCL measurements.
 
-Data: /work/shared/measurements/gpu/aic_nccl.csv (nccl-tests all_reduce / all_gather /
+Data: ``../shared/measurements/gpu/aic_nccl.csv`` beside the repository (``--csv`` to change; nccl-tests all_reduce / all_gather /
 reduce_scatter, float16, one node of 2, 4, 8 GPUs, 512 B .. 512 MiB; the median over repeats of
 each size). Links: A100 SXM = nvlink3, H200 SXM = nvlink4, B200 SXM = nvlink5 (hardware_db/links).
 
@@ -11,13 +11,14 @@ out-of-sample: different GPU, NVLink generation and NCCL version). Also scored: 
 model (eff 1, alpha 0), and each system's own fit (in-sample, an upper bound on what two
 constants can do).
 
-    PYTHONPATH=$PWD python bench/fit_collectives.py [--train a100_sxm] [--out FILE.md]
+    PYTHONPATH=$PWD python bench/fit_collectives.py [--train a100_sxm] [--csv PATH] [--out FILE.md]
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import os
 import statistics
 from collections import defaultdict
 
@@ -26,7 +27,8 @@ import numpy as np
 from analyzer.scaling import collectives as C
 from hardware_db import links
 
-CSV = "/work/shared/measurements/gpu/aic_nccl.csv"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CSV = os.path.join(ROOT, "..", "shared", "measurements", "gpu", "aic_nccl.csv")
 SYSTEMS = {"a100_sxm": "nvlink3", "h200_sxm": "nvlink4", "b200_sxm": "nvlink5"}
 MODEL = {"all_reduce": C.ring_allreduce, "all_gather": C.ring_allgather,
          "reduce_scatter": C.ring_reduce_scatter}
@@ -83,14 +85,15 @@ def fit(rows, bw: float, with_base: bool = False) -> tuple[float, float, float, 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--train", default="a100_sxm", choices=sorted(SYSTEMS))
+    ap.add_argument("--csv", default=CSV, help="nccl-tests rows (default: ../shared/measurements/gpu/aic_nccl.csv)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
-    data = load()
+    data = load(a.csv)
     bw = {s: links.get(l).bytes_per_s for s, l in SYSTEMS.items()}
     fits = {False: fit(data[a.train], bw[a.train]), True: fit(data[a.train], bw[a.train], True)}
     lines = ["# Collective model vs NCCL (nccl-tests, fp16, one node of 2/4/8 GPUs, 512 B to 512 MiB)",
              "", f"Command: `PYTHONPATH=$PWD python bench/fit_collectives.py --train {a.train} "
-             "--out bench/results/collectives_2026-11-24.md`", "",
+             f"--out {a.out or 'FILE.md'}`", "",
              "Model: `analyzer.scaling.collectives` ring formulas over the datasheet NVLink "
              "bandwidth per direction (A100 nvlink3 300 GB/s, H200 nvlink4 450, B200 nvlink5 900). "
              "Constants are fitted on ONE system and scored unchanged on the others (different GPU, "

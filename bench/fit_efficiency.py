@@ -32,7 +32,7 @@ from analyzer.prediction.efficiency.constants import (EFFICIENCY_DIR, PYTORCH23,
 
 FIT_DATE = "2026-11-24"
 SCRIPT = "bench/fit_efficiency.py"
-COMMAND = "PYTHONPATH=$PWD /tmp/venv/bin/python bench/fit_efficiency.py /work/shared/measurements/gpu"
+COMMAND = "PYTHONPATH=$PWD python bench/fit_efficiency.py ../shared/measurements/gpu"
 TRANS_WEIGHT = 11.0  # XLA GPU op profile: f32 exp 79 cycles vs add 7 (digest_latency_modeling.md, mechanism 6)
 ROOF_OVERHEAD = 1.5e-6
 B = 2  # bytes per element: every row used is fp16 or bf16

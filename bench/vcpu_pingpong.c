@@ -4,7 +4,7 @@
 // (bench/results/vcpu_pingpong_2026-11-24.txt): the slow 2-thread state is the two vCPUs placed
 // far apart (a cache line takes about 4x as long to cross), not a busy or shared core.
 //
-//   gcc -O2 -pthread -o /tmp/pp bench/vcpu_pingpong.c && /tmp/pp
+//   gcc -O2 -pthread -o vcpu_pingpong bench/vcpu_pingpong.c && ./vcpu_pingpong
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>

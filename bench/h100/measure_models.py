@@ -34,6 +34,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 
@@ -501,7 +502,7 @@ def run_torch():
                 import onnxruntime as ort
                 so = ort.SessionOptions()
                 so.enable_profiling = True
-                so.profile_file_prefix = f"/tmp/ortprof_{row['model']}"
+                so.profile_file_prefix = os.path.join(tempfile.gettempdir(), f"ortprof_{row['model']}")
                 sess = ort.InferenceSession(row["_blob"], so, providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
                 for _ in range(W_PROF):
                     sess.run(None, row["_feeds"])
