@@ -4,7 +4,8 @@ Exporters trace at a fixed batch (the *old* batch, 1 almost always) and bake it 
 ``set_batch`` makes a copy of the model and
 
 1. sets dim 0 of every graph input that is not an initializer to B (the *batched* tensors are
-   those inputs and everything computed from them, shape arithmetic included);
+   those inputs and everything computed from them, shape arithmetic included, except what a
+   ``Gather`` picks along axis 0 with constant indices: fixed rows, no batch axis left);
 2. rewrites the target of every Reshape of a batched tensor whose target is constant (an
    initializer, a Constant, or folded from constants only) and led by the old batch: its
    leading entry becomes B (model-zoo AlexNet's ``[1, 9216]``; BERT's and GPT-2's
@@ -104,6 +105,8 @@ class _Rewriter:
         self.done: dict[str, str] = {}     # constant -> its batched name
         self.inserted: list[tuple[str, onnx.NodeProto]] = []   # (before node output, Expand)
         self._shapes: dict[str, tuple | None] = {}
+        self._exported = None
+        self.source = None
 
     # -- what is known of a constant
     def shape(self, name: str) -> tuple | None:
@@ -187,13 +190,43 @@ class _Rewriter:
         target = self.values.get(n.input[1])
         if target is None or target.ndim != 1 or target.size == 0 or target[0] in (0, -1):
             return
-        if self.old is None or int(target[0]) != self.old:
+        if self.old is not None and int(target[0]) == self.old:
+            self.lead(n, 1, target, self.batch)
+            return
+        merged = self.merged(n.input[0], int(target[0]))
+        if merged is None:
             raise InputSpecError(
                 f"batch: Reshape node '{self.label(n)}' has the constant target "
-                f"{target.tolist()} whose leading entry is not the model's batch ({self.old}); "
-                f"cannot set the batch to {self.batch} (rewrite its target to start with -1 "
-                "or 0)")
-        self.lead(n, 1, target, self.batch)
+                f"{target.tolist()} whose leading entry is neither the model's batch "
+                f"({self.old}) nor the batch merged with the next axes of its input; cannot set "
+                f"the batch to {self.batch} (rewrite its target to start with -1 or 0)")
+        self.lead(n, 1, target, merged)
+
+    def merged(self, name: str, lead: int) -> int | None:
+        """A target's leading entry that merges the batch with the next axes of the input
+        (onnxruntime's optimizer flattens ``[1, 32, 128]`` to ``[32, 128]`` around a Gemm):
+        ``lead`` = the product of the input's first k >= 2 dims at the export's batch, led by
+        that batch; at B it is ``lead / old * B``.  None when it is not such a product."""
+        if not self.old:
+            return None
+        if self._exported is None:   # the export's own shapes (the frontend's, at its batch)
+            from analyzer.frontends.onnx.load import load
+
+            try:
+                graph, _ = load(self.source, counted=lambda domain, op: True)
+                self._exported = graph.tensors
+            except Exception:  # the file does not load at its own batch: nothing to compare
+                self._exported = {}
+        s = self._exported.get(name)
+        src = s.shape if s is not None and s.is_static else None
+        if not src or src[0] != self.old:
+            return None
+        size = src[0]
+        for d in src[1:]:
+            size *= d
+            if size == lead:
+                return lead // self.old * self.batch
+        return None
 
     def expand(self, n: onnx.NodeProto) -> None:
         """Pass 4: a batched Expand to a constant shape led by an old batch other than 1."""
@@ -364,10 +397,22 @@ def set_batch(model: Any, batch: int) -> Rebatched:
         batched.add(vi.name)
     if not batched:
         raise InputSpecError("batch: no graph input has a leading (batch) dimension")
+    shape_math: set[str] = set()   # Shape outputs and what is computed from them
     for n in g.node:
-        if any(i in batched for i in n.input):
-            batched.update(o for o in n.output if o)
+        ins = [i for i in n.input if i in batched]
+        if not ins:
+            continue
+        outs = [o for o in n.output if o]
+        if n.op_type in ("Shape", "Size") or all(i in shape_math for i in ins):
+            shape_math.update(outs)
+        elif (n.op_type == "Gather" and n.input[0] in batched and len(n.input) > 1
+              and n.input[1] not in batched
+              and next((a.i for a in n.attribute if a.name == "axis"), 0) == 0):
+            continue   # fixed rows picked along axis 0 (an optimizer's folded mask indices):
+            # the batch axis is consumed, the output does not carry it
+        batched.update(outs)
     r = _Rewriter(g, batch, old, batched)
+    r.source = model
     for index, n in enumerate(list(g.node)):
         if not any(i in batched for i in n.input):
             continue
