@@ -100,10 +100,11 @@ class _Rewriter:
         self.g, self.batch, self.old, self.batched = g, batch, old, batched
         self.values, self.specs, self.oversized = _fold(g, batched)
         self.producer = {o: n for n in g.node for o in n.output if o}
-        self.inits = {t.name for t in g.initializer}
+        self.names: set[str] | None = None   # every name of the graph, once a new one is made
+        self.made: dict[tuple, str] = {}
         self.rewritten: list[str] = []
         self.done: dict[str, str] = {}     # constant -> its batched name
-        self.inserted: list[tuple[str, onnx.NodeProto]] = []   # (before node output, Expand)
+        self.inserted: list[tuple[int, onnx.NodeProto]] = []   # (before node index, Expand)
         self._shapes: dict[str, tuple | None] = {}
         self._exported = None
         self.source = None
@@ -167,12 +168,25 @@ class _Rewriter:
     def label(self, n: onnx.NodeProto) -> str:
         return n.name or f"{n.op_type}({n.output[0]})"
 
-    def new_const(self, name: str, value: np.ndarray) -> str:
-        new_name = f"{name}__batch{self.batch}"
-        if new_name not in self.inits:
-            self.g.initializer.append(numpy_helper.from_array(value, new_name))
-            self.inits.add(new_name)
-        return new_name
+    def unique(self, base: str) -> str:
+        """``base`` + ``__batch<B>``, made unique among the graph's names."""
+        if self.names is None:
+            self.names = {t.name for t in self.g.initializer} | {vi.name for vi in self.g.input}
+            self.names |= {o for n in self.g.node for o in n.output}
+        name, k = f"{base}__batch{self.batch}", 1
+        while name in self.names:
+            k += 1
+            name = f"{base}__batch{self.batch}~{k}"
+        self.names.add(name)
+        return name
+
+    def new_const(self, base: str, value: np.ndarray) -> str:
+        """A new initializer holding ``value`` (one per distinct value of one ``base``)."""
+        key = (base, str(value.dtype), value.tobytes())
+        if key not in self.made:
+            self.made[key] = name = self.unique(base)
+            self.g.initializer.append(numpy_helper.from_array(value, name))
+        return self.made[key]
 
     def lead(self, n: onnx.NodeProto, idx: int, value: np.ndarray, at: int) -> None:
         """Input ``idx`` of ``n`` becomes ``value`` with entry 0 set to ``at``."""
@@ -247,18 +261,23 @@ class _Rewriter:
         axis = next((a.i for a in n.attribute if a.name == "axis"), 0)
         rank = next((len(s) for s in map(self.shape, consts) if s is not None), None)
         if rank is None:
-            raise self.cannot(n, consts[0], "its shape is unknown")
+            raise self.cannot(n, consts[0], self.unknown(consts[0]))
         if axis % max(rank, 1) == 0:
             return   # joined along the batch axis: the constant rows are rows of their own
         for i, x in enumerate(n.input):
             if x and x not in self.batched:
                 n.input[i] = self.give_batch(x, n, index)
 
+    def unknown(self, name: str) -> str:
+        p = self.producer.get(name)
+        where = f" (it comes from {p.op_type} node '{self.label(p)}')" if p is not None else ""
+        return f"its shape could not be worked out{where}"
+
     def cannot(self, via: onnx.NodeProto, name: str, why: str) -> InputSpecError:
         return InputSpecError(
             f"batch: cannot set the batch to {self.batch}: {via.op_type} node '{self.label(via)}' "
-            f"joins the batch with the constant '{name}', which holds the export's batch "
-            f"({self.ref}) and {why}")
+            f"joins the batch with the constant '{name}', which may hold the export's batch "
+            f"({self.ref}): {why}")
 
     @property
     def ref(self) -> int:
@@ -270,7 +289,7 @@ class _Rewriter:
             return self.done[name]
         shape = self.shape(name)
         if shape is None:
-            raise self.cannot(via, name, "its shape is unknown")
+            raise self.cannot(via, name, self.unknown(name))
         if not shape:
             raise self.cannot(via, name, "is a scalar")
         if shape[0] == self.batch:
@@ -282,6 +301,9 @@ class _Rewriter:
                 f"{list(shape)}, whose leading {shape[0]} is not the export's batch ({self.ref})")
         p = self.producer.get(name)
         if p is None or p.op_type == "Constant":   # the old batch is in the constant itself
+            if self.ref != 1:
+                raise self.cannot(via, name, f"its data holds {self.ref} rows, which no "
+                                             "Expand can make another number of")
             out = self.insert_expand(name, len(shape), index)
             self.done[name] = out
             return out
@@ -317,14 +339,15 @@ class _Rewriter:
             src = self.shape(p.input[0])
             if reps is None or src is None or not src:
                 raise self.cannot(via, name, f"{why}, whose repeats or input shape are unknown")
-            if int(reps[0]) == 1:
+            # output dim 0 = src[0] * reps[0]: the repeats carry the batch when they can
+            if src[0] == 1 or (int(reps[0]) != 1 and b % src[0] == 0):
+                self.lead(p, 1, reps, b // src[0])
+                return
+            if int(reps[0]) == 1:   # the input carries the old batch: follow it
                 p.input[0] = self.give_batch(p.input[0], via, self.index_of(p))
                 return
-            if b % src[0]:
-                raise self.cannot(via, name, f"{why}, which repeats a tensor led by {src[0]} "
-                                             f"that {b} is not a multiple of")
-            self.lead(p, 1, reps, b // src[0])
-            return
+            raise self.cannot(via, name, f"{why}, which repeats a tensor led by {src[0]} "
+                                         f"that {b} is not a multiple of")
         if op == "Reshape":
             target = self.values.get(p.input[1]) if len(p.input) > 1 else None
             src = self.shape(p.input[0])
@@ -360,7 +383,8 @@ class _Rewriter:
         return 0
 
     def insert_expand(self, name: str, rank: int, index: int) -> str:
-        out = f"{name}__batch{self.batch}"
+        """An Expand of ``name`` (led by 1) to the batch, inserted before node ``index``."""
+        out = self.unique(name)
         shape = self.new_const(f"{name}__shape", np.array([self.batch] + [1] * (rank - 1),
                                                             dtype=np.int64))
         node = onnx.helper.make_node("Expand", [name, shape], [out], name=f"{name}/batch_expand")
