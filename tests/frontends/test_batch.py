@@ -127,3 +127,24 @@ def test_the_callers_model_is_left_as_it_was():
     before = m.SerializeToString()
     set_batch(m, 3)
     assert m.SerializeToString() == before
+
+
+def test_a_shape_error_after_the_rewrite_says_the_batch_was_set():
+    """Split sizes [1] along axis 0 are the export's batch in a list no rule follows: the
+    shape error that follows names the node and says the batch was set."""
+    from analyzer.errors import ShapeError
+
+    nodes = [h.make_node("Split", ["x", "sizes"], ["p"], axis=0, name="split"),
+             h.make_node("MatMul", ["p", "w"], ["y"], name="proj")]
+    inits = [_const("sizes", [1]), numpy_helper.from_array(np.zeros((D, D), np.float32), "w")]
+    with pytest.raises(ShapeError) as e:
+        analyzer.analyze(_model(nodes, inits, [1, N, D]), batch=4)
+    assert "node 'split' (Split)" in str(e.value)
+    assert str(e.value).endswith("batch=4 set the export's batch 1 to 4: this node may hold a "
+                                 "shape the export fixed that could not be followed")
+    assert "--batch 4 set the export's batch 1 to 4" in e.value.format("cli")
+
+
+def test_several_batches_are_a_sweep():
+    with pytest.raises(InputSpecError, match="analyzer.sweep takes several"):
+        analyzer.analyze(_model([h.make_node("Relu", ["x"], ["y"])], [], [1, D]), batch=[1, 2])

@@ -85,6 +85,9 @@ def test_cli_batch_64_and_sweep_rows(run_cli, tmp_path):
     d = json.loads(res.stdout)
     assert d["totals"]["mac_flops"] == 64 * 14484480 == 927006720
     assert d["model"]["batch"]["value"] == 64
+    res = run_cli(vit, "--batch", "64")
+    assert res.exit_code == 0, res.output
+    assert "batch: 64, set from the export's 1; shape constants of 9 nodes rewritten" in res.stdout
     res = run_cli(vit, "--batch", "1,8,64", "--format", "csv")
     assert res.exit_code == 0, res.output
     rows = list(csv.DictReader(io.StringIO(res.stdout)))

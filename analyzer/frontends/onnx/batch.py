@@ -396,7 +396,9 @@ class _Rewriter:
 def set_batch(model: Any, batch: int) -> Rebatched:
     """``model`` (a path, bytes or ModelProto; never modified) at the global batch ``batch``."""
     if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
-        raise InputSpecError(f"batch must be an integer >= 1, got {batch!r}")
+        several = isinstance(batch, (list, tuple, range))
+        raise InputSpecError(f"batch must be an integer >= 1, got {batch!r}"
+                             + (" (analyzer.sweep takes several)" if several else ""))
     batch = int(batch)
     m, path = _read(model)
     g = m.graph
