@@ -173,3 +173,34 @@ def test_cli_batch_help_sits_beside_dim(run_cli):
 def test_cli_batch_usage_errors(run_cli, args, words):
     res = run_cli(os.path.join(HERE, "resnet18.onnx"), *args)
     assert res.exit_code == 2 and words in res.output
+
+
+ORT = os.path.join(os.path.dirname(HERE), "ort")
+
+
+@pytest.mark.parametrize("name", sorted(f for f in os.listdir(ORT) if f.endswith(".onnx")))
+def test_an_export_at_batch_2_goes_to_batch_8(name):
+    """tests/fixtures/ort: onnxruntime-optimized BERT / GPT-2 exports traced at batch 2
+    ([2, 16] inputs): at batch 8 every node's MACs are 4x."""
+    path = os.path.join(ORT, name)
+    two, eight = analyzer.analyze(path), analyzer.analyze(path, batch=8)
+    assert eight.model["batch"]["was"] == 2
+    assert eight.totals.mac_flops == 4 * two.totals.mac_flops > 0
+    for a, b in zip(two.nodes, eight.nodes):
+        assert b.mac_flops == 4 * a.mac_flops, a.name
+
+
+@pytest.mark.parametrize("name, rewritten", [("light_resnet50.onnx", ["n173"]),
+                                             ("light_shufflenet.onnx", 33)])
+def test_model_zoo_exports_at_batch_64(name, rewritten):
+    """The ONNX model zoo's batch-1 ResNet-50 (its classifier's Reshape [1, 2048]) and
+    ShuffleNet (channel-shuffle Reshapes led by 1), shipped with the onnx package."""
+    import onnx
+
+    path = os.path.join(os.path.dirname(onnx.__file__), "backend/test/data/light", name)
+    one, r = analyzer.analyze(path), analyzer.analyze(path, batch=64)
+    assert r.totals.mac_flops == 64 * one.totals.mac_flops > 0
+    for a, b in zip(one.nodes, r.nodes):
+        assert b.mac_flops == 64 * a.mac_flops, a.name
+    got = r.model["batch"]["rewritten_nodes"]
+    assert got == rewritten if isinstance(rewritten, list) else len(got) == rewritten
