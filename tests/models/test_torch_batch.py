@@ -19,7 +19,8 @@ import pytest
 import analyzer
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "torch")
-REF = json.load(open(os.path.join(HERE, "reference.json")))["fixtures"]
+with open(os.path.join(HERE, "reference.json")) as f:
+    REF = json.load(f)["fixtures"]
 STATIC = ["resnet18.onnx", "mobilenet_v2.onnx", "bert.onnx", "vit.onnx", "gpt2.onnx",
           "efficientnet_b0.onnx", "convnext_tiny.onnx"]
 # onnxruntime-optimized and quantized exports of the same models (same MACs at batch 1)
