@@ -64,6 +64,9 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
                     info["path"] = rebatched.path
                 info["batch"] = {"value": opts.batch, "was": rebatched.old,
                                  "rewritten_nodes": rebatched.rewritten}
+                # a symbolic batch dim the inputs led with is bound to it, as dims= binds
+                info["dims"] = {**{s: opts.batch for s in sorted(rebatched.symbols)},
+                                **(info.get("dims") or {})}
             return _report(graph, info, opts, hw, onnxruntime_record(model, hw, opts))
         except ShapeError as e:
             _batch_hint(e, source, opts, rebatched)

@@ -125,6 +125,18 @@ def test_cli_batch_contradicting_input_is_a_usage_error(run_cli):
     assert json.loads(res.stdout)["totals"]["mac_flops"] == 8 * _torch_macs("bert.onnx")
 
 
+def test_batch_binds_a_symbolic_batch_dim():
+    r = analyzer.analyze(os.path.join(HERE, "bert_dynamic.onnx"), batch=4, dims={"seq": 32})
+    assert r.model["dims"] == {"batch": 4, "seq": 32}
+    assert r.model["batch"] == {"value": 4, "was": None, "rewritten_nodes": []}
+    same = analyzer.analyze(os.path.join(HERE, "bert_dynamic.onnx"), dims={"batch": 4, "seq": 32})
+    assert r.totals == same.totals
+    # the same value both ways is no contradiction
+    both = analyzer.analyze(os.path.join(HERE, "bert_dynamic.onnx"), batch=4,
+                            dims={"batch": 4, "seq": 32})
+    assert both.totals == same.totals
+
+
 def test_batch_contradicting_dims_raises_in_python():
     from analyzer.errors import InputSpecError
 
