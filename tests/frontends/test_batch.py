@@ -148,3 +148,17 @@ def test_a_shape_error_after_the_rewrite_says_the_batch_was_set():
 def test_several_batches_are_a_sweep():
     with pytest.raises(InputSpecError, match="analyzer.sweep takes several"):
         analyzer.analyze(_model([h.make_node("Relu", ["x"], ["y"])], [], [1, D]), batch=[1, 2])
+
+
+def test_deit_class_and_distillation_tokens_both_follow():
+    """DeiT: cls and dist tokens, each expanded at batch 1, joined with the patches: 2 + N
+    rows per sample. MACs 2 * B * (N + 2) * D * D."""
+    nodes = [h.make_node("Expand", ["cls", "shape"], ["cls_b"], name="cls_expand"),
+             h.make_node("Expand", ["dist", "shape"], ["dist_b"], name="dist_expand"),
+             h.make_node("Concat", ["cls_b", "dist_b", "x"], ["c"], axis=-2, name="concat"),
+             h.make_node("MatMul", ["c", "w"], ["y"], name="proj")]
+    inits = [_cls(), numpy_helper.from_array(np.zeros((1, 1, D), np.float32), "dist"),
+             _const("shape", [1, 1, 1]), numpy_helper.from_array(np.zeros((D, D), np.float32), "w")]
+    r = analyzer.analyze(_model(nodes, inits, [1, N, D]), batch=3)
+    assert r.node("proj").mac_flops == 2 * 3 * (N + 2) * D * D == 2304
+    assert r.model["batch"]["rewritten_nodes"] == ["cls_expand", "dist_expand"]
