@@ -10,6 +10,7 @@ import gc
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from analyzer.errors import ShapeError
 from analyzer.options import JAX_KEYWORDS, JAX_OPTIONS_ONLY, ONNX_KEYWORDS, Options
 from analyzer.options import build as build_options
 
@@ -32,8 +33,11 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
     ``overlap``: per-layer ``max(compute, memory)`` (True) or seed 003's sum (False).
     ``loop_trips``: trip count of Loop/while bodies whose count is not a constant.
     ``causal``: fused attention ops are costed as causal kernels (they skip the masked half).
-    ``batch``: the global batch (graph inputs' dim 0; hard-coded Reshape targets rewritten,
-    listed in ``report.model["batch"]``).  ``train``: add a training step
+    ``batch``: the global batch: dim 0 of every graph input, and the shapes a static export
+    fixed at its own batch follow (Reshape targets; Expand / Tile / ConstantOfShape shapes of
+    constants a Concat joins with the batch, such as ViT's class token:
+    ``analyzer.frontends.onnx.batch``), listed in ``report.model["batch"]``; an ``inputs``
+    leading dim or ``dims`` value that contradicts it raises.  ``train``: add a training step
     (``report.training``); ``optimizer``: sgd, momentum, adam, adamw.
     Another keyword raises ``TypeError`` naming these.
     """
@@ -42,19 +46,59 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
     from analyzer.frontends.onnx import load as onnx_frontend
 
     opts = build_options("analyze", options, keywords, ONNX_KEYWORDS)
-    rewritten = None
+    source, rebatched = model, None
     if opts.batch is not None:
-        from analyzer.training.batch import set_batch
+        from dataclasses import replace
 
-        model, rewritten, old, path = set_batch(model, opts.batch)
+        from analyzer.frontends.onnx import batch as onnx_batch
+
+        rebatched = onnx_batch.set_batch(model, opts.batch)
+        opts = replace(opts, dims=onnx_batch.agree(rebatched, opts.batch, opts.inputs, opts.dims))
+        model = rebatched.model
     with _gc_paused():
-        graph, info = onnx_frontend.load(model, inputs=opts.inputs, dims=opts.dims,
-                                         values=opts.values, counted=has_rule)
-        if rewritten is not None:
-            if path:
-                info["path"] = path
-            info["batch"] = {"value": opts.batch, "was": old, "rewritten_nodes": rewritten}
-        return _report(graph, info, opts, hw, onnxruntime_record(model, hw, opts))
+        try:
+            graph, info = onnx_frontend.load(model, inputs=opts.inputs, dims=opts.dims,
+                                             values=opts.values, counted=has_rule)
+            if rebatched is not None:
+                if rebatched.path:
+                    info["path"] = rebatched.path
+                info["batch"] = {"value": opts.batch, "was": rebatched.old,
+                                 "rewritten_nodes": rebatched.rewritten}
+                # a symbolic batch dim the inputs led with is bound to it, as dims= binds
+                info["dims"] = {**{s: opts.batch for s in sorted(rebatched.symbols)},
+                                **(info.get("dims") or {})}
+            return _report(graph, info, opts, hw, onnxruntime_record(model, hw, opts))
+        except ShapeError as e:
+            _batch_hint(e, source, opts, rebatched)
+            raise
+
+
+def _batch_hint(e, source: Any, opts: Options, rebatched) -> None:
+    """A shape error on a static export says how its batch changes: ``batch=`` when the caller
+    gave an input another leading dim than the file's; with ``batch=`` given, that the export's
+    batch was rewritten (the node may hold a shape the rewrite could not follow)."""
+    from analyzer.errors import Hint
+
+    if rebatched is not None:
+        if rebatched.old is None or rebatched.old == opts.batch:
+            return
+        e.template += (f"; {{batch}} set the export's batch {rebatched.old} to {opts.batch}: "
+                       "this node may hold a shape the export fixed that could not be followed")
+    else:
+        from analyzer.frontends.onnx.batch import static_change
+
+        change = static_change(source, opts.inputs)
+        if change is None:
+            return
+        old, new = change
+        e.template += (f"; the file is a static export at batch {old}: to run it at batch {new}, "
+                       f"pass {{batch}} (it rewrites the shapes the export fixed) rather than "
+                       "a new dim 0 in the input shapes")
+        e.hints = (*e.hints, Hint("batch", new))
+        e.args = (e.template, *e.args[1:])
+        return
+    e.hints = (*e.hints, Hint("batch", opts.batch))
+    e.args = (e.template, *e.args[1:])
 
 
 def onnxruntime_record(model: Any, hw, options: Options):

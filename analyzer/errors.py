@@ -46,6 +46,7 @@ OPTIONS: dict[str, Option] = {
     "inputs": Option("inputs", "--input", "mapping", repeat=True),
     "values": Option("values", "--value", "mapping", repeat=True),
     "loop_trips": Option("loop_trips", "--loop-trips"),
+    "batch": Option("batch", "--batch"),
     "hw": Option("hw", "--hw"),
     "precision": Option("precision", "--precision"),
     "kwargs_json": Option("kwargs_json", "--kwargs-json"),

@@ -38,8 +38,9 @@ class Options:
     ``runtime``: what runs the model (``kernel``, ``eager``, ``onnxruntime``, ``xla``): which
     nodes fuse, what each kernel pays to launch or dispatch, and which time is predicted
     (``analyzer.prediction.runtimes``); None: xla for a JAX program, else the profile's default.
-    ``batch``: ONNX: the global batch (dim 0 of every graph input; constant Reshape targets led
-    by the old batch are rewritten: ``analyzer.training.batch``).
+    ``batch``: ONNX: the global batch (dim 0 of every graph input; the shapes a static export
+    fixed at its own batch follow: ``analyzer.frontends.onnx.batch``); ``analyzer.sweep`` takes
+    a list of them (one point each).
     ``train``: add one training step (forward + backward + optimizer update: counts, times per
     profile, memory fit; ``analyzer.training.step``). ``optimizer``: sgd (default), momentum,
     adam, adamw.

@@ -4,6 +4,9 @@
 once per point of the cartesian product of the given dim values and returns the reports
 side by side; the CLI's ``--dim seq=128,512,2048`` renders them as one table (dim values x
 totals and predicted latency); ``--dim seq+total=16,64`` moves two dims together.
+``batch=[1, 8, 64]`` (the CLI's ``--batch 1,8,64``) sweeps the global batch of
+``analyzer.analyze(..., batch=)``, static exports included; its rows carry the value under
+``"batch"`` beside the swept dims.
 """
 
 from __future__ import annotations
@@ -32,9 +35,10 @@ class Sweep:
         return {"schema_version": 1, "sweep": list(self.dims), "points": rows}
 
 
-def sweep(model: Any, dims: Mapping[str, Sequence[int] | int], hw=None, *,
+def sweep(model: Any, dims: Mapping[str, Sequence[int] | int] | None = None, hw=None, *,
           options: Options | None = None, **keywords: Any) -> Sweep:
-    """Analyse ``model`` at every combination of ``dims`` values (``{"seq": [128, 512]}``).
+    """Analyse ``model`` at every combination of ``dims`` values (``{"seq": [128, 512]}``)
+    and ``batch`` values (``batch=[1, 8, 64]``: ``analyze``'s global batch, one point each).
 
     Dims that must move together (an LLM prefill: sequence and total length) share one key,
     joined with '+' or as a tuple: ``{"sequence_length+total_sequence_length": [16, 64]}``
@@ -44,6 +48,17 @@ def sweep(model: Any, dims: Mapping[str, Sequence[int] | int], hw=None, *,
     from analyzer.api import analyze
 
     opts = build_options("sweep", options, keywords, ONNX_KEYWORDS)
+    batches = opts.batch
+    if isinstance(batches, (list, tuple, range)):   # several batches: swept, one point each
+        if not batches:
+            raise InputSpecError("{batch}: no values to sweep", hints=(Hint("batch"),))
+        if "batch" in (dims or {}):
+            raise InputSpecError("{batch} and a dim named 'batch' are both swept: give one "
+                                 "(a static export's batch needs {batch})", hints=(Hint("batch"),))
+        batches, opts = list(batches), replace(opts, batch=None)
+    else:
+        batches = None
+    dims = dict(dims or {})
     groups, values = [], []
     for k, v in dims.items():
         group = tuple(k.split("+")) if isinstance(k, str) else tuple(k)
@@ -59,11 +74,19 @@ def sweep(model: Any, dims: Mapping[str, Sequence[int] | int], hw=None, *,
         raise InputSpecError(f"{{dims}}: a dim is swept twice ({', '.join(names)})",
                              hints=(Hint("dims"),))
     swept = tuple(n for g, v in zip(groups, values) if len(v) > 1 for n in g)
+    if batches is not None:   # the batch is the first column, before the dims
+        groups.insert(0, ("batch",))
+        values.insert(0, batches)
+        names = ("batch", *names)
+        swept = (("batch",) if len(batches) > 1 else ()) + swept
     points = []
     for combo in itertools.product(*values):
         bound = {n: val for g, val in zip(groups, combo) for n in g}
         try:
-            at_point = replace(opts, dims={**(opts.dims or {}), **bound})
+            at_dims = {k: v for k, v in bound.items() if batches is None or k != "batch"}
+            at_point = replace(opts, dims={**(opts.dims or {}), **at_dims} or None)
+            if batches is not None:
+                at_point = replace(at_point, batch=bound["batch"])
             points.append((bound, analyze(model, hw, options=at_point)))
         except AnalyzerError as e:  # say which point failed (a model may not take every value)
             if swept:

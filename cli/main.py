@@ -81,7 +81,14 @@ def main():
 @click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE[,VALUE...]",
               help="Bind a symbolic dim, e.g. --dim batch=8 (repeatable, or --dim batch=1,seq=16); "
                    "several values (--dim seq=128,512,2048) sweep them and print one row per value; "
-                   "dims joined with + move together (--dim seq+total=16,64).")
+                   "dims joined with + move together (--dim seq+total=16,64). A static "
+                   "export has no symbolic batch: set it with --batch.")
+@click.option("--batch", "batch", default=None, metavar="B[,B...]",
+              help="Set the batch of an ONNX model, e.g. --batch 64: dim 0 of every graph input, "
+                   "and the shapes a static (batch 1) export fixed follow it (Reshape targets, "
+                   "a class token's Expand; JSON's model.batch lists the rewritten nodes). "
+                   "Several values (--batch 1,8,64) sweep it, one row per value. Also the global "
+                   "batch of --train and --devices.")
 @click.option("--value", "values", multiple=True, metavar="NAME=V[,V...]",
               help="Make a graph input a constant, for inputs whose value decides shapes "
                    "(reduce axes, a window length, a Loop count), e.g. --value axes=1 (repeatable).")
@@ -159,6 +166,7 @@ def model_cmd(**params):
       analyze model.onnx --dim batch=8 --format json -o report.json
       analyze model.onnx --input x=1x3x224x224 --top 10 --strict
       analyze bert.onnx --dim batch=1,seq=128,512,2048 --hw h100
+      analyze vit.onnx --batch 1,8,64 --hw a100
 
     \b
       analyze model.onnx --hw a100,h100,tpu-v5e --precision bf16
@@ -232,6 +240,8 @@ def _run_model(req: Request) -> None:
             hws = base_hws or None
             opts = replace(opts, precision=opts.precision or base_precision)
     _check_measure(req, hws, is_jax_target(model))
+    if req.measure and len(multi["batch"] or ()) > 1:
+        raise InputSpecError("--measure runs one shape; it does not combine with a --batch sweep")
     _check_sensitivity(req, hws, multi)
     with Spinner(f"analysing {model}") as spinner:
         if is_jax_target(model):   # path/to/file.py:function or package.module:function
@@ -258,19 +268,22 @@ def _run_model(req: Request) -> None:
                 raise InputSpecError("--params applies to JAX programs; an ONNX model's "
                                      "weights are its initializers")
             dim_values = parse_dims(req.dims)
-            sweep = any(len(v) > 1 for v in dim_values.values())
+            batches = multi["batch"]
+            sweep = any(len(v) > 1 for v in dim_values.values()) or len(batches or ()) > 1
             if sweep and (doc is not None or out.save_baseline or out.group_depth or out.top
                           or out.all_rows or out.wide or out.explain or out.plot
-                          or out.fmt == "html"):
-                raise InputSpecError("a --dim sweep prints one row per value; it does not "
-                                     "combine with --baseline, --save-baseline, --group-depth, "
-                                     "--top, --all, --wide, --explain, --plot or html")
+                          or out.fmt == "html" or multi["train"] or multi["devices"]):
+                raise InputSpecError("a --dim or --batch sweep prints one row per value; it does "
+                                     "not combine with --baseline, --save-baseline, "
+                                     "--group-depth, --top, --all, --wide, --explain, --plot, "
+                                     "html, --train or --devices")
             opts = replace(opts, inputs=parse_inputs(req.inputs) or None,
                            values=parse_values(req.values) or None)
             if sweep:
                 from analyzer.render.formats import render_sweep
 
-                sw = analyzer.sweep(model, dim_values, hws, options=opts)
+                sw = analyzer.sweep(model, dim_values, hws, options=opts,
+                                    **({"batch": batches} if batches else {}))
                 write_output(render_sweep(sw, out.fmt), out.path)
                 if out.strict:
                     for _, rep in sw.points:
@@ -306,9 +319,9 @@ def _check_sensitivity(req: Request, hws: list[str] | None, multi: dict) -> None
     if not hws:
         raise InputSpecError("--sensitivity differentiates the predicted latency: give profiles "
                              "with --hw, e.g. --hw a100")
-    if any(len(v) > 1 for v in parse_dims(req.dims).values()):
+    if any(len(v) > 1 for v in parse_dims(req.dims).values()) or len(multi["batch"] or ()) > 1:
         raise InputSpecError("--sensitivity applies to one shape; it does not combine with a "
-                             "--dim sweep")
+                             "--dim or --batch sweep")
     for name in ("train", "devices"):
         if multi.get(name):
             raise InputSpecError(f"--sensitivity covers the forward pass on one device; it does "

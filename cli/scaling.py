@@ -39,9 +39,6 @@ _OPTIONS = [
                       "the memory footprint against the device (fits or not, largest batch)."),
     click.option("--optimizer", type=click.Choice(("sgd", "momentum", "adam", "adamw")),
                  default=None, help="With --train: the update rule (default sgd)."),
-    click.option("--batch", type=click.IntRange(min=1), default=None, metavar="B",
-                 help="Global batch: dim 0 of every graph input; hard-coded leading 1s of "
-                      "Reshape targets are rewritten (listed). ONNX only."),
     click.option("--devices", default=None, metavar="N[,N...]",
                  help="Device counts to predict, e.g. 1,2,4,8: step time, compute / "
                       "communication / bubble, speed-up, efficiency, Amdahl's serial share, "
@@ -72,7 +69,8 @@ NAMES = ("train", "optimizer", "batch", "devices", "link", "per_node", "intra_li
 
 
 def options(f):
-    """The multi-device and training options of the model command."""
+    """The multi-device and training options of the model command (``--batch``, which they
+    share with inference, is the main command's, beside ``--dim``)."""
     for opt in reversed(_OPTIONS):
         f = opt(f)
     return f
@@ -90,7 +88,32 @@ def pop(params: dict) -> dict:
             raise InputSpecError("--devices: device counts must be >= 1")
     elif out["plot_scaling"]:
         raise InputSpecError("--plot-scaling needs --devices")
+    if out["batch"] is not None:
+        out["batch"] = parse_batch(out["batch"])
     return out
+
+
+def parse_batch(text) -> list[int]:
+    """--batch B or B1,B2,...: the batch values, each >= 1."""
+    if isinstance(text, int):
+        return [text]
+    try:
+        vals = [int(x) for x in str(text).split(",")]
+    except ValueError:
+        vals = []
+    if not vals or min(vals) < 1:
+        raise InputSpecError(f"--batch '{text}': expected B or B1,B2,... (integers >= 1), e.g. "
+                             "--batch 64 or --batch 1,8,64")
+    return vals
+
+
+def one_batch(extra: dict, what: str) -> int | None:
+    """The one --batch value of a command that does not sweep (``what``: its flag)."""
+    b = extra["batch"]
+    if b is not None and len(b) > 1:
+        raise InputSpecError(f"a --batch sweep prints one row per value; it does not combine "
+                             f"with {what}")
+    return None if b is None else b[0]
 
 
 def analysis_options(extra: dict, jax: bool) -> dict:
@@ -105,7 +128,7 @@ def analysis_options(extra: dict, jax: bool) -> dict:
         if jax:
             raise InputSpecError("--batch applies to ONNX models; give a JAX program's batch in "
                                  "its --input shapes")
-        kw["batch"] = extra["batch"]
+        kw["batch"] = one_batch(extra, "--train" if extra["train"] else "this command")
     return kw
 
 
@@ -116,7 +139,7 @@ def scale(model, hws, opts, extra: dict):
     if not hws:
         raise InputSpecError("--devices needs --hw (the device to predict on)")
     return analyzer.scale(model, hws, extra["devices"], link=extra["link"],
-                          parallel=extra["parallel"], batch=extra["batch"],
+                          parallel=extra["parallel"], batch=one_batch(extra, "--devices"),
                           train=bool(extra["train"]) or extra["parallel"] == "data",
                           optimizer=extra["optimizer"] or "sgd", per_node=extra["per_node"],
                           intra_link=extra["intra_link"], algorithm=extra["algorithm"],

@@ -56,6 +56,12 @@ def headline(report, width: int | None, hints: dict | None = None) -> list[str]:
     if ins:
         shown = ", ".join(f"{safe.text(k)}={'x'.join(map(str, v or ())) or 'scalar'}" for k, v in ins.items())
         lines.append(f"inputs: {shown}")
+    b = m.get("batch")
+    if isinstance(b, dict):   # batch= / --batch: the export's batch and what followed it
+        n = len(b.get("rewritten_nodes") or ())
+        lines.append(f"batch: {b.get('value')}" + (
+            f", set from the export's {b['was']}" if b.get("was") is not None else "")
+            + (f"; shape constants of {n} nodes rewritten" if n else ""))
     lines.append(f"totals: params {human(t.params)}, FLOPs {human(t.flops, 'FLOP')} (MAC "
                  f"{human(t.mac_flops)}, vector {human(t.vector_flops)}, transc. "
                  f"{human(t.transcendentals)}), bytes {human(t.bytes_moved, 'B')} (weights "

@@ -39,6 +39,23 @@ def declared_dims(vi: onnx.ValueInfoProto) -> list:
     return [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in t.shape.dim]
 
 
+_BATCH_NAMES = frozenset({"b", "n", "bs"})
+
+
+def _batch_advice(name: str, real) -> str:
+    """For a batch-like dim name on inputs whose dim 0 the file fixes: how the batch of such
+    a (static) export changes; else ''."""
+    if "batch" not in name.lower() and name.lower() not in _BATCH_NAMES:
+        return ""
+    fixed = [vi for vi in real if len(vi.type.tensor_type.shape.dim)
+             and vi.type.tensor_type.shape.dim[0].HasField("dim_value")]
+    if not fixed:
+        return ""
+    was = fixed[0].type.tensor_type.shape.dim[0].dim_value
+    return (f"; the inputs' dim 0 is fixed (a static export at batch {was}): set the batch with "
+            "{batch}, which also rewrites the shapes the export fixed")
+
+
 def bind_inputs(m: onnx.ModelProto, inputs: Mapping[str, Any] | None,
                 dims: Mapping[str, int] | None) -> dict[str, int]:
     """Write user shapes and dim values into the graph inputs before inference.
@@ -95,10 +112,11 @@ def bind_inputs(m: onnx.ModelProto, inputs: Mapping[str, Any] | None,
                 raise InputSpecError("{dims}: the value must be a non-negative integer",
                                      hints=(Hint("dims", {k: v}),))
             if k not in known:
+                advice = _batch_advice(k, real)
                 raise InputSpecError(
                     f"{{dims}} names '{k}', but the model's symbolic dims are: "
-                    f"{', '.join(sorted(known)) or 'none (all input dims are fixed)'}",
-                    hints=(Hint("dims"),))
+                    f"{', '.join(sorted(known)) or 'none (all input dims are fixed)'}" + advice,
+                    hints=(Hint("dims"), *((Hint("batch", v),) if advice else ())))
         for vi in real:
             for d in vi.type.tensor_type.shape.dim:
                 if d.dim_param in dims:

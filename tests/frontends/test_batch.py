@@ -1,0 +1,164 @@
+"""batch=B on small static graphs: each shape a static export fixes at its batch, followed or
+refused by name (analyzer/frontends/onnx/batch.py), with closed-form MACs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper as h
+from onnx import numpy_helper
+
+import analyzer
+from analyzer.errors import InputSpecError
+from analyzer.frontends.onnx.batch import set_batch
+
+N, D = 4, 8   # tokens, width
+
+
+def _const(name, value, dtype=np.int64):
+    return numpy_helper.from_array(np.array(value, dtype=dtype), name)
+
+
+def _model(nodes, inits, x_shape, y_name="y"):
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", TP.FLOAT, x_shape)],
+                     [h.make_tensor_value_info(y_name, TP.FLOAT, None)], inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
+
+
+def _class_token(source_nodes, inits):
+    """x[1, N, D] ++ a class token [1, 1, D] along axis 1, then a D x D projection:
+    MACs 2 * B * (N + 1) * D * D."""
+    nodes = [*source_nodes,
+             h.make_node("Concat", ["cls_b", "x"], ["c"], axis=1, name="concat"),
+             h.make_node("MatMul", ["c", "w"], ["y"], name="proj")]
+    inits = [*inits, numpy_helper.from_array(np.zeros((D, D), np.float32), "w")]
+    return _model(nodes, inits, [1, N, D])
+
+
+def _cls():
+    return numpy_helper.from_array(np.zeros((1, 1, D), np.float32), "cls")
+
+
+@pytest.mark.parametrize("how", ["expand", "tile", "constant_of_shape", "initializer"])
+def test_class_token_is_given_the_batch(how):
+    if how == "expand":   # ViT: cls.expand(batch, -1, -1) traced at batch 1
+        src = [h.make_node("Expand", ["cls", "shape"], ["cls_b"], name="expand")]
+        inits = [_cls(), _const("shape", [1, 1, 1])]
+    elif how == "tile":
+        src = [h.make_node("Tile", ["cls", "reps"], ["cls_b"], name="tile")]
+        inits = [_cls(), _const("reps", [1, 1, 1])]
+    elif how == "constant_of_shape":   # a zero token
+        src = [h.make_node("ConstantOfShape", ["shape"], ["cls_b"], name="zeros",
+                           value=numpy_helper.from_array(np.zeros(1, np.float32)))]
+        inits = [_const("shape", [1, 1, D])]
+    else:   # the token itself, [1, 1, D]: an Expand is inserted
+        src = [h.make_node("Identity", ["cls"], ["cls_b"], name="alias")]
+        inits = [_cls()]
+    m = _class_token(src, inits)
+    one = analyzer.analyze(m)
+    r = analyzer.analyze(m, batch=6)
+    assert one.node("proj").mac_flops == 2 * 1 * (N + 1) * D * D == 640
+    assert r.node("proj").mac_flops == 2 * 6 * (N + 1) * D * D == 3840
+    assert r.node("concat").out_specs[0].shape == (6, N + 1, D)
+    expected = {"expand": ["expand"], "tile": ["tile"], "constant_of_shape": ["zeros"],
+                "initializer": ["cls/batch_expand"]}[how]
+    assert r.model["batch"]["rewritten_nodes"] == expected
+
+
+def test_a_constant_that_cannot_be_followed_is_refused_by_name():
+    # the token is sliced out of a table: Slice keeps no shape constant to rewrite
+    src = [h.make_node("Slice", ["table", "s", "e"], ["cls_b"], name="pick")]
+    inits = [numpy_helper.from_array(np.zeros((3, 1, D), np.float32), "table"),
+             _const("s", [0]), _const("e", [1])]
+    with pytest.raises(InputSpecError, match=r"Concat node 'concat' joins the batch with the "
+                                             r"constant 'cls_b'.*Slice node 'pick'"):
+        analyzer.analyze(_class_token(src, inits), batch=6)
+
+
+def test_merged_batch_reshape_of_an_optimizer_follows():
+    """onnxruntime's optimizer flattens [1, N, D] to [N, D] around a Gemm and back: the leading
+    N is the batch merged with the tokens, B * N at batch B.  MACs 2 * B * N * D * D."""
+    nodes = [h.make_node("Reshape", ["x", "flat"], ["f"], name="flatten"),
+             h.make_node("Gemm", ["f", "w"], ["g"], name="gemm"),
+             h.make_node("Reshape", ["g", "back"], ["y"], name="unflatten")]
+    inits = [_const("flat", [N, D]), _const("back", [1, N, D]),
+             numpy_helper.from_array(np.zeros((D, D), np.float32), "w")]
+    r = analyzer.analyze(_model(nodes, inits, [1, N, D]), batch=5)
+    assert r.node("gemm").mac_flops == 2 * 5 * N * D * D == 2560
+    assert r.model["batch"]["rewritten_nodes"] == ["flatten", "unflatten"]
+
+
+def test_a_target_that_is_no_batch_product_is_refused():
+    nodes = [h.make_node("Reshape", ["x", "t"], ["y"], name="odd")]
+    m = _model(nodes, [_const("t", [2, 16])], [1, N, D])   # 2 is neither 1 nor 1 * 4
+    with pytest.raises(InputSpecError, match="Reshape node 'odd' has the constant target "
+                                             r"\[2, 16\]"):
+        set_batch(m, 4)
+
+
+def test_rows_gathered_by_fixed_indices_leave_the_batch_behind():
+    """Gather along axis 0 with constant indices picks fixed rows (an optimizer's folded mask
+    indices): no batch axis is left, so the Reshape after it keeps its [1, ...] target."""
+    nodes = [h.make_node("Gather", ["x", "rows"], ["r"], axis=0, name="first"),
+             h.make_node("Reshape", ["r", "t"], ["f"], name="flat"),
+             h.make_node("MatMul", ["f", "w"], ["y"], name="proj")]
+    inits = [_const("rows", [0]), _const("t", [1, N * D]),
+             numpy_helper.from_array(np.zeros((N * D, D), np.float32), "w")]
+    r = analyzer.analyze(_model(nodes, inits, [1, N, D]), batch=7)
+    assert r.node("proj").mac_flops == 2 * 1 * (N * D) * D == 512   # row 0 only, at any batch
+    assert r.model["batch"]["rewritten_nodes"] == []
+
+
+def test_an_export_at_batch_2_expands_to_the_new_batch():
+    """Traced at batch 2: x[2, 1, D] expanded to the constant [2, N, D]; at batch 6 it must
+    expand to [6, N, D] (broadcasting rejects 6 against 2). MACs 2 * B * N * D * D."""
+    nodes = [h.make_node("Expand", ["x", "shape"], ["e"], name="widen"),
+             h.make_node("MatMul", ["e", "w"], ["y"], name="proj")]
+    inits = [_const("shape", [2, N, D]), numpy_helper.from_array(np.zeros((D, D), np.float32), "w")]
+    r = analyzer.analyze(_model(nodes, inits, [2, 1, D]), batch=6)
+    assert r.node("proj").mac_flops == 2 * 6 * N * D * D == 3072
+    assert r.model["batch"] == {"value": 6, "was": 2, "rewritten_nodes": ["widen"]}
+
+
+def test_the_callers_model_is_left_as_it_was():
+    src = [h.make_node("Expand", ["cls", "shape"], ["cls_b"], name="expand")]
+    m = _class_token(src, [_cls(), _const("shape", [1, 1, 1])])
+    before = m.SerializeToString()
+    set_batch(m, 3)
+    assert m.SerializeToString() == before
+
+
+def test_a_shape_error_after_the_rewrite_says_the_batch_was_set():
+    """Split sizes [1] along axis 0 are the export's batch in a list no rule follows: the
+    shape error that follows names the node and says the batch was set."""
+    from analyzer.errors import ShapeError
+
+    nodes = [h.make_node("Split", ["x", "sizes"], ["p"], axis=0, name="split"),
+             h.make_node("MatMul", ["p", "w"], ["y"], name="proj")]
+    inits = [_const("sizes", [1]), numpy_helper.from_array(np.zeros((D, D), np.float32), "w")]
+    with pytest.raises(ShapeError) as e:
+        analyzer.analyze(_model(nodes, inits, [1, N, D]), batch=4)
+    assert "node 'split' (Split)" in str(e.value)
+    assert str(e.value).endswith("batch=4 set the export's batch 1 to 4: this node may hold a "
+                                 "shape the export fixed that could not be followed")
+    assert "--batch 4 set the export's batch 1 to 4" in e.value.format("cli")
+
+
+def test_several_batches_are_a_sweep():
+    with pytest.raises(InputSpecError, match="analyzer.sweep takes several"):
+        analyzer.analyze(_model([h.make_node("Relu", ["x"], ["y"])], [], [1, D]), batch=[1, 2])
+
+
+def test_deit_class_and_distillation_tokens_both_follow():
+    """DeiT: cls and dist tokens, each expanded at batch 1, joined with the patches: 2 + N
+    rows per sample. MACs 2 * B * (N + 2) * D * D."""
+    nodes = [h.make_node("Expand", ["cls", "shape"], ["cls_b"], name="cls_expand"),
+             h.make_node("Expand", ["dist", "shape"], ["dist_b"], name="dist_expand"),
+             h.make_node("Concat", ["cls_b", "dist_b", "x"], ["c"], axis=-2, name="concat"),
+             h.make_node("MatMul", ["c", "w"], ["y"], name="proj")]
+    inits = [_cls(), numpy_helper.from_array(np.zeros((1, 1, D), np.float32), "dist"),
+             _const("shape", [1, 1, 1]), numpy_helper.from_array(np.zeros((D, D), np.float32), "w")]
+    r = analyzer.analyze(_model(nodes, inits, [1, N, D]), batch=3)
+    assert r.node("proj").mac_flops == 2 * 3 * (N + 2) * D * D == 2304
+    assert r.model["batch"]["rewritten_nodes"] == ["cls_expand", "dist_expand"]
