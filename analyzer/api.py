@@ -67,7 +67,8 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
                 # a symbolic batch dim the inputs led with is bound to it, as dims= binds
                 info["dims"] = {**{s: opts.batch for s in sorted(rebatched.symbols)},
                                 **(info.get("dims") or {})}
-            return _report(graph, info, opts, hw, onnxruntime_record(model, hw, opts))
+            targets = _targets(hw, opts, "onnx")
+            return _report(graph, info, opts, targets, onnxruntime_record(model, targets))
         except ShapeError as e:
             _batch_hint(e, source, opts, rebatched)
             raise
@@ -101,19 +102,14 @@ def _batch_hint(e, source: Any, opts: Options, rebatched) -> None:
     e.args = (e.template, *e.args[1:])
 
 
-def onnxruntime_record(model: Any, hw, options: Options):
-    """onnxruntime's record of what it fuses in ``model`` (``ort_record.fusion_record``), when a
-    profile in ``hw`` is predicted under the onnxruntime runtime and onnxruntime is installed;
-    else None (the prediction then uses fusion.py's patterns, and its notes say which)."""
-    if hw is None:
-        return None
+def onnxruntime_record(model: Any, targets):
+    """onnxruntime's record of what it fuses in ``model`` (``onnxruntime.record.fusion_record``),
+    when a target's runtime reads its own record (``Runtime.fusion_record``) and onnxruntime is
+    installed; else None (the prediction then uses fusion.py's patterns, and its notes say
+    which). ``targets``: ``prediction.targets.resolve``'s."""
     from analyzer.errors import AnalyzerError
-    from analyzer.prediction import runtimes
-    from analyzer.prediction.predict import profiles_of
 
-    profiles = profiles_of(hw)
-    ort_profiles = [p for p in profiles
-                    if runtimes.choose(options.runtime, "onnx", p)[0].name == "onnxruntime"]
+    ort_profiles = [t.profile for t in targets if t.runtime.fusion_record]
     if not ort_profiles:
         return None
     try:
@@ -157,18 +153,26 @@ def _gc_paused():
             gc.enable()
 
 
-def _report(graph, info: dict, options: Options, hw, fused=None) -> "Report":
-    """The tail every frontend shares: cost the graph, build the Report, predict on ``hw``."""
+def _targets(hw, options: Options, model_format: str):
+    """``hw`` and the runtime option as targets, decided once for every later stage."""
+    from analyzer.prediction.targets import resolve
+
+    return resolve(hw, options.runtime, model_format)
+
+
+def _report(graph, info: dict, options: Options, targets, fused=None) -> "Report":
+    """The tail every frontend shares: cost the graph, build the Report, predict on the
+    ``targets``."""
     from analyzer.counting.engine import cost_graph
     from analyzer.report.counts import Report
 
     report = Report.from_nodes(info, cost_graph(graph, options.counting()))
-    if hw is not None:
+    if targets:
         from analyzer.prediction.predict import predict
 
         report = report.with_predictions(
-            predict(report, hw, precision=options.precision, overlap=options.overlap,
-                    runtime=options.runtime, fused=fused))
+            predict(report, targets, precision=options.precision, overlap=options.overlap,
+                    fused=fused))
     if options.train:
         from analyzer.training.step import training
 
@@ -220,4 +224,4 @@ def analyze_jax(fn: Any, *example_args: Any, hw: str | Sequence[str] | None = No
         graph, info = jaxpr_frontend.load(fn, example_args, example_kwargs,
                                           params_argnums=opts.params_argnums,
                                           path=opts.report_name, counted=has_rule)
-        return _report(graph, info, opts, hw)
+        return _report(graph, info, opts, _targets(hw, opts, "jaxpr"))

@@ -117,7 +117,7 @@ def cost_graph(graph: Graph, options: Options | None = None,
     their counts already multiplied by how often they run (params are never multiplied).
     ``records``: a list that gets, per node of ``graph`` (not of its sub-graphs), the record
     its row was built from (``NodeRecord``; None for a folded, control-flow or uncountable
-    node); a search reuses them for nodes of equal signature (``analyzer.search.fast``)."""
+    node); a search reuses them for nodes of equal signature (``analyzer.search.fastpath.signatures``)."""
     out: list[NodeCost] = []
     _walk(graph, "", 1, set(), out, options or Options(), records)
     if graph.renamed:  # a file with duplicate node names: say which row is which

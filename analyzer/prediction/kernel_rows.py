@@ -6,7 +6,7 @@ its GEMM view and compute dtype are functions of the node's content alone, and s
 a kernel that holds that node alone (the common kernel: under the ``none`` policy every kernel).
 ``kernel_rows`` memoises those rows across calls when the caller hands it ``keys``: one hashable
 per node such that nodes of equal keys have equal content apart from their names (the search fast
-path's node signatures, ``search.fast``); without keys every row is computed.
+path's node signatures, ``search.fastpath.signatures``); without keys every row is computed.
 """
 
 from __future__ import annotations

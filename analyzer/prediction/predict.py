@@ -138,6 +138,9 @@ class Prediction:
     launches: int = 0                  # kernel launches: a loop body's kernels once per trip
     # per-kernel terms (``explain``, ``roofline``); not part of the value or its JSON
     kernel_table: KernelTable | None = field(default=None, repr=False, compare=False)
+    # the target predicted for (profile object, runtime, why): what later stages (training,
+    # scaling) use instead of looking the profile up again by id; not part of the value
+    target: Any = field(default=None, repr=False, compare=False)
     # node index -> row, built on the first ``for_node`` call (a cache, not part of the value)
     _by_index: dict[int, NodePrediction] | None = field(default=None, init=False, repr=False,
                                                         compare=False)
@@ -229,52 +232,43 @@ class Prediction:
 
 
 
-def profiles_of(hw: str | Sequence[str]) -> list:
-    import hardware_db
-
-    ids = [hw] if isinstance(hw, str) else list(hw)
-    return [h if hasattr(h, "peak_flops") else hardware_db.get(h) for h in ids]
-
-
 def predict(report, hw, *, precision: str | None = None, overlap: bool = True,
             runtime: str | None = None, fused=None) -> tuple[Prediction, ...]:
     """Predict per-layer latency of ``report`` on each profile in ``hw``: one new ``Prediction``
     per profile.  ``report`` is not changed; ``report.with_predictions(...)`` is the Report that
     carries them (calling this twice gives two independent results).
 
-    ``runtime`` (``runtimes.RUNTIMES``): what runs the model, which decides the fusion, the
-    per-kernel dispatch and the time predicted; default: xla for a JAX program, else the
-    profile's ``default_runtime``, else its kind's.  Per kernel ``time = runs * (fixed +
+    ``hw``: profile ids, paths, profiles, or ``targets.Target``s already resolved (then
+    ``runtime`` is theirs). ``runtime`` (``runtimes.RUNTIMES``): what runs the model, which
+    decides the fusion, the per-kernel dispatch and the time predicted; default: xla for a JAX
+    program, else the profile's ``default_runtime``, else its kind's (``targets.resolve``).  Per kernel ``time = runs * (fixed +
     max(compute, memory))`` (``overlap=False``: seed 003's additive ``compute + memory``); the
     model's latency is the sum of its kernels (one stream).  A fused kernel's time is shared
     among its nodes by their FLOPs and bytes; each row names its kernel.  ``latency_s`` adds the
     profile's per-run fixed cost (``run_overhead_s``) once.
 
     ``fused``: a ``fusion.FusionRecord`` of the kernels onnxruntime runs for this model
-    (``ort_record.fusion_record``); used for the onnxruntime runtime instead of its fusion
-    patterns (``analyzer.analyze`` passes it when onnxruntime is installed)."""
-    from analyzer.prediction import runtimes
+    (``onnxruntime.record.fusion_record``); used by a runtime that reads its own record
+    (``Runtime.fusion_record``) instead of its fusion patterns (``analyzer.analyze`` passes it
+    when onnxruntime is installed)."""
     from analyzer.prediction.kernels import run
     from analyzer.prediction.lowering import lower
+    from analyzer.prediction.targets import groups, resolve
 
-    profiles = profiles_of(hw)
     fmt = report.model.get("format", "onnx") if isinstance(report.model, dict) else "onnx"
-    chosen = [runtimes.choose(runtime, fmt, prof) for prof in profiles]
+    targets = resolve(hw, runtime, fmt)
     out: dict[int, Prediction] = {}
-    for rt_name in dict.fromkeys(rt.name for rt, _ in chosen):
-        idx = [p for p, (rt, _) in enumerate(chosen) if rt.name == rt_name]
-        group = [profiles[p] for p in idx]
-        rt = runtimes.get(rt_name)
-        low = lower(report.nodes, group, precision, rt,
-                    fused=fused if rt.name == "onnxruntime" else None)
+    for rt, idx in groups(targets):
+        low = lower(report.nodes, [targets[p].profile for p in idx], precision, rt,
+                    fused=fused if rt.fusion_record else None)
         compute, memory, ovh, time, bound = run(low, overlap=overlap)
         for g, p in enumerate(idx):
-            out[p] = _prediction(report, profiles[p], low, g, compute[g], memory[g], ovh[g],
-                                 time[g], bound[g], rt, chosen[p][1], overlap, precision)
-    return tuple(out[p] for p in range(len(profiles)))
+            out[p] = _prediction(report, targets[p], low, g, compute[g], memory[g], ovh[g],
+                                 time[g], bound[g], overlap, precision)
+    return tuple(out[p] for p in range(len(targets)))
 
 
-def _prediction(report, prof, low, g, compute, memory, ovh, time, bound, rt, why, overlap,
+def _prediction(report, target, low, g, compute, memory, ovh, time, bound, overlap,
                 precision) -> Prediction:
     """One profile's Prediction: kernel times shared among member nodes (rows in graph order)."""
     total = float(time.sum())   # the kernels' time (shares are of this)
@@ -301,13 +295,14 @@ def _prediction(report, prof, low, g, compute, memory, ovh, time, bound, rt, why
                                    t / total if total > 0 else 0.0, i, low.kernel_names[k]))
     table = _kernel_table(low, g, compute, memory, ovh, time, bound)
     notes = list(low.notes[g])
-    if why != "requested":
-        notes.insert(0, f"runtime {rt.name} ({why})")
+    prof, rt = target.profile, target.runtime
+    if target.why != "requested":
+        notes.insert(0, f"runtime {rt.name} ({target.why})")
     return Prediction(prof.id, prof.name, low.precision, overlap, total + run_overhead, share,
                       tuple(rows), tuple(low.warnings[g]), precision is not None, rt.name,
                       rt.time_definition, low.provenance[g], low.provenance_detail[g], tuple(notes),
                       low.plan.kernels + n_extra, run_overhead,
-                      int(round(float(low.runs.sum() + extra_launches))), table)
+                      int(round(float(low.runs.sum() + extra_launches))), table, target)
 
 
 def _kernel_table(low, g, compute, memory, ovh, time, bound) -> KernelTable:

@@ -38,6 +38,9 @@ class Runtime:
     fusion: str            # a fusion policy of fusion.POLICIES
     host_dispatch: bool    # each kernel also pays the host's per-op dispatch
     time_definition: str
+    # the runtime's own record of the kernels it runs (read from the runtime itself:
+    # prediction.onnxruntime.record) replaces the fusion policy's patterns where one is at hand
+    fusion_record: bool = False
 
 
 RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
@@ -46,7 +49,8 @@ RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
     Runtime("eager", "none", True,
             "eager wall-clock per op (host dispatch + kernel + synchronize), summed"),
     Runtime("onnxruntime", "onnxruntime", True,
-            "onnxruntime session.run wall-clock: fused kernels + per-node dispatch"),
+            "onnxruntime session.run wall-clock: fused kernels + per-node dispatch",
+            fusion_record=True),
     Runtime("xla", "xla", False,
             "XLA-compiled device time: one launch per fusion, loop bodies once per trip"),
 )}

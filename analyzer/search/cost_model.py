@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from analyzer.options import Options
-from analyzer.search import batch, candidate_counts
+from analyzer.search import batched_kernels as batch, candidate_counts
 from analyzer.search.fastpath import structure
 
 
@@ -39,19 +39,20 @@ class Detail:
 class CostModel:
     """Latency of many candidates on a fixed list of hardware profiles.
 
-    ``hw``: profile ids / aliases / .toml paths / ``HardwareProfile``s (one or a list);
-    ``precision``, ``runtime``, ``overlap``, ``loop_trips``, ``causal``: as for
-    ``analyzer.analyze``.  Profiles are loaded once; the compiled kernels are shared by every
-    candidate of a similar size."""
+    ``hw``: profile ids / aliases / .toml paths / ``HardwareProfile``s / ``targets.Target``s
+    (one or a list); ``precision``, ``runtime``, ``overlap``, ``loop_trips``, ``causal``: as for
+    ``analyzer.analyze``.  Profiles are loaded once and their targets decided once per model
+    format (``targets``); the compiled kernels are shared by every candidate of a similar size."""
 
     def __init__(self, hw: Any, *, precision: str | None = None, runtime: str | None = None,
                  overlap: bool = True, loop_trips: int | None = None, causal: bool = False):
-        import hardware_db
-
         from analyzer.prediction import lowering, runtimes
+        from analyzer.prediction.targets import Target, load_profile
 
-        ids = [hw] if isinstance(hw, (str, bytes)) or hasattr(hw, "peak_flops") else list(hw)
-        self.profiles = [h if hasattr(h, "peak_flops") else hardware_db.get(h) for h in ids]
+        one = isinstance(hw, (str, bytes, Target)) or hasattr(hw, "peak_flops")
+        # targets given keep their runtime; anything else is loaded once, here
+        self._hw = [h if isinstance(h, Target) else load_profile(h) for h in ([hw] if one else list(hw))]
+        self.profiles = [load_profile(h) for h in self._hw]
         self.hw = tuple(p.id for p in self.profiles)
         if precision is not None and precision not in lowering.PRECISIONS:
             from analyzer.errors import InputSpecError
@@ -63,7 +64,7 @@ class CostModel:
         self.precision, self.runtime, self.overlap = precision, runtime, overlap
         self.options = Options(precision=precision, overlap=overlap, loop_trips=loop_trips,
                                causal=causal, runtime=runtime)
-        self._groups: dict[str, list[tuple[str, list[int]]]] = {}
+        self._targets: dict[tuple[str, str | None], tuple] = {}
         self._fast = None   # fastpath.signatures.FastCounter, made on the first ONNX candidate
         self._lowering: dict = {}   # lowering.lower's memo: per profile, per op and dtype
         self._rows = None   # fastpath.kernel_cache.KernelRows (False: kernel entries not local)
@@ -74,20 +75,25 @@ class CostModel:
     def spec(self) -> dict:
         """What rebuilds this model elsewhere (a Dask worker): ``CostModel(**spec)``."""
         o = self.options
-        return {"hw": list(self.profiles), "precision": o.precision, "runtime": o.runtime,
+        return {"hw": list(self._hw), "precision": o.precision, "runtime": o.runtime,
                 "overlap": o.overlap, "loop_trips": o.loop_trips, "causal": o.causal}
+
+    def targets(self, fmt: str, runtime: str | None = None) -> tuple:
+        """The profiles' ``targets.Target``s for a model format ("onnx" or "jaxpr"), decided once
+        (``runtime``: another runtime option than this model's, e.g. a ``count`` call's)."""
+        key = (fmt, runtime or self.runtime)
+        t = self._targets.get(key)
+        if t is None:
+            from analyzer.prediction.targets import resolve
+
+            t = self._targets[key] = resolve(self._hw, key[1], "jaxpr" if fmt == "jaxpr" else "onnx")
+        return t
 
     def groups(self, fmt: str) -> list[tuple[str, list[int]]]:
         """[(runtime name, profile indices)] as ``predict`` groups them for a model format."""
-        g = self._groups.get(fmt)
-        if g is None:
-            from analyzer.prediction import runtimes
+        from analyzer.prediction.targets import groups
 
-            chosen = [runtimes.choose(self.runtime, "jaxpr" if fmt == "jaxpr" else "onnx", p)[0].name
-                      for p in self.profiles]
-            g = [(rt, [i for i, c in enumerate(chosen) if c == rt]) for rt in dict.fromkeys(chosen)]
-            self._groups[fmt] = g
-        return g
+        return [(rt.name, idx) for rt, idx in groups(self.targets(fmt))]
 
     def count(self, candidate: Any, options: Options | None = None) -> candidate_counts.Counted:
         if options is None:
@@ -107,7 +113,7 @@ class CostModel:
 
             from analyzer.api import onnxruntime_record
 
-            rec = onnxruntime_record(candidate, self.profiles, options or self.options)
+            rec = onnxruntime_record(candidate, self.targets("onnx", (options or self.options).runtime))
             if rec is not None:
                 counted = replace(counted, fused=rec)
         return counted
@@ -147,8 +153,9 @@ class CostModel:
             o = self.options
             if o.inputs or o.dims or o.values:
                 self._off = "fast path off: inputs, dims or values bound"
-            elif any(rt == "onnxruntime" for rt, _ in self.groups("onnx")):
-                self._off = "fast path off: a profile runs under onnxruntime"
+            elif any(t.runtime.fusion_record for t in self.targets("onnx")):
+                rt = next(t.runtime.name for t in self.targets("onnx") if t.runtime.fusion_record)
+                self._off = f"fast path off: a profile runs under {rt}"
             if self._off:
                 self._fast = False
             else:
@@ -196,13 +203,13 @@ class CostModel:
 
     def lower(self, counted: candidate_counts.Counted) -> list[tuple[list[int], Any]]:
         """[(profile indices, lowering.Lowered)] per runtime group of one counted candidate."""
-        from analyzer.prediction import runtimes
         from analyzer.prediction.lowering import lower
+        from analyzer.prediction.targets import groups
 
         return [(idx, lower(counted.nodes, [self.profiles[i] for i in idx], self.precision,
-                            runtimes.get(rt), fused=counted.fused if rt == "onnxruntime" else None,
+                            rt, fused=counted.fused if rt.fusion_record else None,
                             memo=self._lowering, keys=counted.keys))
-                for rt, idx in self.groups(counted.fmt)]
+                for rt, idx in groups(self.targets(counted.fmt))]
 
     def _latency(self, lowered_all: Sequence[list[tuple[list[int], Any]]], detail: bool = True):
         """Latency ``[n, P]`` of many lowered candidates, batched per runtime group, and (with

@@ -39,7 +39,9 @@ def sensitivity(report, *, hw: Any = None, source: Any = None,
     runtimes = {p.runtime for p in preds}
     runtime = opts.runtime or (runtimes.pop() if len(runtimes) == 1 else None)
     precision = preds[0].precision if preds[0].precision_explicit else None
-    hws = hw if hw is not None else [p.hardware for p in preds]
+    # the profiles the report was predicted on (a .toml file's, an edited one), not their ids
+    hws = hw if hw is not None else [p.target.profile if p.target is not None else p.hardware
+                                      for p in preds]
     cm = CostModel(hws, precision=precision, runtime=runtime, overlap=preds[0].overlap,
                    loop_trips=opts.loop_trips, causal=opts.causal)
     if len(cm.profiles) != len(preds):
@@ -49,7 +51,7 @@ def sensitivity(report, *, hw: Any = None, source: Any = None,
     if source is not None and counted.fmt == "onnx":
         from analyzer.api import onnxruntime_record
 
-        counted = replace(counted, fused=onnxruntime_record(source, cm.profiles, cm.options))
+        counted = replace(counted, fused=onnxruntime_record(source, cm.targets("onnx")))
     s = grad.sensitivity_of(cm, grad.LatencyFn(cm, counted))
     out = []
     for p, pred in enumerate(preds):

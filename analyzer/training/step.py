@@ -285,12 +285,17 @@ class Training:
 
 def training(report, optimizer: str = "sgd", batch: int | None = None) -> Training:
     """Counts, and a step per prediction the report carries."""
-    import hardware_db
-
     plan = gradient_plan(report.nodes)
     counts = train_counts(report, optimizer, plan)
     steps = []
     for pred in report.predictions:
-        prof = hardware_db.get(pred.hardware) if not hasattr(pred, "profile") else pred.profile
+        # the profile the prediction was made on (a .toml file's, an edited one): never looked
+        # up again by id; a Prediction built by hand without a target names a shipped profile
+        if pred.target is not None:
+            prof = pred.target.profile
+        else:
+            import hardware_db
+
+            prof = hardware_db.get(pred.hardware)
         steps.append(step_time(report, pred, prof, optimizer, batch, plan))
     return Training(counts, tuple(steps), batch)

@@ -42,7 +42,7 @@ def test_the_layout_levels_run_the_residual_add_and_relu_inside_the_convolution(
 def test_analyze_charges_one_kernel_for_conv_add_relu(tmp_path):
     from analyzer import analyze
     from analyzer.measure.calibrate import write_profile
-    from tests.prediction.test_cpu_calibration import _calibrated_doc
+    from tests.measure.test_cpu_calibration import _calibrated_doc
 
     p = write_profile(_calibrated_doc(), tmp_path / "cal.toml")
     pred = analyze(_residual(), hw=p).predictions[0]

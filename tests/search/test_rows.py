@@ -226,7 +226,7 @@ def test_rows_equal_analyze_under_options(hw, runtime, precision, overlap):
 def test_a_bucket_mixing_rows_and_full_lowerings():
     """A batch holds candidates from the rows and one lowered in full (a candidate just
     learned from): one bucket, the rows gathered and the full one filled in, same times."""
-    from analyzer.search import batch
+    from analyzer.search import batched_kernels as batch
 
     for (_, k), (_, low) in _rows_and_full():
         alone = batch.kernel_times([low])[0]

@@ -29,7 +29,7 @@ def test_sharded_over_four_devices_matches_one(tmp_path):
     ref = analyzer.CostModel(HW).score(cands)
     code = textwrap.dedent(f"""
         import glob, numpy as np, jax, analyzer
-        from analyzer.search import batch
+        from analyzer.search import batched_kernels as batch
         assert jax.local_device_count() == 4, jax.local_device_count()
         paths = sorted(glob.glob({str(tmp_path)!r} + "/c*.onnx"))
         lat = analyzer.CostModel({HW!r}).score(paths)

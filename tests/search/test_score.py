@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import analyzer
-from analyzer.search import batch
+from analyzer.search import batched_kernels as batch
 
 from conftest import HW, reference
 

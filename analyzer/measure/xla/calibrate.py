@@ -311,7 +311,7 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
         "family": cpu_family(),
         "default_runtime": "xla",
         "notes": (f"Calibrated with JAX {ver}'s XLA CPU backend on {cores} cores in {elapsed:.0f} s: "
-                  f"{n_rows} synthetic jitted programs (analyzer/prediction/xla_rows.py), each the "
+                  f"{n_rows} synthetic jitted programs (analyzer/measure/xla/rows.py), each the "
                   f"{q:g} quantile of its wall-clock runs with async dispatch off, the fastest of "
                   f"{passes} passes (each in a fresh process), less the run overhead. Kernel time per op class = floor + "
                   "max(F/(peak*e_c), (B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))), "

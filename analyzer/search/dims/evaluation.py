@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from analyzer.prediction import kernels
-from analyzer.search import batch
+from analyzer.search import batched_kernels as batch
 
 # the fitted kernel features (``Lowered.feats``) in order; ``runs`` is fitted after them
 FIT = ("mac_flops", "vec_flops", "trans_flops", "bytes", "m", "n", "k", "batch")
