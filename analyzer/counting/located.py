@@ -94,12 +94,16 @@ def context_error(graph: Graph, node: Node, err: Exception, name: str | None = N
         else:
             from analyzer.ir.dims import is_expression, symbols
 
-            need = symbols(d) if is_expression(d) else [d]
+            own = input_symbols(graph)
+            # an input's own dim is a name as the file spells it, whatever its characters
+            # (paddle's 'DynamicDimension.0'): never split into the names an expression reads
+            expression = d not in own and is_expression(d)
+            need = symbols(d) if expression else [d]
             # name every unbound symbol of the inputs at once: one run, not one per dim
-            for s in input_symbols(graph):
+            for s in own:
                 if s not in need:
                     need.append(s)
-            what = (f"dim '{d}' is an expression of symbolic dims" if is_expression(d)
+            what = (f"dim '{d}' is an expression of symbolic dims" if expression
                     else f"symbolic dim '{d}' is unbound")
             msg = f"{where}: {what}; pass {{dims}}"
             hints = (Hint("dims", {s: "VALUE" for s in need}),)
