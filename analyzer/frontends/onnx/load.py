@@ -148,21 +148,37 @@ def _drop_symbolic_declarations(g: onnx.GraphProto) -> bool:
 _SELF_TYPED = frozenset({"If", "Loop", "Scan", "SequenceMap"})  # typed from bodies: keep
 
 
-def _declared_outputs_as_hints(g: onnx.GraphProto, rebound: bool) -> bool:
+def _declared_outputs_as_hints(g: onnx.GraphProto, rebound: bool, top: bool = True,
+                               branch: bool = False) -> bool:
     """A graph output's declared shape is the exporter's trace (batch 1, a symbol of its own),
     not a fact: for outputs of standard ops, which ONNX inference types, the shape is dropped
     (the dtype stays), so that the shapes ``inputs=``, ``dims=`` or folded values decide win.
     (A declaration that disagrees with inference wins inside ONNX inference: an ImageNet
     classifier declared [1, 1000] counted its last Gemm at batch 1 at any batch.)  Without
     ``rebound`` (no input was bound) only declarations with a symbol or an unknown dim go: the
-    fixed ones were traced at the shapes being analysed.  True when anything changed."""
+    fixed ones were traced at the shapes being analysed.  The outputs (and value_info) of
+    ``If`` branches, at any depth, are treated alike (``branch``); other bodies (``top`` False)
+    are only searched for ``If`` nodes.  True when anything changed."""
+    changed = False
+    for n in g.node:  # an If branch's outputs are declared by the same trace (batch 1 when the
+        # input is 8x8): the branch's own nodes decide them, at any depth
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH and n.op_type == "If" \
+                    and n.domain in ("", "ai.onnx"):
+                changed |= _declared_outputs_as_hints(a.g, rebound, branch=True)
+            elif a.type == onnx.AttributeProto.GRAPH:
+                changed |= _declared_outputs_as_hints(a.g, rebound, top=False)
+    if not top:
+        return changed
     drop = [vi for vi in g.output if vi.type.tensor_type.HasField("shape") and (rebound or any(
         not d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim))]
+    if branch:  # the branch's value_info is the same trace's
+        drop += [vi for vi in g.value_info if vi.type.tensor_type.HasField("shape") and (
+            rebound or any(not d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim))]
     if not drop:
-        return False
+        return changed
     std = {o for n in g.node if n.domain in ("", "ai.onnx") and n.op_type not in _SELF_TYPED
            for o in n.output}
-    changed = False
     for vi in drop:
         t = vi.type.tensor_type
         if vi.name in std:
@@ -297,5 +313,11 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
             inferred = control_outputs(graph, inferred, cache)
             if inferred is None:
                 break
+            # the shapes the bodies gave may fold more: an If's condition read from the shape
+            # of a tensor after a Loop or another If ('squeeze when dim 0 is 1')
+            constants, values, folded, sources = fold.fold_graph(
+                candidates, specs, (set(init_names), dict(init_values)), failures=fold_errors)
+            graph.constants, graph.values = frozenset(constants), values
+            graph.folded, graph.sources = frozenset(folded), sources
             attach_subgraphs(graph, subgraph_protos(inferred.graph), cache, only=pending)
     return graph
