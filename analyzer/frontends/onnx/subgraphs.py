@@ -103,6 +103,7 @@ def _sub_graph(sg: onnx.GraphProto, outer: Graph, cache, where: str, scope=None,
     control = any(n.attr_key is None for n in nodes)
     seen = available | {o for n in nodes for o in n.outputs if o}
     hints: dict[str, TensorSpec] = {}  # outputs of nested control nodes, typed from their bodies
+    pending = None  # the nested control nodes to type again (None: all, the first round)
     for _ in range(_FOLD_ROUNDS):
         constants, values, folded, sources = fold.fold_graph(nodes, local, (consts, vals), specs)
         for _ in range(_FOLD_ROUNDS):  # folded values the body's inference could not see
@@ -120,7 +121,11 @@ def _sub_graph(sg: onnx.GraphProto, outer: Graph, cache, where: str, scope=None,
                       is_body=True, newer_ops=newer_ops(nodes, outer.opsets))
         if not control:
             break
-        attach_subgraphs(graph, subgraph_protos(nested), cache, seen)
+        # after the first round, only the nested nodes whose bodies may now see more (those
+        # after a settled If); the others keep the bodies built (``nodes`` is shared)
+        if pending is None or (pending := unsettled(graph)):
+            attach_subgraphs(graph, subgraph_protos(nested), cache, seen, only=pending)
+        pending = set()
         # an If nested here whose condition folded (a rank or batch test of an exporter) has
         # its taken branch's outputs, which ONNX inference (merging both branches, of other
         # ranks) leaves unknown: give them to the body's inference, and the nodes after it
