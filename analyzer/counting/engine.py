@@ -24,7 +24,7 @@ from typing import NamedTuple
 from analyzer.counting import rules as _rules  # noqa: F401  (fills the registry)
 from analyzer.counting.cost import COUNT_FIELDS, Cost, RuleContext, Work, lookup
 from analyzer.counting.located import (Located, context_error, internal_error, missing_shape,
-                                       unbindable_shape)
+                                       unbindable_shape, with_model_inputs)
 from analyzer.counting.traffic import add_held, new_params, node_bytes
 from analyzer.errors import AnalyzerError, InternalError, ShapeError
 from analyzer.ir.graph import Graph, Node, TensorSpec
@@ -119,7 +119,13 @@ def cost_graph(graph: Graph, options: Options | None = None,
     its row was built from (``NodeRecord``; None for a folded, control-flow or uncountable
     node); a search reuses them for nodes of equal signature (``analyzer.search.fast``)."""
     out: list[NodeCost] = []
-    _walk(graph, "", 1, set(), out, options or Options(), records)
+    try:
+        _walk(graph, "", 1, set(), out, options or Options(), records)
+    except AnalyzerError as e:
+        better = with_model_inputs(e, graph)
+        if better is e:
+            raise
+        raise better from None
     if graph.renamed:  # a file with duplicate node names: say which row is which
         renamed = graph.renamed
         for n in out:

@@ -99,3 +99,17 @@ def test_the_8k_branch_of_the_if_in_if_variant_is_costed_too():
     assert convs[1].mac_flops == 2 * 128 * 4 * 65 * 3
     assert r.totals.mac_flops == MAC - 528384 - 396288 + 2 * 130 * 4 * 128 + 2 * 128 * 4 * 65 * 3
     assert all("/If_0_else_branch__" in n.name for n in r.nodes if n.op in ("Conv", "LSTM"))
+
+
+def test_a_bare_run_of_the_if_in_if_variant_asks_for_its_input_shapes():
+    # its inputs are float32[?, ?] and [2, ?, 128] (dims without a name or a value): the
+    # error raised inside the If's branch names the model's inputs, never 'every input dim
+    # is fixed'
+    from analyzer.errors import UnboundDimError
+
+    with pytest.raises(UnboundDimError) as e:
+        analyzer.analyze(os.path.join(HERE, "silero_vad.onnx"))
+    assert "every input dim is fixed" not in str(e.value)
+    assert [h.value for h in e.value.hints if h.option == "inputs"] == [
+        {"input": "DIMS", "state": "DIMS"}]
+    assert "--input input=DIMS --input state=DIMS" in e.value.format("cli")
