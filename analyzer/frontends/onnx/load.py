@@ -36,6 +36,7 @@ from analyzer.frontends.onnx.read import (
     newer_ops,
     read_initializers,
     read_nodes,
+    strip_bodies,
     topo_order,
 )
 from analyzer.frontends.onnx.shapes import (
@@ -231,6 +232,9 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
     renamed: dict[str, str] = {}
     nodes, in_order, defined, candidates = read_nodes(g, cache, available, init_names, big_constants,
                                                       renamed)
+    if any(n.attr_key is None for n in nodes) and any(
+            [strip_bodies(g.node[i]) for i, n in enumerate(nodes) if n.attr_key is None]):
+        big_constants.append("")  # a body's big constant or initializer, stripped likewise
     if big_constants:  # a Constant node's value was inline: the stripped proto differs from data
         data = None
     ops = set(map(OP_OF, nodes))  # every op name of the graph: decides the rare passes below
