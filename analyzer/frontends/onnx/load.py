@@ -286,6 +286,9 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
         inferred, better_specs = better
         if not merge_specs(specs, better_specs):
             break
+        # a contrib op fed by what this round resolved (an OCR export's DynamicQuantizeLSTM
+        # behind a Reshape whose target folds from the symbolic image width)
+        contrib_output_shapes(inferred, nodes, specs, ops)
 
     if "BatchNormalization" in ops:
         batch_norm_statistics(nodes, specs)
