@@ -113,3 +113,16 @@ def test_a_bare_run_of_the_if_in_if_variant_asks_for_its_input_shapes():
     assert [h.value for h in e.value.hints if h.option == "inputs"] == [
         {"input": "DIMS", "state": "DIMS"}]
     assert "--input input=DIMS --input state=DIMS" in e.value.format("cli")
+
+
+def test_without_the_sample_rate_the_branch_that_runs_at_these_shapes_is_costed():
+    # sr is a run-time value: the 8 kHz branch given a 16 kHz chunk (576 samples) hands its
+    # LSTM a rank-5 input and cannot run; the 16 kHz branch is costed, as an estimate, and
+    # the If's note says why and which input decides
+    r = analyzer.analyze(os.path.join(HERE, "silero_vad.onnx"),
+                         inputs={"input": [1, 576], "state": [2, 1, 128]})
+    assert r.coverage.uncosted == () and r.coverage.estimates == ("If_0",)
+    assert r.totals.mac_flops == MAC
+    note = r.node("If_0").note
+    assert "costed 'then_branch', the branch that runs at these shapes" in note
+    assert "'else_branch' fails at these shapes" in note and "graph input 'sr'" in note
