@@ -288,14 +288,17 @@ def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, o
             try:
                 _walk(node.subgraphs[attr], name + "/", times, set(counted), trial, opts)
             except AnalyzerError as e:
+                if e.hints:  # an option fixes it (a dim to bind): say so rather than guess
+                    raise
                 failed[attr] = e
                 return None
             tot = sum((n.cost for n in trial), Cost())
             unknown[attr] = sum(n.status == UNCOSTED for n in trial)
             return (tot.flops, tot.bytes_moved)
         costs = {attr: weight(attr) for attr in plan.costlier_of}
-        # a branch that fails at these shapes (silero-VAD's 8 kHz path given a 16 kHz chunk)
-        # cannot be the one that runs: the others are compared; all failing, the first error
+        # a branch that fails at these shapes, with nothing an option could fix (silero-VAD's
+        # 8 kHz path given a 16 kHz chunk), cannot be the one that runs: the others are
+        # compared; all failing, the first error
         able = [a for a in plan.costlier_of if costs[a] is not None]
         if not able:
             raise failed[plan.costlier_of[0]]
