@@ -120,7 +120,7 @@ def open_inputs(graph: Graph) -> list[str]:
             and s.shape is not None and "?" in s.shape]
 
 
-def _give_inputs(where: str, opened: list[str], specs: str, dim: str) -> "LocatedUnbound":
+def _give_inputs(where: str, opened: list[str], specs: str, dim: str) -> LocatedUnbound:
     msg = (f"{where}: a dim is unknown after shape inference; give the shapes of "
            f"{', '.join(repr(x) for x in opened)} with {{inputs}}; {specs}")
     return LocatedUnbound(dim, msg, hints=(Hint("inputs", {x: "DIMS" for x in opened}),))

@@ -246,11 +246,11 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
     nodes, in_order, defined, candidates = read_nodes(g, cache, available, init_names, big_constants,
                                                       renamed)
     if any(n.attr_key is None for n in nodes):  # control flow: only such nodes have bodies
-        control = [g.node[i] for i, n in enumerate(nodes) if n.attr_key is None]
-        if any([strip_bodies(p) for p in control]):
-            big_constants.append("")  # a body's big constant or initializer, stripped likewise
-        if any([_branch_hints(p, rebound) for p in control]):
-            big_constants.append("")  # (the protos differ from data alike)
+        for i, n in enumerate(nodes):
+            # a body's big constants and initializers are stripped likewise, and an If
+            # branch's traced declarations dropped: the protos then differ from data
+            if n.attr_key is None and (strip_bodies(g.node[i]) | _branch_hints(g.node[i], rebound)):
+                big_constants.append("")
     if big_constants:  # a Constant node's value was inline: the stripped proto differs from data
         data = None
     ops = set(map(OP_OF, nodes))  # every op name of the graph: decides the rare passes below
