@@ -126,3 +126,18 @@ def test_without_the_sample_rate_the_branch_that_runs_at_these_shapes_is_costed(
     note = r.node("If_0").note
     assert "costed 'then_branch', the branch that runs at these shapes" in note
     assert "'else_branch' fails at these shapes" in note and "graph input 'sr'" in note
+
+
+@pytest.mark.parametrize("name, options", [
+    ("silero_vad.onnx", {"inputs": {"input": [8, 576], "state": [2, 8, 128]}}),
+    ("silero_vad_16k_op15.onnx", {"dims": {"batch": 8, "sequence": 576}}),
+    ("silero_vad_half.onnx", {"dims": {"batch": 8, "sequence": 576}}),
+])
+def test_a_batch_of_8_chunks_costs_8_times_the_macs(name, options):
+    # the exporters' batch tests (If_1 on the state's batch, squeezes when a dim is 1) and
+    # the branches' traced batch-1 declarations follow the bound batch
+    path = os.path.join(HERE, name)
+    values = {"values": {"sr": 16000}} if _has_sr(path) else {}
+    r = analyzer.analyze(path, **options, **values)
+    assert r.coverage.uncosted == () and r.coverage.estimates == ()
+    assert r.totals.mac_flops == 8 * MAC
