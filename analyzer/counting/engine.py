@@ -24,7 +24,7 @@ from typing import NamedTuple
 from analyzer.counting import rules as _rules  # noqa: F401  (fills the registry)
 from analyzer.counting.cost import COUNT_FIELDS, Cost, RuleContext, Work, lookup
 from analyzer.counting.located import (Located, context_error, internal_error, missing_shape,
-                                       unbindable_shape)
+                                       unbindable_shape, with_model_inputs)
 from analyzer.counting.traffic import add_held, new_params, node_bytes
 from analyzer.errors import AnalyzerError, InternalError, ShapeError
 from analyzer.ir.graph import Graph, Node, TensorSpec
@@ -119,7 +119,13 @@ def cost_graph(graph: Graph, options: Options | None = None,
     its row was built from (``NodeRecord``; None for a folded, control-flow or uncountable
     node); a search reuses them for nodes of equal signature (``analyzer.search.fastpath.signatures``)."""
     out: list[NodeCost] = []
-    _walk(graph, "", 1, set(), out, options or Options(), records)
+    try:
+        _walk(graph, "", 1, set(), out, options or Options(), records)
+    except AnalyzerError as e:
+        better = with_model_inputs(e, graph)
+        if better is e:
+            raise
+        raise better from None
     if graph.renamed:  # a file with duplicate node names: say which row is which
         renamed = graph.renamed
         for n in out:
@@ -275,21 +281,43 @@ def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, o
     note = plan.note
     if plan.costlier_of:
         unknown: dict[str, int] = {}  # branch -> its uncosted nodes (a cost no one can compare)
+        failed: dict[str, AnalyzerError] = {}  # branch -> why it cannot run at these shapes
 
         def weight(attr):
             trial: list[NodeCost] = []
-            _walk(node.subgraphs[attr], name + "/", times, set(counted), trial, opts)
+            try:
+                _walk(node.subgraphs[attr], name + "/", times, set(counted), trial, opts)
+            except AnalyzerError as e:
+                if e.hints:  # an option fixes it (a dim to bind): say so rather than guess
+                    raise
+                failed[attr] = e
+                return None
             tot = sum((n.cost for n in trial), Cost())
             unknown[attr] = sum(n.status == UNCOSTED for n in trial)
             return (tot.flops, tot.bytes_moved)
         costs = {attr: weight(attr) for attr in plan.costlier_of}
-        pick = max(plan.costlier_of, key=lambda a: costs[a])
+        # a branch that fails at these shapes, with nothing an option could fix (silero-VAD's
+        # 8 kHz path given a 16 kHz chunk), cannot be the one that runs: the others are
+        # compared; all failing, the first error
+        able = [a for a in plan.costlier_of if costs[a] is not None]
+        if not able:
+            raise failed[plan.costlier_of[0]]
+        pick = max(able, key=lambda a: costs[a])
         runs.append((pick, 1))
         others = ", ".join(a for a in plan.costlier_of if a != pick)
         note = (f"{note}; " if note else "") + (
-            f"condition not constant: costed the costlier branch '{pick}' (not {others})")
+            f"condition not constant: costed the costlier branch '{pick}' (not {others})"
+            if len(able) > 1 else f"condition not constant: costed '{pick}', the branch that "
+            f"runs at these shapes")
+        if failed:
+            from analyzer.counting.provenance import describe_value
+
+            cond = describe_value(graph, node.inputs[0]) if node.inputs and node.inputs[0] else ""
+        for attr, e in failed.items():
+            note += (f"; '{attr}' fails at these shapes ({str(e).split('; ')[0]}); the "
+                     f"condition is {cond}: values= chooses a branch")
         for attr in plan.costlier_of:
-            if attr != pick and unknown[attr]:
+            if attr != pick and attr not in failed and unknown[attr]:
                 note += (f"; '{attr}' has {unknown[attr]} uncosted node(s) (a shape known only "
                          f"at run time, or no rule): its cost was not compared in full")
     w = plan.work
