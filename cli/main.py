@@ -275,6 +275,7 @@ def _run_model(req: Request) -> None:
                 from analyzer.render.formats import render_sweep
 
                 sw = analyzer.sweep(model, dim_values, hws, options=opts)
+                spinner.stop()
                 write_output(render_sweep(sw, out.fmt), out.path)
                 if out.strict:
                     for _, rep in sw.points:

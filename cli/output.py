@@ -122,7 +122,8 @@ def emit(report, out: OutputSpec, spinner=None) -> None:
                       all_rows=out.all_rows, wide=out.wide, hints=HINTS, verbose=out.verbose)
     if out.explain is None:
         text += scaling_cli.render_rows(report, out.fmt)
-    phase("writing")
+    if spinner is not None:
+        spinner.stop()   # erased before the report or any message reaches the terminal
     write_output(text, out.path)
     if out.plot:
         from analyzer.render.plots import write_roofline
