@@ -25,8 +25,8 @@ from analyzer.counting.engine import UNCOSTED
 from analyzer.render import safe
 from analyzer.render.pieces import comparison_lines, comparison_text, estimates_line, human, shorten# noqa: F401
 from analyzer.render import names as fit_names
-from analyzer.render.headline import (caveat, detail_lines, human_time, provenance_word,
-                                      shared_notes, short_caveat)
+from analyzer.render.headline import (assumed, caveat, detail_lines, human_time,
+                                      provenance_word, shared_notes, short_caveat)
 from analyzer.report import rollups
 
 TOP_DEFAULT = 15
@@ -423,4 +423,5 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                 f"  layer    {human_time(x.time_s):>9}  {100 * x.share:.2f}% of "
                 f"{human_time(p.latency_s)}",
                 f"  constants: {safe.text(e.provenance)}: {safe.text(e.provenance_detail)}"]
+        out += [f"  assumed: {safe.text(n)}" for n in assumed(p)]
     return "\n".join(y for line in out for y in wrap(line, width)) + "\n"

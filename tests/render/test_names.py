@@ -104,6 +104,7 @@ def test_explain_takes_a_shown_name(run_cli):
     assert res.exit_code == 0, res.output
     line = res.stdout.splitlines()[0]
     assert line.startswith("layer /model/") and line.split()[1].endswith(short.split("…")[-1])
+    assert "index_select kernel of earlier releases" in res.stdout   # the notes in full
     # the ASCII spelling of the ellipsis works too
     assert run_cli(BERT, "--hw", "a100", "--explain", short.replace("…", "...")).exit_code == 0
 
