@@ -20,6 +20,8 @@ in order, the last at its end (``analyzer.report.rollups.find_node`` accepts it,
 
 from __future__ import annotations
 
+import os
+
 ELLIPSIS = "…"
 
 
@@ -36,14 +38,33 @@ def shared_prefix(names: list[str]) -> str:
     sep = _sep(names[0])
     if any(_sep(n) != sep for n in names):
         return ""
-    split = [n.split(sep) for n in names]
-    k = 0
-    limit = min(len(p) for p in split) - 1
-    while k < limit and all(p[k] == split[0][k] for p in split):
-        k += 1
-    if k == 0 or all(x == "" for x in split[0][:k]):
+    common = os.path.commonprefix(names)
+    prefix = common[:common.rfind(sep) + 1]
+    if not prefix.strip(sep) or any(len(n) == len(prefix) for n in names):
         return ""
-    return sep.join(split[0][:k]) + sep
+    return prefix
+
+
+def droppable_prefix(names: list[str], others: list[str]) -> str:
+    """``shared_prefix(names)`` cut back, a component at a time, until no name without it is
+    the end of one of ``others`` (the rows not shown: an encoder's and a decoder's
+    ``layer.0/.../MatMul``), so that a shown name still names one row; checked while that stays
+    cheap."""
+    prefix = shared_prefix(names)
+    if not prefix or not others:
+        return prefix
+    sep = _sep(names[0])
+    index: dict[str, list[str]] = {}
+    for o in others:
+        index.setdefault(o.rsplit(_sep(o), 1)[-1], []).append(o)
+    buckets = [index.get(n.rsplit(sep, 1)[-1], ()) for n in names]
+    if sum(map(len, buckets)) > CONTEXT_WORK:
+        return prefix
+    while prefix.strip(sep):
+        if not any(o.endswith(n[len(prefix) - 1:]) for n, b in zip(names, buckets) for o in b):
+            return prefix
+        prefix = prefix[:prefix[:-1].rfind(sep) + 1]
+    return ""
 
 
 def _render(parts: list[str], keep: set[int], sep: str) -> str:
@@ -75,15 +96,15 @@ def _differ(a: list[str], b: list[str], keep: set[int]) -> int | None:
     return None
 
 
-CONTEXT_WORK = 2_000_000   # shortened names x context names checked for a clash, at most
+CONTEXT_WORK = 300_000   # name checks a round of clash-finding may make, at most
 
 
-def fit(names: list[str], width: int | None, context: list[str] | None = None,
-        cut: bool = True) -> list[str]:
+def fit(names: list[str], width: int | None, context=None, cut: bool = True) -> list[str]:
     """Each of ``names`` in at most ``width`` characters where it can (see the module
     docstring); unchanged when ``width`` is None or every name fits.  ``context``: the full
     names a shortened one must not match either (``name_matches``: the rows not shown, so that
-    ``--explain`` takes a shown name without a doubt), checked while that stays cheap.
+    ``--explain`` takes a shown name without a doubt), or a function that returns them (called
+    only when a name is shortened), checked while that stays cheap.
     ``cut=False``: no step 3 (a name that does not fit by whole components stays longer)."""
     if width is None or all(len(n) <= width for n in names):
         return list(names)
@@ -102,18 +123,26 @@ def fit(names: list[str], width: int | None, context: list[str] | None = None,
     for i in long:
         shown[i] = draw(i)
     # a shortened name is a pattern: it must match no other row's name (nor a context name);
-    # checked name by name while that stays cheap, else only shown names that are equal clash
-    others = list(names) + [c for c in dict.fromkeys(context or ()) if c not in set(names)]
-    if len(long) * len(others) > CONTEXT_WORK:
-        others = list(names)
-        if len(long) * len(others) > CONTEXT_WORK:
-            others = []
-    other_parts = [o.split(_sep(o)) for o in others]
+    # it keeps its last component whole, so only names with the same last component can match
+    # it; checked name by name while that stays cheap, else only equal shown names clash
+    if callable(context):
+        context = context()
+    own = set(names)
+    others: list[str] = []
+    index: dict[str, list[int]] = {}
+    for pool in (list(names) + [c for c in dict.fromkeys(context or ()) if c not in own],
+                 list(names)):
+        index = {}
+        for j, o in enumerate(pool):
+            index.setdefault(o.rsplit(_sep(o), 1)[-1], []).append(j)
+        if sum(len(index.get(parts[i][-1], ())) for i in long) <= CONTEXT_WORK:
+            others = pool
+            break
 
     def clash(i: int, s: str) -> int | None:
         """The index in ``others`` of a name other than row ``i``'s that ``s`` matches."""
-        for j, o in enumerate(others):
-            if j != i and name_matches(s, o):
+        for j in index.get(parts[i][-1], ()):
+            if j != i and name_matches(s, others[j]):
                 return j
         return None
 
@@ -123,25 +152,28 @@ def fit(names: list[str], width: int | None, context: list[str] | None = None,
             for i in long:
                 j = clash(i, shown[i])
                 if j is not None:
-                    k = _differ(parts[i], other_parts[j], keep[i])
+                    k = _differ(parts[i], others[j].split(_sep(others[j])), keep[i])
                     if k is not None:
                         keep[i].add(k)
                         shown[i] = draw(i)
                         moved = True
-        else:
+        else:   # equal shown names: keep the component nearest the end that varies among them
             seen: dict[str, list[int]] = {}
             for i, x in enumerate(shown):
                 seen.setdefault(x, []).append(i)
             for g in (g for g in seen.values() if len(g) > 1):
-                for i in g:
-                    if i not in keep:
+                members = [i for i in g if i in keep]
+                for j in range(1, max(len(parts[i]) for i in g) + 1):
+                    if len({parts[i][-j] if j <= len(parts[i]) else None for i in g}) < 2:
                         continue
-                    ks = [_differ(parts[i], parts[j], keep[i]) for j in g if j != i]
-                    ks = [k for k in ks if k is not None]
-                    if ks:
-                        keep[i].add(max(ks))
+                    added = [i for i in members
+                             if len(parts[i]) >= j and len(parts[i]) - j not in keep[i]]
+                    for i in added:
+                        keep[i].add(len(parts[i]) - j)
                         shown[i] = draw(i)
+                    if added:
                         moved = True
+                        break
         if not moved:
             break
     taken = set(shown)
@@ -151,6 +183,8 @@ def fit(names: list[str], width: int | None, context: list[str] | None = None,
             for k in order:
                 if k in keep[i]:
                     continue
+                if len(shown[i]) + len(parts[i][k]) - 1 > width:   # at best it fills a "…"
+                    break
                 keep[i].add(k)
                 x = draw(i)
                 if len(x) > width or x in taken or (others and clash(i, x) is not None):

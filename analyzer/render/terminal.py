@@ -157,7 +157,7 @@ def verbose_headline(report, width: int | None, hints: dict | None = None) -> li
 
 def table(header: list[str], rows: list[list[str]], right: set[int], width: int | None,
           flex: int = 0, drop: tuple[int, ...] = (), alone: tuple | None = None,
-          context: list[str] | None = None) -> list[str]:
+          context=None) -> list[str]:
     """Rows as aligned text; column ``flex`` (the name) takes what ``width`` leaves and its
     names are fitted to it (``names.fit``: unique, last components kept); the others are never
     cut.  While the names would get less than ``MIN_NAME`` columns, or would lose characters
@@ -172,7 +172,14 @@ def table(header: list[str], rows: list[list[str]], right: set[int], width: int 
             if len(r[i]) > widths[i]:
                 widths[i] = len(r[i])
     keep = list(range(n))
-    if width is not None and widths[flex] + sum(widths) - widths[flex] + 2 * (n - 1) > width:
+    if callable(context):   # asked for at most once, whatever the tries below
+        ask, memo = context, []
+
+        def context():
+            if not memo:
+                memo.append(ask())
+            return memo[0]
+    if width is not None and sum(widths) + 2 * (n - 1) > width:
         names = [r[flex] for r in rows]
         gone: list[int] = []
         fitted, room = names, 0
@@ -187,7 +194,8 @@ def table(header: list[str], rows: list[list[str]], right: set[int], width: int 
             if max((len(f) for f in fitted), default=0) <= room:
                 break
         room = max(room, min(MIN_NAME, widths[flex]))
-        fitted = fit_names.fit(names, room, context)
+        if max((len(f) for f in fitted), default=0) > room:   # characters must go too
+            fitted = fit_names.fit(names, room, context)
         keep = [i for i in range(n) if i not in gone]
         header = list(header)
         if alone is not None and alone[0] in keep and all(c in gone for c in alone[2]):
@@ -195,9 +203,7 @@ def table(header: list[str], rows: list[list[str]], right: set[int], width: int 
         header[flex] = shorten(header[flex], room)
         rows = [[*r[:flex], f, *r[flex + 1:]] for r, f in zip(rows, fitted)]
         widths[flex] = max([len(header[flex])] + [len(f) for f in fitted])
-        widths[alone[0] if alone else flex] = max(widths[alone[0] if alone else flex],
-                                                  len(header[alone[0] if alone else flex]))
-        if alone is not None and alone[0] in keep:
+        if alone is not None and alone[0] in keep:   # its header may have become shorter
             widths[alone[0]] = max([len(header[alone[0]])] + [len(r[alone[0]]) for r in rows])
     last = keep[-1]
     out = []
@@ -263,7 +269,7 @@ def _drop_order(header: list[str], first: list[str]) -> tuple[int, ...]:
 
 
 def layer_lines(report, rows: list, wide: bool, width: int | None,
-                prefix: str = "", context: list[str] | None = None) -> list[str]:
+                prefix: str = "", context=None) -> list[str]:
     """The layer table; ``prefix``: the leading part every shown name shares, left out;
     ``context``: the names of the rows not shown.  On a terminal the op column goes when every
     shown name ends with its op (the name says it)."""
@@ -281,12 +287,17 @@ def layer_lines(report, rows: list, wide: bool, width: int | None,
     return table(header, cells, right, width, drop=drop, alone=alone, context=context)
 
 
-def shown_prefix(rows: list, width: int | None) -> str:
-    """The leading part of the names every shown row shares, when the names are shortened
-    (a terminal) and it is worth a mention; '' otherwise."""
+def shown_prefix(shown: list, rows: list, width: int | None) -> str:
+    """The leading part of the names every shown row shares, when the names are shortened (a
+    terminal) and none of them without it is the end of a row not shown; '' otherwise."""
     if width is None:
         return ""
-    p = fit_names.shared_prefix([safe.text(n.name) for n, _ in rows])
+    names = [safe.text(n.name) for n, _ in shown]
+    others = []
+    if len(shown) < len(rows) and fit_names.shared_prefix(names):
+        ids = {id(n) for n, _ in shown}
+        others = [safe.text(n.name) for n, _ in rows if id(n) not in ids]
+    p = fit_names.droppable_prefix(names, others)
     return p if len(p) > 1 else ""
 
 
@@ -331,14 +342,15 @@ def render_view(report, *, top: int | None = None, all_rows: bool = False, wide:
     by = f"predicted time on {safe.text(report.predictions[0].hardware)}" if report.predictions \
         else "FLOPs"
     what = "every layer" if k is None or len(shown) == len(rows) else f"top {len(shown)} of {len(rows)} layers"
-    prefix = shown_prefix(shown, width)
+    prefix = shown_prefix(shown, rows, width)
     out += ["", title(f"{what} by {by}")]
     if prefix:
         out += wrap(f"(names under {prefix} shown without it)", width)
     context = None
     if width is not None and len(shown) < len(rows):
-        ids = {id(n) for n, _ in shown}
-        context = [safe.text(n.name) for n, _ in rows if id(n) not in ids]
+        def context():   # the rows not shown (names.fit calls it only when it shortens one)
+            ids = {id(n) for n, _ in shown}
+            return [safe.text(n.name) for n, _ in rows if id(n) not in ids]
     out += layer_lines(report, shown, wide, width, prefix, context)
     limit = None if all_rows else ROLLUP_DEFAULT
     ops = rollups.by_op(report, rows)

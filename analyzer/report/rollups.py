@@ -77,9 +77,11 @@ def module_of(name: str, depth: int = MODULE_DEPTH) -> str:
     ``blk3.attn.qkv.matmul`` -> ``blk3.attn.qkv``; ``relu#3`` -> ``relu``; ``depth`` 2:
     ``/encoder/layer.0/attention/MatMul`` -> ``encoder/layer.0``."""
     sep = "/" if "/" in name else "."
-    parts = [_REPEAT.sub("", p) for p in name.split(sep) if p]
-    scope = parts[:-1][:depth]
-    return sep.join(scope) if scope else (parts[-1] if parts else name)
+    parts = [p for p in name.split(sep) if p]
+    scope = [_REPEAT.sub("", p) if "#" in p else p for p in parts[:-1][:depth]]
+    if scope:
+        return sep.join(scope)
+    return _REPEAT.sub("", parts[-1]) if parts else name
 
 
 def _sum(rows, key_of, n_hw: int) -> dict[str, list]:

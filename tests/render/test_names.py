@@ -134,3 +134,15 @@ def test_fit_keeps_last_parts_and_tells_rows_apart():
     assert shared_prefix(["/model/a/X", "/model/b/Y"]) == "/model/"
     assert shared_prefix(["/a/X", "/b/Y"]) == ""          # a lone "/" is no prefix
     assert shared_prefix(["/model/X"]) == ""
+
+
+def test_a_prefix_is_kept_where_without_it_a_shown_name_would_name_another_row():
+    """An encoder's and a decoder's blocks end alike: the shown rows (all the decoder's) keep
+    the component that tells them from the encoder's rows not shown."""
+    from analyzer.render.names import droppable_prefix
+
+    shown = ["/model/decoder/layer.0/attention/MatMul", "/model/decoder/layer.1/attention/MatMul"]
+    others = ["/model/encoder/layer.0/attention/MatMul"]
+    assert droppable_prefix(shown, []) == "/model/decoder/"
+    assert droppable_prefix(shown, others) == "/model/"
+    assert droppable_prefix(shown, ["/model/decoder/layer.0/attention/Add"]) == "/model/decoder/"
