@@ -136,7 +136,7 @@ def bert_shaped(layers: int = 24, hidden: int = 64, seq: int = 32) -> onnx.Model
     for i in range(layers):
         p = f"/model/encoder/layer.{i}"
 
-        def dense(src, where, tag):
+        def dense(src, where, tag, p=p):
             mm, out = f"{p}/{where}/MatMul", f"{p}/{where}/{tag}"
             nodes.append(helper.make_node("MatMul", [src, "W"], [mm + ":0"], name=mm))
             nodes.append(helper.make_node("Add", [mm + ":0", "B"], [out], name=f"{p}/{where}/Add"))

@@ -103,7 +103,7 @@ def _left_margin(labels: list[str]) -> int:
     return min(420, 40 + 7 * max((len(x) for x in labels), default=10))
 
 
-def _stack_figure(report, rows):
+def stack_figure(report, rows):
     """The heaviest layers' time on the first profile, a horizontal bar per layer (names read
     across), stacked by bound; labels unique, the full name on hover."""
     import plotly.graph_objects as go
@@ -298,7 +298,7 @@ def render_html(report, *, top: int | None = None, all_rows: bool = False) -> st
         idx = None if len(rows) == len(all_runtime) else \
             {x.index for _, xs in rows for x in xs if x is not None}
         parts += ["<h2>Roofline</h2>", _div(roofline_figure(report, idx), "roofline"),
-                  "<h2>Per-layer time by bound</h2>", _div(_stack_figure(report, rows), "stack")]
+                  "<h2>Per-layer time by bound</h2>", _div(stack_figure(report, rows), "stack")]
     parts.append(_sensitivity(report, top))
     parts += ["<h2>Rollups</h2>", _div(_rollup_figure(report, rollups.by_op(report, all_runtime), "op type"), "by-op"),
               _div(_rollup_figure(report, rollups.by_module(report, all_runtime),

@@ -7,11 +7,11 @@ import pytest
 
 pytest.importorskip("plotly")
 
-from onnx_builders import analyze, bert_shaped  # noqa: E402
+from onnx_builders import analyze, bert_shaped
 
-from analyzer.render.formats import render  # noqa: E402
-from analyzer.render.html import LABEL_CHARS, _stack_figure, roofline_figure  # noqa: E402
-from analyzer.report import rollups  # noqa: E402
+from analyzer.render.formats import render
+from analyzer.render.html import LABEL_CHARS, roofline_figure, stack_figure
+from analyzer.report import rollups
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def deep():
 
 def test_forty_layers_of_a_24_layer_model_are_forty_readable_bars(deep):
     rows = rollups.top_rows(deep, 40)
-    fig = _stack_figure(deep, rows).to_dict()
+    fig = stack_figure(deep, rows).to_dict()
     bars = fig["data"]
     labels = list(bars[0]["y"])
     assert len(labels) == 40 and len(set(labels)) == 40          # no two layers share a bar
@@ -45,8 +45,9 @@ def test_a_profiles_roof_and_points_have_one_colour(deep):
 
 
 def test_html_details_are_short_with_the_full_text_collapsed():
-    import analyzer
     from pathlib import Path
+
+    import analyzer
 
     bert = Path(__file__).resolve().parents[1] / "fixtures" / "torch" / "bert.onnx"
     page = render(analyzer.analyze(str(bert), ["a100", "h100", "l4", "t4"]), "html")

@@ -52,7 +52,7 @@ def layer_names(text: str) -> list[str]:
     for x in lines[start + 1:]:
         if not x.strip():
             break
-        if x.startswith("(names under") or x.startswith("layer "):
+        if x.startswith(("(names under", "layer ")):
             continue
         rows.append(x.split()[0])
     return rows
@@ -76,7 +76,7 @@ def test_bert_view_answers_first_and_fits(bert_view):
 
 
 def test_bert_shown_names_are_unique_and_keep_their_last_part(bert_view):
-    cols, text = bert_view
+    _, text = bert_view
     names = layer_names(text)
     assert len(names) == 15 and len(set(names)) == 15, names
     assert "(names under /model/ shown without it)" in text
