@@ -80,9 +80,9 @@ def headline(report, width: int | None, hints: dict | None = None,
     hints = {**HINTS, **(hints or {})}
     t = report.totals
     lines = [x for line in _model_lines(report) for x in wrap(line, width)]
-    lines += wrap(f"totals: params {human(t.params)}, FLOPs {human(t.flops, 'FLOP')} (MAC "
-                  f"{human(t.mac_flops)}), bytes {human(t.bytes_moved, 'B')} (weights "
-                  f"{human(t.weight_bytes, 'B')})", width)
+    lines += wrap(f"totals: {human(t.params)} params, {human(t.flops, 'FLOP')} ({human(t.mac_flops)} "
+                  f"MAC), {human(t.bytes_moved, 'B')} moved ({human(t.weight_bytes, 'B')} weights)",
+                  width)
     preds = report.predictions
     cut = False
     if preds:
@@ -124,8 +124,8 @@ def headline(report, width: int | None, hints: dict | None = None,
         cut |= width is not None and len(line) > width
         lines.append(_one_line(line, width))
     if cut:
-        lines += wrap(f"({hints['verbose']}: every note and provenance in full; "
-                      f"{hints['explain']}: one layer's arithmetic)", width)
+        lines += wrap(f"({hints['verbose']}: notes in full; {hints['explain']}: a layer's "
+                      f"arithmetic)", width)
     return lines
 
 
@@ -183,10 +183,15 @@ def table(header: list[str], rows: list[list[str]], right: set[int], width: int 
         names = [r[flex] for r in rows]
         gone: list[int] = []
         fitted, room = names, 0
+        solo = widths[alone[0]] if alone is not None else 0   # ``alone``'s width, relabelled
+        if alone is not None:
+            solo = max([len(alone[1])] + [len(r[alone[0]]) for r in rows])
         for d in (None, *drop):
             if d is not None:
                 gone.append(d)
-            others = sum(w for i, w in enumerate(widths) if i != flex and i not in gone)
+            alone_now = alone is not None and all(c in gone for c in alone[2])
+            others = sum(solo if alone_now and i == alone[0] else w
+                         for i, w in enumerate(widths) if i != flex and i not in gone)
             room = width - others - 2 * (n - len(gone) - 1)
             if room < MIN_NAME:
                 continue
@@ -281,7 +286,7 @@ def layer_lines(report, rows: list, wide: bool, width: int | None,
             r[0] = r[0][len(prefix):]
     right = {i for i, c in enumerate(cols) if c[2]}
     header = [c[0] for c in cols]
-    drop = () if wide else _drop_order(header, ["bytes", "FLOPs", "bound"])
+    drop = () if wide else _drop_order(header, ["bytes", "FLOPs", "share", "bound"])
     times = tuple(i for i, h in enumerate(header) if h.startswith("time "))
     alone = (times[0], "time", times[1:]) if len(times) > 1 else None
     return table(header, cells, right, width, drop=drop, alone=alone, context=context)

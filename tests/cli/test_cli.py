@@ -90,7 +90,7 @@ def test_table_has_totals_and_coverage(run_cli):
     # every layer (6 < 15), heaviest by FLOPs first
     assert names[:3] == ["fc1", "fc2", "fc3"] and sorted(names) == sorted(
         ["fc1", "relu1", "fc2", "relu2", "fc3", "y"])
-    assert "totals: params 235 K," in out  # EXPECTED["mlp"]["params"]
+    assert "totals: 235 K params," in out  # EXPECTED["mlp"]["params"]
     assert "coverage: 6 of 6 nodes costed by rule, 0 constant-folded, 0 uncosted" in out
     assert "every layer by FLOPs" in out and "by op type" in out and "by module" in out
     assert res.stderr == ""
