@@ -106,7 +106,10 @@ def headline(report, width: int | None, hints: dict | None = None,
                 r.append(",".join(map(str, mine)))
             rows.append(r)
         right = set(range(1, 2 + (not same) + len(bounds))) - ({2} if not same else set())
-        lines += table(header, rows, right, width)
+        # a narrow terminal gives these up, in this order (--verbose still says everything)
+        drop = tuple(header.index(h) for h in ("constants", "runtime", "memory", "compute",
+                                               "overhead", "precision", "notes") if h in header)
+        lines += table(header, rows, right, width, drop=drop)
         for i, n in enumerate(notes, start=1):
             line = safe.text(f"[{i}] {n}")
             cut |= width is not None and len(line) > width
@@ -286,7 +289,7 @@ def layer_lines(report, rows: list, wide: bool, width: int | None,
             r[0] = r[0][len(prefix):]
     right = {i for i, c in enumerate(cols) if c[2]}
     header = [c[0] for c in cols]
-    drop = () if wide else _drop_order(header, ["bytes", "FLOPs", "share", "bound"])
+    drop = () if wide else _drop_order(header, ["bytes", "FLOPs", "share", "bound", "op"])
     times = tuple(i for i, h in enumerate(header) if h.startswith("time "))
     alone = (times[0], "time", times[1:]) if len(times) > 1 else None
     return table(header, cells, right, width, drop=drop, alone=alone, context=context)
@@ -348,7 +351,7 @@ def render_view(report, *, top: int | None = None, all_rows: bool = False, wide:
         else "FLOPs"
     what = "every layer" if k is None or len(shown) == len(rows) else f"top {len(shown)} of {len(rows)} layers"
     prefix = shown_prefix(shown, rows, width)
-    out += ["", title(f"{what} by {by}")]
+    out += ["", *map(title, wrap(f"{what} by {by}", width))]
     if prefix:
         out += wrap(f"(names under {prefix} shown without it)", width)
     context = None

@@ -146,3 +146,17 @@ def test_a_prefix_is_kept_where_without_it_a_shown_name_would_name_another_row()
     assert droppable_prefix(shown, []) == "/model/decoder/"
     assert droppable_prefix(shown, others) == "/model/"
     assert droppable_prefix(shown, ["/model/decoder/layer.0/attention/Add"]) == "/model/decoder/"
+
+
+@pytest.mark.parametrize("width", [40, 60, 100])
+def test_every_line_fits_a_narrow_terminal_too(width):
+    """The profile table, titles and layer table give up columns rather than overflow
+    (40 columns is the narrowest the CLI draws for)."""
+    import analyzer
+    from analyzer.render.formats import render
+
+    for model, hw in ((BERT, list(PROFILES)), (ROOT / "samples" / "cnn.onnx", ["a100", "tpu-v5e"]),
+                      (ROOT / "samples" / "transformer.onnx", ["a100"])):
+        lines = render(analyzer.analyze(str(model), hw), "table", width=width).splitlines()
+        assert all(len(x) <= width for x in lines), (model.name, max(lines, key=len))
+        assert any(re.match(r"a100-80gb-sxm +[0-9.]+ [µm]?s", x) for x in lines[:12])
