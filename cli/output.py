@@ -108,7 +108,7 @@ def emit(report, out: OutputSpec, spinner=None) -> None:
     width = terminal_width() if to_terminal and out.fmt == "table" else None
     phase("rendering")
     if out.explain is not None:
-        from analyzer.render.terminal import render_explain
+        from analyzer.render.explain import render_explain
         from analyzer.report.rollups import find_node
 
         text = render_explain(report, find_node(report, out.explain), width)

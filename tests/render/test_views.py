@@ -17,7 +17,8 @@ import pytest
 
 import analyzer
 from analyzer.render.formats import render
-from analyzer.render.terminal import render_explain, shorten
+from analyzer.render.explain import render_explain
+from analyzer.render.terminal import shorten
 
 ROOT = Path(__file__).resolve().parents[2]
 TRANSFORMER = ROOT / "samples" / "transformer.onnx"
