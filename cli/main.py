@@ -111,6 +111,9 @@ def main():
               help="Show every layer and every rollup row (the terminal view, markdown, html).")
 @click.option("--wide", is_flag=True,
               help="All the columns: counts by kind, bytes by class, intensity, kernel, output.")
+@click.option("--verbose", "verbose", is_flag=True,
+              help="The terminal view's headline with every note, assumption and provenance in "
+                   "full under each profile (json, csv and markdown carry them always).")
 @click.option("--explain", "explain", metavar="LAYER", default=None,
               help="Print one layer's arithmetic: counts, bytes, intensity, ridge point, each "
                    "time term and the efficiency constants with their provenance.")
@@ -209,7 +212,8 @@ class Request:
     def from_params(cls, p: dict) -> "Request":
         out = OutputSpec(resolve_format(p["fmt"], p["output"]), p["output"], p["top"],
                          p["group_depth"], p["strict"], p["save_baseline"], p["baseline"],
-                         p["max_regression"], p["all_rows"], p["wide"], p["explain"], p["plot"])
+                         p["max_regression"], p["all_rows"], p["wide"], p["explain"], p["plot"],
+                         p["verbose"])
         opts = Options(precision=p["precision"], overlap=not p["additive"],
                        loop_trips=p["loop_trips"], causal=p["causal"], runtime=p["runtime"])
         hw = ",".join(p["hw"]) if p["hw"] else None   # --hw a --hw b adds profiles
@@ -284,6 +288,7 @@ def _run_model(req: Request) -> None:
 
                 sw = analyzer.sweep(model, dim_values, hws, options=opts,
                                     **({"batch": batches} if batches else {}))
+                spinner.stop()
                 write_output(render_sweep(sw, out.fmt), out.path)
                 if out.strict:
                     for _, rep in sw.points:

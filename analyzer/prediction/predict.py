@@ -150,6 +150,13 @@ class Prediction:
             if not isinstance(v := getattr(self, name), tuple):
                 object.__setattr__(self, name, tuple(v))
 
+    def __repr__(self) -> str:
+        """One line: profile, precision, runtime, latency, bound shares, rows (``to_dict()``
+        is the whole value)."""
+        shares = ", ".join(f"{b} {s:.0%}" for b, s in self.bound_share.items() if s > 0)
+        return (f"Prediction({self.hardware!r}, {self.precision}, {self.runtime}, "
+                f"latency_s={self.latency_s:.4g} [{shares}], {len(self.nodes)} rows)")
+
     def to_dict(self) -> dict[str, Any]:
         return {"hardware": self.hardware, "hardware_name": self.hardware_name,
                 "precision": self.precision,
