@@ -77,7 +77,7 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   first instruction, block scheduling, the last wave's drain) is a number of cycles, so
   ``with_clock`` scales it by ``floor_clock_hz / clock_hz`` for a device with a stated clock: the
   A100-fitted floors on the A40 (1.74 GHz) and the H200 (1.98 GHz), scored cross-device, improved
-  in every pair with known clocks (bench/results/efficiency_fit_2026-11-24.md: norm 21.9% -> 17.1%
+  in every pair with known clocks (`bench/fit_efficiency.py`'s report: norm 21.9% -> 17.1%
   A100 -> A40, 19.9% -> 11.8% A40 -> A100, GEMM 28.6% -> 16.2% A100 -> H200). 0: fixed seconds.
 - ``par_s`` / ``b_par`` (a calibrated multi-threaded CPU): ``floor_s`` grows by
   ``par_s * p(bytes / b_par)``, ``p(x) = x**4 / (1 + x**4)``: onnxruntime splits a kernel over its
