@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from analyzer.errors import InputSpecError
+from analyzer.ir.graph import PRECISION_BITS
 from analyzer.scaling import collectives as C
 from analyzer.scaling import parallel as P
-
-_WBYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,7 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link="
     base = analyze(model, hw, options=options, train=train, optimizer=optimizer, **kw)
     step1 = _step(base, train)
     precision = base.predictions[0].precision if base.predictions else "fp32"
-    grad_bytes = base.totals.params * _WBYTES.get(precision, 4)
+    grad_bytes = base.totals.params * (PRECISION_BITS.get(precision, 32) // 8)   # B per gradient (4 when unknown)
     notes = [f"{algorithm} all-reduce over {fab.inter.name}"
              + (f", {per_node} devices per node over {fab.intra.name}" if per_node > 1 else "")]
     if fab.inter.alpha == 0:
@@ -138,7 +137,7 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link="
                 h = pred.hardware
                 s = step1[h][0]
                 bbytes = _boundary_bytes(base, pred, n)
-                g, k = fab.split(n)
+                _, k = fab.split(n)
                 comp, bub, comm = P.pipeline(s, n, m, bbytes,
                                              lambda nb: fab.p2p(nb, crosses_node=k > 1), train)
                 points.append(P.point(h, n, comp, comm, comm.total, bub, s))

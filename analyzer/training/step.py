@@ -35,6 +35,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from analyzer.ir.graph import PRECISION_BITS
+
 OPTIMIZERS = {  # name: (vector FLOPs, transcendentals, fp32 state words, words moved) per param
     "sgd": (2, 0, 0, 3),
     "momentum": (4, 0, 1, 5),
@@ -43,7 +45,6 @@ OPTIMIZERS = {  # name: (vector FLOPs, transcendentals, fp32 state words, words 
 }
 _GEMM_LIKE = {"MatMul", "Gemm", "Conv", "ConvTranspose", "MatMulInteger", "QLinearMatMul",
               "QLinearConv", "ConvInteger", "dot_general", "conv_general_dilated", "FusedMatMul"}
-_DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 
 
 def _floating(spec) -> bool:
@@ -263,7 +264,7 @@ def step_time(report, prediction, profile, optimizer: str, batch: int | None,
     opt_m = counts[3] * 4 * p / bw if bw else 0.0
     launch = (profile.launch_overhead_us or 0.0) * 1e-6
     opt = (max(opt_c, opt_m) if prediction.overlap else opt_c + opt_m) + (launch if p else 0.0)
-    wbytes = _DTYPE_BYTES.get(prediction.precision, 4)
+    wbytes = PRECISION_BITS.get(prediction.precision, 32) // 8   # B per weight (4 when unknown)
     mem = memory(report, optimizer, batch, wbytes, plan)
     cap = profile.mem_gb * 1e9 if profile.mem_gb else None
     return StepTime(profile.id, prediction.latency_s, bwd, opt, mem, cap, ovh)
