@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
 
-from analyzer.counting import rules as _rules  # noqa: F401  (fills the registry)
+from analyzer.counting import rules as _rules  # fills the registry
 from analyzer.counting.cost import COUNT_FIELDS, Cost, RuleContext, Work, lookup
 from analyzer.counting.located import (Located, context_error, internal_error, missing_shape,
                                        unbindable_shape, with_model_inputs)

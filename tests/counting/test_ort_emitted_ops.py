@@ -18,7 +18,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import analyzer
-import analyzer.counting.rules  # noqa: F401  (fills the registry)
+import analyzer.counting.rules  # fills the registry
 from analyzer.counting.cost import RULES
 from analyzer.counting.rules import WHY_UNCOSTED
 from analyzer.counting.rules.onnxruntime.uncosted import UNCOSTED as ORT_UNCOSTED

@@ -4,6 +4,7 @@ gate's markdown and its flags."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import pty
@@ -41,7 +42,7 @@ def test_terminal_view_fits_and_answers_first(report, width):
     assert "ln{1,2} x2" in text                     # repeated blocks folded
     assert re.search(r"\d+ more rows", text)
     # a unit stays with its number: no line ends in a bare number followed by a unit next line
-    for a, b in zip(lines, lines[1:]):
+    for a, b in itertools.pairwise(lines):
         assert not (re.search(r"\d$", a) and re.match(r"\s*(µs|ms|ns|s|KB|MB|GB|B|%)\b", b)), (a, b)
 
 

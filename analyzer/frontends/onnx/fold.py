@@ -24,7 +24,7 @@ from onnx import TensorProto, numpy_helper
 from analyzer.ir.ops import facts
 from analyzer.errors import GraphError
 from analyzer.ir.graph import FLOAT_DTYPES, Node, TensorSpec
-from analyzer.frontends.onnx.evaluators import (  # noqa: F401  (fold.evaluate, fold.output_shape)
+from analyzer.frontends.onnx.evaluators import (  # fold.evaluate, fold.output_shape
     MAX_VALUE_ELEMENTS,
     evaluate,
     output_dtype,

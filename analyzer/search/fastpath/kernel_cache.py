@@ -19,7 +19,6 @@ by fancy indexing.  Anything unknown returns None and the caller lowers in full.
 
 from __future__ import annotations
 
-from typing import NamedTuple
 
 import numpy as np
 
