@@ -294,6 +294,7 @@ def test_without_onnxruntime_the_patterns_are_used(tmp_path, request):
     assert any("fusion patterns" in n for n in pred.notes)
 
 
+@pytest.mark.machine
 def test_measure_tiny_model_one_entry_per_node():
     from analyzer.measure.onnxruntime import measure
 
@@ -337,6 +338,7 @@ def test_time_rows_keeps_each_rows_fastest_pass_less_the_baselines_fastest_pass_
     assert order == ["a0", "a1", "b0", "b0", "a0", "a1", "a0", "a1", "b0"]
 
 
+@pytest.mark.machine
 def test_profiled_reorders_of_a_depthwise_row_are_its_input_and_output_moved_twice():
     from analyzer import analyze
     from analyzer.measure.onnxruntime import profiled_reorders

@@ -165,6 +165,7 @@ def test_jax_pools_and_their_gradients_have_their_own_classes_that_fall_back_to_
         assert arrays[name][CLASS_CODE["pool_grad"]] == arrays[name][CLASS_CODE["reduce"]]
 
 
+@pytest.mark.machine
 def test_the_worker_times_rows_in_a_fresh_interpreter():
     seen = []
     out = cx.run_worker(0.5, 1, lambda f, s: seen.append((f, s)),

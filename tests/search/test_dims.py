@@ -152,6 +152,7 @@ def test_calibrated_profile_adds_its_run_overhead(tmp_path):
     assert r.predictions[0].run_overhead_s == pytest.approx(3e-6)
 
 
+@pytest.mark.machine
 def test_sharded_over_two_devices_matches_analyze(tmp_path):
     out = tmp_path / "lat.npy"
     code = textwrap.dedent(f"""
