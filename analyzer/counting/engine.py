@@ -294,8 +294,9 @@ def _new_record(node: Node, ins, outs, work: Work, status: Status, shape_inputs,
         cost = cost.scaled(times)
         by_dtype = tuple((d, b * times) for d, b in by_dtype)
     mac_dtype = work.mac_dtype or (ins[0].dtype if work.mac_flops and ins and ins[0] else None)
-    return NodeRecord(work.params, status, cidx, cost, by_dtype, note, mac_dtype, held_params,
-                      work.estimate, work.kernel)
+    return NodeRecord(params_override=work.params, status=status, const_inputs=cidx, cost=cost,
+                      by_dtype=by_dtype, note=note, mac_dtype=mac_dtype, held_params=held_params,
+                      estimate=work.estimate, kernel=work.kernel)
 
 
 def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, out, opts):

@@ -89,7 +89,7 @@ def gradient_plan(nodes) -> list[NodeGrad]:
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainCounts:
     """Exact FLOPs of one step, by phase; ``params`` and the optimizer named."""
 
@@ -150,8 +150,10 @@ def train_counts(report, optimizer: str = "sgd", plan: list[NodeGrad] | None = N
             bv += c.vector_flops + c.transcendentals
     t = report.totals
     ov, ot, _, words = OPTIMIZERS[optimizer]
-    return TrainCounts(optimizer, t.params, t.mac_flops, t.vector_flops, t.transcendentals, bm, bv,
-                       ov * t.params, ot * t.params, words * 4 * t.params)
+    return TrainCounts(optimizer=optimizer, params=t.params, forward_mac=t.mac_flops,
+                       forward_vector=t.vector_flops, forward_transcendental=t.transcendentals,
+                       backward_mac=bm, backward_vector=bv, optimizer_vector=ov * t.params,
+                       optimizer_transcendental=ot * t.params, optimizer_bytes=words * 4 * t.params)
 
 
 @dataclass(frozen=True)
@@ -192,7 +194,7 @@ def memory(report, optimizer: str, batch: int | None, weight_bytes: int = 4,
     return Memory(p * weight_bytes, p * weight_bytes, state, act, batch)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StepTime:
     """One profile's predicted step: phases in seconds, the footprint against its memory."""
 
@@ -267,7 +269,8 @@ def step_time(report, prediction, profile, optimizer: str, batch: int | None,
     wbytes = PRECISION_BITS.get(prediction.precision, 32) // 8   # B per weight (4 when unknown)
     mem = memory(report, optimizer, batch, wbytes, plan)
     cap = profile.mem_gb * 1e9 if profile.mem_gb else None
-    return StepTime(profile.id, prediction.latency_s, bwd, opt, mem, cap, ovh)
+    return StepTime(hardware=profile.id, forward_s=prediction.latency_s, backward_s=bwd, optimizer_s=opt,
+                    memory=mem, capacity_bytes=cap, overhead_s=ovh)
 
 
 @dataclass(frozen=True)
