@@ -26,7 +26,7 @@ from onnx import TensorProto, helper, numpy_helper
 import analyzer
 import hardware_db
 from analyzer.prediction import kernels
-from analyzer.errors import HardwareError, ShapeError
+from analyzer.errors import ShapeError
 from onnx_builders import graph, one_node, weight
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -211,7 +211,7 @@ def test_profile_without_launch_figure_takes_its_kinds_default_and_says_so(tmp_p
     text = "\n".join(line for line in text.splitlines() if "launch_overhead_us" not in line) + "\n"
     path = tmp_path / "no-ovh.toml"
     path.write_text(text, encoding="utf-8")
-    rep, p = _predict(one_node("MatMul", (1, 1024), weight(1024, 1024)), str(path))
+    _, p = _predict(one_node("MatMul", (1, 1024), weight(1024, 1024)), str(path))
     # the documented default of a GPU (runtimes.KIND_LAUNCH_US["gpu"]): 1.5 us per kernel
     assert p.node("n").overhead_s == pytest.approx(1.5e-6, rel=1e-6)
     assert p.latency_s == pytest.approx(4_202_496 / BW + 1.5e-6, rel=1e-6)   # memory + default
