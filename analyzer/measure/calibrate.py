@@ -236,7 +236,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     clip_s = cpu_epilogue.measure(lambda m: wall_time(m, threads, level, q, min_s=0.05))
     F, B, t, _ = rows["gemm"]   # machine constants from the measured rows
     peak = float(np.max(F / t))
-    Fe, Be, te, ope = rows["elementwise"]
+    _, Be, te, ope = rows["elementwise"]
     adds = np.array([o == "Add" for o in ope])
     big = adds & (Be >= np.sort(Be[adds])[-3])
     bw = float(np.median(Be[big] / te[big]))
