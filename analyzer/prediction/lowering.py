@@ -71,7 +71,7 @@ FALLBACK = {
 PROVENANCE = ("calibrated", "architecture constants", "generic", "datasheet")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Lowered:
     """Arrays over (profiles P, kernels K) for one runtime; seconds, bytes, FLOPs as float64."""
 
@@ -282,7 +282,10 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     for d, m, v, t, b in zip(anchor_dtype, mac_l, vec_l, trans_l, bytes_l):
         w[d] = w.get(d, 0.0) + (m + v + t) + b
     label = precision or (max(w, key=w.get) if w else "fp32")
-    return Lowered(runtime.name, plan, tuple(names), feats, runs, weight, mpeak, vpeak, bw, units, l2,
-                   consts, fixed, run_overhead, label, tuple(warnings), tuple(provs), tuple(details), tuple(notes))
+    return Lowered(runtime=runtime.name, plan=plan, kernel_names=tuple(names), feats=feats, runs=runs,
+                   member_weight=weight, matrix_peak=mpeak, vector_peak=vpeak, mem_bw=bw, units=units,
+                   l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
+                   warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
+                   notes=tuple(notes))
 
 
