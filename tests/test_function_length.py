@@ -15,7 +15,6 @@ EXCEPTIONS = {
     "analyzer/frontends/onnx/load.py:_build": "rewritten on the models branch; split after it merges",
     "cli/main.py:_run_model": "rewritten on the batch and render branches; split after they merge",
     "analyzer/search/rows.py:_plan": "search/ is being reorganised on the search branch",
-    "analyzer/prediction/calibration_models.py:calibration_models": "prediction/ is being split into stages",
     "analyzer/prediction/calibrate.py:calibrate": "prediction/ is being split into stages",
     "analyzer/prediction/cpu_model.py:fit_class": "prediction/ is being split into stages",
     "analyzer/prediction/lowering.py:lower": "prediction/ is being split into stages",
