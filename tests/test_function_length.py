@@ -18,7 +18,6 @@ EXCEPTIONS = {
     "analyzer/prediction/calibrate.py:calibrate": "prediction/ is being split into stages",
     "analyzer/prediction/cpu_model.py:fit_class": "prediction/ is being split into stages",
     "analyzer/prediction/lowering.py:lower": "prediction/ is being split into stages",
-    "analyzer/prediction/xla_rows.py:xla_rows": "prediction/ is being split into stages",
 }
 
 
