@@ -10,7 +10,7 @@ exist only for nodes that launch a kernel, and ``Prediction.for_node(index)`` /
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 from analyzer.prediction.kernels import BOUNDS
 
