@@ -14,7 +14,6 @@ MAX_LINES = 80
 EXCEPTIONS = {
     "analyzer/frontends/onnx/load.py:_build": "rewritten on the models branch; split after it merges",
     "cli/main.py:_run_model": "rewritten on the render branch; split after it merges",
-    "analyzer/measure/calibrate.py:calibrate": "to split: measurement, machine figures, fits, the document",
 }
 
 
