@@ -6,6 +6,7 @@ the analysis succeeds)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
