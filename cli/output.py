@@ -20,7 +20,7 @@ PLOT_EXTENSIONS = (".png", ".svg", ".html")
 HINTS = {"all": "--all", "explain": "--explain LAYER", "verbose": "--verbose"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OutputSpec:
     """What the model command does with the report: the flags that are not analysis options."""
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
 
-from analyzer.counting import rules as _rules  # noqa: F401  (fills the registry)
+from analyzer.counting import rules as _rules  # fills the registry
 from analyzer.counting.cost import COUNT_FIELDS, Cost, RuleContext, Work, lookup
 from analyzer.counting.located import (Located, context_error, internal_error, missing_shape,
                                        unbindable_shape, with_model_inputs)
@@ -176,9 +176,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
         ins = tuple(map(get, node.inputs))
         outs = tuple(map(get, node.outputs))
         if node.name in folded:
-            out.append(NodeCost(name, node.op, node.domain, FOLDED, _ZERO, ins, outs,
-                                note="constant-folded", in_names=node.inputs,
-                                out_names=node.outputs, level=prefix, runs=times))
+            out.append(_bare_row(name, node, FOLDED, ins, outs, "constant-folded", prefix, times))
             if records is not None:
                 records.append(None)
             continue
@@ -190,49 +188,22 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                        *map(is_const, node.inputs))
                 hit = memo.get(key)
             if hit is None:
-                rkey = (node.domain, node.op)
-                found = rules.get(rkey)
-                if found is None:
-                    found = rules[rkey] = (lookup(node.domain, node.op), facts(node.domain, node.op))
-                rule, (io, shape_inputs) = found
+                rule, (io, shape_inputs) = _rule_of(rules, node)
                 if rule is not None and io == CONTROL:
                     active = rule
                     if records is not None:
                         records.append(None)
-                    _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, out,
-                             opts)
+                    _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, out, opts)
                     continue
                 if rule is None:
                     work, status = Work(), UNCOSTED
                 else:
-                    ctx = contexts.get(node.domain)
-                    if ctx is None:
-                        ctx = contexts[node.domain] = RuleContext(
-                            opsets.get(node.domain, 0) or _DEFAULT_OPSET, opts)
+                    ctx = contexts.get(node.domain) or _context(contexts, node.domain, opsets, opts)
                     active = rule
-                    attrs = node.attrs
-                    if attrs:  # only the attributes the rule declares
-                        take = rule.attrs
-                        work = rule.fn(ins, outs, ctx, **{k: v for k, v in attrs.items() if k in take})
-                    else:
-                        work = rule.fn(ins, outs, ctx)
+                    work = _rule_work(rule, node, ins, outs, ctx)
                     active = None
                     status = COSTED
-                cost, by_dtype = node_bytes(node, ins, outs, work, shape_inputs, io, constants)
-                held_params = 0
-                if work.held is not None:
-                    held_params, cost, by_dtype = add_held(work.held, cost, by_dtype)
-                # the constant data inputs (same for every node of this memo key)
-                cidx = tuple(i for i, x in enumerate(node.inputs)
-                             if x and i not in shape_inputs and x in constants)
-                note = work.note or (_uncosted_note(node) if status == UNCOSTED else None)
-                if times != 1:
-                    note = f"x{times} (runs in a loop)" + (f"; {note}" if note else "")
-                    cost = cost.scaled(times)
-                    by_dtype = tuple((d, b * times) for d, b in by_dtype)
-                mac_dtype = work.mac_dtype or (ins[0].dtype if work.mac_flops and ins and ins[0] else None)
-                hit = NodeRecord(work.params, status, cidx, cost, by_dtype, note, mac_dtype, held_params,
-                                 work.estimate, work.kernel)
+                hit = _new_record(node, ins, outs, work, status, shape_inputs, io, constants, times)
                 if key is not None:
                     memo[key] = hit
             pover, status, cidx, cost, by_dtype, note, mac_dtype, params, estimate, kernel = hit
@@ -253,12 +224,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
         else:
             err = None
         if err is not None:
-            why = unbindable_shape(graph, node, err)
-            if why is None:
-                raise context_error(graph, node, err, name) from None
-            out.append(NodeCost(name, node.op, node.domain, UNCOSTED, _ZERO, ins, outs,
-                                note=f"uncosted: {why}", in_names=node.inputs,
-                                out_names=node.outputs, level=prefix, runs=times))
+            out.append(_unbindable_row(graph, node, name, err, ins, outs, prefix, times))
             if records is not None:
                 records.append(None)
             continue
@@ -269,6 +235,68 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
         out.append(NodeCost(name, node.op, node.domain, status, cost, ins, outs, mac_dtype, note,
                             by_dtype, None, estimate, node.inputs, node.outputs, prefix, times, cidx,
                             kernel))
+
+
+def _bare_row(name: str, node: Node, status: Status, ins, outs, note: str, prefix: str,
+              times: int) -> NodeCost:
+    """The row of a node with no counts: constant-folded, or uncosted for a stated reason."""
+    return NodeCost(name, node.op, node.domain, status, _ZERO, ins, outs, note=note,
+                    in_names=node.inputs, out_names=node.outputs, level=prefix, runs=times)
+
+
+def _unbindable_row(graph: Graph, node: Node, name: str, err: AnalyzerError, ins, outs, prefix: str,
+                    times: int) -> NodeCost:
+    """An uncosted row where a dim the rule needs cannot be bound; any other error is raised,
+    located at the node."""
+    why = unbindable_shape(graph, node, err)
+    if why is None:
+        raise context_error(graph, node, err, name) from None
+    return _bare_row(name, node, UNCOSTED, ins, outs, f"uncosted: {why}", prefix, times)
+
+
+def _rule_of(rules: dict, node: Node) -> tuple:
+    """(rule or None, its op facts) of the node's (domain, op), looked up once a walk."""
+    rkey = (node.domain, node.op)
+    found = rules.get(rkey)
+    if found is None:
+        found = rules[rkey] = (lookup(node.domain, node.op), facts(node.domain, node.op))
+    return found
+
+
+def _context(contexts: dict, domain: str, opsets, opts: Options) -> RuleContext:
+    """The domain's rule context (its opset; the newest semantics without one), made once a walk."""
+    ctx = contexts[domain] = RuleContext(opsets.get(domain, 0) or _DEFAULT_OPSET, opts)
+    return ctx
+
+
+def _rule_work(rule, node: Node, ins, outs, ctx: RuleContext) -> Work:
+    """The rule's Work for one node, given only the attributes the rule declares."""
+    attrs = node.attrs
+    if attrs:
+        take = rule.attrs
+        return rule.fn(ins, outs, ctx, **{k: v for k, v in attrs.items() if k in take})
+    return rule.fn(ins, outs, ctx)
+
+
+def _new_record(node: Node, ins, outs, work: Work, status: Status, shape_inputs, io, constants,
+                times: int) -> NodeRecord:
+    """What every node of one memo key shares: bytes from the Work, held parameters, the constant
+    data inputs, the note, and the counts scaled by the loop trips ``times``."""
+    cost, by_dtype = node_bytes(node, ins, outs, work, shape_inputs, io, constants)
+    held_params = 0
+    if work.held is not None:
+        held_params, cost, by_dtype = add_held(work.held, cost, by_dtype)
+    cidx = tuple(i for i, x in enumerate(node.inputs)
+                 if x and i not in shape_inputs and x in constants)
+    note = work.note or (_uncosted_note(node) if status == UNCOSTED else None)
+    if times != 1:
+        note = f"x{times} (runs in a loop)" + (f"; {note}" if note else "")
+        cost = cost.scaled(times)
+        by_dtype = tuple((d, b * times) for d, b in by_dtype)
+    mac_dtype = work.mac_dtype or (ins[0].dtype if work.mac_flops and ins and ins[0] else None)
+    return NodeRecord(params_override=work.params, status=status, const_inputs=cidx, cost=cost,
+                      by_dtype=by_dtype, note=note, mac_dtype=mac_dtype, held_params=held_params,
+                      estimate=work.estimate, kernel=work.kernel)
 
 
 def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, out, opts):

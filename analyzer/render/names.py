@@ -38,7 +38,7 @@ def shared_prefix(names: list[str]) -> str:
     sep = _sep(names[0])
     if any(_sep(n) != sep for n in names):
         return ""
-    common = os.path.commonprefix(names)
+    common = os.path.commonprefix(names)  # noqa: RUF071  (by character; cut back to a separator below)
     prefix = common[:common.rfind(sep) + 1]
     if not prefix.strip(sep) or any(len(n) == len(prefix) for n in names):
         return ""
@@ -158,26 +158,41 @@ def fit(names: list[str], width: int | None, context=None, cut: bool = True) -> 
                         shown[i] = draw(i)
                         moved = True
         else:   # equal shown names: keep the component nearest the end that varies among them
-            seen: dict[str, list[int]] = {}
-            for i, x in enumerate(shown):
-                seen.setdefault(x, []).append(i)
-            for g in (g for g in seen.values() if len(g) > 1):
-                members = [i for i in g if i in keep]
-                for j in range(1, max(len(parts[i]) for i in g) + 1):
-                    if len({parts[i][-j] if j <= len(parts[i]) else None for i in g}) < 2:
-                        continue
-                    added = [i for i in members
-                             if len(parts[i]) >= j and len(parts[i]) - j not in keep[i]]
-                    for i in added:
-                        keep[i].add(len(parts[i]) - j)
-                        shown[i] = draw(i)
-                    if added:
-                        moved = True
-                        break
+            moved = _keep_varying(shown, parts, keep, draw)
         if not moved:
             break
+    _fill(long, parts, keep, shown, width, draw, lambda i, x: bool(others) and clash(i, x) is not None)
+    return [x if len(x) <= width or not cut else shorten(x, width) for x in shown]
+
+
+def _keep_varying(shown: list[str], parts, keep: dict, draw) -> bool:
+    """Among rows shown alike, keep (in ``keep``, redrawing ``shown``) the component nearest the
+    end that varies among them; True when one was added."""
+    moved = False
+    seen: dict[str, list[int]] = {}
+    for i, x in enumerate(shown):
+        seen.setdefault(x, []).append(i)
+    for g in (g for g in seen.values() if len(g) > 1):
+        members = [i for i in g if i in keep]
+        for j in range(1, max(len(parts[i]) for i in g) + 1):
+            if len({parts[i][-j] if j <= len(parts[i]) else None for i in g}) < 2:
+                continue
+            added = [i for i in members
+                     if len(parts[i]) >= j and len(parts[i]) - j not in keep[i]]
+            for i in added:
+                keep[i].add(len(parts[i]) - j)
+                shown[i] = draw(i)
+            if added:
+                moved = True
+                break
+    return moved
+
+
+def _fill(long, parts, keep: dict, shown: list[str], width: int, draw, clashes) -> None:
+    """Give each shortened row as many last components, then first ones, as fit in ``width``,
+    while it stays unique and (``clashes(i, name)``) matches no other name."""
     taken = set(shown)
-    for i in long:   # then as many last components, then first ones, as fit
+    for i in long:
         n = len(parts[i])
         for order in (range(n - 2, -1, -1), range(n)):
             for k in order:
@@ -187,10 +202,9 @@ def fit(names: list[str], width: int | None, context=None, cut: bool = True) -> 
                     break
                 keep[i].add(k)
                 x = draw(i)
-                if len(x) > width or x in taken or (others and clash(i, x) is not None):
+                if len(x) > width or x in taken or clashes(i, x):
                     keep[i].discard(k)
                     break
                 taken.discard(shown[i])
                 shown[i] = x
                 taken.add(x)
-    return [x if len(x) <= width or not cut else shorten(x, width) for x in shown]

@@ -33,7 +33,7 @@ _DIGITS = re.compile(r"\d+")
 _REPEAT = re.compile(r"#\d+$")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Rollup:
     """Summed rows: ``nodes`` rows (in ``blocks`` folded repeats), their FLOPs and bytes, and
     predicted seconds per profile (``time_s[i]`` for ``report.predictions[i]``)."""
@@ -112,7 +112,8 @@ def by_op(report, rows: list | None = None) -> list[Rollup]:
     rows = runtime_rows(report) if rows is None else rows
     acc = _sum(rows, lambda n: f"{n.domain}::{n.op}" if n.domain and n.domain != "ai.onnx" else n.op,
                len(report.predictions))
-    out = [Rollup(k, a[0], 1, a[1], a[2], a[3], tuple(a[4])) for k, a in acc.items()]
+    out = [Rollup(name=k, nodes=a[0], blocks=1, flops=a[1], bytes_moved=a[2], uncosted=a[3], time_s=tuple(a[4]))
+           for k, a in acc.items()]
     return _ordered(out, bool(report.predictions))
 
 
@@ -165,7 +166,8 @@ def by_module(report, rows: list | None = None, depth: int = MODULE_DEPTH) -> li
         m[3] += a[2]
         m[4] += a[3]
         m[5] = [x + y for x, y in zip(m[5], a[4])]
-    out = [Rollup(k, m[0], m[1], m[2], m[3], m[4], tuple(m[5])) for k, m in merged.items()]
+    out = [Rollup(name=k, nodes=m[0], blocks=m[1], flops=m[2], bytes_moved=m[3], uncosted=m[4], time_s=tuple(m[5]))
+           for k, m in merged.items()]
     return _ordered(out, bool(report.predictions))
 
 

@@ -34,6 +34,7 @@ def _json(run_cli, *args) -> dict:
 
 # ----------------------------------------------------------------------------- help, imports
 
+@pytest.mark.machine
 def test_help_does_not_import_jax_or_onnx():
     code = (
         "import sys\n"
@@ -60,6 +61,7 @@ def test_opcost_and_analyze_are_the_same_program():
     assert eps.get("analyze") == eps.get("opcost") == "cli.main:main", eps
 
 
+@pytest.mark.machine
 def test_python_m_cli_main_matches_in_process(run_cli):
     p = subprocess.run([sys.executable, "-m", "cli.main", str(MLP), "--format", "json"],
                        capture_output=True, text=True, cwd=ROOT, timeout=120)

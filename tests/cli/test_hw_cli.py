@@ -82,6 +82,7 @@ def test_hw_show_user_file(run_cli, user_toml):
 
 @pytest.mark.parametrize("args", [("hw", "list"), ("hw", "list", "--format", "json"),
                                   ("hw", "show", "a100"), ("hw", "show", "a100", "--format", "json")])
+@pytest.mark.machine
 def test_hw_commands_do_not_import_jax_or_onnx(args):
     code = (
         "import sys\n"

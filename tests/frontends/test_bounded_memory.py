@@ -69,6 +69,7 @@ def _peak_mb(path: str) -> tuple[int, dict]:
     return res["mb"], res
 
 
+@pytest.mark.machine
 @pytest.mark.skipif(platform.system() != "Linux", reason="reads /proc/self/status")
 def test_small_files_with_huge_values_stay_small(tmp_path):
     cases = {"range": (range_model(), [10_000_000]),

@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pytest
+from onnx import NodeProto
 from onnx import TensorProto as TP
 from onnx import helper as h
 from onnx import numpy_helper
@@ -222,7 +223,7 @@ def test_gradient_is_twice_the_forward_work_of_the_differentiated_nodes():
     assert r.node("grad").estimate  # a rule of thumb: listed among the estimates
 
 
-def _untyped_tanh_loop(i: int, x: str, out: str) -> "onnx.NodeProto":
+def _untyped_tanh_loop(i: int, x: str, out: str) -> NodeProto:
     # a Loop whose body declares its carried value with no shape (as many exporters write it)
     body = h.make_graph(
         [h.make_node("Identity", ["c_in"], ["c_out"]), h.make_node("Tanh", ["v_in"], ["v_out"])],

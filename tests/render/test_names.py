@@ -63,6 +63,7 @@ def bert_view(request):
     return request.param, terminal(request.param, BERT, "--hw", HW)
 
 
+@pytest.mark.machine
 def test_bert_view_answers_first_and_fits(bert_view):
     cols, text = bert_view
     lines = text.splitlines()
@@ -75,6 +76,7 @@ def test_bert_view_answers_first_and_fits(bert_view):
     assert "from a related family or class" not in text    # the provenance paragraph: --verbose
 
 
+@pytest.mark.machine
 def test_bert_shown_names_are_unique_and_keep_their_last_part(bert_view):
     _, text = bert_view
     names = layer_names(text)
@@ -97,6 +99,7 @@ def test_verbose_is_todays_full_text(run_cli):
     assert run_cli(BERT, "--hw", "a100", "--verbose", "--format", "json").exit_code == 2
 
 
+@pytest.mark.machine
 def test_explain_takes_a_shown_name(run_cli):
     text = terminal(80, BERT, "--hw", "a100")
     short = next(s for s in layer_names(text) if "…" in s)

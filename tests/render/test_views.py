@@ -4,6 +4,7 @@ gate's markdown and its flags."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import pty
@@ -41,7 +42,7 @@ def test_terminal_view_fits_and_answers_first(report, width):
     assert "ln{1,2} x2" in text                     # repeated blocks folded
     assert re.search(r"\d+ more rows", text)
     # a unit stays with its number: no line ends in a bare number followed by a unit next line
-    for a, b in zip(lines, lines[1:]):
+    for a, b in itertools.pairwise(lines):
         assert not (re.search(r"\d$", a) and re.match(r"\s*(µs|ms|ns|s|KB|MB|GB|B|%)\b", b)), (a, b)
 
 
@@ -76,6 +77,7 @@ def test_a_pipe_gets_one_whole_line_per_row(run_cli):
     assert len(rows) == 1 and "Transpose" in rows[0]
 
 
+@pytest.mark.machine
 @pytest.mark.parametrize("cols", [80, 120])
 def test_a_real_terminal_of_80_and_120_columns(cols):
     """Through a pseudo-terminal, as a person runs it: COLUMNS decides the width."""
@@ -170,6 +172,7 @@ def test_warnings_reach_every_format(report):
     assert "warning: a warning &lt;b&gt;" in render(r, "html")
 
 
+@pytest.mark.machine
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 def test_html_report_in_a_headless_browser(report, tmp_path):
     """Open the page as a person would: no script error, the chart and the table drawn; a

@@ -281,31 +281,9 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
             specs = collect_specs(inferred.graph)
             specs.update(init_specs)
     contrib_output_shapes(inferred, nodes, specs, ops)
-    # Folding may compute values (Reshape targets, Expand shapes, Range limits) that inference
-    # could not see: give them to inference as initializers and infer again; the specs that
-    # resolves may let more fold (a Shape of a now-static tensor), so repeat while it helps.
-    n_values = -1
-    for _ in range(_FOLD_ROUNDS):
-        fold_errors: dict[str, str] = {}
-        constants, values, folded, sources = fold.fold_graph(
-            candidates, specs, (set(init_names), dict(init_values)), failures=fold_errors)
-        patched = old_opset and negative_axes(m, specs)  # ranks this round resolved
-        if (len(values) == n_values and not patched) or not open_specs(nodes, folded, specs, defined):
-            break
-        n_values = len(values)
-        better = infer_with_values(m, file_nodes, nodes, folded, values, init_names, prop)
-        if better is None and patched:
-            again = infer_model(m, data_prop=prop)
-            better = (again, collect_specs(again.graph))
-        if better is None:
-            break
-        inferred, better_specs = better
-        if not merge_specs(specs, better_specs):
-            break
-        # a contrib op fed by what this round resolved (an OCR export's DynamicQuantizeLSTM
-        # behind a Reshape whose target folds from the symbolic image width)
-        contrib_output_shapes(inferred, nodes, specs, ops)
-
+    inferred, (constants, values, folded, sources), fold_errors = _fold_and_infer(
+        m, inferred, specs, file_nodes, nodes, candidates, defined, init_names, init_values, prop, ops,
+        old_opset)
     if "BatchNormalization" in ops:
         batch_norm_statistics(nodes, specs)
     # after re-inference: adds SequenceLength values
@@ -328,19 +306,56 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
         renamed=renamed,
     )
     if any(n.attr_key is None for n in nodes):  # only control-flow nodes have graph attributes
-        attach_subgraphs(graph, subgraph_protos(inferred.graph), cache)
-        # Loop/Scan outputs typed from their bodies resolve the nodes downstream, whose bodies
-        # are then typed again: one round per level of a chain of control-flow nodes (each
-        # round must resolve something), re-typing only the nodes not yet settled
-        while pending := unsettled(graph):
-            inferred = control_outputs(graph, inferred, cache)
-            if inferred is None:
-                break
-            # the shapes the bodies gave may fold more: an If's condition read from the shape
-            # of a tensor after a Loop or another If ('squeeze when dim 0 is 1')
-            constants, values, folded, sources = fold.fold_graph(
-                candidates, specs, (set(init_names), dict(init_values)), failures=fold_errors)
-            graph.constants, graph.values = frozenset(constants), values
-            graph.folded, graph.sources = frozenset(folded), sources
-            attach_subgraphs(graph, subgraph_protos(inferred.graph), cache, only=pending)
+        _type_bodies(graph, inferred, cache, candidates, specs, init_names, init_values, fold_errors)
     return graph
+
+
+def _fold_and_infer(m, inferred, specs, file_nodes, nodes, candidates, defined, init_names, init_values,
+                    prop, ops, old_opset: bool):
+    """(the last inferred model, fold.fold_graph's (constants, values, folded, sources), the fold
+    errors). Folding may compute values (Reshape targets, Expand shapes, Range limits) that
+    inference could not see: they go to inference as initializers and it infers again; the
+    specs (updated in place) that resolves may let more fold (a Shape of a now-static tensor),
+    so it repeats while it helps, at most _FOLD_ROUNDS times."""
+    n_values = -1
+    for _ in range(_FOLD_ROUNDS):
+        fold_errors: dict[str, str] = {}
+        folding = fold.fold_graph(candidates, specs, (set(init_names), dict(init_values)), failures=fold_errors)
+        values, folded = folding[1], folding[2]
+        patched = old_opset and negative_axes(m, specs)  # ranks this round resolved
+        if (len(values) == n_values and not patched) or not open_specs(nodes, folded, specs, defined):
+            break
+        n_values = len(values)
+        better = infer_with_values(m, file_nodes, nodes, folded, values, init_names, prop)
+        if better is None and patched:
+            again = infer_model(m, data_prop=prop)
+            better = (again, collect_specs(again.graph))
+        if better is None:
+            break
+        inferred, better_specs = better
+        if not merge_specs(specs, better_specs):
+            break
+        # a contrib op fed by what this round resolved (an OCR export's DynamicQuantizeLSTM
+        # behind a Reshape whose target folds from the symbolic image width)
+        contrib_output_shapes(inferred, nodes, specs, ops)
+    return inferred, folding, fold_errors
+
+
+def _type_bodies(graph: Graph, inferred, cache, candidates, specs, init_names, init_values,
+                 fold_errors: dict[str, str]) -> None:
+    """Attach the control-flow nodes' sub-graphs. Loop/Scan outputs typed from their bodies
+    resolve the nodes downstream, whose bodies are then typed again: one round per level of a
+    chain of control-flow nodes (each round must resolve something), re-typing only the nodes
+    not yet settled."""
+    attach_subgraphs(graph, subgraph_protos(inferred.graph), cache)
+    while pending := unsettled(graph):
+        inferred = control_outputs(graph, inferred, cache)
+        if inferred is None:
+            break
+        # the shapes the bodies gave may fold more: an If's condition read from the shape
+        # of a tensor after a Loop or another If ('squeeze when dim 0 is 1')
+        constants, values, folded, sources = fold.fold_graph(
+            candidates, specs, (set(init_names), dict(init_values)), failures=fold_errors)
+        graph.constants, graph.values = frozenset(constants), values
+        graph.folded, graph.sources = frozenset(folded), sources
+        attach_subgraphs(graph, subgraph_protos(inferred.graph), cache, only=pending)

@@ -9,6 +9,7 @@ warnings a profile carries from these figures are ``analyzer.prediction.cpu.thre
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any, Callable
 
@@ -83,4 +84,4 @@ def another_pass(done: int, passes: int, extra: int, probes: list[float] | None)
     if probes is None or done >= passes + extra:
         return False
     fast = [state(s) == "fast" for s in probes[:done + 1]]
-    return not any(a and b for a, b in zip(fast, fast[1:]))
+    return not any(a and b for a, b in itertools.pairwise(fast))

@@ -116,7 +116,7 @@ def fit_tables(measured: dict[str, Any], l2_bytes: float
     base = measured["run_overhead_s"] + own_result_s(measured)   # (as class_rows takes it off)
     link = link_s(measured)
     rows0, _ = class_rows(measured, 1.0)
-    F, B, t, _ = _arrays(rows0["gemm"])
+    F, _, t, _ = _arrays(rows0["gemm"])
     peak = float(np.max(F / t))
     adds = sorted((r for r in measured["rows"] if r["label"].startswith("add ")),
                   key=lambda r: -r["kernels"][0]["bytes"])[:3]
