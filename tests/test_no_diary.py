@@ -28,7 +28,9 @@ def _sources():
 def test_no_diary_in_the_code():
     found = []
     for path in _sources():
-        for n, line in enumerate(open(path, encoding="utf-8"), start=1):
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        for n, line in enumerate(lines, start=1):
             for what, rx in DIARY.items():
                 if rx.search(line):
                     found.append(f"{os.path.relpath(path, ROOT)}:{n}: {what}: {line.strip()[:100]}")
@@ -38,7 +40,7 @@ def test_no_diary_in_the_code():
 def test_the_patterns_catch_what_they_name():
     assert DIARY["a date"].search("measured 2026-11-24 on")
     assert DIARY["a run letter"].search("(run ac's 1-thread fit)") and DIARY["a run letter"].search("run p, the")
-    assert not DIARY["a run letter"].search("a measured run is compared") 
+    assert not DIARY["a run letter"].search("a measured run is compared")
     assert not DIARY["a run letter"].search("which experts run is decided")
     assert DIARY["a bench result file"].search("bench/results/efficiency_fit.md")
     assert DIARY["a machine path"].search("python /tmp/venv/bin/x") and not DIARY["a machine path"].search("a/tmp/b")

@@ -79,7 +79,8 @@ def _profile_model(model, threads: int, level: str, runs: int, warmup: int = 2,
 
 LAYOUT_CLASSES = ("conv", "conv_dw", "conv_1x1", "pooling")   # rows onnxruntime runs in its NCHWc layout
 # passes time_rows adds above 1 thread while none ran fast (~6 s each); probes (2 s apart) before the reorders are profiled
-# until one reads fast (run u's, slow, were 2-7x run t's), and tries of the cache sweep until the probes around it do
+# until one reads fast (rows timed in a slow state ran 2-7x a fast one's), and tries of the cache sweep until the
+# probes around it do
 EXTRA_PASSES, STATE_TRIES = 3, 5
 
 
@@ -100,8 +101,9 @@ def time_rows(splits: dict[str, dict[str, Any]], timer: Callable[[Any, float], f
 
     ``state`` (above 1 thread: ``thread_state.speedup``) is timed before each pass into ``seen``;
     where no pass ran between two fast probes, up to ``extra_passes`` more start before
-    ``deadline`` until one did (run q's 2-thread calibration, probe fast before and after its
-    rows, measured its depthwise rows 2.9x run p's, 1x1 rows 2.0x: predictions 27 % slow)."""
+    ``deadline`` until one did (a 2-thread calibration whose probe read fast before and after
+    its rows measured its depthwise rows 2.9x a steady one's, 1x1 rows 2.0x: predictions 27 %
+    slow)."""
     say = progress or (lambda f, s: None)
     best: dict[str, dict[str, float]] = {cls: {} for cls in splits}
     base = np.inf
@@ -347,7 +349,8 @@ def _document(cal: dict, elapsed: float, peak: float, bw: float, dispatch: float
                   "batched kernel and im2col_ns per im2col element (im2col_stride_ns more where the "
                   "convolution is strided), serial_ns per recurrent FLOP of an RNN; weights over "
                   "llc_bytes at cold_weight_bw_gbs, a fused Clip at clip_epilogue_ns per output; see "
-                  "analyzer/prediction/cpu_model.py, efficiency.py, cpu_cold.py and cpu_epilogue.py."),
+                  "analyzer/measure/fit/class_fit.py, analyzer/prediction/efficiency/kernel_time.py, "
+                  "analyzer/prediction/cpu/cold.py and analyzer/prediction/cpu/epilogue.py."),
         "matrix_tflops": {"fp32": peak / 1e12},
         "vector_tflops": {"fp32": peak / 1e12},
         "memory": {"mem_bw_gbs": bw / 1e9},

@@ -155,7 +155,7 @@ def _activation(scale: float):
 
 def _swish(scale: float):
     # QuickGelu at alpha = 1: the SiLU x * sigmoid(x) onnxruntime fuses (op_classes: swish; 2.5x
-    # faster than at alpha 1.702, the rows until 2026-11-24: EfficientNet's SiLUs were 2.5x over)
+    # faster than at alpha 1.702, which earlier rows used: EfficientNet's SiLUs were 2.5x over)
     b = Builder(17)
     for e in sizes(1024, 4 * 1024 * 1024 * scale, 6):
         b.add("QuickGelu", [(e,)], attrs={"alpha": 1.0}, domain="com.microsoft")

@@ -109,8 +109,8 @@ MAX_PIECE_S = 10e-6
 PIECE_GAIN = 0.01
 # a convolution that onnxruntime runs as im2col + GEMM (every rank-3 conv; at the levels without
 # its NCHWc layout, every conv) copies its input into a k x m matrix first: a cost per element
-# that its MACs do not carry. The 1-D rows of a 1-thread calibration (run p,
-# bench/results/accuracy_cpu_2026-11-24p_rows_default_1t.json), least squares on relative error:
+# that its MACs do not carry. The 1-D rows of a 1-thread calibration (its saved rows refitted with
+# bench/cpu_refit.py), least squares on relative error:
 # a + b F 24.9 % MAPE, a + b F + c m k 18.2 % (c = 0.19 ns an element); the audio model's
 # 1-channel stem (80 taps, 996 outputs: 80 K elements, 5.1 MFLOP) is predicted 34 us against 51
 # profiled without it. IM2COL_CLASSES: fitted at every level; LAYOUT_FREE_IM2COL: also where
@@ -277,7 +277,7 @@ class _Fit:
         # the L2 step's gain: 0 .. MAX_L2_GAIN (x[L2_GAIN] = -inf without the step)
         gain = MAX_L2_GAIN / (1 + math.exp(min(max(-x[L2_GAIN], -50.0), 50.0))) if self.with_cache else 0.0
         # the ramp's fixed part (b_half at the cached rate) is a fixed cost too: with the floor,
-        # no more than the smallest row's time (run j's 2-thread gemm fit had put 128 KB there:
+        # no more than the smallest row's time (a 2-thread gemm fit had put 128 KB there:
         # 0.8 us on every kernel, a 10-wide classifier Gemm predicted 1.1 us, 0.24 in its model)
         b_half = min(b_half, (tmin - floor) * self.bw * e_bw * (1 + gain))
         return floor, e_c, e_bw, b_half, gain
@@ -334,8 +334,8 @@ class _Fit:
         # under the L2 size came out 12 % slow)
         gains = (untiled[0][L2_GAIN], -2.5) if self.with_cache else (untiled[0][L2_GAIN],)
         # and from its floor, or where that sits at the smallest row's time (its sigmoid saturated:
-        # flat to the simplex) from 0.95 of it too (run ac's 1-thread conv fit had stayed at its
-        # untiled floor, 6.8 us, 11.1 % MAPE; from 0.95: 1.6 us, 5.7 %; run ab's rows, 2 % apart: 6.2 %)
+        # flat to the simplex) from 0.95 of it too (a 1-thread conv fit had stayed at its untiled
+        # floor, 6.8 us, 11.1 % MAPE; from 0.95: 1.6 us, 5.7 %; rows of another run 2 % apart: 6.2 %)
         floors = (untiled[0][FLOOR],) + ((FLOOR_START,) if untiled[0][FLOOR] > FLOOR_START else ())
         for tile in tiles:
             for self.k_block in (0.0,) + k_blocks:
