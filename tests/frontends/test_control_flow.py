@@ -282,3 +282,35 @@ def test_if_branches_take_their_shapes_from_the_inputs_not_their_declarations(va
         assert r.node("if/e_relu").vector_flops == 8 * 8
     # at the traced shape the counts are batch 1's: the batch scales them by 8
     assert analyzer.analyze(_traced_if(), values=values).totals.mac_flops * 8 == r.totals.mac_flops
+
+
+def _loops_into_if(n_loops: int, n: int):
+    """x [batch, 8] -> ``n_loops`` untyped Tanh Loops (3 trips) -> If (a run-time bool c):
+    then l @ w; else Relu(l @ w), w [8, n].  The If reads the last Loop's output from the
+    outer scope only (not as a formal input), and its branches declare [batch, n]."""
+    w = numpy_helper.from_array(np.ones((8, n), np.float32), "w")
+    nodes, prev = [], "x"
+    for i in range(n_loops):
+        nodes.append(_untyped_tanh_loop(i, prev, f"l{i}"))
+        prev = f"l{i}"
+    then = h.make_graph([h.make_node("MatMul", [prev, "w"], ["t_y"], name="t_mm")], "then", [],
+                        [_vi("t_y", ["batch", n])])
+    other = h.make_graph([h.make_node("MatMul", [prev, "w"], ["e_m"], name="e_mm"),
+                          h.make_node("Relu", ["e_m"], ["e_y"], name="e_relu")], "else", [],
+                         [_vi("e_y", ["batch", n])])
+    nodes.append(h.make_node("If", ["c"], ["y"], name="if", then_branch=then, else_branch=other))
+    return _model(nodes, [_vi("x", ["batch", 8]), _vi("c", [], TP.BOOL)], [_vi("y", ["batch", n])],
+                  [w, numpy_helper.from_array(np.array(3, np.int64), "M")])
+
+
+@pytest.mark.parametrize("n_loops", [1, 3])
+def test_an_if_reading_a_loop_output_types_its_branches_once_the_loop_is_typed(n_loops):
+    # the branch declarations are dropped (traced); the If's formal input c is typed from the
+    # start, so the branches must be typed again for the Loop output they read
+    r = analyzer.analyze(_loops_into_if(n_loops, 5), dims={"batch": 4})
+    assert r.coverage.uncosted == ()
+    assert r.totals.transcendentals == n_loops * 3 * 4 * 8       # 3 trips of 4x8 tanh per Loop
+    assert r.totals.mac_flops == 2 * 4 * 8 * 5                   # 320: the [4,8] @ [8,5] of a branch
+    assert r.node("if/e_relu").vector_flops == 4 * 5             # the costlier branch: 20 relus
+    assert r.node("if/e_mm").out_specs[0].shape == (4, 5)
+    assert r.node("if").outputs == ("float32[4,5]",)

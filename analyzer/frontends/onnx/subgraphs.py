@@ -37,13 +37,31 @@ def _key(n) -> str:
 
 def unsettled(graph: Graph) -> set[str]:
     """The control-flow nodes (keys of ``subgraph_protos``) with an input or output that
-    has no resolved spec, or whose bodies imply outputs that know more than the outer specs
-    (an exporter's declared ``Ifout_dim_0`` where both branches give 1): typing their bodies
-    again, or their outputs from their bodies, may still resolve something."""
+    has no resolved spec (inputs: the formal ones and the outer-scope tensors their bodies
+    read, ``outer_reads``: an If branch's MatMul of a Loop output), or whose bodies imply
+    outputs that know more than the outer specs (an exporter's declared ``Ifout_dim_0``
+    where both branches give 1): typing their bodies again, or their outputs from their
+    bodies, may still resolve something."""
     get = graph.tensors.get
     return {_key(n) for n in graph.nodes if n.subgraphs
             and (any(unresolved(get(x)) for x in (*n.inputs, *n.outputs) if x)
+                 or any(unresolved(get(x)) for x in outer_reads(n) if x in graph.tensors)
                  or _better_outputs(n, graph))}
+
+
+def outer_reads(n) -> set[str]:
+    """The names the bodies of the control-flow node ``n`` (and the bodies inside them) read
+    from the enclosing scope: inputs of ``n`` as much as its formal ones, though not listed
+    there (an If branch reads every tensor it uses so)."""
+    reads: set[str] = set()
+    for g in n.subgraphs.values():
+        own = set(g.inputs) | {o for m in g.nodes for o in m.outputs if o}
+        used = {x for m in g.nodes for x in m.inputs if x}
+        for m in g.nodes:
+            if m.subgraphs:
+                used |= outer_reads(m)
+        reads |= {x for x in used - own if x not in g.constants}
+    return reads
 
 
 def _better_outputs(n, graph: Graph) -> bool:
@@ -191,7 +209,7 @@ def control_outputs(graph: Graph, inferred: onnx.ModelProto, cache):
     for i, n in enumerate(graph.nodes):
         if not n.subgraphs:
             continue
-        if hints and any(x in hints for x in n.inputs):
+        if hints and any(x in hints for x in (*n.inputs, *outer_reads(n))):
             if protos is None:
                 protos, scope = subgraph_protos(inferred.graph), _scope(graph)
             _attach_one(graph, i, protos[_key(n)], cache, scope)
