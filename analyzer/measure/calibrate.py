@@ -82,6 +82,11 @@ LAYOUT_CLASSES = ("conv", "conv_dw", "conv_1x1", "pooling")   # rows onnxruntime
 # until one reads fast (rows timed in a slow state ran 2-7x a fast one's), and tries of the cache sweep until the
 # probes around it do
 EXTRA_PASSES, STATE_TRIES = 3, 5
+# Where each phase ends on the progress line, as shares of a whole calibration's time: a
+# 2-thread calibration on a 2-core VM spent 49 % timing the rows, 15 % in the cold-weight sweep,
+# 1 % on the Clip epilogues and 35 % fitting the classes (bench/calibration_phases.py prints
+# these shares for this machine). The fit advances the line as each class's fit finishes.
+PHASE_END = {"rows": 0.49, "dispatch": 0.50, "cold": 0.64, "clip": 0.65, "fit": 1.0}
 
 
 def time_rows(splits: dict[str, dict[str, Any]], timer: Callable[[Any, float], float], base_model,
@@ -178,7 +183,6 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     say = progress or (lambda f, s: None)
     t_start = time.perf_counter()
     models = calibration_models()
-    n_cls = len(models)
     splits = {cls: split_rows(m) for cls, m in models.items()}
 
     def probe():   # the thread state (thread_mode): at the start, before each row pass, at the end
@@ -187,12 +191,12 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     speeds: dict[str, Any] = {"start": probe() if threads > 1 else None, "passes": []}
     first = _chains(threads, level, q)   # (once before the rows and once after them: see below)
     best = time_rows(splits, lambda mk, min_s: wall_time(mk, threads, level, q, min_s=min_s),
-                     baseline_model(), passes, lambda f, s: say(f * n_cls / (n_cls + 1), s),
+                     baseline_model(), passes, lambda f, s: say(f * PHASE_END["rows"], s),
                      probe if threads > 1 else None, EXTRA_PASSES, speeds["passes"], t_start + budget_s / 2)
     speeds["reorders"] = (thread_state.wait_fast(probe, STATE_TRIES)
                           if threads > 1 and level in LAYOUT_LEVELS else [])
     rows, views, n_extra, moved = _measured_rows(models, splits, best, threads, level)
-    say(n_cls / (n_cls + 1), "measuring dispatch overhead")
+    say(PHASE_END["rows"], "measuring dispatch overhead")
     # the fastest of 5 sessions, as the rows are the fastest of their passes (one session's median
     # put a 1-thread run overhead 0.3 us above the baseline model's own time), before and after
     # the rows: 2 of the 24 2-thread calibrations in bench/results measured 5.2 us of run overhead
@@ -205,25 +209,42 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     rows = {c: (F, B, np.maximum(t - dispatch * (1 + n_extra[c]), 1e-8), o)
             for c, (F, B, t, o) in rows.items()}
     llc, cold, speeds["cache"] = _cold_weights(threads, level, q, dispatch, probe,
-                                               lambda s: say(n_cls / (n_cls + 1), s))
-    say(n_cls / (n_cls + 1), "measuring fused Clip epilogues")   # (cpu_epilogue)
+                                               lambda s: say(PHASE_END["dispatch"], s))
+    say(PHASE_END["cold"], "measuring fused Clip epilogues")   # (cpu_epilogue)
     clip_s = cpu_epilogue.measure(lambda m: wall_time(m, threads, level, q, min_s=0.05))
     peak, bw = _machine_figures(rows)
     l2_core = l2_cache_bytes()   # the cache step's size: the L2 of the session's cores (cpu_model)
     l2_bytes = float(l2_core * min(threads, os.cpu_count() or threads)) if l2_core else 0.0
     fits = _fit_reorders(moved, rows, views, dispatch, peak, bw, l2_bytes)
     speeds["end"] = probe() if threads > 1 else None   # the end of the measurements
-    say(n_cls / (n_cls + 1), "fitting the op classes")
     jobs = {cls: calibration_fit.fit_job(cls, F, B, t, views.get(cls), peak, bw, l2_bytes, threads,
                                          level in LAYOUT_LEVELS)
             for cls, (F, B, t, _) in rows.items() if cls not in fits}
-    fits.update(fit_worker.fit_classes(jobs))
+    fits.update(fit_worker.fit_classes(jobs, _fit_progress(jobs, say)))
     tables = {cls: calibration_fit.table_of(fits[cls]) for cls in rows}
     say(1.0, "done")
     elapsed = time.perf_counter() - t_start
     cal = _calibration(ort.__version__, threads, level, q, elapsed, run_over, l2_bytes, llc, cold, clip_s,
                        tables, speeds)
     return _document(cal, elapsed, peak, bw, dispatch, rows, views)
+
+
+def _fit_progress(jobs: dict, say: Callable[[float, str], None]) -> Callable[[str], None]:
+    """The fit's ``done(cls)``: the line moves from the Clip phase's end to 1 as classes finish
+    (each counted once: a class refitted here after a failed worker does not move it twice)."""
+    import threading
+
+    lo, hi = PHASE_END["clip"], PHASE_END["fit"]
+    finished: set[str] = set()
+    lock = threading.Lock()   # (workers' readers call it from their threads)
+    say(lo, f"fitting the op classes (0/{len(jobs)})")
+
+    def done(cls: str) -> None:
+        with lock:
+            finished.add(cls)
+            say(lo + (hi - lo) * len(finished) / max(len(jobs), 1) * 0.999,
+                f"fitting the op classes ({len(finished)}/{len(jobs)})")
+    return done
 
 
 def _chains(threads: int, level: str, q: float) -> tuple[float, float]:

@@ -63,3 +63,28 @@ def test_a_worker_that_cannot_start_falls_back_to_fitting_here(monkeypatch):
     monkeypatch.setattr(fit_worker.os, "cpu_count", lambda: 2)   # (the worker path, on any machine)
     monkeypatch.setattr(sys, "executable", "/nonexistent/python")
     assert fit_worker.fit_classes(jobs) == fit_worker.run(jobs)
+
+
+def test_the_workers_say_each_class_as_its_fit_finishes():
+    # calibrate's progress line moves through the fit (35 % of a calibration's time): every
+    # class is reported once, by the worker processes, and the fits are the in-process ones
+    seen = []
+    fits = fit_worker.fit_classes(_jobs(), seen.append)
+    assert sorted(seen) == sorted(_jobs())
+    assert fits == fit_worker.run(_jobs())
+
+
+def test_fit_progress_moves_from_the_clip_phase_to_the_end_once_per_class():
+    from analyzer.measure.calibrate import PHASE_END, _fit_progress
+
+    said = []
+    done = _fit_progress({"a": None, "b": None}, lambda f, s: said.append((f, s)))
+    done("a")
+    done("a")      # a class refitted after a failed worker: counted once
+    done("b")
+    fr = [f for f, _ in said]
+    assert fr[0] == PHASE_END["clip"] and fr == sorted(fr)
+    assert said[-1][1] == "fitting the op classes (2/2)"
+    # 0.65 + 0.35 * 2/2 * 0.999: the line reaches 1 only when calibrate says "done"
+    assert abs(fr[-1] - (PHASE_END["clip"] + (1.0 - PHASE_END["clip"]) * 0.999)) < 1e-12
+    assert list(PHASE_END.values()) == sorted(PHASE_END.values()) and PHASE_END["fit"] == 1.0
