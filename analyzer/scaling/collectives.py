@@ -37,7 +37,9 @@ store, so it trades bandwidth for latency); ``eff``: the achieved fraction of th
 per-direction bandwidth with that protocol; ``c``: a per-collective factor (all-gather reaches
 less of the link than all-reduce in nccl-tests). NCCL's own tuner picks the algorithm and
 protocol the same way (the least predicted time); this model's choice is its own, not a copy of
-NCCL's tables.
+NCCL's tables. The constants were fitted inside NVSwitch nodes; between nodes the same ones are
+applied to the NIC link (with the link's own per-hop latency added to each step), an
+extrapolation no measurement here checks.
 """
 
 from __future__ import annotations

@@ -147,3 +147,17 @@ def test_cli_lists_nodes():
     assert any(n["id"] == "dgx-h100" and n["nics"] == 8 for n in nodes)
     out = CliRunner().invoke(main, ["hw", "list", "--links"])
     assert out.exit_code == 0 and "8 x ib-ndr" in out.output
+
+
+def test_seed002_crossover_with_the_nccl_default():
+    """Seed 002's AlexNet (B=256, K80, FDR InfiniBand) with the default collective model: the
+    crossover stays between 2 and 10 nodes (the tree variant is tests/scaling/test_training_scaling.py)."""
+    import os
+
+    import onnx
+
+    alexnet = os.path.join(os.path.dirname(onnx.__file__), "backend/test/data/light",
+                           "light_bvlc_alexnet.onnx")
+    a = analyzer.scale(alexnet, "k80", [1, 2, 4, 8, 16, 32, 64], link="ib-fdr", batch=256).scaling
+    assert a.setup["algorithm"] == "nccl"
+    assert 2 <= a.crossover()["k80"] <= 10
