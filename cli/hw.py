@@ -18,7 +18,7 @@ def hw_group():
 @hw_group.command("list")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
 @click.option("--links", "links", is_flag=True,
-              help="List the interconnect links (--link IDs for --devices) instead of profiles.")
+              help="List the interconnect links and node designs (--link and --node IDs for --devices) instead of profiles.")
 def hw_list(fmt, links):
     """List the hardware profiles with their peaks and memory bandwidth (--links: the links)."""
     def run():
@@ -29,7 +29,7 @@ def hw_list(fmt, links):
             from hardware_db import links as link_db
             from cli.scaling import render_links
 
-            write_output(render_links(link_db.list_links(), fmt), None)
+            write_output(render_links(link_db.list_links(), fmt, link_db.list_nodes()), None)
             return
         write_output(render_list(hardware_db.list_profiles(), fmt), None)
 

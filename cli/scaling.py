@@ -11,19 +11,37 @@ def _fmt(v) -> str:
     return "—" if v is None else f"{v:g}"
 
 
-def render_links(links, fmt: str) -> str:
+def render_links(links, fmt: str, nodes=()) -> str:
+    """The links table, then the node designs (per-node topology). JSON: one list, each entry
+    with ``"type"`` link or node."""
     if fmt == "json":
-        return json.dumps([l.to_dict() for l in links], indent=2) + "\n"
+        return json.dumps([{"type": "link", **l.to_dict()} for l in links]
+                          + [{"type": "node", **n.to_dict()} for n in nodes], indent=2) + "\n"
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     t = Table(title="interconnect links (--link ID; GB/s per direction, after line coding)")
     for col in ("id", "kind", "name", "GB/s per dir", "latency µs"):
         t.add_column(col, justify="right" if col[0].isupper() or "µs" in col else "left")
     for l in links:
-        t.add_row(l.id, l.kind, l.name, _fmt(l.gbs_per_direction), _fmt(l.latency_us))
+        t.add_row(escape(l.id), escape(l.kind), escape(l.name), _fmt(l.gbs_per_direction),
+                  _fmt(l.latency_us))
     buf = io.StringIO()
-    Console(file=buf, width=200, color_system=None, highlight=False).print(t)
+    con = Console(file=buf, width=200, color_system=None, highlight=False)
+    con.print(t)
+    if nodes:
+        n_t = Table(title="nodes (--node ID; per-node topology)")
+        for col in ("id", "name", "GPUs", "link inside", "NVSwitch", "NVLS", "NVLink domain",
+                    "NICs x link", "network GB/s per dir"):
+            n_t.add_column(col, justify="right" if col in ("GPUs", "NVLink domain",
+                                                          "network GB/s per dir") else "left")
+        for n in nodes:
+            nic = "—" if n.nics is None else f"{n.nics} x {escape(n.nic_link)}"
+            n_t.add_row(escape(n.id), escape(n.name), str(n.gpus), escape(n.intra_link),
+                        "yes" if n.nvswitch else "no", "yes" if n.nvls else "no",
+                        str(n.nvlink_domain), nic, _fmt(n.nic_gbs))
+        con.print(n_t)
     return buf.getvalue()
 
 
@@ -43,16 +61,21 @@ _OPTIONS = [
                  help="Device counts to predict, e.g. 1,2,4,8: step time, compute / "
                       "communication / bubble, speed-up, efficiency, Amdahl's serial share, "
                       "crossover."),
-    click.option("--link", "link", default="ib-fdr", show_default=True, metavar="ID",
-                 help="Network between nodes (analyze hw list --links)."),
+    click.option("--link", "link", default=None, metavar="ID",
+                 help="Network between nodes (analyze hw list --links; default: the --node's "
+                      "NIC link, else ib-fdr)."),
+    click.option("--node", "node", default=None, metavar="ID",
+                 help="Node design: GPUs, NVLink/NVLS and NICs per node (analyze hw list --links)."),
     click.option("--devices-per-node", "per_node", type=click.IntRange(min=1), default=1,
                  show_default=True, metavar="G", help="Devices per node over --intra-link."),
     click.option("--intra-link", "intra_link", default=None, metavar="ID",
                  help="Link inside a node (e.g. nvlink4, pcie3) when --devices-per-node > 1."),
     click.option("--parallel", type=click.Choice(("data", "tensor", "pipeline")), default="data",
                  show_default=True, help="How the work is split over --devices."),
-    click.option("--collective", "algorithm", type=click.Choice(("ring", "tree")), default="ring",
-                 show_default=True, help="All-reduce algorithm (tree: seed 002's binary tree)."),
+    click.option("--collective", "algorithm", type=click.Choice(("nccl", "ring", "tree")),
+                 default="nccl", show_default=True,
+                 help="Collective model: nccl (fitted NCCL costs, algorithm and protocol by size), "
+                      "ring or tree (closed forms; tree: seed 002's binary tree)."),
     click.option("--overlap-backward", "overlap_comm", is_flag=True,
                  help="Data parallel: all-reduce gradient buckets while backward runs."),
     click.option("--buckets", type=click.IntRange(min=1), default=1, show_default=True,
@@ -64,7 +87,7 @@ _OPTIONS = [
     click.option("--plot-scaling", "plot_scaling", default=None, metavar="FILE",
                  help="Write a speed-up / efficiency plot (.png or .svg; needs matplotlib)."),
 ]
-NAMES = ("train", "optimizer", "batch", "devices", "link", "per_node", "intra_link", "parallel",
+NAMES = ("train", "optimizer", "batch", "devices", "link", "node", "per_node", "intra_link", "parallel",
          "algorithm", "overlap_comm", "buckets", "microbatches", "schedule", "plot_scaling")
 
 
@@ -143,7 +166,7 @@ def scale(model, hws, opts, extra: dict):
                           train=bool(extra["train"]) or extra["parallel"] == "data",
                           optimizer=extra["optimizer"] or "sgd", per_node=extra["per_node"],
                           intra_link=extra["intra_link"], algorithm=extra["algorithm"],
-                          overlap=extra["overlap_comm"], buckets=extra["buckets"],
+                          node=extra["node"], overlap=extra["overlap_comm"], buckets=extra["buckets"],
                           microbatches=extra["microbatches"], schedule=extra["schedule"],
                           options=opts)
 

@@ -14,7 +14,32 @@ seconds per message (one step of the algorithm):
 Two levels (``Fabric``): ``g`` devices per node over a fast link, nodes over the network. An
 all-reduce over ``n = g * k`` devices is reduce-scatter inside each node, all-reduce of
 ``nbytes/g`` among the ``k`` nodes (each device's shard on its own network share: the node's
-NIC is shared by its ``g`` devices, so each gets ``bw/g``), all-gather inside the node.
+NIC is shared by its ``g`` devices, so each gets ``bw/g``), all-gather inside the node. A node
+with one NIC per device (``nics_per_node = g``) gives each device a whole NIC instead.
+
+NCCL's cost (``algorithm="nccl"``, constants ``NcclConstants`` fitted on nccl-tests runs, file
+``hardware_db/collectives/nccl.json``): each call costs the least, over the algorithms and
+protocols NCCL can run, of
+
+    base  +  steps(algorithm, n) * step(protocol)  +  F(algorithm, n) * nbytes / (bw * eff(protocol) * c)
+
+    algorithm  collective   steps          F (bytes each device moves / nbytes)
+    ring       all-reduce   2(n-1)         2(n-1)/n
+    ring       all-gather   n-1            (n-1)/n     (reduce-scatter the same)
+    tree       all-reduce   2 ceil(log2 n) 2           (between nodes only: inside a node NCCL's
+                                                        tree is a chain, never cheaper than ring)
+    nvls       all-reduce   2              1           (NVLink SHARP: the switch reduces and
+                                                        multicasts; NVSwitch nodes that have it)
+
+``base``: the per-call cost (launch, synchronisation) whatever the size; ``step``: per step of
+the algorithm for protocol LL, LL128 or Simple (NCCL's three; LL sends 4 data bytes per 8-byte
+store, so it trades bandwidth for latency); ``eff``: the achieved fraction of the link's
+per-direction bandwidth with that protocol; ``c``: a per-collective factor (all-gather reaches
+less of the link than all-reduce in nccl-tests). NCCL's own tuner picks the algorithm and
+protocol the same way (the least predicted time); this model's choice is its own, not a copy of
+NCCL's tables. The constants were fitted inside NVSwitch nodes; between nodes the same ones are
+applied to the NIC link (with the link's own per-hop latency added to each step), an
+extrapolation no measurement here checks.
 """
 
 from __future__ import annotations
@@ -23,7 +48,9 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-ALGORITHMS = ("ring", "tree")
+ALGORITHMS = ("nccl", "ring", "tree")
+PROTOCOLS = ("LL", "LL128", "Simple")
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
 
 
 class Comm(NamedTuple):
@@ -91,6 +118,90 @@ _ALLREDUCE = {"ring": ring_allreduce, "tree": tree_allreduce}
 
 
 @dataclass(frozen=True)
+class NcclConstants:
+    """Fitted NCCL constants (seconds and fractions): ``base_s`` per call; per protocol
+    ``step_s[p]`` per algorithm step and ``eff[p]`` of the link bandwidth; ``coll_eff[c]`` per
+    collective; ``nvls_step_s`` / ``nvls_eff`` for NVLink SHARP all-reduce."""
+
+    base_s: float
+    step_s: dict
+    eff: dict
+    coll_eff: dict
+    nvls_step_s: float
+    nvls_eff: float
+
+    def __post_init__(self):
+        for p in PROTOCOLS:
+            if p not in self.step_s or p not in self.eff:
+                raise ValueError(f"NCCL constants: protocol {p} missing")
+            if not (self.step_s[p] >= 0 and 0 < self.eff[p] <= 1):
+                raise ValueError(f"NCCL constants: {p} needs step >= 0 and efficiency in (0, 1]")
+        for c in COLLECTIVES:
+            if not 0 < self.coll_eff.get(c, 0) <= 1:
+                raise ValueError(f"NCCL constants: collective factor of {c} must be in (0, 1]")
+        if not (self.base_s >= 0 and self.nvls_step_s >= 0 and 0 < self.nvls_eff <= 1):
+            raise ValueError("NCCL constants: base and NVLS step >= 0, NVLS efficiency in (0, 1]")
+
+
+def constants_from(doc: dict) -> NcclConstants:
+    """``NcclConstants`` from the constants file's dict (microseconds to seconds)."""
+    pr = doc["protocols"]
+    return NcclConstants(base_s=doc["base_us"] * 1e-6,
+                         step_s={p: pr[p]["step_us"] * 1e-6 for p in PROTOCOLS},
+                         eff={p: pr[p]["efficiency"] for p in PROTOCOLS},
+                         coll_eff=dict(doc["collective_efficiency"]),
+                         nvls_step_s=doc["nvls"]["step_us"] * 1e-6,
+                         nvls_eff=doc["nvls"]["efficiency"])
+
+
+class Choice(NamedTuple):
+    """An NCCL-model call: its time and the algorithm and protocol that give it."""
+
+    comm: Comm
+    algorithm: str
+    protocol: str
+
+
+def candidates(collective: str, n: int, *, nvls: bool = False, tree: bool = False):
+    """``(algorithm, protocol, steps, F)`` of every way the model may run ``collective`` on
+    ``n`` devices (the table in the module docstring)."""
+    if collective not in COLLECTIVES:
+        raise ValueError(f"collective must be one of {', '.join(COLLECTIVES)}; got {collective!r}")
+    out = []
+    if collective == "all_reduce":
+        algs = [("ring", 2 * (n - 1), 2 * (n - 1) / n)]
+        if tree:
+            algs.append(("tree", 2 * math.ceil(math.log2(n)), 2.0))
+    else:
+        algs = [("ring", n - 1, (n - 1) / n)]
+    for alg, steps, f in algs:
+        out += [(alg, p, steps, f) for p in PROTOCOLS]
+    if nvls and collective == "all_reduce":
+        out.append(("nvls", "Simple", 2, 1.0))
+    return out
+
+
+def nccl(collective: str, nbytes: float, n: int, bw: float, k: NcclConstants, *,
+         nvls: bool = False, tree: bool = False, extra_step_s: float = 0.0,
+         base: bool = True) -> Choice:
+    """The least time over ``candidates`` (module docstring): ``base + steps * (step + extra_step_s)
+    + F * nbytes / (bw * eff * c)``; ``extra_step_s`` adds a link's own per-hop latency;
+    ``base=False`` leaves out the per-call cost (a later phase of one call)."""
+    _check(nbytes, n, bw)
+    if n == 1:
+        return Choice(ZERO, "none", "none")
+    best = None
+    c = k.coll_eff[collective]
+    for alg, proto, steps, f in candidates(collective, n, nvls=nvls, tree=tree):
+        step, eff = (k.nvls_step_s, k.nvls_eff) if alg == "nvls" else (k.step_s[proto], k.eff[proto])
+        comm = Comm(f * nbytes / (bw * eff * c),
+                    (k.base_s if base else 0.0) + steps * (step + extra_step_s))
+        if best is None or comm.total < best.comm.total:
+            best = Choice(comm, alg, proto)
+    return best
+
+
+@dataclass(frozen=True)
 class Level:
     """One level of a fabric: a link's bytes/s per direction and seconds per message, after the
     achieved fraction of its bandwidth (``efficiency``) and any fitted per-message latency."""
@@ -98,15 +209,17 @@ class Level:
     bw: float
     alpha: float
     name: str = ""
+    nvls: bool = False   # NVLink SHARP in the switch (NCCL's NVLS all-reduce)
 
     @classmethod
-    def of(cls, link, efficiency: float = 1.0, alpha_s: float | None = None) -> "Level":
+    def of(cls, link, efficiency: float = 1.0, alpha_s: float | None = None,
+           nvls: bool = False) -> "Level":
         """From a ``hardware_db.links.NetworkLink``: its bandwidth x ``efficiency``, its
         latency (or ``alpha_s`` when given; 0 where the link states none)."""
         if not 0 < efficiency <= 1:
             raise ValueError(f"link efficiency must be in (0, 1], got {efficiency!r}")
         return cls(link.bytes_per_s * efficiency,
-                   link.latency_s if alpha_s is None else alpha_s, link.id)
+                   link.latency_s if alpha_s is None else alpha_s, link.id, nvls)
 
 
 @dataclass(frozen=True)
@@ -114,18 +227,24 @@ class Fabric:
     """Devices ``per_node`` to a node over ``intra``, nodes over ``inter`` (two levels).
 
     ``per_node=1``: every device is its own node (all traffic over ``inter``). ``intra`` may be
-    None only when ``per_node`` is 1. ``algorithm``: ring or tree, for the all-reduce."""
+    None only when ``per_node`` is 1. ``algorithm``: nccl (``constants`` needed), ring or tree.
+    ``nics``: network cards per node; the node's devices share them, so each device's share of
+    the network is ``inter.bw * min(nics, g) / g`` for ``g`` devices per node."""
 
     inter: Level
     intra: Level | None = None
     per_node: int = 1
     algorithm: str = "ring"
+    nics: int = 1
+    constants: NcclConstants | None = None
 
     def __post_init__(self):
         if self.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {self.algorithm!r}")
-        if self.per_node < 1:
-            raise ValueError("per_node must be >= 1")
+        if self.algorithm == "nccl" and self.constants is None:
+            raise ValueError("algorithm 'nccl' needs the fitted NCCL constants")
+        if self.per_node < 1 or self.nics < 1:
+            raise ValueError("per_node and nics must be >= 1")
         if self.per_node > 1 and self.intra is None:
             raise ValueError("per_node > 1 needs an intra-node link")
 
@@ -138,27 +257,46 @@ class Fabric:
             raise ValueError(f"{n} devices do not fill whole nodes of {g}")
         return g, n // g
 
+    def _net_bw(self, g: int) -> float:
+        """One device's share of the network: ``inter.bw * min(nics, g) / g``."""
+        return self.inter.bw * min(self.nics, g) / g
+
+    def _one(self, collective: str, nbytes: float, n: int, level: Level, bw: float,
+             between_nodes: bool, base: bool = True) -> Comm:
+        if self.algorithm == "nccl":
+            return nccl(collective, nbytes, n, bw, self.constants, nvls=level.nvls and not between_nodes,
+                        tree=between_nodes, extra_step_s=level.alpha, base=base).comm
+        if collective == "all_reduce":
+            return _ALLREDUCE[self.algorithm](nbytes, n, bw, level.alpha)
+        return ring_allgather(nbytes, n, bw, level.alpha)
+
     def allreduce(self, nbytes: float, n: int) -> Comm:
         g, k = self.split(n)
-        ar = _ALLREDUCE[self.algorithm]
         if k == 1:
-            level = self.intra if (g > 1 and self.intra is not None and self.per_node > 1) else self.inter
-            return ar(nbytes, g, level.bw, level.alpha)
+            inside = g > 1 and self.intra is not None and self.per_node > 1
+            level = self.intra if inside else self.inter
+            return self._one("all_reduce", nbytes, g, level, level.bw, not inside)
         if g == 1:
-            return ar(nbytes, k, self.inter.bw, self.inter.alpha)
+            return self._one("all_reduce", nbytes, k, self.inter, self.inter.bw, True)
         intra = self.intra
-        return (ring_reduce_scatter(nbytes, g, intra.bw, intra.alpha)
-                + ar(nbytes / g, k, self.inter.bw / g, self.inter.alpha)
-                + ring_allgather(nbytes, g, intra.bw, intra.alpha))
+        return (self._one("reduce_scatter", nbytes, g, intra, intra.bw, False)
+                + self._one("all_reduce", nbytes / g, k, self.inter, self._net_bw(g), True, base=False)
+                + self._one("all_gather", nbytes, g, intra, intra.bw, False, base=False))
 
     def allgather(self, nbytes: float, n: int) -> Comm:
         g, k = self.split(n)
-        level = self.intra if (k == 1 and g > 1 and self.intra is not None) else self.inter
         if k == 1:
-            return ring_allgather(nbytes, g, level.bw, level.alpha)
-        return (ring_allgather(nbytes / k, g, self.intra.bw, self.intra.alpha)
-                + ring_allgather(nbytes, k, self.inter.bw / g, self.inter.alpha))
+            inside = g > 1 and self.intra is not None
+            level = self.intra if inside else self.inter
+            return self._one("all_gather", nbytes, g, level, level.bw, not inside)
+        return (self._one("all_gather", nbytes / k, g, self.intra, self.intra.bw, False)
+                + self._one("all_gather", nbytes, k, self.inter, self._net_bw(g), True, base=False))
 
     def p2p(self, nbytes: float, crosses_node: bool) -> Comm:
         level = self.inter if (crosses_node or self.intra is None) else self.intra
-        return point_to_point(nbytes, level.bw, level.alpha)
+        c = point_to_point(nbytes, level.bw, level.alpha)
+        if self.algorithm == "nccl":   # one Simple-protocol step plus the per-call cost
+            k = self.constants
+            return Comm(nbytes / (level.bw * k.eff["Simple"]),
+                        c.latency_s + k.base_s + k.step_s["Simple"])
+        return c

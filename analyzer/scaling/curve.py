@@ -50,10 +50,27 @@ def _step(report, train: bool):
             for p in report.predictions}
 
 
-def fabric(link, *, per_node: int = 1, intra_link=None, algorithm: str = "ring",
-           link_efficiency: float = 1.0) -> C.Fabric:
-    from hardware_db import links
+def fabric(link, *, per_node: int = 1, intra_link=None, algorithm: str = "nccl",
+           link_efficiency: float = 1.0, node=None, nics: int | None = None) -> C.Fabric:
+    """The two-level fabric. ``node`` (a ``hardware_db.links.Node`` or its id) sets devices per
+    node, the intra-node link, NVLS and the NICs per node (explicit arguments win; ``link``
+    None takes the node's NIC link). ``algorithm`` nccl: the fitted NCCL model
+    (hardware_db/collectives/nccl.json); ring / tree: the closed forms with no per-call cost."""
+    from hardware_db import collectives, links
 
+    nvls = False
+    if node is not None:
+        nd = node if hasattr(node, "gpus") else links.get_node(node)
+        per_node = nd.gpus if per_node == 1 else per_node
+        intra_link = intra_link or nd.intra_link
+        nics = nics or nd.nics
+        nvls = nd.nvls
+        if link is None:
+            if nd.nic_link is None:
+                raise InputSpecError(f"node '{nd.id}' has no network cards on record: give link=")
+            link = nd.nic_link
+    if link is None:
+        link = "ib-fdr"   # seed 002's network, the default when neither link nor node is given
     inter = link if hasattr(link, "bytes_per_s") else links.get(link)
     intra = None
     if intra_link is not None:
@@ -61,18 +78,22 @@ def fabric(link, *, per_node: int = 1, intra_link=None, algorithm: str = "ring",
     if per_node > 1 and intra is None:
         raise InputSpecError("devices per node > 1 needs the link inside a node (intra_link=, "
                              "e.g. 'nvlink4' or 'pcie3')")
+    consts = C.constants_from(collectives.nccl()) if algorithm == "nccl" else None
     return C.Fabric(C.Level.of(inter, link_efficiency),
-                    C.Level.of(intra, link_efficiency) if intra else None, per_node, algorithm)
+                    C.Level.of(intra, link_efficiency, nvls=nvls) if intra else None, per_node,
+                    algorithm, nics or 1, consts)
 
 
-def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link="ib-fdr",
+def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=None,
           parallel: str = "data", batch: int | None = None, train: bool = True,
-          optimizer: str = "sgd", per_node: int = 1, intra_link=None, algorithm: str = "ring",
+          optimizer: str = "sgd", per_node: int = 1, intra_link=None, algorithm: str = "nccl",
           overlap: bool = False, buckets: int = 1, microbatches: int | None = None,
           schedule: str = "1f1b", rescale: str | None = None, link_efficiency: float = 1.0,
-          options=None, **keywords):
+          node=None, nics: int | None = None, options=None, **keywords):
     """The Report of ``model`` at the global batch on ``hw``, carrying the scaling curve over
-    ``devices`` (see the module and ``analyzer.scaling.parallel`` for the models)."""
+    ``devices`` (see the module and ``analyzer.scaling.parallel`` for the models). ``link``: the
+    network between nodes (default: the node's NIC link, else ib-fdr); ``node``: a node design of
+    hardware_db/links/nodes.toml (devices per node, NVLink, NVLS, NICs per node)."""
     from analyzer.api import analyze
 
     if parallel not in P.PARALLEL:
@@ -85,7 +106,8 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link="
     if 1 not in devs:
         devs = [1] + devs
     fab = fabric(link, per_node=per_node, intra_link=intra_link, algorithm=algorithm,
-                 link_efficiency=link_efficiency)
+                 link_efficiency=link_efficiency, node=node, nics=nics)
+    per_node = fab.per_node
     for n in devs:
         fab.split(n)   # whole nodes only: a clear error before any work
     kw = dict(keywords)
@@ -95,9 +117,11 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link="
     step1 = _step(base, train)
     precision = base.predictions[0].precision if base.predictions else "fp32"
     grad_bytes = base.totals.params * (PRECISION_BITS.get(precision, 32) // 8)   # B per gradient (4 when unknown)
-    notes = [f"{algorithm} all-reduce over {fab.inter.name}"
-             + (f", {per_node} devices per node over {fab.intra.name}" if per_node > 1 else "")]
-    if fab.inter.alpha == 0:
+    notes = [("NCCL model (algorithm and protocol by size, hardware_db/collectives/nccl.json)"
+              if algorithm == "nccl" else f"{algorithm} all-reduce") + f" over {fab.inter.name}"
+             + (f", {per_node} devices per node over {fab.intra.name}" if per_node > 1 else "")
+             + (f", {fab.nics} NICs per node" if fab.nics > 1 else "")]
+    if fab.inter.alpha == 0 and algorithm != "nccl":
         notes.append(f"{fab.inter.name}: no per-message latency on record (charged 0)")
     mode = rescale or ("analyze" if batch is not None else "linear")
     points = []
@@ -122,7 +146,8 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link="
             points.extend(_tensor_points(base, step1, fab, n, train))
         else:
             points.extend(_pipeline_points(base, step1, fab, n, microbatches or 4 * n, train))
-    setup = {"devices": devs, "per_node": per_node, "algorithm": algorithm, "overlap": overlap,
+    setup = {"devices": devs, "per_node": per_node, "nics": fab.nics, "algorithm": algorithm,
+             "overlap": overlap,
              "buckets": buckets, "batch": batch, "train": train, "rescale": mode,
              "gradient_bytes": grad_bytes}
     if parallel == "pipeline":

@@ -20,10 +20,13 @@ from typing import Mapping
 from analyzer.errors import HardwareError
 from hardware_db.profile import LINK_KINDS, FrozenMap
 
-__all__ = ["LINKS_FILE", "NetworkLink", "get", "list_links", "make"]
+__all__ = ["LINKS_FILE", "NODES_FILE", "NetworkLink", "Node", "get", "get_node", "list_links",
+           "list_nodes", "make"]
 
 LINKS_FILE = Path(__file__).resolve().parent / "links.toml"
+NODES_FILE = Path(__file__).resolve().parent / "nodes.toml"
 _CACHE: dict[str, "NetworkLink"] | None = None
+_NODES: dict[str, "Node"] | None = None
 
 
 @dataclass(frozen=True)
@@ -103,3 +106,82 @@ def make(gbs_per_direction: float, latency_us: float | None = None, *, kind: str
     """A link from numbers (a user's own network, or a test's)."""
     return NetworkLink(link_id, name, kind, gbs_per_direction, latency_us,
                        {"gbs_per_direction": "given by the caller"})
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node design (``nodes.toml``): devices per node (``gpus``), the link between them
+    (``intra_link``, a link id), NVLink switches (``nvswitch``) and in-switch reduction
+    (``nvls``), the NVLink domain size, network cards per node (``nics``, None = not on record)
+    over ``nic_link``, the aiconfigurator system its nccl-tests rows came from, and sources."""
+
+    id: str
+    name: str
+    gpus: int
+    intra_link: str
+    nvswitch: bool
+    nvls: bool
+    nvlink_domain: int
+    nics: int | None = None
+    nic_link: str | None = None
+    aic_system: str | None = None
+    sources: Mapping[str, str] = field(default_factory=FrozenMap)
+
+    def __post_init__(self):
+        for name in ("gpus", "nvlink_domain", "nics"):
+            v = getattr(self, name)
+            if v is None and name == "nics":
+                continue
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise HardwareError(f"node '{self.id}': {name} must be an integer >= 1, got {v!r}")
+        if (self.nics is None) != (self.nic_link is None):
+            raise HardwareError(f"node '{self.id}': give nics and nic_link together")
+        get(self.intra_link)
+        if self.nic_link is not None:
+            get(self.nic_link)
+        if self.nvls and not self.nvswitch:
+            raise HardwareError(f"node '{self.id}': nvls needs nvswitch")
+        object.__setattr__(self, "sources", FrozenMap(self.sources))
+
+    @property
+    def nic_gbs(self) -> float | None:
+        """The node's network bandwidth per direction, GB/s (``nics`` x the NIC link)."""
+        return None if self.nics is None else self.nics * get(self.nic_link).gbs_per_direction
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "name": self.name, "gpus": self.gpus, "intra_link": self.intra_link,
+                "nvswitch": self.nvswitch, "nvls": self.nvls, "nvlink_domain": self.nvlink_domain,
+                "nics": self.nics, "nic_link": self.nic_link, "nic_gbs": self.nic_gbs,
+                "aic_system": self.aic_system, "sources": dict(self.sources)}
+
+
+def _load_nodes() -> dict[str, Node]:
+    global _NODES
+    if _NODES is None:
+        with open(NODES_FILE, "rb") as f:
+            doc = tomllib.load(f)
+        out = {}
+        for nid, t in doc.items():
+            sources = dict(t.get("sources", {}))
+            for key in ("gpus", "nvls", "nics"):   # a claim needs a source (nvls only when true)
+                if key in t and t[key] is not False and not sources.get(key):
+                    raise HardwareError(f"node '{nid}': {key} has no source")
+            out[nid] = Node(nid, t["name"], t["gpus"], t["intra_link"], bool(t["nvswitch"]),
+                            bool(t["nvls"]), t["nvlink_domain"], t.get("nics"), t.get("nic_link"),
+                            t.get("aic_system"), sources)
+        _NODES = out
+    return _NODES
+
+
+def list_nodes() -> list[Node]:
+    """The shipped node designs, in file order."""
+    return list(_load_nodes().values())
+
+
+def get_node(node_id: str) -> Node:
+    """A shipped node by id (case-insensitive); ``HardwareError`` naming the known ids."""
+    nodes = _load_nodes()
+    key = node_id.strip().lower()
+    if key not in nodes:
+        raise HardwareError(f"unknown node '{node_id}' (known: {', '.join(nodes)})")
+    return nodes[key]

@@ -1,0 +1,163 @@
+"""The NCCL collective model (closed forms beside the arithmetic), its fitted constants file and
+the node designs (GPUs, NVLink/NVLS, NICs per node)."""
+
+import json
+
+import pytest
+
+import analyzer
+from analyzer.errors import HardwareError
+from analyzer.scaling import collectives as C
+from hardware_db import collectives, links
+
+K = C.NcclConstants(base_s=8e-6, step_s={"LL": 1e-6, "LL128": 2e-6, "Simple": 5e-6},
+                    eff={"LL": 0.25, "LL128": 0.5, "Simple": 0.8},
+                    coll_eff={"all_reduce": 1.0, "all_gather": 0.8, "reduce_scatter": 0.8},
+                    nvls_step_s=10e-6, nvls_eff=0.5)
+BW = 450e9   # nvlink4 per direction
+
+
+def test_ring_allreduce_small_message_takes_ll():
+    # n = 8: 2(n-1) = 14 steps, F = 2 * 7/8 = 1.75; 4096 B
+    # LL:     8 + 14 * 1 us + 1.75 * 4096 / (450e9 * 0.25) s = 22 us + 0.06372 us = 22.0637 us
+    # LL128:  8 + 28 + 0.0319 = 36.03 us;  Simple: 8 + 70 + ... = 78.02 us
+    c = C.nccl("all_reduce", 4096, 8, BW, K)
+    assert (c.algorithm, c.protocol) == ("ring", "LL")
+    assert c.comm.latency_s == pytest.approx(22e-6)
+    assert c.comm.bandwidth_s == pytest.approx(1.75 * 4096 / (BW * 0.25))
+    assert c.comm.total == pytest.approx(22.0637e-6, rel=1e-5)
+
+
+def test_large_message_takes_simple_then_nvls():
+    nb = 256 * 2**20   # 268,435,456 B; ring moves 1.75 x = 469,762,048 B
+    # Simple: 8 + 70 us + 469762048 / (450e9 * 0.8) = 78 us + 1304.89 us = 1382.89 us
+    # LL128:  36 us + 469762048 / 225e9 = 2123.8 us
+    c = C.nccl("all_reduce", nb, 8, BW, K)
+    assert (c.algorithm, c.protocol) == ("ring", "Simple")
+    assert c.comm.total == pytest.approx(78e-6 + 469762048 / 360e9)
+    # NVLS: 8 + 2 * 10 us + 268435456 / (450e9 * 0.5) = 28 us + 1193.05 us = 1221.05 us
+    v = C.nccl("all_reduce", nb, 8, BW, K, nvls=True)
+    assert v.algorithm == "nvls"
+    assert v.comm.total == pytest.approx(28e-6 + nb / 225e9)
+    # all-gather: n-1 = 7 steps, F = 7/8, collective factor 0.8: 8 + 35 us + 7/8 nb / (450e9 * 0.8 * 0.8)
+    g = C.nccl("all_gather", nb, 8, BW, K, nvls=True)
+    assert (g.algorithm, g.protocol) == ("ring", "Simple")
+    assert g.comm.total == pytest.approx(43e-6 + 7 / 8 * nb / (BW * 0.64))
+
+
+def test_protocol_switches_with_message_size():
+    """LL -> LL128 -> Simple as the message grows (made-up constants above, and the shipped ones:
+    never back to a lower-latency protocol once a higher-bandwidth one wins)."""
+    order = {"LL": 0, "LL128": 1, "Simple": 2}
+    for k in (K, C.constants_from(collectives.nccl())):
+        seq = [C.nccl("all_reduce", 2**e, 8, BW, k).protocol for e in range(9, 31)]
+        assert [order[p] for p in seq] == sorted(order[p] for p in seq)
+        assert seq[-1] == "Simple"
+    seq = [C.nccl("all_reduce", 2**e, 8, BW, K).protocol for e in range(9, 31)]
+    assert {"LL", "LL128", "Simple"} <= set(seq)
+
+
+def test_tree_only_between_nodes_and_wins_on_latency():
+    # 64 nodes, 8 B: ring 2 * 63 = 126 steps, tree 2 * log2(64) = 12 steps
+    ring = C.nccl("all_reduce", 8, 64, 1e10, K)
+    tree = C.nccl("all_reduce", 8, 64, 1e10, K, tree=True)
+    assert ring.algorithm == "ring" and tree.algorithm == "tree"
+    assert tree.comm.latency_s == pytest.approx(8e-6 + 12 * 1e-6)
+
+
+def test_shipped_constants_have_provenance_and_no_h100():
+    d = collectives.nccl()
+    p = d["provenance"]
+    for key in collectives.PROVENANCE:
+        assert p[key]
+    assert "aic_nccl.csv" in p["data"] and "fit_collectives.py" in p["command"]
+    assert not any("h100" in s for s in p["fitted_on_systems"])
+    held = {r["held_out"] for r in d["leave_one_system_out"]}
+    assert set(p["fitted_on_systems"]) <= held
+    for r in d["leave_one_system_out"]:
+        assert r["held_out"] not in r["fitted_on"] and r["rows"] > 0
+    bad = json.loads(json.dumps(d))
+    del bad["provenance"]["command"]
+    with pytest.raises(HardwareError, match="command"):
+        collectives.validate(bad)
+    bad = json.loads(json.dumps(d))
+    bad["protocols"]["LL"]["efficiency"] = 1.5
+    with pytest.raises(HardwareError, match="LL.efficiency"):
+        collectives.validate(bad)
+
+
+@pytest.mark.parametrize("node, coll, n, nbytes, measured_us", [
+    # nccl-tests medians from ../shared/measurements/gpu/aic_nccl.csv (in the fit's sample)
+    ("dgx-a100", "all_reduce", 8, 512 * 2**20, 4225.9),
+    ("dgx-b200", "all_reduce", 8, 512 * 2**20, 1340.3),
+    ("dgx-a100", "all_gather", 8, 4096, 14.6),
+    ("dgx-b200", "all_reduce", 2, 4096, 10.0),
+])
+def test_shipped_constants_against_recorded_nccl_tests(node, coll, n, nbytes, measured_us):
+    nd = links.get_node(node)
+    k = C.constants_from(collectives.nccl())
+    t = C.nccl(coll, nbytes, n, links.get(nd.intra_link).bytes_per_s, k, nvls=nd.nvls).comm.total
+    assert t * 1e6 == pytest.approx(measured_us, rel=0.15)
+
+
+def test_nodes_are_sourced():
+    h = links.get_node("DGX-H100")
+    assert (h.gpus, h.intra_link, h.nvls, h.nics, h.nic_link) == (8, "nvlink4", True, 8, "ib-ndr")
+    assert h.nic_gbs == 400.0            # 8 x 50 GB/s (400 Gbit/s) per direction
+    assert links.get_node("dgx-a100").nvls is False
+    assert links.get_node("gb200-tray").nvlink_domain == 72
+    for n in links.list_nodes():
+        assert n.sources["gpus"]
+        if n.nvls:
+            assert n.sources["nvls"]
+        if n.nics is not None:
+            assert n.sources["nics"]
+    with pytest.raises(HardwareError, match="dgx-h100"):
+        links.get_node("dgx-z900")
+
+
+def test_one_nic_per_gpu_is_eight_times_the_network():
+    """16 devices = 2 nodes of 8, ring, 1e9 B; between nodes an all-reduce of 1e9/8 B over 2 nodes:
+    2 * 1/2 * 1.25e8 B / (1e10 B/s * nics / 8): 1 NIC 0.1 s, 8 NICs 0.0125 s."""
+    fast, net = C.Level(1e11, 0.0), C.Level(1e10, 0.0)
+    intra = 2 * 7 / 8 * 1e9 / 1e11          # reduce-scatter + all-gather inside the node
+    one = C.Fabric(inter=net, intra=fast, per_node=8).allreduce(1e9, 16).total
+    eight = C.Fabric(inter=net, intra=fast, per_node=8, nics=8).allreduce(1e9, 16).total
+    assert one == pytest.approx(intra + 0.1)
+    assert eight == pytest.approx(intra + 0.0125)
+
+
+def test_scale_on_a_node_design():
+    r = analyzer.scale("samples/mlp.onnx", "a100", [1, 8, 16], node="dgx-h100", batch=None,
+                       inputs={"x": (64, 784)})
+    s = r.scaling
+    assert s.setup["per_node"] == 8 and s.setup["nics"] == 8 and s.setup["algorithm"] == "nccl"
+    assert s.link == "ib-ndr"
+    p8 = [p for p in s.points if p.devices == 8][0]
+    assert p8.latency_s > 0      # NCCL's per-call cost is charged
+
+
+def test_cli_lists_nodes():
+    from click.testing import CliRunner
+    from cli.main import main
+
+    out = CliRunner().invoke(main, ["hw", "list", "--links", "--format", "json"])
+    assert out.exit_code == 0
+    nodes = [e for e in json.loads(out.output) if e["type"] == "node"]
+    assert any(n["id"] == "dgx-h100" and n["nics"] == 8 for n in nodes)
+    out = CliRunner().invoke(main, ["hw", "list", "--links"])
+    assert out.exit_code == 0 and "8 x ib-ndr" in out.output
+
+
+def test_seed002_crossover_with_the_nccl_default():
+    """Seed 002's AlexNet (B=256, K80, FDR InfiniBand) with the default collective model: the
+    crossover stays between 2 and 10 nodes (the tree variant is tests/scaling/test_training_scaling.py)."""
+    import os
+
+    import onnx
+
+    alexnet = os.path.join(os.path.dirname(onnx.__file__), "backend/test/data/light",
+                           "light_bvlc_alexnet.onnx")
+    a = analyzer.scale(alexnet, "k80", [1, 2, 4, 8, 16, 32, 64], link="ib-fdr", batch=256).scaling
+    assert a.setup["algorithm"] == "nccl"
+    assert 2 <= a.crossover()["k80"] <= 10
