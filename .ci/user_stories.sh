@@ -41,6 +41,8 @@ expect 0 analyze hw show a100
 expect 2 analyze hw show no-such-chip
 expect 2 analyze missing.onnx
 expect 0 analyze jax_models.py:mlp_infer --input x=f32[8,784] --hw a100
+expect 0 analyze mlp.onnx --hw a100 --train --batch 32 --devices 1,8   # links, nodes, NCCL constants
+expect 0 analyze hw list --links
 
 # a CI gate: save, pass, then fail with exit 1 on a slower model (batch 64 instead of 1)
 expect 0 analyze dynamic_batch.onnx --dim batch=1 --hw a100,t4 --save-baseline base.json
