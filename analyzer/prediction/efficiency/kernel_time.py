@@ -40,7 +40,8 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   sets): ``tiles = ceil(m/tm) * ceil(n/tn) * batch``; the library splits K into ``split`` slices
   when that fills the device better (``wave_split``: ``SPLIT_K`` factors, each slice at least
   ``SPLIT_K_MIN_K`` deep), ``ctas = tiles * split``, utilisation ``ctas / (ceil(ctas/units) *
-  units)``, ``wave = 1 / utilisation``: the kernel runs whole waves of per-SM work at
+  units)``, ``wave = 1 / utilisation``; the tile is the set's or a smaller one of
+  ``LIBRARY_TILES``, whichever with its split gives the least padded work x waves: the kernel runs whole waves of per-SM work at
   ``peak / units`` per SM, so a small grid is held to its SMs' share of the peak, never to a
   fitted fraction that could make a bigger GPU slower.  The split's fp32 partial sums are not
   charged (a grid small enough to split keeps them in the L2).
@@ -129,9 +130,9 @@ PAR_STEP_POWER = 4.0
 # slice keeping at least SPLIT_K_MIN_K of K (a slice shorter than a few k-blocks of a 64..128-row
 # tile does not pay for its partial-sum pass)
 SPLIT_K = (1, 2, 4, 8, 16)
-# the tiles a library picks from, as fractions (rows, columns) of a set's tile (128 x 128 ->
-# 128 x 64 -> 64 x 64): smaller tiles for grids that do not fill the device's SMs
-TILE_SCALES = ((1.0, 1.0), (1.0, 0.5), (0.5, 0.5))
+# the smaller output tiles (rows, columns) a GEMM library also has for grids that do not fill
+# the device's SMs (cuBLAS / CUTLASS tile shapes from 128 x 128 down to 32 x 32)
+LIBRARY_TILES = ((128.0, 128.0), (128.0, 64.0), (64.0, 64.0), (64.0, 32.0), (32.0, 32.0))
 SPLIT_K_MIN_K = 256.0
 
 
@@ -178,19 +179,23 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     kb1 = xp.maximum(kb, 1.0)
     kp = xp.where(kb > 0, xp.ceil(k / kb1) * kb1, k)
     # the tile the library runs: the set's tile, or where waves over the SMs are modelled the one
-    # of ``TILE_SCALES`` x the set's tile (each side at least the MMA granule) and split-K factor
-    # whose padded work x waves is least (a library's heuristic picks smaller tiles and splits K
-    # for grids that would leave SMs idle; the first of equals)
+    # of the set's tile and the ``LIBRARY_TILES`` no larger than it, with the split-K factor, whose
+    # padded work x waves is least (a library's heuristic picks smaller tiles and splits K for
+    # grids that would leave SMs idle; the first of equals).  The small tiles are the same for
+    # every family: a family's fitted tile (its large-grid tile) does not limit how finely a
+    # small grid is cut
     mp = np_ = mt = nt = wave = split = None
-    for fm, fn in TILE_SCALES:
-        tm_f = xp.where(known, xp.maximum(tm * fm, xp.minimum(tm, MMA_GRANULE)), tm)
-        tn_f = xp.where(known, xp.maximum(tn * fn, xp.minimum(tn, MMA_GRANULE)), tn)
+    for i, (lm, ln) in enumerate(((0.0, 0.0),) + LIBRARY_TILES):
+        # the set's own tile first, then each library tile no larger than it in either side
+        ok = known & (lm <= tm) & (ln <= tn) if i else known | ~known
+        tm_f = xp.where(ok & (i > 0), lm, tm)
+        tn_f = xp.where(ok & (i > 0), ln, tn)
         c_mp, c_np, c_mt, c_nt = _padded(xp, m, n, tm_f, tn_f)
         c_wave, c_split = wave_split(xp, c_mt * c_nt * b1, k, units, known)
         if mp is None:
             mp, np_, mt, nt, wave, split = c_mp, c_np, c_mt, c_nt, c_wave, c_split
             continue
-        better = known & (c_mp * c_np * c_wave < mp * np_ * wave * (1.0 - 1e-9))
+        better = ok & (c_mp * c_np * c_wave < mp * np_ * wave * (1.0 - 1e-9))
         mp, np_, mt, nt = (xp.where(better, a, b) for a, b in ((c_mp, mp), (c_np, np_), (c_mt, mt), (c_nt, nt)))
         wave, split = xp.where(better, c_wave, wave), xp.where(better, c_split, split)
     work = xp.where(tiled, 2.0 * mp * np_ * kp * b1, mac)
