@@ -11,7 +11,7 @@ from analyzer.errors import (AnalyzerError, BaselineError, CheckFailed, GraphErr
                      InputSpecError, InternalError, ModelLoadError, ShapeError, UnboundDimError)
 
 __all__ = [
-    "analyze", "sweep", "analyze_jax", "Options", "CostModel", "sensitivity", "AnalyzerError", "BaselineError", "CheckFailed",
+    "analyze", "sweep", "scale", "analyze_jax", "Options", "CostModel", "sensitivity", "AnalyzerError", "BaselineError", "CheckFailed",
     "GraphError", "HardwareError", "InputSpecError", "ModelLoadError", "ShapeError", "UnboundDimError",
     "Hint", "InternalError",
 ]

@@ -45,7 +45,6 @@ import dataclasses
 import datetime
 import glob
 import json
-import math
 import os
 import platform
 import sys
@@ -120,7 +119,7 @@ def shared_cases(shared: str, per_group: int) -> list[Case]:
         for r in csv.DictReader(f):
             if r["device_system"] in AIC_PROFILE and r["dtype"] == "bfloat16" and r["timing"] == "graph":
                 groups.setdefault(("aic_gemm", r["device_system"], "gemm"), []).append(r)
-    for (src, dev, op), rows in sorted(groups.items()):
+    for (src, dev, _op), rows in sorted(groups.items()):
         for r in _spread(rows, lambda r: (int(r["m"]) * int(r["n"]) * int(r["k"]), r["m"], r["n"]), per_group):
             cases.append(Case(src, dev, AIC_PROFILE[dev], "gemm", "bf16",
                               (("M", int(r["m"])), ("N", int(r["n"])), ("K", int(r["k"]))),

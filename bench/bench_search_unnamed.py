@@ -22,6 +22,7 @@ Acceptance (issue 30): >= 2,000 candidates/s and >= 8x the analyze loop.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import time
@@ -44,7 +45,7 @@ def mlp(rng):
     widths = [int(rng.choice(WIDTHS)) for _ in range(int(rng.integers(3, 7)))]
     nodes, inits = [], []
     x = "x"
-    for i, (a, b) in enumerate(zip(widths, widths[1:])):
+    for i, (a, b) in enumerate(itertools.pairwise(widths)):
         inits += [numpy_helper.from_array(rng.standard_normal((a, b)).astype(np.float32), f"w{i}"),
                   numpy_helper.from_array(np.zeros(b, np.float32), f"b{i}")]
         nodes += [helper.make_node("MatMul", [x, f"w{i}"], [f"m{i}"]),
@@ -72,7 +73,7 @@ def cnn(rng):
     chans = [3] + [int(rng.choice(CHANNELS)) for _ in range(int(rng.integers(2, 5)))]
     nodes, inits = [], []
     x = "x"
-    for i, (a, b) in enumerate(zip(chans, chans[1:])):
+    for i, (a, b) in enumerate(itertools.pairwise(chans)):
         inits += [numpy_helper.from_array(rng.standard_normal((b, a, 3, 3)).astype(np.float32),
                                           f"w{i}"),
                   numpy_helper.from_array(np.zeros(b, np.float32), f"b{i}")]

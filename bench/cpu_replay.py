@@ -27,6 +27,11 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 
+def _read_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
 def record(out: str, threads: int, level: str, runs: int) -> None:
     import onnx
 
@@ -57,7 +62,7 @@ def replay(rec_path: str, profile: str, kernels: bool) -> dict:
 
     from analyzer import analyze
 
-    rec = json.load(open(rec_path))
+    rec = _read_json(rec_path)
     errs, by_class = [], {}
     for path, m in rec["models"].items():
         full = os.path.join(ROOT, path)

@@ -129,7 +129,7 @@ def main() -> None:
                     continue
                 small = [r for r in sub if r[2] <= 65536]
                 large = [r for r in sub if r[2] >= 64 << 20]
-                f = lambda rr: f"{mape(rr, predict(rr, bw[s_], eff, alpha)):.1f}%" if rr else "-"
+                f = lambda rr: f"{mape(rr, predict(rr, bw[s_], eff, alpha)):.1f}%" if rr else "-"  # noqa: E731
                 lines.append(f"| {s_} | {coll} | {n} | {f(sub)} | {f(small)} | {f(large)} |")
     text = "\n".join(lines) + "\n"
     if a.out:

@@ -332,7 +332,7 @@ def roofline(df, hw) -> np.ndarray:
 def metrics(pred, meas) -> dict:
     rel = pred / meas - 1.0
     ape = np.abs(rel)
-    return {"rows": int(len(meas)), "mape": float(100 * ape.mean()), "median_ape": float(100 * np.median(ape)),
+    return {"rows": len(meas), "mape": float(100 * ape.mean()), "median_ape": float(100 * np.median(ape)),
             "bias": float(100 * np.median(rel)), "within10": float(100 * (ape <= 0.10).mean()),
             "within25": float(100 * (ape <= 0.25).mean())}
 
@@ -885,7 +885,7 @@ def write_fixture(data: dict, directory: str) -> dict:
         hw = {k: d[k].to_numpy() for k in ("matrix_peak", "vector_peak", "mem_bw", "units", "l2_bytes")}
         arrays = with_clock(load_constants(fam, directory).arrays, float(d.clock_hz.iloc[0]))
         pred[idx] = kernel_time(np, feats_of(d), hw, arrays)["time_s"]
-    rec = {"rows": int(len(fx)), "mape": round(metrics(pred, fx.t.to_numpy())["mape"], 3),
+    rec = {"rows": len(fx), "mape": round(metrics(pred, fx.t.to_numpy())["mape"], 3),
            "margin_points": FIXTURE_MARGIN, "selection": f"first {FIXTURE_PER_SET} rows by sha256('opcost-eff-v1|key') "
            "of every in-device (family, device, class) set", "command": COMMAND, "fit_date": FIT_DATE}
     with open(os.path.join(FIXTURE_DIR, "recorded.json"), "w", encoding="utf-8") as f:

@@ -111,7 +111,7 @@ def dot_forms() -> None:
         for name, (lc, rc) in forms.items():
             a = r(*((k, m) if lc == (0,) else (m, k)))
             b = r(*((k, n) if rc == (0,) else (n, k)))
-            fn = (lambda a, b, lc=lc, rc=rc: lax.dot_general(a, b, ((lc, rc), ((), ()))))
+            fn = (lambda a, b, lc=lc, rc=rc: lax.dot_general(a, b, ((lc, rc), ((), ()))))  # noqa: E731
             us[name] = (min(time_program(fn, (a, b), 0.25, 0.05) for _ in range(3)) - base) * 1e6
             lib[name] = _dot_library(jax.jit(fn).lower(a, b).compile().as_text())
         print(f"{m:4d} x {k:3d} x {n:3d}  " + "  ".join(f"{us[f]:7.1f}" for f in forms)

@@ -4,7 +4,8 @@
 2 bad input or usage (any other ``AnalyzerError``, worded with this program's flags:
 ``e.format("cli")``), 3 an internal error (``InternalError`` or any other exception: a bug in
 opcost, one line asking for a report; ``--debug`` prints the traceback), 130 interrupted.
-``Spinner`` and ``ProgressBar`` draw on stderr only when it is a terminal.
+``Spinner`` and ``ProgressBar`` draw one line on stderr only when it is a terminal; it fits
+the terminal and is erased when done.
 """
 
 from __future__ import annotations
@@ -74,60 +75,114 @@ def internal_line(e: Exception, stage: str) -> str:
                      f"traceback")
 
 
-class Spinner:
-    """A spinner on stderr while the library works (only on a terminal)."""
+class StatusLine:
+    """One line on a terminal stream (stderr), redrawn in place: at most the terminal's width
+    less one column (a line as wide as the terminal wraps on some terminals and then cannot be
+    erased), and erased when done, so nothing of it stays above the output.  Draws nothing when
+    the stream is not a terminal."""
 
-    def __init__(self, what: str):
+    FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+    def __init__(self, stream=None, width: int | None = None):
+        import threading
+
+        self.stream = stream if stream is not None else sys.stderr
+        self.on = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.width = width
+        self.text = ""
+        self._lock = threading.Lock()
+        self._frame = 0
+
+    def columns(self) -> int:
+        if self.width is not None:
+            return self.width
+        import shutil
+
+        return max(shutil.get_terminal_size((80, 24)).columns, 20)
+
+    def frame(self, text: str) -> str:
+        """What one redraw shows: a spinner, the text cut at its end to fit."""
+        room = self.columns() - 1
+        line = f"{self.FRAMES[self._frame % len(self.FRAMES)]} {safe.text(text)}"
+        return line if len(line) <= room else line[:max(room - 1, 0)] + "…"
+
+    def draw(self, text: str | None = None) -> None:
+        if not self.on:
+            return
+        with self._lock:
+            if text is not None:
+                self.text = text
+            self._frame += 1
+            self.stream.write("\r" + self.frame(self.text) + "\x1b[K")
+            self.stream.flush()
+
+    def clear(self) -> None:
+        if self.on:
+            with self._lock:
+                self.stream.write("\r\x1b[K")
+                self.stream.flush()
+
+
+class Spinner:
+    """A status line on stderr while the library works (only on a terminal), animated by a
+    thread; ``stop`` erases it (the model command stops it before it writes the report)."""
+
+    def __init__(self, what: str, stream=None, width: int | None = None):
         self.what = what
-        self.status = None
+        self.line = StatusLine(stream, width)
+        self._stop = None
+        self._thread = None
 
     def __enter__(self):
-        if sys.stderr.isatty():
-            from rich.console import Console
+        if self.line.on:
+            import threading
 
-            self.status = Console(stderr=True).status(safe.markup(self.what))
-            self.status.__enter__()
+            self._stop = threading.Event()
+            self.line.draw(self.what)
+
+            def spin():
+                while not self._stop.wait(0.1):
+                    self.line.draw()
+
+            self._thread = threading.Thread(target=spin, daemon=True)
+            self._thread.start()
         return self
 
     def update(self, what: str) -> None:
-        if self.status is not None:
-            self.status.update(safe.markup(what))
+        if self._stop is not None and not self._stop.is_set():
+            self.line.draw(what)
+
+    def stop(self) -> None:
+        """Stop and erase the line (again: nothing)."""
+        if self._stop is not None and not self._stop.is_set():
+            self._stop.set()
+            self._thread.join()
+            self.line.clear()
 
     def __exit__(self, *exc):
-        if self.status is not None:
-            self.status.__exit__(*exc)
+        self.stop()
         return False
 
 
 class ProgressBar:
-    """A progress bar on stderr (only on a terminal) fed by a library ``progress(fraction,
-    text)`` callback: ``with ProgressBar("calibrating") as bar: lib(progress=bar)``."""
+    """A progress line on stderr (only on a terminal) fed by a library ``progress(fraction,
+    text)`` callback: ``with ProgressBar("calibrating") as bar: lib(progress=bar)``; it fits
+    the terminal and is erased when done."""
 
-    def __init__(self, what: str):
+    def __init__(self, what: str, stream=None, width: int | None = None):
         self.what = what
-        self._progress = None
-        self._task = None
+        self.line = StatusLine(stream, width)
 
     def __enter__(self):
-        if sys.stderr.isatty():
-            from rich.console import Console
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                      TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
-                                      console=Console(stderr=True), transient=True)
-            self._progress.__enter__()
-            self._task = self._progress.add_task(safe.markup(self.what), total=1.0)
+        self.line.draw(self.what)
         return self
 
     def __call__(self, fraction: float, text: str) -> None:
-        if self._progress is not None:
-            self._progress.update(self._task, completed=max(0.0, min(1.0, float(fraction))),
-                                  description=safe.markup(f"{self.what}: {text}"))
+        pct = 100 * max(0.0, min(1.0, float(fraction)))
+        self.line.draw(f"{pct:3.0f}% {self.what}: {text}")
 
     def __exit__(self, *exc):
-        if self._progress is not None:
-            self._progress.__exit__(*exc)
+        self.line.clear()
         return False
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import shutil
 
 from analyzer.report.finite_json import dumps
 
@@ -15,10 +16,18 @@ def _fmt(v) -> str:
     return "—" if v is None else f"{v:g}"
 
 
-def _console(buf):
+WIDE = 200   # a pipe without COLUMNS: one line per profile
+
+
+def width() -> int:
+    """The terminal's columns (``COLUMNS`` wins, as shutil reads it), else ``WIDE``; at least 60."""
+    return max(shutil.get_terminal_size((WIDE, 24)).columns, 60)
+
+
+def _console(buf, cols: int | None = None):
     from rich.console import Console
 
-    return Console(file=buf, width=200, color_system=None, highlight=False)
+    return Console(file=buf, width=cols or width(), color_system=None, highlight=False)
 
 
 def _numbers(tree, prefix: str):
@@ -33,17 +42,29 @@ def _numbers(tree, prefix: str):
 def render_list(profiles, fmt: str) -> str:
     if fmt == "json":
         return dumps([p.to_dict() for p in profiles], indent=2) + "\n"
+    from rich import box
     from rich.table import Table
 
-    t = Table(title="hardware profiles (dense peak TFLOP/s, matrix engine, else vector)")
-    for col in ("id", "kind", "name", "aliases", *_SHOWN_DTYPES, "mem GB/s", "launch µs"):
-        t.add_column(col, justify="right" if col in _SHOWN_DTYPES or " " in col else "left")
+    cols = width()
+    # narrower terminals give up the columns a person needs least, in this order
+    shown = ["id", "kind", "name", "aliases", *_SHOWN_DTYPES, "mem GB/s", "launch µs"]
+    for gone, below in (("aliases", 170), ("tf32", 140), ("int8", 130), ("fp8", 120),
+                        ("launch µs", 110), ("name", 100), ("kind", 70)):
+        if cols < below:
+            shown.remove(gone)
+    t = Table(title="hardware profiles (dense peak TFLOP/s, matrix engine, else vector)",
+              box=box.SIMPLE_HEAD if cols < 120 else box.HEAVY_HEAD)
+    for col in shown:
+        t.add_column(col, justify="right" if col in _SHOWN_DTYPES or " " in col else "left",
+                     no_wrap=col == "id", overflow="ellipsis" if col == "name" else "fold")
     for p in profiles:
-        peaks = [_fmt(p.matrix_tflops.get(d, p.vector_tflops.get(d))) for d in _SHOWN_DTYPES]
-        t.add_row(*map(safe.cell, (p.id, p.kind, p.name, ", ".join(p.aliases[:3]))), *peaks,
-                  _fmt(p.mem_bw_gbs), _fmt(p.launch_overhead_us))
+        cells = {"id": p.id, "kind": p.kind, "name": p.name, "aliases": ", ".join(p.aliases[:3]),
+                 "mem GB/s": _fmt(p.mem_bw_gbs), "launch µs": _fmt(p.launch_overhead_us)}
+        cells.update({d: _fmt(p.matrix_tflops.get(d, p.vector_tflops.get(d))) for d in _SHOWN_DTYPES})
+        t.add_row(*(safe.cell(cells[c]) if c in ("id", "kind", "name", "aliases") else cells[c]
+                    for c in shown))
     buf = io.StringIO()
-    c = _console(buf)
+    c = _console(buf, cols)
     c.print(t)
     c.print("— = unknown (no sourced figure). `analyze hw show ID` gives every number's source.")
     return buf.getvalue()

@@ -111,6 +111,9 @@ def main():
               help="Show every layer and every rollup row (the terminal view, markdown, html).")
 @click.option("--wide", is_flag=True,
               help="All the columns: counts by kind, bytes by class, intensity, kernel, output.")
+@click.option("--verbose", "verbose", is_flag=True,
+              help="The terminal view's headline with every note, assumption and provenance in "
+                   "full under each profile (json, csv and markdown carry them always).")
 @click.option("--explain", "explain", metavar="LAYER", default=None,
               help="Print one layer's arithmetic: counts, bytes, intensity, ridge point, each "
                    "time term and the efficiency constants with their provenance.")
@@ -185,7 +188,7 @@ def model_cmd(**params):
                                      multi=scaling_cli.pop(params))), debug)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Request:
     """The model command's parameters, grouped: what to analyse (``model``, ``hw``), how
     (``options``: the library's ``Options``, built once the model's kind is known), the raw
@@ -207,20 +210,20 @@ class Request:
 
     @classmethod
     def from_params(cls, p: dict) -> "Request":
-        out = OutputSpec(resolve_format(p["fmt"], p["output"]), p["output"], p["top"],
-                         p["group_depth"], p["strict"], p["save_baseline"], p["baseline"],
-                         p["max_regression"], p["all_rows"], p["wide"], p["explain"], p["plot"])
+        out = OutputSpec(fmt=resolve_format(p["fmt"], p["output"]), path=p["output"], top=p["top"],
+                         group_depth=p["group_depth"], strict=p["strict"], save_baseline=p["save_baseline"],
+                         baseline=p["baseline"], max_regression=p["max_regression"], all_rows=p["all_rows"],
+                         wide=p["wide"], explain=p["explain"], plot=p["plot"], verbose=p["verbose"])
         opts = Options(precision=p["precision"], overlap=not p["additive"],
                        loop_trips=p["loop_trips"], causal=p["causal"], runtime=p["runtime"])
         hw = ",".join(p["hw"]) if p["hw"] else None   # --hw a --hw b adds profiles
-        return cls(p["model"], hw, opts, p["inputs"], p["dims"], p["values"],
-                   p["kwargs_json"], p["params_args"], out, p["measure"], p["threads"],
-                   p["sensitivity"])
+        return cls(model=p["model"], hw=hw, options=opts, inputs=p["inputs"], dims=p["dims"],
+                   values=p["values"], kwargs_json=p["kwargs_json"], params_args=p["params_args"],
+                   output=out, measure=p["measure"], threads=p["threads"], sensitivity=p["sensitivity"])
 
 
 def _run_model(req: Request) -> None:
     """Parse what depends on the model's kind, call the library once, render the report."""
-    import analyzer
     from analyzer.frontends.jaxpr.load import is_jax_target
     from analyzer.report import baseline as bl
 
@@ -245,71 +248,93 @@ def _run_model(req: Request) -> None:
     _check_sensitivity(req, hws, multi)
     with Spinner(f"analysing {model}") as spinner:
         if is_jax_target(model):   # path/to/file.py:function or package.module:function
-            from analyzer.frontends.jaxpr.load import load_program
-
-            if req.dims or req.values:
-                raise InputSpecError(f"{'--dim' if req.dims else '--value'} applies to ONNX models; "
-                                     "give a JAX program's shapes with --input NAME=f32[8,128]")
-            fn, args, kwargs = load_program(model, parse_inputs(req.inputs),
-                                            kwargs_json_text(req.kwargs_json))
-            opts = replace(opts, report_name=model, params_argnums=list(req.params_args) or None,
-                           **scaling_cli.analysis_options(multi, True))
-            if multi["devices"]:
-                raise InputSpecError("--devices applies to ONNX models for now")
-            report = analyzer.analyze_jax(fn, *args, hw=hws, options=opts, kwargs=kwargs)
-            if req.sensitivity:
-                spinner.update("differentiating the latency kernels (--sensitivity)")
-                report = report.with_sensitivity(analyzer.sensitivity(report, hw=hws, options=opts))
+            report = _analyze_jax(req, hws, opts, multi, spinner)
         else:
-            if req.kwargs_json:
-                raise InputSpecError("--kwargs-json applies to JAX programs (MODEL of the form "
-                                     "path/to/file.py:function)")
-            if req.params_args:
-                raise InputSpecError("--params applies to JAX programs; an ONNX model's "
-                                     "weights are its initializers")
-            dim_values = parse_dims(req.dims)
-            batches = multi["batch"]
-            sweep = any(len(v) > 1 for v in dim_values.values()) or len(batches or ()) > 1
-            if sweep and (doc is not None or out.save_baseline or out.group_depth or out.top
-                          or out.all_rows or out.wide or out.explain or out.plot
-                          or out.fmt == "html" or multi["train"] or multi["devices"]):
-                raise InputSpecError("a --dim or --batch sweep prints one row per value; it does "
-                                     "not combine with --baseline, --save-baseline, "
-                                     "--group-depth, --top, --all, --wide, --explain, --plot, "
-                                     "html, --train or --devices")
-            opts = replace(opts, inputs=parse_inputs(req.inputs) or None,
-                           values=parse_values(req.values) or None)
-            if sweep:
-                from analyzer.render.formats import render_sweep
-
-                sw = analyzer.sweep(model, dim_values, hws, options=opts,
-                                    **({"batch": batches} if batches else {}))
-                write_output(render_sweep(sw, out.fmt), out.path)
-                if out.strict:
-                    for _, rep in sw.points:
-                        rep.require_full_coverage()
+            report = _analyze_onnx(req, hws, opts, multi, doc is not None, spinner)
+            if report is None:   # a --dim or --batch sweep: written already
                 return
-            dims = {n: v[0] for k, v in dim_values.items() for n in k.split("+")}
-            if multi["devices"]:
-                report = scaling_cli.scale(model, hws, replace(opts, dims=dims or None), multi)
-            else:
-                report = analyzer.analyze(model, hws, options=replace(
-                    opts, dims=dims or None, **scaling_cli.analysis_options(multi, False)))
-            if req.sensitivity:
-                spinner.update("differentiating the latency kernels (--sensitivity)")
-                report = report.with_sensitivity(analyzer.sensitivity(
-                    report, hw=hws, source=model, options=opts))
-            if req.measure:
-                from analyzer.measure.run import measure_report
-
-                spinner.update(f"measuring {model} with onnxruntime")
-                report = measure_report(report, model, hws[0], threads=req.threads)
         if doc is not None:
             spinner.update(f"comparing with {out.baseline}")
             report = report.with_comparison(bl.compare(report, doc, threshold, path=out.baseline))
         if multi["plot_scaling"]:
             scaling_cli.plot(report, multi["plot_scaling"])
         emit(report, out, spinner)
+
+
+
+def _analyze_jax(req: Request, hws, opts: Options, multi: dict, spinner):
+    """The Report of a JAX program (``req.model``: path/to/file.py:function or module:function)."""
+    import analyzer
+    from analyzer.frontends.jaxpr.load import load_program
+
+    model = req.model
+    if req.dims or req.values:
+        raise InputSpecError(f"{'--dim' if req.dims else '--value'} applies to ONNX models; "
+                             "give a JAX program's shapes with --input NAME=f32[8,128]")
+    fn, args, kwargs = load_program(model, parse_inputs(req.inputs),
+                                    kwargs_json_text(req.kwargs_json))
+    opts = replace(opts, report_name=model, params_argnums=list(req.params_args) or None,
+                   **scaling_cli.analysis_options(multi, True))
+    if multi["devices"]:
+        raise InputSpecError("--devices applies to ONNX models for now")
+    report = analyzer.analyze_jax(fn, *args, hw=hws, options=opts, kwargs=kwargs)
+    if req.sensitivity:
+        spinner.update("differentiating the latency kernels (--sensitivity)")
+        report = report.with_sensitivity(analyzer.sensitivity(report, hw=hws, options=opts))
+    return report
+
+
+def _analyze_onnx(req: Request, hws, opts: Options, multi: dict, baseline: bool, spinner):
+    """The Report of an ONNX model (scaled, with sensitivities or a measured run as asked); None
+    after a --dim or --batch sweep, whose rows it writes itself."""
+    import analyzer
+
+    model, out = req.model, req.output
+    if req.kwargs_json:
+        raise InputSpecError("--kwargs-json applies to JAX programs (MODEL of the form "
+                             "path/to/file.py:function)")
+    if req.params_args:
+        raise InputSpecError("--params applies to JAX programs; an ONNX model's "
+                             "weights are its initializers")
+    dim_values = parse_dims(req.dims)
+    batches = multi["batch"]
+    sweep = any(len(v) > 1 for v in dim_values.values()) or len(batches or ()) > 1
+    if sweep and (baseline or out.save_baseline or out.group_depth or out.top
+                  or out.all_rows or out.wide or out.explain or out.plot
+                  or out.fmt == "html" or multi["train"] or multi["devices"]):
+        raise InputSpecError("a --dim or --batch sweep prints one row per value; it does "
+                             "not combine with --baseline, --save-baseline, "
+                             "--group-depth, --top, --all, --wide, --explain, --plot, "
+                             "html, --train or --devices")
+    opts = replace(opts, inputs=parse_inputs(req.inputs) or None,
+                   values=parse_values(req.values) or None)
+    if sweep:
+        from analyzer.render.formats import render_sweep
+
+        sw = analyzer.sweep(model, dim_values, hws, options=opts,
+                            **({"batch": batches} if batches else {}))
+        spinner.stop()
+        write_output(render_sweep(sw, out.fmt), out.path)
+        if out.strict:
+            for _, rep in sw.points:
+                rep.require_full_coverage()
+        return None
+    dims = {n: v[0] for k, v in dim_values.items() for n in k.split("+")}
+    if multi["devices"]:
+        report = scaling_cli.scale(model, hws, replace(opts, dims=dims or None), multi)
+    else:
+        report = analyzer.analyze(model, hws, options=replace(
+            opts, dims=dims or None, **scaling_cli.analysis_options(multi, False)))
+    if req.sensitivity:
+        spinner.update("differentiating the latency kernels (--sensitivity)")
+        report = report.with_sensitivity(analyzer.sensitivity(
+            report, hw=hws, source=model, options=opts))
+    if req.measure:
+        from analyzer.measure.run import measure_report
+
+        spinner.update(f"measuring {model} with onnxruntime")
+        report = measure_report(report, model, hws[0], threads=req.threads)
+    return report
 
 
 def _check_sensitivity(req: Request, hws: list[str] | None, multi: dict) -> None:

@@ -17,10 +17,10 @@ FORMATS = ("table", "json", "csv", "markdown", "html")
 EXTENSIONS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown",
               ".html": "html", ".htm": "html", ".txt": "table"}
 PLOT_EXTENSIONS = (".png", ".svg", ".html")
-HINTS = {"all": "--all", "explain": "--explain LAYER"}
+HINTS = {"all": "--all", "explain": "--explain LAYER", "verbose": "--verbose"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OutputSpec:
     """What the model command does with the report: the flags that are not analysis options."""
 
@@ -36,6 +36,7 @@ class OutputSpec:
     wide: bool = False           # --wide
     explain: str | None = None   # --explain LAYER
     plot: str | None = None      # --plot FILE.png|svg|html
+    verbose: bool = False        # --verbose: the terminal headline with every note in full
 
 
 def resolve_format(fmt: str | None, path: str | None) -> str:
@@ -67,6 +68,9 @@ def check(out: OutputSpec) -> None:
         raise InputSpecError("--explain LAYER prints one layer's arithmetic as text; it does not "
                              "combine with --format/-o other than the terminal view, or "
                              "--group-depth")
+    if out.verbose and out.fmt != "table":
+        raise InputSpecError(f"--verbose shows every note in full in the terminal view; {out.fmt} "
+                             f"carries them already")
     if out.plot is not None and os.path.splitext(out.plot)[1].lower() not in PLOT_EXTENSIONS:
         raise InputSpecError(f"--plot {out.plot}: give a .png, .svg or .html file")
 
@@ -104,7 +108,7 @@ def emit(report, out: OutputSpec, spinner=None) -> None:
     width = terminal_width() if to_terminal and out.fmt == "table" else None
     phase("rendering")
     if out.explain is not None:
-        from analyzer.render.terminal import render_explain
+        from analyzer.render.explain import render_explain
         from analyzer.report.rollups import find_node
 
         text = render_explain(report, find_node(report, out.explain), width)
@@ -115,10 +119,11 @@ def emit(report, out: OutputSpec, spinner=None) -> None:
     else:
         color = to_terminal and out.fmt == "table" and sys.stdout.isatty()
         text = render(report, out.fmt, top=out.top, color=color, width=width,
-                      all_rows=out.all_rows, wide=out.wide, hints=HINTS)
+                      all_rows=out.all_rows, wide=out.wide, hints=HINTS, verbose=out.verbose)
     if out.explain is None:
         text += scaling_cli.render_rows(report, out.fmt)
-    phase("writing")
+    if spinner is not None:
+        spinner.stop()   # erased before the report or any message reaches the terminal
     write_output(text, out.path)
     if out.plot:
         from analyzer.render.plots import write_roofline

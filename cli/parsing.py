@@ -50,7 +50,7 @@ def parse_values(values: tuple[str, ...]) -> dict[str, list[float | int]]:
                 except ValueError:
                     raise InputSpecError(f"--value '{v}': '{part}' is not a number") from None
                 if x != x or x in (float("inf"), float("-inf")):
-                    raise InputSpecError(f"--value '{v}': '{part}' is not a finite number")
+                    raise InputSpecError(f"--value '{v}': '{part}' is not a finite number") from None
                 nums.append(x)
         out[name] = nums
     return out

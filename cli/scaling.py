@@ -195,7 +195,10 @@ def _grid(head, rows, fmt) -> list[str]:
         return (["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
                 + ["| " + " | ".join(r) + " |" for r in rows])
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
-    fmt_row = lambda r: "  ".join(x.rjust(w) for x, w in zip(r, widths))
+
+    def fmt_row(r):
+        return "  ".join(x.rjust(w) for x, w in zip(r, widths))
+
     return [fmt_row(head)] + [fmt_row(r) for r in rows]
 
 

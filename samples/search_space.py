@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 17

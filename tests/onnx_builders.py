@@ -122,3 +122,33 @@ def typed(op, ins, outs, *, domain="com.microsoft", opset=17, **attrs):
     node = helper.make_node(op, names, out_names, name="n", domain=domain or None, **attrs)
     m = graph([node], inputs, declared, inits, opset=opset, domains={domain: 1} if domain else None)
     return analyze(m).node("n")
+
+
+def bert_shaped(layers: int = 24, hidden: int = 64, seq: int = 32) -> onnx.ModelProto:
+    """A BERT-shaped chain with a torch exporter's nested names
+    (``/model/encoder/layer.{i}/attention/self/query/MatMul`` ...): per layer query, key and
+    value MatMuls summed, the attention output dense, the intermediate dense and the output
+    dense (each MatMul then Add), so that the heaviest rows differ only by their layer number
+    and their sub-module.  Weights shared between layers (small in memory)."""
+    w = {"W": weight(hidden, hidden), "B": weight(hidden)}
+    nodes = []
+    x = "x"
+    for i in range(layers):
+        p = f"/model/encoder/layer.{i}"
+
+        def dense(src, where, tag, p=p):
+            mm, out = f"{p}/{where}/MatMul", f"{p}/{where}/{tag}"
+            nodes.append(helper.make_node("MatMul", [src, "W"], [mm + ":0"], name=mm))
+            nodes.append(helper.make_node("Add", [mm + ":0", "B"], [out], name=f"{p}/{where}/Add"))
+            return out
+
+        q = dense(x, "attention/self/query", "q")
+        k = dense(x, "attention/self/key", "k")
+        v = dense(x, "attention/self/value", "v")
+        nodes.append(helper.make_node("Add", [q, k], [f"{p}/qk"], name=f"{p}/attention/self/Add"))
+        nodes.append(helper.make_node("Add", [f"{p}/qk", v], [f"{p}/qkv"],
+                                      name=f"{p}/attention/self/Add_1"))
+        a = dense(f"{p}/qkv", "attention/output/dense", "a")
+        m = dense(a, "intermediate/dense", "m")
+        x = dense(m, "output/dense", "o")
+    return graph(nodes, {"x": (1, seq, hidden)}, [x], w)

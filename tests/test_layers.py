@@ -32,7 +32,9 @@ def _modules() -> dict[str, str]:
 def _imports(path: str, mods: dict[str, str]) -> set[str]:
     """The analyzer modules ``path`` imports (``from pkg import mod`` counts as ``pkg.mod``)."""
     out = set()
-    for node in ast.walk(ast.parse(open(path).read())):
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
             for a in node.names:
                 full = f"{node.module}.{a.name}"
@@ -97,7 +99,7 @@ def test_prediction_holds_only_what_a_prediction_reaches():
             seen.add(m)
             stack.extend(graph[m])
     unused = [m for m in mods if m.startswith("analyzer.prediction.") and m not in seen
-              and not os.path.basename(mods[m]) == "__init__.py"]
+              and os.path.basename(mods[m]) != "__init__.py"]
     assert not unused, f"not reached from {PREDICTION_ENTRIES}: {unused} (measurement belongs in analyzer.measure)"
 
 

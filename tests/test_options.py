@@ -49,9 +49,9 @@ def test_unknown_keyword_raises_type_error_naming_the_valid_ones():
 
 
 def test_an_option_the_entry_point_does_not_use_is_refused_not_ignored():
-    with pytest.raises(TypeError, match="does not use Options.params_argnums"):
+    with pytest.raises(TypeError, match=r"does not use Options\.params_argnums"):
         analyzer.analyze(_model(), options=Options(params_argnums=0, dims={"batch": 1}))
-    with pytest.raises(TypeError, match="analyzer.Options"):
+    with pytest.raises(TypeError, match=r"analyzer\.Options"):
         analyzer.analyze(_model(), options={"dims": {"batch": 1}})
 
 
@@ -104,5 +104,5 @@ def test_analyze_jax_takes_options_and_refuses_onnx_fields():
     x = jax.ShapeDtypeStruct((4, 8), np.float32)
     r = analyzer.analyze_jax(lambda v: v + 1, x, options=Options(report_name="plus_one"))
     assert r.model["path"] == "plus_one"
-    with pytest.raises(TypeError, match="does not use Options.dims"):
+    with pytest.raises(TypeError, match=r"does not use Options\.dims"):
         analyzer.analyze_jax(lambda v: v + 1, x, options=Options(dims={"batch": 1}))

@@ -34,7 +34,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, NamedTuple
 
-from analyzer.ir.ops import canonical_domain  # noqa: F401  (re-exported: one spelling rule)
+from analyzer.ir.ops import canonical_domain  # re-exported: one spelling rule
 
 from analyzer.ir.graph import Graph, Node
 
@@ -151,7 +151,7 @@ class Plan:
 
     run: tuple[tuple[str, int], ...] = ()
     costlier_of: tuple[str, ...] = ()
-    work: Work = Work()
+    work: Work = Work()  # noqa: RUF009  (Work is an immutable NamedTuple: one shared default is safe)
     note: str | None = None
     work_of: tuple[tuple[object, int], ...] = ()
     estimate: bool = False  # as Work.estimate (a loop that may stop early: an upper bound)

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
 
-from analyzer.counting import rules as _rules  # noqa: F401  (fills the registry)
+from analyzer.counting import rules as _rules  # fills the registry
 from analyzer.counting.cost import COUNT_FIELDS, Cost, RuleContext, Work, lookup
 from analyzer.counting.located import (Located, context_error, internal_error, missing_shape,
-                                       unbindable_shape)
+                                       unbindable_shape, with_model_inputs)
 from analyzer.counting.traffic import add_held, new_params, node_bytes
 from analyzer.errors import AnalyzerError, InternalError, ShapeError
 from analyzer.ir.graph import Graph, Node, TensorSpec
@@ -119,7 +119,13 @@ def cost_graph(graph: Graph, options: Options | None = None,
     its row was built from (``NodeRecord``; None for a folded, control-flow or uncountable
     node); a search reuses them for nodes of equal signature (``analyzer.search.fastpath.signatures``)."""
     out: list[NodeCost] = []
-    _walk(graph, "", 1, set(), out, options or Options(), records)
+    try:
+        _walk(graph, "", 1, set(), out, options or Options(), records)
+    except AnalyzerError as e:
+        better = with_model_inputs(e, graph)
+        if better is e:
+            raise
+        raise better from None
     if graph.renamed:  # a file with duplicate node names: say which row is which
         renamed = graph.renamed
         for n in out:
@@ -170,9 +176,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
         ins = tuple(map(get, node.inputs))
         outs = tuple(map(get, node.outputs))
         if node.name in folded:
-            out.append(NodeCost(name, node.op, node.domain, FOLDED, _ZERO, ins, outs,
-                                note="constant-folded", in_names=node.inputs,
-                                out_names=node.outputs, level=prefix, runs=times))
+            out.append(_bare_row(name, node, FOLDED, ins, outs, "constant-folded", prefix, times))
             if records is not None:
                 records.append(None)
             continue
@@ -184,49 +188,22 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                        *map(is_const, node.inputs))
                 hit = memo.get(key)
             if hit is None:
-                rkey = (node.domain, node.op)
-                found = rules.get(rkey)
-                if found is None:
-                    found = rules[rkey] = (lookup(node.domain, node.op), facts(node.domain, node.op))
-                rule, (io, shape_inputs) = found
+                rule, (io, shape_inputs) = _rule_of(rules, node)
                 if rule is not None and io == CONTROL:
                     active = rule
                     if records is not None:
                         records.append(None)
-                    _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, out,
-                             opts)
+                    _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, out, opts)
                     continue
                 if rule is None:
                     work, status = Work(), UNCOSTED
                 else:
-                    ctx = contexts.get(node.domain)
-                    if ctx is None:
-                        ctx = contexts[node.domain] = RuleContext(
-                            opsets.get(node.domain, 0) or _DEFAULT_OPSET, opts)
+                    ctx = contexts.get(node.domain) or _context(contexts, node.domain, opsets, opts)
                     active = rule
-                    attrs = node.attrs
-                    if attrs:  # only the attributes the rule declares
-                        take = rule.attrs
-                        work = rule.fn(ins, outs, ctx, **{k: v for k, v in attrs.items() if k in take})
-                    else:
-                        work = rule.fn(ins, outs, ctx)
+                    work = _rule_work(rule, node, ins, outs, ctx)
                     active = None
                     status = COSTED
-                cost, by_dtype = node_bytes(node, ins, outs, work, shape_inputs, io, constants)
-                held_params = 0
-                if work.held is not None:
-                    held_params, cost, by_dtype = add_held(work.held, cost, by_dtype)
-                # the constant data inputs (same for every node of this memo key)
-                cidx = tuple(i for i, x in enumerate(node.inputs)
-                             if x and i not in shape_inputs and x in constants)
-                note = work.note or (_uncosted_note(node) if status == UNCOSTED else None)
-                if times != 1:
-                    note = f"x{times} (runs in a loop)" + (f"; {note}" if note else "")
-                    cost = cost.scaled(times)
-                    by_dtype = tuple((d, b * times) for d, b in by_dtype)
-                mac_dtype = work.mac_dtype or (ins[0].dtype if work.mac_flops and ins and ins[0] else None)
-                hit = NodeRecord(work.params, status, cidx, cost, by_dtype, note, mac_dtype, held_params,
-                                 work.estimate, work.kernel)
+                hit = _new_record(node, ins, outs, work, status, shape_inputs, io, constants, times)
                 if key is not None:
                     memo[key] = hit
             pover, status, cidx, cost, by_dtype, note, mac_dtype, params, estimate, kernel = hit
@@ -247,12 +224,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
         else:
             err = None
         if err is not None:
-            why = unbindable_shape(graph, node, err)
-            if why is None:
-                raise context_error(graph, node, err, name) from None
-            out.append(NodeCost(name, node.op, node.domain, UNCOSTED, _ZERO, ins, outs,
-                                note=f"uncosted: {why}", in_names=node.inputs,
-                                out_names=node.outputs, level=prefix, runs=times))
+            out.append(_unbindable_row(graph, node, name, err, ins, outs, prefix, times))
             if records is not None:
                 records.append(None)
             continue
@@ -265,6 +237,68 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                             kernel))
 
 
+def _bare_row(name: str, node: Node, status: Status, ins, outs, note: str, prefix: str,
+              times: int) -> NodeCost:
+    """The row of a node with no counts: constant-folded, or uncosted for a stated reason."""
+    return NodeCost(name, node.op, node.domain, status, _ZERO, ins, outs, note=note,
+                    in_names=node.inputs, out_names=node.outputs, level=prefix, runs=times)
+
+
+def _unbindable_row(graph: Graph, node: Node, name: str, err: AnalyzerError, ins, outs, prefix: str,
+                    times: int) -> NodeCost:
+    """An uncosted row where a dim the rule needs cannot be bound; any other error is raised,
+    located at the node."""
+    why = unbindable_shape(graph, node, err)
+    if why is None:
+        raise context_error(graph, node, err, name) from None
+    return _bare_row(name, node, UNCOSTED, ins, outs, f"uncosted: {why}", prefix, times)
+
+
+def _rule_of(rules: dict, node: Node) -> tuple:
+    """(rule or None, its op facts) of the node's (domain, op), looked up once a walk."""
+    rkey = (node.domain, node.op)
+    found = rules.get(rkey)
+    if found is None:
+        found = rules[rkey] = (lookup(node.domain, node.op), facts(node.domain, node.op))
+    return found
+
+
+def _context(contexts: dict, domain: str, opsets, opts: Options) -> RuleContext:
+    """The domain's rule context (its opset; the newest semantics without one), made once a walk."""
+    ctx = contexts[domain] = RuleContext(opsets.get(domain, 0) or _DEFAULT_OPSET, opts)
+    return ctx
+
+
+def _rule_work(rule, node: Node, ins, outs, ctx: RuleContext) -> Work:
+    """The rule's Work for one node, given only the attributes the rule declares."""
+    attrs = node.attrs
+    if attrs:
+        take = rule.attrs
+        return rule.fn(ins, outs, ctx, **{k: v for k, v in attrs.items() if k in take})
+    return rule.fn(ins, outs, ctx)
+
+
+def _new_record(node: Node, ins, outs, work: Work, status: Status, shape_inputs, io, constants,
+                times: int) -> NodeRecord:
+    """What every node of one memo key shares: bytes from the Work, held parameters, the constant
+    data inputs, the note, and the counts scaled by the loop trips ``times``."""
+    cost, by_dtype = node_bytes(node, ins, outs, work, shape_inputs, io, constants)
+    held_params = 0
+    if work.held is not None:
+        held_params, cost, by_dtype = add_held(work.held, cost, by_dtype)
+    cidx = tuple(i for i, x in enumerate(node.inputs)
+                 if x and i not in shape_inputs and x in constants)
+    note = work.note or (_uncosted_note(node) if status == UNCOSTED else None)
+    if times != 1:
+        note = f"x{times} (runs in a loop)" + (f"; {note}" if note else "")
+        cost = cost.scaled(times)
+        by_dtype = tuple((d, b * times) for d, b in by_dtype)
+    mac_dtype = work.mac_dtype or (ins[0].dtype if work.mac_flops and ins and ins[0] else None)
+    return NodeRecord(params_override=work.params, status=status, const_inputs=cidx, cost=cost,
+                      by_dtype=by_dtype, note=note, mac_dtype=mac_dtype, held_params=held_params,
+                      estimate=work.estimate, kernel=work.kernel)
+
+
 def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, out, opts):
     """A control-flow node: its own (usually empty) work, then its sub-graphs' rows."""
     values = tuple(graph.values.get(x) if x else None for x in node.inputs)
@@ -275,21 +309,43 @@ def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, o
     note = plan.note
     if plan.costlier_of:
         unknown: dict[str, int] = {}  # branch -> its uncosted nodes (a cost no one can compare)
+        failed: dict[str, AnalyzerError] = {}  # branch -> why it cannot run at these shapes
 
         def weight(attr):
             trial: list[NodeCost] = []
-            _walk(node.subgraphs[attr], name + "/", times, set(counted), trial, opts)
+            try:
+                _walk(node.subgraphs[attr], name + "/", times, set(counted), trial, opts)
+            except AnalyzerError as e:
+                if e.hints:  # an option fixes it (a dim to bind): say so rather than guess
+                    raise
+                failed[attr] = e
+                return None
             tot = sum((n.cost for n in trial), Cost())
             unknown[attr] = sum(n.status == UNCOSTED for n in trial)
             return (tot.flops, tot.bytes_moved)
         costs = {attr: weight(attr) for attr in plan.costlier_of}
-        pick = max(plan.costlier_of, key=lambda a: costs[a])
+        # a branch that fails at these shapes, with nothing an option could fix (silero-VAD's
+        # 8 kHz path given a 16 kHz chunk), cannot be the one that runs: the others are
+        # compared; all failing, the first error
+        able = [a for a in plan.costlier_of if costs[a] is not None]
+        if not able:
+            raise failed[plan.costlier_of[0]]
+        pick = max(able, key=lambda a: costs[a])
         runs.append((pick, 1))
         others = ", ".join(a for a in plan.costlier_of if a != pick)
         note = (f"{note}; " if note else "") + (
-            f"condition not constant: costed the costlier branch '{pick}' (not {others})")
+            f"condition not constant: costed the costlier branch '{pick}' (not {others})"
+            if len(able) > 1 else f"condition not constant: costed '{pick}', the branch that "
+            f"runs at these shapes")
+        if failed:
+            from analyzer.counting.provenance import describe_value
+
+            cond = describe_value(graph, node.inputs[0]) if node.inputs and node.inputs[0] else ""
+        for attr, e in failed.items():
+            note += (f"; '{attr}' fails at these shapes ({str(e).split('; ')[0]}); the "
+                     f"condition is {cond}: values= chooses a branch")
         for attr in plan.costlier_of:
-            if attr != pick and unknown[attr]:
+            if attr != pick and attr not in failed and unknown[attr]:
                 note += (f"; '{attr}' has {unknown[attr]} uncosted node(s) (a shape known only "
                          f"at run time, or no rule): its cost was not compared in full")
     w = plan.work

@@ -74,19 +74,21 @@ def context_error(graph: Graph, node: Node, err: Exception, name: str | None = N
             # never the inference's own name ('unk__0'): the graph's input dims that dims=
             # binds (tf2onnx's own 'unk__314' among them), or the inputs whose dims are
             # unknown, or (all fixed) nothing to set
-            open_inputs = [x for x in graph.inputs if (s := graph.tensors.get(x)) is not None
-                           and s.shape is not None and "?" in s.shape]
+            opened = open_inputs(graph)
             if own:
                 d = own[0]
                 msg = (f"{where}: a dim that shape inference derived from the unbound input dims "
                        f"({', '.join(repr(s) for s in own)}) is unknown; pass {{dims}}; "
                        f"{describe(graph, node)}")
                 hints = (Hint("dims", {s: "VALUE" for s in own}),)
-            elif open_inputs:
-                msg = (f"{where}: a dim is unknown after shape inference; give the shapes of "
-                       f"{', '.join(repr(x) for x in open_inputs)} with {{inputs}}; "
-                       f"{describe(graph, node)}")
-                hints = (Hint("inputs", {x: "DIMS" for x in open_inputs}),)
+            elif opened:
+                return _give_inputs(where, opened, describe(graph, node), d)
+            elif graph.is_body:  # a body does not see the model's inputs: the model's graph
+                # says which have unknown dims (``with_model_inputs``)
+                err = LocatedUnbound(d, f"{where}: a dim is unknown after shape inference (an "
+                                        f"op ONNX cannot type?); {describe(graph, node)}")
+                err.located = (where, describe(graph, node))
+                return err
             else:  # every input dim is fixed: no option binds it
                 msg = (f"{where}: a dim is unknown after shape inference although every input "
                        f"dim is fixed (an op ONNX cannot type?); {describe(graph, node)}")
@@ -94,18 +96,44 @@ def context_error(graph: Graph, node: Node, err: Exception, name: str | None = N
         else:
             from analyzer.ir.dims import is_expression, symbols
 
-            need = symbols(d) if is_expression(d) else [d]
+            own = input_symbols(graph)
+            # an input's own dim is a name as the file spells it, whatever its characters
+            # (paddle's 'DynamicDimension.0'): never split into the names an expression reads
+            expression = d not in own and is_expression(d)
+            need = symbols(d) if expression else [d]
             # name every unbound symbol of the inputs at once: one run, not one per dim
-            for s in input_symbols(graph):
+            for s in own:
                 if s not in need:
                     need.append(s)
-            what = (f"dim '{d}' is an expression of symbolic dims" if is_expression(d)
+            what = (f"dim '{d}' is an expression of symbolic dims" if expression
                     else f"symbolic dim '{d}' is unbound")
             msg = f"{where}: {what}; pass {{dims}}"
             hints = (Hint("dims", {s: "VALUE" for s in need}),)
         return LocatedUnbound(d, msg, hints=hints)
     return LocatedShape(f"{where}: {err.template}; {describe(graph, node)}", hints=err.hints,
                          reason=err.reason if isinstance(err, ShapeError) else None)
+
+
+def open_inputs(graph: Graph) -> list[str]:
+    """The graph's inputs with a dim that is neither a number nor a name (``?``)."""
+    return [x for x in graph.inputs if (s := graph.tensors.get(x)) is not None
+            and s.shape is not None and "?" in s.shape]
+
+
+def _give_inputs(where: str, opened: list[str], specs: str, dim: str) -> LocatedUnbound:
+    msg = (f"{where}: a dim is unknown after shape inference; give the shapes of "
+           f"{', '.join(repr(x) for x in opened)} with {{inputs}}; {specs}")
+    return LocatedUnbound(dim, msg, hints=(Hint("inputs", {x: "DIMS" for x in opened}),))
+
+
+def with_model_inputs(err: AnalyzerError, graph: Graph) -> AnalyzerError:
+    """``err`` as the model's graph words it: an unknown dim inside a body, where the model
+    has inputs whose dims are unknown (a spox export's ``input: float32[?,?]``), asks for
+    those inputs' shapes; any other error as it is."""
+    located = getattr(err, "located", None)
+    if located is None or graph.is_body or not (opened := open_inputs(graph)):
+        return err
+    return _give_inputs(*located[:1], opened, located[1], err.dim)
 
 
 def input_symbols(graph: Graph) -> list[str]:

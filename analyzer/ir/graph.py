@@ -29,6 +29,10 @@ DTYPE_BITS: dict[str, int] = {
     "string": 64,
 }
 
+# Bits per element of each precision a prediction runs at (hardware_db's names): the one table of
+# a precision's width. tf32 is stored in 32 bits (its 19-bit format is a tensor-core input mode).
+PRECISION_BITS: dict[str, int] = {"fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8}
+
 FLOAT_DTYPES = frozenset(d for d in DTYPE_BITS if d.startswith(("float", "bfloat")))
 INT_DTYPES = frozenset(d for d in DTYPE_BITS if d.startswith(("int", "uint")))
 

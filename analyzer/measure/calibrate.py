@@ -79,7 +79,8 @@ def _profile_model(model, threads: int, level: str, runs: int, warmup: int = 2,
 
 LAYOUT_CLASSES = ("conv", "conv_dw", "conv_1x1", "pooling")   # rows onnxruntime runs in its NCHWc layout
 # passes time_rows adds above 1 thread while none ran fast (~6 s each); probes (2 s apart) before the reorders are profiled
-# until one reads fast (run u's, slow, were 2-7x run t's), and tries of the cache sweep until the probes around it do
+# until one reads fast (rows timed in a slow state ran 2-7x a fast one's), and tries of the cache sweep until the
+# probes around it do
 EXTRA_PASSES, STATE_TRIES = 3, 5
 
 
@@ -100,8 +101,9 @@ def time_rows(splits: dict[str, dict[str, Any]], timer: Callable[[Any, float], f
 
     ``state`` (above 1 thread: ``thread_state.speedup``) is timed before each pass into ``seen``;
     where no pass ran between two fast probes, up to ``extra_passes`` more start before
-    ``deadline`` until one did (run q's 2-thread calibration, probe fast before and after its
-    rows, measured its depthwise rows 2.9x run p's, 1x1 rows 2.0x: predictions 27 % slow)."""
+    ``deadline`` until one did (a 2-thread calibration whose probe read fast before and after
+    its rows measured its depthwise rows 2.9x a steady one's, 1x1 rows 2.0x: predictions 27 %
+    slow)."""
     say = progress or (lambda f, s: None)
     best: dict[str, dict[str, float]] = {cls: {} for cls in splits}
     base = np.inf
@@ -147,6 +149,10 @@ def _wall(model, threads, level, runs, q=0.5) -> float:
     return float(np.quantile(w, q))
 
 
+# the chain of tiny Adds whose wall-clock, less one Add's, gives the per-node dispatch
+N_CHAIN = 200
+
+
 def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
               progress: Callable[[float, str], None] | None = None, budget_s: float = 100,
               level: str = "default", runs: int = 7, q: float = 0.5, passes: int = 5) -> dict:
@@ -167,36 +173,75 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     if runtime != "onnxruntime":
         from analyzer.errors import AnalyzerError
         raise AnalyzerError(f"calibrate: runtime '{runtime}' is not supported (onnxruntime or xla)")
-    from analyzer.api import analyze
-
     ort = import_ort()
     threads = int(threads or os.cpu_count() or 1)
     say = progress or (lambda f, s: None)
     t_start = time.perf_counter()
     models = calibration_models()
-    rows: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    n_extra, views = {}, {}   # views: the rows' matrix views (cpu_model.node_features)
     n_cls = len(models)
     splits = {cls: split_rows(m) for cls, m in models.items()}
 
     def probe():   # the thread state (thread_mode): at the start, before each row pass, at the end
         return thread_state.speedup(threads, lambda m, t: wall_time(m, t, level, q, min_s=0.15))
 
-    speedup0 = probe() if threads > 1 else None
-    n_chain = 200
-
-    def chains():   # (1-node, n_chain-node) chain wall-clocks, the fastest of 5 sessions each
-        return (min(_wall(_chain(1), threads, level, 400, q) for _ in range(5)),
-                min(_wall(_chain(n_chain), threads, level, 60, q) for _ in range(5)))
-
-    first = chains()   # (once before the rows and once after them: see below)
-    row_speedups: list[float] = []
+    speeds: dict[str, Any] = {"start": probe() if threads > 1 else None, "passes": []}
+    first = _chains(threads, level, q)   # (once before the rows and once after them: see below)
     best = time_rows(splits, lambda mk, min_s: wall_time(mk, threads, level, q, min_s=min_s),
                      baseline_model(), passes, lambda f, s: say(f * n_cls / (n_cls + 1), s),
-                     probe if threads > 1 else None, EXTRA_PASSES, row_speedups, t_start + budget_s / 2)
-    # per layout class and row (in row order): (bytes, seconds) of each reorder around it
+                     probe if threads > 1 else None, EXTRA_PASSES, speeds["passes"], t_start + budget_s / 2)
+    speeds["reorders"] = (thread_state.wait_fast(probe, STATE_TRIES)
+                          if threads > 1 and level in LAYOUT_LEVELS else [])
+    rows, views, n_extra, moved = _measured_rows(models, splits, best, threads, level)
+    say(n_cls / (n_cls + 1), "measuring dispatch overhead")
+    # the fastest of 5 sessions, as the rows are the fastest of their passes (one session's median
+    # put a 1-thread run overhead 0.3 us above the baseline model's own time), before and after
+    # the rows: 2 of the 24 2-thread calibrations in bench/results measured 5.2 us of run overhead
+    # against 3.0-3.3 in the others (a third, 5.1 us, over-predicted the 10 us models by 26-32 %)
+    w1, wn = (min(a, b) for a, b in zip(first, _chains(threads, level, q)))
+    dispatch = max((wn - w1) / (N_CHAIN - 1), 1e-8)
+    run_over = max(w1 - dispatch, 1e-6)
+    # rows are wall-clock per node (kernel + dispatch, + a dispatch per extra sink node): fit
+    # the kernel part
+    rows = {c: (F, B, np.maximum(t - dispatch * (1 + n_extra[c]), 1e-8), o)
+            for c, (F, B, t, o) in rows.items()}
+    llc, cold, speeds["cache"] = _cold_weights(threads, level, q, dispatch, probe,
+                                               lambda s: say(n_cls / (n_cls + 1), s))
+    say(n_cls / (n_cls + 1), "measuring fused Clip epilogues")   # (cpu_epilogue)
+    clip_s = cpu_epilogue.measure(lambda m: wall_time(m, threads, level, q, min_s=0.05))
+    peak, bw = _machine_figures(rows)
+    l2_core = l2_cache_bytes()   # the cache step's size: the L2 of the session's cores (cpu_model)
+    l2_bytes = float(l2_core * min(threads, os.cpu_count() or threads)) if l2_core else 0.0
+    fits = _fit_reorders(moved, rows, views, dispatch, peak, bw, l2_bytes)
+    speeds["end"] = probe() if threads > 1 else None   # the end of the measurements
+    say(n_cls / (n_cls + 1), "fitting the op classes")
+    jobs = {cls: calibration_fit.fit_job(cls, F, B, t, views.get(cls), peak, bw, l2_bytes, threads,
+                                         level in LAYOUT_LEVELS)
+            for cls, (F, B, t, _) in rows.items() if cls not in fits}
+    fits.update(fit_worker.fit_classes(jobs))
+    tables = {cls: calibration_fit.table_of(fits[cls]) for cls in rows}
+    say(1.0, "done")
+    elapsed = time.perf_counter() - t_start
+    cal = _calibration(ort.__version__, threads, level, q, elapsed, run_over, l2_bytes, llc, cold, clip_s,
+                       tables, speeds)
+    return _document(cal, elapsed, peak, bw, dispatch, rows, views)
+
+
+def _chains(threads: int, level: str, q: float) -> tuple[float, float]:
+    """(1-node, N_CHAIN-node) chain wall-clocks, the fastest of 5 sessions each."""
+    return (min(_wall(_chain(1), threads, level, 400, q) for _ in range(5)),
+            min(_wall(_chain(N_CHAIN), threads, level, 60, q) for _ in range(5)))
+
+
+def _measured_rows(models, splits, best, threads: int, level: str):
+    """(rows: class -> (flops, bytes, seconds, ops) in row order, views: class -> the rows'
+    matrix views (cpu_model.node_features), n_extra: class -> extra sink nodes per row, moved:
+    per layout class and row, (bytes, seconds) of each reorder around it) from the fastest
+    times ``best`` of the rows."""
+    from analyzer.api import analyze
+
+    rows: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, list]] = {}
+    views, n_extra = {}, {}
     moved: dict[str, list[list[tuple[int, float]]]] = {}
-    reorder_probes = thread_state.wait_fast(probe, STATE_TRIES) if threads > 1 and level in LAYOUT_LEVELS else []
     for cls, m in models.items():
         split = splits[cls]
         meas = {k: max(v, 1e-8) for k, v in best[cls].items()}
@@ -210,74 +255,90 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
         n_extra[cls] = np.array([extra_nodes(split[k]) for k in order])
         rows[cls] = (F, B, t, ops)
         views[cls] = V
-    say(n_cls / (n_cls + 1), "measuring dispatch overhead")
-    # the fastest of 5 sessions, as the rows are the fastest of their passes (one session's median
-    # put a 1-thread run overhead 0.3 us above the baseline model's own time), before and after
-    # the rows: 2 of the 24 2-thread calibrations in bench/results measured 5.2 us of run overhead
-    # against 3.0-3.3 in the others (a third, 5.1 us, over-predicted the 10 us models by 26-32 %)
-    w1, wn = (min(a, b) for a, b in zip(first, chains()))
-    per_node = max((wn - w1) / (n_chain - 1), 1e-8)
-    dispatch = per_node
-    run_over = max(w1 - per_node, 1e-6)
-    # rows are wall-clock per node (kernel + dispatch, + a dispatch per extra sink node): fit
-    # the kernel part
-    rows = {c: (F, B, np.maximum(t - dispatch * (1 + n_extra[c]), 1e-8), o)
-            for c, (F, B, t, o) in rows.items()}
+    return rows, views, n_extra, moved
 
-    # weights that overflow the last-level cache: their DRAM rate and how much of them stays cached
+
+def _cold_weights(threads: int, level: str, q: float, dispatch: float, probe, say):
+    """(last-level cache bytes (0: unknown), the cold-weight figures (cold_cache.measure: the
+    DRAM rate of weights that overflow it and how much of them stays cached), the thread-state
+    probes around the sweep). Above 1 thread the sweep runs in one thread state: this VM's slow
+    one sees about twice the cache."""
     llc = cache_level_bytes(3) or cache_level_bytes(2)
-    cold: dict[str, float] = {}
-    if llc:   # (above 1 thread swept in one thread state: this VM's slow one sees about twice the cache)
-        say(n_cls / (n_cls + 1), "measuring cold-weight streaming and the effective cache size")
-        base = wall_time(baseline_model(), threads, level, q, min_s=0.05)
-        sweep = lambda: cold_cache.measure(lambda m: wall_time(m, threads, level, q, min_s=0.05) - base, llc, dispatch)  # noqa: E731
-        cold, around = thread_state.bracketed(probe, sweep, STATE_TRIES) if threads > 1 else (sweep(), ())
-    say(n_cls / (n_cls + 1), "measuring fused Clip epilogues")   # (cpu_epilogue)
-    clip_s = cpu_epilogue.measure(lambda m: wall_time(m, threads, level, q, min_s=0.05))
-    F, B, t, _ = rows["gemm"]   # machine constants from the measured rows
+    if not llc:
+        return llc, {}, ()
+    say("measuring cold-weight streaming and the effective cache size")
+    base = wall_time(baseline_model(), threads, level, q, min_s=0.05)
+
+    def sweep():
+        return cold_cache.measure(lambda m: wall_time(m, threads, level, q, min_s=0.05) - base, llc, dispatch)
+
+    cold, around = thread_state.bracketed(probe, sweep, STATE_TRIES) if threads > 1 else (sweep(), ())
+    return llc, cold, around
+
+
+def _machine_figures(rows) -> tuple[float, float]:
+    """(peak FLOP/s: the best of the MatMul/Gemm rows, DRAM B/s: the median of the 3 largest Adds'
+    bytes over their kernel times) from the measured rows."""
+    F, _, t, _ = rows["gemm"]
     peak = float(np.max(F / t))
-    Fe, Be, te, ope = rows["elementwise"]
+    _, Be, te, ope = rows["elementwise"]
     adds = np.array([o == "Add" for o in ope])
     big = adds & (Be >= np.sort(Be[adds])[-3])
-    bw = float(np.median(Be[big] / te[big]))
+    return peak, float(np.median(Be[big] / te[big]))
 
-    l2_core = l2_cache_bytes()   # the cache step's size: the L2 of the session's cores (cpu_model)
-    l2_bytes = float(l2_core * min(threads, os.cpu_count() or threads)) if l2_core else 0.0
-    fits = {}
+
+def _fit_reorders(moved, rows, views, dispatch: float, peak: float, bw: float, l2_bytes: float) -> dict:
+    """``{"reorder": its fit}`` (empty with fewer than 4 reorders). A row's wall-clock includes the
+    reorders into and out of the blocked layout around its one node, which a chain of blocked
+    kernels does not run (lowering charges them where onnxruntime runs them): they are fitted
+    as a class of their own from their profiled times (a "reorder" row added to ``rows``) and
+    taken out of the layout classes' ``rows`` and ``views`` (in place) at that fit."""
     reorders = [r for per_row in moved.values() for rs in per_row for r in rs]
-    if len(reorders) >= 4:
-        # a row's wall-clock includes the reorders into and out of the blocked layout around
-        # its one node, which a chain of blocked kernels does not run (lowering charges them
-        # where onnxruntime runs them): fit them as a class of their own from their profiled
-        # times, and take them out of the rows at that fit
-        b, t = np.array([r[0] for r in reorders], np.float64), np.array([r[1] for r in reorders])
-        rows["reorder"] = (np.zeros_like(b), b, t, ["Reorder"] * len(b))
-        fits["reorder"] = mv = cpu_model.fit_class(np.zeros_like(b), b, t, peak, bw, l2_bytes)
-        for cls, per_row in moved.items():
-            rows[cls], views[cls] = cpu_model.without_reorders(rows[cls], views[cls], per_row, mv, dispatch,
-                                                               peak, bw, l2_bytes)
-    speedup1 = probe() if threads > 1 else None   # the end of the measurements
-    say(n_cls / (n_cls + 1), "fitting the op classes")
-    jobs = {cls: calibration_fit.fit_job(cls, F, B, t, views.get(cls), peak, bw, l2_bytes, threads,
-                                         level in LAYOUT_LEVELS)
-            for cls, (F, B, t, _) in rows.items() if cls not in fits}
-    fits.update(fit_worker.fit_classes(jobs))
-    tables = {cls: calibration_fit.table_of(fits[cls]) for cls in rows}
-    say(1.0, "done")
-    elapsed = time.perf_counter() - t_start
-    date = _dt.date.today().isoformat()
-    cpu = cpu_name()
-    ver = ort.__version__
-    hid = host_id()
+    if len(reorders) < 4:
+        return {}
+    b, t = np.array([r[0] for r in reorders], np.float64), np.array([r[1] for r in reorders])
+    rows["reorder"] = (np.zeros_like(b), b, t, ["Reorder"] * len(b))
+    mv = cpu_model.fit_class(np.zeros_like(b), b, t, peak, bw, l2_bytes)
+    for cls, per_row in moved.items():
+        rows[cls], views[cls] = cpu_model.without_reorders(rows[cls], views[cls], per_row, mv, dispatch,
+                                                           peak, bw, l2_bytes)
+    return {"reorder": mv}
+
+
+def _calibration(ver: str, threads: int, level: str, q: float, elapsed: float, run_over: float,
+                 l2_bytes: float, llc, cold: dict, clip_s: float, tables: dict, speeds: dict) -> dict:
+    """The profile's ``[calibration]`` table: what was measured, where and how (``speeds``: the
+    thread-state probes at the start, over the row passes, around the reorders and the cache
+    sweep, at the end)."""
+    passes = speeds["passes"]
+    return {
+        "measured_on": _dt.date.today().isoformat(), "runtime": "onnxruntime", "onnxruntime_version": ver,
+        "threads": threads, "level": level, "quantile": q, "cpu": cpu_name(), "simd": simd(),
+        "seconds": round(elapsed, 1),
+        "run_overhead_us": run_over * 1e6, "cache_bytes": l2_bytes,
+        "llc_bytes": float(llc), "cold_weight_bw_gbs": 0.0, **cold, "clip_epilogue_ns": clip_s * 1e9,
+        "models": "synthetic single-op models only (analyzer.measure.calibrate.calibration_models)",
+        "tables": tables,
+        **({"thread_speedup_start": speeds["start"], "thread_speedup_end": speeds["end"], "row_passes": len(passes),
+            "thread_speedup_passes_min": min(passes), "thread_speedup_passes_max": max(passes)}
+           if threads > 1 else {}),
+        **({"thread_speedup_reorders": speeds["reorders"][-1]} if speeds["reorders"] else {}),
+        **({"thread_speedup_cache": min(speeds["cache"])} if llc and threads > 1 else {}),
+    }
+
+
+def _document(cal: dict, elapsed: float, peak: float, bw: float, dispatch: float, rows, views) -> dict:
+    """The TOML-ready profile document of a calibration (``cal``: its [calibration] table)."""
+    date, cpu, ver, threads, level = (cal["measured_on"], cal["cpu"], cal["onnxruntime_version"],
+                                      cal["threads"], cal["level"])
     head = f"measured by analyze hw calibrate on {date}, {cpu}, onnxruntime {ver}, {threads} threads"
-    family = cpu_family()
     doc = {
         "schema_version": 1,
-        "id": f"calibrated-{hid}-{threads}t",
+        "id": f"calibrated-{host_id()}-{threads}t",
         "name": f"{cpu} ({threads} threads, calibrated)",
         "vendor": vendor(cpu),
         "kind": "cpu",
-        "family": family,
+        "family": cpu_family(),
         "default_runtime": "onnxruntime",
         "notes": (f"Calibrated with onnxruntime {ver} at {threads} intra-op threads, session level "
                   f"'{level}', in {elapsed:.0f} s. Kernel time per op class = floor + max(F/(peak*e_c), "
@@ -288,7 +349,8 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
                   "batched kernel and im2col_ns per im2col element (im2col_stride_ns more where the "
                   "convolution is strided), serial_ns per recurrent FLOP of an RNN; weights over "
                   "llc_bytes at cold_weight_bw_gbs, a fused Clip at clip_epilogue_ns per output; see "
-                  "analyzer/prediction/cpu_model.py, efficiency.py, cpu_cold.py and cpu_epilogue.py."),
+                  "analyzer/measure/fit/class_fit.py, analyzer/prediction/efficiency/kernel_time.py, "
+                  "analyzer/prediction/cpu/cold.py and analyzer/prediction/cpu/epilogue.py."),
         "matrix_tflops": {"fp32": peak / 1e12},
         "vector_tflops": {"fp32": peak / 1e12},
         "memory": {"mem_bw_gbs": bw / 1e9},
@@ -297,23 +359,10 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
             "matrix_tflops.fp32": f"{head}: best FLOP/s over {len(rows['gemm'][2])} MatMul/Gemm shapes (wall-clock per single-op model minus a baseline model)",
             "vector_tflops.fp32": f"{head}: same SIMD FMA units as the matrix figure (set equal to it)",
             "memory.mem_bw_gbs": f"{head}: Add (2 reads + 1 write) bytes / wall-clock kernel time, median of the 3 largest sizes (DRAM)",
-            "overhead.launch_overhead_us": (f"{head}: (wall of a chain of {n_chain} tiny Adds - chain of 1) / "
-                                            f"{n_chain - 1} (a tiny kernel's whole cost per node)"),
+            "overhead.launch_overhead_us": (f"{head}: (wall of a chain of {N_CHAIN} tiny Adds - chain of 1) / "
+                                            f"{N_CHAIN - 1} (a tiny kernel's whole cost per node)"),
         },
-        "calibration": {
-            "measured_on": date, "runtime": "onnxruntime", "onnxruntime_version": ver,
-            "threads": threads, "level": level, "quantile": q, "cpu": cpu, "simd": simd(),
-            "seconds": round(elapsed, 1),
-            "run_overhead_us": run_over * 1e6, "cache_bytes": l2_bytes,
-            "llc_bytes": float(llc), "cold_weight_bw_gbs": 0.0, **cold, "clip_epilogue_ns": clip_s * 1e9,
-            "models": "synthetic single-op models only (analyzer.measure.calibrate.calibration_models)",
-            "tables": tables,
-            **({"thread_speedup_start": speedup0, "thread_speedup_end": speedup1, "row_passes": len(row_speedups),
-                "thread_speedup_passes_min": min(row_speedups), "thread_speedup_passes_max": max(row_speedups)}
-               if threads > 1 else {}),
-            **({"thread_speedup_reorders": reorder_probes[-1]} if reorder_probes else {}),
-            **({"thread_speedup_cache": min(around)} if llc and threads > 1 else {}),
-        },
+        "calibration": cal,
         # the rows the fits saw, class -> [(op, flops, bytes, fitted seconds, matrix view (mac, m, n,
         # k, batch, strided, serial) or None)]; not
         # written to TOML (bench/accuracy_cpu.py keeps them beside its profiles: refits need them)

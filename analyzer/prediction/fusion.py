@@ -83,7 +83,7 @@ class FusionRecord:
     reorders: tuple[tuple[str, str, str], ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FusionPlan:
     """``kernel_of[i]``: the kernel of node ``i`` (-1: launches nothing); ``members[k]``: node
     indices of kernel ``k`` in graph order; ``saved_bytes[k]``: bytes its fusion does not move
@@ -276,11 +276,13 @@ def _from_record(nodes, record: FusionRecord, graph_outputs) -> FusionPlan:
     ops = tuple(op_of.get(m[0], "") for m in p.members)
     extras = tuple(sum((extra_of.get(i, ()) for i in m), ()) for m in p.members)
     if not moved_of:
-        return FusionPlan("record", p.kernel_of, p.members, p.saved_bytes, ops, record.source, extras)
+        return FusionPlan(policy="record", kernel_of=p.kernel_of, members=p.members,
+                          saved_bytes=p.saved_bytes, kernel_ops=ops, source=record.source, extra_ops=extras)
     moved = tuple(sum((moved_of.get(i, ()) for i in m), ()) for m in p.members)
-    return FusionPlan("record", p.kernel_of, p.members, p.saved_bytes, ops, record.source,
-                      tuple(e + tuple(op for op, _ in mv) for e, mv in zip(extras, moved)),
-                      tuple((0,) * len(e) + tuple(b for _, b in mv) for e, mv in zip(extras, moved)))
+    return FusionPlan(policy="record", kernel_of=p.kernel_of, members=p.members, saved_bytes=p.saved_bytes,
+                      kernel_ops=ops, source=record.source,
+                      extra_ops=tuple(e + tuple(op for op, _ in mv) for e, mv in zip(extras, moved)),
+                      extra_bytes=tuple((0,) * len(e) + tuple(b for _, b in mv) for e, mv in zip(extras, moved)))
 
 
 def _tensor_bytes(nodes, producer, consumers, t: str) -> int:
@@ -335,5 +337,5 @@ def _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch=Non
                         else:
                             saved[k] += sum(b for x, b in zip(ins, nodes[u].input_bytes)
                                             if x == t)
-    return FusionPlan(policy, tuple(kernel_of), tuple(tuple(m) for m in members), tuple(saved),
-                      ("",) * len(members))
+    return FusionPlan(policy=policy, kernel_of=tuple(kernel_of), members=tuple(tuple(m) for m in members),
+                      saved_bytes=tuple(saved), kernel_ops=("",) * len(members))

@@ -16,7 +16,7 @@ import functools
 import numpy as np
 
 from analyzer.counting.engine import FOLDED, NodeCost
-from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES
+from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES, PRECISION_BITS
 from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import fusion
 from analyzer.prediction.efficiency.op_classes import ATTENTION_OPS, CHANNELS_FIRST_CONV_OPS
@@ -31,8 +31,8 @@ PROFILE_DTYPE = {
     "float8e4m3fn": "fp8", "float8e4m3fnuz": "fp8", "float8e5m2": "fp8", "float8e5m2fnuz": "fp8",
     "float4e2m1": "fp4", "int8": "int8", "uint8": "int8", "int4": "int4", "uint4": "int4",
 }
-# bits a floating tensor is stored in under each precision (tf32 is stored as fp32)
-PRECISION_BITS = {"fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8}
+# PRECISION_BITS (bits a floating tensor is stored in under each precision) is the IR's table,
+# imported above: lowering and the search read it from here too
 
 
 def compute_dtype(n: NodeCost, precision: str | None) -> str:

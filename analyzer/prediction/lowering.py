@@ -39,6 +39,7 @@ For one runtime and the profiles predicted under it:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,7 +74,7 @@ FALLBACK = {
 PROVENANCE = ("calibrated", "architecture constants", "generic", "datasheet")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Lowered:
     """Arrays over (profiles P, kernels K) for one runtime; seconds, bytes, FLOPs as float64."""
 
@@ -185,6 +186,19 @@ def lacks_dtype(prof, dtypes) -> list[str]:
     return out
 
 
+def _precision_says(prof, runtime_name, precision, mpeak_row, warn: set, note: list, cls, dtypes, mac, vec,
+                    trans) -> None:
+    """What the precision rules add to one profile's lowering: a warning per dtype the device
+    lists no throughput for (``lacks_dtype``; not one the peaks' fallback already warned of) and
+    PyTorch's TF32 defaults (``tf32_convs``: the fp32 convolutions' peaks in ``mpeak_row``, in
+    place, and the note)."""
+    warn.update(w for w in lacks_dtype(prof, [d for d, m, v, t in zip(dtypes, mac, vec, trans) if m or v or t])
+                if not any(f"no {w.split(' lists no ')[1].split(' ')[0]} " in x for x in warn))
+    said = tf32_convs(prof, runtime_name, precision, mpeak_row, cls, dtypes, mac)
+    if said:
+        note.append(said)
+
+
 def _calibrated_for(profile, runtime_name: str) -> bool:
     cal = profile.calibration
     return bool(cal and cal.get("tables") and cal.get("runtime") == runtime_name)
@@ -200,14 +214,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     names (``kernel_rows``): a node's rows are then computed once per key."""
     if precision is not None and precision not in PRECISIONS:
         raise InputSpecError(f"unknown precision '{precision}'; choose from {', '.join(PRECISIONS)}")
-    last = memo.get("last") if memo is not None else None
-    if last is not None and last[0] is nodes and last[1] == precision:
-        fnodes, node_bytes = last[2], last[3]   # the same candidate under another runtime
-    else:
-        fnodes, node_bytes = kr.fusion_nodes(
-            nodes, precision, None if memo is None else memo.setdefault("fusion", {}), keys)
-        if memo is not None:
-            memo["last"] = (nodes, precision, fnodes, node_bytes)
+    fnodes, node_bytes = _fusion_nodes(nodes, precision, memo, keys)
     plan = fusion.plan(fnodes, runtime.fusion, graph_outputs, fused)
     K = plan.kernels
     rows, weight = kr.kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys)
@@ -215,15 +222,11 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     mac_l, vec_l, trans_l, bytes_l, wbytes_l, runs_l, cls_l, view_l, anchor_dtype = \
         zip(*rows) if rows else ((),) * 9
     names = [nodes[m[0]].name for m in plan.members]
-    mac = np.array(mac_l, dtype=np.float64)
-    vec = np.array(vec_l, dtype=np.float64)
-    trans = np.array(trans_l, dtype=np.float64)
-    nbytes = np.array(bytes_l, dtype=np.float64)
+    feats, view = _features(mac_l, vec_l, trans_l, bytes_l, cls_l, view_l, anchor_dtype, K)
+    cls = feats["op_class"]
     wbytes = np.array(wbytes_l, dtype=np.float64)
     runs = np.array(runs_l, dtype=np.float64)
-    cls = np.array(cls_l, dtype=np.int32)
     has_gather = bool((cls == eff.CLASS_CODE["gather"]).any())
-    view = np.array(view_l, dtype=np.float64).reshape(K, 6).T.copy()
     P = len(profiles)
     mpeak = np.ones((P, K))
     vpeak = np.ones((P, K))
@@ -235,9 +238,6 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     consts = {p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}
     consts["trans_weight"] = np.ones(P)
     warnings, provs, details, notes = [], [], [], []
-    feats = {"op_class": cls, "mac_flops": mac, "vec_flops": vec, "trans_flops": trans,
-             "bytes": nbytes, "m": view[0], "n": view[1], "k": view[2], "batch": view[3],
-             "elem_bytes": np.array([kr.PRECISION_BITS.get(d, 0) / 8 for d in anchor_dtype], dtype=np.float64)}
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", op)])
                  for k, ops in enumerate(plan.extra_ops) for op in ops]
@@ -246,101 +246,161 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         warn: set[str] = set()
         note: list[str] = []
         own = profile_memo(memo, prof, runtime.name)
-        if "complete" not in own:
-            done: list[str] = []
-            own["complete"] = (complete_profile(prof, done), tuple(done))
-        prof, done = own["complete"]
-        note.extend(done)
-        cache = own.setdefault("peaks", {})   # (engine, dtype) -> (FLOP/s, warnings it gave)
-
-        def peak(engine, d):
-            hit = cache.get((engine, d))
-            if hit is None:
-                said: set[str] = set()
-                hit = cache[(engine, d)] = (_peak(prof, engine, d, said), tuple(said))
-            warn.update(hit[1])
-            return hit[0]
-
-        # (one look-up per dtype used: the same peaks and warnings as one per kernel)
-        mp = {d: peak("matrix", d) for d in {d for d, m in zip(anchor_dtype, mac_l) if m}}
-        vp = {d: peak("vector", d) for d in {d for d, v, t in zip(anchor_dtype, vec_l, trans_l)
-                                             if v or t}}
-        mpeak[p] = [mp[d] if m else 1.0 for d, m in zip(anchor_dtype, mac_l)]
-        # (a dtype the peaks' fallback already warned of is not said twice)
-        warn.update(w for w in lacks_dtype(prof, [d for d, m, v, t in zip(anchor_dtype, mac_l, vec_l, trans_l)
-                                                  if m or v or t])
-                    if not any(f"no {w.split(' lists no ')[1].split(' ')[0]} " in x for x in warn))
-        said = tf32_convs(prof, runtime.name, precision, mpeak[p], cls_l, anchor_dtype, mac_l)
-        if said:
-            note.append(said)
-        vpeak[p] = [vp[d] if v or t else 1.0 for d, v, t in zip(anchor_dtype, vec_l, trans_l)]
-        if "terms" not in own:
-            own["terms"] = profile_terms(prof)
-        bw[p], units[p], l2[p], arrays, prov, detail, launch, said = own["terms"]
-        note.extend(said)
-        if has_gather:
-            if "gather_note" not in own:
-                own["gather_note"] = gather_note(prof)
-            if own["gather_note"]:
-                note.append(own["gather_note"])
+        prof, (bw[p], units[p], l2[p], arrays, prov, detail, launch) = _profile_terms(own, prof, has_gather, note)
+        mpeak[p], vpeak[p] = _kernel_peaks(prof, own.setdefault("peaks", {}), warn, anchor_dtype,
+                                           mac_l, vec_l, trans_l)
+        _precision_says(prof, runtime.name, precision, mpeak[p], warn, note, cls_l, anchor_dtype, mac_l,
+                        vec_l, trans_l)
         for name in eff.CLASS_PARAMS:
             consts[name][p] = arrays[name]
         consts["trans_weight"][p] = float(arrays["trans_weight"])
         floors = np.asarray(arrays["floor_s"])[cls]
         calibrated = _calibrated_for(prof, runtime.name)
-
-        def fixed_of(floor_arr, names):
-            if calibrated:
-                # floors were fitted net of the measured per-node dispatch (calibrate)
-                return floor_arr + (launch if runtime.host_dispatch else 0.0)
-            f = floor_arr if prov == "architecture constants" else np.maximum(floor_arr, launch)
-            if runtime.host_dispatch:
-                f = f + host_dispatch(prof, runtime, names, launch, note)
-            return f
-
+        fixed_of = functools.partial(_fixed_s, prof=prof, runtime=runtime, calibrated=calibrated,
+                                     prov=prov, launch=launch, note=note)
         fixed[p] = fixed_of(floors, class_names)
+        hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p],
+                "units": units[p], "l2_bytes": l2[p]}
         if calibrated:
-            # a multi-threaded calibration's fork/join of kernels split over the threads, a
-            # batched kernel's cost per piece, a convolution's im2col copy (a strided one's more),
-            # a recurrent layer's chain of recurrent products
-            fixed[p] += eff.class_fixed_s(np, nbytes, cls, arrays, view[0], view[2], view[3], view[4], view[5])
             run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6
             if act is None:   # what a run writes besides its weights (cpu_cold.cold_share)
                 act = float(sum(n.cost.activation_bytes_written for n in nodes))
-            if cpu_cold.applies(prof.calibration, wbytes, act):  # weights streamed from DRAM each run
-                hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p],
-                        "units": units[p], "l2_bytes": l2[p]}
-                fixed[p] += cpu_cold.cold_weight_s(prof.calibration, feats, wbytes, hw_p,
-                                                   {n: consts[n][p] for n in consts}, act)
-                share = cpu_cold.cold_share(prof.calibration, float(np.sum(wbytes)), act)
-                note.append(f"{share:.0%} of the weights overflow {prof.id}'s last-level cache: "
-                            "read from DRAM each run")
-            fixed[p] += cpu_epilogue.epilogue_s(prof.calibration, nodes, plan.members, cls)
+            _add_calibrated_fixed(fixed[p], prof, nodes, plan, feats, arrays, view, wbytes, hw_p,
+                                  {n: consts[n][p] for n in consts}, act, note)
         if extra_cls:
             # launches the runtime inserted with no original node: each its class's fixed cost
-            codes = np.asarray([c for _, c in extra_cls], np.int32)
-            add = fixed_of(np.asarray(arrays["floor_s"])[codes], [eff.OP_CLASSES[c] for c in codes])
-            if plan.extra_bytes:   # a layout reorder also streams its tensor, at its class's rate
-                moved = np.asarray([b for bs in plan.extra_bytes for b in bs], np.float64)
-                t = eff.kernel_time(np, {"op_class": codes, "mac_flops": np.zeros_like(moved),
-                                         "bytes": moved},
-                                    {"matrix_peak": 1.0, "vector_peak": 1.0, "mem_bw": bw[p],
-                                     "units": units[p], "l2_bytes": l2[p]},
-                                    {n: consts[n][p] for n in consts})
-                add = add + np.where(moved > 0, np.maximum(t["compute_s"], t["memory_s"]), 0.0)
-            np.add.at(fixed[p], np.asarray([k for k, _ in extra_cls], np.int64), add)
+            np.add.at(fixed[p], np.asarray([k for k, _ in extra_cls], np.int64),
+                      _extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p, {n: consts[n][p] for n in consts}))
         if runtime.fusion == "onnxruntime" or fused is not None:
             note.append(f"kernels: {plan.source}")
         warnings.append(tuple(sorted(warn)))
         provs.append(prov)
         details.append(detail)
         notes.append(tuple(note))
-    # without an override, label the prediction by the dtype that carries most of the work
+    label = precision or _main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l)
+    return Lowered(runtime=runtime.name, plan=plan, kernel_names=tuple(names), feats=feats, runs=runs,
+                   member_weight=weight, matrix_peak=mpeak, vector_peak=vpeak, mem_bw=bw, units=units,
+                   l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
+                   warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
+                   notes=tuple(notes))
+
+
+def _kernel_peaks(prof, cache: dict, warn: set[str], anchor_dtype, mac_l, vec_l, trans_l):
+    """Per kernel, the profile's matrix and vector FLOP/s at its dtype (1.0 where the kernel has no
+    such work); ``cache``: (engine, dtype) -> (FLOP/s, the warnings it gave), kept per profile;
+    the warnings of the peaks used go to ``warn``. One look-up per dtype used: the same peaks
+    and warnings as one per kernel."""
+    def peak(engine, d):
+        hit = cache.get((engine, d))
+        if hit is None:
+            said: set[str] = set()
+            hit = cache[(engine, d)] = (_peak(prof, engine, d, said), tuple(said))
+        warn.update(hit[1])
+        return hit[0]
+
+    mp = {d: peak("matrix", d) for d in {d for d, m in zip(anchor_dtype, mac_l) if m}}
+    vp = {d: peak("vector", d) for d in {d for d, v, t in zip(anchor_dtype, vec_l, trans_l) if v or t}}
+    return ([mp[d] if m else 1.0 for d, m in zip(anchor_dtype, mac_l)],
+            [vp[d] if v or t else 1.0 for d, v, t in zip(anchor_dtype, vec_l, trans_l)])
+
+
+def _add_calibrated_fixed(fixed_p, prof, nodes, plan, feats, arrays, view, wbytes, hw_p: dict,
+                          consts_p: dict, act: float, note: list[str]) -> None:
+    """Add to ``fixed_p`` (one profile's per-kernel fixed seconds, in place) what a calibrated
+    profile charges: a multi-threaded calibration's fork/join of kernels split over the threads,
+    a batched kernel's cost per piece, a convolution's im2col copy (a strided one's more), a
+    recurrent layer's chain of recurrent products; weights streamed from DRAM each run where
+    they overflow the last-level cache (``act``: the bytes a run writes besides its weights);
+    fused epilogues."""
+    cal = prof.calibration
+    cls = feats["op_class"]
+    fixed_p += eff.class_fixed_s(np, feats["bytes"], cls, arrays, view[0], view[2], view[3], view[4], view[5])
+    if cpu_cold.applies(cal, wbytes, act):
+        fixed_p += cpu_cold.cold_weight_s(cal, feats, wbytes, hw_p, consts_p, act)
+        share = cpu_cold.cold_share(cal, float(np.sum(wbytes)), act)
+        note.append(f"{share:.0%} of the weights overflow {prof.id}'s last-level cache: "
+                    "read from DRAM each run")
+    fixed_p += cpu_epilogue.epilogue_s(cal, nodes, plan.members, cls)
+
+
+def _extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p: dict, consts_p: dict):
+    """Seconds of each launch the runtime inserted with no original node (``extra_cls``: (kernel,
+    class code) pairs): its class's fixed cost, and a layout reorder also streams its tensor at
+    its class's rate."""
+    codes = np.asarray([c for _, c in extra_cls], np.int32)
+    add = fixed_of(np.asarray(arrays["floor_s"])[codes], [eff.OP_CLASSES[c] for c in codes])
+    if plan.extra_bytes:
+        moved = np.asarray([b for bs in plan.extra_bytes for b in bs], np.float64)
+        t = eff.kernel_time(np, {"op_class": codes, "mac_flops": np.zeros_like(moved), "bytes": moved},
+                            {**hw_p, "matrix_peak": 1.0, "vector_peak": 1.0}, consts_p)
+        add = add + np.where(moved > 0, np.maximum(t["compute_s"], t["memory_s"]), 0.0)
+    return add
+
+
+def _main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l) -> str:
+    """The dtype that carries most of the work (FLOPs + bytes): a prediction's label without an
+    override."""
     w: dict[str, float] = {}
     for d, m, v, t, b in zip(anchor_dtype, mac_l, vec_l, trans_l, bytes_l):
         w[d] = w.get(d, 0.0) + (m + v + t) + b
-    label = precision or (max(w, key=w.get) if w else "fp32")
-    return Lowered(runtime.name, plan, tuple(names), feats, runs, weight, mpeak, vpeak, bw, units, l2,
-                   consts, fixed, run_overhead, label, tuple(warnings), tuple(provs), tuple(details), tuple(notes))
+    return max(w, key=w.get) if w else "fp32"
 
 
+def _fusion_nodes(nodes, precision, memo, keys):
+    """``kr.fusion_nodes`` of the candidate, reused from ``memo`` for the same candidate under
+    another runtime."""
+    last = memo.get("last") if memo is not None else None
+    if last is not None and last[0] is nodes and last[1] == precision:
+        return last[2], last[3]
+    fnodes, node_bytes = kr.fusion_nodes(
+        nodes, precision, None if memo is None else memo.setdefault("fusion", {}), keys)
+    if memo is not None:
+        memo["last"] = (nodes, precision, fnodes, node_bytes)
+    return fnodes, node_bytes
+
+
+def _features(mac_l, vec_l, trans_l, bytes_l, cls_l, view_l, anchor_dtype, K: int):
+    """The kernel features (``Lowered.feats``: per launch, float64; the op class as int32) and
+    the matrix view [6, K] (m, n, k, batch, strided, serial) of the kernel rows' columns."""
+    view = np.array(view_l, dtype=np.float64).reshape(K, 6).T.copy()
+    feats = {"op_class": np.array(cls_l, dtype=np.int32), "mac_flops": np.array(mac_l, dtype=np.float64),
+             "vec_flops": np.array(vec_l, dtype=np.float64), "trans_flops": np.array(trans_l, dtype=np.float64),
+             "bytes": np.array(bytes_l, dtype=np.float64), "m": view[0], "n": view[1], "k": view[2],
+             "batch": view[3],
+             "elem_bytes": np.array([kr.PRECISION_BITS.get(d, 0) / 8 for d in anchor_dtype], dtype=np.float64)}
+    return feats, view
+
+
+def _fixed_s(floor_arr, names, *, prof, runtime, calibrated: bool, prov: str, launch: float,
+             note: list[str]):
+    """Per-launch fixed seconds of kernels of the classes ``names`` with fitted floors
+    ``floor_arr``: a calibrated profile's floors were fitted net of the measured per-node
+    dispatch (calibrate), which is added back; otherwise max(floor, launch figure) (the floor
+    alone for architecture constants) plus the runtime's host dispatch."""
+    if calibrated:
+        return floor_arr + (launch if runtime.host_dispatch else 0.0)
+    f = floor_arr if prov == "architecture constants" else np.maximum(floor_arr, launch)
+    if runtime.host_dispatch:
+        f = f + host_dispatch(prof, runtime, names, launch, note)
+    return f
+
+
+def _profile_terms(own: dict, prof, has_gather: bool, note: list[str]):
+    """(the profile with its documented defaults filled in, its terms (``profile_terms`` less
+    their notes)), kept in ``own`` (the profile's memo); the notes of the defaults, the terms
+    and (for a graph with a gather) the gather rule go to ``note``, in that order."""
+    if "complete" not in own:
+        done: list[str] = []
+        own["complete"] = (complete_profile(prof, done), tuple(done))
+    prof, done = own["complete"]
+    note.extend(done)
+    if "terms" not in own:
+        own["terms"] = profile_terms(prof)
+    *terms, said = own["terms"]
+    note.extend(said)
+    if has_gather:
+        if "gather_note" not in own:
+            own["gather_note"] = gather_note(prof)
+        if own["gather_note"]:
+            note.append(own["gather_note"])
+    return prof, terms

@@ -10,7 +10,7 @@ exist only for nodes that launch a kernel, and ``Prediction.for_node(index)`` /
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 from analyzer.prediction.kernels import BOUNDS
 
@@ -104,8 +104,12 @@ class KernelTable:
                  "compute", "memory", "overhead", "time", "bound", "feats", "units", "l2_bytes",
                  "class_consts", "overlap")
 
-    def __init__(self, *values):
-        for name, v in zip(self.__slots__, values, strict=True):
+    def __init__(self, **values):
+        # by keyword: twenty arrays of one length and type are too easy to pass in the wrong order
+        if set(values) != set(self.__slots__):
+            raise TypeError(f"KernelTable: missing {sorted(set(self.__slots__) - set(values))}, "
+                            f"unknown {sorted(set(values) - set(self.__slots__))}")
+        for name, v in values.items():
             object.__setattr__(self, name, v)
 
     kernel_of: Any
@@ -150,7 +154,7 @@ class KernelTable:
         return self
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Prediction:
     """Predicted latency of one model on one hardware profile (frozen; ``nodes`` and
     ``warnings`` are tuples, ``nodes`` in graph order)."""
@@ -187,6 +191,13 @@ class Prediction:
         for name in ("nodes", "warnings", "notes"):
             if not isinstance(v := getattr(self, name), tuple):
                 object.__setattr__(self, name, tuple(v))
+
+    def __repr__(self) -> str:
+        """One line: profile, precision, runtime, latency, bound shares, rows (``to_dict()``
+        is the whole value)."""
+        shares = ", ".join(f"{b} {s:.0%}" for b, s in self.bound_share.items() if s > 0)
+        return (f"Prediction({self.hardware!r}, {self.precision}, {self.runtime}, "
+                f"latency_s={self.latency_s:.4g} [{shares}], {len(self.nodes)} rows)")
 
     def to_dict(self) -> dict[str, Any]:
         return {"hardware": self.hardware, "hardware_name": self.hardware_name,
@@ -232,20 +243,24 @@ class Prediction:
         d = t.detail(k)
         body = max(d["compute_s"], d["memory_s"]) if t.overlap else d["compute_s"] + d["memory_s"]
         return KernelTerms(
-            t.names[k], int(t.members[k]),
-            float(t.weight[index]), t.op_class[k], runs, mac, vec, trans, nb,
-            flops / nb if nb > 0 else float("inf"), engine, float(t.matrix_peak[k]),
-            float(t.vector_peak[k]), t.mem_bw, peak / t.mem_bw if t.mem_bw else float("inf"),
-            (peak * float(t.consts["e_compute"][k]) / (t.mem_bw * float(t.consts["e_bw"][k]))
-             if t.mem_bw and t.consts["e_bw"][k] else float("inf")),
-            float(t.consts["e_compute"][k]),
-            float(t.consts["e_bw"][k]), float(t.consts["b_half_bytes"][k]),
-            float(t.consts["floor_s"][k]), float(t.consts["trans_weight"]), float(t.fixed[k]),
-            float(t.compute[k]), float(t.memory[k]), float(t.overhead[k]), time,
-            BOUNDS[int(t.bound[k])], flops * runs / time if time > 0 else 0.0,
-            self.provenance, self.provenance_detail, d["pad"], d["wave"], d["split_k"], d["narrow"],
-            d["matrix_s"], d["vector_s"], d["dram_bytes"], d["cache_share"], d["cache_gain"], d["dram_s"],
-            d["sm_s"], d["sm_bw"], t.units, t.l2_bytes, flops / body if body > 0 else 0.0)
+            kernel=t.names[k], members=int(t.members[k]), member_share=float(t.weight[index]),
+            op_class=t.op_class[k], runs=runs, mac_flops=mac, vector_flops=vec,
+            transcendental_flops=trans, bytes=nb, intensity=flops / nb if nb > 0 else float("inf"),
+            engine=engine, matrix_peak=float(t.matrix_peak[k]), vector_peak=float(t.vector_peak[k]),
+            mem_bw=t.mem_bw, ridge=peak / t.mem_bw if t.mem_bw else float("inf"),
+            effective_ridge=(peak * float(t.consts["e_compute"][k]) / (t.mem_bw * float(t.consts["e_bw"][k]))
+                             if t.mem_bw and t.consts["e_bw"][k] else float("inf")),
+            e_compute=float(t.consts["e_compute"][k]), e_bw=float(t.consts["e_bw"][k]),
+            b_half_bytes=float(t.consts["b_half_bytes"][k]), floor_s=float(t.consts["floor_s"][k]),
+            trans_weight=float(t.consts["trans_weight"]), fixed_s=float(t.fixed[k]),
+            compute_s=float(t.compute[k]), memory_s=float(t.memory[k]), overhead_s=float(t.overhead[k]),
+            time_s=time, bound=BOUNDS[int(t.bound[k])],
+            attained_flops=flops * runs / time if time > 0 else 0.0,
+            provenance=self.provenance, provenance_detail=self.provenance_detail,
+            pad=d["pad"], wave=d["wave"], split_k=d["split_k"], narrow=d["narrow"], matrix_s=d["matrix_s"],
+            vector_s=d["vector_s"], dram_bytes=d["dram_bytes"], cache_share=d["cache_share"],
+            cache_gain=d["cache_gain"], dram_s=d["dram_s"], sm_s=d["sm_s"], sm_rate=d["sm_bw"], units=t.units,
+            l2_bytes=t.l2_bytes, effective_roof=flops / body if body > 0 else 0.0)
 
     def roofline(self) -> tuple[list[tuple[int, float, float]], dict[str, float]]:
         """Points and roofs of a roofline chart: ``[(node index, intensity FLOP/B, attained
@@ -345,11 +360,14 @@ def _prediction(report, target, low, g, compute, memory, ovh, time, bound, overl
     prof, rt = target.profile, target.runtime
     if target.why != "requested":
         notes.insert(0, f"runtime {rt.name} ({target.why})")
-    return Prediction(prof.id, prof.name, low.precision, overlap, total + run_overhead, share,
-                      tuple(rows), tuple(low.warnings[g]), precision is not None, rt.name,
-                      rt.time_definition, low.provenance[g], low.provenance_detail[g], tuple(notes),
-                      low.plan.kernels + n_extra, run_overhead,
-                      int(round(float(low.runs.sum() + extra_launches))), table, target)
+    return Prediction(hardware=prof.id, hardware_name=prof.name, precision=low.precision, overlap=overlap,
+                      latency_s=total + run_overhead, bound_share=share, nodes=tuple(rows),
+                      warnings=tuple(low.warnings[g]), precision_explicit=precision is not None,
+                      runtime=rt.name, time_definition=rt.time_definition, provenance=low.provenance[g],
+                      provenance_detail=low.provenance_detail[g], notes=tuple(notes),
+                      kernels=low.plan.kernels + n_extra, run_overhead_s=run_overhead,
+                      launches=int(round(float(low.runs.sum() + extra_launches))), kernel_table=table,
+                      target=target)
 
 
 def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True) -> KernelTable:
@@ -362,11 +380,12 @@ def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True) -> Ke
     consts = {name: np.asarray(low.consts[name][g])[cls] for name in
               ("e_compute", "e_bw", "b_half_bytes", "floor_s")}
     consts["trans_weight"] = float(low.consts["trans_weight"][g])
-    return KernelTable(np.asarray(low.plan.kernel_of), low.kernel_names,
-                       np.asarray([len(m) for m in low.plan.members]), low.member_weight,
-                       tuple(eff.OP_CLASSES[c] for c in cls), low.runs, low.feats["mac_flops"],
-                       low.feats["vec_flops"], low.feats["trans_flops"], low.feats["bytes"],
-                       low.matrix_peak[g], low.vector_peak[g], float(low.mem_bw[g]), consts,
-                       low.fixed[g], compute, memory, ovh, time, bound, low.feats,
-                       float(low.units[g]), float(low.l2_bytes[g]),
-                       {name: v[g] for name, v in low.consts.items()}, overlap)
+    return KernelTable(kernel_of=np.asarray(low.plan.kernel_of), names=low.kernel_names,
+                       members=np.asarray([len(m) for m in low.plan.members]), weight=low.member_weight,
+                       op_class=tuple(eff.OP_CLASSES[c] for c in cls), runs=low.runs,
+                       mac=low.feats["mac_flops"], vec=low.feats["vec_flops"], trans=low.feats["trans_flops"],
+                       nbytes=low.feats["bytes"], matrix_peak=low.matrix_peak[g],
+                       vector_peak=low.vector_peak[g], mem_bw=float(low.mem_bw[g]), consts=consts,
+                       fixed=low.fixed[g], compute=compute, memory=memory, overhead=ovh, time=time,
+                       bound=bound, feats=low.feats, units=float(low.units[g]), l2_bytes=float(low.l2_bytes[g]),
+                       class_consts={name: v[g] for name, v in low.consts.items()}, overlap=overlap)

@@ -72,7 +72,7 @@ EAGER_DISPATCH_SOURCE = ("LLMCompass A100 per-op overheads (21 us matmul, 12 us 
                          "PrincetonUniversity/LLMCompass hardware_model/compute_module.py; other op "
                          "classes take the 12 us eager softmax figure (its 45 us layernorm/GELU were "
                          "torch.compile'd); a host property: one H100 host with torch 2.11 measured "
-                         "21-35 us per op (bench/results/h100_ops_2026-11-24.csv, not fitted on)")
+                         "21-35 us per op (opcost's H100 check data in bench/results, not fitted on)")
 
 
 def eager_dispatch_us(op_class: str) -> float:

@@ -34,7 +34,9 @@ def _shown_rows(report: Report, top: int | None):
 
 def render(report: Report, fmt: str, *, top: int | None = None, width: int | None = None,
            color: bool = False, all_rows: bool = False, wide: bool = False,
-           hints: dict | None = None) -> str:
+           hints: dict | None = None, verbose: bool = False) -> str:
+    """``report`` as ``fmt`` text; ``verbose`` (the terminal view): every note and the
+    provenance in full in its headline (the other formats carry them always)."""
     if fmt == "json":
         return report.to_json() + "\n"
     if fmt == "csv":
@@ -49,7 +51,7 @@ def render(report: Report, fmt: str, *, top: int | None = None, width: int | Non
         from analyzer.render.terminal import render_view
 
         return render_view(report, top=top, all_rows=all_rows, wide=wide, width=width, color=color,
-                           hints=hints)
+                           hints=hints, verbose=verbose)
     raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
 
 

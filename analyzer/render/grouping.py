@@ -1,73 +1,17 @@
-"""Per-module totals: a Report's rows summed by name prefix (``--group-depth N``).
+"""Per-module totals as a table (``--group-depth N``): formatting only.
 
-Node names are paths (``transpose(jvp(mlp))/fc1/dot_general``, ``attn/q/add#2``, ONNX exporters'
-``/encoder/layer.0/attention/MatMul``); ``grouped(report, depth)`` sums every runtime row under
-the first ``depth`` components of its module path (the name without its last component, the op),
-so a layer table reads like the model's structure.  Rows outside any module group by their own
-name with the repeat suffix dropped (``add``, ``add#2`` -> ``add``).  Groups keep
-the order in which they first appear.  Rendering (``render_groups``) only formats.
+The sums and the module-path rule are ``analyzer.report.rollups.grouped`` / ``module_of`` (the
+same rule the terminal view's "by module" rollup uses); ``render_groups`` formats them.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import re
-from dataclasses import dataclass, field
-from typing import Any
 
-from analyzer.counting.cost import COUNT_FIELDS, Cost
-from analyzer.counting.engine import FOLDED, UNCOSTED
+from analyzer.counting.cost import COUNT_FIELDS
 from analyzer.render import safe
-
-_REPEAT = re.compile(r"#\d+$")
-
-
-@dataclass(frozen=True)
-class Group:
-    """The summed counts (and predicted times, per hardware id) of the rows under one prefix."""
-
-    name: str
-    nodes: int
-    uncosted: int
-    cost: Cost
-    time_s: dict[str, float] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"name": self.name, "nodes": self.nodes, "uncosted": self.uncosted}
-        d.update(self.cost.to_dict())
-        if self.time_s:
-            d["time_s"] = dict(self.time_s)
-        return d
-
-
-def group_key(name: str, depth: int) -> str:
-    """The module path of a row: the first ``depth`` components of its name, not counting the last
-    (the op itself); a row outside any module groups by its own name (``add#2`` -> ``add``)."""
-    parts = [_REPEAT.sub("", p) for p in name.split("/") if p]   # ONNX names may start with "/"
-    scope = parts[:-1][:depth]
-    return "/".join(scope) if scope else (parts[-1] if parts else name)
-
-
-def grouped(report, depth: int) -> list[Group]:
-    """Totals of ``report``'s runtime rows grouped by the first ``depth`` name components."""
-    if depth < 1:
-        raise ValueError("group depth must be >= 1")
-    hw = [p.hardware for p in report.predictions]
-    acc: dict[str, dict[str, Any]] = {}
-    for n, xs in report.rows():
-        if n.status == FOLDED:
-            continue
-        key = group_key(n.name, depth)
-        g = acc.setdefault(key, {"nodes": 0, "uncosted": 0, "cost": Cost(),
-                                 "time": [0.0] * len(hw)})
-        g["nodes"] += 1
-        g["uncosted"] += n.status == UNCOSTED
-        g["cost"] = g["cost"] + n.cost
-        for i, x in enumerate(xs):
-            g["time"][i] += x.time_s if x is not None else 0.0
-    return [Group(k, v["nodes"], v["uncosted"], v["cost"], dict(zip(hw, v["time"])))
-            for k, v in acc.items()]
+from analyzer.report.rollups import grouped
 
 
 def render_groups(report, depth: int, fmt: str, *, width: int | None = None) -> str:

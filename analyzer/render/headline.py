@@ -11,9 +11,12 @@ line.
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 from analyzer.render import safe
+
+_PAREN = re.compile(r"\s*\([^()]*\)")
 
 
 def human_time(s: float) -> str:
@@ -70,6 +73,67 @@ def caveat(predictions: Sequence) -> str | None:
     if not parts:
         return None
     return "not like for like: " + "; ".join(parts)
+
+
+def provenance_word(p) -> str:
+    """Where the efficiencies come from, in a word: calibrated, architecture, generic, datasheet."""
+    return (p.provenance or "?").split()[0]
+
+
+def short_note(note: str) -> str:
+    """A note's first clause, without its parentheses: ``gathers (embedding lookups) are
+    predicted as PyTorch's vectorized gather (since 2.8: ...); the index_select ...`` ->
+    ``gathers are predicted as PyTorch's vectorized gather``.  The full note is in
+    ``--verbose``, ``--explain`` and JSON."""
+    depth, cut = 0, len(note)
+    for i, ch in enumerate(note):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and ch == ";":
+            cut = i
+            break
+    head = note[:cut]
+    while True:
+        lean = _PAREN.sub("", head)
+        if lean == head:
+            break
+        head = lean
+    return " ".join(head.split()) or note
+
+
+def shared_notes(predictions: Sequence) -> tuple[list[str], list[list[int]]]:
+    """Each assumption once (``short_note``, a profile's own id written as "the profile" when
+    several profiles share the note) and, per prediction, the 1-based numbers of its notes."""
+    texts: list[str] = []
+    owners: list[list[int]] = []
+    index: dict[str, int] = {}
+    for pi, p in enumerate(predictions):
+        for n in assumed(p):
+            key = short_note(n).replace(p.hardware, "\0")
+            k = index.get(key)
+            if k is None:
+                k = index[key] = len(texts)
+                texts.append(key)
+                owners.append([])
+            owners[k].append(pi)
+    shown = [t.replace("\0", predictions[o[0]].hardware if len(o) == 1 else "the profile")
+             for t, o in zip(texts, owners)]
+    per = [[k + 1 for k, o in enumerate(owners) if pi in o] for pi in range(len(predictions))]
+    return shown, per
+
+
+def short_caveat(predictions: Sequence) -> str | None:
+    """``caveat`` in one short line: which aspects differ (the profile table shows how)."""
+    if len(predictions) < 2:
+        return None
+    parts = []
+    if len({p.runtime for p in predictions}) > 1:
+        parts.append("runtimes")
+    if len({p.provenance for p in predictions}) > 1:
+        parts.append("constants")
+    charged = sum(1 for p in predictions if assumed(p))
+    if charged and charged < len(predictions):
+        parts.append("assumed figures (notes)")
+    return "not like for like: different " + ", ".join(parts) if parts else None
 
 
 def text_lines(predictions: Sequence) -> list[str]:

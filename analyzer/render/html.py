@@ -16,14 +16,20 @@ from __future__ import annotations
 import html as _html
 import json
 
+from analyzer.render import names as fit_names
 from analyzer.render import safe
 from analyzer.render.pieces import comparison_lines, estimates_line, human, shorten  # noqa: F401
-from analyzer.render.headline import caveat, detail_lines, human_time
+from analyzer.render.headline import (caveat, detail_lines, human_time, provenance_word,
+                                      shared_notes, short_caveat)
 from analyzer.report import rollups
 
 STACK_LAYERS = 40
 ROLLUP_ROWS = 20
+LABEL_CHARS = 48   # a chart's category label at most (the full name is on hover)
 BOUND_COLORS = {"compute": "#d62728", "memory": "#1f77b4", "overhead": "#7f7f7f"}
+# one colour per profile, its roof and its points alike (plotly's qualitative "Plotly" set)
+PROFILE_COLORS = ("#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692",
+                  "#b6e880", "#ff97ff", "#fecb52")
 
 
 def esc(s) -> str:
@@ -46,16 +52,20 @@ def roofline_figure(report, indices=None):
     from analyzer.render.roofline import roofline_series
 
     fig = go.Figure()
+    hws = list(dict.fromkeys(s["hardware"] for s in roofline_series(report, indices)))
     for s in roofline_series(report, indices):
+        color = PROFILE_COLORS[hws.index(s["hardware"]) % len(PROFILE_COLORS)]
         if s["kind"] == "roof":
             fig.add_trace(go.Scatter(x=s["x"], y=s["y"], mode="lines", name=esc(s["label"]),
-                                     hoverinfo="skip"))
+                                     hoverinfo="skip", line={"color": color},
+                                     legendgroup=s["hardware"]))
         else:
             text = [f"{_html.escape(n)} ({_html.escape(o)})<br>held to {r / 1e12:.3g} TFLOP/s by its terms"
                     for n, o, r in zip(s["names"], s["ops"], s["roof"])]
             cls = go.Scattergl if len(s["x"]) > 2000 else go.Scatter
             fig.add_trace(cls(x=s["x"], y=s["y"], mode="markers", name=esc(s["label"]),
-                              text=text, marker={"size": 6, "opacity": 0.7},
+                              legendgroup=s["hardware"],
+                              text=text, marker={"size": 6, "opacity": 0.7, "color": color},
                               hovertemplate="%{text}<br>%{x:.3g} FLOP/B<br>%{y:.3s}FLOP/s"
                                             "<extra>" + esc(s["hardware"]) + "</extra>"))
     fig.update_xaxes(type="log", title="arithmetic intensity (FLOP/byte)")
@@ -69,45 +79,78 @@ def write_figure(fig, path: str) -> None:
     fig.write_html(path, include_plotlyjs=True, full_html=True)
 
 
-def _stack_figure(report, rows):
+def chart_labels(names: list[str], width: int = LABEL_CHARS) -> tuple[str, list[str]]:
+    """(the prefix every name shares, each name without it fitted to ``width``): unique
+    category labels (``names.fit``; a plotly axis merges equal categories into one bar)."""
+    prefix = fit_names.shared_prefix(names)
+    return prefix, _unique(fit_names.fit([n[len(prefix):] for n in names], width))
+
+
+def _unique(labels: list[str]) -> list[str]:
+    """Labels made unique by a count (only a cut too narrow for one component repeats one)."""
+    seen: dict[str, int] = {}
+    out = []
+    for x in labels:
+        seen[x] = seen.get(x, 0) + 1
+        out.append(x if seen[x] == 1 else f"{x} ({seen[x]})")
+    return out
+
+
+def _bar_height(rows: int) -> int:
+    return max(320, 22 * rows + 140)
+
+
+def _left_margin(labels: list[str]) -> int:
+    return min(420, 40 + 7 * max((len(x) for x in labels), default=10))
+
+
+def stack_figure(report, rows):
+    """The heaviest layers' time on the first profile, a horizontal bar per layer (names read
+    across), stacked by bound; labels unique, the full name on hover."""
     import plotly.graph_objects as go
 
     p = report.predictions[0]
     rows = [r for r in rows if r[1][0] is not None][:STACK_LAYERS]
-    names = [_html.escape(shorten_label(safe.text(n.name))) for n, _ in rows]
+    full = [safe.text(n.name) for n, _ in rows]
+    prefix, labels = chart_labels(full)
+    labels = [_html.escape(x) for x in labels]
+    hover = [_html.escape(x) for x in full]
     fig = go.Figure()
     for b, color in BOUND_COLORS.items():
-        fig.add_trace(go.Bar(x=names, y=[xs[0].time_s if xs[0].bound == b else 0 for _, xs in rows],
-                             name=f"{b}-bound", marker_color=color,
-                             hovertemplate="%{x}: %{y:.3s}s<extra>" + b + "</extra>"))
-    fig.update_layout(barmode="stack", height=420, yaxis_title="predicted time (s)",
-                      title=f"Heaviest {len(rows)} layers on {esc(p.hardware)}, by bound",
-                      margin={"t": 50, "l": 60, "r": 20, "b": 140})
+        fig.add_trace(go.Bar(y=labels, x=[xs[0].time_s if xs[0].bound == b else 0 for _, xs in rows],
+                             orientation="h", name=f"{b}-bound", marker_color=color,
+                             customdata=hover,
+                             hovertemplate="%{customdata}: %{x:.3s}s<extra>" + b + "</extra>"))
+    under = f" (names under {esc(prefix)})" if prefix else ""
+    fig.update_layout(barmode="stack", height=_bar_height(len(rows)), xaxis_title="predicted time (s)",
+                      yaxis={"autorange": "reversed", "type": "category"},
+                      title=f"Heaviest {len(rows)} layers on {esc(p.hardware)}, by bound{under}",
+                      margin={"t": 50, "l": _left_margin(labels), "r": 20, "b": 50})
     return fig
-
-
-def shorten_label(s: str, n: int = 32) -> str:
-
-    return shorten(s, n)
 
 
 def _rollup_figure(report, groups, what):
     import plotly.graph_objects as go
 
     groups = groups[:ROLLUP_ROWS]
-    labels = [_html.escape(shorten_label(safe.text(g.name) + (f" x{g.blocks}" if g.blocks > 1 else "")))
-              for g in groups]
+    full = [safe.text(g.name) + (f" x{g.blocks}" if g.blocks > 1 else "") for g in groups]
+    labels = [_html.escape(x) for x in _unique(fit_names.fit(full, LABEL_CHARS))]
+    hover = [_html.escape(x) for x in full]
     fig = go.Figure()
     if report.predictions:
         for i, p in enumerate(report.predictions):
             fig.add_trace(go.Bar(y=labels, x=[g.time_s[i] for g in groups], orientation="h",
-                                 name=esc(p.hardware), hovertemplate="%{y}: %{x:.3s}s"))
+                                 name=esc(p.hardware), customdata=hover,
+                                 marker_color=PROFILE_COLORS[i % len(PROFILE_COLORS)],
+                                 hovertemplate="%{customdata}: %{x:.3s}s"))
         xt = "predicted time (s)"
     else:
-        fig.add_trace(go.Bar(y=labels, x=[g.flops for g in groups], orientation="h", name="FLOPs"))
+        fig.add_trace(go.Bar(y=labels, x=[g.flops for g in groups], orientation="h", name="FLOPs",
+                             customdata=hover, hovertemplate="%{customdata}: %{x:.3s}"))
         xt = "FLOPs"
     fig.update_layout(title=f"By {what}", height=max(300, 24 * len(groups) + 120), xaxis_title=xt,
-                      yaxis={"autorange": "reversed"}, margin={"t": 50, "l": 260, "r": 20, "b": 50})
+                      yaxis={"autorange": "reversed", "type": "category"},
+                      margin={"t": 50, "l": _left_margin(labels), "r": 20, "b": 50})
     return fig
 
 
@@ -138,14 +181,25 @@ def _headline(report) -> str:
                 ("bound shares", lambda p: esc(", ".join(f"{b} {100 * s:.0f}%"
                                                          for b, s in p.bound_share.items() if s > 0))),
                 ("kernels", lambda p: str(p.kernels)),
-                ("details", lambda p: "<br>".join(esc(x) for x in detail_lines(p)))]
+                ("runtime", lambda p: esc(p.runtime)),
+                ("constants", lambda p: f"<span title='{esc(p.provenance_detail)}'>"
+                                        f"{esc(provenance_word(p))}</span>"),
+                ("notes", lambda p: ", ".join(f"[{k}]" for k in per[index[id(p)]]) or "—"),
+                ("details", lambda p: "<details><summary>in full</summary>"
+                                      + "<br>".join(esc(x) for x in detail_lines(p))
+                                      + "</details>")]
+        notes, per = shared_notes(report.predictions)
+        index = {id(p): i for i, p in enumerate(report.predictions)}
         for label, f in rows:
             out.append(f"<tr><th>{label}</th>" + "".join(f"<td>{f(p)}</td>" for p in report.predictions)
                        + "</tr>")
         out.append("</table>")
+        if notes:
+            out.append("<ol class='notes'>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ol>")
         c = caveat(report.predictions)
         if c:
-            out.append(f"<p class='warn'>{esc(c)}</p>")
+            out.append(f"<p class='warn' title='{esc(c)}'>{esc(short_caveat(report.predictions))}"
+                       f" (hover for which)</p>")
     for w in report.warnings:
         out.append(f"<p class='warn'>warning: {esc(w)}</p>")
     return "\n".join(out)
@@ -245,7 +299,7 @@ def render_html(report, *, top: int | None = None, all_rows: bool = False) -> st
         idx = None if len(rows) == len(all_runtime) else \
             {x.index for _, xs in rows for x in xs if x is not None}
         parts += ["<h2>Roofline</h2>", _div(roofline_figure(report, idx), "roofline"),
-                  "<h2>Per-layer time by bound</h2>", _div(_stack_figure(report, rows), "stack")]
+                  "<h2>Per-layer time by bound</h2>", _div(stack_figure(report, rows), "stack")]
     parts.append(_sensitivity(report, top))
     parts += ["<h2>Rollups</h2>", _div(_rollup_figure(report, rollups.by_op(report, all_runtime), "op type"), "by-op"),
               _div(_rollup_figure(report, rollups.by_module(report, all_runtime),

@@ -30,11 +30,14 @@ def write_roofline(report, path: str) -> str:
     from analyzer.render.roofline import roofline_series
 
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    for s in roofline_series(report):
+    series = roofline_series(report)
+    hws = list(dict.fromkeys(s["hardware"] for s in series))
+    for s in series:   # one colour per profile: its roof and its points
+        color = f"C{hws.index(s['hardware']) % 10}"
         if s["kind"] == "roof":
-            ax.plot(s["x"], s["y"], "-", lw=1.5, label=s["label"])
+            ax.plot(s["x"], s["y"], "-", lw=1.5, label=s["label"], color=color)
         else:
-            ax.scatter(s["x"], s["y"], s=10, alpha=0.6, label=s["label"])
+            ax.scatter(s["x"], s["y"], s=10, alpha=0.6, label=s["label"], color=color)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")

@@ -16,8 +16,10 @@ markup or as a control character:
                  longer than any run); ``table=True`` (a table cell) also escapes ``|``.
 ``md_text(s)``   markdown text with its active punctuation backslash-escaped (emphasis, links,
                  HTML such as ``<img>``, pipes, code spans), so that it renders as itself.
-``csv_cell(s)``  a CSV text cell: ``text(s)``, and a leading ``'`` when it starts with ``=``,
-                 ``+``, ``-`` or ``@`` (a spreadsheet would run it as a formula).  Number
+``csv_cell(s)``  a CSV text cell: the name exact (newline, tab, quote and comma kept: the csv
+                 writer quotes the cell per RFC 4180) with the other controls escaped as
+                 ``text`` does, and a leading ``'`` when it starts with ``=``, ``+``, ``-``
+                 or ``@`` (a spreadsheet would run it as a formula).  Number
                  columns are not passed here: exact integers stay exact.
 
 JSON needs none of this: ``json.dumps`` escapes control characters (and, with ``ensure_ascii``,
@@ -36,6 +38,9 @@ __all__ = ["text", "cell", "markup", "md_code", "md_text", "csv_cell"]
 # lone surrogates (argv bytes that are not UTF-8 arrive as U+DC80..U+DCFF).
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
                      "\u2066-\u2069\ufeff\ud800-\udfff]")
+# in a CSV cell a newline or tab is data the quoting carries (a terminal only moves the cursor)
+_UNSAFE_CSV = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
+                         "\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff]")
 _MD_ACTIVE = re.compile(r"([\\`*_\[\]<>|~&])")
 _BACKTICKS = re.compile(r"`+")
 _FORMULA = ("=", "+", "-", "@")
@@ -85,6 +90,10 @@ def md_text(s: Any) -> str:
 
 
 def csv_cell(s: Any) -> str:
-    """A CSV text cell: terminal-safe, and never read as a spreadsheet formula."""
-    s = text(s)
+    """A CSV text cell: the name exactly as the file spells it, save the characters a terminal
+    acts on, and never read as a spreadsheet formula.  Newline, tab, quote and comma stay as
+    they are (the csv writer quotes the cell, RFC 4180, and ``csv.reader`` gives the name
+    back); the other controls (ESC, CR, C1, bidi overrides) are shown as ``text`` shows them."""
+    s = s if isinstance(s, str) else str(s)
+    s = _UNSAFE_CSV.sub(_escape, s) if _UNSAFE_CSV.search(s) else s
     return "'" + s if s.startswith(_FORMULA) else s

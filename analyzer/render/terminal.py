@@ -1,15 +1,19 @@
 """The terminal view: answers first.  Formatting only (the rows and sums come from
 ``analyzer.report.rollups``; the arithmetic of ``--explain`` from ``Prediction.explain``).
 
-1. the headline: model, inputs, totals and, per profile, latency, bound shares, runtime,
-   provenance and every assumption or warning that changes the answer;
+1. the headline: model, inputs, totals, one line per profile (latency, bound shares, runtime,
+   where its constants come from, which notes apply), then each assumption once in one line,
+   warnings and coverage; ``verbose``: every note and the provenance in full (as the CSV
+   comments and markdown carry them);
 2. the heaviest layers by predicted time (``TOP_DEFAULT``; ``--top N``; ``--all`` every row);
 3. rollups by op type and by module (repeated blocks folded), and ``N more rows (--all)``.
 
-``width``: the terminal's columns; every line fits, a layer name is shortened in the middle
-with ``…`` (never wrapped) and a number keeps its unit.  ``width=None`` (a pipe or a file): one
-line per row, names whole, so ``grep NAME`` finds a layer's row.  The table is drawn here, not
-by rich: 50,000 rows must cost less than their analysis.
+``width``: the terminal's columns; every line fits, a number keeps its unit, and layer names
+tell rows apart (``analyzer.render.names``: the prefix the shown rows share is said once, a
+long name loses components from its middle, never its last, and every shown name is unique and
+accepted by ``--explain``).  ``width=None`` (a pipe or a file): one line per row, names whole,
+so ``grep NAME`` finds a layer's row.  The table is drawn here, not by rich: 50,000 rows must
+cost less than their analysis.
 """
 
 from __future__ import annotations
@@ -18,16 +22,30 @@ import re
 import textwrap
 
 from analyzer.counting.engine import UNCOSTED
+from analyzer.render import names as fit_names
 from analyzer.render import safe
-from analyzer.render.pieces import comparison_lines, comparison_text, estimates_line, human, shorten# noqa: F401
-from analyzer.render.headline import caveat, detail_lines, human_time
+from analyzer.render.headline import (
+    caveat,
+    detail_lines,
+    human_time,
+    provenance_word,
+    shared_notes,
+    short_caveat,
+)
+from analyzer.render.pieces import (  # noqa: F401
+    comparison_lines,
+    comparison_text,
+    estimates_line,
+    human,
+    shorten,
+)
 from analyzer.report import rollups
 
 TOP_DEFAULT = 15
 ROLLUP_DEFAULT = 8
 MIN_NAME = 16
 # how to ask for more, in the caller's words (the CLI passes its flags)
-HINTS = {"all": "all_rows=True", "explain": "Prediction.explain"}
+HINTS = {"all": "all_rows=True", "explain": "Prediction.explain", "verbose": "verbose=True"}
 _UNIT = re.compile(r"(\d) (?=[a-zA-Zµ%])")
 NBSP = "\u00a0"
 
@@ -48,9 +66,8 @@ def _bar(share: dict) -> str:
     return ", ".join(f"{b} {100 * s:.0f}%" for b, s in share.items() if s > 0)
 
 
-def headline(report, width: int | None, hints: dict | None = None) -> list[str]:
-    """Model, inputs, totals, then per profile: latency and how to read it."""
-    m, t = report.model, report.totals
+def _model_lines(report) -> list[str]:
+    m = report.model
     lines = [f"model: {safe.text(m.get('path', ''))}" + (f" ({m['format']})" if m.get("format") else "")]
     ins = m.get("inputs") or {}
     if ins:
@@ -62,6 +79,82 @@ def headline(report, width: int | None, hints: dict | None = None) -> list[str]:
         lines.append(f"batch: {b.get('value')}" + (
             f", set from the export's {b['was']}" if b.get("was") is not None else "")
             + (f"; shape constants of {n} nodes rewritten" if n else ""))
+    return lines
+
+
+def _one_line(line: str, width: int | None) -> str:
+    """``line`` cut at its end to ``width`` (prose: its start says what it is)."""
+    if width is None or len(line) <= width:
+        return line
+    return line[:max(width - 1, 0)] + "…"
+
+
+def headline(report, width: int | None, hints: dict | None = None,
+             verbose: bool = False) -> list[str]:
+    """Model, inputs, totals, one line per profile, each note once (``verbose``: every note and
+    the provenance in full under each profile)."""
+    if verbose:
+        return verbose_headline(report, width, hints)
+    hints = {**HINTS, **(hints or {})}
+    t = report.totals
+    lines = [x for line in _model_lines(report) for x in wrap(line, width)]
+    lines += wrap(f"totals: {human(t.params)} params, {human(t.flops, 'FLOP')} ({human(t.mac_flops)} "
+                  f"MAC), {human(t.bytes_moved, 'B')} moved ({human(t.weight_bytes, 'B')} weights)",
+                  width)
+    preds = report.predictions
+    cut = False
+    if preds:
+        notes, per = shared_notes(preds)
+        precisions = {p.precision for p in preds}
+        same = len(precisions) == 1
+        header = ["profile", f"latency {preds[0].precision}" if same else "latency"]
+        if not same:
+            header.append("precision")
+        bounds = [b for b in ("compute", "memory", "overhead")
+                  if any(p.bound_share.get(b, 0) > 0 for p in preds)]
+        header += bounds + ["runtime", "constants"] + (["notes"] if notes else [])
+        rows = []
+        for p, mine in zip(preds, per):
+            r = [safe.text(p.hardware), human_time(p.latency_s)]
+            if not same:
+                r.append(p.precision)
+            r += [f"{100 * p.bound_share.get(b, 0.0):.0f}%" for b in bounds]
+            r += [p.runtime, provenance_word(p)]
+            if notes:
+                r.append(",".join(map(str, mine)))
+            rows.append(r)
+        right = set(range(1, 2 + (not same) + len(bounds))) - ({2} if not same else set())
+        # a narrow terminal gives these up, in this order (--verbose still says everything)
+        drop = tuple(header.index(h) for h in ("constants", "runtime", "memory", "compute",
+                                               "overhead", "precision", "notes") if h in header)
+        lines += table(header, rows, right, width, drop=drop)
+        for i, n in enumerate(notes, start=1):
+            line = safe.text(f"[{i}] {n}")
+            cut |= width is not None and len(line) > width
+            lines.append(_one_line(line, width))
+        c = short_caveat(preds)
+        if c:
+            lines.append(_one_line(c, width))
+        cut = True   # the provenance and the notes' full text are in --verbose
+    for w in dict.fromkeys(report.warnings):
+        lines += wrap(f"warning: {safe.text(w)}", width)
+    lines += wrap(safe.text(f"coverage: {report.coverage.line()}"), width)
+    est = estimates_line(report)
+    if est:
+        line = safe.text(est)
+        cut |= width is not None and len(line) > width
+        lines.append(_one_line(line, width))
+    if cut:
+        lines += wrap(f"({hints['verbose']}: notes in full; {hints['explain']}: a layer's "
+                      f"arithmetic)", width)
+    return lines
+
+
+def verbose_headline(report, width: int | None, hints: dict | None = None) -> list[str]:
+    """Model, inputs, totals, then per profile: latency and every detail (runtime, time
+    definition, provenance, each assumption), the caveat, warnings, coverage, estimates."""
+    t = report.totals
+    lines = _model_lines(report)
     lines.append(f"totals: params {human(t.params)}, FLOPs {human(t.flops, 'FLOP')} (MAC "
                  f"{human(t.mac_flops)}, vector {human(t.vector_flops)}, transc. "
                  f"{human(t.transcendentals)}), bytes {human(t.bytes_moved, 'B')} (weights "
@@ -70,18 +163,13 @@ def headline(report, width: int | None, hints: dict | None = None) -> list[str]:
     for p in report.predictions:
         lines.append(f"latency on {safe.text(p.hardware)} ({p.precision}): {human_time(p.latency_s)}"
                      f"  [{_bar(p.bound_share)}]")
-        for x in detail_lines(p):
-            if x.startswith("provenance ") and width is not None:
-                x = f"provenance {p.provenance} ({(hints or HINTS)['explain']} shows its constants)"
-            lines.append(f"  {safe.text(x)}")
+        lines += [f"  {safe.text(x)}" for x in detail_lines(p)]
     c = caveat(report.predictions)
     if c:
         lines.append(safe.text(c))
     for w in report.warnings:
         lines.append(f"warning: {safe.text(w)}")
-    cov = report.coverage
-    lines.append(safe.text(f"coverage: {cov.line()}"))
-
+    lines.append(safe.text(f"coverage: {report.coverage.line()}"))
     est = estimates_line(report)
     if est:
         lines.append(safe.text(est))
@@ -89,48 +177,87 @@ def headline(report, width: int | None, hints: dict | None = None) -> list[str]:
 
 
 def table(header: list[str], rows: list[list[str]], right: set[int], width: int | None,
-          flex: int = 0, drop: tuple[int, ...] = ()) -> list[str]:
-    """Rows as aligned text; column ``flex`` (the name) takes what ``width`` leaves and is
-    shortened in the middle; the others are never cut: while the name would get less than
-    ``MIN_NAME`` columns, the columns in ``drop`` go, in that order."""
+          flex: int = 0, drop: tuple[int, ...] = (), alone: tuple | None = None,
+          context=None) -> list[str]:
+    """Rows as aligned text; column ``flex`` (the name) takes what ``width`` leaves and its
+    names are fitted to it (``names.fit``: unique, last components kept); the others are never
+    cut.  While the names would get less than ``MIN_NAME`` columns, or would lose characters
+    (not only whole components), the columns in ``drop`` go, in that order.  ``alone``:
+    (column, header, companions): the header that column takes once every companion column
+    has gone.  ``context``: full names of rows not shown, which a shortened name must not
+    match (``names.fit``)."""
     n = len(header)
     widths = [len(h) for h in header]
     for r in rows:
         for i in range(n):
             if len(r[i]) > widths[i]:
                 widths[i] = len(r[i])
-    if width is not None:
-        gone = []
-        for d in drop:
-            others = sum(w for i, w in enumerate(widths) if i != flex and i not in gone)
-            if width - others - 2 * (n - len(gone) - 1) >= MIN_NAME:
+    keep = list(range(n))
+    if callable(context):   # asked for at most once, whatever the tries below
+        ask, memo = context, []
+
+        def context():
+            if not memo:
+                memo.append(ask())
+            return memo[0]
+    if width is not None and sum(widths) + 2 * (n - 1) > width:
+        names = [r[flex] for r in rows]
+        gone: list[int] = []
+        fitted, room = names, 0
+        solo = widths[alone[0]] if alone is not None else 0   # ``alone``'s width, relabelled
+        if alone is not None:
+            solo = max([len(alone[1])] + [len(r[alone[0]]) for r in rows])
+        for d in (None, *drop):
+            if d is not None:
+                gone.append(d)
+            alone_now = alone is not None and all(c in gone for c in alone[2])
+            others = sum(solo if alone_now and i == alone[0] else w
+                         for i, w in enumerate(widths) if i != flex and i not in gone)
+            room = width - others - 2 * (n - len(gone) - 1)
+            if room < MIN_NAME:
+                continue
+            fitted = fit_names.fit(names, room, context, cut=False)
+            if max((len(f) for f in fitted), default=0) <= room:
                 break
-            gone.append(d)
-        if gone:
-            keep = [i for i in range(n) if i not in gone]
-            return table([header[i] for i in keep], [[r[i] for i in keep] for r in rows],
-                         {keep.index(i) for i in right if i in keep}, width, keep.index(flex))
-        others = sum(w for i, w in enumerate(widths) if i != flex) + 2 * (n - 1)
-        widths[flex] = max(min(widths[flex], width - others), min(MIN_NAME, widths[flex]))
+        room = max(room, min(MIN_NAME, widths[flex]))
+        if max((len(f) for f in fitted), default=0) > room:   # characters must go too
+            fitted = fit_names.fit(names, room, context)
+        keep = [i for i in range(n) if i not in gone]
+        header = list(header)
+        if alone is not None and alone[0] in keep and all(c in gone for c in alone[2]):
+            header[alone[0]] = alone[1]
+        header[flex] = shorten(header[flex], room)
+        rows = [[*r[:flex], f, *r[flex + 1:]] for r, f in zip(rows, fitted)]
+        widths[flex] = max([len(header[flex])] + [len(f) for f in fitted])
+        if alone is not None and alone[0] in keep:   # its header may have become shorter
+            widths[alone[0]] = max([len(header[alone[0]])] + [len(r[alone[0]]) for r in rows])
+    last = keep[-1]
     out = []
     for r in [header, *rows]:
         cells = []
-        for i in range(n):
+        for i in keep:
             c = r[i]
-            if i == flex and width is not None:
-                c = shorten(c, widths[i])
             cells.append(c.rjust(widths[i]) if i in right else
-                         (c.ljust(widths[i]) if i != n - 1 else c))
+                         (c.ljust(widths[i]) if i != last else c))
         out.append("  ".join(cells).rstrip())
     return out
 
 
-def _columns(report, wide: bool, width: int | None):
-    """[(header, cell(node, xs), right-aligned)] in the order shown."""
+def _op_in_name(n) -> bool:
+    """Whether a layer's name ends with its op (``.../dense/MatMul``, ``.../Add_1``)."""
+    last = n.name.replace(".", "/").rsplit("/", 1)[-1]
+    return n.status != UNCOSTED and (last == n.op or last.startswith(n.op + "_"))
+
+
+def _columns(report, wide: bool, width: int | None, op: bool = True):
+    """[(header, cell(node, xs), right-aligned)] in the order shown (``op``: with the op
+    column)."""
     preds = report.predictions
     total_flops = report.totals.flops or 1
-    cols = [("layer", lambda n, xs: safe.text(n.name), False),
-            ("op", lambda n, xs: safe.text(n.op) + (" ?" if n.status == UNCOSTED else ""), False)]
+    cols = [("layer", lambda n, xs: safe.text(n.name), False)]
+    if op:
+        cols.append(("op", lambda n, xs: safe.text(n.op) + (" ?" if n.status == UNCOSTED else ""),
+                     False))
     if preds:
         h0 = safe.text(preds[0].hardware)
         cols += [(f"time {h0}" if len(preds) > 1 else "time",
@@ -167,13 +294,37 @@ def _drop_order(header: list[str], first: list[str]) -> tuple[int, ...]:
     return tuple(reversed(extra)) + tuple(header.index(h) for h in first if h in header)
 
 
-def layer_lines(report, rows: list, wide: bool, width: int | None) -> list[str]:
-    cols = _columns(report, wide, width)
+def layer_lines(report, rows: list, wide: bool, width: int | None,
+                prefix: str = "", context=None) -> list[str]:
+    """The layer table; ``prefix``: the leading part every shown name shares, left out;
+    ``context``: the names of the rows not shown.  On a terminal the op column goes when every
+    shown name ends with its op (the name says it)."""
+    op = width is None or wide or not all(_op_in_name(n) for n, _ in rows)
+    cols = _columns(report, wide, width, op)
     cells = [[f(n, xs) for _, f, _ in cols] for n, xs in rows]
+    if prefix:
+        for r in cells:
+            r[0] = r[0][len(prefix):]
     right = {i for i, c in enumerate(cols) if c[2]}
     header = [c[0] for c in cols]
-    drop = () if wide else _drop_order(header, ["bytes", "FLOPs", "bound"])
-    return table(header, cells, right, width, drop=drop)
+    drop = () if wide else _drop_order(header, ["bytes", "FLOPs", "share", "bound", "op"])
+    times = tuple(i for i, h in enumerate(header) if h.startswith("time "))
+    alone = (times[0], "time", times[1:]) if len(times) > 1 else None
+    return table(header, cells, right, width, drop=drop, alone=alone, context=context)
+
+
+def shown_prefix(shown: list, rows: list, width: int | None) -> str:
+    """The leading part of the names every shown row shares, when the names are shortened (a
+    terminal) and none of them without it is the end of a row not shown; '' otherwise."""
+    if width is None:
+        return ""
+    names = [safe.text(n.name) for n, _ in shown]
+    others = []
+    if len(shown) < len(rows) and fit_names.shared_prefix(names):
+        ids = {id(n) for n, _ in shown}
+        others = [safe.text(n.name) for n, _ in rows if id(n) not in ids]
+    p = fit_names.droppable_prefix(names, others)
+    return p if len(p) > 1 else ""
 
 
 def rollup_lines(report, groups: list, what: str, width: int | None, limit: int | None) -> list[str]:
@@ -195,26 +346,38 @@ def rollup_lines(report, groups: list, what: str, width: int | None, limit: int 
         r += [human(g.flops), human(g.bytes_moved, "B")]
         rows.append(r)
     right = set(range(1, len(header)))
-    return table(header, rows, right, width, drop=_drop_order(header, ["bytes", "nodes", "FLOPs"]))
+    times = tuple(i for i, h in enumerate(header) if h.startswith("time "))
+    alone = (times[0], "time", times[1:]) if len(times) > 1 else None
+    return table(header, rows, right, width, drop=_drop_order(header, ["bytes", "nodes", "FLOPs"]),
+                 alone=alone)
 
 
 def render_view(report, *, top: int | None = None, all_rows: bool = False, wide: bool = False,
-                width: int | None = None, color: bool = False, hints: dict | None = None) -> str:
+                width: int | None = None, color: bool = False, hints: dict | None = None,
+                verbose: bool = False) -> str:
     """The default terminal view (see the module docstring); ``hints``: how the caller asks for
     every row (``"all"``) and for one layer's arithmetic (``"explain"``)."""
     hints = {**HINTS, **(hints or {})}
     def title(s: str) -> str:
         return f"\x1b[1m{s}\x1b[0m" if color else s
 
-    out = headline(report, width, hints)
+    out = headline(report, width, hints, verbose)
     rows = rollups.runtime_rows(report)
     k = None if all_rows else (top or TOP_DEFAULT)
     shown = rollups.top_rows(report, k, rows)
     by = f"predicted time on {safe.text(report.predictions[0].hardware)}" if report.predictions \
         else "FLOPs"
     what = "every layer" if k is None or len(shown) == len(rows) else f"top {len(shown)} of {len(rows)} layers"
-    out += ["", title(f"{what} by {by}")]
-    out += layer_lines(report, shown, wide, width)
+    prefix = shown_prefix(shown, rows, width)
+    out += ["", *map(title, wrap(f"{what} by {by}", width))]
+    if prefix:
+        out += wrap(f"(names under {prefix} shown without it)", width)
+    context = None
+    if width is not None and len(shown) < len(rows):
+        def context():   # the rows not shown (names.fit calls it only when it shortens one)
+            ids = {id(n) for n, _ in shown}
+            return [safe.text(n.name) for n, _ in rows if id(n) not in ids]
+    out += layer_lines(report, shown, wide, width, prefix, context)
     limit = None if all_rows else ROLLUP_DEFAULT
     ops = rollups.by_op(report, rows)
     mods = rollups.by_module(report, rows)
@@ -253,69 +416,3 @@ def sensitivity_lines(w, top: int | None, width: int | None, title=str) -> list[
     for p in w.profiles:
         out += wrap(whatif.hardware_line(p), width)
     return out
-
-
-def _compute_lines(e) -> list[str]:
-    """The factors of ``--explain``'s compute term (a part with no work is left out)."""
-    out = []
-    if e.mac_flops:
-        out.append(f"    matrix = MAC {human(e.mac_flops)} x padding {e.pad:.3g} x waves {e.wave:.3g} "
-                   f"(split-K {e.split_k:g}, {e.units:g} SMs) x narrow {e.narrow:.3g} / (matrix peak "
-                   f"{human(e.matrix_peak, 'FLOP/s')} x e_compute {e.e_compute:.3g})")
-    if e.vector_flops or e.transcendental_flops:
-        out.append(f"    vector = (vector + transcendentals x {e.trans_weight:g}) / (vector peak "
-                   f"{human(e.vector_peak, 'FLOP/s')} x e_compute {e.e_compute:.3g})")
-    return out
-
-
-def render_explain(report, index: int, width: int | None = None) -> str:
-    """One layer's arithmetic on every profile: counts, bytes by class, intensity, the ridge
-    point, each term and the efficiency constants with their provenance."""
-    n = report.nodes[index]
-    c = n.cost
-    out = [f"layer {safe.text(n.name)} ({safe.text(n.op)}), status {n.status}",
-           f"  counts: MAC {c.mac_flops:,} FLOP, vector {c.vector_flops:,} FLOP, transcendental "
-           f"{c.transcendentals:,}, params {c.params:,}",
-           f"  bytes: weights {c.weight_bytes:,} B, activations read "
-           f"{c.activation_bytes_read:,} B, written {c.activation_bytes_written:,} B "
-           f"(= {c.bytes_moved:,} B)"]
-    if n.note:
-        out.append(f"  note: {safe.text(n.note)}")
-    if not report.predictions:
-        out.append("  no prediction: predict on a hardware profile to see the time terms")
-    for p in report.predictions:
-        x = p.for_node(index)
-        e = p.explain(index)
-        out.append(f"on {safe.text(p.hardware)} ({p.precision}, {p.runtime}, {'max' if p.overlap else 'sum'}"
-                   f" of compute and memory):")
-        if x is None or e is None:
-            out.append("  launches no kernel (no work, or folded): 0 s")
-            continue
-        fused = (f"kernel {safe.text(e.kernel)}: {e.members} fused nodes, this layer's share "
-                 f"{100 * e.member_share:.1f}%") if e.members > 1 else f"kernel {safe.text(e.kernel)}"
-        out += [f"  {fused}; op class {e.op_class}; {e.runs:g} launch{'es' if e.runs != 1 else ''}",
-                f"  per launch: MAC {human(e.mac_flops)}, vector {human(e.vector_flops)}, transc. "
-                f"{human(e.transcendental_flops)} FLOP; {human(e.bytes, 'B')} moved (fused "
-                f"intermediates excluded)",
-                f"  arithmetic intensity {e.intensity:.3g} FLOP/B; ridge point {e.ridge:.3g} FLOP/B "
-                f"({e.engine} peak {human(e.matrix_peak if e.engine == 'matrix' else e.vector_peak, 'FLOP/s')}"
-                f" / {human(e.mem_bw, 'B/s')}), {e.effective_ridge:.3g} FLOP/B with the efficiencies",
-                f"  compute  {human_time(e.compute_s):>9}  = launches x (matrix {human_time(e.matrix_s)} "
-                f"+ vector {human_time(e.vector_s)})",
-                *_compute_lines(e),
-                f"  memory   {human_time(e.memory_s):>9}  = launches x (DRAM {human_time(e.dram_s)} + "
-                f"per-SM {human_time(e.sm_s)})",
-                f"    DRAM = (bytes to DRAM {human(e.dram_bytes, 'B')} + ramp b_half "
-                f"{human(e.b_half_bytes, 'B')}) / (bandwidth {human(e.mem_bw, 'B/s')} x e_bw {e.e_bw:.3g} "
-                f"x cache gain {e.cache_gain:.3g}); cache share {100 * e.cache_share:.1f}% of the bytes "
-                f"(L2 {human(e.l2_bytes, 'B')})",
-                f"    per-SM = bytes / SM issue rate " + (human(e.sm_rate, 'B/s') if e.sm_rate else "(off)"),
-                f"  fixed    {human_time(e.overhead_s):>9}  = launches x {human_time(e.fixed_s)} "
-                f"(class floor {human_time(e.floor_s)}, launch figure, dispatch)",
-                f"  kernel   {human_time(e.time_s):>9}  = fixed + {'max' if p.overlap else 'sum'}(compute, "
-                f"memory): {e.bound}-bound; attained {human(e.attained_flops, 'FLOP/s')}, effective roof "
-                f"{human(e.effective_roof, 'FLOP/s')}",
-                f"  layer    {human_time(x.time_s):>9}  {100 * x.share:.2f}% of "
-                f"{human_time(p.latency_s)}",
-                f"  constants: {safe.text(e.provenance)}: {safe.text(e.provenance_detail)}"]
-    return "\n".join(y for line in out for y in wrap(line, width)) + "\n"

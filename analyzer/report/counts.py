@@ -108,6 +108,16 @@ class Report:
             if not isinstance(v := getattr(self, name), tuple):
                 object.__setattr__(self, name, tuple(v))
 
+    def __repr__(self) -> str:
+        """One line: model, node count, totals, each profile's latency (the whole value is
+        ``to_dict()``; a notebook shows this)."""
+        t = self.totals
+        path = str(self.model.get("path", "?"))
+        head = (f"Report({path!r}, {self.model.get('format', '?')}, {len(self.nodes)} nodes, "
+                f"params={t.params:,}, flops={t.flops:,}, bytes={t.bytes_moved:,}")
+        lat = ", ".join(f"{p.hardware} {p.latency_s:.3g} s" for p in self.predictions)
+        return head + (f"; latency: {lat}" if lat else "") + ")"
+
     @classmethod
     def from_nodes(cls, model: dict[str, Any], nodes: Iterable[NodeCost],
                    warnings: Iterable[str] | None = None) -> "Report":

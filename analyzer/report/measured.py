@@ -89,7 +89,7 @@ class ErrorSummary:
                 "bias_pct": self.bias_pct, "spearman": self.spearman}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MeasuredComparison:
     """A prediction next to an onnxruntime run of the same model (frozen)."""
 
@@ -220,8 +220,10 @@ def compare_measured(report, measured) -> MeasuredComparison:
                        if x.index not in share or share[x.index][1] == 0)
     kernel_sum = sum(float(t) for t in measured.by_fused.values()) + sum(
         float(t) for t in measured.unmatched.values())
-    return MeasuredComparison(pred.hardware, pred.runtime, pred.latency_s, float(measured.latency_s),
-                              kernel_sum, tuple(kernels), nodes, summarize(kernels),
-                              tuple(unjoined), unmeasured, int(getattr(measured, "threads", 1)),
-                              str(getattr(measured, "level", "default")),
-                              int(getattr(measured, "runs", 0)))
+    return MeasuredComparison(hardware=pred.hardware, runtime=pred.runtime, predicted_s=pred.latency_s,
+                              measured_s=float(measured.latency_s), kernel_sum_s=kernel_sum,
+                              kernels=tuple(kernels), nodes=nodes, summary=summarize(kernels),
+                              unjoined=tuple(unjoined), unmeasured=unmeasured,
+                              threads=int(getattr(measured, "threads", 1)),
+                              level=str(getattr(measured, "level", "default")),
+                              runs=int(getattr(measured, "runs", 0)))

@@ -7,24 +7,33 @@ Pure arithmetic on a Report (its rows and predictions); the renderers format wha
 - ``by_op(report)``: one ``Rollup`` per op type.
 - ``by_module(report)``: one ``Rollup`` per module path, repeated blocks folded: the rows of
   ``encoder/layer.0`` ... ``encoder/layer.11`` are one row ``encoder/layer.{0..11}`` with
-  ``blocks`` 12.  A module path is a name without its last component (``/`` separates
-  components, else ``.``), at most ``MODULE_DEPTH`` components; a name with no module is its own.
+  ``blocks`` 12.
+- ``grouped(report, depth)``: one ``Group`` per module path cut to ``depth`` components, every
+  count summed, graph order, nothing folded (``--group-depth N``).
+
+The one module-path rule (``module_of``): a name's components are split by ``/`` (ONNX
+exporters' ``/encoder/layer.0/attention/MatMul``, JAX's ``jvp(mlp)/fc1/dot_general``), else by
+``.`` (``blk3.attn.qkv.matmul``); the module path is the name without its last component (the
+op), at most ``depth`` components, each with its repeat suffix dropped (``add#2`` -> ``add``);
+a name with no module is its own last component.
 """
 
 from __future__ import annotations
 
 import heapq
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from analyzer.counting.cost import Cost
 from analyzer.counting.engine import FOLDED, UNCOSTED
 
 MODULE_DEPTH = 3
 _DIGITS = re.compile(r"\d+")
+_REPEAT = re.compile(r"#\d+$")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Rollup:
     """Summed rows: ``nodes`` rows (in ``blocks`` folded repeats), their FLOPs and bytes, and
     predicted seconds per profile (``time_s[i]`` for ``report.predictions[i]``)."""
@@ -65,11 +74,14 @@ def top_rows(report, k: int | None, rows: list | None = None) -> list:
 
 def module_of(name: str, depth: int = MODULE_DEPTH) -> str:
     """``/encoder/layer.0/attention/MatMul`` -> ``encoder/layer.0/attention``;
-    ``blk3.attn.qkv.matmul`` -> ``blk3.attn.qkv``; ``relu`` -> ``relu``."""
+    ``blk3.attn.qkv.matmul`` -> ``blk3.attn.qkv``; ``relu#3`` -> ``relu``; ``depth`` 2:
+    ``/encoder/layer.0/attention/MatMul`` -> ``encoder/layer.0``."""
     sep = "/" if "/" in name else "."
     parts = [p for p in name.split(sep) if p]
-    scope = parts[:-1][:depth]
-    return sep.join(scope) if scope else name
+    scope = [_REPEAT.sub("", p) if "#" in p else p for p in parts[:-1][:depth]]
+    if scope:
+        return sep.join(scope)
+    return _REPEAT.sub("", parts[-1]) if parts else name
 
 
 def _sum(rows, key_of, n_hw: int) -> dict[str, list]:
@@ -100,7 +112,8 @@ def by_op(report, rows: list | None = None) -> list[Rollup]:
     rows = runtime_rows(report) if rows is None else rows
     acc = _sum(rows, lambda n: f"{n.domain}::{n.op}" if n.domain and n.domain != "ai.onnx" else n.op,
                len(report.predictions))
-    out = [Rollup(k, a[0], 1, a[1], a[2], a[3], tuple(a[4])) for k, a in acc.items()]
+    out = [Rollup(name=k, nodes=a[0], blocks=1, flops=a[1], bytes_moved=a[2], uncosted=a[3], time_s=tuple(a[4]))
+           for k, a in acc.items()]
     return _ordered(out, bool(report.predictions))
 
 
@@ -153,13 +166,72 @@ def by_module(report, rows: list | None = None, depth: int = MODULE_DEPTH) -> li
         m[3] += a[2]
         m[4] += a[3]
         m[5] = [x + y for x, y in zip(m[5], a[4])]
-    out = [Rollup(k, m[0], m[1], m[2], m[3], m[4], tuple(m[5])) for k, m in merged.items()]
+    out = [Rollup(name=k, nodes=m[0], blocks=m[1], flops=m[2], bytes_moved=m[3], uncosted=m[4], time_s=tuple(m[5]))
+           for k, m in merged.items()]
     return _ordered(out, bool(report.predictions))
 
 
+@dataclass(frozen=True)
+class Group:
+    """The summed counts (and predicted seconds per hardware id) of the rows under one module
+    path (``grouped``)."""
+
+    name: str
+    nodes: int
+    uncosted: int
+    cost: Cost
+    time_s: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name, "nodes": self.nodes, "uncosted": self.uncosted}
+        d.update(self.cost.to_dict())
+        if self.time_s:
+            d["time_s"] = dict(self.time_s)
+        return d
+
+
+def grouped(report, depth: int) -> list[Group]:
+    """Totals of ``report``'s runtime rows by ``module_of(name, depth)``, in the order the
+    groups first appear."""
+    if depth < 1:
+        raise ValueError("group depth must be >= 1")
+    hw = [p.hardware for p in report.predictions]
+    acc: dict[str, list] = {}
+    for n, xs in runtime_rows(report):
+        key = module_of(n.name, depth)
+        g = acc.get(key)
+        if g is None:
+            g = acc[key] = [0, 0, Cost(), [0.0] * len(hw)]
+        g[0] += 1
+        g[1] += n.status == UNCOSTED
+        g[2] = g[2] + n.cost
+        for i, x in enumerate(xs):
+            g[3][i] += x.time_s if x is not None else 0.0
+    return [Group(k, v[0], v[1], v[2], dict(zip(hw, v[3]))) for k, v in acc.items()]
+
+
+def name_matches(shown: str, name: str) -> bool:
+    """Whether ``name`` can be the full name of a name as a view shows it (``shown``): the
+    pieces between ``…`` (or ``...``) appear in ``name`` in order, the last at its end; a
+    shown name without ``…`` is the end of the full name."""
+    pieces = shown.replace("...", "…").split("…")
+    last = pieces[-1]
+    if not name.endswith(last):
+        return False
+    pos, end = 0, len(name) - len(last)
+    for p in pieces[:-1]:
+        at = name.find(p, pos, end)
+        if at < 0:
+            return False
+        pos = at + len(p)
+    return True
+
+
 def find_node(report, name: str) -> int:
-    """The index of the node named ``name`` (exactly, else the one node whose name ends with
-    or contains it); an ``InputSpecError`` naming the closest names otherwise."""
+    """The index of the node named ``name``: exactly, else the one node whose name matches it
+    as a view shows names (``name_matches``: the end of the name, with ``…`` where parts were
+    left out), else the one whose name contains it; an ``InputSpecError`` listing the
+    candidates when several match, or the closest names when none does."""
     from difflib import get_close_matches
 
     from analyzer.errors import InputSpecError
@@ -168,14 +240,14 @@ def find_node(report, name: str) -> int:
     for i, x in enumerate(names):
         if x == name:
             return i
-    for test in (lambda x: x.endswith(name), lambda x: name in x):
+    for test in (lambda x: name_matches(name, x), lambda x: name in x):
         hits = [i for i, x in enumerate(names) if test(x)]
         if len(hits) == 1:
             return hits[0]
         if len(hits) > 1:
-            shown = ", ".join(names[i] for i in hits[:5]) + (" ..." if len(hits) > 5 else "")
+            shown = ", ".join(names[i] for i in hits[:8]) + (" ..." if len(hits) > 8 else "")
             raise InputSpecError(f"layer '{name}' matches {len(hits)} layers ({shown}); "
-                                 f"give the full name")
+                                 f"give more of its name")
     close = get_close_matches(name, names, n=3)
     raise InputSpecError(f"layer '{name}': no layer of that name"
                          + (f"; did you mean {', '.join(close)}?" if close else ""))

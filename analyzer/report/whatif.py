@@ -29,7 +29,7 @@ from typing import Any
 STEP = 0.10   # the change the views quote: 10 % less work, 10 % more hardware
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LayerSensitivity:
     index: int               # the node's index in ``Report.nodes``
     name: str
@@ -52,7 +52,7 @@ class LayerSensitivity:
                 "saving_s_10pct_fewer_flops": f, "saving_s_10pct_fewer_bytes": b}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ProfileSensitivity:
     hardware: str
     runtime: str

@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from analyzer.errors import InputSpecError
+from analyzer.ir.graph import PRECISION_BITS
 from analyzer.scaling import collectives as C
 from analyzer.scaling import parallel as P
-
-_WBYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,7 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link="
     base = analyze(model, hw, options=options, train=train, optimizer=optimizer, **kw)
     step1 = _step(base, train)
     precision = base.predictions[0].precision if base.predictions else "fp32"
-    grad_bytes = base.totals.params * _WBYTES.get(precision, 4)
+    grad_bytes = base.totals.params * (PRECISION_BITS.get(precision, 32) // 8)   # B per gradient (4 when unknown)
     notes = [f"{algorithm} all-reduce over {fab.inter.name}"
              + (f", {per_node} devices per node over {fab.intra.name}" if per_node > 1 else "")]
     if fab.inter.alpha == 0:
@@ -120,28 +119,9 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link="
                                       buckets)
                 points.append(P.point(h, n, s, comm, exp, 0.0, step1[h][0]))
         elif parallel == "tensor":
-            for pred in base.predictions:
-                h = pred.hardware
-                s = step1[h][0]
-                mac_t = sum(r.time_s for r in pred.nodes if base.nodes[r.index].cost.mac_flops)
-                frac = mac_t / pred.latency_s if pred.latency_s else 0.0
-                comp = s * (1 - frac * (1 - 1 / n))   # (frac/n + 1 - frac); exactly s at n = 1
-                comm = C.ZERO
-                weight_gemms = [x for x in base.nodes if x.cost.mac_flops and x.constant_inputs]
-                for x in weight_gemms[1::2]:
-                    c = fab.allreduce(x.cost.activation_bytes_written, n)
-                    comm = comm + c + (c if train else C.ZERO)
-                points.append(P.point(h, n, comp, comm, comm.total, 0.0, s))
+            points.extend(_tensor_points(base, step1, fab, n, train))
         else:
-            m = microbatches or 4 * n
-            for pred in base.predictions:
-                h = pred.hardware
-                s = step1[h][0]
-                bbytes = _boundary_bytes(base, pred, n)
-                g, k = fab.split(n)
-                comp, bub, comm = P.pipeline(s, n, m, bbytes,
-                                             lambda nb: fab.p2p(nb, crosses_node=k > 1), train)
-                points.append(P.point(h, n, comp, comm, comm.total, bub, s))
+            points.extend(_pipeline_points(base, step1, fab, n, microbatches or 4 * n, train))
     setup = {"devices": devs, "per_node": per_node, "algorithm": algorithm, "overlap": overlap,
              "buckets": buckets, "batch": batch, "train": train, "rescale": mode,
              "gradient_bytes": grad_bytes}
@@ -152,6 +132,40 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link="
     order = {p.hardware: i for i, p in enumerate(base.predictions)}
     points.sort(key=lambda p: (order.get(p.hardware, 0), p.devices))
     return base.with_scaling(Scaling(parallel, fab.inter.name, tuple(points), setup, tuple(notes)))
+
+
+def _tensor_points(base, step1: dict, fab, n: int, train: bool) -> list:
+    """Tensor parallel over ``n`` devices: the matrix products' share of the step divides by n,
+    and every second weight GEMM (``[1::2]`` of those with a constant input) all-reduces its
+    output (twice when training: forward and backward)."""
+    points = []
+    weight_gemms = [x for x in base.nodes if x.cost.mac_flops and x.constant_inputs]
+    for pred in base.predictions:
+        h = pred.hardware
+        s = step1[h][0]
+        mac_t = sum(r.time_s for r in pred.nodes if base.nodes[r.index].cost.mac_flops)
+        frac = mac_t / pred.latency_s if pred.latency_s else 0.0
+        comp = s * (1 - frac * (1 - 1 / n))   # (frac/n + 1 - frac); exactly s at n = 1
+        comm = C.ZERO
+        for x in weight_gemms[1::2]:
+            c = fab.allreduce(x.cost.activation_bytes_written, n)
+            comm = comm + c + (c if train else C.ZERO)
+        points.append(P.point(h, n, comp, comm, comm.total, 0.0, s))
+    return points
+
+
+def _pipeline_points(base, step1: dict, fab, n: int, m: int, train: bool) -> list:
+    """Pipeline parallel: ``n`` stages, ``m`` micro-batches, the activations at the stage cuts
+    sent point to point (across nodes when the stages span more than one)."""
+    points = []
+    _, k = fab.split(n)
+    for pred in base.predictions:
+        h = pred.hardware
+        s = step1[h][0]
+        bbytes = _boundary_bytes(base, pred, n)
+        comp, bub, comm = P.pipeline(s, n, m, bbytes, lambda nb: fab.p2p(nb, crosses_node=k > 1), train)
+        points.append(P.point(h, n, comp, comm, comm.total, bub, s))
+    return points
 
 
 def _boundary_bytes(report, pred, p: int) -> float:

@@ -31,7 +31,7 @@ PARALLEL = ("data", "tensor", "pipeline")
 SCHEDULES = ("gpipe", "1f1b")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Point:
     """One device count on one profile (seconds)."""
 
@@ -94,8 +94,10 @@ def point(hardware: str, n: int, compute_s: float, comm, exposed_s: float, bubbl
           step1_s: float) -> Point:
     step = compute_s + exposed_s + bubble_s
     s = step1_s / step if step > 0 else float("inf")
-    return Point(hardware, n, step, compute_s, comm.total, exposed_s, bubble_s, s, s / n,
-                 serial_fraction(n, s), comm.bandwidth_s, comm.latency_s)
+    return Point(hardware=hardware, devices=n, step_s=step, compute_s=compute_s,
+                 communication_s=comm.total, exposed_communication_s=exposed_s, bubble_s=bubble_s,
+                 speedup=s, efficiency=s / n, serial_fraction=serial_fraction(n, s),
+                 bandwidth_s=comm.bandwidth_s, latency_s=comm.latency_s)
 
 
 def pipeline(compute_s: float, p: int, microbatches: int, boundary_bytes: float, p2p,

@@ -230,7 +230,7 @@ class CostModel:
                 lat[np.ix_(rows, idx)] = batch.kernel_sums(lows, self.overlap) + over
                 continue
             times = batch.kernel_times(lows, self.overlap)
-            for (c, low), t, o in zip(items, times, over):
+            for (c, _low), t, o in zip(items, times, over):
                 lat[c, list(idx)] = t.sum(axis=1) + o
                 ktimes[c].append(t)
         return lat, ktimes

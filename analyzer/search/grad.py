@@ -118,7 +118,7 @@ def latency_fn(cm, candidate: Any) -> LatencyFn:
     return LatencyFn(cm, cm.count(candidate))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Sensitivity:
     hw: tuple[str, ...]
     names: tuple[str, ...]
@@ -166,5 +166,7 @@ def sensitivity_of(cm, f: LatencyFn) -> Sensitivity:
     d_peak = np.diag(np.asarray(d_peak))
     d_bw = np.diag(np.asarray(d_bw))
     d_fixed = np.diag(np.asarray(d_fixed))
-    return Sensitivity(cm.hw, f.names, np.asarray(f(f.node_scale, f.hw), np.float64), dfl, dby,
-                       d_peak, d_bw, d_bw / bw_nominal, d_fixed, f.node_flops, f.node_bytes)
+    return Sensitivity(hw=cm.hw, names=f.names, latency_s=np.asarray(f(f.node_scale, f.hw), np.float64),
+                       dlat_dflops=dfl, dlat_dbytes=dby, dlat_dpeak=d_peak, dlat_dbw=d_bw,
+                       dlat_dbw_abs=d_bw / bw_nominal, dlat_dfixed=d_fixed, node_flops=f.node_flops,
+                       node_bytes=f.node_bytes)

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LatencyTable:
     """``latency[s]``: ``[n_contexts_s, n_blocks_s, P]`` seconds of block b of stage s in context
     c; ``next_context[s]``: ``[n_contexts_s, n_blocks_s]`` the context it leaves to stage s+1;
@@ -92,19 +92,19 @@ class LatencyTable:
         if str(path).endswith(".json"):
             with open(path, encoding="utf-8") as f:
                 d = json.load(f)
-            return cls(tuple(d["hw"]), [np.asarray(a, np.float64) for a in d["latency"]],
-                       [np.asarray(a, np.int64) for a in d["next_context"]],
-                       [[tuple(c) for c in cs] for cs in d["contexts"]],
-                       [np.asarray(a, np.float64) for a in d["flops"]],
-                       [np.asarray(a, np.float64) for a in d["params"]], d["blocks"])
+            return cls(hw=tuple(d["hw"]), latency=[np.asarray(a, np.float64) for a in d["latency"]],
+                       next_context=[np.asarray(a, np.int64) for a in d["next_context"]],
+                       contexts=[[tuple(c) for c in cs] for cs in d["contexts"]],
+                       flops=[np.asarray(a, np.float64) for a in d["flops"]],
+                       params=[np.asarray(a, np.float64) for a in d["params"]], blocks=d["blocks"])
         z = np.load(path)
         meta = json.loads(bytes(z["meta"]).decode())
         n = len(meta["contexts"])
-        return cls(tuple(meta["hw"]), [z[f"latency_{s}"] for s in range(n)],
-                   [z[f"next_{s}"] for s in range(n)],
-                   [[tuple(c) for c in cs] for cs in meta["contexts"]],
-                   [z[f"flops_{s}"] for s in range(n)], [z[f"params_{s}"] for s in range(n)],
-                   meta["blocks"])
+        return cls(hw=tuple(meta["hw"]), latency=[z[f"latency_{s}"] for s in range(n)],
+                   next_context=[z[f"next_{s}"] for s in range(n)],
+                   contexts=[[tuple(c) for c in cs] for cs in meta["contexts"]],
+                   flops=[z[f"flops_{s}"] for s in range(n)], params=[z[f"params_{s}"] for s in range(n)],
+                   blocks=meta["blocks"])
 
 
 def _block_model(block, shape):
@@ -139,7 +139,8 @@ def build(cm, space: Sequence[Sequence[Any]], input_shape: tuple[int, ...]) -> L
         nxt.append(idx.reshape(len(ctxs), nb))
         contexts.append(list(following))
         names.append([getattr(b, "__name__", f"block{j}") for j, b in enumerate(blocks)])
-    return LatencyTable(cm.hw, lat, nxt, contexts[:-1], flops, params, names)
+    return LatencyTable(hw=cm.hw, latency=lat, next_context=nxt, contexts=contexts[:-1], flops=flops,
+                        params=params, blocks=names)
 
 
 def compose(space: Sequence[Sequence[Any]], choice: Sequence[int], input_shape) -> Any:

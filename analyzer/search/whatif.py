@@ -59,13 +59,15 @@ def sensitivity(report, *, hw: Any = None, source: Any = None,
         if abs(lat - pred.latency_s) > _AGREE_RTOL * max(pred.latency_s, 1e-12):
             raise InternalError(f"sensitivity on {pred.hardware}: the latency function gives "
                                 f"{lat!r} s where the report predicts {pred.latency_s!r} s")
-        layers = tuple(LayerSensitivity(i, n.name, n.op, float(s.node_flops[i]),
-                                        float(s.node_bytes[i]), float(s.dlat_dflops[p, i]),
-                                        float(s.dlat_dbytes[p, i]))
+        layers = tuple(LayerSensitivity(index=i, name=n.name, op=n.op, flops=float(s.node_flops[i]),
+                                        bytes=float(s.node_bytes[i]),
+                                        d_latency_d_flops=float(s.dlat_dflops[p, i]),
+                                        d_latency_d_bytes=float(s.dlat_dbytes[p, i]))
                        for i, n in enumerate(report.nodes))
-        out.append(ProfileSensitivity(pred.hardware, pred.runtime, pred.latency_s,
-                                      float(s.dlat_dpeak[p]), float(s.dlat_dbw[p]),
-                                      float(s.dlat_dfixed[p]), layers))
+        out.append(ProfileSensitivity(hardware=pred.hardware, runtime=pred.runtime, latency_s=pred.latency_s,
+                                      d_latency_d_log_peak=float(s.dlat_dpeak[p]),
+                                      d_latency_d_log_bandwidth=float(s.dlat_dbw[p]),
+                                      d_latency_d_log_fixed=float(s.dlat_dfixed[p]), layers=layers))
     return WhatIf(tuple(out))
 
 

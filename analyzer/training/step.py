@@ -35,6 +35,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from analyzer.ir.graph import PRECISION_BITS
+
 OPTIMIZERS = {  # name: (vector FLOPs, transcendentals, fp32 state words, words moved) per param
     "sgd": (2, 0, 0, 3),
     "momentum": (4, 0, 1, 5),
@@ -43,7 +45,6 @@ OPTIMIZERS = {  # name: (vector FLOPs, transcendentals, fp32 state words, words 
 }
 _GEMM_LIKE = {"MatMul", "Gemm", "Conv", "ConvTranspose", "MatMulInteger", "QLinearMatMul",
               "QLinearConv", "ConvInteger", "dot_general", "conv_general_dilated", "FusedMatMul"}
-_DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 
 
 def _floating(spec) -> bool:
@@ -88,7 +89,7 @@ def gradient_plan(nodes) -> list[NodeGrad]:
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainCounts:
     """Exact FLOPs of one step, by phase; ``params`` and the optimizer named."""
 
@@ -149,8 +150,10 @@ def train_counts(report, optimizer: str = "sgd", plan: list[NodeGrad] | None = N
             bv += c.vector_flops + c.transcendentals
     t = report.totals
     ov, ot, _, words = OPTIMIZERS[optimizer]
-    return TrainCounts(optimizer, t.params, t.mac_flops, t.vector_flops, t.transcendentals, bm, bv,
-                       ov * t.params, ot * t.params, words * 4 * t.params)
+    return TrainCounts(optimizer=optimizer, params=t.params, forward_mac=t.mac_flops,
+                       forward_vector=t.vector_flops, forward_transcendental=t.transcendentals,
+                       backward_mac=bm, backward_vector=bv, optimizer_vector=ov * t.params,
+                       optimizer_transcendental=ot * t.params, optimizer_bytes=words * 4 * t.params)
 
 
 @dataclass(frozen=True)
@@ -191,7 +194,7 @@ def memory(report, optimizer: str, batch: int | None, weight_bytes: int = 4,
     return Memory(p * weight_bytes, p * weight_bytes, state, act, batch)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StepTime:
     """One profile's predicted step: phases in seconds, the footprint against its memory."""
 
@@ -263,10 +266,11 @@ def step_time(report, prediction, profile, optimizer: str, batch: int | None,
     opt_m = counts[3] * 4 * p / bw if bw else 0.0
     launch = (profile.launch_overhead_us or 0.0) * 1e-6
     opt = (max(opt_c, opt_m) if prediction.overlap else opt_c + opt_m) + (launch if p else 0.0)
-    wbytes = _DTYPE_BYTES.get(prediction.precision, 4)
+    wbytes = PRECISION_BITS.get(prediction.precision, 32) // 8   # B per weight (4 when unknown)
     mem = memory(report, optimizer, batch, wbytes, plan)
     cap = profile.mem_gb * 1e9 if profile.mem_gb else None
-    return StepTime(profile.id, prediction.latency_s, bwd, opt, mem, cap, ovh)
+    return StepTime(hardware=profile.id, forward_s=prediction.latency_s, backward_s=bwd, optimizer_s=opt,
+                    memory=mem, capacity_bytes=cap, overhead_s=ovh)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,11 @@ MOD_KEY = ("framework", "model", "variant", "dtype", "batch")
 MOD_RUN2 = ("eager_wall_us", "pipelined_us", "graph_us", "kernel_sum_us", "n_kernels")
 
 
+def _read_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
 def read(path):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
@@ -57,7 +62,7 @@ def models(d):
 
 def main():
     d1, d2, date = sys.argv[1], sys.argv[2], sys.argv[3]
-    extra = json.load(open(sys.argv[4])) if len(sys.argv) > 4 else {}
+    extra = _read_json(sys.argv[4]) if len(sys.argv) > 4 else {}
     os.makedirs(RESULTS, exist_ok=True)
 
     # ---- ops
@@ -94,10 +99,10 @@ def main():
     write(os.path.join(RESULTS, f"h100_models_{date}.csv"), rows, mcols)
 
     # ---- kernels / HLO (run 1)
-    mj = json.load(open(os.path.join(d1, "models_meta_jax.json")))
-    mt = json.load(open(os.path.join(d1, "models_meta_torch.json")))
-    kern = {"ops": json.load(open(os.path.join(d1, "ops_kernels.json"))),
-            "jax_kernels": json.load(open(os.path.join(d1, "models_jax_kernels.json"))),
+    mj = _read_json(os.path.join(d1, "models_meta_jax.json"))
+    mt = _read_json(os.path.join(d1, "models_meta_torch.json"))
+    kern = {"ops": _read_json(os.path.join(d1, "ops_kernels.json")),
+            "jax_kernels": _read_json(os.path.join(d1, "models_jax_kernels.json")),
             "jax_hlo": mj.pop("hlo"),
             "torch_kernels": mt.pop("kernel_names")}
     with open(os.path.join(RESULTS, f"h100_kernels_{date}.json"), "w") as f:
@@ -114,9 +119,9 @@ def main():
             "runs": {},
             "blanked_values": {"why": "kernel_sum_l2cold_us dropped where n_kernels_l2cold != n_kernels: the first profiled case of each run also timed the creation of the flush buffer", "cases": blanked}}
     for n, d in (("run1", d1), ("run2", d2)):
-        om = json.load(open(os.path.join(d, "ops_meta.json")))
-        jm = json.load(open(os.path.join(d, "models_meta_jax.json")))
-        tm = json.load(open(os.path.join(d, "models_meta_torch.json")))
+        om = _read_json(os.path.join(d, "ops_meta.json"))
+        jm = _read_json(os.path.join(d, "models_meta_jax.json"))
+        tm = _read_json(os.path.join(d, "models_meta_torch.json"))
         jm.pop("hlo", None)
         tm.pop("kernel_names", None)
         meta["runs"][n] = {"ops": om, "models_jax": jm, "models_torch": tm}

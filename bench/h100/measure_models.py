@@ -29,6 +29,7 @@ import datetime
 import hashlib
 import json
 import os
+import pathlib
 import platform
 import re
 import statistics
@@ -54,6 +55,11 @@ COLS = ["framework", "model", "variant", "dtype", "batch", "input_spec", "analyz
         "output_finite", "gpu_name", "versions", "date_utc", "error"]
 
 
+def _read_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
 def log(*a):
     print(f"[{time.perf_counter() - T_START:7.1f}s]", *a, flush=True)
 
@@ -71,7 +77,7 @@ def smi() -> dict:
 
 class Writer:
     def __init__(self, path):
-        self.f = open(path, "w", newline="")
+        self.f = open(path, "w", newline="")  # noqa: SIM115  (held open by the writer for the whole run)
         self.w = csv.DictWriter(self.f, fieldnames=COLS, extrasaction="ignore")
         self.w.writeheader()
         self.f.flush()
@@ -82,7 +88,7 @@ class Writer:
 
 
 def now():
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
 def wall(fn) -> tuple[float, float]:
@@ -216,7 +222,7 @@ def run_jax():
     meta = {"what": "JAX whole-model wall-clock; HELD-OUT CHECK DATA, never to be used for fitting",
             "date_utc": now(), "jax": jax.__version__, "devices": [str(d) for d in devs],
             "backend": jax.default_backend(), "smi_before": smi(),
-            "jax_models_sha256": hashlib.sha256(open(os.path.join(ROOT, "samples", "jax_models.py"), "rb").read()).hexdigest(),
+            "jax_models_sha256": hashlib.sha256(pathlib.Path(ROOT, "samples", "jax_models.py").read_bytes()).hexdigest(),
             "pipelined_us": "50 calls issued back to back, one block_until_ready on the last output, elapsed/50 (after 5 warm-ups)",
             "method": f"jax.jit(f); compile + {W_WALL} warm-up calls; median over {N_WALL} of perf_counter around f(*args).block_until_ready(); inputs already on the device",
             "variants": {"params_arg": "jit(M.<name>)(params, x): weights are device-array arguments",
@@ -510,7 +516,7 @@ def run_torch():
                 for _ in range(N_PROF):
                     sess.run(None, row["_feeds"])
                 pf = sess.end_profiling()
-                ev = json.load(open(pf))
+                ev = _read_json(pf)
                 runs = [e for e in ev if e.get("cat") == "Session" and e.get("name") == "model_run"]
                 last = runs[-N_PROF:]
                 t_lo = last[0]["ts"] if last else 0

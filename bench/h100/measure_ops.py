@@ -45,7 +45,6 @@ import platform
 import socket
 import statistics
 import subprocess
-import sys
 import time
 
 import torch
@@ -358,7 +357,7 @@ B_COLS = ID_COLS + ["kernel_sum_us", "kernel_sum_min_us", "kernel_sum_max_us", "
 
 class Writer:
     def __init__(self, path, cols):
-        self.f = open(path, "w", newline="")
+        self.f = open(path, "w", newline="")  # noqa: SIM115  (held open by the writer; closed in close())
         self.w = csv.DictWriter(self.f, fieldnames=cols, extrasaction="ignore")
         self.w.writeheader()
         self.f.flush()
@@ -386,7 +385,7 @@ def main():
     props = torch.cuda.get_device_properties(0)
     meta = {
         "what": "single-op latency on one GPU; HELD-OUT CHECK DATA, never to be used for fitting",
-        "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "host": socket.gethostname(), "python": platform.python_version(),
         "gpu_name": torch.cuda.get_device_name(0), "sm_count": props.multi_processor_count,
         "total_mem_bytes": props.total_memory, "l2_cache_bytes": getattr(props, "L2_cache_size", None),

@@ -69,7 +69,7 @@ import numpy as np
 import onnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fixture_io import save_fixture  # noqa: E402
+from fixture_io import save_fixture
 
 SEED = 0
 MAX_FIXTURE_BYTES = 256 * 1024

@@ -29,9 +29,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from fixture_io import save_fixture  # noqa: E402
+from fixture_io import save_fixture
 
-import onnx  # noqa: E402
+import onnx
 
 
 class STFT(nn.Module):

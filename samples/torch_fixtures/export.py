@@ -86,7 +86,7 @@ except ImportError:  # export_fused.py imports this module's helpers without tor
 from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fixture_io import EXTERNAL_THRESHOLD, save_fixture  # noqa: E402
+from fixture_io import EXTERNAL_THRESHOLD, save_fixture
 
 OPSET = 17
 SEED = 0

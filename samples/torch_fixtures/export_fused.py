@@ -72,7 +72,7 @@ import torch
 import transformers
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import export as base  # noqa: E402  (the sibling script's helpers)
+import export as base  # the sibling script's helpers
 
 SEED = 0
 OPSET = 17
@@ -336,7 +336,7 @@ def main(argv=None) -> int:
         tmp = Path(td)
         rows = old.get("survey", []) if a.no_survey else survey(tmp)
 
-        model, cfg, use_cache_kw = build("bert", "eager")
+        model, _cfg, use_cache_kw = build("bert", "eager")
         model.eval()
         fp32 = tmp / "bert_dyn.onnx"
         wrapper, feeds, export_kwargs = export(model, True, use_cache_kw, True, fp32,

@@ -34,6 +34,7 @@ def _json(run_cli, *args) -> dict:
 
 # ----------------------------------------------------------------------------- help, imports
 
+@pytest.mark.machine
 def test_help_does_not_import_jax_or_onnx():
     code = (
         "import sys\n"
@@ -60,6 +61,7 @@ def test_opcost_and_analyze_are_the_same_program():
     assert eps.get("analyze") == eps.get("opcost") == "cli.main:main", eps
 
 
+@pytest.mark.machine
 def test_python_m_cli_main_matches_in_process(run_cli):
     p = subprocess.run([sys.executable, "-m", "cli.main", str(MLP), "--format", "json"],
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
@@ -90,7 +92,7 @@ def test_table_has_totals_and_coverage(run_cli):
     # every layer (6 < 15), heaviest by FLOPs first
     assert names[:3] == ["fc1", "fc2", "fc3"] and sorted(names) == sorted(
         ["fc1", "relu1", "fc2", "relu2", "fc3", "y"])
-    assert "totals: params 235 K," in out  # EXPECTED["mlp"]["params"]
+    assert "totals: 235 K params," in out  # EXPECTED["mlp"]["params"]
     assert "coverage: 6 of 6 nodes costed by rule, 0 constant-folded, 0 uncosted" in out
     assert "every layer by FLOPs" in out and "by op type" in out and "by module" in out
     assert res.stderr == ""
@@ -232,3 +234,31 @@ def test_input_sets_the_shape(run_cli):
     d = _json(run_cli, SAMPLES / "dynamic_batch.onnx", "--input", "x=4x784")
     assert d["totals"]["mac_flops"] == 4 * 469504  # = 1878016
     assert d["model"]["inputs"]["x"] == [4, 784]
+
+
+class _Tty(__import__("io").StringIO):
+    def isatty(self):
+        return True
+
+
+def test_the_progress_line_fits_and_is_erased():
+    """Every frame is one line narrower than the terminal (however long the model's path), and
+    the last thing written erases it."""
+    from cli.guard import ProgressBar, Spinner
+
+    for make in (lambda s: Spinner("analysing " + "x/" * 80 + "bert.onnx", stream=s, width=80),
+                 lambda s: ProgressBar("calibrating", stream=s, width=80)):
+        s = _Tty()
+        with make(s) as bar:
+            if isinstance(bar, ProgressBar):
+                bar(0.5, "timing the gemm rows " * 10)
+            else:
+                bar.update("rendering " + "y" * 200)
+        text = s.getvalue()
+        frames = [f for f in text.split("\r") if f]
+        assert frames and all(len(f.replace("\x1b[K", "")) <= 79 for f in frames), frames
+        assert "\n" not in text and text.endswith("\r\x1b[K")
+    quiet = __import__("io").StringIO()   # not a terminal: nothing drawn
+    with Spinner("analysing", stream=quiet):
+        pass
+    assert quiet.getvalue() == ""

@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parents[2]
      "--input NAME=DIMS (e.g. --input x=1x3x224x224)"),
 ])
 def test_a_hint_is_worded_as_a_keyword_for_python_and_as_a_flag_for_the_cli(hint, python, cli):
-    e = InputSpecError("fix: {%s}" % hint.option, hints=[hint])
+    e = InputSpecError(f"fix: {{{hint.option}}}", hints=[hint])
     assert str(e) == e.format("python") == f"fix: {python}"
     assert e.format("cli") == f"fix: {cli}"
 

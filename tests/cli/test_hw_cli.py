@@ -82,6 +82,7 @@ def test_hw_show_user_file(run_cli, user_toml):
 
 @pytest.mark.parametrize("args", [("hw", "list"), ("hw", "list", "--format", "json"),
                                   ("hw", "show", "a100"), ("hw", "show", "a100", "--format", "json")])
+@pytest.mark.machine
 def test_hw_commands_do_not_import_jax_or_onnx(args):
     code = (
         "import sys\n"
@@ -176,3 +177,17 @@ def test_model_json_predictions_have_the_design_keys(run_cli):
         assert p["latency_s"] == pytest.approx(sum(n["time_s"] for n in p["nodes"]), rel=1e-9)
     # H100 is faster than A100 on the same model
     assert preds[1]["latency_s"] < preds[0]["latency_s"]
+
+
+@pytest.mark.parametrize("cols", [80, 120])
+@pytest.mark.parametrize("args", [("hw", "list"), ("hw", "show", "a100")])
+def test_hw_views_fit_the_terminal(run_cli, monkeypatch, cols, args):
+    monkeypatch.setenv("COLUMNS", str(cols))
+    res = run_cli(*args)
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert all(len(x) <= cols for x in lines), max(lines, key=len)
+    if args[1] == "list":   # one line per profile: every id whole, peaks and bandwidth kept
+        cells = [x.replace("│", " ").split() for x in lines]
+        ids = [c[0] for c in cells if c and c[0] in ("a100-80gb-sxm", "h100-sxm")]
+        assert ids == ["a100-80gb-sxm", "h100-sxm"] and "mem GB/s" in res.stdout

@@ -25,6 +25,7 @@ def cpu_toml(tmp_path) -> Path:
     return path
 
 
+@pytest.mark.machine
 @pytest.mark.parametrize("model", [MLP, CNN])
 def test_measure_json_has_a_measured_time_for_every_costed_node(run_cli, cpu_toml, model):
     pytest.importorskip("onnxruntime")
@@ -51,6 +52,7 @@ def test_measure_json_has_a_measured_time_for_every_costed_node(run_cli, cpu_tom
         assert sum(measured[n]["measured_s"] for n in k["nodes"]) == pytest.approx(k["measured_s"])
 
 
+@pytest.mark.machine
 def test_measure_table_prints_layers_and_the_error_summary(run_cli, cpu_toml):
     pytest.importorskip("onnxruntime")
     res = run_cli(CNN, "--hw", cpu_toml, "--measure", "--top", "3")
@@ -62,6 +64,7 @@ def test_measure_table_prints_layers_and_the_error_summary(run_cli, cpu_toml):
         assert word in out
 
 
+@pytest.mark.machine
 def test_measure_binds_symbolic_dims_from_the_report(run_cli, cpu_toml):
     pytest.importorskip("onnxruntime")
     res = run_cli(DYN, "--hw", cpu_toml, "--measure", "--dim", "batch=3", "--format", "json")
@@ -69,6 +72,7 @@ def test_measure_binds_symbolic_dims_from_the_report(run_cli, cpu_toml):
     assert json.loads(res.stdout)["measured"]["latency_s"] > 0
 
 
+@pytest.mark.machine
 def test_measure_csv_and_markdown_carry_it(run_cli, cpu_toml):
     pytest.importorskip("onnxruntime")
     csv_out = run_cli(MLP, "--hw", cpu_toml, "--measure", "--format", "csv").stdout
@@ -96,6 +100,7 @@ def test_measure_usage_errors_exit_2(run_cli, cpu_toml, args, words):
     assert len(res.stderr.strip().splitlines()) == 1 and words in res.stderr
 
 
+@pytest.mark.machine
 def test_measure_at_a_shape_onnxruntime_cannot_run_is_a_usage_error(run_cli, cpu_toml):
     pytest.importorskip("onnxruntime")
     res = run_cli(MLP, "--input", "x=4x784", "--hw", cpu_toml, "--measure")

@@ -143,6 +143,24 @@ def test_csv_neutralizes_formulas_and_keeps_exact_integers(run_cli, nasty):
     assert all(r["vector_flops"] == "6" for r in rows)     # number columns untouched
 
 
+def test_csv_carries_names_with_newline_quote_and_comma_exactly(run_cli, save):
+    # RFC 4180 quoting carries these characters; csv.reader gives the names back as they are
+    names = ["two\nlines", 'say "hi", then\n"bye"', "a,b", "tab\there", "=1+1,\n"]
+    res = run_cli(save(_chain_model(names), "exact.onnx"), "--format", "csv")
+    assert res.exit_code == 0, res.output
+    _no_raw_control(res.stdout.replace("\t", ""))   # a tab is data here, like the newline
+    rows = list(csv.reader(io.StringIO(res.stdout)))
+    assert rows[0][:2] == ["name", "op"]
+    assert [r[0] for r in rows[1:]] == names[:4] + ["'=1+1,\n"]   # the formula guard stays
+    outs = [r[rows[0].index("outputs")] for r in rows[1:]]
+    assert outs[0] == "float32[2,3]" and len(rows) == 1 + len(names)
+
+
+def test_csv_cell_keeps_data_characters_and_escapes_terminal_controls():
+    assert safe.csv_cell('a\nb\t"c,d') == 'a\nb\t"c,d'
+    assert safe.csv_cell("x\x1b[2J\ry\u202e") == "x\\x1b[2J\\x0dy\\u202e"
+
+
 def test_json_keeps_names_exact(run_cli, nasty):
     res = run_cli(nasty, "--format", "json")
     assert res.exit_code == 0, res.output

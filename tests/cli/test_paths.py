@@ -62,6 +62,7 @@ def jax_pkg(tmp_path, monkeypatch):
 # ----------------------------------------------------------------------------- reading
 
 
+@pytest.mark.machine
 @needs_fifo
 @pytest.mark.parametrize("where", ["model", "--hw", "--baseline", "hw show"])
 def test_a_fifo_is_refused_not_read(fifo, where):
@@ -70,6 +71,7 @@ def test_a_fifo_is_refused_not_read(fifo, where):
     _one_line_error(_cli(*args), "FIFO", "not a regular file")
 
 
+@pytest.mark.machine
 @needs_fifo
 def test_kwargs_json_fifo_is_refused(fifo, jax_pkg):
     env_path = f"{ROOT}{os.pathsep}{jax_pkg}"
@@ -82,6 +84,7 @@ def test_kwargs_json_fifo_is_refused(fifo, jax_pkg):
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
 @pytest.mark.parametrize("args", [["/dev/zero"], [MLP, "--hw", "/dev/zero"],
                                   [MLP, "--baseline", "/dev/zero"]])
+@pytest.mark.machine
 def test_dev_zero_is_refused_not_read(args):
     _one_line_error(_cli(*args), "character device")
 

@@ -46,9 +46,21 @@ def test_unknown_runtime_is_a_usage_error(run_cli):
 def test_table_headline_shows_runtime_time_definition_provenance_and_notes(run_cli):
     import analyzer
 
+    from analyzer.render.headline import provenance_word, short_note
+
     # (fp16: at fp32 the a100 notes PyTorch's TF32 convolution default, an assumption of its own)
     preds = analyzer.analyze(str(CNN), ["a100", "tpu-v5e"], precision="fp16").predictions
-    res = run_cli(CNN, "--hw", "a100,tpu-v5e", "--precision", "fp16", "--output", "-")
+    short = run_cli(CNN, "--hw", "a100,tpu-v5e", "--precision", "fp16", "--output", "-")   # a line per profile
+    assert short.exit_code == 0, short.output
+    for p in preds:
+        row = next(x for x in short.stdout.splitlines() if x.startswith(p.hardware + " "))
+        assert f" {p.runtime} " in row and provenance_word(p) in row
+        for n in p.notes:
+            if not n.startswith("runtime "):
+                assert short_note(n).replace(p.hardware, "the profile") in short.stdout \
+                    or short_note(n) in short.stdout
+    assert "not like for like" in short.stdout
+    res = run_cli(CNN, "--hw", "a100,tpu-v5e", "--precision", "fp16", "--output", "-", "--verbose")   # in full
     assert res.exit_code == 0, res.output
     flat = " ".join(res.stdout.split())   # the table folds long lines
     for p in preds:
@@ -65,7 +77,7 @@ def test_one_profile_has_no_like_for_like_line(run_cli):
     res = run_cli(CNN, "--hw", "a100")
     assert res.exit_code == 0
     assert "not like for like" not in res.stdout
-    assert "runtime kernel (default for a gpu):" in res.stdout
+    assert "runtime kernel (default for a gpu):" in run_cli(CNN, "--hw", "a100", "--verbose").stdout
 
 
 def test_csv_and_markdown_carry_the_headline():

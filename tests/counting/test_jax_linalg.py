@@ -101,7 +101,7 @@ def test_custom_linear_solve_counts_what_runs_the_solve():
     lambda: (lambda x: jax.experimental.io_callback(lambda v: v, jax.ShapeDtypeStruct((8,), jnp.float32), x)),
 ])
 def test_callbacks_are_uncosted_with_a_reason(make):
-    import jax.experimental  # noqa: F401
+    import jax.experimental
 
     r = analyzer.analyze_jax(make(), jax.ShapeDtypeStruct((8,), jnp.float32))
     (n,) = r.nodes

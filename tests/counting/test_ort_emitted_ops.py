@@ -18,7 +18,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import analyzer
-import analyzer.counting.rules  # noqa: F401  (fills the registry)
+import analyzer.counting.rules  # fills the registry
 from analyzer.counting.cost import RULES
 from analyzer.counting.rules import WHY_UNCOSTED
 from analyzer.counting.rules.onnxruntime.uncosted import UNCOSTED as ORT_UNCOSTED
@@ -115,6 +115,7 @@ def _quantize(m: onnx.ModelProto, tmp_path) -> onnx.ModelProto:
     return q
 
 
+@pytest.mark.machine
 @pytest.mark.parametrize("dirs", [1, 2])
 def test_quantize_dynamic_lstm_counts_the_float_lstm_macs(tmp_path, dirs):
     S, B, I, H = 5, 2, 8, 16
@@ -136,6 +137,7 @@ def test_quantize_dynamic_lstm_counts_the_float_lstm_macs(tmp_path, dirs):
     assert qu.totals.weight_bytes < fl.totals.weight_bytes / 2
 
 
+@pytest.mark.machine
 def test_quantized_lstm_without_declared_shapes_gets_them_from_its_surrogate(tmp_path):
     q = _quantize(_lstm_model(5, 2, 8, 16, 2), tmp_path)
     del q.graph.value_info[:]  # what a converter that drops value_info leaves: no shapes for Y
@@ -146,6 +148,7 @@ def test_quantized_lstm_without_declared_shapes_gets_them_from_its_surrogate(tmp
     assert r.totals.mac_flops == 2 * 30720
 
 
+@pytest.mark.machine
 def test_a_symbolic_sequence_binds_through_the_surrogate(tmp_path):
     m = _lstm_model(5, 2, 8, 16, 1)
     q = _quantize(m, tmp_path)

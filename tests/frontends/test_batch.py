@@ -146,7 +146,7 @@ def test_a_shape_error_after_the_rewrite_says_the_batch_was_set():
 
 
 def test_several_batches_are_a_sweep():
-    with pytest.raises(InputSpecError, match="analyzer.sweep takes several"):
+    with pytest.raises(InputSpecError, match=r"analyzer\.sweep takes several"):
         analyzer.analyze(_model([h.make_node("Relu", ["x"], ["y"])], [], [1, D]), batch=[1, 2])
 
 

@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pytest
+from onnx import NodeProto
 from onnx import TensorProto as TP
 from onnx import helper as h
 from onnx import numpy_helper
@@ -222,7 +223,7 @@ def test_gradient_is_twice_the_forward_work_of_the_differentiated_nodes():
     assert r.node("grad").estimate  # a rule of thumb: listed among the estimates
 
 
-def _untyped_tanh_loop(i: int, x: str, out: str) -> "onnx.NodeProto":
+def _untyped_tanh_loop(i: int, x: str, out: str) -> NodeProto:
     # a Loop whose body declares its carried value with no shape (as many exporters write it)
     body = h.make_graph(
         [h.make_node("Identity", ["c_in"], ["c_out"]), h.make_node("Tanh", ["v_in"], ["v_out"])],
@@ -252,3 +253,32 @@ def test_a_chain_of_loops_with_untyped_bodies_resolves(n_loops, add_between):
     assert r.totals.transcendentals == n_loops * 3 * 256
     assert r.totals.vector_flops == (n_loops * 256 if add_between else 0)
     assert r.node(f"loop{n_loops - 1}").out_specs[0].shape == (4, 64)
+
+
+def _traced_if():
+    """x [1, 8] -> If (a run-time bool c): then x @ w; else Relu(x) @ w; -> Sigmoid.  The
+    branches declare the traced [1, 4] as their outputs (an exporter's batch 1)."""
+    w = numpy_helper.from_array(np.ones((8, 4), np.float32), "w")
+    then = h.make_graph([h.make_node("MatMul", ["x", "w"], ["t_y"], name="t_mm")], "then", [],
+                        [_vi("t_y", [1, 4])], value_info=[])
+    other = h.make_graph([h.make_node("Relu", ["x"], ["e_r"], name="e_relu"),
+                          h.make_node("MatMul", ["e_r", "w"], ["e_y"], name="e_mm")], "else", [],
+                         [_vi("e_y", [1, 4])], value_info=[_vi("e_r", [1, 8])])
+    nodes = [h.make_node("If", ["c"], ["y"], name="if", then_branch=then, else_branch=other),
+             h.make_node("Sigmoid", ["y"], ["z"], name="sig")]
+    return _model(nodes, [_vi("x", [1, 8]), _vi("c", [], TP.BOOL)], [_vi("z", [1, 4])], [w])
+
+
+@pytest.mark.parametrize("values", [{}, {"c": True}, {"c": False}])
+def test_if_branches_take_their_shapes_from_the_inputs_not_their_declarations(values):
+    r = analyzer.analyze(_traced_if(), inputs={"x": "8x8"}, values=values)
+    assert r.coverage.uncosted == ()
+    mm = [n for n in r.nodes if n.op == "MatMul"]
+    assert len(mm) == 1 and mm[0].outputs == ("float32[8,4]",)
+    assert mm[0].mac_flops == 2 * 8 * 8 * 4                      # 512, not batch 1's 64
+    assert r.node("if").outputs == ("float32[8,4]",)
+    assert r.node("sig").out_specs[0].shape == (8, 4)
+    if values.get("c") is not True:
+        assert r.node("if/e_relu").vector_flops == 8 * 8
+    # at the traced shape the counts are batch 1's: the batch scales them by 8
+    assert analyzer.analyze(_traced_if(), values=values).totals.mac_flops * 8 == r.totals.mac_flops

@@ -260,6 +260,7 @@ def test_require_full_coverage_library():
     (["does-not-exist.onnx"], 2, "no such file"),
     ([str(MLP), "--dim", "batch=8"], 2, "'batch'"),
 ])
+@pytest.mark.machine
 def test_real_process_one_line_no_traceback(args, code, needle):
     p = subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
                        cwd=ROOT, timeout=120)

@@ -90,3 +90,22 @@ def test_every_hint_followed_literally_makes_progress(model):
                 return  # an input shape the user must choose: a real choice, not a circle
             kwargs = nxt
     pytest.fail(f"still failing after following the hints: {kwargs}")
+
+
+def test_a_bare_run_names_a_dotted_input_dim_whole():
+    # paddle's input [DynamicDimension.0, 3, DynamicDimension.1, DynamicDimension.2] into a
+    # Conv: the hint names the three dims as the file spells them, never 'DynamicDimension'
+    dd = [f"DynamicDimension.{i}" for i in range(3)]
+    conv = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])
+    m = graph([conv], {"x": [dd[0], 3, dd[1], dd[2]]}, ["y"],
+              {"w": np.ones((4, 3, 3, 3), np.float32)})
+    with pytest.raises(UnboundDimError) as e:
+        analyzer.analyze(m)
+    assert e.value.dim == dd[0]
+    assert "is unbound" in str(e.value) and "expression" not in str(e.value)
+    assert [h.value for h in e.value.hints if h.option == "dims"] == [{d: "VALUE" for d in dd}]
+    assert e.value.format("cli").endswith(
+        "pass --dim DynamicDimension.0=VALUE,DynamicDimension.1=VALUE,DynamicDimension.2=VALUE")
+    # followed literally: 2 x 3 x 5 x 7 -> 4 maps of 5 x 7, 2 * 4 * 35 * 27 MACs
+    r = analyzer.analyze(m, dims={dd[0]: 2, dd[1]: 5, dd[2]: 7})
+    assert r.node("conv").mac_flops == 2 * 2 * 4 * 5 * 7 * 27

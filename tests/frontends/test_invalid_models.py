@@ -98,6 +98,7 @@ def _runs_in_onnxruntime(m):
     ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
 
 
+@pytest.mark.machine
 def test_a_graph_without_nodes_analyses():
     m = typed([], {"x": [2, 3]}, {"x": [2, 3]})
     _runs_in_onnxruntime(m)
@@ -105,6 +106,7 @@ def test_a_graph_without_nodes_analyses():
     assert r.nodes == () and r.totals.flops == 0
 
 
+@pytest.mark.machine
 def test_nested_if_branches_that_reuse_an_outer_output_name():
     def branch(name, nodes):
         return helper.make_graph(nodes, name, [], [helper.make_tensor_value_info("y", F32, [2])])

@@ -95,7 +95,7 @@ def test_the_cli_exits_2_naming_the_file(tmp_path, run_cli):
 def test_a_function_that_exits_while_traced_is_a_load_error():
     import sys
 
-    with pytest.raises(ModelLoadError, match="sys.exit"):
+    with pytest.raises(ModelLoadError, match=r"sys\.exit"):
         analyzer.analyze_jax(lambda x: sys.exit(1), jax.ShapeDtypeStruct((4,), f32))
 
 

@@ -15,7 +15,7 @@ from jax import lax  # noqa: E402
 
 import analyzer  # noqa: E402
 from analyzer.frontends.jaxpr.load import is_jax_target, parse_spec  # noqa: E402
-from analyzer.render.grouping import group_key, grouped  # noqa: E402
+from analyzer.report.rollups import grouped, module_of  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLES = os.path.join(ROOT, "samples", "jax_models.py")
@@ -89,8 +89,8 @@ def test_grouped_totals_by_module():
     assert list(g1) == ["a", "add"]
     assert g1["a"].nodes == 2 and g1["a"].cost.transcendentals == 20
     assert [g.name for g in grouped(r, 2)] == ["a/b", "a", "add"]
-    assert group_key("/encoder/layer.0/attention/MatMul", 2) == "encoder/layer.0"
-    assert group_key("relu#3", 1) == "relu"
+    assert module_of("/encoder/layer.0/attention/MatMul", 2) == "encoder/layer.0"
+    assert module_of("relu#3", 1) == "relu"
 
 
 # ----------------------------------------------------------------------------- constants and params

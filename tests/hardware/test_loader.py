@@ -142,6 +142,7 @@ def test_user_profile_reparsed_after_edit(tmp_path):
     assert hardware_db.load_file(p).mem_bw_gbs == 75.25
 
 
+@pytest.mark.machine
 def test_import_does_not_pull_jax_or_onnx():
     code = (
         "import sys, hardware_db; hardware_db.list_profiles(); hardware_db.get('a100');"

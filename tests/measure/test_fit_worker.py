@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from analyzer.measure.fit import worker as fit_worker
 
@@ -23,6 +24,7 @@ def _jobs():
     return out
 
 
+@pytest.mark.machine
 def test_workers_return_the_in_process_fits(monkeypatch):
     # two workers whatever this machine has; and this process cannot fit (run raises here), so
     # equal results can only have come from the workers
@@ -37,6 +39,7 @@ def test_workers_return_the_in_process_fits(monkeypatch):
     assert fit_worker.fit_classes(jobs) == expected
 
 
+@pytest.mark.machine
 def test_an_unguarded_script_runs_once(tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     script = tmp_path / "unguarded.py"

@@ -100,7 +100,7 @@ def test_class_rows_take_off_the_run_overhead_and_weigh_transcendentals():
                   {"label": "softmax", "seconds": 9e-6, "kernels": [_kernel("reduce", vec=10, nbytes=1e3),
                                                                     _kernel("elementwise", vec=50, trans=10, nbytes=2e3)]}]}
     rows, multi = xla_fit.class_rows(m, trans_weight=4.0)
-    (F, B, t, V), = rows["activation"]
+    (F, B, t, _), = rows["activation"]
     assert F == 100 + 4.0 * 1000 and B == 8e3
     assert t == pytest.approx(10e-6 - 4e-6 - 0.4e-6)   # less the run overhead and own result
     assert [r["label"] for r in multi] == ["softmax"]
@@ -165,6 +165,7 @@ def test_jax_pools_and_their_gradients_have_their_own_classes_that_fall_back_to_
         assert arrays[name][CLASS_CODE["pool_grad"]] == arrays[name][CLASS_CODE["reduce"]]
 
 
+@pytest.mark.machine
 def test_the_worker_times_rows_in_a_fresh_interpreter():
     seen = []
     out = cx.run_worker(0.5, 1, lambda f, s: seen.append((f, s)),

@@ -38,7 +38,8 @@ import pytest
 import analyzer
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "genai")
-REF = json.load(open(os.path.join(HERE, "reference.json")))
+with open(os.path.join(HERE, "reference.json"), encoding="utf-8") as _f:
+    REF = json.load(_f)
 FIX = REF["fixtures"]
 
 B, L, D, H, HKV, HD, I, V = 1, 2, 64, 4, 2, 16, 128, 256

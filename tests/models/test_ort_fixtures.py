@@ -24,7 +24,8 @@ import pytest
 import analyzer
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "ort")
-REF = json.load(open(os.path.join(HERE, "reference.json")))["fixtures"]
+with open(os.path.join(HERE, "reference.json"), encoding="utf-8") as _f:
+    REF = json.load(_f)["fixtures"]
 FILES = sorted(REF)
 
 

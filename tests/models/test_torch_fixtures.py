@@ -23,7 +23,8 @@ import pytest
 import analyzer
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "torch")
-REF = json.load(open(os.path.join(HERE, "reference.json")))["fixtures"]
+with open(os.path.join(HERE, "reference.json"), encoding="utf-8") as _f:
+    REF = json.load(_f)["fixtures"]
 
 # fixture -> float elements of Constant nodes that are settings, not data (mobilenet_v2's
 # 35 ReLU6 = Clip(0, 6) nodes carry their two bounds as Constant scalars: 70)

@@ -20,7 +20,8 @@ import pytest
 import analyzer
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "torch")
-REF = json.load(open(os.path.join(HERE, "reference_fused.json")))["fixtures"]
+with open(os.path.join(HERE, "reference_fused.json"), encoding="utf-8") as _f:
+    REF = json.load(_f)["fixtures"]
 ANALYSED = ["bert_fused.onnx", "bert_fused_int4.onnx", "bert_fused_qdq.onnx"]
 TORCH_PARAMS = 168320  # BertModel(add_pooling_layer=False) of that config
 # FlopCounterMode, 2 x MACs: L * 2 * (4*S*D*D + 2*S*D*F + 2*S*S*D)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -168,7 +169,7 @@ def test_calibrated_tables_carry_the_tile():
     from analyzer.prediction.hardware import efficiency_constants
 
     class P:
-        calibration = {"runtime": "onnxruntime", "tables": {
+        calibration: ClassVar[dict] = {"runtime": "onnxruntime", "tables": {
             "gemm": {"e_c": 0.9, "e_bw": 1.0, "tile_n": 16.0, "n_half": 10.0},
             "conv_1x1": {"e_c": 0.9, "e_bw": 1.0, "tile_n": 16.0, "n_half": 10.0, "k_block": 16.0},
             "conv": {"e_c": 0.8, "e_bw": 1.0}}}
@@ -199,7 +200,7 @@ def test_a_profile_calibrated_on_another_vector_extension_says_so(monkeypatch):
     from analyzer.prediction.hardware import efficiency_constants
 
     class P:
-        calibration = {"runtime": "onnxruntime", "measured_on": "2026-11-25", "cpu": "AMD EPYC",
+        calibration: ClassVar[dict] = {"runtime": "onnxruntime", "measured_on": "2026-11-25", "cpu": "AMD EPYC",
                        "simd": "avx512", "tables": {"gemm": {"e_c": 0.9, "e_bw": 1.0}}}
     monkeypatch.setattr(host, "this_simd", lambda: "avx2")
     _, prov, detail = efficiency_constants(P())

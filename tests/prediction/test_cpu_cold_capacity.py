@@ -66,7 +66,7 @@ def test_capacity_models_hold_the_stated_weights():
 
     models = cold_cache.capacity_models(32e6)
     layer = 4 * 1024 * 512   # 2,097,152 bytes of fp32 weights a layer
-    counts = [int(round(b / layer)) for _, b in models]
+    counts = [round(b / layer) for _, b in models]
     # 0.25-2x of 32 MB: 4 .. 31 layers (8 MB .. 64 MB), increasing
     assert counts[0] == 4 and counts[-1] == 31 and counts == sorted(set(counts))
     for m, b in models[:2]:

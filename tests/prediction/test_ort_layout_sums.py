@@ -51,6 +51,7 @@ def test_analyze_charges_one_kernel_for_conv_add_relu(tmp_path):
     assert pred.kernels == 3   # conv1, conv2 (+ add, relu), the ReorderOutput
 
 
+@pytest.mark.machine
 def test_measure_joins_the_folded_add_to_its_convolution():
     from analyzer.measure.onnxruntime import measure
 

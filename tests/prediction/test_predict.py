@@ -26,7 +26,7 @@ from onnx import TensorProto, helper, numpy_helper
 import analyzer
 import hardware_db
 from analyzer.prediction import kernels
-from analyzer.errors import HardwareError, ShapeError
+from analyzer.errors import ShapeError
 from onnx_builders import graph, one_node, weight
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -211,7 +211,7 @@ def test_profile_without_launch_figure_takes_its_kinds_default_and_says_so(tmp_p
     text = "\n".join(line for line in text.splitlines() if "launch_overhead_us" not in line) + "\n"
     path = tmp_path / "no-ovh.toml"
     path.write_text(text, encoding="utf-8")
-    rep, p = _predict(one_node("MatMul", (1, 1024), weight(1024, 1024)), str(path))
+    _, p = _predict(one_node("MatMul", (1, 1024), weight(1024, 1024)), str(path))
     # the documented default of a GPU (runtimes.KIND_LAUNCH_US["gpu"]): 1.5 us per kernel
     assert p.node("n").overhead_s == pytest.approx(1.5e-6, rel=1e-6)
     assert p.latency_s == pytest.approx(4_202_496 / BW + 1.5e-6, rel=1e-6)   # memory + default
@@ -325,37 +325,60 @@ def _memory_heavy_block(S: int = 2048, D: int = 1024, H: int = 16) -> onnx.Model
     return graph(nodes, {"x": (1, S, D), "scores": (1, H, S, S)}, ["y", "probs"], inits)
 
 
-def test_a100_over_v100_speedup_on_memory_bound_layers_is_the_bandwidth_ratio():
-    import dataclasses
+def _round_gpu_variant(tmp_path, name: str, bw_gbs: float, vector_fp32: float) -> str:
+    """The round-number profile (datasheet family: e = 1, no floors, 2 us per kernel) with another
+    DRAM bandwidth and vector fp32 peak, written to tmp_path."""
+    text = ROUND_GPU.read_text(encoding="utf-8")
+    for old, new in (('id = "round-gpu"', f'id = "{name}"'),
+                     ("mem_bw_gbs = 1000.0", f"mem_bw_gbs = {bw_gbs}"),
+                     ("fp32 = 10.0", f"fp32 = {vector_fp32}")):
+        assert old in text
+        text = text.replace(old, new)
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
 
-    import hardware_db
 
-    # the same efficiency constants on both (the V100 given the A100's family), the same L2
-    # size (the cache term depends on it) and no SM count (units unknown: the per-SM term, which
-    # scales with units * clock, is off on both): what differs is the DRAM bandwidth, so the
-    # memory terms scale with it alone (ramp and cache included: (bytes + b_half) / (bw * e_bw * cache))
-    a100_hw = dataclasses.replace(hardware_db.get("a100-40gb"), units=None, notes="")
-    v100_hw = dataclasses.replace(hardware_db.get("v100"), family=a100_hw.family,
-                                  onchip_mb=a100_hw.onchip_mb, units=None, notes="")
-    rep = analyzer.analyze(_memory_heavy_block(), hw=[a100_hw, v100_hw])
-    a100, v100 = rep.predictions
-    assert (a100.hardware, v100.hardware) == ("a100-40gb-sxm", "v100-sxm2-32gb")
-    mem = [x.name for x in a100.nodes if x.bound == "memory" and v100.node(x.name).bound == "memory"]
-    # (ln: memory-bound only with its per-SM term; at full DRAM rate its vector work binds)
-    assert {"erf", "mul", "residual", "softmax"} <= set(mem)
-    assert a100.node("fc").bound == "compute"
-    # Overhead is excluded: it is the same fixed per-kernel figure (1.5 us) in both profiles, not
-    # a property of the memory system, so adding it would pull the ratio towards 1 by an amount
-    # that depends only on layer count and size; seed 001's 1555/900 is a bandwidth ratio.
-    t_a100 = math.fsum(a100.node(n).memory_s for n in mem)
-    t_v100 = math.fsum(v100.node(n).memory_s for n in mem)
-    # memory-bound: time - overhead is the memory term
-    assert math.fsum(a100.node(n).time_s - a100.node(n).overhead_s for n in mem) == \
-        pytest.approx(t_a100, rel=1e-6)
-    speedup = t_v100 / t_a100
-    assert speedup == pytest.approx(1555 / 900, rel=1e-5)   # 1.7278: the bandwidth ratio
-    # and these layers are most of the block's time on the V100
-    assert math.fsum(v100.node(n).time_s for n in mem) > 0.5 * v100.latency_s
+def test_a100_over_v100_speedup_on_memory_bound_layers_is_the_bandwidth_ratio(tmp_path):
+    # Two datasheet-roofline profiles with the A100's and the V100's own figures, differing in two:
+    # DRAM 1555 vs 900 GB/s and vector fp32 19.5 vs 15.7 TFLOP/s (same 2 us overhead). Every time
+    # below is written in closed form, so a model that scales both devices by the same wrong
+    # factor (or takes the wrong term as the bound) fails here.
+    A_BW, V_BW, A_VEC, V_VEC = 1555e9, 900e9, 19.5e12, 15.7e12
+    a = _round_gpu_variant(tmp_path, "a100-like", 1555.0, 19.5)
+    v = _round_gpu_variant(tmp_path, "v100-like", 900.0, 15.7)
+    a100, v100 = analyzer.analyze(_memory_heavy_block(), hw=[a, v]).predictions
+    # fp32 bytes of the memory-bound kernels (S = 2048, D = 1024, H = 16):
+    #   erf: reads u, writes e: 2 * 4 * 2048*1024 = 16,777,216
+    #   mul, residual: read two [1,S,D], write one: 3 * 4 * 2048*1024 = 25,165,824
+    #   ln: reads x (8,388,608) + g, b (2 * 4 * 1024 = 8,192), writes h (8,388,608) = 16,785,408
+    #   softmax: reads and writes [1,16,2048,2048]: 2 * 4 * 67,108,864 = 536,870,912
+    mem_bytes = {"erf": 16_777_216, "mul": 25_165_824, "residual": 25_165_824,
+                 "ln": 16_785_408, "softmax": 536_870_912}
+    for p, bw in ((a100, A_BW), (v100, V_BW)):
+        for name, b in mem_bytes.items():
+            x = p.node(name)
+            assert x.bound == "memory", (p.hardware, name)
+            assert x.memory_s == pytest.approx(b / bw, rel=1e-6)   # softmax: 345.25 us vs 596.52 us
+            assert x.time_s == pytest.approx(b / bw + OVH, rel=1e-6)
+    total = sum(mem_bytes.values())   # 620,764,384 B
+    t_a = math.fsum(a100.node(n).memory_s for n in mem_bytes)
+    t_v = math.fsum(v100.node(n).memory_s for n in mem_bytes)
+    # seed 001: on memory-bound layers the speedup is the bandwidth ratio, 1555 / 900 = 1.7278
+    assert t_v / t_a == pytest.approx(1555 / 900, rel=1e-5)
+    # with the fixed 2 us per kernel (5 kernels) the speedup is smaller:
+    # (620,764,384 / 900e9 + 10 us) / (620,764,384 / 1555e9 + 10 us) = 699.74 / 409.21 = 1.7100
+    wall_a = math.fsum(a100.node(n).time_s for n in mem_bytes)
+    wall_v = math.fsum(v100.node(n).time_s for n in mem_bytes)
+    assert wall_v / wall_a == pytest.approx((total / V_BW + 5 * OVH) / (total / A_BW + 5 * OVH), rel=1e-5)
+    assert 1.70 < wall_v / wall_a < 1555 / 900
+    # fc is compute-bound on the vector fp32 peak: 2*m*n*k = 2*2048*1024*1024 = 4,294,967,296 FLOP,
+    # so its speedup is the peak ratio 19.5 / 15.7 = 1.2420, not the bandwidth ratio
+    fc_flops = 2 * 2048 * 1024 * 1024
+    for p, vec in ((a100, A_VEC), (v100, V_VEC)):
+        assert p.node("fc").bound == "compute"
+        assert p.node("fc").compute_s == pytest.approx(fc_flops / vec, rel=1e-6)   # 220.25 / 273.56 us
+    assert v100.node("fc").compute_s / a100.node("fc").compute_s == pytest.approx(19.5 / 15.7, rel=1e-5)
 
 
 # ------------------------------------------------------------------ precision label (bug)

@@ -23,7 +23,8 @@ MLP = os.path.join(ROOT, "samples", "mlp.onnx")
 def my_box(tmp_path):
     """The shipped A100 profile's file under the id ``my-box`` (which no shipped profile has)."""
     src = hardware_db.get("a100").path
-    text = open(src).read()
+    with open(src, encoding="utf-8") as f:
+        text = f.read()
     old = hardware_db.get("a100").id
     path = tmp_path / "my-box.toml"
     path.write_text(text.replace(f'id = "{old}"', 'id = "my-box"', 1))

@@ -49,6 +49,7 @@ def test_predictions_on_the_profile_carry_the_warning(tmp_path):
     assert "changed during the calibration" in pred.provenance_detail
 
 
+@pytest.mark.machine
 def test_probe_runs_and_speeds_up_or_not():
     # the real probe on this machine: a finite positive ratio (its value is the machine's state;
     # no wall-clock is asserted); the probe itself is valid ONNX that onnxruntime runs

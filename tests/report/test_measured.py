@@ -21,8 +21,8 @@ def _report(times: dict[str, float], latency_s: float, extra_nodes=()):
     nodes = tuple(SimpleNamespace(name=n, level="", origin=None) for n in names)
     rows = tuple(NodePrediction(n, t, 0.0, 0.0, 0.0, "compute", 1.0, 0.0, i, n)
                  for i, (n, t) in enumerate(times.items()))
-    pred = Prediction("cpu-x", "a cpu", "fp32", True, latency_s, {"compute": 1.0}, rows,
-                      runtime="onnxruntime")
+    pred = Prediction(hardware="cpu-x", hardware_name="a cpu", precision="fp32", overlap=True,
+                      latency_s=latency_s, bound_share={"compute": 1.0}, nodes=rows, runtime="onnxruntime")
     return SimpleNamespace(nodes=nodes, predictions=(pred,))
 
 

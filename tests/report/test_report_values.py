@@ -94,3 +94,17 @@ def test_comparison_is_a_value_the_report_carries_only_as_a_new_report(tmp_path)
     with pytest.raises(dataclasses.FrozenInstanceError):
         c.threshold_pct = 1.0
     assert rc.with_predictions(predict(r, "t4")).comparison is None   # it described old ones
+
+
+def test_a_report_and_a_prediction_have_a_short_repr():
+    """A notebook shows the repr: a line, not the whole value (it was 125 KB for BERT)."""
+    from pathlib import Path
+
+    bert = Path(__file__).resolve().parents[1] / "fixtures" / "torch" / "bert.onnx"
+    r = analyzer.analyze(str(bert), ["a100", "t4"])
+    text = repr(r)
+    assert len(text) < 300 and "\n" not in text, text
+    assert "168 nodes" in text and f"params={r.totals.params:,}" in text
+    assert "a100-80gb-sxm" in text and "t4" in text
+    p = repr(r.predictions[0])
+    assert len(p) < 200 and "a100-80gb-sxm" in p and f"{r.predictions[0].latency_s:.4g}" in p

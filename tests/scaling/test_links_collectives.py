@@ -1,6 +1,5 @@
 """Links in the database and the collective formulas, against hand arithmetic."""
 
-import math
 
 import pytest
 

@@ -59,7 +59,7 @@ def test_memory_that_does_not_fit():
 
 
 def test_batch_rewrites_alexnet_reshape():
-    m, rewritten, old, _ = set_batch(ALEXNET, 256)
+    _, rewritten, old, _ = set_batch(ALEXNET, 256)
     assert rewritten == ["n15"] and old == 1
     r = analyzer.analyze(ALEXNET, batch=256)
     one = analyzer.analyze(ALEXNET)
@@ -100,7 +100,10 @@ def test_bubble_and_overlap_closed_forms():
     comp, bub, _ = P.pipeline(1.0, 4, 8, 0.0, lambda nb: Comm(0.0, 0.0))
     assert bub / (comp + bub) == pytest.approx(P.bubble_fraction(4, 8)) == pytest.approx(3 / 11)
     # overlap: 4 buckets of 0.1 s each, backward 1 s: all but the last bucket hidden
-    comm = lambda nb: Comm(nb, 0.0)
+
+    def comm(nb):
+        return Comm(nb, 0.0)
+
     total, exp = P.exposed(comm, 0.4, 1.0, overlap=True, buckets=4)
     assert total.total == pytest.approx(0.4) and exp == pytest.approx(0.1)
     assert P.exposed(comm, 0.4, 1.0, overlap=False)[1] == pytest.approx(0.4)

@@ -39,7 +39,7 @@ def test_counts_are_quadratic_and_kernels_deduplicated(cm):
     # up: [b*s, w] x [w, w]: mac_flops = 2*b*s*w^2, the one monomial b^1 s^1 w^2
     mono = {tuple(e): c for e, c in zip(f.exps.tolist(), a100.coeffs[:, 0, up]) if c != 0}
     assert mono == {(1, 1, 2): 2.0}
-    exps, groups = evaluation.plan(f)
+    _, groups = evaluation.plan(f)
     # 15 kernels on a100, 8 distinct: ln1=ln2, q=k=v=o=up=down, res1=res2 (+ kt, scores,
     # softmax, attn, relu); padded to 8 with weight-0 copies
     g = groups[f.groups.index(a100)]
@@ -154,6 +154,7 @@ def test_calibrated_profile_adds_its_run_overhead(tmp_path):
     assert r.predictions[0].run_overhead_s == pytest.approx(3e-6)
 
 
+@pytest.mark.machine
 def test_sharded_over_two_devices_matches_analyze(tmp_path):
     out = tmp_path / "lat.npy"
     code = textwrap.dedent(f"""

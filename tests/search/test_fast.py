@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 import analyzer
+from analyzer.errors import ModelLoadError
 from analyzer.search import candidate_counts
 from analyzer.search.fastpath import protobuf_walk, structure
 
@@ -344,7 +345,7 @@ def test_score_restores_the_garbage_collector():
     assert gc.isenabled()
     cm.score([m])
     assert gc.isenabled()
-    with pytest.raises(Exception):
+    with pytest.raises(ModelLoadError):
         cm.score([m, b"not a model"])
     assert gc.isenabled()
     gc.disable()

@@ -103,7 +103,7 @@ def test_partition_and_saved_bytes_equal_the_plan():
     xla = [g for g in cm._rows.groups if g.policy == "xla"][0]
     st = structure.read(blobs[0])
     data = cm._rows._data(cm._fast.keys(st))
-    members, saved = cm._rows._kernels(st.nodes, data, xla.policy)
+    _, saved = cm._rows._kernels(st.nodes, data, xla.policy)
     assert any(s > 0 for s in saved)
 
 

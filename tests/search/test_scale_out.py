@@ -22,6 +22,7 @@ def _candidates():
     return [ss.random_transformer(rng, 30).SerializeToString() for _ in range(6)]
 
 
+@pytest.mark.machine
 def test_sharded_over_four_devices_matches_one(tmp_path):
     cands = _candidates()
     for i, c in enumerate(cands):

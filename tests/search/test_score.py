@@ -47,7 +47,7 @@ def test_score_paths_jax_and_detail(cm, tmp_path):
     np.testing.assert_allclose(lat[1], [x.latency_s for x in r.predictions], rtol=1e-6)
     # the per-node breakdown sums to the latency and joins analyze's rows by index
     np.testing.assert_allclose(det[1].node_time_s.sum(axis=1), lat[1], rtol=1e-5)
-    for i, n in enumerate(r.nodes):
+    for i in range(len(r.nodes)):
         row = r.predictions[0].for_node(i)
         assert det[1].node_time_s[0, i] == pytest.approx(row.time_s if row else 0.0, rel=1e-5)
     assert [n.name for n in det[0].nodes] == [n.name for n in analyzer.analyze(m).nodes]

@@ -1,6 +1,6 @@
 """Cost rules, one module per op family. Importing this package fills ``cost.RULES``."""
 
-from analyzer.counting.rules.onnx import control  # noqa: F401,E501
+from analyzer.counting.rules.onnx import control
 from analyzer.counting.rules.onnx import attention
 from analyzer.counting.rules.onnx import elementwise
 from analyzer.counting.rules.onnx import indexing
@@ -21,7 +21,7 @@ from analyzer.counting.rules.onnx import views
 from analyzer.counting.rules.onnx_ml import ml
 from analyzer.counting.rules.onnxruntime import contrib
 from analyzer.counting.rules.onnxruntime import quantized as ort_quantized
-from analyzer.counting.rules.jax import control as lax_control  # noqa: F401,E501  (JAX primitives, domain "jax")
+from analyzer.counting.rules.jax import control as lax_control  # JAX primitives, domain "jax"
 from analyzer.counting.rules.jax import elementwise as lax_elementwise
 from analyzer.counting.rules.jax import linalg as lax_linalg
 from analyzer.counting.rules.jax import linear as lax_linear

@@ -43,11 +43,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 from analyzer.errors import ShapeError
 from analyzer.ir.graph import Graph, Node, TensorSpec
-from analyzer.frontends.jaxpr.inputs import (bind_inputs, ir_dtype, is_jax_target, load_program,  # noqa: F401
+from analyzer.frontends.jaxpr.inputs import (bind_inputs, ir_dtype, is_jax_target, load_program,
                            load_target, parse_spec)
 from analyzer.frontends.jaxpr.loops import while_trips
 from analyzer.frontends.jaxpr.values import Known, open_jaxpr
-from analyzer.frontends.jaxpr.trace import Traced, spec_of_aval, trace  # noqa: F401  (Traced, trace: re-exported)
+from analyzer.frontends.jaxpr.trace import Traced, spec_of_aval, trace  # Traced, trace: re-exported
 
 __all__ = ["DOMAIN", "CONTROL", "Traced", "bind_inputs", "ir_dtype", "is_jax_target", "load",
            "load_program", "load_target", "parse_spec", "sub_jaxprs", "trace"]

@@ -18,9 +18,6 @@ def while_trips(p: Mapping[str, Any], cond_consts, body_consts, init) -> tuple[i
     a literal, a known cond const, or a carry slot that the body passes through unchanged; the
     counter's and bound's initial values are known. ``fori_loop`` with traced-but-constant bounds
     and hand-written counted loops have this form."""
-    from jax.extend.core import Literal
-
-
     cj, _ = open_jaxpr(p["cond_jaxpr"])
     bj, _ = open_jaxpr(p["body_jaxpr"])
     cn, bn = p["cond_nconsts"], p["body_nconsts"]
@@ -33,38 +30,7 @@ def while_trips(p: Mapping[str, Any], cond_consts, body_consts, init) -> tuple[i
         return None, "condition is not a comparison of a counter with a bound"
     cond_carry = {v: i for i, v in enumerate(cj.invars[cn:])}
     cond_const = {v: cond_consts[i] for i, v in enumerate(cj.invars[:cn])}
-
-    def known(x):
-        return x.value if isinstance(x, Known) else None
-
-    def side(v):
-        """('carry', slot) | ('value', number) | None"""
-        if isinstance(v, Literal):
-            return ("value", v.val)
-        if v in cond_carry:
-            return ("carry", cond_carry[v])
-        if v in cond_const and known(cond_const[v]) is not None:
-            return ("value", known(cond_const[v]))
-        return None
-
-    def step_of(slot):
-        """The constant the body adds to carry ``slot`` each trip (None: not a counter); 0 if the
-        body passes it through unchanged."""
-        invar, outvar = bj.invars[bn + slot], bj.outvars[slot]
-        if outvar is invar:
-            return 0
-        e = next((e for e in bj.eqns if outvar in e.outvars), None)
-        if e is None or e.primitive.name not in ("add", "sub"):
-            return None
-        a, b = e.invars
-        sign = 1 if e.primitive.name == "add" else -1
-        if a is invar and isinstance(b, Literal):
-            return sign * int(b.val)
-        if b is invar and isinstance(a, Literal) and sign == 1:
-            return int(a.val)
-        return None
-
-    lhs, rhs = side(eqn.invars[0]), side(eqn.invars[1])
+    lhs, rhs = (_side(v, cond_carry, cond_const) for v in eqn.invars[:2])
     op = eqn.primitive.name
     if lhs is None or rhs is None:
         return None, "bound is not known at trace time"
@@ -72,14 +38,14 @@ def while_trips(p: Mapping[str, Any], cond_consts, body_consts, init) -> tuple[i
         lhs, rhs, op = rhs, lhs, _FLIP[op]
     if lhs[0] != "carry" or not 0 <= lhs[1] < n_carry:
         return None, "no loop counter in the condition"
-    step = step_of(lhs[1])
-    start = known(init[lhs[1]])
+    step = _step_of(bj, bn, lhs[1])
+    start = _known(init[lhs[1]])
     if not step or start is None:
         return None, "counter's step or start is not a constant"
     if rhs[0] == "carry":
-        if step_of(rhs[1]) != 0 or known(init[rhs[1]]) is None:
+        if _step_of(bj, bn, rhs[1]) != 0 or _known(init[rhs[1]]) is None:
             return None, "bound changes in the loop or is not known"
-        bound = known(init[rhs[1]])
+        bound = _known(init[rhs[1]])
     else:
         bound = rhs[1]
     try:
@@ -89,12 +55,56 @@ def while_trips(p: Mapping[str, Any], cond_consts, body_consts, init) -> tuple[i
     if op in ("le", "ge"):
         bound += 1 if op == "le" else -1
         op = "lt" if op == "le" else "gt"
-    if op == "lt" and step > 0:
-        trips = max(0, -(-(bound - start) // step))
-    elif op == "gt" and step < 0:
-        trips = max(0, -(-(start - bound) // -step))
-    elif op == "ne" and (bound - start) % step == 0 and (bound - start) // step >= 0:
-        trips = (bound - start) // step
-    else:
+    trips = _trips(op, start, step, bound)
+    if trips is None:
         return None, "counter never reaches its bound"
     return trips, f"counter from {start} step {step} to {bound}"
+
+
+def _known(x):
+    return x.value if isinstance(x, Known) else None
+
+
+def _side(v, cond_carry: dict, cond_const: dict):
+    """One side of the condition's comparison: ('carry', slot) | ('value', number) | None."""
+    from jax.extend.core import Literal
+
+    if isinstance(v, Literal):
+        return ("value", v.val)
+    if v in cond_carry:
+        return ("carry", cond_carry[v])
+    if v in cond_const and _known(cond_const[v]) is not None:
+        return ("value", _known(cond_const[v]))
+    return None
+
+
+def _step_of(bj, bn: int, slot: int) -> int | None:
+    """The constant the body ``bj`` (with ``bn`` consts) adds to carry ``slot`` each trip (None:
+    not a counter); 0 if the body passes it through unchanged."""
+    from jax.extend.core import Literal
+
+    invar, outvar = bj.invars[bn + slot], bj.outvars[slot]
+    if outvar is invar:
+        return 0
+    e = next((e for e in bj.eqns if outvar in e.outvars), None)
+    if e is None or e.primitive.name not in ("add", "sub"):
+        return None
+    a, b = e.invars
+    sign = 1 if e.primitive.name == "add" else -1
+    if a is invar and isinstance(b, Literal):
+        return sign * int(b.val)
+    if b is invar and isinstance(a, Literal) and sign == 1:
+        return int(a.val)
+    return None
+
+
+def _trips(op: str, start: int, step: int, bound: int) -> int | None:
+    """Trips of ``counter op bound`` from ``start`` by ``step`` (op: lt, gt or ne); None when the
+    counter never reaches the bound: lt, step 3, 0 -> 10: ceil(10 / 3) = 4."""
+    if op == "lt" and step > 0:
+        return max(0, -(-(bound - start) // step))
+    if op == "gt" and step < 0:
+        return max(0, -(-(start - bound) // -step))
+    if op == "ne" and (bound - start) % step == 0 and (bound - start) // step >= 0:
+        return (bound - start) // step
+    return None

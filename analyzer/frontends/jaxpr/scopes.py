@@ -81,9 +81,9 @@ def module_scopes() -> Iterator[None]:
     _STATE.stack, _STATE.paths = [], {}
     try:
         for c, call in patched:
-            setattr(c, "__call__", _wrap(call, nnx, jax))
+            c.__call__ = _wrap(call, nnx, jax)
         yield
     finally:
         for c, call in patched:
-            setattr(c, "__call__", call)
+            c.__call__ = call
         _STATE.stack, _STATE.paths = [], {}

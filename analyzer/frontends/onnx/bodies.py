@@ -106,12 +106,15 @@ def _defined(g: onnx.GraphProto, acc: set[str]) -> None:
 
 
 def infer(sg: onnx.GraphProto, typed: Mapping[str, TensorSpec], outer: Graph,
-          values: Mapping[str, np.ndarray] | None = None):
+          values: Mapping[str, np.ndarray] | None = None,
+          hints: Mapping[str, TensorSpec] | None = None):
     """ONNX inference of the body ``sg`` alone, its formal inputs typed as ``typed`` (name ->
     spec; the others keep their declared types).  ``values``: values the frontend folded
     inside the body (pads an STFT computes from a shape, a Reshape target): given as
     initializers in place of the nodes that compute them, so the shapes that depend on them
-    resolve where ONNX data propagation does not reach.  Returns the inferred GraphProto, or
+    resolve where ONNX data propagation does not reach.  ``hints``: specs of tensors computed
+    inside the body that ONNX inference cannot type (the outputs of a nested ``If`` whose
+    condition folded), given as value_info.  Returns the inferred GraphProto, or
     None when inference fails (the caller keeps the specs it had)."""
     g = onnx.GraphProto()
     g.CopyFrom(sg)
@@ -135,6 +138,9 @@ def infer(sg: onnx.GraphProto, typed: Mapping[str, TensorSpec], outer: Graph,
     del g.output[:]
     g.output.extend(outs)
     del g.value_info[:]
+    for name, s in (hints or {}).items():
+        if s is not None and s.dtype in _ONNX_TYPE and not (values and name in values):
+            g.value_info.append(helper.make_value_info(name, _type(s)))
     used: set[str] = set()
     defined: set[str] = set()
     _used(sg, used)

@@ -123,6 +123,29 @@ def _signature(attrs) -> tuple:
                  for k, v in attrs.items())
 
 
+def _empty(t: onnx.TensorProto) -> None:
+    if t.data_location == onnx.TensorProto.EXTERNAL:
+        del t.external_data[:]
+        del t.dims[:]
+        t.dims.append(0)
+        t.data_location = onnx.TensorProto.DEFAULT
+        t.raw_data = b""
+
+
+def _no_location(q: onnx.NodeProto) -> None:
+    """Stripped values (``read.strip_constant``, ``read.strip_bodies``) in ``q`` and its
+    bodies as empty tensors: the checker would look for their (made-up) file."""
+    for a in q.attribute:
+        if a.type == onnx.AttributeProto.TENSOR:
+            _empty(a.t)
+        for sg in ([a.g] if a.type == onnx.AttributeProto.GRAPH else
+                   a.graphs if a.type == onnx.AttributeProto.GRAPHS else ()):
+            for t in sg.initializer:
+                _empty(t)
+            for n in sg.node:
+                _no_location(n)
+
+
 def _mini(m: onnx.ModelProto, picked, specs, typed: bool) -> onnx.ModelProto | None:
     g = onnx.GraphProto(name="check")
     declared: set[str] = set()
@@ -135,13 +158,7 @@ def _mini(m: onnx.ModelProto, picked, specs, typed: bool) -> onnx.ModelProto | N
         q = g.node.add()
         q.op_type, q.domain, q.name = p.op_type, p.domain, n.name
         q.attribute.extend(p.attribute)
-        for a in q.attribute:  # a stripped Constant value (read.strip_constant): no location
-            if a.type == onnx.AttributeProto.TENSOR and a.t.data_location == onnx.TensorProto.EXTERNAL:
-                del a.t.external_data[:]
-                del a.t.dims[:]
-                a.t.dims.append(0)
-                a.t.data_location = onnx.TensorProto.DEFAULT
-                a.t.raw_data = b""
+        _no_location(q)
         for i, x in enumerate(p.input):
             name = f"__check_{k}_i{i}" if x else ""
             q.input.append(name)

@@ -24,7 +24,7 @@ from onnx import TensorProto, numpy_helper
 from analyzer.ir.ops import facts
 from analyzer.errors import GraphError
 from analyzer.ir.graph import FLOAT_DTYPES, Node, TensorSpec
-from analyzer.frontends.onnx.evaluators import (  # noqa: F401  (fold.evaluate, fold.output_shape)
+from analyzer.frontends.onnx.evaluators import (  # fold.evaluate, fold.output_shape
     MAX_VALUE_ELEMENTS,
     evaluate,
     output_dtype,
@@ -143,28 +143,13 @@ def fold_graph(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=
             continue
         out0 = n.outputs[0] if n.outputs else ""
         if op == "Constant":
-            spec, v = constant_node_value(n)
-            if out0 not in specs:
-                specs[out0] = spec
-            constants.add(out0)
-            if spec.dtype not in FLOAT_DTYPES:
-                sources[out0] = ()  # an index, mask or shape constant: structure, not a weight
-            if v is not None:
-                values[out0] = v
+            _fold_constant(n, out0, specs, constants, values, sources)
             folded.add(n.name)
             continue
         if op in ("Shape", "Size"):
-            s = lookup.get(n.inputs[0])
-            if s is not None and s.is_static:
-                shape = s.shape
-            elif n.inputs[0] in values:  # folded earlier in this pass: its value has the shape
-                shape = values[n.inputs[0]].shape
-            else:
+            v = _shape_value(n, lookup, values)
+            if v is None:
                 continue
-            if op == "Size":
-                v = np.asarray(prod(shape), dtype=np.int64)
-            else:
-                v = np.asarray(shape, dtype=np.int64)[n.attrs.get("start", 0):n.attrs.get("end", None)]
             values[out0] = v
             constants.add(out0)
             folded.add(n.name)
@@ -179,52 +164,91 @@ def fold_graph(nodes: list[Node], specs, initial: tuple[set[str], dict], lookup=
         folded.add(n.name)
         if sized and any(x in sized for x in ins):
             sized.update(o for o in n.outputs if o)
-        if op == "ConstantOfShape":
-            s0 = lookup.get(out0)
-            if s0 is not None and s0.dtype not in FLOAT_DTYPES:
-                sources[out0] = ()  # an integer/bool fill (a mask): structure, not a weight
-            elif out0 in sized:  # zeros sized by an input (an RNN's h0, zeros_like): a buffer
-                sources[out0] = ()  # the runtime fills, not a weight: never params
-        else:  # a float ConstantOfShape output is itself the constant (a weight)
-            skip = facts("", op).shape_inputs
-            src = tuple(dict.fromkeys(
-                leaf for i, x in enumerate(n.inputs) if x and i not in skip
-                for leaf in sources.get(x, (x,))))
-            for o in n.outputs:
-                if o:
-                    sources[o] = src
-        if len(n.outputs) != 1 or not all(x in values for x in ins):
-            continue
-        attrs = n.attrs
-        vals = [values[x] if x else None for x in n.inputs]
-        big = output_shape(op, vals, attrs)
-        if big is not None and prod(big) > MAX_VALUE_ELEMENTS:
-            if oversized is not None:
-                oversized[out0] = (big, output_dtype(op, vals, attrs))
-            continue  # constant, but its value is not computed (the module docstring's cap)
-        if op == "ConstantOfShape":
-            shape = [int(d) for d in vals[0]]
-            if prod(shape) <= MAX_VALUE_ELEMENTS:
-                t = attrs.get("value")
-                fill = numpy_helper.to_array(t) if t is not None else np.zeros(1, np.float32)
-                values[out0] = np.full(shape, fill.reshape(-1)[0], dtype=fill.dtype)
-            continue
-        if op in ("Cast", "CastLike"):
-            to = attrs.get("to") if op == "Cast" else None
-            dt = NP_DTYPES.get(DTYPES.get(to, "")) if to is not None else vals[1].dtype
-            if dt is not None:
-                values[out0] = vals[0].astype(dt)
-            continue
-        errs: list[str] | None = [] if failures is not None else None
-        v = evaluate(op, vals, attrs, errors=errs)
-        if v is not None:
-            values[out0] = v
-        elif errs:
-            failures[out0] = (f"node '{n.name}' ({op}) fails on its known input values "
-                              f"({', '.join(_brief(x) for x in vals if x is not None)}): "
-                              f"{errs[0].strip()}")
+        _trace_sources(n, out0, lookup, sized, sources)
+        if len(n.outputs) == 1 and all(x in values for x in ins):
+            _compute_value(n, out0, values, failures, oversized)
     for k, v in values.items():
         s = lookup.get(k)
         if s is None or not s.is_static:
             specs[k] = TensorSpec(tuple(int(d) for d in v.shape), str(v.dtype))
     return constants, values, folded, sources
+
+
+def _fold_constant(n: Node, out0: str, specs, constants: set[str], values: dict, sources: dict) -> None:
+    """A Constant node: its spec, its value (where small enough) and, for an index, mask or shape
+    constant, no weight sources."""
+    spec, v = constant_node_value(n)
+    if out0 not in specs:
+        specs[out0] = spec
+    constants.add(out0)
+    if spec.dtype not in FLOAT_DTYPES:
+        sources[out0] = ()  # an index, mask or shape constant: structure, not a weight
+    if v is not None:
+        values[out0] = v
+
+
+def _shape_value(n: Node, lookup, values: dict) -> np.ndarray | None:
+    """Shape (with its start/end) or Size of the input, when its shape is known; else None."""
+    s = lookup.get(n.inputs[0])
+    if s is not None and s.is_static:
+        shape = s.shape
+    elif n.inputs[0] in values:  # folded earlier in this pass: its value has the shape
+        shape = values[n.inputs[0]].shape
+    else:
+        return None
+    if n.op == "Size":
+        return np.asarray(prod(shape), dtype=np.int64)
+    return np.asarray(shape, dtype=np.int64)[n.attrs.get("start", 0):n.attrs.get("end", None)]
+
+
+def _trace_sources(n: Node, out0: str, lookup, sized: set[str], sources: dict) -> None:
+    """The file constants a folded node's outputs are computed from (its params)."""
+    if n.op == "ConstantOfShape":
+        s0 = lookup.get(out0)
+        if s0 is not None and s0.dtype not in FLOAT_DTYPES:
+            sources[out0] = ()  # an integer/bool fill (a mask): structure, not a weight
+        elif out0 in sized:  # zeros sized by an input (an RNN's h0, zeros_like): a buffer
+            sources[out0] = ()  # the runtime fills, not a weight: never params
+        return  # a float ConstantOfShape output is itself the constant (a weight)
+    skip = facts("", n.op).shape_inputs
+    src = tuple(dict.fromkeys(
+        leaf for i, x in enumerate(n.inputs) if x and i not in skip
+        for leaf in sources.get(x, (x,))))
+    for o in n.outputs:
+        if o:
+            sources[o] = src
+
+
+def _compute_value(n: Node, out0: str, values: dict, failures: dict[str, str] | None,
+                   oversized: dict | None) -> None:
+    """The value of a one-output node whose inputs all have values, unless it would exceed
+    ``MAX_VALUE_ELEMENTS`` (then its shape and dtype go to ``oversized``); an evaluation that
+    fails on known values is explained in ``failures``."""
+    op, attrs = n.op, n.attrs
+    vals = [values[x] if x else None for x in n.inputs]
+    big = output_shape(op, vals, attrs)
+    if big is not None and prod(big) > MAX_VALUE_ELEMENTS:
+        if oversized is not None:
+            oversized[out0] = (big, output_dtype(op, vals, attrs))
+        return  # constant, but its value is not computed (the module docstring's cap)
+    if op == "ConstantOfShape":
+        shape = [int(d) for d in vals[0]]
+        if prod(shape) <= MAX_VALUE_ELEMENTS:
+            t = attrs.get("value")
+            fill = numpy_helper.to_array(t) if t is not None else np.zeros(1, np.float32)
+            values[out0] = np.full(shape, fill.reshape(-1)[0], dtype=fill.dtype)
+        return
+    if op in ("Cast", "CastLike"):
+        to = attrs.get("to") if op == "Cast" else None
+        dt = NP_DTYPES.get(DTYPES.get(to, "")) if to is not None else vals[1].dtype
+        if dt is not None:
+            values[out0] = vals[0].astype(dt)
+        return
+    errs: list[str] | None = [] if failures is not None else None
+    v = evaluate(op, vals, attrs, errors=errs)
+    if v is not None:
+        values[out0] = v
+    elif errs:
+        failures[out0] = (f"node '{n.name}' ({op}) fails on its known input values "
+                          f"({', '.join(_brief(x) for x in vals if x is not None)}): "
+                          f"{errs[0].strip()}")

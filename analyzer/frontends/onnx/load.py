@@ -36,6 +36,7 @@ from analyzer.frontends.onnx.read import (
     newer_ops,
     read_initializers,
     read_nodes,
+    strip_bodies,
     topo_order,
 )
 from analyzer.frontends.onnx.shapes import (
@@ -148,16 +149,23 @@ def _drop_symbolic_declarations(g: onnx.GraphProto) -> bool:
 _SELF_TYPED = frozenset({"If", "Loop", "Scan", "SequenceMap"})  # typed from bodies: keep
 
 
-def _declared_outputs_as_hints(g: onnx.GraphProto, rebound: bool) -> bool:
+def _declared_outputs_as_hints(g: onnx.GraphProto, rebound: bool, branch: bool = False) -> bool:
     """A graph output's declared shape is the exporter's trace (batch 1, a symbol of its own),
     not a fact: for outputs of standard ops, which ONNX inference types, the shape is dropped
     (the dtype stays), so that the shapes ``inputs=``, ``dims=`` or folded values decide win.
     (A declaration that disagrees with inference wins inside ONNX inference: an ImageNet
     classifier declared [1, 1000] counted its last Gemm at batch 1 at any batch.)  Without
     ``rebound`` (no input was bound) only declarations with a symbol or an unknown dim go: the
-    fixed ones were traced at the shapes being analysed.  True when anything changed."""
-    drop = [vi for vi in g.output if vi.type.tensor_type.HasField("shape") and (rebound or any(
-        not d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim))]
+    fixed ones were traced at the shapes being analysed.  ``branch``: ``g`` is an If branch,
+    whose value_info is the same trace's and goes alike (``_branch_hints``).  True when
+    anything changed."""
+    def traced(vi):
+        return vi.type.tensor_type.HasField("shape") and (rebound or any(
+            not d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim))
+
+    drop = [vi for vi in g.output if traced(vi)]
+    if branch:
+        drop += [vi for vi in g.value_info if traced(vi)]
     if not drop:
         return False
     std = {o for n in g.node if n.domain in ("", "ai.onnx") and n.op_type not in _SELF_TYPED
@@ -169,6 +177,26 @@ def _declared_outputs_as_hints(g: onnx.GraphProto, rebound: bool) -> bool:
             t.ClearField("shape")
             changed = True
     return changed
+
+
+def _branch_hints(n: onnx.NodeProto, rebound: bool) -> bool:
+    """``_declared_outputs_as_hints`` for every If branch in or under the control-flow node
+    ``n``: a branch's outputs are declared by the same trace (batch 1 when the input is 8x8),
+    its own nodes decide them.  True when anything changed."""
+    changed = False
+    branch = n.op_type == "If" and n.domain in ("", "ai.onnx")
+    for a in n.attribute:
+        for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else
+                  a.graphs if a.type == onnx.AttributeProto.GRAPHS else ()):
+            if branch:
+                changed |= _declared_outputs_as_hints(g, rebound, branch=True)
+            for m in g.node:
+                if len(m.attribute) and any(x.type in _GRAPH_TYPES for x in m.attribute):
+                    changed |= _branch_hints(m, rebound)
+    return changed
+
+
+_GRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
 
 def load(model: Any, *, inputs: Mapping[str, Any] | None = None,
@@ -184,7 +212,8 @@ def load(model: Any, *, inputs: Mapping[str, Any] | None = None,
     fixed = bind_values(m, values)
     hints = _declared_outputs_as_hints(m.graph, bool(bound or inputs or fixed))
     # binding edits the graph inputs: then inference must see the edited proto
-    graph = _build(m, path, counted, None if (inputs or dims or values or hints) else data)
+    graph = _build(m, path, counted, None if (inputs or dims or values or hints) else data,
+                   rebound=bool(bound or inputs or fixed))
     real = set(graph.inputs)  # graph inputs that are not initializers
     info = {
         "path": path,
@@ -201,9 +230,10 @@ def load(model: Any, *, inputs: Mapping[str, Any] | None = None,
 
 
 def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
-           expanded: bool = False) -> Graph:
+           expanded: bool = False, rebound: bool = False) -> Graph:
     """The Graph of ``m``; ``data``: ``m`` serialized, when the caller has it already.
-    ``expanded``: function ops were already decomposed (``functions``), or must not be."""
+    ``expanded``: function ops were already decomposed (``functions``), or must not be.
+    ``rebound``: inputs, dims or values were given (``_declared_outputs_as_hints``)."""
     g = m.graph
     cache: dict[bytes, tuple[str, Any]] = {}
     init_specs, init_values, stripped = read_initializers(g, strip=True)
@@ -215,12 +245,18 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
     renamed: dict[str, str] = {}
     nodes, in_order, defined, candidates = read_nodes(g, cache, available, init_names, big_constants,
                                                       renamed)
+    if any(n.attr_key is None for n in nodes):  # control flow: only such nodes have bodies
+        for i, n in enumerate(nodes):
+            # a body's big constants and initializers are stripped likewise, and an If
+            # branch's traced declarations dropped: the protos then differ from data
+            if n.attr_key is None and (strip_bodies(g.node[i]) | _branch_hints(g.node[i], rebound)):
+                big_constants.append("")
     if big_constants:  # a Constant node's value was inline: the stripped proto differs from data
         data = None
     ops = set(map(OP_OF, nodes))  # every op name of the graph: decides the rare passes below
     if not expanded and functions.wanted(m, nodes, ops, counted):  # uncounted function ops (rare)
         return functions.build_decomposed(
-            m, lambda x: _build(x, path, counted, data if x is m else None, True), counted)
+            m, lambda x: _build(x, path, counted, data if x is m else None, True, rebound), counted)
     file_nodes = nodes  # file order (the re-inference copy keeps it)
     if not in_order:
         nodes = topo_order(nodes, available)
@@ -245,28 +281,9 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
             specs = collect_specs(inferred.graph)
             specs.update(init_specs)
     contrib_output_shapes(inferred, nodes, specs, ops)
-    # Folding may compute values (Reshape targets, Expand shapes, Range limits) that inference
-    # could not see: give them to inference as initializers and infer again; the specs that
-    # resolves may let more fold (a Shape of a now-static tensor), so repeat while it helps.
-    n_values = -1
-    for _ in range(_FOLD_ROUNDS):
-        fold_errors: dict[str, str] = {}
-        constants, values, folded, sources = fold.fold_graph(
-            candidates, specs, (set(init_names), dict(init_values)), failures=fold_errors)
-        patched = old_opset and negative_axes(m, specs)  # ranks this round resolved
-        if (len(values) == n_values and not patched) or not open_specs(nodes, folded, specs, defined):
-            break
-        n_values = len(values)
-        better = infer_with_values(m, file_nodes, nodes, folded, values, init_names, prop)
-        if better is None and patched:
-            again = infer_model(m, data_prop=prop)
-            better = (again, collect_specs(again.graph))
-        if better is None:
-            break
-        inferred, better_specs = better
-        if not merge_specs(specs, better_specs):
-            break
-
+    inferred, (constants, values, folded, sources), fold_errors = _fold_and_infer(
+        m, inferred, specs, file_nodes, nodes, candidates, defined, init_names, init_values, prop, ops,
+        old_opset)
     if "BatchNormalization" in ops:
         batch_norm_statistics(nodes, specs)
     # after re-inference: adds SequenceLength values
@@ -289,13 +306,56 @@ def _build(m: onnx.ModelProto, path: str, counted, data: bytes | None = None,
         renamed=renamed,
     )
     if any(n.attr_key is None for n in nodes):  # only control-flow nodes have graph attributes
-        attach_subgraphs(graph, subgraph_protos(inferred.graph), cache)
-        # Loop/Scan outputs typed from their bodies resolve the nodes downstream, whose bodies
-        # are then typed again: one round per level of a chain of control-flow nodes (each
-        # round must resolve something), re-typing only the nodes not yet settled
-        while pending := unsettled(graph):
-            inferred = control_outputs(graph, inferred, cache)
-            if inferred is None:
-                break
-            attach_subgraphs(graph, subgraph_protos(inferred.graph), cache, only=pending)
+        _type_bodies(graph, inferred, cache, candidates, specs, init_names, init_values, fold_errors)
     return graph
+
+
+def _fold_and_infer(m, inferred, specs, file_nodes, nodes, candidates, defined, init_names, init_values,
+                    prop, ops, old_opset: bool):
+    """(the last inferred model, fold.fold_graph's (constants, values, folded, sources), the fold
+    errors). Folding may compute values (Reshape targets, Expand shapes, Range limits) that
+    inference could not see: they go to inference as initializers and it infers again; the
+    specs (updated in place) that resolves may let more fold (a Shape of a now-static tensor),
+    so it repeats while it helps, at most _FOLD_ROUNDS times."""
+    n_values = -1
+    for _ in range(_FOLD_ROUNDS):
+        fold_errors: dict[str, str] = {}
+        folding = fold.fold_graph(candidates, specs, (set(init_names), dict(init_values)), failures=fold_errors)
+        values, folded = folding[1], folding[2]
+        patched = old_opset and negative_axes(m, specs)  # ranks this round resolved
+        if (len(values) == n_values and not patched) or not open_specs(nodes, folded, specs, defined):
+            break
+        n_values = len(values)
+        better = infer_with_values(m, file_nodes, nodes, folded, values, init_names, prop)
+        if better is None and patched:
+            again = infer_model(m, data_prop=prop)
+            better = (again, collect_specs(again.graph))
+        if better is None:
+            break
+        inferred, better_specs = better
+        if not merge_specs(specs, better_specs):
+            break
+        # a contrib op fed by what this round resolved (an OCR export's DynamicQuantizeLSTM
+        # behind a Reshape whose target folds from the symbolic image width)
+        contrib_output_shapes(inferred, nodes, specs, ops)
+    return inferred, folding, fold_errors
+
+
+def _type_bodies(graph: Graph, inferred, cache, candidates, specs, init_names, init_values,
+                 fold_errors: dict[str, str]) -> None:
+    """Attach the control-flow nodes' sub-graphs. Loop/Scan outputs typed from their bodies
+    resolve the nodes downstream, whose bodies are then typed again: one round per level of a
+    chain of control-flow nodes (each round must resolve something), re-typing only the nodes
+    not yet settled."""
+    attach_subgraphs(graph, subgraph_protos(inferred.graph), cache)
+    while pending := unsettled(graph):
+        inferred = control_outputs(graph, inferred, cache)
+        if inferred is None:
+            break
+        # the shapes the bodies gave may fold more: an If's condition read from the shape
+        # of a tensor after a Loop or another If ('squeeze when dim 0 is 1')
+        constants, values, folded, sources = fold.fold_graph(
+            candidates, specs, (set(init_names), dict(init_values)), failures=fold_errors)
+        graph.constants, graph.values = frozenset(constants), values
+        graph.folded, graph.sources = frozenset(folded), sources
+        attach_subgraphs(graph, subgraph_protos(inferred.graph), cache, only=pending)

@@ -77,7 +77,48 @@ def strip_constant(n: onnx.NodeProto) -> bool:
             if numel > fold.SMALL_ELEMENTS and t.data_location != onnx.TensorProto.EXTERNAL:
                 _strip(t)
                 return True
+        elif a.name in _LIST_VALUES and a.type == _LIST_VALUES[a.name][0]:
+            # value_floats / value_ints / value_strings: a 1-D tensor written as a list
+            # (25 million floats were 2.4 GB as Python floats): the same tensor, stripped
+            _, field, dtype = _LIST_VALUES[a.name]
+            numel = len(getattr(a, field))
+            if numel > fold.SMALL_ELEMENTS:
+                a.Clear()
+                a.name, a.type = "value", onnx.AttributeProto.TENSOR
+                a.t.dims.append(numel)
+                a.t.data_type = dtype
+                _strip(a.t)
+                return True
     return False
+
+
+_LIST_VALUES = {"value_floats": (onnx.AttributeProto.FLOATS, "floats", onnx.TensorProto.FLOAT),
+                "value_ints": (onnx.AttributeProto.INTS, "ints", onnx.TensorProto.INT64),
+                "value_strings": (onnx.AttributeProto.STRINGS, "strings", onnx.TensorProto.STRING)}
+
+
+def strip_bodies(n: onnx.NodeProto) -> bool:
+    """``strip_constant`` and the initializer stripping of ``read_initializers`` for every
+    sub-graph of ``n`` (If branches, Loop/Scan bodies, at any depth), in place, before shape
+    inference copies them.  True when anything was stripped."""
+    stripped = False
+    for a in n.attribute:
+        subs = [a.g] if a.type == onnx.AttributeProto.GRAPH else (
+            list(a.graphs) if a.type == onnx.AttributeProto.GRAPHS else [])
+        for g in subs:
+            for t in g.initializer:
+                numel = 1
+                for d in t.dims:
+                    numel *= d
+                if numel > fold.SMALL_ELEMENTS and t.data_location != onnx.TensorProto.EXTERNAL:
+                    _strip(t)
+                    stripped = True
+            for m in g.node:
+                if m.op_type == "Constant":
+                    stripped |= strip_constant(m)
+                elif len(m.attribute):
+                    stripped |= strip_bodies(m)
+    return stripped
 
 
 def _strip(t: onnx.TensorProto) -> None:

@@ -132,32 +132,9 @@ def follow(nodes: list[Node], specs: MutableMapping[str, TensorSpec], values: Mu
                 seqs[out] = el
         elif op in ("SequenceInsert", "SequenceErase"):
             base = seq(ins[0])
-            if base is None:
-                continue
-            base = list(base)
-            if op == "SequenceInsert":
-                t = lookup.get(ins[1]) if len(ins) > 1 else None
-                if t is None:
-                    continue
-                pos = _int(values, ins[2]) if len(ins) > 2 and ins[2] else len(base)
-                if pos is None:
-                    if any(e != t for e in base):
-                        continue
-                    pos = len(base)  # all elements alike: the position does not matter
-                base.insert(pos + len(base) + 1 if pos < 0 else pos, t)
-            else:
-                if not base:
-                    continue
-                pos = _int(values, ins[1]) if len(ins) > 1 and ins[1] else -1
-                if pos is None:
-                    if any(e != base[0] for e in base):
-                        continue
-                    pos = -1
-                try:
-                    del base[pos]
-                except IndexError:
-                    continue
-            seqs[out] = tuple(base)
+            el = None if base is None else _insert_or_erase(op, list(base), ins, values, lookup)
+            if el is not None:
+                seqs[out] = el
         elif op == "SplitToSequence":
             el = _split(lookup.get(ins[0]), ins[1] if len(ins) > 1 else "",
                         int(n.attrs.get("axis", 0)), int(n.attrs.get("keepdims", 1)), values, lookup)
@@ -183,3 +160,32 @@ def follow(nodes: list[Node], specs: MutableMapping[str, TensorSpec], values: Mu
             if el:
                 refine(out, _concat(el, int(n.attrs.get("axis", 0)), int(n.attrs.get("new_axis", 0))))
     return seqs
+
+
+def _insert_or_erase(op: str, base: list, ins, values: Mapping, lookup: Mapping) -> tuple | None:
+    """The elements after SequenceInsert (tensor ``ins[1]`` at ``ins[2]``, default the end) or
+    SequenceErase (at ``ins[1]``, default the last); an unknown position is fine only when every
+    element is alike. None: not known."""
+    if op == "SequenceInsert":
+        t = lookup.get(ins[1]) if len(ins) > 1 else None
+        if t is None:
+            return None
+        pos = _int(values, ins[2]) if len(ins) > 2 and ins[2] else len(base)
+        if pos is None:
+            if any(e != t for e in base):
+                return None
+            pos = len(base)  # all elements alike: the position does not matter
+        base.insert(pos + len(base) + 1 if pos < 0 else pos, t)
+        return tuple(base)
+    if not base:
+        return None
+    pos = _int(values, ins[1]) if len(ins) > 1 and ins[1] else -1
+    if pos is None:
+        if any(e != base[0] for e in base):
+            return None
+        pos = -1
+    try:
+        del base[pos]
+    except IndexError:
+        return None
+    return tuple(base)

@@ -100,41 +100,80 @@ def _sub_graph(sg: onnx.GraphProto, outer: Graph, cache, where: str, scope=None,
     nodes = topo_order(nodes, available, {vi.name for vi in sg.input} | init_specs.keys())
     consts = set(init_specs) | outer.constants
     vals = {**outer.values, **init_values}
-    constants, values, folded, sources = fold.fold_graph(nodes, local, (consts, vals), specs)
-    for _ in range(_FOLD_ROUNDS):  # folded values the body's inference could not see
-        better = _infer_with_folded(sg, local, outer, nodes, values, init_values)
-        if better is None:
-            break
-        nested = better
+    control = any(n.attr_key is None for n in nodes)
+    seen = available | {o for n in nodes for o in n.outputs if o}
+    hints: dict[str, TensorSpec] = {}  # outputs of nested control nodes, typed from their bodies
+    pending = None  # the nested control nodes to type again (None: all, the first round)
+    for _ in range(_FOLD_ROUNDS):
         constants, values, folded, sources = fold.fold_graph(nodes, local, (consts, vals), specs)
-    seqs = sequences.follow(nodes, local, values, outer.sequences, specs)
-    graph = Graph(name=where, nodes=nodes, tensors=specs,
-                  inputs=tuple(vi.name for vi in sg.input), outputs=tuple(vi.name for vi in sg.output),
-                  constants=frozenset(constants), values=values, folded=frozenset(folded),
-                  opsets=outer.opsets, sources={**outer.sources, **sources},
-                  sequences=ChainMap(seqs, outer.sequences) if seqs else outer.sequences,
-                  is_body=True, newer_ops=newer_ops(nodes, outer.opsets))
-    if any(n.attr_key is None for n in nodes):
-        attach_subgraphs(graph, subgraph_protos(nested), cache,
-                          available | {o for n in nodes for o in n.outputs if o})
+        for _ in range(_FOLD_ROUNDS):  # folded values the body's inference could not see
+            better = _infer_with_folded(sg, local, outer, nodes, values, init_values, hints)
+            if better is None:
+                break
+            nested = better
+            constants, values, folded, sources = fold.fold_graph(nodes, local, (consts, vals), specs)
+        seqs = sequences.follow(nodes, local, values, outer.sequences, specs)
+        graph = Graph(name=where, nodes=nodes, tensors=specs,
+                      inputs=tuple(vi.name for vi in sg.input), outputs=tuple(vi.name for vi in sg.output),
+                      constants=frozenset(constants), values=values, folded=frozenset(folded),
+                      opsets=outer.opsets, sources={**outer.sources, **sources},
+                      sequences=ChainMap(seqs, outer.sequences) if seqs else outer.sequences,
+                      is_body=True, newer_ops=newer_ops(nodes, outer.opsets))
+        if not control:
+            break
+        # after the first round, only the nested nodes whose bodies may now see more (those
+        # after a settled If); the others keep the bodies built (``nodes`` is shared)
+        if pending is None or (pending := unsettled(graph)):
+            attach_subgraphs(graph, subgraph_protos(nested), cache, seen, only=pending)
+        pending = set()
+        # an If nested here whose condition folded (a rank or batch test of an exporter) has
+        # its taken branch's outputs, which ONNX inference (merging both branches, of other
+        # ranks) leaves unknown: give them to the body's inference, and the nodes after it
+        # resolve (silero-VAD's LSTM behind 'If rank == 2: Unsqueeze')
+        more = _nested_outputs(graph, local)
+        if not more:
+            break
+        hints.update(more)
+        local.update(more)
+        again = _infer_with_folded(sg, local, outer, nodes, values, init_values, hints, force=True)
+        if again is not None:
+            nested = again
     return graph
 
 
+def _nested_outputs(graph: Graph, local: dict) -> dict[str, TensorSpec]:
+    """The outputs of the control-flow nodes of ``graph`` whose bodies imply more than
+    ``local`` has (``bodies.implied_outputs``)."""
+    out: dict[str, TensorSpec] = {}
+    for n in graph.nodes:
+        if not n.subgraphs:
+            continue
+        for o, s in zip(n.outputs, bodies.implied_outputs(n, graph) or ()):
+            old = local.get(o)
+            if o and s is not None and (old is None or old.unknowns > s.unknowns):
+                out[o] = s
+    return out
+
+
 def _infer_with_folded(sg: onnx.GraphProto, local: dict, outer: Graph, nodes, values,
-                       init_values) -> onnx.GraphProto | None:
+                       init_values, hints=None, force: bool = False) -> onnx.GraphProto | None:
     """While a tensor the body computes is unresolved, infer the body alone again with the
     values folding computed inside it (``bodies.infer``): an STFT's pads built from a shape,
-    a Reshape target.  Better specs go into ``local``; returns the inferred body, or None when
-    nothing is open, there is no value to give, or nothing improved."""
+    a Reshape target; ``hints``: specs of nested control-flow outputs, typed from their
+    bodies.  Better specs go into ``local``; returns the inferred body, or None when nothing
+    is open, there is nothing to give, or nothing improved (``force``: whenever inference
+    ran, new ``hints`` being the improvement)."""
     own = {o for n in nodes for o in n.outputs if o}
-    if not any(unresolved(local.get(o)) for o in own):
+    if not force and not any(unresolved(local.get(o)) for o in own):
         return None
     given = {k: v for k, v in values.items() if k in own and k not in init_values}
-    if not given:
+    if not given and not hints:
         return None
     typed = {vi.name: local[vi.name] for vi in sg.input if local.get(vi.name) is not None}
-    inferred = bodies.infer(sg, typed, outer, given)
-    if inferred is None or not merge_specs(local, collect_specs(inferred), own):
+    inferred = bodies.infer(sg, typed, outer, given, hints)
+    if inferred is None:
+        return None
+    if not merge_specs(local, collect_specs(inferred), own) and not force:
         return None
     return inferred
 

@@ -21,8 +21,30 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     The shapes span the regimes of common networks (stems, 1x1 and 3x3 convs at 7-112 pixels,
     depthwise 3/5/7, GEMV to square GEMMs) but none is a layer of a model bench/accuracy_cpu.py
     evaluates (same op, input and weight shapes, strides, group): test_calibration_holdout checks it."""
-    M: dict[str, Any] = {}
+    return {
+        "gemm": _gemm(),
+        "conv": _conv(),
+        "conv_dw": _conv_dw(),
+        "conv_1x1": _conv_1x1(),
+        "elementwise": _elementwise(scale),
+        "activation": _activation(scale),
+        "swish": _swish(scale),
+        "norm": _norm(),
+        "norm_fused": _norm_fused(),
+        "attention": _attention(),
+        "softmax": _softmax(),
+        "reduce": _reduce(),
+        "gather": _gather(),
+        "pooling": _pooling(),
+        "conv1d": _conv1d(),
+        "pool1d": _pool1d(),
+        "movement": _movement(),
+        "view": _view(),
+        "rnn": _rnn(),
+    }
 
+
+def _gemm():
     b = Builder(1)
     for m, k, n in [(1, 256, 256), (1, 768, 768), (1, 1024, 4096), (1, 4096, 1024), (4, 512, 512),
                     (8, 768, 768), (16, 256, 1024), (32, 128, 128), (32, 768, 3072), (64, 64, 64),
@@ -49,8 +71,10 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
               domain="com.microsoft")
     for m, k, n in [(8, 64, 64), (8, 256, 1024), (16, 768, 768)]:
         b.add("Gemm", [(m, k)], weights=[(n, k), (n,)], attrs={"transB": 1})
-    M["gemm"] = b.model()
+    return b.model()
 
+
+def _conv():
     b = Builder(2)
     for c_in, c_out, hw, k, s in [(3, 32, 208, 3, 2), (16, 16, 56, 3, 1), (32, 32, 56, 3, 1),
                                   (64, 64, 52, 3, 1), (128, 128, 30, 3, 1), (256, 256, 16, 3, 1),
@@ -66,8 +90,10 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
         b.add("FusedConv", [(1, c_in, hw, hw)], weights=[(c_out, c_in, k, k), (c_out,)],
               attrs={"pads": [k // 2] * 4, "strides": [s, s], "activation": "Relu"},
               domain="com.microsoft")
-    M["conv"] = b.model()
+    return b.model()
 
+
+def _conv_dw():
     b = Builder(3)
     for c, hw, k, s in [(32, 104, 3, 1), (96, 104, 3, 2), (144, 52, 3, 1), (192, 30, 3, 1),
                         (384, 16, 3, 1), (960, 8, 3, 1), (96, 52, 7, 1), (768, 8, 7, 1),
@@ -81,8 +107,10 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
         b.add("FusedConv", [(1, c, hw, hw)], weights=[(c, 1, k, k), (c,)],
               attrs={"pads": [k // 2] * 4, "strides": [s, s], "group": c, "activation": "Relu"},
               domain="com.microsoft")
-    M["conv_dw"] = b.model()
+    return b.model()
 
+
+def _conv_1x1():
     b = Builder(4)
     for c_in, c_out, hw in [(32, 16, 104), (16, 96, 104), (24, 144, 52), (144, 24, 52),
                             (64, 256, 56), (256, 64, 56), (128, 512, 28), (512, 128, 28),
@@ -96,8 +124,10 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     for c_in, c_out, hw in [(32, 64, 56), (96, 24, 28), (16, 16, 16)]:
         b.add("FusedConv", [(1, c_in, hw, hw)], weights=[(c_out, c_in, 1, 1), (c_out,)],
               attrs={"activation": "Relu"}, domain="com.microsoft")
-    M["conv_1x1"] = b.model()
+    return b.model()
 
+
+def _elementwise(scale: float):
     # elementwise / bandwidth: 4 KB .. 64 MB per tensor (x scale)
     elems = sizes(1024, 16 * 1024 * 1024 * scale, 13)
     b = Builder(5)
@@ -106,8 +136,10 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     for e in elems[::2]:
         b.add("Mul", [(e,)], weights=[(1,)])
         b.add("Relu", [(e,)])
-    M["elementwise"] = b.model()
+    return b.model()
 
+
+def _activation(scale: float):
     b = Builder(6)
     for e in sizes(1024, 4 * 1024 * 1024 * scale, 6):
         b.add("Sigmoid", [(e,)])
@@ -118,17 +150,21 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     for r, h in [(8, 256), (16, 3072), (128, 3072), (512, 4096)]:
         b.add("BiasGelu", [(1, r, h)], weights=[(h,)], domain="com.microsoft")
         b.add("FastGelu", [(1, r, h)], weights=[(h,)], domain="com.microsoft")
-    M["activation"] = b.model()
+    return b.model()
 
+
+def _swish(scale: float):
     # QuickGelu at alpha = 1: the SiLU x * sigmoid(x) onnxruntime fuses (op_classes: swish; 2.5x
-    # faster than at alpha 1.702, the rows until 2026-11-24: EfficientNet's SiLUs were 2.5x over)
+    # faster than at alpha 1.702, which earlier rows used: EfficientNet's SiLUs were 2.5x over)
     b = Builder(17)
     for e in sizes(1024, 4 * 1024 * 1024 * scale, 6):
         b.add("QuickGelu", [(e,)], attrs={"alpha": 1.0}, domain="com.microsoft")
     for c, hw in [(24, 96), (64, 48), (160, 20), (8, 1)]:
         b.add("QuickGelu", [(1, c, hw, hw)], attrs={"alpha": 1.0}, domain="com.microsoft")
-    M["swish"] = b.model()
+    return b.model()
 
+
+def _norm():
     b = Builder(7)
     for r, h in [(1, 64), (16, 128), (32, 768), (128, 768), (197, 384), (512, 1024), (3136, 96),
                  (8, 2048), (1024, 256),
@@ -136,8 +172,10 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
                  # threads (cpu_model.fit_class's thread-split step)
                  (2, 32), (4, 96), (8, 48), (24, 64), (48, 128)]:
         b.add("LayerNormalization", [(1, r, h)], weights=[(h,), (h,)], attrs={"axis": -1})
-    M["norm"] = b.model()
+    return b.model()
 
+
+def _norm_fused():
     # onnxruntime's SkipLayerNormalization (residual add + bias + LayerNorm in one contrib
     # kernel): its own class (on a 2-core EPYC with onnxruntime 1.32 it took 8-12x
     # LayerNormalization's time at the same size; its RMS variant did not, and stays in norm)
@@ -146,8 +184,10 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
                  (16, 128)]:
         b.add("SkipLayerNormalization", [(1, r, h), (1, r, h)], weights=[(h,), (h,), (h,)],
               attrs={"epsilon": 1e-5}, domain="com.microsoft")
-    M["norm_fused"] = b.model()
+    return b.model()
 
+
+def _attention():
     # onnxruntime's fused Attention (QKV projection + scaled dot-product + softmax per head)
     b = Builder(16)
     for bs, s_, h, heads in [(1, 8, 64, 2), (1, 16, 128, 4), (1, 32, 256, 4), (1, 64, 384, 6),
@@ -158,29 +198,35 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     # with a mask_index (int32 [batch]: what onnxruntime's fusion of a BERT with an attention
     # mask makes): the kernel first builds a [batch, S, S] mask, 2.5-4 us more at S = 16 here
     for bs, s_, h, heads in [(2, 32, 128, 4), (1, 32, 256, 4), (4, 8, 128, 2), (1, 128, 768, 12)]:
-        k = b.add("Attention", [(bs, s_, h), (bs,)], weights=[(h, 3 * h), (3 * h,)],
-                  attrs={"num_heads": heads}, domain="com.microsoft", int_inputs=(1,))
+        b.add("Attention", [(bs, s_, h), (bs,)], weights=[(h, 3 * h), (3 * h,)],
+              attrs={"num_heads": heads}, domain="com.microsoft", int_inputs=(1,))
         node = b.nodes[-1]
         x, mask, w, bias = list(node.input)
         node.input[:] = [x, w, bias, mask]
         next(v for v in b.inputs if v.name == mask).type.tensor_type.elem_type = 6  # int32
-    M["attention"] = b.model()
+    return b.model()
 
+
+def _softmax():
     b = Builder(8)
     for h, s in [(1, 16), (2, 32), (4, 64), (12, 128), (12, 256), (8, 512), (16, 1024), (1, 4096),
                  (2, 8), (3, 16), (6, 24)]:   # (the last three: few rows, as norm's)
         b.add("Softmax", [(1, h, s, s)], attrs={"axis": -1})
     b.add("Softmax", [(1, 12)], attrs={"axis": -1})   # one short row (a classifier's head)
-    M["softmax"] = b.model()
+    return b.model()
 
+
+def _reduce():
     b = Builder(9)
     for r, c in [(1, 64), (16, 256), (128, 768), (512, 1024), (1024, 4096), (64, 3136)]:
         b.add("ReduceMean", [(1, r, c)], weights=[(np.int64, (1,))], attrs={"keepdims": 1})
         b.add("ReduceSum", [(1, r, c)], weights=[(np.int64, (1,))], attrs={"keepdims": 1})
     for nd in b.inits:
         nd.raw_data = np.array([-1], dtype=np.int64).tobytes()
-    M["reduce"] = b.model(opset=18)
+    return b.model(opset=18)
 
+
+def _gather():
     b = Builder(10)
     for v, d, s in [(1000, 64, 16), (30522, 768, 128), (50257, 768, 32), (8000, 256, 512),
                     (512, 768, 128), (100, 32, 4)]:
@@ -189,16 +235,20 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
         n = b.nodes[-1]
         ins = list(n.input)
         n.input[:] = [ins[1], ins[0]]
-    M["gather"] = b.model()
+    return b.model()
 
+
+def _pooling():
     b = Builder(11)
     for c, hw in [(64, 104), (32, 56), (256, 28), (16, 16), (512, 14)]:
         b.add("MaxPool", [(1, c, hw, hw)], attrs={"kernel_shape": [3, 3], "strides": [2, 2],
                                                   "pads": [1, 1, 1, 1]})
         b.add("AveragePool", [(1, c, hw, hw)], attrs={"kernel_shape": [2, 2], "strides": [2, 2]})
         b.add("GlobalAveragePool", [(1, c, hw, hw)])
-    M["pooling"] = b.model()
+    return b.model()
 
+
+def _conv1d():
     # one spatial dim (audio front ends): im2col + GEMM and the generic pool, never NCHWc
     b = Builder(15)
     for c_in, c_out, n, k, s in [(1, 64, 8000, 10, 5), (1, 16, 4000, 64, 8), (8, 16, 2000, 5, 1),
@@ -211,8 +261,10 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     for c_in, c_out, n, k, s in [(32, 64, 400, 3, 1), (1, 32, 3200, 20, 8)]:
         b.add("FusedConv", [(1, c_in, n)], weights=[(c_out, c_in, k), (c_out,)], domain="com.microsoft",
               attrs={"pads": [k // 2] * 2, "strides": [s], "activation": "Relu"})
-    M["conv1d"] = b.model()
+    return b.model()
 
+
+def _pool1d():
     b = Builder(16)
     for c, n, k in [(16, 4000, 4), (32, 2000, 2), (64, 500, 4), (128, 100, 3), (8, 64, 2)]:
         b.add("MaxPool", [(1, c, n)], attrs={"kernel_shape": [k], "strides": [k]})
@@ -220,15 +272,19 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
         b.add("AveragePool", [(1, c, n)], attrs={"kernel_shape": [k], "strides": [k]})
     for c, n in [(256, 40), (128, 300)]:
         b.add("GlobalAveragePool", [(1, c, n)])
-    M["pool1d"] = b.model()
+    return b.model()
 
+
+def _movement():
     b = Builder(12)
     for a, s, d in [(1, 16, 16), (4, 64, 32), (12, 128, 64), (16, 256, 64), (8, 1024, 64),
                     (64, 56, 56)]:
         b.add("Transpose", [(1, s, a, d)], attrs={"perm": [0, 2, 1, 3]})
         b.add("Concat", [(1, a, s, d), (1, a, s, d)], attrs={"axis": 1})
-    M["movement"] = b.model()
+    return b.model()
 
+
+def _view():
     b = Builder(13)
     for e in (16, 256, 4096, 65536):
         b.add("Reshape", [(e,)], weights=[(np.int64, (2,))])
@@ -236,16 +292,17 @@ def calibration_models(scale: float = 1.0) -> dict[str, Any]:
     for t in b.inits:
         vals = [1, -1] if list(t.dims) == [2] else [0]
         t.raw_data = np.array(vals, dtype=np.int64).tobytes()
-    M["view"] = b.model()
+    return b.model()
 
+
+def _rnn():
     b = Builder(14)
     for op, gates in (("LSTM", 4), ("GRU", 3)):   # (input- and recurrence-heavy, both directions)
         for t, i, h, d in [(8, 64, 64, 1), (32, 128, 128, 1), (64, 256, 256, 1), (16, 512, 256, 1),
                            (96, 32, 128, 1), (24, 192, 96, 2)]:
             b.add(op, [(t, 1, i)], weights=[(d, gates * h, i), (d, gates * h, h)], n_out=1,
                   attrs={"hidden_size": h, "direction": ("forward", "bidirectional")[d - 1]})
-    M["rnn"] = b.model()
-    return M
+    return b.model()
 
 
 # ---------------------------------------------------------------------------------------------

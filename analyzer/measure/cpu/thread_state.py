@@ -9,6 +9,7 @@ warnings a profile carries from these figures are ``analyzer.prediction.cpu.thre
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any, Callable
 
@@ -75,7 +76,7 @@ def another_pass(done: int, passes: int, extra: int, probes: list[float] | None)
     """Whether to start pass ``done + 1``: fewer than ``passes`` done, or, with the probes timed
     before each pass done and, where taken, one after the last (above 1 thread), no pass between
     two fast probes and fewer than ``passes + extra`` done. A fast probe before a pass alone says
-    little: run y's default/2-thread bench read 1.57 before its first pass, which ran slow, and
+    little: a default-level 2-thread bench read 1.57 before its first pass, which ran slow, and
     0.92 and 0.89 before the next two. (``calibrate.time_rows`` over its rows,
     ``bench/accuracy_cpu.py`` over the models.)"""
     if done < passes:
@@ -83,4 +84,4 @@ def another_pass(done: int, passes: int, extra: int, probes: list[float] | None)
     if probes is None or done >= passes + extra:
         return False
     fast = [state(s) == "fast" for s in probes[:done + 1]]
-    return not any(a and b for a, b in zip(fast, fast[1:]))
+    return not any(a and b for a, b in itertools.pairwise(fast))

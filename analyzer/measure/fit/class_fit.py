@@ -109,8 +109,8 @@ MAX_PIECE_S = 10e-6
 PIECE_GAIN = 0.01
 # a convolution that onnxruntime runs as im2col + GEMM (every rank-3 conv; at the levels without
 # its NCHWc layout, every conv) copies its input into a k x m matrix first: a cost per element
-# that its MACs do not carry. The 1-D rows of a 1-thread calibration (run p,
-# bench/results/accuracy_cpu_2026-11-24p_rows_default_1t.json), least squares on relative error:
+# that its MACs do not carry. The 1-D rows of a 1-thread calibration (its saved rows refitted with
+# bench/cpu_refit.py), least squares on relative error:
 # a + b F 24.9 % MAPE, a + b F + c m k 18.2 % (c = 0.19 ns an element); the audio model's
 # 1-channel stem (80 taps, 996 outputs: 80 K elements, 5.1 MFLOP) is predicted 34 us against 51
 # profiled without it. IM2COL_CLASSES: fitted at every level; LAYOUT_FREE_IM2COL: also where
@@ -131,11 +131,15 @@ MAX_SERIAL_S = 1e-10
 SERIAL_GAIN = 0.05
 # a tiled fit's second start for the floor's parameter (sigmoid(3) = 0.95 of the smallest row)
 FLOOR_START = 3.0
-# fit_class's parameter vector: x[0:5] the base constants, x[5] the tile's n_half, x[6:8] the
-# thread-split step, x[8] the per-piece cost, x[9] the im2col cost, x[10] a strided one's extra,
-# x[11] the serial FLOPs'; slots 6.. of a term not fitted (or not kept) hold these off values
-# (extra() reads them as none)
+# fit_class's parameter vector, slot by slot: the base constants (floor, e_c, e_bw, b_half, the
+# L2 gain), the tile's n_half, the thread-split step (par_s, b_par), the per-piece cost, the
+# im2col cost, a strided im2col's extra, the serial FLOPs' cost
+(FLOOR, E_C, E_BW, B_HALF, L2_GAIN, N_HALF, PAR_S, B_PAR, PIECE_S, IM2COL_S, STRIDE_S,
+ SERIAL_S) = range(12)
+# slots PAR_S.. of a term not fitted (or not kept) hold these off values (_Fit.extra reads them
+# as none)
 OFF_SLOTS = (-60.0, 0.0, -60.0, -60.0, -60.0)
+OFF = -50.0   # an optional slot at or below this: the term is off
 
 
 def node_features(nodes: Iterable[Any], views: bool = False):
@@ -228,127 +232,156 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
     view = None if view is None else np.asarray(view, dtype=np.float64)[:, ok]
     # tiles only where a row has a matrix view (a class without one has nothing to pad)
     tiles = tuple(tiles) if view is not None and (view[2] > 0).any() else ()
-    bmin = float(B[B > 0].min()) if (B > 0).any() else 0.0
-    tmin = float(t.min())
-    with_cache = l2_bytes > 0 and (B > 0).any()
+    fit = _Fit(F, B, t, peak, bw, l2_bytes, view)
+    fit.untiled()
+    fit.tiled(tiles, tuple(k_blocks))
+    if parallel and len(t) >= 6:   # the step low, mid and high in the rows' bytes
+        fit.stage(PAR_S, [(-1.0, b0) for b0 in (-1.5, 0.0, 1.5)], PAR_GAIN, (0.3, 0.2, 0.2, 0.3, 0.3, 0.3))
+    if view is not None and (view[4] > 1).any():   # about 0.2 and 2.7 us a piece
+        fit.stage(PIECE_S, [(-4.0,), (-1.0,)], PIECE_GAIN)
+    if im2col and view is not None and (view[3] > 0).any() and len(t) >= 6:   # about 0.04, 0.5 ns
+        # with strided and unstrided rows, a strided one's extra cost is fitted with it
+        both = len(view) > 5 and (view[5] > 0).any() and ((view[5] == 0) & (view[3] > 0)).any()
+        fit.stage(IM2COL_S, [(a, b_) for a in (-4.0, -1.0) for b_ in (-4.0, -1.0)] if both else [(-4.0,), (-1.0,)],
+                  IM2COL_GAIN)
+    if view is not None and len(view) > 6 and (view[6] > 0).any() and len(t) >= 6:   # about 2, 27 ps
+        fit.stage(SERIAL_S, [(-4.0,), (-1.0,)], SERIAL_GAIN)
+    return fit.result()
 
-    def unpack(x):
-        floor = tmin / (1 + math.exp(min(max(-x[0], -50.0), 50.0)))   # 0 .. smallest time
-        e_c = min(max(math.exp(min(max(x[1], -20.0), 5.0)), 1e-4), 4.0)
-        e_bw = min(max(math.exp(min(max(x[2], -20.0), 5.0)), 0.02), 8.0)
-        b_half = bmin * math.tanh(x[3]) if x[3] < 0 else bmin * math.expm1(min(x[3], 12.0))
-        # the L2 step's gain: 0 .. MAX_L2_GAIN (x[4] = -inf without the step)
-        gain = MAX_L2_GAIN / (1 + math.exp(min(max(-x[4], -50.0), 50.0))) if with_cache else 0.0
+
+def _sig(v):
+    return 1.0 / (1 + math.exp(min(max(-v, -50.0), 50.0)))
+
+
+class _Fit:
+    """One class's fit in hand: the rows, the machine figures, the best parameter vector so far
+    (``best``: (x, loss, tile, k_block)); ``fit_class`` runs its steps in order."""
+
+    def __init__(self, F, B, t, peak: float, bw: float, l2_bytes: float, view):
+        self.F, self.B, self.t, self.peak, self.bw, self.l2_bytes, self.view = F, B, t, peak, bw, l2_bytes, view
+        self.bmin = float(B[B > 0].min()) if (B > 0).any() else 0.0
+        self.tmin = float(t.min())
+        self.with_cache = l2_bytes > 0 and (B > 0).any()
+        self.lo_b = math.log(max(self.bmin, 1.0))
+        self.hi_b = math.log(max(float(B.max()) if len(B) else 1.0, 2.0))
+        self.k_block = 0.0   # the k block of the fit in hand (the tiled fits set it)
+        self.best = None
+
+    def unpack(self, x):
+        """(floor, e_c, e_bw, b_half, l2 gain) of a parameter vector."""
+        tmin, bmin = self.tmin, self.bmin
+        floor = tmin / (1 + math.exp(min(max(-x[FLOOR], -50.0), 50.0)))   # 0 .. smallest time
+        e_c = min(max(math.exp(min(max(x[E_C], -20.0), 5.0)), 1e-4), 4.0)
+        e_bw = min(max(math.exp(min(max(x[E_BW], -20.0), 5.0)), 0.02), 8.0)
+        b_half = bmin * math.tanh(x[B_HALF]) if x[B_HALF] < 0 else bmin * math.expm1(min(x[B_HALF], 12.0))
+        # the L2 step's gain: 0 .. MAX_L2_GAIN (x[L2_GAIN] = -inf without the step)
+        gain = MAX_L2_GAIN / (1 + math.exp(min(max(-x[L2_GAIN], -50.0), 50.0))) if self.with_cache else 0.0
         # the ramp's fixed part (b_half at the cached rate) is a fixed cost too: with the floor,
-        # no more than the smallest row's time (run j's 2-thread gemm fit had put 128 KB there:
+        # no more than the smallest row's time (a 2-thread gemm fit had put 128 KB there:
         # 0.8 us on every kernel, a 10-wide classifier Gemm predicted 1.1 us, 0.24 in its model)
-        b_half = min(b_half, (tmin - floor) * bw * e_bw * (1 + gain))
+        b_half = min(b_half, (tmin - floor) * self.bw * e_bw * (1 + gain))
         return floor, e_c, e_bw, b_half, gain
 
-    def sig(v):
-        return 1.0 / (1 + math.exp(min(max(-v, -50.0), 50.0)))
-
-    lo_b, hi_b = math.log(max(bmin, 1.0)), math.log(max(float(B.max()) if len(B) else 1.0, 2.0))
-
-    def extra(x, tile):
+    def extra(self, x, tile):
         """(n_half, par_s, b_par, piece_s, im2col_s, im2col_stride_s, serial_s) of a parameter
-        vector: x[5] the tile's, x[6:8] the step's (x[6] <= -50: no step), x[8] the per-piece
-        cost's, x[9] the im2col cost's, x[10] a strided im2col's extra cost's, x[11] the serial
-        FLOPs' (each <= -50 or absent: none)."""
+        vector (an optional slot <= OFF, or absent: that term is none)."""
         def opt(i, top):
-            return top * sig(x[i]) if len(x) > i and x[i] > -50.0 else 0.0
+            return top * _sig(x[i]) if len(x) > i and x[i] > OFF else 0.0
 
-        n_half = tile * 4.0 * sig(x[5]) if tile else 0.0
-        rest = (opt(8, MAX_PIECE_S), opt(9, MAX_IM2COL_S), opt(10, MAX_IM2COL_S), opt(11, MAX_SERIAL_S))
-        if len(x) < 8 or x[6] <= -50.0:
+        n_half = tile * 4.0 * _sig(x[N_HALF]) if tile else 0.0
+        rest = (opt(PIECE_S, MAX_PIECE_S), opt(IM2COL_S, MAX_IM2COL_S), opt(STRIDE_S, MAX_IM2COL_S),
+                opt(SERIAL_S, MAX_SERIAL_S))
+        if len(x) <= B_PAR or x[PAR_S] <= OFF:
             return (n_half, 0.0, 0.0) + rest
-        return (n_half, MAX_PAR_S * sig(x[6]), math.exp(lo_b + (hi_b - lo_b) * sig(x[7]))) + rest
+        return (n_half, MAX_PAR_S * _sig(x[PAR_S]),
+                math.exp(self.lo_b + (self.hi_b - self.lo_b) * _sig(x[B_PAR]))) + rest
 
-    kblk = [0.0]   # the k block of the fit in hand (the tiled fits set it)
-
-    def loss(x, tile=0.0):
-        floor, e_c, e_bw, b_half, gain = unpack(x)
-        pred = kernel_time(F, B, floor, e_c, e_bw, b_half, peak, bw, gain, l2_bytes, view, tile,
-                           *extra(x, tile), k_block=kblk[0])
+    def loss(self, x, tile=0.0):
+        """Mean squared log error of the form at ``x`` over the rows."""
+        floor, e_c, e_bw, b_half, gain = self.unpack(x)
+        pred = kernel_time(self.F, self.B, floor, e_c, e_bw, b_half, self.peak, self.bw, gain, self.l2_bytes,
+                           self.view, tile, *self.extra(x, tile), k_block=self.k_block)
         if np.any(pred <= 0):
             return 1e9
-        return float(np.mean((np.log(pred) - np.log(t)) ** 2))
+        return float(np.mean((np.log(pred) - np.log(self.t)) ** 2))
 
-    # starting points: the best compute and bandwidth efficiencies seen
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ec0 = np.nanmax(np.where(F > 0, F / (t * peak), np.nan)) if (F > 0).any() else 1.0
-        eb0 = np.nanmax(np.where(B > 0, B / (t * bw), np.nan)) if (B > 0).any() else 1.0
-    ec0 = float(ec0) if np.isfinite(ec0) and ec0 > 0 else 1.0
-    eb0 = float(eb0) if np.isfinite(eb0) and eb0 > 0 else 1.0
-    best = None
-    for f0 in (-2.0, 0.0, 2.0):
-        for bh in (-1.0, 0.0, 1.5, 4.0):
-            for g0 in ((-4.0, 0.0) if with_cache else (0.0,)):
-                x0 = [f0, math.log(ec0), math.log(eb0), bh, g0]
-                x, v = nelder_mead.minimize(loss, x0, [1.0, 0.5, 0.5, 1.0, 1.0])
-                x, v = nelder_mead.minimize(loss, x, [0.3, 0.2, 0.2, 0.3, 0.3])
-                if best is None or v < best[1]:
-                    best = (x, v)
-    best = (list(best[0]) + [0.0], best[1], 0.0, 0.0)
-    untiled = best
-    # the tiled fits start from the untiled constants, with its cache gain and with a gain of
-    # about 1.5 (from the untiled gain alone, one calibration's gemm fit lost its gain: its GEMVs
-    # under the L2 size came out 12 % slow)
-    gains = (untiled[0][4], -2.5) if with_cache else (untiled[0][4],)
-    # and from its floor, or where that sits at the smallest row's time (its sigmoid saturated:
-    # flat to the simplex) from 0.95 of it too (run ac's 1-thread conv fit had stayed at its
-    # untiled floor, 6.8 us, 11.1 % MAPE; from 0.95: 1.6 us, 5.7 %; run ab's rows, 2 % apart: 6.2 %)
-    floors = (untiled[0][0],) + ((FLOOR_START,) if untiled[0][0] > FLOOR_START else ())
-    for tile in tiles:
-        for kblk[0] in (0.0,) + tuple(k_blocks):
-            for nh0 in (-2.0, 0.0):   # n_half about 0.5 and 2 tiles
-                for g0, f0 in ((g, f) for g in gains for f in floors):
-                    x0 = [f0] + list(untiled[0][1:4]) + [g0, nh0]
-                    x, v = nelder_mead.minimize(lambda z: loss(z, tile), x0, [1.0, 0.5, 0.5, 1.0, 1.0, 1.0])
-                    x, v = nelder_mead.minimize(lambda z: loss(z, tile), x, [0.3, 0.2, 0.2, 0.3, 0.3, 0.3])
-                    if v < best[1]:
-                        best = (list(x), v, tile, kblk[0])
-    kblk[0] = best[3]
-    def stage(slot, tails, gain, refine=(0.3,) * 6):
+    def untiled(self) -> None:
+        """The base constants, from a grid of starts around the best compute and bandwidth
+        efficiencies seen."""
+        F, B, t, peak, bw = self.F, self.B, self.t, self.peak, self.bw
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ec0 = np.nanmax(np.where(F > 0, F / (t * peak), np.nan)) if (F > 0).any() else 1.0
+            eb0 = np.nanmax(np.where(B > 0, B / (t * bw), np.nan)) if (B > 0).any() else 1.0
+        ec0 = float(ec0) if np.isfinite(ec0) and ec0 > 0 else 1.0
+        eb0 = float(eb0) if np.isfinite(eb0) and eb0 > 0 else 1.0
+        best = None
+        for f0 in (-2.0, 0.0, 2.0):
+            for bh in (-1.0, 0.0, 1.5, 4.0):
+                for g0 in ((-4.0, 0.0) if self.with_cache else (0.0,)):
+                    x0 = [f0, math.log(ec0), math.log(eb0), bh, g0]
+                    x, v = nelder_mead.minimize(self.loss, x0, [1.0, 0.5, 0.5, 1.0, 1.0])
+                    x, v = nelder_mead.minimize(self.loss, x, [0.3, 0.2, 0.2, 0.3, 0.3])
+                    if best is None or v < best[1]:
+                        best = (x, v)
+        self.best = (list(best[0]) + [0.0], best[1], 0.0, 0.0)
+
+    def tiled(self, tiles: tuple, k_blocks: tuple) -> None:
+        """Each candidate tile (and, with it, each k block) from the untiled constants; kept
+        where it fits better."""
+        untiled = self.best
+        # the tiled fits start from the untiled constants, with its cache gain and with a gain of
+        # about 1.5 (from the untiled gain alone, one calibration's gemm fit lost its gain: its GEMVs
+        # under the L2 size came out 12 % slow)
+        gains = (untiled[0][L2_GAIN], -2.5) if self.with_cache else (untiled[0][L2_GAIN],)
+        # and from its floor, or where that sits at the smallest row's time (its sigmoid saturated:
+        # flat to the simplex) from 0.95 of it too (a 1-thread conv fit had stayed at its untiled
+        # floor, 6.8 us, 11.1 % MAPE; from 0.95: 1.6 us, 5.7 %; rows of another run 2 % apart: 6.2 %)
+        floors = (untiled[0][FLOOR],) + ((FLOOR_START,) if untiled[0][FLOOR] > FLOOR_START else ())
+        for tile in tiles:
+            for self.k_block in (0.0,) + k_blocks:
+                for nh0 in (-2.0, 0.0):   # n_half about 0.5 and 2 tiles
+                    for g0, f0 in ((g, f) for g in gains for f in floors):
+                        x0 = [f0] + list(untiled[0][E_C:L2_GAIN]) + [g0, nh0]
+                        x, v = nelder_mead.minimize(lambda z, tile=tile: self.loss(z, tile), x0,
+                                                    [1.0, 0.5, 0.5, 1.0, 1.0, 1.0])
+                        x, v = nelder_mead.minimize(lambda z, tile=tile: self.loss(z, tile), x,
+                                                    [0.3, 0.2, 0.2, 0.3, 0.3, 0.3])
+                        if v < self.best[1]:
+                            self.best = (list(x), v, tile, self.k_block)
+        self.k_block = self.best[3]
+
+    def stage(self, slot: int, tails, gain: float, refine=(0.3,) * 6) -> None:
         """Fit the optional term at parameter slots ``slot..`` from the best fit so far, from each
         start in ``tails``, the other constants refitted and the optional terms before it moving
         only where they were kept (at their off values otherwise); kept where it lowers the loss
         by more than ``gain``."""
-        nonlocal best
-        base, tile = best, best[2]
+        base, tile = self.best, self.best[2]
         x0 = list(base[0][:slot])
-        x0 += list(OFF_SLOTS[len(x0) - 6:slot - 6])
-        on = [0.3 if x0[6 if i < 8 else i] > -50.0 else 0.0 for i in range(6, slot)]
+        x0 += list(OFF_SLOTS[len(x0) - PAR_S:slot - PAR_S])
+        on = [0.3 if x0[PAR_S if i < PIECE_S else i] > OFF else 0.0 for i in range(PAR_S, slot)]
         for tail in tails:
-            x, v = nelder_mead.minimize(lambda z: loss(z, tile), x0 + list(tail),
-                                [1.0, 0.5, 0.5, 1.0, 1.0, 1.0] + on + [1.0] * len(tail))
-            x, v = nelder_mead.minimize(lambda z: loss(z, tile), x, list(refine) + on + [0.3] * len(tail))
-            if v < best[1] and v < base[1] * (1 - gain):
-                best = (list(x), v, tile, kblk[0])
+            x, v = nelder_mead.minimize(lambda z: self.loss(z, tile), x0 + list(tail),
+                                        [1.0, 0.5, 0.5, 1.0, 1.0, 1.0] + on + [1.0] * len(tail))
+            x, v = nelder_mead.minimize(lambda z: self.loss(z, tile), x, list(refine) + on + [0.3] * len(tail))
+            if v < self.best[1] and v < base[1] * (1 - gain):
+                self.best = (list(x), v, tile, self.k_block)
 
-    if parallel and len(t) >= 6:   # the step low, mid and high in the rows' bytes
-        stage(6, [(-1.0, b0) for b0 in (-1.5, 0.0, 1.5)], PAR_GAIN, (0.3, 0.2, 0.2, 0.3, 0.3, 0.3))
-    if view is not None and (view[4] > 1).any():   # about 0.2 and 2.7 us a piece
-        stage(8, [(-4.0,), (-1.0,)], PIECE_GAIN)
-    if im2col and view is not None and (view[3] > 0).any() and len(t) >= 6:   # about 0.04, 0.5 ns
-        # with strided and unstrided rows, a strided one's extra cost is fitted with it
-        both = len(view) > 5 and (view[5] > 0).any() and ((view[5] == 0) & (view[3] > 0)).any()
-        stage(9, [(a, b_) for a in (-4.0, -1.0) for b_ in (-4.0, -1.0)] if both else [(-4.0,), (-1.0,)],
-              IM2COL_GAIN)
-    if view is not None and len(view) > 6 and (view[6] > 0).any() and len(t) >= 6:   # about 2, 27 ps
-        stage(11, [(-4.0,), (-1.0,)], SERIAL_GAIN)
-    x, _, tile, _ = best
-    floor, e_c, e_bw, b_half, gain = unpack(x)
-    n_half, par_s, b_par, piece_s, im2col_s, stride_s, serial_s = extra(x, tile)
-    pred = kernel_time(F, B, floor, e_c, e_bw, b_half, peak, bw, gain, l2_bytes, view, tile, n_half,
-                       par_s, b_par, piece_s, im2col_s, stride_s, serial_s, k_block=kblk[0])
-    mape = float(np.mean(np.abs(pred - t) / t) * 100)
-    return {"floor_s": floor, "e_c": e_c, "e_bw": e_bw, "b_half": b_half, "l2_gain": gain,
-            "tile_n": float(tile), "n_half": float(n_half), "k_block": float(kblk[0]) if tile else 0.0,
-            "par_s": float(par_s), "b_par": float(b_par),
-            "piece_s": float(piece_s), "im2col_s": float(im2col_s), "im2col_stride_s": float(stride_s),
-            "serial_s": float(serial_s),
-            "rows": int(len(t)), "fit_mape": mape}
+    def result(self) -> dict[str, float]:
+        """The constants of the best fit, with its MAPE (%) and row count."""
+        x, _, tile, _ = self.best
+        t = self.t
+        floor, e_c, e_bw, b_half, gain = self.unpack(x)
+        n_half, par_s, b_par, piece_s, im2col_s, stride_s, serial_s = self.extra(x, tile)
+        pred = kernel_time(self.F, self.B, floor, e_c, e_bw, b_half, self.peak, self.bw, gain, self.l2_bytes,
+                           self.view, tile, n_half, par_s, b_par, piece_s, im2col_s, stride_s, serial_s,
+                           k_block=self.k_block)
+        mape = float(np.mean(np.abs(pred - t) / t) * 100)
+        return {"floor_s": floor, "e_c": e_c, "e_bw": e_bw, "b_half": b_half, "l2_gain": gain,
+                "tile_n": float(tile), "n_half": float(n_half), "k_block": float(self.k_block) if tile else 0.0,
+                "par_s": float(par_s), "b_par": float(b_par),
+                "piece_s": float(piece_s), "im2col_s": float(im2col_s), "im2col_stride_s": float(stride_s),
+                "serial_s": float(serial_s),
+                "rows": int(len(t)), "fit_mape": mape}
 
 
 # a row left with less than this share of its time once its reorders are out was all reorders: it

@@ -4,7 +4,7 @@ fit the CPU kernel-time model per op class, for predictions with ``runtime="xla"
 The rows (``xla_rows``) run in a worker process (``python -m analyzer.measure.xla.calibrate``)
 with JAX's CPU async dispatch off (``jax_cpu_enable_async_dispatch = False``): the program runs
 on the calling thread, and its wall-clock is its execution, with no hand-off to another thread
-in it. (With dispatch on, JAX's default, timings on this project's 2-vCPU VM early on 2026-11-25
+in it. (With dispatch on, JAX's default, timings on a 2-vCPU VM
 had the quartiles of one 5 us row 2-5x apart, and two timings of the rows minutes apart
 disagreed by more than 20 % on 49 of 117 rows, against 22 of 117 with it off (scratch timings);
 hours later ``bench/xla_diagnose.py dispatch on|off`` measured the two modes
@@ -203,11 +203,11 @@ def run_worker(q: float, passes: int, progress: Callable[[float, str], None],
 def measure_in_processes(q: float, passes: int, progress: Callable[[float, str], None]) -> dict[str, Any]:
     """``passes`` passes over the rows, each in a fresh worker process (``run_worker`` with one
     pass), merged by ``merge_passes``. Why not all passes in one process: a process's timing of
-    a row can sit in one state for all its passes. On this project's 2-vCPU VM (2026-11-29) four
+    a row can sit in one state for all its passes. On a 2-vCPU VM four
     workers of 3 passes each timed the same rows at 79-120 us (a 1x1024x1024 GEMV), 200-296 us (a
     3x3 conv) and 559-1118 us (relu over 4 M floats), and two calibrations minutes apart had a
     depthwise conv at 1471 and 812 us, three 1x1 convs 1.4-1.5x apart, and predicted the CNN
-    programs 11-29 % apart (bench/results/accuracy_xla_cpu_2026-11-29.md)."""
+    programs 11-29 % apart (``bench/xla_calibration_spread.py`` measures both ways)."""
     runs = []
     for i in range(passes):
         runs.append(run_worker(q, 1, lambda f, s, i=i: progress((i + f) / passes, s)))

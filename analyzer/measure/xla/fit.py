@@ -2,7 +2,7 @@
 (net of the run overhead and a program's own-result cost; rows of more than one kernel folded into
 their heaviest kernel's class), the transcendental weight, and ``cpu_model.fit_class`` per class
 with the options below. Pure arithmetic on ``calibrate_xla.measure``'s output: a saved calibration
-(``bench/results/accuracy_xla_cpu_*_rows_*.json``) refits with the current code
+(the ``*_rows_*.json`` files of ``bench/accuracy_xla_cpu.py``'s run) refits with the current code
 (``bench/accuracy_xla_cpu.py --rows``)."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ TRANS_WEIGHTS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 # at batch 32 predicted at 7.7 and 5.2 ms, an MLP train step 17 % apart). The largest difference
 # between two calibrations' predictions of the 16 programs bench/accuracy_xla_cpu.py scores, over
 # three pairs of calibrations refitted from their saved rows (two scratch pairs, and the pair of
-# commit f0791ec's bench/results/accuracy_xla_cpu_2026-11-25_rows_*.json): every matrix class
+# the rows saved by the XLA accuracy bench of commit f0791ec): every matrix class
 # tiled 32.6 and 14.8 % (the scratch pairs), only conv untiled 9.0, 7.1 and 17.1 %, conv and gemm
 # untiled 12.2, 4.3 and 5.0 %
 UNTILED = ("conv", "gemm", "gemm_tn")
@@ -116,7 +116,7 @@ def fit_tables(measured: dict[str, Any], l2_bytes: float
     base = measured["run_overhead_s"] + own_result_s(measured)   # (as class_rows takes it off)
     link = link_s(measured)
     rows0, _ = class_rows(measured, 1.0)
-    F, B, t, _ = _arrays(rows0["gemm"])
+    F, _, t, _ = _arrays(rows0["gemm"])
     peak = float(np.max(F / t))
     adds = sorted((r for r in measured["rows"] if r["label"].startswith("add ")),
                   key=lambda r: -r["kernels"][0]["bytes"])[:3]

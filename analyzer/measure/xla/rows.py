@@ -141,9 +141,11 @@ def xla_rows() -> dict[str, list[Row]]:
     """``{row group: [(label, build)]}``; the op class of a row is the class opcost's ``xla``
     lowering gives its kernel (``calibrate_xla``), not the group (a group is how the rows were
     chosen)."""
-    import jax
-    import jax.numpy as jnp
+    return {**_matrix_rows(), **_vector_rows()}
 
+
+def _matrix_rows() -> dict[str, list[Row]]:
+    """Products, convolutions (and their gradients) and pools: the matrix-unit rows."""
     G: dict[str, list[Row]] = {}
     G["dot"] = ([_dot_const(m, k, n) for m, k, n in [
         (1, 32, 48), (1, 128, 128), (1, 256, 512), (1, 512, 512), (1, 1024, 1024), (1, 96, 16),
@@ -184,6 +186,15 @@ def xla_rows() -> dict[str, list[Row]]:
     G["pooling"] = ([_pool(n, c, hw, "max") for n, c, hw in [(1, 16, 32), (4, 32, 24), (8, 64, 16)]]
                     + [_pool(n, c, hw, "avg") for n, c, hw in [(2, 24, 28), (1, 64, 56)]]
                     + [_pool(n, c, hw, "grad") for n, c, hw in [(1, 16, 32), (4, 24, 16), (2, 64, 20)]])
+    return G
+
+
+def _vector_rows() -> dict[str, list[Row]]:
+    """Elementwise, transcendental, row-reduction, gather and transpose rows."""
+    import jax
+    import jax.numpy as jnp
+
+    G: dict[str, list[Row]] = {}
     sizes = [1024, 4096, 16384, 65536, 262144, 1048576, 4194304]
     G["elementwise"] = ([_ew(f"add {e}", lambda x, y: x + y, (e,), (e,)) for e in sizes]
                         + [_ew(f"relu {e}", lambda x: jnp.maximum(x, 0.0), (e,)) for e in sizes[::2]]
@@ -200,12 +211,7 @@ def xla_rows() -> dict[str, list[Row]]:
                               for e in sizes[0:6:2]]
                            + [_ew(f"sigmoid {e}", jax.nn.sigmoid, (e,)) for e in sizes[1:6:2]])
 
-    def layernorm(x):
-        m = jnp.mean(x, -1, keepdims=True)
-        v = jnp.mean((x - m) ** 2, -1, keepdims=True)
-        return (x - m) * jax.lax.rsqrt(v + 1e-5)
-
-    G["row reductions"] = ([_ew(f"layer norm {r}x{c}", layernorm, (r, c))
+    G["row reductions"] = ([_ew(f"layer norm {r}x{c}", _layernorm, (r, c))
                             for r, c in [(4, 48), (24, 96), (96, 256), (512, 768), (2048, 128)]]
                            + [_ew(f"softmax {r}x{c}", lambda x: jax.nn.softmax(x, -1), (r, c))
                               for r, c in [(8, 8), (48, 24), (256, 128), (1536, 256)]]
@@ -214,20 +220,34 @@ def xla_rows() -> dict[str, list[Row]]:
                            + [_ew(f"column sum {r}x{c}", lambda x: jnp.sum(x, 0), (r, c))
                               for r, c in [(24, 48), (256, 512)]])
 
-    def gather(v, d, n):
-        def build(rng):
-            table = _r(rng, v, d)
-            ids = rng.integers(0, v, n).astype(np.int32)
-            return (lambda t: jnp.take(t, ids, axis=0)), (table,)
-        return f"gather {n} rows of {v}x{d}", build
-
-    G["gather"] = [gather(v, d, n) for v, d, n in [(100, 16, 4), (1000, 64, 32), (8000, 256, 512),
+    G["gather"] = [_gather(v, d, n) for v, d, n in [(100, 16, 4), (1000, 64, 32), (8000, 256, 512),
                                                    (30000, 512, 128)]]
     G["transpose"] = ([_ew(f"transpose {a}x{b}", lambda x: x.T, (a, b))
                        for a, b in [(16, 24), (128, 96), (512, 512), (2048, 1024)]]
                       + [_ew(f"transpose 0213 {a}x{b}x{c}x{d}", lambda x: x.transpose(0, 2, 1, 3),
                              (a, b, c, d)) for a, b, c, d in [(1, 24, 2, 16), (4, 64, 8, 32), (8, 256, 6, 64)]])
     return G
+
+
+def _layernorm(x):
+    """(x - mean) / sqrt(var + 1e-5) over the last axis (no scale or shift)."""
+    import jax
+    import jax.numpy as jnp
+
+    m = jnp.mean(x, -1, keepdims=True)
+    v = jnp.mean((x - m) ** 2, -1, keepdims=True)
+    return (x - m) * jax.lax.rsqrt(v + 1e-5)
+
+
+def _gather(v, d, n):
+    """A row: ``n`` random rows taken from a ``v`` x ``d`` table."""
+    import jax.numpy as jnp
+
+    def build(rng):
+        table = _r(rng, v, d)
+        ids = rng.integers(0, v, n).astype(np.int32)
+        return (lambda t: jnp.take(t, ids, axis=0)), (table,)
+    return f"gather {n} rows of {v}x{d}", build
 
 
 def run_overhead_program() -> tuple[Callable, tuple]:

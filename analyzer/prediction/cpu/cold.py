@@ -37,7 +37,7 @@ L3) and fits ``time per byte = h / hot + (1 - h) / cold``, ``h = s(total / C)``,
 weights and the activation bytes the run writes (a chain of GEMVs writes next to none; an
 image model writes more than its weights: MobileNetV2 14 MB of weights and 52 MB of activations
 at 224x224, EfficientNet-B0 21 and 86 MB). Replayed on a 1-thread recording of the 20 evaluated
-models with run w's profile (`bench/cpu_replay.py`; scratch), counting them moved MobileNetV2
+models with a 1-thread calibrated profile (`bench/cpu_replay.py`), counting them moved MobileNetV2
 from -10.6% to -3.7% and EfficientNet-B0 from -16.4% to -11.5% and no other model by more than
 0.7 points (6.68% -> 6.06% MAPE); the weights alone are what pays the penalty.
 """

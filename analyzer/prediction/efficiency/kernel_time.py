@@ -83,7 +83,7 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   first instruction, block scheduling, the last wave's drain) is a number of cycles, so
   ``with_clock`` scales it by ``floor_clock_hz / clock_hz`` for a device with a stated clock: the
   A100-fitted floors on the A40 (1.74 GHz) and the H200 (1.98 GHz), scored cross-device, improved
-  in every pair with known clocks (the 2026-11-24 fit, bench/results/efficiency_fit_2026-11-24.md in git history: norm 21.9% -> 17.1%
+  in every pair with known clocks (`bench/fit_efficiency.py`'s report: norm 21.9% -> 17.1%
   A100 -> A40, 19.9% -> 11.8% A40 -> A100, GEMM 28.6% -> 16.2% A100 -> H200). 0: fixed seconds.
 - ``par_s`` / ``b_par`` (a calibrated multi-threaded CPU): ``floor_s`` grows by
   ``par_s * p(bytes / b_par)``, ``p(x) = x**4 / (1 + x**4)``: onnxruntime splits a kernel over its
@@ -178,26 +178,7 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     kb = per("k_block") if "k_block" in arrays else zeros
     kb1 = xp.maximum(kb, 1.0)
     kp = xp.where(kb > 0, xp.ceil(k / kb1) * kb1, k)
-    # the tile the library runs: the set's tile, or where waves over the SMs are modelled the one
-    # of the set's tile and the ``LIBRARY_TILES`` no larger than it, with the split-K factor, whose
-    # padded work x waves is least (a library's heuristic picks smaller tiles and splits K for
-    # grids that would leave SMs idle; the first of equals).  The small tiles are the same for
-    # every family: a family's fitted tile (its large-grid tile) does not limit how finely a
-    # small grid is cut
-    mp = np_ = mt = nt = wave = split = None
-    for i, (lm, ln) in enumerate(((0.0, 0.0),) + LIBRARY_TILES):
-        # the set's own tile first, then each library tile no larger than it in either side
-        ok = known & (lm <= tm) & (ln <= tn) if i else known | ~known
-        tm_f = xp.where(ok & (i > 0), lm, tm)
-        tn_f = xp.where(ok & (i > 0), ln, tn)
-        c_mp, c_np, c_mt, c_nt = _padded(xp, m, n, tm_f, tn_f)
-        c_wave, c_split = wave_split(xp, c_mt * c_nt * b1, k, units, known)
-        if mp is None:
-            mp, np_, mt, nt, wave, split = c_mp, c_np, c_mt, c_nt, c_wave, c_split
-            continue
-        better = ok & (c_mp * c_np * c_wave < mp * np_ * wave * (1.0 - 1e-9))
-        mp, np_, mt, nt = (xp.where(better, a, b) for a, b in ((c_mp, mp), (c_np, np_), (c_mt, mt), (c_nt, nt)))
-        wave, split = xp.where(better, c_wave, wave), xp.where(better, c_split, split)
+    mp, np_, wave, split = _tile_choice(xp, m, n, k, tm, tn, b1, units, known)
     work = xp.where(tiled, 2.0 * mp * np_ * kp * b1, mac)
     # narrow outputs: a tiled kernel with few (padded) columns runs its inner loop at part of
     # its rate (time x 1 + (n_half / n)^2; n_half 0: off)
@@ -228,18 +209,33 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     time = fixed + xp.maximum(compute, memory)
     out = {"compute_s": compute, "memory_s": memory, "floor_s": fixed * xp.ones_like(mac), "time_s": time}
     if detail:
-        # every factor of the terms above (``Prediction.explain``): compute_s = matrix_s + vector_s,
-        # matrix_s = mac * pad * wave * narrow / (matrix_peak * e_compute); memory_s = dram_s + sm_s,
-        # dram_s = (dram_bytes + b_half) / (mem_bw * e_bw * cache_gain)
-        out.update(pad=xp.where(tiled & (mac > 0), work / xp.where(mac > 0, mac, 1.0), 1.0), wave=wave,
-                   split_k=split, narrow=narrow, matrix_s=compute - (vec + trans_w * trans)
-                   / (xp.asarray(hw["vector_peak"]) * e_c),
-                   vector_s=(vec + trans_w * trans) / (xp.asarray(hw["vector_peak"]) * e_c),
-                   bytes=mbytes, dram_bytes=xp.where(on, dram_bytes, 0.0),
-                   cache_share=xp.where(on & (mbytes > 0), 1.0 - dram_bytes / xp.where(mbytes > 0, mbytes, 1.0), 0.0),
-                   cache_gain=cache, ramp_bytes=b_half, dram_s=xp.where(on, dram, 0.0), sm_s=xp.where(on, sm, 0.0),
-                   sm_bw=xp.where(sm_on, units * sm_bw, 0.0), class_floor_s=floor * xp.ones_like(mac))
+        out.update(_detail(xp, tiled, mac, work, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c,
+                           mbytes, dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor))
     return out
+
+
+def _tile_choice(xp, m, n, k, tm, tn, b1, units, known):
+    """(m padded, n padded, wave, split) of the tile a library runs an m x n output (``b1``
+    pieces) on: the set's tile, or where waves over the SMs are modelled (``known``) the one of
+    the set's tile and the ``LIBRARY_TILES`` no larger than it, with its split-K factor
+    (``wave_split``), whose padded work x waves is least (a library's heuristic picks smaller
+    tiles and splits K for grids that would leave SMs idle; the first of equals).  The small
+    tiles are the same for every family: a family's fitted tile (its large-grid tile) does not
+    limit how finely a small grid is cut."""
+    mp = np_ = mt = nt = wave = split = None
+    for i, (lm, ln) in enumerate(((0.0, 0.0),) + LIBRARY_TILES):
+        ok = known & (lm <= tm) & (ln <= tn) if i else known | ~known
+        tm_f = xp.where(ok & (i > 0), lm, tm)
+        tn_f = xp.where(ok & (i > 0), ln, tn)
+        c_mp, c_np, c_mt, c_nt = _padded(xp, m, n, tm_f, tn_f)
+        c_wave, c_split = wave_split(xp, c_mt * c_nt * b1, k, units, known)
+        if mp is None:
+            mp, np_, mt, nt, wave, split = c_mp, c_np, c_mt, c_nt, c_wave, c_split
+            continue
+        better = ok & (c_mp * c_np * c_wave < mp * np_ * wave * (1.0 - 1e-9))
+        mp, np_, mt, nt = (xp.where(better, a, b) for a, b in ((c_mp, mp), (c_np, np_), (c_mt, mt), (c_nt, nt)))
+        wave, split = xp.where(better, c_wave, wave), xp.where(better, c_split, split)
+    return mp, np_, wave, split
 
 
 def _padded(xp, m, n, tm, tn):
@@ -253,6 +249,22 @@ def _padded(xp, m, n, tm, tn):
     mp = xp.where(m >= tm1, mt * tm1, xp.ceil(m / gm) * gm)
     np_ = xp.where(n >= tn1, nt * tn1, xp.ceil(n / gn) * gn)
     return mp, np_, mt, nt
+
+
+def _detail(xp, tiled, mac, work, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c, mbytes,
+            dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor):
+    """Every factor of ``kernel_time``'s terms, per kernel (``Prediction.explain``): compute_s =
+    matrix_s + vector_s, matrix_s = mac * pad * wave * narrow / (matrix_peak * e_compute);
+    memory_s = dram_s + sm_s, dram_s = (dram_bytes + b_half) / (mem_bw * e_bw * cache_gain),
+    sm_s = bytes / sm_bw; cache_share = 1 - dram_bytes / bytes."""
+    return dict(pad=xp.where(tiled & (mac > 0), work / xp.where(mac > 0, mac, 1.0), 1.0), wave=wave,
+               split_k=split, narrow=narrow, matrix_s=compute - (vec + trans_w * trans)
+               / (xp.asarray(hw["vector_peak"]) * e_c),
+               vector_s=(vec + trans_w * trans) / (xp.asarray(hw["vector_peak"]) * e_c),
+               bytes=mbytes, dram_bytes=xp.where(on, dram_bytes, 0.0),
+               cache_share=xp.where(on & (mbytes > 0), 1.0 - dram_bytes / xp.where(mbytes > 0, mbytes, 1.0), 0.0),
+               cache_gain=cache, ramp_bytes=b_half, dram_s=xp.where(on, dram, 0.0), sm_s=xp.where(on, sm, 0.0),
+               sm_bw=xp.where(sm_on, units * sm_bw, 0.0), class_floor_s=floor * xp.ones_like(mac))
 
 
 def wave_split(xp, tiles, k, units, known):

@@ -55,7 +55,7 @@ MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1", "
 #              x^T g: its rule's Work.kernel "lhs_transposed"; XLA's CPU backend (jaxlib 0.10.2)
 #              compiles it to an Eigen dot where the lhs-last forms are YNNPACK fusions, a
 #              library of other speeds: 0.79-1.53x the nn form's time over 9 shapes on a 2-core
-#              AVX2 EPYC, bench/results/xla_dot_forms_2026-11-29.txt)             -> gemm
+#              AVX2 EPYC, `bench/xla_diagnose.py dot-forms`)                    -> gemm
 CLASS_FALLBACK = {"gemm_tn": "gemm", "conv_dw": "conv", "conv_1x1": "conv", "pooling": "reduce",
                   "view": "movement", "rnn": "other", "norm_fused": "norm", "swish": "activation",
                   "reorder": "movement", "conv1d": "conv", "pool1d": "pooling",
@@ -151,9 +151,9 @@ _GATHER = {"Gather", "GatherElements", "GatherND", "GatherBlockQuantized", "Embe
            "dynamic_update_slice"}
 _POOLING = {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "AveragePool", "MaxPool", "LpPool",
             "QLinearGlobalAveragePool", "QLinearAveragePool", "NhwcMaxPool", "MaxpoolWithMask",
-            # jax primitives (before 2026-11-25: reduce)
+            # jax primitives
             "reduce_window", "reduce_window_sum", "reduce_window_max", "reduce_window_min"}
-# a max pool's gradient (jax; before 2026-11-25: gather)
+# a max pool's gradient (jax)
 _POOL_GRAD = {"select_and_scatter_add", "select_and_gather_add", "select_and_scatter"}
 _VIEW = {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"}
 _RNN = {"LSTM", "GRU", "RNN", "DynamicQuantizeLSTM"}

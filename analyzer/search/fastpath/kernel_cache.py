@@ -19,7 +19,6 @@ by fancy indexing.  Anything unknown returns None and the caller lowers in full.
 
 from __future__ import annotations
 
-from typing import NamedTuple
 
 import numpy as np
 
@@ -208,26 +207,7 @@ class KernelRows:
                 if d[0]:
                     members.append([j])
         members = [m for m in members if m]
-        fused = {}
-        for j, m in enumerate(members):
-            if len(m) > 1:   # an output read only inside the kernel: neither written nor read
-                s = 0
-                inside = set(m)
-                for i in m:   # (every member is fusible: ``made`` has its outputs)
-                    t = nodes[i].single   # (most members: one output, no zip needed)
-                    outs = ((t, data[i][4][0]),) if t is not None else \
-                        zip(nodes[i].outputs, data[i][4])
-                    for t, b in outs:
-                        e = get(t) if t else None
-                        # (e[0], the producer, is inside: e inside <=> its readers are)
-                        if e is not None and len(e) > 1 and inside.issuperset(e):
-                            if len(e) == 2 and not nodes[e[1]].repeats:
-                                u = e[1]
-                                s += b + data[u][3][nodes[u].inputs.index(t)]
-                            else:
-                                s += b + _read(nodes, data, e[1:], t)
-                fused[j] = s
-        return [tuple(m) for m in members], fused
+        return [tuple(m) for m in members], _saved_bytes(nodes, data, members, get)
 
     # ------------------------------------------------------------------ use
     def begin(self) -> None:
@@ -334,6 +314,32 @@ class KernelRows:
                 g.profile = (low.mem_bw, low.units, low.l2_bytes, low.consts, low.run_overhead)
         self.stats["harvested"] += 1
 
+
+
+def _saved_bytes(nodes, data, members, get) -> dict[int, int]:
+    """{kernel position: the bytes it saves} for the kernels of more than one member: an output
+    read only inside its kernel is neither written nor read back (``get``: tensor -> [its
+    fusible producer, its readers...], as ``_plan`` built it)."""
+    fused = {}
+    for j, m in enumerate(members):
+        if len(m) > 1:
+            s = 0
+            inside = set(m)
+            for i in m:   # (every member is fusible: ``made`` has its outputs)
+                t = nodes[i].single   # (most members: one output, no zip needed)
+                outs = ((t, data[i][4][0]),) if t is not None else \
+                    zip(nodes[i].outputs, data[i][4])
+                for t, b in outs:
+                    e = get(t) if t else None
+                    # (e[0], the producer, is inside: e inside <=> its readers are)
+                    if e is not None and len(e) > 1 and inside.issuperset(e):
+                        if len(e) == 2 and not nodes[e[1]].repeats:
+                            u = e[1]
+                            s += b + data[u][3][nodes[u].inputs.index(t)]
+                        else:
+                            s += b + _read(nodes, data, e[1:], t)
+            fused[j] = s
+    return fused
 
 def _read(nodes, data, users, t: str) -> int:
     """The bytes ``users`` (``t``'s readers, one per position read at) read of ``t``, counted

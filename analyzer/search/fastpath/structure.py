@@ -351,4 +351,4 @@ def onnx_source(candidate: Any) -> bool:
     """A candidate the fast path may read (a ModelProto or its bytes; a path is read by the
     full frontend, which checks the file)."""
     return isinstance(candidate, (bytes, bytearray, memoryview)) or \
-        type(candidate).__name__ == "ModelProto" and not isinstance(candidate, (str, os.PathLike))
+        (type(candidate).__name__ == "ModelProto" and not isinstance(candidate, (str, os.PathLike)))

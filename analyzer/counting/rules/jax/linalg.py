@@ -150,14 +150,14 @@ def _whole(dtype: str, flops: F) -> int:
 
 @register("eigh", domain=D)
 def eigh(ins, outs, ctx):
-    b, m, n = _matrices(ins[0], "eigh")
+    b, _m, n = _matrices(ins[0], "eigh")
     return Work(vector_flops=b * _whole(ins[0].dtype, F(9 * n ** 3)),
                 note="Golub & Van Loan 8.3: 9n^3 (eigenvalues and vectors)")
 
 
 @register("eig", domain=D)
 def eig(ins, outs, ctx, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True):
-    b, m, n = _matrices(ins[0], "eig")
+    b, _m, n = _matrices(ins[0], "eig")
     vectors = compute_left_eigenvectors or compute_right_eigenvectors
     return Work(vector_flops=b * _whole(ins[0].dtype, F((25 if vectors else 10) * n ** 3)),
                 note="Golub & Van Loan 7.5.6: 10n^3 (values), 25n^3 (with vectors)")
