@@ -4,7 +4,6 @@ defaults stated as assumptions, a warning where a device lacks a precision."""
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 
