@@ -30,7 +30,7 @@ from analyzer.prediction.efficiency.kernel_time import (  # noqa: E402
     CLASS_CODE, CLASS_PARAMS, OP_CLASSES, kernel_time, roofline_time, with_clock)
 from analyzer.prediction.efficiency.constants import (EFFICIENCY_DIR, PYTORCH23, units_of, variant_of)  # noqa: E402
 
-FIT_DATE = "2026-11-24"
+FIT_DATE = "2026-12-02"
 SCRIPT = "bench/fit_efficiency.py"
 COMMAND = "PYTHONPATH=$PWD python bench/fit_efficiency.py ../shared/measurements/gpu"
 TRANS_WEIGHT = 11.0  # XLA GPU op profile: f32 exp 79 cycles vs add 7 (digest_latency_modeling.md, mechanism 6)
@@ -341,7 +341,10 @@ def metrics(pred, meas) -> dict:
 
 # free parameters per class kind: name -> (initial, low, high); fitted in log space
 GEMM_FREE = {"e_compute": (0.8, 0.1, 1.0), "e_bw": (0.7, 0.05, 1.5), "b_half_bytes": (1e6, 1e3, 1e9),
-             "floor_s": (3e-6, 2e-7, 3e-5), "wave_alpha": (0.5, 0.01, 1.0)}
+             "floor_s": (3e-6, 2e-7, 3e-5)}
+# the tiled classes' waves (kernel_time.wave_split): on (wave_alpha is a switch), not fitted: the
+# tiles' waves over the device's SMs with the split-K a library picks, not a fitted exponent
+WAVES_ON = 1.0
 # GEMM is fitted without and with the cache term; the term is kept only where it clearly helps:
 # in-device MAPE at least GEMM_L2_MIN_GAIN points lower (GEMV-like rows with small weights beat the
 # DRAM roofline on the 48 MB-L2 L40S: 23.7% -> 19.3%; on A40 a gain of 3.4 bought 0.2 points and
@@ -421,7 +424,7 @@ def _fit_global(cls: str, datasets: list, free: dict) -> tuple[dict, dict]:
     for tm, tn in tile_grid:
         def resid(x):
             vals = dict(zip(names, np.exp(x)))
-            vals.update(tile_m=float(tm), tile_n=float(tn))
+            vals.update(tile_m=float(tm), tile_n=float(tn), wave_alpha=WAVES_ON if tm else 0.0)
             arr = _arrays_with(cls, vals)
             return np.concatenate([np.log(predict(df, hw, arr)) - lt for df, hw, lt in data])
 
@@ -429,7 +432,7 @@ def _fit_global(cls: str, datasets: list, free: dict) -> tuple[dict, dict]:
                           max_nfev=300, method="trf")
         if best is None or r.cost < best[0]:
             vals = dict(zip(names, np.exp(r.x)))
-            vals.update(tile_m=float(tm), tile_n=float(tn))
+            vals.update(tile_m=float(tm), tile_n=float(tn), wave_alpha=WAVES_ON if tm else 0.0)
             best = (r.cost, vals)
     consts = base_set(cls)
     consts.update({k: float(v) for k, v in best[1].items()})
@@ -483,7 +486,7 @@ def fit_method(cls: str, consts: dict) -> str:
     if cls == "attention":
         return "one least squares on log(pred/measured) over e_compute, e_bw, b_half_bytes, floor_s"
     return ("one least squares on log(pred/measured) per tile shape (best kept) over e_compute, e_bw, "
-            "b_half_bytes, floor_s, wave_alpha; l2_gain " + ("fitted and kept: it lowered the MAPE by at least "
+            "b_half_bytes, floor_s (waves over the SMs with split-K, not fitted); l2_gain " + ("fitted and kept: it lowered the MAPE by at least "
             f"{GEMM_L2_MIN_GAIN:g} point" if consts.get("l2_gain", 0.0) > 0 else
             f"0: fitting it lowered the MAPE by less than {GEMM_L2_MIN_GAIN:g} point"))
 
@@ -754,7 +757,7 @@ def render(rows: list[dict], fams: dict, verify: list[str], argv: str, seconds: 
            before_fams: dict | None = None) -> str:
     from analyzer.prediction.efficiency.kernel_time import L2_STEP_POWER
 
-    out = ["# Kernel-time efficiency model: fit and accuracy (2026-11-24)", "",
+    out = [f"# Kernel-time efficiency model: fit and accuracy ({FIT_DATE})", "",
            f"Command: `{argv}` (run from the repository root; {seconds:.0f} s).", "",
            "Timing definition: **kernel** (vidur: PyTorch-profiler kernel sum; aiconfigurator: mean of 6 "
            "CUDA-graph replays). Datasheet roofline = `max(flops/peak, bytes/bw) + 1.5 us` with the "
@@ -769,7 +772,9 @@ def render(rows: list[dict], fams: dict, verify: list[str], argv: str, seconds: 
            f"`s(x) = 1 / (1 + x^{L2_STEP_POWER:g})`, `l2_bytes` = the profile's `onchip_mb`; the memory-bound "
            "classes fitted in stages (`fit_memory_class`: floor from the smallest 10% of rows, e_bw from rows "
            "above 4x L2, then b_half and l2_gain on the rows below 4x L2); GEMM as before plus a fitted "
-           "l2_gain; attention unchanged.", ""]
+           "l2_gain, its waves over the device's SMs with the tile and split-K a library picks "
+           "(`kernel_time.wave_split`, not a fitted exponent); attention unchanged. The before columns "
+           "score the older constants with this code (their wave exponent is read as a switch: on).", ""]
     hdr = ("| eval | constants | device | source | class | rows | roof MAPE | before MAPE | before med | "
            "before bias | before ±10% | before ±25% | after MAPE | after med | after bias | after ±10% | "
            "after ±25% |")
@@ -893,7 +898,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("measurements", nargs="?", default=os.path.join(ROOT, "..", "shared", "measurements", "gpu"))
     ap.add_argument("--out-dir", default=EFFICIENCY_DIR, help="where the family JSON files go")
-    ap.add_argument("--results", default=os.path.join(ROOT, "bench", "results", "efficiency_fit_2026-11-24"))
+    ap.add_argument("--results", default=os.path.join(ROOT, "bench", "results", "efficiency_fit_2026-12-02"))
     ap.add_argument("--no-write", action="store_true", help="fit and score, write nothing")
     ap.add_argument("--verify", type=int, default=3, help="rows per op checked against analyzer.analyze")
     args = ap.parse_args(argv)

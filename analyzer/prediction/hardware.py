@@ -75,6 +75,7 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
         consts = fc.load_constants(fam)
         # the floors scale only with a clock the profile states (clock_hz may be a stand-in)
         arrays = eff.with_clock(consts.arrays, clock_hz(profile), scale_floor=bool(profile.clock_ghz))
+        pooled_floors(profile, arrays)
         if consts.generic:
             return arrays, "generic", ("generic GPU constants (no family constants for "
                                               f"{fam}): pooled fit over public NVIDIA measurements")
@@ -89,6 +90,18 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
     return fc.load_constants(name).arrays, "datasheet", (
         f"datasheet peaks and bandwidth ({profile.kind}: no measured efficiency constants); "
         f"expect datasheet-roofline error (20-55%), calibrate for better")
+
+def pooled_floors(profile, arrays: dict) -> None:
+    """An NVIDIA GPU with a stated clock: each class floor becomes the pooled number of cycles of
+    the NVIDIA families (``constants.floor_cycles``) over the device's clock, in place; a class
+    without a pooled figure, another vendor's GPU or an unknown clock keeps its set's floor.
+    The floor is then the same work on every NVIDIA GPU, and a faster clock never lengthens it."""
+    if profile.kind != "gpu" or (profile.vendor or "").lower() != "nvidia" or not profile.clock_ghz:
+        return
+    cycles = fc.floor_cycles()
+    arrays["floor_s"] = np.where(np.isfinite(cycles), cycles / (float(profile.clock_ghz) * 1e9),
+                                 arrays["floor_s"])
+
 
 def gather_note(profile) -> str | None:
     """What a GPU prediction with a gather kernel says of the kernel it assumes (None where its

@@ -12,8 +12,10 @@ For one runtime and the profiles predicted under it:
    AMX) when the profile lists a matrix peak for the kernel's compute dtype, else on the vector
    engine at that dtype; vector work and transcendentals on the vector engine.  A device that
    lacks the dtype falls back along ``FALLBACK`` with a warning (fp32 on a TPU runs at its bf16
-   MXU rate, as XLA's default precision does).  fp32 on GPUs runs on the CUDA cores unless
-   ``precision="tf32"``.  ``precision`` overrides the dtype of every floating tensor: the compute
+   MXU rate, as XLA's default precision does).  fp32 on GPUs runs on the CUDA cores (FMA units)
+   unless ``precision="tf32"``, except PyTorch's own default under the ``eager`` and ``kernel``
+   runtimes on an NVIDIA GPU with a TF32 figure: fp32 convolutions run in TF32 (``tf32_convs``;
+   the prediction's notes say so).  ``precision`` overrides the dtype of every floating tensor: the compute
    dtype *and* the bytes.
 3. **efficiency constants** (``efficiency.py``, data in ``hardware_db/efficiency/``): a
    calibrated profile's own tables (``[calibration.tables.<class>]``: ``e_c``, ``e_bw``,
@@ -134,6 +136,69 @@ def _peak(profile, engine: str, dtype: str, warn: set[str]) -> float:
     return v * 1e12
 
 
+
+# convolution classes cuDNN runs as implicit GEMMs on the tensor cores (a depthwise convolution
+# runs its own CUDA-core kernel: not here)
+TF32_CONV_CLASSES = frozenset(eff.CLASS_CODE[c] for c in ("conv", "conv_1x1", "conv1d", "conv_grouped",
+                                                           "conv_batch_grouped"))
+# runtimes whose kernels are PyTorch's own (eager and the kernel sum of the same kernels)
+PYTORCH_RUNTIMES = ("eager", "kernel")
+
+
+def tf32_convs(prof, runtime_name: str, precision: str | None, mpeak_row, cls, dtypes, mac) -> str | None:
+    """PyTorch's precision defaults on an NVIDIA GPU with a TF32 tensor-core figure, under the
+    ``eager`` and ``kernel`` runtimes: cuDNN convolutions run fp32 tensors in TF32 on the tensor
+    cores (``torch.backends.cudnn.allow_tf32 = True``, the default since PyTorch 1.7), matmuls on
+    the FMA units (``torch.backends.cuda.matmul.allow_tf32 = False``, the default since 1.12).
+    Sets the fp32 convolution kernels' matrix peak in ``mpeak_row`` (in place) to the TF32 figure
+    and returns the note that says so (None where nothing runs in fp32 on such a device).
+    ``precision="tf32"`` puts every fp32 product on the tensor cores (the peaks already say so)."""
+    if (prof.kind != "gpu" or (prof.vendor or "").lower() != "nvidia" or runtime_name not in PYTORCH_RUNTIMES
+            or precision not in (None, "fp32")):
+        return None
+    tf32 = prof.peak_flops("matrix", "tf32")
+    fp32 = [k for k, (d, m) in enumerate(zip(dtypes, mac)) if d == "fp32" and m]
+    if not tf32 or not fp32:
+        return None
+    convs = [k for k in fp32 if cls[k] in TF32_CONV_CLASSES]
+    for k in convs:
+        mpeak_row[k] = tf32
+    matmuls = len(convs) < len(fp32)
+    said = "PyTorch's defaults assumed: "
+    if convs:
+        said += (f"fp32 convolutions run in TF32 on the tensor cores ({tf32 / 1e12:g} TFLOP/s; "
+                 f"torch.backends.cudnn.allow_tf32 = True)" + ("; " if matmuls else ""))
+    if matmuls:
+        said += ("fp32 matmuls run on the FMA units (torch.backends.cuda.matmul.allow_tf32 = False)")
+    return said + "; --precision tf32 puts every fp32 product on the tensor cores"
+
+
+def lacks_dtype(prof, dtypes) -> list[str]:
+    """A warning per floating dtype the work runs in that ``prof`` lists no throughput for on any
+    engine (bf16 on a T4, fp8 on an A100): the device may not run it at all, and the prediction
+    takes a fallback's rate (``FALLBACK``)."""
+    out = []
+    for d in sorted(set(dtypes)):
+        if d in PRECISIONS and d != "fp32" and d != "int8" and not (
+                prof.peak_flops("matrix", d) or prof.peak_flops("vector", d)):
+            out.append(f"{prof.id} lists no {d} throughput: the device may lack {d} (predicted at a "
+                       f"fallback's rate; see the other warnings)")
+    return out
+
+
+def _precision_says(prof, runtime_name, precision, mpeak_row, warn: set, note: list, cls, dtypes, mac, vec,
+                    trans) -> None:
+    """What the precision rules add to one profile's lowering: a warning per dtype the device
+    lists no throughput for (``lacks_dtype``; not one the peaks' fallback already warned of) and
+    PyTorch's TF32 defaults (``tf32_convs``: the fp32 convolutions' peaks in ``mpeak_row``, in
+    place, and the note)."""
+    warn.update(w for w in lacks_dtype(prof, [d for d, m, v, t in zip(dtypes, mac, vec, trans) if m or v or t])
+                if not any(f"no {w.split(' lists no ')[1].split(' ')[0]} " in x for x in warn))
+    said = tf32_convs(prof, runtime_name, precision, mpeak_row, cls, dtypes, mac)
+    if said:
+        note.append(said)
+
+
 def _calibrated_for(profile, runtime_name: str) -> bool:
     cal = profile.calibration
     return bool(cal and cal.get("tables") and cal.get("runtime") == runtime_name)
@@ -184,6 +249,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         prof, (bw[p], units[p], l2[p], arrays, prov, detail, launch) = _profile_terms(own, prof, has_gather, note)
         mpeak[p], vpeak[p] = _kernel_peaks(prof, own.setdefault("peaks", {}), warn, anchor_dtype,
                                            mac_l, vec_l, trans_l)
+        _precision_says(prof, runtime.name, precision, mpeak[p], warn, note, cls_l, anchor_dtype, mac_l,
+                        vec_l, trans_l)
         for name in eff.CLASS_PARAMS:
             consts[name][p] = arrays[name]
         consts["trans_weight"][p] = float(arrays["trans_weight"])

@@ -71,6 +71,26 @@ class KernelTerms(NamedTuple):
     attained_flops: float      # FLOP/s the kernel reaches: its FLOPs / its time
     provenance: str
     provenance_detail: str
+    # every factor of the terms (``efficiency.kernel_time``'s detail), per launch unless said:
+    # compute_s = runs * (matrix_s + vector_s); matrix_s = mac * pad * wave * narrow /
+    # (matrix_peak * e_compute); memory_s = runs * (dram_s + sm_s); dram_s = (dram_bytes +
+    # b_half) / (mem_bw * e_bw * cache_gain); sm_s = bytes / sm_rate; time_s = runs * (fixed_s +
+    # max(compute, memory)) (overlap; the sum where the prediction adds them)
+    pad: float = 1.0           # padded tile work / MAC FLOPs (1: no tiles)
+    wave: float = 1.0          # waves x units / CTAs (1: fills the device; see kernel_time.wave_split)
+    split_k: float = 1.0       # K slices the library splits the product into
+    narrow: float = 1.0        # narrow-tile factor (a CPU's few output columns)
+    matrix_s: float = 0.0      # per launch
+    vector_s: float = 0.0
+    dram_bytes: float = 0.0    # bytes charged to DRAM: bytes (+ split-K partials) x (1 - cache_share)
+    cache_share: float = 0.0   # share of the bytes served by the L2 (skip DRAM)
+    cache_gain: float = 1.0    # the DRAM stream's speed-up for a working set that fits the L2
+    dram_s: float = 0.0
+    sm_s: float = 0.0          # the per-SM issue term
+    sm_rate: float = 0.0       # B/s the SMs issue (units x bytes per SM-cycle x clock; 0: off)
+    units: float = 0.0         # SMs (0: unknown)
+    l2_bytes: float = 0.0
+    effective_roof: float = 0.0  # FLOP/s the terms held the kernel to: FLOPs / max(compute, memory)
 
 
 class KernelTable:
@@ -81,7 +101,8 @@ class KernelTable:
 
     __slots__ = ("kernel_of", "names", "members", "weight", "op_class", "runs", "mac", "vec",
                  "trans", "nbytes", "matrix_peak", "vector_peak", "mem_bw", "consts", "fixed",
-                 "compute", "memory", "overhead", "time", "bound")
+                 "compute", "memory", "overhead", "time", "bound", "feats", "units", "l2_bytes",
+                 "class_consts", "overlap")
 
     def __init__(self, **values):
         # by keyword: twenty arrays of one length and type are too easy to pass in the wrong order
@@ -111,6 +132,23 @@ class KernelTable:
     overhead: Any
     time: Any
     bound: Any
+    feats: dict            # the lowering's per-kernel features (efficiency.kernel_time's input)
+    units: float
+    l2_bytes: float
+    class_consts: dict     # this profile's per-class constants (efficiency.kernel_time's consts)
+    overlap: bool
+
+    def detail(self, k: int) -> dict:
+        """Every factor of kernel ``k``'s terms, per launch (``efficiency.kernel_time(detail=True)``)."""
+        import numpy as np
+
+        from analyzer.prediction.efficiency import kernel_time as eff
+
+        f = {name: np.asarray(v)[k:k + 1] for name, v in self.feats.items()}
+        hw = {"matrix_peak": float(self.matrix_peak[k]), "vector_peak": float(self.vector_peak[k]),
+              "mem_bw": self.mem_bw, "units": self.units, "l2_bytes": self.l2_bytes}
+        out = eff.kernel_time(np, f, hw, self.class_consts, detail=True)
+        return {name: float(np.asarray(v).reshape(-1)[0]) for name, v in out.items()}
 
     def __deepcopy__(self, memo):   # read-only arrays: a copy is the same table
         return self
@@ -202,6 +240,8 @@ class Prediction:
         peak = float(t.matrix_peak[k] if engine == "matrix" else t.vector_peak[k])
         time = float(t.time[k])
         runs = float(t.runs[k])
+        d = t.detail(k)
+        body = max(d["compute_s"], d["memory_s"]) if t.overlap else d["compute_s"] + d["memory_s"]
         return KernelTerms(
             kernel=t.names[k], members=int(t.members[k]), member_share=float(t.weight[index]),
             op_class=t.op_class[k], runs=runs, mac_flops=mac, vector_flops=vec,
@@ -216,13 +256,19 @@ class Prediction:
             compute_s=float(t.compute[k]), memory_s=float(t.memory[k]), overhead_s=float(t.overhead[k]),
             time_s=time, bound=BOUNDS[int(t.bound[k])],
             attained_flops=flops * runs / time if time > 0 else 0.0,
-            provenance=self.provenance, provenance_detail=self.provenance_detail)
+            provenance=self.provenance, provenance_detail=self.provenance_detail,
+            pad=d["pad"], wave=d["wave"], split_k=d["split_k"], narrow=d["narrow"], matrix_s=d["matrix_s"],
+            vector_s=d["vector_s"], dram_bytes=d["dram_bytes"], cache_share=d["cache_share"],
+            cache_gain=d["cache_gain"], dram_s=d["dram_s"], sm_s=d["sm_s"], sm_rate=d["sm_bw"], units=t.units,
+            l2_bytes=t.l2_bytes, effective_roof=flops / body if body > 0 else 0.0)
 
     def roofline(self) -> tuple[list[tuple[int, float, float]], dict[str, float]]:
         """Points and roofs of a roofline chart: ``[(node index, intensity FLOP/B, attained
-        FLOP/s)]`` for every row that does work (its kernel's figures; a node that moves no
-        bytes is left out), and ``{"matrix_peak", "vector_peak", "mem_bw"}``: the highest
-        peaks the kernels ran at and the bandwidth."""
+        FLOP/s, effective roof FLOP/s)]`` for every row that does work (its kernel's figures; a
+        node that moves no bytes is left out; the effective roof is what the model's terms held
+        the kernel to: its FLOPs over ``max(compute, memory)``, the fixed cost left out: padding,
+        waves, the cache share and the ramp included), and ``{"matrix_peak", "vector_peak",
+        "mem_bw"}``: the highest peaks the kernels ran at and the bandwidth."""
         t = self.kernel_table
         if t is None:
             return [], {}
@@ -232,7 +278,10 @@ class Prediction:
             k = int(t.kernel_of[x.index])
             tk = float(t.time[k])
             if x.intensity != float("inf") and tk > 0 and flops[k] > 0:
-                pts.append((x.index, x.intensity, float(flops[k]) / tk))
+                body = (max(float(t.compute[k]), float(t.memory[k])) if t.overlap
+                        else float(t.compute[k] + t.memory[k]))
+                pts.append((x.index, x.intensity, float(flops[k]) / tk,
+                            float(flops[k]) / body if body > 0 else 0.0))
         mp = t.matrix_peak[t.mac > 0]
         vp = t.vector_peak[(t.vec + t.trans) > 0]
         return pts, {"matrix_peak": float(mp.max()) if mp.size else 0.0,
@@ -306,7 +355,7 @@ def _prediction(report, target, low, g, compute, memory, ovh, time, bound, overl
         rows.append(NodePrediction(n.name, t, float(compute[k]) * w, float(memory[k]) * w,
                                    float(ovh[k]) * w, BOUNDS[int(bound[k])], intensity,
                                    t / total if total > 0 else 0.0, i, low.kernel_names[k]))
-    table = _kernel_table(low, g, compute, memory, ovh, time, bound)
+    table = _kernel_table(low, g, compute, memory, ovh, time, bound, overlap)
     notes = list(low.notes[g])
     prof, rt = target.profile, target.runtime
     if target.why != "requested":
@@ -321,7 +370,7 @@ def _prediction(report, target, low, g, compute, memory, ovh, time, bound, overl
                       target=target)
 
 
-def _kernel_table(low, g, compute, memory, ovh, time, bound) -> KernelTable:
+def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True) -> KernelTable:
     """Profile ``g``'s per-kernel arrays (views of the lowering's; no copy per node)."""
     import numpy as np
 
@@ -338,4 +387,5 @@ def _kernel_table(low, g, compute, memory, ovh, time, bound) -> KernelTable:
                        nbytes=low.feats["bytes"], matrix_peak=low.matrix_peak[g],
                        vector_peak=low.vector_peak[g], mem_bw=float(low.mem_bw[g]), consts=consts,
                        fixed=low.fixed[g], compute=compute, memory=memory, overhead=ovh, time=time,
-                       bound=bound)
+                       bound=bound, feats=low.feats, units=float(low.units[g]), l2_bytes=float(low.l2_bytes[g]),
+                       class_consts={name: v[g] for name, v in low.consts.items()}, overlap=overlap)

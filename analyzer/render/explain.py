@@ -9,6 +9,20 @@ from analyzer.render.pieces import human
 from analyzer.render.terminal import wrap
 
 
+def _compute_lines(e) -> list[str]:
+    """The factors of the compute term (a part with no work is left out): with the memory and
+    fixed lines, the printed terms give the kernel's time."""
+    out = []
+    if e.mac_flops:
+        out.append(f"    matrix = MAC {human(e.mac_flops)} x padding {e.pad:.3g} x waves {e.wave:.3g} "
+                   f"(split-K {e.split_k:g}, {e.units:g} SMs) x narrow {e.narrow:.3g} / (matrix peak "
+                   f"{human(e.matrix_peak, 'FLOP/s')} x e_compute {e.e_compute:.3g})")
+    if e.vector_flops or e.transcendental_flops:
+        out.append(f"    vector = (vector + transcendentals x {e.trans_weight:g}) / (vector peak "
+                   f"{human(e.vector_peak, 'FLOP/s')} x e_compute {e.e_compute:.3g})")
+    return out
+
+
 def render_explain(report, index: int, width: int | None = None) -> str:
     """One layer's arithmetic on every profile: counts, bytes by class, intensity, the ridge
     point, each term and the efficiency constants with their provenance."""
@@ -41,14 +55,21 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                 f"  arithmetic intensity {e.intensity:.3g} FLOP/B; ridge point {e.ridge:.3g} FLOP/B "
                 f"({e.engine} peak {human(e.matrix_peak if e.engine == 'matrix' else e.vector_peak, 'FLOP/s')}"
                 f" / {human(e.mem_bw, 'B/s')}), {e.effective_ridge:.3g} FLOP/B with the efficiencies",
-                f"  compute  {human_time(e.compute_s):>9}  = work / (peak x e_compute {e.e_compute:.3g})"
-                f" (transcendentals x {e.trans_weight:g})",
-                f"  memory   {human_time(e.memory_s):>9}  = (bytes + b_half {human(e.b_half_bytes, 'B')})"
-                f" / (bandwidth x e_bw {e.e_bw:.3g})",
+                f"  compute  {human_time(e.compute_s):>9}  = launches x (matrix {human_time(e.matrix_s)} "
+                f"+ vector {human_time(e.vector_s)})",
+                *_compute_lines(e),
+                f"  memory   {human_time(e.memory_s):>9}  = launches x (DRAM {human_time(e.dram_s)} + "
+                f"per-SM {human_time(e.sm_s)})",
+                f"    DRAM = (bytes to DRAM {human(e.dram_bytes, 'B')} + ramp b_half "
+                f"{human(e.b_half_bytes, 'B')}) / (bandwidth {human(e.mem_bw, 'B/s')} x e_bw {e.e_bw:.3g} "
+                f"x cache gain {e.cache_gain:.3g}); cache share {100 * e.cache_share:.1f}% of the bytes "
+                f"(L2 {human(e.l2_bytes, 'B')})",
+                "    per-SM = bytes / SM issue rate " + (human(e.sm_rate, 'B/s') if e.sm_rate else "(off)"),
                 f"  fixed    {human_time(e.overhead_s):>9}  = launches x {human_time(e.fixed_s)} "
                 f"(class floor {human_time(e.floor_s)}, launch figure, dispatch)",
-                f"  kernel   {human_time(e.time_s):>9}  {e.bound}-bound; attained "
-                f"{human(e.attained_flops, 'FLOP/s')}",
+                f"  kernel   {human_time(e.time_s):>9}  = fixed + {'max' if p.overlap else 'sum'}(compute, "
+                f"memory): {e.bound}-bound; attained {human(e.attained_flops, 'FLOP/s')}, effective roof "
+                f"{human(e.effective_roof, 'FLOP/s')}",
                 f"  layer    {human_time(x.time_s):>9}  {100 * x.share:.2f}% of "
                 f"{human_time(p.latency_s)}",
                 f"  constants: {safe.text(e.provenance)}: {safe.text(e.provenance_detail)}"]

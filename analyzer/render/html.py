@@ -60,7 +60,8 @@ def roofline_figure(report, indices=None):
                                      hoverinfo="skip", line={"color": color},
                                      legendgroup=s["hardware"]))
         else:
-            text = [f"{_html.escape(n)} ({_html.escape(o)})" for n, o in zip(s["names"], s["ops"])]
+            text = [f"{_html.escape(n)} ({_html.escape(o)})<br>held to {r / 1e12:.3g} TFLOP/s by its terms"
+                    for n, o, r in zip(s["names"], s["ops"], s["roof"])]
             cls = go.Scattergl if len(s["x"]) > 2000 else go.Scatter
             fig.add_trace(cls(x=s["x"], y=s["y"], mode="markers", name=esc(s["label"]),
                               legendgroup=s["hardware"],

@@ -38,6 +38,8 @@ def roofline_series(report, indices: set[int] | None = None) -> list[dict]:
         keep = [x for x in pts if x[1] > 0 and x[2] > 0 and math.isfinite(x[1])]
         out.append({"kind": "points", "hardware": hw, "label": f"{hw} layers",
                     "x": [x[1] for x in keep], "y": [x[2] for x in keep],
+                    # the roof each point was held to by the model's terms (Prediction.roofline)
+                    "roof": [x[3] if len(x) > 3 else 0.0 for x in keep],
                     "index": [x[0] for x in keep],
                     "names": [safe.text(report.nodes[x[0]].name) for x in keep],
                     "ops": [safe.text(report.nodes[x[0]].op) for x in keep]})

@@ -202,3 +202,40 @@ def test_plot_writes_the_roofline_alone(run_cli, tmp_path):
     res = run_cli(MLP, "--hw", "a100", "--plot", out, "-o", tmp_path / "r.json")
     assert res.exit_code == 0, res.output
     assert out.read_text().lstrip().startswith("<?xml") and "matplotlib" in res.stderr
+
+
+def test_explain_factors_give_the_time():
+    """--explain's factors multiply and add up to the kernel's time (issue 32): compute = runs x
+    (MAC x padding x waves x narrow / (peak x e_compute) + vector part), memory = runs x ((DRAM
+    bytes + b_half) / (bandwidth x e_bw x cache gain) + per-SM part), time = fixed + max of both."""
+    import sys
+
+    sys.path.insert(0, str(TRANSFORMER.parent.parent / "tests"))
+    from zoo_reference import light_model_path
+
+    rep = analyzer.analyze(light_model_path("resnet50"), ["b200", "a100", "l4", "t4"], precision="fp32")
+    names = {"n143", "n152"} | {n.name for n in rep.nodes if n.op in ("Relu", "Add", "Gemm")}
+    checked = 0
+    for p in rep.predictions:
+        for i, n in enumerate(rep.nodes):
+            if n.name not in names:
+                continue
+            e = p.explain(i)
+            if e is None:
+                continue
+            matrix = e.mac_flops * e.pad * e.wave * e.narrow / (e.matrix_peak * e.e_compute) if e.mac_flops else 0.0
+            vector = ((e.vector_flops + e.trans_weight * e.transcendental_flops) / (e.vector_peak * e.e_compute)
+                      if e.vector_flops or e.transcendental_flops else 0.0)
+            assert e.matrix_s == pytest.approx(matrix, rel=1e-9, abs=1e-15)
+            assert e.compute_s == pytest.approx(e.runs * (matrix + vector), rel=1e-5, abs=1e-12)
+            dram = (e.dram_bytes + e.b_half_bytes) / (e.mem_bw * e.e_bw * e.cache_gain)
+            sm = (e.bytes / e.sm_rate) if e.sm_rate else 0.0
+            assert e.dram_s == pytest.approx(dram, rel=1e-9)
+            assert e.memory_s == pytest.approx(e.runs * (dram + sm), rel=1e-5)
+            assert e.time_s == pytest.approx(e.runs * e.fixed_s + max(e.compute_s, e.memory_s), rel=1e-5)
+            assert e.effective_roof > 0
+            checked += 1
+    assert checked >= 4 * 4
+    # the roofline carries each point's effective roof, never above the attained rate's ceiling
+    pts, _ = rep.predictions[0].roofline()
+    assert pts and all(len(x) == 4 and x[3] >= x[2] for x in pts)

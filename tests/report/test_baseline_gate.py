@@ -177,7 +177,11 @@ def test_baseline_json_holds_exact_counts_and_per_layer_times(base_json):
     from analyzer.prediction.efficiency.kernel_time import CLASS_CODE, L2_STEP_POWER
     from analyzer.prediction.efficiency.constants import load_constants
 
-    c = load_constants("nvidia-ampere").arrays
+    from analyzer.prediction.efficiency.constants import floor_cycles
+
+    c = dict(load_constants("nvidia-ampere").arrays)
+    # an NVIDIA GPU with a clock: each class floor is the NVIDIA families' pooled cycles / 1.41 GHz
+    c["floor_s"] = floor_cycles() / 1.41e9
 
     def step(nbytes):
         return 1.0 / (1.0 + (nbytes / 40e6) ** L2_STEP_POWER)
@@ -194,11 +198,13 @@ def test_baseline_json_holds_exact_counts_and_per_layer_times(base_json):
             A100_BW * c["e_bw"][i] * cache(i, nbytes)) + sm(i, nbytes)
 
     # fc1: a 1x512 @ 512x1024 fp32 GEMV on the CUDA cores (19.5 TFLOP/s): the row pads to the
-    # 16-wide MMA granule, 1024 columns make 1024/tile_n tiles on 108 SMs (one partial wave):
-    # compute = 2*16*1024*512 / (19.5e12 * e_c) * (tiles/108) ** -alpha; memory = its bytes
+    # 16-wide MMA granule; on the family's 64 x 64 tile 1024 columns make 16 tiles, on the
+    # library's smaller 64 x 32 tile 32 (32 x 32: the same, the first kept); k = 512 allows split-K
+    # 2 (slices of 256): 64 CTAs on 108 SMs, one wave at 64/108 (the least padded work x waves of
+    # the tiles x SPLIT_K): compute = 2*16*1024*512 / (19.5e12 * e_c) * 108/64; memory = its bytes
     g = CLASS_CODE["gemm"]
-    tiles = 1024 / c["tile_n"][g]
-    compute = 2 * 16 * 1024 * 512 / (19.5e12 * c["e_compute"][g]) * (tiles / 108) ** -c["wave_alpha"][g]
+    assert (c["tile_m"][g], c["tile_n"][g]) == (64.0, 64.0)
+    compute = 2 * 16 * 1024 * 512 / (19.5e12 * c["e_compute"][g]) * 108 / 64
     memory = ((2_103_296 * (1 - c["l2_hit"][g] * step(2_103_296)) + c["b_half_bytes"][g])
               / (A100_BW * c["e_bw"][g] * cache(g, 2_103_296)) + sm(g, 2_103_296))
     assert p["nodes"]["fc1"] == pytest.approx(max(c["floor_s"][g], A100_OVH) + max(compute, memory),

@@ -69,19 +69,21 @@ def test_full_chunk_boundary(cm):
 
 
 def test_gemm_wave_and_tile_regimes(cm):
-    # up/down/q...: m = batch*seq, n = width; a100 (108 SMs) runs 128x128 tiles. The chosen
-    # values cross m < 128 (granule padding) / m >= 128 (tiles) and 108 -> 117 tiles (2 waves)
+    # up/down/q...: m = batch*seq, n = width; the a100 (108 SMs) runs the family's tm x tm tiles
+    # (64 x 64) or smaller library tiles. The chosen values cross m < tm (granule padding) /
+    # m >= tm (tiles) and, at seq 1152, a whole number of waves of set tiles (18 x 24 = 432 = 4 x
+    # 108) / one more (18 x 25 = 450)
     from analyzer.prediction.efficiency import kernel_time as eff
     from analyzer.prediction.efficiency.constants import load_constants
 
     c = load_constants("nvidia-ampere").arrays
     tm = c["tile_m"][eff.CLASS_CODE["gemm"]]
-    assert tm == c["tile_n"][eff.CLASS_CODE["gemm"]] == 128
+    assert tm == c["tile_n"][eff.CLASS_CODE["gemm"]] == 64
     m = ss.symbolic_transformer()
-    grid = {"batch": [1], "seq": [100, 127, 128, 129, 1152], "width": [1408, 1536, 1537, 1664]}
+    grid = {"batch": [1], "seq": [36, 63, 64, 65, 1152], "width": [1408, 1536, 1537, 1664]}
     lat, assign = cm.score_dims(m, grid, return_assignments=True)
     tiles = {int(np.ceil(s / tm) * np.ceil(w / tm)) for _, s, w in assign if s >= tm and w >= tm}
-    assert {108, 117} <= tiles and np.ceil(108 / 108) != np.ceil(117 / 108)
+    assert {432, 450} <= tiles and np.ceil(432 / 108) != np.ceil(450 / 108)
     want = exact(cm, m, tuple(grid), assign)
     np.testing.assert_allclose(lat, want, rtol=1e-6)
     for i in (1, 2, 17, 18):

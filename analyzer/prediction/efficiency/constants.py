@@ -189,3 +189,49 @@ def units_of(profile) -> float:
     """SM / compute-unit count from a profile's notes ("Units: 108 SMs"); 0 when not stated."""
     hit = re.search(r"Units:\s*(\d+)\s*SMs", getattr(profile, "notes", None) or "")
     return float(hit.group(1)) if hit else 0.0
+
+
+# the families whose fitted class floors are pooled into one number of cycles per class
+# (``floor_cycles``): NVIDIA's, measured on their own kernels; not the "-<kernels>" variants
+# (another kernel of the class) nor the datasheet and generic sets
+POOLED_FLOOR_PREFIX = "nvidia-"
+
+
+def floor_cycles(directory: str | None = None) -> np.ndarray:
+    """Per op class (``OP_CLASSES``): the kernel floor in cycles of the device clock, pooled over
+    the NVIDIA family files: the median, over the families whose own set of the class states the
+    clock it was fitted at (``floor_clock_hz``), of ``floor_s * floor_clock_hz``; a class none
+    measured takes the first class of its ``class_chain`` that has one; NaN where none has.
+
+    Why pooled: a floor (launch to first instruction, block scheduling, the last wave's drain)
+    is the same few thousand cycles on every recent NVIDIA GPU of a class (GEMM 4.4-8.2 k
+    cycles, attention 20.6-24.8 k across Ampere, Ada, Hopper and Blackwell), and a family's own
+    fitted floor carries its fit's artefacts: a floor fitted in seconds on one device and
+    applied to a faster one made the faster device slower on small kernels."""
+    directory = directory or EFFICIENCY_DIR
+    key = (directory, tuple(sorted((n, os.stat(os.path.join(directory, n)).st_mtime_ns)
+                                   for n in os.listdir(directory) if n.endswith(".json"))))
+    hit = _FLOOR_CACHE.get(key)
+    if hit is not None:
+        return hit
+    per: dict[str, list[float]] = {}
+    for name in sorted(os.listdir(directory)):
+        if not (name.startswith(POOLED_FLOOR_PREFIX) and name.endswith(".json")):
+            continue
+        doc = _read(os.path.join(directory, name))
+        if doc["family"] != name[:-5] or "-pytorch" in doc["family"]:
+            continue
+        for cls, entry in doc["sets"].items():
+            c = entry["constants"]
+            if c.get("floor_clock_hz", 0.0) > 0 and c["floor_s"] > 0:
+                per.setdefault(cls, []).append(c["floor_s"] * c["floor_clock_hz"])
+    out = np.full(len(OP_CLASSES), np.nan)
+    for i, cls in enumerate(OP_CLASSES):
+        want = next((c for c in class_chain(cls) if c in per), None)
+        if want is not None:
+            out[i] = float(np.median(per[want]))
+    _FLOOR_CACHE[key] = out
+    return out
+
+
+_FLOOR_CACHE: dict = {}

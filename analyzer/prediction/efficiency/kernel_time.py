@@ -35,10 +35,16 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   ``im2col_s`` per element of the k x m matrix a convolution run as im2col + GEMM copies first,
   ``im2col_stride_s`` more where a stride above 1 makes that copy a gather; ``serial_s`` per FLOP
   of an RNN's recurrent products (a chain of matrix-vector products, one per step); ``par_s``.
-- ``wave`` (tiled classes, when the number of units (SMs) is known): tiles = ceil(m/tm) *
-  ceil(n/tn) * batch spread over ``units``; utilisation = tiles / (ceil(tiles/units) * units);
-  ``wave = utilisation ** -wave_alpha[c]`` (alpha 1: a partly filled last wave costs a full wave;
-  alpha 0: the library hides it with split-K / stream-K; fitted per family).
+- ``wave`` (tiled classes whose set has ``wave_alpha > 0``, when the number of units (SMs) is
+  known; ``wave_alpha`` is a switch, not an exponent: 0 for a CPU's tiles and the datasheet
+  sets): ``tiles = ceil(m/tm) * ceil(n/tn) * batch``; the library splits K into ``split`` slices
+  when that fills the device better (``wave_split``: ``SPLIT_K`` factors, each slice at least
+  ``SPLIT_K_MIN_K`` deep), ``ctas = tiles * split``, utilisation ``ctas / (ceil(ctas/units) *
+  units)``, ``wave = 1 / utilisation``; the tile is the set's or a smaller one of
+  ``LIBRARY_TILES``, whichever with its split gives the least padded work x waves: the kernel runs whole waves of per-SM work at
+  ``peak / units`` per SM, so a small grid is held to its SMs' share of the peak, never to a
+  fitted fraction that could make a bigger GPU slower.  The split's fp32 partial sums are not
+  charged (a grid small enough to split keeps them in the L2).
 - ``ramp``: a small kernel reaches ``b/(b+b_half)`` of the large-size bandwidth (Hockney's
   form: ``b_half / (bw * e_bw)`` seconds, scaled with the device's bandwidth; ``floor`` is fixed).
 - ``cache`` (the last-level-cache term): a kernel whose working set (its ``bytes``: every input
@@ -119,9 +125,18 @@ SCALAR_PARAMS = ("trans_weight",)
 # the thread-split step p(x) = x**p / (1 + x**p), x = bytes / b_par, fixed: onnxruntime splits a kernel
 # above a cost threshold (p = 4 goes from 6 % to 94 % of the cost over a factor 4 in size)
 PAR_STEP_POWER = 4.0
+# split-K factors a GEMM library chooses among for a grid of fewer tiles than the device has SMs
+# (cuBLAS heuristics and CUTLASS's split-K / stream-K kernels use 2..16 and more slices), each
+# slice keeping at least SPLIT_K_MIN_K of K (a slice shorter than a few k-blocks of a 64..128-row
+# tile does not pay for its partial-sum pass)
+SPLIT_K = (1, 2, 4, 8, 16)
+# the smaller output tiles (rows, columns) a GEMM library also has for grids that do not fill
+# the device's SMs (cuBLAS / CUTLASS tile shapes from 128 x 128 down to 32 x 32)
+LIBRARY_TILES = ((128.0, 128.0), (128.0, 64.0), (64.0, 64.0), (64.0, 32.0), (32.0, 32.0))
+SPLIT_K_MIN_K = 256.0
 
 
-def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> dict:
+def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, detail: bool = False) -> dict:
     """Kernel time of N kernels on one device (or arrays broadcastable to [N]).
 
     ``feats``: ``op_class`` (int codes, ``CLASS_CODE``), ``mac_flops``, ``vec_flops``,
@@ -148,7 +163,7 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
         return xp.take(xp.asarray(arrays[name]), cls)
 
     e_c, e_bw, b_half, floor = per("e_compute"), per("e_bw"), per("b_half_bytes"), per("floor_s")
-    tm, tn, alpha = per("tile_m"), per("tile_n"), per("wave_alpha")
+    tm, tn, waves_on = per("tile_m"), per("tile_n"), per("wave_alpha") > 0
     gain = per("l2_gain") if "l2_gain" in arrays else zeros
     hit = per("l2_hit") if "l2_hit" in arrays else zeros
     sm_bw = per("sm_bw") if "sm_bw" in arrays else zeros
@@ -156,36 +171,28 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
 
     # padded tile work (tiled classes with a GEMM view only)
     tiled = (tm > 0) & (tn > 0) & (m > 0) & (n > 0) & (k > 0)
-    tm1, tn1 = xp.maximum(tm, 1.0), xp.maximum(tn, 1.0)
     b1 = xp.maximum(batch, 1.0)
-    mt, nt = xp.ceil(m / tm1), xp.ceil(n / tn1)
-    # a dimension smaller than its tile runs on a narrower tile (the library picks skinny/GEMV
-    # kernels): padded to the MMA granule only, so a GEMV is not charged a full 128-row tile (a
-    # tile narrower than the granule, a CPU's vector width, is its own granule)
-    gm, gn = xp.minimum(tm1, MMA_GRANULE), xp.minimum(tn1, MMA_GRANULE)
-    mp = xp.where(m >= tm1, mt * tm1, xp.ceil(m / gm) * gm)
-    np_ = xp.where(n >= tn1, nt * tn1, xp.ceil(n / gn) * gn)
+    units = xp.asarray(hw.get("units", 0.0)) * xp.ones_like(mac)
+    known = tiled & (units > 0) & waves_on
     # a kernel that runs its inputs in blocks of k_block channels pads k to whole blocks (0: none)
     kb = per("k_block") if "k_block" in arrays else zeros
     kb1 = xp.maximum(kb, 1.0)
     kp = xp.where(kb > 0, xp.ceil(k / kb1) * kb1, k)
+    mp, np_, wave, split = _tile_choice(xp, m, n, k, tm, tn, b1, units, known)
     work = xp.where(tiled, 2.0 * mp * np_ * kp * b1, mac)
     # narrow outputs: a tiled kernel with few (padded) columns runs its inner loop at part of
     # its rate (time x 1 + (n_half / n)^2; n_half 0: off)
     nh = per("n_half") if "n_half" in arrays else zeros
     narrow = xp.where(tiled, 1.0 + (nh / xp.maximum(np_, 1.0)) ** 2, 1.0)
-    # wave quantization over the units, when known
-    units = xp.asarray(hw.get("units", 0.0)) * xp.ones_like(mac)
-    known = tiled & (units > 0)
-    u1 = xp.maximum(units, 1.0)
-    tiles = xp.maximum(mt * nt * b1, 1.0)
-    util = xp.where(known, tiles / (xp.ceil(tiles / u1) * u1), 1.0)
-    wave = util ** (-alpha)
 
     compute = (work / (xp.asarray(hw["matrix_peak"]) * e_c) * wave * narrow
                + (vec + trans_w * trans) / (xp.asarray(hw["vector_peak"]) * e_c))
     step = l2_step(xp, nbytes, hw.get("l2_bytes", 0.0))
-    ramp_bytes = nbytes * (1.0 - hit * step) + b_half  # bytes / (bw * e * b/(b+h)) = (b + h) / (bw * e)
+    # (split-K's fp32 partial sums, m x n x split x 4 bytes, are not charged: for the small grids
+    # that split they stay in the L2, 1.6 MB for a 49 x 512 output in 16 slices)
+    mbytes = nbytes
+    dram_bytes = mbytes * (1.0 - hit * step)
+    ramp_bytes = dram_bytes + b_half  # bytes / (bw * e * b/(b+h)) = (b + h) / (bw * e)
     # a negative b_half (a calibrated CPU's cache ramp: small working sets beat DRAM) never
     # makes the memory time negative
     cache = 1.0 + gain * step
@@ -194,12 +201,93 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts) -> 
     sm_on = (sm_bw > 0) & (units > 0)
     eb = feat("elem_bytes")
     per_el = ((per("per_element") if "per_element" in arrays else zeros) > 0) & (eb > 0)
-    sm_bytes = nbytes * xp.where(per_el, BPC_ELEM_BYTES / xp.where(per_el, eb, 1.0), 1.0)
+    sm_bytes = mbytes * xp.where(per_el, BPC_ELEM_BYTES / xp.where(per_el, eb, 1.0), 1.0)
     sm = xp.where(sm_on, sm_bytes / (xp.where(sm_on, units * sm_bw, 1.0)), 0.0)
-    memory = xp.where(nbytes > 0, dram + sm, 0.0)
+    on = nbytes > 0
+    memory = xp.where(on, dram + sm, 0.0)
     fixed = floor + class_fixed_s(xp, nbytes, cls, arrays, m, k, batch, feat("strided"), feat("serial_flops"))
     time = fixed + xp.maximum(compute, memory)
-    return {"compute_s": compute, "memory_s": memory, "floor_s": fixed * xp.ones_like(mac), "time_s": time}
+    out = {"compute_s": compute, "memory_s": memory, "floor_s": fixed * xp.ones_like(mac), "time_s": time}
+    if detail:
+        out.update(_detail(xp, tiled, mac, work, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c,
+                           mbytes, dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor))
+    return out
+
+
+def _tile_choice(xp, m, n, k, tm, tn, b1, units, known):
+    """(m padded, n padded, wave, split) of the tile a library runs an m x n output (``b1``
+    pieces) on: the set's tile, or where waves over the SMs are modelled (``known``) the one of
+    the set's tile and the ``LIBRARY_TILES`` no larger than it, with its split-K factor
+    (``wave_split``), whose padded work x waves is least (a library's heuristic picks smaller
+    tiles and splits K for grids that would leave SMs idle; the first of equals).  The small
+    tiles are the same for every family: a family's fitted tile (its large-grid tile) does not
+    limit how finely a small grid is cut."""
+    mp = np_ = mt = nt = wave = split = None
+    for i, (lm, ln) in enumerate(((0.0, 0.0),) + LIBRARY_TILES):
+        ok = known & (lm <= tm) & (ln <= tn) if i else known | ~known
+        tm_f = xp.where(ok & (i > 0), lm, tm)
+        tn_f = xp.where(ok & (i > 0), ln, tn)
+        c_mp, c_np, c_mt, c_nt = _padded(xp, m, n, tm_f, tn_f)
+        c_wave, c_split = wave_split(xp, c_mt * c_nt * b1, k, units, known)
+        if mp is None:
+            mp, np_, mt, nt, wave, split = c_mp, c_np, c_mt, c_nt, c_wave, c_split
+            continue
+        better = ok & (c_mp * c_np * c_wave < mp * np_ * wave * (1.0 - 1e-9))
+        mp, np_, mt, nt = (xp.where(better, a, b) for a, b in ((c_mp, mp), (c_np, np_), (c_mt, mt), (c_nt, nt)))
+        wave, split = xp.where(better, c_wave, wave), xp.where(better, c_split, split)
+    return mp, np_, wave, split
+
+
+def _padded(xp, m, n, tm, tn):
+    """(m padded, n padded, row tiles, column tiles) of an m x n output on tm x tn tiles.  A
+    dimension smaller than its tile runs on a narrower tile (the library picks skinny/GEMV
+    kernels): padded to the MMA granule only, so a GEMV is not charged a full 128-row tile (a
+    tile narrower than the granule, a CPU's vector width, is its own granule)."""
+    tm1, tn1 = xp.maximum(tm, 1.0), xp.maximum(tn, 1.0)
+    mt, nt = xp.ceil(m / tm1), xp.ceil(n / tn1)
+    gm, gn = xp.minimum(tm1, MMA_GRANULE), xp.minimum(tn1, MMA_GRANULE)
+    mp = xp.where(m >= tm1, mt * tm1, xp.ceil(m / gm) * gm)
+    np_ = xp.where(n >= tn1, nt * tn1, xp.ceil(n / gn) * gn)
+    return mp, np_, mt, nt
+
+
+def _detail(xp, tiled, mac, work, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c, mbytes,
+            dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor):
+    """Every factor of ``kernel_time``'s terms, per kernel (``Prediction.explain``): compute_s =
+    matrix_s + vector_s, matrix_s = mac * pad * wave * narrow / (matrix_peak * e_compute);
+    memory_s = dram_s + sm_s, dram_s = (dram_bytes + b_half) / (mem_bw * e_bw * cache_gain),
+    sm_s = bytes / sm_bw; cache_share = 1 - dram_bytes / bytes."""
+    return dict(pad=xp.where(tiled & (mac > 0), work / xp.where(mac > 0, mac, 1.0), 1.0), wave=wave,
+               split_k=split, narrow=narrow, matrix_s=compute - (vec + trans_w * trans)
+               / (xp.asarray(hw["vector_peak"]) * e_c),
+               vector_s=(vec + trans_w * trans) / (xp.asarray(hw["vector_peak"]) * e_c),
+               bytes=mbytes, dram_bytes=xp.where(on, dram_bytes, 0.0),
+               cache_share=xp.where(on & (mbytes > 0), 1.0 - dram_bytes / xp.where(mbytes > 0, mbytes, 1.0), 0.0),
+               cache_gain=cache, ramp_bytes=b_half, dram_s=xp.where(on, dram, 0.0), sm_s=xp.where(on, sm, 0.0),
+               sm_bw=xp.where(sm_on, units * sm_bw, 0.0), class_floor_s=floor * xp.ones_like(mac))
+
+
+def wave_split(xp, tiles, k, units, known):
+    """(wave factor, split-K factor) of a tiled kernel of ``tiles`` output tiles over ``units`` SMs.
+
+    A library fills a device whose SMs outnumber a GEMM's tiles by splitting K (cuBLAS's split-K,
+    CUTLASS's stream-K): of the factors ``SPLIT_K`` whose slices keep at least ``SPLIT_K_MIN_K`` of
+    K (1 always), the one with the best wave utilisation ``ctas / (ceil(ctas / units) * units)``,
+    ``ctas = tiles * split`` (the smallest of equals).  ``wave = 1 / utilisation``: the kernel runs
+    ``ceil(ctas / units)`` waves of ``units`` SMs, each SM at ``peak / units``, so a grid of 8 tiles
+    on 148 SMs that cannot split runs at 8/148 of the peak; a bigger device with the same per-SM
+    rate is never slower.  Where ``known`` is False (no tile view, or an unknown SM count): 1, 1."""
+    u1 = xp.maximum(units, 1.0)
+    t = xp.maximum(tiles, 1.0)
+    best_u, best_s = xp.zeros_like(t), xp.ones_like(t)
+    for s in SPLIT_K:
+        ok = (k >= s * SPLIT_K_MIN_K) | (s == 1)
+        ctas = t * s
+        util = ctas / (xp.ceil(ctas / u1) * u1)
+        better = ok & (util > best_u * (1.0 + 1e-9))
+        best_u = xp.where(better, util, best_u)
+        best_s = xp.where(better, float(s), best_s)
+    return xp.where(known, 1.0 / best_u, 1.0), xp.where(known, best_s, 1.0)
 
 
 def class_fixed_s(xp, nbytes, cls, arrays: Mapping[str, Any], m=0.0, k=0.0, batch=0.0, strided=0.0,
