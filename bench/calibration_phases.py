@@ -11,6 +11,7 @@ classes summed over their passes).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -32,7 +33,7 @@ def main(argv=None) -> int:
     calibrate(threads=args.threads, progress=lambda f, s: log.append((time.perf_counter() - t0, f, s)))
     log.append((time.perf_counter() - t0, 1.0, "returned"))
     phases: OrderedDict[str, float] = OrderedDict()
-    for (t, _f, s), (t_next, _g, _n) in zip(log, log[1:]):
+    for (t, _f, s), (t_next, _g, _n) in itertools.pairwise(log):
         key = "timing the rows" if s.startswith("measuring ") and s.endswith(")") else s.split(" (")[0]
         phases[key] = phases.get(key, 0.0) + (t_next - t)
     total = sum(phases.values())

@@ -82,7 +82,7 @@ def test_shipped_constants_have_provenance_and_no_h100():
         collectives.validate(bad)
     bad = json.loads(json.dumps(d))
     bad["protocols"]["LL"]["efficiency"] = 1.5
-    with pytest.raises(HardwareError, match="LL.efficiency"):
+    with pytest.raises(HardwareError, match=r"LL\.efficiency"):
         collectives.validate(bad)
 
 
