@@ -170,7 +170,7 @@ def tf32_convs(prof, runtime_name: str, precision: str | None, mpeak_row, cls, d
                  f"torch.backends.cudnn.allow_tf32 = True)" + ("; " if matmuls else ""))
     if matmuls:
         said += ("fp32 matmuls run on the FMA units (torch.backends.cuda.matmul.allow_tf32 = False)")
-    return said + "; --precision tf32 puts every fp32 product on the tensor cores"
+    return said + "; precision tf32 puts every fp32 product on the tensor cores"
 
 
 def lacks_dtype(prof, dtypes) -> list[str]:
