@@ -29,7 +29,7 @@ element bytes of the tensor:
 - forward: one all-reduce of each row-parallel GEMM's output, one of the word embedding's output;
 - backward (training): one all-reduce of the input gradient of each sibling set of column-
   parallel GEMMs (siblings share one, their input gradients summed on the device first), one of
-  the LM head's input gradient.
+  the LM head's input gradient; none where that input needs no gradient (the data itself).
 - sequence parallelism: each of those all-reduces becomes a reduce-scatter (of the same tensor)
   plus an all-gather (of the same tensor) on the other side of the replicated region, in forward
   and backward alike, and the replicated nodes that carry activations between the pairs (layer
@@ -80,12 +80,11 @@ def _numel(spec) -> int | None:
 
 
 def _elem_bytes(spec) -> int:
-    from analyzer.ir.graph import PRECISION_BITS
+    """Bytes per element of a tensor spec (4 when its dtype is unknown)."""
+    from analyzer.ir.graph import DTYPE_BITS
 
-    d = str(spec.dtype).lower() if spec is not None else "float32"
-    bits = {"float32": 32, "float": 32, "f32": 32, "float16": 16, "f16": 16, "bfloat16": 16,
-            "bf16": 16, "float64": 64, "f64": 64}.get(d) or PRECISION_BITS.get(d, 32)
-    return max(1, bits // 8)
+    bits = DTYPE_BITS.get(str(spec.dtype)) if spec is not None else None
+    return max(1, bits // 8) if bits else 4
 
 
 def _weight(node) -> tuple[int, int] | None:
@@ -405,6 +404,7 @@ def plan(nodes, t: int, *, pattern: Pattern | None = None, outputs=(), train: bo
     pat = pattern if pattern is not None else find(nodes, outputs)
     notes = list(pat.notes)
     factors = [1.0] * len(nodes)
+    split_nodes: set[int] = set()
     colls: list[Collective] = []
     cols: list[int] = []
     rows: list[int] = []
@@ -424,9 +424,14 @@ def plan(nodes, t: int, *, pattern: Pattern | None = None, outputs=(), train: bo
             colls.append(Collective("all_reduce", phase, nodes[i].name, e, nb))
 
     if pat.recognised:
+        from analyzer.training.step import gradient_plan
+
+        on = gradient_plan(nodes)
+        needs_grad = {x for n, g in zip(nodes, on) if g.on_path for x in n.out_names if x}
         for p in pat.pairs:
             for i in p.columns + p.region + p.rows:
                 factors[i] = 1.0 / t
+                split_nodes.add(i)
             cols.extend(p.columns)
             rows.extend(p.rows)
             for i in p.rows:
@@ -434,8 +439,9 @@ def plan(nodes, t: int, *, pattern: Pattern | None = None, outputs=(), train: bo
             if train:
                 seen = set()
                 for i in p.columns:
-                    if nodes[i].in_names[0] not in seen:
-                        seen.add(nodes[i].in_names[0])
+                    x = nodes[i].in_names[0]
+                    if x not in seen and x in needs_grad:
+                        seen.add(x)
                         coll("backward", i, False)
             k, n_ = _weight(nodes[p.columns[0]])
             bad = [nodes[i].name for i in p.columns if _weight(nodes[i])[1] % t] + \
@@ -449,19 +455,17 @@ def plan(nodes, t: int, *, pattern: Pattern | None = None, outputs=(), train: bo
         if pat.lm_head is not None:
             for i in (pat.lm_head,) + pat.lm_region:
                 factors[i] = 1.0 / t
+                split_nodes.add(i)
             cols.append(pat.lm_head)
-            if train:
+            if train and nodes[pat.lm_head].in_names[0] in needs_grad:
                 coll("backward", pat.lm_head, False)
         if sequence_parallel:
             # the replicated activation nodes between the first and the last split node are
             # split by the sequence instead
-            from analyzer.training.step import gradient_plan
-
-            on = gradient_plan(nodes)
-            split_idx = [i for i, f in enumerate(factors) if f < 1]
-            lo, hi = min(split_idx), max(split_idx)
+            split_idx = sorted(split_nodes)
+            lo, hi = split_idx[0], split_idx[-1]
             for i in range(lo, hi + 1):
-                if factors[i] == 1.0 and on[i].on_path and nodes[i].status != "folded":
+                if i not in split_nodes and on[i].on_path and nodes[i].status != "folded":
                     factors[i] = 1.0 / t
     return Plan(t, sequence_parallel, train, pat.recognised, tuple(factors), tuple(colls),
                 tuple(sorted(cols)), tuple(sorted(rows)), params,
