@@ -152,3 +152,74 @@ def bert_shaped(layers: int = 24, hidden: int = 64, seq: int = 32) -> onnx.Model
         m = dense(a, "intermediate/dense", "m")
         x = dense(m, "output/dense", "o")
     return graph(nodes, {"x": (1, seq, hidden)}, [x], w)
+
+
+def gpt_blocks(layers: int = 2, batch: int = 2, seq: int = 8, hidden: int = 16, heads: int = 4,
+               vocab: int | None = None, prefix: str = "") -> onnx.ModelProto:
+    """A GPT-2-style pre-LN decoder of ``layers`` blocks with a torch exporter's names
+    (``/h.{i}/attn/c_attn/MatMul``, ``/h.{i}/mlp/c_fc/MatMul`` ...): per block ln_1, the fused
+    QKV projection (MatMul + bias Add), Split, per-head Reshape/Transpose, scores MatMul, scale
+    Mul, Softmax, context MatMul, Transpose/Reshape back, the out projection c_proj (MatMul +
+    bias Add), the residual Add, ln_2, c_fc (MatMul + Add), Relu, the MLP's c_proj (MatMul +
+    Add) and the second residual Add. ``vocab``: int64 ids ``[batch, seq]`` into a word
+    embedding ``wte`` (a Gather) and ln_f then an LM head ``[hidden, vocab]`` at the end; else
+    the hidden states ``x`` are the input. Every weight its own initializer."""
+    h, hd = hidden, hidden // heads
+    nodes, inits = [], {}
+
+    def init(name, arr):
+        inits[name] = arr
+        return name
+
+    def node(op, ins, name, **attrs):
+        out = name + "_output_0"
+        nodes.append(helper.make_node(op, ins, [out], name=name, **attrs))
+        return out
+
+    def dense(src, where, k, n):
+        mm = node("MatMul", [src, init(f"{where}.weight", weight(k, n))], f"{where}/MatMul")
+        return node("Add", [mm, init(f"{where}.bias", weight(n))], f"{where}/Add")
+
+    def norm(src, where):
+        return node("LayerNormalization", [src, init(f"{where}.weight", weight(h)),
+                                           init(f"{where}.bias", weight(h))],
+                    f"{where}/LayerNormalization", axis=-1)
+
+    init("heads_shape", ints(batch, seq, heads, hd))
+    init("hidden_shape", ints(batch, seq, h))
+    init("qkv_split", ints(h, h, h))
+    if vocab:
+        inputs = {"input_ids": ((batch, seq), TensorProto.INT64)}
+        x = node("Gather", [init("wte.weight", weight(vocab, h)), "input_ids"], f"{prefix}/wte/Gather")
+    else:
+        inputs = {"x": (batch, seq, h)}
+        x = "x"
+    for i in range(layers):
+        p = f"{prefix}/h.{i}"
+        a = norm(x, f"{p}/ln_1")
+        qkv = dense(a, f"{p}/attn/c_attn", h, 3 * h)
+        q, k, v = (f"{p}/attn/Split_output_{j}" for j in range(3))
+        nodes.append(helper.make_node("Split", [qkv, "qkv_split"], [q, k, v], name=f"{p}/attn/Split",
+                                      axis=2))
+        q, k, v = (node("Reshape", [t, "heads_shape"], f"{p}/attn/Reshape_{j}")
+                   for j, t in enumerate((q, k, v)))
+        q = node("Transpose", [q], f"{p}/attn/Transpose_q", perm=[0, 2, 1, 3])
+        k = node("Transpose", [k], f"{p}/attn/Transpose_k", perm=[0, 2, 3, 1])
+        v = node("Transpose", [v], f"{p}/attn/Transpose_v", perm=[0, 2, 1, 3])
+        s = node("MatMul", [q, k], f"{p}/attn/MatMul")
+        s = node("Mul", [s, init(f"{p}.scale", np.asarray(0.5, np.float32))], f"{p}/attn/Mul")
+        s = node("Softmax", [s], f"{p}/attn/Softmax", axis=-1)
+        c = node("MatMul", [s, v], f"{p}/attn/MatMul_1")
+        c = node("Transpose", [c], f"{p}/attn/Transpose_3", perm=[0, 2, 1, 3])
+        c = node("Reshape", [c, "hidden_shape"], f"{p}/attn/Reshape_3")
+        o = dense(c, f"{p}/attn/c_proj", h, h)
+        x = node("Add", [x, o], f"{p}/Add")
+        m = norm(x, f"{p}/ln_2")
+        m = dense(m, f"{p}/mlp/c_fc", h, 4 * h)
+        m = node("Relu", [m], f"{p}/mlp/act/Relu")
+        m = dense(m, f"{p}/mlp/c_proj", 4 * h, h)
+        x = node("Add", [x, m], f"{p}/Add_1")
+    if vocab:
+        x = norm(x, f"{prefix}/ln_f")
+        x = node("MatMul", [x, init("lm_head.weight", weight(h, vocab))], f"{prefix}/lm_head/MatMul")
+    return graph(nodes, inputs, [x], inits)

@@ -32,8 +32,9 @@ element bytes of the tensor:
   the LM head's input gradient; none where that input needs no gradient (the data itself).
 - sequence parallelism: each of those all-reduces becomes a reduce-scatter (of the same tensor)
   plus an all-gather (of the same tensor) on the other side of the replicated region, in forward
-  and backward alike, and the replicated nodes that carry activations between the pairs (layer
-  norms, dropouts, residual adds) are split by the sequence: ``1/t`` too. Megatron's extra
+  and backward alike, and the replicated nodes that carry activations (layer norms, dropouts,
+  residual adds: every node on the gradient path but the word embedding's lookup) are split by
+  the sequence: ``1/t`` too. Megatron's extra
   all-gather of a column input kept sharded for the weight gradient overlaps the input-gradient
   GEMM and is not charged.
 
@@ -460,12 +461,11 @@ def plan(nodes, t: int, *, pattern: Pattern | None = None, outputs=(), train: bo
             if train and nodes[pat.lm_head].in_names[0] in needs_grad:
                 coll("backward", pat.lm_head, False)
         if sequence_parallel:
-            # the replicated activation nodes between the first and the last split node are
-            # split by the sequence instead
-            split_idx = sorted(split_nodes)
-            lo, hi = split_idx[0], split_idx[-1]
-            for i in range(lo, hi + 1):
-                if i not in split_nodes and on[i].on_path and nodes[i].status != "folded":
+            # the replicated activation nodes (layer norms, dropouts, residual adds: every node
+            # on the gradient path but the word embedding's lookup) split by the sequence
+            for i, g in enumerate(on):
+                if g.on_path and i not in split_nodes and i != pat.embedding \
+                        and nodes[i].status != "folded":
                     factors[i] = 1.0 / t
     return Plan(t, sequence_parallel, train, pat.recognised, tuple(factors), tuple(colls),
                 tuple(sorted(cols)), tuple(sorted(rows)), params,
