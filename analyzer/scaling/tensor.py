@@ -169,6 +169,10 @@ class Plan:
     split_params: int         # of ``params``, those split t ways
     notes: tuple[str, ...] = ()
     pairs: tuple[Pair, ...] = field(default=(), repr=False)
+    # node index -> its per-device output shapes (split nodes whose split axis is traced)
+    shapes: dict = field(default_factory=dict, repr=False)
+    # node index -> (K, N) of a split GEMM's weight on one device (column: N/t, row: K/t)
+    weights: dict = field(default_factory=dict, repr=False)
 
     def summary(self, nodes) -> dict[str, Any]:
         by = {}
@@ -181,6 +185,7 @@ class Plan:
                 "column_parallel": [nodes[i].name for i in self.columns],
                 "row_parallel": [nodes[i].name for i in self.rows],
                 "split_nodes": sum(1 for f in self.factors if f < 1),
+                "split_nodes_with_shapes": len(self.shapes),
                 "collectives": by, "params": self.params,
                 "params_per_device": self.params_per_device}
 
@@ -394,6 +399,91 @@ def _tensor_elems(n, output: bool) -> tuple[int, int]:
     return _numel(spec) or 0, _elem_bytes(spec)
 
 
+_ELEMENTWISE = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Gelu", "FastGelu", "BiasGelu",
+                          "Tanh", "Sigmoid", "Erf", "Pow", "Sqrt", "Exp", "Softmax", "Dropout",
+                          "Where", "Cast", "Identity", "Neg", "Abs", "Max", "Min", "Clip",
+                          "LeakyRelu", "HardSigmoid", "HardSwish", "Silu", "QuickGelu", "Not",
+                          "Equal", "Softplus", "Log"})
+
+
+def _reshape_axis(src: tuple, dst: tuple, axis: int) -> int | None:
+    """The axis of ``dst`` that a split of ``src`` along ``axis`` lands on: the one whose
+    preceding dims hold as many elements as ``src``'s before ``axis`` (a split of the major
+    part of a merged or divided dim)."""
+    before = math.prod(src[:axis])
+    acc = 1
+    for k, d in enumerate(dst):
+        if acc == before and d != 1:
+            return k
+        acc *= d
+    return None
+
+
+def _trace_shapes(nodes, pairs, t: int) -> dict[int, tuple]:
+    """Per split node, its per-device output shapes: the split axis followed from each column
+    GEMM's output (its last axis) through the region by op (elementwise: same axis from the
+    right; Transpose: permuted; Reshape: by element counts; Split, Softmax and batched MatMul:
+    kept), divided by ``t`` (ceil). Row GEMMs: the full output. Nodes whose axis is lost are left
+    out."""
+    out: dict[int, tuple] = {}
+
+    def cut(shape, ax):
+        return tuple(-(-d // t) if k == ax else d for k, d in enumerate(shape))
+
+    for p in pairs:
+        axis: dict[str, int] = {}   # tensor -> split axis counted from the right (negative)
+        for i in p.columns:
+            n = nodes[i]
+            o = n.out_specs[0]
+            if o is not None and o.shape:
+                axis[n.out_names[0]] = -1
+                out[i] = (cut(o.shape, len(o.shape) - 1),)
+        for i in sorted(p.region):
+            n = nodes[i]
+            ins = [(x, spec) for x, spec in zip(n.in_names, n.in_specs) if x in axis]
+            if not ins or not all(o is not None and o.shape for o in n.out_specs):
+                continue
+            x, spec = ins[0]
+            a = axis[x]
+            shapes = [tuple(o.shape) for o in n.out_specs]
+            if n.op in _ELEMENTWISE or n.op == "Split":
+                new = a
+            elif n.op == "MatMul":   # batched product: a split batch (head) axis is kept
+                new = a if a < -2 else None
+            elif n.op == "Transpose" and spec is not None and spec.shape:
+                pos = _perm_of(tuple(spec.shape), shapes[0], len(spec.shape) + a)
+                new = pos[0] - len(shapes[0]) if pos else None
+            elif n.op in SHAPE_ONLY and spec is not None and spec.shape:
+                k = _reshape_axis(tuple(spec.shape), shapes[0], len(spec.shape) + a)
+                new = None if k is None else k - len(shapes[0])
+            else:
+                new = None
+            if new is None:
+                continue
+            for name in n.out_names:
+                if name:
+                    axis[name] = new
+            out[i] = tuple(cut(sh, len(sh) + new) for sh in shapes)
+        for i in p.rows:
+            o = nodes[i].out_specs[0]
+            if o is not None and o.shape:
+                out[i] = (tuple(o.shape),)
+    return out
+
+
+def _perm_of(src, dst, ax: int) -> list[int]:
+    """Candidate positions in ``dst`` of ``src``'s axis ``ax`` (by matching sizes when the
+    permutation itself is not on the node: the first position of equal size not taken by an
+    earlier unique match)."""
+    want = src[ax]
+    hits = [k for k, d in enumerate(dst) if d == want]
+    if len(hits) == 1:
+        return hits
+    # ambiguous sizes: keep the order of equal-sized axes
+    same_before = sum(1 for k in range(ax) if src[k] == want)
+    return [hits[same_before]] if same_before < len(hits) else []
+
+
 def plan(nodes, t: int, *, pattern: Pattern | None = None, outputs=(), train: bool = True,
          sequence_parallel: bool = False, params: int | None = None,
          elem_bytes: int | None = None) -> Plan:
@@ -444,7 +534,6 @@ def plan(nodes, t: int, *, pattern: Pattern | None = None, outputs=(), train: bo
                     if x not in seen and x in needs_grad:
                         seen.add(x)
                         coll("backward", i, False)
-            k, n_ = _weight(nodes[p.columns[0]])
             bad = [nodes[i].name for i in p.columns if _weight(nodes[i])[1] % t] + \
                   [nodes[i].name for i in p.rows if _weight(nodes[i])[0] % t]
             if bad or (p.heads and p.heads % t):
@@ -467,6 +556,15 @@ def plan(nodes, t: int, *, pattern: Pattern | None = None, outputs=(), train: bo
                 if g.on_path and i not in split_nodes and i != pat.embedding \
                         and nodes[i].status != "folded":
                     factors[i] = 1.0 / t
+    shapes = _trace_shapes(nodes, pat.pairs, t) if pat.recognised else {}
+    weights = {}
+    for i in cols:
+        k, n = _weight(nodes[i])
+        weights[i] = (k, -(-n // t))
+    for i in rows:
+        k, n = _weight(nodes[i])
+        weights[i] = (-(-k // t), n)
     return Plan(t, sequence_parallel, train, pat.recognised, tuple(factors), tuple(colls),
                 tuple(sorted(cols)), tuple(sorted(rows)), params,
-                per_dev if pat.recognised else params, split_total, tuple(notes), pat.pairs)
+                per_dev if pat.recognised else params, split_total, tuple(notes), pat.pairs,
+                shapes, weights)

@@ -3,16 +3,15 @@ are column- and row-parallel, the per-node factors, the collectives and their by
 parameters one device holds, and the step built from them, in closed forms."""
 
 import os
-import sys
 
 import pytest
 
 import analyzer
 from analyzer.scaling import tensor as T
 from analyzer.training.step import backward_rows, optimizer_time
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from onnx_builders import gpt_blocks, one_node, weight  # noqa: E402
+import numpy as np
+from onnx import TensorProto, helper
+from onnx_builders import graph, ints, one_node, weight
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "torch")
 B, S, H, HEADS, LAYERS = 2, 8, 16, 4, 2
@@ -21,6 +20,77 @@ ACT_BYTES = B * S * H * 4          # one [batch, seq, hidden] fp32 activation: 1
 # (H), c_fc W (H x 4H) + b (4H), mlp c_proj W (4H x H) + b (H), the score scale (1 scalar)
 SPLIT_PER_BLOCK = H * 3 * H + 3 * H + H * H + H * 4 * H + 4 * H + 4 * H * H   # 3184
 REPL_PER_BLOCK = 4 * H + H + H + 1                                          # 97
+
+
+def gpt_blocks(layers: int = 2, batch: int = 2, seq: int = 8, hidden: int = 16, heads: int = 4,
+               vocab: int | None = None, prefix: str = ""):
+    """A GPT-2-style pre-LN decoder of ``layers`` blocks with a torch exporter's names
+    (``/h.{i}/attn/c_attn/MatMul``, ``/h.{i}/mlp/c_fc/MatMul`` ...): per block ln_1, the fused
+    QKV projection (MatMul + bias Add), Split, per-head Reshape/Transpose, scores MatMul, scale
+    Mul, Softmax, context MatMul, Transpose/Reshape back, the out projection c_proj (MatMul +
+    bias Add), the residual Add, ln_2, c_fc (MatMul + Add), Relu, the MLP's c_proj (MatMul +
+    Add) and the second residual Add. ``vocab``: int64 ids ``[batch, seq]`` into a word
+    embedding ``wte`` (a Gather) and ln_f then an LM head ``[hidden, vocab]`` at the end; else
+    the hidden states ``x`` are the input. Every weight its own initializer."""
+    h, hd = hidden, hidden // heads
+    nodes, inits = [], {}
+
+    def init(name, arr):
+        inits[name] = arr
+        return name
+
+    def node(op, ins, name, **attrs):
+        out = name + "_output_0"
+        nodes.append(helper.make_node(op, ins, [out], name=name, **attrs))
+        return out
+
+    def dense(src, where, k, n):
+        mm = node("MatMul", [src, init(f"{where}.weight", weight(k, n))], f"{where}/MatMul")
+        return node("Add", [mm, init(f"{where}.bias", weight(n))], f"{where}/Add")
+
+    def norm(src, where):
+        return node("LayerNormalization", [src, init(f"{where}.weight", weight(h)),
+                                           init(f"{where}.bias", weight(h))],
+                    f"{where}/LayerNormalization", axis=-1)
+
+    init("heads_shape", ints(batch, seq, heads, hd))
+    init("hidden_shape", ints(batch, seq, h))
+    init("qkv_split", ints(h, h, h))
+    if vocab:
+        inputs = {"input_ids": ((batch, seq), TensorProto.INT64)}
+        x = node("Gather", [init("wte.weight", weight(vocab, h)), "input_ids"], f"{prefix}/wte/Gather")
+    else:
+        inputs = {"x": (batch, seq, h)}
+        x = "x"
+    for i in range(layers):
+        p = f"{prefix}/h.{i}"
+        a = norm(x, f"{p}/ln_1")
+        qkv = dense(a, f"{p}/attn/c_attn", h, 3 * h)
+        q, k, v = (f"{p}/attn/Split_output_{j}" for j in range(3))
+        nodes.append(helper.make_node("Split", [qkv, "qkv_split"], [q, k, v], name=f"{p}/attn/Split",
+                                      axis=2))
+        q, k, v = (node("Reshape", [t, "heads_shape"], f"{p}/attn/Reshape_{j}")
+                   for j, t in enumerate((q, k, v)))
+        q = node("Transpose", [q], f"{p}/attn/Transpose_q", perm=[0, 2, 1, 3])
+        k = node("Transpose", [k], f"{p}/attn/Transpose_k", perm=[0, 2, 3, 1])
+        v = node("Transpose", [v], f"{p}/attn/Transpose_v", perm=[0, 2, 1, 3])
+        s = node("MatMul", [q, k], f"{p}/attn/MatMul")
+        s = node("Mul", [s, init(f"{p}.scale", np.asarray(0.5, np.float32))], f"{p}/attn/Mul")
+        s = node("Softmax", [s], f"{p}/attn/Softmax", axis=-1)
+        c = node("MatMul", [s, v], f"{p}/attn/MatMul_1")
+        c = node("Transpose", [c], f"{p}/attn/Transpose_3", perm=[0, 2, 1, 3])
+        c = node("Reshape", [c, "hidden_shape"], f"{p}/attn/Reshape_3")
+        o = dense(c, f"{p}/attn/c_proj", h, h)
+        x = node("Add", [x, o], f"{p}/Add")
+        m = norm(x, f"{p}/ln_2")
+        m = dense(m, f"{p}/mlp/c_fc", h, 4 * h)
+        m = node("Relu", [m], f"{p}/mlp/act/Relu")
+        m = dense(m, f"{p}/mlp/c_proj", 4 * h, h)
+        x = node("Add", [x, m], f"{p}/Add_1")
+    if vocab:
+        x = norm(x, f"{prefix}/ln_f")
+        x = node("MatMul", [x, init("lm_head.weight", weight(h, vocab))], f"{prefix}/lm_head/MatMul")
+    return graph(nodes, inputs, [x], inits)
 
 
 def _report(**kw):
@@ -67,6 +137,31 @@ def test_gpt_blocks_columns_rows_factors_allreduces_params(t):
     # inference: the forward all-reduces only
     fwd = T.plan(r.nodes, t, outputs=r.model["outputs"], train=False)
     assert [c.phase for c in fwd.collectives] == ["forward"] * 4
+
+
+@pytest.mark.parametrize("t", [2, 4])
+def test_per_device_shapes_heads_and_hidden_split(t):
+    """B=2, S=8, H=16, 4 heads of 4: QKV [2,8,48] -> [2,8,48/t]; per-head tensors and scores
+    keep 4/t heads; the MLP's hidden 64 -> 64/t; the row GEMMs' outputs are whole."""
+    r = _report()
+    p = T.plan(r.nodes, t, outputs=r.model["outputs"])
+    by = {r.nodes[i].name: sh for i, sh in p.shapes.items()}
+    hh = HEADS // t
+    assert by["/h.0/attn/c_attn/MatMul"] == ((B, S, 3 * H // t),)
+    assert by["/h.0/attn/Split"] == ((B, S, H // t),) * 3
+    assert by["/h.0/attn/Reshape_0"] == ((B, S, hh, H // HEADS),)
+    assert by["/h.0/attn/Transpose_k"] == ((B, hh, H // HEADS, S),)
+    assert by["/h.0/attn/Softmax"] == ((B, hh, S, S),)
+    assert by["/h.0/attn/Reshape_3"] == ((B, S, H // t),)
+    assert by["/h.0/attn/c_proj/MatMul"] == ((B, S, H),)
+    assert by["/h.1/mlp/act/Relu"] == ((B, S, 4 * H // t),)
+    # every split node's shape is traced
+    assert set(p.shapes) == {i for i, f in enumerate(p.factors) if f < 1}
+    w = {r.nodes[i].name: kn for i, kn in p.weights.items()}
+    assert w["/h.0/attn/c_attn/MatMul"] == (H, 3 * H // t)
+    assert w["/h.0/attn/c_proj/MatMul"] == (H // t, H)
+    assert w["/h.0/mlp/c_fc/MatMul"] == (H, 4 * H // t)
+    assert w["/h.0/mlp/c_proj/MatMul"] == (4 * H // t, H)
 
 
 def test_vocab_parallel_embedding_and_lm_head():
@@ -175,6 +270,11 @@ def test_torch_exports_recognised(fixture, attn_cols, attn_row, mlp_col, mlp_row
     attention and MLP pair, the word embedding; all-reduces of 1 x 32 x 128 x 4 B = 16384 B."""
     r = analyzer.analyze(os.path.join(FIX, f"{fixture}.onnx"))
     pat = T.find(r.nodes, r.model["outputs"])
+    # every split node's per-device shape traced; the scores keep 1 of the 2 heads at t = 2
+    p2 = T.plan(r.nodes, 2, pattern=pat)
+    assert set(p2.shapes) == {i for i, f in enumerate(p2.factors) if f < 1}
+    scores = [sh for i, sh in p2.shapes.items() if r.nodes[i].op == "Softmax"]
+    assert scores == [((1, 1, 32, 32),)] * 2
     blk = "/model/h." if fixture == "gpt2" else "/model/encoder/layer."
     assert [(q.kind, q.heads, _names(r, q.columns), _names(r, q.rows)) for q in pat.pairs] == [
         x for i in range(2) for x in (
