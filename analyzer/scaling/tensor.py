@@ -372,25 +372,20 @@ def _split_tensors(nodes, pat: Pattern) -> dict[str, int]:
             if e and e > 1:
                 out[n.in_names[k]] = e
 
+    def add_all(i):
+        for k in range(len(nodes[i].in_names)):
+            add(nodes[i], k)
+
     for p in pat.pairs:
-        for i in p.columns:
-            for k in n_range(nodes[i]):
-                add(nodes[i], k)
-        for i in p.region:
-            for k in n_range(nodes[i]):
-                add(nodes[i], k)
+        for i in p.columns + p.region:
+            add_all(i)
         for i in p.rows:
             add(nodes[i], 1)
     if pat.embedding is not None:
         add(nodes[pat.embedding], 0)
     if pat.lm_head is not None:
-        for k in n_range(nodes[pat.lm_head]):
-            add(nodes[pat.lm_head], k)
+        add_all(pat.lm_head)
     return out
-
-
-def n_range(n) -> range:
-    return range(len(n.in_names))
 
 
 def _tensor_elems(n, output: bool) -> tuple[int, int]:
@@ -504,10 +499,19 @@ def plan(nodes, t: int, *, pattern: Pattern | None = None, outputs=(), train: bo
         params = sum(split.values())
     split_total = sum(split.values())
     per_dev = params - split_total + sum(math.ceil(e / t) for e in split.values())
+    if split_total > params:   # a tied weight seen under two names: split only the count
+        notes.append(f"split weights ({split_total}) exceed the parameter count ({params}): "
+                     "a tied or shared weight; parameters per device taken as params / t")
+        split_total, per_dev = params, math.ceil(params / t)
+
+    unknown: list[int] = []   # nodes whose collective's tensor size is unknown
+    uneven: list[Pair] = []   # pairs whose heads or split dimension t does not divide
 
     def coll(phase: str, i: int, output: bool):
         e, b = _tensor_elems(nodes[i], output)
         nb = e * (elem_bytes or b)
+        if not e:
+            unknown.append(i)
         if sequence_parallel:
             colls.append(Collective("reduce_scatter", phase, nodes[i].name, e, nb))
             colls.append(Collective("all_gather", phase, nodes[i].name, e, nb))
@@ -537,9 +541,7 @@ def plan(nodes, t: int, *, pattern: Pattern | None = None, outputs=(), train: bo
             bad = [nodes[i].name for i in p.columns if _weight(nodes[i])[1] % t] + \
                   [nodes[i].name for i in p.rows if _weight(nodes[i])[0] % t]
             if bad or (p.heads and p.heads % t):
-                notes.append(f"{nodes[p.columns[0]].name}: "
-                             + (f"{p.heads} heads" if p.heads and p.heads % t else "a dimension")
-                             + f" not divisible by {t} (charged as if padded)")
+                uneven.append(p)
         if pat.embedding is not None:
             coll("forward", pat.embedding, True)
         if pat.lm_head is not None:
@@ -556,6 +558,14 @@ def plan(nodes, t: int, *, pattern: Pattern | None = None, outputs=(), train: bo
                 if g.on_path and i not in split_nodes and i != pat.embedding \
                         and nodes[i].status != "folded":
                     factors[i] = 1.0 / t
+    if uneven:   # counts only: notes reach terminals, node names stay in the JSON lists
+        heads = sorted({p.heads for p in uneven if p.heads and p.heads % t})
+        notes.append(f"{len(uneven)} of {len(pat.pairs)} column/row pairs do not divide by {t}"
+                     + (f" (heads {', '.join(map(str, heads))})" if heads else "")
+                     + ": charged as if padded")
+    if unknown:
+        notes.append(f"{len(unknown)} collectives of unknown tensor size charged 0 bytes "
+                     "(their per-call cost still counted)")
     shapes = _trace_shapes(nodes, pat.pairs, t) if pat.recognised else {}
     weights = {}
     for i in cols:
