@@ -120,12 +120,7 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
     step1 = _step(base, train)
     precision = base.predictions[0].precision if base.predictions else "fp32"
     grad_bytes = base.totals.params * (PRECISION_BITS.get(precision, 32) // 8)   # B per gradient (4 when unknown)
-    notes = [("NCCL model (algorithm and protocol by size, hardware_db/collectives/nccl.json)"
-              if algorithm == "nccl" else f"{algorithm} all-reduce") + f" over {fab.inter.name}"
-             + (f", {per_node} devices per node over {fab.intra.name}" if per_node > 1 else "")
-             + (f", {fab.nics} NICs per node" if fab.nics > 1 else "")]
-    if fab.inter.alpha == 0 and algorithm != "nccl":
-        notes.append(f"{fab.inter.name}: no per-message latency on record (charged 0)")
+    notes = _fabric_notes(fab, algorithm)
     mode = rescale or ("analyze" if batch is not None else "linear")
     points = []
     tp_plans: list[dict] = []
@@ -149,8 +144,7 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
         elif parallel == "tensor":
             pts, summary, tnotes = _tensor_points(base, step1, fab, n, train, sequence_parallel)
             points.extend(pts)
-            if n > 1:
-                tp_plans.append({"devices": n, **summary})
+            tp_plans += [{"devices": n, **summary}] if n > 1 else []
             notes.extend(x for x in tnotes if x not in notes)
         else:
             points.extend(_pipeline_points(base, step1, fab, n, microbatches or 4 * n, train))
@@ -167,6 +161,16 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
     order = {p.hardware: i for i, p in enumerate(base.predictions)}
     points.sort(key=lambda p: (order.get(p.hardware, 0), p.devices))
     return base.with_scaling(Scaling(parallel, fab.inter.name, tuple(points), setup, tuple(notes)))
+
+
+def _fabric_notes(fab, algorithm: str) -> list[str]:
+    notes = [("NCCL model (algorithm and protocol by size, hardware_db/collectives/nccl.json)"
+              if algorithm == "nccl" else f"{algorithm} all-reduce") + f" over {fab.inter.name}"
+             + (f", {fab.per_node} devices per node over {fab.intra.name}" if fab.per_node > 1 else "")
+             + (f", {fab.nics} NICs per node" if fab.nics > 1 else "")]
+    if fab.inter.alpha == 0 and algorithm != "nccl":
+        notes.append(f"{fab.inter.name}: no per-message latency on record (charged 0)")
+    return notes
 
 
 def _tensor_points(base, step1: dict, fab, n: int, train: bool, sequence_parallel: bool = False):

@@ -479,6 +479,63 @@ def _perm_of(src, dst, ax: int) -> list[int]:
     return [hits[same_before]] if same_before < len(hits) else []
 
 
+def _params(nodes, pat: Pattern, t: int, params: int | None, notes: list) -> tuple[int, int, int]:
+    """(params, of them split t ways, params on one device)."""
+    split = _split_tensors(nodes, pat) if pat.recognised else {}
+    if params is None:
+        params = sum(split.values())
+    split_total = sum(split.values())
+    per_dev = params - split_total + sum(math.ceil(e / t) for e in split.values())
+    if split_total > params:   # a tied weight seen under two names: split only the count
+        notes.append(f"split weights ({split_total}) exceed the parameter count ({params}): "
+                     "a tied or shared weight; parameters per device taken as params / t")
+        split_total, per_dev = params, math.ceil(params / t)
+    return params, split_total, per_dev
+
+
+def _where_collectives(nodes, pat: Pattern, train: bool) -> list[tuple[str, int, bool]]:
+    """``(phase, node index, its output?)`` of each all-reduce (module docstring): row outputs
+    and the embedding's in forward; each column set's input gradient and the LM head's in
+    backward, where that input needs a gradient."""
+    from analyzer.training.step import gradient_plan
+
+    needs_grad = {x for n, g in zip(nodes, gradient_plan(nodes)) if g.on_path
+                  for x in n.out_names if x}
+    out = []
+    for p in pat.pairs:
+        out += [("forward", i, True) for i in p.rows]
+        seen = set()
+        for i in p.columns if train else ():
+            x = nodes[i].in_names[0]
+            if x not in seen and x in needs_grad:
+                seen.add(x)
+                out.append(("backward", i, False))
+    if pat.embedding is not None:
+        out.append(("forward", pat.embedding, True))
+    if pat.lm_head is not None and train and nodes[pat.lm_head].in_names[0] in needs_grad:
+        out.append(("backward", pat.lm_head, False))
+    return out
+
+
+def _factors(nodes, pat: Pattern, t: int, sequence_parallel: bool) -> list[float]:
+    """Per node, what its work is divided by on one device (module docstring)."""
+    factors = [1.0] * len(nodes)
+    split = {i for p in pat.pairs for i in p.columns + p.region + p.rows}
+    if pat.lm_head is not None:
+        split.update((pat.lm_head,) + pat.lm_region)
+    for i in split:
+        factors[i] = 1.0 / t
+    if sequence_parallel and split:
+        # the replicated activation nodes (layer norms, dropouts, residual adds: every node on
+        # the gradient path but the word embedding's lookup) split by the sequence
+        from analyzer.training.step import gradient_plan
+
+        for i, g in enumerate(gradient_plan(nodes)):
+            if g.on_path and i not in split and i != pat.embedding and nodes[i].status != "folded":
+                factors[i] = 1.0 / t
+    return factors
+
+
 def plan(nodes, t: int, *, pattern: Pattern | None = None, outputs=(), train: bool = True,
          sequence_parallel: bool = False, params: int | None = None,
          elem_bytes: int | None = None) -> Plan:
@@ -489,92 +546,33 @@ def plan(nodes, t: int, *, pattern: Pattern | None = None, outputs=(), train: bo
         raise ValueError(f"tensor-parallel degree must be an integer >= 1, got {t!r}")
     pat = pattern if pattern is not None else find(nodes, outputs)
     notes = list(pat.notes)
-    factors = [1.0] * len(nodes)
-    split_nodes: set[int] = set()
+    params, split_total, per_dev = _params(nodes, pat, t, params, notes)
     colls: list[Collective] = []
-    cols: list[int] = []
-    rows: list[int] = []
-    split = _split_tensors(nodes, pat) if pat.recognised else {}
-    if params is None:
-        params = sum(split.values())
-    split_total = sum(split.values())
-    per_dev = params - split_total + sum(math.ceil(e / t) for e in split.values())
-    if split_total > params:   # a tied weight seen under two names: split only the count
-        notes.append(f"split weights ({split_total}) exceed the parameter count ({params}): "
-                     "a tied or shared weight; parameters per device taken as params / t")
-        split_total, per_dev = params, math.ceil(params / t)
-
-    unknown: list[int] = []   # nodes whose collective's tensor size is unknown
-    uneven: list[Pair] = []   # pairs whose heads or split dimension t does not divide
-
-    def coll(phase: str, i: int, output: bool):
+    unknown = 0
+    for phase, i, output in (_where_collectives(nodes, pat, train) if pat.recognised else ()):
         e, b = _tensor_elems(nodes[i], output)
         nb = e * (elem_bytes or b)
-        if not e:
-            unknown.append(i)
-        if sequence_parallel:
-            colls.append(Collective("reduce_scatter", phase, nodes[i].name, e, nb))
-            colls.append(Collective("all_gather", phase, nodes[i].name, e, nb))
-        else:
-            colls.append(Collective("all_reduce", phase, nodes[i].name, e, nb))
-
-    if pat.recognised:
-        from analyzer.training.step import gradient_plan
-
-        on = gradient_plan(nodes)
-        needs_grad = {x for n, g in zip(nodes, on) if g.on_path for x in n.out_names if x}
-        for p in pat.pairs:
-            for i in p.columns + p.region + p.rows:
-                factors[i] = 1.0 / t
-                split_nodes.add(i)
-            cols.extend(p.columns)
-            rows.extend(p.rows)
-            for i in p.rows:
-                coll("forward", i, True)
-            if train:
-                seen = set()
-                for i in p.columns:
-                    x = nodes[i].in_names[0]
-                    if x not in seen and x in needs_grad:
-                        seen.add(x)
-                        coll("backward", i, False)
-            bad = [nodes[i].name for i in p.columns if _weight(nodes[i])[1] % t] + \
-                  [nodes[i].name for i in p.rows if _weight(nodes[i])[0] % t]
-            if bad or (p.heads and p.heads % t):
-                uneven.append(p)
-        if pat.embedding is not None:
-            coll("forward", pat.embedding, True)
-        if pat.lm_head is not None:
-            for i in (pat.lm_head,) + pat.lm_region:
-                factors[i] = 1.0 / t
-                split_nodes.add(i)
-            cols.append(pat.lm_head)
-            if train and nodes[pat.lm_head].in_names[0] in needs_grad:
-                coll("backward", pat.lm_head, False)
-        if sequence_parallel:
-            # the replicated activation nodes (layer norms, dropouts, residual adds: every node
-            # on the gradient path but the word embedding's lookup) split by the sequence
-            for i, g in enumerate(on):
-                if g.on_path and i not in split_nodes and i != pat.embedding \
-                        and nodes[i].status != "folded":
-                    factors[i] = 1.0 / t
+        unknown += not e
+        kinds = ("reduce_scatter", "all_gather") if sequence_parallel else ("all_reduce",)
+        colls += [Collective(k, phase, nodes[i].name, e, nb) for k in kinds]
+    uneven = [p for p in pat.pairs if (p.heads and p.heads % t)
+              or any(_weight(nodes[i])[1] % t for i in p.columns)
+              or any(_weight(nodes[i])[0] % t for i in p.rows)]
     if uneven:   # counts only: notes reach terminals, node names stay in the JSON lists
         heads = sorted({p.heads for p in uneven if p.heads and p.heads % t})
         notes.append(f"{len(uneven)} of {len(pat.pairs)} column/row pairs do not divide by {t}"
                      + (f" (heads {', '.join(map(str, heads))})" if heads else "")
                      + ": charged as if padded")
     if unknown:
-        notes.append(f"{len(unknown)} collectives of unknown tensor size charged 0 bytes "
+        notes.append(f"{unknown} collectives of unknown tensor size charged 0 bytes "
                      "(their per-call cost still counted)")
-    shapes = _trace_shapes(nodes, pat.pairs, t) if pat.recognised else {}
-    weights = {}
-    for i in cols:
-        k, n = _weight(nodes[i])
-        weights[i] = (k, -(-n // t))
-    for i in rows:
-        k, n = _weight(nodes[i])
-        weights[i] = (-(-k // t), n)
-    return Plan(t, sequence_parallel, train, pat.recognised, tuple(factors), tuple(colls),
-                tuple(sorted(cols)), tuple(sorted(rows)), params,
+    cols = sorted([i for p in pat.pairs for i in p.columns]
+                  + ([pat.lm_head] if pat.lm_head is not None else []))
+    rows = sorted(i for p in pat.pairs for i in p.rows)
+    weights = {i: (k, -(-n // t)) for i in cols for k, n in [_weight(nodes[i])]}
+    weights.update({i: (-(-k // t), n) for i in rows for k, n in [_weight(nodes[i])]})
+    return Plan(t, sequence_parallel, train, pat.recognised,
+                tuple(_factors(nodes, pat, t, sequence_parallel)) if pat.recognised
+                else (1.0,) * len(nodes), tuple(colls), tuple(cols), tuple(rows), params,
                 per_dev if pat.recognised else params, split_total, tuple(notes), pat.pairs,
-                shapes, weights)
+                _trace_shapes(nodes, pat.pairs, t) if pat.recognised else {}, weights)
