@@ -289,6 +289,8 @@ class Fabric:
             inside = g > 1 and self.intra is not None
             level = self.intra if inside else self.inter
             return self._one("all_gather", nbytes, g, level, level.bw, not inside)
+        if g == 1:   # one device per node: the network alone
+            return self._one("all_gather", nbytes, k, self.inter, self.inter.bw, True)
         return (self._one("all_gather", nbytes / k, g, self.intra, self.intra.bw, False)
                 + self._one("all_gather", nbytes, k, self.inter, self._net_bw(g), True, base=False))
 
@@ -301,6 +303,8 @@ class Fabric:
             inside = g > 1 and self.intra is not None
             level = self.intra if inside else self.inter
             return self._one("reduce_scatter", nbytes, g, level, level.bw, not inside)
+        if g == 1:
+            return self._one("reduce_scatter", nbytes, k, self.inter, self.inter.bw, True)
         return (self._one("reduce_scatter", nbytes, g, self.intra, self.intra.bw, False)
                 + self._one("reduce_scatter", nbytes / g, k, self.inter, self._net_bw(g), True,
                             base=False))

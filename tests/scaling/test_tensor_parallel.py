@@ -288,3 +288,26 @@ def test_torch_exports_recognised(fixture, attn_cols, attn_row, mlp_col, mlp_row
     # t = 4 exceeds the 2 heads: said, not hidden
     p4 = T.plan(r.nodes, 4, pattern=pat)
     assert p4.notes == ("2 of 4 column/row pairs do not divide by 4 (heads 2): charged as if padded",)
+
+
+def test_sequence_parallel_step_ring_closed_form():
+    """Ring reduce-scatter + all-gather of the same tensor move what one ring all-reduce moves:
+    (t-1)/t + (t-1)/t = 2(t-1)/t of 1024 B each, 8 of them on 100 GB/s: the all-reduce figure;
+    the layer norms and residual adds now split too, so the compute is smaller."""
+    from hardware_db import links
+
+    from analyzer.scaling import collectives as C
+
+    free = links.make(100.0)
+    model = gpt_blocks(LAYERS, B, S, H, HEADS)
+    kw = dict(link=free, algorithm="ring", parallel="tensor", train=True, optimizer="adam")
+    sp = {q.devices: q for q in analyzer.scale(model, "a100", [1, 2], sequence_parallel=True,
+                                               **kw).scaling.points}
+    ar = {q.devices: q for q in analyzer.scale(model, "a100", [1, 2], **kw).scaling.points}
+    assert sp[2].communication_s == pytest.approx(8.192e-8, rel=1e-12)
+    assert sp[2].communication_s == pytest.approx(ar[2].communication_s, rel=1e-12)
+    assert sp[1].compute_s == pytest.approx(ar[1].compute_s, rel=1e-12)
+    assert sp[2].compute_s < ar[2].compute_s
+    fab = C.Fabric(C.Level(1e11, 0.0))
+    assert fab.reduce_scatter(1024, 4) == C.ring_reduce_scatter(1024, 4, 1e11)
+    assert fab.collective("all_gather", 1024, 4) == C.ring_allgather(1024, 4, 1e11)
