@@ -289,8 +289,30 @@ class Fabric:
             inside = g > 1 and self.intra is not None
             level = self.intra if inside else self.inter
             return self._one("all_gather", nbytes, g, level, level.bw, not inside)
+        if g == 1:   # one device per node: the network alone
+            return self._one("all_gather", nbytes, k, self.inter, self.inter.bw, True)
         return (self._one("all_gather", nbytes / k, g, self.intra, self.intra.bw, False)
                 + self._one("all_gather", nbytes, k, self.inter, self._net_bw(g), True, base=False))
+
+    def reduce_scatter(self, nbytes: float, n: int) -> Comm:
+        """``nbytes``: the input per device. Over nodes: reduce-scatter inside each node, then
+        of the node's ``nbytes/g`` shard among the nodes on each device's network share (the
+        mirror of ``allgather``)."""
+        g, k = self.split(n)
+        if k == 1:
+            inside = g > 1 and self.intra is not None
+            level = self.intra if inside else self.inter
+            return self._one("reduce_scatter", nbytes, g, level, level.bw, not inside)
+        if g == 1:
+            return self._one("reduce_scatter", nbytes, k, self.inter, self.inter.bw, True)
+        return (self._one("reduce_scatter", nbytes, g, self.intra, self.intra.bw, False)
+                + self._one("reduce_scatter", nbytes / g, k, self.inter, self._net_bw(g), True,
+                            base=False))
+
+    def collective(self, kind: str, nbytes: float, n: int) -> Comm:
+        """``kind``: all_reduce, all_gather or reduce_scatter."""
+        return {"all_reduce": self.allreduce, "all_gather": self.allgather,
+                "reduce_scatter": self.reduce_scatter}[kind](nbytes, n)
 
     def p2p(self, nbytes: float, crosses_node: bool) -> Comm:
         level = self.inter if (crosses_node or self.intra is None) else self.intra

@@ -89,11 +89,14 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
           optimizer: str = "sgd", per_node: int = 1, intra_link=None, algorithm: str = "nccl",
           overlap: bool = False, buckets: int = 1, microbatches: int | None = None,
           schedule: str = "1f1b", rescale: str | None = None, link_efficiency: float = 1.0,
-          node=None, nics: int | None = None, options=None, **keywords):
+          node=None, nics: int | None = None, sequence_parallel: bool = False, options=None,
+          **keywords):
     """The Report of ``model`` at the global batch on ``hw``, carrying the scaling curve over
     ``devices`` (see the module and ``analyzer.scaling.parallel`` for the models). ``link``: the
     network between nodes (default: the node's NIC link, else ib-fdr); ``node``: a node design of
-    hardware_db/links/nodes.toml (devices per node, NVLink, NVLS, NICs per node)."""
+    hardware_db/links/nodes.toml (devices per node, NVLink, NVLS, NICs per node);
+    ``sequence_parallel``: tensor parallel with Megatron's sequence parallelism
+    (``analyzer.scaling.tensor``)."""
     from analyzer.api import analyze
 
     if parallel not in P.PARALLEL:
@@ -117,14 +120,10 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
     step1 = _step(base, train)
     precision = base.predictions[0].precision if base.predictions else "fp32"
     grad_bytes = base.totals.params * (PRECISION_BITS.get(precision, 32) // 8)   # B per gradient (4 when unknown)
-    notes = [("NCCL model (algorithm and protocol by size, hardware_db/collectives/nccl.json)"
-              if algorithm == "nccl" else f"{algorithm} all-reduce") + f" over {fab.inter.name}"
-             + (f", {per_node} devices per node over {fab.intra.name}" if per_node > 1 else "")
-             + (f", {fab.nics} NICs per node" if fab.nics > 1 else "")]
-    if fab.inter.alpha == 0 and algorithm != "nccl":
-        notes.append(f"{fab.inter.name}: no per-message latency on record (charged 0)")
+    notes = _fabric_notes(fab, algorithm)
     mode = rescale or ("analyze" if batch is not None else "linear")
     points = []
+    tp_plans: list[dict] = []
     for n in devs:
         if parallel == "data":
             if batch is not None and (n > batch or batch % n):
@@ -143,13 +142,18 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
                                       buckets)
                 points.append(P.point(h, n, s, comm, exp, 0.0, step1[h][0]))
         elif parallel == "tensor":
-            points.extend(_tensor_points(base, step1, fab, n, train))
+            pts, summary, tnotes = _tensor_points(base, step1, fab, n, train, sequence_parallel)
+            points.extend(pts)
+            tp_plans += [{"devices": n, **summary}] if n > 1 else []
+            notes.extend(x for x in tnotes if x not in notes)
         else:
             points.extend(_pipeline_points(base, step1, fab, n, microbatches or 4 * n, train))
     setup = {"devices": devs, "per_node": per_node, "nics": fab.nics, "algorithm": algorithm,
              "overlap": overlap,
              "buckets": buckets, "batch": batch, "train": train, "rescale": mode,
              "gradient_bytes": grad_bytes}
+    if parallel == "tensor":
+        setup.update(sequence_parallel=sequence_parallel, tensor_plans=tp_plans)
     if parallel == "pipeline":
         setup.update(schedule=schedule, microbatches=microbatches or "4 x devices")
         notes.append(f"{schedule}: bubble (p-1)/(m+p-1) of the step; 1F1B keeps p micro-batches of "
@@ -159,10 +163,66 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
     return base.with_scaling(Scaling(parallel, fab.inter.name, tuple(points), setup, tuple(notes)))
 
 
-def _tensor_points(base, step1: dict, fab, n: int, train: bool) -> list:
-    """Tensor parallel over ``n`` devices: the matrix products' share of the step divides by n,
-    and every second weight GEMM (``[1::2]`` of those with a constant input) all-reduces its
-    output (twice when training: forward and backward)."""
+def _fabric_notes(fab, algorithm: str) -> list[str]:
+    notes = [("NCCL model (algorithm and protocol by size, hardware_db/collectives/nccl.json)"
+              if algorithm == "nccl" else f"{algorithm} all-reduce") + f" over {fab.inter.name}"
+             + (f", {fab.per_node} devices per node over {fab.intra.name}" if fab.per_node > 1 else "")
+             + (f", {fab.nics} NICs per node" if fab.nics > 1 else "")]
+    if fab.inter.alpha == 0 and algorithm != "nccl":
+        notes.append(f"{fab.inter.name}: no per-message latency on record (charged 0)")
+    return notes
+
+
+def _tensor_points(base, step1: dict, fab, n: int, train: bool, sequence_parallel: bool = False):
+    """Tensor parallel over ``n`` devices as Megatron splits the graph
+    (``analyzer.scaling.tensor``): per device, each node's body time (forward and backward)
+    times its factor plus its launches, the optimizer over the parameters one device holds, and
+    the plan's collectives on the critical path. Where no column/row pair is recognised, the
+    rule of thumb instead (``_tensor_rule``). Returns (points, plan summary, notes)."""
+    from analyzer.ir.graph import PRECISION_BITS
+    from analyzer.scaling import tensor as T
+    from analyzer.training.step import backward_rows, optimizer_time
+
+    pattern = T.find(base.nodes, base.model.get("outputs", ()))
+    if not pattern.recognised:
+        note = pattern.notes[0] + "; tensor parallel by the rule of thumb: the matrix work / N, " \
+            "the rest repeated, every second weight GEMM all-reduced"
+        return _tensor_rule(base, step1, fab, n, train), {"recognised": False}, [note]
+    points, summary, notes = [], {}, []
+    for pred in base.predictions:
+        h = pred.hardware
+        bits = PRECISION_BITS.get(pred.precision) if pred.precision_explicit else None
+        plan = T.plan(base.nodes, n, pattern=pattern, train=train,
+                      sequence_parallel=sequence_parallel, params=base.totals.params,
+                      elem_bytes=bits // 8 if bits else None)
+        summary = plan.summary(base.nodes)
+        notes = list(plan.notes)
+        f = plan.factors
+        fwd = pred.latency_s - sum((r.time_s - r.overhead_s) * (1 - f[r.index])
+                                   for r in pred.nodes)
+        comp = fwd
+        if train and base.training is not None:
+            if pred.target is not None:
+                prof = pred.target.profile
+            else:
+                import hardware_db
+
+                prof = hardware_db.get(h)
+            comp += sum(body * f[i] + launches
+                        for i, body, launches in backward_rows(base, pred))
+            comp += optimizer_time(prof, plan.params_per_device,
+                                   base.training.counts.optimizer, pred.overlap)
+        comm = C.ZERO
+        for c in plan.collectives:
+            comm = comm + fab.collective(c.kind, c.nbytes, n)
+        points.append(P.point(h, n, comp, comm, comm.total, 0.0, step1[h][0]))
+    return points, summary, notes
+
+
+def _tensor_rule(base, step1: dict, fab, n: int, train: bool) -> list:
+    """The rule of thumb for a graph without a recognised pattern: the matrix products' share
+    of the step divides by n, and every second weight GEMM (``[1::2]`` of those with a constant
+    input) all-reduces its output (twice when training: forward and backward)."""
     points = []
     weight_gemms = [x for x in base.nodes if x.cost.mac_flops and x.constant_inputs]
     for pred in base.predictions:

@@ -231,15 +231,14 @@ def _ratio(a: float, b: float) -> float:
     return a / b if b > 0 else 0.0
 
 
-def step_time(report, prediction, profile, optimizer: str, batch: int | None,
-              plan: list[NodeGrad] | None = None) -> StepTime:
-    """Backward and optimizer time of ``prediction`` (one profile's forward) by the module's
-    conventions; the memory footprint against ``profile.mem_gb``."""
+def backward_rows(report, prediction, plan: list[NodeGrad] | None = None) -> list[tuple[int, float, float]]:
+    """Per node of ``prediction`` on the gradient path, ``(node index, body s, launches s)`` of
+    its backward kernels by the module's conventions (the body scales with the work, the
+    launches do not)."""
     plan = plan if plan is not None else gradient_plan(report.nodes)
-    bwd = ovh = 0.0
+    out = []
     for row in prediction.nodes:
         n, g = report.nodes[row.index], plan[row.index]
-        ovh += row.overhead_s
         if not g.on_path:
             continue
         c = n.cost
@@ -256,16 +255,33 @@ def step_time(report, prediction, profile, optimizer: str, batch: int | None,
         comp = row.compute_s * _ratio(b_flops, f_flops)
         mem = row.memory_s * _ratio(b_bytes, f_bytes)
         body = max(comp, mem) if prediction.overlap else comp + mem
-        bwd += body + row.overhead_s * kernels
-        ovh += row.overhead_s * kernels
+        out.append((row.index, body, row.overhead_s * kernels))
+    return out
+
+
+def optimizer_time(profile, params: float, optimizer: str, overlap: bool) -> float:
+    """The update of ``params`` parameters: a roofline over the datasheet vector peak and memory
+    bandwidth (``overlap``: the max of the two terms, else their sum) plus one launch."""
     counts = OPTIMIZERS[check_optimizer(optimizer)]
-    p = report.totals.params
     peak = profile.peak_flops("vector", "fp32") or profile.peak_flops("matrix", "fp32")
     bw = (profile.mem_bw_gbs or 0) * 1e9
-    opt_c = (counts[0] + counts[1]) * p / peak if peak else 0.0
-    opt_m = counts[3] * 4 * p / bw if bw else 0.0
+    opt_c = (counts[0] + counts[1]) * params / peak if peak else 0.0
+    opt_m = counts[3] * 4 * params / bw if bw else 0.0
     launch = (profile.launch_overhead_us or 0.0) * 1e-6
-    opt = (max(opt_c, opt_m) if prediction.overlap else opt_c + opt_m) + (launch if p else 0.0)
+    return (max(opt_c, opt_m) if overlap else opt_c + opt_m) + (launch if params else 0.0)
+
+
+def step_time(report, prediction, profile, optimizer: str, batch: int | None,
+              plan: list[NodeGrad] | None = None) -> StepTime:
+    """Backward and optimizer time of ``prediction`` (one profile's forward) by the module's
+    conventions; the memory footprint against ``profile.mem_gb``."""
+    plan = plan if plan is not None else gradient_plan(report.nodes)
+    ovh = sum(row.overhead_s for row in prediction.nodes)
+    bwd = 0.0
+    for _, body, launches in backward_rows(report, prediction, plan):
+        bwd += body + launches
+        ovh += launches
+    opt = optimizer_time(profile, report.totals.params, optimizer, prediction.overlap)
     wbytes = PRECISION_BITS.get(prediction.precision, 32) // 8   # B per weight (4 when unknown)
     mem = memory(report, optimizer, batch, wbytes, plan)
     cap = profile.mem_gb * 1e9 if profile.mem_gb else None

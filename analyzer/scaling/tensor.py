@@ -1,0 +1,578 @@
+"""Tensor parallelism as Megatron-LM splits a transformer (Shoeybi et al. 2019; sequence
+parallelism: Korthikanti et al. 2022), found from a Report's nodes and their dataflow.
+
+The finder (``find``) works on the graph, not on names:
+
+- A *weight GEMM* is a MatMul / Gemm / FusedMatMul whose second operand is a constant 2-D
+  floating-point tensor (``[K, N]`` or, transposed, ``[N, K]``; ``N`` = the output's last dim).
+- Weight GEMMs that read the same *source* (their data input, followed back through shape-only
+  ops: Reshape, Flatten, Squeeze, Unsqueeze, Identity, Cast) are *siblings* (Q, K, V; gate and
+  up). From them the finder walks the dataflow forward to the next weight GEMMs. The siblings are
+  *column-parallel* and the weight GEMMs it stops at (reading the walked region at their data
+  input) *row-parallel* when the region closes: no node of it is a normalization, none feeds a
+  graph output, and none mixes in an outside activation that carries a gradient (a residual
+  stream: side inputs without a gradient, such as attention masks or rotary tables, and constants
+  are allowed). The region (bias adds, head reshapes, attention scores, softmax, the activation)
+  is split by the heads or the hidden columns: each device does ``1/t`` of it.
+  Candidates are taken in graph order; a GEMM already row-parallel is not a column of another pair.
+- The *word embedding* is the Gather with the most rows whose table is a constant 2-D float
+  tensor and whose indices are a runtime tensor: vocab-parallel (its table split by rows).
+  The *LM head* is an unpaired weight GEMM whose ``N`` equals the word embedding's vocabulary
+  (tied or not): column-parallel over the vocabulary, its work and every node fed only by it
+  (a loss over the logits) ``1/t``.
+- Everything else (layer norms, residual adds, position embeddings, masks) is replicated on
+  every device: factor 1.
+
+Communication of one step on ``t`` devices (Megatron's f/g operators), bytes = elements x
+element bytes of the tensor:
+
+- forward: one all-reduce of each row-parallel GEMM's output, one of the word embedding's output;
+- backward (training): one all-reduce of the input gradient of each sibling set of column-
+  parallel GEMMs (siblings share one, their input gradients summed on the device first), one of
+  the LM head's input gradient; none where that input needs no gradient (the data itself).
+- sequence parallelism: each of those all-reduces becomes a reduce-scatter (of the same tensor)
+  plus an all-gather (of the same tensor) on the other side of the replicated region, in forward
+  and backward alike, and the replicated nodes that carry activations (layer norms, dropouts,
+  residual adds: every node on the gradient path but the word embedding's lookup) are split by
+  the sequence: ``1/t`` too. Megatron's extra
+  all-gather of a column input kept sharded for the weight gradient overlaps the input-gradient
+  GEMM and is not charged.
+
+Parameters: the column GEMMs' weights and biases (the region's constant tensors of more than one
+element), the row GEMMs' weights (not their biases, added after the all-reduce), the word
+embedding and the LM head are split ``t`` ways (``ceil(numel / t)`` per device); the rest is
+replicated. Gradients and optimizer state follow the parameters.
+
+Not modelled: the vocab-parallel cross-entropy's three ``[batch, seq]`` all-reduces (max, sum of
+exponentials, target logit); per-device kernel efficiency at the smaller shapes (a node's body
+time is divided by its factor, its launches are not).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+WEIGHT_GEMMS = frozenset({"MatMul", "Gemm", "FusedMatMul"})
+SHAPE_ONLY = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Cast"})
+NORMS = frozenset({"LayerNormalization", "SimplifiedLayerNormalization", "SkipLayerNormalization",
+                   "SkipSimplifiedLayerNormalization", "RMSNormalization", "BatchNormalization",
+                   "GroupNormalization", "InstanceNormalization", "LpNormalization"})
+_REGION_LIMIT = 4000   # nodes walked from one sibling set before it is called unrecognised
+
+
+def _floating(spec) -> bool:
+    if spec is None:
+        return False
+    d = str(spec.dtype).lower()
+    return d.startswith(("float", "bfloat", "f", "bf")) and not d.startswith("fn")
+
+
+def _numel(spec) -> int | None:
+    if spec is None or spec.shape is None:
+        return None
+    n = 1
+    for d in spec.shape:
+        if not isinstance(d, int):
+            return None
+        n *= d
+    return n
+
+
+def _elem_bytes(spec) -> int:
+    """Bytes per element of a tensor spec (4 when its dtype is unknown)."""
+    from analyzer.ir.graph import DTYPE_BITS
+
+    bits = DTYPE_BITS.get(str(spec.dtype)) if spec is not None else None
+    return max(1, bits // 8) if bits else 4
+
+
+def _weight(node) -> tuple[int, int] | None:
+    """``(K, N)`` of a weight GEMM, else None."""
+    if node.op not in WEIGHT_GEMMS or 1 not in node.constant_inputs or len(node.in_specs) < 2:
+        return None
+    w = node.in_specs[1]
+    out = node.out_specs[0] if node.out_specs else None
+    if not _floating(w) or w.shape is None or len(w.shape) != 2 or out is None or not out.shape:
+        return None
+    a, b = w.shape
+    n = out.shape[-1]
+    if not all(isinstance(x, int) for x in (a, b, n)):
+        return None
+    if b == n:
+        return a, b
+    if a == n:
+        return b, a
+    return None
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One Megatron column -> row unit: node indices of its column GEMMs (siblings), the nodes
+    split between them (``region``), its row GEMMs, and the attention heads when the region
+    holds a score product ``[.., heads, s, s]`` (else None)."""
+
+    columns: tuple[int, ...]
+    region: tuple[int, ...]
+    rows: tuple[int, ...]
+    heads: int | None = None
+    kind: str = "mlp"   # "attention" when a non-weight product (scores) is in the region
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """What ``find`` recognised (independent of the device count)."""
+
+    pairs: tuple[Pair, ...]
+    embedding: int | None           # the word embedding's Gather (vocab-parallel)
+    lm_head: int | None             # the LM head's GEMM (vocab-parallel column)
+    lm_region: tuple[int, ...] = ()  # nodes fed only by the LM head
+    notes: tuple[str, ...] = ()
+
+    @property
+    def recognised(self) -> bool:
+        return bool(self.pairs)
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective of the step: which, where, in which pass, of how many bytes."""
+
+    kind: str        # all_reduce | reduce_scatter | all_gather
+    phase: str       # forward | backward
+    node: str        # the node whose tensor it moves
+    elements: int
+    nbytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "phase": self.phase, "node": self.node,
+                "elements": self.elements, "bytes": self.nbytes}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Tensor parallelism over ``t`` devices: per node index the factor its work is divided by
+    (``factors[i]`` multiplies node i's body time), the collectives of one step, the node
+    indices of column / row GEMMs, and the parameters on one device."""
+
+    t: int
+    sequence_parallel: bool
+    train: bool
+    recognised: bool
+    factors: tuple[float, ...]
+    collectives: tuple[Collective, ...]
+    columns: tuple[int, ...]
+    rows: tuple[int, ...]
+    params: int               # the model's parameters
+    params_per_device: int
+    split_params: int         # of ``params``, those split t ways
+    notes: tuple[str, ...] = ()
+    pairs: tuple[Pair, ...] = field(default=(), repr=False)
+    # node index -> its per-device output shapes (split nodes whose split axis is traced)
+    shapes: dict = field(default_factory=dict, repr=False)
+    # node index -> (K, N) of a split GEMM's weight on one device (column: N/t, row: K/t)
+    weights: dict = field(default_factory=dict, repr=False)
+
+    def summary(self, nodes) -> dict[str, Any]:
+        by = {}
+        for c in self.collectives:
+            k = by.setdefault(f"{c.kind}_{c.phase}", {"count": 0, "bytes": 0})
+            k["count"] += 1
+            k["bytes"] += c.nbytes
+        return {"recognised": self.recognised, "sequence_parallel": self.sequence_parallel,
+                "pairs": len(self.pairs),
+                "column_parallel": [nodes[i].name for i in self.columns],
+                "row_parallel": [nodes[i].name for i in self.rows],
+                "split_nodes": sum(1 for f in self.factors if f < 1),
+                "split_nodes_with_shapes": len(self.shapes),
+                "collectives": by, "params": self.params,
+                "params_per_device": self.params_per_device}
+
+
+def _producers(nodes) -> dict[str, int]:
+    out = {}
+    for i, n in enumerate(nodes):
+        for o in n.out_names:
+            if o:
+                out[o] = i
+    return out
+
+
+def _consumers(nodes) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for i, n in enumerate(nodes):
+        if n.status == "folded":
+            continue
+        for name in n.in_names:
+            if name:
+                out.setdefault(name, []).append(i)
+    return out
+
+
+def _activations(nodes, gemms: set[int]) -> set[str]:
+    """Tensors that carry a learned activation (and so a gradient): the outputs of weight GEMMs
+    and of embedding Gathers (a constant 2-D float table), and everything computed from them.
+    Masks and tables computed from graph inputs and constants alone are not among them."""
+    out: set[str] = set()
+    for i, n in enumerate(nodes):
+        if n.status == "folded":
+            continue
+        if i in gemms or _embedding(n) or any(x in out for x in n.in_names if x):
+            out.update(x for x in n.out_names if x)
+    return out
+
+
+def _embedding(n) -> bool:
+    if n.op != "Gather" or 0 not in n.constant_inputs or 1 in n.constant_inputs \
+            or len(n.in_specs) < 2:
+        return False
+    w = n.in_specs[0]
+    return _floating(w) and w.shape is not None and len(w.shape) == 2 \
+        and isinstance(w.shape[0], int)
+
+
+def _source(nodes, producers, i: int) -> str:
+    """The data input of node i followed back through shape-only ops."""
+    name = nodes[i].in_names[0]
+    while name in producers:
+        p = nodes[producers[name]]
+        if p.op not in SHAPE_ONLY or not p.in_names:
+            break
+        name = p.in_names[0]
+    return name
+
+
+def _walk(nodes, cons, grad, outputs, gemms, start: list[int]):
+    """(region, rows) from the sibling GEMMs ``start``, or why it does not close. Nodes are
+    visited in graph (topological) order, so every region input is made before it is read."""
+    import heapq
+
+    region: set[int] = set()
+    rows: set[int] = set()
+    made = {o for s in start for o in nodes[s].out_names if o}   # tensors of siblings + region
+    queue: list[int] = []
+    queued = set(start)
+
+    def push(names):
+        for name in names:
+            if name in outputs:
+                return False
+            for j in cons.get(name, ()):
+                if j not in queued:
+                    queued.add(j)
+                    heapq.heappush(queue, j)
+        return True
+
+    if not push(made):
+        return "a region reaches a graph output"
+    while queue:
+        j = heapq.heappop(queue)
+        n = nodes[j]
+        if j in gemms:
+            if n.in_names[0] not in made or any(x in made for x in n.in_names[1:]):
+                return "a region feeds a GEMM's weight"
+            rows.add(j)
+            continue
+        if n.op in NORMS:
+            return "a region reaches a normalization"
+        const = set(n.constant_inputs)
+        for k, x in enumerate(n.in_names):
+            if x and k not in const and x not in made and x in grad:
+                return "a region mixes in an outside activation (a residual)"
+        region.add(j)
+        if len(region) > _REGION_LIMIT:
+            return "a region too large"
+        new = [o for o in n.out_names if o and o not in made]
+        made.update(new)
+        if not push(new):
+            return "a region reaches a graph output"
+    if not rows:
+        return "no row GEMM after a column"
+    return sorted(region), sorted(rows)
+
+
+def _heads(nodes, region) -> tuple[int | None, bool]:
+    for i in region:
+        n = nodes[i]
+        if n.op in ("MatMul", "Einsum") and n.cost.mac_flops and not n.constant_inputs:
+            out = n.out_specs[0] if n.out_specs else None
+            h = out.shape[-3] if out is not None and out.shape and len(out.shape) >= 3 else None
+            return (h if isinstance(h, int) else None), True
+    return None, False
+
+
+def find(nodes, outputs=()) -> Pattern:
+    """Megatron's column / row pairs, word embedding and LM head among ``nodes`` (a Report's,
+    graph order); ``outputs``: the graph's output tensor names."""
+    producers, cons = _producers(nodes), _consumers(nodes)
+    outputs = set(outputs)
+    gemms = {i for i, n in enumerate(nodes) if n.status != "folded" and _weight(n)}
+    grad = _activations(nodes, gemms)
+    groups: dict[str, list[int]] = {}
+    for i in sorted(gemms):
+        groups.setdefault(_source(nodes, producers, i), []).append(i)
+    pairs: list[Pair] = []
+    taken: set[int] = set()
+    why: dict[str, int] = {}
+    for i in sorted(gemms):
+        if i in taken:
+            continue
+        sibs = [j for j in groups[_source(nodes, producers, i)] if j not in taken]
+        got = _walk(nodes, cons, grad, outputs, gemms, sibs)
+        if isinstance(got, str):
+            why[got] = 1
+            continue
+        region, rows = got
+        if set(rows) & taken or set(rows) & set(sibs):
+            continue
+        heads, attn = _heads(nodes, region)
+        pairs.append(Pair(tuple(sibs), tuple(region), tuple(rows), heads,
+                          "attention" if attn else "mlp"))
+        taken.update(sibs)
+        taken.update(rows)
+        taken.update(region)
+    emb = None
+    best = 0
+    for i, n in enumerate(nodes):
+        if n.status != "folded" and _embedding(n) and n.in_specs[0].shape[0] > best:
+            emb, best = i, n.in_specs[0].shape[0]
+    lm, lm_region = None, ()
+    if emb is not None:
+        vocab = nodes[emb].in_specs[0].shape[0]
+        for i in sorted(gemms - taken, reverse=True):
+            if _weight(nodes[i])[1] == vocab:
+                lm = i
+                break
+    if lm is not None:   # nodes fed (through their activations) only by the LM head
+        made, reg = set(x for x in nodes[lm].out_names if x), []
+        for j in range(lm + 1, len(nodes)):
+            n = nodes[j]
+            ins = [x for k, x in enumerate(n.in_names) if x and k not in n.constant_inputs]
+            if n.status != "folded" and ins and any(x in made for x in ins) \
+                    and all(x in made or x not in grad for x in ins):
+                reg.append(j)
+                made.update(x for x in n.out_names if x)
+        lm_region = tuple(reg)
+    notes = []
+    if not pairs:
+        notes.append("no Megatron column/row pattern recognised (weight GEMMs "
+                     + ("none" if not gemms else "did not pair: " + "; ".join(sorted(why)))
+                     + ")")
+    return Pattern(tuple(pairs), emb, lm, lm_region, tuple(notes))
+
+
+def _split_tensors(nodes, pat: Pattern) -> dict[str, int]:
+    """name -> elements of each constant tensor the split divides t ways."""
+    out: dict[str, int] = {}
+
+    def add(n, k):
+        if k < len(n.in_names) and n.in_names[k] and k in n.constant_inputs:
+            e = _numel(n.in_specs[k])
+            if e and e > 1:
+                out[n.in_names[k]] = e
+
+    def add_all(i):
+        for k in range(len(nodes[i].in_names)):
+            add(nodes[i], k)
+
+    for p in pat.pairs:
+        for i in p.columns + p.region:
+            add_all(i)
+        for i in p.rows:
+            add(nodes[i], 1)
+    if pat.embedding is not None:
+        add(nodes[pat.embedding], 0)
+    if pat.lm_head is not None:
+        add_all(pat.lm_head)
+    return out
+
+
+def _tensor_elems(n, output: bool) -> tuple[int, int]:
+    """(elements, element bytes) of node n's first output, or of its data input."""
+    spec = (n.out_specs[0] if n.out_specs else None) if output else (n.in_specs[0] if n.in_specs else None)
+    return _numel(spec) or 0, _elem_bytes(spec)
+
+
+_ELEMENTWISE = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Gelu", "FastGelu", "BiasGelu",
+                          "Tanh", "Sigmoid", "Erf", "Pow", "Sqrt", "Exp", "Softmax", "Dropout",
+                          "Where", "Cast", "Identity", "Neg", "Abs", "Max", "Min", "Clip",
+                          "LeakyRelu", "HardSigmoid", "HardSwish", "Silu", "QuickGelu", "Not",
+                          "Equal", "Softplus", "Log"})
+
+
+def _reshape_axis(src: tuple, dst: tuple, axis: int) -> int | None:
+    """The axis of ``dst`` that a split of ``src`` along ``axis`` lands on: the one whose
+    preceding dims hold as many elements as ``src``'s before ``axis`` (a split of the major
+    part of a merged or divided dim)."""
+    before = math.prod(src[:axis])
+    acc = 1
+    for k, d in enumerate(dst):
+        if acc == before and d != 1:
+            return k
+        acc *= d
+    return None
+
+
+def _trace_shapes(nodes, pairs, t: int) -> dict[int, tuple]:
+    """Per split node, its per-device output shapes: the split axis followed from each column
+    GEMM's output (its last axis) through the region by op (elementwise: same axis from the
+    right; Transpose: permuted; Reshape: by element counts; Split, Softmax and batched MatMul:
+    kept), divided by ``t`` (ceil). Row GEMMs: the full output. Nodes whose axis is lost are left
+    out."""
+    out: dict[int, tuple] = {}
+
+    def cut(shape, ax):
+        return tuple(-(-d // t) if k == ax else d for k, d in enumerate(shape))
+
+    for p in pairs:
+        axis: dict[str, int] = {}   # tensor -> split axis counted from the right (negative)
+        for i in p.columns:
+            n = nodes[i]
+            o = n.out_specs[0]
+            if o is not None and o.shape:
+                axis[n.out_names[0]] = -1
+                out[i] = (cut(o.shape, len(o.shape) - 1),)
+        for i in sorted(p.region):
+            n = nodes[i]
+            ins = [(x, spec) for x, spec in zip(n.in_names, n.in_specs) if x in axis]
+            if not ins or not all(o is not None and o.shape for o in n.out_specs):
+                continue
+            x, spec = ins[0]
+            a = axis[x]
+            shapes = [tuple(o.shape) for o in n.out_specs]
+            if n.op in _ELEMENTWISE or n.op == "Split":
+                new = a
+            elif n.op == "MatMul":   # batched product: a split batch (head) axis is kept
+                new = a if a < -2 else None
+            elif n.op == "Transpose" and spec is not None and spec.shape:
+                pos = _perm_of(tuple(spec.shape), shapes[0], len(spec.shape) + a)
+                new = pos[0] - len(shapes[0]) if pos else None
+            elif n.op in SHAPE_ONLY and spec is not None and spec.shape:
+                k = _reshape_axis(tuple(spec.shape), shapes[0], len(spec.shape) + a)
+                new = None if k is None else k - len(shapes[0])
+            else:
+                new = None
+            if new is None:
+                continue
+            for name in n.out_names:
+                if name:
+                    axis[name] = new
+            out[i] = tuple(cut(sh, len(sh) + new) for sh in shapes)
+        for i in p.rows:
+            o = nodes[i].out_specs[0]
+            if o is not None and o.shape:
+                out[i] = (tuple(o.shape),)
+    return out
+
+
+def _perm_of(src, dst, ax: int) -> list[int]:
+    """Candidate positions in ``dst`` of ``src``'s axis ``ax`` (by matching sizes when the
+    permutation itself is not on the node: the first position of equal size not taken by an
+    earlier unique match)."""
+    want = src[ax]
+    hits = [k for k, d in enumerate(dst) if d == want]
+    if len(hits) == 1:
+        return hits
+    # ambiguous sizes: keep the order of equal-sized axes
+    same_before = sum(1 for k in range(ax) if src[k] == want)
+    return [hits[same_before]] if same_before < len(hits) else []
+
+
+def _params(nodes, pat: Pattern, t: int, params: int | None, notes: list) -> tuple[int, int, int]:
+    """(params, of them split t ways, params on one device)."""
+    split = _split_tensors(nodes, pat) if pat.recognised else {}
+    if params is None:
+        params = sum(split.values())
+    split_total = sum(split.values())
+    per_dev = params - split_total + sum(math.ceil(e / t) for e in split.values())
+    if split_total > params:   # a tied weight seen under two names: split only the count
+        notes.append(f"split weights ({split_total}) exceed the parameter count ({params}): "
+                     "a tied or shared weight; parameters per device taken as params / t")
+        split_total, per_dev = params, math.ceil(params / t)
+    return params, split_total, per_dev
+
+
+def _where_collectives(nodes, pat: Pattern, train: bool) -> list[tuple[str, int, bool]]:
+    """``(phase, node index, its output?)`` of each all-reduce (module docstring): row outputs
+    and the embedding's in forward; each column set's input gradient and the LM head's in
+    backward, where that input needs a gradient."""
+    from analyzer.training.step import gradient_plan
+
+    needs_grad = {x for n, g in zip(nodes, gradient_plan(nodes)) if g.on_path
+                  for x in n.out_names if x}
+    out = []
+    for p in pat.pairs:
+        out += [("forward", i, True) for i in p.rows]
+        seen = set()
+        for i in p.columns if train else ():
+            x = nodes[i].in_names[0]
+            if x not in seen and x in needs_grad:
+                seen.add(x)
+                out.append(("backward", i, False))
+    if pat.embedding is not None:
+        out.append(("forward", pat.embedding, True))
+    if pat.lm_head is not None and train and nodes[pat.lm_head].in_names[0] in needs_grad:
+        out.append(("backward", pat.lm_head, False))
+    return out
+
+
+def _factors(nodes, pat: Pattern, t: int, sequence_parallel: bool) -> list[float]:
+    """Per node, what its work is divided by on one device (module docstring)."""
+    factors = [1.0] * len(nodes)
+    split = {i for p in pat.pairs for i in p.columns + p.region + p.rows}
+    if pat.lm_head is not None:
+        split.update((pat.lm_head,) + pat.lm_region)
+    for i in split:
+        factors[i] = 1.0 / t
+    if sequence_parallel and split:
+        # the replicated activation nodes (layer norms, dropouts, residual adds: every node on
+        # the gradient path but the word embedding's lookup) split by the sequence
+        from analyzer.training.step import gradient_plan
+
+        for i, g in enumerate(gradient_plan(nodes)):
+            if g.on_path and i not in split and i != pat.embedding and nodes[i].status != "folded":
+                factors[i] = 1.0 / t
+    return factors
+
+
+def plan(nodes, t: int, *, pattern: Pattern | None = None, outputs=(), train: bool = True,
+         sequence_parallel: bool = False, params: int | None = None,
+         elem_bytes: int | None = None) -> Plan:
+    """The split of ``nodes`` over ``t`` devices (module docstring). ``params``: the model's
+    parameter count (the Report's; default: the constants' own count); ``elem_bytes``: bytes
+    per activation element on the wire (default: the tensor's dtype)."""
+    if t < 1 or int(t) != t:
+        raise ValueError(f"tensor-parallel degree must be an integer >= 1, got {t!r}")
+    pat = pattern if pattern is not None else find(nodes, outputs)
+    notes = list(pat.notes)
+    params, split_total, per_dev = _params(nodes, pat, t, params, notes)
+    colls: list[Collective] = []
+    unknown = 0
+    for phase, i, output in (_where_collectives(nodes, pat, train) if pat.recognised else ()):
+        e, b = _tensor_elems(nodes[i], output)
+        nb = e * (elem_bytes or b)
+        unknown += not e
+        kinds = ("reduce_scatter", "all_gather") if sequence_parallel else ("all_reduce",)
+        colls += [Collective(k, phase, nodes[i].name, e, nb) for k in kinds]
+    uneven = [p for p in pat.pairs if (p.heads and p.heads % t)
+              or any(_weight(nodes[i])[1] % t for i in p.columns)
+              or any(_weight(nodes[i])[0] % t for i in p.rows)]
+    if uneven:   # counts only: notes reach terminals, node names stay in the JSON lists
+        heads = sorted({p.heads for p in uneven if p.heads and p.heads % t})
+        notes.append(f"{len(uneven)} of {len(pat.pairs)} column/row pairs do not divide by {t}"
+                     + (f" (heads {', '.join(map(str, heads))})" if heads else "")
+                     + ": charged as if padded")
+    if unknown:
+        notes.append(f"{unknown} collectives of unknown tensor size charged 0 bytes "
+                     "(their per-call cost still counted)")
+    cols = sorted([i for p in pat.pairs for i in p.columns]
+                  + ([pat.lm_head] if pat.lm_head is not None else []))
+    rows = sorted(i for p in pat.pairs for i in p.rows)
+    weights = {i: (k, -(-n // t)) for i in cols for k, n in [_weight(nodes[i])]}
+    weights.update({i: (-(-k // t), n) for i in rows for k, n in [_weight(nodes[i])]})
+    return Plan(t, sequence_parallel, train, pat.recognised,
+                tuple(_factors(nodes, pat, t, sequence_parallel)) if pat.recognised
+                else (1.0,) * len(nodes), tuple(colls), tuple(cols), tuple(rows), params,
+                per_dev if pat.recognised else params, split_total, tuple(notes), pat.pairs,
+                _trace_shapes(nodes, pat.pairs, t) if pat.recognised else {}, weights)
