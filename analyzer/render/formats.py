@@ -40,7 +40,7 @@ def render(report: Report, fmt: str, *, top: int | None = None, width: int | Non
     if fmt == "json":
         return report.to_json() + "\n"
     if fmt == "csv":
-        return render_csv(report, top)
+        return render_scaling_csv(report) if report.scaling is not None else render_csv(report, top)
     if fmt == "markdown":
         return render_markdown(report, top=top, all_rows=all_rows)
     if fmt == "html":
@@ -53,6 +53,31 @@ def render(report: Report, fmt: str, *, top: int | None = None, width: int | Non
         return render_view(report, top=top, all_rows=all_rows, wide=wide, width=width, color=color,
                            hints=hints, verbose=verbose)
     raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+
+
+def render_scaling_csv(report: Report) -> str:
+    """A report with a multi-device curve (``--devices``): one row per profile and device count,
+    the columns of JSON's ``"scaling"`` entries (seconds; ``speedup`` and ``efficiency`` against
+    one device; an empty cell where JSON has null), after ``#`` lines with the setup (parallelism,
+    link, algorithm, notes). The per-layer rows are the report without ``--devices``."""
+    d = report.scaling.to_dict()
+    points, setup = d.get("scaling") or [], d.get("scaling_setup") or {}
+    buf = io.StringIO()
+    for k, v in setup.items():
+        if k == "notes" or (isinstance(v, (dict, list)) and k != "devices"):
+            continue
+        buf.write(safe.text(f"# {k}: {v}") + "\n")
+    for note in setup.get("notes") or ():
+        buf.write(safe.text(f"# note: {note}") + "\n")
+    if not points:
+        return buf.getvalue()
+    cols = list(points[0])
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(cols)
+    for pt in points:
+        w.writerow([safe.csv_cell(pt[c]) if isinstance(pt[c], str) else ("" if pt[c] is None else repr(pt[c]))
+                    for c in cols])
+    return buf.getvalue()
 
 
 def render_csv(report: Report, top: int | None = None) -> str:

@@ -2,6 +2,7 @@
 the node designs (GPUs, NVLink/NVLS, NICs per node)."""
 
 import json
+import os
 
 import pytest
 
@@ -161,3 +162,24 @@ def test_seed002_crossover_with_the_nccl_default():
     a = analyzer.scale(alexnet, "k80", [1, 2, 4, 8, 16, 32, 64], link="ib-fdr", batch=256).scaling
     assert a.setup["algorithm"] == "nccl"
     assert 2 <= a.crossover()["k80"] <= 10
+
+
+def test_scaling_rows_in_csv_are_the_json_rows():
+    # --devices with CSV: one row per profile and device count, the JSON entries' values exactly
+    import csv
+    import io
+
+    import analyzer
+    from analyzer.render.formats import render
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "samples", "mlp.onnx")
+    r = analyzer.scale(path, ["a100", "h100"], [1, 8])
+    text = render(r, "csv")
+    rows = list(csv.DictReader(line for line in io.StringIO(text) if not line.startswith("#")))
+    want = r.to_dict()["scaling"]
+    assert len(rows) == len(want) == 4
+    for got, exp in zip(rows, want):
+        assert got["hardware"] == exp["hardware"] and int(got["devices"]) == exp["devices"]
+        assert float(got["step_s"]) == exp["step_s"]        # repr round-trips a float exactly
+        assert (got["serial_fraction"] == "") == (exp["serial_fraction"] is None)
+    assert "# parallel: data" in text
