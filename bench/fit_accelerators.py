@@ -77,6 +77,11 @@ DEVICE_NAME = {"hexagon-sd8gen2": "Samsung Galaxy S23 (Snapdragon 8 Gen 2)",
 MATRIX = {"gemm", "gemm_tn", "bgemm", "conv", "conv_1x1", "conv1d", "conv_grouped",
           "conv_batch_grouped", "attention"}
 RUNTIME = os.environ.get("FIT_RUNTIME", "kernel")
+# candidate caps on the per-kernel floors (seconds): none, or 1 us (the NPU's per-layer cost then
+# comes from the bandwidth terms, which scale with the precision's bytes); chosen by
+# leave-one-model-out cross-validation on the training models only (select_floor_cap)
+FLOOR_CAPS = (float("inf"), 1e-6)
+FLOOR_MAX = FLOOR_CAPS[0]
 MOVE = {"movement", "view", "reorder", "gather", "other"}
 # class group -> (e_compute, e_bw, floor) parameter names; every class not listed is "ew"
 # (elementwise, activations, norms, softmax, reductions, pooling)
@@ -155,6 +160,24 @@ def peak_int8(pid: str) -> float:
 # ----------------------------------------------------------------------------- fit
 
 
+def select_floor_cap(train, feats) -> tuple[float, dict]:
+    """The FLOOR_CAPS entry with the lowest leave-one-model-out MAPE over ``train`` (held-out
+    models never enter); returns (cap, {cap: cv MAPE})."""
+    global FLOOR_MAX
+    scores = {}
+    for cap in FLOOR_CAPS:
+        FLOOR_MAX = cap
+        pred, meas = [], []
+        for m in sorted(set(train.model_id)):
+            inner, out = train[train.model_id != m].reset_index(drop=True), train[train.model_id == m]
+            ps, r = fit(inner, feats)
+            pred += list(predict_rows(out.reset_index(drop=True), feats, ps, r))
+            meas += list(out.inference_time_ms)
+        scores[cap] = stats(pred, meas)["mape"]
+    FLOOR_MAX = min(scores, key=scores.get)
+    return FLOOR_MAX, scores
+
+
 def fit(rows, feats: dict, r_fixed: float | None = None):
     """Least squares on log(pred/measured) over ``rows``: per device PARAMS, one shared r_fp16
     (unless ``r_fixed``). Returns ({pid: params}, r_fp16)."""
@@ -192,7 +215,8 @@ def fit(rows, feats: dict, r_fixed: float | None = None):
         start = np.array(x0) + np.array([np.log(bw_scale) if k.startswith("bw_") else 0.0
                                          for _ in pids for k in PARAMS] + ([0.0] if r_fixed is None else []))
         # efficiencies at most 1 (a fraction of the datasheet figure); everything else free
-        upper = np.array([0.0 if k.startswith("e_") else np.inf for _ in pids for k in PARAMS]
+        upper = np.array([0.0 if k.startswith("e_") else np.log(FLOOR_MAX) if k.startswith("floor_") else np.inf
+                          for _ in pids for k in PARAMS]
                          + ([0.0] if r_fixed is None else []))
         sol = least_squares(resid, np.minimum(start, upper - 1e-3), bounds=(-np.inf, upper), method="trf")
         if best is None or sol.cost < best.cost:
@@ -327,6 +351,10 @@ def main() -> None:
               f"{', '.join(sorted(HELD_OUT & set(rows.model_id)))})", ""]
 
     # datasheet (before): opcost as shipped before this fit (e = 1, 10 us per kernel)
+    cap, cv = select_floor_cap(train, feats)
+    report.append(f"Floor cap chosen by leave-one-model-out cross-validation on the fitted models: {cap:g} s "
+                  f"(CV MAPE by cap: {', '.join(f'{k:g} s: {v}%' for k, v in cv.items())})")
+    report.append("")
     params, r = fit(train, feats)
     report.append(f"r_fp16 = {r:.4f}; constants: " + "; ".join(
         f"{pid}: " + ", ".join(f"{k}={v:.4g}" for k, v in p.items()) for pid, p in params.items()))
