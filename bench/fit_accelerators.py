@@ -266,9 +266,12 @@ def write_family(family: str, pid: str, p: dict, r: float, rows, err: dict) -> N
                        f"(never fitted): {', '.join(sorted(HELD_OUT))}"),
             "timing": "Qualcomm AI Hub v0.35.0 estimated_inference_time (QAIRT 2.37.0, TFLite 2.17.0), batch 1",
             "rows": int(len(rows)),
-            "fit_method": ("one least squares on log(pred/measured) over the whole-model rows: e_mat, e_dw, "
-                           "e_bw, floor_mat, floor_vec per device, r_fp16 shared by both Hexagon devices; "
-                           "predictions are opcost's kernel runtime (no fusion) with these sets"),
+            "fit_method": ("one least squares on log(pred/measured) over the whole-model rows: "
+                           f"{', '.join(PARAMS)} per device (efficiencies at most 1, floors at most "
+                           f"{FLOOR_MAX:g} s, the cap chosen by leave-one-model-out cross-validation on the "
+                           "fitted models), r_fp16 shared by both Hexagon devices; predictions are opcost's "
+                           "kernel runtime (no fusion) with these sets; an e_bw above 1 means the NPU keeps "
+                           "that class's traffic on chip (fused into its producer)"),
             "fit_date": FIT_DATE, "fit_script": SCRIPT, "command": COMMAND, "fit_error": err,
             "r_fp16": round(r, 4)}
     doc = {"schema_version": 1, "family": family,
