@@ -5,6 +5,7 @@ figures (flagged INCOMPLETE), and the runtime's host dispatch per kernel."""
 from __future__ import annotations
 
 import functools
+import os
 
 import numpy as np
 
@@ -70,8 +71,11 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
                                       f"{cal.get('runtime', '?')}){said}")
     fam = profile.family or fc.family_of(profile.id)
     # a GPU profile that names the datasheet set (a test device, the bench's datasheet scoring)
-    # is a datasheet prediction, not one with architecture constants
-    if profile.kind == "gpu" and fam not in fc.DATASHEET_SETS:
+    # is a datasheet prediction, not one with architecture constants; another kind uses a family
+    # only where that family has its own file (the NPUs bench/fit_accelerators.py fitted)
+    own = fam not in ("generic", *fc.DATASHEET_SETS) and os.path.exists(
+        os.path.join(fc.EFFICIENCY_DIR, f"{fam}.json"))
+    if fam not in fc.DATASHEET_SETS and (profile.kind == "gpu" or own):
         consts = fc.load_constants(fam)
         # the floors scale only with a clock the profile states (clock_hz may be a stand-in)
         arrays = eff.with_clock(consts.arrays, clock_hz(profile), scale_floor=bool(profile.clock_ghz))

@@ -1,0 +1,148 @@
+"""Predictions on the NPU / TPU profiles: the held-out public Hexagon measurements, the
+generation order of related chips, and the provenance every DSP/NPU/TPU profile carries.
+
+tests/fixtures/accel/hexagon_heldout.csv: the Qualcomm AI Hub v0.35.0 NPU rows (Galaxy S23 =
+hexagon-sd8gen2, Galaxy S24 = hexagon-sd8gen3; fp16 and int8 = W8A8; TFLite+QNN delegate and
+QNN runtimes) of the models bench/fit_accelerators.py never fits on (its HELD_OUT), copied from
+../shared/measurements/accelerators/aihub_hexagon.csv. The graphs are the graph-only exports in
+tests/fixtures/accel. No timing is measured here: the measured times are data.
+
+Stated tolerances (recorded by ``PYTHONPATH=$PWD python bench/fit_accelerators.py``, see
+bench/results/fit_accelerators.md and docs/accuracy.md): the held-out MAPE per device and
+precision (recorded 42.4 / 42.5 % on the 8 Gen 2 fp16 / W8A8, 36.8 / 39.1 % on the 8 Gen 3) may
+not exceed 50 %; the predicted 8 Gen 3 / 8 Gen 2 latency ratio of every held-out row pair is
+within 25 % of the measured one (recorded worst 21.6 %, shufflenet_v2) and at least 14 of the 18
+pairs within the issue's 15 % (recorded: 14; the four shufflenet_v2 pairs miss).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+
+import pytest
+
+import hardware_db
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIX = os.path.join(ROOT, "tests", "fixtures")
+HELDOUT = os.path.join(FIX, "accel", "hexagon_heldout.csv")
+GRAPHS = {"resnet101": "accel/resnet101.onnx", "inception_v3": "accel/inception_v3.onnx",
+          "mobilenet_v3_large": "accel/mobilenet_v3_large.onnx",
+          "efficientnet_v2_s": "accel/efficientnet_v2_s.onnx",
+          "shufflenet_v2": "accel/shufflenet_v2_x0_5.onnx", "swin_small": "accel/swin_s.onnx"}
+MAPE_LIMIT = {"fp16": 50.0, "int8": 50.0}
+RATIO_LIMIT, RATIO_TARGET, RATIO_TARGET_MIN = 0.25, 0.15, 14
+
+_REPORTS: dict = {}
+
+
+def _latency_ms(path: str, pid: str, precision: str) -> float:
+    import analyzer
+    from analyzer.prediction.predict import predict
+
+    if path not in _REPORTS:
+        _REPORTS[path] = analyzer.analyze(path)
+    (pred,) = predict(_REPORTS[path], [pid], precision=precision)
+    return pred.latency_s * 1e3
+
+
+@pytest.fixture(scope="module")
+def heldout():
+    with open(HELDOUT, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        r["pred_ms"] = _latency_ms(os.path.join(FIX, GRAPHS[r["model_id"]]), r["opcost_profile"], r["precision"])
+        r["ms"] = float(r["inference_time_ms"])
+    return rows
+
+
+def test_every_heldout_row_predicts(heldout):
+    assert len(heldout) == 36
+    assert {r["model_id"] for r in heldout} == set(GRAPHS)
+    assert all(r["pred_ms"] > 0 for r in heldout)
+
+
+@pytest.mark.parametrize("pid", ["hexagon-sd8gen2", "hexagon-sd8gen3"])
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+def test_heldout_mape_within_recorded(heldout, pid, precision):
+    sub = [r for r in heldout if r["opcost_profile"] == pid and r["precision"] == precision]
+    assert sub
+    mape = 100 * sum(abs(r["pred_ms"] / r["ms"] - 1) for r in sub) / len(sub)
+    assert mape <= MAPE_LIMIT[precision], f"{pid} {precision}: held-out MAPE {mape:.1f}%"
+
+
+def test_gen3_over_gen2_ratio_matches_measured(heldout):
+    by = {(r["model_id"], r["precision"], r["runtime"], r["opcost_profile"]): r for r in heldout}
+    checked = within = 0
+    for (m, prec, rt, pid), r in by.items():
+        if pid != "hexagon-sd8gen3" or (m, prec, rt, "hexagon-sd8gen2") not in by:
+            continue
+        old = by[(m, prec, rt, "hexagon-sd8gen2")]
+        measured = r["ms"] / old["ms"]
+        predicted = r["pred_ms"] / old["pred_ms"]
+        assert abs(predicted / measured - 1) <= RATIO_LIMIT, (m, prec, rt, measured, predicted)
+        within += abs(predicted / measured - 1) <= RATIO_TARGET
+        checked += 1
+    assert checked == 18
+    assert within >= RATIO_TARGET_MIN
+
+
+# ----------------------------------------------------------------------------- generations
+
+# (older, newer) pairs where the newer chip is at least as good on every figure both state
+GENERATIONS = [("hexagon-sd8gen2", "hexagon-sd8gen3", ("fp16", "int8")),
+               ("tpu-v5e", "tpu-v6e", ("bf16",)),
+               ("tpu-v4", "tpu-v5p", ("bf16",))]
+MODELS = ["torch/resnet18.onnx", "torch/mobilenet_v2.onnx", "torch/vit.onnx", "torch/bert.onnx"]
+
+
+@pytest.mark.parametrize("old,new,precisions", GENERATIONS)
+def test_newer_chip_better_on_every_figure(old, new, precisions):
+    a, b = hardware_db.get(old), hardware_db.get(new)
+    for prec in precisions:
+        assert b.peak_flops("matrix", prec) >= a.peak_flops("matrix", prec)
+    assert b.mem_bw_gbs >= a.mem_bw_gbs
+
+
+@pytest.mark.parametrize("old,new,precisions", GENERATIONS)
+@pytest.mark.parametrize("model", MODELS)
+def test_newer_chip_never_slower(old, new, precisions, model):
+    for prec in precisions:
+        path = os.path.join(FIX, model)
+        t_old, t_new = _latency_ms(path, old, prec), _latency_ms(path, new, prec)
+        assert t_new <= t_old, (model, prec, t_old, t_new)
+
+
+# ----------------------------------------------------------------------------- provenance
+
+
+def test_accelerator_profiles_say_how_far_to_trust_them():
+    """Every DSP/NPU/TPU profile's notes say whether it was checked against a measurement and,
+    if not, the error to expect."""
+    for p in hardware_db.list_profiles():
+        if p.kind not in ("npu", "dsp", "tpu"):
+            continue
+        text = p.notes or ""
+        assert "Checked against measurements" in text or "Not checked against any measurement" in text, p.id
+        if "Not checked against any measurement" in text:
+            assert "expect" in text.lower(), p.id
+
+
+def test_fitted_hexagon_data_names_its_rows():
+    import json
+
+    from analyzer.prediction.efficiency.constants import EFFICIENCY_DIR
+
+    for pid, fam in (("hexagon-sd8gen2", "qualcomm-hexagon-v73"), ("hexagon-sd8gen3", "qualcomm-hexagon-v75")):
+        assert hardware_db.get(pid).family == fam
+        with open(os.path.join(EFFICIENCY_DIR, f"{fam}.json"), encoding="utf-8") as f:
+            doc = json.load(f)
+        prov = doc["sets"]["conv"]["provenance"]
+        assert prov["kind"] == "fit" and prov["measurement_file"] == "aihub_hexagon.csv"
+        for m in GRAPHS:
+            assert m in prov["filter"].split("held out")[1]    # held-out models named, not fitted
+        # the fp16 figure is the fitted fraction of the int8 one
+        prof = hardware_db.get(pid)
+        assert prof.matrix_tflops["fp16"] == pytest.approx(prov["r_fp16"] * prof.matrix_tflops["int8"], abs=0.01)
+        assert prof.sources["matrix_tflops.fp16"].startswith("fitted")
