@@ -130,7 +130,9 @@ def features(path: str, pid: str, precision: str) -> dict:
 
 def model_time(f: dict, p: dict, peak_int8: float, s_prec: float) -> float:
     g = f["group"]
-    e = np.ones(len(g)); bw = np.ones(len(g)); floor = np.zeros(len(g))
+    e = np.ones(len(g))
+    bw = np.ones(len(g))
+    floor = np.zeros(len(g))
     for name, (pe, pb, pf) in GROUP_PARAMS.items():
         m = g == name
         e[m], bw[m], floor[m] = p[pe], p[pb], p[pf]
@@ -290,7 +292,8 @@ def write_family(family: str, pid: str, p: dict, r: float, rows, err: dict) -> N
 def write_fp16(pid: str, r: float) -> float:
     """Set ``matrix_tflops.fp16 = r * int8`` in the profile's TOML (its source line says fitted)."""
     path = os.path.join(PROFILE_DIR, f"{pid}.toml")
-    text = open(path, encoding="utf-8").read()
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
     import hardware_db
 
     int8 = hardware_db.get(pid).matrix_tflops["int8"]
