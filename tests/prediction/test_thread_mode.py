@@ -39,7 +39,7 @@ def test_a_slowing_probe_and_a_change_are_named():
 def test_predictions_on_the_profile_carry_the_warning(tmp_path):
     from analyzer import analyze
     from analyzer.measure.calibrate import calibration_sources, write_profile
-    from test_cpu_calibration import _calibrated_doc, _matmul
+    from tests.measure.test_cpu_calibration import _calibrated_doc, _matmul
 
     doc = _calibrated_doc()
     doc["calibration"].update({"threads": 2, "thread_speedup_start": 1.5, "thread_speedup_end": 0.7})
