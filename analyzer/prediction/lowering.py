@@ -237,8 +237,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     bw = np.ones(P)
     units = np.zeros(P)
     l2 = np.zeros(P)
-    fixed = np.zeros((P, K))
-    host = np.zeros((P, K))
+    fixed, host = np.zeros((P, K)), np.zeros((P, K))   # host: the dispatch part of fixed
     run_overhead = np.zeros(P)
     consts = {p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}
     consts["trans_weight"] = np.ones(P)
@@ -263,8 +262,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         calibrated = _calibrated_for(prof, runtime.dispatch_name)
         fixed_of = functools.partial(_fixed_s, prof=prof, runtime=runtime, calibrated=calibrated,
                                      prov=prov, launch=launch, note=note)
-        said_host: list = []
-        fixed[p] = fixed_of(floors, class_names, host_out=said_host)
+        fixed[p] = fixed_of(floors, class_names, host_out=(said_host := []))
         host[p] = said_host[0]
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p],
                 "units": units[p], "l2_bytes": l2[p]}
