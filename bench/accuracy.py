@@ -20,7 +20,8 @@ Data:
   on): GEMM, batched GEMM, add, layer/RMS norm, softmax, GELU, embedding, fp16 and bf16, as
   profiler kernel sums (``runtime="kernel"``; the same inputs every call, so L2-warm below 50 MB),
   the same with the L2 flushed before each call (timing ``kernel_l2cold``, ``runtime="kernel"``)
-  and eager wall-clock (``runtime="eager"``).
+  and eager wall-clock of one call at a time (``runtime="eager-op"``: dispatch + kernel +
+  synchronize per op).
 
 Rows timed on PyTorch's 2024 gather kernel (vidur; Liger's rows before 2025-08) are predicted with
 the family's ``-pytorch2.3`` variant (``Case.kernels``; README "Which gather kernel"); every other
@@ -149,8 +150,9 @@ def shared_cases(shared: str, per_group: int) -> list[Case]:
 
 # the runtime each timing is predicted with: "kernel_l2cold" (the H100 rows' kernel sum with a
 # 256 MiB buffer overwritten before each call: the L2 full of dirty lines, like an op that follows
-# its producer in a model; bench/h100/README.md) is kernel time too
-RUNTIME_OF = {"kernel_l2cold": "kernel"}
+# its producer in a model; bench/h100/README.md) is kernel time too; "eager" (perf_counter around
+# one op call and a synchronize) is the per-op eager definition, not the whole-model stream
+RUNTIME_OF = {"kernel_l2cold": "kernel", "eager": "eager-op"}
 LIGER = os.path.join(HERE, "data", "liger", "torch_single_ops.csv")
 # vidur's rows (2024) and Liger's rows before PyTorch 2.8 (released 2025-08; the vectorized gather
 # of pytorch/pytorch PRs 151490 and 151753 was merged in April 2025) ran the older gather kernel

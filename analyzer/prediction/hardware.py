@@ -242,9 +242,9 @@ def complete_profile(prof, note: list[str]):
 def host_dispatch(prof, runtime, class_names: list[str], launch: float, note: list[str]) -> np.ndarray:
     """Host dispatch per kernel (seconds) of ``runtime`` on ``prof``."""
     cal = prof.calibration
-    if cal and cal.get("runtime") == runtime.name and prof.launch_overhead_us is not None:
+    if cal and cal.get("runtime") == runtime.dispatch_name and prof.launch_overhead_us is not None:
         return np.full(len(class_names), prof.launch_overhead_us * 1e-6)  # measured with it
-    if runtime.name == "eager" and prof.kind == "gpu":
+    if runtime.dispatch_name == "eager" and prof.kind == "gpu":
         note.append(f"eager dispatch per op from {runtimes.EAGER_DISPATCH_SOURCE}")
         return np.array([runtimes.eager_dispatch_us(c) for c in class_names]) * 1e-6
     us, why = runtimes.KIND_LAUNCH_US[prof.kind]

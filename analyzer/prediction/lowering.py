@@ -97,6 +97,10 @@ class Lowered:
     provenance: tuple[str, ...]             # per profile, one of PROVENANCE
     provenance_detail: tuple[str, ...]      # per profile, one sentence
     notes: tuple[tuple[str, ...], ...]      # per profile: assumptions the headline must show
+    # [P, K] per-launch host dispatch, the part of ``fixed`` the host spends issuing the kernel
+    # (0 for a runtime without host dispatch); a stream runtime overlaps it with the device
+    # (``runtimes.stream_times``).  Launches a runtime inserted keep theirs in ``fixed``.
+    host: np.ndarray | None = None
 
 
 def _peak(profile, engine: str, dtype: str, warn: set[str]) -> float:
@@ -142,7 +146,7 @@ def _peak(profile, engine: str, dtype: str, warn: set[str]) -> float:
 TF32_CONV_CLASSES = frozenset(eff.CLASS_CODE[c] for c in ("conv", "conv_1x1", "conv1d", "conv_grouped",
                                                            "conv_batch_grouped"))
 # runtimes whose kernels are PyTorch's own (eager and the kernel sum of the same kernels)
-PYTORCH_RUNTIMES = ("eager", "kernel")
+PYTORCH_RUNTIMES = ("eager", "eager-op", "kernel")
 
 
 def tf32_convs(prof, runtime_name: str, precision: str | None, mpeak_row, cls, dtypes, mac) -> str | None:
@@ -233,7 +237,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     bw = np.ones(P)
     units = np.zeros(P)
     l2 = np.zeros(P)
-    fixed = np.zeros((P, K))
+    fixed, host = np.zeros((P, K)), np.zeros((P, K))   # host: the dispatch part of fixed
     run_overhead = np.zeros(P)
     consts = {p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}
     consts["trans_weight"] = np.ones(P)
@@ -255,10 +259,11 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             consts[name][p] = arrays[name]
         consts["trans_weight"][p] = float(arrays["trans_weight"])
         floors = np.asarray(arrays["floor_s"])[cls]
-        calibrated = _calibrated_for(prof, runtime.name)
+        calibrated = _calibrated_for(prof, runtime.dispatch_name)
         fixed_of = functools.partial(_fixed_s, prof=prof, runtime=runtime, calibrated=calibrated,
                                      prov=prov, launch=launch, note=note)
-        fixed[p] = fixed_of(floors, class_names)
+        fixed[p] = fixed_of(floors, class_names, host_out=(said_host := []))
+        host[p] = said_host[0]
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p],
                 "units": units[p], "l2_bytes": l2[p]}
         if calibrated:
@@ -282,7 +287,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    member_weight=weight, matrix_peak=mpeak, vector_peak=vpeak, mem_bw=bw, units=units,
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
-                   notes=tuple(notes))
+                   notes=tuple(notes), host=host)
 
 
 def _kernel_peaks(prof, cache: dict, warn: set[str], anchor_dtype, mac_l, vec_l, trans_l):
@@ -372,16 +377,21 @@ def _features(mac_l, vec_l, trans_l, bytes_l, cls_l, view_l, anchor_dtype, K: in
 
 
 def _fixed_s(floor_arr, names, *, prof, runtime, calibrated: bool, prov: str, launch: float,
-             note: list[str]):
+             note: list[str], host_out: list | None = None):
     """Per-launch fixed seconds of kernels of the classes ``names`` with fitted floors
     ``floor_arr``: a calibrated profile's floors were fitted net of the measured per-node
     dispatch (calibrate), which is added back; otherwise max(floor, launch figure) (the floor
-    alone for architecture constants) plus the runtime's host dispatch."""
+    alone for architecture constants) plus the runtime's host dispatch.  ``host_out``: the host
+    dispatch part (seconds per launch) is appended to it."""
     if calibrated:
-        return floor_arr + (launch if runtime.host_dispatch else 0.0)
-    f = floor_arr if prov == "architecture constants" else np.maximum(floor_arr, launch)
-    if runtime.host_dispatch:
-        f = f + host_dispatch(prof, runtime, names, launch, note)
+        h = launch if runtime.host_dispatch else 0.0
+        f = floor_arr + h
+    else:
+        f = floor_arr if prov == "architecture constants" else np.maximum(floor_arr, launch)
+        h = host_dispatch(prof, runtime, names, launch, note) if runtime.host_dispatch else 0.0
+        f = f + h
+    if host_out is not None:
+        host_out.append(h)
     return f
 
 

@@ -91,6 +91,14 @@ class KernelTerms(NamedTuple):
     units: float = 0.0         # SMs (0: unknown)
     l2_bytes: float = 0.0
     effective_roof: float = 0.0  # FLOP/s the terms held the kernel to: FLOPs / max(compute, memory)
+    # the eager stream (``runtimes.stream_times``; all launches): host_s of time_s is the host's
+    # dispatch, which overlaps earlier kernels; the row's kernel takes its exposed time
+    # stream_s = device_s + gap_s, device_s = time_s - host_s, gap_s the host time the device
+    # waited for before it (dev_end_i - dev_end_{i-1})
+    stream: bool = False
+    host_s: float = 0.0
+    gap_s: float = 0.0
+    stream_s: float = 0.0
 
 
 class KernelTable:
@@ -102,7 +110,7 @@ class KernelTable:
     __slots__ = ("kernel_of", "names", "members", "weight", "op_class", "runs", "mac", "vec",
                  "trans", "nbytes", "matrix_peak", "vector_peak", "mem_bw", "consts", "fixed",
                  "compute", "memory", "overhead", "time", "bound", "feats", "units", "l2_bytes",
-                 "class_consts", "overlap")
+                 "class_consts", "overlap", "host", "gap")
 
     def __init__(self, **values):
         # by keyword: twenty arrays of one length and type are too easy to pass in the wrong order
@@ -137,6 +145,8 @@ class KernelTable:
     l2_bytes: float
     class_consts: dict     # this profile's per-class constants (efficiency.kernel_time's consts)
     overlap: bool
+    host: Any              # [K] host dispatch of all launches inside ``time`` (stream runtimes; else None)
+    gap: Any               # [K] exposed host gap before each kernel on the stream (else None)
 
     def detail(self, k: int) -> dict:
         """Every factor of kernel ``k``'s terms, per launch (``efficiency.kernel_time(detail=True)``)."""
@@ -260,7 +270,10 @@ class Prediction:
             pad=d["pad"], wave=d["wave"], split_k=d["split_k"], narrow=d["narrow"], matrix_s=d["matrix_s"],
             vector_s=d["vector_s"], dram_bytes=d["dram_bytes"], cache_share=d["cache_share"],
             cache_gain=d["cache_gain"], dram_s=d["dram_s"], sm_s=d["sm_s"], sm_rate=d["sm_bw"], units=t.units,
-            l2_bytes=t.l2_bytes, effective_roof=flops / body if body > 0 else 0.0)
+            l2_bytes=t.l2_bytes, effective_roof=flops / body if body > 0 else 0.0,
+            **({} if t.gap is None else
+               {"stream": True, "host_s": float(t.host[k]), "gap_s": float(t.gap[k]),
+                "stream_s": time - float(t.host[k]) + float(t.gap[k])}))
 
     def roofline(self) -> tuple[list[tuple[int, float, float]], dict[str, float]]:
         """Points and roofs of a roofline chart: ``[(node index, intensity FLOP/B, attained
@@ -306,8 +319,13 @@ def predict(report, hw, *, precision: str | None = None, overlap: bool = True,
     program, else the profile's ``default_runtime``, else its kind's (``targets.resolve``).  Per kernel ``time = runs * (fixed +
     max(compute, memory))`` (``overlap=False``: seed 003's additive ``compute + memory``); the
     model's latency is the sum of its kernels (one stream).  A fused kernel's time is shared
-    among its nodes by their FLOPs and bytes; each row names its kernel.  ``latency_s`` adds the
-    profile's per-run fixed cost (``run_overhead_s``) once.
+    among its nodes by their FLOPs and bytes; each row names its kernel.  A stream runtime
+    (``Runtime.stream``: ``eager``) instead overlaps each kernel's host dispatch with the device
+    time of the kernels before it (``runtimes.stream_times``): the latency is when the last kernel
+    ends, and each kernel's rows share its exposed time (its device time + the host gap the device
+    waited for); a row whose overhead (device fixed cost + exposed gap) is its largest term is
+    ``overhead``-bound.  ``latency_s`` adds the profile's per-run fixed cost
+    (``run_overhead_s``) once.
 
     ``fused``: a ``fusion.FusionRecord`` of the kernels onnxruntime runs for this model
     (``onnxruntime.record.fusion_record``); used by a runtime that reads its own record
@@ -333,6 +351,20 @@ def predict(report, hw, *, precision: str | None = None, overlap: bool = True,
 def _prediction(report, target, low, g, compute, memory, ovh, time, bound, overlap,
                 precision) -> Prediction:
     """One profile's Prediction: kernel times shared among member nodes (rows in graph order)."""
+    import numpy as np
+
+    from analyzer.prediction.runtimes import stream_times
+
+    # the kernel table keeps each kernel's own terms; the rows take the stream's
+    kernel_time, kernel_ovh, kernel_bound, host, gap = time, ovh, bound, None, None
+    if target.runtime.stream and low.host is not None:
+        # the eager stream: row time = exposed time dev_end_i - dev_end_{i-1} = device + gap
+        host = low.runs * low.host[g]
+        device = time - host
+        _, gap = stream_times(host, device)
+        time = device + gap
+        ovh = ovh - host + gap
+        bound = np.argmax(np.stack([compute, memory, ovh]), axis=0)
     total = float(time.sum())   # the kernels' time (shares are of this)
     run_overhead = float(low.run_overhead[g])
     # launches the runtime inserted with no original node (their cost is in their kernel's fixed)
@@ -355,7 +387,8 @@ def _prediction(report, target, low, g, compute, memory, ovh, time, bound, overl
         rows.append(NodePrediction(n.name, t, float(compute[k]) * w, float(memory[k]) * w,
                                    float(ovh[k]) * w, BOUNDS[int(bound[k])], intensity,
                                    t / total if total > 0 else 0.0, i, low.kernel_names[k]))
-    table = _kernel_table(low, g, compute, memory, ovh, time, bound, overlap)
+    table = _kernel_table(low, g, compute, memory, kernel_ovh, kernel_time, kernel_bound, overlap,
+                          host, gap)
     notes = list(low.notes[g])
     prof, rt = target.profile, target.runtime
     if target.why != "requested":
@@ -370,7 +403,8 @@ def _prediction(report, target, low, g, compute, memory, ovh, time, bound, overl
                       target=target)
 
 
-def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True) -> KernelTable:
+def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True, host=None,
+                  gap=None) -> KernelTable:
     """Profile ``g``'s per-kernel arrays (views of the lowering's; no copy per node)."""
     import numpy as np
 
@@ -388,4 +422,5 @@ def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True) -> Ke
                        vector_peak=low.vector_peak[g], mem_bw=float(low.mem_bw[g]), consts=consts,
                        fixed=low.fixed[g], compute=compute, memory=memory, overhead=ovh, time=time,
                        bound=bound, feats=low.feats, units=float(low.units[g]), l2_bytes=float(low.l2_bytes[g]),
-                       class_consts={name: v[g] for name, v in low.consts.items()}, overlap=overlap)
+                       class_consts={name: v[g] for name, v in low.consts.items()}, overlap=overlap,
+                       host=host, gap=gap)

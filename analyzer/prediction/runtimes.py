@@ -6,8 +6,12 @@ runtime        fusion policy   time predicted
 =============  ==============  ==========================================================
 kernel         none            the sum of device kernel times with no host gaps (what a
                                profiler's kernel sum or a CUDA-graph replay shows)
-eager          none            each op's wall-clock as an eager framework runs it: host
-                               dispatch + kernel + synchronize (``time.time()`` around
+eager          none            a whole model's wall-clock as an eager framework runs it
+                               (CUDA events or ``perf_counter`` around one forward and a
+                               final synchronize): one stream, the host issuing op i+1
+                               while the device runs op i (``stream_times``)
+eager-op       none            each op's wall-clock timed one call at a time: host
+                               dispatch + kernel + synchronize (``perf_counter`` around
                                one call and a device synchronize), summed over ops
 onnxruntime    onnxruntime     ``session.run`` of onnxruntime at its default optimization
                                level: its fused kernels plus its per-node dispatch
@@ -18,7 +22,17 @@ xla            xla             an XLA-compiled program's device time: one launch
 Which runtime a prediction uses: the caller's ``runtime=``; else ``xla`` for a JAX program;
 else the profile's ``default_runtime``; else the default of its kind (``KIND_DEFAULT``).
 
-Host dispatch (``eager``, ``onnxruntime``) is a per-kernel figure with a source: a profile's own
+The eager stream (``Runtime.stream``): with host issue cost ``h_i`` and device time ``k_i`` of
+kernel ``i`` in graph order, ``host_end_i = host_end_{i-1} + h_i``, ``dev_start_i =
+max(host_end_i, dev_end_{i-1})``, ``dev_end_i = dev_start_i + k_i``; the model's wall-clock is
+``dev_end_n`` (the final synchronize returns when the last kernel ends; its own cost is not
+modelled).  A host-bound chain (every ``h >= k``) takes ``sum h + k_n``; a device-bound one
+(every ``k >= h``) ``h_1 + sum k``.  Each layer's row is its exposed time ``dev_end_i -
+dev_end_{i-1}``: its kernel ``k_i`` plus the host gap the device waited for, ``max(0, host_end_i
+- dev_end_{i-1})``; the rows sum to the wall-clock.  For a one-kernel model both eager
+definitions give ``h + k``.
+
+Host dispatch (``eager``, ``eager-op``, ``onnxruntime``) is a per-kernel figure with a source: a profile's own
 ``launch_overhead_us`` where the runtime is the one it was measured with (a calibrated profile),
 else the per-op-class figures of ``EAGER_DISPATCH_US`` / the kind defaults below, which reports
 flag as assumed.
@@ -41,13 +55,27 @@ class Runtime:
     # the runtime's own record of the kernels it runs (read from the runtime itself:
     # prediction.onnxruntime.record) replaces the fusion policy's patterns where one is at hand
     fusion_record: bool = False
+    # the kernels run as one stream: the host's dispatch overlaps the device's kernels
+    # (``stream_times``); False: each kernel's dispatch and device time add
+    stream: bool = False
+    # whose measured dispatch (a profile calibrated with that runtime) and dispatch table it uses
+    dispatch_as: str = ""
+
+    @property
+    def dispatch_name(self) -> str:
+        return self.dispatch_as or self.name
 
 
 RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
     Runtime("kernel", "none", False,
             "sum of device kernel times, no host gaps (profiler kernel sum / CUDA-graph replay)"),
     Runtime("eager", "none", True,
-            "eager wall-clock per op (host dispatch + kernel + synchronize), summed"),
+            "eager whole-model wall-clock as the stream runs it: the host issues each op while the "
+            "device runs the ones before; the time is when the last kernel ends (host dispatch and "
+            "kernels overlap)", stream=True),
+    Runtime("eager-op", "none", True,
+            "eager wall-clock per op timed one call at a time (host dispatch + kernel + "
+            "synchronize), summed over ops", dispatch_as="eager"),
     Runtime("onnxruntime", "onnxruntime", True,
             "onnxruntime session.run wall-clock: fused kernels + per-node dispatch",
             fusion_record=True),
@@ -93,6 +121,28 @@ KIND_LAUNCH_US: dict[str, tuple[float, str]] = {
     "cpu": (5.0, "assumed: 5 us per node of a CPU runtime; calibrate the machine for a measured "
                  "figure (analyze hw calibrate)"),
 }
+
+
+def stream_times(host, device):
+    """The eager stream over kernels in issue order (last axis; any leading axes, e.g. profiles):
+    ``(dev_end, gap)`` for host issue times ``host`` and device times ``device`` (seconds, same
+    shape).  ``dev_end_i = max(host_end_i, dev_end_{i-1}) + k_i``, evaluated without a loop as
+    a prefix maximum: with ``H_i = sum_{j<=i} h_j`` and ``K_i = sum_{j<=i} k_j``,
+    ``dev_end_i = K_i + max_{j<=i} (H_j - K_{j-1})`` (the device last idle before kernel ``j``).
+    ``gap_i = max(0, H_i - dev_end_{i-1})``: the host time kernel ``i``'s start waited for, so
+    that ``dev_end_i - dev_end_{i-1} = gap_i + k_i``."""
+    import numpy as np
+
+    h = np.asarray(host, dtype=np.float64)
+    k = np.asarray(device, dtype=np.float64)
+    if h.shape[-1] == 0:
+        return np.zeros_like(k), np.zeros_like(k)
+    H = np.cumsum(h, axis=-1)
+    K = np.cumsum(k, axis=-1)
+    dev_end = K + np.maximum.accumulate(H - (K - k), axis=-1)
+    prev = np.concatenate([np.zeros_like(dev_end[..., :1]), dev_end[..., :-1]], axis=-1)
+    gap = np.maximum(H - prev, 0.0)
+    return dev_end, gap
 
 
 def get(name: str) -> Runtime:

@@ -70,6 +70,11 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                 f"  kernel   {human_time(e.time_s):>9}  = fixed + {'max' if p.overlap else 'sum'}(compute, "
                 f"memory): {e.bound}-bound; attained {human(e.attained_flops, 'FLOP/s')}, effective roof "
                 f"{human(e.effective_roof, 'FLOP/s')}",
+                *([f"  stream   {human_time(e.stream_s):>9}  = kernel on the device "
+                   f"{human_time(e.time_s - e.host_s)} (kernel less its host dispatch "
+                   f"{human_time(e.host_s)}, issued while earlier kernels ran) + exposed host gap "
+                   f"{human_time(e.gap_s)} (the device waited for the host): dev_end_i - dev_end_i-1 "
+                   f"of the eager stream; {x.bound}-bound"] if e.stream else []),
                 f"  layer    {human_time(x.time_s):>9}  {100 * x.share:.2f}% of "
                 f"{human_time(p.latency_s)}",
                 f"  constants: {safe.text(e.provenance)}: {safe.text(e.provenance_detail)}"]

@@ -61,6 +61,17 @@ class CostModel:
                                  f"{', '.join(lowering.PRECISIONS)}")
         if runtime is not None:
             runtimes.get(runtime)
+        # the search sums each candidate's kernel times (and composes tables of blocks): the
+        # eager stream (runtimes.stream_times) is not a sum, so it is refused, not approximated
+        stream = [r for r in ([runtime] if runtime else [getattr(p, "default_runtime", None)
+                                                          for p in self.profiles])
+                  if r and runtimes.get(r).stream]
+        if stream:
+            from analyzer.errors import InputSpecError
+
+            raise InputSpecError(f"the search API does not model runtime '{stream[0]}' (the eager "
+                                 "stream: host dispatch overlapping the device); use 'eager-op' "
+                                 "(the per-op sum) or 'kernel'")
         self.precision, self.runtime, self.overlap = precision, runtime, overlap
         self.options = Options(precision=precision, overlap=overlap, loop_trips=loop_trips,
                                causal=causal, runtime=runtime)

@@ -205,7 +205,7 @@ def test_a_calibrated_profile_never_takes_the_rows(tmp_path):
 
 @pytest.mark.parametrize("hw,runtime,precision,overlap", [
     (["a100", "h100", "tpu-v5e"], None, "bf16", True),     # two GPUs share one runtime group
-    (["a100", "mi300x"], "eager", None, True),              # per-class eager host dispatch
+    (["a100", "mi300x"], "eager-op", None, True),           # per-class eager host dispatch
     (["a100", "tpu-v5e"], "xla", "fp16", False),            # compute + memory, not their max
 ])
 def test_rows_equal_analyze_under_options(hw, runtime, precision, overlap):

@@ -16,7 +16,7 @@ def _candidates(n=5, nodes=40):
     return [ss.random_transformer(rng, nodes) for _ in range(n)]
 
 
-@pytest.mark.parametrize("runtime,precision", [(None, None), ("xla", "bf16"), ("eager", None),
+@pytest.mark.parametrize("runtime,precision", [(None, None), ("xla", "bf16"), ("eager-op", None),
                                                ("onnxruntime", "fp16")])
 def test_score_equals_analyze(runtime, precision):
     cm = analyzer.CostModel(HW, runtime=runtime, precision=precision)
@@ -97,7 +97,7 @@ def test_score_dims_falls_back_when_not_polynomial(cm):
         np.testing.assert_allclose(row, reference(m, dims={"h": h}), rtol=1e-6)
 
 
-@pytest.mark.parametrize("runtime", ["kernel", "eager"])
+@pytest.mark.parametrize("runtime", ["kernel", "eager-op"])
 def test_table_equals_analyze_of_composed(runtime, tmp_path):
     from analyzer.search.table import LatencyTable, compose
 
