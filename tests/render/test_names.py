@@ -4,44 +4,19 @@ lines, no line wider than the terminal, every shown layer name unique and accept
 
 from __future__ import annotations
 
-import os
-import pty
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from analyzer.render.names import fit, shared_prefix
+from pty_run import terminal
 from analyzer.report.rollups import name_matches
 
 ROOT = Path(__file__).resolve().parents[2]
 BERT = ROOT / "tests" / "fixtures" / "torch" / "bert.onnx"   # a 2-layer BERT export (torch.onnx)
 HW = "a100,h100,l4,t4"
 PROFILES = ("a100-80gb-sxm", "h100-sxm", "l4", "t4")
-
-
-def terminal(cols: int, *args) -> str:
-    """``analyze ARGS`` through a pseudo-terminal of ``cols`` columns, colours stripped."""
-    main, sub = pty.openpty()
-    env = {**os.environ, "COLUMNS": str(cols), "PYTHONPATH": str(ROOT), "TERM": "dumb"}
-    p = subprocess.Popen([sys.executable, "-m", "cli.main", *map(str, args)], stdout=sub,
-                         stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env, cwd=ROOT)
-    os.close(sub)
-    chunks = []
-    while True:
-        try:
-            b = os.read(main, 65536)
-        except OSError:
-            break
-        if not b:
-            break
-        chunks.append(b)
-    p.wait(timeout=120)
-    os.close(main)
-    assert p.returncode == 0
-    return re.sub(r"\x1b\[[0-9;]*m", "", b"".join(chunks).decode("utf-8")).replace("\r", "")
 
 
 def layer_names(text: str) -> list[str]:

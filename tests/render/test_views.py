@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import pty
 import re
 import shutil
 import subprocess
@@ -81,26 +79,9 @@ def test_a_pipe_gets_one_whole_line_per_row(run_cli):
 @pytest.mark.parametrize("cols", [80, 120])
 def test_a_real_terminal_of_80_and_120_columns(cols):
     """Through a pseudo-terminal, as a person runs it: COLUMNS decides the width."""
-    main, sub = pty.openpty()
-    env = {**os.environ, "COLUMNS": str(cols), "PYTHONPATH": str(ROOT), "TERM": "dumb"}
-    p = subprocess.Popen([sys.executable, "-m", "cli.main", str(TRANSFORMER), "--hw", "a100"],
-                         stdout=sub, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env,
-                         cwd=ROOT)
-    os.close(sub)
-    chunks = []
-    while True:
-        try:
-            b = os.read(main, 65536)
-        except OSError:
-            break
-        if not b:
-            break
-        chunks.append(b)
-    p.wait(timeout=120)
-    os.close(main)
-    text = re.sub(r"\x1b\[[0-9;]*m", "", b"".join(chunks).decode("utf-8")).replace("\r", "")
-    lines = text.splitlines()
-    assert p.returncode == 0
+    from pty_run import terminal
+
+    lines = terminal(cols, TRANSFORMER, "--hw", "a100").splitlines()
     assert all(len(x) <= cols for x in lines), max(lines, key=len)
     assert any(re.match(r"a100-80gb-sxm +[0-9.]+ [µm]?s", x) for x in lines[:10])
 
@@ -208,7 +189,6 @@ def test_explain_factors_give_the_time():
     """--explain's factors multiply and add up to the kernel's time (issue 32): compute = runs x
     (MAC x padding x waves x narrow / (peak x e_compute) + vector part), memory = runs x ((DRAM
     bytes + b_half) / (bandwidth x e_bw x cache gain) + per-SM part), time = fixed + max of both."""
-    import sys
 
     sys.path.insert(0, str(TRANSFORMER.parent.parent / "tests"))
     from zoo_reference import light_model_path
