@@ -72,6 +72,9 @@ _OPTIONS = [
                  help="Link inside a node (e.g. nvlink4, pcie3) when --devices-per-node > 1."),
     click.option("--parallel", type=click.Choice(("data", "tensor", "pipeline")), default="data",
                  show_default=True, help="How the work is split over --devices."),
+    click.option("--sequence-parallel", "sequence_parallel", is_flag=True,
+                 help="Tensor parallel: Megatron's sequence parallelism (reduce-scatter + all-gather "
+                      "instead of all-reduce; layer norms and dropouts split too)."),
     click.option("--collective", "algorithm", type=click.Choice(("nccl", "ring", "tree")),
                  default="nccl", show_default=True,
                  help="Collective model: nccl (fitted NCCL costs, algorithm and protocol by size), "
@@ -88,7 +91,7 @@ _OPTIONS = [
                  help="Write a speed-up / efficiency plot (.png or .svg; needs matplotlib)."),
 ]
 NAMES = ("train", "optimizer", "batch", "devices", "link", "node", "per_node", "intra_link", "parallel",
-         "algorithm", "overlap_comm", "buckets", "microbatches", "schedule", "plot_scaling")
+         "sequence_parallel", "algorithm", "overlap_comm", "buckets", "microbatches", "schedule", "plot_scaling")
 
 
 def options(f):
@@ -111,6 +114,8 @@ def pop(params: dict) -> dict:
             raise InputSpecError("--devices: device counts must be >= 1")
     elif out["plot_scaling"]:
         raise InputSpecError("--plot-scaling needs --devices")
+    if out["sequence_parallel"] and out["parallel"] != "tensor":
+        raise InputSpecError("--sequence-parallel applies to --parallel tensor")
     if out["batch"] is not None:
         out["batch"] = parse_batch(out["batch"])
     return out
@@ -168,7 +173,7 @@ def scale(model, hws, opts, extra: dict):
                           intra_link=extra["intra_link"], algorithm=extra["algorithm"],
                           node=extra["node"], overlap=extra["overlap_comm"], buckets=extra["buckets"],
                           microbatches=extra["microbatches"], schedule=extra["schedule"],
-                          options=opts)
+                          sequence_parallel=extra["sequence_parallel"], options=opts)
 
 
 def _ms(s: float) -> str:
@@ -208,8 +213,8 @@ def render_rows(report, fmt: str) -> str:
                 for p in sc.points]
         lines += _grid(head, rows, fmt)
         for h, n in d["crossover_devices"].items():
-            lines.append(f"{h}: communication exceeds compute from "
-                         + (f"{n} devices" if n else "no device count given"))
+            lines.append(f"{h}: communication exceeds compute from {n} devices" if n else
+                         f"{h}: communication stays below compute at every device count given")
     return "\n".join(lines) + ("\n" if lines else "")
 
 

@@ -311,3 +311,20 @@ def test_sequence_parallel_step_ring_closed_form():
     fab = C.Fabric(C.Level(1e11, 0.0))
     assert fab.reduce_scatter(1024, 4) == C.ring_reduce_scatter(1024, 4, 1e11)
     assert fab.collective("all_gather", 1024, 4) == C.ring_allgather(1024, 4, 1e11)
+
+
+def test_sequence_parallel_on_the_command_line(run_cli):
+    import os
+
+    gpt2 = os.path.join(os.path.dirname(__file__), "..", "fixtures", "torch", "gpt2.onnx")
+    import json
+
+    runs = [run_cli(gpt2, "--hw", "a100", "--devices", "1,2", "--parallel", "tensor", *sp,
+                    "--format", "json") for sp in ((), ("--sequence-parallel",))]
+    assert all(r.exit_code == 0 for r in runs), runs[1].output
+    plain, seq = (json.loads(r.stdout) for r in runs)
+    assert seq["scaling_setup"]["sequence_parallel"] and not plain["scaling_setup"]["sequence_parallel"]
+    # the layer norms between the pairs are split too: less compute per device at 2 devices
+    assert seq["scaling"][1]["compute_s"] < plain["scaling"][1]["compute_s"]
+    bad = run_cli(gpt2, "--hw", "a100", "--devices", "1,2", "--sequence-parallel")
+    assert bad.exit_code == 2 and "--parallel tensor" in bad.output
