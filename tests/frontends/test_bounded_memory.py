@@ -87,6 +87,16 @@ def test_small_files_with_huge_values_stay_small(tmp_path):
         assert mb < limit, f"{name}: peak {mb} MB (limit {limit} MB)"
 
 
+def _analyze_traced(data):
+    """``analyzer.analyze(data)`` and the peak of the Python memory it traced (bytes)."""
+    tracemalloc.start()
+    try:
+        r = analyzer.analyze(data)
+        return r, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def test_fold_sizes_an_output_before_evaluating_it():
     tracemalloc.start()
     try:
@@ -122,12 +132,7 @@ def test_a_big_constant_node_is_not_kept_inline():
     # the attribute serialized again as a cache key)
     m = big_constant_model(4_000_000)  # 16 MB
     data = m.SerializeToString()
-    tracemalloc.start()
-    try:
-        r = analyzer.analyze(data)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    r, peak = _analyze_traced(data)
     assert r.nodes[-1].out_specs[0].shape == (4_000_000,)
     assert r.totals.params == 4_000_000
     assert peak < 8 * 2**20, peak
@@ -164,12 +169,7 @@ def test_big_constant_lists_and_constants_in_bodies_are_not_copied(build, add):
     # stripped (dims and dtype kept) like a top-level Constant's value, neither is copied
     data = build(4_000_000).SerializeToString()
     assert len(data) > 16_000_000
-    tracemalloc.start()
-    try:
-        r = analyzer.analyze(data)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    r, peak = _analyze_traced(data)
     assert r.coverage.uncosted == ()
     assert r.node(add).out_specs[0].shape == (4_000_000,)
     assert r.totals.params == 4_000_000 and r.node(add).cost.weight_bytes == 16_000_000
