@@ -50,6 +50,7 @@ def render_links(links, fmt: str, nodes=()) -> str:
 import click  # noqa: E402
 
 from analyzer.errors import InputSpecError  # noqa: E402
+from analyzer.render import safe  # noqa: E402
 
 _OPTIONS = [
     click.option("--train", is_flag=True, default=False,
@@ -203,7 +204,8 @@ def render_rows(report, fmt: str) -> str:
     sc = report.scaling
     if sc is not None:
         d = sc.to_dict()
-        lines += ["", f"Scaling ({sc.parallel} parallel over {sc.link}; " + "; ".join(sc.notes) + ")"]
+        # (link ids and notes may come from a user's links file: escaped like every name)
+        lines += ["", safe.text(f"Scaling ({sc.parallel} parallel over {sc.link}; " + "; ".join(sc.notes) + ")")]
         head = ["hardware", "devices", "step ms", "compute ms", "comm ms", "exposed ms",
                 "bubble ms", "speed-up", "efficiency", "serial share"]
         rows = [[p.hardware, str(p.devices), _ms(p.step_s), _ms(p.compute_s),
