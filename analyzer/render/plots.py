@@ -38,6 +38,13 @@ def write_roofline(report, path: str) -> str:
             ax.plot(s["x"], s["y"], "-", lw=1.5, label=s["label"], color=color)
         else:
             ax.scatter(s["x"], s["y"], s=10, alpha=0.6, label=s["label"], color=color)
+            # each point's effective roof (the rate the model's terms held it to: efficiencies,
+            # waves, cache, floor), drawn as a short bar above the point, like the HTML hover
+            held = [(x, r) for x, r in zip(s["x"], s["roof"]) if r > 0]
+            if held:
+                ax.scatter([x for x, _ in held], [r for _, r in held], marker="_", s=60, lw=1.2,
+                           alpha=0.8, color=color, label=f"{s['hardware']} effective roof per layer",
+                           gid="effective-roof")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")

@@ -182,7 +182,14 @@ def test_plot_writes_the_roofline_alone(run_cli, tmp_path):
     out = tmp_path / "roof.svg"
     res = run_cli(MLP, "--hw", "a100", "--plot", out, "-o", tmp_path / "r.json")
     assert res.exit_code == 0, res.output
-    assert out.read_text().lstrip().startswith("<?xml") and "matplotlib" in res.stderr
+    svg = out.read_text()
+    assert svg.lstrip().startswith("<?xml") and "matplotlib" in res.stderr
+    # one effective-roof marker per plotted layer (the MLP's layers with FLOPs and bytes)
+    rep = analyzer.analyze(MLP, "a100")
+    pts, _ = rep.predictions[0].roofline()
+    shown = [x for x in pts if x[1] > 0 and x[2] > 0 and len(x) > 3 and x[3] > 0]
+    assert shown and 'id="effective-roof' in svg
+    assert "effective roof per layer" in svg
 
 
 def test_explain_factors_give_the_time():
