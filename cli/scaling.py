@@ -161,8 +161,9 @@ def analysis_options(extra: dict, jax: bool) -> dict:
     return kw
 
 
-def scale(model, hws, opts, extra: dict):
-    """``analyzer.scale`` with the command's options."""
+def scale(model, hws, opts, extra: dict, **program):
+    """``analyzer.scale`` with the command's options (``program``: a JAX function's ``args`` and
+    ``kwargs``)."""
     import analyzer
 
     if not hws:
@@ -174,7 +175,7 @@ def scale(model, hws, opts, extra: dict):
                           intra_link=extra["intra_link"], algorithm=extra["algorithm"],
                           node=extra["node"], overlap=extra["overlap_comm"], buckets=extra["buckets"],
                           microbatches=extra["microbatches"], schedule=extra["schedule"],
-                          sequence_parallel=extra["sequence_parallel"], options=opts)
+                          sequence_parallel=extra["sequence_parallel"], options=opts, **program)
 
 
 def _ms(s: float) -> str:
