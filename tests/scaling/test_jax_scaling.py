@@ -58,6 +58,15 @@ def test_allreduce_bytes_and_per_device_batch_closed_form():
     assert [p.speedup for p in r.scaling.points][0] == 1.0
 
 
+def test_precision_and_global_batch():
+    r = _scale(devices=(1, 2), precision="bf16")
+    assert r.to_dict()["scaling_setup"]["gradient_bytes"] == 2 * 9610   # 2 bytes per bf16 gradient
+    r = analyzer.scale(M.step, "a100", [1, 2], args=M.specs(B), batch=64,
+                       params_argnums=["w1", "b1", "w2", "b2"])
+    assert r.to_dict()["scaling_setup"]["per_device_batch"] == [64, 32]
+    assert r.model["inputs"]["x"] == [64, 64] and r.model["inputs"]["w1"] == [64, 128]
+
+
 def test_overlap_hides_buckets_behind_the_programs_own_backward():
     hidden = _scale(link="ib-hdr", overlap=True, buckets=4).scaling.points
     for p in hidden[1:]:
