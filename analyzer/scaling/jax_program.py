@@ -151,6 +151,9 @@ def curve(fn: Any, hw, devs: Sequence[int], fab, *, parallel: str, batch: int | 
     if model_train:
         notes.append("the program has no backward of its own (no transpose equations): "
                      f"backward and the {optimizer} update modelled")
+    elif optimizer != "sgd":
+        notes.append(f"the program runs its own backward and update: optimizer {optimizer!r} "
+                     "not applied")
     return base, points, setup, notes
 
 

@@ -65,6 +65,8 @@ def test_precision_and_global_batch():
                        params_argnums=["w1", "b1", "w2", "b2"])
     assert r.to_dict()["scaling_setup"]["per_device_batch"] == [64, 32]
     assert r.model["inputs"]["x"] == [64, 64] and r.model["inputs"]["w1"] == [64, 128]
+    r = _scale(devices=(1, 2), optimizer="adam")   # the step's own SGD update runs: said so
+    assert any("optimizer 'adam' not applied" in n for n in r.scaling.notes)
 
 
 def test_overlap_hides_buckets_behind_the_programs_own_backward():
