@@ -50,14 +50,17 @@ def is_backward(name: str) -> bool:
 
 
 def mesh_nodes(report) -> list[str]:
-    """Nodes showing the program runs over a mesh: collectives, or a shard_map / pmap body."""
-    out = []
+    """What shows the program runs over a mesh: its collective primitives (``psum``, ...), and
+    ``shard_map`` / ``pmap`` where a body of one holds its nodes (each named once)."""
+    found: dict[str, None] = {}
     for n in report.nodes:
-        parts = n.name.split("/")
-        if (n.op in MESH_PRIMITIVES or "shard_map" in parts
-                or any(p.startswith("pmap(") for p in parts)):
-            out.append(n.name)
-    return out
+        if n.op in MESH_PRIMITIVES:
+            found[n.op] = None
+    for n in report.nodes:
+        for p in n.name.split("/"):
+            if p == "shard_map" or p.startswith("pmap("):
+                found[p.split("(")[0]] = None
+    return list(found)
 
 
 def scaled(scaling_cls, fn: Any, hw, devs: Sequence[int], fab, notes: list[str],
@@ -113,12 +116,11 @@ def curve(fn: Any, hw, devs: Sequence[int], fab, *, parallel: str, batch: int | 
     sharded = mesh_nodes(base)
     if sharded:
         raise InputSpecError(
-            f"'{base.model.get('path')}' already runs over a device mesh ({sharded[0]}"
-            + (f" and {len(sharded) - 1} more" if len(sharded) > 1 else "")
-            + "): its device count is its mesh's. Analysed without devices, such a program "
-            "counts one device's share (a shard_map body at its per-device shapes), its "
-            "collectives uncosted; data parallel scales a one-device step that takes its "
-            "parameters as arguments")
+            f"'{base.model.get('path')}' already runs over a device mesh ({', '.join(sharded)}): "
+            "its device count is its mesh's, not one to sweep. Supported for a JAX program: data "
+            "parallel of a one-device step that takes its parameters as arguments. Analysed "
+            "without devices, opcost counts a mesh program as one device's share (a shard_map "
+            "body at its per-device shapes) and lists its collectives uncosted")
     model_train = train and not any(is_backward(n.name) for n in base.nodes)
     if model_train:
         base = analyse(big, True)

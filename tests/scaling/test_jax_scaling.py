@@ -116,6 +116,19 @@ def test_a_program_over_a_mesh_is_refused():
                        params_argnums=0)
 
 
+def test_a_traced_jaxpr_is_refused_and_linear_rescale_keeps_overheads():
+    closed = jax.make_jaxpr(M.step)(*M.specs(B))
+    with pytest.raises(InputSpecError, match="pass the function"):
+        analyzer.scale(closed, "a100", [1, 2], params_argnums=[0, 1, 2, 3])
+    r = _scale(devices=(1, 2), rescale="linear")
+    pred = r.predictions[0]
+    over = sum(x.overhead_s for x in pred.nodes)
+    one, two = r.scaling.points
+    # overheads held, the rest halved: o + (s - o) / 2
+    assert two.compute_s == pytest.approx(over + (one.compute_s - over) / 2)
+    assert r.to_dict()["scaling_setup"]["rescale"] == "linear"
+
+
 def _cli(*args):
     from click.testing import CliRunner
 
