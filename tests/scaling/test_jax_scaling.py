@@ -92,6 +92,9 @@ def test_a_forward_program_gets_the_modelled_backward_with_train():
     assert setup["backward"] == "modelled" and setup["gradient_bytes"] == 38440
     assert r.training is not None
     assert any("no backward of its own" in n for n in r.scaling.notes)
+    # the training model's batch is dim 0 of x (32), not of w1 (64), the first argument
+    assert r.training.batch == 32
+    assert r.training.steps[0].memory.batch == 32
 
 
 @pytest.mark.parametrize("kw, words", [
