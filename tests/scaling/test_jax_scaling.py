@@ -69,6 +69,18 @@ def test_precision_and_global_batch():
     assert any("optimizer 'adam' not applied" in n for n in r.scaling.notes)
 
 
+def test_params_as_a_pytree():
+    import samples.jax_models as jm
+
+    s = jax.ShapeDtypeStruct
+    r = analyzer.scale(jm.mlp_train_step, "a100", [1, 4], params_argnums=0,
+                       args=(jm.mlp_params(), s((64, 784), jnp.float32), s((64,), jnp.int32)))
+    setup = r.to_dict()["scaling_setup"]
+    # 784*256 + 256 + 256*128 + 128 + 128*10 + 10 = 235146 fp32 leaves of the params dict
+    assert setup["gradient_elements"] == 235146 and setup["gradient_bytes"] == 4 * 235146
+    assert setup["per_device_batch"] == [64, 16]   # x and labels both split
+
+
 def test_overlap_hides_buckets_behind_the_programs_own_backward():
     hidden = _scale(link="ib-hdr", overlap=True, buckets=4).scaling.points
     for p in hidden[1:]:
