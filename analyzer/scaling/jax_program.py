@@ -80,23 +80,19 @@ def scaled(scaling_cls, fn: Any, hw, devs: Sequence[int], fab, notes: list[str],
 
 def curve(fn: Any, hw, devs: Sequence[int], fab, *, parallel: str, batch: int | None,
           train: bool, optimizer: str, overlap: bool, buckets: int, rescale: str | None,
-          options, args: Sequence[Any] = (), kwargs=None, **keywords):
+          options, args: Sequence[Any] = (), kwargs=None, data_parallel: str = "allreduce",
+          bucket_mb: float | None = None, **keywords):
     """(the Report at the global batch, points, setup, notes) of ``fn``'s data-parallel
     curve (see the module). ``keywords``: ``analyze_jax``'s own (``params_argnums``,
-    ``precision``, ``runtime``, ...), or more of ``fn``'s keyword arguments."""
+    ``precision``, ``runtime``, ...), or more of ``fn``'s keyword arguments. The gradient sync
+    is the whole-gradient all-reduce in ``buckets`` equal parts; another ``data_parallel``
+    mode (DDP's size-capped buckets ``bucket_mb``, ZeRO) reads per-layer gradients of a
+    modelled backward, which a JAX step's own backward does not give: refused."""
     from analyzer.api import analyze_jax
     from analyzer.frontends.jaxpr import batch as jb
     from analyzer.options import Options
 
-    if parallel != "data":
-        what = ("the Megatron column/row pattern finder reads ONNX graphs only"
-                if parallel == "tensor" else "its stage cuts are not modelled for a JAX program")
-        raise InputSpecError(f"{parallel} parallel of a JAX program: {what}; a JAX program "
-                             "scales as data parallel ({parallel}), or export the model to ONNX",
-                             hints=(Hint("parallel", "data"),))
-    if type(fn).__name__ in ("ClosedJaxpr", "Jaxpr"):
-        raise InputSpecError("data parallel re-traces a JAX program at the per-device batch: "
-                             "pass the function, not a traced jaxpr")
+    _check_request(fn, parallel, data_parallel, bucket_mb)
     opts = options or Options()
     pa = keywords.pop("params_argnums", opts.params_argnums)
     params = jb.params_positions(fn, args, pa)
@@ -113,14 +109,7 @@ def curve(fn: Any, hw, devs: Sequence[int], fab, *, parallel: str, batch: int | 
         return analyze_jax(fn, *a, hw=hw, options=o, kwargs=k, **keywords)
 
     base = analyse(big, False)
-    sharded = mesh_nodes(base)
-    if sharded:
-        raise InputSpecError(
-            f"'{base.model.get('path')}' already runs over a device mesh ({', '.join(sharded)}): "
-            "its device count is its mesh's, not one to sweep. Supported for a JAX program: data "
-            "parallel of a one-device step that takes its parameters as arguments. Analysed "
-            "without devices, opcost counts a mesh program as one device's share (a shard_map "
-            "body at its per-device shapes) and lists its collectives uncosted")
+    _refuse_mesh(base)
     model_train = train and not any(is_backward(n.name) for n in base.nodes)
     if model_train:
         base = analyse(big, True)
@@ -157,6 +146,35 @@ def curve(fn: Any, hw, devs: Sequence[int], fab, *, parallel: str, batch: int | 
         notes.append(f"the program runs its own backward and update: optimizer {optimizer!r} "
                      "not applied")
     return base, points, setup, notes
+
+
+def _check_request(fn: Any, parallel: str, data_parallel: str, bucket_mb) -> None:
+    """What a JAX program cannot be scaled as: an input error that says what is supported."""
+    if parallel != "data":
+        what = ("the Megatron column/row pattern finder reads ONNX graphs only"
+                if parallel == "tensor" else "its stage cuts are not modelled for a JAX program")
+        raise InputSpecError(f"{parallel} parallel of a JAX program: {what}; a JAX program "
+                             "scales as data parallel ({parallel}), or export the model to ONNX",
+                             hints=(Hint("parallel", "data"),))
+    if data_parallel != "allreduce" or bucket_mb is not None:
+        raise InputSpecError(f"data parallel of a JAX program: the gradient all-reduce in equal "
+                             f"buckets only (data_parallel 'allreduce'); got {data_parallel!r}"
+                             + (f" with bucket_mb {bucket_mb}" if bucket_mb is not None else ""))
+    if type(fn).__name__ in ("ClosedJaxpr", "Jaxpr"):
+        raise InputSpecError("data parallel re-traces a JAX program at the per-device batch: "
+                             "pass the function, not a traced jaxpr")
+
+
+def _refuse_mesh(base) -> None:
+    """A program that already runs over a mesh: its device count is fixed (``mesh_nodes``)."""
+    sharded = mesh_nodes(base)
+    if sharded:
+        raise InputSpecError(
+            f"'{base.model.get('path')}' already runs over a device mesh ({', '.join(sharded)}): "
+            "its device count is its mesh's, not one to sweep. Supported for a JAX program: data "
+            "parallel of a one-device step that takes its parameters as arguments. Analysed "
+            "without devices, opcost counts a mesh program as one device's share (a shard_map "
+            "body at its per-device shapes) and lists its collectives uncosted")
 
 
 def _steps(report, model_train: bool) -> dict:

@@ -114,6 +114,8 @@ def test_a_forward_program_gets_the_modelled_backward_with_train():
     (dict(parallel="tensor"), "ONNX graphs only"),
     (dict(parallel="pipeline"), "not modelled for a JAX program"),
     (dict(devices=(1, 3)), "does not split evenly over 3"),
+    # DDP / ZeRO modes read a modelled backward's per-layer gradients (scale forwards them)
+    (dict(data_parallel="zero1"), "equal buckets only"),
 ])
 def test_unsupported_requests_are_input_errors(kw, words):
     kw = dict(kw)
