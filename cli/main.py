@@ -142,7 +142,8 @@ def main():
 @click.option("--causal", is_flag=True,
               help="Cost fused attention ops as causal kernels (they skip the masked half).")
 @click.option("--params", "params_args", multiple=True, metavar="NAME",
-              help="JAX programs: an argument that holds weights (counted as params; repeatable).")
+              help="JAX programs: an argument that holds weights (counted as params; with "
+                   "--devices, the gradients data parallel all-reduces; repeatable).")
 @click.option("--measure", is_flag=True,
               help="Also run the model with onnxruntime on this machine's CPU and print predicted "
                    "vs measured per layer and in total (ONNX, one CPU --hw profile, e.g. one "

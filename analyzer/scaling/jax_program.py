@@ -101,7 +101,8 @@ def curve(fn: Any, hw, devs: Sequence[int], fab, *, parallel: str, batch: int | 
                              "the arguments that hold them with {params_argnums}",
                              hints=(Hint("params_argnums"),))
     opts = replace(opts, params_argnums=sorted(params), train=None, optimizer=None)
-    big = batch or jb.global_batch(args, kwargs, params)
+    big = jb.global_batch(args, kwargs, params)   # checked even where batch= replaces it
+    big = batch or big
 
     def analyse(b: int, model_train: bool):
         a, k = jb.at_batch(args, kwargs, params, b)
