@@ -177,8 +177,11 @@ def _report(graph, info: dict, options: Options, targets, fused=None) -> "Report
         from analyzer.training.step import training
 
         batch = options.batch
-        if batch is None:
-            dims = next(iter(info.get("inputs", {}).values()), None)
+        if batch is None:   # dim 0 of the first input that is not a weight (a JAX program's
+            # parameter args come first as often as not)
+            weights = set(info.get("params_inputs") or ())
+            dims = next((d for n, d in info.get("inputs", {}).items() if n not in weights and d),
+                        None)
             batch = dims[0] if dims and isinstance(dims[0], int) else None
         report = report.with_training(training(report, options.optimizer or "sgd", batch))
     return report

@@ -142,7 +142,8 @@ def main():
 @click.option("--causal", is_flag=True,
               help="Cost fused attention ops as causal kernels (they skip the masked half).")
 @click.option("--params", "params_args", multiple=True, metavar="NAME",
-              help="JAX programs: an argument that holds weights (counted as params; repeatable).")
+              help="JAX programs: an argument that holds weights (counted as params; with "
+                   "--devices, the gradients data parallel all-reduces; repeatable).")
 @click.option("--measure", is_flag=True,
               help="Also run the model with onnxruntime on this machine's CPU and print predicted "
                    "vs measured per layer and in total (ONNX, one CPU --hw profile, e.g. one "
@@ -273,11 +274,13 @@ def _analyze_jax(req: Request, hws, opts: Options, multi: dict, spinner):
                              "give a JAX program's shapes with --input NAME=f32[8,128]")
     fn, args, kwargs = load_program(model, parse_inputs(req.inputs),
                                     kwargs_json_text(req.kwargs_json))
-    opts = replace(opts, report_name=model, params_argnums=list(req.params_args) or None,
-                   **scaling_cli.analysis_options(multi, True))
-    if multi["devices"]:
-        raise InputSpecError("--devices applies to ONNX models for now")
-    report = analyzer.analyze_jax(fn, *args, hw=hws, options=opts, kwargs=kwargs)
+    opts = replace(opts, report_name=model, params_argnums=list(req.params_args) or None)
+    training = scaling_cli.analysis_options(multi, True)
+    if multi["devices"]:   # data parallel of the step (--train: given to scale, not to Options)
+        report = scaling_cli.scale(fn, hws, opts, multi, args=args, kwargs=kwargs)
+    else:
+        report = analyzer.analyze_jax(fn, *args, hw=hws, options=replace(opts, **training),
+                                      kwargs=kwargs)
     if req.sensitivity:
         spinner.update("differentiating the latency kernels (--sensitivity)")
         report = report.with_sensitivity(analyzer.sensitivity(report, hw=hws, options=opts))

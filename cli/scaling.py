@@ -161,8 +161,9 @@ def analysis_options(extra: dict, jax: bool) -> dict:
     return kw
 
 
-def scale(model, hws, opts, extra: dict):
-    """``analyzer.scale`` with the command's options."""
+def scale(model, hws, opts, extra: dict, **program):
+    """``analyzer.scale`` with the command's options (``program``: a JAX function's ``args`` and
+    ``kwargs``)."""
     import analyzer
 
     if not hws:
@@ -174,7 +175,7 @@ def scale(model, hws, opts, extra: dict):
                           intra_link=extra["intra_link"], algorithm=extra["algorithm"],
                           node=extra["node"], overlap=extra["overlap_comm"], buckets=extra["buckets"],
                           microbatches=extra["microbatches"], schedule=extra["schedule"],
-                          sequence_parallel=extra["sequence_parallel"], options=opts)
+                          sequence_parallel=extra["sequence_parallel"], options=opts, **program)
 
 
 def _ms(s: float) -> str:
@@ -250,8 +251,14 @@ def plot(report, path: str) -> None:
         n = [p.devices for p in pts]
         a.plot(n, [p.speedup for p in pts], marker="o", label=h)
         b.plot(n, [p.efficiency for p in pts], marker="o", label=h)
+    # The references: ideal speed-up S = N and ideal efficiency S/N = 1. The x axis is log2 and
+    # y linear, so S = N is a curve there: drawn through every device count of the curve and a
+    # geometric fill between them (one segment from (1, 1) to (top, top) would show
+    # 1 + (top - 1) * log2(N) / log2(top) at N: 3.33 at N = 2 of a 1..8 curve).
     top = max(p.devices for p in sc.points)
-    a.plot([1, top], [1, top], "k:", label="linear")
+    ns = sorted({p.devices for p in sc.points} | {top ** (i / 64) for i in range(65)})
+    a.plot(ns, ns, "k:", label="linear")
+    b.plot([min(ns), top], [1.0, 1.0], "k:", label="ideal")
     for ax, t in ((a, "speed-up"), (b, "parallel efficiency")):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("devices")

@@ -4,8 +4,10 @@ profile -> the first device count whose communication exceeds its compute, or No
 
 Data parallel re-analyses the model at the local batch ``B/N`` when the global batch is known
 (ONNX with ``batch=``), so the per-device compute carries the small-batch inefficiency seed 002
-measured; otherwise (``rescale="linear"``, or a JAX program) the launch overheads are held
-constant and the rest of the step is divided by N.
+measured; otherwise (``rescale="linear"``) the launch overheads are held constant and the rest
+of the step is divided by N. A JAX program (a function, with ``args=``, ``kwargs=`` and
+``analyze_jax``'s keywords) is re-traced at ``B/N`` and all-reduces its parameter args'
+gradients: ``analyzer.scaling.jax_program``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Sequence
 from analyzer.errors import InputSpecError
 from analyzer.ir.graph import PRECISION_BITS
 from analyzer.scaling import collectives as C
+from analyzer.scaling import jax_program as J
 from analyzer.scaling import parallel as P
 
 
@@ -106,13 +109,16 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
     devs = sorted({int(d) for d in devices})
     if not devs or devs[0] < 1:
         raise InputSpecError("devices: give device counts >= 1, e.g. 1,2,4,8")
-    if 1 not in devs:
-        devs = [1] + devs
+    devs = devs if 1 in devs else [1, *devs]
     fab = fabric(link, per_node=per_node, intra_link=intra_link, algorithm=algorithm,
                  link_efficiency=link_efficiency, node=node, nics=nics)
     per_node = fab.per_node
     for n in devs:
         fab.split(n)   # whole nodes only: a clear error before any work
+    if J.is_program(model):   # a JAX function (analyzer.scaling.jax_program)
+        return J.scaled(Scaling, model, hw, devs, fab, _fabric_notes(fab, algorithm), dict(
+            parallel=parallel, batch=batch, train=train, optimizer=optimizer, overlap=overlap, buckets=buckets,
+            rescale=rescale, options=options, algorithm=algorithm), keywords)
     kw = dict(keywords)
     if batch is not None:
         kw["batch"] = batch

@@ -2,5 +2,6 @@
 
 ``inputs``: program targets and ``--input`` specs; ``trace``: ``jax.make_jaxpr`` with module
 paths for names; ``load``: equations -> nodes (inlining ``jit``/``custom_*``/``checkpoint``,
-sub-graphs for ``scan``/``while``/``cond``); ``loops``: static trip counts of ``while``.
+sub-graphs for ``scan``/``while``/``cond``); ``loops``: static trip counts of ``while``;
+``batch``: the example args at another batch and the parameter args' bytes (data parallel).
 """

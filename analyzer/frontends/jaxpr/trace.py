@@ -65,7 +65,9 @@ def _arg_names(fn: Callable, n: int) -> list[str]:
     return [ps[i].name if i < len(ps) else f"arg{i}" for i in range(n)]
 
 
-def _params_indices(fn: Callable, params_argnums: Any, n_args: int) -> set[int]:
+def params_indices(fn: Callable, params_argnums: Any, n_args: int) -> set[int]:
+    """The positions of the args ``params_argnums`` names (ints, negative from the end, or
+    parameter names of ``fn``)."""
     if params_argnums is None:
         return set()
     items = (params_argnums,) if isinstance(params_argnums, (int, str)) else tuple(params_argnums)
@@ -105,14 +107,14 @@ def trace(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any], *,
     if isinstance(fn, (ClosedJaxpr, Jaxpr)):
         closed = fn if isinstance(fn, ClosedJaxpr) else ClosedJaxpr(fn, ())
         n = len(closed.jaxpr.invars)
-        weights = _params_indices(lambda *a: None, params_argnums, n)
+        weights = params_indices(lambda *a: None, params_argnums, n)
         names = [f"in{i}" for i in range(n)]
         inputs = {nm: list(spec_of_aval(v.aval).shape or ()) for nm, v in zip(names, closed.jaxpr.invars)}
         return Traced(closed, names, [i in weights for i in range(n)], "<jaxpr>", inputs)
     if not callable(fn):
         raise ModelLoadError(f"cannot analyse a {type(fn).__name__}: pass a function or a ClosedJaxpr")
 
-    weights = _params_indices(fn, params_argnums, len(args))
+    weights = params_indices(fn, params_argnums, len(args))
     arg_names = _arg_names(fn, len(args))
     is_dyn = [any(_is_array_leaf(leaf) for leaf in jax.tree_util.tree_leaves(a)) for a in args]
     kw_dyn = {k: any(_is_array_leaf(leaf) for leaf in jax.tree_util.tree_leaves(v))
