@@ -47,6 +47,15 @@ class Point:
     serial_fraction: float | None
     bandwidth_s: float = 0.0     # per-byte part of communication_s
     latency_s: float = 0.0       # per-message part
+    collective_calls: int | None = None   # collectives / sends of one step (None: not counted)
+    # bytes per device (weights, gradients, optimizer_state, activations, total); None where
+    # the mode does not model it
+    memory: dict | None = None
+
+    @property
+    def bubble_share(self) -> float:
+        """The bubble's share of the step."""
+        return self.bubble_s / self.step_s if self.step_s > 0 else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"hardware": self.hardware, "devices": self.devices, "step_s": self.step_s,
@@ -55,7 +64,12 @@ class Point:
                 "bubble_s": self.bubble_s, "speedup": self.speedup,
                 "efficiency": self.efficiency, "serial_fraction": self.serial_fraction,
                 "communication_bandwidth_s": self.bandwidth_s,
-                "communication_latency_s": self.latency_s}
+                "communication_latency_s": self.latency_s,
+                "bubble_share": self.bubble_share, "collective_calls": self.collective_calls,
+                **{f"memory_{k}_bytes": (self.memory or {}).get(k) for k in _MEMORY}}
+
+
+_MEMORY = ("weights", "gradients", "optimizer_state", "activations", "total")
 
 
 def amdahl_speedup(n: int, serial: float) -> float:
@@ -91,13 +105,15 @@ def exposed(comm_of, grad_bytes: float, backward_s: float, overlap: bool, bucket
 
 
 def point(hardware: str, n: int, compute_s: float, comm, exposed_s: float, bubble_s: float,
-          step1_s: float) -> Point:
+          step1_s: float, *, calls: int | None = None, memory: dict | None = None) -> Point:
+    """``step = compute + exposed communication + bubble``; speed-up against ``step1_s``."""
     step = compute_s + exposed_s + bubble_s
     s = step1_s / step if step > 0 else float("inf")
     return Point(hardware=hardware, devices=n, step_s=step, compute_s=compute_s,
                  communication_s=comm.total, exposed_communication_s=exposed_s, bubble_s=bubble_s,
                  speedup=s, efficiency=s / n, serial_fraction=serial_fraction(n, s),
-                 bandwidth_s=comm.bandwidth_s, latency_s=comm.latency_s)
+                 bandwidth_s=comm.bandwidth_s, latency_s=comm.latency_s,
+                 collective_calls=calls, memory=memory)
 
 
 def pipeline(compute_s: float, p: int, microbatches: int, boundary_bytes: float, p2p,
