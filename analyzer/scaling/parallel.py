@@ -5,18 +5,17 @@ Data parallel (seed 002): each device runs the local batch B/N, then the gradien
 are all-reduced. Without overlap the whole all-reduce follows the step. With ``overlap`` the
 gradients go out in ``buckets`` equal buckets as the backward pass produces them (bucket k ready
 at ``k/buckets`` of the backward pass, buckets sent one after another): only what is still
-running when backward ends is exposed. Seed 002: communication cannot start before the forward
-pass ends, so at most the backward pass hides it.
+running when backward ends is exposed (``exposed``: ``data_parallel="allreduce"``). Buckets by
+the layers that produce them (PyTorch DDP, Megatron-LM) and ZeRO / FSDP sharding are
+``analyzer.scaling.data_parallel``.
 
-Tensor parallel (Megatron pairs): every MAC node is split N ways; other nodes are replicated;
-every second weight GEMM (the row-parallel one of a pair) all-reduces its output in forward and
-its input gradient in backward (``allreduce_bytes``: the bytes of each such all-reduce).
+Tensor parallel: ``analyzer.scaling.tensor`` (Megatron's column/row pairs); where none is
+recognised, every MAC node is split N ways, other nodes are replicated, and every second weight
+GEMM all-reduces its output in forward and its input gradient in backward.
 
-Pipeline parallel: p balanced stages, m micro-batches. GPipe and 1F1B take the same time,
-``(m + p - 1)`` micro-batch stage times, of which the bubble is the fraction ``(p-1)/(m+p-1)``;
-1F1B keeps p micro-batches of activations in flight instead of m. Each stage boundary sends a
-micro-batch's activation forward and its gradient back; only the first micro-batch's trip is on
-the critical path (later ones overlap with compute).
+Pipeline parallel: ``analyzer.scaling.pipeline`` (stages from the per-layer times). ``pipeline``
+here is the closed form of p equal stages, m micro-batches: GPipe and 1F1B take ``(m + p - 1)``
+micro-batch stage times, of which the bubble is the fraction ``(p-1)/(m+p-1)``.
 
 Speed-up ``S = step(1) / step(N)``, efficiency ``S/N``, and the serial fraction Amdahl's law
 implies, ``s = (N/S - 1) / (N - 1)`` (seed 000 Eq. 3 with s = 1 - alpha).
@@ -118,8 +117,10 @@ def point(hardware: str, n: int, compute_s: float, comm, exposed_s: float, bubbl
 
 def pipeline(compute_s: float, p: int, microbatches: int, boundary_bytes: float, p2p,
              train: bool = True):
-    """(compute per device, bubble, Comm on the critical path) of ``p`` balanced stages.
-    ``p2p(nbytes) -> Comm``; ``boundary_bytes``: a whole batch's activation at a cut."""
+    """(compute per device, bubble, Comm on the critical path) of ``p`` equal stages (the
+    closed form; ``scale`` uses ``analyzer.scaling.pipeline``). ``p2p(nbytes) -> Comm``;
+    ``boundary_bytes``: a whole batch's activation at a cut; the first micro-batch's trip
+    over each of the p-1 cuts (and back when training) is counted."""
     from analyzer.scaling.collectives import ZERO
 
     if p == 1:
