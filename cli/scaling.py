@@ -104,6 +104,12 @@ _OPTIONS = [
     click.option("--microbatches", type=click.IntRange(min=1), default=None, metavar="M",
                  help="Pipeline: micro-batches per step (default 4 x devices); step = sum of "
                       "the stages + (M-1) x the slowest, forward and backward."),
+    click.option("--pipeline-split", "pipeline_split", type=click.Choice(("balanced", "even")),
+                 default="balanced", show_default=True,
+                 help="Pipeline stages: balanced (the contiguous split of layers whose slowest "
+                      "stage is fastest, from the per-layer times) or even (Megatron-LM's: the "
+                      "repeated blocks divided equally, embedding on the first stage, head on "
+                      "the last)."),
     click.option("--schedule", type=click.Choice(("gpipe", "1f1b")), default="1f1b",
                  show_default=True, help="Pipeline schedule: same step time; activations in "
                                          "flight M (gpipe) or min(devices, M) (1f1b)."),
@@ -112,7 +118,7 @@ _OPTIONS = [
 ]
 NAMES = ("train", "optimizer", "batch", "devices", "link", "node", "per_node", "intra_link", "parallel",
          "sequence_parallel", "algorithm", "data_parallel", "bucket_mb", "overlap_comm", "buckets",
-         "microbatches", "schedule", "plot_scaling")
+         "microbatches", "pipeline_split", "schedule", "plot_scaling")
 
 
 def options(f):
@@ -140,6 +146,8 @@ def pop(params: dict) -> dict:
     if (out["data_parallel"] not in (None, "allreduce") or out["bucket_mb"] is not None) \
             and out["parallel"] != "data":
         raise InputSpecError("--data-parallel and --bucket-mb apply to --parallel data")
+    if out["pipeline_split"] not in (None, "balanced") and out["parallel"] != "pipeline":
+        raise InputSpecError("--pipeline-split applies to --parallel pipeline")
     if out["bucket_mb"] is not None and not out["bucket_mb"] > 0:
         raise InputSpecError(f"--bucket-mb {out['bucket_mb']:g}: give a cap > 0 MiB, e.g. 25")
     if out["batch"] is not None:
@@ -201,6 +209,7 @@ def scale(model, hws, opts, extra: dict):
                           data_parallel=extra["data_parallel"] or "allreduce",
                           bucket_mb=extra["bucket_mb"],
                           microbatches=extra["microbatches"], schedule=extra["schedule"],
+                          pipeline_split=extra["pipeline_split"] or "balanced",
                           sequence_parallel=extra["sequence_parallel"], options=opts)
 
 

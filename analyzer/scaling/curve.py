@@ -19,6 +19,8 @@ from analyzer.scaling import collectives as C
 from analyzer.scaling import data_parallel as DP
 from analyzer.scaling import parallel as P
 
+PIPELINE_SPLITS = ("balanced", "even")
+
 
 @dataclass(frozen=True)
 class Scaling:
@@ -91,8 +93,8 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
           overlap: bool = False, buckets: int = 1, microbatches: int | None = None,
           schedule: str = "1f1b", rescale: str | None = None, link_efficiency: float = 1.0,
           node=None, nics: int | None = None, sequence_parallel: bool = False,
-          data_parallel: str = "allreduce", bucket_mb: float | None = None, options=None,
-          **keywords):
+          data_parallel: str = "allreduce", bucket_mb: float | None = None,
+          pipeline_split: str = "balanced", options=None, **keywords):
     """The Report of ``model`` at the global batch on ``hw``, carrying the scaling curve over
     ``devices`` (see the module and ``analyzer.scaling.parallel`` for the models). ``link``: the
     network between nodes (default: the node's NIC link, else ib-fdr); ``node``: a node design of
@@ -102,10 +104,12 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
     gradient in ``buckets`` equal all-reduces), ddp, megatron, zero1, zero2 or zero3
     (``analyzer.scaling.data_parallel``), ``bucket_mb`` the bucket (zero3: unit) cap in MiB,
     ``overlap`` the collectives with backward. Pipeline: ``microbatches`` (default 4 x the
-    stages) and ``schedule`` (``analyzer.scaling.pipeline``)."""
+    stages), ``schedule`` and ``pipeline_split`` balanced or even (``analyzer.scaling.pipeline``)."""
     from analyzer.api import analyze
 
     _check_modes(parallel, schedule, data_parallel, bucket_mb, microbatches, train)
+    if pipeline_split not in PIPELINE_SPLITS:
+        raise InputSpecError(f"pipeline_split must be balanced or even; got {pipeline_split!r}")
     devs = sorted({int(d) for d in devices})
     if not devs or devs[0] < 1:
         raise InputSpecError("devices: give device counts >= 1, e.g. 1,2,4,8")
@@ -143,7 +147,7 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
             notes.extend(x for x in tnotes if x not in notes)
         else:
             pts, plans = _pipeline_points(base, step1, fab, n, microbatches or 4 * n, train,
-                                          schedule)
+                                          schedule, pipeline_split)
             points.extend(pts)
             pp_plans += plans
     setup = {"devices": devs, "per_node": per_node, "nics": fab.nics, "algorithm": algorithm,
@@ -154,8 +158,8 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
         setup.update(sequence_parallel=sequence_parallel, tensor_plans=tp_plans)
     if parallel == "pipeline":
         setup.update(schedule=schedule, microbatches=microbatches or "4 x devices",
-                     pipeline_plans=pp_plans)
-        notes.append(f"{schedule}: stages balanced on the per-layer times; step = sum of stages + "
+                     pipeline_split=pipeline_split, pipeline_plans=pp_plans)
+        notes.append(f"{schedule}: stages {'balanced on the per-layer times' if pipeline_split == 'balanced' else 'of equal repeated blocks'}; step = sum of stages + "
                      "(m-1) x the slowest, each way (bubble (p-1)/(m+p-1) for equal stages); "
                      "1F1B keeps min(p, m) micro-batches of activations in flight, GPipe m")
     if parallel == "data":
@@ -268,7 +272,7 @@ def _tensor_rule(base, step1: dict, fab, n: int, train: bool) -> list:
 
 
 def _pipeline_points(base, step1: dict, fab, n: int, m: int, train: bool,
-                     schedule: str) -> tuple[list, list]:
+                     schedule: str, split: str = "balanced") -> tuple[list, list]:
     """Pipeline parallel over ``n`` stages with ``m`` micro-batches
     (``analyzer.scaling.pipeline``): the points and, per profile, the stages."""
     from analyzer.ir.graph import PRECISION_BITS
@@ -277,8 +281,10 @@ def _pipeline_points(base, step1: dict, fab, n: int, m: int, train: bool,
     points, plans = [], []
     for pred in base.predictions:
         h = pred.hardware
-        stages, fsend, bsend = PP.plan(base, pred, fab, n, m, train)
+        stages, fsend, bsend = PP.plan(base, pred, fab, n, m, train, split)
         comp, exposed, bubble, comm = PP.step(stages, fsend, bsend, m)
+        if n == 1:   # one stage: the one-device step itself
+            comp, exposed, bubble = step1[h][0], 0.0, 0.0
         eb = PRECISION_BITS.get(pred.precision, 32) // 8
         mem = PP.memory(base, stages, n, m, schedule, eb)
         points.append(P.point(h, n, comp, comm, exposed, bubble, step1[h][0],

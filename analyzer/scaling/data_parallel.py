@@ -95,7 +95,8 @@ class DPStep:
     calls: int
 
 
-def _scaled(raw, total: float) -> list[float]:
+def scaled(raw, total: float) -> list[float]:
+    """``raw`` times ``total / sum(raw)`` (zeros when the sum is 0)."""
     s = sum(raw)
     return [x * total / s for x in raw] if s > 0 else [0.0] * len(raw)
 
@@ -104,7 +105,7 @@ def gradient_step(lay: Layers, fab, d: int, *, mode: str, bwd_s: float, overlap:
                   first_cap, grad_bytes: int, weight_bytes: int):
     """(Comm, exposed s, calls) of a bucketed gradient all-reduce (ddp, megatron, zero1) or
     reduce-scatter (zero2), plus zero1/zero2's parameter all-gather after the update."""
-    bwd = _scaled(lay.bwd, bwd_s)
+    bwd = scaled(lay.bwd, bwd_s)
     finish, acc = [0.0] * len(bwd), 0.0
     for i in range(len(bwd) - 1, -1, -1):   # backward runs the graph in reverse
         acc += bwd[i]
@@ -130,7 +131,7 @@ def sharded_step(lay: Layers, fab, d: int, *, fwd_s: float, bwd_s: float, overla
                  grad_bytes: int, weight_bytes: int):
     """(Comm, exposed s, calls, gathered bytes held at once: the two largest units) of
     ZeRO-3 / FSDP units."""
-    fwd, bwd = _scaled(lay.fwd, fwd_s), _scaled(lay.bwd, bwd_s)
+    fwd, bwd = scaled(lay.fwd, fwd_s), scaled(lay.bwd, bwd_s)
     groups = S.buckets([float(p) for p in lay.params], cap / weight_bytes)
     f_u = [sum(fwd[i] for i in g) for g in groups]
     b_u = [sum(bwd[i] for i in g) for g in groups]
@@ -163,7 +164,8 @@ def memory(mem, mode: str, d: int, unit_bytes: int = 0) -> dict:
             "total": w + g + o + a}
 
 
-def _profile(pred):
+def profile_of(pred):
+    """The profile a prediction was made on."""
     if pred.target is not None:
         return pred.target.profile
     import hardware_db
@@ -186,12 +188,12 @@ def points(rep, fab, d: int, step1: dict, *, mode: str, overlap: bool, bucket_mb
     for pred, st in zip(rep.predictions, rep.training.steps):
         f_launch = sum(r.overhead_s for r in pred.nodes)
         b_launch = st.overhead_s - f_launch
-        fwd_s = f_launch + (st.forward_s - f_launch) / div
-        bwd_s = b_launch + (st.backward_s - b_launch) / div
+        fwd_s = st.forward_s if div == 1 else f_launch + (st.forward_s - f_launch) / div
+        bwd_s = st.backward_s if div == 1 else b_launch + (st.backward_s - b_launch) / div
         eb = PRECISION_BITS.get(pred.precision, 32) // 8
         params = rep.totals.params
         shard = mode.startswith("zero")
-        opt = optimizer_time(_profile(pred), params / d if shard else params,
+        opt = optimizer_time(profile_of(pred), params / d if shard else params,
                              rep.training.counts.optimizer, pred.overlap)
         lay = layers(rep, pred)
         cap, first = caps(mode, bucket_mb, overlap, d, eb)

@@ -97,19 +97,59 @@ def layer_ends(count: list[int]) -> list[int]:
     return [j for j, c in enumerate(inner) if c == low] + [len(count) - 1]
 
 
-def plan(report, pred, fab, p: int, m: int, train: bool):
-    """(stages, sends per micro-batch forward, backward: one per boundary) for ``p`` stages."""
-    from analyzer.scaling.data_parallel import _profile, layers
+def blocks(nodes, ends: list[int]):
+    """(layers before the blocks, layers per block, blocks) of the repeated blocks, or None.
+    Layers (``layer_ends``) are compared by their nodes' ops and output specs; the most frequent
+    layer starts a block, the distance to its next occurrence is a block's length, and the run
+    from its first occurrence must repeat with that period for all of its occurrences (a
+    pre-LN transformer: attention half, MLP half, 36 times; the embedding before, the final
+    norm and LM head after)."""
+    starts = [0] + [e + 1 for e in ends[:-1]]
+    sigs = [tuple((x.op, tuple(map(str, x.out_specs))) for x in nodes[a:e + 1])
+            for a, e in zip(starts, ends)]
+    where: dict = {}
+    for i, sg in enumerate(sigs):
+        where.setdefault(sg, []).append(i)
+    occ = max(where.values(), key=len)
+    if len(occ) < 2:
+        return None
+    first, k, count = occ[0], occ[1] - occ[0], len(occ)
+    if first + count * k > len(sigs) or any(sigs[i] != sigs[i - k]
+                                            for i in range(first + k, first + count * k)):
+        return None
+    return first, k, count
+
+
+def bounds_even(nodes, ends: list[int], p: int) -> list[int] | None:
+    """Megatron-LM's split: the repeated blocks (``blocks``) divided evenly over the stages
+    (the first ``count % p`` stages one more), what comes before them on the first stage and
+    what comes after on the last. Node index bounds, or None without repeated blocks."""
+    found = blocks(nodes, ends)
+    if found is None:
+        return None
+    first, k, count = found
+    if p > count:
+        raise InputSpecError(f"pipeline: {p} stages but the graph has {count} repeated blocks "
+                             "to split evenly")
+    out, at = [0], first
+    for s in range(p - 1):
+        at += k * (count // p + (1 if s < count % p else 0))
+        out.append(ends[at - 1] + 1)
+    return out + [len(nodes)]
+
+
+def plan(report, pred, fab, p: int, m: int, train: bool, split: str = "balanced"):
+    """(stages, sends per micro-batch forward, backward: one per boundary) for ``p`` stages;
+    ``split`` balanced (the min-max partition) or even (``bounds_even``)."""
+    from analyzer.scaling.data_parallel import layers, profile_of, scaled
     from analyzer.training.step import optimizer_time
 
-    from analyzer.scaling.data_parallel import _scaled
-
     lay = layers(report, pred, train)
-    fwd = _scaled(lay.fwd, pred.latency_s)
+    fwd = scaled(lay.fwd, pred.latency_s)
     bwd = [0.0] * len(fwd)
     if train and report.training is not None:
         st = next(x for x in report.training.steps if x.hardware == pred.hardware)
-        bwd = _scaled(lay.bwd, st.backward_s)
+        bwd = scaled(lay.bwd, st.backward_s)
     n = len(fwd)
     g, k = fab.split(p)
     cross, count = crossing(report.nodes)
@@ -123,13 +163,18 @@ def plan(report, pred, fab, p: int, m: int, train: bool):
         # boundary b sits between devices b-1 and b: across nodes when b is a multiple of g
         return fab.p2p(nbytes, crosses_node=k > 1 and boundary % g == 0)
 
-    starts = [0] + [e + 1 for e in ends[:-1]]
-    costs = [sum(fwd[a:e + 1]) / m + sum(bwd[a:e + 1]) / m for a, e in zip(starts, ends)]
-    tail = [trips * send(cross[e] / m, g if k > 1 else 1).total for e in ends]
-    cuts = S.partition(costs, p, tail)
-    bounds = [0] + [ends[c - 1] + 1 for c in cuts] + [n]
+    bounds = bounds_even(report.nodes, ends, p) if split == "even" else None
+    if split == "even" and bounds is None:
+        raise InputSpecError("pipeline split 'even': no repeated blocks found in the graph; "
+                             "use the balanced split")
+    if bounds is None:
+        starts = [0] + [e + 1 for e in ends[:-1]]
+        costs = [sum(fwd[a:e + 1]) / m + sum(bwd[a:e + 1]) / m for a, e in zip(starts, ends)]
+        tail = [trips * send(cross[e] / m, g if k > 1 else 1).total for e in ends]
+        cuts = S.partition(costs, p, tail)
+        bounds = [0] + [ends[c - 1] + 1 for c in cuts] + [n]
     opt = report.training.counts.optimizer if (train and report.training) else None
-    prof = _profile(pred) if opt else None
+    prof = profile_of(pred) if opt else None
     stages = []
     for s in range(p):
         a, z = bounds[s], bounds[s + 1]

@@ -252,3 +252,23 @@ def test_cli_flags_rows_and_exit_codes(tmp_path):
         assert word in res.output
     res = run(main, [str(model), "--hw", "a100", "--devices", "1,8", "--parallel", "pipeline"])
     assert res.exit_code == 2 and "8 stages" in res.output
+
+
+def test_even_split_is_megatrons_equal_blocks():
+    # 4 GPT blocks, 2 stages: blocks 0-1 with the embedding on stage 0, blocks 2-3 with the
+    # final norm and LM head on stage 1 (the layer after each block's residual Add_1)
+    from test_tensor_parallel import gpt_blocks
+
+    r = analyzer.scale(gpt_blocks(4, 2, 8, 16, 4, vocab=64), "a100", [2], link="ib-hdr",
+                       parallel="pipeline", microbatches=2, pipeline_split="even")
+    st = r.scaling.setup["pipeline_plans"][0]["stages"]
+    assert [(s["first_name"], s["last_name"]) for s in st] == [
+        ("/wte/Gather", "/h.1/Add_1"), ("/h.2/ln_1/LayerNormalization", "/lm_head/MatMul")]
+    assert r.scaling.setup["pipeline_split"] == "even"
+    # 4 equal MatMuls: each its own block, 2 per stage
+    c = analyzer.scale(_chain(), "a100", [2], link="ib-hdr", parallel="pipeline",
+                       pipeline_split="even").scaling.setup["pipeline_plans"][0]["stages"]
+    assert [(s["first_node"], s["last_node"]) for s in c] == [(0, 1), (2, 3)]
+    with pytest.raises(InputSpecError, match="5 stages but the graph has 4 repeated blocks"):
+        analyzer.scale(gpt_blocks(4, 2, 8, 16, 4, vocab=64), "a100", [5], link="ib-hdr",
+                       parallel="pipeline", pipeline_split="even")
