@@ -10,7 +10,7 @@ constant and the rest of the step is divided by N.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from analyzer.errors import InputSpecError
@@ -189,9 +189,15 @@ def _data_points(analyze_at, base, step1: dict, fab, n: int, *, rescale: str, ba
     else:
         at_n = {h: (o + (s - o) / n, b / n, o) for h, (s, b, o) in step1.items()}
     points = []
+    mems = {st.hardware: st.memory for st in rep.training.steps} if rep.training else {}
     for h, (s, b, _) in at_n.items():
         comm, exp = P.exposed(lambda nb: fab.allreduce(nb, n), grad_bytes, b, overlap, buckets)
-        points.append(P.point(h, n, s, comm, exp, 0.0, step1[h][0]))
+        mem = mems.get(h)
+        if mem is not None and rep is base and n > 1:   # linear rescale: activations / n
+            mem = replace(mem, activations=mem.activations // n)
+        points.append(P.point(h, n, s, comm, exp, 0.0, step1[h][0],
+                              calls=buckets if n > 1 else 0,
+                              memory=DP.memory(mem, "ddp", n) if mem is not None else None))
     return points
 
 
@@ -247,7 +253,8 @@ def _tensor_points(base, step1: dict, fab, n: int, train: bool, sequence_paralle
         comm = C.ZERO
         for c in plan.collectives:
             comm = comm + fab.collective(c.kind, c.nbytes, n)
-        points.append(P.point(h, n, comp, comm, comm.total, 0.0, step1[h][0]))
+        points.append(P.point(h, n, comp, comm, comm.total, 0.0, step1[h][0],
+                              calls=len(plan.collectives) if n > 1 else 0))
     return points, summary, notes
 
 
