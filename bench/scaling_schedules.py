@@ -89,10 +89,10 @@ def main() -> None:
                                overlap=ov, **common)
             print(_row(f"data {mode}, overlap {'on' if ov else 'off'}", r.scaling.points[-1]))
     for m in (int(x) for x in a.microbatches.split(",")):
-        for sch in ("1f1b", "gpipe"):
+        for sch, split in (("1f1b", "balanced"), ("gpipe", "balanced"), ("1f1b", "even")):
             r = analyzer.scale(model, a.hw, [a.devices], parallel="pipeline", microbatches=m,
-                               schedule=sch, **common)
-            print(_row(f"pipeline p={a.devices} m={m} {sch}", r.scaling.points[-1]))
+                               schedule=sch, pipeline_split=split, **common)
+            print(_row(f"pipeline p={a.devices} m={m} {sch} {split}", r.scaling.points[-1]))
     print(f"\none device: step {r.scaling.points[0].step_s * 1e3:.1f} ms (global batch)")
 
 
