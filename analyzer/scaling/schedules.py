@@ -94,48 +94,59 @@ def sharded_units(fwd: Sequence[float], bwd: Sequence[float], gather: Sequence[f
     return f_end, max(end, free)
 
 
+EXACT_LAYERS = 4096   # above this many layers the partition bisects (see ``partition``)
+
+
 def partition(costs: Sequence[float], p: int, tail: Sequence[float] | None = None) -> list[int]:
     """Contiguous split of ``costs`` into ``p`` non-empty stages minimising the largest stage
     cost, where a stage ending after item j also pays ``tail[j]`` (its outgoing send; 0 for the
-    last stage). Exact dynamic programme: ``D[k][j] = min_i max(D[k-1][i], S[j] - S[i] +
-    tail[j-1])``; ``D[k-1][i]`` rises and ``S[j] - S[i]`` falls with i, so the best i is found
-    by bisection at their crossing (O(p n log n)). Returns the p-1 cut positions (stage k is
+    last stage). Dynamic programme over the split points, ``D[k][j] = min_i max(D[k-1][i],
+    S[j] - S[i] + tail[j-1])`` (S: prefix sums), every i tried (exact; O(p n^2), vectorised)
+    up to ``EXACT_LAYERS`` items. Beyond, the best i is bisected at the crossing of
+    ``D[k-1][i]`` (rising in i when the tails are equal) and ``S[j] - S[i]`` (falling): exact
+    for equal tails, close otherwise (O(p n log n)). Returns the p-1 cut positions (stage k is
     items ``cuts[k-1] .. cuts[k]-1``)."""
+    import numpy as np
+
     n = len(costs)
     if not 1 <= p <= n:
         raise ValueError(f"{p} stages need between 1 and {n} layers")
-    tail = list(tail) if tail is not None else [0.0] * n
-    pre = [0.0]
-    for c in costs:
-        pre.append(pre[-1] + c)
-    inf = float("inf")
-    prev = [inf] * (n + 1)   # D[1][j]: items 0..j-1 in one stage
-    for j in range(1, n + 1):
-        prev[j] = pre[j] + (tail[j - 1] if j < n else 0.0)
-    choice: list[list[int]] = []
+    tail = np.zeros(n) if tail is None else np.asarray(tail, dtype=float)
+    end_tail = np.append(tail[:-1], 0.0)   # the last stage sends nothing
+    pre = np.concatenate(([0.0], np.cumsum(np.asarray(costs, dtype=float))))
+    prev = np.full(n + 1, np.inf)
+    prev[1:] = pre[1:] + end_tail          # D[1][j]: items 0..j-1 in one stage
+    choice: list[np.ndarray] = []
     for k in range(2, p + 1):
-        cur, arg = [inf] * (n + 1), [0] * (n + 1)
+        cur, arg = np.full(n + 1, np.inf), np.zeros(n + 1, dtype=int)
         for j in range(k, n + 1):
-            t = tail[j - 1] if j < n else 0.0
-            lo, hi = k - 1, j - 1     # i in [k-1, j-1]
-            # first i with prev[i] >= S[j] - S[i] + t (prev rises, the other falls)
-            keys = range(lo, hi + 1)
-            pos = bisect.bisect_left(keys, True,
-                                     key=lambda i: prev[i] >= pre[j] - pre[i] + t)
-            best, bi = inf, lo
-            for i in (lo + pos - 1, lo + pos):
-                if lo <= i <= hi:
-                    v = max(prev[i], pre[j] - pre[i] + t)
-                    if v < best:
-                        best, bi = v, i
-            cur[j], arg[j] = best, bi
+            cur[j], arg[j] = _best_split(prev, pre, j, k - 1, end_tail[j - 1], n <= EXACT_LAYERS)
         choice.append(arg)
         prev = cur
     cuts, j = [], n
     for arg in reversed(choice):
-        j = arg[j]
+        j = int(arg[j])
         cuts.append(j)
     return sorted(cuts)
+
+
+def _best_split(prev, pre, j: int, lo: int, t: float, exact: bool) -> tuple[float, int]:
+    """``min over i in [lo, j-1] of max(prev[i], pre[j] - pre[i] + t)`` and its i."""
+    import numpy as np
+
+    if exact:
+        v = np.maximum(prev[lo:j], pre[j] - pre[lo:j] + t)
+        a = int(np.argmin(v))
+        return float(v[a]), lo + a
+    keys = range(lo, j)
+    pos = bisect.bisect_left(keys, True, key=lambda i: prev[i] >= pre[j] - pre[i] + t)
+    best, bi = float("inf"), lo
+    for i in (lo + pos - 1, lo + pos):
+        if lo <= i < j:
+            v = max(prev[i], pre[j] - pre[i] + t)
+            if v < best:
+                best, bi = v, i
+    return best, bi
 
 
 def pipeline_time(stage: Sequence[float], send: Sequence[float], m: int) -> float:

@@ -81,6 +81,27 @@ def test_partition_is_the_min_max_contiguous_split():
         S.partition([1.0, 1.0], 3)
 
 
+def test_partition_matches_every_split_tried():
+    # against all C(n-1, p-1) splits of small random cases, sends differing per cut
+    import itertools
+    import random
+
+    rnd = random.Random(7)
+    for _ in range(200):
+        n = rnd.randint(1, 8)
+        p = rnd.randint(1, n)
+        c = [rnd.random() for _ in range(n)]
+        t = [rnd.random() for _ in range(n)]
+
+        def worst(cuts):
+            b = [0, *cuts, n]
+            return max(sum(c[b[s]:b[s + 1]]) + (t[b[s + 1] - 1] if s < p - 1 else 0.0)
+                       for s in range(p))
+
+        best = min(worst(x) for x in itertools.combinations(range(1, n), p - 1))
+        assert worst(S.partition(c, p, t)) == pytest.approx(best, abs=1e-12)
+
+
 def test_pipeline_time_and_bubble_closed_forms():
     # 2 equal stages of 1 s per micro-batch, 4 micro-batches: (4 + 2 - 1) x 1 = 5
     assert S.pipeline_time([1.0, 1.0], [0.0, 0.0], 4) == pytest.approx(5.0)
