@@ -313,9 +313,10 @@ def _check_modes(parallel, schedule, data_parallel, bucket_mb, microbatches, tra
     if data_parallel not in DP.MODES:
         raise InputSpecError(f"data_parallel must be one of {', '.join(DP.MODES)}; "
                              f"got {data_parallel!r}")
-    if bucket_mb is not None and not bucket_mb > 0:
-        raise InputSpecError(f"bucket_mb must be > 0 (MiB); got {bucket_mb!r}")
-    if microbatches is not None and (int(microbatches) != microbatches or microbatches < 1):
+    if bucket_mb is not None and not (isinstance(bucket_mb, (int, float)) and bucket_mb > 0):
+        raise InputSpecError(f"bucket_mb must be a number > 0 (MiB); got {bucket_mb!r}")
+    if microbatches is not None and (not isinstance(microbatches, int)
+                                     or isinstance(microbatches, bool) or microbatches < 1):
         raise InputSpecError(f"microbatches must be an integer >= 1; got {microbatches!r}")
     if data_parallel != "allreduce" and parallel == "data" and not train:
         raise InputSpecError(f"data_parallel={data_parallel!r} models a training step: "

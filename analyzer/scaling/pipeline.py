@@ -3,9 +3,10 @@ micro-batches, GPipe or non-interleaved 1F1B.
 
 Stages: a contiguous split of the graph's layers (graph order) minimising the largest stage's
 per-micro-batch time, forward + backward + its outgoing sends (``schedules.partition``, exact).
-A layer ends where the fewest tensors cross from the nodes before to the nodes after (between a
-transformer's blocks, the residual stream alone; Megatron-LM cuts there too), so a stage never
-ends inside a block.
+A layer ends where the fewest tensors cross from the nodes before to the nodes after (in a
+pre-LN transformer the residual stream alone: between blocks, where Megatron-LM cuts, and
+between a block's attention and MLP halves), so a stage never cuts through an attention or an
+MLP. ``split="even"``: Megatron-LM's equal blocks per stage instead (``bounds_even``).
 The activation at a cut is every tensor a node before it produces and a node after it reads
 (a residual stream included); one micro-batch's share is 1/m of it. It is sent point to point
 to the next stage (forward) and its gradient comes back (backward), over the link between the
