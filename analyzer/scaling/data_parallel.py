@@ -58,6 +58,8 @@ class Layers:
 
 
 def layers(report, pred, train: bool = True) -> Layers:
+    """The ``Layers`` of one prediction: its forward rows' times, ``backward_rows`` (body +
+    launches; zeros when not ``train``) and each node's ``cost.params``."""
     from analyzer.training.step import backward_rows
 
     n = len(report.nodes)
@@ -82,17 +84,6 @@ def caps(mode: str, bucket_mb: float | None, overlap: bool, d: int, elem_bytes: 
     if not overlap:
         return None, None
     return max(MEGATRON_BUCKET_PARAMS, MEGATRON_BUCKET_PER_DEVICE * d) * elem_bytes, None
-
-
-@dataclass(frozen=True)
-class DPStep:
-    """One device's step under a mode: compute (forward + backward + its update), the step's
-    communication (``Comm``), the part of it the step waits for, and the calls it makes."""
-
-    compute_s: float
-    comm: tuple
-    exposed_s: float
-    calls: int
 
 
 def scaled(raw, total: float) -> list[float]:
