@@ -80,19 +80,45 @@ _OPTIONS = [
                  default="nccl", show_default=True,
                  help="Collective model: nccl (fitted NCCL costs, algorithm and protocol by size), "
                       "ring or tree (closed forms; tree: seed 002's binary tree)."),
+    click.option("--data-parallel", "data_parallel",
+                 type=click.Choice(("allreduce", "ddp", "megatron", "zero1", "zero2", "zero3")),
+                 default="allreduce", show_default=True,
+                 help="How data parallel syncs gradients. allreduce: the whole gradient in "
+                      "--buckets equal all-reduces; ddp: PyTorch DDP (25 MiB buckets, the first "
+                      "1 MiB, in reverse layer order); megatron: Megatron-LM's DDP (buckets of "
+                      "max(40M, 1M x N) parameters with --overlap-backward, else one); zero1: + "
+                      "optimizer state sharded (update / N, parameters all-gathered after it); "
+                      "zero2: + gradients reduce-scattered; zero3 (FSDP): + parameters sharded, "
+                      "all-gathered per unit before forward and backward. Memory per device in "
+                      "the rows."),
+    click.option("--bucket-mb", "bucket_mb", type=float, default=None, metavar="MIB",
+                 help="Gradient bucket cap in MiB for --data-parallel ddp/megatron/zero1/zero2, "
+                      "the unit size for zero3 (default: the framework's, above)."),
     click.option("--overlap-backward", "overlap_comm", is_flag=True,
-                 help="Data parallel: all-reduce gradient buckets while backward runs."),
+                 help="Data parallel: a bucket's collective starts as soon as backward has "
+                      "produced its gradients; only what runs past the end of backward is "
+                      "exposed (zero3: gathers prefetched one unit ahead)."),
     click.option("--buckets", type=click.IntRange(min=1), default=1, show_default=True,
-                 metavar="K", help="Gradient buckets (with --overlap-backward)."),
+                 metavar="K", help="--data-parallel allreduce: equal gradient buckets "
+                                   "(with --overlap-backward)."),
     click.option("--microbatches", type=click.IntRange(min=1), default=None, metavar="M",
-                 help="Pipeline: micro-batches per step (default 4 x devices)."),
+                 help="Pipeline: micro-batches per step (default 4 x devices); step = sum of "
+                      "the stages + (M-1) x the slowest, forward and backward."),
+    click.option("--pipeline-split", "pipeline_split", type=click.Choice(("balanced", "even")),
+                 default="balanced", show_default=True,
+                 help="Pipeline stages: balanced (the contiguous split of layers whose slowest "
+                      "stage is fastest, from the per-layer times) or even (Megatron-LM's: the "
+                      "repeated blocks divided equally, embedding on the first stage, head on "
+                      "the last)."),
     click.option("--schedule", type=click.Choice(("gpipe", "1f1b")), default="1f1b",
-                 show_default=True, help="Pipeline schedule."),
+                 show_default=True, help="Pipeline schedule: same step time; activations in "
+                                         "flight M (gpipe) or min(devices, M) (1f1b)."),
     click.option("--plot-scaling", "plot_scaling", default=None, metavar="FILE",
                  help="Write a speed-up / efficiency plot (.png or .svg; needs matplotlib)."),
 ]
 NAMES = ("train", "optimizer", "batch", "devices", "link", "node", "per_node", "intra_link", "parallel",
-         "sequence_parallel", "algorithm", "overlap_comm", "buckets", "microbatches", "schedule", "plot_scaling")
+         "sequence_parallel", "algorithm", "data_parallel", "bucket_mb", "overlap_comm", "buckets",
+         "microbatches", "pipeline_split", "schedule", "plot_scaling")
 
 
 def options(f):
@@ -117,6 +143,13 @@ def pop(params: dict) -> dict:
         raise InputSpecError("--plot-scaling needs --devices")
     if out["sequence_parallel"] and out["parallel"] != "tensor":
         raise InputSpecError("--sequence-parallel applies to --parallel tensor")
+    if (out["data_parallel"] not in (None, "allreduce") or out["bucket_mb"] is not None) \
+            and out["parallel"] != "data":
+        raise InputSpecError("--data-parallel and --bucket-mb apply to --parallel data")
+    if out["pipeline_split"] not in (None, "balanced") and out["parallel"] != "pipeline":
+        raise InputSpecError("--pipeline-split applies to --parallel pipeline")
+    if out["bucket_mb"] is not None and not out["bucket_mb"] > 0:
+        raise InputSpecError(f"--bucket-mb {out['bucket_mb']:g}: give a cap > 0 MiB, e.g. 25")
     if out["batch"] is not None:
         out["batch"] = parse_batch(out["batch"])
     return out
@@ -174,7 +207,10 @@ def scale(model, hws, opts, extra: dict, **program):
                           optimizer=extra["optimizer"] or "sgd", per_node=extra["per_node"],
                           intra_link=extra["intra_link"], algorithm=extra["algorithm"],
                           node=extra["node"], overlap=extra["overlap_comm"], buckets=extra["buckets"],
+                          data_parallel=extra["data_parallel"] or "allreduce",
+                          bucket_mb=extra["bucket_mb"],
                           microbatches=extra["microbatches"], schedule=extra["schedule"],
+                          pipeline_split=extra["pipeline_split"] or "balanced",
                           sequence_parallel=extra["sequence_parallel"], options=opts, **program)
 
 
@@ -208,17 +244,34 @@ def render_rows(report, fmt: str) -> str:
         # (link ids and notes may come from a user's links file: escaped like every name)
         lines += ["", safe.text(f"Scaling ({sc.parallel} parallel over {sc.link}; " + "; ".join(sc.notes) + ")")]
         head = ["hardware", "devices", "step ms", "compute ms", "comm ms", "exposed ms",
-                "bubble ms", "speed-up", "efficiency", "serial share"]
+                "bubble ms", "bubble", "speed-up", "efficiency", "serial share", "GB/device"]
         rows = [[p.hardware, str(p.devices), _ms(p.step_s), _ms(p.compute_s),
                  _ms(p.communication_s), _ms(p.exposed_communication_s), _ms(p.bubble_s),
-                 f"{p.speedup:.3g}", f"{p.efficiency:.1%}",
-                 "—" if p.serial_fraction is None else f"{p.serial_fraction:.3g}"]
+                 f"{p.bubble_share:.1%}", f"{p.speedup:.3g}", f"{p.efficiency:.1%}",
+                 "—" if p.serial_fraction is None else f"{p.serial_fraction:.3g}",
+                 "—" if not p.memory else f"{p.memory['total'] / 1e9:.3g}"]
                 for p in sc.points]
         lines += _grid(head, rows, fmt)
+        lines += _stage_lines(sc.setup.get("pipeline_plans") or ())
         for h, n in d["crossover_devices"].items():
             lines.append(f"{h}: communication exceeds compute from {n} devices" if n else
                          f"{h}: communication stays below compute at every device count given")
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _stage_lines(plans) -> list[str]:
+    """Each pipeline plan's stages: the nodes they run (escaped names), times, the send."""
+    out = []
+    for pl in plans:
+        out.append(safe.text(f"{pl['hardware']}, {pl['devices']} stages, "
+                             f"{pl['microbatches']} micro-batches:"))
+        for i, st in enumerate(pl["stages"]):
+            out.append(safe.text(
+                f"  stage {i}: {st['first_name']} .. {st['last_name']}  forward "
+                f"{_ms(st['forward_s'])} ms, backward {_ms(st['backward_s'])} ms, update "
+                f"{_ms(st['update_s'])} ms, {st['params']:,} params, sends "
+                f"{st['send_bytes']:,} B per batch"))
+    return out
 
 
 def _grid(head, rows, fmt) -> list[str]:

@@ -12,14 +12,17 @@ gradients: ``analyzer.scaling.jax_program``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from analyzer.errors import InputSpecError
 from analyzer.ir.graph import PRECISION_BITS
 from analyzer.scaling import collectives as C
 from analyzer.scaling import jax_program as J
+from analyzer.scaling import data_parallel as DP
 from analyzer.scaling import parallel as P
+
+PIPELINE_SPLITS = ("balanced", "even")
 
 
 @dataclass(frozen=True)
@@ -92,20 +95,24 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
           optimizer: str = "sgd", per_node: int = 1, intra_link=None, algorithm: str = "nccl",
           overlap: bool = False, buckets: int = 1, microbatches: int | None = None,
           schedule: str = "1f1b", rescale: str | None = None, link_efficiency: float = 1.0,
-          node=None, nics: int | None = None, sequence_parallel: bool = False, options=None,
-          **keywords):
+          node=None, nics: int | None = None, sequence_parallel: bool = False,
+          data_parallel: str = "allreduce", bucket_mb: float | None = None,
+          pipeline_split: str = "balanced", options=None, **keywords):
     """The Report of ``model`` at the global batch on ``hw``, carrying the scaling curve over
     ``devices`` (see the module and ``analyzer.scaling.parallel`` for the models). ``link``: the
     network between nodes (default: the node's NIC link, else ib-fdr); ``node``: a node design of
     hardware_db/links/nodes.toml (devices per node, NVLink, NVLS, NICs per node);
     ``sequence_parallel``: tensor parallel with Megatron's sequence parallelism
-    (``analyzer.scaling.tensor``)."""
+    (``analyzer.scaling.tensor``). Data parallel: ``data_parallel`` allreduce (the whole
+    gradient in ``buckets`` equal all-reduces), ddp, megatron, zero1, zero2 or zero3
+    (``analyzer.scaling.data_parallel``), ``bucket_mb`` the bucket (zero3: unit) cap in MiB,
+    ``overlap`` the collectives with backward. Pipeline: ``microbatches`` (default 4 x the
+    stages), ``schedule`` and ``pipeline_split`` balanced or even (``analyzer.scaling.pipeline``)."""
     from analyzer.api import analyze
 
-    if parallel not in P.PARALLEL:
-        raise InputSpecError(f"parallel must be one of {', '.join(P.PARALLEL)}; got {parallel!r}")
-    if schedule not in P.SCHEDULES:
-        raise InputSpecError(f"schedule must be one of {', '.join(P.SCHEDULES)}; got {schedule!r}")
+    _check_modes(parallel, schedule, data_parallel, bucket_mb, microbatches, train)
+    if pipeline_split not in PIPELINE_SPLITS:
+        raise InputSpecError(f"pipeline_split must be balanced or even; got {pipeline_split!r}")
     devs = sorted({int(d) for d in devices})
     if not devs or devs[0] < 1:
         raise InputSpecError("devices: give device counts >= 1, e.g. 1,2,4,8")
@@ -118,7 +125,8 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
     if J.is_program(model):   # a JAX function (analyzer.scaling.jax_program)
         return J.scaled(Scaling, model, hw, devs, fab, _fabric_notes(fab, algorithm), dict(
             parallel=parallel, batch=batch, train=train, optimizer=optimizer, overlap=overlap, buckets=buckets,
-            rescale=rescale, options=options, algorithm=algorithm), keywords)
+            rescale=rescale, options=options, algorithm=algorithm, data_parallel=data_parallel,
+            bucket_mb=bucket_mb), keywords)
     kw = dict(keywords)
     if batch is not None:
         kw["batch"] = batch
@@ -130,30 +138,41 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
     mode = rescale or ("analyze" if batch is not None else "linear")
     points = []
     tp_plans: list[dict] = []
+    pp_plans: list[dict] = []
     for n in devs:
         if parallel == "data":
-            if batch is not None and (n > batch or batch % n):
-                raise InputSpecError(f"data parallel: the global batch {batch} does not split "
-                                     f"evenly over {n} devices (seed 002: N <= B)")
-            if n == 1:
-                at_n = step1
-            elif mode == "analyze":
-                rep = analyze(model, hw, options=options, train=train,
-                                       optimizer=optimizer, **{**kw, "batch": batch // n})
-                at_n = _step(rep, train)
-            else:
-                at_n = {h: (o + (s - o) / n, b / n, o) for h, (s, b, o) in step1.items()}
-            for h, (s, b, _) in at_n.items():
-                comm, exp = P.exposed(lambda nb: fab.allreduce(nb, n), grad_bytes, b, overlap,
-                                      buckets)
-                points.append(P.point(h, n, s, comm, exp, 0.0, step1[h][0]))
+            points.extend(_data_points(
+                lambda b: analyze(model, hw, options=options, train=train, optimizer=optimizer,
+                                  **{**kw, "batch": b}),
+                base, step1, fab, n, rescale=mode, batch=batch, data_parallel=data_parallel,
+                overlap=overlap, bucket_mb=bucket_mb, buckets=buckets, grad_bytes=grad_bytes,
+                train=train))
         elif parallel == "tensor":
             pts, summary, tnotes = _tensor_points(base, step1, fab, n, train, sequence_parallel)
             points.extend(pts)
             tp_plans += [{"devices": n, **summary}] if n > 1 else []
             notes.extend(x for x in tnotes if x not in notes)
         else:
-            points.extend(_pipeline_points(base, step1, fab, n, microbatches or 4 * n, train))
+            pts, plans = _pipeline_points(base, step1, fab, n, microbatches or 4 * n, train,
+                                          schedule, pipeline_split)
+            points.extend(pts)
+            pp_plans += plans
+    setup = _setup(parallel, devs, fab, algorithm, notes, overlap=overlap, buckets=buckets, batch=batch,
+                   train=train, mode=mode, grad_bytes=grad_bytes, sequence_parallel=sequence_parallel,
+                   tp_plans=tp_plans, schedule=schedule, microbatches=microbatches,
+                   pipeline_split=pipeline_split, pp_plans=pp_plans, data_parallel=data_parallel,
+                   bucket_mb=bucket_mb)
+    order = {p.hardware: i for i, p in enumerate(base.predictions)}
+    points.sort(key=lambda p: (order.get(p.hardware, 0), p.devices))
+    return base.with_scaling(Scaling(parallel, fab.inter.name, tuple(points), setup, tuple(notes)))
+
+
+def _setup(parallel: str, devs, fab, algorithm: str, notes: list, *, overlap, buckets, batch, train, mode,
+           grad_bytes, sequence_parallel, tp_plans, schedule, microbatches, pipeline_split, pp_plans,
+           data_parallel, bucket_mb) -> dict:
+    """The curve's setup record (what was assumed, for the rows and JSON) of ``scale``; appends
+    the pipeline schedule's note to ``notes``."""
+    per_node = fab.per_node
     setup = {"devices": devs, "per_node": per_node, "nics": fab.nics, "algorithm": algorithm,
              "overlap": overlap,
              "buckets": buckets, "batch": batch, "train": train, "rescale": mode,
@@ -161,12 +180,46 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
     if parallel == "tensor":
         setup.update(sequence_parallel=sequence_parallel, tensor_plans=tp_plans)
     if parallel == "pipeline":
-        setup.update(schedule=schedule, microbatches=microbatches or "4 x devices")
-        notes.append(f"{schedule}: bubble (p-1)/(m+p-1) of the step; 1F1B keeps p micro-batches of "
-                     "activations in flight, GPipe m")
-    order = {p.hardware: i for i, p in enumerate(base.predictions)}
-    points.sort(key=lambda p: (order.get(p.hardware, 0), p.devices))
-    return base.with_scaling(Scaling(parallel, fab.inter.name, tuple(points), setup, tuple(notes)))
+        setup.update(schedule=schedule, microbatches=microbatches or "4 x devices",
+                     pipeline_split=pipeline_split, pipeline_plans=pp_plans)
+        notes.append(f"{schedule}: stages {'balanced on the per-layer times' if pipeline_split == 'balanced' else 'of equal repeated blocks'}; step = sum of stages + "
+                     "(m-1) x the slowest, each way (bubble (p-1)/(m+p-1) for equal stages); "
+                     "1F1B keeps min(p, m) micro-batches of activations in flight, GPipe m")
+    if parallel == "data":
+        setup.update(data_parallel=data_parallel, bucket_mb=bucket_mb)
+    return setup
+
+
+def _data_points(analyze_at, base, step1: dict, fab, n: int, *, rescale: str, batch, data_parallel,
+                 overlap: bool, bucket_mb, buckets: int, grad_bytes: int, train: bool) -> list:
+    """Data parallel over ``n`` devices: the model at the local batch ``batch // n``
+    (``analyze_at``) when ``rescale`` is analyze, else the global-batch step with its kernel
+    bodies / n; then the gradient sync of ``data_parallel`` (``analyzer.scaling.data_parallel``;
+    allreduce: ``parallel.exposed`` over ``buckets`` equal buckets)."""
+    if batch is not None and (n > batch or batch % n):
+        raise InputSpecError(f"data parallel: the global batch {batch} does not split "
+                             f"evenly over {n} devices (seed 002: N <= B)")
+    rep = analyze_at(batch // n) if n > 1 and rescale == "analyze" else base
+    if data_parallel != "allreduce":
+        return DP.points(rep, fab, n, step1, mode=data_parallel, overlap=overlap,
+                         bucket_mb=bucket_mb, div=1 if rep is not base else n)
+    if n == 1:
+        at_n = step1
+    elif rescale == "analyze":
+        at_n = _step(rep, train)
+    else:
+        at_n = {h: (o + (s - o) / n, b / n, o) for h, (s, b, o) in step1.items()}
+    points = []
+    mems = {st.hardware: st.memory for st in rep.training.steps} if rep.training else {}
+    for h, (s, b, _) in at_n.items():
+        comm, exp = P.exposed(lambda nb: fab.allreduce(nb, n), grad_bytes, b, overlap, buckets)
+        mem = mems.get(h)
+        if mem is not None and rep is base and n > 1:   # linear rescale: activations / n
+            mem = replace(mem, activations=mem.activations // n)
+        points.append(P.point(h, n, s, comm, exp, 0.0, step1[h][0],
+                              calls=buckets if n > 1 else 0,
+                              memory=DP.memory(mem, "ddp", n) if mem is not None else None))
+    return points
 
 
 def _fabric_notes(fab, algorithm: str) -> list[str]:
@@ -221,7 +274,8 @@ def _tensor_points(base, step1: dict, fab, n: int, train: bool, sequence_paralle
         comm = C.ZERO
         for c in plan.collectives:
             comm = comm + fab.collective(c.kind, c.nbytes, n)
-        points.append(P.point(h, n, comp, comm, comm.total, 0.0, step1[h][0]))
+        points.append(P.point(h, n, comp, comm, comm.total, 0.0, step1[h][0],
+                              calls=len(plan.collectives) if n > 1 else 0))
     return points, summary, notes
 
 
@@ -245,29 +299,46 @@ def _tensor_rule(base, step1: dict, fab, n: int, train: bool) -> list:
     return points
 
 
-def _pipeline_points(base, step1: dict, fab, n: int, m: int, train: bool) -> list:
-    """Pipeline parallel: ``n`` stages, ``m`` micro-batches, the activations at the stage cuts
-    sent point to point (across nodes when the stages span more than one)."""
-    points = []
-    _, k = fab.split(n)
+def _pipeline_points(base, step1: dict, fab, n: int, m: int, train: bool,
+                     schedule: str, split: str = "balanced") -> tuple[list, list]:
+    """Pipeline parallel over ``n`` stages with ``m`` micro-batches
+    (``analyzer.scaling.pipeline``): the points and, per profile, the stages."""
+    from analyzer.ir.graph import PRECISION_BITS
+    from analyzer.scaling import pipeline as PP
+
+    points, plans = [], []
     for pred in base.predictions:
         h = pred.hardware
-        s = step1[h][0]
-        bbytes = _boundary_bytes(base, pred, n)
-        comp, bub, comm = P.pipeline(s, n, m, bbytes, lambda nb: fab.p2p(nb, crosses_node=k > 1), train)
-        points.append(P.point(h, n, comp, comm, comm.total, bub, s))
-    return points
+        stages, fsend, bsend = PP.plan(base, pred, fab, n, m, train, split)
+        comp, exposed, bubble, comm = PP.step(stages, fsend, bsend, m)
+        if n == 1:   # one stage: the one-device step itself
+            comp, exposed, bubble = step1[h][0], 0.0, 0.0
+        eb = PRECISION_BITS.get(pred.precision, 32) // 8
+        mem = PP.memory(base, stages, n, m, schedule, eb)
+        points.append(P.point(h, n, comp, comm, exposed, bubble, step1[h][0],
+                              calls=2 * (n - 1) * m if train else (n - 1) * m, memory=mem))
+        if n > 1:
+            plans.append({"hardware": h, "devices": n, "microbatches": m,
+                          "stages": [st.to_dict() | {"first_name": base.nodes[st.first].name,
+                                                     "last_name": base.nodes[st.last].name}
+                                     for st in stages]})
+    return points, plans
 
 
-def _boundary_bytes(report, pred, p: int) -> float:
-    """Mean activation bytes at the p-1 cuts that split the predicted time into equal stages."""
-    if p <= 1 or not pred.nodes:
-        return 0.0
-    total = pred.latency_s
-    cuts, acc, k = [], 0.0, 1
-    for r in pred.nodes:
-        acc += r.time_s
-        while k < p and acc >= total * k / p:
-            cuts.append(report.nodes[r.index].cost.activation_bytes_written)
-            k += 1
-    return sum(cuts) / len(cuts) if cuts else 0.0
+def _check_modes(parallel, schedule, data_parallel, bucket_mb, microbatches, train) -> None:
+    """Bad input names its value (InputSpecError: the CLI's exit 2)."""
+    if parallel not in P.PARALLEL:
+        raise InputSpecError(f"parallel must be one of {', '.join(P.PARALLEL)}; got {parallel!r}")
+    if schedule not in P.SCHEDULES:
+        raise InputSpecError(f"schedule must be one of {', '.join(P.SCHEDULES)}; got {schedule!r}")
+    if data_parallel not in DP.MODES:
+        raise InputSpecError(f"data_parallel must be one of {', '.join(DP.MODES)}; "
+                             f"got {data_parallel!r}")
+    if bucket_mb is not None and not (isinstance(bucket_mb, (int, float)) and bucket_mb > 0):
+        raise InputSpecError(f"bucket_mb must be a number > 0 (MiB); got {bucket_mb!r}")
+    if microbatches is not None and (not isinstance(microbatches, int)
+                                     or isinstance(microbatches, bool) or microbatches < 1):
+        raise InputSpecError(f"microbatches must be an integer >= 1; got {microbatches!r}")
+    if data_parallel != "allreduce" and parallel == "data" and not train:
+        raise InputSpecError(f"data_parallel={data_parallel!r} models a training step: "
+                             "give train=True")

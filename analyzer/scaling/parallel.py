@@ -5,18 +5,17 @@ Data parallel (seed 002): each device runs the local batch B/N, then the gradien
 are all-reduced. Without overlap the whole all-reduce follows the step. With ``overlap`` the
 gradients go out in ``buckets`` equal buckets as the backward pass produces them (bucket k ready
 at ``k/buckets`` of the backward pass, buckets sent one after another): only what is still
-running when backward ends is exposed. Seed 002: communication cannot start before the forward
-pass ends, so at most the backward pass hides it.
+running when backward ends is exposed (``exposed``: ``data_parallel="allreduce"``). Buckets by
+the layers that produce them (PyTorch DDP, Megatron-LM) and ZeRO / FSDP sharding are
+``analyzer.scaling.data_parallel``.
 
-Tensor parallel (Megatron pairs): every MAC node is split N ways; other nodes are replicated;
-every second weight GEMM (the row-parallel one of a pair) all-reduces its output in forward and
-its input gradient in backward (``allreduce_bytes``: the bytes of each such all-reduce).
+Tensor parallel: ``analyzer.scaling.tensor`` (Megatron's column/row pairs); where none is
+recognised, every MAC node is split N ways, other nodes are replicated, and every second weight
+GEMM all-reduces its output in forward and its input gradient in backward.
 
-Pipeline parallel: p balanced stages, m micro-batches. GPipe and 1F1B take the same time,
-``(m + p - 1)`` micro-batch stage times, of which the bubble is the fraction ``(p-1)/(m+p-1)``;
-1F1B keeps p micro-batches of activations in flight instead of m. Each stage boundary sends a
-micro-batch's activation forward and its gradient back; only the first micro-batch's trip is on
-the critical path (later ones overlap with compute).
+Pipeline parallel: ``analyzer.scaling.pipeline`` (stages from the per-layer times). ``pipeline``
+here is the closed form of p equal stages, m micro-batches: GPipe and 1F1B take ``(m + p - 1)``
+micro-batch stage times, of which the bubble is the fraction ``(p-1)/(m+p-1)``.
 
 Speed-up ``S = step(1) / step(N)``, efficiency ``S/N``, and the serial fraction Amdahl's law
 implies, ``s = (N/S - 1) / (N - 1)`` (seed 000 Eq. 3 with s = 1 - alpha).
@@ -47,6 +46,15 @@ class Point:
     serial_fraction: float | None
     bandwidth_s: float = 0.0     # per-byte part of communication_s
     latency_s: float = 0.0       # per-message part
+    collective_calls: int | None = None   # collectives / sends of one step (None: not counted)
+    # bytes per device (weights, gradients, optimizer_state, activations, total); None where
+    # the mode does not model it
+    memory: dict | None = None
+
+    @property
+    def bubble_share(self) -> float:
+        """The bubble's share of the step."""
+        return self.bubble_s / self.step_s if self.step_s > 0 else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"hardware": self.hardware, "devices": self.devices, "step_s": self.step_s,
@@ -55,7 +63,12 @@ class Point:
                 "bubble_s": self.bubble_s, "speedup": self.speedup,
                 "efficiency": self.efficiency, "serial_fraction": self.serial_fraction,
                 "communication_bandwidth_s": self.bandwidth_s,
-                "communication_latency_s": self.latency_s}
+                "communication_latency_s": self.latency_s,
+                "bubble_share": self.bubble_share, "collective_calls": self.collective_calls,
+                **{f"memory_{k}_bytes": (self.memory or {}).get(k) for k in _MEMORY}}
+
+
+_MEMORY = ("weights", "gradients", "optimizer_state", "activations", "total")
 
 
 def amdahl_speedup(n: int, serial: float) -> float:
@@ -91,19 +104,23 @@ def exposed(comm_of, grad_bytes: float, backward_s: float, overlap: bool, bucket
 
 
 def point(hardware: str, n: int, compute_s: float, comm, exposed_s: float, bubble_s: float,
-          step1_s: float) -> Point:
+          step1_s: float, *, calls: int | None = None, memory: dict | None = None) -> Point:
+    """``step = compute + exposed communication + bubble``; speed-up against ``step1_s``."""
     step = compute_s + exposed_s + bubble_s
     s = step1_s / step if step > 0 else float("inf")
     return Point(hardware=hardware, devices=n, step_s=step, compute_s=compute_s,
                  communication_s=comm.total, exposed_communication_s=exposed_s, bubble_s=bubble_s,
                  speedup=s, efficiency=s / n, serial_fraction=serial_fraction(n, s),
-                 bandwidth_s=comm.bandwidth_s, latency_s=comm.latency_s)
+                 bandwidth_s=comm.bandwidth_s, latency_s=comm.latency_s,
+                 collective_calls=calls, memory=memory)
 
 
 def pipeline(compute_s: float, p: int, microbatches: int, boundary_bytes: float, p2p,
              train: bool = True):
-    """(compute per device, bubble, Comm on the critical path) of ``p`` balanced stages.
-    ``p2p(nbytes) -> Comm``; ``boundary_bytes``: a whole batch's activation at a cut."""
+    """(compute per device, bubble, Comm on the critical path) of ``p`` equal stages (the
+    closed form; ``scale`` uses ``analyzer.scaling.pipeline``). ``p2p(nbytes) -> Comm``;
+    ``boundary_bytes``: a whole batch's activation at a cut; the first micro-batch's trip
+    over each of the p-1 cuts (and back when training) is counted."""
     from analyzer.scaling.collectives import ZERO
 
     if p == 1:
