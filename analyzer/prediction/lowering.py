@@ -216,8 +216,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     profiles (``CostModel``): what depends only on a profile, op or dtype is computed once.
     ``keys``: with ``memo``, one hashable per node, equal only for nodes equal but for their
     names (``kernel_rows``): a node's rows are then computed once per key."""
-    if precision is not None and precision not in PRECISIONS:
-        raise InputSpecError(f"unknown precision '{precision}'; choose from {', '.join(PRECISIONS)}")
+    precision, said_precision = _precision_of(precision, runtime, nodes)
     fnodes, node_bytes = _fusion_nodes(nodes, precision, memo, keys)
     plan = fusion.plan(fnodes, runtime.fusion, graph_outputs, fused)
     K = plan.kernels
@@ -232,8 +231,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     runs = np.array(runs_l, dtype=np.float64)
     has_gather = bool((cls == eff.CLASS_CODE["gather"]).any())
     P = len(profiles)
-    mpeak = np.ones((P, K))
-    vpeak = np.ones((P, K))
+    mpeak, vpeak = np.ones((P, K)), np.ones((P, K))
     bw = np.ones(P)
     units = np.zeros(P)
     l2 = np.zeros(P)
@@ -247,7 +245,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     act = None
     for p, prof in enumerate(profiles):
         warn: set[str] = set()
-        note: list[str] = []
+        note: list[str] = list(said_precision)
         own = profile_memo(memo, prof, runtime.name)
         prof, (bw[p], units[p], l2[p], arrays, prov, detail, launch) = _profile_terms(own, prof, has_gather, note)
         mpeak[p], vpeak[p] = _kernel_peaks(prof, own.setdefault("peaks", {}), warn, anchor_dtype,
@@ -288,6 +286,18 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
                    notes=tuple(notes), host=host)
+
+
+def _precision_of(precision: str | None, runtime, nodes) -> tuple[str | None, tuple[str, ...]]:
+    """The precision a lowering runs at (checked) and what a runtime's own default says: the
+    caller's, else the runtime's rule (``Runtime.precision_rule``: Core ML computes in fp16 on
+    the ANE, the Edge TPU only int8), else None (each tensor's own dtype)."""
+    if precision is not None and precision not in PRECISIONS:
+        raise InputSpecError(f"unknown precision '{precision}'; choose from {', '.join(PRECISIONS)}")
+    if precision is not None or runtime.precision_rule is None:
+        return precision, ()
+    chosen, said = runtime.precision_rule(nodes)
+    return chosen, ((said,) if said else ())
 
 
 def _place(runtime, prof, plan, fnodes, rows, bw: float, mpeak_row, vpeak_row, fixed_row, note: list[str]) -> float:

@@ -71,6 +71,9 @@ class Runtime:
     # which kernels run on the accelerator and which on a fallback unit, and what that costs
     # (``accelerators``: ``place(profile, Kernels) -> (bandwidth override or None, notes)``)
     placement: Any = None
+    # the precision the runtime computes in when the caller names none: ``rule(nodes) ->
+    # (precision or None, note)`` (``accelerators``)
+    precision_rule: Any = None
 
     @property
     def dispatch_name(self) -> str:
@@ -92,8 +95,10 @@ RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
             fusion_record=True),
     Runtime("xla", "xla", False,
             "XLA-compiled device time: one launch per fusion, loop bodies once per trip"),
-    Runtime("coreml", "coreml", False, coreml.TIME_DEFINITION, placement=coreml.place),
-    Runtime("edgetpu", "tflite", False, edgetpu.TIME_DEFINITION, placement=edgetpu.place),
+    Runtime("coreml", "coreml", False, coreml.TIME_DEFINITION, placement=coreml.place,
+            precision_rule=coreml.precision_rule),
+    Runtime("edgetpu", "tflite", False, edgetpu.TIME_DEFINITION, placement=edgetpu.place,
+            precision_rule=edgetpu.precision_rule),
 )}
 
 # the runtime a profile of each kind predicts when neither the caller nor the profile says

@@ -79,8 +79,9 @@ def test_coreml_fuses_conv_bn_activation_and_elementwise_chains():
 
 def test_coreml_fallback_pays_two_switches_and_the_boundary_bytes():
     # Relu -> Gather(indices from the input: the ANE does not run it) -> Relu: the Gather is one CPU
-    # segment between two ANE kernels: 2 switches + (y 1x1024 fp32 4096 B + idx 256 int64 2048 B in,
-    # 1x256 fp32 1024 B out) / 51.2e9 B/s; it moves no FLOPs, so its peak does not matter
+    # segment between two ANE kernels: 2 switches + (y 1x1024 fp16 2048 B + idx 256 int64 2048 B in,
+    # 1x256 fp16 512 B out) / 51.2e9 B/s (fp16: Core ML's precision for an fp32 graph); it moves no
+    # FLOPs, so its peak does not matter
     nodes = [helper.make_node("Relu", ["x"], ["y"], name="r1"),
              helper.make_node("Gather", ["y", "idx"], ["z"], name="g", axis=1),
              helper.make_node("Relu", ["z"], ["out"], name="r2")]
@@ -90,7 +91,7 @@ def test_coreml_fallback_pays_two_switches_and_the_boundary_bytes():
     rt = runtimes.get("coreml")
     with_ = _latency(rep, prof, rt)
     without = _latency(rep, prof, dataclasses.replace(rt, placement=None))
-    expect = 2 * coreml.SWITCH_S + (4096 + 2048 + 1024) / 51.2e9
+    expect = 2 * coreml.SWITCH_S + (2048 + 2048 + 512) / 51.2e9
     assert with_.node("g").time_s - without.node("g").time_s == pytest.approx(expect, rel=1e-6)
     assert with_.node("r1").time_s == pytest.approx(without.node("r1").time_s)
     assert any("1 segment" in n for n in with_.notes)
@@ -122,10 +123,23 @@ def test_edgetpu_runs_everything_after_the_first_unmapped_op_on_the_cpu():
     rep = _mlp(256, 256, middle="Erf")
     p = _latency(rep, hardware_db.get("edge-tpu"), runtimes.get("edgetpu"), "int8")
     assert any(n.startswith("Edge TPU: 1 of 3 kernels on the TPU") for n in p.notes)
-    # not quantized: the compiler maps nothing (MatMul + Relu fold into one kernel: 2 kernels)
-    p32 = _latency(_mlp(256, 256), hardware_db.get("edge-tpu"), runtimes.get("edgetpu"))
+    # not quantized (fp32 asked for): the compiler maps nothing (MatMul + Relu fold: 2 kernels)
+    p32 = _latency(_mlp(256, 256), hardware_db.get("edge-tpu"), runtimes.get("edgetpu"), "fp32")
     assert any(n.startswith("Edge TPU: 0 of 2 kernels") for n in p32.notes)
     assert any("only int8-quantized" in n for n in p32.notes)
+
+
+def test_runtime_precision_defaults():
+    # no precision asked: Core ML computes an fp32 graph in fp16, the Edge TPU the int8 model
+    rep = _mlp(256, 256)
+    ane = _latency(rep, hardware_db.get("ane-a16"), runtimes.get("coreml"))
+    assert ane.precision == "fp16" and any("predicted in fp16" in n for n in ane.notes)
+    assert _latency(rep, hardware_db.get("ane-a16"), runtimes.get("coreml"), "fp16").latency_s == \
+        pytest.approx(ane.latency_s)
+    tpu = _latency(rep, hardware_db.get("edge-tpu"), runtimes.get("edgetpu"))
+    assert tpu.precision == "int8" and any(n.startswith("Edge TPU: 2 of 2 kernels") for n in tpu.notes)
+    # other runtimes keep each tensor's dtype
+    assert _latency(rep, hardware_db.get("ane-a16"), runtimes.get("kernel")).precision == "fp32"
 
 
 def test_edgetpu_products_of_two_activations_are_not_mapped():

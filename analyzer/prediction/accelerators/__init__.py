@@ -31,6 +31,22 @@ class Kernels(NamedTuple):
     fixed: Any                            # [K] seconds per launch (changed in place)
 
 
+# ops that quantize activations (a W8A8 graph) and ops that only dequantize (weights)
+QUANTIZE_OPS = frozenset({"QuantizeLinear", "DynamicQuantizeLinear", "QLinearConv", "QLinearMatMul",
+                          "ConvInteger", "MatMulInteger"})
+
+
+def quantizes_activations(nodes) -> bool:
+    """Whether a graph quantizes its activations (QDQ / QOperator / integer ops: W8A8)."""
+    return any(n.op in QUANTIZE_OPS for n in nodes)
+
+
+def has_floating(nodes, dtype: str) -> bool:
+    """Whether any node reads or writes a tensor of ``dtype`` (a ``TensorSpec`` dtype name:
+    "float32", ...)."""
+    return any(s is not None and s.dtype == dtype for n in nodes for s in (*n.in_specs, *n.out_specs))
+
+
 def run_bounds(on_unit):
     """[(first, last)] of each maximal run of consecutive kernels with ``on_unit[k]`` true."""
     out, start = [], None

@@ -7,6 +7,9 @@ model load and compilation excluded.
 
 Precision. The ANE computes in fp16, or in int8 for W8A8 models (weights and activations
 quantized); weight-only compressed models (int8 weights, palettized, sparse) compute in fp16.
+Without a caller's precision (``precision_rule``): a graph that quantizes its activations is
+predicted at int8 (W8A8), one with fp32 tensors at fp16 (coremltools converts ML programs with
+``compute_precision=FLOAT16`` by default, and the ANE has no fp32), else at its own dtypes.
 The profile's ``matrix_tflops`` say how fast each runs: on the A16 int8 runs at the fp16 rate, on
 the A17 Pro and M4 at about twice it (coremltools guide, opt-quantization-perf: "In newer hardware
 with A17 Pro or M4 chips ... there is increased throughput possible for int8-int8 compute on
@@ -37,7 +40,8 @@ assumed, and the prediction's notes say how many kernels fell back.
 
 from __future__ import annotations
 
-from analyzer.prediction.accelerators import Kernels, activation_in_bytes, output_bytes, run_bounds
+from analyzer.prediction.accelerators import (Kernels, activation_in_bytes, has_floating, output_bytes,
+                                               quantizes_activations, run_bounds)
 
 TIME_DEFINITION = ("Core ML prediction wall-clock, compute units all, batch 1 (the median of Xcode's "
                    "Performance tab): ANE kernels after Core ML's fusion, CPU fallback segments and "
@@ -55,6 +59,16 @@ FALLBACK_CPU_FLOPS = 0.2e12
 # boundary tensor), 100 us; not measured here
 SWITCH_S = 100e-6
 _ONNX_DOMAINS = ("", "ai.onnx", "com.microsoft")
+
+
+def precision_rule(nodes) -> tuple[str | None, str]:
+    """(precision, note) Core ML runs ``nodes`` (``NodeCost``s) at when the caller names none."""
+    if quantizes_activations(nodes):
+        return "int8", "Core ML: the graph quantizes its activations: predicted W8A8 (int8) on the ANE"
+    if has_floating(nodes, "float32"):
+        return "fp16", ("Core ML: fp32 tensors predicted in fp16 (Core ML's default compute precision; the "
+                        "ANE has no fp32); pass a precision to override")
+    return None, ""
 
 
 def on_ane(nd) -> bool:

@@ -11,7 +11,9 @@ Axis, "Optimization tips" for the ARTPEC-7 DLPU, an Edge TPU,
 https://developer.axis.com/computer-vision/on-device/system-on-chip/artpec-7/optimization-tips/):
 
 - Only int8-quantized ops the Edge TPU supports are mapped to it (a kernel whose compute dtype is
-  not int8 is not: predict with ``precision="int8"`` for a quantized model).  ``TPU_OPS`` is an
+  not int8 is not).  Without a caller's precision (``precision_rule``) a model is predicted as the
+  full-integer quantized model the Edge TPU runs (int8), and the notes say so; a caller's
+  ``precision="fp32"`` predicts the unquantized model (nothing maps: all on the CPU).  ``TPU_OPS`` is an
   ONNX reading of Coral's supported-operations table on models-intro (written from that table,
   not checked op by op against the compiler: a candidate for a measured list) (Conv2d, DepthwiseConv2d, TransposeConv,
   FullyConnected = a product with a constant weight, pooling, Add/Sub/Mul, Concatenation,
@@ -39,7 +41,7 @@ https://developer.axis.com/computer-vision/on-device/system-on-chip/artpec-7/opt
 
 from __future__ import annotations
 
-from analyzer.prediction.accelerators import Kernels, activation_in_bytes, output_bytes
+from analyzer.prediction.accelerators import Kernels, activation_in_bytes, output_bytes, quantizes_activations
 
 TIME_DEFINITION = ("Edge TPU TFLite invoke wall-clock, batch 1, model loaded: mapped int8 ops on the TPU "
                    "(parameters beyond the on-chip cache and the TPU section's input and output over "
@@ -56,6 +58,14 @@ _PRODUCTS = frozenset({"MatMul", "Gemm"})
 # LPDDR4 ~ 3 GB/s in practice; not measured here
 HOST_CPU_FLOPS = 0.1e12
 HOST_MEM_BW = 3e9
+
+
+def precision_rule(nodes) -> tuple[str, str]:
+    """(precision, note) the Edge TPU runs ``nodes`` at when the caller names none: int8."""
+    if quantizes_activations(nodes):
+        return "int8", "Edge TPU: a quantized graph: predicted at int8"
+    return "int8", ("Edge TPU: predicted as the full-integer (int8) quantized model the compiler needs; pass "
+                    "a precision to override")
 
 
 def on_tpu(nd, dtype: str) -> bool:
@@ -103,7 +113,7 @@ def place(prof, kern: Kernels) -> tuple[float | None, list[str]]:
         notes.append(f"Edge TPU: {over / 2**20:.2f} MiB of parameters exceed the {cap / 2**20:g} MiB on-chip "
                      f"cache and stream over the host link ({link / 1e9:g} GB/s) every inference")
     if mapped < n and kern.dtype[mapped] != "int8":
-        notes.append("Edge TPU: only int8-quantized ops map to the TPU (predict with precision int8)")
+        notes.append("Edge TPU: only int8-quantized ops map to the TPU")
     return peak, notes
 
 
