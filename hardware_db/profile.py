@@ -38,7 +38,7 @@ SCHEMA_VERSION = 1
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
 ENGINES = ("matrix", "vector")
 KINDS = ("gpu", "tpu", "npu", "dsp", "cpu")
-RUNTIMES = ("kernel", "eager", "onnxruntime", "xla")
+RUNTIMES = ("kernel", "eager", "onnxruntime", "xla", "coreml", "edgetpu")
 LINK_KINDS = ("nvlink", "pcie", "ici", "infinity-fabric", "ib", "ethernet")
 
 # TOML table -> the float fields it holds (flattened onto HardwareProfile under the same names).
@@ -160,7 +160,7 @@ class HardwareProfile:
     Optional sections (``None`` or empty when the file leaves them out): ``family`` (architecture
     family whose efficiency constants a datasheet-only profile inherits), ``units`` / ``unit_name``
     (count of SMs, CUs, TensorCores or cores, from ``[compute]``), ``default_runtime`` (kernel, eager,
-    onnxruntime or xla), ``links`` (name -> ``Link``), ``efficiency`` and ``calibration`` (read-only
+    onnxruntime, xla, coreml or edgetpu), ``links`` (name -> ``Link``), ``efficiency`` and ``calibration`` (read-only
     nested maps of numbers and strings).
     """
 

@@ -15,6 +15,10 @@ and it launches once.  Policies (``POLICIES``), chosen by the runtime (``runtime
   Sqrt/Reciprocal ...) and a decomposed GELU (... Erf/Tanh ...) become one kernel each, and a
   residual Add feeding a LayerNormalization joins it (SkipLayerNormalization); an Add of a bias
   feeding a GELU joins it (BiasGelu).
+- ``coreml``: Core ML's (the ``coreml`` runtime, ``accelerators/coreml.py``): the onnxruntime
+  patterns and connected chains of elementwise ops and activations.
+- ``tflite``: the TensorFlow Lite converter's folds (BatchNormalization and bias into the
+  product, the fused activation): the onnxruntime patterns (the ``edgetpu`` runtime).
 - a ``FusionRecord`` (any policy): the runtime's own record of the kernels it runs, each with the
   original nodes it replaced.  ``analyzer.analyze`` builds one from onnxruntime's saved fused
   graph (``ort_record.fusion_record``) when the runtime is onnxruntime, onnxruntime is installed
@@ -33,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
-POLICIES = ("none", "xla", "onnxruntime")
+POLICIES = ("none", "xla", "onnxruntime", "coreml", "tflite")
 
 # op classes (efficiency.OP_CLASSES) that XLA fuses into their producers/consumers
 _XLA_FUSIBLE = frozenset({"elementwise", "activation", "swish", "movement", "reduce", "norm", "norm_fused", "softmax",
@@ -44,6 +48,7 @@ _MATRIX = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "FusedConv", "Fu
 _NORM_PARTS = frozenset({"ReduceMean", "Sub", "Pow", "Add", "Sqrt", "Div", "Mul", "Reciprocal",
                          "Cast"})
 _GELU_PARTS = frozenset({"Div", "Erf", "Add", "Mul", "Tanh", "Pow"})
+_CHAIN = frozenset({"elementwise", "activation", "swish"})   # the coreml policy's elementwise chains
 _NORM_OPS = frozenset({"LayerNormalization", "SimplifiedLayerNormalization", "RMSNormalization"})
 _GELU_OPS = frozenset({"Gelu", "FastGelu"})
 
@@ -139,8 +144,10 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
     sets = _Sets(n)
     if policy == "xla":
         _xla(nodes, sets, producer)
-    elif policy == "onnxruntime":
+    elif policy in ("onnxruntime", "tflite"):   # tflite: the converter's folds are the same patterns
         _onnxruntime(nodes, sets, producer, consumers)
+    elif policy == "coreml":
+        _coreml(nodes, sets, producer, consumers)
     return _collect(nodes, sets, producer, consumers, graph_outputs, policy)
 
 
@@ -208,6 +215,16 @@ def _onnxruntime(nodes, sets, producer, consumers) -> None:
         a, b = nodes[i], nodes[j]
         if a.op == "Add" and a.launches and (b.op in _NORM_OPS or b.op in _GELU_OPS) \
                 and _only_consumer(i, nodes, consumers) == j:
+            sets.union(i, j)
+
+
+def _coreml(nodes, sets, producer, consumers) -> None:
+    """Core ML's fusion (the ``coreml`` runtime, ``accelerators/coreml.py``): the onnxruntime
+    patterns and connected chains of elementwise ops and activations (one ANE pass)."""
+    _onnxruntime(nodes, sets, producer, consumers)
+    for i, j, _ in _edges(nodes, producer):
+        a, b = nodes[i], nodes[j]
+        if a.launches and b.launches and a.op_class in _CHAIN and b.op_class in _CHAIN:
             sets.union(i, j)
 
 

@@ -216,8 +216,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     profiles (``CostModel``): what depends only on a profile, op or dtype is computed once.
     ``keys``: with ``memo``, one hashable per node, equal only for nodes equal but for their
     names (``kernel_rows``): a node's rows are then computed once per key."""
-    if precision is not None and precision not in PRECISIONS:
-        raise InputSpecError(f"unknown precision '{precision}'; choose from {', '.join(PRECISIONS)}")
+    precision, said_precision = _precision_of(precision, runtime, nodes)
     fnodes, node_bytes = _fusion_nodes(nodes, precision, memo, keys)
     plan = fusion.plan(fnodes, runtime.fusion, graph_outputs, fused)
     K = plan.kernels
@@ -232,13 +231,11 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     runs = np.array(runs_l, dtype=np.float64)
     has_gather = bool((cls == eff.CLASS_CODE["gather"]).any())
     P = len(profiles)
-    mpeak = np.ones((P, K))
-    vpeak = np.ones((P, K))
+    mpeak, vpeak = np.ones((P, K)), np.ones((P, K))
     bw = np.ones(P)
     units = np.zeros(P)
     l2 = np.zeros(P)
-    fixed, host = np.zeros((P, K)), np.zeros((P, K))   # host: the dispatch part of fixed
-    run_overhead = np.zeros(P)
+    fixed, host, run_overhead = np.zeros((P, K)), np.zeros((P, K)), np.zeros(P)   # host: dispatch part of fixed
     consts = {p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}
     consts["trans_weight"] = np.ones(P)
     warnings, provs, details, notes = [], [], [], []
@@ -248,7 +245,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     act = None
     for p, prof in enumerate(profiles):
         warn: set[str] = set()
-        note: list[str] = []
+        note: list[str] = list(said_precision)
         own = profile_memo(memo, prof, runtime.name)
         prof, (bw[p], units[p], l2[p], arrays, prov, detail, launch) = _profile_terms(own, prof, has_gather, note)
         mpeak[p], vpeak[p] = _kernel_peaks(prof, own.setdefault("peaks", {}), warn, anchor_dtype,
@@ -264,6 +261,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                                      prov=prov, launch=launch, note=note)
         fixed[p] = fixed_of(floors, class_names, host_out=(said_host := []))
         host[p] = said_host[0]
+        if runtime.placement is not None:   # an accelerator runtime's placement (accelerators/)
+            bw[p] = _place(runtime, prof, plan, fnodes, rows, bw[p], mpeak[p], vpeak[p], fixed[p], note)
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p],
                 "units": units[p], "l2_bytes": l2[p]}
         if calibrated:
@@ -276,8 +275,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             # launches the runtime inserted with no original node: each its class's fixed cost
             np.add.at(fixed[p], np.asarray([k for k, _ in extra_cls], np.int64),
                       _extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p, {n: consts[n][p] for n in consts}))
-        if runtime.fusion == "onnxruntime" or fused is not None:
-            note.append(f"kernels: {plan.source}")
+        note.extend([f"kernels: {plan.source}"] if runtime.fusion == "onnxruntime" or fused is not None else [])
         warnings.append(tuple(sorted(warn)))
         provs.append(prov)
         details.append(detail)
@@ -288,6 +286,34 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
                    notes=tuple(notes), host=host)
+
+
+def _precision_of(precision: str | None, runtime, nodes) -> tuple[str | None, tuple[str, ...]]:
+    """The precision a lowering runs at (checked) and what a runtime's own default says: the
+    caller's, else the runtime's rule (``Runtime.precision_rule``: Core ML computes in fp16 on
+    the ANE, the Edge TPU only int8), else None (each tensor's own dtype)."""
+    if precision is not None and precision not in PRECISIONS:
+        raise InputSpecError(f"unknown precision '{precision}'; choose from {', '.join(PRECISIONS)}")
+    if precision is not None or runtime.precision_rule is None:
+        return precision, ()
+    chosen, said = runtime.precision_rule(nodes)
+    return chosen, ((said,) if said else ())
+
+
+def _place(runtime, prof, plan, fnodes, rows, bw: float, mpeak_row, vpeak_row, fixed_row, note: list[str]) -> float:
+    """Apply ``runtime``'s placement to one profile's rows (in place: peaks and fixed seconds of
+    the kernels it moves off the accelerator, ``accelerators``); returns the memory bandwidth the
+    kernels see (the profile's, unless the runtime says otherwise)."""
+    from analyzer.prediction.accelerators import Kernels
+
+    mac, vec, trans, _, wbytes, runs, _, _, dtype = zip(*rows) if rows else ((),) * 9
+    kern = Kernels(members=plan.members, fnodes=fnodes, dtype=tuple(dtype), mac=np.asarray(mac, np.float64),
+                   flops=np.asarray(mac, np.float64) + np.asarray(vec, np.float64) + np.asarray(trans, np.float64),
+                   weight_bytes=np.asarray(wbytes, np.float64), runs=np.asarray(runs, np.float64), mem_bw=bw,
+                   matrix_peak=mpeak_row, vector_peak=vpeak_row, fixed=fixed_row)
+    override, said = runtime.placement(prof, kern)
+    note.extend(said)
+    return bw if override is None else float(override)
 
 
 def _kernel_peaks(prof, cache: dict, warn: set[str], anchor_dtype, mac_l, vec_l, trans_l):

@@ -17,6 +17,12 @@ onnxruntime    onnxruntime     ``session.run`` of onnxruntime at its default opt
                                level: its fused kernels plus its per-node dispatch
 xla            xla             an XLA-compiled program's device time: one launch per fusion;
                                ``scan``/``while`` bodies launch their kernels on every trip
+coreml         coreml          a Core ML prediction on the Apple Neural Engine (compute
+                               units all): ANE kernels, CPU fallback segments and their
+                               switches (``accelerators/coreml.py``)
+edgetpu        tflite          an Edge TPU TFLite invoke: mapped int8 ops on the TPU, the
+                               parameters beyond its on-chip cache over the host link, the
+                               CPU from the first unmapped op (``accelerators/edgetpu.py``)
 =============  ==============  ==========================================================
 
 Which runtime a prediction uses: the caller's ``runtime=``; else ``xla`` for a JAX program;
@@ -41,8 +47,10 @@ flag as assumed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from analyzer.errors import InputSpecError
+from analyzer.prediction.accelerators import coreml, edgetpu
 from analyzer.prediction.efficiency.op_classes import class_chain
 
 
@@ -60,6 +68,12 @@ class Runtime:
     stream: bool = False
     # whose measured dispatch (a profile calibrated with that runtime) and dispatch table it uses
     dispatch_as: str = ""
+    # which kernels run on the accelerator and which on a fallback unit, and what that costs
+    # (``accelerators``: ``place(profile, Kernels) -> (bandwidth override or None, notes)``)
+    placement: Any = None
+    # the precision the runtime computes in when the caller names none: ``rule(nodes) ->
+    # (precision or None, note)`` (``accelerators``)
+    precision_rule: Any = None
 
     @property
     def dispatch_name(self) -> str:
@@ -81,6 +95,10 @@ RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
             fusion_record=True),
     Runtime("xla", "xla", False,
             "XLA-compiled device time: one launch per fusion, loop bodies once per trip"),
+    Runtime("coreml", "coreml", False, coreml.TIME_DEFINITION, placement=coreml.place,
+            precision_rule=coreml.precision_rule),
+    Runtime("edgetpu", "tflite", False, edgetpu.TIME_DEFINITION, placement=edgetpu.place,
+            precision_rule=edgetpu.precision_rule),
 )}
 
 # the runtime a profile of each kind predicts when neither the caller nor the profile says

@@ -92,6 +92,7 @@ def test_gen3_over_gen2_ratio_matches_measured(heldout):
 
 # (older, newer) pairs where the newer chip is at least as good on every figure both state
 GENERATIONS = [("hexagon-sd8gen2", "hexagon-sd8gen3", ("fp16", "int8")),
+               ("ane-a16", "ane-a17pro", ("fp16", "int8")),
                ("tpu-v5e", "tpu-v6e", ("bf16",)),
                ("tpu-v4", "tpu-v5p", ("bf16",))]
 MODELS = ["torch/resnet18.onnx", "torch/mobilenet_v2.onnx", "torch/vit.onnx", "torch/bert.onnx"]
