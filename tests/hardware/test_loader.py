@@ -16,9 +16,10 @@ from analyzer.errors import AnalyzerError, HardwareError
 
 def test_profiles_directory_has_all_devices():
     # the reference lists 47 devices, every one shipped; plus the A40 (its public kernel
-    # measurements are scored on it: bench/accuracy.py)
-    assert len(PROFILE_FILES) == 51
-    assert len(hardware_db.list_profiles()) == 51
+    # measurements are scored on it: bench/accuracy.py) and B300, GB300, RTX PRO 6000 (the
+    # elementwise fit's systems: bench/fit_aic_elementwise.py)
+    assert len(PROFILE_FILES) == 54
+    assert len(hardware_db.list_profiles()) == 54
 
 
 def test_ids_and_aliases_are_unique():
