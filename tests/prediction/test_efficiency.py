@@ -323,6 +323,28 @@ def test_per_sm_term_closed_form():
     assert t2["memory_s"][0] == pytest.approx(170e-6, rel=1e-12)
 
 
+def test_sm_overlap_takes_the_larger_term_not_the_sum():
+    # the per-SM closed form above with sm_overlap = 1: DRAM 1.2e8 / 1e12 = 120 us, SM 1.2e8 / 6e11
+    # = 200 us -> memory max(120, 200) = 200 us (the sum: 320 us)
+    c = with_clock(consts(bpc=4.0, b_half_bytes=0.0, e_bw=1.0, sm_overlap=1.0), 1.5e9)
+    hw = dict(HW, units=100.0, l2_bytes=0.0)
+    t = kernel_time(np, feats("elementwise", nbytes=1.2e8), hw, c)
+    assert t["memory_s"][0] == pytest.approx(200e-6, rel=1e-12)
+    assert t["time_s"][0] == pytest.approx(2e-6 + 200e-6, rel=1e-12)
+    # e_bw 0.5 makes DRAM the larger: 1.2e8 / 5e11 = 240 us
+    c = with_clock(consts(bpc=4.0, b_half_bytes=0.0, e_bw=0.5, sm_overlap=1.0), 1.5e9)
+    assert kernel_time(np, feats("elementwise", nbytes=1.2e8), hw, c)["memory_s"][0] == pytest.approx(240e-6)
+    # an L2-resident working set (l2_hit 1, 4e6 bytes in a 40 MB L2: s(0.1) = 1 / 1.01) skips DRAM
+    # but for 1 - 1/1.01 of its bytes: DRAM (4e6 * 0.01/1.01) / 5e11 = 0.0792 us; SM 4e6 / 6e11
+    # = 6.667 us: memory = the SM term alone
+    c = with_clock(consts(bpc=4.0, b_half_bytes=0.0, e_bw=0.5, sm_overlap=1.0, l2_hit=1.0), 1.5e9)
+    t = kernel_time(np, feats("elementwise", nbytes=4e6), dict(hw, l2_bytes=40e6), c)
+    assert t["memory_s"][0] == pytest.approx(4e6 / 6e11, rel=1e-12)
+    # absent or 0: the sum, as before
+    c = with_clock(consts(bpc=4.0, b_half_bytes=0.0, e_bw=1.0, sm_overlap=0.0), 1.5e9)
+    assert kernel_time(np, feats("elementwise", nbytes=1.2e8), hw, c)["memory_s"][0] == pytest.approx(320e-6)
+
+
 def test_a_per_element_set_issues_per_element_not_per_byte():
     # a per_element set's bpc (4 B per SM-cycle) is at 2 bytes an element: 2 elements per SM-cycle.
     # 6e7 fp32 elements gathered, 2.4e8 bytes: SM term 6e7 / (100 SMs * 1.5e9 * 2) = 200 us (at 4 B,
