@@ -65,7 +65,7 @@ FAMILY_DEVICES = {  # profile ids each family file applies to (family_of)
     "nvidia-ampere-ga10x": ["a40", "a10", "rtx-3090"],
     "nvidia-ada": ["l40s", "l4", "rtx-4090"],
     "nvidia-hopper": ["h100-sxm", "h100-pcie", "h200-sxm"],
-    "nvidia-blackwell": ["b200-hgx", "gb200-gpu", "rtx-5090"],
+    "nvidia-blackwell": ["b200-hgx", "gb200-gpu", "rtx-5090", "b300-sxm", "gb300-gpu", "rtx-pro-6000"],
 }
 # which (file, device) rows each family's sets are fitted on
 FIT_SOURCES = {
@@ -586,6 +586,19 @@ def fit_all(data: dict) -> dict:
     return fams
 
 
+def add_aic_elementwise(fams: dict, meas_dir: str) -> None:
+    """The elementwise sets of the Hopper, Blackwell and Ada families, pooled over the seven
+    systems of ``aic_elementwise.csv`` (``bench/fit_aic_elementwise.py``, which reports the fit and
+    its leave-one-system-out scores), in place; none where the file is absent."""
+    if not os.path.exists(os.path.join(meas_dir, "aic_elementwise.csv")):
+        return
+    import fit_aic_elementwise
+
+    for fam, sets in fit_aic_elementwise.family_sets(meas_dir).items():
+        if fam in fams:
+            fams[fam] = dict(sorted({**fams[fam], **sets}.items()))
+
+
 LEGACY = "-" + PYTORCH23   # the variant of a family with the 2024 kernels vidur measured
 
 
@@ -612,10 +625,12 @@ def _filter_text(parts, ops) -> str:
     return "; ".join(f)
 
 
-_INHERIT_WHY = ("Memory-bound op classes (no measurements on this family) inherit {p}'s: bandwidth efficiency is "
+_INHERIT_WHY = ("The other memory-bound op classes (no measurements of them on this family) inherit {p}'s: bandwidth efficiency is "
                 "a property of the kernel library and the memory system ({mem} here as there: "
                 "shared/reference/digest_latency_modeling.md, mechanism 3); pooling GDDR and HBM devices "
                 "(generic.json) mixed two memory systems.")
+_AIC_EW = ("elementwise (and the classes that fall back to it: gather, movement, other) pooled over seven "
+           "systems' vendor bf16->fp8 quantize kernels (aic_elementwise.csv; bench/fit_aic_elementwise.py). ")
 FAMILY_INHERITS = {"nvidia-hopper": "nvidia-ampere", "nvidia-blackwell": "nvidia-ampere",
                    "nvidia-ada": "nvidia-ampere-ga10x"}
 LEGACY_DESCRIPTION = (
@@ -631,13 +646,13 @@ DESCRIPTIONS = {
     "nvidia-ampere-ga10x": "NVIDIA Ampere GA10x with GDDR6 (A40; applied to A10, RTX 3090): all classes from "
                            "vidur a40's PyTorch-native kernels (kernel sum; vLLM's rms_norm and silu_and_mul "
                            "left out).",
-    "nvidia-ada": "NVIDIA Ada (L40S): gemm/attention from aiconfigurator l40s (CUDA-graph); other classes generic. "
+    "nvidia-ada": "NVIDIA Ada (L40S): gemm/attention from aiconfigurator l40s (CUDA-graph); " + _AIC_EW
                   + _INHERIT_WHY.format(p="nvidia-ampere-ga10x", mem="GDDR6/GDDR6X"),
     "nvidia-hopper": "NVIDIA Hopper (H200; H100 is a held-out test device, never fitted on): gemm/attention from "
-                     "aiconfigurator h200_sxm (CUDA-graph); other classes generic. "
+                     "aiconfigurator h200_sxm (CUDA-graph); " + _AIC_EW
                      + _INHERIT_WHY.format(p="nvidia-ampere", mem="HBM"),
-    "nvidia-blackwell": "NVIDIA Blackwell (B200; GB200 scored cross-device): gemm/attention from aiconfigurator "
-                        "b200_sxm (CUDA-graph); other classes generic. "
+    "nvidia-blackwell": "NVIDIA Blackwell (B200; GB200 scored cross-device; B300, GB300, RTX PRO 6000 applied): "
+                        "gemm/attention from aiconfigurator b200_sxm (CUDA-graph); " + _AIC_EW
                         + _INHERIT_WHY.format(p="nvidia-ampere", mem="HBM"),
     "generic": "Pooled fit over every device with data for the class (a100_sxm, a100_80gb, a40, l40s, h200_sxm, "
                "b200_sxm); classes without measurements inherit a measured class (documented per set).",
@@ -913,6 +928,7 @@ def main(argv=None) -> int:
     data = load(args.measurements)
     print("loaded: " + ", ".join(f"{k[0]}:{k[1]}={len(v)}" for k, v in data.items()), flush=True)
     fams = fit_all(data)
+    add_aic_elementwise(fams, args.measurements)
     directory = args.out_dir
     if args.no_write:
         import tempfile

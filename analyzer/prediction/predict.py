@@ -73,7 +73,7 @@ class KernelTerms(NamedTuple):
     provenance_detail: str
     # every factor of the terms (``efficiency.kernel_time``'s detail), per launch unless said:
     # compute_s = runs * (matrix_s + vector_s); matrix_s = mac * pad * wave * narrow /
-    # (matrix_peak * e_compute); memory_s = runs * (dram_s + sm_s); dram_s = (dram_bytes +
+    # (matrix_peak * e_compute); memory_s = runs * (dram_s + sm_s) (their max where sm_overlap); dram_s = (dram_bytes +
     # b_half) / (mem_bw * e_bw * cache_gain); sm_s = bytes / sm_rate; time_s = runs * (fixed_s +
     # max(compute, memory)) (overlap; the sum where the prediction adds them)
     pad: float = 1.0           # padded tile work / MAC FLOPs (1: no tiles)
@@ -88,6 +88,7 @@ class KernelTerms(NamedTuple):
     dram_s: float = 0.0
     sm_s: float = 0.0          # the per-SM issue term
     sm_rate: float = 0.0       # B/s the SMs issue (units x bytes per SM-cycle x clock; 0: off)
+    sm_overlap: bool = False   # the class takes max(DRAM, per-SM) instead of their sum
     units: float = 0.0         # SMs (0: unknown)
     l2_bytes: float = 0.0
     effective_roof: float = 0.0  # FLOP/s the terms held the kernel to: FLOPs / max(compute, memory)
@@ -270,6 +271,7 @@ class Prediction:
             pad=d["pad"], wave=d["wave"], split_k=d["split_k"], narrow=d["narrow"], matrix_s=d["matrix_s"],
             vector_s=d["vector_s"], dram_bytes=d["dram_bytes"], cache_share=d["cache_share"],
             cache_gain=d["cache_gain"], dram_s=d["dram_s"], sm_s=d["sm_s"], sm_rate=d["sm_bw"], units=t.units,
+            sm_overlap=bool(t.consts["sm_overlap"][k] > 0),
             l2_bytes=t.l2_bytes, effective_roof=flops / body if body > 0 else 0.0,
             **({} if t.gap is None else
                {"stream": True, "host_s": float(t.host[k]), "gap_s": float(t.gap[k]),
@@ -412,7 +414,7 @@ def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True, host=
 
     cls = low.feats["op_class"]
     consts = {name: np.asarray(low.consts[name][g])[cls] for name in
-              ("e_compute", "e_bw", "b_half_bytes", "floor_s")}
+              ("e_compute", "e_bw", "b_half_bytes", "floor_s", "sm_overlap")}
     consts["trans_weight"] = float(low.consts["trans_weight"][g])
     return KernelTable(kernel_of=np.asarray(low.plan.kernel_of), names=low.kernel_names,
                        members=np.asarray([len(m) for m in low.plan.members]), weight=low.member_weight,

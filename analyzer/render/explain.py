@@ -58,8 +58,8 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                 f"  compute  {human_time(e.compute_s):>9}  = launches x (matrix {human_time(e.matrix_s)} "
                 f"+ vector {human_time(e.vector_s)})",
                 *_compute_lines(e),
-                f"  memory   {human_time(e.memory_s):>9}  = launches x (DRAM {human_time(e.dram_s)} + "
-                f"per-SM {human_time(e.sm_s)})",
+                f"  memory   {human_time(e.memory_s):>9}  = launches x {'max' if e.sm_overlap else 'sum'}(DRAM "
+                f"{human_time(e.dram_s)}, per-SM {human_time(e.sm_s)})",
                 f"    DRAM = (bytes to DRAM {human(e.dram_bytes, 'B')} + ramp b_half "
                 f"{human(e.b_half_bytes, 'B')}) / (bandwidth {human(e.mem_bw, 'B/s')} x e_bw {e.e_bw:.3g} "
                 f"x cache gain {e.cache_gain:.3g}); cache share {100 * e.cache_share:.1f}% of the bytes "

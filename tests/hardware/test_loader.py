@@ -16,10 +16,11 @@ from analyzer.errors import AnalyzerError, HardwareError
 
 def test_profiles_directory_has_all_devices():
     # the reference lists 47 devices, every one shipped; plus the A40 (its public kernel
-    # measurements are scored on it: bench/accuracy.py) and the A16's ANE (Apple's public Core ML
-    # latencies are fitted on it: bench/fit_ane.py)
-    assert len(PROFILE_FILES) == 52
-    assert len(hardware_db.list_profiles()) == 52
+    # measurements are scored on it: bench/accuracy.py), the A16's ANE (Apple's public Core ML
+    # latencies are fitted on it: bench/fit_ane.py) and B300, GB300, RTX PRO 6000 (the
+    # elementwise fit's systems: bench/fit_aic_elementwise.py)
+    assert len(PROFILE_FILES) == 55
+    assert len(hardware_db.list_profiles()) == 55
 
 
 def test_ids_and_aliases_are_unique():

@@ -10,6 +10,7 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
     compute_s = work / (matrix_peak * e_compute[c]) * wave(c) * narrow(c)
                 + (vec_flops + trans_weight * trans_flops) / (vector_peak * e_compute[c])
     memory_s  = (dram_bytes + b_half[c]) / (mem_bw * e_bw[c] * cache) + bytes / (units * sm_bw[c])
+                (sm_overlap[c] = 1: the larger of the two terms instead of their sum)
     dram_bytes = bytes * (1 - l2_hit[c] * s(bytes / l2_bytes))
     cache     = 1 + l2_gain[c] * s(bytes / l2_bytes),          s(x) = 1 / (1 + x**L2_STEP_POWER)
     sm_bw[c]  = bpc[c] * clock_hz                               (bytes per SM-cycle x the device clock)
@@ -76,6 +77,12 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   own SM rate, not a multiple of its DRAM bandwidth (which does not transfer between a 6 MB GDDR6
   and a 40 MB HBM part).  ``sm_bw`` is derived by ``with_clock`` from ``bpc`` and a profile's
   clock (0 when either is unknown: off), never stored.  ``bpc = l2_hit = 0``: no term.
+  ``sm_overlap = 1`` (a switch; 0 or absent: the sum): the memory time is the larger of the DRAM
+  and per-SM terms, not their sum.  A vectorized streaming kernel with enough bytes in flight
+  overlaps its SM-side issue with DRAM transfers (bench/fit_aic_elementwise.py: vLLM's and
+  TensorRT-LLM's 16-byte-load quantize kernels reach 0.77-0.89 of DRAM bandwidth above 1.6 GB on
+  GDDR and HBM parts alike and stream L2-resident inputs at a rate per SM-cycle set by the SMs:
+  summing the two terms cannot give both, the larger of them does).
   A set with ``per_element = 1`` issues per element, not per byte (PyTorch's index_select gather
   before its vectorized rewrite: 75 G elements/s on an A100 at fp16 and fp32,
   bench/data/liger/README.md): its term scales by ``BPC_ELEM_BYTES / elem_bytes``.
@@ -108,13 +115,13 @@ BPC_ELEM_BYTES = 2.0   # a per-element set's (``per_element = 1``) bpc is fitted
 MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
                "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s", "im2col_s", "im2col_stride_s",
-               "serial_s", "k_block", "per_element", "floor_clock_hz")
+               "serial_s", "k_block", "per_element", "floor_clock_hz", "sm_overlap")
 # ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
 CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
 # values a constants file may leave out (older files: no cache term, no per-SM term)
 PARAM_DEFAULTS = dict.fromkeys(("l2_gain", "bpc", "l2_hit", "sm_bw", "n_half", "par_s", "b_par", "piece_s",
                                 "im2col_s", "im2col_stride_s", "serial_s", "k_block", "per_element",
-                                "floor_clock_hz"), 0.0)
+                                "floor_clock_hz", "sm_overlap"), 0.0)
 # the optional fixed CPU terms (class_fixed_s): (constant, a calibration table's key, seconds per unit)
 CPU_FIXED_KEYS = (("piece_s", "piece_us", 1e-6), ("im2col_s", "im2col_ns", 1e-9),
                   ("im2col_stride_s", "im2col_stride_ns", 1e-9), ("serial_s", "serial_ns", 1e-9))
@@ -204,7 +211,8 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     sm_bytes = mbytes * xp.where(per_el, BPC_ELEM_BYTES / xp.where(per_el, eb, 1.0), 1.0)
     sm = xp.where(sm_on, sm_bytes / (xp.where(sm_on, units * sm_bw, 1.0)), 0.0)
     on = nbytes > 0
-    memory = xp.where(on, dram + sm, 0.0)
+    overlap = (per("sm_overlap") if "sm_overlap" in arrays else zeros) > 0
+    memory = xp.where(on, xp.where(overlap, xp.maximum(dram, sm), dram + sm), 0.0)
     fixed = floor + class_fixed_s(xp, nbytes, cls, arrays, m, k, batch, feat("strided"), feat("serial_flops"))
     time = fixed + xp.maximum(compute, memory)
     out = {"compute_s": compute, "memory_s": memory, "floor_s": fixed * xp.ones_like(mac), "time_s": time}
@@ -255,7 +263,7 @@ def _detail(xp, tiled, mac, work, wave, split, narrow, compute, vec, trans, tran
             dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor):
     """Every factor of ``kernel_time``'s terms, per kernel (``Prediction.explain``): compute_s =
     matrix_s + vector_s, matrix_s = mac * pad * wave * narrow / (matrix_peak * e_compute);
-    memory_s = dram_s + sm_s, dram_s = (dram_bytes + b_half) / (mem_bw * e_bw * cache_gain),
+    memory_s = dram_s + sm_s (or their max, ``sm_overlap``), dram_s = (dram_bytes + b_half) / (mem_bw * e_bw * cache_gain),
     sm_s = bytes / sm_bw; cache_share = 1 - dram_bytes / bytes."""
     return dict(pad=xp.where(tiled & (mac > 0), work / xp.where(mac > 0, mac, 1.0), 1.0), wave=wave,
                split_k=split, narrow=narrow, matrix_s=compute - (vec + trans_w * trans)
