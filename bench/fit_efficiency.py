@@ -629,7 +629,7 @@ _INHERIT_WHY = ("The other memory-bound op classes (no measurements of them on t
                 "a property of the kernel library and the memory system ({mem} here as there: "
                 "shared/reference/digest_latency_modeling.md, mechanism 3); pooling GDDR and HBM devices "
                 "(generic.json) mixed two memory systems.")
-_AIC_EW = ("elementwise (and the classes that fall back to it: gather, movement, other) pooled over seven "
+_AIC_EW = ("quantize (QuantizeLinear / DequantizeLinear) pooled over seven "
            "systems' vendor bf16->fp8 quantize kernels (aic_elementwise.csv; bench/fit_aic_elementwise.py). ")
 FAMILY_INHERITS = {"nvidia-hopper": "nvidia-ampere", "nvidia-blackwell": "nvidia-ampere",
                    "nvidia-ada": "nvidia-ampere-ga10x"}

@@ -1,4 +1,4 @@
-"""Recorded measurements: the shipped elementwise constants of the Hopper, Blackwell and Ada
+"""Recorded measurements: the shipped quantize-class constants of the Hopper, Blackwell and Ada
 families (pooled over seven systems by bench/fit_aic_elementwise.py) predict aiconfigurator's
 bf16 -> fp8 quantize kernel within the tolerances stated per row.
 
@@ -62,7 +62,7 @@ def test_the_families_carry_the_pooled_set():
     from analyzer.prediction.efficiency.constants import load_constants
     from analyzer.prediction.efficiency.kernel_time import CLASS_CODE
 
-    i = CLASS_CODE["elementwise"]
+    i = CLASS_CODE["quantize"]
     sets = [load_constants(f).arrays for f in ("nvidia-hopper", "nvidia-blackwell", "nvidia-ada")]
     for a in sets:
         assert a["sm_overlap"][i] == 1.0

@@ -323,28 +323,6 @@ def test_per_sm_term_closed_form():
     assert t2["memory_s"][0] == pytest.approx(170e-6, rel=1e-12)
 
 
-def test_sm_overlap_takes_the_larger_term_not_the_sum():
-    # the per-SM closed form above with sm_overlap = 1: DRAM 1.2e8 / 1e12 = 120 us, SM 1.2e8 / 6e11
-    # = 200 us -> memory max(120, 200) = 200 us (the sum: 320 us)
-    c = with_clock(consts(bpc=4.0, b_half_bytes=0.0, e_bw=1.0, sm_overlap=1.0), 1.5e9)
-    hw = dict(HW, units=100.0, l2_bytes=0.0)
-    t = kernel_time(np, feats("elementwise", nbytes=1.2e8), hw, c)
-    assert t["memory_s"][0] == pytest.approx(200e-6, rel=1e-12)
-    assert t["time_s"][0] == pytest.approx(2e-6 + 200e-6, rel=1e-12)
-    # e_bw 0.5 makes DRAM the larger: 1.2e8 / 5e11 = 240 us
-    c = with_clock(consts(bpc=4.0, b_half_bytes=0.0, e_bw=0.5, sm_overlap=1.0), 1.5e9)
-    assert kernel_time(np, feats("elementwise", nbytes=1.2e8), hw, c)["memory_s"][0] == pytest.approx(240e-6)
-    # an L2-resident working set (l2_hit 1, 4e6 bytes in a 40 MB L2: s(0.1) = 1 / 1.01) skips DRAM
-    # but for 1 - 1/1.01 of its bytes: DRAM (4e6 * 0.01/1.01) / 5e11 = 0.0792 us; SM 4e6 / 6e11
-    # = 6.667 us: memory = the SM term alone
-    c = with_clock(consts(bpc=4.0, b_half_bytes=0.0, e_bw=0.5, sm_overlap=1.0, l2_hit=1.0), 1.5e9)
-    t = kernel_time(np, feats("elementwise", nbytes=4e6), dict(hw, l2_bytes=40e6), c)
-    assert t["memory_s"][0] == pytest.approx(4e6 / 6e11, rel=1e-12)
-    # absent or 0: the sum, as before
-    c = with_clock(consts(bpc=4.0, b_half_bytes=0.0, e_bw=1.0, sm_overlap=0.0), 1.5e9)
-    assert kernel_time(np, feats("elementwise", nbytes=1.2e8), hw, c)["memory_s"][0] == pytest.approx(320e-6)
-
-
 def test_a_per_element_set_issues_per_element_not_per_byte():
     # a per_element set's bpc (4 B per SM-cycle) is at 2 bytes an element: 2 elements per SM-cycle.
     # 6e7 fp32 elements gathered, 2.4e8 bytes: SM term 6e7 / (100 SMs * 1.5e9 * 2) = 200 us (at 4 B,
@@ -464,14 +442,12 @@ def test_an_embedding_lookup_predicts_the_vectorized_gather_unless_the_profile_s
     # 8192 fp16 ids into a 32000 x 4096 table on the A100 SXM profile (2039 GB/s, 40 MB L2, 108 SMs,
     # 1.41 GHz), kernel time. bytes = 2 x 8192 x 4096 x 2 (rows read, rows written) + 8 x 8192 (ids)
     # = 134,283,264; x = bytes / 40e6 = 3.357, s(x) = 1 / (1 + x^2) = 0.08150.
-    #  floor: the elementwise class floor pooled over the NVIDIA families in cycles (the median of
-    #  2065, 2727, 3989, 3990, 3990: 3989.16, test below) at 1.41 GHz = 2.829 us, for both kernels
-    #  row copy (nvidia-ampere's elementwise set: b_half 29,660 B, l2_hit 0.343, bpc 90.1):
-    #  DRAM (134,283,264 x (1 - 0.343 s) + 29,660) / 2039e9 = 64.03 us;
-    #  SM 134,283,264 / (108 x 1.41e9 x 90.1) = 9.79 us -> 2.829 + 73.82 = 76.65 us
-    #  2024 index_select (the variant: b_half 105,300 B, l2_hit 0.4762, bpc 2.221 at 2 B an element,
-    #  fp16: x1): DRAM (134,283,264 x (1 - 0.4762 s) + 105,300) / 2039e9 = 63.37 us;
-    #  SM 134,283,264 / (108 x 1.41e9 x 2.221) = 397.03 us -> 2.829 + 460.40 = 463.23 us
+    #  row copy (nvidia-ampere's elementwise set: floor 1.933 us, b_half 29,660 B, l2_hit 0.343,
+    #  bpc 90.1): DRAM (134,283,264 x (1 - 0.343 s) + 29,660) / 2039e9 = 64.03 us;
+    #  SM 134,283,264 / (108 x 1.41e9 x 90.1) = 9.79 us -> 1.933 + 73.82 = 75.75 us
+    #  2024 index_select (the variant: floor 2.793 us, b_half 105,300 B, l2_hit 0.4762, bpc 2.221 at
+    #  2 B an element, fp16: x1): DRAM (134,283,264 x (1 - 0.4762 s) + 105,300) / 2039e9 = 63.37 us;
+    #  SM 134,283,264 / (108 x 1.41e9 x 2.221) = 397.03 us -> 2.793 + 460.40 = 463.19 us
     import dataclasses
 
     from onnx import TensorProto, helper
@@ -489,8 +465,8 @@ def test_an_embedding_lookup_predicts_the_vectorized_gather_unless_the_profile_s
     now = analyzer.analyze(m, hw=[a100], runtime="kernel").predictions[0].latency_s
     old = analyzer.analyze(m, hw=[dataclasses.replace(a100, family="nvidia-ampere-pytorch2.3")],
                            runtime="kernel").predictions[0].latency_s
-    assert now == pytest.approx(76.65e-6, rel=2e-3)
-    assert old == pytest.approx(463.23e-6, rel=2e-3)
+    assert now == pytest.approx(75.52e-6, rel=2e-3)
+    assert old == pytest.approx(462.09e-6, rel=2e-3)
 
 
 def test_a_floor_is_a_number_of_cycles_of_the_device_it_was_fitted_on():
@@ -506,13 +482,9 @@ def test_a_floor_is_a_number_of_cycles_of_the_device_it_was_fitted_on():
     assert c["floor_s"][0] == 2e-6                     # the family's arrays are not changed
 
 
-def test_the_elementwise_floor_is_pooled_in_cycles_over_the_nvidia_families():
-    # each NVIDIA family's own elementwise set states its floor and the clock it was fitted at:
-    # A100 1.934 us x 1.41 GHz = 2726.9 cycles, A40 1.187 us x 1.74 GHz = 2065.4, and the set
-    # pooled over seven current GPUs (bench/fit_aic_elementwise.py) in Hopper and Blackwell
-    # 2.015 us x 1.98 GHz = 3989.7 and in Ada 1.583 us x 2.52 GHz = 3989.2; the pool is their
-    # median, 3989.2 cycles, over each device's own clock (H100 SXM 1.98 GHz, A100 1.41 GHz)
-    from analyzer.prediction.efficiency.constants import floor_cycles
+def test_h100_takes_the_a100_fitted_elementwise_floor_in_cycles():
+    # nvidia-hopper inherits nvidia-ampere's elementwise set: floor 1.933 us fitted on the A100
+    # profile at 1.41 GHz; on the H100 SXM profile (1.98 GHz): 1.933 x 1.41 / 1.98 = 1.3765 us
     from analyzer.prediction.hardware import profile_terms
 
     import hardware_db
@@ -520,26 +492,27 @@ def test_the_elementwise_floor_is_pooled_in_cycles_over_the_nvidia_families():
     e = CLASS_CODE["elementwise"]
     amp = load_constants("nvidia-ampere")
     assert amp.arrays["floor_s"][e] == 1.934e-06 and amp.arrays["floor_clock_hz"][e] == 1.41e9
-    pool = float(np.median([1.934e-6 * 1.41e9, 1.187e-6 * 1.74e9, 2.015e-6 * 1.98e9, 2.015e-6 * 1.98e9,
-                            1.583e-6 * 2.52e9]))
-    assert pool == pytest.approx(1.583e-6 * 2.52e9, rel=1e-12)
-    assert floor_cycles()[e] == pytest.approx(pool, rel=1e-12)
-    assert profile_terms(hardware_db.get("h100"))[3]["floor_s"][e] == pytest.approx(pool / 1.98e9, rel=1e-6)
-    assert profile_terms(hardware_db.get("a100"))[3]["floor_s"][e] == pytest.approx(pool / 1.41e9, rel=1e-6)
+    # an NVIDIA GPU with a clock takes the floor pooled over the NVIDIA families in cycles
+    # (constants.floor_cycles): the median of A100's 1.934 us x 1.41 GHz = 2727 cycles and A40's
+    # 1.187 us x 1.74 GHz = 2065 cycles = 2396.2 cycles, over its own clock
+    from analyzer.prediction.efficiency.constants import floor_cycles
+
+    assert floor_cycles()[e] == pytest.approx((1.934e-6 * 1.41e9 + 1.187e-6 * 1.74e9) / 2, rel=1e-12)
+    arrays = profile_terms(hardware_db.get("h100"))[3]
+    assert arrays["floor_s"][e] == pytest.approx(2396.16 / 1.98e9, rel=1e-6)
+    assert profile_terms(hardware_db.get("a100"))[3]["floor_s"][e] == pytest.approx(2396.16 / 1.41e9, rel=1e-6)
 
 
 def test_every_gpu_family_has_a_pytorch23_variant_reaching_its_grandparent():
     # nvidia-hopper-pytorch2.3 -> nvidia-hopper -> nvidia-ampere: the 2024 gather set (ampere's,
-    # per element), hopper's own GEMM (fitted on the H200) and elementwise set (pooled over seven
-    # GPUs), ampere's norm set two levels up
+    # per element), hopper's own GEMM (fitted on the H200), ampere's elementwise set two levels up
     g, e, m = CLASS_CODE["gather"], CLASS_CODE["elementwise"], CLASS_CODE["gemm"]
     var, hop = load_constants("nvidia-hopper-pytorch2.3"), load_constants("nvidia-hopper")
     old = load_constants("nvidia-ampere-pytorch2.3")
     assert var.arrays["per_element"][g] == 1.0 and var.arrays["bpc"][g] == old.arrays["bpc"][g] == 2.221
     assert var.arrays["floor_s"][m] == hop.arrays["floor_s"][m] == 2.935e-06
-    assert var.arrays["floor_s"][e] == hop.arrays["floor_s"][e] == 2.015e-06
-    assert var.describe("elementwise").startswith("inherited from nvidia-hopper")
-    assert var.describe("norm").startswith("inherited from nvidia-ampere")
+    assert var.arrays["floor_s"][e] == hop.arrays["floor_s"][e] == 1.934e-06
+    assert var.describe("elementwise").startswith("inherited from nvidia-ampere")
     for fam in ("nvidia-ampere", "nvidia-ampere-ga10x", "nvidia-ada", "nvidia-hopper", "nvidia-blackwell"):
         assert load_constants(fam + "-pytorch2.3").arrays["per_element"][g] == 1.0, fam
 

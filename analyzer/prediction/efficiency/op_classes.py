@@ -18,7 +18,11 @@ OP_CLASSES = ("gemm", "bgemm", "conv", "attention", "elementwise", "activation",
               "conv_dw", "conv_1x1", "pooling", "view", "rnn", "norm_fused", "swish", "reorder",
               "conv1d", "pool1d",
               # classes an XLA calibration measures separately (``calibrate_xla``)
-              "pool_grad", "conv_grouped", "conv_batch_grouped", "gemm_tn")
+              "pool_grad", "conv_grouped", "conv_batch_grouped", "gemm_tn",
+              # a GPU family's quantize kernels (QuantizeLinear / DequantizeLinear: a per-tensor
+              # scale and a narrow-type conversion, vendor kernels measured apart from PyTorch's
+              # elementwise kernels: bench/fit_aic_elementwise.py)
+              "quantize")
 CLASS_CODE = {c: i for i, c in enumerate(OP_CLASSES)}
 MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1", "conv1d", "conv_grouped",
                   "conv_batch_grouped", "gemm_tn")
@@ -56,7 +60,7 @@ MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1", "
 #              compiles it to an Eigen dot where the lhs-last forms are YNNPACK fusions, a
 #              library of other speeds: 0.79-1.53x the nn form's time over 9 shapes on a 2-core
 #              AVX2 EPYC, `bench/xla_diagnose.py dot-forms`)                    -> gemm
-CLASS_FALLBACK = {"gemm_tn": "gemm", "conv_dw": "conv", "conv_1x1": "conv", "pooling": "reduce",
+CLASS_FALLBACK = {"quantize": "elementwise", "gemm_tn": "gemm", "conv_dw": "conv", "conv_1x1": "conv", "pooling": "reduce",
                   "view": "movement", "rnn": "other", "norm_fused": "norm", "swish": "activation",
                   "reorder": "movement", "conv1d": "conv", "pool1d": "pooling",
                   "pool_grad": "pooling", "conv_grouped": "conv", "conv_batch_grouped": "conv_grouped",
@@ -129,7 +133,7 @@ _ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Relu", "LeakyRelu", "PRelu", "Thres
                 "Where", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor",
                 "Not", "IsInf", "IsNaN", "BitShift", "BitwiseAnd", "BitwiseNot", "BitwiseOr", "BitwiseXor",
                 "Shrink", "Dropout", "BiasAdd", "BiasDropout", "BitmaskBiasDropout", "QLinearAdd",
-                "QLinearMul", "QLinearLeakyRelu", "QLinearWhere", "QuantizeLinear", "DequantizeLinear",
+                "QLinearMul", "QLinearLeakyRelu", "QLinearWhere",
                 "DynamicQuantizeLinear", "RotaryEmbedding", "MRotaryEmbedding", "Trilu", "CumSum",
                 "CumProd",
                 # jax primitives
@@ -164,7 +168,8 @@ _MOVEMENT = {"Transpose", "Concat", "Slice", "Pad", "Split", "Expand", "Tile", "
              "transpose", "concatenate", "slice", "pad", "split", "broadcast_in_dim", "tile",
              "convert_element_type", "bitcast_convert_type", "copy", "copy_p", "reshape", "squeeze",
              "expand_dims", "rev", "stack", "unstack", "iota", "device_put", "sort"}
-_TABLE = [(_GEMM, "gemm"), (_CONV, "conv"), (_ATTENTION, "attention"), (_NORM, "norm"),
+_QUANTIZE = {"QuantizeLinear", "DequantizeLinear"}
+_TABLE = [(_QUANTIZE, "quantize"), (_GEMM, "gemm"), (_CONV, "conv"), (_ATTENTION, "attention"), (_NORM, "norm"),
           (_SOFTMAX, "softmax"), (_ACTIVATION, "activation"), (_ELEMENTWISE, "elementwise"),
           (_REDUCE, "reduce"), (_GATHER, "gather"), (_MOVEMENT, "movement"), (_POOLING, "pooling"),
           (_VIEW, "view"), (_RNN, "rnn"), (_NORM_FUSED, "norm_fused"), (_SWISH, "swish"),
