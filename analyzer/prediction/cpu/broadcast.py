@@ -3,17 +3,17 @@ higher rank than those runs element by element on onnxruntime's CPU provider.
 
 onnxruntime's broadcasting loop for Add/Sub/Mul/Div calls its inner kernel once per span of the
 output in which neither input is broadcast. For ``x[1, C, 1, 1] + c`` with ``c`` a scalar of
-rank 0 (or a ``[1]``) the span is the last dimension, 1 element: the loop makes C calls of one
-element each. Measured with onnxruntime 1.32 on a 2-core EPYC at 1 thread, per node of a chain
-of 17 against a chain of 1 (one process, the chains interleaved; the host loaded, the ratios
-stable): ``x[1, C, 1, 1] + c[]`` 1.97 / 11.35 / 46.15 us at C = 64 / 576 / 2304 (about 20 ns an
-element), the same with ``c[1, 1, 1, 1]`` 0.52 / 0.68 / 0.84 us; Div the same; ``x[1, 576]``,
-``x[1, 1, 1, 576]`` and ``x[1, 576, 2, 2]`` with ``c[]`` 0.6-1.0 us; ``x[1, 1000, 1, 1]`` with
-``c[]``, ``c[1]``, ``c[1, 1]`` (either operand order; Add, Sub, Mul) 9-20 us, with ``c[1, 1, 1]``
-0.4 us. So: a 1-element constant of rank r and a tensor of more than one element whose last t >= 1
-dimensions are 1, r <= t. A squeeze-excite block's
+rank 0 (or a ``[1]``) the span is the trailing 1s, 1 element: the loop makes C calls of one
+element each. Measured with onnxruntime 1.32 on a 2-core EPYC at 1 thread, per node of a chain of
+17 against a chain of 1 (``bench/ort_scalar_spans.py``; one process, the host loaded, the ratios
+stable): ``x[1, C, 1, 1] + c[]`` 0.98 / 5.84 / 22.06 us at C = 64 / 576 / 2304 (about 10 ns an
+element; 20 ns in a more loaded minute), the same with ``c[1, 1, 1, 1]`` 0.31 / 0.35 / 0.49 us;
+``x[1, 576]``, ``x[1, 1, 1, 576]``, ``x[1, 576, 2, 2]`` with ``c[]`` 0.36-0.51 us; ``x[1, 576, 1]``
+with ``c[]`` or ``c[1]`` 5.83 us, with ``c[1, 1]`` 0.38 us; Sub and Mul the same in either
+operand order, Div with the constant second. So: a 1-element constant of rank r and a tensor of more than one element whose
+last t >= 1 dimensions are 1, r <= t. A squeeze-excite block's
 hard-sigmoid exported as ``Add(s, 3) -> Clip -> Div(., 6)`` on its ``[1, C, 1, 1]`` excitation
-(paddle2onnx writes the 3 and the 6 as 1-element constants of rank 1) takes this path twice.
+(an exporter writing the 3 and the 6 as 1-element constants of rank 0 or 1) takes this path twice.
 
 Single-op calibration rows do not see it (their shapes end in a dimension above 1). So
 ``calibrate`` times pairs of single ops, the constant as ``[1, 1, 1, 1]`` and as a scalar, at
