@@ -94,6 +94,8 @@ _CALIBRATION_TEXTS = {
                            "h = 1/(1 + (W/llc_effective_bytes)^llc_step_power))",
     "clip_epilogue_ns": "(wall-clock of a convolution + a fused Clip - without it) / output elements, "
                         "median of 4 convolutions (cpu_epilogue.pair_models)",
+    "scalar_span_ns": "(wall-clock of x[1, C, 1, 1] + a rank-0 scalar - the same with a [1, 1, 1, 1] constant) / "
+                      "elements, median of 3 shapes (cpu_broadcast.pair_models)",
     "thread_speedup_passes_min": "the smallest speed-up of the thread_mode probe (wall-clock at 1 thread / "
                                  "at the calibration's threads) of those timed before each row pass "
                                  "(calibrate.time_rows)",

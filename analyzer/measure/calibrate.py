@@ -17,7 +17,8 @@ Machine constants:
   the Add's own time included; ``run_overhead_s``: the 1-node chain less its one node;
 - ``cold_weight_bw_gbs`` (with ``llc_bytes``, the sysfs L3): weight bytes / kernel time of a
   1-row MatMul twice the LLC, ``llc_effective_bytes`` / ``llc_step_power``: how much of a model's
-  weights stays cached (``cpu_cold``); ``clip_epilogue_ns``: a fused Clip per output (``cpu_epilogue``).
+  weights stays cached (``cpu_cold``); ``clip_epilogue_ns``: a fused Clip per output (``cpu_epilogue``);
+``scalar_span_ns``: an element of a tensor ending in 1 and a scalar (``cpu_broadcast``).
 The library never prints: ``progress(fraction, phase_text)`` is called between phases."""
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import numpy as np
 
 from analyzer.measure.fit import options as calibration_fit
 from analyzer.measure.cpu import cold_cache
+from analyzer.prediction.cpu import broadcast as cpu_broadcast
 from analyzer.prediction.cpu import epilogue as cpu_epilogue
 from analyzer.measure.fit import class_fit as cpu_model
 from analyzer.measure.fit import worker as fit_worker
@@ -212,6 +214,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
                                                lambda s: say(PHASE_END["dispatch"], s))
     say(PHASE_END["cold"], "measuring fused Clip epilogues")   # (cpu_epilogue)
     clip_s = cpu_epilogue.measure(lambda m: wall_time(m, threads, level, q, min_s=0.05))
+    span_s = cpu_broadcast.measure(lambda m: wall_time(m, threads, level, q, min_s=0.05))
     peak, bw = _machine_figures(rows)
     l2_core = l2_cache_bytes()   # the cache step's size: the L2 of the session's cores (cpu_model)
     l2_bytes = float(l2_core * min(threads, os.cpu_count() or threads)) if l2_core else 0.0
@@ -224,7 +227,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     tables = {cls: calibration_fit.table_of(fits[cls]) for cls in rows}
     say(1.0, "done")
     elapsed = time.perf_counter() - t_start
-    cal = _calibration(ort.__version__, threads, level, q, elapsed, run_over, l2_bytes, llc, cold, clip_s,
+    cal = _calibration(ort.__version__, threads, level, q, elapsed, run_over, l2_bytes, llc, cold, (clip_s, span_s),
                        tables, speeds)
     return _document(cal, elapsed, peak, bw, dispatch, rows, views)
 
@@ -327,7 +330,7 @@ def _fit_reorders(moved, rows, views, dispatch: float, peak: float, bw: float, l
 
 
 def _calibration(ver: str, threads: int, level: str, q: float, elapsed: float, run_over: float,
-                 l2_bytes: float, llc, cold: dict, clip_s: float, tables: dict, speeds: dict) -> dict:
+                 l2_bytes: float, llc, cold: dict, per_elem: tuple, tables: dict, speeds: dict) -> dict:
     """The profile's ``[calibration]`` table: what was measured, where and how (``speeds``: the
     thread-state probes at the start, over the row passes, around the reorders and the cache
     sweep, at the end)."""
@@ -337,7 +340,8 @@ def _calibration(ver: str, threads: int, level: str, q: float, elapsed: float, r
         "threads": threads, "level": level, "quantile": q, "cpu": cpu_name(), "simd": simd(),
         "seconds": round(elapsed, 1),
         "run_overhead_us": run_over * 1e6, "cache_bytes": l2_bytes,
-        "llc_bytes": float(llc), "cold_weight_bw_gbs": 0.0, **cold, "clip_epilogue_ns": clip_s * 1e9,
+        "llc_bytes": float(llc), "cold_weight_bw_gbs": 0.0, **cold, "clip_epilogue_ns": per_elem[0] * 1e9,
+        "scalar_span_ns": per_elem[1] * 1e9,
         "models": "synthetic single-op models only (analyzer.measure.calibrate.calibration_models)",
         "tables": tables,
         **({"thread_speedup_start": speeds["start"], "thread_speedup_end": speeds["end"], "row_passes": len(passes),
@@ -369,9 +373,11 @@ def _document(cal: dict, elapsed: float, peak: float, bw: float, dispatch: float
                   "where a class's kernels are split over threads, piece_us per extra piece of a "
                   "batched kernel and im2col_ns per im2col element (im2col_stride_ns more where the "
                   "convolution is strided), serial_ns per recurrent FLOP of an RNN; weights over "
-                  "llc_bytes at cold_weight_bw_gbs, a fused Clip at clip_epilogue_ns per output; see "
+                  "llc_bytes at cold_weight_bw_gbs, a fused Clip at clip_epilogue_ns per output, an element "
+                  "of a tensor ending in 1 and a scalar at scalar_span_ns; see "
                   "analyzer/measure/fit/class_fit.py, analyzer/prediction/efficiency/kernel_time.py, "
-                  "analyzer/prediction/cpu/cold.py and analyzer/prediction/cpu/epilogue.py."),
+                  "analyzer/prediction/cpu/cold.py, analyzer/prediction/cpu/epilogue.py and "
+                  "analyzer/prediction/cpu/broadcast.py."),
         "matrix_tflops": {"fp32": peak / 1e12},
         "vector_tflops": {"fp32": peak / 1e12},
         "memory": {"mem_bw_gbs": bw / 1e9},

@@ -49,6 +49,7 @@ from analyzer.errors import HardwareError, InputSpecError
 from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import fusion, runtimes
 from analyzer.prediction.cpu import cold as cpu_cold
+from analyzer.prediction.cpu import broadcast as cpu_broadcast
 from analyzer.prediction.cpu import epilogue as cpu_epilogue
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction.hardware import (complete_profile, gather_note, host_dispatch, profile_memo,
@@ -352,6 +353,7 @@ def _add_calibrated_fixed(fixed_p, prof, nodes, plan, feats, arrays, view, wbyte
         note.append(f"{share:.0%} of the weights overflow {prof.id}'s last-level cache: "
                     "read from DRAM each run")
     fixed_p += cpu_epilogue.epilogue_s(cal, nodes, plan.members, cls)
+    fixed_p += cpu_broadcast.span_s(cal, nodes, plan.members)
 
 
 def _extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p: dict, consts_p: dict):

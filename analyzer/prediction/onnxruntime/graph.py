@@ -307,14 +307,18 @@ def memberless_owner(original, fused, fmap: dict[str, list[str]]) -> dict[str, s
 
 
 def extra_launches(original, fused, fmap: dict[str, list[str]],
-                   ops: dict[str, str] | None = None) -> dict[str, tuple[str, ...]]:
+                   ops: dict[str, str] | None = None,
+                   skip: frozenset[str] = frozenset()) -> dict[str, tuple[str, ...]]:
     """``{fused node with members: op types of the extra launches charged to it}``: the op of
     every member-less node it owns (``memberless_owner``) and its own, less one launch of the op
-    that stands for the kernel's work (``kernel_ops``: that launch is the kernel itself)."""
+    that stands for the kernel's work (``kernel_ops``: that launch is the kernel itself).
+    Member-less nodes in ``skip`` (ones the runtime's layout graph does not run) launch nothing."""
     ops = ops if ops is not None else kernel_ops(original, fused, fmap)
     by_name = {n.name: n.op_type for n in fused.graph.node}
     groups: dict[str, list[str]] = {}
     for m, o in memberless_owner(original, fused, fmap).items():
+        if m in skip:
+            continue
         groups.setdefault(o, []).append(by_name[m])
     out = {}
     for k, extra in groups.items():

@@ -16,7 +16,8 @@ from analyzer.errors import AnalyzerError
 from analyzer.prediction.onnxruntime.graph import (LAYOUT_LEVELS, RECORD_MAX_WEIGHT_BYTES,
                                                    extra_launches, fused_graph, fusion_map, graph_edges,
                                                    kernel_ops, load_model, memberless_owner, unmapped)
-from analyzer.prediction.onnxruntime.layout import layout_graph, layout_sums
+from analyzer.prediction.onnxruntime.layout import (absent_hosts, layout_absent, layout_graph,
+                                                    layout_inserted, layout_sums)
 
 
 # the nodes onnxruntime's NchwcTransformer inserts between the NCHW and the blocked layout
@@ -86,24 +87,43 @@ def fusion_record(model: Any, level: str = "default", threads: int | None = 1, *
     saved = "extended" if level in LAYOUT_LEVELS else level
     fmap = fusion_map(proto, fused)
     ops = kernel_ops(proto, fused, fmap)
-    reorders: tuple = ()
-    sums: dict[str, str] = {}
     source = f"onnxruntime's fused graph (level {saved})"
-    if layout and level in LAYOUT_LEVELS:
-        lay = layout_graph(proto, threads)
-        reorders = layout_reorders(proto, fused, lay, fmap)
-        sums = layout_sums(fused, lay)
-        source += f" and its {len(reorders)} NCHWc layout reorders"
-        if sums:
-            source += f" ({len(sums)} residual Add/activation kernels run inside a blocked convolution)"
-        reorders = tuple((sums.get(k, k), op, t) for k, op, t in reorders)
+    lay = _layout_part(proto, fused, fmap, threads) if layout and level in LAYOUT_LEVELS else None
+    reorders, sums, absent, moved, inserted = lay[:5] if lay else ((), {}, frozenset(), {}, ())
+    source += lay[5] if lay else ""
     members = {n.name: list(fmap.get(n.name, ())) for n in fused.graph.node}
     for k, conv in sums.items():   # (in graph order: an Add before the activation after it)
         members[conv] += members.pop(k, [])
+    removed = set(unmapped(proto, fmap))
+    for k in absent:
+        removed.update(members.pop(k, ()))
     kernels = tuple((n.name, ops[n.name], tuple(members[n.name])) for n in fused.graph.node
                     if members.get(n.name))
-    extra = tuple((k, v) for k, v in extra_launches(proto, fused, fmap, ops).items()
-                  if v and k not in sums)
-    return FusionRecord(source, kernels, frozenset(unmapped(proto, fmap)), extra, reorders)
+    extra: dict[str, list[str]] = {}
+    for k, v in extra_launches(proto, fused, fmap, ops, skip=absent).items():
+        if v and k not in sums:
+            extra.setdefault(moved.get(k, k), []).extend(v)
+    for k, op in inserted:
+        extra.setdefault(moved.get(k, k), []).append(op)
+    return FusionRecord(source, kernels, frozenset(removed),
+                        tuple((k, tuple(v)) for k, v in extra.items()), reorders)
 
 
+def _layout_part(proto, fused, fmap, threads):
+    """What the layout graph (``layout_graph``) changes of the fused graph's kernels: ``(reorders
+    (charged to the kernel that runs them), layout_sums, layout_absent, {fused node: kernel its
+    launches are charged to}, layout_inserted, a phrase for the record's source)``."""
+    lay = layout_graph(proto, threads)
+    sums = layout_sums(fused, lay)
+    absent = layout_absent(fused, lay, sums)
+    moved = {**absent_hosts(fused, fmap, absent), **sums}
+    reorders = tuple((moved.get(k, k), op, t) for k, op, t in layout_reorders(proto, fused, lay, fmap))
+    inserted = layout_inserted(fused, lay)
+    text = f" and its {len(reorders)} NCHWc layout reorders"
+    if sums:
+        text += f" ({len(sums)} residual Add/activation kernels run inside a blocked convolution)"
+    if absent:
+        text += f"; {len(absent)} of its nodes run inside a reorder"
+    if inserted:
+        text += f"; {len(inserted)} launches the layout inserts ({', '.join(sorted({o for _, o in inserted}))})"
+    return reorders, sums, absent, moved, inserted, text
