@@ -47,7 +47,7 @@ import numpy as np
 from analyzer.counting.engine import NodeCost
 from analyzer.errors import HardwareError, InputSpecError
 from analyzer.prediction.efficiency import kernel_time as eff
-from analyzer.prediction import fusion, runtimes
+from analyzer.prediction import eager_plan, fusion, runtimes
 from analyzer.prediction.cpu import cold as cpu_cold
 from analyzer.prediction.cpu import epilogue as cpu_epilogue
 from analyzer.prediction import kernel_rows as kr
@@ -219,7 +219,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     if precision is not None and precision not in PRECISIONS:
         raise InputSpecError(f"unknown precision '{precision}'; choose from {', '.join(PRECISIONS)}")
     fnodes, node_bytes = _fusion_nodes(nodes, precision, memo, keys)
-    plan = fusion.plan(fnodes, runtime.fusion, graph_outputs, fused)
+    plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused)
     K = plan.kernels
     rows, weight = kr.kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys)
     # per kernel as lists (numpy item writes cost more); wbytes: weight bytes/launch (cpu_cold)
@@ -276,7 +276,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             # launches the runtime inserted with no original node: each its class's fixed cost
             np.add.at(fixed[p], np.asarray([k for k, _ in extra_cls], np.int64),
                       _extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p, {n: consts[n][p] for n in consts}))
-        if runtime.fusion == "onnxruntime" or fused is not None:
+        if runtime.fusion in ("onnxruntime", eager_plan.POLICY) or fused is not None:
             note.append(f"kernels: {plan.source}")
         warnings.append(tuple(sorted(warn)))
         provs.append(prov)
@@ -288,6 +288,14 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
                    notes=tuple(notes), host=host)
+
+
+def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused) -> fusion.FusionPlan:
+    """The kernels the runtime launches: the eager PyTorch plan (``eager_plan``: views, copies,
+    joined patterns) for the ``eager`` policy, else the fusion policy's (or ``fused``'s)."""
+    if runtime.fusion == eager_plan.POLICY and fused is None:
+        return eager_plan.plan(nodes, fnodes, node_bytes, graph_outputs)
+    return fusion.plan(fnodes, runtime.fusion, graph_outputs, fused)
 
 
 def _kernel_peaks(prof, cache: dict, warn: set[str], anchor_dtype, mac_l, vec_l, trans_l):
