@@ -73,7 +73,8 @@ class Work(NamedTuple):
     estimate: bool = False
     # which kernel the op runs as where its specs alone do not say (the prediction stage's op
     # class; counts never depend on it): "grouped" / "batch_grouped" for a JAX convolution with
-    # feature_group_count / batch_group_count above 1 (its dimension numbers hide them)
+    # feature_group_count / batch_group_count above 1 (its dimension numbers hide them);
+    # "perm=0,2,1,3" for a Transpose (its permutation: which strides an eager view has)
     kernel: str | None = None
 
 

@@ -92,7 +92,8 @@ class FusionRecord:
 class FusionPlan:
     """``kernel_of[i]``: the kernel of node ``i`` (-1: launches nothing); ``members[k]``: node
     indices of kernel ``k`` in graph order; ``saved_bytes[k]``: bytes its fusion does not move
-    (intermediate tensors neither written nor read back)."""
+    (intermediate tensors neither written nor read back); negative where the kernel moves
+    bytes no member's count has (an eager view a copy kernel materialises: ``eager_plan``)."""
 
     policy: str
     kernel_of: tuple[int, ...]
@@ -149,6 +150,19 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
     elif policy == "coreml":
         _coreml(nodes, sets, producer, consumers)
     return _collect(nodes, sets, producer, consumers, graph_outputs, policy)
+
+
+def grouped(nodes: Sequence[FusionNode], groups, launch, graph_outputs: frozenset[str] = frozenset(),
+            policy: str = "none") -> FusionPlan:
+    """The plan of explicit ``groups`` (lists of node indices, each joined into one kernel) over
+    the nodes that launch by ``launch`` (one bool per node): a runtime plan (``eager_plan``) that
+    decides its kernels itself; saved bytes as every policy counts them."""
+    producer, consumers = _index(nodes)
+    sets = _Sets(len(nodes))
+    for g in groups:
+        for m in g[1:]:
+            sets.union(g[0], m)
+    return _collect(nodes, sets, producer, consumers, graph_outputs, policy, list(launch))
 
 
 def _edges(nodes, producer):

@@ -47,7 +47,7 @@ import numpy as np
 from analyzer.counting.engine import NodeCost
 from analyzer.errors import HardwareError, InputSpecError
 from analyzer.prediction.efficiency import kernel_time as eff
-from analyzer.prediction import fusion, runtimes
+from analyzer.prediction import eager_plan, fusion, runtimes
 from analyzer.prediction.cpu import cold as cpu_cold
 from analyzer.prediction.cpu import broadcast as cpu_broadcast
 from analyzer.prediction.cpu import epilogue as cpu_epilogue
@@ -100,7 +100,8 @@ class Lowered:
     notes: tuple[tuple[str, ...], ...]      # per profile: assumptions the headline must show
     # [P, K] per-launch host dispatch, the part of ``fixed`` the host spends issuing the kernel
     # (0 for a runtime without host dispatch); a stream runtime overlaps it with the device
-    # (``runtimes.stream_times``).  Launches a runtime inserted keep theirs in ``fixed``.
+    # (``runtimes.stream_times``); a kernel's launches the runtime inserted (``extra_ops``) add
+    # theirs.
     host: np.ndarray | None = None
 
 
@@ -219,7 +220,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     names (``kernel_rows``): a node's rows are then computed once per key."""
     precision, said_precision = _precision_of(precision, runtime, nodes)
     fnodes, node_bytes = _fusion_nodes(nodes, precision, memo, keys)
-    plan = fusion.plan(fnodes, runtime.fusion, graph_outputs, fused)
+    plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused)
     K = plan.kernels
     rows, weight = kr.kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys)
     # per kernel as lists (numpy item writes cost more); wbytes: weight bytes/launch (cpu_cold)
@@ -272,11 +273,11 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                 act = float(sum(n.cost.activation_bytes_written for n in nodes))
             _add_calibrated_fixed(fixed[p], prof, nodes, plan, feats, arrays, view, wbytes, hw_p,
                                   {n: consts[n][p] for n in consts}, act, note)
-        if extra_cls:
-            # launches the runtime inserted with no original node: each its class's fixed cost
-            np.add.at(fixed[p], np.asarray([k for k, _ in extra_cls], np.int64),
-                      _extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p, {n: consts[n][p] for n in consts}))
-        note.extend([f"kernels: {plan.source}"] if runtime.fusion == "onnxruntime" or fused is not None else [])
+        if extra_cls:   # launches the runtime inserted with no node of their own (_add_at)
+            _add_at(extra_cls, fixed[p], host[p],
+                    _extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p, {n: consts[n][p] for n in consts}))
+        if runtime.fusion in ("onnxruntime", eager_plan.POLICY) or fused is not None:
+            note.append(f"kernels: {plan.source}")
         warnings.append(tuple(sorted(warn)))
         provs.append(prov)
         details.append(detail)
@@ -315,6 +316,14 @@ def _place(runtime, prof, plan, fnodes, rows, bw: float, mpeak_row, vpeak_row, f
     override, said = runtime.placement(prof, kern)
     note.extend(said)
     return bw if override is None else float(override)
+
+
+def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused) -> fusion.FusionPlan:
+    """The kernels the runtime launches: the eager PyTorch plan (``eager_plan``: views, copies,
+    joined patterns) for the ``eager`` policy, else the fusion policy's (or ``fused``'s)."""
+    if runtime.fusion == eager_plan.POLICY and fused is None:
+        return eager_plan.plan(nodes, fnodes, node_bytes, graph_outputs)
+    return fusion.plan(fnodes, runtime.fusion, graph_outputs, fused)
 
 
 def _kernel_peaks(prof, cache: dict, warn: set[str], anchor_dtype, mac_l, vec_l, trans_l):
@@ -356,18 +365,29 @@ def _add_calibrated_fixed(fixed_p, prof, nodes, plan, feats, arrays, view, wbyte
     fixed_p += cpu_broadcast.span_s(cal, nodes, plan.members)
 
 
+def _add_at(extra_cls, fixed_p, host_p, added) -> None:
+    """Charge each launch the runtime inserted to its kernel, in place: its fixed seconds
+    (``added[0]``: its class's fixed cost, a copy's bytes) to ``fixed_p``, its dispatch
+    (``added[1]``) to ``host_p`` too: the host issues it (the eager stream's host time)."""
+    ks = np.asarray([k for k, _ in extra_cls], np.int64)
+    np.add.at(fixed_p, ks, added[0])
+    np.add.at(host_p, ks, added[1])
+
+
 def _extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p: dict, consts_p: dict):
     """Seconds of each launch the runtime inserted with no original node (``extra_cls``: (kernel,
-    class code) pairs): its class's fixed cost, and a layout reorder also streams its tensor at
-    its class's rate."""
+    class code) pairs): its class's fixed cost, and a layout reorder (or an eager copy) also
+    streams its tensor at its class's rate; and the host dispatch part of that fixed cost."""
     codes = np.asarray([c for _, c in extra_cls], np.int32)
-    add = fixed_of(np.asarray(arrays["floor_s"])[codes], [eff.OP_CLASSES[c] for c in codes])
+    said_host: list = []
+    add = fixed_of(np.asarray(arrays["floor_s"])[codes], [eff.OP_CLASSES[c] for c in codes], host_out=said_host)
+    host = np.broadcast_to(np.asarray(said_host[0], np.float64), codes.shape)
     if plan.extra_bytes:
         moved = np.asarray([b for bs in plan.extra_bytes for b in bs], np.float64)
         t = eff.kernel_time(np, {"op_class": codes, "mac_flops": np.zeros_like(moved), "bytes": moved},
                             {**hw_p, "matrix_peak": 1.0, "vector_peak": 1.0}, consts_p)
         add = add + np.where(moved > 0, np.maximum(t["compute_s"], t["memory_s"]), 0.0)
-    return add
+    return add, host
 
 
 def _main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l) -> str:

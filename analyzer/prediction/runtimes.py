@@ -6,11 +6,11 @@ runtime        fusion policy   time predicted
 =============  ==============  ==========================================================
 kernel         none            the sum of device kernel times with no host gaps (what a
                                profiler's kernel sum or a CUDA-graph replay shows)
-eager          none            a whole model's wall-clock as an eager framework runs it
+eager          eager           a whole model's wall-clock as an eager framework runs it
                                (CUDA events or ``perf_counter`` around one forward and a
                                final synchronize): one stream, the host issuing op i+1
                                while the device runs op i (``stream_times``)
-eager-op       none            each op's wall-clock timed one call at a time: host
+eager-op       eager           each op's wall-clock timed one call at a time: host
                                dispatch + kernel + synchronize (``perf_counter`` around
                                one call and a device synchronize), summed over ops
 onnxruntime    onnxruntime     ``session.run`` of onnxruntime at its default optimization
@@ -24,6 +24,12 @@ edgetpu        tflite          an Edge TPU TFLite invoke: mapped int8 ops on the
                                parameters beyond its on-chip cache over the host link, the
                                CPU from the first unmapped op (``accelerators/edgetpu.py``)
 =============  ==============  ==========================================================
+
+The ``eager`` fusion policy is no fusion but PyTorch's own kernels for the exported graph's
+patterns (``eager_plan``): views launch nothing, a view a later op needs contiguous is copied, an
+exported ``nn.Linear`` (MatMul + bias Add) and the exporter's GELU chains are one kernel each, a
+convolution's bias or folded BatchNorm is a second kernel.  ``kernel`` keeps one kernel per
+node that does work.
 
 Which runtime a prediction uses: the caller's ``runtime=``; else ``xla`` for a JAX program;
 else the profile's ``default_runtime``; else the default of its kind (``KIND_DEFAULT``).
@@ -83,11 +89,11 @@ class Runtime:
 RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
     Runtime("kernel", "none", False,
             "sum of device kernel times, no host gaps (profiler kernel sum / CUDA-graph replay)"),
-    Runtime("eager", "none", True,
+    Runtime("eager", "eager", True,
             "eager whole-model wall-clock as the stream runs it: the host issues each op while the "
             "device runs the ones before; the time is when the last kernel ends (host dispatch and "
             "kernels overlap)", stream=True),
-    Runtime("eager-op", "none", True,
+    Runtime("eager-op", "eager", True,
             "eager wall-clock per op timed one call at a time (host dispatch + kernel + "
             "synchronize), summed over ops", dispatch_as="eager"),
     Runtime("onnxruntime", "onnxruntime", True,

@@ -205,7 +205,7 @@ def test_a_calibrated_profile_never_takes_the_rows(tmp_path):
 
 @pytest.mark.parametrize("hw,runtime,precision,overlap", [
     (["a100", "h100", "tpu-v5e"], None, "bf16", True),     # two GPUs share one runtime group
-    (["a100", "mi300x"], "eager-op", None, True),           # per-class eager host dispatch
+    (["a100", "mi300x"], "kernel", None, True),             # the GPU default runtime
     (["a100", "tpu-v5e"], "xla", "fp16", False),            # compute + memory, not their max
 ])
 def test_rows_equal_analyze_under_options(hw, runtime, precision, overlap):
@@ -234,3 +234,18 @@ def test_a_bucket_mixing_rows_and_full_lowerings():
             np.testing.assert_array_equal(t, alone)
         np.testing.assert_array_equal(batch.kernel_sums([k, low]),
                                       np.stack([alone.sum(axis=1)] * 2))
+
+
+def test_eager_op_scores_through_the_full_lowering():
+    # the eager runtimes plan PyTorch's own kernels (prediction.eager_plan: views, copies, joined
+    # Linear/GELU patterns), which the kernel-row cache does not rebuild: every candidate is
+    # lowered in full, and each score equals analyze's (per-class eager host dispatch included)
+    cm = analyzer.CostModel(["a100", "mi300x"], runtime="eager-op")
+    rng = np.random.default_rng(9)
+    fresh = [ss.random_transformer(rng, 30).SerializeToString() for _ in range(4)]
+    cm.score(fresh)
+    lat = cm.score(fresh)
+    assert cm._rows is False or not cm._rows.usable
+    for b, row in zip(fresh, lat):
+        np.testing.assert_allclose(row, reference(b, hw=["a100", "mi300x"], runtime="eager-op",
+                                                  precision=None, overlap=True), rtol=1e-6)

@@ -46,5 +46,6 @@ Checks, and what a mismatch does:
   ``lowering.lower``'s arrays exactly; one mismatch counts in ``stats["mismatch"]`` and switches
   the kernel cache off for good for that CostModel (every later candidate is lowered in full).
   It applies only to profiles without a calibration under the ``none`` and ``xla`` fusion
-  policies (``kernel``, ``eager``, ``xla`` runtimes).
+  policies (``kernel``, ``xla`` runtimes; the ``eager`` policy's plan of PyTorch's kernels,
+  ``prediction.eager_plan``, is lowered in full).
 """

@@ -36,7 +36,17 @@ register("Squeeze", "Unsqueeze")(_nothing)
 register("Flatten", "Identity")(_nothing)
 register("Shape", "Size")(_nothing)
 
-register("Transpose", "Concat", "DepthToSpace", "SpaceToDepth")(_nothing)
+register("Concat", "DepthToSpace", "SpaceToDepth")(_nothing)
+
+
+@register("Transpose")
+def transpose(ins, outs, ctx, *, perm=None):
+    # no arithmetic; the permutation is named (``Work.kernel`` "perm=0,2,1,3"; ONNX's default:
+    # the dims reversed) for a runtime whose transpose is a strided view that a later kernel
+    # may have to copy (``prediction.eager_plan``); the counts never depend on it
+    rank = len(ins[0].shape) if ins and ins[0] is not None and ins[0].shape is not None else None
+    p = list(perm) if perm is not None else (list(range(rank))[::-1] if rank is not None else None)
+    return Work(kernel=None if p is None else "perm=" + ",".join(str(int(a)) for a in p))
 register("Split")(_nothing)  # split sizes (opset >= 13) are shape-like
 register("Expand", "Tile")(_nothing)
 # Pad: pads (1), constant_value (2, a scalar setting, not a weight) and axes (3)

@@ -1,0 +1,114 @@
+"""The eager kernel plan's rules as data: for each pattern of an exported PyTorch graph, what
+the export holds, the kernels eager PyTorch launches for it, and the source of the rule
+(``eager_plan`` applies them; docs/model.md lists them).  Structural rules read from PyTorch's
+source and its exporter's; nothing here is fitted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One pattern: what the export holds, what eager PyTorch launches for it, and the source."""
+
+    name: str
+    onnx: str
+    eager: str
+    source: str
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("view", "Reshape, Flatten, Squeeze, Unsqueeze whose input's strides allow a view; "
+         "Transpose; Split; Expand; Identity; Cast to the input's own dtype",
+         "no kernel: a tensor of new sizes and strides over the same storage",
+         "aten::reshape returns a view when at::detail::computeStride finds strides for the new "
+         "sizes (aten/src/ATen/native/TensorShape.cpp, aten/src/ATen/TensorUtils.cpp), "
+         "permute/transpose/split/expand are views (native_functions.yaml), Tensor.to of the "
+         "same dtype returns self"),
+    Rule("select", "Gather of a constant scalar index (x[:, 0], a pooler's first token)",
+         "no kernel: aten::select is a view; its consumer reads it strided",
+         "the TorchScript exporter writes aten::select as Gather with a scalar index; select "
+         "is a view (native_functions.yaml)"),
+    Rule("reshape-copy", "Reshape/Flatten/Squeeze/Unsqueeze of a tensor whose strides allow "
+         "no view (the permuted attention context reshaped to [B, S, H*D])",
+         "one copy kernel (aten::clone, contiguous): the tensor read and written",
+         "aten::reshape falls back to clone + _unsafe_view when computeStride fails "
+         "(TensorShape.cpp _reshape_copy/reshape); the ONNX export drops the model's own "
+         ".contiguous() there, which launches the same copy"),
+    Rule("linear", "MatMul(x, W[K, N] constant) + Add(constant bias [N]) (nn.Linear of a 3-D "
+         "input) and Gemm with a 1-D bias (nn.Linear / addmm of a 2-D input)",
+         "one GEMM with the bias in its epilogue (cuBLASLt CUBLASLT_EPILOGUE_BIAS) when x is "
+         "contiguous, N > 1 and K > 1 (fp64/fp32/fp16/bf16); else the GEMM and a separate "
+         "bias kernel: the bias add_ after matmul (x not contiguous), or the bias broadcast-"
+         "copied into the output before a beta=1 GEMM (Gemm with N = 1, K = 1 or a 2-D C)",
+         "at::linear (aten/src/ATen/native/Linear.cpp): 2-D input -> addmm, contiguous n-D "
+         "input with bias -> _flatten_nd_linear -> addmm, else matmul + add_; "
+         "addmm_out_cuda_impl (aten/src/ATen/native/cuda/Blas.cpp) takes cuBLASLt's bias "
+         "epilogue when beta == 1, the bias is 1-D contiguous of N, the result contiguous, "
+         "mat2 sizes > 1 and the dtype is double/float/half/bfloat16, else copy_(result, "
+         "bias) and a GEMM with beta = 1; NeuSight's PyTorch 2.1 kernel lists "
+         "(shared/measurements/gpu/neusight_ops.csv.gz, kernels_launched): every fp32 "
+         "nn.Linear launches one GEMM kernel, except N = 1, which launches "
+         "direct_copy_kernel + the GEMM"),
+    Rule("bmm", "MatMul of two operands of rank >= 3 (attention's Q.K^T and P.V)",
+         "one batched GEMM over batch = the product of the leading dims (B x heads); an "
+         "operand whose leading dims cannot be merged by a view, or whose last two strides "
+         "cuBLAS cannot take as a (transposed) matrix, is first copied contiguous: K^T of "
+         "a [B, S, H, D] projection is a transposed operand, no copy",
+         "torch.matmul (aten/src/ATen/native/LinearAlgebra.cpp _matmul_impl): operands of "
+         "rank >= 3 are expanded and reshaped to [batch, m, k] (a copy where no view exists) "
+         "and passed to bmm; prepare_batch_matrix_for_cublas (cuda/Blas.cpp) takes an operand "
+         "whose stride of one of the last two dims is 1 and the other's at least its size, "
+         "and clones any other contiguous"),
+    Rule("mm-fold", "MatMul(x of rank >= 3, W rank 2) with no bias Add",
+         "x reshaped to [-1, K] (a copy where no view exists), one GEMM",
+         "torch.matmul folds a rank >= 3 first operand into a matrix when the second is a "
+         "matrix (LinearAlgebra.cpp _matmul_impl, should_fold)"),
+    Rule("contiguous-input", "Softmax, LogSoftmax, LayerNormalization, GroupNormalization, "
+         "InstanceNormalization, BatchNormalization, Conv of a non-contiguous tensor",
+         "a copy kernel (input.contiguous()) before the op's own one kernel",
+         "host_softmax (aten/src/ATen/native/cuda/SoftMax.cu) and layer_norm_cuda "
+         "(cuda/layer_norm_kernel.cu) call input.contiguous(); cudnn_convolution takes its "
+         "input contiguous in the suggested memory format"),
+    Rule("conv-bias", "Conv with a bias input",
+         "the convolution kernel and a second kernel over its output: the BatchNorm eager runs "
+         "unfolded (a bias the exporter made: initializer 'onnx::Conv_<n>'), or cuDNN's bias "
+         "add_ (the module's own bias; none for a depthwise convolution, whose native kernel "
+         "takes the bias)",
+         "the TorchScript exporter folds an eval BatchNorm into the preceding Conv and names the "
+         "new weight and bias 'onnx::Conv_<n>' (torchvision's convolutions before a BatchNorm "
+         "have no bias of their own); at::_convolution (aten/src/ATen/native/Convolution.cpp): "
+         "ConvBackend::Cudnn runs cudnn_convolution then output.add_(reshape_bias(...)), "
+         "ConvBackend::CudaDepthwise2d passes the bias to conv_depthwise2d"),
+    Rule("conv-layout", "Conv of a channels-last (NHWC-strided) tensor, e.g. after a "
+         "Transpose to NHWC and back",
+         "no copy: cuDNN runs the channels-last tensor and writes a channels-last output; any "
+         "other non-contiguous input is copied first",
+         "at::_convolution takes input.contiguous(backend_memory_format) with the format "
+         "cudnn_conv_suggest_memory_format gives (channels_last when the input is), and the "
+         "output takes that format (Convolution.cpp, ConvUtils.h)"),
+    Rule("silu", "the exporter's aten::silu (opset < 14 has no op): Sigmoid(x), Mul(x, that)",
+         "one kernel (silu)",
+         "torch.onnx symbolic_opset9.silu writes x * sigmoid(x); a Mul of a Sigmoid of another "
+         "tensor (a squeeze-excitation scale) stays two kernels"),
+    Rule("gelu-erf", "the exporter's aten::gelu (opset < 20): Div(x, sqrt 2), Erf, Add 1, "
+         "Mul x, Mul 0.5",
+         "one kernel (GeluCUDAKernelImpl)",
+         "torch.onnx symbolic_opset9.gelu, approximate='none' (checked: torch 2.14's "
+         "TorchScript exporter at opset 17 writes Div, Erf, Add, Mul, Mul for F.gelu)"),
+    Rule("gelu-tanh", "the exporter's aten::gelu(approximate='tanh'): Mul x.x, Mul x.x^2, "
+         "Mul kappa, Add x, Mul beta, Tanh, Add 1, Mul x, Mul 0.5 (nine nodes, no Pow)",
+         "one kernel (GeluCUDAKernelImpl, tanh form)",
+         "torch.onnx symbolic_opset9.gelu, approximate='tanh' (checked: torch 2.14 at opset 17 "
+         "writes Mul, Mul, Mul, Add, Mul, Tanh, Add, Mul, Mul); a GELU written in Python "
+         "(GPT-2's NewGELUActivation: pow, mul, add, mul, tanh, add, mul, mul) is eight eager "
+         "ops and exports with a Pow: one kernel per node"),
+    Rule("elementwise", "every other node that does work (Add, Mul, Softmax, LayerNormalization, "
+         "Gather, ...)",
+         "one kernel; an elementwise kernel reads strided inputs in place and writes its "
+         "output in its first full-size input's dimension order",
+         "TensorIterator (aten/src/ATen/TensorIterator.cpp compute_strides/reorder_dimensions) "
+         "permutes the iteration to the inputs' strides and allocates the output to match"),
+)

@@ -1,0 +1,215 @@
+"""The eager kernel plan (``prediction.eager_plan``, runtimes ``eager`` and ``eager-op``) against
+closed forms: which kernels eager PyTorch launches for an exported graph's patterns.
+
+The attention block is BERT's as the TorchScript exporter writes it: per layer Q, K, V =
+MatMul(x, W) + Add(b) (nn.Linear of a 3-D input), Reshape [B, S, E] -> [B, S, H, D], Transpose
+(0, 2, 1, 3) for Q and V, (0, 2, 3, 1) for K, MatMul(Q, K^T), Div(scale), Add(mask),
+Softmax, MatMul(P, V), Transpose (0, 2, 1, 3), Reshape [B, S, E], the output Linear, the
+residual Add and a LayerNormalization.  E = H x D.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+from onnx_builders import graph, ints, weight
+
+import analyzer
+from analyzer.prediction import eager_rules, strides
+
+S, H, D = 8, 2, 4
+E = H * D
+
+
+def _linear(nodes, inits, x, out, n_in, n_out, tag):
+    inits[f"{tag}_w"] = weight(n_in, n_out)
+    inits[f"{tag}_b"] = weight(n_out)
+    nodes += [helper.make_node("MatMul", [x, f"{tag}_w"], [f"{tag}_mm"], name=f"{tag}_mm"),
+              helper.make_node("Add", [f"{tag}_b", f"{tag}_mm"], [out], name=f"{tag}_add")]
+
+
+def _attention(batch: int, layers: int):
+    nodes, inits = [], {"heads": ints(batch, S, H, D), "flat": ints(batch, S, E),
+                        "scale": np.asarray(2.0, np.float32)}
+    x = "x"
+    for li in range(layers):
+        t = f"l{li}"
+        for p in "qkv":
+            _linear(nodes, inits, x, f"{t}{p}", E, E, f"{t}{p}")
+            nodes.append(helper.make_node("Reshape", [f"{t}{p}", "heads"], [f"{t}{p}4"], name=f"{t}{p}_rs"))
+        nodes += [
+            helper.make_node("Transpose", [f"{t}q4"], [f"{t}qt"], perm=[0, 2, 1, 3], name=f"{t}qt"),
+            helper.make_node("Transpose", [f"{t}k4"], [f"{t}kt"], perm=[0, 2, 3, 1], name=f"{t}kt"),
+            helper.make_node("Transpose", [f"{t}v4"], [f"{t}vt"], perm=[0, 2, 1, 3], name=f"{t}vt"),
+            helper.make_node("MatMul", [f"{t}qt", f"{t}kt"], [f"{t}s"], name=f"{t}qk"),
+            helper.make_node("Div", [f"{t}s", "scale"], [f"{t}sd"], name=f"{t}div"),
+            helper.make_node("Add", [f"{t}sd", "mask"], [f"{t}sm"], name=f"{t}mask"),
+            helper.make_node("Softmax", [f"{t}sm"], [f"{t}p"], axis=-1, name=f"{t}softmax"),
+            helper.make_node("MatMul", [f"{t}p", f"{t}vt"], [f"{t}c"], name=f"{t}pv"),
+            helper.make_node("Transpose", [f"{t}c"], [f"{t}ct"], perm=[0, 2, 1, 3], name=f"{t}ct"),
+            helper.make_node("Reshape", [f"{t}ct", "flat"], [f"{t}cf"], name=f"{t}c_rs")]
+        _linear(nodes, inits, f"{t}cf", f"{t}o", E, E, f"{t}o")
+        inits[f"{t}g"], inits[f"{t}beta"] = weight(E), weight(E)
+        nodes += [helper.make_node("Add", [f"{t}o", x], [f"{t}r"], name=f"{t}res"),
+                  helper.make_node("LayerNormalization", [f"{t}r", f"{t}g", f"{t}beta"], [f"{t}y"],
+                                   axis=-1, name=f"{t}ln")]
+        x = f"{t}y"
+    return graph(nodes, {"x": (batch, S, E), "mask": (batch, 1, 1, S)}, [x], inits)
+
+
+def _pred(model, runtime="eager"):
+    return analyzer.analyze(model, hw="a100", runtime=runtime).predictions[0]
+
+
+def _kernels(pred):
+    """(first member name, members, bytes, (m, n, k, batch)) per kernel of the plan."""
+    kt = pred.kernel_table
+    f = kt.feats
+    return [(kt.names[k], int(kt.members[k]), float(kt.nbytes[k]),
+             (f["m"][k], f["n"][k], f["k"][k], f["batch"][k])) for k in range(len(kt.names))]
+
+
+def test_two_attention_layers_batch_1():
+    # per layer: 3 Linear (MatMul + bias Add as one addmm) + Q.K^T bmm + Div + mask Add +
+    # Softmax + P.V bmm + the context copy (Reshape of the permuted [1, S, H, D]: no view) +
+    # output Linear + residual Add + LayerNorm = 12; the Reshapes to heads and the Transposes
+    # are views (K^T is a transposed cuBLAS operand), two layers: 24
+    p = _pred(_attention(1, 2))
+    assert p.launches == 24
+    ks = {name: k for name, *k in _kernels(p)}
+    # each Linear: one kernel of its two nodes
+    assert ks["l0q_mm"][0] == 2 and ks["l1o_mm"][0] == 2
+    # the bmm: batch B x H = 2, Q.K^T m = n = S = 8, k = D = 4; P.V m = S, n = D, k = S
+    assert ks["l0qk"][2] == (8.0, 8.0, 4.0, 2.0)
+    assert ks["l0pv"][2] == (8.0, 4.0, 8.0, 2.0)
+    # the context copy reads and writes [1, S, E] fp32: 2 x 1*8*8*4 = 512 bytes
+    assert ks["l0c_rs"][1] == 512.0
+    for view in ("l0qt", "l0kt", "l0vt", "l0ct", "l0q_rs"):
+        assert view not in ks
+
+
+def test_two_attention_layers_batch_2_copies_the_bmm_operands():
+    # B = 2: [B, H, S, D] permuted from [B, S, H, D] cannot merge B and H into one batch dim
+    # by a view (stride of B = S*E != H's stride D times H = E), so torch.matmul's reshape
+    # copies Q, K^T and V: 3 copies more per layer, 15 per layer, 30 in all
+    p = _pred(_attention(2, 2))
+    assert p.launches == 30
+    ks = {name: k for name, *k in _kernels(p)}
+    # each copy is its Transpose's own kernel: [2, H, S, D] fp32 read and written = 2 x 512
+    for t in ("l0qt", "l0kt", "l0vt"):
+        assert ks[t][1] == 1024.0
+    assert ks["l0qk"][2] == (8.0, 8.0, 4.0, 4.0)   # batch = B x H = 4
+
+
+def test_kernel_runtime_keeps_one_kernel_per_node():
+    # the kernel runtime plans one kernel per node that does work (unchanged by the eager plan):
+    # per layer 4 MatMul+Add pairs (8) + 4 Transposes + 2 bmm + Div + Add + Softmax + Add + LN = 19
+    assert _pred(_attention(1, 2), "kernel").launches == 38
+
+
+def test_eager_op_uses_the_same_plan():
+    assert _pred(_attention(1, 2), "eager-op").launches == 24
+
+
+def _gelu_model(kind: str):
+    c = {k: np.asarray(v, np.float32) for k, v in
+         (("c_sqrt2", 1.4142135), ("c1", 1.0), ("c_half", 0.5), ("c3", 3.0), ("c_k", 0.044715),
+          ("c_b", 0.7978846))}
+    mk = helper.make_node
+    if kind == "erf":        # F.gelu as exported: Div, Erf, Add, Mul, Mul
+        nodes = [mk("Div", ["x", "c_sqrt2"], ["a"]), mk("Erf", ["a"], ["b"]), mk("Add", ["b", "c1"], ["c"]),
+                 mk("Mul", ["x", "c"], ["d"]), mk("Mul", ["d", "c_half"], ["y"])]
+    elif kind == "tanh":     # F.gelu(approximate='tanh') as exported: 9 nodes, no Pow
+        nodes = [mk("Mul", ["x", "x"], ["x2"]), mk("Mul", ["x", "x2"], ["x3"]),
+                 mk("Mul", ["x3", "c_k"], ["k"]), mk("Add", ["x", "k"], ["s"]),
+                 mk("Mul", ["s", "c_b"], ["i"]), mk("Tanh", ["i"], ["t"]),
+                 mk("Add", ["t", "c1"], ["o"]), mk("Mul", ["x", "o"], ["h"]),
+                 mk("Mul", ["h", "c_half"], ["y"])]
+    else:                    # GPT-2's NewGELU written in Python: 8 eager ops
+        nodes = [mk("Mul", ["x", "c_half"], ["h"]), mk("Pow", ["x", "c3"], ["p"]),
+                 mk("Mul", ["p", "c_k"], ["k"]), mk("Add", ["x", "k"], ["s"]),
+                 mk("Mul", ["s", "c_b"], ["i"]), mk("Tanh", ["i"], ["t"]),
+                 mk("Add", ["t", "c1"], ["o"]), mk("Mul", ["h", "o"], ["y"])]
+    return graph(nodes, {"x": (4, 64)}, ["y"], c)
+
+
+@pytest.mark.parametrize("kind, kernels", [("erf", 1), ("tanh", 1), ("newgelu", 8)])
+def test_gelu_chains(kind, kernels):
+    p = _pred(_gelu_model(kind))
+    assert p.launches == kernels
+    if kernels == 1:
+        # one kernel reads x once and writes y: 2 x 4*64*4 = 2048 bytes, plus its fp32 scalar
+        # constants: erf 3 (sqrt 2, 1, 0.5) = 12 bytes, tanh 4 (kappa, beta, 1, 0.5) = 16
+        assert _kernels(p)[0][2] == 2048 + {"erf": 12, "tanh": 16}[kind]
+
+
+def _conv(bias_name: str, groups: int = 1):
+    c = 8
+    inits = {"w": weight(c, c // groups, 3, 3), bias_name: weight(c)}
+    node = helper.make_node("Conv", ["x", "w", bias_name], ["y"], pads=[1, 1, 1, 1], group=groups)
+    return graph([node], {"x": (1, c, 16, 16)}, ["y"], inits)
+
+
+@pytest.mark.parametrize("bias, groups, kernels", [
+    ("onnx::Conv_7", 1, 2),   # a BatchNorm the exporter folded: eager runs it
+    ("conv.bias", 1, 2),      # the module's own bias on cuDNN: add_ after the convolution
+    ("onnx::Conv_7", 8, 2),   # depthwise + folded BatchNorm
+    ("conv.bias", 8, 1),      # depthwise with its own bias: the native kernel takes it
+])
+def test_conv_bias(bias, groups, kernels):
+    assert _pred(_conv(bias, groups)).launches == kernels
+
+
+@pytest.mark.parametrize("n, kernels", [(16, 1), (1, 2)])
+def test_gemm_bias_epilogue_or_copy(n, kernels):
+    # addmm: cuBLASLt's bias epilogue needs N > 1; N = 1 copies the bias into the output first
+    node = helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)
+    m = graph([node], {"x": (4, 32)}, ["y"], {"w": weight(n, 32), "b": weight(n)})
+    assert _pred(m).launches == kernels
+
+
+def test_linear_of_a_permuted_input_is_matmul_and_add():
+    # x.transpose(1, 2) @ W + b: at::linear of a non-contiguous input runs matmul (folding
+    # x into a matrix: a copy, no view exists) and add_: 3 kernels; the Transpose is the copy
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["xt", "w"], ["mm"]),
+             helper.make_node("Add", ["mm", "b"], ["y"])]
+    m = graph(nodes, {"x": (2, 16, 8)}, ["y"], {"w": weight(16, 32), "b": weight(32)})
+    assert _pred(m).launches == 3
+
+
+def test_view_strides_closed_forms():
+    # [2, 3, 4] contiguous (12, 4, 1) -> [6, 4]: (4, 1); -> [2, 12]: (12, 1)
+    assert strides.view_strides((2, 3, 4), (12, 4, 1), (6, 4)) == (4, 1)
+    assert strides.view_strides((2, 3, 4), (12, 4, 1), (2, 12)) == (12, 1)
+    # the transposed [2, 4, 3] (12, 1, 4) cannot merge 4 and 3: no view
+    assert strides.view_strides((2, 4, 3), (12, 1, 4), (2, 12)) is None
+    # ... but splitting a dim of it is a view: [2, 4, 3] -> [2, 2, 2, 3]: (12, 2, 1, 4)
+    assert strides.view_strides((2, 4, 3), (12, 1, 4), (2, 2, 2, 3)) == (12, 2, 1, 4)
+    # a size-1 batch merges with anything: [1, 2, 8, 4] strides (64, 4, 8, 1) -> [2, 8, 4]
+    assert strides.view_strides((1, 2, 8, 4), (64, 4, 8, 1), (2, 8, 4)) == (4, 8, 1)
+    assert strides.matrix_ok(8, 4, 8, 1) and strides.matrix_ok(4, 8, 1, 8) and not strides.matrix_ok(8, 4, 4, 2)
+
+
+def test_rules_name_their_sources():
+    names = [r.name for r in eager_rules.RULES]
+    assert len(names) == len(set(names))
+    assert all(r.source and r.eager and r.onnx for r in eager_rules.RULES)
+
+
+def test_an_inserted_launch_is_issued_by_the_host():
+    # Conv then Relu, host-bound (a 16 x 16 convolution: ~1 us of device time against 21 us of
+    # dispatch): wall = the host's dispatch sum + the last kernel. The folded BatchNorm's launch
+    # adds its own dispatch (12 us: runtimes.EAGER_DISPATCH_DEFAULT_US) to the host's time, so
+    # the Relu is issued 12 us later (charged to the device only, it would hide under the gap)
+    c = 8
+
+    def conv_relu(bias: bool):
+        ins = ["x", "w", "onnx::Conv_7"] if bias else ["x", "w"]
+        inits = {"w": weight(c, c, 3, 3), **({"onnx::Conv_7": weight(c)} if bias else {})}
+        return graph([helper.make_node("Conv", ins, ["h"], pads=[1, 1, 1, 1]),
+                      helper.make_node("Relu", ["h"], ["y"])], {"x": (1, c, 16, 16)}, ["y"], inits)
+
+    gap = _pred(conv_relu(True)).latency_s - _pred(conv_relu(False)).latency_s
+    assert gap >= 12e-6 * 0.999
