@@ -574,6 +574,23 @@ def tile_lines(ns, fit: Fit) -> list[str]:
     return out + [""]
 
 
+def ampere_lines(ns, fit: Fit) -> list[str]:
+    """The A100 PCIe 40GB's memory-bound rows with opcost's nvidia-ampere sets (fitted on vidur's
+    A100 kernel sums, not on these rows) against the pooled sets fitted here, both with the fitted
+    host dispatch: a check of the Ampere set on another A100 card and PyTorch release."""
+    rows = ns[(ns.device_system == "a100_pcie_40gb") & ns.cls.isin(MEMORY)]
+    amp = fc.load_constants("nvidia-ampere").arrays
+    host = np.array([fit.dispatch.get(("a100_pcie_40gb", dclass(c)), 0.0) for c in rows.cls])
+    rows = rows.assign(p_amp=host + kernel_s(rows, "a100_pcie_40gb", amp), p_pool=predict(rows, fit))
+    out = ["## The Ampere set checked on the A100 PCIe rows", "", "| class | rows | nvidia-ampere MAPE % | bias % | "
+           "within 10 % | pooled (in-sample) MAPE % | bias % |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for c, d in rows.groupby("cls"):
+        k = d[~d.near_floor]
+        a, b = metrics(k.p_amp, k.t), metrics(k.p_pool, k.t)
+        out.append(f"| {c} (kernel rows) | {_fmt(a)} | {b['mape']:.1f} | {b['bias']:+.1f} |")
+    return out + [""]
+
+
 def constants_lines(fit: Fit) -> list[str]:
     keys = ("e_compute", "e_bw", "bpc", "l2_hit", "b_half_bytes", "tile_m", "tile_n", "mult_share")
     out = ["## Pooled constants (in-sample fit on the five GPUs)", "", "| class | " + " | ".join(keys) + " |",
@@ -656,7 +673,7 @@ def main(argv=None) -> int:
              f"columns: rows above {FLOOR_X:g}x their device's and class's smallest latency), by the fit's feature "
              "path (kernel_time on the counts of opcost's one-op models, the product's classes and peaks), the "
              "held-out product check further down.", ""]
-    lines += constants_lines(fit) + tile_lines(ns, fit) + dispatch_lines(fit)
+    lines += constants_lines(fit) + tile_lines(ns, fit) + dispatch_lines(fit) + ampere_lines(ns, fit)
     lines += ["## Scores", ""] + score_lines(ns.assign(gpu=ns.device_system.map(GPU)), "p_in", "In-sample (fit on all five GPUs)")
     lines += score_lines(test, "p_own", "Leave one GPU out: fit on four, score the fifth (its own host's dispatch; "
                                         "boost clock)")
