@@ -89,9 +89,12 @@ TILES = ((128.0, 128.0), (128.0, 64.0), (64.0, 64.0))
 # Ampere); with a higher bound the elementwise fit ran to it (the per-SM term off, L2-resident rows free)
 MEM_FREE = {"e_bw": (0.8, 0.2, 1.0), "bpc": (20.0, 0.5, 64.0), "l2_hit": (0.3, 1e-3, 1.0),
             "b_half_bytes": (1e4, 1e2, 1e6)}   # (a ramp of at most 1 MB: a larger one was a host term)
-# (the matrix classes' ramp b_half is held at 0: on a 320 GB/s card a fitted 4.5 MB ramp was a 50 us
-# term that the near-floor rows' host dispatch belongs to)
-MAT_FREE = {"e_compute": (0.8, 0.1, 1.0), "e_bw": (0.6, 0.05, 1.0)}
+# the matrix classes' memory side is held, not fitted: b_half at 0 (on a 320 GB/s card a fitted 4.5 MB
+# ramp was a 50 us term that the near-floor rows' host dispatch belongs to) and e_bw at generic.json's
+# tensor-core gemm set's (the same DRAM stream; NeuSight's rows lack most of the thin shapes that
+# would identify it, and a fitted e_bw of 0.30 made an fp32 GEMV on an A100 twice as slow as the DRAM
+# stream: it stood in for a compute effect)
+MAT_FREE = {"e_compute": (0.8, 0.1, 1.0)}
 WINO = {"mult_share": (0.44, 0.25, 1.0)}   # F(4x4,3x3) 36/144 .. direct
 
 
@@ -253,7 +256,8 @@ def fit_memory(df, fit: Fit, cls: str) -> None:
 
 
 def _mat_set(vals: dict, tile) -> dict:
-    return dict(vals, tile_m=tile[0], tile_n=tile[1], wave_alpha=1.0, floor_s=0.0, b_half_bytes=0.0)
+    e_bw = float(fc.load_constants("generic").arrays["e_bw"][CLASS_CODE["gemm"]])
+    return dict(vals, tile_m=tile[0], tile_n=tile[1], wave_alpha=1.0, floor_s=0.0, b_half_bytes=0.0, e_bw=e_bw)
 
 
 def fit_matrix(df, fit: Fit, capped: list[str]) -> None:
@@ -435,7 +439,8 @@ def provenance(cls: str, sub, err: dict) -> dict:
         method += ("e_bw (DRAM fraction), bpc (bytes per SM-cycle), l2_hit, b_half_bytes free; e_compute held at "
                    "0.5 (memory-bound)")
     else:
-        method += ("e_compute (of the FMA fp32 peak, at a power-capped card's fitted sustained clock), e_bw free; "
+        method += ("e_compute (of the FMA fp32 peak, at a power-capped card's fitted sustained clock) free, e_bw held "
+                   "at generic.json's gemm set's (the thin shapes that identify it are few here); "
                    "the tile chosen of 128x128, 128x64, 64x64 by the fit's cost, waves over the SMs with split-K "
                    "(kernel_time.wave_split), b_half 0")
         if cls == "conv3_simt":
