@@ -163,18 +163,26 @@ def simt_classes(cls_l, dtypes, nodes, plan, runtime_name: str, profiles) -> tup
     ungrouped 3x3 stride-1 2-D convolution (``winograd_shape``).  A profile of the same
     prediction whose kernels run elsewhere takes its fallback class's constants in those slots
     (``engine_sets``): the classes only name the kernel, the constants say the engine."""
-    if runtime_name not in PYTORCH_RUNTIMES or not any(fma_fp32(q) for q in profiles):
+    if not simt_applies(runtime_name, profiles):
         return cls_l
-    out = list(cls_l)
-    for k, (c, d) in enumerate(zip(cls_l, dtypes)):
-        simt = eff.SIMT_CLASS.get(eff.OP_CLASSES[c]) if d == "fp32" else None
-        if simt is None:
-            continue
-        if simt == "conv_simt":
-            anchor = nodes[max(plan.members[k], key=lambda i: nodes[i].cost.mac_flops)]
-            simt = "conv3_simt" if winograd_shape(anchor) else simt
-        out[k] = eff.CLASS_CODE[simt]
-    return tuple(out)
+    return tuple(simt_code(c, d, lambda k=k: winograd_shape(
+        nodes[max(plan.members[k], key=lambda i: nodes[i].cost.mac_flops)])) for k, (c, d) in enumerate(zip(cls_l, dtypes)))
+
+
+def simt_applies(runtime_name: str, profiles) -> bool:
+    """Whether ``simt_classes`` moves fp32 matrix kernels: a PyTorch runtime and some profile
+    running fp32 products on its FMA units."""
+    return runtime_name in PYTORCH_RUNTIMES and any(fma_fp32(q) for q in profiles)
+
+
+def simt_code(code: int, dtype: str, winograd) -> int:
+    """One kernel's class code under ``simt_classes``: an fp32 matrix class's FMA-unit class
+    (``conv3_simt`` where ``winograd()``, a callable, says the convolution has the Winograd
+    shape), else ``code``."""
+    simt = eff.SIMT_CLASS.get(eff.OP_CLASSES[code]) if dtype == "fp32" else None
+    if simt is None:
+        return code
+    return eff.CLASS_CODE["conv3_simt" if simt == "conv_simt" and winograd() else simt]
 
 
 def winograd_shape(n) -> bool:
