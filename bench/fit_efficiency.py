@@ -29,6 +29,7 @@ sys.path.insert(0, ROOT)
 from analyzer.prediction.efficiency.kernel_time import (  # noqa: E402
     CLASS_CODE, CLASS_PARAMS, OP_CLASSES, kernel_time, roofline_time, with_clock)
 from analyzer.prediction.efficiency.constants import (EFFICIENCY_DIR, PYTORCH23, units_of, variant_of)  # noqa: E402
+from analyzer.prediction.efficiency.op_classes import POOLED_CLASSES  # noqa: E402
 
 FIT_DATE = "2026-12-02"
 SCRIPT = "bench/fit_efficiency.py"
@@ -673,7 +674,13 @@ def write_files(fams: dict, directory: str) -> None:
             "kind": "prior", "source": "XLA GPU op profile (xla/service/gpu/model/hlo_op_profiles_data.h): f32 exp "
             "79 cycles vs add 7, per shared/reference/digest_latency_modeling.md; not fitted"}}
         doc["sets"] = {cls: {"constants": c, "provenance": p} for cls, (c, p) in sets.items()}
-        with open(os.path.join(directory, f"{fam}.json"), "w", encoding="utf-8") as f:
+        path = os.path.join(directory, f"{fam}.json")
+        if fam == "generic" and os.path.exists(path):
+            # the pooled FMA-unit sets are bench/fit_neusight.py's: kept as they are
+            with open(path, encoding="utf-8") as f:
+                kept = json.load(f)["sets"]
+            doc["sets"].update({c: v for c, v in kept.items() if c in POOLED_CLASSES})
+        with open(path, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
 

@@ -46,7 +46,7 @@ SCALAR_TABLES = {
     "memory": ("mem_gb", "mem_bw_gbs", "onchip_mb"),
     "interconnect": ("interconnect_gbs",),
     "overhead": ("launch_overhead_us",),
-    "power": ("tdp_w", "clock_ghz"),
+    "power": ("tdp_w", "clock_ghz", "sustained_clock_ghz"),
 }
 SCALARS = tuple(name for names in SCALAR_TABLES.values() for name in names)
 
@@ -178,6 +178,7 @@ class HardwareProfile:
     launch_overhead_us: float | None = None
     tdp_w: float | None = None
     clock_ghz: float | None = None
+    sustained_clock_ghz: float | None = None
     sources: Mapping[str, str] = field(default_factory=FrozenMap)
     notes: str = ""
     path: str | None = None

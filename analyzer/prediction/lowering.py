@@ -146,9 +146,79 @@ def _peak(profile, engine: str, dtype: str, warn: set[str]) -> float:
 # convolution classes cuDNN runs as implicit GEMMs on the tensor cores (a depthwise convolution
 # runs its own CUDA-core kernel: not here)
 TF32_CONV_CLASSES = frozenset(eff.CLASS_CODE[c] for c in ("conv", "conv_1x1", "conv1d", "conv_grouped",
-                                                           "conv_batch_grouped"))
+                                                           "conv_batch_grouped", "conv_simt", "conv3_simt"))
 # runtimes whose kernels are PyTorch's own (eager and the kernel sum of the same kernels)
 PYTORCH_RUNTIMES = ("eager", "eager-op", "kernel")
+
+
+def fma_fp32(prof) -> bool:
+    """True where ``prof`` runs fp32 matrix products on its FMA units: a GPU with a vector fp32
+    figure and no fp32 matrix-engine figure (NVIDIA's CUDA cores: SIMT sgemm and cuDNN's fp32
+    kernels)."""
+    return prof.kind == "gpu" and bool(prof.peak_flops("vector", "fp32")) and not prof.peak_flops("matrix", "fp32")
+
+
+def simt_classes(cls_l, dtypes, nodes, plan, runtime_name: str, profiles) -> tuple:
+    """The kernels' class codes with each fp32 matrix kernel (``op_classes.SIMT_CLASS``) moved to
+    its FMA-unit class, under a PyTorch runtime where some profile runs fp32 products on its FMA
+    units (``fma_fp32``): ``gemm_simt``, ``bgemm_simt``, ``conv_simt``, or ``conv3_simt`` for an
+    ungrouped 3x3 stride-1 2-D convolution (``winograd_shape``).  A profile of the same
+    prediction whose kernels run elsewhere takes its fallback class's constants in those slots
+    (``engine_sets``): the classes only name the kernel, the constants say the engine."""
+    if not simt_applies(runtime_name, profiles):
+        return cls_l
+    return tuple(simt_code(c, d, lambda k=k: winograd_shape(
+        nodes[max(plan.members[k], key=lambda i: nodes[i].cost.mac_flops)])) for k, (c, d) in enumerate(zip(cls_l, dtypes)))
+
+
+def simt_applies(runtime_name: str, profiles) -> bool:
+    """Whether ``simt_classes`` moves fp32 matrix kernels: a PyTorch runtime and some profile
+    running fp32 products on its FMA units."""
+    return runtime_name in PYTORCH_RUNTIMES and any(fma_fp32(q) for q in profiles)
+
+
+def simt_code(code: int, dtype: str, winograd) -> int:
+    """One kernel's class code under ``simt_classes``: an fp32 matrix class's FMA-unit class
+    (``conv3_simt`` where ``winograd()``, a callable, says the convolution has the Winograd
+    shape), else ``code``."""
+    simt = eff.SIMT_CLASS.get(eff.OP_CLASSES[code]) if dtype == "fp32" else None
+    if simt is None:
+        return code
+    return eff.CLASS_CODE["conv3_simt" if simt == "conv_simt" and winograd() else simt]
+
+
+def winograd_shape(n) -> bool:
+    """An ungrouped 2-D convolution with a 3x3 kernel and stride 1 (ONNX ``Conv`` family, channels
+    first; the stride read from the shapes as ``kernel_rows.strided_conv`` does, the dilation not
+    in the specs: a dilated one counts too): the shape cuDNN runs as Winograd F(2x2,3x3) /
+    F(4x4,3x3) or FFT."""
+    if n.op not in kr.CHANNELS_FIRST_CONV_OPS or n.op == "ConvTranspose" or len(n.in_specs) < 2:
+        return False
+    x, w = kr._shape(n.in_specs[0]), kr._shape(n.in_specs[1])
+    if not x or not w or len(x) != 4 or len(w) != 4 or tuple(w[2:]) != (3, 3) or w[1] != x[1]:
+        return False
+    return kr.strided_conv(n) == 0.0
+
+
+def engine_sets(arrays: dict, prof, runtime_name: str, precision: str | None) -> dict:
+    """``arrays`` with the FMA-unit classes' slots (``op_classes.SIMT_CLASS`` values) holding
+    their fallback class's constants where ``prof`` runs those kernels on a matrix engine: a
+    device with an fp32 matrix figure or no FMA fp32 path (``fma_fp32``), and PyTorch's TF32
+    convolutions (``tf32_convs``'s rule) for the convolution classes.  The same dict otherwise."""
+    simt = sorted(set(eff.SIMT_CLASS.values()) | {"conv3_simt"})
+    if fma_fp32(prof):
+        tf32 = (prof.kind == "gpu" and (prof.vendor or "").lower() == "nvidia" and runtime_name in PYTORCH_RUNTIMES
+                and precision in (None, "fp32") and bool(prof.peak_flops("matrix", "tf32")))
+        simt = [c for c in simt if c.startswith("conv")] if tf32 else []
+    if not simt:
+        return arrays
+    out = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in arrays.items()}
+    for c in simt:
+        i = eff.CLASS_CODE[c]
+        j = eff.CLASS_CODE[next(x for x in eff.class_chain(c) if x not in eff.POOLED_CLASSES)]
+        for name in eff.CLASS_PARAMS:
+            out[name][i] = out[name][j]
+    return out
 
 
 def tf32_convs(prof, runtime_name: str, precision: str | None, mpeak_row, cls, dtypes, mac) -> str | None:
@@ -197,12 +267,16 @@ def _precision_says(prof, runtime_name, precision, mpeak_row, warn: set, note: l
     """What the precision rules add to one profile's lowering: a warning per dtype the device
     lists no throughput for (``lacks_dtype``; not one the peaks' fallback already warned of) and
     PyTorch's TF32 defaults (``tf32_convs``: the fp32 convolutions' peaks in ``mpeak_row``, in
-    place, and the note)."""
+    place, and the note); a power-capped card's sustained clock (``fma_clock_share``) as a note."""
     warn.update(w for w in lacks_dtype(prof, [d for d, m, v, t in zip(dtypes, mac, vec, trans) if m or v or t])
                 if not any(f"no {w.split(' lists no ')[1].split(' ')[0]} " in x for x in warn))
     said = tf32_convs(prof, runtime_name, precision, mpeak_row, cls, dtypes, mac)
     if said:
         note.append(said)
+    if fma_clock_share(prof) < 1.0 and (any(mac) or any(vec)):
+        note.append(f"{prof.id}'s FMA-unit (CUDA-core) peaks taken at its sustained clock, "
+                    f"{prof.sustained_clock_ghz:g} of {prof.clock_ghz:g} GHz (a fitted figure: its profile's "
+                    f"sources say where from)")
 
 
 def _calibrated_for(profile, runtime_name: str) -> bool:
@@ -227,6 +301,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     mac_l, vec_l, trans_l, bytes_l, wbytes_l, runs_l, cls_l, view_l, anchor_dtype = \
         zip(*rows) if rows else ((),) * 9
     names = [nodes[m[0]].name for m in plan.members]
+    cls_l = simt_classes(cls_l, anchor_dtype, nodes, plan, runtime.name, profiles)
     feats, view = _features(mac_l, vec_l, trans_l, bytes_l, cls_l, view_l, anchor_dtype, K)
     cls = feats["op_class"]
     wbytes = np.array(wbytes_l, dtype=np.float64)
@@ -234,10 +309,9 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     has_gather = bool((cls == eff.CLASS_CODE["gather"]).any())
     P = len(profiles)
     mpeak, vpeak = np.ones((P, K)), np.ones((P, K))
-    bw = np.ones(P)
-    units = np.zeros(P)
-    l2 = np.zeros(P)
-    fixed, host, run_overhead = np.zeros((P, K)), np.zeros((P, K)), np.zeros(P)   # host: dispatch part of fixed
+    bw, units, l2 = np.ones(P), np.zeros(P), np.zeros(P)
+    fixed, host = np.zeros((P, K)), np.zeros((P, K))   # host: the dispatch part of fixed
+    run_overhead = np.zeros(P)
     consts = {p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}
     consts["trans_weight"] = np.ones(P)
     warnings, provs, details, notes = [], [], [], []
@@ -249,7 +323,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         warn: set[str] = set()
         note: list[str] = list(said_precision)
         own = profile_memo(memo, prof, runtime.name)
-        prof, (bw[p], units[p], l2[p], arrays, prov, detail, launch) = _profile_terms(own, prof, has_gather, note)
+        prof, (bw[p], units[p], l2[p], arrays, prov, detail, launch) = _profile_terms(own, prof, has_gather, note,
+                                                                                      runtime.name, precision)
         mpeak[p], vpeak[p] = _kernel_peaks(prof, own.setdefault("peaks", {}), warn, anchor_dtype,
                                            mac_l, vec_l, trans_l)
         _precision_says(prof, runtime.name, precision, mpeak[p], warn, note, cls_l, anchor_dtype, mac_l,
@@ -339,10 +414,20 @@ def _kernel_peaks(prof, cache: dict, warn: set[str], anchor_dtype, mac_l, vec_l,
         warn.update(hit[1])
         return hit[0]
 
-    mp = {d: peak("matrix", d) for d in {d for d, m in zip(anchor_dtype, mac_l) if m}}
-    vp = {d: peak("vector", d) for d in {d for d, v, t in zip(anchor_dtype, vec_l, trans_l) if v or t}}
+    f = fma_clock_share(prof)
+    mp = {d: peak("matrix", d) * (f if not prof.peak_flops("matrix", d) and prof.peak_flops("vector", d) else 1.0)
+          for d in {d for d, m in zip(anchor_dtype, mac_l) if m}}
+    vp = {d: peak("vector", d) * f for d in {d for d, v, t in zip(anchor_dtype, vec_l, trans_l) if v or t}}
     return ([mp[d] if m else 1.0 for d, m in zip(anchor_dtype, mac_l)],
             [vp[d] if v or t else 1.0 for d, v, t in zip(anchor_dtype, vec_l, trans_l)])
+
+
+def fma_clock_share(prof) -> float:
+    """``sustained_clock_ghz / clock_ghz`` of a power-capped GPU (both stated, sustained below
+    boost), else 1: the share of its listed FMA-unit (vector) peaks it holds under sustained
+    load; its tensor-core figures are left as listed (not measured)."""
+    s, c = getattr(prof, "sustained_clock_ghz", None), prof.clock_ghz
+    return float(s) / float(c) if s and c and s < c else 1.0
 
 
 def _add_calibrated_fixed(fixed_p, prof, nodes, plan, feats, arrays, view, wbytes, hw_p: dict,
@@ -443,10 +528,13 @@ def _fixed_s(floor_arr, names, *, prof, runtime, calibrated: bool, prov: str, la
     return f
 
 
-def _profile_terms(own: dict, prof, has_gather: bool, note: list[str]):
+def _profile_terms(own: dict, prof, has_gather: bool, note: list[str], runtime_name: str = "",
+                   precision: str | None = None):
     """(the profile with its documented defaults filled in, its terms (``profile_terms`` less
-    their notes)), kept in ``own`` (the profile's memo); the notes of the defaults, the terms
-    and (for a graph with a gather) the gather rule go to ``note``, in that order."""
+    their notes; the constants with the FMA-unit classes' slots for ``runtime_name`` and
+    ``precision``: ``engine_sets``)), kept in ``own`` (the profile's memo) but for that last
+    step; the notes of the defaults, the terms and (for a graph with a gather) the gather rule
+    go to ``note``, in that order."""
     if "complete" not in own:
         done: list[str] = []
         own["complete"] = (complete_profile(prof, done), tuple(done))
@@ -456,6 +544,7 @@ def _profile_terms(own: dict, prof, has_gather: bool, note: list[str]):
         own["terms"] = profile_terms(prof)
     *terms, said = own["terms"]
     note.extend(said)
+    terms[3] = engine_sets(terms[3], prof, runtime_name, precision)
     if has_gather:
         if "gather_note" not in own:
             own["gather_note"] = gather_note(prof)

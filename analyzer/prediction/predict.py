@@ -72,7 +72,7 @@ class KernelTerms(NamedTuple):
     provenance: str
     provenance_detail: str
     # every factor of the terms (``efficiency.kernel_time``'s detail), per launch unless said:
-    # compute_s = runs * (matrix_s + vector_s); matrix_s = mac * pad * wave * narrow /
+    # compute_s = runs * (matrix_s + vector_s); matrix_s = mac * pad * algo * wave * narrow /
     # (matrix_peak * e_compute); memory_s = runs * (dram_s + sm_s) (their max where sm_overlap); dram_s = (dram_bytes +
     # b_half) / (mem_bw * e_bw * cache_gain); sm_s = bytes / sm_rate; time_s = runs * (fixed_s +
     # max(compute, memory)) (overlap; the sum where the prediction adds them)
@@ -80,6 +80,7 @@ class KernelTerms(NamedTuple):
     wave: float = 1.0          # waves x units / CTAs (1: fills the device; see kernel_time.wave_split)
     split_k: float = 1.0       # K slices the library splits the product into
     narrow: float = 1.0        # narrow-tile factor (a CPU's few output columns)
+    algo: float = 1.0          # the algorithm's share of the direct multiplies (Winograd/FFT: < 1)
     matrix_s: float = 0.0      # per launch
     vector_s: float = 0.0
     dram_bytes: float = 0.0    # bytes charged to DRAM: bytes (+ split-K partials) x (1 - cache_share)
@@ -268,7 +269,8 @@ class Prediction:
             time_s=time, bound=BOUNDS[int(t.bound[k])],
             attained_flops=flops * runs / time if time > 0 else 0.0,
             provenance=self.provenance, provenance_detail=self.provenance_detail,
-            pad=d["pad"], wave=d["wave"], split_k=d["split_k"], narrow=d["narrow"], matrix_s=d["matrix_s"],
+            pad=d["pad"], wave=d["wave"], split_k=d["split_k"], narrow=d["narrow"], algo=d.get("algo", 1.0),
+            matrix_s=d["matrix_s"],
             vector_s=d["vector_s"], dram_bytes=d["dram_bytes"], cache_share=d["cache_share"],
             cache_gain=d["cache_gain"], dram_s=d["dram_s"], sm_s=d["sm_s"], sm_rate=d["sm_bw"], units=t.units,
             sm_overlap=bool(t.consts["sm_overlap"][k] > 0),

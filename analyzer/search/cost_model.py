@@ -182,7 +182,7 @@ class CostModel:
         if self._rows is None:
             from analyzer.search.fastpath.kernel_cache import KernelRows
 
-            rows = KernelRows(self.groups("onnx"), self.precision) if self._fast_ok() else None
+            rows = KernelRows(self.groups("onnx"), self.precision, self.profiles) if self._fast_ok() else None
             self._rows = rows if rows is not None and rows.usable and not any(
                 p.calibration for p in self.profiles) else False
         return self._rows is not False

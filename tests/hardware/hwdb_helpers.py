@@ -12,7 +12,8 @@ from analyzer.errors import HardwareError
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILE_FILES = sorted(hardware_db.PROFILE_DIR.glob("*.toml"))
-SCALARS = ("mem_gb", "mem_bw_gbs", "onchip_mb", "interconnect_gbs", "launch_overhead_us", "tdp_w", "clock_ghz")
+SCALARS = ("mem_gb", "mem_bw_gbs", "onchip_mb", "interconnect_gbs", "launch_overhead_us", "tdp_w", "clock_ghz",
+           "sustained_clock_ghz")
 SCALAR_PATH = {
     "mem_gb": "memory.mem_gb",
     "mem_bw_gbs": "memory.mem_bw_gbs",
@@ -21,6 +22,7 @@ SCALAR_PATH = {
     "launch_overhead_us": "overhead.launch_overhead_us",
     "tdp_w": "power.tdp_w",
     "clock_ghz": "power.clock_ghz",
+    "sustained_clock_ghz": "power.sustained_clock_ghz",
 }
 
 

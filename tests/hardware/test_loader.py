@@ -17,10 +17,11 @@ from analyzer.errors import AnalyzerError, HardwareError
 def test_profiles_directory_has_all_devices():
     # the reference lists 47 devices, every one shipped; plus the A40 (its public kernel
     # measurements are scored on it: bench/accuracy.py), the A16's ANE (Apple's public Core ML
-    # latencies are fitted on it: bench/fit_ane.py) and B300, GB300, RTX PRO 6000 (the
-    # elementwise fit's systems: bench/fit_aic_elementwise.py)
-    assert len(PROFILE_FILES) == 55
-    assert len(hardware_db.list_profiles()) == 55
+    # latencies are fitted on it: bench/fit_ane.py), B300, GB300, RTX PRO 6000 (the quantize
+    # fit's systems: bench/fit_aic_elementwise.py) and NeuSight's four devices opcost lacked
+    # (A100 PCIe 40GB, V100 PCIe 32GB, P100 PCIe 16GB, P4: bench/fit_neusight.py)
+    assert len(PROFILE_FILES) == 59
+    assert len(hardware_db.list_profiles()) == 59
 
 
 def test_ids_and_aliases_are_unique():

@@ -197,12 +197,13 @@ def test_baseline_json_holds_exact_counts_and_per_layer_times(base_json):
         return max(c["floor_s"][i], A100_OVH) + (nbytes * (1 - c["l2_hit"][i] * step(nbytes)) + c["b_half_bytes"][i]) / (
             A100_BW * c["e_bw"][i] * cache(i, nbytes)) + sm(i, nbytes)
 
-    # fc1: a 1x512 @ 512x1024 fp32 GEMV on the CUDA cores (19.5 TFLOP/s): the row pads to the
-    # 16-wide MMA granule; on the family's 64 x 64 tile 1024 columns make 16 tiles, on the
+    # fc1: a 1x512 @ 512x1024 fp32 GEMV on the CUDA cores (19.5 TFLOP/s), the FMA-unit class
+    # gemm_simt (generic.json's pooled set): the row pads to the
+    # 16-wide MMA granule; on the set's 64 x 64 tile 1024 columns make 16 tiles, on the
     # library's smaller 64 x 32 tile 32 (32 x 32: the same, the first kept); k = 512 allows split-K
     # 2 (slices of 256): 64 CTAs on 108 SMs, one wave at 64/108 (the least padded work x waves of
     # the tiles x SPLIT_K): compute = 2*16*1024*512 / (19.5e12 * e_c) * 108/64; memory = its bytes
-    g = CLASS_CODE["gemm"]
+    g = CLASS_CODE["gemm_simt"]
     assert (c["tile_m"][g], c["tile_n"][g]) == (64.0, 64.0)
     compute = 2 * 16 * 1024 * 512 / (19.5e12 * c["e_compute"][g]) * 108 / 64
     memory = ((2_103_296 * (1 - c["l2_hit"][g] * step(2_103_296)) + c["b_half_bytes"][g])

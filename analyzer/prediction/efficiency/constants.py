@@ -16,6 +16,7 @@ import hardware_db
 
 from analyzer.prediction.efficiency.kernel_time import (CLASS_PARAMS, FILE_PARAMS, OP_CLASSES,
                                                         PARAM_DEFAULTS, SCALAR_PARAMS, class_chain)
+from analyzer.prediction.efficiency.op_classes import POOLED_CLASSES
 
 # the fitted constants ship as data of the hardware_db package
 EFFICIENCY_DIR = os.path.join(os.path.dirname(os.path.abspath(hardware_db.__file__)), "efficiency")
@@ -130,8 +131,12 @@ def load_constants(family: str, directory: str | None = None) -> FamilyConstants
     provenance, inherited = {}, []
     for i, cls in enumerate(OP_CLASSES):
         src = text = None
+        # a pooled class (``POOLED_CLASSES``): the family's own set, else generic.json's, before
+        # its fallback class (and so on down its chain); a datasheet set stays a datasheet set
+        pooled = cls in POOLED_CLASSES and family not in DATASHEET_SETS
+        look = chain + [(generic, "generic: ")] if pooled else chain
         for want in class_chain(cls):
-            for doc, how in chain:
+            for doc, how in look:
                 if want in doc["sets"]:
                     src = doc["sets"][want]
                     via = "" if want == cls else f"as {want}: "
@@ -223,8 +228,15 @@ def floor_cycles(directory: str | None = None) -> np.ndarray:
             continue
         for cls, entry in doc["sets"].items():
             c = entry["constants"]
+            if cls in POOLED_CLASSES:
+                continue   # (generic.json's pooled fit, below)
             if c.get("floor_clock_hz", 0.0) > 0 and c["floor_s"] > 0:
                 per.setdefault(cls, []).append(c["floor_s"] * c["floor_clock_hz"])
+    # the pooled classes: generic.json's fit over several GPUs is already one number of cycles
+    for cls, entry in _read(os.path.join(directory, "generic.json"))["sets"].items():
+        c = entry["constants"]
+        if cls in POOLED_CLASSES and c.get("floor_clock_hz", 0.0) > 0 and c["floor_s"] > 0:
+            per[cls] = [c["floor_s"] * c["floor_clock_hz"]]
     out = np.full(len(OP_CLASSES), np.nan)
     for i, cls in enumerate(OP_CLASSES):
         want = next((c for c in class_chain(cls) if c in per), None)

@@ -26,6 +26,10 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   work of 256x256x129).  A dimension smaller than its tile pads only to the 16-wide MMA granule
   (libraries switch to skinny tiles / GEMV kernels there), or to the tile where the tile is
   narrower than that (a CPU's tile: its vector width).
+- ``mult_share`` (0: off, i.e. 1): the share of the direct product's multiplies the class's
+  algorithm runs, applied to ``work``: cuDNN's Winograd F(2x2,3x3) runs 16 of the 36 multiplies of
+  a 3x3 stride-1 convolution's output tile, F(4x4,3x3) 36 of 144, an FFT fewer still, each plus
+  its transforms (``conv3_simt``: a fitted share, between those bounds).
 - ``narrow`` (tiled classes): ``1 + (n_half[c] / n_padded)**2``: a CPU GEMM or convolution with
   one or two vector registers of output columns runs its inner loop at part of its rate.
 - ``k_block`` (tiled classes; 0: off): ``k`` is padded to whole blocks of ``k_block`` too. A
@@ -108,20 +112,21 @@ from typing import Any, Mapping
 import numpy as np
 
 from analyzer.prediction.efficiency.op_classes import (  # noqa: F401  (re-exported: one import for callers)
-    CLASS_CODE, CLASS_FALLBACK, MATRIX_CLASSES, OP_CLASSES, REFINES, class_chain, gemm_view, op_class_of)
+    CLASS_CODE, CLASS_FALLBACK, MATRIX_CLASSES, OP_CLASSES, POOLED_CLASSES, REFINES, SIMT_CLASS, class_chain,
+    gemm_view, op_class_of)
 
 BPC_ELEM_BYTES = 2.0   # a per-element set's (``per_element = 1``) bpc is fitted at 2 bytes an element
 # per-class constant arrays a constants set carries (keys of ``FamilyConstants.arrays``)
 MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
                "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s", "im2col_s", "im2col_stride_s",
-               "serial_s", "k_block", "per_element", "floor_clock_hz", "sm_overlap")
+               "serial_s", "k_block", "per_element", "floor_clock_hz", "sm_overlap", "mult_share")
 # ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
 CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
 # values a constants file may leave out (older files: no cache term, no per-SM term)
 PARAM_DEFAULTS = dict.fromkeys(("l2_gain", "bpc", "l2_hit", "sm_bw", "n_half", "par_s", "b_par", "piece_s",
                                 "im2col_s", "im2col_stride_s", "serial_s", "k_block", "per_element",
-                                "floor_clock_hz", "sm_overlap"), 0.0)
+                                "floor_clock_hz", "sm_overlap", "mult_share"), 0.0)
 # the optional fixed CPU terms (class_fixed_s): (constant, a calibration table's key, seconds per unit)
 CPU_FIXED_KEYS = (("piece_s", "piece_us", 1e-6), ("im2col_s", "im2col_ns", 1e-9),
                   ("im2col_stride_s", "im2col_stride_ns", 1e-9), ("serial_s", "serial_ns", 1e-9))
@@ -186,7 +191,9 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     kb1 = xp.maximum(kb, 1.0)
     kp = xp.where(kb > 0, xp.ceil(k / kb1) * kb1, k)
     mp, np_, wave, split = _tile_choice(xp, m, n, k, tm, tn, b1, units, known)
-    work = xp.where(tiled, 2.0 * mp * np_ * kp * b1, mac)
+    share = per("mult_share") if "mult_share" in arrays else zeros
+    algo = xp.where(share > 0, share, 1.0)
+    work = xp.where(tiled, 2.0 * mp * np_ * kp * b1, mac) * algo
     # narrow outputs: a tiled kernel with few (padded) columns runs its inner loop at part of
     # its rate (time x 1 + (n_half / n)^2; n_half 0: off)
     nh = per("n_half") if "n_half" in arrays else zeros
@@ -217,8 +224,9 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     time = fixed + xp.maximum(compute, memory)
     out = {"compute_s": compute, "memory_s": memory, "floor_s": fixed * xp.ones_like(mac), "time_s": time}
     if detail:
-        out.update(_detail(xp, tiled, mac, work, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c,
+        out.update(_detail(xp, tiled, mac, work / algo, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c,
                            mbytes, dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor))
+        out["algo"] = algo * xp.ones_like(mac)
     return out
 
 
@@ -262,7 +270,8 @@ def _padded(xp, m, n, tm, tn):
 def _detail(xp, tiled, mac, work, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c, mbytes,
             dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor):
     """Every factor of ``kernel_time``'s terms, per kernel (``Prediction.explain``): compute_s =
-    matrix_s + vector_s, matrix_s = mac * pad * wave * narrow / (matrix_peak * e_compute);
+    matrix_s + vector_s, matrix_s = mac * pad * algo * wave * narrow / (matrix_peak * e_compute)
+    (``algo``, the multiply share, is added by the caller);
     memory_s = dram_s + sm_s (or their max, ``sm_overlap``), dram_s = (dram_bytes + b_half) / (mem_bw * e_bw * cache_gain),
     sm_s = bytes / sm_bw; cache_share = 1 - dram_bytes / bytes."""
     return dict(pad=xp.where(tiled & (mac > 0), work / xp.where(mac > 0, mac, 1.0), 1.0), wave=wave,

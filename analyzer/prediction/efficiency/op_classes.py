@@ -22,10 +22,14 @@ OP_CLASSES = ("gemm", "bgemm", "conv", "attention", "elementwise", "activation",
               # a GPU family's quantize kernels (QuantizeLinear / DequantizeLinear: a per-tensor
               # scale and a narrow-type conversion, vendor kernels measured apart from PyTorch's
               # elementwise kernels: bench/fit_aic_elementwise.py)
-              "quantize")
+              "quantize",
+              # fp32 matrix kernels on a GPU's FMA units (SIMT sgemm / cuDNN, no tensor cores):
+              # ``lowering.simt_classes`` picks them; a 3x3 stride-1 convolution apart (conv3_simt:
+              # cuDNN's Winograd/FFT algorithms do fewer multiplies than the direct count)
+              "gemm_simt", "bgemm_simt", "conv_simt", "conv3_simt")
 CLASS_CODE = {c: i for i, c in enumerate(OP_CLASSES)}
 MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1", "conv1d", "conv_grouped",
-                  "conv_batch_grouped", "gemm_tn")
+                  "conv_batch_grouped", "gemm_tn", "gemm_simt", "bgemm_simt", "conv_simt", "conv3_simt")
 
 # A class a constants set (family file, generic.json, a calibration's tables) lacks takes the
 # constants of its fallback class, looked up in the same set first (so a GPU family file keeps
@@ -75,7 +79,20 @@ CLASS_FALLBACK = {"quantize": "elementwise", "gemm_tn": "gemm", "conv_dw": "conv
                   # loads of whole rows): a row copy that streams like an elementwise kernel. The
                   # older index_select kernel's per-element rate, fitted on the 2024 measurements,
                   # is kept in the families' "-pytorch2.3" variants (bench/fit_efficiency.py)
-                  "gather": "elementwise"}
+                  "gather": "elementwise",
+                  # the FMA-unit (SIMT) matrix kernels: a set without them predicts them with
+                  # its tensor-core class's constants, as before the classes existed
+                  "gemm_simt": "gemm", "bgemm_simt": "bgemm", "conv_simt": "conv",
+                  "conv3_simt": "conv_simt"}
+
+# classes fitted pooled over GPUs as physical constants (an efficiency of the FMA peak, a floor in
+# cycles, a multiply share): generic.json's own set of such a class precedes a family's fallback
+# class (a family's tensor-core gemm set says nothing of its SIMT sgemm)
+POOLED_CLASSES = ("gemm_simt", "bgemm_simt", "conv_simt", "conv3_simt")
+# a matrix class -> its FMA-unit (SIMT) class, for an fp32 kernel on a GPU without an fp32
+# matrix-engine figure (``lowering.simt_classes``)
+SIMT_CLASS = {"gemm": "gemm_simt", "gemm_tn": "gemm_simt", "bgemm": "bgemm_simt", "conv": "conv_simt",
+              "conv_1x1": "conv_simt", "conv1d": "conv_simt"}
 
 
 # classes that are a finer view of another class's kernel (same kernel, a shape the CPU

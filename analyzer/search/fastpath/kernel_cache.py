@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzer.prediction import fusion
+from analyzer.prediction import fusion, lowering
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction import kernels
 
@@ -84,6 +84,7 @@ class _Group:
         self.pcols: list = []          # per column: (matrix peak [P], vector peak [P], fixed [P])
         self.parrays = None
         self.profile = None            # (mem_bw, units, l2_bytes, consts, run_overhead)
+        self.simt = False              # fp32 matrix kernels take the FMA-unit classes
 
     def put(self, at: int, row, pcol: int) -> None:
         if at >= len(self.runs):
@@ -122,10 +123,13 @@ class KernelRows:
     """Per runtime group of a ``CostModel`` (``groups``: [(runtime name, profile indices)]),
     what lowers its fast-path candidates without ``lowering.lower``."""
 
-    def __init__(self, groups: list[tuple[str, list[int]]], precision: str | None):
+    def __init__(self, groups: list[tuple[str, list[int]]], precision: str | None, profiles=()):
         from analyzer.prediction import runtimes
 
         self.groups = [_Group(rt, runtimes.get(rt).fusion, idx) for rt, idx in groups]
+        # a group whose fp32 matrix kernels take the FMA-unit classes (``lowering.simt_classes``)
+        for g in self.groups:
+            g.simt = bool(profiles) and lowering.simt_applies(g.runtime, [profiles[i] for i in g.idx])
         self.usable = all(g.policy in _POLICIES for g in self.groups)
         self.precision = precision
         # node key -> (launches, joins xla fusions, member part, input bytes, output bytes)
@@ -257,7 +261,8 @@ class KernelRows:
         for j, at in enumerate(ix):
             if at is not None:
                 continue
-            row = kr.fused_row([info[keys[i]][2] for i in members[j]], fused.get(j, 0))
+            row = _simt(g, kr.fused_row([info[keys[i]][2] for i in members[j]], fused.get(j, 0)),
+                        [info[keys[i]] for i in members[j]])
             pcol = g.pkeys.get(_pkey(row))
             if pcol is None:
                 return None
@@ -277,7 +282,7 @@ class KernelRows:
             if k not in self.nodes:
                 self.nodes[k] = (fn.launches, fusion.xla_fusible(fn),
                                  kr.member_part(n, fn, b, self.precision), fn.input_bytes,
-                                 fn.output_bytes)
+                                 fn.output_bytes, lowering.winograd_shape(n))
         data = self._data(keys)
         for g, (idx, low) in zip(self.groups, lowered):
             members, saved = self._kernels(st.nodes, data, g.policy)
@@ -285,7 +290,7 @@ class KernelRows:
                 self.stats["mismatch"] += 1
                 self.usable = False
                 return
-            rows = [kr.fused_row([self.nodes[keys[i]][2] for i in m], s)
+            rows = [_simt(g, kr.fused_row([self.nodes[keys[i]][2] for i in m], s), [self.nodes[keys[i]] for i in m])
                     for m, s in zip(members, saved)]
             if not rows:   # (no kernel: nothing to learn or check in this group)
                 continue
@@ -314,6 +319,16 @@ class KernelRows:
                 g.profile = (low.mem_bw, low.units, low.l2_bytes, low.consts, low.run_overhead)
         self.stats["harvested"] += 1
 
+
+
+def _simt(g: _Group, row: tuple, infos: list) -> tuple:
+    """``row`` with its class moved as ``lowering.simt_classes`` moves it in ``g`` (the Winograd
+    shape read from the heaviest member's learned flag, ``infos``: its members' node data)."""
+    if not g.simt:
+        return row
+    anchor = max(infos, key=lambda d: d[2][0])   # (member part 0: MAC FLOPs)
+    code = lowering.simt_code(row[6], row[8], lambda: anchor[5])
+    return row if code == row[6] else row[:6] + (code,) + row[7:]
 
 
 def _saved_bytes(nodes, data, members, get) -> dict[int, int]:
