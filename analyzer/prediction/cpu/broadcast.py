@@ -28,6 +28,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from analyzer.prediction.cpu.epilogue import pair_difference
+
 SPAN_OPS = frozenset({"Add", "Sub", "Mul", "Div"})
 
 
@@ -55,12 +57,7 @@ def measure(timer: Callable[[Any], float], tries: int = 3, pairs=None) -> float:
     """Seconds per element of the one-element spans: the median over ``pairs`` (default
     ``pair_models()``) of (fastest time with the scalar - fastest with the same-rank constant) /
     elements, at least 0. ``timer(model)``: one wall-clock measurement (seconds)."""
-    per = []
-    for same_rank, scalar, elems in pairs or pair_models():
-        a = min(timer(same_rank) for _ in range(tries))
-        b = min(timer(scalar) for _ in range(tries))
-        per.append((b - a) / elems)
-    return max(float(np.median(per)), 0.0)
+    return pair_difference(timer, pairs or pair_models(), tries)
 
 
 def _static(spec) -> tuple[int, ...] | None:

@@ -70,10 +70,17 @@ def measure(timer: Callable[[Any], float], tries: int = 3, pairs=None) -> float:
     """Seconds per output element of a fused Clip: the median over ``pairs`` (default
     ``pair_models()``) of (fastest time with the Clip - fastest without) / output elements, at
     least 0. ``timer(model)``: one wall-clock measurement (seconds)."""
+    return pair_difference(timer, pairs or pair_models(), tries)
+
+
+def pair_difference(timer: Callable[[Any], float], pairs, tries: int = 3) -> float:
+    """Seconds per element that the second model of each ``(base, other, elements)`` pair adds:
+    the median over the pairs of (fastest of ``tries`` with ``other`` - fastest with ``base``) /
+    elements, at least 0 (a difference below the timer's noise is no cost)."""
     per = []
-    for plain, clipped, elems in pairs or pair_models():
-        a = min(timer(plain) for _ in range(tries))
-        b = min(timer(clipped) for _ in range(tries))
+    for base, other, elems in pairs:
+        a = min(timer(base) for _ in range(tries))
+        b = min(timer(other) for _ in range(tries))
         per.append((b - a) / elems)
     return max(float(np.median(per)), 0.0)
 
