@@ -46,7 +46,7 @@ class CostModel:
 
     def __init__(self, hw: Any, *, precision: str | None = None, runtime: str | None = None,
                  overlap: bool = True, loop_trips: int | None = None, causal: bool = False):
-        from analyzer.prediction import lowering, runtimes
+        from analyzer.prediction import engines, runtimes
         from analyzer.prediction.targets import Target, load_profile
 
         one = isinstance(hw, (str, bytes, Target)) or hasattr(hw, "peak_flops")
@@ -54,11 +54,11 @@ class CostModel:
         self._hw = [h if isinstance(h, Target) else load_profile(h) for h in ([hw] if one else list(hw))]
         self.profiles = [load_profile(h) for h in self._hw]
         self.hw = tuple(p.id for p in self.profiles)
-        if precision is not None and precision not in lowering.PRECISIONS:
+        if precision is not None and precision not in engines.PRECISIONS:
             from analyzer.errors import InputSpecError
 
             raise InputSpecError(f"unknown precision '{precision}'; choose from "
-                                 f"{', '.join(lowering.PRECISIONS)}")
+                                 f"{', '.join(engines.PRECISIONS)}")
         if runtime is not None:
             runtimes.get(runtime)
         # the search sums each candidate's kernel times (and composes tables of blocks): the

@@ -24,7 +24,7 @@ OP_CLASSES = ("gemm", "bgemm", "conv", "attention", "elementwise", "activation",
               # elementwise kernels: bench/fit_aic_elementwise.py)
               "quantize",
               # fp32 matrix kernels on a GPU's FMA units (SIMT sgemm / cuDNN, no tensor cores):
-              # ``lowering.simt_classes`` picks them; a 3x3 stride-1 convolution apart (conv3_simt:
+              # ``engines.simt_classes`` picks them; a 3x3 stride-1 convolution apart (conv3_simt:
               # cuDNN's Winograd/FFT algorithms do fewer multiplies than the direct count)
               "gemm_simt", "bgemm_simt", "conv_simt", "conv3_simt")
 CLASS_CODE = {c: i for i, c in enumerate(OP_CLASSES)}
@@ -90,7 +90,7 @@ CLASS_FALLBACK = {"quantize": "elementwise", "gemm_tn": "gemm", "conv_dw": "conv
 # class (a family's tensor-core gemm set says nothing of its SIMT sgemm)
 POOLED_CLASSES = ("gemm_simt", "bgemm_simt", "conv_simt", "conv3_simt")
 # a matrix class -> its FMA-unit (SIMT) class, for an fp32 kernel on a GPU without an fp32
-# matrix-engine figure (``lowering.simt_classes``)
+# matrix-engine figure (``engines.simt_classes``)
 SIMT_CLASS = {"gemm": "gemm_simt", "gemm_tn": "gemm_simt", "bgemm": "bgemm_simt", "conv": "conv_simt",
               "conv_1x1": "conv_simt", "conv1d": "conv_simt"}
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzer.prediction import fusion, lowering
+from analyzer.prediction import engines, fusion
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction import kernels
 
@@ -127,9 +127,9 @@ class KernelRows:
         from analyzer.prediction import runtimes
 
         self.groups = [_Group(rt, runtimes.get(rt).fusion, idx) for rt, idx in groups]
-        # a group whose fp32 matrix kernels take the FMA-unit classes (``lowering.simt_classes``)
+        # a group whose fp32 matrix kernels take the FMA-unit classes (``engines.simt_classes``)
         for g in self.groups:
-            g.simt = bool(profiles) and lowering.simt_applies(g.runtime, [profiles[i] for i in g.idx])
+            g.simt = bool(profiles) and engines.simt_applies(g.runtime, [profiles[i] for i in g.idx])
         self.usable = all(g.policy in _POLICIES for g in self.groups)
         self.precision = precision
         # node key -> (launches, joins xla fusions, member part, input bytes, output bytes)
@@ -282,7 +282,7 @@ class KernelRows:
             if k not in self.nodes:
                 self.nodes[k] = (fn.launches, fusion.xla_fusible(fn),
                                  kr.member_part(n, fn, b, self.precision), fn.input_bytes,
-                                 fn.output_bytes, lowering.winograd_shape(n))
+                                 fn.output_bytes, engines.winograd_shape(n))
         data = self._data(keys)
         for g, (idx, low) in zip(self.groups, lowered):
             members, saved = self._kernels(st.nodes, data, g.policy)
@@ -322,12 +322,12 @@ class KernelRows:
 
 
 def _simt(g: _Group, row: tuple, infos: list) -> tuple:
-    """``row`` with its class moved as ``lowering.simt_classes`` moves it in ``g`` (the Winograd
+    """``row`` with its class moved as ``engines.simt_classes`` moves it in ``g`` (the Winograd
     shape read from the heaviest member's learned flag, ``infos``: its members' node data)."""
     if not g.simt:
         return row
     anchor = max(infos, key=lambda d: d[2][0])   # (member part 0: MAC FLOPs)
-    code = lowering.simt_code(row[6], row[8], lambda: anchor[5])
+    code = engines.simt_code(row[6], row[8], lambda: anchor[5])
     return row if code == row[6] else row[:6] + (code,) + row[7:]
 
 

@@ -1,0 +1,240 @@
+"""Engines and precisions: which engine of a profile a kernel's work runs on and at what peak.
+
+- **peaks**: ``mac_flops`` run on the matrix engine (tensor cores, MXU, MAC array, AMX) when the
+  profile lists a matrix peak for the kernel's compute dtype, else on the vector engine at that
+  dtype; vector work and transcendentals on the vector engine (``peak``, ``kernel_peaks``). A
+  device that lacks the dtype falls back along ``FALLBACK`` with a warning.
+- **PyTorch's fp32 defaults** on an NVIDIA GPU under the PyTorch runtimes (``PYTORCH_RUNTIMES``):
+  matmuls on the FMA units, cuDNN convolutions in TF32 (``tf32_convs``); fp32 matrix kernels on the
+  FMA units take their own classes (``simt_classes``: ``gemm_simt`` ... ``conv3_simt``) and the
+  constants of the engine they run on (``engine_sets``); a power-capped card's FMA peaks at its
+  sustained clock (``fma_clock_share``).
+- **what a prediction says** about them (``precision_notes``, ``lacks_dtype``).
+
+Used by ``lowering`` (per profile) and the search's kernel cache (the same per-kernel rules).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analyzer.errors import HardwareError
+from analyzer.prediction import kernel_rows as kr
+from analyzer.prediction.efficiency import kernel_time as eff
+
+
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+
+# where to run a dtype the device has no figure for, in order of preference
+FALLBACK = {
+    "fp64": ("fp32",),
+    "fp32": ("tf32", "bf16", "fp16"),
+    "tf32": ("fp32", "bf16", "fp16"),
+    "bf16": ("fp16", "fp32"),
+    "fp16": ("bf16", "fp32"),
+    "fp8": ("fp16", "bf16", "int8"),
+    "fp4": ("fp8", "int4", "int8", "fp16", "bf16"),
+    "int8": ("fp16", "bf16", "fp8"),
+    "int4": ("int8", "fp8", "fp16", "bf16"),
+}
+
+def peak(profile, engine: str, dtype: str, warn: set[str]) -> float:
+    """FLOP/s of ``engine`` at ``dtype``, with the documented fallbacks.
+
+    Vector work at a dtype without its own vector figure runs at the vector fp32 rate
+    (a conservative choice: GPUs run fp16 elementwise at least that fast), never on the
+    matrix engine unless the device has no vector figure at all."""
+    if engine == "vector":
+        p = profile.peak_flops("vector", dtype) or profile.peak_flops("vector", "fp32")
+        if p:
+            return p
+    other = "vector" if engine == "matrix" else "matrix"
+    for eng in (engine, other):
+        p = profile.peak_flops(eng, dtype)
+        if p:
+            if eng == "matrix" and engine == "vector":
+                warn.add(f"{profile.id} has no {engine}-engine {dtype} figure; that work runs at its "
+                         f"{eng}-engine {dtype} peak ({p / 1e12:g} TFLOP/s)")
+            return p
+    for alt in FALLBACK.get(dtype, ()):
+        for eng in (engine, other):
+            p = profile.peak_flops(eng, alt)
+            if p:
+                warn.add(f"{profile.id} has no {dtype} throughput figure; {dtype} work runs at its "
+                         f"{alt} {eng}-engine peak ({p / 1e12:g} TFLOP/s)")
+                return p
+    peaks = [(v, k, e) for e, tbl in (("matrix", profile.matrix_tflops), ("vector", profile.vector_tflops))
+             for k, v in tbl.items() if v]
+    if not peaks:
+        raise HardwareError(f"hardware '{profile.id}' has no throughput figure at all; cannot "
+                            f"predict compute time (calibrate the machine, or add a sourced "
+                            f"matrix_tflops/vector_tflops figure to a copy of its profile)")
+    v, k, e = max(peaks)
+    warn.add(f"{profile.id} has no figure for {dtype} or its fallbacks; using its {k} {e} peak "
+             f"({v:g} TFLOP/s)")
+    return v * 1e12
+
+
+# convolution classes cuDNN runs as implicit GEMMs on the tensor cores (a depthwise convolution
+# runs its own CUDA-core kernel: not here)
+TF32_CONV_CLASSES = frozenset(eff.CLASS_CODE[c] for c in ("conv", "conv_1x1", "conv1d", "conv_grouped",
+                                                           "conv_batch_grouped", "conv_simt", "conv3_simt"))
+# runtimes whose kernels are PyTorch's own (eager and the kernel sum of the same kernels)
+PYTORCH_RUNTIMES = ("eager", "eager-op", "kernel")
+
+
+def fma_fp32(prof) -> bool:
+    """True where ``prof`` runs fp32 matrix products on its FMA units: a GPU with a vector fp32
+    figure and no fp32 matrix-engine figure (NVIDIA's CUDA cores: SIMT sgemm and cuDNN's fp32
+    kernels)."""
+    return prof.kind == "gpu" and bool(prof.peak_flops("vector", "fp32")) and not prof.peak_flops("matrix", "fp32")
+
+
+def simt_classes(cls_l, dtypes, nodes, plan, runtime_name: str, profiles) -> tuple:
+    """The kernels' class codes with each fp32 matrix kernel (``op_classes.SIMT_CLASS``) moved to
+    its FMA-unit class, under a PyTorch runtime where some profile runs fp32 products on its FMA
+    units (``fma_fp32``): ``gemm_simt``, ``bgemm_simt``, ``conv_simt``, or ``conv3_simt`` for an
+    ungrouped 3x3 stride-1 2-D convolution (``winograd_shape``).  A profile of the same
+    prediction whose kernels run elsewhere takes its fallback class's constants in those slots
+    (``engine_sets``): the classes only name the kernel, the constants say the engine."""
+    if not simt_applies(runtime_name, profiles):
+        return cls_l
+    return tuple(simt_code(c, d, lambda k=k: winograd_shape(
+        nodes[max(plan.members[k], key=lambda i: nodes[i].cost.mac_flops)])) for k, (c, d) in enumerate(zip(cls_l, dtypes)))
+
+
+def simt_applies(runtime_name: str, profiles) -> bool:
+    """Whether ``simt_classes`` moves fp32 matrix kernels: a PyTorch runtime and some profile
+    running fp32 products on its FMA units."""
+    return runtime_name in PYTORCH_RUNTIMES and any(fma_fp32(q) for q in profiles)
+
+
+def simt_code(code: int, dtype: str, winograd) -> int:
+    """One kernel's class code under ``simt_classes``: an fp32 matrix class's FMA-unit class
+    (``conv3_simt`` where ``winograd()``, a callable, says the convolution has the Winograd
+    shape), else ``code``."""
+    simt = eff.SIMT_CLASS.get(eff.OP_CLASSES[code]) if dtype == "fp32" else None
+    if simt is None:
+        return code
+    return eff.CLASS_CODE["conv3_simt" if simt == "conv_simt" and winograd() else simt]
+
+
+def winograd_shape(n) -> bool:
+    """An ungrouped 2-D convolution with a 3x3 kernel and stride 1 (ONNX ``Conv`` family, channels
+    first; the stride read from the shapes as ``kernel_rows.strided_conv`` does, the dilation not
+    in the specs: a dilated one counts too): the shape cuDNN runs as Winograd F(2x2,3x3) /
+    F(4x4,3x3) or FFT."""
+    if n.op not in kr.CHANNELS_FIRST_CONV_OPS or n.op == "ConvTranspose" or len(n.in_specs) < 2:
+        return False
+    x, w = kr._shape(n.in_specs[0]), kr._shape(n.in_specs[1])
+    if not x or not w or len(x) != 4 or len(w) != 4 or tuple(w[2:]) != (3, 3) or w[1] != x[1]:
+        return False
+    return kr.strided_conv(n) == 0.0
+
+
+def engine_sets(arrays: dict, prof, runtime_name: str, precision: str | None) -> dict:
+    """``arrays`` with the FMA-unit classes' slots (``op_classes.SIMT_CLASS`` values) holding
+    their fallback class's constants where ``prof`` runs those kernels on a matrix engine: a
+    device with an fp32 matrix figure or no FMA fp32 path (``fma_fp32``), and PyTorch's TF32
+    convolutions (``tf32_convs``'s rule) for the convolution classes.  The same dict otherwise."""
+    simt = sorted(set(eff.SIMT_CLASS.values()) | {"conv3_simt"})
+    if fma_fp32(prof):
+        tf32 = (prof.kind == "gpu" and (prof.vendor or "").lower() == "nvidia" and runtime_name in PYTORCH_RUNTIMES
+                and precision in (None, "fp32") and bool(prof.peak_flops("matrix", "tf32")))
+        simt = [c for c in simt if c.startswith("conv")] if tf32 else []
+    if not simt:
+        return arrays
+    out = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in arrays.items()}
+    for c in simt:
+        i = eff.CLASS_CODE[c]
+        j = eff.CLASS_CODE[next(x for x in eff.class_chain(c) if x not in eff.POOLED_CLASSES)]
+        for name in eff.CLASS_PARAMS:
+            out[name][i] = out[name][j]
+    return out
+
+
+def tf32_convs(prof, runtime_name: str, precision: str | None, mpeak_row, cls, dtypes, mac) -> str | None:
+    """PyTorch's precision defaults on an NVIDIA GPU with a TF32 tensor-core figure, under the
+    ``eager`` and ``kernel`` runtimes: cuDNN convolutions run fp32 tensors in TF32 on the tensor
+    cores (``torch.backends.cudnn.allow_tf32 = True``, the default since PyTorch 1.7), matmuls on
+    the FMA units (``torch.backends.cuda.matmul.allow_tf32 = False``, the default since 1.12).
+    Sets the fp32 convolution kernels' matrix peak in ``mpeak_row`` (in place) to the TF32 figure
+    and returns the note that says so (None where nothing runs in fp32 on such a device).
+    ``precision="tf32"`` puts every fp32 product on the tensor cores (the peaks already say so)."""
+    if (prof.kind != "gpu" or (prof.vendor or "").lower() != "nvidia" or runtime_name not in PYTORCH_RUNTIMES
+            or precision not in (None, "fp32")):
+        return None
+    tf32 = prof.peak_flops("matrix", "tf32")
+    fp32 = [k for k, (d, m) in enumerate(zip(dtypes, mac)) if d == "fp32" and m]
+    if not tf32 or not fp32:
+        return None
+    convs = [k for k in fp32 if cls[k] in TF32_CONV_CLASSES]
+    for k in convs:
+        mpeak_row[k] = tf32
+    matmuls = len(convs) < len(fp32)
+    said = "PyTorch's defaults assumed: "
+    if convs:
+        said += (f"fp32 convolutions run in TF32 on the tensor cores ({tf32 / 1e12:g} TFLOP/s; "
+                 f"torch.backends.cudnn.allow_tf32 = True)" + ("; " if matmuls else ""))
+    if matmuls:
+        said += ("fp32 matmuls run on the FMA units (torch.backends.cuda.matmul.allow_tf32 = False)")
+    return said + "; precision tf32 puts every fp32 product on the tensor cores"
+
+
+def lacks_dtype(prof, dtypes) -> list[str]:
+    """A warning per floating dtype the work runs in that ``prof`` lists no throughput for on any
+    engine (bf16 on a T4, fp8 on an A100): the device may not run it at all, and the prediction
+    takes a fallback's rate (``FALLBACK``)."""
+    out = []
+    for d in sorted(set(dtypes)):
+        if d in PRECISIONS and d != "fp32" and d != "int8" and not (
+                prof.peak_flops("matrix", d) or prof.peak_flops("vector", d)):
+            out.append(f"{prof.id} lists no {d} throughput: the device may lack {d} (predicted at a "
+                       f"fallback's rate; see the other warnings)")
+    return out
+
+
+def precision_notes(prof, runtime_name, precision, mpeak_row, warn: set, note: list, cls, dtypes, mac, vec,
+                    trans) -> None:
+    """What the precision rules add to one profile's lowering: a warning per dtype the device
+    lists no throughput for (``lacks_dtype``; not one the peaks' fallback already warned of) and
+    PyTorch's TF32 defaults (``tf32_convs``: the fp32 convolutions' peaks in ``mpeak_row``, in
+    place, and the note); a power-capped card's sustained clock (``fma_clock_share``) as a note."""
+    warn.update(w for w in lacks_dtype(prof, [d for d, m, v, t in zip(dtypes, mac, vec, trans) if m or v or t])
+                if not any(f"no {w.split(' lists no ')[1].split(' ')[0]} " in x for x in warn))
+    said = tf32_convs(prof, runtime_name, precision, mpeak_row, cls, dtypes, mac)
+    if said:
+        note.append(said)
+    if fma_clock_share(prof) < 1.0 and (any(mac) or any(vec)):
+        note.append(f"{prof.id}'s FMA-unit (CUDA-core) peaks taken at its sustained clock, "
+                    f"{prof.sustained_clock_ghz:g} of {prof.clock_ghz:g} GHz (a fitted figure: its profile's "
+                    f"sources say where from)")
+
+
+def kernel_peaks(prof, cache: dict, warn: set[str], anchor_dtype, mac_l, vec_l, trans_l):
+    """Per kernel, the profile's matrix and vector FLOP/s at its dtype (1.0 where the kernel has no
+    such work); ``cache``: (engine, dtype) -> (FLOP/s, the warnings it gave), kept per profile;
+    the warnings of the peaks used go to ``warn``. One look-up per dtype used: the same peaks
+    and warnings as one per kernel."""
+    def cached(engine, d):
+        hit = cache.get((engine, d))
+        if hit is None:
+            said: set[str] = set()
+            hit = cache[(engine, d)] = (peak(prof, engine, d, said), tuple(said))
+        warn.update(hit[1])
+        return hit[0]
+
+    f = fma_clock_share(prof)
+    mp = {d: cached("matrix", d) * (f if not prof.peak_flops("matrix", d) and prof.peak_flops("vector", d) else 1.0)
+          for d in {d for d, m in zip(anchor_dtype, mac_l) if m}}
+    vp = {d: cached("vector", d) * f for d in {d for d, v, t in zip(anchor_dtype, vec_l, trans_l) if v or t}}
+    return ([mp[d] if m else 1.0 for d, m in zip(anchor_dtype, mac_l)],
+            [vp[d] if v or t else 1.0 for d, v, t in zip(anchor_dtype, vec_l, trans_l)])
+
+
+def fma_clock_share(prof) -> float:
+    """``sustained_clock_ghz / clock_ghz`` of a power-capped GPU (both stated, sustained below
+    boost), else 1: the share of its listed FMA-unit (vector) peaks it holds under sustained
+    load; its tensor-core figures are left as listed (not measured)."""
+    s, c = getattr(prof, "sustained_clock_ghz", None), prof.clock_ghz
+    return float(s) / float(c) if s and c and s < c else 1.0
