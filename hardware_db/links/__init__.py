@@ -94,11 +94,15 @@ def list_links() -> list[NetworkLink]:
 
 def get(link_id: str) -> NetworkLink:
     """A shipped link by id (case-insensitive); ``HardwareError`` naming the known ids."""
-    links = _load()
-    key = link_id.strip().lower()
-    if key not in links:
-        raise HardwareError(f"unknown link '{link_id}' (known: {', '.join(links)})")
-    return links[key]
+    return _lookup(_load(), link_id, "link")
+
+
+def _lookup(table: dict, given: str, what: str):
+    """``table[given]`` by its case-insensitive id; ``HardwareError`` naming the known ids."""
+    key = given.strip().lower()
+    if key not in table:
+        raise HardwareError(f"unknown {what} '{given}' (known: {', '.join(table)})")
+    return table[key]
 
 
 def make(gbs_per_direction: float, latency_us: float | None = None, *, kind: str = "ethernet",
@@ -180,8 +184,4 @@ def list_nodes() -> list[Node]:
 
 def get_node(node_id: str) -> Node:
     """A shipped node by id (case-insensitive); ``HardwareError`` naming the known ids."""
-    nodes = _load_nodes()
-    key = node_id.strip().lower()
-    if key not in nodes:
-        raise HardwareError(f"unknown node '{node_id}' (known: {', '.join(nodes)})")
-    return nodes[key]
+    return _lookup(_load_nodes(), node_id, "node")
