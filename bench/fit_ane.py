@@ -49,6 +49,9 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from fit_accelerators import stats  # noqa: E402  (MAPE, max APE, geometric-mean bias: one definition)
 
 SCRIPT = "bench/fit_ane.py"
 COMMAND = "PYTHONPATH=$PWD python bench/fit_ane.py ../shared/measurements/accelerators"
@@ -157,13 +160,6 @@ def choose_variant(train, feats) -> tuple[str, dict]:
     best = min(scores, key=scores.get)
     PARAMS = VARIANTS[best]
     return best, scores
-
-
-def stats(pred, meas) -> dict:
-    pred, meas = np.asarray(pred, float), np.asarray(meas, float)
-    ape = np.abs(pred / meas - 1) * 100
-    return {"rows": int(len(pred)), "mape": round(float(ape.mean()), 1), "max_ape": round(float(ape.max()), 1),
-            "bias": round(float((np.exp(np.mean(np.log(pred / meas))) - 1) * 100), 1)}
 
 
 def table(title: str, rows, pred) -> list[str]:
