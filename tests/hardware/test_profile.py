@@ -222,3 +222,13 @@ def test_shipped_family_and_units(pid, family, units, unit_name):
 def test_every_shipped_gpu_tpu_cpu_has_a_family_except_where_the_notes_do_not_say():
     missing = [p.id for p in hardware_db.list_profiles() if p.kind in ("gpu", "tpu", "cpu") and p.family is None]
     assert missing == ["jetson-agx-orin-64gb"]  # its name and notes do not name the architecture
+
+
+def test_every_shipped_accelerator_names_its_default_runtime():
+    """Issue 34: a TPU, NPU or DSP profile names the runtime it predicts with (not its kind's
+    default by omission); TPUs run XLA, the Edge TPU its own compiler's, the ANE Core ML."""
+    acc = {p.id: p.default_runtime for p in hardware_db.list_profiles() if p.kind in ("tpu", "npu", "dsp")}
+    assert [pid for pid, rt in acc.items() if rt is None] == []
+    assert {pid for pid, rt in acc.items() if rt == "xla"} == {
+        "tpu-v2", "tpu-v3", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu7x"}
+    assert acc["edge-tpu"] == "edgetpu" and acc["ane-a16"] == "coreml"
