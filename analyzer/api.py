@@ -29,7 +29,8 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
     ``dims``: ``{"batch": 8}`` binds symbolic dims.
     ``values``: ``{"axes": [1]}`` makes graph inputs constants, for inputs whose value decides
     shapes (reduce axes, a window length, a Loop's trip count).
-    ``precision``: deploy precision for predictions (fp32, tf32, bf16, fp16, fp8, int8).
+    ``precision``: deploy precision for predictions (fp32, tf32, bf16, fp16, fp8, int8); None:
+    the model's dtypes under its framework's defaults (``Options``).
     ``overlap``: per-layer ``max(compute, memory)`` (True) or seed 003's sum (False).
     ``loop_trips``: trip count of Loop/while bodies whose count is not a constant.
     ``causal``: fused attention ops are costed as causal kernels (they skip the masked half).

@@ -29,7 +29,8 @@ class Options:
     ``values``: ``{"axes": [1]}`` makes graph inputs constants, for inputs whose value decides
     shapes (ONNX).
     ``precision``: deploy precision for predictions (fp32, tf32, bf16, fp16, fp8, int8); None:
-    the model's own dtypes.
+    the model's own dtypes under its framework's defaults (PyTorch on an NVIDIA GPU: fp32
+    convolutions in TF32); "fp32": every product on the FMA units (``allow_tf32`` off).
     ``overlap``: per-layer ``max(compute, memory)`` (True) or seed 003's sum (False).
     ``loop_trips``: trip count of Loop/while bodies whose count is not a constant.
     ``causal``: fused attention ops are costed as causal kernels (they skip the masked half).

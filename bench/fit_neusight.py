@@ -27,7 +27,8 @@ on log(pred/measured) (soft L1), on a deterministic subsample (``CAP`` rows per 
 Leave-one-GPU-out: fit on four GPUs, score the fifth (the A100's two cards are one GPU), whose
 sustained clock is then unknown (boost) and whose host dispatch is (a) its own near-floor rows'
 (a host measurement) or (b) the median of the other four hosts'.  The held-out score is also
-taken through the product (``analyzer.analyze`` on one-op ONNX models, ``runtime="kernel"`` plus
+taken through the product (``analyzer.analyze`` on one-op ONNX models, ``precision="fp32"`` as
+NeuSight ran them (TF32 off), ``runtime="kernel"`` plus
 the fitted dispatch, and ``runtime="eager-op"`` as shipped) on ``PRODUCT_PER`` rows per op.
 
 Writes: the pooled matrix sets into ``generic.json`` (``op_classes.POOLED_CLASSES``), the pooled
@@ -409,7 +410,9 @@ def product_times(rows, fit: Fit, directory: str, runtime: str) -> np.ndarray:
             share = fit.shares.get(r.device_system)
             prof = hardware_db.get(PROFILE[r.device_system])
             prof = dataclasses.replace(prof, sustained_clock_ghz=prof.clock_ghz * share if share else None)
-            out.append(analyzer.analyze(onnx_of(r), hw=[prof], runtime=runtime).predictions[0].latency_s)
+            # NeuSight ran with TF32 off (cudnn.allow_tf32 = False): precision fp32 says so
+            out.append(analyzer.analyze(onnx_of(r), hw=[prof], runtime=runtime,
+                                        precision="fp32").predictions[0].latency_s)
         return np.array(out)
     finally:
         fc.EFFICIENCY_DIR = hwmod.fc.EFFICIENCY_DIR = saved

@@ -93,7 +93,10 @@ def main():
               help="Make a graph input a constant, for inputs whose value decides shapes "
                    "(reduce axes, a window length, a Loop count), e.g. --value axes=1 (repeatable).")
 @click.option("--precision", type=click.Choice(PRECISIONS), default=None,
-              help="Deploy precision for predictions (overrides the model's float dtypes).")
+              help="Deploy precision for predictions (overrides the model's float dtypes). "
+                   "fp32: every product on the FMA units (PyTorch with allow_tf32 off); tf32: on the "
+                   "tensor cores. Without it an fp32 model takes its framework's defaults (PyTorch: "
+                   "TF32 convolutions, fp32 matmuls), stated in the notes.")
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None, cls=_RuntimeOption,
               help="What runs the model, which decides fusion, per-kernel dispatch and the time "
                    "predicted (default: xla for a JAX program, else the profile's own, else its "

@@ -5,7 +5,9 @@
   dtype; vector work and transcendentals on the vector engine (``peak``, ``kernel_peaks``). A
   device that lacks the dtype falls back along ``FALLBACK`` with a warning.
 - **PyTorch's fp32 defaults** on an NVIDIA GPU under the PyTorch runtimes (``PYTORCH_RUNTIMES``):
-  matmuls on the FMA units, cuDNN convolutions in TF32 (``tf32_convs``); fp32 matrix kernels on the
+  matmuls on the FMA units, cuDNN convolutions in TF32 (``tf32_convs``) for a model run in its own
+  fp32 dtypes; ``--precision fp32`` runs every product on the FMA units (both ``allow_tf32`` flags
+  off), ``tf32`` every one on the tensor cores; fp32 matrix kernels on the
   FMA units take their own classes (``simt_classes``: ``gemm_simt`` ... ``conv3_simt``) and the
   constants of the engine they run on (``engine_sets``); a power-capped card's FMA peaks at its
   sustained clock (``fma_clock_share``).
@@ -140,7 +142,7 @@ def engine_sets(arrays: dict, prof, runtime_name: str, precision: str | None) ->
     simt = sorted(set(eff.SIMT_CLASS.values()) | {"conv3_simt"})
     if fma_fp32(prof):
         tf32 = (prof.kind == "gpu" and (prof.vendor or "").lower() == "nvidia" and runtime_name in PYTORCH_RUNTIMES
-                and precision in (None, "fp32") and bool(prof.peak_flops("matrix", "tf32")))
+                and precision is None and bool(prof.peak_flops("matrix", "tf32")))
         simt = [c for c in simt if c.startswith("conv")] if tf32 else []
     if not simt:
         return arrays
@@ -158,9 +160,12 @@ def tf32_convs(prof, runtime_name: str, precision: str | None, mpeak_row, cls, d
     ``eager`` and ``kernel`` runtimes: cuDNN convolutions run fp32 tensors in TF32 on the tensor
     cores (``torch.backends.cudnn.allow_tf32 = True``, the default since PyTorch 1.7), matmuls on
     the FMA units (``torch.backends.cuda.matmul.allow_tf32 = False``, the default since 1.12).
-    Sets the fp32 convolution kernels' matrix peak in ``mpeak_row`` (in place) to the TF32 figure
-    and returns the note that says so (None where nothing runs in fp32 on such a device).
-    ``precision="tf32"`` puts every fp32 product on the tensor cores (the peaks already say so)."""
+    These are the defaults of a model that runs in its own fp32 dtypes (``precision`` None): sets
+    the fp32 convolution kernels' matrix peak in ``mpeak_row`` (in place) to the TF32 figure and
+    returns the note that says so (None where nothing runs in fp32 on such a device).  An explicit
+    ``precision="fp32"`` says what runs: every product in IEEE fp32 on the FMA units (both
+    ``allow_tf32`` flags False), with a note; ``"tf32"`` puts every fp32 product on the tensor
+    cores (the peaks already say so)."""
     if (prof.kind != "gpu" or (prof.vendor or "").lower() != "nvidia" or runtime_name not in PYTORCH_RUNTIMES
             or precision not in (None, "fp32")):
         return None
@@ -168,6 +173,10 @@ def tf32_convs(prof, runtime_name: str, precision: str | None, mpeak_row, cls, d
     fp32 = [k for k, (d, m) in enumerate(zip(dtypes, mac)) if d == "fp32" and m]
     if not tf32 or not fp32:
         return None
+    if precision == "fp32":
+        return ("precision fp32: every fp32 product runs on the FMA units (torch.backends.cudnn.allow_tf32 "
+                "= False, as PyTorch's matmuls by default); without --precision convolutions take "
+                "PyTorch's default, TF32 on the tensor cores")
     convs = [k for k in fp32 if cls[k] in TF32_CONV_CLASSES]
     for k in convs:
         mpeak_row[k] = tf32
@@ -178,7 +187,8 @@ def tf32_convs(prof, runtime_name: str, precision: str | None, mpeak_row, cls, d
                  f"torch.backends.cudnn.allow_tf32 = True)" + ("; " if matmuls else ""))
     if matmuls:
         said += ("fp32 matmuls run on the FMA units (torch.backends.cuda.matmul.allow_tf32 = False)")
-    return said + "; precision tf32 puts every fp32 product on the tensor cores"
+    return said + ("; precision tf32 puts every fp32 product on the tensor cores, precision fp32 every one "
+                   "on the FMA units")
 
 
 def lacks_dtype(prof, dtypes) -> list[str]:

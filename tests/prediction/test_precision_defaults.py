@@ -21,15 +21,27 @@ def _conv_peak(pred, report):
 
 
 def test_fp32_convolutions_run_in_tf32_under_pytorchs_default_on_nvidia():
-    # A100: TF32 156 TFLOP/s (tensor cores), fp32 19.5 TFLOP/s (FMA units)
-    rep = analyzer.analyze(RESNET18, hw=["a100"], precision="fp32", runtime="kernel")
+    # A100: TF32 156 TFLOP/s (tensor cores), fp32 19.5 TFLOP/s (FMA units); the fixture is fp32
+    rep = analyzer.analyze(RESNET18, hw=["a100"], runtime="kernel")
     (p,) = rep.predictions
     assert _conv_peak(p, rep) == pytest.approx(156e12)
     assert any("fp32 convolutions run in TF32" in n and "allow_tf32 = True" in n for n in p.notes)
     gemm = next(k for k, n in enumerate(rep.nodes) if n.op == "Gemm")
     assert p.explain(gemm).matrix_peak == pytest.approx(19.5e12)   # matmul TF32 off: FMA units
-    eager = analyzer.analyze(RESNET18, hw=["a100"], precision="fp32", runtime="eager").predictions[0]
+    eager = analyzer.analyze(RESNET18, hw=["a100"], runtime="eager").predictions[0]
     assert any("fp32 convolutions run in TF32" in n for n in eager.notes)
+
+
+def test_explicit_fp32_runs_every_product_on_the_fma_units():
+    # --precision fp32 = torch.backends.cudnn.allow_tf32 = False: the conv on the 19.5 TFLOP/s FMA
+    # units, in its FMA-unit class (conv_simt / conv3_simt), and a note that says so
+    rep = analyzer.analyze(RESNET18, hw=["a100"], precision="fp32", runtime="kernel")
+    (p,) = rep.predictions
+    assert _conv_peak(p, rep) == pytest.approx(19.5e12)
+    assert any("precision fp32: every fp32 product runs on the FMA units" in n for n in p.notes)
+    assert not any("run in TF32" in n for n in p.notes)
+    default = analyzer.analyze(RESNET18, hw=["a100"], runtime="kernel").predictions[0]
+    assert p.latency_s > default.latency_s   # 19.5 vs 156 TFLOP/s on the convolutions
 
 
 def test_other_runtimes_and_devices_without_tf32_keep_fp32_on_the_fma_units():
@@ -51,7 +63,7 @@ def test_tf32_puts_every_product_on_the_tensor_cores():
 
 
 def test_fp32_matmuls_say_they_run_on_the_fma_units():
-    (p,) = analyzer.analyze(BERT, hw=["h100"], precision="fp32").predictions
+    (p,) = analyzer.analyze(BERT, hw=["h100"]).predictions
     assert any("fp32 matmuls run on the FMA units" in n for n in p.notes)
     assert not any("convolutions" in n for n in p.notes)
 
