@@ -224,6 +224,12 @@ class Level:
     alpha: float
     name: str = ""
     nvls_channels: int = 0   # NVLink SHARP in the switch: NCCL's NVLS channels (0: none)
+    ring: tuple = ()         # (n, bytes/s) where a ring over n devices has a slower bottleneck
+
+    def ring_bw(self, n: int) -> float:
+        """Bytes/s per direction of a ring over ``n`` devices of this level: the ``ring`` entry
+        for ``n`` (a PCIe node's ring that crosses its host path), else ``bw``."""
+        return dict(self.ring).get(n, self.bw)
 
     @classmethod
     def of(cls, link, efficiency: float = 1.0, alpha_s: float | None = None,
@@ -290,23 +296,23 @@ class Fabric:
         if k == 1:
             inside = g > 1 and self.intra is not None and self.per_node > 1
             level = self.intra if inside else self.inter
-            return self._one("all_reduce", nbytes, g, level, level.bw, not inside)
+            return self._one("all_reduce", nbytes, g, level, level.ring_bw(g), not inside)
         if g == 1:
             return self._one("all_reduce", nbytes, k, self.inter, self.inter.bw, True)
         intra = self.intra
-        return (self._one("reduce_scatter", nbytes, g, intra, intra.bw, False)
+        return (self._one("reduce_scatter", nbytes, g, intra, intra.ring_bw(g), False)
                 + self._one("all_reduce", nbytes / g, k, self.inter, self._net_bw(g), True, base=False)
-                + self._one("all_gather", nbytes, g, intra, intra.bw, False, base=False))
+                + self._one("all_gather", nbytes, g, intra, intra.ring_bw(g), False, base=False))
 
     def allgather(self, nbytes: float, n: int) -> Comm:
         g, k = self.split(n)
         if k == 1:
             inside = g > 1 and self.intra is not None
             level = self.intra if inside else self.inter
-            return self._one("all_gather", nbytes, g, level, level.bw, not inside)
+            return self._one("all_gather", nbytes, g, level, level.ring_bw(g), not inside)
         if g == 1:   # one device per node: the network alone
             return self._one("all_gather", nbytes, k, self.inter, self.inter.bw, True)
-        return (self._one("all_gather", nbytes / k, g, self.intra, self.intra.bw, False)
+        return (self._one("all_gather", nbytes / k, g, self.intra, self.intra.ring_bw(g), False)
                 + self._one("all_gather", nbytes, k, self.inter, self._net_bw(g), True, base=False))
 
     def reduce_scatter(self, nbytes: float, n: int) -> Comm:
@@ -317,10 +323,10 @@ class Fabric:
         if k == 1:
             inside = g > 1 and self.intra is not None
             level = self.intra if inside else self.inter
-            return self._one("reduce_scatter", nbytes, g, level, level.bw, not inside)
+            return self._one("reduce_scatter", nbytes, g, level, level.ring_bw(g), not inside)
         if g == 1:
             return self._one("reduce_scatter", nbytes, k, self.inter, self.inter.bw, True)
-        return (self._one("reduce_scatter", nbytes, g, self.intra, self.intra.bw, False)
+        return (self._one("reduce_scatter", nbytes, g, self.intra, self.intra.ring_bw(g), False)
                 + self._one("reduce_scatter", nbytes / g, k, self.inter, self._net_bw(g), True,
                             base=False))
 

@@ -166,6 +166,16 @@ def test_ring_bandwidth_is_the_bottleneck_link():
         links.Node("t", "test", 8, "nvlink4", True, True, 8, sources={"gpus": "test"})
 
 
+def test_fabric_takes_the_rings_bottleneck_inside_a_node():
+    # a PCIe node: pairs at 31.5e9 B/s, a ring of 4 crosses a 10e9 B/s host path
+    # ring all-reduce of 1e9 B: 2 GPUs 2 * 1/2 * 1e9 / 31.5e9 = 31.746 ms; 4 GPUs 2 * 3/4 * 1e9 / 10e9 = 150 ms
+    pcie = C.Level(31.5e9, 0.0, ring=((4, 10e9),))
+    f = C.Fabric(inter=C.Level(1e10, 0.0), intra=pcie, per_node=4)
+    assert f.allreduce(1e9, 2).total == pytest.approx(1e9 / 31.5e9)
+    assert f.allreduce(1e9, 4).total == pytest.approx(0.15)
+    assert f.allgather(1e9, 4).total == pytest.approx(3 / 4 * 1e9 / 10e9)
+
+
 def test_one_nic_per_gpu_is_eight_times_the_network():
     """16 devices = 2 nodes of 8, ring, 1e9 B; between nodes an all-reduce of 1e9/8 B over 2 nodes:
     2 * 1/2 * 1.25e8 B / (1e10 B/s * nics / 8): 1 NIC 0.1 s, 8 NICs 0.0125 s."""
