@@ -7,19 +7,25 @@ GPUs, 512 B .. 512 MiB; the median over repeats and tables of each (system, coll
 size). No H100 row is in that file (its README); the script stops if one appears.
 
 Systems and their links come from ``hardware_db/links/nodes.toml`` (the node whose
-``aic_system`` names the system): the intra-node link's datasheet bandwidth per direction and
-whether the switches reduce (NVLS). Model, per call, the least over algorithms and protocols of
+``aic_system`` names the system): the bottleneck link of a ring over n of its GPUs
+(``Node.ring_gbs``; the datasheet NVLink figure per direction on NVSwitch nodes) and NCCL's NVLS
+channel count where the switches reduce (NVLS). Model, per call, the least over algorithms and
+protocols of
 
-    base + steps * step(protocol) + F * nbytes / (bw * eff(protocol) * c(collective))
+    base + steps * step(protocol) + F * nbytes / rate,   rate = bw * eff(protocol) * c(collective),
+    NVLS: rate = min(bw, nvls_channels * rate_per_channel)
 
-(steps and F per algorithm in the module docstring of analyzer/scaling/collectives.py). Ten
-constants: base; step and eff for LL, LL128, Simple and NVLS; c for all-gather (all-reduce 1).
-They minimise the mean absolute percentage error (Nelder-Mead over log / logit parameters, a few
-starts). The fit population is the NVSwitch systems (NVLink through switches: every pair of GPUs
-at the datasheet per-GPU NVLink bandwidth). Leave-one-system-out: each NVSwitch system is scored
-with constants fitted on the other NVSwitch systems; the PCIe systems (not in the population:
-their measured bandwidth beyond two GPUs is set by the server's PCIe/CPU topology, which no
-datasheet link here describes) are scored with the constants fitted on all NVSwitch systems.
+(steps and F per algorithm in the module docstring of analyzer/scaling/collectives.py). Nine
+shared constants: step and eff for LL, LL128, Simple; NVLS step and bytes/s per channel; c for
+all-gather (all-reduce 1). The per-call base is a property of the run (host launch path, driver;
+nccl-tests runs without CUDA graphs), so each system gets its own in the fit; the shipped base is
+their median. The constants minimise the mean absolute percentage error (Nelder-Mead over log /
+logit parameters, a few starts). The fit population is the NVSwitch systems. Leave-one-system-out:
+each NVSwitch system is scored with the constants fitted on the other NVSwitch systems, twice:
+strict (base = the median of the fitted systems' bases) and run base (the held-out run's own
+base, the one value that fits its rows of at most 4 KiB; every other constant from the others).
+The PCIe systems (their topology beyond the x16 link is not on record) are scored with the
+constants fitted on all NVSwitch systems, and with those fitted on the other PCIe system alone.
 The shipped constants are the fit on all NVSwitch systems.
 
     PYTHONPATH=$PWD python bench/fit_collectives.py [--csv PATH] [--constants FILE.json] [--out FILE.md]
@@ -34,6 +40,7 @@ import json
 import os
 import statistics
 from collections import defaultdict
+from dataclasses import replace
 
 import numpy as np
 from scipy.optimize import minimize
@@ -45,7 +52,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CSV = os.path.join(ROOT, "..", "shared", "measurements", "gpu", "aic_nccl.csv")
 CONSTANTS = os.path.join(ROOT, "hardware_db", "collectives", "nccl.json")
 COLLS = ("all_reduce", "all_gather")
-KINDS = C.PROTOCOLS + ("nvls",)   # the four (step, eff) pairs
+KINDS = C.PROTOCOLS + ("nvls",)   # the three protocols' (step, eff) and NVLS's (step, channel rate)
+RUN_BASE_BYTES = 4096   # rows that measure a run's per-call base (latency floor)
 COMMAND = "PYTHONPATH=$PWD python bench/fit_collectives.py --out bench/results/collectives_nccl_fit.md"
 
 
@@ -69,27 +77,34 @@ def load(path: str = CSV) -> tuple[list[tuple], int]:
     return rows, sum(len(v) for v in raw.values())
 
 
+def ring_bw(node: links.Node, n: int) -> float:
+    """Bytes/s per direction of a ring over ``n`` of the node's GPUs (its bottleneck link)."""
+    return node.ring_gbs(n)[0] * 1e9
+
+
 def design(rows, nodes):
-    """Per candidate (row, kind index, steps, F*bytes/bw, collective index) as arrays, from the
-    library's ``candidates``."""
-    ri, ki, st, fb, ci = [], [], [], [], []
+    """Per candidate (row, kind index, steps, F*bytes, ring bytes/s, NVLS channels, collective
+    index) as arrays, from the library's ``candidates``."""
+    ri, ki, st, fb, bw, ch, ci = [], [], [], [], [], [], []
     for i, (s, coll, n, nb, _, _) in enumerate(rows):
         node = nodes[s]
-        bw = links.get(node.intra_link).bytes_per_s
         for alg, proto, steps, f in C.candidates(coll, n, nvls=node.nvls):
             ri.append(i)
             ki.append(KINDS.index("nvls" if alg == "nvls" else proto))
             st.append(steps)
-            fb.append(f * nb / bw)
+            fb.append(f * nb)
+            bw.append(ring_bw(node, n))
+            ch.append(node.nvls_channels or 0)
             ci.append(COLLS.index(coll))
-    return tuple(np.array(a) for a in (ri, ki, st, fb, ci))
+    return tuple(np.array(a) for a in (ri, ki, st, fb, bw, ch, ci))
 
 
-def unpack(theta) -> C.NcclConstants:
-    """Parameters kept physical: step LL <= LL128 <= Simple (each adds a positive amount) and
-    eff LL <= LL128 <= Simple (each a fraction of the next); NVLS its own step and eff."""
+def unpack(theta, base_s: float = 0.0) -> C.NcclConstants:
+    """The nine shared parameters, kept physical: step LL <= LL128 <= Simple (each adds a
+    positive amount), NVLS step; eff LL <= LL128 <= Simple (each a fraction of the next); NVLS
+    bytes/s per channel; all-gather factor. The per-call base is given (a property of the run)."""
     sig = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
-    base, s1, s2, s3, sn, e3, e2, e1, en, c_ag = (float(v) for v in theta)
+    s1, s2, s3, sn, e3, e2, e1, rate, c_ag = (float(v) for v in np.clip(theta, -60, 60))
     step = {"LL": np.exp(s1)}
     step["LL128"] = step["LL"] + np.exp(s2)
     step["Simple"] = step["LL128"] + np.exp(s3)
@@ -97,61 +112,92 @@ def unpack(theta) -> C.NcclConstants:
     eff["LL128"] = eff["Simple"] * sig(e2)
     eff["LL"] = eff["LL128"] * sig(e1)
     ag = float(sig(c_ag))
-    return C.NcclConstants(base_s=float(np.exp(base)),
+    return C.NcclConstants(base_s=float(base_s),
                            step_s={p: float(step[p]) for p in C.PROTOCOLS},
                            eff={p: float(eff[p]) for p in C.PROTOCOLS},
                            coll_eff={"all_reduce": 1.0, "all_gather": ag, "reduce_scatter": ag},
-                           nvls_step_s=float(np.exp(sn)), nvls_eff=float(sig(en)))
+                           nvls_step_s=float(np.exp(sn)), nvls_channel_Bps=float(np.exp(rate)))
 
 
-def predict_fast(k: C.NcclConstants, d, nrows: int) -> np.ndarray:
-    ri, ki, st, fb, ci = d
+def predict_fast(k: C.NcclConstants, d, nrows: int, base=None) -> np.ndarray:
+    """Each row's least candidate time; ``base``: per-row per-call cost (default ``k.base_s``)."""
+    ri, ki, st, fb, bw, ch, ci = d
     step = np.array([k.step_s[p] for p in C.PROTOCOLS] + [k.nvls_step_s])
-    eff = np.array([k.eff[p] for p in C.PROTOCOLS] + [k.nvls_eff])
+    eff = np.array([k.eff[p] for p in C.PROTOCOLS] + [1.0])
     ce = np.array([k.coll_eff[c] for c in COLLS])
-    t = k.base_s + st * step[ki] + fb / (eff[ki] * ce[ci])
+    nvls = ki == len(C.PROTOCOLS)
+    rate = np.where(nvls, np.minimum(bw, ch * k.nvls_channel_Bps), bw * eff[ki] * ce[ci])
+    t = st * step[ki] + fb / rate
     out = np.full(nrows, np.inf)
     np.minimum.at(out, ri, t)
+    return out + (k.base_s if base is None else base)
+
+
+def predict_library(k: C.NcclConstants, rows, nodes, bases: dict | None = None) -> list[C.Choice]:
+    out = []
+    for s, coll, n, nb, _, _ in rows:
+        kk = k if bases is None else replace(k, base_s=bases[s])
+        out.append(C.nccl(coll, nb, n, ring_bw(nodes[s], n), kk,
+                          nvls_channels=nodes[s].nvls_channels or 0))
     return out
 
 
-def predict_library(k: C.NcclConstants, rows, nodes) -> list[C.Choice]:
-    return [C.nccl(coll, nb, n, links.get(nodes[s].intra_link).bytes_per_s, k, nvls=nodes[s].nvls)
-            for s, coll, n, nb, _, _ in rows]
-
-
-def fit(rows, nodes) -> C.NcclConstants:
+def fit(rows, nodes) -> tuple[C.NcclConstants, dict]:
+    """(shared constants with the median per-call base, {system: its own per-call base}): one
+    base per system (a property of the run), the nine other constants shared."""
+    names = sorted({r[0] for r in rows})
     d = design(rows, nodes)
     meas = np.array([r[4] for r in rows])
+    si = np.array([names.index(r[0]) for r in rows])
 
     def loss(theta):
-        return float(np.mean(np.abs(predict_fast(unpack(theta), d, len(rows)) / meas - 1)))
+        pred = predict_fast(unpack(theta[:9]), d, len(rows), np.exp(theta[9:])[si])
+        return float(np.mean(np.abs(pred / meas - 1)))
 
     best = None
-    for eff0 in (0.3, 0.7):
+    for eff0, nvls0 in ((0.3, 3e-6), (0.7, 3e-6), (0.3, 20e-6), (0.7, 20e-6)):
         lg = np.log(eff0 / (1 - eff0))
-        x0 = np.array([np.log(6e-6), np.log(0.5e-6), np.log(1e-6), np.log(3e-6), np.log(3e-6),
-                       lg, 1.0, 0.0, lg, 1.0])
-        r = x0
+        r = np.r_[np.log(0.5e-6), np.log(1e-6), np.log(3e-6), np.log(nvls0), lg, 1.0, 0.0,
+                  np.log(16e9), 1.0, [np.log(6e-6)] * len(names)]
         for _ in range(4):   # restarts of Nelder-Mead from its last point
             r = minimize(loss, r, method="Nelder-Mead",
-                         options={"maxiter": 6000, "xatol": 1e-5, "fatol": 1e-7}).x
+                         options={"maxiter": 12000, "xatol": 1e-5, "fatol": 1e-7}).x
         if best is None or loss(r) < loss(best):
             best = r
-    return unpack(best)
+    bases = {s: float(np.exp(b)) for s, b in zip(names, best[9:])}
+    return unpack(best[:9], float(np.median(list(bases.values())))), bases
+
+
+def run_base(k: C.NcclConstants, rows, nodes) -> C.NcclConstants:
+    """``k`` with the per-call base of the run ``rows`` came from: the one value (0.1 us grid)
+    that minimises the MAPE of its rows of at most ``RUN_BASE_BYTES`` (the latency floor a
+    two-minute nccl-tests run on the target measures), the shared constants kept."""
+    small = [r for r in rows if r[3] <= RUN_BASE_BYTES]
+    d = design(small, nodes)
+    meas = np.array([r[4] for r in small])
+    floor = predict_fast(replace(k, base_s=0.0), d, len(small))
+    grid = np.arange(1, 301) * 1e-7
+    err = [float(np.mean(np.abs((floor + b) / meas - 1))) for b in grid]
+    return replace(k, base_s=float(grid[int(np.argmin(err))]))
 
 
 def score(k, rows, nodes) -> dict:
-    """Per (system, collective): MAPE %, bias % (mean signed error), rows."""
+    """Per (system, collective): MAPE %, bias % (mean signed error), rows; MAPE of >= 1 MiB, of
+    the rows above ``RUN_BASE_BYTES`` (those a run base is not fitted on) and of each GPU count."""
     pred = np.array([c.comm.total for c in predict_library(k, rows, nodes)])
     out = {}
     for key in sorted({(r[0], r[1]) for r in rows}):
         idx = [i for i, r in enumerate(rows) if (r[0], r[1]) == key]
         e = pred[idx] / np.array([rows[i][4] for i in idx]) - 1
         big = np.array([rows[i][3] >= 1 << 20 for i in idx])
+        gpus = np.array([rows[i][2] for i in idx])
+        above = np.array([rows[i][3] > RUN_BASE_BYTES for i in idx])
         out[key] = {"mape_pct": round(float(np.mean(np.abs(e)) * 100), 2),
                     "bias_pct": round(float(np.mean(e) * 100), 2), "rows": len(idx),
-                    "mape_ge_1mib_pct": round(float(np.mean(np.abs(e[big])) * 100), 2)}
+                    "mape_ge_1mib_pct": round(float(np.mean(np.abs(e[big])) * 100), 2),
+                    "mape_above_run_base_rows_pct": round(float(np.mean(np.abs(e[above])) * 100), 2),
+                    "mape_by_gpus_pct": {int(g): round(float(np.mean(np.abs(e[gpus == g])) * 100), 2)
+                                         for g in sorted(set(gpus))}}
     return out
 
 
@@ -159,8 +205,80 @@ def to_json(k: C.NcclConstants) -> dict:
     return {"base_us": round(k.base_s * 1e6, 4),
             "protocols": {p: {"step_us": round(k.step_s[p] * 1e6, 4), "efficiency": round(k.eff[p], 4)}
                           for p in C.PROTOCOLS},
-            "nvls": {"step_us": round(k.nvls_step_s * 1e6, 4), "efficiency": round(k.nvls_eff, 4)},
+            "nvls": {"step_us": round(k.nvls_step_s * 1e6, 4),
+                     "channel_gbs": round(k.nvls_channel_Bps / 1e9, 4)},
             "collective_efficiency": {c: round(v, 4) for c, v in k.coll_eff.items()}}
+
+
+def loso(rows, nodes, pop) -> dict:
+    """{held-out system: (strict constants, run-base constants, score strict, score run base,
+    fitted_on)}: each NVSwitch system with the constants fitted on the other NVSwitch systems,
+    each PCIe system with those fitted on all of them. Strict: the median per-call base of the
+    fitted systems; run base: the held-out run's own (``run_base``)."""
+    full, _ = fit([r for r in rows if r[0] in pop], nodes)
+    out = {}
+    for s in sorted({r[0] for r in rows}):
+        on = [p for p in pop if p != s]
+        k = fit([r for r in rows if r[0] in on], nodes)[0] if s in pop else full
+        sub = [r for r in rows if r[0] == s]
+        kr = run_base(k, sub, nodes)
+        out[s] = (k, kr, score(k, sub, nodes), score(kr, sub, nodes), on)
+    return out
+
+
+def pcie_family(rows, nodes, pcie) -> dict:
+    """{held-out PCIe system: (constants fitted on the other PCIe system alone, run-base
+    constants, score strict, score run base, fitted_on)}: one system to fit on, so thin."""
+    out = {}
+    for s in pcie:
+        on = [p for p in pcie if p != s]
+        k, _ = fit([r for r in rows if r[0] in on], nodes)
+        sub = [r for r in rows if r[0] == s]
+        kr = run_base(k, sub, nodes)
+        out[s] = (k, kr, score(k, sub, nodes), score(kr, sub, nodes), on)
+    return out
+
+
+def table(res: dict) -> list[dict]:
+    """The JSON rows of a leave-one-out result (``loso`` / ``pcie_family``)."""
+    out = []
+    for s, (_, kr, sc, sr, on) in res.items():
+        for (_, c), v in sc.items():
+            r = sr[(s, c)]
+            out.append({"held_out": s, "collective": c, **v, "run_base_us": round(kr.base_s * 1e6, 2),
+                        "run_base_mape_pct": r["mape_pct"], "run_base_bias_pct": r["bias_pct"],
+                        "run_base_mape_ge_1mib_pct": r["mape_ge_1mib_pct"],
+                        "run_base_mape_above_run_base_rows_pct": r["mape_above_run_base_rows_pct"],
+                        "run_base_mape_by_gpus_pct": r["mape_by_gpus_pct"], "fitted_on": on})
+    return out
+
+
+def constants_doc(full, bases, rows, nodes, pop, nraw, sha, res, fam) -> dict:
+    return {"model": "nccl alpha-beta per algorithm and protocol (analyzer.scaling.collectives.nccl)",
+            **to_json(full),
+            "provenance": {
+                "data": "../shared/measurements/gpu/aic_nccl.csv (aiconfigurator nccl-tests tables; "
+                        "its README says how they were measured)",
+                "data_sha256": sha,
+                "selection": "library nccl-tests, dtype float16, collective all_reduce and all_gather, "
+                             "one node of 2/4/8 GPUs, 512 B .. 512 MiB; median over repeats and tables",
+                "fitted_on_systems": pop,
+                "rows": sum(1 for r in rows if r[0] in pop),
+                "raw_rows": nraw,
+                "base_us_by_system": {s: round(v * 1e6, 3) for s, v in bases.items()},
+                "base": "the per-call cost is a property of the run (host launch and synchronisation "
+                        "path, driver; nccl-tests without CUDA graphs): one per system in the fit, the "
+                        "shipped base_us is their median",
+                "links": {s: {"node": nodes[s].id, "intra_link": nodes[s].intra_link,
+                              "ring_gbs": [nodes[s].ring_gbs(n)[0] for n in (2, 4, 8)],
+                              "topology_on_record": nodes[s].ring_gbs(8)[1],
+                              "nvls_channels": nodes[s].nvls_channels}
+                          for s in sorted({r[0] for r in rows})},
+                "objective": "mean absolute percentage error, Nelder-Mead over log/logit parameters",
+                "command": COMMAND,
+                "h100": "no H100 row read or used"},
+            "leave_one_system_out": table(res),
+            "pcie_fitted_on_the_other_pcie_system": table(fam)}
 
 
 def main() -> None:
@@ -172,19 +290,13 @@ def main() -> None:
     nodes = systems()
     rows, nraw = load(a.csv)
     pop = sorted({r[0] for r in rows if nodes[r[0]].nvswitch})
-    others = sorted({r[0] for r in rows} - set(pop))
-    full = fit([r for r in rows if r[0] in pop], nodes)
-    loso = {}
-    for s in pop:
-        k = fit([r for r in rows if r[0] in pop and r[0] != s], nodes)
-        loso[s] = (k, score(k, [r for r in rows if r[0] == s], nodes))
-    for s in others:
-        loso[s] = (full, score(full, [r for r in rows if r[0] == s], nodes))
-    insample = score(full, [r for r in rows if r[0] in pop], nodes)
-    own = {}   # each system's own fit: the best the ten constants do on it (in sample)
+    pcie = sorted({r[0] for r in rows} - set(pop))
+    full, bases = fit([r for r in rows if r[0] in pop], nodes)
+    res, fam = loso(rows, nodes, pop), pcie_family(rows, nodes, pcie)
+    own = {}   # each system's own fit: the best the model's form does on it (in sample)
     for s in sorted({r[0] for r in rows}):
         sub = [r for r in rows if r[0] == s]
-        k = fit(sub, nodes)
+        k = fit(sub, nodes)[0]
         own[s] = (k, score(k, sub, nodes))
     # the vectorised fit and the library agree
     d = design(rows, nodes)
@@ -193,90 +305,97 @@ def main() -> None:
     assert np.allclose(fast, lib, rtol=1e-9), "vectorised fit and library disagree"
     with open(a.csv, "rb") as f:
         sha = hashlib.sha256(f.read()).hexdigest()
-    table = [{"held_out": s, "collective": c, **v, "fitted_on": [p for p in pop if p != s] if s in pop else pop}
-             for s, (_, sc) in loso.items() for (_, c), v in sc.items()]
-    doc = {"model": "nccl alpha-beta per algorithm and protocol (analyzer.scaling.collectives.nccl)",
-           **to_json(full),
-           "provenance": {
-               "data": "../shared/measurements/gpu/aic_nccl.csv (aiconfigurator nccl-tests tables; "
-                       "its README says how they were measured)",
-               "data_sha256": sha,
-               "selection": "library nccl-tests, dtype float16, collective all_reduce and all_gather, "
-                            "one node of 2/4/8 GPUs, 512 B .. 512 MiB; median over repeats and tables",
-               "fitted_on_systems": pop,
-               "rows": sum(1 for r in rows if r[0] in pop),
-               "raw_rows": nraw,
-               "links": {s: {"node": nodes[s].id, "intra_link": nodes[s].intra_link,
-                             "nvls": nodes[s].nvls} for s in sorted({r[0] for r in rows})},
-               "objective": "mean absolute percentage error, Nelder-Mead over log/logit parameters",
-               "command": COMMAND,
-               "h100": "no H100 row read or used"},
-           "leave_one_system_out": table}
+    doc = constants_doc(full, bases, rows, nodes, pop, nraw, sha, res, fam)
+    doc["own_fit_in_sample"] = [{"system": s, "collective": c, **v, "base_us": round(k.base_s * 1e6, 3)}
+                                for s, (k, sc) in own.items() for (_, c), v in sc.items()]
     os.makedirs(os.path.dirname(a.constants), exist_ok=True)
     with open(a.constants, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
-    doc["own_fit_in_sample"] = [{"system": s, "collective": c, **v, "base_us": round(k.base_s * 1e6, 3)}
-                                for s, (k, sc) in own.items() for (_, c), v in sc.items()]
-    with open(a.constants, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
-    text = report(full, loso, insample, rows, nodes, pop, others, nraw, own)
+    text = report(full, bases, res, fam, rows, nodes, pop, nraw, own)
     if a.out:
         with open(a.out, "w") as f:
             f.write(text)
     print(text)
 
 
-def report(full, loso, insample, rows, nodes, pop, others, nraw, own) -> str:
+def header(full, bases, rows, pop, nraw) -> list[str]:
     j = to_json(full)
-    L = ["# NCCL collective model: fit and leave-one-system-out score", "",
-         f"Command: `{COMMAND}` (writes `hardware_db/collectives/nccl.json`).", "",
-         "Data: `../shared/measurements/gpu/aic_nccl.csv`, nccl-tests all_reduce and all_gather, fp16, "
-         f"one node of 2/4/8 GPUs, 512 B to 512 MiB: {len(rows)} (system, collective, GPUs, size) "
-         f"medians of {nraw} rows. No H100 data.", "",
-         "Model (`analyzer.scaling.collectives.nccl`): per call the least over ring (LL, LL128, Simple) "
-         "and, on NVLS nodes, NVLS of `base + steps x step + F x bytes / (bw x eff x c)`; bw = the "
-         "node's datasheet NVLink/PCIe bandwidth per direction (hardware_db/links/nodes.toml).", "",
-         f"Constants fitted on all NVSwitch systems ({', '.join(pop)}): base {j['base_us']} us; "
-         + "; ".join(f"{p} step {v['step_us']} us, eff {v['efficiency']}" for p, v in j["protocols"].items())
-         + f"; NVLS step {j['nvls']['step_us']} us, eff {j['nvls']['efficiency']}; all-gather c "
-         f"{j['collective_efficiency']['all_gather']}.", "",
-         "## Leave one system out", "",
-         "NVSwitch systems: scored with constants fitted on the other NVSwitch systems. PCIe systems "
-         "(marked *): scored with the constants fitted on all NVSwitch systems (not in the fit population).", "",
-         "Own fit: the same ten constants fitted on that system alone (in sample; what the model's "
-         "form can do there), with its per-call base.", "",
-         "| system | node | link | collective | rows | MAPE | bias | MAPE >= 1 MiB | own fit MAPE (base) |",
-         "|---|---|---|---|---:|---:|---:|---:|---:|"]
-    for s, (_, sc) in loso.items():
+    return ["# NCCL collective model: fit and leave-one-system-out score", "",
+            f"Command: `{COMMAND}` (writes `hardware_db/collectives/nccl.json`).", "",
+            "Data: `../shared/measurements/gpu/aic_nccl.csv`, nccl-tests all_reduce and all_gather, fp16, "
+            f"one node of 2/4/8 GPUs, 512 B to 512 MiB: {len(rows)} (system, collective, GPUs, size) "
+            f"medians of {nraw} rows. No H100 data.", "",
+            "Model (`analyzer.scaling.collectives.nccl`): per call the least over ring (LL, LL128, Simple) "
+            "and, on NVLS nodes with more than 2 GPUs, NVLS of `base + steps x step + F x bytes / rate`; "
+            "ring rate = bw x eff x c with bw the ring's bottleneck link per direction "
+            "(`hardware_db.links.Node.ring_gbs`: the NVLink figure on NVSwitch nodes; on the PCIe nodes "
+            "the x16 link, their switch layout, peer-to-peer and host path not being on record); "
+            "NVLS rate = min(bw, channels x rate per channel), channels NCCL's (16 Hopper, 24 Blackwell).", "",
+            "The per-call base is a property of the run (host, driver, launch path; nccl-tests without "
+            "CUDA graphs), not of the GPUs: the fit gives each system its own base and shares the other "
+            f"nine constants. Fitted on all NVSwitch systems ({', '.join(pop)}): bases "
+            + ", ".join(f"{s} {v * 1e6:.2f}" for s, v in bases.items())
+            + f" us (shipped: the median, {j['base_us']} us); "
+            + "; ".join(f"{p} step {v['step_us']} us, eff {v['efficiency']}" for p, v in j["protocols"].items())
+            + f"; NVLS step {j['nvls']['step_us']} us, {j['nvls']['channel_gbs']} GB/s per channel; "
+            f"all-gather c {j['collective_efficiency']['all_gather']}.", ""]
+
+
+def report(full, bases, res, fam, rows, nodes, pop, nraw, own) -> str:
+    L = header(full, bases, rows, pop, nraw)
+    L += ["## Leave one system out", "",
+          "NVSwitch systems: scored with the constants fitted on the other NVSwitch systems. PCIe "
+          "systems (*): with those fitted on all NVSwitch systems. Strict: the held-out system's "
+          "per-call base is the median of the fitted systems' bases. Run base: the held-out run's own "
+          f"base, the one value that fits its rows of <= {RUN_BASE_BYTES} B (the latency floor any "
+          "short nccl-tests run on the target measures); every other constant from the other systems. "
+          "Own fit: the same form fitted on that system alone (in sample).", "",
+          "| system | node | collective | rows | strict MAPE | strict bias | run base | run-base MAPE "
+          f"| run-base bias | run-base MAPE > {RUN_BASE_BYTES} B | run-base MAPE >= 1 MiB | own fit MAPE (base) |",
+          "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for s, (_, kr, sc, sr, _) in res.items():
         ko, osc = own[s]
         for (_, c), v in sc.items():
-            ov = osc[(s, c)]
-            L.append(f"| {s}{' *' if s in others else ''} | {nodes[s].id} | {nodes[s].intra_link} | {c} "
-                     f"| {v['rows']} | {v['mape_pct']:.1f}% | {v['bias_pct']:+.1f}% | "
-                     f"{v['mape_ge_1mib_pct']:.1f}% | {ov['mape_pct']:.1f}% ({ko.base_s * 1e6:.1f} us) |")
-    L += ["", "## In sample (constants above, NVSwitch systems)", "",
-          "| system | collective | rows | MAPE | bias |", "|---|---|---:|---:|---:|"]
-    for (s, c), v in insample.items():
-        L.append(f"| {s} | {c} | {v['rows']} | {v['mape_pct']:.1f}% | {v['bias_pct']:+.1f}% |")
-    L += ["", "## Per GPU count (leave one system out)", "",
-          "| system | collective | GPUs | MAPE, all sizes | <= 64 KiB | >= 64 MiB | choice at 4 KiB / 1 MiB / 256 MiB |",
-          "|---|---|---:|---:|---:|---:|---|"]
-    for s, (k, _) in loso.items():
+            r = sr[(s, c)]
+            L.append(f"| {s}{'' if s in pop else ' *'} | {nodes[s].id} | {c} | {v['rows']} | "
+                     f"{v['mape_pct']:.1f}% | {v['bias_pct']:+.1f}% | {kr.base_s * 1e6:.1f} us | "
+                     f"{r['mape_pct']:.1f}% | {r['bias_pct']:+.1f}% | {r['mape_above_run_base_rows_pct']:.1f}% | "
+                     f"{r['mape_ge_1mib_pct']:.1f}% | "
+                     f"{osc[(s, c)]['mape_pct']:.1f}% ({ko.base_s * 1e6:.1f} us) |")
+    L += ["", "## PCIe systems with constants fitted on the other PCIe system", "",
+          "One system to fit on (thin); its 4- and 8-GPU rows carry its own server's host path.", "",
+          "| system | fitted on | collective | strict MAPE | run-base MAPE | run-base MAPE at 2 / 4 / 8 GPUs |",
+          "|---|---|---|---:|---:|---|"]
+    for s, (_, _, sc, sr, on) in fam.items():
+        for (_, c), v in sc.items():
+            g = sr[(s, c)]["mape_by_gpus_pct"]
+            L.append(f"| {s} | {', '.join(on)} | {c} | {v['mape_pct']:.1f}% | {sr[(s, c)]['mape_pct']:.1f}% "
+                     f"| {' / '.join(f'{g[n]:.1f}%' for n in sorted(g))} |")
+    return "\n".join(L + per_gpus(res, rows, nodes)) + "\n"
+
+
+def per_gpus(res, rows, nodes) -> list[str]:
+    L = ["", "## Per GPU count (leave one system out, run base)", "",
+         "| system | collective | GPUs | ring GB/s (on record) | MAPE, all sizes | <= 64 KiB | >= 64 MiB "
+         "| choice at 4 KiB / 1 MiB / 256 MiB |",
+         "|---|---|---:|---|---:|---:|---:|---|"]
+    for s, (_, kr, _, _, _) in res.items():
         for c in COLLS:
             for n in (2, 4, 8):
                 sub = [r for r in rows if r[0] == s and r[1] == c and r[2] == n]
                 if not sub:
                     continue
-                pred = predict_library(k, sub, nodes)
+                pred = predict_library(kr, sub, nodes)
                 e = np.array([p.comm.total / r[4] - 1 for p, r in zip(pred, sub)])
                 nb = np.array([r[3] for r in sub])
                 f = lambda m: f"{np.mean(np.abs(e[m])) * 100:.1f}%" if m.any() else "-"  # noqa: E731
                 ch = {r[3]: f"{p.algorithm}/{p.protocol}" for p, r in zip(pred, sub)}
-                L.append(f"| {s} | {c} | {n} | {f(nb > 0)} | {f(nb <= 65536)} | {f(nb >= 64 << 20)} | "
+                gbs, known = nodes[s].ring_gbs(n)
+                L.append(f"| {s} | {c} | {n} | {gbs:g} ({'yes' if known else 'no'}) | {f(nb > 0)} | "
+                         f"{f(nb <= 65536)} | {f(nb >= 64 << 20)} | "
                          f"{ch.get(4096, '-')} / {ch.get(1 << 20, '-')} / {ch.get(256 << 20, '-')} |")
-    return "\n".join(L) + "\n"
+    return L
 
 
 if __name__ == "__main__":

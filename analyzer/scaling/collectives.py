@@ -29,7 +29,9 @@ protocols NCCL can run, of
     tree       all-reduce   2 ceil(log2 n) 2           (between nodes only: inside a node NCCL's
                                                         tree is a chain, never cheaper than ring)
     nvls       all-reduce   2              1           (NVLink SHARP: the switch reduces and
-                                                        multicasts; NVSwitch nodes that have it)
+                                                        multicasts; NVSwitch nodes that have it,
+                                                        more than 2 GPUs: NCCL sets NVLS up only
+                                                        then)
 
 ``base``: the per-call cost (launch, synchronisation) whatever the size; ``step``: per step of
 the algorithm for protocol LL, LL128 or Simple (NCCL's three; LL sends 4 data bytes per 8-byte
@@ -37,7 +39,16 @@ store, so it trades bandwidth for latency); ``eff``: the achieved fraction of th
 per-direction bandwidth with that protocol; ``c``: a per-collective factor (all-gather reaches
 less of the link than all-reduce in nccl-tests). NCCL's own tuner picks the algorithm and
 protocol the same way (the least predicted time); this model's choice is its own, not a copy of
-NCCL's tables. The constants were fitted inside NVSwitch nodes; between nodes the same ones are
+NCCL's tables.
+
+NVLS's bandwidth is not a fraction of the link: NCCL runs it on a fixed number of channels (CTAs),
+``nvls_channels`` of the node (16 on Hopper, 24 on Blackwell inside one NVLink domain: NCCL's
+``src/transport/nvls.cc``), and each channel moves at most ``nvls_channel_Bps``, so its byte term
+is ``nbytes / min(bw, nvls_channels * nvls_channel_Bps)``.
+
+``base`` is a property of the run (the host's launch and synchronisation path, the driver), not
+of the GPUs or links: the fit gives each measured system its own and ships their median. The
+constants were fitted inside NVSwitch nodes; between nodes the same ones are
 applied to the NIC link (with the link's own per-hop latency added to each step), an
 extrapolation no measurement here checks.
 """
@@ -119,16 +130,16 @@ _ALLREDUCE = {"ring": ring_allreduce, "tree": tree_allreduce}
 
 @dataclass(frozen=True)
 class NcclConstants:
-    """Fitted NCCL constants (seconds and fractions): ``base_s`` per call; per protocol
+    """Fitted NCCL constants (seconds, fractions, bytes/s): ``base_s`` per call; per protocol
     ``step_s[p]`` per algorithm step and ``eff[p]`` of the link bandwidth; ``coll_eff[c]`` per
-    collective; ``nvls_step_s`` / ``nvls_eff`` for NVLink SHARP all-reduce."""
+    collective; ``nvls_step_s`` per NVLink SHARP step and ``nvls_channel_Bps`` per NVLS channel."""
 
     base_s: float
     step_s: dict
     eff: dict
     coll_eff: dict
     nvls_step_s: float
-    nvls_eff: float
+    nvls_channel_Bps: float
 
     def __post_init__(self):
         for p in PROTOCOLS:
@@ -139,8 +150,8 @@ class NcclConstants:
         for c in COLLECTIVES:
             if not 0 < self.coll_eff.get(c, 0) <= 1:
                 raise ValueError(f"NCCL constants: collective factor of {c} must be in (0, 1]")
-        if not (self.base_s >= 0 and self.nvls_step_s >= 0 and 0 < self.nvls_eff <= 1):
-            raise ValueError("NCCL constants: base and NVLS step >= 0, NVLS efficiency in (0, 1]")
+        if not (self.base_s >= 0 and self.nvls_step_s >= 0 and self.nvls_channel_Bps > 0):
+            raise ValueError("NCCL constants: base and NVLS step >= 0, NVLS channel rate > 0")
 
 
 def constants_from(doc: dict) -> NcclConstants:
@@ -151,7 +162,7 @@ def constants_from(doc: dict) -> NcclConstants:
                          eff={p: pr[p]["efficiency"] for p in PROTOCOLS},
                          coll_eff=dict(doc["collective_efficiency"]),
                          nvls_step_s=doc["nvls"]["step_us"] * 1e-6,
-                         nvls_eff=doc["nvls"]["efficiency"])
+                         nvls_channel_Bps=doc["nvls"]["channel_gbs"] * 1e9)
 
 
 class Choice(NamedTuple):
@@ -164,7 +175,7 @@ class Choice(NamedTuple):
 
 def candidates(collective: str, n: int, *, nvls: bool = False, tree: bool = False):
     """``(algorithm, protocol, steps, F)`` of every way the model may run ``collective`` on
-    ``n`` devices (the table in the module docstring)."""
+    ``n`` devices (the table in the module docstring; NVLS only for ``n > 2``)."""
     if collective not in COLLECTIVES:
         raise ValueError(f"collective must be one of {', '.join(COLLECTIVES)}; got {collective!r}")
     out = []
@@ -176,26 +187,29 @@ def candidates(collective: str, n: int, *, nvls: bool = False, tree: bool = Fals
         algs = [("ring", n - 1, (n - 1) / n)]
     for alg, steps, f in algs:
         out += [(alg, p, steps, f) for p in PROTOCOLS]
-    if nvls and collective == "all_reduce":
+    if nvls and collective == "all_reduce" and n > 2:
         out.append(("nvls", "Simple", 2, 1.0))
     return out
 
 
 def nccl(collective: str, nbytes: float, n: int, bw: float, k: NcclConstants, *,
-         nvls: bool = False, tree: bool = False, extra_step_s: float = 0.0,
+         nvls_channels: int = 0, tree: bool = False, extra_step_s: float = 0.0,
          base: bool = True) -> Choice:
     """The least time over ``candidates`` (module docstring): ``base + steps * (step + extra_step_s)
-    + F * nbytes / (bw * eff * c)``; ``extra_step_s`` adds a link's own per-hop latency;
+    + F * nbytes / (bw * eff * c)``, NVLS ``F * nbytes / min(bw, nvls_channels * nvls_channel_Bps)``
+    (``nvls_channels`` 0: no NVLS); ``extra_step_s`` adds a link's own per-hop latency;
     ``base=False`` leaves out the per-call cost (a later phase of one call)."""
     _check(nbytes, n, bw)
     if n == 1:
         return Choice(ZERO, "none", "none")
     best = None
     c = k.coll_eff[collective]
-    for alg, proto, steps, f in candidates(collective, n, nvls=nvls, tree=tree):
-        step, eff = (k.nvls_step_s, k.nvls_eff) if alg == "nvls" else (k.step_s[proto], k.eff[proto])
-        comm = Comm(f * nbytes / (bw * eff * c),
-                    (k.base_s if base else 0.0) + steps * (step + extra_step_s))
+    for alg, proto, steps, f in candidates(collective, n, nvls=nvls_channels > 0, tree=tree):
+        if alg == "nvls":
+            step, rate = k.nvls_step_s, min(bw, nvls_channels * k.nvls_channel_Bps)
+        else:
+            step, rate = k.step_s[proto], bw * k.eff[proto] * c
+        comm = Comm(f * nbytes / rate, (k.base_s if base else 0.0) + steps * (step + extra_step_s))
         if best is None or comm.total < best.comm.total:
             best = Choice(comm, alg, proto)
     return best
@@ -209,17 +223,23 @@ class Level:
     bw: float
     alpha: float
     name: str = ""
-    nvls: bool = False   # NVLink SHARP in the switch (NCCL's NVLS all-reduce)
+    nvls_channels: int = 0   # NVLink SHARP in the switch: NCCL's NVLS channels (0: none)
+    ring: tuple = ()         # (n, bytes/s) where a ring over n devices has a slower bottleneck
+
+    def ring_bw(self, n: int) -> float:
+        """Bytes/s per direction of a ring over ``n`` devices of this level: the ``ring`` entry
+        for ``n`` (a PCIe node's ring that crosses its host path), else ``bw``."""
+        return dict(self.ring).get(n, self.bw)
 
     @classmethod
     def of(cls, link, efficiency: float = 1.0, alpha_s: float | None = None,
-           nvls: bool = False) -> "Level":
+           nvls_channels: int = 0) -> "Level":
         """From a ``hardware_db.links.NetworkLink``: its bandwidth x ``efficiency``, its
         latency (or ``alpha_s`` when given; 0 where the link states none)."""
         if not 0 < efficiency <= 1:
             raise ValueError(f"link efficiency must be in (0, 1], got {efficiency!r}")
         return cls(link.bytes_per_s * efficiency,
-                   link.latency_s if alpha_s is None else alpha_s, link.id, nvls)
+                   link.latency_s if alpha_s is None else alpha_s, link.id, nvls_channels)
 
 
 @dataclass(frozen=True)
@@ -264,7 +284,8 @@ class Fabric:
     def _one(self, collective: str, nbytes: float, n: int, level: Level, bw: float,
              between_nodes: bool, base: bool = True) -> Comm:
         if self.algorithm == "nccl":
-            return nccl(collective, nbytes, n, bw, self.constants, nvls=level.nvls and not between_nodes,
+            return nccl(collective, nbytes, n, bw, self.constants,
+                        nvls_channels=0 if between_nodes else level.nvls_channels,
                         tree=between_nodes, extra_step_s=level.alpha, base=base).comm
         if collective == "all_reduce":
             return _ALLREDUCE[self.algorithm](nbytes, n, bw, level.alpha)
@@ -275,23 +296,23 @@ class Fabric:
         if k == 1:
             inside = g > 1 and self.intra is not None and self.per_node > 1
             level = self.intra if inside else self.inter
-            return self._one("all_reduce", nbytes, g, level, level.bw, not inside)
+            return self._one("all_reduce", nbytes, g, level, level.ring_bw(g), not inside)
         if g == 1:
             return self._one("all_reduce", nbytes, k, self.inter, self.inter.bw, True)
         intra = self.intra
-        return (self._one("reduce_scatter", nbytes, g, intra, intra.bw, False)
+        return (self._one("reduce_scatter", nbytes, g, intra, intra.ring_bw(g), False)
                 + self._one("all_reduce", nbytes / g, k, self.inter, self._net_bw(g), True, base=False)
-                + self._one("all_gather", nbytes, g, intra, intra.bw, False, base=False))
+                + self._one("all_gather", nbytes, g, intra, intra.ring_bw(g), False, base=False))
 
     def allgather(self, nbytes: float, n: int) -> Comm:
         g, k = self.split(n)
         if k == 1:
             inside = g > 1 and self.intra is not None
             level = self.intra if inside else self.inter
-            return self._one("all_gather", nbytes, g, level, level.bw, not inside)
+            return self._one("all_gather", nbytes, g, level, level.ring_bw(g), not inside)
         if g == 1:   # one device per node: the network alone
             return self._one("all_gather", nbytes, k, self.inter, self.inter.bw, True)
-        return (self._one("all_gather", nbytes / k, g, self.intra, self.intra.bw, False)
+        return (self._one("all_gather", nbytes / k, g, self.intra, self.intra.ring_bw(g), False)
                 + self._one("all_gather", nbytes, k, self.inter, self._net_bw(g), True, base=False))
 
     def reduce_scatter(self, nbytes: float, n: int) -> Comm:
@@ -302,10 +323,10 @@ class Fabric:
         if k == 1:
             inside = g > 1 and self.intra is not None
             level = self.intra if inside else self.inter
-            return self._one("reduce_scatter", nbytes, g, level, level.bw, not inside)
+            return self._one("reduce_scatter", nbytes, g, level, level.ring_bw(g), not inside)
         if g == 1:
             return self._one("reduce_scatter", nbytes, k, self.inter, self.inter.bw, True)
-        return (self._one("reduce_scatter", nbytes, g, self.intra, self.intra.bw, False)
+        return (self._one("reduce_scatter", nbytes, g, self.intra, self.intra.ring_bw(g), False)
                 + self._one("reduce_scatter", nbytes / g, k, self.inter, self._net_bw(g), True,
                             base=False))
 

@@ -64,13 +64,15 @@ def fabric(link, *, per_node: int = 1, intra_link=None, algorithm: str = "nccl",
     (hardware_db/collectives/nccl.json); ring / tree: the closed forms with no per-call cost."""
     from hardware_db import collectives, links
 
-    nvls = False
+    nvls_channels, ring = 0, ()
     if node is not None:
         nd = node if hasattr(node, "gpus") else links.get_node(node)
         per_node = nd.gpus if per_node == 1 else per_node
         intra_link = intra_link or nd.intra_link
         nics = nics or nd.nics
-        nvls = nd.nvls
+        nvls_channels = nd.nvls_channels if nd.nvls else 0
+        if intra_link == nd.intra_link:   # a ring's bottleneck link inside the node (PCIe host path)
+            ring = tuple((n, nd.ring_gbs(n)[0] * 1e9 * link_efficiency) for n in range(2, nd.gpus + 1))
         if link is None:
             if nd.nic_link is None:
                 raise InputSpecError(f"node '{nd.id}' has no network cards on record: give link=")
@@ -86,7 +88,7 @@ def fabric(link, *, per_node: int = 1, intra_link=None, algorithm: str = "nccl",
                              "e.g. 'nvlink4' or 'pcie3')")
     consts = C.constants_from(collectives.nccl()) if algorithm == "nccl" else None
     return C.Fabric(C.Level.of(inter, link_efficiency),
-                    C.Level.of(intra, link_efficiency, nvls=nvls) if intra else None, per_node,
+                    replace(C.Level.of(intra, link_efficiency, nvls_channels=nvls_channels), ring=ring) if intra else None, per_node,
                     algorithm, nics or 1, consts)
 
 

@@ -116,7 +116,8 @@ def make(gbs_per_direction: float, latency_us: float | None = None, *, kind: str
 class Node:
     """One node design (``nodes.toml``): devices per node (``gpus``), the link between them
     (``intra_link``, a link id), NVLink switches (``nvswitch``) and in-switch reduction
-    (``nvls``), the NVLink domain size, network cards per node (``nics``, None = not on record)
+    (``nvls``) with NCCL's NVLS channel count (``nvls_channels``), the NVLink domain size,
+    network cards per node (``nics``, None = not on record)
     over ``nic_link``, the aiconfigurator system its nccl-tests rows came from, and sources."""
 
     id: str
@@ -130,11 +131,15 @@ class Node:
     nic_link: str | None = None
     aic_system: str | None = None
     sources: Mapping[str, str] = field(default_factory=FrozenMap)
+    nvls_channels: int | None = None
+    gpus_per_pcie_switch: int | None = None
+    p2p: bool | None = None
+    host_path_gbs: float | None = None
 
     def __post_init__(self):
-        for name in ("gpus", "nvlink_domain", "nics"):
+        for name in ("gpus", "nvlink_domain", "nics", "nvls_channels", "gpus_per_pcie_switch"):
             v = getattr(self, name)
-            if v is None and name == "nics":
+            if v is None and name != "gpus" and name != "nvlink_domain":
                 continue
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise HardwareError(f"node '{self.id}': {name} must be an integer >= 1, got {v!r}")
@@ -145,7 +150,32 @@ class Node:
             get(self.nic_link)
         if self.nvls and not self.nvswitch:
             raise HardwareError(f"node '{self.id}': nvls needs nvswitch")
+        if self.nvls != (self.nvls_channels is not None):
+            raise HardwareError(f"node '{self.id}': give nvls_channels exactly when nvls is true")
+        if self.host_path_gbs is not None and not (isinstance(self.host_path_gbs, (int, float))
+                                                   and math.isfinite(self.host_path_gbs)
+                                                   and self.host_path_gbs > 0):
+            raise HardwareError(f"node '{self.id}': host_path_gbs must be a number > 0")
+        if self.p2p is not None and not isinstance(self.p2p, bool):
+            raise HardwareError(f"node '{self.id}': p2p must be true or false")
         object.__setattr__(self, "sources", FrozenMap(self.sources))
+
+    def ring_gbs(self, n: int) -> tuple[float, bool]:
+        """(GB/s per direction of a ring over ``n`` of this node's GPUs, whether the node's
+        topology fixes it). NVSwitch: every pair at the intra link. PCIe: the ring's bottleneck
+        link; GPUs under one PCIe switch with peer-to-peer (``n <= gpus_per_pcie_switch``) talk
+        at the intra link, a ring across switches or without peer-to-peer also crosses the host
+        path (root complex, socket link or host memory), ``min(intra, host_path_gbs)``. Where
+        the node's file does not record that (absent keys), the intra link, and False."""
+        link = get(self.intra_link).gbs_per_direction
+        if self.nvswitch or n <= 1:
+            return link, True
+        if self.p2p and self.gpus_per_pcie_switch is not None and n <= self.gpus_per_pcie_switch:
+            return link, True
+        crosses_host = self.p2p is False or (self.p2p and self.gpus_per_pcie_switch is not None)
+        if crosses_host and self.host_path_gbs is not None:
+            return min(link, self.host_path_gbs), True
+        return link, False
 
     @property
     def nic_gbs(self) -> float | None:
@@ -154,9 +184,11 @@ class Node:
 
     def to_dict(self) -> dict:
         return {"id": self.id, "name": self.name, "gpus": self.gpus, "intra_link": self.intra_link,
-                "nvswitch": self.nvswitch, "nvls": self.nvls, "nvlink_domain": self.nvlink_domain,
+                "nvswitch": self.nvswitch, "nvls": self.nvls, "nvls_channels": self.nvls_channels,
+                "nvlink_domain": self.nvlink_domain,
                 "nics": self.nics, "nic_link": self.nic_link, "nic_gbs": self.nic_gbs,
-                "aic_system": self.aic_system, "sources": dict(self.sources)}
+                "aic_system": self.aic_system, "gpus_per_pcie_switch": self.gpus_per_pcie_switch,
+                "p2p": self.p2p, "host_path_gbs": self.host_path_gbs, "sources": dict(self.sources)}
 
 
 def _load_nodes() -> dict[str, Node]:
@@ -167,12 +199,14 @@ def _load_nodes() -> dict[str, Node]:
         out = {}
         for nid, t in doc.items():
             sources = dict(t.get("sources", {}))
-            for key in ("gpus", "nvls", "nics"):   # a claim needs a source (nvls only when true)
-                if key in t and t[key] is not False and not sources.get(key):
+            for key in ("gpus", "nvls", "nics", "nvls_channels", "gpus_per_pcie_switch", "p2p",
+                        "host_path_gbs"):   # a claim needs a source (nvls only when true)
+                if key in t and (t[key] is not False or key == "p2p") and not sources.get(key):
                     raise HardwareError(f"node '{nid}': {key} has no source")
             out[nid] = Node(nid, t["name"], t["gpus"], t["intra_link"], bool(t["nvswitch"]),
                             bool(t["nvls"]), t["nvlink_domain"], t.get("nics"), t.get("nic_link"),
-                            t.get("aic_system"), sources)
+                            t.get("aic_system"), sources, t.get("nvls_channels"),
+                            t.get("gpus_per_pcie_switch"), t.get("p2p"), t.get("host_path_gbs"))
         _NODES = out
     return _NODES
 

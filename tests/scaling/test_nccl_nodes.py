@@ -3,6 +3,7 @@ the node designs (GPUs, NVLink/NVLS, NICs per node)."""
 
 import json
 import os
+import statistics
 
 import pytest
 
@@ -14,7 +15,7 @@ from hardware_db import collectives, links
 K = C.NcclConstants(base_s=8e-6, step_s={"LL": 1e-6, "LL128": 2e-6, "Simple": 5e-6},
                     eff={"LL": 0.25, "LL128": 0.5, "Simple": 0.8},
                     coll_eff={"all_reduce": 1.0, "all_gather": 0.8, "reduce_scatter": 0.8},
-                    nvls_step_s=10e-6, nvls_eff=0.5)
+                    nvls_step_s=10e-6, nvls_channel_Bps=14.0625e9)
 BW = 450e9   # nvlink4 per direction
 
 
@@ -36,14 +37,24 @@ def test_large_message_takes_simple_then_nvls():
     c = C.nccl("all_reduce", nb, 8, BW, K)
     assert (c.algorithm, c.protocol) == ("ring", "Simple")
     assert c.comm.total == pytest.approx(78e-6 + 469762048 / 360e9)
-    # NVLS: 8 + 2 * 10 us + 268435456 / (450e9 * 0.5) = 28 us + 1193.05 us = 1221.05 us
-    v = C.nccl("all_reduce", nb, 8, BW, K, nvls=True)
+    # NVLS on 16 channels: rate min(450e9, 16 * 14.0625e9 = 225e9) = 225e9 B/s
+    # 8 + 2 * 10 us + 268435456 / 225e9 = 28 us + 1193.05 us = 1221.05 us
+    v = C.nccl("all_reduce", nb, 8, BW, K, nvls_channels=16)
     assert v.algorithm == "nvls"
     assert v.comm.total == pytest.approx(28e-6 + nb / 225e9)
+    # 64 channels would move 900e9 B/s: the link (450e9) caps it: 28 us + 596.5 us
+    assert C.nccl("all_reduce", nb, 8, BW, K, nvls_channels=64).comm.total == pytest.approx(28e-6 + nb / BW)
     # all-gather: n-1 = 7 steps, F = 7/8, collective factor 0.8: 8 + 35 us + 7/8 nb / (450e9 * 0.8 * 0.8)
-    g = C.nccl("all_gather", nb, 8, BW, K, nvls=True)
+    g = C.nccl("all_gather", nb, 8, BW, K, nvls_channels=16)
     assert (g.algorithm, g.protocol) == ("ring", "Simple")
     assert g.comm.total == pytest.approx(43e-6 + 7 / 8 * nb / (BW * 0.64))
+
+
+def test_no_nvls_for_two_gpus():
+    """NCCL sets NVLS up only for more than 2 GPUs (src/transport/nvls.cc): 2 GPUs run the ring."""
+    assert not any(a == "nvls" for a, *_ in C.candidates("all_reduce", 2, nvls=True))
+    assert any(a == "nvls" for a, *_ in C.candidates("all_reduce", 4, nvls=True))
+    assert C.nccl("all_reduce", 2**28, 2, BW, K, nvls_channels=16).algorithm == "ring"
 
 
 def test_protocol_switches_with_message_size():
@@ -77,6 +88,12 @@ def test_shipped_constants_have_provenance_and_no_h100():
     assert set(p["fitted_on_systems"]) <= held
     for r in d["leave_one_system_out"]:
         assert r["held_out"] not in r["fitted_on"] and r["rows"] > 0
+    # the per-call base is the run's: one per fitted system, the shipped one their median
+    by = p["base_us_by_system"]
+    assert set(by) == set(p["fitted_on_systems"])
+    assert d["base_us"] == pytest.approx(statistics.median(by.values()), abs=1e-3)
+    for r in d["leave_one_system_out"]:
+        assert r["run_base_us"] > 0 and r["run_base_mape_pct"] >= 0
     bad = json.loads(json.dumps(d))
     del bad["provenance"]["command"]
     with pytest.raises(HardwareError, match="command"):
@@ -97,7 +114,7 @@ def test_shipped_constants_have_provenance_and_no_h100():
 def test_shipped_constants_against_recorded_nccl_tests(node, coll, n, nbytes, measured_us):
     nd = links.get_node(node)
     k = C.constants_from(collectives.nccl())
-    t = C.nccl(coll, nbytes, n, links.get(nd.intra_link).bytes_per_s, k, nvls=nd.nvls).comm.total
+    t = C.nccl(coll, nbytes, n, nd.ring_gbs(n)[0] * 1e9, k, nvls_channels=nd.nvls_channels or 0).comm.total
     assert t * 1e6 == pytest.approx(measured_us, rel=0.15)
 
 
@@ -115,6 +132,48 @@ def test_nodes_are_sourced():
             assert n.sources["nics"]
     with pytest.raises(HardwareError, match="dgx-h100"):
         links.get_node("dgx-z900")
+
+
+def test_nvls_channels_are_nccls():
+    # NCCL src/transport/nvls.cc: 16 channels on Hopper, 24 on Blackwell inside one NVLink domain
+    assert links.get_node("dgx-h200").nvls_channels == 16
+    assert links.get_node("dgx-b200").nvls_channels == 24
+    assert links.get_node("dgx-a100").nvls_channels is None
+    for n in links.list_nodes():
+        assert (n.nvls_channels is not None) == n.nvls
+        if n.nvls:
+            assert "nvls.cc" in n.sources["nvls_channels"]
+
+
+def test_ring_bandwidth_is_the_bottleneck_link():
+    """PCIe: pairs under one switch at the x16 link (31.5 GB/s), a ring across switches through
+    the host path; without peer-to-peer every hop through it; topology not on record: the link,
+    flagged."""
+    def node(**kw):
+        return links.Node("t", "test", 8, "pcie4", False, False, 1, sources={"gpus": "test"}, **kw)
+    sw = node(gpus_per_pcie_switch=2, p2p=True, host_path_gbs=12.0)
+    assert sw.ring_gbs(2) == (31.5, True)
+    assert sw.ring_gbs(4) == (12.0, True) and sw.ring_gbs(8) == (12.0, True)
+    assert node(p2p=False, host_path_gbs=10.0).ring_gbs(2) == (10.0, True)
+    assert node(p2p=False, host_path_gbs=50.0).ring_gbs(8) == (31.5, True)   # min(link, host path)
+    assert node().ring_gbs(4) == (31.5, False)
+    assert links.get_node("dgx-h200").ring_gbs(8) == (450.0, True)
+    l40s = links.get_node("l40s-pcie-8")
+    assert l40s.ring_gbs(8) == (31.5, False) and "not on record" in l40s.sources["topology"]
+    with pytest.raises(HardwareError, match="host_path_gbs"):
+        node(host_path_gbs=-1.0)
+    with pytest.raises(HardwareError, match="nvls_channels"):
+        links.Node("t", "test", 8, "nvlink4", True, True, 8, sources={"gpus": "test"})
+
+
+def test_fabric_takes_the_rings_bottleneck_inside_a_node():
+    # a PCIe node: pairs at 31.5e9 B/s, a ring of 4 crosses a 10e9 B/s host path
+    # ring all-reduce of 1e9 B: 2 GPUs 2 * 1/2 * 1e9 / 31.5e9 = 31.746 ms; 4 GPUs 2 * 3/4 * 1e9 / 10e9 = 150 ms
+    pcie = C.Level(31.5e9, 0.0, ring=((4, 10e9),))
+    f = C.Fabric(inter=C.Level(1e10, 0.0), intra=pcie, per_node=4)
+    assert f.allreduce(1e9, 2).total == pytest.approx(1e9 / 31.5e9)
+    assert f.allreduce(1e9, 4).total == pytest.approx(0.15)
+    assert f.allgather(1e9, 4).total == pytest.approx(3 / 4 * 1e9 / 10e9)
 
 
 def test_one_nic_per_gpu_is_eight_times_the_network():
