@@ -153,3 +153,37 @@ def test_explain_shows_a_views_host_time():
         assert rep.predictions[0].explain(i) is None      # no kernel terms
     k = analyzer.analyze(_host_bound(True), hw=ROUND_GPU, runtime="kernel")
     assert k.predictions[0].host_step(2) is None
+
+
+def test_shape_arithmetic_and_identity_are_not_host_only():
+    # The frontend folds shape arithmetic whenever shapes are known, so the plan is given the
+    # nodes directly: Shape(x) -> Gather(, 1) -> Unsqueeze (sizes eager holds as Python ints:
+    # x.size(1)), Identity(x) (an exporter's alias), Reshape(x) to [4, 4] (x.view: an aten op).
+    # The Unsqueeze of a size is a view by its strides, but no aten op; the Identity none either.
+    from types import SimpleNamespace
+
+    from analyzer.counting.engine import COSTED
+    from analyzer.ir.graph import TensorSpec
+    from analyzer.prediction import eager_plan
+    from analyzer.prediction.fusion import FusionNode
+
+    def node(op, ins, outs, launches, consts=()):
+        nd = SimpleNamespace(op=op, domain="", status=COSTED, kernel=None,
+                             in_specs=tuple(TensorSpec(s, d) for s, d in ins),
+                             out_specs=tuple(TensorSpec(s, d) for s, d in outs))
+        return nd, launches, frozenset(consts)
+
+    x, s, i = ((2, 8), "float32"), ((2,), "int64"), ((), "int64")
+    spec = [(node("Shape", [x], [s], True), ["x"], ["s"]),
+            (node("Gather", [s, i], [i], True, consts=(1,)), ["s", "one"], ["n"]),
+            (node("Unsqueeze", [i, ((1,), "int64")], [((1,), "int64")], False, consts=(1,)),
+             ["n", "ax"], ["n1"]),
+            (node("Identity", [x], [x], False), ["x"], ["x2"]),
+            (node("Reshape", [x, s], [((4, 4), "float32")], False, consts=(1,)), ["x", "shp"], ["y"])]
+    nodes = [nd for (nd, _, _), _, _ in spec]
+    fnodes = [FusionNode(nd.op, "", "view", "", tuple(ins), tuple(outs),
+                         tuple(8 for _ in ins), tuple(8 for _ in outs), launches, consts, nd.op)
+              for (nd, launches, consts), ins, outs in spec]
+    plan = eager_plan.plan(nodes, fnodes, [0.0] * len(nodes))
+    # the Gather of a scalar index and the Unsqueeze are views of a size: shape arithmetic
+    assert plan.host_only == (4,)        # the Reshape of x only
