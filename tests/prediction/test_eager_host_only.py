@@ -178,7 +178,7 @@ def test_shape_arithmetic_and_identity_are_not_host_only():
             (node("Gather", [s, i], [i], True, consts=(1,)), ["s", "one"], ["n"]),
             (node("Unsqueeze", [i, ((1,), "int64")], [((1,), "int64")], False, consts=(1,)),
              ["n", "ax"], ["n1"]),
-            (node("Identity", [x], [x], False), ["x"], ["x2"]),
+            (node("Identity", [x], [x], True), ["x"], ["x2"]),   # (as if it moved bytes)
             (node("Reshape", [x, s], [((4, 4), "float32")], False, consts=(1,)), ["x", "shp"], ["y"])]
     nodes = [nd for (nd, _, _), _, _ in spec]
     fnodes = [FusionNode(nd.op, "", "view", "", tuple(ins), tuple(outs),
