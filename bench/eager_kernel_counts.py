@@ -14,10 +14,18 @@ efficientnet_b0, convnext_tiny at their exported shapes), prints:
   cuDNN layout conversions) or removes one (the bias a cuBLASLt epilogue takes);
 - ``H100 profiler``: the kernels CUPTI recorded per forward in bench/h100's check data
   (bench/results/h100_models_*.csv, fp32 batch 1; resnet18 and mobilenet_v2 only).  Check data:
-  compared, never tuned on.
+  compared, never tuned on;
+- ``host-only``: the plan's host-only ops (``Prediction.host_ops``: views eager PyTorch runs as
+  aten ops, no kernel); ``eager CPU Python views``: the view-type calls the module makes from
+  Python (a ``TorchFunctionMode`` log: ``view``, ``transpose``, ``__getitem__``, ``dropout``...;
+  a call inside another torch function is not logged), the calls that pay a view's host time.
+
+``--latency h100,a100,t4,l4``: whole-model ``eager`` and ``eager-op`` predictions at batch 1 per
+profile, before (``runtimes.HOST_ONLY_RATIO`` set to 0 in this process: host-only ops cost
+nothing, the plan is unchanged) and after (the shipped ratio).
 
 Needs torch, torchvision and transformers in the environment (not opcost dependencies).
-Usage: ``python bench/eager_kernel_counts.py [--no-torch]``
+Usage: ``python bench/eager_kernel_counts.py [--no-torch] [--latency h100,a100,t4,l4]``
 """
 
 from __future__ import annotations
@@ -89,6 +97,60 @@ def eager_ops(name: str) -> Counter:
     return ops
 
 
+# Python-level calls of a view-type op (Tensor methods and torch functions by name)
+VIEW_CALLS = {"view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "flatten",
+              "expand", "expand_as", "view_as", "split", "chunk", "narrow", "select", "t",
+              "unflatten", "unbind", "__getitem__", "dropout", "to", "type_as", "contiguous",
+              "movedim", "swapaxes", "detach"}
+
+
+def python_views(name: str) -> Counter:
+    """View-type call name -> calls the module makes from Python in one forward (no grad)."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    calls: Counter = Counter()
+
+    class Log(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            n = getattr(func, "__name__", "")
+            if n in VIEW_CALLS:
+                calls[n] += 1
+            return func(*args, **(kwargs or {}))
+
+    model, args, kw = _build(name)
+    model.eval()
+    with torch.no_grad(), Log():
+        model(*args, **kw)
+    return calls
+
+
+def latency_rows(profiles: list[str]) -> list[str]:
+    """Markdown rows: per model and profile, eager and eager-op latency (us) before/after."""
+    import analyzer
+    from analyzer.prediction import runtimes
+
+    shipped = runtimes.HOST_ONLY_RATIO
+    out = ["| model | profile | host-only ops | eager us before | after | change | "
+           "eager-op us before | after |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for m in MODELS:
+        path = os.path.join(FIX, f"{m}.onnx")
+        got = {}
+        for ratio in (0.0, shipped):
+            runtimes.HOST_ONLY_RATIO = ratio
+            try:
+                for rt in ("eager", "eager-op"):
+                    got[ratio, rt] = analyzer.analyze(path, hw=profiles, runtime=rt).predictions
+            finally:
+                runtimes.HOST_ONLY_RATIO = shipped
+        for i, hw in enumerate(profiles):
+            b, a = got[0.0, "eager"][i].latency_s * 1e6, got[shipped, "eager"][i].latency_s * 1e6
+            bo, ao = got[0.0, "eager-op"][i].latency_s * 1e6, got[shipped, "eager-op"][i].latency_s * 1e6
+            out.append(f"| {m} | {hw} | {got[shipped, 'eager'][i].host_ops} | {b:.0f} | {a:.0f} | "
+                       f"{100 * (a / b - 1):+.1f}% | {bo:.0f} | {ao:.0f} |")
+    return out
+
+
 def h100_counts() -> dict:
     out = {}
     for path in sorted(glob.glob(os.path.join(ROOT, "bench", "results", "h100_models_*.csv"))):
@@ -103,24 +165,33 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--no-torch", action="store_true", help="skip the eager PyTorch column")
     ap.add_argument("--ops", action="store_true", help="print each model's eager aten ops")
+    ap.add_argument("--latency", default="", help="profiles (comma-separated) for the "
+                    "before/after latency table of the host-only ops")
     args = ap.parse_args(argv)
     import analyzer
 
     h100 = h100_counts()
-    print("| model | none (1 per node) | eager plan | eager CPU aten ops | plan - CPU | H100 profiler |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| model | none (1 per node) | eager plan | eager CPU aten ops | plan - CPU | H100 profiler "
+          "| host-only | eager CPU Python views |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for m in MODELS:
         path = os.path.join(FIX, f"{m}.onnx")
-        plan = analyzer.analyze(path, hw="h100", runtime="eager").predictions[0].launches
+        pred = analyzer.analyze(path, hw="h100", runtime="eager").predictions[0]
         none = analyzer.analyze(path, hw="h100", runtime="kernel").predictions[0].launches
-        cpu = diff = "-"
+        cpu = diff = views = "-"
         if not args.no_torch:
             ops = eager_ops(m)
             cpu = sum(ops.values())
-            diff = f"{plan - cpu:+d}"
+            diff = f"{pred.launches - cpu:+d}"
+            pv = python_views(m)
+            views = sum(pv.values())
             if args.ops:
-                print(m, dict(sorted(ops.items())), file=sys.stderr)
-        print(f"| {m} | {none} | {plan} | {cpu} | {diff} | {h100.get(m, '-')} |")
+                print(m, dict(sorted(ops.items())), dict(sorted(pv.items())), file=sys.stderr)
+        print(f"| {m} | {none} | {pred.launches} | {cpu} | {diff} | {h100.get(m, '-')} "
+              f"| {pred.host_ops} | {views} |")
+    if args.latency:
+        print()
+        print("\n".join(latency_rows(args.latency.split(","))))
     return 0
 
 

@@ -14,7 +14,9 @@ The plan is a ``fusion.FusionPlan``: views launch nothing (``kernel_of == -1``);
 must be copied is its own kernel that reads and writes the tensor (a negative ``saved_bytes``
 adds the bytes its count lacks); a copy that no view node can carry (an operand an elementwise
 kernel wrote in a permuted layout) is an extra launch of the consuming kernel (``extra_ops``,
-``extra_bytes``: its tensor read and written); a joined pattern is one kernel of its members.
+``extra_bytes``: its tensor read and written); a joined pattern is one kernel of its members.  A view eager PyTorch still runs as an aten op
+(not an exporter's Identity, not shape arithmetic in Python ints) is a host-only op
+(``FusionPlan.host_only``): no kernel, but its host time on the stream.
 
 Assumptions, stated: a MatMul whose second operand is a rank-2 constant and whose only consumer
 adds a constant vector of its N outputs is an exported ``nn.Linear`` (``F.linear``); a view read
@@ -46,6 +48,8 @@ _FOLLOWS_LAYOUT = frozenset({"elementwise", "activation", "swish"})
 _GELU_PARTS = frozenset({"Div", "Mul", "Add", "Erf", "Tanh", "Pow"})
 _GELU_SIZES = {"Erf": 5, "Tanh": 9}
 _ONNX = ("", "ai.onnx")
+_SHAPE_OPS = frozenset({"Shape", "Size"})
+_NOT_ATEN = frozenset({"Identity"})
 
 
 def _dims(spec):
@@ -423,8 +427,34 @@ def _finish(w: _Walk, groups, ops: dict[int, str], graph_outputs) -> fusion.Fusi
         extra_ops.append(tuple(op for op, _ in ex))
         extra_bytes.append(tuple(b for _, b in ex))
     has_extra = any(extra_ops)
+    host = _host_only(w)
     return fusion.FusionPlan(policy=POLICY, kernel_of=p.kernel_of, members=p.members,
                              saved_bytes=tuple(saved), kernel_ops=tuple(kops),
-                             source=f"eager PyTorch plan ({w.copies} contiguous copies)",
+                             source=f"eager PyTorch plan ({w.copies} contiguous copies, "
+                                    f"{len(host)} host-only ops)",
                              extra_ops=tuple(extra_ops) if has_extra else (),
-                             extra_bytes=tuple(extra_bytes) if has_extra else ())
+                             extra_bytes=tuple(extra_bytes) if has_extra else (),
+                             host_only=host)
+
+
+def _shape_values(w: _Walk) -> set[tuple[str, str]]:
+    """Tensors of shape arithmetic: the outputs of Shape/Size, and of every node whose inputs
+    are such tensors or constants (at least one such tensor).  Eager PyTorch computes them in
+    Python ints (``x.size(1)``, ``(b, s, h, d)``), no aten op."""
+    out: set[tuple[str, str]] = set()
+    for nd, fn in zip(w.nodes, w.fnodes):
+        ins = [(p, (fn.level, t)) for p, t in enumerate(fn.inputs) if t]
+        if nd.op in _SHAPE_OPS or (ins and any(k in out for _, k in ins)
+                                   and all(k in out or p in fn.constant_inputs for p, k in ins)):
+            out.update((fn.level, t) for t in fn.outputs if t)
+    return out
+
+
+def _host_only(w: _Walk) -> tuple[int, ...]:
+    """Rule ``host-only``: the views the walk kept (not copied) that eager PyTorch runs as an
+    aten op: every one but an ONNX Identity (an exporter's alias or ``nn.Identity``: no aten op)
+    and shape arithmetic (``_shape_values``).  Folded nodes never became views."""
+    shape = _shape_values(w)
+    return tuple(i for i, (nd, fn) in enumerate(zip(w.nodes, w.fnodes))
+                 if w.view[i] and not w.launch[i] and nd.op not in _NOT_ATEN
+                 and not any((fn.level, t) in shape for t in fn.outputs if t))

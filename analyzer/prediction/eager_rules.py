@@ -31,6 +31,14 @@ RULES: tuple[Rule, ...] = (
          "no kernel: aten::select is a view; its consumer reads it strided",
          "the TorchScript exporter writes aten::select as Gather with a scalar index; select "
          "is a view (native_functions.yaml)"),
+    Rule("host-only", "every node of rules view and select that is not copied, but an ONNX "
+         "Identity and shape arithmetic (Shape/Size and the nodes computing on their values only)",
+         "no kernel, but one aten op on the host: Python, the C++ binding, the dispatcher "
+         "(and autograd's view bookkeeping with grad): a host-only step of the stream, "
+         "runtimes.HOST_ONLY_RATIO x the runtime's dispatch figure of a small elementwise op",
+         "bench/eager_host_ops.py (CPU PyTorch: a view's host time over torch.add's, same run); "
+         "eager PyTorch computes sizes in Python ints (x.size(1)) and the exporter's Identity "
+         "aliases a tensor, neither an aten op"),
     Rule("reshape-copy", "Reshape/Flatten/Squeeze/Unsqueeze of a tensor whose strides allow "
          "no view (the permuted attention context reshaped to [B, S, H*D])",
          "one copy kernel (aten::clone, contiguous): the tensor read and written",

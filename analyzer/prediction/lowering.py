@@ -83,6 +83,20 @@ class Lowered:
     # (``runtimes.stream_times``); a kernel's launches the runtime inserted (``extra_ops``) add
     # theirs.
     host: np.ndarray | None = None
+    # host-only ops (``FusionPlan.host_only``: node indices, graph order) and [P, H] the host
+    # seconds of all runs of each: ``runtimes.HOST_ONLY_RATIO`` x the dispatch of a small
+    # elementwise op x runs; no device time.  A stream runtime places them on its stream
+    host_nodes: tuple[int, ...] = ()
+    host_runs: np.ndarray | None = None     # [H] runs of each per model run
+    host_only: np.ndarray | None = None
+
+    @property
+    def besides_kernels_s(self) -> np.ndarray:
+        """[P] seconds a non-stream prediction adds to its kernels' sum: the per-run fixed cost
+        and the host-only ops (what the search adds to a candidate's kernel sum)."""
+        if self.host_only is None or not self.host_only.size:
+            return self.run_overhead
+        return self.run_overhead + self.host_only.sum(axis=-1)
 
 
 def _calibrated_for(profile, runtime_name: str) -> bool:
@@ -110,13 +124,13 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     cls_l = engines.simt_classes(cls_l, anchor_dtype, nodes, plan, runtime.name, profiles)
     feats, view = _features(mac_l, vec_l, trans_l, bytes_l, cls_l, view_l, anchor_dtype, K)
     cls = feats["op_class"]
-    wbytes = np.array(wbytes_l, dtype=np.float64)
-    runs = np.array(runs_l, dtype=np.float64)
+    wbytes, runs = np.array(wbytes_l, dtype=np.float64), np.array(runs_l, dtype=np.float64)
     has_gather = bool((cls == eff.CLASS_CODE["gather"]).any())
     P = len(profiles)
     mpeak, vpeak = np.ones((P, K)), np.ones((P, K))
     bw, units, l2 = np.ones(P), np.zeros(P), np.zeros(P)
     fixed, host = np.zeros((P, K)), np.zeros((P, K))   # host: the dispatch part of fixed
+    host_only = np.zeros((P, len(plan.host_only)))     # per host-only op, per run
     run_overhead = np.zeros(P)
     consts = {p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}
     consts["trans_weight"] = np.ones(P)
@@ -144,6 +158,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                                      prov=prov, launch=launch, note=note)
         fixed[p] = fixed_of(floors, class_names, host_out=(said_host := []))
         host[p] = said_host[0]
+        host_only[p] = _host_only_s(prof, runtime, calibrated, launch, note, len(plan.host_only))
         if runtime.placement is not None:   # an accelerator runtime's placement (accelerators/)
             bw[p] = _place(runtime, prof, plan, fnodes, rows, bw[p], mpeak[p], vpeak[p], fixed[p], note)
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p],
@@ -168,7 +183,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    member_weight=weight, matrix_peak=mpeak, vector_peak=vpeak, mem_bw=bw, units=units,
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
-                   notes=tuple(notes), host=host)
+                   notes=tuple(notes), host=host, **_host_only_fields(nodes, plan, host_only))
 
 
 def _precision_of(precision: str | None, runtime, nodes) -> tuple[str | None, tuple[str, ...]]:
@@ -303,6 +318,27 @@ def _fixed_s(floor_arr, names, *, prof, runtime, calibrated: bool, prov: str, la
     if host_out is not None:
         host_out.append(h)
     return f
+
+
+def _host_only_fields(nodes, plan, per_run) -> dict:
+    """``Lowered``'s host-only fields: node indices, runs of each (a loop body's: its trips),
+    host seconds of all runs ``[P, H]`` from ``per_run`` (one run of each)."""
+    runs = np.array([max(1, getattr(nodes[i], "runs", 1)) for i in plan.host_only], np.float64)
+    return {"host_nodes": tuple(plan.host_only), "host_runs": runs, "host_only": per_run * runs}
+
+
+def _host_only_s(prof, runtime, calibrated: bool, launch: float, note: list[str], n: int) -> float:
+    """Host seconds per run of one of ``n`` host-only ops: ``runtimes.HOST_ONLY_RATIO`` x the
+    runtime's dispatch of a small elementwise op (a profile calibrated with the runtime: its
+    measured per-op figure; else ``hardware.host_dispatch``'s, whose own note the kernels gave)."""
+    if not n or not runtime.host_dispatch:
+        return 0.0
+    base = launch if calibrated else float(host_dispatch(prof, runtime, ["elementwise"], launch, [])[0])
+    note.append(f"{n} host-only ops (views eager PyTorch runs as aten ops, no kernel): "
+                f"{runtimes.HOST_ONLY_RATIO:g} x {base * 1e6:.3g} us dispatch = "
+                f"{runtimes.HOST_ONLY_RATIO * base * 1e6:.3g} us host time each "
+                f"({runtimes.HOST_ONLY_SOURCE})")
+    return runtimes.HOST_ONLY_RATIO * base
 
 
 def _profile_terms(own: dict, prof, has_gather: bool, note: list[str], runtime_name: str = "",

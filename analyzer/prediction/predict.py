@@ -3,8 +3,9 @@
 ``predict(report, hw)`` returns new ``Prediction`` values and changes nothing; the Report that
 carries them is ``report.with_predictions(preds)`` (what ``analyzer.analyze(..., hw=...)``
 returns).  Every ``NodePrediction`` holds the ``index`` of its node in ``report.nodes``: rows
-exist only for nodes that launch a kernel, and ``Prediction.for_node(index)`` /
-``Report.rows()`` join them to nodes by that index.
+exist only for nodes that launch a kernel or run as a host-only op (an eager view:
+``HostStep``), and ``Prediction.for_node(index)`` / ``Report.rows()`` join them to nodes by that
+index.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from analyzer.prediction.kernels import BOUNDS
+from analyzer.prediction.terms import HostStep, KernelTable, KernelTerms
 
 
 class NodePrediction(NamedTuple):
@@ -33,137 +35,6 @@ class NodePrediction(NamedTuple):
         return {"name": self.name, "time_s": self.time_s, "compute_s": self.compute_s,
                 "memory_s": self.memory_s, "overhead_s": self.overhead_s, "bound": self.bound,
                 "intensity": self.intensity, "share": self.share, "kernel": self.kernel}
-
-
-class KernelTerms(NamedTuple):
-    """One node's kernel on one profile, term by term (``Prediction.explain``): what the
-    kernel-time model was given and what each term came to.  Counts and bytes are per launch;
-    the times are for all ``runs`` launches of the kernel (the node's row is ``member_share`` of
-    them).  Plain values, for people and renderers (``--explain``)."""
-
-    kernel: str
-    members: int               # nodes fused into this kernel
-    member_share: float        # this node's share of the kernel's time
-    op_class: str              # efficiency class (hardware_db/efficiency)
-    runs: float                # launches (a loop body's kernel launches once per trip)
-    mac_flops: float
-    vector_flops: float
-    transcendental_flops: float
-    bytes: float               # moved per launch, fused intermediates excluded
-    intensity: float           # FLOPs per byte (inf: moves no bytes)
-    engine: str                # "matrix" or "vector": the peak the ridge point uses
-    matrix_peak: float         # FLOP/s at the kernel's dtype
-    vector_peak: float
-    mem_bw: float              # B/s
-    ridge: float               # FLOP/byte where compute and memory time meet: peak / mem_bw
-    effective_ridge: float     # the same with the efficiencies: peak * e_compute / (mem_bw * e_bw)
-    e_compute: float           # efficiency constants of op_class on this profile
-    e_bw: float
-    b_half_bytes: float
-    floor_s: float
-    trans_weight: float
-    fixed_s: float             # per launch: max(floor, launch figure) + host dispatch
-    compute_s: float           # all launches
-    memory_s: float
-    overhead_s: float
-    time_s: float
-    bound: str
-    attained_flops: float      # FLOP/s the kernel reaches: its FLOPs / its time
-    provenance: str
-    provenance_detail: str
-    # every factor of the terms (``efficiency.kernel_time``'s detail), per launch unless said:
-    # compute_s = runs * (matrix_s + vector_s); matrix_s = mac * pad * algo * wave * narrow /
-    # (matrix_peak * e_compute); memory_s = runs * (dram_s + sm_s) (their max where sm_overlap); dram_s = (dram_bytes +
-    # b_half) / (mem_bw * e_bw * cache_gain); sm_s = bytes / sm_rate; time_s = runs * (fixed_s +
-    # max(compute, memory)) (overlap; the sum where the prediction adds them)
-    pad: float = 1.0           # padded tile work / MAC FLOPs (1: no tiles)
-    wave: float = 1.0          # waves x units / CTAs (1: fills the device; see kernel_time.wave_split)
-    split_k: float = 1.0       # K slices the library splits the product into
-    narrow: float = 1.0        # narrow-tile factor (a CPU's few output columns)
-    algo: float = 1.0          # the algorithm's share of the direct multiplies (Winograd/FFT: < 1)
-    matrix_s: float = 0.0      # per launch
-    vector_s: float = 0.0
-    dram_bytes: float = 0.0    # bytes charged to DRAM: bytes (+ split-K partials) x (1 - cache_share)
-    cache_share: float = 0.0   # share of the bytes served by the L2 (skip DRAM)
-    cache_gain: float = 1.0    # the DRAM stream's speed-up for a working set that fits the L2
-    dram_s: float = 0.0
-    sm_s: float = 0.0          # the per-SM issue term
-    sm_rate: float = 0.0       # B/s the SMs issue (units x bytes per SM-cycle x clock; 0: off)
-    sm_overlap: bool = False   # the class takes max(DRAM, per-SM) instead of their sum
-    units: float = 0.0         # SMs (0: unknown)
-    l2_bytes: float = 0.0
-    effective_roof: float = 0.0  # FLOP/s the terms held the kernel to: FLOPs / max(compute, memory)
-    # the eager stream (``runtimes.stream_times``; all launches): host_s of time_s is the host's
-    # dispatch, which overlaps earlier kernels; the row's kernel takes its exposed time
-    # stream_s = device_s + gap_s, device_s = time_s - host_s, gap_s the host time the device
-    # waited for before it (dev_end_i - dev_end_{i-1})
-    stream: bool = False
-    host_s: float = 0.0
-    gap_s: float = 0.0
-    stream_s: float = 0.0
-
-
-class KernelTable:
-    """Per-kernel arrays of one profile, kept for ``Prediction.explain`` and ``roofline``
-    (numpy arrays indexed by kernel; ``kernel_of``: node index -> kernel, -1 none).  Read-only
-    by convention; not a dataclass, so that ``dataclasses.astuple`` of a Prediction keeps it
-    whole (a copy is the same table)."""
-
-    __slots__ = ("kernel_of", "names", "members", "weight", "op_class", "runs", "mac", "vec",
-                 "trans", "nbytes", "matrix_peak", "vector_peak", "mem_bw", "consts", "fixed",
-                 "compute", "memory", "overhead", "time", "bound", "feats", "units", "l2_bytes",
-                 "class_consts", "overlap", "host", "gap")
-
-    def __init__(self, **values):
-        # by keyword: twenty arrays of one length and type are too easy to pass in the wrong order
-        if set(values) != set(self.__slots__):
-            raise TypeError(f"KernelTable: missing {sorted(set(self.__slots__) - set(values))}, "
-                            f"unknown {sorted(set(values) - set(self.__slots__))}")
-        for name, v in values.items():
-            object.__setattr__(self, name, v)
-
-    kernel_of: Any
-    names: tuple[str, ...]
-    members: Any
-    weight: Any
-    op_class: tuple[str, ...]
-    runs: Any
-    mac: Any
-    vec: Any
-    trans: Any
-    nbytes: Any
-    matrix_peak: Any
-    vector_peak: Any
-    mem_bw: float
-    consts: dict
-    fixed: Any
-    compute: Any
-    memory: Any
-    overhead: Any
-    time: Any
-    bound: Any
-    feats: dict            # the lowering's per-kernel features (efficiency.kernel_time's input)
-    units: float
-    l2_bytes: float
-    class_consts: dict     # this profile's per-class constants (efficiency.kernel_time's consts)
-    overlap: bool
-    host: Any              # [K] host dispatch of all launches inside ``time`` (stream runtimes; else None)
-    gap: Any               # [K] exposed host gap before each kernel on the stream (else None)
-
-    def detail(self, k: int) -> dict:
-        """Every factor of kernel ``k``'s terms, per launch (``efficiency.kernel_time(detail=True)``)."""
-        import numpy as np
-
-        from analyzer.prediction.efficiency import kernel_time as eff
-
-        f = {name: np.asarray(v)[k:k + 1] for name, v in self.feats.items()}
-        hw = {"matrix_peak": float(self.matrix_peak[k]), "vector_peak": float(self.vector_peak[k]),
-              "mem_bw": self.mem_bw, "units": self.units, "l2_bytes": self.l2_bytes}
-        out = eff.kernel_time(np, f, hw, self.class_consts, detail=True)
-        return {name: float(np.asarray(v).reshape(-1)[0]) for name, v in out.items()}
-
-    def __deepcopy__(self, memo):   # read-only arrays: a copy is the same table
-        return self
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -190,6 +61,9 @@ class Prediction:
     # calibration.run_overhead_us, e.g. session.run's own cost); included in latency_s
     run_overhead_s: float = 0.0
     launches: int = 0                  # kernel launches: a loop body's kernels once per trip
+    # host-only ops per run (``HostStep``: eager views that launch nothing but cost host time),
+    # a loop body's once per trip; not in ``launches``
+    host_ops: int = 0
     # per-kernel terms (``explain``, ``roofline``); not part of the value or its JSON
     kernel_table: KernelTable | None = field(default=None, repr=False, compare=False)
     # the target predicted for (profile object, runtime, why): what later stages (training,
@@ -217,14 +91,15 @@ class Prediction:
                 "model": "overlap" if self.overlap else "additive",
                 "runtime": self.runtime, "time_definition": self.time_definition,
                 "provenance": self.provenance, "provenance_detail": self.provenance_detail,
-                "kernels": self.kernels, "launches": self.launches,
+                "kernels": self.kernels, "launches": self.launches, "host_ops": self.host_ops,
                 "run_overhead_s": self.run_overhead_s,
                 "latency_s": self.latency_s, "bound_share": dict(self.bound_share),
                 "nodes": [n.to_dict() for n in self.nodes], "warnings": list(self.warnings),
                 "notes": list(self.notes)}
 
     def for_node(self, index: int) -> NodePrediction | None:
-        """The row of ``report.nodes[index]``, or None when that node launches no kernel."""
+        """The row of ``report.nodes[index]``, or None when that node launches no kernel and
+        is no host-only op."""
         by_index = self._by_index
         if by_index is None:
             by_index = {x.index: x for x in self.nodes}
@@ -279,6 +154,20 @@ class Prediction:
                {"stream": True, "host_s": float(t.host[k]), "gap_s": float(t.gap[k]),
                 "stream_s": time - float(t.host[k]) + float(t.gap[k])}))
 
+    def host_step(self, index: int) -> HostStep | None:
+        """The host time of ``report.nodes[index]`` when it is a host-only op, else None."""
+        t = self.kernel_table
+        if t is None or index not in t.host_nodes:
+            return None
+        from analyzer.prediction.runtimes import HOST_ONLY_RATIO, HOST_ONLY_SOURCE
+
+        j = t.host_nodes.index(index)
+        runs = float(t.host_runs[j])
+        h = float(t.host_only[j])
+        return HostStep(runs=runs, host_s=h, ratio=HOST_ONLY_RATIO,
+                        dispatch_s=h / runs / HOST_ONLY_RATIO if HOST_ONLY_RATIO else 0.0,
+                        stream=t.gap is not None, exposed_s=float(t.host_gap[j]), source=HOST_ONLY_SOURCE)
+
     def roofline(self) -> tuple[list[tuple[int, float, float]], dict[str, float]]:
         """Points and roofs of a roofline chart: ``[(node index, intensity FLOP/B, attained
         FLOP/s, effective roof FLOP/s)]`` for every row that does work (its kernel's figures; a
@@ -293,6 +182,8 @@ class Prediction:
         pts = []
         for x in self.nodes:
             k = int(t.kernel_of[x.index])
+            if k < 0:      # a host-only op: no kernel, no point
+                continue
             tk = float(t.time[k])
             if x.intensity != float("inf") and tk > 0 and flops[k] > 0:
                 body = (max(float(t.compute[k]), float(t.memory[k])) if t.overlap
@@ -328,7 +219,10 @@ def predict(report, hw, *, precision: str | None = None, overlap: bool = True,
     time of the kernels before it (``runtimes.stream_times``): the latency is when the last kernel
     ends, and each kernel's rows share its exposed time (its device time + the host gap the device
     waited for); a row whose overhead (device fixed cost + exposed gap) is its largest term is
-    ``overhead``-bound.  ``latency_s`` adds the profile's per-run fixed cost
+    ``overhead``-bound.  A host-only op (``Lowered.host_nodes``: an eager view that launches no
+    kernel) is a step of host time only: on the stream its row is the host time the device
+    waited for, under ``eager-op`` its host time; either way all overhead and in the latency.
+    ``latency_s`` adds the profile's per-run fixed cost
     (``run_overhead_s``) once.
 
     ``fused``: a ``fusion.FusionRecord`` of the kernels onnxruntime runs for this model
@@ -354,22 +248,23 @@ def predict(report, hw, *, precision: str | None = None, overlap: bool = True,
 
 def _prediction(report, target, low, g, compute, memory, ovh, time, bound, overlap,
                 precision) -> Prediction:
-    """One profile's Prediction: kernel times shared among member nodes (rows in graph order)."""
+    """One profile's Prediction: kernel times shared among member nodes, a row per host-only op
+    (rows in graph order)."""
     import numpy as np
-
-    from analyzer.prediction.runtimes import stream_times
 
     # the kernel table keeps each kernel's own terms; the rows take the stream's
     kernel_time, kernel_ovh, kernel_bound, host, gap = time, ovh, bound, None, None
+    h_only = low.host_only[g] if low.host_nodes else np.zeros(0)
+    host_gap = h_only          # a row per host-only op: its host time (eager-op: they add)
     if target.runtime.stream and low.host is not None:
         # the eager stream: row time = exposed time dev_end_i - dev_end_{i-1} = device + gap
         host = low.runs * low.host[g]
         device = time - host
-        _, gap = stream_times(host, device)
+        gap, host_gap = _stream(low, host, device, h_only)
         time = device + gap
         ovh = ovh - host + gap
         bound = np.argmax(np.stack([compute, memory, ovh]), axis=0)
-    total = float(time.sum())   # the kernels' time (shares are of this)
+    total = float(time.sum()) + float(host_gap.sum())   # the rows' time (shares are of this)
     run_overhead = float(low.run_overhead[g])
     # launches the runtime inserted with no original node (their cost is in their kernel's fixed)
     n_extra = sum(len(e) for e in low.plan.extra_ops)
@@ -377,22 +272,11 @@ def _prediction(report, target, low, g, compute, memory, ovh, time, bound, overl
     share = {b: 0.0 for b in BOUNDS}
     for i, b in enumerate(BOUNDS):
         share[b] = float(time[bound == i].sum()) / total if total > 0 else 0.0
-    f = low.feats
-    flops = (f["mac_flops"] + f["vec_flops"] + f["trans_flops"]) * low.runs
-    nbytes = f["bytes"] * low.runs
-    rows = []
-    for i, k in enumerate(low.plan.kernel_of):
-        if k < 0:
-            continue
-        n = report.nodes[i]
-        w = float(low.member_weight[i])
-        intensity = float(flops[k] / nbytes[k]) if nbytes[k] > 0 else float("inf")
-        t = float(time[k]) * w
-        rows.append(NodePrediction(n.name, t, float(compute[k]) * w, float(memory[k]) * w,
-                                   float(ovh[k]) * w, BOUNDS[int(bound[k])], intensity,
-                                   t / total if total > 0 else 0.0, i, low.kernel_names[k]))
+    if total > 0:      # a host-only op's time is all overhead
+        share["overhead"] += float(host_gap.sum()) / total
+    rows = _rows(report, low, compute, memory, ovh, time, bound, host_gap, total)
     table = _kernel_table(low, g, compute, memory, kernel_ovh, kernel_time, kernel_bound, overlap,
-                          host, gap)
+                          host, gap, host_gap)
     notes = list(low.notes[g])
     prof, rt = target.profile, target.runtime
     if target.why != "requested":
@@ -404,11 +288,59 @@ def _prediction(report, target, low, g, compute, memory, ovh, time, bound, overl
                       provenance_detail=low.provenance_detail[g], notes=tuple(notes),
                       kernels=low.plan.kernels + n_extra, run_overhead_s=run_overhead,
                       launches=int(round(float(low.runs.sum() + extra_launches))), kernel_table=table,
-                      target=target)
+                      target=target, host_ops=int(round(float(np.sum(low.host_runs))))
+                      if low.host_nodes else 0)
+
+
+def _rows(report, low, compute, memory, ovh, time, bound, host_gap, total) -> list[NodePrediction]:
+    """The rows in graph order: each kernel's time shared among its members by weight; a
+    host-only op's row its host time (``host_gap``), all overhead, no kernel."""
+    f = low.feats
+    flops = (f["mac_flops"] + f["vec_flops"] + f["trans_flops"]) * low.runs
+    nbytes = f["bytes"] * low.runs
+    host_at = {i: j for j, i in enumerate(low.host_nodes)}
+    rows = []
+    for i, k in enumerate(low.plan.kernel_of):
+        n = report.nodes[i]
+        if k < 0:
+            j = host_at.get(i)
+            if j is not None:
+                t = float(host_gap[j])
+                rows.append(NodePrediction(n.name, t, 0.0, 0.0, t, "overhead", float("inf"),
+                                           t / total if total > 0 else 0.0, i, ""))
+            continue
+        w = float(low.member_weight[i])
+        intensity = float(flops[k] / nbytes[k]) if nbytes[k] > 0 else float("inf")
+        t = float(time[k]) * w
+        rows.append(NodePrediction(n.name, t, float(compute[k]) * w, float(memory[k]) * w,
+                                   float(ovh[k]) * w, BOUNDS[int(bound[k])], intensity,
+                                   t / total if total > 0 else 0.0, i, low.kernel_names[k]))
+    return rows
+
+
+def _stream(low, host, device, h_only):
+    """(exposed host gap before each kernel [K], exposed host time of each host-only op [H]) of
+    the eager stream (``runtimes.stream_times``) over the kernels and the host-only ops in issue
+    order: by node index, a kernel at its first member, a host-only op (``k = 0``) at its node."""
+    import numpy as np
+
+    from analyzer.prediction.runtimes import stream_times
+
+    if not len(h_only):
+        return stream_times(host, device)[1], h_only
+    K = len(device)
+    at = np.concatenate([np.asarray([m[0] for m in low.plan.members], np.int64),
+                         np.asarray(low.host_nodes, np.int64)])
+    order = np.argsort(at, kind="stable")
+    _, g = stream_times(np.concatenate([host, h_only])[order],
+                        np.concatenate([device, np.zeros(len(h_only))])[order])
+    gaps = np.empty_like(g)
+    gaps[order] = g
+    return gaps[:K], gaps[K:]
 
 
 def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True, host=None,
-                  gap=None) -> KernelTable:
+                  gap=None, host_gap=None) -> KernelTable:
     """Profile ``g``'s per-kernel arrays (views of the lowering's; no copy per node)."""
     import numpy as np
 
@@ -427,4 +359,7 @@ def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True, host=
                        fixed=low.fixed[g], compute=compute, memory=memory, overhead=ovh, time=time,
                        bound=bound, feats=low.feats, units=float(low.units[g]), l2_bytes=float(low.l2_bytes[g]),
                        class_consts={name: v[g] for name, v in low.consts.items()}, overlap=overlap,
-                       host=host, gap=gap)
+                       host=host, gap=gap, host_nodes=tuple(low.host_nodes),
+                       host_runs=low.host_runs if low.host_nodes else np.zeros(0),
+                       host_only=low.host_only[g] if low.host_nodes else np.zeros(0),
+                       host_gap=host_gap if host_gap is not None else np.zeros(0))

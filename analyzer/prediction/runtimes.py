@@ -44,6 +44,15 @@ dev_end_{i-1}``: its kernel ``k_i`` plus the host gap the device waited for, ``m
 - dev_end_{i-1})``; the rows sum to the wall-clock.  For a one-kernel model both eager
 definitions give ``h + k``.
 
+Host-only steps: a node eager PyTorch runs as an aten op that launches no kernel (a view the
+plan kept: ``FusionPlan.host_only``) is a step of the stream with host time ``h_i`` =
+``HOST_ONLY_RATIO`` x the dispatch figure of a small elementwise op and ``k_i = 0``, in graph
+order among the kernels (a kernel at its first member).  It delays every later issue by
+``h_i`` and the device only where the device waited for the host: a host-bound chain takes
+``h_i`` more, a device-bound one nothing.  Its row is its exposed host time (``gap_i``); a
+trailing one makes the wall-clock ``max(dev_end, host_end)`` (the synchronize is issued after
+it).  ``eager-op`` adds each one's ``h_i``; ``kernel`` has no host and no such step.
+
 Host dispatch (``eager``, ``eager-op``, ``onnxruntime``) is a per-kernel figure with a source: a profile's own
 ``launch_overhead_us`` where the runtime is the one it was measured with (a calibrated profile),
 else the per-op-class figures of ``EAGER_DISPATCH_US`` / the kind defaults below, which reports
@@ -125,6 +134,20 @@ EAGER_DISPATCH_SOURCE = ("LLMCompass A100 per-op overheads (21 us matmul, 12 us 
                          "classes take the 12 us eager softmax figure (its 45 us layernorm/GELU were "
                          "torch.compile'd); a host property: one H100 host with torch 2.11 measured "
                          "21-35 us per op (opcost's H100 check data in bench/results, not fitted on)")
+
+
+# Host time of an op eager PyTorch runs without a kernel (a view: reshape, transpose, unsqueeze,
+# expand, select...; eval dropout; .to of its own dtype) over that of a small kernel-launching
+# elementwise op: Python, the C++ binding and the dispatcher run for a view too, and it launches
+# nothing.  A host-only op's host time = HOST_ONLY_RATIO x the runtime's dispatch figure of a
+# small elementwise op (EAGER_DISPATCH_DEFAULT_US, or a profile calibrated with the runtime: its
+# measured per-op figure).  Measured, not fitted: the median over those ops of their host time
+# over torch.add's, each paired with torch.add timed just before and after, no_grad.
+HOST_ONLY_RATIO = 0.81
+HOST_ONLY_SOURCE = ("bench/eager_host_ops.py on a shared 2-core x86_64 machine, CPU PyTorch "
+                    "2.14.1, no_grad, 4x8 fp32 tensors, 15 trials: the median over 12 view-type "
+                    "ops of their host time / torch.add's, 0.81 (per op 0.64 reshape to 3.3 split; "
+                    "torch.add / itself 1.09: ~10% noise; 0.72 with grad)")
 
 
 def eager_dispatch_us(op_class: str) -> float:

@@ -24,6 +24,22 @@ def _compute_lines(e) -> list[str]:
     return out
 
 
+def _host_lines(p, x, h) -> list[str]:
+    """A host-only op's lines (``Prediction.host_step``): its host time and what of it the
+    prediction shows."""
+    runs = f"{h.runs:g} run{'s' if h.runs != 1 else ''}"
+    shown = ("exposed on the eager stream: the part of its host time the device waited for "
+             "(the rest overlaps earlier kernels)" if h.stream else "added to the per-op sum")
+    return [f"  launches no kernel, but runs on the host: a host-only op (eager PyTorch runs it "
+            f"as an aten op: Python, binding, dispatcher), {runs}; counted in host-only ops, "
+            f"not in launches",
+            f"  host     {human_time(h.host_s):>9}  = runs x ratio {h.ratio:g} x dispatch "
+            f"{human_time(h.dispatch_s)} (the runtime's figure of a small elementwise op)",
+            f"  layer    {human_time(x.time_s):>9}  {100 * x.share:.2f}% of "
+            f"{human_time(p.latency_s)}: {shown}; overhead-bound",
+            f"  ratio: {safe.text(h.source)}"]
+
+
 def render_explain(report, index: int, width: int | None = None) -> str:
     """One layer's arithmetic on every profile: counts, bytes by class, intensity, the ridge
     point, each term and the efficiency constants with their provenance."""
@@ -44,6 +60,10 @@ def render_explain(report, index: int, width: int | None = None) -> str:
         e = p.explain(index)
         out.append(f"on {safe.text(p.hardware)} ({p.precision}, {p.runtime}, {'max' if p.overlap else 'sum'}"
                    f" of compute and memory):")
+        h = p.host_step(index) if e is None else None
+        if x is not None and h is not None:
+            out += _host_lines(p, x, h)
+            continue
         if x is None or e is None:
             out.append("  launches no kernel (no work, or folded): 0 s")
             continue

@@ -180,7 +180,8 @@ def _headline(report) -> str:
                 ("precision", lambda p: esc(p.precision)),
                 ("bound shares", lambda p: esc(", ".join(f"{b} {100 * s:.0f}%"
                                                          for b, s in p.bound_share.items() if s > 0))),
-                ("kernels", lambda p: str(p.kernels)),
+                ("kernels", lambda p: str(p.kernels) + (f" (+{p.host_ops} host-only ops)"
+                                                         if p.host_ops else "")),
                 ("runtime", lambda p: esc(p.runtime)),
                 ("constants", lambda p: f"<span title='{esc(p.provenance_detail)}'>"
                                         f"{esc(provenance_word(p))}</span>"),

@@ -282,7 +282,8 @@ def _columns(report, wide: bool, width: int | None, op: bool = True):
                  ("act. out", lambda n, xs: human(n.cost.activation_bytes_written, "B"), True)]
         if preds:
             cols += [("FLOP/B", lambda n, xs: f"{xs[0].intensity:.3g}" if xs[0] else "-", True),
-                     ("kernel", lambda n, xs: safe.text(xs[0].kernel) if xs[0] else "-", False)]
+                     ("kernel", lambda n, xs: (safe.text(xs[0].kernel) or "host only") if xs[0] else "-",
+                      False)]
         cols.append(("output", lambda n, xs: safe.text(" ".join(n.outputs)), False))
     return cols
 

@@ -235,7 +235,8 @@ class CostModel:
         for (_, idx), items in keyed.items():
             lows = [low for _, low in items]
             # + the per-run fixed cost analyze adds once (a calibrated profile's session.run)
-            over = np.array([low.run_overhead for low in lows], np.float64).reshape(len(lows), -1)
+            # and the host-only ops (eager-op's views: Lowered.besides_kernels_s)
+            over = np.array([low.besides_kernels_s for low in lows], np.float64).reshape(len(lows), -1)
             rows = [c for c, _ in items]
             if not detail:
                 lat[np.ix_(rows, idx)] = batch.kernel_sums(lows, self.overlap) + over

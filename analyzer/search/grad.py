@@ -74,6 +74,8 @@ class LatencyFn:
                 "l2": jnp.asarray(low.l2_bytes, jnp.float32),
                 "consts": {k: jnp.asarray(np.asarray(v, np.float32)) for k, v in low.consts.items()},
                 "rows": slice(len(order), len(order) + len(idx)),
+                # the host-only ops' host time (eager-op's views): no kernel, a constant
+                "host_only": jnp.asarray(np.asarray(low.besides_kernels_s - low.run_overhead, np.float32)),
             })
             order.extend(idx)
             hw["matrix_peak"].append(low.matrix_peak)
@@ -110,7 +112,7 @@ class LatencyFn:
                                      hw["matrix_peak"][g], hw["vector_peak"][g],
                                      hw["mem_bw"][g], grp["units"], grp["l2"], grp["consts"],
                                      hw["fixed"][g], self._overlap)[3]
-            out.append(t.sum(-1))
+            out.append(t.sum(-1) + grp["host_only"])
         return jnp.concatenate(out)[self._order]
 
 

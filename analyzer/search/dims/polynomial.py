@@ -85,7 +85,7 @@ def _same_structure(a, b) -> bool:
             and np.array_equal(a.matrix_peak, b.matrix_peak)
             and np.array_equal(a.vector_peak, b.vector_peak)
             and np.array_equal(a.fixed, b.fixed)
-            and np.array_equal(a.run_overhead, b.run_overhead))
+            and np.array_equal(a.besides_kernels_s, b.besides_kernels_s))
 
 
 def _same_groups(a, b) -> bool:
@@ -206,7 +206,7 @@ def evaluate(cm, f: Fit, assign: np.ndarray) -> np.ndarray:
     """Latency ``[len(assign), P]`` of a verified fit (kernel sums + the per-run overhead)."""
     lat = evaluation.evaluate(f, assign, cm.overlap, len(cm.profiles))
     for grp in f.groups:
-        lat[:, grp.idx] += np.asarray(grp.low.run_overhead, np.float64)[None, :]
+        lat[:, grp.idx] += np.asarray(grp.low.besides_kernels_s, np.float64)[None, :]
     return lat
 
 

@@ -55,6 +55,9 @@ class Kernels:
     vector_peak = property(lambda self: self._get(2))
     fixed = property(lambda self: self._get(3))
     runs = property(lambda self: self._get(4))
+    # what a kernel sum adds (``Lowered.besides_kernels_s``): the policies cached here (none,
+    # xla) plan no host-only ops
+    besides_kernels_s = property(lambda self: self.run_overhead)
 
 
 def _feats(row) -> tuple:

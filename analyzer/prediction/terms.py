@@ -1,0 +1,158 @@
+"""The per-kernel records a ``Prediction`` keeps and gives (``predict.py``): ``KernelTable`` (one
+profile's per-kernel arrays), ``KernelTerms`` (one kernel's arithmetic, ``Prediction.explain``)
+and ``HostStep`` (a host-only op's host time, ``Prediction.host_step``).  Plain values."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+
+class HostStep(NamedTuple):
+    """One host-only op on one profile (``Prediction.host_step``): an op the runtime runs on the
+    host without a kernel (an eager PyTorch view), for people and renderers (``--explain``).
+    ``host_s = runs x ratio x dispatch_s``; the row's time is ``exposed_s``: on the eager stream
+    the host time the device waited for (``gap``), else ``host_s``."""
+
+    runs: float
+    host_s: float          # all runs
+    ratio: float           # runtimes.HOST_ONLY_RATIO
+    dispatch_s: float      # per run: the dispatch figure of a small elementwise op
+    stream: bool
+    exposed_s: float
+    source: str
+
+
+class KernelTerms(NamedTuple):
+    """One node's kernel on one profile, term by term (``Prediction.explain``): what the
+    kernel-time model was given and what each term came to.  Counts and bytes are per launch;
+    the times are for all ``runs`` launches of the kernel (the node's row is ``member_share`` of
+    them).  Plain values, for people and renderers (``--explain``)."""
+
+    kernel: str
+    members: int               # nodes fused into this kernel
+    member_share: float        # this node's share of the kernel's time
+    op_class: str              # efficiency class (hardware_db/efficiency)
+    runs: float                # launches (a loop body's kernel launches once per trip)
+    mac_flops: float
+    vector_flops: float
+    transcendental_flops: float
+    bytes: float               # moved per launch, fused intermediates excluded
+    intensity: float           # FLOPs per byte (inf: moves no bytes)
+    engine: str                # "matrix" or "vector": the peak the ridge point uses
+    matrix_peak: float         # FLOP/s at the kernel's dtype
+    vector_peak: float
+    mem_bw: float              # B/s
+    ridge: float               # FLOP/byte where compute and memory time meet: peak / mem_bw
+    effective_ridge: float     # the same with the efficiencies: peak * e_compute / (mem_bw * e_bw)
+    e_compute: float           # efficiency constants of op_class on this profile
+    e_bw: float
+    b_half_bytes: float
+    floor_s: float
+    trans_weight: float
+    fixed_s: float             # per launch: max(floor, launch figure) + host dispatch
+    compute_s: float           # all launches
+    memory_s: float
+    overhead_s: float
+    time_s: float
+    bound: str
+    attained_flops: float      # FLOP/s the kernel reaches: its FLOPs / its time
+    provenance: str
+    provenance_detail: str
+    # every factor of the terms (``efficiency.kernel_time``'s detail), per launch unless said:
+    # compute_s = runs * (matrix_s + vector_s); matrix_s = mac * pad * algo * wave * narrow /
+    # (matrix_peak * e_compute); memory_s = runs * (dram_s + sm_s) (their max where sm_overlap); dram_s = (dram_bytes +
+    # b_half) / (mem_bw * e_bw * cache_gain); sm_s = bytes / sm_rate; time_s = runs * (fixed_s +
+    # max(compute, memory)) (overlap; the sum where the prediction adds them)
+    pad: float = 1.0           # padded tile work / MAC FLOPs (1: no tiles)
+    wave: float = 1.0          # waves x units / CTAs (1: fills the device; see kernel_time.wave_split)
+    split_k: float = 1.0       # K slices the library splits the product into
+    narrow: float = 1.0        # narrow-tile factor (a CPU's few output columns)
+    algo: float = 1.0          # the algorithm's share of the direct multiplies (Winograd/FFT: < 1)
+    matrix_s: float = 0.0      # per launch
+    vector_s: float = 0.0
+    dram_bytes: float = 0.0    # bytes charged to DRAM: bytes (+ split-K partials) x (1 - cache_share)
+    cache_share: float = 0.0   # share of the bytes served by the L2 (skip DRAM)
+    cache_gain: float = 1.0    # the DRAM stream's speed-up for a working set that fits the L2
+    dram_s: float = 0.0
+    sm_s: float = 0.0          # the per-SM issue term
+    sm_rate: float = 0.0       # B/s the SMs issue (units x bytes per SM-cycle x clock; 0: off)
+    sm_overlap: bool = False   # the class takes max(DRAM, per-SM) instead of their sum
+    units: float = 0.0         # SMs (0: unknown)
+    l2_bytes: float = 0.0
+    effective_roof: float = 0.0  # FLOP/s the terms held the kernel to: FLOPs / max(compute, memory)
+    # the eager stream (``runtimes.stream_times``; all launches): host_s of time_s is the host's
+    # dispatch, which overlaps earlier kernels; the row's kernel takes its exposed time
+    # stream_s = device_s + gap_s, device_s = time_s - host_s, gap_s the host time the device
+    # waited for before it (dev_end_i - dev_end_{i-1})
+    stream: bool = False
+    host_s: float = 0.0
+    gap_s: float = 0.0
+    stream_s: float = 0.0
+
+
+class KernelTable:
+    """Per-kernel arrays of one profile, kept for ``Prediction.explain`` and ``roofline``
+    (numpy arrays indexed by kernel; ``kernel_of``: node index -> kernel, -1 none).  Read-only
+    by convention; not a dataclass, so that ``dataclasses.astuple`` of a Prediction keeps it
+    whole (a copy is the same table)."""
+
+    __slots__ = ("kernel_of", "names", "members", "weight", "op_class", "runs", "mac", "vec",
+                 "trans", "nbytes", "matrix_peak", "vector_peak", "mem_bw", "consts", "fixed",
+                 "compute", "memory", "overhead", "time", "bound", "feats", "units", "l2_bytes",
+                 "class_consts", "overlap", "host", "gap", "host_nodes", "host_runs",
+                 "host_only", "host_gap")
+
+    def __init__(self, **values):
+        # by keyword: twenty arrays of one length and type are too easy to pass in the wrong order
+        if set(values) != set(self.__slots__):
+            raise TypeError(f"KernelTable: missing {sorted(set(self.__slots__) - set(values))}, "
+                            f"unknown {sorted(set(values) - set(self.__slots__))}")
+        for name, v in values.items():
+            object.__setattr__(self, name, v)
+
+    kernel_of: Any
+    names: tuple[str, ...]
+    members: Any
+    weight: Any
+    op_class: tuple[str, ...]
+    runs: Any
+    mac: Any
+    vec: Any
+    trans: Any
+    nbytes: Any
+    matrix_peak: Any
+    vector_peak: Any
+    mem_bw: float
+    consts: dict
+    fixed: Any
+    compute: Any
+    memory: Any
+    overhead: Any
+    time: Any
+    bound: Any
+    feats: dict            # the lowering's per-kernel features (efficiency.kernel_time's input)
+    units: float
+    l2_bytes: float
+    class_consts: dict     # this profile's per-class constants (efficiency.kernel_time's consts)
+    overlap: bool
+    host: Any              # [K] host dispatch of all launches inside ``time`` (stream runtimes; else None)
+    gap: Any               # [K] exposed host gap before each kernel on the stream (else None)
+    host_nodes: tuple[int, ...]   # node index of each host-only op (``Lowered.host_nodes``)
+    host_runs: Any         # [H] its runs per model run (a loop body's: its trips)
+    host_only: Any         # [H] host seconds of all runs of each host-only op
+    host_gap: Any          # [H] its row's time: exposed on the stream, else host_only
+
+    def detail(self, k: int) -> dict:
+        """Every factor of kernel ``k``'s terms, per launch (``efficiency.kernel_time(detail=True)``)."""
+        import numpy as np
+
+        from analyzer.prediction.efficiency import kernel_time as eff
+
+        f = {name: np.asarray(v)[k:k + 1] for name, v in self.feats.items()}
+        hw = {"matrix_peak": float(self.matrix_peak[k]), "vector_peak": float(self.vector_peak[k]),
+              "mem_bw": self.mem_bw, "units": self.units, "l2_bytes": self.l2_bytes}
+        out = eff.kernel_time(np, f, hw, self.class_consts, detail=True)
+        return {name: float(np.asarray(v).reshape(-1)[0]) for name, v in out.items()}
+
+    def __deepcopy__(self, memo):   # read-only arrays: a copy is the same table
+        return self
