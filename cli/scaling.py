@@ -234,7 +234,7 @@ def _backward_lines(steps) -> list[str]:
                    + ("" if not ratio else f"; {', '.join(ratio)}: the FLOP/byte ratio method"))
     elif ratio:
         out.append("backward: forward kernels scaled by the FLOP/byte ratio (not a PyTorch runtime)")
-    return out
+    return [safe.text(x) for x in out]   # (profile ids may come from a user's file)
 
 
 def render_rows(report, fmt: str) -> str:
@@ -257,7 +257,7 @@ def render_rows(report, fmt: str) -> str:
                  {True: "yes", False: "NO", None: "—"}[s.fits],
                  "—" if s.max_batch is None else str(s.max_batch)] for s in tr.steps]
         lines += _grid(head, rows, fmt)
-        lines += _backward_lines(tr.steps)
+        lines += [""] + _backward_lines(tr.steps)
     sc = report.scaling
     if sc is not None:
         d = sc.to_dict()

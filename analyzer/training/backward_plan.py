@@ -5,15 +5,18 @@ For each forward node on the gradient path (``step.gradient_plan``), last node f
 kernels of its rule (``backward_rules``); the patterns the eager forward plan runs as one kernel
 (the exporter's GELU chains, SiLU: ``prediction.eager_plan``) run one backward kernel
 (``gelu_backward``, ``silu_backward``) for the whole chain.  A tensor whose gradient comes from
-k > 1 consumers (a residual stream, the input of Q, K and V, a shared weight) gets k - 1 add
-kernels, issued after its last contribution (its earliest consumer in graph order).  A node on
+k > 1 consumers (a residual stream, the input of Q, K and V, a shared weight; a graph output's
+seed counts as one) gets k - 1 add kernels, issued after its last contribution (its earliest
+consumer in graph order).  A node on
 the path that no rule covers is not dropped: the plan lists it in ``fallback`` and the step
 prices it by the FLOP/byte ratio method (``step.backward_rows``).
 
 Not planned (stated): the loss and the seed gradient (the graph's outputs' gradients are given),
-dropout (an eval export has none), nodes the exporter folded into constants (a position
-embedding looked up with constant ids: its gradient reaches no weight here), contiguous copies of
-a strided gradient, and the optimizer (``step.optimizer_time``).
+dropout (an eval export has none), nodes the exporter folded into constants other than a
+weight's lookup (a position embedding looked up with constant ids is planned as an embedding
+backward: ``backward_rules.folded_lookup``), and the optimizer
+(``step.optimizer_time``).  The contiguous copies of strided gradients are planned
+(``grad_strides``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from analyzer.counting.engine import FOLDED
 from analyzer.ir.graph import DTYPE_BITS
 from analyzer.training import backward_rules as R
 from analyzer.training.grad_kernel import BwdKernel, Ctx
+from analyzer.training.grad_strides import GradStrides
 
 _JOINED = {"Gelu": "gelu", "Sigmoid": "silu"}    # eager plan kernel op -> backward kernel kind
 
@@ -99,18 +103,23 @@ def _units(nodes, grads, groups):
     return units
 
 
-def backward_plan(nodes, grads) -> BackwardPlan:
-    """The plan for a Report's ``nodes`` and their ``grads`` (``step.gradient_plan``)."""
+def backward_plan(nodes, grads, outputs=()) -> BackwardPlan:
+    """The plan for a Report's ``nodes`` and their ``grads`` (``step.gradient_plan``);
+    ``outputs``: the graph's output names, each seeded with a gradient of its own (one more
+    contribution where a node on the path reads it too: BERT's last hidden state, read by the
+    pooler)."""
     groups = joined_groups(nodes)
     units = _units(nodes, grads, groups)
-    contrib: Counter = Counter()
+    contrib: Counter = Counter(("", t) for t in outputs)
     earliest: dict[tuple[str, str], int] = {}
     for i, sends in units:
         for t, _, _ in sends:
             key = (nodes[i].level, t)
             contrib[key] += 1
             earliest.setdefault(key, i)
+    folded = _folded_lookups(nodes)
     kernels: list[BwdKernel] = []
+    strides = GradStrides()
     order: list[tuple[str, int]] = []
     fallback: list[int] = []
     for i, sends in reversed(units):
@@ -121,6 +130,9 @@ def backward_plan(nodes, grads) -> BackwardPlan:
             ks = [k] if k is not None else ([] if not sends else None)
         else:
             ks = R.kernels_of(i, n, grads[i].needs)
+            if ks is not None:      # the copies strided gradients cost (grad_strides)
+                c = Ctx(i, n, grads[i].needs)
+                ks = (strides.copy_before(c) if ks else []) + ks + strides.send(c, sends, contrib)
         if ks is None:
             fallback.append(i)
             order.append(("f", i))
@@ -129,11 +141,32 @@ def backward_plan(nodes, grads) -> BackwardPlan:
             kernels.append(k)
         for t, j, p in sends:
             key = (n.level, t)
-            if earliest[key] == i and contrib[key] > 1:
-                for a in _accumulate(i, nodes[j], p, t, contrib[key] - 1):
-                    order.append(("k", len(kernels)))
-                    kernels.append(a)
+            if earliest[key] != i:
+                continue
+            last = _accumulate(i, nodes[j], p, t, contrib[key] - 1) if contrib[key] > 1 else []
+            if key in folded:     # a folded lookup's weight gradient
+                last += R.folded_lookup(folded[key], nodes[folded[key]]) or []
+            for a in last:
+                order.append(("k", len(kernels)))
+                kernels.append(a)
     return BackwardPlan(tuple(kernels), tuple(sorted(fallback)), tuple(order), len(groups))
+
+
+_FOLDED_VIEWS = frozenset({"Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})
+
+
+def _folded_lookups(nodes) -> dict[tuple[str, str], int]:
+    """Tensor -> index of the folded Gather it is (or a folded view or cast of: GPT-2's position
+    lookup is cast after it) in the export's constants."""
+    out: dict[tuple[str, str], int] = {}
+    for g, nd in enumerate(nodes):
+        if nd.status != FOLDED or not nd.out_names or not nd.out_names[0]:
+            continue
+        if nd.op == "Gather":
+            out[(nd.level, nd.out_names[0])] = g
+        elif nd.op in _FOLDED_VIEWS and nd.in_names and (nd.level, nd.in_names[0]) in out:
+            out[(nd.level, nd.out_names[0])] = out[(nd.level, nd.in_names[0])]
+    return out
 
 
 def _accumulate(i: int, n, p: int, tensor: str, adds: int) -> list[BwdKernel]:

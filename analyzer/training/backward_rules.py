@@ -40,7 +40,9 @@ chains                      eager forward plan joins (``prediction.eager_plan``)
                             ``gelu_backward``/``silu_backward`` kernel, x and dY read, dX written.
 Add, Sub                    same shape: no kernel (the gradient passes through); an operand
                             broadcast: ``sum_to_size`` over the broadcast dims (reads dY,
-                            writes the operand); Sub's second operand first ``neg`` (1 kernel).
+                            writes the operand; aten's ``sum_to`` also sums the leading dims an
+                            operand of lower rank lacks, size 1 or not: a [N] bias of a [1, N]
+                            output is a kernel); Sub's second operand first ``neg`` (1 kernel).
 Mul                         per operand needing a gradient: ``grad * other`` (1 kernel), plus the
                             ``sum_to_size`` reduction where that operand was broadcast.
 Div                         the dividend: ``grad / other`` (1 kernel); the divisor:
@@ -61,7 +63,9 @@ Gather of a weight          ``embedding_dense_backward_cuda``: with n <= 3072 in
                             the cub radix sort taken as one, segment offsets, partials per
                             segment, their exclusive sum, the partial count, partial offsets;
                             each reads and writes the n indices) and ``compute_grad_weight`` +
-                            ``sum_and_scatter`` (n*D read and written each).
+                            ``sum_and_scatter`` (n*D read and written each).  A lookup the
+                            exporter folded into a constant (position ids): the same kernels,
+                            after the gradient of the constant it became (its consumers').
 Gather of an activation,    ``select_backward``/``index_select_backward``/``slice_backward``:
 Slice                       ``zeros`` of the input's size, then a copy (or ``index_add_``) of dY
                             into it: 2 kernels.
@@ -89,7 +93,7 @@ from __future__ import annotations
 
 from math import prod
 
-from analyzer.training.grad_kernel import BwdKernel, Ctx, broadcast
+from analyzer.training.grad_kernel import BwdKernel, Ctx, broadcast, sums
 
 _ONNX = ("", "ai.onnx")
 FOLDED_BN_BIAS = "onnx::Conv_"   # the TorchScript exporter's folded BatchNorm bias name
@@ -126,7 +130,7 @@ def matmul(c: Ctx):
             out.append(_gemm(c, 1, k, n, m))        # X^T [K, M] @ dY [M, N]
         if len(c.needs) > 2 and c.needs[2] and o is not None:
             bias = c.ins(2)
-            if bias is not None and prod(bias) != prod(o):
+            if bias is not None and sums(bias, o):
                 out.append(c.reduce_to("dbias", o, bias))
         return out
     batch_dims = broadcast(a[:-2], b[:-2])
@@ -134,11 +138,11 @@ def matmul(c: Ctx):
     m, k, n = a[-2], a[-1], b[-1]
     if c.needs[0]:
         out.append(_gemm(c, 0, m, k, n, batch, "_a"))     # dY @ B^T, batched
-        if prod(a[:-2]) < batch:
+        if sums(a, tuple(batch_dims) + (m, k)):
             out.append(c.reduce_to("reduce", tuple(batch_dims) + (m, k), a, "_a"))
     if c.needs[1]:
         out.append(_gemm(c, 1, k, n, m, batch, "_b"))     # A^T @ dY, batched
-        if prod(b[:-2]) < batch:
+        if sums(b, tuple(batch_dims) + (k, n)):
             out.append(c.reduce_to("reduce", tuple(batch_dims) + (k, n), b, "_b"))
     return out
 
@@ -197,7 +201,7 @@ def add(c: Ctx):
         x = c.ins(p)
         if c.n.op == "Sub" and p == 1:
             out.append(c.elementwise("neg", o, 1, suffix=f"_{p}"))
-        if prod(x) != prod(o):
+        if sums(x, o):
             out.append(c.reduce_to("reduce", o, x, f"_{p}"))
     return out
 
@@ -217,7 +221,7 @@ def mul(c: Ctx):
         else:                             # grad * other / grad / other
             out.append(c.k("grad", "Mul", [o, other], [o], read=n + prod(other), written=n, vec=n,
                            suffix=f"_{p}"))
-        if prod(x) != n:
+        if sums(x, o):
             out.append(c.reduce_to("reduce", o, x, f"_{p}"))
     return out
 
@@ -244,7 +248,7 @@ def where(c: Ctx):
             if x is None:
                 return None
             out.append(c.elementwise("grad", o, 2, op="Where", suffix=f"_{p}"))
-            if prod(x) != prod(o):
+            if sums(x, o):
                 out.append(c.reduce_to("reduce", o, x, f"_{p}"))
     return out
 
@@ -287,11 +291,19 @@ def gather(c: Ctx):
     data, idx, o = c.ins(0), c.ins(1), c.out()
     if data is None or idx is None or o is None or not c.needs[0]:
         return None if (data is None or idx is None or o is None) else []
-    nd, no = prod(data), prod(o)
-    if 0 not in c.n.constant_inputs:     # select / index_select of an activation: zeros + copy
-        return [c.k("zero", "Mul", [], [data], read=0, written=nd),
-                c.k("copy", "ScatterND", [o], [data], read=no, written=no, vec=no)]
-    n_idx = prod(idx)
+    if 0 in c.n.constant_inputs:
+        return embedding(c)
+    nd, no = prod(data), prod(o)       # select / index_select of an activation: zeros + copy
+    return [c.k("zero", "Mul", [], [data], read=0, written=nd),
+            c.k("copy", "ScatterND", [o], [data], read=no, written=no, vec=no)]
+
+
+def embedding(c: Ctx):
+    """``embedding_dense_backward_cuda`` of a Gather of weight ``data`` (module docstring)."""
+    data, idx, o = c.ins(0), c.ins(1), c.out()
+    if data is None or idx is None or o is None:
+        return None
+    nd, no, n_idx = prod(data), prod(o), prod(idx)
     ib = (n_idx * 64 + c.bits - 1) // c.bits            # int64 indices, in elements of the dtype
     out = [c.k("zero", "Mul", [], [data], read=0, written=nd)]
     if n_idx <= EMBEDDING_SMALL:
@@ -302,6 +314,18 @@ def gather(c: Ctx):
     out.append(c.k("partial", "ScatterND", [o], [o], read=no + ib, written=no, vec=no))
     out.append(c.k("dW", "ScatterND", [o], [data], read=no + ib, written=no, vec=no))
     return out
+
+
+def folded_lookup(i: int, n):
+    """The embedding backward of a Gather the exporter folded into a constant (a position or
+    token-type lookup with constant ids: its output is a constant the graph reads), or None
+    where ``n`` is not a Gather of a floating weight of rank 2."""
+    if n.op != "Gather" or n.domain not in _ONNX or len(n.in_specs) < 2:
+        return None
+    w = n.in_specs[0]
+    if w is None or w.shape is None or len(w.shape) != 2 or not str(w.dtype).startswith(("float", "bfloat")):
+        return None
+    return embedding(Ctx(i, n, (True, False)))
 
 
 def slice_(c: Ctx):
@@ -327,7 +351,7 @@ def expand(c: Ctx):
     x, o = c.ins(0), c.out()
     if x is None or o is None:
         return None
-    return [c.reduce_to("reduce", o, x)] if c.needs[0] and prod(x) != prod(o) else []
+    return [c.reduce_to("reduce", o, x)] if c.needs[0] and sums(x, o) else []
 
 
 def reduce_mean(c: Ctx):

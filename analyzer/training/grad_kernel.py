@@ -88,6 +88,13 @@ class Ctx:
         return self.k(kind, "ReduceSum", [full], [small], read=n, written=m, vec=n, suffix=suffix)
 
 
+def sums(x, full) -> bool:
+    """Whether ``sum_to_size`` of a gradient of dims ``full`` into dims ``x`` launches a
+    reduction: aten's ``sum_to`` sums the leading dims ``x`` lacks (even of size 1) and the dims
+    it broadcast; a gradient of the same shape is returned as is."""
+    return len(x) < len(full) or prod(x) != prod(full)
+
+
 def broadcast(x, y):
     """The numpy broadcast of shapes ``x`` and ``y``."""
     n = max(len(x), len(y))

@@ -4,7 +4,8 @@ Conventions (stated, so the numbers can be checked by hand):
 
 - Which tensors need a gradient: a floating-point constant input of a node of rank >= 1 (a
   weight; a rank-0 constant is a literal of the exporter, 0.5 or sqrt(2), not a parameter) and
-  every output of a node that has such an input upstream. Graph inputs (the data) do not.
+  every floating-point output of a node that has such an input upstream (integer and boolean
+  tensors carry none: shape arithmetic, comparisons). Graph inputs (the data) do not.
 - MatMul / Gemm / Conv (any node with MAC FLOPs): one backward product per operand that needs
   a gradient (dX and/or dW, each costing the forward's MACs): 2x the forward MACs when both
   do, 1x for the first layer (its input is data). Their other arithmetic (bias) is repeated
@@ -92,7 +93,9 @@ def gradient_plan(nodes) -> list[NodeGrad]:
                 need.append(_weight(spec))
             else:
                 need.append(name in requires)
-        on_path = any(need)
+        # (an output of a known non-floating dtype carries no gradient: Shape, comparisons)
+        floating_out = [x for x, o in zip(n.out_names, n.out_specs) if x and (o is None or _floating(o))]
+        on_path = any(need) and bool(floating_out)
         products = 0
         if on_path and n.cost.mac_flops:
             if n.op in _GEMM_LIKE:
@@ -100,7 +103,7 @@ def gradient_plan(nodes) -> list[NodeGrad]:
             else:
                 products = 2
         if on_path:
-            requires.update(x for x in n.out_names if x)
+            requires.update(floating_out)
         out.append(NodeGrad(on_path, products, tuple(need)))
     return out
 
@@ -313,7 +316,7 @@ def step_time(report, prediction, profile, optimizer: str, batch: int | None,
         if bplan is None:
             from analyzer.training.backward_plan import backward_plan
 
-            bplan = backward_plan(report.nodes, plan)
+            bplan = backward_plan(report.nodes, plan, _outputs(report))
         b = bt.backward_time(bplan, bt.as_nodes(bplan), prediction, profile, rows)
         bwd, ovh = b.backward_s, ovh + b.overhead_s
         extra.update(backward_method="kernel plan", backward_kernels=len(bplan.kernels),
@@ -347,13 +350,19 @@ class Training:
         return d
 
 
+def _outputs(report) -> tuple[str, ...]:
+    """The graph's output names (each seeded with a gradient)."""
+    model = report.model if isinstance(report.model, dict) else {}
+    return tuple(model.get("outputs", ()) or ())
+
+
 def training(report, optimizer: str = "sgd", batch: int | None = None) -> Training:
     """Counts, and a step per prediction the report carries."""
     from analyzer.training.backward_plan import backward_plan
 
     plan = gradient_plan(report.nodes)
     counts = train_counts(report, optimizer, plan)
-    bplan = backward_plan(report.nodes, plan)
+    bplan = backward_plan(report.nodes, plan, _outputs(report))
     steps = []
     for pred in report.predictions:
         # the profile the prediction was made on (a .toml file's, an edited one): never looked

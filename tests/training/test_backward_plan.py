@@ -87,8 +87,13 @@ def test_attention_batched_gemms_and_weight_gemms():
     # the projections of a graph input: dW only (M = 8 = K_in, N = 8, K = 8 rows)
     assert {n for n in k if n.endswith("_proj/dX")} == set()
     assert [k[f"{n}_proj/dW"].gemm for n in "qkv"] == [(8, 8, 8, 1)] * 3
-    # views launch nothing; softmax one kernel; no accumulation (x needs no gradient)
-    assert p.by_kind() == {"dW": 3, "dX": 4, "grad": 1}
+    # views launch nothing but one: dQ and dV come back [1, 2, 8, 4] contiguous, permuted to
+    # [1, 8, 2, 4] (strides 32, 4, 32, 1): no view as [1, 8, 8], a copy of 64 elements each;
+    # K's gradient is K^T's permuted twice back to a layout that views as [1, 8, 8]: no copy
+    copies = {x.name: (x.bytes_read, x.bytes_written) for x in p.kernels if x.kind == "copy"}
+    assert copies == {"q_reshape/copy": (64 * E, 64 * E), "v_reshape/copy": (64 * E, 64 * E)}
+    # softmax one kernel; no accumulation (x needs no gradient)
+    assert p.by_kind() == {"copy": 2, "dW": 3, "dX": 4, "grad": 1}
 
 
 def residual():
@@ -209,3 +214,36 @@ def test_non_pytorch_runtime_keeps_the_ratio_method():
     s = r.training.steps[0]
     assert s.backward_method == "ratio" and s.backward_kernels == 0
     assert s.backward_s == s.backward_ratio_s
+
+
+def test_seeded_output_read_again_and_bias_sum_at_batch_1():
+    """An output also read by a node on the path gets its seed plus that node's gradient (one
+    add); a [N] bias of a [1, N] Gemm output is summed (aten's sum_to sums the leading dim)."""
+    nodes = [helper.make_node("Gemm", ["x", "W", "b"], ["h"], name="fc"),
+             helper.make_node("Tanh", ["h"], ["t"], name="act")]
+    m = graph(nodes, {"x": (1, D_IN)}, ["h", "t"], {"W": _w(D_IN, D_H), "b": _w(D_H)})
+    r = analyzer.analyze(m)
+    p = backward_plan(r.nodes, gradient_plan(r.nodes), r.model["outputs"])
+    names = [k.name for k in p.kernels]
+    assert names == ["act/grad", "h/accumulate0", "fc/dW", "fc/dbias"]
+    assert p.kernels[3].bytes_read == D_H * E and p.kernels[3].bytes_written == D_H * E
+    # without the seed of h: no accumulation
+    assert "h/accumulate0" not in [k.name for k in backward_plan(r.nodes, gradient_plan(r.nodes)).kernels]
+
+
+def test_folded_position_lookup_is_an_embedding_backward():
+    """A lookup with constant ids folds into a constant; its weight still gets
+    embedding_dense_backward: a zero fill of [V, D] and the scatter of n rows."""
+    V, P, S, D = 50, 16, 8, 4
+    nodes = [helper.make_node("Gather", ["wte", "ids"], ["tok"], name="word"),
+             helper.make_node("Gather", ["wpe", "pos_ids"], ["pos"], name="position"),
+             helper.make_node("Add", ["tok", "pos"], ["y"], name="sum")]
+    from onnx import TensorProto
+    m = graph(nodes, {"ids": ((1, S), TensorProto.INT64)}, ["y"],
+              {"wte": _w(V, D), "wpe": _w(P, D), "pos_ids": np.arange(S, dtype=np.int64).reshape(1, S)})
+    r = analyzer.analyze(m)
+    p = backward_plan(r.nodes, gradient_plan(r.nodes), r.model["outputs"])
+    got = [(k.name, k.bytes_read, k.bytes_written) for k in p.kernels]
+    ib = S * 8   # the int64 ids, bytes
+    assert got == [("position/zero", 0, P * D * E), ("position/dW", S * D * E + ib, S * D * E),
+                   ("word/zero", 0, V * D * E), ("word/dW", S * D * E + ib, S * D * E)]
