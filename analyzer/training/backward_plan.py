@@ -7,9 +7,10 @@ kernels of its rule (``backward_rules``); the patterns the eager forward plan ru
 (``gelu_backward``, ``silu_backward``) for the whole chain.  A tensor whose gradient comes from
 k > 1 consumers (a residual stream, the input of Q, K and V, a shared weight; a graph output's
 seed counts as one) gets k - 1 add kernels, issued after its last contribution (its earliest
-consumer in graph order).  A node on
-the path that no rule covers is not dropped: the plan lists it in ``fallback`` and the step
-prices it by the FLOP/byte ratio method (``step.backward_rows``).
+consumer in graph order).  A node on the path that no rule covers is not dropped: the plan
+lists it in ``fallback`` and the step prices it by the FLOP/byte ratio method
+(``step.backward_rows``); so is every node inside a loop or branch body (its backward runs once
+per trip).
 
 Not planned (stated): the loss and the seed gradient (the graph's outputs' gradients are given),
 dropout (an eval export has none), nodes the exporter folded into constants other than a
@@ -128,6 +129,8 @@ def backward_plan(nodes, grads, outputs=()) -> BackwardPlan:
             x = _group_input(nodes, groups[i][0])
             k = R.joined_kernel(i, n, nodes[x[1]].in_specs[x[2]], groups[i][1]) if sends and x else None
             ks = [k] if k is not None else ([] if not sends else None)
+        elif n.level or getattr(n, "runs", 1) != 1:
+            ks = None           # a loop or branch body's node: the ratio method (its trips)
         else:
             ks = R.kernels_of(i, n, grads[i].needs)
             if ks is not None:      # the copies strided gradients cost (grad_strides)

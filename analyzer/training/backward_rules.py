@@ -79,8 +79,9 @@ AveragePool, MaxPool        input); ``avg_pool2d_backward`` / ``max_pool2d_with_
 Cast                        to another dtype: one copy kernel; to its own dtype: none.
 views (Reshape, Flatten,    no kernel: the gradient of a view is a view (``view``/``permute``/
 Squeeze, Unsqueeze,         ``transpose`` of dY); a reshape that copied in forward is a clone,
-Transpose, Identity,        whose gradient passes through.  A view's gradient that a later
-Dropout)                    kernel needs contiguous is read strided (no copy planned).
+Transpose, Identity,        whose gradient passes through.  A strided gradient a reshape
+Dropout)                    cannot view, or a kernel needs contiguous, is copied first
+                            (``grad_strides``).
 ==========================  ===================================================================
 
 Gradient accumulation (``backward_plan``): a tensor (activation or weight) whose gradient comes
