@@ -39,7 +39,8 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
     constants a Concat joins with the batch, such as ViT's class token:
     ``analyzer.frontends.onnx.batch``), listed in ``report.model["batch"]``; an ``inputs``
     leading dim or ``dims`` value that contradicts it raises.  ``train``: add a training step
-    (``report.training``); ``optimizer``: sgd, momentum, adam, adamw.
+    (``report.training``); ``optimizer``: sgd, momentum, adam, adamw, or none (forward +
+    backward only, no update).
     Another keyword raises ``TypeError`` naming these.
     """
     from analyzer.counting import rules  # noqa: F401  (fills the registry has_rule reads)

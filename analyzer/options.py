@@ -44,7 +44,7 @@ class Options:
     a list of them (one point each).
     ``train``: add one training step (forward + backward + optimizer update: counts, times per
     profile, memory fit; ``analyzer.training.step``). ``optimizer``: sgd (default), momentum,
-    adam, adamw.
+    adam, adamw, none (forward + backward only, no update).
 
     Mappings are copied when an Options is made (a caller's later change does not reach it);
     treat them as read-only.

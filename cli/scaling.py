@@ -56,8 +56,11 @@ _OPTIONS = [
     click.option("--train", is_flag=True, default=False,
                  help="Predict one training step: forward + backward + optimizer update, and "
                       "the memory footprint against the device (fits or not, largest batch)."),
-    click.option("--optimizer", type=click.Choice(("sgd", "momentum", "adam", "adamw")),
-                 default=None, help="With --train: the update rule (default sgd)."),
+    click.option("--optimizer", type=click.Choice(("sgd", "momentum", "adam", "adamw", "none")),
+                 default=None,
+                 help="With --train: the update rule (default sgd); none: forward + backward "
+                      "only, no update (the time of a forward and loss.backward() between CUDA "
+                      "events)."),
     click.option("--devices", default=None, metavar="N[,N...]",
                  help="Device counts to predict, e.g. 1,2,4,8: step time, compute / "
                       "communication / bubble, speed-up, efficiency, Amdahl's serial share, "
@@ -218,6 +221,22 @@ def _ms(s: float) -> str:
     return f"{s * 1e3:.3g}"
 
 
+def _backward_lines(steps) -> list[str]:
+    """How each step's backward was priced (``training.step``: the kernel plan or the ratio method)."""
+    plan = [s for s in steps if s.backward_method == "kernel plan"]
+    ratio = [s.hardware for s in steps if s.backward_method != "kernel plan"]
+    out = []
+    if plan:
+        s = plan[0]
+        out.append(f"backward: the {s.backward_kernels} kernels PyTorch's autograd launches"
+                   + (f" ({s.backward_fallback} nodes without a rule by the FLOP/byte ratio)"
+                      if s.backward_fallback else "")
+                   + ("" if not ratio else f"; {', '.join(ratio)}: the FLOP/byte ratio method"))
+    elif ratio:
+        out.append("backward: forward kernels scaled by the FLOP/byte ratio (not a PyTorch runtime)")
+    return [safe.text(x) for x in out]   # (profile ids may come from a user's file)
+
+
 def render_rows(report, fmt: str) -> str:
     """Training and scaling rows after the table / markdown report ('' for other formats)."""
     if fmt not in ("table", "markdown"):
@@ -238,6 +257,7 @@ def render_rows(report, fmt: str) -> str:
                  {True: "yes", False: "NO", None: "—"}[s.fits],
                  "—" if s.max_batch is None else str(s.max_batch)] for s in tr.steps]
         lines += _grid(head, rows, fmt)
+        lines += [""] + _backward_lines(tr.steps)
     sc = report.scaling
     if sc is not None:
         d = sc.to_dict()

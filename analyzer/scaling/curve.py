@@ -269,8 +269,13 @@ def _tensor_points(base, step1: dict, fab, n: int, train: bool, sequence_paralle
                 import hardware_db
 
                 prof = hardware_db.get(h)
-            comp += sum(body * f[i] + launches
-                        for i, body, launches in backward_rows(base, pred))
+            # the ratio method's per-node rows, scaled to the step's backward (the kernel plan's
+            # under a PyTorch runtime: ``training.backward_time``; 1 under the ratio method)
+            rows = backward_rows(base, pred)
+            raw = sum(body + launches for _, body, launches in rows)
+            st = next(s for s in base.training.steps if s.hardware == h)
+            k = st.backward_s / raw if raw > 0 else 1.0
+            comp += k * sum(body * f[i] + launches for i, body, launches in rows)
             comp += optimizer_time(prof, plan.params_per_device,
                                    base.training.counts.optimizer, pred.overlap)
         comm = C.ZERO

@@ -2,8 +2,10 @@
 
 Conventions (stated, so the numbers can be checked by hand):
 
-- Which tensors need a gradient: a floating-point constant input of a node (a weight) and
-  every output of a node that has such an input upstream. Graph inputs (the data) do not.
+- Which tensors need a gradient: a floating-point constant input of a node of rank >= 1 (a
+  weight; a rank-0 constant is a literal of the exporter, 0.5 or sqrt(2), not a parameter) and
+  every floating-point output of a node that has such an input upstream (integer and boolean
+  tensors carry none: shape arithmetic, comparisons). Graph inputs (the data) do not.
 - MatMul / Gemm / Conv (any node with MAC FLOPs): one backward product per operand that needs
   a gradient (dX and/or dW, each costing the forward's MACs): 2x the forward MACs when both
   do, 1x for the first layer (its input is data). Their other arithmetic (bias) is repeated
@@ -15,18 +17,26 @@ Conventions (stated, so the numbers can be checked by hand):
   forward value and the output gradient and writes the input gradient).  Nodes off the path
   (shape arithmetic, the first layer's input side) cost nothing in backward.
 - Backward bytes of a MAC node: its forward bytes per gradient product.
-- Optimizer update per parameter (fp32 master weights and states): SGD ``p -= lr*g`` 2 FLOPs,
+- Optimizer update per parameter (fp32 master weights and states): none (no update) 0;
+  SGD ``p -= lr*g`` 2 FLOPs,
   3 words moved; momentum ``v = mu*v + g; p -= lr*v`` 4 FLOPs, 5 words; Adam 12 FLOPs + 1
   sqrt, 7 words (p, g, m, v read; p, m, v written); AdamW Adam + decoupled decay (14 + 1).
 - Memory: weights + gradients (one word of the weight dtype each) + optimizer state (fp32
-  words per parameter: 0, 1, 2, 2) + activations kept for backward (every node output on the
+  words per parameter: 0, 0, 1, 2, 2) + activations kept for backward (every node output on the
   gradient path, no recomputation: an upper bound).  Activations scale with the batch, the rest
   does not: the largest batch that fits is ``floor((capacity - fixed) / activations_per_sample)``.
 
-Backward time per node: its forward kernel's compute and memory terms scaled by the ratios of
-backward to forward FLOPs and bytes, plus one launch per backward kernel (``overlap``: the max
-of the two terms, else their sum); the optimizer update is a roofline over the profile's
-datasheet vector peak and memory bandwidth plus one launch.
+Backward time.  Under a PyTorch runtime (eager, eager-op, kernel) on a GPU: the kernels
+PyTorch's autograd launches (``backward_plan``, rules in ``backward_rules``), each priced by the
+prediction stage like a forward kernel and run after the forward on the runtime's stream
+(``backward_time``); a node no rule covers is priced by the ratio method below and counted
+(``StepTime.backward_fallback``, the JSON's ``backward_plan.fallback_nodes``).  Under every
+other runtime (xla, onnxruntime, coreml, edgetpu, tflite, qnn ...) and on other kinds of
+device, the ratio method: per node, its forward kernel's compute and memory terms scaled by the
+ratios of backward to forward FLOPs and bytes, plus one launch per backward kernel
+(``overlap``: the max of the two terms, else their sum).  The optimizer update is a roofline
+over the profile's datasheet vector peak and memory bandwidth plus one launch; optimizer
+``none``: no update (forward + backward: ``loss.backward()`` timed between CUDA events).
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ from typing import Any
 from analyzer.ir.graph import PRECISION_BITS
 
 OPTIMIZERS = {  # name: (vector FLOPs, transcendentals, fp32 state words, words moved) per param
+    "none": (0, 0, 0, 0),
     "sgd": (2, 0, 0, 3),
     "momentum": (4, 0, 1, 5),
     "adam": (12, 1, 2, 7),
@@ -54,6 +65,11 @@ def _floating(spec) -> bool:
     return d.startswith(("float", "bfloat", "f", "bf")) and not d.startswith("fn")
 
 
+def _weight(spec) -> bool:
+    """A constant input that is a parameter: floating, and not a rank-0 literal."""
+    return _floating(spec) and not (spec.shape is not None and len(spec.shape) == 0)
+
+
 @dataclass(frozen=True)
 class NodeGrad:
     """What one node does in backward: gradient products (MAC nodes), and whether it is on the
@@ -61,6 +77,7 @@ class NodeGrad:
 
     on_path: bool
     products: int   # backward MAC products, each the forward's MACs
+    needs: tuple[bool, ...] = ()   # per input: its gradient is needed (a weight or on the path)
 
 
 def gradient_plan(nodes) -> list[NodeGrad]:
@@ -73,10 +90,12 @@ def gradient_plan(nodes) -> list[NodeGrad]:
         for k, name in enumerate(n.in_names):
             spec = n.in_specs[k] if k < len(n.in_specs) else None
             if k in const:
-                need.append(_floating(spec))
+                need.append(_weight(spec))
             else:
                 need.append(name in requires)
-        on_path = any(need)
+        # (an output of a known non-floating dtype carries no gradient: Shape, comparisons)
+        floating_out = [x for x, o in zip(n.out_names, n.out_specs) if x and (o is None or _floating(o))]
+        on_path = any(need) and bool(floating_out)
         products = 0
         if on_path and n.cost.mac_flops:
             if n.op in _GEMM_LIKE:
@@ -84,8 +103,8 @@ def gradient_plan(nodes) -> list[NodeGrad]:
             else:
                 products = 2
         if on_path:
-            requires.update(x for x in n.out_names if x)
-        out.append(NodeGrad(on_path, products))
+            requires.update(floating_out)
+        out.append(NodeGrad(on_path, products, tuple(need)))
     return out
 
 
@@ -206,6 +225,11 @@ class StepTime:
     capacity_bytes: float | None
     # the launch overheads inside forward + backward (what does not shrink with the batch)
     overhead_s: float = 0.0
+    # how backward was priced: "kernel plan" (PyTorch autograd's kernels) or "ratio"
+    backward_method: str = "ratio"
+    backward_kernels: int = 0          # kernels of the plan (0 under the ratio method)
+    backward_fallback: int = 0         # nodes of the plan priced by the ratio method
+    backward_ratio_s: float = 0.0      # the ratio method's backward, for comparison
 
     @property
     def step_s(self) -> float:
@@ -224,7 +248,10 @@ class StepTime:
                 "backward_s": self.backward_s, "optimizer_s": self.optimizer_s,
                 "step_s": self.step_s, "memory": self.memory.to_dict(),
                 "capacity_bytes": self.capacity_bytes, "fits": self.fits,
-                "max_batch": self.max_batch}
+                "max_batch": self.max_batch,
+                "backward": {"method": self.backward_method, "kernels": self.backward_kernels,
+                             "fallback_nodes": self.backward_fallback,
+                             "ratio_method_s": self.backward_ratio_s}}
 
 
 def _ratio(a: float, b: float) -> float:
@@ -263,6 +290,8 @@ def optimizer_time(profile, params: float, optimizer: str, overlap: bool) -> flo
     """The update of ``params`` parameters: a roofline over the datasheet vector peak and memory
     bandwidth (``overlap``: the max of the two terms, else their sum) plus one launch."""
     counts = OPTIMIZERS[check_optimizer(optimizer)]
+    if not any(counts):    # none: no update, no launch
+        return 0.0
     peak = profile.peak_flops("vector", "fp32") or profile.peak_flops("matrix", "fp32")
     bw = (profile.mem_bw_gbs or 0) * 1e9
     opt_c = (counts[0] + counts[1]) * params / peak if peak else 0.0
@@ -272,21 +301,34 @@ def optimizer_time(profile, params: float, optimizer: str, overlap: bool) -> flo
 
 
 def step_time(report, prediction, profile, optimizer: str, batch: int | None,
-              plan: list[NodeGrad] | None = None) -> StepTime:
+              plan: list[NodeGrad] | None = None, bplan=None) -> StepTime:
     """Backward and optimizer time of ``prediction`` (one profile's forward) by the module's
-    conventions; the memory footprint against ``profile.mem_gb``."""
+    conventions (``bplan``: the report's ``backward_plan``, built here when not given); the
+    memory footprint against ``profile.mem_gb``."""
+    from analyzer.training import backward_time as bt
+
     plan = plan if plan is not None else gradient_plan(report.nodes)
     ovh = sum(row.overhead_s for row in prediction.nodes)
-    bwd = 0.0
-    for _, body, launches in backward_rows(report, prediction, plan):
-        bwd += body + launches
-        ovh += launches
+    rows = {i: (body, launches) for i, body, launches in backward_rows(report, prediction, plan)}
+    ratio = sum(body + launches for body, launches in rows.values())
+    extra: dict[str, Any] = {"backward_ratio_s": ratio}
+    if bt.applies(prediction, profile):
+        if bplan is None:
+            from analyzer.training.backward_plan import backward_plan
+
+            bplan = backward_plan(report.nodes, plan, _outputs(report))
+        b = bt.backward_time(bplan, bt.as_nodes(bplan), prediction, profile, rows)
+        bwd, ovh = b.backward_s, ovh + b.overhead_s
+        extra.update(backward_method="kernel plan", backward_kernels=len(bplan.kernels),
+                     backward_fallback=len(bplan.fallback))
+    else:
+        bwd, ovh = ratio, ovh + sum(launches for _, launches in rows.values())
     opt = optimizer_time(profile, report.totals.params, optimizer, prediction.overlap)
     wbytes = PRECISION_BITS.get(prediction.precision, 32) // 8   # B per weight (4 when unknown)
     mem = memory(report, optimizer, batch, wbytes, plan)
     cap = profile.mem_gb * 1e9 if profile.mem_gb else None
     return StepTime(hardware=profile.id, forward_s=prediction.latency_s, backward_s=bwd, optimizer_s=opt,
-                    memory=mem, capacity_bytes=cap, overhead_s=ovh)
+                    memory=mem, capacity_bytes=cap, overhead_s=ovh, **extra)
 
 
 @dataclass(frozen=True)
@@ -297,16 +339,30 @@ class Training:
     counts: TrainCounts
     steps: tuple[StepTime, ...]
     batch: int | None
+    backward_plan: Any = None    # backward_plan.BackwardPlan (hardware-free)
+    plan_summary: dict | None = None   # its to_dict with the node names
 
     def to_dict(self) -> dict[str, Any]:
-        return {"batch": self.batch, "conventions": "analyzer/training/step.py",
-                **self.counts.to_dict(), "steps": [s.to_dict() for s in self.steps]}
+        d = {"batch": self.batch, "conventions": "analyzer/training/step.py",
+             **self.counts.to_dict(), "steps": [s.to_dict() for s in self.steps]}
+        if self.plan_summary is not None:
+            d["backward_plan"] = self.plan_summary
+        return d
+
+
+def _outputs(report) -> tuple[str, ...]:
+    """The graph's output names (each seeded with a gradient)."""
+    model = report.model if isinstance(report.model, dict) else {}
+    return tuple(model.get("outputs", ()) or ())
 
 
 def training(report, optimizer: str = "sgd", batch: int | None = None) -> Training:
     """Counts, and a step per prediction the report carries."""
+    from analyzer.training.backward_plan import backward_plan
+
     plan = gradient_plan(report.nodes)
     counts = train_counts(report, optimizer, plan)
+    bplan = backward_plan(report.nodes, plan, _outputs(report))
     steps = []
     for pred in report.predictions:
         # the profile the prediction was made on (a .toml file's, an edited one): never looked
@@ -317,5 +373,5 @@ def training(report, optimizer: str = "sgd", batch: int | None = None) -> Traini
             import hardware_db
 
             prof = hardware_db.get(pred.hardware)
-        steps.append(step_time(report, pred, prof, optimizer, batch, plan))
-    return Training(counts, tuple(steps), batch)
+        steps.append(step_time(report, pred, prof, optimizer, batch, plan, bplan))
+    return Training(counts, tuple(steps), batch, bplan, bplan.to_dict(report.nodes))

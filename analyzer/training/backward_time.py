@@ -1,0 +1,120 @@
+"""The backward kernel plan (``backward_plan``) priced on a profile with the forward prediction's
+runtime, through the prediction stage's own lowering and kernel-time model.
+
+Each backward kernel becomes a one-kernel node (``as_nodes``: its op's class, its shapes as
+specs, so a GEMM's tile, wave and split-K terms see its own M, N, K; its counts and bytes) and
+the nodes are lowered under the forward's runtime with no fusion: the same peaks, engines
+(PyTorch's fp32 defaults: ``gemm_simt``/``bgemm_simt`` on FMA units, TF32 convolutions),
+efficiency constants, fixed cost and host dispatch per kernel as the forward's kernels.
+
+Which time (the runtime's time definition, ``prediction.runtimes``):
+
+- ``eager``: one stream, the forward's kernels then the backward's, the host issuing each while
+  the device runs the ones before (``runtimes.stream_times`` over both lists): backward time =
+  ``dev_end`` of the last backward kernel - ``dev_end`` of the last forward kernel.  The
+  autograd engine issues backward ops from C++ without Python; no sourced per-op figure for
+  that was found, so each backward kernel pays the same per-kernel host dispatch as a forward
+  one (``runtimes.EAGER_DISPATCH_US``): an upper bound on the host side.
+- ``kernel``: the sum of the backward kernels' device times.
+- ``eager-op``: the sum of their per-op times (dispatch + kernel each).
+
+A node of the fallback list (no rule) enters with its ratio-method time (``step.backward_rows``:
+body + launches) as device time and no host time of its own.  Other runtimes (xla, onnxruntime,
+coreml, edgetpu, tflite, qnn ...) and non-GPU profiles keep the ratio method (``step``): their
+backward is not PyTorch's autograd.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from analyzer.counting.cost import Cost
+from analyzer.counting.engine import COSTED, NodeCost
+from analyzer.prediction import engines
+from analyzer.training.backward_plan import BackwardPlan
+
+PLAN_RUNTIMES = engines.PYTORCH_RUNTIMES     # eager, eager-op, kernel
+
+
+def applies(pred, profile) -> bool:
+    """Whether ``pred``'s backward is priced by the kernel plan: a PyTorch runtime on a GPU,
+    with the forward's per-kernel table at hand."""
+    return (pred.runtime in PLAN_RUNTIMES and getattr(profile, "kind", "") == "gpu"
+            and pred.kernel_table is not None)
+
+
+def as_nodes(plan: BackwardPlan) -> list[NodeCost]:
+    """One ``NodeCost`` per backward kernel: counts, specs, bytes in its dtype."""
+    out = []
+    for k in plan.kernels:
+        spec = next((s for s in k.out_specs if s is not None), None)
+        dtype = spec.dtype if spec is not None else "float32"
+        cost = Cost(mac_flops=k.mac_flops, vector_flops=k.vector_flops,
+                    transcendentals=k.transcendentals, activation_bytes_read=k.bytes_read,
+                    activation_bytes_written=k.bytes_written)
+        out.append(NodeCost(k.name, k.op, "", COSTED, cost, k.in_specs, k.out_specs,
+                            mac_dtype=dtype if k.mac_flops else None,
+                            bytes_by_dtype=((dtype, k.bytes),), out_names=(k.name,)))
+    return out
+
+
+@dataclass(frozen=True)
+class BackwardTime:
+    """One profile's backward: seconds, the fixed cost inside them, per-kernel times."""
+
+    backward_s: float
+    overhead_s: float
+    kernel_s: tuple[float, ...]      # per backward kernel (plan order): its time (exposed on a stream)
+    fallback_s: float                # the fallback nodes' ratio-method seconds
+
+
+def kernel_terms(plan: BackwardPlan, nodes_b, pred, profile):
+    """(time, host, overhead) arrays [K] of the plan's kernels on ``profile`` under ``pred``'s
+    runtime and precision (host: the dispatch part of time, 0 without host dispatch)."""
+    from analyzer.prediction import runtimes
+    from analyzer.prediction.kernels import run
+    from analyzer.prediction.lowering import lower
+
+    if not nodes_b:
+        z = np.zeros(0)
+        return z, z, z
+    rt = pred.target.runtime if pred.target is not None else runtimes.get(pred.runtime)
+    precision = pred.precision if pred.precision_explicit else None
+    low = lower(nodes_b, [profile], precision, replace(rt, fusion="none"))
+    _, _, ovh, time, _ = run(low, overlap=pred.overlap)
+    host = low.runs * low.host[0] if low.host is not None else np.zeros(len(nodes_b))
+    idx = np.asarray(low.plan.kernel_of)
+    t, h, o = np.zeros(len(nodes_b)), np.zeros(len(nodes_b)), np.zeros(len(nodes_b))
+    on = idx >= 0
+    t[on], h[on], o[on] = time[0][idx[on]], host[idx[on]], ovh[0][idx[on]]
+    return t, h, o
+
+
+def backward_time(plan: BackwardPlan, nodes_b, pred, profile, fallback_rows) -> BackwardTime:
+    """The backward of ``plan`` after ``pred``'s forward (module docstring).  ``fallback_rows``:
+    node index -> (body s, launches s) of the ratio method for the plan's fallback nodes."""
+    from analyzer.prediction import runtimes
+
+    t, h, o = kernel_terms(plan, nodes_b, pred, profile)
+    fb = {i: sum(fallback_rows.get(i, (0.0, 0.0))) for i in plan.fallback}
+    dev = np.array([t[j] - h[j] if kind == "k" else fb[j] for kind, j in plan.order], np.float64)
+    host = np.array([h[j] if kind == "k" else 0.0 for kind, j in plan.order], np.float64)
+    fb_ovh = sum(fallback_rows.get(i, (0.0, 0.0))[1] for i in plan.fallback)
+    stream = pred.target.runtime.stream if pred.target is not None else runtimes.get(pred.runtime).stream
+    table = pred.kernel_table
+    if stream and table.host is not None:
+        fh = np.asarray(table.host, np.float64)
+        fd = np.asarray(table.time, np.float64) - fh
+        end, gap = runtimes.stream_times(np.concatenate([fh, host]), np.concatenate([fd, dev]))
+        nf = len(fh)
+        f_end = float(end[nf - 1]) if nf else 0.0
+        total = float(end[-1]) - f_end if len(end) > nf else 0.0
+        exposed = dev + gap[nf:]
+        ovh = [o[j] - h[j] + g if kind == "k" else 0.0 for (kind, j), g in zip(plan.order, gap[nf:])]
+        per = tuple(float(exposed[m]) for m, (kind, _) in enumerate(plan.order) if kind == "k")
+        return BackwardTime(total, float(sum(ovh)) + fb_ovh, per, float(sum(fb.values())))
+    total = float(t.sum()) + float(sum(fb.values()))
+    return BackwardTime(total, float(o.sum()) + fb_ovh, tuple(float(x) for x in t),
+                        float(sum(fb.values())))
