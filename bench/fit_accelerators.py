@@ -4,27 +4,24 @@ model family out, and across devices.
 
     PYTHONPATH=$PWD python bench/fit_accelerators.py [MEASUREMENTS_DIR] [--no-write]
 
+``--no-write`` prints the scores and writes nothing (neither the constants and profiles nor
+bench/results/fit_accelerators.md).
+
 MEASUREMENTS_DIR defaults to ../shared/measurements/accelerators (its README says how each row was
 timed). Graphs: tests/fixtures/torch and tests/fixtures/accel (graph-only ONNX exports of the
 torchvision / timm models the rows time; tests/fixtures/accel/export.py makes them).
 
 Model (the kernel-time form of analyzer/prediction/efficiency/kernel_time.py with the terms these
-rows can identify), per kernel ``k`` of opcost's ``qnn`` runtime on the profile (its fusion
-policy: a convolution or matmul with its batch norm, activations, SiLU and residual add is one
-kernel whose intermediate tensors never reach DRAM; a Concat runs no kernel;
-analyzer/prediction/accelerators/qnn.py), plus one fixed cost per inference:
+rows can identify), per kernel ``k`` of opcost's ``kernel`` runtime (no fusion) on the profile:
 
-    T = t0[precision] + sum_k runs_k * floor[c_k] + max(W_k / (P_int8 * s_prec * e[c_k]), B_k / (BW * e_bw))
+    t_k = runs_k * floor[c_k] + max(W_k / (P_int8 * s_prec * e[c_k]), B_k / (BW * e_bw))
     s_prec = 1 (int8 = W8A8), r_fp16 (fp16): the fp16 MAC rate as a fraction of the int8 one
 
 ``W_k`` FLOPs (opcost's exact counts), ``B_k`` bytes at the deploy precision, ``P_int8`` and ``BW``
 the profile's figures. Classes: the matrix classes (GEMM, convolutions but depthwise, attention)
 share ``e_mat`` and ``floor_mat`` (the NPU's per-layer dispatch); depthwise convolutions have
 their own ``e_dw``; every other class (elementwise, norms, pooling, movement) ``floor_vec``. One
-least squares on log(pred / measured) (scipy), deterministic. Every efficiency and every e_bw is
-bounded to (0, 1] (a fraction of a datasheet figure). ``t0`` (per device: one for W8A8, one for
-fp16 graphs) is the graph-execute cost outside the kernels, written as the family's
-``run_fixed_int8_s`` / ``run_fixed_s``. ``r_fp16`` is fitted once for the
+least squares on log(pred / measured) (scipy), deterministic. ``r_fp16`` is fitted once for the
 family and written into each profile as its ``matrix_tflops.fp16`` (a fitted figure; its source
 says so).
 
@@ -82,34 +79,20 @@ DEVICE_NAME = {"hexagon-sd8gen2": "Samsung Galaxy S23 (Snapdragon 8 Gen 2)",
 
 MATRIX = {"gemm", "gemm_tn", "bgemm", "conv", "conv_1x1", "conv1d", "conv_grouped",
           "conv_batch_grouped", "attention"}
-RUNTIME = os.environ.get("FIT_RUNTIME", "qnn")
-# candidate caps on the per-kernel floors (seconds): uncapped, 1 us, or none (1e-12 s: the
-# per-layer cost then comes from the bandwidth terms and the per-inference t0); chosen by
-# cross-validation on the training models only (select_floor_cap)
-FLOOR_CAPS = (float("inf"), 1e-6, 1e-12)
-# a cap at or below this is "no per-kernel floor" (written as 0)
-NO_FLOOR = 1e-12
-# the kinds of network the leave-one-family-out cross-validation leaves out one at a time (the
-# fitted models only)
-FAMILIES = {"resnet18": "residual", "resnext50": "residual", "resnext101": "residual",
-            "wideresnet50": "residual", "regnet": "residual", "mnasnet05": "mobile",
-            "mobilenet_v3_small": "mobile", "efficientnet_b4": "mobile", "densenet121": "concat",
-            "googlenet": "concat", "squeezenet1_1": "concat", "convnext_base": "convnext",
-            "swin_tiny": "transformer", "swin_base": "transformer"}
+RUNTIME = os.environ.get("FIT_RUNTIME", "kernel")
+# candidate caps on the per-kernel floors (seconds): none, or 1 us (the NPU's per-layer cost then
+# comes from the bandwidth terms, which scale with the precision's bytes); chosen by
+# leave-one-model-out cross-validation on the training models only (select_floor_cap)
+FLOOR_CAPS = (float("inf"), 1e-6)
 FLOOR_MAX = FLOOR_CAPS[0]
 MOVE = {"movement", "view", "reorder", "gather", "other"}
 # class group -> (e_compute, e_bw, floor) parameter names; every class not listed is "ew"
 # (elementwise, activations, norms, softmax, reductions, pooling)
 GROUP_PARAMS = {"mat": ("e_mat", "bw_mat", "floor_mat"), "dw": ("e_dw", "bw_mat", "floor_mat"),
                 "ew": ("e_mat", "bw_ew", "floor_ew"), "move": ("e_mat", "bw_move", "floor_move")}
-PARAMS = ("e_mat", "e_dw", "bw_mat", "bw_ew", "bw_move", "floor_mat", "floor_ew", "floor_move", "t0_fp16",
-          "t0_int8")
+PARAMS = ("e_mat", "e_dw", "bw_mat", "bw_ew", "bw_move", "floor_mat", "floor_ew", "floor_move")
 X0 = {"e_mat": 0.3, "e_dw": 0.05, "bw_mat": 0.5, "bw_ew": 0.5, "bw_move": 0.5, "floor_mat": 5e-6,
-      "floor_ew": 2e-6, "floor_move": 1e-6, "t0_fp16": 1e-4, "t0_int8": 1e-4}
-# fractions of a datasheet figure (at most 1): compute and bandwidth efficiencies
-BOUNDED = ("e_", "bw_")
-# the per-inference fixed cost is at least 1 us (a bound that keeps it in log space)
-T0_MIN = 1e-6
+      "floor_ew": 2e-6, "floor_move": 1e-6}
 
 
 def group_of(cls: str) -> str:
@@ -149,7 +132,6 @@ def features(path: str, pid: str, precision: str) -> dict:
 
 
 def model_time(f: dict, p: dict, peak_int8: float, s_prec: float) -> float:
-    """Seconds of one row: ``t0`` of its precision (``s_prec`` 1: int8) + the kernels' sum."""
     g = f["group"]
     e = np.ones(len(g))
     bw = np.ones(len(g))
@@ -159,8 +141,7 @@ def model_time(f: dict, p: dict, peak_int8: float, s_prec: float) -> float:
         e[m], bw[m], floor[m] = p[pe], p[pb], p[pf]
     compute = f["work"] / (peak_int8 * s_prec * e)
     memory = f["memory"] / bw
-    t0 = p["t0_int8"] if s_prec == 1.0 else p["t0_fp16"]
-    return float(t0 + np.sum(f["runs"] * floor + np.maximum(compute, memory)))
+    return float(np.sum(f["runs"] * floor + np.maximum(compute, memory)))
 
 
 # ----------------------------------------------------------------------------- data
@@ -184,29 +165,21 @@ def peak_int8(pid: str) -> float:
 # ----------------------------------------------------------------------------- fit
 
 
-def cv_mape(train, feats, key) -> float:
-    """MAPE over ``train`` of each row predicted by a fit on the rows whose ``key(model_id)``
-    differs from its own (leave one model out: key = the model; leave one family out)."""
-    pred, meas = [], []
-    keys = np.array([key(m) for m in train.model_id])
-    for k in sorted(set(keys)):
-        inner, out = train[keys != k].reset_index(drop=True), train[keys == k].reset_index(drop=True)
-        ps, r = fit(inner, feats)
-        pred += list(predict_rows(out, feats, ps, r))
-        meas += list(out.inference_time_ms)
-    return stats(pred, meas)["mape"]
-
-
 def select_floor_cap(train, feats) -> tuple[float, dict]:
-    """The FLOOR_CAPS entry with the lowest mean of the leave-one-model-out and the
-    leave-one-family-out MAPE over ``train`` (held-out models never enter); returns (cap,
-    {cap: (LOMO MAPE, LOFO MAPE)})."""
+    """The FLOOR_CAPS entry with the lowest leave-one-model-out MAPE over ``train`` (held-out
+    models never enter); returns (cap, {cap: cv MAPE})."""
     global FLOOR_MAX
     scores = {}
     for cap in FLOOR_CAPS:
         FLOOR_MAX = cap
-        scores[cap] = (cv_mape(train, feats, lambda m: m), cv_mape(train, feats, FAMILIES.get))
-    FLOOR_MAX = min(scores, key=lambda c: sum(scores[c]))
+        pred, meas = [], []
+        for m in sorted(set(train.model_id)):
+            inner, out = train[train.model_id != m].reset_index(drop=True), train[train.model_id == m]
+            ps, r = fit(inner, feats)
+            pred += list(predict_rows(out.reset_index(drop=True), feats, ps, r))
+            meas += list(out.inference_time_ms)
+        scores[cap] = stats(pred, meas)["mape"]
+    FLOOR_MAX = min(scores, key=scores.get)
     return FLOOR_MAX, scores
 
 
@@ -246,14 +219,11 @@ def fit(rows, feats: dict, r_fixed: float | None = None):
     for bw_scale in (1.0, 10.0):
         start = np.array(x0) + np.array([np.log(bw_scale) if k.startswith("bw_") else 0.0
                                          for _ in pids for k in PARAMS] + ([0.0] if r_fixed is None else []))
-        # efficiencies and e_bw at most 1 (a fraction of the datasheet figure); floors capped
-        upper = np.array([0.0 if k.startswith(BOUNDED) else np.log(FLOOR_MAX) if k.startswith("floor_")
-                          else np.inf for _ in pids for k in PARAMS]
+        # efficiencies at most 1 (a fraction of the datasheet figure); everything else free
+        upper = np.array([0.0 if k.startswith("e_") else np.log(FLOOR_MAX) if k.startswith("floor_") else np.inf
+                          for _ in pids for k in PARAMS]
                          + ([0.0] if r_fixed is None else []))
-        lower = np.array([np.log(T0_MIN) if k.startswith("t0_") else -np.inf for _ in pids for k in PARAMS]
-                         + ([-np.inf] if r_fixed is None else []))
-        sol = least_squares(resid, np.clip(start, lower + 1e-3, upper - 1e-3), bounds=(lower, upper),
-                            method="trf")
+        sol = least_squares(resid, np.minimum(start, upper - 1e-3), bounds=(-np.inf, upper), method="trf")
         if best is None or sol.cost < best.cost:
             best = sol
     return unpack(best.x)
@@ -285,7 +255,7 @@ def stats(pred, meas) -> dict:
 def set_of(cls: str, p: dict, prov: dict) -> dict:
     pe, pb, pf = GROUP_PARAMS[group_of(cls)]
     return {"constants": {"e_compute": float(p[pe]), "e_bw": float(p[pb]), "b_half_bytes": 0.0,
-                          "floor_s": 0.0 if FLOOR_MAX <= NO_FLOOR else float(p[pf]), "tile_m": 0.0, "tile_n": 0.0, "wave_alpha": 0.0,
+                          "floor_s": float(p[pf]), "tile_m": 0.0, "tile_n": 0.0, "wave_alpha": 0.0,
                           "l2_gain": 0.0},
             "provenance": prov}
 
@@ -303,11 +273,10 @@ def write_family(family: str, pid: str, p: dict, r: float, rows, err: dict) -> N
             "rows": int(len(rows)),
             "fit_method": ("one least squares on log(pred/measured) over the whole-model rows: "
                            f"{', '.join(PARAMS)} per device (efficiencies at most 1, floors at most "
-                           f"{FLOOR_MAX:g} s (at most {NO_FLOOR:g} s: none, written 0), the cap chosen by "
-                           "leave-one-model-out and leave-one-family-out cross-validation on the "
-                           "fitted models), r_fp16 shared by both Hexagon devices; efficiencies and e_bw in (0, 1]; "
-                           f"predictions are opcost's {RUNTIME} runtime (QNN's fusion: epilogues in their matrix "
-                           "kernel, no Concat kernel) with these sets and the scalars' per-inference fixed cost"),
+                           f"{FLOOR_MAX:g} s, the cap chosen by leave-one-model-out cross-validation on the "
+                           "fitted models), r_fp16 shared by both Hexagon devices; predictions are opcost's "
+                           "kernel runtime (no fusion) with these sets; an e_bw above 1 means the NPU keeps "
+                           "that class's traffic on chip (fused into its producer)"),
             "fit_date": FIT_DATE, "fit_script": SCRIPT, "command": COMMAND, "fit_error": err,
             "r_fp16": round(r, 4)}
     doc = {"schema_version": 1, "family": family,
@@ -316,13 +285,7 @@ def write_family(family: str, pid: str, p: dict, r: float, rows, err: dict) -> N
                            "runs at the profile's fitted fp16 figure), a per-layer dispatch floor, the "
                            "depthwise-convolution efficiency and one DRAM-streaming fraction"),
            "devices": [pid],
-           "scalars": {"trans_weight": 1.0, "run_fixed_s": float(p["t0_fp16"]), "run_fixed_int8_s": float(p["t0_int8"]),
-                       "provenance": {"kind": "fit", "source": (
-                           "trans_weight: prior, a transcendental counts as one vector operation (not identified "
-                           "by whole-model rows); run_fixed_s / run_fixed_int8_s: the per-inference graph-execute "
-                           "cost outside the kernels (QNN HTP profile events GRAPH_EXECUTE_HOST_RPC_TIME, "
-                           "HTP_RPC_TIME, RESOURCE_POWER_UP_TIME, VTCM_ACQUIRE_TIME in QnnHtpProfile.h), fitted "
-                           f"with the sets ({SCRIPT}): fp16 graphs / W8A8 graphs")}},
+           "scalars": {"trans_weight": 1.0, "provenance": {"kind": "prior", "source": "a transcendental counts as one vector operation (not identified by whole-model rows)"}},
            "sets": {c: set_of(c, p, prov) for c in OP_CLASSES}}
     with open(os.path.join(EFF_DIR, f"{family}.json"), "w", encoding="utf-8") as fh:
         json.dump(doc, fh, indent=1)
@@ -398,10 +361,8 @@ def main() -> None:
 
     # datasheet (before): opcost as shipped before this fit (e = 1, 10 us per kernel)
     cap, cv = select_floor_cap(train, feats)
-    report.append(f"Floor cap chosen by cross-validation on the fitted models (the mean of the leave-one-model-out "
-                  f"and leave-one-family-out MAPE; a cap of {NO_FLOOR:g} s is no floor): {cap:g} s (CV MAPE by cap, "
-                  "leave-one-model-out / leave-one-family-out: "
-                  f"{', '.join(f'{k:g} s: {v[0]}% / {v[1]}%' for k, v in cv.items())})")
+    report.append(f"Floor cap chosen by leave-one-model-out cross-validation on the fitted models: {cap:g} s "
+                  f"(CV MAPE by cap: {', '.join(f'{k:g} s: {v}%' for k, v in cv.items())})")
     report.append("")
     params, r = fit(train, feats)
     report.append(f"r_fp16 = {r:.4f}; constants: " + "; ".join(
@@ -463,9 +424,10 @@ def main() -> None:
                         op[~held.values])
         report += table("opcost (analyzer.prediction.predict, shipped profiles), held-out rows", rows[held],
                         op[held.values])
-    os.makedirs(os.path.dirname(RESULT), exist_ok=True)
-    with open(RESULT, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(report) + "\n")
+    if not a.no_write:   # --no-write: print only (the recorded results stay those of the written fit)
+        os.makedirs(os.path.dirname(RESULT), exist_ok=True)
+        with open(RESULT, "w", encoding="utf-8") as fh:
+            fh.write("\n".join(report) + "\n")
     print("\n".join(report))
 
 
