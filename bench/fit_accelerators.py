@@ -4,6 +4,9 @@ model family out, and across devices.
 
     PYTHONPATH=$PWD python bench/fit_accelerators.py [MEASUREMENTS_DIR] [--no-write]
 
+``--no-write`` prints the scores and writes nothing (neither the constants and profiles nor
+bench/results/fit_accelerators.md).
+
 MEASUREMENTS_DIR defaults to ../shared/measurements/accelerators (its README says how each row was
 timed). Graphs: tests/fixtures/torch and tests/fixtures/accel (graph-only ONNX exports of the
 torchvision / timm models the rows time; tests/fixtures/accel/export.py makes them).
@@ -421,9 +424,10 @@ def main() -> None:
                         op[~held.values])
         report += table("opcost (analyzer.prediction.predict, shipped profiles), held-out rows", rows[held],
                         op[held.values])
-    os.makedirs(os.path.dirname(RESULT), exist_ok=True)
-    with open(RESULT, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(report) + "\n")
+    if not a.no_write:   # --no-write: print only (the recorded results stay those of the written fit)
+        os.makedirs(os.path.dirname(RESULT), exist_ok=True)
+        with open(RESULT, "w", encoding="utf-8") as fh:
+            fh.write("\n".join(report) + "\n")
     print("\n".join(report))
 
 
