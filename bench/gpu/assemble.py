@@ -10,8 +10,9 @@ Writes, in OUT_DIR, with PREFIX = <gpu>_ and SUFFIX = _<date>:
   PREFIX<part>SUFFIX.csv    one row per case (pass A joined with pass B on the case key) for each part
                             run (compile rows go with models), plus gpu_name, torch, date_utc
   PREFIXkernelsSUFFIX.json  per part and case key: every kernel name and its median duration
-  PREFIXmetaSUFFIX.json     the command, run.json, each part's meta (environment, settings, time
-                            definitions, cuts), a summary of smi_trace.csv (and the trace itself)
+  PREFIXmetaSUFFIX.json     the command, the device tool's reply, machine.txt, run.json, each part's
+                            meta (environment, settings, time definitions, cuts), a summary of
+                            smi_trace.csv (and the trace itself)
   PREFIXfit_neusightSUFFIX.csv  fp32 (TF32 off) rows in shared/measurements/gpu/neusight_ops.csv.gz's
                             columns (bench/fit_neusight.py): latency_us = event_us, NeuSight's own
                             definition; op add, mul, relu, gelu (erf), softmax, ln, bmm, linear_nobias
@@ -169,12 +170,23 @@ def check_only(gpu: str) -> bool:
     return "h100" in gpu.lower()
 
 
-def assemble(run_dir: str, out_dir: str, gpu: str, date: str, device: str, command: str) -> list[str]:
+def _text(*paths: str) -> str:
+    for p in paths:
+        if os.path.exists(p):
+            with open(p, encoding="utf-8", errors="replace") as f:
+                return f.read()
+    return ""
+
+
+def assemble(run_dir: str, out_dir: str, gpu: str, date: str, device: str, command: str,
+             device_reply: dict | None = None) -> list[str]:
     """Write the joined and converted files; their paths."""
     os.makedirs(out_dir, exist_ok=True)
     stem, written = os.path.join(out_dir, f"{gpu}_"), []
-    meta = {"command": command, "run": _json(os.path.join(run_dir, "run.json"), {}), "parts": {},
-            "smi_trace": smi_summary(os.path.join(run_dir, "smi_trace.csv"))}
+    meta = {"command": command, "device_reply": device_reply, "run": _json(os.path.join(run_dir, "run.json"), {}),
+            "machine_txt": _text(os.path.join(run_dir, "machine.txt"),
+                                 os.path.join(os.path.dirname(os.path.abspath(run_dir)), "machine.txt")),
+            "parts": {}, "smi_trace": smi_summary(os.path.join(run_dir, "smi_trace.csv"))}
     kernels, fit = {}, {"neusight": [], "vidur": [], "aic_gemm": []}
     for part, names in PART_FILES.items():
         rows = []
@@ -214,12 +226,14 @@ def main(argv=None) -> int:
     ap.add_argument("--date", required=True, help="the run's UTC date, YYYY-MM-DD")
     ap.add_argument("--command", required=True, help="the exact run command line, kept in the meta")
     ap.add_argument("--device-system", help="device id in the fit layouts (default: <gpu>_sxm)")
+    ap.add_argument("--device-reply", help="a JSON file: the run tool's reply (device, wall_s, lease), kept in the meta")
     ap.add_argument("--out-dir", default=os.path.join(os.path.dirname(HERE), "results"))
     a = ap.parse_args(argv)
     if not os.path.exists(os.path.join(a.run_dir, "run.json")):
         print(f"error: {a.run_dir} has no run.json (not a measure.py output folder)", file=sys.stderr)
         return 2
-    for path in assemble(a.run_dir, a.out_dir, a.gpu, a.date, a.device_system or f"{a.gpu}_sxm", a.command):
+    reply = _json(a.device_reply) if a.device_reply else None
+    for path in assemble(a.run_dir, a.out_dir, a.gpu, a.date, a.device_system or f"{a.gpu}_sxm", a.command, reply):
         print(path)
     return 0
 

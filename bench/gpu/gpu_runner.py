@@ -13,6 +13,7 @@ its error in the row and the run goes on. Writes under the output folder:
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -98,6 +99,13 @@ def _id(c: dict) -> dict:
     return {k: c[k] for k in gpu_plan.ID_COLS}
 
 
+def _release(c: dict) -> None:
+    """Hand a large case's cached blocks back (a failing device is left to the health check)."""
+    if c["bytes_alloc"] > 2**28:
+        with contextlib.suppress(Exception):
+            torch.cuda.empty_cache()
+
+
 def run_case_a(make, c: dict, t_start: float) -> dict:
     row = _id(c) | {"times": ";".join(c["times"]), "counts": json.dumps(c["counts"], sort_keys=True)}
     errors = []
@@ -117,8 +125,7 @@ def run_case_a(make, c: dict, t_start: float) -> dict:
         errors.append(f"make: {e!r}"[:300])
     row["error_a"] = " | ".join(errors)
     row["t_s"] = round(time.perf_counter() - t_start, 2)
-    if c["bytes_alloc"] > 2**28:
-        torch.cuda.empty_cache()
+    _release(c)
     return row
 
 
@@ -134,8 +141,7 @@ def run_case_b(make, c: dict, t_start: float) -> tuple[dict, dict]:
         errors.append(f"make: {e!r}"[:300])
     row["error_b"] = " | ".join(errors)
     row["t_s"] = round(time.perf_counter() - t_start, 2)
-    if c["bytes_alloc"] > 2**28:
-        torch.cuda.empty_cache()
+    _release(c)
     return row, kern
 
 
@@ -156,11 +162,12 @@ def healthy() -> bool:
 
 
 def _loop(cases, deadline, do, log, label):
-    """Run ``do(case)`` (-> its error text) over ``cases`` until ``deadline`` (perf_counter), or until
-    an error leaves the device unusable; (cases done, index where it stopped or None)."""
+    """Run ``do(case)`` (-> its error text) over ``cases`` while the case's planning estimate fits
+    before ``deadline`` (perf_counter), and until an error leaves the device unusable; (cases done,
+    index where it stopped or None)."""
     done = []
     for i, c in enumerate(cases):
-        if time.perf_counter() > deadline:
+        if time.perf_counter() + c["est_s"] > deadline:
             log(f"{label}: budget reached after {i} of {len(cases)} cases")
             return done, i
         error = do(c)
