@@ -61,7 +61,16 @@ class NNTransformer(nn.Module):
 
 
 def build(name: str, device, dtype: str, use_hf: bool = True):
-    """(model on ``device`` in ``dtype``, vocabulary or 0 for images, note)."""
+    """(model on ``device`` in ``dtype``, vocabulary or 0 for images, note). The weights are made
+    on ``device`` (fast random init); where that fails, on the CPU and then moved."""
+    try:
+        with torch.device(device):
+            return _build(name, device, dtype, use_hf)
+    except Exception:  # noqa: BLE001
+        return _build(name, device, dtype, use_hf)
+
+
+def _build(name: str, device, dtype: str, use_hf: bool):
     torch.manual_seed(0)
     if name in VISION:
         import torchvision

@@ -12,6 +12,7 @@ Sizes: the memory-bound ops take one input tensor of ``2**e`` bytes for ``e`` in
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 PARTS = ("ops", "gemm", "conv", "models", "compile")
@@ -339,7 +340,8 @@ _BUILD = {"ops": ops_cases, "gemm": gemm_cases, "conv": conv_cases, "models": mo
 
 def plan(parts=PARTS, smoke: bool = False) -> list[dict]:
     """Every case of ``parts``, finished (counts, times, estimate, key), in run order: by part, then
-    by tier (a budget cut drops the higher tiers first), then as built."""
+    by tier (a budget cut drops the higher tiers first), then in an order fixed by a hash of the key
+    (a cut inside a tier drops cases spread over its dtypes, ops and sizes, not its last dtype)."""
     out = []
     for part in parts:
         if part not in _BUILD:
@@ -354,7 +356,7 @@ def plan(parts=PARTS, smoke: bool = False) -> list[dict]:
             c["counts"] = call_counts(c)
             c["est_s"] = estimate_s(c)
             c["key"] = key(c)
-        out.extend(sorted(cases, key=lambda c: c["tier"]))
+        out.extend(sorted(cases, key=lambda c: (c["tier"], hashlib.sha256(c["key"].encode()).hexdigest())))
     return out
 
 
