@@ -23,7 +23,8 @@ Writes, in OUT_DIR, with PREFIX = <gpu>_ and SUFFIX = _<date>:
   PREFIXfit_aic_gemmSUFFIX.csv  bf16 F.linear rows in aic_gemm.csv's columns: latency_us = graph_us
                             (timing graph; one weight, not aiconfigurator's six rotated copies)
 
-The fit layouts are not written for an H100 (``--gpu`` naming h100): its data are check data only.
+For an H100 (``--gpu`` naming h100) the files are named <gpu>_check_* and no fit layout is written:
+its data are check data only (and bench/accuracy.py reads bench/h100's own h100_ops_*.csv).
 """
 
 from __future__ import annotations
@@ -182,7 +183,9 @@ def assemble(run_dir: str, out_dir: str, gpu: str, date: str, device: str, comma
              device_reply: dict | None = None) -> list[str]:
     """Write the joined and converted files; their paths."""
     os.makedirs(out_dir, exist_ok=True)
-    stem, written = os.path.join(out_dir, f"{gpu}_"), []
+    # an H100's files are named <gpu>_check_*: bench/accuracy.py reads the newest h100_ops_*.csv,
+    # written by bench/h100 in its own columns
+    stem, written = os.path.join(out_dir, f"{gpu}_check_" if check_only(gpu) else f"{gpu}_"), []
     meta = {"command": command, "device_reply": device_reply, "run": _json(os.path.join(run_dir, "run.json"), {}),
             "machine_txt": _text(os.path.join(run_dir, "machine.txt"),
                                  os.path.join(os.path.dirname(os.path.abspath(run_dir)), "machine.txt")),

@@ -203,6 +203,7 @@ def test_assemble_joins_the_passes_and_converts_to_the_fit_layouts(tmp_path):
     # an H100's rows are held-out check data: joined, never written in a fit layout
     held = assemble.assemble(str(run), str(tmp_path / "h100"), "h100", "2099-01-01", "h100_sxm", "CMD")
     assert len(held) == 5 and not any("fit_" in p for p in held)
+    assert all(os.path.basename(p).startswith("h100_check_") for p in held)       # not bench/h100's h100_ops_*
     # the command line: a folder without run.json is refused (exit 2)
     (tmp_path / "reply.json").write_text(json.dumps({"wall_s": 300}))
     assert assemble.main([str(run), "--gpu", "h200", "--date", "2099-01-02", "--command", "C", "--device-reply",
