@@ -28,7 +28,7 @@ import gpu_timing as T
 DEVICE = "cuda"
 A_SHARE = {"ops": 0.5, "gemm": 0.5, "conv": 0.5, "models": 0.6, "compile": 0.85}
 RESULT_A = ("eager_wall_us", "eager_wall_min_us", "event_us", "graph_us", "graph_rep_us", "graph_x20_us",
-            "compile_s", "params", "note")
+            "compile_s", "params", "attn_implementation", "note")
 A_COLS = (*gpu_plan.ID_COLS, *RESULT_A, "times", "counts", "settings", "error_a", "t_s")
 B_COLS = (*gpu_plan.ID_COLS, *T.PROF_KEYS, "kernel_sum_l2cold_us", "n_kernels_l2cold", "error_b", "t_s")
 
@@ -111,7 +111,8 @@ def run_case_a(make, c: dict, t_start: float) -> dict:
     errors = []
     try:
         fn, ctx, info = make(c)
-        row.update({k: info.get(k) for k in ("params", "note")}, settings=json.dumps(info["settings"]))
+        row.update({k: info.get(k) for k in ("params", "attn_implementation", "note")},
+                   settings=json.dumps(info["settings"]))
         with ctx():
             if "compile_s" in c["times"]:
                 t0 = time.perf_counter()
