@@ -18,7 +18,7 @@ GPU_BUDGET_OPS_S) and GPU_TOTAL_S for the whole run (default 255; each part's st
 from it); SMOKE=1 equals --smoke. SIGTERM (an outer ``timeout``) kills the running part and writes
 run.json.
 
-Exit codes: 0 every part run wrote at least one row without error; 1 a part wrote none; 2 bad usage
+Exit codes: 0 every part run timed at least one case; 1 a part timed none; 2 bad usage
 or no CUDA GPU (without --dry-run); 124 stopped by SIGTERM.
 """
 
@@ -116,19 +116,22 @@ def smi_trace(out: str):
                             stderr=subprocess.STDOUT)
 
 
+TIMES_A = ("eager_wall_us", "event_us", "graph_us", "graph_x20_us", "compile_s")
+
+
 def rows_ok(path: str) -> tuple[int, int]:
-    """(rows, rows without an error) of a pass-A CSV; (0, 0) when absent."""
+    """(rows, rows with at least one time) of a pass-A CSV; (0, 0) when absent."""
     import csv
 
     if not os.path.exists(path):
         return 0, 0
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    return len(rows), sum(1 for r in rows if not r.get("error_a"))
+    return len(rows), sum(1 for r in rows if any(r.get(t) for t in TIMES_A))
 
 
 def ok_parts(run_dir: str) -> list[str]:
-    """The parts of a finished run (its run.json) that wrote at least one row without an error."""
+    """The parts of a finished run (its run.json) that timed at least one case."""
     try:
         with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
             parts = json.load(f)["parts"]
@@ -191,8 +194,8 @@ def main(argv=None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="list the plan and its estimates; needs no GPU")
     ap.add_argument("--out", default=os.environ.get("OUT"), help="output folder (default $OUT)")
     ap.add_argument("--total-s", type=float, default=float(os.environ.get("GPU_TOTAL_S", DEFAULT_TOTAL_S)))
-    ap.add_argument("--ok-parts", metavar="DIR", help="print the parts of DIR's run that wrote a row without "
-                    "error, comma-separated (to run in full only what the smoke run showed working)")
+    ap.add_argument("--ok-parts", metavar="DIR", help="print the parts of DIR's run that timed at least one "
+                    "case, comma-separated (to run in full only what the smoke run showed working)")
     ap.add_argument("--run-part", help=argparse.SUPPRESS)
     ap.add_argument("--budget-s", type=float, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

@@ -210,3 +210,16 @@ def test_assemble_joins_the_passes_and_converts_to_the_fit_layouts(tmp_path):
                           str(tmp_path / "reply.json"), "--out-dir", str(tmp_path / "cli")]) == 0
     assert json.loads((tmp_path / "cli" / "h200_meta_2099-01-02.json").read_text())["device_reply"] == {"wall_s": 300}
     assert assemble.main([str(tmp_path), "--gpu", "h200", "--date", "d", "--command", "C"]) == 2
+
+
+def test_the_full_run_takes_the_parts_whose_smoke_run_timed_a_case(tmp_path):
+    # a row counts when any pass-A time is there, even beside an error of another definition
+    _write(tmp_path / "ops_a.csv", [{"key": "a", "error_a": "make: boom"},
+                                    {"key": "b", "graph_us": "", "event_us": "4.0", "error_a": "graph_us: capture"},
+                                    {"key": "c", "error_a": ""}], ["key", "event_us", "graph_us", "error_a"])
+    assert measure.rows_ok(str(tmp_path / "ops_a.csv")) == (3, 1)
+    assert measure.rows_ok(str(tmp_path / "absent.csv")) == (0, 0)
+    (tmp_path / "run.json").write_text(json.dumps({"parts": {
+        "ops": {"rows_ok": 1}, "gemm": {"rows_ok": 0}, "conv": {"skipped": "no time"}, "models": {"rows_ok": 2}}}))
+    assert measure.ok_parts(str(tmp_path)) == ["ops", "models"]
+    assert measure.ok_parts(str(tmp_path / "nothing")) == []
