@@ -66,6 +66,9 @@ def dry_run(parts, smoke: bool, out: str | None) -> int:
               f"tiers {dict(sorted(s['tiers'].items()))}")
         print("           ops: " + ", ".join(f"{k} {v}" for k, v in s["ops"].items()))
         print("           times: " + ", ".join(gpu_plan.PART_TIMES[p]))
+    print("time definitions:")
+    for name in sorted({t for p in parts for t in gpu_plan.PART_TIMES[p]}):
+        print(f"  {name}: {gpu_plan.TIME_DEFS[name]}")
     if out:
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "plan.json"), "w", encoding="utf-8") as f:
