@@ -30,7 +30,7 @@ its data are check data only (and bench/accuracy.py reads bench/h100's own h100_
 from __future__ import annotations
 
 import argparse
-import csv
+import importlib.util
 import json
 import os
 import sys
@@ -58,11 +58,20 @@ VIDUR_OPS = {"gemm": "gemm", "add": "add", "gelu_erf": "gelu_erf", "layer_norm":
              "embedding": "embedding"}
 
 
+def _h100_assemble():
+    """bench/h100/assemble_results.py (its CSV reader and writer), imported by path."""
+    spec = importlib.util.spec_from_file_location("h100_assemble_results", os.path.join(
+        os.path.dirname(HERE), "h100", "assemble_results.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+H100 = _h100_assemble()
+
+
 def _read(path: str) -> list[dict]:
-    if not os.path.exists(path):
-        return []
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
+    return H100.read(path) if os.path.exists(path) else []
 
 
 def _json(path: str, default=None):
@@ -87,13 +96,6 @@ def _columns(rows: list[dict]) -> list[str]:
     for r in rows:
         cols.update(dict.fromkeys(r))
     return list(cols)
-
-
-def write_csv(path: str, rows: list[dict], cols) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=list(cols), extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
 
 
 def _i(v) -> int:
@@ -209,12 +211,12 @@ def assemble(run_dir: str, out_dir: str, gpu: str, date: str, device: str, comma
                 fit["aic_gemm"].append(aic_row(r, env, device))
         if rows:
             written.append(f"{stem}{part}_{date}.csv")
-            write_csv(written[-1], rows, _columns(rows))
+            H100.write(written[-1], rows, _columns(rows))
     for name, cols in (("neusight", NEUSIGHT_COLS), ("vidur", VIDUR_COLS), ("aic_gemm", AIC_COLS)):
         rows = [r for r in fit[name] if r is not None]
         if rows and not check_only(gpu):
             written.append(f"{stem}fit_{name}_{date}.csv")
-            write_csv(written[-1], rows, cols)
+            H100.write(written[-1], rows, cols)
     for name, doc in ((f"kernels_{date}.json", kernels), (f"meta_{date}.json", meta)):
         written.append(stem + name)
         with open(written[-1], "w", encoding="utf-8") as f:
