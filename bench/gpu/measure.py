@@ -41,7 +41,7 @@ sys.path.insert(0, HERE)
 import gpu_plan  # noqa: E402
 
 DEFAULT_PARTS = ("ops", "gemm", "conv", "models")
-BUDGET_S = {"ops": 65.0, "gemm": 45.0, "conv": 30.0, "models": 70.0, "compile": 120.0}
+BUDGET_S = {"ops": 60.0, "gemm": 45.0, "conv": 30.0, "models": 75.0, "compile": 120.0}
 SMOKE_BUDGET_S = {"ops": 8.0, "gemm": 5.0, "conv": 5.0, "models": 10.0, "compile": 60.0}
 MIN_PART_S = {"ops": 5.0, "gemm": 5.0, "conv": 5.0, "models": 8.0, "compile": 50.0}
 DEFAULT_TOTAL_S = 255.0
