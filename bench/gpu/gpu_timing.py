@@ -90,7 +90,8 @@ def pass_a(fn, c: dict) -> tuple[dict, list[str]]:
                     row.update(steps[name]())
                 except Exception as e:  # noqa: BLE001  (recorded in the row; the next definition runs)
                     errors.append(f"{name}: {e!r}"[:300])
-                    torch.cuda.synchronize()
+                    with contextlib.suppress(Exception):
+                        torch.cuda.synchronize()
     return row, errors
 
 
