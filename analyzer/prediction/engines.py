@@ -6,7 +6,7 @@
   device that lacks the dtype falls back along ``FALLBACK`` with a warning.
 - **PyTorch's fp32 defaults** on an NVIDIA GPU under the PyTorch runtimes (``PYTORCH_RUNTIMES``):
   matmuls on the FMA units, cuDNN convolutions in TF32 (``tf32_convs``) for a model run in its own
-  fp32 dtypes; ``--precision fp32`` runs every product on the FMA units (both ``allow_tf32`` flags
+  fp32 dtypes; precision ``"fp32"`` runs every product on the FMA units (both ``allow_tf32`` flags
   off), ``tf32`` every one on the tensor cores; fp32 matrix kernels on the
   FMA units take their own classes (``simt_classes``: ``gemm_simt`` ... ``conv3_simt``) and the
   constants of the engine they run on (``engine_sets``); a power-capped card's FMA peaks at its
@@ -175,7 +175,7 @@ def tf32_convs(prof, runtime_name: str, precision: str | None, mpeak_row, cls, d
         return None
     if precision == "fp32":
         return ("precision fp32: every fp32 product runs on the FMA units (torch.backends.cudnn.allow_tf32 "
-                "= False, as PyTorch's matmuls by default); without --precision convolutions take "
+                "= False, as PyTorch's matmuls by default); without a precision override convolutions take "
                 "PyTorch's default, TF32 on the tensor cores")
     convs = [k for k in fp32 if cls[k] in TF32_CONV_CLASSES]
     for k in convs:
