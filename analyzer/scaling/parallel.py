@@ -26,8 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-PARALLEL = ("data", "tensor", "pipeline")
-SCHEDULES = ("gpipe", "1f1b")
+PARALLEL = ("data", "tensor", "pipeline", "hybrid")
+SCHEDULES = ("gpipe", "1f1b", "interleaved")
+# the parts of a pipeline / hybrid step (``analyzer.scaling.hybrid``), seconds, summing to it
+PARTS = ("compute", "tensor_comm", "bubble", "p2p", "data_parallel_exposed",
+         "embedding_allreduce")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,6 +53,8 @@ class Point:
     # bytes per device (weights, gradients, optimizer_state, activations, total); None where
     # the mode does not model it
     memory: dict | None = None
+    # seconds per part of ``PARTS`` (pipeline / hybrid; None where the mode does not split them)
+    parts: dict | None = None
 
     @property
     def bubble_share(self) -> float:
@@ -65,7 +70,8 @@ class Point:
                 "communication_bandwidth_s": self.bandwidth_s,
                 "communication_latency_s": self.latency_s,
                 "bubble_share": self.bubble_share, "collective_calls": self.collective_calls,
-                **{f"memory_{k}_bytes": (self.memory or {}).get(k) for k in _MEMORY}}
+                **{f"memory_{k}_bytes": (self.memory or {}).get(k) for k in _MEMORY},
+                **{f"part_{k}_s": (self.parts or {}).get(k) for k in PARTS}}
 
 
 _MEMORY = ("weights", "gradients", "optimizer_state", "activations", "total")
@@ -104,7 +110,8 @@ def exposed(comm_of, grad_bytes: float, backward_s: float, overlap: bool, bucket
 
 
 def point(hardware: str, n: int, compute_s: float, comm, exposed_s: float, bubble_s: float,
-          step1_s: float, *, calls: int | None = None, memory: dict | None = None) -> Point:
+          step1_s: float, *, calls: int | None = None, memory: dict | None = None,
+          parts: dict | None = None) -> Point:
     """``step = compute + exposed communication + bubble``; speed-up against ``step1_s``."""
     step = compute_s + exposed_s + bubble_s
     s = step1_s / step if step > 0 else float("inf")
@@ -112,7 +119,7 @@ def point(hardware: str, n: int, compute_s: float, comm, exposed_s: float, bubbl
                  communication_s=comm.total, exposed_communication_s=exposed_s, bubble_s=bubble_s,
                  speedup=s, efficiency=s / n, serial_fraction=serial_fraction(n, s),
                  bandwidth_s=comm.bandwidth_s, latency_s=comm.latency_s,
-                 collective_calls=calls, memory=memory)
+                 collective_calls=calls, memory=memory, parts=parts)
 
 
 def pipeline(compute_s: float, p: int, microbatches: int, boundary_bytes: float, p2p,

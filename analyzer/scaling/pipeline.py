@@ -60,7 +60,8 @@ class Stage:
 
 def crossing(nodes) -> tuple[list[int], list[int]]:
     """``(bytes, count)``: ``[j]`` the bytes and the number of the tensors a node <= j produces
-    and a node > j reads (top-level tensors; constants and graph inputs are on every stage)."""
+    and a node > j reads (top-level tensors; constants, folded nodes' outputs included, and
+    graph inputs are on every stage)."""
     n = len(nodes)
     made: dict[str, tuple[int, int]] = {}
     last: dict[str, int] = {}
@@ -70,7 +71,7 @@ def crossing(nodes) -> tuple[list[int], list[int]]:
                 last[name] = i
         for k, name in enumerate(x.out_names):
             spec = x.out_specs[k] if k < len(x.out_specs) else None
-            if name and spec is not None and not x.level:
+            if name and spec is not None and not x.level and x.status != "folded":
                 made[name] = (i, spec.nbytes())
     diff, cnt = [0] * (n + 1), [0] * (n + 1)
     for name, z in last.items():
@@ -94,7 +95,8 @@ def layer_ends(count: list[int]) -> list[int]:
     a transformer's blocks only the residual stream does; inside a block the branch too), and
     the last node. The nodes up to each end form one layer of the partition."""
     inner = count[:-1]
-    low = min(inner, default=0)
+    # (a cut nothing crosses, such as after a folded constant's node, separates no work)
+    low = min((c for c in inner if c > 0), default=0)
     return [j for j, c in enumerate(inner) if c == low] + [len(count) - 1]
 
 
