@@ -12,21 +12,27 @@ at once).
 Per node (``node_times``): the prediction's forward rows and ``training.step.backward_rows``, each
 row's body times its tensor-parallel factor (``analyzer.scaling.tensor``; 1 without tensor
 parallel) and / ``div`` (the linear rescale of data parallel when the global batch is not known),
-launches kept, scaled to the step's forward and backward totals as ``pipeline.plan`` does.
+launches kept, scaled to the step's forward and backward totals.
 
-Chunks: ``p v`` contiguous pieces of the graph (``pipeline`` layers): balanced or even as
-``pipeline.plan``; interleaved always even (Megatron's: the repeated blocks must divide by
-``p v``). Device s runs chunks s, s+p, ... Per micro-batch, device s's forward ``f_s`` (its
+Chunks: ``p v`` contiguous pieces of the graph, cut between ``pipeline`` layers: balanced (the
+split whose slowest chunk, forward + backward + its outgoing sends per micro-batch, is fastest:
+``schedules.partition``, exact) or even (``pipeline.bounds_even``); interleaved always even
+(Megatron's: the repeated blocks must divide by ``p v``). Device s runs chunks s, s+p, ... Per micro-batch, device s's forward ``f_s`` (its
 chunks' forward / m), the tensor-parallel collectives of its chunks' nodes ``a_s`` (the plan's,
 of the micro-batch's bytes, on the critical path: Megatron's blocking f/g all-reduces), its
 sends ``x_s`` (the activation at each of its chunk ends but the model's last, point to point to
 the next chunk's device); the same for backward (``b_s``, ``a'_s``, ``y_s``: the gradients go
-back from each chunk start but the first). With ``T(c) = schedules.pipeline_time(c, 0, m, v)``:
+back from each chunk start but the first). A send goes over the intra-node link, or the
+network when the two ranks sit in different nodes; it is counted once per boundary per
+micro-batch, inside the device that sends it (the sender waits: Megatron's blocking p2p). With
+``T(c) = schedules.pipeline_time(c, 0, m, v)``:
 
     T0 = T(f) + T(b),  T1 = T(f + a) + T(b + a'),  T2 = T(f + a + x) + T(b + a' + y)
     step = T2 + max_s U_s + DP + E
 
 - compute = the busiest device's own work, ``max_s (m (f_s + b_s) + U_s)`` (U_s: its update);
+  with equal stages, no communication and v = 1 the step is ``(m + p - 1)`` stage times each
+  way, the bubble ``(p-1)/(m+p-1)`` of it; with m = 1 it is the one-device step plus the sends;
 - bubble = ``T0 + max U - compute``; tensor comm = ``T1 - T0``; p2p = ``T2 - T1``;
 - DP (data-parallel exposed): each device all-reduces its parameters' gradients over its data
   group (``data_parallel.gradient_step``: Megatron's or DDP's buckets; ``overlap``: a bucket may
@@ -115,7 +121,7 @@ def node_times(report, pred, train: bool, factors=None, div: int = 1):
 
 
 def chunk_bounds(report, fwd, bwd, chunks: int, m: int, split: str, tail) -> list[int]:
-    """Node index bounds of ``chunks`` contiguous chunks (``pipeline.plan``'s split; ``tail(e)``
+    """Node index bounds of ``chunks`` contiguous chunks (module docstring; ``tail(e, bytes)``
     the per-micro-batch send cost after layer end e, for the balanced split)."""
     n = len(report.nodes)
     cross, count = PP.crossing(report.nodes)
