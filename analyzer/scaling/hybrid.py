@@ -318,8 +318,10 @@ def _direction(rows, keys, m: int, v: int) -> float:
     return S.pipeline_time(per, [0.0] * len(per), m, v)
 
 
-def memory(report, chs, lay: Layout, m: int, schedule: str, eb: int, factors, mode: str):
-    """Bytes on the device that needs the most (module docstring); None without training."""
+def memory(report, chs, lay: Layout, m: int, schedule: str, eb: int, factors, mode: str,
+           div: int = 1):
+    """Bytes on the device that needs the most (module docstring; activations / ``div`` when
+    ``report`` is at the global batch of ``div`` replicas); None without training."""
     from analyzer.training.step import OPTIMIZERS, gradient_plan
 
     tr = report.training
@@ -339,7 +341,7 @@ def memory(report, chs, lay: Layout, m: int, schedule: str, eb: int, factors, mo
         d = {"weights": params * eb,
              "gradients": -(-params * eb // (lay.d if mode == "zero2" else 1)),
              "optimizer_state": -(-words * 4 * params // shard),
-             "activations": int(act * held / m)}
+             "activations": int(act * held / (m * div))}
         d["total"] = sum(d.values())
         if best is None or d["total"] > best["total"]:
             best = d
@@ -398,5 +400,5 @@ def step(report, pred, fab, lay: Layout, m: int, *, train: bool, schedule: str, 
               "tied_embedding": None if tie is None else {
                   **tie.to_dict(), "allreduce_bytes": ebytes,
                   "stages": [dev[tie.embedding], dev[tie.head]]}}
-    mem = memory(report, chs, lay, m, schedule, eb, factors, dp_mode)
+    mem = memory(report, chs, lay, m, schedule, eb, factors, dp_mode, div)
     return (parts, comm + dcomm + ecomm, calls + dcalls + (1 if ebytes else 0), mem, record)

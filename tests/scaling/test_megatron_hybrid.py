@@ -177,6 +177,11 @@ def test_data_x_pipeline_is_the_pipeline_of_the_local_batch_plus_the_stage_allre
                         batch=64, data_parallel="megatron", bucket_mb=0.25, overlap=True,
                         **kw).scaling.points[1]
     assert 0.0 <= ov.parts["data_parallel_exposed"] <= ar
+    # without the global batch (kernel bodies / 2) a replica holds the same activations as
+    # the re-analysed batch-32 model: the chain's activations are linear in the batch
+    lin = analyzer.scale(_chain(4, 64), "a100", [4], parallel="hybrid", pipeline_size=2,
+                         **kw).scaling.points[1]
+    assert lin.memory["activations"] == hyb.memory["activations"] == pipe.memory["activations"]
 
 
 def test_tensor_x_pipeline_x_data_parts_and_tied_bytes():
