@@ -54,7 +54,12 @@ def points(analyze_at, base, step1: dict, fab, n: int, lay: H.Layout, m: int, *,
     """(points, plans) of ``n`` devices laid out as ``lay`` with ``m`` micro-batches per
     replica; one device: the one-device step itself."""
     if n == 1:
-        return [P.point(h, 1, s[0], H.ZERO, 0.0, 0.0, s[0], calls=0) for h, s in step1.items()], []
+        from analyzer.scaling.data_parallel import memory
+
+        mems = {st.hardware: memory(st.memory, "ddp", 1)
+                for st in (base.training.steps if base.training else ())}
+        return [P.point(h, 1, s[0], H.ZERO, 0.0, 0.0, s[0], calls=0, memory=mems.get(h))
+                for h, s in step1.items()], []
     if lay.d > 1 and batch is not None and (batch % lay.d or lay.d > batch):
         raise InputSpecError(f"hybrid parallel: the global batch {batch} does not split evenly "
                              f"over {lay.d} data-parallel replicas")
