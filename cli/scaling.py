@@ -74,8 +74,16 @@ _OPTIONS = [
                  show_default=True, metavar="G", help="Devices per node over --intra-link."),
     click.option("--intra-link", "intra_link", default=None, metavar="ID",
                  help="Link inside a node (e.g. nvlink4, pcie3) when --devices-per-node > 1."),
-    click.option("--parallel", type=click.Choice(("data", "tensor", "pipeline")), default="data",
-                 show_default=True, help="How the work is split over --devices."),
+    click.option("--parallel", type=click.Choice(("data", "tensor", "pipeline", "hybrid")),
+                 default="data", show_default=True,
+                 help="How the work is split over --devices. hybrid: Megatron-LM's tensor x "
+                      "pipeline x data (--tensor-size T, --pipeline-size P, data-parallel "
+                      "replicas = devices / (T x P))."),
+    click.option("--tensor-size", "tensor_size", type=click.IntRange(min=1), default=None,
+                 metavar="T", help="--parallel hybrid: tensor-parallel devices per stage "
+                                   "(default 1)."),
+    click.option("--pipeline-size", "pipeline_size", type=click.IntRange(min=1), default=None,
+                 metavar="P", help="--parallel hybrid: pipeline stages."),
     click.option("--sequence-parallel", "sequence_parallel", is_flag=True,
                  help="Tensor parallel: Megatron's sequence parallelism (reduce-scatter + all-gather "
                       "instead of all-reduce; layer norms and dropouts split too)."),
@@ -113,15 +121,22 @@ _OPTIONS = [
                       "stage is fastest, from the per-layer times) or even (Megatron-LM's: the "
                       "repeated blocks divided equally, embedding on the first stage, head on "
                       "the last)."),
-    click.option("--schedule", type=click.Choice(("gpipe", "1f1b")), default="1f1b",
-                 show_default=True, help="Pipeline schedule: same step time; activations in "
-                                         "flight M (gpipe) or min(devices, M) (1f1b)."),
+    click.option("--schedule", type=click.Choice(("gpipe", "1f1b", "interleaved")),
+                 default="1f1b", show_default=True,
+                 help="Pipeline schedule: gpipe and 1f1b take the same step time, activations "
+                      "in flight M (gpipe) or min(P, M) (1f1b); interleaved: Megatron-LM's "
+                      "virtual pipeline (--virtual-stages V chunks per device, bubble "
+                      "(P-1)/V stage times, V x the sends; repeated blocks divisible by P x V, "
+                      "M a multiple of P)."),
+    click.option("--virtual-stages", "virtual_stages", type=click.IntRange(min=1), default=None,
+                 metavar="V", help="--schedule interleaved: model chunks per device."),
     click.option("--plot-scaling", "plot_scaling", default=None, metavar="FILE",
                  help="Write a speed-up / efficiency plot (.png or .svg; needs matplotlib)."),
 ]
 NAMES = ("train", "optimizer", "batch", "devices", "link", "node", "per_node", "intra_link", "parallel",
          "sequence_parallel", "algorithm", "data_parallel", "bucket_mb", "overlap_comm", "buckets",
-         "microbatches", "pipeline_split", "schedule", "plot_scaling")
+         "microbatches", "pipeline_split", "schedule", "plot_scaling", "tensor_size",
+         "pipeline_size", "virtual_stages")
 
 
 def options(f):
@@ -144,18 +159,33 @@ def pop(params: dict) -> dict:
             raise InputSpecError("--devices: device counts must be >= 1")
     elif out["plot_scaling"]:
         raise InputSpecError("--plot-scaling needs --devices")
-    if out["sequence_parallel"] and out["parallel"] != "tensor":
-        raise InputSpecError("--sequence-parallel applies to --parallel tensor")
-    if (out["data_parallel"] not in (None, "allreduce") or out["bucket_mb"] is not None) \
-            and out["parallel"] != "data":
-        raise InputSpecError("--data-parallel and --bucket-mb apply to --parallel data")
-    if out["pipeline_split"] not in (None, "balanced") and out["parallel"] != "pipeline":
-        raise InputSpecError("--pipeline-split applies to --parallel pipeline")
+    _check_layout_flags(out)
     if out["bucket_mb"] is not None and not out["bucket_mb"] > 0:
         raise InputSpecError(f"--bucket-mb {out['bucket_mb']:g}: give a cap > 0 MiB, e.g. 25")
     if out["batch"] is not None:
         out["batch"] = parse_batch(out["batch"])
     return out
+
+
+def _check_layout_flags(out: dict) -> None:
+    """Flags that apply to some --parallel modes or schedules only: a usage error elsewhere."""
+    par = out["parallel"]
+    if out["sequence_parallel"] and par not in ("tensor", "hybrid"):
+        raise InputSpecError("--sequence-parallel applies to --parallel tensor or hybrid")
+    if (out["data_parallel"] not in (None, "allreduce") or out["bucket_mb"] is not None) \
+            and par not in ("data", "hybrid"):
+        raise InputSpecError("--data-parallel and --bucket-mb apply to --parallel data or hybrid")
+    if out["pipeline_split"] not in (None, "balanced") and par not in ("pipeline", "hybrid"):
+        raise InputSpecError("--pipeline-split applies to --parallel pipeline or hybrid")
+    if (out["tensor_size"] is not None or out["pipeline_size"] is not None) and par != "hybrid":
+        raise InputSpecError("--tensor-size and --pipeline-size apply to --parallel hybrid")
+    if par == "hybrid" and out["pipeline_size"] is None and out["devices"] is not None:
+        raise InputSpecError("--parallel hybrid needs --pipeline-size P (1: tensor x data only)")
+    if out["schedule"] == "interleaved" and not out["virtual_stages"]:
+        raise InputSpecError("--schedule interleaved needs --virtual-stages V (model chunks per "
+                             "device, >= 2)")
+    if out["virtual_stages"] is not None and out["schedule"] != "interleaved":
+        raise InputSpecError("--virtual-stages applies to --schedule interleaved")
 
 
 def parse_batch(text) -> list[int]:
@@ -206,7 +236,7 @@ def scale(model, hws, opts, extra: dict, **program):
         raise InputSpecError("--devices needs --hw (the device to predict on)")
     return analyzer.scale(model, hws, extra["devices"], link=extra["link"],
                           parallel=extra["parallel"], batch=one_batch(extra, "--devices"),
-                          train=bool(extra["train"]) or extra["parallel"] == "data",
+                          train=bool(extra["train"]) or extra["parallel"] in ("data", "hybrid"),
                           optimizer=extra["optimizer"] or "sgd", per_node=extra["per_node"],
                           intra_link=extra["intra_link"], algorithm=extra["algorithm"],
                           node=extra["node"], overlap=extra["overlap_comm"], buckets=extra["buckets"],
@@ -214,6 +244,9 @@ def scale(model, hws, opts, extra: dict, **program):
                           bucket_mb=extra["bucket_mb"],
                           microbatches=extra["microbatches"], schedule=extra["schedule"],
                           pipeline_split=extra["pipeline_split"] or "balanced",
+                          virtual_stages=extra["virtual_stages"] or 1,
+                          tensor_size=extra["tensor_size"] or 1,
+                          pipeline_size=extra["pipeline_size"],
                           sequence_parallel=extra["sequence_parallel"], options=opts, **program)
 
 
@@ -272,6 +305,7 @@ def render_rows(report, fmt: str) -> str:
                  "—" if not p.memory else f"{p.memory['total'] / 1e9:.3g}"]
                 for p in sc.points]
         lines += _grid(head, rows, fmt)
+        lines += _part_lines(sc.points, fmt)
         lines += _stage_lines(sc.setup.get("pipeline_plans") or ())
         for h, n in d["crossover_devices"].items():
             lines.append(f"{h}: communication exceeds compute from {n} devices" if n else
@@ -279,18 +313,47 @@ def render_rows(report, fmt: str) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+def _part_lines(points, fmt) -> list[str]:
+    """The pipeline / hybrid step's parts per row (they sum to the step)."""
+    have = [p for p in points if p.parts]
+    if not have:
+        return []
+    head = ["hardware", "devices", "compute ms", "TP comm ms", "bubble ms", "p2p ms",
+            "DP exposed ms", "embedding all-reduce ms"]
+    keys = ("compute", "tensor_comm", "bubble", "p2p", "data_parallel_exposed",
+            "embedding_allreduce")
+    rows = [[p.hardware, str(p.devices), *(_ms(p.parts[k]) for k in keys)] for p in have]
+    return ["", "Step parts (compute + TP comm + bubble + p2p + DP exposed + embedding "
+                "all-reduce = step):"] + _grid(head, rows, fmt)
+
+
 def _stage_lines(plans) -> list[str]:
-    """Each pipeline plan's stages: the nodes they run (escaped names), times, the send."""
+    """Each pipeline plan's stages (chunks): the nodes they run (escaped names), the device,
+    times, the send; the tied embedding when there is one."""
     out = []
     for pl in plans:
-        out.append(safe.text(f"{pl['hardware']}, {pl['devices']} stages, "
+        lay = (f" (tensor {pl['tensor']} x pipeline {pl['pipeline']} x data {pl['data']}"
+               + (f", {pl['virtual_stages']} chunks per device" if pl["virtual_stages"] > 1
+                  else "") + ")") if "tensor" in pl else ""
+        out.append(safe.text(f"{pl['hardware']}, {pl['devices']} devices{lay}, "
                              f"{pl['microbatches']} micro-batches:"))
+        chunked = pl.get("virtual_stages", 1) > 1
         for i, st in enumerate(pl["stages"]):
             out.append(safe.text(
-                f"  stage {i}: {st['first_name']} .. {st['last_name']}  forward "
+                f"  {'chunk' if chunked else 'stage'} {i}"
+                f"{' on device ' + str(st['device']) if chunked else ''}: "
+                f"{st['first_name']} .. {st['last_name']}  forward "
                 f"{_ms(st['forward_s'])} ms, backward {_ms(st['backward_s'])} ms, update "
                 f"{_ms(st['update_s'])} ms, {st['params']:,} params, sends "
                 f"{st['send_bytes']:,} B per batch"))
+        tie = pl.get("tied_embedding")
+        if tie:
+            out.append(safe.text(
+                f"  tied embedding {tie['table']} ({tie['elements']:,} elements): "
+                + (f"gradient all-reduced between stages {tie['stages'][0]} and "
+                   f"{tie['stages'][1]}, {tie['allreduce_bytes']:,} B"
+                   if tie["allreduce_bytes"] else "embedding and head on one stage, no "
+                   "all-reduce")))
     return out
 
 

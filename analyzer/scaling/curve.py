@@ -20,6 +20,7 @@ from analyzer.ir.graph import PRECISION_BITS
 from analyzer.scaling import collectives as C
 from analyzer.scaling import jax_program as J
 from analyzer.scaling import data_parallel as DP
+from analyzer.scaling import model_parallel as MP
 from analyzer.scaling import parallel as P
 
 PIPELINE_SPLITS = ("balanced", "even")
@@ -99,7 +100,8 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
           schedule: str = "1f1b", rescale: str | None = None, link_efficiency: float = 1.0,
           node=None, nics: int | None = None, sequence_parallel: bool = False,
           data_parallel: str = "allreduce", bucket_mb: float | None = None,
-          pipeline_split: str = "balanced", options=None, **keywords):
+          pipeline_split: str = "balanced", virtual_stages: int = 1, tensor_size: int = 1,
+          pipeline_size: int | None = None, options=None, **keywords):
     """The Report of ``model`` at the global batch on ``hw``, carrying the scaling curve over
     ``devices`` (see the module and ``analyzer.scaling.parallel`` for the models). ``link``: the
     network between nodes (default: the node's NIC link, else ib-fdr); ``node``: a node design of
@@ -109,19 +111,16 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
     gradient in ``buckets`` equal all-reduces), ddp, megatron, zero1, zero2 or zero3
     (``analyzer.scaling.data_parallel``), ``bucket_mb`` the bucket (zero3: unit) cap in MiB,
     ``overlap`` the collectives with backward. Pipeline: ``microbatches`` (default 4 x the
-    stages), ``schedule`` and ``pipeline_split`` balanced or even (``analyzer.scaling.pipeline``)."""
+    stages), ``schedule`` gpipe, 1f1b or interleaved (``virtual_stages`` chunks per device),
+    ``pipeline_split`` balanced or even; hybrid (Megatron's tensor x pipeline x data):
+    ``tensor_size`` t, ``pipeline_size`` p (``analyzer.scaling.model_parallel``)."""
     from analyzer.api import analyze
 
     _check_modes(parallel, schedule, data_parallel, bucket_mb, microbatches, train)
-    if pipeline_split not in PIPELINE_SPLITS:
-        raise InputSpecError(f"pipeline_split must be balanced or even; got {pipeline_split!r}")
-    devs = sorted({int(d) for d in devices})
-    if not devs or devs[0] < 1:
-        raise InputSpecError("devices: give device counts >= 1, e.g. 1,2,4,8")
-    devs = devs if 1 in devs else [1, *devs]
+    _check_layout(parallel, schedule, virtual_stages, tensor_size, pipeline_size, pipeline_split)
+    devs = _device_counts(devices)
     fab = fabric(link, per_node=per_node, intra_link=intra_link, algorithm=algorithm,
                  link_efficiency=link_efficiency, node=node, nics=nics)
-    per_node = fab.per_node
     for n in devs:
         fab.split(n)   # whole nodes only: a clear error before any work
     if J.is_program(model):   # a JAX function (analyzer.scaling.jax_program)
@@ -138,15 +137,16 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
     grad_bytes = base.totals.params * (PRECISION_BITS.get(precision, 32) // 8)   # B per gradient (4 when unknown)
     notes = _fabric_notes(fab, algorithm)
     mode = rescale or ("analyze" if batch is not None else "linear")
-    points = []
-    tp_plans: list[dict] = []
-    pp_plans: list[dict] = []
+    points, tp_plans, pp_plans = [], [], []
+
+    def at(b):   # the model at another (per-device) batch
+        return analyze(model, hw, options=options, train=train, optimizer=optimizer,
+                       **{**kw, "batch": b})
+
     for n in devs:
         if parallel == "data":
             points.extend(_data_points(
-                lambda b: analyze(model, hw, options=options, train=train, optimizer=optimizer,
-                                  **{**kw, "batch": b}),
-                base, step1, fab, n, rescale=mode, batch=batch, data_parallel=data_parallel,
+                at, base, step1, fab, n, rescale=mode, batch=batch, data_parallel=data_parallel,
                 overlap=overlap, bucket_mb=bucket_mb, buckets=buckets, grad_bytes=grad_bytes,
                 train=train))
         elif parallel == "tensor":
@@ -155,15 +155,21 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
             tp_plans += [{"devices": n, **summary}] if n > 1 else []
             notes.extend(x for x in tnotes if x not in notes)
         else:
-            pts, plans = _pipeline_points(base, step1, fab, n, microbatches or 4 * n, train,
-                                          schedule, pipeline_split)
+            lay = MP.layout(parallel, n, tensor_size=tensor_size, pipeline_size=pipeline_size,
+                            virtual_stages=virtual_stages)
+            pts, plans = MP.points(
+                at, base, step1, fab, n, lay, microbatches or 4 * lay.p, train=train,
+                schedule=schedule, split=pipeline_split, batch=batch,
+                sequence_parallel=sequence_parallel, dp_mode=data_parallel, overlap=overlap,
+                bucket_mb=bucket_mb)
             points.extend(pts)
             pp_plans += plans
     setup = _setup(parallel, devs, fab, algorithm, notes, overlap=overlap, buckets=buckets, batch=batch,
                    train=train, mode=mode, grad_bytes=grad_bytes, sequence_parallel=sequence_parallel,
                    tp_plans=tp_plans, schedule=schedule, microbatches=microbatches,
                    pipeline_split=pipeline_split, pp_plans=pp_plans, data_parallel=data_parallel,
-                   bucket_mb=bucket_mb)
+                   bucket_mb=bucket_mb, layout=dict(virtual_stages=virtual_stages,
+                                                    tensor_size=tensor_size, pipeline_size=pipeline_size))
     order = {p.hardware: i for i, p in enumerate(base.predictions)}
     points.sort(key=lambda p: (order.get(p.hardware, 0), p.devices))
     return base.with_scaling(Scaling(parallel, fab.inter.name, tuple(points), setup, tuple(notes)))
@@ -171,7 +177,7 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
 
 def _setup(parallel: str, devs, fab, algorithm: str, notes: list, *, overlap, buckets, batch, train, mode,
            grad_bytes, sequence_parallel, tp_plans, schedule, microbatches, pipeline_split, pp_plans,
-           data_parallel, bucket_mb) -> dict:
+           data_parallel, bucket_mb, layout=None) -> dict:
     """The curve's setup record (what was assumed, for the rows and JSON) of ``scale``; appends
     the pipeline schedule's note to ``notes``."""
     per_node = fab.per_node
@@ -181,15 +187,30 @@ def _setup(parallel: str, devs, fab, algorithm: str, notes: list, *, overlap, bu
              "gradient_bytes": grad_bytes}
     if parallel == "tensor":
         setup.update(sequence_parallel=sequence_parallel, tensor_plans=tp_plans)
-    if parallel == "pipeline":
-        setup.update(schedule=schedule, microbatches=microbatches or "4 x devices",
-                     pipeline_split=pipeline_split, pipeline_plans=pp_plans)
-        notes.append(f"{schedule}: stages {'balanced on the per-layer times' if pipeline_split == 'balanced' else 'of equal repeated blocks'}; step = sum of stages + "
-                     "(m-1) x the slowest, each way (bubble (p-1)/(m+p-1) for equal stages); "
-                     "1F1B keeps min(p, m) micro-batches of activations in flight, GPipe m")
+    if parallel in ("pipeline", "hybrid"):
+        setup.update(schedule=schedule, microbatches=microbatches or "4 x pipeline stages",
+                     pipeline_split=pipeline_split, pipeline_plans=pp_plans, **(layout or {}))
+        notes.append(_pipeline_note(parallel, schedule, pipeline_split))
+    if parallel == "hybrid":
+        setup.update(data_parallel=data_parallel, bucket_mb=bucket_mb,
+                     sequence_parallel=sequence_parallel)
     if parallel == "data":
         setup.update(data_parallel=data_parallel, bucket_mb=bucket_mb)
     return setup
+
+
+def _pipeline_note(parallel: str, schedule: str, split: str) -> str:
+    """What the pipeline rows assume (``analyzer.scaling.hybrid``)."""
+    how = ("equal repeated blocks, v chunks per device" if schedule == "interleaved" else
+           "balanced on the per-layer times" if split == "balanced" else "of equal repeated blocks")
+    note = (f"{schedule}: stages {how}; step = m x the slowest device + (sum of the others) / v, "
+            "each way (v = 1 except interleaved; bubble (p-1)/(v m + p-1) for equal stages); "
+            "activations in flight: GPipe m, 1F1B min(p, m), interleaved min(m, p + (p-1)/v); "
+            "a tied embedding's gradient all-reduced between the first and last stage")
+    if parallel == "hybrid":
+        note += ("; ranks tensor fastest, then data, then pipeline (Megatron-LM's order); each "
+                 "stage's gradients synced over its data group after its last micro-batch")
+    return note
 
 
 def _data_points(analyze_at, base, step1: dict, fab, n: int, *, rescale: str, batch, data_parallel,
@@ -306,32 +327,6 @@ def _tensor_rule(base, step1: dict, fab, n: int, train: bool) -> list:
     return points
 
 
-def _pipeline_points(base, step1: dict, fab, n: int, m: int, train: bool,
-                     schedule: str, split: str = "balanced") -> tuple[list, list]:
-    """Pipeline parallel over ``n`` stages with ``m`` micro-batches
-    (``analyzer.scaling.pipeline``): the points and, per profile, the stages."""
-    from analyzer.ir.graph import PRECISION_BITS
-    from analyzer.scaling import pipeline as PP
-
-    points, plans = [], []
-    for pred in base.predictions:
-        h = pred.hardware
-        stages, fsend, bsend = PP.plan(base, pred, fab, n, m, train, split)
-        comp, exposed, bubble, comm = PP.step(stages, fsend, bsend, m)
-        if n == 1:   # one stage: the one-device step itself
-            comp, exposed, bubble = step1[h][0], 0.0, 0.0
-        eb = PRECISION_BITS.get(pred.precision, 32) // 8
-        mem = PP.memory(base, stages, n, m, schedule, eb)
-        points.append(P.point(h, n, comp, comm, exposed, bubble, step1[h][0],
-                              calls=2 * (n - 1) * m if train else (n - 1) * m, memory=mem))
-        if n > 1:
-            plans.append({"hardware": h, "devices": n, "microbatches": m,
-                          "stages": [st.to_dict() | {"first_name": base.nodes[st.first].name,
-                                                     "last_name": base.nodes[st.last].name}
-                                     for st in stages]})
-    return points, plans
-
-
 def _check_modes(parallel, schedule, data_parallel, bucket_mb, microbatches, train) -> None:
     """Bad input names its value (InputSpecError: the CLI's exit 2)."""
     if parallel not in P.PARALLEL:
@@ -349,3 +344,33 @@ def _check_modes(parallel, schedule, data_parallel, bucket_mb, microbatches, tra
     if data_parallel != "allreduce" and parallel == "data" and not train:
         raise InputSpecError(f"data_parallel={data_parallel!r} models a training step: "
                              "give train=True")
+
+
+def _device_counts(devices) -> list[int]:
+    """The sorted device counts, 1 included (the baseline)."""
+    devs = sorted({int(d) for d in devices})
+    if not devs or devs[0] < 1:
+        raise InputSpecError("devices: give device counts >= 1, e.g. 1,2,4,8")
+    return devs if 1 in devs else [1, *devs]
+
+
+def _check_layout(parallel, schedule, virtual_stages, tensor_size, pipeline_size,
+                  pipeline_split) -> None:
+    """The pipeline split, the hybrid and interleaved sizes (InputSpecError names the value)."""
+    if pipeline_split not in PIPELINE_SPLITS:
+        raise InputSpecError(f"pipeline_split must be balanced or even; got {pipeline_split!r}")
+    for name, val in (("virtual_stages", virtual_stages), ("tensor_size", tensor_size)):
+        if not isinstance(val, int) or isinstance(val, bool) or val < 1:
+            raise InputSpecError(f"{name} must be an integer >= 1; got {val!r}")
+    if pipeline_size is not None and (not isinstance(pipeline_size, int) or pipeline_size < 1):
+        raise InputSpecError(f"pipeline_size must be an integer >= 1; got {pipeline_size!r}")
+    if parallel == "hybrid" and pipeline_size is None:
+        raise InputSpecError("parallel='hybrid' needs pipeline_size (1: tensor x data only)")
+    if parallel != "hybrid" and (tensor_size != 1 or pipeline_size is not None):
+        raise InputSpecError("tensor_size and pipeline_size apply to parallel='hybrid'")
+    if schedule == "interleaved" and virtual_stages < 2:
+        raise InputSpecError(f"schedule 'interleaved' needs virtual_stages >= 2 (model chunks "
+                             f"per device); got {virtual_stages}")
+    if schedule != "interleaved" and virtual_stages != 1:
+        raise InputSpecError(f"virtual_stages={virtual_stages} applies to schedule "
+                             "'interleaved' only")

@@ -13,9 +13,11 @@ Tensor parallel: ``analyzer.scaling.tensor`` (Megatron's column/row pairs); wher
 recognised, every MAC node is split N ways, other nodes are replicated, and every second weight
 GEMM all-reduces its output in forward and its input gradient in backward.
 
-Pipeline parallel: ``analyzer.scaling.pipeline`` (stages from the per-layer times). ``pipeline``
-here is the closed form of p equal stages, m micro-batches: GPipe and 1F1B take ``(m + p - 1)``
-micro-batch stage times, of which the bubble is the fraction ``(p-1)/(m+p-1)``.
+Pipeline parallel and its composition with tensor and data parallel: ``analyzer.scaling.hybrid``
+(stages from the per-layer times). ``pipeline`` here is the closed form of p equal stages, m
+micro-batches: GPipe and 1F1B take ``(m + p - 1)`` micro-batch stage times, of which the bubble
+is the fraction ``(p-1)/(m+p-1)``; interleaved 1F1B with v chunks per device ``(m + (p-1)/v)``,
+the bubble ``(p-1)/(v m + p - 1)`` of the step (Megatron's ``(p-1)/(v m)`` of the ideal time).
 
 Speed-up ``S = step(1) / step(N)``, efficiency ``S/N``, and the serial fraction Amdahl's law
 implies, ``s = (N/S - 1) / (N - 1)`` (seed 000 Eq. 3 with s = 1 - alpha).
@@ -26,8 +28,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-PARALLEL = ("data", "tensor", "pipeline")
-SCHEDULES = ("gpipe", "1f1b")
+PARALLEL = ("data", "tensor", "pipeline", "hybrid")
+SCHEDULES = ("gpipe", "1f1b", "interleaved")
+# the parts of a pipeline / hybrid step (``analyzer.scaling.hybrid``), seconds, summing to it
+PARTS = ("compute", "tensor_comm", "bubble", "p2p", "data_parallel_exposed",
+         "embedding_allreduce")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,6 +55,8 @@ class Point:
     # bytes per device (weights, gradients, optimizer_state, activations, total); None where
     # the mode does not model it
     memory: dict | None = None
+    # seconds per part of ``PARTS`` (pipeline / hybrid; None where the mode does not split them)
+    parts: dict | None = None
 
     @property
     def bubble_share(self) -> float:
@@ -65,7 +72,8 @@ class Point:
                 "communication_bandwidth_s": self.bandwidth_s,
                 "communication_latency_s": self.latency_s,
                 "bubble_share": self.bubble_share, "collective_calls": self.collective_calls,
-                **{f"memory_{k}_bytes": (self.memory or {}).get(k) for k in _MEMORY}}
+                **{f"memory_{k}_bytes": (self.memory or {}).get(k) for k in _MEMORY},
+                **{f"part_{k}_s": (self.parts or {}).get(k) for k in PARTS}}
 
 
 _MEMORY = ("weights", "gradients", "optimizer_state", "activations", "total")
@@ -104,7 +112,8 @@ def exposed(comm_of, grad_bytes: float, backward_s: float, overlap: bool, bucket
 
 
 def point(hardware: str, n: int, compute_s: float, comm, exposed_s: float, bubble_s: float,
-          step1_s: float, *, calls: int | None = None, memory: dict | None = None) -> Point:
+          step1_s: float, *, calls: int | None = None, memory: dict | None = None,
+          parts: dict | None = None) -> Point:
     """``step = compute + exposed communication + bubble``; speed-up against ``step1_s``."""
     step = compute_s + exposed_s + bubble_s
     s = step1_s / step if step > 0 else float("inf")
@@ -112,29 +121,30 @@ def point(hardware: str, n: int, compute_s: float, comm, exposed_s: float, bubbl
                  communication_s=comm.total, exposed_communication_s=exposed_s, bubble_s=bubble_s,
                  speedup=s, efficiency=s / n, serial_fraction=serial_fraction(n, s),
                  bandwidth_s=comm.bandwidth_s, latency_s=comm.latency_s,
-                 collective_calls=calls, memory=memory)
+                 collective_calls=calls, memory=memory, parts=parts)
 
 
 def pipeline(compute_s: float, p: int, microbatches: int, boundary_bytes: float, p2p,
-             train: bool = True):
+             train: bool = True, v: int = 1):
     """(compute per device, bubble, Comm on the critical path) of ``p`` equal stages (the
-    closed form; ``scale`` uses ``analyzer.scaling.pipeline``). ``p2p(nbytes) -> Comm``;
+    closed form; ``scale`` uses ``analyzer.scaling.hybrid``). ``p2p(nbytes) -> Comm``;
     ``boundary_bytes``: a whole batch's activation at a cut; the first micro-batch's trip
-    over each of the p-1 cuts (and back when training) is counted."""
+    over each of the ``p v - 1`` chunk boundaries (and back when training) is counted. ``v``:
+    model chunks per device (interleaved 1F1B), bubble ``(p-1)/v`` micro-batch stage times."""
     from analyzer.scaling.collectives import ZERO
 
     if p == 1:
         return compute_s, 0.0, ZERO
     t_mb = compute_s / p / microbatches
-    bubble = (p - 1) * t_mb
+    bubble = (p - 1) * t_mb / v
     trips = 2 if train else 1
     comm = ZERO
     one = p2p(boundary_bytes / microbatches)
-    for _ in range(trips * (p - 1)):
+    for _ in range(trips * (p * v - 1)):
         comm = comm + one
     return compute_s / p, bubble, comm
 
 
-def bubble_fraction(p: int, m: int) -> float:
-    """``(p-1)/(m+p-1)``."""
-    return (p - 1) / (m + p - 1)
+def bubble_fraction(p: int, m: int, v: int = 1) -> float:
+    """The bubble's share of the step, ``(p-1)/(v m + p - 1)`` (``(p-1)/(m+p-1)`` at v = 1)."""
+    return (p - 1) / (v * m + p - 1)

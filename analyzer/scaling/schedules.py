@@ -23,11 +23,24 @@ stage, the other m - 1 leave at the pace of the slowest. With equal stages and n
 ``(m + p - 1) * t``: GPipe and non-interleaved 1F1B alike (1F1B reorders the same work to hold
 fewer activations, not to shorten the step). A training step is the forward pass plus the
 backward pass, each by this formula.
+
+Interleaved 1F1B (Megatron-LM's virtual pipeline, Narayanan et al. 2021, section 2.2.2): each
+device holds ``v`` model chunks (device s: chunks s, s+p, ..., s+(v-1)p of the p*v), ``t_s`` and
+``x_s`` now its whole per-micro-batch work and sends over its v chunks. The fill and the drain
+move in chunk-sized steps, 1/v of a device's micro-batch:
+
+    T_dir = m * max_s (t_s + x_s) + (sum_s (t_s + x_s) - max_s (t_s + x_s)) / v
+
+which is the formula above at v = 1, and ``(m + (p-1)/v) * t`` for equal stages without sends:
+the bubble ``(p-1)/v`` stage times instead of ``p-1`` (its fraction of the step
+``(p-1)/(v*m + p-1)``; Megatron's bubble ratio over the ideal time, ``(p-1)/(v*m)``). Each
+micro-batch crosses ``p*v - 1`` chunk boundaries each way instead of ``p - 1``.
 """
 
 from __future__ import annotations
 
 import bisect
+from fractions import Fraction
 from typing import Sequence
 
 
@@ -149,16 +162,30 @@ def _best_split(prev, pre, j: int, lo: int, t: float, exact: bool) -> tuple[floa
     return best, bi
 
 
-def pipeline_time(stage: Sequence[float], send: Sequence[float], m: int) -> float:
-    """``sum_s (t_s + x_s) + (m - 1) * max_s (t_s + x_s)`` (module docstring): one direction of
-    ``m`` micro-batches through the stages, ``stage[s]`` and ``send[s]`` per micro-batch."""
+def pipeline_time(stage: Sequence[float], send: Sequence[float], m: int, v: int = 1) -> float:
+    """``m * max_s c_s + (sum_s c_s - max_s c_s) / v`` with ``c_s = t_s + x_s`` (module
+    docstring): one direction of ``m`` micro-batches through the devices, ``stage[s]`` and
+    ``send[s]`` per micro-batch; ``v`` model chunks per device (1: ``sum_s c_s + (m - 1) *
+    max_s c_s``, GPipe and non-interleaved 1F1B)."""
     if m < 1:
         raise ValueError(f"micro-batches must be >= 1, got {m!r}")
+    if v < 1:
+        raise ValueError(f"virtual stages must be >= 1, got {v!r}")
     per = [t + x for t, x in zip(stage, send)]
-    return sum(per) + (m - 1) * max(per) if per else 0.0
+    if not per:
+        return 0.0
+    top = max(per)
+    return m * top + (sum(per) - top) / v
 
 
-def in_flight(p: int, m: int, schedule: str) -> int:
-    """Micro-batches of activations the first stage holds at once: GPipe m (every forward
-    before any backward), 1F1B ``min(p, m)`` (p warm-up forwards, then one out per one in)."""
-    return m if schedule == "gpipe" else min(p, m)
+def in_flight(p: int, m: int, schedule: str, v: int = 1) -> Fraction:
+    """Micro-batches of activations the first device holds at once (in whole-device
+    micro-batches): GPipe m (every forward before any backward), 1F1B ``min(p, m)`` (p warm-up
+    forwards, then one out per one in), interleaved ``min(m, p + (p-1)/v)``: Megatron's warm-up
+    of ``(v-1) p + 2 (p-1)`` chunk forwards on the first device, plus the one in flight, each
+    1/v of a device's micro-batch (Korthikanti et al. 2022's factor ``1 + (p-1)/(p v)`` on p)."""
+    if schedule == "gpipe":
+        return Fraction(m)
+    if schedule == "interleaved":
+        return min(Fraction(m), p + Fraction(p - 1, v))
+    return Fraction(min(p, m))
