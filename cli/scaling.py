@@ -278,7 +278,8 @@ def render_rows(report, fmt: str) -> str:
     tr = report.training
     if tr is not None:
         c = tr.counts
-        lines += ["", f"Training step ({c.optimizer}, batch {tr.batch}): MAC FLOPs forward "
+        what = "forward + backward, no update" if c.optimizer == "none" else c.optimizer
+        lines += ["", f"Training step ({what}, batch {tr.batch}): MAC FLOPs forward "
                   f"{c.forward_mac:,} + backward {c.backward_mac:,}; optimizer update "
                   f"{c.optimizer_vector + c.optimizer_transcendental:,} FLOPs, "
                   f"{c.optimizer_bytes:,} bytes"]
