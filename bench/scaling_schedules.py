@@ -61,15 +61,9 @@ def gpt(layers: int, batch: int, seq: int, hidden: int, heads: int, vocab: int):
 
 def tie(model):
     """The LM head's weight replaced by ``Transpose(wte.weight)`` (GPT-2's tied head)."""
-    from onnx import helper
+    import test_tensor_parallel as TP
 
-    g = model.graph
-    keep = [t for t in g.initializer if t.name != "lm_head.weight"]
-    del g.initializer[:]
-    g.initializer.extend(keep)
-    g.node.insert(0, helper.make_node("Transpose", ["wte.weight"], ["lm_head.weight"],
-                                      name="tie/Transpose", perm=[1, 0]))
-    return model
+    return TP.tie_lm_head(model)
 
 
 def _row(label: str, p) -> str:

@@ -75,6 +75,17 @@ def weight(*shape: int, dtype=np.float32) -> np.ndarray:
     return np.ones(shape, dtype=dtype)
 
 
+def matmul_chain(layers: int = 4, batch: int = 64, width: int = 256) -> onnx.ModelProto:
+    """``layers`` equal MatMuls x @ W_i (width x width), one tensor between them: each its own
+    repeated block (the scaling tests' toy model)."""
+    nodes, inits, x = [], {}, "x"
+    for i in range(layers):
+        inits[f"w{i}"] = weight(width, width)
+        nodes.append(helper.make_node("MatMul", [x, f"w{i}"], [f"y{i}"], name=f"mm{i}"))
+        x = f"y{i}"
+    return graph(nodes, {"x": (batch, width)}, [x], inits)
+
+
 def ints(*values: int) -> np.ndarray:
     return np.asarray(values, dtype=np.int64)
 

@@ -58,15 +58,6 @@ def _dims(spec):
     return tuple(spec.shape)
 
 
-def _perm(node, rank: int):
-    k = node.kernel or ""
-    if k.startswith("perm="):
-        p = [int(a) for a in k[5:].split(",") if a != ""]
-        if sorted(p) == list(range(rank)):
-            return p
-    return list(range(rank))[::-1]
-
-
 class _Walk:
     """The strides of every tensor as eager PyTorch holds it, and what each node launches."""
 
@@ -162,7 +153,7 @@ def _view_op(w: _Walk, i: int) -> bool:
             w.set_out(i, 0, new)
         return True
     if op == "Transpose" and len(dims) == len(out):
-        p = _perm(nd, len(dims))
+        p = st_.transpose_perm(nd, len(dims))
         w.no_kernel(i)
         w.set_out(i, 0, tuple(st[a] for a in p))
         return True

@@ -95,3 +95,14 @@ def channels_last(shape) -> tuple[int, ...]:
         out[d] = s
         s *= max(shape[d], 1)
     return tuple(out)
+
+
+def transpose_perm(node, rank: int) -> list[int]:
+    """The permutation of a Transpose ``node`` (its ``kernel`` string ``perm=a,b,...``) when it
+    is one of ``range(rank)``, else ONNX's default, the reversed axes."""
+    k = node.kernel or ""
+    if k.startswith("perm="):
+        p = [int(a) for a in k[5:].split(",") if a != ""]
+        if sorted(p) == list(range(rank)):
+            return p
+    return list(range(rank))[::-1]

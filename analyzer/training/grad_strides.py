@@ -31,15 +31,6 @@ _CONTIGUOUS_DY = frozenset({"Conv", "ConvTranspose", "Softmax", "LogSoftmax", "L
                             "BatchNormalization"})
 
 
-def _perm(n, rank: int) -> list[int]:
-    k = n.kernel or ""
-    if k.startswith("perm="):
-        p = [int(a) for a in k[5:].split(",") if a != ""]
-        if sorted(p) == list(range(rank)):
-            return p
-    return list(range(rank))[::-1]
-
-
 class GradStrides:
     """Strides of the gradients of a plan's tensors (absent: contiguous)."""
 
@@ -99,7 +90,7 @@ class GradStrides:
         if op in _RESHAPE:
             return st_.view_strides(o, s, x)
         if op == "Transpose" and len(x) == len(o):
-            perm = _perm(c.n, len(o))
+            perm = st_.transpose_perm(c.n, len(o))
             new = [0] * len(o)
             for a, q in enumerate(perm):
                 new[q] = s[a]

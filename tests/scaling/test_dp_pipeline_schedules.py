@@ -4,8 +4,7 @@ data_parallel, pipeline), end to end through analyzer.scale and the command line
 import json
 
 import pytest
-from onnx import helper
-from onnx_builders import graph, weight
+from onnx_builders import matmul_chain
 
 import analyzer
 from analyzer.errors import InputSpecError
@@ -114,14 +113,7 @@ def test_pipeline_time_and_bubble_closed_forms():
     assert S.in_flight(4, 2, "1f1b") == 2
 
 
-def _chain(layers: int = 4, batch: int = 64, width: int = 256):
-    """``layers`` equal MatMuls x @ W_i (width x width), one tensor between them."""
-    nodes, inits, x = [], {}, "x"
-    for i in range(layers):
-        inits[f"w{i}"] = weight(width, width)
-        nodes.append(helper.make_node("MatMul", [x, f"w{i}"], [f"y{i}"], name=f"mm{i}"))
-        x = f"y{i}"
-    return graph(nodes, {"x": (batch, width)}, [x], inits)
+_chain = matmul_chain
 
 
 def _free_link():

@@ -7,8 +7,8 @@ from fractions import Fraction
 
 import pytest
 from onnx import helper
-from onnx_builders import graph, weight
-from test_tensor_parallel import gpt_blocks
+from onnx_builders import graph, matmul_chain, weight
+from test_tensor_parallel import gpt_blocks, tie_lm_head
 
 import analyzer
 from analyzer.errors import InputSpecError
@@ -21,27 +21,12 @@ from hardware_db import links
 BW = 100e9    # links.make(100): 100 GB/s per direction, no per-message latency
 
 
-def _chain(layers: int = 4, batch: int = 64, width: int = 256):
-    """``layers`` equal MatMuls x @ W_i (width x width): each its own repeated block."""
-    nodes, inits, x = [], {}, "x"
-    for i in range(layers):
-        inits[f"w{i}"] = weight(width, width)
-        nodes.append(helper.make_node("MatMul", [x, f"w{i}"], [f"y{i}"], name=f"mm{i}"))
-        x = f"y{i}"
-    return graph(nodes, {"x": (batch, width)}, [x], inits)
+_chain = matmul_chain
 
 
 def _tied(layers: int = 4, vocab: int = 64, hidden: int = 16, batch: int = 2):
-    """gpt_blocks with the LM head tied to the word embedding: ``lm_head.weight`` is no
-    initializer but ``Transpose(wte.weight)`` ([vocab, hidden] -> [hidden, vocab])."""
-    m = gpt_blocks(layers, batch, 8, hidden, 4, vocab=vocab)
-    g = m.graph
-    keep = [t for t in g.initializer if t.name != "lm_head.weight"]
-    del g.initializer[:]
-    g.initializer.extend(keep)
-    g.node.insert(0, helper.make_node("Transpose", ["wte.weight"], ["lm_head.weight"],
-                                      name="tie/Transpose", perm=[1, 0]))
-    return m
+    """gpt_blocks with the LM head tied to the word embedding (``tie_lm_head``)."""
+    return tie_lm_head(gpt_blocks(layers, batch, 8, hidden, 4, vocab=vocab))
 
 
 # ------------------------------------------------------------------ interleaved 1F1B

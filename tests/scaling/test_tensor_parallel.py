@@ -93,6 +93,19 @@ def gpt_blocks(layers: int = 2, batch: int = 2, seq: int = 8, hidden: int = 16, 
     return graph(nodes, inputs, [x], inits)
 
 
+def tie_lm_head(model):
+    """``model`` (``gpt_blocks``) with its LM head tied to the word embedding, as GPT-2 ties it:
+    ``lm_head.weight`` is no initializer but ``Transpose(wte.weight)`` ([vocab, hidden] ->
+    [hidden, vocab])."""
+    g = model.graph
+    keep = [t for t in g.initializer if t.name != "lm_head.weight"]
+    del g.initializer[:]
+    g.initializer.extend(keep)
+    g.node.insert(0, helper.make_node("Transpose", ["wte.weight"], ["lm_head.weight"],
+                                      name="tie/Transpose", perm=[1, 0]))
+    return model
+
+
 def _report(**kw):
     return analyzer.analyze(gpt_blocks(LAYERS, B, S, H, HEADS, **kw))
 
