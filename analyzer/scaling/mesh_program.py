@@ -260,7 +260,8 @@ def scaled(scaling_cls, base, requested, fab: C.Fabric, notes: list[str], settin
             "kernels at the per-device shapes + each collective through the collectives model, "
             "one after another (no overlap); no one-device run, so no speed-up",
             "groups: an axis of size k is k devices; devices row-major over the mesh's axes, "
-            "filling nodes in that order"]
+            "filling nodes in that order",
+            "the program as traced: its own backward where it has one, none added"]
     if outside:
         more.append(f"{outside} node(s) outside any shard_map body counted at their global "
                     "shapes, as one device would run them")
