@@ -192,3 +192,33 @@ def test_sample_mlp_runs_on_its_mesh():
     # per device: [32, 1024] @ [1024, 1024] and [32, 1024] @ [1024, 1024]:
     # 2 * 2 * 32 * 1024 * 1024 = 134217728 MAC FLOPs
     assert r.totals.mac_flops == 134217728
+
+
+def test_a_collective_in_a_loop_runs_once_per_trip():
+    def loop(w, x):
+        def step(c, _):
+            return jax.shard_map(lambda w_, a: jax.lax.psum(a @ w_, "model"), mesh=MESH,
+                                 in_specs=(P("model", None), P(None, "model")),
+                                 out_specs=P())(w, c), None
+        return jax.lax.scan(step, x, None, length=3)[0]
+
+    r = analyzer.scale(loop, "h100", [8], args=(S((64, 64), jnp.float32),) * 2,
+                       link="ib-hdr", algorithm="ring")
+    (c,) = r.to_dict()["scaling_setup"]["collectives"]
+    bw, alpha = _ib()
+    # the [64, 64] fp32 partial (16384 B) all-reduced over model (4), 3 trips:
+    # 3 * (2 * 3/4 * 16384 / bw + 6 * alpha)
+    assert (c["runs"], c["bytes"], c["group"]) == (3, 16384, 4)
+    assert c["time_s"] == pytest.approx(3 * (1.5 * 16384 / bw + 6 * alpha), rel=1e-12)
+    assert r.scaling.points[0].collective_calls == 3
+
+
+def test_a_collective_without_a_model_is_refused_by_name():
+    def bcast(x):
+        return jax.shard_map(lambda a: jax.lax.pbroadcast(a, ("model",), 0), mesh=MESH,
+                             in_specs=P("data", "model"), out_specs=P("data", "model"),
+                             check_vma=False)(x)
+
+    with pytest.raises(InputSpecError, match=r"shard_map/pbroadcast \(pbroadcast\) is not "
+                                             r"modelled"):
+        analyzer.scale(bcast, "h100", [8], args=(S((16, 64), jnp.float32),))
