@@ -52,6 +52,7 @@ OPTIONS: dict[str, Option] = {
     "kwargs_json": Option("kwargs_json", "--kwargs-json"),
     "params_argnums": Option("params_argnums", "--params"),
     "parallel": Option("parallel", "--parallel"),
+    "devices": Option("devices", "--devices"),
     "max_regression": Option("threshold_pct", "--max-regression"),
     "strict": Option("Report.require_full_coverage()", "--strict", "switch"),
     "save_baseline": Option("baseline.to_baseline(report)", "--save-baseline", "switch"),

@@ -301,12 +301,14 @@ def render_rows(report, fmt: str) -> str:
                 "bubble ms", "bubble", "speed-up", "efficiency", "serial share", "GB/device"]
         rows = [[p.hardware, str(p.devices), _ms(p.step_s), _ms(p.compute_s),
                  _ms(p.communication_s), _ms(p.exposed_communication_s), _ms(p.bubble_s),
-                 f"{p.bubble_share:.1%}", f"{p.speedup:.3g}", f"{p.efficiency:.1%}",
+                 f"{p.bubble_share:.1%}", "—" if p.speedup is None else f"{p.speedup:.3g}",
+                 "—" if p.efficiency is None else f"{p.efficiency:.1%}",
                  "—" if p.serial_fraction is None else f"{p.serial_fraction:.3g}",
                  "—" if not p.memory else f"{p.memory['total'] / 1e9:.3g}"]
                 for p in sc.points]
         lines += _grid(head, rows, fmt)
         lines += _part_lines(sc.points, fmt)
+        lines += _collective_lines(sc.points, sc.setup.get("collectives") or (), fmt)
         lines += _stage_lines(sc.setup.get("pipeline_plans") or ())
         for h, n in d["crossover_devices"].items():
             lines.append(f"{h}: communication exceeds compute from {n} devices" if n else
@@ -326,6 +328,27 @@ def _part_lines(points, fmt) -> list[str]:
     rows = [[p.hardware, str(p.devices), *(_ms(p.parts[k]) for k in keys)] for p in have]
     return ["", "Step parts (compute + TP comm + bubble + p2p + DP exposed + embedding "
                 "all-reduce = step):"] + _grid(head, rows, fmt)
+
+
+def _collective_lines(points, colls, fmt) -> list[str]:
+    """A mesh program's communication per collective kind (per row), then each collective
+    node: kind, bytes per device, group, runs and time (escaped names)."""
+    from analyzer.scaling.parallel import COMM_KINDS
+
+    have = [p for p in points if p.comm_kinds]
+    if not have:
+        return []
+    head = ["hardware", "devices", "compute ms", *(f"{k} ms" for k in COMM_KINDS)]
+    rows = [[p.hardware, str(p.devices), _ms(p.compute_s),
+             *(_ms(p.comm_kinds.get(k, 0.0)) for k in COMM_KINDS)] for p in have]
+    out = ["", "Step (compute + each collective kind, one after another = step):"]
+    out += _grid(head, rows, fmt)
+    out += ["", "Collectives (bytes per device, group of devices, runs per step):"]
+    for c in colls:
+        out.append(safe.text(f"  {c['name']}: {c['kind']} over {'x'.join(c['axes'])}, "
+                             f"{c['bytes']:,} B, group {c['group']}, x{c['runs']}, "
+                             f"{_ms(c['time_s'])} ms"))
+    return out
 
 
 def _stage_lines(plans) -> list[str]:
@@ -380,6 +403,10 @@ def plot(report, path: str) -> None:
     except ImportError:
         raise InputSpecError("--plot-scaling needs matplotlib: pip install 'opcost[plot]'") from None
     sc = report.scaling
+    if any(p.speedup is None for p in sc.points):
+        raise InputSpecError("--plot-scaling draws speed-up against devices: a program over a "
+                             "device mesh runs on its mesh's device count only, with no "
+                             "one-device run to compare with")
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
     by: dict[str, list] = {}
     for p in sc.points:

@@ -10,6 +10,8 @@ seconds per message (one step of the algorithm):
     tree all-reduce        2 * ceil(log2 n) * (nbytes/bw + alpha)    (binary-tree reduce, then
                            broadcast, whole message per level: seed 002's scheme, not pipelined)
     point-to-point         nbytes/bw + alpha
+    pairwise all-to-all    (n-1)/n * nbytes/bw   +  (n-1) * alpha     (nbytes: the input per rank,
+                           of which 1/n stays; one exchange with each of the n-1 peers)
 
 Two levels (``Fabric``): ``g`` devices per node over a fast link, nodes over the network. An
 all-reduce over ``n = g * k`` devices is reduce-scatter inside each node, all-reduce of
@@ -118,6 +120,11 @@ def tree_allreduce(nbytes: float, n: int, bw: float, alpha: float = 0.0) -> Comm
         return ZERO
     levels = math.ceil(math.log2(n))
     return Comm(2 * levels * nbytes / bw, 2 * levels * alpha)
+
+
+def pairwise_alltoall(nbytes: float, n: int, bw: float, alpha: float = 0.0) -> Comm:
+    """``(n-1)/n * nbytes/bw + (n-1) * alpha``; ``nbytes`` is the input per device."""
+    return ring_allgather(nbytes, n, bw, alpha)
 
 
 def point_to_point(nbytes: float, bw: float, alpha: float = 0.0) -> Comm:
@@ -334,6 +341,37 @@ class Fabric:
         """``kind``: all_reduce, all_gather or reduce_scatter."""
         return {"all_reduce": self.allreduce, "all_gather": self.allgather,
                 "reduce_scatter": self.reduce_scatter}[kind](nbytes, n)
+
+    def all_to_all(self, nbytes: float, n: int) -> Comm:
+        """Pairwise all-to-all of ``nbytes`` per device (the input; ``1/n`` of it stays): each
+        device sends ``nbytes/n`` to each of its ``g-1`` node peers over the intra link and to
+        each of the ``n-g`` others over its network share, the two parts one after the other
+        (an upper bound: they may overlap). With ``algorithm="nccl"`` each exchange is a
+        Simple-protocol send/receive (NCCL runs all-to-all as grouped sends and receives: the
+        Simple efficiency and step per peer, like ``p2p``) plus one per-call cost."""
+        g, k = self.split(n)
+        if n == 1:
+            return ZERO
+        parts = []
+        if k == 1:
+            inside = g > 1 and self.intra is not None and self.per_node > 1
+            parts.append((self.intra if inside else self.inter, n - 1, None))
+        else:
+            if g > 1:
+                parts.append((self.intra, g - 1, None))
+            parts.append((self.inter, n - g, self._net_bw(g)))
+        total = ZERO
+        for level, peers, bw in parts:
+            bw = level.bw if bw is None else bw
+            if self.algorithm == "nccl":
+                k_ = self.constants
+                total = total + Comm(peers / n * nbytes / (bw * k_.eff["Simple"]),
+                                     peers * (k_.step_s["Simple"] + level.alpha))
+            else:
+                total = total + Comm(peers / n * nbytes / bw, peers * level.alpha)
+        if self.algorithm == "nccl":
+            total = total + Comm(0.0, self.constants.base_s)
+        return total
 
     def p2p(self, nbytes: float, crosses_node: bool) -> Comm:
         level = self.inter if (crosses_node or self.intra is None) else self.intra

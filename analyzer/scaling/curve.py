@@ -7,7 +7,8 @@ Data parallel re-analyses the model at the local batch ``B/N`` when the global b
 measured; otherwise (``rescale="linear"``) the launch overheads are held constant and the rest
 of the step is divided by N. A JAX program (a function, with ``args=``, ``kwargs=`` and
 ``analyze_jax``'s keywords) is re-traced at ``B/N`` and all-reduces its parameter args'
-gradients: ``analyzer.scaling.jax_program``.
+gradients: ``analyzer.scaling.jax_program``; one that already runs over a device mesh
+(``shard_map``) is one step at its mesh's device count: ``analyzer.scaling.mesh_program``.
 """
 
 from __future__ import annotations
@@ -122,12 +123,12 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
     fab = fabric(link, per_node=per_node, intra_link=intra_link, algorithm=algorithm,
                  link_efficiency=link_efficiency, node=node, nics=nics)
     for n in devs:
-        fab.split(n)   # whole nodes only: a clear error before any work
+        _whole_nodes(fab, n)   # a clear error before any work
     if J.is_program(model):   # a JAX function (analyzer.scaling.jax_program)
         return J.scaled(Scaling, model, hw, devs, fab, _fabric_notes(fab, algorithm), dict(
             parallel=parallel, batch=batch, train=train, optimizer=optimizer, overlap=overlap, buckets=buckets,
             rescale=rescale, options=options, algorithm=algorithm, data_parallel=data_parallel,
-            bucket_mb=bucket_mb), keywords)
+            bucket_mb=bucket_mb), keywords, requested=devices)
     kw = dict(keywords)
     if batch is not None:
         kw["batch"] = batch
@@ -344,6 +345,15 @@ def _check_modes(parallel, schedule, data_parallel, bucket_mb, microbatches, tra
     if data_parallel != "allreduce" and parallel == "data" and not train:
         raise InputSpecError(f"data_parallel={data_parallel!r} models a training step: "
                              "give train=True")
+
+
+def _whole_nodes(fab, n: int) -> None:
+    """``n`` devices fill whole nodes of the fabric (InputSpecError, not the model's ValueError)."""
+    try:
+        fab.split(n)
+    except ValueError as e:
+        raise InputSpecError(f"{e}: give a device count that is a multiple of the devices per "
+                             "node") from None
 
 
 def _device_counts(devices) -> list[int]:

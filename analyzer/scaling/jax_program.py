@@ -18,8 +18,8 @@ named ``transpose(jvp(...))``) and the update. Over N devices in data parallel (
 A program without a backward of its own is a forward pass: with ``train`` the training step of
 ``analyzer.training`` (backward and update modelled, as ``Options.train`` adds it) is what each
 device runs. A program that already runs over a mesh (``shard_map``, ``pmap``, or collective
-primitives such as ``psum``) is refused: its device count is fixed by its mesh.
-Tensor and pipeline parallel are not modelled for a JAX program (the Megatron pattern finder
+primitives such as ``psum``) is costed by ``analyzer.scaling.mesh_program`` instead: one step
+at its mesh's device count. Tensor and pipeline parallel are not modelled for a JAX program (the Megatron pattern finder
 reads ONNX graphs).
 """
 
@@ -30,6 +30,7 @@ from typing import Any, Sequence
 
 from analyzer.errors import Hint, InputSpecError
 from analyzer.ir.graph import PRECISION_BITS
+from analyzer.scaling import mesh_program as M
 from analyzer.scaling import parallel as P
 
 # primitives of a program that already runs over several devices (collectives over mesh axes)
@@ -64,13 +65,19 @@ def mesh_nodes(report) -> list[str]:
 
 
 def scaled(scaling_cls, fn: Any, hw, devs: Sequence[int], fab, notes: list[str],
-           settings: dict, keywords: dict):
+           settings: dict, keywords: dict, requested: Sequence[int] | None = None):
     """``curve.scale`` for a JAX function: the Report at the global batch with its
     ``scaling_cls`` (``curve.Scaling``) curve. ``notes``: the fabric's; ``settings``: scale's
     keywords (parallel, batch, train, optimizer, overlap, buckets, rescale, options, algorithm);
-    ``keywords``: the rest (``args``, ``kwargs``, ``analyze_jax``'s)."""
+    ``keywords``: the rest (``args``, ``kwargs``, ``analyze_jax``'s). ``requested``: the
+    device counts as asked (``devs`` has 1 added); a program over a mesh runs on its mesh's
+    count only (``mesh_program``)."""
+    traced = type(fn).__name__ in ("ClosedJaxpr", "Jaxpr")   # refused by ``curve``
+    first = None if traced else _as_given(fn, hw, settings["options"], keywords)
+    if first is not None and M.is_mesh_program(first):
+        return M.scaled(scaling_cls, first, requested or devs, fab, notes, settings)
     algorithm = settings.pop("algorithm")
-    base, points, setup, more = curve(fn, hw, devs, fab, **settings, **keywords)
+    base, points, setup, more = curve(fn, hw, devs, fab, **settings, first=first, **keywords)
     setup = {"devices": list(devs), "per_node": fab.per_node, "nics": fab.nics,
              "algorithm": algorithm, "overlap": settings["overlap"],
              "buckets": settings["buckets"], **setup}
@@ -81,35 +88,32 @@ def scaled(scaling_cls, fn: Any, hw, devs: Sequence[int], fab, notes: list[str],
 def curve(fn: Any, hw, devs: Sequence[int], fab, *, parallel: str, batch: int | None,
           train: bool, optimizer: str, overlap: bool, buckets: int, rescale: str | None,
           options, args: Sequence[Any] = (), kwargs=None, data_parallel: str = "allreduce",
-          bucket_mb: float | None = None, **keywords):
+          bucket_mb: float | None = None, first=None, **keywords):
     """(the Report at the global batch, points, setup, notes) of ``fn``'s data-parallel
     curve (see the module). ``keywords``: ``analyze_jax``'s own (``params_argnums``,
     ``precision``, ``runtime``, ...), or more of ``fn``'s keyword arguments. The gradient sync
     is the whole-gradient all-reduce in ``buckets`` equal parts; another ``data_parallel``
     mode (DDP's size-capped buckets ``bucket_mb``, ZeRO) reads per-layer gradients of a
-    modelled backward, which a JAX step's own backward does not give: refused."""
+    modelled backward, which a JAX step's own backward does not give: refused. ``first``: the
+    program analysed at its args as given (``_as_given``), reused at that batch."""
     from analyzer.api import analyze_jax
     from analyzer.frontends.jaxpr import batch as jb
-    from analyzer.options import Options
 
     _check_request(fn, parallel, data_parallel, bucket_mb)
-    opts = options or Options()
-    pa = keywords.pop("params_argnums", opts.params_argnums)
-    params = jb.params_positions(fn, args, pa)
+    opts, params = _program_options(fn, args, options, keywords)
     if not params:
         raise InputSpecError("data parallel all-reduces the gradients of the parameters: name "
                              "the arguments that hold them with {params_argnums}",
                              hints=(Hint("params_argnums"),))
-    opts = replace(opts, params_argnums=sorted(params), train=None, optimizer=None)
-    big = jb.global_batch(args, kwargs, params)   # checked even where batch= replaces it
-    big = batch or big
+    given = jb.global_batch(args, kwargs, params)   # checked even where batch= replaces it
+    big = batch or given
 
     def analyse(b: int, model_train: bool):
         a, k = jb.at_batch(args, kwargs, params, b)
         o = replace(opts, train=True, optimizer=optimizer) if model_train else opts
         return analyze_jax(fn, *a, hw=hw, options=o, kwargs=k, **keywords)
 
-    base = analyse(big, False)
+    base = first if first is not None and big == given else analyse(big, False)
     _refuse_mesh(base)
     model_train = train and not any(is_backward(n.name) for n in base.nodes)
     if model_train:
@@ -149,6 +153,29 @@ def curve(fn: Any, hw, devs: Sequence[int], fab, *, parallel: str, batch: int | 
     return base, points, setup, notes
 
 
+def _program_options(fn: Any, args: Sequence[Any], options, keywords: dict):
+    """(the Options a JAX program is analysed with, the positions of its parameter args);
+    pops ``params_argnums`` from ``keywords``."""
+    from analyzer.frontends.jaxpr import batch as jb
+    from analyzer.options import Options
+
+    opts = options or Options()
+    pa = keywords.pop("params_argnums", opts.params_argnums)
+    params = jb.params_positions(fn, args, pa) if pa is not None else set()
+    return replace(opts, params_argnums=sorted(params), train=None, optimizer=None), params
+
+
+def _as_given(fn: Any, hw, options, keywords: dict):
+    """The program analysed at its example args as given (``keywords``: ``args``, ``kwargs``
+    and ``analyze_jax``'s own; not changed)."""
+    from analyzer.api import analyze_jax
+
+    kw = dict(keywords)
+    args, kwargs = kw.pop("args", ()), kw.pop("kwargs", None)
+    opts, _ = _program_options(fn, args, options, kw)
+    return analyze_jax(fn, *args, hw=hw, options=opts, kwargs=kwargs, **kw)
+
+
 def _check_request(fn: Any, parallel: str, data_parallel: str, bucket_mb) -> None:
     """What a JAX program cannot be scaled as: an input error that says what is supported."""
     if parallel != "data":
@@ -167,15 +194,16 @@ def _check_request(fn: Any, parallel: str, data_parallel: str, bucket_mb) -> Non
 
 
 def _refuse_mesh(base) -> None:
-    """A program that already runs over a mesh: its device count is fixed (``mesh_nodes``)."""
+    """A program over devices that ``mesh_program`` cannot cost (``mesh_nodes`` without a
+    ``shard_map`` mesh the frontend read: an old jax's ``pmap`` primitive, whose body's
+    collectives name an axis no mesh sizes)."""
     sharded = mesh_nodes(base)
     if sharded:
         raise InputSpecError(
-            f"'{base.model.get('path')}' already runs over a device mesh ({', '.join(sharded)}): "
-            "its device count is its mesh's, not one to sweep. Supported for a JAX program: data "
-            "parallel of a one-device step that takes its parameters as arguments. Analysed "
-            "without devices, opcost counts a mesh program as one device's share (a shard_map "
-            "body at its per-device shapes) and lists its collectives uncosted")
+            f"'{base.model.get('path')}' already runs over several devices ({', '.join(sharded)}) "
+            "without a shard_map mesh opcost can read: its device count is not known. A program "
+            "over a mesh is costed when written with shard_map over a Mesh or AbstractMesh; "
+            "data parallel scales a one-device step that takes its parameters as arguments")
 
 
 def _steps(report, model_train: bool) -> dict:

@@ -33,6 +33,8 @@ SCHEDULES = ("gpipe", "1f1b", "interleaved")
 # the parts of a pipeline / hybrid step (``analyzer.scaling.hybrid``), seconds, summing to it
 PARTS = ("compute", "tensor_comm", "bubble", "p2p", "data_parallel_exposed",
          "embedding_allreduce")
+# the collective kinds of a program over a device mesh (``analyzer.scaling.mesh_program``)
+COMM_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,8 +48,8 @@ class Point:
     communication_s: float       # the whole communication of a step
     exposed_communication_s: float   # what the step waits for (after overlap)
     bubble_s: float
-    speedup: float
-    efficiency: float
+    speedup: float | None        # None where there is no one-device run (a mesh program)
+    efficiency: float | None
     serial_fraction: float | None
     bandwidth_s: float = 0.0     # per-byte part of communication_s
     latency_s: float = 0.0       # per-message part
@@ -57,6 +59,8 @@ class Point:
     memory: dict | None = None
     # seconds per part of ``PARTS`` (pipeline / hybrid; None where the mode does not split them)
     parts: dict | None = None
+    # seconds of communication per kind of ``COMM_KINDS`` (a mesh program; None elsewhere)
+    comm_kinds: dict | None = None
 
     @property
     def bubble_share(self) -> float:
@@ -73,7 +77,8 @@ class Point:
                 "communication_latency_s": self.latency_s,
                 "bubble_share": self.bubble_share, "collective_calls": self.collective_calls,
                 **{f"memory_{k}_bytes": (self.memory or {}).get(k) for k in _MEMORY},
-                **{f"part_{k}_s": (self.parts or {}).get(k) for k in PARTS}}
+                **{f"part_{k}_s": (self.parts or {}).get(k) for k in PARTS},
+                **{f"comm_{k}_s": (self.comm_kinds or {}).get(k) for k in COMM_KINDS}}
 
 
 _MEMORY = ("weights", "gradients", "optimizer_state", "activations", "total")

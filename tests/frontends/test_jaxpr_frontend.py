@@ -161,6 +161,32 @@ def test_custom_vjp_remat_and_shard_map_are_inlined():
     assert names(r) == ["shard_map/dot_general"] and r.totals.mac_flops == 1024
 
 
+def test_shard_map_body_runs_at_per_device_shapes_and_keeps_its_mesh():
+    from jax.sharding import AbstractMesh, PartitionSpec as P
+
+    mesh = AbstractMesh((2, 4), ("data", "model"))
+
+    def loop(w, x):   # inside a scan: the body's operands are not the program's inputs
+        def step(c, _):
+            return jax.shard_map(lambda w_, a: lax.psum(a @ w_, "model"), mesh=mesh,
+                                 in_specs=(P("model", None), P(None, "model")),
+                                 out_specs=P())(w, c), None
+        return lax.scan(step, x, None, length=3)[0]
+
+    r = analyzer.analyze_jax(loop, S(64, 64), S(64, 64), params_argnums=0)
+    dot = next(n for n in r.nodes if n.op == "dot_general")
+    # per device [64, 16] @ [16, 64], 3 trips: 3 * 2 * 64 * 16 * 64 = 393216 (not the global
+    # contraction 3 * 2 * 64 * 64 * 64)
+    assert [s.shape for s in dot.in_specs] == [(64, 16), (16, 64)]
+    assert dot.cost.mac_flops == 393216
+    # the weight's shard stays a weight: 16 * 64 fp32 per device
+    assert dot.cost.params == 1024 and dot.cost.weight_bytes == 3 * 4096
+    psum = next(n for n in r.nodes if n.op == "psum_invariant")
+    assert r.model["mesh"]["meshes"] == [{"data": 2, "model": 4}]
+    assert r.model["mesh"]["named_axis_ops"][psum.out_names[0]] == {
+        "op": "psum_invariant", "axes": ["model"], "sizes": [4]}
+
+
 def test_pallas_call_uses_its_cost_estimate_else_uncosted():
     pl = pytest.importorskip("jax.experimental.pallas")
 

@@ -45,7 +45,8 @@ def _shard_map():
 
 
 def sharded(w1, x):
-    """A program over a mesh of 8: a row-split matmul whose partial sums are psum'd."""
+    """A program over a mesh of 8: a row-split matmul whose partial sums are psum'd (it runs
+    on 8 devices only)."""
     mesh = jax.sharding.AbstractMesh((8,), ("x",))
     P = PartitionSpec
     return _shard_map()(lambda w, a: jax.lax.psum(a @ w, "x"), mesh=mesh,

@@ -125,12 +125,14 @@ def test_unsupported_requests_are_input_errors(kw, words):
         analyzer.scale(M.step, "a100", list(devices), **args, **kw)
 
 
-def test_a_program_over_a_mesh_is_refused():
+def test_a_program_over_a_mesh_runs_on_its_mesh_only():
     s = jax.ShapeDtypeStruct
-    with pytest.raises(InputSpecError, match="already runs over a device mesh"):
-        analyzer.scale(M.sharded, "a100", [1, 2], args=(s((64, 128), jnp.float32),
-                                                        s((32, 64), jnp.float32)),
-                       params_argnums=0)
+    args = (s((64, 128), jnp.float32), s((32, 64), jnp.float32))
+    with pytest.raises(InputSpecError, match=r"mesh of 8 devices .* got 1, 2"):
+        analyzer.scale(M.sharded, "a100", [1, 2], args=args, params_argnums=0)
+    # its own count: one step, no data-parallel sweep (tests/scaling/test_jax_mesh.py)
+    r = analyzer.scale(M.sharded, "a100", [8], args=args, params_argnums=0)
+    assert [p.devices for p in r.scaling.points] == [8] and r.scaling.parallel == "mesh"
 
 
 def test_a_traced_jaxpr_is_refused_and_linear_rescale_keeps_overheads():
@@ -185,8 +187,8 @@ def test_cli_unsupported_jax_requests_exit_2(extra, words):
     assert words in out.output
 
 
-def test_cli_program_over_a_mesh_exits_2():
+def test_cli_program_over_a_mesh_exits_2_at_another_device_count():
     out = _cli("tests/scaling/jax_mlp2.py:sharded", "--input", "w1=f32[64,128]",
                "--input", "x=f32[32,64]", "--params", "w1", "--hw", "a100", "--devices", "1,2")
     assert out.exit_code == 2, out.output
-    assert "already runs over a device mesh" in out.output
+    assert "runs over a mesh of 8 devices" in out.output and "got 1, 2" in out.output

@@ -46,6 +46,7 @@ from analyzer.ir.graph import Graph, Node, TensorSpec
 from analyzer.frontends.jaxpr.inputs import (bind_inputs, ir_dtype, is_jax_target, load_program,
                            load_target, parse_spec)
 from analyzer.frontends.jaxpr.loops import while_trips
+from analyzer.frontends.jaxpr.mesh import mesh_axes, record as mesh_record
 from analyzer.frontends.jaxpr.values import Known, open_jaxpr
 from analyzer.frontends.jaxpr.trace import Traced, spec_of_aval, trace  # Traced, trace: re-exported
 
@@ -127,6 +128,9 @@ class _Lowerer:
         self.values: dict[str, Any] = {}
         self.graphs: list[Graph] = []
         self._n = 0
+        self.mesh: dict[str, int] | None = None    # the enclosing shard_map's mesh
+        self.meshes: list[dict[str, int]] = []      # every shard_map mesh, first seen first
+        self.named: dict[str, dict] = {}            # first output -> an equation over named axes
 
     # -- tensors
 
@@ -218,21 +222,7 @@ class _Lowerer:
                 # only serve differentiation
                 subs, ins = _linear_solve(eqn.params, ins)
             if not counted and len(subs) == 1 and prim != "pallas_call":
-                # a call: inline its body under a name component
-                _, _, body = subs[0]
-                comp = _CALL_SCOPE.get(prim, lambda p: "")(eqn.params)
-                inner_jaxpr, consts = open_jaxpr(body)
-                inner_env: dict[Any, Any] = {}
-                for v, c in zip(inner_jaxpr.constvars, consts):
-                    inner_env[v] = self.const(c, v.aval)
-                n_in = len(inner_jaxpr.invars)
-                # some calls pass leading consts that the body sees as its first invars
-                for v, ref in zip(inner_jaxpr.invars, ins[len(ins) - n_in:] if len(ins) >= n_in else ins):
-                    inner_env[v] = ref
-                self.emit(inner_jaxpr, inner_env, "/".join(s for s in (scope, comp) if s),
-                          nodes, used, folded)
-                for outer, inner in zip(eqn.outvars, inner_jaxpr.outvars):
-                    env[outer] = self.read(inner_env, inner)
+                self._inline(eqn, prim, subs[0][2], ins, scope, env, nodes, used, folded)
                 continue
 
             name = self._unique(f"{scope}/{prim}" if scope else prim, used)
@@ -255,7 +245,47 @@ class _Lowerer:
             attrs = _plain_attrs(eqn.params)
             if prim == "pallas_call":
                 domain, attrs = self._pallas(eqn, attrs)
+            rec = mesh_record(prim, eqn.params, self.mesh)
+            if rec is not None and outs:
+                self.named[outs[0]] = rec
             nodes.append(Node(name, prim, domain, in_names, tuple(outs), attrs))
+
+    def _inline(self, eqn, prim: str, body: Any, ins: list, scope: str, env: dict,
+                nodes: list[Node], used: dict[str, int], folded: set[str]) -> None:
+        """A call's body inlined under a name component. A ``shard_map`` body runs at the
+        per-device shapes: an operand whose shape differs from the body's invar is bound to a
+        new tensor of the body's shape (a weight's shard stays a weight), and so is a result
+        whose global shape differs from the body's; its mesh is the one its named axes refer to."""
+        comp = _CALL_SCOPE.get(prim, lambda p: "")(eqn.params)
+        inner_jaxpr, consts = open_jaxpr(body)
+        inner_env: dict[Any, Any] = {}
+        for v, c in zip(inner_jaxpr.constvars, consts):
+            inner_env[v] = self.const(c, v.aval)
+        n_in = len(inner_jaxpr.invars)
+        sharded = mesh_axes(eqn.params) if prim == "shard_map" else None
+        # some calls pass leading consts that the body sees as its first invars
+        for v, ref in zip(inner_jaxpr.invars, ins[len(ins) - n_in:] if len(ins) >= n_in else ins):
+            if sharded is not None and isinstance(ref, str) and self.tensors[ref] != spec_of_aval(v.aval):
+                shard = self.fresh(v.aval, "shard")
+                if ref in self.constants:
+                    self.constants.add(shard)
+                ref = shard
+            inner_env[v] = ref
+        outer_mesh = self.mesh
+        if sharded is not None:
+            self.mesh = sharded
+            if sharded not in self.meshes:
+                self.meshes.append(sharded)
+        try:
+            self.emit(inner_jaxpr, inner_env, "/".join(s for s in (scope, comp) if s),
+                      nodes, used, folded)
+        finally:
+            self.mesh = outer_mesh
+        for outer, inner in zip(eqn.outvars, inner_jaxpr.outvars):
+            ref = self.read(inner_env, inner)
+            if sharded is not None and isinstance(ref, str) and self.tensors[ref] != spec_of_aval(outer.aval):
+                ref = self.fresh(outer.aval)
+            env[outer] = ref
 
     @staticmethod
     def _fold(eqn: Any, ins: list["Known"]) -> list | None:
@@ -383,4 +413,6 @@ def load(fn: Any, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = N
         "dims": {},
         "params_inputs": [n for n, w in zip(traced.in_names, traced.in_params) if w],
     }
+    if low.meshes or low.named:   # a program over a device mesh (``jaxpr/mesh.py``)
+        info["mesh"] = {"meshes": low.meshes, "named_axis_ops": low.named}
     return graph, info
