@@ -121,7 +121,7 @@ RULES: tuple[Rule, ...] = (
          "one kernel per folded node (GatherElements, the position and token-type embedding "
          "lookups, the mask's ge/le, bitwise_and, new_ones); two for an integer Constant "
          "(torch.arange(n) + offset); no kernel for the rest (eager_folded)",
-         "aten-op logs of eager PyTorch on the CPU (bench/eager_kernel_counts.py --ops, "
+         "aten-op logs of eager PyTorch on the CPU (bench/eager_kernel_counts.py, its ops listing; "
          "TorchDispatchMode, transformers 5.24): bert runs gather, embedding x2 (token type, "
          "position), new_ones, ge, bitwise_and and arange x4 + add x2 for folded nodes "
          "(GatherElements, Gather x2, ConstantOfShape, GreaterOrEqual, And; the mask's q/kv index "
