@@ -23,8 +23,9 @@ Conventions (stated, so the numbers can be checked by hand):
   sqrt, 7 words (p, g, m, v read; p, m, v written); AdamW Adam + decoupled decay (14 + 1).
 - Memory: weights + gradients (one word of the weight dtype each) + optimizer state (fp32
   words per parameter: 0, 0, 1, 2, 2) + activations kept for backward (every node output on the
-  gradient path, no recomputation: an upper bound).  Activations scale with the batch, the rest
-  does not: the largest batch that fits is ``floor((capacity - fixed) / activations_per_sample)``.
+  gradient path, no recomputation: an upper bound) + each dropout's mask (1 byte per element).
+  Activations scale with the batch, the rest does not: the largest batch that fits is
+  ``floor((capacity - fixed) / activations_per_sample)``.
 
 Backward time.  Under a PyTorch runtime (eager, eager-op, kernel) on a GPU: the kernels
 PyTorch's autograd launches (``backward_plan``, rules in ``backward_rules``), each priced by the
@@ -42,7 +43,7 @@ over the profile's datasheet vector peak and memory bandwidth plus one launch; o
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from analyzer.ir.graph import PRECISION_BITS
@@ -338,6 +339,8 @@ def step_time(report, prediction, profile, optimizer: str, batch: int | None,
     opt = optimizer_time(profile, report.totals.params, optimizer, prediction.overlap)
     wbytes = PRECISION_BITS.get(prediction.precision, 32) // 8   # B per weight (4 when unknown)
     mem = memory(report, optimizer, batch, wbytes, plan)
+    if dropouts:      # each dropout's mask is kept for backward: 1 byte per element
+        mem = replace(mem, activations=mem.activations + sum(pl.numel for pl in dropouts))
     cap = profile.mem_gb * 1e9 if profile.mem_gb else None
     return StepTime(hardware=profile.id, forward_s=prediction.latency_s + fwd_drop, backward_s=bwd,
                     optimizer_s=opt, memory=mem, capacity_bytes=cap, overhead_s=ovh,

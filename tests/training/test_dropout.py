@@ -91,3 +91,11 @@ def test_options_checked():
         analyzer.analyze(path, dropout=0.1)            # not a training step
     with pytest.raises(InputSpecError):
         _train(path, dropout=1.0)
+
+
+def test_masks_kept_for_backward():
+    path = os.path.join(FIX, "bert.onnx")
+    base, drop = _train(path), _train(path, dropout=0.1)
+    # 1 byte per dropped element: embedding 4096 + 2 x (probabilities 2048 + 2 x 4096) = 24576
+    assert drop.training.steps[0].memory.activations - base.training.steps[0].memory.activations \
+        == 4096 + 2 * (2048 + 2 * 4096) == 24576
