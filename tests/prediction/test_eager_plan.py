@@ -263,12 +263,14 @@ def test_folded_nodes_eager_recomputes():
 
 
 def test_folded_lookup_backward_shares_detection():
-    from analyzer.training import backward_plan as bp
-
-    rep = analyzer.analyze(_folded_embedding())
-    lookups = bp._folded_lookups(rep.nodes)
-    # the folded position Gather, recomputed in the forward: its weight gradient in the backward
-    assert sorted({rep.nodes[g].name for g in lookups.values()}) == ["pos_gather"]
+    rep = analyzer.analyze(_folded_embedding(), hw="a100", runtime="eager", train=True)
+    names = [k.name for k in rep.training.backward_plan.kernels]
+    # the folded position Gather the forward recomputes gets its embedding backward (zero fill
+    # + scatter of dW, 32 indices <= EMBEDDING_SMALL), as the word lookup; the folded mask nodes
+    # (integer and bool values) and the weight's Transpose none
+    assert [n for n in names if n.startswith(("pos_gather/", "word_gather/"))] == [
+        "pos_gather/zero", "pos_gather/dW", "word_gather/zero", "word_gather/dW"]
+    assert not [n for n in names if n.split("/")[0] in ("ge", "where", "w2_t", "pos_ids", "q")]
 
 
 # aten ops eager PyTorch runs for one forward of the fixtures' modules on the CPU (views and
