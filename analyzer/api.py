@@ -10,7 +10,7 @@ import gc
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from analyzer.errors import ShapeError
+from analyzer.errors import InputSpecError, ShapeError
 from analyzer.options import JAX_KEYWORDS, JAX_OPTIONS_ONLY, ONNX_KEYWORDS, Options
 from analyzer.options import build as build_options
 
@@ -40,7 +40,8 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
     ``analyzer.frontends.onnx.batch``), listed in ``report.model["batch"]``; an ``inputs``
     leading dim or ``dims`` value that contradicts it raises.  ``train``: add a training step
     (``report.training``); ``optimizer``: sgd, momentum, adam, adamw, or none (forward +
-    backward only, no update).
+    backward only, no update); ``dropout``: with ``train``, a probability in [0, 1): dropouts
+    where PyTorch code conventionally puts ``nn.Dropout`` (``analyzer.training.dropout``).
     Another keyword raises ``TypeError`` naming these.
     """
     from analyzer.counting import rules  # noqa: F401  (fills the registry has_rule reads)
@@ -48,6 +49,12 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
     from analyzer.frontends.onnx import load as onnx_frontend
 
     opts = build_options("analyze", options, keywords, ONNX_KEYWORDS)
+    if opts.dropout is not None:
+        from analyzer.training.dropout import check
+
+        check(opts.dropout)
+        if not opts.train:
+            raise InputSpecError("dropout applies to a training step (train=True)")
     source, rebatched = model, None
     if opts.batch is not None:
         from dataclasses import replace
@@ -185,7 +192,8 @@ def _report(graph, info: dict, options: Options, targets, fused=None) -> "Report
             dims = next((d for n, d in info.get("inputs", {}).items() if n not in weights and d),
                         None)
             batch = dims[0] if dims and isinstance(dims[0], int) else None
-        report = report.with_training(training(report, options.optimizer or "sgd", batch))
+        report = report.with_training(training(report, options.optimizer or "sgd", batch,
+                                               options.dropout))
     return report
 
 

@@ -44,7 +44,11 @@ class Options:
     a list of them (one point each).
     ``train``: add one training step (forward + backward + optimizer update: counts, times per
     profile, memory fit; ``analyzer.training.step``). ``optimizer``: sgd (default), momentum,
-    adam, adamw, none (forward + backward only, no update).
+    adam, adamw, none (forward + backward only, no update).  ``dropout``: with ``train``, the
+    probability of the dropouts placed where PyTorch code conventionally puts ``nn.Dropout``
+    (attention probabilities, residual branches, the embedding output:
+    ``analyzer.training.dropout``), one forward and one backward kernel each; None: none (a
+    training-mode export's own Dropout nodes are honoured either way).
 
     Mappings are copied when an Options is made (a caller's later change does not reach it);
     treat them as read-only.
@@ -63,6 +67,7 @@ class Options:
     batch: int | None = None
     train: bool | None = None
     optimizer: str | None = None
+    dropout: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("inputs", "dims", "values"):
@@ -79,7 +84,7 @@ class Options:
 FIELDS = tuple(f.name for f in fields(Options))
 # the fields each entry point takes as keywords
 ONNX_KEYWORDS = ("inputs", "dims", "values", "precision", "overlap", "loop_trips", "causal",
-                 "runtime", "batch", "train", "optimizer")
+                 "runtime", "batch", "train", "optimizer", "dropout")
 JAX_KEYWORDS = ("precision", "overlap", "loop_trips", "causal", "params_argnums", "report_name",
                 "runtime")
 # Options fields a JAX program takes through ``options=`` only (a keyword ``train=`` is the traced

@@ -24,8 +24,16 @@ efficientnet_b0, convnext_tiny at their exported shapes), prints:
 profile, before (``runtimes.HOST_ONLY_RATIO`` set to 0 in this process: host-only ops cost
 nothing, the plan is unchanged) and after (the shipped ratio).
 
+``--steps a100,t4,l4,h100``: per model and profile at batch 1, the whole-model ``eager`` and
+``eager-op`` forward (us), the eager plan's launches, and the ``eager`` training step (forward
++ backward + SGD update, ms), with ``--dropout P`` also the step with dropout placed
+(``analyzer.training.dropout``).  ``--library DIR`` imports ``analyzer`` from another checkout
+(``git archive <commit> | tar -x -C DIR``) for before/after tables made by the same script.
+A report: nothing is chosen on these numbers.
+
 Needs torch, torchvision and transformers in the environment (not opcost dependencies).
-Usage: ``python bench/eager_kernel_counts.py [--no-torch] [--latency h100,a100,t4,l4]``
+Usage: ``python bench/eager_kernel_counts.py [--no-torch] [--latency h100,a100,t4,l4]
+[--steps a100,t4,l4,h100 [--dropout P] [--library DIR]]``
 """
 
 from __future__ import annotations
@@ -151,6 +159,28 @@ def latency_rows(profiles: list[str]) -> list[str]:
     return out
 
 
+def step_rows(profiles: list[str], dropout: float | None) -> list[str]:
+    """Markdown rows: per model and profile, eager / eager-op forward (us), launches, the eager
+    training step (ms) and, with ``dropout``, the step with dropout placed."""
+    import analyzer
+
+    out = ["| model | profile | eager fwd us | eager-op fwd us | launches | train step ms | "
+           "step with dropout ms | dropouts |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for m in MODELS:
+        path = os.path.join(FIX, f"{m}.onnx")
+        eager = analyzer.analyze(path, hw=profiles, runtime="eager", train=True)
+        op = analyzer.analyze(path, hw=profiles, runtime="eager-op").predictions
+        drop = analyzer.analyze(path, hw=profiles, runtime="eager", train=True,
+                                dropout=dropout) if dropout is not None else None
+        for i, hw in enumerate(profiles):
+            p, s = eager.predictions[i], eager.training.steps[i]
+            d = "-" if drop is None else f"{drop.training.steps[i].step_s * 1e3:.3f}"
+            n = "-" if drop is None else str(drop.training.to_dict()["dropout"]["placed"])
+            out.append(f"| {m} | {hw} | {p.latency_s * 1e6:.0f} | {op[i].latency_s * 1e6:.0f} | "
+                       f"{p.launches} | {s.step_s * 1e3:.3f} | {d} | {n} |")
+    return out
+
+
 def h100_counts() -> dict:
     out = {}
     for path in sorted(glob.glob(os.path.join(ROOT, "bench", "results", "h100_models_*.csv"))):
@@ -167,8 +197,20 @@ def main(argv=None) -> int:
     ap.add_argument("--ops", action="store_true", help="print each model's eager aten ops")
     ap.add_argument("--latency", default="", help="profiles (comma-separated) for the "
                     "before/after latency table of the host-only ops")
+    ap.add_argument("--steps", default="", help="profiles (comma-separated) for the forward and "
+                    "training-step table")
+    ap.add_argument("--dropout", type=float, default=None, help="with --steps: also the step "
+                    "with dropout of this probability")
+    ap.add_argument("--library", default=None, help="import analyzer from this checkout")
     args = ap.parse_args(argv)
+    if args.library:
+        sys.path.insert(0, os.path.abspath(args.library))
     import analyzer
+
+    if args.steps:
+        print(f"analyzer from {os.path.dirname(os.path.dirname(analyzer.__file__))}")
+        print("\n".join(step_rows(args.steps.split(","), args.dropout)))
+        return 0
 
     h100 = h100_counts()
     print("| model | none (1 per node) | eager plan | eager CPU aten ops | plan - CPU | H100 profiler "

@@ -61,6 +61,14 @@ _OPTIONS = [
                  help="With --train: the update rule (default sgd); none: forward + backward "
                       "only, no update (the time of a forward and loss.backward() between CUDA "
                       "events)."),
+    click.option("--dropout", type=float, default=None, metavar="P",
+                 help="With --train: dropout of probability P where PyTorch code puts nn.Dropout "
+                      "(an eval export has none): on the attention probabilities (a Softmax "
+                      "read by a MatMul), on each residual branch before its Add (a projection's "
+                      "output), after the embedding sum (or its LayerNorm).  Each costs one "
+                      "forward kernel (reads x, writes y and a 1-byte mask per element) and one "
+                      "backward kernel (reads dY and the mask, writes dX); 0 places none.  "
+                      "Dropout nodes of a training-mode export are priced the same way, always."),
     click.option("--devices", default=None, metavar="N[,N...]",
                  help="Device counts to predict, e.g. 1,2,4,8: step time, compute / "
                       "communication / bubble, speed-up, efficiency, Amdahl's serial share, "
@@ -133,7 +141,7 @@ _OPTIONS = [
     click.option("--plot-scaling", "plot_scaling", default=None, metavar="FILE",
                  help="Write a speed-up / efficiency plot (.png or .svg; needs matplotlib)."),
 ]
-NAMES = ("train", "optimizer", "batch", "devices", "link", "node", "per_node", "intra_link", "parallel",
+NAMES = ("train", "optimizer", "dropout", "batch", "devices", "link", "node", "per_node", "intra_link", "parallel",
          "sequence_parallel", "algorithm", "data_parallel", "bucket_mb", "overlap_comm", "buckets",
          "microbatches", "pipeline_split", "schedule", "plot_scaling", "tensor_size",
          "pipeline_size", "virtual_stages")
@@ -215,10 +223,14 @@ def analysis_options(extra: dict, jax: bool) -> dict:
     """The library keywords of --train / --optimizer / --batch."""
     if extra["optimizer"] and not extra["train"]:
         raise InputSpecError("--optimizer applies to --train")
+    if extra.get("dropout") is not None and not extra["train"]:
+        raise InputSpecError("--dropout applies to --train")
     kw = {}
     if extra["train"]:
         kw["train"] = True
         kw["optimizer"] = extra["optimizer"] or "sgd"
+        if extra.get("dropout") is not None:
+            kw["dropout"] = extra["dropout"]
     if extra["batch"] is not None:
         if jax:
             raise InputSpecError("--batch applies to ONNX models; give a JAX program's batch in "
@@ -290,6 +302,11 @@ def render_rows(report, fmt: str) -> str:
                  "—" if s.capacity_bytes is None else f"{s.capacity_bytes / 1e9:.3g}",
                  {True: "yes", False: "NO", None: "—"}[s.fits],
                  "—" if s.max_batch is None else str(s.max_batch)] for s in tr.steps]
+        if tr.dropout is not None:
+            d = tr.dropout
+            where = ", ".join(f"{k} {v}" for k, v in d["by_where"].items()) or "none"
+            lines += [f"Dropout (p={d['p']}): {d['placed']} placed ({where}); one forward "
+                      "kernel each (in forward ms) and one backward kernel each (in backward ms)"]
         lines += _grid(head, rows, fmt)
         lines += [""] + _backward_lines(tr.steps)
     sc = report.scaling

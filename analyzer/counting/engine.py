@@ -234,7 +234,24 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
             records.append(hit)
         out.append(NodeCost(name, node.op, node.domain, status, cost, ins, outs, mac_dtype, note,
                             by_dtype, None, estimate, node.inputs, node.outputs, prefix, times, cidx,
-                            kernel))
+                            dropout_kernel(graph, node) or kernel))
+
+
+DROPOUT_TRAIN = "dropout-train:"
+
+
+def dropout_kernel(graph: Graph, node: Node) -> str | None:
+    """``NodeCost.kernel`` of an ONNX Dropout in training mode (its ``training_mode`` input a
+    known true value): ``dropout-train:<ratio>`` (ratio default 0.5); None otherwise (an
+    identity at inference).  Counts do not depend on it."""
+    if node.op != "Dropout" or node.domain not in ("", "ai.onnx"):
+        return None
+    ins = node.inputs
+    mode = graph.values.get(ins[2]) if len(ins) > 2 and ins[2] else None
+    if mode is None or not bool(mode):
+        return None
+    ratio = graph.values.get(ins[1]) if len(ins) > 1 and ins[1] else None
+    return f"{DROPOUT_TRAIN}{0.5 if ratio is None else float(ratio)!r}"
 
 
 def _bare_row(name: str, node: Node, status: Status, ins, outs, note: str, prefix: str,

@@ -12,7 +12,7 @@ not name is one kernel, as under the ``none`` policy.
 
 The plan is a ``fusion.FusionPlan``: views launch nothing (``kernel_of == -1``); a view that
 must be copied is its own kernel that reads and writes the tensor (a negative ``saved_bytes``
-adds the bytes its count lacks); a copy that no view node can carry (an operand an elementwise
+adds the bytes its count lacks; so is a folded node eager recomputes: ``eager_folded``); a copy that no view node can carry (an operand an elementwise
 kernel wrote in a permuted layout) is an extra launch of the consuming kernel (``extra_ops``,
 ``extra_bytes``: its tensor read and written); a joined pattern is one kernel of its members.  A view eager PyTorch still runs as an aten op
 (not an exporter's Identity, not shape arithmetic in Python ints) is a host-only op
@@ -21,8 +21,9 @@ kernel wrote in a permuted layout) is an extra launch of the consuming kernel (`
 Assumptions, stated: a MatMul whose second operand is a rank-2 constant and whose only consumer
 adds a constant vector of its N outputs is an exported ``nn.Linear`` (``F.linear``); a view read
 by several consumers that each need it contiguous is copied once (eager copies it per consumer);
-nodes the exporter folded into constants (position ids, masks) run no kernel here although eager
-PyTorch computes them on every call; the cuDNN convolution's own helper kernels and layout
+nodes the exporter folded into constants run the kernels eager PyTorch runs for them on every
+call (``eager_folded``: the mask's comparisons, the position and token-type lookups, index
+tensors built with arange), and no others; the cuDNN convolution's own helper kernels and layout
 conversions are not planned.
 """
 
@@ -32,7 +33,7 @@ from math import prod
 from typing import Sequence
 
 from analyzer.counting.engine import FOLDED
-from analyzer.prediction import fusion
+from analyzer.prediction import eager_folded, fusion
 from analyzer.prediction import strides as st_
 from analyzer.prediction.eager_rules import RULES  # noqa: F401  (the rules this module applies)
 
@@ -48,7 +49,6 @@ _FOLLOWS_LAYOUT = frozenset({"elementwise", "activation", "swish"})
 _GELU_PARTS = frozenset({"Div", "Mul", "Add", "Erf", "Tanh", "Pow"})
 _GELU_SIZES = {"Erf": 5, "Tanh": 9}
 _ONNX = ("", "ai.onnx")
-_SHAPE_OPS = frozenset({"Shape", "Size"})
 _NOT_ATEN = frozenset({"Identity"})
 
 
@@ -352,6 +352,7 @@ def plan(nodes, fnodes: Sequence[fusion.FusionNode], nbytes, graph_outputs: froz
     groups: list[list[int]] = []
     ops: dict[int, str] = {}
     claimed: set[int] = set()
+    _recompute(w, ops)
     for i, nd in enumerate(nodes):
         if nd.status == FOLDED or (not fnodes[i].launches and nd.op not in _RESHAPE_OPS):
             continue
@@ -385,6 +386,18 @@ def plan(nodes, fnodes: Sequence[fusion.FusionNode], nbytes, graph_outputs: froz
             w.need_contiguous(i, 0)
         _follow(w, i)
     return _finish(w, groups, ops, graph_outputs)
+
+
+def _recompute(w: _Walk, ops: dict[int, str]) -> None:
+    """Rule ``folded-recomputed``: the folded nodes eager PyTorch runs on every call launch (an
+    index tensor's Constant: the arange, and the add of its offset as an extra launch)."""
+    for i, k in eager_folded.recomputed(w.nodes, w.fnodes).items():
+        fn = w.fnodes[i]
+        w.launch[i] = True
+        moved = eager_folded.kernel_bytes(fn)
+        w.added[i] = int(moved - w.nbytes[i])
+        ops[i] = "Add" if w.nodes[i].op in ("Constant", "ConstantOfShape") else w.nodes[i].op
+        w.extra[i].extend(("Add", 2 * sum(fn.output_bytes)) for _ in range(k - 1))
 
 
 def _reread(w: _Walk, members) -> int:
@@ -428,24 +441,11 @@ def _finish(w: _Walk, groups, ops: dict[int, str], graph_outputs) -> fusion.Fusi
                              host_only=host)
 
 
-def _shape_values(w: _Walk) -> set[tuple[str, str]]:
-    """Tensors of shape arithmetic: the outputs of Shape/Size, and of every node whose inputs
-    are such tensors or constants (at least one such tensor).  Eager PyTorch computes them in
-    Python ints (``x.size(1)``, ``(b, s, h, d)``), no aten op."""
-    out: set[tuple[str, str]] = set()
-    for nd, fn in zip(w.nodes, w.fnodes):
-        ins = [(p, (fn.level, t)) for p, t in enumerate(fn.inputs) if t]
-        if nd.op in _SHAPE_OPS or (ins and any(k in out for _, k in ins)
-                                   and all(k in out or p in fn.constant_inputs for p, k in ins)):
-            out.update((fn.level, t) for t in fn.outputs if t)
-    return out
-
-
 def _host_only(w: _Walk) -> tuple[int, ...]:
     """Rule ``host-only``: the views the walk kept (not copied) that eager PyTorch runs as an
     aten op: every one but an ONNX Identity (an exporter's alias or ``nn.Identity``: no aten op)
-    and shape arithmetic (``_shape_values``).  Folded nodes never became views."""
-    shape = _shape_values(w)
+    and shape arithmetic (``eager_folded.shape_values``).  Folded nodes never became views."""
+    shape = eager_folded.shape_values(w.nodes, w.fnodes)
     return tuple(i for i, (nd, fn) in enumerate(zip(w.nodes, w.fnodes))
                  if w.view[i] and not w.launch[i] and nd.op not in _NOT_ATEN
                  and not any((fn.level, t) in shape for t in fn.outputs if t))

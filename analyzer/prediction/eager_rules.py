@@ -113,6 +113,26 @@ RULES: tuple[Rule, ...] = (
          "writes Mul, Mul, Mul, Add, Mul, Tanh, Add, Mul, Mul); a GELU written in Python "
          "(GPT-2's NewGELUActivation: pow, mul, add, mul, tanh, add, mul, mul) is eight eager "
          "ops and exports with a Pow: one kernel per node"),
+    Rule("folded-recomputed", "a node the exporter folded into a constant whose value reaches a "
+         "running node through data inputs, that is neither a view (rule view; Slice of a "
+         "buffer too), shape arithmetic, Python-number arithmetic (every input and output a "
+         "scalar) nor a Constant; and an integer Constant of more than one element read as data "
+         "by a node that runs",
+         "one kernel per folded node (GatherElements, the position and token-type embedding "
+         "lookups, the mask's ge/le, bitwise_and, new_ones); two for an integer Constant "
+         "(torch.arange(n) + offset); no kernel for the rest (eager_folded)",
+         "aten-op logs of eager PyTorch on the CPU (bench/eager_kernel_counts.py, its ops listing; "
+         "TorchDispatchMode, transformers 5.24): bert runs gather, embedding x2 (token type, "
+         "position), new_ones, ge, bitwise_and and arange x4 + add x2 for folded nodes "
+         "(GatherElements, Gather x2, ConstantOfShape, GreaterOrEqual, And; the mask's q/kv index "
+         "Constants), gpt2 embedding (wpe), new_ones, le, bitwise_and, arange x5 + add x3 (the "
+         "position ids and the mask's index Constants); vit's folded nodes (cls token Expand, "
+         "the Where/Equal/ConstantOfShape of expand(-1), Shape/Slice/Concat) log no op, nor "
+         "do the TorchScript exporter's Where/Equal/Mul shape chains in bert and gpt2.  Not "
+         "in the graph at all (Python control flow and literals): bert's attention_mask.all(), "
+         "an unused head-index arange, torch.tensor(0.0) and the 1-element batch arange read "
+         "through shape arithmetic; BERT's position_ids is a registered buffer sliced (no "
+         "kernel) but folds to the same Constant as an arange: counted"),
     Rule("elementwise", "every other node that does work (Add, Mul, Softmax, LayerNormalization, "
          "Gather, ...)",
          "one kernel; an elementwise kernel reads strided inputs in place and writes its "

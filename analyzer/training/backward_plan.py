@@ -13,7 +13,7 @@ lists it in ``fallback`` and the step prices it by the FLOP/byte ratio method
 per trip).
 
 Not planned (stated): the loss and the seed gradient (the graph's outputs' gradients are given),
-dropout (an eval export has none), nodes the exporter folded into constants other than a
+dropout unless the step places it (``training.dropout``: an eval export has none), nodes the exporter folded into constants other than a
 weight's lookup (a position embedding looked up with constant ids is planned as an embedding
 backward: ``backward_rules.folded_lookup``), and the optimizer
 (``step.optimizer_time``).  The contiguous copies of strided gradients are planned
@@ -44,14 +44,18 @@ class BackwardPlan:
     fallback: tuple[int, ...]        # node indices priced by the ratio method
     order: tuple[tuple[str, int], ...]
     joined: int = 0                  # GELU / SiLU chains run as one backward kernel
+    dropouts: int = 0                # dropout backward kernels (``training.dropout``)
 
     def by_kind(self) -> dict[str, int]:
         return dict(sorted(Counter(k.kind for k in self.kernels).items()))
 
     def to_dict(self, nodes=None) -> dict[str, Any]:
-        return {"kernels": len(self.kernels), "by_kind": self.by_kind(),
-                "joined_patterns": self.joined,
-                "fallback_nodes": [nodes[i].name if nodes is not None else i for i in self.fallback]}
+        d = {"kernels": len(self.kernels), "by_kind": self.by_kind(),
+             "joined_patterns": self.joined,
+             "fallback_nodes": [nodes[i].name if nodes is not None else i for i in self.fallback]}
+        if self.dropouts:
+            d["dropout_kernels"] = self.dropouts
+        return d
 
 
 def joined_groups(nodes) -> dict[int, tuple[tuple[int, ...], str]]:
@@ -104,11 +108,18 @@ def _units(nodes, grads, groups):
     return units
 
 
-def backward_plan(nodes, grads, outputs=()) -> BackwardPlan:
+def backward_plan(nodes, grads, outputs=(), dropouts=()) -> BackwardPlan:
     """The plan for a Report's ``nodes`` and their ``grads`` (``step.gradient_plan``);
     ``outputs``: the graph's output names, each seeded with a gradient of its own (one more
     contribution where a node on the path reads it too: BERT's last hidden state, read by the
-    pooler)."""
+    pooler); ``dropouts``: ``training.dropout.Placement``s, whose backward kernel runs before
+    the kernels of the node whose output they drop (a node on the gradient path)."""
+    from analyzer.training import dropout as D
+
+    drop: dict[int, list] = {}
+    for pl in dropouts:
+        drop.setdefault(pl.index, []).append(pl)
+    n_drop = 0
     groups = joined_groups(nodes)
     units = _units(nodes, grads, groups)
     contrib: Counter = Counter(("", t) for t in outputs)
@@ -136,6 +147,11 @@ def backward_plan(nodes, grads, outputs=()) -> BackwardPlan:
             if ks is not None:      # the copies strided gradients cost (grad_strides)
                 c = Ctx(i, n, grads[i].needs)
                 ks = (strides.copy_before(c) if ks else []) + ks + strides.send(c, sends, contrib)
+        dk = [D.backward_kernel(pl, n.name) for pl in drop.get(i, ())]
+        n_drop += len(dk)
+        for k in dk:
+            order.append(("k", len(kernels)))
+            kernels.append(k)
         if ks is None:
             fallback.append(i)
             order.append(("f", i))
@@ -152,7 +168,7 @@ def backward_plan(nodes, grads, outputs=()) -> BackwardPlan:
             for a in last:
                 order.append(("k", len(kernels)))
                 kernels.append(a)
-    return BackwardPlan(tuple(kernels), tuple(sorted(fallback)), tuple(order), len(groups))
+    return BackwardPlan(tuple(kernels), tuple(sorted(fallback)), tuple(order), len(groups), n_drop)
 
 
 _FOLDED_VIEWS = frozenset({"Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})
@@ -160,12 +176,19 @@ _FOLDED_VIEWS = frozenset({"Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze"
 
 def _folded_lookups(nodes) -> dict[tuple[str, str], int]:
     """Tensor -> index of the folded Gather it is (or a folded view or cast of: GPT-2's position
-    lookup is cast after it) in the export's constants."""
+    lookup is cast after it) in the export's constants: the Gathers the eager forward plan
+    recomputes on every call (``prediction.eager_folded.recomputed``, the one detection)."""
+    from analyzer.prediction import eager_folded
+    from analyzer.prediction import kernel_rows as kr
+
+    if not any(nd.status == FOLDED and nd.op == "Gather" for nd in nodes):
+        return {}
+    runs = eager_folded.recomputed(nodes, kr.fusion_nodes(nodes, None)[0])
     out: dict[tuple[str, str], int] = {}
     for g, nd in enumerate(nodes):
         if nd.status != FOLDED or not nd.out_names or not nd.out_names[0]:
             continue
-        if nd.op == "Gather":
+        if nd.op == "Gather" and g in runs:
             out[(nd.level, nd.out_names[0])] = g
         elif nd.op in _FOLDED_VIEWS and nd.in_names and (nd.level, nd.in_names[0]) in out:
             out[(nd.level, nd.out_names[0])] = out[(nd.level, nd.in_names[0])]

@@ -118,3 +118,16 @@ def backward_time(plan: BackwardPlan, nodes_b, pred, profile, fallback_rows) -> 
     total = float(t.sum()) + float(sum(fb.values()))
     return BackwardTime(total, float(o.sum()) + fb_ovh, tuple(float(x) for x in t),
                         float(sum(fb.values())))
+
+
+def seconds_of(kernels, pred, profile, after_forward: bool) -> float:
+    """Seconds of extra ``kernels`` (a training step's dropouts) under ``pred``'s runtime on
+    ``profile``, priced like the plan's: issued on the forward's stream after its kernels
+    where the plan applies and ``after_forward``, else the sum of their times."""
+    if not kernels:
+        return 0.0
+    plan = BackwardPlan(tuple(kernels), (), tuple(("k", j) for j in range(len(kernels))))
+    nodes_b = as_nodes(plan)
+    if after_forward and applies(pred, profile):
+        return backward_time(plan, nodes_b, pred, profile, {}).backward_s
+    return float(kernel_terms(plan, nodes_b, pred, profile)[0].sum())

@@ -23,8 +23,9 @@ Conventions (stated, so the numbers can be checked by hand):
   sqrt, 7 words (p, g, m, v read; p, m, v written); AdamW Adam + decoupled decay (14 + 1).
 - Memory: weights + gradients (one word of the weight dtype each) + optimizer state (fp32
   words per parameter: 0, 0, 1, 2, 2) + activations kept for backward (every node output on the
-  gradient path, no recomputation: an upper bound).  Activations scale with the batch, the rest
-  does not: the largest batch that fits is ``floor((capacity - fixed) / activations_per_sample)``.
+  gradient path, no recomputation: an upper bound) + each dropout's mask (1 byte per element).
+  Activations scale with the batch, the rest does not: the largest batch that fits is
+  ``floor((capacity - fixed) / activations_per_sample)``.
 
 Backward time.  Under a PyTorch runtime (eager, eager-op, kernel) on a GPU: the kernels
 PyTorch's autograd launches (``backward_plan``, rules in ``backward_rules``), each priced by the
@@ -42,7 +43,7 @@ over the profile's datasheet vector peak and memory bandwidth plus one launch; o
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from analyzer.ir.graph import PRECISION_BITS
@@ -230,6 +231,8 @@ class StepTime:
     backward_kernels: int = 0          # kernels of the plan (0 under the ratio method)
     backward_fallback: int = 0         # nodes of the plan priced by the ratio method
     backward_ratio_s: float = 0.0      # the ratio method's backward, for comparison
+    dropout_forward_s: float = 0.0     # the dropout kernels' forward, inside forward_s
+    dropout_backward_s: float = 0.0    # their backward under the ratio method, in backward_s
 
     @property
     def step_s(self) -> float:
@@ -251,7 +254,8 @@ class StepTime:
                 "max_batch": self.max_batch,
                 "backward": {"method": self.backward_method, "kernels": self.backward_kernels,
                              "fallback_nodes": self.backward_fallback,
-                             "ratio_method_s": self.backward_ratio_s}}
+                             "ratio_method_s": self.backward_ratio_s},
+                **({"dropout_forward_s": self.dropout_forward_s} if self.dropout_forward_s else {})}
 
 
 def _ratio(a: float, b: float) -> float:
@@ -301,11 +305,14 @@ def optimizer_time(profile, params: float, optimizer: str, overlap: bool) -> flo
 
 
 def step_time(report, prediction, profile, optimizer: str, batch: int | None,
-              plan: list[NodeGrad] | None = None, bplan=None) -> StepTime:
+              plan: list[NodeGrad] | None = None, bplan=None, dropouts=()) -> StepTime:
     """Backward and optimizer time of ``prediction`` (one profile's forward) by the module's
-    conventions (``bplan``: the report's ``backward_plan``, built here when not given); the
-    memory footprint against ``profile.mem_gb``."""
+    conventions (``bplan``: the report's ``backward_plan``, built here when not given, with
+    ``dropouts``' backward kernels); the memory footprint against ``profile.mem_gb``.  The
+    ``dropouts``' forward kernels (``training.dropout``) are priced after the forward's and
+    added to its time."""
     from analyzer.training import backward_time as bt
+    from analyzer.training import dropout as D
 
     plan = plan if plan is not None else gradient_plan(report.nodes)
     ovh = sum(row.overhead_s for row in prediction.nodes)
@@ -316,19 +323,28 @@ def step_time(report, prediction, profile, optimizer: str, batch: int | None,
         if bplan is None:
             from analyzer.training.backward_plan import backward_plan
 
-            bplan = backward_plan(report.nodes, plan, _outputs(report))
+            bplan = backward_plan(report.nodes, plan, _outputs(report), dropouts)
         b = bt.backward_time(bplan, bt.as_nodes(bplan), prediction, profile, rows)
         bwd, ovh = b.backward_s, ovh + b.overhead_s
         extra.update(backward_method="kernel plan", backward_kernels=len(bplan.kernels),
                      backward_fallback=len(bplan.fallback))
     else:
         bwd, ovh = ratio, ovh + sum(launches for _, launches in rows.values())
+        names = [report.nodes[pl.index].name for pl in dropouts]
+        extra["dropout_backward_s"] = bt.seconds_of(
+            [D.backward_kernel(pl, nm) for pl, nm in zip(dropouts, names)], prediction, profile, False)
+        bwd += extra["dropout_backward_s"]
+    fwd_drop = bt.seconds_of([D.forward_kernel(pl, report.nodes[pl.index].name) for pl in dropouts],
+                         prediction, profile, True)
     opt = optimizer_time(profile, report.totals.params, optimizer, prediction.overlap)
     wbytes = PRECISION_BITS.get(prediction.precision, 32) // 8   # B per weight (4 when unknown)
     mem = memory(report, optimizer, batch, wbytes, plan)
+    if dropouts:      # each dropout's mask is kept for backward: 1 byte per element
+        mem = replace(mem, activations=mem.activations + sum(pl.numel for pl in dropouts))
     cap = profile.mem_gb * 1e9 if profile.mem_gb else None
-    return StepTime(hardware=profile.id, forward_s=prediction.latency_s, backward_s=bwd, optimizer_s=opt,
-                    memory=mem, capacity_bytes=cap, overhead_s=ovh, **extra)
+    return StepTime(hardware=profile.id, forward_s=prediction.latency_s + fwd_drop, backward_s=bwd,
+                    optimizer_s=opt, memory=mem, capacity_bytes=cap, overhead_s=ovh,
+                    dropout_forward_s=fwd_drop, **extra)
 
 
 @dataclass(frozen=True)
@@ -341,12 +357,15 @@ class Training:
     batch: int | None
     backward_plan: Any = None    # backward_plan.BackwardPlan (hardware-free)
     plan_summary: dict | None = None   # its to_dict with the node names
+    dropout: dict | None = None  # training.dropout.summary of the placements (None: none)
 
     def to_dict(self) -> dict[str, Any]:
         d = {"batch": self.batch, "conventions": "analyzer/training/step.py",
              **self.counts.to_dict(), "steps": [s.to_dict() for s in self.steps]}
         if self.plan_summary is not None:
             d["backward_plan"] = self.plan_summary
+        if self.dropout is not None:
+            d["dropout"] = self.dropout
         return d
 
 
@@ -356,13 +375,18 @@ def _outputs(report) -> tuple[str, ...]:
     return tuple(model.get("outputs", ()) or ())
 
 
-def training(report, optimizer: str = "sgd", batch: int | None = None) -> Training:
-    """Counts, and a step per prediction the report carries."""
+def training(report, optimizer: str = "sgd", batch: int | None = None,
+             dropout: float | None = None) -> Training:
+    """Counts, and a step per prediction the report carries; ``dropout``: the probability of
+    the dropouts placed where PyTorch code conventionally puts them (``training.dropout``;
+    None: none, but a training-mode export's own Dropout nodes)."""
+    from analyzer.training import dropout as D
     from analyzer.training.backward_plan import backward_plan
 
     plan = gradient_plan(report.nodes)
     counts = train_counts(report, optimizer, plan)
-    bplan = backward_plan(report.nodes, plan, _outputs(report))
+    places = D.placements(report.nodes, D.check(dropout))
+    bplan = backward_plan(report.nodes, plan, _outputs(report), places)
     steps = []
     for pred in report.predictions:
         # the profile the prediction was made on (a .toml file's, an edited one): never looked
@@ -373,5 +397,8 @@ def training(report, optimizer: str = "sgd", batch: int | None = None) -> Traini
             import hardware_db
 
             prof = hardware_db.get(pred.hardware)
-        steps.append(step_time(report, pred, prof, optimizer, batch, plan, bplan))
-    return Training(counts, tuple(steps), batch, bplan, bplan.to_dict(report.nodes))
+        steps.append(step_time(report, pred, prof, optimizer, batch, plan, bplan, places))
+    summary = None
+    if places or dropout is not None:
+        summary = {"p": dropout, **D.summary(report.nodes, places)}
+    return Training(counts, tuple(steps), batch, bplan, bplan.to_dict(report.nodes), summary)
