@@ -146,11 +146,7 @@ def test_the_readme_device_command_fits_the_run_tool():
     assert sum(int(t) for t in re.findall(r"timeout (\d+)", cmd)) <= 360
 
 
-def _write(path, rows, cols):
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
+_write = assemble.H100.write   # bench/h100/assemble_results.write: the CSV writer the runs use
 
 
 def test_assemble_joins_the_passes_and_converts_to_the_fit_layouts(tmp_path):
