@@ -3,6 +3,8 @@
 on the XLA calibration's misses (scratch measurements; nothing here is fitted on).
 
     PYTHONPATH=$PWD python bench/xla_diagnose.py thunks mlp train 8 [--top 20]
+    PYTHONPATH=$PWD python bench/xla_diagnose.py fusions transformer train 8 [--profile P.toml]
+    PYTHONPATH=$PWD python bench/xla_diagnose.py loop-gemv [--profile P.toml]
     PYTHONPATH=$PWD python bench/xla_diagnose.py dot-forms
     PYTHONPATH=$PWD python bench/xla_diagnose.py conv-grads
     PYTHONPATH=$PWD python bench/xla_diagnose.py dispatch on|off
@@ -12,6 +14,12 @@ on the XLA calibration's misses (scratch measurements; nothing here is fitted on
 thunk's microseconds per call from the Perfetto trace, largest first (the profiler adds its own
 time: compare thunks with each other, not with an untraced wall-clock), and the optimized HLO
 line of each (``dot`` thunks run through Eigen, ``ynn_fusion`` through YNNPACK).
+
+``fusions NET infer|train BATCH``: the thunks of that program's optimized HLO (entry computation,
+by kind, fusions by name) beside the kernels of opcost's ``xla`` plan by op class; compiles only.
+
+``loop-gemv``: scans of a GEMV + tanh with closed-over weights (16-576 KB), timed, beside the
+prediction with and without the loop-resident weights (the profile's ``cache_bytes`` dropped).
 
 ``dot-forms``: a product of M x K by K x N fp32 written four ways, by which operand dims are
 contracted (nn: lhs 1, rhs 0; tn: lhs 0, rhs 0; nt: lhs 1, rhs 1; tt: lhs 0, rhs 1): the 25th
@@ -155,6 +163,83 @@ def conv_grads() -> None:
             print(f"{name:30s} {what:16s} {t * 1e6:9.1f} us  {mac / 1e6:6.2f} MFLOP  {mac / t / 1e9:6.1f} GFLOP/s")
 
 
+def _program(net: str, kind: str, batch: int):
+    """(function, concrete args, example shapes, params_argnums) of one sample program."""
+    import accuracy_xla_cpu as acc
+    import jax_models as jm
+
+    p, x, lab = jm.example_inputs(net, batch)
+    if net == "transformer":
+        lab = x
+    fn, shapes, pa = ((getattr(jm, f"{net}_infer"), (x,), None) if kind == "infer"
+                      else (getattr(jm, f"{net}_train_step"), (p, x, lab), 0))
+    return fn, acc.concrete(shapes, np.random.default_rng(0)), shapes, pa
+
+
+def fusions(net: str, kind: str, batch: int, profile: str) -> None:
+    """The thunks of the optimized HLO's entry computation (by kind; fusions by name, their
+    numeric suffix dropped) beside the kernels of opcost's ``xla`` plan (by op class): what XLA's
+    CPU backend fuses against what the fusion policy joins. Compiles only; times nothing."""
+    import jax
+
+    from analyzer import analyze_jax
+
+    fn, args, shapes, pa = _program(net, kind, batch)
+    text = jax.jit(fn).lower(*args).compile().as_text()
+    start = text.find("\nENTRY")
+    entry = text[start:text.find("\n}", start)]
+    kinds, names = collections.Counter(), collections.Counter()
+    for line in entry.splitlines()[1:]:
+        m = re.search(r"%([\w.\-]+) = \S+ ([\w-]+)\(", line)
+        if not m or m.group(2) in ("parameter", "get-tuple-element", "tuple", "bitcast", "constant"):
+            continue
+        op = m.group(2)
+        if op == "fusion":
+            op = "fusion " + ("ynnpack" if "__ynn" in line else re.search(r"kind=(\w+)", line).group(1))
+            names[re.sub(r"\.\d+$", "", m.group(1))] += 1
+        kinds[op] += 1
+    kw = {} if pa is None else {"params_argnums": pa}
+    table = analyze_jax(fn, *shapes, hw=profile, runtime="xla", **kw).predictions[0].kernel_table
+    print(f"{net} {kind} batch {batch}: XLA {sum(kinds.values())} thunks {dict(kinds)}")
+    print(f"  opcost {len(table.names)} kernels {dict(collections.Counter(table.op_class))}")
+    print("  XLA fusions by name: " + ", ".join(f"{n} {c}" for n, c in names.most_common()))
+
+
+def loop_gemv(profile: str) -> None:
+    """Scans of a GEMV + tanh with closed-over weights (synthetic, none a calibration row or a
+    scored program): the jitted call's time (25th percentile, fastest of 3, async dispatch off)
+    against the ``xla`` prediction on ``profile`` with its ``cache_bytes`` (the loop-resident
+    weights) and without (a copy of the profile lacking it). Nothing is fitted."""
+    import tempfile
+    import tomllib
+
+    import jax
+    import jax.numpy as jnp
+
+    from analyzer import analyze_jax
+    from analyzer.measure.xla.calibrate import time_program
+    from hardware_db.write import write_profile
+
+    with open(profile, "rb") as f:
+        doc = tomllib.load(f)
+    doc["calibration"].pop("cache_bytes", None)
+    doc["sources"].pop("calibration.cache_bytes", None)
+    without = write_profile(doc, os.path.join(tempfile.mkdtemp(), "without_cache_bytes.toml"))
+    rng = np.random.default_rng(0)
+    for trips, b, k, n in ((64, 1, 64, 64), (64, 1, 256, 256), (32, 1, 384, 384), (64, 4, 128, 128)):
+        w = jnp.asarray(rng.standard_normal((k, n)).astype(np.float32) / np.sqrt(k))
+
+        def fn(xs, w=w):
+            return jax.lax.scan(lambda c, x: (c, jnp.tanh(x @ w)), jnp.float32(0), xs)[1]
+        xs = jnp.asarray(rng.standard_normal((trips, b, k)).astype(np.float32))
+        t = min(time_program(fn, (xs,), 0.25, min_s=0.1) for _ in range(3))
+        shape = jax.ShapeDtypeStruct(xs.shape, xs.dtype)
+        got = [analyze_jax(fn, shape, hw=p, runtime="xla").predictions[0].latency_s for p in (without, profile)]
+        print(f"{trips} trips of {b}x{k} @ {k}x{n} ({4 * k * n // 1024} KB of weights): measured {t * 1e6:7.1f} us; "
+              f"without {got[0] * 1e6:7.1f} us ({100 * (got[0] / t - 1):+.0f} %), "
+              f"with {got[1] * 1e6:7.1f} us ({100 * (got[1] / t - 1):+.0f} %)")
+
+
 def dispatch(on: bool) -> None:
     """A 1024-element GELU and the MLP sample at batch 1, jitted, 3 runs of 400 calls each with
     JAX's CPU async dispatch ``on`` (its default) or off: quantiles of a call's wall-clock, us
@@ -194,6 +279,15 @@ def main() -> int:
     t.add_argument("kind", choices=("infer", "train"))
     t.add_argument("batch", type=int)
     t.add_argument("--top", type=int, default=20)
+    f = sub.add_parser("fusions")
+    f.add_argument("net", choices=("mlp", "cnn", "transformer", "rnn"))
+    f.add_argument("kind", choices=("infer", "train"))
+    f.add_argument("batch", type=int)
+    f.add_argument("--profile", default=os.path.join(ROOT, "bench", "results",
+                                                     "accuracy_xla_cpu_2026-11-29b_profile_1.toml"))
+    g = sub.add_parser("loop-gemv")
+    g.add_argument("--profile", default=os.path.join(ROOT, "bench", "results",
+                                                     "accuracy_xla_cpu_2026-11-29b_profile_1.toml"))
     sub.add_parser("dot-forms")
     sub.add_parser("conv-grads")
     sub.add_parser("dispatch").add_argument("mode", choices=("on", "off"))
@@ -203,6 +297,10 @@ def main() -> int:
     jax.config.update("jax_cpu_enable_async_dispatch", False)   # (dispatch sets its own mode)
     if a.cmd == "thunks":
         thunks(a.net, a.kind, a.batch, a.top)
+    elif a.cmd == "fusions":
+        fusions(a.net, a.kind, a.batch, a.profile)
+    elif a.cmd == "loop-gemv":
+        loop_gemv(a.profile)
     elif a.cmd == "conv-grads":
         conv_grads()
     elif a.cmd == "dispatch":

@@ -46,6 +46,7 @@ from analyzer.prediction import eager_plan, engines, fusion, runtimes
 from analyzer.prediction.cpu import cold as cpu_cold
 from analyzer.prediction.cpu import broadcast as cpu_broadcast
 from analyzer.prediction.cpu import epilogue as cpu_epilogue
+from analyzer.prediction.cpu import loop_resident as cpu_loop
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction.hardware import (complete_profile, gather_note, host_dispatch, profile_memo,
                                           profile_terms)
@@ -89,6 +90,10 @@ class Lowered:
     host_nodes: tuple[int, ...] = ()
     host_runs: np.ndarray | None = None     # [H] runs of each per model run
     host_only: np.ndarray | None = None
+    # [P, K] a loop body's weights read from the cache after the first trip (``cpu.loop_resident``):
+    # the bytes per launch, and the seconds per launch it adds to ``fixed`` (<= 0); None: none
+    resident_bytes: np.ndarray | None = None
+    resident: np.ndarray | None = None
 
     @property
     def besides_kernels_s(self) -> np.ndarray:
@@ -138,7 +143,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", op)])
                  for k, ops in enumerate(plan.extra_ops) for op in ops]
-    act = None
+    act = resident = None
     for p, prof in enumerate(profiles):
         warn: set[str] = set()
         note: list[str] = list(said_precision)
@@ -161,14 +166,14 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         host_only[p] = _host_only_s(prof, runtime, calibrated, launch, note, len(plan.host_only))
         if runtime.placement is not None:   # an accelerator runtime's placement (accelerators/)
             bw[p] = _place(runtime, prof, plan, fnodes, rows, bw[p], mpeak[p], vpeak[p], fixed[p], note)
-        hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p],
-                "units": units[p], "l2_bytes": l2[p]}
+        hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p], "units": units[p], "l2_bytes": l2[p]}
         if calibrated:
             run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6
             if act is None:   # what a run writes besides its weights (cpu_cold.cold_share)
                 act = float(sum(n.cost.activation_bytes_written for n in nodes))
             _add_calibrated_fixed(fixed[p], prof, nodes, plan, feats, arrays, view, wbytes, hw_p,
                                   {n: consts[n][p] for n in consts}, act, note)
+            resident = _loop_resident(resident, p, prof, nodes, plan, feats, wbytes, runs, hw_p, consts, fixed, note)
         if extra_cls:   # launches the runtime inserted with no node of their own (_add_at)
             _add_at(extra_cls, fixed[p], host[p],
                     _extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p, {n: consts[n][p] for n in consts}))
@@ -183,7 +188,34 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    member_weight=weight, matrix_peak=mpeak, vector_peak=vpeak, mem_bw=bw, units=units,
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
-                   notes=tuple(notes), host=host, **_host_only_fields(nodes, plan, host_only))
+                   notes=tuple(notes), host=host, **_host_only_fields(nodes, plan, host_only), **_resident(resident))
+
+
+def _resident(resident) -> dict:
+    """``Lowered``'s loop-resident fields of ``_loop_resident``'s arrays (none: left at None)."""
+    return {} if resident is None else {"resident_bytes": resident[0], "resident": resident[1]}
+
+
+def _loop_resident(resident, p: int, prof, nodes, plan, feats, wbytes, runs, hw_p: dict, consts: dict,
+                   fixed, note: list[str]):
+    """Add to ``fixed[p]`` ([P, K], in place) what a CPU loop body's cached weights save on the
+    trips after the first (``cpu.loop_resident``; ``consts``: the lowering's per-profile
+    constants); returns ``resident`` ((bytes, seconds) arrays [P, K], created on the first
+    profile with any) with profile ``p``'s row filled."""
+    if prof.kind != "cpu":
+        return resident
+    in_loop = [nodes[m[0]].level != "" for m in plan.members]
+    w = cpu_loop.resident_bytes(prof.calibration, in_loop, runs, wbytes)
+    if not (w > 0).any():
+        return resident
+    consts_p = {n: consts[n][p] for n in consts}
+    delta = cpu_loop.resident_s(prof.calibration, in_loop, runs, feats, wbytes, hw_p, consts_p)
+    fixed[p] += delta
+    note.append(cpu_loop.note(prof.calibration, prof.id, w, delta, runs))
+    if resident is None:
+        resident = (np.zeros_like(fixed), np.zeros_like(fixed))
+    resident[0][p], resident[1][p] = w, delta
+    return resident
 
 
 def _precision_of(precision: str | None, runtime, nodes) -> tuple[str | None, tuple[str, ...]]:

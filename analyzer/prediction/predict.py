@@ -150,6 +150,8 @@ class Prediction:
             cache_gain=d["cache_gain"], dram_s=d["dram_s"], sm_s=d["sm_s"], sm_rate=d["sm_bw"], units=t.units,
             sm_overlap=bool(t.consts["sm_overlap"][k] > 0),
             l2_bytes=t.l2_bytes, effective_roof=flops / body if body > 0 else 0.0,
+            **({} if t.resident is None else
+               {"resident_bytes": float(t.resident[0][k]), "resident_s": float(t.resident[1][k])}),
             **({} if t.gap is None else
                {"stream": True, "host_s": float(t.host[k]), "gap_s": float(t.gap[k]),
                 "stream_s": time - float(t.host[k]) + float(t.gap[k])}))
@@ -362,4 +364,5 @@ def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True, host=
                        host=host, gap=gap, host_nodes=tuple(low.host_nodes),
                        host_runs=low.host_runs if low.host_nodes else np.zeros(0),
                        host_only=low.host_only[g] if low.host_nodes else np.zeros(0),
-                       host_gap=host_gap if host_gap is not None else np.zeros(0))
+                       host_gap=host_gap if host_gap is not None else np.zeros(0),
+                       resident=None if low.resident is None else (low.resident_bytes[g], low.resident[g]))

@@ -88,6 +88,10 @@ class KernelTerms(NamedTuple):
     host_s: float = 0.0
     gap_s: float = 0.0
     stream_s: float = 0.0
+    # a CPU loop body's weights read from the cache after the first trip (``cpu.loop_resident``):
+    # bytes per launch, and seconds per launch (<= 0) already inside fixed_s
+    resident_bytes: float = 0.0
+    resident_s: float = 0.0
 
 
 class KernelTable:
@@ -100,7 +104,7 @@ class KernelTable:
                  "trans", "nbytes", "matrix_peak", "vector_peak", "mem_bw", "consts", "fixed",
                  "compute", "memory", "overhead", "time", "bound", "feats", "units", "l2_bytes",
                  "class_consts", "overlap", "host", "gap", "host_nodes", "host_runs",
-                 "host_only", "host_gap")
+                 "host_only", "host_gap", "resident")
 
     def __init__(self, **values):
         # by keyword: twenty arrays of one length and type are too easy to pass in the wrong order
@@ -141,6 +145,7 @@ class KernelTable:
     host_runs: Any         # [H] its runs per model run (a loop body's: its trips)
     host_only: Any         # [H] host seconds of all runs of each host-only op
     host_gap: Any          # [H] its row's time: exposed on the stream, else host_only
+    resident: Any          # (bytes [K], seconds [K]) per launch of ``cpu.loop_resident``, or None
 
     def detail(self, k: int) -> dict:
         """Every factor of kernel ``k``'s terms, per launch (``efficiency.kernel_time(detail=True)``)."""

@@ -88,6 +88,10 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                 "    per-SM = bytes / SM issue rate " + (human(e.sm_rate, 'B/s') if e.sm_rate else "(off)"),
                 f"  fixed    {human_time(e.overhead_s):>9}  = launches x {human_time(e.fixed_s)} "
                 f"(class floor {human_time(e.floor_s)}, launch figure, dispatch)",
+                *([f"    of which loop-resident -{human_time(-e.resident_s * e.runs)} = (launches - 1) x "
+                   f"(max(compute, memory less {human(e.resident_bytes, 'B')} of cached loop-invariant "
+                   f"weights) - max(compute, memory)): trips after the first read them from the cache"]
+                  if e.resident_bytes else []),
                 f"  kernel   {human_time(e.time_s):>9}  = fixed + {'max' if p.overlap else 'sum'}(compute, "
                 f"memory): {e.bound}-bound; attained {human(e.attained_flops, 'FLOP/s')}, effective roof "
                 f"{human(e.effective_roof, 'FLOP/s')}",
