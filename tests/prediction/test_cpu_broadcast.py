@@ -142,3 +142,18 @@ def test_analyze_charges_the_channel_scale_per_call(tmp_path):
         return analyze(_se_scale(), hw=write_profile(doc, tmp_path / f"p{ns}.toml")).predictions[0].latency_s
 
     assert lat(12.0) - lat(0.0) == pytest.approx(288 * 12e-9, rel=1e-6)
+
+
+def test_a_constant_channel_scale_runs_blocked_under_the_layout():
+    # onnxruntime's NCHWc layout runs x[1, C, H, W] * const[1, C, 1, 1] as a blocked depthwise
+    # convolution: no calls at a layout level; a computed scale (a squeeze-excite's) keeps its C
+    const = _node("Mul", (1, 96, 5, 5), (1, 96, 1, 1))
+    const.constant_inputs = (1,)
+    computed = _node("Mul", (1, 96, 5, 5), (1, 96, 1, 1))
+    assert cpu_broadcast.span_calls(const) == 96
+    assert cpu_broadcast.span_calls(const, blocked=True) == 0
+    assert cpu_broadcast.span_calls(computed, blocked=True) == 96
+    got = cpu_broadcast.span_s({"channel_span_ns": 10.0, "level": "default"}, [const, computed], [(0,), (1,)])
+    assert got.tolist() == pytest.approx([0.0, 96 * 10e-9])
+    got = cpu_broadcast.span_s({"channel_span_ns": 10.0, "level": "off"}, [const], [(0,)])
+    assert got.tolist() == pytest.approx([96 * 10e-9])

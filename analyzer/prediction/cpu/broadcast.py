@@ -32,8 +32,11 @@ chain of 1, the scale as ``[1, C, 1, 1]`` against ``[1, 1, 1, 1]``; host loaded,
 ``calibrate`` times such pairs too (``channel_pair_models``: ``calibration.channel_span_ns``, per
 call) and ``span_s`` charges ``span_calls`` x that figure; a profile without it takes
 ``scalar_span_ns`` (assumed: a call costs the same whatever its span), else 0. The NCHWc layout
-runs a binary op blocked only on two blocked tensors of one shape (a residual Add, fused into
-the convolution before it): no broadcast there.
+runs a binary op blocked on two blocked tensors of one shape (a residual Add, fused into the
+convolution before it), and a per-channel Mul or Add of a constant on a blocked tensor as a
+blocked depthwise convolution (DenseNet's second affine after each BatchNormalization): no
+broadcast loop in either, so a calibration with the layout charges no calls to a constant
+per-channel operand.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from analyzer.prediction.cpu.epilogue import pair_difference
+from analyzer.prediction.onnxruntime.graph import LAYOUT_LEVELS
 
 SPAN_OPS = frozenset({"Add", "Sub", "Mul", "Div"})
 
@@ -133,13 +137,17 @@ def span_elements(node) -> int:
     return 0
 
 
-def span_calls(node) -> int:
+def span_calls(node, blocked: bool = False) -> int:
     """Calls of onnxruntime's broadcast loop for a node of ``SPAN_OPS`` with two static inputs
     that broadcast differently in the output's trailing dimensions than in earlier ones; 0 where
     it runs as one span or ``span_elements`` counts it. Both shapes right-aligned to the output's
     rank, output dimensions of 1 dropped: the span is the product of the trailing dimensions
     over which (input 0 broadcast, input 1 broadcast) stays as in the last one; calls = output
-    elements / span (``x[1, C, H, W] * s[1, C, 1, 1]``: C; ``x[1, S, D] + b[D]``: S)."""
+    elements / span (``x[1, C, H, W] * s[1, C, 1, 1]``: C; ``x[1, S, D] + b[D]``: S).
+    ``blocked`` (a session with the NCHWc layout): a 4-D node whose broadcast operand is a
+    constant (``constant_inputs``) is taken as run as a blocked depthwise convolution, which
+    onnxruntime's layout transform makes of a per-channel Mul or Add of a constant: 0 (assumed
+    without reading the layout graph: where its input is not blocked it runs the loop)."""
     if node.op not in SPAN_OPS or len(node.in_specs) != 2 or not node.out_specs or span_elements(node):
         return 0
     shapes = [_static(s) for s in node.in_specs]
@@ -158,6 +166,8 @@ def span_calls(node) -> int:
             break
         span *= d
     calls = int(np.prod(dims)) // span
+    if blocked and len(out) == 4 and any(flags[-1][j] and j in getattr(node, "constant_inputs", ()) for j in (0, 1)):
+        return 0
     return calls if calls > 1 else 0
 
 
@@ -165,7 +175,8 @@ def span_s(calibration: Mapping[str, Any] | None, nodes: Sequence, members: Sequ
     """Seconds per launch each kernel adds for its members' one-element spans (``scalar_span_ns``
     each) and their calls of per-channel spans (``channel_span_ns`` each; a profile without it:
     ``scalar_span_ns``); 0 where the profile has neither. ``members``: each kernel's node
-    indices (``fusion.plan``)."""
+    indices (``fusion.plan``). A calibration at a level with the NCHWc layout (``LAYOUT_LEVELS``)
+    charges no calls to a per-channel constant (``span_calls``' ``blocked``)."""
     out = np.zeros(len(members))
     cal = calibration or {}
     per = float(cal.get("scalar_span_ns") or 0.0) * 1e-9
@@ -173,7 +184,8 @@ def span_s(calibration: Mapping[str, Any] | None, nodes: Sequence, members: Sequ
     per_call = per if per_call is None else float(per_call) * 1e-9
     if per <= 0 and per_call <= 0:
         return out
+    blocked = cal.get("level") in LAYOUT_LEVELS
     for k, mem in enumerate(members):
         for i in mem:
-            out[k] += per * span_elements(nodes[i]) + per_call * span_calls(nodes[i])
+            out[k] += per * span_elements(nodes[i]) + per_call * span_calls(nodes[i], blocked)
     return out
