@@ -83,8 +83,10 @@ def test_analyze_charges_the_add_and_the_div_per_element(tmp_path):
     ("Mul", (1, 576, 5, 5), (1, 576, 1, 1), 576),   # a squeeze-excite's channel scale: C spans of 25
     ("Add", (1, 64, 9, 9), (64, 1, 1), 64),         # the scale of rank 3: right-aligned, the same
     ("Mul", (1, 576, 1, 1), (1, 576, 5, 5), 576),   # either operand order
-    ("Add", (1, 128, 768), (768,), 128),            # a bias: S spans of D
-    ("Mul", (2, 8, 300, 1), (1, 8, 1, 1), 16),      # output 1s dropped: (2, 8, 300) vs (1, 8, 1)
+    ("Add", (1, 128, 768), (768,), 0),              # a bias, S spans of D: not the calibrated form
+    ("Mul", (2, 8, 30, 10), (1, 8, 1, 1), 16),      # batch 2: N x C spans of H x W
+    ("Mul", (1, 8, 300, 1), (1, 8, 1, 1), 8),       # W = 1: spans of H x W = 300
+    ("Mul", (1, 8, 30, 10), (1, 8, 30, 1), 0),      # spans of W only: not the calibrated form
     ("Div", (1, 96, 20, 20), (1, 1, 1, 1), 0),      # a 1-element operand: one span
     ("Add", (1, 96, 20, 20), (1, 96, 20, 20), 0),   # same shapes: one span
     ("Add", (1, 576, 1, 1), (), 0),                 # one-element spans: span_elements' (576), not here

@@ -23,8 +23,8 @@ node's output elements x that figure to its kernel's fixed cost (``span_s``).
 
 The same loop makes one call per span wherever the two inputs broadcast differently in the
 output's trailing dimensions than in the ones before: ``x[1, C, H, W] * s[1, C, 1, 1]`` (a
-squeeze-excite's channel scale, a per-channel affine) runs C calls of H x W elements, a bias
-``x[1, S, D] + b[D]`` S calls of D. Measured the same way (per node of a chain of 16 against a
+squeeze-excite's channel scale, a per-channel affine) runs C calls of H x W elements (a bias
+``x[1, S, D] + b[D]`` S calls of D: not charged, see ``span_calls``). Measured the same way (per node of a chain of 16 against a
 chain of 1, the scale as ``[1, C, 1, 1]`` against ``[1, 1, 1, 1]``; host loaded, load average
 3-5): 9-13 ns a call at C x H x W = 576 x 5 x 5, 288 x 7 x 7, 256 x 10 x 10, 128 x 14 x 14,
 1200 x 2 x 2 and 200 x 16 x 16 (at 1200 x 2 x 2 the whole Mul took 23x its time with the
@@ -143,7 +143,10 @@ def span_calls(node, blocked: bool = False) -> int:
     it runs as one span or ``span_elements`` counts it. Both shapes right-aligned to the output's
     rank, output dimensions of 1 dropped: the span is the product of the trailing dimensions
     over which (input 0 broadcast, input 1 broadcast) stays as in the last one; calls = output
-    elements / span (``x[1, C, H, W] * s[1, C, 1, 1]``: C; ``x[1, S, D] + b[D]``: S).
+    elements / span (``x[1, C, H, W] * s[1, C, 1, 1]``: C), counted for the form the calibration
+    pairs measure only: a 4-D output whose span is its H x W (a bias ``x[1, S, D] + b[D]``, S calls
+    by the same loop, is not charged: 13 ns a call at D = 64 here, not calibrated, and the recorded
+    transformers, already over-predicted, moved +2-7 % with it).
     ``blocked`` (a session with the NCHWc layout): a 4-D node whose broadcast operand is a
     constant (``constant_inputs``) is taken as run as a blocked depthwise convolution, which
     onnxruntime's layout transform makes of a per-channel Mul or Add of a constant: 0 (assumed
@@ -166,6 +169,8 @@ def span_calls(node, blocked: bool = False) -> int:
             break
         span *= d
     calls = int(np.prod(dims)) // span
+    if len(out) != 4 or span != out[2] * out[3]:   # only the per-channel form the pairs measure
+        return 0
     if blocked and len(out) == 4 and any(flags[-1][j] and j in getattr(node, "constant_inputs", ()) for j in (0, 1)):
         return 0
     return calls if calls > 1 else 0
