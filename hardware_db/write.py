@@ -96,6 +96,10 @@ _CALIBRATION_TEXTS = {
                         "median of 4 convolutions (cpu_epilogue.pair_models)",
     "scalar_span_ns": "(wall-clock of x[1, C, 1, 1] + a rank-0 scalar - the same with a [1, 1, 1, 1] constant) / "
                       "elements, median of 3 shapes (cpu_broadcast.pair_models)",
+    "channel_span_ns": "(wall-clock of x[1, C, h, w] * s[1, C, 1, 1] - the same with s[1, 1, 1, 1]) / C, median of "
+                       "3 shapes (cpu_broadcast.channel_pair_models)",
+    "divide_ns": "(wall-clock of Div(x, c) - Mul(x, c)) / elements, median of 4 shapes (cpu_op_rates.pair_models)",
+    "clip_ns": "(wall-clock of Clip(x, 0, 6) - Relu(x)) / elements, median of 4 shapes (cpu_op_rates.pair_models)",
     "thread_speedup_passes_min": "the smallest speed-up of the thread_mode probe (wall-clock at 1 thread / "
                                  "at the calibration's threads) of those timed before each row pass "
                                  "(calibrate.time_rows)",

@@ -18,7 +18,9 @@ Machine constants:
 - ``cold_weight_bw_gbs`` (with ``llc_bytes``, the sysfs L3): weight bytes / kernel time of a
   1-row MatMul twice the LLC, ``llc_effective_bytes`` / ``llc_step_power``: how much of a model's
   weights stays cached (``cpu_cold``); ``clip_epilogue_ns``: a fused Clip per output (``cpu_epilogue``);
-``scalar_span_ns``: an element of a tensor ending in 1 and a scalar (``cpu_broadcast``).
+``scalar_span_ns``: an element of a tensor ending in 1 and a scalar, ``channel_span_ns``: a call
+of the broadcast loop's per-channel spans (``cpu_broadcast``); ``divide_ns``, ``clip_ns``: an element
+of a Div more than of a Mul, of a Clip more than of a Relu (``cpu_op_rates``).
 The library never prints: ``progress(fraction, phase_text)`` is called between phases."""
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from analyzer.measure.fit import options as calibration_fit
 from analyzer.measure.cpu import cold_cache
 from analyzer.prediction.cpu import broadcast as cpu_broadcast
 from analyzer.prediction.cpu import epilogue as cpu_epilogue
+from analyzer.prediction.cpu import op_rates as cpu_op_rates
 from analyzer.measure.fit import class_fit as cpu_model
 from analyzer.measure.fit import worker as fit_worker
 from analyzer.prediction.cpu import thread_notes as thread_mode
@@ -215,6 +218,8 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     say(PHASE_END["cold"], "measuring fused Clip epilogues")   # (cpu_epilogue)
     clip_s = cpu_epilogue.measure(lambda m: wall_time(m, threads, level, q, min_s=0.05))
     span_s = cpu_broadcast.measure(lambda m: wall_time(m, threads, level, q, min_s=0.05))
+    call_s = cpu_broadcast.measure_channel(lambda m: wall_time(m, threads, level, q, min_s=0.05))
+    op_s = cpu_op_rates.measure(lambda m: wall_time(m, threads, level, q, min_s=0.05))
     peak, bw = _machine_figures(rows)
     l2_core = l2_cache_bytes()   # the cache step's size: the L2 of the session's cores (cpu_model)
     l2_bytes = float(l2_core * min(threads, os.cpu_count() or threads)) if l2_core else 0.0
@@ -227,7 +232,7 @@ def calibrate(runtime: str = "onnxruntime", threads: int | None = None,
     tables = {cls: calibration_fit.table_of(fits[cls]) for cls in rows}
     say(1.0, "done")
     elapsed = time.perf_counter() - t_start
-    cal = _calibration(ort.__version__, threads, level, q, elapsed, run_over, l2_bytes, llc, cold, (clip_s, span_s),
+    cal = _calibration(ort.__version__, threads, level, q, elapsed, run_over, l2_bytes, llc, cold, (clip_s, span_s, call_s, op_s),
                        tables, speeds)
     return _document(cal, elapsed, peak, bw, dispatch, rows, views)
 
@@ -341,7 +346,8 @@ def _calibration(ver: str, threads: int, level: str, q: float, elapsed: float, r
         "seconds": round(elapsed, 1),
         "run_overhead_us": run_over * 1e6, "cache_bytes": l2_bytes,
         "llc_bytes": float(llc), "cold_weight_bw_gbs": 0.0, **cold, "clip_epilogue_ns": per_elem[0] * 1e9,
-        "scalar_span_ns": per_elem[1] * 1e9,
+        "scalar_span_ns": per_elem[1] * 1e9, "channel_span_ns": per_elem[2] * 1e9,
+        **{name: v * 1e9 for name, v in per_elem[3].items()},
         "models": "synthetic single-op models only (analyzer.measure.calibrate.calibration_models)",
         "tables": tables,
         **({"thread_speedup_start": speeds["start"], "thread_speedup_end": speeds["end"], "row_passes": len(passes),
@@ -374,10 +380,11 @@ def _document(cal: dict, elapsed: float, peak: float, bw: float, dispatch: float
                   "batched kernel and im2col_ns per im2col element (im2col_stride_ns more where the "
                   "convolution is strided), serial_ns per recurrent FLOP of an RNN; weights over "
                   "llc_bytes at cold_weight_bw_gbs, a fused Clip at clip_epilogue_ns per output, an element "
-                  "of a tensor ending in 1 and a scalar at scalar_span_ns; see "
+                  "of a tensor ending in 1 and a scalar at scalar_span_ns, a span of a per-channel broadcast at "
+                  "channel_span_ns, a Div's element at a Mul's + divide_ns, a Clip's at a Relu's + clip_ns; see "
                   "analyzer/measure/fit/class_fit.py, analyzer/prediction/efficiency/kernel_time.py, "
-                  "analyzer/prediction/cpu/cold.py, analyzer/prediction/cpu/epilogue.py and "
-                  "analyzer/prediction/cpu/broadcast.py."),
+                  "analyzer/prediction/cpu/cold.py, analyzer/prediction/cpu/epilogue.py, "
+                  "analyzer/prediction/cpu/broadcast.py and analyzer/prediction/cpu/op_rates.py."),
         "matrix_tflops": {"fp32": peak / 1e12},
         "vector_tflops": {"fp32": peak / 1e12},
         "memory": {"mem_bw_gbs": bw / 1e9},

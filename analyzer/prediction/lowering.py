@@ -45,6 +45,7 @@ from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import eager_plan, engines, fusion, runtimes
 from analyzer.prediction.cpu import cold as cpu_cold
 from analyzer.prediction.cpu import broadcast as cpu_broadcast
+from analyzer.prediction.cpu import op_rates as cpu_op_rates
 from analyzer.prediction.cpu import epilogue as cpu_epilogue
 from analyzer.prediction.cpu import loop_resident as cpu_loop
 from analyzer.prediction import kernel_rows as kr
@@ -261,7 +262,7 @@ def _add_calibrated_fixed(fixed_p, prof, nodes, plan, feats, arrays, view, wbyte
     a batched kernel's cost per piece, a convolution's im2col copy (a strided one's more), a
     recurrent layer's chain of recurrent products; weights streamed from DRAM each run where
     they overflow the last-level cache (``act``: the bytes a run writes besides its weights);
-    fused epilogues."""
+    fused epilogues; broadcast spans; Div's and Clip's own rates (``cpu_op_rates``)."""
     cal = prof.calibration
     cls = feats["op_class"]
     fixed_p += eff.class_fixed_s(np, feats["bytes"], cls, arrays, view[0], view[2], view[3], view[4], view[5])
@@ -272,6 +273,7 @@ def _add_calibrated_fixed(fixed_p, prof, nodes, plan, feats, arrays, view, wbyte
                     "read from DRAM each run")
     fixed_p += cpu_epilogue.epilogue_s(cal, nodes, plan.members, cls)
     fixed_p += cpu_broadcast.span_s(cal, nodes, plan.members)
+    fixed_p += cpu_op_rates.op_s(cal, nodes, plan.members, feats, hw_p, consts_p)
 
 
 def _add_at(extra_cls, fixed_p, host_p, added) -> None:

@@ -462,3 +462,20 @@ def test_rows_are_taken_out_their_reorders_and_a_row_that_was_all_reorders_leave
     (F3, _, t3, _), v3 = without_reorders((F[7:], B[7:], t[7:], ops[7:]), view[:, 7:], per_row[7:], fit,
                                           0.2e-6, 1e9, 1e9, 0.0)
     assert len(F3) == 3 and v3.shape == (7, 3) and t3[-1] == pytest.approx(0.13e-6)
+
+
+def test_the_broadcast_span_and_op_rate_figures_land_in_the_profile():
+    # calibrate's [calibration] table carries the per-element and per-call span figures and Div's
+    # and Clip's per-element figures (ns), each with its source
+    from analyzer.measure import calibrate as calibrate_mod
+
+    cal = calibrate_mod._calibration("1.0", 1, "default", 0.5, 1.0, 3e-6, 1 << 20, 0, {},
+                                     (0.1e-9, 9e-9, 11e-9, {"divide_ns": 0.12e-9, "clip_ns": 0.02e-9}), {},
+                                     {"passes": [], "reorders": [], "cache": ()})
+    assert cal["scalar_span_ns"] == pytest.approx(9.0)
+    assert cal["channel_span_ns"] == pytest.approx(11.0)
+    assert (cal["divide_ns"], cal["clip_ns"]) == pytest.approx((0.12, 0.02))
+    src = calibrate_mod.calibration_sources(cal, "test")
+    assert "channel_pair_models" in src["calibration.channel_span_ns"]
+    assert "cpu_op_rates.pair_models" in src["calibration.divide_ns"]
+    assert "cpu_op_rates.pair_models" in src["calibration.clip_ns"]
