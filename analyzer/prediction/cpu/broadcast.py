@@ -54,40 +54,34 @@ SPAN_OPS = frozenset({"Add", "Sub", "Mul", "Div"})
 def pair_models() -> list[tuple[Any, Any, int]]:
     """(``x + c[1, 1, 1, 1]``, ``x + c[]``, elements) for ``x`` of ``[1, C, 1, 1]``, C = 1200 and
     2800, and ``[1, 1800, 1]``: shapes no evaluated model has."""
-    from onnx import TensorProto, helper, numpy_helper
-
     out = []
     for shape in ([1, 1200, 1, 1], [1, 2800, 1, 1], [1, 1800, 1]):
-        pair = []
-        for cshape in ([1] * len(shape), []):
-            c = numpy_helper.from_array(np.full(cshape, 0.5, np.float32), "c")
-            g = helper.make_graph([helper.make_node("Add", ["x", "c"], ["y"])], "span",
-                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], [c])
-            m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-            m.ir_version = 8
-            pair.append(m)
+        pair = [_const_op_model("Add", shape, cshape, "span") for cshape in ([1] * len(shape), [])]
         out.append((pair[0], pair[1], int(np.prod(shape))))
     return out
+
+
+def _const_op_model(op: str, shape, cshape, name: str):
+    """A one-node fp32 model ``y = op(x, c)``: ``x`` an input of ``shape``, ``c`` a constant 0.5
+    of ``cshape`` (opset 17, IR 8)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    c = numpy_helper.from_array(np.full(cshape, 0.5, np.float32), "c")
+    g = helper.make_graph([helper.make_node(op, ["x", "c"], ["y"])], name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], [c])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
 
 
 def channel_pair_models() -> list[tuple[Any, Any, int]]:
     """(``x * s[1, 1, 1, 1]``, ``x * s[1, C, 1, 1]``, calls = C) for ``x`` of ``[1, C, h, w]`` at
     (C, h, w) = (700, 3, 3), (1500, 2, 2), (180, 12, 12): shapes no evaluated model has."""
-    from onnx import TensorProto, helper, numpy_helper
-
     out = []
     for c, h, w in ((700, 3, 3), (1500, 2, 2), (180, 12, 12)):
-        pair = []
-        for cshape in ([1, 1, 1, 1], [1, c, 1, 1]):
-            s = numpy_helper.from_array(np.full(cshape, 0.5, np.float32), "s")
-            shape = [1, c, h, w]
-            g = helper.make_graph([helper.make_node("Mul", ["x", "s"], ["y"])], "channel_span",
-                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], [s])
-            m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-            m.ir_version = 8
-            pair.append(m)
+        pair = [_const_op_model("Mul", [1, c, h, w], cshape, "channel_span")
+                for cshape in ([1, 1, 1, 1], [1, c, 1, 1])]
         out.append((pair[0], pair[1], c))
     return out
 
