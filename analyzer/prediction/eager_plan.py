@@ -6,8 +6,8 @@ a different set of CUDA kernels for them: some ops are views of a strided tensor
 some views must later be copied into a contiguous tensor (a copy kernel no ONNX node names),
 ``nn.Linear``'s matmul and bias run as one cuBLASLt kernel, and the exporter spells one
 ``aten::gelu`` kernel as five or nine ONNX nodes.  The plan walks the graph in order, keeps the
-strides each tensor has in eager (element strides; contiguous unless a view made it otherwise)
-and applies the rules of ``eager_rules.RULES`` (one record each, with its source).  Every node the rules do
+strides each tensor has in eager (element strides; contiguous unless a view made it otherwise:
+``eager_layout``) and applies the rules of ``eager_rules.RULES`` (one record each, with its source).  Every node the rules do
 not name is one kernel, as under the ``none`` policy.
 
 The plan is a ``fusion.FusionPlan``: views launch nothing (``kernel_of == -1``); a view that
@@ -34,206 +34,28 @@ from typing import Sequence
 
 from analyzer.counting.engine import FOLDED
 from analyzer.prediction import eager_folded, fusion
+from analyzer.prediction.eager_layout import (COPY_OP, ONNX_DOMAINS, RESHAPE_OPS, Walk, dims_of, follow_layout,
+                                              matmul_copies, view_op)
 from analyzer.prediction import strides as st_
 from analyzer.prediction.eager_rules import RULES  # noqa: F401  (the rules this module applies)
 
 
 POLICY = "eager"
-_COPY_OP = "Transpose"   # the op whose class (movement) a copy kernel is charged as
-_ALIAS_OPS = frozenset({"Identity", "Dropout"})
-_RESHAPE_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
 _CONTIGUOUS_INPUT = frozenset({"Softmax", "LogSoftmax", "LayerNormalization", "GroupNormalization",
                                "InstanceNormalization", "BatchNormalization"})
 _FOLDED_BIAS = "onnx::Conv_"   # the TorchScript exporter's name for a folded BatchNorm's bias
-_FOLLOWS_LAYOUT = frozenset({"elementwise", "activation", "swish"})
 _GELU_PARTS = frozenset({"Div", "Mul", "Add", "Erf", "Tanh", "Pow"})
 _GELU_SIZES = {"Erf": 5, "Tanh": 9}
-_ONNX = ("", "ai.onnx")
 _NOT_ATEN = frozenset({"Identity"})
 
 
-def _dims(spec):
-    if spec is None or spec.shape is None or not all(type(d) is int for d in spec.shape):
-        return None
-    return tuple(spec.shape)
-
-
-class _Walk:
-    """The strides of every tensor as eager PyTorch holds it, and what each node launches."""
-
-    def __init__(self, nodes, fnodes, nbytes):
-        self.nodes, self.fnodes, self.nbytes = nodes, fnodes, nbytes
-        self.strides: dict[tuple[str, str], tuple[int, ...]] = {}
-        self.producer: dict[tuple[str, str], int] = {}
-        self.consumers: dict[tuple[str, str], list[int]] = {}
-        for i, fn in enumerate(fnodes):
-            for t in fn.outputs:
-                if t:
-                    self.producer[(fn.level, t)] = i
-            for t in fn.inputs:
-                if t:
-                    self.consumers.setdefault((fn.level, t), []).append(i)
-        n = len(nodes)
-        self.launch = [fn.launches for fn in fnodes]
-        self.view = [False] * n        # a view: launches nothing unless it is copied
-        self.added = [0] * n           # bytes a copy kernel moves beyond the node's count
-        # launches of node i's kernel beyond its own: (op whose class it is charged as, bytes)
-        self.extra: list[list[tuple[str, int]]] = [[] for _ in range(n)]
-        self.copies = 0
-
-    def layout(self, i: int, pos: int):
-        """(dims, strides) of input ``pos`` of node ``i`` (None where a dim is unknown)."""
-        fn = self.fnodes[i]
-        dims = _dims(self.nodes[i].in_specs[pos]) if pos < len(self.nodes[i].in_specs) else None
-        if dims is None:
-            return None, None
-        return dims, self.strides.get((fn.level, fn.inputs[pos]), st_.contiguous(dims))
-
-    def set_out(self, i: int, pos: int, strides) -> None:
-        fn = self.fnodes[i]
-        if pos < len(fn.outputs) and fn.outputs[pos] and strides is not None:
-            self.strides[(fn.level, fn.outputs[pos])] = tuple(strides)
-
-    def copy_input(self, i: int, pos: int) -> None:
-        """Node ``i`` needs input ``pos`` contiguous and it is not: the view that made it is
-        copied (its own kernel), or else node ``i`` launches a copy first."""
-        fn = self.fnodes[i]
-        key = (fn.level, fn.inputs[pos])
-        nbytes = fn.input_bytes[pos]
-        p = self.producer.get(key)
-        self.copies += 1
-        if p is not None and self.view[p] and not self.launch[p]:
-            self.view[p] = False
-            self.launch[p] = True
-            self.added[p] = int(2 * nbytes - self.nbytes[p])   # the kernel moves 2 x the tensor
-        else:
-            self.extra[i].append((_COPY_OP, 2 * nbytes))
-        dims = _dims(self.nodes[i].in_specs[pos])
-        if dims is not None:
-            self.strides[key] = st_.contiguous(dims)
-
-    def need_contiguous(self, i: int, pos: int) -> None:
-        dims, st = self.layout(i, pos)
-        if dims is not None and not st_.is_contiguous(dims, st):
-            self.copy_input(i, pos)
-
-    def no_kernel(self, i: int) -> None:
-        self.view[i] = True
-        self.launch[i] = False
-
-
-def _view_op(w: _Walk, i: int) -> bool:
-    """Views (rule ``view``) and reshapes that must copy (``reshape-copy``); True when node
-    ``i`` was one of them."""
-    nd, fn = w.nodes[i], w.fnodes[i]
-    op = nd.op
-    if nd.domain not in _ONNX:
-        return False
-    out = _dims(nd.out_specs[0]) if nd.out_specs else None
-    dims, st = w.layout(i, 0) if nd.in_specs else (None, None)
-    if op == "Cast" and nd.in_specs and nd.out_specs and nd.in_specs[0] is not None \
-            and nd.out_specs[0] is not None and nd.in_specs[0].dtype == nd.out_specs[0].dtype:
-        op = "Identity"   # Tensor.to(its own dtype) returns self
-    if op in _ALIAS_OPS:
-        w.no_kernel(i)
-        if dims is not None:
-            w.set_out(i, 0, st)
-        return True
-    if dims is None or out is None:
-        return False
-    if op in _RESHAPE_OPS:
-        new = st_.view_strides(dims, st, out)
-        if new is None:      # no view: aten::reshape clones (its own copy kernel)
-            w.view[i], w.launch[i] = False, True
-            w.added[i] = int(w.fnodes[i].input_bytes[0] + sum(fn.output_bytes) - w.nbytes[i])
-            w.copies += 1
-            w.set_out(i, 0, st_.contiguous(out))
-        else:
-            w.no_kernel(i)
-            w.set_out(i, 0, new)
-        return True
-    if op == "Transpose" and len(dims) == len(out):
-        p = st_.transpose_perm(nd, len(dims))
-        w.no_kernel(i)
-        w.set_out(i, 0, tuple(st[a] for a in p))
-        return True
-    if op == "Split" and all(_dims(o) is not None and len(o.shape) == len(dims) for o in nd.out_specs if o):
-        w.no_kernel(i)
-        for k in range(len(fn.outputs)):
-            w.set_out(i, k, st)
-        return True
-    if op == "Gather" and 1 in fn.constant_inputs and len(nd.in_specs) > 1 and \
-            _dims(nd.in_specs[1]) == () and len(out) == len(dims) - 1:
-        axis = next((a for a in range(len(dims)) if dims[:a] + dims[a + 1:] == out), None)
-        if axis is None:
-            return False
-        w.no_kernel(i)      # x[..., c, ...]: aten::select, a view
-        w.set_out(i, 0, st[:axis] + st[axis + 1:])
-        return True
-    if op == "Expand" and len(out) >= len(dims):
-        w.no_kernel(i)
-        w.set_out(i, 0, st_.broadcast_strides(dims, st, out))
-        return True
-    return False
-
-
-def _matmul(w: _Walk, i: int) -> None:
-    """torch.matmul's operands (rules ``bmm``, ``mm-fold``): the copies it makes first."""
-    a, sa = w.layout(i, 0)
-    b, sb = w.layout(i, 1)
-    if a is None or b is None:
-        return
-    if len(a) >= 3 and len(b) <= 2:          # folded: x.reshape(-1, K) @ W
-        flat = st_.view_strides(a, sa, (prod(a[:-1]), a[-1]))
-        if flat is None or not st_.matrix_ok(prod(a[:-1]), a[-1], *flat):
-            w.copy_input(i, 0)
-        if len(b) == 2 and not st_.matrix_ok(b[0], b[1], *sb):
-            w.copy_input(i, 1)
-        return
-    if len(a) >= 3 or len(b) >= 3:           # batched: expand + reshape to [batch, m, k], bmm
-        batch = _broadcast(a[:-2], b[:-2])
-        for pos, (d, s) in enumerate(((a, sa), (b, sb))):
-            full = tuple(batch) + tuple(d[-2:]) if len(d) >= 2 else None
-            if full is None:
-                continue
-            ex = st_.broadcast_strides(d, s, full)
-            m3 = st_.view_strides(full, ex, (prod(batch), full[-2], full[-1]))
-            if m3 is None or not st_.matrix_ok(full[-2], full[-1], m3[1], m3[2]):
-                w.copy_input(i, pos)
-        return
-    for pos, (d, s) in enumerate(((a, sa), (b, sb))):
-        if len(d) == 2 and not st_.matrix_ok(d[0], d[1], *s):
-            w.copy_input(i, pos)
-
-
-def _broadcast(x, y):
-    n = max(len(x), len(y))
-    x, y = (1,) * (n - len(x)) + tuple(x), (1,) * (n - len(y)) + tuple(y)
-    return tuple(max(p, q) for p, q in zip(x, y))
-
-
-def _follow(w: _Walk, i: int) -> None:
-    """An elementwise kernel's output takes its first full-size input's dimension order
-    (rule ``elementwise``); other kernels write contiguous outputs (the default)."""
-    nd, fn = w.nodes[i], w.fnodes[i]
-    out = _dims(nd.out_specs[0]) if nd.out_specs else None
-    if out is None or fn.op_class not in _FOLLOWS_LAYOUT:
-        return
-    for pos in range(len(nd.in_specs)):
-        d, s = w.layout(i, pos)
-        if d is not None and tuple(d) == tuple(out):
-            if not st_.is_contiguous(d, s):
-                w.set_out(i, 0, st_.dense_like(d, s))
-            return
-
-
-def _linear(w: _Walk, i: int, claimed: set) -> list[int] | None:
+def _linear(w: Walk, i: int, claimed: set) -> list[int] | None:
     """Rule ``linear`` for MatMul ``i``: [MatMul, Add] when eager runs them as one addmm."""
     nd, fn = w.nodes[i], w.fnodes[i]
     if len(fn.inputs) != 2 or 1 not in fn.constant_inputs:
         return None
     x, sx = w.layout(i, 0)
-    wt = _dims(nd.in_specs[1])
+    wt = dims_of(nd.in_specs[1])
     if x is None or wt is None or len(wt) != 2 or len(x) < 2 or not st_.is_contiguous(x, sx):
         return None
     k, n = wt
@@ -242,22 +64,22 @@ def _linear(w: _Walk, i: int, claimed: set) -> list[int] | None:
         return None
     j = users[0]
     add, fa = w.nodes[j], w.fnodes[j]
-    if add.op != "Add" or add.domain not in _ONNX or j in claimed or len(fa.inputs) != 2:
+    if add.op != "Add" or add.domain not in ONNX_DOMAINS or j in claimed or len(fa.inputs) != 2:
         return None
     other = 1 - fa.inputs.index(fn.outputs[0]) if fn.outputs[0] in fa.inputs else None
     if other is None or other not in fa.constant_inputs:
         return None
-    bias = _dims(add.in_specs[other])
+    bias = dims_of(add.in_specs[other])
     if bias is None or prod(bias) != n or bias[-1] != n:
         return None
     return [i, j]
 
 
-def _conv(w: _Walk, i: int) -> None:
+def _conv(w: Walk, i: int) -> None:
     """Rules ``conv-layout`` and ``conv-bias`` for Conv ``i``."""
     nd, fn = w.nodes[i], w.fnodes[i]
     x, sx = w.layout(i, 0)
-    out = _dims(nd.out_specs[0]) if nd.out_specs else None
+    out = dims_of(nd.out_specs[0]) if nd.out_specs else None
     if x is not None and out is not None and not st_.is_contiguous(x, sx):
         last = len(x) >= 3 and tuple(sx) == st_.dense_like(x, sx) and \
             sorted(range(len(x)), key=lambda d: (-sx[d], d)) == [0, *range(2, len(x)), 1]
@@ -272,35 +94,35 @@ def _conv(w: _Walk, i: int) -> None:
                                2 * fn.output_bytes[0] + fn.input_bytes[2]))
 
 
-def _silu(w: _Walk, i: int, claimed: set) -> list[int] | None:
+def _silu(w: Walk, i: int, claimed: set) -> list[int] | None:
     """Rule ``silu``: [Sigmoid, Mul] when the Mul's other input is the Sigmoid's input."""
     fn = w.fnodes[i]
     users = w.consumers.get((fn.level, fn.outputs[0]), []) if fn.outputs else []
     if len(users) != 1 or users[0] in claimed:
         return None
     j = users[0]
-    if w.nodes[j].op != "Mul" or w.nodes[j].domain not in _ONNX or not fn.inputs:
+    if w.nodes[j].op != "Mul" or w.nodes[j].domain not in ONNX_DOMAINS or not fn.inputs:
         return None
     return [i, j] if sorted(w.fnodes[j].inputs) == sorted((fn.inputs[0], fn.outputs[0])) else None
 
 
-def _gemm_bias(w: _Walk, i: int) -> None:
+def _gemm_bias(w: Walk, i: int) -> None:
     """Rule ``linear`` for a Gemm with a bias C: a broadcast copy of C into the output first
     where cuBLASLt's epilogue does not apply (N = 1, K = 1 or C not a vector of N)."""
     nd, fn = w.nodes[i], w.fnodes[i]
     if len(nd.in_specs) < 3 or nd.in_specs[2] is None or not fn.inputs[2]:
         return
-    a, c, out = _dims(nd.in_specs[0]), _dims(nd.in_specs[2]), _dims(nd.out_specs[0])
+    a, c, out = dims_of(nd.in_specs[0]), dims_of(nd.in_specs[2]), dims_of(nd.out_specs[0])
     if a is None or c is None or out is None or len(out) != 2:
         return
     n = out[1]
     k = prod(a) // max(out[0], 1)
     if n > 1 and k > 1 and len(c) == 1 and c[0] == n:
         return
-    w.extra[i].append((_COPY_OP, fn.input_bytes[2] + fn.output_bytes[0]))
+    w.extra[i].append((COPY_OP, fn.input_bytes[2] + fn.output_bytes[0]))
 
 
-def _gelu(w: _Walk, core: int, claimed: set) -> list[int] | None:
+def _gelu(w: Walk, core: int, claimed: set) -> list[int] | None:
     """Rules ``gelu-erf`` / ``gelu-tanh``: the exporter's nodes of one aten::gelu around the
     Erf/Tanh node ``core``: for a tensor x read by the nodes before it, the nodes (in graph
     order) of the GELU part ops whose every non-constant input is x or a member's output; a
@@ -326,7 +148,7 @@ def _gelu(w: _Walk, core: int, claimed: set) -> list[int] | None:
             if j >= len(nodes) or j in claimed or fnodes[j].level != level:
                 continue
             fn = fnodes[j]
-            if nodes[j].op not in _GELU_PARTS or nodes[j].domain not in _ONNX or not fn.launches:
+            if nodes[j].op not in _GELU_PARTS or nodes[j].domain not in ONNX_DOMAINS or not fn.launches:
                 continue
             ins = [t for p, t in enumerate(fn.inputs) if t and p not in fn.constant_inputs]
             if ins and all(t in outs for t in ins):
@@ -348,47 +170,47 @@ def plan(nodes, fnodes: Sequence[fusion.FusionNode], nbytes, graph_outputs: froz
          ) -> fusion.FusionPlan:
     """The kernels eager PyTorch launches for ``nodes`` (their ``fnodes`` and counted bytes
     ``nbytes`` under the prediction's precision), by ``RULES``."""
-    w = _Walk(nodes, fnodes, nbytes)
+    w = Walk(nodes, fnodes, nbytes)
     groups: list[list[int]] = []
     ops: dict[int, str] = {}
     claimed: set[int] = set()
     _recompute(w, ops)
     for i, nd in enumerate(nodes):
-        if nd.status == FOLDED or (not fnodes[i].launches and nd.op not in _RESHAPE_OPS):
+        if nd.status == FOLDED or (not fnodes[i].launches and nd.op not in RESHAPE_OPS):
             continue
-        if _view_op(w, i):
+        if view_op(w, i):
             continue
-        if nd.domain in _ONNX and nd.op == "MatMul" and i not in claimed:
+        if nd.domain in ONNX_DOMAINS and nd.op == "MatMul" and i not in claimed:
             g = _linear(w, i, claimed)
             if g is not None:
                 groups.append(g)
                 claimed.update(g)
                 ops[i] = "Gemm"
             else:
-                _matmul(w, i)
-        elif nd.domain in _ONNX and nd.op == "Gemm":
+                matmul_copies(w, i)
+        elif nd.domain in ONNX_DOMAINS and nd.op == "Gemm":
             _gemm_bias(w, i)
-        elif nd.domain in _ONNX and nd.op == "Conv":
+        elif nd.domain in ONNX_DOMAINS and nd.op == "Conv":
             _conv(w, i)
-        elif nd.domain in _ONNX and nd.op == "Sigmoid" and i not in claimed:
+        elif nd.domain in ONNX_DOMAINS and nd.op == "Sigmoid" and i not in claimed:
             g = _silu(w, i, claimed)
             if g is not None:
                 groups.append(g)
                 claimed.update(g)
                 ops[g[0]] = "Sigmoid"
-        elif nd.domain in _ONNX and nd.op in _GELU_SIZES and i not in claimed:
+        elif nd.domain in ONNX_DOMAINS and nd.op in _GELU_SIZES and i not in claimed:
             g = _gelu(w, i, claimed)
             if g is not None:
                 groups.append(g)
                 claimed.update(g)
                 ops[g[0]] = "Gelu"
-        if nd.domain in _ONNX and nd.op in _CONTIGUOUS_INPUT and nd.in_specs:
+        if nd.domain in ONNX_DOMAINS and nd.op in _CONTIGUOUS_INPUT and nd.in_specs:
             w.need_contiguous(i, 0)
-        _follow(w, i)
+        follow_layout(w, i)
     return _finish(w, groups, ops, graph_outputs)
 
 
-def _recompute(w: _Walk, ops: dict[int, str]) -> None:
+def _recompute(w: Walk, ops: dict[int, str]) -> None:
     """Rule ``folded-recomputed``: the folded nodes eager PyTorch runs on every call launch (an
     index tensor's Constant: the arange, and the add of its offset as an extra launch)."""
     for i, k in eager_folded.recomputed(w.nodes, w.fnodes).items():
@@ -400,7 +222,7 @@ def _recompute(w: _Walk, ops: dict[int, str]) -> None:
         w.extra[i].extend(("Add", 2 * sum(fn.output_bytes)) for _ in range(k - 1))
 
 
-def _reread(w: _Walk, members) -> int:
+def _reread(w: Walk, members) -> int:
     """Bytes a joined kernel does not read again: a tensor from outside that several members
     read (the GELU's x) is read once by the one kernel."""
     if len(members) < 2:
@@ -417,7 +239,7 @@ def _reread(w: _Walk, members) -> int:
     return out
 
 
-def _finish(w: _Walk, groups, ops: dict[int, str], graph_outputs) -> fusion.FusionPlan:
+def _finish(w: Walk, groups, ops: dict[int, str], graph_outputs) -> fusion.FusionPlan:
     """The ``FusionPlan`` of the walk: its groups joined, copies' bytes added (negative saved
     bytes), extra copy launches on their consumers' kernels."""
     p = fusion.grouped(w.fnodes, groups, w.launch, graph_outputs, POLICY)
@@ -425,7 +247,7 @@ def _finish(w: _Walk, groups, ops: dict[int, str], graph_outputs) -> fusion.Fusi
     for k, members in enumerate(p.members):
         saved.append(p.saved_bytes[k] - sum(w.added[i] for i in members) + _reread(w, members))
         first = members[0]
-        kops.append(ops.get(first, _COPY_OP if w.added[first] or (
+        kops.append(ops.get(first, COPY_OP if w.added[first] or (
             w.nodes[first].op == "Transpose") else ""))
         ex = [e for i in members for e in w.extra[i]]
         extra_ops.append(tuple(op for op, _ in ex))
@@ -441,7 +263,7 @@ def _finish(w: _Walk, groups, ops: dict[int, str], graph_outputs) -> fusion.Fusi
                              host_only=host)
 
 
-def _host_only(w: _Walk) -> tuple[int, ...]:
+def _host_only(w: Walk) -> tuple[int, ...]:
     """Rule ``host-only``: the views the walk kept (not copied) that eager PyTorch runs as an
     aten op: every one but an ONNX Identity (an exporter's alias or ``nn.Identity``: no aten op)
     and shape arithmetic (``eager_folded.shape_values``).  Folded nodes never became views."""
