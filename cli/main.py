@@ -17,6 +17,7 @@ from analyzer.errors import InputSpecError
 from analyzer.options import Options
 from cli.guard import Spinner, guard
 from cli import scaling as scaling_cli
+from cli import scaling_options as scaling_opts
 from cli.hw import hw_group
 from cli.output import FORMATS, OutputSpec, check as check_output, emit, resolve_format
 from cli.parsing import (kwargs_json_text, parse_dims, parse_inputs, parse_values, writable_path,
@@ -159,7 +160,7 @@ def main():
                    "most) and what hardware would help (10% more peak, bandwidth, less launch "
                    "cost), first-order, from the latency kernel's derivatives; needs --hw. JSON "
                    "carries every layer's derivatives.")
-@scaling_cli.options
+@scaling_opts.options
 @click.option("--debug", is_flag=True, help="Show a traceback on errors.")
 def model_cmd(**params):
     """Count params, FLOPs (MAC / vector / transcendental) and bytes of every node of MODEL.
@@ -189,7 +190,7 @@ def model_cmd(**params):
     """
     debug = params.pop("debug")
     guard(lambda: _run_model(replace(Request.from_params(params),
-                                     multi=scaling_cli.pop(params))), debug)
+                                     multi=scaling_opts.pop(params))), debug)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,7 +237,7 @@ def _run_model(req: Request) -> None:
     for path, flag in ((out.path, "--output"), (out.save_baseline, "--save-baseline")):
         if path is not None and path != "-":
             writable_path(path, flag)   # before the work: a folder or a missing folder fails now
-    multi = req.multi or scaling_cli.pop({k: None for k in scaling_cli.NAMES})
+    multi = req.multi or scaling_opts.pop({k: None for k in scaling_opts.NAMES})
     hws = [h.strip() for h in req.hw.split(",") if h.strip()] if req.hw else None
     doc = threshold = None
     if out.baseline:
@@ -278,9 +279,9 @@ def _analyze_jax(req: Request, hws, opts: Options, multi: dict, spinner):
     fn, args, kwargs = load_program(model, parse_inputs(req.inputs),
                                     kwargs_json_text(req.kwargs_json))
     opts = replace(opts, report_name=model, params_argnums=list(req.params_args) or None)
-    training = scaling_cli.analysis_options(multi, True)
+    training = scaling_opts.analysis_options(multi, True)
     if multi["devices"]:   # data parallel of the step (--train: given to scale, not to Options)
-        report = scaling_cli.scale(fn, hws, opts, multi, args=args, kwargs=kwargs)
+        report = scaling_opts.scale(fn, hws, opts, multi, args=args, kwargs=kwargs)
     else:
         report = analyzer.analyze_jax(fn, *args, hw=hws, options=replace(opts, **training),
                                       kwargs=kwargs)
@@ -327,10 +328,10 @@ def _analyze_onnx(req: Request, hws, opts: Options, multi: dict, baseline: bool,
         return None
     dims = {n: v[0] for k, v in dim_values.items() for n in k.split("+")}
     if multi["devices"]:
-        report = scaling_cli.scale(model, hws, replace(opts, dims=dims or None), multi)
+        report = scaling_opts.scale(model, hws, replace(opts, dims=dims or None), multi)
     else:
         report = analyzer.analyze(model, hws, options=replace(
-            opts, dims=dims or None, **scaling_cli.analysis_options(multi, False)))
+            opts, dims=dims or None, **scaling_opts.analysis_options(multi, False)))
     if req.sensitivity:
         spinner.update("differentiating the latency kernels (--sensitivity)")
         report = report.with_sensitivity(analyzer.sensitivity(
