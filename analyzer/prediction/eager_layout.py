@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from math import prod
 
+from analyzer.prediction import fusion
 from analyzer.prediction import strides as st_
 
 COPY_OP = "Transpose"   # the op whose class (movement) a copy kernel is charged as
@@ -34,15 +35,7 @@ class Walk:
     def __init__(self, nodes, fnodes, nbytes):
         self.nodes, self.fnodes, self.nbytes = nodes, fnodes, nbytes
         self.strides: dict[tuple[str, str], tuple[int, ...]] = {}
-        self.producer: dict[tuple[str, str], int] = {}
-        self.consumers: dict[tuple[str, str], list[int]] = {}
-        for i, fn in enumerate(fnodes):
-            for t in fn.outputs:
-                if t:
-                    self.producer[(fn.level, t)] = i
-            for t in fn.inputs:
-                if t:
-                    self.consumers.setdefault((fn.level, t), []).append(i)
+        self.producer, self.consumers = fusion.tensor_index(fnodes)
         n = len(nodes)
         self.launch = [fn.launches for fn in fnodes]
         self.view = [False] * n        # a view: launches nothing unless it is copied

@@ -144,7 +144,7 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
     # (no policy joins nodes under "none": one-node kernels save no bytes, need no edges)
     if policy == "none":
         return _collect(nodes, None, {}, {}, graph_outputs, policy)
-    producer, consumers = _index(nodes)
+    producer, consumers = tensor_index(nodes)
     sets = _Sets(n)
     if policy == "xla":
         _xla(nodes, sets, producer)
@@ -160,7 +160,7 @@ def grouped(nodes: Sequence[FusionNode], groups, launch, graph_outputs: frozense
     """The plan of explicit ``groups`` (lists of node indices, each joined into one kernel) over
     the nodes that launch by ``launch`` (one bool per node): a runtime plan (``eager_plan``) that
     decides its kernels itself; saved bytes as every policy counts them."""
-    producer, consumers = _index(nodes)
+    producer, consumers = tensor_index(nodes)
     sets = _Sets(len(nodes))
     for g in groups:
         for m in g[1:]:
@@ -264,15 +264,18 @@ def _components(nodes, sets, producer, parts, need_any, need_also) -> None:
                 sets.union(members[0], m)
 
 
-def _index(nodes):
-    """(producer, consumers) of every (graph level, tensor name)."""
+def tensor_index(nodes, names=lambda nd: (nd.outputs, nd.inputs)):
+    """(producer, consumers) of every (graph level, tensor name) of ``nodes`` in graph order:
+    the index of the node that writes it, the indices of those that read it (once per input).
+    ``names(node)``: its (output names, input names), by default a ``FusionNode``'s."""
     producer: dict[tuple[str, str], int] = {}
     consumers: dict[tuple[str, str], list[int]] = {}
     for i, nd in enumerate(nodes):
-        for t in nd.outputs:
+        outs, ins = names(nd)
+        for t in outs:
             if t:
                 producer[(nd.level, t)] = i
-        for t in nd.inputs:
+        for t in ins:
             if t:
                 consumers.setdefault((nd.level, t), []).append(i)
     return producer, consumers
@@ -280,7 +283,7 @@ def _index(nodes):
 
 def _from_record(nodes, record: FusionRecord, graph_outputs) -> FusionPlan:
     """The plan of a runtime's own record (top-level nodes joined by name)."""
-    producer, consumers = _index(nodes)
+    producer, consumers = tensor_index(nodes)
     by_name = {nd.name: i for i, nd in enumerate(nodes) if nd.level == "" and nd.name}
     sets = _Sets(len(nodes))
     launch = [nd.launches for nd in nodes]

@@ -39,6 +39,7 @@ from math import prod
 from analyzer.counting.engine import DROPOUT_TRAIN, FOLDED
 from analyzer.errors import InputSpecError
 from analyzer.ir.graph import DTYPE_BITS, TensorSpec
+from analyzer.prediction import fusion
 from analyzer.training.grad_kernel import BwdKernel
 
 _ONNX = ("", "ai.onnx")
@@ -70,15 +71,7 @@ class Placement:
 class _Graph:
     def __init__(self, nodes):
         self.nodes = nodes
-        self.producer: dict[tuple[str, str], int] = {}
-        self.readers: dict[tuple[str, str], list[int]] = {}
-        for i, n in enumerate(nodes):
-            for t in n.out_names:
-                if t:
-                    self.producer[(n.level, t)] = i
-            for t in n.in_names:
-                if t:
-                    self.readers.setdefault((n.level, t), []).append(i)
+        self.producer, self.readers = fusion.tensor_index(nodes, lambda n: (n.out_names, n.in_names))
 
     def prod_of(self, i: int, p: int):
         n = self.nodes[i]
