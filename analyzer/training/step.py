@@ -123,6 +123,8 @@ class TrainCounts:
     optimizer_vector: int
     optimizer_transcendental: int
     optimizer_bytes: int
+    dropout_forward: int = 0      # the dropouts' multiplies (``training.dropout``), in forward_vector
+    dropout_backward: int = 0     # their backward multiplies, in backward_vector
 
     @property
     def mac_flops(self) -> int:
@@ -135,10 +137,13 @@ class TrainCounts:
                 + self.optimizer_transcendental)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"optimizer": self.optimizer, "params": self.params,
-                "forward": {"mac_flops": self.forward_mac, "vector_flops": self.forward_vector,
-                            "transcendentals": self.forward_transcendental},
-                "backward": {"mac_flops": self.backward_mac, "vector_flops": self.backward_vector},
+        fwd = {"mac_flops": self.forward_mac, "vector_flops": self.forward_vector,
+               "transcendentals": self.forward_transcendental}
+        bwd = {"mac_flops": self.backward_mac, "vector_flops": self.backward_vector}
+        if self.dropout_forward or self.dropout_backward:
+            fwd["of_which_dropout_vector_flops"] = self.dropout_forward
+            bwd["of_which_dropout_vector_flops"] = self.dropout_backward
+        return {"optimizer": self.optimizer, "params": self.params, "forward": fwd, "backward": bwd,
                 "optimizer_update": {"vector_flops": self.optimizer_vector,
                                      "transcendentals": self.optimizer_transcendental,
                                      "bytes": self.optimizer_bytes},
@@ -154,8 +159,13 @@ def check_optimizer(name: str) -> str:
     return key
 
 
-def train_counts(report, optimizer: str = "sgd", plan: list[NodeGrad] | None = None) -> TrainCounts:
-    """The step's counts from a forward ``report`` (module conventions)."""
+def train_counts(report, optimizer: str = "sgd", plan: list[NodeGrad] | None = None,
+                 dropouts=()) -> TrainCounts:
+    """The step's counts from a forward ``report`` (module conventions).  Each of ``dropouts``
+    (``training.dropout.Placement``; an ONNX training-mode Dropout too, which the inference
+    count leaves at zero: it is an identity there) adds n multiplies (y = x * mask * 1/(1-p),
+    the mask and scale one factor) to the forward and, where its node is on the gradient path,
+    n to the backward (dX = dY * mask * 1/(1-p))."""
     optimizer = check_optimizer(optimizer)
     plan = plan if plan is not None else gradient_plan(report.nodes)
     bm = bv = 0
@@ -168,12 +178,15 @@ def train_counts(report, optimizer: str = "sgd", plan: list[NodeGrad] | None = N
             bv += c.vector_flops
         else:
             bv += c.vector_flops + c.transcendentals
+    df = sum(pl.numel for pl in dropouts)
+    db = sum(pl.numel for pl in dropouts if plan[pl.index].on_path)
     t = report.totals
     ov, ot, _, words = OPTIMIZERS[optimizer]
     return TrainCounts(optimizer=optimizer, params=t.params, forward_mac=t.mac_flops,
-                       forward_vector=t.vector_flops, forward_transcendental=t.transcendentals,
-                       backward_mac=bm, backward_vector=bv, optimizer_vector=ov * t.params,
-                       optimizer_transcendental=ot * t.params, optimizer_bytes=words * 4 * t.params)
+                       forward_vector=t.vector_flops + df, forward_transcendental=t.transcendentals,
+                       backward_mac=bm, backward_vector=bv + db, optimizer_vector=ov * t.params,
+                       optimizer_transcendental=ot * t.params, optimizer_bytes=words * 4 * t.params,
+                       dropout_forward=df, dropout_backward=db)
 
 
 @dataclass(frozen=True)
@@ -384,8 +397,8 @@ def training(report, optimizer: str = "sgd", batch: int | None = None,
     from analyzer.training.backward_plan import backward_plan
 
     plan = gradient_plan(report.nodes)
-    counts = train_counts(report, optimizer, plan)
     places = D.placements(report.nodes, D.check(dropout))
+    counts = train_counts(report, optimizer, plan, places)
     bplan = backward_plan(report.nodes, plan, _outputs(report), places)
     steps = []
     for pred in report.predictions:

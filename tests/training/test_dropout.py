@@ -99,3 +99,21 @@ def test_masks_kept_for_backward():
     # 1 byte per dropped element: embedding 4096 + 2 x (probabilities 2048 + 2 x 4096) = 24576
     assert drop.training.steps[0].memory.activations - base.training.steps[0].memory.activations \
         == 4096 + 2 * (2048 + 2 * 4096) == 24576
+
+
+def test_dropout_multiplies_in_the_step_counts():
+    path = os.path.join(FIX, "bert.onnx")
+    base, drop = _train(path).training.counts, _train(path, dropout=0.1).training.counts
+    # one multiply per dropped element forward and backward (y = x * mask/(1-p); dX = dY *
+    # mask/(1-p)): embedding 4096 + 2 layers x (probabilities 2048 + 2 residuals x 4096) = 24576
+    n = 4096 + 2 * (2048 + 2 * 4096)
+    assert (drop.dropout_forward, drop.dropout_backward) == (n, n) == (24576, 24576)
+    assert drop.forward_vector - base.forward_vector == n
+    assert drop.backward_vector - base.backward_vector == n
+    assert drop.flops - base.flops == 2 * n
+    d = drop.to_dict()
+    assert d["forward"]["of_which_dropout_vector_flops"] == n
+    assert "of_which_dropout_vector_flops" not in base.to_dict()["forward"]
+    # an ONNX training-mode Dropout (an identity in the inference count): [4, 32] = 128
+    onnx = _train(_onnx_dropout(True)).training.counts
+    assert (onnx.dropout_forward, onnx.dropout_backward) == (128, 128)
