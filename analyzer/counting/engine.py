@@ -186,6 +186,8 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
             if node.attr_key is not None:  # (None: a node with sub-graphs, never memoised)
                 key = (node.op, node.domain, node.attr_key, *map(id, ins), *map(id, outs),
                        *map(is_const, node.inputs))
+                if (node.domain, node.op) in VALUE_RULES:
+                    key += _value_key(graph, node)
                 hit = memo.get(key)
             if hit is None:
                 rule, (io, shape_inputs) = _rule_of(rules, node)
@@ -199,6 +201,9 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                     work, status = Work(), UNCOSTED
                 else:
                     ctx = contexts.get(node.domain) or _context(contexts, node.domain, opsets, opts)
+                    if (node.domain, node.op) in VALUE_RULES:
+                        ctx = RuleContext(ctx.opset, opts, tuple(
+                            graph.values.get(x) if x else None for x in node.inputs))
                     active = rule
                     work = _rule_work(rule, node, ins, outs, ctx)
                     active = None
@@ -238,6 +243,19 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
 
 
 DROPOUT_TRAIN = "dropout-train:"
+# rules that read constant input values (``RuleContext.values``) besides control flow: Slice
+# names its steps (``Work.kernel``); their memo key holds those values
+VALUE_RULES = frozenset({("", "Slice"), ("ai.onnx", "Slice")})
+
+
+def _value_key(graph: Graph, node: Node) -> tuple:
+    """The known constant values of ``node``'s inputs, hashable (None where unknown)."""
+    out = []
+    for x in node.inputs:
+        v = graph.values.get(x) if x else None
+        out.append(None if v is None else (str(getattr(v, "dtype", "")), getattr(v, "shape", ()),
+                                           v.tobytes() if hasattr(v, "tobytes") else repr(v)))
+    return tuple(out)
 
 
 def dropout_kernel(graph: Graph, node: Node) -> str | None:

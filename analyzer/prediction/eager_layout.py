@@ -133,6 +133,13 @@ def view_op(w: Walk, i: int) -> bool:
         w.no_kernel(i)      # x[..., c, ...]: aten::select, a view
         w.set_out(i, 0, st[:axis] + st[axis + 1:])
         return True
+    if op == "Slice" and len(out) == len(dims) and (nd.kernel or "").startswith("steps="):
+        steps = [int(x) for x in nd.kernel[6:].split(",")]
+        if len(steps) != len(dims) or min(steps) < 1:
+            return False        # a negative step: torch.flip's copy kernel
+        w.no_kernel(i)          # x[a:b:s]: aten::slice, a view with strides x s
+        w.set_out(i, 0, tuple(x * k for x, k in zip(st, steps)))
+        return True
     if op == "Expand" and len(out) >= len(dims):
         w.no_kernel(i)
         w.set_out(i, 0, st_.broadcast_strides(dims, st, out))

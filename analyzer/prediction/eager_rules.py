@@ -27,11 +27,15 @@ RULES: tuple[Rule, ...] = (
          "sizes (aten/src/ATen/native/TensorShape.cpp, aten/src/ATen/TensorUtils.cpp), "
          "permute/transpose/split/expand are views (native_functions.yaml), Tensor.to of the "
          "same dtype returns self"),
+    Rule("slice", "Slice of constant positive steps (x[:, a:b], x[..., ::2]; rank kept)",
+         "no kernel: aten::slice is a view whose strides are the input's times the steps",
+         "the exporters write aten::slice as Slice; slice is a view (native_functions.yaml); "
+         "a negative step (torch.flip's export) copies"),
     Rule("select", "Gather of a constant scalar index (x[:, 0], a pooler's first token)",
          "no kernel: aten::select is a view; its consumer reads it strided",
          "the TorchScript exporter writes aten::select as Gather with a scalar index; select "
          "is a view (native_functions.yaml)"),
-    Rule("host-only", "every node of rules view and select that is not copied, but an ONNX "
+    Rule("host-only", "every node of rules view, slice and select that is not copied, but an ONNX "
          "Identity and shape arithmetic (Shape/Size and the nodes computing on their values only)",
          "no kernel, but one aten op on the host: Python, the C++ binding, the dispatcher "
          "(and autograd's view bookkeeping with grad): a host-only step of the stream, "

@@ -193,6 +193,25 @@ def test_view_strides_closed_forms():
     assert strides.matrix_ok(8, 4, 8, 1) and strides.matrix_ok(4, 8, 1, 8) and not strides.matrix_ok(8, 4, 4, 2)
 
 
+def _sliced(step: int):
+    # x[2, 8, 16] -> x[:, 0:8:step] (a Slice of axis 1) -> Relu; steps -1 is torch.flip's export
+    start, end = (0, 8) if step > 0 else (7, -9)
+    nodes = [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["s"], name="slice"),
+             helper.make_node("Relu", ["s"], ["y"], name="relu")]
+    inits = {"st": ints(start), "en": ints(end), "ax": ints(1), "sp": ints(step)}
+    return graph(nodes, {"x": (2, 8, 16)}, ["y"], inits)
+
+
+@pytest.mark.parametrize("step, kernels", [(1, 1), (2, 1), (-1, 2)])
+def test_slice_is_a_view_with_positive_steps(step, kernels):
+    rep = analyzer.analyze(_sliced(step), hw="a100", runtime="eager")
+    assert rep.nodes[0].kernel == f"steps=1,{step},1"
+    # eager: aten::slice is a view (no kernel) for a positive step, the Relu reads it strided;
+    # a negative step copies (flip); `kernel` keeps one kernel per node
+    assert rep.predictions[0].launches == kernels
+    assert _pred(_sliced(step), "kernel").launches == 2
+
+
 def test_rules_name_their_sources():
     names = [r.name for r in eager_rules.RULES]
     assert len(names) == len(set(names))

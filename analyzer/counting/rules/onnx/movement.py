@@ -56,9 +56,41 @@ register("Constant")(_nothing)
 
 
 @register("Slice")
-def slice_(ins, outs, ctx):
-    # a strided copy: reads exactly the elements it keeps
-    return Work(reads={0: outs[0].nbytes()})
+def slice_(ins, outs, ctx, *, axes=None):
+    # a strided copy: reads exactly the elements it keeps.  The step per dim is named
+    # (``Work.kernel`` "steps=1,2,1": constant steps, or opset < 10 which has none) for a
+    # runtime whose positive-step slice is a strided view (``prediction.eager_layout``); the
+    # counts never depend on it
+    return Work(reads={0: outs[0].nbytes()}, kernel=_slice_steps(ins, ctx, axes))
+
+
+def _slice_steps(ins, ctx, attr_axes) -> str | None:
+    """"steps=s0,s1,...": each dim's step (1 where no axis names it); None where the rank, the
+    axes or the steps are not constants."""
+    rank = len(ins[0].shape) if ins and ins[0] is not None and ins[0].shape is not None else None
+    if rank is None:
+        return None
+    vals = list(ctx.values or ())
+    if ctx.opset < 10:          # starts/ends/axes are attributes; no steps
+        axes, steps = attr_axes, None
+    else:
+        if len(ins) > 3 and ins[3] is not None and (len(vals) <= 3 or vals[3] is None):
+            return None
+        if len(ins) > 4 and ins[4] is not None and (len(vals) <= 4 or vals[4] is None):
+            return None
+        axes = vals[3] if len(ins) > 3 and ins[3] is not None else None
+        steps = vals[4] if len(ins) > 4 and ins[4] is not None else None
+    try:
+        n = len(steps.reshape(-1)) if steps is not None else None
+        ax = [int(a) % rank for a in (axes.reshape(-1) if hasattr(axes, "reshape") else axes)] \
+            if axes is not None else list(range(n if n is not None else rank))
+        st = [int(s) for s in steps.reshape(-1)] if steps is not None else [1] * len(ax)
+    except (AttributeError, TypeError, ValueError):
+        return None
+    per = [1] * rank
+    for a, s in zip(ax, st):
+        per[a] = s
+    return "steps=" + ",".join(str(s) for s in per)
 
 
 @register("Gather", "GatherElements", "GatherND")
