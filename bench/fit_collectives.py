@@ -286,6 +286,8 @@ def main() -> None:
     ap.add_argument("--csv", default=CSV)
     ap.add_argument("--constants", default=CONSTANTS, help="constants file to write")
     ap.add_argument("--out", default=None, help="markdown report to write")
+    ap.add_argument("--no-write", action="store_true",
+                    help="fit and score, print the report; leave the constants file alone")
     a = ap.parse_args()
     nodes = systems()
     rows, nraw = load(a.csv)
@@ -308,10 +310,11 @@ def main() -> None:
     doc = constants_doc(full, bases, rows, nodes, pop, nraw, sha, res, fam)
     doc["own_fit_in_sample"] = [{"system": s, "collective": c, **v, "base_us": round(k.base_s * 1e6, 3)}
                                 for s, (k, sc) in own.items() for (_, c), v in sc.items()]
-    os.makedirs(os.path.dirname(a.constants), exist_ok=True)
-    with open(a.constants, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    if not a.no_write:
+        os.makedirs(os.path.dirname(a.constants), exist_ok=True)
+        with open(a.constants, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
     text = report(full, bases, res, fam, rows, nodes, pop, nraw, own)
     if a.out:
         with open(a.out, "w") as f:
