@@ -1,0 +1,56 @@
+"""The L4's fitted sustained clock against the public torch.mm rows it was fitted on
+(bench/data/sustained_gemm, bench/fit_sustained_gemm.py): the profile's figure must be what the
+stated method gives on the recorded rows, and the engine must take the L4's FMA peak (only) at it."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+
+import pytest
+
+import analyzer
+import hardware_db
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BENCH = os.path.join(ROOT, "bench")
+if BENCH not in sys.path:
+    sys.path.insert(0, BENCH)
+
+import fit_sustained_gemm as fsg  # noqa: E402
+from op_models import build  # noqa: E402
+
+
+def test_the_recorded_rows_are_the_public_figures():
+    rows = {(r["profile"], r["precision"], r["n"]): r["value"] for r in fsg.read_rows()}
+    # zzc0721/torch-performance-test-data issues 120 (L4), 78 (RTX 4090), 185 (A40): fp32 TFLOP/s
+    assert (rows[("l4", "fp32", 8192)], rows[("l4", "fp32", 10240)]) == (10.66, 11.11)
+    assert (rows[("rtx-4090", "fp32", 8192)], rows[("rtx-4090", "fp32", 10240)]) == (53.41, 51.43)
+    assert (rows[("a40", "fp32", 8192)], rows[("a40", "fp32", 10240)]) == (23.73, 22.82)
+    assert all(r["source_url"].startswith("https://") for r in fsg.read_rows())
+
+
+def test_the_l4_profile_holds_the_fitted_share():
+    rows = fsg.read_rows()
+    share, r_l4, r_ref = fsg.share(rows, "l4", fsg.REFERENCE)
+    # share = mean(10.66/p8192, 11.11/p10240) / mean(53.41/q8192, 51.43/q10240, 23.73/s8192, 22.82/s10240),
+    # p, q, s: opcost's fp32 TFLOP/s at boost on the L4, RTX 4090, A40 (about 21.75, 59.3, 26.9): 0.501 / 0.875
+    assert r_l4 == pytest.approx(0.501, abs=0.01) and r_ref == pytest.approx(0.875, abs=0.02)
+    l4 = hardware_db.get("l4")
+    assert l4.sustained_clock_ghz == pytest.approx(share * l4.clock_ghz, abs=0.0015)
+    assert 0.795 < l4.sustained_clock_ghz < l4.clock_ghz   # between the L4's base (795 MHz) and boost clocks
+    assert "fitted" in l4.sources["power.sustained_clock_ghz"]
+
+
+def test_the_l4_fma_peak_only_runs_at_the_sustained_clock():
+    l4 = hardware_db.get("l4")
+    boost = dataclasses.replace(l4, sustained_clock_ghz=None)
+    big = build("gemm", "fp32", M=8192, N=8192, K=8192)
+
+    def t(prof, precision):
+        return analyzer.analyze(big, hw=[prof], runtime="kernel", precision=precision).predictions[0].latency_s
+
+    # a compute-bound FMA product takes boost / sustained times as long; a tensor-core one is unchanged
+    assert t(l4, "fp32") / t(boost, "fp32") == pytest.approx(l4.clock_ghz / l4.sustained_clock_ghz, rel=0.02)
+    assert t(l4, "tf32") == pytest.approx(t(boost, "tf32"), rel=1e-9)
