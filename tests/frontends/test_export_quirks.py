@@ -307,3 +307,46 @@ def test_a_token_count_decided_by_text_leaves_those_nodes_uncosted():
     assert "StringNormalizer" in r.node("cat").note and "--value" not in r.node("cat").note
     with pytest.raises(analyzer.errors.CheckFailed):
         r.require_full_coverage()
+
+
+def _same_padding_model():
+    # timm's run-time "same" padding (pad_same): pads from the input size by float math,
+    # pad = clamp((ceil(H / s) - 1) * s + (k - 1) * d + 1 - H, min=0), split left/right and
+    # written as a Pad of Cast(Concat(...)); H = 9, s = 2, k = 3, d = 1:
+    # (ceil(4.5) - 1) * 2 + 2 + 1 - 9 = 2 -> left 1, right 1 per spatial dim
+    f = np.float32
+    c = {"s": np.asarray(2, f), "one": np.asarray(1, f), "kd1": np.asarray(3, f), "zero": np.asarray(0, f),
+         "two": np.asarray(2, f), "ax": ints(0), "z2": ints(0, 0)}
+    nodes = [helper.make_node("Shape", ["x"], ["shp"]),
+             helper.make_node("Gather", ["shp", "i2"], ["h"], axis=0),
+             helper.make_node("Cast", ["h"], ["hf"], to=TensorProto.FLOAT),
+             helper.make_node("Div", ["hf", "s"], ["q"]),
+             helper.make_node("Ceil", ["q"], ["qc"]),
+             helper.make_node("Sub", ["qc", "one"], ["q1"]),
+             helper.make_node("Mul", ["q1", "s"], ["q2"]),
+             helper.make_node("Add", ["q2", "kd1"], ["q3"]),
+             helper.make_node("Sub", ["q3", "hf"], ["p"]),
+             helper.make_node("Clip", ["p", "zero", ""], ["pc"]),
+             helper.make_node("Div", ["pc", "two"], ["pl"]),
+             helper.make_node("Floor", ["pl"], ["plf"]),
+             helper.make_node("Sub", ["pc", "plf"], ["pr"]),
+             helper.make_node("Pow", ["pr", "one"], ["pr1"]),
+             helper.make_node("Round", ["pr1"], ["prr"]),
+             helper.make_node("Cast", ["plf"], ["li"], to=TensorProto.INT64),
+             helper.make_node("Cast", ["prr"], ["ri"], to=TensorProto.INT64),
+             helper.make_node("Unsqueeze", ["li", "ax"], ["l1"]),
+             helper.make_node("Unsqueeze", ["ri", "ax"], ["r1"]),
+             helper.make_node("Concat", ["z2", "l1", "l1", "z2", "r1", "r1"], ["pads"], axis=0),
+             helper.make_node("Slice", ["pads", "st", "en"], ["pads8"]),
+             helper.make_node("Pad", ["x", "pads8"], ["xp"], name="pad"),
+             helper.make_node("Conv", ["xp", "w"], ["y"], strides=[2, 2], name="conv")]
+    c.update({"i2": np.asarray(2, np.int64), "st": ints(0), "en": ints(8), "w": weight(8, 4, 3, 3)})
+    return graph(nodes, {"x": (1, 4, 9, 9)}, ["y"], c)
+
+
+def test_runtime_same_padding_folds():
+    # Clip, Round, Pow of shape arithmetic fold: the Pad is [1, 4, 11, 11], the strided 3x3
+    # conv's output [1, 8, 5, 5]: 2 x 8 x 25 x (4 x 9) MACs = 14400
+    r = analyzer.analyze(_same_padding_model())
+    assert r.node("pad").out_specs[0].shape == (1, 4, 11, 11)
+    assert r.node("conv").cost.mac_flops == 2 * 8 * 25 * 4 * 9 == 14400

@@ -39,6 +39,18 @@ def _slice(ins, attrs):
     return x[tuple(sl)]
 
 
+def _clip(ins, attrs):
+    """Clip: bounds as inputs 1 and 2 (opset >= 11, either omitted) or attributes (opset < 11)."""
+    lo = ins[1] if len(ins) > 1 and ins[1] is not None else attrs.get("min")
+    hi = ins[2] if len(ins) > 2 and ins[2] is not None else attrs.get("max")
+    x = ins[0]
+    if lo is not None:
+        x = np.maximum(x, np.asarray(lo, dtype=x.dtype))
+    if hi is not None:
+        x = np.minimum(x, np.asarray(hi, dtype=x.dtype))
+    return x
+
+
 def _reshape(ins, attrs):
     x, shape = ins[0], [int(s) for s in ins[1]]
     if not attrs.get("allowzero", 0):
@@ -88,6 +100,11 @@ _EVAL = {
     "Floor": lambda i, a: np.floor(i[0]),
     "Ceil": lambda i, a: np.ceil(i[0]),
     "Sqrt": lambda i, a: np.sqrt(i[0]),
+    "Clip": _clip,
+    "Round": lambda i, a: np.round(i[0]),          # half to even, as ONNX Round
+    "Sign": lambda i, a: np.sign(i[0]),
+    "Reciprocal": lambda i, a: 1 / i[0],
+    "Pow": lambda i, a: np.power(i[0], i[1]).astype(i[0].dtype),
     "Equal": lambda i, a: np.equal(i[0], i[1]),
     "Less": lambda i, a: np.less(i[0], i[1]),
     "Greater": lambda i, a: np.greater(i[0], i[1]),
@@ -157,7 +174,7 @@ def output_shape(op: str, vals: list, attrs: dict) -> tuple[int, ...] | None:
     return None
 
 
-_BROADCASTING = frozenset({"Add", "Sub", "Mul", "Div", "Mod", "Equal", "Less", "Greater",
+_BROADCASTING = frozenset({"Add", "Sub", "Mul", "Div", "Mod", "Pow", "Equal", "Less", "Greater",
                            "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "BitwiseAnd",
                            "BitwiseOr", "BitwiseXor", "Where", "Max", "Min"})
 _BOOL_OUT = frozenset({"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And",

@@ -40,6 +40,7 @@ FOLDABLE = frozenset({
     "Gather", "GatherElements", "Concat", "Unsqueeze", "Squeeze", "Reshape", "Flatten",
     "Slice", "Range", "Transpose", "Expand", "Tile",
     "Add", "Sub", "Mul", "Div", "Neg", "Abs", "Floor", "Ceil", "Sqrt", "Mod",
+    "Clip", "Round", "Sign", "Reciprocal", "Pow",
     "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor", "Where",
     "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
     "Max", "Min", "ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin", "OneHot",
