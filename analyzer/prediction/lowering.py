@@ -145,6 +145,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", op)])
                  for k, ops in enumerate(plan.extra_ops) for op in ops]
     act = resident = None
+    label = precision or _main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l)
     for p, prof in enumerate(profiles):
         warn: set[str] = set()
         note: list[str] = list(said_precision)
@@ -168,6 +169,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         if runtime.placement is not None:   # an accelerator runtime's placement (accelerators/)
             bw[p] = _place(runtime, prof, plan, fnodes, rows, bw[p], mpeak[p], vpeak[p], fixed[p], note)
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p], "units": units[p], "l2_bytes": l2[p]}
+        run_overhead[p] = _run_fixed_s(runtime, arrays, label)
         if calibrated:
             run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6
             if act is None:   # what a run writes besides its weights (cpu_cold.cold_share)
@@ -184,7 +186,6 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         provs.append(prov)
         details.append(detail)
         notes.append(tuple(note))
-    label = precision or _main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l)
     return Lowered(runtime=runtime.name, plan=plan, kernel_names=tuple(names), feats=feats, runs=runs,
                    member_weight=weight, matrix_peak=mpeak, vector_peak=vpeak, mem_bw=bw, units=units,
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
@@ -217,6 +218,15 @@ def _loop_resident(resident, p: int, prof, nodes, plan, feats, wbytes, runs, hw_
         resident = (np.zeros_like(fixed), np.zeros_like(fixed))
     resident[0][p], resident[1][p] = w, delta
     return resident
+
+
+def _run_fixed_s(runtime, arrays: dict, precision: str) -> float:
+    """Seconds a runtime that times a whole graph call adds once per inference: the family's
+    ``run_fixed_int8_s`` (an int8 graph) or ``run_fixed_s`` for ``qnn`` (``accelerators/qnn.py``),
+    else 0."""
+    if runtime.name != "qnn":
+        return 0.0
+    return float(arrays["run_fixed_int8_s" if precision == "int8" else "run_fixed_s"])
 
 
 def _precision_of(precision: str | None, runtime, nodes) -> tuple[str | None, tuple[str, ...]]:
