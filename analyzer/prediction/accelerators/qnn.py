@@ -21,8 +21,9 @@ docs.qualcomm.com 80-63442-10 "relu example": rules that "convert, split and opt
 around relu").  The Concat elision is not in Qualcomm's public documentation found: it is
 the usual NPU compiler practice (Huawei CANN's graph engine, "Concat No Task": the inputs are
 placed contiguously and the concat runs no task), kept because the cross-validation below
-chose it.  Which of the joins are kept was chosen by leave-one-model-out
-cross-validation on the fitted AI Hub models (bench/fit_accelerators.py, docs/accuracy.md).
+chose it.  The form (these joins, the fixed cost, no per-kernel floor) was chosen by
+leave-one-model-out and leave-one-family-out cross-validation on the fitted AI Hub models
+(bench/hexagon_forms.py; constants by bench/fit_accelerators.py; docs/accuracy.md).
 
 Per inference, the profile family's ``run_fixed_s`` scalar (``efficiency/constants.py``) is
 added once: the graph-execute cost outside the accelerator's kernels (QNN's HTP profile
