@@ -43,6 +43,7 @@ from analyzer.counting.engine import NodeCost
 from analyzer.errors import InputSpecError
 from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import eager_plan, engines, fusion, runtimes
+from analyzer.prediction.accelerators import qnn
 from analyzer.prediction.cpu import cold as cpu_cold
 from analyzer.prediction.cpu import broadcast as cpu_broadcast
 from analyzer.prediction.cpu import op_rates as cpu_op_rates
@@ -169,7 +170,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         if runtime.placement is not None:   # an accelerator runtime's placement (accelerators/)
             bw[p] = _place(runtime, prof, plan, fnodes, rows, bw[p], mpeak[p], vpeak[p], fixed[p], note)
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p], "units": units[p], "l2_bytes": l2[p]}
-        run_overhead[p] = _run_fixed_s(runtime, arrays, label)
+        run_overhead[p] = qnn.run_fixed_s(runtime.name, arrays, label)
         if calibrated:
             run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6
             if act is None:   # what a run writes besides its weights (cpu_cold.cold_share)
@@ -218,15 +219,6 @@ def _loop_resident(resident, p: int, prof, nodes, plan, feats, wbytes, runs, hw_
         resident = (np.zeros_like(fixed), np.zeros_like(fixed))
     resident[0][p], resident[1][p] = w, delta
     return resident
-
-
-def _run_fixed_s(runtime, arrays: dict, precision: str) -> float:
-    """Seconds a runtime that times a whole graph call adds once per inference: the family's
-    ``run_fixed_int8_s`` (an int8 graph) or ``run_fixed_s`` for ``qnn`` (``accelerators/qnn.py``),
-    else 0."""
-    if runtime.name != "qnn":
-        return 0.0
-    return float(arrays["run_fixed_int8_s" if precision == "int8" else "run_fixed_s"])
 
 
 def _precision_of(precision: str | None, runtime, nodes) -> tuple[str | None, tuple[str, ...]]:

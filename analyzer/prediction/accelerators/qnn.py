@@ -49,6 +49,14 @@ _ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "PRelu", "Sigmoid", "Hard
                           "Tanh", "Elu", "Gelu", "Softplus"})
 
 
+def run_fixed_s(runtime: str, arrays: dict, precision: str) -> float:
+    """Seconds the ``qnn`` runtime adds once per inference: the family's ``run_fixed_int8_s``
+    (an int8 graph) or ``run_fixed_s`` (0 where the family has none); other runtimes 0."""
+    if runtime != NAME:
+        return 0.0
+    return float(arrays["run_fixed_int8_s" if precision == "int8" else "run_fixed_s"])
+
+
 def launches(nodes) -> list[bool]:
     """Which nodes launch a kernel: as each node says, but a Concat never (``ELIDED``)."""
     return [nd.launches and nd.op not in ELIDED for nd in nodes]
