@@ -34,7 +34,7 @@ def main() -> None:
     assert os.path.dirname(os.path.dirname(os.path.abspath(analyzer.__file__))) == other, analyzer.__file__
     rows = F.hexagon_rows(mdir)
     held = rows.model_id.isin(F.HELD_OUT)
-    out = np.array([predict(F._report(os.path.join(F.FX, F.HEX_GRAPHS[r.model_id])),
+    out = np.array([predict(F.H.report(r.model_id),
                             [hardware_db.get(r.opcost_profile)], precision=r.precision)[0].latency_s * 1e3
                     for r in rows.itertuples()])
     print("\n".join(F.table("other checkout, fitted rows", rows[~held], out[~held.values])))

@@ -19,6 +19,9 @@ and it launches once.  Policies (``POLICIES``), chosen by the runtime (``runtime
   patterns and connected chains of elementwise ops and activations.
 - ``tflite``: the TensorFlow Lite converter's folds (BatchNormalization and bias into the
   product, the fused activation): the onnxruntime patterns (the ``edgetpu`` runtime).
+- ``qnn``: QNN's on the Hexagon NPU (the ``qnn`` runtime, ``accelerators/qnn.py``): the
+  onnxruntime patterns, then a residual Add / scale Mul and a SiLU joined to the matrix op; a
+  Concat launches nothing (its producers write into its output).
 - a ``FusionRecord`` (any policy): the runtime's own record of the kernels it runs, each with the
   original nodes it replaced.  ``analyzer.analyze`` builds one from onnxruntime's saved fused
   graph (``ort_record.fusion_record``) when the runtime is onnxruntime, onnxruntime is installed
@@ -37,7 +40,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
-POLICIES = ("none", "xla", "onnxruntime", "coreml", "tflite")
+from analyzer.prediction.accelerators import qnn
+
+POLICIES = ("none", "xla", "onnxruntime", "coreml", "tflite", "qnn")
 
 # op classes (efficiency.OP_CLASSES) that XLA fuses into their producers/consumers
 _XLA_FUSIBLE = frozenset({"elementwise", "activation", "swish", "movement", "reduce", "norm", "norm_fused", "softmax",
@@ -152,6 +157,10 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
         _onnxruntime(nodes, sets, producer, consumers)
     elif policy == "coreml":
         _coreml(nodes, sets, producer, consumers)
+    elif policy == "qnn":   # the onnxruntime patterns, then QNN's epilogue joins
+        _onnxruntime(nodes, sets, producer, consumers)
+        qnn.join_epilogues(nodes, sets, consumers)
+        return _collect(nodes, sets, producer, consumers, graph_outputs, policy, qnn.launches(nodes))
     return _collect(nodes, sets, producer, consumers, graph_outputs, policy)
 
 

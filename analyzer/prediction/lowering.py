@@ -43,6 +43,7 @@ from analyzer.counting.engine import NodeCost
 from analyzer.errors import InputSpecError
 from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import eager_plan, engines, fusion, runtimes
+from analyzer.prediction.accelerators import qnn
 from analyzer.prediction.cpu import cold as cpu_cold
 from analyzer.prediction.cpu import broadcast as cpu_broadcast
 from analyzer.prediction.cpu import op_rates as cpu_op_rates
@@ -145,6 +146,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", op)])
                  for k, ops in enumerate(plan.extra_ops) for op in ops]
     act = resident = None
+    label = precision or _main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l)
     for p, prof in enumerate(profiles):
         warn: set[str] = set()
         note: list[str] = list(said_precision)
@@ -168,6 +170,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         if runtime.placement is not None:   # an accelerator runtime's placement (accelerators/)
             bw[p] = _place(runtime, prof, plan, fnodes, rows, bw[p], mpeak[p], vpeak[p], fixed[p], note)
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p], "units": units[p], "l2_bytes": l2[p]}
+        run_overhead[p] = qnn.run_fixed_s(runtime.name, arrays, label)
         if calibrated:
             run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6
             if act is None:   # what a run writes besides its weights (cpu_cold.cold_share)
@@ -184,7 +187,6 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         provs.append(prov)
         details.append(detail)
         notes.append(tuple(note))
-    label = precision or _main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l)
     return Lowered(runtime=runtime.name, plan=plan, kernel_names=tuple(names), feats=feats, runs=runs,
                    member_weight=weight, matrix_peak=mpeak, vector_peak=vpeak, mem_bw=bw, units=units,
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,

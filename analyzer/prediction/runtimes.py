@@ -23,6 +23,9 @@ coreml         coreml          a Core ML prediction on the Apple Neural Engine (
 edgetpu        tflite          an Edge TPU TFLite invoke: mapped int8 ops on the TPU, the
                                parameters beyond its on-chip cache over the host link, the
                                CPU from the first unmapped op (``accelerators/edgetpu.py``)
+qnn            qnn             one inference of a QNN graph on the Hexagon NPU as Qualcomm
+                               AI Hub times it: epilogues fused into their matrix op, plus
+                               a per-inference fixed cost (``accelerators/qnn.py``)
 =============  ==============  ==========================================================
 
 The ``eager`` fusion policy is no fusion but PyTorch's own kernels for the exported graph's
@@ -65,7 +68,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.errors import InputSpecError
-from analyzer.prediction.accelerators import coreml, edgetpu
+from analyzer.prediction.accelerators import coreml, edgetpu, qnn
 from analyzer.prediction.efficiency.op_classes import class_chain
 
 
@@ -114,6 +117,7 @@ RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
             precision_rule=coreml.precision_rule),
     Runtime("edgetpu", "tflite", False, edgetpu.TIME_DEFINITION, placement=edgetpu.place,
             precision_rule=edgetpu.precision_rule),
+    Runtime(qnn.NAME, "qnn", False, qnn.TIME_DEFINITION),
 )}
 
 # the runtime a profile of each kind predicts when neither the caller nor the profile says

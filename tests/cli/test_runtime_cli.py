@@ -27,7 +27,7 @@ def test_help_explains_each_runtime_with_its_time_definition(run_cli):
         assert f"{name}: {rt.time_definition}" in out
 
 
-@pytest.mark.parametrize("runtime", ["kernel", "eager", "eager-op", "onnxruntime", "xla", "coreml", "edgetpu"])
+@pytest.mark.parametrize("runtime", ["kernel", "eager", "eager-op", "onnxruntime", "xla", "coreml", "edgetpu", "qnn"])
 def test_runtime_reaches_the_prediction(run_cli, runtime):
     from analyzer.prediction.runtimes import RUNTIMES
 

@@ -128,7 +128,7 @@ def test_schema_is_valid_draft_2020_12_and_lists_the_new_sections():
     schema = json.loads(hardware_db.SCHEMA_PATH.read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
     assert {"family", "default_runtime", "compute", "links", "efficiency", "calibration"} <= set(schema["properties"])
-    assert schema["$defs"]["runtime"]["enum"] == ["kernel", "eager", "onnxruntime", "xla", "coreml", "edgetpu"]
+    assert schema["$defs"]["runtime"]["enum"] == ["kernel", "eager", "onnxruntime", "xla", "coreml", "edgetpu", "qnn"]
     assert schema["properties"]["schema_version"]["const"] == 1  # additions: version 1 files stay valid
 
 
@@ -138,7 +138,7 @@ def test_calibrated_profile_validates(tmp_path):
 
 def test_bad_default_runtime_names_the_field(tmp_path):
     msg = load_error(tmp_path, SECTIONS_TOML.replace('default_runtime = "onnxruntime"', 'default_runtime = "jit"'))
-    assert "field 'default_runtime' must be one of kernel, eager, onnxruntime, xla, coreml, edgetpu" in msg and "'jit'" in msg
+    assert "field 'default_runtime' must be one of kernel, eager, onnxruntime, xla, coreml, edgetpu, qnn" in msg and "'jit'" in msg
 
 
 def test_link_number_without_source_is_rejected(tmp_path):

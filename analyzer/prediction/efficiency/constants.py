@@ -15,7 +15,8 @@ import numpy as np
 import hardware_db
 
 from analyzer.prediction.efficiency.kernel_time import (CLASS_PARAMS, FILE_PARAMS, OP_CLASSES,
-                                                        PARAM_DEFAULTS, SCALAR_PARAMS, class_chain)
+                                                        PARAM_DEFAULTS, RUN_PARAMS, SCALAR_PARAMS,
+                                                        class_chain)
 from analyzer.prediction.efficiency.op_classes import POOLED_CLASSES
 
 # the fitted constants ship as data of the hardware_db package
@@ -159,6 +160,8 @@ def load_constants(family: str, directory: str | None = None) -> FamilyConstants
     scalars = (own or generic).get("scalars", generic["scalars"])
     for p in SCALAR_PARAMS:
         arrays[p] = float(scalars.get(p, generic["scalars"][p]))
+    for p in RUN_PARAMS:   # optional: 0 where a family has none
+        arrays[p] = float(scalars.get(p, 0.0))
     return FamilyConstants(family if own else "generic", arrays, provenance, own is None, tuple(inherited))
 
 

@@ -1,0 +1,119 @@
+"""The ``qnn`` runtime: Qualcomm AI Engine Direct (QNN) on the Hexagon NPU's HTP backend, the
+default runtime of the Hexagon profiles.
+
+Time predicted (``TIME_DEFINITION``): one inference of the compiled QNN graph on the device as
+Qualcomm AI Hub's profile jobs report it (``estimated_inference_time``: the model run several
+times in a tight loop; model load and graph finalization excluded).  AI Hub's TFLite rows
+(TFLite + the QNN delegate, the whole graph delegated to the HTP) time the same kernels.
+
+Fusion (policy ``qnn``, ``fusion.py``): the onnxruntime patterns (a convolution absorbs its
+BatchNormalization and the activation after it; MatMul + bias Add; decomposed layer norms and
+GELUs are one kernel each), and then ``join_epilogues``: a convolution or matmul kernel also
+absorbs the elementwise Add or Mul that is its output's only reader and whose other input is
+another layer's tensor (a residual add, a squeeze-excitation scale) with the activation after
+it, and a SiLU written as ``x * Sigmoid(x)``; a Concat runs no kernel (``ELIDED``: its
+producers write their outputs into its buffer at their offsets, so its copy is never made).  Sources: QNN's op definitions carry the fused
+forms (Conv2d with a fused ReLU/ReLU6 by the converter; ElementWiseAdd with a fused
+activation), and onnxruntime's QNN execution provider translates ``Conv -> Relu/Clip`` into one
+QNN Conv (microsoft/onnxruntime pull request 21537, ``IQnnNodeGroup``); the residual join is
+the HTP graph optimizer's Conv + Add fold (QNN HTP op package optimization rules,
+docs.qualcomm.com 80-63442-10 "relu example": rules that "convert, split and optimize graph
+around relu").  The Concat elision is not in Qualcomm's public documentation found: it is
+the usual NPU compiler practice (Huawei CANN's graph engine, "Concat No Task": the inputs are
+placed contiguously and the concat runs no task), kept because the cross-validation below
+chose it.  The form (these joins, the fixed cost, no per-kernel floor) was chosen by
+leave-one-model-out and leave-one-family-out cross-validation on the fitted AI Hub models
+(bench/hexagon_forms.py; constants by bench/fit_accelerators.py; docs/accuracy.md).
+
+Per inference, the profile family's ``run_fixed_s`` scalar (``efficiency/constants.py``) is
+added once: the graph-execute cost outside the accelerator's kernels (QNN's HTP profile
+events ``GRAPH_EXECUTE_HOST_RPC_TIME`` / ``HTP_RPC_TIME`` / ``RESOURCE_POWER_UP_TIME`` /
+``VTCM_ACQUIRE_TIME``, QnnHtpProfile.h, Qualcomm AI Runtime SDK API reference); its size is
+fitted.
+"""
+
+from __future__ import annotations
+
+NAME = "qnn"
+TIME_DEFINITION = ("Qualcomm AI Hub profile job estimated_inference_time: one inference of the "
+                   "compiled QNN graph on the Hexagon NPU (HTP), the model run several times in a "
+                   "tight loop; load and graph finalization excluded; a fixed per-inference "
+                   "graph-execute cost (RPC, power-up, VTCM acquire) added once")
+
+# ops that run no kernel of their own: a concatenation's producers write their results into its
+# output buffer at their offsets (module docstring)
+ELIDED = frozenset({"Concat"})
+_MATRIX = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm"})
+_JOIN = frozenset({"Add", "Mul"})
+_ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid", "HardSwish",
+                          "Tanh", "Elu", "Gelu", "Softplus"})
+
+
+def run_fixed_s(runtime: str, arrays: dict, precision: str) -> float:
+    """Seconds the ``qnn`` runtime adds once per inference: the family's ``run_fixed_int8_s``
+    (an int8 graph) or ``run_fixed_s`` (0 where the family has none); other runtimes 0."""
+    if runtime != NAME:
+        return 0.0
+    return float(arrays["run_fixed_int8_s" if precision == "int8" else "run_fixed_s"])
+
+
+def launches(nodes) -> list[bool]:
+    """Which nodes launch a kernel: as each node says, but a Concat never (``ELIDED``)."""
+    return [nd.launches and nd.op not in ELIDED for nd in nodes]
+
+
+def _users(i: int, nodes, consumers) -> list[int]:
+    nd = nodes[i]
+    return sorted({c for t in nd.outputs if t for c in consumers.get((nd.level, t), ())})
+
+
+def _tail(i: int, nodes, sets, consumers) -> int:
+    """The last node of the chain of single readers from ``i`` that ``sets`` already joined to it."""
+    cur = i
+    while True:
+        users = _users(cur, nodes, consumers)
+        if len(users) != 1 or sets.find(users[0]) != sets.find(i):
+            return cur
+        cur = users[0]
+
+
+def join_epilogues(nodes, sets, consumers) -> None:
+    """Join into each matrix node's kernel (``sets``: ``fusion._Sets``, already holding the
+    onnxruntime patterns): a SiLU on its output (``x * Sigmoid(x)``), then one Add or Mul with
+    another layer's tensor that is the chain's only reader, then an activation on that."""
+    taken: set[int] = set()
+    for i in range(len(nodes) - 1, -1, -1):   # latest first: a residual add joins its later input
+        if nodes[i].op not in _MATRIX or not nodes[i].launches:
+            continue
+        cur = _silu(i, _tail(i, nodes, sets, consumers), nodes, sets, consumers, taken)
+        users = _users(cur, nodes, consumers)
+        if len(users) != 1 or users[0] in taken or sets.find(users[0]) != users[0]:
+            continue
+        u = users[0]
+        nd = nodes[u]
+        outside = [p for p, t in enumerate(nd.inputs)
+                   if t and p not in nd.constant_inputs and t not in nodes[cur].outputs]
+        if not (nd.op in _JOIN and nd.launches and len(outside) == 1):
+            continue
+        sets.union(i, u)
+        taken.add(u)
+        after = _users(u, nodes, consumers)
+        if len(after) == 1 and nodes[after[0]].op in _ACTIVATIONS and sets.find(after[0]) == after[0]:
+            sets.union(i, after[0])
+            taken.add(after[0])
+
+
+def _silu(i: int, cur: int, nodes, sets, consumers, taken: set) -> int:
+    """Join ``Sigmoid(x)`` and ``x * Sigmoid(x)`` when they are the only readers of ``cur`` (the
+    tail of matrix node ``i``'s kernel); returns the new tail."""
+    users = _users(cur, nodes, consumers)
+    if len(users) != 2:
+        return cur
+    s, m = sorted(users, key=lambda u: nodes[u].op != "Sigmoid")
+    if not (nodes[s].op == "Sigmoid" and nodes[m].op == "Mul" and _users(s, nodes, consumers) == [m]
+            and sets.find(s) == s and sets.find(m) == m):
+        return cur
+    sets.union(i, s)
+    sets.union(i, m)
+    taken.update((s, m))
+    return m

@@ -1,0 +1,274 @@
+"""The Hexagon NPU whole-model fit's data, model forms and least squares, shared by
+bench/hexagon_forms.py (which form, by cross-validation on the fitted models) and
+bench/fit_accelerators.py (the chosen form's fit, written as data, and its scores).
+
+Per row (one model on one device at one precision):
+
+    T = t0[precision] + sum_k runs_k * floor[g_k] + max(W_k / (P_int8 * s_prec * e[g_k]), B_k / (BW * e_bw[g_k]))
+    s_prec = 1 (int8 = W8A8), r_fp16 (fp16): the fp16 MAC rate as a fraction of the int8 one
+
+over the kernels ``k`` of a runtime's plan (opcost's lowering on the datasheet profile: ``W_k``
+FLOP-equivalent work, ``B_k`` bytes at the row's precision, ``runs_k`` launches), class groups
+``g`` (matrix: GEMM, convolutions but depthwise, attention; depthwise convolutions; elementwise,
+norms, pooling; data movement), ``P_int8`` and ``BW`` the profile's datasheet figures. Constants
+per device, one shared ``r_fp16``. A form (``Form``) is: the runtime's plan (``kernel``: no
+fusion; ``qnn``: QNN's fusion, analyzer/prediction/accelerators/qnn.py), ``t0`` (none, or one per
+device and precision), the floors (per group, or none), the floor cap and the largest e_bw.
+One least squares on log(pred / measured) (scipy, trust region, two starts: memory- and
+compute-bound), deterministic.
+
+Needs pandas and scipy (bench only).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+FX = os.path.join(ROOT, "tests", "fixtures")
+# AI Hub model_id -> graph (batch 1, the row's input resolution; tests/fixtures/accel/export.py
+# and export_hub.py make them)
+HEX_GRAPHS = {
+    "resnet18": "torch/resnet18.onnx", "resnet101": "accel/resnet101.onnx",
+    "resnext50": "accel/resnext50_32x4d.onnx", "resnext101": "accel/resnext101_32x8d.onnx",
+    "wideresnet50": "accel/wide_resnet50_2.onnx", "googlenet": "accel/googlenet.onnx",
+    "inception_v3": "accel/inception_v3.onnx", "densenet121": "accel/densenet121.onnx",
+    "mobilenet_v3_large": "accel/mobilenet_v3_large.onnx",
+    "mobilenet_v3_small": "accel/mobilenet_v3_small.onnx", "mnasnet05": "accel/mnasnet0_5.onnx",
+    "shufflenet_v2": "accel/shufflenet_v2_x0_5.onnx", "squeezenet1_1": "accel/squeezenet1_1.onnx",
+    "regnet": "accel/regnet_x_3_2gf.onnx", "efficientnet_b4": "accel/efficientnet_b4.onnx",
+    "efficientnet_v2_s": "accel/efficientnet_v2_s.onnx", "convnext_base": "accel/convnext_base.onnx",
+    "swin_tiny": "accel/swin_t.onnx", "swin_small": "accel/swin_s.onnx", "swin_base": "accel/swin_b.onnx",
+    # export_hub.py
+    "fcn_resnet50": "accel/fcn_resnet50.onnx", "deeplabv3_resnet50": "accel/deeplabv3_resnet50.onnx",
+    "resnet_2plus1d": "accel/r2plus1d_18.onnx", "resnet_3d": "accel/r3d_18.onnx",
+    "resnet_mixed": "accel/mc3_18.onnx", "dla102x": "accel/dla102x.onnx", "levit": "accel/levit_128s.onnx",
+    "efficientformer": "accel/efficientformer_l1.onnx", "efficientvit_b2_cls": "accel/efficientvit_b2.onnx",
+    "efficientvit_l2_cls": "accel/efficientvit_l2.onnx",
+    "mobile_vit": "accel/mobilevit_s.onnx", "segformer_base": "accel/segformer_b0.onnx",
+    "video_mae": "accel/videomae_base.onnx", "huggingface_wavlm_base_plus": "accel/wavlm_base_plus.onnx",
+    "detr_resnet50": "accel/detr_resnet50.onnx", "detr_resnet101": "accel/detr_resnet101.onnx",
+    "conditional_detr_resnet50": "accel/conditional_detr_resnet50.onnx",
+}
+# never fitted on: one of each kind of network (residual, inception, mobile, efficientnet,
+# shuffle, windowed transformer); tests/fixtures/accel/hexagon_heldout.csv holds their rows
+HELD_OUT = {"resnet101", "inception_v3", "mobilenet_v3_large", "efficientnet_v2_s", "shufflenet_v2",
+            "swin_small"}
+# the kinds of network the leave-one-family-out cross-validation leaves out one at a time
+FAMILIES = {"resnet18": "residual", "resnext50": "residual", "resnext101": "residual",
+            "wideresnet50": "residual", "regnet": "residual", "dla102x": "residual",
+            "fcn_resnet50": "segmentation cnn", "deeplabv3_resnet50": "segmentation cnn",
+            "resnet_2plus1d": "video cnn", "resnet_3d": "video cnn", "resnet_mixed": "video cnn",
+            "mnasnet05": "mobile", "mobilenet_v3_small": "mobile", "efficientnet_b4": "mobile",
+            "densenet121": "concat", "googlenet": "concat", "squeezenet1_1": "concat",
+            "convnext_base": "convnext",
+            "swin_tiny": "transformer", "swin_base": "transformer", "video_mae": "transformer",
+            "huggingface_wavlm_base_plus": "transformer",
+            "levit": "hybrid", "efficientformer": "hybrid", "efficientvit_b2_cls": "hybrid",
+            "efficientvit_l2_cls": "hybrid", "mobile_vit": "hybrid", "segformer_base": "hybrid",
+            "detr_resnet50": "detr", "detr_resnet101": "detr", "conditional_detr_resnet50": "detr"}
+# models whose network is mostly attention blocks (the transfer check fits on the others)
+TRANSFORMERS = {m for m, f in FAMILIES.items() if f in ("transformer", "hybrid", "detr")} | {"swin_small"}
+DEVS = ("hexagon-sd8gen2", "hexagon-sd8gen3")
+# models with a graph whose rows are not fitted or scored, and why
+EXCLUDED = {"deeplabv3_resnet50": "its only NPU rows (W8A8, qnn_dlc) are 253-305 s, 20000x the same backbone's "
+                                  "FCN at W8A8 (11-15 ms): not a time any kernel model can give"}
+
+MATRIX = {"gemm", "gemm_tn", "bgemm", "conv", "conv_1x1", "conv1d", "conv_grouped",
+          "conv_batch_grouped", "attention"}
+MOVE = {"movement", "view", "reorder", "gather", "other"}
+GROUPS = ("mat", "dw", "ew", "move")
+X0 = {"e_mat": 0.3, "e_dw": 0.05, "bw_mat": 0.5, "bw_ew": 0.5, "bw_move": 0.5, "floor_mat": 5e-6,
+      "floor_ew": 2e-6, "floor_move": 1e-6, "t0_fp16": 1e-4, "t0_int8": 1e-4}
+# the per-inference fixed cost is at least 1 us (a bound that keeps it in log space)
+T0_MIN = 1e-6
+
+
+@dataclasses.dataclass(frozen=True)
+class Form:
+    """A model form: ``runtime`` (kernel or qnn), ``t0`` (a per-inference cost per device and
+    precision), ``floors`` (per-kernel floors per group), ``fcap`` (their cap, s), ``bwmax``
+    (the largest e_bw: 1 = at most the datasheet bandwidth; inf = unbounded, an e_bw above 1
+    standing in for traffic kept on chip)."""
+    runtime: str
+    t0: bool
+    floors: bool = True
+    fcap: float = np.inf
+    bwmax: float = np.inf
+
+    def names(self) -> list[str]:
+        out = ["e_mat", "e_dw", "bw_mat", "bw_ew", "bw_move"]
+        return out + (["floor_mat", "floor_ew", "floor_move"] if self.floors else []) + (
+            ["t0_fp16", "t0_int8"] if self.t0 else [])
+
+    def n_constants(self) -> int:
+        return 2 * len(self.names()) + 1
+
+
+def group_of(cls: str) -> str:
+    return "mat" if cls in MATRIX else "dw" if cls == "conv_dw" else "move" if cls in MOVE else "ew"
+
+
+# ----------------------------------------------------------------------------- data
+
+_REPORTS: dict = {}
+
+
+def report(model_id: str):
+    import analyzer
+
+    path = os.path.join(FX, HEX_GRAPHS[model_id])
+    if path not in _REPORTS:
+        _REPORTS[path] = analyzer.analyze(path)
+    return _REPORTS[path]
+
+
+def datasheet(pid: str):
+    import hardware_db
+
+    return dataclasses.replace(hardware_db.get(pid), family="datasheet")
+
+
+def peak_int8(pid: str) -> float:
+    import hardware_db
+
+    return hardware_db.get(pid).peak_flops("matrix", "int8")
+
+
+def hexagon_rows(mdir: str):
+    """AI Hub's NPU rows (runtimes tflite and qnn_dlc, fp16 and W8A8) of the models with a graph,
+    where every layer ran on the NPU (``layers_npu == layers_total``: the video networks' TFLite
+    fp16 rows put 4-7 layers on the CPU and are 2-12x their QNN rows), EXCLUDED left out."""
+    import pandas as pd
+
+    hx = pd.read_csv(os.path.join(mdir, "aihub_hexagon.csv"))
+    hx = hx[(hx.primary_compute_unit == "NPU") & hx.runtime.isin(["tflite", "qnn_dlc"])
+            & hx.precision.isin(["fp16", "int8"]) & hx.model_id.isin(list(HEX_GRAPHS))
+            & (hx.layers_npu == hx.layers_total) & ~hx.model_id.isin(list(EXCLUDED))]
+    hx = hx[[os.path.exists(os.path.join(FX, HEX_GRAPHS[m])) for m in hx.model_id]]
+    return hx[["model_id", "opcost_profile", "precision", "runtime", "inference_time_ms"]].reset_index(drop=True)
+
+
+def features(rows, runtime: str) -> dict:
+    """(model, device, precision) -> per-kernel arrays (group index, FLOP-equivalent work,
+    datasheet memory seconds, launches) of ``runtime``'s plan on the datasheet profile."""
+    from analyzer.prediction.predict import predict
+
+    out = {}
+    for key in sorted(set(zip(rows.model_id, rows.opcost_profile, rows.precision))):
+        (pred,) = predict(report(key[0]), [datasheet(key[1])], precision=key[2], runtime=runtime)
+        kt = pred.kernel_table
+        out[key] = (np.array([GROUPS.index(group_of(c)) for c in kt.op_class]),
+                    np.asarray(kt.compute) * np.asarray(kt.matrix_peak), np.asarray(kt.memory, float),
+                    np.asarray(kt.runs, float))
+    return out
+
+
+class Rows:
+    """The rows' kernels concatenated, for vectorised model times: one copy per distinct
+    (model, device, precision) key (``K`` = key of each kernel; rows of two runtimes share it),
+    identical kernels of a key merged (``N`` = how many)."""
+
+    def __init__(self, rows, feats):
+        keys = list(zip(rows.model_id, rows.opcost_profile, rows.precision))
+        uniq = sorted(set(keys))
+        self.row_key = np.array([uniq.index(k) for k in keys])
+        G, W, M, R, K, N = [], [], [], [], [], []
+        for i, k in enumerate(uniq):
+            tab = np.unique(np.stack([*feats[k], np.full(len(feats[k][0]), i)], axis=1), axis=0,
+                            return_counts=True)
+            G.append(tab[0][:, 0]), W.append(tab[0][:, 1]), M.append(tab[0][:, 2])
+            R.append(tab[0][:, 3] * tab[1]), K.append(tab[0][:, 4]), N.append(tab[1])
+        self.G = np.concatenate(G).astype(int)
+        self.W, self.M, self.R = np.concatenate(W), np.concatenate(M), np.concatenate(R)
+        self.N = np.concatenate(N).astype(float)
+        self.K = np.concatenate(K).astype(int)
+        self.n_keys = len(uniq)
+        self.key_dev = np.array([DEVS.index(k[1]) for k in uniq])
+        self.key_fp16 = np.array([k[2] == "fp16" for k in uniq])
+        self.dev = self.key_dev[self.row_key]
+        self.fp16 = self.key_fp16[self.row_key]
+        self.meas = rows.inference_time_ms.values * 1e-3
+        self.peak = np.array([peak_int8(d) for d in DEVS])[self.key_dev[self.K]]
+
+
+# ----------------------------------------------------------------------------- model and fit
+
+
+def unpack(x, form: Form) -> tuple[dict, float]:
+    """({constant: [8 Gen 2, 8 Gen 3]}, r_fp16) of a parameter vector (log space); constants a
+    form leaves out are 0."""
+    names = form.names()
+    P = {k: np.zeros(2) for k in X0}
+    for d in range(2):
+        for j, k in enumerate(names):
+            P[k][d] = np.exp(x[d * len(names) + j])
+    return P, float(np.exp(x[-1]))
+
+
+def times(D: Rows, P: dict, r: float) -> np.ndarray:
+    """Predicted seconds of each row of ``D`` with constants ``P`` and ``r_fp16``."""
+    d, G = D.key_dev[D.K], D.G
+    e = np.where(G == 1, P["e_dw"][d], P["e_mat"][d])
+    bw = np.choose(G, [P["bw_mat"][d], P["bw_mat"][d], P["bw_ew"][d], P["bw_move"][d]])
+    floor = np.choose(G, [P["floor_mat"][d], P["floor_mat"][d], P["floor_ew"][d], P["floor_move"][d]])
+    fp = D.key_fp16[D.K]
+    t = D.R * floor + D.N * np.maximum(D.W / (D.peak * np.where(fp, r, 1.0) * e), D.M / bw)
+    per_key = (np.bincount(D.K, weights=t, minlength=D.n_keys)
+               + np.where(D.key_fp16, P["t0_fp16"][D.key_dev], P["t0_int8"][D.key_dev]))
+    return per_key[D.row_key]
+
+
+def fit(D: Rows, form: Form, r_fixed: float | None = None) -> tuple[dict, float]:
+    """Least squares on log(pred / measured) over ``D`` (a weak prior, 0.01 per log unit, keeps
+    constants the rows do not identify near their starts); ``r_fixed``: r_fp16 not fitted."""
+    from scipy.optimize import least_squares
+
+    names = form.names()
+    x0 = np.array([np.log(X0[k]) for _ in range(2) for k in names] + [np.log(r_fixed or 0.25)])
+    cap = {"e_": 0.0, "bw": np.log(form.bwmax), "fl": np.log(form.fcap), "t0": np.inf}
+    up = np.array([cap[k[:2]] for _ in range(2) for k in names] + [0.0])
+    lo = np.array([np.log(T0_MIN) if k.startswith("t0") else -np.inf for _ in range(2) for k in names] + [-np.inf])
+    if r_fixed is not None:   # pinned: a bound of width 1e-9 around it
+        lo[-1], up[-1] = np.log(r_fixed) - 1e-9, np.log(r_fixed) + 1e-9
+
+    def res(x):
+        P, r = unpack(x, form)
+        return np.concatenate([np.log(times(D, P, r) / D.meas), 0.01 * (x - x0)])
+
+    best = None
+    for bw_scale in (1.0, 10.0):
+        start = x0 + np.array([np.log(bw_scale) if k.startswith("bw_") else 0.0 for _ in range(2) for k in names]
+                              + [0.0])
+        sol = least_squares(res, np.clip(start, lo + 1e-10, up - 1e-10), bounds=(lo, up), method="trf")
+        best = sol if best is None or sol.cost < best.cost else best
+    return unpack(best.x, form)
+
+
+def cv(rows, feats, form: Form, key) -> np.ndarray:
+    """Each row of ``rows`` predicted (seconds) by a fit on the rows whose ``key(model_id)``
+    differs from its own (key = the model: leave one model out; FAMILIES.get: one family)."""
+    keys = np.array([key(m) for m in rows.model_id])
+    pred = np.zeros(len(rows))
+    for k in sorted(set(keys)):
+        out = keys == k
+        P, r = fit(Rows(rows[~out], feats), form)
+        pred[out] = times(Rows(rows[out], feats), P, r)
+    return pred
+
+
+def stats(pred, meas) -> dict:
+    """rows, MAPE %, largest APE %, geometric-mean bias % of predictions against measurements."""
+    pred, meas = np.asarray(pred, float), np.asarray(meas, float)
+    if len(pred) == 0:
+        return {"rows": 0}
+    ape = np.abs(pred / meas - 1) * 100
+    return {"rows": int(len(pred)), "mape": round(float(ape.mean()), 1),
+            "max_ape": round(float(ape.max()), 1),
+            "bias": round(float((np.exp(np.mean(np.log(pred / meas))) - 1) * 100), 1)}
