@@ -15,9 +15,10 @@ Model (``efficiency.kernel_time`` with the shipped classes, per row)::
   fit (the README's advice); the dispatch is fitted per device and class as the median of
   ``latency - kernel`` over those within ``DISPATCH_X`` x it.
 - the kernel: the FMA-unit matrix classes (``gemm_simt`` for nn.Linear, ``bgemm_simt`` for
-  torch.bmm, ``conv3_simt`` for the 3x3 stride-1 convolutions, ``conv_simt`` for the rows cuDNN
+  torch.bmm, its tile run whole (``whole_tile``), ``conv3_simt`` for the 3x3 stride-1 convolutions, ``conv_simt`` for the rows cuDNN
   ran without Winograd/FFT) on the vector fp32 peak, and the memory-bound classes (elementwise,
-  activation, softmax, norm) in the per-SM form; the class floor is the pooled NVIDIA floor in
+  activation, softmax, norm; ``softmax_block`` for rows longer than ``SOFTMAX_WARP_ROW``, the
+  block-per-row kernel) in the per-SM form; the class floor is the pooled NVIDIA floor in
   cycles (``constants.floor_cycles``: not identified here, it sits inside the dispatch).
 - a power-capped card (T4 70 W, P4 75 W) holds a sustained clock under FMA load below its boost
   clock: fitted per card (in-sample only), written to its profile as ``sustained_clock_ghz``.
@@ -60,7 +61,7 @@ sys.path.insert(0, ROOT)
 
 from analyzer.prediction.efficiency import constants as fc  # noqa: E402
 from analyzer.prediction.efficiency.kernel_time import (  # noqa: E402
-    CLASS_CODE, kernel_time, with_clock)
+    CLASS_CODE, SOFTMAX_WARP_ROW, kernel_time, with_clock)
 
 DATA = os.path.join(ROOT, "..", "shared", "measurements", "gpu", "neusight_ops.csv.gz")
 MEASUREMENT_FILE = "neusight_ops.csv.gz"
@@ -78,7 +79,7 @@ OP_CLASS = {"add": "elementwise", "mul": "elementwise", "div": "elementwise", "a
             "mulu": "elementwise", "divu": "elementwise", "relu": "elementwise", "pow": "activation",
             "powu": "activation", "gelu": "activation", "tanh": "activation", "softmax": "softmax",
             "ln": "norm", "linear": "gemm_simt", "bmm": "bgemm_simt", "conv": "conv3_simt"}
-MEMORY = ("elementwise", "activation", "softmax", "norm")
+MEMORY = ("elementwise", "activation", "softmax", "softmax_block", "norm")
 MATRIX = ("gemm_simt", "bgemm_simt", "conv3_simt", "conv_simt")
 FLOOR_X = 3.0     # rows within FLOOR_X x their device's and class's smallest latency: out of the kernel fit
 DISPATCH_X = 1.5  # of those, the rows within DISPATCH_X x it fit the host dispatch (kernels of a few us)
@@ -86,6 +87,10 @@ CAP = 300         # rows per (op, device) in the fits (hash-ordered: determinist
 AT_FLOOR_CAP = 60  # and rows at the floor (DISPATCH_X) per (op, device)
 PRODUCT_PER = 6   # rows per (op, device) scored through analyzer.analyze
 TILES = ((128.0, 128.0), (128.0, 64.0), (64.0, 64.0))
+# torch.bmm's tile (rows x columns of the output), run whole (kernel_time's whole_tile): cuBLAS's batched
+# sgemm ran one tile per GPU over every bmm row here (A100 128x128, P100 and P4 128x64 with the 128 on
+# the output's columns, T4 64x64); the fit keeps the least cost of these
+BGEMM_TILES = ((128.0, 128.0), (64.0, 128.0), (64.0, 64.0))
 # bpc at most 64 bytes per SM-cycle: the L2 -> SM path of these GPUs (64 B per clock per SM on Volta and
 # Ampere); with a higher bound the elementwise fit ran to it (the per-SM term off, L2-resident rows free)
 MEM_FREE = {"e_bw": (0.8, 0.2, 1.0), "bpc": (20.0, 0.5, 64.0), "l2_hit": (0.3, 1e-3, 1.0),
@@ -97,6 +102,7 @@ MEM_FREE = {"e_bw": (0.8, 0.2, 1.0), "bpc": (20.0, 0.5, 64.0), "l2_hit": (0.3, 1
 # stream: it stood in for a compute effect)
 MAT_FREE = {"e_compute": (0.8, 0.1, 1.0)}
 WINO = {"mult_share": (0.44, 0.25, 1.0)}   # F(4x4,3x3) 36/144 .. direct
+WHOLE_BGEMM = True   # torch.bmm's tile whole (fit_bgemm_whole); False: the shared gemm tile with small-grid tiles
 
 
 # ----------------------------------------------------------------------------- data
@@ -111,6 +117,8 @@ def load(path: str):
     ns["cls"] = ns.op.map(OP_CLASS)
     direct = ns.op.eq("conv") & ~ns.kernels_launched.fillna("").str.contains("winograd|fft", case=False)
     ns.loc[direct, "cls"] = "conv_simt"
+    # a softmax row longer than the warp kernel takes runs the block kernel (op_classes.SOFTMAX_WARP_ROW)
+    ns.loc[ns.op.eq("softmax") & (ns.H > SOFTMAX_WARP_ROW), "cls"] = "softmax_block"
     ns["t"] = ns.latency_us * 1e-6
     f = {k: np.zeros(len(ns)) for k in ("mac", "vec", "trans", "m", "n", "k", "batch")}
     B, H = ns.B.fillna(0).to_numpy(), ns.H.fillna(0).to_numpy()
@@ -138,7 +146,8 @@ def load(path: str):
         ns[k] = v
     ns["bytes"] = ns.bytes_min.astype(float)
     ns["gpu"] = ns.device_system.map(GPU)
-    floor = ns.groupby(["device_system", "cls"]).t.transform("min")
+    # (the two softmax kernels: one host op, one floor)
+    floor = ns.groupby([ns.device_system, ns.cls.replace({"softmax_block": "softmax"})]).t.transform("min")
     ns["near_floor"] = ns.t <= FLOOR_X * floor
     ns["at_floor"] = ns.t <= DISPATCH_X * floor
     return ns
@@ -176,8 +185,9 @@ class Fit:
 
 
 def dclass(cls: str) -> str:
-    """The dispatch class of a kernel class (one host op: both conv classes are nn.Conv2d)."""
-    return "conv3_simt" if cls == "conv_simt" else cls
+    """The dispatch class of a kernel class (one host op: both conv classes are nn.Conv2d, both
+    softmax classes torch.softmax)."""
+    return {"conv_simt": "conv3_simt", "softmax_block": "softmax"}.get(cls, cls)
 
 
 def arrays_of(sets: dict) -> dict:
@@ -186,7 +196,7 @@ def arrays_of(sets: dict) -> dict:
     arr = {k: (np.array(v, dtype=float) if np.ndim(v) else v) for k, v in base.items()}
     for cls, vals in sets.items():
         i = CLASS_CODE[cls]
-        for p in ("tile_m", "tile_n", "wave_alpha", "l2_gain", "mult_share", "bpc", "l2_hit"):
+        for p in ("tile_m", "tile_n", "wave_alpha", "l2_gain", "mult_share", "bpc", "l2_hit", "whole_tile"):
             arr[p][i] = 0.0
         for p, v in vals.items():
             arr[p][i] = v
@@ -284,6 +294,8 @@ def fit_matrix(df, fit: Fit, capped: list[str]) -> None:
     for c in ("gemm_simt", "bgemm_simt"):
         fit.sets[c] = _mat_set({p: vals[f"{c}:{p}"] for p in MAT_FREE}, tile)
     fit.shares = {d: vals[f"share:{d}"] for d in capped}
+    if WHOLE_BGEMM:
+        fit_bgemm_whole(df, fit)
     for cls, free_c in (("conv3_simt", dict(MAT_FREE, **WINO)), ("conv_simt", MAT_FREE)):
         rows = df[(df.cls == cls) & ~df.near_floor]
         lt = np.log(rows.t.to_numpy())
@@ -293,6 +305,23 @@ def fit_matrix(df, fit: Fit, capped: list[str]) -> None:
             return np.log(predict(rows, trial)) - lt
 
         fit.sets[cls] = _mat_set(_lsq(resid, free_c)[0], tile)
+
+
+def fit_bgemm_whole(df, fit: Fit) -> None:
+    """``bgemm_simt`` again with its tile run whole (``whole_tile``), for each of ``BGEMM_TILES``
+    (the least cost kept): its e_compute free, the shares and the other sets held."""
+    rows = df[(df.cls == "bgemm_simt") & ~df.near_floor]
+    lt = np.log(rows.t.to_numpy())
+    best = None
+    for tile in BGEMM_TILES:
+        def resid(x, tile=tile):
+            s = dict(_mat_set(dict(zip(MAT_FREE, np.exp(x))), tile), whole_tile=1.0)
+            return np.log(predict(rows, Fit(dict(fit.sets, bgemm_simt=s), fit.shares, fit.dispatch))) - lt
+
+        vals, cost = _lsq(resid, MAT_FREE)
+        if best is None or cost < best[0]:
+            best = (cost, dict(_mat_set(vals, tile), whole_tile=1.0))
+    fit.sets["bgemm_simt"] = best[1]
 
 
 def fit_all(df) -> Fit:
@@ -448,6 +477,10 @@ def provenance(cls: str, sub, err: dict) -> dict:
                    "(kernel_time.wave_split), b_half 0")
         if cls == "conv3_simt":
             method += "; mult_share (Winograd/FFT multiplies per direct multiply) free in [0.25, 1]"
+        if cls == "bgemm_simt" and WHOLE_BGEMM:
+            method += ("; then refitted alone (e_compute free, the sustained clocks held) with its tile run whole "
+                       "(whole_tile: no smaller library tile, a narrow output padded to the tile), the tile "
+                       "(rows x columns) chosen of 128x128, 64x128, 64x64 by the fit's cost")
     method += ("; floor not identified (inside the host dispatch): the pooled NVIDIA floor cycles apply "
                "(constants.floor_cycles), floor_s here is that floor at 1.41 GHz")
     return {"kind": "fit", "measurement_file": MEASUREMENT_FILE,
@@ -455,7 +488,10 @@ def provenance(cls: str, sub, err: dict) -> dict:
             "hardware": ", ".join(sorted({PROFILE[d] for d in set(rows.device_system)})),
             "filter": f"op in {{{', '.join(ops)}}}" + ("; conv rows whose kernels_launched name no winograd/fft"
                                                          if cls == "conv_simt" else "")
-            + ("; conv rows running winograd or fft kernels and the rest" if cls == "conv3_simt" else ""),
+            + ("; conv rows running winograd or fft kernels and the rest" if cls == "conv3_simt" else "")
+            + (f"; rows of at most {SOFTMAX_WARP_ROW} elements (the warp-per-row kernel)" if cls == "softmax" else "")
+            + (f"; rows longer than {SOFTMAX_WARP_ROW} elements (the block-per-row kernel)" if cls == "softmax_block"
+               else ""),
             "timing": "eager single call (CUDA events around one PyTorch 2.1 call, mean of the fastest 5 of 25; "
                       "host dispatch included, fitted apart)",
             "rows": int(len(rows)), "rows_used_in_fit": int((~rows.near_floor).sum()),
@@ -483,7 +519,7 @@ def write_constants(fit: Fit, sub, errs: dict, directory: str) -> None:
     _dump(gen, path)
     for fam, (what, devices) in FAMILIES.items():
         doc = {"schema_version": 1, "family": fam,
-               "description": f"{what}: memory-bound classes (elementwise, activation, softmax, norm) pooled over "
+               "description": f"{what}: memory-bound classes (elementwise, activation, softmax and softmax_block by row length, norm) pooled over "
                               "NeuSight's five GPUs (A100 PCIe, V100 PCIe, T4, P100 PCIe, P4; fp32 PyTorch 2.1 "
                               "eager single calls, host dispatch fitted apart; bench/fit_neusight.py); the FMA-unit "
                               "matrix classes are generic.json's pooled sets; other classes generic.",
@@ -660,7 +696,11 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default=DATA)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "fit_neusight.md"))
     ap.add_argument("--no-write", action="store_true", help="report only: leave the constants files alone")
+    ap.add_argument("--no-whole-bgemm", action="store_true",
+                    help="the form before whole_tile: torch.bmm on the gemm tile with the small-grid library tiles")
     args = ap.parse_args(argv)
+    global WHOLE_BGEMM
+    WHOLE_BGEMM = not args.no_whole_bgemm
     t0 = time.time()
     ns = load(args.data)
     sub = subsample(ns)
