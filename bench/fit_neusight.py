@@ -102,6 +102,8 @@ MEM_FREE = {"e_bw": (0.8, 0.2, 1.0), "bpc": (20.0, 0.5, 64.0), "l2_hit": (0.3, 1
 # stream: it stood in for a compute effect)
 MAT_FREE = {"e_compute": (0.8, 0.1, 1.0)}
 WINO = {"mult_share": (0.44, 0.25, 1.0)}   # F(4x4,3x3) 36/144 .. direct
+K_FILL = {"k_fill": (8.0, 0.1, 128.0)}   # a tile's prologue + epilogue in k-loop steps
+FIT_K_FILL = True
 WHOLE_BGEMM = True   # torch.bmm's tile whole (fit_bgemm_whole); False: the shared gemm tile with small-grid tiles
 
 
@@ -196,7 +198,7 @@ def arrays_of(sets: dict) -> dict:
     arr = {k: (np.array(v, dtype=float) if np.ndim(v) else v) for k, v in base.items()}
     for cls, vals in sets.items():
         i = CLASS_CODE[cls]
-        for p in ("tile_m", "tile_n", "wave_alpha", "l2_gain", "mult_share", "bpc", "l2_hit", "whole_tile"):
+        for p in ("tile_m", "tile_n", "wave_alpha", "l2_gain", "mult_share", "bpc", "l2_hit", "whole_tile", "k_fill"):
             arr[p][i] = 0.0
         for p, v in vals.items():
             arr[p][i] = v
@@ -312,13 +314,14 @@ def fit_bgemm_whole(df, fit: Fit) -> None:
     (the least cost kept): its e_compute free, the shares and the other sets held."""
     rows = df[(df.cls == "bgemm_simt") & ~df.near_floor]
     lt = np.log(rows.t.to_numpy())
+    free = dict(MAT_FREE, **(K_FILL if FIT_K_FILL else {}))
     best = None
     for tile in BGEMM_TILES:
         def resid(x, tile=tile):
-            s = dict(_mat_set(dict(zip(MAT_FREE, np.exp(x))), tile), whole_tile=1.0)
+            s = dict(_mat_set(dict(zip(free, np.exp(x))), tile), whole_tile=1.0)
             return np.log(predict(rows, Fit(dict(fit.sets, bgemm_simt=s), fit.shares, fit.dispatch))) - lt
 
-        vals, cost = _lsq(resid, MAT_FREE)
+        vals, cost = _lsq(resid, free)
         if best is None or cost < best[0]:
             best = (cost, dict(_mat_set(vals, tile), whole_tile=1.0))
     fit.sets["bgemm_simt"] = best[1]
@@ -478,7 +481,8 @@ def provenance(cls: str, sub, err: dict) -> dict:
         if cls == "conv3_simt":
             method += "; mult_share (Winograd/FFT multiplies per direct multiply) free in [0.25, 1]"
         if cls == "bgemm_simt" and WHOLE_BGEMM:
-            method += ("; then refitted alone (e_compute free, the sustained clocks held) with its tile run whole "
+            method += (f"; then refitted alone (e_compute{' and k_fill' if FIT_K_FILL else ''} free, the sustained clocks "
+                       "held) with its tile run whole "
                        "(whole_tile: no smaller library tile, a narrow output padded to the tile), the tile "
                        "(rows x columns) chosen of 128x128, 64x128, 64x64 by the fit's cost")
     method += ("; floor not identified (inside the host dispatch): the pooled NVIDIA floor cycles apply "
@@ -698,9 +702,11 @@ def main(argv=None) -> int:
     ap.add_argument("--no-write", action="store_true", help="report only: leave the constants files alone")
     ap.add_argument("--no-whole-bgemm", action="store_true",
                     help="the form before whole_tile: torch.bmm on the gemm tile with the small-grid library tiles")
+    ap.add_argument("--no-k-fill", action="store_true", help="torch.bmm's whole tile without the per-tile k_fill")
     args = ap.parse_args(argv)
-    global WHOLE_BGEMM
+    global WHOLE_BGEMM, FIT_K_FILL
     WHOLE_BGEMM = not args.no_whole_bgemm
+    FIT_K_FILL = not args.no_k_fill
     t0 = time.time()
     ns = load(args.data)
     sub = subsample(ns)

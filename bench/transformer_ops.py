@@ -188,8 +188,10 @@ def main(argv=None) -> int:
     ap.add_argument("--no-product", action="store_true", help="skip the analyzer.analyze column")
     ap.add_argument("--no-whole-bgemm", action="store_true",
                     help="fit torch.bmm as before whole_tile (fit_neusight's --no-whole-bgemm)")
+    ap.add_argument("--no-k-fill", action="store_true", help="fit torch.bmm without k_fill (fit_neusight's --no-k-fill)")
     args = ap.parse_args(argv)
     fns.WHOLE_BGEMM = not args.no_whole_bgemm
+    fns.FIT_K_FILL = not args.no_k_fill
     t0 = time.time()
     ns = fns.load(args.data)
     m = match(ns, shapes())

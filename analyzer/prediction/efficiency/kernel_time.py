@@ -31,6 +31,10 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   split-K choice stays).  cuBLAS's batched FMA-unit sgemm (``bgemm_simt``: torch.bmm in fp32)
   ran one tile per GPU over all of NeuSight's bmm rows (A100 128x128, P100/P4 128x64), and an
   attention's ``P @ V`` (a 64-wide output) on a 128-wide tile does twice its useful work.
+- ``k_fill`` (0: off): a tile's fixed prologue (its first operand loads) and epilogue (writing
+  its output tile) in steps of its k loop: the padded work is ``2 * mp * np * (k + split *
+  k_fill) * batch`` (each split-K slice is a tile of its own).  A 64-deep product (an attention's
+  ``Q @ K^T``) pays it in full; ``bgemm_simt``'s is fitted (about 15 steps).
 - ``mult_share`` (0: off, i.e. 1): the share of the direct product's multiplies the class's
   algorithm runs, applied to ``work``: cuDNN's Winograd F(2x2,3x3) runs 16 of the 36 multiplies of
   a 3x3 stride-1 convolution's output tile, F(4x4,3x3) 36 of 144, an FFT fewer still, each plus
@@ -125,13 +129,15 @@ BPC_ELEM_BYTES = 2.0   # a per-element set's (``per_element = 1``) bpc is fitted
 MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
                "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s", "im2col_s", "im2col_stride_s",
-               "serial_s", "k_block", "per_element", "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile")
+               "serial_s", "k_block", "per_element", "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile",
+               "k_fill")
 # ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
 CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
 # values a constants file may leave out (older files: no cache term, no per-SM term)
 PARAM_DEFAULTS = dict.fromkeys(("l2_gain", "bpc", "l2_hit", "sm_bw", "n_half", "par_s", "b_par", "piece_s",
                                 "im2col_s", "im2col_stride_s", "serial_s", "k_block", "per_element",
-                                "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile"), 0.0)
+                                "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile", "k_fill"),
+                               0.0)
 # the optional fixed CPU terms (class_fixed_s): (constant, a calibration table's key, seconds per unit)
 CPU_FIXED_KEYS = (("piece_s", "piece_us", 1e-6), ("im2col_s", "im2col_ns", 1e-9),
                   ("im2col_stride_s", "im2col_stride_ns", 1e-9), ("serial_s", "serial_ns", 1e-9))
@@ -199,7 +205,9 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     mp, np_, wave, split = _tile_choice(xp, m, n, k, tm, tn, b1, units, known, whole)
     share = per("mult_share") if "mult_share" in arrays else zeros
     algo = xp.where(share > 0, share, 1.0)
-    work = xp.where(tiled, 2.0 * mp * np_ * kp * b1, mac) * algo
+    # k_fill: a tile's fixed prologue and epilogue, in steps of its k loop, paid by each split-K slice
+    kf = per("k_fill") if "k_fill" in arrays else zeros
+    work = xp.where(tiled, 2.0 * mp * np_ * (kp + split * kf) * b1, mac) * algo
     # narrow outputs: a tiled kernel with few (padded) columns runs its inner loop at part of
     # its rate (time x 1 + (n_half / n)^2; n_half 0: off)
     nh = per("n_half") if "n_half" in arrays else zeros
@@ -284,6 +292,7 @@ def _detail(xp, tiled, mac, work, wave, split, narrow, compute, vec, trans, tran
             dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor):
     """Every factor of ``kernel_time``'s terms, per kernel (``Prediction.explain``): compute_s =
     matrix_s + vector_s, matrix_s = mac * pad * algo * wave * narrow / (matrix_peak * e_compute)
+    (``pad``: the padded tiles' work over the direct count, a tile's ``k_fill`` steps included)
     (``algo``, the multiply share, is added by the caller);
     memory_s = dram_s + sm_s (or their max, ``sm_overlap``), dram_s = (dram_bytes + b_half) / (mem_bw * e_bw * cache_gain),
     sm_s = bytes / sm_bw; cache_share = 1 - dram_bytes / bytes."""
