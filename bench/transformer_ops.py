@@ -47,6 +47,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
 
 import fit_neusight as fns  # noqa: E402
+import neusight_report  # noqa: E402
 
 COMMAND = "PYTHONPATH=$PWD python bench/transformer_ops.py"
 OUT = os.path.join(ROOT, "bench", "results", "transformer_ops_2026-12-02.md")
@@ -142,7 +143,7 @@ def shipped(rows, fit, per: int = PRODUCT_PER):
     pick = pd.concat(parts)
     host = np.array([fit.dispatch.get((d, fns.dclass(c)), 0.0) for d, c in zip(pick.device_system, pick.cls)])
     shipped_fit = fns.Fit({}, fit.shares, fit.dispatch)
-    return pick.assign(p_ship=fns.product_times(pick, shipped_fit, fns.fc.EFFICIENCY_DIR, "kernel") + host)
+    return pick.assign(p_ship=neusight_report.product_times(pick, shipped_fit, fns.fc.EFFICIENCY_DIR, "kernel") + host)
 
 
 def _cell(m: dict) -> str:
