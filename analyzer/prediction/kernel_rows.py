@@ -230,6 +230,8 @@ def node_op_class(n: NodeCost) -> str:
     x = _shape(n.in_specs[0]) if n.in_specs else None
     w = _shape(n.in_specs[1]) if len(n.in_specs) > 1 else None
     cls = eff.op_class_of(n.domain, n.op, batched=batched, conv_input=x, conv_weight=w)
+    if cls == "softmax" and (n.kernel or "").startswith("row=") and int(n.kernel[4:]) > eff.SOFTMAX_WARP_ROW:
+        return "softmax_block"   # a long row: the block-per-row kernel (op_classes.SOFTMAX_WARP_ROW)
     if n.kernel in KERNEL_CLASSES and cls in ("gemm", "conv"):
         return KERNEL_CLASSES[n.kernel]   # the rule's word (a JAX convolution's groups, a dot's form)
     if cls == "conv":

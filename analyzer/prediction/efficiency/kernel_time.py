@@ -26,6 +26,15 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   work of 256x256x129).  A dimension smaller than its tile pads only to the 16-wide MMA granule
   (libraries switch to skinny tiles / GEMV kernels there), or to the tile where the tile is
   narrower than that (a CPU's tile: its vector width).
+- ``whole_tile`` (0: off): the class's kernels run only the set's tile, whole: a dimension
+  smaller than the tile pads to the tile and no smaller ``LIBRARY_TILES`` tile is chosen (the
+  split-K choice stays).  cuBLAS's batched FMA-unit sgemm (``bgemm_simt``: torch.bmm in fp32)
+  ran one tile per GPU over all of NeuSight's bmm rows (A100 128x128, P100/P4 128x64), and an
+  attention's ``P @ V`` (a 64-wide output) on a 128-wide tile does twice its useful work.
+- ``k_fill`` (0: off): a tile's fixed prologue (its first operand loads) and epilogue (writing
+  its output tile) in steps of its k loop: the padded work is ``2 * mp * np * (k + split *
+  k_fill) * batch`` (each split-K slice is a tile of its own).  A 64-deep product (an attention's
+  ``Q @ K^T``) pays it in full; ``bgemm_simt``'s is fitted (about 15 steps).
 - ``mult_share`` (0: off, i.e. 1): the share of the direct product's multiplies the class's
   algorithm runs, applied to ``work``: cuDNN's Winograd F(2x2,3x3) runs 16 of the 36 multiplies of
   a 3x3 stride-1 convolution's output tile, F(4x4,3x3) 36 of 144, an FFT fewer still, each plus
@@ -112,21 +121,23 @@ from typing import Any, Mapping
 import numpy as np
 
 from analyzer.prediction.efficiency.op_classes import (  # noqa: F401  (re-exported: one import for callers)
-    CLASS_CODE, CLASS_FALLBACK, MATRIX_CLASSES, OP_CLASSES, POOLED_CLASSES, REFINES, SIMT_CLASS, class_chain,
-    gemm_view, op_class_of)
+    CLASS_CODE, CLASS_FALLBACK, MATRIX_CLASSES, OP_CLASSES, POOLED_CLASSES, REFINES, SIMT_CLASS, SOFTMAX_WARP_ROW,
+    class_chain, gemm_view, op_class_of)
 
 BPC_ELEM_BYTES = 2.0   # a per-element set's (``per_element = 1``) bpc is fitted at 2 bytes an element
 # per-class constant arrays a constants set carries (keys of ``FamilyConstants.arrays``)
 MMA_GRANULE = 16.0  # rows/cols a tensor-core MMA instruction covers (m16n8k16 on Ampere..Blackwell)
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
                "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s", "im2col_s", "im2col_stride_s",
-               "serial_s", "k_block", "per_element", "floor_clock_hz", "sm_overlap", "mult_share")
+               "serial_s", "k_block", "per_element", "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile",
+               "k_fill")
 # ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
 CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
 # values a constants file may leave out (older files: no cache term, no per-SM term)
 PARAM_DEFAULTS = dict.fromkeys(("l2_gain", "bpc", "l2_hit", "sm_bw", "n_half", "par_s", "b_par", "piece_s",
                                 "im2col_s", "im2col_stride_s", "serial_s", "k_block", "per_element",
-                                "floor_clock_hz", "sm_overlap", "mult_share"), 0.0)
+                                "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile", "k_fill"),
+                               0.0)
 # the optional fixed CPU terms (class_fixed_s): (constant, a calibration table's key, seconds per unit)
 CPU_FIXED_KEYS = (("piece_s", "piece_us", 1e-6), ("im2col_s", "im2col_ns", 1e-9),
                   ("im2col_stride_s", "im2col_stride_ns", 1e-9), ("serial_s", "serial_ns", 1e-9))
@@ -193,10 +204,13 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     kb = per("k_block") if "k_block" in arrays else zeros
     kb1 = xp.maximum(kb, 1.0)
     kp = xp.where(kb > 0, xp.ceil(k / kb1) * kb1, k)
-    mp, np_, wave, split = _tile_choice(xp, m, n, k, tm, tn, b1, units, known)
+    whole = (per("whole_tile") if "whole_tile" in arrays else zeros) > 0
+    mp, np_, wave, split = _tile_choice(xp, m, n, k, tm, tn, b1, units, known, whole)
     share = per("mult_share") if "mult_share" in arrays else zeros
     algo = xp.where(share > 0, share, 1.0)
-    work = xp.where(tiled, 2.0 * mp * np_ * kp * b1, mac) * algo
+    # k_fill: a tile's fixed prologue and epilogue, in steps of its k loop, paid by each split-K slice
+    kf = per("k_fill") if "k_fill" in arrays else zeros
+    work = xp.where(tiled, 2.0 * mp * np_ * (kp + split * kf) * b1, mac) * algo
     # narrow outputs: a tiled kernel with few (padded) columns runs its inner loop at part of
     # its rate (time x 1 + (n_half / n)^2; n_half 0: off)
     nh = per("n_half") if "n_half" in arrays else zeros
@@ -233,20 +247,22 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     return out
 
 
-def _tile_choice(xp, m, n, k, tm, tn, b1, units, known):
+def _tile_choice(xp, m, n, k, tm, tn, b1, units, known, whole=False):
     """(m padded, n padded, wave, split) of the tile a library runs an m x n output (``b1``
     pieces) on: the set's tile, or where waves over the SMs are modelled (``known``) the one of
     the set's tile and the ``LIBRARY_TILES`` no larger than it, with its split-K factor
     (``wave_split``), whose padded work x waves is least (a library's heuristic picks smaller
     tiles and splits K for grids that would leave SMs idle; the first of equals).  The small
     tiles are the same for every family: a family's fitted tile (its large-grid tile) does not
-    limit how finely a small grid is cut."""
+    limit how finely a small grid is cut.  ``whole`` (the set's ``whole_tile``): the library
+    runs only the set's tile, whole (see ``_padded``); its split-K factor is still chosen."""
+    whole = xp.asarray(whole, dtype=bool)
     mp = np_ = mt = nt = wave = split = None
     for i, (lm, ln) in enumerate(((0.0, 0.0),) + LIBRARY_TILES):
-        ok = known & (lm <= tm) & (ln <= tn) if i else known | ~known
+        ok = known & ~whole & (lm <= tm) & (ln <= tn) if i else known | ~known
         tm_f = xp.where(ok & (i > 0), lm, tm)
         tn_f = xp.where(ok & (i > 0), ln, tn)
-        c_mp, c_np, c_mt, c_nt = _padded(xp, m, n, tm_f, tn_f)
+        c_mp, c_np, c_mt, c_nt = _padded(xp, m, n, tm_f, tn_f, whole)
         c_wave, c_split = wave_split(xp, c_mt * c_nt * b1, k, units, known)
         if mp is None:
             mp, np_, mt, nt, wave, split = c_mp, c_np, c_mt, c_nt, c_wave, c_split
@@ -257,14 +273,19 @@ def _tile_choice(xp, m, n, k, tm, tn, b1, units, known):
     return mp, np_, wave, split
 
 
-def _padded(xp, m, n, tm, tn):
+def _padded(xp, m, n, tm, tn, whole=False):
     """(m padded, n padded, row tiles, column tiles) of an m x n output on tm x tn tiles.  A
     dimension smaller than its tile runs on a narrower tile (the library picks skinny/GEMV
     kernels): padded to the MMA granule only, so a GEMV is not charged a full 128-row tile (a
-    tile narrower than the granule, a CPU's vector width, is its own granule)."""
+    tile narrower than the granule, a CPU's vector width, is its own granule).  ``whole``: the
+    class's kernels run the whole tile whatever the shape (an FMA-unit sgemm computes every
+    element of its tile with guarded loads; cuBLAS's batched sgemm kept one tile per GPU over
+    NeuSight's bmm rows), so a dimension smaller than the tile pads to the tile: a 64-wide
+    output on a 128-wide tile does the work of 128."""
     tm1, tn1 = xp.maximum(tm, 1.0), xp.maximum(tn, 1.0)
     mt, nt = xp.ceil(m / tm1), xp.ceil(n / tn1)
-    gm, gn = xp.minimum(tm1, MMA_GRANULE), xp.minimum(tn1, MMA_GRANULE)
+    gm = xp.where(whole, tm1, xp.minimum(tm1, MMA_GRANULE))
+    gn = xp.where(whole, tn1, xp.minimum(tn1, MMA_GRANULE))
     mp = xp.where(m >= tm1, mt * tm1, xp.ceil(m / gm) * gm)
     np_ = xp.where(n >= tn1, nt * tn1, xp.ceil(n / gn) * gn)
     return mp, np_, mt, nt
@@ -274,6 +295,7 @@ def _detail(xp, tiled, mac, work, wave, split, narrow, compute, vec, trans, tran
             dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor):
     """Every factor of ``kernel_time``'s terms, per kernel (``Prediction.explain``): compute_s =
     matrix_s + vector_s, matrix_s = mac * pad * algo * wave * narrow / (matrix_peak * e_compute)
+    (``pad``: the padded tiles' work over the direct count, a tile's ``k_fill`` steps included)
     (``algo``, the multiply share, is added by the caller);
     memory_s = dram_s + sm_s (or their max, ``sm_overlap``), dram_s = (dram_bytes + b_half) / (mem_bw * e_bw * cache_gain),
     sm_s = bytes / sm_bw; cache_share = 1 - dram_bytes / bytes."""

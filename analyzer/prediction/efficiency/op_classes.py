@@ -26,7 +26,10 @@ OP_CLASSES = ("gemm", "bgemm", "conv", "attention", "elementwise", "activation",
               # fp32 matrix kernels on a GPU's FMA units (SIMT sgemm / cuDNN, no tensor cores):
               # ``engines.simt_classes`` picks them; a 3x3 stride-1 convolution apart (conv3_simt:
               # cuDNN's Winograd/FFT algorithms do fewer multiplies than the direct count)
-              "gemm_simt", "bgemm_simt", "conv_simt", "conv3_simt")
+              "gemm_simt", "bgemm_simt", "conv_simt", "conv3_simt",
+              # a softmax over rows longer than SOFTMAX_WARP_ROW: the block-per-row kernel
+              # (``kernel_rows.node_op_class``), not the warp-per-row one of shorter rows
+              "softmax_block")
 CLASS_CODE = {c: i for i, c in enumerate(OP_CLASSES)}
 MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1", "conv1d", "conv_grouped",
                   "conv_batch_grouped", "gemm_tn", "gemm_simt", "bgemm_simt", "conv_simt", "conv3_simt")
@@ -83,7 +86,17 @@ CLASS_FALLBACK = {"quantize": "elementwise", "gemm_tn": "gemm", "conv_dw": "conv
                   # the FMA-unit (SIMT) matrix kernels: a set without them predicts them with
                   # its tensor-core class's constants, as before the classes existed
                   "gemm_simt": "gemm", "bgemm_simt": "bgemm", "conv_simt": "conv",
-                  "conv3_simt": "conv_simt"}
+                  "conv3_simt": "conv_simt",
+                  # a set without the long-row softmax kernel predicts it as its softmax
+                  "softmax_block": "softmax"}
+# the longest softmax row (elements) the warp-per-row kernel takes: PyTorch's CUDA softmax
+# (aten/src/ATen/native/cuda/SoftMax.cu: dim_size <= 1024 and dim_size * sizeof(scalar) <= 4096,
+# so 1024 for fp32/fp16/bf16, 512 for fp64: not distinguished here) keeps a row in one warp's
+# registers (one read, one write); a longer row runs cunn_SoftMaxForward, one block per row in
+# passes. NeuSight's fp32 rows show the switch in their kernel names at 1024: the block kernel
+# reached 924-949 GB/s on the A100 PCIe where the warp kernel reached 1,399
+# (bench/transformer_ops.py's report)
+SOFTMAX_WARP_ROW = 1024
 
 # classes fitted pooled over GPUs as physical constants (an efficiency of the FMA peak, a floor in
 # cycles, a multiply share): generic.json's own set of such a class precedes a family's fallback

@@ -91,27 +91,37 @@ def lrn(ins, outs, ctx, *, size):
     return Work(vector_flops=n * (size + 3), transcendentals=n)
 
 
+def softmax_rows(shape, axis, opset: int) -> tuple[int, str | None]:
+    """(rows, ``Work.kernel``) of a (Log)Softmax over ``shape``: opsets 1-12 flatten to 2-D at
+    ``axis`` (default 1), rows = prod(shape[:axis]); opset >= 13 normalizes one axis (default -1),
+    rows = elements / that axis' length.  The kernel word ``row=<length>`` names the length of a
+    row that is contiguous (the normalized dims are the innermost: the row-wise kernels GPU
+    libraries pick by that length); None where the axis is not the innermost."""
+    n = prod(shape)
+    if opset < 13:
+        ax = 1 if axis is None else axis
+        ax = ax + len(shape) if ax < 0 else ax
+        rows = prod(shape[:ax])
+        return rows, f"row={n // rows}" if rows else None
+    ax = -1 if axis is None else axis
+    ax = ax + len(shape) if ax < 0 else ax
+    rows = n // shape[ax] if shape[ax] else 0
+    return rows, f"row={shape[ax]}" if ax == len(shape) - 1 else None
+
+
 @register("Softmax")
-def softmax(ins, outs, ctx):
+def softmax(ins, outs, ctx, *, axis=None):
     n = ins[0].numel()
-    return Work(vector_flops=4 * n, transcendentals=n)
+    _, kernel = softmax_rows(ins[0].dims(), axis, ctx.opset)
+    return Work(vector_flops=4 * n, transcendentals=n, kernel=kernel)
 
 
 @register("LogSoftmax")
 def log_softmax(ins, outs, ctx, *, axis=None):
     shape = ins[0].dims()
     n = prod(shape)
-    if ctx.opset < 13:
-        # opsets 1-11 flatten to 2-D at ``axis`` (default 1): rows = prod(shape[:axis])
-        ax = 1 if axis is None else axis
-        ax = ax + len(shape) if ax < 0 else ax
-        rows = prod(shape[:ax])
-    else:
-        # opset >= 13 normalizes one axis (default -1); rows = elements / that axis' length
-        ax = -1 if axis is None else axis
-        ax = ax + len(shape) if ax < 0 else ax
-        rows = n // shape[ax] if shape[ax] else 0
-    return Work(vector_flops=4 * n, transcendentals=n + rows)
+    rows, kernel = softmax_rows(shape, axis, ctx.opset)
+    return Work(vector_flops=4 * n, transcendentals=n + rows, kernel=kernel)
 
 
 @register("Hardmax")
