@@ -184,10 +184,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
         try:
             key = hit = None
             if node.attr_key is not None:  # (None: a node with sub-graphs, never memoised)
-                key = (node.op, node.domain, node.attr_key, *map(id, ins), *map(id, outs),
-                       *map(is_const, node.inputs))
-                if (node.domain, node.op) in VALUE_RULES:
-                    key += _value_key(graph, node)
+                key = _memo_key(graph, node, ins, outs, is_const)
                 hit = memo.get(key)
             if hit is None:
                 rule, (io, shape_inputs) = _rule_of(rules, node)
@@ -200,10 +197,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                 if rule is None:
                     work, status = Work(), UNCOSTED
                 else:
-                    ctx = contexts.get(node.domain) or _context(contexts, node.domain, opsets, opts)
-                    if (node.domain, node.op) in VALUE_RULES:
-                        ctx = RuleContext(ctx.opset, opts, tuple(
-                            graph.values.get(x) if x else None for x in node.inputs))
+                    ctx = _rule_context(contexts, graph, node, opsets, opts)
                     active = rule
                     work = _rule_work(rule, node, ins, outs, ctx)
                     active = None
@@ -248,14 +242,27 @@ DROPOUT_TRAIN = "dropout-train:"
 VALUE_RULES = frozenset({("", "Slice"), ("ai.onnx", "Slice")})
 
 
-def _value_key(graph: Graph, node: Node) -> tuple:
-    """The known constant values of ``node``'s inputs, hashable (None where unknown)."""
-    out = []
+def _memo_key(graph: Graph, node: Node, ins, outs, is_const) -> tuple:
+    """What a node's record depends on: op, attributes, the (shared) spec objects, which inputs
+    are constants and, for ``VALUE_RULES``, the known constant values of its inputs."""
+    key = (node.op, node.domain, node.attr_key, *map(id, ins), *map(id, outs), *map(is_const, node.inputs))
+    if (node.domain, node.op) not in VALUE_RULES:
+        return key
+    vals = []
     for x in node.inputs:
         v = graph.values.get(x) if x else None
-        out.append(None if v is None else (str(getattr(v, "dtype", "")), getattr(v, "shape", ()),
-                                           v.tobytes() if hasattr(v, "tobytes") else repr(v)))
-    return tuple(out)
+        vals.append(None if v is None else (str(getattr(v, "dtype", "")), getattr(v, "shape", ()),
+                                            v.tobytes() if hasattr(v, "tobytes") else repr(v)))
+    return key + tuple(vals)
+
+
+def _rule_context(contexts: dict, graph: Graph, node: Node, opsets, opts: Options) -> RuleContext:
+    """The context ``node``'s (non-control) rule runs with: its domain's, plus ``values`` (the
+    known constant value of each input) for ``VALUE_RULES``."""
+    ctx = contexts.get(node.domain) or _context(contexts, node.domain, opsets, opts)
+    if (node.domain, node.op) not in VALUE_RULES:
+        return ctx
+    return RuleContext(ctx.opset, ctx.options, tuple(graph.values.get(x) if x else None for x in node.inputs))
 
 
 def dropout_kernel(graph: Graph, node: Node) -> str | None:

@@ -139,8 +139,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     fixed, host = np.zeros((P, K)), np.zeros((P, K))   # host: the dispatch part of fixed
     host_only = np.zeros((P, len(plan.host_only)))     # per host-only op, per run
     run_overhead = np.zeros(P)
-    consts = {p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}
-    consts["trans_weight"] = np.ones(P)
+    consts = {**{p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}, "trans_weight": np.ones(P)}
     warnings, provs, details, notes = [], [], [], []
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", op)])
@@ -157,9 +156,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                                            mac_l, vec_l, trans_l)
         engines.precision_notes(prof, runtime.name, precision, mpeak[p], warn, note, cls_l, anchor_dtype, mac_l,
                         vec_l, trans_l)
-        for name in eff.CLASS_PARAMS:
-            consts[name][p] = arrays[name]
-        consts["trans_weight"][p] = float(arrays["trans_weight"])
+        _set_consts(consts, p, arrays)
         floors = np.asarray(arrays["floor_s"])[cls]
         calibrated = _calibrated_for(prof, runtime.dispatch_name)
         fixed_of = functools.partial(_fixed_s, prof=prof, runtime=runtime, calibrated=calibrated,
@@ -192,6 +189,13 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
                    notes=tuple(notes), host=host, **_host_only_fields(nodes, plan, host_only), **_resident(resident))
+
+
+def _set_consts(consts: dict, p: int, arrays) -> None:
+    """Row ``p`` of the per-profile constant arrays: the class parameters and trans_weight."""
+    for name in eff.CLASS_PARAMS:
+        consts[name][p] = arrays[name]
+    consts["trans_weight"][p] = float(arrays["trans_weight"])
 
 
 def _resident(resident) -> dict:

@@ -195,26 +195,9 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     sm_bw = per("sm_bw") if "sm_bw" in arrays else zeros
     trans_w = xp.asarray(arrays["trans_weight"])
 
-    # padded tile work (tiled classes with a GEMM view only)
-    tiled = (tm > 0) & (tn > 0) & (m > 0) & (n > 0) & (k > 0)
-    b1 = xp.maximum(batch, 1.0)
     units = xp.asarray(hw.get("units", 0.0)) * xp.ones_like(mac)
-    known = tiled & (units > 0) & waves_on
-    # a kernel that runs its inputs in blocks of k_block channels pads k to whole blocks (0: none)
-    kb = per("k_block") if "k_block" in arrays else zeros
-    kb1 = xp.maximum(kb, 1.0)
-    kp = xp.where(kb > 0, xp.ceil(k / kb1) * kb1, k)
-    whole = (per("whole_tile") if "whole_tile" in arrays else zeros) > 0
-    mp, np_, wave, split = _tile_choice(xp, m, n, k, tm, tn, b1, units, known, whole)
-    share = per("mult_share") if "mult_share" in arrays else zeros
-    algo = xp.where(share > 0, share, 1.0)
-    # k_fill: a tile's fixed prologue and epilogue, in steps of its k loop, paid by each split-K slice
-    kf = per("k_fill") if "k_fill" in arrays else zeros
-    work = xp.where(tiled, 2.0 * mp * np_ * (kp + split * kf) * b1, mac) * algo
-    # narrow outputs: a tiled kernel with few (padded) columns runs its inner loop at part of
-    # its rate (time x 1 + (n_half / n)^2; n_half 0: off)
-    nh = per("n_half") if "n_half" in arrays else zeros
-    narrow = xp.where(tiled, 1.0 + (nh / xp.maximum(np_, 1.0)) ** 2, 1.0)
+    tiled, work, wave, split, narrow, algo = _tiled_work(xp, per, arrays, zeros, mac, m, n, k, batch,
+                                                         tm, tn, waves_on, units)
 
     compute = (work / (xp.asarray(hw["matrix_peak"]) * e_c) * wave * narrow
                + (vec + trans_w * trans) / (xp.asarray(hw["vector_peak"]) * e_c))
@@ -245,6 +228,32 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
                            mbytes, dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor))
         out["algo"] = algo * xp.ones_like(mac)
     return out
+
+
+def _tiled_work(xp, per, arrays, zeros, mac, m, n, k, batch, tm, tn, waves_on, units):
+    """The tiled classes' padded work (FLOPs: 2 x padded m x padded n x (padded k + split x
+    k_fill) x batch x the multiply share; ``mac`` elsewhere), their wave factor, split-K count
+    and narrow-output factor, and ``tiled`` (a tiled class with a GEMM view)."""
+    # padded tile work (tiled classes with a GEMM view only)
+    tiled = (tm > 0) & (tn > 0) & (m > 0) & (n > 0) & (k > 0)
+    b1 = xp.maximum(batch, 1.0)
+    known = tiled & (units > 0) & waves_on
+    # a kernel that runs its inputs in blocks of k_block channels pads k to whole blocks (0: none)
+    kb = per("k_block") if "k_block" in arrays else zeros
+    kb1 = xp.maximum(kb, 1.0)
+    kp = xp.where(kb > 0, xp.ceil(k / kb1) * kb1, k)
+    whole = (per("whole_tile") if "whole_tile" in arrays else zeros) > 0
+    mp, np_, wave, split = _tile_choice(xp, m, n, k, tm, tn, b1, units, known, whole)
+    share = per("mult_share") if "mult_share" in arrays else zeros
+    algo = xp.where(share > 0, share, 1.0)
+    # k_fill: a tile's fixed prologue and epilogue, in steps of its k loop, paid by each split-K slice
+    kf = per("k_fill") if "k_fill" in arrays else zeros
+    work = xp.where(tiled, 2.0 * mp * np_ * (kp + split * kf) * b1, mac) * algo
+    # narrow outputs: a tiled kernel with few (padded) columns runs its inner loop at part of
+    # its rate (time x 1 + (n_half / n)^2; n_half 0: off)
+    nh = per("n_half") if "n_half" in arrays else zeros
+    narrow = xp.where(tiled, 1.0 + (nh / xp.maximum(np_, 1.0)) ** 2, 1.0)
+    return tiled, work, wave, split, narrow, algo
 
 
 def _tile_choice(xp, m, n, k, tm, tn, b1, units, known, whole=False):
