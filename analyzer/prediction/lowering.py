@@ -42,7 +42,7 @@ import numpy as np
 from analyzer.counting.engine import NodeCost
 from analyzer.errors import InputSpecError
 from analyzer.prediction.efficiency import kernel_time as eff
-from analyzer.prediction import eager_plan, engines, fusion, runtimes
+from analyzer.prediction import eager_plan, engines, fusion, runtimes, xla_cpu_fusion
 from analyzer.prediction.cpu import cold as cpu_cold
 from analyzer.prediction.cpu import broadcast as cpu_broadcast
 from analyzer.prediction.cpu import op_rates as cpu_op_rates
@@ -249,9 +249,12 @@ def _place(runtime, prof, plan, fnodes, rows, bw: float, mpeak_row, vpeak_row, f
 
 def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused) -> fusion.FusionPlan:
     """The kernels the runtime launches: the eager PyTorch plan (``eager_plan``: views, copies,
-    joined patterns) for the ``eager`` policy, else the fusion policy's (or ``fused``'s)."""
+    joined patterns) for the ``eager`` policy, XLA's CPU kernels (``xla_cpu_fusion``) for the
+    ``xla_cpu`` one, else the fusion policy's (or ``fused``'s)."""
     if runtime.fusion == eager_plan.POLICY and fused is None:
         return eager_plan.plan(nodes, fnodes, node_bytes, graph_outputs)
+    if runtime.fusion == xla_cpu_fusion.POLICY and fused is None:
+        return xla_cpu_fusion.plan(fnodes, graph_outputs)
     return fusion.plan(fnodes, runtime.fusion, graph_outputs, fused)
 
 

@@ -48,9 +48,11 @@ def test_every_row_lowers_to_costed_kernels_of_its_group(row_kernels):
         assert all(len(k["view"]) == 7 for k in ks), label
         if len(ks) > 1:
             multi.append(label)
-    # only softmaxes (a max, then exp-sum-divide) and convolution input gradients (the kernel
-    # flip) are more than one kernel: fold_multi takes the others off
-    assert multi and all(m.startswith(("softmax", "conv input gradient")) for m in multi), multi
+    # only softmaxes (XLA's CPU kernels: a max, subtract-exp, a sum, the divide), layer norms (the
+    # mean, the variance, the normalisation: each reduction's result is broadcast, so written)
+    # and convolution input gradients (the kernel flip) are more than one kernel: fold_multi
+    # takes the others off
+    assert multi and all(m.startswith(("softmax", "layer norm", "conv input gradient")) for m in multi), multi
 
 
 def _layers(fn, shapes, **kw):

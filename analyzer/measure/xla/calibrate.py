@@ -54,8 +54,9 @@ def _rng(label: str) -> np.random.Generator:
 
 
 def row_kernels(fn: Callable, args: tuple) -> list[dict[str, Any]]:
-    """The kernels opcost's ``xla`` lowering makes of ``fn(*args)``: class, counts per launch and
-    the matrix view of the heaviest member (``cpu_model.node_features``'s seven numbers)."""
+    """The kernels opcost's ``xla`` lowering on a CPU (``runtimes.XLA_CPU``) makes of ``fn(*args)``:
+    class, counts per launch and the matrix view of the heaviest member
+    (``cpu_model.node_features``'s seven numbers)."""
     import jax
 
     import hardware_db
@@ -66,7 +67,7 @@ def row_kernels(fn: Callable, args: tuple) -> list[dict[str, Any]]:
 
     sds = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)
     nodes = list(analyze_jax(fn, *sds).nodes)
-    low = lowering.lower(nodes, [hardware_db.get(REFERENCE_PROFILE)], None, runtimes.RUNTIMES["xla"])
+    low = lowering.lower(nodes, [hardware_db.get(REFERENCE_PROFILE)], None, runtimes.XLA_CPU)
     f = low.feats
     out = []
     for k, members in enumerate(low.plan.members):
