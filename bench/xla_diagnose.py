@@ -4,7 +4,7 @@ on the XLA calibration's misses (scratch measurements; nothing here is fitted on
 
     PYTHONPATH=$PWD python bench/xla_diagnose.py thunks mlp train 8 [--top 20]
     PYTHONPATH=$PWD python bench/xla_diagnose.py fusions transformer train 8 [--profile P.toml]
-    PYTHONPATH=$PWD python bench/xla_diagnose.py counts [--profile P.toml]
+    PYTHONPATH=$PWD python bench/xla_diagnose.py counts [--profile P.toml] [--policy xla_cpu|xla]
     PYTHONPATH=$PWD python bench/xla_diagnose.py loop-gemv [--profile P.toml]
     PYTHONPATH=$PWD python bench/xla_diagnose.py dot-forms
     PYTHONPATH=$PWD python bench/xla_diagnose.py conv-grads
@@ -22,7 +22,8 @@ by kind, fusions by name) beside the kernels of opcost's ``xla`` plan by op clas
 ``counts``: for each of the 16 programs ``bench/accuracy_xla_cpu.py`` scores, the kernel launches
 per call of the optimized HLO (``bench/xla_hlo.py``: every thunk, loop bodies once per trip) beside
 the launches of opcost's plan (each kernel's runs, with the launches it carries for a loop's
-slices and counter); compiles only, times nothing.
+slices and counter; ``--policy xla``: the GPU/TPU ``xla`` policy's plan on the same profile);
+compiles only, times nothing.
 
 ``loop-gemv``: scans of a GEMV + tanh with closed-over weights (16-576 KB), timed, beside the
 prediction with and without the loop-resident weights (the profile's ``cache_bytes`` dropped).
@@ -211,14 +212,21 @@ def fusions(net: str, kind: str, batch: int, profile: str) -> None:
     print("  XLA fusions by name: " + ", ".join(f"{n} {c}" for n, c in names.most_common()))
 
 
-def counts(profile: str) -> None:
+def counts(profile: str, policy: str) -> None:
     """Per program: XLA's thunk launches per call (``xla_hlo.thunks``) and opcost's planned
-    launches (``Prediction.launches``: each kernel's runs and the launches it carries)."""
+    launches (``Prediction.launches``: each kernel's runs and the launches it carries) under
+    ``policy``: ``xla_cpu`` (what the ``xla`` runtime plans on a CPU) or ``xla`` (the GPU/TPU
+    policy, forced onto the CPU profile)."""
     import jax
 
     import accuracy_xla_cpu as acc
     import xla_hlo
     from analyzer import analyze_jax
+    from analyzer.prediction import runtimes
+    from analyzer.prediction.targets import Target, load_profile
+
+    if policy == "xla":
+        profile = Target(load_profile(profile), runtimes.RUNTIMES["xla"], "requested")
 
     print("| program | XLA thunk launches | by kind | opcost planned launches | planned / XLA |")
     print("|---|---:|---|---:|---:|")
@@ -319,6 +327,7 @@ def main() -> int:
     c = sub.add_parser("counts")
     c.add_argument("--profile", default=os.path.join(ROOT, "bench", "results",
                                                      "accuracy_xla_cpu_2026-11-29b_profile_1.toml"))
+    c.add_argument("--policy", choices=("xla_cpu", "xla"), default="xla_cpu")
     g = sub.add_parser("loop-gemv")
     g.add_argument("--profile", default=os.path.join(ROOT, "bench", "results",
                                                      "accuracy_xla_cpu_2026-11-29b_profile_1.toml"))
@@ -334,7 +343,7 @@ def main() -> int:
     elif a.cmd == "fusions":
         fusions(a.net, a.kind, a.batch, a.profile)
     elif a.cmd == "counts":
-        counts(a.profile)
+        counts(a.profile, a.policy)
     elif a.cmd == "loop-gemv":
         loop_gemv(a.profile)
     elif a.cmd == "conv-grads":
