@@ -17,7 +17,7 @@ time: compare thunks with each other, not with an untraced wall-clock), and the 
 line of each (``dot`` thunks run through Eigen, ``ynn_fusion`` through YNNPACK).
 
 ``fusions NET infer|train BATCH``: the thunks of that program's optimized HLO (entry computation,
-by kind, fusions by name) beside the kernels of opcost's ``xla`` plan by op class; compiles only.
+by kind, fusions by name) beside the kernels of opcost's plan under the ``xla`` runtime (on a CPU profile the ``xla_cpu`` policy) by op class; compiles only.
 
 ``counts``: for each of the 16 programs ``bench/accuracy_xla_cpu.py`` scores, the kernel launches
 per call of the optimized HLO (``bench/xla_hlo.py``: every thunk, loop bodies once per trip) beside

@@ -61,16 +61,19 @@ def _plan_extras(p):
 
 def test_stacked_outputs_update_a_slice_each_trip():
     # a scan that stacks two outputs and reads its xs only elementwise: the slice fuses into
-    # the body's kernel ([x * 2 + c], one kernel, both results written from it: XLA writes each
-    # stacked result with a dynamic-update-slice of its own); per trip 1 + 2 updates + 3 counter
+    # the body's kernel. XLA runs 35 thunks: per trip [slice, x * 2 + c], an update-slice of
+    # each stacked output ([-y] fused into its own), the counter's copy and add, the compare
+    # (6 x 5); besides: the last compare, the counter's first copy, the zero carry and the two
+    # stacked buffers' zero fill and copy (5)
     def fn(xs):
         def body(c, x):
             y = x * 2.0 + c
             return y, (y, -y)
         return jax.lax.scan(body, jnp.zeros((4,), jnp.float32), xs)
     n, _ = _launches(fn, jax.ShapeDtypeStruct((5, 4), jnp.float32))
-    # body: [mul, add] (read by the carry and the first ys), [neg] (the second ys) = 2 kernels
-    assert n == 5 * (2 + 2 + 3) + 1   # + the carry's zero init outside the loop
+    # opcost, per trip: [mul, add] (the carry and the first ys), [neg] (the second ys), 2
+    # updates, 3 counter launches; besides: the carry's zero init
+    assert n == 5 * (2 + 2 + 3) + 1 == 36
 
 
 def test_xla_on_a_cpu_is_the_cpu_policy_and_lowered_apart_from_a_gpu():
