@@ -48,6 +48,7 @@ from analyzer.prediction.cpu import broadcast as cpu_broadcast
 from analyzer.prediction.cpu import op_rates as cpu_op_rates
 from analyzer.prediction.cpu import epilogue as cpu_epilogue
 from analyzer.prediction.cpu import loop_resident as cpu_loop
+from analyzer.prediction.cpu import loop_launch as cpu_loop_launch
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction.hardware import (complete_profile, gather_note, host_dispatch, profile_memo,
                                           profile_terms)
@@ -164,6 +165,10 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                                      prov=prov, launch=launch, note=note)
         fixed[p] = fixed_of(floors, class_names, host_out=(said_host := []))
         host[p] = said_host[0]
+        loop_s = cpu_loop_launch.loop_launch_s(prof.calibration) if (
+            calibrated and runtime.fusion == xla_cpu_fusion.POLICY) else None
+        if loop_s is not None:
+            fixed[p] = _in_loop_fixed(fixed[p], floors, nodes, plan, runs, loop_s, prof.id, note)
         host_only[p] = _host_only_s(prof, runtime, calibrated, launch, note, len(plan.host_only))
         if runtime.placement is not None:   # an accelerator runtime's placement (accelerators/)
             bw[p] = _place(runtime, prof, plan, fnodes, rows, bw[p], mpeak[p], vpeak[p], fixed[p], note)
@@ -176,8 +181,12 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                                   {n: consts[n][p] for n in consts}, act, note)
             resident = _loop_resident(resident, p, prof, nodes, plan, feats, wbytes, runs, hw_p, consts, fixed, note)
         if extra_cls:   # launches the runtime inserted with no node of their own (_add_at)
-            _add_at(extra_cls, fixed[p], host[p],
-                    _extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p, {n: consts[n][p] for n in consts}))
+            added = _extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p, {n: consts[n][p] for n in consts})
+            if loop_s is not None:   # a loop body's inserted launches (slices, updates, counter)
+                loop = cpu_loop_launch.in_loop(nodes, plan.members)[[k for k, _ in extra_cls]]
+                floors_e = np.asarray(arrays["floor_s"])[[c for _, c in extra_cls]]
+                added = (cpu_loop_launch.replace_floor(added[0], floors_e, loop, loop_s), added[1])
+            _add_at(extra_cls, fixed[p], host[p], added)
         if runtime.fusion in ("onnxruntime", eager_plan.POLICY) or fused is not None:
             note.append(f"kernels: {plan.source}")
         warnings.append(tuple(sorted(warn)))
@@ -190,6 +199,16 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
                    notes=tuple(notes), host=host, **_host_only_fields(nodes, plan, host_only), **_resident(resident))
+
+
+def _in_loop_fixed(fixed_p, floors, nodes, plan, runs, loop_s: float, prof_id: str, note: list[str]):
+    """``fixed_p`` with a loop body's kernels' class floors replaced by the calibrated in-loop
+    launch cost (``cpu.loop_launch``)."""
+    loop = cpu_loop_launch.in_loop(nodes, plan.members)
+    if loop.any():
+        extra = sum(len(e) * float(r) for e, r, lp in zip(plan.extra_ops, runs, loop) if lp)
+        note.append(cpu_loop_launch.note(prof_id, loop_s, int(loop.sum()), float(runs[loop].sum()) + extra))
+    return cpu_loop_launch.replace_floor(fixed_p, floors, loop, loop_s)
 
 
 def _resident(resident) -> dict:
