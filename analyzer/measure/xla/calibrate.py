@@ -119,8 +119,10 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
     sargs = xr.as_jax_args(sargs)
     chains = {n: xr.dot_chain(n, m=1, k=8) for n in (1, xr.TINY_CHAIN)}
     chains = {n: (f, xr.as_jax_args(a)) for n, (f, a) in chains.items()}
+    scans = {t: xr.scan_program(t) for t in xr.SCAN_TRIPS}
+    scans = {t: (f, xr.as_jax_args(a)) for t, (f, a) in scans.items()}
     best = [np.inf] * len(built)
-    overheads, lone, links = [], [], []
+    overheads, lone, links, trips = [], [], [], []
     for p in range(passes):
         order = range(len(built)) if p % 2 == 0 else range(len(built) - 1, -1, -1)
         for j, i in enumerate(order):
@@ -138,17 +140,47 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
             overheads.append(o)
             lone.append(c1 - o)
             links.append((cn - c1) / (xr.TINY_CHAIN - 1))
+            lo, hi = (time_program(*scans[t], q, min_s=0.05) for t in xr.SCAN_TRIPS)
+            trips.append((lo, (hi - lo) / (xr.SCAN_TRIPS[1] - xr.SCAN_TRIPS[0])))
     say(0.9, "done timing")
     overhead = float(min(overheads))
     c1 = overhead + float(np.median(lone))
     chain = {1: c1, xr.TINY_CHAIN: c1 + float(np.median(links)) * (xr.TINY_CHAIN - 1)}
     return {"run_overhead_s": overhead, "chain_s": {str(k): v for k, v in chain.items()},
+            "scan_s": _scan_s([t[0] for t in trips], [t[1] for t in trips]),
             "q": q, "passes": passes, "cores": os.cpu_count() or 1,
             "measured_on": _dt.date.today().isoformat(), "cpu": cpu_name(), "l2_core_bytes": l2_cache_bytes(),
             "simd": simd(),
             "rows": [{"group": g, "label": label, "seconds": t, "kernels": ks}
                      for (g, label, _, _, ks), t in zip(built, best)],
             "jax_version": jax.__version__}
+
+
+def _scan_s(lows: list[float], per_trip: list[float]) -> dict[str, float]:
+    """``{trips: seconds}`` of the two scans (``rows.SCAN_TRIPS``): the median of the shorter's
+    timings, and it plus the median per-trip difference times the trips between them."""
+    from analyzer.measure.xla.rows import SCAN_TRIPS
+
+    lo, hi = SCAN_TRIPS
+    t_lo = float(np.median(lows))
+    return {str(lo): t_lo, str(hi): t_lo + float(np.median(per_trip)) * (hi - lo)}
+
+
+def scan_launches_per_trip() -> float:
+    """Launches per trip opcost's ``xla`` plan gives ``rows.scan_program`` (the difference of
+    its planned launches at the two trip counts over the trips between them)."""
+    import jax
+
+    import hardware_db
+    from analyzer.api import analyze_jax
+    from analyzer.measure.xla import rows as xr
+
+    n = []
+    for t in xr.SCAN_TRIPS:
+        fn, args = xr.scan_program(t)
+        sds = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)
+        n.append(analyze_jax(fn, *sds, hw=hardware_db.get(REFERENCE_PROFILE), runtime="xla").predictions[0].launches)
+    return (n[1] - n[0]) / (xr.SCAN_TRIPS[1] - xr.SCAN_TRIPS[0])
 
 
 def worker_main() -> None:
@@ -233,7 +265,12 @@ def merge_passes(runs: list[dict[str, Any]]) -> dict[str, Any]:
     link = float(np.median([(r["chain_s"][str(n)] - r["chain_s"]["1"]) / (n - 1) for r in runs]))
     rows = [{**row, "seconds": min(r["rows"][i]["seconds"] for r in runs)}
             for i, row in enumerate(first["rows"])]
-    return {**first, "run_overhead_s": overhead,
+    scan = {}
+    if all("scan_s" in r for r in runs):   # the in-loop scans: medians as the chain's
+        lo, hi = sorted(first["scan_s"], key=int)
+        scan = {"scan_s": _scan_s([r["scan_s"][lo] for r in runs],
+                                  [(r["scan_s"][hi] - r["scan_s"][lo]) / (int(hi) - int(lo)) for r in runs])}
+    return {**first, **scan, "run_overhead_s": overhead,
             "chain_s": {"1": overhead + lone, str(n): overhead + lone + link * (n - 1)},
             "passes": sum(int(r["passes"]) for r in runs), "rows": rows}
 
@@ -297,6 +334,12 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
     date, cpu, l2_core = timed_on(measured, refit=t0 is None)
     l2_bytes = float(l2_core * cores) if l2_core else 0.0
     fits, fig = fit_tables(measured, l2_bytes)
+    loop_s = None
+    if "scan_s" in measured:   # (rows measured before the suite had the scans: no in-loop figure)
+        from analyzer.measure.xla.fit import loop_launch_s
+
+        per_trip_launches = scan_launches_per_trip()
+        loop_s = loop_launch_s(measured, per_trip_launches)
     tables = {cls: calibration_fit.table_of(f) for cls, f in fits.items()}
     elapsed = time.perf_counter() - t0 if t0 is not None else float(measured.get("seconds", 0.0))
     ver = measured["jax_version"]
@@ -336,6 +379,7 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
             **({"simd": measured["simd"]} if "simd" in measured else {}),
             "dispatch": "synchronous (jax_cpu_enable_async_dispatch = False)",
             "run_overhead_us": fig["run_overhead_s"] * 1e6, "own_result_us": fig["own_result_s"] * 1e6,
+            **({} if loop_s is None else {"loop_launch_us": loop_s * 1e6}),
             "cache_bytes": l2_bytes,
             "llc_bytes": float(cache_level_bytes(3) or 0), "trans_weight": fig["trans_weight"],
             "models": "synthetic jitted JAX programs only (analyzer.measure.xla.rows)",
@@ -345,6 +389,13 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
         "_measured": {**{k: v for k, v in measured.items() if k != "rows"}, "seconds": round(elapsed, 1)},
     }
     doc["sources"].update(calibration_sources(doc["calibration"], head))
+    if loop_s is not None:
+        lo, hi = sorted(measured["scan_s"], key=int)
+        doc["sources"]["calibration.loop_launch_us"] = (
+            f"{head}: (a scan of {hi} trips - one of {lo}) / {int(hi) - int(lo)} / {per_trip_launches:g} "
+            f"launches a trip (analyzer.measure.xla.rows.scan_program; the trips' median over the "
+            f"passes{'; scans ' + measured['scan_measured_on'] if measured.get('scan_measured_on') else ''}): "
+            "one launch inside a loop body (analyzer/prediction/cpu/loop_launch.py)")
     doc["_warnings"] = []
     return doc
 
