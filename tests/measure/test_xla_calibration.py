@@ -180,6 +180,9 @@ def test_the_worker_times_rows_in_a_fresh_interpreter():
     assert seen and seen[-1][0] <= 1.0 and all(0 <= f <= 1 for f, _ in seen)
     # the chain of 200 kernels takes longer than one: a link costs something
     assert xla_fit.link_s(out) > 0 and math.isfinite(xla_fit.own_result_s(out))
+    # the in-loop scans at both trip counts, and a positive in-loop launch figure
+    assert set(out["scan_s"]) == {str(t) for t in xr.SCAN_TRIPS} and all(v > 0 for v in out["scan_s"].values())
+    assert xla_fit.loop_launch_s(out, 7.0) > 0
 
 
 def test_passes_in_separate_processes_merge_to_each_rows_fastest_and_the_median_differences():
