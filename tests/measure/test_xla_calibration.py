@@ -17,6 +17,7 @@ from analyzer import analyze_jax  # noqa: E402
 from analyzer.measure.xla import calibrate as cx  # noqa: E402
 from analyzer.measure.xla import fit as xla_fit  # noqa: E402
 from analyzer.measure.xla import rows as xr  # noqa: E402
+from analyzer.measure.xla import loop_scan  # noqa: E402
 from analyzer.prediction.efficiency.op_classes import op_class_of  # noqa: E402
 from profile_docs import calibrated_doc  # noqa: E402
 
@@ -337,4 +338,4 @@ def test_passes_merge_the_scans_per_trip_difference_as_a_median():
 def test_the_scan_program_plans_seven_launches_a_trip():
     # per trip: the 1x8 @ 8x8 dot, the fused add + tanh, the scanned input's dynamic-slice (a dot
     # reads it), the stacked output's dynamic-update-slice, the counter's copy, add and compare
-    assert cx.scan_launches_per_trip() == 7.0
+    assert loop_scan.launches_per_trip() == 7.0

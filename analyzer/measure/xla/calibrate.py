@@ -24,6 +24,11 @@ others' times under the classes fitted without such rows. Then as ``calibrate``:
     F        = mac + vec + trans_weight * transcendentals
     t_run    = run_overhead_s + sum over kernels t_kernel
 
+A launch inside a loop body costs ``loop_launch_s`` in place of ``floor_s``
+(``prediction.cpu.loop_launch``): a scan over a tiny body (``rows.scan_program``) timed at the
+two trip counts of ``rows.SCAN_TRIPS`` after each pass over the rows, its time per trip (the
+median over timings and passes) over the launches opcost plans a trip (``loop_scan.launches_per_trip``).
+
 (the fits: ``xla_fit``). ``trans_weight`` (what a tanh, exp or erf costs in vector FLOPs) is the value of
 ``xla_fit.TRANS_WEIGHTS`` that fits the elementwise class's rows best (fused GELUs, norms, softmaxes and
 plain adds in one class). The worker imports nothing of the caller's script."""
@@ -40,6 +45,8 @@ import zlib
 from typing import Any, Callable
 
 import numpy as np
+
+from analyzer.measure.xla import loop_scan
 
 QUANTILE = 0.25          # of a row's runs (the program's steady time without the slow tail)
 PASSES = 3
@@ -147,40 +154,13 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
     c1 = overhead + float(np.median(lone))
     chain = {1: c1, xr.TINY_CHAIN: c1 + float(np.median(links)) * (xr.TINY_CHAIN - 1)}
     return {"run_overhead_s": overhead, "chain_s": {str(k): v for k, v in chain.items()},
-            "scan_s": _scan_s([t[0] for t in trips], [t[1] for t in trips]),
+            "scan_s": loop_scan.scan_s([t[0] for t in trips], [t[1] for t in trips]),
             "q": q, "passes": passes, "cores": os.cpu_count() or 1,
             "measured_on": _dt.date.today().isoformat(), "cpu": cpu_name(), "l2_core_bytes": l2_cache_bytes(),
             "simd": simd(),
             "rows": [{"group": g, "label": label, "seconds": t, "kernels": ks}
                      for (g, label, _, _, ks), t in zip(built, best)],
             "jax_version": jax.__version__}
-
-
-def _scan_s(lows: list[float], per_trip: list[float]) -> dict[str, float]:
-    """``{trips: seconds}`` of the two scans (``rows.SCAN_TRIPS``): the median of the shorter's
-    timings, and it plus the median per-trip difference times the trips between them."""
-    from analyzer.measure.xla.rows import SCAN_TRIPS
-
-    lo, hi = SCAN_TRIPS
-    t_lo = float(np.median(lows))
-    return {str(lo): t_lo, str(hi): t_lo + float(np.median(per_trip)) * (hi - lo)}
-
-
-def scan_launches_per_trip() -> float:
-    """Launches per trip opcost's ``xla`` plan gives ``rows.scan_program`` (the difference of
-    its planned launches at the two trip counts over the trips between them)."""
-    import jax
-
-    import hardware_db
-    from analyzer.api import analyze_jax
-    from analyzer.measure.xla import rows as xr
-
-    n = []
-    for t in xr.SCAN_TRIPS:
-        fn, args = xr.scan_program(t)
-        sds = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)
-        n.append(analyze_jax(fn, *sds, hw=hardware_db.get(REFERENCE_PROFILE), runtime="xla").predictions[0].launches)
-    return (n[1] - n[0]) / (xr.SCAN_TRIPS[1] - xr.SCAN_TRIPS[0])
 
 
 def worker_main() -> None:
@@ -268,7 +248,7 @@ def merge_passes(runs: list[dict[str, Any]]) -> dict[str, Any]:
     scan = {}
     if all("scan_s" in r for r in runs):   # the in-loop scans: medians as the chain's
         lo, hi = sorted(first["scan_s"], key=int)
-        scan = {"scan_s": _scan_s([r["scan_s"][lo] for r in runs],
+        scan = {"scan_s": loop_scan.scan_s([r["scan_s"][lo] for r in runs],
                                   [(r["scan_s"][hi] - r["scan_s"][lo]) / (int(hi) - int(lo)) for r in runs])}
     return {**first, **scan, "run_overhead_s": overhead,
             "chain_s": {"1": overhead + lone, str(n): overhead + lone + link * (n - 1)},
@@ -338,7 +318,7 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
     if "scan_s" in measured:   # (rows measured before the suite had the scans: no in-loop figure)
         from analyzer.measure.xla.fit import loop_launch_s
 
-        per_trip_launches = scan_launches_per_trip()
+        per_trip_launches = loop_scan.launches_per_trip()
         loop_s = loop_launch_s(measured, per_trip_launches)
     tables = {cls: calibration_fit.table_of(f) for cls, f in fits.items()}
     elapsed = time.perf_counter() - t0 if t0 is not None else float(measured.get("seconds", 0.0))
@@ -360,7 +340,8 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
                   f"{passes} passes (each in a fresh process), less the run overhead. Kernel time per op class = floor + "
                   "max(F/(peak*e_c), (B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))), "
                   "F = mac + vec + trans_weight * transcendentals; a run adds "
-                  "run_overhead_us. See analyzer/prediction/calibrate_xla.py."),
+                  "run_overhead_us; a launch inside a loop body costs loop_launch_us in place of floor "
+                  "(where measured). See analyzer/measure/xla/calibrate.py."),
         "matrix_tflops": {"fp32": fig["peak"] / 1e12},
         "vector_tflops": {"fp32": fig["peak"] / 1e12},
         "memory": {"mem_bw_gbs": fig["bw"] / 1e9},
