@@ -64,6 +64,23 @@ def programs():
     return out
 
 
+def relower(rows: list[dict]) -> int:
+    """Replace each saved calibration row's ``kernels`` by what the current lowering makes of its
+    program (rebuilt from its label, ``xla_rows``; traced, not run); its measured seconds are
+    kept. Returns how many rows' kernels changed."""
+    from analyzer.measure.xla import rows as xr
+    from analyzer.measure.xla.calibrate import _rng, row_kernels
+
+    builders = {label: build for rs in xr.xla_rows().values() for label, build in rs}
+    changed = 0
+    for r in rows:
+        fn, args = builders[r["label"]](_rng(r["label"]))
+        ks = row_kernels(fn, args)
+        changed += ks != r["kernels"]
+        r["kernels"] = ks
+    return changed
+
+
 def concrete(shapes, rng):
     import jax
     import jax.numpy as jnp
@@ -112,6 +129,8 @@ def main() -> int:
     ap.add_argument("--profile", default="", help="comma-separated calibrated profiles to reuse")
     ap.add_argument("--rows", default="", help="comma-separated saved calibration rows (<out>_rows_<i>.json) "
                     "to refit with the current code instead of calibrating")
+    ap.add_argument("--keep-row-kernels", action="store_true", help="with --rows: fit the rows' saved "
+                    "kernels instead of lowering each row's program again with the current code")
     ap.add_argument("--measured", default="", help="a saved run's <out>.json: score on its program timings "
                     "instead of measuring (with --rows of the same run: a code change on the same data)")
     ap.add_argument("--calibrations", type=int, default=2)
@@ -130,7 +149,10 @@ def main() -> int:
     cal_seconds = []
     for i, path in enumerate(p for p in a.rows.split(",") if p):
         with open(path) as f:
-            doc = profile_doc(json.load(f))
+            saved_rows = json.load(f)
+        if not a.keep_row_kernels:
+            relower(saved_rows["rows"])
+        doc = profile_doc(saved_rows)
         for k in ("_rows", "_measured", "_warnings"):
             doc.pop(k, None)
         profiles.append(write_profile(doc, f"{a.out}_refit_{i + 1}.toml"))

@@ -4,6 +4,7 @@ on the XLA calibration's misses (scratch measurements; nothing here is fitted on
 
     PYTHONPATH=$PWD python bench/xla_diagnose.py thunks mlp train 8 [--top 20]
     PYTHONPATH=$PWD python bench/xla_diagnose.py fusions transformer train 8 [--profile P.toml]
+    PYTHONPATH=$PWD python bench/xla_diagnose.py counts [--profile P.toml] [--policy xla_cpu|xla]
     PYTHONPATH=$PWD python bench/xla_diagnose.py loop-gemv [--profile P.toml]
     PYTHONPATH=$PWD python bench/xla_diagnose.py dot-forms
     PYTHONPATH=$PWD python bench/xla_diagnose.py conv-grads
@@ -16,7 +17,13 @@ time: compare thunks with each other, not with an untraced wall-clock), and the 
 line of each (``dot`` thunks run through Eigen, ``ynn_fusion`` through YNNPACK).
 
 ``fusions NET infer|train BATCH``: the thunks of that program's optimized HLO (entry computation,
-by kind, fusions by name) beside the kernels of opcost's ``xla`` plan by op class; compiles only.
+by kind, fusions by name) beside the kernels of opcost's plan under the ``xla`` runtime (on a CPU profile the ``xla_cpu`` policy) by op class; compiles only.
+
+``counts``: for each of the 16 programs ``bench/accuracy_xla_cpu.py`` scores, the kernel launches
+per call of the optimized HLO (``bench/xla_hlo.py``: every thunk, loop bodies once per trip) beside
+the launches of opcost's plan (each kernel's runs, with the launches it carries for a loop's
+slices and counter; ``--policy xla``: the GPU/TPU ``xla`` policy's plan on the same profile);
+compiles only, times nothing.
 
 ``loop-gemv``: scans of a GEMV + tanh with closed-over weights (16-576 KB), timed, beside the
 prediction with and without the loop-resident weights (the profile's ``cache_bytes`` dropped).
@@ -205,6 +212,38 @@ def fusions(net: str, kind: str, batch: int, profile: str) -> None:
     print("  XLA fusions by name: " + ", ".join(f"{n} {c}" for n, c in names.most_common()))
 
 
+def counts(profile: str, policy: str) -> None:
+    """Per program: XLA's thunk launches per call (``xla_hlo.thunks``) and opcost's planned
+    launches (``Prediction.launches``: each kernel's runs and the launches it carries) under
+    ``policy``: ``xla_cpu`` (what the ``xla`` runtime plans on a CPU) or ``xla`` (the GPU/TPU
+    policy, forced onto the CPU profile)."""
+    import jax
+
+    import accuracy_xla_cpu as acc
+    import xla_hlo
+    from analyzer import analyze_jax
+    from analyzer.prediction import runtimes
+    from analyzer.prediction.targets import Target, load_profile
+
+    if policy == "xla":
+        profile = Target(load_profile(profile), runtimes.RUNTIMES["xla"], "requested")
+
+    print("| program | XLA thunk launches | by kind | opcost planned launches | planned / XLA |")
+    print("|---|---:|---|---:|---:|")
+    tot = [0, 0]
+    for name, fn, shapes, pa in acc.programs():
+        args = acc.concrete(shapes, np.random.default_rng(0))
+        c = xla_hlo.thunks(jax.jit(fn).lower(*args).compile().as_text())
+        kw = {} if pa is None else {"params_argnums": pa}
+        planned = analyze_jax(fn, *shapes, hw=profile, runtime="xla", **kw).predictions[0].launches
+        xla = xla_hlo.launches(c)
+        tot[0] += xla
+        tot[1] += planned
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
+        print(f"| {name} | {xla} | {kinds} | {planned} | {planned / xla:.2f} |")
+    print(f"| all | {tot[0]} | | {tot[1]} | {tot[1] / tot[0]:.2f} |")
+
+
 def loop_gemv(profile: str) -> None:
     """Scans of a GEMV + tanh with closed-over weights (synthetic, none a calibration row or a
     scored program): the jitted call's time (25th percentile, fastest of 3, async dispatch off)
@@ -285,6 +324,10 @@ def main() -> int:
     f.add_argument("batch", type=int)
     f.add_argument("--profile", default=os.path.join(ROOT, "bench", "results",
                                                      "accuracy_xla_cpu_2026-11-29b_profile_1.toml"))
+    c = sub.add_parser("counts")
+    c.add_argument("--profile", default=os.path.join(ROOT, "bench", "results",
+                                                     "accuracy_xla_cpu_2026-11-29b_profile_1.toml"))
+    c.add_argument("--policy", choices=("xla_cpu", "xla"), default="xla_cpu")
     g = sub.add_parser("loop-gemv")
     g.add_argument("--profile", default=os.path.join(ROOT, "bench", "results",
                                                      "accuracy_xla_cpu_2026-11-29b_profile_1.toml"))
@@ -299,6 +342,8 @@ def main() -> int:
         thunks(a.net, a.kind, a.batch, a.top)
     elif a.cmd == "fusions":
         fusions(a.net, a.kind, a.batch, a.profile)
+    elif a.cmd == "counts":
+        counts(a.profile, a.policy)
     elif a.cmd == "loop-gemv":
         loop_gemv(a.profile)
     elif a.cmd == "conv-grads":

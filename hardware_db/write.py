@@ -86,6 +86,8 @@ _CALIBRATION_TEXTS = {
     "passes": "passes over the calibration rows (each row keeps its fastest)",
     "own_result_us": ("a 1x8x8 dot's wall-clock alone less the run overhead, less its time per link of a chain of "
                       "200 (calibrate_xla.own_result_s): what a kernel costs more as a program's result"),
+    "loop_launch_us": ("a scan's time per trip over the launches opcost plans a trip (analyzer.measure.xla.rows."
+                       "scan_program at two trip counts): one launch inside a loop body"),
     "llc_bytes": "last-level cache (sysfs cpu0 cache index of level 3)",
     "cold_weight_bw_gbs": "weight bytes / wall-clock kernel time of a 1-row MatMul whose weights are twice "
                           "the last-level cache (streamed from DRAM every run)",

@@ -73,6 +73,10 @@ class NodeCost:
     runs: int = 1
     constant_inputs: tuple[int, ...] = ()
     kernel: str | None = None        # Work.kernel: the kernel variant its specs do not show
+    # a scan's (body input names of its scanned xs, count of its stacked ys outputs, the body's
+    # result names): the slices and updates a compiler runs each trip and what the body writes
+    # (the frontend's ``loop_io`` attribute); () for any other node
+    loop_io: tuple = ()
 
     @property
     def flops(self) -> int:
@@ -414,8 +418,8 @@ def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, o
     if cidx:
         cost = Cost(new_params(node, ins, cidx, counted, None, graph), *cost[1:])
     out.append(NodeCost(name, node.op, node.domain, COSTED, cost, ins, outs, mac_dtype, note,
-                        tuple(by_dtype.items()), None, plan.estimate or bool(plan.costlier_of),
-                        node.inputs, node.outputs, name[: len(name) - len(node.name)], times, cidx))
+                        tuple(by_dtype.items()), None, plan.estimate or bool(plan.costlier_of), node.inputs,
+                        node.outputs, name[: len(name) - len(node.name)], times, cidx, loop_io=node.attrs.get("loop_io", ())))
     for attr, m in runs:
         sub = node.subgraphs.get(attr)
         if sub is None:

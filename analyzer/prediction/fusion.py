@@ -8,6 +8,8 @@ and it launches once.  Policies (``POLICIES``), chosen by the runtime (``runtime
 - ``xla``: XLA-style loop/input fusion: connected producer-consumer sets of fusible nodes
   (elementwise, activations, data movement, reductions, norms, softmax, gathers) become one
   kernel; matrix ops (GEMM, convolution, attention) stay kernels of their own.
+- (``xla_cpu``, the ``xla`` runtime on a CPU profile: XLA's CPU backend's fusions, planned by
+  ``xla_cpu_fusion.plan``, which the lowering calls instead of ``plan``.)
 - ``onnxruntime``: the graph fusions onnxruntime applies at its default level, as patterns:
   Conv/ConvTranspose/MatMul/Gemm absorb a following BatchNormalization (folded into the weights)
   and then an activation (Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid); MatMul absorbs a
@@ -73,6 +75,7 @@ class FusionNode(NamedTuple):
     launches: bool                # does work (FLOPs or bytes) and is not constant-folded
     constant_inputs: frozenset[int] = frozenset()  # input positions holding constants
     name: str = ""                # the node's name (joins a FusionRecord)
+    loop_io: tuple = ()           # a scan's (xs body inputs, ys count, body results): ``NodeCost.loop_io``
 
 
 @dataclass(frozen=True)

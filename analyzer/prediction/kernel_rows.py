@@ -85,7 +85,7 @@ def fusion_nodes(nodes: list[NodeCost], precision: str | None, memo: dict | None
                                node_bytes(n, precision) if keys is not None else None)
         out.append(FN(n.op, n.domain, hit[0], n.level, n.in_names, n.out_names, hit[1], hit[2],
                       _launches(n) if keys is None else hit[3],
-                      frozenset(n.constant_inputs) if keys is None else hit[4], n.name))
+                      frozenset(n.constant_inputs) if keys is None else hit[4], n.name, n.loop_io))
         nbytes.append(node_bytes(n, precision) if keys is None else hit[5])
     return out, nbytes
 

@@ -42,13 +42,14 @@ import numpy as np
 from analyzer.counting.engine import NodeCost
 from analyzer.errors import InputSpecError
 from analyzer.prediction.efficiency import kernel_time as eff
-from analyzer.prediction import eager_plan, engines, fusion, runtimes
+from analyzer.prediction import eager_plan, engines, fusion, runtimes, xla_cpu_fusion
 from analyzer.prediction.accelerators import qnn
 from analyzer.prediction.cpu import cold as cpu_cold
 from analyzer.prediction.cpu import broadcast as cpu_broadcast
 from analyzer.prediction.cpu import op_rates as cpu_op_rates
 from analyzer.prediction.cpu import epilogue as cpu_epilogue
 from analyzer.prediction.cpu import loop_resident as cpu_loop
+from analyzer.prediction.cpu import loop_launch as cpu_loop_launch
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction.hardware import (complete_profile, gather_note, host_dispatch, profile_memo,
                                           profile_terms)
@@ -163,6 +164,9 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                                      prov=prov, launch=launch, note=note)
         fixed[p] = fixed_of(floors, class_names, host_out=(said_host := []))
         host[p] = said_host[0]
+        loop_s = cpu_loop_launch.xla_loop_launch_s(prof, calibrated, runtime.fusion)
+        if loop_s is not None:
+            fixed[p] = cpu_loop_launch.in_loop_fixed(fixed[p], floors, nodes, plan, runs, loop_s, prof.id, note)
         host_only[p] = _host_only_s(prof, runtime, calibrated, launch, note, len(plan.host_only))
         if runtime.placement is not None:   # an accelerator runtime's placement (accelerators/)
             bw[p] = _place(runtime, prof, plan, fnodes, rows, bw[p], mpeak[p], vpeak[p], fixed[p], note)
@@ -176,14 +180,12 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                                   {n: consts[n][p] for n in consts}, act, note)
             resident = _loop_resident(resident, p, prof, nodes, plan, feats, wbytes, runs, hw_p, consts, fixed, note)
         if extra_cls:   # launches the runtime inserted with no node of their own (_add_at)
-            _add_at(extra_cls, fixed[p], host[p],
-                    _extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p, {n: consts[n][p] for n in consts}))
+            _add_at(extra_cls, fixed[p], host[p], _inserted_s(extra_cls, nodes, plan, arrays, fixed_of, hw_p,
+                                                              {n: consts[n][p] for n in consts}, loop_s))
         if runtime.fusion in ("onnxruntime", eager_plan.POLICY) or fused is not None:
             note.append(f"kernels: {plan.source}")
-        warnings.append(tuple(sorted(warn)))
-        provs.append(prov)
-        details.append(detail)
-        notes.append(tuple(note))
+        for acc, v in ((warnings, tuple(sorted(warn))), (provs, prov), (details, detail), (notes, tuple(note))):
+            acc.append(v)
     return Lowered(runtime=runtime.name, plan=plan, kernel_names=tuple(names), feats=feats, runs=runs,
                    member_weight=weight, matrix_peak=mpeak, vector_peak=vpeak, mem_bw=bw, units=units,
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
@@ -196,6 +198,17 @@ def _set_consts(consts: dict, p: int, arrays) -> None:
     for name in eff.CLASS_PARAMS:
         consts[name][p] = arrays[name]
     consts["trans_weight"][p] = float(arrays["trans_weight"])
+
+
+def _inserted_s(extra_cls, nodes, plan, arrays, fixed_of, hw_p, consts_p, loop_s):
+    """``_extra_launch_s`` of the inserted launches, those of a loop body (slices, updates,
+    counter) at the calibrated in-loop launch cost ``loop_s`` (None: their class floors)."""
+    added = _extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p, consts_p)
+    if loop_s is None:
+        return added
+    loop = cpu_loop_launch.in_loop(nodes, plan.members)[[k for k, _ in extra_cls]]
+    floors_e = np.asarray(arrays["floor_s"])[[c for _, c in extra_cls]]
+    return cpu_loop_launch.replace_floor(added[0], floors_e, loop, loop_s), added[1]
 
 
 def _resident(resident) -> dict:
@@ -255,9 +268,12 @@ def _place(runtime, prof, plan, fnodes, rows, bw: float, mpeak_row, vpeak_row, f
 
 def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused) -> fusion.FusionPlan:
     """The kernels the runtime launches: the eager PyTorch plan (``eager_plan``: views, copies,
-    joined patterns) for the ``eager`` policy, else the fusion policy's (or ``fused``'s)."""
+    joined patterns) for the ``eager`` policy, XLA's CPU kernels (``xla_cpu_fusion``) for the
+    ``xla_cpu`` one, else the fusion policy's (or ``fused``'s)."""
     if runtime.fusion == eager_plan.POLICY and fused is None:
         return eager_plan.plan(nodes, fnodes, node_bytes, graph_outputs)
+    if runtime.fusion == xla_cpu_fusion.POLICY and fused is None:
+        return xla_cpu_fusion.plan(fnodes, graph_outputs)
     return fusion.plan(fnodes, runtime.fusion, graph_outputs, fused)
 
 

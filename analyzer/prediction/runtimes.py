@@ -75,7 +75,7 @@ from analyzer.prediction.efficiency.op_classes import class_chain
 @dataclass(frozen=True)
 class Runtime:
     name: str
-    fusion: str            # a fusion policy of fusion.POLICIES
+    fusion: str            # a fusion policy of fusion.POLICIES, or xla_cpu_fusion.POLICY
     host_dispatch: bool    # each kernel also pays the host's per-op dispatch
     time_definition: str
     # the runtime's own record of the kernels it runs (read from the runtime itself:
@@ -203,14 +203,28 @@ def get(name: str) -> Runtime:
         raise InputSpecError(f"unknown runtime '{name}'; choose from {', '.join(RUNTIMES)}") from None
 
 
+# the ``xla`` runtime on a CPU: XLA's CPU backend's own fusion boundaries and a scan's per-trip
+# slices and counter (``xla_cpu_fusion``); GPU and TPU keep the ``xla`` policy (XLA's GPU
+# backend fuses across the boundaries its CPU backend keeps)
+XLA_CPU = Runtime("xla", "xla_cpu", False,
+                  "XLA-compiled device time: one launch per fusion, loop bodies once per trip")
+
+
+def runtime_for(runtime: Runtime, profile) -> Runtime:
+    """The runtime as it runs on ``profile``: ``xla`` on a CPU is ``XLA_CPU``; else unchanged."""
+    if runtime.name == "xla" and runtime.fusion == "xla" and getattr(profile, "kind", "") == "cpu":
+        return XLA_CPU
+    return runtime
+
+
 def choose(requested: str | None, model_format: str, profile) -> tuple[Runtime, str]:
     """(runtime, why) for one profile: the caller's choice, else xla for a JAX program, else the
-    profile's default, else its kind's."""
+    profile's default, else its kind's (``runtime_for`` the profile)."""
     if requested:
-        return get(requested), "requested"
+        return runtime_for(get(requested), profile), "requested"
     if model_format == "jaxpr":
-        return RUNTIMES["xla"], "JAX program"
+        return runtime_for(RUNTIMES["xla"], profile), "JAX program"
     own = getattr(profile, "default_runtime", None)
     if own:
-        return get(own), f"{profile.id}'s default"
-    return RUNTIMES[KIND_DEFAULT.get(profile.kind, "kernel")], f"default for a {profile.kind}"
+        return runtime_for(get(own), profile), f"{profile.id}'s default"
+    return runtime_for(RUNTIMES[KIND_DEFAULT.get(profile.kind, "kernel")], profile), f"default for a {profile.kind}"

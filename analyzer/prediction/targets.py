@@ -65,10 +65,11 @@ def resolve(hw: Any, runtime: str | None = None, model_format: str = "onnx") -> 
 
 def groups(targets: Sequence[Target]) -> list[tuple[Runtime, list[int]]]:
     """[(runtime, target indices)] in first-seen order: the targets a prediction lowers together
-    (one lowering per runtime)."""
-    order: dict[str, list[int]] = {}
-    by_name: dict[str, Runtime] = {}
+    (one lowering per runtime and fusion policy: ``xla`` on a CPU plans XLA's CPU kernels)."""
+    order: dict[tuple[str, str], list[int]] = {}
+    by_name: dict[tuple[str, str], Runtime] = {}
     for i, t in enumerate(targets):
-        order.setdefault(t.runtime.name, []).append(i)
-        by_name[t.runtime.name] = t.runtime
-    return [(by_name[name], idx) for name, idx in order.items()]
+        key = (t.runtime.name, t.runtime.fusion)
+        order.setdefault(key, []).append(i)
+        by_name[key] = t.runtime
+    return [(by_name[key], idx) for key, idx in order.items()]

@@ -17,6 +17,7 @@ from analyzer import analyze_jax  # noqa: E402
 from analyzer.measure.xla import calibrate as cx  # noqa: E402
 from analyzer.measure.xla import fit as xla_fit  # noqa: E402
 from analyzer.measure.xla import rows as xr  # noqa: E402
+from analyzer.measure.xla import loop_scan  # noqa: E402
 from analyzer.prediction.efficiency.op_classes import op_class_of  # noqa: E402
 from profile_docs import calibrated_doc  # noqa: E402
 
@@ -48,9 +49,11 @@ def test_every_row_lowers_to_costed_kernels_of_its_group(row_kernels):
         assert all(len(k["view"]) == 7 for k in ks), label
         if len(ks) > 1:
             multi.append(label)
-    # only softmaxes (a max, then exp-sum-divide) and convolution input gradients (the kernel
-    # flip) are more than one kernel: fold_multi takes the others off
-    assert multi and all(m.startswith(("softmax", "conv input gradient")) for m in multi), multi
+    # only softmaxes (XLA's CPU kernels: a max, subtract-exp, a sum, the divide), layer norms (the
+    # mean, the variance, the normalisation: each reduction's result is broadcast, so written)
+    # and convolution input gradients (the kernel flip) are more than one kernel: fold_multi
+    # takes the others off
+    assert multi and all(m.startswith(("softmax", "layer norm", "conv input gradient")) for m in multi), multi
 
 
 def _layers(fn, shapes, **kw):
@@ -178,6 +181,9 @@ def test_the_worker_times_rows_in_a_fresh_interpreter():
     assert seen and seen[-1][0] <= 1.0 and all(0 <= f <= 1 for f, _ in seen)
     # the chain of 200 kernels takes longer than one: a link costs something
     assert xla_fit.link_s(out) > 0 and math.isfinite(xla_fit.own_result_s(out))
+    # the in-loop scans at both trip counts, and a positive in-loop launch figure
+    assert set(out["scan_s"]) == {str(t) for t in xr.SCAN_TRIPS} and all(v > 0 for v in out["scan_s"].values())
+    assert xla_fit.loop_launch_s(out, 7.0) > 0
 
 
 def test_passes_in_separate_processes_merge_to_each_rows_fastest_and_the_median_differences():
@@ -297,3 +303,39 @@ def test_grouped_convolutions_and_their_weight_gradients_have_their_own_classes(
     for name in ("e_compute", "e_bw", "floor_s", "tile_n"):
         for cls in ("conv_grouped", "conv_batch_grouped"):
             assert arrays[name][CLASS_CODE[cls]] == arrays[name][CLASS_CODE["conv"]]
+
+
+def test_the_in_loop_launch_is_the_scans_time_per_trip_over_its_planned_launches():
+    lo, hi = xr.SCAN_TRIPS                      # 8 and 264 trips
+    # 8 trips 7.5 us, each further trip 0.07 us: 256 x 0.07 = 17.92 us more; 7 launches a trip
+    m = {"scan_s": {str(lo): 7.5e-6, str(hi): 7.5e-6 + (hi - lo) * 0.07e-6}}
+    assert xla_fit.loop_launch_s(m, 7.0) == pytest.approx(0.01e-6, rel=1e-9)   # 0.07 / 7
+    assert xla_fit.loop_launch_s(m, 1.0) == pytest.approx(0.07e-6, rel=1e-9)
+    # a longer scan no slower than the shorter (noise): held at 1 ns, never <= 0
+    assert xla_fit.loop_launch_s({"scan_s": {str(lo): 8e-6, str(hi): 7e-6}}, 7.0) == 1e-9
+
+
+def test_passes_merge_the_scans_per_trip_difference_as_a_median():
+    lo, hi = xr.SCAN_TRIPS
+    n = xr.TINY_CHAIN
+
+    def run(t_lo, per_trip):
+        return {"run_overhead_s": 4e-6, "passes": 1, "q": 0.25, "cores": 2, "jax_version": "x",
+                "chain_s": {"1": 4.2e-6, str(n): 4.2e-6 + 0.1e-6 * (n - 1)},
+                "scan_s": {str(lo): t_lo, str(hi): t_lo + per_trip * (hi - lo)},
+                "rows": [{"group": "dot", "label": "a", "seconds": 9e-6, "kernels": []}]}
+    m = cx.merge_passes([run(7.3e-6, 0.052e-6), run(11.4e-6, 0.066e-6), run(11.5e-6, 0.065e-6)])
+    # shorter scan: median(7.3, 11.4, 11.5) = 11.4 us; per trip: median(0.052, 0.066, 0.065) = 0.065 us
+    assert m["scan_s"][str(lo)] == pytest.approx(11.4e-6, rel=1e-12)
+    assert (m["scan_s"][str(hi)] - m["scan_s"][str(lo)]) / (hi - lo) == pytest.approx(0.065e-6, rel=1e-9)
+    # passes without the scans (rows saved before the suite had them): none merged
+    old = [run(7.3e-6, 0.05e-6), run(7.4e-6, 0.05e-6)]
+    for r in old:
+        r.pop("scan_s")
+    assert "scan_s" not in cx.merge_passes(old)
+
+
+def test_the_scan_program_plans_seven_launches_a_trip():
+    # per trip: the 1x8 @ 8x8 dot, the fused add + tanh, the scanned input's dynamic-slice (a dot
+    # reads it), the stacked output's dynamic-update-slice, the counter's copy, add and compare
+    assert loop_scan.launches_per_trip() == 7.0

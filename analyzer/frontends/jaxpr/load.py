@@ -335,6 +335,13 @@ class _Lowerer:
             nc = p["num_consts"]
             refs = list(ins[:nc]) + [None] * (len(ins) - nc)   # consts keep their (weight) names
             subgraphs["body"] = self.graph("body", p["jaxpr"], refs)
+            n_xs = len(ins) - nc - p["num_carry"]
+            # (the body's inputs of the scanned xs, the count of stacked ys, the body's results):
+            # what a compiler slices and updates each trip and what the body writes
+            # (``NodeCost.loop_io``); xs inputs are always fresh names
+            body = subgraphs["body"]
+            attrs["loop_io"] = (tuple(body.inputs[-n_xs:]) if n_xs else (), len(outs) - p["num_carry"],
+                                tuple(body.outputs))
         elif prim == "while":
             cn, bn = p["cond_nconsts"], p["body_nconsts"]
             cond_consts, body_consts, init = ins[:cn], ins[cn:cn + bn], ins[cn + bn:]

@@ -24,6 +24,11 @@ others' times under the classes fitted without such rows. Then as ``calibrate``:
     F        = mac + vec + trans_weight * transcendentals
     t_run    = run_overhead_s + sum over kernels t_kernel
 
+A launch inside a loop body costs ``loop_launch_s`` in place of ``floor_s``
+(``prediction.cpu.loop_launch``): a scan over a tiny body (``rows.scan_program``) timed at the
+two trip counts of ``rows.SCAN_TRIPS`` after each pass over the rows, its time per trip (the
+median over timings and passes) over the launches opcost plans a trip (``loop_scan.launches_per_trip``).
+
 (the fits: ``xla_fit``). ``trans_weight`` (what a tanh, exp or erf costs in vector FLOPs) is the value of
 ``xla_fit.TRANS_WEIGHTS`` that fits the elementwise class's rows best (fused GELUs, norms, softmaxes and
 plain adds in one class). The worker imports nothing of the caller's script."""
@@ -41,6 +46,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from analyzer.measure.xla import loop_scan
+
 QUANTILE = 0.25          # of a row's runs (the program's steady time without the slow tail)
 PASSES = 3
 ROW_MIN_S = 0.04         # seconds of runs per row and pass (and at least MIN_RUNS runs)
@@ -54,8 +61,9 @@ def _rng(label: str) -> np.random.Generator:
 
 
 def row_kernels(fn: Callable, args: tuple) -> list[dict[str, Any]]:
-    """The kernels opcost's ``xla`` lowering makes of ``fn(*args)``: class, counts per launch and
-    the matrix view of the heaviest member (``cpu_model.node_features``'s seven numbers)."""
+    """The kernels opcost's ``xla`` lowering on a CPU (``runtimes.XLA_CPU``) makes of ``fn(*args)``:
+    class, counts per launch and the matrix view of the heaviest member
+    (``cpu_model.node_features``'s seven numbers)."""
     import jax
 
     import hardware_db
@@ -66,7 +74,7 @@ def row_kernels(fn: Callable, args: tuple) -> list[dict[str, Any]]:
 
     sds = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)
     nodes = list(analyze_jax(fn, *sds).nodes)
-    low = lowering.lower(nodes, [hardware_db.get(REFERENCE_PROFILE)], None, runtimes.RUNTIMES["xla"])
+    low = lowering.lower(nodes, [hardware_db.get(REFERENCE_PROFILE)], None, runtimes.XLA_CPU)
     f = low.feats
     out = []
     for k, members in enumerate(low.plan.members):
@@ -118,8 +126,10 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
     sargs = xr.as_jax_args(sargs)
     chains = {n: xr.dot_chain(n, m=1, k=8) for n in (1, xr.TINY_CHAIN)}
     chains = {n: (f, xr.as_jax_args(a)) for n, (f, a) in chains.items()}
+    scans = {t: xr.scan_program(t) for t in xr.SCAN_TRIPS}
+    scans = {t: (f, xr.as_jax_args(a)) for t, (f, a) in scans.items()}
     best = [np.inf] * len(built)
-    overheads, lone, links = [], [], []
+    overheads, lone, links, trips = [], [], [], []
     for p in range(passes):
         order = range(len(built)) if p % 2 == 0 else range(len(built) - 1, -1, -1)
         for j, i in enumerate(order):
@@ -137,11 +147,14 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
             overheads.append(o)
             lone.append(c1 - o)
             links.append((cn - c1) / (xr.TINY_CHAIN - 1))
+            lo, hi = (time_program(*scans[t], q, min_s=0.05) for t in xr.SCAN_TRIPS)
+            trips.append((lo, (hi - lo) / (xr.SCAN_TRIPS[1] - xr.SCAN_TRIPS[0])))
     say(0.9, "done timing")
     overhead = float(min(overheads))
     c1 = overhead + float(np.median(lone))
     chain = {1: c1, xr.TINY_CHAIN: c1 + float(np.median(links)) * (xr.TINY_CHAIN - 1)}
     return {"run_overhead_s": overhead, "chain_s": {str(k): v for k, v in chain.items()},
+            "scan_s": loop_scan.scan_s([t[0] for t in trips], [t[1] for t in trips]),
             "q": q, "passes": passes, "cores": os.cpu_count() or 1,
             "measured_on": _dt.date.today().isoformat(), "cpu": cpu_name(), "l2_core_bytes": l2_cache_bytes(),
             "simd": simd(),
@@ -232,7 +245,12 @@ def merge_passes(runs: list[dict[str, Any]]) -> dict[str, Any]:
     link = float(np.median([(r["chain_s"][str(n)] - r["chain_s"]["1"]) / (n - 1) for r in runs]))
     rows = [{**row, "seconds": min(r["rows"][i]["seconds"] for r in runs)}
             for i, row in enumerate(first["rows"])]
-    return {**first, "run_overhead_s": overhead,
+    scan = {}
+    if all("scan_s" in r for r in runs):   # the in-loop scans: medians as the chain's
+        lo, hi = sorted(first["scan_s"], key=int)
+        scan = {"scan_s": loop_scan.scan_s([r["scan_s"][lo] for r in runs],
+                                  [(r["scan_s"][hi] - r["scan_s"][lo]) / (int(hi) - int(lo)) for r in runs])}
+    return {**first, **scan, "run_overhead_s": overhead,
             "chain_s": {"1": overhead + lone, str(n): overhead + lone + link * (n - 1)},
             "passes": sum(int(r["passes"]) for r in runs), "rows": rows}
 
@@ -296,6 +314,12 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
     date, cpu, l2_core = timed_on(measured, refit=t0 is None)
     l2_bytes = float(l2_core * cores) if l2_core else 0.0
     fits, fig = fit_tables(measured, l2_bytes)
+    loop_s = None
+    if "scan_s" in measured:   # (rows measured before the suite had the scans: no in-loop figure)
+        from analyzer.measure.xla.fit import loop_launch_s
+
+        per_trip_launches = loop_scan.launches_per_trip()
+        loop_s = loop_launch_s(measured, per_trip_launches)
     tables = {cls: calibration_fit.table_of(f) for cls, f in fits.items()}
     elapsed = time.perf_counter() - t0 if t0 is not None else float(measured.get("seconds", 0.0))
     ver = measured["jax_version"]
@@ -316,7 +340,8 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
                   f"{passes} passes (each in a fresh process), less the run overhead. Kernel time per op class = floor + "
                   "max(F/(peak*e_c), (B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))), "
                   "F = mac + vec + trans_weight * transcendentals; a run adds "
-                  "run_overhead_us. See analyzer/prediction/calibrate_xla.py."),
+                  "run_overhead_us; a launch inside a loop body costs loop_launch_us in place of floor "
+                  "(where measured). See analyzer/measure/xla/calibrate.py."),
         "matrix_tflops": {"fp32": fig["peak"] / 1e12},
         "vector_tflops": {"fp32": fig["peak"] / 1e12},
         "memory": {"mem_bw_gbs": fig["bw"] / 1e9},
@@ -335,6 +360,7 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
             **({"simd": measured["simd"]} if "simd" in measured else {}),
             "dispatch": "synchronous (jax_cpu_enable_async_dispatch = False)",
             "run_overhead_us": fig["run_overhead_s"] * 1e6, "own_result_us": fig["own_result_s"] * 1e6,
+            **({} if loop_s is None else {"loop_launch_us": loop_s * 1e6}),
             "cache_bytes": l2_bytes,
             "llc_bytes": float(cache_level_bytes(3) or 0), "trans_weight": fig["trans_weight"],
             "models": "synthetic jitted JAX programs only (analyzer.measure.xla.rows)",
@@ -344,6 +370,13 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
         "_measured": {**{k: v for k, v in measured.items() if k != "rows"}, "seconds": round(elapsed, 1)},
     }
     doc["sources"].update(calibration_sources(doc["calibration"], head))
+    if loop_s is not None:
+        lo, hi = sorted(measured["scan_s"], key=int)
+        doc["sources"]["calibration.loop_launch_us"] = (
+            f"{head}: (a scan of {hi} trips - one of {lo}) / {int(hi) - int(lo)} / {per_trip_launches:g} "
+            f"launches a trip (analyzer.measure.xla.rows.scan_program; the trips' median over the "
+            f"passes{'; scans ' + measured['scan_measured_on'] if measured.get('scan_measured_on') else ''}): "
+            "one launch inside a loop body (analyzer/prediction/cpu/loop_launch.py)")
     doc["_warnings"] = []
     return doc
 

@@ -45,6 +45,16 @@ def link_s(measured: dict[str, Any]) -> float:
     return max((chain[str(TINY_CHAIN)] - chain["1"]) / (TINY_CHAIN - 1), 1e-9)
 
 
+def loop_launch_s(measured: dict[str, Any], launches_per_trip: float) -> float:
+    """Seconds of one launch inside a loop body: the scan's time per trip (``scan_s`` at the
+    two trip counts of ``rows.SCAN_TRIPS``) over ``launches_per_trip`` (the launches opcost
+    plans a trip of that body); at least 1 ns."""
+    scan = measured["scan_s"]
+    lo, hi = sorted(scan, key=int)
+    per_trip = (scan[hi] - scan[lo]) / (int(hi) - int(lo))
+    return max(per_trip / max(launches_per_trip, 1.0), 1e-9)
+
+
 def own_result_s(measured: dict[str, Any]) -> float:
     """What a kernel costs more as a program's own result than inside a program (its output
     is the program's result buffer): a 1x8x8 dot's time alone (net of the run overhead) less its

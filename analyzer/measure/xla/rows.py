@@ -277,3 +277,24 @@ def as_jax_args(args: tuple) -> tuple[Any, ...]:
     """The arguments as device arrays (a numpy argument is copied to the device on every call)."""
     import jax
     return tuple(jax.device_put(a) for a in args)
+
+
+# trips of the two scans whose difference is a scan's cost per trip (``scan_program``)
+SCAN_TRIPS = (8, 264)
+
+
+def scan_program(trips: int, k: int = 8) -> tuple[Callable, tuple]:
+    """A scan of ``trips`` trips over a tiny body: ``c = tanh(x_t @ w + c)`` with ``w`` a
+    ``k``x``k`` constant, the carry stacked as an output (1x``k`` floats). Each trip XLA's CPU
+    runtime runs the body's thunks back to back (the dot, the fused tanh, the slice of x_t, the
+    stacked output's update, the trip counter); their work is a few hundred FLOPs, so the time
+    per trip (the difference of two trip counts) is the in-loop launches' fixed cost."""
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(2)
+    w = _r(rng, k, k, scale=k ** -0.5)
+
+    def f(c, xs):
+        return jax.lax.scan(lambda c, x: (jnp.tanh(x @ w + c), c), c, xs)
+    return f, (_r(rng, 1, k), _r(rng, trips, 1, k))

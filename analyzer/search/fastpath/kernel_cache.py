@@ -129,7 +129,10 @@ class KernelRows:
     def __init__(self, groups: list[tuple[str, list[int]]], precision: str | None, profiles=()):
         from analyzer.prediction import runtimes
 
-        self.groups = [_Group(rt, runtimes.get(rt).fusion, idx) for rt, idx in groups]
+        # (the policy as the group's profiles run it: ``xla`` on a CPU plans XLA's CPU kernels,
+        # which the fast path does not mirror)
+        self.groups = [_Group(rt, runtimes.runtime_for(runtimes.get(rt), profiles[idx[0]] if profiles and idx else None)
+                              .fusion, idx) for rt, idx in groups]
         # a group whose fp32 matrix kernels take the FMA-unit classes (``engines.simt_classes``)
         for g in self.groups:
             g.simt = bool(profiles) and engines.simt_applies(g.runtime, [profiles[i] for i in g.idx])
