@@ -112,6 +112,9 @@ class Batcher:
                 perm = next((list(a.ints) for a in p.attribute if a.name == "perm"), None)
                 perm = perm or list(range(len(src)))[::-1]
                 return tuple(src[i] for i in perm)
+            if op == "Gather" and next((a.i for a in p.attribute if a.name == "axis"), 0) == 0:
+                idx = self.shape(ins[1]) if len(ins) > 1 else None
+                return None if idx is None else tuple(idx) + tuple(src[1:])
             if op in ELEMENTWISE:
                 shapes = [self.shape(x) for x in ins if x]
                 if op == "CastLike":
@@ -248,6 +251,10 @@ class Batcher:
                 p.input[0] = self.give_batch(p.input[0], via, self.index_of(p))
                 return
             raise self.cannot(via, name, f"{why}, which moves axis 0")
+        if op == "Gather" and next((a.i for a in p.attribute if a.name == "axis"), 0) == 0:
+            # rows of a table at constant indices (an embedding): the indices carry the batch
+            p.input[1] = self.give_batch(p.input[1], via, self.index_of(p))
+            return
         if op in ELEMENTWISE:
             rank = len(self.shape(name) or ())
             led = [i for i, x in enumerate(p.input) if x and x not in self.batched
