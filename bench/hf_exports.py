@@ -78,7 +78,7 @@ def export(family: str, attn: str, exporter: str, dynamic: bool, path: str,
 
 
 def _seq(family: str) -> int:
-    return S if H.FAMILIES[family][2] != "img" else 64
+    return S if H.FAMILIES[family][2] != "img" else 2 * S
 
 
 def _fmt_exc(e: BaseException) -> str:
@@ -155,9 +155,14 @@ def main(argv=None) -> int:
                     help="attention implementations, or 'first': sdpa where the family has it")
     ap.add_argument("--shapes", default="fixed,dynamic,fixed1",
                     help="fixed: traced at batch 2; fixed1: at batch 1; dynamic: batch, seq")
+    ap.add_argument("--seq", type=int, default=32,
+                    help="sequence length (ViT: the image side is 2x it); above 64 the causal "
+                         "mask (seq^2) is past the 4,096 elements constant folding computes")
     ap.add_argument("--no-cli", action="store_true")
     ap.add_argument("--out", default="bench/results/hf_exports_2026-12-02.md")
     a = ap.parse_args(argv)
+    global S
+    S = a.seq
     fams = [f for f in H.FAMILIES if not a.only or f in a.only.split(",")]
     rows, flops_rows, done = [], [], []
     tmp = tempfile.mkdtemp(prefix="hfexp_")
@@ -214,7 +219,7 @@ def write(out: str, done, rows, flops_rows, argv) -> None:
     if not rows:
         lines.append("| - | - | - | none |")
     lines += ["", f"## Matrix FLOPs at the export's batch (2; fixed1: 1), seq {S} "
-              "(ViT: 64x64 images)", "",
+              "(ViT: images of side 2 x seq)", "",
               "want: 2 x Linear/Conv1D weights x tokens + 4 x B x S^2 x d_attn per attention "
               "block (bench/hf_models.py); batch=4: the same difference for a fixed "
               "export analysed with `batch=4` (its batch rewritten)", "",

@@ -164,7 +164,7 @@ def test_deit_class_and_distillation_tokens_both_follow():
     assert r.model["batch"]["rewritten_nodes"] == ["cls_expand", "dist_expand"]
 
 
-def _mask_lookup(lookup_nodes, inits):
+def _mask_lookup(lookup_nodes, inits, n=N):
     """x[2, N] (a padding mask) looked up per batch row into m[2, 1, N] by ``lookup_nodes``,
     added to x reshaped to the constant [2, N, 1] (rewritten to [B, N, 1]), then an N x D
     projection: MACs 2 * B * N * N * D."""
@@ -173,9 +173,9 @@ def _mask_lookup(lookup_nodes, inits):
              h.make_node("Reshape", ["x", "col_t"], ["col"], name="col"),
              h.make_node("Add", ["m", "col"], ["s"], name="mask_add"),
              h.make_node("MatMul", ["s", "w"], ["y"], name="proj")]
-    inits = [*inits, _const("flat_t", [-1]), _const("col_t", [2, N, 1]),
-             numpy_helper.from_array(np.zeros((N, D), np.float32), "w")]
-    return _model(nodes, inits, [2, N])
+    inits = [*inits, _const("flat_t", [-1]), _const("col_t", [2, n, 1]),
+             numpy_helper.from_array(np.zeros((n, D), np.float32), "w")]
+    return _model(nodes, inits, [2, n])
 
 
 def test_a_batch_index_of_a_mask_function_follows_the_batch():
@@ -195,15 +195,18 @@ def test_a_batch_index_of_a_mask_function_follows_the_batch():
     assert "row_base" in r.model["batch"]["rewritten_nodes"]
 
 
-def test_a_gather_nd_mask_lookup_follows_the_batch():
-    """The dynamo exporter's form of the same lookup: GatherND of x[2, N] at constant indices
-    [2, 1, N, 2] holding (b, k); at batch 6 the indices hold (b, k) for b in 0..5."""
+@pytest.mark.parametrize("n", [N, 1100])
+def test_a_gather_nd_mask_lookup_follows_the_batch(n):
+    """The dynamo exporter's form of the same lookup: GatherND of x[2, n] at constant indices
+    [2, 1, n, 2] holding (b, k); at batch 6 the indices hold (b, k) for b in 0..5. n = 1100:
+    4,400 indices, past what constant folding reads (the index table is read all the same)."""
     idx = np.stack(np.broadcast_arrays(np.arange(2).reshape(2, 1, 1),
-                                       np.arange(N).reshape(1, 1, N)), axis=-1)
+                                       np.arange(n).reshape(1, 1, n)), axis=-1)
     lookup = [h.make_node("GatherND", ["x", "idx"], ["m"], name="lookup")]
-    r = analyzer.analyze(_mask_lookup(lookup, [_const("idx", idx)]), batch=6)
-    assert r.node("proj").mac_flops == 2 * 6 * N * N * D == 1536
-    assert r.node("lookup").out_specs[0].shape == (6, 1, N)
+    m = _mask_lookup(lookup, [_const("idx", idx)], n)
+    r = analyzer.analyze(m, batch=6)
+    assert r.node("proj").mac_flops == 2 * 6 * n * n * D     # 1536 at n = N
+    assert r.node("lookup").out_specs[0].shape == (6, 1, n)
     assert "lookup" in r.model["batch"]["rewritten_nodes"]
 
 
