@@ -219,17 +219,64 @@ def test_an_index_that_is_not_the_batch_index_is_left_alone():
         analyzer.analyze(_mask_lookup(lookup, [_const("idx", idx)]), batch=6)
 
 
-def test_a_constant_embedded_at_the_export_batch_follows_it():
+@pytest.mark.parametrize("width", [D, 1100])
+def test_a_constant_embedded_at_the_export_batch_follows_it(width):
     """BERT's token type ids in a dynamo export at batch 2: a buffer [1, N] expanded to the
-    constant [2, N], embedded ([2, N, D]) and added to x[2, N, D]; at batch 6 the Expand's
-    shape is led by 6 (broadcasting rejects 6 against 2). MACs 2 * B * N * D * D."""
+    constant [2, N], embedded ([2, N, width]) and added to x[2, N, width]; at batch 6 the ids
+    are one row expanded to 6 (broadcasting rejects 6 against 2): the embedded constant
+    (a lookup of a weight: not folded) is followed through the Gather to its ids.
+    MACs 2 * B * N * width * D."""
     nodes = [h.make_node("Expand", ["buf", "shape"], ["ids"], name="ids"),
              h.make_node("Gather", ["table", "ids"], ["emb"], axis=0, name="embed"),
              h.make_node("Add", ["x", "emb"], ["s"], name="emb_add"),
              h.make_node("MatMul", ["s", "w"], ["y"], name="proj")]
     inits = [_const("buf", np.zeros((1, N))), _const("shape", [2, N]),
-             numpy_helper.from_array(np.zeros((3, D), np.float32), "table"),
-             numpy_helper.from_array(np.zeros((D, D), np.float32), "w")]
-    r = analyzer.analyze(_model(nodes, inits, [2, N, D]), batch=6)
-    assert r.node("proj").mac_flops == 2 * 6 * N * D * D == 3072
-    assert r.model["batch"]["rewritten_nodes"] == ["ids"]
+             numpy_helper.from_array(np.zeros((3, width), np.float32), "table"),
+             numpy_helper.from_array(np.zeros((width, D), np.float32), "w")]
+    r = analyzer.analyze(_model(nodes, inits, [2, N, width]), batch=6)
+    assert r.node("proj").mac_flops == 2 * 6 * N * width * D     # 3072 at width = D
+    assert r.node("emb_add").in_specs[1].shape == (6, N, width)
+    assert r.model["batch"]["rewritten_nodes"] == ["ids__batch6/batch_expand"]
+
+
+@pytest.mark.parametrize("rows_equal", [True, False])
+def test_a_folded_mask_of_equal_rows_is_one_row_broadcast(rows_equal):
+    """A decoder's causal mask the dynamo exporter folded at batch 2 (an initializer
+    [2, 1, N, N] added to scores [2, 1, N, N]): its two rows are the same, so at batch 6 it is
+    row 0 expanded. Rows that differ hold the export's batch: refused by name."""
+    mask = np.triu(np.full((N, N), -1e9, np.float32), 1)[None, None].repeat(2, axis=0)
+    if not rows_equal:
+        mask[1] = 0
+    nodes = [h.make_node("Reshape", ["x", "t"], ["scores"], name="scores"),
+             h.make_node("Add", ["scores", "mask"], ["s"], name="mask_add"),
+             h.make_node("MatMul", ["s", "w"], ["y"], name="proj")]
+    inits = [_const("t", [2, 1, N, N]), numpy_helper.from_array(mask, "mask"),
+             numpy_helper.from_array(np.zeros((N, D), np.float32), "w")]
+    m = _model(nodes, inits, [2, N, N])
+    if not rows_equal:
+        with pytest.raises(InputSpecError, match=r"'mask'.*different rows"):
+            analyzer.analyze(m, batch=6)
+        return
+    r = analyzer.analyze(m, batch=6)
+    assert r.node("proj").mac_flops == 2 * 6 * N * N * D == 1536
+    assert r.node("mask_add").in_specs[1].shape == (6, 1, N, N)
+
+
+def test_an_expand_of_a_constant_led_by_the_export_batch_follows():
+    """A mask made from ones at batch 2 (ConstantOfShape [2, 1, 1, N]) expanded to
+    [2, 1, N, N] and compared (And) with a causal pattern before meeting the scores: the
+    ConstantOfShape and the Expand are both led by 6 at batch 6."""
+    nodes = [h.make_node("ConstantOfShape", ["ones_shape"], ["ones"], name="ones",
+                         value=h.make_tensor("v", TP.BOOL, [1], [True])),
+             h.make_node("Expand", ["ones", "full"], ["wide"], name="wide"),
+             h.make_node("And", ["wide", "causal"], ["keep"], name="keep"),
+             h.make_node("Cast", ["keep"], ["keepf"], to=TP.FLOAT, name="cast"),
+             h.make_node("Reshape", ["x", "t"], ["scores"], name="scores"),
+             h.make_node("Mul", ["scores", "keepf"], ["s"], name="mask_mul"),
+             h.make_node("MatMul", ["s", "w"], ["y"], name="proj")]
+    causal = numpy_helper.from_array(np.tril(np.ones((N, N), bool))[None, None], "causal")
+    inits = [_const("ones_shape", [2, 1, 1, N]), _const("full", [2, 1, N, N]), causal,
+             _const("t", [2, 1, N, N]), numpy_helper.from_array(np.zeros((N, D), np.float32), "w")]
+    r = analyzer.analyze(_model(nodes, inits, [2, N, N]), batch=6)
+    assert r.node("proj").mac_flops == 2 * 6 * N * N * D == 1536
+    assert r.node("mask_mul").in_specs[1].shape == (6, 1, N, N)

@@ -30,7 +30,8 @@ Exporters trace at a fixed batch (the *old* batch, 1 almost always) and bake it 
 6. where the old batch is not 1, a constant that an elementwise op meets with a batched tensor
    of the same rank led by the old batch in the export (BERT's token type ids, a buffer the
    dynamo exporter expands to ``[B0, S]`` and embeds) is given the batch as in 3, following
-   an embedding ``Gather`` (axis 0) to its indices.
+   an embedding ``Gather`` (axis 0) to its indices; a constant whose B0 rows are all the same
+   (a decoder's mask made from ones and folded by the exporter) is its first row expanded.
 
 A rewritten shape is a new initializer ``<name>__batch<B>`` (a constant shared with nodes that
 are not rewritten keeps its value for them); the constants' side (3) is
@@ -177,9 +178,7 @@ class _Rewriter(Batcher):
                 or n.input[1] in self.batched
                 or next((a.i for a in n.attribute if a.name == "batch_dims"), 0) != 0):
             return
-        v = self.values.get(n.input[1])
-        if v is None:
-            v = self.index_value(n.input[1])
+        v = self.inline_value(n.input[1])
         if v is None or v.ndim < 2 or v.shape[0] != self.old or v.dtype.kind not in "iu":
             return
         lead = np.arange(self.old).reshape((self.old,) + (1,) * (v.ndim - 2))
@@ -208,18 +207,6 @@ class _Rewriter(Batcher):
             shape = self.shape(x)
             if shape and len(shape) in ranks and shape[0] == self.old:
                 n.input[i] = self.give_batch(x, n, index)
-
-    def index_value(self, name: str):
-        """The value of an integer initializer too big for the folding's reading (an index
-        table: never a weight, which is float), up to 2^22 elements; None otherwise."""
-        from onnx import numpy_helper
-
-        t = next((t for t in self.g.initializer if t.name == name), None)
-        if (t is None or t.data_type not in (onnx.TensorProto.INT64, onnx.TensorProto.INT32)
-                or t.data_location == onnx.TensorProto.EXTERNAL
-                or int(np.prod(t.dims)) > 1 << 22):
-            return None
-        return numpy_helper.to_array(t)
 
     def concat(self, n: onnx.NodeProto, index: int) -> None:
         """Pass 3: a Concat of batched tensors and constants along an axis other than 0."""
