@@ -92,7 +92,7 @@ def library_checks(path: str, dynamic: bool, rows: list, tag: str, batch: int = 
     """(the report at the export's batch, the report at batch 4 of a fixed export)."""
     import analyzer
 
-    dims = {"batch": batch, "seq": S} if dynamic else None
+    dims = _dims(path, batch) if dynamic else None
     first = rebatched = None
     cases = [(r, t, None) for r in ("eager", "kernel") for t in (False, True)]
     if not dynamic:
@@ -113,9 +113,19 @@ def library_checks(path: str, dynamic: bool, rows: list, tag: str, batch: int = 
     return first, rebatched
 
 
+def _dims(path: str, batch: int) -> dict:
+    """batch and seq, for the ones the export's inputs name (an image model: batch only)."""
+    import onnx
+
+    m = onnx.load(path, load_external_data=False)
+    names = {d.dim_param for i in m.graph.input for d in i.type.tensor_type.shape.dim}
+    return {k: v for k, v in {"batch": batch, "seq": S}.items() if k in names}
+
+
 def cli_checks(path: str, dynamic: bool, rows: list, tag: str) -> None:
     exe = [sys.executable, "-m", "cli.main"]
-    cmd = exe + [path, "--hw", "a100"] + (["--dim", f"batch={B},seq={S}"] if dynamic else [])
+    dims = ",".join(f"{k}={v}" for k, v in _dims(path, B).items())
+    cmd = exe + [path, "--hw", "a100"] + (["--dim", dims] if dynamic else [])
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         rows.append((tag, "cli " + " ".join(cmd[3:]).replace(path, "M"), f"exit {p.returncode}",
