@@ -2,24 +2,29 @@
 """Robustness audit: export small HF transformers of every family both ways and analyse each.
 
     PYTHONPATH=$PWD /work/main/.venv/bin/python bench/hf_exports.py \
-        [--only bert,gpt2] [--exporters ts,dynamo] [--out bench/results/hf_exports_DATE.md]
+        [--only bert,gpt2] [--exporters ts,dynamo] [--attn eager,sdpa|first] [--seq 32] \
+        [--shapes fixed,dynamic,fixed1] [--keep DIR] [--out bench/results/hf_exports_DATE.md]
+    PYTHONPATH=OTHER_CHECKOUT python bench/hf_exports.py --rebatch-check DIR
 
 Needs torch, transformers and onnxscript (a scratch environment: never an opcost dependency).
 For each family of bench/hf_models.py, each attention implementation it has (eager, sdpa) and
 each exporter (TorchScript ``dynamo=False`` opset 17; dynamo ``dynamo=True``), an export with
-fixed shapes (batch 2, seq 32; ViT 64x64 images) and one with dynamic batch and sequence is
-written to a temporary folder, then analysed as a user would:
+fixed shapes at batch 2 (``fixed``) and at batch 1 (``fixed1``), seq 32 (ViT: 64x64 images),
+and one with dynamic batch and sequence axes named ``batch`` and ``seq`` (``dynamic``) is
+written to a temporary folder (``--keep``: DIR), then analysed as a user would:
 
 - library: ``analyzer.analyze(path, hw=[a100, h100, l4, t4], runtime=r, train=t, dims=...)``
   for runtime eager and kernel, inference and ``train=True``; a fixed export also at
   ``batch=4`` (its batch rewritten);
 - CLI: ``analyze PATH --hw a100`` (``--dim batch=2,seq=32`` for a dynamic export) must exit 0;
   a dynamic export without ``--dim`` must exit 2 (an unbound dim is the user's to bind) with a
-  message that names the flag.
+  one-line message that names the flag.
 
 Each failure (exception type and message, exit code) is a row of the table; the FLOP check
-compares the report's matrix FLOPs with the closed form of bench/hf_models.py at batch 2,
-seq 32, and lists every op with no cost rule.
+compares the report's matrix FLOPs with the closed form of bench/hf_models.py at the
+export's batch (and at batch 4 after ``batch=4``), and lists every op with no cost rule.
+``--rebatch-check DIR`` analyses the fixed exports kept in DIR at batch 4 (A100, eager):
+run it with two checkouts on PYTHONPATH to compare opcost versions.
 """
 
 from __future__ import annotations
@@ -157,8 +162,30 @@ def flop_check(rep, rebatched, family: str, attn: str, flops_rows: list, tag: st
                        ", ".join(zero) or "-"))
 
 
+def rebatch_check(folder: str) -> None:
+    """Each fixed export of ``folder`` (kept exports of a run) at ``batch=4`` on an A100
+    under eager, inference: mac_flops and latency, or the error; one markdown row each. Run
+    with another checkout first on PYTHONPATH to compare opcost versions."""
+    import glob
+
+    import analyzer
+
+    print("| export | batch=4 mac_flops | a100 eager latency (ms) | error |")
+    print("|---|---:|---:|---|")
+    for p in sorted(glob.glob(os.path.join(folder, "*_fixed*.onnx"))):
+        try:
+            r = analyzer.analyze(p, hw="a100", runtime="eager", batch=4)
+            row = f"{r.totals.mac_flops} | {r.predictions[0].latency_s * 1e3:.4f} | -"
+        except Exception as e:  # noqa: BLE001 (the check records every failure)
+            row = f"- | - | {_esc(_fmt_exc(e)[:160])}"
+        print(f"| {os.path.basename(p)} | {row} |", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rebatch-check", metavar="DIR",
+                    help="only analyse the fixed exports kept in DIR at batch=4 (a table)")
+    ap.add_argument("--keep", metavar="DIR", help="write the exports to DIR (else a temp dir)")
     ap.add_argument("--only", default="")
     ap.add_argument("--exporters", default="ts,dynamo")
     ap.add_argument("--attn", default="eager,sdpa",
@@ -171,11 +198,15 @@ def main(argv=None) -> int:
     ap.add_argument("--no-cli", action="store_true")
     ap.add_argument("--out", default="bench/results/hf_exports_2026-12-02.md")
     a = ap.parse_args(argv)
+    if a.rebatch_check:
+        rebatch_check(a.rebatch_check)
+        return 0
     global S
     S = a.seq
     fams = [f for f in H.FAMILIES if not a.only or f in a.only.split(",")]
     rows, flops_rows, done = [], [], []
-    tmp = tempfile.mkdtemp(prefix="hfexp_")
+    tmp = a.keep or tempfile.mkdtemp(prefix="hfexp_")
+    os.makedirs(tmp, exist_ok=True)
     # each family's first attention implementation (sdpa where it has it) before the others
     items = []
     for fam in fams:
