@@ -10,7 +10,7 @@ from onnx import helper as h
 from onnx import numpy_helper
 
 import analyzer
-from analyzer.errors import InputSpecError
+from analyzer.errors import InputSpecError, ShapeError
 from analyzer.frontends.onnx.batch import set_batch
 
 N, D = 4, 8   # tokens, width
@@ -162,3 +162,121 @@ def test_deit_class_and_distillation_tokens_both_follow():
     r = analyzer.analyze(_model(nodes, inits, [1, N, D]), batch=3)
     assert r.node("proj").mac_flops == 2 * 3 * (N + 2) * D * D == 2304
     assert r.model["batch"]["rewritten_nodes"] == ["cls_expand", "dist_expand"]
+
+
+def _mask_lookup(lookup_nodes, inits, n=N):
+    """x[2, N] (a padding mask) looked up per batch row into m[2, 1, N] by ``lookup_nodes``,
+    added to x reshaped to the constant [2, N, 1] (rewritten to [B, N, 1]), then an N x D
+    projection: MACs 2 * B * N * N * D."""
+    nodes = [h.make_node("Reshape", ["x", "flat_t"], ["flat"], name="flat"),
+             *lookup_nodes,
+             h.make_node("Reshape", ["x", "col_t"], ["col"], name="col"),
+             h.make_node("Add", ["m", "col"], ["s"], name="mask_add"),
+             h.make_node("MatMul", ["s", "w"], ["y"], name="proj")]
+    inits = [*inits, _const("flat_t", [-1]), _const("col_t", [2, n, 1]),
+             numpy_helper.from_array(np.zeros((n, D), np.float32), "w")]
+    return _model(nodes, inits, [2, n])
+
+
+def test_a_batch_index_of_a_mask_function_follows_the_batch():
+    """transformers' mask functions index the flat padding mask with
+    arange(batch)[:, None, None] * seq + kv (TorchScript export at batch 2): at batch 6 the
+    index constant holds 0..5, else the lookup stays [2, 1, N] and meets [6, N, 1]."""
+    lookup = [h.make_node("Shape", ["x"], ["xs"], name="shape"),
+              h.make_node("Gather", ["xs", "one"], ["seq"], axis=0, name="seq"),
+              h.make_node("Mul", ["rows", "seq"], ["base"], name="row_base"),
+              h.make_node("Add", ["base", "kv"], ["idx"], name="idx"),
+              h.make_node("Gather", ["flat", "idx"], ["m"], axis=0, name="lookup")]
+    inits = [_const("one", 1), _const("rows", np.arange(2).reshape(2, 1, 1)),
+             _const("kv", np.arange(N).reshape(1, 1, N))]
+    r = analyzer.analyze(_mask_lookup(lookup, inits), batch=6)
+    assert r.node("proj").mac_flops == 2 * 6 * N * N * D == 1536
+    assert r.node("lookup").out_specs[0].shape == (6, 1, N)
+    assert "row_base" in r.model["batch"]["rewritten_nodes"]
+
+
+@pytest.mark.parametrize("n", [N, 1100])
+def test_a_gather_nd_mask_lookup_follows_the_batch(n):
+    """The dynamo exporter's form of the same lookup: GatherND of x[2, n] at constant indices
+    [2, 1, n, 2] holding (b, k); at batch 6 the indices hold (b, k) for b in 0..5. n = 1100:
+    4,400 indices, past what constant folding reads (the index table is read all the same)."""
+    idx = np.stack(np.broadcast_arrays(np.arange(2).reshape(2, 1, 1),
+                                       np.arange(n).reshape(1, 1, n)), axis=-1)
+    lookup = [h.make_node("GatherND", ["x", "idx"], ["m"], name="lookup")]
+    m = _mask_lookup(lookup, [_const("idx", idx)], n)
+    r = analyzer.analyze(m, batch=6)
+    assert r.node("proj").mac_flops == 2 * 6 * n * n * D     # 1536 at n = N
+    assert r.node("lookup").out_specs[0].shape == (6, 1, n)
+    assert "lookup" in r.model["batch"]["rewritten_nodes"]
+
+
+def test_an_index_that_is_not_the_batch_index_is_left_alone():
+    """GatherND indices whose first coordinate is not the row's batch index are not a mask
+    lookup: left as they are, and the shape clash is reported with the batch hint."""
+    idx = np.zeros((2, 1, N, 2), np.int64)
+    lookup = [h.make_node("GatherND", ["x", "idx"], ["m"], name="lookup")]
+    with pytest.raises(ShapeError, match="batch=6 set the export's batch 2 to 6"):
+        analyzer.analyze(_mask_lookup(lookup, [_const("idx", idx)]), batch=6)
+
+
+@pytest.mark.parametrize("width", [D, 1100])
+def test_a_constant_embedded_at_the_export_batch_follows_it(width):
+    """BERT's token type ids in a dynamo export at batch 2: a buffer [1, N] expanded to the
+    constant [2, N], embedded ([2, N, width]) and added to x[2, N, width]; at batch 6 the ids
+    are one row expanded to 6 (broadcasting rejects 6 against 2): the embedded constant
+    (a lookup of a weight: not folded) is followed through the Gather to its ids.
+    MACs 2 * B * N * width * D."""
+    nodes = [h.make_node("Expand", ["buf", "shape"], ["ids"], name="ids"),
+             h.make_node("Gather", ["table", "ids"], ["emb"], axis=0, name="embed"),
+             h.make_node("Add", ["x", "emb"], ["s"], name="emb_add"),
+             h.make_node("MatMul", ["s", "w"], ["y"], name="proj")]
+    inits = [_const("buf", np.zeros((1, N))), _const("shape", [2, N]),
+             numpy_helper.from_array(np.zeros((3, width), np.float32), "table"),
+             numpy_helper.from_array(np.zeros((width, D), np.float32), "w")]
+    r = analyzer.analyze(_model(nodes, inits, [2, N, width]), batch=6)
+    assert r.node("proj").mac_flops == 2 * 6 * N * width * D     # 3072 at width = D
+    assert r.node("emb_add").in_specs[1].shape == (6, N, width)
+    assert r.model["batch"]["rewritten_nodes"] == ["ids__batch6/batch_expand"]
+
+
+@pytest.mark.parametrize("rows_equal", [True, False])
+def test_a_folded_mask_of_equal_rows_is_one_row_broadcast(rows_equal):
+    """A decoder's causal mask the dynamo exporter folded at batch 2 (an initializer
+    [2, 1, N, N] added to scores [2, 1, N, N]): its two rows are the same, so at batch 6 it is
+    row 0 expanded. Rows that differ hold the export's batch: refused by name."""
+    mask = np.triu(np.full((N, N), -1e9, np.float32), 1)[None, None].repeat(2, axis=0)
+    if not rows_equal:
+        mask[1] = 0
+    nodes = [h.make_node("Reshape", ["x", "t"], ["scores"], name="scores"),
+             h.make_node("Add", ["scores", "mask"], ["s"], name="mask_add"),
+             h.make_node("MatMul", ["s", "w"], ["y"], name="proj")]
+    inits = [_const("t", [2, 1, N, N]), numpy_helper.from_array(mask, "mask"),
+             numpy_helper.from_array(np.zeros((N, D), np.float32), "w")]
+    m = _model(nodes, inits, [2, N, N])
+    if not rows_equal:
+        with pytest.raises(InputSpecError, match=r"'mask'.*different rows"):
+            analyzer.analyze(m, batch=6)
+        return
+    r = analyzer.analyze(m, batch=6)
+    assert r.node("proj").mac_flops == 2 * 6 * N * N * D == 1536
+    assert r.node("mask_add").in_specs[1].shape == (6, 1, N, N)
+
+
+def test_an_expand_of_a_constant_led_by_the_export_batch_follows():
+    """A mask made from ones at batch 2 (ConstantOfShape [2, 1, 1, N]) expanded to
+    [2, 1, N, N] and compared (And) with a causal pattern before meeting the scores: the
+    ConstantOfShape and the Expand are both led by 6 at batch 6."""
+    nodes = [h.make_node("ConstantOfShape", ["ones_shape"], ["ones"], name="ones",
+                         value=h.make_tensor("v", TP.BOOL, [1], [True])),
+             h.make_node("Expand", ["ones", "full"], ["wide"], name="wide"),
+             h.make_node("And", ["wide", "causal"], ["keep"], name="keep"),
+             h.make_node("Cast", ["keep"], ["keepf"], to=TP.FLOAT, name="cast"),
+             h.make_node("Reshape", ["x", "t"], ["scores"], name="scores"),
+             h.make_node("Mul", ["scores", "keepf"], ["s"], name="mask_mul"),
+             h.make_node("MatMul", ["s", "w"], ["y"], name="proj")]
+    causal = numpy_helper.from_array(np.tril(np.ones((N, N), bool))[None, None], "causal")
+    inits = [_const("ones_shape", [2, 1, 1, N]), _const("full", [2, 1, N, N]), causal,
+             _const("t", [2, 1, N, N]), numpy_helper.from_array(np.zeros((N, D), np.float32), "w")]
+    r = analyzer.analyze(_model(nodes, inits, [2, N, N]), batch=6)
+    assert r.node("proj").mac_flops == 2 * 6 * N * N * D == 1536
+    assert r.node("mask_mul").in_specs[1].shape == (6, 1, N, N)

@@ -21,7 +21,17 @@ Exporters trace at a fixed batch (the *old* batch, 1 almost always) and bake it 
    old batch; an initializer or Constant that holds the old batch itself gets an ``Expand`` to
    B inserted.  What cannot be followed is an error naming the node and why;
 4. where the old batch is not 1, an ``Expand`` of a batched tensor to a constant shape led by
-   the old batch (which broadcasting would reject at B) is led by B instead.
+   the old batch (which broadcasting would reject at B) is led by B instead;
+5. where the old batch B0 is not 1, a constant index over the batch (shape ``[B0, 1, ..., 1]``
+   holding ``0 .. B0-1``, transformers' causal/padding mask functions) that meets batched
+   tensors holds ``0 .. B-1`` instead; a GatherND of a batched tensor at constant indices
+   whose first coordinate is that batch index (the dynamo exporter's form of the same mask
+   lookup) gets indices for B rows;
+6. where the old batch is not 1, a constant that an elementwise op meets with a batched tensor
+   of the same rank led by the old batch in the export (BERT's token type ids, a buffer the
+   dynamo exporter expands to ``[B0, S]`` and embeds) is given the batch as in 3, following
+   an embedding ``Gather`` (axis 0) to its indices; a constant whose B0 rows are all the same
+   (a decoder's mask made from ones and folded by the exporter) is its first row expanded.
 
 A rewritten shape is a new initializer ``<name>__batch<B>`` (a constant shared with nodes that
 are not rewritten keeps its value for them); the constants' side (3) is
@@ -41,6 +51,12 @@ import onnx
 
 from analyzer.errors import AnalyzerError, InputSpecError
 from analyzer.frontends.onnx.batch_constants import Batcher
+
+
+# elementwise ops whose operands broadcast against each other (pass 7)
+BROADCASTING = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Where", "And", "Or", "Xor",
+                          "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Max",
+                          "Min"})
 
 
 @dataclass
@@ -102,15 +118,7 @@ class _Rewriter(Batcher):
         that batch; at B it is ``lead / old * B``.  None when it is not such a product."""
         if not self.old:
             return None
-        if self._exported is None:   # the export's own shapes (the frontend's, at its batch)
-            from analyzer.frontends.onnx.load import load
-
-            try:
-                graph, _ = load(self.source, counted=lambda domain, op: True)
-                self._exported = graph.tensors
-            except AnalyzerError:  # the file does not load at its own batch: nothing to compare
-                self._exported = {}
-        s = self._exported.get(name)
+        s = self.exported().get(name)
         src = s.shape if s is not None and s.is_static else None
         if not src or src[0] != self.old:
             return None
@@ -121,6 +129,19 @@ class _Rewriter(Batcher):
                 return lead // self.old * self.batch
         return None
 
+    def exported(self) -> dict:
+        """The export's own tensor specs (the frontend's, at its batch; empty when the file
+        does not load at its own batch: nothing to compare)."""
+        if self._exported is None:
+            from analyzer.frontends.onnx.load import load
+
+            try:
+                graph, _ = load(self.source, counted=lambda domain, op: True)
+                self._exported = graph.tensors
+            except AnalyzerError:
+                self._exported = {}
+        return self._exported
+
     def expand(self, n: onnx.NodeProto) -> None:
         """Pass 4: a batched Expand to a constant shape led by an old batch other than 1."""
         if self.old in (None, 1) or len(n.input) < 2 or n.input[1] in self.batched:
@@ -128,6 +149,64 @@ class _Rewriter(Batcher):
         shape = self.values.get(n.input[1])
         if shape is not None and shape.ndim == 1 and shape.size and int(shape[0]) == self.old:
             self.lead(n, 1, shape, self.batch)
+
+    def batch_index(self, n: onnx.NodeProto) -> None:
+        """Pass 5: where the old batch B0 is not 1, a constant index over the batch that meets
+        batched tensors: shape ``[B0, 1, ..., 1]`` holding ``0 .. B0-1`` (transformers' mask
+        functions index the padding mask with ``arange(batch)[:, None, None, None]``) becomes
+        ``0 .. B-1`` of shape ``[B, 1, ..., 1]``."""
+        if self.old in (None, 1):
+            return
+        for i, x in enumerate(n.input):
+            v = self.values.get(x) if x and x not in self.batched else None
+            if (v is None or v.ndim < 2 or v.shape[0] != self.old or v.size != self.old
+                    or v.dtype.kind not in "iu"
+                    or not np.array_equal(v.reshape(-1), np.arange(self.old))):
+                continue
+            new = np.arange(self.batch, dtype=v.dtype).reshape((self.batch,) + v.shape[1:])
+            n.input[i] = self.new_const(x, new)
+            if self.label(n) not in self.rewritten:
+                self.rewritten.append(self.label(n))
+
+    def gather_nd(self, n: onnx.NodeProto) -> None:
+        """Pass 6: where the old batch B0 is not 1, a GatherND (``batch_dims`` 0) of a batched
+        tensor at constant indices ``[B0, ..., r]`` whose first coordinate is the row's batch
+        index (``idx[b, ..., 0] = b``) and whose other coordinates are the same for every b
+        (the dynamo exporter's form of the mask functions' padding-mask lookup): the indices
+        become ``[B, ..., r]``, row b led by b."""
+        if (self.old in (None, 1) or len(n.input) < 2 or n.input[0] not in self.batched
+                or n.input[1] in self.batched
+                or next((a.i for a in n.attribute if a.name == "batch_dims"), 0) != 0):
+            return
+        v = self.inline_value(n.input[1])
+        if v is None or v.ndim < 2 or v.shape[0] != self.old or v.dtype.kind not in "iu":
+            return
+        lead = np.arange(self.old).reshape((self.old,) + (1,) * (v.ndim - 2))
+        if not (np.all(v[..., 0] == lead) and np.all(v[..., 1:] == v[:1, ..., 1:])):
+            return
+        new = np.array(np.broadcast_to(v[:1], (self.batch,) + v.shape[1:]))
+        new[..., 0] = np.arange(self.batch).reshape((self.batch,) + (1,) * (v.ndim - 2))
+        n.input[1] = self.new_const(n.input[1], new)
+        if self.label(n) not in self.rewritten:
+            self.rewritten.append(self.label(n))
+
+    def broadcast(self, n: onnx.NodeProto, index: int) -> None:
+        """Pass 7: where the old batch B0 is not 1, a constant that an elementwise op meets
+        with a batched tensor of its rank led by B0 in the export (a buffer's token type ids
+        expanded to ``[B0, S]``, then embedded) is given the batch: broadcasting would reject
+        B against B0."""
+        if self.old in (None, 1):
+            return
+        exported = self.exported()
+        ranks = {len(s.shape) for x in n.input if x in self.batched
+                 and (s := exported.get(x)) is not None and s.shape
+                 and s.shape[0] == self.old}
+        for i, x in enumerate(n.input):
+            if not x or x in self.batched:
+                continue
+            shape = self.shape(x)
+            if shape and len(shape) in ranks and shape[0] == self.old:
+                n.input[i] = self.give_batch(x, n, index)
 
     def concat(self, n: onnx.NodeProto, index: int) -> None:
         """Pass 3: a Concat of batched tensors and constants along an axis other than 0."""
@@ -202,6 +281,12 @@ def set_batch(model: Any, batch: int) -> Rebatched:
             r.expand(n)
         elif n.op_type == "Concat":
             r.concat(n, index)
+        elif n.op_type == "GatherND":
+            r.gather_nd(n)
+        elif n.op_type in BROADCASTING:
+            r.broadcast(n, index)
+        if n.op_type != "Concat":
+            r.batch_index(n)
     if r.inserted:   # keep the nodes in topological order: each Expand before its Concat
         nodes = list(g.node)
         for index, node in sorted(r.inserted, key=lambda t: -t[0]):

@@ -6,7 +6,11 @@ by the batch itself.  ``Batcher.give_batch`` follows such a constant back to wha
 export's batch and rewrites that: the shape of an ``Expand`` or ``ConstantOfShape``, the repeats
 of a ``Tile``, the target of a ``Reshape`` (each a new initializer, so that a constant shared
 with other nodes keeps its value for them), through elementwise ops, casts and transposes that
-keep axis 0; a constant that holds the old batch itself (batch 1) gets an ``Expand`` inserted.
+keep axis 0, an embedding ``Gather`` (axis 0) to its indices, an ``Expand`` of a constant led
+by the old batch to a shape led by it; a constant that holds the old batch itself (batch 1) gets
+an ``Expand`` inserted, as does the first row of a constant whose value is known and whose rows
+at an old batch above 1 are all the same (a mask made from ones, folded by the exporter: an
+initializer or Constant is read for it where the file holds it inline, up to 2^22 elements).
 Values come from the frontend's folding (``fold.fold_graph``), shapes of the constants it
 left without a value (weights the file does not hold) from their producers; weights are never
 read.  ``analyzer.frontends.onnx.batch`` runs the passes over the batched nodes.
@@ -26,6 +30,7 @@ from analyzer.ir.graph import Node
 ELEMENTWISE = frozenset({
     "Identity", "Cast", "CastLike", "Neg", "Abs", "Add", "Sub", "Mul", "Div", "Pow", "Where",
     "Sqrt", "Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Max", "Min", "Equal", "Not",
+    "And", "Or", "Xor", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
 })
 
 
@@ -112,6 +117,9 @@ class Batcher:
                 perm = next((list(a.ints) for a in p.attribute if a.name == "perm"), None)
                 perm = perm or list(range(len(src)))[::-1]
                 return tuple(src[i] for i in perm)
+            if op == "Gather" and next((a.i for a in p.attribute if a.name == "axis"), 0) == 0:
+                idx = self.shape(ins[1]) if len(ins) > 1 else None
+                return None if idx is None else tuple(idx) + tuple(src[1:])
             if op in ELEMENTWISE:
                 shapes = [self.shape(x) for x in ins if x]
                 if op == "CastLike":
@@ -120,6 +128,22 @@ class Batcher:
         except (ValueError, IndexError):
             return None
         return None
+
+    def inline_value(self, name: str, kinds: str = "iu"):
+        """The value of a constant (initializer or Constant node) the folding did not read
+        (over its 4,096 elements), where the file holds it inline, up to 2^22 elements, of a
+        numpy dtype kind in ``kinds`` (an index table, a mask); None otherwise."""
+        v = self.values.get(name)
+        if v is not None:
+            return v if v.dtype.kind in kinds else None
+        t = next((t for t in self.g.initializer if t.name == name), None)
+        if t is None and (p := self.producer.get(name)) is not None and p.op_type == "Constant":
+            t = next((a.t for a in p.attribute if a.name == "value"), None)
+        if (t is None or t.data_location == onnx.TensorProto.EXTERNAL
+                or int(np.prod(t.dims)) > 1 << 22
+                or onnx.helper.tensor_dtype_to_np_dtype(t.data_type).kind not in kinds):
+            return None
+        return numpy_helper.to_array(t)
 
     def label(self, n: onnx.NodeProto) -> str:
         return n.name or f"{n.op_type}({n.output[0]})"
@@ -184,11 +208,21 @@ class Batcher:
                 f"'{self.label(via)}' joins the batch with the constant '{name}' of shape "
                 f"{list(shape)}, whose leading {shape[0]} is not the export's batch ({self.ref})")
         p = self.producer.get(name)
-        if p is None or p.op_type == "Constant":   # the old batch is in the constant itself
-            if self.ref != 1:
-                raise self.cannot(via, name, f"its data holds {self.ref} rows, which no "
-                                             "Expand can make another number of")
-            out = self.insert_expand(name, len(shape), index)
+        row = None
+        if self.ref != 1:
+            v = self.inline_value(name, "biuf")
+            if v is not None and np.all((v == v[:1]) | (v != v)):
+                # rows that are all the same (a mask made from ones at the export's batch,
+                # folded by the exporter or by opcost) are one row, broadcast
+                row = self.new_const(name, np.ascontiguousarray(v[:1]))
+            elif p is None or p.op_type == "Constant":
+                raise self.cannot(via, name, f"its data holds {self.ref} "
+                                  f"{'rows' if v is None else 'different rows'}, which no "
+                                  "Expand can make another number of")
+        elif p is None or p.op_type == "Constant":   # the old batch 1 is in the constant itself
+            row = name
+        if row is not None:
+            out = self.insert_expand(row, len(shape), index)
             self.done[name] = out
             return out
         self.follow(p, name, via)
@@ -211,10 +245,13 @@ class Batcher:
                 # broadcast, ranks right-aligned: output dim 0 is the input's when the input
                 # has more axes than the shape, else max(input's, shape[0]) where one is 1
                 if len(src) > shape.size or (len(src) == shape.size and src[0] != 1):
-                    if len(src) == shape.size and int(shape[0]) != 1:
+                    led = len(src) == shape.size and int(shape[0]) != 1
+                    if led and not int(shape[0]) == src[0] == self.ref:
                         raise self.cannot(via, name, f"{why}, which expands a tensor led by "
                                                      f"{src[0]} to {shape.tolist()}")
                     p.input[0] = self.give_batch(p.input[0], via, self.index_of(p))
+                    if led:   # the shape repeats the export's batch of its input
+                        self.lead(p, 1, shape, b)
                     return
             self.lead(p, k, shape, b)
             return
@@ -248,6 +285,10 @@ class Batcher:
                 p.input[0] = self.give_batch(p.input[0], via, self.index_of(p))
                 return
             raise self.cannot(via, name, f"{why}, which moves axis 0")
+        if op == "Gather" and next((a.i for a in p.attribute if a.name == "axis"), 0) == 0:
+            # rows of a table at constant indices (an embedding): the indices carry the batch
+            p.input[1] = self.give_batch(p.input[1], via, self.index_of(p))
+            return
         if op in ELEMENTWISE:
             rank = len(self.shape(name) or ())
             led = [i for i, x in enumerate(p.input) if x and x not in self.batched
