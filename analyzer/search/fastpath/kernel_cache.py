@@ -129,7 +129,7 @@ class KernelRows:
     def __init__(self, groups: list[tuple[str, list[int]]], precision: str | None, profiles=()):
         from analyzer.prediction import runtimes
 
-        # (the policy as the group's profiles run it: ``xla`` on a CPU plans XLA's CPU kernels,
+        # (the policy the group's profiles take: ``xla`` on a CPU plans XLA's CPU kernels,
         # which the fast path does not mirror)
         self.groups = [_Group(rt, runtimes.runtime_for(runtimes.get(rt), profiles[idx[0]] if profiles and idx else None)
                               .fusion, idx) for rt, idx in groups]
