@@ -171,7 +171,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         if runtime.placement is not None:   # an accelerator runtime's placement (accelerators/)
             bw[p] = _place(runtime, prof, plan, fnodes, rows, bw[p], mpeak[p], vpeak[p], fixed[p], note)
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p], "units": units[p], "l2_bytes": l2[p]}
-        run_overhead[p] = qnn.run_fixed_s(runtime.name, arrays, label)
+        run_overhead[p] = qnn.run_fixed_s(runtime.name, arrays, label, note)
         if calibrated:
             run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6
             if act is None:   # what a run writes besides its weights (cpu_cold.cold_share)
@@ -412,6 +412,9 @@ def _profile_terms(own: dict, prof, has_gather: bool, note: list[str], runtime_n
     if "terms" not in own:
         own["terms"] = profile_terms(prof)
     *terms, said = own["terms"]
+    if terms[4] == "architecture constants" and runtime_name and not runtimes.get(runtime_name).host_dispatch:
+        # the fitted floors are the whole fixed cost (``_fixed_s``): no launch figure is used
+        said = tuple(s for s in said if " has no launch figure: " not in s)
     note.extend(said)
     terms[3] = engines.engine_sets(terms[3], prof, runtime_name, precision)
     if has_gather:

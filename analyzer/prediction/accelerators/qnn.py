@@ -49,12 +49,18 @@ _ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "PRelu", "Sigmoid", "Hard
                           "Tanh", "Elu", "Gelu", "Softplus"})
 
 
-def run_fixed_s(runtime: str, arrays: dict, precision: str) -> float:
+def run_fixed_s(runtime: str, arrays: dict, precision: str, note: list[str] | None = None) -> float:
     """Seconds the ``qnn`` runtime adds once per inference: the family's ``run_fixed_int8_s``
-    (an int8 graph) or ``run_fixed_s`` (0 where the family has none); other runtimes 0."""
+    (an int8 graph) or ``run_fixed_s`` (0 where the family has none); other runtimes 0.  A
+    non-zero one is stated in ``note`` (it is in the latency, in no layer's row)."""
     if runtime != NAME:
         return 0.0
-    return float(arrays["run_fixed_int8_s" if precision == "int8" else "run_fixed_s"])
+    s = float(arrays["run_fixed_int8_s" if precision == "int8" else "run_fixed_s"])
+    if s > 0 and note is not None:
+        note.append(f"qnn: a fixed per-inference graph-execute cost of {s * 1e6:.3g} us "
+                    f"({'int8' if precision == 'int8' else 'float'} graph; fitted with the family's "
+                    f"constants) is in the latency, once, in no layer's row")
+    return s
 
 
 def launches(nodes) -> list[bool]:
