@@ -36,7 +36,6 @@ import argparse
 import csv
 import dataclasses
 import os
-import re
 import sys
 from statistics import mean
 
@@ -102,26 +101,14 @@ def share(rows: list[dict], capped: str, reference: tuple[str, ...]) -> tuple[fl
 
 def write_profile(share_: float, profiles_dir: str) -> float:
     """``[power] sustained_clock_ghz`` and its source in the L4's profile; returns the GHz."""
-    import hardware_db
+    from profile_edit import set_sustained_clock
 
-    prof = hardware_db.get(FITTED)
-    path = os.path.join(profiles_dir, f"{prof.id}.toml")
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    text = re.sub(r"\nsustained_clock_ghz = [^\n]*", "", text)
-    text = re.sub(r'\n"power.sustained_clock_ghz" = [^\n]*', "", text)
-    ghz = round(prof.clock_ghz * share_, 3)
-    text = re.sub(r"(\nclock_ghz = [^\n]*)", rf"\1\nsustained_clock_ghz = {ghz}", text, count=1)
-    text = text.rstrip("\n") + (
-        f'\n"power.sustained_clock_ghz" = "fitted (not a datasheet figure): {share_:.3f} x the boost clock, the '
-        f"FMA peak's share this card held in public fp32 torch.mm throughputs at N = 8192 and 10240 (30 "
+    return set_sustained_clock(FITTED, share_, (
+        f"the FMA peak's share this card held in public fp32 torch.mm throughputs at N = 8192 and 10240 (30 "
         f"back-to-back calls, 3-6 s windows; zzc0721/torch-performance-test-data issue 120), relative to the "
         f"same script's uncapped RTX 4090 (issue 78) and A40 (issue 185), each as measured / opcost's "
         f"prediction at boost; bench/data/sustained_gemm/public_gemm_throughput.csv, bench/fit_sustained_gemm.py, "
-        f'{COMMAND}"\n')
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-    return ghz
+        f"{COMMAND}"), profiles_dir)
 
 
 def report(rows: list[dict]) -> list[str]:

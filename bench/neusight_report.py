@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import shutil
 import tempfile
 
@@ -189,24 +188,13 @@ def _dump(doc: dict, path: str) -> None:
 
 def write_sustained(shares: dict, profiles_dir: str) -> None:
     """``[power] sustained_clock_ghz`` (and its source) in the capped cards' profiles."""
-    import hardware_db
+    from profile_edit import set_sustained_clock
 
     for dev, share in shares.items():
-        prof = hardware_db.get(PROFILE[dev])
-        path = os.path.join(profiles_dir, f"{prof.id}.toml")
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-        text = re.sub(r"\nsustained_clock_ghz = [^\n]*", "", text)
-        text = re.sub(r'\n"power.sustained_clock_ghz" = [^\n]*', "", text)
-        ghz = round(prof.clock_ghz * share, 3)
-        text = re.sub(r"(\nclock_ghz = [^\n]*)", rf"\1\nsustained_clock_ghz = {ghz}", text, count=1)
-        text = text.rstrip("\n") + (
-            f'\n"power.sustained_clock_ghz" = "fitted (not a datasheet figure): {share:.3f} x the boost clock, the '
-            f"FMA peak's share this card held over NeuSight's fp32 nn.Linear and torch.bmm rows "
+        set_sustained_clock(PROFILE[dev], share, (
+            f"the FMA peak's share this card held over NeuSight's fp32 nn.Linear and torch.bmm rows "
             f"({MEASUREMENT_FILE}, device_system {dev}), fitted jointly with the gemm_simt/bgemm_simt constants "
-            f"pooled over the five GPUs; {SCRIPT}, {COMMAND}\"\n")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+            f"pooled over the five GPUs; {SCRIPT}, {COMMAND}"), profiles_dir)
 
 
 # ----------------------------------------------------------------------------- the report
