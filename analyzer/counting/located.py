@@ -91,7 +91,9 @@ def context_error(graph: Graph, node: Node, err: Exception, name: str | None = N
                 return err
             else:  # every input dim is fixed: no option binds it
                 msg = (f"{where}: a dim is unknown after shape inference although every input "
-                       f"dim is fixed (an op ONNX cannot type?); {describe(graph, node)}")
+                       f"dim is fixed (an op ONNX cannot type, or a size the export traced, a "
+                       f"Reshape target or a constant, that the dims or batch given contradict?); "
+                       f"{describe(graph, node)}")
                 hints = ()
         else:
             from analyzer.ir.dims import is_expression, symbols
