@@ -343,8 +343,8 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
                   f"{passes} passes (each in a fresh process), less the run overhead. Kernel time per op class = floor + "
                   "max(F/(peak*e_c), (B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))), "
                   "F = mac + vec + trans_weight * transcendentals; a run adds "
-                  "run_overhead_us; a launch inside a loop body costs loop_launch_us in place of floor "
-                  "(where measured). See analyzer/measure/xla/calibrate.py."),
+                  "run_overhead_us and the largest floor - program_launch_us once; a kernel outside a loop costs "
+                  "program_launch_us, one in a loop body loop_launch_us, in place of floor. See analyzer/measure/xla/calibrate.py."),
         "matrix_tflops": {"fp32": fig["peak"] / 1e12},
         "vector_tflops": {"fp32": fig["peak"] / 1e12},
         "memory": {"mem_bw_gbs": fig["bw"] / 1e9},
