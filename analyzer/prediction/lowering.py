@@ -164,16 +164,15 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                                      prov=prov, launch=launch, note=note)
         fixed[p] = fixed_of(floors, class_names, host_out=(said_host := []))
         host[p] = said_host[0]
-        loop_s = cpu_loop_launch.xla_loop_launch_s(prof, calibrated, runtime.fusion)
-        if loop_s is not None:
-            fixed[p] = cpu_loop_launch.in_loop_fixed(fixed[p], floors, nodes, plan, runs, loop_s, prof.id, note)
+        fixed[p], loop_s, once = cpu_loop_launch.xla_fixed(fixed[p], floors, nodes, plan, runs, prof, calibrated,
+                                                           runtime.fusion, note)
         host_only[p] = _host_only_s(prof, runtime, calibrated, launch, note, len(plan.host_only))
         if runtime.placement is not None:   # an accelerator runtime's placement (accelerators/)
             bw[p] = _place(runtime, prof, plan, fnodes, rows, bw[p], mpeak[p], vpeak[p], fixed[p], note)
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p], "units": units[p], "l2_bytes": l2[p]}
         run_overhead[p] = qnn.run_fixed_s(runtime.name, arrays, label, note)
         if calibrated:
-            run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6
+            run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6 + once
             if act is None:   # what a run writes besides its weights (cpu_cold.cold_share)
                 act = float(sum(n.cost.activation_bytes_written for n in nodes))
             _add_calibrated_fixed(fixed[p], prof, nodes, plan, feats, arrays, view, wbytes, hw_p,

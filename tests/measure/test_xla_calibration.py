@@ -339,3 +339,17 @@ def test_the_scan_program_plans_seven_launches_a_trip():
     # per trip: the 1x8 @ 8x8 dot, the fused add + tanh, the scanned input's dynamic-slice (a dot
     # reads it), the stacked output's dynamic-update-slice, the counter's copy, add and compare
     assert loop_scan.launches_per_trip() == 7.0
+
+
+def test_the_program_launch_is_the_chains_slope_over_its_planned_launches_a_link():
+    # synthetic rows of the model: run overhead 4 us, a per-call excess 0.3 us, 2 launches a link
+    # at 0.06 us each: chain(n) = 4 + 0.3 + n x 2 x 0.06 us
+    n = xr.TINY_CHAIN
+    m = {"run_overhead_s": 4e-6, "chain_s": {str(c): (4.3 + c * 0.12) * 1e-6 for c in (1, n)}}
+    assert xla_fit.program_launch_s(m, 2.0) == pytest.approx(0.06e-6, rel=1e-9)   # 0.12 / 2
+    assert xla_fit.program_launch_s(m, 1.0) == pytest.approx(0.12e-6, rel=1e-9)
+
+
+def test_the_chain_plans_two_launches_a_link():
+    # per link: the 1x8 @ 8x8 dot's thunk and the tanh's loop fusion
+    assert loop_scan.launches_per_link() == 2.0

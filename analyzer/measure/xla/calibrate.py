@@ -24,6 +24,9 @@ others' times under the classes fitted without such rows. Then as ``calibrate``:
     F        = mac + vec + trans_weight * transcendentals
     t_run    = run_overhead_s + sum over kernels t_kernel
 
+A kernel outside a loop costs ``program_launch_s`` (the chain's time per link over its planned
+launches) in place of ``floor_s``, and the run adds the largest ``floor_s - program_launch_s`` of
+its kernels' classes once (``prediction.cpu.loop_launch.straight_fixed``).
 A launch inside a loop body costs ``loop_launch_s`` in place of ``floor_s``
 (``prediction.cpu.loop_launch``): a scan over a tiny body (``rows.scan_program``) timed at the
 two trip counts of ``rows.SCAN_TRIPS`` after each pass over the rows, its time per trip (the
@@ -307,7 +310,7 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
     from analyzer.measure.xla import rows as xr
     from analyzer.prediction.cpu.host import cache_level_bytes, cpu_family, host_id, vendor
     from hardware_db.write import calibration_sources
-    from analyzer.measure.xla.fit import fit_tables
+    from analyzer.measure.xla.fit import fit_tables, program_launch_s
 
     cores = int(measured.get("cores") or os.cpu_count() or 1)
     q, passes = float(measured.get("q", QUANTILE)), int(measured.get("passes", PASSES))
@@ -340,8 +343,8 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
                   f"{passes} passes (each in a fresh process), less the run overhead. Kernel time per op class = floor + "
                   "max(F/(peak*e_c), (B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))), "
                   "F = mac + vec + trans_weight * transcendentals; a run adds "
-                  "run_overhead_us; a launch inside a loop body costs loop_launch_us in place of floor "
-                  "(where measured). See analyzer/measure/xla/calibrate.py."),
+                  "run_overhead_us and the largest floor - program_launch_us once; a kernel outside a loop costs "
+                  "program_launch_us, one in a loop body loop_launch_us, in place of floor. See analyzer/measure/xla/calibrate.py."),
         "matrix_tflops": {"fp32": fig["peak"] / 1e12},
         "vector_tflops": {"fp32": fig["peak"] / 1e12},
         "memory": {"mem_bw_gbs": fig["bw"] / 1e9},
@@ -361,7 +364,7 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
             "dispatch": "synchronous (jax_cpu_enable_async_dispatch = False)",
             "run_overhead_us": fig["run_overhead_s"] * 1e6, "own_result_us": fig["own_result_s"] * 1e6,
             **({} if loop_s is None else {"loop_launch_us": loop_s * 1e6}),
-            "cache_bytes": l2_bytes,
+            "program_launch_us": program_launch_s(measured, loop_scan.launches_per_link()) * 1e6, "cache_bytes": l2_bytes,
             "llc_bytes": float(cache_level_bytes(3) or 0), "trans_weight": fig["trans_weight"],
             "models": "synthetic jitted JAX programs only (analyzer.measure.xla.rows)",
             "tables": tables,

@@ -45,6 +45,13 @@ def link_s(measured: dict[str, Any]) -> float:
     return max((chain[str(TINY_CHAIN)] - chain["1"]) / (TINY_CHAIN - 1), 1e-9)
 
 
+def program_launch_s(measured: dict[str, Any], launches_per_link: float) -> float:
+    """Seconds of one more kernel in a program (outside a loop): the chain's time per link
+    (``link_s``: the slope of the chain's time over its links, from its two lengths 1 and
+    ``TINY_CHAIN``) over the launches opcost plans a link (``loop_scan.launches_per_link``)."""
+    return link_s(measured) / max(launches_per_link, 1.0)
+
+
 def loop_launch_s(measured: dict[str, Any], launches_per_trip: float) -> float:
     """Seconds of one launch inside a loop body: the scan's time per trip (``scan_s`` at the
     two trip counts of ``rows.SCAN_TRIPS``) over ``launches_per_trip`` (the launches opcost

@@ -1,6 +1,7 @@
 """The in-loop scans of ``calibrate --runtime xla`` (``rows.scan_program`` at ``rows.SCAN_TRIPS``
 trips): their timings merged over timings and passes, and the launches opcost plans a trip of
-their body (what ``fit.loop_launch_s`` divides the time per trip by)."""
+their body (what ``fit.loop_launch_s`` divides the time per trip by), and the launches it plans a
+link of the chain of small dots (what ``fit.program_launch_s`` divides the time per link by)."""
 
 from __future__ import annotations
 
@@ -35,3 +36,21 @@ def launches_per_trip() -> float:
         sds = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)
         n.append(analyze_jax(fn, *sds, hw=hardware_db.get(REFERENCE_PROFILE), runtime="xla").predictions[0].launches)
     return (n[1] - n[0]) / (xr.SCAN_TRIPS[1] - xr.SCAN_TRIPS[0])
+
+
+def launches_per_link() -> float:
+    """Launches per link opcost's ``xla`` plan gives ``rows.dot_chain(n, m=1, k=8)`` (the
+    difference of its planned launches at ``TINY_CHAIN`` links and 1 over the links between):
+    2 with XLA CPU's kernels (the dot's thunk and the tanh's loop fusion)."""
+    import jax
+
+    import hardware_db
+    from analyzer.api import analyze_jax
+    from analyzer.measure.xla import rows as xr
+
+    n = []
+    for links in (1, xr.TINY_CHAIN):
+        fn, args = xr.dot_chain(links, m=1, k=8)
+        sds = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)
+        n.append(analyze_jax(fn, *sds, hw=hardware_db.get(REFERENCE_PROFILE), runtime="xla").predictions[0].launches)
+    return (n[1] - n[0]) / (xr.TINY_CHAIN - 1)

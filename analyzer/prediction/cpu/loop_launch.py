@@ -16,7 +16,21 @@ prediction of the same program; the body's work (a few hundred FLOPs) is left in
 With ``calibration.loop_launch_us`` present, a kernel inside a loop body (and each launch it
 carries: ``FusionPlan.extra_ops``) costs ``loop_launch_s`` in place of its class floor;
 its work terms and the class's other fixed terms are unchanged. A profile without the figure,
-a kernel outside a loop and any runtime but ``xla`` on a CPU are unchanged.
+any runtime but ``xla`` on a CPU are unchanged.
+
+Outside a loop (``calibration.program_launch_us`` present): a class floor fitted on single-kernel
+programs holds what the program's call costs beyond ``run_overhead_us`` (its result and arguments,
+a class's library woken once a run) besides the kernel's own launch; the calibration's chain of
+``TINY_CHAIN`` dependent small dots + tanh gives the marginal cost of one more kernel in a program,
+``program_launch_s`` = the chain's time per link / the launches opcost plans a link. So (``straight_fixed``)::
+
+    t_run = run_overhead + max_k max(floor_k - program_launch_s, 0)
+            + sum over kernels outside loops (fixed_k - floor_k + program_launch_s + work_k)
+            + sum over loop-body launches (fixed_k - floor_k + loop_launch_s + work_k)
+
+A one-kernel program (every single-kernel calibration row) is priced as before; a program of n
+equal kernels costs ``(n - 1) * (floor - program_launch_s)`` less than n class floors. A profile
+without the figure prices every kernel outside a loop at its class floor.
 """
 
 from __future__ import annotations
@@ -67,3 +81,40 @@ def in_loop_fixed(fixed_p, floors, nodes, plan, runs, loop_s: float, prof_id: st
         extra = sum(len(e) * float(r) for e, r, lp in zip(plan.extra_ops, runs, loop) if lp)
         notes.append(note(prof_id, loop_s, int(loop.sum()), float(runs[loop].sum()) + extra))
     return replace_floor(fixed_p, floors, loop, loop_s)
+
+
+def program_launch_s(prof, calibrated: bool, fusion_policy: str) -> float | None:
+    """Seconds of one more kernel in a program outside a loop (``calibration.program_launch_us``)
+    where XLA's CPU kernels are planned on a calibrated profile that has it, else None."""
+    from analyzer.prediction import xla_cpu_fusion
+
+    cal = prof.calibration
+    if not calibrated or fusion_policy != xla_cpu_fusion.POLICY or not cal or cal.get("program_launch_us") is None:
+        return None
+    return float(cal["program_launch_us"]) * 1e-6
+
+
+def straight_fixed(fixed: np.ndarray, floors: np.ndarray, loop: np.ndarray, launch_s: float,
+                   notes: list[str]) -> tuple[np.ndarray, float]:
+    """(``fixed`` [K] seconds with each kernel outside a loop (``loop`` False) at ``launch_s`` in
+    place of its class floor, the seconds once a run: the largest ``floors - launch_s`` (at
+    least 0; 0 with no kernel)); the note says both."""
+    once = float(max(np.max(floors, initial=0.0) - launch_s, 0.0))
+    out = replace_floor(fixed, floors, ~loop, launch_s)
+    if (~loop).any():
+        notes.append(f"program launches: {int((~loop).sum())} kernel(s) outside loops, each "
+                     f"{launch_s * 1e6:.3g} us in place of its class floor; {once * 1e6:.3g} us once a run "
+                     "(the largest class floor's excess)")
+    return out, once
+
+
+def xla_fixed(fixed_p, floors, nodes, plan, runs, prof, calibrated: bool, fusion_policy: str, notes: list[str]):
+    """(one profile's fixed seconds per kernel with ``straight_fixed`` and ``in_loop_fixed`` applied
+    where the profile has their figures, ``loop_launch_s`` or None, the seconds once a run)."""
+    loop_s = xla_loop_launch_s(prof, calibrated, fusion_policy)
+    prog_s, once = program_launch_s(prof, calibrated, fusion_policy), 0.0
+    if prog_s is not None:
+        fixed_p, once = straight_fixed(fixed_p, floors, in_loop(nodes, plan.members), prog_s, notes)
+    if loop_s is not None:
+        fixed_p = in_loop_fixed(fixed_p, floors, nodes, plan, runs, loop_s, prof.id, notes)
+    return fixed_p, loop_s, once

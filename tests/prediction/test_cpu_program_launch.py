@@ -1,0 +1,116 @@
+"""Kernels outside a loop on XLA's CPU runtime (``cpu.loop_launch.straight_fixed``): with
+``calibration.program_launch_us`` each costs that figure in place of its class floor, and the run
+adds the largest class floor's excess over it once; a one-kernel program and a profile without
+the figure are priced as before."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hardware_db.write import calibration_sources, write_profile
+
+GEMM_US, ACT_US, PROG_US, LOOP_US, RUN_US = 0.5, 0.3, 0.1, 0.01, 4.0
+K = 8
+
+
+def _profile(tmp_path, prog_us: float | None, loop_us: float | None = None) -> str:
+    table = {"e_c": 1.0, "e_bw": 1.0, "b_half_bytes": 0.0, "l2_gain": 0.0, "rows": 10, "fit_mape": 5.0}
+    floors = {"gemm": GEMM_US, "elementwise": ACT_US, "activation": ACT_US, "movement": ACT_US}
+    cal = {"measured_on": "2026-12-02", "runtime": "xla", "threads": 2, "run_overhead_us": RUN_US,
+           "tables": {c: {**table, "floor_us": f} for c, f in floors.items()}}
+    for key, v in (("program_launch_us", prog_us), ("loop_launch_us", loop_us)):
+        if v is not None:
+            cal[key] = v
+    doc = {"schema_version": 1, "id": "calibrated-program-launch-test", "name": "test cpu", "vendor": "AMD",
+           "kind": "cpu", "family": "x86-cpu", "default_runtime": "xla",
+           "matrix_tflops": {"fp32": 0.5}, "vector_tflops": {"fp32": 0.5}, "memory": {"mem_bw_gbs": 38.0},
+           "overhead": {"launch_overhead_us": 0.2},
+           "sources": {"matrix_tflops.fp32": "test", "vector_tflops.fp32": "test",
+                       "memory.mem_bw_gbs": "test", "overhead.launch_overhead_us": "test"},
+           "calibration": cal}
+    doc["sources"].update(calibration_sources(cal, "test"))
+    return write_profile(doc, tmp_path / f"p{prog_us}_{loop_us}.toml")
+
+
+def _pred(fn, shapes, hw):
+    from analyzer import analyze_jax
+
+    return analyze_jax(fn, *shapes, hw=hw, runtime="xla").predictions[0]
+
+
+def _straight():
+    """3 kernels outside any loop: a dot (gemm), its tanh (activation), a dot."""
+    import jax
+    import jax.numpy as jnp
+
+    w = jnp.ones((K, K), jnp.float32)
+    return (lambda x: jnp.tanh(x @ w) @ w), (jax.ShapeDtypeStruct((1, K), jnp.float32),)
+
+
+def test_a_straight_program_pays_a_launch_per_kernel_and_the_largest_floor_excess_once(tmp_path):
+    fn, shapes = _straight()
+    old, new = (_pred(fn, shapes, _profile(tmp_path, u)) for u in (None, PROG_US))
+    assert new.launches == old.launches == 3
+    # before: floors 0.5 + 0.3 + 0.5 = 1.3 us; after: 3 x 0.1 + max(0.5 - 0.1, 0.3 - 0.1) = 0.7 us;
+    # the work terms are the same: 0.6 us less
+    assert old.latency_s - new.latency_s == pytest.approx(0.6e-6, rel=1e-5)
+    # closed form: 4 us run overhead + 0.7 us + the work (3 tiny kernels: < 0.05 us)
+    assert (RUN_US + 0.7) * 1e-6 < new.latency_s < (RUN_US + 0.7 + 0.05) * 1e-6
+    assert any("program launches: 3 kernel(s)" in n for n in new.notes)
+    assert not any("program launches" in n for n in old.notes)
+
+
+@pytest.mark.parametrize("links", [1, 5, 20])
+def test_a_chain_of_n_links_is_n_times_two_launches_plus_one_floor_excess(tmp_path, links):
+    from analyzer.measure.xla.rows import dot_chain
+    import jax
+
+    fn, args = dot_chain(links, m=1, k=K)
+    shapes = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)
+    old, new = (_pred(fn, shapes, _profile(tmp_path, u)) for u in (None, PROG_US))
+    assert new.launches == 2 * links
+    # n dots at 0.5 and n tanh at 0.3 before; 2n x 0.1 + (0.5 - 0.1) after
+    saved = links * (GEMM_US + ACT_US) - (2 * links * PROG_US + GEMM_US - PROG_US)
+    assert old.latency_s - new.latency_s == pytest.approx(saved * 1e-6, rel=1e-5, abs=1e-12)
+
+
+def test_a_one_kernel_program_is_priced_as_before(tmp_path):
+    import jax
+    import jax.numpy as jnp
+
+    w = jnp.ones((K, K), jnp.float32)
+    shapes = (jax.ShapeDtypeStruct((1, K), jnp.float32),)
+    old, new = (_pred(lambda x: x @ w, shapes, _profile(tmp_path, u)) for u in (None, PROG_US))
+    assert new.launches == 1
+    # 0.1 us launch + (0.5 - 0.1) us once = the 0.5 us floor
+    assert new.latency_s == pytest.approx(old.latency_s, rel=1e-6)
+
+
+def test_a_scan_keeps_its_loop_launches_and_pays_the_floor_excess_once(tmp_path):
+    import jax
+
+    from analyzer.measure.xla.rows import scan_program
+
+    fn, args = scan_program(8, K)
+    shapes = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)
+    loop_only, both = (_pred(fn, shapes, _profile(tmp_path, u, LOOP_US)) for u in (None, PROG_US))
+    # every kernel of the program is in the body (56 launches at 0.01 us either way); the run adds
+    # the largest floor excess, 0.5 - 0.1 = 0.4 us, once
+    assert both.launches == loop_only.launches == 56
+    assert both.latency_s - loop_only.latency_s == pytest.approx(0.4e-6, rel=1e-5)
+
+
+def test_straight_fixed_replaces_floors_outside_loops_and_returns_the_excess():
+    from analyzer.prediction.cpu import loop_launch
+
+    fixed = np.array([0.7e-6, 0.5e-6, 0.9e-6])
+    floors = np.array([0.5e-6, 0.5e-6, 0.3e-6])
+    notes: list[str] = []
+    got, once = loop_launch.straight_fixed(fixed, floors, np.array([False, True, False]), 0.1e-6, notes)
+    # kernels 0 and 2 outside loops: 0.7 - 0.5 + 0.1, 0.9 - 0.3 + 0.1; kernel 1 as it was
+    assert got == pytest.approx([0.3e-6, 0.5e-6, 0.7e-6], rel=1e-12)
+    assert once == pytest.approx(0.4e-6, rel=1e-12)                       # max(0.5, 0.5, 0.3) - 0.1
+    # a launch dearer than every floor: nothing once; no kernel: nothing once
+    assert loop_launch.straight_fixed(fixed, floors, np.zeros(3, bool), 0.6e-6, [])[1] == 0.0
+    assert loop_launch.straight_fixed(np.zeros(0), np.zeros(0), np.zeros(0, bool), 0.1e-6, [])[1] == 0.0
