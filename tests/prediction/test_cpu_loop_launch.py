@@ -8,28 +8,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hardware_db.write import calibration_sources, write_profile
+from xla_cpu_profile import calibrated_xla_profile
 
 FLOOR_US, LOOP_US, RUN_US = 0.5, 0.01, 4.0
 K = 8                                   # the tiny body's 1 x K @ K x K dot
 
 
 def _profile(tmp_path, loop_us: float | None) -> str:
-    table = {"floor_us": FLOOR_US, "e_c": 1.0, "e_bw": 1.0, "b_half_bytes": 0.0, "l2_gain": 0.0,
-             "rows": 10, "fit_mape": 5.0}
-    cal = {"measured_on": "2026-12-02", "runtime": "xla", "threads": 2, "run_overhead_us": RUN_US,
-           "tables": {c: dict(table) for c in ("gemm", "elementwise", "activation", "movement")}}
-    if loop_us is not None:
-        cal["loop_launch_us"] = loop_us
-    doc = {"schema_version": 1, "id": "calibrated-loop-launch-test", "name": "test cpu", "vendor": "AMD",
-           "kind": "cpu", "family": "x86-cpu", "default_runtime": "xla",
-           "matrix_tflops": {"fp32": 0.5}, "vector_tflops": {"fp32": 0.5}, "memory": {"mem_bw_gbs": 38.0},
-           "overhead": {"launch_overhead_us": 0.2},
-           "sources": {"matrix_tflops.fp32": "test", "vector_tflops.fp32": "test",
-                       "memory.mem_bw_gbs": "test", "overhead.launch_overhead_us": "test"},
-           "calibration": cal}
-    doc["sources"].update(calibration_sources(cal, "test"))
-    return write_profile(doc, tmp_path / f"p{loop_us}.toml")
+    floors = dict.fromkeys(("gemm", "elementwise", "activation", "movement"), FLOOR_US)
+    return calibrated_xla_profile(tmp_path / f"p{loop_us}.toml", floors, RUN_US, loop_launch_us=loop_us)
 
 
 def _scan(trips: int):

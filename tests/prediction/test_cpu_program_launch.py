@@ -8,29 +8,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hardware_db.write import calibration_sources, write_profile
+from xla_cpu_profile import calibrated_xla_profile
 
 GEMM_US, ACT_US, PROG_US, LOOP_US, RUN_US = 0.5, 0.3, 0.1, 0.01, 4.0
 K = 8
 
 
 def _profile(tmp_path, prog_us: float | None, loop_us: float | None = None) -> str:
-    table = {"e_c": 1.0, "e_bw": 1.0, "b_half_bytes": 0.0, "l2_gain": 0.0, "rows": 10, "fit_mape": 5.0}
     floors = {"gemm": GEMM_US, "elementwise": ACT_US, "activation": ACT_US, "movement": ACT_US}
-    cal = {"measured_on": "2026-12-02", "runtime": "xla", "threads": 2, "run_overhead_us": RUN_US,
-           "tables": {c: {**table, "floor_us": f} for c, f in floors.items()}}
-    for key, v in (("program_launch_us", prog_us), ("loop_launch_us", loop_us)):
-        if v is not None:
-            cal[key] = v
-    doc = {"schema_version": 1, "id": "calibrated-program-launch-test", "name": "test cpu", "vendor": "AMD",
-           "kind": "cpu", "family": "x86-cpu", "default_runtime": "xla",
-           "matrix_tflops": {"fp32": 0.5}, "vector_tflops": {"fp32": 0.5}, "memory": {"mem_bw_gbs": 38.0},
-           "overhead": {"launch_overhead_us": 0.2},
-           "sources": {"matrix_tflops.fp32": "test", "vector_tflops.fp32": "test",
-                       "memory.mem_bw_gbs": "test", "overhead.launch_overhead_us": "test"},
-           "calibration": cal}
-    doc["sources"].update(calibration_sources(cal, "test"))
-    return write_profile(doc, tmp_path / f"p{prog_us}_{loop_us}.toml")
+    return calibrated_xla_profile(tmp_path / f"p{prog_us}_{loop_us}.toml", floors, RUN_US,
+                                  program_launch_us=prog_us, loop_launch_us=loop_us)
 
 
 def _pred(fn, shapes, hw):
