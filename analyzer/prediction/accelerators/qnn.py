@@ -57,9 +57,9 @@ def run_fixed_s(runtime: str, arrays: dict, precision: str, note: list[str] | No
         return 0.0
     s = float(arrays["run_fixed_int8_s" if precision == "int8" else "run_fixed_s"])
     if s > 0 and note is not None:
-        note.append(f"qnn: a fixed per-inference graph-execute cost of {s * 1e6:.3g} us "
-                    f"({'int8' if precision == 'int8' else 'float'} graph; fitted with the family's "
-                    f"constants) is in the latency, once, in no layer's row")
+        note.append(f"qnn: {s * 1e6:.3g} us fixed per inference, in the latency, in no layer (graph "
+                    f"execute: RPC, power-up, VTCM acquire; the {'int8' if precision == 'int8' else 'float'} "
+                    f"graph's figure, fitted with the family's constants)")
     return s
 
 
