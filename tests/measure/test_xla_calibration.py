@@ -353,21 +353,3 @@ def test_the_program_launch_is_the_chains_slope_over_its_planned_launches_a_link
 def test_the_chain_plans_two_launches_a_link():
     # per link: the 1x8 @ 8x8 dot's thunk and the tanh's loop fusion
     assert loop_scan.launches_per_link() == 2.0
-
-
-def test_the_ramps_fixed_part_is_capped_at_the_kernels_cost_in_a_program():
-    from analyzer.measure.fit import class_fit
-
-    # rows of t = 0.5 us + max(F / (1e12 x 0.5), (B + 10 000) / (1e10 x 0.5)) s: memory-bound
-    # rows carry the ramp's fixed part 10 000 / 5e9 s = 2 us, compute-bound ones (F 1e7..1e8,
-    # 20..200 us against B 1 KB) only the 0.5 us floor, so the free fit finds both; with
-    # ramp_cap_s 0.1 us the ramp keeps at most 0.1 us
-    bw, peak = 1e10, 1e12
-    B = np.array([1e3, 4e3, 1.6e4, 6.4e4, 2.56e5, 1.024e6, 1e3, 1e3, 1e3])
-    F = np.array([0, 0, 0, 0, 0, 0, 1e7, 3e7, 1e8])
-    t = 0.5e-6 + np.maximum(F / (peak * 0.5), (B + 1e4) / (bw * 0.5))
-    free = class_fit.fit_class(F, B, t, peak, bw, noise_floor_s=1e-8)
-    assert free["b_half"] / (bw * free["e_bw"]) == pytest.approx(2e-6, rel=0.05)
-    assert free["floor_s"] == pytest.approx(0.5e-6, rel=0.05)
-    capped = class_fit.fit_class(F, B, t, peak, bw, noise_floor_s=1e-8, ramp_cap_s=0.1e-6)
-    assert capped["b_half"] / (bw * capped["e_bw"]) <= 0.1e-6 * (1 + 1e-9)

@@ -129,11 +129,9 @@ def fit_tables(measured: dict[str, Any], l2_bytes: float
     """(``{class: fit_class result}``, machine figures) from ``measure``'s output."""
     from analyzer.measure.fit import options as calibration_fit
     from analyzer.measure.fit import worker as fit_worker
-    from analyzer.measure.xla import loop_scan
 
     base = measured["run_overhead_s"] + own_result_s(measured)   # (as class_rows takes it off)
     link = link_s(measured)
-    launch = program_launch_s(measured, loop_scan.launches_per_link())
     rows0, _ = class_rows(measured, 1.0)
     F, _, t, _ = _arrays(rows0["gemm"])
     peak = float(np.max(F / t))
@@ -148,9 +146,6 @@ def fit_tables(measured: dict[str, Any], l2_bytes: float
         # as it: onnxruntime's 0.25 us noise floor is above it, and rows near 0 (a tiny row less
         # the run overhead and own_result_s) swung the log-error fits between calibrations
         kw["noise_floor_s"] = link
-        # the ramp's fixed part b_half/(bw e_bw) is paid by every kernel, in a program too: no
-        # more than a kernel's marginal cost there (program_launch_s: a tiny dot or tanh, all in)
-        kw["ramp_cap_s"] = launch
         return args, kw
 
     # the transcendental weight: the best fit of the elementwise class over TRANS_WEIGHTS
