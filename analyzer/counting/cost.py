@@ -166,7 +166,7 @@ class RuleContext:
     a jaxpr, gets a very large number: the newest semantics).  ``options``: the costing
     options (``engine.Options``: ``loop_trips``, ``causal``).  Control-flow rules also get
     ``values`` (the known constant value of each input, None where unknown), ``graph`` (the
-    graph holding the node) and ``node``; the rules of ``engine.VALUE_RULES`` get ``values``;
+    graph holding the node) and ``node``; the rules of ``value_rules.VALUE_RULES`` get ``values``;
     for other rules these are empty."""
 
     opset: int

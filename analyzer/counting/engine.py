@@ -26,6 +26,7 @@ from analyzer.counting.cost import COUNT_FIELDS, Cost, RuleContext, Work, lookup
 from analyzer.counting.located import (Located, context_error, internal_error, missing_shape,
                                        unbindable_shape, with_model_inputs)
 from analyzer.counting.traffic import add_held, new_params, node_bytes
+from analyzer.counting import value_rules
 from analyzer.errors import AnalyzerError, InternalError, ShapeError
 from analyzer.ir.graph import Graph, Node, TensorSpec
 from analyzer.ir.ops import CONTROL, facts
@@ -188,7 +189,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
         try:
             key = hit = None
             if node.attr_key is not None:  # (None: a node with sub-graphs, never memoised)
-                key = _memo_key(graph, node, ins, outs, is_const)
+                key = value_rules.memo_key(graph, node, ins, outs, is_const)
                 hit = memo.get(key)
             if hit is None:
                 rule, (io, shape_inputs) = _rule_of(rules, node)
@@ -201,7 +202,8 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                 if rule is None:
                     work, status = Work(), UNCOSTED
                 else:
-                    ctx = _rule_context(contexts, graph, node, opsets, opts)
+                    ctx = contexts.get(node.domain) or _context(contexts, node.domain, opsets, opts)
+                    ctx = value_rules.context(graph, node, ctx)
                     active = rule
                     work = _rule_work(rule, node, ins, outs, ctx)
                     active = None
@@ -241,32 +243,6 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
 
 
 DROPOUT_TRAIN = "dropout-train:"
-# rules that read constant input values (``RuleContext.values``) besides control flow: Slice
-# names its steps (``Work.kernel``); their memo key holds those values
-VALUE_RULES = frozenset({("", "Slice"), ("ai.onnx", "Slice")})
-
-
-def _memo_key(graph: Graph, node: Node, ins, outs, is_const) -> tuple:
-    """What a node's record depends on: op, attributes, the (shared) spec objects, which inputs
-    are constants and, for ``VALUE_RULES``, the known constant values of its inputs."""
-    key = (node.op, node.domain, node.attr_key, *map(id, ins), *map(id, outs), *map(is_const, node.inputs))
-    if (node.domain, node.op) not in VALUE_RULES:
-        return key
-    vals = []
-    for x in node.inputs:
-        v = graph.values.get(x) if x else None
-        vals.append(None if v is None else (str(getattr(v, "dtype", "")), getattr(v, "shape", ()),
-                                            v.tobytes() if hasattr(v, "tobytes") else repr(v)))
-    return key + tuple(vals)
-
-
-def _rule_context(contexts: dict, graph: Graph, node: Node, opsets, opts: Options) -> RuleContext:
-    """The context ``node``'s (non-control) rule runs with: its domain's, plus ``values`` (the
-    known constant value of each input) for ``VALUE_RULES``."""
-    ctx = contexts.get(node.domain) or _context(contexts, node.domain, opsets, opts)
-    if (node.domain, node.op) not in VALUE_RULES:
-        return ctx
-    return RuleContext(ctx.opset, ctx.options, tuple(graph.values.get(x) if x else None for x in node.inputs))
 
 
 def dropout_kernel(graph: Graph, node: Node) -> str | None:
