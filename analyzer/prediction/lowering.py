@@ -50,6 +50,7 @@ from analyzer.prediction.cpu import op_rates as cpu_op_rates
 from analyzer.prediction.cpu import epilogue as cpu_epilogue
 from analyzer.prediction.cpu import loop_resident as cpu_loop
 from analyzer.prediction.cpu import loop_launch as cpu_loop_launch
+from analyzer.prediction import host_only as host_only_ops
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction.hardware import (complete_profile, gather_note, host_dispatch, profile_memo,
                                           profile_terms)
@@ -166,7 +167,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         host[p] = said_host[0]
         fixed[p], loop_s, once = cpu_loop_launch.xla_fixed(fixed[p], floors, nodes, plan, runs, prof, calibrated,
                                                            runtime.fusion, note)
-        host_only[p] = _host_only_s(prof, runtime, calibrated, launch, note, len(plan.host_only))
+        host_only[p] = host_only_ops.per_run_s(prof, runtime, calibrated, launch, note, len(plan.host_only))
         if runtime.placement is not None:   # an accelerator runtime's placement (accelerators/)
             bw[p] = _place(runtime, prof, plan, fnodes, rows, bw[p], mpeak[p], vpeak[p], fixed[p], note)
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p], "units": units[p], "l2_bytes": l2[p]}
@@ -189,7 +190,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    member_weight=weight, matrix_peak=mpeak, vector_peak=vpeak, mem_bw=bw, units=units,
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
-                   notes=tuple(notes), host=host, **_host_only_fields(nodes, plan, host_only), **_resident(resident))
+                   notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **_resident(resident))
 
 
 def _set_consts(consts: dict, p: int, arrays) -> None:
@@ -373,27 +374,6 @@ def _fixed_s(floor_arr, names, *, prof, runtime, calibrated: bool, prov: str, la
     if host_out is not None:
         host_out.append(h)
     return f
-
-
-def _host_only_fields(nodes, plan, per_run) -> dict:
-    """``Lowered``'s host-only fields: node indices, runs of each (a loop body's: its trips),
-    host seconds of all runs ``[P, H]`` from ``per_run`` (one run of each)."""
-    runs = np.array([max(1, getattr(nodes[i], "runs", 1)) for i in plan.host_only], np.float64)
-    return {"host_nodes": tuple(plan.host_only), "host_runs": runs, "host_only": per_run * runs}
-
-
-def _host_only_s(prof, runtime, calibrated: bool, launch: float, note: list[str], n: int) -> float:
-    """Host seconds per run of one of ``n`` host-only ops: ``runtimes.HOST_ONLY_RATIO`` x the
-    runtime's dispatch of a small elementwise op (a profile calibrated with the runtime: its
-    measured per-op figure; else ``hardware.host_dispatch``'s, whose own note the kernels gave)."""
-    if not n or not runtime.host_dispatch:
-        return 0.0
-    base = launch if calibrated else float(host_dispatch(prof, runtime, ["elementwise"], launch, [])[0])
-    note.append(f"{n} host-only ops (views eager PyTorch runs as aten ops, no kernel): "
-                f"{runtimes.HOST_ONLY_RATIO:g} x {base * 1e6:.3g} us dispatch = "
-                f"{runtimes.HOST_ONLY_RATIO * base * 1e6:.3g} us host time each "
-                f"({runtimes.HOST_ONLY_SOURCE})")
-    return runtimes.HOST_ONLY_RATIO * base
 
 
 def _profile_terms(own: dict, prof, has_gather: bool, note: list[str], runtime_name: str = "",
