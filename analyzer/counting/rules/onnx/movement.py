@@ -73,13 +73,11 @@ def _slice_steps(ins, ctx, attr_axes) -> str | None:
     vals = list(ctx.values or ())
     if ctx.opset < 10:          # starts/ends/axes are attributes; no steps
         axes, steps = attr_axes, None
-    else:
-        if len(ins) > 3 and ins[3] is not None and (len(vals) <= 3 or vals[3] is None):
+    else:               # axes (3) and steps (4): absent, or a known constant
+        given = [p < len(ins) and ins[p] is not None for p in (3, 4)]
+        axes, steps = (vals[p] if g and p < len(vals) else None for g, p in zip(given, (3, 4)))
+        if (given[0] and axes is None) or (given[1] and steps is None):
             return None
-        if len(ins) > 4 and ins[4] is not None and (len(vals) <= 4 or vals[4] is None):
-            return None
-        axes = vals[3] if len(ins) > 3 and ins[3] is not None else None
-        steps = vals[4] if len(ins) > 4 and ins[4] is not None else None
     try:
         n = len(steps.reshape(-1)) if steps is not None else None
         ax = [int(a) % rank for a in (axes.reshape(-1) if hasattr(axes, "reshape") else axes)] \
