@@ -12,12 +12,14 @@ Systems and their links come from ``hardware_db/links/nodes.toml`` (the node who
 channel count where the switches reduce (NVLS). Model, per call, the least over algorithms and
 protocols of
 
-    base + steps * step(protocol) + F * nbytes / rate,   rate = bw * eff(protocol) * c(collective),
+    base + steps * step(protocol) + (F + w) * nbytes / rate,   rate = bw * eff(protocol) * c(collective),
     NVLS: rate = min(bw, nvls_channels * rate_per_channel)
 
-(steps and F per algorithm in the module docstring of analyzer/scaling/collectives.py). Nine
+(steps and F per algorithm in the module docstring of analyzer/scaling/collectives.py; w, the
+output share, per byte of each rank's output, which is nbytes for all-reduce and all-gather). Ten
 shared constants: step and eff for LL, LL128, Simple; NVLS step and bytes/s per channel; c for
-all-gather (all-reduce 1). The per-call base is a property of the run (host launch path, driver;
+all-gather (all-reduce 1); w (``--no-output-share`` fixes it at 0: the form it was chosen
+against by the strict leave-one-system-out mean, a cross-validation figure). The per-call base is a property of the run (host launch path, driver;
 nccl-tests runs without CUDA graphs), so each system gets its own in the fit; the shipped base is
 their median. The constants minimise the mean absolute percentage error (Nelder-Mead over log /
 logit parameters, a few starts). The fit population is the NVSwitch systems. Leave-one-system-out:
@@ -54,6 +56,8 @@ CONSTANTS = os.path.join(ROOT, "hardware_db", "collectives", "nccl.json")
 COLLS = ("all_reduce", "all_gather")
 KINDS = C.PROTOCOLS + ("nvls",)   # the three protocols' (step, eff) and NVLS's (step, channel rate)
 RUN_BASE_BYTES = 4096   # rows that measure a run's per-call base (latency floor)
+NP = 10   # shared parameters (``unpack``)
+FIT_W = True   # fit the output share w (False: w = 0, the form without it)
 COMMAND = "PYTHONPATH=$PWD python bench/fit_collectives.py --out bench/results/collectives_nccl_fit.md"
 
 
@@ -84,8 +88,8 @@ def ring_bw(node: links.Node, n: int) -> float:
 
 def design(rows, nodes):
     """Per candidate (row, kind index, steps, F*bytes, ring bytes/s, NVLS channels, collective
-    index) as arrays, from the library's ``candidates``."""
-    ri, ki, st, fb, bw, ch, ci = [], [], [], [], [], [], []
+    index, output bytes) as arrays, from the library's ``candidates``."""
+    ri, ki, st, fb, bw, ch, ci, ob = [], [], [], [], [], [], [], []
     for i, (s, coll, n, nb, _, _) in enumerate(rows):
         node = nodes[s]
         for alg, proto, steps, f in C.candidates(coll, n, nvls=node.nvls):
@@ -96,15 +100,17 @@ def design(rows, nodes):
             bw.append(ring_bw(node, n))
             ch.append(node.nvls_channels or 0)
             ci.append(COLLS.index(coll))
-    return tuple(np.array(a) for a in (ri, ki, st, fb, bw, ch, ci))
+            ob.append(nb)   # all-reduce and all-gather: each rank's output is the message
+    return tuple(np.array(a) for a in (ri, ki, st, fb, bw, ch, ci, ob))
 
 
 def unpack(theta, base_s: float = 0.0) -> C.NcclConstants:
-    """The nine shared parameters, kept physical: step LL <= LL128 <= Simple (each adds a
+    """The ``NP`` shared parameters, kept physical: step LL <= LL128 <= Simple (each adds a
     positive amount), NVLS step; eff LL <= LL128 <= Simple (each a fraction of the next); NVLS
-    bytes/s per channel; all-gather factor. The per-call base is given (a property of the run)."""
+    bytes/s per channel; all-gather factor; output share (>= 0). The per-call base is given (a
+    property of the run)."""
     sig = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
-    s1, s2, s3, sn, e3, e2, e1, rate, c_ag = (float(v) for v in np.clip(theta, -60, 60))
+    s1, s2, s3, sn, e3, e2, e1, rate, c_ag, w = (float(v) for v in np.clip(theta, -60, 60))
     step = {"LL": np.exp(s1)}
     step["LL128"] = step["LL"] + np.exp(s2)
     step["Simple"] = step["LL128"] + np.exp(s3)
@@ -116,18 +122,19 @@ def unpack(theta, base_s: float = 0.0) -> C.NcclConstants:
                            step_s={p: float(step[p]) for p in C.PROTOCOLS},
                            eff={p: float(eff[p]) for p in C.PROTOCOLS},
                            coll_eff={"all_reduce": 1.0, "all_gather": ag, "reduce_scatter": ag},
-                           nvls_step_s=float(np.exp(sn)), nvls_channel_Bps=float(np.exp(rate)))
+                           nvls_step_s=float(np.exp(sn)), nvls_channel_Bps=float(np.exp(rate)),
+                           out_share=float(np.exp(w)) if FIT_W else 0.0)
 
 
 def predict_fast(k: C.NcclConstants, d, nrows: int, base=None) -> np.ndarray:
     """Each row's least candidate time; ``base``: per-row per-call cost (default ``k.base_s``)."""
-    ri, ki, st, fb, bw, ch, ci = d
+    ri, ki, st, fb, bw, ch, ci, ob = d
     step = np.array([k.step_s[p] for p in C.PROTOCOLS] + [k.nvls_step_s])
     eff = np.array([k.eff[p] for p in C.PROTOCOLS] + [1.0])
     ce = np.array([k.coll_eff[c] for c in COLLS])
     nvls = ki == len(C.PROTOCOLS)
     rate = np.where(nvls, np.minimum(bw, ch * k.nvls_channel_Bps), bw * eff[ki] * ce[ci])
-    t = st * step[ki] + fb / rate
+    t = st * step[ki] + (fb + k.out_share * ob) / rate
     out = np.full(nrows, np.inf)
     np.minimum.at(out, ri, t)
     return out + (k.base_s if base is None else base)
@@ -144,28 +151,28 @@ def predict_library(k: C.NcclConstants, rows, nodes, bases: dict | None = None) 
 
 def fit(rows, nodes) -> tuple[C.NcclConstants, dict]:
     """(shared constants with the median per-call base, {system: its own per-call base}): one
-    base per system (a property of the run), the nine other constants shared."""
+    base per system (a property of the run), the ``NP`` other constants shared."""
     names = sorted({r[0] for r in rows})
     d = design(rows, nodes)
     meas = np.array([r[4] for r in rows])
     si = np.array([names.index(r[0]) for r in rows])
 
     def loss(theta):
-        pred = predict_fast(unpack(theta[:9]), d, len(rows), np.exp(theta[9:])[si])
+        pred = predict_fast(unpack(theta[:NP]), d, len(rows), np.exp(theta[NP:])[si])
         return float(np.mean(np.abs(pred / meas - 1)))
 
     best = None
     for eff0, nvls0 in ((0.3, 3e-6), (0.7, 3e-6), (0.3, 20e-6), (0.7, 20e-6)):
         lg = np.log(eff0 / (1 - eff0))
         r = np.r_[np.log(0.5e-6), np.log(1e-6), np.log(3e-6), np.log(nvls0), lg, 1.0, 0.0,
-                  np.log(16e9), 1.0, [np.log(6e-6)] * len(names)]
+                  np.log(16e9), 1.0, np.log(0.2), [np.log(6e-6)] * len(names)]
         for _ in range(4):   # restarts of Nelder-Mead from its last point
             r = minimize(loss, r, method="Nelder-Mead",
                          options={"maxiter": 12000, "xatol": 1e-5, "fatol": 1e-7}).x
         if best is None or loss(r) < loss(best):
             best = r
-    bases = {s: float(np.exp(b)) for s, b in zip(names, best[9:])}
-    return unpack(best[:9], float(np.median(list(bases.values())))), bases
+    bases = {s: float(np.exp(b)) for s, b in zip(names, best[NP:])}
+    return unpack(best[:NP], float(np.median(list(bases.values())))), bases
 
 
 def run_base(k: C.NcclConstants, rows, nodes) -> C.NcclConstants:
@@ -202,7 +209,7 @@ def score(k, rows, nodes) -> dict:
 
 
 def to_json(k: C.NcclConstants) -> dict:
-    return {"base_us": round(k.base_s * 1e6, 4),
+    return {"base_us": round(k.base_s * 1e6, 4), "output_share": round(k.out_share, 4),
             "protocols": {p: {"step_us": round(k.step_s[p] * 1e6, 4), "efficiency": round(k.eff[p], 4)}
                           for p in C.PROTOCOLS},
             "nvls": {"step_us": round(k.nvls_step_s * 1e6, 4),
@@ -275,6 +282,10 @@ def constants_doc(full, bases, rows, nodes, pop, nraw, sha, res, fam) -> dict:
                               "nvls_channels": nodes[s].nvls_channels}
                           for s in sorted({r[0] for r in rows})},
                 "objective": "mean absolute percentage error, Nelder-Mead over log/logit parameters",
+                "form_choice": ("output share w fitted" if FIT_W else "output share fixed at 0")
+                + ": the form with w was chosen over w = 0 by the mean over the NVSwitch systems of "
+                  "the strict leave-one-system-out MAPE (a cross-validation figure; "
+                  "--no-output-share scores the form without it)",
                 "command": COMMAND,
                 "h100": "no H100 row read or used"},
             "leave_one_system_out": table(res),
@@ -288,7 +299,11 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="markdown report to write")
     ap.add_argument("--no-write", action="store_true",
                     help="fit and score, print the report; leave the constants file alone")
+    ap.add_argument("--no-output-share", action="store_true",
+                    help="fit and score the form without the output share (w = 0)")
     a = ap.parse_args()
+    global FIT_W
+    FIT_W = not a.no_output_share
     nodes = systems()
     rows, nraw = load(a.csv)
     pop = sorted({r[0] for r in rows if nodes[r[0]].nvswitch})
@@ -315,90 +330,12 @@ def main() -> None:
         with open(a.constants, "w") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
+    from collectives_report import report   # the markdown report's tables
     text = report(full, bases, res, fam, rows, nodes, pop, nraw, own)
     if a.out:
         with open(a.out, "w") as f:
             f.write(text)
     print(text)
-
-
-def header(full, bases, rows, pop, nraw) -> list[str]:
-    j = to_json(full)
-    return ["# NCCL collective model: fit and leave-one-system-out score", "",
-            f"Command: `{COMMAND}` (writes `hardware_db/collectives/nccl.json`).", "",
-            "Data: `../shared/measurements/gpu/aic_nccl.csv`, nccl-tests all_reduce and all_gather, fp16, "
-            f"one node of 2/4/8 GPUs, 512 B to 512 MiB: {len(rows)} (system, collective, GPUs, size) "
-            f"medians of {nraw} rows. No H100 data.", "",
-            "Model (`analyzer.scaling.collectives.nccl`): per call the least over ring (LL, LL128, Simple) "
-            "and, on NVLS nodes with more than 2 GPUs, NVLS of `base + steps x step + F x bytes / rate`; "
-            "ring rate = bw x eff x c with bw the ring's bottleneck link per direction "
-            "(`hardware_db.links.Node.ring_gbs`: the NVLink figure on NVSwitch nodes; on the PCIe nodes "
-            "the x16 link, their switch layout, peer-to-peer and host path not being on record); "
-            "NVLS rate = min(bw, channels x rate per channel), channels NCCL's (16 Hopper, 24 Blackwell).", "",
-            "The per-call base is a property of the run (host, driver, launch path; nccl-tests without "
-            "CUDA graphs), not of the GPUs: the fit gives each system its own base and shares the other "
-            f"nine constants. Fitted on all NVSwitch systems ({', '.join(pop)}): bases "
-            + ", ".join(f"{s} {v * 1e6:.2f}" for s, v in bases.items())
-            + f" us (shipped: the median, {j['base_us']} us); "
-            + "; ".join(f"{p} step {v['step_us']} us, eff {v['efficiency']}" for p, v in j["protocols"].items())
-            + f"; NVLS step {j['nvls']['step_us']} us, {j['nvls']['channel_gbs']} GB/s per channel; "
-            f"all-gather c {j['collective_efficiency']['all_gather']}.", ""]
-
-
-def report(full, bases, res, fam, rows, nodes, pop, nraw, own) -> str:
-    L = header(full, bases, rows, pop, nraw)
-    L += ["## Leave one system out", "",
-          "NVSwitch systems: scored with the constants fitted on the other NVSwitch systems. PCIe "
-          "systems (*): with those fitted on all NVSwitch systems. Strict: the held-out system's "
-          "per-call base is the median of the fitted systems' bases. Run base: the held-out run's own "
-          f"base, the one value that fits its rows of <= {RUN_BASE_BYTES} B (the latency floor any "
-          "short nccl-tests run on the target measures); every other constant from the other systems. "
-          "Own fit: the same form fitted on that system alone (in sample).", "",
-          "| system | node | collective | rows | strict MAPE | strict bias | run base | run-base MAPE "
-          f"| run-base bias | run-base MAPE > {RUN_BASE_BYTES} B | run-base MAPE >= 1 MiB | own fit MAPE (base) |",
-          "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for s, (_, kr, sc, sr, _) in res.items():
-        ko, osc = own[s]
-        for (_, c), v in sc.items():
-            r = sr[(s, c)]
-            L.append(f"| {s}{'' if s in pop else ' *'} | {nodes[s].id} | {c} | {v['rows']} | "
-                     f"{v['mape_pct']:.1f}% | {v['bias_pct']:+.1f}% | {kr.base_s * 1e6:.1f} us | "
-                     f"{r['mape_pct']:.1f}% | {r['bias_pct']:+.1f}% | {r['mape_above_run_base_rows_pct']:.1f}% | "
-                     f"{r['mape_ge_1mib_pct']:.1f}% | "
-                     f"{osc[(s, c)]['mape_pct']:.1f}% ({ko.base_s * 1e6:.1f} us) |")
-    L += ["", "## PCIe systems with constants fitted on the other PCIe system", "",
-          "One system to fit on (thin); its 4- and 8-GPU rows carry its own server's host path.", "",
-          "| system | fitted on | collective | strict MAPE | run-base MAPE | run-base MAPE at 2 / 4 / 8 GPUs |",
-          "|---|---|---|---:|---:|---|"]
-    for s, (_, _, sc, sr, on) in fam.items():
-        for (_, c), v in sc.items():
-            g = sr[(s, c)]["mape_by_gpus_pct"]
-            L.append(f"| {s} | {', '.join(on)} | {c} | {v['mape_pct']:.1f}% | {sr[(s, c)]['mape_pct']:.1f}% "
-                     f"| {' / '.join(f'{g[n]:.1f}%' for n in sorted(g))} |")
-    return "\n".join(L + per_gpus(res, rows, nodes)) + "\n"
-
-
-def per_gpus(res, rows, nodes) -> list[str]:
-    L = ["", "## Per GPU count (leave one system out, run base)", "",
-         "| system | collective | GPUs | ring GB/s (on record) | MAPE, all sizes | <= 64 KiB | >= 64 MiB "
-         "| choice at 4 KiB / 1 MiB / 256 MiB |",
-         "|---|---|---:|---|---:|---:|---:|---|"]
-    for s, (_, kr, _, _, _) in res.items():
-        for c in COLLS:
-            for n in (2, 4, 8):
-                sub = [r for r in rows if r[0] == s and r[1] == c and r[2] == n]
-                if not sub:
-                    continue
-                pred = predict_library(kr, sub, nodes)
-                e = np.array([p.comm.total / r[4] - 1 for p, r in zip(pred, sub)])
-                nb = np.array([r[3] for r in sub])
-                f = lambda m: f"{np.mean(np.abs(e[m])) * 100:.1f}%" if m.any() else "-"  # noqa: E731
-                ch = {r[3]: f"{p.algorithm}/{p.protocol}" for p, r in zip(pred, sub)}
-                gbs, known = nodes[s].ring_gbs(n)
-                L.append(f"| {s} | {c} | {n} | {gbs:g} ({'yes' if known else 'no'}) | {f(nb > 0)} | "
-                         f"{f(nb <= 65536)} | {f(nb >= 64 << 20)} | "
-                         f"{ch.get(4096, '-')} / {ch.get(1 << 20, '-')} / {ch.get(256 << 20, '-')} |")
-    return L
 
 
 if __name__ == "__main__":

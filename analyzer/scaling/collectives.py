@@ -23,7 +23,7 @@ NCCL's cost (``algorithm="nccl"``, constants ``NcclConstants`` fitted on nccl-te
 ``hardware_db/collectives/nccl.json``): each call costs the least, over the algorithms and
 protocols NCCL can run, of
 
-    base  +  steps(algorithm, n) * step(protocol)  +  F(algorithm, n) * nbytes / (bw * eff(protocol) * c)
+    base  +  steps(algorithm, n) * step(protocol)  +  (F(algorithm, n) + w * out) * nbytes / (bw * eff(protocol) * c)
 
     algorithm  collective   steps          F (bytes each device moves / nbytes)
     ring       all-reduce   2(n-1)         2(n-1)/n
@@ -39,7 +39,10 @@ protocols NCCL can run, of
 the algorithm for protocol LL, LL128 or Simple (NCCL's three; LL sends 4 data bytes per 8-byte
 store, so it trades bandwidth for latency); ``eff``: the achieved fraction of the link's
 per-direction bandwidth with that protocol; ``c``: a per-collective factor (all-gather reaches
-less of the link than all-reduce in nccl-tests). NCCL's own tuner picks the algorithm and
+less of the link than all-reduce in nccl-tests); ``w``: the output share, a time per byte of each
+rank's output that does not shrink with the ring (``out`` the output per nbytes: 1 for all-reduce
+and all-gather, 1/n for reduce-scatter; nccl-tests' bus bandwidth grows with n on NVSwitch nodes,
+which ``F`` alone cannot give). NCCL's own tuner picks the algorithm and
 protocol the same way (the least predicted time); this model's choice is its own, not a copy of
 NCCL's tables.
 
@@ -147,6 +150,7 @@ class NcclConstants:
     coll_eff: dict
     nvls_step_s: float
     nvls_channel_Bps: float
+    out_share: float = 0.0   # w, the output share (module docstring)
 
     def __post_init__(self):
         for p in PROTOCOLS:
@@ -157,8 +161,9 @@ class NcclConstants:
         for c in COLLECTIVES:
             if not 0 < self.coll_eff.get(c, 0) <= 1:
                 raise ValueError(f"NCCL constants: collective factor of {c} must be in (0, 1]")
-        if not (self.base_s >= 0 and self.nvls_step_s >= 0 and self.nvls_channel_Bps > 0):
-            raise ValueError("NCCL constants: base and NVLS step >= 0, NVLS channel rate > 0")
+        if not (self.base_s >= 0 and self.nvls_step_s >= 0 and self.nvls_channel_Bps > 0
+                and self.out_share >= 0):
+            raise ValueError("NCCL constants: base, NVLS step, output share >= 0, NVLS channel rate > 0")
 
 
 def constants_from(doc: dict) -> NcclConstants:
@@ -169,7 +174,8 @@ def constants_from(doc: dict) -> NcclConstants:
                          eff={p: pr[p]["efficiency"] for p in PROTOCOLS},
                          coll_eff=dict(doc["collective_efficiency"]),
                          nvls_step_s=doc["nvls"]["step_us"] * 1e-6,
-                         nvls_channel_Bps=doc["nvls"]["channel_gbs"] * 1e9)
+                         nvls_channel_Bps=doc["nvls"]["channel_gbs"] * 1e9,
+                         out_share=doc["output_share"])
 
 
 class Choice(NamedTuple):
@@ -203,7 +209,8 @@ def nccl(collective: str, nbytes: float, n: int, bw: float, k: NcclConstants, *,
          nvls_channels: int = 0, tree: bool = False, extra_step_s: float = 0.0,
          base: bool = True) -> Choice:
     """The least time over ``candidates`` (module docstring): ``base + steps * (step + extra_step_s)
-    + F * nbytes / (bw * eff * c)``, NVLS ``F * nbytes / min(bw, nvls_channels * nvls_channel_Bps)``
+    + (F + w * out) * nbytes / (bw * eff * c)``, NVLS ``(F + w * out) * nbytes / min(bw, nvls_channels
+    * nvls_channel_Bps)``
     (``nvls_channels`` 0: no NVLS); ``extra_step_s`` adds a link's own per-hop latency;
     ``base=False`` leaves out the per-call cost (a later phase of one call)."""
     _check(nbytes, n, bw)
@@ -211,12 +218,13 @@ def nccl(collective: str, nbytes: float, n: int, bw: float, k: NcclConstants, *,
         return Choice(ZERO, "none", "none")
     best = None
     c = k.coll_eff[collective]
+    out = k.out_share / n if collective == "reduce_scatter" else k.out_share
     for alg, proto, steps, f in candidates(collective, n, nvls=nvls_channels > 0, tree=tree):
         if alg == "nvls":
             step, rate = k.nvls_step_s, min(bw, nvls_channels * k.nvls_channel_Bps)
         else:
             step, rate = k.step_s[proto], bw * k.eff[proto] * c
-        comm = Comm(f * nbytes / rate, (k.base_s if base else 0.0) + steps * (step + extra_step_s))
+        comm = Comm((f + out) * nbytes / rate, (k.base_s if base else 0.0) + steps * (step + extra_step_s))
         if best is None or comm.total < best.comm.total:
             best = Choice(comm, alg, proto)
     return best
@@ -348,7 +356,8 @@ class Fabric:
         each of the ``n-g`` others over its network share, the two parts one after the other
         (an upper bound: they may overlap). With ``algorithm="nccl"`` each exchange is a
         Simple-protocol send/receive (NCCL runs all-to-all as grouped sends and receives: the
-        Simple efficiency and step per peer, like ``p2p``) plus one per-call cost."""
+        Simple efficiency and step per peer, like ``p2p``) plus one per-call cost and the output
+        share of its ``nbytes`` of output on the first part's link."""
         g, k = self.split(n)
         if n == 1:
             return ZERO
@@ -370,14 +379,15 @@ class Fabric:
             else:
                 total = total + Comm(peers / n * nbytes / bw, peers * level.alpha)
         if self.algorithm == "nccl":
-            total = total + Comm(0.0, self.constants.base_s)
+            k_, lv = self.constants, parts[0][0]
+            total = total + Comm(k_.out_share * nbytes / (lv.bw * k_.eff["Simple"]), k_.base_s)
         return total
 
     def p2p(self, nbytes: float, crosses_node: bool) -> Comm:
         level = self.inter if (crosses_node or self.intra is None) else self.intra
         c = point_to_point(nbytes, level.bw, level.alpha)
-        if self.algorithm == "nccl":   # one Simple-protocol step plus the per-call cost
+        if self.algorithm == "nccl":   # one Simple-protocol step, the output share, the per-call cost
             k = self.constants
-            return Comm(nbytes / (level.bw * k.eff["Simple"]),
+            return Comm((1 + k.out_share) * nbytes / (level.bw * k.eff["Simple"]),
                         c.latency_s + k.base_s + k.step_s["Simple"])
         return c

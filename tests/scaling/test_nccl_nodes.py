@@ -4,6 +4,7 @@ the node designs (GPUs, NVLink/NVLS, NICs per node)."""
 import json
 import os
 import statistics
+from dataclasses import replace
 
 import pytest
 
@@ -48,6 +49,31 @@ def test_large_message_takes_simple_then_nvls():
     g = C.nccl("all_gather", nb, 8, BW, K, nvls_channels=16)
     assert (g.algorithm, g.protocol) == ("ring", "Simple")
     assert g.comm.total == pytest.approx(43e-6 + 7 / 8 * nb / (BW * 0.64))
+
+
+def test_output_share_adds_per_output_byte():
+    """w = 0.5: each rank's output adds 0.5 x its bytes at the candidate's rate (module docstring)."""
+    kw = replace(K, out_share=0.5)
+    nb = 256 * 2**20   # 268,435,456 B
+    # all-reduce, 8 GPUs, output = nb: ring Simple 78 us + (1.75 + 0.5) nb / 360e9 = 78 + 1677.72 us;
+    # NVLS (16 ch, 225e9 B/s) 28 us + (1 + 0.5) nb / 225e9 = 28 + 1789.57 us: the ring wins
+    c = C.nccl("all_reduce", nb, 8, BW, kw, nvls_channels=16)
+    assert (c.algorithm, c.protocol) == ("ring", "Simple")
+    assert c.comm.bandwidth_s == pytest.approx(2.25 * nb / 360e9)
+    assert c.comm.total * 1e6 == pytest.approx(78 + 1677.72, abs=0.01)
+    # reduce-scatter, output nb / 8: 8 + 7 x 5 us + (7/8 + 0.5/8) nb / (450e9 x 0.8 x 0.8)
+    #   = 43 us + 0.9375 x 268435456 / 288e9 = 43 + 873.81 us
+    r = C.nccl("reduce_scatter", nb, 8, BW, kw)
+    assert r.comm.total * 1e6 == pytest.approx(43 + 873.81, abs=0.01)
+    # point-to-point of 1e9 B on a 1e10 B/s level: (1 + 0.5) x 1e9 / (1e10 x 0.8) = 0.1875 s,
+    # latency base 8 + Simple step 5 us
+    f = C.Fabric(inter=C.Level(1e10, 0.0), algorithm="nccl", constants=kw)
+    assert f.p2p(1e9, True) == pytest.approx((0.1875, 13e-6))
+    # all-to-all of 1e9 B over 4 devices: 3/4 of it to peers + the 0.5 output share,
+    # (0.75 + 0.5) x 1e9 / 8e9 = 0.15625 s; latency 3 x 5 us + 8 us
+    assert f.all_to_all(1e9, 4) == pytest.approx((0.15625, 23e-6))
+    with pytest.raises(ValueError, match="output share"):
+        replace(K, out_share=-0.1)
 
 
 def test_no_nvls_for_two_gpus():
@@ -101,6 +127,10 @@ def test_shipped_constants_have_provenance_and_no_h100():
     bad = json.loads(json.dumps(d))
     bad["protocols"]["LL"]["efficiency"] = 1.5
     with pytest.raises(HardwareError, match=r"LL\.efficiency"):
+        collectives.validate(bad)
+    bad = json.loads(json.dumps(d))
+    del bad["output_share"]
+    with pytest.raises(HardwareError, match="output_share"):
         collectives.validate(bad)
 
 
