@@ -640,13 +640,17 @@ LEGACY_DESCRIPTION = (
     "151490 and 151753, April 2025; vectorized_gather_kernel in torch 2.11's traces), which {base}.json "
     "predicts as a row copy with its elementwise constants. Applies to no device by itself: set a profile's "
     "family to it to predict the older kernels (bench/accuracy.py does for the 2024 rows).")
+KEPT_SETS = {"nvidia-ampere": ("softmax", "softmax_block"), "nvidia-ampere-ga10x": ("softmax", "softmax_block")}
 DESCRIPTIONS = {
     "nvidia-ampere": "NVIDIA Ampere GA100 (A100): gemm/attention from aiconfigurator a100_sxm (CUDA-graph), "
                      "memory-bound classes from vidur a100_80gb's PyTorch-native kernels (2024: LayerNorm, GELU, add, "
-                     "index_select embedding; vLLM's rms_norm and silu_and_mul left out), kernel sum.",
+                     "index_select embedding; vLLM's rms_norm and silu_and_mul left out), kernel sum. softmax and "
+                     "softmax_block (rows of at most / more than 1,024 elements) from NeuSight's fp32 A100 PCIe eager "
+                     "rows, host dispatch fitted apart (bench/ampere_softmax.py).",
     "nvidia-ampere-ga10x": "NVIDIA Ampere GA10x with GDDR6 (A40; applied to A10, RTX 3090): all classes from "
                            "vidur a40's PyTorch-native kernels (kernel sum; vLLM's rms_norm and silu_and_mul "
-                           "left out).",
+                           "left out). softmax and softmax_block: nvidia-ampere's, inherited (bench/ampere_softmax.py; "
+                           "no softmax measurements on GA10x).",
     "nvidia-ada": "NVIDIA Ada (L40S): gemm/attention from aiconfigurator l40s (CUDA-graph); " + _AIC_EW
                   + _INHERIT_WHY.format(p="nvidia-ampere-ga10x", mem="GDDR6/GDDR6X"),
     "nvidia-hopper": "NVIDIA Hopper (H200; H100 is a held-out test device, never fitted on): gemm/attention from "
@@ -675,11 +679,13 @@ def write_files(fams: dict, directory: str) -> None:
             "79 cycles vs add 7, per shared/reference/digest_latency_modeling.md; not fitted"}}
         doc["sets"] = {cls: {"constants": c, "provenance": p} for cls, (c, p) in sets.items()}
         path = os.path.join(directory, f"{fam}.json")
-        if fam == "generic" and os.path.exists(path):
-            # the pooled FMA-unit sets are bench/fit_neusight.py's: kept as they are
+        # the pooled FMA-unit sets are bench/fit_neusight.py's, the Ampere softmax sets (and GA10x's
+        # inherited copies) bench/ampere_softmax.py's: kept as they are
+        keep = POOLED_CLASSES if fam == "generic" else KEPT_SETS.get(fam, ())
+        if keep and os.path.exists(path):
             with open(path, encoding="utf-8") as f:
                 kept = json.load(f)["sets"]
-            doc["sets"].update({c: v for c, v in kept.items() if c in POOLED_CLASSES})
+            doc["sets"].update({c: v for c, v in kept.items() if c in keep})
         with open(path, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")

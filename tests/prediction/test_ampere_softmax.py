@@ -1,0 +1,93 @@
+"""The Ampere family's two softmax sets (fitted on NeuSight's fp32 A100 PCIe rows,
+bench/ampere_softmax.py): which class a softmax row of n elements takes on an A100, its kernel
+time from the shipped constants in closed form, and how Hopper, Blackwell and Ada inherit them."""
+
+from __future__ import annotations
+
+import pytest
+from onnx import TensorProto, helper
+
+import analyzer
+from analyzer.prediction.efficiency import constants as fc
+from analyzer.prediction.efficiency import kernel_time as eff
+
+# a100-80gb-sxm profile: 108 SMs, 1.41 GHz, 2039 GB/s, 40 MB L2, fp32 vector peak 19.5 TFLOP/s
+SMS, CLOCK, BW, L2, VPEAK = 108, 1.41e9, 2039e9, 40e6, 19.5e12
+
+
+def _softmax(rows: int, n: int):
+    vi = helper.make_tensor_value_info
+    node = helper.make_node("Softmax", ["a"], ["y"], name="sm", axis=-1)
+    g = helper.make_graph([node], "g", [vi("a", TensorProto.FLOAT, [rows, n])],
+                          [vi("y", TensorProto.FLOAT, [rows, n])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+
+
+def _kernel_s(rows: int, n: int, e_bw: float, bpc: float, l2_hit: float, b_half: float) -> float:
+    """floor + max(compute, memory), the memory term summed (sm_overlap 0), fp32 [rows, n]."""
+    nbytes = 8.0 * rows * n                                  # read once, write once, 4 bytes each
+    step = 1.0 / (1.0 + (nbytes / L2) ** 2)                  # the L2 step s(x)
+    dram = (nbytes * (1.0 - l2_hit * step) + b_half) / (BW * e_bw)
+    sm = nbytes / (SMS * CLOCK * bpc)
+    compute = (4.0 * rows * n + 11.0 * rows * n) / (VPEAK * 0.5)   # 4 vector ops + 1 exp (trans_weight 11)
+    floor = fc.floor_cycles()[eff.CLASS_CODE["softmax"]] / CLOCK
+    return floor + max(compute, dram + sm)
+
+
+@pytest.mark.parametrize("n,cls", [(128, "softmax"), (1024, "softmax"), (1025, "softmax_block"),
+                                   (4096, "softmax_block")])
+def test_a100_softmax_class_and_time_from_the_shipped_constants(n, cls):
+    rows = 16384 * 1024 // n
+    pred = analyzer.analyze(_softmax(rows, n), hw=["a100-80gb-sxm"], runtime="kernel").predictions[0]
+    assert pred.explain(0).op_class == cls
+    # the shipped sets (hardware_db/efficiency/nvidia-ampere.json, rounded to 4 digits):
+    # softmax e_bw 1.0, 64 bytes per SM-cycle, l2_hit 1, b_half 100 B (the warp kernel);
+    # softmax_block e_bw 0.707, 64 bytes per SM-cycle, l2_hit 0.001, b_half 1 MB (the block kernel)
+    consts = {"softmax": (1.0, 64.0, 1.0, 100.0), "softmax_block": (0.707, 64.0, 0.001, 1e6)}[cls]
+    assert pred.latency_s == pytest.approx(_kernel_s(rows, n, *consts), rel=1e-6)
+
+
+def test_a100_softmax_closed_form_numbers():
+    # [16384, 1024] fp32: 134,217,728 bytes; s = 1 / (1 + (134.2 MB / 40 MB)^2) = 0.0816;
+    # DRAM (1 - 0.0816) x 134.2 MB / 2039 GB/s = 60.46 us; per-SM 134.2 MB / (108 x 1.41 GHz x 64 B)
+    # = 13.77 us; compute 15 x 16.78 M / 9.75 TFLOP/s = 25.81 us; floor 7,947 cycles / 1.41 GHz
+    # = 5.64 us (the pooled norm floor: NeuSight's eager rows do not identify a softmax floor)
+    assert fc.floor_cycles()[eff.CLASS_CODE["softmax"]] == pytest.approx(7947.1, abs=0.5)
+    warp = analyzer.analyze(_softmax(16384, 1024), hw=["a100-80gb-sxm"], runtime="kernel").predictions[0]
+    assert warp.latency_s == pytest.approx(5.636e-6 + 60.46e-6 + 13.77e-6, rel=2e-3)
+    # [16384, 1025]: the block kernel at 0.707 of DRAM with 1 MB of ramp, l2_hit 0.001:
+    # (134.35 MB x (1 - 0.001 x 0.0814) + 1 MB) / (2039 GB/s x 0.707) = 93.88 us, + 13.79 us per-SM
+    block = analyzer.analyze(_softmax(16384, 1025), hw=["a100-80gb-sxm"], runtime="kernel").predictions[0]
+    assert block.latency_s == pytest.approx(5.636e-6 + 93.88e-6 + 13.79e-6, rel=2e-3)
+    # one more element per row: (5.64 + 93.88 + 13.79) / (5.64 + 60.46 + 13.77) = 1.42x the time
+    assert block.latency_s / warp.latency_s == pytest.approx(113.31 / 79.87, rel=3e-3)
+
+
+def test_hopper_blackwell_and_ada_inherit_the_ampere_softmax_sets():
+    amp = fc.load_constants("nvidia-ampere")
+    for cls in ("softmax", "softmax_block"):
+        assert amp.describe(cls).startswith("architecture constants fitted on a100_pcie_40gb neusight_ops.csv.gz")
+        for fam in ("nvidia-hopper", "nvidia-blackwell"):
+            assert fc.load_constants(fam).describe(cls).startswith("inherited from nvidia-ampere: architecture")
+        assert fc.load_constants("nvidia-ada").describe(cls).startswith(
+            f"inherited from nvidia-ampere-ga10x: inherit: nvidia-ampere's {cls} set")
+        i = eff.CLASS_CODE[cls]
+        for fam in ("nvidia-hopper", "nvidia-blackwell", "nvidia-ada", "nvidia-ampere-ga10x"):
+            arr = fc.load_constants(fam).arrays
+            for p in ("e_bw", "bpc", "l2_hit", "b_half_bytes"):
+                assert arr[p][i] == amp.arrays[p][i]
+    # the sets are fitted apart: the block kernel reaches a lower DRAM fraction than the warp kernel
+    assert amp.arrays["e_bw"][eff.CLASS_CODE["softmax_block"]] < amp.arrays["e_bw"][eff.CLASS_CODE["softmax"]]
+
+
+def test_h100_softmax_moves_with_its_sms_and_clock():
+    # h100-sxm: 132 SMs, 1.98 GHz, 3350 GB/s, 50 MB L2; the same constants, the device's own terms:
+    # [4096, 1024] fp32 = 33.55 MB fits the L2 (l2_hit 1: s = 1 / (1 + 0.671^2) = 0.690, so 31 % of
+    # the bytes go to DRAM): 0.310 x 33.55 MB / 3350 GB/s = 3.10 us, per-SM 33.55 MB / (132 x 1.98 GHz
+    # x 64 B) = 2.01 us, floor 7,947 cycles / 1.98 GHz = 4.01 us
+    pred = analyzer.analyze(_softmax(4096, 1024), hw=["h100-sxm"], runtime="kernel").predictions[0]
+    nbytes = 8.0 * 4096 * 1024
+    s = 1.0 / (1.0 + (nbytes / 50e6) ** 2)
+    want = 7947.1 / 1.98e9 + (nbytes * (1 - s) + 100.0) / 3350e9 + nbytes / (132 * 1.98e9 * 64)
+    assert want == pytest.approx(4.01e-6 + 3.10e-6 + 2.01e-6, rel=3e-3)
+    assert pred.latency_s == pytest.approx(want, rel=1e-4)
