@@ -240,8 +240,15 @@ def report(rows: list[dict]) -> list[str]:
             f"{_fmt([x / s for x in l4])}. The reference cards' own tensor-core r (opcost's tensor-core "
             f"constants on them, not the cap): " + "; ".join(
                 f"{ref} {mean([x for p in ('tf32', 'fp16', 'bf16') for x in ratios(rows, ref, uses=('reference_tc',), precision=p)]):.3f}"
-                for ref in REFERENCE), ""]
-    out += ["## Checks of the NeuSight-fitted figures (not fitted here)", ""]
+                for ref in REFERENCE)]
+    t4 = hardware_db.get("t4")
+    for r in rows:
+        if r["profile"] == "t4" and r["precision"] == "fp16" and isinstance(r["n"], int):
+            rb = r["value"] / predicted_tflops("t4", r["n"], "fp16")
+            out.append(f"- the T4's cuBLAS fp16 {r['n']}^3 figure ({r['value']:g} TF, NVIDIA forum; `info`): r "
+                       f"{rb:.3f} at boost, {rb * t4.clock_ghz / t4.sustained_clock_ghz:.3f} at its NeuSight-fitted "
+                       f"sustained clock ({t4.sustained_clock_ghz:g} of {t4.clock_ghz:g} GHz, fitted on fp32 rows only)")
+    out += ["", "## Checks of the NeuSight-fitted figures (not fitted here)", ""]
     for capped, ref in CHECKS.items():
         p = hardware_db.get(capped)
         s1, rc1, rr1 = share(rows, capped, ref)
