@@ -37,7 +37,9 @@ memory-bound sets into ``nvidia-volta.json``, ``nvidia-turing.json``, ``nvidia-p
 sustained clocks into the T4 and P4 profiles, and a markdown report (``--out``).
 
 Usage: ``PYTHONPATH=$PWD python bench/fit_neusight.py [--data ../shared/measurements/gpu/neusight_ops.csv.gz]
-[--out bench/results/fit_neusight.md] [--no-write]``.
+[--out bench/results/fit_neusight.md] [--no-write]``; the variants compared and not kept (docs/accuracy.md):
+``--gemm-k-fill`` (a fitted ``k_fill`` for ``gemm_simt`` too), ``--host-share p100_pcie_16gb`` (a
+device's FMA share fitted in-sample as its measuring host's, never written to its profile).
 """
 
 from __future__ import annotations

@@ -180,7 +180,7 @@ def tf32_convs(prof, runtime_name: str, precision: str | None, mpeak_row, cls, d
                 "PyTorch's default, TF32 on the tensor cores")
     convs = [k for k in fp32 if cls[k] in TF32_CONV_CLASSES]
     for k in convs:
-        mpeak_row[k] = tf32
+        mpeak_row[k] = tf32 * clock_share(prof)   # a capped card's tensor cores at its sustained clock
     matmuls = len(convs) < len(fp32)
     said = "PyTorch's defaults assumed: "
     if convs:

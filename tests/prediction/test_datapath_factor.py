@@ -77,3 +77,10 @@ def test_explain_shows_the_factor():
     # an fp16 product (tensor cores) says nothing of it
     rep16 = analyzer.analyze(_matmul(TensorProto.FLOAT16), hw=["rtx-4090"], runtime="kernel")
     assert "fp32_datapath_factor" not in render_explain(rep16, 0)
+
+
+def test_a_capped_cards_tf32_convolutions_run_at_its_sustained_clock():
+    # PyTorch's default puts fp32 convolutions on the tensor cores in TF32: the L4's 60 TF x 1.166 / 2.04 GHz
+    conv = _one("Conv", [("x", [8, 64, 56, 56]), ("w", [64, 64, 3, 3])], [("y", [8, 64, 54, 54])])
+    assert _terms(conv, "l4").matrix_peak == pytest.approx(60e12 * 1.166 / 2.04)
+    assert _terms(conv, "a100-40gb-pcie").matrix_peak == pytest.approx(156e12)
