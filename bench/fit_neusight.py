@@ -37,7 +37,9 @@ memory-bound sets into ``nvidia-volta.json``, ``nvidia-turing.json``, ``nvidia-p
 sustained clocks into the T4 and P4 profiles, and a markdown report (``--out``).
 
 Usage: ``PYTHONPATH=$PWD python bench/fit_neusight.py [--data ../shared/measurements/gpu/neusight_ops.csv.gz]
-[--out bench/results/fit_neusight.md] [--no-write]``.
+[--out bench/results/fit_neusight.md] [--no-write]``; the variants compared and not kept (docs/accuracy.md):
+``--gemm-k-fill`` (a fitted ``k_fill`` for ``gemm_simt`` too), ``--host-share p100_pcie_16gb`` (a
+device's FMA share fitted in-sample as its measuring host's, never written to its profile).
 """
 
 from __future__ import annotations
@@ -101,6 +103,8 @@ WINO = {"mult_share": (0.44, 0.25, 1.0)}   # F(4x4,3x3) 36/144 .. direct
 K_FILL = {"k_fill": (8.0, 0.1, 128.0)}   # a tile's prologue + epilogue in k-loop steps
 FIT_K_FILL = True
 WHOLE_BGEMM = True   # torch.bmm's tile whole (fit_bgemm_whole); False: the shared gemm tile with small-grid tiles
+GEMM_K_FILL = False  # nn.Linear's tile with a fitted k_fill too (its prologue/epilogue in k-loop steps)
+HOST_SHARES: tuple = ()   # devices whose FMA share is fitted in-sample as the measuring host's (not written)
 
 
 # ----------------------------------------------------------------------------- data
@@ -275,13 +279,14 @@ def fit_matrix(df, fit: Fit, capped: list[str]) -> None:
     ``conv3_simt`` (with the Winograd multiply share) and ``conv_simt`` on that tile."""
     rows = df[df.cls.isin(["gemm_simt", "bgemm_simt"]) & ~df.near_floor]
     lt = np.log(rows.t.to_numpy())
-    free = {f"{c}:{p}": v for c in ("gemm_simt", "bgemm_simt") for p, v in MAT_FREE.items()}
+    gfree = {"gemm_simt": dict(MAT_FREE, **(K_FILL if GEMM_K_FILL else {})), "bgemm_simt": MAT_FREE}
+    free = {f"{c}:{p}": v for c in ("gemm_simt", "bgemm_simt") for p, v in gfree[c].items()}
     free.update({f"share:{d}": (0.6, 0.2, 1.0) for d in capped})
     best = None
     for tile in TILES:
         def resid(x, tile=tile):
             v = dict(zip(free, np.exp(x)))
-            sets = dict(fit.sets, **{c: _mat_set({p: v[f"{c}:{p}"] for p in MAT_FREE}, tile)
+            sets = dict(fit.sets, **{c: _mat_set({p: v[f"{c}:{p}"] for p in gfree[c]}, tile)
                                      for c in ("gemm_simt", "bgemm_simt")})
             return np.log(predict(rows, Fit(sets, {d: v[f"share:{d}"] for d in capped}, fit.dispatch))) - lt
 
@@ -290,7 +295,7 @@ def fit_matrix(df, fit: Fit, capped: list[str]) -> None:
             best = (cost, vals, tile)
     _, vals, tile = best
     for c in ("gemm_simt", "bgemm_simt"):
-        fit.sets[c] = _mat_set({p: vals[f"{c}:{p}"] for p in MAT_FREE}, tile)
+        fit.sets[c] = _mat_set({p: vals[f"{c}:{p}"] for p in gfree[c]}, tile)
     fit.shares = {d: vals[f"share:{d}"] for d in capped}
     if WHOLE_BGEMM:
         fit_bgemm_whole(df, fit)
@@ -329,7 +334,7 @@ def fit_all(df) -> Fit:
     fit = Fit({})
     first = df.assign(dc=df.cls.map(dclass)).groupby(["device_system", "dc"]).t.min()
     fit.dispatch = {k: 0.9 * float(v) for k, v in first.items()}
-    capped = [d for d in CAPPED if d in set(df.device_system)]
+    capped = [d for d in CAPPED + HOST_SHARES if d in set(df.device_system)]
     for _ in range(2):
         for cls in MEMORY:
             fit_memory(df, fit, cls)
@@ -388,10 +393,15 @@ def main(argv=None) -> int:
     ap.add_argument("--no-whole-bgemm", action="store_true",
                     help="the form before whole_tile: torch.bmm on the gemm tile with the small-grid library tiles")
     ap.add_argument("--no-k-fill", action="store_true", help="torch.bmm's whole tile without the per-tile k_fill")
+    ap.add_argument("--gemm-k-fill", action="store_true", help="nn.Linear's tile with a fitted k_fill too")
+    ap.add_argument("--host-share", action="append", default=[], choices=sorted(PROFILE),
+                    help="a device whose FMA share is fitted in-sample as its measuring host's (not written)")
     args = ap.parse_args(argv)
-    global WHOLE_BGEMM, FIT_K_FILL
+    global WHOLE_BGEMM, FIT_K_FILL, GEMM_K_FILL, HOST_SHARES
     WHOLE_BGEMM = not args.no_whole_bgemm
     FIT_K_FILL = not args.no_k_fill
+    GEMM_K_FILL = args.gemm_k_fill
+    HOST_SHARES = tuple(args.host_share)
     t0 = time.time()
     ns = load(args.data)
     sub = subsample(ns)
@@ -403,7 +413,7 @@ def main(argv=None) -> int:
     _, prod = product_check(folds)
     if not args.no_write:
         write_constants(fit, ns, errs, fc.EFFICIENCY_DIR)
-        write_sustained(fit.shares, os.path.join(ROOT, "hardware_db", "profiles"))
+        write_sustained({d: v for d, v in fit.shares.items() if d in CAPPED}, os.path.join(ROOT, "hardware_db", "profiles"))
     lines = ["# NeuSight fp32 ops: pooled physical constants, leave-one-GPU-out", "",
              f"Command: `{COMMAND}` ({time.time() - t0:.0f} s on this machine). Data: `{MEASUREMENT_FILE}` "
              f"({len(ns):,} rows; fits on {len(sub):,}: at most {CAP} rows per op and device plus {AT_FLOOR_CAP} "

@@ -1,4 +1,5 @@
-"""The L4's sustained FMA-peak share from public torch.mm throughputs (fp32, FMA units).
+"""The shared-INT32 FP32 design's datapath factor and the L4's sustained clock from public torch.mm
+throughputs.
 
 Data: ``bench/data/sustained_gemm/public_gemm_throughput.csv`` (README beside it): one public
 script's torch.mm throughput (6 warm-up calls, then 30 back-to-back N x N x N products timed as
@@ -8,23 +9,31 @@ latency and no H100 row is read.
 Method (fixed before any held-out figure was looked at):
 
 - ``r(card, N) = measured TFLOP/s / predicted TFLOP/s``, the prediction being opcost's for the
-  same one-op fp32 MatMul (``runtime="kernel"``, ``precision="fp32"``) on the card's profile at
-  its boost clock (``sustained_clock_ghz`` removed).  Only the two largest sizes, N = 8192 and
-  10240 (rows ``use = fit / reference / check_reference / check``): each 30-call window lasts
-  3-6 s on the L4, long enough for the power limiter to settle; the smaller sizes' windows
-  (33 ms at N = 2048) run faster (a share of 0.81 there) and are not used.
-- ``share(L4) = mean r(L4) / mean r(reference)``: the reference is the uncapped cards of the
-  L4's SM design (two FP32 datapaths per SM partition, GA10x/AD10x) in the same data, those with
-  at least 3.5 W of board power per SM and per-size rows: RTX 4090 (3.52 W/SM) and A40
-  (3.57 W/SM).  The ratio takes out what opcost's pooled FMA efficiency gets wrong for this
-  design and this cuBLAS, so what is left is the share of the FMA peak the 72 W card holds.
-- ``sustained_clock_ghz = share x clock_ghz``, written to ``hardware_db/profiles/l4.toml`` with
-  ``--write`` (the engine scales the FMA-unit peaks by ``sustained / boost``; the tensor-core
-  peaks are left as listed).
+  same one-op MatMul (``runtime="kernel"``, ``precision`` as measured: fp32 on the FMA units,
+  tf32/fp16/bf16 on the tensor cores) on the card's profile at its boost clock
+  (``sustained_clock_ghz`` removed).  Only the two largest sizes, N = 8192 and 10240 (each
+  30-call window lasts 3-6 s on the L4, long enough for the power limiter to settle; the
+  smaller sizes' windows, 33 ms at N = 2048, run faster and are not used).
+- **FP32 datapath factor** ``g`` (``[compute] fp32_datapath_factor``): the SMs of NVIDIA's GA10x
+  and AD10x chips list 128 FP32 lanes, half of them on a datapath shared with INT32; an sgemm
+  reaches a smaller share of that doubled peak than an SM with a datapath per lane (V100, P100,
+  A100: the design the FMA-unit classes were fitted on, ``bench/fit_neusight.py``).
+  ``g = mean r(RTX 4090, A40) / mean r(V100-SXM2, P100-PCIe, A100-PCIe)``, r without the factor,
+  on the N = 8192 row of each (one row per card: in-sample); N = 10240 and the RTX 3090's rows
+  check it.  Written into every profile of that design (``SHARED_INT32``); designs without data
+  (Hopper, Blackwell) keep 1.
+- **L4 sustained clock**: ``share(L4) = mean r(L4) / mean r(reference)``, the reference being the
+  uncapped cards of the L4's SM design with at least 3.5 W of board power per SM and per-size
+  rows: RTX 4090 (3.52 W/SM) and A40 (3.57 W/SM).  The ratio takes out what opcost's FMA
+  constants get wrong for this design and this cuBLAS (the datapath factor cancels in it), so
+  what is left is the share of the peaks the 72 W card holds; ``sustained_clock_ghz = share x
+  clock_ghz``.  The engine scales every compute peak of the card by ``sustained / boost``: the
+  same ratio on the tensor-core rows (TF32/FP16/BF16, ``check_tc`` against ``reference_tc``) is
+  the check that one clock follows both engines.
 
 Checks (not fitted): the same ratio for the T4 against the V100 (single FP32 datapath per
 partition, as Turing) and for the P4 against the P100, next to the NeuSight-fitted figures of
-``bench/fit_neusight.py``; the spread of r over the single-datapath uncapped cards.
+``bench/fit_neusight.py``.
 
 Usage: ``PYTHONPATH=$PWD python bench/fit_sustained_gemm.py [--write] [--out
 bench/results/fit_sustained_gemm.md]``.
@@ -51,6 +60,15 @@ SIZES = (8192, 10240)               # the sustained windows (seconds long)
 FITTED = "l4"
 REFERENCE = ("rtx-4090", "a40")     # uncapped, two FP32 datapaths per partition, >= 3.5 W per SM
 CHECKS = {"t4": ("v100-sxm2-32gb",), "p4": ("p100-pcie-16gb",)}   # capped card -> its design's reference
+ONE_DATAPATH = ("v100-sxm2-32gb", "p100-pcie-16gb", "a100-40gb-pcie")   # uncapped, an FP32 datapath per lane
+FACTOR_N = 8192                     # the one row per card the datapath factor is fitted on
+# the profiles of the SM design whose partitions issue FP32 on one datapath of their own and one shared with
+# INT32 (NVIDIA's GA10x and AD10x SMs: 128 listed FP32 lanes per SM, 64 of them shared)
+SHARED_INT32 = {"a10": "GA102", "a40": "GA102", "rtx-3090": "GA102", "jetson-agx-orin-64gb": "GA10B",
+                "rtx-4090": "AD102", "l40s": "AD102", "l4": "AD104"}
+DESIGN_SOURCE = ("NVIDIA Ampere GA102 GPU architecture whitepaper (2020), 'GA10x SM': each of the 4 SM partitions "
+                 "has one datapath of 16 FP32 units and one of 16 units that run FP32 or INT32; NVIDIA Ada GPU "
+                 "architecture whitepaper (2022): the AD10x SM keeps that partition")
 COMMAND = "PYTHONPATH=$PWD python bench/fit_sustained_gemm.py --write"
 
 
@@ -64,79 +82,172 @@ def read_rows(path: str = DATA) -> list[dict]:
     return rows
 
 
-def predicted_tflops(profile_id: str, n: int) -> float:
-    """opcost's fp32 TFLOP/s for an n x n x n MatMul on ``profile_id`` at its boost clock
-    (``runtime="kernel"``: the back-to-back calls hide the host dispatch)."""
+def predicted_tflops(profile_id: str, n: int, precision: str = "fp32", factor: bool = True) -> float:
+    """opcost's TFLOP/s for an n x n x n MatMul on ``profile_id`` at its boost clock, at
+    ``precision`` (fp32: the FMA units; tf32, fp16, bf16: the tensor cores), with the profile's
+    ``fp32_datapath_factor`` (``factor``) or without it (``runtime="kernel"``: the back-to-back
+    calls hide the host dispatch)."""
     import analyzer
     import hardware_db
 
-    prof = dataclasses.replace(hardware_db.get(profile_id), sustained_clock_ghz=None)
-    rep = analyzer.analyze(build("gemm", "fp32", M=n, N=n, K=n), hw=[prof], runtime="kernel", precision="fp32")
+    prof = dataclasses.replace(hardware_db.get(profile_id), sustained_clock_ghz=None,
+                               **({} if factor else {"fp32_datapath_factor": None}))
+    model = build("gemm", "fp32" if precision in ("fp32", "tf32") else precision, M=n, N=n, K=n)
+    rep = analyzer.analyze(model, hw=[prof], runtime="kernel", precision=precision)
     return 2.0 * n ** 3 / rep.predictions[0].latency_s / 1e12
 
 
-def ratios(rows: list[dict], profile_id: str, uses=("fit", "reference", "check_reference", "check")) -> list[float]:
-    """``measured / predicted-at-boost`` of a profile's fp32 rows at the sustained sizes; for rows
-    that give only the largest of the sizes (``n = max``), against the prediction at 10240."""
+def ratios(rows: list[dict], profile_id: str, uses=("fit", "reference", "check_reference", "check"),
+           sizes=SIZES, precision: str = "fp32", factor: bool = True) -> list[float]:
+    """``measured / predicted-at-boost`` of a profile's rows at ``precision`` and the sustained
+    ``sizes``; for rows that give only the largest of the sizes (``n = max``), against the
+    prediction at 10240."""
     out = []
     for r in rows:
-        if r["profile"] != profile_id or r["precision"] != "fp32" or r["use"] not in uses:
+        if r["profile"] != profile_id or r["precision"] != precision or r["use"] not in uses:
             continue
-        if r["n"] in SIZES:
-            out.append(r["value"] / predicted_tflops(profile_id, r["n"]))
-        elif r["n"] == "max":
-            out.append(r["value"] / predicted_tflops(profile_id, SIZES[-1]))
+        if r["n"] in sizes:
+            out.append(r["value"] / predicted_tflops(profile_id, r["n"], precision, factor))
+        elif r["n"] == "max" and SIZES[-1] in sizes:
+            out.append(r["value"] / predicted_tflops(profile_id, SIZES[-1], precision, factor))
     return out
 
 
-def share(rows: list[dict], capped: str, reference: tuple[str, ...]) -> tuple[float, float, float]:
+def share(rows: list[dict], capped: str, reference: tuple[str, ...], **kw) -> tuple[float, float, float]:
     """(share, mean r of the capped card, mean r of its reference cards, each card weighted by
-    its rows)."""
-    rc = ratios(rows, capped)
-    rr = [x for ref in reference for x in ratios(rows, ref)]
+    its rows); ``kw`` goes to ``ratios`` (the tensor-core rows: ``uses``, ``precision``)."""
+    rc = ratios(rows, capped, **kw.get("capped", {}))
+    rr = [x for ref in reference for x in ratios(rows, ref, **kw.get("reference", {}))]
     if not rc or not rr:
         raise ValueError(f"no sustained-size rows for {capped} or {reference}")
     return mean(rc) / mean(rr), mean(rc), mean(rr)
 
 
-def write_profile(share_: float, profiles_dir: str) -> float:
-    """``[power] sustained_clock_ghz`` and its source in the L4's profile; returns the GHz."""
-    from profile_edit import set_sustained_clock
+def datapath_factor(rows: list[dict], shared=REFERENCE, one=ONE_DATAPATH, sizes=(FACTOR_N,)):
+    """(factor, mean r of the shared-INT32 cards, mean r of the one-datapath cards): r without
+    the factor at ``sizes`` (the fit: the N = 8192 row of each uncapped card)."""
+    rs = [x for p in shared for x in ratios(rows, p, sizes=sizes, factor=False)]
+    r1 = [x for p in one for x in ratios(rows, p, sizes=sizes, factor=False)]
+    return mean(rs) / mean(r1), mean(rs), mean(r1)
 
-    return set_sustained_clock(FITTED, share_, (
-        f"the FMA peak's share this card held in public fp32 torch.mm throughputs at N = 8192 and 10240 (30 "
+
+def tc_share(rows: list[dict]) -> tuple[float, float, float]:
+    """The L4's tensor-core share by the FMA share's method: mean r of its TF32/FP16/BF16 rows at
+    the sustained sizes (``check_tc``) / mean r of the reference cards' (``reference_tc``), r at boost."""
+    def r_of(pid, use):
+        return [x for p in ("tf32", "fp16", "bf16") for x in ratios(rows, pid, uses=(use,), precision=p)]
+
+    rc = r_of(FITTED, "check_tc")
+    rr = [x for ref in REFERENCE for x in r_of(ref, "reference_tc")]
+    return mean(rc) / mean(rr), mean(rc), mean(rr)
+
+
+def write_profiles(rows: list[dict], profiles_dir: str) -> tuple[float, float]:
+    """The L4's ``[power] sustained_clock_ghz`` and the shared-INT32 design's
+    ``[compute] fp32_datapath_factor`` (in each of ``SHARED_INT32``'s profiles), with their
+    sources; returns (GHz, factor)."""
+    from profile_edit import set_datapath_factor, set_sustained_clock
+
+    ghz = set_sustained_clock(FITTED, share(rows, FITTED, REFERENCE)[0], (
+        f"the peak share this card held in public fp32 torch.mm throughputs at N = 8192 and 10240 (30 "
         f"back-to-back calls, 3-6 s windows; zzc0721/torch-performance-test-data issue 120), relative to the "
         f"same script's uncapped RTX 4090 (issue 78) and A40 (issue 185), each as measured / opcost's "
-        f"prediction at boost; bench/data/sustained_gemm/public_gemm_throughput.csv, bench/fit_sustained_gemm.py, "
+        f"prediction at boost; the tensor-core rows of the same runs give {tc_share(rows)[0]:.3f} by the same "
+        f"method (one clock for both engines); bench/data/sustained_gemm/public_gemm_throughput.csv, bench/fit_sustained_gemm.py, "
         f"{COMMAND}"), profiles_dir)
+    g = datapath_factor(rows)[0]
+    for pid, chip in SHARED_INT32.items():
+        set_datapath_factor(pid, g, (
+            f"the shared-INT32 FP32 design's factor ({chip}; {DESIGN_SOURCE}): mean r of the uncapped RTX 4090 "
+            f"and A40 over mean r of the uncapped V100-SXM2, P100-PCIe and A100-PCIe, r = measured / opcost's "
+            f"prediction without the factor, public fp32 torch.mm at N = {FACTOR_N} (zzc0721/torch-performance-"
+            f"test-data issues 78, 185, 140, 174, 108); bench/data/sustained_gemm/public_gemm_throughput.csv, "
+            f"bench/fit_sustained_gemm.py, {COMMAND}"), profiles_dir)
+    return ghz, g
+
+
+def _fmt(xs) -> str:
+    return ", ".join(f"{x:.3f}" for x in xs)
+
+
+def r_table(rows: list[dict]) -> list[str]:
+    """Per profile with fp32 rows at the sustained sizes: r without and with the datapath factor
+    (both at boost), and r as shipped (a capped card at its sustained clock)."""
+    import hardware_db
+
+    out = ["| profile | use | W per SM | datapath factor | rows | r, no factor (each) | r, with it (each) | "
+           "mean r, no factor | mean r, with it | mean r as shipped |", "|---|---|---:|---:|---:|---|---|---:|---:|---:|"]
+    profiles = dict.fromkeys(r["profile"] for r in rows if r["profile"] and r["precision"] == "fp32")
+    uses = ("fit", "reference", "check_reference", "check", "info")
+    for pid in profiles:
+        r0 = ratios(rows, pid, uses=uses, factor=False)
+        if not r0:
+            continue
+        r1 = ratios(rows, pid, uses=uses)
+        p = hardware_db.get(pid)
+        clock = p.clock_ghz / p.sustained_clock_ghz if p.sustained_clock_ghz else 1.0
+        use = next(r["use"] for r in rows if r["profile"] == pid and (r["n"] in SIZES or r["n"] == "max"))
+        out.append(f"| {pid} | {use} | {p.tdp_w / p.units:.2f} | {p.fp32_datapath_factor or 1:g} | {len(r0)} | "
+                   f"{_fmt(r0)} | {_fmt(r1)} | {mean(r0):.3f} | {mean(r1):.3f} | {mean(r1) * clock:.3f} |")
+    return out
+
+
+def factor_lines(rows: list[dict]) -> list[str]:
+    """The datapath factor: the fit (in-sample), one reference card at a time, and the checks."""
+    g, rs, r1 = datapath_factor(rows)
+    out = ["## FP32 datapath factor of the shared-INT32 design (GA10x, AD10x)", "",
+           f"Fit (in-sample: the N = {FACTOR_N} row of each uncapped card, r without the factor): mean r of "
+           f"{', '.join(REFERENCE)} {rs:.3f} / mean r of {', '.join(ONE_DATAPATH)} {r1:.3f} = **{g:.3f}**, written as "
+           f"`fp32_datapath_factor` into {', '.join(SHARED_INT32)}. Design: {DESIGN_SOURCE}.", ""]
+    for ref in REFERENCE:
+        out.append(f"- with {ref} alone: {datapath_factor(rows, shared=(ref,))[0]:.3f}")
+    for one in ONE_DATAPATH:
+        out.append(f"- against {one} alone: {datapath_factor(rows, one=(one,))[0]:.3f}")
+    g10 = datapath_factor(rows, sizes=(10240,))[0]
+    r3090 = mean(ratios(rows, "rtx-3090", uses=("info",), factor=False))
+    out += ["", "Checks (not fitted): the same ratio at N = 10240 (the same runs' other sustained row) "
+            f"{g10:.3f}; the RTX 3090's three `database.md` rows (other runs, largest size) mean r {r3090:.3f} / "
+            f"the one-datapath cards' {r1:.3f} = {r3090 / r1:.3f}.", ""]
+    return out
 
 
 def report(rows: list[dict]) -> list[str]:
-    """The markdown report: r per card, the fitted share, the checks."""
+    """The markdown report: r per card, the datapath factor, the L4's fitted share, the tensor-core
+    check of its one clock, the T4/P4 checks."""
     import hardware_db
 
-    out = ["# Sustained FMA-peak share of power-capped GPUs from public torch.mm throughputs", "",
+    out = ["# FP32 datapath factor and sustained clocks from public torch.mm throughputs", "",
            f"Command: `{COMMAND}`. Data: `bench/data/sustained_gemm/public_gemm_throughput.csv` (README "
            "there). r = measured TFLOP/s / opcost's prediction at the boost clock, fp32 (FMA units), at "
-           "N = 8192 and 10240 (rows `n = max`: the largest of the script's five sizes, against N = 10240).", "",
-           "| profile | use | W per SM | rows | r (each) | mean r |", "|---|---|---:|---:|---|---:|"]
-    profiles = dict.fromkeys(r["profile"] for r in rows if r["profile"] and r["precision"] == "fp32")
-    for pid in profiles:
-        rs = ratios(rows, pid, uses=("fit", "reference", "check_reference", "check", "info"))
-        if not rs:
-            continue
-        p = hardware_db.get(pid)
-        use = next(r["use"] for r in rows if r["profile"] == pid and (r["n"] in SIZES or r["n"] == "max"))
-        out.append(f"| {pid} | {use} | {p.tdp_w / p.units:.2f} | {len(rs)} | "
-                   f"{', '.join(f'{x:.3f}' for x in rs)} | {mean(rs):.3f} |")
+           "N = 8192 and 10240 (rows `n = max`: the largest of the script's five sizes, against N = 10240); "
+           "`as shipped`: a power-capped card at its sustained clock.", ""]
+    out += r_table(rows) + [""] + factor_lines(rows)
     s, rc, rr = share(rows, FITTED, REFERENCE)
     clock = hardware_db.get(FITTED).clock_ghz
-    out += ["", "## Fitted (in-sample: these rows are the fit)", "",
+    out += ["## The L4's sustained clock (in-sample: these rows are the fit)", "",
             f"- L4: mean r {rc:.3f} / reference ({', '.join(REFERENCE)}) mean r {rr:.3f} = share **{s:.3f}**, "
-            f"sustained clock {s * clock:.3f} GHz of {clock:g} GHz."]
+            f"sustained clock {s * clock:.3f} GHz of {clock:g} GHz (the datapath factor is in both r: the ratio "
+            "does not depend on it)."]
     for ref in REFERENCE:
-        s1 = share(rows, FITTED, (ref,))[0]
-        out.append(f"- with {ref} alone as the reference: {s1:.3f}")
+        out.append(f"- with {ref} alone as the reference: {share(rows, FITTED, (ref,))[0]:.3f}")
+    st, rct, rrt = tc_share(rows)
+    l4 = [x for p in ("tf32", "fp16", "bf16") for x in ratios(rows, FITTED, uses=("check_tc",), precision=p)]
+    out += ["", "## One clock for both engines (check, not fitted)", "",
+            f"- the L4's TF32/FP16/BF16 rows at N = 8192 and 10240 by the same method: mean r {rct:.3f} / the "
+            f"reference cards' tensor-core rows (`reference_tc`) mean r {rrt:.3f} = **{st:.3f}**, against "
+            f"{s:.3f} from the FMA rows: one sustained clock, applied to the tensor-core peaks too.",
+            f"- the L4's tensor-core r at boost (each): {_fmt(l4)}; at the sustained clock: "
+            f"{_fmt([x / s for x in l4])}. The reference cards' own tensor-core r (opcost's tensor-core "
+            f"constants on them, not the cap): " + "; ".join(
+                f"{ref} {mean([x for p in ('tf32', 'fp16', 'bf16') for x in ratios(rows, ref, uses=('reference_tc',), precision=p)]):.3f}"
+                for ref in REFERENCE)]
+    t4 = hardware_db.get("t4")
+    for r in rows:
+        if r["profile"] == "t4" and r["precision"] == "fp16" and isinstance(r["n"], int):
+            rb = r["value"] / predicted_tflops("t4", r["n"], "fp16")
+            out.append(f"- the T4's cuBLAS fp16 {r['n']}^3 figure ({r['value']:g} TF, NVIDIA forum; `info`): r "
+                       f"{rb:.3f} at boost, {rb * t4.clock_ghz / t4.sustained_clock_ghz:.3f} at its NeuSight-fitted "
+                       f"sustained clock ({t4.sustained_clock_ghz:g} of {t4.clock_ghz:g} GHz, fitted on fp32 rows only)")
     out += ["", "## Checks of the NeuSight-fitted figures (not fitted here)", ""]
     for capped, ref in CHECKS.items():
         p = hardware_db.get(capped)
@@ -149,17 +260,22 @@ def report(rows: list[dict]) -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--write", action="store_true", help="write the L4's sustained clock into its profile")
+    ap.add_argument("--write", action="store_true",
+                    help="write the L4's sustained clock and the shared-INT32 design's datapath factor into the profiles")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "fit_sustained_gemm.md"))
     args = ap.parse_args(argv)
     rows = read_rows()
+    if args.write:
+        import hardware_db
+
+        ghz, g = write_profiles(rows, os.path.join(ROOT, "hardware_db", "profiles"))
+        hardware_db.clear_cache()   # the report reads the written figures
+        print(f"wrote sustained_clock_ghz = {ghz} to {FITTED}, fp32_datapath_factor = {g:.3f} to "
+              f"{', '.join(SHARED_INT32)}")
     lines = report(rows)
     print("\n".join(lines))
     with open(args.out, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
-    if args.write:
-        ghz = write_profile(share(rows, FITTED, REFERENCE)[0], os.path.join(ROOT, "hardware_db", "profiles"))
-        print(f"wrote sustained_clock_ghz = {ghz} to hardware_db/profiles/{FITTED}.toml")
     return 0
 
 

@@ -27,3 +27,25 @@ def set_sustained_clock(profile_id: str, share: float, source: str, profiles_dir
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     return ghz
+
+
+def set_datapath_factor(profile_id: str, factor: float, source: str, profiles_dir: str) -> float:
+    """``[compute] fp32_datapath_factor`` = round(``factor``, 3) after the profile's ``units`` line,
+    and ``"compute.fp32_datapath_factor" = "fitted (not a datasheet figure): {source}"`` in its
+    sources, replacing any earlier pair; returns the figure written."""
+    import hardware_db
+
+    prof = hardware_db.get(profile_id)
+    path = os.path.join(profiles_dir, f"{prof.id}.toml")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    text = re.sub(r"\nfp32_datapath_factor = [^\n]*", "", text)
+    text = re.sub(r'\n"compute.fp32_datapath_factor" = [^\n]*', "", text)
+    value = round(factor, 3)
+    if not re.search(r"\nunits = [^\n]*", text):
+        raise ValueError(f"{prof.id}: no [compute] units line to write fp32_datapath_factor after")
+    text = re.sub(r"(\nunits = [^\n]*)", rf"\1\nfp32_datapath_factor = {value}", text, count=1)
+    text = text.rstrip("\n") + f'\n"compute.fp32_datapath_factor" = "fitted (not a datasheet figure): {source}"\n'
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return value

@@ -9,8 +9,9 @@
   fp32 dtypes; precision ``"fp32"`` runs every product on the FMA units (both ``allow_tf32`` flags
   off), ``tf32`` every one on the tensor cores; fp32 matrix kernels on the
   FMA units take their own classes (``simt_classes``: ``gemm_simt`` ... ``conv3_simt``) and the
-  constants of the engine they run on (``engine_sets``); a power-capped card's FMA peaks at its
-  sustained clock (``fma_clock_share``).
+  constants of the engine they run on (``engine_sets``), at the share of the FMA peak the SM's FP32
+  datapaths let a matrix product issue (``datapath_factor``); a power-capped card's peaks at its
+  sustained clock (``clock_share``).
 - **what a prediction says** about them (``precision_notes``, ``lacks_dtype``).
 
 Used by ``lowering`` (per profile) and the search's kernel cache (the same per-kernel rules).
@@ -179,7 +180,7 @@ def tf32_convs(prof, runtime_name: str, precision: str | None, mpeak_row, cls, d
                 "PyTorch's default, TF32 on the tensor cores")
     convs = [k for k in fp32 if cls[k] in TF32_CONV_CLASSES]
     for k in convs:
-        mpeak_row[k] = tf32
+        mpeak_row[k] = tf32 * clock_share(prof)   # a capped card's tensor cores at its sustained clock
     matmuls = len(convs) < len(fp32)
     said = "PyTorch's defaults assumed: "
     if convs:
@@ -209,16 +210,23 @@ def precision_notes(prof, runtime_name, precision, mpeak_row, warn: set, note: l
     """What the precision rules add to one profile's lowering: a warning per dtype the device
     lists no throughput for (``lacks_dtype``; not one the peaks' fallback already warned of) and
     PyTorch's TF32 defaults (``tf32_convs``: the fp32 convolutions' peaks in ``mpeak_row``, in
-    place, and the note); a power-capped card's sustained clock (``fma_clock_share``) as a note."""
+    place, and the note); a power-capped card's sustained clock (``clock_share``) and an SM's FP32
+    datapath factor (``datapath_factor``, where an fp32 product runs on the FMA units) as notes."""
     warn.update(w for w in lacks_dtype(prof, [d for d, m, v, t in zip(dtypes, mac, vec, trans) if m or v or t])
                 if not any(f"no {w.split(' lists no ')[1].split(' ')[0]} " in x for x in warn))
     said = tf32_convs(prof, runtime_name, precision, mpeak_row, cls, dtypes, mac)
     if said:
         note.append(said)
-    if fma_clock_share(prof) < 1.0 and (any(mac) or any(vec)):
-        note.append(f"{prof.id}'s FMA-unit (CUDA-core) peaks taken at its sustained clock, "
+    if clock_share(prof) < 1.0 and (any(mac) or any(vec)):
+        note.append(f"{prof.id}'s compute peaks (FMA units and tensor cores) taken at its sustained clock, "
                     f"{prof.sustained_clock_ghz:g} of {prof.clock_ghz:g} GHz (a fitted figure: its profile's "
                     f"sources say where from)")
+    g = datapath_factor(prof)
+    if g < 1.0 and any(m and fma_dtype(prof, d) for d, m in zip(dtypes, mac)):
+        note.append(f"{prof.id}'s matrix products on the FMA units reach {g:g} of its listed fp32 vector peak "
+                    f"relative to an SM with an FP32 datapath per listed lane (fp32_datapath_factor: half its "
+                    f"FP32 lanes share their datapath with INT32; a fitted figure, its profile's sources say "
+                    f"where from)")
 
 
 def kernel_peaks(prof, cache: dict, warn: set[str], anchor_dtype, mac_l, vec_l, trans_l):
@@ -234,17 +242,32 @@ def kernel_peaks(prof, cache: dict, warn: set[str], anchor_dtype, mac_l, vec_l, 
         warn.update(hit[1])
         return hit[0]
 
-    f = fma_clock_share(prof)
-    mp = {d: cached("matrix", d) * (f if not prof.peak_flops("matrix", d) and prof.peak_flops("vector", d) else 1.0)
+    f, g = clock_share(prof), datapath_factor(prof)
+    mp = {d: cached("matrix", d) * f * (g if fma_dtype(prof, d) else 1.0)
           for d in {d for d, m in zip(anchor_dtype, mac_l) if m}}
     vp = {d: cached("vector", d) * f for d in {d for d, v, t in zip(anchor_dtype, vec_l, trans_l) if v or t}}
     return ([mp[d] if m else 1.0 for d, m in zip(anchor_dtype, mac_l)],
             [vp[d] if v or t else 1.0 for d, v, t in zip(anchor_dtype, vec_l, trans_l)])
 
 
-def fma_clock_share(prof) -> float:
+def fma_dtype(prof, dtype: str) -> bool:
+    """True where ``prof``'s matrix products at ``dtype`` run on its vector (FMA) units: no
+    matrix-engine figure for the dtype, a vector one."""
+    return not prof.peak_flops("matrix", dtype) and bool(prof.peak_flops("vector", dtype))
+
+
+def clock_share(prof) -> float:
     """``sustained_clock_ghz / clock_ghz`` of a power-capped GPU (both stated, sustained below
-    boost), else 1: the share of its listed FMA-unit (vector) peaks it holds under sustained
-    load; its tensor-core figures are left as listed (not measured)."""
+    boost), else 1: the share of its listed peaks, vector and matrix (tensor-core) alike, it
+    holds under sustained load (one clock for the whole SM)."""
     s, c = getattr(prof, "sustained_clock_ghz", None), prof.clock_ghz
     return float(s) / float(c) if s and c and s < c else 1.0
+
+
+def datapath_factor(prof) -> float:
+    """A GPU profile's ``fp32_datapath_factor`` (0 < g <= 1), else 1: the share of its listed fp32
+    vector peak a matrix product run on its FMA units reaches, relative to an SM with an FP32
+    datapath per listed lane (the design the FMA-unit classes' constants were fitted on).  Applied
+    to the FMA-run matrix peaks only (``kernel_peaks``): vector work keeps the listed peak."""
+    g = getattr(prof, "fp32_datapath_factor", None)
+    return float(g) if prof.kind == "gpu" and g and 0.0 < g < 1.0 else 1.0

@@ -116,6 +116,8 @@ def test_schema_json_matches_loader():
     assert set(props["vector_tflops"]["properties"]) == set(hardware_db.DTYPES)
     assert props["kind"]["enum"] == list(hardware_db.KINDS)
     scalars = {k for t in ("memory", "interconnect", "overhead", "power") for k in props[t]["properties"]}
+    # [compute] holds the integer units and a label besides its one float
+    scalars |= set(props["compute"]["properties"]) - {"units", "unit_name"}
     assert scalars == set(SCALARS)
 
 

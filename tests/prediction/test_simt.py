@@ -1,7 +1,7 @@
 """FMA-unit (SIMT) matrix kernels (issue 32 item 3): an fp32 product on a GPU without an fp32
 matrix-engine figure takes the pooled SIMT classes (gemm_simt, bgemm_simt, conv_simt, conv3_simt);
 a 3x3 stride-1 convolution runs fewer multiplies (Winograd/FFT); a power-capped card's FMA peak is
-taken at its sustained clock."""
+taken at its sustained clock (its tensor-core peaks too)."""
 
 from __future__ import annotations
 
@@ -93,14 +93,14 @@ def test_explain_says_the_multiply_share():
     assert "of direct (Winograd/FFT)" in render_explain(rep, 0)
 
 
-def test_a_sustained_clock_scales_the_fma_peak_only():
+def test_a_sustained_clock_scales_the_fma_and_tensor_core_peaks():
     t4 = hardware_db.get("t4")
     assert t4.sustained_clock_ghz and t4.sustained_clock_ghz < t4.clock_ghz
     assert "fitted" in t4.sources["power.sustained_clock_ghz"]
     share = t4.sustained_clock_ghz / t4.clock_ghz
     assert _terms(_matmul(), "t4", runtime="kernel").matrix_peak == pytest.approx(8.1e12 * share)
-    # the tensor cores' fp16 figure is left as listed
-    assert _terms(_matmul(TensorProto.FLOAT16), "t4", runtime="kernel").matrix_peak == pytest.approx(65e12)
+    # one clock for the whole SM: the tensor cores' fp16 figure (65 TF) at the same share
+    assert _terms(_matmul(TensorProto.FLOAT16), "t4", runtime="kernel").matrix_peak == pytest.approx(65e12 * share)
     # without the figure: the boost clock's peak
     bare = dataclasses.replace(t4, sustained_clock_ghz=None)
     assert _terms(_matmul(), bare, runtime="kernel").matrix_peak == pytest.approx(8.1e12)
