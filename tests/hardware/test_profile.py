@@ -196,7 +196,7 @@ def test_profile_built_in_python_checks_the_new_fields():
 
 @pytest.mark.parametrize("pid, family, units, unit_name", [
     ("a100", "nvidia-ampere", 108, "SM"),  # A100 whitepaper: 108 SMs
-    ("a10", "nvidia-ampere", 72, "SM"),  # A10: 72 SMs
+    ("a10", "nvidia-ampere-ga10x", 72, "SM"),  # A10: GA102, 72 SMs
     ("h100", "nvidia-hopper", 132, "SM"),  # H100 SXM5: 132 SMs
     ("h100-pcie", "nvidia-hopper", 114, "SM"),  # H100 PCIe: 114 SMs
     ("b200", "nvidia-blackwell", 148, "SM"),  # B200: 148 SMs
@@ -232,3 +232,25 @@ def test_every_shipped_accelerator_names_its_default_runtime():
     assert {pid for pid, rt in acc.items() if rt == "xla"} == {
         "tpu-v2", "tpu-v3", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu7x"}
     assert acc["edge-tpu"] == "edgetpu" and acc["ane-a16"] == "coreml"
+
+
+def test_profile_family_agrees_with_the_file_that_lists_it():
+    """A profile named under an efficiency file's ``devices`` states that file's family (or none):
+    the profile's own ``family`` wins at prediction time, so a mismatch would silently give the
+    device another family's constants (the GA102 A10 and RTX 3090 once took the A100's HBM sets)."""
+    import json
+    import os
+
+    from analyzer.prediction.efficiency.constants import EFFICIENCY_DIR
+
+    listed = {}
+    for name in sorted(os.listdir(EFFICIENCY_DIR)):
+        if name.endswith(".json") and name != "schema.json":
+            with open(os.path.join(EFFICIENCY_DIR, name), encoding="utf-8") as f:
+                data = json.load(f)
+            for dev in data.get("devices", ()):
+                listed[dev] = data["family"]
+    assert listed, "no efficiency file lists devices"
+    for dev, family in listed.items():
+        prof = hardware_db.get(dev)
+        assert prof.family in (None, family), (dev, prof.family, family)
