@@ -86,10 +86,10 @@ _CALIBRATION_TEXTS = {
     "passes": "passes over the calibration rows (each row keeps its fastest)",
     "own_result_us": ("a 1x8x8 dot's wall-clock alone less the run overhead, less its time per link of a chain of "
                       "200 (calibrate_xla.own_result_s): what a kernel costs more as a program's result"),
-    "loop_launch_us": ("a scan's time per trip over the launches opcost plans a trip (analyzer.measure.xla.rows."
-                       "scan_program at two trip counts): one launch inside a loop body"),
-    "program_launch_us": ("(a chain of 200 dependent 1x8x8 dots + tanh - a chain of 1) / 199 / the launches opcost "
-                          "plans a link (analyzer.measure.xla.loop_scan.launches_per_link: 2): one more kernel in a "
+    "loop_launch_us": ("a scan's time per trip, less the trip's predicted work, over the launches opcost plans a "
+                       "trip (analyzer.measure.xla.rows.scan_program at two trip counts): one launch inside a loop body"),
+    "program_launch_us": ("((a chain of 200 dependent 1x8x8 dots + tanh - a chain of 1) / 199 - a link's predicted "
+                          "work) / the launches opcost plans a link (analyzer.measure.xla.loop_scan.launches_per_link: 2): one more kernel in a "
                           "program outside a loop; a class floor's excess over it is charged once a run"),
     "llc_bytes": "last-level cache (sysfs cpu0 cache index of level 3)",
     "cold_weight_bw_gbs": "weight bytes / wall-clock kernel time of a 1-row MatMul whose weights are twice "

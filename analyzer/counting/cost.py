@@ -74,7 +74,8 @@ class Work(NamedTuple):
     # which kernel the op runs as where its specs alone do not say (the prediction stage's op
     # class; counts never depend on it): "grouped" / "batch_grouped" for a JAX convolution with
     # feature_group_count / batch_group_count above 1 (its dimension numbers hide them);
-    # "perm=0,2,1,3" for a Transpose (its permutation: which strides an eager view has)
+    # "perm=0,2,1,3" for a Transpose (its permutation: which strides an eager view has);
+    # " relayout=0,1" after a JAX convolution's word: its operands not in a channels-last order
     kernel: str | None = None
 
 

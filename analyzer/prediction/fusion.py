@@ -76,6 +76,7 @@ class FusionNode(NamedTuple):
     constant_inputs: frozenset[int] = frozenset()  # input positions holding constants
     name: str = ""                # the node's name (joins a FusionRecord)
     loop_io: tuple = ()           # a scan's (xs body inputs, ys count, body results): ``NodeCost.loop_io``
+    kernel: str | None = None     # ``NodeCost.kernel`` (a convolution's operands to relayout)
 
 
 @dataclass(frozen=True)

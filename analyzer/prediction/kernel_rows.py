@@ -85,7 +85,7 @@ def fusion_nodes(nodes: list[NodeCost], precision: str | None, memo: dict | None
                                node_bytes(n, precision) if keys is not None else None)
         out.append(FN(n.op, n.domain, hit[0], n.level, n.in_names, n.out_names, hit[1], hit[2],
                       _launches(n) if keys is None else hit[3],
-                      frozenset(n.constant_inputs) if keys is None else hit[4], n.name, n.loop_io))
+                      frozenset(n.constant_inputs) if keys is None else hit[4], n.name, n.loop_io, n.kernel))
         nbytes.append(node_bytes(n, precision) if keys is None else hit[5])
     return out, nbytes
 
@@ -232,8 +232,9 @@ def node_op_class(n: NodeCost) -> str:
     cls = eff.op_class_of(n.domain, n.op, batched=batched, conv_input=x, conv_weight=w)
     if cls == "softmax" and (n.kernel or "").startswith("row=") and int(n.kernel[4:]) > eff.SOFTMAX_WARP_ROW:
         return "softmax_block"   # a long row: the block-per-row kernel (op_classes.SOFTMAX_WARP_ROW)
-    if n.kernel in KERNEL_CLASSES and cls in ("gemm", "conv"):
-        return KERNEL_CLASSES[n.kernel]   # the rule's word (a JAX convolution's groups, a dot's form)
+    word = (n.kernel or "").split(" ")[0]   # (a convolution's " relayout=..." after it)
+    if word in KERNEL_CLASSES and cls in ("gemm", "conv"):
+        return KERNEL_CLASSES[word]   # the rule's word (a JAX convolution's groups, a dot's form)
     if cls == "conv":
         if n.op in GROUPED_BY_SHAPE_OPS and grouped_by_shape(x, w):
             return "conv_grouped"

@@ -180,8 +180,9 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                                   {n: consts[n][p] for n in consts}, act, note)
             resident = _loop_resident(resident, p, prof, nodes, plan, feats, wbytes, runs, hw_p, consts, fixed, note)
         if extra_cls:   # launches the runtime inserted with no node of their own (_add_at)
-            _add_at(extra_cls, fixed[p], host[p], _inserted_s(extra_cls, nodes, plan, arrays, fixed_of, hw_p,
-                                                              {n: consts[n][p] for n in consts}, loop_s))
+            _add_at(extra_cls, fixed[p], host[p], _inserted_s(
+                extra_cls, nodes, plan, arrays, fixed_of, hw_p, {n: consts[n][p] for n in consts}, loop_s,
+                cpu_loop_launch.program_launch_s(prof, calibrated, runtime.fusion)))
         if runtime.fusion in ("onnxruntime", eager_plan.POLICY) or fused is not None:
             note.append(f"kernels: {plan.source}")
         for acc, v in ((warnings, tuple(sorted(warn))), (provs, prov), (details, detail), (notes, tuple(note))):
@@ -200,15 +201,14 @@ def _set_consts(consts: dict, p: int, arrays) -> None:
     consts["trans_weight"][p] = float(arrays["trans_weight"])
 
 
-def _inserted_s(extra_cls, nodes, plan, arrays, fixed_of, hw_p, consts_p, loop_s):
+def _inserted_s(extra_cls, nodes, plan, arrays, fixed_of, hw_p, consts_p, loop_s, prog_s):
     """``_extra_launch_s`` of the inserted launches, those of a loop body (slices, updates,
-    counter) at the calibrated in-loop launch cost ``loop_s`` (None: their class floors)."""
+    counter) at the calibrated in-loop launch cost ``loop_s``, the others (a loop's once-a-run
+    launches) at the program launch cost ``prog_s`` (None: their class floors)."""
     added = _extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p, consts_p)
-    if loop_s is None:
-        return added
     loop = cpu_loop_launch.in_loop(nodes, plan.members)[[k for k, _ in extra_cls]]
     floors_e = np.asarray(arrays["floor_s"])[[c for _, c in extra_cls]]
-    return cpu_loop_launch.replace_floor(added[0], floors_e, loop, loop_s), added[1]
+    return cpu_loop_launch.inserted_fixed(added[0], floors_e, loop, loop_s, prog_s), added[1]
 
 
 def _resident(resident) -> dict:

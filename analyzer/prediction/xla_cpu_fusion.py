@@ -24,6 +24,30 @@ Every other fusible node joins the kernel of its first reader (a cheap node read
 is recomputed by each reader's kernel; its bytes are counted once, with the first).  Nodes that
 launch nothing (views) are looked through: their readers read the tensor.
 
+A sum, max or min reduction whose input has at least ``YNN_MIN_ELEMENTS`` elements runs as a
+YNNPACK reduction (XLA's ``IsInstructionPreferredByYnn``: an instruction whose shape or an
+operand's has 4,096 elements or more; ``IsReduceLikeOpSupportedByYnn``: add, maximum, minimum
+reducers): a kernel of its own, like a dot, that fuses neither its producers (their result is
+written: rule 2) nor its readers. (XLA's YNNPACK fusions do take in some elementwise
+neighbours: ``sum(x * 2) / 3`` over 64 x 64 is 2 thunks, 3 planned; the rule as stated agrees
+best with the 16 programs of ``bench/xla_diagnose.py counts``.)
+
+An elementwise node (``fusion.xla_fusible``) whose data inputs are all constants (closed-over
+arrays, or results of such nodes) is folded at compile time (XLA's constant folding: a batch
+norm's ``sqrt(var + eps)`` of its running variance): it launches nothing, and its readers read
+a constant.
+
+A convolution runs channels-last (input ``b01f``, kernel ``01io``: ``counting.rules.jax.linear.
+conv_relayout`` names the operands whose dimension numbers are in another order). XLA's layout
+assignment writes an intermediate in the order its convolution reads where that is its only
+reader; a transpose copy (one launch moving the operand twice, read and write) runs before the
+convolution for such an operand that is
+
+5. an input of its level (a program's parameter, a body's input: their layout is fixed), not a
+   constant (constants are transposed at compile time); or
+6. the result of a kernel that other nodes read too (each convolution that wants it in another
+   order gets its own copy; the other readers read the kernel's own result).
+
 A ``scan`` (``NodeCost.loop_io``) compiles to a ``while`` whose body runs, every trip, besides
 the body's own kernels (checked on the optimized HLO of ``samples/jax_models.py``'s scan RNN,
 ``bench/xla_diagnose.py counts``):
@@ -38,8 +62,10 @@ the body's own kernels (checked on the optimized HLO of ``samples/jax_models.py`
   scalar launches.
 
 They are carried by the body's first kernel (``FusionPlan.extra_ops``), so they launch once per
-trip.  Not modelled: the condition's last test (one launch a loop), the counter's initial copy and
-the copies XLA inserts where a carry is also stacked (``rnn_train_step``: one a trip).
+trip.  Once a loop (``ONCE_OPS``): the condition's last test (the compare that ends it) and the
+counter's initial copy, carried by the first kernel at the scan's own level (a scan with no kernel
+beside it at its level: not charged).  Not modelled: the copies XLA inserts where a carry is also
+stacked (``rnn_train_step``: one a trip).
 """
 
 from __future__ import annotations
@@ -56,19 +82,28 @@ EXPENSIVE = frozenset({
     "Exp", "Log", "Tanh", "Sigmoid", "Erf", "Sqrt", "Reciprocal", "Div", "Pow", "Mod", "Sin", "Cos",
     "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Softplus", "Elu", "Selu",
     "Gelu", "FastGelu", "HardSwish", "Mish"})
+# a reduction of at least this many input elements runs in YNNPACK (XLA CPU's
+# ``IsInstructionPreferredByYnn``, ``kMinElements``); its elements are its input bytes over
+# ``YNN_ELEMENT_BYTES`` (fp32, the dtype the programs here reduce in)
+YNN_MIN_ELEMENTS = 4096
+YNN_ELEMENT_BYTES = 4
+YNN_REDUCE_OPS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "ReduceSum", "ReduceMax", "ReduceMin"})
 # op classes XLA never duplicates nor fuses into a broadcasting reader
 _REDUCTIONS = frozenset({"reduce", "norm", "norm_fused", "softmax", "pooling", "pool1d"})
 # nodes that launch nothing themselves but run sub-graphs: readers, never looked through
 _CONTROL = frozenset({"scan", "while", "cond", "Loop", "If", "Scan"})
 # per trip of a scan: the counter's copy, its add, the condition's compare
 COUNTER_OPS = ("copy", "add", "lt")
+# once a loop: the condition's last compare (its trips + 1-th) and the counter's initial copy
+ONCE_OPS = ("lt", "copy")
 
 
 def plan(nodes, graph_outputs: frozenset[str]) -> fusion.FusionPlan:
     """The ``xla_cpu`` plan of ``nodes`` (the module docstring)."""
+    nodes, folded = fold_constants(nodes)
     producer, consumers = fusion.tensor_index(nodes)
     sets = fusion._Sets(len(nodes))
-    ok = [fusion.xla_fusible(nd) for nd in nodes]
+    ok = [fusion.xla_fusible(nd) and not ynn_reduction(nd) for nd in nodes]
     inf = float("inf")
     # per fusion so far (its union-find root): the smallest result of a reduction or expensive
     # op in it (rules 3 and 4 hold for a tree that holds one, not only for the node itself)
@@ -86,7 +121,7 @@ def plan(nodes, graph_outputs: frozenset[str]) -> fusion.FusionPlan:
             sets.union(i, users[0])
             heavy[sets.find(i)] = min(h, hu)
     p = fusion._collect(nodes, sets, producer, consumers, graph_outputs, POLICY)
-    extra = _loop_launches(nodes, p, consumers, ok)
+    extra = _loop_launches(nodes, p, consumers, ok) + _relayouts(nodes, p, producer, consumers, folded)
     if not extra:
         return p
     ops = [()] * p.kernels
@@ -96,6 +131,36 @@ def plan(nodes, graph_outputs: frozenset[str]) -> fusion.FusionPlan:
         moved[k] += (nbytes,)
     return fusion.FusionPlan(policy=p.policy, kernel_of=p.kernel_of, members=p.members, saved_bytes=p.saved_bytes,
                              kernel_ops=p.kernel_ops, extra_ops=tuple(ops), extra_bytes=tuple(moved))
+
+
+def ynn_reduction(nd) -> bool:
+    """Whether ``nd`` runs as a YNNPACK reduction (the module docstring)."""
+    return (nd.op in YNN_REDUCE_OPS and bool(nd.input_bytes)
+            and nd.input_bytes[0] >= YNN_MIN_ELEMENTS * YNN_ELEMENT_BYTES)
+
+
+def compiled_constant(nd, j: int, folded) -> bool:
+    """Whether input ``j`` of ``nd`` is a constant of the compiled program: a closed-over array
+    (``constant_inputs`` named with the JAX frontend's ``CONST_PREFIX``; weights passed as
+    arguments are runtime inputs) or the result of a folded node (``folded``: (level, tensor))."""
+    from analyzer.frontends.jaxpr.load import CONST_PREFIX
+
+    t = nd.inputs[j]
+    return (j in nd.constant_inputs and t.startswith(CONST_PREFIX)) or (nd.level, t) in folded
+
+
+def fold_constants(nodes) -> tuple[list, set[tuple[str, str]]]:
+    """(``nodes`` with each fusible node whose data inputs are all ``compiled_constant`` not
+    launching, the (level, tensor) of the folded nodes' results)."""
+    folded: set[tuple[str, str]] = set()
+    out = []
+    for nd in nodes:
+        data = [j for j, t in enumerate(nd.inputs) if t]
+        if nd.launches and data and fusion.xla_fusible(nd) and all(compiled_constant(nd, j, folded) for j in data):
+            folded.update((nd.level, t) for t in nd.outputs if t)
+            nd = nd._replace(launches=False)
+        out.append(nd)
+    return out, folded
 
 
 def _readers(i: int, nodes, consumers, depth: int = 8) -> list[int]:
@@ -133,7 +198,8 @@ def _root(nd, users: list[int], nodes, ok, graph_outputs, heavy: float, written)
 
 def _loop_launches(nodes, p: fusion.FusionPlan, consumers, ok) -> list[tuple[int, str, int]]:
     """[(kernel, op, bytes it moves)] of every scan's per-trip launches (the module docstring),
-    each on the first kernel of the scan's body."""
+    each on the first kernel of the scan's body, and its once-a-loop launches (``ONCE_OPS``) on
+    the first kernel at the scan's own level."""
     out = []
     for nd in nodes:
         if not nd.loop_io:
@@ -150,4 +216,37 @@ def _loop_launches(nodes, p: fusion.FusionPlan, consumers, ok) -> list[tuple[int
                 out.append((carrier, "dynamic_slice", 2 * b.input_bytes[b.inputs.index(x)]))
         out.extend((carrier, "dynamic_update_slice", 0) for _ in range(n_ys))
         out.extend((carrier, op, 0) for op in COUNTER_OPS)
+        outer = next((p.kernel_of[j] for j, b in enumerate(nodes) if b.level == nd.level and p.kernel_of[j] >= 0), -1)
+        if outer >= 0:
+            out.extend((outer, op, 0) for op in ONCE_OPS)
     return out
+
+
+def _relayouts(nodes, p: fusion.FusionPlan, producer, consumers, folded) -> list[tuple[int, str, int]]:
+    """[(kernel, "transpose", bytes it moves)] of the layout copies before convolutions (rules 5
+    and 6 of the module docstring), each on its convolution's kernel."""
+    out = []
+    for i, nd in enumerate(nodes):
+        word = nd.kernel or ""
+        if "relayout=" not in word or p.kernel_of[i] < 0:
+            continue
+        for j in (int(x) for x in word.split("relayout=")[1].split(",")):
+            if j >= len(nd.inputs) or not nd.inputs[j] or compiled_constant(nd, j, folded):
+                continue
+            src = _source(nd.level, nd.inputs[j], nodes, producer, folded)
+            if src is None or (src >= 0 and len(_readers(src, nodes, consumers)) > 1):
+                out.append((p.kernel_of[i], "transpose", 2 * nd.input_bytes[j]))
+    return out
+
+
+def _source(level: str, tensor: str, nodes, producer, folded, depth: int = 8) -> int | None:
+    """The node that writes ``tensor`` at ``level``, looking through nodes that launch nothing
+    (views) to their first input: None where it is an input of the level, -1 where it is a
+    constant of the compiled program (a view of one, or a node with no input that launches nothing)."""
+    i = producer.get((level, tensor))
+    while i is not None and not nodes[i].launches and nodes[i].op not in _CONTROL:
+        nd = nodes[i]
+        if not nd.inputs or not nd.inputs[0] or compiled_constant(nd, 0, folded) or depth == 0:
+            return -1
+        i, depth = producer.get((level, nd.inputs[0])), depth - 1
+    return i

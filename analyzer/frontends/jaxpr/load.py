@@ -53,6 +53,11 @@ from analyzer.frontends.jaxpr.trace import Traced, spec_of_aval, trace  # Traced
 __all__ = ["DOMAIN", "CONTROL", "Traced", "bind_inputs", "ir_dtype", "is_jax_target", "load",
            "load_program", "load_target", "parse_spec", "sub_jaxprs", "trace"]
 
+# the name prefix of a closed-over array's tensor (``_Lowerer.const``): a constant of the
+# compiled program (arguments in ``params_argnums`` are weights too, but runtime inputs)
+CONST_PREFIX = "%const"
+
+
 DOMAIN = "jax"
 
 
@@ -145,7 +150,7 @@ class _Lowerer:
         size = math.prod(getattr(value, "shape", ()) or ())
         if size <= 1 and not hasattr(getattr(value, "dtype", None), "_impl"):
             return Known(value)
-        name = self.fresh(aval, "const")
+        name = self.fresh(aval, CONST_PREFIX[1:])
         self.constants.add(name)
         if size <= _SMALL_VALUE:
             try:

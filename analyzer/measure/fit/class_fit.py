@@ -205,7 +205,8 @@ def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_byte
 
 def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
               tiles: Iterable[float] = (), parallel: bool = False, im2col: bool = False,
-              k_blocks: Iterable[float] = (), noise_floor_s: float = NOISE_FLOOR_S) -> dict[str, float]:
+              k_blocks: Iterable[float] = (), noise_floor_s: float = NOISE_FLOOR_S,
+              ramp_fixed: bool = True) -> dict[str, float]:
     """Fit ``floor_s, e_c, e_bw, b_half`` (and ``l2_gain`` when ``l2_bytes`` > 0; else 0) of the
     form to measured kernel times ``t`` (seconds), minimising the squared log error (relative
     error: small and large kernels count alike). With a ``view`` (``node_features``'s) and
@@ -219,7 +220,9 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
     ``im2col_s`` (0 .. ``MAX_IM2COL_S``) is fitted last, kept where it lowers the loss by more
     than ``IM2COL_GAIN``. ``noise_floor_s``: rows under it are fitted as it (a runtime whose
     kernels cost less than onnxruntime's, XLA's, passes a lower one). ``k_blocks``: with each tile, the input depths (k) its kernels pad to
-    are tried too (``k_block``; 0 kept among them: no padding). Returns the constants (``tile_n``/``n_half`` 0: untiled;
+    are tried too (``k_block``; 0 kept among them: no padding). ``ramp_fixed`` False: ``b_half`` <= 0,
+    so a kernel's whole fixed cost is ``floor_s`` (a positive ``b_half`` is a fixed cost
+    ``b_half / (bw e_bw cache)`` that a runtime pricing launches apart from the floor would keep). Returns the constants (``tile_n``/``n_half`` 0: untiled;
     ``par_s``/``b_par`` 0: no step; ``piece_s`` 0: none) plus ``fit_mape`` (%) and ``rows``."""
     F = np.asarray(F, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
@@ -233,6 +236,7 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
     # tiles only where a row has a matrix view (a class without one has nothing to pad)
     tiles = tuple(tiles) if view is not None and (view[2] > 0).any() else ()
     fit = _Fit(F, B, t, peak, bw, l2_bytes, view)
+    fit.ramp_fixed = ramp_fixed
     fit.untiled()
     fit.tiled(tiles, tuple(k_blocks))
     if parallel and len(t) >= 6:   # the step low, mid and high in the rows' bytes
@@ -265,6 +269,7 @@ class _Fit:
         self.lo_b = math.log(max(self.bmin, 1.0))
         self.hi_b = math.log(max(float(B.max()) if len(B) else 1.0, 2.0))
         self.k_block = 0.0   # the k block of the fit in hand (the tiled fits set it)
+        self.ramp_fixed = True   # False: b_half <= 0 (fit_class's ``ramp_fixed``)
         self.best = None
 
     def unpack(self, x):
@@ -279,7 +284,7 @@ class _Fit:
         # the ramp's fixed part (b_half at the cached rate) is a fixed cost too: with the floor,
         # no more than the smallest row's time (a 2-thread gemm fit had put 128 KB there:
         # 0.8 us on every kernel, a 10-wide classifier Gemm predicted 1.1 us, 0.24 in its model)
-        b_half = min(b_half, (tmin - floor) * self.bw * e_bw * (1 + gain))
+        b_half = min(b_half, (tmin - floor) * self.bw * e_bw * (1 + gain), math.inf if self.ramp_fixed else 0.0)
         return floor, e_c, e_bw, b_half, gain
 
     def extra(self, x, tile):

@@ -309,20 +309,15 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
     from analyzer.measure.fit import options as calibration_fit
     from analyzer.measure.xla import rows as xr
     from analyzer.prediction.cpu.host import cache_level_bytes, cpu_family, host_id, vendor
-    from hardware_db.write import calibration_sources
-    from analyzer.measure.xla.fit import fit_tables, program_launch_s
+    from analyzer.measure.xla.fit import fit_tables
 
     cores = int(measured.get("cores") or os.cpu_count() or 1)
     q, passes = float(measured.get("q", QUANTILE)), int(measured.get("passes", PASSES))
     date, cpu, l2_core = timed_on(measured, refit=t0 is None)
     l2_bytes = float(l2_core * cores) if l2_core else 0.0
     fits, fig = fit_tables(measured, l2_bytes)
-    loop_s = None
-    if "scan_s" in measured:   # (rows measured before the suite had the scans: no in-loop figure)
-        from analyzer.measure.xla.fit import loop_launch_s
-
-        per_trip_launches = loop_scan.launches_per_trip()
-        loop_s = loop_launch_s(measured, per_trip_launches)
+    # (rows measured before the suite had the scans: no in-loop figure)
+    per_trip_launches = loop_scan.launches_per_trip() if "scan_s" in measured else None
     tables = {cls: calibration_fit.table_of(f) for cls, f in fits.items()}
     elapsed = time.perf_counter() - t0 if t0 is not None else float(measured.get("seconds", 0.0))
     ver = measured["jax_version"]
@@ -363,8 +358,9 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
             **({"simd": measured["simd"]} if "simd" in measured else {}),
             "dispatch": "synchronous (jax_cpu_enable_async_dispatch = False)",
             "run_overhead_us": fig["run_overhead_s"] * 1e6, "own_result_us": fig["own_result_s"] * 1e6,
-            **({} if loop_s is None else {"loop_launch_us": loop_s * 1e6}),
-            "program_launch_us": program_launch_s(measured, loop_scan.launches_per_link()) * 1e6, "cache_bytes": l2_bytes,
+            # (the launch figures: _net_launch_figures below)
+            **({} if per_trip_launches is None else {"loop_launch_us": 0.0}),
+            "program_launch_us": 0.0, "cache_bytes": l2_bytes,
             "llc_bytes": float(cache_level_bytes(3) or 0), "trans_weight": fig["trans_weight"],
             "models": "synthetic jitted JAX programs only (analyzer.measure.xla.rows)",
             "tables": tables,
@@ -372,16 +368,32 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
         "_rows": measured["rows"],
         "_measured": {**{k: v for k, v in measured.items() if k != "rows"}, "seconds": round(elapsed, 1)},
     }
-    doc["sources"].update(calibration_sources(doc["calibration"], head))
-    if loop_s is not None:
+    _net_launch_figures(doc, measured, head, per_trip_launches)
+    doc["_warnings"] = []
+    return doc
+
+
+def _net_launch_figures(doc: dict, measured: dict[str, Any], head: str, per_trip_launches: float | None) -> None:
+    """Set ``doc``'s ``program_launch_us`` (and ``loop_launch_us`` where the rows have the scans:
+    ``per_trip_launches`` not None) net of their programs' work predicted with ``doc``'s fitted
+    tables (``loop_scan.launch_work_s``), and the calibration's sources."""
+    from analyzer.measure.xla.fit import loop_launch_s, program_launch_s
+    from hardware_db.write import calibration_sources
+
+    work = loop_scan.launch_work_s(doc)
+    cal = doc["calibration"]
+    cal["program_launch_us"] = program_launch_s(measured, loop_scan.launches_per_link(), work["link"]) * 1e6
+    if per_trip_launches is not None:
+        cal["loop_launch_us"] = loop_launch_s(measured, per_trip_launches, work["trip"]) * 1e6
+    doc["sources"].update(calibration_sources(cal, head))
+    if per_trip_launches is not None:
         lo, hi = sorted(measured["scan_s"], key=int)
         doc["sources"]["calibration.loop_launch_us"] = (
-            f"{head}: (a scan of {hi} trips - one of {lo}) / {int(hi) - int(lo)} / {per_trip_launches:g} "
+            f"{head}: ((a scan of {hi} trips - one of {lo}) / {int(hi) - int(lo)} - its predicted work a trip, "
+            f"{work['trip'] * 1e6:.3g} us) / {per_trip_launches:g} "
             f"launches a trip (analyzer.measure.xla.rows.scan_program; the trips' median over the "
             f"passes{'; scans ' + measured['scan_measured_on'] if measured.get('scan_measured_on') else ''}): "
             "one launch inside a loop body (analyzer/prediction/cpu/loop_launch.py)")
-    doc["_warnings"] = []
-    return doc
 
 
 if __name__ == "__main__":

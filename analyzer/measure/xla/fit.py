@@ -45,21 +45,23 @@ def link_s(measured: dict[str, Any]) -> float:
     return max((chain[str(TINY_CHAIN)] - chain["1"]) / (TINY_CHAIN - 1), 1e-9)
 
 
-def program_launch_s(measured: dict[str, Any], launches_per_link: float) -> float:
+def program_launch_s(measured: dict[str, Any], launches_per_link: float, work_s: float = 0.0) -> float:
     """Seconds of one more kernel in a program (outside a loop): the chain's time per link
     (``link_s``: the slope of the chain's time over its links, from its two lengths 1 and
-    ``TINY_CHAIN``) over the launches opcost plans a link (``loop_scan.launches_per_link``)."""
-    return link_s(measured) / max(launches_per_link, 1.0)
+    ``TINY_CHAIN``) less ``work_s`` (the link's predicted work, ``loop_scan.launch_work_s``) over
+    the launches opcost plans a link (``loop_scan.launches_per_link``); at least 1 ns."""
+    return max((link_s(measured) - work_s) / max(launches_per_link, 1.0), 1e-9)
 
 
-def loop_launch_s(measured: dict[str, Any], launches_per_trip: float) -> float:
+def loop_launch_s(measured: dict[str, Any], launches_per_trip: float, work_s: float = 0.0) -> float:
     """Seconds of one launch inside a loop body: the scan's time per trip (``scan_s`` at the
-    two trip counts of ``rows.SCAN_TRIPS``) over ``launches_per_trip`` (the launches opcost
-    plans a trip of that body); at least 1 ns."""
+    two trip counts of ``rows.SCAN_TRIPS``) less ``work_s`` (the trip's predicted work,
+    ``loop_scan.launch_work_s``) over ``launches_per_trip`` (the launches opcost plans a trip of
+    that body); at least 1 ns."""
     scan = measured["scan_s"]
     lo, hi = sorted(scan, key=int)
     per_trip = (scan[hi] - scan[lo]) / (int(hi) - int(lo))
-    return max(per_trip / max(launches_per_trip, 1.0), 1e-9)
+    return max((per_trip - work_s) / max(launches_per_trip, 1.0), 1e-9)
 
 
 def own_result_s(measured: dict[str, Any]) -> float:
@@ -146,6 +148,11 @@ def fit_tables(measured: dict[str, Any], l2_bytes: float
         # as it: onnxruntime's 0.25 us noise floor is above it, and rows near 0 (a tiny row less
         # the run overhead and own_result_s) swung the log-error fits between calibrations
         kw["noise_floor_s"] = link
+        # the whole fixed cost in floor_s (no positive b_half): loop_launch replaces a kernel's
+        # floor by the chain's or the scan's launch cost, and a fixed part left in the memory term
+        # stayed on every kernel (a fit's 7.8 KB activation b_half at e_bw 0.33: 0.42 us a 32-byte
+        # tanh; its 200-link chain predicted 141 us, 55 us measured)
+        kw["ramp_fixed"] = False
         return args, kw
 
     # the transcendental weight: the best fit of the elementwise class over TRANS_WEIGHTS

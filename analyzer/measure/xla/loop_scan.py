@@ -54,3 +54,32 @@ def launches_per_link() -> float:
         sds = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)
         n.append(analyze_jax(fn, *sds, hw=hardware_db.get(REFERENCE_PROFILE), runtime="xla").predictions[0].launches)
     return (n[1] - n[0]) / (xr.TINY_CHAIN - 1)
+
+
+def _latency(profile, fn, args) -> float:
+    import jax
+
+    from analyzer.api import analyze_jax
+
+    sds = tuple(jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype) for a in args)
+    return analyze_jax(fn, *sds, hw=profile, runtime="xla").predictions[0].latency_s
+
+
+def launch_work_s(doc: dict) -> dict[str, float]:
+    """The work the launch figures' programs are predicted besides their launches, under the
+    profile document ``doc`` (``calibrate.profile_doc``'s, its tables fitted) with both launch
+    figures at 0: ``{"trip": seconds a trip of rows.scan_program, "link": seconds a link of the
+    chain rows.dot_chain(n, m=1, k=8)}`` (the differences of two lengths' predictions over the
+    lengths between: what is fixed once a run cancels). ``fit.loop_launch_s`` and
+    ``fit.program_launch_s`` take them off the measured time per trip and per link, so that a
+    body's FLOPs and bytes are not charged twice (once in the launch figure, once as work)."""
+    from analyzer.measure.xla import rows as xr
+    from hardware_db.profile import from_document
+
+    cal = {**doc["calibration"], "loop_launch_us": 0.0, "program_launch_us": 0.0}
+    prof = from_document({**{k: v for k, v in doc.items() if not k.startswith("_")}, "calibration": cal})
+    lo, hi = xr.SCAN_TRIPS
+    trip = (_latency(prof, *xr.scan_program(hi)) - _latency(prof, *xr.scan_program(lo))) / (hi - lo)
+    link = ((_latency(prof, *xr.dot_chain(xr.TINY_CHAIN, m=1, k=8)) - _latency(prof, *xr.dot_chain(1, m=1, k=8)))
+            / (xr.TINY_CHAIN - 1))
+    return {"trip": max(trip, 0.0), "link": max(link, 0.0)}

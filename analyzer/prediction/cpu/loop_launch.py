@@ -57,6 +57,18 @@ def replace_floor(fixed: np.ndarray, floors: np.ndarray, loop: np.ndarray, launc
     return np.where(loop, fixed - floors + launch_s, fixed)
 
 
+def inserted_fixed(fixed: np.ndarray, floors: np.ndarray, loop: np.ndarray, loop_s: float | None,
+                   prog_s: float | None) -> np.ndarray:
+    """The fixed seconds [E] of the launches a plan inserted (``FusionPlan.extra_ops``) with their
+    class ``floors`` replaced by ``loop_s`` where ``loop`` (a loop body's) and by ``prog_s``
+    elsewhere; a figure that is None leaves its launches at their floors."""
+    if loop_s is not None:
+        fixed = replace_floor(fixed, floors, loop, loop_s)
+    if prog_s is not None:
+        fixed = replace_floor(fixed, floors, ~loop, prog_s)
+    return fixed
+
+
 def note(profile_id: str, launch_s: float, kernels: int, launches: float) -> str:
     return (f"in-loop launches: {kernels} loop-body kernel(s), {launches:.0f} launches a run, each "
             f"{launch_s * 1e6:.3g} us ({profile_id}'s calibrated in-loop launch cost) in place of its "

@@ -76,8 +76,23 @@ def conv_general_dilated(ins, outs, ctx, *, dimension_numbers, lhs_dilation=None
     # their shapes) or batch-grouped (a grouped convolution's weight gradient)
     kernel = ("batch_grouped" if (batch_group_count or 1) > 1 else
               "grouped" if (feature_group_count or 1) > 1 and in_features > 1 else None)
+    relayout = conv_relayout(lhs_spec, rhs_spec)
+    if relayout:   # the operands not in a channels-last layout (the prediction's layout copies)
+        kernel = f"{kernel or ''} relayout={relayout}".lstrip()
     return Work(mac_flops=2 * n_out * o_feat * taps * in_features,
                 mac_dtype=_mac_dtype(ins[0], ins[1]), kernel=kernel)
+
+
+def conv_relayout(lhs_spec, rhs_spec) -> str:
+    """The operands (``"0"``, ``"1"``, ``"0,1"`` or ``""``) of a convolution whose dimension
+    numbers (``lhs_spec``: batch, feature, spatial dims; ``rhs_spec``: output feature, input
+    feature, spatial dims) are not row-major in the channels-last order XLA's CPU convolution
+    runs (input batch, spatial..., feature: ``b01f``; kernel spatial..., input, output: ``01io``):
+    a program input in another order is transposed before the convolution."""
+    n = len(lhs_spec)
+    lhs = (lhs_spec[0], *lhs_spec[2:], lhs_spec[1])
+    rhs = (*rhs_spec[2:], rhs_spec[1], rhs_spec[0])
+    return ",".join(str(j) for j, order in enumerate((lhs, rhs)) if tuple(order) != tuple(range(n)))
 
 
 @register("pallas_call", domain=D)
