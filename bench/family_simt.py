@@ -144,12 +144,18 @@ def evaluate(ns, family: str) -> dict:
         parts.append(scored(test, f))
     out = {"fit": fit, "folds": folds, "rows": rows, "pooled": scored(rows, Fit({}, sh, {})),
            "own": scored(rows, fit), "cv": pd.concat(parts)}
-    out["choice"] = {}
+    out["choice"] = choose(out["cv"], out["pooled"])
+    return out
+
+
+def choose(cv, pooled) -> dict:
+    """class -> "family" where the family fit's two-fold cross-validated MAPE on its kernel rows
+    (``cv``: rows with ``cls``, ``t`` measured, ``p`` predicted) is below the pooled set's
+    in-sample MAPE on the same rows (``pooled``), else "pooled" (the rule fixed beforehand)."""
+    out = {}
     for c in CLASSES:
-        cv = out["cv"][out["cv"].cls == c]
-        pool = out["pooled"][out["pooled"].cls == c]
-        own = fns.metrics(cv.p, cv.t)["mape"] < fns.metrics(pool.p, pool.t)["mape"]
-        out["choice"][c] = "family" if own else "pooled"
+        a, b = cv[cv.cls == c], pooled[pooled.cls == c]
+        out[c] = "family" if fns.metrics(a.p, a.t)["mape"] < fns.metrics(b.p, b.t)["mape"] else "pooled"
     return out
 
 
