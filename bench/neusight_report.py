@@ -325,9 +325,11 @@ def product_check(folds: dict) -> tuple[list, list[str]]:
            f"{PRODUCT_PER} kernel rows (above {FLOOR_X:g}x the floor) per op and device of each held-out GPU. "
            "`kernel + host`: runtime kernel plus the held-out host's fitted dispatch; `eager-op`: opcost's eager-op "
            "as shipped (its assumed dispatch, runtimes.EAGER_DISPATCH_US). The A100's memory-bound rows take "
-           "opcost's nvidia-ampere sets (vidur-fitted), not the pooled ones: a check of the Ampere set. "
+           "opcost's nvidia-ampere sets (vidur-fitted), not the pooled ones: a check of the Ampere set. The "
+           "gemm_simt/bgemm_simt rows of a family with its own FMA-unit set (bench/family_simt.py: fitted on "
+           "these GPUs' rows) take it: in-sample for those rows. "
            f"Feature path vs product (kernel + host): median |diff| {100 * np.median(agree):.2f} %, "
-           f"max {100 * agree.max():.2f} % (the A100 memory-bound rows differ by design).", "",
+           f"max {100 * agree.max():.2f} % (those rows differ by design).", "",
            "| GPU | class | rows | kernel + host MAPE % | bias % | within 10 % | eager-op (opcost's dispatch) MAPE % "
            "| bias % |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for (g, c), d in rows.groupby(["gpu", "cls"]):
