@@ -17,7 +17,10 @@ Method (fixed before any held-out figure was looked at):
 - **FP32 datapath factor** ``g`` (``[compute] fp32_datapath_factor``): the SMs of NVIDIA's GA10x
   and AD10x chips list 128 FP32 lanes, half of them on a datapath shared with INT32; an sgemm
   reaches a smaller share of that doubled peak than an SM with a datapath per lane (V100, P100,
-  A100: the design the FMA-unit classes were fitted on, ``bench/fit_neusight.py``).
+  A100: the design the FMA-unit classes were fitted on, ``bench/fit_neusight.py``; each card
+  predicted with its family's ``gemm_simt`` set, ``bench/family_simt.py``: the A100 and, through
+  GA10x's inherited copy, the RTX 4090 and A40 with Ampere's, the V100 with Volta's, the P100
+  with the pooled one).
   ``g = mean r(RTX 4090, A40) / mean r(V100-SXM2, P100-PCIe, A100-PCIe)``, r without the factor,
   on the N = 8192 row of each (one row per card: in-sample); N = 10240 and the RTX 3090's rows
   check it.  Written into every profile of that design (``SHARED_INT32``); designs without data
@@ -160,7 +163,7 @@ def write_profiles(rows: list[dict], profiles_dir: str) -> tuple[float, float]:
         set_datapath_factor(pid, g, (
             f"the shared-INT32 FP32 design's factor ({chip}; {DESIGN_SOURCE}): mean r of the uncapped RTX 4090 "
             f"and A40 over mean r of the uncapped V100-SXM2, P100-PCIe and A100-PCIe, r = measured / opcost's "
-            f"prediction without the factor, public fp32 torch.mm at N = {FACTOR_N} (zzc0721/torch-performance-"
+            f"prediction without the factor (each card on its family's gemm_simt set, bench/family_simt.py), public fp32 torch.mm at N = {FACTOR_N} (zzc0721/torch-performance-"
             f"test-data issues 78, 185, 140, 174, 108); bench/data/sustained_gemm/public_gemm_throughput.csv, "
             f"bench/fit_sustained_gemm.py, {COMMAND}"), profiles_dir)
     return ghz, g

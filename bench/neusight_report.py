@@ -160,7 +160,9 @@ def constants_doc(cls: str, vals: dict) -> dict:
 
 def write_constants(fit: Fit, sub, errs: dict, directory: str) -> None:
     """The pooled matrix sets into generic.json; the pooled memory-bound sets into the Volta,
-    Turing and Pascal family files (new files; nothing else in the directory changes)."""
+    Turing and Pascal family files (their other sets, the family's own FMA-unit sets of
+    ``bench/family_simt.py``, and that script's note in the description kept; nothing else in
+    the directory changes)."""
     path = os.path.join(directory, "generic.json")
     with open(path, encoding="utf-8") as f:
         gen = json.load(f)
@@ -168,15 +170,23 @@ def write_constants(fit: Fit, sub, errs: dict, directory: str) -> None:
         gen["sets"][cls] = {"constants": constants_doc(cls, fit.sets[cls]), "provenance": provenance(cls, sub, errs[cls])}
     _dump(gen, path)
     for fam, (what, devices) in FAMILIES.items():
+        fam_path = os.path.join(directory, f"{fam}.json")
+        old = {"sets": {}, "description": ""}
+        if os.path.exists(fam_path):
+            with open(fam_path, encoding="utf-8") as f:
+                old = json.load(f)
         doc = {"schema_version": 1, "family": fam,
                "description": f"{what}: memory-bound classes (elementwise, activation, softmax and softmax_block by row length, norm) pooled over "
                               "NeuSight's five GPUs (A100 PCIe, V100 PCIe, T4, P100 PCIe, P4; fp32 PyTorch 2.1 "
                               "eager single calls, host dispatch fitted apart; bench/fit_neusight.py); the FMA-unit "
-                              "matrix classes are generic.json's pooled sets; other classes generic.",
+                              "matrix classes generic.json's pooled sets but where this file has its own; other "
+                              "classes generic." + "".join(old["description"].partition(" FMA-unit GEMM sets (")[1:]),
                "devices": devices, "scalars": {"trans_weight": 11.0, "provenance": TRANS_PRIOR},
                "sets": {cls: {"constants": constants_doc(cls, fit.sets[cls]), "provenance": provenance(cls, sub, errs[cls])}
                         for cls in MEMORY}}
-        _dump(doc, os.path.join(directory, f"{fam}.json"))
+        # the family's own FMA-unit sets (bench/family_simt.py) stay
+        doc["sets"].update({c: v for c, v in old["sets"].items() if c not in MEMORY})
+        _dump(doc, fam_path)
 
 
 def _dump(doc: dict, path: str) -> None:
@@ -315,9 +325,11 @@ def product_check(folds: dict) -> tuple[list, list[str]]:
            f"{PRODUCT_PER} kernel rows (above {FLOOR_X:g}x the floor) per op and device of each held-out GPU. "
            "`kernel + host`: runtime kernel plus the held-out host's fitted dispatch; `eager-op`: opcost's eager-op "
            "as shipped (its assumed dispatch, runtimes.EAGER_DISPATCH_US). The A100's memory-bound rows take "
-           "opcost's nvidia-ampere sets (vidur-fitted), not the pooled ones: a check of the Ampere set. "
+           "opcost's nvidia-ampere sets (vidur-fitted), not the pooled ones: a check of the Ampere set. The "
+           "gemm_simt/bgemm_simt rows of a family with its own FMA-unit set (bench/family_simt.py: fitted on "
+           "these GPUs' rows) take it: in-sample for those rows. "
            f"Feature path vs product (kernel + host): median |diff| {100 * np.median(agree):.2f} %, "
-           f"max {100 * agree.max():.2f} % (the A100 memory-bound rows differ by design).", "",
+           f"max {100 * agree.max():.2f} % (those rows differ by design).", "",
            "| GPU | class | rows | kernel + host MAPE % | bias % | within 10 % | eager-op (opcost's dispatch) MAPE % "
            "| bias % |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for (g, c), d in rows.groupby(["gpu", "cls"]):

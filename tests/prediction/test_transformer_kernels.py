@@ -72,7 +72,7 @@ def test_whole_tile_keeps_its_tile_on_a_small_grid():
 
 
 def test_attention_pv_on_the_fma_units_pays_the_shipped_tile():
-    gen = fc.load_constants("generic").arrays
+    gen = fc.load_constants("nvidia-volta").arrays   # the V100's family set (bench/family_simt.py)
     i = eff.CLASS_CODE["bgemm_simt"]
     tm, tn = gen["tile_m"][i], gen["tile_n"][i]
     assert gen["whole_tile"][i] == 1.0
