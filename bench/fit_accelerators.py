@@ -102,8 +102,9 @@ def write_family(family: str, pid: str, p: dict, r: float, rows, err: dict) -> N
     doc = {"schema_version": 1, "family": family,
            "description": (f"Qualcomm Hexagon NPU constants of {pid} fitted on public AI Hub whole-model "
                            "latencies: e_compute of the matrix classes (fraction of the int8 MAC peak; fp16 "
-                           "runs at the profile's fitted fp16 figure), a per-layer dispatch floor, the "
-                           "depthwise-convolution efficiency and the DRAM-streaming fractions"),
+                           "runs at the profile's fitted fp16 figure), the depthwise-convolution efficiency, "
+                           "the DRAM-streaming fractions, a per-layer floor (0 where the form has none) and "
+                           "the per-inference fixed costs; fitted with the loss its provenance names"),
            "devices": [pid], "scalars": scalars,
            "sets": {c: set_of(c, p, d, prov) for c in OP_CLASSES}}
     with open(os.path.join(EFF_DIR, f"{family}.json"), "w", encoding="utf-8") as fh:
