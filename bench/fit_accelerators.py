@@ -50,8 +50,8 @@ HEXAGON = {"hexagon-sd8gen2": "qualcomm-hexagon-v73", "hexagon-sd8gen3": "qualco
 DEVICE_NAME = {"hexagon-sd8gen2": "Samsung Galaxy S23 (Snapdragon 8 Gen 2)",
                "hexagon-sd8gen3": "Samsung Galaxy S24 (Snapdragon 8 Gen 3)"}
 # the form bench/hexagon_forms.py chose (bench/results/hexagon_forms.md)
-FORM = H.Form("qnn", t0=True, floors=False, bwmax=1.0)
-FORM_NAME = "qnn fusion, e_bw <= 1, t0 per precision, no floor"
+FORM = H.Form("qnn", t0=True, floors=False, bwmax=1.0, loss="cauchy", f_scale=0.2)
+FORM_NAME = "qnn fusion, e_bw <= 1, t0 per precision, no floor, cauchy loss f = 0.2"
 # class group -> the (e_compute, e_bw, floor) constants its op classes take
 GROUP_PARAMS = {"mat": ("e_mat", "bw_mat", "floor_mat"), "dw": ("e_dw", "bw_mat", "floor_mat"),
                 "ew": ("e_mat", "bw_ew", "floor_ew"), "move": ("e_mat", "bw_move", "floor_move")}
@@ -80,7 +80,8 @@ def write_family(family: str, pid: str, p: dict, r: float, rows, err: dict) -> N
                        f"(never fitted): {', '.join(sorted(HELD_OUT))}"),
             "timing": "Qualcomm AI Hub v0.35.0 estimated_inference_time (QAIRT 2.37.0, TFLite 2.17.0), batch 1",
             "rows": int(len(rows)),
-            "fit_method": (f"one least squares on log(pred/measured) over the whole-model rows, form '{FORM_NAME}' "
+            "fit_method": (f"one least squares ({FORM.loss} loss, scale {FORM.f_scale:g} log units) on "
+                           f"log(pred/measured) over the whole-model rows, form '{FORM_NAME}' "
                            f"(bench/hexagon_model.py; chosen by leave-one-model-out and leave-one-family-out "
                            f"cross-validation on the fitted models, bench/hexagon_forms.py): {', '.join(FORM.names())} "
                            f"per device (efficiencies at most 1, e_bw at most {FORM.bwmax:g}, floors at most "
@@ -101,8 +102,9 @@ def write_family(family: str, pid: str, p: dict, r: float, rows, err: dict) -> N
     doc = {"schema_version": 1, "family": family,
            "description": (f"Qualcomm Hexagon NPU constants of {pid} fitted on public AI Hub whole-model "
                            "latencies: e_compute of the matrix classes (fraction of the int8 MAC peak; fp16 "
-                           "runs at the profile's fitted fp16 figure), a per-layer dispatch floor, the "
-                           "depthwise-convolution efficiency and the DRAM-streaming fractions"),
+                           "runs at the profile's fitted fp16 figure), the depthwise-convolution efficiency, "
+                           "the DRAM-streaming fractions, a per-layer floor (0 where the form has none) and "
+                           "the per-inference fixed costs; fitted with the loss its provenance names"),
            "devices": [pid], "scalars": scalars,
            "sets": {c: set_of(c, p, d, prov) for c in OP_CLASSES}}
     with open(os.path.join(EFF_DIR, f"{family}.json"), "w", encoding="utf-8") as fh:
@@ -228,6 +230,8 @@ def main() -> None:
             write_family(fam, pid, P, r, sub, stats(ms(sub, feats, P, r), sub.inference_time_ms))
         report.append(f"Written: fp16 figures {fp16}; families {', '.join(HEXAGON.values())}")
         H._REPORTS.clear()   # fresh analyses: a report memoises the profile terms it was predicted with
+        import hardware_db
+        hardware_db.clear_cache()   # the profiles just written, not the ones read before
         op = np.array([opcost_ms(row.model_id, row.opcost_profile, row.precision) for row in rows.itertuples()])
         report += table("opcost (analyzer.prediction.predict, shipped profiles), in-sample rows", train,
                         op[~held.values])

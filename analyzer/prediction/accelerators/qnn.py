@@ -23,7 +23,9 @@ the usual NPU compiler practice (Huawei CANN's graph engine, "Concat No Task": t
 placed contiguously and the concat runs no task), kept because the cross-validation below
 chose it.  The form (these joins, the fixed cost, no per-kernel floor) was chosen by
 leave-one-model-out and leave-one-family-out cross-validation on the fitted AI Hub models
-(bench/hexagon_forms.py; constants by bench/fit_accelerators.py; docs/accuracy.md).
+(bench/hexagon_forms.py; constants by bench/fit_accelerators.py, a least squares with a Cauchy
+loss on log(predicted / measured), so that the few rows no kernel sum represents do not set
+the others' constants; docs/accuracy.md).
 
 Per inference, the profile family's ``run_fixed_s`` scalar (``efficiency/constants.py``) is
 added once: the graph-execute cost outside the accelerator's kernels (QNN's HTP profile

@@ -1,0 +1,210 @@
+"""Structural variants of the Hexagon NPU form (bench/hexagon_model.py), scored by the same
+leave-one-model-out (LOMO) and leave-one-family-out (LOFO) cross-validation on the fitted models
+as bench/hexagon_forms.py; none of them is shipped (docs/accuracy.md, "Tried and not kept").
+
+    PYTHONPATH=$PWD python bench/hexagon_variants.py [MEASUREMENTS_DIR] [--out bench/results/hexagon_variants.md]
+
+The base is the ``qnn`` plan with a per-inference fixed cost per precision, no floor, e_bw <= 1
+(constants per device: e_mat, e_dw, bw_mat, bw_ew, bw_move, t0_fp16, t0_int8; r_fp16 shared).
+Per kernel t = max(W / (P_int8 s_prec e), B / (BW e_bw)) as in hexagon_model.times, with the
+data-movement kernels split by their ONNX ops: layout (Transpose, Reshape, Squeeze, Unsqueeze,
+Flatten only), index/shape (any of Cast, ScatterND, Gather, GatherElements, Expand, Where,
+Equal), other (Slice, Pad, Split, Resize, ...). A variant (VARIANTS) changes one thing:
+
+- ``tr``: layout kernels ``free`` (cost 0: QNN's converter folds layout into NHWC) or ``own``
+  (their own e_bw); ``gs``: the same for index/shape kernels (a static-shape compiler folds them);
+- ``p``: t = (tc^p + tm^p)^(1/p) instead of max (p = 1: compute and memory do not overlap);
+- ``kfix``: a fixed cost per kernel per device added to every kernel;
+- ``s_ew``: a factor per device on the memory time of fp16 elementwise kernels (HVX fp16);
+- ``wfloor``: the inference at least its weight bytes (at the row's precision) / datasheet BW;
+- ``vtcm``: a kernel whose activation bytes (its bytes less its weights) are at most this many
+  bytes (the HTP's VTCM, 8 MB on v73) moves them at a fitted fraction ``c_act`` per device of
+  their DRAM time (kept on chip), its weights always from DRAM;
+- ``l2``: the library's cache term (analyzer/prediction/efficiency/kernel_time.py ``l2_gain``):
+  memory time / (1 + g s(bytes / l2)), s(x) = 1 / (1 + x^2), bytes the kernel's whole working
+  set, l2 this many bytes, g fitted per device (``l2_gain``);
+- ``loss``, ``fs``: scipy least_squares' loss and f_scale on the log residual.
+
+Needs pandas and scipy (bench only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+import hexagon_model as H  # noqa: E402
+
+LAYOUT = frozenset({"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze"})
+INDEX = frozenset({"Cast", "ScatterND", "Gather", "GatherElements", "Expand", "Where", "Equal"})
+X0 = dict(H.X0, bw_tr=0.5, bw_gs=0.5, s_ew=1.0, kfix=2e-6, c_act=0.5, l2_gain=1.0)
+VARIANTS = {
+    "linear loss (the base as before)": {},
+    "linear, layout kernels free": {"tr": "free"},
+    "linear, layout and index kernels free": {"tr": "free", "gs": "free"},
+    "linear, layout and index kernels own e_bw": {"tr": "own", "gs": "own"},
+    "linear, no overlap (p = 1)": {"p": 1.0},
+    "linear, weight-streaming floor": {"wfloor": True},
+    "cauchy 0.2 (shipped)": {"loss": "cauchy", "fs": 0.2},
+    "cauchy 0.2, layout kernels free": {"loss": "cauchy", "fs": 0.2, "tr": "free"},
+    "cauchy 0.2, index kernels free": {"loss": "cauchy", "fs": 0.2, "gs": "free"},
+    "cauchy 0.2, layout and index kernels free": {"loss": "cauchy", "fs": 0.2, "tr": "free", "gs": "free"},
+    "cauchy 0.2, layout and index kernels own e_bw": {"loss": "cauchy", "fs": 0.2, "tr": "own", "gs": "own"},
+    "cauchy 0.2, no overlap (p = 1)": {"loss": "cauchy", "fs": 0.2, "p": 1.0},
+    "cauchy 0.2, fixed cost per kernel": {"loss": "cauchy", "fs": 0.2, "kfix": True},
+    "cauchy 0.2, fp16 elementwise factor": {"loss": "cauchy", "fs": 0.2, "s_ew": True},
+    "cauchy 0.2, weight-streaming floor": {"loss": "cauchy", "fs": 0.2, "wfloor": True},
+    "cauchy 0.2, activations <= 8 MB on chip": {"loss": "cauchy", "fs": 0.2, "vtcm": 8e6},
+    "cauchy 0.2, cache term l2_gain at 8 MB": {"loss": "cauchy", "fs": 0.2, "l2": 8e6},
+}
+
+
+def kernel_data(rows) -> dict:
+    """(model, device, precision) -> per-kernel arrays: sub-group (0 matrix, 1 depthwise,
+    2 elementwise, 3 layout, 4 other movement, 5 index/shape), W, datasheet memory seconds, and
+    the weight seconds (weight bytes at the row's precision / datasheet BW)."""
+    from analyzer.prediction.predict import predict
+
+    out = {}
+    for key in sorted(set(zip(rows.model_id, rows.opcost_profile, rows.precision))):
+        rep = H.report(key[0])
+        (pred,) = predict(rep, [H.datasheet(key[1])], precision=key[2], runtime="qnn")
+        kt = pred.kernel_table
+        ops = [set() for _ in kt.op_class]
+        wb = np.zeros(len(kt.op_class))
+        for i, k in enumerate(kt.kernel_of):
+            if k >= 0:
+                ops[k].add(rep.nodes[i].op)
+                wb[k] += rep.nodes[i].cost.weight_bytes
+        sub = []
+        for cls, o in zip(kt.op_class, ops):
+            g = H.group_of(cls)
+            sub.append(H.GROUPS.index(g) if g != "move" else 3 if o <= LAYOUT else 5 if o & INDEX else 4)
+        fp = key[2] == "fp16"
+        out[key] = dict(S=np.array(sub), W=np.asarray(kt.compute) * np.asarray(kt.matrix_peak),
+                        M=np.asarray(kt.memory, float), dev=H.DEVS.index(key[1]), fp=fp,
+                        wsec=float(wb.sum()) * (0.5 if fp else 0.25) / float(kt.mem_bw),
+                        wk=wb * (0.5 if fp else 0.25) / float(kt.mem_bw),
+                        nbytes=np.asarray(kt.nbytes, float),
+                        act=np.maximum(np.asarray(kt.nbytes, float) - wb * (0.5 if fp else 0.25), 0.0),
+                        peak=H.peak_int8(key[1]))
+    return out
+
+
+def names(o: dict) -> list[str]:
+    n = ["e_mat", "e_dw", "bw_mat", "bw_ew", "bw_move", "t0_fp16", "t0_int8"]
+    return n + [k for k, on in (("bw_tr", o.get("tr") == "own"), ("bw_gs", o.get("gs") == "own"),
+                                 ("s_ew", o.get("s_ew")), ("kfix", o.get("kfix")), ("c_act", o.get("vtcm")),
+                                 ("l2_gain", o.get("l2")))
+                         if on]
+
+
+def key_time(q: dict, P: dict, r: float, o: dict) -> float:
+    """Seconds of one (model, device, precision) under variant ``o`` (module docstring)."""
+    d, S = q["dev"], q["S"]
+    e = np.where(S == 1, P["e_dw"][d], P["e_mat"][d])
+    bw = [P["bw_mat"][d], P["bw_mat"][d], P["bw_ew"][d], P["bw_move"][d], P["bw_move"][d], P["bw_move"][d]]
+    bw[3] = P["bw_tr"][d] if o.get("tr") == "own" else bw[3]
+    bw[5] = P["bw_gs"][d] if o.get("gs") == "own" else bw[5]
+    tc = q["W"] / (q["peak"] * (r if q["fp"] else 1.0) * e)
+    mem = q["M"]
+    if o.get("vtcm"):   # activations that fit on chip at c_act of their DRAM time; weights from DRAM
+        on_chip = q["act"] <= o["vtcm"]
+        mem = q["wk"] + np.where(on_chip, P["c_act"][d], 1.0) * np.maximum(q["M"] - q["wk"], 0.0)
+    tm = mem / np.array(bw)[S]
+    if o.get("l2"):
+        tm = tm / (1.0 + P["l2_gain"][d] / (1.0 + (q["nbytes"] / o["l2"]) ** 2))
+    if o.get("s_ew") and q["fp"]:
+        tm = np.where(S == 2, tm * P["s_ew"][d], tm)
+    for flag, g in (("tr", 3), ("gs", 5)):
+        if o.get(flag) == "free":
+            tm = np.where(S == g, 0.0, tm)
+    t = np.maximum(tc, tm) if "p" not in o else (tc ** o["p"] + tm ** o["p"]) ** (1 / o["p"])
+    if o.get("kfix"):
+        t = t + P["kfix"][d] * (t > 0)
+    tot = float(t.sum()) + (P["t0_fp16"][d] if q["fp"] else P["t0_int8"][d])
+    return max(tot, q["wsec"]) if o.get("wfloor") else tot
+
+
+def predict_rows(x, o: dict, rows, kd: dict) -> np.ndarray:
+    n = names(o)
+    P = {nm: np.exp(np.array([x[d * len(n) + j] for d in range(2)])) for j, nm in enumerate(n)}
+    r = float(np.exp(x[-1]))
+    keys = list(zip(rows.model_id, rows.opcost_profile, rows.precision))
+    memo = {k: key_time(kd[k], P, r, o) for k in set(keys)}
+    return np.array([memo[k] for k in keys])
+
+
+def fit(rows, o: dict, kd: dict) -> np.ndarray:
+    """hexagon_model.fit's least squares (two starts, weak prior, efficiencies and e_bw <= 1,
+    t0 >= 1 us) for variant ``o``; returns the log-space parameter vector."""
+    from scipy.optimize import least_squares
+
+    n = names(o)
+    meas = rows.inference_time_ms.values * 1e-3
+    x0 = np.array([np.log(X0[k]) for _ in range(2) for k in n] + [np.log(0.25)])
+    up = np.array([0.0 if k[:2] in ("e_", "bw", "c_") else np.inf for _ in range(2) for k in n] + [0.0])
+    lo = np.array([np.log(H.T0_MIN) if k.startswith("t0") else np.log(1e-8) if k == "kfix" else -np.inf
+                   for _ in range(2) for k in n] + [-np.inf])
+
+    def res(x):
+        return np.concatenate([np.log(predict_rows(x, o, rows, kd) / meas), 0.01 * (x - x0)])
+
+    best = None
+    for bw_scale in (1.0, 10.0):
+        start = x0 + np.array([np.log(bw_scale) if k.startswith("bw") else 0.0 for _ in range(2) for k in n] + [0.0])
+        sol = least_squares(res, np.clip(start, lo + 1e-10, up - 1e-10), bounds=(lo, up), method="trf",
+                            loss=o.get("loss", "linear"), f_scale=o.get("fs", 1.0))
+        best = sol if best is None or sol.cost < best.cost else best
+    return best.x
+
+
+def cv(rows, o: dict, kd: dict, key) -> np.ndarray:
+    keys = np.array([key(m) for m in rows.model_id])
+    pred = np.zeros(len(rows))
+    for k in sorted(set(keys)):
+        out = keys == k
+        pred[out] = predict_rows(fit(rows[~out], o, kd), o, rows[out], kd)
+    return pred
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("measurements", nargs="?", default=os.path.join(ROOT, "..", "shared", "measurements",
+                                                                      "accelerators"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "hexagon_variants.md"))
+    ap.add_argument("--only", default="", help="run only the variants whose name contains this")
+    a = ap.parse_args()
+    rows = H.hexagon_rows(a.measurements)
+    train = rows[~rows.model_id.isin(H.HELD_OUT)].reset_index(drop=True)
+    meas = train.inference_time_ms.values * 1e-3
+    kd = kernel_data(train)
+    lines = ["# Hexagon NPU: structural variants, cross-validated on the fitted models", "",
+             "Command: `PYTHONPATH=$PWD python bench/hexagon_variants.py ../shared/measurements/accelerators`; "
+             f"{len(train)} fitted rows, {train.model_id.nunique()} models; the held-out models never enter "
+             "(bench/hexagon_variants.py's docstring says what each variant changes).", "",
+             "| variant | in-sample MAPE (bias) | LOMO (bias) | LOFO (bias) | mean CV MAPE |", "|---|---:|---:|---:|---:|"]
+    print("\n".join(lines), flush=True)
+    for name, o in VARIANTS.items():
+        if a.only not in name:
+            continue
+        s_in = H.stats(predict_rows(fit(train, o, kd), o, train, kd), meas)
+        s_mo = H.stats(cv(train, o, kd, lambda m: m), meas)
+        s_fa = H.stats(cv(train, o, kd, H.FAMILIES.get), meas)
+        lines.append(f"| {name} | {s_in['mape']:.1f} % ({s_in['bias']:+.1f} %) | {s_mo['mape']:.1f} % "
+                     f"({s_mo['bias']:+.1f} %) | {s_fa['mape']:.1f} % ({s_fa['bias']:+.1f} %) | "
+                     f"{(s_mo['mape'] + s_fa['mape']) / 2:.1f} % |")
+        print(lines[-1], flush=True)
+    with open(a.out, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
