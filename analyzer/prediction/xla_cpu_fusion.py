@@ -45,8 +45,9 @@ convolution for such an operand that is
 
 5. an input of its level (a program's parameter, a body's input: their layout is fixed), not a
    constant (constants are transposed at compile time); or
-6. the result of a kernel that other nodes read too (each convolution that wants it in another
-   order gets its own copy; the other readers read the kernel's own result).
+6. the result of a kernel that another node that does not fuse reads too (another convolution,
+   a dot: each convolution that wants it in another order gets its own copy); elementwise
+   readers read it in the order it is written.
 
 A ``scan`` (``NodeCost.loop_io``) compiles to a ``while`` whose body runs, every trip, besides
 the body's own kernels (checked on the optimized HLO of ``samples/jax_models.py``'s scan RNN,
@@ -121,7 +122,7 @@ def plan(nodes, graph_outputs: frozenset[str]) -> fusion.FusionPlan:
             sets.union(i, users[0])
             heavy[sets.find(i)] = min(h, hu)
     p = fusion._collect(nodes, sets, producer, consumers, graph_outputs, POLICY)
-    extra = _loop_launches(nodes, p, consumers, ok) + _relayouts(nodes, p, producer, consumers, folded)
+    extra = _loop_launches(nodes, p, consumers, ok) + _relayouts(nodes, p, producer, consumers, folded, ok)
     if not extra:
         return p
     ops = [()] * p.kernels
@@ -222,9 +223,10 @@ def _loop_launches(nodes, p: fusion.FusionPlan, consumers, ok) -> list[tuple[int
     return out
 
 
-def _relayouts(nodes, p: fusion.FusionPlan, producer, consumers, folded) -> list[tuple[int, str, int]]:
+def _relayouts(nodes, p: fusion.FusionPlan, producer, consumers, folded, ok) -> list[tuple[int, str, int]]:
     """[(kernel, "transpose", bytes it moves)] of the layout copies before convolutions (rules 5
-    and 6 of the module docstring), each on its convolution's kernel."""
+    and 6 of the module docstring), each on its convolution's kernel; ``ok[i]``: node ``i``
+    fuses into a loop fusion."""
     out = []
     for i, nd in enumerate(nodes):
         word = nd.kernel or ""
@@ -234,7 +236,7 @@ def _relayouts(nodes, p: fusion.FusionPlan, producer, consumers, folded) -> list
             if j >= len(nd.inputs) or not nd.inputs[j] or compiled_constant(nd, j, folded):
                 continue
             src = _source(nd.level, nd.inputs[j], nodes, producer, folded)
-            if src is None or (src >= 0 and len(_readers(src, nodes, consumers)) > 1):
+            if src is None or (src >= 0 and any(u != i and not ok[u] for u in _readers(src, nodes, consumers))):
                 out.append((p.kernel_of[i], "transpose", 2 * nd.input_bytes[j]))
     return out
 

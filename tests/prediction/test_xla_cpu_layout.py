@@ -83,3 +83,15 @@ def test_a_producer_of_a_ynnpack_reduction_is_written():
         return y * jnp.sum(y, axis=1, keepdims=True)
     assert _launches(f, jax.ShapeDtypeStruct((64, 64), jnp.float32)) == 3
     assert _launches(f, jax.ShapeDtypeStruct((8, 64), jnp.float32)) == 2
+
+
+def test_a_conv_input_its_elementwise_readers_share_is_not_copied():
+    # relu(x) read by the convolution and by the add after it: the relu writes channels-last,
+    # the add reads it so: [relu], the weight's copy, the convolution, [conv + relu] = 4 (XLA: 4
+    # thunks, 3 loop fusions and the convolution)
+    x, w = jax.ShapeDtypeStruct((2, 8, 16, 16), jnp.float32), jax.ShapeDtypeStruct((8, 8, 3, 3), jnp.float32)
+
+    def f(x, w):
+        h = jax.nn.relu(x)
+        return _conv(h, w, NCHW) + h
+    assert _launches(f, x, w) == 1 + 1 + 1 + 1
