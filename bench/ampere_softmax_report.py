@@ -10,6 +10,7 @@ import numpy as np
 
 import ampere_softmax as am
 import fit_neusight as fns
+from neusight_report import _dump
 from analyzer.prediction.efficiency import constants as fc
 from analyzer.prediction.efficiency.kernel_time import CLASS_CODE, SOFTMAX_WARP_ROW, kernel_time, with_clock
 
@@ -128,13 +129,6 @@ def write_sets(chosen: dict, choice: dict, rows, preds: dict, directory: str) ->
         ga["description"] += (f" softmax and softmax_block: nvidia-ampere's, inherited ({am.SCRIPT}; no softmax "
                               "measurements on GA10x).")
     _dump(ga, ga_path)
-
-
-def _dump(doc: dict, path: str) -> None:
-    fc.validate(doc, path)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
 
 
 # ----------------------------------------------------------------------------- the report
