@@ -16,22 +16,12 @@ from analyzer.measure.xla import loop_scan
 from analyzer.measure.xla import rows as xr
 from analyzer.prediction.cpu import loop_launch
 from hardware_db.write import calibration_sources, write_profile
+from xla_cpu_profile import calibrated_xla_doc
 
 
 def _doc(floor_us: float = 0.3) -> dict:
-    table = {"floor_us": floor_us, "e_c": 0.5, "e_bw": 0.5, "b_half_bytes": 0.0, "l2_gain": 0.0, "rows": 10,
-             "fit_mape": 5.0}
-    cal = {"measured_on": "2026-12-02", "runtime": "xla", "threads": 2, "run_overhead_us": 9.0,
-           "tables": {c: dict(table) for c in ("gemm", "elementwise", "activation", "movement")}}
-    doc = {"schema_version": 1, "id": "calibrated-work-test", "name": "test cpu", "vendor": "AMD",
-           "kind": "cpu", "family": "x86-cpu", "default_runtime": "xla",
-           "matrix_tflops": {"fp32": 0.01}, "vector_tflops": {"fp32": 0.01}, "memory": {"mem_bw_gbs": 10.0},
-           "overhead": {"launch_overhead_us": 0.2},
-           "sources": {"matrix_tflops.fp32": "test", "vector_tflops.fp32": "test",
-                       "memory.mem_bw_gbs": "test", "overhead.launch_overhead_us": "test"},
-           "calibration": cal}
-    doc["sources"].update(calibration_sources(cal, "test"))
-    return doc
+    return calibrated_xla_doc({c: floor_us for c in ("gemm", "elementwise", "activation", "movement")}, 9.0,
+                              eff=0.5, tflops=0.01, bw_gbs=10.0, pid="calibrated-work-test")
 
 
 def _latency(path, fn, args) -> float:
