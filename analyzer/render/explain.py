@@ -6,7 +6,7 @@ from __future__ import annotations
 from analyzer.render import safe
 from analyzer.render.headline import assumed, human_time
 from analyzer.render.pieces import human
-from analyzer.render.terminal import wrap
+from analyzer.render.layout import wrap
 
 
 def _compute_lines(e) -> list[str]:

@@ -12,14 +12,11 @@
 tell rows apart (``analyzer.render.names``: the prefix the shown rows share is said once, a
 long name loses components from its middle, never its last, and every shown name is unique and
 accepted by ``--explain``).  ``width=None`` (a pipe or a file): one line per row, names whole,
-so ``grep NAME`` finds a layer's row.  The table is drawn here, not by rich: 50,000 rows must
-cost less than their analysis.
+so ``grep NAME`` finds a layer's row.  The table is drawn by ``analyzer.render.layout``, not
+by rich: 50,000 rows must cost less than their analysis.
 """
 
 from __future__ import annotations
-
-import re
-import textwrap
 
 from analyzer.counting.engine import UNCOSTED
 from analyzer.render import names as fit_names
@@ -32,6 +29,7 @@ from analyzer.render.headline import (
     shared_notes,
     short_caveat,
 )
+from analyzer.render.layout import one_line, table, wrap
 from analyzer.render.pieces import (  # noqa: F401
     comparison_lines,
     comparison_text,
@@ -43,23 +41,8 @@ from analyzer.report import rollups
 
 TOP_DEFAULT = 15
 ROLLUP_DEFAULT = 8
-MIN_NAME = 16
 # how to ask for more, in the caller's words (the CLI passes its flags)
 HINTS = {"all": "all_rows=True", "explain": "Prediction.explain", "verbose": "verbose=True"}
-_UNIT = re.compile(r"(\d) (?=[a-zA-Zµ%])")
-NBSP = "\u00a0"
-
-
-def wrap(line: str, width: int | None, indent: str = "    ") -> list[str]:
-    """``line`` wrapped at spaces to ``width`` (a number stays with its unit); unchanged when
-    ``width`` is None."""
-    if width is None or len(line) <= width:
-        return [line]
-    lead = line[:len(line) - len(line.lstrip(" "))]
-    glued = _UNIT.sub(lambda m: m.group(1) + NBSP, line)
-    out = textwrap.wrap(glued, width=width, initial_indent="", subsequent_indent=lead + indent,
-                        break_long_words=True, break_on_hyphens=False)
-    return [x.replace(NBSP, " ") for x in out] or [""]
 
 
 def _bar(share: dict) -> str:
@@ -80,13 +63,6 @@ def _model_lines(report) -> list[str]:
             f", set from the export's {b['was']}" if b.get("was") is not None else "")
             + (f"; shape constants of {n} nodes rewritten" if n else ""))
     return lines
-
-
-def _one_line(line: str, width: int | None) -> str:
-    """``line`` cut at its end to ``width`` (prose: its start says what it is)."""
-    if width is None or len(line) <= width:
-        return line
-    return line[:max(width - 1, 0)] + "…"
 
 
 def headline(report, width: int | None, hints: dict | None = None,
@@ -131,10 +107,10 @@ def headline(report, width: int | None, hints: dict | None = None,
         for i, n in enumerate(notes, start=1):
             line = safe.text(f"[{i}] {n}")
             cut |= width is not None and len(line) > width
-            lines.append(_one_line(line, width))
+            lines.append(one_line(line, width))
         c = short_caveat(preds)
         if c:
-            lines.append(_one_line(c, width))
+            lines.append(one_line(c, width))
         cut = True   # the provenance and the notes' full text are in --verbose
     for w in dict.fromkeys(report.warnings):
         lines += wrap(f"warning: {safe.text(w)}", width)
@@ -143,7 +119,7 @@ def headline(report, width: int | None, hints: dict | None = None,
     if est:
         line = safe.text(est)
         cut |= width is not None and len(line) > width
-        lines.append(_one_line(line, width))
+        lines.append(one_line(line, width))
     if cut:
         lines += wrap(f"({hints['verbose']}: notes in full; {hints['explain']}: a layer's "
                       f"arithmetic)", width)
@@ -174,73 +150,6 @@ def verbose_headline(report, width: int | None, hints: dict | None = None) -> li
     if est:
         lines.append(safe.text(est))
     return [x for line in lines for x in wrap(line, width)]
-
-
-def table(header: list[str], rows: list[list[str]], right: set[int], width: int | None,
-          flex: int = 0, drop: tuple[int, ...] = (), alone: tuple | None = None,
-          context=None) -> list[str]:
-    """Rows as aligned text; column ``flex`` (the name) takes what ``width`` leaves and its
-    names are fitted to it (``names.fit``: unique, last components kept); the others are never
-    cut.  While the names would get less than ``MIN_NAME`` columns, or would lose characters
-    (not only whole components), the columns in ``drop`` go, in that order.  ``alone``:
-    (column, header, companions): the header that column takes once every companion column
-    has gone.  ``context``: full names of rows not shown, which a shortened name must not
-    match (``names.fit``)."""
-    n = len(header)
-    widths = [len(h) for h in header]
-    for r in rows:
-        for i in range(n):
-            if len(r[i]) > widths[i]:
-                widths[i] = len(r[i])
-    keep = list(range(n))
-    if callable(context):   # asked for at most once, whatever the tries below
-        ask, memo = context, []
-
-        def context():
-            if not memo:
-                memo.append(ask())
-            return memo[0]
-    if width is not None and sum(widths) + 2 * (n - 1) > width:
-        names = [r[flex] for r in rows]
-        gone: list[int] = []
-        fitted, room = names, 0
-        solo = widths[alone[0]] if alone is not None else 0   # ``alone``'s width, relabelled
-        if alone is not None:
-            solo = max([len(alone[1])] + [len(r[alone[0]]) for r in rows])
-        for d in (None, *drop):
-            if d is not None:
-                gone.append(d)
-            alone_now = alone is not None and all(c in gone for c in alone[2])
-            others = sum(solo if alone_now and i == alone[0] else w
-                         for i, w in enumerate(widths) if i != flex and i not in gone)
-            room = width - others - 2 * (n - len(gone) - 1)
-            if room < MIN_NAME:
-                continue
-            fitted = fit_names.fit(names, room, context, cut=False)
-            if max((len(f) for f in fitted), default=0) <= room:
-                break
-        room = max(room, min(MIN_NAME, widths[flex]))
-        if max((len(f) for f in fitted), default=0) > room:   # characters must go too
-            fitted = fit_names.fit(names, room, context)
-        keep = [i for i in range(n) if i not in gone]
-        header = list(header)
-        if alone is not None and alone[0] in keep and all(c in gone for c in alone[2]):
-            header[alone[0]] = alone[1]
-        header[flex] = shorten(header[flex], room)
-        rows = [[*r[:flex], f, *r[flex + 1:]] for r, f in zip(rows, fitted)]
-        widths[flex] = max([len(header[flex])] + [len(f) for f in fitted])
-        if alone is not None and alone[0] in keep:   # its header may have become shorter
-            widths[alone[0]] = max([len(header[alone[0]])] + [len(r[alone[0]]) for r in rows])
-    last = keep[-1]
-    out = []
-    for r in [header, *rows]:
-        cells = []
-        for i in keep:
-            c = r[i]
-            cells.append(c.rjust(widths[i]) if i in right else
-                         (c.ljust(widths[i]) if i != last else c))
-        out.append("  ".join(cells).rstrip())
-    return out
 
 
 def _op_in_name(n) -> bool:
