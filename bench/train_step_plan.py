@@ -111,7 +111,7 @@ def torch_backward_ops(name: str, batch: int = 1):
 def torch_lines() -> list[str]:
     import analyzer
     from analyzer.training.backward_plan import backward_plan
-    from analyzer.training.step import gradient_plan
+    from analyzer.training.counts import gradient_plan
 
     lines = ["", "Structural check: autograd's aten ops (CPU log) against the plan", "",
              "| model | batch | plan kernels | plan as aten ops | torch aten ops | difference | torch ops |",

@@ -1,7 +1,7 @@
 """The backward kernel plan: the kernels eager PyTorch's autograd launches for one training
 step's backward, in the order it issues them.
 
-For each forward node on the gradient path (``step.gradient_plan``), last node first, the
+For each forward node on the gradient path (``counts.gradient_plan``), last node first, the
 kernels of its rule (``backward_rules``); the patterns the eager forward plan runs as one kernel
 (the exporter's GELU chains, SiLU: ``prediction.eager_plan``) run one backward kernel
 (``gelu_backward``, ``silu_backward``) for the whole chain.  A tensor whose gradient comes from
@@ -15,7 +15,7 @@ per trip).
 Not planned (stated): the loss and the seed gradient (the graph's outputs' gradients are given),
 dropout unless the step places it (``training.dropout``: an eval export has none), nodes the exporter folded into constants other than a
 weight's lookup (a position embedding looked up with constant ids is planned as an embedding
-backward: ``backward_rules.folded_lookup``), and the optimizer
+backward: ``backward_movement.folded_lookup``), and the optimizer
 (``step.optimizer_time``).  The contiguous copies of strided gradients are planned
 (``grad_strides``).
 """
@@ -28,6 +28,7 @@ from typing import Any
 
 from analyzer.counting.engine import FOLDED
 from analyzer.ir.graph import DTYPE_BITS
+from analyzer.training import backward_movement as M
 from analyzer.training import backward_rules as R
 from analyzer.training.grad_kernel import BwdKernel, Ctx
 from analyzer.training.grad_strides import GradStrides
@@ -109,7 +110,7 @@ def _units(nodes, grads, groups):
 
 
 def backward_plan(nodes, grads, outputs=(), dropouts=()) -> BackwardPlan:
-    """The plan for a Report's ``nodes`` and their ``grads`` (``step.gradient_plan``);
+    """The plan for a Report's ``nodes`` and their ``grads`` (``counts.gradient_plan``);
     ``outputs``: the graph's output names, each seeded with a gradient of its own (one more
     contribution where a node on the path reads it too: BERT's last hidden state, read by the
     pooler); ``dropouts``: ``training.dropout.Placement``s, whose backward kernel runs before
@@ -164,7 +165,7 @@ def backward_plan(nodes, grads, outputs=(), dropouts=()) -> BackwardPlan:
                 continue
             last = _accumulate(i, nodes[j], p, t, contrib[key] - 1) if contrib[key] > 1 else []
             if key in folded:     # a folded lookup's weight gradient
-                last += R.folded_lookup(folded[key], nodes[folded[key]]) or []
+                last += M.folded_lookup(folded[key], nodes[folded[key]]) or []
             for a in last:
                 order.append(("k", len(kernels)))
                 kernels.append(a)

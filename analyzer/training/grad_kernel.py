@@ -8,6 +8,8 @@ from math import prod
 
 from analyzer.ir.graph import DTYPE_BITS, TensorSpec
 
+ONNX_DOMAINS = ("", "ai.onnx")   # a node of these domains is a standard ONNX op the rules know
+
 
 @dataclass(frozen=True)
 class BwdKernel:

@@ -11,7 +11,7 @@ from onnx import helper
 import analyzer
 from analyzer.training import backward_time as bt
 from analyzer.training.backward_plan import backward_plan
-from analyzer.training.step import gradient_plan
+from analyzer.training.counts import gradient_plan
 from onnx_builders import graph
 
 B, D_IN, D_H, D_OUT = 4, 16, 32, 8
