@@ -76,18 +76,18 @@ def context_error(graph: Graph, node: Node, err: Exception, name: str | None = N
             # unknown, or (all fixed) nothing to set
             opened = open_inputs(graph)
             if own:
-                d = own[0]
-                msg = (f"{where}: a dim that shape inference derived from the unbound input dims "
-                       f"({', '.join(repr(s) for s in own)}) is unknown; pass {{dims}}; "
-                       f"{describe(graph, node)}")
-                hints = (Hint("dims", {s: "VALUE" for s in own}),)
+                # one short line: the node, the dims to bind and how; its specs are attributes
+                msg = (f"{where}: a dim derived from the unbound input dims "
+                       f"({', '.join(repr(s) for s in own)}) is unknown; pass {{dims}}")
+                return _unbound(own[0], msg, (Hint("dims", {s: "VALUE" for s in own}),),
+                                graph, node, name)
             elif opened:
-                return _give_inputs(where, opened, describe(graph, node), d)
+                return _give_inputs(where, opened, describe(graph, node), d, (name or node.name, node.op))
             elif graph.is_body:  # a body does not see the model's inputs: the model's graph
                 # says which have unknown dims (``with_model_inputs``)
                 err = LocatedUnbound(d, f"{where}: a dim is unknown after shape inference (an "
                                         f"op ONNX cannot type?); {describe(graph, node)}")
-                err.located = (where, describe(graph, node))
+                err.located = (where, describe(graph, node), name or node.name, node.op)
                 return err
             else:  # every input dim is fixed: no option binds it
                 msg = (f"{where}: a dim is unknown after shape inference although every input "
@@ -109,8 +109,8 @@ def context_error(graph: Graph, node: Node, err: Exception, name: str | None = N
                     need.append(s)
             what = (f"dim '{d}' is an expression of symbolic dims" if expression
                     else f"symbolic dim '{d}' is unbound")
-            msg = f"{where}: {what}; pass {{dims}}"
-            hints = (Hint("dims", {s: "VALUE" for s in need}),)
+            return _unbound(d, f"{where}: {what}; pass {{dims}}",
+                            (Hint("dims", {s: "VALUE" for s in need}),), graph, node, name)
         return LocatedUnbound(d, msg, hints=hints)
     return LocatedShape(f"{where}: {err.template}; {describe(graph, node)}", hints=err.hints,
                          reason=err.reason if isinstance(err, ShapeError) else None)
@@ -122,10 +122,25 @@ def open_inputs(graph: Graph) -> list[str]:
             and s.shape is not None and "?" in s.shape]
 
 
-def _give_inputs(where: str, opened: list[str], specs: str, dim: str) -> LocatedUnbound:
+def _unbound(dim: str, msg: str, hints, graph: Graph, node: Node, name: str | None) -> LocatedUnbound:
+    """An unbound dim that an option binds: the one line names the node, its op, the dims and
+    the fix; ``node`` (its row name), ``op`` and ``specs`` (``describe``) are attributes."""
+    err = LocatedUnbound(dim, msg, hints=hints)
+    err.node, err.op, err.specs = name or node.name, node.op, describe(graph, node)
+    return err
+
+
+def _give_inputs(where: str, opened: list[str], specs: str, dim: str,
+                 node: tuple[str, str] | None = None) -> LocatedUnbound:
+    """Inputs whose dims are unknown (``?``): give their shapes; ``specs`` and ``node`` (row
+    name, op) are attributes, not in the line."""
     msg = (f"{where}: a dim is unknown after shape inference; give the shapes of "
-           f"{', '.join(repr(x) for x in opened)} with {{inputs}}; {specs}")
-    return LocatedUnbound(dim, msg, hints=(Hint("inputs", {x: "DIMS" for x in opened}),))
+           f"{', '.join(repr(x) for x in opened)} with {{inputs}}")
+    err = LocatedUnbound(dim, msg, hints=(Hint("inputs", {x: "DIMS" for x in opened}),))
+    err.specs = specs
+    if node is not None:
+        err.node, err.op = node
+    return err
 
 
 def with_model_inputs(err: AnalyzerError, graph: Graph) -> AnalyzerError:
@@ -135,7 +150,7 @@ def with_model_inputs(err: AnalyzerError, graph: Graph) -> AnalyzerError:
     located = getattr(err, "located", None)
     if located is None or graph.is_body or not (opened := open_inputs(graph)):
         return err
-    return _give_inputs(*located[:1], opened, located[1], err.dim)
+    return _give_inputs(located[0], opened, located[1], err.dim, located[2:4] or None)
 
 
 def input_symbols(graph: Graph) -> list[str]:

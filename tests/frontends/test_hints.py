@@ -6,6 +6,9 @@ the analysis succeeds)."""
 
 from __future__ import annotations
 
+import os
+import pickle
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
@@ -109,3 +112,40 @@ def test_a_bare_run_names_a_dotted_input_dim_whole():
     # followed literally: 2 x 3 x 5 x 7 -> 4 maps of 5 x 7, 2 * 4 * 35 * 27 MACs
     r = analyzer.analyze(m, dims={dd[0]: 2, dd[1]: 5, dd[2]: 7})
     assert r.node("conv").mac_flops == 2 * 2 * 4 * 5 * 7 * 27
+
+
+BERT_DYNAMIC = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "torch", "bert_dynamic.onnx")
+
+
+def test_an_unbound_dim_error_is_one_short_line_and_keeps_the_specs():
+    # BERT's TorchScript export with dynamic batch and seq: the position-ids Slice's output is
+    # [unk__0, unk__1]. The line names the node, its op, the dims to bind and the option; the
+    # node's input and output specs (some 300 characters) stay on the exception
+    with pytest.raises(UnboundDimError) as e:
+        analyzer.analyze(BERT_DYNAMIC)
+    err = e.value
+    lib, cli = str(err), err.format("cli")
+    assert lib == ("node '/model/embeddings/Slice' (Slice): a dim derived from the unbound input dims "
+                   "('batch', 'seq') is unknown; pass dims={'batch': ..., 'seq': ...}")
+    assert cli.endswith("is unknown; pass --dim batch=VALUE,seq=VALUE")
+    assert "\n" not in cli and len(cli) < 160 and "inputs (" not in cli
+    assert (err.node, err.op, err.dim) == ("/model/embeddings/Slice", "Slice", "batch")
+    assert err.specs.startswith("inputs (onnx::Slice_47: int64[1,64], ")
+    assert err.specs.endswith("outputs (/model/embeddings/Slice_output_0: int64[unk__0,unk__1])")
+    # the attributes survive a pickle (a worker process's error reaches the caller whole)
+    back = pickle.loads(pickle.dumps(err))
+    assert (back.node, back.specs, str(back)) == (err.node, err.specs, lib)
+    # followed literally, the hint makes the model analyse
+    assert analyzer.analyze(BERT_DYNAMIC, dims={"batch": 1, "seq": 8}).totals.mac_flops > 0
+
+
+def test_a_name_in_the_short_line_reaches_the_terminal_escaped(save, run_cli):
+    # a control character in the node's name: the CLI prints it as text, on one line
+    m = graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm\x1b[2J\nx")], {"x": ["batch", 4]},
+              ["y"], {"w": weight(4, 3)})
+    res = run_cli(save(m))
+    assert res.exit_code == 2
+    line = res.stderr.strip()
+    assert "\n" not in line and "\x1b" not in line, line
+    assert line.startswith("error: node 'mm") and "(MatMul): symbolic dim 'batch' is unbound" in line, line
+    assert line.endswith("pass --dim batch=VALUE") and len(line) < 200, line
