@@ -10,6 +10,7 @@ import numpy as np
 
 import ampere_softmax as am
 import fit_neusight as fns
+import neusight_data as nd
 from neusight_report import _dump
 from analyzer.prediction.efficiency import constants as fc
 from analyzer.prediction.efficiency.kernel_time import CLASS_CODE, SOFTMAX_WARP_ROW, kernel_time, with_clock
@@ -20,11 +21,12 @@ REF_CLOCK = 1.41e9   # the clock a written floor_s is stated at (floor cycles / 
 # ----------------------------------------------------------------------------- cross-source
 
 def vidur_a100(meas_dir: str):
-    """vidur's A100 rows of the checked classes (``fit_efficiency``'s counts and selection: its
-    fp16 PyTorch kernels, at most 400 rows per op spread over sizes, serving kernels left out)."""
+    """vidur's A100 rows of the checked classes (``fit_efficiency``'s counts and selection, from
+    ``efficiency_data``: its fp16 PyTorch kernels, at most 400 rows per op spread over sizes,
+    serving kernels left out)."""
     import pandas as pd
 
-    import fit_efficiency as fe
+    import efficiency_data as fe
 
     v = pd.read_csv(os.path.join(meas_dir, fe.FILES["vidur"]))
     v = v[(v.gpu == "a100_80gb") & v.op.isin(["add", "gelu_erf", "layernorm_affine"])]
@@ -92,7 +94,7 @@ def provenance(cls: str, how: str, rows, pred) -> dict:
               "floor at 1.41 GHz")
     filt = (f"op softmax; rows of at most {SOFTMAX_WARP_ROW} elements (the warp-per-row kernel)" if cls == "softmax"
             else f"op softmax; rows longer than {SOFTMAX_WARP_ROW} elements (the block-per-row kernel)")
-    return {"kind": "fit", "measurement_file": fns.MEASUREMENT_FILE, "device_system": am.DEV,
+    return {"kind": "fit", "measurement_file": nd.MEASUREMENT_FILE, "device_system": am.DEV,
             "hardware": "a100-40gb-pcie", "filter": filt,
             "timing": "eager single call (CUDA events around one PyTorch 2.1 call, fp32, mean of the fastest 5 of "
                       "25, no L2 flush; host dispatch included, fitted apart)",
@@ -141,11 +143,11 @@ def report(rows, preds: dict, fitted: dict, pooled: dict, cv: dict, choice: dict
            seconds: float) -> list[str]:
     t = rows.t.to_numpy()
     out = ["# The Ampere memory-bound sets on NeuSight's A100 PCIe rows; the Ampere softmax sets", "",
-           f"Command: `{am.COMMAND}` ({seconds:.0f} s on this machine). Data: `{fns.MEASUREMENT_FILE}`, device "
+           f"Command: `{am.COMMAND}` ({seconds:.0f} s on this machine). Data: `{nd.MEASUREMENT_FILE}`, device "
            f"`{am.DEV}` (fp32, one eager PyTorch 2.1 call between CUDA events; no L2 flush), and vidur's A100 rows "
            "(`vidur_a100_a40.csv`, fp16 kernel sums) for the cross-source check. Scores are on the kernel rows "
-           f"(above {fns.FLOOR_X:g}x their class's smallest latency), each set with its own host dispatch (median of "
-           f"latency - kernel over the rows within {fns.DISPATCH_X:g}x the smallest latency, per dispatch class).", "",
+           f"(above {nd.FLOOR_X:g}x their class's smallest latency), each set with its own host dispatch (median of "
+           f"latency - kernel over the rows within {nd.DISPATCH_X:g}x the smallest latency, per dispatch class).", "",
            "## Per op group (A100 PCIe kernel rows)", "",
            "`shipped`: nvidia-ampere as it was (vidur fp16 kernel sums; a softmax takes its norm set): held out on "
            "every row here. `pooled`: the pooled five-GPU sets of bench/fit_neusight.py (in-sample: the A100 rows "

@@ -1,0 +1,104 @@
+"""The family files ``bench/fit_efficiency.py`` writes to ``hardware_db/efficiency/``: each
+family's description, devices and parent, the provenance text of a fitted set (its filter and
+timing), the "-pytorch2.3" variants (the 2024 kernels vidur measured) and ``write_files``, which
+keeps the sets other scripts own (``POOLED_CLASSES``, ``KEPT_SETS``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from efficiency_data import FAMILY_DEVICES, TRANS_WEIGHT
+from analyzer.prediction.efficiency.constants import PYTORCH23, variant_of
+from analyzer.prediction.efficiency.op_classes import POOLED_CLASSES
+
+LEGACY = "-" + PYTORCH23   # the variant of a family with the 2024 kernels vidur measured
+
+
+def scored_family(fam: str, src: tuple, directory: str | None = None) -> str:
+    """The family that predicts ``src``'s rows: the "-pytorch2.3" variant for vidur (2024 PyTorch
+    kernels) where ``directory`` has one (a baseline from before the variants has none)."""
+    return variant_of(fam, PYTORCH23 if src[0] == "vidur" else "", directory)
+
+
+def _timing(fkey: str) -> str:
+    return ("kernel_sum (PyTorch profiler kernel durations, median of 20)" if fkey == "vidur"
+            else "graph (mean of 6 CUDA-graph replays)")
+
+
+def _filter_text(parts, ops) -> str:
+    f = []
+    for (fkey, dev), _ in parts:
+        if fkey == "aic_gemm":
+            f.append(f"aic_gemm device_system={dev} dtype=bfloat16 timing=graph")
+        elif fkey == "aic_attention":
+            f.append(f"aic_attention device_system={dev} kv_cache_dtype=bfloat16 window_size=0 timing=graph")
+        else:
+            f.append(f"vidur gpu={dev} op in {{{', '.join(o for o in ops if not o.startswith('attn'))}}}")
+    return "; ".join(f)
+
+
+_INHERIT_WHY = ("The other memory-bound op classes (no measurements of them on this family) inherit {p}'s: bandwidth efficiency is "
+                "a property of the kernel library and the memory system ({mem} here as there: "
+                "shared/reference/digest_latency_modeling.md, mechanism 3); pooling GDDR and HBM devices "
+                "(generic.json) mixed two memory systems.")
+_AIC_EW = ("quantize (QuantizeLinear / DequantizeLinear) pooled over seven "
+           "systems' vendor bf16->fp8 quantize kernels (aic_elementwise.csv; bench/fit_aic_elementwise.py). ")
+FAMILY_INHERITS = {"nvidia-hopper": "nvidia-ampere", "nvidia-blackwell": "nvidia-ampere",
+                   "nvidia-ada": "nvidia-ampere-ga10x"}
+LEGACY_DESCRIPTION = (
+    "{base} with the 2024 PyTorch gather kernel that vidur measured (index_select: a per-element rate, a sixth "
+    "of DRAM bandwidth; torch 2.2/2.3). PyTorch's embedding now runs a vectorized gather (pytorch/pytorch PRs "
+    "151490 and 151753, April 2025; vectorized_gather_kernel in torch 2.11's traces), which {base}.json "
+    "predicts as a row copy with its elementwise constants. Applies to no device by itself: set a profile's "
+    "family to it to predict the older kernels (bench/accuracy.py does for the 2024 rows).")
+KEPT_SETS = {"nvidia-ampere": ("softmax", "softmax_block"), "nvidia-ampere-ga10x": ("softmax", "softmax_block")}
+DESCRIPTIONS = {
+    "nvidia-ampere": "NVIDIA Ampere GA100 (A100): gemm/attention from aiconfigurator a100_sxm (CUDA-graph), "
+                     "memory-bound classes from vidur a100_80gb's PyTorch-native kernels (2024: LayerNorm, GELU, add, "
+                     "index_select embedding; vLLM's rms_norm and silu_and_mul left out), kernel sum. softmax and "
+                     "softmax_block (rows of at most / more than 1,024 elements) from NeuSight's fp32 A100 PCIe eager "
+                     "rows, host dispatch fitted apart (bench/ampere_softmax.py).",
+    "nvidia-ampere-ga10x": "NVIDIA Ampere GA10x with GDDR6 (A40; applied to A10, RTX 3090): all classes from "
+                           "vidur a40's PyTorch-native kernels (kernel sum; vLLM's rms_norm and silu_and_mul "
+                           "left out). softmax and softmax_block: nvidia-ampere's, inherited (bench/ampere_softmax.py; "
+                           "no softmax measurements on GA10x).",
+    "nvidia-ada": "NVIDIA Ada (L40S): gemm/attention from aiconfigurator l40s (CUDA-graph); " + _AIC_EW
+                  + _INHERIT_WHY.format(p="nvidia-ampere-ga10x", mem="GDDR6/GDDR6X"),
+    "nvidia-hopper": "NVIDIA Hopper (H200; H100 is a held-out test device, never fitted on): gemm/attention from "
+                     "aiconfigurator h200_sxm (CUDA-graph); " + _AIC_EW
+                     + _INHERIT_WHY.format(p="nvidia-ampere", mem="HBM"),
+    "nvidia-blackwell": "NVIDIA Blackwell (B200; GB200 scored cross-device; B300, GB300, RTX PRO 6000 applied): "
+                        "gemm/attention from aiconfigurator b200_sxm (CUDA-graph); " + _AIC_EW
+                        + _INHERIT_WHY.format(p="nvidia-ampere", mem="HBM"),
+    "generic": "Pooled fit over every device with data for the class (a100_sxm, a100_80gb, a40, l40s, h200_sxm, "
+               "b200_sxm); classes without measurements inherit a measured class (documented per set).",
+}
+
+
+def write_files(fams: dict, directory: str) -> None:
+    os.makedirs(directory, exist_ok=True)
+    for fam, sets in fams.items():
+        base = fam[:-len(LEGACY)] if fam.endswith(LEGACY) else None
+        doc = {"schema_version": 1, "family": fam,
+               "description": LEGACY_DESCRIPTION.format(base=base) if base else DESCRIPTIONS[fam]}
+        if fam != "generic" and not base:
+            doc["devices"] = FAMILY_DEVICES[fam]
+        if base or fam in FAMILY_INHERITS:
+            doc["inherits"] = base or FAMILY_INHERITS[fam]
+        doc["scalars"] = {"trans_weight": TRANS_WEIGHT, "provenance": {
+            "kind": "prior", "source": "XLA GPU op profile (xla/service/gpu/model/hlo_op_profiles_data.h): f32 exp "
+            "79 cycles vs add 7, per shared/reference/digest_latency_modeling.md; not fitted"}}
+        doc["sets"] = {cls: {"constants": c, "provenance": p} for cls, (c, p) in sets.items()}
+        path = os.path.join(directory, f"{fam}.json")
+        # the pooled FMA-unit sets are bench/fit_neusight.py's, the Ampere softmax sets (and GA10x's
+        # inherited copies) bench/ampere_softmax.py's: kept as they are
+        keep = POOLED_CLASSES if fam == "generic" else KEPT_SETS.get(fam, ())
+        if keep and os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                kept = json.load(f)["sets"]
+            doc["sets"].update({c: v for c, v in kept.items() if c in keep})
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
