@@ -33,7 +33,8 @@ Writes ``bench/results/aic_elementwise_fit.md`` (and ``.json``) and, unless ``--
 ``quantize`` sets (QuantizeLinear / DequantizeLinear; PyTorch's own elementwise kernels keep the
 A100/A40 sets) of ``hardware_db/efficiency/nvidia-{hopper,blackwell,ada}.json`` (the other sets
 of those files are kept; ``bench/fit_efficiency.py`` writes the same sets through ``family_sets``).
-Needs pandas and scipy (this script only).
+The rows, their counts and the systems' figures: ``aic_elementwise_data``; the report:
+``aic_elementwise_report``.  Needs pandas and scipy (this script only).
 """
 
 from __future__ import annotations
@@ -46,99 +47,16 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from aic_elementwise_data import (  # (puts the repository root on sys.path first)
+    COMMAND, FAMILIES, FILE, FIT_DATE, FIT_TABLES, KERNELS, RESULTS, ROOT, SCRIPT, SYSTEMS, hw_of, load, regime,
+    verify_counts)
+from aic_elementwise_report import render
+from analyzer.prediction.efficiency.kernel_time import CLASS_CODE, CLASS_PARAMS, OP_CLASSES, kernel_time
 
-from analyzer.prediction.efficiency.kernel_time import CLASS_CODE, CLASS_PARAMS, OP_CLASSES, kernel_time  # noqa: E402
-
-FIT_DATE = "2026-12-02"
-SCRIPT = "bench/fit_aic_elementwise.py"
-COMMAND = "PYTHONPATH=$PWD python bench/fit_aic_elementwise.py ../shared/measurements/gpu"
-FILE = "aic_elementwise.csv"
-RESULTS = os.path.join(ROOT, "bench", "results", "aic_elementwise_fit")
-# aiconfigurator system -> (opcost profile, family)
-SYSTEMS = {
-    "h200_sxm": ("h200-sxm", "nvidia-hopper"),
-    "b200_sxm": ("b200-hgx", "nvidia-blackwell"),
-    "b300_sxm": ("b300-sxm", "nvidia-blackwell"),
-    "gb200": ("gb200-gpu", "nvidia-blackwell"),
-    "gb300": ("gb300-gpu", "nvidia-blackwell"),
-    "rtx_pro_6000_server": ("rtx-pro-6000", "nvidia-blackwell"),
-    "l40s": ("l40s", "nvidia-ada"),
-}
-FAMILIES = ("nvidia-hopper", "nvidia-blackwell", "nvidia-ada")
-# the tables fitted on: the newest unflagged version of each framework, on every system
-FIT_TABLES = {"vllm": "0.24.0", "trtllm": "1.3.0rc20"}
-KERNELS = {"vllm": "vLLM static_scaled_fp8_quant", "trtllm": "TensorRT-LLM static_quantize_e4m3_per_tensor"}
 # free constants: name -> (initial, low, high), fitted in log space
 FREE = {"e_bw": (0.85, 0.3, 1.5), "b_half_bytes": (1e5, 1e2, 1e9), "floor_cycles": (3000.0, 100.0, 3e4),
         "bpc": (20.0, 1.0, 500.0), "l2_hit": (0.5, 1e-3, 1.0)}
 E_COMPUTE = 0.5   # not identified: every row is memory-bound (5 vector FLOPs per 3 bytes)
-L2_RESIDENT = 0.5  # rows whose bytes are below this x the device's L2 are "L2-resident" in the report
-DRAM_X = 4.0       # rows above this x the L2 (or above 403 MB where the L2 size is unknown) stream from DRAM
-
-
-# ----------------------------------------------------------------------------- data
-
-
-def counts(m, k) -> dict:
-    """opcost's counts of ``QuantizeLinear(x bf16 [m, k], scale bf16 [], zero point fp8 []) -> fp8``:
-    2 m k bytes read + m k written + the 3 bytes of scale and zero point; 5 vector FLOPs per element."""
-    m, k = np.asarray(m, np.float64), np.asarray(k, np.float64)
-    return {"bytes": 3.0 * m * k + 3.0, "vec": 5.0 * m * k}
-
-
-def verify_counts(shapes=((1, 32), (64, 4096), (4353, 7168))) -> list[str]:
-    """The closed form of ``counts`` against ``analyzer.analyze`` on one-op ONNX models."""
-    from onnx import TensorProto as TP
-    from onnx import helper
-
-    import analyzer
-
-    lines = []
-    for m, k in shapes:
-        g = helper.make_graph(
-            [helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["y"])], "q",
-            [helper.make_tensor_value_info("x", TP.BFLOAT16, [m, k])],
-            [helper.make_tensor_value_info("y", TP.FLOAT8E4M3FN, [m, k])],
-            [helper.make_tensor("s", TP.BFLOAT16, [], [1.0]), helper.make_tensor("zp", TP.FLOAT8E4M3FN, [], [0])])
-        (node,) = analyzer.analyze(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])).nodes
-        c = node.cost
-        got = (c.mac_flops, c.vector_flops, c.weight_bytes + c.activation_bytes_read + c.activation_bytes_written)
-        want = counts(m, k)
-        ok = got == (0, want["vec"], want["bytes"])
-        lines.append(f"{'ok ' if ok else 'BAD'} QuantizeLinear m={m} k={k}: closed (0, {want['vec']:.0f}, "
-                     f"{want['bytes']:.0f}) analyze {got}")
-    return lines
-
-
-def load(meas_dir: str):
-    """The unflagged rows of ``aic_elementwise.csv`` with counts, t (s) and ``fit`` (in FIT_TABLES)."""
-    import pandas as pd
-
-    q = pd.read_csv(os.path.join(meas_dir, FILE), dtype={"version": str, "version_recorded": str})
-    q = q[q.flag.isna() & q.device_system.isin(list(SYSTEMS))].copy()
-    c = counts(q.m.to_numpy(), q.k.to_numpy())
-    q["bytes"], q["vec"], q["t"] = c["bytes"], c["vec"], q.latency_us.to_numpy() * 1e-6
-    q["fit"] = [FIT_TABLES.get(f) == v for f, v in zip(q.framework, q.version)]
-    q["table"] = q.device_system + "/" + q.framework + "/" + q.version
-    return q.reset_index(drop=True)
-
-
-def hw_of(system: str) -> dict:
-    """The figures opcost predicts a system with (``analyzer.prediction.hardware``'s own resolution):
-    DRAM bandwidth, SMs, L2 bytes, the per-SM clock (the median GPU clock where the profile has
-    none) and whether the clock is the profile's own (floors scale with it only then)."""
-    import hardware_db
-
-    from analyzer.prediction import hardware as H
-    from analyzer.prediction.efficiency.constants import units_of
-
-    p = hardware_db.get(SYSTEMS[system][0])
-    return {"profile": p.id, "mem_bw": p.mem_bw_gbs * 1e9, "units": float(p.units or units_of(p) or 0),
-            "l2_bytes": H.cache_bytes(p), "clock_hz": H.clock_hz(p), "own_clock": bool(p.clock_ghz),
-            "matrix_peak": p.peak_flops("matrix", "bf16") or p.peak_flops("matrix", "fp16") or 1e15,
-            "vector_peak": p.peak_flops("vector", "fp32") or 1e14}
 
 
 # ----------------------------------------------------------------------------- model
@@ -219,17 +137,6 @@ def per_system(df, pred) -> dict:
         i = df.index.get_indexer(idx)
         out[system] = metrics(pred[i], df.t.to_numpy()[i])
     return out
-
-
-def regime(df) -> np.ndarray:
-    """Each row's size regime on its device: tiny (< 1 MB: floor and ramp), L2-resident (below
-    ``L2_RESIDENT`` x L2), transition, DRAM (above ``DRAM_X`` x L2; above 403 MB where the L2
-    size is unknown)."""
-    l2 = np.array([hw_of(s)["l2_bytes"] for s in df.device_system])
-    b = df.bytes.to_numpy()
-    big = np.where(l2 > 0, DRAM_X * l2, 403e6)
-    return np.where(b < 1e6, "tiny", np.where((l2 > 0) & (b < L2_RESIDENT * l2), "L2-resident",
-                                              np.where(b > big, "DRAM", "transition")))
 
 
 FAMILY_LEVEL = ("e_bw", "bpc")  # the constants the two-level scheme fits per family
@@ -416,108 +323,6 @@ def write_sets(sets: dict, directory: str) -> None:
         with open(path, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
-
-
-# ----------------------------------------------------------------------------- report
-
-
-def _m(m: dict) -> str:
-    return f"{m['mape']:.1f} | {m['median_ape']:.1f} | {m['bias']:+.1f} | {m['within10']:.0f} | {m['within25']:.0f}"
-
-
-def _consts_line(c: dict) -> str:
-    return (f"{c['e_bw']:.3f} | {c['b_half_bytes'] / 1e6:.3f} | {c['floor_cycles']:.0f} | {c['bpc']:.1f} | "
-            f"{c['l2_hit']:.3f}")
-
-
-def measured_lines(q) -> list[str]:
-    """Per system, from the fitted tables: the measured DRAM fraction at >= 1.6 GB and the best
-    rate per SM-cycle of the L2-resident rows (what the pooled constants describe)."""
-    d = q[q.fit]
-    out = ["| system | profile | DRAM GB/s | SMs | L2 MB | clock GHz (per-SM term) | bytes / t / DRAM at >= 1.6 GB "
-           "(median) | L2-resident: median bytes per SM-cycle |", "|" + "---|" * 8]
-    for system in SYSTEMS:
-        hw = hw_of(system)
-        e = d[d.device_system == system]
-        big = e[e.bytes >= 1.6e9]
-        frac = float(np.median(big.bytes / big.t / hw["mem_bw"]))
-        l2 = hw["l2_bytes"]
-        res = e[(e.bytes > 4e6) & (e.bytes < L2_RESIDENT * l2)] if l2 > 0 else e.iloc[:0]
-        bpc = (f"{float(np.median(res.bytes / res.t / (hw['units'] * hw['clock_hz']))):.1f}"
-               if len(res) else "(L2 size unknown)")
-        clock = f"{hw['clock_hz'] / 1e9:.3g}" + ("" if hw["own_clock"] else " (median stand-in)")
-        out.append(f"| {system} | {hw['profile']} | {hw['mem_bw'] / 1e9:.0f} | {hw['units']:.0f} | "
-                   f"{l2 / 1e6:.0f} | {clock} | {frac:.3f} | {bpc} |")
-    return out
-
-
-def _intro(q, seconds: float) -> list[str]:
-    return [f"# Elementwise class on seven current GPUs: aiconfigurator's quantize kernel ({FIT_DATE})", "",
-            f"Command: `{COMMAND}` (from the repository root; {seconds:.0f} s).", "",
-            f"Data: `{FILE}` (shared/measurements/gpu/README.md), flag empty, the newest table of each framework "
-            f"per system ({', '.join(f'{f} {v}' for f, v in FIT_TABLES.items())}): {int(q.fit.sum())} rows, "
-            f"{len(SYSTEMS)} systems x 2 kernels x 1,628 m x k shapes. Kernels: " + "; ".join(KERNELS.values())
-            + ". Time definition: kernel time in CUDA-graph replay (mean of 30 back-to-back executions of one "
-            "kernel on the same input; no host launch; no L2 flush, so inputs that fit the L2 are read from it). "
-            "Counts: opcost's one-op ONNX model QuantizeLinear(bf16 [m, k]) -> fp8 (bytes = 3 m k + 3). "
-            "APE = |pred/measured - 1|; bias = median signed error (negative: optimistic). Hardware figures: the "
-            "opcost profiles as the library resolves them (a profile without a clock: the median GPU clock for "
-            "the per-SM term, the family set's floor in seconds).", "",
-            "**In-sample** = the pooled fit on all seven systems scored on each; **held-out** = "
-            "leave-one-system-out: fitted on the other six, scored on the seventh. Shipped: the pooled fit (all "
-            "five constants pooled) in the overlap form (`sm_overlap = 1`: memory time = max(DRAM term, per-SM "
-            "term)) with e_bw held at the measured large-size DRAM fraction (the median over the fitted systems "
-            "of bytes / t / DRAM bandwidth at >= 1.6 GB). Shipped as the `quantize` class "
-            "(QuantizeLinear / DequantizeLinear) of the three families: PyTorch's own elementwise kernels keep "
-            "the A100/A40 sets (with this set as their elementwise class, PyTorch's add on A100/A40, vidur, "
-            "in-sample, went 3.8 -> 6.5 % and 5.5 -> 9.9 % MAPE: the quantize kernel's per-SM rate and floor, "
-            "with its dependent load of the scale, are its own); the constants table scores the shipped set with PyTorch's floor from the earlier pool. Compared: the sum form (the vidur-fitted sets' form: "
-            "DRAM term + per-SM term, e_bw free), whose e_bw runs to its bound (1.5: faster than the datasheet) "
-            "because a sum cannot give both the SM-limited L2-resident rate and the large-size DRAM rate; it has "
-            "the lower mean held-out MAPE (the small and L2-resident rows dominate the count) and the larger "
-            "held-out error at large sizes (the DRAM regime table). Also compared: the two-level variant (floor, "
-            "ramp and L2 share pooled; e_bw and bpc per "
-            "family).", "", "## Measured figures (what the constants describe)", ""] + measured_lines(q)
-
-
-def render(res: dict, alt: dict, q, verify: list[str], seconds: float) -> str:
-    hdr = "| MAPE | median APE | bias | ±10 % | ±25 % |"
-    out = _intro(q, seconds) + [
-        "", "## Constants", "",
-        "| fit | e_bw | b_half MB | floor cycles | bpc (B per SM-cycle) | l2_hit |", "|---|---|---|---|---|---|",
-        f"| pooled, 7 systems, overlap form (shipped) | {_consts_line(res['pooled'])} |",
-        f"| pooled, 7 systems, sum form | {_consts_line(alt['pooled'])} |",
-        f"| the shipped set with PyTorch's pooled floor (not shipped; in-sample MAPE "
-        f"{np.mean([m['mape'] for m in res['pytorch_floor_in_sample'].values()]):.1f} %) | "
-        f"{_consts_line(res['pytorch_floor'])} |"]
-    out += [f"| two-level, {fam} | {_consts_line(c)} |" for fam, c in res["two_level"].items()]
-    out += [f"| family in-sample, {fam} | {_consts_line(c)} |" for fam, (c, _) in res["family"].items()]
-    out += [f"| one system, {s} | {_consts_line(c)} |" for s, (c, _) in res["per_system"].items()]
-    out += [f"| pooled without {s} (held-out fit) | {_consts_line(c)} |" for s, c in res["loso_consts"].items()]
-    out += ["", "## Accuracy per system (shipped constants; last columns: the alternatives' MAPE)", "",
-            "| system | family | rows | in-sample " + hdr[2:] + " held-out " + hdr[2:]
-            + " sum form in-sample | sum form held-out | two-level held-out | one-system fit |", "|" + "---|" * 17]
-    for s in SYSTEMS:
-        out.append(f"| {s} | {SYSTEMS[s][1]} | {res['in_sample'][s]['rows']} | {_m(res['in_sample'][s])} | "
-                   f"{_m(res['loso'][s])} | {alt['in_sample'][s]['mape']:.1f} | {alt['loso'][s]['mape']:.1f} | "
-                   f"{res['loso_two_level'][s]['mape']:.1f} | {res['per_system'][s][1]['mape']:.1f} |")
-    mean = lambda r, k: np.mean([r[k][s]["mape"] for s in SYSTEMS])  # noqa: E731
-    out += ["", f"Mean over the systems: in-sample MAPE {mean(res, 'in_sample'):.1f} %, held-out "
-            f"{mean(res, 'loso'):.1f} %; sum form {mean(alt, 'in_sample'):.1f} % / {mean(alt, 'loso'):.1f} %; "
-            f"two-level held-out {mean(res, 'loso_two_level'):.1f} %.", "",
-            "## Error by size regime", "",
-            "tiny: < 1 MB; L2-resident: below 0.5x the profile's L2; DRAM: above 4x the L2 (above 403 MB where "
-            "the profile states no L2); transition: between.", "",
-            "| system | regime | rows | in-sample " + hdr[2:] + " held-out " + hdr[2:] + " sum form held-out MAPE |",
-            "|" + "---|" * 14]
-    for s, regs in res["regimes"].items():
-        out += [f"| {s} | {r} | {m['rows']} | {_m(m)} | {_m(res['loso_regimes'][s][r])} | "
-                f"{alt['loso_regimes'][s][r]['mape']:.1f} |" for r, m in regs.items()]
-    out += ["", "## Check: the other unflagged versions (same kernels, other builds; shipped constants)", "",
-            "| system | rows " + hdr, "|" + "---|" * 7]
-    out += [f"| {s} | {m['rows']} | {_m(m)} |" for s, m in res["check_versions"].items()]
-    out += ["", "## Count verification", "", "```"] + verify + ["```", ""]
-    return "\n".join(out)
 
 
 def main(argv=None) -> int:
