@@ -50,6 +50,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 import fit_neusight as fns  # noqa: E402
+import neusight_data as nd  # noqa: E402
 from analyzer.prediction.efficiency import constants as fc  # noqa: E402
 from analyzer.prediction.efficiency.kernel_time import CLASS_CODE  # noqa: E402
 
@@ -185,13 +186,13 @@ def main(argv=None) -> int:
     from ampere_softmax_report import cross_source, report, write_sets
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", default=fns.DATA)
+    ap.add_argument("--data", default=nd.DATA)
     ap.add_argument("--vidur", default=VIDUR, help="folder of vidur_a100_a40.csv (the cross-source check)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "ampere_softmax.md"))
     ap.add_argument("--write", action="store_true", help="write the chosen sets into the family files")
     args = ap.parse_args(argv)
     t0 = time.time()
-    ns = fns.load(args.data)
+    ns = nd.load(args.data)
     rows = ns[(ns.device_system == DEV) & ns.cls.isin(fns.MEMORY)].copy()
     shipped = norm_fallback(fc.load_constants("nvidia-ampere").arrays)
     pooled = pooled_sets()

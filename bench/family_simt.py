@@ -15,7 +15,7 @@ rounds).  ``gemm_simt``: e_compute of the FMA fp32 peak free, the tile chosen of
 fit's cost, waves and split-K, e_bw held at generic.json's tensor-core gemm set's, b_half 0.
 ``bgemm_simt``: the tile of ``BGEMM_TILES`` run whole (``whole_tile``), e_compute and ``k_fill``
 (k-loop steps of a tile's prologue and epilogue) free.  Least squares on log(pred/measured),
-soft L1, on ``fit_neusight.subsample``'s hash-chosen rows (at most 300 per op and device
+soft L1, on ``neusight_data.subsample``'s hash-chosen rows (at most 300 per op and device
 plus 60 at the floor), scored on every kernel row.  A power-capped card's FMA peak is taken at its profile's NeuSight-fitted sustained
 clock (T4, P4), held fixed.
 
@@ -52,6 +52,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 import fit_neusight as fns  # noqa: E402
+import neusight_data as nd  # noqa: E402
 from fit_neusight import Fit  # noqa: E402
 
 SCRIPT = "bench/family_simt.py"
@@ -71,7 +72,7 @@ def shares(devices) -> dict:
 
     out = {}
     for d in devices:
-        p = hardware_db.get(fns.PROFILE[d])
+        p = hardware_db.get(nd.PROFILE[d])
         out[d] = p.sustained_clock_ghz / p.clock_ghz if p.sustained_clock_ghz else 1.0
     return out
 
@@ -100,10 +101,10 @@ def fit_gemm(rows, fit: Fit) -> None:
 
 
 def fit_family(rows, sh: dict) -> Fit:
-    """Both classes on ``rows`` (one family's; fitted on ``fit_neusight.subsample``'s hash-chosen
+    """Both classes on ``rows`` (one family's; fitted on ``neusight_data.subsample``'s hash-chosen
     rows of them: at most ``CAP`` per op and device plus ``AT_FLOOR_CAP`` at the floor), the
     dispatch refitted in turn (two rounds; the first dispatch the pooled set's)."""
-    rows = fns.subsample(rows)
+    rows = nd.subsample(rows)
     fit = Fit({}, dict(sh), {})
     fit.dispatch = fns.fit_dispatch(rows, fit)
     for _ in range(2):
@@ -168,7 +169,7 @@ def provenance(family: str, cls: str, ev: dict) -> dict:
     pool = ev["pooled"][ev["pooled"].cls == cls]
     m_cv, m_pool = fns.metrics(cv.p, cv.t), fns.metrics(pool.p, pool.t)
     devs = FAMILY_DEVICES[family]
-    sh = ", ".join(f"{fns.PROFILE[d]} {s:.3f}" for d, s in shares(devs).items() if s < 1.0)
+    sh = ", ".join(f"{nd.PROFILE[d]} {s:.3f}" for d, s in shares(devs).items() if s < 1.0)
     form = ("e_compute (of the FMA fp32 peak) free, the tile chosen of 128x128, 128x64, 64x64 by the fit's cost, "
             "waves over the SMs with split-K" if cls == "gemm_simt" else
             "e_compute and k_fill (k-loop steps of a tile's prologue and epilogue) free, the tile (rows x columns) "
@@ -183,8 +184,8 @@ def provenance(family: str, cls: str, ev: dict) -> dict:
               f"kernel rows {m_pool['mape']:.2f} %; floor not identified (inside the host dispatch): the pooled "
               f"NVIDIA floor cycles apply (constants.floor_cycles), floor_s here is that floor at 1.41 GHz")
     err = fns.metrics(own.p, own.t)
-    return {"kind": "fit", "measurement_file": fns.MEASUREMENT_FILE, "device_system": ", ".join(devs),
-            "hardware": ", ".join(fns.PROFILE[d] for d in devs),
+    return {"kind": "fit", "measurement_file": nd.MEASUREMENT_FILE, "device_system": ", ".join(devs),
+            "hardware": ", ".join(nd.PROFILE[d] for d in devs),
             "filter": f"op {'linear (nn.Linear)' if cls == 'gemm_simt' else 'bmm (torch.bmm)'}",
             "timing": "eager single call (CUDA events around one PyTorch 2.1 call, fp32, TF32 off, mean of the "
                       "fastest 5 of 25, no L2 flush; host dispatch included, fitted apart)",
@@ -252,12 +253,12 @@ def main(argv=None) -> int:
     from family_simt_report import report
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", default=fns.DATA)
+    ap.add_argument("--data", default=nd.DATA)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "family_simt.md"))
     ap.add_argument("--write", action="store_true", help="write the chosen sets into the family files")
     args = ap.parse_args(argv)
     t0 = time.time()
-    ns = fns.load(args.data)
+    ns = nd.load(args.data)
     results = {fam: evaluate(ns, fam) for fam in FAMILY_DEVICES}
     if args.write:
         write(results, fns.fc.EFFICIENCY_DIR)

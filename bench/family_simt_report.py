@@ -6,6 +6,7 @@ import numpy as np
 
 import family_simt as fs
 import fit_neusight as fns
+import neusight_data as nd
 
 
 def _m(d) -> str:
@@ -30,11 +31,11 @@ def report(results: dict, seconds: float) -> list[str]:
                   "tile_n": gen["tile_n"][fns.CLASS_CODE[c]], "k_fill": gen["k_fill"][fns.CLASS_CODE[c]]}
               for c in fs.CLASSES}
     out = ["# Per-family FMA-unit GEMM sets on NeuSight's rows", "",
-           f"Command: `{fs.COMMAND}` ({seconds:.0f} s on this machine). Data: `{fns.MEASUREMENT_FILE}`, the "
+           f"Command: `{fs.COMMAND}` ({seconds:.0f} s on this machine). Data: `{nd.MEASUREMENT_FILE}`, the "
            "nn.Linear (`gemm_simt`) and torch.bmm (`bgemm_simt`) rows of each family's devices (fp32, TF32 off, one "
            "eager PyTorch 2.1 call between CUDA events; no L2 flush). Scores on the kernel rows (above "
-           f"{fns.FLOOR_X:g}x their device's and class's smallest latency), each set with the host dispatch it implies "
-           f"on the scored rows' own floor rows (median of latency - kernel within {fns.DISPATCH_X:g}x the smallest "
+           f"{nd.FLOOR_X:g}x their device's and class's smallest latency), each set with the host dispatch it implies "
+           f"on the scored rows' own floor rows (median of latency - kernel within {nd.DISPATCH_X:g}x the smallest "
            "latency, per device and class); the capped cards at their profiles' sustained clocks.", "",
            "Rule (fixed before any score was seen): a family's own set of a class ships iff its two-fold "
            "cross-validated MAPE (hash halves of the family's rows: fit on one, score the other) is below the pooled "

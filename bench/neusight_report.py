@@ -22,8 +22,10 @@ import tempfile
 import numpy as np
 
 import fit_neusight as fns
-from fit_neusight import (  # noqa: F401  (the fit's names the tables and files use)
-    MEMORY, MATRIX, Fit, fc, kernel_s, predict, fit_dispatch, dclass, metrics, subsample, FLOOR_X, PRODUCT_PER, GPUS, TILES, PROFILE, MEASUREMENT_FILE, SCRIPT, COMMAND, FIT_DATE, CLASS_CODE, SOFTMAX_WARP_ROW, GPU)
+from fit_neusight import (  # (the fit's names the tables and files use)
+    MEMORY, MATRIX, Fit, fc, kernel_s, predict, fit_dispatch, dclass, metrics, PRODUCT_PER, TILES, SCRIPT, COMMAND, FIT_DATE, CLASS_CODE)
+from neusight_data import FLOOR_X, GPUS, MEASUREMENT_FILE, PROFILE, subsample
+from analyzer.prediction.efficiency.kernel_time import SOFTMAX_WARP_ROW
 
 # ----------------------------------------------------------------------------- the product path
 

@@ -47,6 +47,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
 
 import fit_neusight as fns  # noqa: E402
+import neusight_data as nd  # noqa: E402
 import neusight_report  # noqa: E402
 
 COMMAND = "PYTHONPATH=$PWD python bench/transformer_ops.py"
@@ -127,7 +128,7 @@ def subset(ns, m):
     hit = m.dropna(subset=["row_id"])
     first = hit.groupby("row_id").agg(role=("role", "first"), weight=("role", "size"))
     sub = ns.set_index("row_id").join(first, how="inner").reset_index()
-    sub["gpu"] = sub.device_system.map(fns.GPU)
+    sub["gpu"] = sub.device_system.map(nd.GPU)
     return sub
 
 
@@ -155,12 +156,12 @@ def table(sub, cols: dict, title: str) -> list[str]:
     head = " | ".join(f"{n} rows | {n} MAPE % | {n} bias %" for n in cols)
     out = [f"### {title}", "", f"| role | GPU | {head} |", "|---|---|" + "---:|" * (3 * len(cols))]
     for role in ROLES:
-        for g in fns.GPUS:
+        for g in nd.GPUS:
             d = sub[(sub.role == role) & (sub.gpu == g)]
             out.append(f"| {role} | {g} | " + " | ".join(_cell(fns.metrics(d[c], d.t)) for c in cols.values()) + " |")
         d = sub[sub.role == role]
         out.append(f"| **{role}** | all | " + " | ".join(_cell(fns.metrics(d[c], d.t)) for c in cols.values()) + " |")
-    for g in fns.GPUS:
+    for g in nd.GPUS:
         d = sub[sub.gpu == g]
         out.append(f"| **all** | {g} | " + " | ".join(_cell(fns.metrics(d[c], d.t)) for c in cols.values()) + " |")
     out.append("| **all** | all | " + " | ".join(_cell(fns.metrics(sub[c], sub.t)) for c in cols.values()) + " |")
@@ -184,7 +185,7 @@ def main(argv=None) -> int:
     import pandas as pd
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", default=fns.DATA)
+    ap.add_argument("--data", default=nd.DATA)
     ap.add_argument("--out", default=OUT)
     ap.add_argument("--no-product", action="store_true", help="skip the analyzer.analyze column")
     ap.add_argument("--no-whole-bgemm", action="store_true",
@@ -194,9 +195,9 @@ def main(argv=None) -> int:
     fns.WHOLE_BGEMM = not args.no_whole_bgemm
     fns.FIT_K_FILL = not args.no_k_fill
     t0 = time.time()
-    ns = fns.load(args.data)
+    ns = nd.load(args.data)
     m = match(ns, shapes())
-    fit_rows = fns.subsample(ns)
+    fit_rows = nd.subsample(ns)
     fit = fns.fit_all(fit_rows)
     folds = fns.logo(fit_rows, ns)
     held = pd.concat([t for _, t in folds.values()])[["row_id", "p_own"]]
@@ -207,7 +208,7 @@ def main(argv=None) -> int:
         ship = shipped(sub, fit)
         sub = sub.merge(ship[["row_id", "p_ship"]], on="row_id", how="left")
     lines = ["# opcost on transformer op shapes (NeuSight fp32 rows nearest to them)", "",
-             f"Command: `{COMMAND}` ({time.time() - t0:.0f} s). Data: `{fns.MEASUREMENT_FILE}`; the shapes of "
+             f"Command: `{COMMAND}` ({time.time() - t0:.0f} s). Data: `{nd.MEASUREMENT_FILE}`; the shapes of "
              f"{', '.join(n for n, *_ in MODELS)} at batch {', '.join(map(str, BATCHES))} and sequence "
              f"{', '.join(map(str, SEQS))} (BERT to 512), head size {HEAD}. Each row: one PyTorch 2.1 eager call "
              "between CUDA events (eager-op: host dispatch + kernel). in-sample: the pooled fit of "
@@ -217,7 +218,7 @@ def main(argv=None) -> int:
     lines += coverage(m)
     lines += table(sub, cols, "Fit path: in-sample and leave one GPU out (all matched rows)")
     k = sub[~sub.near_floor]
-    lines += table(k, cols, f"Kernel rows only (above {fns.FLOOR_X:g}x the device's and class's smallest latency)")
+    lines += table(k, cols, f"Kernel rows only (above {nd.FLOOR_X:g}x the device's and class's smallest latency)")
     if not args.no_product:
         s = sub.dropna(subset=["p_ship"])
         lines += table(s, {"shipped": "p_ship", "in-sample": "p_in"},

@@ -35,13 +35,13 @@ def _rows():
 def _onnx(row):
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     try:
-        import fit_neusight
+        import neusight_data
         import neusight_report
     finally:
         sys.path.pop(0)
     vals = {k: (float(v) if v not in ("",) and k not in ("device_system", "op") else (v or float("nan")))
             for k, v in row.items()}
-    return neusight_report.onnx_of(SimpleNamespace(**vals)), fit_neusight.PROFILE[row["device_system"]]
+    return neusight_report.onnx_of(SimpleNamespace(**vals)), neusight_data.PROFILE[row["device_system"]]
 
 
 @pytest.mark.parametrize("row", _rows(), ids=lambda r: f"{r['device_system']}-{r['op']}-{r['source_row']}")
