@@ -80,6 +80,9 @@ def report(full, bases, res, fam, rows, nodes, pop, nraw, own) -> str:
                      f"{r['mape_pct']:.1f}% | {r['bias_pct']:+.1f}% | {r['mape_above_run_base_rows_pct']:.1f}% | "
                      f"{r['mape_ge_1mib_pct']:.1f}% | "
                      f"{osc[(s, c)]['mape_pct']:.1f}% ({ko.base_s * 1e6:.1f} us) |")
+    L += ["", "Each fold's NVLS constants (fitted on the other NVSwitch systems): "
+          + "; ".join(f"without {s}: " + ", ".join(f"{key} {val:g}" for key, val in to_json(k)["nvls"].items())
+                      for s, (k, _, _, _, _) in res.items() if s in pop) + "."]
     L += ["", "## PCIe systems with constants fitted on the other PCIe system", "",
           "One system to fit on (thin); its 4- and 8-GPU rows carry its own server's host path.", "",
           "| system | fitted on | collective | strict MAPE | run-base MAPE | run-base MAPE at 2 / 4 / 8 GPUs |",

@@ -43,6 +43,7 @@ import hashlib
 import json
 import os
 import statistics
+import sys
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
@@ -280,10 +281,11 @@ def pcie_family(rows, nodes, pcie) -> dict:
 def table(res: dict) -> list[dict]:
     """The JSON rows of a leave-one-out result (``loso`` / ``pcie_family``)."""
     out = []
-    for s, (_, kr, sc, sr, on) in res.items():
+    for s, (k, kr, sc, sr, on) in res.items():
         for (_, c), v in sc.items():
             r = sr[(s, c)]
-            out.append({"held_out": s, "collective": c, **v, "run_base_us": round(kr.base_s * 1e6, 2),
+            out.append({"held_out": s, "collective": c, **v, "fold_nvls": to_json(k)["nvls"],
+                        "run_base_us": round(kr.base_s * 1e6, 2),
                         "run_base_mape_pct": r["mape_pct"], "run_base_bias_pct": r["bias_pct"],
                         "run_base_mape_ge_1mib_pct": r["mape_ge_1mib_pct"],
                         "run_base_mape_above_run_base_rows_pct": r["mape_above_run_base_rows_pct"],
@@ -357,6 +359,7 @@ def main() -> None:
     global FIT_W, NVLS_CHANNELS
     FIT_W = not a.no_output_share
     NVLS_CHANNELS = a.nvls_channels
+    sys.modules["fit_collectives"] = sys.modules[__name__]   # the report reads these flags too
     if NVLS_CHANNELS or not FIT_W:
         a.no_write = True   # a form not shipped: scored, never written
     nodes = systems()
