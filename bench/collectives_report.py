@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fit_collectives import COLLS, COMMAND, RUN_BASE_BYTES, predict_library, to_json
+from fit_collectives import COLLS, COMMAND, RUN_BASE_BYTES, n_params, predict, to_json
 
 
 def header(full, bases, rows, pop, nraw) -> list[str]:
@@ -21,14 +21,19 @@ def header(full, bases, rows, pop, nraw) -> list[str]:
             "ring rate = bw x eff x c with bw the ring's bottleneck link per direction "
             "(`hardware_db.links.Node.ring_gbs`: the NVLink figure on NVSwitch nodes; on the PCIe nodes "
             "the x16 link, their switch layout, peer-to-peer and host path not being on record); "
-            "NVLS rate = min(bw, channels x rate per channel), channels NCCL's (16 Hopper, 24 Blackwell).", "",
+            + ("NVLS rate = min(bw, channels x rate per channel), channels NCCL's (16 Hopper, 24 Blackwell)"
+             if "channel_gbs" in j["nvls"] else
+             "NVLS rate = bw x NCCL's per-architecture NVLS efficiency (Hopper 0.85, Blackwell 0.74; "
+             "`nodes.toml` nvls_efficiency).") + " Inside one node only: between nodes the library "
+            + "prices the unfitted ring/tree on the link's datasheet figures (no measurement here).", "",
             "The per-call base is a property of the run (host, driver, launch path; nccl-tests without "
             "CUDA graphs), not of the GPUs: the fit gives each system its own base and shares the other "
-            f"ten constants. Fitted on all NVSwitch systems ({', '.join(pop)}): bases "
+            f"{n_params()} constants. Fitted on all NVSwitch systems ({', '.join(pop)}): bases "
             + ", ".join(f"{s} {v * 1e6:.2f}" for s, v in bases.items())
             + f" us (shipped: the median, {j['base_us']} us); "
             + "; ".join(f"{p} step {v['step_us']} us, eff {v['efficiency']}" for p, v in j["protocols"].items())
-            + f"; NVLS step {j['nvls']['step_us']} us, {j['nvls']['channel_gbs']} GB/s per channel; "
+            + f"; NVLS step {j['nvls']['step_us']} us"
+            + (f", {j['nvls']['channel_gbs']} GB/s per channel" if "channel_gbs" in j["nvls"] else "") + "; "
             f"all-gather c {j['collective_efficiency']['all_gather']}; output share w {j['output_share']}.", ""]
 
 
@@ -75,6 +80,9 @@ def report(full, bases, res, fam, rows, nodes, pop, nraw, own) -> str:
                      f"{r['mape_pct']:.1f}% | {r['bias_pct']:+.1f}% | {r['mape_above_run_base_rows_pct']:.1f}% | "
                      f"{r['mape_ge_1mib_pct']:.1f}% | "
                      f"{osc[(s, c)]['mape_pct']:.1f}% ({ko.base_s * 1e6:.1f} us) |")
+    L += ["", "Each fold's NVLS constants (fitted on the other NVSwitch systems): "
+          + "; ".join(f"without {s}: " + ", ".join(f"{key} {val:g}" for key, val in to_json(k)["nvls"].items())
+                      for s, (k, _, _, _, _) in res.items() if s in pop) + "."]
     L += ["", "## PCIe systems with constants fitted on the other PCIe system", "",
           "One system to fit on (thin); its 4- and 8-GPU rows carry its own server's host path.", "",
           "| system | fitted on | collective | strict MAPE | run-base MAPE | run-base MAPE at 2 / 4 / 8 GPUs |",
@@ -98,11 +106,11 @@ def per_gpus(res, rows, nodes) -> list[str]:
                 sub = [r for r in rows if r[0] == s and r[1] == c and r[2] == n]
                 if not sub:
                     continue
-                pred = predict_library(kr, sub, nodes)
-                e = np.array([p.comm.total / r[4] - 1 for p, r in zip(pred, sub)])
+                pred = predict(kr, sub, nodes)
+                e = np.array([p[0] / r[4] - 1 for p, r in zip(pred, sub)])
                 nb = np.array([r[3] for r in sub])
                 f = lambda m: f"{np.mean(np.abs(e[m])) * 100:.1f}%" if m.any() else "-"  # noqa: E731
-                ch = {r[3]: f"{p.algorithm}/{p.protocol}" for p, r in zip(pred, sub)}
+                ch = {r[3]: f"{p[1]}/{p[2]}" for p, r in zip(pred, sub)}
                 gbs, known = nodes[s].ring_gbs(n)
                 L.append(f"| {s} | {c} | {n} | {gbs:g} ({'yes' if known else 'no'}) | {f(nb > 0)} | "
                          f"{f(nb <= 65536)} | {f(nb >= 64 << 20)} | "

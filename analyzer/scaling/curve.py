@@ -19,6 +19,7 @@ from typing import Any, Sequence
 from analyzer.errors import InputSpecError
 from analyzer.ir.graph import PRECISION_BITS
 from analyzer.scaling import collectives as C
+from analyzer.scaling import fabric as FB
 from analyzer.scaling import jax_program as J
 from analyzer.scaling import data_parallel as DP
 from analyzer.scaling import model_parallel as MP
@@ -59,20 +60,20 @@ def _step(report, train: bool):
 
 
 def fabric(link, *, per_node: int = 1, intra_link=None, algorithm: str = "nccl",
-           link_efficiency: float = 1.0, node=None, nics: int | None = None) -> C.Fabric:
+           link_efficiency: float = 1.0, node=None, nics: int | None = None) -> FB.Fabric:
     """The two-level fabric. ``node`` (a ``hardware_db.links.Node`` or its id) sets devices per
     node, the intra-node link, NVLS and the NICs per node (explicit arguments win; ``link``
     None takes the node's NIC link). ``algorithm`` nccl: the fitted NCCL model
     (hardware_db/collectives/nccl.json); ring / tree: the closed forms with no per-call cost."""
     from hardware_db import collectives, links
 
-    nvls_channels, ring = 0, ()
+    nvls_efficiency, ring = 0.0, ()
     if node is not None:
         nd = node if hasattr(node, "gpus") else links.get_node(node)
         per_node = nd.gpus if per_node == 1 else per_node
         intra_link = intra_link or nd.intra_link
         nics = nics or nd.nics
-        nvls_channels = nd.nvls_channels if nd.nvls else 0
+        nvls_efficiency = nd.nvls_efficiency if nd.nvls else 0.0
         if intra_link == nd.intra_link:   # a ring's bottleneck link inside the node (PCIe host path)
             ring = tuple((n, nd.ring_gbs(n)[0] * 1e9 * link_efficiency) for n in range(2, nd.gpus + 1))
         if link is None:
@@ -89,8 +90,8 @@ def fabric(link, *, per_node: int = 1, intra_link=None, algorithm: str = "nccl",
         raise InputSpecError("devices per node > 1 needs the link inside a node (intra_link=, "
                              "e.g. 'nvlink4' or 'pcie3')")
     consts = C.constants_from(collectives.nccl()) if algorithm == "nccl" else None
-    return C.Fabric(C.Level.of(inter, link_efficiency),
-                    replace(C.Level.of(intra, link_efficiency, nvls_channels=nvls_channels), ring=ring) if intra else None, per_node,
+    return FB.Fabric(FB.Level.of(inter, link_efficiency),
+                    replace(FB.Level.of(intra, link_efficiency, nvls_efficiency=nvls_efficiency), ring=ring) if intra else None, per_node,
                     algorithm, nics or 1, consts)
 
 
@@ -251,7 +252,12 @@ def _fabric_notes(fab, algorithm: str) -> list[str]:
               if algorithm == "nccl" else f"{algorithm} all-reduce") + f" over {fab.inter.name}"
              + (f", {fab.per_node} devices per node over {fab.intra.name}" if fab.per_node > 1 else "")
              + (f", {fab.nics} NICs per node" if fab.nics > 1 else "")]
-    if fab.inter.alpha == 0 and algorithm != "nccl":
+    if algorithm == "nccl":
+        notes.append("NCCL's fitted constants (nccl-tests inside NVSwitch nodes) price the traffic "
+                     f"inside a node; over {fab.inter.name} between nodes none was fitted or scored: "
+                     "the unfitted ring or tree on the link's datasheet figures, plus the per-call "
+                     "cost once per call")
+    if fab.inter.alpha == 0:
         notes.append(f"{fab.inter.name}: no per-message latency on record (charged 0)")
     return notes
 

@@ -45,6 +45,7 @@ from dataclasses import dataclass, replace
 
 from analyzer.errors import Hint, InputSpecError
 from analyzer.scaling import collectives as C
+from analyzer.scaling import fabric as FB
 from analyzer.scaling import parallel as P
 
 # primitive -> the collective it runs (``analyzer.scaling.collectives``)
@@ -128,7 +129,7 @@ def _members(mesh: dict[str, int], axes) -> tuple[list[int], list[int]]:
     return offsets, bases
 
 
-def group_fabric(fab: C.Fabric, offsets: list[int]) -> tuple[C.Fabric, int]:
+def group_fabric(fab: FB.Fabric, offsets: list[int]) -> tuple[FB.Fabric, int]:
     """(the fabric a group of devices at ``offsets`` from device 0 runs on, its devices per
     node): ``g`` = the members in device 0's node; each device's network share
     ``inter.bw * min(nics, G) / G`` of a full node of ``G``."""
@@ -142,7 +143,7 @@ def group_fabric(fab: C.Fabric, offsets: list[int]) -> tuple[C.Fabric, int]:
                    per_node=g, nics=g), g
 
 
-def _crosses(fab: C.Fabric, perm, offsets, bases) -> bool:
+def _crosses(fab: FB.Fabric, perm, offsets, bases) -> bool:
     """Any pair of ``perm`` (indices into ``offsets``) in two nodes, for any base device."""
     G = fab.per_node
     if G == 1:
@@ -162,7 +163,7 @@ def _refuse(report, node, why: str):
                          "psum_scatter, all_to_all and ppermute over its mesh axes")
 
 
-def collectives(report, fab: C.Fabric) -> list[MeshCollective]:
+def collectives(report, fab: FB.Fabric) -> list[MeshCollective]:
     """Each collective node of the program, priced on ``fab`` (see the module)."""
     mesh = mesh_of(report)
     named = report.model["mesh"].get("named_axis_ops") or {}
@@ -206,7 +207,7 @@ def collectives(report, fab: C.Fabric) -> list[MeshCollective]:
     return out
 
 
-def points(report, fab: C.Fabric, n: int) -> tuple[list[P.Point], list[MeshCollective]]:
+def points(report, fab: FB.Fabric, n: int) -> tuple[list[P.Point], list[MeshCollective]]:
     """One point per profile of ``report``: per-device compute + its collectives, serial."""
     colls = collectives(report, fab)
     names = {c.name for c in colls}
@@ -242,7 +243,7 @@ def check_request(settings: dict) -> None:
                              "program runs them)")
 
 
-def scaled(scaling_cls, base, requested, fab: C.Fabric, notes: list[str], settings: dict):
+def scaled(scaling_cls, base, requested, fab: FB.Fabric, notes: list[str], settings: dict):
     """``base`` (the program analysed as given) carrying its one-step ``scaling_cls`` point
     per profile at the mesh's device count (see the module)."""
     check_request(settings)

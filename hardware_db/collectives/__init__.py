@@ -40,7 +40,6 @@ def validate(doc: dict) -> dict:
         _num(f"{p}.efficiency", t.get("efficiency"), 0.0, 1.0, lo_open=True)
     _num("output_share", doc.get("output_share"))
     _num("nvls.step_us", doc.get("nvls", {}).get("step_us"))
-    _num("nvls.channel_gbs", doc.get("nvls", {}).get("channel_gbs"), 0.0, lo_open=True)
     for c in ("all_reduce", "all_gather", "reduce_scatter"):
         _num(f"collective_efficiency.{c}", doc.get("collective_efficiency", {}).get(c), 0.0, 1.0,
              lo_open=True)

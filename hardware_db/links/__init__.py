@@ -116,7 +116,8 @@ def make(gbs_per_direction: float, latency_us: float | None = None, *, kind: str
 class Node:
     """One node design (``nodes.toml``): devices per node (``gpus``), the link between them
     (``intra_link``, a link id), NVLink switches (``nvswitch``) and in-switch reduction
-    (``nvls``) with NCCL's NVLS channel count (``nvls_channels``), the NVLink domain size,
+    (``nvls``) with NCCL's NVLS channel count (``nvls_channels``) and the fraction of the
+    NVLink figure NVLS moves at (``nvls_efficiency``, NCCL's per architecture), the NVLink domain size,
     network cards per node (``nics``, None = not on record)
     over ``nic_link``, the aiconfigurator system its nccl-tests rows came from, and sources."""
 
@@ -135,6 +136,7 @@ class Node:
     gpus_per_pcie_switch: int | None = None
     p2p: bool | None = None
     host_path_gbs: float | None = None
+    nvls_efficiency: float | None = None
 
     def __post_init__(self):
         for name in ("gpus", "nvlink_domain", "nics", "nvls_channels", "gpus_per_pcie_switch"):
@@ -152,6 +154,11 @@ class Node:
             raise HardwareError(f"node '{self.id}': nvls needs nvswitch")
         if self.nvls != (self.nvls_channels is not None):
             raise HardwareError(f"node '{self.id}': give nvls_channels exactly when nvls is true")
+        if self.nvls != (self.nvls_efficiency is not None):
+            raise HardwareError(f"node '{self.id}': give nvls_efficiency exactly when nvls is true")
+        e = self.nvls_efficiency
+        if e is not None and (isinstance(e, bool) or not isinstance(e, (int, float)) or not 0 < e <= 1):
+            raise HardwareError(f"node '{self.id}': nvls_efficiency must be in (0, 1], got {e!r}")
         if self.host_path_gbs is not None and not (isinstance(self.host_path_gbs, (int, float))
                                                    and math.isfinite(self.host_path_gbs)
                                                    and self.host_path_gbs > 0):
@@ -185,7 +192,7 @@ class Node:
     def to_dict(self) -> dict:
         return {"id": self.id, "name": self.name, "gpus": self.gpus, "intra_link": self.intra_link,
                 "nvswitch": self.nvswitch, "nvls": self.nvls, "nvls_channels": self.nvls_channels,
-                "nvlink_domain": self.nvlink_domain,
+                "nvls_efficiency": self.nvls_efficiency, "nvlink_domain": self.nvlink_domain,
                 "nics": self.nics, "nic_link": self.nic_link, "nic_gbs": self.nic_gbs,
                 "aic_system": self.aic_system, "gpus_per_pcie_switch": self.gpus_per_pcie_switch,
                 "p2p": self.p2p, "host_path_gbs": self.host_path_gbs, "sources": dict(self.sources)}
@@ -199,14 +206,15 @@ def _load_nodes() -> dict[str, Node]:
         out = {}
         for nid, t in doc.items():
             sources = dict(t.get("sources", {}))
-            for key in ("gpus", "nvls", "nics", "nvls_channels", "gpus_per_pcie_switch", "p2p",
-                        "host_path_gbs"):   # a claim needs a source (nvls only when true)
+            for key in ("gpus", "nvls", "nics", "nvls_channels", "nvls_efficiency",
+                        "gpus_per_pcie_switch", "p2p", "host_path_gbs"):   # a claim needs a source (nvls only when true)
                 if key in t and (t[key] is not False or key == "p2p") and not sources.get(key):
                     raise HardwareError(f"node '{nid}': {key} has no source")
             out[nid] = Node(nid, t["name"], t["gpus"], t["intra_link"], bool(t["nvswitch"]),
                             bool(t["nvls"]), t["nvlink_domain"], t.get("nics"), t.get("nic_link"),
                             t.get("aic_system"), sources, t.get("nvls_channels"),
-                            t.get("gpus_per_pcie_switch"), t.get("p2p"), t.get("host_path_gbs"))
+                            t.get("gpus_per_pcie_switch"), t.get("p2p"), t.get("host_path_gbs"),
+                            t.get("nvls_efficiency"))
         _NODES = out
     return _NODES
 

@@ -12,7 +12,7 @@ import pytest
 
 import analyzer
 from analyzer.errors import InputSpecError
-from analyzer.scaling import collectives as C
+from analyzer.scaling import fabric as FB
 from hardware_db import links
 
 jax = pytest.importorskip("jax")
@@ -126,8 +126,8 @@ def test_ppermute_and_all_to_all():
 
 
 def test_two_level_all_to_all_closed_form():
-    fast, slow = C.Level(1e11, 1e-6), C.Level(1e10, 5e-6)
-    fab = C.Fabric(inter=slow, intra=fast, per_node=4)
+    fast, slow = FB.Level(1e11, 1e-6), FB.Level(1e10, 5e-6)
+    fab = FB.Fabric(inter=slow, intra=fast, per_node=4)
     # 8 = 4 x 2: 3/8 of the input to node peers over the fast link, 4/8 to the others over
     # the NIC shared by 4 (1e10/4 B/s): 3/8 * 1e6 / 1e11 + 3e-6 + 4/8 * 1e6 / 2.5e9 + 4 * 5e-6
     want = 3 / 8 * 1e6 / 1e11 + 3e-6 + 4 / 8 * 1e6 / 2.5e9 + 20e-6

@@ -5,6 +5,7 @@ import pytest
 
 import hardware_db
 from analyzer.scaling import collectives as C
+from analyzer.scaling import fabric as FB
 from hardware_db import links
 
 
@@ -64,8 +65,8 @@ def test_allgather_reduce_scatter_and_tree():
 
 
 def test_two_level_fabric():
-    fast, slow = C.Level(1e11, 0.0), C.Level(1e10, 0.0)
-    fab = C.Fabric(inter=slow, intra=fast, per_node=4)
+    fast, slow = FB.Level(1e11, 0.0), FB.Level(1e10, 0.0)
+    fab = FB.Fabric(inter=slow, intra=fast, per_node=4)
     # inside a node: ring over the fast link
     assert fab.allreduce(1e9, 4).total == pytest.approx(2 * 3 / 4 * 1e9 / 1e11)
     # 8 = 4 x 2 nodes: RS(4) fast + AR(2 nodes, 1e9/4 bytes, 1e10/4 B/s) + AG(4) fast

@@ -314,6 +314,7 @@ def test_sequence_parallel_step_ring_closed_form():
     from hardware_db import links
 
     from analyzer.scaling import collectives as C
+    from analyzer.scaling import fabric as FB
 
     free = links.make(100.0)
     model = gpt_blocks(LAYERS, B, S, H, HEADS)
@@ -325,7 +326,7 @@ def test_sequence_parallel_step_ring_closed_form():
     assert sp[2].communication_s == pytest.approx(ar[2].communication_s, rel=1e-12)
     assert sp[1].compute_s == pytest.approx(ar[1].compute_s, rel=1e-12)
     assert sp[2].compute_s < ar[2].compute_s
-    fab = C.Fabric(C.Level(1e11, 0.0))
+    fab = FB.Fabric(FB.Level(1e11, 0.0))
     assert fab.reduce_scatter(1024, 4) == C.ring_reduce_scatter(1024, 4, 1e11)
     assert fab.collective("all_gather", 1024, 4) == C.ring_allgather(1024, 4, 1e11)
 
