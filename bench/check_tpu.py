@@ -221,14 +221,18 @@ def main() -> None:
         out.append(f"| {r.device_profile} | {r.implementation} | {r.variant} | {r.m} | {r.measured_ms:.4f} | "
                    f"{r.pred_ms:.4f} | {r.err:+.1f} |")
     out += ["", "## Other generations (no rows: the v5e's constants on each chip's datasheet figures)", "",
-            "| profile | bf16 TFLOP/s | HBM GB/s | 1024^3 ms | 4096^3 ms | 8192^3 ms |", "|---|---:|---:|---:|---:|---:|"]
+            "A chip JAX exposes as several devices (xla_tpu.DEVICES_PER_CHIP) runs a call on one: its share "
+            "of the chip's figures.", "",
+            "| profile | chip bf16 TFLOP/s | chip HBM GB/s | JAX devices per chip | 1024^3 ms | 4096^3 ms | 8192^3 ms |",
+            "|---|---:|---:|---:|---:|---:|---:|"]
     import hardware_db
+    from analyzer.prediction.xla_tpu import DEVICES_PER_CHIP
 
     for pid in SHOWN:
         p = hardware_db.get(pid)
         ms = [predict_ms(pid, s, s, s)[0] for s in (1024, 4096, 8192)]
         out.append(f"| {pid} | {p.peak_flops('matrix', 'bf16') / 1e12:g} | {p.mem_bw_gbs:g} | "
-                   + " | ".join(f"{v:.4f}" for v in ms) + " |")
+                   f"{DEVICES_PER_CHIP.get(p.family, (1,))[0]} | " + " | ".join(f"{v:.4f}" for v in ms) + " |")
     out.append("")
     with open(RESULT, "w", encoding="utf-8") as fh:
         fh.write("\n".join(out) + "\n")
