@@ -155,7 +155,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         own = profile_memo(memo, prof, runtime.name)
         prof, (bw[p], units[p], l2[p], arrays, prov, detail, launch) = _profile_terms(own, prof, has_gather, note,
                                                                                       runtime.name, precision)
-        prof, bw[p] = xla_tpu.per_device(prof, runtime.name, bw[p], note)   # (a TPU7x: one of two devices)
+        prof, bw[p], units[p] = xla_tpu.per_device(prof, runtime.name, bw[p], units[p], note)   # (TPU7x: 1 of 2)
         mpeak[p], vpeak[p] = engines.kernel_peaks(prof, own.setdefault("peaks", {}), warn, anchor_dtype,
                                            mac_l, vec_l, trans_l)
         engines.precision_notes(prof, runtime.name, precision, mpeak[p], warn, note, cls_l, anchor_dtype, mac_l,

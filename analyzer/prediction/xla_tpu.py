@@ -60,22 +60,23 @@ DEVICES_PER_CHIP: dict[str, tuple[int, str]] = {
     "google-tpu-v2": (2, _SEPARATE.format(v="v2")),
     "google-tpu-v3": (2, _SEPARATE.format(v="v3")),
     "google-tpu-v7": (2, "Google Cloud, TPU7x (Ironwood) system architecture, 'Dual-chiplet architecture': the "
-                         "programming model exposes two TPU devices per chip (one per chiplet, each with its "
-                         "TensorCore and its half of the HBM) instead of one MegaCore device as on v4 and v5p "
-                         "(https://docs.cloud.google.com/tpu/docs/tpu7x)"),
+                         "programming model exposes two TPU devices per chip (one per chiplet, each with one of "
+                         "the chip's two TensorCores) instead of one MegaCore device as on v4 and v5p "
+                         "(https://docs.cloud.google.com/tpu/docs/tpu7x); half the HBM bandwidth per device is "
+                         "assumed (each chiplet driving half the HBM stacks), not stated there"),
 }
 
 
-def per_device(prof, runtime_name: str, mem_bw: float, note: list[str] | None = None):
-    """(profile, bandwidth B/s) one jitted call sees under ``xla`` on a TPU: for a family of
-    ``DEVICES_PER_CHIP`` the chip's peaks and ``mem_bw`` divided by its devices per chip (said in
-    ``note``); else both unchanged."""
+def per_device(prof, runtime_name: str, mem_bw: float, units: float, note: list[str] | None = None):
+    """(profile, bandwidth B/s, units) one jitted call sees under ``xla`` on a TPU: for a family of
+    ``DEVICES_PER_CHIP`` the chip's peaks, ``mem_bw`` and TensorCores ``units`` divided by its
+    devices per chip (said in ``note``); else all unchanged."""
     hit = DEVICES_PER_CHIP.get(prof.family or "") if runtime_name == "xla" and prof.kind == "tpu" else None
     if hit is None:
-        return prof, mem_bw
+        return prof, mem_bw, units
     n, why = hit
     if note is not None:
         note.append(f"xla on {prof.id}: one of its {n} JAX devices per chip, so 1/{n} of the chip's peaks and "
                     f"HBM bandwidth ({why})")
     return dataclasses.replace(prof, matrix_tflops={k: v / n for k, v in prof.matrix_tflops.items()},
-                               vector_tflops={k: v / n for k, v in prof.vector_tflops.items()}), mem_bw / n
+                               vector_tflops={k: v / n for k, v in prof.vector_tflops.items()}), mem_bw / n, units / n

@@ -148,3 +148,12 @@ def test_newer_tpu_never_slower_on_single_ops(old, new):
     for name, model in OPS.items():
         t_old, t_new = _pred(model, old).latency_s, _pred(model, new).latency_s
         assert t_new <= t_old, (name, old, t_old, new, t_new)
+
+
+@pytest.mark.parametrize("model", ["torch/resnet18.onnx", "torch/bert.onnx"])
+def test_tpu7x_never_slower_than_v6e_on_whole_models(model):
+    from analyzer.prediction.predict import predict
+
+    rep = analyzer.analyze(os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", model))
+    v6e, v7 = predict(rep, ["tpu-v6e", "tpu7x"], precision="bf16")
+    assert v7.latency_s <= v6e.latency_s, (model, v6e.latency_s, v7.latency_s)
