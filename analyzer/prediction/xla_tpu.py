@@ -19,8 +19,9 @@ usual TPU timing (the jax Pallas TPU notebook's ``timeit`` of it, the mean of 10
   of the matrix classes the MXU's fitted fraction of the datasheet bf16 peak.
 
 A chip JAX exposes as several devices (``DEVICES_PER_CHIP``: TPU7x, two chiplets, each its own
-device; v2 and v3, each TensorCore its own device) runs a jitted call on one of them: the call sees that device's share of the chip's peaks
-and HBM bandwidth (the profile states the chip's), ``per_device``.
+device; v2 and v3, each TensorCore its own device) runs a jitted call on one of them: the call
+sees that device's share of the chip's peaks, HBM bandwidth and TensorCores (the profile states
+the chip's), ``per_device``.
 
 The constants are fitted on the only public TPU single-op timings (``bench/check_tpu.py``: three
 XLA bf16 matmuls on a v5e); the other TPU generations inherit them (``inherits`` in their family
