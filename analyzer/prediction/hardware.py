@@ -85,7 +85,9 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
                                               f"{fam}): pooled fit over public NVIDIA measurements")
         generic = [c for c in consts.inherited if consts.describe(c).startswith("generic")]
         borrowed = [c for c in consts.inherited if c not in generic]
-        inherited = ((f"; {', '.join(borrowed)} from a related family or class" if borrowed else "")
+        every = len(borrowed) + len(generic) == len(eff.OP_CLASSES)   # a file without sets of its own
+        inherited = ((("; every class inherited" if every else f"; {', '.join(borrowed)} from a related "
+                       "family or class") if borrowed else "")
                      + (f"; {', '.join(generic)} from the pooled generic set" if generic else ""))
         return arrays, "architecture constants", (
             f"{consts.family} constants ({consts.describe('gemm')}){inherited}")

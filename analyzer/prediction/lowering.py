@@ -29,7 +29,8 @@ For one runtime and the profiles predicted under it:
    measured its floors net of dispatch: its fixed cost is ``floor + dispatch``.
 5. **per-run fixed cost**: a profile calibrated with the runtime predicted adds its measured
    ``calibration.run_overhead_us`` once per prediction (``Prediction.run_overhead_s``: the cost of
-   one ``session.run`` besides its kernels); other profiles add nothing.
+   one ``session.run`` besides its kernels); under ``qnn`` and ``xla`` on a TPU, the family's
+   fitted per-call ``run_fixed_s`` (``qnn``, ``xla_tpu``); other profiles add nothing.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ import numpy as np
 from analyzer.counting.engine import NodeCost
 from analyzer.errors import InputSpecError
 from analyzer.prediction.efficiency import kernel_time as eff
-from analyzer.prediction import eager_plan, engines, fusion, runtimes, xla_cpu_fusion
+from analyzer.prediction import eager_plan, engines, fusion, runtimes, xla_cpu_fusion, xla_tpu
 from analyzer.prediction.accelerators import qnn
 from analyzer.prediction.cpu import cold as cpu_cold
 from analyzer.prediction.cpu import broadcast as cpu_broadcast
@@ -154,6 +155,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         own = profile_memo(memo, prof, runtime.name)
         prof, (bw[p], units[p], l2[p], arrays, prov, detail, launch) = _profile_terms(own, prof, has_gather, note,
                                                                                       runtime.name, precision)
+        prof, bw[p], units[p] = xla_tpu.per_device(prof, runtime.name, bw[p], units[p], note)   # (TPU7x: 1 of 2)
         mpeak[p], vpeak[p] = engines.kernel_peaks(prof, own.setdefault("peaks", {}), warn, anchor_dtype,
                                            mac_l, vec_l, trans_l)
         engines.precision_notes(prof, runtime.name, precision, mpeak[p], warn, note, cls_l, anchor_dtype, mac_l,
@@ -171,7 +173,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         if runtime.placement is not None:   # an accelerator runtime's placement (accelerators/)
             bw[p] = _place(runtime, prof, plan, fnodes, rows, bw[p], mpeak[p], vpeak[p], fixed[p], note)
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p], "units": units[p], "l2_bytes": l2[p]}
-        run_overhead[p] = qnn.run_fixed_s(runtime.name, arrays, label, note)
+        run_overhead[p] = (qnn.run_fixed_s(runtime.name, arrays, label, note)
+                           + xla_tpu.call_launch_s(runtime.name, prof.kind, arrays, prof.id, note))
         if calibrated:
             run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6 + once
             if act is None:   # what a run writes besides its weights (cpu_cold.cold_share)

@@ -16,7 +16,9 @@ eager-op       eager           each op's wall-clock timed one call at a time: ho
 onnxruntime    onnxruntime     ``session.run`` of onnxruntime at its default optimization
                                level: its fused kernels plus its per-node dispatch
 xla            xla             an XLA-compiled program's device time: one launch per fusion;
-                               ``scan``/``while`` bodies launch their kernels on every trip
+                               ``scan``/``while`` bodies launch their kernels on every trip;
+                               on a TPU a jitted call's host-timed wall-clock: that plus
+                               one program launch per call (``xla_tpu``)
 coreml         coreml          a Core ML prediction on the Apple Neural Engine (compute
                                units all): ANE kernels, CPU fallback segments and their
                                switches (``accelerators/coreml.py``)
@@ -68,6 +70,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.errors import InputSpecError
+from analyzer.prediction import xla_tpu
 from analyzer.prediction.accelerators import coreml, edgetpu, qnn
 from analyzer.prediction.efficiency.op_classes import class_chain
 
@@ -210,10 +213,19 @@ XLA_CPU = Runtime("xla", "xla_cpu", False,
                   "XLA-compiled device time: one launch per fusion, loop bodies once per trip")
 
 
+# the ``xla`` runtime on a TPU: the same fusion policy, timed as a jitted call from the host
+# (``xla_tpu``: one program launch per call plus the kernels)
+XLA_TPU = Runtime("xla", "xla", False, xla_tpu.TIME_DEFINITION)
+
+
 def runtime_for(runtime: Runtime, profile) -> Runtime:
-    """The runtime as it runs on ``profile``: ``xla`` on a CPU is ``XLA_CPU``; else unchanged."""
-    if runtime.name == "xla" and runtime.fusion == "xla" and getattr(profile, "kind", "") == "cpu":
+    """The runtime as it runs on ``profile``: ``xla`` on a CPU is ``XLA_CPU``, on a TPU
+    ``XLA_TPU``; else unchanged."""
+    kind = getattr(profile, "kind", "")
+    if runtime.name == "xla" and runtime.fusion == "xla" and kind == "cpu":
         return XLA_CPU
+    if runtime.name == "xla" and runtime.fusion == "xla" and kind == "tpu":
+        return XLA_TPU
     return runtime
 
 

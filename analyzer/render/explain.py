@@ -24,6 +24,16 @@ def _compute_lines(e) -> list[str]:
     return out
 
 
+def _per_call_lines(p) -> list[str]:
+    """The per-call term of an accelerator runtime that times a whole call (xla on a TPU, qnn:
+    ``Prediction.run_overhead_s``), in no layer's row: the layers' sum plus it is the latency."""
+    kind = getattr(getattr(getattr(p, "target", None), "profile", None), "kind", "")
+    if not p.run_overhead_s or kind == "cpu":
+        return []
+    return [f"  per call {human_time(p.run_overhead_s):>9}  once per call, in no layer: latency "
+            f"{human_time(p.latency_s)} = layers {human_time(p.latency_s - p.run_overhead_s)} + per call"]
+
+
 def _host_lines(p, x, h) -> list[str]:
     """A host-only op's lines (``Prediction.host_step``): its host time and what of it the
     prediction shows."""
@@ -102,6 +112,7 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                    f"of the eager stream; {x.bound}-bound"] if e.stream else []),
                 f"  layer    {human_time(x.time_s):>9}  {100 * x.share:.2f}% of "
                 f"{human_time(p.latency_s)}",
+                *_per_call_lines(p),
                 f"  constants: {safe.text(e.provenance)}: {safe.text(e.provenance_detail)}"]
         out += [f"  assumed: {safe.text(n)}" for n in assumed(p)]
     return "\n".join(y for line in out for y in wrap(line, width)) + "\n"

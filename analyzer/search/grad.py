@@ -6,7 +6,8 @@ multiplies each node's FLOPs (matrix, vector, transcendental alike) and bytes, a
 the profile arrays the kernel eats (``matrix_peak``/``vector_peak``/``fixed`` ``[P, K]``,
 ``mem_bw`` ``[P]``; ``f.hw`` are the profiles' own values).  A kernel's features are its
 lowering's own features plus ``(scale_i - 1) * count_i / runs`` of each member node: at
-``f.node_scale`` (all ones) ``f`` is exactly the prediction (a tiled GEMM's ``k`` scales
+``f.node_scale`` (all ones) ``f`` is exactly the prediction less its per-run fixed cost
+(``Prediction.run_overhead_s``: a constant callers add, ``whatif``) (a tiled GEMM's ``k`` scales
 with its FLOPs, since its time follows the padded work ``2*m*n*k``), and ``jax.grad`` / ``jax.vmap``
 accept it (almost everywhere: ``max`` and the tile ceilings have kinks).
 

@@ -45,8 +45,10 @@ def test_score_paths_jax_and_detail(cm, tmp_path):
     np.testing.assert_allclose(lat[0], reference(m), rtol=1e-6)
     r = analyzer.analyze_jax(f, *spec, hw=HW)
     np.testing.assert_allclose(lat[1], [x.latency_s for x in r.predictions], rtol=1e-6)
-    # the per-node breakdown sums to the latency and joins analyze's rows by index
-    np.testing.assert_allclose(det[1].node_time_s.sum(axis=1), lat[1], rtol=1e-5)
+    # the per-node breakdown sums to the latency less its per-call term (in no row) and joins
+    # analyze's rows by index
+    call = np.array([x.run_overhead_s for x in r.predictions])
+    np.testing.assert_allclose(det[1].node_time_s.sum(axis=1) + call, lat[1], rtol=1e-5)
     for i in range(len(r.nodes)):
         row = r.predictions[0].for_node(i)
         assert det[1].node_time_s[0, i] == pytest.approx(row.time_s if row else 0.0, rel=1e-5)

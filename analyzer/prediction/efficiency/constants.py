@@ -114,7 +114,8 @@ def load_constants(family: str, directory: str | None = None) -> FamilyConstants
     ``inherits`` (when its file names one: a GPU of the same memory technology running the same
     kernel libraries), and of the family that one inherits, and so on; the same for the class's
     ``CLASS_FALLBACK``; ``generic.json``. A family without a file is the generic set
-    (``generic=True``)."""
+    (``generic=True``).  The per-call scalars (``RUN_PARAMS``) come from the nearest file of the
+    same chain that states them (a TPU generation without measurements takes the fitted v5e's)."""
     directory = directory or EFFICIENCY_DIR
     generic = _read(os.path.join(directory, "generic.json"))
     path = os.path.join(directory, f"{family}.json")
@@ -160,8 +161,8 @@ def load_constants(family: str, directory: str | None = None) -> FamilyConstants
     scalars = (own or generic).get("scalars", generic["scalars"])
     for p in SCALAR_PARAMS:
         arrays[p] = float(scalars.get(p, generic["scalars"][p]))
-    for p in RUN_PARAMS:   # optional: 0 where a family has none
-        arrays[p] = float(scalars.get(p, 0.0))
+    for p in RUN_PARAMS:   # optional: the nearest family of the chain that has it; else 0
+        arrays[p] = float(next((d["scalars"][p] for d, _ in chain if p in d.get("scalars", {})), 0.0))
     return FamilyConstants(family if own else "generic", arrays, provenance, own is None, tuple(inherited))
 
 

@@ -146,7 +146,8 @@ CPU_FIXED_KEYS = (("piece_s", "piece_us", 1e-6), ("im2col_s", "im2col_ns", 1e-9)
 L2_STEP_POWER = 2.0
 SCALAR_PARAMS = ("trans_weight",)
 # optional per-inference fixed seconds of a family (0 where absent), added once per prediction by
-# the runtimes that time a whole graph call (the ``qnn`` runtime): W8A8 (int8) graphs and the others
+# the runtimes that time a whole graph call (``qnn``: W8A8 (int8) graphs and the others; ``xla`` on
+# a TPU: ``run_fixed_s``, a jitted call's launch, ``xla_tpu``)
 RUN_PARAMS = ("run_fixed_s", "run_fixed_int8_s")
 # the thread-split step p(x) = x**p / (1 + x**p), x = bytes / b_par, fixed: onnxruntime splits a kernel
 # above a cost threshold (p = 4 goes from 6 % to 94 % of the cost over a factor 4 in size)

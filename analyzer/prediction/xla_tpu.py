@@ -1,0 +1,83 @@
+"""The ``xla`` runtime on a TPU profile: what one jitted call costs as JAX times it from the host.
+
+Time predicted (``TIME_DEFINITION``): the wall-clock of one call of a jitted function as
+``jax.block_until_ready(f(x))`` measures it from the host after the first (compiling) call, the
+usual TPU timing (the jax Pallas TPU notebook's ``timeit`` of it, the mean of 100 calls):
+
+    t_call = call_launch + sum over kernels (runs x (floor + max(compute, memory)))
+    compute = FLOPs / (peak x e_compute)      memory = bytes / (bandwidth x e_bw)
+
+- ``call_launch`` (seconds, once per call): the host's dispatch of the compiled program (Python,
+  jit's argument handling, the PJRT execute call) and the program's launch on the chip, up to the
+  result being ready on the host side.  It is the ``run_fixed_s`` scalar of the profile's family
+  file (``hardware_db/efficiency/google-tpu-*.json``), the same per-call slot the ``qnn``
+  runtime's graph-execute cost uses, shown as ``Prediction.run_overhead_s`` and in no layer's row
+  (``--explain`` prints it: ``per call``).  Mostly a property of the host and the software stack,
+  not of the chip: a faster host or a newer jax moves it, a faster TPU does not.
+- Kernels: one per XLA fusion (the ``xla`` fusion policy); ``floor`` is the family's per-kernel
+  fixed cost (a fusion's start inside a running program, the kind's assumed 1 us), ``e_compute``
+  of the matrix classes the MXU's fitted fraction of the datasheet bf16 peak.
+
+A chip JAX exposes as several devices (``DEVICES_PER_CHIP``: TPU7x, two chiplets, each its own
+device; v2 and v3, each TensorCore its own device) runs a jitted call on one of them: the call
+sees that device's share of the chip's peaks, HBM bandwidth and TensorCores (the profile states
+the chip's), ``per_device``.
+
+The constants are fitted on the only public TPU single-op timings (``bench/check_tpu.py``: three
+XLA bf16 matmuls on a v5e); the other TPU generations inherit them (``inherits`` in their family
+files), so a v6e or TPU7x prediction is the v5e's efficiencies on that chip's datasheet figures
+plus the v5e host's call launch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+TIME_DEFINITION = ("a jitted call's wall-clock from the host as jax.block_until_ready(f(x)) times it "
+                   "after compilation: one program launch per call (host dispatch + launch, the "
+                   "family's fitted figure, once) plus the device's kernels: one launch per fusion, "
+                   "loop bodies once per trip")
+
+
+def call_launch_s(runtime_name: str, kind: str, arrays: dict, profile_id: str, note: list[str] | None = None) -> float:
+    """Seconds the ``xla`` runtime adds once per call on a TPU profile: its family's
+    ``run_fixed_s`` (0 where the family has none: a datasheet profile); 0 for another runtime or
+    kind.  A non-zero one is stated in ``note`` (it is in the latency, in no layer's row)."""
+    if runtime_name != "xla" or kind != "tpu":
+        return 0.0
+    s = float(arrays.get("run_fixed_s", 0.0))
+    if s > 0 and note is not None:
+        note.append(f"xla on {profile_id}: {s * 1e6:.3g} us per call (host dispatch + program launch, once, in "
+                    f"the latency, in no layer), fitted on tpu-v5e's host-timed jnp.matmul calls; a property "
+                    f"of the host and jax release more than of the chip")
+    return s
+
+
+# TPU families whose chip JAX exposes as several devices, a jitted call running on one: family ->
+# (devices per chip, source).  TPU v4 and v5p join their two TensorCores into one device (MegaCore).
+_SEPARATE = ("the project reference shared/reference/hardware_specs.md, entry google_tpu_{v}: 'Cores are separate "
+             "devices' (pre-MegaCore: each TensorCore with its own HBM is one device)")
+DEVICES_PER_CHIP: dict[str, tuple[int, str]] = {
+    "google-tpu-v2": (2, _SEPARATE.format(v="v2")),
+    "google-tpu-v3": (2, _SEPARATE.format(v="v3")),
+    "google-tpu-v7": (2, "Google Cloud, TPU7x (Ironwood) system architecture, 'Dual-chiplet architecture': the "
+                         "programming model exposes two TPU devices per chip (one per chiplet, each with one of "
+                         "the chip's two TensorCores) instead of one MegaCore device as on v4 and v5p "
+                         "(https://docs.cloud.google.com/tpu/docs/tpu7x); half the HBM bandwidth per device is "
+                         "assumed (each chiplet driving half the HBM stacks), not stated there"),
+}
+
+
+def per_device(prof, runtime_name: str, mem_bw: float, units: float, note: list[str] | None = None):
+    """(profile, bandwidth B/s, units) one jitted call sees under ``xla`` on a TPU: for a family of
+    ``DEVICES_PER_CHIP`` the chip's peaks, ``mem_bw`` and TensorCores ``units`` divided by its
+    devices per chip (said in ``note``); else all unchanged."""
+    hit = DEVICES_PER_CHIP.get(prof.family or "") if runtime_name == "xla" and prof.kind == "tpu" else None
+    if hit is None:
+        return prof, mem_bw, units
+    n, why = hit
+    if note is not None:
+        note.append(f"xla on {prof.id}: one of its {n} JAX devices per chip, so 1/{n} of the chip's peaks and "
+                    f"HBM bandwidth ({why})")
+    return dataclasses.replace(prof, matrix_tflops={k: v / n for k, v in prof.matrix_tflops.items()},
+                               vector_tflops={k: v / n for k, v in prof.vector_tflops.items()}), mem_bw / n, units / n
