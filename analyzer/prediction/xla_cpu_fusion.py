@@ -68,6 +68,18 @@ copy of the vector (XLA's ``bitcast`` of [1, K] into [K, 1] is a loop fusion of 
    read and written) after it where the result is a program output (nothing at the top level
    reads it).
 
+A max pool's gradient (``select_and_scatter_add``, ``rank=R`` in its kernel word) is expanded by
+XLA's CPU backend (observed in the optimized HLO of the calibration's pool-gradient rows and the
+CNN's train step: 9 thunks for a rank-4 pool) into
+
+9. R iotas of the operand's shape (each writes one dim's index of every element, int32),
+   a zero fill of the result, a reduce-window that picks each window's position (the node's own
+   kernel), a concatenate of the R index arrays, a copy of the gradient (unless a loop fusion
+   that the node alone reads writes it) and the scatter: R + 4 launches beside the node's own,
+   each charged its class's fixed cost only: the node's counted bytes (operand and gradient
+   read, result written) stand for the expansion's traffic (its int32 index arrays are not
+   charged).
+
 A ``scan`` (``NodeCost.loop_io``) compiles to a ``while`` whose body runs, every trip, besides
 the body's own kernels (checked on the optimized HLO of ``samples/jax_models.py``'s scan RNN,
 ``bench/xla_diagnose.py counts``):
@@ -144,7 +156,8 @@ def plan(nodes, graph_outputs: frozenset[str]) -> fusion.FusionPlan:
             heavy[sets.find(i)] = min(h, hu)
     p = fusion._collect(nodes, sets, producer, consumers, graph_outputs, POLICY)
     extra = (_loop_launches(nodes, p, consumers, ok) + _relayouts(nodes, p, producer, consumers, folded, ok)
-             + _tree_launches(nodes, p, ok) + _gemv_copies(nodes, p, producer, consumers, folded, ok, graph_outputs))
+             + _tree_launches(nodes, p, ok) + _gemv_copies(nodes, p, producer, consumers, folded, ok, graph_outputs)
+             + _scatter_expansion(nodes, p, producer, consumers, folded, ok))
     if not extra:
         return p
     ops = [()] * p.kernels
@@ -310,4 +323,21 @@ def _gemv_copies(nodes, p: fusion.FusionPlan, producer, consumers, folded, ok, g
                 out.append((p.kernel_of[i], "copy", 2 * nd.input_bytes[j]))
         if nd.level == "" and (any(o in graph_outputs for o in nd.outputs) or not _readers(i, nodes, consumers)):
             out.append((p.kernel_of[i], "copy", 2 * sum(nd.output_bytes)))
+    return out
+
+
+def _scatter_expansion(nodes, p: fusion.FusionPlan, producer, consumers, folded, ok) -> list[tuple[int, str, int]]:
+    """[(kernel, op, 0)] of the launches XLA's expansion of a max pool's gradient adds beside the
+    node's own kernel (rule 9 of the module docstring), on that kernel: fixed costs only."""
+    out = []
+    for i, nd in enumerate(nodes):
+        word = next((w for w in (nd.kernel or "").split() if w.startswith("rank=")), "")
+        if nd.op != "select_and_scatter_add" or not word or p.kernel_of[i] < 0:
+            continue
+        r, k = int(word[5:]), p.kernel_of[i]
+        out += [(k, "iota", 0)] * r
+        out += [(k, "broadcast_in_dim", 0), (k, "concatenate", 0), (k, "scatter", 0)]
+        src = _source(nd.level, nd.inputs[0], nodes, producer, folded) if nd.inputs[0] else -1
+        if src is None or (src >= 0 and not (ok[src] and _readers(src, nodes, consumers) == [i])):
+            out.append((k, "copy", 0))
     return out

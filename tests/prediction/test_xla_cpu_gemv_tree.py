@@ -1,5 +1,6 @@
-"""XLA CPU's tree reductions and the copies around its matrix-vector products in the ``xla_cpu``
-plan (``xla_cpu_fusion`` rules 7 and 8): closed-form launch counts of small programs, each beside
+"""XLA CPU's tree reductions, the copies around its matrix-vector products and its expansion of a
+max pool's gradient in the ``xla_cpu`` plan (``xla_cpu_fusion`` rules 7, 8 and 9): closed-form
+launch counts of small programs, each beside
 the thunks XLA 0.10.2 compiles for them (``bench/xla_hlo.py``; all equal), and the counting rules'
 kernel words they rest on."""
 
@@ -89,3 +90,17 @@ def test_a_gemv_vector_from_a_loop_fusion_it_alone_reads_is_not_copied():
     assert _launches(f, S((1, 64), F32), w) == 5
     # a chain x @ W @ V, tanh: [copy x], dot, [copy of its result], dot, [tanh] = 5 (XLA: 5)
     assert _launches(lambda x, w, v: jnp.tanh((x @ w) @ v), S((1, 64), F32), w, S((32, 8), F32)) == 5
+
+
+def _max_pool(x):
+    return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+
+
+def test_a_max_pool_gradient_is_xlas_iotas_reduce_window_and_scatter():
+    # rank 4: 4 iotas, the zero fill, the reduce-window (the node's own kernel), the concatenate
+    # of the indices, the copy of g (a program input), the scatter = 4 + 5 = 9 (XLA: 9 thunks)
+    x, g = S((4, 24, 16, 16), F32), S((4, 24, 8, 8), F32)
+    assert _word(lambda x, g: jax.vjp(_max_pool, x)[1](g)[0], x, g, op="select_and_scatter_add") == "rank=4"
+    assert _launches(lambda x, g: jax.vjp(_max_pool, x)[1](g)[0], x, g) == 4 + 5
+    # g = 2 * h, a loop fusion the gradient alone reads: it writes g as the scatter reads it, 1 + 8 (XLA: 9)
+    assert _launches(lambda x, h: jax.vjp(_max_pool, x)[1](2.0 * h)[0], x, g) == 1 + 8

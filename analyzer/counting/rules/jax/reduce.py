@@ -95,9 +95,11 @@ def reduce_window_generic(ins, outs, ctx, *, window_dimensions, jaxpr_ops=1):
 
 @register("select_and_scatter_add", domain=D)
 def select_and_scatter_add(ins, outs, ctx, *, window_dimensions):
-    # max-pool backward: per source element (one window) window-1 compares pick the position,
-    # then one add scatters the gradient there
-    return Work(vector_flops=ins[0].numel() * prod(window_dimensions))
+    """Max-pool backward: per source element (one window) window-1 compares pick the position,
+    then one add scatters the gradient there.  The kernel: ``rank=R``, the operand's rank (XLA's
+    CPU backend expands the op into R iotas, a reduce-window and a scatter: ``xla_cpu_fusion``);
+    counts never depend on it."""
+    return Work(vector_flops=ins[0].numel() * prod(window_dimensions), kernel=f"rank={len(ins[1].dims())}")
 
 
 @register("select_and_gather_add", domain=D)
