@@ -49,6 +49,37 @@ convolution for such an operand that is
    a dot: each convolution that wants it in another order gets its own copy); elementwise
    readers read it in the order it is written.
 
+A reduction XLA runs in a loop fusion (under ``YNN_MIN_ELEMENTS``) over a dim longer than 32 is
+cut by XLA's tree reduction rewriter into a ``reduce-window`` of partial results, then the reduce
+of those (``tree=`` in the reduction's kernel word: ``counting.rules.jax.reduce.tree_rounds``):
+
+7. the reduction takes no producer in (XLA's CPU backend fuses nothing into a reduce-window: the
+   producer writes its result), and each round of windows is a launch of its own, carried by the
+   kernel the reduction joins, moving its partial results twice (written, read back): a layer
+   norm of [1, 16, 64] is 6 loop fusions, not 3.
+
+A matrix-vector product (`` gemv=J`` in a dot's kernel word: no batch dims, operand ``J`` of
+rank 2 or more whose free dims hold one element, ``x[1, K] @ W``) runs as an Eigen GEMV on a
+copy of the vector (XLA's ``bitcast`` of [1, K] into [K, 1] is a loop fusion of its own):
+
+8. a copy launch (the vector read and written) runs before the product unless the vector is the
+   result of a loop fusion that the product alone reads (the bitcast joins that fusion) or a
+   scanned input's slice (it joins the ``dynamic-slice``), or a constant; and one (the result
+   read and written) after it where the result is a program output (nothing at the top level
+   reads it).
+
+A max pool's gradient (``select_and_scatter_add``, ``rank=R`` in its kernel word) is expanded by
+XLA's CPU backend (observed in the optimized HLO of the calibration's pool-gradient rows and the
+CNN's train step: 9 thunks for a rank-4 pool) into
+
+9. R iotas of the operand's shape (each writes one dim's index of every element, int32),
+   a zero fill of the result, a reduce-window that picks each window's position (the node's own
+   kernel), a concatenate of the R index arrays, a copy of the gradient (unless a loop fusion
+   that the node alone reads writes it) and the scatter: R + 4 launches beside the node's own,
+   each charged its class's fixed cost only: the node's counted bytes (operand and gradient
+   read, result written) stand for the expansion's traffic (its int32 index arrays are not
+   charged).
+
 A ``scan`` (``NodeCost.loop_io``) compiles to a ``while`` whose body runs, every trip, besides
 the body's own kernels (checked on the optimized HLO of ``samples/jax_models.py``'s scan RNN,
 ``bench/xla_diagnose.py counts``):
@@ -105,6 +136,8 @@ def plan(nodes, graph_outputs: frozenset[str]) -> fusion.FusionPlan:
     producer, consumers = fusion.tensor_index(nodes)
     sets = fusion._Sets(len(nodes))
     ok = [fusion.xla_fusible(nd) and not ynn_reduction(nd) for nd in nodes]
+    # a tree reduction fuses into its reader but takes in no producer (its reduce-window does not)
+    takes_in = [f and not tree_bytes(nd) for f, nd in zip(ok, nodes)]
     inf = float("inf")
     # per fusion so far (its union-find root): the smallest result of a reduction or expensive
     # op in it (rules 3 and 4 hold for a tree that holds one, not only for the node itself)
@@ -117,12 +150,14 @@ def plan(nodes, graph_outputs: frozenset[str]) -> fusion.FusionPlan:
         r = sets.find(i)
         h = heavy[r] = min(heavy.get(r, inf), own)
         users = _readers(i, nodes, consumers)
-        if not _root(nd, users, nodes, ok, graph_outputs, h, written):
+        if not _root(nd, users, nodes, takes_in, graph_outputs, h, written):
             hu = heavy.get(sets.find(users[0]), inf)
             sets.union(i, users[0])
             heavy[sets.find(i)] = min(h, hu)
     p = fusion._collect(nodes, sets, producer, consumers, graph_outputs, POLICY)
-    extra = _loop_launches(nodes, p, consumers, ok) + _relayouts(nodes, p, producer, consumers, folded, ok)
+    extra = (_loop_launches(nodes, p, consumers, ok) + _relayouts(nodes, p, producer, consumers, folded, ok)
+             + _tree_launches(nodes, p, ok) + _gemv_copies(nodes, p, producer, consumers, folded, ok, graph_outputs)
+             + _scatter_expansion(nodes, p, producer, consumers, folded, ok))
     if not extra:
         return p
     ops = [()] * p.kernels
@@ -182,7 +217,8 @@ def _readers(i: int, nodes, consumers, depth: int = 8) -> list[int]:
 
 
 def _root(nd, users: list[int], nodes, ok, graph_outputs, heavy: float, written) -> bool:
-    """Whether fusible node ``nd`` writes its result (rules 1-4 of the module docstring);
+    """Whether fusible node ``nd`` writes its result (rules 1-4 of the module docstring; ``ok[u]``:
+    node ``u`` takes its producers into its fusion);
     ``heavy``: the smallest result of a reduction or expensive op in its fusion so far (inf:
     none): such a fusion is neither duplicated nor broadcast by a reader; ``written``: (level,
     tensor) of every scan body's results."""
@@ -252,3 +288,56 @@ def _source(level: str, tensor: str, nodes, producer, folded, depth: int = 8) ->
             return -1
         i, depth = producer.get((level, nd.inputs[0])), depth - 1
     return i
+
+
+def tree_bytes(nd) -> tuple[int, ...]:
+    """The bytes of each round of partial results of a tree reduction (``tree=`` in its kernel
+    word: ``counting.rules.jax.reduce.tree_rounds``); () for any other node."""
+    word = next((w for w in (nd.kernel or "").split() if w.startswith("tree=")), "")
+    return tuple(int(x) for x in word[5:].split(",")) if word else ()
+
+
+def _tree_launches(nodes, p: fusion.FusionPlan, ok) -> list[tuple[int, str, int]]:
+    """[(kernel, "reduce_sum", bytes)] of the reduce-windows of every tree reduction (rule 7 of
+    the module docstring) that runs in a loop fusion, on the kernel it joins: each round writes
+    its partial results and the next reads them back (the input's read is the reduction's own)."""
+    return [(p.kernel_of[i], "reduce_sum", 2 * b) for i, nd in enumerate(nodes)
+            if ok[i] and p.kernel_of[i] >= 0 for b in tree_bytes(nd)]
+
+
+def _gemv_copies(nodes, p: fusion.FusionPlan, producer, consumers, folded, ok, graph_outputs) -> list[tuple[int, str, int]]:
+    """[(kernel, "copy", bytes it moves)] of the copies around every matrix-vector product
+    (rule 8 of the module docstring), on the product's kernel: its vector operand read and
+    written, its result read and written."""
+    sliced = {(nd.name + "/", x) for nd in nodes if nd.loop_io for x in nd.loop_io[0]}
+    out = []
+    for i, nd in enumerate(nodes):
+        word = next((w for w in (nd.kernel or "").split() if w.startswith("gemv=")), "")
+        if not word or p.kernel_of[i] < 0:
+            continue
+        j = int(word[5:])
+        t = nd.inputs[j] if j < len(nd.inputs) else ""
+        if t and not compiled_constant(nd, j, folded) and (nd.level, t) not in sliced:
+            src = _source(nd.level, t, nodes, producer, folded)
+            if src is None or (src >= 0 and not (ok[src] and _readers(src, nodes, consumers) == [i])):
+                out.append((p.kernel_of[i], "copy", 2 * nd.input_bytes[j]))
+        if nd.level == "" and (any(o in graph_outputs for o in nd.outputs) or not _readers(i, nodes, consumers)):
+            out.append((p.kernel_of[i], "copy", 2 * sum(nd.output_bytes)))
+    return out
+
+
+def _scatter_expansion(nodes, p: fusion.FusionPlan, producer, consumers, folded, ok) -> list[tuple[int, str, int]]:
+    """[(kernel, op, 0)] of the launches XLA's expansion of a max pool's gradient adds beside the
+    node's own kernel (rule 9 of the module docstring), on that kernel: fixed costs only."""
+    out = []
+    for i, nd in enumerate(nodes):
+        word = next((w for w in (nd.kernel or "").split() if w.startswith("rank=")), "")
+        if nd.op != "select_and_scatter_add" or not word or p.kernel_of[i] < 0:
+            continue
+        r, k = int(word[5:]), p.kernel_of[i]
+        out += [(k, "iota", 0)] * r
+        out += [(k, "broadcast_in_dim", 0), (k, "concatenate", 0), (k, "scatter", 0)]
+        src = _source(nd.level, nd.inputs[0], nodes, producer, folded) if nd.inputs[0] else -1
+        if src is None or (src >= 0 and not (ok[src] and _readers(src, nodes, consumers) == [i])):
+            out.append((k, "copy", 0))
+    return out

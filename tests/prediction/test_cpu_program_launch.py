@@ -27,7 +27,9 @@ def _pred(fn, shapes, hw):
 
 
 def _straight():
-    """3 kernels outside any loop: a dot (gemm), its tanh (activation), a dot."""
+    """3 kernels outside any loop: a dot (gemm), its tanh (activation), a dot; both dots are
+    GEMVs (x is 1 x K), so the plan adds the copy of x before the first and of the result after
+    the second (``xla_cpu_fusion`` rule 8): 5 launches (XLA: 5 thunks)."""
     import jax
     import jax.numpy as jnp
 
@@ -38,27 +40,28 @@ def _straight():
 def test_a_straight_program_pays_a_launch_per_kernel_and_the_largest_floor_excess_once(tmp_path):
     fn, shapes = _straight()
     old, new = (_pred(fn, shapes, _profile(tmp_path, u)) for u in (None, PROG_US))
-    assert new.launches == old.launches == 3
-    # before: floors 0.5 + 0.3 + 0.5 = 1.3 us; after: 3 x 0.1 + max(0.5 - 0.1, 0.3 - 0.1) = 0.7 us;
-    # the work terms are the same: 0.6 us less
-    assert old.latency_s - new.latency_s == pytest.approx(0.6e-6, rel=1e-5)
-    # closed form: 4 us run overhead + 0.7 us + the work (3 tiny kernels: < 0.05 us)
-    assert (RUN_US + 0.7) * 1e-6 < new.latency_s < (RUN_US + 0.7 + 0.05) * 1e-6
+    assert new.launches == old.launches == 5
+    # before: floors 0.5 + 0.3 + 0.5 and the two copies' movement floors 0.3 + 0.3 = 1.9 us;
+    # after: 5 x 0.1 + max(0.5 - 0.1, 0.3 - 0.1) = 0.9 us; the work terms are the same: 1.0 us less
+    assert old.latency_s - new.latency_s == pytest.approx(1.0e-6, rel=1e-5)
+    # closed form: 4 us run overhead + 0.9 us + the work (5 tiny launches: < 0.05 us)
+    assert (RUN_US + 0.9) * 1e-6 < new.latency_s < (RUN_US + 0.9 + 0.05) * 1e-6
     assert any("program launches: 3 kernel(s)" in n for n in new.notes)
     assert not any("program launches" in n for n in old.notes)
 
 
 @pytest.mark.parametrize("links", [1, 5, 20])
-def test_a_chain_of_n_links_is_n_times_two_launches_plus_one_floor_excess(tmp_path, links):
+def test_a_chain_of_n_links_is_n_times_two_launches_and_a_copy_plus_one_floor_excess(tmp_path, links):
     from analyzer.measure.xla.rows import dot_chain
     import jax
 
     fn, args = dot_chain(links, m=1, k=K)
     shapes = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)
     old, new = (_pred(fn, shapes, _profile(tmp_path, u)) for u in (None, PROG_US))
-    assert new.launches == 2 * links
-    # n dots at 0.5 and n tanh at 0.3 before; 2n x 0.1 + (0.5 - 0.1) after
-    saved = links * (GEMM_US + ACT_US) - (2 * links * PROG_US + GEMM_US - PROG_US)
+    # n GEMVs and their tanh, and the copy of x (1 x K) before the first (XLA: 2n + 1 thunks)
+    assert new.launches == 2 * links + 1
+    # n dots at 0.5, n tanh and the copy at 0.3 before; (2n + 1) x 0.1 + (0.5 - 0.1) after
+    saved = links * (GEMM_US + ACT_US) + ACT_US - ((2 * links + 1) * PROG_US + GEMM_US - PROG_US)
     assert old.latency_s - new.latency_s == pytest.approx(saved * 1e-6, rel=1e-5, abs=1e-12)
 
 
@@ -67,7 +70,7 @@ def test_a_one_kernel_program_is_priced_as_before(tmp_path):
     import jax.numpy as jnp
 
     w = jnp.ones((K, K), jnp.float32)
-    shapes = (jax.ShapeDtypeStruct((1, K), jnp.float32),)
+    shapes = (jax.ShapeDtypeStruct((2, K), jnp.float32),)   # (M = 2: no GEMV copies; XLA: 1 thunk)
     old, new = (_pred(lambda x: x @ w, shapes, _profile(tmp_path, u)) for u in (None, PROG_US))
     assert new.launches == 1
     # 0.1 us launch + (0.5 - 0.1) us once = the 0.5 us floor

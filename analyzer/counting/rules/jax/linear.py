@@ -31,7 +31,11 @@ def dot_general(ins, outs, ctx, *, dimension_numbers):
     The kernel: ``lhs_transposed`` for a product without batch dims whose lhs is contracted over
     dims other than its trailing ones (``x^T g``, the weight gradient ``jax.grad`` writes), which
     XLA's CPU backend hands to Eigen where it gives every other product to YNNPACK
-    (``bench/xla_diagnose.py dot-forms`` prints which library each form compiles to)."""
+    (``bench/xla_diagnose.py dot-forms`` prints which library each form compiles to); then
+    `` gemv=J`` for a matrix-vector product: no batch dims, operand ``J`` of rank 2 or more whose
+    free (not contracted) dims hold one element (``x[1, K] @ W``: J = 0; ``W @ v[K, 1]``: J = 1),
+    which XLA's CPU backend runs as an Eigen GEMV on a copy of that operand
+    (``xla_cpu_fusion``)."""
     (lc, rc), (lb, rb) = dimension_numbers
     a, b = ins[0].dims(), ins[1].dims()
     k = prod(a[i] for i in lc)
@@ -40,8 +44,12 @@ def dot_general(ins, outs, ctx, *, dimension_numbers):
     if [a[i] for i in lb] != [b[i] for i in rb]:
         raise ShapeError(f"dot_general batch dims differ: {ins[0]} x {ins[1]} over {lb} / {rb}")
     lhs_transposed = not lb and sorted(lc) != list(range(len(a) - len(lc), len(a)))
-    return Work(mac_flops=2 * outs[0].numel() * k, mac_dtype=_mac_dtype(ins[0], ins[1]),
-                kernel="lhs_transposed" if lhs_transposed else None)
+    kernel = "lhs_transposed" if lhs_transposed else None
+    vec = None if lb else next((j for j, (d, c) in enumerate(((a, lc), (b, rc)))
+                                if len(d) >= 2 and prod(x for i, x in enumerate(d) if i not in c) == 1), None)
+    if vec is not None:
+        kernel = f"{kernel or ''} gemv={vec}".lstrip()
+    return Work(mac_flops=2 * outs[0].numel() * k, mac_dtype=_mac_dtype(ins[0], ins[1]), kernel=kernel)
 
 
 def _taps(out: int, k: int, inp: int, lhs_dil: int) -> int:

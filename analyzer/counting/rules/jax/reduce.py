@@ -16,10 +16,39 @@ from analyzer.counting.cost import Work, register
 D = "jax"
 
 
+# XLA's tree reduction rewriter (run by its CPU backend) cuts every reduced dim longer than
+# this into windows of this length: a reduce-window of partial results, then the reduce of them
+TREE_WINDOW = 32
+
+
 @register("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
-          "reduce_xor", "argmax", "argmin", domain=D)
-def reduce_(ins, outs, ctx):
+          "reduce_xor", domain=D)
+def reduce_(ins, outs, ctx, *, axes=()):
+    """N elements into 1 cost N - 1 combining ops.  The kernel: ``tree=B1,B2,...`` where a
+    reduced dim is longer than ``TREE_WINDOW``: the bytes of the partial results of each round
+    of windows XLA's CPU backend reduces first (a dim of length d becomes ceil(d / 32) partials,
+    again while one is longer than 32: 3000 -> 94 -> 3), which its prediction plans as
+    reduce-window kernels (``xla_cpu_fusion``); counts never depend on it."""
+    return Work(vector_flops=ins[0].numel() - outs[0].numel(), kernel=tree_rounds(ins[0], axes))
+
+
+@register("argmax", "argmin", domain=D)
+def arg_reduce(ins, outs, ctx):
     return Work(vector_flops=ins[0].numel() - outs[0].numel())
+
+
+def tree_rounds(spec, axes) -> str | None:
+    """``tree=...`` (``reduce_``'s docstring) of reducing ``spec`` over ``axes``; None where no
+    reduced dim is longer than ``TREE_WINDOW``."""
+    dims = list(spec.dims())
+    red = sorted({a % len(dims) for a in axes}) if dims else []
+    item = spec.nbytes() // max(spec.numel(), 1) if spec.numel() else 0
+    rounds = []
+    while any(dims[a] > TREE_WINDOW for a in red):
+        for a in red:
+            dims[a] = -(-dims[a] // TREE_WINDOW) if dims[a] > TREE_WINDOW else dims[a]
+        rounds.append(prod(dims) * item)
+    return "tree=" + ",".join(map(str, rounds)) if rounds else None
 
 
 @register("reduce", domain=D)
@@ -66,9 +95,11 @@ def reduce_window_generic(ins, outs, ctx, *, window_dimensions, jaxpr_ops=1):
 
 @register("select_and_scatter_add", domain=D)
 def select_and_scatter_add(ins, outs, ctx, *, window_dimensions):
-    # max-pool backward: per source element (one window) window-1 compares pick the position,
-    # then one add scatters the gradient there
-    return Work(vector_flops=ins[0].numel() * prod(window_dimensions))
+    """Max-pool backward: per source element (one window) window-1 compares pick the position,
+    then one add scatters the gradient there.  The kernel: ``rank=R``, the operand's rank (XLA's
+    CPU backend expands the op into R iotas, a reduce-window and a scatter: ``xla_cpu_fusion``);
+    counts never depend on it."""
+    return Work(vector_flops=ins[0].numel() * prod(window_dimensions), kernel=f"rank={len(ins[1].dims())}")
 
 
 @register("select_and_gather_add", domain=D)
