@@ -24,6 +24,24 @@ def _compute_lines(e) -> list[str]:
     return out
 
 
+def _onchip_lines(e) -> list[str]:
+    """An NPU runtime's on-chip activations (``KernelTerms.onchip``): which of the kernel's bytes
+    reach DRAM (bytes less those kept on chip) and why."""
+    if not e.onchip:
+        return []
+    act = max(e.bytes - e.weight_bytes, 0.0)
+    if not e.onchip_budget:
+        why = "no NPU on-chip memory stated (npu_onchip_mb): all from DRAM"
+    elif act <= e.onchip_budget:
+        why = (f"<= the NPU's on-chip {human(e.onchip_budget, 'B')} (npu_onchip_mb): kept on chip, only the "
+               "weights reach DRAM")
+    else:
+        why = f"> the NPU's on-chip {human(e.onchip_budget, 'B')} (npu_onchip_mb): all from DRAM"
+    return [f"    bytes to DRAM {human(e.dram_bytes, 'B')} = bytes {human(e.bytes, 'B')} - kept on chip "
+            f"{human(e.onchip_bytes, 'B')}; weights {human(e.weight_bytes, 'B')} (always from DRAM), "
+            f"activations {human(act, 'B')} {why}"]
+
+
 def _host_lines(p, x, h) -> list[str]:
     """A host-only op's lines (``Prediction.host_step``): its host time and what of it the
     prediction shows."""
@@ -85,6 +103,7 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                 f"{human(e.b_half_bytes, 'B')}) / (bandwidth {human(e.mem_bw, 'B/s')} x e_bw {e.e_bw:.3g} "
                 f"x cache gain {e.cache_gain:.3g}); cache share {100 * e.cache_share:.1f}% of the bytes "
                 f"(L2 {human(e.l2_bytes, 'B')})",
+                *_onchip_lines(e),
                 "    per-SM = bytes / SM issue rate " + (human(e.sm_rate, 'B/s') if e.sm_rate else "(off)"),
                 f"  fixed    {human_time(e.overhead_s):>9}  = launches x {human_time(e.fixed_s)} "
                 f"(class floor {human_time(e.floor_s)}, launch figure, dispatch)",

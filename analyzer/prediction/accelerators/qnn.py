@@ -27,6 +27,17 @@ leave-one-model-out and leave-one-family-out cross-validation on the fitted AI H
 loss on log(predicted / measured), so that the few rows no kernel sum represents do not set
 the others' constants; docs/accuracy.md).
 
+Activations on chip (``onchip_bytes``): the HTP keeps a kernel's activations in its VTCM (the
+tightly-coupled scratch memory next to its vector and matrix units) when they fit.  Per kernel,
+``weight bytes`` are the bytes of its constant inputs (initializers, at the prediction's
+precision) and ``activation bytes = bytes - weight bytes`` (what it reads of other kernels'
+outputs and writes; the tensors passed inside a fused kernel are already out of ``bytes``).  A
+kernel whose activation bytes per launch are at most the profile's ``npu_onchip_mb`` keeps them
+all on chip: only its weight bytes reach DRAM; a larger one streams all its bytes from DRAM.
+Weights always come from DRAM (a whole-model weight set is larger than the VTCM, and QNN streams
+weight tiles per layer).  The budget is a profile figure with its source (8 MB on the Snapdragon
+8 Gen 2 and 8 Gen 3); a profile without one keeps nothing on chip, and the prediction says so.
+
 Per inference, the profile family's ``run_fixed_s`` scalar (``efficiency/constants.py``) is
 added once: the graph-execute cost outside the accelerator's kernels (QNN's HTP profile
 events ``GRAPH_EXECUTE_HOST_RPC_TIME`` / ``HTP_RPC_TIME`` / ``RESOURCE_POWER_UP_TIME`` /
@@ -35,6 +46,8 @@ fitted.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 NAME = "qnn"
 TIME_DEFINITION = ("Qualcomm AI Hub profile job estimated_inference_time: one inference of the "
@@ -125,3 +138,26 @@ def _silu(i: int, cur: int, nodes, sets, consumers, taken: set) -> int:
     sets.union(i, m)
     taken.update((s, m))
     return m
+
+
+def onchip_bytes(prof, nbytes, wbytes, note: list[str] | None = None):
+    """[K] activation bytes per launch each kernel keeps in the NPU's scratch memory (module
+    docstring): ``nbytes - wbytes`` where that is at most ``prof.npu_onchip_mb`` x 1e6 bytes,
+    else 0 (``nbytes``, ``wbytes``: each kernel's bytes and weight bytes per launch).  All 0
+    when the profile states no budget.  ``note`` gets one sentence of what was kept."""
+    nbytes, wbytes = np.asarray(nbytes, np.float64), np.asarray(wbytes, np.float64)
+    act = np.maximum(nbytes - wbytes, 0.0)
+    budget = float(prof.npu_onchip_mb or 0.0) * 1e6
+    if budget <= 0:
+        if note is not None:
+            note.append(f"qnn: {prof.id} states no NPU on-chip memory (npu_onchip_mb): every activation "
+                        "byte is charged to DRAM")
+        return np.zeros_like(act)
+    kept = np.where(act <= budget, act, 0.0)
+    if note is not None:
+        over = act > budget
+        note.append(f"qnn: {len(act) - int(over.sum())} of {len(act)} kernels keep their activations "
+                    f"({kept.sum() / 1e6:.3g} MB in all) in the NPU's {budget / 1e6:g} MB on-chip memory "
+                    f"(npu_onchip_mb): only their weights reach DRAM; {int(over.sum())} larger ones stream "
+                    f"theirs ({act[over].sum() / 1e6:.3g} MB)")
+    return kept
