@@ -99,7 +99,9 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                 *_compute_lines(e),
                 f"  memory   {human_time(e.memory_s):>9}  = launches x {'max' if e.sm_overlap else 'sum'}(DRAM "
                 f"{human_time(e.dram_s)}, per-SM {human_time(e.sm_s)})",
-                f"    DRAM = (bytes to DRAM {human(e.dram_bytes, 'B')} + ramp b_half "
+                f"    DRAM = (bytes to DRAM {human(e.dram_bytes, 'B')}"
+                + (f" + kept on chip {human(e.onchip_bytes, 'B')} x onchip_cost {e.onchip_cost:.3g}" if e.onchip else "")
+                + " + ramp b_half "
                 f"{human(e.b_half_bytes, 'B')}) / (bandwidth {human(e.mem_bw, 'B/s')} x e_bw {e.e_bw:.3g} "
                 f"x cache gain {e.cache_gain:.3g}); cache share {100 * e.cache_share:.1f}% of the bytes "
                 f"(L2 {human(e.l2_bytes, 'B')})",

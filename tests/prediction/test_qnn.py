@@ -167,6 +167,20 @@ def test_budget_above_both_kernels_keeps_both_and_no_budget_keeps_none():
     assert list(t.memory) == pytest.approx([1600 / 76.8e9, 4864 / 76.8e9], rel=1e-5)
 
 
+def test_explain_prints_the_split():
+    """--explain of conv a (the 0.002 MB budget above): its 576 DRAM bytes, the 1024 kept on chip
+    at onchip_cost 0 (datasheet), and why; conv b's activations over the budget."""
+    from analyzer.render.explain import render_explain
+
+    rep = _two_convs()
+    rep = rep.with_predictions((_onchip_predict(rep, 0.002),))
+    text = render_explain(rep, 0, width=400)
+    assert "DRAM = (bytes to DRAM 576 B + kept on chip 1.02 KB x onchip_cost 0 + ramp" in text
+    assert "bytes to DRAM 576 B = bytes 1.6 KB - kept on chip 1.02 KB; weights 576 B (always from DRAM)" in text
+    assert "activations 1.02 KB <= the NPU's on-chip 2 KB (npu_onchip_mb): kept on chip" in text
+    assert "activations 2.56 KB > the NPU's on-chip 2 KB (npu_onchip_mb): all from DRAM" in render_explain(rep, 1, 400)
+
+
 def test_other_runtimes_charge_every_byte():
     """The kernel runtime on the same profile (budget 3000 B) keeps nothing on chip: conv a's
     memory is all its 1600 bytes, and its table carries no on-chip split."""
@@ -174,6 +188,11 @@ def test_other_runtimes_charge_every_byte():
     assert t.onchip is None
     assert t.memory[0] == pytest.approx(1600 / 76.8e9, rel=1e-5)
 
+
+def test_shipped_hexagon_profiles_state_their_vtcm():
+    for pid in ("hexagon-sd8gen2", "hexagon-sd8gen3"):
+        prof = hardware_db.get(pid)
+        assert prof.npu_onchip_mb == 8.0 and "vtcm_size_in_mb=8" in prof.sources["memory.npu_onchip_mb"]
 
 
 def test_search_batches_keep_the_onchip_rule():
@@ -188,3 +207,21 @@ def test_search_batches_keep_the_onchip_rule():
     (batched,) = batched_kernels.kernel_times([low])
     np.testing.assert_allclose(batched, run(low)[3], rtol=1e-6)
     assert batched[0, 0] - low.fixed[0, 0] == pytest.approx(576 / 76.8e9, rel=1e-5)
+
+
+def test_shipped_onchip_cost_prices_the_kept_bytes():
+    """The shipped 8 Gen 3 (budget 8 MB; both convs' activations fit): conv a's memory time is
+    (576 weight bytes + onchip_cost x 1024 kept bytes) / (76.8e9 B/s x its class's e_bw), with
+    onchip_cost and e_bw read from hardware_db/efficiency/qualcomm-hexagon-v75.json (fitted:
+    0.1426 and 0.691 for the convolution class: (576 + 146.1) / 53.08e9 = 13.6 ns)."""
+    from analyzer.prediction.efficiency.kernel_time import CLASS_CODE
+
+    prof = hardware_db.get("hexagon-sd8gen3")
+    arrays = load_constants(prof.family).arrays
+    cost = float(arrays["onchip_cost"])
+    assert 0.0 < cost <= 1.0
+    (p,) = predict(_two_convs(), [Target(prof, runtimes.get("qnn"), "requested")], precision="int8")
+    a = p.explain(0)
+    e_bw = float(arrays["e_bw"][CLASS_CODE[a.op_class]])
+    assert (a.weight_bytes, a.onchip_bytes, a.dram_bytes, a.onchip_cost) == (576, 1024, 576, pytest.approx(cost))
+    assert a.memory_s == pytest.approx((576 + cost * 1024) / (76.8e9 * e_bw), rel=1e-5)
