@@ -17,7 +17,8 @@ out and leave one family out on the fitted models only; bench/results/hexagon_fo
 on-chip activation rule its structural variants chose by the same criterion
 (bench/hexagon_variants.py, bench/results/hexagon_variants.md): a kernel whose activation bytes
 fit the profile's ``npu_onchip_mb`` keeps them on chip at ``c_act`` of a DRAM byte's time, written
-as the family's ``onchip_cost`` scalar. Constants
+as the family's ``onchip_cost`` scalar, and fp16 depthwise kernels at the HVX unit's fixed 0.5 of
+the int8 rate (analyzer/prediction/accelerators/qnn.py). Constants
 per device (8 Gen 2 = HTP v73, 8 Gen 3 = v75), ``r_fp16`` shared and written into each profile as
 its ``matrix_tflops.fp16`` (a fitted figure; its source says so), the per-inference fixed cost as
 the family's ``run_fixed_s`` / ``run_fixed_int8_s`` scalars, the profiles' ``default_runtime`` set
@@ -55,9 +56,9 @@ DEVICE_NAME = {"hexagon-sd8gen2": "Samsung Galaxy S23 (Snapdragon 8 Gen 2)",
                "hexagon-sd8gen3": "Samsung Galaxy S24 (Snapdragon 8 Gen 3)"}
 # the form bench/hexagon_forms.py chose (bench/results/hexagon_forms.md) with the on-chip
 # activations bench/hexagon_variants.py chose (bench/results/hexagon_variants.md)
-FORM = H.Form("qnn", t0=True, floors=False, bwmax=1.0, loss="cauchy", f_scale=0.2, onchip=True)
+FORM = H.Form("qnn", t0=True, floors=False, bwmax=1.0, loss="cauchy", f_scale=0.2, onchip=True, hvx=True)
 FORM_NAME = ("qnn fusion, e_bw <= 1, t0 per precision, no floor, cauchy loss f = 0.2, activations within the "
-             "profile's npu_onchip_mb kept on chip at a fitted c_act")
+             "profile's npu_onchip_mb kept on chip at a fitted c_act, fp16 depthwise at 0.5 of int8 (HVX)")
 # class group -> the (e_compute, e_bw, floor) constants its op classes take
 GROUP_PARAMS = {"mat": ("e_mat", "bw_mat", "floor_mat"), "dw": ("e_dw", "bw_mat", "floor_mat"),
                 "ew": ("e_mat", "bw_ew", "floor_ew"), "move": ("e_mat", "bw_move", "floor_move")}
@@ -204,7 +205,7 @@ def main() -> None:
     ap.add_argument("--no-write", action="store_true")
     a = ap.parse_args()
     rows = hexagon_rows(a.measurements)
-    feats = H.features(rows, FORM.runtime, FORM.onchip)
+    feats = H.features(rows, FORM.runtime, FORM.onchip, FORM.hvx)
     held = rows.model_id.isin(HELD_OUT)
     train, test = rows[~held].reset_index(drop=True), rows[held].reset_index(drop=True)
     report = ["# Hexagon NPU: fitted constants and their scores", "", f"Command: `{COMMAND}`", "",

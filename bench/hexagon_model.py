@@ -7,6 +7,7 @@ Per row (one model on one device at one precision):
     T = t0[precision] + sum_k runs_k * floor[g_k]
         + max(W_k / (P_int8 * s_prec * e[g_k]), (B_k + c_act * O_k) / (BW * e_bw[g_k]))
     s_prec = 1 (int8 = W8A8), r_fp16 (fp16): the fp16 MAC rate as a fraction of the int8 one
+             (an ``hvx`` form's fp16 depthwise kernels: the fixed HVX_FP16_SHARE = 0.5 instead)
 
 over the kernels ``k`` of a runtime's plan (opcost's lowering on the datasheet profile: ``W_k``
 FLOP-equivalent work, ``B_k`` bytes at the row's precision to DRAM, ``O_k`` the activation bytes
@@ -107,7 +108,8 @@ class Form:
     profile's NPU on-chip budget (``npu_onchip_mb``) splits the bytes: a kernel whose activation
     bytes fit keeps them on chip (``O_k``, at ``c_act`` per device of a DRAM byte's time, at most
     1), only its weights reach DRAM (analyzer/prediction/accelerators/qnn.py); else every byte
-    from DRAM."""
+    from DRAM; ``hvx``: fp16 depthwise kernels compute at the HVX vector unit's fixed share of the
+    int8 rate (``qnn.HVX_FP16_SHARE``), not at the fitted r_fp16."""
     runtime: str
     t0: bool
     floors: bool = True
@@ -116,6 +118,7 @@ class Form:
     loss: str = "linear"
     f_scale: float = 1.0
     onchip: bool = False
+    hvx: bool = False
 
     def names(self) -> list[str]:
         out = ["e_mat", "e_dw", "bw_mat", "bw_ew", "bw_move"]
@@ -174,11 +177,13 @@ def hexagon_rows(mdir: str):
     return hx[["model_id", "opcost_profile", "precision", "runtime", "inference_time_ms"]].reset_index(drop=True)
 
 
-def features(rows, runtime: str, onchip: bool = False) -> dict:
+def features(rows, runtime: str, onchip: bool = False, hvx: bool = False) -> dict:
     """(model, device, precision) -> per-kernel arrays (group index, FLOP-equivalent work,
     datasheet memory seconds of the bytes to DRAM, launches, datasheet seconds of the activation
     bytes kept on chip) of ``runtime``'s plan on the datasheet profile (``onchip``: with its NPU
-    on-chip budget, ``Form.onchip``; else nothing kept)."""
+    on-chip budget, ``Form.onchip``; else nothing kept) and the fixed precision share of each
+    kernel's rate (``Form.hvx``: the fp16 depthwise kernels'; 0: the fitted r_fp16 or 1)."""
+    from analyzer.prediction.accelerators import qnn
     from analyzer.prediction.predict import predict
 
     out = {}
@@ -186,9 +191,10 @@ def features(rows, runtime: str, onchip: bool = False) -> dict:
         (pred,) = predict(report(key[0]), [datasheet(key[1], onchip)], precision=key[2], runtime=runtime)
         kt = pred.kernel_table
         kept = np.zeros(len(kt.op_class)) if kt.onchip is None else np.asarray(kt.onchip[0], float)
+        fix = [qnn.HVX_FP16_SHARE if hvx and c == "conv_dw" and key[2] == "fp16" else 0.0 for c in kt.op_class]
         out[key] = (np.array([GROUPS.index(group_of(c)) for c in kt.op_class]),
                     np.asarray(kt.compute) * np.asarray(kt.matrix_peak), np.asarray(kt.memory, float),
-                    np.asarray(kt.runs, float), kept * np.asarray(kt.runs, float) / float(kt.mem_bw))
+                    np.asarray(kt.runs, float), kept * np.asarray(kt.runs, float) / float(kt.mem_bw), np.array(fix))
     return out
 
 
@@ -201,15 +207,17 @@ class Rows:
         keys = list(zip(rows.model_id, rows.opcost_profile, rows.precision))
         uniq = sorted(set(keys))
         self.row_key = np.array([uniq.index(k) for k in keys])
-        G, W, M, R, O, K, N = [], [], [], [], [], [], []
+        G, W, M, R, O, S, K, N = [], [], [], [], [], [], [], []
         for i, k in enumerate(uniq):
-            f = feats[k] if len(feats[k]) > 4 else (*feats[k], np.zeros(len(feats[k][0])))
-            tab = np.unique(np.stack([*f, np.full(len(f[0]), i)], axis=1), axis=0, return_counts=True)
+            n = len(feats[k][0])   # (columns an older caller leaves out: 0)
+            f = (*feats[k], *[np.zeros(n)] * (6 - len(feats[k])))
+            tab = np.unique(np.stack([*f, np.full(n, i)], axis=1), axis=0, return_counts=True)
             G.append(tab[0][:, 0]), W.append(tab[0][:, 1]), M.append(tab[0][:, 2])
-            R.append(tab[0][:, 3] * tab[1]), O.append(tab[0][:, 4]), K.append(tab[0][:, 5]), N.append(tab[1])
+            R.append(tab[0][:, 3] * tab[1]), O.append(tab[0][:, 4]), S.append(tab[0][:, 5])
+            K.append(tab[0][:, 6]), N.append(tab[1])
         self.G = np.concatenate(G).astype(int)
         self.W, self.M, self.R = np.concatenate(W), np.concatenate(M), np.concatenate(R)
-        self.O = np.concatenate(O)
+        self.O, self.S = np.concatenate(O), np.concatenate(S)
         self.N = np.concatenate(N).astype(float)
         self.K = np.concatenate(K).astype(int)
         self.n_keys = len(uniq)
@@ -242,7 +250,8 @@ def times(D: Rows, P: dict, r: float) -> np.ndarray:
     bw = np.choose(G, [P["bw_mat"][d], P["bw_mat"][d], P["bw_ew"][d], P["bw_move"][d]])
     floor = np.choose(G, [P["floor_mat"][d], P["floor_mat"][d], P["floor_ew"][d], P["floor_move"][d]])
     fp = D.key_fp16[D.K]
-    t = D.R * floor + D.N * np.maximum(D.W / (D.peak * np.where(fp, r, 1.0) * e), (D.M + P["c_act"][d] * D.O) / bw)
+    s_prec = np.where(D.S > 0, D.S, np.where(fp, r, 1.0))
+    t = D.R * floor + D.N * np.maximum(D.W / (D.peak * s_prec * e), (D.M + P["c_act"][d] * D.O) / bw)
     per_key = (np.bincount(D.K, weights=t, minlength=D.n_keys)
                + np.where(D.key_fp16, P["t0_fp16"][D.key_dev], P["t0_int8"][D.key_dev]))
     return per_key[D.row_key]

@@ -152,7 +152,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", op)])
                  for k, ops in enumerate(plan.extra_ops) for op in ops]
-    act = resident = onchip = budgets = None
+    act = resident = onchip = None
     label = precision or kr.main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l)
     for p, prof in enumerate(profiles):
         warn: set[str] = set()
@@ -178,11 +178,9 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             bw[p] = _place(runtime, prof, plan, fnodes, rows, bw[p], mpeak[p], vpeak[p], fixed[p], note)
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p], "units": units[p], "l2_bytes": l2[p]}
         run_overhead[p] = qnn.run_fixed_s(runtime.name, arrays, label, note)
-        if runtime.name == qnn.NAME:   # activations kept in the NPU's on-chip memory
-            onchip = np.zeros((P, K)) if onchip is None else onchip
-            onchip[p] = qnn.onchip_bytes(prof, feats["bytes"], wbytes, note)
-            budgets = np.zeros((2, P)) if budgets is None else budgets
-            budgets[:, p] = float(prof.npu_onchip_mb or 0.0) * 1e6, float(arrays["onchip_cost"])
+        if runtime.name == qnn.NAME:   # HVX depthwise peaks; activations kept on chip (accelerators/qnn.py)
+            onchip = qnn.profile_rows(onchip, p, P, prof, arrays, mpeak[p], vpeak[p], cls_l, anchor_dtype,
+                                      feats["bytes"], wbytes, note)
         if calibrated:
             run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6 + once
             if act is None:   # what a run writes besides its weights (cpu_cold.cold_share)
@@ -203,7 +201,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
                    notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **_resident(resident),
-                   onchip=onchip, onchip_of=() if onchip is None else (wbytes, *budgets))
+                   onchip=None if onchip is None else onchip[0], onchip_of=() if onchip is None else (wbytes, *onchip[1:]))
 
 
 def _set_consts(consts: dict, p: int, arrays) -> None:

@@ -213,7 +213,7 @@ def test_shipped_onchip_cost_prices_the_kept_bytes():
     """The shipped 8 Gen 3 (budget 8 MB; both convs' activations fit): conv a's memory time is
     (576 weight bytes + onchip_cost x 1024 kept bytes) / (76.8e9 B/s x its class's e_bw), with
     onchip_cost and e_bw read from hardware_db/efficiency/qualcomm-hexagon-v75.json (fitted:
-    0.1426 and 0.691 for the convolution class: (576 + 146.1) / 53.08e9 = 13.6 ns)."""
+    0.1396 and 0.690 for the convolution class: (576 + 142.9) / 52.99e9 = 13.57 ns)."""
     from analyzer.prediction.efficiency.kernel_time import CLASS_CODE
 
     prof = hardware_db.get("hexagon-sd8gen3")
@@ -225,3 +225,23 @@ def test_shipped_onchip_cost_prices_the_kept_bytes():
     e_bw = float(arrays["e_bw"][CLASS_CODE[a.op_class]])
     assert (a.weight_bytes, a.onchip_bytes, a.dram_bytes, a.onchip_cost) == (576, 1024, 576, pytest.approx(cost))
     assert a.memory_s == pytest.approx((576 + cost * 1024) / (76.8e9 * e_bw), rel=1e-5)
+
+
+def test_fp16_depthwise_runs_at_half_the_int8_rate():
+    """A depthwise conv (x [1,8,8,8], w [8,1,3,3], group 8): 8*8*8*9 = 4608 MACs = 9216 FLOPs. On a
+    datasheet 8 Gen 3 at fp16 the qnn runtime computes it on HVX at 0.5 x 45e12 = 22.5e12 FLOP/s:
+    compute = 9216 / 22.5e12 = 0.4096 ns; at int8 at 45e12; the kernel runtime at fp16 takes the
+    profile's fp16 matrix figure."""
+    rep = _analyze([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1], group=8)], [_w("w", [8, 1, 3, 3])])
+    prof = dataclasses.replace(hardware_db.get("hexagon-sd8gen3"), family="datasheet")
+
+    def table(runtime, precision):
+        (p,) = predict(rep, [Target(prof, runtimes.get(runtime), "requested")], precision=precision)
+        return p.kernel_table
+
+    t = table("qnn", "fp16")
+    assert t.op_class == ("conv_dw",) and t.mac[0] == 9216
+    assert t.matrix_peak[0] == t.vector_peak[0] == 0.5 * 45e12 == qnn.HVX_FP16_SHARE * prof.peak_flops("matrix", "int8")
+    assert t.compute[0] == pytest.approx(9216 / 22.5e12, rel=1e-5)
+    assert table("qnn", "int8").matrix_peak[0] == 45e12
+    assert table("kernel", "fp16").matrix_peak[0] == prof.peak_flops("matrix", "fp16")
