@@ -13,7 +13,12 @@ tests/fixtures/accel, made by tests/fixtures/accel/export.py and export_hub.py).
 HELD_OUT models are never fitted on.
 
 Model: bench/hexagon_model.py's form ``FORM``, chosen by bench/hexagon_forms.py (leave one model
-out and leave one family out on the fitted models only; bench/results/hexagon_forms.md). Constants
+out and leave one family out on the fitted models only; bench/results/hexagon_forms.md) with the
+on-chip activation rule its structural variants chose by the same criterion
+(bench/hexagon_variants.py, bench/results/hexagon_variants.md): a kernel whose activation bytes
+fit the profile's ``npu_onchip_mb`` keeps them on chip at ``c_act`` of a DRAM byte's time, written
+as the family's ``onchip_cost`` scalar, and fp16 depthwise kernels at the HVX unit's fixed 0.5 of
+the int8 rate (analyzer/prediction/accelerators/qnn.py). Constants
 per device (8 Gen 2 = HTP v73, 8 Gen 3 = v75), ``r_fp16`` shared and written into each profile as
 its ``matrix_tflops.fp16`` (a fitted figure; its source says so), the per-inference fixed cost as
 the family's ``run_fixed_s`` / ``run_fixed_int8_s`` scalars, the profiles' ``default_runtime`` set
@@ -49,9 +54,11 @@ RESULT = os.path.join(ROOT, "bench", "results", "fit_accelerators.md")
 HEXAGON = {"hexagon-sd8gen2": "qualcomm-hexagon-v73", "hexagon-sd8gen3": "qualcomm-hexagon-v75"}
 DEVICE_NAME = {"hexagon-sd8gen2": "Samsung Galaxy S23 (Snapdragon 8 Gen 2)",
                "hexagon-sd8gen3": "Samsung Galaxy S24 (Snapdragon 8 Gen 3)"}
-# the form bench/hexagon_forms.py chose (bench/results/hexagon_forms.md)
-FORM = H.Form("qnn", t0=True, floors=False, bwmax=1.0, loss="cauchy", f_scale=0.2)
-FORM_NAME = "qnn fusion, e_bw <= 1, t0 per precision, no floor, cauchy loss f = 0.2"
+# the form bench/hexagon_forms.py chose (bench/results/hexagon_forms.md) with the on-chip
+# activations bench/hexagon_variants.py chose (bench/results/hexagon_variants.md)
+FORM = H.Form("qnn", t0=True, floors=False, bwmax=1.0, loss="cauchy", f_scale=0.2, onchip=True, hvx=True)
+FORM_NAME = ("qnn fusion, e_bw <= 1, t0 per precision, no floor, cauchy loss f = 0.2, activations within the "
+             "profile's npu_onchip_mb kept on chip at a fitted c_act, fp16 depthwise at 0.5 of int8 (HVX)")
 # class group -> the (e_compute, e_bw, floor) constants its op classes take
 GROUP_PARAMS = {"mat": ("e_mat", "bw_mat", "floor_mat"), "dw": ("e_dw", "bw_mat", "floor_mat"),
                 "ew": ("e_mat", "bw_ew", "floor_ew"), "move": ("e_mat", "bw_move", "floor_move")}
@@ -83,7 +90,8 @@ def write_family(family: str, pid: str, p: dict, r: float, rows, err: dict) -> N
             "fit_method": (f"one least squares ({FORM.loss} loss, scale {FORM.f_scale:g} log units) on "
                            f"log(pred/measured) over the whole-model rows, form '{FORM_NAME}' "
                            f"(bench/hexagon_model.py; chosen by leave-one-model-out and leave-one-family-out "
-                           f"cross-validation on the fitted models, bench/hexagon_forms.py): {', '.join(FORM.names())} "
+                           f"cross-validation on the fitted models, bench/hexagon_forms.py and "
+                           f"bench/hexagon_variants.py): {', '.join(FORM.names())} "
                            f"per device (efficiencies at most 1, e_bw at most {FORM.bwmax:g}, floors at most "
                            f"{FORM.fcap:g} s), r_fp16 shared by both Hexagon devices; predictions are opcost's "
                            f"{FORM.runtime} runtime with these sets; an e_bw above 1 means the NPU keeps that "
@@ -99,6 +107,12 @@ def write_family(family: str, pid: str, p: dict, r: float, rows, err: dict) -> N
             "run_fixed_int8_s: the per-inference graph-execute cost outside the kernels (QNN HTP profile "
             "events GRAPH_EXECUTE_HOST_RPC_TIME, HTP_RPC_TIME, RESOURCE_POWER_UP_TIME, VTCM_ACQUIRE_TIME in "
             f"QnnHtpProfile.h), fitted with the sets ({SCRIPT}): fp16 graphs / W8A8 graphs")}
+    if FORM.onchip:
+        scalars["onchip_cost"] = float(p["c_act"][d])
+        scalars["provenance"]["source"] += (
+            "; onchip_cost: the time of an activation byte the qnn runtime keeps in the NPU's VTCM (a kernel "
+            "whose activation bytes are at most the profile's npu_onchip_mb) as a fraction of a DRAM byte's, "
+            f"fitted with the sets ({SCRIPT}; c_act at most 1)")
     doc = {"schema_version": 1, "family": family,
            "description": (f"Qualcomm Hexagon NPU constants of {pid} fitted on public AI Hub whole-model "
                            "latencies: e_compute of the matrix classes (fraction of the int8 MAC peak; fp16 "
@@ -191,11 +205,12 @@ def main() -> None:
     ap.add_argument("--no-write", action="store_true")
     a = ap.parse_args()
     rows = hexagon_rows(a.measurements)
-    feats = H.features(rows, FORM.runtime)
+    feats = H.features(rows, FORM.runtime, FORM.onchip, FORM.hvx)
     held = rows.model_id.isin(HELD_OUT)
     train, test = rows[~held].reset_index(drop=True), rows[held].reset_index(drop=True)
     report = ["# Hexagon NPU: fitted constants and their scores", "", f"Command: `{COMMAND}`", "",
-              f"Form: {FORM_NAME} ({FORM}; chosen by bench/hexagon_forms.py, bench/results/hexagon_forms.md)", "",
+              f"Form: {FORM_NAME} ({FORM}; chosen by bench/hexagon_forms.py and bench/hexagon_variants.py, "
+              "bench/results/hexagon_forms.md and hexagon_variants.md)", "",
               f"Rows: {len(rows)} (fitted {len(train)} of {train.model_id.nunique()} models; held out {len(test)}: "
               f"models {', '.join(sorted(HELD_OUT & set(rows.model_id)))})", ""]
     P, r = H.fit(H.Rows(train, feats), FORM)

@@ -69,9 +69,10 @@ def main() -> None:
              "|---|---:|---:|---:|---:|"]
     print("\n".join(lines), flush=True)
     for name, form in FORMS.items():
-        if form.runtime not in cache:
-            cache[form.runtime] = H.features(train, form.runtime)
-        feats = cache[form.runtime]
+        fkey = (form.runtime, form.onchip, form.hvx)
+        if fkey not in cache:
+            cache[fkey] = H.features(train, *fkey)
+        feats = cache[fkey]
         s_mo = H.stats(H.cv(train, feats, form, lambda m: m), meas)
         s_fa = H.stats(H.cv(train, feats, form, H.FAMILIES.get), meas)
         lomo, lofo = s_mo["mape"], s_fa["mape"]

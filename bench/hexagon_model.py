@@ -4,16 +4,20 @@ bench/fit_accelerators.py (the chosen form's fit, written as data, and its score
 
 Per row (one model on one device at one precision):
 
-    T = t0[precision] + sum_k runs_k * floor[g_k] + max(W_k / (P_int8 * s_prec * e[g_k]), B_k / (BW * e_bw[g_k]))
+    T = t0[precision] + sum_k runs_k * floor[g_k]
+        + max(W_k / (P_int8 * s_prec * e[g_k]), (B_k + c_act * O_k) / (BW * e_bw[g_k]))
     s_prec = 1 (int8 = W8A8), r_fp16 (fp16): the fp16 MAC rate as a fraction of the int8 one
+             (an ``hvx`` form's fp16 depthwise kernels: the fixed HVX_FP16_SHARE = 0.5 instead)
 
 over the kernels ``k`` of a runtime's plan (opcost's lowering on the datasheet profile: ``W_k``
-FLOP-equivalent work, ``B_k`` bytes at the row's precision, ``runs_k`` launches), class groups
+FLOP-equivalent work, ``B_k`` bytes at the row's precision to DRAM, ``O_k`` the activation bytes
+kept on chip (0 but in an ``onchip`` form), ``runs_k`` launches), class groups
 ``g`` (matrix: GEMM, convolutions but depthwise, attention; depthwise convolutions; elementwise,
 norms, pooling; data movement), ``P_int8`` and ``BW`` the profile's datasheet figures. Constants
 per device, one shared ``r_fp16``. A form (``Form``) is: the runtime's plan (``kernel``: no
-fusion; ``qnn``: QNN's fusion, analyzer/prediction/accelerators/qnn.py), ``t0`` (none, or one per
-device and precision), the floors (per group, or none), the floor cap and the largest e_bw.
+fusion; ``qnn``: QNN's fusion, analyzer/prediction/accelerators/qnn.py), whether ``B_k`` leaves
+out the activations the NPU keeps on chip (``onchip``), ``t0`` (none, or one per device and
+precision), the floors (per group, or none), the floor cap and the largest e_bw.
 One least squares on log(pred / measured) (scipy, trust region, two starts: memory- and
 compute-bound; a form's ``loss``: plain squares or a robust one), deterministic.
 
@@ -85,7 +89,7 @@ MATRIX = {"gemm", "gemm_tn", "bgemm", "conv", "conv_1x1", "conv1d", "conv_groupe
 MOVE = {"movement", "view", "reorder", "gather", "other"}
 GROUPS = ("mat", "dw", "ew", "move")
 X0 = {"e_mat": 0.3, "e_dw": 0.05, "bw_mat": 0.5, "bw_ew": 0.5, "bw_move": 0.5, "floor_mat": 5e-6,
-      "floor_ew": 2e-6, "floor_move": 1e-6, "t0_fp16": 1e-4, "t0_int8": 1e-4}
+      "floor_ew": 2e-6, "floor_move": 1e-6, "t0_fp16": 1e-4, "t0_int8": 1e-4, "c_act": 0.5}
 # the per-inference fixed cost is at least 1 us (a bound that keeps it in log space)
 T0_MIN = 1e-6
 
@@ -100,7 +104,12 @@ class Form:
     f^2 log(1 + (z / f)^2), which weighs a row |z| >> f like log|z| rather than z^2, so that a
     few rows no kernel sum of this kind represents (SegFormer-B0 fp16 at 10x its W8A8 time,
     VideoMAE's QNN rows at 3x its TFLite ones, FCN-ResNet50 at 4x its FLOPs' share) do not set
-    the constants of all the others; ``f_scale`` = f in log units, not fitted)."""
+    the constants of all the others; ``f_scale`` = f in log units, not fitted); ``onchip``: the
+    profile's NPU on-chip budget (``npu_onchip_mb``) splits the bytes: a kernel whose activation
+    bytes fit keeps them on chip (``O_k``, at ``c_act`` per device of a DRAM byte's time, at most
+    1), only its weights reach DRAM (analyzer/prediction/accelerators/qnn.py); else every byte
+    from DRAM; ``hvx``: fp16 depthwise kernels compute at the HVX vector unit's fixed share of the
+    int8 rate (``qnn.HVX_FP16_SHARE``), not at the fitted r_fp16."""
     runtime: str
     t0: bool
     floors: bool = True
@@ -108,11 +117,13 @@ class Form:
     bwmax: float = np.inf
     loss: str = "linear"
     f_scale: float = 1.0
+    onchip: bool = False
+    hvx: bool = False
 
     def names(self) -> list[str]:
         out = ["e_mat", "e_dw", "bw_mat", "bw_ew", "bw_move"]
         return out + (["floor_mat", "floor_ew", "floor_move"] if self.floors else []) + (
-            ["t0_fp16", "t0_int8"] if self.t0 else [])
+            ["t0_fp16", "t0_int8"] if self.t0 else []) + (["c_act"] if self.onchip else [])
 
     def n_constants(self) -> int:
         return 2 * len(self.names()) + 1
@@ -136,10 +147,14 @@ def report(model_id: str):
     return _REPORTS[path]
 
 
-def datasheet(pid: str):
+def datasheet(pid: str, onchip: bool = False):
+    """The profile with the datasheet constants (e_compute = e_bw = 1, no floors); ``onchip``:
+    with its NPU on-chip budget (``npu_onchip_mb``: the qnn runtime keeps the activations that
+    fit on chip), else without (every byte charged to DRAM)."""
     import hardware_db
 
-    return dataclasses.replace(hardware_db.get(pid), family="datasheet")
+    prof = hardware_db.get(pid)
+    return dataclasses.replace(prof, family="datasheet", npu_onchip_mb=prof.npu_onchip_mb if onchip else None)
 
 
 def peak_int8(pid: str) -> float:
@@ -162,18 +177,24 @@ def hexagon_rows(mdir: str):
     return hx[["model_id", "opcost_profile", "precision", "runtime", "inference_time_ms"]].reset_index(drop=True)
 
 
-def features(rows, runtime: str) -> dict:
+def features(rows, runtime: str, onchip: bool = False, hvx: bool = False) -> dict:
     """(model, device, precision) -> per-kernel arrays (group index, FLOP-equivalent work,
-    datasheet memory seconds, launches) of ``runtime``'s plan on the datasheet profile."""
+    datasheet memory seconds of the bytes to DRAM, launches, datasheet seconds of the activation
+    bytes kept on chip) of ``runtime``'s plan on the datasheet profile (``onchip``: with its NPU
+    on-chip budget, ``Form.onchip``; else nothing kept) and the fixed precision share of each
+    kernel's rate (``Form.hvx``: the fp16 depthwise kernels'; 0: the fitted r_fp16 or 1)."""
+    from analyzer.prediction.accelerators import qnn
     from analyzer.prediction.predict import predict
 
     out = {}
     for key in sorted(set(zip(rows.model_id, rows.opcost_profile, rows.precision))):
-        (pred,) = predict(report(key[0]), [datasheet(key[1])], precision=key[2], runtime=runtime)
+        (pred,) = predict(report(key[0]), [datasheet(key[1], onchip)], precision=key[2], runtime=runtime)
         kt = pred.kernel_table
+        kept = np.zeros(len(kt.op_class)) if kt.onchip is None else np.asarray(kt.onchip[0], float)
+        fix = [qnn.HVX_FP16_SHARE if hvx and c == "conv_dw" and key[2] == "fp16" else 0.0 for c in kt.op_class]
         out[key] = (np.array([GROUPS.index(group_of(c)) for c in kt.op_class]),
                     np.asarray(kt.compute) * np.asarray(kt.matrix_peak), np.asarray(kt.memory, float),
-                    np.asarray(kt.runs, float))
+                    np.asarray(kt.runs, float), kept * np.asarray(kt.runs, float) / float(kt.mem_bw), np.array(fix))
     return out
 
 
@@ -186,14 +207,17 @@ class Rows:
         keys = list(zip(rows.model_id, rows.opcost_profile, rows.precision))
         uniq = sorted(set(keys))
         self.row_key = np.array([uniq.index(k) for k in keys])
-        G, W, M, R, K, N = [], [], [], [], [], []
+        G, W, M, R, O, S, K, N = [], [], [], [], [], [], [], []
         for i, k in enumerate(uniq):
-            tab = np.unique(np.stack([*feats[k], np.full(len(feats[k][0]), i)], axis=1), axis=0,
-                            return_counts=True)
+            n = len(feats[k][0])   # (columns an older caller leaves out: 0)
+            f = (*feats[k], *[np.zeros(n)] * (6 - len(feats[k])))
+            tab = np.unique(np.stack([*f, np.full(n, i)], axis=1), axis=0, return_counts=True)
             G.append(tab[0][:, 0]), W.append(tab[0][:, 1]), M.append(tab[0][:, 2])
-            R.append(tab[0][:, 3] * tab[1]), K.append(tab[0][:, 4]), N.append(tab[1])
+            R.append(tab[0][:, 3] * tab[1]), O.append(tab[0][:, 4]), S.append(tab[0][:, 5])
+            K.append(tab[0][:, 6]), N.append(tab[1])
         self.G = np.concatenate(G).astype(int)
         self.W, self.M, self.R = np.concatenate(W), np.concatenate(M), np.concatenate(R)
+        self.O, self.S = np.concatenate(O), np.concatenate(S)
         self.N = np.concatenate(N).astype(float)
         self.K = np.concatenate(K).astype(int)
         self.n_keys = len(uniq)
@@ -226,7 +250,8 @@ def times(D: Rows, P: dict, r: float) -> np.ndarray:
     bw = np.choose(G, [P["bw_mat"][d], P["bw_mat"][d], P["bw_ew"][d], P["bw_move"][d]])
     floor = np.choose(G, [P["floor_mat"][d], P["floor_mat"][d], P["floor_ew"][d], P["floor_move"][d]])
     fp = D.key_fp16[D.K]
-    t = D.R * floor + D.N * np.maximum(D.W / (D.peak * np.where(fp, r, 1.0) * e), D.M / bw)
+    s_prec = np.where(D.S > 0, D.S, np.where(fp, r, 1.0))
+    t = D.R * floor + D.N * np.maximum(D.W / (D.peak * s_prec * e), (D.M + P["c_act"][d] * D.O) / bw)
     per_key = (np.bincount(D.K, weights=t, minlength=D.n_keys)
                + np.where(D.key_fp16, P["t0_fp16"][D.key_dev], P["t0_int8"][D.key_dev]))
     return per_key[D.row_key]
@@ -240,7 +265,7 @@ def fit(D: Rows, form: Form, r_fixed: float | None = None) -> tuple[dict, float]
 
     names = form.names()
     x0 = np.array([np.log(X0[k]) for _ in range(2) for k in names] + [np.log(r_fixed or 0.25)])
-    cap = {"e_": 0.0, "bw": np.log(form.bwmax), "fl": np.log(form.fcap), "t0": np.inf}
+    cap = {"e_": 0.0, "bw": np.log(form.bwmax), "fl": np.log(form.fcap), "t0": np.inf, "c_": 0.0}
     up = np.array([cap[k[:2]] for _ in range(2) for k in names] + [0.0])
     lo = np.array([np.log(T0_MIN) if k.startswith("t0") else -np.inf for _ in range(2) for k in names] + [-np.inf])
     if r_fixed is not None:   # pinned: a bound of width 1e-9 around it

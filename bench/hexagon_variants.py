@@ -1,6 +1,11 @@
 """Structural variants of the Hexagon NPU form (bench/hexagon_model.py), scored by the same
 leave-one-model-out (LOMO) and leave-one-family-out (LOFO) cross-validation on the fitted models
-as bench/hexagon_forms.py; none of them is shipped (docs/accuracy.md, "Tried and not kept").
+as bench/hexagon_forms.py, chosen by the same rule (the lowest mean of the two): the one marked
+``(shipped)`` is bench/fit_accelerators.py's FORM (the library's ``qnn`` runtime keeps on chip
+the activations of a kernel whose activation bytes fit the profile's ``npu_onchip_mb`` and runs
+fp16 depthwise kernels at the HVX unit's 0.5 of the int8 rate,
+analyzer/prediction/accelerators/qnn.py); the others are in docs/accuracy.md, "Tried and not
+kept".
 
     PYTHONPATH=$PWD python bench/hexagon_variants.py [MEASUREMENTS_DIR] [--out bench/results/hexagon_variants.md]
 
@@ -18,11 +23,16 @@ Equal), other (Slice, Pad, Split, Resize, ...). A variant (VARIANTS) changes one
 - ``s_ew``: a factor per device on the memory time of fp16 elementwise kernels (HVX fp16);
 - ``wfloor``: the inference at least its weight bytes (at the row's precision) / datasheet BW;
 - ``vtcm``: a kernel whose activation bytes (its bytes less its weights) are at most this many
-  bytes (the HTP's VTCM, 8 MB on v73) moves them at a fitted fraction ``c_act`` per device of
-  their DRAM time (kept on chip), its weights always from DRAM;
+  bytes (the HTP's VTCM: 8 MiB on v73 and v75, pytorch/executorch
+  backends/qualcomm/serialization/qc_schema.py ``HtpInfo(V73, 8)``, ``HtpInfo(V75, 8)``) moves
+  them at a fitted fraction ``c_act`` per device of their DRAM time (kept on chip; ``c0``: at
+  no cost, c_act = 0, not fitted), its weights always from DRAM;
 - ``l2``: the library's cache term (analyzer/prediction/efficiency/kernel_time.py ``l2_gain``):
   memory time / (1 + g s(bytes / l2)), s(x) = 1 / (1 + x^2), bytes the kernel's whole working
   set, l2 this many bytes, g fitted per device (``l2_gain``);
+- ``dwr``: an fp16 depthwise kernel computes at this fixed fraction of its int8 rate instead of
+  the matrix engine's fitted r_fp16 (depthwise convolutions run on the HVX vector unit, whose
+  1024-bit registers hold 128 int8 or 64 fp16 lanes: 0.5; not fitted);
 - ``loss``, ``fs``: scipy least_squares' loss and f_scale on the log residual.
 
 Needs pandas and scipy (bench only).
@@ -52,7 +62,7 @@ VARIANTS = {
     "linear, layout and index kernels own e_bw": {"tr": "own", "gs": "own"},
     "linear, no overlap (p = 1)": {"p": 1.0},
     "linear, weight-streaming floor": {"wfloor": True},
-    "cauchy 0.2 (shipped)": {"loss": "cauchy", "fs": 0.2},
+    "cauchy 0.2 (no on-chip activations)": {"loss": "cauchy", "fs": 0.2},
     "cauchy 0.2, layout kernels free": {"loss": "cauchy", "fs": 0.2, "tr": "free"},
     "cauchy 0.2, index kernels free": {"loss": "cauchy", "fs": 0.2, "gs": "free"},
     "cauchy 0.2, layout and index kernels free": {"loss": "cauchy", "fs": 0.2, "tr": "free", "gs": "free"},
@@ -62,14 +72,23 @@ VARIANTS = {
     "cauchy 0.2, fp16 elementwise factor": {"loss": "cauchy", "fs": 0.2, "s_ew": True},
     "cauchy 0.2, weight-streaming floor": {"loss": "cauchy", "fs": 0.2, "wfloor": True},
     "cauchy 0.2, activations <= 8 MB on chip": {"loss": "cauchy", "fs": 0.2, "vtcm": 8e6},
+    "cauchy 0.2, activations <= 8 MB on chip at no cost (c_act = 0)": {"loss": "cauchy", "fs": 0.2, "vtcm": 8e6,
+                                                                       "c0": True},
+    "cauchy 0.2, activations <= 8 MiB on chip": {"loss": "cauchy", "fs": 0.2, "vtcm": 8 * 2**20},
+    "cauchy 0.2, activations <= 8 MiB on chip at no cost (c_act = 0)": {"loss": "cauchy", "fs": 0.2,
+                                                                       "vtcm": 8 * 2**20, "c0": True},
     "cauchy 0.2, cache term l2_gain at 8 MB": {"loss": "cauchy", "fs": 0.2, "l2": 8e6},
+    "cauchy 0.2, activations <= 8 MB on chip, fp16 depthwise at 0.5 of int8 (HVX lanes) (shipped)": {
+        "loss": "cauchy", "fs": 0.2, "vtcm": 8e6, "dwr": 0.5},
 }
 
 
 def kernel_data(rows) -> dict:
     """(model, device, precision) -> per-kernel arrays: sub-group (0 matrix, 1 depthwise,
-    2 elementwise, 3 layout, 4 other movement, 5 index/shape), W, datasheet memory seconds, and
-    the weight seconds (weight bytes at the row's precision / datasheet BW)."""
+    2 elementwise, 3 layout, 4 other movement, 5 index/shape), W, datasheet memory seconds (every
+    byte from DRAM: the profile without its on-chip budget), the weight seconds (the library's
+    weight bytes per launch at the row's precision, ``accelerators.qnn``, / datasheet BW) and
+    the activation bytes (bytes less weight bytes)."""
     from analyzer.prediction.predict import predict
 
     out = {}
@@ -78,11 +97,10 @@ def kernel_data(rows) -> dict:
         (pred,) = predict(rep, [H.datasheet(key[1])], precision=key[2], runtime="qnn")
         kt = pred.kernel_table
         ops = [set() for _ in kt.op_class]
-        wb = np.zeros(len(kt.op_class))
         for i, k in enumerate(kt.kernel_of):
             if k >= 0:
                 ops[k].add(rep.nodes[i].op)
-                wb[k] += rep.nodes[i].cost.weight_bytes
+        wb = np.asarray(kt.onchip[1], float)   # the library's weight bytes per launch, at the precision
         sub = []
         for cls, o in zip(kt.op_class, ops):
             g = H.group_of(cls)
@@ -90,10 +108,9 @@ def kernel_data(rows) -> dict:
         fp = key[2] == "fp16"
         out[key] = dict(S=np.array(sub), W=np.asarray(kt.compute) * np.asarray(kt.matrix_peak),
                         M=np.asarray(kt.memory, float), dev=H.DEVS.index(key[1]), fp=fp,
-                        wsec=float(wb.sum()) * (0.5 if fp else 0.25) / float(kt.mem_bw),
-                        wk=wb * (0.5 if fp else 0.25) / float(kt.mem_bw),
+                        wsec=float(wb.sum()) / float(kt.mem_bw), wk=wb / float(kt.mem_bw),
                         nbytes=np.asarray(kt.nbytes, float),
-                        act=np.maximum(np.asarray(kt.nbytes, float) - wb * (0.5 if fp else 0.25), 0.0),
+                        act=np.maximum(np.asarray(kt.nbytes, float) - wb, 0.0),
                         peak=H.peak_int8(key[1]))
     return out
 
@@ -101,7 +118,7 @@ def kernel_data(rows) -> dict:
 def names(o: dict) -> list[str]:
     n = ["e_mat", "e_dw", "bw_mat", "bw_ew", "bw_move", "t0_fp16", "t0_int8"]
     return n + [k for k, on in (("bw_tr", o.get("tr") == "own"), ("bw_gs", o.get("gs") == "own"),
-                                 ("s_ew", o.get("s_ew")), ("kfix", o.get("kfix")), ("c_act", o.get("vtcm")),
+                                 ("s_ew", o.get("s_ew")), ("kfix", o.get("kfix")), ("c_act", o.get("vtcm") and not o.get("c0")),
                                  ("l2_gain", o.get("l2")))
                          if on]
 
@@ -113,11 +130,13 @@ def key_time(q: dict, P: dict, r: float, o: dict) -> float:
     bw = [P["bw_mat"][d], P["bw_mat"][d], P["bw_ew"][d], P["bw_move"][d], P["bw_move"][d], P["bw_move"][d]]
     bw[3] = P["bw_tr"][d] if o.get("tr") == "own" else bw[3]
     bw[5] = P["bw_gs"][d] if o.get("gs") == "own" else bw[5]
-    tc = q["W"] / (q["peak"] * (r if q["fp"] else 1.0) * e)
+    s_prec = np.where(S == 1, o["dwr"], r) if (q["fp"] and o.get("dwr")) else (r if q["fp"] else 1.0)
+    tc = q["W"] / (q["peak"] * s_prec * e)
     mem = q["M"]
     if o.get("vtcm"):   # activations that fit on chip at c_act of their DRAM time; weights from DRAM
         on_chip = q["act"] <= o["vtcm"]
-        mem = q["wk"] + np.where(on_chip, P["c_act"][d], 1.0) * np.maximum(q["M"] - q["wk"], 0.0)
+        c_act = 0.0 if o.get("c0") else P["c_act"][d]
+        mem = q["wk"] + np.where(on_chip, c_act, 1.0) * np.maximum(q["M"] - q["wk"], 0.0)
     tm = mem / np.array(bw)[S]
     if o.get("l2"):
         tm = tm / (1.0 + P["l2_gain"][d] / (1.0 + (q["nbytes"] / o["l2"]) ** 2))

@@ -91,7 +91,7 @@ def render_show(p, fmt: str) -> str:
     t.add_column("source", overflow="fold")
     rows = [(f"matrix_tflops.{d}", v) for d, v in p.matrix_tflops.items()]
     rows += [(f"vector_tflops.{d}", v) for d, v in p.vector_tflops.items()]
-    for table, names in (("memory", ("mem_gb", "mem_bw_gbs", "onchip_mb")),
+    for table, names in (("memory", ("mem_gb", "mem_bw_gbs", "onchip_mb", "npu_onchip_mb")),
                          ("interconnect", ("interconnect_gbs",)), ("overhead", ("launch_overhead_us",)),
                          ("power", ("tdp_w", "clock_ghz"))):
         rows += [(f"{table}.{n}", getattr(p, n)) for n in names]

@@ -43,7 +43,7 @@ LINK_KINDS = ("nvlink", "pcie", "ici", "infinity-fabric", "ib", "ethernet")
 
 # TOML table -> the float fields it holds (flattened onto HardwareProfile under the same names).
 SCALAR_TABLES = {
-    "memory": ("mem_gb", "mem_bw_gbs", "onchip_mb"),
+    "memory": ("mem_gb", "mem_bw_gbs", "onchip_mb", "npu_onchip_mb"),
     "interconnect": ("interconnect_gbs",),
     "overhead": ("launch_overhead_us",),
     "power": ("tdp_w", "clock_ghz", "sustained_clock_ghz"),
@@ -175,6 +175,7 @@ class HardwareProfile:
     mem_gb: float | None = None
     mem_bw_gbs: float | None = None
     onchip_mb: float | None = None
+    npu_onchip_mb: float | None = None
     interconnect_gbs: float | None = None
     launch_overhead_us: float | None = None
     tdp_w: float | None = None

@@ -341,3 +341,12 @@ def kernel_rows(nodes: list[NodeCost], plan: fusion.FusionPlan, fnodes, nbytes: 
                 cache[rk] = (row, tuple(weight[i] for i in members))
         rows.append(row)
     return rows, weight
+
+
+def main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l) -> str:
+    """The dtype that carries most of the work (FLOPs + bytes): a prediction's label without an
+    override."""
+    w: dict[str, float] = {}
+    for d, m, v, t, b in zip(anchor_dtype, mac_l, vec_l, trans_l, bytes_l):
+        w[d] = w.get(d, 0.0) + (m + v + t) + b
+    return max(w, key=w.get) if w else "fp32"

@@ -3,11 +3,13 @@
 Per kernel ``k`` on profile ``p`` (``efficiency.kernel_time``, per launch)::
 
     compute = padded matrix work / (matrix_peak * e_compute) * wave + vector work / (vector_peak * e_compute)
-    memory  = (bytes + b_half) / (mem_bw * e_bw * cache),  cache = 1 + l2_gain * s(bytes / l2_bytes)
+    memory  = (bytes - onchip + onchip_cost * onchip + b_half) / (mem_bw * e_bw * cache),
+              cache = 1 + l2_gain * s(bytes / l2_bytes)
     time    = runs * (fixed + max(compute, memory))     (overlap=True: compute and memory overlap)
     time    = runs * (fixed + compute + memory)         (overlap=False: seed 003's additive model)
 
-``fixed`` is the per-launch cost: the class floor or the profile's launch figure, plus the
+``onchip`` is the bytes per launch an NPU runtime keeps on chip (``Lowered.onchip``: the ``qnn``
+runtime's VTCM rule; 0 elsewhere), each at ``onchip_cost`` of a DRAM byte's time.  ``fixed`` is the per-launch cost: the class floor or the profile's launch figure, plus the
 runtime's host dispatch (``lowering.py``).  ``bound`` is the largest of compute, memory and the
 fixed cost.  A kernel with no FLOPs never divides 0 by 0.
 
@@ -38,14 +40,18 @@ def bucket(n: int) -> int:
 
 
 def kernel_terms(feats, runs, active, matrix_peak, vector_peak, mem_bw, units, l2_bytes, consts,
-                 fixed, overlap):
-    """Pure jnp: feats/runs/active [K]; peaks/fixed [P, K]; mem_bw/units/l2_bytes [P]; consts [P, C]."""
+                 fixed, overlap, onchip=None):
+    """Pure jnp: feats/runs/active [K]; peaks/fixed [P, K]; mem_bw/units/l2_bytes [P]; consts [P, C];
+    ``onchip``: ([P, K] bytes per launch kept on chip, [P] their cost as a fraction of a DRAM
+    byte's) (``Lowered.onchip``, ``Lowered.onchip_of``), or None: none."""
     import jax
     import jax.numpy as jnp
 
-    def one(mp, vp, bw, u, l2, c, fx):
-        t = eff.kernel_time(jnp, feats, {"matrix_peak": mp, "vector_peak": vp, "mem_bw": bw,
-                                         "units": u, "l2_bytes": l2}, c)
+    def one(mp, vp, bw, u, l2, c, fx, kept=None, cost=None):
+        hw = {"matrix_peak": mp, "vector_peak": vp, "mem_bw": bw, "units": u, "l2_bytes": l2}
+        if kept is not None:
+            hw.update(onchip_bytes=kept, onchip_cost=cost)
+        t = eff.kernel_time(jnp, feats, hw, c)
         compute, memory = t["compute_s"] * active, t["memory_s"] * active
         ovh = fx * active
         body = jnp.where(overlap, jnp.maximum(compute, memory), compute + memory)
@@ -53,7 +59,8 @@ def kernel_terms(feats, runs, active, matrix_peak, vector_peak, mem_bw, units, l
         bound = jnp.argmax(jnp.stack([compute, memory, ovh]), axis=0)
         return runs * compute, runs * memory, runs * ovh, time, bound
 
-    return jax.vmap(one)(matrix_peak, vector_peak, mem_bw, units, l2_bytes, consts, fixed)
+    args = (matrix_peak, vector_peak, mem_bw, units, l2_bytes, consts, fixed)
+    return jax.vmap(one)(*args) if onchip is None else jax.vmap(one)(*args, *onchip)
 
 
 _jitted = None
@@ -103,7 +110,9 @@ def run(lowered, overlap: bool = True):
     res = _kernel()(feats, pad1(lowered.runs, 1.0), active, pad2(lowered.matrix_peak),
                     pad2(lowered.vector_peak), padp(lowered.mem_bw, 1.0), padp(lowered.units, 0.0),
                     padp(lowered.l2_bytes, 0.0),
-                    consts, pad2(lowered.fixed, 0.0), np.bool_(overlap))
+                    consts, pad2(lowered.fixed, 0.0), np.bool_(overlap),
+                    None if lowered.onchip is None else (pad2(lowered.onchip, 0.0),
+                                                         padp(lowered.onchip_of[2], 0.0)))
     compute, memory, ovh, time, bound = (np.asarray(r)[:P, :K] for r in res)
     return (compute.astype(np.float64), memory.astype(np.float64), ovh.astype(np.float64),
             time.astype(np.float64), bound)

@@ -99,6 +99,12 @@ class Lowered:
     # the bytes per launch, and the seconds per launch it adds to ``fixed`` (<= 0); None: none
     resident_bytes: np.ndarray | None = None
     resident: np.ndarray | None = None
+    # [P, K] activation bytes per launch kept in the NPU's on-chip memory, never charged to DRAM
+    # (the ``qnn`` runtime: ``accelerators.qnn.onchip_bytes``); None: none (every other runtime)
+    onchip: np.ndarray | None = None
+    # with ``onchip``: ([K] weight bytes per launch, [P] budgets (B), [P] onchip_cost: an on-chip
+    # byte's time as a fraction of a DRAM byte's, the family's fitted scalar)
+    onchip_of: tuple = ()
 
     @property
     def besides_kernels_s(self) -> np.ndarray:
@@ -147,8 +153,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", op)])
                  for k, ops in enumerate(plan.extra_ops) for op in ops]
-    act = resident = None
-    label = precision or _main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l)
+    act = resident = onchip = None
+    label = precision or kr.main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l)
     for p, prof in enumerate(profiles):
         warn: set[str] = set()
         note: list[str] = list(said_precision)
@@ -175,6 +181,9 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p], "units": units[p], "l2_bytes": l2[p]}
         run_overhead[p] = (qnn.run_fixed_s(runtime.name, arrays, label, note)
                            + xla_tpu.call_launch_s(runtime.name, prof.kind, arrays, prof.id, note))
+        if runtime.name == qnn.NAME:   # HVX depthwise peaks; activations kept on chip (accelerators/qnn.py)
+            onchip = qnn.profile_rows(onchip, p, P, prof, arrays, mpeak[p], vpeak[p], cls_l, anchor_dtype,
+                                      feats["bytes"], wbytes, note)
         if calibrated:
             run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6 + once
             if act is None:   # what a run writes besides its weights (cpu_cold.cold_share)
@@ -194,7 +203,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    member_weight=weight, matrix_peak=mpeak, vector_peak=vpeak, mem_bw=bw, units=units,
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
-                   notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **_resident(resident))
+                   notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **_resident(resident),
+                   onchip=None if onchip is None else onchip[0], onchip_of=() if onchip is None else (wbytes, *onchip[1:]))
 
 
 def _set_consts(consts: dict, p: int, arrays) -> None:
@@ -324,15 +334,6 @@ def _extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p: dict, consts_p: dic
                             {**hw_p, "matrix_peak": 1.0, "vector_peak": 1.0}, consts_p)
         add = add + np.where(moved > 0, np.maximum(t["compute_s"], t["memory_s"]), 0.0)
     return add, host
-
-
-def _main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l) -> str:
-    """The dtype that carries most of the work (FLOPs + bytes): a prediction's label without an
-    override."""
-    w: dict[str, float] = {}
-    for d, m, v, t, b in zip(anchor_dtype, mac_l, vec_l, trans_l, bytes_l):
-        w[d] = w.get(d, 0.0) + (m + v + t) + b
-    return max(w, key=w.get) if w else "fp32"
 
 
 def _fusion_nodes(nodes, precision, memo, keys):

@@ -92,6 +92,15 @@ class KernelTerms(NamedTuple):
     # bytes per launch, and seconds per launch (<= 0) already inside fixed_s
     resident_bytes: float = 0.0
     resident_s: float = 0.0
+    # an NPU runtime's activations kept on chip (``accelerators.qnn.onchip_bytes``; per launch):
+    # activation bytes = bytes - weight_bytes; kept (onchip_bytes = them) where they are at most
+    # onchip_budget, else 0; dram_bytes = bytes - onchip_bytes (x the cache's share, 0 there);
+    # dram_s = (dram_bytes + onchip_cost x onchip_bytes + b_half) / (mem_bw x e_bw x cache_gain)
+    onchip: bool = False
+    onchip_bytes: float = 0.0
+    weight_bytes: float = 0.0
+    onchip_budget: float = 0.0
+    onchip_cost: float = 0.0
 
 
 class KernelTable:
@@ -104,7 +113,7 @@ class KernelTable:
                  "trans", "nbytes", "matrix_peak", "vector_peak", "mem_bw", "consts", "fixed",
                  "compute", "memory", "overhead", "time", "bound", "feats", "units", "l2_bytes",
                  "class_consts", "overlap", "host", "gap", "host_nodes", "host_runs",
-                 "host_only", "host_gap", "resident")
+                 "host_only", "host_gap", "resident", "onchip")
 
     def __init__(self, **values):
         # by keyword: twenty arrays of one length and type are too easy to pass in the wrong order
@@ -146,6 +155,7 @@ class KernelTable:
     host_only: Any         # [H] host seconds of all runs of each host-only op
     host_gap: Any          # [H] its row's time: exposed on the stream, else host_only
     resident: Any          # (bytes [K], seconds [K]) per launch of ``cpu.loop_resident``, or None
+    onchip: Any            # (kept [K], weight bytes [K], budget B, onchip_cost) per launch (``qnn``), or None
 
     def detail(self, k: int) -> dict:
         """Every factor of kernel ``k``'s terms, per launch (``efficiency.kernel_time(detail=True)``)."""
@@ -155,7 +165,9 @@ class KernelTable:
 
         f = {name: np.asarray(v)[k:k + 1] for name, v in self.feats.items()}
         hw = {"matrix_peak": float(self.matrix_peak[k]), "vector_peak": float(self.vector_peak[k]),
-              "mem_bw": self.mem_bw, "units": self.units, "l2_bytes": self.l2_bytes}
+              "mem_bw": self.mem_bw, "units": self.units, "l2_bytes": self.l2_bytes,
+              **({} if self.onchip is None else {"onchip_bytes": np.asarray(self.onchip[0])[k:k + 1],
+                                                 "onchip_cost": self.onchip[3]})}
         out = eff.kernel_time(np, f, hw, self.class_consts, detail=True)
         return {name: float(np.asarray(v).reshape(-1)[0]) for name, v in out.items()}
 

@@ -34,6 +34,24 @@ def _per_call_lines(p) -> list[str]:
             f"{human_time(p.latency_s)} = layers {human_time(p.latency_s - p.run_overhead_s)} + per call"]
 
 
+def _onchip_lines(e) -> list[str]:
+    """An NPU runtime's on-chip activations (``KernelTerms.onchip``): which of the kernel's bytes
+    reach DRAM (bytes less those kept on chip) and why."""
+    if not e.onchip:
+        return []
+    act = max(e.bytes - e.weight_bytes, 0.0)
+    if not e.onchip_budget:
+        why = "no NPU on-chip memory stated (npu_onchip_mb): all from DRAM"
+    elif act <= e.onchip_budget:
+        why = (f"<= the NPU's on-chip {human(e.onchip_budget, 'B')} (npu_onchip_mb): kept on chip, only the "
+               "weights reach DRAM")
+    else:
+        why = f"> the NPU's on-chip {human(e.onchip_budget, 'B')} (npu_onchip_mb): all from DRAM"
+    return [f"    bytes to DRAM {human(e.dram_bytes, 'B')} = bytes {human(e.bytes, 'B')} - kept on chip "
+            f"{human(e.onchip_bytes, 'B')}; weights {human(e.weight_bytes, 'B')} (always from DRAM), "
+            f"activations {human(act, 'B')} {why}"]
+
+
 def _host_lines(p, x, h) -> list[str]:
     """A host-only op's lines (``Prediction.host_step``): its host time and what of it the
     prediction shows."""
@@ -91,10 +109,13 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                 *_compute_lines(e),
                 f"  memory   {human_time(e.memory_s):>9}  = launches x {'max' if e.sm_overlap else 'sum'}(DRAM "
                 f"{human_time(e.dram_s)}, per-SM {human_time(e.sm_s)})",
-                f"    DRAM = (bytes to DRAM {human(e.dram_bytes, 'B')} + ramp b_half "
+                f"    DRAM = (bytes to DRAM {human(e.dram_bytes, 'B')}"
+                + (f" + kept on chip {human(e.onchip_bytes, 'B')} x onchip_cost {e.onchip_cost:.3g}" if e.onchip else "")
+                + " + ramp b_half "
                 f"{human(e.b_half_bytes, 'B')}) / (bandwidth {human(e.mem_bw, 'B/s')} x e_bw {e.e_bw:.3g} "
                 f"x cache gain {e.cache_gain:.3g}); cache share {100 * e.cache_share:.1f}% of the bytes "
                 f"(L2 {human(e.l2_bytes, 'B')})",
+                *_onchip_lines(e),
                 "    per-SM = bytes / SM issue rate " + (human(e.sm_rate, 'B/s') if e.sm_rate else "(off)"),
                 f"  fixed    {human_time(e.overhead_s):>9}  = launches x {human_time(e.fixed_s)} "
                 f"(class floor {human_time(e.floor_s)}, launch figure, dispatch)",

@@ -28,11 +28,16 @@ def _batched():
     if _jitted is None:
         import jax
 
-        def traced(feats, runs, active, mpeak, vpeak, bw, units, l2, consts, fixed, overlap):
+        def traced(feats, runs, active, mpeak, vpeak, bw, units, l2, consts, fixed, overlap, onchip=None):
             TRACES["batch"] += 1   # once per compilation
-            one = lambda f, r, a, mp, vp, fx: kernels.kernel_terms(   # noqa: E731
-                f, r, a, mp, vp, bw, units, l2, consts, fx, overlap)[3]
-            return jax.vmap(one)(feats, runs, active, mpeak, vpeak, fixed)
+            if onchip is None:
+                one = lambda f, r, a, mp, vp, fx: kernels.kernel_terms(   # noqa: E731
+                    f, r, a, mp, vp, bw, units, l2, consts, fx, overlap)[3]
+                return jax.vmap(one)(feats, runs, active, mpeak, vpeak, fixed)
+            # the qnn runtime's activations kept on chip ([C, P, K] bytes, [P] their cost)
+            two = lambda f, r, a, mp, vp, fx, kept: kernels.kernel_terms(   # noqa: E731
+                f, r, a, mp, vp, bw, units, l2, consts, fx, overlap, (kept, onchip[1]))[3]
+            return jax.vmap(two)(feats, runs, active, mpeak, vpeak, fixed, onchip[0])
 
         _jitted = jax.jit(traced)
     return _jitted
@@ -135,6 +140,7 @@ def _run_bucket(lows, kb: int, overlap: bool) -> np.ndarray:
         vpeak = np.ones((cb, P, kb), np.float32)
         fixed = np.zeros((cb, P, kb), np.float32)
         rest = list(enumerate(lows))
+    kept = np.zeros((cb, P, kb), np.float32) if getattr(first, "onchip", None) is not None else None
     for c, low in rest:
         K = len(low.runs)
         for f in FEATS:
@@ -144,14 +150,17 @@ def _run_bucket(lows, kb: int, overlap: bool) -> np.ndarray:
         mpeak[c, :, :K] = low.matrix_peak
         vpeak[c, :, :K] = low.vector_peak
         fixed[c, :, :K] = low.fixed
-    return _call(lows, feats, runs, active, mpeak, vpeak, fixed, n_dev, overlap)
+        if kept is not None:
+            kept[c, :, :K] = low.onchip
+    return _call(lows, feats, runs, active, mpeak, vpeak, fixed, n_dev, overlap, kept)
 
 
-def _call(lows, feats, runs, active, mpeak, vpeak, fixed, n_dev: int, overlap: bool):
+def _call(lows, feats, runs, active, mpeak, vpeak, fixed, n_dev: int, overlap: bool, kept=None):
     first = lows[0]
     consts = {k: np.asarray(v, np.float32) for k, v in first.consts.items()}
-    batched = shard((feats, runs, active, mpeak, vpeak, fixed), n_dev)
+    batched = shard((feats, runs, active, mpeak, vpeak, fixed) + (() if kept is None else (kept,)), n_dev)
+    onchip = None if kept is None else (batched[6], np.asarray(first.onchip_of[2], np.float32))
     time = _batched()(batched[0], batched[1], batched[2], batched[3], batched[4],
                       np.asarray(first.mem_bw, np.float32), np.asarray(first.units, np.float32),
-                      np.asarray(first.l2_bytes, np.float32), consts, batched[5], np.bool_(overlap))
+                      np.asarray(first.l2_bytes, np.float32), consts, batched[5], np.bool_(overlap), onchip)
     return np.asarray(time)   # [C bucket, P, K bucket] float32

@@ -77,6 +77,9 @@ class LatencyFn:
                 "rows": slice(len(order), len(order) + len(idx)),
                 # the host-only ops' host time (eager-op's views): no kernel, a constant
                 "host_only": jnp.asarray(np.asarray(low.besides_kernels_s - low.run_overhead, np.float32)),
+                # the qnn runtime's activations kept on chip (bytes per launch, their cost): constants
+                "onchip": None if getattr(low, "onchip", None) is None else (
+                    jnp.asarray(np.asarray(low.onchip, np.float32)), jnp.asarray(np.asarray(low.onchip_of[2], np.float32))),
             })
             order.extend(idx)
             hw["matrix_peak"].append(low.matrix_peak)
@@ -112,7 +115,7 @@ class LatencyFn:
             t = kernels.kernel_terms(feats, grp["runs"], jnp.ones(K, jnp.float32),
                                      hw["matrix_peak"][g], hw["vector_peak"][g],
                                      hw["mem_bw"][g], grp["units"], grp["l2"], grp["consts"],
-                                     hw["fixed"][g], self._overlap)[3]
+                                     hw["fixed"][g], self._overlap, grp["onchip"])[3]
             out.append(t.sum(-1) + grp["host_only"])
         return jnp.concatenate(out)[self._order]
 

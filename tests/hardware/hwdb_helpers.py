@@ -12,12 +12,13 @@ from analyzer.errors import HardwareError
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILE_FILES = sorted(hardware_db.PROFILE_DIR.glob("*.toml"))
-SCALARS = ("mem_gb", "mem_bw_gbs", "onchip_mb", "interconnect_gbs", "launch_overhead_us", "tdp_w", "clock_ghz",
+SCALARS = ("mem_gb", "mem_bw_gbs", "onchip_mb", "npu_onchip_mb", "interconnect_gbs", "launch_overhead_us", "tdp_w", "clock_ghz",
            "sustained_clock_ghz", "fp32_datapath_factor")
 SCALAR_PATH = {
     "mem_gb": "memory.mem_gb",
     "mem_bw_gbs": "memory.mem_bw_gbs",
     "onchip_mb": "memory.onchip_mb",
+    "npu_onchip_mb": "memory.npu_onchip_mb",
     "interconnect_gbs": "interconnect.interconnect_gbs",
     "launch_overhead_us": "overhead.launch_overhead_us",
     "tdp_w": "power.tdp_w",

@@ -113,3 +113,135 @@ def test_shipped_hexagon_efficiencies_are_fractions():
         arrays = load_constants(hardware_db.get(pid).family).arrays
         for name in ("e_compute", "e_bw"):
             assert np.all(arrays[name] > 0) and np.all(arrays[name] <= 1.0), (pid, name)
+
+
+def _two_convs():
+    """x [1,8,8,8] -> conv a (w 8x8x3x3) -> [1,8,8,8] -> conv b (w 32x8x3x3) -> y [1,32,8,8]."""
+    nodes = [_conv("x", "a", "wa"), _conv("a", "y", "wb")]
+    return _analyze(nodes, [_w("wa", [8, 8, 3, 3]), _w("wb", [32, 8, 3, 3])], out_shape=(1, 32, 8, 8))
+
+
+def _onchip_predict(rep, budget_mb, runtime="qnn"):
+    prof = dataclasses.replace(hardware_db.get("hexagon-sd8gen3"), family="datasheet", npu_onchip_mb=budget_mb)
+    (p,) = predict(rep, [Target(prof, runtimes.get(runtime), "requested")], precision="int8")
+    return p
+
+
+def test_activations_within_the_onchip_budget_skip_dram():
+    """At int8 (1 byte an element), budget 0.002 MB = 2000 B, datasheet constants (e_bw = 1,
+    e_compute = 1), 8 Gen 3: P = 45e12 OP/s, BW = 76.8e9 B/s.
+
+    conv a: weights 8*8*3*3 = 576 B; activations: reads x 8*8*8 = 512 B + writes a 512 B = 1024 B
+            <= 2000 B: kept on chip; DRAM bytes = 576 (the weights);
+            memory = 576 / 76.8e9 = 7.5 ns; compute = 2*8*8*8*8*9 = 73728 OP / 45e12 = 1.638 ns
+    conv b: weights 32*8*3*3 = 2304 B; activations: reads a 512 B + writes y 32*8*8 = 2048 B =
+            2560 B > 2000 B: all from DRAM; DRAM bytes = 2304 + 2560 = 4864;
+            memory = 4864 / 76.8e9 = 63.33 ns; compute = 2*32*8*8*8*9 = 294912 / 45e12 = 6.554 ns
+    each kernel's time = fixed + max(compute, memory): 7.5 ns and 63.33 ns past its fixed cost."""
+    p = _onchip_predict(_two_convs(), 0.002)
+    t = p.kernel_table
+    assert list(t.nbytes) == [576 + 1024, 2304 + 2560]
+    kept, wbytes, budget, cost = t.onchip
+    assert list(wbytes) == [576, 2304] and list(kept) == [1024, 0] and budget == 2000.0
+    assert cost == 0.0   # the datasheet set: an on-chip byte is free
+    assert t.memory[0] == pytest.approx(576 / 76.8e9, rel=1e-5)          # 7.5 ns
+    assert t.memory[1] == pytest.approx(4864 / 76.8e9, rel=1e-5)         # 63.33 ns
+    assert t.compute[0] == pytest.approx(73728 / 45e12, rel=1e-5)        # 1.638 ns
+    body = np.asarray(t.time) - np.asarray(t.overhead)
+    assert body == pytest.approx([576 / 76.8e9, 4864 / 76.8e9], rel=1e-5)
+    a = p.explain(0)
+    assert a.onchip and (a.weight_bytes, a.onchip_bytes, a.dram_bytes, a.onchip_budget) == (576, 1024, 576, 2000.0)
+    b = p.explain(1)
+    assert (b.weight_bytes, b.onchip_bytes, b.dram_bytes) == (2304, 0, 4864)
+    assert any("1 of 2 kernels keep their activations" in n for n in p.notes)
+
+
+def test_budget_above_both_kernels_keeps_both_and_no_budget_keeps_none():
+    """Budget 0.003 MB = 3000 B >= 2560 B: conv b's activations stay on chip too (DRAM = its
+    2304 weight bytes: 30 ns); no budget (None): every byte from DRAM (1600 B: 20.83 ns; 4864 B)."""
+    t = _onchip_predict(_two_convs(), 0.003).kernel_table
+    assert list(t.onchip[0]) == [1024, 2560]
+    assert t.memory[1] == pytest.approx(2304 / 76.8e9, rel=1e-5)
+    t = _onchip_predict(_two_convs(), None).kernel_table
+    assert list(t.onchip[0]) == [0, 0]
+    assert list(t.memory) == pytest.approx([1600 / 76.8e9, 4864 / 76.8e9], rel=1e-5)
+
+
+def test_explain_prints_the_split():
+    """--explain of conv a (the 0.002 MB budget above): its 576 DRAM bytes, the 1024 kept on chip
+    at onchip_cost 0 (datasheet), and why; conv b's activations over the budget."""
+    from analyzer.render.explain import render_explain
+
+    rep = _two_convs()
+    rep = rep.with_predictions((_onchip_predict(rep, 0.002),))
+    text = render_explain(rep, 0, width=400)
+    assert "DRAM = (bytes to DRAM 576 B + kept on chip 1.02 KB x onchip_cost 0 + ramp" in text
+    assert "bytes to DRAM 576 B = bytes 1.6 KB - kept on chip 1.02 KB; weights 576 B (always from DRAM)" in text
+    assert "activations 1.02 KB <= the NPU's on-chip 2 KB (npu_onchip_mb): kept on chip" in text
+    assert "activations 2.56 KB > the NPU's on-chip 2 KB (npu_onchip_mb): all from DRAM" in render_explain(rep, 1, 400)
+
+
+def test_other_runtimes_charge_every_byte():
+    """The kernel runtime on the same profile (budget 3000 B) keeps nothing on chip: conv a's
+    memory is all its 1600 bytes, and its table carries no on-chip split."""
+    t = _onchip_predict(_two_convs(), 0.003, runtime="kernel").kernel_table
+    assert t.onchip is None
+    assert t.memory[0] == pytest.approx(1600 / 76.8e9, rel=1e-5)
+
+
+def test_shipped_hexagon_profiles_state_their_vtcm():
+    for pid in ("hexagon-sd8gen2", "hexagon-sd8gen3"):
+        prof = hardware_db.get(pid)
+        assert prof.npu_onchip_mb == 8.0 and "vtcm_size_in_mb=8" in prof.sources["memory.npu_onchip_mb"]
+
+
+def test_search_batches_keep_the_onchip_rule():
+    """The search's batched kernel times (analyzer/search/batched_kernels) of a qnn lowering are
+    the prediction's: conv a's 576 DRAM bytes at the 0.002 MB budget, not its 1600."""
+    from analyzer.prediction.kernels import run
+    from analyzer.prediction.lowering import lower
+    from analyzer.search import batched_kernels
+
+    prof = dataclasses.replace(hardware_db.get("hexagon-sd8gen3"), family="datasheet", npu_onchip_mb=0.002)
+    low = lower(_two_convs().nodes, [prof], "int8", runtimes.get("qnn"))
+    (batched,) = batched_kernels.kernel_times([low])
+    np.testing.assert_allclose(batched, run(low)[3], rtol=1e-6)
+    assert batched[0, 0] - low.fixed[0, 0] == pytest.approx(576 / 76.8e9, rel=1e-5)
+
+
+def test_shipped_onchip_cost_prices_the_kept_bytes():
+    """The shipped 8 Gen 3 (budget 8 MB; both convs' activations fit): conv a's memory time is
+    (576 weight bytes + onchip_cost x 1024 kept bytes) / (76.8e9 B/s x its class's e_bw), with
+    onchip_cost and e_bw read from hardware_db/efficiency/qualcomm-hexagon-v75.json (fitted:
+    0.1396 and 0.690 for the convolution class: (576 + 142.9) / 52.99e9 = 13.57 ns)."""
+    from analyzer.prediction.efficiency.kernel_time import CLASS_CODE
+
+    prof = hardware_db.get("hexagon-sd8gen3")
+    arrays = load_constants(prof.family).arrays
+    cost = float(arrays["onchip_cost"])
+    assert 0.0 < cost <= 1.0
+    (p,) = predict(_two_convs(), [Target(prof, runtimes.get("qnn"), "requested")], precision="int8")
+    a = p.explain(0)
+    e_bw = float(arrays["e_bw"][CLASS_CODE[a.op_class]])
+    assert (a.weight_bytes, a.onchip_bytes, a.dram_bytes, a.onchip_cost) == (576, 1024, 576, pytest.approx(cost))
+    assert a.memory_s == pytest.approx((576 + cost * 1024) / (76.8e9 * e_bw), rel=1e-5)
+
+
+def test_fp16_depthwise_runs_at_half_the_int8_rate():
+    """A depthwise conv (x [1,8,8,8], w [8,1,3,3], group 8): 8*8*8*9 = 4608 MACs = 9216 FLOPs. On a
+    datasheet 8 Gen 3 at fp16 the qnn runtime computes it on HVX at 0.5 x 45e12 = 22.5e12 FLOP/s:
+    compute = 9216 / 22.5e12 = 0.4096 ns; at int8 at 45e12; the kernel runtime at fp16 takes the
+    profile's fp16 matrix figure."""
+    rep = _analyze([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1], group=8)], [_w("w", [8, 1, 3, 3])])
+    prof = dataclasses.replace(hardware_db.get("hexagon-sd8gen3"), family="datasheet")
+
+    def table(runtime, precision):
+        (p,) = predict(rep, [Target(prof, runtimes.get(runtime), "requested")], precision=precision)
+        return p.kernel_table
+
+    t = table("qnn", "fp16")
+    assert t.op_class == ("conv_dw",) and t.mac[0] == 9216
+    assert t.matrix_peak[0] == t.vector_peak[0] == 0.5 * 45e12 == qnn.HVX_FP16_SHARE * prof.peak_flops("matrix", "int8")
+    assert t.compute[0] == pytest.approx(9216 / 22.5e12, rel=1e-5)
+    assert table("qnn", "int8").matrix_peak[0] == 45e12
+    assert table("kernel", "fp16").matrix_peak[0] == prof.peak_flops("matrix", "fp16")

@@ -27,6 +27,26 @@ leave-one-model-out and leave-one-family-out cross-validation on the fitted AI H
 loss on log(predicted / measured), so that the few rows no kernel sum represents do not set
 the others' constants; docs/accuracy.md).
 
+Activations on chip (``onchip_bytes``): the HTP keeps a kernel's activations in its VTCM (the
+tightly-coupled scratch memory next to its vector and matrix units) when they fit.  Per kernel,
+``weight bytes`` are the bytes of its constant inputs (initializers, at the prediction's
+precision) and ``activation bytes = bytes - weight bytes`` (what it reads of other kernels'
+outputs and writes; the tensors passed inside a fused kernel are already out of ``bytes``).  A
+kernel whose activation bytes per launch are at most the profile's ``npu_onchip_mb`` keeps them
+all on chip: only its weight bytes reach DRAM; a larger one streams all its bytes from DRAM.
+Weights always come from DRAM (a whole-model weight set is larger than the VTCM, and QNN streams
+weight tiles per layer).  The budget is a profile figure with its source (8 MB on the Snapdragon
+8 Gen 2 and 8 Gen 3); a profile without one keeps nothing on chip, and the prediction says so.
+
+Depthwise convolutions at fp16 (``hvx_depthwise``): assumed to run on the HTP's HVX vector unit,
+not on its matrix engine (HMX; not documented for QNN in the sources found), so the matrix
+engine's fp16 figure (``matrix_tflops.fp16``, a fitted fraction of the int8 one) does not set
+their rate: an HVX register is 1024 bits (128-byte mode, the default from HVX v66 on: the Rust
+``core::arch::hexagon::v128`` documentation after Qualcomm's Hexagon HVX Programmer's Reference
+Manual, 80-N2040-61), 128 int8 or 64 fp16 lanes, so an fp16 depthwise kernel computes at
+``HVX_FP16_SHARE`` = 0.5 of the int8 peak (a fixed ratio from the lane widths, not fitted).
+Chosen by the same cross-validation as the rest of the form.
+
 Per inference, the profile family's ``run_fixed_s`` scalar (``efficiency/constants.py``) is
 added once: the graph-execute cost outside the accelerator's kernels (QNN's HTP profile
 events ``GRAPH_EXECUTE_HOST_RPC_TIME`` / ``HTP_RPC_TIME`` / ``RESOURCE_POWER_UP_TIME`` /
@@ -35,6 +55,8 @@ fitted.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 NAME = "qnn"
 TIME_DEFINITION = ("Qualcomm AI Hub profile job estimated_inference_time: one inference of the "
@@ -125,3 +147,61 @@ def _silu(i: int, cur: int, nodes, sets, consumers, taken: set) -> int:
     sets.union(i, m)
     taken.update((s, m))
     return m
+
+
+def profile_rows(acc, p: int, P: int, prof, arrays, matrix_peak, vector_peak, classes, dtypes, nbytes, wbytes,
+                 note: list[str]):
+    """The ``qnn`` runtime's part of profile ``p``'s lowering (of ``P``): the fp16 depthwise
+    kernels' peaks (``hvx_depthwise``, in place) and the activation bytes kept on chip
+    (``onchip_bytes``); returns ``acc`` ((kept [P, K], budget [P] B, onchip_cost [P]), created
+    on the first profile) with row ``p`` filled (``arrays``: the family's constants)."""
+    from analyzer.prediction.efficiency.kernel_time import CLASS_CODE
+
+    hvx_depthwise(prof, matrix_peak, vector_peak, classes, dtypes, CLASS_CODE["conv_dw"], note)
+    if acc is None:
+        acc = (np.zeros((P, len(nbytes))), np.zeros(P), np.zeros(P))
+    acc[0][p] = onchip_bytes(prof, nbytes, wbytes, note)
+    acc[1][p], acc[2][p] = float(prof.npu_onchip_mb or 0.0) * 1e6, float(arrays["onchip_cost"])
+    return acc
+
+
+# an fp16 depthwise kernel on HVX: 64 fp16 lanes of a 1024-bit register against 128 int8 ones
+HVX_FP16_SHARE = 0.5
+
+
+def hvx_depthwise(prof, matrix_peak, vector_peak, classes, dtypes, dw_code: int, note: list[str] | None = None) -> None:
+    """Set the peaks (in place; FLOP/s per kernel) of the fp16 depthwise kernels (class code
+    ``dw_code``, compute dtype fp16) to ``HVX_FP16_SHARE`` x the profile's int8 matrix peak
+    (module docstring); nothing where the profile states no int8 figure."""
+    int8 = prof.peak_flops("matrix", "int8")
+    hit = [k for k, (c, d) in enumerate(zip(classes, dtypes)) if c == dw_code and d == "fp16"]
+    if not int8 or not hit:
+        return
+    matrix_peak[hit] = vector_peak[hit] = HVX_FP16_SHARE * int8
+    if note is not None:
+        note.append(f"qnn: {len(hit)} fp16 depthwise kernels on the HVX vector unit at {HVX_FP16_SHARE:g} x the "
+                    f"int8 peak ({HVX_FP16_SHARE * int8 / 1e12:.3g} TFLOP/s: 64 fp16 lanes of a register against "
+                    "128 int8), not the matrix engine's fp16 figure")
+
+
+def onchip_bytes(prof, nbytes, wbytes, note: list[str] | None = None):
+    """[K] activation bytes per launch each kernel keeps in the NPU's scratch memory (module
+    docstring): ``nbytes - wbytes`` where that is at most ``prof.npu_onchip_mb`` x 1e6 bytes,
+    else 0 (``nbytes``, ``wbytes``: each kernel's bytes and weight bytes per launch).  All 0
+    when the profile states no budget.  ``note`` gets one sentence of what was kept."""
+    nbytes, wbytes = np.asarray(nbytes, np.float64), np.asarray(wbytes, np.float64)
+    act = np.maximum(nbytes - wbytes, 0.0)
+    budget = float(prof.npu_onchip_mb or 0.0) * 1e6
+    if budget <= 0:
+        if note is not None:
+            note.append(f"qnn: {prof.id} states no NPU on-chip memory (npu_onchip_mb): every activation "
+                        "byte is charged to DRAM")
+        return np.zeros_like(act)
+    kept = np.where(act <= budget, act, 0.0)
+    if note is not None:
+        over = act > budget
+        note.append(f"qnn: {len(act) - int(over.sum())} of {len(act)} kernels keep their activations "
+                    f"({kept.sum() / 1e6:.3g} MB in all) in the NPU's {budget / 1e6:g} MB on-chip memory "
+                    f"(npu_onchip_mb): only their weights reach DRAM; {int(over.sum())} larger ones stream "
+                    f"theirs ({act[over].sum() / 1e6:.3g} MB)")
+    return kept

@@ -9,9 +9,9 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
 
     compute_s = work / (matrix_peak * e_compute[c]) * wave(c) * narrow(c)
                 + (vec_flops + trans_weight * trans_flops) / (vector_peak * e_compute[c])
-    memory_s  = (dram_bytes + b_half[c]) / (mem_bw * e_bw[c] * cache) + bytes / (units * sm_bw[c])
-                (sm_overlap[c] = 1: the larger of the two terms instead of their sum)
-    dram_bytes = bytes * (1 - l2_hit[c] * s(bytes / l2_bytes))
+    memory_s  = (dram_bytes + onchip_cost * onchip_bytes + b_half[c]) / (mem_bw * e_bw[c] * cache)
+                + bytes / (units * sm_bw[c])   (sm_overlap[c] = 1: the larger of the two terms, not their sum)
+    dram_bytes = (bytes - onchip_bytes) * (1 - l2_hit[c] * s(bytes / l2_bytes))
     cache     = 1 + l2_gain[c] * s(bytes / l2_bytes),          s(x) = 1 / (1 + x**L2_STEP_POWER)
     sm_bw[c]  = bpc[c] * clock_hz                               (bytes per SM-cycle x the device clock)
     floor_s   = floor[c] + par_s[c] * p(bytes / b_par[c])       (p: the thread-split step)
@@ -109,6 +109,10 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   ``par_s * p(bytes / b_par)``, ``p(x) = x**4 / (1 + x**4)``: onnxruntime splits a kernel over its
   threads only above a cost threshold, and a split kernel pays the pool's fork/join.
 - GEMV-like shapes: ``bytes`` carries the weights (a skinny GEMM streams them: the memory term).
+- ``onchip_bytes`` (``hw``, per kernel, per launch; absent: 0): the activation bytes an NPU
+  runtime keeps in the NPU's own scratch memory (the ``qnn`` runtime's VTCM rule,
+  ``accelerators/qnn.py``): they never reach DRAM, and each costs ``onchip_cost`` (``hw``; a
+  family's fitted scalar) of a DRAM byte's time; the weights always come from DRAM.
 
 Pure array code (no Python branching on values): pass ``numpy`` or ``jax.numpy`` as ``xp``; under
 JAX it jits, vmaps and differentiates (almost everywhere: the ceilings and the max have kinks).
@@ -145,10 +149,11 @@ CPU_FIXED_KEYS = (("piece_s", "piece_us", 1e-6), ("im2col_s", "im2col_ns", 1e-9)
 # 1.5x the DRAM rate at 0.5-1.5x L2, 1.07x at 2-5x, none above); other powers were not compared
 L2_STEP_POWER = 2.0
 SCALAR_PARAMS = ("trans_weight",)
-# optional per-inference fixed seconds of a family (0 where absent), added once per prediction by
-# the runtimes that time a whole graph call (``qnn``: W8A8 (int8) graphs and the others; ``xla`` on
-# a TPU: ``run_fixed_s``, a jitted call's launch, ``xla_tpu``)
-RUN_PARAMS = ("run_fixed_s", "run_fixed_int8_s")
+# optional scalars of a family (0 where absent): the per-inference fixed seconds added once per
+# prediction by the runtimes that time a whole graph call (``qnn``: W8A8 (int8) graphs and the others;
+# ``xla`` on a TPU: ``run_fixed_s``, a jitted call's launch, ``xla_tpu``), and ``onchip_cost`` (``qnn``),
+# the time of an activation byte kept in the NPU's on-chip memory as a fraction of a DRAM byte's
+RUN_PARAMS = ("run_fixed_s", "run_fixed_int8_s", "onchip_cost")
 # the thread-split step p(x) = x**p / (1 + x**p), x = bytes / b_par, fixed: onnxruntime splits a kernel
 # above a cost threshold (p = 4 goes from 6 % to 94 % of the cost over a factor 4 in size)
 PAR_STEP_POWER = 4.0
@@ -170,7 +175,9 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     ``trans_flops``, ``bytes``; optional ``m``, ``n``, ``k``, ``batch`` (GEMM view, 0 where not
     applicable), ``elem_bytes`` (of the kernel's dtype; 0 or absent: unknown).  ``hw``:
     ``matrix_peak``, ``vector_peak`` (FLOP/s for the dtype), ``mem_bw`` (B/s), ``units`` (SM
-    count; 0 = unknown), ``l2_bytes`` (last-level cache, bytes; 0 or absent: no cache term).
+    count; 0 = unknown), ``l2_bytes`` (last-level cache, bytes; 0 or absent: no cache term),
+    optional ``onchip_bytes`` (per kernel: bytes kept on chip, not charged to DRAM) and
+    ``onchip_cost`` (the time of one of them as a fraction of a DRAM byte's).
     ``consts``: a ``FamilyConstants`` or a mapping of the arrays in ``CLASS_PARAMS`` (length
     ``len(OP_CLASSES)``; ``l2_gain``, ``l2_hit``, ``sm_bw`` may be absent: 0) plus ``trans_weight``;
     ``sm_bw`` comes from ``with_clock``.  Returns seconds: ``compute_s``, ``memory_s``,
@@ -206,8 +213,13 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     # (split-K's fp32 partial sums, m x n x split x 4 bytes, are not charged: for the small grids
     # that split they stay in the L2, 1.6 MB for a 49 x 512 output in 16 slices)
     mbytes = nbytes
-    dram_bytes = mbytes * (1.0 - hit * step)
+    # an NPU runtime's activations kept in the NPU's own scratch memory (``onchip_bytes``, per
+    # launch: the ``qnn`` runtime's VTCM rule) never reach DRAM; 0 (absent) everywhere else
+    kept = xp.asarray(hw["onchip_bytes"]) if "onchip_bytes" in hw else 0.0
+    dram_bytes = (mbytes - kept) * (1.0 - hit * step)
     ramp_bytes = dram_bytes + b_half  # bytes / (bw * e * b/(b+h)) = (b + h) / (bw * e)
+    if "onchip_bytes" in hw:   # an on-chip byte costs onchip_cost of a DRAM byte's time
+        ramp_bytes = ramp_bytes + kept * xp.asarray(hw.get("onchip_cost", 0.0))
     # a negative b_half (a calibrated CPU's cache ramp: small working sets beat DRAM) never
     # makes the memory time negative
     cache = 1.0 + gain * step
@@ -226,7 +238,9 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     out = {"compute_s": compute, "memory_s": memory, "floor_s": fixed * xp.ones_like(mac), "time_s": time}
     if detail:
         out.update(_detail(xp, tiled, mac, work / algo, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c,
-                           mbytes, dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor))
+                           mbytes, dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor,
+                           kept * xp.ones_like(mac)))
+        out["onchip_cost"] = xp.asarray(hw.get("onchip_cost", 0.0)) * xp.ones_like(mac)
         out["algo"] = algo * xp.ones_like(mac)
     return out
 
@@ -302,19 +316,23 @@ def _padded(xp, m, n, tm, tn, whole=False):
 
 
 def _detail(xp, tiled, mac, work, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c, mbytes,
-            dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor):
+            dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor, kept):
     """Every factor of ``kernel_time``'s terms, per kernel (``Prediction.explain``): compute_s =
     matrix_s + vector_s, matrix_s = mac * pad * algo * wave * narrow / (matrix_peak * e_compute)
     (``pad``: the padded tiles' work over the direct count, a tile's ``k_fill`` steps included)
     (``algo``, the multiply share, is added by the caller);
-    memory_s = dram_s + sm_s (or their max, ``sm_overlap``), dram_s = (dram_bytes + b_half) / (mem_bw * e_bw * cache_gain),
-    sm_s = bytes / sm_bw; cache_share = 1 - dram_bytes / bytes."""
+    memory_s = dram_s + sm_s (or their max, ``sm_overlap``),
+    dram_s = (dram_bytes + onchip_cost * onchip_bytes + b_half) / (mem_bw * e_bw * cache_gain),
+    sm_s = bytes / sm_bw; cache_share = 1 - dram_bytes / (bytes - onchip_bytes) (``kept``: the
+    bytes kept on chip)."""
+    off = mbytes - kept
     return dict(pad=xp.where(tiled & (mac > 0), work / xp.where(mac > 0, mac, 1.0), 1.0), wave=wave,
                split_k=split, narrow=narrow, matrix_s=compute - (vec + trans_w * trans)
                / (xp.asarray(hw["vector_peak"]) * e_c),
                vector_s=(vec + trans_w * trans) / (xp.asarray(hw["vector_peak"]) * e_c),
                bytes=mbytes, dram_bytes=xp.where(on, dram_bytes, 0.0),
-               cache_share=xp.where(on & (mbytes > 0), 1.0 - dram_bytes / xp.where(mbytes > 0, mbytes, 1.0), 0.0),
+               cache_share=xp.where(on & (off > 0), 1.0 - dram_bytes / xp.where(off > 0, off, 1.0), 0.0),
+               onchip_bytes=kept,
                cache_gain=cache, ramp_bytes=b_half, dram_s=xp.where(on, dram, 0.0), sm_s=xp.where(on, sm, 0.0),
                sm_bw=xp.where(sm_on, units * sm_bw, 0.0), class_floor_s=floor * xp.ones_like(mac))
 
