@@ -123,11 +123,10 @@ def _calibrated_for(profile, runtime_name: str) -> bool:
 def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime: runtimes.Runtime,
           graph_outputs: frozenset[str] = frozenset(), fused: fusion.FusionRecord | None = None,
           memo: dict | None = None, keys=None) -> Lowered:
-    """``fused``: the runtime's own record of its kernels (replaces the fusion policy's
-    patterns; ``fusion.plan``).  ``memo``: a dict the caller keeps across calls with the same
-    profiles (``CostModel``): what depends only on a profile, op or dtype is computed once.
-    ``keys``: with ``memo``, one hashable per node, equal only for nodes equal but for their
-    names (``kernel_rows``): a node's rows are then computed once per key."""
+    """``fused``: the runtime's own record of its kernels (replaces the fusion policy's patterns;
+    ``fusion.plan``).  ``memo``: a dict the caller keeps across calls with the same profiles
+    (``CostModel``): what depends only on a profile, op or dtype is computed once.  ``keys``: with
+    ``memo``, one hashable per node, equal only for nodes equal but for their names: once per key."""
     precision, said_precision = _precision_of(precision, runtime, nodes)
     fnodes, node_bytes = _fusion_nodes(nodes, precision, memo, keys)
     plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused)
@@ -176,14 +175,10 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         fixed[p], loop_s, once = cpu_loop_launch.xla_fixed(fixed[p], floors, nodes, plan, runs, prof, calibrated,
                                                            runtime.fusion, note)
         host_only[p] = host_only_ops.per_run_s(prof, runtime, calibrated, launch, note, len(plan.host_only))
-        if runtime.placement is not None:   # an accelerator runtime's placement (accelerators/)
-            bw[p] = _place(runtime, prof, plan, fnodes, rows, bw[p], mpeak[p], vpeak[p], fixed[p], note)
+        bw[p], run_overhead[p], onchip = _accelerator_terms(
+            runtime, prof, arrays, label, note, (plan, fnodes, rows, fixed[p], bw[p]),
+            (onchip, p, P, mpeak[p], vpeak[p], cls_l, anchor_dtype, feats["bytes"], wbytes))
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p], "units": units[p], "l2_bytes": l2[p]}
-        run_overhead[p] = (qnn.run_fixed_s(runtime.name, arrays, label, note)
-                           + xla_tpu.call_launch_s(runtime.name, prof.kind, arrays, prof.id, note))
-        if runtime.name == qnn.NAME:   # HVX depthwise peaks; activations kept on chip (accelerators/qnn.py)
-            onchip = qnn.profile_rows(onchip, p, P, prof, arrays, mpeak[p], vpeak[p], cls_l, anchor_dtype,
-                                      feats["bytes"], wbytes, note)
         if calibrated:
             run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6 + once
             if act is None:   # what a run writes besides its weights (cpu_cold.cold_share)
@@ -206,6 +201,23 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **_resident(resident),
                    onchip=None if onchip is None else onchip[0], onchip_of=() if onchip is None else (wbytes, *onchip[1:]))
 
+
+def _accelerator_terms(runtime, prof, arrays, label: str, note: list, placed: tuple, qnn_rows: tuple):
+    """An accelerator runtime's terms for one profile: the bandwidth its placement leaves
+    (``placed`` = plan, fusion nodes, rows, fixed seconds, bandwidth; ``accelerators/``), the seconds
+    paid once per call (``qnn``'s per-inference fixed cost, ``xla`` on a TPU: a jitted call's launch)
+    and ``qnn``'s on-chip activation rows (``qnn_rows`` = the running rows, profile index, profile
+    count, peaks, classes, dtypes, bytes and weight bytes per kernel; HVX depthwise peaks too).
+    Returns (bandwidth B/s, per-call seconds, on-chip rows or None)."""
+    plan, fnodes, rows, fixed_p, bw = placed
+    onchip, p, P, mpeak_p, vpeak_p = qnn_rows[:5]
+    if runtime.placement is not None:
+        bw = _place(runtime, prof, plan, fnodes, rows, bw, mpeak_p, vpeak_p, fixed_p, note)
+    per_call = (qnn.run_fixed_s(runtime.name, arrays, label, note)
+                + xla_tpu.call_launch_s(runtime.name, prof.kind, arrays, prof.id, note))
+    if runtime.name == qnn.NAME:
+        onchip = qnn.profile_rows(onchip, p, P, prof, arrays, mpeak_p, vpeak_p, *qnn_rows[5:], note)
+    return bw, per_call, onchip
 
 def _set_consts(consts: dict, p: int, arrays) -> None:
     """Row ``p`` of the per-profile constant arrays: the class parameters and trans_weight."""
