@@ -33,6 +33,9 @@ Equal), other (Slice, Pad, Split, Resize, ...). A variant (VARIANTS) changes one
 - ``dwr``: an fp16 depthwise kernel computes at this fixed fraction of its int8 rate instead of
   the matrix engine's fitted r_fp16 (depthwise convolutions run on the HVX vector unit, whose
   1024-bit registers hold 128 int8 or 64 fp16 lanes: 0.5; not fitted);
+- ``t0s``: one per-inference fixed cost pair (t0_fp16, t0_int8) shared by both devices instead
+  of one per device (the graph launch, a FastRPC call from the host CPU and QNN's graph execute,
+  taken as the same on both chips: the profiles carry no sourced NPU or CPU clocks to scale it by);
 - ``loss``, ``fs``: scipy least_squares' loss and f_scale on the log residual.
 
 Needs pandas and scipy (bench only).
@@ -80,6 +83,8 @@ VARIANTS = {
     "cauchy 0.2, cache term l2_gain at 8 MB": {"loss": "cauchy", "fs": 0.2, "l2": 8e6},
     "cauchy 0.2, activations <= 8 MB on chip, fp16 depthwise at 0.5 of int8 (HVX lanes) (shipped)": {
         "loss": "cauchy", "fs": 0.2, "vtcm": 8e6, "dwr": 0.5},
+    "cauchy 0.2, activations <= 8 MB on chip, fp16 depthwise at 0.5 of int8 (HVX lanes), t0 shared by both devices": {
+        "loss": "cauchy", "fs": 0.2, "vtcm": 8e6, "dwr": 0.5, "t0s": True},
 }
 
 
@@ -116,7 +121,8 @@ def kernel_data(rows) -> dict:
 
 
 def names(o: dict) -> list[str]:
-    n = ["e_mat", "e_dw", "bw_mat", "bw_ew", "bw_move", "t0_fp16", "t0_int8"]
+    """The constants fitted per device (a shared t0 pair, ``t0s``, follows them in the vector)."""
+    n = ["e_mat", "e_dw", "bw_mat", "bw_ew", "bw_move"] + ([] if o.get("t0s") else ["t0_fp16", "t0_int8"])
     return n + [k for k, on in (("bw_tr", o.get("tr") == "own"), ("bw_gs", o.get("gs") == "own"),
                                  ("s_ew", o.get("s_ew")), ("kfix", o.get("kfix")), ("c_act", o.get("vtcm") and not o.get("c0")),
                                  ("l2_gain", o.get("l2")))
@@ -152,9 +158,15 @@ def key_time(q: dict, P: dict, r: float, o: dict) -> float:
     return max(tot, q["wsec"]) if o.get("wfloor") else tot
 
 
+def shared(o: dict) -> list[str]:
+    """The constants shared by both devices, after the per-device ones (r_fp16 last, always)."""
+    return ["t0_fp16", "t0_int8"] if o.get("t0s") else []
+
+
 def predict_rows(x, o: dict, rows, kd: dict) -> np.ndarray:
     n = names(o)
     P = {nm: np.exp(np.array([x[d * len(n) + j] for d in range(2)])) for j, nm in enumerate(n)}
+    P.update({nm: np.exp(np.full(2, x[2 * len(n) + j])) for j, nm in enumerate(shared(o))})
     r = float(np.exp(x[-1]))
     keys = list(zip(rows.model_id, rows.opcost_profile, rows.precision))
     memo = {k: key_time(kd[k], P, r, o) for k in set(keys)}
@@ -167,18 +179,19 @@ def fit(rows, o: dict, kd: dict) -> np.ndarray:
     from scipy.optimize import least_squares
 
     n = names(o)
+    flat = [k for _ in range(2) for k in n] + shared(o)   # the vector's names, r_fp16 after them
     meas = rows.inference_time_ms.values * 1e-3
-    x0 = np.array([np.log(X0[k]) for _ in range(2) for k in n] + [np.log(0.25)])
-    up = np.array([0.0 if k[:2] in ("e_", "bw", "c_") else np.inf for _ in range(2) for k in n] + [0.0])
+    x0 = np.array([np.log(X0[k]) for k in flat] + [np.log(0.25)])
+    up = np.array([0.0 if k[:2] in ("e_", "bw", "c_") else np.inf for k in flat] + [0.0])
     lo = np.array([np.log(H.T0_MIN) if k.startswith("t0") else np.log(1e-8) if k == "kfix" else -np.inf
-                   for _ in range(2) for k in n] + [-np.inf])
+                   for k in flat] + [-np.inf])
 
     def res(x):
         return np.concatenate([np.log(predict_rows(x, o, rows, kd) / meas), 0.01 * (x - x0)])
 
     best = None
     for bw_scale in (1.0, 10.0):
-        start = x0 + np.array([np.log(bw_scale) if k.startswith("bw") else 0.0 for _ in range(2) for k in n] + [0.0])
+        start = x0 + np.array([np.log(bw_scale) if k.startswith("bw") else 0.0 for k in flat] + [0.0])
         sol = least_squares(res, np.clip(start, lo + 1e-10, up - 1e-10), bounds=(lo, up), method="trf",
                             loss=o.get("loss", "linear"), f_scale=o.get("fs", 1.0))
         best = sol if best is None or sol.cost < best.cost else best
