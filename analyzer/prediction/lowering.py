@@ -44,7 +44,7 @@ from analyzer.counting.engine import NodeCost
 from analyzer.errors import InputSpecError
 from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import eager_plan, engines, fusion, runtimes, xla_cpu_fusion, xla_tpu
-from analyzer.prediction.accelerators import qnn
+from analyzer.prediction import accelerator_terms
 from analyzer.prediction.cpu import cold as cpu_cold
 from analyzer.prediction.cpu import broadcast as cpu_broadcast
 from analyzer.prediction.cpu import op_rates as cpu_op_rates
@@ -175,7 +175,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         fixed[p], loop_s, once = cpu_loop_launch.xla_fixed(fixed[p], floors, nodes, plan, runs, prof, calibrated,
                                                            runtime.fusion, note)
         host_only[p] = host_only_ops.per_run_s(prof, runtime, calibrated, launch, note, len(plan.host_only))
-        bw[p], run_overhead[p], onchip = _accelerator_terms(
+        bw[p], run_overhead[p], onchip = accelerator_terms.per_profile(
             runtime, prof, arrays, label, note, (plan, fnodes, rows, fixed[p], bw[p]),
             (onchip, p, P, mpeak[p], vpeak[p], cls_l, anchor_dtype, feats["bytes"], wbytes))
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p], "units": units[p], "l2_bytes": l2[p]}
@@ -201,23 +201,6 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **_resident(resident),
                    onchip=None if onchip is None else onchip[0], onchip_of=() if onchip is None else (wbytes, *onchip[1:]))
 
-
-def _accelerator_terms(runtime, prof, arrays, label: str, note: list, placed: tuple, qnn_rows: tuple):
-    """An accelerator runtime's terms for one profile: the bandwidth its placement leaves
-    (``placed`` = plan, fusion nodes, rows, fixed seconds, bandwidth; ``accelerators/``), the seconds
-    paid once per call (``qnn``'s per-inference fixed cost, ``xla`` on a TPU: a jitted call's launch)
-    and ``qnn``'s on-chip activation rows (``qnn_rows`` = the running rows, profile index, profile
-    count, peaks, classes, dtypes, bytes and weight bytes per kernel; HVX depthwise peaks too).
-    Returns (bandwidth B/s, per-call seconds, on-chip rows or None)."""
-    plan, fnodes, rows, fixed_p, bw = placed
-    onchip, p, P, mpeak_p, vpeak_p = qnn_rows[:5]
-    if runtime.placement is not None:
-        bw = _place(runtime, prof, plan, fnodes, rows, bw, mpeak_p, vpeak_p, fixed_p, note)
-    per_call = (qnn.run_fixed_s(runtime.name, arrays, label, note)
-                + xla_tpu.call_launch_s(runtime.name, prof.kind, arrays, prof.id, note))
-    if runtime.name == qnn.NAME:
-        onchip = qnn.profile_rows(onchip, p, P, prof, arrays, mpeak_p, vpeak_p, *qnn_rows[5:], note)
-    return bw, per_call, onchip
 
 def _set_consts(consts: dict, p: int, arrays) -> None:
     """Row ``p`` of the per-profile constant arrays: the class parameters and trans_weight."""
@@ -273,22 +256,6 @@ def _precision_of(precision: str | None, runtime, nodes) -> tuple[str | None, tu
         return precision, ()
     chosen, said = runtime.precision_rule(nodes)
     return chosen, ((said,) if said else ())
-
-
-def _place(runtime, prof, plan, fnodes, rows, bw: float, mpeak_row, vpeak_row, fixed_row, note: list[str]) -> float:
-    """Apply ``runtime``'s placement to one profile's rows (in place: peaks and fixed seconds of
-    the kernels it moves off the accelerator, ``accelerators``); returns the memory bandwidth the
-    kernels see (the profile's, unless the runtime says otherwise)."""
-    from analyzer.prediction.accelerators import Kernels
-
-    mac, vec, trans, _, wbytes, runs, _, _, dtype = zip(*rows) if rows else ((),) * 9
-    kern = Kernels(members=plan.members, fnodes=fnodes, dtype=tuple(dtype), mac=np.asarray(mac, np.float64),
-                   flops=np.asarray(mac, np.float64) + np.asarray(vec, np.float64) + np.asarray(trans, np.float64),
-                   weight_bytes=np.asarray(wbytes, np.float64), runs=np.asarray(runs, np.float64), mem_bw=bw,
-                   matrix_peak=mpeak_row, vector_peak=vpeak_row, fixed=fixed_row)
-    override, said = runtime.placement(prof, kern)
-    note.extend(said)
-    return bw if override is None else float(override)
 
 
 def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused) -> fusion.FusionPlan:
