@@ -64,7 +64,7 @@ class KernelTerms(NamedTuple):
     # b_half) / (mem_bw * e_bw * cache_gain); sm_s = bytes / sm_rate; time_s = runs * (fixed_s +
     # max(compute, memory)) (overlap; the sum where the prediction adds them)
     pad: float = 1.0           # padded tile work / MAC FLOPs (1: no tiles)
-    wave: float = 1.0          # waves x units / CTAs (1: fills the device; see kernel_time.wave_split)
+    wave: float = 1.0          # waves x units / CTAs (1: fills the device; see efficiency.tiles.wave_split)
     split_k: float = 1.0       # K slices the library splits the product into
     narrow: float = 1.0        # narrow-tile factor (a CPU's few output columns)
     algo: float = 1.0          # the algorithm's share of the direct multiplies (Winograd/FFT: < 1)
