@@ -259,6 +259,11 @@ def _fabric_notes(fab, algorithm: str) -> list[str]:
                      "cost once per call")
     if fab.inter.alpha == 0:
         notes.append(f"{fab.inter.name}: no per-message latency on record (charged 0)")
+    else:
+        src = fab.inter.latency_source.split(": '")[0] or "not stated"
+        notes.append(f"{fab.inter.name}: {fab.inter.alpha * 1e6:.3g} µs per message, charged per "
+                     "network step (ring all-reduce 2(k-1) steps over k nodes, tree 2 ceil(log2 k); "
+                     "the adapter's figure, no switch hop added: a lower bound); source: " + src)
     return notes
 
 

@@ -35,6 +35,7 @@ class Level:
     name: str = ""
     nvls_efficiency: float = 0.0   # NVLink SHARP in the switch: NVLS's fraction of bw (0: none)
     ring: tuple = ()         # (n, bytes/s) where a ring over n devices has a slower bottleneck
+    latency_source: str = ""   # where ``alpha`` comes from (the link file's source), "" if none
 
     def ring_bw(self, n: int) -> float:
         """Bytes/s per direction of a ring over ``n`` devices of this level: the ``ring`` entry
@@ -45,11 +46,17 @@ class Level:
     def of(cls, link, efficiency: float = 1.0, alpha_s: float | None = None,
            nvls_efficiency: float = 0.0) -> "Level":
         """From a ``hardware_db.links.NetworkLink``: its bandwidth x ``efficiency``, its
-        latency (or ``alpha_s`` when given; 0 where the link states none)."""
+        per-message latency ``latency_us`` x 1e-6 s with that number's source (or ``alpha_s``
+        when given; 0 where the link states none)."""
         if not 0 < efficiency <= 1:
             raise ValueError(f"link efficiency must be in (0, 1], got {efficiency!r}")
-        return cls(link.bytes_per_s * efficiency,
-                   link.latency_s if alpha_s is None else alpha_s, link.id, nvls_efficiency)
+        if alpha_s is not None:
+            alpha, source = alpha_s, "given by the caller"
+        else:
+            alpha = link.latency_s
+            source = link.sources.get("latency_us", "") if link.latency_us is not None else ""
+        return cls(link.bytes_per_s * efficiency, alpha, link.id, nvls_efficiency,
+                   latency_source=source)
 
 
 @dataclass(frozen=True)

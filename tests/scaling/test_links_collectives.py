@@ -94,3 +94,56 @@ def test_seed001_gradient_exchange():
         return per_node * remote * one
     assert exchange(2) == pytest.approx(6.75e-3, rel=1e-2)
     assert exchange(4) == pytest.approx(20.25e-3, rel=1e-2)
+
+
+@pytest.mark.parametrize("lid, us, adapter", [
+    ("ib-fdr", 1.0, "ConnectX-3"),   # 'sub-microsecond'
+    ("ib-edr", 0.6, "ConnectX-5"),   # 'sub-600ns'
+    ("ib-hdr", 0.6, "ConnectX-6"),   # 'sub-600ns'
+])
+def test_infiniband_latencies_are_sourced(lid, us, adapter):
+    l = links.get(lid)
+    assert l.latency_us == us and adapter in l.sources["latency_us"]
+
+
+@pytest.mark.parametrize("lid", ["ib-ndr", "eth-10g", "eth-25g", "eth-100g"])
+def test_links_without_a_latency_say_why(lid):
+    l = links.get(lid)
+    assert l.latency_us is None and l.latency_s == 0.0
+    assert l.sources["latency_not_on_record"]
+
+
+def test_small_allreduce_over_four_hdr_nodes_is_latency_plus_bandwidth():
+    """4 nodes, one device each, over ib-hdr (25e9 B/s per direction, 0.6 us per message),
+    all-reduce of 4096 B:
+
+    ring (closed form): bandwidth 2 x 3/4 x 4096 / 25e9 = 0.24576 us
+                        latency   2 x 3 x 0.6 us       = 3.6 us      total 3.84576 us
+    NCCL model between nodes: the less of that ring and the tree
+                        2 x 4096 / 25e9 = 0.32768 us + 2 x ceil(log2 4) x 0.6 = 2.4 us,
+                        total 2.72768 us (the tree), plus the per-call base once."""
+    from analyzer.scaling import curve
+
+    ring = curve.fabric("ib-hdr", algorithm="ring").allreduce(4096, 4)
+    assert ring.bandwidth_s * 1e6 == pytest.approx(0.24576)
+    assert ring.latency_s * 1e6 == pytest.approx(3.6)
+    assert ring.total * 1e6 == pytest.approx(3.84576)
+    f = curve.fabric("ib-hdr")          # the default: NCCL's model
+    t = f.allreduce(4096, 4)
+    assert t.bandwidth_s * 1e6 == pytest.approx(0.32768)
+    assert t.latency_s * 1e6 == pytest.approx(2.4 + f.constants.base_s * 1e6)
+    # the same message over ib-ndr, which has no latency on record, pays the bytes only
+    assert curve.fabric("ib-ndr", algorithm="ring").allreduce(4096, 4).latency_s == 0.0
+
+
+def test_scaling_notes_give_the_network_latency_and_its_source():
+    import os
+
+    import analyzer
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "samples", "mlp.onnx")
+    notes = analyzer.scale(path, "a100", [1, 2], link="ib-hdr").scaling.notes
+    note = [n for n in notes if n.startswith("ib-hdr: 0.6 µs per message")]
+    assert note and "ConnectX-6" in note[0] and "2(k-1) steps" in note[0]
+    notes = analyzer.scale(path, "a100", [1, 2], link="ib-ndr").scaling.notes
+    assert "ib-ndr: no per-message latency on record (charged 0)" in notes
