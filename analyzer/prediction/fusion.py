@@ -375,11 +375,13 @@ def _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch=Non
         for i in ms:
             nd = nodes[i]
             for t, nbytes in zip(nd.outputs, nd.output_bytes):
-                if not t or (nd.level == "" and t in graph_outputs):
+                if not t:
                     continue
                 users = consumers.get((nd.level, t), ())
                 if users and inside.issuperset(users):
-                    saved[k] += nbytes  # never written ...
+                    # never written (a graph output is written all the same) ...
+                    if not (nd.level == "" and t in graph_outputs):
+                        saved[k] += nbytes
                     for u in users:     # ... nor read back (each input position reading t)
                         ins = nodes[u].inputs
                         if ins.count(t) == 1:

@@ -123,8 +123,9 @@ def _calibrated_for(profile, runtime_name: str) -> bool:
 def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime: runtimes.Runtime,
           graph_outputs: frozenset[str] = frozenset(), fused: fusion.FusionRecord | None = None,
           memo: dict | None = None, keys=None) -> Lowered:
-    """``fused``: the runtime's own record of its kernels (replaces the fusion policy's patterns;
-    ``fusion.plan``).  ``memo``: a dict the caller keeps across calls with the same profiles
+    """``graph_outputs``: the model's output names (top-level tensors): each is written even
+    where every reader is fused with its producer (``fusion._collect``).  ``fused``: the
+    runtime's own record of its kernels (replaces the fusion policy's patterns; ``fusion.plan``).  ``memo``: a dict the caller keeps across calls with the same profiles
     (``CostModel``): what depends only on a profile, op or dtype is computed once.  ``keys``: with
     ``memo``, one hashable per node, equal only for nodes equal but for their names: once per key."""
     precision, said_precision = _precision_of(precision, runtime, nodes)

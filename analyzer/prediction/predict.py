@@ -240,10 +240,12 @@ def predict(report, hw, *, precision: str | None = None, overlap: bool = True,
 
     fmt = report.model.get("format", "onnx") if isinstance(report.model, dict) else "onnx"
     targets = resolve(hw, runtime, fmt)
+    # the model's outputs: always written, even where every reader is fused with the producer
+    outputs = frozenset((report.model.get("outputs") if isinstance(report.model, dict) else None) or ())
     out: dict[int, Prediction] = {}
     for rt, idx in groups(targets):
         low = lower(report.nodes, [targets[p].profile for p in idx], precision, rt,
-                    fused=fused if rt.fusion_record else None)
+                    graph_outputs=outputs, fused=fused if rt.fusion_record else None)
         compute, memory, ovh, time, bound = run(low, overlap=overlap)
         for g, p in enumerate(idx):
             out[p] = _prediction(report, targets[p], low, g, compute[g], memory[g], ovh[g],

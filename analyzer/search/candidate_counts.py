@@ -28,7 +28,8 @@ _STRIP_ELEMENTS = 4096
 @dataclass(frozen=True)
 class Counted:
     """One candidate's counts: ``nodes`` (``NodeCost``, graph order), ``fmt`` ("onnx",
-    "jaxpr" or "ir"), ``outputs`` (name -> ``TensorSpec`` of each graph output)."""
+    "jaxpr" or "ir"), ``outputs`` (name -> ``TensorSpec`` of each graph output; None for a
+    ``Report``'s, which keeps their names only): ``lowering.lower``'s ``graph_outputs``."""
 
     nodes: list
     fmt: str
@@ -90,7 +91,9 @@ def count_graph(candidate: Any, options: Options, records: list | None = None):
 
     if hasattr(candidate, "nodes") and hasattr(candidate, "coverage"):   # a Report
         fmt = candidate.model.get("format", "onnx") if isinstance(candidate.model, dict) else "onnx"
-        return Counted(list(candidate.nodes), fmt, {}), None
+        model = candidate.model if isinstance(candidate.model, dict) else {}
+        # (a report keeps its outputs' names, not their specs)
+        return Counted(list(candidate.nodes), fmt, dict.fromkeys(model.get("outputs") or ())), None
     if isinstance(candidate, Graph):
         graph, fmt = candidate, "ir"
     elif isinstance(candidate, tuple) and len(candidate) == 2 and callable(candidate[0]):

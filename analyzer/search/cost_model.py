@@ -217,8 +217,9 @@ class CostModel:
         from analyzer.prediction.lowering import lower
         from analyzer.prediction.targets import groups
 
+        outputs = frozenset(counted.outputs)   # (written even where fused with their readers)
         return [(idx, lower(counted.nodes, [self.profiles[i] for i in idx], self.precision,
-                            rt, fused=counted.fused if rt.fusion_record else None,
+                            rt, graph_outputs=outputs, fused=counted.fused if rt.fusion_record else None,
                             memo=self._lowering, keys=counted.keys))
                 for rt, idx in groups(self.targets(counted.fmt))]
 

@@ -85,7 +85,7 @@ def _check_plans(cm, blobs) -> int:
         lowered = cm.lower(counted)
         data = cm._rows._data(counted.keys)
         for g, (_, low) in zip(cm._rows.groups, lowered):
-            members, saved = cm._rows._kernels(st.nodes, data, g.policy)
+            members, saved = cm._rows._kernels(st.nodes, data, g.policy, st.outputs)
             assert tuple(members) == low.plan.members
             assert tuple(saved) == low.plan.saved_bytes
             merged += g.policy == "xla" and max(map(len, members)) >= 8

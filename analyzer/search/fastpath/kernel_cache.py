@@ -150,15 +150,16 @@ class KernelRows:
         except KeyError:
             return None
 
-    def _kernels(self, nodes, data, policy: str):
+    def _kernels(self, nodes, data, policy: str, outputs=()):
         """(members of each kernel in ``fusion.plan``'s order, the bytes each saves) of the
-        nodes with learned data ``data`` (``_data``)."""
-        members, fused = self._plan(nodes, data, policy)
+        nodes with learned data ``data`` (``_data``) in a graph of outputs ``outputs``."""
+        members, fused = self._plan(nodes, data, policy, outputs)
         return members, [fused.get(j, 0) for j in range(len(members))]
 
-    def _plan(self, nodes, data, policy: str):
+    def _plan(self, nodes, data, policy: str, outputs=()):
         """(members of each kernel in ``fusion.plan``'s order, {kernel position: the bytes it
-        saves} for the kernels of more than one member)."""
+        saves} for the kernels of more than one member; ``outputs``: the graph's output names,
+        always written)."""
         if policy == "none":
             return [(i,) for i, d in enumerate(data) if d[0]], {}
         # one pass in graph (= topological) order: per output of a fusible node, its producer
@@ -217,7 +218,7 @@ class KernelRows:
                 if d[0]:
                     members.append([j])
         members = [m for m in members if m]
-        return [tuple(m) for m in members], _saved_bytes(nodes, data, members, get)
+        return [tuple(m) for m in members], _saved_bytes(nodes, data, members, get, outputs)
 
     # ------------------------------------------------------------------ use
     def begin(self) -> None:
@@ -242,7 +243,7 @@ class KernelRows:
                 if None in ix:
                     ix = None
             if ix is None:
-                ix = self._rows(g, keys, *self._plan(st.nodes, data, g.policy))
+                ix = self._rows(g, keys, *self._plan(st.nodes, data, g.policy, st.outputs))
             if ix is None:
                 return None
             out.append((g.idx, Kernels(g, ix)))
@@ -291,7 +292,7 @@ class KernelRows:
                                  fn.output_bytes, engines.winograd_shape(n))
         data = self._data(keys)
         for g, (idx, low) in zip(self.groups, lowered):
-            members, saved = self._kernels(st.nodes, data, g.policy)
+            members, saved = self._kernels(st.nodes, data, g.policy, st.outputs)
             if idx != g.idx or tuple(members) != low.plan.members:
                 self.stats["mismatch"] += 1
                 self.usable = False
@@ -337,10 +338,11 @@ def _simt(g: _Group, row: tuple, infos: list) -> tuple:
     return row if code == row[6] else row[:6] + (code,) + row[7:]
 
 
-def _saved_bytes(nodes, data, members, get) -> dict[int, int]:
+def _saved_bytes(nodes, data, members, get, outputs=()) -> dict[int, int]:
     """{kernel position: the bytes it saves} for the kernels of more than one member: an output
-    read only inside its kernel is neither written nor read back (``get``: tensor -> [its
-    fusible producer, its readers...], as ``_plan`` built it)."""
+    read only inside its kernel is not read back, nor written unless it is a graph output
+    (``outputs``) (``get``: tensor -> [its fusible producer, its readers...], as ``_plan`` built
+    it)."""
     fused = {}
     for j, m in enumerate(members):
         if len(m) > 1:
@@ -354,6 +356,8 @@ def _saved_bytes(nodes, data, members, get) -> dict[int, int]:
                     e = get(t) if t else None
                     # (e[0], the producer, is inside: e inside <=> its readers are)
                     if e is not None and len(e) > 1 and inside.issuperset(e):
+                        if t in outputs:   # (a graph output is written all the same)
+                            b = 0
                         if len(e) == 2 and not nodes[e[1]].repeats:
                             u = e[1]
                             s += b + data[u][3][nodes[u].inputs.index(t)]
