@@ -123,11 +123,10 @@ def _calibrated_for(profile, runtime_name: str) -> bool:
 def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime: runtimes.Runtime,
           graph_outputs: frozenset[str] = frozenset(), fused: fusion.FusionRecord | None = None,
           memo: dict | None = None, keys=None) -> Lowered:
-    """``graph_outputs``: the model's output names (top-level tensors): each is written even
-    where every reader is fused with its producer (``fusion._collect``).  ``fused``: the
-    runtime's own record of its kernels (replaces the fusion policy's patterns; ``fusion.plan``).  ``memo``: a dict the caller keeps across calls with the same profiles
-    (``CostModel``): what depends only on a profile, op or dtype is computed once.  ``keys``: with
-    ``memo``, one hashable per node, equal only for nodes equal but for their names: once per key."""
+    """``graph_outputs``: the model's output names, each written even where its readers are fused
+    with it (``fusion._collect``).  ``fused``: the runtime's own record of its kernels (``fusion.plan``).
+    ``memo``: a dict kept across calls with the same profiles (``CostModel``): what depends only on a
+    profile, op or dtype is computed once.  ``keys``: with ``memo``, one per node, equal for nodes equal but for names."""
     precision, said_precision = _precision_of(precision, runtime, nodes)
     fnodes, node_bytes = _fusion_nodes(nodes, precision, memo, keys)
     plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused)
