@@ -3,6 +3,7 @@
 on the XLA calibration's misses (scratch measurements; nothing here is fitted on).
 
     PYTHONPATH=$PWD python bench/xla_diagnose.py thunks mlp train 8 [--top 20]
+    PYTHONPATH=$PWD python bench/xla_diagnose.py row "layer norm 24x96" [--profile P.toml]
     PYTHONPATH=$PWD python bench/xla_diagnose.py fusions transformer train 8 [--profile P.toml]
     PYTHONPATH=$PWD python bench/xla_diagnose.py counts [--profile P.toml] [--policy xla_cpu|xla]
     PYTHONPATH=$PWD python bench/xla_diagnose.py loop-gemv [--profile P.toml]
@@ -15,6 +16,9 @@ on the XLA calibration's misses (scratch measurements; nothing here is fitted on
 thunk's microseconds per call from the Perfetto trace, largest first (the profiler adds its own
 time: compare thunks with each other, not with an untraced wall-clock), and the optimized HLO
 line of each (``dot`` thunks run through Eigen, ``ynn_fusion`` through YNNPACK).
+
+``row LABEL...``: calibration rows by label: XLA's thunks with their profiled time, opcost's
+kernels on the profile, and the row's time as the calibration takes it, beside the run overhead.
 
 ``fusions NET infer|train BATCH``: the thunks of that program's optimized HLO (entry computation,
 by kind, fusions by name) beside the kernels of opcost's plan under the ``xla`` runtime (on a CPU profile the ``xla_cpu`` policy) by op class; compiles only.
@@ -58,8 +62,6 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 
 def thunks(net: str, kind: str, batch: int, top: int) -> None:
-    import jax
-
     import accuracy_xla_cpu as acc
     import jax_models as jm
 
@@ -69,10 +71,20 @@ def thunks(net: str, kind: str, batch: int, top: int) -> None:
     fn, shapes = ((getattr(jm, f"{net}_infer"), (x,)) if kind == "infer"
                   else (getattr(jm, f"{net}_train_step"), (p, x, lab)))
     args = acc.concrete(shapes, np.random.default_rng(0))
+    per, hlo = _thunk_us(fn, args, 50)
+    print(f"{net} {kind} batch {batch}: {len(per)} thunks, {sum(per.values()):.1f} us per call in thunks")
+    for name, us in sorted(per.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"{us:9.2f} us  {name:28s} {hlo[name]}")
+
+
+def _thunk_us(fn, args, calls: int) -> tuple[dict[str, float], dict[str, str]]:
+    """({thunk: mean microseconds per call}, {thunk: its optimized HLO line}) of ``calls`` calls
+    of the jitted ``fn(*args)`` under ``jax.profiler.trace`` (after 20 warm-up calls)."""
+    import jax
+
     f = jax.jit(fn)
     for _ in range(20):
         jax.block_until_ready(f(*args))
-    calls = 50
     with tempfile.TemporaryDirectory() as d:
         with jax.profiler.trace(d, create_perfetto_trace=True):
             for _ in range(calls):
@@ -82,17 +94,45 @@ def thunks(net: str, kind: str, batch: int, top: int) -> None:
             trace = json.load(fh)
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
     hlo = {}
-    for line in f.lower(*args).compile().as_text().splitlines():
-        m = re.match(r"\s*(?:ROOT )?%([\w.\-]+) = (.*)", line)
-        if m:
-            hlo[m.group(1)] = re.sub(r", metadata=\{[^}]*\}", "", m.group(2))[:160]
+    for m in re.finditer(r"^\s*(?:ROOT )?%([\w.\-]+) = (.*)$", f.lower(*args).compile().as_text(), re.M):
+        hlo[m.group(1)] = re.sub(r", metadata=\{[^}]*\}", "", m.group(2))[:160]
     per = collections.defaultdict(float)
     for e in events:
         if e.get("ph") == "X" and e.get("name") in hlo:
             per[e["name"]] += float(e["dur"]) / calls
-    print(f"{net} {kind} batch {batch}: {len(per)} thunks, {sum(per.values()):.1f} us per call in thunks")
-    for name, us in sorted(per.items(), key=lambda kv: -kv[1])[:top]:
-        print(f"{us:9.2f} us  {name:28s} {hlo[name]}")
+    return per, hlo
+
+
+def row(labels: list[str], profile: str) -> None:
+    """Calibration rows (``analyzer.measure.xla.rows``, by label): XLA's thunks of each with their
+    profiled microseconds per call (200 calls; the profiler adds its own time to each), opcost's
+    ``xla`` plan on ``profile`` (kernel, class, launches, bytes, predicted us), and the row's
+    time as the calibration takes it (0.25 quantile, the fastest of 3) beside the run overhead's
+    (``run_overhead``, timed right after the row)."""
+    import jax
+
+    from analyzer import analyze_jax
+    from analyzer.measure.xla import rows as xr
+    from analyzer.measure.xla.calibrate import QUANTILE, _rng, time_program
+
+    builders = {label: build for rs in xr.xla_rows().values() for label, build in rs}
+    for label in labels:
+        fn, args = builders[label](_rng(label))
+        args = xr.as_jax_args(args)
+        per, hlo = _thunk_us(fn, args, 200)
+        t = min(time_program(fn, args, QUANTILE) for _ in range(3))
+        base = run_overhead()   # (beside each row: a loaded host's state drifts)
+        print(f"{label}: {t * 1e6:.2f} us (run overhead {base * 1e6:.2f} us); XLA {len(per)} thunks, "
+              f"{sum(per.values()):.2f} us in thunks (profiled)")
+        for name, us in per.items():
+            print(f"  {us:7.2f} us  {name:28s} {hlo[name][:110]}")
+        sds = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)
+        p = analyze_jax(fn, *sds, hw=profile, runtime="xla").predictions[0]
+        k = p.kernel_table
+        print(f"  opcost {p.latency_s * 1e6:.2f} us predicted, {p.launches} launches, kernels:")
+        for i, name in enumerate(k.names):
+            print(f"  {k.time[i] * 1e6:7.2f} us  {name[:28]:28s} {k.op_class[i]:12s} "
+                  f"{k.fixed[i] * 1e6:5.2f} us fixed  {k.nbytes[i]:10.0f} B")
 
 
 def run_overhead() -> float:
@@ -318,6 +358,10 @@ def main() -> int:
     t.add_argument("kind", choices=("infer", "train"))
     t.add_argument("batch", type=int)
     t.add_argument("--top", type=int, default=20)
+    r = sub.add_parser("row")
+    r.add_argument("labels", nargs="+")
+    r.add_argument("--profile", default=os.path.join(ROOT, "bench", "results",
+                                                     "accuracy_xla_cpu_2026-11-29b_profile_1.toml"))
     f = sub.add_parser("fusions")
     f.add_argument("net", choices=("mlp", "cnn", "transformer", "rnn"))
     f.add_argument("kind", choices=("infer", "train"))
@@ -340,6 +384,8 @@ def main() -> int:
     jax.config.update("jax_cpu_enable_async_dispatch", False)   # (dispatch sets its own mode)
     if a.cmd == "thunks":
         thunks(a.net, a.kind, a.batch, a.top)
+    elif a.cmd == "row":
+        row(a.labels, a.profile)
     elif a.cmd == "fusions":
         fusions(a.net, a.kind, a.batch, a.profile)
     elif a.cmd == "counts":
