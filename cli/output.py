@@ -76,8 +76,12 @@ def check(out: OutputSpec) -> None:
 
 
 def terminal_width() -> int | None:
-    """The columns of the terminal stdout is (``COLUMNS`` wins, as shutil reads it); None when
-    stdout is a pipe or a file: one line per row, never shortened."""
+    """The columns to lay the table out in: ``COLUMNS`` when it is set (a pipe too: the caller
+    asked for that width), else the terminal stdout is; None when stdout is a pipe or a file
+    and ``COLUMNS`` is unset: one line per row, never shortened.  At least 40."""
+    cols = os.environ.get("COLUMNS", "")
+    if cols.strip().isdigit() and int(cols) > 0:
+        return max(int(cols), 40)
     if not sys.stdout.isatty():
         return None
     return max(shutil.get_terminal_size((100, 24)).columns, 40)

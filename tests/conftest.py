@@ -11,6 +11,13 @@ import onnx
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def _no_inherited_columns(monkeypatch):
+    """A shell's exported ``COLUMNS`` would lay piped tables out at its width (cli.output
+    honours it); tests that want a width set it themselves."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 @pytest.fixture
 def run_cli():
     """``run_cli(*args)`` -> click Result of ``analyze ARGS`` (stdout and stderr kept apart)."""

@@ -75,6 +75,17 @@ def test_a_pipe_gets_one_whole_line_per_row(run_cli):
     assert len(rows) == 1 and "Transpose" in rows[0]
 
 
+def test_a_pipe_with_columns_set_is_laid_out_at_that_width(run_cli, monkeypatch):
+    """``COLUMNS=80 analyze ... | less``: the caller named the width, so two profiles' layer
+    table keeps to 80 columns (unset, the same table is one wide line per row: above)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    res = run_cli(TRANSFORMER, "--hw", "a100,h100", "--top", "8")
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert all(len(x) <= 80 for x in lines), max(lines, key=len)
+    assert any(x.startswith("attn.qk ") for x in lines)
+
+
 @pytest.mark.machine
 @pytest.mark.parametrize("cols", [80, 120])
 def test_a_real_terminal_of_80_and_120_columns(cols):
