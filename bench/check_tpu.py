@@ -22,6 +22,11 @@ sizes (not what XLA runs): listed for reference, never fitted.
 ``--write`` writes hardware_db/efficiency/google-tpu-v5e.json (the fit) and one file per other
 TPU generation that inherits it (``INHERITING``); without it the script checks the files on disk
 (the opcost predictions beside the closed form).  Writes bench/results/check_tpu.md.  Needs pandas.
+
+``--cross`` instead prints (and writes to bench/results/check_tpu_cross.md) the predicted call
+times of ``CROSS_SHAPES`` (bf16 jnp.matmul, [m,k] x [k,n]) on ``CROSS_PROFILES`` with each
+product's padding factor (the MXU padding's work over the direct 2mkn): no measurement, a
+table to compare generations and code versions with.
 """
 
 from __future__ import annotations
@@ -46,6 +51,11 @@ INHERITING = {"google-tpu-v2": ["tpu-v2"], "google-tpu-v3": ["tpu-v3"], "google-
               "google-tpu-v5p": ["tpu-v5p"], "google-tpu-v6e": ["tpu-v6e"], "google-tpu-v7": ["tpu7x"]}
 MATRIX_FIT = ("gemm", "bgemm", "conv")      # classes that run on the MXU and take e_mat
 SHOWN = ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu7x")   # the generation table's profiles
+# --cross: (m, k, n) of bf16 [m,k] x [k,n] products, the fit's cubes and shapes off the MXU grid
+CROSS_SHAPES = ((1024, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192), (1000, 1000, 1000),
+                (4096, 4096, 129), (4096, 129, 4096), (129, 4096, 4096), (4096, 4096, 384), (128, 128, 128))
+CROSS_PROFILES = ("tpu-v5e", "tpu-v6e", "tpu7x")
+CROSS_RESULT = os.path.join(ROOT, "bench", "results", "check_tpu_cross.md")
 
 
 def matmul_model(m: int, k: int, n: int) -> bytes:
@@ -165,7 +175,31 @@ def write_docs(docs: dict[str, dict]) -> None:
             fh.write("\n")
 
 
+def cross_table() -> list[str]:
+    """Markdown lines: each of ``CROSS_SHAPES`` on each of ``CROSS_PROFILES`` under xla, the
+    predicted call ms and the padding factor (``explain``'s ``pad``) per profile."""
+    out = ["# TPU bf16 jnp.matmul predictions across generations (no measurement: predictions only)", "",
+           "Command: `PYTHONPATH=$PWD python bench/check_tpu.py --cross`", "",
+           "ms: a jitted call's host-timed wall-clock as predicted (per-call launch + kernel); pad: the "
+           "padded MXU work over 2mkn.", "",
+           "| m x k x n | " + " | ".join(f"{p} ms | {p} pad" for p in CROSS_PROFILES) + " |",
+           "|---|" + "---:|---:|" * len(CROSS_PROFILES)]
+    for m, k, n in CROSS_SHAPES:
+        cells = []
+        for pid in CROSS_PROFILES:
+            ms, pred = predict_ms(pid, m, k, n)
+            cells += [f"{ms:.4f}", f"{pred.explain(0).pad:.4g}"]
+        out.append(f"| {m}x{k}x{n} | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
 def main() -> None:
+    if "--cross" in sys.argv:
+        out = cross_table()
+        with open(CROSS_RESULT, "w", encoding="utf-8") as fh:
+            fh.write("\n".join(out) + "\n")
+        print("\n".join(out))
+        return
     import pandas as pd
 
     args = [a for a in sys.argv[1:] if not a.startswith("--")]

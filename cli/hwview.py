@@ -97,6 +97,8 @@ def render_show(p, fmt: str) -> str:
         rows += [(f"{table}.{n}", getattr(p, n)) for n in names]
     if p.units is not None:
         rows.append(("compute.units", p.units))
+    if p.mxu_dim is not None:
+        rows.append(("compute.mxu_dim", p.mxu_dim))
     for name, link in p.links.items():
         rows += [(f"links.{name}.{n}", getattr(link, n)) for n in ("gbs", "latency_us")]
     for table in ("efficiency", "calibration"):

@@ -47,7 +47,7 @@ SCALAR_TABLES = {
     "interconnect": ("interconnect_gbs",),
     "overhead": ("launch_overhead_us",),
     "power": ("tdp_w", "clock_ghz", "sustained_clock_ghz"),
-    "compute": ("fp32_datapath_factor",),
+    "compute": ("fp32_datapath_factor", "mxu_dim"),
 }
 SCALARS = tuple(name for names in SCALAR_TABLES.values() for name in names)
 
@@ -182,6 +182,7 @@ class HardwareProfile:
     clock_ghz: float | None = None
     sustained_clock_ghz: float | None = None
     fp32_datapath_factor: float | None = None
+    mxu_dim: float | None = None
     sources: Mapping[str, str] = field(default_factory=FrozenMap)
     notes: str = ""
     path: str | None = None

@@ -12,7 +12,7 @@ import numpy as np
 from analyzer.errors import HardwareError, Hint
 from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction.efficiency import constants as fc
-from analyzer.prediction import runtimes
+from analyzer.prediction import runtimes, tpu_mxu
 
 
 def other_simd(calibration: dict) -> str | None:
@@ -80,6 +80,7 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
         # the floors scale only with a clock the profile states (clock_hz may be a stand-in)
         arrays = eff.with_clock(consts.arrays, clock_hz(profile), scale_floor=bool(profile.clock_ghz))
         pooled_floors(profile, arrays)
+        mxu = tpu_mxu.mxu_tiles(profile, arrays)
         if consts.generic:
             return arrays, "generic", ("generic GPU constants (no family constants for "
                                               f"{fam}): pooled fit over public NVIDIA measurements")
@@ -90,12 +91,14 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
                        "family or class") if borrowed else "")
                      + (f"; {', '.join(generic)} from the pooled generic set" if generic else ""))
         return arrays, "architecture constants", (
-            f"{consts.family} constants ({consts.describe('gemm')}){inherited}")
+            f"{consts.family} constants ({consts.describe('gemm')}){inherited}{mxu}")
     name = fam if fam in fc.DATASHEET_SETS else (
         "datasheet-tpu" if profile.kind == "tpu" else "datasheet")
-    return fc.load_constants(name).arrays, "datasheet", (
+    arrays = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in fc.load_constants(name).arrays.items()}
+    mxu = tpu_mxu.mxu_tiles(profile, arrays)
+    return arrays, "datasheet", (
         f"datasheet peaks and bandwidth ({profile.kind}: no measured efficiency constants); "
-        f"expect datasheet-roofline error (20-55%), calibrate for better")
+        f"expect datasheet-roofline error (20-55%), calibrate for better{mxu}")
 
 def pooled_floors(profile, arrays: dict) -> None:
     """An NVIDIA GPU with a stated clock: each class floor becomes the pooled number of cycles of

@@ -55,16 +55,17 @@ def call_launch_s(runtime_name: str, kind: str, arrays: dict, profile_id: str, n
 
 # TPU families whose chip JAX exposes as several devices, a jitted call running on one: family ->
 # (devices per chip, source).  TPU v4 and v5p join their two TensorCores into one device (MegaCore).
+_JAX_TABLE = ("JAX's TPU table (jax 0.10.2, jax/_src/pallas/mosaic/tpu_info.py; "
+              "https://docs.jax.dev/en/latest/pallas/tpu/hardware.html): {v} has 2 physical TensorCores per chip "
+              "and no Megacore support, so each logical device is one TensorCore, its HBM bandwidth and peaks "
+              "the chip's divided by 2")
 _SEPARATE = ("the project reference shared/reference/hardware_specs.md, entry google_tpu_{v}: 'Cores are separate "
-             "devices' (pre-MegaCore: each TensorCore with its own HBM is one device)")
+             "devices' (pre-MegaCore: each TensorCore with its own HBM is one device); ")
 DEVICES_PER_CHIP: dict[str, tuple[int, str]] = {
-    "google-tpu-v2": (2, _SEPARATE.format(v="v2")),
-    "google-tpu-v3": (2, _SEPARATE.format(v="v3")),
-    "google-tpu-v7": (2, "Google Cloud, TPU7x (Ironwood) system architecture, 'Dual-chiplet architecture': the "
-                         "programming model exposes two TPU devices per chip (one per chiplet, each with one of "
-                         "the chip's two TensorCores) instead of one MegaCore device as on v4 and v5p "
-                         "(https://docs.cloud.google.com/tpu/docs/tpu7x); half the HBM bandwidth per device is "
-                         "assumed (each chiplet driving half the HBM stacks), not stated there"),
+    "google-tpu-v2": (2, _SEPARATE.format(v="v2") + _JAX_TABLE.format(v="TPU_V2")),
+    "google-tpu-v3": (2, _SEPARATE.format(v="v3") + _JAX_TABLE.format(v="TPU_V3")),
+    "google-tpu-v7": (2, "Google Cloud, TPU7x (Ironwood) system architecture: two TensorCores per chip "
+                         "(https://docs.cloud.google.com/tpu/docs/tpu7x); " + _JAX_TABLE.format(v="TPU_7X")),
 }
 
 

@@ -120,8 +120,8 @@ def test_to_dict_is_exact_and_json_serializable():
         assert name in d
     assert set(d["sources"]) == {"matrix_tflops.bf16", "matrix_tflops.int8", "memory.mem_gb",
                                  "memory.mem_bw_gbs", "memory.onchip_mb", "interconnect.interconnect_gbs",
-                                 "power.clock_ghz", "compute.units"}
-    assert d["units"] == 1 and d["family"] == "google-tpu-v5e"
+                                 "power.clock_ghz", "compute.units", "compute.mxu_dim"}
+    assert d["units"] == 1 and d["family"] == "google-tpu-v5e" and d["mxu_dim"] == 128.0
 
 
 def test_profiles_are_immutable_hashable_and_picklable():

@@ -157,3 +157,94 @@ def test_tpu7x_never_slower_than_v6e_on_whole_models(model):
     rep = analyzer.analyze(os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", model))
     v6e, v7 = predict(rep, ["tpu-v6e", "tpu7x"], precision="bf16")
     assert v7.latency_s <= v6e.latency_s, (model, v6e.latency_s, v7.latency_s)
+
+
+# --------------------------------------------------------------------------- the MXU padding
+
+MXU = {"tpu-v2": 128, "tpu-v3": 128, "tpu-v4": 128, "tpu-v5e": 128, "tpu-v5p": 128, "tpu-v6e": 256, "tpu7x": 256}
+
+
+@pytest.mark.parametrize("pid", sorted(MXU))
+def test_profiles_state_their_mxu_size_with_a_source(pid):
+    """v2-v5p 128 x 128, v6e and TPU7x 256 x 256 (scaling book, GCP v6e page, JAX's TPU table)."""
+    import hardware_db
+
+    p = hardware_db.get(pid)
+    assert p.mxu_dim == MXU[pid] and "mxu_column_size" in p.sources["compute.mxu_dim"]
+    assert hardware_db.get("edge-tpu").mxu_dim is None     # not an MXU: unknown stays null
+
+
+def _v6e_padded_closed_form(m, k, n):
+    """launch + floor + 2 x m8 x k256 x n256 / (e x 918e12): the v6e call of a compute-bound product."""
+    launch, e = _v5e()
+
+    def up(v, d):
+        return -(-v // d) * d
+    return launch + FLOOR_S + 2 * up(m, 8) * up(k, 256) * up(n, 256) / (e * 918e12)
+
+
+# (m, k, n) just past the MXU grid, compute-bound on v6e: one dimension pads 8320 -> 8448 (256s) or
+# 8193 -> 8200 (8-row chunks); on v5e's 128-wide MXU 8320 is whole (65 x 128)
+@pytest.mark.parametrize("m,k,n,pad_v6e,pad_v5e", [
+    (8192, 8192, 8320, 8448 / 8320, 1.0),     # n to whole 256s
+    (8192, 8320, 8192, 8448 / 8320, 1.0),     # k to whole 256s
+    (8193, 8192, 8192, 8200 / 8193, 8200 / 8193),   # m to whole 8-row chunks
+])
+def test_matrix_work_pads_to_the_profile_mxu(m, k, n, pad_v6e, pad_v5e):
+    p6, p5 = _pred(_matmul(m, k, n), "tpu-v6e"), _pred(_matmul(m, k, n), "tpu-v5e")
+    assert p6.explain(0).pad == pytest.approx(pad_v6e, rel=1e-12)
+    assert p5.explain(0).pad == pytest.approx(pad_v5e, rel=1e-12)
+    assert p6.latency_s == pytest.approx(_v6e_padded_closed_form(m, k, n), rel=1e-6)
+
+
+def test_small_operands_fill_a_quarter_of_the_256_mxu():
+    """128 x 128 x 128 on v6e: k and n pad to 256 (4x the work), on v5e nothing pads."""
+    assert _pred(_matmul(128, 128, 128), "tpu-v6e").explain(0).pad == 4.0
+    assert _pred(_matmul(128, 128, 128), "tpu-v5e").explain(0).pad == 1.0
+    assert _pred(_matmul(4096, 4096, 129), "tpu-v5e").explain(0).pad == pytest.approx(256 / 129)
+
+
+def test_explain_prints_the_padding_factor_and_the_mxu():
+    from analyzer.render.explain import render_explain
+
+    rep = analyzer.analyze(_matmul(8192, 8192, 8320), hw="tpu-v6e")
+    text = render_explain(rep, 0, width=1000)
+    assert "x padding 1.02 " in text                      # 8448 / 8320 = 1.0154
+    assert "padded to the 256 x 256 MXU (mxu_dim): rows to whole 8s, k and n to whole 256s" in text
+
+
+def test_a_tpu_without_mxu_size_keeps_the_family_tiles():
+    """mxu_dim unknown: the family file's 128 x 128 output tiles (k unpadded), said in the detail."""
+    import dataclasses
+
+    import hardware_db
+    from analyzer.prediction.predict import predict
+
+    bare = dataclasses.replace(hardware_db.get("tpu-v6e"), mxu_dim=None)
+    (p,) = predict(analyzer.analyze(_matmul(8192, 8320, 8192)), [bare], runtime="xla")
+    assert p.explain(0).pad == 1.0                          # m, n whole 128s; k not padded
+    assert "MXU size unknown" in p.explain(0).provenance_detail
+    (q,) = predict(analyzer.analyze(_matmul(8192, 8192, 8320)), [bare], runtime="xla")
+    assert q.explain(0).pad == 1.0                          # 8320 = 65 x 128
+
+
+# bf16 [m,k] x [k,n] products: cubes 128..8192 and shapes off the MXU grid
+SHAPES = [(s, s, s) for s in (128, 256, 512, 1024, 2048, 4096, 8192)] + [
+    (1000, 1000, 1000), (4096, 4096, 129), (4096, 129, 4096), (129, 4096, 4096), (4096, 4096, 384),
+    (384, 384, 384), (8, 4096, 4096), (8192, 8192, 8320), (8192, 136, 8192)]
+
+
+@pytest.mark.parametrize("old,new", [("tpu-v5e", "tpu-v6e"), ("tpu-v6e", "tpu7x"), ("tpu-v5e", "tpu7x")])
+def test_a_tpu_better_on_every_figure_is_never_slower_on_matmuls(old, new):
+    """What a matmul needs, per JAX device: bf16 peak, HBM bandwidth, the same per-call launch.  A
+    256-wide MXU pads a 128-deep product to 4x its work, less than v6e's 4.66x v5e's peak."""
+    import hardware_db
+    from analyzer.prediction.predict import predict
+
+    a, b = hardware_db.get(old), hardware_db.get(new)
+    na, nb = (xla_tpu.DEVICES_PER_CHIP.get(p.family, (1,))[0] for p in (a, b))
+    assert b.peak_flops("matrix", "bf16") / nb >= a.peak_flops("matrix", "bf16") / na
+    assert b.mem_bw_gbs / nb >= a.mem_bw_gbs / na
+    for m, k, n in SHAPES:
+        t_old, t_new = (x.latency_s for x in predict(analyzer.analyze(_matmul(m, k, n)), [old, new], runtime="xla"))
+        assert t_new <= t_old, ((m, k, n), old, t_old, new, t_new)

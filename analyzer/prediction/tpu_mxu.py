@@ -1,0 +1,53 @@
+"""The MXU padding of a TPU profile's dense matrix products (``efficiency_constants``).
+
+A TPU TensorCore runs its matrix products on MXUs: square weight-stationary systolic arrays of
+``d x d`` multiply-accumulate cells, ``d`` the profile's ``[compute] mxu_dim`` (128 on v2-v5p,
+256 on v6e and TPU7x).  XLA loads a ``d x d`` block of the right operand (``k`` rows by ``n``
+columns) into the array and streams the left operand's rows through it in chunks of 8 (the
+vector registers' 8 sublanes), so a product of ``[m, k] x [k, n]`` does the work of
+
+    2 x ceil(m / 8) * 8 x ceil(k / d) * d x ceil(n / d) * d x batch      (FLOPs)
+
+at the MXUs' rate: a ``k`` or ``n`` smaller than ``d`` pads to the whole of ``d``, so a 128-deep
+product fills a quarter of a 256 x 256 MXU.  Sources: JAX scaling book, "How to Think About
+TPUs" (https://jax-ml.github.io/scaling-book/tpus/): the MXU multiplies a bf16[8,128] chunk of
+the left operand by a bf16[128,128] block of the right one, 256 x 256 on TPU v6e, 128 x 128
+on every earlier generation, and weight matrices are padded to at least 128 (256 on v6e) in
+all dimensions, smaller axes padded to 128; JAX's TPU hardware table (jax 0.10.2,
+``jax/_src/pallas/mosaic/tpu_info.py``; https://docs.jax.dev/en/latest/pallas/tpu/hardware.html):
+8 sublanes x 128 lanes on every generation, ``mxu_column_size`` 128 before v6e, 256 on v6e and
+TPU7x.
+
+In the kernel-time model's terms (``efficiency.tiles``) the dense MXU classes (``MXU_CLASSES``)
+get ``tile_m`` 8, ``tile_n`` = ``k_block`` = ``d`` and ``whole_tile`` on (a dimension smaller
+than its tile pads to the whole tile).  The grouped and depthwise convolutions keep their
+family's tiles (how XLA lowers them on a TPU, MXU or vector unit, is not sourced here).  A
+profile without ``mxu_dim`` keeps its family file's tiles (128 x 128 output tiles, k unpadded:
+the v2-v5p MXU), and the returned phrase says so.
+"""
+
+from __future__ import annotations
+
+from analyzer.prediction.efficiency import kernel_time as eff
+
+SUBLANES = 8.0   # rows of the left operand the MXU takes per step (a vector register's sublanes)
+# the dense classes XLA runs on the MXUs (a product's GEMM view: m, k, n, batch)
+MXU_CLASSES = ("gemm", "gemm_tn", "bgemm", "conv", "conv_1x1", "conv1d")
+
+
+def mxu_tiles(profile, arrays: dict) -> str:
+    """Set the MXU padding of ``MXU_CLASSES`` in ``arrays`` (one family's constants, changed in
+    place) for a TPU ``profile`` that states ``mxu_dim``; returns the phrase the constants'
+    detail carries ("" for another kind or a calibrated profile)."""
+    if profile.kind != "tpu" or (profile.calibration and profile.calibration.get("tables")):
+        return ""
+    d = profile.mxu_dim
+    if not d:
+        return (f"; MXU size unknown ({profile.id} states no mxu_dim): matrix work padded to the family's "
+                f"128 x 128 output tiles")
+    for name in MXU_CLASSES:
+        i = eff.CLASS_CODE[name]
+        arrays["tile_m"][i], arrays["tile_n"][i], arrays["k_block"][i] = SUBLANES, float(d), float(d)
+        arrays["whole_tile"][i] = 1.0
+    return (f"; matrix work padded to the {d:g} x {d:g} MXU (mxu_dim): rows to whole {SUBLANES:g}s, k and n to "
+            f"whole {d:g}s")
