@@ -35,7 +35,8 @@ the fitted dispatch, and ``runtime="eager-op"`` as shipped) on ``PRODUCT_PER`` r
 
 Writes (``neusight_report``: the product path, the files, the report's tables): the pooled matrix sets into ``generic.json`` (``op_classes.POOLED_CLASSES``), the pooled
 memory-bound sets into ``nvidia-volta.json``, ``nvidia-turing.json``, ``nvidia-pascal.json``, the
-sustained clocks into the T4 and P4 profiles, and a markdown report (``--out``).
+sustained clocks into the T4 and P4 profiles, and a markdown report (``--out``; it ends with the
+leave-one-host-out check of ``eager-op``'s per-call host table, ``neusight_calls``).
 
 Usage: ``PYTHONPATH=$PWD python bench/fit_neusight.py [--data ../shared/measurements/gpu/neusight_ops.csv.gz]
 [--out bench/results/fit_neusight.md] [--no-write]``; the variants compared and not kept (docs/accuracy.md):
@@ -296,6 +297,7 @@ def logo(sub, full) -> dict:
 def main(argv=None) -> int:
     import pandas as pd
 
+    from neusight_calls import call_lines, product_columns
     from neusight_report import (ampere_lines, constants_lines, dispatch_lines, product_check, score_lines,
                                  tile_lines, write_constants, write_sustained)
 
@@ -323,7 +325,7 @@ def main(argv=None) -> int:
     errs = {c: metrics(d.p_in[~d.near_floor], d.t[~d.near_floor]) for c, d in ns.groupby("cls")}
     folds = logo(sub, ns)
     test = pd.concat([t for _, t in folds.values()])
-    _, prod = product_check(folds)
+    prod_rows, prod = product_check(folds, extra=product_columns)
     if not args.no_write:
         write_constants(fit, ns, errs, fc.EFFICIENCY_DIR)
         write_sustained({d: v for d, v in fit.shares.items() if d in CAPPED}, os.path.join(ROOT, "hardware_db", "profiles"))
@@ -340,7 +342,7 @@ def main(argv=None) -> int:
     lines += score_lines(test, "p_own", "Leave one GPU out: fit on four, score the fifth (its own host's dispatch; "
                                         "boost clock)")
     lines += score_lines(test, "p_pool", "Leave one GPU out, the other four hosts' median dispatch")
-    lines += prod
+    lines += prod + call_lines(fit, folds, prod_rows)
     lines += ["## Fold constants", "", "| held out | class | e_compute | e_bw | mult_share | tile |",
               "|---|---|---:|---:|---:|---|"]
     for g, (f, _) in folds.items():

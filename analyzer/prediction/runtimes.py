@@ -59,9 +59,14 @@ trailing one makes the wall-clock ``max(dev_end, host_end)`` (the synchronize is
 it).  ``eager-op`` adds each one's ``h_i``; ``kernel`` has no host and no such step.
 
 Host dispatch (``eager``, ``eager-op``, ``onnxruntime``) is a per-kernel figure with a source: a profile's own
-``launch_overhead_us`` where the runtime is the one it was measured with (a calibrated profile),
-else the per-op-class figures of ``EAGER_DISPATCH_US`` / the kind defaults below, which reports
-flag as assumed.
+``launch_overhead_us`` where the runtime is the one it was measured with (a calibrated profile;
+``eager-op`` takes a profile calibrated with ``eager``), else on a GPU the per-op-class figures of
+``EAGER_OP_CALL_US`` (``eager-op``) or ``EAGER_DISPATCH_US`` (``eager``), else the kind defaults
+below, which reports flag as assumed.  The two GPU tables differ because the time does:
+``eager-op``'s figure is the whole host side of one call timed alone (Python, dispatch, launch, the
+events and the synchronize, all on the critical path); ``eager``'s is the host's issue cost per op
+of a stream that runs ahead without a synchronize per op (assumed smaller: no synchronize, no
+events, a warm dispatcher).
 """
 
 from __future__ import annotations
@@ -132,7 +137,9 @@ KIND_DEFAULT = {"gpu": "kernel", "tpu": "xla", "npu": "kernel", "dsp": "kernel",
 # digested in shared/reference/digest_latency_modeling.md): 21 us per matmul, 12 us per softmax.
 # Its 45 us per layernorm and GELU is not used: those two were torch.compile'd in its
 # measurements (a compiled function's call, not an eager op's). Every class but the matrix ones
-# takes its eager single-kernel softmax figure (12 us).
+# takes its eager single-kernel softmax figure (12 us).  Used by the ``eager`` stream, as the
+# issue cost of a host running ahead with no synchronize and no events per op (assumed below the
+# per-call figures of ``EAGER_OP_CALL_US``, which include them).
 EAGER_DISPATCH_US = {"gemm": 21.0, "bgemm": 21.0, "conv": 21.0, "attention": 21.0,
                      "softmax": 12.0}
 EAGER_DISPATCH_DEFAULT_US = 12.0
@@ -141,6 +148,34 @@ EAGER_DISPATCH_SOURCE = ("LLMCompass A100 per-op overheads (21 us matmul, 12 us 
                          "classes take the 12 us eager softmax figure (its 45 us layernorm/GELU were "
                          "torch.compile'd); a host property: one H100 host with torch 2.11 measured "
                          "21-35 us per op (opcost's H100 check data in bench/results, not fitted on)")
+
+
+# Host side of one eager PyTorch call timed alone (``eager-op``: CUDA events or perf_counter around
+# one call and a synchronize), by op class (microseconds): per class the median over NeuSight's five
+# measuring hosts (A100 PCIe, V100 PCIe, T4, P100 PCIe, P4 machines; PyTorch 2.1, one call between
+# CUDA events + synchronize) of latency - predicted kernel over each host's near-floor rows
+# (bench/fit_neusight.py: its report's "Host dispatch per eager call" table).
+# Whose figure each class takes: gemm <- nn.Linear (gemm_simt), bgemm and attention (one
+# functional matrix call) <- torch.bmm (bgemm_simt), conv <- nn.Conv2d (conv3_simt), norm <-
+# nn.LayerNorm, softmax <- torch.softmax, activation <- gelu/tanh/relu, elementwise, reduce and
+# the default <- add/mul/div/pow.  A host figure: a tensor-core GEMM takes nn.Linear's too.
+EAGER_OP_CALL_US = {"gemm": 44.0, "bgemm": 21.8, "attention": 21.8, "conv": 67.2, "norm": 39.3,
+                    "softmax": 27.2, "activation": 24.6, "elementwise": 25.9, "reduce": 25.9}
+EAGER_OP_CALL_DEFAULT_US = 25.9
+EAGER_OP_CALL_SOURCE = ("NeuSight's five measuring hosts (A100 PCIe, V100 PCIe, T4, P100 PCIe, P4; "
+                        "PyTorch 2.1, one call between CUDA events + synchronize), per op class the "
+                        "median of their fitted per-call host time (bench/fit_neusight.py): 44.0 us "
+                        "nn.Linear, 21.8 torch.bmm, 67.2 nn.Conv2d, 39.3 LayerNorm, 27.2 softmax, "
+                        "24.6 activation, 25.9 elementwise and other ops; the hosts spread "
+                        "12.6-106 us per class (a host property)")
+
+
+def eager_op_call_us(op_class: str) -> float:
+    """``EAGER_OP_CALL_US`` of ``op_class`` or of the first class it falls back to that has a
+    figure (``class_chain``: gemm_simt -> gemm, conv3_simt -> conv, softmax_block -> softmax,
+    pooling -> reduce...); else the default."""
+    return next((EAGER_OP_CALL_US[c] for c in class_chain(op_class) if c in EAGER_OP_CALL_US),
+                EAGER_OP_CALL_DEFAULT_US)
 
 
 # Host time of an op eager PyTorch runs without a kernel (a view: reshape, transpose, unsqueeze,

@@ -16,7 +16,8 @@ Which time (the runtime's time definition, ``prediction.runtimes``):
   that was found, so each backward kernel pays the same per-kernel host dispatch as a forward
   one (``runtimes.EAGER_DISPATCH_US``): an upper bound on the host side.
 - ``kernel``: the sum of the backward kernels' device times.
-- ``eager-op``: the sum of their per-op times (dispatch + kernel each).
+- ``eager-op``: the sum of their per-op times (dispatch + kernel each; the dispatch that of one
+  call timed alone, ``runtimes.EAGER_OP_CALL_US``).
 
 A node of the fallback list (no rule) enters with its ratio-method time (``step.backward_rows``:
 body + launches) as device time and no host time of its own.  Other runtimes (xla, onnxruntime,

@@ -8,8 +8,9 @@ so a view issued while the device is still busy adds nothing.  Per op (``eager-o
 + k)`` plus h_v per view.
 
 The profile is tests/fixtures/hw/round-gpu.toml (datasheet constants, no class floor, 2 us per
-launch, vector fp32 10 TFLOP/s, 1000 GB/s); eager dispatch on a GPU: 21 us per matmul, 12 us per
-other op, so h_v = 0.81 x 12 us = 9.72 us.
+launch, vector fp32 10 TFLOP/s, 1000 GB/s); the eager stream's dispatch on a GPU: 21 us per
+matmul, 12 us per other op, so h_v = 0.81 x 12 us = 9.72 us; eager-op's host time per call of a
+small elementwise op 25.9 us (runtimes.EAGER_OP_CALL_US), so its h_v = 0.81 x 25.9 us = 20.979 us.
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ from onnx import helper
 from onnx_builders import graph, weight
 
 import analyzer
-from analyzer.prediction.runtimes import EAGER_DISPATCH_DEFAULT_US, HOST_ONLY_RATIO
+from analyzer.prediction.runtimes import EAGER_DISPATCH_DEFAULT_US, EAGER_OP_CALL_US, HOST_ONLY_RATIO
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUND_GPU = str(ROOT / "fixtures" / "hw" / "round-gpu.toml")
 BERT = str(ROOT / "fixtures" / "torch" / "bert.onnx")
 H_V = HOST_ONLY_RATIO * EAGER_DISPATCH_DEFAULT_US * 1e-6    # 0.81 x 12 us = 9.72 us
+H_V_OP = HOST_ONLY_RATIO * EAGER_OP_CALL_US["elementwise"] * 1e-6    # 0.81 x 25.9 us = 20.979 us
 
 
 def _shape(*dims):
@@ -106,8 +108,9 @@ def test_views_add_nothing_to_a_device_bound_chain():
 def test_eager_op_adds_each_views_host_time(model):
     # the per-op sum: sum (h + k) + h_v per view, host- or device-bound alike
     with_v, without = _pred(model(True), "eager-op"), _pred(model(False), "eager-op")
-    assert with_v.latency_s - without.latency_s == pytest.approx(2 * H_V, rel=1e-6)
-    assert [r.time_s for r in with_v.nodes if r.kernel == ""] == pytest.approx([H_V, H_V], rel=1e-12)
+    assert H_V_OP == pytest.approx(20.979e-6, rel=1e-12)
+    assert with_v.latency_s - without.latency_s == pytest.approx(2 * H_V_OP, rel=1e-6)
+    assert [r.time_s for r in with_v.nodes if r.kernel == ""] == pytest.approx([H_V_OP, H_V_OP], rel=1e-12)
 
 
 def test_kernel_runtime_has_no_host_only_ops():
@@ -147,12 +150,13 @@ def test_bert_host_only_ops():
 def test_explain_shows_a_views_host_time():
     from analyzer.render.explain import render_explain
 
-    for rt, shown in (("eager", "exposed on the eager stream"), ("eager-op", "added to the per-op sum")):
+    for rt, shown, h_v, d in (("eager", "exposed on the eager stream", H_V, 12e-6),
+                              ("eager-op", "added to the per-op sum", H_V_OP, 25.9e-6)):
         rep = analyzer.analyze(_host_bound(True), hw=ROUND_GPU, runtime=rt)
         i = next(r.index for r in rep.predictions[0].nodes if r.name == "transpose")
         h = rep.predictions[0].host_step(i)
-        assert h.host_s == pytest.approx(H_V, rel=1e-12) and h.runs == 1.0
-        assert h.dispatch_s == pytest.approx(12e-6, rel=1e-12) and h.stream == (rt == "eager")
+        assert h.host_s == pytest.approx(h_v, rel=1e-12) and h.runs == 1.0
+        assert h.dispatch_s == pytest.approx(d, rel=1e-12) and h.stream == (rt == "eager")
         text = render_explain(rep, i)
         assert "host-only op" in text and shown in text and "ratio 0.81" in text
         assert rep.predictions[0].explain(i) is None      # no kernel terms

@@ -126,6 +126,47 @@ def test_eager_dispatch_of_a_refined_matrix_class_is_its_parents():
     assert e.latency_s - k.latency_s == pytest.approx(21e-6, rel=1e-6)
 
 
+@pytest.mark.parametrize("model,us,stream_us", [
+    (lambda: one_node("MatMul", (64, 64), weight(64, 64)), 44.0, 21.0),          # nn.Linear's figure
+    (lambda: one_node("MatMul", (8, 64, 64), (8, 64, 64)), 21.8, 21.0),          # torch.bmm's
+    (lambda: one_node("Conv", (1, 8, 16, 16), weight(16, 8, 3, 3), pads=[1, 1, 1, 1]), 67.2, 21.0),
+    (lambda: one_node("LayerNormalization", (64, 64), weight(64), axis=-1), 39.3, 12.0),
+    (lambda: one_node("Softmax", (64, 64)), 27.2, 12.0),
+    (lambda: one_node("Gelu", (64, 64), opset=20), 24.6, 12.0),                  # activation
+    (lambda: one_node("Relu", (64, 64)), 25.9, 12.0),                            # elementwise
+    (lambda: one_node("MaxPool", (1, 8, 16, 16), kernel_shape=[2, 2]), 25.9, 12.0)],   # pooling -> reduce
+    ids=["linear", "bmm", "conv", "layernorm", "softmax", "gelu", "relu", "maxpool"])
+def test_eager_op_time_is_kernel_plus_the_per_call_figure(model, us, stream_us):
+    # a one-op model timed one call at a time: eager-op = kernel + the class's per-call host time
+    # (runtimes.EAGER_OP_CALL_US: NeuSight's five hosts' median); the eager stream keeps its own
+    # issue cost (runtimes.EAGER_DISPATCH_US: 21 us matrix, 12 us other)
+    m = model()
+    k = analyzer.analyze(m, hw="a100", runtime="kernel").predictions[0]
+    o = analyzer.analyze(m, hw="a100", runtime="eager-op").predictions[0]
+    e = analyzer.analyze(m, hw="a100", runtime="eager").predictions[0]
+    assert o.latency_s - k.latency_s == pytest.approx(us * 1e-6, rel=1e-6)
+    assert e.latency_s - k.latency_s == pytest.approx(stream_us * 1e-6, rel=1e-6)
+    assert any("NeuSight" in n for n in o.notes) and not any("NeuSight" in n for n in e.notes)
+
+
+def test_eager_op_takes_a_profile_calibrated_with_eager_its_measured_figure():
+    # a profile calibrated with the eager runtime: its measured per-op launch_overhead_us (7 us)
+    # for every class, under eager and eager-op alike; uncalibrated, the per-class tables
+    from analyzer.prediction import hardware as hwmod
+    from analyzer.prediction.runtimes import RUNTIMES
+
+    prof = dataclasses.replace(hardware_db.get("a100"), launch_overhead_us=7.0,
+                               calibration={"runtime": "eager", "tables": {}})
+    for rt in ("eager", "eager-op"):
+        note: list[str] = []
+        h = hwmod.host_dispatch(prof, RUNTIMES[rt], ["gemm", "elementwise"], 7e-6, note)
+        assert h == pytest.approx([7e-6, 7e-6], rel=1e-12) and note == []
+    plain = hardware_db.get("a100")
+    note = []
+    h = hwmod.host_dispatch(plain, RUNTIMES["eager-op"], ["gemm", "elementwise"], 1.5e-6, note)
+    assert h == pytest.approx([44.0e-6, 25.9e-6], rel=1e-12) and "NeuSight" in note[0]
+
+
 def test_runtime_defaults_and_provenance_per_profile():
     m = one_node("Relu", (1024,))
     rep = analyzer.analyze(m, hw=["a100", "tpu-v5e", "epyc-9654"])
