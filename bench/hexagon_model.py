@@ -17,7 +17,9 @@ norms, pooling; data movement), ``P_int8`` and ``BW`` the profile's datasheet fi
 per device, one shared ``r_fp16``. A form (``Form``) is: the runtime's plan (``kernel``: no
 fusion; ``qnn``: QNN's fusion, analyzer/prediction/accelerators/qnn.py), whether ``B_k`` leaves
 out the activations the NPU keeps on chip (``onchip``), ``t0`` (none, or one per device and
-precision), the floors (per group, or none), the floor cap and the largest e_bw.
+precision; ``t0q``: t0_int8 per device, one fp16 / W8A8 ratio for both), the floors (per group
+and device, one ``kfix`` for every group and both devices, or none), the floor cap and the
+largest e_bw.
 One least squares on log(pred / measured) (scipy, trust region, two starts: memory- and
 compute-bound; a form's ``loss``: plain squares or a robust one), deterministic.
 
