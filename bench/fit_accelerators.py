@@ -18,7 +18,9 @@ on-chip activation rule its structural variants chose by the same criterion
 (bench/hexagon_variants.py, bench/results/hexagon_variants.md): a kernel whose activation bytes
 fit the profile's ``npu_onchip_mb`` keeps them on chip at ``c_act`` of a DRAM byte's time, written
 as the family's ``onchip_cost`` scalar, and fp16 depthwise kernels at the HVX unit's fixed 0.5 of
-the int8 rate (analyzer/prediction/accelerators/qnn.py). Constants
+the int8 rate (analyzer/prediction/accelerators/qnn.py), and, by the same criterion, a
+per-kernel fixed cost shared by both devices (every class's ``floor_s``) and a per-inference
+fixed cost per device whose fp16 / W8A8 ratio ``t0_q`` both devices share. Constants
 per device (8 Gen 2 = HTP v73, 8 Gen 3 = v75), ``r_fp16`` shared and written into each profile as
 its ``matrix_tflops.fp16`` (a fitted figure; its source says so), the per-inference fixed cost as
 the family's ``run_fixed_s`` / ``run_fixed_int8_s`` scalars, the profiles' ``default_runtime`` set
@@ -47,7 +49,7 @@ from hexagon_model import FX, HELD_OUT, HEX_GRAPHS, hexagon_rows, stats  # noqa:
 
 SCRIPT = "bench/fit_accelerators.py"
 COMMAND = "PYTHONPATH=$PWD python bench/fit_accelerators.py ../shared/measurements/accelerators"
-FIT_DATE = "2026-12-02"
+FIT_DATE = "2026-12-03"
 EFF_DIR = os.path.join(ROOT, "hardware_db", "efficiency")
 PROFILE_DIR = os.path.join(ROOT, "hardware_db", "profiles")
 RESULT = os.path.join(ROOT, "bench", "results", "fit_accelerators.md")
@@ -56,9 +58,12 @@ DEVICE_NAME = {"hexagon-sd8gen2": "Samsung Galaxy S23 (Snapdragon 8 Gen 2)",
                "hexagon-sd8gen3": "Samsung Galaxy S24 (Snapdragon 8 Gen 3)"}
 # the form bench/hexagon_forms.py chose (bench/results/hexagon_forms.md) with the on-chip
 # activations bench/hexagon_variants.py chose (bench/results/hexagon_variants.md)
-FORM = H.Form("qnn", t0=True, floors=False, bwmax=1.0, loss="cauchy", f_scale=0.2, onchip=True, hvx=True)
-FORM_NAME = ("qnn fusion, e_bw <= 1, t0 per precision, no floor, cauchy loss f = 0.2, activations within the "
-             "profile's npu_onchip_mb kept on chip at a fitted c_act, fp16 depthwise at 0.5 of int8 (HVX)")
+FORM = H.Form("qnn", t0=True, floors=False, bwmax=1.0, loss="cauchy", f_scale=0.2, onchip=True, hvx=True,
+              t0q=True, kfix=True)
+FORM_NAME = ("qnn fusion, e_bw <= 1, cauchy loss f = 0.2, activations within the profile's npu_onchip_mb kept "
+             "on chip at a fitted c_act, fp16 depthwise at 0.5 of int8 (HVX), a per-inference fixed cost per "
+             "device and precision whose fp16 / W8A8 ratio both devices share, one per-kernel fixed cost shared "
+             "by both devices")
 # class group -> the (e_compute, e_bw, floor) constants its op classes take
 GROUP_PARAMS = {"mat": ("e_mat", "bw_mat", "floor_mat"), "dw": ("e_dw", "bw_mat", "floor_mat"),
                 "ew": ("e_mat", "bw_ew", "floor_ew"), "move": ("e_mat", "bw_move", "floor_move")}
@@ -93,7 +98,9 @@ def write_family(family: str, pid: str, p: dict, r: float, rows, err: dict) -> N
                            f"cross-validation on the fitted models, bench/hexagon_forms.py and "
                            f"bench/hexagon_variants.py): {', '.join(FORM.names())} "
                            f"per device (efficiencies at most 1, e_bw at most {FORM.bwmax:g}, floors at most "
-                           f"{FORM.fcap:g} s), r_fp16 shared by both Hexagon devices; predictions are opcost's "
+                           f"{FORM.fcap:g} s), {', '.join([*FORM.shared(), 'r_fp16'])} shared by both Hexagon "
+                           f"devices (t0_q: run_fixed_s / run_fixed_int8_s; kfix: every class's floor_s, a "
+                           f"per-kernel cost); predictions are opcost's "
                            f"{FORM.runtime} runtime with these sets; an e_bw above 1 means the NPU keeps that "
                            "class's traffic on chip (fused into its producer)"),
             "fit_date": FIT_DATE, "fit_script": SCRIPT, "command": COMMAND, "fit_error": err,
@@ -106,7 +113,8 @@ def write_family(family: str, pid: str, p: dict, r: float, rows, err: dict) -> N
             "trans_weight: prior, a transcendental counts as one vector operation; run_fixed_s / "
             "run_fixed_int8_s: the per-inference graph-execute cost outside the kernels (QNN HTP profile "
             "events GRAPH_EXECUTE_HOST_RPC_TIME, HTP_RPC_TIME, RESOURCE_POWER_UP_TIME, VTCM_ACQUIRE_TIME in "
-            f"QnnHtpProfile.h), fitted with the sets ({SCRIPT}): fp16 graphs / W8A8 graphs")}
+            f"QnnHtpProfile.h), fitted with the sets ({SCRIPT}): fp16 graphs / W8A8 graphs"
+            + ("; run_fixed_s = t0_q x run_fixed_int8_s, one t0_q for both Hexagon devices" if FORM.t0q else ""))}
     if FORM.onchip:
         scalars["onchip_cost"] = float(p["c_act"][d])
         scalars["provenance"]["source"] += (
@@ -167,6 +175,9 @@ def table(title: str, rows, pred, by=("opcost_profile", "precision")) -> list[st
     for key, g in rows.groupby(list(by)):
         s = stats(g.pred, g.inference_time_ms)
         out.append(f"| {key[0]} | {key[1]} | {s['rows']} | {s['mape']} | {s['max_ape']} | {s['bias']} |")
+    for dev, g in rows.groupby(by[0]):
+        s = stats(g.pred, g.inference_time_ms)
+        out.append(f"| {dev} | all | {s['rows']} | {s['mape']} | {s['max_ape']} | {s['bias']} |")
     s = stats(rows.pred, rows.inference_time_ms)
     out.append(f"| all | all | {s['rows']} | {s['mape']} | {s['max_ape']} | {s['bias']} |")
     return out + [""]
@@ -198,6 +209,16 @@ def ratio_table(test, feats, P, r) -> list[str]:
     return out + ["", f"Within 15 % of the measured ratio: {within} of {n} pairs.", ""]
 
 
+def per_model(rows, pred) -> list[str]:
+    """Mean signed error and the range of each held-out model's rows, per precision."""
+    out = ["**held-out models, per model and precision**", "", "| model | precision | rows | mean signed error % | "
+           "range % |", "|---|---|---:|---:|---:|"]
+    err = rows.assign(e=(np.asarray(pred) / rows.inference_time_ms.values - 1) * 100)
+    for (m, prec), g in err.groupby(["model_id", "precision"]):
+        out.append(f"| {m} | {prec} | {len(g)} | {g.e.mean():+.1f} | {g.e.min():+.1f} to {g.e.max():+.1f} |")
+    return out + [""]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("measurements", nargs="?", default=os.path.join(ROOT, "..", "shared", "measurements",
@@ -214,8 +235,9 @@ def main() -> None:
               f"Rows: {len(rows)} (fitted {len(train)} of {train.model_id.nunique()} models; held out {len(test)}: "
               f"models {', '.join(sorted(HELD_OUT & set(rows.model_id)))})", ""]
     P, r = H.fit(H.Rows(train, feats), FORM)
-    report.append(f"r_fp16 = {r:.4f}; constants: " + "; ".join(
-        f"{pid}: " + ", ".join(f"{k}={P[k][d]:.4g}" for k in FORM.names()) for d, pid in enumerate(H.DEVS)))
+    report.append(f"r_fp16 = {r:.4f}; " + "".join(f"{k} = {P[k][0]:.4g} (shared); " for k in FORM.shared())
+                  + "constants: " + "; ".join(f"{pid}: " + ", ".join(f"{k}={P[k][d]:.4g}" for k in FORM.names())
+                                              for d, pid in enumerate(H.DEVS)))
     report.append("")
     report += table("in-sample (fitted rows)", train, ms(train, feats, P, r))
 
@@ -237,6 +259,7 @@ def main() -> None:
     # held out, once
     report += table("held-out models", test, ms(test, feats, P, r))
     report += ratio_table(test, feats, P, r)
+    report += per_model(test, ms(test, feats, P, r))
 
     if not a.no_write:
         fp16 = {pid: write_profile(pid, r) for pid in HEXAGON}

@@ -17,7 +17,9 @@ norms, pooling; data movement), ``P_int8`` and ``BW`` the profile's datasheet fi
 per device, one shared ``r_fp16``. A form (``Form``) is: the runtime's plan (``kernel``: no
 fusion; ``qnn``: QNN's fusion, analyzer/prediction/accelerators/qnn.py), whether ``B_k`` leaves
 out the activations the NPU keeps on chip (``onchip``), ``t0`` (none, or one per device and
-precision), the floors (per group, or none), the floor cap and the largest e_bw.
+precision; ``t0q``: t0_int8 per device, one fp16 / W8A8 ratio for both), the floors (per group
+and device, one ``kfix`` for every group and both devices, or none), the floor cap and the
+largest e_bw.
 One least squares on log(pred / measured) (scipy, trust region, two starts: memory- and
 compute-bound; a form's ``loss``: plain squares or a robust one), deterministic.
 
@@ -89,9 +91,12 @@ MATRIX = {"gemm", "gemm_tn", "bgemm", "conv", "conv_1x1", "conv1d", "conv_groupe
 MOVE = {"movement", "view", "reorder", "gather", "other"}
 GROUPS = ("mat", "dw", "ew", "move")
 X0 = {"e_mat": 0.3, "e_dw": 0.05, "bw_mat": 0.5, "bw_ew": 0.5, "bw_move": 0.5, "floor_mat": 5e-6,
-      "floor_ew": 2e-6, "floor_move": 1e-6, "t0_fp16": 1e-4, "t0_int8": 1e-4, "c_act": 0.5}
-# the per-inference fixed cost is at least 1 us (a bound that keeps it in log space)
+      "floor_ew": 2e-6, "floor_move": 1e-6, "t0_fp16": 1e-4, "t0_int8": 1e-4, "c_act": 0.5, "t0_q": 2.0,
+      "kfix": 2e-6}
+# the per-inference fixed cost is at least 1 us, a shared per-kernel one at least 10 ns (bounds that
+# keep them in log space)
 T0_MIN = 1e-6
+KFIX_MIN = 1e-8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,7 +114,10 @@ class Form:
     bytes fit keeps them on chip (``O_k``, at ``c_act`` per device of a DRAM byte's time, at most
     1), only its weights reach DRAM (analyzer/prediction/accelerators/qnn.py); else every byte
     from DRAM; ``hvx``: fp16 depthwise kernels compute at the HVX vector unit's fixed share of the
-    int8 rate (``qnn.HVX_FP16_SHARE``), not at the fitted r_fp16."""
+    int8 rate (``qnn.HVX_FP16_SHARE``), not at the fitted r_fp16; ``t0q``: the fixed cost's device
+    factor shared by both precisions (t0_int8 per device, t0_fp16 = t0_q x t0_int8 with one t0_q
+    for both devices); ``kfix``: one per-kernel fixed cost (``kfix``, the floor of every group)
+    shared by both devices (with ``floors`` False)."""
     runtime: str
     t0: bool
     floors: bool = True
@@ -119,14 +127,22 @@ class Form:
     f_scale: float = 1.0
     onchip: bool = False
     hvx: bool = False
+    t0q: bool = False
+    kfix: bool = False
 
     def names(self) -> list[str]:
+        """The constants fitted per device."""
         out = ["e_mat", "e_dw", "bw_mat", "bw_ew", "bw_move"]
-        return out + (["floor_mat", "floor_ew", "floor_move"] if self.floors else []) + (
-            ["t0_fp16", "t0_int8"] if self.t0 else []) + (["c_act"] if self.onchip else [])
+        t0 = (["t0_int8"] if self.t0q else ["t0_fp16", "t0_int8"]) if self.t0 else []
+        return out + (["floor_mat", "floor_ew", "floor_move"] if self.floors else []) + t0 + (
+            ["c_act"] if self.onchip else [])
+
+    def shared(self) -> list[str]:
+        """The constants shared by both devices (r_fp16 aside)."""
+        return (["t0_q"] if self.t0 and self.t0q else []) + (["kfix"] if self.kfix else [])
 
     def n_constants(self) -> int:
-        return 2 * len(self.names()) + 1
+        return 2 * len(self.names()) + len(self.shared()) + 1
 
 
 def group_of(cls: str) -> str:
@@ -233,13 +249,20 @@ class Rows:
 
 
 def unpack(x, form: Form) -> tuple[dict, float]:
-    """({constant: [8 Gen 2, 8 Gen 3]}, r_fp16) of a parameter vector (log space); constants a
-    form leaves out are 0."""
+    """({constant: [8 Gen 2, 8 Gen 3]}, r_fp16) of a parameter vector (log space: the per-device
+    constants of each device, the shared ones, r_fp16); constants a form leaves out are 0, those
+    it derives are filled in (``t0q``: t0_fp16; ``kfix``: every group's floor)."""
     names = form.names()
     P = {k: np.zeros(2) for k in X0}
     for d in range(2):
         for j, k in enumerate(names):
             P[k][d] = np.exp(x[d * len(names) + j])
+    for j, k in enumerate(form.shared()):
+        P[k][:] = np.exp(x[2 * len(names) + j])
+    if form.t0q:
+        P["t0_fp16"] = P["t0_q"] * P["t0_int8"]
+    if form.kfix:
+        P.update({f: P["kfix"].copy() for f in ("floor_mat", "floor_ew", "floor_move")})
     return P, float(np.exp(x[-1]))
 
 
@@ -263,11 +286,12 @@ def fit(D: Rows, form: Form, r_fixed: float | None = None) -> tuple[dict, float]
     not fitted."""
     from scipy.optimize import least_squares
 
-    names = form.names()
-    x0 = np.array([np.log(X0[k]) for _ in range(2) for k in names] + [np.log(r_fixed or 0.25)])
-    cap = {"e_": 0.0, "bw": np.log(form.bwmax), "fl": np.log(form.fcap), "t0": np.inf, "c_": 0.0}
-    up = np.array([cap[k[:2]] for _ in range(2) for k in names] + [0.0])
-    lo = np.array([np.log(T0_MIN) if k.startswith("t0") else -np.inf for _ in range(2) for k in names] + [-np.inf])
+    names = [k for _ in range(2) for k in form.names()] + form.shared()
+    x0 = np.array([np.log(X0[k]) for k in names] + [np.log(r_fixed or 0.25)])
+    cap = {"e_": 0.0, "bw": np.log(form.bwmax), "fl": np.log(form.fcap), "t0": np.inf, "c_": 0.0, "kf": np.inf}
+    up = np.array([cap[k[:2]] for k in names] + [0.0])
+    lo = np.array([np.log(T0_MIN) if k.startswith("t0") else np.log(KFIX_MIN) if k == "kfix" else -np.inf
+                   for k in names] + [-np.inf])
     if r_fixed is not None:   # pinned: a bound of width 1e-9 around it
         lo[-1], up[-1] = np.log(r_fixed) - 1e-9, np.log(r_fixed) + 1e-9
 
@@ -277,8 +301,7 @@ def fit(D: Rows, form: Form, r_fixed: float | None = None) -> tuple[dict, float]
 
     best = None
     for bw_scale in (1.0, 10.0):
-        start = x0 + np.array([np.log(bw_scale) if k.startswith("bw_") else 0.0 for _ in range(2) for k in names]
-                              + [0.0])
+        start = x0 + np.array([np.log(bw_scale) if k.startswith("bw_") else 0.0 for k in names] + [0.0])
         sol = least_squares(res, np.clip(start, lo + 1e-10, up - 1e-10), bounds=(lo, up), method="trf",
                             loss=form.loss, f_scale=form.f_scale)
         best = sol if best is None or sol.cost < best.cost else best

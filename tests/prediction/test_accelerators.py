@@ -9,12 +9,12 @@ tests/fixtures/accel. No timing is measured here: the measured times are data.
 
 Stated tolerances (recorded by ``PYTHONPATH=$PWD python bench/fit_accelerators.py``, see
 bench/results/fit_accelerators.md and docs/accuracy.md; the qnn-runtime fit on 30 models with the
-activations kept on chip and fp16 depthwise on HVX): the held-out MAPE per device and precision (recorded 22.0 / 27.4 % on
-the 8 Gen 2 fp16 / W8A8, 20.6 / 26.2 % on the 8 Gen 3) may not exceed the issue's per-device
-40 %; the predicted 8 Gen 3 / 8 Gen 2 latency ratio of the 18 held-out row pairs: at least 16
-within the issue's 15 % of the measured one (recorded 16 of 18) and every one within 30 %
-(recorded worst 27.0 %, shufflenet_v2 TFLite W8A8: a 0.5 ms graph whose time is mostly the
-fitted per-inference fixed cost, 267 us on the 8 Gen 2 and 111 us on the 8 Gen 3).
+activations kept on chip, fp16 depthwise on HVX, one per-kernel cost for both devices and one
+fp16 / W8A8 ratio of the per-inference cost): the held-out MAPE per device and precision
+(recorded 24.8 / 30.4 % on the 8 Gen 2 fp16 / W8A8, 23.5 / 31.2 % on the 8 Gen 3) may not exceed
+the issue's per-device 40 %; the predicted 8 Gen 3 / 8 Gen 2 latency ratio of each of the 18
+held-out row pairs within the issue's 15 % of the measured one (recorded 18 of 18, worst 10.1 %:
+shufflenet_v2 QNN DLC W8A8, predicted 0.762 against 0.692).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ GRAPHS = {"resnet101": "accel/resnet101.onnx", "inception_v3": "accel/inception_
           "efficientnet_v2_s": "accel/efficientnet_v2_s.onnx",
           "shufflenet_v2": "accel/shufflenet_v2_x0_5.onnx", "swin_small": "accel/swin_s.onnx"}
 MAPE_LIMIT = {"fp16": 40.0, "int8": 40.0}
-RATIO_LIMIT, RATIO_TARGET, RATIO_TARGET_MIN = 0.30, 0.15, 16
+RATIO_LIMIT, RATIO_TARGET, RATIO_TARGET_MIN = 0.15, 0.15, 18
 
 _REPORTS: dict = {}
 

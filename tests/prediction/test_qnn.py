@@ -115,6 +115,26 @@ def test_shipped_hexagon_efficiencies_are_fractions():
             assert np.all(arrays[name] > 0) and np.all(arrays[name] <= 1.0), (pid, name)
 
 
+def test_shipped_hexagon_fixed_costs_follow_the_form():
+    """The shipped form (bench/fit_accelerators.py FORM, bench/results/hexagon_variants.md): one
+    per-kernel cost, every class's floor_s, the same on both Hexagon families, and one fp16 / W8A8
+    ratio of the per-inference cost (run_fixed_s / run_fixed_int8_s) on both.  Recorded by the fit:
+    floor_s 1.4813e-6 s; ratio t0_q 3.985 (8 Gen 2: 497.6 / 124.9 us = 3.985; 8 Gen 3: 297.6 / 74.7 us
+    = 3.985).  A one-conv graph's kernel time on the qnn runtime is that floor + its body."""
+    fams = [load_constants(hardware_db.get(pid).family).arrays for pid in ("hexagon-sd8gen2", "hexagon-sd8gen3")]
+    for a in fams:
+        assert np.all(a["floor_s"] == pytest.approx(1.4813e-6, rel=1e-4))
+        assert a["run_fixed_s"] / a["run_fixed_int8_s"] == pytest.approx(3.985, rel=1e-3)
+    assert fams[0]["run_fixed_int8_s"] == pytest.approx(124.9e-6, rel=1e-3)
+    assert fams[1]["run_fixed_int8_s"] == pytest.approx(74.7e-6, rel=1e-3)
+    rep = _analyze([_conv("x", "y", "w")], [_w("w", [8, 8, 3, 3])])
+    (p,) = predict(rep, [Target(hardware_db.get("hexagon-sd8gen3"), runtimes.get("qnn"), "requested")],
+                   precision="int8")
+    kt = p.kernel_table
+    assert len(kt.time) == 1 and float(kt.overhead[0]) == pytest.approx(1.4813e-6, rel=1e-4)
+    assert float(kt.time[0]) == pytest.approx(1.4813e-6 + max(float(kt.compute[0]), float(kt.memory[0])), rel=1e-4)
+
+
 def _two_convs():
     """x [1,8,8,8] -> conv a (w 8x8x3x3) -> [1,8,8,8] -> conv b (w 32x8x3x3) -> y [1,32,8,8]."""
     nodes = [_conv("x", "a", "wa"), _conv("a", "y", "wb")]

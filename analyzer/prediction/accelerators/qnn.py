@@ -21,9 +21,9 @@ docs.qualcomm.com 80-63442-10 "relu example": rules that "convert, split and opt
 around relu").  The Concat elision is not in Qualcomm's public documentation found: it is
 the usual NPU compiler practice (Huawei CANN's graph engine, "Concat No Task": the inputs are
 placed contiguously and the concat runs no task), kept because the cross-validation below
-chose it.  The form (these joins, the fixed cost, no per-kernel floor) was chosen by
+chose it.  The form (these joins, the fixed costs below) was chosen by
 leave-one-model-out and leave-one-family-out cross-validation on the fitted AI Hub models
-(bench/hexagon_forms.py; constants by bench/fit_accelerators.py, a least squares with a Cauchy
+(bench/hexagon_forms.py, bench/hexagon_variants.py; constants by bench/fit_accelerators.py, a least squares with a Cauchy
 loss on log(predicted / measured), so that the few rows no kernel sum represents do not set
 the others' constants; docs/accuracy.md).
 
@@ -51,7 +51,10 @@ Per inference, the profile family's ``run_fixed_s`` scalar (``efficiency/constan
 added once: the graph-execute cost outside the accelerator's kernels (QNN's HTP profile
 events ``GRAPH_EXECUTE_HOST_RPC_TIME`` / ``HTP_RPC_TIME`` / ``RESOURCE_POWER_UP_TIME`` /
 ``VTCM_ACQUIRE_TIME``, QnnHtpProfile.h, Qualcomm AI Runtime SDK API reference); its size is
-fitted.
+fitted per device, with one fp16 / W8A8 ratio for both Hexagon devices.  Per kernel, the
+family's class floor (``floor_s``, one fitted figure for every class and both Hexagon devices:
+a per-layer dispatch on the NPU, the same seconds on each chip since no NPU clock is sourced)
+is added to each launch, as the library's kernel time does for any fitted family.
 """
 
 from __future__ import annotations
