@@ -29,7 +29,7 @@ def tiled_work(xp, per, arrays, zeros, mac, m, n, k, batch, tm, tn, waves_on, un
     # a kernel that runs its inputs in blocks of k_block channels pads k to whole blocks (0: none)
     kb = per("k_block") if "k_block" in arrays else zeros
     kb1 = xp.maximum(kb, 1.0)
-    kp = xp.where(kb > 0, xp.ceil(k / kb1) * kb1, k)
+    kp = _straight_through(xp, k, xp.where(kb > 0, xp.ceil(k / kb1) * kb1, k))
     whole = (per("whole_tile") if "whole_tile" in arrays else zeros) > 0
     mp, np_, wave, split = _tile_choice(xp, m, n, k, tm, tn, b1, units, known, whole)
     share = per("mult_share") if "mult_share" in arrays else zeros
@@ -42,6 +42,18 @@ def tiled_work(xp, per, arrays, zeros, mac, m, n, k, batch, tm, tn, waves_on, un
     nh = per("n_half") if "n_half" in arrays else zeros
     narrow = xp.where(tiled, 1.0 + (nh / xp.maximum(np_, 1.0)) ** 2, 1.0)
     return tiled, work, wave, split, narrow, algo
+
+
+def _straight_through(xp, x, padded):
+    """``padded`` (x rounded up to whole blocks) with the derivative of ``x``: under JAX the
+    step function's zero slope is replaced by 1 (``x + stop_gradient(padded - x)``), so a
+    gradient taken through a padded ``k`` (``analyzer.search.grad``: more FLOPs = a deeper k)
+    sees the work grow with k, at the block padding of the nominal shape; numpy: ``padded``."""
+    if getattr(xp, "__name__", "").startswith("jax"):
+        import jax
+
+        return x + jax.lax.stop_gradient(padded - x)
+    return padded
 
 
 def _tile_choice(xp, m, n, k, tm, tn, b1, units, known, whole=False):
