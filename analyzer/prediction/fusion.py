@@ -370,18 +370,22 @@ def _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch=Non
             members.append([])
         members[k].append(i)
         kernel_of[i] = k
-    runs = [nd.launches for nd in nodes] if launch is None else launch
     saved = [0] * len(members)
-    for k, ms in enumerate(members):
-        if len(ms) > 1:
-            saved[k] = _saved(nodes, ms, runs, producer, consumers, graph_outputs)
+    if any(len(ms) > 1 for ms in members):
+        runs = [nd.launches for nd in nodes] if launch is None else launch
+        is_view = fusion_bytes.is_view
+        view = [is_view(nd.domain, nd.op) for nd in nodes]
+        for k, ms in enumerate(members):
+            if len(ms) > 1:
+                saved[k] = _saved(nodes, ms, runs, producer, consumers, graph_outputs, view)
     return FusionPlan(policy=policy, kernel_of=tuple(kernel_of), members=tuple(tuple(m) for m in members),
                       saved_bytes=tuple(saved), kernel_ops=("",) * len(members))
 
 
-def _saved(nodes, ms, runs, producer, consumers, graph_outputs) -> int:
+def _saved(nodes, ms, runs, producer, consumers, graph_outputs, view) -> int:
     """``fusion_bytes.saved`` of kernel ``ms`` (its members share one graph level); ``runs``:
-    which nodes launch (a view that does not is looked through)."""
+    which nodes launch; ``view``: which nodes are views (one that does not launch, or is a
+    member, is looked through)."""
     level = nodes[ms[0]].level
     inside = set(ms)
 
@@ -390,8 +394,7 @@ def _saved(nodes, ms, runs, producer, consumers, graph_outputs) -> int:
         return nd.inputs, nd.outputs, nd.input_bytes, nd.output_bytes, nd.op
 
     def alias(u):
-        nd = nodes[u]
-        return (u in inside or not runs[u]) and fusion_bytes.is_view(nd.domain, nd.op)
+        return view[u] and (u in inside or not runs[u])
 
     return fusion_bytes.saved(ms, io, alias, lambda t: consumers.get((level, t), ()),
                               lambda t: producer.get((level, t)),

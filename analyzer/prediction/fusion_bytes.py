@@ -81,7 +81,8 @@ def saved(ms, io, alias, readers, source, is_output) -> int:
         ins, _, in_b, _, op = io(u)
         for t, b in zip(ins, in_b):
             if t:
-                r = _root(t, io, alias, source)
+                p = source(t)
+                r = t if p is None or not alias(p) else _root(t, io, alias, source)
                 reads.append((r, b))
                 if partial_read(op):
                     partial.add(r)
