@@ -170,3 +170,20 @@ def test_search_fast_path_saves_what_the_plan_saves():
     (g, (_, low)), = zip(cm._rows.groups, cm.lower(counted))
     _, s = cm._rows._kernels(st.nodes, data, g.policy, st.outputs)
     assert tuple(s) == low.plan.saved_bytes == ((2 * N + BIAS) + 3 * N - (2 * N + BIAS),)
+
+
+def test_partial_reads_of_an_outside_tensor_are_not_merged():
+    # x read by a Slice (its counted read: the half it keeps, N / 2) and by an Add (all of x) in
+    # one kernel: the part the Slice reads is not known to the plan, so both reads stand and only
+    # the intermediates are saved (the slice's result s: written N / 2, read N / 2)
+    nodes = [_fn("Slice", "movement", ("x",), ("s",), (N,), (N // 2,)),
+             _fn("Add", "elementwise", ("s", "x2"), ("y",), (N // 2, N // 2), (N // 2,)),
+             _fn("Add", "elementwise", ("x", "c"), ("z",), (N, N), (N,)),
+             _fn("Concat", "movement", ("y", "z"), ("o",), (N // 2, N), (3 * N // 2,))]
+    p = fusion.plan(nodes, "xla")
+    assert p.members == ((0, 1, 2, 3),)
+    # saved: s written and read (N), y and z written and read (3 N); x's second read kept
+    assert p.saved_bytes[0] == N // 2 + N // 2 + 2 * (N // 2) + 2 * N
+    # the same with a whole reader in place of the Slice (a Neg): x's second read merged (+ N)
+    whole = [nodes[0]._replace(op="Neg", op_class="elementwise")] + nodes[1:]
+    assert fusion.plan(whole, "xla").saved_bytes[0] == p.saved_bytes[0] + N
