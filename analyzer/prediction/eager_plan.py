@@ -222,30 +222,15 @@ def _recompute(w: Walk, ops: dict[int, str]) -> None:
         w.extra[i].extend(("Add", 2 * sum(fn.output_bytes)) for _ in range(k - 1))
 
 
-def _reread(w: Walk, members) -> int:
-    """Bytes a joined kernel does not read again: a tensor from outside that several members
-    read (the GELU's x) is read once by the one kernel."""
-    if len(members) < 2:
-        return 0
-    made = {t for i in members for t in w.fnodes[i].outputs if t}
-    seen: set[str] = set()
-    out = 0
-    for i in members:
-        for t, b in zip(w.fnodes[i].inputs, w.fnodes[i].input_bytes):
-            if t and t not in made:
-                if t in seen:
-                    out += b
-                seen.add(t)
-    return out
-
-
 def _finish(w: Walk, groups, ops: dict[int, str], graph_outputs) -> fusion.FusionPlan:
-    """The ``FusionPlan`` of the walk: its groups joined, copies' bytes added (negative saved
-    bytes), extra copy launches on their consumers' kernels."""
+    """The ``FusionPlan`` of the walk: its groups joined (their saved bytes as
+    ``fusion_bytes.saved`` counts them: a tensor from outside that several members read, the
+    GELU's x, is read once), copies' bytes added (negative saved bytes), extra copy launches on
+    their consumers' kernels."""
     p = fusion.grouped(w.fnodes, groups, w.launch, graph_outputs, POLICY)
     saved, kops, extra_ops, extra_bytes = [], [], [], []
     for k, members in enumerate(p.members):
-        saved.append(p.saved_bytes[k] - sum(w.added[i] for i in members) + _reread(w, members))
+        saved.append(p.saved_bytes[k] - sum(w.added[i] for i in members))
         first = members[0]
         kops.append(ops.get(first, COPY_OP if w.added[first] or (
             w.nodes[first].op == "Transpose") else ""))

@@ -34,7 +34,8 @@ and it launches once.  Policies (``POLICIES``), chosen by the runtime (``runtime
 
 Nodes are joined only with nodes of the same graph level (a loop body's nodes fuse among
 themselves, never with the outer graph).  The plan is plain data: kernel index per node, the
-members of each kernel, and the bytes each kernel does not move because of fusion.
+members of each kernel, and the bytes each kernel does not move because of fusion (in closed
+form, views between members looked through: ``fusion_bytes``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
+from analyzer.prediction import fusion_bytes
 from analyzer.prediction.accelerators import qnn
 
 POLICIES = ("none", "xla", "onnxruntime", "coreml", "tflite", "qnn")
@@ -349,7 +351,8 @@ def _tensor_bytes(nodes, producer, consumers, t: str) -> int:
 
 
 def _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch=None) -> FusionPlan:
-    """The plan of the sets ``sets`` joined (None: none joined, each node a kernel of its own)."""
+    """The plan of the sets ``sets`` joined (None: none joined, each node a kernel of its own);
+    ``launch``: which nodes launch (None: as each node says)."""
     kernel_of = [-1] * len(nodes)
     roots: dict[int, int] = {}
     members: list[list[int]] = []
@@ -368,26 +371,31 @@ def _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch=Non
         members[k].append(i)
         kernel_of[i] = k
     saved = [0] * len(members)
-    for k, ms in enumerate(members):
-        if len(ms) < 2:
-            continue
-        inside = set(ms)
-        for i in ms:
-            nd = nodes[i]
-            for t, nbytes in zip(nd.outputs, nd.output_bytes):
-                if not t:
-                    continue
-                users = consumers.get((nd.level, t), ())
-                if users and inside.issuperset(users):
-                    # never written (a graph output is written all the same) ...
-                    if not (nd.level == "" and t in graph_outputs):
-                        saved[k] += nbytes
-                    for u in users:     # ... nor read back (each input position reading t)
-                        ins = nodes[u].inputs
-                        if ins.count(t) == 1:
-                            saved[k] += nodes[u].input_bytes[ins.index(t)]
-                        else:
-                            saved[k] += sum(b for x, b in zip(ins, nodes[u].input_bytes)
-                                            if x == t)
+    if any(len(ms) > 1 for ms in members):
+        runs = [nd.launches for nd in nodes] if launch is None else launch
+        is_view = fusion_bytes.is_view
+        view = [is_view(nd.domain, nd.op) for nd in nodes]
+        for k, ms in enumerate(members):
+            if len(ms) > 1:
+                saved[k] = _saved(nodes, ms, runs, producer, consumers, graph_outputs, view)
     return FusionPlan(policy=policy, kernel_of=tuple(kernel_of), members=tuple(tuple(m) for m in members),
                       saved_bytes=tuple(saved), kernel_ops=("",) * len(members))
+
+
+def _saved(nodes, ms, runs, producer, consumers, graph_outputs, view) -> int:
+    """``fusion_bytes.saved`` of kernel ``ms`` (its members share one graph level); ``runs``:
+    which nodes launch; ``view``: which nodes are views (one that does not launch, or is a
+    member, is looked through)."""
+    level = nodes[ms[0]].level
+    inside = set(ms)
+
+    def io(i):
+        nd = nodes[i]
+        return nd.inputs, nd.outputs, nd.input_bytes, nd.output_bytes, nd.op
+
+    def alias(u):
+        return view[u] and (u in inside or not runs[u])
+
+    return fusion_bytes.saved(ms, io, alias, lambda t: consumers.get((level, t), ()),
+                              lambda t: producer.get((level, t)),
+                              lambda t: level == "" and t in graph_outputs)

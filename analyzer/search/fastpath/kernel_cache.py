@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzer.prediction import engines, fusion
+from analyzer.prediction import engines, fusion, fusion_bytes
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction import kernels
 
@@ -138,7 +138,8 @@ class KernelRows:
             g.simt = bool(profiles) and engines.simt_applies(g.runtime, [profiles[i] for i in g.idx])
         self.usable = all(g.policy in _POLICIES for g in self.groups)
         self.precision = precision
-        # node key -> (launches, joins xla fusions, member part, input bytes, output bytes)
+        # node key -> (launches, joins xla fusions, member part, input bytes, output bytes,
+        # Winograd shape, a view that launches nothing)
         self.nodes: dict[int, tuple] = {}
         self.stats = {"lowered": 0, "harvested": 0, "mismatch": 0}
 
@@ -168,7 +169,8 @@ class KernelRows:
         # union of every edge between two fusible nodes (``fusion._xla``).  A fusible node
         # launches, so every set is a kernel: a set's root is its smallest node (the larger
         # root points to the smaller) and ``kernel[root]`` its members, in order
-        made: dict[str, list[int]] = {}   # tensor -> [its fusible producer, its readers...]
+        # tensor -> [its fusible producer (-1 - v: a view v launching nothing), its readers...]
+        made: dict[str, list[int]] = {}
         parent = list(range(len(nodes)))
         kernel: dict[int, list[int]] = {}
         members = []   # (a kernel merged into another is emptied here)
@@ -183,6 +185,8 @@ class KernelRows:
                         continue
                     e.append(j)
                     ri = e[0]
+                    if ri < 0:   # (a view's output: no edge to join)
+                        continue
                     p = parent[ri]
                     while p != ri:   # (find, halving the path)
                         g = parent[ri] = parent[p]
@@ -217,6 +221,10 @@ class KernelRows:
                         e.append(j)
                 if d[0]:
                     members.append([j])
+                elif d[6]:   # a view that launches nothing: its readers read its input's buffer
+                    for t in nd.outputs:
+                        if t:
+                            made[t] = [-1 - j]
         members = [m for m in members if m]
         return [tuple(m) for m in members], _saved_bytes(nodes, data, members, get, outputs)
 
@@ -289,7 +297,8 @@ class KernelRows:
             if k not in self.nodes:
                 self.nodes[k] = (fn.launches, fusion.xla_fusible(fn),
                                  kr.member_part(n, fn, b, self.precision), fn.input_bytes,
-                                 fn.output_bytes, engines.winograd_shape(n))
+                                 fn.output_bytes, engines.winograd_shape(n),
+                                 not fn.launches and fusion_bytes.is_view(fn.domain, fn.op))
         data = self._data(keys)
         for g, (idx, low) in zip(self.groups, lowered):
             members, saved = self._kernels(st.nodes, data, g.policy, st.outputs)
@@ -339,41 +348,24 @@ def _simt(g: _Group, row: tuple, infos: list) -> tuple:
 
 
 def _saved_bytes(nodes, data, members, get, outputs=()) -> dict[int, int]:
-    """{kernel position: the bytes it saves} for the kernels of more than one member: an output
-    read only inside its kernel is not read back, nor written unless it is a graph output
-    (``outputs``) (``get``: tensor -> [its fusible producer, its readers...], as ``_plan`` built
-    it)."""
-    fused = {}
-    for j, m in enumerate(members):
-        if len(m) > 1:
-            s = 0
-            inside = set(m)
-            for i in m:   # (every member is fusible: ``made`` has its outputs)
-                t = nodes[i].single   # (most members: one output, no zip needed)
-                outs = ((t, data[i][4][0]),) if t is not None else \
-                    zip(nodes[i].outputs, data[i][4])
-                for t, b in outs:
-                    e = get(t) if t else None
-                    # (e[0], the producer, is inside: e inside <=> its readers are)
-                    if e is not None and len(e) > 1 and inside.issuperset(e):
-                        if t in outputs:   # (a graph output is written all the same)
-                            b = 0
-                        if len(e) == 2 and not nodes[e[1]].repeats:
-                            u = e[1]
-                            s += b + data[u][3][nodes[u].inputs.index(t)]
-                        else:
-                            s += b + _read(nodes, data, e[1:], t)
-            fused[j] = s
-    return fused
+    """{kernel position: the bytes it saves} for the kernels of more than one member, as
+    ``fusion_bytes.saved`` counts them (``get``: tensor -> [its fusible producer, its readers...],
+    or [-1 - v, its readers...] for the output of a view ``v`` that launches nothing, as
+    ``_plan`` built it; ``outputs``: the graph's output names, always written)."""
 
-def _read(nodes, data, users, t: str) -> int:
-    """The bytes ``users`` (``t``'s readers, one per position read at) read of ``t``, counted
-    as ``fusion._collect`` counts them: for each listed reader, every position it reads at."""
-    s = 0
-    for u in users:
-        nd = nodes[u]
-        if nd.repeats:
-            s += sum(b for y, b in zip(nd.inputs, data[u][3]) if y == t)
-        else:
-            s += data[u][3][nd.inputs.index(t)]
-    return s
+    def io(i):
+        nd = nodes[i]
+        return nd.inputs, nd.outputs, data[i][3], data[i][4], nd.op
+
+    def readers(t):
+        e = get(t)
+        return e[1:] if e is not None else ()
+
+    def source(t):
+        e = get(t)
+        return None if e is None else (e[0] if e[0] >= 0 else -1 - e[0])
+
+    alias = lambda u: data[u][6]   # noqa: E731  (members launch: never a view looked through)
+    is_output = outputs.__contains__
+    return {j: fusion_bytes.saved(m, io, alias, readers, source, is_output)
+            for j, m in enumerate(members) if len(m) > 1}
