@@ -51,6 +51,7 @@ from analyzer.prediction.cpu import op_rates as cpu_op_rates
 from analyzer.prediction.cpu import epilogue as cpu_epilogue
 from analyzer.prediction.cpu import loop_resident as cpu_loop
 from analyzer.prediction.cpu import loop_launch as cpu_loop_launch
+from analyzer.prediction.cpu import xla_partition as cpu_partition
 from analyzer.prediction import host_only as host_only_ops
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction.hardware import (complete_profile, gather_note, host_dispatch, profile_memo,
@@ -166,6 +167,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         engines.precision_notes(prof, runtime.name, precision, mpeak[p], warn, note, cls_l, anchor_dtype, mac_l,
                         vec_l, trans_l)
         _set_consts(consts, p, arrays)
+        consts_p = {n: consts[n][p] for n in consts}
         floors = np.asarray(arrays["floor_s"])[cls]
         calibrated = _calibrated_for(prof, runtime.dispatch_name)
         fixed_of = functools.partial(_fixed_s, prof=prof, runtime=runtime, calibrated=calibrated,
@@ -181,14 +183,13 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p], "units": units[p], "l2_bytes": l2[p]}
         if calibrated:
             run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6 + once
-            if act is None:   # what a run writes besides its weights (cpu_cold.cold_share)
-                act = float(sum(n.cost.activation_bytes_written for n in nodes))
-            _add_calibrated_fixed(fixed[p], prof, nodes, plan, feats, arrays, view, wbytes, hw_p,
-                                  {n: consts[n][p] for n in consts}, act, note)
+            act = float(sum(n.cost.activation_bytes_written for n in nodes)) if act is None else act  # cpu_cold
+            _add_calibrated_fixed(fixed[p], prof, nodes, plan, feats, arrays, view, wbytes, hw_p, consts_p, act, note)
             resident = _loop_resident(resident, p, prof, nodes, plan, feats, wbytes, runs, hw_p, consts, fixed, note)
+            cpu_partition.add_fixed(fixed[p], prof, nodes, fnodes, plan, feats, runs, hw_p, consts_p, note)
         if extra_cls:   # launches the runtime inserted with no node of their own (_add_at)
             _add_at(extra_cls, fixed[p], host[p], _inserted_s(
-                extra_cls, nodes, plan, arrays, fixed_of, hw_p, {n: consts[n][p] for n in consts}, loop_s,
+                extra_cls, nodes, plan, arrays, fixed_of, hw_p, consts_p, loop_s,
                 cpu_loop_launch.program_launch_s(prof, calibrated, runtime.fusion)))
         if runtime.fusion in ("onnxruntime", eager_plan.POLICY) or fused is not None:
             note.append(f"kernels: {plan.source}")

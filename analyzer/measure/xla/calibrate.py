@@ -63,29 +63,33 @@ def _rng(label: str) -> np.random.Generator:
     return np.random.default_rng(zlib.crc32(label.encode()))
 
 
-def row_kernels(fn: Callable, args: tuple) -> list[dict[str, Any]]:
+def row_kernels(fn: Callable, args: tuple, threads: int = 1) -> list[dict[str, Any]]:
     """The kernels opcost's ``xla`` lowering on a CPU (``runtimes.XLA_CPU``) makes of ``fn(*args)``:
-    class, counts per launch and the matrix view of the heaviest member
-    (``cpu_model.node_features``'s seven numbers)."""
+    class, counts per launch, the matrix view of the heaviest member
+    (``cpu_model.node_features``'s seven numbers) and the parts XLA splits it into on ``threads``
+    cores (``prediction.cpu.xla_partition``)."""
     import jax
 
     import hardware_db
     from analyzer.api import analyze_jax
     from analyzer.prediction.efficiency import kernel_time as eff
     from analyzer.prediction import lowering, runtimes
-    from analyzer.prediction.kernel_rows import node_view
+    from analyzer.prediction.cpu import xla_partition
+    from analyzer.prediction.kernel_rows import fusion_nodes, node_view
 
     sds = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)
     nodes = list(analyze_jax(fn, *sds).nodes)
     low = lowering.lower(nodes, [hardware_db.get(REFERENCE_PROFILE)], None, runtimes.XLA_CPU)
     f = low.feats
+    parts = xla_partition.kernel_parts(nodes, fusion_nodes(nodes, None)[0], low.plan, f, low.runs, threads)
     out = []
     for k, members in enumerate(low.plan.members):
         head = max(members, key=lambda i: (nodes[i].cost.mac_flops, nodes[i].cost.flops))
         out.append({"op_class": eff.OP_CLASSES[int(f["op_class"][k])], "mac": float(f["mac_flops"][k]),
                     "vec": float(f["vec_flops"][k]), "trans": float(f["trans_flops"][k]),
                     "bytes": float(f["bytes"][k]), "runs": float(low.runs[k]),
-                    "view": [float(f["mac_flops"][k])] + [float(v) for v in node_view(nodes[head])]})
+                    "view": [float(f["mac_flops"][k])] + [float(v) for v in node_view(nodes[head])],
+                    "parts": int(parts[k])})
     return out
 
 
@@ -124,7 +128,7 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
     for i, (g, label, build) in enumerate(rows):
         say(0.3 * i / len(rows), f"tracing {label}")
         fn, args = build(_rng(label))
-        built.append((g, label, fn, xr.as_jax_args(args), row_kernels(fn, args)))
+        built.append((g, label, fn, xr.as_jax_args(args), row_kernels(fn, args, os.cpu_count() or 1)))
     small, sargs = xr.run_overhead_program()
     sargs = xr.as_jax_args(sargs)
     chains = {n: xr.dot_chain(n, m=1, k=8) for n in (1, xr.TINY_CHAIN)}
@@ -337,7 +341,8 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
                   f"{q:g} quantile of its wall-clock runs with async dispatch off, the fastest of "
                   f"{passes} passes (each in a fresh process), less the run overhead. Kernel time per op class = floor + "
                   "max(F/(peak*e_c), (B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))), "
-                  "F = mac + vec + trans_weight * transcendentals; a run adds "
+                  "F = mac + vec + trans_weight * transcendentals (a kernel XLA splits into p tasks: F / p, B / p, "
+                  "analyzer/prediction/cpu/xla_partition.py); a run adds "
                   "run_overhead_us and the largest floor - program_launch_us once; a kernel outside a loop costs "
                   "program_launch_us, one in a loop body loop_launch_us, in place of floor. See analyzer/measure/xla/calibrate.py."),
         "matrix_tflops": {"fp32": fig["peak"] / 1e12},

@@ -35,8 +35,12 @@ UNTILED = ("conv", "gemm", "gemm_tn")
 
 
 def _features(kernel: dict, trans_weight: float) -> tuple[float, float, list[float]]:
+    """(F, B, view) of a row's kernel; a kernel XLA splits into ``parts`` parts
+    (``prediction.cpu.xla_partition``; absent: 1) is fitted as one part's: F and B over ``parts``
+    (its fixed cost paid once)."""
     k = kernel
-    return k["mac"] + k["vec"] + trans_weight * k["trans"], k["bytes"], k["view"]
+    p = max(float(k.get("parts", 1)), 1.0)
+    return (k["mac"] + k["vec"] + trans_weight * k["trans"]) / p, k["bytes"] / p, k["view"]
 
 
 def link_s(measured: dict[str, Any]) -> float:

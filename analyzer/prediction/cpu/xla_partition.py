@@ -1,0 +1,206 @@
+"""XLA CPU's split of a loop fusion over the cores: the ``xla`` runtime's kernels on a profile
+calibrated with it (``calibration.threads``).
+
+XLA's CPU compiler runs its parallel task assigner after fusion (``ParallelTaskAssigner``,
+``xla/service/cpu/parallel_task_assignment.cc`` of openxla/xla; its ``DefaultCostModel`` and
+``ShapePartitionAssigner``; the facts in ``RULE``). ``threads`` is the cores XLA may schedule on
+(its ``max_parallelism``: the module's intra-op threads, else ``NumSchedulableCPUs``). An
+elementwise op or a loop fusion (also a gather, transpose, concatenate, reduce-window, ...; never
+a dot, a convolution run by a library, nor a custom YNNPACK fusion) gets a task count from its
+``HloCostAnalysis`` figures, ``flops``, ``transcendentals`` and ``bytes`` accessed:
+
+- I/O-bound (``flops / bytes <= 1``): ``min(threads, ceil(sqrt(threads)), bytes // 256 KiB)``;
+- otherwise: ``min(threads, (flops + 2 transcendentals + 10 bytes) // 100,000)``;
+
+at least 1, and no more than the elements of its result's outer dims. A kernel of ``p > 1``
+tasks is outlined with ``outer_dimension_partitions`` and its ``p`` parts run on XLA's thread
+pool: the optimized HLO of the calibration's programs (``bench/xla_partitions.py``) has 31 of
+148 rows so on a 2-core VM (``p = 2``: adds, activations, SGD updates of 65,536 elements or
+more, the layer norms' and the softmax's [rows, cols] output fusions, gathers, transposes, two
+pool gradients), none of them a YNNPACK reduction; the rule below splits the same kernels of
+those rows but the softmax's exp (XLA runs it inside a YNNPACK fusion).
+
+opcost's figures for the rule: a kernel's ``bytes`` (its reads and writes, per launch) and its
+vector FLOPs and transcendentals, except that XLA's HLO expands some ops into elementwise
+arithmetic before its cost analysis counts them (``EXPANDED_FLOPS``: ``erfc``, a GELU's
+``jax.nn.gelu(approximate=False)``; an ``erf`` stays one transcendental). Eligible kernels
+(``eligible``): every member fuses in a loop fusion (``fusion.xla_fusible``; not a YNNPACK
+reduction, not a pooling, which XLA runs in YNNPACK) or is a max pool's gradient (its expansion's
+reduce-window and scatter are loop fusions).
+
+Time of a kernel split into ``p`` parts: its fixed cost once, and the work term of one part,
+``max(compute(F / p), memory(B / p))`` (each core runs ``1 / p`` of the FLOPs and bytes at the
+calibrated single-kernel rates): ``partition_s`` is what that changes against the whole kernel
+on one core. The calibration's fits take each row's kernels so too (``measure.xla.fit``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+# XLA's DefaultCostModel (xla/service/cpu/parallel_task_assignment.cc, openxla/xla, read at commit
+# fb55df1a9d69; the newest stored), its constants and what its comments say of them
+RULE = {
+    "source": "openxla/xla xla/service/cpu/parallel_task_assignment.cc (DefaultCostModel, "
+              "ParallelTaskAssignment::GetTargetParallelTaskCount), commit fb55df1a9d69",
+    "io_bound_flops_per_byte": 1.0,       # flops / bytes accessed <= 1: I/O bound
+    "io_min_bytes_per_task": 256 * 1024,  # "256KB L2 Cache size"
+    "min_cost_per_task": 100_000,         # "Minimum per-thread cost is 100us of work on a 2GHz core"
+    "flop_cost": 1.0, "transcendental_cost": 2.0, "byte_cost": 10.0,
+}
+# HLO elementwise ops per element (HloCostAnalysis: 1 flop each) XLA expands an op into, which
+# opcost counts as one transcendental: erfc's polynomial, counted in the optimized HLO of
+# jax.nn.gelu(x, approximate=False) over 16,384 fp32 (64 ops an element besides its one exp, 4
+# of them the GELU's own); JAX primitive names
+EXPANDED_FLOPS = {"erfc": 60}
+# kernels of these op classes are XLA loop fusions besides the fusible ones (a max pool's gradient)
+_LOOP_CLASSES = frozenset({"pool_grad"})
+# fusible classes XLA runs as YNNPACK fusions (a custom fusion: never partitioned)
+_YNN_CLASSES = frozenset({"pooling", "pool1d"})
+
+
+def tasks(nbytes: float, flops: float, trans: float, threads: int) -> int:
+    """XLA's task count for a kernel of ``nbytes`` accessed, ``flops`` and ``trans``
+    (transcendentals) on ``threads`` cores (the module docstring's rule)."""
+    r = RULE
+    if threads <= 1 or nbytes <= 0:
+        return 1
+    if flops / nbytes <= r["io_bound_flops_per_byte"]:
+        cap, cost, per = min(threads, math.ceil(math.sqrt(threads))), nbytes, r["io_min_bytes_per_task"]
+    else:
+        cap, per = threads, r["min_cost_per_task"]
+        cost = r["flop_cost"] * flops + r["transcendental_cost"] * trans + r["byte_cost"] * nbytes
+    return int(max(1, min(cap, cost // per)))
+
+
+def eligible(fnodes, members) -> bool:
+    """Whether a kernel of ``members`` (node indices into ``fnodes``) is an XLA loop fusion."""
+    from analyzer.prediction import fusion, xla_cpu_fusion
+
+    def loop(nd) -> bool:
+        if nd.op_class in _LOOP_CLASSES:
+            return True
+        return (fusion.xla_fusible(nd) and nd.op_class not in _YNN_CLASSES
+                and not xla_cpu_fusion.ynn_reduction(nd))
+    ms = [fnodes[i] for i in members if fnodes[i].launches]
+    return bool(ms) and all(loop(nd) for nd in ms)
+
+
+def kernel_parts(nodes, fnodes, plan, feats, runs, threads: int) -> np.ndarray:
+    """[K] the parts XLA splits each kernel of ``plan`` into on ``threads`` cores (1: not
+    split); ``nodes``/``fnodes``: the graph's ``NodeCost`` and ``FusionNode`` lists;
+    ``feats``/``runs``: the lowering's per-launch features and launches."""
+    from analyzer.prediction import fusion
+
+    out = np.ones(plan.kernels)
+    if threads <= 1:
+        return out
+    producer, consumers = fusion.tensor_index(fnodes)
+    for k, members in enumerate(plan.members):
+        if not eligible(fnodes, members):
+            continue
+        r = max(float(runs[k]), 1.0)
+        expanded = sum(nodes[i].cost.transcendentals for i in members if nodes[i].op in EXPANDED_FLOPS) / r
+        extra = sum(EXPANDED_FLOPS[nodes[i].op] * nodes[i].cost.transcendentals for i in members
+                    if nodes[i].op in EXPANDED_FLOPS) / r
+        out[k] = tasks(accessed_bytes(fnodes, members, producer, consumers), float(feats["vec_flops"][k]) + extra,
+                       float(feats["trans_flops"][k]) - expanded, threads)
+    return out
+
+
+def accessed_bytes(fnodes, members, producer, consumers) -> float:
+    """The bytes a kernel of ``members`` accesses as XLA's cost analysis counts a fusion's: each
+    tensor it reads from outside it once, each result a node outside it reads (or nothing
+    reads) once, looking through nodes that launch nothing (views); a max pool's gradient, its
+    expansion's reduce-window (``xla_cpu_fusion`` rule 9): the operand and ``R`` int32 iotas of
+    its shape read, the window's value and its ``R`` indices written."""
+    from analyzer.prediction import xla_cpu_fusion as xc
+
+    inside = set(members)
+    seen: set[tuple[str, str]] = set()
+    total = 0.0
+    for i in members:
+        nd = fnodes[i]
+        word = next((w for w in (nd.kernel or "").split() if w.startswith("rank=")), "")
+        if nd.op == "select_and_scatter_add" and word and len(nd.input_bytes) >= 2:
+            r = int(word[5:])
+            total += (1 + r) * (nd.input_bytes[0] + nd.input_bytes[1])
+            continue
+        for t, b in zip(nd.inputs, nd.input_bytes):
+            if t and (nd.level, t) not in seen:
+                src = xc._source(nd.level, t, fnodes, producer, set())
+                if src is None or src < 0 or src not in inside:
+                    seen.add((nd.level, t))
+                    total += b
+        readers = xc._readers(i, fnodes, consumers)
+        if not readers or any(u not in inside for u in readers):
+            total += sum(nd.output_bytes)
+    return total
+
+
+def partition_s(parts: np.ndarray, feats: dict, hw_p: dict, consts_p: dict) -> np.ndarray:
+    """[K] seconds a launch changes by running its ``parts`` parts at once (<= 0; 0 where 1):
+    the work term of ``feats / parts`` less that of ``feats`` (``kernel_time``'s
+    ``max(compute, memory)``; ``hw_p``/``consts_p``: one profile's figures and constants)."""
+    from analyzer.prediction.efficiency import kernel_time as eff
+
+    split = parts > 1
+    if not split.any():
+        return np.zeros_like(parts)
+    scaled = {k: (v / parts if k in ("mac_flops", "vec_flops", "trans_flops", "bytes") else v)
+              for k, v in feats.items()}
+    whole = eff.kernel_time(np, feats, hw_p, consts_p)
+    part = eff.kernel_time(np, scaled, hw_p, consts_p)
+    delta = (np.maximum(part["compute_s"], part["memory_s"]) - np.maximum(whole["compute_s"], whole["memory_s"]))
+    return np.where(split, delta, 0.0)
+
+
+def note(parts: np.ndarray, threads: int, prof_id: str, n_extra: int = 0) -> str:
+    """The prediction's note of the split kernels (``n_extra``: and inserted launches)."""
+    n = int((parts > 1).sum())
+    more = f" and {n_extra} inserted launch{'es' if n_extra != 1 else ''}" if n_extra else ""
+    return (f"{n} kernel{'s' if n != 1 else ''}{more} split over {prof_id}'s {threads} calibrated threads "
+            "(XLA's parallel task assignment: a loop fusion of 256 KiB or more; each part's work at "
+            "the calibrated rates)")
+
+
+def add_fixed(fixed_p: np.ndarray, prof, nodes, fnodes, plan, feats, runs, hw_p: dict, consts_p: dict,
+              notes: list[str]) -> None:
+    """Add ``partition_s`` to one profile's per-launch fixed seconds (in place) where ``plan`` is
+    the ``xla_cpu`` plan and ``prof`` a calibration of it with ``threads`` above 1; its note to
+    ``notes``."""
+    from analyzer.prediction import xla_cpu_fusion
+
+    threads = int((prof.calibration or {}).get("threads") or 1)
+    if plan.policy != xla_cpu_fusion.POLICY or threads <= 1:
+        return
+    parts = kernel_parts(nodes, fnodes, plan, feats, runs, threads)
+    fixed_p += partition_s(parts, feats, hw_p, consts_p)
+    n_extra = _extra_split(fixed_p, plan, threads, hw_p, consts_p)
+    if (parts > 1).any() or n_extra:
+        notes.append(note(parts, threads, prof.id, n_extra))
+
+
+def _extra_split(fixed_p: np.ndarray, plan, threads: int, hw_p: dict, consts_p: dict) -> int:
+    """Add to ``fixed_p`` (in place) what XLA's split changes of the launches the plan inserted
+    that move bytes (``FusionPlan.extra_bytes``: layout transposes, GEMV copies, loop slices:
+    loop fusions that read and write their bytes, I/O-bound): the memory term of ``bytes / p``
+    less that of ``bytes``, on the kernel carrying each; returns how many are split."""
+    from analyzer.prediction.efficiency import kernel_time as eff
+
+    got = [(k, op, b) for k, (ops, bs) in enumerate(zip(plan.extra_ops, plan.extra_bytes or ()))
+           for op, b in zip(ops, bs) if b > 0 and tasks(b, 0.0, 0.0, threads) > 1]
+    if not got:
+        return 0
+    codes = np.asarray([eff.CLASS_CODE[eff.op_class_of("", op)] for _, op, _ in got], np.int32)
+    moved = np.asarray([b for _, _, b in got], np.float64)
+    p = np.asarray([tasks(b, 0.0, 0.0, threads) for b in moved], np.float64)
+    hw = {**hw_p, "matrix_peak": 1.0, "vector_peak": 1.0}
+
+    def mem(nbytes):
+        return eff.kernel_time(np, {"op_class": codes, "mac_flops": np.zeros_like(nbytes), "bytes": nbytes},
+                               hw, consts_p)["memory_s"]
+    np.add.at(fixed_p, np.asarray([k for k, _, _ in got], np.int64), mem(moved / p) - mem(moved))
+    return len(got)
