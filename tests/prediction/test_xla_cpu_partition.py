@@ -131,3 +131,17 @@ def test_a_pool_gradient_is_split_by_its_expansions_reduce_window():
     # 2 tasks (XLA splits it); 1x16x32x32 (65,536 B): 409,600 B, 1 (XLA does not)
     assert max(parts((4, 24, 16, 16))) == 2
     assert max(parts((1, 16, 32, 32))) == 1
+
+
+def test_explain_prints_the_split(tmp_path):
+    jax = pytest.importorskip("jax")
+    from analyzer import analyze_jax
+    from analyzer.render.explain import render_explain
+
+    s = jax.ShapeDtypeStruct((65_536,), np.float32)
+    rep = analyze_jax(lambda a, b: a + b, s, s, hw=_profile(tmp_path, 2))
+    e = rep.predictions[0].explain(0)
+    # 786,432 B at 6.25 GB/s: 125.83 us whole, 62.91 us a part: the split takes 62.91 us off
+    assert e.split_parts == 2.0 and e.split_s == pytest.approx(-786_432 / 6.25e9 / 2, rel=1e-5)
+    text = render_explain(rep, 0, width=400)
+    assert "of which split -62.9" in text and "2 part(s)" in text, text

@@ -166,21 +166,34 @@ def note(parts: np.ndarray, threads: int, prof_id: str, n_extra: int = 0) -> str
             "the calibrated rates)")
 
 
-def add_fixed(fixed_p: np.ndarray, prof, nodes, fnodes, plan, feats, runs, hw_p: dict, consts_p: dict,
-              notes: list[str]) -> None:
-    """Add ``partition_s`` to one profile's per-launch fixed seconds (in place) where ``plan`` is
-    the ``xla_cpu`` plan and ``prof`` a calibration of it with ``threads`` above 1; its note to
-    ``notes``."""
+def add_fixed(split, p: int, fixed: np.ndarray, prof, nodes, fnodes, plan, feats, runs, hw_p: dict,
+              consts_p: dict, notes: list[str]):
+    """Add what XLA's split changes of each launch to ``fixed[p]`` (profile ``p``'s per-launch
+    fixed seconds, [P, K], in place) where ``plan`` is the ``xla_cpu`` plan and ``prof`` a
+    calibration of it with ``threads`` above 1 (``partition_s``, and the inserted launches'); its
+    note to ``notes``. Returns ``split`` ((parts, seconds) arrays [P, K], created on the first
+    profile with a split kernel: ``Lowered.split_parts``, ``Lowered.split``) with row ``p`` set."""
     from analyzer.prediction import xla_cpu_fusion
 
     threads = int((prof.calibration or {}).get("threads") or 1)
     if plan.policy != xla_cpu_fusion.POLICY or threads <= 1:
-        return
+        return split
     parts = kernel_parts(nodes, fnodes, plan, feats, runs, threads)
-    fixed_p += partition_s(parts, feats, hw_p, consts_p)
-    n_extra = _extra_split(fixed_p, plan, threads, hw_p, consts_p)
-    if (parts > 1).any() or n_extra:
-        notes.append(note(parts, threads, prof.id, n_extra))
+    delta = partition_s(parts, feats, hw_p, consts_p)
+    n_extra = _extra_split(delta, plan, threads, hw_p, consts_p)
+    if not ((parts > 1).any() or n_extra):
+        return split
+    fixed[p] += delta
+    notes.append(note(parts, threads, prof.id, n_extra))
+    if split is None:
+        split = (np.ones_like(fixed), np.zeros_like(fixed))
+    split[0][p], split[1][p] = parts, delta
+    return split
+
+
+def fields(split) -> dict:
+    """``Lowered``'s split fields of ``add_fixed``'s arrays (none: left at None)."""
+    return {} if split is None else {"split_parts": split[0], "split": split[1]}
 
 
 def _extra_split(fixed_p: np.ndarray, plan, threads: int, hw_p: dict, consts_p: dict) -> int:
