@@ -145,3 +145,23 @@ def test_explain_prints_the_split(tmp_path):
     assert e.split_parts == 2.0 and e.split_s == pytest.approx(-786_432 / 6.25e9 / 2, rel=1e-5)
     text = render_explain(rep, 0, width=400)
     assert "of which split -62.9" in text and "2 part(s)" in text, text
+
+
+def test_a_calibration_rows_kernels_carry_the_parts_of_the_cores_it_names():
+    pytest.importorskip("jax")
+    from analyzer.measure.xla import calibrate as cx
+    from analyzer.measure.xla import rows as xr
+
+    rows = {label: build for rs in xr.xla_rows().values() for label, build in rs}
+
+    def parts(label, threads):
+        fn, args = rows[label](cx._rng(label))
+        return [k["parts"] for k in cx.row_kernels(fn, args, threads)]
+
+    # XLA's optimized HLO on 2 cores splits the add of 65,536 (786,432 B) in 2, not that of 16,384
+    assert parts("add 65536", 2) == [2] and parts("add 16384", 2) == [1]
+    # the layer norm 512x768: its two [512, 768] loop fusions, not its YNNPACK sums nor the
+    # [512] fusions between them (XLA's HLO: the same)
+    assert sorted(parts("layer norm 512x768", 2)) == [1, 1, 1, 1, 2, 2]
+    # on one core (the default) nothing is split
+    assert parts("add 65536", 1) == [1]
