@@ -12,7 +12,9 @@ a dot, a convolution run by a library, nor a custom YNNPACK fusion) gets a task 
 - I/O-bound (``flops / bytes <= 1``): ``min(threads, ceil(sqrt(threads)), bytes // 256 KiB)``;
 - otherwise: ``min(threads, (flops + 2 transcendentals + 10 bytes) // 100,000)``;
 
-at least 1, and no more than the elements of its result's outer dims. A kernel of ``p > 1``
+at least 1, and no more than the elements of its result's outer dims (not applied here: a
+kernel that large with a result of fewer elements than threads is a reduction, which XLA runs
+in YNNPACK, 4,096 elements or more). A kernel of ``p > 1``
 tasks is outlined with ``outer_dimension_partitions`` and its ``p`` parts run on XLA's thread
 pool: the optimized HLO of the calibration's programs (``bench/xla_partitions.py``) has 31 of
 148 rows so on a 2-core VM (``p = 2``: adds, activations, SGD updates of 65,536 elements or
@@ -20,8 +22,9 @@ more, the layer norms' and the softmax's [rows, cols] output fusions, gathers, t
 pool gradients), none of them a YNNPACK reduction; the rule below splits the same kernels of
 those rows but the softmax's exp (XLA runs it inside a YNNPACK fusion).
 
-opcost's figures for the rule: a kernel's ``bytes`` (its reads and writes, per launch) and its
-vector FLOPs and transcendentals, except that XLA's HLO expands some ops into elementwise
+opcost's figures for the rule: the bytes a kernel accesses as XLA's cost analysis counts a
+fusion's (``accessed_bytes``: each tensor it reads from outside and each result it writes, once,
+views looked through; per launch) and its vector FLOPs and transcendentals, except that XLA's HLO expands some ops into elementwise
 arithmetic before its cost analysis counts them (``EXPANDED_FLOPS``: ``erfc``, a GELU's
 ``jax.nn.gelu(approximate=False)``; an ``erf`` stays one transcendental). Eligible kernels
 (``eligible``): every member fuses in a loop fusion (``fusion.xla_fusible``; not a YNNPACK
