@@ -63,20 +63,49 @@ def test_a_kernel_split_in_two_on_two_threads_takes_half_its_single_thread_work_
     assert delta[1] == 0.0
 
 
-def _profile(tmp_path, threads):
+def test_the_split_memory_term_streams_at_min_p_s_1_of_the_machines_bandwidth():
+    # m = s / min(p s, 1): p = 2, s = 0.7: 0.7 / min(1.4, 1) = 0.7; s = 0.4 (<= 1/p): 0.4 / 0.8 =
+    # 0.5 = 1/p; s = 1: 1 (one core streams at the machine's rate); unknown s: 1/p; p = 1: 1
+    assert float(xp.memory_share(2, 0.7)) == pytest.approx(0.7)
+    assert float(xp.memory_share(2, 0.4)) == pytest.approx(0.5)
+    assert float(xp.memory_share(2, 1.0)) == 1.0
+    assert float(xp.memory_share(2, None)) == 0.5
+    assert float(xp.memory_share(4, 0.5)) == pytest.approx(0.5)    # 0.5 / min(2, 1)
+    assert list(xp.memory_share(np.array([1.0, 3.0]), 0.25)) == pytest.approx([1.0, 0.25 / 0.75])
+    ew = eff.CLASS_CODE["elementwise"]
+    feats = {"op_class": np.array([ew]), "mac_flops": np.zeros(1), "vec_flops": np.array([65_536.0]),
+             "trans_flops": np.zeros(1), "bytes": np.array([786_432.0])}
+    hw = {"matrix_peak": 1e11, "vector_peak": 1e11, "mem_bw": 1e10, "units": 0.0, "l2_bytes": 0.0}
+    # e_bw 0.5 = s e' (e' = 0.5 / 0.7 against one core's share 0.7 of 10 GB/s): unsplit
+    # 786,432 B / (10 GB/s x e' x 0.7) = 157.2864 us; split in two: 786,432 B / (10 GB/s x e' x
+    # min(1.4, 1)) = 110.10048 us (the machine's 10 GB/s x e'), 47.18592 us less
+    e1 = 0.5 / 0.7
+    unsplit, split = 786_432 / (1e10 * e1 * 0.7), 786_432 / (1e10 * e1 * min(1.4, 1.0))
+    assert unsplit == pytest.approx(157.2864e-6) and split == pytest.approx(110.10048e-6)
+    delta = xp.partition_s(np.array([2.0]), feats, hw, _consts(), 0.7)
+    assert delta[0] == pytest.approx(split - unsplit, rel=1e-9)
+    # a compute-bound kernel: its FLOPs over the parts whatever s (1e9 FLOPs at 100 GFLOP/s:
+    # 10 ms whole, 5 ms a part)
+    cb = {**feats, "vec_flops": np.array([1e9])}
+    assert xp.partition_s(np.array([2.0]), cb, hw, _consts(), 0.7)[0] == pytest.approx(-5e-3, rel=1e-9)
+
+
+def _profile(tmp_path, threads, share=None):
     from hardware_db.write import calibration_sources, write_profile
     from profile_docs import calibrated_doc
 
     doc = calibrated_doc(threads=threads)
-    doc["id"] = f"calibrated-test-xla-{threads}t"
+    doc["id"] = f"calibrated-test-xla-{threads}t{'' if share is None else f'-s{share:g}'}"
     doc["default_runtime"] = "xla"
     cal = doc["calibration"]
     cal.update({"runtime": "xla", "trans_weight": 1.0, "run_overhead_us": 4.0})
+    if share is not None:
+        cal["core_bw_share"] = share
     cal["tables"] = {"elementwise": {"floor_us": 0.5, "e_c": 0.25, "e_bw": 0.5, "b_half_bytes": 0.0,
                                      "l2_gain": 0.0, "rows": 3, "fit_mape": 1.0}}
     doc["sources"] = {k: v for k, v in doc["sources"].items() if not k.startswith("calibration.")}
     doc["sources"].update(calibration_sources(cal, "test"))
-    return write_profile(doc, tmp_path / f"xla{threads}.toml")
+    return write_profile(doc, tmp_path / f"xla{threads}{'' if share is None else f'_s{share:g}'}.toml")
 
 
 def test_a_calibrated_xla_profile_splits_by_its_own_threads_not_the_machines(tmp_path):
@@ -100,6 +129,28 @@ def test_a_calibrated_xla_profile_splits_by_its_own_threads_not_the_machines(tmp
     assert add(16_384, 2)[0] == pytest.approx(add(16_384, 1)[0], rel=1e-9)
 
 
+def test_a_profile_with_a_core_bw_share_prices_a_split_kernels_bytes_at_it(tmp_path):
+    jax = pytest.importorskip("jax")
+    from analyzer import analyze_jax
+
+    def add(n, share):
+        s = jax.ShapeDtypeStruct((n,), np.float32)
+        return analyze_jax(lambda a, b: a + b, s, s, hw=_profile(tmp_path, 2, share)).predictions[0]
+
+    bw = 12.5e9 * 0.5   # calibrated_doc's 12.5 GB/s at the table's e_bw (= s e')
+    # 65,536 fp32, 786,432 B, 2 parts at s = 0.7: 786,432 x 0.7 / min(1.4, 1) B at 6.25 GB/s =
+    # 88.08 us (125.83 us unsplit); s = 1: no faster than unsplit; s unknown: / 2 (62.91 us)
+    p = add(65_536, 0.7)
+    assert p.latency_s == pytest.approx(4.5e-6 + 786_432 * 0.7 / bw, rel=1e-5)
+    assert any("core's share 0.7" in n for n in p.notes), p.notes
+    assert add(65_536, 1.0).latency_s == pytest.approx(4.5e-6 + 786_432 / bw, rel=1e-5)
+    q = add(65_536, None)
+    assert q.latency_s == pytest.approx(4.5e-6 + 786_432 / bw / 2, rel=1e-5)
+    assert any("no core_bw_share (unknown)" in n for n in q.notes), q.notes
+    # unsplit (16,384: 196,608 B) kernels are priced the same with and without s
+    assert add(16_384, 0.7).latency_s == pytest.approx(add(16_384, None).latency_s, rel=1e-12)
+
+
 def test_the_fit_takes_a_split_rows_kernel_as_one_parts():
     from analyzer.measure.xla import fit as xla_fit
 
@@ -107,6 +158,36 @@ def test_the_fit_takes_a_split_rows_kernel_as_one_parts():
          "view": [0.0] * 7}
     assert xla_fit._features(k, 2.0)[:2] == (67_536.0, 786_432.0)
     assert xla_fit._features({**k, "parts": 2}, 2.0)[:2] == (33_768.0, 393_216.0)
+    # with a core_bw_share s: B x s / min(p s, 1): 786,432 x 0.7 = 550,502.4; s = 1: B
+    assert xla_fit._features({**k, "parts": 2}, 2.0, 0.7)[:2] == pytest.approx((33_768.0, 550_502.4))
+    assert xla_fit._features({**k, "parts": 2}, 2.0, 1.0)[:2] == (33_768.0, 786_432.0)
+    assert xla_fit._features(k, 2.0, 0.7)[:2] == (67_536.0, 786_432.0)
+
+
+def test_the_core_bw_share_is_fitted_over_1_over_threads_to_1_on_the_split_rows_classes(monkeypatch):
+    from analyzer.measure.fit import worker as fit_worker
+    from analyzer.measure.xla import fit as xla_fit
+
+    assert xla_fit.core_bw_shares(2) == (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+    assert xla_fit.core_bw_shares(4)[0] == 0.25 and xla_fit.core_bw_shares(1) == ()
+    k = {"op_class": "elementwise", "mac": 0.0, "vec": 1.0, "trans": 0.0, "bytes": 786_432.0, "view": [0.0] * 7}
+    rows = [{"label": "add", "seconds": 1e-4, "kernels": [{**k, "parts": 2}]},
+            {"label": "small", "seconds": 1e-5, "kernels": [{**k, "bytes": 1e3, "op_class": "gemm"}]}]
+
+    def fake(jobs):   # each job's fit error: |B of its first row / 600,000 - 1| x 100, 1 row
+        return {name: {"fit_mape": abs(args[1][0] / 6e5 - 1) * 100, "rows": 1} for name, (args, kw) in jobs.items()}
+    monkeypatch.setattr(fit_worker, "fit_classes", fake)
+
+    def job(cls, rs):
+        return (None, [r[1] for r in rs]), {}
+    share, fits, losses = xla_fit.fit_share({"cores": 2, "rows": rows, "run_overhead_s": 0.0,
+                                             "chain_s": {"1": 1e-5, "200": 2e-5}}, 1.0, job)
+    # B x s for s >= 1/2: 393,216 .. 786,432; nearest 600,000: s = 0.8 (629,145.6); only the
+    # class with a split row (elementwise) is fitted over the shares
+    assert share == 0.8 and set(fits) == {"elementwise"} and len(losses) == 6
+    # no split row, or one core: no share (unknown)
+    assert xla_fit.fit_share({"cores": 1, "rows": rows, "run_overhead_s": 0.0,
+                              "chain_s": {"1": 1e-5, "200": 2e-5}}, 1.0, job)[0] is None
 
 
 def test_a_pool_gradient_is_split_by_its_expansions_reduce_window():

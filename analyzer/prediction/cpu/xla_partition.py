@@ -31,10 +31,24 @@ arithmetic before its cost analysis counts them (``EXPANDED_FLOPS``: ``erfc``, a
 reduction, not a pooling, which XLA runs in YNNPACK) or is a max pool's gradient (its expansion's
 reduce-window and scatter are loop fusions).
 
-Time of a kernel split into ``p`` parts: its fixed cost once, and the work term of one part,
-``max(compute(F / p), memory(B / p))`` (each core runs ``1 / p`` of the FLOPs and bytes at the
-calibrated single-kernel rates): ``partition_s`` is what that changes against the whole kernel
-on one core. The calibration's fits take each row's kernels so too (``measure.xla.fit``).
+Time of a kernel split into ``p`` parts: its fixed cost once, and the work term
+``max(compute(F / p), memory(B x m))`` (``partition_s``: what that changes against the whole
+kernel on one core). The cores' FLOPs are independent: each runs ``1 / p`` of them. Their memory
+is not: the profile's ``mem_bw`` is the machine's (all cores') rate, a kernel on one core streams
+at a share ``s`` of it (``calibration.core_bw_share``, ``0 < s <= 1``), a kernel split over ``p``
+cores at ``min(p s, 1)`` of it. An unsplit kernel's memory term is
+``B / (mem_bw e_bw ...)`` with its class's fitted ``e_bw`` (which holds ``s``: ``e_bw = s e'``,
+``e'`` the kernel's efficiency against one core's share), so a split one's is the same term at
+``B x m`` bytes, with
+
+    m = memory_share(p, s) = s / min(p s, 1)      (bytes over bytes; 1 where p = 1)
+
+e.g. ``p = 2``, ``s = 0.7``: ``m = 0.7`` (the kernel streams at the whole machine's rate,
+``1 / 0.7`` times one core's); ``s <= 1 / p``: ``m = 1 / p`` (each core at its own share: ``B / p``
+at one core's rate); ``s = 1``: ``m = 1`` (one core already streams at the machine's rate). A
+profile without ``core_bw_share`` (unknown: null) takes ``m = 1 / p`` and says so in its note. The
+calibration's fits take each row's kernels so too (``measure.xla.fit``: ``F / p``, ``B x m``) and
+fit ``s`` (``measure.xla.fit.CORE_BW_SHARES``).
 """
 
 from __future__ import annotations
@@ -143,16 +157,35 @@ def accessed_bytes(fnodes, members, producer, consumers) -> float:
     return total
 
 
-def partition_s(parts: np.ndarray, feats: dict, hw_p: dict, consts_p: dict) -> np.ndarray:
+def memory_share(parts, share: float | None):
+    """The bytes factor ``m`` of a kernel split into ``parts`` parts (the module docstring):
+    ``share / min(parts x share, 1)`` with ``share`` the profile's ``core_bw_share``; ``1 / parts``
+    where it is None (unknown); 1 where ``parts`` is 1. ``parts``: a number or an array."""
+    p = np.maximum(np.asarray(parts, np.float64), 1.0)
+    if share is None:
+        return 1.0 / p
+    return np.where(p > 1, share / np.minimum(p * share, 1.0), 1.0)
+
+
+def core_bw_share(calibration) -> float | None:
+    """A calibration's ``core_bw_share`` (None where it has none)."""
+    s = (calibration or {}).get("core_bw_share")
+    return None if s is None else float(s)
+
+
+def partition_s(parts: np.ndarray, feats: dict, hw_p: dict, consts_p: dict,
+                share: float | None = None) -> np.ndarray:
     """[K] seconds a launch changes by running its ``parts`` parts at once (<= 0; 0 where 1):
-    the work term of ``feats / parts`` less that of ``feats`` (``kernel_time``'s
-    ``max(compute, memory)``; ``hw_p``/``consts_p``: one profile's figures and constants)."""
+    the work term of FLOPs / ``parts`` and bytes x ``memory_share(parts, share)`` less that of
+    ``feats`` (``kernel_time``'s ``max(compute, memory)``; ``hw_p``/``consts_p``: one profile's
+    figures and constants; ``share``: its ``core_bw_share``)."""
     from analyzer.prediction.efficiency import kernel_time as eff
 
     split = parts > 1
     if not split.any():
         return np.zeros_like(parts)
-    scaled = {k: (v / parts if k in ("mac_flops", "vec_flops", "trans_flops", "bytes") else v)
+    m = memory_share(parts, share)
+    scaled = {k: (v / parts if k in ("mac_flops", "vec_flops", "trans_flops") else v * m if k == "bytes" else v)
               for k, v in feats.items()}
     whole = eff.kernel_time(np, feats, hw_p, consts_p)
     part = eff.kernel_time(np, scaled, hw_p, consts_p)
@@ -160,13 +193,16 @@ def partition_s(parts: np.ndarray, feats: dict, hw_p: dict, consts_p: dict) -> n
     return np.where(split, delta, 0.0)
 
 
-def note(parts: np.ndarray, threads: int, prof_id: str, n_extra: int = 0) -> str:
-    """The prediction's note of the split kernels (``n_extra``: and inserted launches)."""
+def note(parts: np.ndarray, threads: int, prof_id: str, n_extra: int = 0, share: float | None = None) -> str:
+    """The prediction's note of the split kernels (``n_extra``: and inserted launches; ``share``:
+    the profile's ``core_bw_share``, None: unknown)."""
     n = int((parts > 1).sum())
     more = f" and {n_extra} inserted launch{'es' if n_extra != 1 else ''}" if n_extra else ""
+    mem = (f"its bytes at min(parts x {share:.3g}, 1) of the machine's bandwidth, one core's share {share:.3g}"
+           if share is not None else
+           "its bytes at parts x one core's rate: the profile has no core_bw_share (unknown)")
     return (f"{n} kernel{'s' if n != 1 else ''}{more} split over {prof_id}'s {threads} calibrated threads "
-            "(XLA's parallel task assignment: a loop fusion of 256 KiB or more; each part's work at "
-            "the calibrated rates)")
+            f"(XLA's parallel task assignment: a loop fusion of 256 KiB or more; its FLOPs over the parts, {mem})")
 
 
 def add_fixed(split, p: int, fixed: np.ndarray, prof, nodes, fnodes, plan, feats, runs, hw_p: dict,
@@ -181,13 +217,14 @@ def add_fixed(split, p: int, fixed: np.ndarray, prof, nodes, fnodes, plan, feats
     threads = int((prof.calibration or {}).get("threads") or 1)
     if plan.policy != xla_cpu_fusion.POLICY or threads <= 1:
         return split
+    share = core_bw_share(prof.calibration)
     parts = kernel_parts(nodes, fnodes, plan, feats, runs, threads)
-    delta = partition_s(parts, feats, hw_p, consts_p)
-    n_extra = _extra_split(delta, plan, threads, hw_p, consts_p)
+    delta = partition_s(parts, feats, hw_p, consts_p, share)
+    n_extra = _extra_split(delta, plan, threads, hw_p, consts_p, share)
     if not ((parts > 1).any() or n_extra):
         return split
     fixed[p] += delta
-    notes.append(note(parts, threads, prof.id, n_extra))
+    notes.append(note(parts, threads, prof.id, n_extra, share))
     if split is None:
         split = (np.ones_like(fixed), np.zeros_like(fixed))
     split[0][p], split[1][p] = parts, delta
@@ -199,11 +236,13 @@ def fields(split) -> dict:
     return {} if split is None else {"split_parts": split[0], "split": split[1]}
 
 
-def _extra_split(fixed_p: np.ndarray, plan, threads: int, hw_p: dict, consts_p: dict) -> int:
+def _extra_split(fixed_p: np.ndarray, plan, threads: int, hw_p: dict, consts_p: dict,
+                 share: float | None = None) -> int:
     """Add to ``fixed_p`` (in place) what XLA's split changes of the launches the plan inserted
     that move bytes (``FusionPlan.extra_bytes``: layout transposes, GEMV copies, loop slices:
-    loop fusions that read and write their bytes, I/O-bound): the memory term of ``bytes / p``
-    less that of ``bytes``, on the kernel carrying each; returns how many are split."""
+    loop fusions that read and write their bytes, I/O-bound): the memory term of ``bytes x
+    memory_share(p, share)`` less that of ``bytes``, on the kernel carrying each; returns how many
+    are split."""
     from analyzer.prediction.efficiency import kernel_time as eff
 
     got = [(k, op, b) for k, (ops, bs) in enumerate(zip(plan.extra_ops, plan.extra_bytes or ()))
@@ -218,5 +257,5 @@ def _extra_split(fixed_p: np.ndarray, plan, threads: int, hw_p: dict, consts_p: 
     def mem(nbytes):
         return eff.kernel_time(np, {"op_class": codes, "mac_flops": np.zeros_like(nbytes), "bytes": nbytes},
                                hw, consts_p)["memory_s"]
-    np.add.at(fixed_p, np.asarray([k for k, _, _ in got], np.int64), mem(moved / p) - mem(moved))
+    np.add.at(fixed_p, np.asarray([k for k, _, _ in got], np.int64), mem(moved * memory_share(p, share)) - mem(moved))
     return len(got)
