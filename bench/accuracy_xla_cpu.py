@@ -64,10 +64,11 @@ def programs():
     return out
 
 
-def relower(rows: list[dict]) -> int:
+def relower(rows: list[dict], threads: int = 1) -> int:
     """Replace each saved calibration row's ``kernels`` by what the current lowering makes of its
-    program (rebuilt from its label, ``xla_rows``; traced, not run); its measured seconds are
-    kept. Returns how many rows' kernels changed."""
+    program (rebuilt from its label, ``xla_rows``; traced, not run) on ``threads`` cores (the
+    saved calibration's ``cores``); its measured seconds are kept. Returns how many rows'
+    kernels changed."""
     from analyzer.measure.xla import rows as xr
     from analyzer.measure.xla.calibrate import _rng, row_kernels
 
@@ -75,7 +76,7 @@ def relower(rows: list[dict]) -> int:
     changed = 0
     for r in rows:
         fn, args = builders[r["label"]](_rng(r["label"]))
-        ks = row_kernels(fn, args)
+        ks = row_kernels(fn, args, threads)
         changed += ks != r["kernels"]
         r["kernels"] = ks
     return changed
@@ -151,7 +152,7 @@ def main() -> int:
         with open(path) as f:
             saved_rows = json.load(f)
         if not a.keep_row_kernels:
-            relower(saved_rows["rows"])
+            relower(saved_rows["rows"], int(saved_rows.get("cores") or 1))
         doc = profile_doc(saved_rows)
         for k in ("_rows", "_measured", "_warnings"):
             doc.pop(k, None)

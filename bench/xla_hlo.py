@@ -14,6 +14,7 @@ computations once (a conditional: each branch counted, the programs here have no
 from __future__ import annotations
 
 import collections
+import math
 import re
 
 FREE = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "bitcast"})
@@ -85,3 +86,36 @@ def _walk(comps, name: str, times: int, out: collections.Counter) -> None:
                     _walk(comps, sub, times, out)
         else:
             out[kind_of(op, line)] += times
+
+
+_PARTS = re.compile(r'"outer_dimension_partitions":\[([^\]]*)\]')
+
+
+def partitioned(text: str) -> list[int]:
+    """The parts of every thunk XLA's parallel task assigner split over the cores (a non-empty
+    ``outer_dimension_partitions`` in its ``backend_config``: the product of its dims' parts),
+    per run of the program (loop bodies once per trip, as ``thunks`` counts)."""
+    comps, entry = computations(text)
+    out: list[int] = []
+    _walk_parts(comps, entry, 1, out)
+    return out
+
+
+def _walk_parts(comps, name: str, times: int, out: list[int]) -> None:
+    for line in comps.get(name, ()):
+        m = _INSTR.match(line)
+        if not m or m.group(3) in FREE:
+            continue
+        if m.group(3) == "while":
+            n = int(re.search(r'"known_trip_count":\{"n":"(\d+)"\}', line).group(1))
+            _walk_parts(comps, re.search(r"body=%([\w.\-]+)", line).group(1), times * n, out)
+            continue
+        if m.group(3) in ("call", "conditional"):
+            for sub in re.findall(r"(?:to_apply=|branch_computations=\{|, )%([\w.\-]+)", line):
+                if sub in comps:
+                    _walk_parts(comps, sub, times, out)
+            continue
+        p = _PARTS.search(line)
+        dims = [int(x.strip('"')) for x in p.group(1).split(",") if x.strip()] if p else []
+        if dims:
+            out.extend([math.prod(dims)] * times)

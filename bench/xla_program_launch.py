@@ -75,7 +75,7 @@ def main() -> int:
     for path in (p for p in a.rows.split(",") if p):
         with open(path) as f:
             saved = json.load(f)
-        relower(saved["rows"])
+        relower(saved["rows"], int(saved.get("cores") or 1))
         after = profile_doc(saved)
         for k in ("_rows", "_measured", "_warnings"):
             after.pop(k, None)

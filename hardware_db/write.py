@@ -84,6 +84,8 @@ _CALIBRATION_TEXTS = {
     "trans_weight": ("vector FLOPs per transcendental: of calibrate_xla.TRANS_WEIGHTS, the one whose fit of "
                      "the elementwise class's rows (fused adds, GELUs, norms, softmaxes) has the lowest error"),
     "passes": "passes over the calibration rows (each row keeps its fastest)",
+    "core_bw_share": ("one core's share of mem_bw (a kernel split over p cores streams at min(p x it, 1) of "
+                      "mem_bw: analyzer/prediction/cpu/xla_partition.py), fitted (analyzer.measure.xla.fit.fit_share)"),
     "own_result_us": ("a 1x8x8 dot's wall-clock alone less the run overhead, less its time per link of a chain of "
                       "200 (calibrate_xla.own_result_s): what a kernel costs more as a program's result"),
     "loop_launch_us": ("a scan's time per trip, less the trip's predicted work, over the launches opcost plans a "

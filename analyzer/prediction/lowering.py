@@ -51,6 +51,7 @@ from analyzer.prediction.cpu import op_rates as cpu_op_rates
 from analyzer.prediction.cpu import epilogue as cpu_epilogue
 from analyzer.prediction.cpu import loop_resident as cpu_loop
 from analyzer.prediction.cpu import loop_launch as cpu_loop_launch
+from analyzer.prediction.cpu import xla_partition as cpu_partition
 from analyzer.prediction import host_only as host_only_ops
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction.hardware import (complete_profile, gather_note, host_dispatch, profile_memo,
@@ -99,6 +100,10 @@ class Lowered:
     # the bytes per launch, and the seconds per launch it adds to ``fixed`` (<= 0); None: none
     resident_bytes: np.ndarray | None = None
     resident: np.ndarray | None = None
+    # [P, K] XLA's split of a loop fusion over a calibration's threads (``cpu.xla_partition``): its
+    # parts (1: not split), and the seconds per launch the split adds to ``fixed`` (<= 0); None: none
+    split_parts: np.ndarray | None = None
+    split: np.ndarray | None = None
     # [P, K] activation bytes per launch kept in the NPU's on-chip memory, never charged to DRAM
     # (the ``qnn`` runtime: ``accelerators.qnn.onchip_bytes``); None: none (every other runtime)
     onchip: np.ndarray | None = None
@@ -152,7 +157,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", op)])
                  for k, ops in enumerate(plan.extra_ops) for op in ops]
-    act = resident = onchip = None
+    act = resident = onchip = split = None
     label = precision or kr.main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l)
     for p, prof in enumerate(profiles):
         warn: set[str] = set()
@@ -166,6 +171,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         engines.precision_notes(prof, runtime.name, precision, mpeak[p], warn, note, cls_l, anchor_dtype, mac_l,
                         vec_l, trans_l)
         _set_consts(consts, p, arrays)
+        consts_p = {n: consts[n][p] for n in consts}
         floors = np.asarray(arrays["floor_s"])[cls]
         calibrated = _calibrated_for(prof, runtime.dispatch_name)
         fixed_of = functools.partial(_fixed_s, prof=prof, runtime=runtime, calibrated=calibrated,
@@ -181,14 +187,13 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p], "units": units[p], "l2_bytes": l2[p]}
         if calibrated:
             run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6 + once
-            if act is None:   # what a run writes besides its weights (cpu_cold.cold_share)
-                act = float(sum(n.cost.activation_bytes_written for n in nodes))
-            _add_calibrated_fixed(fixed[p], prof, nodes, plan, feats, arrays, view, wbytes, hw_p,
-                                  {n: consts[n][p] for n in consts}, act, note)
+            act = float(sum(n.cost.activation_bytes_written for n in nodes)) if act is None else act  # cpu_cold
+            _add_calibrated_fixed(fixed[p], prof, nodes, plan, feats, arrays, view, wbytes, hw_p, consts_p, act, note)
             resident = _loop_resident(resident, p, prof, nodes, plan, feats, wbytes, runs, hw_p, consts, fixed, note)
+            split = cpu_partition.add_fixed(split, p, fixed, prof, nodes, fnodes, plan, feats, runs, hw_p, consts_p, note)
         if extra_cls:   # launches the runtime inserted with no node of their own (_add_at)
             _add_at(extra_cls, fixed[p], host[p], _inserted_s(
-                extra_cls, nodes, plan, arrays, fixed_of, hw_p, {n: consts[n][p] for n in consts}, loop_s,
+                extra_cls, nodes, plan, arrays, fixed_of, hw_p, consts_p, loop_s,
                 cpu_loop_launch.program_launch_s(prof, calibrated, runtime.fusion)))
         if runtime.fusion in ("onnxruntime", eager_plan.POLICY) or fused is not None:
             note.append(f"kernels: {plan.source}")
@@ -198,7 +203,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    member_weight=weight, matrix_peak=mpeak, vector_peak=vpeak, mem_bw=bw, units=units,
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
-                   notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **_resident(resident),
+                   notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **_resident(resident, split),
                    onchip=None if onchip is None else onchip[0], onchip_of=() if onchip is None else (wbytes, *onchip[1:]))
 
 
@@ -219,9 +224,11 @@ def _inserted_s(extra_cls, nodes, plan, arrays, fixed_of, hw_p, consts_p, loop_s
     return cpu_loop_launch.inserted_fixed(added[0], floors_e, loop, loop_s, prog_s), added[1]
 
 
-def _resident(resident) -> dict:
-    """``Lowered``'s loop-resident fields of ``_loop_resident``'s arrays (none: left at None)."""
-    return {} if resident is None else {"resident_bytes": resident[0], "resident": resident[1]}
+def _resident(resident, split) -> dict:
+    """``Lowered``'s loop-resident fields of ``_loop_resident``'s arrays and its split fields of
+    ``cpu_partition.add_fixed``'s (none: left at None)."""
+    return {**({} if resident is None else {"resident_bytes": resident[0], "resident": resident[1]}),
+            **cpu_partition.fields(split)}
 
 
 def _loop_resident(resident, p: int, prof, nodes, plan, feats, wbytes, runs, hw_p: dict, consts: dict,

@@ -152,6 +152,7 @@ class Prediction:
             l2_bytes=t.l2_bytes, effective_roof=flops / body if body > 0 else 0.0,
             **({} if t.resident is None else
                {"resident_bytes": float(t.resident[0][k]), "resident_s": float(t.resident[1][k])}),
+            **({} if t.split is None else {"split_parts": float(t.split[0][k]), "split_s": float(t.split[1][k])}),
             **({} if t.onchip is None else
                {"onchip": True, "onchip_bytes": float(t.onchip[0][k]), "weight_bytes": float(t.onchip[1][k]),
                 "onchip_budget": t.onchip[2], "onchip_cost": t.onchip[3]}),
@@ -371,6 +372,7 @@ def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True, host=
                        host_only=low.host_only[g] if low.host_nodes else np.zeros(0),
                        host_gap=host_gap if host_gap is not None else np.zeros(0),
                        resident=None if low.resident is None else (low.resident_bytes[g], low.resident[g]),
+                       split=None if low.split is None else (low.split_parts[g], low.split[g]),
                        onchip=None if low.onchip is None else (low.onchip[g], low.onchip_of[0],
                                                                float(low.onchip_of[1][g]),
                                                                float(low.onchip_of[2][g])))

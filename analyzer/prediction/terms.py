@@ -92,6 +92,10 @@ class KernelTerms(NamedTuple):
     # bytes per launch, and seconds per launch (<= 0) already inside fixed_s
     resident_bytes: float = 0.0
     resident_s: float = 0.0
+    # XLA's split of a loop fusion over a calibration's threads (``cpu.xla_partition``): its parts
+    # (1: not split) and the seconds per launch (<= 0) it adds, already inside fixed_s
+    split_parts: float = 1.0
+    split_s: float = 0.0
     # an NPU runtime's activations kept on chip (``accelerators.qnn.onchip_bytes``; per launch):
     # activation bytes = bytes - weight_bytes; kept (onchip_bytes = them) where they are at most
     # onchip_budget, else 0; dram_bytes = bytes - onchip_bytes (x the cache's share, 0 there);
@@ -113,7 +117,7 @@ class KernelTable:
                  "trans", "nbytes", "matrix_peak", "vector_peak", "mem_bw", "consts", "fixed",
                  "compute", "memory", "overhead", "time", "bound", "feats", "units", "l2_bytes",
                  "class_consts", "overlap", "host", "gap", "host_nodes", "host_runs",
-                 "host_only", "host_gap", "resident", "onchip")
+                 "host_only", "host_gap", "resident", "onchip", "split")
 
     def __init__(self, **values):
         # by keyword: twenty arrays of one length and type are too easy to pass in the wrong order
@@ -156,6 +160,7 @@ class KernelTable:
     host_gap: Any          # [H] its row's time: exposed on the stream, else host_only
     resident: Any          # (bytes [K], seconds [K]) per launch of ``cpu.loop_resident``, or None
     onchip: Any            # (kept [K], weight bytes [K], budget B, onchip_cost) per launch (``qnn``), or None
+    split: Any             # (parts [K], seconds [K]) per launch of ``cpu.xla_partition``, or None
 
     def detail(self, k: int) -> dict:
         """Every factor of kernel ``k``'s terms, per launch (``efficiency.kernel_time(detail=True)``)."""

@@ -123,6 +123,11 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                    f"(max(compute, memory less {human(e.resident_bytes, 'B')} of cached loop-invariant "
                    f"weights) - max(compute, memory)): trips after the first read them from the cache"]
                   if e.resident_bytes else []),
+                *([f"    of which split -{human_time(-e.split_s * e.runs)}: XLA runs the kernel in "
+                   f"{e.split_parts:g} part(s) (and its inserted copies of 512 KiB or more in 2 or more) on the "
+                   f"calibrated threads: max(compute of FLOPs / parts, memory of bytes x s / min(parts x s, 1)), "
+                   f"s the profile's core_bw_share (none: 1 / parts)"]
+                  if e.split_s else []),
                 f"  kernel   {human_time(e.time_s):>9}  = fixed + {'max' if p.overlap else 'sum'}(compute, "
                 f"memory): {e.bound}-bound; attained {human(e.attained_flops, 'FLOP/s')}, effective roof "
                 f"{human(e.effective_roof, 'FLOP/s')}",

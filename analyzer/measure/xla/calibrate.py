@@ -63,29 +63,33 @@ def _rng(label: str) -> np.random.Generator:
     return np.random.default_rng(zlib.crc32(label.encode()))
 
 
-def row_kernels(fn: Callable, args: tuple) -> list[dict[str, Any]]:
+def row_kernels(fn: Callable, args: tuple, threads: int = 1) -> list[dict[str, Any]]:
     """The kernels opcost's ``xla`` lowering on a CPU (``runtimes.XLA_CPU``) makes of ``fn(*args)``:
-    class, counts per launch and the matrix view of the heaviest member
-    (``cpu_model.node_features``'s seven numbers)."""
+    class, counts per launch, the matrix view of the heaviest member
+    (``cpu_model.node_features``'s seven numbers) and the parts XLA splits it into on ``threads``
+    cores (``prediction.cpu.xla_partition``)."""
     import jax
 
     import hardware_db
     from analyzer.api import analyze_jax
     from analyzer.prediction.efficiency import kernel_time as eff
     from analyzer.prediction import lowering, runtimes
-    from analyzer.prediction.kernel_rows import node_view
+    from analyzer.prediction.cpu import xla_partition
+    from analyzer.prediction.kernel_rows import fusion_nodes, node_view
 
     sds = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)
     nodes = list(analyze_jax(fn, *sds).nodes)
     low = lowering.lower(nodes, [hardware_db.get(REFERENCE_PROFILE)], None, runtimes.XLA_CPU)
     f = low.feats
+    parts = xla_partition.kernel_parts(nodes, fusion_nodes(nodes, None)[0], low.plan, f, low.runs, threads)
     out = []
     for k, members in enumerate(low.plan.members):
         head = max(members, key=lambda i: (nodes[i].cost.mac_flops, nodes[i].cost.flops))
         out.append({"op_class": eff.OP_CLASSES[int(f["op_class"][k])], "mac": float(f["mac_flops"][k]),
                     "vec": float(f["vec_flops"][k]), "trans": float(f["trans_flops"][k]),
                     "bytes": float(f["bytes"][k]), "runs": float(low.runs[k]),
-                    "view": [float(f["mac_flops"][k])] + [float(v) for v in node_view(nodes[head])]})
+                    "view": [float(f["mac_flops"][k])] + [float(v) for v in node_view(nodes[head])],
+                    "parts": int(parts[k])})
     return out
 
 
@@ -124,7 +128,7 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
     for i, (g, label, build) in enumerate(rows):
         say(0.3 * i / len(rows), f"tracing {label}")
         fn, args = build(_rng(label))
-        built.append((g, label, fn, xr.as_jax_args(args), row_kernels(fn, args)))
+        built.append((g, label, fn, xr.as_jax_args(args), row_kernels(fn, args, os.cpu_count() or 1)))
     small, sargs = xr.run_overhead_program()
     sargs = xr.as_jax_args(sargs)
     chains = {n: xr.dot_chain(n, m=1, k=8) for n in (1, xr.TINY_CHAIN)}
@@ -337,7 +341,8 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
                   f"{q:g} quantile of its wall-clock runs with async dispatch off, the fastest of "
                   f"{passes} passes (each in a fresh process), less the run overhead. Kernel time per op class = floor + "
                   "max(F/(peak*e_c), (B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))), "
-                  "F = mac + vec + trans_weight * transcendentals; a run adds "
+                  "F = mac + vec + trans_weight * transcendentals (a kernel XLA splits into p tasks: F / p, "
+                  "B * s / min(p * s, 1), s = core_bw_share, analyzer/prediction/cpu/xla_partition.py); a run adds "
                   "run_overhead_us and the largest floor - program_launch_us once; a kernel outside a loop costs "
                   "program_launch_us, one in a loop body loop_launch_us, in place of floor. See analyzer/measure/xla/calibrate.py."),
         "matrix_tflops": {"fp32": fig["peak"] / 1e12},
@@ -358,42 +363,31 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
             **({"simd": measured["simd"]} if "simd" in measured else {}),
             "dispatch": "synchronous (jax_cpu_enable_async_dispatch = False)",
             "run_overhead_us": fig["run_overhead_s"] * 1e6, "own_result_us": fig["own_result_s"] * 1e6,
-            # (the launch figures: _net_launch_figures below)
+            # (the launch figures: loop_scan.net_launch_figures)
             **({} if per_trip_launches is None else {"loop_launch_us": 0.0}),
             "program_launch_us": 0.0, "cache_bytes": l2_bytes,
             "llc_bytes": float(cache_level_bytes(3) or 0), "trans_weight": fig["trans_weight"],
+            **({} if fig["core_bw_share"] is None else {"core_bw_share": fig["core_bw_share"]}),
             "models": "synthetic jitted JAX programs only (analyzer.measure.xla.rows)",
             "tables": tables,
         },
         "_rows": measured["rows"],
         "_measured": {**{k: v for k, v in measured.items() if k != "rows"}, "seconds": round(elapsed, 1)},
     }
-    _net_launch_figures(doc, measured, head, per_trip_launches)
+    loop_scan.net_launch_figures(doc, measured, head, per_trip_launches)
+    _share_source(doc, fig, head)
     doc["_warnings"] = []
     return doc
 
 
-def _net_launch_figures(doc: dict, measured: dict[str, Any], head: str, per_trip_launches: float | None) -> None:
-    """Set ``doc``'s ``program_launch_us`` (and ``loop_launch_us`` where the rows have the scans:
-    ``per_trip_launches`` not None) net of their programs' work predicted with ``doc``'s fitted
-    tables (``loop_scan.launch_work_s``), and the calibration's sources."""
-    from analyzer.measure.xla.fit import loop_launch_s, program_launch_s
-    from hardware_db.write import calibration_sources
-
-    work = loop_scan.launch_work_s(doc)
-    cal = doc["calibration"]
-    cal["program_launch_us"] = program_launch_s(measured, loop_scan.launches_per_link(), work["link"]) * 1e6
-    if per_trip_launches is not None:
-        cal["loop_launch_us"] = loop_launch_s(measured, per_trip_launches, work["trip"]) * 1e6
-    doc["sources"].update(calibration_sources(cal, head))
-    if per_trip_launches is not None:
-        lo, hi = sorted(measured["scan_s"], key=int)
-        doc["sources"]["calibration.loop_launch_us"] = (
-            f"{head}: ((a scan of {hi} trips - one of {lo}) / {int(hi) - int(lo)} - its predicted work a trip, "
-            f"{work['trip'] * 1e6:.3g} us) / {per_trip_launches:g} "
-            f"launches a trip (analyzer.measure.xla.rows.scan_program; the trips' median over the "
-            f"passes{'; scans ' + measured['scan_measured_on'] if measured.get('scan_measured_on') else ''}): "
-            "one launch inside a loop body (analyzer/prediction/cpu/loop_launch.py)")
+def _share_source(doc: dict, fig: dict, head: str) -> None:
+    """``doc``'s source of ``calibration.core_bw_share`` (``fit.fit_share``; none: left out)."""
+    if fig["core_bw_share"] is not None:
+        doc["sources"]["calibration.core_bw_share"] = (
+            f"{head}: fitted (analyzer.measure.xla.fit.fit_share): of "
+            f"{', '.join(f'{s:g}' for s in fig['share_losses'])}, the one with the lowest sum of fit error x rows "
+            f"({', '.join(f'{v:.0f}' for v in fig['share_losses'].values())}) over the classes with a split "
+            f"row ({', '.join(fig['split_classes'])}): one core's share of mem_bw (xla_partition.memory_share)")
 
 
 if __name__ == "__main__":

@@ -34,9 +34,28 @@ TRANS_WEIGHTS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 UNTILED = ("conv", "gemm", "gemm_tn")
 
 
-def _features(kernel: dict, trans_weight: float) -> tuple[float, float, list[float]]:
+def core_bw_shares(threads: int) -> tuple[float, ...]:
+    """The candidate ``core_bw_share`` values of a calibration on ``threads`` cores
+    (``xla_partition.memory_share``'s ``s``): 6 evenly spaced from ``1 / threads`` (each core
+    streams at its own share: a split kernel's bytes over its parts) to 1 (one core streams at the
+    machine's rate); none on one core (no kernel split: unknown)."""
+    if threads <= 1:
+        return ()
+    lo = 1.0 / threads
+    return tuple(round(lo + (1.0 - lo) * i / 5, 4) for i in range(6))
+
+
+def _features(kernel: dict, trans_weight: float, share: float | None = None) -> tuple[float, float, list[float]]:
+    """(F, B, view) of a row's kernel; a kernel XLA splits into ``parts`` parts
+    (``prediction.cpu.xla_partition``; absent: 1) is fitted as the predictions price it: F over
+    ``parts``, B times ``memory_share(parts, share)`` (``share``: the calibration's
+    ``core_bw_share``; None: ``1 / parts``), its fixed cost paid once."""
+    from analyzer.prediction.cpu.xla_partition import memory_share
+
     k = kernel
-    return k["mac"] + k["vec"] + trans_weight * k["trans"], k["bytes"], k["view"]
+    p = max(float(k.get("parts", 1)), 1.0)
+    m = float(memory_share(p, share))
+    return (k["mac"] + k["vec"] + trans_weight * k["trans"]) / p, k["bytes"] * m, k["view"]
 
 
 def link_s(measured: dict[str, Any]) -> float:
@@ -71,9 +90,10 @@ def own_result_s(measured: dict[str, Any]) -> float:
     return max(measured["chain_s"]["1"] - measured["run_overhead_s"] - link_s(measured), 0.0)
 
 
-def class_rows(measured: dict[str, Any], trans_weight: float) -> tuple[dict[str, list], list[dict]]:
-    """``{class: [(F, B, seconds net of the run overhead, view)]}`` of the one-kernel rows, and
-    the rows of more kernels (for ``fold_multi``)."""
+def class_rows(measured: dict[str, Any], trans_weight: float,
+               share: float | None = None) -> tuple[dict[str, list], list[dict]]:
+    """``{class: [(F, B, seconds net of the run overhead, view)]}`` of the one-kernel rows
+    (``_features`` at ``share``), and the rows of more kernels (for ``fold_multi``)."""
     base = measured["run_overhead_s"] + own_result_s(measured)
     by: dict[str, list] = {}
     multi = []
@@ -82,7 +102,7 @@ def class_rows(measured: dict[str, Any], trans_weight: float) -> tuple[dict[str,
         if len(ks) != 1:
             multi.append(r)
             continue
-        F, B, V = _features(ks[0], trans_weight)
+        F, B, V = _features(ks[0], trans_weight, share)
         by.setdefault(ks[0]["op_class"], []).append((F, B, max(r["seconds"] - base, 1e-8), V))
     return by, multi
 
@@ -106,21 +126,21 @@ def _time(fit: dict, F: float, B: float, V: list[float], peak: float, bw: float,
 
 
 def fold_multi(rows: dict, multi: list[dict], fits: dict, trans_weight: float, base: float,
-               peak: float, bw: float, l2_bytes: float) -> dict[str, list[str]]:
+               peak: float, bw: float, l2_bytes: float, share: float | None = None) -> dict[str, list[str]]:
     """Add each row of more kernels to its heaviest kernel's class, less its other kernels'
-    times under ``fits``; returns ``{class: [labels added]}`` (rows whose other kernels' classes
-    were not fitted are left out)."""
+    times under ``fits`` (``_features`` at ``share``); returns ``{class: [labels added]}`` (rows
+    whose other kernels' classes were not fitted are left out)."""
     added: dict[str, list[str]] = {}
     for r in multi:
         ks = sorted(r["kernels"], key=lambda k: -(k["mac"] + k["vec"] + k["trans"] + 1e-3 * k["bytes"]))
         head, rest = ks[0], ks[1:]
         if any(k["op_class"] not in fits for k in rest):
             continue
-        others = sum(_time(fits[k["op_class"]], *_features(k, trans_weight), peak, bw, l2_bytes) for k in rest)
+        others = sum(_time(fits[k["op_class"]], *_features(k, trans_weight, share), peak, bw, l2_bytes) for k in rest)
         t = r["seconds"] - base - others
         if t <= 0:
             continue
-        F, B, V = _features(head, trans_weight)
+        F, B, V = _features(head, trans_weight, share)
         rows.setdefault(head["op_class"], []).append((F, B, t, V))
         added.setdefault(head["op_class"], []).append(r["label"])
     return added
@@ -155,15 +175,40 @@ def fit_tables(measured: dict[str, Any], l2_bytes: float
         kw["ramp_fixed"] = False
         return args, kw
 
-    # the transcendental weight: the best fit of the elementwise class over TRANS_WEIGHTS
-    trial = fit_worker.fit_classes({f"elementwise@{w:g}": job("elementwise", class_rows(measured, w)[0]["elementwise"])
+    # the transcendental weight: the best fit of the elementwise class over TRANS_WEIGHTS (a split
+    # row's bytes at core_bw_share 1: its memory term as the unsplit kernel's)
+    trial = fit_worker.fit_classes({f"elementwise@{w:g}": job("elementwise", class_rows(measured, w, 1.0)[0]["elementwise"])
                                     for w in TRANS_WEIGHTS})
     trans_weight = min(TRANS_WEIGHTS, key=lambda w: trial[f"elementwise@{w:g}"]["fit_mape"])
-    rows, multi = class_rows(measured, trans_weight)
-    fits = fit_worker.fit_classes({c: job(c, r) for c, r in rows.items()})
-    added = fold_multi(rows, multi, fits, trans_weight, base, peak, bw, l2_bytes)
+    share, split_fits, losses = fit_share(measured, trans_weight, job)
+    rows, multi = class_rows(measured, trans_weight, share)
+    fits = {**fit_worker.fit_classes({c: job(c, r) for c, r in rows.items() if c not in split_fits}), **split_fits}
+    added = fold_multi(rows, multi, fits, trans_weight, base, peak, bw, l2_bytes, share)
     if added:
         fits.update(fit_worker.fit_classes({c: job(c, rows[c]) for c in added}))
     return fits, {"peak": peak, "bw": bw, "trans_weight": trans_weight, "per_kernel_s": link,
                   "run_overhead_s": measured["run_overhead_s"], "own_result_s": own_result_s(measured),
-                  "rows": {c: len(r) for c, r in rows.items()}}
+                  "rows": {c: len(r) for c, r in rows.items()}, "core_bw_share": share,
+                  "share_losses": losses, "split_classes": sorted(split_fits)}
+
+
+def fit_share(measured: dict[str, Any], trans_weight: float, job) -> tuple[float | None, dict, dict]:
+    """``core_bw_share`` fitted: of ``core_bw_shares(cores)``, the one whose fits (``job(cls,
+    rows)``'s) of the classes with a split one-kernel row (``parts`` > 1) have the lowest error
+    over their rows (each class's ``fit_mape`` x its rows, summed). Returns (the share, or None
+    where no row is split; those classes' fits at it; ``{share: that error sum}``)."""
+    from analyzer.measure.fit import worker as fit_worker
+
+    split = sorted({r["kernels"][0]["op_class"] for r in measured["rows"]
+                    if len(r["kernels"]) == 1 and float(r["kernels"][0].get("parts", 1)) > 1})
+    shares = core_bw_shares(int(measured.get("cores") or 1)) if split else ()
+    if not shares:
+        return None, {}, {}
+    jobs = {}
+    for s in shares:
+        by = class_rows(measured, trans_weight, s)[0]
+        jobs.update({f"{c}@{s:g}": job(c, by[c]) for c in split})
+    trial = fit_worker.fit_classes(jobs)
+    losses = {s: sum(trial[f"{c}@{s:g}"]["fit_mape"] * trial[f"{c}@{s:g}"]["rows"] for c in split) for s in shares}
+    best = min(shares, key=lambda s: losses[s])
+    return best, {c: trial[f"{c}@{best:g}"] for c in split}, losses

@@ -1,9 +1,12 @@
 """The in-loop scans of ``calibrate --runtime xla`` (``rows.scan_program`` at ``rows.SCAN_TRIPS``
 trips): their timings merged over timings and passes, and the launches opcost plans a trip of
 their body (what ``fit.loop_launch_s`` divides the time per trip by), and the launches it plans a
-link of the chain of small dots (what ``fit.program_launch_s`` divides the time per link by)."""
+link of the chain of small dots (what ``fit.program_launch_s`` divides the time per link by);
+``net_launch_figures`` sets a profile's launch figures of them."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -83,3 +86,26 @@ def launch_work_s(doc: dict) -> dict[str, float]:
     link = ((_latency(prof, *xr.dot_chain(xr.TINY_CHAIN, m=1, k=8)) - _latency(prof, *xr.dot_chain(1, m=1, k=8)))
             / (xr.TINY_CHAIN - 1))
     return {"trip": max(trip, 0.0), "link": max(link, 0.0)}
+
+
+def net_launch_figures(doc: dict, measured: dict[str, Any], head: str, per_trip_launches: float | None) -> None:
+    """Set ``doc``'s ``program_launch_us`` (and ``loop_launch_us`` where the rows have the scans:
+    ``per_trip_launches`` not None) net of their programs' work predicted with ``doc``'s fitted
+    tables (``launch_work_s``), and the calibration's sources."""
+    from analyzer.measure.xla.fit import loop_launch_s, program_launch_s
+    from hardware_db.write import calibration_sources
+
+    work = launch_work_s(doc)
+    cal = doc["calibration"]
+    cal["program_launch_us"] = program_launch_s(measured, launches_per_link(), work["link"]) * 1e6
+    if per_trip_launches is not None:
+        cal["loop_launch_us"] = loop_launch_s(measured, per_trip_launches, work["trip"]) * 1e6
+    doc["sources"].update(calibration_sources(cal, head))
+    if per_trip_launches is not None:
+        lo, hi = sorted(measured["scan_s"], key=int)
+        doc["sources"]["calibration.loop_launch_us"] = (
+            f"{head}: ((a scan of {hi} trips - one of {lo}) / {int(hi) - int(lo)} - its predicted work a trip, "
+            f"{work['trip'] * 1e6:.3g} us) / {per_trip_launches:g} "
+            f"launches a trip (analyzer.measure.xla.rows.scan_program; the trips' median over the "
+            f"passes{'; scans ' + measured['scan_measured_on'] if measured.get('scan_measured_on') else ''}): "
+            "one launch inside a loop body (analyzer/prediction/cpu/loop_launch.py)")

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""In-sample error of the calibration programs XLA splits over the cores against the others:
+reads ``bench/xla_program_launch.py --out``'s JSON (each saved calibration's 151 programs: the
+148 rows, the run overhead and the two chains, measured and predicted by the refit profile) and
+the rows whose optimized HLO has a split thunk (``bench/xla_partitions.py``'s table, the rows
+with a non-empty "XLA's split thunks" column), and prints the MAPE (mean |predicted / measured -
+1|, %) of its ``after_us`` predictions over all programs, the split rows and the others, per
+calibration. Nothing is timed or compiled.
+
+    PYTHONPATH=$PWD python bench/xla_split_rows.py INSAMPLE.json [INSAMPLE2.json ...] \\
+        [--partitions bench/results/xla_partitions_2026-12-03.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PARTITIONS = os.path.join(ROOT, "bench", "results", "xla_partitions_2026-12-03.md")
+
+
+def split_labels(path: str) -> set[str]:
+    """The calibration rows (``row: LABEL``) whose XLA column lists parts, of a
+    ``bench/xla_partitions.py`` table."""
+    out = set()
+    with open(path) as f:
+        for line in f:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) >= 2 and cells[0].startswith("row: ") and cells[1].startswith("["):
+                out.add(cells[0][len("row: "):])
+    return out
+
+
+def mape(rows: list[dict]) -> float:
+    return float(100 * np.mean([abs(r["after_us"] / r["measured_us"] - 1) for r in rows]))
+
+
+def groups(rows: list[dict], split: set[str]) -> dict[str, tuple[int, float]]:
+    """``{group: (programs, MAPE %)}`` of all programs, the split rows and the others."""
+    s = [r for r in rows if r["program"] in split]
+    o = [r for r in rows if r["program"] not in split]
+    return {"all": (len(rows), mape(rows)), "split": (len(s), mape(s)), "others": (len(o), mape(o))}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("insample", nargs="+")
+    ap.add_argument("--partitions", default=PARTITIONS)
+    a = ap.parse_args()
+    split = split_labels(a.partitions)
+    for path in a.insample:
+        with open(path) as f:
+            doc = json.load(f)
+        for cal, res in doc.items():
+            missing = split - {r["program"] for r in res["rows"]}
+            print(f"{path}: {os.path.basename(cal)}" + (f" ({len(missing)} split rows not found)" if missing else ""))
+            for g, (n, m) in groups(res["rows"], split).items():
+                print(f"  {g:7s} {n:4d}  MAPE {m:5.1f} %")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
