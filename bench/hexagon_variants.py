@@ -5,9 +5,10 @@ variant with fewer per-device constants within 0.5 point of it instead): the one
 ``(shipped)`` is bench/fit_accelerators.py's FORM (the library's ``qnn`` runtime keeps on chip
 the activations of a kernel whose activation bytes fit the profile's ``npu_onchip_mb``, runs
 fp16 depthwise kernels at the HVX unit's 0.5 of the int8 rate, adds one per-kernel cost, the same
-on both devices, and a per-inference cost per device whose fp16 / W8A8 ratio both devices share,
-analyzer/prediction/accelerators/qnn.py); the others are in docs/accuracy.md, "Tried and not
-kept".
+on both devices, a per-inference cost per device whose fp16 / W8A8 ratio both devices share, and
+a W8A8 per-inference offset between AI Hub's two deployments, shared by both devices (``rt0i``;
+the library's ``qnn-dlc`` and ``qnn-tflite`` runtimes), analyzer/prediction/accelerators/qnn.py);
+the others are in docs/accuracy.md, "Tried and not kept".
 
     PYTHONPATH=$PWD python bench/hexagon_variants.py [MEASUREMENTS_DIR] [--out bench/results/hexagon_variants.md]
 
@@ -76,7 +77,7 @@ import hexagon_model as H  # noqa: E402
 LAYOUT = frozenset({"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze"})
 INDEX = frozenset({"Cast", "ScatterND", "Gather", "GatherElements", "Expand", "Where", "Equal"})
 X0 = dict(H.X0, bw_tr=0.5, bw_gs=0.5, s_ew=1.0, kfix=2e-6, c_act=0.5, l2_gain=1.0, t0_q=2.0)
-SHIPPED = {"loss": "cauchy", "fs": 0.2, "vtcm": 8e6, "dwr": 0.5, "t0q": True, "kfix1": True}
+FIXED_COST_FORM = {"loss": "cauchy", "fs": 0.2, "vtcm": 8e6, "dwr": 0.5, "t0q": True, "kfix1": True}
 VARIANTS = {
     "linear loss (the base as before)": {},
     "linear, layout kernels free": {"tr": "free"},
@@ -108,18 +109,18 @@ VARIANTS = {
         "loss": "cauchy", "fs": 0.2, "vtcm": 8e6, "dwr": 0.5, "t0q": True},
     "HVX form, t0 in host-CPU cycles shared, / each device's prime-core clock": {
         "loss": "cauchy", "fs": 0.2, "vtcm": 8e6, "dwr": 0.5, "t0cpu": True},
-    "HVX form, t0 device factor shared by both precisions, a per-kernel cost shared by both devices (shipped)": {
+    "HVX form, t0 device factor shared by both precisions, a per-kernel cost shared by both devices (the fixed-cost form)": {
         "loss": "cauchy", "fs": 0.2, "vtcm": 8e6, "dwr": 0.5, "t0q": True, "kfix1": True},
     "HVX form, a per-kernel cost shared by both devices": {
         "loss": "cauchy", "fs": 0.2, "vtcm": 8e6, "dwr": 0.5, "kfix1": True},
     "HVX form, t0 device factor shared by both precisions, a per-kernel cost per device": {
         "loss": "cauchy", "fs": 0.2, "vtcm": 8e6, "dwr": 0.5, "t0q": True, "kfix": True},
-    "shipped form, a per-inference offset per deployment runtime and precision (shared by both devices)": {
-        **SHIPPED, "rt0": True},
-    "shipped form, a per-inference offset per deployment runtime, W8A8 only (shared by both devices)": {
-        **SHIPPED, "rt0i": True},
-    "shipped form, a per-kernel offset per deployment runtime (shared by both devices)": {**SHIPPED, "rtk": True},
-    "shipped form, a proportional factor per deployment runtime (shared by both devices)": {**SHIPPED, "rtp": True},
+    "fixed-cost form, a per-inference offset per deployment runtime and precision (shared by both devices)": {
+        **FIXED_COST_FORM, "rt0": True},
+    "fixed-cost form, a per-inference offset per deployment runtime, W8A8 only (shared by both devices) (shipped)": {
+        **FIXED_COST_FORM, "rt0i": True},
+    "fixed-cost form, a per-kernel offset per deployment runtime (shared by both devices)": {**FIXED_COST_FORM, "rtk": True},
+    "fixed-cost form, a proportional factor per deployment runtime (shared by both devices)": {**FIXED_COST_FORM, "rtp": True},
 }
 # the host CPU's prime-core clock, GHz (8 Gen 2: Cortex-X3 3.2; 8 Gen 3: Cortex-X4 3.3): ref [65]
 # DROID_SD8G3 of the project reference hardware_specs.md, https://droidholic.com/snapdragon-8-gen-3-launched/
