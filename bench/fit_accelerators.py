@@ -20,7 +20,10 @@ fit the profile's ``npu_onchip_mb`` keeps them on chip at ``c_act`` of a DRAM by
 as the family's ``onchip_cost`` scalar, and fp16 depthwise kernels at the HVX unit's fixed 0.5 of
 the int8 rate (analyzer/prediction/accelerators/qnn.py), and, by the same criterion, a
 per-kernel fixed cost shared by both devices (every class's ``floor_s``) and a per-inference
-fixed cost per device whose fp16 / W8A8 ratio ``t0_q`` both devices share. Constants
+fixed cost per device whose fp16 / W8A8 ratio ``t0_q`` both devices share, and one W8A8
+per-inference offset ``d_int8`` between AI Hub's deployments (a row deployed as ``qnn_dlc`` takes
++ d_int8 / 2, one as ``tflite`` - d_int8 / 2; written as the families' ``qnn_deploy_int8_s``,
+the library's ``qnn-dlc`` and ``qnn-tflite`` runtimes; ``qnn`` predicts their mean). Constants
 per device (8 Gen 2 = HTP v73, 8 Gen 3 = v75), ``r_fp16`` shared and written into each profile as
 its ``matrix_tflops.fp16`` (a fitted figure; its source says so), the per-inference fixed cost as
 the family's ``run_fixed_s`` / ``run_fixed_int8_s`` scalars, the profiles' ``default_runtime`` set
@@ -59,11 +62,12 @@ DEVICE_NAME = {"hexagon-sd8gen2": "Samsung Galaxy S23 (Snapdragon 8 Gen 2)",
 # the form bench/hexagon_forms.py chose (bench/results/hexagon_forms.md) with the on-chip
 # activations bench/hexagon_variants.py chose (bench/results/hexagon_variants.md)
 FORM = H.Form("qnn", t0=True, floors=False, bwmax=1.0, loss="cauchy", f_scale=0.2, onchip=True, hvx=True,
-              t0q=True, kfix=True)
+              t0q=True, kfix=True, deploy="int8")
 FORM_NAME = ("qnn fusion, e_bw <= 1, cauchy loss f = 0.2, activations within the profile's npu_onchip_mb kept "
              "on chip at a fitted c_act, fp16 depthwise at 0.5 of int8 (HVX), a per-inference fixed cost per "
              "device and precision whose fp16 / W8A8 ratio both devices share, one per-kernel fixed cost shared "
-             "by both devices")
+             "by both devices, a per-inference offset between AI Hub's qnn_dlc and tflite deployments of a W8A8 graph "
+             "shared by both devices")
 # class group -> the (e_compute, e_bw, floor) constants its op classes take
 GROUP_PARAMS = {"mat": ("e_mat", "bw_mat", "floor_mat"), "dw": ("e_dw", "bw_mat", "floor_mat"),
                 "ew": ("e_mat", "bw_ew", "floor_ew"), "move": ("e_mat", "bw_move", "floor_move")}
@@ -115,6 +119,16 @@ def write_family(family: str, pid: str, p: dict, r: float, rows, err: dict) -> N
             "events GRAPH_EXECUTE_HOST_RPC_TIME, HTP_RPC_TIME, RESOURCE_POWER_UP_TIME, VTCM_ACQUIRE_TIME in "
             f"QnnHtpProfile.h), fitted with the sets ({SCRIPT}): fp16 graphs / W8A8 graphs"
             + ("; run_fixed_s = t0_q x run_fixed_int8_s, one t0_q for both Hexagon devices" if FORM.t0q else ""))}
+    if FORM.deploy:
+        for k, name in (("d_fp16", "qnn_deploy_s"), ("d_int8", "qnn_deploy_int8_s")):
+            if k in FORM.shared():
+                scalars[name] = float(p[k][d])
+        scalars["provenance"]["source"] += (
+            "; qnn_deploy_int8_s (qnn_deploy_s: fp16 graphs): the per-inference difference between AI Hub's "
+            "deployments of a W8A8 graph, qnn_dlc (a QNN DLC on QAIRT) - tflite (TFLite + the QNN delegate), one "
+            f"figure for both Hexagon devices, fitted with the sets on rows of both deployments ({SCRIPT}: a "
+            "qnn_dlc row + d / 2, a tflite row - d / 2); the library's qnn-dlc and qnn-tflite runtimes add their "
+            "half, qnn their mean (nothing)")
     if FORM.onchip:
         scalars["onchip_cost"] = float(p["c_act"][d])
         scalars["provenance"]["source"] += (
@@ -159,17 +173,22 @@ def write_profile(pid: str, r: float) -> float:
 # ----------------------------------------------------------------------------- scoring
 
 
-def opcost_ms(model_id: str, pid: str, precision: str) -> float:
-    """opcost's own prediction (analyzer.prediction.predict, the shipped profile, its default runtime)."""
+# AI Hub's deployment runtime of a row -> the library's runtime that predicts it
+LIBRARY_RUNTIME = {"qnn_dlc": "qnn-dlc", "tflite": "qnn-tflite"}
+
+
+def opcost_ms(model_id: str, pid: str, precision: str, runtime: str | None = None) -> float:
+    """opcost's own prediction (analyzer.prediction.predict, the shipped profile; ``runtime``: the
+    library's runtime, else the profile's default)."""
     import hardware_db
     from analyzer.prediction.predict import predict
 
-    (pred,) = predict(H.report(model_id), [hardware_db.get(pid)], precision=precision)
+    (pred,) = predict(H.report(model_id), [hardware_db.get(pid)], precision=precision, runtime=runtime)
     return pred.latency_s * 1e3
 
 
 def table(title: str, rows, pred, by=("opcost_profile", "precision")) -> list[str]:
-    out = [f"**{title}**", "", "| device | precision | rows | MAPE % | max APE % | bias % |",
+    out = [f"**{title}**", "", f"| device | {by[1]} | rows | MAPE % | max APE % | bias % |",
            "|---|---|---:|---:|---:|---:|"]
     rows = rows.assign(pred=np.asarray(pred))
     for key, g in rows.groupby(list(by)):
@@ -257,7 +276,11 @@ def main() -> None:
         report += table(f"{H.DEVS[dst]} scored with {H.DEVS[src]}'s constants (its own peak and bandwidth; "
                         "fitted models)", sub, ms(sub, feats, swapped, r))
     # held out, once
-    report += table("held-out models", test, ms(test, feats, P, r))
+    report += table("held-out models (each row at its deployment runtime)", test, ms(test, feats, P, r))
+    report += table("held-out models, per deployment runtime", test, ms(test, feats, P, r),
+                    by=("opcost_profile", "runtime"))
+    report += table("held-out models at the qnn runtime (the mean of the two deployments)", test,
+                    ms(test.assign(runtime="qnn"), feats, P, r))
     report += ratio_table(test, feats, P, r)
     report += per_model(test, ms(test, feats, P, r))
 
@@ -270,11 +293,14 @@ def main() -> None:
         H._REPORTS.clear()   # fresh analyses: a report memoises the profile terms it was predicted with
         import hardware_db
         hardware_db.clear_cache()   # the profiles just written, not the ones read before
-        op = np.array([opcost_ms(row.model_id, row.opcost_profile, row.precision) for row in rows.itertuples()])
+        op = np.array([opcost_ms(row.model_id, row.opcost_profile, row.precision, LIBRARY_RUNTIME[row.runtime])
+                       for row in rows.itertuples()])
         report += table("opcost (analyzer.prediction.predict, shipped profiles), in-sample rows", train,
                         op[~held.values])
         report += table("opcost (analyzer.prediction.predict, shipped profiles), held-out rows", test,
                         op[held.values])
+        report.append("(opcost rows: each at its deployment's runtime, qnn-dlc or qnn-tflite.)")
+        report.append("")
         os.makedirs(os.path.dirname(RESULT), exist_ok=True)
         with open(RESULT, "w", encoding="utf-8") as fh:
             fh.write("\n".join(report) + "\n")

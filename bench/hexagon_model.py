@@ -92,7 +92,12 @@ MOVE = {"movement", "view", "reorder", "gather", "other"}
 GROUPS = ("mat", "dw", "ew", "move")
 X0 = {"e_mat": 0.3, "e_dw": 0.05, "bw_mat": 0.5, "bw_ew": 0.5, "bw_move": 0.5, "floor_mat": 5e-6,
       "floor_ew": 2e-6, "floor_move": 1e-6, "t0_fp16": 1e-4, "t0_int8": 1e-4, "c_act": 0.5, "t0_q": 2.0,
-      "kfix": 2e-6}
+      "kfix": 2e-6, "d_fp16": 0.0, "d_int8": 0.0}
+# the signed constants (``Form.deploy``'s offsets) -> the seconds one unit of their fitted
+# coordinate stands for: they are fitted linearly from 0, not in log space
+SIGNED = {"d_fp16": 1e-4, "d_int8": 1e-4}
+# AI Hub's deployment runtime of a row -> the sign of its half of ``Form.deploy``'s offset
+DEPLOY_SIGN = {"qnn_dlc": 1.0, "tflite": -1.0}
 # the per-inference fixed cost is at least 1 us, a shared per-kernel one at least 10 ns (bounds that
 # keep them in log space)
 T0_MIN = 1e-6
@@ -117,7 +122,11 @@ class Form:
     int8 rate (``qnn.HVX_FP16_SHARE``), not at the fitted r_fp16; ``t0q``: the fixed cost's device
     factor shared by both precisions (t0_int8 per device, t0_fp16 = t0_q x t0_int8 with one t0_q
     for both devices); ``kfix``: one per-kernel fixed cost (``kfix``, the floor of every group)
-    shared by both devices (with ``floors`` False)."""
+    shared by both devices (with ``floors`` False); ``deploy``: a per-inference offset d between
+    AI Hub's deployment runtimes, shared by both devices: a row deployed as a QNN DLC
+    (``qnn_dlc``) takes + d / 2, one as TFLite with the QNN delegate (``tflite``) - d / 2, so
+    that the time without it is their mean (``int8``: d_int8 on W8A8 rows only; ``both``: d_fp16
+    and d_int8; signed seconds)."""
     runtime: str
     t0: bool
     floors: bool = True
@@ -129,6 +138,7 @@ class Form:
     hvx: bool = False
     t0q: bool = False
     kfix: bool = False
+    deploy: str = ""
 
     def names(self) -> list[str]:
         """The constants fitted per device."""
@@ -139,7 +149,8 @@ class Form:
 
     def shared(self) -> list[str]:
         """The constants shared by both devices (r_fp16 aside)."""
-        return (["t0_q"] if self.t0 and self.t0q else []) + (["kfix"] if self.kfix else [])
+        return (["t0_q"] if self.t0 and self.t0q else []) + (["kfix"] if self.kfix else []) + (
+            {"": [], "int8": ["d_int8"], "both": ["d_fp16", "d_int8"]}[self.deploy])
 
     def n_constants(self) -> int:
         return 2 * len(self.names()) + len(self.shared()) + 1
@@ -242,6 +253,9 @@ class Rows:
         self.dev = self.key_dev[self.row_key]
         self.fp16 = self.key_fp16[self.row_key]
         self.meas = rows.inference_time_ms.values * 1e-3
+        # +1 / -1: the row's half of a deployment offset (DEPLOY_SIGN); 0: none (the mean)
+        self.sign = (np.array([DEPLOY_SIGN.get(rt, 0.0) for rt in rows.runtime]) if "runtime" in rows
+                     else np.zeros(len(rows)))
         self.peak = np.array([peak_int8(d) for d in DEVS])[self.key_dev[self.K]]
 
 
@@ -258,7 +272,7 @@ def unpack(x, form: Form) -> tuple[dict, float]:
         for j, k in enumerate(names):
             P[k][d] = np.exp(x[d * len(names) + j])
     for j, k in enumerate(form.shared()):
-        P[k][:] = np.exp(x[2 * len(names) + j])
+        P[k][:] = x[2 * len(names) + j] * SIGNED[k] if k in SIGNED else np.exp(x[2 * len(names) + j])
     if form.t0q:
         P["t0_fp16"] = P["t0_q"] * P["t0_int8"]
     if form.kfix:
@@ -267,7 +281,9 @@ def unpack(x, form: Form) -> tuple[dict, float]:
 
 
 def times(D: Rows, P: dict, r: float) -> np.ndarray:
-    """Predicted seconds of each row of ``D`` with constants ``P`` and ``r_fp16``."""
+    """Predicted seconds of each row of ``D`` with constants ``P`` and ``r_fp16`` (a deployment
+    offset ``Form.deploy``: + sign x d_prec / 2; at least 0.1 us, the log residual needs a
+    positive time)."""
     d, G = D.key_dev[D.K], D.G
     e = np.where(G == 1, P["e_dw"][d], P["e_mat"][d])
     bw = np.choose(G, [P["bw_mat"][d], P["bw_mat"][d], P["bw_ew"][d], P["bw_move"][d]])
@@ -277,7 +293,8 @@ def times(D: Rows, P: dict, r: float) -> np.ndarray:
     t = D.R * floor + D.N * np.maximum(D.W / (D.peak * s_prec * e), (D.M + P["c_act"][d] * D.O) / bw)
     per_key = (np.bincount(D.K, weights=t, minlength=D.n_keys)
                + np.where(D.key_fp16, P["t0_fp16"][D.key_dev], P["t0_int8"][D.key_dev]))
-    return per_key[D.row_key]
+    off = D.sign * np.where(D.fp16, P["d_fp16"][D.dev], P["d_int8"][D.dev]) / 2
+    return np.maximum(per_key[D.row_key] + off, 1e-7)
 
 
 def fit(D: Rows, form: Form, r_fixed: float | None = None) -> tuple[dict, float]:
@@ -287,8 +304,9 @@ def fit(D: Rows, form: Form, r_fixed: float | None = None) -> tuple[dict, float]
     from scipy.optimize import least_squares
 
     names = [k for _ in range(2) for k in form.names()] + form.shared()
-    x0 = np.array([np.log(X0[k]) for k in names] + [np.log(r_fixed or 0.25)])
-    cap = {"e_": 0.0, "bw": np.log(form.bwmax), "fl": np.log(form.fcap), "t0": np.inf, "c_": 0.0, "kf": np.inf}
+    x0 = np.array([0.0 if k in SIGNED else np.log(X0[k]) for k in names] + [np.log(r_fixed or 0.25)])
+    cap = {"e_": 0.0, "bw": np.log(form.bwmax), "fl": np.log(form.fcap), "t0": np.inf, "c_": 0.0, "kf": np.inf,
+           "d_": np.inf}
     up = np.array([cap[k[:2]] for k in names] + [0.0])
     lo = np.array([np.log(T0_MIN) if k.startswith("t0") else np.log(KFIX_MIN) if k == "kfix" else -np.inf
                    for k in names] + [-np.inf])

@@ -5,9 +5,10 @@ variant with fewer per-device constants within 0.5 point of it instead): the one
 ``(shipped)`` is bench/fit_accelerators.py's FORM (the library's ``qnn`` runtime keeps on chip
 the activations of a kernel whose activation bytes fit the profile's ``npu_onchip_mb``, runs
 fp16 depthwise kernels at the HVX unit's 0.5 of the int8 rate, adds one per-kernel cost, the same
-on both devices, and a per-inference cost per device whose fp16 / W8A8 ratio both devices share,
-analyzer/prediction/accelerators/qnn.py); the others are in docs/accuracy.md, "Tried and not
-kept".
+on both devices, a per-inference cost per device whose fp16 / W8A8 ratio both devices share, and
+a W8A8 per-inference offset between AI Hub's two deployments, shared by both devices (``rt0i``;
+the library's ``qnn-dlc`` and ``qnn-tflite`` runtimes), analyzer/prediction/accelerators/qnn.py);
+the others are in docs/accuracy.md, "Tried and not kept".
 
     PYTHONPATH=$PWD python bench/hexagon_variants.py [MEASUREMENTS_DIR] [--out bench/results/hexagon_variants.md]
 
@@ -46,6 +47,14 @@ Equal), other (Slice, Pad, Split, Resize, ...). A variant (VARIANTS) changes one
   seconds on the 8 Gen 2, scaled by 3.2 / 3.3 on the 8 Gen 3);
 - ``kfix1``: a fixed cost per kernel shared by both devices (a per-layer dispatch on the NPU;
   no sourced NPU clock to scale it by, so the same seconds on both);
+- ``rt0``: a per-inference offset per deployment runtime and precision, shared by both devices:
+  a row deployed as QNN DLC (AI Hub ``qnn_dlc``) takes + d_prec / 2, one as TFLite with the QNN
+  delegate (``tflite``) - d_prec / 2, so the form without it is their mean (``d_fp16``,
+  ``d_int8``, signed, seconds; ``rt0i``: d_int8 only, d_fp16 = 0);
+- ``rtk``: a per-kernel offset per deployment runtime, shared by both devices and precisions:
+  + n_k dk / 2 (qnn_dlc), - n_k dk / 2 (tflite), n_k the kernels of the plan (``dk`` signed);
+- ``rtp``: a proportional factor per deployment runtime: the row's time x f^(+1/2) (qnn_dlc) or
+  x f^(-1/2) (tflite), one f for both devices and precisions;
 - ``loss``, ``fs``: scipy least_squares' loss and f_scale on the log residual.
 
 Needs pandas and scipy (bench only).
@@ -68,6 +77,7 @@ import hexagon_model as H  # noqa: E402
 LAYOUT = frozenset({"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze"})
 INDEX = frozenset({"Cast", "ScatterND", "Gather", "GatherElements", "Expand", "Where", "Equal"})
 X0 = dict(H.X0, bw_tr=0.5, bw_gs=0.5, s_ew=1.0, kfix=2e-6, c_act=0.5, l2_gain=1.0, t0_q=2.0)
+FIXED_COST_FORM = {"loss": "cauchy", "fs": 0.2, "vtcm": 8e6, "dwr": 0.5, "t0q": True, "kfix1": True}
 VARIANTS = {
     "linear loss (the base as before)": {},
     "linear, layout kernels free": {"tr": "free"},
@@ -99,20 +109,30 @@ VARIANTS = {
         "loss": "cauchy", "fs": 0.2, "vtcm": 8e6, "dwr": 0.5, "t0q": True},
     "HVX form, t0 in host-CPU cycles shared, / each device's prime-core clock": {
         "loss": "cauchy", "fs": 0.2, "vtcm": 8e6, "dwr": 0.5, "t0cpu": True},
-    "HVX form, t0 device factor shared by both precisions, a per-kernel cost shared by both devices (shipped)": {
+    "HVX form, t0 device factor shared by both precisions, a per-kernel cost shared by both devices (the fixed-cost form)": {
         "loss": "cauchy", "fs": 0.2, "vtcm": 8e6, "dwr": 0.5, "t0q": True, "kfix1": True},
     "HVX form, a per-kernel cost shared by both devices": {
         "loss": "cauchy", "fs": 0.2, "vtcm": 8e6, "dwr": 0.5, "kfix1": True},
     "HVX form, t0 device factor shared by both precisions, a per-kernel cost per device": {
         "loss": "cauchy", "fs": 0.2, "vtcm": 8e6, "dwr": 0.5, "t0q": True, "kfix": True},
+    "fixed-cost form, a per-inference offset per deployment runtime and precision (shared by both devices)": {
+        **FIXED_COST_FORM, "rt0": True},
+    "fixed-cost form, a per-inference offset per deployment runtime, W8A8 only (shared by both devices) (shipped)": {
+        **FIXED_COST_FORM, "rt0i": True},
+    "fixed-cost form, a per-kernel offset per deployment runtime (shared by both devices)": {**FIXED_COST_FORM, "rtk": True},
+    "fixed-cost form, a proportional factor per deployment runtime (shared by both devices)": {**FIXED_COST_FORM, "rtp": True},
 }
 # the host CPU's prime-core clock, GHz (8 Gen 2: Cortex-X3 3.2; 8 Gen 3: Cortex-X4 3.3): ref [65]
 # DROID_SD8G3 of the project reference hardware_specs.md, https://droidholic.com/snapdragon-8-gen-3-launched/
 CPU_GHZ = (3.2, 3.3)
 # the rule (fixed before any held-out score): the lowest mean CV MAPE; a variant with fewer
-# per-device constants within RULE_MARGIN points of it is taken instead (the fewest; ties to the
-# lower mean)
+# per-device constants within RULE_MARGIN points of it is taken instead (the fewest; ties to
+# fewer constants in all, then to the lower mean: a shared constant, such as a deployment
+# runtime's, must lower the mean by more than RULE_MARGIN to be kept)
 RULE_MARGIN = 0.5
+# the signed shared constants (a deployment runtime's offsets: rt0, rt0i, rtk) -> the seconds one
+# unit of their fitted coordinate stands for (they are fitted linearly from 0, not in log space)
+SIGNED = {"d_fp16": 1e-4, "d_int8": 1e-4, "dk": 1e-6}
 
 
 def kernel_data(rows) -> dict:
@@ -143,7 +163,8 @@ def kernel_data(rows) -> dict:
                         wsec=float(wb.sum()) / float(kt.mem_bw), wk=wb / float(kt.mem_bw),
                         nbytes=np.asarray(kt.nbytes, float),
                         act=np.maximum(np.asarray(kt.nbytes, float) - wb, 0.0),
-                        peak=H.peak_int8(key[1]))
+                        peak=H.peak_int8(key[1]),
+                        nk=int(np.count_nonzero((np.asarray(kt.compute) > 0) | (np.asarray(kt.memory) > 0))))
     return out
 
 
@@ -195,17 +216,31 @@ def key_time(q: dict, P: dict, r: float, o: dict) -> float:
 def shared(o: dict) -> list[str]:
     """The constants shared by both devices, after the per-device ones (r_fp16 last, always)."""
     return (["t0_fp16", "t0_int8"] if o.get("t0s") or o.get("t0cpu") else ["t0_q"] if o.get("t0q") else []) + (
-        ["kfix"] if o.get("kfix1") else [])
+        ["kfix"] if o.get("kfix1") else []) + (["d_fp16", "d_int8"] if o.get("rt0") else []) + (
+        ["d_int8"] if o.get("rt0i") else []) + (["dk"] if o.get("rtk") else []) + (["f_rt"] if o.get("rtp") else [])
+
+
+def runtime_term(t: float, q: dict, P: dict, runtime: str) -> float:
+    """A row's seconds under its deployment runtime (``rt0``, ``rt0i``, ``rtk``, ``rtp``; module
+    docstring): s = +1 for qnn_dlc, -1 for tflite; t + s d_prec / 2 + s n_k dk / 2, then
+    x f^(s / 2); at least 0.1 us (the log residual needs a positive time)."""
+    s = 1.0 if runtime == "qnn_dlc" else -1.0
+    d = P.get("d_fp16" if q["fp"] else "d_int8")
+    t = t + (s * d[0] / 2 if d is not None else 0.0) + (s * q["nk"] * P["dk"][0] / 2 if "dk" in P else 0.0)
+    return max(t * (P["f_rt"][0] ** (s / 2) if "f_rt" in P else 1.0), 1e-7)
 
 
 def predict_rows(x, o: dict, rows, kd: dict) -> np.ndarray:
     n = names(o)
     P = {nm: np.exp(np.array([x[d * len(n) + j] for d in range(2)])) for j, nm in enumerate(n)}
-    P.update({nm: np.exp(np.full(2, x[2 * len(n) + j])) for j, nm in enumerate(shared(o))})
+    P.update({nm: np.full(2, x[2 * len(n) + j] * SIGNED[nm]) if nm in SIGNED else np.exp(np.full(2, x[2 * len(n) + j]))
+              for j, nm in enumerate(shared(o))})
     r = float(np.exp(x[-1]))
     keys = list(zip(rows.model_id, rows.opcost_profile, rows.precision))
     memo = {k: key_time(kd[k], P, r, o) for k in set(keys)}
-    return np.array([memo[k] for k in keys])
+    if not any(o.get(f) for f in ("rt0", "rt0i", "rtk", "rtp")):
+        return np.array([memo[k] for k in keys])
+    return np.array([runtime_term(memo[k], kd[k], P, rt) for k, rt in zip(keys, rows.runtime)])
 
 
 def fit(rows, o: dict, kd: dict) -> np.ndarray:
@@ -216,7 +251,7 @@ def fit(rows, o: dict, kd: dict) -> np.ndarray:
     n = names(o)
     flat = [k for _ in range(2) for k in n] + shared(o)   # the vector's names, r_fp16 after them
     meas = rows.inference_time_ms.values * 1e-3
-    x0 = np.array([np.log(X0[k]) for k in flat] + [np.log(0.25)])
+    x0 = np.array([0.0 if k in SIGNED or k == "f_rt" else np.log(X0[k]) for k in flat] + [np.log(0.25)])
     up = np.array([0.0 if k[:2] in ("e_", "bw", "c_") else np.inf for k in flat] + [0.0])
     lo = np.array([np.log(H.T0_MIN) if k.startswith("t0") else np.log(1e-8) if k == "kfix" else -np.inf
                    for k in flat] + [-np.inf])
@@ -243,11 +278,12 @@ def cv(rows, o: dict, kd: dict, key) -> np.ndarray:
 
 
 def choose(scores: dict) -> str:
-    """The rule over {name: (mean CV MAPE, per-device constants)}: the lowest mean; within
-    RULE_MARGIN points of it, the fewest per-device constants (ties to the lower mean)."""
+    """The rule over {name: (mean CV MAPE, per-device constants, constants in all)}: the lowest
+    mean; within RULE_MARGIN points of it, the fewest per-device constants (ties to the fewest
+    constants in all, then to the lower mean)."""
     best = min(v[0] for v in scores.values())
     near = [k for k, v in scores.items() if v[0] <= best + RULE_MARGIN]
-    return min(near, key=lambda k: (scores[k][1], scores[k][0]))
+    return min(near, key=lambda k: (scores[k][1], scores[k][2], scores[k][0]))
 
 
 def main() -> None:
@@ -278,7 +314,7 @@ def main() -> None:
                      f"({s_mo['bias']:+.1f} %) | {s_fa['mape']:.1f} % ({s_fa['bias']:+.1f} %) | "
                      f"{(s_mo['mape'] + s_fa['mape']) / 2:.1f} % |")
         print(lines[-1], flush=True)
-        scores[name] = ((s_mo["mape"] + s_fa["mape"]) / 2, len(names(o)))
+        scores[name] = ((s_mo["mape"] + s_fa["mape"]) / 2, len(names(o)), 2 * len(names(o)) + len(shared(o)) + 1)
     lines += ["", f"Chosen by the rule among the variants run: **{choose(scores)}**"]
     print(lines[-1])
     with open(a.out, "w", encoding="utf-8") as fh:

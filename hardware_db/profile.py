@@ -38,7 +38,7 @@ SCHEMA_VERSION = 1
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
 ENGINES = ("matrix", "vector")
 KINDS = ("gpu", "tpu", "npu", "dsp", "cpu")
-RUNTIMES = ("kernel", "eager", "onnxruntime", "xla", "coreml", "edgetpu", "qnn")
+RUNTIMES = ("kernel", "eager", "onnxruntime", "xla", "coreml", "edgetpu", "qnn", "qnn-dlc", "qnn-tflite")
 LINK_KINDS = ("nvlink", "pcie", "ici", "infinity-fabric", "ib", "ethernet")
 
 # TOML table -> the float fields it holds (flattened onto HardwareProfile under the same names).

@@ -25,7 +25,7 @@ def per_profile(runtime, prof, arrays, label: str, note: list, placed: tuple, qn
         bw = place(runtime, prof, plan, fnodes, rows, bw, mpeak_p, vpeak_p, fixed_p, note)
     per_call = (qnn.run_fixed_s(runtime.name, arrays, label, note)
                 + xla_tpu.call_launch_s(runtime.name, prof.kind, arrays, prof.id, note))
-    if runtime.name == qnn.NAME:
+    if runtime.name in qnn.DEPLOYMENTS:
         onchip = qnn.profile_rows(onchip, p, P, prof, arrays, mpeak_p, vpeak_p, *qnn_rows[5:], note)
     return bw, per_call, onchip
 

@@ -27,7 +27,12 @@ edgetpu        tflite          an Edge TPU TFLite invoke: mapped int8 ops on the
                                CPU from the first unmapped op (``accelerators/edgetpu.py``)
 qnn            qnn             one inference of a QNN graph on the Hexagon NPU as Qualcomm
                                AI Hub times it: epilogues fused into their matrix op, plus
-                               a per-inference fixed cost (``accelerators/qnn.py``)
+                               a per-inference fixed cost (``accelerators/qnn.py``); the
+                               mean of AI Hub's two deployments below
+qnn-dlc        qnn             ``qnn`` deployed as a QNN DLC run by QAIRT: its per-inference
+                               cost + half the fitted deployment offset
+qnn-tflite     qnn             ``qnn`` deployed as TFLite with the QNN delegate: its
+                               per-inference cost - half the fitted deployment offset
 =============  ==============  ==========================================================
 
 The ``eager`` fusion policy is no fusion but PyTorch's own kernels for the exported graph's
@@ -126,6 +131,8 @@ RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
     Runtime("edgetpu", "tflite", False, edgetpu.TIME_DEFINITION, placement=edgetpu.place,
             precision_rule=edgetpu.precision_rule),
     Runtime(qnn.NAME, "qnn", False, qnn.TIME_DEFINITION),
+    Runtime("qnn-dlc", "qnn", False, qnn.TIME_DEFINITION_DLC),
+    Runtime("qnn-tflite", "qnn", False, qnn.TIME_DEFINITION_TFLITE),
 )}
 
 # the runtime a profile of each kind predicts when neither the caller nor the profile says

@@ -58,3 +58,24 @@ def test_cauchy_loss_keeps_the_constants_of_the_other_rows(loss, within):
     good = rows[rows.model_id != f"m{OUTLIER}"].reset_index(drop=True)
     ape = np.abs(H.times(H.Rows(good, feats), *H.fit(H.Rows(rows, feats), form)) * 1e3 / good.inference_time_ms - 1)
     assert bool(ape.max() < 0.05) is within
+
+
+def test_deployment_offset_closed_form_and_recovered():
+    """Form.deploy = "int8": a qnn_dlc row takes + d_int8 / 2, a tflite row - d_int8 / 2 (8 Gen 2,
+    model 0, W8A8: 0.980 ms + 0.05 ms = 1.030 ms and 0.930 ms for d = 100 us); rows made that way
+    (every model but the outlier, both deployments) give back d = 100 us and e_mat = 0.5."""
+    rows, feats = _rows()
+    rows = rows[rows.model_id != f"m{OUTLIER}"]
+    d = 1e-4
+    both = pd.concat([rows.assign(runtime=rt, inference_time_ms=rows.inference_time_ms + s * d / 2 * 1e3)
+                      for rt, s in (("qnn_dlc", 1.0), ("tflite", -1.0))], ignore_index=True)
+    form = H.Form("qnn", t0=True, floors=False, bwmax=1.0, loss="cauchy", f_scale=0.2, deploy="int8")
+    assert form.shared() == ["d_int8"]
+    P = {k: np.zeros(2) for k in H.X0}
+    P.update(e_mat=np.full(2, E_MAT), bw_mat=np.ones(2), t0_int8=np.full(2, T0), d_int8=np.full(2, d))
+    got = H.times(H.Rows(both, feats), P, 1.0) * 1e3
+    assert got[0] == pytest.approx(1e10 / (22.73e12 * 0.5) * 1e3 + 0.1 + 0.05, rel=1e-6)   # 1.030 ms
+    assert got[len(rows)] == pytest.approx(1e10 / (22.73e12 * 0.5) * 1e3 + 0.1 - 0.05, rel=1e-6)   # 0.930 ms
+    fit, _ = H.fit(H.Rows(both, feats), form)
+    assert fit["d_int8"][0] == pytest.approx(d, rel=0.02)
+    assert np.all(np.abs(fit["e_mat"] / E_MAT - 1) < 0.02)

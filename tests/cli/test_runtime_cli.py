@@ -27,7 +27,8 @@ def test_help_explains_each_runtime_with_its_time_definition(run_cli):
         assert f"{name}: {rt.time_definition}" in out
 
 
-@pytest.mark.parametrize("runtime", ["kernel", "eager", "eager-op", "onnxruntime", "xla", "coreml", "edgetpu", "qnn"])
+@pytest.mark.parametrize("runtime", ["kernel", "eager", "eager-op", "onnxruntime", "xla", "coreml", "edgetpu", "qnn",
+                                     "qnn-dlc", "qnn-tflite"])
 def test_runtime_reaches_the_prediction(run_cli, runtime):
     from analyzer.prediction.runtimes import RUNTIMES
 
@@ -36,6 +37,22 @@ def test_runtime_reaches_the_prediction(run_cli, runtime):
     p = json.loads(res.stdout)["predictions"][0]
     assert p["runtime"] == runtime
     assert p["time_definition"] == RUNTIMES[runtime].time_definition
+
+
+def test_deployment_runtimes_differ_by_the_fitted_offset(run_cli):
+    """--runtime qnn-dlc / qnn-tflite on a Hexagon profile at W8A8: the qnn latency + / - half the
+    family's qnn_deploy_int8_s (the per-inference difference between AI Hub's two deployments)."""
+    import hardware_db
+    from analyzer.prediction.efficiency.constants import load_constants
+
+    d = float(load_constants(hardware_db.get("hexagon-sd8gen2").family).arrays["qnn_deploy_int8_s"])
+    lat = {}
+    for rt in ("qnn", "qnn-dlc", "qnn-tflite"):
+        res = run_cli(CNN, "--hw", "hexagon-sd8gen2", "--runtime", rt, "--precision", "int8", "--format", "json")
+        assert res.exit_code == 0, res.output
+        lat[rt] = json.loads(res.stdout)["predictions"][0]["latency_s"]
+    assert lat["qnn-dlc"] - lat["qnn"] == pytest.approx(d / 2, rel=1e-6)
+    assert lat["qnn"] - lat["qnn-tflite"] == pytest.approx(d / 2, rel=1e-6)
 
 
 def test_unknown_runtime_is_a_usage_error(run_cli):

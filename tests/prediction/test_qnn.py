@@ -117,22 +117,25 @@ def test_shipped_hexagon_efficiencies_are_fractions():
 
 def test_shipped_hexagon_fixed_costs_follow_the_form():
     """The shipped form (bench/fit_accelerators.py FORM, bench/results/hexagon_variants.md): one
-    per-kernel cost, every class's floor_s, the same on both Hexagon families, and one fp16 / W8A8
-    ratio of the per-inference cost (run_fixed_s / run_fixed_int8_s) on both.  Recorded by the fit:
-    floor_s 1.4813e-6 s; ratio t0_q 3.985 (8 Gen 2: 497.6 / 124.9 us = 3.985; 8 Gen 3: 297.6 / 74.7 us
-    = 3.985).  A one-conv graph's kernel time on the qnn runtime is that floor + its body."""
+    per-kernel cost, every class's floor_s, the same on both Hexagon families, one fp16 / W8A8
+    ratio of the per-inference cost (run_fixed_s / run_fixed_int8_s) on both, and one W8A8 offset
+    between the deployments (qnn_deploy_int8_s), none for fp16.  Recorded by the fit: floor_s
+    1.7470e-6 s; ratio t0_q 2.673 (8 Gen 2: 481.2 / 180.0 us = 2.673; 8 Gen 3: 294.3 / 110.1 us =
+    2.673); d_int8 131.7 us.  A one-conv graph's kernel time on the qnn runtime is that floor + its body."""
     fams = [load_constants(hardware_db.get(pid).family).arrays for pid in ("hexagon-sd8gen2", "hexagon-sd8gen3")]
     for a in fams:
-        assert np.all(a["floor_s"] == pytest.approx(1.4813e-6, rel=1e-4))
-        assert a["run_fixed_s"] / a["run_fixed_int8_s"] == pytest.approx(3.985, rel=1e-3)
-    assert fams[0]["run_fixed_int8_s"] == pytest.approx(124.9e-6, rel=1e-3)
-    assert fams[1]["run_fixed_int8_s"] == pytest.approx(74.7e-6, rel=1e-3)
+        assert np.all(a["floor_s"] == pytest.approx(1.7470e-6, rel=1e-4))
+        assert a["run_fixed_s"] / a["run_fixed_int8_s"] == pytest.approx(2.673, rel=1e-3)
+        assert a["qnn_deploy_int8_s"] == pytest.approx(131.7e-6, rel=1e-3)
+        assert a["qnn_deploy_s"] == 0.0
+    assert fams[0]["run_fixed_int8_s"] == pytest.approx(180.0e-6, rel=1e-3)
+    assert fams[1]["run_fixed_int8_s"] == pytest.approx(110.1e-6, rel=1e-3)
     rep = _analyze([_conv("x", "y", "w")], [_w("w", [8, 8, 3, 3])])
     (p,) = predict(rep, [Target(hardware_db.get("hexagon-sd8gen3"), runtimes.get("qnn"), "requested")],
                    precision="int8")
     kt = p.kernel_table
-    assert len(kt.time) == 1 and float(kt.overhead[0]) == pytest.approx(1.4813e-6, rel=1e-4)
-    assert float(kt.time[0]) == pytest.approx(1.4813e-6 + max(float(kt.compute[0]), float(kt.memory[0])), rel=1e-4)
+    assert len(kt.time) == 1 and float(kt.overhead[0]) == pytest.approx(1.7470e-6, rel=1e-4)
+    assert float(kt.time[0]) == pytest.approx(1.7470e-6 + max(float(kt.compute[0]), float(kt.memory[0])), rel=1e-4)
 
 
 def _two_convs():
@@ -265,3 +268,32 @@ def test_fp16_depthwise_runs_at_half_the_int8_rate():
     assert t.compute[0] == pytest.approx(9216 / 22.5e12, rel=1e-5)
     assert table("qnn", "int8").matrix_peak[0] == 45e12
     assert table("kernel", "fp16").matrix_peak[0] == prof.peak_flops("matrix", "fp16")
+
+
+@pytest.mark.parametrize("runtime,int8_s", [("qnn", 50e-6), ("qnn-dlc", 50e-6 + 40e-6 / 2),
+                                            ("qnn-tflite", 50e-6 - 40e-6 / 2), ("kernel", 0.0)])
+def test_deployment_offset_closed_form(runtime, int8_s):
+    """run_fixed_s with run_fixed_int8_s = 50 us and a W8A8 deployment offset d = 40 us:
+    qnn 50 us (the mean), qnn-dlc 50 + 20 = 70 us, qnn-tflite 50 - 20 = 30 us, kernel 0; an fp16
+    graph with no qnn_deploy_s keeps run_fixed_s = 100 us on every qnn runtime."""
+    arrays = {"run_fixed_s": 100e-6, "run_fixed_int8_s": 50e-6, "qnn_deploy_int8_s": 40e-6}
+    assert qnn.run_fixed_s(runtime, arrays, "int8") == pytest.approx(int8_s, abs=1e-12)
+    assert qnn.run_fixed_s(runtime, arrays, "fp16") == pytest.approx(0.0 if runtime == "kernel" else 100e-6)
+
+
+def test_deployment_runtimes_share_the_qnn_plan():
+    """qnn-dlc and qnn-tflite run qnn's fusion (the residual block's 2 kernels) and its kernels'
+    times; only the per-inference cost differs, by the family's qnn_deploy_int8_s (8 Gen 2 W8A8)."""
+    nodes = [_conv("x", "c1", "w1"), _bn("c1", "b1", "n1"), helper.make_node("Relu", ["b1"], ["r1"]),
+             _conv("r1", "c2", "w2"), _bn("c2", "b2", "n2"), helper.make_node("Add", ["b2", "x"], ["a"]),
+             helper.make_node("Relu", ["a"], ["y"])]
+    rep = _analyze(nodes, [_w("w1", [8, 8, 3, 3]), _w("w2", [8, 8, 3, 3])] + _bn_inits("n1") + _bn_inits("n2"))
+    prof = hardware_db.get("hexagon-sd8gen2")
+    d = float(load_constants(prof.family).arrays["qnn_deploy_int8_s"])
+    out = {rt: predict(rep, [Target(prof, runtimes.get(rt), "requested")], precision="int8")[0]
+           for rt in ("qnn", "qnn-dlc", "qnn-tflite")}
+    assert {len(p.kernel_table.op_class) for p in out.values()} == {2}
+    assert float(np.sum(out["qnn-dlc"].kernel_table.time)) == pytest.approx(float(np.sum(out["qnn"].kernel_table.time)))
+    assert out["qnn-dlc"].latency_s - out["qnn"].latency_s == pytest.approx(d / 2, rel=1e-9)
+    assert out["qnn"].latency_s - out["qnn-tflite"].latency_s == pytest.approx(d / 2, rel=1e-9)
+    assert any("qnn-dlc" in n and "deployed as a QNN DLC" in n for n in out["qnn-dlc"].notes)

@@ -55,6 +55,14 @@ fitted per device, with one fp16 / W8A8 ratio for both Hexagon devices.  Per ker
 family's class floor (``floor_s``, one fitted figure for every class and both Hexagon devices:
 a per-layer dispatch on the NPU, the same seconds on each chip since no NPU clock is sourced)
 is added to each launch, as the library's kernel time does for any fitted family.
+
+Deployment (``DEPLOYMENTS``): AI Hub deploys a model on the NPU through two runtimes that time
+the same kernels differently per inference: a QNN DLC run by QAIRT (``qnn-dlc``) and TFLite with
+the QNN delegate (``qnn-tflite``).  The family's ``qnn_deploy_s`` / ``qnn_deploy_int8_s``
+scalars are d, the per-inference difference qnn_dlc - tflite of an fp16 / W8A8 graph (fitted
+with the family's other constants, one figure for both Hexagon devices): ``qnn-dlc`` adds d / 2
+to the per-inference cost, ``qnn-tflite`` takes d / 2 off, and ``qnn`` adds nothing: it
+predicts the mean of the two deployments (the constants are fitted on rows of both).
 """
 
 from __future__ import annotations
@@ -62,10 +70,20 @@ from __future__ import annotations
 import numpy as np
 
 NAME = "qnn"
+# runtime name -> the share of the deployment offset d it adds once per inference (module
+# docstring): qnn-dlc = a QNN DLC on QAIRT, qnn-tflite = TFLite + the QNN delegate, qnn their mean
+DEPLOYMENTS = {NAME: 0.0, "qnn-dlc": 0.5, "qnn-tflite": -0.5}
+DEPLOYMENT_NAMES = {NAME: "the mean of AI Hub's QNN DLC and TFLite + QNN delegate deployments",
+                    "qnn-dlc": "deployed as a QNN DLC (QAIRT)", "qnn-tflite": "deployed as TFLite with the QNN delegate"}
 TIME_DEFINITION = ("Qualcomm AI Hub profile job estimated_inference_time: one inference of the "
                    "compiled QNN graph on the Hexagon NPU (HTP), the model run several times in a "
                    "tight loop; load and graph finalization excluded; a fixed per-inference "
-                   "graph-execute cost (RPC, power-up, VTCM acquire) added once")
+                   "graph-execute cost (RPC, power-up, VTCM acquire) added once; the mean of AI Hub's "
+                   "QNN DLC and TFLite + QNN delegate deployments (qnn-dlc, qnn-tflite name one)")
+TIME_DEFINITION_DLC = ("as qnn, the model deployed as a QNN DLC run by QAIRT (AI Hub's qnn_dlc): the "
+                       "per-inference cost + half the fitted difference between the two deployments")
+TIME_DEFINITION_TFLITE = ("as qnn, the model deployed as TFLite with the QNN delegate (AI Hub's tflite): the "
+                          "per-inference cost - half the fitted difference between the two deployments")
 
 # ops that run no kernel of their own: a concatenation's producers write their results into its
 # output buffer at their offsets (module docstring)
@@ -77,17 +95,30 @@ _ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "PRelu", "Sigmoid", "Hard
 
 
 def run_fixed_s(runtime: str, arrays: dict, precision: str, note: list[str] | None = None) -> float:
-    """Seconds the ``qnn`` runtime adds once per inference: the family's ``run_fixed_int8_s``
-    (an int8 graph) or ``run_fixed_s`` (0 where the family has none); other runtimes 0.  A
-    non-zero one is stated in ``note`` (it is in the latency, in no layer's row)."""
-    if runtime != NAME:
+    """Seconds a ``qnn`` runtime (``DEPLOYMENTS``) adds once per inference: the family's
+    ``run_fixed_int8_s`` (an int8 graph) or ``run_fixed_s`` (0 where the family has none), plus
+    the runtime's share of the deployment offset ``qnn_deploy_int8_s`` / ``qnn_deploy_s`` (+ d / 2
+    ``qnn-dlc``, - d / 2 ``qnn-tflite``, 0 ``qnn``); other runtimes 0.  A non-zero one is stated
+    in ``note`` (it is in the latency, in no layer's row)."""
+    if runtime not in DEPLOYMENTS:
         return 0.0
-    s = float(arrays["run_fixed_int8_s" if precision == "int8" else "run_fixed_s"])
-    if s > 0 and note is not None:
-        note.append(f"qnn: {s * 1e6:.3g} us fixed per inference, in the latency, in no layer (graph "
-                    f"execute: RPC, power-up, VTCM acquire; the {'int8' if precision == 'int8' else 'float'} "
-                    f"graph's figure, fitted with the family's constants)")
-    return s
+    int8 = precision == "int8"
+    base = float(arrays["run_fixed_int8_s" if int8 else "run_fixed_s"])
+    d = float(arrays.get("qnn_deploy_int8_s" if int8 else "qnn_deploy_s", 0.0))
+    s = base + DEPLOYMENTS[runtime] * d
+    if note is None:
+        return max(s, 0.0)
+    if base > 0:
+        note.append(f"{runtime}: {s * 1e6:.3g} us fixed per inference, in the latency, in no layer (graph "
+                    f"execute: RPC, power-up, VTCM acquire; the {'int8' if int8 else 'float'} graph's figure, "
+                    f"fitted with the family's constants; {DEPLOYMENT_NAMES[runtime]}"
+                    + (f": {DEPLOYMENTS[runtime] * d * 1e6:+.3g} us of the {d * 1e6:.3g} us between them)"
+                       if DEPLOYMENTS[runtime] and d else ")"))
+    if DEPLOYMENTS[runtime] and not d:
+        note.append(f"{runtime}: the family states no per-inference offset between deployments of a"
+                    f"{'n int8' if int8 else ' float'} graph (qnn_deploy{'_int8' if int8 else ''}_s): "
+                    "predicted as the qnn runtime")
+    return max(s, 0.0)
 
 
 def launches(nodes) -> list[bool]:
