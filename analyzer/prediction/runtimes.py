@@ -181,8 +181,7 @@ def eager_op_call_us(op_class: str) -> float:
     """``EAGER_OP_CALL_US`` of ``op_class`` or of the first class it falls back to that has a
     figure (``class_chain``: gemm_simt -> gemm, conv3_simt -> conv, softmax_block -> softmax,
     pooling -> reduce...); else the default."""
-    return next((EAGER_OP_CALL_US[c] for c in class_chain(op_class) if c in EAGER_OP_CALL_US),
-                EAGER_OP_CALL_DEFAULT_US)
+    return _class_figure(EAGER_OP_CALL_US, EAGER_OP_CALL_DEFAULT_US, op_class)
 
 
 # Host time of an op eager PyTorch runs without a kernel (a view: reshape, transpose, unsqueeze,
@@ -203,8 +202,13 @@ def eager_dispatch_us(op_class: str) -> float:
     """``EAGER_DISPATCH_US`` of ``op_class`` or of the first class it falls back to that has a
     figure (a depthwise convolution or an lhs-transposed product is still one matmul-like
     framework op); else the default."""
-    return next((EAGER_DISPATCH_US[c] for c in class_chain(op_class) if c in EAGER_DISPATCH_US),
-                EAGER_DISPATCH_DEFAULT_US)
+    return _class_figure(EAGER_DISPATCH_US, EAGER_DISPATCH_DEFAULT_US, op_class)
+
+
+def _class_figure(table: dict[str, float], default: float, op_class: str) -> float:
+    """``table``'s figure of ``op_class`` or of the first class ``class_chain`` falls back to that
+    has one; else ``default``."""
+    return next((table[c] for c in class_chain(op_class) if c in table), default)
 
 
 # Per-kernel launch figure of a profile that has none, by kind (microseconds), with why.
