@@ -71,7 +71,8 @@ class Hint:
     ``value``: for a mapping option a dict of entries (``{"batch": "VALUE"}``) or one entry's
     name (``"axes"``: ``values['axes']`` / ``--value axes``); for a scalar option its value
     (``"N"``); None names the option alone.  Upper-case words (``VALUE``, ``N``, ``FILE``) and
-    ``...`` are metavariables, printed as they are (``...`` for a mapping's values in Python).
+    ``...`` are metavariables, printed as they are (``...`` for a mapping's values in Python); a
+    mapping's keys are names (a dim or input of the file, ``B`` included) and always quoted.
     ``example``: a value in the same form, shown as ``(e.g. ...)``.
 
     In a template, ``{dims}`` is replaced by the rendered hint; for a hint without a value,
@@ -118,7 +119,8 @@ def _render(opt: Option, value: Any, style: str, assign: bool) -> str:
             items = [f"{k}={_cli(v)}" for k, v in value.items()]
             return " ".join(f"{opt.flag} {x}" for x in items) if opt.repeat else (
                 f"{opt.flag} " + ",".join(items))
-        body = ", ".join(f"{_py(k)}: {_py(v, True)}" for k, v in value.items())
+        # a key is a name from the file (an upper-case dim such as "B" is not a metavariable)
+        body = ", ".join(f"{k!r}: {_py(v, True)}" for k, v in value.items())
         return f"{opt.keyword}={{{body}}}"
     if opt.kind == "mapping":  # one entry, by name
         return f"{opt.flag} {value}" if cli else f"{opt.keyword}[{_py(value)}]"

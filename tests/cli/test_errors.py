@@ -41,14 +41,15 @@ ROOT = Path(__file__).resolve().parents[2]
     (Hint("values", {"a": "...", "b": "..."}), "values={'a': ..., 'b': ...}",
      "--value a=... --value b=..."),
     (Hint("values", "axes"), "values['axes']", "--value axes"),
-    (Hint("inputs", {"NAME": "DIMS"}), "inputs={NAME: ...}", "--input NAME=DIMS"),
+    (Hint("inputs", {"NAME": "DIMS"}), "inputs={'NAME': ...}", "--input NAME=DIMS"),
+    (Hint("dims", {"B": "VALUE", "S": "VALUE"}), "dims={'B': ..., 'S': ...}", "--dim B=VALUE,S=VALUE"),
     (Hint("loop_trips", "N"), "loop_trips=N", "--loop-trips N"),
     (Hint("hw", ["a100", "t4"]), "hw=['a100', 't4']", "--hw a100,t4"),
     (Hint("hw", "FILE"), "hw=FILE", "--hw FILE"),
     (Hint("precision"), "precision", "--precision"),
     (Hint("strict"), "Report.require_full_coverage()", "--strict"),
     (Hint("inputs", {"NAME": "DIMS"}, example={"x": "1x3x224x224"}),
-     "inputs={NAME: ...} (e.g. inputs={'x': '1x3x224x224'})",
+     "inputs={'NAME': ...} (e.g. inputs={'x': '1x3x224x224'})",
      "--input NAME=DIMS (e.g. --input x=1x3x224x224)"),
 ])
 def test_a_hint_is_worded_as_a_keyword_for_python_and_as_a_flag_for_the_cli(hint, python, cli):
