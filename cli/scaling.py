@@ -21,30 +21,46 @@ def render_links(links, fmt: str, nodes=()) -> str:
     if fmt == "json":
         return json.dumps([{"type": "link", **l.to_dict()} for l in links]
                           + [{"type": "node", **n.to_dict()} for n in nodes], indent=2) + "\n"
-    from rich.console import Console
+    from rich import box
     from rich.markup import escape
     from rich.table import Table
 
-    t = Table(title="interconnect links (--link ID; GB/s per direction, after line coding)")
+    from cli.hwview import _console, width
+
+    cols = width()
+    boxed = box.SIMPLE_HEAD if cols < 120 else box.HEAVY_HEAD
+    t = Table(title="interconnect links (--link ID; GB/s per direction, after line coding)",
+              box=boxed)
     for col in ("id", "kind", "name", "GB/s per dir", "latency µs"):
-        t.add_column(col, justify="right" if col[0].isupper() or "µs" in col else "left")
+        t.add_column(col, justify="right" if col[0].isupper() or "µs" in col else "left",
+                     no_wrap=col == "id")
     for l in links:
         t.add_row(escape(l.id), escape(l.kind), escape(l.name), _fmt(l.gbs_per_direction),
                   _fmt(l.latency_us))
     buf = io.StringIO()
-    con = Console(file=buf, width=200, color_system=None, highlight=False)
+    con = _console(buf, cols)
     con.print(t)
     if nodes:
-        n_t = Table(title="nodes (--node ID; per-node topology)")
-        for col in ("id", "name", "GPUs", "link inside", "NVSwitch", "NVLS", "NVLink domain",
-                    "NICs x link", "network GB/s per dir"):
-            n_t.add_column(col, justify="right" if col in ("GPUs", "NVLink domain",
-                                                          "network GB/s per dir") else "left")
+        # a narrow terminal gives up the node's long name first (its id names it)
+        heads = ["id", *(["name"] if cols >= 150 else []), "GPUs", "link inside", "NVSwitch",
+                 "NVLS", "NVLink domain", "NICs x link", "network GB/s per dir"]
+        short = {"link inside": "inside", "NVLink domain": "domain", "NICs x link": "NICs",
+                 "network GB/s per dir": "net GB/s"} if cols < 150 else {}
+        n_t = Table(title="nodes (--node ID; per-node topology"
+                    + ("; net GB/s per direction)" if short else ")"), box=boxed,
+                    pad_edge=not short, padding=(0, 0) if short else (0, 1))
+        for col in heads:
+            head = short.get(col, col)
+            n_t.add_column(head, no_wrap=col != "name", min_width=len(head) if short else None,
+                           justify="right" if col in (
+                "GPUs", "NVLink domain", "network GB/s per dir") else "left")
         for n in nodes:
             nic = "—" if n.nics is None else f"{n.nics} x {escape(n.nic_link)}"
-            n_t.add_row(escape(n.id), escape(n.name), str(n.gpus), escape(n.intra_link),
-                        "yes" if n.nvswitch else "no", "yes" if n.nvls else "no",
-                        str(n.nvlink_domain), nic, _fmt(n.nic_gbs))
+            cells = {"id": escape(n.id), "name": escape(n.name), "GPUs": str(n.gpus),
+                     "link inside": escape(n.intra_link), "NVSwitch": "yes" if n.nvswitch else "no",
+                     "NVLS": "yes" if n.nvls else "no", "NVLink domain": str(n.nvlink_domain),
+                     "NICs x link": nic, "network GB/s per dir": _fmt(n.nic_gbs)}
+            n_t.add_row(*(cells[c] for c in heads))
         con.print(n_t)
     return buf.getvalue()
 

@@ -180,14 +180,18 @@ def test_model_json_predictions_have_the_design_keys(run_cli):
 
 
 @pytest.mark.parametrize("cols", [80, 120])
-@pytest.mark.parametrize("args", [("hw", "list"), ("hw", "show", "a100")])
+@pytest.mark.parametrize("args", [("hw", "list"), ("hw", "show", "a100"), ("hw", "list", "--links")])
 def test_hw_views_fit_the_terminal(run_cli, monkeypatch, cols, args):
     monkeypatch.setenv("COLUMNS", str(cols))
     res = run_cli(*args)
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert all(len(x) <= cols for x in lines), max(lines, key=len)
-    if args[1] == "list":   # one line per profile: every id whole, peaks and bandwidth kept
+    if args == ("hw", "list"):   # one line per profile: every id whole, peaks and bandwidth kept
         cells = [x.replace("│", " ").split() for x in lines]
         ids = [c[0] for c in cells if c and c[0] in ("a100-80gb-sxm", "h100-sxm")]
         assert ids == ["a100-80gb-sxm", "h100-sxm"] and "mem GB/s" in res.stdout
+    if args[-1] == "--links":   # every link and node id whole, each node's NICs on its own line
+        for ident in ("ib-ndr", "nvlink5", "dgx-h100", "rtx-pro-6000-8"):
+            assert any(x.replace("│", " ").split()[:1] == [ident] for x in lines if x.strip()), ident
+        assert "8 x ib-ndr" in res.stdout
