@@ -322,7 +322,10 @@ def _analyze_onnx(req: Request, hws, opts: Options, multi: dict, baseline: bool,
         sw = analyzer.sweep(model, dim_values, hws, options=opts,
                             **({"batch": batches} if batches else {}))
         spinner.stop()
-        write_output(render_sweep(sw, out.fmt), out.path)
+        from cli.output import terminal_width
+
+        cols = terminal_width() if out.path is None and out.fmt == "table" else None
+        write_output(render_sweep(sw, out.fmt, width=cols), out.path)
         if out.strict:
             for _, rep in sw.points:
                 rep.require_full_coverage()

@@ -214,7 +214,7 @@ def render_markdown(report: Report, *, top: int | None = None, all_rows: bool = 
     return "\n".join(out) + "\n"
 
 
-def render_sweep(sw, fmt: str) -> str:
+def render_sweep(sw, fmt: str, width: int | None = None) -> str:
     """A sweep as one table: swept dim values x totals (and latency per profile)."""
     if fmt == "json":
         from analyzer.report.finite_json import dumps
@@ -242,14 +242,24 @@ def render_sweep(sw, fmt: str) -> str:
         out = ["| " + " | ".join(map(safe.md_text, head)) + " |", "|" + "---|" * len(head)]
         out += ["| " + " | ".join(r) + " |" for r in rows]
         return "\n".join(out) + "\n"
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=safe.cell(f"sweep over {', '.join(sw.dims)}"), header_style="bold")
-    for i, h in enumerate(head):
-        t.add_column(safe.cell(h), justify="left" if i < len(sw.dims) else "right")
+    narrow = width is not None and width < 120
+    # a narrow terminal keeps the dims, params, FLOPs, bytes and latencies (the FLOP split is in
+    # the csv / json rows) and heads each latency column with the profile id alone
+    keep = [i for i, h in enumerate(head)
+            if not (narrow and h in ("MAC FLOPs", "vector", "transc."))]
+    t = Table(title=safe.cell(f"sweep over {', '.join(sw.dims)}"
+                              + ("; latency per profile" if narrow else "")),
+              header_style="bold", box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD)
+    for i in keep:
+        h = head[i].removesuffix(" latency") if narrow and i >= len(head) - len(hws) else head[i]
+        t.add_column(safe.cell(h), justify="left" if i < len(sw.dims) else "right",
+                     no_wrap=narrow)
     for r in rows:
-        t.add_row(*r)
+        t.add_row(*(r[i] for i in keep))
     buf = io.StringIO()
-    Console(file=buf, width=160, color_system=None, highlight=False).print(t)
+    Console(file=buf, width=width or 160, color_system=None, highlight=False).print(t)
     return buf.getvalue()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from onnx import TensorProto as TP
 from onnx import helper as h
 from onnx import numpy_helper
@@ -72,3 +73,20 @@ def test_cli_sweep_prints_one_row_per_value(tmp_path, run_cli):
     doc = json.loads(res.stdout)
     assert [p["dims"]["seq"] for p in doc["points"]] == [128, 512]
     assert doc["points"][1]["latency_s"]["a100-80gb-sxm"] > doc["points"][0]["latency_s"]["a100-80gb-sxm"]
+
+
+@pytest.mark.parametrize("cols", [80, 200])
+def test_cli_sweep_table_fits_the_terminal(tmp_path, run_cli, monkeypatch, cols):
+    import onnx
+
+    path = tmp_path / "attn.onnx"
+    onnx.save(attention_model(), path)
+    monkeypatch.setenv("COLUMNS", str(cols))
+    res = run_cli(str(path), "--dim", "seq=128,512", "--hw", "a100,h100,t4")
+    assert res.exit_code == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert all(len(x) <= cols for x in lines), max(lines, key=len)
+    head = next(x for x in lines if "seq" in x and "params" in x)
+    # every profile's latency column is headed by its whole id; 80 columns drop the FLOP split
+    assert all(h in head for h in ("a100-80gb-sxm", "h100-sxm", "t4"))
+    assert ("vector" in head) == (cols == 200)
