@@ -18,7 +18,7 @@ non-fused where ``min(C_in, C_out) >= NONFUSED_MIN_CHANNELS`` and the 4x4 output
 else one helper.  Each pays its floor only: the main kernel's fitted class (``conv3_simt``, its
 Winograd multiply share) keeps the whole call's work, as fitted before the rule.  Charging the
 transforms' bytes (``winograd_bytes``) too was worse on NeuSight's conv rows left out one GPU at a
-time (MAPE 32.1 % against 31.1 %; bench/results/cudnn_kernels.md): not charged.  Other shapes (1x1,
+time (MAPE 32.1 % against 31.1 %; bench/cudnn_kernels.py): not charged.  Other shapes (1x1,
 strided, grouped): no kernel list in the data; the main kernel only.
 
 fp16/bf16 (``nhwc_launches``): NVIDIA's cuDNN developer guide and Deep Learning Performance guide

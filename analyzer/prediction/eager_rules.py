@@ -110,8 +110,8 @@ RULES: tuple[Rule, ...] = (
          "(generateWinogradTilesKernel or computeOffsetsKernel) of no bytes the rule can tell; other "
          "shapes: the main kernel only (no kernel list of them)",
          "NeuSight's PyTorch 2.1 / cuDNN 8.9 nn.Conv2d rows (shared/measurements/gpu/neusight_ops.csv.gz, "
-         "kernels_launched; every row 3x3 stride 1, fp32, TF32 off; bench/cudnn_kernels.py, "
-         "bench/results/cudnn_kernels.md): the non-fused Winograd's 4 kernels on 40 % of the rows, a "
+         "kernels_launched; every row 3x3 stride 1, fp32, TF32 off; tabulated by "
+         "bench/cudnn_kernels.py): the non-fused Winograd's 4 kernels on 40 % of the rows, a "
          "helper and the main kernel on 56 %; the rule's count matches 75.5 % of the rows (74.1 % "
          "with its thresholds chosen leaving each GPU out), the plan before it (1 kernel) 1.0 %"),
     Rule("cudnn-nhwc", "an fp16/bf16 Conv (not depthwise) of an NCHW input",
