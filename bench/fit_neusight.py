@@ -55,7 +55,7 @@ import time
 import numpy as np
 
 from neusight_data import (  # (puts the repository root on sys.path first)
-    AT_FLOOR_CAP, CAP, DATA, FLOOR_X, GPU, GPUS, MEASUREMENT_FILE, PROFILE, ROOT, device_hw, load, subsample)
+    AT_FLOOR_CAP, CAP, CUDNN_LAUNCHES, DATA, FLOOR_X, GPU, GPUS, MEASUREMENT_FILE, PROFILE, ROOT, device_hw, load, subsample)
 from analyzer.prediction.efficiency import constants as fc
 from analyzer.prediction.efficiency.kernel_time import CLASS_CODE, kernel_time, with_clock
 
@@ -65,6 +65,8 @@ FIT_DATE = "2026-12-02"
 CAPPED = ("t4", "p4")       # power-capped cards (70 W, 75 W): a fitted sustained clock
 MEMORY = ("elementwise", "activation", "softmax", "softmax_block", "norm")
 MATRIX = ("gemm_simt", "bgemm_simt", "conv3_simt", "conv_simt")
+CUDNN_HELPERS = True   # cuDNN's launches besides a convolution's main kernel (``helpers_s``); --no-cudnn-helpers: off
+CUDNN_BYTES = False    # the non-fused Winograd's transforms' bytes too (the variant not kept: bench/cudnn_kernels.py)
 PRODUCT_PER = 6   # rows per (op, device) scored through analyzer.analyze
 TILES = ((128.0, 128.0), (128.0, 64.0), (64.0, 64.0))
 # torch.bmm's tile (rows x columns of the output), run whole (kernel_time's whole_tile): cuBLAS's batched
@@ -130,7 +132,27 @@ def kernel_s(df, dev: str, arr: dict, share: float = 1.0) -> np.ndarray:
              "vec_flops": df.vec.to_numpy(), "trans_flops": df.trans.to_numpy(), "bytes": df.bytes.to_numpy(),
              "m": df.m.to_numpy(), "n": df.n.to_numpy(), "k": df.k.to_numpy(), "batch": df.batch.to_numpy(),
              "elem_bytes": np.full(len(df), 4.0)}
-    return kernel_time(np, feats, hw, a)["time_s"]
+    t = kernel_time(np, feats, hw, a)["time_s"]
+    return t + helpers_s(df, hw, a) if CUDNN_HELPERS else t
+
+
+def helpers_s(df, hw: dict, a: dict) -> np.ndarray:
+    """Seconds of cuDNN's launches besides a convolution's main kernel (``neusight_data``'s
+    ``cudnn_b*`` columns: the eager plan's ``cudnn_conv`` launches, no dispatch of their own): each its
+    floor at the elementwise class (the copy class, ``movement``, falls back to it in the NVIDIA
+    family sets, as in the product), and with ``CUDNN_BYTES`` its bytes at that class's rate."""
+    out = np.zeros(len(df))
+    code = CLASS_CODE["elementwise"]
+    for j in range(CUDNN_LAUNCHES):
+        nb = df[f"cudnn_b{j}"].to_numpy()
+        has = np.isfinite(nb)
+        if not has.any():
+            continue
+        feats = {"op_class": np.full(int(has.sum()), code), "bytes": nb[has] * float(CUDNN_BYTES),
+                 **{k: np.zeros(int(has.sum())) for k in ("mac_flops", "vec_flops", "trans_flops", "m", "n", "k",
+                                                           "batch")}, "elem_bytes": np.full(int(has.sum()), 4.0)}
+        out[has] += kernel_time(np, feats, hw, a)["time_s"]
+    return out
 
 
 def predict(df, fit: Fit, host: dict | None = None) -> np.ndarray:
@@ -308,11 +330,14 @@ def main(argv=None) -> int:
     ap.add_argument("--no-whole-bgemm", action="store_true",
                     help="the form before whole_tile: torch.bmm on the gemm tile with the small-grid library tiles")
     ap.add_argument("--no-k-fill", action="store_true", help="torch.bmm's whole tile without the per-tile k_fill")
+    ap.add_argument("--no-cudnn-helpers", action="store_true",
+                    help="the form before cudnn_conv: a convolution's main kernel alone (its helpers unplanned)")
     ap.add_argument("--gemm-k-fill", action="store_true", help="nn.Linear's tile with a fitted k_fill too")
     ap.add_argument("--host-share", action="append", default=[], choices=sorted(PROFILE),
                     help="a device whose FMA share is fitted in-sample as its measuring host's (not written)")
     args = ap.parse_args(argv)
-    global WHOLE_BGEMM, FIT_K_FILL, GEMM_K_FILL, HOST_SHARES
+    global WHOLE_BGEMM, FIT_K_FILL, GEMM_K_FILL, HOST_SHARES, CUDNN_HELPERS
+    CUDNN_HELPERS = not args.no_cudnn_helpers
     WHOLE_BGEMM = not args.no_whole_bgemm
     FIT_K_FILL = not args.no_k_fill
     GEMM_K_FILL = args.gemm_k_fill

@@ -37,6 +37,7 @@ FLOOR_X = 3.0     # rows within FLOOR_X x their device's and class's smallest la
 DISPATCH_X = 1.5  # of those, the rows within DISPATCH_X x it fit the host dispatch (kernels of a few us)
 CAP = 300         # rows per (op, device) in the fits (hash-ordered: deterministic)
 AT_FLOOR_CAP = 60  # and rows at the floor (DISPATCH_X) per (op, device)
+CUDNN_LAUNCHES = 3  # most launches cuDNN runs besides the main kernel (cudnn_conv: the non-fused Winograd)
 
 
 def load(path: str):
@@ -77,12 +78,36 @@ def load(path: str):
     for k, v in f.items():
         ns[k] = v
     ns["bytes"] = ns.bytes_min.astype(float)
+    for j, col in enumerate(cudnn_helpers(ns)):
+        ns[f"cudnn_b{j}"] = col
     ns["gpu"] = ns.device_system.map(GPU)
     # (the two softmax kernels: one host op, one floor)
     floor = ns.groupby([ns.device_system, ns.cls.replace({"softmax_block": "softmax"})]).t.transform("min")
     ns["near_floor"] = ns.t <= FLOOR_X * floor
     ns["at_floor"] = ns.t <= DISPATCH_X * floor
     return ns
+
+
+def cudnn_helpers(ns) -> list:
+    """Per row, the bytes of each of cuDNN's launches besides the main kernel as opcost's eager
+    plan predicts them (``cudnn_conv.fp32_launches``: every NeuSight convolution has the Winograd
+    shape, fp32), the non-fused Winograd's with its transforms' bytes (``cudnn_conv.winograd_bytes``:
+    the variant that charges them; ``fit_neusight.CUDNN_BYTES``): ``CUDNN_LAUNCHES`` columns, NaN
+    where the row has no such launch."""
+    from analyzer.prediction import cudnn_conv
+
+    cols = [np.full(len(ns), np.nan) for _ in range(CUDNN_LAUNCHES)]
+    conv = ns.op.eq("conv").to_numpy()
+    shape = ns[["B", "in_channels", "out_channels", "input_size", "kernel_size", "stride", "padding"]].fillna(0)
+    shape = shape.to_numpy()
+    for r in np.flatnonzero(conv):
+        b, ci, co, h, ks, st, pd_ = (int(v) for v in shape[r])
+        o = (h + 2 * pd_ - ks) // max(st, 1) + 1
+        launches = cudnn_conv.fp32_launches((b, ci, h, h), co, (b, co, o, o))
+        moved = cudnn_conv.winograd_bytes((b, ci, h, h), co, (b, co, o, o), 4) if len(launches) == 3 else (0,)
+        for j, nb in enumerate(moved):
+            cols[j][r] = nb
+    return cols
 
 
 def subsample(ns, cap: int = CAP, salt: str = "fit"):

@@ -23,8 +23,9 @@ adds a constant vector of its N outputs is an exported ``nn.Linear`` (``F.linear
 by several consumers that each need it contiguous is copied once (eager copies it per consumer);
 nodes the exporter folded into constants run the kernels eager PyTorch runs for them on every
 call (``eager_folded``: the mask's comparisons, the position and token-type lookups, index
-tensors built with arange), and no others; the cuDNN convolution's own helper kernels and layout
-conversions are not planned.
+tensors built with arange), and no others; a cuDNN convolution's own kernels besides its main
+one (``cudnn_conv``: fp32 Winograd-shape helpers, fp16/bf16 NCHW <-> NHWC conversions) are extra
+launches inside its call (no host dispatch of their own).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from math import prod
 from typing import Sequence
 
 from analyzer.counting.engine import FOLDED
-from analyzer.prediction import eager_folded, fusion
+from analyzer.prediction import cudnn_conv, eager_folded, engines, fusion
 from analyzer.prediction.eager_layout import (COPY_OP, ONNX_DOMAINS, RESHAPE_OPS, Walk, dims_of, follow_layout,
                                               matmul_copies, view_op)
 from analyzer.prediction import strides as st_
@@ -80,6 +81,7 @@ def _conv(w: Walk, i: int) -> None:
     nd, fn = w.nodes[i], w.fnodes[i]
     x, sx = w.layout(i, 0)
     out = dims_of(nd.out_specs[0]) if nd.out_specs else None
+    last = False
     if x is not None and out is not None and not st_.is_contiguous(x, sx):
         last = len(x) >= 3 and tuple(sx) == st_.dense_like(x, sx) and \
             sorted(range(len(x)), key=lambda d: (-sx[d], d)) == [0, *range(2, len(x)), 1]
@@ -87,11 +89,26 @@ def _conv(w: Walk, i: int) -> None:
             w.set_out(i, 0, st_.channels_last(out))
         else:
             w.copy_input(i, 0)
+    if x is not None and out is not None and fn.op_class != "conv_dw":
+        w.extra[i].extend(_cudnn(nd, fn, x, out, last))
     if len(fn.inputs) > 2 and fn.inputs[2]:
         folded = fn.inputs[2].startswith(_FOLDED_BIAS)
         if folded or fn.op_class != "conv_dw":   # the BatchNorm, or cuDNN's bias add_
             w.extra[i].append(("BatchNormalization" if folded else "Add",
                                2 * fn.output_bytes[0] + fn.input_bytes[2]))
+
+
+def _cudnn(nd, fn, x, out, last: bool) -> list[tuple[str, int]]:
+    """Rules ``cudnn-fp32`` and ``cudnn-nhwc``: cuDNN's launches inside the convolution's call
+    besides its main kernel, by the element size of its input (4: fp32 on the FMA units, the
+    Winograd shape only; 2: fp16/bf16 on the tensor cores, an NCHW input: its layout conversions)."""
+    e = fn.input_bytes[0] // max(prod(x), 1)
+    wt = dims_of(nd.in_specs[1]) if len(nd.in_specs) > 1 else None
+    if e == 4 and len(x) == 4 and wt is not None and engines.winograd_shape(nd):
+        return cudnn_conv.fp32_launches(tuple(x), wt[0], tuple(out))
+    if e == 2 and not last and len(fn.input_bytes) > 1:
+        return cudnn_conv.nhwc_launches(fn.input_bytes[0], fn.input_bytes[1], fn.output_bytes[0])
+    return []
 
 
 def _silu(w: Walk, i: int, claimed: set) -> list[int] | None:

@@ -101,6 +101,28 @@ RULES: tuple[Rule, ...] = (
          "at::_convolution takes input.contiguous(backend_memory_format) with the format "
          "cudnn_conv_suggest_memory_format gives (channels_last when the input is), and the "
          "output takes that format (Convolution.cpp, ConvUtils.h)"),
+    Rule("cudnn-fp32", "an fp32 Conv of the Winograd shape (ungrouped, 2-D, 3x3, stride 1)",
+         "cuDNN's launches inside the call besides the main kernel (cudnn_conv.fp32_launches), no host "
+         "dispatch of their own, each its copy-class floor and bytes: the non-fused Winograd F(4x4,3x3) "
+         "where min(C_in, C_out) >= 96 and T = N ceil(H_out/4) ceil(W_out/4) >= 100 (data transform "
+         "e (N C_in H W + 36 C_in T), filter transform e 45 C_in C_out, output transform "
+         "e (36 C_out T + N C_out H_out W_out); the 36 GEMMs are the main kernel), else one helper "
+         "(generateWinogradTilesKernel or computeOffsetsKernel) of no bytes the rule can tell; other "
+         "shapes: the main kernel only (no kernel list of them)",
+         "NeuSight's PyTorch 2.1 / cuDNN 8.9 nn.Conv2d rows (shared/measurements/gpu/neusight_ops.csv.gz, "
+         "kernels_launched; every row 3x3 stride 1, fp32, TF32 off; tabulated by "
+         "bench/cudnn_kernels.py): the non-fused Winograd's 4 kernels on 40 % of the rows, a "
+         "helper and the main kernel on 56 %; the rule's count matches 75.5 % of the rows (74.1 % "
+         "with its thresholds chosen leaving each GPU out), the plan before it (1 kernel) 1.0 %"),
+    Rule("cudnn-nhwc", "an fp16/bf16 Conv (not depthwise) of an NCHW input",
+         "three conversions inside the call besides the main kernel, no host dispatch of their own: "
+         "nchwToNhwcKernel of the input and of the filter, nhwcToNchwKernel of the output, each "
+         "reading and writing its tensor (2 x its bytes) at the copy class's rate; an input already "
+         "channels last: none",
+         "NVIDIA cuDNN developer guide (tensor-core convolutions take NHWC; NCHW tensors are "
+         "transposed) and NVIDIA Deep Learning Performance guide, 'Tensor Layouts In Memory: NCHW vs "
+         "NHWC' (Tensor Core convolutions want NHWC; NCHW inputs are transposed by cuDNN); no fp16 "
+         "kernel list was measured here: a documented rule, not a fit"),
     Rule("silu", "the exporter's aten::silu (opset < 14 has no op): Sigmoid(x), Mul(x, that)",
          "one kernel (silu)",
          "torch.onnx symbolic_opset9.silu writes x * sigmoid(x); a Mul of a Sigmoid of another "

@@ -43,7 +43,7 @@ import numpy as np
 from analyzer.counting.engine import NodeCost
 from analyzer.errors import InputSpecError
 from analyzer.prediction.efficiency import kernel_time as eff
-from analyzer.prediction import eager_plan, engines, fusion, runtimes, xla_cpu_fusion, xla_tpu
+from analyzer.prediction import cudnn_conv, eager_plan, engines, fusion, runtimes, xla_cpu_fusion, xla_tpu
 from analyzer.prediction import accelerator_terms
 from analyzer.prediction.cpu import cold as cpu_cold
 from analyzer.prediction.cpu import broadcast as cpu_broadcast
@@ -155,7 +155,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     consts = {**{p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}, "trans_weight": np.ones(P)}
     warnings, provs, details, notes = [], [], [], []
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
-    extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", op)])
+    extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", cudnn_conv.op_of(op))])
                  for k, ops in enumerate(plan.extra_ops) for op in ops]
     act = resident = onchip = split = None
     label = precision or kr.main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l)
@@ -314,6 +314,8 @@ def _extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p: dict, consts_p: dic
     said_host: list = []
     add = fixed_of(np.asarray(arrays["floor_s"])[codes], [eff.OP_CLASSES[c] for c in codes], host_out=said_host)
     host = np.broadcast_to(np.asarray(said_host[0], np.float64), codes.shape)
+    inside = np.asarray([cudnn_conv.inside(op) for ops in plan.extra_ops for op in ops], bool)
+    add, host = add - np.where(inside, host, 0.0), np.where(inside, 0.0, host)   # (no dispatch of its own)
     if plan.extra_bytes:
         moved = np.asarray([b for bs in plan.extra_bytes for b in bs], np.float64)
         t = eff.kernel_time(np, {"op_class": codes, "mac_flops": np.zeros_like(moved), "bytes": moved},

@@ -10,6 +10,7 @@ index.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -158,7 +159,8 @@ class Prediction:
                 "onchip_budget": t.onchip[2], "onchip_cost": t.onchip[3]}),
             **({} if t.gap is None else
                {"stream": True, "host_s": float(t.host[k]), "gap_s": float(t.gap[k]),
-                "stream_s": time - float(t.host[k]) + float(t.gap[k])}))
+                "stream_s": time - float(t.host[k]) + float(t.gap[k])}),
+            inserted=t.inserted[k] if t.inserted else ())
 
     def host_step(self, index: int) -> HostStep | None:
         """The host time of ``report.nodes[index]`` when it is a host-only op, else None."""
@@ -373,6 +375,8 @@ def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True, host=
                        host_gap=host_gap if host_gap is not None else np.zeros(0),
                        resident=None if low.resident is None else (low.resident_bytes[g], low.resident[g]),
                        split=None if low.split is None else (low.split_parts[g], low.split[g]),
+                       inserted=tuple(tuple(zip(o, b or (0,) * len(o))) for o, b in
+                                      itertools.zip_longest(low.plan.extra_ops, low.plan.extra_bytes, fillvalue=())),
                        onchip=None if low.onchip is None else (low.onchip[g], low.onchip_of[0],
                                                                float(low.onchip_of[1][g]),
                                                                float(low.onchip_of[2][g])))

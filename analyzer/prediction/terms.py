@@ -105,6 +105,11 @@ class KernelTerms(NamedTuple):
     weight_bytes: float = 0.0
     onchip_budget: float = 0.0
     onchip_cost: float = 0.0
+    # launches the runtime inserted into this kernel with no node of their own (``FusionPlan.extra_ops``:
+    # an eager copy, a convolution's bias kernel, cuDNN's launches inside the call: ``cudnn:``), per
+    # launch (op, bytes); each costs its class's fixed cost (cuDNN's: no dispatch) and its bytes at the
+    # class's rate, already inside fixed_s
+    inserted: tuple = ()
 
 
 class KernelTable:
@@ -117,7 +122,7 @@ class KernelTable:
                  "trans", "nbytes", "matrix_peak", "vector_peak", "mem_bw", "consts", "fixed",
                  "compute", "memory", "overhead", "time", "bound", "feats", "units", "l2_bytes",
                  "class_consts", "overlap", "host", "gap", "host_nodes", "host_runs",
-                 "host_only", "host_gap", "resident", "onchip", "split")
+                 "host_only", "host_gap", "resident", "onchip", "split", "inserted")
 
     def __init__(self, **values):
         # by keyword: twenty arrays of one length and type are too easy to pass in the wrong order
@@ -161,6 +166,7 @@ class KernelTable:
     resident: Any          # (bytes [K], seconds [K]) per launch of ``cpu.loop_resident``, or None
     onchip: Any            # (kept [K], weight bytes [K], budget B, onchip_cost) per launch (``qnn``), or None
     split: Any             # (parts [K], seconds [K]) per launch of ``cpu.xla_partition``, or None
+    inserted: tuple        # [K] per kernel: the (op, bytes) of each launch inserted into it (``KernelTerms.inserted``)
 
     def detail(self, k: int) -> dict:
         """Every factor of kernel ``k``'s terms, per launch (``efficiency.kernel_time(detail=True)``)."""

@@ -52,6 +52,18 @@ def _onchip_lines(e) -> list[str]:
             f"activations {human(act, 'B')} {why}"]
 
 
+def _inserted_lines(e) -> list[str]:
+    """The launches the runtime inserted into the kernel (``KernelTerms.inserted``), one line each:
+    inside the fixed line's time."""
+    out = []
+    for op, nbytes in e.inserted:
+        inside = op.startswith("cudnn:")
+        out.append(f"    of which inserted launch {safe.text(op)}: max(class floor, launch figure) "
+                   + ("without a dispatch (inside the library call)" if inside else "+ its dispatch")
+                   + f" + its {human(nbytes, 'B')} at its class's rate")
+    return out
+
+
 def _host_lines(p, x, h) -> list[str]:
     """A host-only op's lines (``Prediction.host_step``): its host time and what of it the
     prediction shows."""
@@ -119,6 +131,7 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                 "    per-SM = bytes / SM issue rate " + (human(e.sm_rate, 'B/s') if e.sm_rate else "(off)"),
                 f"  fixed    {human_time(e.overhead_s):>9}  = launches x {human_time(e.fixed_s)} "
                 f"(class floor {human_time(e.floor_s)}, launch figure, dispatch)",
+                *_inserted_lines(e),
                 *([f"    of which loop-resident -{human_time(-e.resident_s * e.runs)} = (launches - 1) x "
                    f"(max(compute, memory less {human(e.resident_bytes, 'B')} of cached loop-invariant "
                    f"weights) - max(compute, memory)): trips after the first read them from the cache"]

@@ -1,0 +1,92 @@
+"""The kernels cuDNN launches inside one eager convolution besides its main kernel (rules
+``cudnn-fp32`` and ``cudnn-nhwc`` of ``eager_rules.RULES``), with closed-form bytes.
+
+An eager ``nn.Conv2d`` is one aten call (``cudnn_convolution``) but cuDNN runs several kernels
+in it.  They are launches inside the library call: each pays its kernel floor and moves its
+bytes at the copy class's rate (op ``Transpose``: class ``movement``), but no host dispatch of
+its own (the call's dispatch figure is the whole call's); their op names carry ``INSIDE``.
+
+fp32 on the FMA units (``fp32_launches``), for the Winograd shape (an ungrouped 2-D 3x3 stride-1
+convolution, ``engines.winograd_shape``) only, the shape of every convolution row of NeuSight's
+PyTorch 2.1 / cuDNN 8.9 data (``shared/measurements/gpu/neusight_ops.csv.gz``, ``kernels_launched``;
+bench/cudnn_kernels.py tabulates them): cuDNN ran the non-fused Winograd F(4x4,3x3) (4 kernels:
+``winogradForwardData4x4``, ``winogradForwardFilter4x4``, an sgemm, ``winogradForwardOutput4x4``)
+on 40 % of the rows, and a main kernel with one helper (fused Winograd after
+``generateWinogradTilesKernel``, an implicit GEMM after ``computeOffsetsKernel``) on 56 %.  The rule:
+non-fused where ``min(C_in, C_out) >= NONFUSED_MIN_CHANNELS`` and the 4x4 output tiles
+``T = N ceil(H_out/4) ceil(W_out/4) >= NONFUSED_MIN_TILES`` (3 launches besides the main kernel),
+else one helper.  Each pays its floor only: the main kernel's fitted class (``conv3_simt``, its
+Winograd multiply share) keeps the whole call's work, as fitted before the rule.  Charging the
+transforms' bytes (``winograd_bytes``) too was worse on NeuSight's conv rows left out one GPU at a
+time (MAPE 32.1 % against 31.1 %; bench/cudnn_kernels.py): not charged.  Other shapes (1x1,
+strided, grouped): no kernel list in the data; the main kernel only.
+
+fp16/bf16 (``nhwc_launches``): NVIDIA's cuDNN developer guide and Deep Learning Performance guide
+("Tensor Layouts In Memory: NCHW vs NHWC") say Tensor Core convolutions run NHWC and that cuDNN
+transposes NCHW tensors to NHWC and back: for a cuDNN convolution (not depthwise, which runs
+PyTorch's own kernel) of an NCHW input, three conversions (nchwToNhwcKernel of the input and of
+the filter, nhwcToNchwKernel of the output), each reading and writing its tensor once:
+``2 x bytes(x)``, ``2 x bytes(w)``, ``2 x bytes(y)``.  An input already channels last: none.
+The plan is one for all profiles: an fp32 convolution takes the fp32 rule's launches also on a
+profile where PyTorch's default runs it as TF32 on the tensor cores (assumed: no kernel list of
+TF32 convolutions here); int8 and other element sizes: the main kernel only.
+"""
+
+from __future__ import annotations
+
+from math import ceil
+
+INSIDE = "cudnn:"        # op-name prefix of a launch inside the library call (no host dispatch)
+COPY = "Transpose"       # the op whose class (movement) these kernels are charged as
+NONFUSED_MIN_CHANNELS = 96
+NONFUSED_MIN_TILES = 100
+SOURCE = ("NeuSight's PyTorch 2.1 / cuDNN 8.9 nn.Conv2d rows (shared/measurements/gpu/neusight_ops.csv.gz, "
+          "kernels_launched; bench/cudnn_kernels.py); NVIDIA cuDNN developer guide and Deep Learning "
+          "Performance guide, 'Tensor Layouts In Memory: NCHW vs NHWC'")
+
+
+def op_of(op: str) -> str:
+    """The op an extra launch's name charges its class as (``INSIDE`` stripped)."""
+    return op[len(INSIDE):] if op.startswith(INSIDE) else op
+
+
+def inside(op: str) -> bool:
+    """Whether an extra launch runs inside its kernel's library call (no host dispatch of its own)."""
+    return op.startswith(INSIDE)
+
+
+def tiles(n: int, ho: int, wo: int) -> int:
+    """4x4 output tiles of F(4x4,3x3): ``N ceil(H_out/4) ceil(W_out/4)``."""
+    return n * ceil(ho / 4) * ceil(wo / 4)
+
+
+def nonfused(n: int, ci: int, co: int, ho: int, wo: int) -> bool:
+    """The rule's choice of cuDNN's non-fused Winograd for a Winograd-shape fp32 convolution."""
+    return min(ci, co) >= NONFUSED_MIN_CHANNELS and tiles(n, ho, wo) >= NONFUSED_MIN_TILES
+
+
+def fp32_launches(x: tuple, co: int, out: tuple) -> list[tuple[str, int]]:
+    """(op, bytes) of the helper launches of a Winograd-shape fp32 convolution of input ``x``
+    [N, C_in, H, W] to ``out`` [N, C_out, H_out, W_out]: floors only (no bytes charged)."""
+    n, ci = x[0], x[1]
+    return [(INSIDE + COPY, 0)] * (3 if nonfused(n, ci, co, out[2], out[3]) else 1)
+
+
+def winograd_bytes(x: tuple, co: int, out: tuple, e: int) -> tuple[int, int, int]:
+    """Bytes of the non-fused Winograd F(4x4,3x3)'s three transforms (element size ``e``; 6x6
+    input tiles per 4x4 output tile, 3x3 filter -> 6x6; T = ``tiles``), not charged by the plan
+    (see the module's docstring; bench/cudnn_kernels.py's variant):
+
+    - data: reads the input, writes 36 values per tile and input channel: ``e (N C_in H W + 36 C_in T)``
+    - filter: reads 3x3, writes 6x6 per filter: ``e 45 C_in C_out``
+    - output: reads 36 values per tile and output channel, writes the output:
+      ``e (36 C_out T + N C_out H_out W_out)``"""
+    n, ci, h, w = x
+    ho, wo = out[2], out[3]
+    t = tiles(n, ho, wo)
+    return e * (n * ci * h * w + 36 * ci * t), e * 45 * ci * co, e * (36 * co * t + n * co * ho * wo)
+
+
+def nhwc_launches(x_bytes: int, w_bytes: int, y_bytes: int) -> list[tuple[str, int]]:
+    """(op, bytes) of cuDNN's NCHW <-> NHWC conversions around a tensor-core convolution."""
+    return [(INSIDE + COPY, 2 * x_bytes), (INSIDE + COPY, 2 * w_bytes), (INSIDE + COPY, 2 * y_bytes)]

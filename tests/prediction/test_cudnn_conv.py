@@ -1,0 +1,92 @@
+"""cuDNN's launches inside one eager convolution (``prediction.cudnn_conv``; rules ``cudnn-fp32`` and
+``cudnn-nhwc`` of the eager plan) against closed forms: how many, their bytes, and that they pay
+no host dispatch of their own."""
+
+from __future__ import annotations
+
+import pytest
+from onnx import helper
+from onnx_builders import graph, weight
+
+import analyzer
+import hardware_db
+from analyzer.prediction import cudnn_conv, eager_rules, lowering, runtimes
+
+
+def _conv(n: int, c: int, hw: int, *, groups: int = 1, stride: int = 1, kernel: int = 3):
+    node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[kernel // 2] * 4, group=groups,
+                            strides=[stride, stride])
+    return graph([node], {"x": (n, c, hw, hw)}, ["y"], {"w": weight(c, c // groups, kernel, kernel)})
+
+
+def _plan(model, precision=None, runtime="eager"):
+    nodes = list(analyzer.analyze(model, hw="v100-pcie-32gb", runtime=runtime, precision=precision).nodes)
+    return lowering.lower(nodes, [hardware_db.get("v100-pcie-32gb")], precision, runtimes.get(runtime))
+
+
+def test_nonfused_winograd_launches_and_bytes():
+    # N 4, C 128 -> 128, 20 x 20, fp32: min(C) 128 >= 96, tiles 4 * 5 * 5 = 100 >= 100: non-fused,
+    # 3 launches besides the main kernel, floors only
+    low = _plan(_conv(4, 128, 20))
+    assert low.plan.extra_ops == (("cudnn:Transpose",) * 3,)
+    assert low.plan.extra_bytes == ((0, 0, 0),)
+    # the transforms' bytes (the variant not charged):
+    # data:   4 (4*128*400 + 36*128*100) = 4 * 665,600 = 2,662,400
+    # filter: 4 * 45 * 128 * 128 = 2,949,120
+    # output: 4 (36*128*100 + 4*128*400) = 2,662,400
+    assert cudnn_conv.winograd_bytes((4, 128, 20, 20), 128, (4, 128, 20, 20), 4) == (2_662_400, 2_949_120, 2_662_400)
+
+
+@pytest.mark.parametrize("n, c, hw", [(4, 95, 20),     # channels below 96
+                                       (3, 128, 20),    # 3 * 25 = 75 tiles < 100
+                                       (1, 8, 16)])
+def test_one_helper_otherwise(n, c, hw):
+    low = _plan(_conv(n, c, hw))
+    assert low.plan.extra_ops == (("cudnn:Transpose",),)
+    assert low.plan.extra_bytes == ((0,),)
+
+
+@pytest.mark.parametrize("kwargs", [{"stride": 2}, {"kernel": 1}, {"groups": 2}, {"groups": 8}])
+def test_other_shapes_plan_the_main_kernel_only(kwargs):
+    assert _plan(_conv(1, 8, 16, **kwargs)).plan.extra_ops == ()
+
+
+def test_fp16_nchw_conversions():
+    # fp16, N 1, C 8, 16 x 16: x 1*8*16*16*2 = 4,096 B, w 8*8*3*3*2 = 1,152 B, y 4,096 B; each
+    # conversion reads and writes its tensor: 8,192, 2,304, 8,192
+    low = _plan(_conv(1, 8, 16), precision="fp16")
+    assert low.plan.extra_bytes == ((8_192, 2_304, 8_192),)
+    # a depthwise convolution runs PyTorch's own kernel: no conversion
+    assert _plan(_conv(1, 8, 16, groups=8), precision="fp16").plan.extra_ops == ()
+
+
+def test_fp16_channels_last_input_converts_nothing():
+    # x [1, 16, 16, 8] NHWC, transposed to NCHW: a channels-last view, cuDNN runs it as is
+    nodes = [helper.make_node("Transpose", ["x"], ["xc"], perm=[0, 3, 1, 2]),
+             helper.make_node("Conv", ["xc", "w"], ["y"], pads=[1, 1, 1, 1])]
+    m = graph(nodes, {"x": (1, 16, 16, 8)}, ["y"], {"w": weight(8, 8, 3, 3)})
+    assert _plan(m, precision="fp16").plan.extra_ops == ()
+
+
+def test_launch_counts_and_no_dispatch_of_their_own():
+    # eager: the non-fused convolution is 4 launches; the kernel runtime keeps one per node
+    m = _conv(4, 128, 20)
+    assert analyzer.analyze(m, hw="v100-pcie-32gb", runtime="eager").predictions[0].launches == 4
+    assert analyzer.analyze(m, hw="v100-pcie-32gb", runtime="kernel").predictions[0].launches == 1
+    # eager-op: the host time of the call is the conv's one figure (65.8 us), not + 3 copies'
+    low = _plan(m, runtime="eager-op")
+    assert float(low.host[0, 0]) == pytest.approx(runtimes.eager_op_call_us("conv3_simt") * 1e-6)
+    assert cudnn_conv.op_of("cudnn:Transpose") == "Transpose" and not cudnn_conv.inside("Transpose")
+
+
+def test_explain_shows_each_inserted_launch():
+    from analyzer.render.explain import render_explain
+
+    text = render_explain(analyzer.analyze(_conv(4, 128, 20), hw="v100-pcie-32gb", runtime="eager"), 0, None)
+    assert text.count("inserted launch cudnn:Transpose") == 3
+    assert text.count("without a dispatch (inside the library call)") == 3
+
+
+def test_rules_are_recorded():
+    names = {r.name for r in eager_rules.RULES}
+    assert {"cudnn-fp32", "cudnn-nhwc"} <= names
