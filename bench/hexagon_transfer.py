@@ -25,7 +25,13 @@ Candidates (hexagon_model.times with one change):
   requantization, int8 data paths);
 - ``pad``: a convolution's MACs with its per-group input and output channels rounded up to this
   multiple (a matrix engine's tile depth; depthwise convolutions excluded; attributes read from
-  the ONNX file).
+  the ONNX file);
+- ``wres``: a model whose weight bytes (at the row's precision) are at most this many MB reads
+  no weight from DRAM (they stay in an on-chip cache between the back-to-back inferences AI Hub
+  times; 8 MB: the profiles' ``onchip_mb``);
+- ``wpf``: weights streamed apart from the kernels (a DMA prefetch into the VTCM): each kernel's
+  time without its weight bytes, and per inference ``max`` (overlapped) or ``sum`` (serial) of
+  that kernel sum and the model's weight seconds at e_bw of the matrix class.
 
 Needs pandas, scipy and onnx (bench only).
 """
@@ -61,6 +67,9 @@ CANDIDATES = {
     **{f"pad {p}: channels rounded up to {p}": ({}, {"pad": p}) for p in (4, 8, 16, 32)},
     "dwm, ecap 2": ({"dwm": True}, {"ecap": 2.0}),
     "dwm, mq": ({"dwm": True}, {"mq": True}),
+    **{f"dwm, wres {m:g}: weights resident when <= {m:g} MB": ({"dwm": True}, {"wres": m}) for m in (4, 8, 12)},
+    **{f"dwm, wpf {m}: weights streamed apart, {m} with the kernels": ({"dwm": True}, {"wpf": m})
+       for m in ("max", "sum")},
 }
 
 
@@ -97,6 +106,38 @@ def padded_macs(rows, p: int) -> dict:
     return out
 
 
+def weight_seconds(rows) -> dict:
+    """(model, device, precision) -> (per-kernel datasheet seconds of its weight bytes, the model's
+    weight bytes): the library's weight bytes per launch at the precision (``accelerators.qnn``)
+    x launches, / the datasheet BW."""
+    from analyzer.prediction.predict import predict
+
+    out = {}
+    for key in sorted(set(zip(rows.model_id, rows.opcost_profile, rows.precision))):
+        (pred,) = predict(H.report(key[0]), [H.datasheet(key[1], True)], precision=key[2], runtime="qnn")
+        kt = pred.kernel_table
+        wb = np.asarray(kt.onchip[1], float) * np.asarray(kt.runs, float)
+        out[key] = (wb / float(kt.mem_bw), float(wb.sum()))
+    return out
+
+
+def transformed(train, feats0: dict, opt: dict):
+    """The features with a candidate's ``pad`` (more work) or ``wres`` (no weight bytes) applied;
+    ``wpf``: (features without the weight bytes, {key: its weight seconds})."""
+    if opt.get("pad"):
+        extra = padded_macs(train, opt["pad"])
+        return {k: (f[0], f[1] + extra[k], *f[2:]) for k, f in feats0.items()}
+    if opt.get("wpf"):   # the kernels without their weights; the weights' seconds kept per key
+        ws = weight_seconds(train)
+        return {k: (f[0], f[1], np.maximum(f[2] - ws[k][0], 0.0), *f[3:]) for k, f in feats0.items()}, {
+            k: float(ws[k][0].sum()) for k in feats0}
+    if opt.get("wres"):
+        ws = weight_seconds(train)
+        return {k: (f[0], f[1], np.maximum(f[2] - ws[k][0], 0.0) if ws[k][1] <= opt["wres"] * 1e6 else f[2], *f[3:])
+                for k, f in feats0.items()}
+    return feats0
+
+
 def unpack(x, form, opt: dict) -> tuple[dict, float]:
     """hexagon_model.unpack with the candidate's shared constants (after the form's, r_fp16 last)."""
     n = len(form.shared())
@@ -115,8 +156,17 @@ def extras(opt: dict) -> list[str]:
     return [k for k in FACTORS if opt.get(k)] + (["q"] if opt.get("dw") else [])
 
 
-def times(D, P: dict, r: float) -> np.ndarray:
-    """hexagon_model.times with the W8A8 factors (1 where absent)."""
+def rows_of(rows, feats) -> H.Rows:
+    """hexagon_model.Rows, with ``tw`` (a ``wpf`` candidate's weight seconds per key) when given."""
+    if isinstance(feats, tuple):
+        D = H.Rows(rows, feats[0])
+        D.tw = np.array([feats[1][k] for k in sorted(set(zip(rows.model_id, rows.opcost_profile, rows.precision)))])
+        return D
+    return H.Rows(rows, feats)
+
+
+def times(D, P: dict, r: float, opt: dict | None = None) -> np.ndarray:
+    """hexagon_model.times with the W8A8 factors (1 where absent) and ``wpf``'s weight term."""
     d, G, fp = D.key_dev[D.K], D.G, D.key_fp16[D.K]
     q = {k: np.where(fp, 1.0, P[k][0]) if k in P else 1.0 for k in FACTORS}
     e = np.where(G == 1, P["e_dw"][d], P["e_mat"][d]) * q["eq"]
@@ -124,8 +174,11 @@ def times(D, P: dict, r: float) -> np.ndarray:
     s_prec = np.where(D.S > 0, D.S, np.where(fp, r, 1.0))
     mem = q["mq"] * (D.M + q["cq"] * P["c_act"][d] * D.O) / bw
     t = q["kq"] * D.R * P["kfix"][d] + D.N * np.maximum(D.W / (D.peak * s_prec * e), mem)
-    per_key = (np.bincount(D.K, weights=t, minlength=D.n_keys)
-               + np.where(D.key_fp16, P["t0_fp16"][D.key_dev], P["t0_int8"][D.key_dev]))
+    per_key = np.bincount(D.K, weights=t, minlength=D.n_keys)
+    if opt and opt.get("wpf"):
+        tw = D.tw / P["bw_mat"][D.key_dev]
+        per_key = np.maximum(per_key, tw) if opt["wpf"] == "max" else per_key + tw
+    per_key = per_key + np.where(D.key_fp16, P["t0_fp16"][D.key_dev], P["t0_int8"][D.key_dev])
     off = D.sign * np.where(D.fp16, P["d_fp16"][D.dev], P["d_int8"][D.dev]) / 2
     return np.maximum(per_key[D.row_key] + off, 1e-7)
 
@@ -145,7 +198,7 @@ def fit(D, form, opt: dict) -> tuple[dict, float]:
 
     def res(x):
         P, r = unpack(x, form, opt)
-        return np.concatenate([np.log(times(D, P, r) / D.meas), 0.01 * (x - x0)])
+        return np.concatenate([np.log(times(D, P, r, opt) / D.meas), 0.01 * (x - x0)])
 
     best = None
     for bw_scale in (1.0, 10.0):
@@ -161,8 +214,8 @@ def cv(rows, feats, form, opt: dict, key) -> np.ndarray:
     pred = np.zeros(len(rows))
     for k in sorted(set(keys)):
         out = keys == k
-        P, r = fit(H.Rows(rows[~out], feats), form, opt)
-        pred[out] = times(H.Rows(rows[out], feats), P, r)
+        P, r = fit(rows_of(rows[~out], feats), form, opt)
+        pred[out] = times(rows_of(rows[out], feats), P, r, opt)
     return pred
 
 
@@ -203,12 +256,9 @@ def main() -> None:
         if a.only not in name and not name.startswith(("base", "dwm:")):
             continue
         form = dataclasses.replace(BASE, **fchange)
-        feats = feats0
-        if opt.get("pad"):
-            extra = padded_macs(train, opt["pad"])
-            feats = {k: (f[0], f[1] + extra[k], *f[2:]) for k, f in feats0.items()}
-        P, r = fit(H.Rows(train, feats), form, opt)
-        s_in = H.stats(times(H.Rows(train, feats), P, r), meas)
+        feats = transformed(train, feats0, opt)
+        P, r = fit(rows_of(train, feats), form, opt)
+        s_in = H.stats(times(rows_of(train, feats), P, r, opt), meas)
         mo, fa = cv(train, feats, form, opt, lambda m: m), cv(train, feats, form, opt, H.FAMILIES.get)
         s_mo, s_fa = H.stats(mo, meas), H.stats(fa, meas)
         scores[name] = {"lomo": s_mo["mape"], "lofo": s_fa["mape"], "cells": cells(train, fa)}
