@@ -29,6 +29,7 @@ Candidates (hexagon_model.times with one change):
 - ``wres``: a model whose weight bytes (at the row's precision) are at most this many MB reads
   no weight from DRAM (they stay in an on-chip cache between the back-to-back inferences AI Hub
   times; 8 MB: the profiles' ``onchip_mb``);
+- ``f_scale``: the Cauchy loss's scale (0.2 in the form) re-chosen with ``dwm``;
 - ``wpf``: weights streamed apart from the kernels (a DMA prefetch into the VTCM): each kernel's
   time without its weight bytes, and per inference ``max`` (overlapped) or ``sum`` (serial) of
   that kernel sum and the model's weight seconds at e_bw of the matrix class.
@@ -70,6 +71,7 @@ CANDIDATES = {
     **{f"dwm, wres {m:g}: weights resident when <= {m:g} MB": ({"dwm": True}, {"wres": m}) for m in (4, 8, 12)},
     **{f"dwm, wpf {m}: weights streamed apart, {m} with the kernels": ({"dwm": True}, {"wpf": m})
        for m in ("max", "sum")},
+    **{f"dwm, cauchy f = {f:g}": ({"dwm": True, "f_scale": f}, {}) for f in (0.1, 0.3)},
 }
 
 
