@@ -20,10 +20,12 @@ fit the profile's ``npu_onchip_mb`` keeps them on chip at ``c_act`` of a DRAM by
 as the family's ``onchip_cost`` scalar, and fp16 depthwise kernels at the HVX unit's fixed 0.5 of
 the int8 rate (analyzer/prediction/accelerators/qnn.py), and, by the same criterion, a
 per-kernel fixed cost shared by both devices (every class's ``floor_s``) and a per-inference
-fixed cost per device whose fp16 / W8A8 ratio ``t0_q`` both devices share, and one W8A8
+fixed cost per device whose fp16 / W8A8 ratio ``t0_q`` both devices share, one W8A8
 per-inference offset ``d_int8`` between AI Hub's deployments (a row deployed as ``qnn_dlc`` takes
 + d_int8 / 2, one as ``tflite`` - d_int8 / 2; written as the families' ``qnn_deploy_int8_s``,
-the library's ``qnn-dlc`` and ``qnn-tflite`` runtimes; ``qnn`` predicts their mean). Constants
+the library's ``qnn-dlc`` and ``qnn-tflite`` runtimes; ``qnn`` predicts their mean), and,
+by bench/hexagon_transfer.py's cross-validation (bench/results/hexagon_transfer.md), depthwise
+kernels at their device's matrix-class efficiency e_mat (``dwm``: no e_dw of their own). Constants
 per device (8 Gen 2 = HTP v73, 8 Gen 3 = v75), ``r_fp16`` shared and written into each profile as
 its ``matrix_tflops.fp16`` (a fitted figure; its source says so), the per-inference fixed cost as
 the family's ``run_fixed_s`` / ``run_fixed_int8_s`` scalars, the profiles' ``default_runtime`` set
@@ -62,12 +64,13 @@ DEVICE_NAME = {"hexagon-sd8gen2": "Samsung Galaxy S23 (Snapdragon 8 Gen 2)",
 # the form bench/hexagon_forms.py chose (bench/results/hexagon_forms.md) with the on-chip
 # activations bench/hexagon_variants.py chose (bench/results/hexagon_variants.md)
 FORM = H.Form("qnn", t0=True, floors=False, bwmax=1.0, loss="cauchy", f_scale=0.2, onchip=True, hvx=True,
-              t0q=True, kfix=True, deploy="int8")
+              t0q=True, kfix=True, deploy="int8", dwm=True)
 FORM_NAME = ("qnn fusion, e_bw <= 1, cauchy loss f = 0.2, activations within the profile's npu_onchip_mb kept "
              "on chip at a fitted c_act, fp16 depthwise at 0.5 of int8 (HVX), a per-inference fixed cost per "
              "device and precision whose fp16 / W8A8 ratio both devices share, one per-kernel fixed cost shared "
              "by both devices, a per-inference offset between AI Hub's qnn_dlc and tflite deployments of a W8A8 graph "
-             "shared by both devices")
+             "shared by both devices, depthwise kernels at their device's matrix efficiency e_mat (no e_dw of their "
+             "own; bench/hexagon_transfer.py)")
 # class group -> the (e_compute, e_bw, floor) constants its op classes take
 GROUP_PARAMS = {"mat": ("e_mat", "bw_mat", "floor_mat"), "dw": ("e_dw", "bw_mat", "floor_mat"),
                 "ew": ("e_mat", "bw_ew", "floor_ew"), "move": ("e_mat", "bw_move", "floor_move")}

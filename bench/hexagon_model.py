@@ -126,7 +126,9 @@ class Form:
     AI Hub's deployment runtimes, shared by both devices: a row deployed as a QNN DLC
     (``qnn_dlc``) takes + d / 2, one as TFLite with the QNN delegate (``tflite``) - d / 2, so
     that the time without it is their mean (``int8``: d_int8 on W8A8 rows only; ``both``: d_fp16
-    and d_int8; signed seconds)."""
+    and d_int8; signed seconds); ``dwm``: depthwise kernels compute at their device's e_mat (no
+    e_dw of their own: the whole-model rows do not identify it, a depthwise kernel being mostly
+    memory-bound)."""
     runtime: str
     t0: bool
     floors: bool = True
@@ -139,10 +141,11 @@ class Form:
     t0q: bool = False
     kfix: bool = False
     deploy: str = ""
+    dwm: bool = False
 
     def names(self) -> list[str]:
         """The constants fitted per device."""
-        out = ["e_mat", "e_dw", "bw_mat", "bw_ew", "bw_move"]
+        out = ["e_mat", *([] if self.dwm else ["e_dw"]), "bw_mat", "bw_ew", "bw_move"]
         t0 = (["t0_int8"] if self.t0q else ["t0_fp16", "t0_int8"]) if self.t0 else []
         return out + (["floor_mat", "floor_ew", "floor_move"] if self.floors else []) + t0 + (
             ["c_act"] if self.onchip else [])
@@ -265,7 +268,7 @@ class Rows:
 def unpack(x, form: Form) -> tuple[dict, float]:
     """({constant: [8 Gen 2, 8 Gen 3]}, r_fp16) of a parameter vector (log space: the per-device
     constants of each device, the shared ones, r_fp16); constants a form leaves out are 0, those
-    it derives are filled in (``t0q``: t0_fp16; ``kfix``: every group's floor)."""
+    it derives are filled in (``t0q``: t0_fp16; ``kfix``: every group's floor; ``dwm``: e_dw)."""
     names = form.names()
     P = {k: np.zeros(2) for k in X0}
     for d in range(2):
@@ -277,6 +280,8 @@ def unpack(x, form: Form) -> tuple[dict, float]:
         P["t0_fp16"] = P["t0_q"] * P["t0_int8"]
     if form.kfix:
         P.update({f: P["kfix"].copy() for f in ("floor_mat", "floor_ew", "floor_move")})
+    if form.dwm:
+        P["e_dw"] = P["e_mat"].copy()
     return P, float(np.exp(x[-1]))
 
 

@@ -79,3 +79,25 @@ def test_deployment_offset_closed_form_and_recovered():
     fit, _ = H.fit(H.Rows(both, feats), form)
     assert fit["d_int8"][0] == pytest.approx(d, rel=0.02)
     assert np.all(np.abs(fit["e_mat"] / E_MAT - 1) < 0.02)
+
+
+def test_depthwise_at_the_matrix_efficiency_closed_form():
+    """Form.dwm: no e_dw of its own (two constants fewer: one per device), unpack sets e_dw = e_mat,
+    so a compute-bound depthwise kernel (group 1) of W = 1e10 FLOP-equivalents at W8A8 on the 8 Gen 2
+    takes W / (P_int8 x e_mat) = 1e10 / (22.73e12 x 0.5) = 0.880 ms, + t0 100 us = 0.980 ms."""
+    base = H.Form("qnn", t0=True, floors=False, bwmax=1.0, loss="cauchy", f_scale=0.2)
+    form = H.Form("qnn", t0=True, floors=False, bwmax=1.0, loss="cauchy", f_scale=0.2, dwm=True)
+    assert "e_dw" in base.names() and "e_dw" not in form.names()
+    assert base.n_constants() - form.n_constants() == 2
+    x = np.zeros(2 * len(form.names()) + len(form.shared()) + 1)
+    names = form.names()
+    for d in range(2):
+        x[d * len(names) + names.index("e_mat")] = np.log(E_MAT)
+        x[d * len(names) + names.index("t0_int8")] = np.log(T0)
+    P, _ = H.unpack(x, form)
+    assert np.all(P["e_dw"] == P["e_mat"]) and np.all(P["e_dw"] == pytest.approx(E_MAT))
+    rows = pd.DataFrame([{"model_id": "dw", "opcost_profile": "hexagon-sd8gen2", "precision": "int8",
+                          "runtime": "qnn_dlc", "inference_time_ms": 1.0}])
+    feats = {("dw", "hexagon-sd8gen2", "int8"): (np.array([1]), np.array([1e10]), np.array([1e-9]), np.array([1.0]))}
+    got = H.times(H.Rows(rows, feats), P, 1.0)[0] * 1e3
+    assert got == pytest.approx(1e10 / (22.73e12 * 0.5) * 1e3 + 0.1, rel=1e-6)   # 0.980 ms

@@ -1,0 +1,285 @@
+"""Changes to the Hexagon NPU form aimed at models it never saw, judged by cross-validation on the
+fitted models only (the held-out models of bench/hexagon_model.py never enter).
+
+    PYTHONPATH=$PWD python bench/hexagon_transfer.py [MEASUREMENTS_DIR] [--only TEXT]
+        [--out bench/results/hexagon_transfer.md]
+
+Base: bench/fit_accelerators.py's form without ``dwm`` (``BASE``). Each candidate changes one
+thing (``CANDIDATES``); each line is scored by leave one model out (LOMO) and leave one family out
+(LOFO, hexagon_model.FAMILIES) on the fitted rows, overall and per device x precision cell. The
+rule (``adopted``), fixed before any held-out score of these candidates: a candidate is adopted
+when its LOFO MAPE is at least ``LOFO_GAIN`` points below its base's, its LOMO MAPE at most
+``LOMO_SLACK`` points above, and no LOFO device x precision cell more than ``CELL_SLACK`` points
+above; of several adopted, the lowest LOFO is taken. A line whose name starts "dwm, " is judged
+against the ``dwm`` line (a second change stacked on it).
+
+Candidates (hexagon_model.times with one change):
+
+- ``dwm``: depthwise kernels at their device's matrix-class efficiency e_mat (no e_dw);
+- ``dwq``: e_dw = q x e_mat, one q (at most 1) for both devices; ``dws``: e_dw x P_int8 the same
+  on both devices (the 8 Gen 2's), one q;
+- ``ecap``: the efficiencies bounded by this value instead of 1 (the int8 peaks are derived
+  figures, hardware_db/profiles);
+- ``kq`` / ``mq`` / ``cq`` / ``eq``: one W8A8 factor for both devices on the per-kernel cost /
+  the memory time / the on-chip activation cost c_act / the compute efficiency (W8A8 structure:
+  requantization, int8 data paths);
+- ``pad``: a convolution's MACs with its per-group input and output channels rounded up to this
+  multiple (a matrix engine's tile depth; depthwise convolutions excluded; attributes read from
+  the ONNX file);
+- ``wres``: a model whose weight bytes (at the row's precision) are at most this many MB reads
+  no weight from DRAM (they stay in an on-chip cache between the back-to-back inferences AI Hub
+  times; 8 MB: the profiles' ``onchip_mb``);
+- ``f_scale``: the Cauchy loss's scale (0.2 in the form) re-chosen with ``dwm``;
+- ``wpf``: weights streamed apart from the kernels (a DMA prefetch into the VTCM): each kernel's
+  time without its weight bytes, and per inference ``max`` (overlapped) or ``sum`` (serial) of
+  that kernel sum and the model's weight seconds at e_bw of the matrix class.
+
+Needs pandas, scipy and onnx (bench only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+import hexagon_model as H  # noqa: E402
+from fit_accelerators import FORM  # noqa: E402
+
+LOFO_GAIN, LOMO_SLACK, CELL_SLACK = 1.0, 0.5, 2.0
+BASE = dataclasses.replace(FORM, dwm=False)
+FACTORS = ("kq", "mq", "cq", "eq")
+# name -> (form changes, options): options ecap, pad, dw ("q": dwq, "s": dws) and the W8A8 factors
+CANDIDATES = {
+    "base (the form before dwm)": ({}, {}),
+    "dwm: depthwise at e_mat": ({"dwm": True}, {}),
+    "dwq: e_dw = q e_mat, q <= 1 shared": ({"dwm": True}, {"dw": "q"}),
+    "dws: depthwise rate the same on both devices": ({"dwm": True}, {"dw": "s"}),
+    "ecap 2: efficiencies <= 2": ({}, {"ecap": 2.0}),
+    **{f"{k}: a W8A8 factor on the {w}": ({}, {k: True}) for k, w in
+       (("kq", "per-kernel cost"), ("mq", "memory time"), ("cq", "on-chip cost"), ("eq", "compute efficiency"))},
+    **{f"pad {p}: channels rounded up to {p}": ({}, {"pad": p}) for p in (4, 8, 16, 32)},
+    "dwm, ecap 2": ({"dwm": True}, {"ecap": 2.0}),
+    "dwm, mq": ({"dwm": True}, {"mq": True}),
+    **{f"dwm, wres {m:g}: weights resident when <= {m:g} MB": ({"dwm": True}, {"wres": m}) for m in (4, 8, 12)},
+    **{f"dwm, wpf {m}: weights streamed apart, {m} with the kernels": ({"dwm": True}, {"wpf": m})
+       for m in ("max", "sum")},
+    **{f"dwm, cauchy f = {f:g}": ({"dwm": True, "f_scale": f}, {}) for f in (0.1, 0.3)},
+}
+
+
+def padded_macs(rows, p: int) -> dict:
+    """(model, device, precision) -> per-kernel extra FLOPs when each non-depthwise Conv's per-group
+    channels (in and out) are rounded up to a multiple of ``p`` (the qnn plan on the datasheet
+    profile with its on-chip budget, as hexagon_model.features builds it)."""
+    import onnx
+
+    from analyzer.prediction.predict import predict
+
+    out, attrs = {}, {}
+    for key in sorted(set(zip(rows.model_id, rows.opcost_profile, rows.precision))):
+        if key[0] not in attrs:
+            g = onnx.load(os.path.join(H.FX, H.HEX_GRAPHS[key[0]]), load_external_data=False).graph
+            attrs[key[0]] = {n.name: {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
+                             for n in g.node if n.op_type == "Conv"}
+        rep = H.report(key[0])
+        (pred,) = predict(rep, [H.datasheet(key[1], True)], precision=key[2], runtime="qnn")
+        kt = pred.kernel_table
+        extra = np.zeros(len(kt.op_class))
+        for i, k in enumerate(kt.kernel_of):
+            n = rep.nodes[i]
+            if k < 0 or n.op != "Conv" or len(n.in_specs) < 2 or n.in_specs[1].shape is None:
+                continue
+            w = n.in_specs[1].shape
+            grp = attrs[key[0]].get(n.name, {}).get("group", 1)
+            cout, cin = w[0] // grp, w[1]
+            if cin == 1 and grp == w[0]:   # depthwise
+                continue
+            f = (np.ceil(cin / p) * p / cin) * (np.ceil(cout / p) * p / cout)
+            extra[k] += n.cost.mac_flops * (f - 1.0)
+        out[key] = extra
+    return out
+
+
+def weight_seconds(rows) -> dict:
+    """(model, device, precision) -> (per-kernel datasheet seconds of its weight bytes, the model's
+    weight bytes): the library's weight bytes per launch at the precision (``accelerators.qnn``)
+    x launches, / the datasheet BW."""
+    from analyzer.prediction.predict import predict
+
+    out = {}
+    for key in sorted(set(zip(rows.model_id, rows.opcost_profile, rows.precision))):
+        (pred,) = predict(H.report(key[0]), [H.datasheet(key[1], True)], precision=key[2], runtime="qnn")
+        kt = pred.kernel_table
+        wb = np.asarray(kt.onchip[1], float) * np.asarray(kt.runs, float)
+        out[key] = (wb / float(kt.mem_bw), float(wb.sum()))
+    return out
+
+
+def transformed(train, feats0: dict, opt: dict):
+    """The features with a candidate's ``pad`` (more work) or ``wres`` (no weight bytes) applied;
+    ``wpf``: (features without the weight bytes, {key: its weight seconds})."""
+    if opt.get("pad"):
+        extra = padded_macs(train, opt["pad"])
+        return {k: (f[0], f[1] + extra[k], *f[2:]) for k, f in feats0.items()}
+    if opt.get("wpf"):   # the kernels without their weights; the weights' seconds kept per key
+        ws = weight_seconds(train)
+        return {k: (f[0], f[1], np.maximum(f[2] - ws[k][0], 0.0), *f[3:]) for k, f in feats0.items()}, {
+            k: float(ws[k][0].sum()) for k in feats0}
+    if opt.get("wres"):
+        ws = weight_seconds(train)
+        return {k: (f[0], f[1], np.maximum(f[2] - ws[k][0], 0.0) if ws[k][1] <= opt["wres"] * 1e6 else f[2], *f[3:])
+                for k, f in feats0.items()}
+    return feats0
+
+
+def unpack(x, form, opt: dict) -> tuple[dict, float]:
+    """hexagon_model.unpack with the candidate's shared constants (after the form's, r_fp16 last)."""
+    n = len(form.shared())
+    P, r = H.unpack(np.concatenate([x[:len(x) - 1 - len(extras(opt))], x[-1:]]), form)
+    for j, k in enumerate(extras(opt)):
+        P[k] = np.full(2, np.exp(x[2 * len(form.names()) + n + j]))
+    if opt.get("dw") == "q":
+        P["e_dw"] = P["q"] * P["e_mat"]
+    elif opt.get("dw") == "s":
+        peak = np.array([H.peak_int8(d) for d in H.DEVS])
+        P["e_dw"] = P["q"] * peak[0] / peak
+    return P, r
+
+
+def extras(opt: dict) -> list[str]:
+    return [k for k in FACTORS if opt.get(k)] + (["q"] if opt.get("dw") else [])
+
+
+def rows_of(rows, feats) -> H.Rows:
+    """hexagon_model.Rows, with ``tw`` (a ``wpf`` candidate's weight seconds per key) when given."""
+    if isinstance(feats, tuple):
+        D = H.Rows(rows, feats[0])
+        D.tw = np.array([feats[1][k] for k in sorted(set(zip(rows.model_id, rows.opcost_profile, rows.precision)))])
+        return D
+    return H.Rows(rows, feats)
+
+
+def times(D, P: dict, r: float, opt: dict | None = None) -> np.ndarray:
+    """hexagon_model.times with the W8A8 factors (1 where absent) and ``wpf``'s weight term."""
+    d, G, fp = D.key_dev[D.K], D.G, D.key_fp16[D.K]
+    q = {k: np.where(fp, 1.0, P[k][0]) if k in P else 1.0 for k in FACTORS}
+    e = np.where(G == 1, P["e_dw"][d], P["e_mat"][d]) * q["eq"]
+    bw = np.choose(G, [P["bw_mat"][d], P["bw_mat"][d], P["bw_ew"][d], P["bw_move"][d]])
+    s_prec = np.where(D.S > 0, D.S, np.where(fp, r, 1.0))
+    mem = q["mq"] * (D.M + q["cq"] * P["c_act"][d] * D.O) / bw
+    t = q["kq"] * D.R * P["kfix"][d] + D.N * np.maximum(D.W / (D.peak * s_prec * e), mem)
+    per_key = np.bincount(D.K, weights=t, minlength=D.n_keys)
+    if opt and opt.get("wpf"):
+        tw = D.tw / P["bw_mat"][D.key_dev]
+        per_key = np.maximum(per_key, tw) if opt["wpf"] == "max" else per_key + tw
+    per_key = per_key + np.where(D.key_fp16, P["t0_fp16"][D.key_dev], P["t0_int8"][D.key_dev])
+    off = D.sign * np.where(D.fp16, P["d_fp16"][D.dev], P["d_int8"][D.dev]) / 2
+    return np.maximum(per_key[D.row_key] + off, 1e-7)
+
+
+def fit(D, form, opt: dict) -> tuple[dict, float]:
+    """hexagon_model.fit (same loss, prior, starts and bounds; efficiencies at most ``ecap``, q at
+    most 1, the W8A8 factors unbounded) for a candidate."""
+    from scipy.optimize import least_squares
+
+    names = [k for _ in range(2) for k in form.names()] + form.shared() + extras(opt)
+    x0 = np.array([0.0 if k in H.SIGNED else np.log(H.X0.get(k, 1.0 if k != "q" else 0.5)) for k in names]
+                  + [np.log(0.25)])
+    cap = {"e_": np.log(opt.get("ecap", 1.0)), "bw": np.log(form.bwmax), "c_": 0.0, "q": 0.0}
+    up = np.array([cap.get(k[:2], cap.get(k, np.inf)) for k in names] + [0.0])
+    lo = np.array([np.log(H.T0_MIN) if k.startswith("t0") else np.log(H.KFIX_MIN) if k == "kfix" else -np.inf
+                   for k in names] + [-np.inf])
+
+    def res(x):
+        P, r = unpack(x, form, opt)
+        return np.concatenate([np.log(times(D, P, r, opt) / D.meas), 0.01 * (x - x0)])
+
+    best = None
+    for bw_scale in (1.0, 10.0):
+        start = x0 + np.array([np.log(bw_scale) if k.startswith("bw_") else 0.0 for k in names] + [0.0])
+        sol = least_squares(res, np.clip(start, lo + 1e-10, up - 1e-10), bounds=(lo, up), method="trf",
+                            loss=form.loss, f_scale=form.f_scale)
+        best = sol if best is None or sol.cost < best.cost else best
+    return unpack(best.x, form, opt)
+
+
+def cv(rows, feats, form, opt: dict, key) -> np.ndarray:
+    keys = np.array([key(m) for m in rows.model_id])
+    pred = np.zeros(len(rows))
+    for k in sorted(set(keys)):
+        out = keys == k
+        P, r = fit(rows_of(rows[~out], feats), form, opt)
+        pred[out] = times(rows_of(rows[out], feats), P, r, opt)
+    return pred
+
+
+def cells(rows, pred) -> dict:
+    """MAPE % per (device, precision) cell."""
+    g = rows.assign(p=pred, m=rows.inference_time_ms.values * 1e-3).groupby(["opcost_profile", "precision"])
+    return {f"{dv.removeprefix('hexagon-')} {pr}": H.stats(s.p, s.m)["mape"] for (dv, pr), s in g}
+
+
+def adopted(s: dict, b: dict) -> bool:
+    """The rule (module docstring) of scores ``s`` against its base's ``b``."""
+    return (s["lofo"] <= b["lofo"] - LOFO_GAIN and s["lomo"] <= b["lomo"] + LOMO_SLACK
+            and all(s["cells"][c] <= b["cells"][c] + CELL_SLACK for c in b["cells"]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("measurements", nargs="?", default=os.path.join(ROOT, "..", "shared", "measurements",
+                                                                      "accelerators"))
+    ap.add_argument("--only", default="", help="run only the base lines and the candidates whose name contains this")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "hexagon_transfer.md"))
+    a = ap.parse_args()
+    rows = H.hexagon_rows(a.measurements)
+    train = rows[~rows.model_id.isin(H.HELD_OUT)].reset_index(drop=True)
+    meas = train.inference_time_ms.values * 1e-3
+    feats0 = H.features(train, BASE.runtime, BASE.onchip, BASE.hvx)
+    lines = ["# Hexagon NPU: changes for transfer to unseen models, cross-validated on the fitted models", "",
+             "Command: `PYTHONPATH=$PWD python bench/hexagon_transfer.py ../shared/measurements/accelerators`; "
+             f"{len(train)} fitted rows, {train.model_id.nunique()} models; the held-out models never enter. Rule "
+             f"(fixed before any held-out score of these lines): adopt when LOFO MAPE is >= {LOFO_GAIN:g} point below "
+             f"the base's, LOMO at most {LOMO_SLACK:g} above and no LOFO device x precision cell more than "
+             f"{CELL_SLACK:g} above; lines named 'dwm, ...' are judged against the dwm line.", "",
+             "| candidate | in-sample MAPE | LOMO (bias) | LOFO (bias) | LOFO per cell | adopted |",
+             "|---|---:|---:|---:|---|---|"]
+    print("\n".join(lines), flush=True)
+    scores: dict = {}
+    for name, (fchange, opt) in CANDIDATES.items():
+        if a.only not in name and not name.startswith(("base", "dwm:")):
+            continue
+        form = dataclasses.replace(BASE, **fchange)
+        feats = transformed(train, feats0, opt)
+        P, r = fit(rows_of(train, feats), form, opt)
+        s_in = H.stats(times(rows_of(train, feats), P, r, opt), meas)
+        mo, fa = cv(train, feats, form, opt, lambda m: m), cv(train, feats, form, opt, H.FAMILIES.get)
+        s_mo, s_fa = H.stats(mo, meas), H.stats(fa, meas)
+        scores[name] = {"lomo": s_mo["mape"], "lofo": s_fa["mape"], "cells": cells(train, fa)}
+        base = scores.get("dwm: depthwise at e_mat" if name.startswith("dwm, ") else "base (the form before dwm)")
+        verdict = "(base)" if name.startswith("base") else "yes" if adopted(scores[name], base) else "no"
+        lines.append(f"| {name} | {s_in['mape']:.1f} % | {s_mo['mape']:.1f} % ({s_mo['bias']:+.1f} %) | "
+                     f"{s_fa['mape']:.1f} % ({s_fa['bias']:+.1f} %) | "
+                     + ", ".join(f"{c} {v:.1f}" for c, v in scores[name]["cells"].items()) + f" | {verdict} |")
+        print(lines[-1], flush=True)
+    base = scores["base (the form before dwm)"]
+    one = [n for n in scores if not n.startswith(("base", "dwm, ")) and adopted(scores[n], base)]
+    stacked = [n for n in scores if n.startswith("dwm, ") and adopted(scores[n], scores["dwm: depthwise at e_mat"])]
+    lines += ["", "Chosen among the adopted one-change lines (the lowest LOFO): **"
+              + (min(one, key=lambda n: scores[n]["lofo"]) if one else "none") + "**; adopted on top of dwm: "
+              + (", ".join(stacked) or "none") + "."]
+    print(lines[-1])
+    with open(a.out, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
