@@ -114,12 +114,13 @@ def smallest_rows(aic: dict, quant: dict, vidur: dict) -> list[tuple]:
     return [(d, s, op, dfn, us, us * 1e-6 * _clock_hz(d)) for d, s, op, dfn, us in sorted(rows)]
 
 
-def model_small_gemm(shared: str, small_us: float) -> list[tuple]:
+def model_small_gemm(shared: str, small_us: float, keep=None) -> list[tuple]:
     """Per (source, device): rows, median signed error %, median and quartiles of (predicted -
-    measured) us of opcost's kernel runtime on every distinct GEMM row measured below small_us."""
+    measured) us of opcost's kernel runtime on every distinct GEMM row measured below small_us
+    (and, when given, ``keep(case)``)."""
     import accuracy
     cases = [c for c in accuracy.shared_cases(shared, 10**9)
-             if c.op in ("gemm", "gemm_bias") and c.measured_s < small_us * 1e-6]
+             if c.op in ("gemm", "gemm_bias") and c.measured_s < small_us * 1e-6 and (keep is None or keep(c))]
     groups: dict[tuple, list] = {}
     for s in accuracy.score(cases, "fitted"):
         groups.setdefault((s.case.source, s.case.device), []).append(s)
@@ -178,7 +179,18 @@ def report(shared: str, small_us: float) -> list[str]:
     for src, dev, n, err, med, q25, q75 in model_small_gemm(shared, small_us):
         dfn = "graph" if src.startswith("aic") else "kernel_sum"
         lines.append(f"| {src} ({dfn}) | {dev} | {n} | {err:+.1f} | {med:+.2f} | {q25:+.2f} | {q75:+.2f} |")
+    lines += ["", "## The same on the tiny GEMMs: M = 1, N x K <= 2^18 (a small MLP's dots at batch 1)", "",
+              "| source (definition) | device | rows | median error % | median pred - meas us | q25 us | q75 us |",
+              "|---|---|---:|---:|---:|---:|---:|"]
+    for src, dev, n, err, med, q25, q75 in model_small_gemm(shared, float("inf"), _tiny):
+        dfn = "graph" if src.startswith("aic") else "kernel_sum"
+        lines.append(f"| {src} ({dfn}) | {dev} | {n} | {err:+.1f} | {med:+.2f} | {q25:+.2f} | {q75:+.2f} |")
     return lines
+
+
+def _tiny(case) -> bool:
+    d = dict(case.dims)
+    return d["M"] == 1 and d["N"] * d["K"] <= 2**18
 
 
 def main(argv=None) -> int:
