@@ -1,0 +1,135 @@
+"""The ``xla`` runtime's kernel plan of small JAX programs on a GPU profile: kernels, members,
+floors.  Prediction only, no measurement (nothing here is compared with or chosen on any timing).
+
+For each program of ``samples/jax_models.py`` at a small shape: every planned kernel with its
+members (the fused nodes), op class, time and per-launch fixed cost (the class floor), the sum of
+the floors against the total, and, as a counterfactual that is not shipped, the plan when the
+``xla`` policy also joins fusible nodes through views that launch nothing (a ``reshape`` between a
+bias add and a transpose): ``fusion._xla`` patched inside this process only.
+
+Usage: ``PYTHONPATH=$PWD python bench/xla_gpu_plan.py [--hw a100-80gb-sxm]
+[--out bench/results/xla_gpu_plan.md]`` (about 10 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "samples"))
+
+PROGRAMS = (("mlp_infer", (1, 784)), ("transformer_infer", (1, 16, 64)))
+VIEWS = frozenset({"reshape", "squeeze", "expand_dims"})
+
+
+def cyclic_kernels(names, kernel_of, edges) -> list[str]:
+    """The kernels that lie on a cycle of the kernel graph: nodes ``names`` (node i runs in kernel
+    ``kernel_of[i]``, None for a node that launches nothing: a vertex of its own), data edges
+    ``edges`` (producer index, consumer index).  A kernel on a cycle both feeds and reads another
+    kernel's result, which no executor can run (a plan error)."""
+    vertex = [k if k is not None else f"node:{n}" for n, k in zip(names, kernel_of)]
+    succ: dict[str, set[str]] = {}
+    for i, j in edges:
+        if vertex[i] != vertex[j]:
+            succ.setdefault(vertex[i], set()).add(vertex[j])
+
+    def back_through_another_kernel(a: str) -> bool:
+        # paths from a back to a that pass another kernel (a node that launches nothing, e.g. a
+        # view or stop_gradient, is free and does not split a fused kernel)
+        seen, stack = {(a, False)}, [(a, False)]
+        while stack:
+            v, other = stack.pop()
+            for nxt in succ.get(v, ()):
+                if nxt == a:
+                    if other:
+                        return True
+                    continue
+                state = (nxt, other or not nxt.startswith("node:"))
+                if state not in seen:
+                    seen.add(state)
+                    stack.append(state)
+        return False
+    return sorted(v for v in set(vertex) if not v.startswith("node:") and back_through_another_kernel(v))
+
+
+def _edges(nodes) -> list[tuple[int, int]]:
+    producer = {(nd.level, t): i for i, nd in enumerate(nodes) for t in nd.out_names if t}
+    return [(producer[(nd.level, t)], j) for j, nd in enumerate(nodes) for t in nd.in_names
+            if t and (nd.level, t) in producer and producer[(nd.level, t)] != j]
+
+
+def plan(name: str, shape: tuple, hw: str) -> tuple[float, list[tuple], list[str]]:
+    """(latency us, [(kernel, members, op class, time us, fixed us)], kernels on a cycle) of one
+    program."""
+    import jax
+    import jax.numpy as jnp
+    import jax_models
+
+    from analyzer.api import analyze_jax
+    r = analyze_jax(getattr(jax_models, name), jax.ShapeDtypeStruct(shape, jnp.float32), hw=hw, runtime="xla")
+    p = r.predictions[0]
+    kernels: dict[str, list] = {}
+    for i, nd in enumerate(r.nodes):
+        t = p.explain(i)
+        if t is not None:
+            kernels.setdefault(t.kernel, [t, []])[1].append(nd.name)
+    rows = [(k, m, t.op_class, t.time_s * 1e6, t.fixed_s * t.runs * 1e6) for k, (t, m) in kernels.items()]
+    kernel_of = [p.explain(i).kernel if p.explain(i) is not None else None for i in range(len(r.nodes))]
+    return p.latency_s * 1e6, rows, cyclic_kernels([nd.name for nd in r.nodes], kernel_of, _edges(r.nodes))
+
+
+def _through_views(nodes, sets, producer) -> None:
+    """The ``xla`` policy's joins, with views that launch nothing passed through (counterfactual)."""
+    from analyzer.prediction import fusion
+    ok = [fusion.xla_fusible(nd) or (not nd.launches and nd.op in VIEWS) for nd in nodes]
+    for j, nd in enumerate(nodes):
+        if ok[j]:
+            for t in nd.inputs:
+                i = producer.get((nd.level, t)) if t else None
+                if i is not None and i != j and ok[i]:
+                    sets.union(i, j)
+
+
+def report(hw: str) -> list[str]:
+    from analyzer.prediction import fusion
+    from analyzer.render.safe import md_code
+    lines = [f"# The `xla` runtime's kernel plan of small JAX programs on `{hw}` (prediction only)", "",
+             f"`PYTHONPATH=$PWD python bench/xla_gpu_plan.py --hw {hw}`", ""]
+    for name, shape in PROGRAMS:
+        total, rows, cyc = plan(name, shape, hw)
+        floors = sum(r[4] for r in rows)
+        lines += [f"## {name} {list(shape)}: {len(rows)} kernels, {total:.1f} us, floors {floors:.1f} us", "",
+                  "| kernel | members | class | time us | fixed us |", "|---|---|---|---:|---:|"]
+        lines += [f"| {md_code(k, table=True)} | {', '.join(md_code(x, table=True) for x in m)} | {c} | {t:.2f} | {f:.2f} |"
+                  for k, m, c, t, f in rows]
+        original = fusion._xla
+        fusion._xla = _through_views
+        try:
+            v_total, v_rows, v_cyc = plan(name, shape, hw)
+        finally:
+            fusion._xla = original
+        lines += ["", f"Kernels on a cycle of the kernel graph (a plan no executor can run): "
+                  f"{', '.join(md_code(k) for k in cyc) or 'none'}.", "",
+                  f"Joined through views (counterfactual, not shipped): {len(v_rows)} kernels, {v_total:.1f} us; "
+                  f"on a cycle: {', '.join(md_code(k) for k in v_cyc) or 'none'}.", ""]
+    return lines
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--hw", default="a100-80gb-sxm")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "xla_gpu_plan.md"))
+    a = ap.parse_args(argv)
+    lines = report(a.hw)
+    print("\n".join(lines))
+    with open(a.out, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
