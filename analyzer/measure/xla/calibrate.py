@@ -81,7 +81,7 @@ def row_kernels(fn: Callable, args: tuple, threads: int = 1) -> list[dict[str, A
     nodes = list(analyze_jax(fn, *sds).nodes)
     low = lowering.lower(nodes, [hardware_db.get(REFERENCE_PROFILE)], None, runtimes.XLA_CPU)
     f = low.feats
-    parts = xla_partition.all_parts(nodes, fusion_nodes(nodes, None)[0], low.plan, f, low.runs, threads)
+    parts = xla_partition.kernel_parts(nodes, fusion_nodes(nodes, None)[0], low.plan, f, low.runs, threads)
     out = []
     for k, members in enumerate(low.plan.members):
         head = max(members, key=lambda i: (nodes[i].cost.mac_flops, nodes[i].cost.flops))
@@ -89,7 +89,7 @@ def row_kernels(fn: Callable, args: tuple, threads: int = 1) -> list[dict[str, A
                     "vec": float(f["vec_flops"][k]), "trans": float(f["trans_flops"][k]),
                     "bytes": float(f["bytes"][k]), "runs": float(low.runs[k]),
                     "view": [float(f["mac_flops"][k])] + [float(v) for v in node_view(nodes[head])],
-                    "parts": float(parts[k])})
+                    "parts": int(parts[k])})
     return out
 
 

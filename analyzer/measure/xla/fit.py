@@ -199,12 +199,8 @@ def fit_share(measured: dict[str, Any], trans_weight: float, job) -> tuple[float
     where no row is split; those classes' fits at it; ``{share: that error sum}``)."""
     from analyzer.measure.fit import worker as fit_worker
 
-    from analyzer.prediction.cpu.ynn_dot import YNN_DOT_CLASSES
-
-    # (not the YNNPACK dots' classes: their split rows are compute-bound)
     split = sorted({r["kernels"][0]["op_class"] for r in measured["rows"]
-                    if len(r["kernels"]) == 1 and float(r["kernels"][0].get("parts", 1)) > 1}
-                   - YNN_DOT_CLASSES)
+                    if len(r["kernels"]) == 1 and float(r["kernels"][0].get("parts", 1)) > 1})
     shares = core_bw_shares(int(measured.get("cores") or 1)) if split else ()
     if not shares:
         return None, {}, {}

@@ -127,15 +127,6 @@ def kernel_parts(nodes, fnodes, plan, feats, runs, threads: int) -> np.ndarray:
     return out
 
 
-def all_parts(nodes, fnodes, plan, feats, runs, threads: int) -> np.ndarray:
-    """[K] the parts each kernel of ``plan`` runs in on ``threads`` cores: a loop fusion XLA
-    splits (``kernel_parts``) or a YNNPACK dot's tiles (``cpu.ynn_dot.kernel_parts``)."""
-    from analyzer.prediction.cpu import ynn_dot
-
-    return np.maximum(kernel_parts(nodes, fnodes, plan, feats, runs, threads),
-                      ynn_dot.kernel_parts(nodes, plan, threads))
-
-
 def accessed_bytes(fnodes, members, producer, consumers) -> float:
     """The bytes a kernel of ``members`` accesses as XLA's cost analysis counts a fusion's: each
     tensor it reads from outside it once, each result a node outside it reads (or nothing
@@ -227,7 +218,7 @@ def add_fixed(split, p: int, fixed: np.ndarray, prof, nodes, fnodes, plan, feats
     if plan.policy != xla_cpu_fusion.POLICY or threads <= 1:
         return split
     share = core_bw_share(prof.calibration)
-    parts = all_parts(nodes, fnodes, plan, feats, runs, threads)
+    parts = kernel_parts(nodes, fnodes, plan, feats, runs, threads)
     delta = partition_s(parts, feats, hw_p, consts_p, share)
     n_extra = _extra_split(delta, plan, threads, hw_p, consts_p, share)
     if not ((parts > 1).any() or n_extra):
