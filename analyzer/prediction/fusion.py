@@ -5,9 +5,10 @@ between its members never cross memory (no write by the producer, no read by the
 and it launches once.  Policies (``POLICIES``), chosen by the runtime (``runtimes.py``):
 
 - ``none``: one kernel per node that does work (``kernel`` and ``eager`` runtimes).
-- ``xla``: XLA-style loop/input fusion: connected producer-consumer sets of fusible nodes
-  (elementwise, activations, data movement, reductions, norms, softmax, gathers) become one
-  kernel; matrix ops (GEMM, convolution, attention) stay kernels of their own.
+- ``xla``: XLA-style loop/input fusion: fusible nodes (elementwise, activations, data movement,
+  reductions, norms, softmax, gathers) take in their fusible producers, through views that
+  launch nothing, unless the kernel would lie on a cycle (``_xla``); matrix ops (GEMM,
+  convolution, attention) stay kernels of their own.
 - (``xla_cpu``, the ``xla`` runtime on a CPU profile: XLA's CPU backend's fusions, planned by
   ``xla_cpu_fusion.plan``, which the lowering calls instead of ``plan``.)
 - ``onnxruntime``: the graph fusions onnxruntime applies at its default level, as patterns:
@@ -32,7 +33,9 @@ and it launches once.  Policies (``POLICIES``), chosen by the runtime (``runtime
   runs it), a node it lists as removed launches nothing (Identity, Dropout, shape arithmetic
   onnxruntime folded), and a node it does not know (a loop body's) is a kernel of its own.
 
-Nodes are joined only with nodes of the same graph level (a loop body's nodes fuse among
+Under every policy a join that would put a kernel on a cycle of the kernel graph (a kernel that
+feeds another kernel and reads its result) is refused (``fusion_legality``).  Nodes are joined
+only with nodes of the same graph level (a loop body's nodes fuse among
 themselves, never with the outer graph).  The plan is plain data: kernel index per node, the
 members of each kernel, and the bytes each kernel does not move because of fusion (in closed
 form, views between members looked through: ``fusion_bytes``).
@@ -132,8 +135,11 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
         return _collect(nodes, None, {}, {}, graph_outputs, policy)
     producer, consumers = tensor_index(nodes)
     launch = qnn.launches(nodes) if policy == "qnn" else [nd.launches for nd in nodes]
-    preds = [[i for t in nd.inputs if t and (i := producer.get((nd.level, t))) is not None and i != j]
-             for j, nd in enumerate(nodes)]
+    get = producer.get
+
+    def preds():
+        return [[i for t in nd.inputs if t and (i := get((nd.level, t))) is not None and i != j]
+                for j, nd in enumerate(nodes)]
     # every policy joins on ``Joins``: a join that would put a kernel on a cycle is refused
     sets = fusion_legality.Joins(preds, launch)
     if policy == "xla":
@@ -171,10 +177,16 @@ def xla_fusible(nd: FusionNode) -> bool:
 def _xla(nodes, sets, producer) -> None:
     """The ``xla`` policy's joins on ``sets`` (``fusion_legality.Joins``), XLA's producer-consumer
     fusion: in graph (topological) order, each fusible node takes in the kernel of each fusible
-    producer of its inputs, in input order, unless the joined kernel would lie on a cycle of the
-    kernel graph (then that producer's kernel stays apart: XLA refuses the same fusion).  A
-    view that launches nothing (a reshape, a squeeze) between them is looked through (up to
-    ``fusion_bytes`` depth): XLA's reshape/bitcast is no kernel and fuses with both sides."""
+    producer of its inputs, in input order (a producer read at two inputs at its first), unless
+    the joined kernel would lie on a cycle of the kernel graph (then that producer's kernel stays
+    apart, as XLA's cycle check refuses it); a kernel's root is its smallest node.  XLA's own
+    order differs (``InstructionFusion`` visits consumers in reverse post order, the GPU
+    ``PriorityFusion`` producers by estimated benefit, ties by instruction id): this order is
+    the deterministic one the search's fast path mirrors (``kernel_cache``).  A view that
+    launches nothing (a reshape, a squeeze) between them is looked through (up to
+    ``fusion_bytes.DEPTH`` in a row): XLA lowers such a reshape to a bitcast, no kernel, and its
+    GPU priority fusion fuses a producer past its bitcast users
+    (``CanFuseWithAllNonBitcastUsers``, ``xla/service/gpu/priority_fusion.cc``)."""
     ok = [xla_fusible(nd) for nd in nodes]
     get = producer.get
     for j, nd in enumerate(nodes):

@@ -12,10 +12,14 @@ node ``u``; static reachability over the data edges) and, per group, the union o
 so the test of a join is a few integer operations on ``n``-bit integers:
 ``(desc(A) | desc(B)) & (anc(A) | anc(B)) & launching & ~(A | B) != 0`` refuses it.
 
-XLA's fusion passes refuse the same joins: a producer is fused into a consumer only when no other
-path leads from the producer to the consumer (``InstructionFusion``'s reachability check, and the
-GPU ``PriorityFusion``'s ``FusionDecision`` "would introduce a cycle"; openxla/xla
-``xla/service/instruction_fusion.cc``, ``xla/service/gpu/transforms/priority_fusion.cc``).
+XLA refuses the same joins.  Its multi-output producer-consumer fusion fuses a producer into a
+consumer only when the producer reaches no other operand of the consumer
+(``MultiOutputFusionCreatesCycle``, a reachability map and a depth-first search, in
+openxla/xla ``xla/service/instruction_fusion.cc``, read in tensorflow/tensorflow's
+``third_party/xla``); a single-output fusion cannot make a cycle there because XLA duplicates
+the producer into the consumer (or, in the GPU ``PriorityFusion``,
+``xla/service/gpu/priority_fusion.cc``, fuses a producer only into all of its users at once).
+The plans here never duplicate a node, so every join takes the multi-output test.
 """
 
 from __future__ import annotations
@@ -44,16 +48,17 @@ class Joins(Sets):
     """Union of node groups refusing a join that would put a group on a cycle (module docstring).
 
     ``preds[j]``: the producers of node ``j``'s inputs (node indices, each before ``j``: graph
-    order is topological); ``launch[j]``: whether node ``j`` launches.  The bitsets are built on
+    order is topological; or a function that returns that list, called on the first join);
+    ``launch[j]``: whether node ``j`` launches.  The bitsets are built on
     the first join of two groups (a plan that joins nothing pays for none)."""
 
     def __init__(self, preds, launch):
-        super().__init__(len(preds))
+        super().__init__(len(launch))
         self.preds, self.launch = preds, launch
         self.anc = None
 
     def _build(self) -> None:
-        preds = self.preds
+        preds = self.preds() if callable(self.preds) else self.preds
         n = len(preds)
         anc = [0] * n
         for j, ps in enumerate(preds):
