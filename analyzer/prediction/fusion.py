@@ -5,9 +5,10 @@ between its members never cross memory (no write by the producer, no read by the
 and it launches once.  Policies (``POLICIES``), chosen by the runtime (``runtimes.py``):
 
 - ``none``: one kernel per node that does work (``kernel`` and ``eager`` runtimes).
-- ``xla``: XLA-style loop/input fusion: connected producer-consumer sets of fusible nodes
-  (elementwise, activations, data movement, reductions, norms, softmax, gathers) become one
-  kernel; matrix ops (GEMM, convolution, attention) stay kernels of their own.
+- ``xla``: XLA-style loop/input fusion: fusible nodes (elementwise, activations, data movement,
+  reductions, norms, softmax, gathers) take in their fusible producers, through views that
+  launch nothing, unless the kernel would lie on a cycle (``_xla``); matrix ops (GEMM,
+  convolution, attention) stay kernels of their own.
 - (``xla_cpu``, the ``xla`` runtime on a CPU profile: XLA's CPU backend's fusions, planned by
   ``xla_cpu_fusion.plan``, which the lowering calls instead of ``plan``.)
 - ``onnxruntime``: the graph fusions onnxruntime applies at its default level, as patterns:
@@ -32,7 +33,9 @@ and it launches once.  Policies (``POLICIES``), chosen by the runtime (``runtime
   runs it), a node it lists as removed launches nothing (Identity, Dropout, shape arithmetic
   onnxruntime folded), and a node it does not know (a loop body's) is a kernel of its own.
 
-Nodes are joined only with nodes of the same graph level (a loop body's nodes fuse among
+Under every policy a join that would put a kernel on a cycle of the kernel graph (a kernel that
+feeds another kernel and reads its result) is refused (``fusion_legality``).  Nodes are joined
+only with nodes of the same graph level (a loop body's nodes fuse among
 themselves, never with the outer graph).  The plan is plain data: kernel index per node, the
 members of each kernel, and the bytes each kernel does not move because of fusion (in closed
 form, views between members looked through: ``fusion_bytes``).
@@ -43,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
-from analyzer.prediction import fusion_bytes
+from analyzer.prediction import fusion_bytes, fusion_legality, fusion_patterns
 from analyzer.prediction.accelerators import qnn
 
 POLICIES = ("none", "xla", "onnxruntime", "coreml", "tflite", "qnn")
@@ -51,15 +54,6 @@ POLICIES = ("none", "xla", "onnxruntime", "coreml", "tflite", "qnn")
 # op classes (efficiency.OP_CLASSES) that XLA fuses into their producers/consumers
 _XLA_FUSIBLE = frozenset({"elementwise", "activation", "swish", "movement", "reduce", "norm", "norm_fused", "softmax",
                           "gather", "pooling", "pool1d", "view"})
-_ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid",
-                          "HardSwish", "Elu", "Selu", "Softplus"})
-_MATRIX = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "FusedConv", "FusedMatMul"})
-_NORM_PARTS = frozenset({"ReduceMean", "Sub", "Pow", "Add", "Sqrt", "Div", "Mul", "Reciprocal",
-                         "Cast"})
-_GELU_PARTS = frozenset({"Div", "Erf", "Add", "Mul", "Tanh", "Pow"})
-_CHAIN = frozenset({"elementwise", "activation", "swish"})   # the coreml policy's elementwise chains
-_NORM_OPS = frozenset({"LayerNormalization", "SimplifiedLayerNormalization", "RMSNormalization"})
-_GELU_OPS = frozenset({"Gelu", "FastGelu"})
 
 
 class FusionNode(NamedTuple):
@@ -125,22 +119,7 @@ class FusionPlan:
         return len(self.members)
 
 
-class _Sets:
-    """Union-find over node indices."""
-
-    def __init__(self, n: int):
-        self.parent = list(range(n))
-
-    def find(self, i: int) -> int:
-        while self.parent[i] != i:
-            self.parent[i] = self.parent[self.parent[i]]
-            i = self.parent[i]
-        return i
-
-    def union(self, a: int, b: int) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
+_Sets = fusion_legality.Sets   # (union-find over node indices)
 
 
 def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str] = frozenset(),
@@ -151,22 +130,28 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
         return _from_record(nodes, record, graph_outputs)
     if policy not in POLICIES:
         raise ValueError(f"unknown fusion policy {policy!r}; choose from {', '.join(POLICIES)}")
-    n = len(nodes)
     # (no policy joins nodes under "none": one-node kernels save no bytes, need no edges)
     if policy == "none":
         return _collect(nodes, None, {}, {}, graph_outputs, policy)
     producer, consumers = tensor_index(nodes)
-    sets = _Sets(n)
+    launch = qnn.launches(nodes) if policy == "qnn" else [nd.launches for nd in nodes]
+    get = producer.get
+
+    def preds():
+        return [[i for t in nd.inputs if t and (i := get((nd.level, t))) is not None and i != j]
+                for j, nd in enumerate(nodes)]
+    # every policy joins on ``Joins``: a join that would put a kernel on a cycle is refused
+    sets = fusion_legality.Joins(preds, launch)
     if policy == "xla":
         _xla(nodes, sets, producer)
     elif policy in ("onnxruntime", "tflite"):   # tflite: the converter's folds are the same patterns
-        _onnxruntime(nodes, sets, producer, consumers)
+        fusion_patterns.onnxruntime(nodes, sets, producer, consumers)
     elif policy == "coreml":
-        _coreml(nodes, sets, producer, consumers)
+        fusion_patterns.coreml(nodes, sets, producer, consumers)
     elif policy == "qnn":   # the onnxruntime patterns, then QNN's epilogue joins
-        _onnxruntime(nodes, sets, producer, consumers)
+        fusion_patterns.onnxruntime(nodes, sets, producer, consumers)
         qnn.join_epilogues(nodes, sets, consumers)
-        return _collect(nodes, sets, producer, consumers, graph_outputs, policy, qnn.launches(nodes))
+        return _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch)
     return _collect(nodes, sets, producer, consumers, graph_outputs, policy)
 
 
@@ -183,15 +168,6 @@ def grouped(nodes: Sequence[FusionNode], groups, launch, graph_outputs: frozense
     return _collect(nodes, sets, producer, consumers, graph_outputs, policy, list(launch))
 
 
-def _edges(nodes, producer):
-    """(producer index, consumer index, input position) for every data edge between nodes."""
-    for j, nd in enumerate(nodes):
-        for pos, t in enumerate(nd.inputs):
-            i = producer.get((nd.level, t)) if t else None
-            if i is not None and i != j:
-                yield i, j, pos
-
-
 def xla_fusible(nd: FusionNode) -> bool:
     """Whether the ``xla`` policy joins ``nd`` with its fusible neighbours: it launches and its
     op class fuses (elementwise, reductions, norms, movement, ...; not matrix ops)."""
@@ -199,8 +175,18 @@ def xla_fusible(nd: FusionNode) -> bool:
 
 
 def _xla(nodes, sets, producer) -> None:
-    # every edge between two fusible nodes that launch (``_edges``, consumers that cannot
-    # fuse skipped before their inputs are looked up: a search lowers thousands of graphs)
+    """The ``xla`` policy's joins on ``sets`` (``fusion_legality.Joins``), XLA's producer-consumer
+    fusion: in graph (topological) order, each fusible node takes in the kernel of each fusible
+    producer of its inputs, in input order (a producer read at two inputs at its first), unless
+    the joined kernel would lie on a cycle of the kernel graph (then that producer's kernel stays
+    apart, as XLA's cycle check refuses it); a kernel's root is its smallest node.  XLA's own
+    order differs (``InstructionFusion`` visits consumers in reverse post order, the GPU
+    ``PriorityFusion`` producers by estimated benefit, ties by instruction id): this order is
+    the deterministic one the search's fast path mirrors (``kernel_cache``).  A view that
+    launches nothing (a reshape, a squeeze) between them is looked through (up to
+    ``fusion_bytes.DEPTH`` in a row): XLA lowers such a reshape to a bitcast, no kernel, and its
+    GPU priority fusion fuses a producer past its bitcast users
+    (``CanFuseWithAllNonBitcastUsers``, ``xla/service/gpu/priority_fusion.cc``)."""
     ok = [xla_fusible(nd) for nd in nodes]
     get = producer.get
     for j, nd in enumerate(nodes):
@@ -209,74 +195,24 @@ def _xla(nodes, sets, producer) -> None:
         level = nd.level
         for t in nd.inputs:
             i = get((level, t)) if t else None
-            if i is not None and i != j and ok[i]:
-                sets.union(i, j)
+            if i is not None and i != j:
+                i = _through_views(nodes, i, get)
+                if i is not None and ok[i]:
+                    sets.union(i, j)
 
 
-def _only_consumer(i: int, nodes, consumers) -> int | None:
-    """The single consumer of node ``i``'s single used output, else None."""
-    nd = nodes[i]
-    users = [c for t in nd.outputs if t for c in consumers.get((nd.level, t), ())]
-    return users[0] if len(set(users)) == 1 else None
-
-
-def _onnxruntime(nodes, sets, producer, consumers) -> None:
-    # 1. matrix op <- BatchNormalization (folded) <- activation; MatMul <- Add(constant bias)
-    for i, nd in enumerate(nodes):
-        if nd.op not in _MATRIX or nd.domain not in ("", "ai.onnx", "com.microsoft"):
-            continue
-        cur = i
-        nxt = _only_consumer(cur, nodes, consumers)
-        if nxt is not None and nodes[nxt].op == "BatchNormalization" and nd.op.startswith("Conv"):
-            sets.union(i, nxt)
-            cur = nxt
-            nxt = _only_consumer(cur, nodes, consumers)
-        if (nxt is not None and nd.op == "MatMul" and nodes[nxt].op == "Add"
-                and nodes[nxt].constant_inputs):
-            sets.union(i, nxt)
-            cur = nxt
-            nxt = _only_consumer(cur, nodes, consumers)
-        if nxt is not None and nodes[nxt].op in _ACTIVATIONS:
-            sets.union(i, nxt)
-    # 2. decomposed layer norms and GELUs: connected components of their part ops
-    _components(nodes, sets, producer, _NORM_PARTS, need_any={"ReduceMean"},
-                need_also={"Sqrt", "Reciprocal"})
-    _components(nodes, sets, producer, _GELU_PARTS, need_any={"Erf", "Tanh"}, need_also=None)
-    # 3. residual Add -> LayerNorm (SkipLayerNormalization); bias Add -> Gelu (BiasGelu)
-    for i, j, _ in _edges(nodes, producer):
-        a, b = nodes[i], nodes[j]
-        if a.op == "Add" and a.launches and (b.op in _NORM_OPS or b.op in _GELU_OPS) \
-                and _only_consumer(i, nodes, consumers) == j:
-            sets.union(i, j)
-
-
-def _coreml(nodes, sets, producer, consumers) -> None:
-    """Core ML's fusion (the ``coreml`` runtime, ``accelerators/coreml.py``): the onnxruntime
-    patterns and connected chains of elementwise ops and activations (one ANE pass)."""
-    _onnxruntime(nodes, sets, producer, consumers)
-    for i, j, _ in _edges(nodes, producer):
-        a, b = nodes[i], nodes[j]
-        if a.launches and b.launches and a.op_class in _CHAIN and b.op_class in _CHAIN:
-            sets.union(i, j)
-
-
-def _components(nodes, sets, producer, parts, need_any, need_also) -> None:
-    """Join connected sets of ``parts`` ops that contain one of ``need_any`` (and, when given,
-    one of ``need_also``): the decomposed form of a norm or an activation."""
-    local = _Sets(len(nodes))
-    for i, j, _ in _edges(nodes, producer):
-        if nodes[i].op in parts and nodes[j].op in parts and nodes[i].launches \
-                and nodes[j].launches:
-            local.union(i, j)
-    groups: dict[int, list[int]] = {}
-    for i, nd in enumerate(nodes):
-        if nd.op in parts and nd.launches:
-            groups.setdefault(local.find(i), []).append(i)
-    for members in groups.values():
-        ops = {nodes[m].op for m in members}
-        if len(members) > 1 and ops & need_any and (need_also is None or ops & need_also):
-            for m in members[1:]:
-                sets.union(members[0], m)
+def _through_views(nodes, i: int, get) -> int | None:
+    """Node ``i``, or, when it is a view that launches nothing, the producer of its first input
+    (views in a row looked through, at most ``fusion_bytes`` depth); None: a graph input."""
+    for _ in range(fusion_bytes.DEPTH):
+        nd = nodes[i]
+        if nd.launches or not nd.inputs or not fusion_bytes.is_view(nd.domain, nd.op):
+            return i
+        t = nd.inputs[0]
+        i = get((nd.level, t)) if t else None
+        if i is None:
+            return None
+    return i
 
 
 def tensor_index(nodes, names=lambda nd: (nd.outputs, nd.inputs)):

@@ -38,7 +38,7 @@ from analyzer.ir.ops import VIEW, facts
 # Gather*, ScatterND, JAX's slice, dynamic_slice, dynamic_update_slice, gather, scatter*, in
 # any case): their reads of one outside tensor are not merged with other members' reads of it
 PARTIAL_WORDS = ("slice", "gather", "scatter")
-_DEPTH = 8   # views looked through in a row (a chain of reshapes is short)
+DEPTH = 8   # views looked through in a row (a chain of reshapes is short)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -97,7 +97,7 @@ def saved(ms, io, alias, readers, source, is_output) -> int:
 
 def _root(t: str, io, alias, source) -> str:
     """The tensor whose buffer ``t`` is: ``t`` with the views that made it looked through."""
-    for _ in range(_DEPTH):
+    for _ in range(DEPTH):
         p = source(t)
         if p is None or not alias(p):
             return t
@@ -118,7 +118,7 @@ def _leaves(t: str, inside, io, alias, readers, is_output) -> bool:
             return True
         for u in readers(x):
             if alias(u):
-                if depth < _DEPTH:
+                if depth < DEPTH:
                     todo.extend(o for o in io(u)[1] if o)
                     depth += 1
                 else:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzer.prediction import engines, fusion, fusion_bytes
+from analyzer.prediction import engines, fusion, fusion_bytes, fusion_legality
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction import kernels
 
@@ -165,43 +165,34 @@ class KernelRows:
             return [(i,) for i, d in enumerate(data) if d[0]], {}
         # one pass in graph (= topological) order: per output of a fusible node, its producer
         # and then its readers (a reader once per position it reads at, as ``fusion._index``
-        # lists them; only a fusible node's output can be inside a fused kernel), and the
-        # union of every edge between two fusible nodes (``fusion._xla``).  A fusible node
-        # launches, so every set is a kernel: a set's root is its smallest node (the larger
-        # root points to the smaller) and ``kernel[root]`` its members, in order
+        # lists them; only a fusible node's output can be inside a fused kernel), each node's
+        # producers and the fusible producers it takes in (``fusion._xla``: through views that
+        # launch nothing), then ``fusion_legality.xla_groups``' joins.  A fusible node
+        # launches, so every group is a kernel: its root is its smallest node
         # tensor -> [its fusible producer (-1 - v: a view v launching nothing), its readers...]
         made: dict[str, list[int]] = {}
-        parent = list(range(len(nodes)))
-        kernel: dict[int, list[int]] = {}
-        members = []   # (a kernel merged into another is emptied here)
-        get = made.get
+        producer: dict[str, int] = {}
+        preds: list[list[int]] = []
+        sources: list[list[int]] = []
+        get, at = made.get, producer.get
         for j, nd in enumerate(nodes):
             d = data[j]
-            if d[1]:
-                rj = j   # (j's root so far)
-                for t in nd.inputs:
-                    e = get(t)   # (None for '', a graph input, a constant, a non-fusible output)
-                    if e is None:
-                        continue
+            ps, src = [], []
+            for t in nd.inputs:
+                e = get(t)   # (None for '', a graph input, a constant, a non-fusible output)
+                if e is not None:
                     e.append(j)
-                    ri = e[0]
-                    if ri < 0:   # (a view's output: no edge to join)
-                        continue
-                    p = parent[ri]
-                    while p != ri:   # (find, halving the path)
-                        g = parent[ri] = parent[p]
-                        ri, p = g, parent[g]
-                    if ri == rj:
-                        continue
-                    if rj == j:   # (j joins its first set: j is the newest node)
-                        parent[j] = rj = ri
-                        continue
-                    lo, hi = (ri, rj) if ri < rj else (rj, ri)   # two sets become one
-                    parent[hi] = rj = lo
-                    m, other = kernel[lo], kernel.pop(hi)
-                    m += other
-                    m.sort()
-                    other.clear()
+                i = at(t)
+                if i is None:
+                    continue
+                ps.append(i)
+                if d[1]:
+                    i = _through_views(nodes, data, i, at)
+                    if i is not None and data[i][1]:
+                        src.append(i)
+            preds.append(ps)
+            sources.append(src)
+            if d[1]:
                 t = nd.single
                 if t is not None:
                     made[t] = [j]
@@ -209,23 +200,25 @@ class KernelRows:
                     for t in nd.outputs:
                         if t:
                             made[t] = [j]
-                if rj == j:
+            elif d[6]:   # a view that launches nothing: its readers read its input's buffer
+                for t in nd.outputs:
+                    if t:
+                        made[t] = [-1 - j]
+            for t in nd.outputs:
+                if t:
+                    producer[t] = j
+        joins = fusion_legality.xla_groups(preds, [d[0] for d in data], [d[1] for d in data], sources)
+        kernel: dict[int, list[int]] = {}
+        members = []
+        find = joins.find
+        for j, d in enumerate(data):
+            if d[0]:
+                r = find(j)
+                if r == j:
                     m = kernel[j] = [j]
                     members.append(m)
                 else:
-                    kernel[rj].append(j)
-            else:
-                for t in nd.inputs:
-                    e = get(t)
-                    if e is not None:
-                        e.append(j)
-                if d[0]:
-                    members.append([j])
-                elif d[6]:   # a view that launches nothing: its readers read its input's buffer
-                    for t in nd.outputs:
-                        if t:
-                            made[t] = [-1 - j]
-        members = [m for m in members if m]
+                    kernel[r].append(j)
         return [tuple(m) for m in members], _saved_bytes(nodes, data, members, get, outputs)
 
     # ------------------------------------------------------------------ use
@@ -345,6 +338,19 @@ def _simt(g: _Group, row: tuple, infos: list) -> tuple:
     anchor = max(infos, key=lambda d: d[2][0])   # (member part 0: MAC FLOPs)
     code = engines.simt_code(row[6], row[8], lambda: anchor[5])
     return row if code == row[6] else row[:6] + (code,) + row[7:]
+
+
+def _through_views(nodes, data, i: int, at) -> int | None:
+    """``fusion._through_views`` on learned data (``data[i][6]``: a view that launches nothing;
+    ``at``: tensor -> its producer)."""
+    for _ in range(fusion_bytes.DEPTH):
+        ins = nodes[i].inputs
+        if not data[i][6] or not ins:
+            return i
+        i = at(ins[0]) if ins[0] else None
+        if i is None:
+            return None
+    return i
 
 
 def _saved_bytes(nodes, data, members, get, outputs=()) -> dict[int, int]:
