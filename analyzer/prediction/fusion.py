@@ -140,17 +140,19 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
     def preds():
         return [[i for t in nd.inputs if t and (i := get((nd.level, t))) is not None and i != j]
                 for j, nd in enumerate(nodes)]
+    def joins_of(sets):
+        if policy == "xla":
+            _xla(nodes, sets, producer)
+        elif policy in ("onnxruntime", "tflite"):   # tflite: the converter's folds are the same
+            fusion_patterns.onnxruntime(nodes, sets, producer, consumers)
+        elif policy == "coreml":
+            fusion_patterns.coreml(nodes, sets, producer, consumers)
+        elif policy == "qnn":   # the onnxruntime patterns, then QNN's epilogue joins
+            fusion_patterns.onnxruntime(nodes, sets, producer, consumers)
+            qnn.join_epilogues(nodes, sets, consumers)
     # every policy joins on ``Joins``: a join that would put a kernel on a cycle is refused
-    sets = fusion_legality.Joins(preds, launch)
-    if policy == "xla":
-        _xla(nodes, sets, producer)
-    elif policy in ("onnxruntime", "tflite"):   # tflite: the converter's folds are the same patterns
-        fusion_patterns.onnxruntime(nodes, sets, producer, consumers)
-    elif policy == "coreml":
-        fusion_patterns.coreml(nodes, sets, producer, consumers)
-    elif policy == "qnn":   # the onnxruntime patterns, then QNN's epilogue joins
-        fusion_patterns.onnxruntime(nodes, sets, producer, consumers)
-        qnn.join_epilogues(nodes, sets, consumers)
+    sets = fusion_legality.legal_groups(preds, launch, joins_of)
+    if policy == "qnn":
         return _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch)
     return _collect(nodes, sets, producer, consumers, graph_outputs, policy)
 

@@ -20,9 +20,20 @@ openxla/xla ``xla/service/instruction_fusion.cc``, read in tensorflow/tensorflow
 the producer into the consumer (or, in the GPU ``PriorityFusion``,
 ``xla/service/gpu/priority_fusion.cc``, fuses a producer only into all of its users at once).
 The plans here never duplicate a node, so every join takes the multi-output test.
+
+The test on static reachability is exact for a join of two single nodes but not once groups
+exist: with ``A = {a1, a2}`` and ``B = {b1, b2}``, ``a1 -> b1`` and ``b2 -> a2`` make the
+kernels ``A`` and ``B`` feed each other although no node path runs from ``B`` back to ``B``.
+So a plan is checked once built (``Joins.cycle_free``: Kahn's order over the kernels, nodes that
+launch nothing looked through); the rare plan that fails is rebuilt with the same joins in the
+same order on ``Joins(exact=True)``, which keeps each group's reachability closed over the
+kernel graph as groups are contracted (every group that reaches a joined group then reaches all
+it reaches), so its test is exact.  ``legal_groups`` does both.
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 
 class Sets:
@@ -52,13 +63,18 @@ class Joins(Sets):
     ``launch[j]``: whether node ``j`` launches.  The bitsets are built on
     the first join of two groups (a plan that joins nothing pays for none)."""
 
-    def __init__(self, preds, launch):
+    def __init__(self, preds, launch, exact: bool = False):
         super().__init__(len(launch))
-        self.preds, self.launch = preds, launch
+        self.preds, self.launch, self.exact = preds, launch, exact
         self.anc = None
 
+    def _preds(self) -> list:
+        if callable(self.preds):
+            self.preds = self.preds()
+        return self.preds
+
     def _build(self) -> None:
-        preds = self.preds() if callable(self.preds) else self.preds
+        preds = self._preds()
         n = len(preds)
         anc = [0] * n
         for j, ps in enumerate(preds):
@@ -91,7 +107,60 @@ class Joins(Sets):
         self.members[lo] = m
         self.anc[lo] |= self.anc[hi]
         self.desc[lo] |= self.desc[hi]
+        if self.exact:   # contraction: what reaches the group reaches all it reaches, and back
+            down, up = self.desc[lo] | m, self.anc[lo] | m
+            for r in self._roots(self.anc[lo] & ~m):
+                self.desc[r] |= down
+            for r in self._roots(self.desc[lo] & ~m):
+                self.anc[r] |= up
         return True
+
+    def _roots(self, bits: int) -> set[int]:
+        """The roots of the groups of the nodes set in ``bits``."""
+        out, find = set(), self.find
+        while bits:
+            low = bits & -bits
+            out.add(find(low.bit_length() - 1))
+            bits ^= low
+        return out
+
+    def cycle_free(self) -> bool:
+        """Whether no kernel of the plan lies on a cycle of the kernel graph: Kahn's order over
+        the groups (a node that launches nothing, alone in its group, is looked through: a path
+        through such nodes only is no cycle)."""
+        if self.anc is None:   # nothing joined: one node per kernel, the graph's own order
+            return True
+        preds, launch, n = self._preds(), self.launch, len(self.launch)
+        root = [self.find(j) for j in range(n)]
+        size = Counter(root)
+        feeds: list = [()] * n   # a looked-through node: the kernels whose results reach it
+        succ: dict[int, set[int]] = {}
+        for j in range(n):
+            src = set()
+            for p in preds[j]:
+                if launch[p] or size[root[p]] > 1:
+                    src.add(root[p])
+                else:
+                    src.update(feeds[p])
+            if launch[j] or size[root[j]] > 1:
+                for r in src:
+                    if r != root[j]:
+                        succ.setdefault(r, set()).add(root[j])
+            else:
+                feeds[j] = src
+        indeg = Counter(v for vs in succ.values() for v in vs)
+        ready = [r for r in succ if not indeg[r]]
+        seen = 0
+        while ready:
+            r = ready.pop()
+            seen += 1
+            for v in succ.get(r, ()):
+                indeg[v] -= 1
+                if not indeg[v] and v not in succ:
+                    seen += 1
+                elif not indeg[v]:
+                    ready.append(v)
+        return seen == len(set(succ) | set(indeg))
 
     def union(self, a: int, b: int) -> None:
         self.join(a, b)
@@ -103,9 +172,22 @@ def xla_groups(preds, launch, fusible, sources) -> Joins:
     reached through views that launch nothing counts as one), unless the joined group would lie
     on a cycle of the kernel graph (then that producer's group stays apart).  ``preds``,
     ``launch``: as ``Joins`` takes them; ``fusible[j]``: node ``j`` fuses."""
+    def take_in(joins):
+        for j, srcs in enumerate(sources):
+            if fusible[j]:
+                for i in srcs:
+                    joins.join(i, j)
+    return legal_groups(preds, launch, take_in)
+
+
+def legal_groups(preds, launch, joins_of) -> Joins:
+    """The groups ``joins_of(joins)`` makes on a ``Joins`` of ``preds``, ``launch``, checked
+    once made (``Joins.cycle_free``); a plan with a kernel on a cycle is made again on an exact
+    ``Joins`` (module docstring): the same joins in the same order, the refused ones apart."""
     joins = Joins(preds, launch)
-    for j, srcs in enumerate(sources):
-        if fusible[j]:
-            for i in srcs:
-                joins.join(i, j)
-    return joins
+    joins_of(joins)
+    if joins.cycle_free():
+        return joins
+    exact = Joins(joins.preds, launch, exact=True)
+    joins_of(exact)
+    return exact

@@ -11,6 +11,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from onnx import helper
 from onnx_builders import graph
 
@@ -107,3 +109,85 @@ def test_jax_sample_programs_plan_no_kernel_on_a_cycle(fn, example, nargs):
     args = args[1:2] if nargs == 1 else args
     _, rows, cyclic = xla_gpu_plan.program_plan(getattr(jax_models, fn), args, "a100-80gb-sxm")
     assert rows and cyclic == []
+
+
+# a kernel A = [Relu1, Add6] and a kernel B = [Relu4, Add7]: Relu1 -> Shape2 -> Add7 makes A feed
+# B and Relu4 -> Add6 makes B feed A, although no node path runs from B back to B (a test on each
+# node's own reachability lets the second join through; the plan is checked and made again)
+TWO_GROUPS = [
+    _fn("MatMul", "gemm", ("x",), ("t0",), (N,), (N,)),                             # 0
+    _fn("Relu", "activation", ("t0",), ("t1",), (N,), (N,)),                        # 1
+    _fn("Shape", "shape", ("t1",), ("t2",), (N,), (8,), False),                     # 2
+    _fn("MatMul", "gemm", ("t0",), ("t3",), (N,), (N,)),                            # 3
+    _fn("Relu", "activation", ("t3",), ("t4",), (N,), (N,)),                        # 4
+    _fn("MatMul", "gemm", ("t4",), ("t5",), (N,), (N,)),                            # 5
+    _fn("Add", "elementwise", ("t1", "t5", "t4"), ("t6",), (N, N, N), (N,)),        # 6
+    _fn("Add", "elementwise", ("t3", "t2", "t4"), ("t7",), (N, 8, N), (N,)),        # 7
+]
+
+
+def test_two_kernels_that_would_feed_each_other_are_not_both_made():
+    # Add6 takes in Relu1 (Relu4 refused: Relu4 -> MatMul5 -> Add6); Add7 takes in Relu4 only
+    # when Relu4 does not already feed [Relu1, Add6], which it does (Relu4 -> Add6) while
+    # [Relu1, Add6] feeds Add7 (Relu1 -> Shape2 -> Add7): Add7 stays alone
+    p = fusion.plan(TWO_GROUPS, "xla")
+    assert p.members == ((0,), (1, 6), (3,), (4,), (5,), (7,))
+    assert not _cyclic(TWO_GROUPS, p)
+
+
+def _cyclic(nodes, p) -> bool:
+    """Whether a kernel of ``p`` lies on a cycle of the kernel graph (nodes outside every kernel,
+    which launch nothing, looked through), by depth-first search: the test's own reading."""
+    producer = {t: j for j, nd in enumerate(nodes) for t in nd.outputs}
+    kernel = {m: k for k, ms in enumerate(p.members) for m in ms}
+    readers: dict[int, set[int]] = {}
+    for j, nd in enumerate(nodes):
+        for t in nd.inputs:
+            if t in producer and producer[t] != j:
+                readers.setdefault(producer[t], set()).add(j)
+
+    def kernels_after(j, seen):
+        out = set()
+        for r in readers.get(j, ()):
+            if r in kernel:
+                out.add(kernel[r])
+            elif r not in seen:
+                seen.add(r)
+                out |= kernels_after(r, seen)
+        return out
+    succ: dict[int, set[int]] = {}
+    for j, k in kernel.items():
+        succ.setdefault(k, set()).update(x for x in kernels_after(j, set()) if x != k)
+    state: dict[int, int] = {}
+
+    def on_cycle(k) -> bool:
+        state[k] = 1
+        for x in succ.get(k, ()):
+            if state.get(x) == 1 or (x not in state and on_cycle(x)):
+                return True
+        state[k] = 2
+        return False
+    return any(k not in state and on_cycle(k) for k in list(succ))
+
+
+_CLASSES = ("elementwise", "activation", "gemm", "shape")
+
+
+@st.composite
+def _graphs(draw):
+    """A random graph of 3-14 nodes in topological order: each node reads 1-3 earlier tensors;
+    a ``shape`` node launches nothing."""
+    n = draw(st.integers(3, 14))
+    nodes = []
+    for j in range(n):
+        ins = tuple(f"t{i}" for i in draw(st.lists(st.integers(0, j - 1), min_size=1, max_size=3))) if j else ("x",)
+        cls = draw(st.sampled_from(_CLASSES))
+        nodes.append(_fn("Shape" if cls == "shape" else "Op", cls, ins, (f"t{j}",), (N,) * len(ins), (N,),
+                         cls != "shape"))
+    return nodes
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(_graphs(), st.sampled_from(["xla", "coreml", "onnxruntime"]))
+def test_no_plan_puts_a_kernel_on_a_cycle(nodes, policy):
+    assert not _cyclic(nodes, fusion.plan(nodes, policy))
