@@ -72,6 +72,8 @@ def report(data: dict, dirs: dict) -> list[str]:
     lines = ["# Tiny GEMMs (M = 1, N x K <= 2^18) against K (public data, no H100 row)", "",
              "`PYTHONPATH=$PWD python bench/gemm_kloop.py" + "".join(f" --candidate {lab}=DIR" for lab in labs[1:])
              + "`", "",
+             "A candidate's DIR: `PYTHONPATH=$PWD python bench/fit_efficiency.py --no-write --verify 0 --kloop LABEL "
+             "--out-dir DIR` (the fit framework's in-sample constants of that variant).", "",
              "Median signed error of the fit framework's prediction (family set, floor and k-loop step scaled "
              "by clock); split-K: `tiles.wave_split`'s median choice. Constants: "
              + "; ".join(f"{lab} = `{'hardware_db/efficiency' if d == EFFICIENCY_DIR else d}`" for lab, d in dirs.items()),
