@@ -146,7 +146,7 @@ class Prediction:
             attained_flops=flops * runs / time if time > 0 else 0.0,
             provenance=self.provenance, provenance_detail=self.provenance_detail,
             pad=d["pad"], wave=d["wave"], split_k=d["split_k"], narrow=d["narrow"], algo=d.get("algo", 1.0),
-            matrix_s=d["matrix_s"],
+            matrix_s=d["matrix_s"], kloop_s=d.get("kloop_s", 0.0),
             vector_s=d["vector_s"], dram_bytes=d["dram_bytes"], cache_share=d["cache_share"],
             cache_gain=d["cache_gain"], dram_s=d["dram_s"], sm_s=d["sm_s"], sm_rate=d["sm_bw"], units=t.units,
             sm_overlap=bool(t.consts["sm_overlap"][k] > 0),
