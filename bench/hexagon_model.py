@@ -306,8 +306,6 @@ def fit(D: Rows, form: Form, r_fixed: float | None = None) -> tuple[dict, float]
     """Least squares (``form.loss``) on log(pred / measured) over ``D`` (a weak prior, 0.01 per
     log unit, keeps constants the rows do not identify near their starts); ``r_fixed``: r_fp16
     not fitted."""
-    from scipy.optimize import least_squares
-
     names = [k for _ in range(2) for k in form.names()] + form.shared()
     x0 = np.array([0.0 if k in SIGNED else np.log(X0[k]) for k in names] + [np.log(r_fixed or 0.25)])
     cap = {"e_": 0.0, "bw": np.log(form.bwmax), "fl": np.log(form.fcap), "t0": np.inf, "c_": 0.0, "kf": np.inf,
@@ -322,13 +320,22 @@ def fit(D: Rows, form: Form, r_fixed: float | None = None) -> tuple[dict, float]
         P, r = unpack(x, form)
         return np.concatenate([np.log(times(D, P, r) / D.meas), 0.01 * (x - x0)])
 
+    return unpack(solve(res, x0, lo, up, names, form), form)
+
+
+def solve(res, x0, lo, up, names, form: Form) -> np.ndarray:
+    """The least-squares (``form.loss``, ``form.f_scale``) solution of residuals ``res`` within
+    ``lo``..``up``: the better of two starts, ``x0`` and ``x0`` with every bandwidth (``bw_*``)
+    10x (the bandwidths' valley is flat at small sizes)."""
+    from scipy.optimize import least_squares
+
     best = None
     for bw_scale in (1.0, 10.0):
         start = x0 + np.array([np.log(bw_scale) if k.startswith("bw_") else 0.0 for k in names] + [0.0])
         sol = least_squares(res, np.clip(start, lo + 1e-10, up - 1e-10), bounds=(lo, up), method="trf",
                             loss=form.loss, f_scale=form.f_scale)
         best = sol if best is None or sol.cost < best.cost else best
-    return unpack(best.x, form)
+    return best.x
 
 
 def cv(rows, feats, form: Form, key) -> np.ndarray:

@@ -188,8 +188,6 @@ def times(D, P: dict, r: float, opt: dict | None = None) -> np.ndarray:
 def fit(D, form, opt: dict) -> tuple[dict, float]:
     """hexagon_model.fit (same loss, prior, starts and bounds; efficiencies at most ``ecap``, q at
     most 1, the W8A8 factors unbounded) for a candidate."""
-    from scipy.optimize import least_squares
-
     names = [k for _ in range(2) for k in form.names()] + form.shared() + extras(opt)
     x0 = np.array([0.0 if k in H.SIGNED else np.log(H.X0.get(k, 1.0 if k != "q" else 0.5)) for k in names]
                   + [np.log(0.25)])
@@ -202,13 +200,7 @@ def fit(D, form, opt: dict) -> tuple[dict, float]:
         P, r = unpack(x, form, opt)
         return np.concatenate([np.log(times(D, P, r, opt) / D.meas), 0.01 * (x - x0)])
 
-    best = None
-    for bw_scale in (1.0, 10.0):
-        start = x0 + np.array([np.log(bw_scale) if k.startswith("bw_") else 0.0 for k in names] + [0.0])
-        sol = least_squares(res, np.clip(start, lo + 1e-10, up - 1e-10), bounds=(lo, up), method="trf",
-                            loss=form.loss, f_scale=form.f_scale)
-        best = sol if best is None or sol.cost < best.cost else best
-    return unpack(best.x, form, opt)
+    return unpack(H.solve(res, x0, lo, up, names, form), form, opt)
 
 
 def cv(rows, feats, form, opt: dict, key) -> np.ndarray:
