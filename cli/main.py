@@ -19,7 +19,7 @@ from cli.guard import Spinner, guard
 from cli import scaling as scaling_cli
 from cli import scaling_options as scaling_opts
 from cli.hw import hw_group
-from cli.output import FORMATS, OutputSpec, check as check_output, emit, resolve_format
+from cli.output import FORMATS, OutputSpec, check as check_output, emit, resolve_format, terminal_width
 from cli.parsing import (kwargs_json_text, parse_dims, parse_inputs, parse_values, writable_path,
                          write_output)
 
@@ -322,8 +322,6 @@ def _analyze_onnx(req: Request, hws, opts: Options, multi: dict, baseline: bool,
         sw = analyzer.sweep(model, dim_values, hws, options=opts,
                             **({"batch": batches} if batches else {}))
         spinner.stop()
-        from cli.output import terminal_width
-
         cols = terminal_width() if out.path is None and out.fmt == "table" else None
         write_output(render_sweep(sw, out.fmt, width=cols), out.path)
         if out.strict:

@@ -103,12 +103,12 @@ RULES: tuple[Rule, ...] = (
          "output takes that format (Convolution.cpp, ConvUtils.h)"),
     Rule("cudnn-fp32", "an fp32 Conv of the Winograd shape (ungrouped, 2-D, 3x3, stride 1)",
          "cuDNN's launches inside the call besides the main kernel (cudnn_conv.fp32_launches), no host "
-         "dispatch of their own, each its copy-class floor and bytes: the non-fused Winograd F(4x4,3x3) "
-         "where min(C_in, C_out) >= 96 and T = N ceil(H_out/4) ceil(W_out/4) >= 100 (data transform "
-         "e (N C_in H W + 36 C_in T), filter transform e 45 C_in C_out, output transform "
-         "e (36 C_out T + N C_out H_out W_out); the 36 GEMMs are the main kernel), else one helper "
-         "(generateWinogradTilesKernel or computeOffsetsKernel) of no bytes the rule can tell; other "
-         "shapes: the main kernel only (no kernel list of them)",
+         "dispatch of their own, each its copy-class floor and no bytes (the main kernel's fitted class "
+         "keeps the call's work): the non-fused Winograd F(4x4,3x3)'s three transforms where "
+         "min(C_in, C_out) >= 96 and T = N ceil(H_out/4) ceil(W_out/4) >= 100 (their bytes, "
+         "cudnn_conv.winograd_bytes, made the leave-one-GPU-out fit worse and are not charged), else "
+         "one helper (generateWinogradTilesKernel or computeOffsetsKernel); other shapes: the main "
+         "kernel only (no kernel list of them)",
          "NeuSight's PyTorch 2.1 / cuDNN 8.9 nn.Conv2d rows (shared/measurements/gpu/neusight_ops.csv.gz, "
          "kernels_launched; every row 3x3 stride 1, fp32, TF32 off; tabulated by "
          "bench/cudnn_kernels.py): the non-fused Winograd's 4 kernels on 40 % of the rows, a "

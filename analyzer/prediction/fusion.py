@@ -140,6 +140,7 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
     def preds():
         return [[i for t in nd.inputs if t and (i := get((nd.level, t))) is not None and i != j]
                 for j, nd in enumerate(nodes)]
+
     def joins_of(sets):
         if policy == "xla":
             _xla(nodes, sets, producer)

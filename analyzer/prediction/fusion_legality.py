@@ -156,9 +156,7 @@ class Joins(Sets):
             seen += 1
             for v in succ.get(r, ()):
                 indeg[v] -= 1
-                if not indeg[v] and v not in succ:
-                    seen += 1
-                elif not indeg[v]:
+                if not indeg[v]:
                     ready.append(v)
         return seen == len(set(succ) | set(indeg))
 

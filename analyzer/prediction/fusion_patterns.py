@@ -79,10 +79,10 @@ def _components(nodes, sets, producer, parts, need_any, need_also) -> None:
     """Join connected sets of ``parts`` ops that contain one of ``need_any`` (and, when given,
     one of ``need_also``): the decomposed form of a norm or an activation."""
     local = Sets(len(nodes))
-    for i, j, _ in _edges(nodes, producer):
-        if nodes[i].op in parts and nodes[j].op in parts and nodes[i].launches \
-                and nodes[j].launches:
-            local.union(i, j)
+    edges = [(i, j) for i, j, _ in _edges(nodes, producer)
+             if nodes[i].op in parts and nodes[j].op in parts and nodes[i].launches and nodes[j].launches]
+    for i, j in edges:
+        local.union(i, j)
     groups: dict[int, list[int]] = {}
     for i, nd in enumerate(nodes):
         if nd.op in parts and nd.launches:
@@ -94,7 +94,6 @@ def _components(nodes, sets, producer, parts, need_any, need_also) -> None:
             chosen.add(root)
     # joined along the component's edges in graph order (a join ``sets`` refuses leaves the
     # rest of the component connected to what it joined)
-    for i, j, _ in _edges(nodes, producer):
-        if nodes[i].op in parts and nodes[j].op in parts and nodes[i].launches \
-                and nodes[j].launches and local.find(i) in chosen:
+    for i, j in edges:
+        if local.find(i) in chosen:
             sets.union(i, j)

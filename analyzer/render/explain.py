@@ -3,6 +3,7 @@ terms come from ``Prediction.explain``, the kernel-time model's own numbers)."""
 
 from __future__ import annotations
 
+from analyzer.prediction import cudnn_conv
 from analyzer.render import safe
 from analyzer.render.headline import assumed, human_time
 from analyzer.render.pieces import human
@@ -60,7 +61,7 @@ def _inserted_lines(e) -> list[str]:
     inside the fixed line's time."""
     out = []
     for op, nbytes in e.inserted:
-        inside = op.startswith("cudnn:")
+        inside = cudnn_conv.inside(op)
         out.append(f"    of which inserted launch {safe.text(op)}: max(class floor, launch figure) "
                    + ("without a dispatch (inside the library call)" if inside else "+ its dispatch")
                    + f" + its {human(nbytes, 'B')} at its class's rate")
