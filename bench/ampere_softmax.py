@@ -122,18 +122,20 @@ def pooled_sets() -> dict:
     Volta, Turing and Pascal files; ``bench/fit_neusight.py``)."""
     with open(os.path.join(fc.EFFICIENCY_DIR, "nvidia-turing.json"), encoding="utf-8") as f:
         doc = json.load(f)
-    keep = ("e_compute", "e_bw", "b_half_bytes", "bpc", "l2_hit")
-    return {c: {k: float(s["constants"][k]) for k in keep} for c, s in doc["sets"].items()}
+    keep = ("e_compute", "e_bw", "b_half_bytes", "bpc", "l2_hit", "per_element")
+    return {c: {k: float(s["constants"].get(k, 0.0)) for k in keep} for c, s in doc["sets"].items()}
 
 
 def fit_free(rows, cls: str, pooled: dict) -> tuple[dict, dict]:
-    """(free, held) of ``cls``'s A100 fit by the ``MIN_ROWS`` rule."""
+    """(free, held) of ``cls``'s A100 fit by the ``MIN_ROWS`` rule; a class of ``fns.PER_ELEMENT_ON``
+    holds ``per_element = 1`` (its per-SM term per element: bpc at 2 bytes an element)."""
     n = int(((rows.cls == cls) & ~rows.near_floor).sum())
     p = pooled[cls]
+    per = {"per_element": 1.0} if cls in fns.PER_ELEMENT_ON else {}
     if n >= MIN_ROWS:
-        return dict(fns.MEM_FREE), {"e_compute": 0.5}
+        return dict(fns.MEM_FREE), {"e_compute": 0.5, **per}
     return ({"e_bw": fns.MEM_FREE["e_bw"]},
-            {"e_compute": 0.5, "bpc": p["bpc"], "l2_hit": p["l2_hit"], "b_half_bytes": p["b_half_bytes"]})
+            {"e_compute": 0.5, "bpc": p["bpc"], "l2_hit": p["l2_hit"], "b_half_bytes": p["b_half_bytes"], **per})
 
 
 def halves(rows):
@@ -190,7 +192,11 @@ def main(argv=None) -> int:
     ap.add_argument("--vidur", default=VIDUR, help="folder of vidur_a100_a40.csv (the cross-source check)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "ampere_softmax.md"))
     ap.add_argument("--write", action="store_true", help="write the chosen sets into the family files")
+    ap.add_argument("--per-byte", action="store_true",
+                    help="the form before: the fitted sets' per-SM term per byte (none per element)")
     args = ap.parse_args(argv)
+    if args.per_byte:
+        fns.PER_ELEMENT_ON.clear()
     t0 = time.time()
     ns = nd.load(args.data)
     rows = ns[(ns.device_system == DEV) & ns.cls.isin(fns.MEMORY)].copy()

@@ -86,6 +86,9 @@ def provenance(cls: str, how: str, rows, pred) -> dict:
     if how == "pooled":
         method = ("the pooled five-GPU set of bench/fit_neusight.py (the Volta/Turing/Pascal files' set): the "
                   "A100-only fit did not beat it in two-fold cross-validation on the A100 rows")
+    if cls in fns.PER_ELEMENT_ON:
+        method += ("; per element (per_element = 1: bpc stated at 2 bytes an element, fitted on these fp32 rows at 4; "
+                   "a kernel of another dtype is charged by its elements, not its bytes)")
     method = ("least squares on log(pred/measured) (soft L1), latency = host dispatch + kernel (eager-op), on the "
               "rows above 3x their class's smallest latency, the dispatch refitted in turn (median of latency - "
               f"kernel over the rows within 1.5x it); {method}; chosen over the pooled set by two-fold "

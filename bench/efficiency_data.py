@@ -28,6 +28,12 @@ COMMAND = "PYTHONPATH=$PWD python bench/fit_efficiency.py ../shared/measurements
 TRANS_WEIGHT = 11.0  # XLA GPU op profile: f32 exp 79 cycles vs add 7 (digest_latency_modeling.md, mechanism 6)
 ROOF_OVERHEAD = 1.5e-6
 B = 2  # bytes per element: every row used is fp16 or bf16
+# the NVIDIA families' memory-bound classes whose sets are written with ``per_element = 1`` (their per-SM
+# term charged per element, bpc stated at kernel_time.BPC_ELEM_BYTES an element): PyTorch's LayerNorm,
+# softmax and activation kernels load each element and compute in fp32 (its acc_type) whatever the storage
+# dtype; a set fitted on one dtype's rows then charges another dtype's by its elements, not its bytes
+# (bench/fit_efficiency.py, bench/fit_neusight.py, bench/ampere_softmax.py; ``--per-byte``: the form before)
+PER_ELEMENT = ("activation", "norm", "softmax", "softmax_block")
 
 # ----------------------------------------------------------------------------- devices
 
@@ -210,7 +216,8 @@ def _hash_order(keys) -> np.ndarray:
 def feats_of(df) -> dict:
     return {"op_class": df.op_class.map(CLASS_CODE).to_numpy(), "mac_flops": df.mac.to_numpy(),
             "vec_flops": df.vec.to_numpy(), "trans_flops": df.trans.to_numpy(), "bytes": df.bytes.to_numpy(),
-            "m": df.m.to_numpy(), "n": df.n.to_numpy(), "k": df.k.to_numpy(), "batch": df.batch.to_numpy()}
+            "m": df.m.to_numpy(), "n": df.n.to_numpy(), "k": df.k.to_numpy(), "batch": df.batch.to_numpy(),
+            "elem_bytes": np.full(len(df), float(B))}
 
 
 def predict(df, hw, arrays) -> np.ndarray:

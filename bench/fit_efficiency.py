@@ -24,8 +24,8 @@ import time
 import numpy as np
 
 from efficiency_data import (  # (puts the repository root on sys.path first)
-    COMMAND, DEVICES, FILES, FIT_DATE, FIT_SOURCES, NOT_FITTED, ROOT, SCRIPT, TRANS_WEIGHT, _hash_order, hw_of,
-    load, metrics, predict)
+    COMMAND, DEVICES, FILES, FIT_DATE, FIT_SOURCES, NOT_FITTED, PER_ELEMENT, ROOT, SCRIPT, TRANS_WEIGHT, _hash_order,
+    hw_of, load, metrics, predict)
 from efficiency_files import FAMILY_INHERITS, LEGACY, _filter_text, _timing, write_files
 from efficiency_report import BASELINE_REV, baseline_dir, dram_fraction_lines, render, score, write_fixture
 from efficiency_verify import verify_counts
@@ -97,14 +97,14 @@ def _error(cls: str, consts: dict, data: list) -> dict:
     return metrics(pred, meas)
 
 
-def fit_class(cls: str, datasets: list) -> tuple[dict, dict]:
+def fit_class(cls: str, datasets: list, per_element: bool = False) -> tuple[dict, dict]:
     """Constants of one class over ``datasets`` [(df, hw)]; returns (constants, error).
 
     Memory-bound classes: ``fit_memory_class`` (staged). GEMM and attention: one least squares
     on log(pred/measured) over every free constant (and the tile grid for GEMM; GEMM once more
     with ``l2_gain`` free, kept when it lowers the MAPE by ``GEMM_L2_MIN_GAIN`` points)."""
     if cls not in MATRIX_FIT:
-        return fit_memory_class(cls, datasets)
+        return fit_memory_class(cls, datasets, per_element)
     if cls in ("gemm", "bgemm", "conv"):
         free = dict(GEMM_FREE, **GEMM_KLOOP) if cls == "gemm" else GEMM_FREE
         plain = _fit_global(cls, datasets, free)
@@ -164,7 +164,10 @@ MEM_FREE = {"floor_s": (2e-6, 2e-7, 3e-5), "b_half_bytes": (1e5, 1e2, 1e9), "bpc
             "l2_hit": (0.5, 1e-3, 1.0)}
 
 
-def fit_memory_class(cls: str, datasets: list) -> tuple[dict, dict]:
+PER_ELEMENT_ON: list = list(PER_ELEMENT)   # the family sets written per element (``--per-byte``: none)
+
+
+def fit_memory_class(cls: str, datasets: list, per_element: bool = False) -> tuple[dict, dict]:
     """Fit of a memory-bound class (elementwise, activation, norm, gather) in the per-SM form.
 
     ``e_bw`` is held at ``MEM_E_BW`` (a fixed part of the form, chosen on the cross-device score
@@ -172,12 +175,14 @@ def fit_memory_class(cls: str, datasets: list) -> tuple[dict, dict]:
     ``b_half_bytes``, ``bpc`` (bytes per SM-cycle) and ``l2_hit`` (0..1) by one least squares on
     log(pred/measured) (soft L1, deterministic).  With one device the DRAM and per-SM shares of the large-size rate
     cannot both be fitted; fixing the DRAM side makes ``bpc`` carry the kernel's own limit, the
-    part that transfers with a device's SM count and clock."""
+    part that transfers with a device's SM count and clock.  ``per_element``: the set's per-SM
+    term is charged per element (``per_element = 1``; bpc at 2 bytes an element, which on these
+    16-bit rows is the same fit)."""
     from scipy.optimize import least_squares
 
     data = _capped(datasets)
     consts = base_set(cls)
-    consts.update(e_compute=MEM_E_COMPUTE, e_bw=MEM_E_BW, l2_gain=0.0)
+    consts.update(e_compute=MEM_E_COMPUTE, e_bw=MEM_E_BW, l2_gain=0.0, **({"per_element": 1.0} if per_element else {}))
     names = list(MEM_FREE)
 
     def resid(x):
@@ -194,9 +199,11 @@ def fit_memory_class(cls: str, datasets: list) -> tuple[dict, dict]:
 def fit_method(cls: str, consts: dict) -> str:
     """One line for a set's provenance: how its constants were fitted."""
     if cls not in MATRIX_FIT:
+        per = ("; per element, per_element = 1: bpc stated at 2 bytes an element, fitted on 16-bit rows, a kernel of "
+               "another dtype charged by its elements, not its bytes" if consts.get("per_element", 0) > 0 else "")
         return (f"per-SM form (fit_memory_class): e_bw held at {MEM_E_BW:g} (the form, chosen on the cross-device "
                 "score A100 <-> A40); floor_s, b_half_bytes, bpc (bytes per SM-cycle, scaled by the device's units "
-                "and clock) and l2_hit by one least squares on log(pred/measured); e_compute held at "
+                f"and clock{per}) and l2_hit by one least squares on log(pred/measured); e_compute held at "
                 f"{MEM_E_COMPUTE} (not identified)")
     if cls == "attention":
         return "one least squares on log(pred/measured) over e_compute, e_bw, b_half_bytes, floor_s"
@@ -226,7 +233,7 @@ def fit_all(data: dict) -> dict:
                     continue
                 by_class.setdefault(cls, []).append((src, d))
         for cls, parts in sorted(by_class.items()):
-            consts, err = fit_class(cls, [(d, hw_of(src[1])) for src, d in parts])
+            consts, err = fit_class(cls, [(d, hw_of(src[1])) for src, d in parts], cls in PER_ELEMENT_ON)
             # the floor is a number of cycles of the device it was fitted on (efficiency.with_clock)
             clocks = {hw_of(src[1])["clock_hz"] for src, _ in parts}
             if len(clocks) == 1 and min(clocks) > 0:
@@ -327,7 +334,11 @@ def main(argv=None) -> int:
     ap.add_argument("--kloop", choices=sorted(KLOOP_VARIANTS), default="off",
                     help="fit gemm's k-loop latency term too (kernel_time.k_loop_s): on the whole K with a cap, "
                          "on tiles.py's K slice, or both (off: the shipped form)")
+    ap.add_argument("--per-byte", action="store_true",
+                    help="the form before: every family set's per-SM term per byte (none per element)")
     args = ap.parse_args(argv)
+    if args.per_byte:
+        PER_ELEMENT_ON.clear()
     GEMM_KLOOP.update(KLOOP_VARIANTS[args.kloop][0])
     if args.kloop != "off":
         GEMM_KLOOP_FIXED["k_loop_slice"] = KLOOP_VARIANTS[args.kloop][1]

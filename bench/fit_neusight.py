@@ -56,6 +56,7 @@ import numpy as np
 
 from neusight_data import (  # (puts the repository root on sys.path first)
     AT_FLOOR_CAP, CAP, CUDNN_LAUNCHES, DATA, FLOOR_X, GPU, GPUS, MEASUREMENT_FILE, PROFILE, ROOT, device_hw, load, subsample)
+from efficiency_data import PER_ELEMENT
 from analyzer.prediction.efficiency import constants as fc
 from analyzer.prediction.efficiency.kernel_time import CLASS_CODE, kernel_time, with_clock
 
@@ -88,6 +89,7 @@ K_FILL = {"k_fill": (8.0, 0.1, 128.0)}   # a tile's prologue + epilogue in k-loo
 FIT_K_FILL = True
 WHOLE_BGEMM = True   # torch.bmm's tile whole (fit_bgemm_whole); False: the shared gemm tile with small-grid tiles
 GEMM_K_FILL = False  # nn.Linear's tile with a fitted k_fill too (its prologue/epilogue in k-loop steps)
+PER_ELEMENT_ON: list = list(PER_ELEMENT)   # memory-bound sets with per_element = 1 (``--per-byte``: none)
 HOST_SHARES: tuple = ()   # devices whose FMA share is fitted in-sample as the measuring host's (not written)
 
 
@@ -191,10 +193,11 @@ def _lsq(resid, free: dict):
 
 
 def fit_memory(df, fit: Fit, cls: str) -> None:
-    """The per-SM set of a memory-bound class, pooled over ``df``'s devices (kernel rows only)."""
+    """The per-SM set of a memory-bound class, pooled over ``df``'s devices (kernel rows only);
+    per element (``per_element = 1``, bpc at 2 bytes an element) for a class of ``PER_ELEMENT_ON``."""
     rows = df[(df.cls == cls) & ~df.near_floor]
     lt = np.log(rows.t.to_numpy())
-    fixed = {"e_compute": 0.5, "floor_s": 0.0}
+    fixed = {"e_compute": 0.5, "floor_s": 0.0, **({"per_element": 1.0} if cls in PER_ELEMENT_ON else {})}
 
     def resid(x):
         trial = Fit(dict(fit.sets, **{cls: dict(fixed, **dict(zip(MEM_FREE, np.exp(x))))}), fit.shares, fit.dispatch)
@@ -335,7 +338,10 @@ def main(argv=None) -> int:
     ap.add_argument("--gemm-k-fill", action="store_true", help="nn.Linear's tile with a fitted k_fill too")
     ap.add_argument("--host-share", action="append", default=[], choices=sorted(PROFILE),
                     help="a device whose FMA share is fitted in-sample as its measuring host's (not written)")
+    ap.add_argument("--per-byte", action="store_true", help="the memory-bound sets' per-SM term per byte (the form before)")
     args = ap.parse_args(argv)
+    if args.per_byte:
+        PER_ELEMENT_ON.clear()
     global WHOLE_BGEMM, FIT_K_FILL, GEMM_K_FILL, HOST_SHARES, CUDNN_HELPERS
     CUDNN_HELPERS = not args.no_cudnn_helpers
     WHOLE_BGEMM = not args.no_whole_bgemm

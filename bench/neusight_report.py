@@ -121,6 +121,9 @@ def provenance(cls: str, sub, err: dict) -> dict:
     if cls in MEMORY:
         method += ("e_bw (DRAM fraction), bpc (bytes per SM-cycle), l2_hit, b_half_bytes free; e_compute held at "
                    "0.5 (memory-bound)")
+        if cls in fns.PER_ELEMENT_ON:
+            method += ("; per element (per_element = 1: bpc stated at 2 bytes an element, fitted on these fp32 rows "
+                       "at 4; a kernel of another dtype is charged by its elements, not its bytes)")
     else:
         method += ("e_compute (of the FMA fp32 peak, at a power-capped card's fitted sustained clock) free, e_bw held "
                    "at generic.json's gemm set's (the thin shapes that identify it are few here); "

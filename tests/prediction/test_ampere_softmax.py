@@ -24,11 +24,12 @@ def _softmax(rows: int, n: int):
 
 
 def _kernel_s(rows: int, n: int, e_bw: float, bpc: float, l2_hit: float, b_half: float) -> float:
-    """floor + max(compute, memory), the memory term summed (sm_overlap 0), fp32 [rows, n]."""
+    """floor + max(compute, memory), the memory term summed (sm_overlap 0), fp32 [rows, n]; the
+    per-SM term per element (per_element = 1: bpc at 2 bytes an element, half the fp32 bytes)."""
     nbytes = 8.0 * rows * n                                  # read once, write once, 4 bytes each
     step = 1.0 / (1.0 + (nbytes / L2) ** 2)                  # the L2 step s(x)
     dram = (nbytes * (1.0 - l2_hit * step) + b_half) / (BW * e_bw)
-    sm = nbytes / (SMS * CLOCK * bpc)
+    sm = nbytes * 2.0 / 4.0 / (SMS * CLOCK * bpc)
     compute = (4.0 * rows * n + 11.0 * rows * n) / (VPEAK * 0.5)   # 4 vector ops + 1 exp (trans_weight 11)
     floor = fc.floor_cycles()[eff.CLASS_CODE["softmax"]] / CLOCK
     return floor + max(compute, dram + sm)
@@ -41,26 +42,27 @@ def test_a100_softmax_class_and_time_from_the_shipped_constants(n, cls):
     pred = analyzer.analyze(_softmax(rows, n), hw=["a100-80gb-sxm"], runtime="kernel").predictions[0]
     assert pred.explain(0).op_class == cls
     # the shipped sets (hardware_db/efficiency/nvidia-ampere.json, rounded to 4 digits):
-    # softmax e_bw 1.0, 64 bytes per SM-cycle, l2_hit 1, b_half 100 B (the warp kernel);
-    # softmax_block e_bw 0.707, 64 bytes per SM-cycle, l2_hit 0.001, b_half 1 MB (the block kernel)
-    consts = {"softmax": (1.0, 64.0, 1.0, 100.0), "softmax_block": (0.707, 64.0, 0.001, 1e6)}[cls]
+    # softmax e_bw 0.9668, 64 bytes per SM-cycle at 2 bytes an element, l2_hit 1, b_half 100 B (the
+    # warp kernel); softmax_block e_bw 0.6697, 64, l2_hit 0.001, b_half 1 MB (the block kernel)
+    consts = {"softmax": (0.9668, 64.0, 1.0, 100.0), "softmax_block": (0.6697, 64.0, 0.001, 1e6)}[cls]
     assert pred.latency_s == pytest.approx(_kernel_s(rows, n, *consts), rel=1e-6)
 
 
 def test_a100_softmax_closed_form_numbers():
     # [16384, 1024] fp32: 134,217,728 bytes; s = 1 / (1 + (134.2 MB / 40 MB)^2) = 0.0816;
-    # DRAM (1 - 0.0816) x 134.2 MB / 2039 GB/s = 60.46 us; per-SM 134.2 MB / (108 x 1.41 GHz x 64 B)
-    # = 13.77 us; compute 15 x 16.78 M / 9.75 TFLOP/s = 25.81 us; floor 7,947 cycles / 1.41 GHz
-    # = 5.64 us (the pooled norm floor: NeuSight's eager rows do not identify a softmax floor)
+    # DRAM (1 - 0.0816) x 134.2 MB / (2039 GB/s x 0.9668) = 62.53 us; per-SM per element: 33.55 M
+    # elements x 2 B / (108 x 1.41 GHz x 64 B) = 6.886 us; compute 15 x 16.78 M / 9.75 TFLOP/s
+    # = 25.81 us; floor 7,947 cycles / 1.41 GHz = 5.64 us (the pooled norm floor: NeuSight's eager
+    # rows do not identify a softmax floor)
     assert fc.floor_cycles()[eff.CLASS_CODE["softmax"]] == pytest.approx(7947.1, abs=0.5)
     warp = analyzer.analyze(_softmax(16384, 1024), hw=["a100-80gb-sxm"], runtime="kernel").predictions[0]
-    assert warp.latency_s == pytest.approx(5.636e-6 + 60.46e-6 + 13.77e-6, rel=2e-3)
-    # [16384, 1025]: the block kernel at 0.707 of DRAM with 1 MB of ramp, l2_hit 0.001:
-    # (134.35 MB x (1 - 0.001 x 0.0814) + 1 MB) / (2039 GB/s x 0.707) = 93.88 us, + 13.79 us per-SM
+    assert warp.latency_s == pytest.approx(5.636e-6 + 62.53e-6 + 6.886e-6, rel=2e-3)
+    # [16384, 1025]: the block kernel at 0.6697 of DRAM with 1 MB of ramp, l2_hit 0.001:
+    # (134.35 MB x (1 - 0.001 x 0.0814) + 1 MB) / (2039 GB/s x 0.6697) = 99.11 us, + 6.893 us per-SM
     block = analyzer.analyze(_softmax(16384, 1025), hw=["a100-80gb-sxm"], runtime="kernel").predictions[0]
-    assert block.latency_s == pytest.approx(5.636e-6 + 93.88e-6 + 13.79e-6, rel=2e-3)
-    # one more element per row: (5.64 + 93.88 + 13.79) / (5.64 + 60.46 + 13.77) = 1.42x the time
-    assert block.latency_s / warp.latency_s == pytest.approx(113.31 / 79.87, rel=3e-3)
+    assert block.latency_s == pytest.approx(5.636e-6 + 99.11e-6 + 6.893e-6, rel=2e-3)
+    # one more element per row: (5.64 + 99.11 + 6.89) / (5.64 + 62.53 + 6.89) = 1.49x the time
+    assert block.latency_s / warp.latency_s == pytest.approx(111.64 / 75.05, rel=3e-3)
 
 
 def test_hopper_blackwell_and_ada_inherit_the_ampere_softmax_sets():
@@ -83,11 +85,11 @@ def test_hopper_blackwell_and_ada_inherit_the_ampere_softmax_sets():
 def test_h100_softmax_moves_with_its_sms_and_clock():
     # h100-sxm: 132 SMs, 1.98 GHz, 3350 GB/s, 50 MB L2; the same constants, the device's own terms:
     # [4096, 1024] fp32 = 33.55 MB fits the L2 (l2_hit 1: s = 1 / (1 + 0.671^2) = 0.690, so 31 % of
-    # the bytes go to DRAM): 0.310 x 33.55 MB / 3350 GB/s = 3.10 us, per-SM 33.55 MB / (132 x 1.98 GHz
-    # x 64 B) = 2.01 us, floor 7,947 cycles / 1.98 GHz = 4.01 us
+    # the bytes go to DRAM): 0.310 x 33.55 MB / (3350 GB/s x 0.9668) = 3.22 us, per-SM per element
+    # 8.39 M elements x 2 B / (132 x 1.98 GHz x 64 B) = 1.00 us, floor 7,947 cycles / 1.98 GHz = 4.01 us
     pred = analyzer.analyze(_softmax(4096, 1024), hw=["h100-sxm"], runtime="kernel").predictions[0]
     nbytes = 8.0 * 4096 * 1024
     s = 1.0 / (1.0 + (nbytes / 50e6) ** 2)
-    want = 7947.1 / 1.98e9 + (nbytes * (1 - s) + 100.0) / 3350e9 + nbytes / (132 * 1.98e9 * 64)
-    assert want == pytest.approx(4.01e-6 + 3.10e-6 + 2.01e-6, rel=3e-3)
+    want = 7947.1 / 1.98e9 + (nbytes * (1 - s) + 100.0) / (3350e9 * 0.9668) + nbytes / 2 / (132 * 1.98e9 * 64)
+    assert want == pytest.approx(4.01e-6 + 3.22e-6 + 1.00e-6, rel=3e-3)
     assert pred.latency_s == pytest.approx(want, rel=1e-4)

@@ -98,9 +98,12 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   TensorRT-LLM's 16-byte-load quantize kernels reach 0.77-0.89 of DRAM bandwidth above 1.6 GB on
   GDDR and HBM parts alike and stream L2-resident inputs at a rate per SM-cycle set by the SMs:
   summing the two terms cannot give both, the larger of them does).
-  A set with ``per_element = 1`` issues per element, not per byte (PyTorch's index_select gather
-  before its vectorized rewrite: 75 G elements/s on an A100 at fp16 and fp32,
-  bench/data/liger/README.md): its term scales by ``BPC_ELEM_BYTES / elem_bytes``.
+  A set with ``per_element = 1`` issues per element, not per byte: its term scales by
+  ``BPC_ELEM_BYTES / elem_bytes`` (``elem_bytes`` 0, unknown: per byte); the DRAM term stays per
+  byte.  PyTorch's index_select gather before its vectorized rewrite (75 G elements/s on an A100
+  at fp16 and fp32, bench/data/liger/README.md), and its LayerNorm, softmax and activation
+  kernels, which load each element and compute in fp32 (their acc_type) whatever the storage
+  dtype: the NVIDIA families' norm, activation and softmax sets (bench/efficiency_data.PER_ELEMENT).
 - ``floor_clock_hz``: the clock of the device a set was fitted on. A kernel's floor (launch to
   first instruction, block scheduling, the last wave's drain) is a number of cycles, so
   ``with_clock`` scales it by ``floor_clock_hz / clock_hz`` for a device with a stated clock: the
