@@ -53,7 +53,11 @@ LEGACY_DESCRIPTION = (
     "151490 and 151753, April 2025; vectorized_gather_kernel in torch 2.11's traces), which {base}.json "
     "predicts as a row copy with its elementwise constants. Applies to no device by itself: set a profile's "
     "family to it to predict the older kernels (bench/accuracy.py does for the 2024 rows).")
-KEPT_SETS = {"nvidia-ampere": ("softmax", "softmax_block"), "nvidia-ampere-ga10x": ("softmax", "softmax_block")}
+# sets other scripts own in these files: the softmax sets (bench/ampere_softmax.py) and the FMA-unit
+# GEMM sets (bench/family_simt.py, which also appends a note to the description: ``KEPT_NOTES``)
+KEPT_SETS = {"nvidia-ampere": ("softmax", "softmax_block", "gemm_simt", "bgemm_simt"),
+             "nvidia-ampere-ga10x": ("softmax", "softmax_block", "gemm_simt", "bgemm_simt")}
+KEPT_NOTES = (" FMA-unit GEMM sets (", " gemm_simt, bgemm_simt: nvidia-ampere's, inherited (")
 DESCRIPTIONS = {
     "nvidia-ampere": "NVIDIA Ampere GA100 (A100): gemm/attention from aiconfigurator a100_sxm (CUDA-graph), "
                      "memory-bound classes from vidur a100_80gb's PyTorch-native kernels (2024: LayerNorm, GELU, add, "
@@ -77,6 +81,13 @@ DESCRIPTIONS = {
 }
 
 
+def kept_note(description: str) -> str:
+    """The part of a family file's description another script appended (``KEPT_NOTES``: from the
+    first such marker to the end), '' where there is none."""
+    at = [description.find(m) for m in KEPT_NOTES if m in description]
+    return description[min(at):] if at else ""
+
+
 def write_files(fams: dict, directory: str) -> None:
     os.makedirs(directory, exist_ok=True)
     for fam, sets in fams.items():
@@ -97,8 +108,9 @@ def write_files(fams: dict, directory: str) -> None:
         keep = POOLED_CLASSES if fam == "generic" else KEPT_SETS.get(fam, ())
         if keep and os.path.exists(path):
             with open(path, encoding="utf-8") as f:
-                kept = json.load(f)["sets"]
-            doc["sets"].update({c: v for c, v in kept.items() if c in keep})
+                old = json.load(f)
+            doc["sets"].update({c: v for c, v in old["sets"].items() if c in keep})
+            doc["description"] += kept_note(old.get("description", ""))
         with open(path, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
