@@ -168,13 +168,13 @@ EAGER_DISPATCH_SOURCE = ("LLMCompass A100 per-op overheads (21 us matmul, 12 us 
 # nn.LayerNorm, softmax <- torch.softmax, activation <- gelu/tanh/relu, elementwise, reduce and
 # the default <- add/mul/div/pow.  A host figure: a tensor-core GEMM takes nn.Linear's too.
 EAGER_OP_CALL_US = {"gemm": 44.0, "bgemm": 21.8, "attention": 21.8, "conv": 65.8, "norm": 39.3,
-                    "softmax": 27.2, "activation": 24.6, "elementwise": 25.9, "reduce": 25.9}
+                    "softmax": 27.2, "activation": 25.3, "elementwise": 25.9, "reduce": 25.9}
 EAGER_OP_CALL_DEFAULT_US = 25.9
 EAGER_OP_CALL_SOURCE = ("NeuSight's five measuring hosts (A100 PCIe, V100 PCIe, T4, P100 PCIe, P4; "
                         "PyTorch 2.1, one call between CUDA events + synchronize), per op class the "
                         "median of their fitted per-call host time (bench/fit_neusight.py): 44.0 us "
                         "nn.Linear, 21.8 torch.bmm, 65.8 nn.Conv2d, 39.3 LayerNorm, 27.2 softmax, "
-                        "24.6 activation, 25.9 elementwise and other ops; the hosts spread "
+                        "25.3 activation, 25.9 elementwise and other ops; the hosts spread "
                         "12.6-104 us per class (a host property)")
 
 
