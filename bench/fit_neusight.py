@@ -170,14 +170,15 @@ def predict(df, fit: Fit, host: dict | None = None) -> np.ndarray:
     return out
 
 
-def fit_dispatch(df, fit: Fit) -> dict:
+def fit_dispatch(df, fit: Fit, arrays: dict | None = None) -> dict:
     """Host dispatch per (device, class): median of latency - kernel over the rows within
     ``DISPATCH_X`` x their smallest latency (of the near-floor rows, those whose kernels are a few
-    microseconds: the kernel model's own error barely moves the figure)."""
+    microseconds: the kernel model's own error barely moves the figure).  The kernel is ``fit``'s
+    sets', or ``arrays[device]``'s where given (the constants a prediction of that device uses)."""
     arr = arrays_of(fit.sets)
     out = {}
     for (dev, dc), part in df[df.at_floor].assign(dc=df.cls.map(dclass)).groupby(["device_system", "dc"]):
-        k = kernel_s(part, dev, arr, fit.shares.get(dev, 1.0))
+        k = kernel_s(part, dev, (arrays or {}).get(dev, arr), fit.shares.get(dev, 1.0))
         out[(dev, dc)] = float(max(np.median(part.t.to_numpy() - k), 0.0))
     return out
 

@@ -303,6 +303,13 @@ def constants_lines(fit: Fit) -> list[str]:
     return out + [""]
 
 
+def product_arrays(df, eff_dir: str) -> dict:
+    """Per device of ``df``: the efficiency arrays ``analyzer.analyze`` predicts its rows with (its
+    profile's family, the family files of ``eff_dir``)."""
+    return {dev: fc.load_constants(fc.family_of(PROFILE[dev], eff_dir), eff_dir).arrays
+            for dev in sorted(set(df.device_system))}
+
+
 def product_check(folds: dict, extra=None) -> tuple[list, list[str]]:
     """Each fold's held-out rows (``product_rows``) through ``analyzer.analyze`` with the fold's
     constants: ``runtime="kernel"`` + the fold's dispatch of the held-out host (own floor rows),
@@ -320,7 +327,9 @@ def product_check(folds: dict, extra=None) -> tuple[list, list[str]]:
             shutil.copytree(fc.EFFICIENCY_DIR, eff_dir)
             write_constants(fit, rows, {c: {} for c in MEMORY + MATRIX}, eff_dir)
             held = Fit(fit.sets, {}, fit.dispatch)
-            own = fit_dispatch(test[test.at_floor], fit)
+            # the held-out host's dispatch net of the kernels the product predicts for its rows (the
+            # A100's memory-bound classes take nvidia-ampere's sets there, not the fold's pooled ones)
+            own = fit_dispatch(test[test.at_floor], fit, product_arrays(test, eff_dir))
             host = np.array([own.get((d, dclass(c)), 0.0) for d, c in zip(rows.device_system, rows.cls)])
             rows = rows.assign(p_kernel=product_times(rows, held, eff_dir, "kernel") + host,
                                p_eager=product_times(rows, held, eff_dir, "eager-op"))
