@@ -46,16 +46,6 @@ WAVES_ON = 1.0
 # DRAM roofline on the 48 MB-L2 L40S: 23.7% -> 19.3%; on A40 a gain of 3.4 bought 0.2 points and
 # cost 0.6 points A40 -> A100, so it stays 0 there)
 GEMM_L2 = {"l2_gain": (0.1, 1e-3, 5.0)}
-# gemm's k-loop latency (kernel_time.k_loop_s), fitted only with --kloop (not kept: no variant met the
-# criterion fixed before scoring, docs/accuracy.md): seconds per 64-deep step on the fit device, the
-# most steps a CTA walks, and whether the steps are those of tiles.py's K slice (a tiny GEMM's time
-# grows with K: A100, M = 1, N = 64: 2.6 us at K <= 128, 5.4 us at K = 4096)
-K_STEP = {"k_step_s": (5e-8, 1e-10, 1e-6)}
-K_CAP = {"k_steps_max": (40.0, 2.0, 4096.0)}
-KLOOP_VARIANTS = {"off": ({}, 0.0), "k-cap": (dict(K_STEP, **K_CAP), 0.0), "slice": (K_STEP, 1.0),
-                  "slice-cap": (dict(K_STEP, **K_CAP), 1.0)}
-GEMM_KLOOP: dict = {}     # the free k-loop constants (set by --kloop)
-GEMM_KLOOP_FIXED: dict = {}  # k_loop_slice (set by --kloop)
 GEMM_L2_MIN_GAIN = 1.0
 L2_GAIN_ZERO = 1e-2  # a fitted gain below this is written as 0 (no cache effect resolved)
 ATT_FREE = {"e_compute": (0.5, 0.02, 1.0), "e_bw": (0.7, 0.05, 1.5), "b_half_bytes": (1e6, 1e3, 1e9),
@@ -106,23 +96,10 @@ def fit_class(cls: str, datasets: list, per_element: bool = False) -> tuple[dict
     if cls not in MATRIX_FIT:
         return fit_memory_class(cls, datasets, per_element)
     if cls in ("gemm", "bgemm", "conv"):
-        free = dict(GEMM_FREE, **GEMM_KLOOP) if cls == "gemm" else GEMM_FREE
-        plain = _fit_global(cls, datasets, free)
-        cached = _fit_global(cls, datasets, dict(free, **GEMM_L2))
-        best = cached if cached[1]["mape"] <= plain[1]["mape"] - GEMM_L2_MIN_GAIN else plain
-        return _drop_idle_kloop(cls, datasets, *best)
+        plain = _fit_global(cls, datasets, GEMM_FREE)
+        cached = _fit_global(cls, datasets, dict(GEMM_FREE, **GEMM_L2))
+        return cached if cached[1]["mape"] <= plain[1]["mape"] - GEMM_L2_MIN_GAIN else plain
     return _fit_global(cls, datasets, ATT_FREE)
-
-
-def _drop_idle_kloop(cls: str, datasets: list, consts: dict, err: dict) -> tuple[dict, dict]:
-    """``consts`` with the k-loop term written as 0 where it binds on no row of the fit (its
-    constants then sit at their initial values, not identified: vidur's A40 GEMMs all take
-    10 us or more)."""
-    if consts.get("k_step_s", 0.0) <= 0:
-        return consts, err
-    off = dict(consts, k_step_s=0.0, k_steps_max=0.0, k_loop_slice=0.0)
-    err_off = _error(cls, off, _capped(datasets))
-    return (off, err_off) if err_off["mape"] <= err["mape"] + 1e-9 else (consts, err)
 
 
 def _fit_global(cls: str, datasets: list, free: dict) -> tuple[dict, dict]:
@@ -138,8 +115,7 @@ def _fit_global(cls: str, datasets: list, free: dict) -> tuple[dict, dict]:
     for tm, tn in tile_grid:
         def resid(x):
             vals = dict(zip(names, np.exp(x)))
-            vals.update(tile_m=float(tm), tile_n=float(tn), wave_alpha=WAVES_ON if tm else 0.0,
-                        **(GEMM_KLOOP_FIXED if "k_step_s" in names else {}))
+            vals.update(tile_m=float(tm), tile_n=float(tn), wave_alpha=WAVES_ON if tm else 0.0)
             arr = _arrays_with(cls, vals)
             return np.concatenate([np.log(predict(df, hw, arr)) - lt for df, hw, lt in data])
 
@@ -147,8 +123,7 @@ def _fit_global(cls: str, datasets: list, free: dict) -> tuple[dict, dict]:
                           max_nfev=300, method="trf")
         if best is None or r.cost < best[0]:
             vals = dict(zip(names, np.exp(r.x)))
-            vals.update(tile_m=float(tm), tile_n=float(tn), wave_alpha=WAVES_ON if tm else 0.0,
-                        **(GEMM_KLOOP_FIXED if "k_step_s" in names else {}))
+            vals.update(tile_m=float(tm), tile_n=float(tn), wave_alpha=WAVES_ON if tm else 0.0)
             best = (r.cost, vals)
     consts = base_set(cls)
     consts.update({k: float(v) for k, v in best[1].items()})
@@ -207,9 +182,8 @@ def fit_method(cls: str, consts: dict) -> str:
                 f"{MEM_E_COMPUTE} (not identified)")
     if cls == "attention":
         return "one least squares on log(pred/measured) over e_compute, e_bw, b_half_bytes, floor_s"
-    kloop = ", k_step_s, k_steps_max (the k loop's latency)" if consts.get("k_step_s", 0.0) > 0 else ""
     return ("one least squares on log(pred/measured) per tile shape (best kept) over e_compute, e_bw, "
-            f"b_half_bytes, floor_s{kloop} (waves over the SMs with split-K, not fitted); l2_gain " + ("fitted and kept: it lowered the MAPE by at least "
+            "b_half_bytes, floor_s (waves over the SMs with split-K, not fitted); l2_gain " + ("fitted and kept: it lowered the MAPE by at least "
             f"{GEMM_L2_MIN_GAIN:g} point" if consts.get("l2_gain", 0.0) > 0 else
             f"0: fitting it lowered the MAPE by less than {GEMM_L2_MIN_GAIN:g} point"))
 
@@ -331,17 +305,11 @@ def main(argv=None) -> int:
                     help="fit and score, write nothing in the repository (the family files go to --out-dir where "
                          "one is given, else to a temporary folder)")
     ap.add_argument("--verify", type=int, default=3, help="rows per op checked against analyzer.analyze")
-    ap.add_argument("--kloop", choices=sorted(KLOOP_VARIANTS), default="off",
-                    help="fit gemm's k-loop latency term too (kernel_time.k_loop_s): on the whole K with a cap, "
-                         "on tiles.py's K slice, or both (off: the shipped form)")
     ap.add_argument("--per-byte", action="store_true",
                     help="the form before: every family set's per-SM term per byte (none per element)")
     args = ap.parse_args(argv)
     if args.per_byte:
         PER_ELEMENT_ON.clear()
-    GEMM_KLOOP.update(KLOOP_VARIANTS[args.kloop][0])
-    if args.kloop != "off":
-        GEMM_KLOOP_FIXED["k_loop_slice"] = KLOOP_VARIANTS[args.kloop][1]
     t0 = time.time()
     verify = verify_counts(args.measurements, args.verify) if args.verify else []
     bad = [v for v in verify if v.startswith("BAD")]

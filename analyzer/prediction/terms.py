@@ -59,7 +59,7 @@ class KernelTerms(NamedTuple):
     provenance: str
     provenance_detail: str
     # every factor of the terms (``efficiency.kernel_time``'s detail), per launch unless said:
-    # compute_s = runs * max(matrix_s + vector_s, kloop_s); matrix_s = mac * pad * algo * wave * narrow /
+    # compute_s = runs * (matrix_s + vector_s); matrix_s = mac * pad * algo * wave * narrow /
     # (matrix_peak * e_compute); memory_s = runs * (dram_s + sm_s) (their max where sm_overlap); dram_s = (dram_bytes +
     # b_half) / (mem_bw * e_bw * cache_gain); sm_s = bytes / sm_rate; time_s = runs * (fixed_s +
     # max(compute, memory)) (overlap; the sum where the prediction adds them)
@@ -70,7 +70,6 @@ class KernelTerms(NamedTuple):
     algo: float = 1.0          # the algorithm's share of the direct multiplies (Winograd/FFT: < 1)
     matrix_s: float = 0.0      # per launch
     vector_s: float = 0.0
-    kloop_s: float = 0.0       # per launch: the k loop's latency (efficiency.kernel_time.k_loop_s; 0: off)
     dram_bytes: float = 0.0    # bytes charged to DRAM: bytes (+ split-K partials) x (1 - cache_share)
     cache_share: float = 0.0   # share of the bytes served by the L2 (skip DRAM)
     cache_gain: float = 1.0    # the DRAM stream's speed-up for a working set that fits the L2

@@ -22,9 +22,6 @@ def _compute_lines(e) -> list[str]:
     if e.vector_flops or e.transcendental_flops:
         out.append(f"    vector = (vector + transcendentals x {e.trans_weight:g}) / (vector peak "
                    f"{human(e.vector_peak, 'FLOP/s')} x e_compute {e.e_compute:.3g})")
-    if e.kloop_s:
-        out.append(f"    k-loop latency = {human_time(e.kloop_s)}: compute is the larger of it and matrix + vector "
-                   f"(a grid too small to fill the device waits on its k loop's serial steps)")
     return out
 
 
@@ -121,9 +118,7 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                 f"({e.engine} peak {human(e.matrix_peak if e.engine == 'matrix' else e.vector_peak, 'FLOP/s')}"
                 f" / {human(e.mem_bw, 'B/s')}), {e.effective_ridge:.3g} FLOP/B with the efficiencies",
                 f"  compute  {human_time(e.compute_s):>9}  = launches x "
-                + (f"max(matrix {human_time(e.matrix_s)} + vector {human_time(e.vector_s)}, k-loop "
-                   f"{human_time(e.kloop_s)})" if e.kloop_s else
-                   f"(matrix {human_time(e.matrix_s)} + vector {human_time(e.vector_s)})"),
+                f"(matrix {human_time(e.matrix_s)} + vector {human_time(e.vector_s)})",
                 *_compute_lines(e),
                 f"  memory   {human_time(e.memory_s):>9}  = launches x {'max' if e.sm_overlap else 'sum'}(DRAM "
                 f"{human_time(e.dram_s)}, per-SM {human_time(e.sm_s)})",

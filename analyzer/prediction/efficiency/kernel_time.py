@@ -18,9 +18,7 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
                 + piece_s[c] * max(batch - 1, 0)                 (the pieces of a batched kernel)
                 + (im2col_s[c] + strided * im2col_stride_s[c]) * m * k * max(batch, 1)
                 + serial_s[c] * serial_flops      (a CPU convolution's im2col, an RNN's recurrence)
-    kloop_s   = k_step_s[c] * min(ceil(k / K_LOOP_BLOCK), k_steps_max[c])   (tiled classes; 0: off;
-                k / split with k_loop_slice[c] = 1)
-    time_s    = floor_s + max(compute_s, kloop_s, memory_s)
+    time_s    = floor_s + max(compute_s, memory_s)
 
 - ``work`` is ``mac_flops`` for every class, except for the tiled matrix classes (``tile_m[c] > 0``
   and a GEMM view ``m, n, k`` given) where it is the padded work of the tiles the kernel runs:
@@ -140,18 +138,14 @@ BPC_ELEM_BYTES = 2.0   # a per-element set's (``per_element = 1``) bpc is fitted
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
                "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s", "im2col_s", "im2col_stride_s",
                "serial_s", "k_block", "per_element", "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile",
-               "k_fill", "k_step_s", "k_steps_max", "k_loop_slice")
+               "k_fill")
 # ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
 CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
 # values a constants file may leave out (older files: no cache term, no per-SM term)
 PARAM_DEFAULTS = dict.fromkeys(("l2_gain", "bpc", "l2_hit", "sm_bw", "n_half", "par_s", "b_par", "piece_s",
                                 "im2col_s", "im2col_stride_s", "serial_s", "k_block", "per_element",
-                                "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile", "k_fill",
-                                "k_step_s", "k_steps_max", "k_loop_slice"),
+                                "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile", "k_fill"),
                                0.0)
-# the depth of one step of a tiled kernel's k loop (elements of k): a bf16/fp16 tensor-core tile's
-# k block (CUTLASS's 64-deep stages at 2 bytes: one 128-byte row of each operand per stage)
-K_LOOP_BLOCK = 64.0
 # the optional fixed CPU terms (class_fixed_s): (constant, a calibration table's key, seconds per unit)
 CPU_FIXED_KEYS = (("piece_s", "piece_us", 1e-6), ("im2col_s", "im2col_ns", 1e-9),
                   ("im2col_stride_s", "im2col_stride_ns", 1e-9), ("serial_s", "serial_ns", 1e-9))
@@ -209,10 +203,8 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     tiled, work, wave, split, narrow, algo = tiled_work(xp, per, arrays, zeros, mac, m, n, k, batch,
                                                          tm, tn, waves_on, units)
 
-    thru = (work / (xp.asarray(hw["matrix_peak"]) * e_c) * wave * narrow
-            + (vec + trans_w * trans) / (xp.asarray(hw["vector_peak"]) * e_c))
-    kloop = k_loop_s(xp, per, arrays, zeros, tiled, k, split)
-    compute = xp.maximum(thru, kloop)
+    compute = (work / (xp.asarray(hw["matrix_peak"]) * e_c) * wave * narrow
+               + (vec + trans_w * trans) / (xp.asarray(hw["vector_peak"]) * e_c))
     step = l2_step(xp, nbytes, hw.get("l2_bytes", 0.0))
     # (split-K's fp32 partial sums, m x n x split x 4 bytes, are not charged: for the small grids
     # that split they stay in the L2, 1.6 MB for a 49 x 512 output in 16 slices)
@@ -241,10 +233,9 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     time = fixed + xp.maximum(compute, memory)
     out = {"compute_s": compute, "memory_s": memory, "floor_s": fixed * xp.ones_like(mac), "time_s": time}
     if detail:
-        out.update(_detail(xp, tiled, mac, work / algo, wave, split, narrow, thru, vec, trans, trans_w, hw, e_c,
+        out.update(_detail(xp, tiled, mac, work / algo, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c,
                            mbytes, dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor,
                            kept * xp.ones_like(mac)))
-        out["kloop_s"] = kloop * xp.ones_like(mac)
         out["onchip_cost"] = xp.asarray(hw.get("onchip_cost", 0.0)) * xp.ones_like(mac)
         out["algo"] = algo * xp.ones_like(mac)
     return out
@@ -270,23 +261,6 @@ def _detail(xp, tiled, mac, work, wave, split, narrow, compute, vec, trans, tran
                onchip_bytes=kept,
                cache_gain=cache, ramp_bytes=b_half, dram_s=xp.where(on, dram, 0.0), sm_s=xp.where(on, sm, 0.0),
                sm_bw=xp.where(sm_on, units * sm_bw, 0.0), class_floor_s=floor * xp.ones_like(mac))
-
-
-def k_loop_s(xp, per, arrays, zeros, tiled, k, split):
-    """The latency of a tiled kernel's k loop (seconds; 0 where the class has no ``k_step_s`` or
-    no GEMM view): ``k_step_s * min(ceil(depth / K_LOOP_BLOCK), k_steps_max)`` (``k_steps_max`` 0:
-    no cap), ``depth = k``, or ``k / split`` (the slice ``tiles.wave_split``'s split-K leaves each
-    CTA) where ``k_loop_slice`` is 1.  A CTA walks its K slice in serial steps (load a stage of both operands, wait, multiply):
-    a grid too small to fill the device is held by that chain's latency, not by its throughput, so
-    ``compute_s = max(throughput time, k-loop latency)``.  ``k_steps_max``: the library splits a
-    longer K (split-K / a GEMV's K-parallel reduction) so that no CTA walks more steps.
-    ``k_step_s`` is a number of cycles of the fit device, scaled by ``with_clock`` like the floor."""
-    step = per("k_step_s") if "k_step_s" in arrays else zeros
-    cap = per("k_steps_max") if "k_steps_max" in arrays else zeros
-    sliced = (per("k_loop_slice") if "k_loop_slice" in arrays else zeros) > 0
-    steps = xp.ceil(xp.where(sliced, k / split, k) / K_LOOP_BLOCK)
-    steps = xp.where(cap > 0, xp.minimum(steps, cap), steps)
-    return xp.where(tiled & (step > 0), step * steps, 0.0)
 
 
 def class_fixed_s(xp, nbytes, cls, arrays: Mapping[str, Any], m=0.0, k=0.0, batch=0.0, strided=0.0,
@@ -322,11 +296,9 @@ def with_clock(arrays: Mapping[str, Any], clock_hz: float, scale_floor: bool = T
     bpc = np.asarray(arrays.get("bpc", np.zeros(len(OP_CLASSES))), dtype=float)
     known = bool(clock_hz and clock_hz > 0)
     out["sm_bw"] = bpc * float(clock_hz) if known else np.zeros_like(bpc)
-    if known and scale_floor and "floor_clock_hz" in out:
+    if known and scale_floor and "floor_clock_hz" in out and "floor_s" in out:
         ref = out["floor_clock_hz"]
-        for name in ("floor_s", "k_step_s"):
-            if name in out:
-                out[name] = np.where(ref > 0, out[name] * ref / float(clock_hz), out[name])
+        out["floor_s"] = np.where(ref > 0, out["floor_s"] * ref / float(clock_hz), out["floor_s"])
     return out
 
 
