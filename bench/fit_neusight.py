@@ -123,9 +123,9 @@ def arrays_of(sets: dict) -> dict:
     return arr
 
 
-def kernel_s(df, dev: str, arr: dict, share: float = 1.0) -> np.ndarray:
-    """Kernel seconds of ``df``'s rows (one device) under ``arr``: ``kernel_time`` with the
-    device's clock (per-SM term) and the pooled NVIDIA floor cycles over its clock."""
+def kernel_inputs(df, dev: str, arr: dict, share: float = 1.0) -> tuple[dict, dict, dict]:
+    """(features, hardware, arrays) ``kernel_time`` takes for ``df``'s rows (one device) under
+    ``arr``: the device's clock (per-SM term), the pooled NVIDIA floor cycles over it, fp32."""
     hw = device_hw(dev, share)
     a = with_clock(arr, hw["clock_hz"])
     cyc = fc.floor_cycles()
@@ -134,6 +134,12 @@ def kernel_s(df, dev: str, arr: dict, share: float = 1.0) -> np.ndarray:
              "vec_flops": df.vec.to_numpy(), "trans_flops": df.trans.to_numpy(), "bytes": df.bytes.to_numpy(),
              "m": df.m.to_numpy(), "n": df.n.to_numpy(), "k": df.k.to_numpy(), "batch": df.batch.to_numpy(),
              "elem_bytes": np.full(len(df), 4.0)}
+    return feats, hw, a
+
+
+def kernel_s(df, dev: str, arr: dict, share: float = 1.0) -> np.ndarray:
+    """Kernel seconds of ``df``'s rows (one device) under ``arr`` (``kernel_inputs``)."""
+    feats, hw, a = kernel_inputs(df, dev, arr, share)
     t = kernel_time(np, feats, hw, a)["time_s"]
     return t + helpers_s(df, hw, a) if CUDNN_HELPERS else t
 

@@ -40,7 +40,7 @@ import fit_neusight as fns  # noqa: E402
 import neusight_data as nd  # noqa: E402
 import neusight_report as nr  # noqa: E402
 from analyzer.prediction.efficiency import constants as fc  # noqa: E402
-from analyzer.prediction.efficiency.kernel_time import BPC_ELEM_BYTES, CLASS_CODE, kernel_time, with_clock  # noqa: E402
+from analyzer.prediction.efficiency.kernel_time import BPC_ELEM_BYTES, CLASS_CODE, kernel_time  # noqa: E402
 
 NORM = CLASS_CODE["norm"]
 TERMS = ("bytes", "elem_bytes", "sm_bytes", "dram_s", "sm_s", "cache_share", "floor_s", "time_s")
@@ -55,14 +55,7 @@ def per_byte(arr: dict) -> dict:
 
 def feature_terms(rows, arr: dict) -> list[dict]:
     """``fit_neusight.kernel_s``'s arithmetic (device clock, pooled floor cycles, elem_bytes 4), per row."""
-    hw = nd.device_hw(asm.DEV)
-    a = with_clock(arr, hw["clock_hz"])
-    cyc = fc.floor_cycles()
-    a["floor_s"] = np.where(np.isfinite(cyc), cyc / hw["clock_hz"], a["floor_s"])
-    feats = {"op_class": rows.cls.map(CLASS_CODE).to_numpy(), "mac_flops": rows.mac.to_numpy(),
-             "vec_flops": rows.vec.to_numpy(), "trans_flops": rows.trans.to_numpy(), "bytes": rows.bytes.to_numpy(),
-             "m": rows.m.to_numpy(), "n": rows.n.to_numpy(), "k": rows.k.to_numpy(), "batch": rows.batch.to_numpy(),
-             "elem_bytes": np.full(len(rows), 4.0)}
+    feats, hw, a = fns.kernel_inputs(rows, asm.DEV, arr)
     d = kernel_time(np, feats, hw, a, detail=True)
     out = []
     for i in range(len(rows)):
