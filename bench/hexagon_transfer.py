@@ -32,7 +32,16 @@ Candidates (hexagon_model.times with one change):
 - ``f_scale``: the Cauchy loss's scale (0.2 in the form) re-chosen with ``dwm``;
 - ``wpf``: weights streamed apart from the kernels (a DMA prefetch into the VTCM): each kernel's
   time without its weight bytes, and per inference ``max`` (overlapped) or ``sum`` (serial) of
-  that kernel sum and the model's weight seconds at e_bw of the matrix class.
+  that kernel sum and the model's weight seconds at e_bw of the matrix class;
+- ``spill``: a kernel whose activation bytes exceed the on-chip budget keeps the budget's worth on
+  chip and streams only the excess from DRAM (the form streams all of them);
+- ``bnq``: at W8A8, each BatchNormalization kernel no convolution absorbed adds two elementwise
+  kernels moving its activation bytes, no work (AI Hub's layers_total: DenseNet-121 has 372 layers
+  at fp16, 497 = 372 + 2 x 62 + 1 at W8A8, and 62 such BatchNorms; what the two layers are is
+  assumed).
+
+``--only "spill|bnq" --out bench/results/hexagon_transfer_int8.md`` scores the last two (and their
+stack) apart from the others.
 
 Needs pandas, scipy and onnx (bench only).
 """
@@ -72,6 +81,9 @@ CANDIDATES = {
     **{f"dwm, wpf {m}: weights streamed apart, {m} with the kernels": ({"dwm": True}, {"wpf": m})
        for m in ("max", "sum")},
     **{f"dwm, cauchy f = {f:g}": ({"dwm": True, "f_scale": f}, {}) for f in (0.1, 0.3)},
+    "dwm, spill: only the activation bytes over the budget from DRAM": ({"dwm": True}, {"spill": True}),
+    "dwm, bnq: W8A8 standalone BatchNorm adds 2 elementwise kernels": ({"dwm": True}, {"bnq": True}),
+    "dwm, spill, bnq": ({"dwm": True}, {"spill": True, "bnq": True}),
 }
 
 
@@ -123,9 +135,63 @@ def weight_seconds(rows) -> dict:
     return out
 
 
+def spilled(rows, feats0: dict) -> dict:
+    """The features with ``spill``: a kernel whose activation bytes per launch exceed the profile's
+    on-chip budget keeps the budget's worth on chip and streams only the rest (and its weights)
+    from DRAM (the shipped rule streams all of it)."""
+    from analyzer.prediction.predict import predict
+
+    out = {}
+    for key, f in feats0.items():
+        (pred,) = predict(H.report(key[0]), [H.datasheet(key[1], True)], precision=key[2], runtime="qnn")
+        kt = pred.kernel_table
+        runs, bw = np.asarray(kt.runs, float), float(kt.mem_bw)
+        act = np.maximum(np.asarray(kt.nbytes, float) - np.asarray(kt.onchip[1], float), 0.0)
+        budget = float(kt.onchip[2])
+        over = act > budget
+        m, o = f[2].copy(), f[4].copy()
+        m[over] -= budget / bw
+        o[over] = budget * runs[over] / bw
+        out[key] = (f[0], f[1], m, f[3], o, *f[5:])
+    return out
+
+
+def bn_requant(rows, feats0: dict) -> dict:
+    """The features with ``bnq``: at int8, each kernel that holds a BatchNormalization and is not a
+    convolution or matmul kernel gets two more elementwise kernels, no work, each moving that
+    kernel's activation bytes (on chip when they fit the budget, else from DRAM)."""
+    from analyzer.prediction.predict import predict
+
+    out = dict(feats0)
+    for key, f in feats0.items():
+        if key[2] != "int8":
+            continue
+        rep = H.report(key[0])
+        (pred,) = predict(rep, [H.datasheet(key[1], True)], precision=key[2], runtime="qnn")
+        kt = pred.kernel_table
+        bn = sorted({int(kt.kernel_of[i]) for i, nd in enumerate(rep.nodes)
+                     if nd.op == "BatchNormalization" and kt.kernel_of[i] >= 0})
+        bn = [k for k in bn if H.group_of(kt.op_class[k]) in ("ew", "move")]
+        if not bn:
+            continue
+        bw, budget = float(kt.mem_bw), float(kt.onchip[2])
+        act = np.maximum(np.asarray(kt.nbytes, float) - np.asarray(kt.onchip[1], float), 0.0)[bn]
+        runs = np.asarray(kt.runs, float)[bn]
+        fits = act <= budget
+        add = (np.full(2 * len(bn), H.GROUPS.index("ew")), np.zeros(2 * len(bn)),
+               np.tile(np.where(fits, 0.0, act / bw), 2), np.tile(runs, 2),
+               np.tile(np.where(fits, act * runs / bw, 0.0), 2), np.zeros(2 * len(bn)))
+        out[key] = tuple(np.concatenate([a, b]) for a, b in zip(f, add))
+    return out
+
+
 def transformed(train, feats0: dict, opt: dict):
     """The features with a candidate's ``pad`` (more work) or ``wres`` (no weight bytes) applied;
-    ``wpf``: (features without the weight bytes, {key: its weight seconds})."""
+    ``wpf``: (features without the weight bytes, {key: its weight seconds}); ``spill`` and ``bnq``
+    (``spilled``, ``bn_requant``)."""
+    if opt.get("spill") or opt.get("bnq"):
+        feats = spilled(train, feats0) if opt.get("spill") else feats0
+        return bn_requant(train, feats) if opt.get("bnq") else feats
     if opt.get("pad"):
         extra = padded_macs(train, opt["pad"])
         return {k: (f[0], f[1] + extra[k], *f[2:]) for k, f in feats0.items()}
@@ -229,7 +295,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("measurements", nargs="?", default=os.path.join(ROOT, "..", "shared", "measurements",
                                                                       "accelerators"))
-    ap.add_argument("--only", default="", help="run only the base lines and the candidates whose name contains this")
+    ap.add_argument("--only", default="", help="run only the base lines and the candidates whose name contains this (or one of "
+                    "several texts separated by |)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "hexagon_transfer.md"))
     a = ap.parse_args()
     rows = H.hexagon_rows(a.measurements)
@@ -247,7 +314,7 @@ def main() -> None:
     print("\n".join(lines), flush=True)
     scores: dict = {}
     for name, (fchange, opt) in CANDIDATES.items():
-        if a.only not in name and not name.startswith(("base", "dwm:")):
+        if not any(t in name for t in a.only.split("|")) and not name.startswith(("base", "dwm:")):
             continue
         form = dataclasses.replace(BASE, **fchange)
         feats = transformed(train, feats0, opt)
@@ -255,12 +322,15 @@ def main() -> None:
         s_in = H.stats(times(rows_of(train, feats), P, r, opt), meas)
         mo, fa = cv(train, feats, form, opt, lambda m: m), cv(train, feats, form, opt, H.FAMILIES.get)
         s_mo, s_fa = H.stats(mo, meas), H.stats(fa, meas)
-        scores[name] = {"lomo": s_mo["mape"], "lofo": s_fa["mape"], "cells": cells(train, fa)}
+        q = train.precision.values == "int8"
+        scores[name] = {"lomo": s_mo["mape"], "lofo": s_fa["mape"], "cells": cells(train, fa),
+                        "int8": H.stats(fa[q], meas[q])["mape"]}
         base = scores.get("dwm: depthwise at e_mat" if name.startswith("dwm, ") else "base (the form before dwm)")
         verdict = "(base)" if name.startswith("base") else "yes" if adopted(scores[name], base) else "no"
         lines.append(f"| {name} | {s_in['mape']:.1f} % | {s_mo['mape']:.1f} % ({s_mo['bias']:+.1f} %) | "
                      f"{s_fa['mape']:.1f} % ({s_fa['bias']:+.1f} %) | "
-                     + ", ".join(f"{c} {v:.1f}" for c, v in scores[name]["cells"].items()) + f" | {verdict} |")
+                     + ", ".join(f"{c} {v:.1f}" for c, v in scores[name]["cells"].items())
+                     + f" (W8A8 rows {scores[name]['int8']:.1f})" + f" | {verdict} |")
         print(lines[-1], flush=True)
     base = scores["base (the form before dwm)"]
     one = [n for n in scores if not n.startswith(("base", "dwm, ")) and adopted(scores[n], base)]
