@@ -169,9 +169,11 @@ def sensitivity_of(cm, f: LatencyFn) -> Sensitivity:
         dfl = np.where(f.node_flops > 0, np.asarray(d_scale["flops"]) / f.node_flops, 0.0)
         dby = np.where(f.node_bytes > 0, np.asarray(d_scale["bytes"]) / f.node_bytes, 0.0)
     bw_nominal = np.array([p.mem_bw_gbs * 1e9 if p.mem_bw_gbs else np.nan for p in cm.profiles])
-    d_peak = np.diag(np.asarray(d_peak))
-    d_bw = np.diag(np.asarray(d_bw))
-    d_fixed = np.diag(np.asarray(d_fixed))
+    # + 0.0: a zero derivative is +0.0 (the compiled program may give -0.0 where nothing depends)
+    dfl, dby = dfl + 0.0, dby + 0.0
+    d_peak = np.diag(np.asarray(d_peak)) + 0.0
+    d_bw = np.diag(np.asarray(d_bw)) + 0.0
+    d_fixed = np.diag(np.asarray(d_fixed)) + 0.0
     return Sensitivity(hw=cm.hw, names=f.names, latency_s=np.asarray(latency, np.float64),
                        dlat_dflops=dfl, dlat_dbytes=dby, dlat_dpeak=d_peak, dlat_dbw=d_bw,
                        dlat_dbw_abs=d_bw / bw_nominal, dlat_dfixed=d_fixed, node_flops=f.node_flops,
