@@ -56,3 +56,13 @@ def no_onnxruntime(monkeypatch):
         return real(name, *a, **k)
 
     monkeypatch.setattr(builtins, "__import__", refuse)
+
+
+@pytest.fixture(scope="session")
+def calibration_model_set():
+    """``calibration_models()`` (analyzer.measure.cpu.models), built once for the session: it
+    builds and shape-infers 19 models with their weights (seconds each time); it is
+    deterministic, and the tests that take it only read the models."""
+    from analyzer.measure.cpu.models import calibration_models
+
+    return calibration_models()

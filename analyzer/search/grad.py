@@ -93,31 +93,42 @@ class LatencyFn:
         self._overlap = cm.overlap
 
     def __call__(self, node_scale, hw):
-        import jax
-        import jax.numpy as jnp
+        return _evaluate(self._arrays(), self._order, self._overlap, node_scale, hw)
 
-        out = []
-        for g, grp in enumerate(self._groups):
-            K = grp["K"]
+    def _arrays(self) -> list[dict]:
+        """The groups' arrays (a pytree: what ``_evaluate`` reads; K is the length of ``runs``)."""
+        return [{k: v for k, v in grp.items() if k not in ("K", "rows")} for grp in self._groups]
 
-            def ksum(x):
-                return jax.ops.segment_sum(x, grp["seg"], num_segments=K + 1)[:K]
 
-            feats = dict(grp["feats"])
-            mac0 = feats["mac_flops"]
-            for f in _FLOP_FEATS:
-                feats[f] = feats[f] + ksum((node_scale["flops"] - 1.0) * grp["per_node"][f]) / grp["runs"]
-            # a tiled GEMM's time follows its padded work 2*m*n*k: more FLOPs = a deeper k
-            feats["k"] = feats["k"] * jnp.where(mac0 > 0, feats["mac_flops"] / jnp.where(
-                mac0 > 0, mac0, 1.0), 1.0)
-            feats["bytes"] = feats["bytes"] + ksum((node_scale["bytes"] - 1.0)
-                                                   * grp["per_node"]["bytes"]) / grp["runs"]
-            t = kernels.kernel_terms(feats, grp["runs"], jnp.ones(K, jnp.float32),
-                                     hw["matrix_peak"][g], hw["vector_peak"][g],
-                                     hw["mem_bw"][g], grp["units"], grp["l2"], grp["consts"],
-                                     hw["fixed"][g], self._overlap, grp["onchip"])[3]
-            out.append(t.sum(-1) + grp["host_only"])
-        return jnp.concatenate(out)[self._order]
+def _evaluate(groups, order, overlap, node_scale, hw):
+    """``LatencyFn``'s latency [P] from its groups' arrays (``LatencyFn._arrays``), the group ->
+    profile row order, the overlap flag, the scale factors and the profile arrays: pure jnp, so
+    one jitted function serves every latency function of the same array shapes."""
+    import jax
+    import jax.numpy as jnp
+
+    out = []
+    for g, grp in enumerate(groups):
+        K = grp["runs"].shape[0]
+
+        def ksum(x, grp=grp, K=K):
+            return jax.ops.segment_sum(x, grp["seg"], num_segments=K + 1)[:K]
+
+        feats = dict(grp["feats"])
+        mac0 = feats["mac_flops"]
+        for f in _FLOP_FEATS:
+            feats[f] = feats[f] + ksum((node_scale["flops"] - 1.0) * grp["per_node"][f]) / grp["runs"]
+        # a tiled GEMM's time follows its padded work 2*m*n*k: more FLOPs = a deeper k
+        feats["k"] = feats["k"] * jnp.where(mac0 > 0, feats["mac_flops"] / jnp.where(
+            mac0 > 0, mac0, 1.0), 1.0)
+        feats["bytes"] = feats["bytes"] + ksum((node_scale["bytes"] - 1.0)
+                                               * grp["per_node"]["bytes"]) / grp["runs"]
+        t = kernels.kernel_terms(feats, grp["runs"], jnp.ones(K, jnp.float32),
+                                 hw["matrix_peak"][g], hw["vector_peak"][g],
+                                 hw["mem_bw"][g], grp["units"], grp["l2"], grp["consts"],
+                                 hw["fixed"][g], overlap, grp["onchip"])[3]
+        out.append(t.sum(-1) + grp["host_only"])
+    return jnp.concatenate(out)[order]
 
 
 def latency_fn(cm, candidate: Any) -> LatencyFn:
@@ -145,34 +156,55 @@ def sensitivity(cm, candidate: Any) -> Sensitivity:
 
 def sensitivity_of(cm, f: LatencyFn) -> Sensitivity:
     """The derivatives of one latency function (``LatencyFn(cm, counted)``)."""
-    import jax
     import jax.numpy as jnp
 
     P = len(cm.hw)
-
-    # per-profile scale factors of the peaks and the bandwidth, in group order
-    def scaled(node_scale, peak, bw, fixed):
-        hw = {k: list(v) for k, v in f.hw.items()}
-        for g, grp in enumerate(f._groups):
-            rows = np.asarray(range(P))[np.argsort(f._order)][grp["rows"]]
-            ps, bs, fs = peak[rows], bw[rows], fixed[rows]
-            hw["matrix_peak"][g] = hw["matrix_peak"][g] * ps[:, None]
-            hw["vector_peak"][g] = hw["vector_peak"][g] * ps[:, None]
-            hw["mem_bw"][g] = hw["mem_bw"][g] * bs
-            hw["fixed"][g] = hw["fixed"][g] * fs[:, None]
-        return f(node_scale, hw)
-
+    # each group's profile rows (the peak / bandwidth / fixed scale factors it takes)
+    rows = [jnp.asarray(np.asarray(range(P))[np.argsort(f._order)][grp["rows"]]) for grp in f._groups]
     ones = jnp.ones(P, jnp.float32)
-    jac = jax.jacrev(scaled, argnums=(0, 1, 2, 3))(f.node_scale, ones, ones, ones)
+    jac, latency = _jacobian()(f._arrays(), jnp.asarray(f._order), rows, f.hw, f.node_scale,
+                               ones, ones, ones, overlap=f._overlap)
     d_scale, d_peak, d_bw, d_fixed = jac
     with np.errstate(divide="ignore", invalid="ignore"):
         dfl = np.where(f.node_flops > 0, np.asarray(d_scale["flops"]) / f.node_flops, 0.0)
         dby = np.where(f.node_bytes > 0, np.asarray(d_scale["bytes"]) / f.node_bytes, 0.0)
     bw_nominal = np.array([p.mem_bw_gbs * 1e9 if p.mem_bw_gbs else np.nan for p in cm.profiles])
-    d_peak = np.diag(np.asarray(d_peak))
-    d_bw = np.diag(np.asarray(d_bw))
-    d_fixed = np.diag(np.asarray(d_fixed))
-    return Sensitivity(hw=cm.hw, names=f.names, latency_s=np.asarray(f(f.node_scale, f.hw), np.float64),
+    # + 0.0: a zero derivative is +0.0 (the compiled program may give -0.0 where nothing depends)
+    dfl, dby = dfl + 0.0, dby + 0.0
+    d_peak = np.diag(np.asarray(d_peak)) + 0.0
+    d_bw = np.diag(np.asarray(d_bw)) + 0.0
+    d_fixed = np.diag(np.asarray(d_fixed)) + 0.0
+    return Sensitivity(hw=cm.hw, names=f.names, latency_s=np.asarray(latency, np.float64),
                        dlat_dflops=dfl, dlat_dbytes=dby, dlat_dpeak=d_peak, dlat_dbw=d_bw,
                        dlat_dbw_abs=d_bw / bw_nominal, dlat_dfixed=d_fixed, node_flops=f.node_flops,
                        node_bytes=f.node_bytes)
+
+
+_JACOBIAN = None
+
+
+def _jacobian():
+    """jit of (groups' arrays, row order, each group's profile rows, profile arrays, node scales,
+    peak / bandwidth / fixed scale factors [P]) -> (their Jacobians, the latency [P]): one
+    compiled program, cached across calls with arrays of the same shapes (eager dispatch would
+    compile each primitive); at unit factors the latency is ``f(f.node_scale, f.hw)``."""
+    global _JACOBIAN
+    if _JACOBIAN is None:
+        import jax
+
+        def jacobian(groups, order, rows, hw0, node_scale, peak, bw, fixed, overlap):
+            def scaled(node_scale, peak, bw, fixed):
+                hw = {k: list(v) for k, v in hw0.items()}
+                for g, r in enumerate(rows):
+                    ps, bs, fs = peak[r], bw[r], fixed[r]
+                    hw["matrix_peak"][g] = hw["matrix_peak"][g] * ps[:, None]
+                    hw["vector_peak"][g] = hw["vector_peak"][g] * ps[:, None]
+                    hw["mem_bw"][g] = hw["mem_bw"][g] * bs
+                    hw["fixed"][g] = hw["fixed"][g] * fs[:, None]
+                lat = _evaluate(groups, order, overlap, node_scale, hw)
+                return lat, lat
+
+            return jax.jacrev(scaled, argnums=(0, 1, 2, 3), has_aux=True)(node_scale, peak, bw, fixed)
+
+        _JACOBIAN = jax.jit(jacobian, static_argnames=("overlap",))
+    return _JACOBIAN

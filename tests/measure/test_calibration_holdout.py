@@ -13,7 +13,6 @@ import onnx
 import pytest
 from onnx import shape_inference
 
-from analyzer.measure.cpu.models import calibration_models
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OPS = {"Conv", "FusedConv", "MatMul", "Gemm", "FusedMatMul", "Attention", "QuickGelu", "Sigmoid",
@@ -41,12 +40,12 @@ def _layers(model) -> set[tuple]:
     return out
 
 
-def test_no_calibration_row_is_a_layer_of_an_evaluated_model():
+def test_no_calibration_row_is_a_layer_of_an_evaluated_model(calibration_model_set):
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import accuracy_cpu
 
     rows = {}
-    for cls, m in calibration_models().items():
+    for cls, m in calibration_model_set.items():
         for key in _layers(m):
             rows[key] = cls
     evaluated = accuracy_cpu.models()

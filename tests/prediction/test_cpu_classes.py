@@ -22,10 +22,8 @@ def test_quickgelu_is_the_swish_class_falling_back_to_activation():
         assert eff.op_class_of("com.microsoft", op) == "activation", op
 
 
-def test_swish_calibration_rows_run_the_alpha_1_kernel():
-    from analyzer.measure.cpu.models import calibration_models
-
-    m = calibration_models()
+def test_swish_calibration_rows_run_the_alpha_1_kernel(calibration_model_set):
+    m = calibration_model_set
     swish = [n for n in m["swish"].graph.node if n.op_type == "QuickGelu"]
     assert len(swish) >= 6
     for n in swish:
@@ -251,12 +249,12 @@ def test_calibrated_profile_applies_its_l2_step(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # calibration rows measure what they claim to
 
-def test_transpose_rows_are_not_pushed_below_their_sink():
-    from analyzer.measure.cpu.models import calibration_models, split_rows
+def test_transpose_rows_are_not_pushed_below_their_sink(calibration_model_set):
+    from analyzer.measure.cpu.models import split_rows
     from analyzer.measure.onnx_build import extra_nodes
     from analyzer.prediction.onnxruntime.graph import fused_graph
 
-    rows = split_rows(calibration_models()["movement"])
+    rows = split_rows(calibration_model_set["movement"])
     for k, m in rows.items():
         ops = [n.op_type for n in m.graph.node if n.name == k]
         if ops != ["Transpose"]:
@@ -269,11 +267,10 @@ def test_transpose_rows_are_not_pushed_below_their_sink():
         assert len(tr) == 1 and tr[0].input[0] == f"{k}_x0", (k, [n.op_type for n in f.graph.node])
 
 
-def test_masked_attention_rows_have_an_int32_mask_index():
+def test_masked_attention_rows_have_an_int32_mask_index(calibration_model_set):
     from analyzer import analyze
-    from analyzer.measure.cpu.models import calibration_models
 
-    m = calibration_models()["attention"]
+    m = calibration_model_set["attention"]
     masked = [n for n in m.graph.node if n.op_type == "Attention" and len(n.input) == 4]
     assert len(masked) == 4
     types = {v.name: v.type.tensor_type.elem_type for v in m.graph.input}
@@ -418,11 +415,10 @@ def test_a_gpu_family_predicts_a_1d_conv_with_its_conv_constants():
         assert c.arrays[p][eff.CLASS_CODE["pool1d"]] == c.arrays[p][eff.CLASS_CODE["pooling"]]
 
 
-def test_calibration_rows_of_the_1d_classes_are_rank_3():
+def test_calibration_rows_of_the_1d_classes_are_rank_3(calibration_model_set):
     from analyzer import analyze
-    from analyzer.measure.cpu.models import calibration_models
 
-    m = calibration_models()
+    m = calibration_model_set
     for cls in ("conv1d", "pool1d"):
         nodes = [n for n in analyze(m[cls]).nodes if n.name.startswith("k") and n.name[1:].isdigit()]
         assert len(nodes) >= 9

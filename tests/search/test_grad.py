@@ -5,7 +5,7 @@ import pytest
 
 import analyzer
 
-from conftest import HW, reference
+from conftest import HW
 
 import search_space as ss
 
@@ -34,14 +34,18 @@ def test_latency_fn_is_the_prediction_and_grad_matches_fd():
     cm = analyzer.CostModel(HW)
     m = ss.random_transformer(np.random.default_rng(1), 60)
     f = cm.latency_fn(m)
+    # every evaluation below is jitted: one compilation per function, where eager dispatch
+    # compiles each primitive (the values are the same; jit traces the same jnp code)
+    fj = jax.jit(f)
     # the prediction less its per-run fixed cost (xla on a TPU: the call launch), which callers
     # add (search.whatif)
-    call = np.array([p.run_overhead_s for p in analyzer.analyze(m, hw=HW).predictions])
-    np.testing.assert_allclose(np.asarray(f(f.node_scale, f.hw)) + call, reference(m), rtol=1e-5)
-    fj = jax.jit(f)
+    preds = analyzer.analyze(m, hw=HW).predictions        # reference(m)'s own analysis
+    call = np.array([p.run_overhead_s for p in preds])
+    np.testing.assert_allclose(np.asarray(fj(f.node_scale, f.hw)) + call,
+                               np.array([p.latency_s for p in preds]), rtol=1e-5)
     # one reverse-mode Jacobian per argument, both profiles at once (a row per profile)
-    jac = jax.jit(jax.jacrev(lambda s: f(s, f.hw)))(f.node_scale)
-    jbw = jax.jit(jax.jacrev(lambda hw: f(f.node_scale, hw)))(f.hw)["mem_bw"]
+    jac, jhw = jax.jit(jax.jacrev(f, argnums=(0, 1)))(f.node_scale, f.hw)
+    jbw = jhw["mem_bw"]
     base = np.asarray(fj(f.node_scale, f.hw))
     for p in range(2):
         checked = 0
@@ -58,7 +62,7 @@ def test_latency_fn_is_the_prediction_and_grad_matches_fd():
             assert fd == pytest.approx(float(gi[i]), rel=2e-2)
         assert checked
         assert any(float(np.asarray(x)[p].sum()) < 0 for x in jax.tree_util.tree_leaves(jbw))
-    batch = jax.vmap(lambda s: f({"flops": s, "bytes": f.node_scale["bytes"]}, f.hw))(
+    batch = jax.jit(jax.vmap(lambda s: f({"flops": s, "bytes": f.node_scale["bytes"]}, f.hw)))(
         jnp.ones((3, len(f.names))) * jnp.array([[1.0], [2.0], [0.5]]))
     assert batch.shape == (3, 2)
     assert float(batch[1, 0]) > float(batch[0, 0]) > float(batch[2, 0])

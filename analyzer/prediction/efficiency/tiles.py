@@ -75,6 +75,8 @@ def _tile_choice(xp, m, n, k, tm, tn, b1, units, known, whole=False):
         c_wave, c_split = wave_split(xp, c_mt * c_nt * b1, k, units, known)
         if mp is None:
             mp, np_, mt, nt, wave, split = c_mp, c_np, c_mt, c_nt, c_wave, c_split
+            if _none_known(xp, known):
+                break           # no library tile can be chosen (``ok`` False): the set's tile
             continue
         better = ok & (c_mp * c_np * c_wave < mp * np_ * wave * (1.0 - 1e-9))
         mp, np_, mt, nt = (xp.where(better, a, b) for a, b in ((c_mp, mp), (c_np, np_), (c_mt, mt), (c_nt, nt)))
@@ -112,6 +114,9 @@ def wave_split(xp, tiles, k, units, known):
     rate is never slower.  Where ``known`` is False (no tile view, or an unknown SM count): 1, 1."""
     u1 = xp.maximum(units, 1.0)
     t = xp.maximum(tiles, 1.0)
+    if _none_known(xp, known):
+        one = xp.where(known, xp.ones_like(t), 1.0)     # the values and shape of the loop's 1, 1
+        return one, one.copy()
     best_u, best_s = xp.zeros_like(t), xp.ones_like(t)
     for s in SPLIT_K:
         ok = (k >= s * SPLIT_K_MIN_K) | (s == 1)
@@ -121,3 +126,10 @@ def wave_split(xp, tiles, k, units, known):
         best_u = xp.where(better, util, best_u)
         best_s = xp.where(better, float(s), best_s)
     return xp.where(known, 1.0 / best_u, 1.0), xp.where(known, best_s, 1.0)
+
+
+def _none_known(xp, known) -> bool:
+    """numpy arrays where ``known`` is False throughout (no GPU wave model, e.g. a CPU profile
+    or a fit's rows): the library-tile and split-K searches cannot change the result, so they
+    are skipped (the same values).  Under JAX (traced) the searches always run."""
+    return getattr(xp, "__name__", "") == "numpy" and not xp.any(known)
