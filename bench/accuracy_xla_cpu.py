@@ -37,6 +37,7 @@ import sys
 import time
 
 import numpy as np
+from report_lines import emit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -224,9 +225,7 @@ def main() -> int:
 
 def write_markdown(out: str, lines: list[str]) -> None:
     """``<out>.md`` of ``lines``, and the same on stdout."""
-    with open(out + ".md", "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    emit(out + ".md", lines)
 
 
 if __name__ == "__main__":

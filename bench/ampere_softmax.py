@@ -53,6 +53,7 @@ import fit_neusight as fns  # noqa: E402
 import neusight_data as nd  # noqa: E402
 from analyzer.prediction.efficiency import constants as fc  # noqa: E402
 from analyzer.prediction.efficiency.kernel_time import CLASS_CODE  # noqa: E402
+from report_lines import emit  # noqa: E402
 
 DEV = "a100_pcie_40gb"
 COMMAND = "PYTHONPATH=$PWD python bench/ampere_softmax.py --write"
@@ -222,9 +223,7 @@ def main(argv=None) -> int:
     if args.write:
         write_sets(chosen, choice, rows, preds, fc.EFFICIENCY_DIR)
     lines = report(rows, preds, fitted, pooled, cv, choice, src, time.time() - t0)
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    emit(args.out, lines)
     return 0
 
 

@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fit_neusight  # (puts the repository root on sys.path)
 from neusight_data import DATA, GPU, GPUS, ROOT, load, subsample
 from analyzer.prediction import cudnn_conv
+from report_lines import emit
 
 COMMAND = "PYTHONPATH=$PWD python bench/cudnn_kernels.py"
 CHANNELS = (16, 32, 48, 64, 96, 128, 160)
@@ -162,9 +163,7 @@ def main(argv=None) -> int:
     lines += family_lines(cv) + match_lines(cv)
     if not args.no_fit:
         lines += fit_lines(ns)
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    emit(args.out, lines)
     return 0
 
 

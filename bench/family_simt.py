@@ -54,6 +54,7 @@ sys.path.insert(0, HERE)
 import fit_neusight as fns  # noqa: E402
 import neusight_data as nd  # noqa: E402
 from fit_neusight import Fit  # noqa: E402
+from report_lines import emit  # noqa: E402
 
 SCRIPT = "bench/family_simt.py"
 COMMAND = "PYTHONPATH=$PWD python bench/family_simt.py --write"
@@ -263,9 +264,7 @@ def main(argv=None) -> int:
     if args.write:
         write(results, fns.fc.EFFICIENCY_DIR)
     lines = report(results, time.time() - t0)
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    emit(args.out, lines)
     return 0
 
 

@@ -243,8 +243,7 @@ def per_model(rows, pred) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("measurements", nargs="?", default=os.path.join(ROOT, "..", "shared", "measurements",
-                                                                      "accelerators"))
+    ap.add_argument("measurements", nargs="?", default=H.MEASUREMENTS)
     ap.add_argument("--no-write", action="store_true")
     a = ap.parse_args()
     rows = hexagon_rows(a.measurements)

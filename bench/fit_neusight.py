@@ -59,6 +59,7 @@ from neusight_data import (  # (puts the repository root on sys.path first)
 from efficiency_data import PER_ELEMENT
 from analyzer.prediction.efficiency import constants as fc
 from analyzer.prediction.efficiency.kernel_time import CLASS_CODE, kernel_time, with_clock
+from report_lines import emit
 
 SCRIPT = "bench/fit_neusight.py"
 COMMAND = "PYTHONPATH=$PWD python bench/fit_neusight.py"
@@ -388,9 +389,7 @@ def main(argv=None) -> int:
             v = f.sets[c]
             lines.append(f"| {g} | {c} | {v['e_compute']:.3f} | {v['e_bw']:.3f} | {v.get('mult_share', 0):.3f} | "
                          f"{v['tile_m']:g}x{v['tile_n']:g} |")
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    emit(args.out, lines)
     return 0
 
 

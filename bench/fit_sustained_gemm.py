@@ -57,6 +57,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
 
 from op_models import build  # noqa: E402
+from report_lines import emit  # noqa: E402
 
 DATA = os.path.join(HERE, "data", "sustained_gemm", "public_gemm_throughput.csv")
 SIZES = (8192, 10240)               # the sustained windows (seconds long)
@@ -276,9 +277,7 @@ def main(argv=None) -> int:
         print(f"wrote sustained_clock_ghz = {ghz} to {FITTED}, fp32_datapath_factor = {g:.3f} to "
               f"{', '.join(SHARED_INT32)}")
     lines = report(rows)
-    print("\n".join(lines))
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
+    emit(args.out, lines)
     return 0
 
 

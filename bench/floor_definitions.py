@@ -35,6 +35,7 @@ import csv
 import os
 import statistics
 import sys
+from report_lines import emit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -200,9 +201,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "floor_definitions.md"))
     a = ap.parse_args(argv)
     lines = report(a.shared, a.small_us)
-    print("\n".join(lines))
-    with open(a.out, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
+    emit(a.out, lines)
     return 0
 
 

@@ -50,8 +50,7 @@ def choose(scores: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("measurements", nargs="?", default=os.path.join(ROOT, "..", "shared", "measurements",
-                                                                      "accelerators"))
+    ap.add_argument("measurements", nargs="?", default=H.MEASUREMENTS)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "hexagon_forms.md"))
     a = ap.parse_args()
     rows = H.hexagon_rows(a.measurements)

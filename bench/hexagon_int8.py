@@ -74,8 +74,7 @@ def graph_facts(model_id: str) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("measurements", nargs="?", default=os.path.join(ROOT, "..", "shared", "measurements",
-                                                                      "accelerators"))
+    ap.add_argument("measurements", nargs="?", default=H.MEASUREMENTS)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "hexagon_int8.md"))
     a = ap.parse_args()
     import pandas as pd

@@ -35,6 +35,7 @@ import sys
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MEASUREMENTS = os.path.join(ROOT, "..", "shared", "measurements", "accelerators")   # the scripts' default folder
 sys.path.insert(0, ROOT)
 
 FX = os.path.join(ROOT, "tests", "fixtures")

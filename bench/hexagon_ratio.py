@@ -109,8 +109,7 @@ def ratio_check(rows, pred) -> tuple[list[str], int, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("measurements", nargs="?", default=os.path.join(ROOT, "..", "shared", "measurements",
-                                                                      "accelerators"))
+    ap.add_argument("measurements", nargs="?", default=H.MEASUREMENTS)
     ap.add_argument("--variant", default=SHIPPED)
     ap.add_argument("--model", nargs="*", default=["shufflenet_v2:int8", "shufflenet_v2:fp16"])
     ap.add_argument("--out", default="")

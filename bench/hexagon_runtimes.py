@@ -67,8 +67,7 @@ def form_errors(p) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("measurements", nargs="?", default=os.path.join(ROOT, "..", "shared", "measurements",
-                                                                      "accelerators"))
+    ap.add_argument("measurements", nargs="?", default=H.MEASUREMENTS)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "hexagon_runtimes.md"))
     a = ap.parse_args()
     p = pairs(a.measurements)

@@ -293,8 +293,7 @@ def adopted(s: dict, b: dict) -> bool:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("measurements", nargs="?", default=os.path.join(ROOT, "..", "shared", "measurements",
-                                                                      "accelerators"))
+    ap.add_argument("measurements", nargs="?", default=H.MEASUREMENTS)
     ap.add_argument("--only", default="", help="run only the base lines and the candidates whose name contains this (or one of "
                     "several texts separated by |)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "hexagon_transfer.md"))

@@ -288,8 +288,7 @@ def choose(scores: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("measurements", nargs="?", default=os.path.join(ROOT, "..", "shared", "measurements",
-                                                                      "accelerators"))
+    ap.add_argument("measurements", nargs="?", default=H.MEASUREMENTS)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "hexagon_variants.md"))
     ap.add_argument("--only", default="", help="run only the variants whose name contains this")
     a = ap.parse_args()

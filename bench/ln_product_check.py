@@ -41,6 +41,7 @@ import neusight_data as nd  # noqa: E402
 import neusight_report as nr  # noqa: E402
 from analyzer.prediction.efficiency import constants as fc  # noqa: E402
 from analyzer.prediction.efficiency.kernel_time import BPC_ELEM_BYTES, CLASS_CODE, kernel_time  # noqa: E402
+from report_lines import emit  # noqa: E402
 
 NORM = CLASS_CODE["norm"]
 TERMS = ("bytes", "elem_bytes", "sm_bytes", "dram_s", "sm_s", "cache_share", "floor_s", "time_s")
@@ -189,9 +190,7 @@ def main(argv=None) -> int:
         prod = product_terms(six, fold, per_el)
         lines += row_lines(six, feat, prod, asm.dispatch(A, arr)["norm"], host_prod[form], form)
     lines += score_lines(ln, six, A, arrs, host_prod)
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    emit(args.out, lines)
     return 0
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from report_lines import emit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -132,9 +133,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "xla_gpu_plan.md"))
     a = ap.parse_args(argv)
     lines = report(a.hw)
-    print("\n".join(lines))
-    with open(a.out, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
+    emit(a.out, lines)
     return 0
 
 
