@@ -89,11 +89,9 @@ def with_sets(base: dict, sets: dict) -> dict:
 
 
 def dispatch(rows, arr: dict) -> dict:
-    """Dispatch class -> seconds: median of latency - kernel over the rows at the floor."""
-    at = rows[rows.at_floor]
-    dc = at.cls.map(fns.dclass)
-    k = fns.kernel_s(at, DEV, arr)
-    return {c: float(max(np.median((at.t.to_numpy() - k)[dc.to_numpy() == c]), 0.0)) for c in sorted(set(dc))}
+    """Dispatch class -> seconds: median of latency - kernel (``arr``) over the A100's rows at the
+    floor (``fit_neusight.fit_dispatch``)."""
+    return {c: v for (_, c), v in fns.fit_dispatch(rows, fns.Fit({}), {DEV: arr}).items()}
 
 
 def eager(rows, arr: dict, host: dict) -> np.ndarray:

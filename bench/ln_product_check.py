@@ -11,7 +11,8 @@ For each of the 6 rows it prints the terms of both paths side by side
 (``kernel_time(detail=True)`` on the feature path's features; ``KernelTable.detail`` of the
 product's one kernel), each with the per-element set as shipped and with the same constants per
 byte (``per_element = 0``: the set before, same bpc), and scores the feature path on the 182
-kernel rows and on exactly the 6 rows with both dispatch figures, and the 182 rows by quartile of
+kernel rows and on exactly the 6 rows with the dispatch fitted with each set (the A100 PCIe's floor rows,
+``fit_neusight.fit_dispatch``, as the product check fits it), and the 182 rows by quartile of
 their bytes.
 
 Usage: ``PYTHONPATH=$PWD python bench/ln_product_check.py [--out bench/results/ln_product_check.md]``
@@ -117,23 +118,23 @@ def _fmt(k: str, v: float) -> str:
     return f"{v:.4g}"
 
 
-def row_lines(six, feat: list, prod: list, host_fit: float, host_prod: float, form: str) -> list[str]:
+def row_lines(six, feat: list, prod: list, host: float, form: str) -> list[str]:
     out = [f"### {form}: terms per row (feature path / product; MB, us)", "",
-           "| row | B x H | measured us | " + " | ".join(TERMS) + " | dispatch (fit scoring / product check) | "
-           "prediction (feature + fit dispatch / product + product-check dispatch) | error % | eager-op as shipped (error %) |",
+           "| row | B x H | measured us | " + " | ".join(TERMS) + " | dispatch | "
+           "prediction (feature / product, each + dispatch) | error % | eager-op as shipped (error %) |",
            "|---|---|---:|" + "---:|" * len(TERMS) + "---:|---:|---:|---:|"]
     for r, f, p in zip(six.itertuples(), feat, prod):
         f["sm_bytes"], p["sm_bytes"] = sm_bytes(f), sm_bytes(p)
         cells = [f"{_fmt(k, f[k])} / {_fmt(k, p[k])}" for k in TERMS]
-        a, b = f["time_s"] + host_fit, p["latency_s"] + host_prod
+        a, b = f["time_s"] + host, p["latency_s"] + host
         out.append(f"| {r.row_id} | {int(r.B)} x {int(r.H)} | {r.t * 1e6:.2f} | " + " | ".join(cells)
-                   + f" | {host_fit * 1e6:.2f} / {host_prod * 1e6:.2f} | {a * 1e6:.2f} / {b * 1e6:.2f} | "
+                   + f" | {host * 1e6:.2f} | {a * 1e6:.2f} / {b * 1e6:.2f} | "
                    f"{100 * (a / r.t - 1):+.1f} / {100 * (b / r.t - 1):+.1f} | "
                    f"{p['eager_s'] * 1e6:.2f} ({100 * (p['eager_s'] / r.t - 1):+.1f}) |")
     return out + [""]
 
 
-def score_lines(ln, six, A, arrs: dict, host_prod: dict) -> list[str]:
+def score_lines(ln, six, A, arrs: dict) -> list[str]:
     out = ["### Feature path scores (MAPE % / median bias %)", "",
            "| form | dispatch | 182 kernel rows | the 6 product-check rows |", "|---|---|---:|---:|"]
     quart = ["", "### The 182 kernel rows by quartile of their bytes (feature path, the fit scoring's dispatch)", "",
@@ -144,11 +145,9 @@ def score_lines(ln, six, A, arrs: dict, host_prod: dict) -> list[str]:
     bins = [(b >= q[i]) & (b < q[i + 1]) for i in range(4)]
     for form, arr in arrs.items():
         own = asm.dispatch(A, arr)["norm"]
-        for lab, h in ((f"fitted with this set (ampere_softmax): {own * 1e6:.2f} us", own),
-                       (f"the product check's (fit_neusight.fit_dispatch with this set): {host_prod[form] * 1e6:.2f} us",
-                        host_prod[form])):
-            m = [fns.metrics(h + fns.kernel_s(d, asm.DEV, arr), d.t) for d in (ln, six)]
-            out.append(f"| {form} | {lab} | " + " | ".join(f"{x['mape']:.1f} / {x['bias']:+.1f}" for x in m) + " |")
+        m = [fns.metrics(own + fns.kernel_s(d, asm.DEV, arr), d.t) for d in (ln, six)]
+        out.append(f"| {form} | fitted with this set: {own * 1e6:.2f} us | "
+                   + " | ".join(f"{x['mape']:.1f} / {x['bias']:+.1f}" for x in m) + " |")
         rel = (own + fns.kernel_s(ln, asm.DEV, arr)) / ln.t.to_numpy() - 1.0
         quart.append(f"| {form} | " + " | ".join(f"{100 * np.abs(rel[s]).mean():.1f} / {100 * np.median(rel[s]):+.1f}"
                                                    for s in bins) + " |")
@@ -173,9 +172,6 @@ def main(argv=None) -> int:
     A = ns[(ns.device_system == asm.DEV) & ns.cls.isin(fns.MEMORY)]
     ln = A[(A.op == "ln") & ~A.near_floor]
     arrs = {"per element (shipped)": amp, "per byte (same constants, per_element 0)": per_byte(amp)}
-    # product_check's: the held-out host's floor rows net of the kernels the product predicts (nvidia-ampere's)
-    host_prod = {form: fns.fit_dispatch(test[test.at_floor], fold, {asm.DEV: arr})[(asm.DEV, "norm")]
-                 for form, arr in arrs.items()}
     lines = ["# NeuSight fp32 A100 LayerNorm: feature path vs analyzer.analyze", "",
              "Command: `PYTHONPATH=$PWD python bench/ln_product_check.py`. Rows: the 6 LayerNorm rows "
              "fit_neusight.py's product check scores on the A100 (all a100_pcie_40gb), and the 182 LayerNorm kernel "
@@ -188,8 +184,8 @@ def main(argv=None) -> int:
     for (form, arr), per_el in zip(arrs.items(), (True, False)):
         feat = feature_terms(six, arr)
         prod = product_terms(six, fold, per_el)
-        lines += row_lines(six, feat, prod, asm.dispatch(A, arr)["norm"], host_prod[form], form)
-    lines += score_lines(ln, six, A, arrs, host_prod)
+        lines += row_lines(six, feat, prod, asm.dispatch(A, arr)["norm"], form)
+    lines += score_lines(ln, six, A, arrs)
     emit(args.out, lines)
     return 0
 
