@@ -14,6 +14,8 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from analyzer.prediction.kernels import BOUNDS
 from analyzer.prediction.terms import HostStep, KernelTable, KernelTerms
 
@@ -36,6 +38,13 @@ class NodePrediction(NamedTuple):
         return {"name": self.name, "time_s": self.time_s, "compute_s": self.compute_s,
                 "memory_s": self.memory_s, "overhead_s": self.overhead_s, "bound": self.bound,
                 "intensity": self.intensity, "share": self.share, "kernel": self.kernel}
+
+
+def _f32(x) -> float:
+    """``x`` as the float32 the jitted kernel computed with (the per-launch fixed cost and the class
+    floor enter it as float32: shown in float64 they can round to another last digit than the
+    kernel's product ``launches x fixed``)."""
+    return float(np.float32(x))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,8 +148,8 @@ class Prediction:
             effective_ridge=(peak * float(t.consts["e_compute"][k]) / (t.mem_bw * float(t.consts["e_bw"][k]))
                              if t.mem_bw and t.consts["e_bw"][k] else float("inf")),
             e_compute=float(t.consts["e_compute"][k]), e_bw=float(t.consts["e_bw"][k]),
-            b_half_bytes=float(t.consts["b_half_bytes"][k]), floor_s=float(t.consts["floor_s"][k]),
-            trans_weight=float(t.consts["trans_weight"]), fixed_s=float(t.fixed[k]),
+            b_half_bytes=float(t.consts["b_half_bytes"][k]), floor_s=_f32(t.consts["floor_s"][k]),
+            trans_weight=float(t.consts["trans_weight"]), fixed_s=_f32(t.fixed[k]),
             compute_s=float(t.compute[k]), memory_s=float(t.memory[k]), overhead_s=float(t.overhead[k]),
             time_s=time, bound=BOUNDS[int(t.bound[k])],
             attained_flops=flops * runs / time if time > 0 else 0.0,
