@@ -48,8 +48,9 @@ _AIC_EW = ("quantize (QuantizeLinear / DequantizeLinear) pooled over seven "
 FAMILY_INHERITS = {"nvidia-hopper": "nvidia-ampere", "nvidia-blackwell": "nvidia-ampere",
                    "nvidia-ada": "nvidia-ampere-ga10x"}
 LEGACY_DESCRIPTION = (
-    "{base} with the 2024 PyTorch gather kernel that vidur measured (index_select: a per-element rate, a sixth "
-    "of DRAM bandwidth; torch 2.2/2.3). PyTorch's embedding now runs a vectorized gather (pytorch/pytorch PRs "
+    "{base} with the 2024 PyTorch gather kernel that vidur measured (index_select; torch 2.2/2.3): a rate per "
+    "SM-cycle, not per DRAM byte (about 2 bytes per SM-cycle at fp16 on the A100 and the A40 alike, 0.15 and 0.48 "
+    "of their DRAM bandwidths; bench/gather_lodo.py). PyTorch's embedding now runs a vectorized gather (pytorch/pytorch PRs "
     "151490 and 151753, April 2025; vectorized_gather_kernel in torch 2.11's traces), which {base}.json "
     "predicts as a row copy with its elementwise constants. Applies to no device by itself: set a profile's "
     "family to it to predict the older kernels (bench/accuracy.py does for the 2024 rows).")

@@ -141,33 +141,58 @@ MEM_FREE = {"floor_s": (2e-6, 2e-7, 3e-5), "b_half_bytes": (1e5, 1e2, 1e9), "bpc
 
 PER_ELEMENT_ON: list = list(PER_ELEMENT)   # the family sets written per element (``--per-byte``: none)
 
+# the memory-bound forms (fit_memory_class): constants held, constants free, starting values of bpc
+# (the best of the starts kept: in the max form a start on the DRAM side has no gradient in bpc)
+MEM_FORMS = {
+    # memory = DRAM term + per-SM term (sm_overlap 0), every MEM_FREE constant free
+    "sum": ({}, tuple(MEM_FREE), (MEM_FREE["bpc"][0],)),
+    # memory = max(DRAM term, per-SM term), every MEM_FREE constant free
+    "max": ({"sm_overlap": 1.0}, tuple(MEM_FREE), (0.5, 1.0, 2.0, 5.0)),
+    # an SM-bound kernel: memory = max(DRAM term, per-SM term) with the DRAM term's ramp and cache
+    # share held at 0 (not identified where the per-SM term is the larger: they would only carry a
+    # fit's artefacts to a device of another bandwidth); free: floor_s and bpc
+    "sm_bound": ({"sm_overlap": 1.0, "b_half_bytes": 0.0, "l2_hit": 0.0}, ("floor_s", "bpc"), (0.5, 1.0, 2.0, 5.0)),
+}
+# classes fitted in a form other than "sum": PyTorch's 2024 index_select gather (vidur's embedding rows)
+# moves about 2 bytes per SM-cycle on the A100 and the A40 alike, 0.15 and 0.48 of their DRAM
+# bandwidths: its form is chosen by the leave-one-device-out score on those rows (bench/gather_lodo.py)
+CLASS_FORM = {"gather": "sm_bound"}
 
-def fit_memory_class(cls: str, datasets: list, per_element: bool = False) -> tuple[dict, dict]:
+
+def fit_memory_class(cls: str, datasets: list, per_element: bool = False, form: str | None = None,
+                     floor_clock_hz: float = 0.0) -> tuple[dict, dict]:
     """Fit of a memory-bound class (elementwise, activation, norm, gather) in the per-SM form.
 
     ``e_bw`` is held at ``MEM_E_BW`` (a fixed part of the form, chosen on the cross-device score
-    A100 <-> A40: mean cross-device MAPE 24.8% at 1.0, 27.8% at 0.9, 31.9% at 0.85); ``floor_s``,
-    ``b_half_bytes``, ``bpc`` (bytes per SM-cycle) and ``l2_hit`` (0..1) by one least squares on
+    A100 <-> A40: mean cross-device MAPE 24.8% at 1.0, 27.8% at 0.9, 31.9% at 0.85); the free
+    constants of ``form`` (``MEM_FORMS``; default ``CLASS_FORM``'s, else "sum": ``floor_s``,
+    ``b_half_bytes``, ``bpc`` (bytes per SM-cycle) and ``l2_hit`` (0..1)) by one least squares on
     log(pred/measured) (soft L1, deterministic).  With one device the DRAM and per-SM shares of the large-size rate
     cannot both be fitted; fixing the DRAM side makes ``bpc`` carry the kernel's own limit, the
     part that transfers with a device's SM count and clock.  ``per_element``: the set's per-SM
     term is charged per element (``per_element = 1``; bpc at 2 bytes an element, which on these
-    16-bit rows is the same fit)."""
+    16-bit rows is the same fit).  ``floor_clock_hz`` (0: seconds): the floor is a number of cycles
+    of that clock during the fit (a fit pooled over devices of different clocks)."""
     from scipy.optimize import least_squares
 
     data = _capped(datasets)
+    held, names, starts = MEM_FORMS[form or CLASS_FORM.get(cls, "sum")]
     consts = base_set(cls)
-    consts.update(e_compute=MEM_E_COMPUTE, e_bw=MEM_E_BW, l2_gain=0.0, **({"per_element": 1.0} if per_element else {}))
-    names = list(MEM_FREE)
+    consts.update(e_compute=MEM_E_COMPUTE, e_bw=MEM_E_BW, l2_gain=0.0, **({"per_element": 1.0} if per_element else {}),
+                  **held, **({"floor_clock_hz": floor_clock_hz} if floor_clock_hz else {}))
 
     def resid(x):
         arr = _arrays_with(cls, dict(consts, **dict(zip(names, np.exp(x)))))
         return np.concatenate([np.log(predict(df, hw, arr)) - lt for df, hw, lt in data])
 
-    r = least_squares(resid, np.log([MEM_FREE[n][0] for n in names]),
-                      bounds=(np.log([MEM_FREE[n][1] for n in names]), np.log([MEM_FREE[n][2] for n in names])),
-                      loss="soft_l1", f_scale=0.1, max_nfev=300, method="trf")
-    consts.update({n: float(v) for n, v in zip(names, np.exp(r.x))})
+    best = None
+    for b0 in starts:
+        x0 = [b0 if n == "bpc" else MEM_FREE[n][0] for n in names]
+        r = least_squares(resid, np.log(x0), bounds=(np.log([MEM_FREE[n][1] for n in names]),
+                                                     np.log([MEM_FREE[n][2] for n in names])),
+                          loss="soft_l1", f_scale=0.1, max_nfev=300, method="trf")
+        best = r if best is None or r.cost < best.cost else best
+    consts.update({n: float(v) for n, v in zip(names, np.exp(best.x))})
     return consts, _error(cls, consts, data)
 
 
@@ -176,6 +201,12 @@ def fit_method(cls: str, consts: dict) -> str:
     if cls not in MATRIX_FIT:
         per = ("; per element, per_element = 1: bpc stated at 2 bytes an element, fitted on 16-bit rows, a kernel of "
                "another dtype charged by its elements, not its bytes" if consts.get("per_element", 0) > 0 else "")
+        if CLASS_FORM.get(cls) == "sm_bound":
+            return (f"SM-bound form (fit_memory_class, form sm_bound): memory time = max(DRAM term, per-SM term) "
+                    f"(sm_overlap 1), the DRAM term at e_bw {MEM_E_BW:g} with b_half_bytes and l2_hit held at 0; "
+                    f"floor_s and bpc (bytes per SM-cycle, scaled by the device's units and clock{per}) by one least "
+                    "squares on log(pred/measured); the form chosen by leave-one-device-out MAPE A100 <-> A40 "
+                    f"(bench/gather_lodo.py); e_compute held at {MEM_E_COMPUTE} (not identified)")
         return (f"per-SM form (fit_memory_class): e_bw held at {MEM_E_BW:g} (the form, chosen on the cross-device "
                 "score A100 <-> A40); floor_s, b_half_bytes, bpc (bytes per SM-cycle, scaled by the device's units "
                 f"and clock{per}) and l2_hit by one least squares on log(pred/measured); e_compute held at "

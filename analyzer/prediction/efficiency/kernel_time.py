@@ -95,7 +95,10 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   overlaps its SM-side issue with DRAM transfers (bench/fit_aic_elementwise.py: vLLM's and
   TensorRT-LLM's 16-byte-load quantize kernels reach 0.77-0.89 of DRAM bandwidth above 1.6 GB on
   GDDR and HBM parts alike and stream L2-resident inputs at a rate per SM-cycle set by the SMs:
-  summing the two terms cannot give both, the larger of them does).
+  summing the two terms cannot give both, the larger of them does).  An SM-bound kernel takes it
+  too, its DRAM ramp and cache share at 0 (the ``-pytorch2.3`` gather sets: PyTorch's 2024
+  index_select moves about 2 bytes per SM-cycle on the A100 and the A40, 0.15 and 0.48 of their
+  DRAM bandwidths; a DRAM term summed in would not carry between them).
   A set with ``per_element = 1`` issues per element, not per byte: its term scales by
   ``BPC_ELEM_BYTES / elem_bytes`` (``elem_bytes`` 0, unknown: per byte); the DRAM term stays per
   byte.  PyTorch's index_select gather before its vectorized rewrite (75 G elements/s on an A100
