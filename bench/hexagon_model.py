@@ -178,14 +178,15 @@ def report(model_id: str):
     return _REPORTS[path]
 
 
-def datasheet(pid: str, onchip: bool = False):
+def datasheet(pid: str, onchip: bool = False, onchip_mb: float | None = None):
     """The profile with the datasheet constants (e_compute = e_bw = 1, no floors); ``onchip``:
     with its NPU on-chip budget (``npu_onchip_mb``: the qnn runtime keeps the activations that
-    fit on chip), else without (every byte charged to DRAM)."""
+    fit on chip; ``onchip_mb``: this budget instead), else without (every byte charged to DRAM)."""
     import hardware_db
 
     prof = hardware_db.get(pid)
-    return dataclasses.replace(prof, family="datasheet", npu_onchip_mb=prof.npu_onchip_mb if onchip else None)
+    budget = (onchip_mb or prof.npu_onchip_mb) if onchip else None
+    return dataclasses.replace(prof, family="datasheet", npu_onchip_mb=budget)
 
 
 def peak_int8(pid: str) -> float:
@@ -208,18 +209,19 @@ def hexagon_rows(mdir: str):
     return hx[["model_id", "opcost_profile", "precision", "runtime", "inference_time_ms"]].reset_index(drop=True)
 
 
-def features(rows, runtime: str, onchip: bool = False, hvx: bool = False) -> dict:
+def features(rows, runtime: str, onchip: bool = False, hvx: bool = False, onchip_mb: float | None = None) -> dict:
     """(model, device, precision) -> per-kernel arrays (group index, FLOP-equivalent work,
     datasheet memory seconds of the bytes to DRAM, launches, datasheet seconds of the activation
     bytes kept on chip) of ``runtime``'s plan on the datasheet profile (``onchip``: with its NPU
-    on-chip budget, ``Form.onchip``; else nothing kept) and the fixed precision share of each
+    on-chip budget, ``Form.onchip``, or ``onchip_mb`` (1e6 B) in its place; else nothing kept) and
+    the fixed precision share of each
     kernel's rate (``Form.hvx``: the fp16 depthwise kernels'; 0: the fitted r_fp16 or 1)."""
     from analyzer.prediction.accelerators import qnn
     from analyzer.prediction.predict import predict
 
     out = {}
     for key in sorted(set(zip(rows.model_id, rows.opcost_profile, rows.precision))):
-        (pred,) = predict(report(key[0]), [datasheet(key[1], onchip)], precision=key[2], runtime=runtime)
+        (pred,) = predict(report(key[0]), [datasheet(key[1], onchip, onchip_mb)], precision=key[2], runtime=runtime)
         kt = pred.kernel_table
         kept = np.zeros(len(kt.op_class)) if kt.onchip is None else np.asarray(kt.onchip[0], float)
         fix = [qnn.HVX_FP16_SHARE if hvx and c == "conv_dw" and key[2] == "fp16" else 0.0 for c in kt.op_class]

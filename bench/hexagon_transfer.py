@@ -6,12 +6,15 @@ fitted models only (the held-out models of bench/hexagon_model.py never enter).
 
 Base: bench/fit_accelerators.py's form without ``dwm`` (``BASE``). Each candidate changes one
 thing (``CANDIDATES``); each line is scored by leave one model out (LOMO) and leave one family out
-(LOFO, hexagon_model.FAMILIES) on the fitted rows, overall and per device x precision cell. The
-rule (``adopted``), fixed before any held-out score of these candidates: a candidate is adopted
-when its LOFO MAPE is at least ``LOFO_GAIN`` points below its base's, its LOMO MAPE at most
-``LOMO_SLACK`` points above, and no LOFO device x precision cell more than ``CELL_SLACK`` points
-above; of several adopted, the lowest LOFO is taken. A line whose name starts "dwm, " is judged
-against the ``dwm`` line (a second change stacked on it).
+(LOFO, hexagon_model.FAMILIES) on the fitted rows, overall and per device x precision cell, and
+in-sample. A candidate is adopted when it passes every condition of its rule (``RULES``, ``Rule``,
+``adopted``; each fixed before any held-out score of the candidates it judges): ``transfer``: LOFO
+MAPE at least 1 point below its base's, LOMO at most 0.5 above, no LOFO device x precision cell
+more than 2 above; ``int8`` (spill, bnq): the same and the W8A8 rows' LOFO MAPE below the base's;
+``hw`` (mib, dil): LOFO at least 1 below, LOMO not above, in-sample at most 1 above (and, after,
+bench/fit_accelerators.py's held-out 8 Gen 3 / 8 Gen 2 ratio check, a gate); of several adopted,
+the lowest LOFO is taken. A line whose name starts "dwm, " is judged against the ``dwm`` line (a
+second change stacked on it). The feature changes are bench/hexagon_changes.py's.
 
 Candidates (hexagon_model.times with one change):
 
@@ -38,10 +41,15 @@ Candidates (hexagon_model.times with one change):
 - ``bnq``: at W8A8, each BatchNormalization kernel no convolution absorbed adds two elementwise
   kernels moving its activation bytes, no work (AI Hub's layers_total: DenseNet-121 has 372 layers
   at fp16, 497 = 372 + 2 x 62 + 1 at W8A8, and 62 such BatchNorms; what the two layers are is
-  assumed).
+  assumed);
+- ``mib``: the on-chip budget 8 MiB (8,388,608 B) instead of the profiles' 8e6 B (the VTCM's
+  "8 MB" read as Qualcomm's HTP code reads it, hexagon_changes.MIB_MB);
+- ``dil``: a dilated convolution computes as a dense one over its dilated kernel extent (zeros
+  between the taps), work x prod (1 + d (k - 1)) / k (hexagon_changes.dilated; assumed; of the
+  fitted models only FCN-ResNet50 has dilated convolutions).
 
-``--only "spill|bnq" --out bench/results/hexagon_transfer_int8.md`` scores the last two (and their
-stack) apart from the others.
+``--only "spill|bnq"`` or ``--only "mib|dil"`` (with ``--out`` elsewhere) scores those lines (and
+their stack) with the two base lines alone.
 
 Needs pandas, scipy and onnx (bench only).
 """
@@ -61,8 +69,37 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import hexagon_model as H  # noqa: E402
 from fit_accelerators import FORM  # noqa: E402
+from hexagon_changes import transformed  # noqa: E402
 
-LOFO_GAIN, LOMO_SLACK, CELL_SLACK = 1.0, 0.5, 2.0
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """An adoption rule, each condition against the base's scores in the same run (MAPE points,
+    at the 0.1 the scores are rounded to): LOFO at least ``lofo_gain`` below; LOMO at most
+    ``lomo_slack`` above; each LOFO device x precision cell at most ``cell_slack`` above;
+    in-sample at most ``insample_slack`` above; ``int8_better``: the W8A8 rows' LOFO MAPE (both
+    devices pooled) below the base's. None / False: the condition is not part of the rule."""
+    lofo_gain: float = 1.0
+    lomo_slack: float = 0.5
+    cell_slack: float | None = 2.0
+    insample_slack: float | None = None
+    int8_better: bool = False
+
+    def text(self) -> str:
+        return "; ".join(
+            [f"LOFO >= {self.lofo_gain:g} point below the base's", f"LOMO at most {self.lomo_slack:g} above"]
+            + ([f"no LOFO device x precision cell more than {self.cell_slack:g} above"] if self.cell_slack is not None
+               else [])
+            + ([f"in-sample at most {self.insample_slack:g} above"] if self.insample_slack is not None else [])
+            + (["the W8A8 rows' LOFO below the base's"] if self.int8_better else []))
+
+
+# the rules, each fixed before any held-out score of the candidates it judges: ``transfer`` (the
+# depthwise, W8A8-factor, padding, weight and loss-scale lines), ``int8`` (spill, bnq: the W8A8
+# rows must improve), ``hw`` (mib, dil: LOMO not worse, in-sample at most 1 point worse, no cell
+# condition; the held-out 8 Gen 3 / 8 Gen 2 ratio check of bench/fit_accelerators.py a gate after)
+RULES = {"transfer": Rule(), "int8": Rule(int8_better=True),
+         "hw": Rule(lomo_slack=0.0, cell_slack=None, insample_slack=1.0)}
 BASE = dataclasses.replace(FORM, dwm=False)
 FACTORS = ("kq", "mq", "cq", "eq")
 # name -> (form changes, options): options ecap, pad, dw ("q": dwq, "s": dws) and the W8A8 factors
@@ -84,126 +121,16 @@ CANDIDATES = {
     "dwm, spill: only the activation bytes over the budget from DRAM": ({"dwm": True}, {"spill": True}),
     "dwm, bnq: W8A8 standalone BatchNorm adds 2 elementwise kernels": ({"dwm": True}, {"bnq": True}),
     "dwm, spill, bnq": ({"dwm": True}, {"spill": True, "bnq": True}),
+    "dwm, mib: on-chip budget 8 MiB (8,388,608 B), not 8e6 B": ({"dwm": True}, {"mib": True}),
+    "dwm, dil: dilated convolutions at their dilated kernel's dense work": ({"dwm": True}, {"dil": True}),
+    "dwm, mib, dil": ({"dwm": True}, {"mib": True, "dil": True}),
 }
+# a candidate's rule (RULES; the others: ``transfer``)
+RULE_OF = {"dwm, spill": "int8", "dwm, bnq": "int8", "dwm, mib": "hw", "dwm, dil": "hw"}
 
 
-def padded_macs(rows, p: int) -> dict:
-    """(model, device, precision) -> per-kernel extra FLOPs when each non-depthwise Conv's per-group
-    channels (in and out) are rounded up to a multiple of ``p`` (the qnn plan on the datasheet
-    profile with its on-chip budget, as hexagon_model.features builds it)."""
-    import onnx
-
-    from analyzer.prediction.predict import predict
-
-    out, attrs = {}, {}
-    for key in sorted(set(zip(rows.model_id, rows.opcost_profile, rows.precision))):
-        if key[0] not in attrs:
-            g = onnx.load(os.path.join(H.FX, H.HEX_GRAPHS[key[0]]), load_external_data=False).graph
-            attrs[key[0]] = {n.name: {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
-                             for n in g.node if n.op_type == "Conv"}
-        rep = H.report(key[0])
-        (pred,) = predict(rep, [H.datasheet(key[1], True)], precision=key[2], runtime="qnn")
-        kt = pred.kernel_table
-        extra = np.zeros(len(kt.op_class))
-        for i, k in enumerate(kt.kernel_of):
-            n = rep.nodes[i]
-            if k < 0 or n.op != "Conv" or len(n.in_specs) < 2 or n.in_specs[1].shape is None:
-                continue
-            w = n.in_specs[1].shape
-            grp = attrs[key[0]].get(n.name, {}).get("group", 1)
-            cout, cin = w[0] // grp, w[1]
-            if cin == 1 and grp == w[0]:   # depthwise
-                continue
-            f = (np.ceil(cin / p) * p / cin) * (np.ceil(cout / p) * p / cout)
-            extra[k] += n.cost.mac_flops * (f - 1.0)
-        out[key] = extra
-    return out
-
-
-def weight_seconds(rows) -> dict:
-    """(model, device, precision) -> (per-kernel datasheet seconds of its weight bytes, the model's
-    weight bytes): the library's weight bytes per launch at the precision (``accelerators.qnn``)
-    x launches, / the datasheet BW."""
-    from analyzer.prediction.predict import predict
-
-    out = {}
-    for key in sorted(set(zip(rows.model_id, rows.opcost_profile, rows.precision))):
-        (pred,) = predict(H.report(key[0]), [H.datasheet(key[1], True)], precision=key[2], runtime="qnn")
-        kt = pred.kernel_table
-        wb = np.asarray(kt.onchip[1], float) * np.asarray(kt.runs, float)
-        out[key] = (wb / float(kt.mem_bw), float(wb.sum()))
-    return out
-
-
-def spilled(rows, feats0: dict) -> dict:
-    """The features with ``spill``: a kernel whose activation bytes per launch exceed the profile's
-    on-chip budget keeps the budget's worth on chip and streams only the rest (and its weights)
-    from DRAM (the shipped rule streams all of it)."""
-    from analyzer.prediction.predict import predict
-
-    out = {}
-    for key, f in feats0.items():
-        (pred,) = predict(H.report(key[0]), [H.datasheet(key[1], True)], precision=key[2], runtime="qnn")
-        kt = pred.kernel_table
-        runs, bw = np.asarray(kt.runs, float), float(kt.mem_bw)
-        act = np.maximum(np.asarray(kt.nbytes, float) - np.asarray(kt.onchip[1], float), 0.0)
-        budget = float(kt.onchip[2])
-        over = act > budget
-        m, o = f[2].copy(), f[4].copy()
-        m[over] -= budget / bw
-        o[over] = budget * runs[over] / bw
-        out[key] = (f[0], f[1], m, f[3], o, *f[5:])
-    return out
-
-
-def bn_requant(rows, feats0: dict) -> dict:
-    """The features with ``bnq``: at int8, each kernel that holds a BatchNormalization and is not a
-    convolution or matmul kernel gets two more elementwise kernels, no work, each moving that
-    kernel's activation bytes (on chip when they fit the budget, else from DRAM)."""
-    from analyzer.prediction.predict import predict
-
-    out = dict(feats0)
-    for key, f in feats0.items():
-        if key[2] != "int8":
-            continue
-        rep = H.report(key[0])
-        (pred,) = predict(rep, [H.datasheet(key[1], True)], precision=key[2], runtime="qnn")
-        kt = pred.kernel_table
-        bn = sorted({int(kt.kernel_of[i]) for i, nd in enumerate(rep.nodes)
-                     if nd.op == "BatchNormalization" and kt.kernel_of[i] >= 0})
-        bn = [k for k in bn if H.group_of(kt.op_class[k]) in ("ew", "move")]
-        if not bn:
-            continue
-        bw, budget = float(kt.mem_bw), float(kt.onchip[2])
-        act = np.maximum(np.asarray(kt.nbytes, float) - np.asarray(kt.onchip[1], float), 0.0)[bn]
-        runs = np.asarray(kt.runs, float)[bn]
-        fits = act <= budget
-        add = (np.full(2 * len(bn), H.GROUPS.index("ew")), np.zeros(2 * len(bn)),
-               np.tile(np.where(fits, 0.0, act / bw), 2), np.tile(runs, 2),
-               np.tile(np.where(fits, act * runs / bw, 0.0), 2), np.zeros(2 * len(bn)))
-        out[key] = tuple(np.concatenate([a, b]) for a, b in zip(f, add))
-    return out
-
-
-def transformed(train, feats0: dict, opt: dict):
-    """The features with a candidate's ``pad`` (more work) or ``wres`` (no weight bytes) applied;
-    ``wpf``: (features without the weight bytes, {key: its weight seconds}); ``spill`` and ``bnq``
-    (``spilled``, ``bn_requant``)."""
-    if opt.get("spill") or opt.get("bnq"):
-        feats = spilled(train, feats0) if opt.get("spill") else feats0
-        return bn_requant(train, feats) if opt.get("bnq") else feats
-    if opt.get("pad"):
-        extra = padded_macs(train, opt["pad"])
-        return {k: (f[0], f[1] + extra[k], *f[2:]) for k, f in feats0.items()}
-    if opt.get("wpf"):   # the kernels without their weights; the weights' seconds kept per key
-        ws = weight_seconds(train)
-        return {k: (f[0], f[1], np.maximum(f[2] - ws[k][0], 0.0), *f[3:]) for k, f in feats0.items()}, {
-            k: float(ws[k][0].sum()) for k in feats0}
-    if opt.get("wres"):
-        ws = weight_seconds(train)
-        return {k: (f[0], f[1], np.maximum(f[2] - ws[k][0], 0.0) if ws[k][1] <= opt["wres"] * 1e6 else f[2], *f[3:])
-                for k, f in feats0.items()}
-    return feats0
+def rule_of(name: str) -> Rule:
+    return RULES[next((r for pre, r in RULE_OF.items() if name.startswith(pre)), "transfer")]
 
 
 def unpack(x, form, opt: dict) -> tuple[dict, float]:
@@ -285,10 +212,15 @@ def cells(rows, pred) -> dict:
     return {f"{dv.removeprefix('hexagon-')} {pr}": H.stats(s.p, s.m)["mape"] for (dv, pr), s in g}
 
 
-def adopted(s: dict, b: dict) -> bool:
-    """The rule (module docstring) of scores ``s`` against its base's ``b``."""
-    return (s["lofo"] <= b["lofo"] - LOFO_GAIN and s["lomo"] <= b["lomo"] + LOMO_SLACK
-            and all(s["cells"][c] <= b["cells"][c] + CELL_SLACK for c in b["cells"]))
+def adopted(s: dict, b: dict, rule: Rule) -> bool:
+    """Whether scores ``s`` pass every condition of ``rule`` against its base's ``b`` (each a dict
+    of ``lofo``, ``lomo``, ``insample``, ``int8`` (MAPE %) and ``cells`` ({cell: LOFO MAPE %}))."""
+    eps = 1e-9   # the scores are rounded to 0.1: equal means equal
+    return (s["lofo"] <= b["lofo"] - rule.lofo_gain + eps and s["lomo"] <= b["lomo"] + rule.lomo_slack + eps
+            and (rule.cell_slack is None
+                 or all(s["cells"][c] <= b["cells"][c] + rule.cell_slack + eps for c in b["cells"]))
+            and (rule.insample_slack is None or s["insample"] <= b["insample"] + rule.insample_slack + eps)
+            and (not rule.int8_better or s["int8"] < b["int8"]))
 
 
 def main() -> None:
@@ -304,10 +236,10 @@ def main() -> None:
     feats0 = H.features(train, BASE.runtime, BASE.onchip, BASE.hvx)
     lines = ["# Hexagon NPU: changes for transfer to unseen models, cross-validated on the fitted models", "",
              "Command: `PYTHONPATH=$PWD python bench/hexagon_transfer.py ../shared/measurements/accelerators`; "
-             f"{len(train)} fitted rows, {train.model_id.nunique()} models; the held-out models never enter. Rule "
-             f"(fixed before any held-out score of these lines): adopt when LOFO MAPE is >= {LOFO_GAIN:g} point below "
-             f"the base's, LOMO at most {LOMO_SLACK:g} above and no LOFO device x precision cell more than "
-             f"{CELL_SLACK:g} above; lines named 'dwm, ...' are judged against the dwm line.", "",
+             f"{len(train)} fitted rows, {train.model_id.nunique()} models; the held-out models never enter. Rules "
+             "(each fixed before any held-out score of the lines it judges; lines named 'dwm, ...' are judged against "
+             "the dwm line): " + " | ".join(f"`{k}`: {r.text()}" for k, r in RULES.items())
+             + ". The spill / bnq lines are judged by `int8`, the mib / dil lines by `hw`, the others by `transfer`.", "",
              "| candidate | in-sample MAPE | LOMO (bias) | LOFO (bias) | LOFO per cell | adopted |",
              "|---|---:|---:|---:|---|---|"]
     print("\n".join(lines), flush=True)
@@ -323,17 +255,18 @@ def main() -> None:
         s_mo, s_fa = H.stats(mo, meas), H.stats(fa, meas)
         q = train.precision.values == "int8"
         scores[name] = {"lomo": s_mo["mape"], "lofo": s_fa["mape"], "cells": cells(train, fa),
-                        "int8": H.stats(fa[q], meas[q])["mape"]}
+                        "int8": H.stats(fa[q], meas[q])["mape"], "insample": s_in["mape"]}
         base = scores.get("dwm: depthwise at e_mat" if name.startswith("dwm, ") else "base (the form before dwm)")
-        verdict = "(base)" if name.startswith("base") else "yes" if adopted(scores[name], base) else "no"
+        verdict = "(base)" if name.startswith("base") else "yes" if adopted(scores[name], base, rule_of(name)) else "no"
         lines.append(f"| {name} | {s_in['mape']:.1f} % | {s_mo['mape']:.1f} % ({s_mo['bias']:+.1f} %) | "
                      f"{s_fa['mape']:.1f} % ({s_fa['bias']:+.1f} %) | "
                      + ", ".join(f"{c} {v:.1f}" for c, v in scores[name]["cells"].items())
                      + f" (W8A8 rows {scores[name]['int8']:.1f})" + f" | {verdict} |")
         print(lines[-1], flush=True)
     base = scores["base (the form before dwm)"]
-    one = [n for n in scores if not n.startswith(("base", "dwm, ")) and adopted(scores[n], base)]
-    stacked = [n for n in scores if n.startswith("dwm, ") and adopted(scores[n], scores["dwm: depthwise at e_mat"])]
+    one = [n for n in scores if not n.startswith(("base", "dwm, ")) and adopted(scores[n], base, rule_of(n))]
+    stacked = [n for n in scores if n.startswith("dwm, ")
+               and adopted(scores[n], scores["dwm: depthwise at e_mat"], rule_of(n))]
     lines += ["", "Chosen among the adopted one-change lines (the lowest LOFO): **"
               + (min(one, key=lambda n: scores[n]["lofo"]) if one else "none") + "**; adopted on top of dwm: "
               + (", ".join(stacked) or "none") + "."]

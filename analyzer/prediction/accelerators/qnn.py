@@ -35,8 +35,10 @@ outputs and writes; the tensors passed inside a fused kernel are already out of 
 kernel whose activation bytes per launch are at most the profile's ``npu_onchip_mb`` keeps them
 all on chip: only its weight bytes reach DRAM; a larger one streams all its bytes from DRAM.
 Weights always come from DRAM (a whole-model weight set is larger than the VTCM, and QNN streams
-weight tiles per layer).  The budget is a profile figure with its source (8 MB on the Snapdragon
-8 Gen 2 and 8 Gen 3); a profile without one keeps nothing on chip, and the prediction says so.
+weight tiles per layer).  The budget is a profile figure with its source (8 MB = 8e6 B on the
+Snapdragon 8 Gen 2 and 8 Gen 3: an effective budget 4.6 % under the VTCM's 8 MiB, chosen by
+cross-validation, the profiles' field source says why); a profile without one keeps nothing on
+chip, and the prediction says so.
 
 Depthwise convolutions at fp16 (``hvx_depthwise``): assumed to run on the HTP's HVX vector unit,
 not on its matrix engine (HMX; not documented for QNN in the sources found), so the matrix
