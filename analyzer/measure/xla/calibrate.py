@@ -136,7 +136,7 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
     scans = {t: xr.scan_program(t) for t in xr.SCAN_TRIPS}
     scans = {t: (f, xr.as_jax_args(a)) for t, (f, a) in scans.items()}
     best = [np.inf] * len(built)
-    overheads, lone, links, trips = [], [], [], []
+    overheads, lone, links, trips, dots = [], [], [], [], []
     for p in range(passes):
         order = range(len(built)) if p % 2 == 0 else range(len(built) - 1, -1, -1)
         for j, i in enumerate(order):
@@ -156,12 +156,14 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
             links.append((cn - c1) / (xr.TINY_CHAIN - 1))
             lo, hi = (time_program(*scans[t], q, min_s=0.05) for t in xr.SCAN_TRIPS)
             trips.append((lo, (hi - lo) / (xr.SCAN_TRIPS[1] - xr.SCAN_TRIPS[0])))
+            dots.append(loop_scan.time_dot_scans(q))
     say(0.9, "done timing")
     overhead = float(min(overheads))
     c1 = overhead + float(np.median(lone))
     chain = {1: c1, xr.TINY_CHAIN: c1 + float(np.median(links)) * (xr.TINY_CHAIN - 1)}
     return {"run_overhead_s": overhead, "chain_s": {str(k): v for k, v in chain.items()},
             "scan_s": loop_scan.scan_s([t[0] for t in trips], [t[1] for t in trips]),
+            "dot_scan_s": loop_scan.merge_dot_scans(dots),
             "q": q, "passes": passes, "cores": os.cpu_count() or 1,
             "measured_on": _dt.date.today().isoformat(), "cpu": cpu_name(), "l2_core_bytes": l2_cache_bytes(),
             "simd": simd(),
@@ -257,6 +259,8 @@ def merge_passes(runs: list[dict[str, Any]]) -> dict[str, Any]:
         lo, hi = sorted(first["scan_s"], key=int)
         scan = {"scan_s": loop_scan.scan_s([r["scan_s"][lo] for r in runs],
                                   [(r["scan_s"][hi] - r["scan_s"][lo]) / (int(hi) - int(lo)) for r in runs])}
+    if all("dot_scan_s" in r for r in runs):   # the YNNPACK-dot scans: the fastest, as a row's
+        scan["dot_scan_s"] = loop_scan.merge_dot_scans([r["dot_scan_s"] for r in runs], np.min)
     return {**first, **scan, "run_overhead_s": overhead,
             "chain_s": {"1": overhead + lone, str(n): overhead + lone + link * (n - 1)},
             "passes": sum(int(r["passes"]) for r in runs), "rows": rows}
