@@ -49,7 +49,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from analyzer.measure.xla import loop_scan
+from analyzer.measure.xla import dot_scans, loop_scan
 
 QUANTILE = 0.25          # of a row's runs (the program's steady time without the slow tail)
 PASSES = 3
@@ -379,6 +379,7 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
         "_measured": {**{k: v for k, v in measured.items() if k != "rows"}, "seconds": round(elapsed, 1)},
     }
     loop_scan.net_launch_figures(doc, measured, head, per_trip_launches)
+    dot_scans.set_dot_loop_figures(doc, measured, head)
     _share_source(doc, fig, head)
     doc["_warnings"] = []
     return doc
