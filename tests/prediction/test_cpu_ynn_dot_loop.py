@@ -63,9 +63,11 @@ def test_a_scan_pays_the_loop_cost_once_and_the_trip_cost_each_trip(tmp_path, tr
     e = new.predictions[0].explain(_loop_dot(new))
     assert e.runs == trips
     # per launch: dot_trip_us + dot_loop_us / trips, inside fixed_s with the in-loop launch
-    # figure in place of the class floor (0.01 + 0.5 + 7 / 8 = 1.385 us at 8 trips)
+    # figure in place of the class floor for the dot and the 3 launches XLA runs with it each trip
+    # (the trip counter's copy, add and compare): 4 x 0.01 + 0.5 + 7 / 8 = 1.415 us at 8 trips
+    assert [op for op, _ in e.inserted] == ["copy", "add", "lt"]
     assert e.ynn_dot_s == pytest.approx((TRIP_US + LOOP_US / trips) * 1e-6, rel=1e-12)
-    assert e.fixed_s == pytest.approx((LOOP_LAUNCH_US + TRIP_US + LOOP_US / trips) * 1e-6, rel=1e-9)
+    assert e.fixed_s == pytest.approx((4 * LOOP_LAUNCH_US + TRIP_US + LOOP_US / trips) * 1e-6, rel=1e-9)
     assert any(n.startswith("YNNPACK dots: 0 outside loops") for n in new.predictions[0].notes)
 
 
