@@ -31,6 +31,9 @@ A launch inside a loop body costs ``loop_launch_s`` in place of ``floor_s``
 (``prediction.cpu.loop_launch``): a scan over a tiny body (``rows.scan_program``) timed at the
 two trip counts of ``rows.SCAN_TRIPS`` after each pass over the rows, its time per trip (the
 median over timings and passes) over the launches opcost plans a trip (``loop_scan.launches_per_trip``).
+A dot XLA runs through YNNPACK (gemm class, m > 1 and n > 1) pays ``dot_call_us`` outside loops
+(fitted with the class) and in a loop body ``dot_trip_us`` a trip plus ``dot_loop_us`` once a loop
+(``prediction.cpu.ynn_dot``), fitted on scans holding one such dot (``dot_scans``) timed with them.
 
 (the fits: ``xla_fit``). ``trans_weight`` (what a tanh, exp or erf costs in vector FLOPs) is the value of
 ``xla_fit.TRANS_WEIGHTS`` that fits the elementwise class's rows best (fused GELUs, norms, softmaxes and
