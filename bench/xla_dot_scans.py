@@ -39,7 +39,7 @@ def one_pass(repeats: int) -> dict:
 
     small, sargs = xr.run_overhead_program()
     sargs = xr.as_jax_args(sargs)
-    reps = [loop_scan.time_dot_scans(0.25) for _ in range(repeats)]
+    reps = [loop_scan.time_dot_scans(0.25, time_program) for _ in range(repeats)]
     over = [time_program(small, sargs, 0.25, min_s=0.05) for _ in range(repeats)]
     return {"dot_scan_s": loop_scan.merge_dot_scans(reps), "run_overhead_s": float(np.median(over)),
             "load": os.getloadavg()}

@@ -146,9 +146,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     names = [nodes[m[0]].name for m in plan.members]
     cls_l = engines.simt_classes(cls_l, anchor_dtype, nodes, plan, runtime.name, profiles)
     feats, view = _features(mac_l, vec_l, trans_l, bytes_l, cls_l, view_l, anchor_dtype, K)
-    cls = feats["op_class"]
     wbytes, runs = np.array(wbytes_l, dtype=np.float64), np.array(runs_l, dtype=np.float64)
-    has_gather = bool((cls == eff.CLASS_CODE["gather"]).any())
+    has_gather = bool((feats["op_class"] == eff.CLASS_CODE["gather"]).any())
     P = len(profiles)
     mpeak, vpeak = np.ones((P, K)), np.ones((P, K))
     bw, units, l2 = np.ones(P), np.zeros(P), np.zeros(P)
@@ -175,7 +174,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                         vec_l, trans_l)
         _set_consts(consts, p, arrays)
         consts_p = {n: consts[n][p] for n in consts}
-        floors = np.asarray(arrays["floor_s"])[cls]
+        floors = np.asarray(arrays["floor_s"])[feats["op_class"]]
         calibrated = _calibrated_for(prof, runtime.dispatch_name)
         fixed_of = functools.partial(_fixed_s, prof=prof, runtime=runtime, calibrated=calibrated,
                                      prov=prov, launch=launch, note=note)

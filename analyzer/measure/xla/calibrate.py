@@ -159,7 +159,7 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
             links.append((cn - c1) / (xr.TINY_CHAIN - 1))
             lo, hi = (time_program(*scans[t], q, min_s=0.05) for t in xr.SCAN_TRIPS)
             trips.append((lo, (hi - lo) / (xr.SCAN_TRIPS[1] - xr.SCAN_TRIPS[0])))
-            dots.append(loop_scan.time_dot_scans(q))
+            dots.append(loop_scan.time_dot_scans(q, time_program))
     say(0.9, "done timing")
     overhead = float(min(overheads))
     c1 = overhead + float(np.median(lone))

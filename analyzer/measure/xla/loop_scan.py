@@ -111,12 +111,11 @@ def net_launch_figures(doc: dict, measured: dict[str, Any], head: str, per_trip_
             "one launch inside a loop body (analyzer/prediction/cpu/loop_launch.py)")
 
 
-def time_dot_scans(q: float) -> dict[str, dict[str, float]]:
-    """One timing (``calibrate.time_program``'s ``q`` quantile, 0.05 s of runs) of each scan with a
-    YNNPACK dot in its body (``rows.dot_scan_program`` at ``rows.DOT_SCAN_TRIPS`` for each of
-    ``rows.DOT_SCAN_ROWS``): ``{m: {trips: seconds}}``. JAX's CPU async dispatch must be off."""
+def time_dot_scans(q: float, time_program) -> dict[str, dict[str, float]]:
+    """One timing (``time_program``'s ``q`` quantile, 0.05 s of runs: ``calibrate.time_program``) of
+    each scan with a YNNPACK dot in its body (``rows.dot_scan_program`` at ``rows.DOT_SCAN_TRIPS`` for
+    each of ``rows.DOT_SCAN_ROWS``): ``{m: {trips: seconds}}``. JAX's CPU async dispatch must be off."""
     from analyzer.measure.xla import rows as xr
-    from analyzer.measure.xla.calibrate import time_program
 
     out: dict[str, dict[str, float]] = {}
     for m in xr.DOT_SCAN_ROWS:
