@@ -141,3 +141,28 @@ def test_scan_times_are_shifted_to_the_rows_run_overhead():
     # a scan timed at 10 us beside a 4 us run overhead: 6 us over it, 15 us as the rows stand (9 us)
     assert dot_scan_times(measured) == {(4, 8): pytest.approx(15e-6, rel=1e-12)}
     assert dot_scan_times({"run_overhead_s": 9e-6}) == {}
+
+
+def test_the_calibration_sets_the_figures_that_reproduce_its_scans():
+    from xla_cpu_profile import calibrated_xla_doc
+
+    from analyzer.measure.xla.dot_scans import predicted_scans, set_dot_loop_figures
+
+    floors = {"gemm": 0.3, "elementwise": 0.2, "activation": 0.2, "movement": 0.2}
+    doc = calibrated_xla_doc(floors, RUN_US, program_launch_us=PROG_US, loop_launch_us=LOOP_LAUNCH_US)
+    keys = [(m, t) for m in (4, 16) for t in (8, 64)]
+    pred = predicted_scans(doc, dict.fromkeys(keys, 0.0))
+    # scans timed at the prediction + 7 us + trips x 0.5 us, beside a run overhead 5 us under the
+    # rows' (4 us): the fit takes each at its excess over that overhead, and returns 7 and 0.5 us
+    measured = {"run_overhead_s": RUN_US * 1e-6, "dot_scan_run_overhead_s": RUN_US * 1e-6 - 5e-6,
+                "dot_scan_s": {str(m): {} for m in (4, 16)}}
+    for m, t in keys:
+        measured["dot_scan_s"][str(m)][str(t)] = pred[(m, t)] + (LOOP_US + t * TRIP_US) * 1e-6 - 5e-6
+    set_dot_loop_figures(doc, measured, "test")
+    assert doc["calibration"]["dot_loop_us"] == pytest.approx(LOOP_US, rel=1e-4)
+    assert doc["calibration"]["dot_trip_us"] == pytest.approx(TRIP_US, rel=1e-4)
+    assert "4 scans" in doc["sources"]["calibration.dot_trip_us"]
+    # rows without the scans: neither figure
+    bare = calibrated_xla_doc(floors, RUN_US)
+    set_dot_loop_figures(bare, {"run_overhead_s": RUN_US * 1e-6}, "test")
+    assert "dot_trip_us" not in bare["calibration"]
