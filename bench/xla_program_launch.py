@@ -2,8 +2,8 @@
 """In-sample check of ``calibration.program_launch_us`` (a kernel outside a loop at the chain's
 marginal cost per kernel, the largest class floor's excess once a run): each saved calibration's
 rows are lowered again with the current code and refitted (as ``accuracy_xla_cpu.py --rows``),
-then every calibration row's program, the run-overhead program and the chains of 1 and
-``TINY_CHAIN`` links are predicted with the refit profile with the figure ("after") and without it
+then every calibration row's program, the run-overhead program, the chains of 1 and
+``TINY_CHAIN`` links and the scans with a YNNPACK dot (where the rows have them) are predicted with the refit profile with the figure ("after") and without it
 ("before": every kernel at its class floor), against the rows' saved times. All of these are the
 fit's own data (in-sample); nothing is timed.
 
@@ -27,7 +27,9 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 
 def programs(saved: dict) -> list[tuple[str, object, tuple, float, bool]]:
-    """(label, fn, args, measured seconds, is_chain) of the rows, the run overhead and the chains."""
+    """(label, fn, args, measured seconds, is_chain) of the rows, the run overhead, the chains and
+    the scans with a YNNPACK dot in their body (``loop_scan.dot_scan_times``: where saved)."""
+    from analyzer.measure.xla import loop_scan
     from analyzer.measure.xla import rows as xr
     from analyzer.measure.xla.calibrate import _rng
 
@@ -41,6 +43,9 @@ def programs(saved: dict) -> list[tuple[str, object, tuple, float, bool]]:
     for n, t in saved["chain_s"].items():
         fn, args = xr.dot_chain(int(n), m=1, k=8)
         out.append((f"chain of {n} (1x8x8 dot + tanh)", fn, args, t, True))
+    for (m, trips), t in loop_scan.dot_scan_times(saved).items():   # (rows saved with them)
+        fn, args = xr.dot_scan_program(trips, m)
+        out.append((loop_scan.dot_scan_label(m, trips), fn, args, t, False))
     return out
 
 

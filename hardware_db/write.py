@@ -93,6 +93,10 @@ _CALIBRATION_TEXTS = {
     "program_launch_us": ("((a chain of 200 dependent 1x8x8 dots + tanh - a chain of 1) / 199 - a link's predicted "
                           "work) / the launches opcost plans a link (analyzer.measure.xla.loop_scan.launches_per_link: 2): one more kernel in a "
                           "program outside a loop; a class floor's excess over it is charged once a run"),
+    "dot_trip_us": ("a YNNPACK dot's cost per trip inside a loop body, fitted with dot_loop_us on scans holding one "
+                    "(analyzer.measure.xla.dot_scans)"),
+    "dot_loop_us": ("a YNNPACK dot's cost once per execution of its loop, fitted with dot_trip_us on scans holding one "
+                    "(analyzer.measure.xla.dot_scans)"),
     "llc_bytes": "last-level cache (sysfs cpu0 cache index of level 3)",
     "cold_weight_bw_gbs": "weight bytes / wall-clock kernel time of a 1-row MatMul whose weights are twice "
                           "the last-level cache (streamed from DRAM every run)",

@@ -33,6 +33,7 @@ from typing import Any, Callable
 import numpy as np
 
 from analyzer.measure.fit import options as calibration_fit
+from analyzer.measure.fit.reorders import without_reorders
 from analyzer.measure.cpu import cold_cache
 from analyzer.prediction.cpu import broadcast as cpu_broadcast
 from analyzer.prediction.cpu import epilogue as cpu_epilogue
@@ -329,8 +330,7 @@ def _fit_reorders(moved, rows, views, dispatch: float, peak: float, bw: float, l
     rows["reorder"] = (np.zeros_like(b), b, t, ["Reorder"] * len(b))
     mv = cpu_model.fit_class(np.zeros_like(b), b, t, peak, bw, l2_bytes)
     for cls, per_row in moved.items():
-        rows[cls], views[cls] = cpu_model.without_reorders(rows[cls], views[cls], per_row, mv, dispatch,
-                                                           peak, bw, l2_bytes)
+        rows[cls], views[cls] = without_reorders(rows[cls], views[cls], per_row, mv, dispatch, peak, bw, l2_bytes)
     return {"reorder": mv}
 
 

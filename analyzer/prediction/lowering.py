@@ -52,6 +52,7 @@ from analyzer.prediction.cpu import epilogue as cpu_epilogue
 from analyzer.prediction.cpu import loop_resident as cpu_loop
 from analyzer.prediction.cpu import loop_launch as cpu_loop_launch
 from analyzer.prediction.cpu import xla_partition as cpu_partition
+from analyzer.prediction.cpu import ynn_dot as cpu_ynn
 from analyzer.prediction import host_only as host_only_ops
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction.hardware import (complete_profile, gather_note, host_dispatch, profile_memo,
@@ -104,6 +105,8 @@ class Lowered:
     # parts (1: not split), and the seconds per launch the split adds to ``fixed`` (<= 0); None: none
     split_parts: np.ndarray | None = None
     split: np.ndarray | None = None
+    # [P, K] seconds per launch XLA's YNNPACK dots add to ``fixed`` (``cpu.ynn_dot``); None: none
+    ynn_dot: np.ndarray | None = None
     # [P, K] activation bytes per launch kept in the NPU's on-chip memory, never charged to DRAM
     # (the ``qnn`` runtime: ``accelerators.qnn.onchip_bytes``); None: none (every other runtime)
     onchip: np.ndarray | None = None
@@ -143,9 +146,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     names = [nodes[m[0]].name for m in plan.members]
     cls_l = engines.simt_classes(cls_l, anchor_dtype, nodes, plan, runtime.name, profiles)
     feats, view = _features(mac_l, vec_l, trans_l, bytes_l, cls_l, view_l, anchor_dtype, K)
-    cls = feats["op_class"]
     wbytes, runs = np.array(wbytes_l, dtype=np.float64), np.array(runs_l, dtype=np.float64)
-    has_gather = bool((cls == eff.CLASS_CODE["gather"]).any())
+    has_gather = bool((feats["op_class"] == eff.CLASS_CODE["gather"]).any())
     P = len(profiles)
     mpeak, vpeak = np.ones((P, K)), np.ones((P, K))
     bw, units, l2 = np.ones(P), np.zeros(P), np.zeros(P)
@@ -157,7 +159,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", cudnn_conv.op_of(op))])
                  for k, ops in enumerate(plan.extra_ops) for op in ops]
-    act = resident = onchip = split = None
+    act = resident = onchip = split = ynn = None
     label = precision or kr.main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l)
     for p, prof in enumerate(profiles):
         warn: set[str] = set()
@@ -172,7 +174,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                         vec_l, trans_l)
         _set_consts(consts, p, arrays)
         consts_p = {n: consts[n][p] for n in consts}
-        floors = np.asarray(arrays["floor_s"])[cls]
+        floors = np.asarray(arrays["floor_s"])[feats["op_class"]]
         calibrated = _calibrated_for(prof, runtime.dispatch_name)
         fixed_of = functools.partial(_fixed_s, prof=prof, runtime=runtime, calibrated=calibrated,
                                      prov=prov, launch=launch, note=note)
@@ -191,6 +193,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             _add_calibrated_fixed(fixed[p], prof, nodes, plan, feats, arrays, view, wbytes, hw_p, consts_p, act, note)
             resident = _loop_resident(resident, p, prof, nodes, plan, feats, wbytes, runs, hw_p, consts, fixed, note)
             split = cpu_partition.add_fixed(split, p, fixed, prof, nodes, fnodes, plan, feats, runs, hw_p, consts_p, note)
+            ynn = cpu_ynn.add_fixed(ynn, p, fixed, prof, calibrated, runtime.fusion, nodes, plan, feats, arrays, runs, note)
         if extra_cls:   # launches the runtime inserted with no node of their own (_add_at)
             _add_at(extra_cls, fixed[p], host[p], _inserted_s(
                 extra_cls, nodes, plan, arrays, fixed_of, hw_p, consts_p, loop_s,
@@ -203,7 +206,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    member_weight=weight, matrix_peak=mpeak, vector_peak=vpeak, mem_bw=bw, units=units,
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
-                   notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **_resident(resident, split),
+                   notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **_resident(resident, split, ynn),
                    onchip=None if onchip is None else onchip[0], onchip_of=() if onchip is None else (wbytes, *onchip[1:]))
 
 
@@ -224,11 +227,11 @@ def _inserted_s(extra_cls, nodes, plan, arrays, fixed_of, hw_p, consts_p, loop_s
     return cpu_loop_launch.inserted_fixed(added[0], floors_e, loop, loop_s, prog_s), added[1]
 
 
-def _resident(resident, split) -> dict:
-    """``Lowered``'s loop-resident fields of ``_loop_resident``'s arrays and its split fields of
-    ``cpu_partition.add_fixed``'s (none: left at None)."""
+def _resident(resident, split, ynn) -> dict:
+    """``Lowered``'s loop-resident fields of ``_loop_resident``'s arrays, its split fields of
+    ``cpu_partition.add_fixed``'s and its YNNPACK dots' of ``cpu_ynn.add_fixed``'s (none: left at None)."""
     return {**({} if resident is None else {"resident_bytes": resident[0], "resident": resident[1]}),
-            **cpu_partition.fields(split)}
+            **cpu_partition.fields(split), **({} if ynn is None else {"ynn_dot": ynn})}
 
 
 def _loop_resident(resident, p: int, prof, nodes, plan, feats, wbytes, runs, hw_p: dict, consts: dict,

@@ -96,6 +96,9 @@ class KernelTerms(NamedTuple):
     # (1: not split) and the seconds per launch (<= 0) it adds, already inside fixed_s
     split_parts: float = 1.0
     split_s: float = 0.0
+    # XLA's YNNPACK dot (``cpu.ynn_dot``): seconds per launch, already inside fixed_s: dot_call_us
+    # outside loops; in a loop body dot_trip_us + dot_loop_us x the loop's executions / launches
+    ynn_dot_s: float = 0.0
     # an NPU runtime's activations kept on chip (``accelerators.qnn.onchip_bytes``; per launch):
     # activation bytes = bytes - weight_bytes; kept (onchip_bytes = them) where they are at most
     # onchip_budget, else 0; dram_bytes = bytes - onchip_bytes (x the cache's share, 0 there);
@@ -122,7 +125,7 @@ class KernelTable:
                  "trans", "nbytes", "matrix_peak", "vector_peak", "mem_bw", "consts", "fixed",
                  "compute", "memory", "overhead", "time", "bound", "feats", "units", "l2_bytes",
                  "class_consts", "overlap", "host", "gap", "host_nodes", "host_runs",
-                 "host_only", "host_gap", "resident", "onchip", "split", "inserted")
+                 "host_only", "host_gap", "resident", "onchip", "split", "inserted", "ynn_dot")
 
     def __init__(self, **values):
         # by keyword: twenty arrays of one length and type are too easy to pass in the wrong order
@@ -167,6 +170,7 @@ class KernelTable:
     onchip: Any            # (kept [K], weight bytes [K], budget B, onchip_cost) per launch (``qnn``), or None
     split: Any             # (parts [K], seconds [K]) per launch of ``cpu.xla_partition``, or None
     inserted: tuple        # [K] per kernel: the (op, bytes) of each launch inserted into it (``KernelTerms.inserted``)
+    ynn_dot: Any           # [K] seconds per launch of ``cpu.ynn_dot``, or None
 
     def detail(self, k: int) -> dict:
         """Every factor of kernel ``k``'s terms, per launch (``efficiency.kernel_time(detail=True)``)."""

@@ -65,6 +65,15 @@ def _inserted_lines(e) -> list[str]:
     return out
 
 
+def _ynn_lines(e) -> list[str]:
+    """The YNNPACK dot's share of the fixed line (``KernelTerms.ynn_dot_s``; none: no line)."""
+    if not e.ynn_dot_s:
+        return []
+    return [f"    of which YNNPACK dot {human_time(e.ynn_dot_s * e.runs)} = launches x {human_time(e.ynn_dot_s)}: "
+            "XLA runs the dot as a YNNPACK fusion; outside a loop dot_call_us a launch, in a loop body "
+            "dot_trip_us a trip + dot_loop_us once per execution of the loop (the profile's calibration)"]
+
+
 def _host_lines(p, x, h) -> list[str]:
     """A host-only op's lines (``Prediction.host_step``): its host time and what of it the
     prediction shows."""
@@ -142,6 +151,7 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                    f"calibrated threads: max(compute of FLOPs / parts, memory of bytes x s / min(parts x s, 1)), "
                    f"s the profile's core_bw_share (none: 1 / parts)"]
                   if e.split_s else []),
+                *_ynn_lines(e),
                 f"  kernel   {human_time(e.time_s):>9}  = fixed + {'max' if p.overlap else 'sum'}(compute, "
                 f"memory): {e.bound}-bound; attained {human(e.attained_flops, 'FLOP/s')}, effective roof "
                 f"{human(e.effective_roof, 'FLOP/s')}",

@@ -447,7 +447,7 @@ def test_a_slow_end_with_fast_row_passes_warns_only_of_the_change():
 
 
 def test_rows_are_taken_out_their_reorders_and_a_row_that_was_all_reorders_leaves_the_fit():
-    from analyzer.measure.fit.class_fit import REORDER_KEEP, without_reorders
+    from analyzer.measure.fit.reorders import REORDER_KEEP, without_reorders
 
     # a reorder fit of 1 us floor, nothing per byte (e_bw huge), 0.2 us dispatch a node: each
     # reorder takes 1.2 us out of its row. 8 rows of 10 us with one reorder each (8.8 us left),

@@ -129,16 +129,24 @@ LAYOUT_FREE_IM2COL = ("conv", "conv_dw")
 SERIAL_CLASSES = ("rnn",)
 MAX_SERIAL_S = 1e-10
 SERIAL_GAIN = 0.05
+# a dot that is not a matrix-vector product (its view's m > 1 and n > 1) pays a fixed cost per call
+# beyond the class floor where the runtime runs it through a library that packs its operands and
+# dispatches tasks (XLA's CPU backend: a YNNPACK fusion; a matrix-vector product runs in Eigen):
+# dot_call_s, 0 .. MAX_DOT_CALL_S, fitted only where fit_class is asked (``dot_call``) and the
+# class has rows of both kinds, kept where it lowers the class's loss by more than DOT_CALL_GAIN.
+# Unlike the floor it stays on every call inside a program or a loop (loop_launch replaces floors)
+MAX_DOT_CALL_S = 10e-6
+DOT_CALL_GAIN = 0.01
 # a tiled fit's second start for the floor's parameter (sigmoid(3) = 0.95 of the smallest row)
 FLOOR_START = 3.0
 # fit_class's parameter vector, slot by slot: the base constants (floor, e_c, e_bw, b_half, the
 # L2 gain), the tile's n_half, the thread-split step (par_s, b_par), the per-piece cost, the
-# im2col cost, a strided im2col's extra, the serial FLOPs' cost
+# im2col cost, a strided im2col's extra, the serial FLOPs' cost, a library dot's cost per call
 (FLOOR, E_C, E_BW, B_HALF, L2_GAIN, N_HALF, PAR_S, B_PAR, PIECE_S, IM2COL_S, STRIDE_S,
- SERIAL_S) = range(12)
+ SERIAL_S, DOT_CALL) = range(13)
 # slots PAR_S.. of a term not fitted (or not kept) hold these off values (_Fit.extra reads them
 # as none)
-OFF_SLOTS = (-60.0, 0.0, -60.0, -60.0, -60.0)
+OFF_SLOTS = (-60.0, 0.0, -60.0, -60.0, -60.0, -60.0)
 OFF = -50.0   # an optional slot at or below this: the term is off
 
 
@@ -164,7 +172,7 @@ def node_features(nodes: Iterable[Any], views: bool = False):
 
 def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_bytes=0.0,
                 view=None, tile_n=0.0, n_half=0.0, par_s=0.0, b_par=0.0, piece_s=0.0, im2col_s=0.0,
-                im2col_stride_s=0.0, serial_s=0.0, k_block=0.0):
+                im2col_stride_s=0.0, serial_s=0.0, k_block=0.0, dot_call_s=0.0):
     """The per-kernel form (seconds) for one class, numpy-broadcasting over ``F``/``B``: the
     product's ``efficiency.kernel_time`` with the class's constants (vector peak = matrix peak,
     transcendentals weighted 1), as the predictions evaluate it. ``l2_bytes`` 0: no cache step.
@@ -175,7 +183,8 @@ def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_byte
     cost of each piece after the first of a ``view`` with batch > 1. ``im2col_s``: the cost per
     element (m x k x batch) of a ``view``'s im2col matrix, ``im2col_stride_s`` more where the
     view is strided (its sixth row), ``serial_s`` per serial FLOP (its seventh; a shorter view,
-    as older saved rows hold: none). ``k_block`` > 0 (tiled): the view's k padded to whole blocks."""
+    as older saved rows hold: none). ``k_block`` > 0 (tiled): the view's k padded to whole blocks.
+    ``dot_call_s``: once per row whose ``view`` has m > 1 and n > 1 (a library dot's call)."""
     F = np.atleast_1d(np.asarray(F, dtype=np.float64))
     B = np.atleast_1d(np.asarray(B, dtype=np.float64))
     z = np.zeros(1)
@@ -187,7 +196,8 @@ def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_byte
               "par_s": z + par_s, "b_par": z + b_par, "piece_s": z + piece_s,
               "im2col_s": z + (im2col_s if view is not None else 0.0),
               "im2col_stride_s": z + (im2col_stride_s if view is not None else 0.0),
-              "serial_s": z + (serial_s if view is not None else 0.0), "trans_weight": 1.0}
+              "serial_s": z + (serial_s if view is not None else 0.0),
+              "dot_call_s": z + (dot_call_s if view is not None else 0.0), "trans_weight": 1.0}
     feats = {"op_class": np.zeros(np.broadcast(F, B).shape, np.int32), "mac_flops": F + 0 * B,
              "bytes": B + 0 * F}
     if view is not None:   # (untiled: tile_m 0, the work stays the flops; the batch counts pieces)
@@ -206,7 +216,7 @@ def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_byte
 def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
               tiles: Iterable[float] = (), parallel: bool = False, im2col: bool = False,
               k_blocks: Iterable[float] = (), noise_floor_s: float = NOISE_FLOOR_S,
-              ramp_fixed: bool = True) -> dict[str, float]:
+              ramp_fixed: bool = True, dot_call: bool = False) -> dict[str, float]:
     """Fit ``floor_s, e_c, e_bw, b_half`` (and ``l2_gain`` when ``l2_bytes`` > 0; else 0) of the
     form to measured kernel times ``t`` (seconds), minimising the squared log error (relative
     error: small and large kernels count alike). With a ``view`` (``node_features``'s) and
@@ -222,7 +232,10 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
     kernels cost less than onnxruntime's, XLA's, passes a lower one). ``k_blocks``: with each tile, the input depths (k) its kernels pad to
     are tried too (``k_block``; 0 kept among them: no padding). ``ramp_fixed`` False: ``b_half`` <= 0,
     so a kernel's whole fixed cost is ``floor_s`` (a positive ``b_half`` is a fixed cost
-    ``b_half / (bw e_bw cache)`` that a runtime pricing launches apart from the floor would keep). Returns the constants (``tile_n``/``n_half`` 0: untiled;
+    ``b_half / (bw e_bw cache)`` that a runtime pricing launches apart from the floor would keep).
+    ``dot_call`` with a ``view`` holding rows with m > 1 and n > 1 and rows without: the cost per
+    call of such a dot ``dot_call_s`` (0 .. ``MAX_DOT_CALL_S``) is fitted last, kept where it lowers
+    the loss by more than ``DOT_CALL_GAIN``. Returns the constants (``tile_n``/``n_half`` 0: untiled;
     ``par_s``/``b_par`` 0: no step; ``piece_s`` 0: none) plus ``fit_mape`` (%) and ``rows``."""
     F = np.asarray(F, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
@@ -250,7 +263,14 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
                   IM2COL_GAIN)
     if view is not None and len(view) > 6 and (view[6] > 0).any() and len(t) >= 6:   # about 2, 27 ps
         fit.stage(SERIAL_S, [(-4.0,), (-1.0,)], SERIAL_GAIN)
+    if dot_call and view is not None and len(np.unique(_dots(view))) == 2:   # about 0.18 and 2.7 us
+        fit.stage(DOT_CALL, [(-4.0,), (-1.0,)], DOT_CALL_GAIN)
     return fit.result()
+
+
+def _dots(view) -> np.ndarray:
+    """1 where a view's row is a dot that is not a matrix-vector product (m > 1 and n > 1), else 0."""
+    return ((view[1] > 1) & (view[2] > 1)).astype(np.float64)
 
 
 def _sig(v):
@@ -287,6 +307,10 @@ class _Fit:
         b_half = min(b_half, (tmin - floor) * self.bw * e_bw * (1 + gain), math.inf if self.ramp_fixed else 0.0)
         return floor, e_c, e_bw, b_half, gain
 
+    def dot_call(self, x) -> float:
+        """``dot_call_s`` of a parameter vector (0: the slot off or absent)."""
+        return MAX_DOT_CALL_S * _sig(x[DOT_CALL]) if len(x) > DOT_CALL and x[DOT_CALL] > OFF else 0.0
+
     def extra(self, x, tile):
         """(n_half, par_s, b_par, piece_s, im2col_s, im2col_stride_s, serial_s) of a parameter
         vector (an optional slot <= OFF, or absent: that term is none)."""
@@ -305,7 +329,8 @@ class _Fit:
         """Mean squared log error of the form at ``x`` over the rows."""
         floor, e_c, e_bw, b_half, gain = self.unpack(x)
         pred = kernel_time(self.F, self.B, floor, e_c, e_bw, b_half, self.peak, self.bw, gain, self.l2_bytes,
-                           self.view, tile, *self.extra(x, tile), k_block=self.k_block)
+                           self.view, tile, *self.extra(x, tile), k_block=self.k_block,
+                           dot_call_s=self.dot_call(x))
         if np.any(pred <= 0):
             return 1e9
         return float(np.mean((np.log(pred) - np.log(self.t)) ** 2))
@@ -379,34 +404,12 @@ class _Fit:
         n_half, par_s, b_par, piece_s, im2col_s, stride_s, serial_s = self.extra(x, tile)
         pred = kernel_time(self.F, self.B, floor, e_c, e_bw, b_half, self.peak, self.bw, gain, self.l2_bytes,
                            self.view, tile, n_half, par_s, b_par, piece_s, im2col_s, stride_s, serial_s,
-                           k_block=self.k_block)
+                           k_block=self.k_block, dot_call_s=self.dot_call(x))
         mape = float(np.mean(np.abs(pred - t) / t) * 100)
         return {"floor_s": floor, "e_c": e_c, "e_bw": e_bw, "b_half": b_half, "l2_gain": gain,
                 "tile_n": float(tile), "n_half": float(n_half), "k_block": float(self.k_block) if tile else 0.0,
                 "par_s": float(par_s), "b_par": float(b_par),
                 "piece_s": float(piece_s), "im2col_s": float(im2col_s), "im2col_stride_s": float(stride_s),
-                "serial_s": float(serial_s),
+                "serial_s": float(serial_s), "dot_call_s": float(self.dot_call(x)),
                 "rows": int(len(t)), "fit_mape": mape}
 
-
-# a row left with less than this share of its time once its reorders are out was all reorders: it
-# leaves its class's fit (kept, 0.1-0.2 us 1x1 convs and pools of 16x16 images put the 1-thread
-# conv_1x1 fit at 21-25 % MAPE, its tile at 4, 8 or 16 over runs w-z; without them 7.2 %, tile 8)
-REORDER_KEEP = 0.1
-
-
-def without_reorders(rows, view, per_row, fit: dict, dispatch: float, peak: float, bw: float,
-                     l2_bytes: float):
-    """A layout class's calibration ``rows`` (F, B, seconds, ops) and ``view`` less the NCHWc
-    reorders onnxruntime ran around each row (``per_row``: ``[(bytes, profiled seconds), ...]``
-    per row), each charged ``dispatch`` plus the reorder class's ``fit``. A row left with
-    ``REORDER_KEEP`` of its time or less is dropped, while 6 rows remain (else every row is kept
-    at that share)."""
-    F, B, t, ops = rows
-    r = np.array([sum(dispatch + float(kernel_time(0.0, b, fit["floor_s"], fit["e_c"], fit["e_bw"], fit["b_half"],
-                                                   peak, bw, fit["l2_gain"], l2_bytes)[0]) for b, _ in rs)
-                  for rs in per_row])
-    ok = t - r > REORDER_KEEP * t
-    ok = ok if ok.sum() >= 6 else np.ones_like(ok)
-    left = np.maximum(t - r, REORDER_KEEP * t)
-    return (F[ok], B[ok], left[ok], [o for o, k in zip(ops, ok) if k]), (None if view is None else view[:, ok])

@@ -31,6 +31,9 @@ A launch inside a loop body costs ``loop_launch_s`` in place of ``floor_s``
 (``prediction.cpu.loop_launch``): a scan over a tiny body (``rows.scan_program``) timed at the
 two trip counts of ``rows.SCAN_TRIPS`` after each pass over the rows, its time per trip (the
 median over timings and passes) over the launches opcost plans a trip (``loop_scan.launches_per_trip``).
+A dot XLA runs through YNNPACK (gemm class, m > 1 and n > 1) pays ``dot_call_us`` outside loops
+(fitted with the class) and in a loop body ``dot_trip_us`` a trip plus ``dot_loop_us`` once a loop
+(``prediction.cpu.ynn_dot``), fitted on scans holding one such dot (``dot_scans``) timed with them.
 
 (the fits: ``xla_fit``). ``trans_weight`` (what a tanh, exp or erf costs in vector FLOPs) is the value of
 ``xla_fit.TRANS_WEIGHTS`` that fits the elementwise class's rows best (fused GELUs, norms, softmaxes and
@@ -49,7 +52,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from analyzer.measure.xla import loop_scan
+from analyzer.measure.xla import dot_scans, loop_scan
 
 QUANTILE = 0.25          # of a row's runs (the program's steady time without the slow tail)
 PASSES = 3
@@ -136,7 +139,7 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
     scans = {t: xr.scan_program(t) for t in xr.SCAN_TRIPS}
     scans = {t: (f, xr.as_jax_args(a)) for t, (f, a) in scans.items()}
     best = [np.inf] * len(built)
-    overheads, lone, links, trips = [], [], [], []
+    overheads, lone, links, trips, dots = [], [], [], [], []
     for p in range(passes):
         order = range(len(built)) if p % 2 == 0 else range(len(built) - 1, -1, -1)
         for j, i in enumerate(order):
@@ -156,12 +159,14 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
             links.append((cn - c1) / (xr.TINY_CHAIN - 1))
             lo, hi = (time_program(*scans[t], q, min_s=0.05) for t in xr.SCAN_TRIPS)
             trips.append((lo, (hi - lo) / (xr.SCAN_TRIPS[1] - xr.SCAN_TRIPS[0])))
+            dots.append(loop_scan.time_dot_scans(q, time_program))
     say(0.9, "done timing")
     overhead = float(min(overheads))
     c1 = overhead + float(np.median(lone))
     chain = {1: c1, xr.TINY_CHAIN: c1 + float(np.median(links)) * (xr.TINY_CHAIN - 1)}
     return {"run_overhead_s": overhead, "chain_s": {str(k): v for k, v in chain.items()},
             "scan_s": loop_scan.scan_s([t[0] for t in trips], [t[1] for t in trips]),
+            "dot_scan_s": loop_scan.merge_dot_scans(dots),
             "q": q, "passes": passes, "cores": os.cpu_count() or 1,
             "measured_on": _dt.date.today().isoformat(), "cpu": cpu_name(), "l2_core_bytes": l2_cache_bytes(),
             "simd": simd(),
@@ -257,6 +262,8 @@ def merge_passes(runs: list[dict[str, Any]]) -> dict[str, Any]:
         lo, hi = sorted(first["scan_s"], key=int)
         scan = {"scan_s": loop_scan.scan_s([r["scan_s"][lo] for r in runs],
                                   [(r["scan_s"][hi] - r["scan_s"][lo]) / (int(hi) - int(lo)) for r in runs])}
+    if all("dot_scan_s" in r for r in runs):   # the YNNPACK-dot scans: the fastest, as a row's
+        scan["dot_scan_s"] = loop_scan.merge_dot_scans([r["dot_scan_s"] for r in runs], np.min)
     return {**first, **scan, "run_overhead_s": overhead,
             "chain_s": {"1": overhead + lone, str(n): overhead + lone + link * (n - 1)},
             "passes": sum(int(r["passes"]) for r in runs), "rows": rows}
@@ -375,6 +382,7 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
         "_measured": {**{k: v for k, v in measured.items() if k != "rows"}, "seconds": round(elapsed, 1)},
     }
     loop_scan.net_launch_figures(doc, measured, head, per_trip_launches)
+    dot_scans.set_dot_loop_figures(doc, measured, head)
     _share_source(doc, fig, head)
     doc["_warnings"] = []
     return doc

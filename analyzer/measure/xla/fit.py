@@ -32,6 +32,14 @@ TRANS_WEIGHTS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 # tiled 32.6 and 14.8 % (the scratch pairs), only conv untiled 9.0, 7.1 and 17.1 %, conv and gemm
 # untiled 12.2, 4.3 and 5.0 %
 UNTILED = ("conv", "gemm", "gemm_tn")
+# classes fitted with a cost per call of a dot that is not a matrix-vector product
+# (cpu_model.fit_class's ``dot_call``): XLA's CPU backend runs ``x @ w`` and ``g w^T`` (the gemm
+# class) as a YNNPACK fusion, whose call packs the operands and hands the output's tiles to the
+# thread pool, and a matrix-vector product (``x[1, K] @ W``) in Eigen; the class's floor is held
+# by its smallest rows (the GEMVs) and replaced by the launch figures inside programs, the call's
+# cost is not (inside a loop body the dot pays dot_trip_us and dot_loop_us instead:
+# prediction.cpu.ynn_dot, dot_scans). Their matrix view goes into the fit for the count only (untiled: UNTILED)
+DOT_CALL_CLASSES = ("gemm",)
 
 
 def core_bw_shares(threads: int) -> tuple[float, ...]:
@@ -122,7 +130,7 @@ def _time(fit: dict, F: float, B: float, V: list[float], peak: float, bw: float,
         view=view, tile_n=fit.get("tile_n", 0.0), n_half=fit.get("n_half", 0.0), par_s=fit.get("par_s", 0.0),
         b_par=fit.get("b_par", 0.0), piece_s=fit.get("piece_s", 0.0), im2col_s=fit.get("im2col_s", 0.0),
         im2col_stride_s=fit.get("im2col_stride_s", 0.0), serial_s=fit.get("serial_s", 0.0),
-        k_block=fit.get("k_block", 0.0))[0])
+        k_block=fit.get("k_block", 0.0), dot_call_s=fit.get("dot_call_s", 0.0))[0])
 
 
 def fold_multi(rows: dict, multi: list[dict], fits: dict, trans_weight: float, base: float,
@@ -164,6 +172,9 @@ def fit_tables(measured: dict[str, Any], l2_bytes: float
     def job(cls, rows):
         F, B, t, V = _arrays(rows)
         args, kw = calibration_fit.fit_job(cls, F, B, t, None if cls in UNTILED else V, peak, bw, l2_bytes, 1, False)
+        if cls in DOT_CALL_CLASSES:   # the view for the dot count, no tiles
+            args = args[:6] + (V, ())
+            kw["dot_call"] = True
         # rows under a chain link's time (a small kernel inside a program: 0.1 us here) are fitted
         # as it: onnxruntime's 0.25 us noise floor is above it, and rows near 0 (a tiny row less
         # the run overhead and own_result_s) swung the log-error fits between calibrations

@@ -109,3 +109,39 @@ def net_launch_figures(doc: dict, measured: dict[str, Any], head: str, per_trip_
             f"launches a trip (analyzer.measure.xla.rows.scan_program; the trips' median over the "
             f"passes{'; scans ' + measured['scan_measured_on'] if measured.get('scan_measured_on') else ''}): "
             "one launch inside a loop body (analyzer/prediction/cpu/loop_launch.py)")
+
+
+def time_dot_scans(q: float, time_program) -> dict[str, dict[str, float]]:
+    """One timing (``time_program``'s ``q`` quantile, 0.05 s of runs: ``calibrate.time_program``) of
+    each scan with a YNNPACK dot in its body (``rows.dot_scan_program`` at ``rows.DOT_SCAN_TRIPS`` for
+    each of ``rows.DOT_SCAN_ROWS``): ``{m: {trips: seconds}}``. JAX's CPU async dispatch must be off."""
+    from analyzer.measure.xla import rows as xr
+
+    out: dict[str, dict[str, float]] = {}
+    for m in xr.DOT_SCAN_ROWS:
+        out[str(m)] = {}
+        for t in xr.DOT_SCAN_TRIPS:
+            fn, args = xr.dot_scan_program(t, m)
+            out[str(m)][str(t)] = time_program(fn, xr.as_jax_args(args), q, min_s=0.05)
+    return out
+
+
+def merge_dot_scans(timings: list[dict[str, dict[str, float]]], stat=np.median) -> dict[str, dict[str, float]]:
+    """``{m: {trips: seconds}}`` of several ``time_dot_scans`` (or of several merges): each program's
+    ``stat`` (the median of one process's timings; the fastest over passes, as a row's)."""
+    first = timings[0]
+    return {m: {t: float(stat([x[m][t] for x in timings])) for t in d} for m, d in first.items()}
+
+
+def dot_scan_times(measured: dict[str, Any]) -> dict[tuple[int, int], float]:
+    """``{(m, trips): seconds}`` of the YNNPACK-dot scans of ``measured`` (``dot_scan_s``; none:
+    empty), each as the calibration's rows stand: its excess over the run overhead timed with it
+    (``dot_scan_run_overhead_s``, where the scans were timed apart from the rows) plus the rows'
+    ``run_overhead_s``."""
+    scans = measured.get("dot_scan_s") or {}
+    shift = measured["run_overhead_s"] - measured.get("dot_scan_run_overhead_s", measured["run_overhead_s"])
+    return {(int(m), int(t)): s + shift for m, d in scans.items() for t, s in d.items()}
+
+
+def dot_scan_label(m: int, trips: int) -> str:
+    return f"scan of h[{m},64] @ w[64,64] + tanh, {trips} trips"

@@ -298,3 +298,26 @@ def scan_program(trips: int, k: int = 8) -> tuple[Callable, tuple]:
     def f(c, xs):
         return jax.lax.scan(lambda c, x: (jnp.tanh(x @ w + c), c), c, xs)
     return f, (_r(rng, 1, k), _r(rng, trips, 1, k))
+
+
+# trips and rows of the scans whose body holds a dot XLA runs through YNNPACK (``dot_scan_program``):
+# two trip counts, so that a cost per trip and one per loop execution are told apart
+DOT_SCAN_TRIPS = (8, 64)
+DOT_SCAN_ROWS = (4, 8, 16)
+
+
+def dot_scan_program(trips: int, m: int, k: int = 64) -> tuple[Callable, tuple]:
+    """A scan of ``trips`` trips whose body is ``h = tanh(h @ w + x_t)``: the carry ``h`` [``m``,
+    ``k``], ``w`` a ``k``x``k`` constant, ``x_t`` [``m``, ``k``] scanned; the last carry is the
+    result. With ``m`` > 1 the body's product is a dot XLA's CPU backend runs as a YNNPACK fusion
+    (not an Eigen matrix-vector product); it depends on the previous trip's carry, so XLA cannot
+    take it out of the loop. Timed at ``DOT_SCAN_TRIPS`` for each of ``DOT_SCAN_ROWS``."""
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(3)
+    w = _r(rng, k, k, scale=k ** -0.5)
+
+    def f(h, xs):
+        return jax.lax.scan(lambda h, x: (jnp.tanh(h @ w + x), None), h, xs)[0]
+    return f, (_r(rng, m, k), _r(rng, trips, m, k))

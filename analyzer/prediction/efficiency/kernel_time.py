@@ -18,6 +18,7 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
                 + piece_s[c] * max(batch - 1, 0)                 (the pieces of a batched kernel)
                 + (im2col_s[c] + strided * im2col_stride_s[c]) * m * k * max(batch, 1)
                 + serial_s[c] * serial_flops      (a CPU convolution's im2col, an RNN's recurrence)
+                + dot_call_s[c] * [m > 1 and n > 1]  (a CPU library dot's call: not a matrix-vector product)
     time_s    = floor_s + max(compute_s, memory_s)
 
 - ``work`` is ``mac_flops`` for every class, except for the tiled matrix classes (``tile_m[c] > 0``
@@ -48,7 +49,10 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   extra piece of a kernel looping over independent products (a batched MatMul's matrices);
   ``im2col_s`` per element of the k x m matrix a convolution run as im2col + GEMM copies first,
   ``im2col_stride_s`` more where a stride above 1 makes that copy a gather; ``serial_s`` per FLOP
-  of an RNN's recurrent products (a chain of matrix-vector products, one per step); ``par_s``.
+  of an RNN's recurrent products (a chain of matrix-vector products, one per step); ``dot_call_s``
+  per kernel whose view has m > 1 and n > 1 (XLA's CPU backend runs such a dot as a YNNPACK
+  fusion, which packs its operands and hands tasks to the thread pool on every call; a
+  matrix-vector product runs in Eigen without them); ``par_s``.
 - ``wave`` (tiled classes whose set has ``wave_alpha > 0``, when the number of units (SMs) is
   known; ``wave_alpha`` is a switch, not an exponent: 0 for a CPU's tiles and the datasheet
   sets): ``tiles = ceil(m/tm) * ceil(n/tn) * batch``; the library splits K into ``split`` slices
@@ -141,17 +145,19 @@ BPC_ELEM_BYTES = 2.0   # a per-element set's (``per_element = 1``) bpc is fitted
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
                "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s", "im2col_s", "im2col_stride_s",
                "serial_s", "k_block", "per_element", "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile",
-               "k_fill")
+               "k_fill", "dot_call_s")
 # ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
 CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
 # values a constants file may leave out (older files: no cache term, no per-SM term)
 PARAM_DEFAULTS = dict.fromkeys(("l2_gain", "bpc", "l2_hit", "sm_bw", "n_half", "par_s", "b_par", "piece_s",
                                 "im2col_s", "im2col_stride_s", "serial_s", "k_block", "per_element",
-                                "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile", "k_fill"),
+                                "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile", "k_fill",
+                                "dot_call_s"),
                                0.0)
 # the optional fixed CPU terms (class_fixed_s): (constant, a calibration table's key, seconds per unit)
 CPU_FIXED_KEYS = (("piece_s", "piece_us", 1e-6), ("im2col_s", "im2col_ns", 1e-9),
-                  ("im2col_stride_s", "im2col_stride_ns", 1e-9), ("serial_s", "serial_ns", 1e-9))
+                  ("im2col_stride_s", "im2col_stride_ns", 1e-9), ("serial_s", "serial_ns", 1e-9),
+                  ("dot_call_s", "dot_call_us", 1e-6))
 # the cache step s(x) = 1 / (1 + x**p), x = working set / L2, fixed: p = 2 matches vidur's A40 add (about
 # 1.5x the DRAM rate at 0.5-1.5x L2, 1.07x at 2-5x, none above); other powers were not compared
 L2_STEP_POWER = 2.0
@@ -232,7 +238,8 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     on = nbytes > 0
     overlap = (per("sm_overlap") if "sm_overlap" in arrays else zeros) > 0
     memory = xp.where(on, xp.where(overlap, xp.maximum(dram, sm), dram + sm), 0.0)
-    fixed = floor + class_fixed_s(xp, nbytes, cls, arrays, m, k, batch, feat("strided"), feat("serial_flops"))
+    fixed = floor + class_fixed_s(xp, nbytes, cls, arrays, m, k, batch, feat("strided"), feat("serial_flops"),
+                                   n=n)
     time = fixed + xp.maximum(compute, memory)
     out = {"compute_s": compute, "memory_s": memory, "floor_s": fixed * xp.ones_like(mac), "time_s": time}
     if detail:
@@ -267,16 +274,19 @@ def _detail(xp, tiled, mac, work, wave, split, narrow, compute, vec, trans, tran
 
 
 def class_fixed_s(xp, nbytes, cls, arrays: Mapping[str, Any], m=0.0, k=0.0, batch=0.0, strided=0.0,
-                  serial=0.0):
+                  serial=0.0, n=0.0):
     """Seconds a calibrated CPU class adds to each kernel's fixed cost (0 where it has none: every
     GPU and TPU family): the fork/join of split kernels above 1 thread (``par_s`` stepping in at
     ``b_par`` bytes, ``p(x) = x**4 / (1 + x**4)``) plus, from the views, ``piece_s`` per extra piece
     of ``batch``, ``im2col_s`` per im2col element (``m x k x max(batch, 1)``), ``im2col_stride_s``
-    more per element where ``strided`` (1), ``serial_s`` per ``serial`` FLOP (an RNN's recurrence)."""
+    more per element where ``strided`` (1), ``serial_s`` per ``serial`` FLOP (an RNN's recurrence),
+    ``dot_call_s`` once where ``m`` > 1 and ``n`` > 1 (a dot that is not a matrix-vector product)."""
     out = xp.zeros_like(xp.asarray(nbytes, dtype=float))
     batch, im2col = xp.asarray(batch), xp.asarray(m) * xp.asarray(k) * xp.maximum(xp.asarray(batch), 1.0)
+    dot = xp.where((xp.asarray(m) > 1.0) & (xp.asarray(n) > 1.0), 1.0, 0.0)
     for name, count in (("piece_s", xp.maximum(batch - 1.0, 0.0)), ("im2col_s", im2col),
-                        ("im2col_stride_s", im2col * xp.asarray(strided)), ("serial_s", xp.asarray(serial))):
+                        ("im2col_stride_s", im2col * xp.asarray(strided)), ("serial_s", xp.asarray(serial)),
+                        ("dot_call_s", dot)):
         if name in arrays:
             out = out + xp.take(xp.asarray(arrays[name]), cls) * count
     if "par_s" not in arrays or "b_par" not in arrays:
