@@ -231,9 +231,9 @@ def ratio_table(test, feats, P, r) -> list[str]:
     return out + ["", f"Within 15 % of the measured ratio: {within} of {n} pairs.", ""]
 
 
-def per_model(rows, pred) -> list[str]:
-    """Mean signed error and the range of each held-out model's rows, per precision."""
-    out = ["**held-out models, per model and precision**", "", "| model | precision | rows | mean signed error % | "
+def per_model(rows, pred, title: str = "held-out models") -> list[str]:
+    """Mean signed error (predicted / measured - 1, in %) and the range of each model's rows, per precision."""
+    out = [f"**{title}, per model and precision**", "", "| model | precision | rows | mean signed error % | "
            "range % |", "|---|---|---:|---:|---:|"]
     err = rows.assign(e=(np.asarray(pred) / rows.inference_time_ms.values - 1) * 100)
     for (m, prec), g in err.groupby(["model_id", "precision"]):
@@ -277,6 +277,7 @@ def main() -> None:
         swapped = {k: np.array([v[src], v[src]]) for k, v in P.items()}
         report += table(f"{H.DEVS[dst]} scored with {H.DEVS[src]}'s constants (its own peak and bandwidth; "
                         "fitted models)", sub, ms(sub, feats, swapped, r))
+    report += per_model(train, ms(train, feats, P, r), "fitted models (in-sample)")
     # held out, once
     report += table("held-out models (each row at its deployment runtime)", test, ms(test, feats, P, r))
     report += table("held-out models, per deployment runtime", test, ms(test, feats, P, r),
