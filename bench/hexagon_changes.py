@@ -96,23 +96,24 @@ def weight_seconds(rows) -> dict:
     return out
 
 
-def spilled(rows, feats0: dict) -> dict:
-    """The features with ``spill``: a kernel whose activation bytes per launch exceed the profile's
-    on-chip budget keeps the budget's worth on chip and streams only the rest (and its weights)
-    from DRAM (the shipped rule streams all of it)."""
+def streamed(rows, feats0: dict) -> dict:
+    """The features with ``stream`` (the form before the library's spill rule): a kernel whose
+    activation bytes per launch exceed the profile's on-chip budget keeps nothing on chip and
+    streams all its bytes from DRAM; the others as in ``feats0`` (the library's rule,
+    ``accelerators.qnn.onchip_bytes``: kept = min(activation bytes, budget))."""
     from analyzer.prediction.predict import predict
 
     out = {}
     for key, f in feats0.items():
         (pred,) = predict(H.report(key[0]), [H.datasheet(key[1], True)], precision=key[2], runtime="qnn")
         kt = pred.kernel_table
-        runs, bw = np.asarray(kt.runs, float), float(kt.mem_bw)
+        bw = float(kt.mem_bw)
         act = np.maximum(np.asarray(kt.nbytes, float) - np.asarray(kt.onchip[1], float), 0.0)
-        budget = float(kt.onchip[2])
-        over = act > budget
+        kept = np.asarray(kt.onchip[0], float)
+        over = act > float(kt.onchip[2])
         m, o = f[2].copy(), f[4].copy()
-        m[over] -= budget / bw
-        o[over] = budget * runs[over] / bw
+        m[over] += kept[over] / bw
+        o[over] = 0.0
         out[key] = (f[0], f[1], m, f[3], o, *f[5:])
     return out
 
@@ -120,7 +121,8 @@ def spilled(rows, feats0: dict) -> dict:
 def bn_requant(rows, feats0: dict) -> dict:
     """The features with ``bnq``: at int8, each kernel that holds a BatchNormalization and is not a
     convolution or matmul kernel gets two more elementwise kernels, no work, each moving that
-    kernel's activation bytes (on chip when they fit the budget, else from DRAM)."""
+    kernel's activation bytes, split as that kernel's are (the library's kept bytes on chip, the
+    rest from DRAM)."""
     from analyzer.prediction.predict import predict
 
     out = dict(feats0)
@@ -135,13 +137,11 @@ def bn_requant(rows, feats0: dict) -> dict:
         bn = [k for k in bn if H.group_of(kt.op_class[k]) in ("ew", "move")]
         if not bn:
             continue
-        bw, budget = float(kt.mem_bw), float(kt.onchip[2])
+        bw = float(kt.mem_bw)
         act = np.maximum(np.asarray(kt.nbytes, float) - np.asarray(kt.onchip[1], float), 0.0)[bn]
-        runs = np.asarray(kt.runs, float)[bn]
-        fits = act <= budget
+        kept, runs = np.asarray(kt.onchip[0], float)[bn], np.asarray(kt.runs, float)[bn]
         add = (np.full(2 * len(bn), H.GROUPS.index("ew")), np.zeros(2 * len(bn)),
-               np.tile(np.where(fits, 0.0, act / bw), 2), np.tile(runs, 2),
-               np.tile(np.where(fits, act * runs / bw, 0.0), 2), np.zeros(2 * len(bn)))
+               np.tile((act - kept) / bw, 2), np.tile(runs, 2), np.tile(kept * runs / bw, 2), np.zeros(2 * len(bn)))
         out[key] = tuple(np.concatenate([a, b]) for a, b in zip(f, add))
     return out
 
@@ -149,11 +149,12 @@ def bn_requant(rows, feats0: dict) -> dict:
 def transformed(train, feats0: dict, opt: dict):
     """The features with a candidate's ``pad`` or ``dil`` (more work: ``padded``, ``dilated``), ``mib``
     (the on-chip budget ``MIB_MB``) or ``wres`` (no weight bytes) applied;
-    ``wpf``: (features without the weight bytes, {key: its weight seconds}); ``spill`` and ``bnq``
-    (``spilled``, ``bn_requant``)."""
-    if opt.get("spill") or opt.get("bnq"):
-        feats = spilled(train, feats0) if opt.get("spill") else feats0
-        return bn_requant(train, feats) if opt.get("bnq") else feats
+    ``wpf``: (features without the weight bytes, {key: its weight seconds}); ``stream`` and ``bnq``
+    (``streamed``, ``bn_requant``)."""
+    if opt.get("stream"):
+        return streamed(train, feats0)
+    if opt.get("bnq"):
+        return bn_requant(train, feats0)
     if opt.get("mib"):   # the on-chip budget 8 MiB (8,388,608 B) in place of the profiles' 8e6 B
         feats0 = budget_features(train, MIB_MB, hvx=True)
         if not opt.get("dil"):

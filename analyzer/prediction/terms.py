@@ -100,8 +100,8 @@ class KernelTerms(NamedTuple):
     # outside loops; in a loop body dot_trip_us + dot_loop_us x the loop's executions / launches
     ynn_dot_s: float = 0.0
     # an NPU runtime's activations kept on chip (``accelerators.qnn.onchip_bytes``; per launch):
-    # activation bytes = bytes - weight_bytes; kept (onchip_bytes = them) where they are at most
-    # onchip_budget, else 0; dram_bytes = bytes - onchip_bytes (x the cache's share, 0 there);
+    # activation bytes = bytes - weight_bytes; kept: onchip_bytes = min(activation bytes,
+    # onchip_budget); dram_bytes = bytes - onchip_bytes (x the cache's share, 0 there);
     # dram_s = (dram_bytes + onchip_cost x onchip_bytes + b_half) / (mem_bw x e_bw x cache_gain)
     onchip: bool = False
     onchip_bytes: float = 0.0

@@ -47,7 +47,8 @@ def _onchip_lines(e) -> list[str]:
         why = (f"<= the NPU's on-chip {human(e.onchip_budget, 'B')} (npu_onchip_mb): kept on chip, only the "
                "weights reach DRAM")
     else:
-        why = f"> the NPU's on-chip {human(e.onchip_budget, 'B')} (npu_onchip_mb): all from DRAM"
+        why = (f"> the NPU's on-chip {human(e.onchip_budget, 'B')} (npu_onchip_mb): that much kept on chip, "
+               f"the rest {human(act - e.onchip_budget, 'B')} and the weights from DRAM")
     return [f"    bytes to DRAM {human(e.dram_bytes, 'B')} = bytes {human(e.bytes, 'B')} - kept on chip "
             f"{human(e.onchip_bytes, 'B')}; weights {human(e.weight_bytes, 'B')} (always from DRAM), "
             f"activations {human(act, 'B')} {why}"]

@@ -62,7 +62,7 @@ def test_int8_rule_needs_the_w8a8_rows_better():
 
 
 def test_rule_of_candidates():
-    assert T.rule_of("dwm, spill, bnq") is T.RULES["int8"]
+    assert T.rule_of("dwm, stream: a kernel over the budget streams all its activations (no spill)") is T.RULES["int8"]
     assert T.rule_of("dwm, bnq: W8A8 standalone BatchNorm adds 2 elementwise kernels") is T.RULES["int8"]
     assert T.rule_of("dwm, mib, dil") is T.RULES["hw"]
     assert T.rule_of("dwm, dil: x") is T.RULES["hw"]

@@ -119,8 +119,8 @@ def test_shipped_hexagon_efficiencies_are_fractions():
 def test_shipped_hexagon_depthwise_at_the_matrix_efficiency():
     """The shipped form's ``dwm`` (bench/hexagon_transfer.py, bench/results/hexagon_transfer.md):
     conv_dw takes its family's matrix-class e_compute (conv's), so the 8 Gen 3's depthwise int8
-    rate, e x P_int8, is at least the 8 Gen 2's (recorded: 0.7175 x 45 = 32.3 TOP/s against
-    1.0 x 22.73 = 22.7 TOP/s)."""
+    rate, e x P_int8, is at least the 8 Gen 2's (recorded: 0.6900 x 45 = 31.05 TOP/s against
+    0.9956 x 22.73 = 22.63 TOP/s)."""
     rate = []
     for pid in ("hexagon-sd8gen2", "hexagon-sd8gen3"):
         prof = hardware_db.get(pid)
@@ -128,7 +128,7 @@ def test_shipped_hexagon_depthwise_at_the_matrix_efficiency():
         e = {cls: arrays["e_compute"][OP_CLASSES.index(cls)] for cls in ("conv", "conv_dw")}
         assert e["conv_dw"] == e["conv"], (pid, e)
         rate.append(e["conv_dw"] * prof.matrix_tflops["int8"])
-    assert rate[0] == pytest.approx(1.0 * 22.73, rel=1e-3) and rate[1] == pytest.approx(0.7175 * 45.0, rel=1e-3)
+    assert rate[0] == pytest.approx(0.9956 * 22.73, rel=1e-3) and rate[1] == pytest.approx(0.6900 * 45.0, rel=1e-3)
     assert rate[1] >= rate[0]
 
 
@@ -137,22 +137,22 @@ def test_shipped_hexagon_fixed_costs_follow_the_form():
     per-kernel cost, every class's floor_s, the same on both Hexagon families, one fp16 / W8A8
     ratio of the per-inference cost (run_fixed_s / run_fixed_int8_s) on both, and one W8A8 offset
     between the deployments (qnn_deploy_int8_s), none for fp16.  Recorded by the fit: floor_s
-    1.7796e-6 s; ratio t0_q 2.884 (8 Gen 2: 493.1 / 171.0 us = 2.884; 8 Gen 3: 296.3 / 102.7 us =
-    2.884); d_int8 130.1 us.  A one-conv graph's kernel time on the qnn runtime is that floor + its body."""
+    1.7756e-6 s; ratio t0_q 2.918 (8 Gen 2: 500.2 / 171.4 us = 2.918; 8 Gen 3: 299.2 / 102.6 us =
+    2.918); d_int8 128.7 us.  A one-conv graph's kernel time on the qnn runtime is that floor + its body."""
     fams = [load_constants(hardware_db.get(pid).family).arrays for pid in ("hexagon-sd8gen2", "hexagon-sd8gen3")]
     for a in fams:
-        assert np.all(a["floor_s"] == pytest.approx(1.7796e-6, rel=1e-4))
-        assert a["run_fixed_s"] / a["run_fixed_int8_s"] == pytest.approx(2.884, rel=1e-3)
-        assert a["qnn_deploy_int8_s"] == pytest.approx(130.1e-6, rel=1e-3)
+        assert np.all(a["floor_s"] == pytest.approx(1.7756e-6, rel=1e-4))
+        assert a["run_fixed_s"] / a["run_fixed_int8_s"] == pytest.approx(2.918, rel=1e-3)
+        assert a["qnn_deploy_int8_s"] == pytest.approx(128.7e-6, rel=1e-3)
         assert a["qnn_deploy_s"] == 0.0
-    assert fams[0]["run_fixed_int8_s"] == pytest.approx(171.0e-6, rel=1e-3)
-    assert fams[1]["run_fixed_int8_s"] == pytest.approx(102.7e-6, rel=1e-3)
+    assert fams[0]["run_fixed_int8_s"] == pytest.approx(171.4e-6, rel=1e-3)
+    assert fams[1]["run_fixed_int8_s"] == pytest.approx(102.6e-6, rel=1e-3)
     rep = _analyze([_conv("x", "y", "w")], [_w("w", [8, 8, 3, 3])])
     (p,) = predict(rep, [Target(hardware_db.get("hexagon-sd8gen3"), runtimes.get("qnn"), "requested")],
                    precision="int8")
     kt = p.kernel_table
-    assert len(kt.time) == 1 and float(kt.overhead[0]) == pytest.approx(1.7796e-6, rel=1e-4)
-    assert float(kt.time[0]) == pytest.approx(1.7796e-6 + max(float(kt.compute[0]), float(kt.memory[0])), rel=1e-4)
+    assert len(kt.time) == 1 and float(kt.overhead[0]) == pytest.approx(1.7756e-6, rel=1e-4)
+    assert float(kt.time[0]) == pytest.approx(1.7756e-6 + max(float(kt.compute[0]), float(kt.memory[0])), rel=1e-4)
 
 
 def _two_convs():
@@ -175,25 +175,27 @@ def test_activations_within_the_onchip_budget_skip_dram():
             <= 2000 B: kept on chip; DRAM bytes = 576 (the weights);
             memory = 576 / 76.8e9 = 7.5 ns; compute = 2*8*8*8*8*9 = 73728 OP / 45e12 = 1.638 ns
     conv b: weights 32*8*3*3 = 2304 B; activations: reads a 512 B + writes y 32*8*8 = 2048 B =
-            2560 B > 2000 B: all from DRAM; DRAM bytes = 2304 + 2560 = 4864;
-            memory = 4864 / 76.8e9 = 63.33 ns; compute = 2*32*8*8*8*9 = 294912 / 45e12 = 6.554 ns
-    each kernel's time = fixed + max(compute, memory): 7.5 ns and 63.33 ns past its fixed cost."""
+            2560 B > 2000 B: kept = min(2560, 2000) = 2000 B on chip, the rest 2560 - 2000 = 560 B
+            streamed; DRAM bytes = 2304 + 560 = 2864;
+            memory = 2864 / 76.8e9 = 37.29 ns; compute = 2*32*8*8*8*9 = 294912 / 45e12 = 6.554 ns
+    each kernel's time = fixed + max(compute, memory): 7.5 ns and 37.29 ns past its fixed cost."""
     p = _onchip_predict(_two_convs(), 0.002)
     t = p.kernel_table
     assert list(t.nbytes) == [576 + 1024, 2304 + 2560]
     kept, wbytes, budget, cost = t.onchip
-    assert list(wbytes) == [576, 2304] and list(kept) == [1024, 0] and budget == 2000.0
+    assert list(wbytes) == [576, 2304] and list(kept) == [1024, 2000] and budget == 2000.0
     assert cost == 0.0   # the datasheet set: an on-chip byte is free
     assert t.memory[0] == pytest.approx(576 / 76.8e9, rel=1e-5)          # 7.5 ns
-    assert t.memory[1] == pytest.approx(4864 / 76.8e9, rel=1e-5)         # 63.33 ns
+    assert t.memory[1] == pytest.approx(2864 / 76.8e9, rel=1e-5)         # 37.29 ns
     assert t.compute[0] == pytest.approx(73728 / 45e12, rel=1e-5)        # 1.638 ns
     body = np.asarray(t.time) - np.asarray(t.overhead)
-    assert body == pytest.approx([576 / 76.8e9, 4864 / 76.8e9], rel=1e-5)
+    assert body == pytest.approx([576 / 76.8e9, 2864 / 76.8e9], rel=1e-5)
     a = p.explain(0)
     assert a.onchip and (a.weight_bytes, a.onchip_bytes, a.dram_bytes, a.onchip_budget) == (576, 1024, 576, 2000.0)
     b = p.explain(1)
-    assert (b.weight_bytes, b.onchip_bytes, b.dram_bytes) == (2304, 0, 4864)
-    assert any("1 of 2 kernels keep their activations" in n for n in p.notes)
+    assert (b.weight_bytes, b.onchip_bytes, b.dram_bytes) == (2304, 2000, 2864)
+    assert any("1 of 2 kernels keep their activations" in n and "1 larger ones keep 0.002 MB each on chip and "
+               "stream the rest (0.00056 MB of their 0.00256 MB)" in n for n in p.notes)
 
 
 def test_budget_above_both_kernels_keeps_both_and_no_budget_keeps_none():
@@ -218,7 +220,10 @@ def test_explain_prints_the_split():
     assert "DRAM = (bytes to DRAM 576 B + kept on chip 1.02 KB x onchip_cost 0 + ramp" in text
     assert "bytes to DRAM 576 B = bytes 1.6 KB - kept on chip 1.02 KB; weights 576 B (always from DRAM)" in text
     assert "activations 1.02 KB <= the NPU's on-chip 2 KB (npu_onchip_mb): kept on chip" in text
-    assert "activations 2.56 KB > the NPU's on-chip 2 KB (npu_onchip_mb): all from DRAM" in render_explain(rep, 1, 400)
+    text = render_explain(rep, 1, 400)
+    assert "bytes to DRAM 2.86 KB = bytes 4.86 KB - kept on chip 2 KB" in text
+    assert ("activations 2.56 KB > the NPU's on-chip 2 KB (npu_onchip_mb): that much kept on chip, the rest 560 B "
+            "and the weights from DRAM") in text
 
 
 def test_other_runtimes_charge_every_byte():
@@ -253,7 +258,7 @@ def test_shipped_onchip_cost_prices_the_kept_bytes():
     """The shipped 8 Gen 3 (budget 8 MB; both convs' activations fit): conv a's memory time is
     (576 weight bytes + onchip_cost x 1024 kept bytes) / (76.8e9 B/s x its class's e_bw), with
     onchip_cost and e_bw read from hardware_db/efficiency/qualcomm-hexagon-v75.json (fitted:
-    0.1396 and 0.690 for the convolution class: (576 + 142.9) / 52.99e9 = 13.57 ns)."""
+    0.01425 and 0.7668 for the convolution class: (576 + 14.59) / 58.89e9 = 10.03 ns)."""
     from analyzer.prediction.efficiency.kernel_time import CLASS_CODE
 
     prof = hardware_db.get("hexagon-sd8gen3")
@@ -265,6 +270,25 @@ def test_shipped_onchip_cost_prices_the_kept_bytes():
     e_bw = float(arrays["e_bw"][CLASS_CODE[a.op_class]])
     assert (a.weight_bytes, a.onchip_bytes, a.dram_bytes, a.onchip_cost) == (576, 1024, 576, pytest.approx(cost))
     assert a.memory_s == pytest.approx((576 + cost * 1024) / (76.8e9 * e_bw), rel=1e-5)
+
+
+def test_shipped_constants_price_a_kernel_over_the_budget():
+    """The shipped 8 Gen 3 constants (hardware_db/efficiency/qualcomm-hexagon-v75.json) with the
+    budget set to 0.002 MB = 2000 B: conv b's activations, 2560 B, exceed it: it keeps
+    min(2560, 2000) = 2000 B on chip at onchip_cost c each, and streams the other 560 B and its
+    2304 weight bytes: memory = (2864 + c x 2000) / (76.8e9 B/s x e_bw) (fitted c = 0.01425,
+    e_bw = 0.7668 for the convolution class: (2864 + 28.50) / 58.89e9 = 49.11 ns)."""
+    from analyzer.prediction.efficiency.kernel_time import CLASS_CODE
+
+    prof = dataclasses.replace(hardware_db.get("hexagon-sd8gen3"), npu_onchip_mb=0.002)
+    arrays = load_constants(prof.family).arrays
+    cost = float(arrays["onchip_cost"])
+    (p,) = predict(_two_convs(), [Target(prof, runtimes.get("qnn"), "requested")], precision="int8")
+    b = p.explain(1)
+    e_bw = float(arrays["e_bw"][CLASS_CODE[b.op_class]])
+    assert (b.weight_bytes, b.onchip_bytes, b.dram_bytes) == (2304, 2000, 2864)
+    assert b.memory_s == pytest.approx((2864 + cost * 2000) / (76.8e9 * e_bw), rel=1e-5)
+    assert b.memory_s == pytest.approx(49.11e-9, rel=2e-3)
 
 
 def test_fp16_depthwise_runs_at_half_the_int8_rate():

@@ -31,10 +31,14 @@ Activations on chip (``onchip_bytes``): the HTP keeps a kernel's activations in 
 tightly-coupled scratch memory next to its vector and matrix units) when they fit.  Per kernel,
 ``weight bytes`` are the bytes of its constant inputs (initializers, at the prediction's
 precision) and ``activation bytes = bytes - weight bytes`` (what it reads of other kernels'
-outputs and writes; the tensors passed inside a fused kernel are already out of ``bytes``).  A
-kernel whose activation bytes per launch are at most the profile's ``npu_onchip_mb`` keeps them
-all on chip: only its weight bytes reach DRAM; a larger one streams all its bytes from DRAM.
-Weights always come from DRAM (a whole-model weight set is larger than the VTCM, and QNN streams
+outputs and writes; the tensors passed inside a fused kernel are already out of ``bytes``).  Per
+launch, a kernel keeps ``kept = min(activation bytes, budget)`` bytes on chip (``budget`` =
+``npu_onchip_mb`` x 1e6 B) and its DRAM bytes are ``bytes - kept``: a kernel whose activations
+fit keeps them all (only its weight bytes reach DRAM); a larger one keeps the budget's worth on
+chip and streams the rest, ``activation bytes - budget``, and its weights from DRAM (a tiled
+kernel whose tiles stay in the VTCM while the excess spills; chosen over streaming all of a
+larger kernel's activations by the cross-validation below, bench/hexagon_transfer.py's ``int8``
+rule).  Weights always come from DRAM (a whole-model weight set is larger than the VTCM, and QNN streams
 weight tiles per layer).  The budget is a profile figure with its source (8 MB = 8e6 B on the
 Snapdragon 8 Gen 2 and 8 Gen 3: an effective budget 4.6 % under the VTCM's 8 MiB, chosen by
 cross-validation, the profiles' field source says why); a profile without one keeps nothing on
@@ -222,9 +226,10 @@ def hvx_depthwise(prof, matrix_peak, vector_peak, classes, dtypes, dw_code: int,
 
 def onchip_bytes(prof, nbytes, wbytes, note: list[str] | None = None):
     """[K] activation bytes per launch each kernel keeps in the NPU's scratch memory (module
-    docstring): ``nbytes - wbytes`` where that is at most ``prof.npu_onchip_mb`` x 1e6 bytes,
-    else 0 (``nbytes``, ``wbytes``: each kernel's bytes and weight bytes per launch).  All 0
-    when the profile states no budget.  ``note`` gets one sentence of what was kept."""
+    docstring): ``min(nbytes - wbytes, budget)``, ``budget`` = ``prof.npu_onchip_mb`` x 1e6 bytes
+    (``nbytes``, ``wbytes``: each kernel's bytes and weight bytes per launch; the rest,
+    ``nbytes - kept``, reaches DRAM).  All 0 when the profile states no budget.  ``note`` gets
+    one sentence of what was kept."""
     nbytes, wbytes = np.asarray(nbytes, np.float64), np.asarray(wbytes, np.float64)
     act = np.maximum(nbytes - wbytes, 0.0)
     budget = float(prof.npu_onchip_mb or 0.0) * 1e6
@@ -233,11 +238,13 @@ def onchip_bytes(prof, nbytes, wbytes, note: list[str] | None = None):
             note.append(f"qnn: {prof.id} states no NPU on-chip memory (npu_onchip_mb): every activation "
                         "byte is charged to DRAM")
         return np.zeros_like(act)
-    kept = np.where(act <= budget, act, 0.0)
+    kept = np.minimum(act, budget)
     if note is not None:
         over = act > budget
         note.append(f"qnn: {len(act) - int(over.sum())} of {len(act)} kernels keep their activations "
-                    f"({kept.sum() / 1e6:.3g} MB in all) in the NPU's {budget / 1e6:g} MB on-chip memory "
-                    f"(npu_onchip_mb): only their weights reach DRAM; {int(over.sum())} larger ones stream "
-                    f"theirs ({act[over].sum() / 1e6:.3g} MB)")
+                    f"({kept[~over].sum() / 1e6:.3g} MB in all) in the NPU's {budget / 1e6:g} MB on-chip memory "
+                    f"(npu_onchip_mb): only their weights reach DRAM; {int(over.sum())} larger ones keep "
+                    f"{budget / 1e6:g} MB each on chip and stream the rest "
+                    f"({(act[over] - budget).sum() / 1e6:.3g} MB of their {act[over].sum() / 1e6:.3g} MB) "
+                    "and their weights from DRAM (per launch: kept = min(activation bytes, budget))")
     return kept
