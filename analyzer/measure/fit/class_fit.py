@@ -134,7 +134,8 @@ SERIAL_GAIN = 0.05
 # dispatches tasks (XLA's CPU backend: a YNNPACK fusion; a matrix-vector product runs in Eigen):
 # dot_call_s, 0 .. MAX_DOT_CALL_S, fitted only where fit_class is asked (``dot_call``) and the
 # class has rows of both kinds, kept where it lowers the class's loss by more than DOT_CALL_GAIN.
-# Unlike the floor it stays on every call inside a program or a loop (loop_launch replaces floors)
+# Unlike the floor it stays on every such call inside a program (loop_launch replaces floors);
+# inside a loop body the dot pays dot_trip_us a trip and dot_loop_us a loop instead (prediction.cpu.ynn_dot)
 MAX_DOT_CALL_S = 10e-6
 DOT_CALL_GAIN = 0.01
 # a tiled fit's second start for the floor's parameter (sigmoid(3) = 0.95 of the smallest row)
