@@ -22,7 +22,7 @@ from analyzer.prediction.efficiency.constants import units_of  # noqa: E402
 from analyzer.prediction.efficiency.kernel_time import (  # noqa: E402
     CLASS_CODE, kernel_time, roofline_time, with_clock)
 
-FIT_DATE = "2026-12-02"
+FIT_DATE = "2026-12-03"
 SCRIPT = "bench/fit_efficiency.py"
 COMMAND = "PYTHONPATH=$PWD python bench/fit_efficiency.py ../shared/measurements/gpu"
 TRANS_WEIGHT = 11.0  # XLA GPU op profile: f32 exp 79 cycles vs add 7 (digest_latency_modeling.md, mechanism 6)

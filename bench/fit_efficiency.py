@@ -331,7 +331,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("measurements", nargs="?", default=os.path.join(ROOT, "..", "shared", "measurements", "gpu"))
     ap.add_argument("--out-dir", default=EFFICIENCY_DIR, help="where the family JSON files go")
-    ap.add_argument("--results", default=os.path.join(ROOT, "bench", "results", "efficiency_fit_2026-12-02"))
+    ap.add_argument("--results", default=os.path.join(ROOT, "bench", "results", "efficiency_fit_2026-12-03"))
     ap.add_argument("--no-write", action="store_true",
                     help="fit and score, write nothing in the repository (the family files go to --out-dir where "
                          "one is given, else to a temporary folder)")

@@ -501,16 +501,16 @@ def test_h100_takes_the_a100_fitted_elementwise_floor_in_cycles():
 
     e = CLASS_CODE["elementwise"]
     amp = load_constants("nvidia-ampere")
-    assert amp.arrays["floor_s"][e] == 1.934e-06 and amp.arrays["floor_clock_hz"][e] == 1.41e9
+    assert amp.arrays["floor_s"][e] == 1.933e-06 and amp.arrays["floor_clock_hz"][e] == 1.41e9
     # an NVIDIA GPU with a clock takes the floor pooled over the NVIDIA families in cycles
-    # (constants.floor_cycles): the median of A100's 1.934 us x 1.41 GHz = 2727 cycles and A40's
-    # 1.187 us x 1.74 GHz = 2065 cycles = 2396.2 cycles, over its own clock
+    # (constants.floor_cycles): the median of A100's 1.933 us x 1.41 GHz = 2725.5 cycles and A40's
+    # 1.185 us x 1.74 GHz = 2061.9 cycles = 2393.7 cycles, over its own clock
     from analyzer.prediction.efficiency.constants import floor_cycles
 
-    assert floor_cycles()[e] == pytest.approx((1.934e-6 * 1.41e9 + 1.187e-6 * 1.74e9) / 2, rel=1e-12)
+    assert floor_cycles()[e] == pytest.approx((1.933e-6 * 1.41e9 + 1.185e-6 * 1.74e9) / 2, rel=1e-12)
     arrays = profile_terms(hardware_db.get("h100"))[3]
-    assert arrays["floor_s"][e] == pytest.approx(2396.16 / 1.98e9, rel=1e-6)
-    assert profile_terms(hardware_db.get("a100"))[3]["floor_s"][e] == pytest.approx(2396.16 / 1.41e9, rel=1e-6)
+    assert arrays["floor_s"][e] == pytest.approx(2393.715 / 1.98e9, rel=1e-6)
+    assert profile_terms(hardware_db.get("a100"))[3]["floor_s"][e] == pytest.approx(2393.715 / 1.41e9, rel=1e-6)
 
 
 def test_every_gpu_family_has_a_pytorch23_variant_reaching_its_grandparent():
@@ -521,7 +521,7 @@ def test_every_gpu_family_has_a_pytorch23_variant_reaching_its_grandparent():
     old = load_constants("nvidia-ampere-pytorch2.3")
     assert var.arrays["per_element"][g] == 1.0 and var.arrays["bpc"][g] == old.arrays["bpc"][g] == 1.968
     assert var.arrays["floor_s"][m] == hop.arrays["floor_s"][m] == 2.935e-06
-    assert var.arrays["floor_s"][e] == hop.arrays["floor_s"][e] == 1.934e-06
+    assert var.arrays["floor_s"][e] == hop.arrays["floor_s"][e] == 1.933e-06
     assert var.describe("elementwise").startswith("inherited from nvidia-ampere")
     for fam in ("nvidia-ampere", "nvidia-ampere-ga10x", "nvidia-ada", "nvidia-hopper", "nvidia-blackwell"):
         assert load_constants(fam + "-pytorch2.3").arrays["per_element"][g] == 1.0, fam
