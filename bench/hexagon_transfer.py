@@ -4,6 +4,10 @@ fitted models only (the held-out models of bench/hexagon_model.py never enter).
     PYTHONPATH=$PWD python bench/hexagon_transfer.py [MEASUREMENTS_DIR] [--only TEXT]
         [--out bench/results/hexagon_transfer.md]
 
+Writes the table to ``--out`` and the same scores as data beside it (its ``.json``; ``form_line``
+names the line that is bench/fit_accelerators.py's ``FORM``, whose LOMO / LOFO the Hexagon
+profiles' notes quote through bench/hexagon_notes.py).
+
 Base: bench/fit_accelerators.py's form without ``dwm`` (``BASE``). Each candidate changes one
 thing (``CANDIDATES``); each line is scored by leave one model out (LOMO) and leave one family out
 (LOFO, hexagon_model.FAMILIES) on the fitted rows, overall and per device x precision cell, and
