@@ -4,7 +4,9 @@ write them as data, and score them in-sample, held-out, across model kinds and a
     PYTHONPATH=$PWD python bench/fit_accelerators.py [MEASUREMENTS_DIR] [--no-write]
 
 ``--no-write`` prints the scores and writes nothing (neither the constants and profiles nor
-bench/results/fit_accelerators.md).
+bench/results/fit_accelerators.md and .json). Writing records the figures the profiles' notes
+quote (bench/results/fit_accelerators.json) and fills them, with bench/hexagon_transfer.py's
+cross-validation record, into each Hexagon profile's notes and fp16 source (bench/hexagon_notes.py).
 
 MEASUREMENTS_DIR defaults to ../shared/measurements/accelerators (its README says how each row was
 timed). Rows: primary_compute_unit == NPU, runtimes tflite and qnn_dlc, precisions fp16 and int8
