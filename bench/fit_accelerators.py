@@ -4,7 +4,9 @@ write them as data, and score them in-sample, held-out, across model kinds and a
     PYTHONPATH=$PWD python bench/fit_accelerators.py [MEASUREMENTS_DIR] [--no-write]
 
 ``--no-write`` prints the scores and writes nothing (neither the constants and profiles nor
-bench/results/fit_accelerators.md).
+bench/results/fit_accelerators.md and .json). Writing records the figures the profiles' notes
+quote (bench/results/fit_accelerators.json) and fills them, with bench/hexagon_transfer.py's
+cross-validation record, into each Hexagon profile's notes and fp16 source (bench/hexagon_notes.py).
 
 MEASUREMENTS_DIR defaults to ../shared/measurements/accelerators (its README says how each row was
 timed). Rows: primary_compute_unit == NPU, runtimes tflite and qnn_dlc, precisions fp16 and int8
@@ -50,10 +52,11 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import hexagon_model as H  # noqa: E402
+import hexagon_notes  # noqa: E402
 from hexagon_model import FX, HELD_OUT, HEX_GRAPHS, hexagon_rows, stats  # noqa: E402,F401  (accel_score_main, fit_ane)
 
-SCRIPT = "bench/fit_accelerators.py"
-COMMAND = "PYTHONPATH=$PWD python bench/fit_accelerators.py ../shared/measurements/accelerators"
+SCRIPT = hexagon_notes.SCRIPT
+COMMAND = hexagon_notes.COMMAND
 FIT_DATE = "2026-12-03"
 EFF_DIR = os.path.join(ROOT, "hardware_db", "efficiency")
 PROFILE_DIR = os.path.join(ROOT, "hardware_db", "profiles")
@@ -152,8 +155,8 @@ def write_family(family: str, pid: str, p: dict, r: float, rows, err: dict) -> N
 
 
 def write_profile(pid: str, r: float) -> float:
-    """Set ``matrix_tflops.fp16 = r * int8`` (its source line says fitted) and ``default_runtime``
-    (the form's runtime) in the profile's TOML."""
+    """Set ``matrix_tflops.fp16 = r * int8`` and ``default_runtime`` (the form's runtime) in the
+    profile's TOML (its fp16 source and notes: bench/hexagon_notes.py, from the fit record)."""
     import hardware_db
 
     path = os.path.join(PROFILE_DIR, f"{pid}.toml")
@@ -163,11 +166,6 @@ def write_profile(pid: str, r: float) -> float:
     fp16 = round(r * int8, 2)
     text = re.sub(r"(?m)^fp16 = .*$", f"fp16 = {fp16}", text)
     text = re.sub(r'(?m)^default_runtime = .*$', f'default_runtime = "{FORM.runtime}"', text)
-    text = re.sub(r'(?m)^"matrix_tflops\.fp16" = .*$',
-                  f'"matrix_tflops.fp16" = "fitted: r_fp16 = {r:.4f} x the int8 figure ({int8:g}), fitted on '
-                  f'Qualcomm AI Hub v0.35.0 whole-model NPU latencies (fp16 vs W8A8 rows of the same models, both '
-                  f'Hexagon devices; not a datasheet figure: Qualcomm publishes none); {SCRIPT}, command: {COMMAND}. '
-                  f'Engine: the Hexagon tensor accelerator (matrix engine)."', text)
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text)
     return fp16
@@ -241,6 +239,23 @@ def per_model(rows, pred, title: str = "held-out models") -> list[str]:
     return out + [""]
 
 
+def fit_record(train, test, feats, P: dict, r: float) -> dict:
+    """The fit's figures as data (bench/hexagon_notes.FIT_RECORD; MAPE, max APE and bias in %):
+    r_fp16 (to 4 decimals, as the families' provenance), the W8A8 deployment offset d_int8 (us, to
+    0.01), in-sample and held-out scores (held out: each row at its deployment's runtime, overall
+    and per device x precision cell). Rounded so that the least squares' last digits, which move
+    between runs, do not move the record."""
+    held = test.assign(pred=ms(test, feats, P, r))
+    return {"command": COMMAND, "fit_date": FIT_DATE, "r_fp16": round(float(r), 4),
+            "d_int8_us": round(float(P["d_int8"][0]) * 1e6, 2),
+            "fitted_rows": int(len(train)), "fitted_models": sorted(set(train.model_id)),
+            "held_out_models": sorted(set(test.model_id)),
+            "in_sample": stats(ms(train, feats, P, r), train.inference_time_ms),
+            "held_out": stats(held.pred, held.inference_time_ms),
+            "held_out_cells": {f"{dev} {prec}": stats(g.pred, g.inference_time_ms)
+                               for (dev, prec), g in held.groupby(["opcost_profile", "precision"])}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("measurements", nargs="?", default=H.MEASUREMENTS)
@@ -292,6 +307,11 @@ def main() -> None:
         for pid, fam in HEXAGON.items():
             sub = train[train.opcost_profile == pid].reset_index(drop=True)
             write_family(fam, pid, P, r, sub, stats(ms(sub, feats, P, r), sub.inference_time_ms))
+        rec = fit_record(train, test, feats, P, r)
+        with open(hexagon_notes.FIT_RECORD, "w", encoding="utf-8") as fh:
+            json.dump(rec, fh, indent=1)
+            fh.write("\n")
+        hexagon_notes.write_profiles(rec)   # the notes' figures and fp16 source, with the transfer record's
         report.append(f"Written: fp16 figures {fp16}; families {', '.join(HEXAGON.values())}")
         H._REPORTS.clear()   # fresh analyses: a report memoises the profile terms it was predicted with
         import hardware_db

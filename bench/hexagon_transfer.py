@@ -4,6 +4,10 @@ fitted models only (the held-out models of bench/hexagon_model.py never enter).
     PYTHONPATH=$PWD python bench/hexagon_transfer.py [MEASUREMENTS_DIR] [--only TEXT]
         [--out bench/results/hexagon_transfer.md]
 
+Writes the table to ``--out`` and the same scores as data beside it (its ``.json``; ``form_line``
+names the line that is bench/fit_accelerators.py's ``FORM``, whose LOMO / LOFO the Hexagon
+profiles' notes quote through bench/hexagon_notes.py).
+
 Base: bench/fit_accelerators.py's form without ``dwm`` (``BASE``). Each candidate changes one
 thing (``CANDIDATES``); each line is scored by leave one model out (LOMO) and leave one family out
 (LOFO, hexagon_model.FAMILIES) on the fitted rows, overall and per device x precision cell, and
@@ -60,6 +64,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import sys
 
@@ -256,9 +261,11 @@ def main() -> None:
         s_mo, s_fa = H.stats(mo, meas), H.stats(fa, meas)
         q = train.precision.values == "int8"
         scores[name] = {"lomo": s_mo["mape"], "lofo": s_fa["mape"], "cells": cells(train, fa),
-                        "int8": H.stats(fa[q], meas[q])["mape"], "insample": s_in["mape"]}
+                        "int8": H.stats(fa[q], meas[q])["mape"], "insample": s_in["mape"],
+                        "lomo_bias": s_mo["bias"], "lofo_bias": s_fa["bias"]}
         base = scores.get("dwm: depthwise at e_mat" if name.startswith("dwm, ") else "base (the form before dwm)")
         verdict = "(base)" if name.startswith("base") else "yes" if adopted(scores[name], base, rule_of(name)) else "no"
+        scores[name]["verdict"] = verdict
         lines.append(f"| {name} | {s_in['mape']:.1f} % | {s_mo['mape']:.1f} % ({s_mo['bias']:+.1f} %) | "
                      f"{s_fa['mape']:.1f} % ({s_fa['bias']:+.1f} %) | "
                      + ", ".join(f"{c} {v:.1f}" for c, v in scores[name]["cells"].items())
@@ -274,6 +281,25 @@ def main() -> None:
     print(lines[-1])
     with open(a.out, "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")
+    write_record(os.path.splitext(a.out)[0] + ".json", train, scores)
+
+
+def form_line() -> str:
+    """The candidate line that is bench/fit_accelerators.py's ``FORM`` (no option, its changes
+    turning ``BASE`` into ``FORM``): its LOMO / LOFO are the error the Hexagon profiles' notes quote."""
+    return next(n for n, (fchange, opt) in CANDIDATES.items()
+                if not opt and dataclasses.replace(BASE, **fchange) == FORM)
+
+
+def write_record(path: str, train, scores: dict) -> None:
+    """The scores as data (MAPE and bias in %, rounded to 0.1) beside the table: ``form_line``
+    names the shipped form's line, whose figures bench/hexagon_notes.py fills into the profiles."""
+    doc = {"command": "PYTHONPATH=$PWD python bench/hexagon_transfer.py ../shared/measurements/accelerators",
+           "fitted_rows": int(len(train)), "models": int(train.model_id.nunique()), "form_line": form_line(),
+           "lines": scores}
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=1)
+        fh.write("\n")
 
 
 if __name__ == "__main__":
