@@ -115,3 +115,35 @@ def write_files(fams: dict, directory: str) -> None:
         with open(path, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
+
+
+def drift(new_dir: str, old_dir: str, rel: float = 1e-6) -> list[str]:
+    """One line per constant of a set in ``new_dir``'s family files (a fit's fresh output) that
+    differs from the same family, set and constant in ``old_dir`` (the committed files) by more
+    than ``rel`` relative (|a - b| > rel x max(|a|, |b|); a constant, set or family missing on
+    either side is a line too). Only the sets the fit wrote are compared: the ones other scripts
+    own (``KEPT_SETS``, ``POOLED_CLASSES``) are not in ``new_dir``'s output unless kept there."""
+    out = []
+    for name in sorted(os.listdir(new_dir)):
+        if not name.endswith(".json") or name == "schema.json":
+            continue
+        with open(os.path.join(new_dir, name), encoding="utf-8") as f:
+            new = json.load(f)["sets"]
+        path = os.path.join(old_dir, name)
+        if not os.path.exists(path):
+            out.append(f"{name}: not in {old_dir}")
+            continue
+        with open(path, encoding="utf-8") as f:
+            old = json.load(f)["sets"]
+        for cls, entry in sorted(new.items()):
+            if cls not in old:
+                out.append(f"{name} {cls}: set not committed")
+                continue
+            a, b = entry["constants"], old[cls]["constants"]
+            for k in sorted(set(a) | set(b)):
+                x, y = a.get(k), b.get(k)
+                if x is None or y is None:
+                    out.append(f"{name} {cls} {k}: {'fit only' if y is None else 'committed only'}")
+                elif abs(float(x) - float(y)) > rel * max(abs(float(x)), abs(float(y))):
+                    out.append(f"{name} {cls} {k}: committed {y!r}, the fit now {x!r}")
+    return out

@@ -26,7 +26,7 @@ import numpy as np
 from efficiency_data import (  # (puts the repository root on sys.path first)
     COMMAND, DEVICES, FILES, FIT_DATE, FIT_SOURCES, NOT_FITTED, PER_ELEMENT, ROOT, SCRIPT, TRANS_WEIGHT, _hash_order,
     hw_of, load, metrics, predict)
-from efficiency_files import FAMILY_INHERITS, LEGACY, _filter_text, _timing, write_files
+from efficiency_files import FAMILY_INHERITS, LEGACY, _filter_text, _timing, drift, write_files
 from efficiency_report import BASELINE_REV, baseline_dir, dram_fraction_lines, render, score, write_fixture
 from efficiency_verify import verify_counts
 from analyzer.prediction.efficiency.constants import EFFICIENCY_DIR
@@ -336,6 +336,9 @@ def main(argv=None) -> int:
                     help="fit and score, write nothing in the repository (the family files go to --out-dir where "
                          "one is given, else to a temporary folder)")
     ap.add_argument("--verify", type=int, default=3, help="rows per op checked against analyzer.analyze")
+    ap.add_argument("--check", action="store_true",
+                    help="fit into a temporary folder and compare with the committed family files (exit 1 "
+                         "where a constant differs by more than 1e-6 relative); writes nothing")
     ap.add_argument("--per-byte", action="store_true",
                     help="the form before: every family set's per-SM term per byte (none per element)")
     args = ap.parse_args(argv)
@@ -354,6 +357,15 @@ def main(argv=None) -> int:
     fams = fit_all(data)
     add_aic_elementwise(fams, args.measurements)
     directory = args.out_dir
+    if args.check:
+        import tempfile
+
+        directory = tempfile.mkdtemp()
+        write_files(fams, directory)
+        lines = drift(directory, EFFICIENCY_DIR)
+        print("\n".join(lines) if lines else "the committed family files are what this fit writes "
+              f"(every constant within 1e-6 relative; {EFFICIENCY_DIR})")
+        return 1 if lines else 0
     if args.no_write:
         import shutil
         import tempfile

@@ -1,0 +1,45 @@
+"""bench/fit_efficiency.py --check: ``efficiency_files.drift`` names every constant of a fresh fit
+that the committed family files do not hold (beyond 1e-6 relative), and nothing else."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BENCH = os.path.join(ROOT, "bench")
+if BENCH not in sys.path:
+    sys.path.insert(0, BENCH)
+
+import efficiency_files as ef  # noqa: E402
+
+
+def _write(d, family, sets):
+    d.mkdir(exist_ok=True)
+    (d / f"{family}.json").write_text(json.dumps(
+        {"family": family, "sets": {c: {"constants": k, "provenance": {}} for c, k in sets.items()}}))
+
+
+def test_drift_names_what_moved_and_ignores_rounding(tmp_path):
+    new, old = tmp_path / "new", tmp_path / "old"
+    _write(new, "nvidia-ampere", {"elementwise": {"floor_s": 1.933e-06, "bpc": 58.11, "e_bw": 1.0},
+                                  "norm": {"b_half_bytes": 267500.0}})
+    _write(old, "nvidia-ampere", {"elementwise": {"floor_s": 1.934e-06, "bpc": 58.11 * (1 + 5e-7),
+                                                  "e_bw": 1.0},
+                                  "norm": {"b_half_bytes": 267500.0, "l2_hit": 0.5},
+                                  "softmax": {"e_bw": 0.9668}})   # another script's set: not compared
+    (new / "schema.json").write_text("{}")
+    lines = ef.drift(str(new), str(old))
+    # floor 1.933 vs 1.934 us: 5.2e-4 relative > 1e-6; bpc 5e-7 relative: within; l2_hit only committed
+    assert lines == ["nvidia-ampere.json elementwise floor_s: committed 1.934e-06, the fit now 1.933e-06",
+                     "nvidia-ampere.json norm l2_hit: committed only"]
+
+
+def test_drift_names_a_family_or_set_never_committed(tmp_path):
+    new, old = tmp_path / "new", tmp_path / "old"
+    _write(new, "nvidia-hopper", {"quantize": {"bpc": 20.83}})
+    _write(new, "nvidia-ada", {"gather": {"bpc": 2.3}})
+    _write(old, "nvidia-hopper", {"gemm": {"e_compute": 0.9}})
+    assert ef.drift(str(new), str(old)) == [f"nvidia-ada.json: not in {old}",
+                                            "nvidia-hopper.json quantize: set not committed"]
