@@ -24,6 +24,8 @@ import sys
 
 import numpy as np
 
+from rows_merge import merge_into
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
@@ -75,20 +77,18 @@ def main() -> int:
         print(f"m={m}: {lo} trips {t_lo * 1e6:.2f} us, {hi} trips {t_hi * 1e6:.2f} us, "
               f"per trip {(t_hi - t_lo) / (int(hi) - int(lo)) * 1e6:.4f} us (fastest of {a.passes} passes)")
     print(f"run overhead (fastest of the passes) {over * 1e6:.2f} us")
-    for path in filter(None, a.merge.split(",")):
-        with open(path) as f:
-            rows = json.load(f)
+    loads = ", ".join(f"{p['load'][0]:.2f}" for p in passes)
+
+    def update(rows: dict) -> None:
         rows["dot_scan_s"] = scans
         rows["dot_scan_run_overhead_s"] = over
-        loads = ", ".join(f"{p['load'][0]:.2f}" for p in passes)
         rows["dot_scan_measured_on"] = (
             f"{dt.date.today().isoformat()} (bench/xla_dot_scans.py, {a.passes} passes x {a.repeats} repeats, "
             f"merged into rows timed on {rows.get('measured_on', 'an earlier day')}; run overhead then "
             f"{over * 1e6:.2f} us against the rows' {rows['run_overhead_s'] * 1e6:.2f}; load average at its "
             f"passes {loads})")
-        dst = path[:-5] + a.suffix + ".json" if path.endswith(".json") else path + a.suffix
-        with open(dst, "w") as f:
-            json.dump(rows, f)
+
+    for dst in merge_into(a.merge, a.suffix, update):
         print(f"merged into {dst}")
     return 0
 

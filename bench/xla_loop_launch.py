@@ -26,6 +26,8 @@ import sys
 
 import numpy as np
 
+from rows_merge import merge_into
+
 
 def one_pass(repeats: int) -> dict:
     import jax
@@ -120,17 +122,15 @@ def main() -> int:
     print(f"per trip (median of {a.passes} passes): {per_trip * 1e6:.4f} us; "
           f"per-pass spread {min(p['per_trip_s'] for p in passes) * 1e6:.4f}-"
           f"{max(p['per_trip_s'] for p in passes) * 1e6:.4f} us")
-    for path in filter(None, a.merge.split(",")):
-        with open(path) as f:
-            rows = json.load(f)
+    loads = ", ".join(f"{p['load'][0]:.2f}" for p in passes)
+
+    def update(rows: dict) -> None:
         rows["scan_s"] = scan
-        loads = ", ".join(f"{p['load'][0]:.2f}" for p in passes)
         rows["scan_measured_on"] = (f"{dt.date.today().isoformat()} (bench/xla_loop_launch.py, merged into "
                                     f"rows timed on {rows.get('measured_on', 'an earlier day')}; load average "
                                     f"at its passes {loads})")
-        dst = path[:-5] + a.suffix + ".json" if path.endswith(".json") else path + a.suffix
-        with open(dst, "w") as f:
-            json.dump(rows, f)
+
+    for dst in merge_into(a.merge, a.suffix, update):
         print(f"merged into {dst}")
     return 0
 
