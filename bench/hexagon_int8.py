@@ -69,7 +69,7 @@ def graph_facts(model_id: str) -> dict:
     act = np.maximum(np.asarray(kt.nbytes, float) - np.asarray(kt.onchip[1], float), 0.0)
     ops = [nd.op for nd in rep.nodes]
     return {"concat": ops.count("Concat"), "max_act_mb": float(act.max()) / 1e6,
-            "over": int((act > 8e6).sum()), "weights_mb": float((np.asarray(kt.onchip[1]) * kt.runs).sum()) / 1e6}
+            "over": int((act > float(kt.onchip[2])).sum()), "weights_mb": float((np.asarray(kt.onchip[1]) * kt.runs).sum()) / 1e6}
 
 
 def main() -> None:
@@ -80,7 +80,7 @@ def main() -> None:
     import pandas as pd
 
     rows = H.hexagon_rows(a.measurements)
-    train = rows[~rows.model_id.isin(H.HELD_OUT)].reset_index(drop=True)
+    train = H.fitted_rows(rows)
     feats = H.features(train, FORM.runtime, FORM.onchip, FORM.hvx)
     P, r = H.fit(H.Rows(train, feats), FORM)
     pred = H.times(H.Rows(train, feats), P, r)

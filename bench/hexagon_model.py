@@ -195,6 +195,12 @@ def peak_int8(pid: str) -> float:
     return hardware_db.get(pid).peak_flops("matrix", "int8")
 
 
+def fitted_rows(rows):
+    """The rows of ``hexagon_rows`` the fit may use: every model but the ``HELD_OUT`` ones,
+    re-indexed from 0."""
+    return rows[~rows.model_id.isin(HELD_OUT)].reset_index(drop=True)
+
+
 def hexagon_rows(mdir: str):
     """AI Hub's NPU rows (runtimes tflite and qnn_dlc, fp16 and W8A8) of the models with a graph,
     where every layer ran on the NPU (``layers_npu == layers_total``: the video networks' TFLite

@@ -118,7 +118,7 @@ def main() -> None:
     o = V.VARIANTS[name]
     assert set(o) <= OPTIONS and o.get("vtcm"), f"{name}: options outside this script's split"
     rows = H.hexagon_rows(a.measurements)
-    train = rows[~rows.model_id.isin(H.HELD_OUT)].reset_index(drop=True)
+    train = H.fitted_rows(rows)
     kd = V.kernel_data(rows)
     x = V.fit(train, o, kd)
     P, r = constants(x, o)

@@ -40,7 +40,7 @@ def pairs(mdir: str):
     import hexagon_variants as V
 
     rows = H.hexagon_rows(mdir)
-    train = rows[~rows.model_id.isin(H.HELD_OUT)].reset_index(drop=True)
+    train = H.fitted_rows(rows)
     p = train.pivot_table(index=["model_id", "opcost_profile", "precision"], columns="runtime",
                           values="inference_time_ms", aggfunc="first").dropna()
     kd = V.kernel_data(train)

@@ -237,7 +237,7 @@ def main() -> None:
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "hexagon_transfer.md"))
     a = ap.parse_args()
     rows = H.hexagon_rows(a.measurements)
-    train = rows[~rows.model_id.isin(H.HELD_OUT)].reset_index(drop=True)
+    train = H.fitted_rows(rows)
     meas = train.inference_time_ms.values * 1e-3
     feats0 = H.features(train, BASE.runtime, BASE.onchip, BASE.hvx)
     lines = ["# Hexagon NPU: changes for transfer to unseen models, cross-validated on the fitted models", "",

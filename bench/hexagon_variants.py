@@ -293,7 +293,7 @@ def main() -> None:
     ap.add_argument("--only", default="", help="run only the variants whose name contains this")
     a = ap.parse_args()
     rows = H.hexagon_rows(a.measurements)
-    train = rows[~rows.model_id.isin(H.HELD_OUT)].reset_index(drop=True)
+    train = H.fitted_rows(rows)
     meas = train.inference_time_ms.values * 1e-3
     kd = kernel_data(train)
     scores: dict = {}
