@@ -88,11 +88,25 @@ def program_plan(fn, args: tuple, hw: str) -> tuple[float, list[tuple], list[str
     return p.latency_s * 1e6, rows, cyclic_kernels([nd.name for nd in r.nodes], kernel_of, _edges(r.nodes))
 
 
-def _components_rule(nodes, sets, producer) -> None:
+def folded_transposes(name: str, shape: tuple, hw: str) -> list[str]:
+    """'transpose -> product' per transpose the plan of ``plan(name, shape, hw)`` folds."""
+    import jax
+    import jax.numpy as jnp
+    import jax_models
+    from analyzer.api import analyze_jax
+    from analyzer.render.safe import md_code
+    r = analyze_jax(getattr(jax_models, name), jax.ShapeDtypeStruct(shape, jnp.float32), hw=hw, runtime="xla")
+    p = r.predictions[0]
+    return [f"{md_code(r.nodes[i].name)} -> {md_code(r.nodes[j].name)}"
+            for i in range(len(r.nodes)) if (j := p.folded_into(i)) is not None]
+
+
+def _components_rule(nodes, sets, producer, folded=()) -> None:
     """The union the ``xla`` policy made before it refused cyclic joins (for comparison): every
-    direct edge between two fusible nodes, no view looked through, no join refused."""
+    direct edge between two fusible nodes, no view looked through, no join refused (a
+    ``folded`` transpose joins nothing, as in the shipped plan)."""
     from analyzer.prediction import fusion, fusion_legality
-    ok = [fusion.xla_fusible(nd) for nd in nodes]
+    ok = [fusion.xla_fusible(nd) and i not in folded for i, nd in enumerate(nodes)]
     for j, nd in enumerate(nodes):
         if ok[j]:
             for t in nd.inputs:
@@ -113,6 +127,8 @@ def report(hw: str) -> list[str]:
                   "| kernel | members | class | time us | fixed us |", "|---|---|---|---:|---:|"]
         lines += [f"| {md_code(k, table=True)} | {', '.join(md_code(x, table=True) for x in m)} | {c} | {t:.2f} | {f:.2f} |"
                   for k, m, c, t, f in rows]
+        lines += ["", "Transposes folded into a matrix product's operand layout, no kernel (XLA's GPU "
+                  f"TransposeFolding, `fusion.xla_folded`): {', '.join(folded_transposes(name, shape, hw)) or 'none'}."]
         original = fusion._xla
         fusion._xla = _components_rule
         try:

@@ -8,7 +8,9 @@ and it launches once.  Policies (``POLICIES``), chosen by the runtime (``runtime
 - ``xla``: XLA-style loop/input fusion: fusible nodes (elementwise, activations, data movement,
   reductions, norms, softmax, gathers) take in their fusible producers, through views that
   launch nothing, unless the kernel would lie on a cycle (``_xla``); matrix ops (GEMM,
-  convolution, attention) stay kernels of their own.
+  convolution, attention) stay kernels of their own.  On a GPU (``fold_transposes``) a rank-2
+  transpose read only by matrix products launches nothing: XLA's GPU compiler folds it into
+  their operand layout (``xla_folded``).
 - (``xla_cpu``, the ``xla`` runtime on a CPU profile: XLA's CPU backend's fusions, planned by
   ``xla_cpu_fusion.plan``, which the lowering calls instead of ``plan``.)
 - ``onnxruntime``: the graph fusions onnxruntime applies at its default level, as patterns:
@@ -73,6 +75,7 @@ class FusionNode(NamedTuple):
     name: str = ""                # the node's name (joins a FusionRecord)
     loop_io: tuple = ()           # a scan's (xs body inputs, ys count, body results): ``NodeCost.loop_io``
     kernel: str | None = None     # ``NodeCost.kernel`` (a convolution's operands to relayout)
+    matrix2d: bool = False        # its first two inputs and first output are rank-2 tensors
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,9 @@ class FusionPlan:
     # nodes the runtime runs as framework ops that launch no kernel (eager PyTorch's views:
     # ``eager_plan``), in graph order: each costs host time only (``runtimes.HOST_ONLY_RATIO``)
     host_only: tuple[int, ...] = ()
+    # (transpose node, the first matrix product reading it) per transpose folded into the
+    # products' operand layout (``xla_folded``): it launches nothing
+    folded: tuple[tuple[int, int], ...] = ()
 
     @property
     def kernels(self) -> int:
@@ -123,9 +129,10 @@ _Sets = fusion_legality.Sets   # (union-find over node indices)
 
 
 def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str] = frozenset(),
-         record: FusionRecord | None = None) -> FusionPlan:
+         record: FusionRecord | None = None, fold_transposes: bool = False) -> FusionPlan:
     """The kernels ``nodes`` run as under ``policy`` (one of ``POLICIES``), or as ``record``
-    says when one is given."""
+    says when one is given.  ``fold_transposes``: under ``xla``, plan XLA's GPU transpose
+    folding (``xla_folded``; the lowering sets it for GPU profiles only)."""
     if record is not None:
         return _from_record(nodes, record, graph_outputs)
     if policy not in POLICIES:
@@ -135,6 +142,9 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
         return _collect(nodes, None, {}, {}, graph_outputs, policy)
     producer, consumers = tensor_index(nodes)
     launch = qnn.launches(nodes) if policy == "qnn" else [nd.launches for nd in nodes]
+    folded = xla_folded(nodes, consumers, graph_outputs) if policy == "xla" and fold_transposes else {}
+    for i in folded:
+        launch[i] = False
     get = producer.get
 
     def preds():
@@ -143,7 +153,7 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
 
     def joins_of(sets):
         if policy == "xla":
-            _xla(nodes, sets, producer)
+            _xla(nodes, sets, producer, folded)
         elif policy in ("onnxruntime", "tflite"):   # tflite: the converter's folds are the same
             fusion_patterns.onnxruntime(nodes, sets, producer, consumers)
         elif policy == "coreml":
@@ -155,6 +165,10 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
     sets = fusion_legality.legal_groups(preds, launch, joins_of)
     if policy == "qnn":
         return _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch)
+    if folded:
+        p = _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch)
+        return FusionPlan(policy=policy, kernel_of=p.kernel_of, members=p.members, saved_bytes=p.saved_bytes,
+                          kernel_ops=p.kernel_ops, folded=tuple(sorted(folded.items())))
     return _collect(nodes, sets, producer, consumers, graph_outputs, policy)
 
 
@@ -177,7 +191,45 @@ def xla_fusible(nd: FusionNode) -> bool:
     return nd.launches and nd.op_class in _XLA_FUSIBLE
 
 
-def _xla(nodes, sets, producer) -> None:
+_TRANSPOSES = frozenset({("", "Transpose"), ("jax", "transpose")})
+# op classes of a matrix product whose operand a transpose folds into (not convolutions)
+_PRODUCTS = frozenset({"gemm", "bgemm", "gemm_tn", "gemm_simt", "bgemm_simt"})
+
+
+def xla_folded(nodes: Sequence[FusionNode], consumers, graph_outputs: frozenset[str] = frozenset()) -> dict[int, int]:
+    """{transpose node: the first product reading it} of the transposes XLA's GPU compiler folds
+    into matrix products, so that they launch nothing.  ``TransposeFolding`` with
+    ``CanFoldTransposeOperandIntoDot`` runs before the GEMM rewriters on every GPU generation,
+    with no flag (``xla/service/gpu/gpu_compiler.cc``): a transpose operand of a dot becomes the
+    dot's dimension numbers (a cuBLAS transpose flag, a Triton dimension order) when the
+    operand's non-contracting dimensions keep their order and the transpose's input has a
+    (batch, row, column) matrix layout (``xla/service/gpu/matmul_utils.cc``).  Planned where
+    both hold whatever the permutation: a transpose of a rank-2 tensor (``matrix2d``) read only
+    by matrix products of rank-2 operands and result (one contracting dimension, no batch), not
+    a graph output.  Higher ranks depend on the permutation and the dimension numbers, which
+    the plan's nodes do not carry: they stay loop-fusion nodes."""
+    out: dict[int, int] = {}
+    for i, nd in enumerate(nodes):
+        if fold_role(nd) != 1:
+            continue
+        t = nd.outputs[0]
+        readers = consumers.get((nd.level, t), ())
+        if readers and (nd.level or t not in graph_outputs) and all(fold_role(nodes[u]) == 2 for u in readers):
+            out[i] = readers[0]
+    return out
+
+
+def fold_role(nd: FusionNode) -> int:
+    """``nd``'s part in ``xla_folded``: 1 a rank-2 transpose that launches, 2 a matrix product
+    of rank-2 operands and result, else 0 (the search's fast path keeps it per node)."""
+    if not nd.matrix2d:
+        return 0
+    if nd.launches and (nd.domain, nd.op) in _TRANSPOSES and nd.outputs:
+        return 1
+    return 2 if nd.op_class in _PRODUCTS else 0
+
+
+def _xla(nodes, sets, producer, folded=()) -> None:
     """The ``xla`` policy's joins on ``sets`` (``fusion_legality.Joins``), XLA's producer-consumer
     fusion: in graph (topological) order, each fusible node takes in the kernel of each fusible
     producer of its inputs, in input order (a producer read at two inputs at its first), unless
@@ -189,8 +241,9 @@ def _xla(nodes, sets, producer) -> None:
     launches nothing (a reshape, a squeeze) between them is looked through (up to
     ``fusion_bytes.DEPTH`` in a row): XLA lowers such a reshape to a bitcast, no kernel, and its
     GPU priority fusion fuses a producer past its bitcast users
-    (``CanFuseWithAllNonBitcastUsers``, ``xla/service/gpu/priority_fusion.cc``)."""
-    ok = [xla_fusible(nd) for nd in nodes]
+    (``CanFuseWithAllNonBitcastUsers``, ``xla/service/gpu/priority_fusion.cc``).  A ``folded``
+    transpose (``xla_folded``) launches nothing and joins nothing."""
+    ok = [xla_fusible(nd) and i not in folded for i, nd in enumerate(nodes)]
     get = producer.get
     for j, nd in enumerate(nodes):
         if not ok[j]:

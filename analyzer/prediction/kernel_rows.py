@@ -82,12 +82,20 @@ def fusion_nodes(nodes: list[NodeCost], precision: str | None, memo: dict | None
                                tuple(_spec_bytes(s, precision) for s in n.in_specs),
                                tuple(_spec_bytes(s, precision) for s in n.out_specs),
                                _launches(n), frozenset(n.constant_inputs),
-                               node_bytes(n, precision) if keys is not None else None)
+                               node_bytes(n, precision) if keys is not None else None, _matrix2d(n))
         out.append(FN(n.op, n.domain, hit[0], n.level, n.in_names, n.out_names, hit[1], hit[2],
                       _launches(n) if keys is None else hit[3],
-                      frozenset(n.constant_inputs) if keys is None else hit[4], n.name, n.loop_io, n.kernel))
+                      frozenset(n.constant_inputs) if keys is None else hit[4], n.name, n.loop_io, n.kernel,
+                      hit[6]))
         nbytes.append(node_bytes(n, precision) if keys is None else hit[5])
     return out, nbytes
+
+
+def _matrix2d(n: NodeCost) -> bool:
+    """Whether ``n``'s first two inputs (one, for a transpose) and first output are rank-2
+    tensors (``fusion.FusionNode.matrix2d``)."""
+    specs = n.in_specs[:2] + n.out_specs[:1]
+    return bool(n.in_specs and n.out_specs) and all(s is not None and s.shape is not None and len(s.shape) == 2 for s in specs)
 
 
 def gemm_view(n: NodeCost) -> tuple[float, float, float, float, bool]:

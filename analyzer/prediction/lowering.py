@@ -137,7 +137,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     profile, op or dtype is computed once.  ``keys``: with ``memo``, one per node, equal for nodes equal but for names."""
     precision, said_precision = _precision_of(precision, runtime, nodes)
     fnodes, node_bytes = _fusion_nodes(nodes, precision, memo, keys)
-    plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused)
+    plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold_transposes(profiles))
     K = plan.kernels
     rows, weight = kr.kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys)
     # per kernel as lists (numpy item writes cost more); wbytes: weight bytes/launch (cpu_cold)
@@ -268,15 +268,23 @@ def _precision_of(precision: str | None, runtime, nodes) -> tuple[str | None, tu
     return chosen, ((said,) if said else ())
 
 
-def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused) -> fusion.FusionPlan:
+def fold_transposes(profiles) -> bool:
+    """Whether the ``xla`` policy plans XLA's GPU transpose folding (``fusion.xla_folded``):
+    when every profile lowered together is a GPU (the rule is read from XLA's GPU compiler; a
+    TPU's ``xla`` plan keeps its transposes)."""
+    return bool(profiles) and all(getattr(p, "kind", "") == "gpu" for p in profiles)
+
+
+def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold: bool = False) -> fusion.FusionPlan:
     """The kernels the runtime launches: the eager PyTorch plan (``eager_plan``: views, copies,
     joined patterns) for the ``eager`` policy, XLA's CPU kernels (``xla_cpu_fusion``) for the
-    ``xla_cpu`` one, else the fusion policy's (or ``fused``'s)."""
+    ``xla_cpu`` one, else the fusion policy's (or ``fused``'s; ``fold``: ``fusion.plan``'s
+    ``fold_transposes``)."""
     if runtime.fusion == eager_plan.POLICY and fused is None:
         return eager_plan.plan(nodes, fnodes, node_bytes, graph_outputs)
     if runtime.fusion == xla_cpu_fusion.POLICY and fused is None:
         return xla_cpu_fusion.plan(fnodes, graph_outputs)
-    return fusion.plan(fnodes, runtime.fusion, graph_outputs, fused)
+    return fusion.plan(fnodes, runtime.fusion, graph_outputs, fused, fold)
 
 
 def _add_calibrated_fixed(fixed_p, prof, nodes, plan, feats, arrays, view, wbytes, hw_p: dict,

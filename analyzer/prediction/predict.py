@@ -171,6 +171,13 @@ class Prediction:
                 "stream_s": time - float(t.host[k]) + float(t.gap[k])}),
             inserted=t.inserted[k] if t.inserted else ())
 
+    def folded_into(self, index: int) -> int | None:
+        """The node index of the matrix product ``report.nodes[index]`` is folded into (a
+        transpose XLA's GPU compiler makes part of the product's operand layout:
+        ``fusion.xla_folded``), else None."""
+        t = self.kernel_table
+        return None if t is None else t.folded.get(index)
+
     def host_step(self, index: int) -> HostStep | None:
         """The host time of ``report.nodes[index]`` when it is a host-only op, else None."""
         t = self.kernel_table
@@ -385,6 +392,7 @@ def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True, host=
                        resident=None if low.resident is None else (low.resident_bytes[g], low.resident[g]),
                        split=None if low.split is None else (low.split_parts[g], low.split[g]),
                        ynn_dot=None if low.ynn_dot is None else low.ynn_dot[g],
+                       folded=dict(low.plan.folded),
                        inserted=tuple(tuple(zip(o, b or (0,) * len(o))) for o, b in
                                       itertools.zip_longest(low.plan.extra_ops, low.plan.extra_bytes, fillvalue=())),
                        onchip=None if low.onchip is None else (low.onchip[g], low.onchip_of[0],

@@ -91,6 +91,16 @@ def _host_lines(p, x, h) -> list[str]:
             f"  ratio: {safe.text(h.source)}"]
 
 
+def _no_kernel_line(report, p, index: int) -> str:
+    """Why a node launches no kernel: folded into a matrix product's operand layout
+    (``Prediction.folded_into``), else no work or folded."""
+    into = p.folded_into(index)
+    if into is not None:
+        return (f"  launches no kernel: a rank-2 transpose read only by matrix products, folded into the "
+                f"operand layout of {safe.text(report.nodes[into].name)} (XLA's GPU TransposeFolding): 0 s")
+    return "  launches no kernel (no work, or folded): 0 s"
+
+
 def render_explain(report, index: int, width: int | None = None) -> str:
     """One layer's arithmetic on every profile: counts, bytes by class, intensity, the ridge
     point, each term and the efficiency constants with their provenance."""
@@ -116,7 +126,7 @@ def render_explain(report, index: int, width: int | None = None) -> str:
             out += _host_lines(p, x, h)
             continue
         if x is None or e is None:
-            out.append("  launches no kernel (no work, or folded): 0 s")
+            out.append(_no_kernel_line(report, p, index))
             continue
         fused = (f"kernel {safe.text(e.kernel)}: {e.members} fused nodes, this layer's share "
                  f"{100 * e.member_share:.1f}%") if e.members > 1 else f"kernel {safe.text(e.kernel)}"

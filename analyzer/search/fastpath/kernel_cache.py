@@ -24,7 +24,7 @@ import numpy as np
 
 from analyzer.prediction import engines, fusion, fusion_bytes, fusion_legality
 from analyzer.prediction import kernel_rows as kr
-from analyzer.prediction import kernels
+from analyzer.prediction import kernels, lowering
 
 FEATS = kernels.FEATS
 ROWS_CAP = 100_000    # cached kernel rows per runtime group (cleared when full)
@@ -88,6 +88,7 @@ class _Group:
         self.parrays = None
         self.profile = None            # (mem_bw, units, l2_bytes, consts, run_overhead)
         self.simt = False              # fp32 matrix kernels take the FMA-unit classes
+        self.fold = False              # ``xla`` plans XLA's GPU transpose folding (``fusion.xla_folded``)
 
     def put(self, at: int, row, pcol: int) -> None:
         if at >= len(self.runs):
@@ -136,10 +137,12 @@ class KernelRows:
         # a group whose fp32 matrix kernels take the FMA-unit classes (``engines.simt_classes``)
         for g in self.groups:
             g.simt = bool(profiles) and engines.simt_applies(g.runtime, [profiles[i] for i in g.idx])
+            g.fold = bool(profiles) and lowering.fold_transposes([profiles[i] for i in g.idx])
         self.usable = all(g.policy in _POLICIES for g in self.groups)
         self.precision = precision
         # node key -> (launches, joins xla fusions, member part, input bytes, output bytes,
-        # Winograd shape, a view that launches nothing)
+        # Winograd shape, a view that launches nothing, its part in transpose folding: 1 a
+        # rank-2 transpose that launches, 2 a rank-2 matrix product, else 0)
         self.nodes: dict[int, tuple] = {}
         self.stats = {"lowered": 0, "harvested": 0, "mismatch": 0}
 
@@ -151,18 +154,20 @@ class KernelRows:
         except KeyError:
             return None
 
-    def _kernels(self, nodes, data, policy: str, outputs=()):
+    def _kernels(self, nodes, data, policy: str, outputs=(), fold: bool = False):
         """(members of each kernel in ``fusion.plan``'s order, the bytes each saves) of the
         nodes with learned data ``data`` (``_data``) in a graph of outputs ``outputs``."""
-        members, fused = self._plan(nodes, data, policy, outputs)
+        members, fused = self._plan(nodes, data, policy, outputs, fold)
         return members, [fused.get(j, 0) for j in range(len(members))]
 
-    def _plan(self, nodes, data, policy: str, outputs=()):
+    def _plan(self, nodes, data, policy: str, outputs=(), fold: bool = False):
         """(members of each kernel in ``fusion.plan``'s order, {kernel position: the bytes it
         saves} for the kernels of more than one member; ``outputs``: the graph's output names,
-        always written)."""
+        always written; ``fold``: ``fusion.plan``'s ``fold_transposes``)."""
         if policy == "none":
             return [(i,) for i, d in enumerate(data) if d[0]], {}
+        if fold:
+            data = _folded(nodes, data, outputs)
         # one pass in graph (= topological) order: per output of a fusible node, its producer
         # and then its readers (a reader once per position it reads at, as ``fusion._index``
         # lists them; only a fusible node's output can be inside a fused kernel), each node's
@@ -244,7 +249,7 @@ class KernelRows:
                 if None in ix:
                     ix = None
             if ix is None:
-                ix = self._rows(g, keys, *self._plan(st.nodes, data, g.policy, st.outputs))
+                ix = self._rows(g, keys, *self._plan(st.nodes, data, g.policy, st.outputs, g.fold))
             if ix is None:
                 return None
             out.append((g.idx, Kernels(g, ix)))
@@ -291,10 +296,11 @@ class KernelRows:
                 self.nodes[k] = (fn.launches, fusion.xla_fusible(fn),
                                  kr.member_part(n, fn, b, self.precision), fn.input_bytes,
                                  fn.output_bytes, engines.winograd_shape(n),
-                                 not fn.launches and fusion_bytes.is_view(fn.domain, fn.op))
+                                 not fn.launches and fusion_bytes.is_view(fn.domain, fn.op),
+                                 fusion.fold_role(fn))
         data = self._data(keys)
         for g, (idx, low) in zip(self.groups, lowered):
-            members, saved = self._kernels(st.nodes, data, g.policy, st.outputs)
+            members, saved = self._kernels(st.nodes, data, g.policy, st.outputs, g.fold)
             if idx != g.idx or tuple(members) != low.plan.members:
                 self.stats["mismatch"] += 1
                 self.usable = False
@@ -375,3 +381,24 @@ def _saved_bytes(nodes, data, members, get, outputs=()) -> dict[int, int]:
     is_output = outputs.__contains__
     return {j: fusion_bytes.saved(m, io, alias, readers, source, is_output)
             for j, m in enumerate(members) if len(m) > 1}
+
+
+def _folded(nodes, data, outputs):
+    """``data`` with the transposes ``fusion.xla_folded`` folds into matrix products marked as
+    launching nothing and joining nothing (from each node's ``fusion.fold_role``)."""
+    made = {t: j for j, (nd, d) in enumerate(zip(nodes, data)) if d[7] == 1 for t in nd.outputs[:1] if t}
+    if not made:
+        return data
+    readers: dict[int, list[int]] = {}
+    for u, nd in enumerate(nodes):
+        for t in nd.inputs:
+            j = made.get(t)
+            if j is not None:
+                readers.setdefault(j, []).append(u)
+    out = list(data)
+    for t, j in made.items():
+        rs = readers.get(j)
+        if rs and t not in outputs and all(data[u][7] == 2 for u in rs):
+            d = data[j]
+            out[j] = (False, False) + d[2:6] + (False, d[7])
+    return out
