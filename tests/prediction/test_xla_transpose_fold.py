@@ -47,6 +47,13 @@ def test_a_tpu_plan_keeps_the_transpose():
     assert p.launches == 2 and not p.kernel_table.folded
 
 
+def test_a_gpu_beside_a_tpu_still_folds():
+    # one call, GPU and TPU side by side: the GPU's plan 1 kernel (folded), the TPU's 2, as
+    # each alone: a profile's plan does not depend on the others listed with it
+    rep = analyzer.analyze_jax(linear_t, X, W, hw=[GPU, TPU])
+    assert [p.launches for p in rep.predictions] == [1, 2]
+
+
 def test_a_transpose_with_another_reader_stays():
     # w.T read by the product and by a multiply: the transpose is a loop-fusion node with the
     # multiply (1 kernel) beside the product (1 kernel): 2 kernels
