@@ -8,23 +8,27 @@ Writes the table to ``--out`` and the same scores as data beside it (its ``.json
 names the line that is bench/fit_accelerators.py's ``FORM``, whose LOMO / LOFO the Hexagon
 profiles' notes quote through bench/hexagon_notes.py).
 
-Base: bench/fit_accelerators.py's form without ``dwm`` (``BASE``). Each candidate changes one
-thing (``CANDIDATES``); each line is scored by leave one model out (LOMO) and leave one family out
-(LOFO, hexagon_model.FAMILIES) on the fitted rows, overall and per device x precision cell, and
-in-sample. A candidate is adopted when it passes every condition of its rule (``RULES``, ``Rule``,
-``adopted``; each fixed before any held-out score of the candidates it judges): ``transfer``: LOFO
-MAPE at least 1 point below its base's, LOMO at most 0.5 above, no LOFO device x precision cell
-more than 2 above; ``int8`` (stream, bnq): the same and the W8A8 rows' LOFO MAPE below the base's;
-``hw`` (mib, dil): LOFO at least 1 below, LOMO not above, in-sample at most 1 above (and, after,
-bench/fit_accelerators.py's held-out 8 Gen 3 / 8 Gen 2 ratio check, a gate); of several adopted,
-the lowest LOFO is taken. A line whose name starts "dwm, " is judged against the ``dwm`` line (a
-second change stacked on it). The feature changes are bench/hexagon_changes.py's.
+Base: the shipped form, bench/fit_accelerators.py's ``FORM`` (``SHIPPED``, ``dwq``: depthwise
+kernels at one shared fraction q of the matrix efficiency, the qnn runtime's ``spill``). Each
+candidate changes one thing of it (``CANDIDATES``; ``BASE`` is the form with no depthwise rule,
+from which each line's form is built); each line is scored by leave one model out (LOMO) and leave
+one family out (LOFO, hexagon_model.FAMILIES) on the fitted rows, overall and per device x
+precision cell, and in-sample, and judged against the shipped form's line of the same run (a line
+in ``STACKED_ON``: against the line it names). A candidate is adopted when it passes every
+condition of its rule (``RULES``, ``Rule``, ``adopted``; each fixed before any held-out score of
+the candidates it judges): ``transfer``: LOFO MAPE at least 1 point below its base's, LOMO at most
+0.5 above, no LOFO device x precision cell more than 2 above; ``int8`` (stream, bnq): the same and
+the W8A8 rows' LOFO MAPE below the base's; ``hw`` (mib, dil): LOFO at least 1 below, LOMO not
+above, in-sample at most 1 above (and, after, bench/fit_accelerators.py's held-out 8 Gen 3 / 8 Gen 2
+ratio check, a gate); of several adopted, the lowest LOFO is taken (``chosen``). The feature
+changes are bench/hexagon_changes.py's.
 
-Candidates (hexagon_model.times with one change):
+Candidates (hexagon_model.times with one change; "dwq, X": the shipped form with X):
 
-- ``dwm``: depthwise kernels at their device's matrix-class efficiency e_mat (no e_dw);
-- ``dwq``: e_dw = q x e_mat, one q (at most 1) for both devices; ``dws``: e_dw x P_int8 the same
-  on both devices (the 8 Gen 2's), one q;
+- ``dwq`` (shipped): e_dw = q x e_mat, one q (at most 1) for both devices (hexagon_model.Form.dwq);
+  ``dwm``: q = 1, depthwise kernels at their device's matrix-class efficiency; the base line: an
+  e_dw of its own per device; ``dws``: e_dw x P_int8 the same on both devices (the 8 Gen 2's
+  rate), one q;
 - ``ecap``: the efficiencies bounded by this value instead of 1 (the int8 peaks are derived
   figures, hardware_db/profiles);
 - ``kq`` / ``mq`` / ``cq`` / ``eq``: one W8A8 factor for both devices on the per-kernel cost /
@@ -36,7 +40,7 @@ Candidates (hexagon_model.times with one change):
 - ``wres``: a model whose weight bytes (at the row's precision) are at most this many MB reads
   no weight from DRAM (they stay in an on-chip cache between the back-to-back inferences AI Hub
   times; 8 MB: the profiles' ``onchip_mb``);
-- ``f_scale``: the Cauchy loss's scale (0.2 in the form) re-chosen with ``dwm``;
+- ``f_scale``: the Cauchy loss's scale (0.2 in the form) re-chosen;
 - ``wpf``: weights streamed apart from the kernels (a DMA prefetch into the VTCM): each kernel's
   time without its weight bytes, and per inference ``max`` (overlapped) or ``sum`` (serial) of
   that kernel sum and the model's weight seconds at e_bw of the matrix class;
@@ -54,8 +58,8 @@ Candidates (hexagon_model.times with one change):
   between the taps), work x prod (1 + d (k - 1)) / k (hexagon_changes.dilated; assumed; of the
   fitted models only FCN-ResNet50 has dilated convolutions).
 
-``--only "stream|bnq"`` or ``--only "mib|dil"`` (with ``--out`` elsewhere) scores those lines (and
-their stack) with the two base lines alone.
+``--only "stream|bnq"`` or ``--only "mib|dil"`` (with ``--out`` elsewhere) scores those lines with
+the shipped form's line alone.
 
 Needs pandas, scipy and onnx (bench only).
 """
@@ -107,36 +111,36 @@ class Rule:
 # condition; the held-out 8 Gen 3 / 8 Gen 2 ratio check of bench/fit_accelerators.py a gate after)
 RULES = {"transfer": Rule(), "int8": Rule(int8_better=True),
          "hw": Rule(lomo_slack=0.0, cell_slack=None, insample_slack=1.0)}
-BASE = dataclasses.replace(FORM, dwm=False)
+BASE = dataclasses.replace(FORM, dwm=False, dwq=False)
 FACTORS = ("kq", "mq", "cq", "eq")
 # the shipped form's line (``FORM``): every other line is one change to it and is judged against it,
 # but those listed in ``STACKED_ON`` (a change on top of another line, judged against that line)
-SHIPPED = "dwm: depthwise at e_mat"
-# name -> (form changes to ``BASE``, options): options ecap, pad, dw ("q": dwq, "s": dws) and the W8A8
-# factors; the names "dwm, X" are the shipped form with X
+SHIPPED = "dwq: e_dw = q e_mat, q <= 1 shared"
+# name -> (form changes to ``BASE``, options): options ecap, pad, dw ("s": dws) and the W8A8
+# factors; the names "dwq, X" are the shipped form with X
 CANDIDATES = {
-    SHIPPED: ({"dwm": True}, {}),
-    "base (the form before dwm)": ({}, {}),
-    "dwq: e_dw = q e_mat, q <= 1 shared": ({"dwm": True}, {"dw": "q"}),
+    SHIPPED: ({"dwq": True}, {}),
+    "dwm: depthwise at e_mat (q = 1)": ({"dwm": True}, {}),
+    "base (a depthwise efficiency per device)": ({}, {}),
     "dws: depthwise rate the same on both devices": ({"dwm": True}, {"dw": "s"}),
-    **{f"dwm, {k}: a W8A8 factor on the {w}": ({"dwm": True}, {k: True}) for k, w in
+    **{f"dwq, {k}: a W8A8 factor on the {w}": ({"dwq": True}, {k: True}) for k, w in
        (("kq", "per-kernel cost"), ("mq", "memory time"), ("cq", "on-chip cost"), ("eq", "compute efficiency"))},
-    "dwm, ecap 2: efficiencies <= 2": ({"dwm": True}, {"ecap": 2.0}),
-    **{f"dwm, pad {p}: channels rounded up to {p}": ({"dwm": True}, {"pad": p}) for p in (4, 8, 16, 32)},
-    **{f"dwm, wres {m:g}: weights resident when <= {m:g} MB": ({"dwm": True}, {"wres": m}) for m in (4, 8, 12)},
-    **{f"dwm, wpf {m}: weights streamed apart, {m} with the kernels": ({"dwm": True}, {"wpf": m})
+    "dwq, ecap 2: efficiencies <= 2": ({"dwq": True}, {"ecap": 2.0}),
+    **{f"dwq, pad {p}: channels rounded up to {p}": ({"dwq": True}, {"pad": p}) for p in (4, 8, 16, 32)},
+    **{f"dwq, wres {m:g}: weights resident when <= {m:g} MB": ({"dwq": True}, {"wres": m}) for m in (4, 8, 12)},
+    **{f"dwq, wpf {m}: weights streamed apart, {m} with the kernels": ({"dwq": True}, {"wpf": m})
        for m in ("max", "sum")},
-    **{f"dwm, cauchy f = {f:g}": ({"dwm": True, "f_scale": f}, {}) for f in (0.1, 0.3)},
-    "dwm, stream: a kernel over the budget streams all its activations (no spill)": ({"dwm": True}, {"stream": True}),
-    "dwm, bnq: W8A8 standalone BatchNorm adds 2 elementwise kernels": ({"dwm": True}, {"bnq": True}),
-    "dwm, mib: on-chip budget 8 MiB (8,388,608 B), not 8e6 B": ({"dwm": True}, {"mib": True}),
-    "dwm, dil: dilated convolutions at their dilated kernel's dense work": ({"dwm": True}, {"dil": True}),
-    "dwm, mib, dil": ({"dwm": True}, {"mib": True, "dil": True}),
+    **{f"dwq, cauchy f = {f:g}": ({"dwq": True, "f_scale": f}, {}) for f in (0.1, 0.3)},
+    "dwq, stream: a kernel over the budget streams all its activations (no spill)": ({"dwq": True}, {"stream": True}),
+    "dwq, bnq: W8A8 standalone BatchNorm adds 2 elementwise kernels": ({"dwq": True}, {"bnq": True}),
+    "dwq, mib: on-chip budget 8 MiB (8,388,608 B), not 8e6 B": ({"dwq": True}, {"mib": True}),
+    "dwq, dil: dilated convolutions at their dilated kernel's dense work": ({"dwq": True}, {"dil": True}),
+    "dwq, mib, dil": ({"dwq": True}, {"mib": True, "dil": True}),
 }
 # a stacked line -> the line it is judged against (else: ``SHIPPED``)
 STACKED_ON: dict[str, str] = {}
 # a candidate's rule (RULES; the others: ``transfer``)
-RULE_OF = {"dwm, stream": "int8", "dwm, bnq": "int8", "dwm, mib": "hw", "dwm, dil": "hw"}
+RULE_OF = {"dwq, stream": "int8", "dwq, bnq": "int8", "dwq, mib": "hw", "dwq, dil": "hw"}
 
 
 def base_of(name: str) -> str:
@@ -162,9 +166,7 @@ def unpack(x, form, opt: dict) -> tuple[dict, float]:
     P, r = H.unpack(np.concatenate([x[:len(x) - 1 - len(extras(opt))], x[-1:]]), form)
     for j, k in enumerate(extras(opt)):
         P[k] = np.full(2, np.exp(x[2 * len(form.names()) + n + j]))
-    if opt.get("dw") == "q":
-        P["e_dw"] = P["q"] * P["e_mat"]
-    elif opt.get("dw") == "s":
+    if opt.get("dw") == "s":
         peak = np.array([H.peak_int8(d) for d in H.DEVS])
         P["e_dw"] = P["q"] * peak[0] / peak
     return P, r
@@ -202,8 +204,8 @@ def times(D, P: dict, r: float, opt: dict | None = None) -> np.ndarray:
 
 
 def fit(D, form, opt: dict) -> tuple[dict, float]:
-    """hexagon_model.fit (same loss, prior, starts and bounds; efficiencies at most ``ecap``, q at
-    most 1, the W8A8 factors unbounded) for a candidate."""
+    """hexagon_model.fit (same loss, prior, starts and bounds; efficiencies at most ``ecap``, q and
+    q_dw at most 1, the W8A8 factors unbounded) for a candidate."""
     names = [k for _ in range(2) for k in form.names()] + form.shared() + extras(opt)
     x0 = np.array([0.0 if k in H.SIGNED else np.log(H.X0.get(k, 1.0 if k != "q" else 0.5)) for k in names]
                   + [np.log(0.25)])
