@@ -27,7 +27,8 @@ per-inference offset ``d_int8`` between AI Hub's deployments (a row deployed as 
 + d_int8 / 2, one as ``tflite`` - d_int8 / 2; written as the families' ``qnn_deploy_int8_s``,
 the library's ``qnn-dlc`` and ``qnn-tflite`` runtimes; ``qnn`` predicts their mean), and,
 by bench/hexagon_transfer.py's cross-validation (bench/results/hexagon_transfer.md), depthwise
-kernels at their device's matrix-class efficiency e_mat (``dwm``: no e_dw of their own). Constants
+kernels at q_dw x their device's matrix-class efficiency e_mat, one q_dw (at most 1) for both
+devices (``dwq``: no e_dw of their own; written as conv_dw's e_compute). Constants
 per device (8 Gen 2 = HTP v73, 8 Gen 3 = v75), ``r_fp16`` shared and written into each profile as
 its ``matrix_tflops.fp16`` (a fitted figure; its source says so), the per-inference fixed cost as
 the family's ``run_fixed_s`` / ``run_fixed_int8_s`` scalars, the profiles' ``default_runtime`` set
@@ -67,13 +68,13 @@ DEVICE_NAME = {"hexagon-sd8gen2": "Samsung Galaxy S23 (Snapdragon 8 Gen 2)",
 # the form bench/hexagon_forms.py chose (bench/results/hexagon_forms.md) with the on-chip
 # activations bench/hexagon_variants.py chose (bench/results/hexagon_variants.md)
 FORM = H.Form("qnn", t0=True, floors=False, bwmax=1.0, loss="cauchy", f_scale=0.2, onchip=True, hvx=True,
-              t0q=True, kfix=True, deploy="int8", dwm=True)
+              t0q=True, kfix=True, deploy="int8", dwq=True)
 FORM_NAME = ("qnn fusion, e_bw <= 1, cauchy loss f = 0.2, activations within the profile's npu_onchip_mb kept "
              "on chip at a fitted c_act, fp16 depthwise at 0.5 of int8 (HVX), a per-inference fixed cost per "
              "device and precision whose fp16 / W8A8 ratio both devices share, one per-kernel fixed cost shared "
              "by both devices, a per-inference offset between AI Hub's qnn_dlc and tflite deployments of a W8A8 graph "
-             "shared by both devices, depthwise kernels at their device's matrix efficiency e_mat (no e_dw of their "
-             "own; bench/hexagon_transfer.py)")
+             "shared by both devices, depthwise kernels at q_dw x their device's matrix efficiency e_mat, one q_dw "
+             "(at most 1) for both devices (no e_dw of their own; bench/hexagon_transfer.py)")
 # class group -> the (e_compute, e_bw, floor) constants its op classes take
 GROUP_PARAMS = {"mat": ("e_mat", "bw_mat", "floor_mat"), "dw": ("e_dw", "bw_mat", "floor_mat"),
                 "ew": ("e_mat", "bw_ew", "floor_ew"), "move": ("e_mat", "bw_move", "floor_move")}
@@ -110,11 +111,12 @@ def write_family(family: str, pid: str, p: dict, r: float, rows, err: dict) -> N
                            f"per device (efficiencies at most 1, e_bw at most {FORM.bwmax:g}, floors at most "
                            f"{FORM.fcap:g} s), {', '.join([*FORM.shared(), 'r_fp16'])} shared by both Hexagon "
                            f"devices (t0_q: run_fixed_s / run_fixed_int8_s; kfix: every class's floor_s, a "
-                           f"per-kernel cost); predictions are opcost's "
+                           f"per-kernel cost; q_dw: conv_dw's e_compute / the matrix classes'); predictions are "
+                           f"opcost's "
                            f"{FORM.runtime} runtime with these sets; an e_bw above 1 means the NPU keeps that "
                            "class's traffic on chip (fused into its producer)"),
             "fit_date": FIT_DATE, "fit_script": SCRIPT, "command": COMMAND, "fit_error": err,
-            "r_fp16": round(r, 4)}
+            "r_fp16": round(r, 4), **({"q_dw": round(float(p["q_dw"][d]), 4)} if FORM.dwq else {})}
     scalars = {"trans_weight": 1.0, "provenance": {"kind": "prior", "source": (
         "a transcendental counts as one vector operation (not identified by whole-model rows)")}}
     if FORM.t0:

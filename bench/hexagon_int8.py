@@ -42,7 +42,7 @@ def split(rows, feats, P: dict, r: float) -> list[dict]:
         g, w, m, runs, o, s = feats[key]
         d = H.DEVS.index(row.opcost_profile)
         fp = row.precision == "fp16"
-        e = P["e_mat"][d]
+        e = np.where(g == 1, P["e_dw"][d], P["e_mat"][d])   # group 1: depthwise
         bw = np.choose(g, [P["bw_mat"][d], P["bw_mat"][d], P["bw_ew"][d], P["bw_move"][d]])
         s_prec = np.where(s > 0, s, r if fp else 1.0)
         tc = w / (H.peak_int8(row.opcost_profile) * s_prec * e)

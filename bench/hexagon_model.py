@@ -93,7 +93,7 @@ MOVE = {"movement", "view", "reorder", "gather", "other"}
 GROUPS = ("mat", "dw", "ew", "move")
 X0 = {"e_mat": 0.3, "e_dw": 0.05, "bw_mat": 0.5, "bw_ew": 0.5, "bw_move": 0.5, "floor_mat": 5e-6,
       "floor_ew": 2e-6, "floor_move": 1e-6, "t0_fp16": 1e-4, "t0_int8": 1e-4, "c_act": 0.5, "t0_q": 2.0,
-      "kfix": 2e-6, "d_fp16": 0.0, "d_int8": 0.0}
+      "kfix": 2e-6, "d_fp16": 0.0, "d_int8": 0.0, "q_dw": 0.5}
 # the signed constants (``Form.deploy``'s offsets) -> the seconds one unit of their fitted
 # coordinate stands for: they are fitted linearly from 0, not in log space
 SIGNED = {"d_fp16": 1e-4, "d_int8": 1e-4}
@@ -129,7 +129,8 @@ class Form:
     that the time without it is their mean (``int8``: d_int8 on W8A8 rows only; ``both``: d_fp16
     and d_int8; signed seconds); ``dwm``: depthwise kernels compute at their device's e_mat (no
     e_dw of their own: the whole-model rows do not identify it, a depthwise kernel being mostly
-    memory-bound)."""
+    memory-bound); ``dwq``: depthwise kernels at q_dw x their device's e_mat, one q_dw (at most 1)
+    shared by both devices (no e_dw of their own; ``dwm`` is its q_dw = 1)."""
     runtime: str
     t0: bool
     floors: bool = True
@@ -143,10 +144,11 @@ class Form:
     kfix: bool = False
     deploy: str = ""
     dwm: bool = False
+    dwq: bool = False
 
     def names(self) -> list[str]:
         """The constants fitted per device."""
-        out = ["e_mat", *([] if self.dwm else ["e_dw"]), "bw_mat", "bw_ew", "bw_move"]
+        out = ["e_mat", *([] if self.dwm or self.dwq else ["e_dw"]), "bw_mat", "bw_ew", "bw_move"]
         t0 = (["t0_int8"] if self.t0q else ["t0_fp16", "t0_int8"]) if self.t0 else []
         return out + (["floor_mat", "floor_ew", "floor_move"] if self.floors else []) + t0 + (
             ["c_act"] if self.onchip else [])
@@ -154,7 +156,8 @@ class Form:
     def shared(self) -> list[str]:
         """The constants shared by both devices (r_fp16 aside)."""
         return (["t0_q"] if self.t0 and self.t0q else []) + (["kfix"] if self.kfix else []) + (
-            {"": [], "int8": ["d_int8"], "both": ["d_fp16", "d_int8"]}[self.deploy])
+            {"": [], "int8": ["d_int8"], "both": ["d_fp16", "d_int8"]}[self.deploy]) + (
+            ["q_dw"] if self.dwq else [])
 
     def n_constants(self) -> int:
         return 2 * len(self.names()) + len(self.shared()) + 1
@@ -277,7 +280,7 @@ class Rows:
 def unpack(x, form: Form) -> tuple[dict, float]:
     """({constant: [8 Gen 2, 8 Gen 3]}, r_fp16) of a parameter vector (log space: the per-device
     constants of each device, the shared ones, r_fp16); constants a form leaves out are 0, those
-    it derives are filled in (``t0q``: t0_fp16; ``kfix``: every group's floor; ``dwm``: e_dw)."""
+    it derives are filled in (``t0q``: t0_fp16; ``kfix``: every group's floor; ``dwm``, ``dwq``: e_dw)."""
     names = form.names()
     P = {k: np.zeros(2) for k in X0}
     for d in range(2):
@@ -291,6 +294,8 @@ def unpack(x, form: Form) -> tuple[dict, float]:
         P.update({f: P["kfix"].copy() for f in ("floor_mat", "floor_ew", "floor_move")})
     if form.dwm:
         P["e_dw"] = P["e_mat"].copy()
+    if form.dwq:
+        P["e_dw"] = P["q_dw"] * P["e_mat"]
     return P, float(np.exp(x[-1]))
 
 
@@ -318,7 +323,7 @@ def fit(D: Rows, form: Form, r_fixed: float | None = None) -> tuple[dict, float]
     names = [k for _ in range(2) for k in form.names()] + form.shared()
     x0 = np.array([0.0 if k in SIGNED else np.log(X0[k]) for k in names] + [np.log(r_fixed or 0.25)])
     cap = {"e_": 0.0, "bw": np.log(form.bwmax), "fl": np.log(form.fcap), "t0": np.inf, "c_": 0.0, "kf": np.inf,
-           "d_": np.inf}
+           "d_": np.inf, "q_": 0.0}
     up = np.array([cap[k[:2]] for k in names] + [0.0])
     lo = np.array([np.log(T0_MIN) if k.startswith("t0") else np.log(KFIX_MIN) if k == "kfix" else -np.inf
                    for k in names] + [-np.inf])

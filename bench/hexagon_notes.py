@@ -39,7 +39,7 @@ NOTES_TEMPLATE = (
     "v0.35.0 {phone} NPU rows (both devices' fit, qnn runtime, activations kept on chip up to npu_onchip_mb per "
     "kernel, the rest streamed, one per-kernel cost, one fp16 / W8A8 ratio of the per-inference cost and one W8A8 "
     "per-inference offset between AI Hub's QNN DLC and TFLite deployments for both devices; depthwise kernels at "
-    "the matrix efficiency); the qnn runtime predicts the mean of the two deployments, qnn-dlc and qnn-tflite name "
+    "one fraction of the matrix efficiency shared by both devices); the qnn runtime predicts the mean of the two deployments, qnn-dlc and qnn-tflite name "
     "one (W8A8: +/- {deploy_us:.1f} us); error to expect on a whole model at batch 1, fp16 or W8A8: about "
     "{cv_lo:.0f}-{cv_hi:.0f} % ({lomo:.1f} / {lofo:.1f} %) (cross-validated MAPE on the {cv_models} fitted models, "
     "leaving one model / one model family out; bench/hexagon_transfer.py; every graph at the input AI Hub's profile "

@@ -8,23 +8,27 @@ Writes the table to ``--out`` and the same scores as data beside it (its ``.json
 names the line that is bench/fit_accelerators.py's ``FORM``, whose LOMO / LOFO the Hexagon
 profiles' notes quote through bench/hexagon_notes.py).
 
-Base: bench/fit_accelerators.py's form without ``dwm`` (``BASE``). Each candidate changes one
-thing (``CANDIDATES``); each line is scored by leave one model out (LOMO) and leave one family out
-(LOFO, hexagon_model.FAMILIES) on the fitted rows, overall and per device x precision cell, and
-in-sample. A candidate is adopted when it passes every condition of its rule (``RULES``, ``Rule``,
-``adopted``; each fixed before any held-out score of the candidates it judges): ``transfer``: LOFO
-MAPE at least 1 point below its base's, LOMO at most 0.5 above, no LOFO device x precision cell
-more than 2 above; ``int8`` (stream, bnq): the same and the W8A8 rows' LOFO MAPE below the base's;
-``hw`` (mib, dil): LOFO at least 1 below, LOMO not above, in-sample at most 1 above (and, after,
-bench/fit_accelerators.py's held-out 8 Gen 3 / 8 Gen 2 ratio check, a gate); of several adopted,
-the lowest LOFO is taken. A line whose name starts "dwm, " is judged against the ``dwm`` line (a
-second change stacked on it). The feature changes are bench/hexagon_changes.py's.
+Base: the shipped form, bench/fit_accelerators.py's ``FORM`` (``SHIPPED``, ``dwq``: depthwise
+kernels at one shared fraction q of the matrix efficiency, the qnn runtime's ``spill``). Each
+candidate changes one thing of it (``CANDIDATES``; ``BASE`` is the form with no depthwise rule,
+from which each line's form is built); each line is scored by leave one model out (LOMO) and leave
+one family out (LOFO, hexagon_model.FAMILIES) on the fitted rows, overall and per device x
+precision cell, and in-sample, and judged against the shipped form's line of the same run (a line
+in ``STACKED_ON``: against the line it names). A candidate is adopted when it passes every
+condition of its rule (``RULES``, ``Rule``, ``adopted``; each fixed before any held-out score of
+the candidates it judges): ``transfer``: LOFO MAPE at least 1 point below its base's, LOMO at most
+0.5 above, no LOFO device x precision cell more than 2 above; ``int8`` (stream, bnq): the same and
+the W8A8 rows' LOFO MAPE below the base's; ``hw`` (mib, dil): LOFO at least 1 below, LOMO not
+above, in-sample at most 1 above (and, after, bench/fit_accelerators.py's held-out 8 Gen 3 / 8 Gen 2
+ratio check, a gate); of several adopted, the lowest LOFO is taken (``chosen``). The feature
+changes are bench/hexagon_changes.py's.
 
-Candidates (hexagon_model.times with one change):
+Candidates (hexagon_model.times with one change; "dwq, X": the shipped form with X):
 
-- ``dwm``: depthwise kernels at their device's matrix-class efficiency e_mat (no e_dw);
-- ``dwq``: e_dw = q x e_mat, one q (at most 1) for both devices; ``dws``: e_dw x P_int8 the same
-  on both devices (the 8 Gen 2's), one q;
+- ``dwq`` (shipped): e_dw = q x e_mat, one q (at most 1) for both devices (hexagon_model.Form.dwq);
+  ``dwm``: q = 1, depthwise kernels at their device's matrix-class efficiency; the base line: an
+  e_dw of its own per device; ``dws``: e_dw x P_int8 the same on both devices (the 8 Gen 2's
+  rate), one q;
 - ``ecap``: the efficiencies bounded by this value instead of 1 (the int8 peaks are derived
   figures, hardware_db/profiles);
 - ``kq`` / ``mq`` / ``cq`` / ``eq``: one W8A8 factor for both devices on the per-kernel cost /
@@ -36,7 +40,7 @@ Candidates (hexagon_model.times with one change):
 - ``wres``: a model whose weight bytes (at the row's precision) are at most this many MB reads
   no weight from DRAM (they stay in an on-chip cache between the back-to-back inferences AI Hub
   times; 8 MB: the profiles' ``onchip_mb``);
-- ``f_scale``: the Cauchy loss's scale (0.2 in the form) re-chosen with ``dwm``;
+- ``f_scale``: the Cauchy loss's scale (0.2 in the form) re-chosen;
 - ``wpf``: weights streamed apart from the kernels (a DMA prefetch into the VTCM): each kernel's
   time without its weight bytes, and per inference ``max`` (overlapped) or ``sum`` (serial) of
   that kernel sum and the model's weight seconds at e_bw of the matrix class;
@@ -54,8 +58,8 @@ Candidates (hexagon_model.times with one change):
   between the taps), work x prod (1 + d (k - 1)) / k (hexagon_changes.dilated; assumed; of the
   fitted models only FCN-ResNet50 has dilated convolutions).
 
-``--only "stream|bnq"`` or ``--only "mib|dil"`` (with ``--out`` elsewhere) scores those lines (and
-their stack) with the two base lines alone.
+``--only "stream|bnq"`` or ``--only "mib|dil"`` (with ``--out`` elsewhere) scores those lines with
+the shipped form's line alone.
 
 Needs pandas, scipy and onnx (bench only).
 """
@@ -107,32 +111,49 @@ class Rule:
 # condition; the held-out 8 Gen 3 / 8 Gen 2 ratio check of bench/fit_accelerators.py a gate after)
 RULES = {"transfer": Rule(), "int8": Rule(int8_better=True),
          "hw": Rule(lomo_slack=0.0, cell_slack=None, insample_slack=1.0)}
-BASE = dataclasses.replace(FORM, dwm=False)
+BASE = dataclasses.replace(FORM, dwm=False, dwq=False)
 FACTORS = ("kq", "mq", "cq", "eq")
-# name -> (form changes, options): options ecap, pad, dw ("q": dwq, "s": dws) and the W8A8 factors
+# the shipped form's line (``FORM``): every other line is one change to it and is judged against it,
+# but those listed in ``STACKED_ON`` (a change on top of another line, judged against that line)
+SHIPPED = "dwq: e_dw = q e_mat, q <= 1 shared"
+# name -> (form changes to ``BASE``, options): options ecap, pad, dw ("s": dws) and the W8A8
+# factors; the names "dwq, X" are the shipped form with X
 CANDIDATES = {
-    "base (the form before dwm)": ({}, {}),
-    "dwm: depthwise at e_mat": ({"dwm": True}, {}),
-    "dwq: e_dw = q e_mat, q <= 1 shared": ({"dwm": True}, {"dw": "q"}),
+    SHIPPED: ({"dwq": True}, {}),
+    "dwm: depthwise at e_mat (q = 1)": ({"dwm": True}, {}),
+    "base (a depthwise efficiency per device)": ({}, {}),
     "dws: depthwise rate the same on both devices": ({"dwm": True}, {"dw": "s"}),
-    "ecap 2: efficiencies <= 2": ({}, {"ecap": 2.0}),
-    **{f"{k}: a W8A8 factor on the {w}": ({}, {k: True}) for k, w in
+    **{f"dwq, {k}: a W8A8 factor on the {w}": ({"dwq": True}, {k: True}) for k, w in
        (("kq", "per-kernel cost"), ("mq", "memory time"), ("cq", "on-chip cost"), ("eq", "compute efficiency"))},
-    **{f"pad {p}: channels rounded up to {p}": ({}, {"pad": p}) for p in (4, 8, 16, 32)},
-    "dwm, ecap 2": ({"dwm": True}, {"ecap": 2.0}),
-    "dwm, mq": ({"dwm": True}, {"mq": True}),
-    **{f"dwm, wres {m:g}: weights resident when <= {m:g} MB": ({"dwm": True}, {"wres": m}) for m in (4, 8, 12)},
-    **{f"dwm, wpf {m}: weights streamed apart, {m} with the kernels": ({"dwm": True}, {"wpf": m})
+    "dwq, ecap 2: efficiencies <= 2": ({"dwq": True}, {"ecap": 2.0}),
+    **{f"dwq, pad {p}: channels rounded up to {p}": ({"dwq": True}, {"pad": p}) for p in (4, 8, 16, 32)},
+    **{f"dwq, wres {m:g}: weights resident when <= {m:g} MB": ({"dwq": True}, {"wres": m}) for m in (4, 8, 12)},
+    **{f"dwq, wpf {m}: weights streamed apart, {m} with the kernels": ({"dwq": True}, {"wpf": m})
        for m in ("max", "sum")},
-    **{f"dwm, cauchy f = {f:g}": ({"dwm": True, "f_scale": f}, {}) for f in (0.1, 0.3)},
-    "dwm, stream: a kernel over the budget streams all its activations (no spill)": ({"dwm": True}, {"stream": True}),
-    "dwm, bnq: W8A8 standalone BatchNorm adds 2 elementwise kernels": ({"dwm": True}, {"bnq": True}),
-    "dwm, mib: on-chip budget 8 MiB (8,388,608 B), not 8e6 B": ({"dwm": True}, {"mib": True}),
-    "dwm, dil: dilated convolutions at their dilated kernel's dense work": ({"dwm": True}, {"dil": True}),
-    "dwm, mib, dil": ({"dwm": True}, {"mib": True, "dil": True}),
+    **{f"dwq, cauchy f = {f:g}": ({"dwq": True, "f_scale": f}, {}) for f in (0.1, 0.3)},
+    "dwq, stream: a kernel over the budget streams all its activations (no spill)": ({"dwq": True}, {"stream": True}),
+    "dwq, bnq: W8A8 standalone BatchNorm adds 2 elementwise kernels": ({"dwq": True}, {"bnq": True}),
+    "dwq, mib: on-chip budget 8 MiB (8,388,608 B), not 8e6 B": ({"dwq": True}, {"mib": True}),
+    "dwq, dil: dilated convolutions at their dilated kernel's dense work": ({"dwq": True}, {"dil": True}),
+    "dwq, mib, dil": ({"dwq": True}, {"mib": True, "dil": True}),
 }
+# a stacked line -> the line it is judged against (else: ``SHIPPED``)
+STACKED_ON: dict[str, str] = {}
 # a candidate's rule (RULES; the others: ``transfer``)
-RULE_OF = {"dwm, stream": "int8", "dwm, bnq": "int8", "dwm, mib": "hw", "dwm, dil": "hw"}
+RULE_OF = {"dwq, stream": "int8", "dwq, bnq": "int8", "dwq, mib": "hw", "dwq, dil": "hw"}
+
+
+def base_of(name: str) -> str:
+    """The line a candidate is judged against: ``STACKED_ON``'s, else the shipped form's."""
+    return STACKED_ON.get(name, SHIPPED)
+
+
+def chosen(scores: dict) -> str | None:
+    """The adopted line with the lowest LOFO (ties: lower LOMO, then lower in-sample) among the lines
+    judged against the shipped form (``scores``: name -> its scores with its ``verdict``); None if
+    none passes."""
+    ok = [n for n, s in scores.items() if s.get("verdict") == "yes" and base_of(n) == SHIPPED]
+    return min(ok, key=lambda n: (scores[n]["lofo"], scores[n]["lomo"], scores[n]["insample"])) if ok else None
 
 
 def rule_of(name: str) -> Rule:
@@ -145,9 +166,7 @@ def unpack(x, form, opt: dict) -> tuple[dict, float]:
     P, r = H.unpack(np.concatenate([x[:len(x) - 1 - len(extras(opt))], x[-1:]]), form)
     for j, k in enumerate(extras(opt)):
         P[k] = np.full(2, np.exp(x[2 * len(form.names()) + n + j]))
-    if opt.get("dw") == "q":
-        P["e_dw"] = P["q"] * P["e_mat"]
-    elif opt.get("dw") == "s":
+    if opt.get("dw") == "s":
         peak = np.array([H.peak_int8(d) for d in H.DEVS])
         P["e_dw"] = P["q"] * peak[0] / peak
     return P, r
@@ -185,12 +204,12 @@ def times(D, P: dict, r: float, opt: dict | None = None) -> np.ndarray:
 
 
 def fit(D, form, opt: dict) -> tuple[dict, float]:
-    """hexagon_model.fit (same loss, prior, starts and bounds; efficiencies at most ``ecap``, q at
-    most 1, the W8A8 factors unbounded) for a candidate."""
+    """hexagon_model.fit (same loss, prior, starts and bounds; efficiencies at most ``ecap``, q and
+    q_dw at most 1, the W8A8 factors unbounded) for a candidate."""
     names = [k for _ in range(2) for k in form.names()] + form.shared() + extras(opt)
     x0 = np.array([0.0 if k in H.SIGNED else np.log(H.X0.get(k, 1.0 if k != "q" else 0.5)) for k in names]
                   + [np.log(0.25)])
-    cap = {"e_": np.log(opt.get("ecap", 1.0)), "bw": np.log(form.bwmax), "c_": 0.0, "q": 0.0}
+    cap = {"e_": np.log(opt.get("ecap", 1.0)), "bw": np.log(form.bwmax), "c_": 0.0, "q": 0.0, "q_": 0.0}
     up = np.array([cap.get(k[:2], cap.get(k, np.inf)) for k in names] + [0.0])
     lo = np.array([np.log(H.T0_MIN) if k.startswith("t0") else np.log(H.KFIX_MIN) if k == "kfix" else -np.inf
                    for k in names] + [-np.inf])
@@ -229,54 +248,66 @@ def adopted(s: dict, b: dict, rule: Rule) -> bool:
             and (not rule.int8_better or s["int8"] < b["int8"]))
 
 
+def score(train, feats0: dict, name: str) -> dict:
+    """One line's scores: in-sample, LOMO and LOFO MAPE (and biases), the LOFO cells and the W8A8
+    rows' pooled LOFO MAPE (%, rounded to 0.1)."""
+    fchange, opt = CANDIDATES[name]
+    meas = train.inference_time_ms.values * 1e-3
+    form = dataclasses.replace(BASE, **fchange)
+    feats = transformed(train, feats0, opt)
+    P, r = fit(rows_of(train, feats), form, opt)
+    s_in = H.stats(times(rows_of(train, feats), P, r, opt), meas)
+    mo, fa = cv(train, feats, form, opt, lambda m: m), cv(train, feats, form, opt, H.FAMILIES.get)
+    s_mo, s_fa = H.stats(mo, meas), H.stats(fa, meas)
+    q = train.precision.values == "int8"
+    return {"lomo": s_mo["mape"], "lofo": s_fa["mape"], "cells": cells(train, fa),
+            "int8": H.stats(fa[q], meas[q])["mape"], "insample": s_in["mape"],
+            "lomo_bias": s_mo["bias"], "lofo_bias": s_fa["bias"]}
+
+
+def row_text(name: str, s: dict) -> str:
+    return (f"| {name} | {base_of(name) if name != SHIPPED else ''} | {s['insample']:.1f} % | "
+            f"{s['lomo']:.1f} % ({s['lomo_bias']:+.1f} %) | {s['lofo']:.1f} % ({s['lofo_bias']:+.1f} %) | "
+            + ", ".join(f"{c} {v:.1f}" for c, v in s["cells"].items())
+            + f" (W8A8 rows {s['int8']:.1f}) | {s['verdict']} |")
+
+
+def header(train) -> list[str]:
+    return ["# Hexagon NPU: changes for transfer to unseen models, cross-validated on the fitted models", "",
+            "Command: `PYTHONPATH=$PWD python bench/hexagon_transfer.py ../shared/measurements/accelerators`; "
+            f"{len(train)} fitted rows, {train.model_id.nunique()} models; the held-out models never enter. "
+            f"Every line is judged against the shipped form's line (`{SHIPPED}`, bench/fit_accelerators.py's FORM), "
+            "in this run, but a stacked line, judged against the line named in its 'judged against' column. Rules "
+            "(each fixed before any held-out score of the lines it judges): "
+            + " | ".join(f"`{k}`: {r.text()}" for k, r in RULES.items())
+            + ". The stream / bnq lines are judged by `int8`, the mib / dil lines by `hw`, the others by `transfer`.",
+            "", "| candidate | judged against | in-sample MAPE | LOMO (bias) | LOFO (bias) | LOFO per cell | adopted |",
+            "|---|---|---:|---:|---:|---|---|"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("measurements", nargs="?", default=H.MEASUREMENTS)
-    ap.add_argument("--only", default="", help="run only the base lines and the candidates whose name contains this (or one of "
-                    "several texts separated by |)")
+    ap.add_argument("--only", default="", help="run only the shipped form's line and the candidates whose name "
+                    "contains this (or one of several texts separated by |)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "hexagon_transfer.md"))
     a = ap.parse_args()
-    rows = H.hexagon_rows(a.measurements)
-    train = H.fitted_rows(rows)
-    meas = train.inference_time_ms.values * 1e-3
+    train = H.fitted_rows(H.hexagon_rows(a.measurements))
     feats0 = H.features(train, BASE.runtime, BASE.onchip, BASE.hvx)
-    lines = ["# Hexagon NPU: changes for transfer to unseen models, cross-validated on the fitted models", "",
-             "Command: `PYTHONPATH=$PWD python bench/hexagon_transfer.py ../shared/measurements/accelerators`; "
-             f"{len(train)} fitted rows, {train.model_id.nunique()} models; the held-out models never enter. Rules "
-             "(each fixed before any held-out score of the lines it judges; lines named 'dwm, ...' are judged against "
-             "the dwm line): " + " | ".join(f"`{k}`: {r.text()}" for k, r in RULES.items())
-             + ". The stream / bnq lines are judged by `int8`, the mib / dil lines by `hw`, the others by `transfer`.", "",
-             "| candidate | in-sample MAPE | LOMO (bias) | LOFO (bias) | LOFO per cell | adopted |",
-             "|---|---:|---:|---:|---|---|"]
+    lines = header(train)
     print("\n".join(lines), flush=True)
     scores: dict = {}
-    for name, (fchange, opt) in CANDIDATES.items():
-        if not any(t in name for t in a.only.split("|")) and not name.startswith(("base", "dwm:")):
+    for name in CANDIDATES:   # the shipped line first, each stacked line after the line it is judged against
+        if name != SHIPPED and not any(t in name for t in a.only.split("|")):
             continue
-        form = dataclasses.replace(BASE, **fchange)
-        feats = transformed(train, feats0, opt)
-        P, r = fit(rows_of(train, feats), form, opt)
-        s_in = H.stats(times(rows_of(train, feats), P, r, opt), meas)
-        mo, fa = cv(train, feats, form, opt, lambda m: m), cv(train, feats, form, opt, H.FAMILIES.get)
-        s_mo, s_fa = H.stats(mo, meas), H.stats(fa, meas)
-        q = train.precision.values == "int8"
-        scores[name] = {"lomo": s_mo["mape"], "lofo": s_fa["mape"], "cells": cells(train, fa),
-                        "int8": H.stats(fa[q], meas[q])["mape"], "insample": s_in["mape"],
-                        "lomo_bias": s_mo["bias"], "lofo_bias": s_fa["bias"]}
-        base = scores.get("dwm: depthwise at e_mat" if name.startswith("dwm, ") else "base (the form before dwm)")
-        verdict = "(base)" if name.startswith("base") else "yes" if adopted(scores[name], base, rule_of(name)) else "no"
-        scores[name]["verdict"] = verdict
-        lines.append(f"| {name} | {s_in['mape']:.1f} % | {s_mo['mape']:.1f} % ({s_mo['bias']:+.1f} %) | "
-                     f"{s_fa['mape']:.1f} % ({s_fa['bias']:+.1f} %) | "
-                     + ", ".join(f"{c} {v:.1f}" for c, v in scores[name]["cells"].items())
-                     + f" (W8A8 rows {scores[name]['int8']:.1f})" + f" | {verdict} |")
+        scores[name] = score(train, feats0, name)
+        scores[name]["verdict"] = ("(shipped)" if name == SHIPPED else "yes" if base_of(name) in scores
+                                   and adopted(scores[name], scores[base_of(name)], rule_of(name)) else "no")
+        lines.append(row_text(name, scores[name]))
         print(lines[-1], flush=True)
-    base = scores["base (the form before dwm)"]
-    one = [n for n in scores if not n.startswith(("base", "dwm, ")) and adopted(scores[n], base, rule_of(n))]
-    stacked = [n for n in scores if n.startswith("dwm, ")
-               and adopted(scores[n], scores["dwm: depthwise at e_mat"], rule_of(n))]
-    lines += ["", "Chosen among the adopted one-change lines (the lowest LOFO): **"
-              + (min(one, key=lambda n: scores[n]["lofo"]) if one else "none") + "**; adopted on top of dwm: "
+    stacked = [n for n in scores if base_of(n) != SHIPPED and scores[n]["verdict"] == "yes"]
+    lines += ["", "Chosen among the lines that pass against the shipped form (the lowest LOFO): **"
+              + (chosen(scores) or "none") + "**; stacked lines that pass against theirs: "
               + (", ".join(stacked) or "none") + "."]
     print(lines[-1])
     with open(a.out, "w", encoding="utf-8") as fh:

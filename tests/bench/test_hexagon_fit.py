@@ -101,3 +101,50 @@ def test_depthwise_at_the_matrix_efficiency_closed_form():
     feats = {("dw", "hexagon-sd8gen2", "int8"): (np.array([1]), np.array([1e10]), np.array([1e-9]), np.array([1.0]))}
     got = H.times(H.Rows(rows, feats), P, 1.0)[0] * 1e3
     assert got == pytest.approx(1e10 / (22.73e12 * 0.5) * 1e3 + 0.1, rel=1e-6)   # 0.980 ms
+
+
+def test_depthwise_at_a_shared_fraction_of_the_matrix_efficiency_closed_form():
+    """Form.dwq (the shipped form's): no e_dw of its own, one q_dw for both devices (one constant
+    fewer than a per-device e_dw: -2 + 1), unpack sets e_dw = q_dw x e_mat per device, q_dw at most
+    1. With e_mat = 0.5 on the 8 Gen 2 and 0.4 on the 8 Gen 3 and q_dw = 0.25, e_dw = 0.125 / 0.1;
+    a compute-bound depthwise kernel of W = 1e10 FLOP-equivalents at W8A8 takes
+    W / (P_int8 x e_dw) = 1e10 / (22.73e12 x 0.125) = 3.520 ms on the 8 Gen 2 and
+    1e10 / (45e12 x 0.1) = 2.222 ms on the 8 Gen 3, + t0 100 us each."""
+    base = H.Form("qnn", t0=True, floors=False, bwmax=1.0, loss="cauchy", f_scale=0.2)
+    form = H.Form("qnn", t0=True, floors=False, bwmax=1.0, loss="cauchy", f_scale=0.2, dwq=True)
+    assert "e_dw" not in form.names() and form.shared() == ["q_dw"]
+    assert base.n_constants() - form.n_constants() == 1
+    names = form.names()
+    x = np.zeros(2 * len(names) + len(form.shared()) + 1)
+    for d, e in enumerate((0.5, 0.4)):
+        x[d * len(names) + names.index("e_mat")] = np.log(e)
+        x[d * len(names) + names.index("t0_int8")] = np.log(T0)
+    x[2 * len(names)] = np.log(0.25)
+    P, _ = H.unpack(x, form)
+    assert P["e_dw"] == pytest.approx([0.125, 0.1])
+    rows = pd.DataFrame([{"model_id": "dw", "opcost_profile": d, "precision": "int8", "runtime": "qnn_dlc",
+                          "inference_time_ms": 1.0} for d in H.DEVS])
+    feats = {("dw", d, "int8"): (np.array([1]), np.array([1e10]), np.array([1e-9]), np.array([1.0])) for d in H.DEVS}
+    got = H.times(H.Rows(rows, feats), P, 1.0) * 1e3
+    assert got == pytest.approx([1e10 / (22.73e12 * 0.125) * 1e3 + 0.1, 1e10 / (45e12 * 0.1) * 1e3 + 0.1], rel=1e-6)
+
+
+def test_depthwise_fraction_fitted_within_its_bound():
+    """Rows made with q_dw = 0.25 (model i: one compute-bound matrix kernel of (i + 1) x 1e10
+    FLOP-equivalents and one depthwise kernel of 1e9 x (6 - i), e_mat 0.5 on both devices, t0 100 us)
+    give back q_dw = 0.25 and e_mat = 0.5; q_dw stays at most 1."""
+    rows, feats = [], {}
+    for d in H.DEVS:
+        peak = H.peak_int8(d)
+        for i in range(6):
+            w, wd = (i + 1) * 1e10, (6 - i) * 1e9
+            t = w / (peak * E_MAT) + wd / (peak * E_MAT * 0.25) + T0
+            rows.append({"model_id": f"m{i}", "opcost_profile": d, "precision": "int8", "runtime": "qnn_dlc",
+                         "inference_time_ms": t * 1e3})
+            feats[(f"m{i}", d, "int8")] = (np.array([0, 1]), np.array([w, wd]), np.array([1e-9, 1e-9]),
+                                           np.array([1.0, 1.0]))
+    rows = pd.DataFrame(rows)
+    form = H.Form("qnn", t0=True, floors=False, bwmax=1.0, loss="cauchy", f_scale=0.2, dwq=True)
+    P, _ = H.fit(H.Rows(rows, feats), form, r_fixed=0.25)
+    assert P["q_dw"][0] == pytest.approx(0.25, rel=0.02) and P["q_dw"][0] == P["q_dw"][1] <= 1.0
+    assert np.all(np.abs(P["e_mat"] / E_MAT - 1) < 0.02)

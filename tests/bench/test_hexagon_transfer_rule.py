@@ -2,7 +2,7 @@
 bench/hexagon_changes.py's closed-form factors.
 
 Scores are MAPE points as the script rounds them (0.1). The base: LOFO 24.2, LOMO 22.3, in-sample
-19.4, pooled W8A8 LOFO 32.3, cells 21.4 / 32.8 / 21.2 / 31.9 (the shipped ``dwm`` line).
+19.4, pooled W8A8 LOFO 32.3, cells 21.4 / 32.8 / 21.2 / 31.9 (an earlier shipped line's scores).
 """
 
 from __future__ import annotations
@@ -62,11 +62,11 @@ def test_int8_rule_needs_the_w8a8_rows_better():
 
 
 def test_rule_of_candidates():
-    assert T.rule_of("dwm, stream: a kernel over the budget streams all its activations (no spill)") is T.RULES["int8"]
-    assert T.rule_of("dwm, bnq: W8A8 standalone BatchNorm adds 2 elementwise kernels") is T.RULES["int8"]
-    assert T.rule_of("dwm, mib, dil") is T.RULES["hw"]
-    assert T.rule_of("dwm, dil: x") is T.RULES["hw"]
-    assert T.rule_of("dwm, ecap 2") is T.RULES["transfer"]
+    assert T.rule_of("dwq, stream: a kernel over the budget streams all its activations (no spill)") is T.RULES["int8"]
+    assert T.rule_of("dwq, bnq: W8A8 standalone BatchNorm adds 2 elementwise kernels") is T.RULES["int8"]
+    assert T.rule_of("dwq, mib, dil") is T.RULES["hw"]
+    assert T.rule_of("dwq, dil: x") is T.RULES["hw"]
+    assert T.rule_of("dwq, ecap 2") is T.RULES["transfer"]
 
 
 def test_dilated_work_factor_closed_form():
