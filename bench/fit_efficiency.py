@@ -87,24 +87,28 @@ def _error(cls: str, consts: dict, data: list) -> dict:
     return metrics(pred, meas)
 
 
-def fit_class(cls: str, datasets: list, per_element: bool = False) -> tuple[dict, dict]:
+def fit_class(cls: str, datasets: list, per_element: bool = False,
+              hold: dict | None = None) -> tuple[dict, dict]:
     """Constants of one class over ``datasets`` [(df, hw)]; returns (constants, error).
 
     Memory-bound classes: ``fit_memory_class`` (staged). GEMM and attention: one least squares
     on log(pred/measured) over every free constant (and the tile grid for GEMM; GEMM once more
-    with ``l2_gain`` free, kept when it lowers the MAPE by ``GEMM_L2_MIN_GAIN`` points)."""
+    with ``l2_gain`` free, kept when it lowers the MAPE by ``GEMM_L2_MIN_GAIN`` points).
+    ``hold`` (constant -> value, e.g. floor_s in seconds): constants held, the rest fitted."""
     if cls not in MATRIX_FIT:
-        return fit_memory_class(cls, datasets, per_element)
+        return fit_memory_class(cls, datasets, per_element, hold=hold)
     if cls in ("gemm", "bgemm", "conv"):
-        plain = _fit_global(cls, datasets, GEMM_FREE)
-        cached = _fit_global(cls, datasets, dict(GEMM_FREE, **GEMM_L2))
+        plain = _fit_global(cls, datasets, GEMM_FREE, hold)
+        cached = _fit_global(cls, datasets, dict(GEMM_FREE, **GEMM_L2), hold)
         return cached if cached[1]["mape"] <= plain[1]["mape"] - GEMM_L2_MIN_GAIN else plain
-    return _fit_global(cls, datasets, ATT_FREE)
+    return _fit_global(cls, datasets, ATT_FREE, hold)
 
 
-def _fit_global(cls: str, datasets: list, free: dict) -> tuple[dict, dict]:
+def _fit_global(cls: str, datasets: list, free: dict, hold: dict | None = None) -> tuple[dict, dict]:
     from scipy.optimize import least_squares
 
+    held = {k: float(v) for k, v in (hold or {}).items()}
+    free = {n: v for n, v in free.items() if n not in held}
     names = list(free)
     x0 = np.log([free[n][0] for n in names])
     lo = np.log([free[n][1] for n in names])
@@ -114,7 +118,7 @@ def _fit_global(cls: str, datasets: list, free: dict) -> tuple[dict, dict]:
     best = None
     for tm, tn in tile_grid:
         def resid(x):
-            vals = dict(zip(names, np.exp(x)))
+            vals = dict(zip(names, np.exp(x)), **held)
             vals.update(tile_m=float(tm), tile_n=float(tn), wave_alpha=WAVES_ON if tm else 0.0)
             arr = _arrays_with(cls, vals)
             return np.concatenate([np.log(predict(df, hw, arr)) - lt for df, hw, lt in data])
@@ -122,7 +126,7 @@ def _fit_global(cls: str, datasets: list, free: dict) -> tuple[dict, dict]:
         r = least_squares(resid, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.1, x_scale=1.0,
                           max_nfev=300, method="trf")
         if best is None or r.cost < best[0]:
-            vals = dict(zip(names, np.exp(r.x)))
+            vals = dict(zip(names, np.exp(r.x)), **held)
             vals.update(tile_m=float(tm), tile_n=float(tn), wave_alpha=WAVES_ON if tm else 0.0)
             best = (r.cost, vals)
     consts = base_set(cls)
@@ -160,7 +164,7 @@ CLASS_FORM = {"gather": "sm_bound"}
 
 
 def fit_memory_class(cls: str, datasets: list, per_element: bool = False, form: str | None = None,
-                     floor_clock_hz: float = 0.0) -> tuple[dict, dict]:
+                     floor_clock_hz: float = 0.0, hold: dict | None = None) -> tuple[dict, dict]:
     """Fit of a memory-bound class (elementwise, activation, norm, gather) in the per-SM form.
 
     ``e_bw`` is held at ``MEM_E_BW`` (a fixed part of the form, chosen on the cross-device score
@@ -172,11 +176,14 @@ def fit_memory_class(cls: str, datasets: list, per_element: bool = False, form: 
     part that transfers with a device's SM count and clock.  ``per_element``: the set's per-SM
     term is charged per element (``per_element = 1``; bpc at 2 bytes an element, which on these
     16-bit rows is the same fit).  ``floor_clock_hz`` (0: seconds): the floor is a number of cycles
-    of that clock during the fit (a fit pooled over devices of different clocks)."""
+    of that clock during the fit (a fit pooled over devices of different clocks).  ``hold``
+    (constant -> value): constants held, the form's other free constants fitted."""
     from scipy.optimize import least_squares
 
     data = _capped(datasets)
     held, names, starts = MEM_FORMS[form or CLASS_FORM.get(cls, "sum")]
+    if hold:
+        held, names = dict(held, **hold), tuple(n for n in names if n not in hold)
     consts = base_set(cls)
     consts.update(e_compute=MEM_E_COMPUTE, e_bw=MEM_E_BW, l2_gain=0.0, **({"per_element": 1.0} if per_element else {}),
                   **held, **({"floor_clock_hz": floor_clock_hz} if floor_clock_hz else {}))
@@ -223,42 +230,180 @@ def _round(consts: dict) -> dict:
     return {k: float(f"{v:.4g}") for k, v in consts.items()}
 
 
-def fit_all(data: dict) -> dict:
-    """family -> {class: (constants, provenance)}; plus 'generic'."""
-    fams: dict = {}
-    for fam, sources in FIT_SOURCES.items():
-        sets = {}
-        by_class: dict = {}
-        for src in sources:
-            if src not in data:
-                continue
-            df = data[src]
-            for cls, d in df.groupby("op_class"):
-                if (src[0], src[1], cls) in NOT_FITTED:
-                    continue
+def _family_parts(fam: str, data: dict) -> dict:
+    """op class -> [(source, rows)] of ``fam``'s fit sources (``FIT_SOURCES``, less ``NOT_FITTED``)."""
+    by_class: dict = {}
+    for src in FIT_SOURCES[fam]:
+        if src not in data:
+            continue
+        for cls, d in data[src].groupby("op_class"):
+            if (src[0], src[1], cls) not in NOT_FITTED:
                 by_class.setdefault(cls, []).append((src, d))
-        for cls, parts in sorted(by_class.items()):
-            consts, err = fit_class(cls, [(d, hw_of(src[1])) for src, d in parts], cls in PER_ELEMENT_ON)
-            # the floor is a number of cycles of the device it was fitted on (efficiency.with_clock)
-            clocks = {hw_of(src[1])["clock_hz"] for src, _ in parts}
-            if len(clocks) == 1 and min(clocks) > 0:
-                consts = dict(consts, floor_clock_hz=clocks.pop())
-            ops = sorted(set().union(*[set(d.op) for _, d in parts]))
-            sets[cls] = (_round(consts), {
-                "kind": "fit",
-                "measurement_file": ", ".join(sorted({FILES[s[0]] for s, _ in parts})),
-                "device_system": ", ".join(sorted({s[1] for s, _ in parts})),
-                "hardware": ", ".join(sorted({hw_of(s[1])["profile"] for s, _ in parts})),
-                "filter": _filter_text(parts, ops),
-                "timing": ", ".join(sorted({_timing(s[0]) for s, _ in parts})),
-                "rows": int(sum(len(d) for _, d in parts)),
-                "rows_used_in_fit": int(sum(min(len(d), FIT_CAP) for _, d in parts)),
-                "fit_method": fit_method(cls, consts),
-                "fit_date": FIT_DATE, "fit_script": SCRIPT, "command": COMMAND,
-                "fit_error": {k: round(v, 2) if isinstance(v, float) else v for k, v in err.items()}})
-            print(f"  fit {fam:22s} {cls:12s} rows {sets[cls][1]['rows']:6d}  MAPE {err['mape']:6.1f}%  "
-                  f"{_round(consts)}", flush=True)
-        fams[fam] = sets
+    return by_class
+
+
+def fit_family(fam: str, data: dict, floors: np.ndarray | None = None, own: dict | None = None,
+               mode: str = "median") -> dict:
+    """{class: (constants, provenance)} of one family.  ``floors`` (None: the floor is fitted):
+    per op class (``OP_CLASSES``) the floor in cycles each set is fitted with, held at
+    cycles / the clock of the set's device (``floor_clock_hz``), a NaN class fitted free;
+    ``own``: the family's sets fitted with the floor free, named in the provenance; ``mode`` (the
+    ``FLOOR_MODES`` entry ``floors`` came from; "median-ramp": each set's ``b_half_bytes`` held at
+    ``own``'s too)."""
+    sets = {}
+    for cls, parts in sorted(_family_parts(fam, data).items()):
+        # the floor is a number of cycles of the device it was fitted on (efficiency.with_clock)
+        clocks = {hw_of(src[1])["clock_hz"] for src, _ in parts}
+        clock = clocks.pop() if len(clocks) == 1 and min(clocks) > 0 else 0.0
+        cycles = float(floors[CLASS_CODE[cls]]) if floors is not None and clock else float("nan")
+        held = cycles / clock if np.isfinite(cycles) else None
+        mine = (own or {}).get(cls)
+        hold = {} if held is None else {"floor_s": held}
+        if hold and mode == "median-ramp" and mine:
+            hold["b_half_bytes"] = mine[0]["b_half_bytes"]
+        consts, err = fit_class(cls, [(d, hw_of(src[1])) for src, d in parts], cls in PER_ELEMENT_ON, hold)
+        if clock:
+            consts = dict(consts, floor_clock_hz=clock)
+        method = fit_method(cls, consts)
+        if held is not None:
+            method += FLOOR_HELD.format(cycles=cycles, mode=mode, ramp=", b_half_bytes held at its own" if
+                                        "b_half_bytes" in hold else "",
+                                        own=f"{mine[0]['floor_s'] * clock:.0f} cycles" if mine else "none")
+        ops = sorted(set().union(*[set(d.op) for _, d in parts]))
+        sets[cls] = (_round(consts), {
+            "kind": "fit",
+            "measurement_file": ", ".join(sorted({FILES[s[0]] for s, _ in parts})),
+            "device_system": ", ".join(sorted({s[1] for s, _ in parts})),
+            "hardware": ", ".join(sorted({hw_of(s[1])["profile"] for s, _ in parts})),
+            "filter": _filter_text(parts, ops),
+            "timing": ", ".join(sorted({_timing(s[0]) for s, _ in parts})),
+            "rows": int(sum(len(d) for _, d in parts)),
+            "rows_used_in_fit": int(sum(min(len(d), FIT_CAP) for _, d in parts)),
+            "fit_method": method,
+            "fit_date": FIT_DATE, "fit_script": SCRIPT, "command": COMMAND,
+            "fit_error": {k: round(v, 2) if isinstance(v, float) else v for k, v in err.items()}})
+        print(f"  fit {fam:22s} {cls:12s} rows {sets[cls][1]['rows']:6d}  MAPE {err['mape']:6.1f}%  "
+              f"{_round(consts)}", flush=True)
+    return sets
+
+
+# what a set fitted at the pooled floor says of it (fit_family)
+FLOOR_HELD = ("; floor_s held at {cycles:.0f} cycles / floor_clock_hz, one figure per class for every NVIDIA "
+              "family (--floor {mode}; this family's own fit with the floor free: {own}){ramp}, the other "
+              "constants fitted with it")
+
+
+def pooled_cycles(fams: dict) -> np.ndarray:
+    """``constants.floor_cycles`` of the family files ``fams`` would be written as (the committed
+    folder with ``fams``' sets written over it, in a temporary folder): per op class, the floor in
+    cycles ``analyze`` applies to an NVIDIA GPU with a stated clock."""
+    import shutil
+    import tempfile
+
+    from analyzer.prediction.efficiency.constants import floor_cycles
+
+    tmp = tempfile.mkdtemp()
+    for name in os.listdir(EFFICIENCY_DIR):
+        if name.endswith(".json"):
+            shutil.copy(os.path.join(EFFICIENCY_DIR, name), tmp)
+    write_files(fams, tmp)
+    out = floor_cycles(tmp)
+    shutil.rmtree(tmp)
+    return out
+
+
+def _loss(cls: str, consts: dict, datasets: list) -> float:
+    """The fits' loss of ``consts`` on ``datasets`` (capped as in a fit): the sum over rows of
+    soft-L1 of the log residual at scale 0.1 (what ``least_squares(loss="soft_l1", f_scale=0.1)``
+    minimises, times 2)."""
+    arr = _arrays_with(cls, consts)
+    r = np.concatenate([np.log(predict(df, hw, arr)) - lt for df, hw, lt in _capped(datasets)])
+    return float(np.sum(2 * 0.01 * (np.sqrt(1 + (r / 0.1) ** 2) - 1)))
+
+
+# the classes whose pooled floor the joint fit chooses (``joint_cycles``); the gather is held at the
+# elementwise figure, the one analyze gives it (the gather's class_chain)
+JOINT_CLASSES = ("gemm", "attention", "elementwise", "activation", "norm")
+
+
+def joint_cycles(data: dict, free: dict, floors: np.ndarray) -> np.ndarray:
+    """``floors`` with each ``JOINT_CLASSES`` class's cycles replaced by the one number F that
+    minimises the summed loss (``_loss``) over the NVIDIA families that fit the class, each family
+    refitted with its floor held at F / its clock: a bounded 1-D search on log F between the
+    smallest and the largest of the families' own cycles (``free``, fitted with the floor free)."""
+    from scipy.optimize import minimize_scalar
+
+    out = floors.copy()
+    for cls in JOINT_CLASSES:
+        fits = []
+        for fam in FIT_SOURCES:
+            parts = _family_parts(fam, data).get(cls)
+            if parts and cls in free[fam] and free[fam][cls][0].get("floor_clock_hz", 0) > 0:
+                fits.append(([(d, hw_of(src[1])) for src, d in parts], free[fam][cls][0]["floor_clock_hz"]))
+        own = [free[f][cls][0]["floor_s"] * free[f][cls][0]["floor_clock_hz"] for f in FIT_SOURCES
+               if cls in free[f] and free[f][cls][0].get("floor_clock_hz", 0) > 0]
+        if len(fits) < 2:
+            continue
+
+        def total(log_f):
+            f = float(np.exp(log_f))
+            return sum(_loss(cls, fit_class(cls, ds, cls in PER_ELEMENT_ON, {"floor_s": f / clk})[0], ds)
+                       for ds, clk in fits)
+
+        r = minimize_scalar(total, bounds=(np.log(min(own)), np.log(max(own))), method="bounded",
+                            options={"xatol": 0.01})
+        out[CLASS_CODE[cls]] = float(np.exp(r.x))
+        print(f"joint floor {cls}: {out[CLASS_CODE[cls]]:.0f} cycles (own {', '.join(f'{o:.0f}' for o in own)}; "
+              f"{r.nfev} evaluations)", flush=True)
+    out[CLASS_CODE["gather"]] = out[CLASS_CODE["elementwise"]]
+    return out
+
+
+# how the floor of an NVIDIA family's set is fitted (``fit_all``): "own" free per family; "median"
+# held at the median over the families of their own cycles; "median-ramp" the same with each set's
+# b_half_bytes held at the family's own; "joint" held at one figure per class fitted over the
+# families together (``joint_cycles``). Only "own" writes the shipped files (docs/accuracy.md)
+FLOOR_MODES = ("own", "median", "median-ramp", "joint")
+
+
+def fit_all(data: dict, aic_dir: str | None = None, floor: str = "own") -> dict:
+    """family -> {class: (constants, provenance)}; plus 'generic' and the "-pytorch2.3" variants.
+
+    ``floor`` "own": every family fitted with its floor free.  The other ``FLOOR_MODES``: then
+    each family's sets refitted with the floor held at one number of cycles per class over the
+    set's clock, so that the constants are fitted with the floor ``analyze`` applies to an NVIDIA
+    GPU (``hardware.pooled_floors``: the median over the families' files): "median" and
+    "median-ramp" the first stage's median (``pooled_cycles``), "joint" the figure of
+    ``joint_cycles``.  ``aic_dir``:
+    the measurements folder whose ``aic_elementwise.csv`` gives the quantize sets
+    (``add_aic_elementwise``), None: none."""
+    free = {fam: fit_family(fam, data) for fam in FIT_SOURCES}
+    fams = {fam: dict(sets) for fam, sets in free.items()}
+    fams["generic"] = fit_generic(data)
+    legacy_variants(fams)
+    add_aic_elementwise(fams, aic_dir)
+    if floor == "own":
+        return fams
+    floors = pooled_cycles(fams)
+    if floor == "joint":
+        floors = joint_cycles(data, free, floors)
+    print("held floor cycles: " + ", ".join(f"{c} {floors[CLASS_CODE[c]]:.0f}"
+                                            for c in ("gemm", "attention", "elementwise", "activation",
+                                                      "norm", "gather", "quantize")), flush=True)
+    held = {fam: fit_family(fam, data, floors, free[fam], floor) for fam in FIT_SOURCES}
+    for fam, sets in held.items():   # the quantize sets (fit_aic_elementwise's) as they were
+        sets.update({c: v for c, v in fams[fam].items() if c not in sets and c not in free[fam]})
+    out = {fam: dict(sorted(sets.items())) for fam, sets in held.items()}
+    out["generic"] = fams["generic"]
+    legacy_variants(out)
+    if "generic" + LEGACY in fams:
+        out["generic" + LEGACY] = fams["generic" + LEGACY]
+    return out
+
+
+def fit_generic(data: dict) -> dict:
+    """The generic sets: each class fitted over every device that has it (GB200 left out), the
+    classes without rows inheriting a fitted one."""
     # generic: pooled over every device that has the class
     pooled: dict = {}
     for (fkey, dev), df in data.items():
@@ -293,7 +438,11 @@ def fit_all(data: dict) -> dict:
                "other": ("elementwise", "unknown kernels: streaming-elementwise constants")}
     for cls, (src, why) in inherit.items():
         gsets[cls] = (dict(gsets[src][0]), {"kind": "inherit", "source": f"generic '{src}' set: {why}"})
-    fams["generic"] = gsets
+    return gsets
+
+
+def legacy_variants(fams: dict) -> None:
+    """Each family's gather set moved to its "-pytorch2.3" variant, in place."""
     # the 2024 gather kernel (PyTorch's index_select: a per-element rate) is not the one PyTorch
     # runs today (the vectorized gather, a row copy: op_classes.CLASS_FALLBACK): its fitted sets go
     # to "<family>-pytorch2.3" files that inherit the family; the family's own gather falls back
@@ -311,14 +460,13 @@ def fit_all(data: dict) -> dict:
                 "kind": "inherit", "source": f"{parent}{LEGACY}'s gather set (PyTorch's 2024 index_select "
                 f"kernel, fitted on {fams[parent + LEGACY]['gather'][1].get('device_system', parent)}): "
                 f"no gather measurements on {fam}"})}
-    return fams
 
 
 def add_aic_elementwise(fams: dict, meas_dir: str) -> None:
     """The elementwise sets of the Hopper, Blackwell and Ada families, pooled over the seven
     systems of ``aic_elementwise.csv`` (``bench/fit_aic_elementwise.py``, which reports the fit and
-    its leave-one-system-out scores), in place; none where the file is absent."""
-    if not os.path.exists(os.path.join(meas_dir, "aic_elementwise.csv")):
+    its leave-one-system-out scores), in place; none where the file (or ``meas_dir``) is absent."""
+    if not meas_dir or not os.path.exists(os.path.join(meas_dir, "aic_elementwise.csv")):
         return
     import fit_aic_elementwise
 
@@ -339,6 +487,11 @@ def main(argv=None) -> int:
     ap.add_argument("--check", action="store_true",
                     help="fit into a temporary folder and compare with the committed family files (exit 1 "
                          "where a constant differs by more than 1e-6 relative); writes nothing")
+    ap.add_argument("--floor", choices=FLOOR_MODES, default="own",
+                    help="the NVIDIA families' floors: own (each family's, fitted; analyze applies their median "
+                         "in cycles), median (each family refitted with the floor held at that median), "
+                         "median-ramp (the same with b_half_bytes held at the family's own), joint (held at one "
+                         "figure per class fitted over the families together); docs/accuracy.md, Tried and not kept")
     ap.add_argument("--per-byte", action="store_true",
                     help="the form before: every family set's per-SM term per byte (none per element)")
     args = ap.parse_args(argv)
@@ -354,8 +507,7 @@ def main(argv=None) -> int:
         return 1
     data = load(args.measurements)
     print("loaded: " + ", ".join(f"{k[0]}:{k[1]}={len(v)}" for k, v in data.items()), flush=True)
-    fams = fit_all(data)
-    add_aic_elementwise(fams, args.measurements)
+    fams = fit_all(data, args.measurements, args.floor)
     directory = args.out_dir
     if args.check:
         import tempfile
