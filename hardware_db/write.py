@@ -97,8 +97,6 @@ _CALIBRATION_TEXTS = {
                     "(analyzer.measure.xla.dot_scans)"),
     "dot_loop_us": ("a YNNPACK dot's cost once per execution of its loop, fitted with dot_trip_us on scans holding one "
                     "(analyzer.measure.xla.dot_scans)"),
-    "loop_rate": ("a loop body's compute rate over the class rates (analyzer/prediction/cpu/loop_rate.py), fitted "
-                  "with dot_trip_us and dot_loop_us on the same scans (analyzer.measure.xla.dot_scans)"),
     "llc_bytes": "last-level cache (sysfs cpu0 cache index of level 3)",
     "cold_weight_bw_gbs": "weight bytes / wall-clock kernel time of a 1-row MatMul whose weights are twice "
                           "the last-level cache (streamed from DRAM every run)",

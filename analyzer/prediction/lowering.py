@@ -52,7 +52,6 @@ from analyzer.prediction.cpu import epilogue as cpu_epilogue
 from analyzer.prediction.cpu import loop_resident as cpu_loop
 from analyzer.prediction.cpu import loop_launch as cpu_loop_launch
 from analyzer.prediction.cpu import xla_partition as cpu_partition
-from analyzer.prediction.cpu import loop_rate as cpu_rate
 from analyzer.prediction.cpu import ynn_dot as cpu_ynn
 from analyzer.prediction import host_only as host_only_ops
 from analyzer.prediction import kernel_rows as kr
@@ -108,9 +107,6 @@ class Lowered:
     split: np.ndarray | None = None
     # [P, K] seconds per launch XLA's YNNPACK dots add to ``fixed`` (``cpu.ynn_dot``); None: none
     ynn_dot: np.ndarray | None = None
-    # [P, K] seconds per launch a loop body's compute rate adds to ``fixed`` (``cpu.loop_rate``,
-    # <= 0); None: none
-    loop_rate: np.ndarray | None = None
     # [P, K] activation bytes per launch kept in the NPU's on-chip memory, never charged to DRAM
     # (the ``qnn`` runtime: ``accelerators.qnn.onchip_bytes``); None: none (every other runtime)
     onchip: np.ndarray | None = None
@@ -163,7 +159,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", cudnn_conv.op_of(op))])
                  for k, ops in enumerate(plan.extra_ops) for op in ops]
-    act = resident = onchip = split = ynn = rated = None
+    act = resident = onchip = split = ynn = None
     label = precision or kr.main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l)
     for p, prof in enumerate(profiles):
         warn: set[str] = set()
@@ -197,7 +193,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             _add_calibrated_fixed(fixed[p], prof, nodes, plan, feats, arrays, view, wbytes, hw_p, consts_p, act, note)
             resident = _loop_resident(resident, p, prof, nodes, plan, feats, wbytes, runs, hw_p, consts, fixed, note)
             split = cpu_partition.add_fixed(split, p, fixed, prof, nodes, fnodes, plan, feats, runs, hw_p, consts_p, note)
-            ynn, rated = _ynn_rate((ynn, rated, resident, split), p, fixed, prof, runtime, nodes, plan, feats, arrays, runs, hw_p, consts_p, note)
+            ynn = cpu_ynn.add_fixed(ynn, p, fixed, prof, calibrated, runtime.fusion, nodes, plan, feats, arrays, runs, note)
         if extra_cls:   # launches the runtime inserted with no node of their own (_add_at)
             _add_at(extra_cls, fixed[p], host[p], _inserted_s(
                 extra_cls, nodes, plan, arrays, fixed_of, hw_p, consts_p, loop_s,
@@ -210,7 +206,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    member_weight=weight, matrix_peak=mpeak, vector_peak=vpeak, mem_bw=bw, units=units,
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
-                   notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **_resident(resident, split, ynn, rated),
+                   notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **_resident(resident, split, ynn),
                    onchip=None if onchip is None else onchip[0], onchip_of=() if onchip is None else (wbytes, *onchip[1:]))
 
 
@@ -231,23 +227,11 @@ def _inserted_s(extra_cls, nodes, plan, arrays, fixed_of, hw_p, consts_p, loop_s
     return cpu_loop_launch.inserted_fixed(added[0], floors_e, loop, loop_s, prog_s), added[1]
 
 
-def _resident(resident, split, ynn, rated=None) -> dict:
+def _resident(resident, split, ynn) -> dict:
     """``Lowered``'s loop-resident fields of ``_loop_resident``'s arrays, its split fields of
-    ``cpu_partition.add_fixed``'s, its YNNPACK dots' of ``cpu_ynn.add_fixed``'s and its loop rate's
-    of ``cpu_rate.add_fixed``'s (none: left at None)."""
+    ``cpu_partition.add_fixed``'s and its YNNPACK dots' of ``cpu_ynn.add_fixed``'s (none: left at None)."""
     return {**({} if resident is None else {"resident_bytes": resident[0], "resident": resident[1]}),
-            **cpu_partition.fields(split), **({} if ynn is None else {"ynn_dot": ynn}),
-            **({} if rated is None else {"loop_rate": rated})}
-
-
-def _ynn_rate(arrays_so_far, p: int, fixed, prof, runtime, nodes, plan, feats, arrays, runs, hw_p, consts_p, note):
-    """(``cpu_ynn.add_fixed``'s, ``cpu_rate.add_fixed``'s) arrays with profile ``p``'s rows set, each
-    added to ``fixed[p]`` (in place; ``arrays_so_far``: ynn, rated, resident, split, None where none)."""
-    ynn, rated, resident, split = arrays_so_far
-    ynn = cpu_ynn.add_fixed(ynn, p, fixed, prof, True, runtime.fusion, nodes, plan, feats, arrays, runs, note)
-    w, parts = (None if resident is None else resident[0][p]), (None if split is None else split[0][p])
-    return ynn, cpu_rate.add_fixed(rated, p, fixed, prof, runtime.fusion, nodes, plan, feats, w, parts, runs,
-                                   hw_p, consts_p, note)
+            **cpu_partition.fields(split), **({} if ynn is None else {"ynn_dot": ynn})}
 
 
 def _loop_resident(resident, p: int, prof, nodes, plan, feats, wbytes, runs, hw_p: dict, consts: dict,

@@ -99,9 +99,6 @@ class KernelTerms(NamedTuple):
     # XLA's YNNPACK dot (``cpu.ynn_dot``): seconds per launch, already inside fixed_s: dot_call_us
     # outside loops; in a loop body dot_trip_us + dot_loop_us x the loop's executions / launches
     ynn_dot_s: float = 0.0
-    # a CPU loop body's compute rate (``cpu.loop_rate``): seconds per launch (<= 0), already inside
-    # fixed_s, and the profile's loop_rate
-    loop_rate_s: float = 0.0
     # an NPU runtime's activations kept on chip (``accelerators.qnn.onchip_bytes``; per launch):
     # activation bytes = bytes - weight_bytes; kept: onchip_bytes = min(activation bytes,
     # onchip_budget); dram_bytes = bytes - onchip_bytes (x the cache's share, 0 there);
@@ -128,8 +125,7 @@ class KernelTable:
                  "trans", "nbytes", "matrix_peak", "vector_peak", "mem_bw", "consts", "fixed",
                  "compute", "memory", "overhead", "time", "bound", "feats", "units", "l2_bytes",
                  "class_consts", "overlap", "host", "gap", "host_nodes", "host_runs",
-                 "host_only", "host_gap", "resident", "onchip", "split", "inserted", "ynn_dot",
-                 "loop_rate")
+                 "host_only", "host_gap", "resident", "onchip", "split", "inserted", "ynn_dot")
 
     def __init__(self, **values):
         # by keyword: twenty arrays of one length and type are too easy to pass in the wrong order
@@ -175,7 +171,6 @@ class KernelTable:
     split: Any             # (parts [K], seconds [K]) per launch of ``cpu.xla_partition``, or None
     inserted: tuple        # [K] per kernel: the (op, bytes) of each launch inserted into it (``KernelTerms.inserted``)
     ynn_dot: Any           # [K] seconds per launch of ``cpu.ynn_dot``, or None
-    loop_rate: Any         # [K] seconds per launch of ``cpu.loop_rate``, or None
 
     def detail(self, k: int) -> dict:
         """Every factor of kernel ``k``'s terms, per launch (``efficiency.kernel_time(detail=True)``)."""

@@ -75,15 +75,6 @@ def _ynn_lines(e) -> list[str]:
             "dot_trip_us a trip + dot_loop_us once per execution of the loop (the profile's calibration)"]
 
 
-def _rate_lines(e) -> list[str]:
-    """A loop body's compute rate's share of the fixed line (``KernelTerms.loop_rate_s``; none: no line)."""
-    if not e.loop_rate_s:
-        return []
-    return [f"    of which loop rate -{human_time(-e.loop_rate_s * e.runs)}: in a loop body the compute term "
-            "runs at loop_rate x the class's rate (the profile's calibration; trips back to back, operands "
-            "and code cached): max(compute / loop_rate, memory) - max(compute, memory) a launch"]
-
-
 def _host_lines(p, x, h) -> list[str]:
     """A host-only op's lines (``Prediction.host_step``): its host time and what of it the
     prediction shows."""
@@ -162,7 +153,6 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                    f"s the profile's core_bw_share (none: 1 / parts)"]
                   if e.split_s else []),
                 *_ynn_lines(e),
-                *_rate_lines(e),
                 f"  kernel   {human_time(e.time_s):>9}  = fixed + {'max' if p.overlap else 'sum'}(compute, "
                 f"memory): {e.bound}-bound; attained {human(e.attained_flops, 'FLOP/s')}, effective roof "
                 f"{human(e.effective_roof, 'FLOP/s')}",

@@ -151,7 +151,7 @@ def test_the_calibration_sets_the_figures_that_reproduce_its_scans():
     floors = {"gemm": 0.3, "elementwise": 0.2, "activation": 0.2, "movement": 0.2}
     doc = calibrated_xla_doc(floors, RUN_US, program_launch_us=PROG_US, loop_launch_us=LOOP_LAUNCH_US)
     keys = [(m, t) for m in (4, 16) for t in (8, 64)]
-    pred = predicted_scans(doc, dict.fromkeys(keys, 0.0))[1.0]
+    pred = predicted_scans(doc, dict.fromkeys(keys, 0.0))
     # scans timed at the prediction + 7 us + trips x 0.5 us, beside a run overhead 5 us under the
     # rows' (4 us): the fit takes each at its excess over that overhead, and returns 7 and 0.5 us
     measured = {"run_overhead_s": RUN_US * 1e-6, "dot_scan_run_overhead_s": RUN_US * 1e-6 - 5e-6,
@@ -165,28 +165,4 @@ def test_the_calibration_sets_the_figures_that_reproduce_its_scans():
     # rows without the scans: neither figure
     bare = calibrated_xla_doc(floors, RUN_US)
     set_dot_loop_figures(bare, {"run_overhead_s": RUN_US * 1e-6}, "test")
-    assert doc["calibration"]["loop_rate"] == 1.0   # the scans are exact at rate 1
-    assert doc["calibration"]["loop_rate"] == 1.0   # the scans are exact at rate 1
     assert "dot_trip_us" not in bare["calibration"]
-
-
-def test_rate_s_closed_form():
-    from analyzer.prediction.cpu.loop_rate import rate_s
-    from analyzer.prediction.efficiency.kernel_time import CLASS_CODE
-
-    # one elementwise kernel, 1e6 FLOPs and 1e5 bytes at e_c 0.1 / e_bw 1 of 1e11 FLOP/s and 1e10 B/s:
-    # compute 100 us, memory 10 us; in a loop of 10 trips at loop_rate 4: 25 us a trip, so -75 us a
-    # launch; outside the loop 0
-    e = CLASS_CODE["elementwise"]
-    n = len(CLASS_CODE)
-    consts = {"e_compute": np.full(n, 0.1), "e_bw": np.ones(n), "b_half_bytes": np.zeros(n),
-              "floor_s": np.zeros(n), "tile_m": np.zeros(n), "tile_n": np.zeros(n), "wave_alpha": np.zeros(n),
-              "trans_weight": 1.0}
-    feats = {"op_class": np.array([e, e]), "mac_flops": np.zeros(2), "vec_flops": np.full(2, 1e6),
-             "trans_flops": np.zeros(2), "bytes": np.full(2, 1e5)}
-    hw = {"matrix_peak": 1e11, "vector_peak": 1e11, "mem_bw": 1e10, "units": 0.0, "l2_bytes": 0.0}
-    s = rate_s(4.0, np.array([True, False]), np.array([10, 1]), np.zeros(2), feats, hw, consts)
-    assert s.tolist() == pytest.approx([-75e-6, 0.0], rel=1e-9)
-    # at loop_rate 20 the memory term (10 us) binds: -90 us a launch
-    s = rate_s(20.0, np.array([True, False]), np.array([10, 1]), np.zeros(2), feats, hw, consts)
-    assert s.tolist() == pytest.approx([-90e-6, 0.0], rel=1e-9)
