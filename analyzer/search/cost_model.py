@@ -228,24 +228,25 @@ class CostModel:
         ``detail``) each candidate's per-kernel times per group, else None."""
         P = len(self.profiles)
         lat = np.zeros((len(lowered_all), P))
-        ktimes: list[list[np.ndarray]] | None = [[] for _ in lowered_all] if detail else None
-        keyed: dict[tuple, list[tuple[int, Any]]] = {}
+        # per candidate, per group in the candidate's own group order (``Detail`` pairs them)
+        ktimes: list[list[Any]] | None = [[None] * len(g) for g in lowered_all] if detail else None
+        keyed: dict[tuple, list[tuple[int, int, Any]]] = {}
         for c, groups in enumerate(lowered_all):
-            for idx, low in groups:
-                keyed.setdefault((low.runtime, tuple(idx)), []).append((c, low))
+            for gi, (idx, low) in enumerate(groups):
+                keyed.setdefault((low.runtime, tuple(idx)), []).append((c, gi, low))
         for (_, idx), items in keyed.items():
-            lows = [low for _, low in items]
+            lows = [low for _, _, low in items]
             # + the per-run fixed cost analyze adds once (a calibrated profile's session.run)
             # and the host-only ops (eager-op's views: Lowered.besides_kernels_s)
             over = np.array([low.besides_kernels_s for low in lows], np.float64).reshape(len(lows), -1)
-            rows = [c for c, _ in items]
+            rows = [c for c, _, _ in items]
             if not detail:
                 lat[np.ix_(rows, idx)] = batch.kernel_sums(lows, self.overlap) + over
                 continue
             times = batch.kernel_times(lows, self.overlap)
-            for (c, _low), t, o in zip(items, times, over):
+            for (c, gi, _low), t, o in zip(items, times, over):
                 lat[c, list(idx)] = t.sum(axis=1) + o
-                ktimes[c].append(t)
+                ktimes[c][gi] = t
         return lat, ktimes
 
     # ------------------------------------------------------------------ the API
