@@ -147,3 +147,26 @@ def drift(new_dir: str, old_dir: str, rel: float = 1e-6) -> list[str]:
                 elif abs(float(x) - float(y)) > rel * max(abs(float(x)), abs(float(y))):
                     out.append(f"{name} {cls} {k}: committed {y!r}, the fit now {x!r}")
     return out
+
+
+def unpinned(new_dir: str, old_dir: str, lines: list[str]) -> tuple[list[str], list[str]]:
+    """``drift``'s ``lines`` split into (moved, unpinned): a constant line is *unpinned* when its
+    set's stated fit error (``provenance.fit_error``: MAPE, median, bias, within 10 / 25 %, at
+    the digits the files keep) is the same in both folders, so the constant moved along a
+    direction the rows do not pin down (a fit that converges there from another numpy / scipy
+    build gives the same error); every other line, a missing set or family among them, moved."""
+    def error(directory, name, cls):
+        path = os.path.join(directory, name)
+        if not os.path.exists(path):
+            return None
+        with open(path, encoding="utf-8") as f:
+            entry = json.load(f)["sets"].get(cls) or {}
+        return (entry.get("provenance") or {}).get("fit_error") or None
+
+    moved, flat = [], []
+    for line in lines:
+        head = line.split(":", 1)[0].split()
+        same = len(head) == 3 and error(new_dir, head[0], head[1]) is not None and \
+            error(new_dir, head[0], head[1]) == error(old_dir, head[0], head[1])
+        (flat if same else moved).append(line)
+    return moved, flat

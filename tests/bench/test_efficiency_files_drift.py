@@ -43,3 +43,24 @@ def test_drift_names_a_family_or_set_never_committed(tmp_path):
     _write(old, "nvidia-hopper", {"gemm": {"e_compute": 0.9}})
     assert ef.drift(str(new), str(old)) == [f"nvidia-ada.json: not in {old}",
                                             "nvidia-hopper.json quantize: set not committed"]
+
+
+def _write_err(d, family, cls, consts, err):
+    d.mkdir(exist_ok=True)
+    (d / f"{family}.json").write_text(json.dumps(
+        {"family": family, "sets": {cls: {"constants": consts, "provenance": {"fit_error": err}}}}))
+
+
+def test_a_constant_whose_set_fits_as_well_is_unpinned(tmp_path):
+    # b_half_bytes 2508 -> 1256 with the set's fit error equal to its stated digits: unpinned;
+    # the same move with the MAPE 4.55 -> 4.61: moved; a set never committed: moved
+    err = {"rows": 400, "mape": 4.55, "bias": -0.94}
+    new, old = tmp_path / "new", tmp_path / "old"
+    _write_err(new, "nvidia-ampere-ga10x", "elementwise", {"b_half_bytes": 1256.0}, err)
+    _write_err(old, "nvidia-ampere-ga10x", "elementwise", {"b_half_bytes": 2508.0}, err)
+    lines = ef.drift(str(new), str(old))
+    assert ef.unpinned(str(new), str(old), lines) == ([], lines) and len(lines) == 1
+    _write_err(new, "nvidia-ampere-ga10x", "elementwise", {"b_half_bytes": 1256.0}, dict(err, mape=4.61))
+    assert ef.unpinned(str(new), str(old), lines) == (lines, [])
+    gone = ["nvidia-hopper.json quantize: set not committed"]
+    assert ef.unpinned(str(new), str(old), gone) == (gone, [])
