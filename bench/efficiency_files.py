@@ -55,10 +55,12 @@ LEGACY_DESCRIPTION = (
     "predicts as a row copy with its elementwise constants. Applies to no device by itself: set a profile's "
     "family to it to predict the older kernels (bench/accuracy.py does for the 2024 rows).")
 # sets other scripts own in these files: the softmax sets (bench/ampere_softmax.py) and the FMA-unit
-# GEMM sets (bench/family_simt.py, which also appends a note to the description: ``KEPT_NOTES``)
-KEPT_SETS = {"nvidia-ampere": ("softmax", "softmax_block", "gemm_simt", "bgemm_simt"),
-             "nvidia-ampere-ga10x": ("softmax", "softmax_block", "gemm_simt", "bgemm_simt")}
-KEPT_NOTES = (" FMA-unit GEMM sets (", " gemm_simt, bgemm_simt: nvidia-ampere's, inherited (")
+# GEMM and convolution sets (bench/family_simt.py, which also appends a note to the description: ``KEPT_NOTES``)
+_SIMT = ("gemm_simt", "bgemm_simt", "conv3_simt", "conv_simt")
+KEPT_SETS = {"nvidia-ampere": ("softmax", "softmax_block") + _SIMT,
+             "nvidia-ampere-ga10x": ("softmax", "softmax_block") + _SIMT}
+KEPT_NOTES = (" FMA-unit GEMM sets (", " FMA-unit sets of nvidia-ampere, inherited (",
+              " gemm_simt, bgemm_simt: nvidia-ampere's, inherited (")
 DESCRIPTIONS = {
     "nvidia-ampere": "NVIDIA Ampere GA100 (A100): gemm/attention from aiconfigurator a100_sxm (CUDA-graph), "
                      "memory-bound classes from vidur a100_80gb's PyTorch-native kernels (2024: LayerNorm, GELU, add, "

@@ -1,18 +1,24 @@
-"""Per-family FMA-unit GEMM sets (``gemm_simt``, ``bgemm_simt``) fitted on each NVIDIA family's own
-NeuSight rows, shipped where two-fold cross-validation says they beat the pooled set.
+"""Per-family FMA-unit GEMM and convolution sets (``gemm_simt``, ``bgemm_simt``, ``conv3_simt``,
+``conv_simt``) fitted on each NVIDIA family's own NeuSight rows, shipped where two-fold
+cross-validation says they beat the pooled set.
 
 Data: ``shared/measurements/gpu/neusight_ops.csv.gz`` (fp32, TF32 off, one eager PyTorch 2.1 call
-between CUDA events: host dispatch + kernel; no L2 flush), the ``nn.Linear`` (``gemm_simt``) and
-``torch.bmm`` (``bgemm_simt``) rows of each family's devices (``FAMILY_DEVICES``).  No H100 row and
-no whole-model latency is read.
+between CUDA events: host dispatch + kernel; no L2 flush), the ``nn.Linear`` (``gemm_simt``),
+``torch.bmm`` (``bgemm_simt``) and ``nn.Conv2d`` rows (all 3x3 stride 1: ``conv3_simt`` where cuDNN
+ran a Winograd or FFT kernel, ``conv_simt`` the rest) of each family's devices (``FAMILY_DEVICES``;
+the A100's matmul rows are on the 40 GB card, its convolution rows on the 80 GB one).  No H100 row
+and no whole-model latency is read.
 
 Form and method: ``bench/fit_neusight.py``'s.  Latency = host dispatch[device, class] + kernel
 (``kernel_time``, the pooled NVIDIA floor cycles over the device's clock); rows within
 ``FLOOR_X`` (3) x their device's and class's smallest latency are out of every kernel fit and
 score; the dispatch of a constants set is the median of ``latency - kernel`` over the rows within
-``DISPATCH_X`` (1.5) x it, per device and class, refitted in turn with the kernel constants (two
-rounds).  ``gemm_simt``: e_compute of the FMA fp32 peak free, the tile chosen of ``TILES`` by the
-fit's cost, waves and split-K, e_bw held at generic.json's tensor-core gemm set's, b_half 0.
+``DISPATCH_X`` (1.5) x it, per device and dispatch class (both convolution classes are one
+nn.Conv2d call), refitted in turn with the kernel constants (two rounds).  ``gemm_simt``,
+``conv3_simt``, ``conv_simt`` (``fit_tiled``): ``FREE``'s constants (e_compute of the FMA fp32
+peak; ``conv3_simt``'s Winograd multiply share too), the tile chosen of ``TILES`` by the fit's
+cost, waves and split-K, e_bw held at generic.json's tensor-core gemm set's, b_half 0; a
+convolution's cuDNN helper launches (``cudnn_conv``) at their floors, as in the pooled fit.
 ``bgemm_simt``: the tile of ``BGEMM_TILES`` run whole (``whole_tile``), e_compute and ``k_fill``
 (k-loop steps of a tile's prologue and epilogue) free.  Least squares on log(pred/measured),
 soft L1, on ``neusight_data.subsample``'s hash-chosen rows (at most 300 per op and device
@@ -30,7 +36,9 @@ Blackwell inherit it; ``nvidia-volta``, ``nvidia-turing``, ``nvidia-pascal``), r
 rule did not choose, copies Ampere's chosen sets into ``nvidia-ampere-ga10x.json`` as inherited
 sets (Ada inherits that file; the GA10x/AD10x ``fp32_datapath_factor`` is relative to the
 one-datapath level, so those cards take the level of Ampere, their design's nearest one-datapath
-family: rerun ``bench/fit_sustained_gemm.py --write`` afterwards), and the report (``--out``).
+family: rerun ``bench/fit_sustained_gemm.py --write`` afterwards, which reads the GEMM sets), and
+the report (``--out``; with ``--write`` it ends with a sample of the convolution rows through
+``analyzer.analyze`` on the written files and on them without the family convolution sets).
 
 Usage: ``PYTHONPATH=$PWD python bench/family_simt.py [--write] [--out bench/results/family_simt.md]``.
 """
@@ -58,10 +66,16 @@ from report_lines import emit  # noqa: E402
 
 SCRIPT = "bench/family_simt.py"
 COMMAND = "PYTHONPATH=$PWD python bench/family_simt.py --write"
-FIT_DATE = "2026-12-02"
-CLASSES = ("gemm_simt", "bgemm_simt")
-# the NVIDIA families with NeuSight devices: family -> its NeuSight device_system values
-FAMILY_DEVICES = {"nvidia-ampere": ("a100_pcie_40gb",), "nvidia-volta": ("v100_pcie_32gb",),
+FIT_DATE = {"gemm_simt": "2026-12-02", "bgemm_simt": "2026-12-02", "conv3_simt": "2026-12-03", "conv_simt": "2026-12-03"}
+GEMM_CLASSES = ("gemm_simt", "bgemm_simt")
+CONV_CLASSES = ("conv3_simt", "conv_simt")
+CLASSES = GEMM_CLASSES + CONV_CLASSES
+# the free constants of a class fitted on the tiles of TILES (bgemm_simt: fit_neusight.fit_bgemm_whole):
+# e_compute, and conv3_simt's Winograd multiply share
+FREE = {"gemm_simt": fns.MAT_FREE, "conv3_simt": dict(fns.MAT_FREE, **fns.WINO), "conv_simt": fns.MAT_FREE}
+# the NVIDIA families with NeuSight devices: family -> its NeuSight device_system values (the A100's
+# matmul rows are on the 40 GB card, its convolution rows on the 80 GB one)
+FAMILY_DEVICES = {"nvidia-ampere": ("a100_pcie_40gb", "a100_pcie_80gb"), "nvidia-volta": ("v100_pcie_32gb",),
                   "nvidia-turing": ("t4",), "nvidia-pascal": ("p100_pcie_16gb", "p4")}
 GA10X = "nvidia-ampere-ga10x"   # takes nvidia-ampere's chosen sets as inherited copies
 
@@ -79,38 +93,41 @@ def shares(devices) -> dict:
 
 
 def family_rows(ns, family: str):
-    """The family's ``gemm_simt`` and ``bgemm_simt`` rows (all, the floor rows included: they fit
-    the dispatch)."""
+    """The family's rows of ``CLASSES`` (all, the floor rows included: they fit the dispatch)."""
     return ns[ns.device_system.isin(FAMILY_DEVICES[family]) & ns.cls.isin(CLASSES)].copy()
 
 
-def fit_gemm(rows, fit: Fit) -> None:
-    """``gemm_simt``'s e_compute for each tile of ``TILES`` (the least cost kept), the shares
-    and the dispatch held."""
-    ker = rows[(rows.cls == "gemm_simt") & ~rows.near_floor]
+def fit_tiled(rows, fit: Fit, cls: str) -> None:
+    """A tiled FMA-unit class's free constants (``FREE``) for each tile of ``TILES`` (the least
+    cost kept), the shares, the dispatch and the other sets held; a convolution class's cuDNN
+    helper launches at their floors (``fit_neusight.kernel_s``)."""
+    ker = rows[(rows.cls == cls) & ~rows.near_floor]
     lt = np.log(ker.t.to_numpy())
+    free = FREE[cls]
     best = None
     for tile in fns.TILES:
         def resid(x, tile=tile):
-            s = fns._mat_set(dict(zip(fns.MAT_FREE, np.exp(x))), tile)
-            return np.log(fns.predict(ker, Fit(dict(fit.sets, gemm_simt=s), fit.shares, fit.dispatch))) - lt
+            s = fns._mat_set(dict(zip(free, np.exp(x))), tile)
+            return np.log(fns.predict(ker, Fit(dict(fit.sets, **{cls: s}), fit.shares, fit.dispatch))) - lt
 
-        vals, cost = fns._lsq(resid, fns.MAT_FREE)
+        vals, cost = fns._lsq(resid, free)
         if best is None or cost < best[0]:
             best = (cost, fns._mat_set(vals, tile))
-    fit.sets["gemm_simt"] = best[1]
+    fit.sets[cls] = best[1]
 
 
 def fit_family(rows, sh: dict) -> Fit:
-    """Both classes on ``rows`` (one family's; fitted on ``neusight_data.subsample``'s hash-chosen
+    """Every class of ``CLASSES`` on ``rows`` (one family's; fitted on ``neusight_data.subsample``'s hash-chosen
     rows of them: at most ``CAP`` per op and device plus ``AT_FLOOR_CAP`` at the floor), the
     dispatch refitted in turn (two rounds; the first dispatch the pooled set's)."""
     rows = nd.subsample(rows)
     fit = Fit({}, dict(sh), {})
     fit.dispatch = fns.fit_dispatch(rows, fit)
     for _ in range(2):
-        fit_gemm(rows, fit)
+        fit_tiled(rows, fit, "gemm_simt")
         fns.fit_bgemm_whole(rows, fit)
+        for cls in CONV_CLASSES:
+            fit_tiled(rows, fit, cls)
         fit.dispatch = fns.fit_dispatch(rows, fit)
     return fit
 
@@ -163,21 +180,33 @@ def choose(cv, pooled) -> dict:
 
 # ----------------------------------------------------------------------------- writing
 
+FORM = {
+    "gemm_simt": "e_compute (of the FMA fp32 peak) free, the tile chosen of 128x128, 128x64, 64x64 by the fit's cost, "
+                 "waves over the SMs with split-K",
+    "bgemm_simt": "e_compute and k_fill (k-loop steps of a tile's prologue and epilogue) free, the tile (rows x "
+                  "columns) chosen of 128x128, 64x128, 64x64 by the fit's cost and run whole (whole_tile)",
+    "conv3_simt": "e_compute (of the FMA fp32 peak) and mult_share (Winograd/FFT multiplies per direct multiply, in "
+                  "[0.25, 1]) free, the implicit GEMM's tile chosen of 128x128, 128x64, 64x64 by the fit's cost, waves "
+                  "over the SMs with split-K; cuDNN's launches besides the main kernel (cudnn_conv) at their floors",
+    "conv_simt": "e_compute (of the FMA fp32 peak) free, the implicit GEMM's tile chosen of 128x128, 128x64, 64x64 by "
+                 "the fit's cost, waves over the SMs with split-K; cuDNN's launches besides the main kernel "
+                 "(cudnn_conv) at their floors"}
+FILTER = {"gemm_simt": "op linear (nn.Linear)", "bgemm_simt": "op bmm (torch.bmm)",
+          "conv3_simt": "op conv (nn.Conv2d); rows running winograd or fft kernels and the rest",
+          "conv_simt": "op conv (nn.Conv2d); rows whose kernels_launched name no winograd/fft"}
+
+
 def provenance(family: str, cls: str, ev: dict) -> dict:
     rows = ev["rows"][ev["rows"].cls == cls]
     own = ev["own"][ev["own"].cls == cls]
     cv = ev["cv"][ev["cv"].cls == cls]
     pool = ev["pooled"][ev["pooled"].cls == cls]
     m_cv, m_pool = fns.metrics(cv.p, cv.t), fns.metrics(pool.p, pool.t)
-    devs = FAMILY_DEVICES[family]
+    devs = [d for d in FAMILY_DEVICES[family] if d in set(rows.device_system)]
     sh = ", ".join(f"{nd.PROFILE[d]} {s:.3f}" for d, s in shares(devs).items() if s < 1.0)
-    form = ("e_compute (of the FMA fp32 peak) free, the tile chosen of 128x128, 128x64, 64x64 by the fit's cost, "
-            "waves over the SMs with split-K" if cls == "gemm_simt" else
-            "e_compute and k_fill (k-loop steps of a tile's prologue and epilogue) free, the tile (rows x columns) "
-            "chosen of 128x128, 64x128, 64x64 by the fit's cost and run whole (whole_tile)")
     method = (f"least squares on log(pred/measured) (soft L1), latency = host dispatch + kernel (eager-op), on the "
               f"rows above 3x their device's and class's smallest latency, the dispatch refitted in turn (median of "
-              f"latency - kernel over the rows within 1.5x it, per device and class); {form}; e_bw held at "
+              f"latency - kernel over the rows within 1.5x it, per device and class); {FORM[cls]}; e_bw held at "
               f"generic.json's gemm set's, b_half 0"
               + (f"; the FMA peak at the profile's NeuSight-fitted sustained clock ({sh} x boost), held" if sh else "")
               + f"; rule fixed beforehand: shipped because its two-fold cross-validated MAPE (hash halves of the "
@@ -186,19 +215,18 @@ def provenance(family: str, cls: str, ev: dict) -> dict:
               f"NVIDIA floor cycles apply (constants.floor_cycles), floor_s here is that floor at 1.41 GHz")
     err = fns.metrics(own.p, own.t)
     return {"kind": "fit", "measurement_file": nd.MEASUREMENT_FILE, "device_system": ", ".join(devs),
-            "hardware": ", ".join(nd.PROFILE[d] for d in devs),
-            "filter": f"op {'linear (nn.Linear)' if cls == 'gemm_simt' else 'bmm (torch.bmm)'}",
+            "hardware": ", ".join(nd.PROFILE[d] for d in devs), "filter": FILTER[cls],
             "timing": "eager single call (CUDA events around one PyTorch 2.1 call, fp32, TF32 off, mean of the "
                       "fastest 5 of 25, no L2 flush; host dispatch included, fitted apart)",
             "rows": int(len(rows)), "rows_used_in_fit": int(len(own)), "fit_method": method,
-            "fit_date": FIT_DATE, "fit_script": SCRIPT, "command": COMMAND,
+            "fit_date": FIT_DATE[cls], "fit_script": SCRIPT, "command": COMMAND,
             "fit_error": {k: (round(v, 2) if isinstance(v, float) else v) for k, v in err.items()}}
 
 
 def _note(family: str, choice: dict) -> str:
     own = [c for c in CLASSES if choice[c] == "family"]
     rest = [c for c in CLASSES if choice[c] != "family"]
-    s = f" FMA-unit GEMM sets ({SCRIPT}, rule: a family's own set ships iff its two-fold cross-validated MAPE " \
+    s = f" FMA-unit GEMM sets ({SCRIPT}, with the convolution classes; rule: a family's own set ships iff its two-fold cross-validated MAPE " \
         "on the family's NeuSight rows beats the pooled set's in-sample MAPE on them):"
     if own:
         s += f" {', '.join(own)} the family's own (fitted on {', '.join(FAMILY_DEVICES[family])})"
@@ -231,7 +259,23 @@ def write(results: dict, directory: str) -> None:
             write_ga10x(doc, directory)
 
 
+GA10X_NOTE = " FMA-unit sets of nvidia-ampere, inherited ("   # the note's start (efficiency_files.KEPT_NOTES)
+GA10X_OLD_NOTE = " gemm_simt, bgemm_simt: nvidia-ampere's, inherited ("   # the GEMM-only note it replaces
+
+
+def ga10x_source(c: str) -> str:
+    """The inherit provenance of GA10x's copy of nvidia-ampere's set of class ``c``."""
+    what, rows = (("fp32 SIMT sgemm", "FMA-unit GEMM") if c in GEMM_CLASSES else
+                  ("fp32 cuDNN convolutions (FMA units, TF32 off)", "fp32 convolution"))
+    return (f"nvidia-ampere's {c} set (PyTorch 2.1's {what} on NeuSight's A100 PCIe rows, {SCRIPT}): no {rows} rows "
+            "of GA10x or Ada in NeuSight; the profile's fp32_datapath_factor scales the FMA peak of this design "
+            "relative to the one-datapath level (fitted by bench/fit_sustained_gemm.py against the one-datapath "
+            "cards' r), and Ampere is the one-datapath family of the same generation")
+
+
 def write_ga10x(amp: dict, directory: str) -> None:
+    """nvidia-ampere's sets of ``CLASSES`` (``amp``: its written file) into GA10x's file as
+    inherited copies, the description's note replaced."""
     from neusight_report import _dump
 
     path = os.path.join(directory, f"{GA10X}.json")
@@ -240,18 +284,16 @@ def write_ga10x(amp: dict, directory: str) -> None:
     for c in CLASSES:
         doc["sets"].pop(c, None)
         if c in amp["sets"]:
-            doc["sets"][c] = {"constants": amp["sets"][c]["constants"], "provenance": {"kind": "inherit", "source": (
-                f"nvidia-ampere's {c} set (PyTorch 2.1's fp32 SIMT sgemm on NeuSight's A100 PCIe rows, {SCRIPT}): "
-                "no FMA-unit GEMM rows of GA10x or Ada in NeuSight; the profile's fp32_datapath_factor scales the "
-                "FMA peak of this design relative to the one-datapath level (fitted by bench/fit_sustained_gemm.py "
-                "against the one-datapath cards' r), and Ampere is the one-datapath family of the same generation")}}
-    note = f" gemm_simt, bgemm_simt: nvidia-ampere's, inherited ({SCRIPT})."
-    doc["description"] = doc["description"].replace(note, "") + (note if any(c in amp["sets"] for c in CLASSES) else "")
+            doc["sets"][c] = {"constants": amp["sets"][c]["constants"],
+                              "provenance": {"kind": "inherit", "source": ga10x_source(c)}}
+    have = [c for c in CLASSES if c in amp["sets"]]
+    desc = doc["description"].split(GA10X_OLD_NOTE)[0].split(GA10X_NOTE)[0]
+    doc["description"] = desc + (f"{GA10X_NOTE}{SCRIPT}): {', '.join(have)}." if have else "")
     _dump(doc, path)
 
 
 def main(argv=None) -> int:
-    from family_simt_report import report
+    from family_simt_report import product_lines, report
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=nd.DATA)
@@ -263,7 +305,8 @@ def main(argv=None) -> int:
     results = {fam: evaluate(ns, fam) for fam in FAMILY_DEVICES}
     if args.write:
         write(results, fns.fc.EFFICIENCY_DIR)
-    lines = report(results, time.time() - t0)
+    product = product_lines(results) if args.write else []
+    lines = report(results, time.time() - t0) + product
     emit(args.out, lines)
     return 0
 

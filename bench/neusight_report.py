@@ -346,8 +346,9 @@ def product_check(folds: dict, extra=None) -> tuple[list, list[str]]:
            "as shipped (its per-call table, runtimes.EAGER_OP_CALL_US: the five hosts' median, the held-out one's "
            "among them). The A100's memory-bound rows take "
            "opcost's nvidia-ampere sets (vidur-fitted), not the pooled ones: a check of the Ampere set. The "
-           "gemm_simt/bgemm_simt rows of a family with its own FMA-unit set (bench/family_simt.py: fitted on "
-           "these GPUs' rows) take it: in-sample for those rows. "
+           "FMA-unit matrix and convolution rows of a family with its own set of their class (bench/family_simt.py: "
+           "fitted on these GPUs' rows; every convolution row runs conv3_simt there, its 3x3 stride-1 shape) take "
+           "it: in-sample for those rows. "
            f"Feature path vs product (kernel + host): median |diff| {100 * np.median(agree):.2f} %, "
            f"max {100 * agree.max():.2f} % (those rows differ by design).", "",
            "| GPU | class | rows | kernel + host MAPE % | bias % | within 10 % | eager-op (as shipped) MAPE % "
