@@ -46,7 +46,12 @@ def peak(profile, engine: str, dtype: str, warn: set[str]) -> float:
 
     Vector work at a dtype without its own vector figure runs at the vector fp32 rate
     (a conservative choice: GPUs run fp16 elementwise at least that fast), never on the
-    matrix engine unless the device has no vector figure at all."""
+    matrix engine unless the device has no vector figure at all.  fp32 matrix work on a TPU runs
+    on the MXU at its bf16 peak (``mxu_bf16``), whatever vector fp32 figure the chip states."""
+    if engine == "matrix" and mxu_bf16(profile, dtype):
+        warn.add(f"{profile.id}: fp32 matrix products run on the MXU in one bf16 pass at its bf16 peak "
+                 f"(XLA's default dot precision on a TPU, jax.lax.Precision.DEFAULT)")
+        return profile.peak_flops("matrix", "bf16")
     if engine == "vector":
         p = profile.peak_flops("vector", dtype) or profile.peak_flops("vector", "fp32")
         if p:
@@ -252,8 +257,19 @@ def kernel_peaks(prof, cache: dict, warn: set[str], anchor_dtype, mac_l, vec_l, 
 
 def fma_dtype(prof, dtype: str) -> bool:
     """True where ``prof``'s matrix products at ``dtype`` run on its vector (FMA) units: no
-    matrix-engine figure for the dtype, a vector one."""
-    return not prof.peak_flops("matrix", dtype) and bool(prof.peak_flops("vector", dtype))
+    matrix-engine figure for the dtype, a vector one, and not a TPU's MXU pass (``mxu_bf16``)."""
+    return (not prof.peak_flops("matrix", dtype) and bool(prof.peak_flops("vector", dtype))
+            and not mxu_bf16(prof, dtype))
+
+
+def mxu_bf16(prof, dtype: str) -> bool:
+    """True where ``prof`` runs matrix products at ``dtype`` on the MXU in one bfloat16 pass: fp32
+    on a TPU with a bf16 matrix figure and no fp32 one.  XLA's default dot precision on a TPU
+    (``jax.lax.Precision.DEFAULT``: operands rounded to bf16, fp32 accumulation) is one MXU pass;
+    the TPU's vector fp32 unit (the VPU) runs no dot.  HIGH / HIGHEST (3 or 6 passes) are not
+    modelled."""
+    return (prof.kind == "tpu" and dtype == "fp32" and not prof.peak_flops("matrix", "fp32")
+            and bool(prof.peak_flops("matrix", "bf16")))
 
 
 def clock_share(prof) -> float:

@@ -26,7 +26,7 @@ and it launches once.  Policies (``POLICIES``), chosen by the runtime (``runtime
   product, the fused activation): the onnxruntime patterns (the ``edgetpu`` runtime).
 - ``qnn``: QNN's on the Hexagon NPU (the ``qnn`` runtime, ``accelerators/qnn.py``): the
   onnxruntime patterns, then a residual Add / scale Mul and a SiLU joined to the matrix op; a
-  Concat launches nothing (its producers write into its output).
+  Concat launches nothing where kernels produce its inputs (they write into its output).
 - a ``FusionRecord`` (any policy): the runtime's own record of the kernels it runs, each with the
   original nodes it replaced.  ``analyzer.analyze`` builds one from onnxruntime's saved fused
   graph (``ort_record.fusion_record``) when the runtime is onnxruntime, onnxruntime is installed
@@ -141,7 +141,7 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
     if policy == "none":
         return _collect(nodes, None, {}, {}, graph_outputs, policy)
     producer, consumers = tensor_index(nodes)
-    launch = qnn.launches(nodes) if policy == "qnn" else [nd.launches for nd in nodes]
+    launch = qnn.launches(nodes, producer) if policy == "qnn" else [nd.launches for nd in nodes]
     folded = xla_folded(nodes, consumers, graph_outputs) if policy == "xla" and fold_transposes else {}
     for i in folded:
         launch[i] = False

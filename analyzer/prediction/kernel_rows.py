@@ -59,6 +59,19 @@ def _spec_bytes(spec, precision: str | None) -> int:
     return nb
 
 
+def _io_bytes(specs, counted: int, precision: str | None) -> tuple[int, ...]:
+    """Bytes of each of a node's input or output ``specs`` under ``precision``.  A tensor whose size
+    is data-dependent (NonZero's or NonMaxSuppression's output, and what reads it: a dim shape
+    inference derives, ``unk__N``, that no option binds) takes an even share of what the node's
+    rule counts (``counted``: its activation bytes read, or written; an upper bound its note
+    states) less the sized tensors' bytes."""
+    sized = [None if s is not None and s.unresolved else _spec_bytes(s, precision) for s in specs]
+    if None not in sized:
+        return tuple(sized)
+    rest = max(counted - sum(b for b in sized if b is not None), 0) // sized.count(None)
+    return tuple(rest if b is None else b for b in sized)
+
+
 def _launches(n: NodeCost) -> bool:
     return n.status != FOLDED and bool(n.cost.flops or n.cost.bytes_moved)
 
@@ -79,8 +92,8 @@ def fusion_nodes(nodes: list[NodeCost], precision: str | None, memo: dict | None
         hit = memo.get(key)
         if hit is None:
             hit = memo[key] = (node_op_class(n),
-                               tuple(_spec_bytes(s, precision) for s in n.in_specs),
-                               tuple(_spec_bytes(s, precision) for s in n.out_specs),
+                               _io_bytes(n.in_specs, n.cost.activation_bytes_read, precision),
+                               _io_bytes(n.out_specs, n.cost.activation_bytes_written, precision),
                                _launches(n), frozenset(n.constant_inputs),
                                node_bytes(n, precision) if keys is not None else None, _matrix2d(n))
         out.append(FN(n.op, n.domain, hit[0], n.level, n.in_names, n.out_names, hit[1], hit[2],

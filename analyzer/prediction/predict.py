@@ -309,13 +309,26 @@ def _prediction(report, target, low, g, compute, memory, ovh, time, bound, overl
         notes.insert(0, f"runtime {rt.name} ({target.why})")
     return Prediction(hardware=prof.id, hardware_name=prof.name, precision=low.precision, overlap=overlap,
                       latency_s=total + run_overhead, bound_share=share, nodes=tuple(rows),
-                      warnings=tuple(low.warnings[g]), precision_explicit=precision is not None,
+                      warnings=_warnings(low, g), precision_explicit=precision is not None,
                       runtime=rt.name, time_definition=rt.time_definition, provenance=low.provenance[g],
                       provenance_detail=low.provenance_detail[g], notes=tuple(notes),
                       kernels=low.plan.kernels + n_extra, run_overhead_s=run_overhead,
                       launches=int(round(float(low.runs.sum() + extra_launches))), kernel_table=table,
                       target=target, host_ops=int(round(float(np.sum(low.host_runs))))
                       if low.host_nodes else 0)
+
+
+# the warning of a prediction in which no node launches a kernel (its latency is the runtime's
+# per-call costs alone): never a silent zero
+NO_KERNEL = ("no node launches a kernel (every node is a view, a shape-only op or constant-folded): "
+             "the latency is the runtime's per-call costs alone, 0 where it has none; a runtime that copies a "
+             "graph input to a graph output is not modelled")
+
+
+def _warnings(low, g) -> tuple[str, ...]:
+    """The lowering's warnings of target ``g``, and ``NO_KERNEL`` where nothing launches."""
+    none = not low.plan.kernels and not low.host_nodes and not any(low.plan.extra_ops)
+    return tuple(low.warnings[g]) + ((NO_KERNEL,) if none else ())
 
 
 def _rows(report, low, compute, memory, ovh, time, bound, host_gap, total) -> list[NodePrediction]:

@@ -86,6 +86,18 @@ def test_concat_runs_no_kernel():
     assert float(np.sum(k.kernel_table.nbytes)) - float(np.sum(q.kernel_table.nbytes)) == 2 * 1024 + 2048
 
 
+def test_concat_of_a_graph_input_copies_it():
+    """Concat(x, conv(x)): no kernel writes the graph input x into the concat's buffer, so the
+    concat runs a kernel of its own (2 kernels, its bytes read 2 x 1024 + write 2048 B at fp16);
+    a Concat of graph inputs only is one kernel, never a prediction of no kernel at all."""
+    nodes = [_conv("x", "a", "wa"), helper.make_node("Concat", ["x", "a"], ["y"], axis=1)]
+    q = _kernels(_analyze(nodes, [_w("wa", [8, 8, 3, 3])], out_shape=(1, 16, 8, 8)))
+    assert len(q.kernel_table.op_class) == 2
+    assert float(q.kernel_table.nbytes[1]) == 2 * 1024 + 2048
+    only = _kernels(_analyze([helper.make_node("Concat", ["x", "x"], ["y"], axis=1)], out_shape=(1, 16, 8, 8)))
+    assert len(only.kernel_table.op_class) == 1 and only.nodes[0].time_s > 0
+
+
 @pytest.mark.parametrize("precision,key", [("fp16", "run_fixed_s"), ("int8", "run_fixed_int8_s")])
 def test_fixed_cost_added_once_per_inference(precision, key):
     """latency = the kernels' sum + the family's run_fixed_s (fp16) / run_fixed_int8_s (int8),

@@ -175,16 +175,17 @@ def contrib_output_shapes(inferred: onnx.ModelProto, nodes: list[Node], specs: d
     """Shapes for the outputs of onnxruntime contrib ops (and everything downstream), which
     ONNX inference leaves unknown: inference over a copy with shape surrogates, repeated
     while it resolves more (a surrogate may need a rank only the previous round found)."""
-    from analyzer.frontends.onnx.surrogates.contrib import MS, ORT_DEFAULT_DOMAIN, is_ort_op, surrogate_copy
+    from analyzer.frontends.onnx.surrogates.contrib import (MS, ORT_DEFAULT_DOMAIN, UNINFERRED, needs_surrogate,
+                                                            surrogate_copy)
     from analyzer.frontends.onnx.surrogates.ml import ML
 
     # the common case (no onnxruntime or ai.onnx.ml op at all) decided by two C-level passes
     domains = set(map(DOMAIN_OF, nodes))
-    if MS not in domains and ML not in domains and ORT_DEFAULT_DOMAIN.isdisjoint(ops):
+    if MS not in domains and ML not in domains and ORT_DEFAULT_DOMAIN.isdisjoint(ops) and UNINFERRED.isdisjoint(ops):
         return
-    contrib_outs = [o for n in nodes if n.domain == ML or is_ort_op(n.domain, n.op)
+    contrib_outs = [o for n in nodes if n.domain == ML or needs_surrogate(n.domain, n.op)
                     for o in n.outputs if o]
-    touched = {x for n in nodes if n.domain == ML or is_ort_op(n.domain, n.op)
+    touched = {x for n in nodes if n.domain == ML or needs_surrogate(n.domain, n.op)
                for x in (*n.inputs, *n.outputs) if x}
     for _ in range(4):
         # no spec, or one inference left open (a converter's unnamed batch dim: [None, 1])

@@ -12,7 +12,8 @@ GELUs are one kernel each), and then ``join_epilogues``: a convolution or matmul
 absorbs the elementwise Add or Mul that is its output's only reader and whose other input is
 another layer's tensor (a residual add, a squeeze-excitation scale) with the activation after
 it, and a SiLU written as ``x * Sigmoid(x)``; a Concat runs no kernel (``ELIDED``: its
-producers write their outputs into its buffer at their offsets, so its copy is never made).  Sources: QNN's op definitions carry the fused
+producers write their outputs into its buffer at their offsets, so its copy is never made) where
+a kernel produces each of its non-constant inputs; a Concat of graph inputs copies them.  Sources: QNN's op definitions carry the fused
 forms (Conv2d with a fused ReLU/ReLU6 by the converter; ElementWiseAdd with a fused
 activation), and onnxruntime's QNN execution provider translates ``Conv -> Relu/Clip`` into one
 QNN Conv (microsoft/onnxruntime pull request 21537, ``IQnnNodeGroup``); the residual join is
@@ -75,6 +76,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from analyzer.ir.ops import VIEW, facts
+
 NAME = "qnn"
 # runtime name -> the share of the deployment offset d it adds once per inference (module
 # docstring): qnn-dlc = a QNN DLC on QAIRT, qnn-tflite = TFLite + the QNN delegate, qnn their mean
@@ -127,9 +130,27 @@ def run_fixed_s(runtime: str, arrays: dict, precision: str, note: list[str] | No
     return max(s, 0.0)
 
 
-def launches(nodes) -> list[bool]:
-    """Which nodes launch a kernel: as each node says, but a Concat never (``ELIDED``)."""
-    return [nd.launches and nd.op not in ELIDED for nd in nodes]
+def launches(nodes, producer) -> list[bool]:
+    """Which nodes launch a kernel: as each node says, but a Concat (``ELIDED``) none where a
+    kernel writes each of its non-constant inputs into its buffer: every such input is the output
+    of a node that launches, or of a Concat so elided, views that launch nothing looked through.
+    A Concat of a graph input copies it: a kernel of its own.  ``producer``: (level, tensor) -> the
+    index of the node that writes it (``fusion.tensor_index``)."""
+    out = [nd.launches for nd in nodes]
+    elided = [False] * len(nodes)
+
+    def written(level, t):
+        j = producer.get((level, t))
+        while j is not None and not (out[j] or elided[j]) and nodes[j].inputs \
+                and facts(nodes[j].domain, nodes[j].op).io == VIEW:     # a view: look through it
+            j = producer.get((level, nodes[j].inputs[0]))
+        return j is not None and (out[j] or elided[j])
+
+    for i, nd in enumerate(nodes):
+        if nd.op in ELIDED and out[i] and all(written(nd.level, t) for k, t in enumerate(nd.inputs)
+                                             if t and k not in nd.constant_inputs):
+            out[i], elided[i] = False, True
+    return out
 
 
 def _users(i: int, nodes, consumers) -> list[int]:

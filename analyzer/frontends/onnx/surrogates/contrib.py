@@ -38,10 +38,11 @@ from analyzer.frontends.onnx.types import DTYPES
 
 from analyzer.frontends.onnx.surrogates import attention as contrib_attention_shapes
 from analyzer.frontends.onnx.surrogates import contrib_ops as contrib_surrogates
-from analyzer.frontends.onnx.surrogates.emit import I64, MS, ORT_DEFAULT_DOMAIN, input_dtype, Emit, SurrogateModel, is_ort_op
+from analyzer.frontends.onnx.surrogates.emit import (I64, MS, ORT_DEFAULT_DOMAIN, UNINFERRED, input_dtype, Emit,
+                                                     SurrogateModel, is_ort_op, needs_surrogate)
 from analyzer.frontends.onnx.surrogates.contrib_ops import identity_surrogate, max_pool_surrogate
 
-__all__ = ["MS", "ORT_DEFAULT_DOMAIN", "SURROGATES", "is_ort_op", "surrogate_copy"]
+__all__ = ["MS", "ORT_DEFAULT_DOMAIN", "SURROGATES", "UNINFERRED", "is_ort_op", "needs_surrogate", "surrogate_copy"]
 
 _ONNX_TYPE = {name: code for code, name in DTYPES.items()}
 
@@ -116,6 +117,8 @@ SURROGATES: dict[str, Callable] = {
     "ExpandDims": _expand_dims, "Range": _range, "Pad": _pad, "GridSample": _grid_sample,
     "MaxpoolWithMask": max_pool_surrogate(False), "NhwcMaxPool": max_pool_surrogate(True),
     "CausalConvWithState": _causal_conv,
+    # standard ops ONNX inference cannot type (``UNINFERRED``): the output has the input's shape
+    "GroupNormalization": identity_surrogate,
 }
 
 
@@ -140,7 +143,7 @@ def surrogate_copy(m: onnx.ModelProto, needs: set[str], known=None) -> tuple[onn
         if n.domain == ML:
             make = ML_SURROGATES.get(n.op_type)
         else:
-            make = SURROGATES.get(n.op_type) if is_ort_op(n.domain, n.op_type) else None
+            make = SURROGATES.get(n.op_type) if needs_surrogate(n.domain, n.op_type) else None
         if make is None or not any(o in needs for o in n.output):
             new_nodes.append(n)
             continue

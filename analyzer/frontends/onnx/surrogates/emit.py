@@ -15,8 +15,18 @@ BIG = (1 << 62)
 ORT_DEFAULT_DOMAIN = frozenset({"SimplifiedLayerNormalization"})
 
 
+# standard ONNX ops whose schemas have no shape inference function (context-dependent functions,
+# which ONNX inference does not expand): their outputs take a surrogate as the contrib ops' do
+UNINFERRED = frozenset({"GroupNormalization"})
+
+
 def is_ort_op(domain: str, op: str) -> bool:
     return domain == MS or (domain in ("", "ai.onnx") and op in ORT_DEFAULT_DOMAIN)
+
+
+def needs_surrogate(domain: str, op: str) -> bool:
+    """An onnxruntime op (``is_ort_op``) or a standard op ONNX inference cannot type (``UNINFERRED``)."""
+    return is_ort_op(domain, op) or (domain in ("", "ai.onnx") and op in UNINFERRED)
 
 
 class SurrogateModel:
