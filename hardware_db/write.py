@@ -82,10 +82,7 @@ _PROBE = ("wall-clock at 1 thread / at the calibration's threads of a 12-block M
 _CALIBRATION_TEXTS = {
     "run_overhead_us": "wall-clock of a 1-node model minus its node's cost",
     "trans_weight": ("vector FLOPs per transcendental: of calibrate_xla.TRANS_WEIGHTS, the one whose fit of "
-                     "the activation class's rows (tanh, exp, sigmoid) has the lowest error "
-                     "(analyzer.measure.xla.fit.trans_seconds)"),
-    "trans_ns": ("one transcendental on one core, in every class: trans_weight / (peak x e_c) of the activation "
-                 "class's fit at trans_weight (analyzer.measure.xla.fit.trans_seconds)"),
+                     "the elementwise class's rows (fused adds, GELUs, norms, softmaxes) has the lowest error"),
     "passes": "passes over the calibration rows (each row keeps its fastest)",
     "core_bw_share": ("one core's share of mem_bw (a kernel split over p cores streams at min(p x it, 1) of "
                       "mem_bw: analyzer/prediction/cpu/xla_partition.py), fitted (analyzer.measure.xla.fit.fit_share)"),

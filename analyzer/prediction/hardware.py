@@ -62,9 +62,6 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
         # what one transcendental costs in vector FLOPs (an XLA calibration fits it: its fused
         # kernels mix adds with tanh, exp and erf); 1 where the calibration did not measure it
         arrays["trans_weight"] = float(cal.get("trans_weight", arrays["trans_weight"]))
-        # an XLA calibration's seconds of one transcendental on one core, in every class (its tanh,
-        # exp and sigmoid rows' rate: measure.xla.fit.trans_seconds); absent: 0, trans_weight
-        arrays["trans_s"] = float(cal.get("trans_ns", 0.0)) * 1e-9
         from analyzer.prediction.cpu.thread_notes import notes
 
         elsewhere = other_simd(cal)

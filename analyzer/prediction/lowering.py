@@ -154,7 +154,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     fixed, host = np.zeros((P, K)), np.zeros((P, K))   # host: the dispatch part of fixed
     host_only = np.zeros((P, len(plan.host_only)))     # per host-only op, per run
     run_overhead = np.zeros(P)
-    consts = {**{p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}, "trans_weight": np.ones(P), "trans_s": np.zeros(P)}
+    consts = {**{p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}, "trans_weight": np.ones(P)}
     warnings, provs, details, notes = [], [], [], []
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", cudnn_conv.op_of(op))])
@@ -211,12 +211,10 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
 
 
 def _set_consts(consts: dict, p: int, arrays) -> None:
-    """Row ``p`` of the per-profile constant arrays: the class parameters, trans_weight and
-    trans_s (0 where the profile has none)."""
+    """Row ``p`` of the per-profile constant arrays: the class parameters and trans_weight."""
     for name in eff.CLASS_PARAMS:
         consts[name][p] = arrays[name]
     consts["trans_weight"][p] = float(arrays["trans_weight"])
-    consts["trans_s"][p] = float(arrays["trans_s"]) if "trans_s" in arrays else 0.0
 
 
 def _inserted_s(extra_cls, nodes, plan, arrays, fixed_of, hw_p, consts_p, loop_s, prog_s):

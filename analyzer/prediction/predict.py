@@ -149,8 +149,7 @@ class Prediction:
                              if t.mem_bw and t.consts["e_bw"][k] else float("inf")),
             e_compute=float(t.consts["e_compute"][k]), e_bw=float(t.consts["e_bw"][k]),
             b_half_bytes=float(t.consts["b_half_bytes"][k]), floor_s=_f32(t.consts["floor_s"][k]),
-            trans_weight=float(t.consts["trans_weight"]), trans_s=float(t.consts["trans_s"]),
-            fixed_s=_f32(t.fixed[k]),
+            trans_weight=float(t.consts["trans_weight"]), fixed_s=_f32(t.fixed[k]),
             compute_s=float(t.compute[k]), memory_s=float(t.memory[k]), overhead_s=float(t.overhead[k]),
             time_s=time, bound=BOUNDS[int(t.bound[k])],
             attained_flops=flops * runs / time if time > 0 else 0.0,
@@ -377,7 +376,6 @@ def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True, host=
     consts = {name: np.asarray(low.consts[name][g])[cls] for name in
               ("e_compute", "e_bw", "b_half_bytes", "floor_s", "sm_overlap")}
     consts["trans_weight"] = float(low.consts["trans_weight"][g])
-    consts["trans_s"] = float(low.consts["trans_s"][g])
     return KernelTable(kernel_of=np.asarray(low.plan.kernel_of), names=low.kernel_names,
                        members=np.asarray([len(m) for m in low.plan.members]), weight=low.member_weight,
                        op_class=tuple(eff.OP_CLASSES[c] for c in cls), runs=low.runs,

@@ -49,7 +49,6 @@ class KernelTerms(NamedTuple):
     b_half_bytes: float
     floor_s: float
     trans_weight: float
-    trans_s: float             # seconds of one transcendental (0: trans_weight vector FLOPs instead)
     fixed_s: float             # per launch: max(floor, launch figure) + host dispatch
     compute_s: float           # all launches
     memory_s: float

@@ -19,11 +19,7 @@ def _compute_lines(e) -> list[str]:
         out.append(f"    matrix = MAC {human(e.mac_flops)} x padding {e.pad:.3g}{algo} x waves {e.wave:.3g} "
                    f"(split-K {e.split_k:g}, {e.units:g} SMs) x narrow {e.narrow:.3g} / (matrix peak "
                    f"{human(e.matrix_peak, 'FLOP/s')} x e_compute {e.e_compute:.3g})")
-    if (e.vector_flops or e.transcendental_flops) and e.trans_s > 0:
-        out.append(f"    vector = vector {human(e.vector_flops)} / (vector peak {human(e.vector_peak, 'FLOP/s')} x "
-                   f"e_compute {e.e_compute:.3g}) + transcendentals {human(e.transcendental_flops)} x "
-                   f"{e.trans_s * 1e9:.3g} ns (the calibration's time of one)")
-    elif e.vector_flops or e.transcendental_flops:
+    if e.vector_flops or e.transcendental_flops:
         out.append(f"    vector = (vector + transcendentals x {e.trans_weight:g}) / (vector peak "
                    f"{human(e.vector_peak, 'FLOP/s')} x e_compute {e.e_compute:.3g})")
     return out

@@ -103,23 +103,10 @@ def test_class_rows_take_off_the_run_overhead_and_weigh_transcendentals():
                   {"label": "softmax", "seconds": 9e-6, "kernels": [_kernel("reduce", vec=10, nbytes=1e3),
                                                                     _kernel("elementwise", vec=50, trans=10, nbytes=2e3)]}]}
     rows, multi = xla_fit.class_rows(m, trans_weight=4.0)
-    (F, B, t, _, T), = rows["activation"]
-    assert F == 100 + 4.0 * 1000 and B == 8e3 and T == 0.0
+    (F, B, t, _), = rows["activation"]
+    assert F == 100 + 4.0 * 1000 and B == 8e3
     assert t == pytest.approx(10e-6 - 4e-6 - 0.4e-6)   # less the run overhead and own result
     assert [r["label"] for r in multi] == ["softmax"]
-    # with the seconds of one transcendental: F holds the vector FLOPs, T the transcendentals
-    (F, B, t, _, T), = xla_fit.class_rows(m, 4.0, trans_s=0.5e-9)[0]["activation"]
-    assert (F, B, T) == (100, 8e3, 1000)
-
-
-def test_a_transcendental_at_its_own_seconds_in_the_class_fit_form():
-    from analyzer.measure.fit import class_fit
-
-    # 1000 vector FLOPs at 1e11 x 0.5 = 20 ns, 400 transcendentals at 0.5 ns = 200 ns; bytes 0;
-    # + 10 ns floor: 230 ns (weighed as FLOPs instead, 8 each: (1000 + 3200) / 5e10 = 84 ns)
-    t = class_fit.kernel_time(1000.0, 0.0, 10e-9, 0.5, 1.0, 0.0, 1e11, 1e10, trans=[400.0], trans_s=0.5e-9)
-    assert t[0] == pytest.approx(10e-9 + 20e-9 + 200e-9)
-    assert class_fit.kernel_time(1000.0 + 8 * 400, 0.0, 10e-9, 0.5, 1.0, 0.0, 1e11, 1e10)[0] == pytest.approx(94e-9)
 
 
 def test_fold_multi_gives_the_heaviest_kernel_the_row_less_the_others_fitted_times():
@@ -131,7 +118,7 @@ def test_fold_multi_gives_the_heaviest_kernel_the_row_less_the_others_fitted_tim
     rows: dict = {}
     added = xla_fit.fold_multi(rows, multi, {"reduce": fit}, 2.0, 4e-6, 1e11, 1e10, 0.0)
     assert added == {"elementwise": ["softmax"]}
-    (F, B, t, _, _), = rows["elementwise"]
+    (F, B, t, _), = rows["elementwise"]
     assert (F, B) == (50 + 2.0 * 10, 2e3) and t == pytest.approx(4e-6, rel=1e-6)
     # a row whose other kernel's class was not fitted is left out
     assert xla_fit.fold_multi({}, multi, {}, 2.0, 4e-6, 1e11, 1e10, 0.0) == {}
@@ -167,25 +154,6 @@ def test_an_xla_calibrated_profile_weighs_transcendentals_and_adds_its_run_overh
     memory = 8 * n / (bw * 4.0)
     assert compute == pytest.approx(16.777216e-6) and memory == pytest.approx(10.48576e-6)
     assert p.latency_s == pytest.approx(4e-6 + 0.5e-6 + compute / 2, rel=1e-6)   # (float32 kernels)
-
-
-def test_an_xla_profile_with_trans_ns_prices_a_transcendental_at_it(tmp_path):
-    doc = _xla_profile(tmp_path)[1]
-    doc["calibration"]["trans_ns"] = 2.0
-    from hardware_db.write import calibration_sources, write_profile
-    doc["sources"].update(calibration_sources(doc["calibration"], "test"))
-    path = write_profile(doc, tmp_path / "xla_trans.toml")
-    n = 65536
-    r = analyze_jax(jax.numpy.tanh, jax.ShapeDtypeStruct((n,), np.float32), hw=path)
-    p = r.predictions[0]
-    # 65536 tanh at 2 ns = 131.07 us (trans_weight 16 no longer applies), over XLA's 2 tasks:
-    # 65.54 us, above the bytes' 10.49 us or less; + 0.5 us floor + 4 us run overhead
-    assert p.latency_s == pytest.approx(4e-6 + 0.5e-6 + n * 2e-9 / 2, rel=1e-6)
-    e = p.explain(0)
-    # (the explained vector term is the whole kernel's; the split's saving sits in its fixed part)
-    assert e.trans_s == pytest.approx(2e-9) and e.vector_s == pytest.approx(n * 2e-9, rel=1e-6)
-    from analyzer.render.explain import render_explain
-    assert "transcendentals 65.5 K x 2 ns (the calibration's time of one)" in render_explain(r, 0, width=400)
 
 
 def test_jax_pools_and_their_gradients_have_their_own_classes_that_fall_back_to_the_old_ones():

@@ -21,7 +21,7 @@ convolution input gradient's kernel flip), its heaviest kernel takes the row's t
 others' times under the classes fitted without such rows. Then as ``calibrate``:
 
     t_kernel = floor_s + max(F / (peak * e_c), (B + b_half) / (bw * e_bw * cache))
-    F        = mac + vec, plus trans_ns a transcendental in the compute term
+    F        = mac + vec + trans_weight * transcendentals
     t_run    = run_overhead_s + sum over kernels t_kernel
 
 A kernel outside a loop costs ``program_launch_s`` (the chain's time per link over its planned
@@ -35,10 +35,9 @@ A dot XLA runs through YNNPACK (gemm class, m > 1 and n > 1) pays ``dot_call_us`
 (fitted with the class) and in a loop body ``dot_trip_us`` a trip plus ``dot_loop_us`` once a loop
 (``prediction.cpu.ynn_dot``), fitted on scans holding one such dot (``dot_scans``) timed with them.
 
-(the fits: ``xla_fit``). ``trans_ns`` (one tanh, exp or erf on one core, in every class) is
-``trans_weight / (peak e_c)`` of the activation class's rows (tanh, exp, sigmoid) fitted at the value
-of ``xla_fit.TRANS_WEIGHTS`` that fits them best (``xla_fit.trans_seconds``). The worker imports
-nothing of the caller's script."""
+(the fits: ``xla_fit``). ``trans_weight`` (what a tanh, exp or erf costs in vector FLOPs) is the value of
+``xla_fit.TRANS_WEIGHTS`` that fits the elementwise class's rows best (fused GELUs, norms, softmaxes and
+plain adds in one class). The worker imports nothing of the caller's script."""
 
 from __future__ import annotations
 
@@ -349,7 +348,7 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
                   f"{q:g} quantile of its wall-clock runs with async dispatch off, the fastest of "
                   f"{passes} passes (each in a fresh process), less the run overhead. Kernel time per op class = floor + "
                   "max(F/(peak*e_c), (B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))), "
-                  "F = mac + vec, and trans_ns a transcendental beside it (a kernel XLA splits into p tasks: F / p, "
+                  "F = mac + vec + trans_weight * transcendentals (a kernel XLA splits into p tasks: F / p, "
                   "B * s / min(p * s, 1), s = core_bw_share, analyzer/prediction/cpu/xla_partition.py); a run adds "
                   "run_overhead_us and the largest floor - program_launch_us once; a kernel outside a loop costs "
                   "program_launch_us, one in a loop body loop_launch_us, in place of floor. See analyzer/measure/xla/calibrate.py."),
@@ -375,7 +374,6 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
             **({} if per_trip_launches is None else {"loop_launch_us": 0.0}),
             "program_launch_us": 0.0, "cache_bytes": l2_bytes,
             "llc_bytes": float(cache_level_bytes(3) or 0), "trans_weight": fig["trans_weight"],
-            **({"trans_ns": fig["trans_s"] * 1e9} if fig.get("trans_s") else {}),
             **({} if fig["core_bw_share"] is None else {"core_bw_share": fig["core_bw_share"]}),
             "models": "synthetic jitted JAX programs only (analyzer.measure.xla.rows)",
             "tables": tables,

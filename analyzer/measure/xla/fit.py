@@ -1,7 +1,6 @@
 """The fits of an XLA calibration (``calibrate_xla``): its measured rows -> per-class kernel times
 (net of the run overhead and a program's own-result cost; rows of more than one kernel folded into
-their heaviest kernel's class), the seconds of one transcendental (``trans_seconds``), and
-``cpu_model.fit_class`` per class
+their heaviest kernel's class), the transcendental weight, and ``cpu_model.fit_class`` per class
 with the options below. Pure arithmetic on ``calibrate_xla.measure``'s output: a saved calibration
 (the ``*_rows_*.json`` files of ``bench/accuracy_xla_cpu.py``'s run) refits with the current code
 (``bench/accuracy_xla_cpu.py --rows``)."""
@@ -54,22 +53,17 @@ def core_bw_shares(threads: int) -> tuple[float, ...]:
     return tuple(round(lo + (1.0 - lo) * i / 5, 4) for i in range(6))
 
 
-def _features(kernel: dict, trans_weight: float, share: float | None = None,
-              trans_s: float = 0.0) -> tuple[float, float, list[float], float]:
-    """(F, B, view, T) of a row's kernel: F = mac + vec + trans_weight x transcendentals and T = 0,
-    or with ``trans_s`` > 0 F = mac + vec and T = its transcendentals (priced at ``trans_s``
-    seconds each beside F); a kernel XLA splits into ``parts`` parts
-    (``prediction.cpu.xla_partition``; absent: 1) is fitted as the predictions price it: F and T
-    over ``parts``, B times ``memory_share(parts, share)`` (``share``: the calibration's
+def _features(kernel: dict, trans_weight: float, share: float | None = None) -> tuple[float, float, list[float]]:
+    """(F, B, view) of a row's kernel; a kernel XLA splits into ``parts`` parts
+    (``prediction.cpu.xla_partition``; absent: 1) is fitted as the predictions price it: F over
+    ``parts``, B times ``memory_share(parts, share)`` (``share``: the calibration's
     ``core_bw_share``; None: ``1 / parts``), its fixed cost paid once."""
     from analyzer.prediction.cpu.xla_partition import memory_share
 
     k = kernel
     p = max(float(k.get("parts", 1)), 1.0)
     m = float(memory_share(p, share))
-    if trans_s > 0:
-        return (k["mac"] + k["vec"]) / p, k["bytes"] * m, k["view"], k["trans"] / p
-    return (k["mac"] + k["vec"] + trans_weight * k["trans"]) / p, k["bytes"] * m, k["view"], 0.0
+    return (k["mac"] + k["vec"] + trans_weight * k["trans"]) / p, k["bytes"] * m, k["view"]
 
 
 def link_s(measured: dict[str, Any]) -> float:
@@ -104,10 +98,10 @@ def own_result_s(measured: dict[str, Any]) -> float:
     return max(measured["chain_s"]["1"] - measured["run_overhead_s"] - link_s(measured), 0.0)
 
 
-def class_rows(measured: dict[str, Any], trans_weight: float, share: float | None = None,
-               trans_s: float = 0.0) -> tuple[dict[str, list], list[dict]]:
-    """``{class: [(F, B, seconds net of the run overhead, view, T)]}`` of the one-kernel rows
-    (``_features`` at ``share`` and ``trans_s``), and the rows of more kernels (for ``fold_multi``)."""
+def class_rows(measured: dict[str, Any], trans_weight: float,
+               share: float | None = None) -> tuple[dict[str, list], list[dict]]:
+    """``{class: [(F, B, seconds net of the run overhead, view)]}`` of the one-kernel rows
+    (``_features`` at ``share``), and the rows of more kernels (for ``fold_multi``)."""
     base = measured["run_overhead_s"] + own_result_s(measured)
     by: dict[str, list] = {}
     multi = []
@@ -116,19 +110,18 @@ def class_rows(measured: dict[str, Any], trans_weight: float, share: float | Non
         if len(ks) != 1:
             multi.append(r)
             continue
-        F, B, V, T = _features(ks[0], trans_weight, share, trans_s)
-        by.setdefault(ks[0]["op_class"], []).append((F, B, max(r["seconds"] - base, 1e-8), V, T))
+        F, B, V = _features(ks[0], trans_weight, share)
+        by.setdefault(ks[0]["op_class"], []).append((F, B, max(r["seconds"] - base, 1e-8), V))
     return by, multi
 
 
-def _arrays(rows: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    F, B, t, V, T = zip(*rows)
+def _arrays(rows: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    F, B, t, V = zip(*rows)
     return (np.array(F, np.float64), np.array(B, np.float64), np.array(t, np.float64),
-            np.array(V, np.float64).T, np.array(T, np.float64))
+            np.array(V, np.float64).T)
 
 
-def _time(fit: dict, F: float, B: float, V: list[float], T: float, peak: float, bw: float, l2_bytes: float,
-          trans_s: float = 0.0) -> float:
+def _time(fit: dict, F: float, B: float, V: list[float], peak: float, bw: float, l2_bytes: float) -> float:
     from analyzer.measure.fit import class_fit as cpu_model
 
     view = np.array(V, np.float64).reshape(7, 1)
@@ -137,14 +130,13 @@ def _time(fit: dict, F: float, B: float, V: list[float], T: float, peak: float, 
         view=view, tile_n=fit.get("tile_n", 0.0), n_half=fit.get("n_half", 0.0), par_s=fit.get("par_s", 0.0),
         b_par=fit.get("b_par", 0.0), piece_s=fit.get("piece_s", 0.0), im2col_s=fit.get("im2col_s", 0.0),
         im2col_stride_s=fit.get("im2col_stride_s", 0.0), serial_s=fit.get("serial_s", 0.0),
-        k_block=fit.get("k_block", 0.0), dot_call_s=fit.get("dot_call_s", 0.0), trans=[T], trans_s=trans_s)[0])
+        k_block=fit.get("k_block", 0.0), dot_call_s=fit.get("dot_call_s", 0.0))[0])
 
 
 def fold_multi(rows: dict, multi: list[dict], fits: dict, trans_weight: float, base: float,
-               peak: float, bw: float, l2_bytes: float, share: float | None = None,
-               trans_s: float = 0.0) -> dict[str, list[str]]:
+               peak: float, bw: float, l2_bytes: float, share: float | None = None) -> dict[str, list[str]]:
     """Add each row of more kernels to its heaviest kernel's class, less its other kernels'
-    times under ``fits`` (``_features`` at ``share`` and ``trans_s``); returns ``{class: [labels added]}`` (rows
+    times under ``fits`` (``_features`` at ``share``); returns ``{class: [labels added]}`` (rows
     whose other kernels' classes were not fitted are left out)."""
     added: dict[str, list[str]] = {}
     for r in multi:
@@ -152,13 +144,12 @@ def fold_multi(rows: dict, multi: list[dict], fits: dict, trans_weight: float, b
         head, rest = ks[0], ks[1:]
         if any(k["op_class"] not in fits for k in rest):
             continue
-        others = sum(_time(fits[k["op_class"]], *_features(k, trans_weight, share, trans_s), peak, bw, l2_bytes,
-                           trans_s) for k in rest)
+        others = sum(_time(fits[k["op_class"]], *_features(k, trans_weight, share), peak, bw, l2_bytes) for k in rest)
         t = r["seconds"] - base - others
         if t <= 0:
             continue
-        F, B, V, T = _features(head, trans_weight, share, trans_s)
-        rows.setdefault(head["op_class"], []).append((F, B, t, V, T))
+        F, B, V = _features(head, trans_weight, share)
+        rows.setdefault(head["op_class"], []).append((F, B, t, V))
         added.setdefault(head["op_class"], []).append(r["label"])
     return added
 
@@ -172,14 +163,14 @@ def fit_tables(measured: dict[str, Any], l2_bytes: float
     base = measured["run_overhead_s"] + own_result_s(measured)   # (as class_rows takes it off)
     link = link_s(measured)
     rows0, _ = class_rows(measured, 1.0)
-    F, _, t, _, _ = _arrays(rows0["gemm"])
+    F, _, t, _ = _arrays(rows0["gemm"])
     peak = float(np.max(F / t))
     adds = sorted((r for r in measured["rows"] if r["label"].startswith("add ")),
                   key=lambda r: -r["kernels"][0]["bytes"])[:3]
     bw = float(np.median([r["kernels"][0]["bytes"] / max(r["seconds"] - base, 1e-9) for r in adds]))
 
-    def job(cls, rows, trans_s=0.0):
-        F, B, t, V, T = _arrays(rows)
+    def job(cls, rows):
+        F, B, t, V = _arrays(rows)
         args, kw = calibration_fit.fit_job(cls, F, B, t, None if cls in UNTILED else V, peak, bw, l2_bytes, 1, False)
         if cls in DOT_CALL_CLASSES:   # the view for the dot count, no tiles
             args = args[:6] + (V, ())
@@ -193,44 +184,26 @@ def fit_tables(measured: dict[str, Any], l2_bytes: float
         # stayed on every kernel (a fit's 7.8 KB activation b_half at e_bw 0.33: 0.42 us a 32-byte
         # tanh; its 200-link chain predicted 141 us, 55 us measured)
         kw["ramp_fixed"] = False
-        if trans_s > 0:   # the transcendentals at their own seconds, beside F
-            kw.update(trans=T, trans_s=trans_s)
         return args, kw
 
-    trans_weight, trans_s = trans_seconds(measured, job, peak)
-    share, split_fits, losses = fit_share(measured, trans_weight, lambda c, r: job(c, r, trans_s), trans_s)
-    rows, multi = class_rows(measured, trans_weight, share, trans_s)
-    fits = {**fit_worker.fit_classes({c: job(c, r, trans_s) for c, r in rows.items() if c not in split_fits}),
-            **split_fits}
-    added = fold_multi(rows, multi, fits, trans_weight, base, peak, bw, l2_bytes, share, trans_s)
+    # the transcendental weight: the best fit of the elementwise class over TRANS_WEIGHTS (a split
+    # row's bytes at core_bw_share 1: its memory term as the unsplit kernel's)
+    trial = fit_worker.fit_classes({f"elementwise@{w:g}": job("elementwise", class_rows(measured, w, 1.0)[0]["elementwise"])
+                                    for w in TRANS_WEIGHTS})
+    trans_weight = min(TRANS_WEIGHTS, key=lambda w: trial[f"elementwise@{w:g}"]["fit_mape"])
+    share, split_fits, losses = fit_share(measured, trans_weight, job)
+    rows, multi = class_rows(measured, trans_weight, share)
+    fits = {**fit_worker.fit_classes({c: job(c, r) for c, r in rows.items() if c not in split_fits}), **split_fits}
+    added = fold_multi(rows, multi, fits, trans_weight, base, peak, bw, l2_bytes, share)
     if added:
-        fits.update(fit_worker.fit_classes({c: job(c, rows[c], trans_s) for c in added}))
-    return fits, {"peak": peak, "bw": bw, "trans_weight": trans_weight, "trans_s": trans_s, "per_kernel_s": link,
+        fits.update(fit_worker.fit_classes({c: job(c, rows[c]) for c in added}))
+    return fits, {"peak": peak, "bw": bw, "trans_weight": trans_weight, "per_kernel_s": link,
                   "run_overhead_s": measured["run_overhead_s"], "own_result_s": own_result_s(measured),
                   "rows": {c: len(r) for c, r in rows.items()}, "core_bw_share": share,
                   "share_losses": losses, "split_classes": sorted(split_fits)}
 
 
-def trans_seconds(measured: dict[str, Any], job, peak: float) -> tuple[float, float]:
-    """(trans_weight, seconds of one transcendental on one core): the ``activation`` class (its
-    rows: tanh, exp and sigmoid, a transcendental and at most 2 vector FLOPs an element) fitted
-    at each of ``TRANS_WEIGHTS`` (a split row's bytes at core_bw_share 1), the weight of its best
-    fit (the sigmoid rows tell vector FLOPs from transcendentals) and ``trans_weight / (peak x
-    e_c)`` of that fit. Every class of the calibration then prices a transcendental at those
-    seconds (``efficiency.kernel_time``'s ``trans_s``): XLA's vectorised tanh or exp is the same
-    code in whichever loop fusion it sits. (0, 0) where the rows have no activation row."""
-    from analyzer.measure.fit import worker as fit_worker
-
-    by = {w: class_rows(measured, w, 1.0)[0].get("activation") for w in TRANS_WEIGHTS}
-    if not by[TRANS_WEIGHTS[0]]:
-        return 1.0, 0.0
-    trial = fit_worker.fit_classes({f"activation@{w:g}": job("activation", by[w]) for w in TRANS_WEIGHTS})
-    w = min(TRANS_WEIGHTS, key=lambda w: trial[f"activation@{w:g}"]["fit_mape"])
-    return w, w / (peak * trial[f"activation@{w:g}"]["e_c"])
-
-
-def fit_share(measured: dict[str, Any], trans_weight: float, job, trans_s: float = 0.0
-              ) -> tuple[float | None, dict, dict]:
+def fit_share(measured: dict[str, Any], trans_weight: float, job) -> tuple[float | None, dict, dict]:
     """``core_bw_share`` fitted: of ``core_bw_shares(cores)``, the one whose fits (``job(cls,
     rows)``'s) of the classes with a split one-kernel row (``parts`` > 1) have the lowest error
     over their rows (each class's ``fit_mape`` x its rows, summed). Returns (the share, or None
@@ -244,7 +217,7 @@ def fit_share(measured: dict[str, Any], trans_weight: float, job, trans_s: float
         return None, {}, {}
     jobs = {}
     for s in shares:
-        by = class_rows(measured, trans_weight, s, trans_s)[0]
+        by = class_rows(measured, trans_weight, s)[0]
         jobs.update({f"{c}@{s:g}": job(c, by[c]) for c in split})
     trial = fit_worker.fit_classes(jobs)
     losses = {s: sum(trial[f"{c}@{s:g}"]["fit_mape"] * trial[f"{c}@{s:g}"]["rows"] for c in split) for s in shares}

@@ -9,7 +9,6 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
 
     compute_s = work / (matrix_peak * e_compute[c]) * wave(c) * narrow(c)
                 + (vec_flops + trans_weight * trans_flops) / (vector_peak * e_compute[c])
-                  (or, where ``trans_s`` > 0: vec_flops / (vector_peak * e_compute[c]) + trans_flops * trans_s)
     memory_s  = (dram_bytes + onchip_cost * onchip_bytes + b_half[c]) / (mem_bw * e_bw[c] * cache)
                 + bytes / (units * sm_bw[c])   (sm_overlap[c] = 1: the larger of the two terms, not their sum)
     dram_bytes = (bytes - onchip_bytes) * (1 - l2_hit[c] * s(bytes / l2_bytes))
@@ -208,17 +207,13 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     hit = per("l2_hit") if "l2_hit" in arrays else zeros
     sm_bw = per("sm_bw") if "sm_bw" in arrays else zeros
     trans_w = xp.asarray(arrays["trans_weight"])
-    # seconds of one transcendental, whatever the class (a calibrated XLA CPU profile's
-    # ``trans_ns``: its tanh and exp rows' rate); 0 or absent: trans_weight vector FLOPs at the class's
-    trans_s = xp.asarray(arrays["trans_s"]) if "trans_s" in arrays else xp.asarray(0.0)
 
     units = xp.asarray(hw.get("units", 0.0)) * xp.ones_like(mac)
     tiled, work, wave, split, narrow, algo = tiled_work(xp, per, arrays, zeros, mac, m, n, k, batch,
                                                          tm, tn, waves_on, units)
 
-    vpeak = xp.asarray(hw["vector_peak"]) * e_c
-    vector = xp.where(trans_s > 0, vec / vpeak + trans * trans_s, (vec + trans_w * trans) / vpeak)
-    compute = work / (xp.asarray(hw["matrix_peak"]) * e_c) * wave * narrow + vector
+    compute = (work / (xp.asarray(hw["matrix_peak"]) * e_c) * wave * narrow
+               + (vec + trans_w * trans) / (xp.asarray(hw["vector_peak"]) * e_c))
     step = l2_step(xp, nbytes, hw.get("l2_bytes", 0.0))
     # (split-K's fp32 partial sums, m x n x split x 4 bytes, are not charged: for the small grids
     # that split they stay in the L2, 1.6 MB for a 49 x 512 output in 16 slices)
@@ -248,7 +243,7 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     time = fixed + xp.maximum(compute, memory)
     out = {"compute_s": compute, "memory_s": memory, "floor_s": fixed * xp.ones_like(mac), "time_s": time}
     if detail:
-        out.update(_detail(xp, tiled, mac, work / algo, wave, split, narrow, compute, vector,
+        out.update(_detail(xp, tiled, mac, work / algo, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c,
                            mbytes, dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor,
                            kept * xp.ones_like(mac)))
         out["onchip_cost"] = xp.asarray(hw.get("onchip_cost", 0.0)) * xp.ones_like(mac)
@@ -256,7 +251,7 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     return out
 
 
-def _detail(xp, tiled, mac, work, wave, split, narrow, compute, vector, mbytes,
+def _detail(xp, tiled, mac, work, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c, mbytes,
             dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor, kept):
     """Every factor of ``kernel_time``'s terms, per kernel (``Prediction.explain``): compute_s =
     matrix_s + vector_s, matrix_s = mac * pad * algo * wave * narrow / (matrix_peak * e_compute)
@@ -268,7 +263,9 @@ def _detail(xp, tiled, mac, work, wave, split, narrow, compute, vector, mbytes,
     bytes kept on chip)."""
     off = mbytes - kept
     return dict(pad=xp.where(tiled & (mac > 0), work / xp.where(mac > 0, mac, 1.0), 1.0), wave=wave,
-               split_k=split, narrow=narrow, matrix_s=compute - vector, vector_s=vector,
+               split_k=split, narrow=narrow, matrix_s=compute - (vec + trans_w * trans)
+               / (xp.asarray(hw["vector_peak"]) * e_c),
+               vector_s=(vec + trans_w * trans) / (xp.asarray(hw["vector_peak"]) * e_c),
                bytes=mbytes, dram_bytes=xp.where(on, dram_bytes, 0.0),
                cache_share=xp.where(on & (off > 0), 1.0 - dram_bytes / xp.where(off > 0, off, 1.0), 0.0),
                onchip_bytes=kept,
