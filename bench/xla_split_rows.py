@@ -4,7 +4,8 @@ reads ``bench/xla_program_launch.py --out``'s JSON (each saved calibration's 151
 148 rows, the run overhead and the two chains, measured and predicted by the refit profile) and
 the rows whose optimized HLO has a split thunk (``bench/xla_partitions.py``'s table, the rows
 with a non-empty "XLA's split thunks" column), and prints the MAPE (mean |predicted / measured -
-1|, %) of its ``after_us`` predictions over all programs, the split rows and the others, per
+1|, %) of its ``after_us`` predictions over all programs, the split rows and the others (and
+the groups of ``groups``: the YNNPACK dot rows, the elementwise rows, the dot scans), per
 calibration. Nothing is timed or compiled.
 
     PYTHONPATH=$PWD python bench/xla_split_rows.py INSAMPLE.json [INSAMPLE2.json ...] \\
