@@ -4,7 +4,8 @@ reads ``bench/xla_program_launch.py --out``'s JSON (each saved calibration's 151
 148 rows, the run overhead and the two chains, measured and predicted by the refit profile) and
 the rows whose optimized HLO has a split thunk (``bench/xla_partitions.py``'s table, the rows
 with a non-empty "XLA's split thunks" column), and prints the MAPE (mean |predicted / measured -
-1|, %) of its ``after_us`` predictions over all programs, the split rows and the others, per
+1|, %) of its ``after_us`` predictions over all programs, the split rows and the others (and
+the groups of ``groups``: the YNNPACK dot rows, the elementwise rows, the dot scans), per
 calibration. Nothing is timed or compiled.
 
     PYTHONPATH=$PWD python bench/xla_split_rows.py INSAMPLE.json [INSAMPLE2.json ...] \\
@@ -52,10 +53,20 @@ def dot_scan(label: str) -> bool:
     return label.startswith("scan of h[")
 
 
+ELEMENTWISE = ("add ", "relu ", "bias add ", "sgd update ", "multiply-add ", "gelu ", "layer norm ", "softmax ")
+
+
+def elementwise(label: str) -> bool:
+    """Whether a calibration row is one of the loop-fusion rows opcost's ``elementwise`` class is
+    fitted on (adds, ReLUs, SGD updates, erf GELUs, layer norms, softmaxes; not the tanh, exp and
+    sigmoid rows of the ``activation`` class)."""
+    return label.startswith(ELEMENTWISE)
+
+
 def groups(rows: list[dict], split: set[str]) -> dict[str, tuple[int, float]]:
     """``{group: (programs, MAPE %)}`` of all programs, the split rows and the others, the
     YNNPACK dot rows and the programs that are not those (neither the scans with a YNNPACK dot),
-    and those scans (where the rows have them)."""
+    the elementwise rows, and those scans (where the rows have them)."""
     sc = [r for r in rows if dot_scan(r["program"])]
     rest = [r for r in rows if not dot_scan(r["program"])]
     s = [r for r in rest if r["program"] in split]
@@ -64,6 +75,8 @@ def groups(rows: list[dict], split: set[str]) -> dict[str, tuple[int, float]]:
     nd = [r for r in rest if not ynn_dot(r["program"])]
     out = {"all": (len(rows), mape(rows)), "split": (len(s), mape(s)), "others": (len(o), mape(o)),
            "ynn dots": (len(d), mape(d)), "not dots": (len(nd), mape(nd))}
+    ew = [r for r in rest if elementwise(r["program"])]
+    out["elementwise"] = (len(ew), mape(ew))
     if sc:
         out.update({"without scans": (len(rest), mape(rest)), "dot scans": (len(sc), mape(sc))})
     return out
