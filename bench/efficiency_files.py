@@ -125,6 +125,12 @@ def drift(new_dir: str, old_dir: str, rel: float = 1e-6) -> list[str]:
     than ``rel`` relative (|a - b| > rel x max(|a|, |b|); a constant, set or family missing on
     either side is a line too). Only the sets the fit wrote are compared: the ones other scripts
     own (``KEPT_SETS``, ``POOLED_CLASSES``) are not in ``new_dir``'s output unless kept there."""
+    return [line for _, _, line in _drift_items(new_dir, old_dir, rel)]
+
+
+def _drift_items(new_dir: str, old_dir: str, rel: float = 1e-6) -> list[tuple]:
+    """``drift``'s lines as (new set entry or None, committed set entry or None, line): the
+    entries of the family and set a constant line names; None for a missing family or set."""
     out = []
     for name in sorted(os.listdir(new_dir)):
         if not name.endswith(".json") or name == "schema.json":
@@ -133,42 +139,34 @@ def drift(new_dir: str, old_dir: str, rel: float = 1e-6) -> list[str]:
             new = json.load(f)["sets"]
         path = os.path.join(old_dir, name)
         if not os.path.exists(path):
-            out.append(f"{name}: not in {old_dir}")
+            out.append((None, None, f"{name}: not in {old_dir}"))
             continue
         with open(path, encoding="utf-8") as f:
             old = json.load(f)["sets"]
         for cls, entry in sorted(new.items()):
             if cls not in old:
-                out.append(f"{name} {cls}: set not committed")
+                out.append((None, None, f"{name} {cls}: set not committed"))
                 continue
             a, b = entry["constants"], old[cls]["constants"]
             for k in sorted(set(a) | set(b)):
                 x, y = a.get(k), b.get(k)
                 if x is None or y is None:
-                    out.append(f"{name} {cls} {k}: {'fit only' if y is None else 'committed only'}")
+                    out.append((entry, old[cls], f"{name} {cls} {k}: {'fit only' if y is None else 'committed only'}"))
                 elif abs(float(x) - float(y)) > rel * max(abs(float(x)), abs(float(y))):
-                    out.append(f"{name} {cls} {k}: committed {y!r}, the fit now {x!r}")
+                    out.append((entry, old[cls], f"{name} {cls} {k}: committed {y!r}, the fit now {x!r}"))
     return out
 
 
-def unpinned(new_dir: str, old_dir: str, lines: list[str]) -> tuple[list[str], list[str]]:
-    """``drift``'s ``lines`` split into (moved, unpinned): a constant line is *unpinned* when its
+def unpinned(new_dir: str, old_dir: str, rel: float = 1e-6) -> tuple[list[str], list[str]]:
+    """``drift``'s lines split into (moved, unpinned): a constant line is *unpinned* when its
     set's stated fit error (``provenance.fit_error``: MAPE, median, bias, within 10 / 25 %, at
     the digits the files keep) is the same in both folders, so the constant moved along a
     direction the rows do not pin down (a fit that converges there from another numpy / scipy
     build gives the same error); every other line, a missing set or family among them, moved."""
-    def error(directory, name, cls):
-        path = os.path.join(directory, name)
-        if not os.path.exists(path):
-            return None
-        with open(path, encoding="utf-8") as f:
-            entry = json.load(f)["sets"].get(cls) or {}
-        return (entry.get("provenance") or {}).get("fit_error") or None
+    def error(entry):
+        return ((entry or {}).get("provenance") or {}).get("fit_error") or None
 
     moved, flat = [], []
-    for line in lines:
-        head = line.split(":", 1)[0].split()
-        same = len(head) == 3 and error(new_dir, head[0], head[1]) is not None and \
-            error(new_dir, head[0], head[1]) == error(old_dir, head[0], head[1])
-        (flat if same else moved).append(line)
+    for new, old, line in _drift_items(new_dir, old_dir, rel):
+        (flat if error(new) is not None and error(new) == error(old) else moved).append(line)
     return moved, flat

@@ -26,7 +26,7 @@ import numpy as np
 from efficiency_data import (  # (puts the repository root on sys.path first)
     COMMAND, DEVICES, FILES, FIT_DATE, FIT_SOURCES, NOT_FITTED, PER_ELEMENT, ROOT, SCRIPT, TRANS_WEIGHT, _hash_order,
     hw_of, load, metrics, predict)
-from efficiency_files import FAMILY_INHERITS, LEGACY, _filter_text, _timing, drift, unpinned, write_files
+from efficiency_files import FAMILY_INHERITS, LEGACY, _filter_text, _timing, unpinned, write_files
 from efficiency_report import BASELINE_REV, baseline_dir, dram_fraction_lines, render, score, write_fixture
 from efficiency_verify import verify_counts
 from analyzer.prediction.efficiency.constants import EFFICIENCY_DIR
@@ -516,7 +516,7 @@ def main(argv=None) -> int:
 
         directory = tempfile.mkdtemp()
         write_files(fams, directory)
-        moved, flat = unpinned(directory, EFFICIENCY_DIR, drift(directory, EFFICIENCY_DIR))
+        moved, flat = unpinned(directory, EFFICIENCY_DIR)
         if flat:
             print("constants the rows do not pin down (each set's stated fit error is the same as the committed "
                   "one's):\n  " + "\n  ".join(flat))

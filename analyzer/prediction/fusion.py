@@ -45,6 +45,7 @@ form, views between members looked through: ``fusion_bytes``).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
@@ -163,13 +164,8 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
             qnn.join_epilogues(nodes, sets, consumers)
     # every policy joins on ``Joins``: a join that would put a kernel on a cycle is refused
     sets = fusion_legality.legal_groups(preds, launch, joins_of)
-    if policy == "qnn":
-        return _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch)
-    if folded:
-        p = _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch)
-        return FusionPlan(policy=policy, kernel_of=p.kernel_of, members=p.members, saved_bytes=p.saved_bytes,
-                          kernel_ops=p.kernel_ops, folded=tuple(sorted(folded.items())))
-    return _collect(nodes, sets, producer, consumers, graph_outputs, policy)
+    p = _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch)
+    return dataclasses.replace(p, folded=tuple(sorted(folded.items()))) if folded else p
 
 
 def grouped(nodes: Sequence[FusionNode], groups, launch, graph_outputs: frozenset[str] = frozenset(),
