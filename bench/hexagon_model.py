@@ -240,6 +240,17 @@ def features(rows, runtime: str, onchip: bool = False, hvx: bool = False, onchip
     return out
 
 
+def largest_move_dram(feats: dict) -> int:
+    """The most bytes per launch a data-movement kernel (group ``move``) of ``features`` sends to
+    DRAM (its weights and its activations over the on-chip budget): its datasheet memory seconds x
+    the profile's bandwidth, rounded to a byte (the library's ``qnn.FITTED_MOVE_DRAM_B``)."""
+    import hardware_db
+
+    mv = GROUPS.index("move")
+    return max((int(round(float(f[2][f[0] == mv].max()) * hardware_db.get(k[1]).mem_bw_gbs * 1e9))
+                for k, f in feats.items() if (f[0] == mv).any()), default=0)
+
+
 class Rows:
     """The rows' kernels concatenated, for vectorised model times: one copy per distinct
     (model, device, precision) key (``K`` = key of each kernel; rows of two runtimes share it),

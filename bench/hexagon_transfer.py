@@ -56,9 +56,15 @@ Candidates (hexagon_model.times with one change; "dwq, X": the shipped form with
   "8 MB" read as Qualcomm's HTP code reads it, hexagon_changes.MIB_MB);
 - ``dil``: a dilated convolution computes as a dense one over its dilated kernel extent (zeros
   between the taps), work x prod (1 + d (k - 1)) / k (hexagon_changes.dilated; assumed; of the
-  fitted models only FCN-ResNet50 has dilated convolutions).
+  fitted models only FCN-ResNet50 has dilated convolutions);
+- ``mvo`` / ``mvs``: a data-movement kernel (classes movement, view, reorder, gather, other) moves
+  every byte, kept on chip, over the budget or a weight, at its on-chip rate (c_act / e_bw of the
+  movement group per DRAM byte: a pass of the HVX unit through the VTCM), its DRAM bytes also
+  crossing DRAM at the datasheet bandwidth, overlapped (``mvo``: max of the two) or serial
+  (``mvs``: their sum); the shipped form charges a movement kernel's DRAM bytes at 1 / e_bw of the
+  group, 255-286x a DRAM byte, which a large transpose or copy multiplies out to tenths of a second.
 
-``--only "stream|bnq"`` or ``--only "mib|dil"`` (with ``--out`` elsewhere) scores those lines with
+``--only "stream|bnq"``, ``--only "mib|dil"`` or ``--only "mvo|mvs"`` (with ``--out`` elsewhere) scores those lines with
 the shipped form's line alone.
 
 Needs pandas, scipy and onnx (bench only).
@@ -136,6 +142,8 @@ CANDIDATES = {
     "dwq, mib: on-chip budget 8 MiB (8,388,608 B), not 8e6 B": ({"dwq": True}, {"mib": True}),
     "dwq, dil: dilated convolutions at their dilated kernel's dense work": ({"dwq": True}, {"dil": True}),
     "dwq, mib, dil": ({"dwq": True}, {"mib": True, "dil": True}),
+    **{f"dwq, {k}: data movement at its on-chip rate, DRAM {w}": ({"dwq": True}, {"mv": m})
+       for k, m, w in (("mvo", "max", "overlapped"), ("mvs", "sum", "serial"))},
 }
 # a stacked line -> the line it is judged against (else: ``SHIPPED``)
 STACKED_ON: dict[str, str] = {}
@@ -193,6 +201,10 @@ def times(D, P: dict, r: float, opt: dict | None = None) -> np.ndarray:
     bw = np.choose(G, [P["bw_mat"][d], P["bw_mat"][d], P["bw_ew"][d], P["bw_move"][d]])
     s_prec = np.where(D.S > 0, D.S, np.where(fp, r, 1.0))
     mem = q["mq"] * (D.M + q["cq"] * P["c_act"][d] * D.O) / bw
+    if opt and opt.get("mv"):   # a movement kernel's every byte at its on-chip rate, and its DRAM trip
+        onrate = P["c_act"][d] * (D.M + D.O) / bw
+        mem = np.where(G == H.GROUPS.index("move"),
+                       np.maximum(onrate, D.M) if opt["mv"] == "max" else onrate + D.M, mem)
     t = q["kq"] * D.R * P["kfix"][d] + D.N * np.maximum(D.W / (D.peak * s_prec * e), mem)
     per_key = np.bincount(D.K, weights=t, minlength=D.n_keys)
     if opt and opt.get("wpf"):
@@ -309,10 +321,14 @@ def main() -> None:
     lines += ["", "Chosen among the lines that pass against the shipped form (the lowest LOFO): **"
               + (chosen(scores) or "none") + "**; stacked lines that pass against theirs: "
               + (", ".join(stacked) or "none") + "."]
+    move_b = H.largest_move_dram(feats0)
+    lines += ["", f"The most bytes per launch a data-movement kernel of these rows sends to DRAM (weights and "
+              f"activations over the on-chip budget): {move_b:,} B (analyzer/prediction/accelerators/qnn.py "
+              "FITTED_MOVE_DRAM_B: beyond it the qnn runtime says its movement time extrapolates the fitted rate)."]
     print(lines[-1])
     with open(a.out, "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")
-    write_record(os.path.splitext(a.out)[0] + ".json", train, scores)
+    write_record(os.path.splitext(a.out)[0] + ".json", train, scores, move_b)
 
 
 def form_line() -> str:
@@ -322,12 +338,13 @@ def form_line() -> str:
                 if not opt and dataclasses.replace(BASE, **fchange) == FORM)
 
 
-def write_record(path: str, train, scores: dict) -> None:
+def write_record(path: str, train, scores: dict, move_dram_b: int) -> None:
     """The scores as data (MAPE and bias in %, rounded to 0.1) beside the table: ``form_line``
-    names the shipped form's line, whose figures bench/hexagon_notes.py fills into the profiles."""
+    names the shipped form's line, whose figures bench/hexagon_notes.py fills into the profiles;
+    ``largest_move_dram_bytes``: hexagon_model.largest_move_dram of the fitted rows."""
     doc = {"command": "PYTHONPATH=$PWD python bench/hexagon_transfer.py ../shared/measurements/accelerators",
            "fitted_rows": int(len(train)), "models": int(train.model_id.nunique()), "form_line": form_line(),
-           "lines": scores}
+           "largest_move_dram_bytes": int(move_dram_b), "lines": scores}
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(doc, fh, indent=1)
         fh.write("\n")

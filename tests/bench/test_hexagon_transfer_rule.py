@@ -87,3 +87,43 @@ def test_padded_work_factor_closed_form():
 
 def test_mib_budget_is_8_mib_in_the_profiles_unit():
     assert C.MIB_MB * 1e6 == 8 * 1024 * 1024 == 8_388_608
+
+
+def _one_movement_kernel_row():
+    """One 8 Gen 3 int8 row, one data-movement kernel (group 3), no work, one launch: M = 2e-3 s of
+    DRAM bytes (over the budget and weights) and O = 1e-3 s of bytes kept on chip (datasheet seconds)."""
+    import numpy as np
+    import pandas as pd
+
+    rows = pd.DataFrame([{"model_id": "m", "opcost_profile": "hexagon-sd8gen3", "precision": "int8",
+                          "runtime": "tflite", "inference_time_ms": 1.0}])
+    feats = {("m", "hexagon-sd8gen3", "int8"): (np.array([3]), np.array([0.0]), np.array([2e-3]), np.array([1.0]),
+                                                np.array([1e-3]), np.array([0.0]))}
+    z = np.zeros(2)
+    P = {k: z.copy() for k in ("e_dw", "bw_mat", "bw_ew", "t0_fp16", "t0_int8", "d_fp16", "d_int8", "kfix")}
+    P.update(e_mat=np.ones(2), bw_move=np.full(2, 0.004), c_act=np.full(2, 0.0135))
+    return T.rows_of(rows, feats), P
+
+
+def test_movement_at_its_onchip_rate_closed_form():
+    """e_move = 0.004, c_act = 0.0135. Shipped: (M + c O) / e_move = (2e-3 + 1.35e-5) / 0.004
+    = 0.503375 s. mvo: max(c (M + O) / e_move, M) = max(0.0135 x 3e-3 / 0.004, 2e-3) = max(10.125e-3,
+    2e-3) = 10.125 ms; mvs: 10.125e-3 + 2e-3 = 12.125 ms."""
+    import pytest
+
+    D, P = _one_movement_kernel_row()
+    assert T.times(D, P, 0.3)[0] == pytest.approx(0.503375, rel=1e-9)
+    assert T.times(D, P, 0.3, {"mv": "max"})[0] == pytest.approx(10.125e-3, rel=1e-9)
+    assert T.times(D, P, 0.3, {"mv": "sum"})[0] == pytest.approx(12.125e-3, rel=1e-9)
+    assert T.rule_of("dwq, mvo: data movement at its on-chip rate, DRAM overlapped") is T.RULES["transfer"]
+
+
+def test_fitted_movement_range_is_the_transfer_record():
+    """qnn.FITTED_MOVE_DRAM_B is the largest data-movement DRAM bytes per launch of the fitted rows,
+    as bench/hexagon_transfer.py recorded it (bench/results/hexagon_transfer.json)."""
+    import json
+
+    from analyzer.prediction.accelerators import qnn
+
+    with open(os.path.join(ROOT, "bench", "results", "hexagon_transfer.json"), encoding="utf-8") as fh:
+        assert json.load(fh)["largest_move_dram_bytes"] == qnn.FITTED_MOVE_DRAM_B

@@ -306,6 +306,45 @@ def test_shipped_constants_price_a_kernel_over_the_budget():
     assert b.memory_s == pytest.approx(47.74e-9, rel=2e-3)
 
 
+def _transpose(rows, cols):
+    import analyzer
+
+    g = helper.make_graph([helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0])], "t",
+                          [helper.make_tensor_value_info("x", F, [rows, cols])],
+                          [helper.make_tensor_value_info("y", F, [cols, rows])])
+    return analyzer.analyze(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+
+
+def _movement_notes(p):
+    return [n for n in p.notes if "data-movement kernel" in n]
+
+
+def test_large_transpose_says_its_movement_time_is_extrapolated():
+    """A 4096 x 4096 fp32 Transpose on the 8 Gen 3 (shipped constants): bytes 2 x 4096^2 x 4 =
+    134,217,728, kept 8e6 on chip, 126,217,728 B to DRAM at the movement class's e_bw:
+    memory = (126,217,728 + c x 8e6) / (76.8e9 x e_bw) (c = 0.01352, e_bw = 0.003923: 0.419 s);
+    126,217,728 B > qnn.FITTED_MOVE_DRAM_B = 8,777,216 B, so the prediction says the time
+    extrapolates the fitted rate. At fp16, 2048 x 2048 sends 2 x 2048^2 x 2 - 8e6 = 8,777,216 B:
+    the fit's largest, no note; 2048 x 2049: 8,785,408 B, the note."""
+    from analyzer.prediction.efficiency.kernel_time import CLASS_CODE
+
+    prof = hardware_db.get("hexagon-sd8gen3")
+    arrays = load_constants(prof.family).arrays
+    cost, e_bw = float(arrays["onchip_cost"]), float(arrays["e_bw"][CLASS_CODE["movement"]])
+    (p,) = predict(_transpose(4096, 4096), [Target(prof, runtimes.get("qnn"), "requested")], precision="fp32")
+    a = p.explain(0)
+    assert (a.onchip_bytes, a.dram_bytes) == (8_000_000, 126_217_728)
+    assert a.memory_s == pytest.approx((126_217_728 + cost * 8e6) / (76.8e9 * e_bw), rel=1e-5)
+    assert any("1 data-movement kernel sends up to 126 MB per launch to DRAM" in n and "8.78 MB" in n
+               for n in _movement_notes(p))
+    assert _movement_notes(_kernels(_transpose(2048, 2048))) == []
+    assert len(_movement_notes(_kernels(_transpose(2048, 2049)))) == 1
+    # the datasheet set (e_bw = 1): a DRAM rate, nothing extrapolated
+    flat = dataclasses.replace(prof, family="datasheet")
+    (p,) = predict(_transpose(4096, 4096), [Target(flat, runtimes.get("qnn"), "requested")], precision="fp32")
+    assert _movement_notes(p) == []
+
+
 def test_fp16_depthwise_runs_at_half_the_int8_rate():
     """A depthwise conv (x [1,8,8,8], w [8,1,3,3], group 8): 8*8*8*9 = 4608 MACs = 9216 FLOPs. On a
     datasheet 8 Gen 3 at fp16 the qnn runtime computes it on HVX at 0.5 x 45e12 = 22.5e12 FLOP/s:

@@ -222,8 +222,40 @@ def profile_rows(acc, p: int, P: int, prof, arrays, matrix_peak, vector_peak, cl
     if acc is None:
         acc = (np.zeros((P, len(nbytes))), np.zeros(P), np.zeros(P))
     acc[0][p] = onchip_bytes(prof, nbytes, wbytes, note)
+    movement_note(classes, nbytes, acc[0][p], arrays["e_bw"], [CLASS_CODE[c] for c in MOVEMENT_CLASSES], note)
     acc[1][p], acc[2][p] = float(prof.npu_onchip_mb or 0.0) * 1e6, float(arrays["onchip_cost"])
     return acc
+
+
+# the op classes the Hexagon fit gives its data-movement constants (bench/hexagon_model.py MOVE)
+MOVEMENT_CLASSES = ("movement", "view", "reorder", "gather", "other")
+# the most bytes per launch a data-movement kernel of the Hexagon fit's rows sends to DRAM (its weights
+# and its activations over the 8e6 B budget): SegFormer-B0's decode-head Transpose and Resize at fp16,
+# 16,777,216 B of activations, 8,777,216 B over the budget (docs/accuracy.md, Hexagon NPU)
+FITTED_MOVE_DRAM_B = 8_777_216
+
+
+def movement_note(classes, nbytes, kept, e_bw, codes, note: list[str] | None) -> None:
+    """One sentence in ``note`` where a data-movement kernel (class code in ``codes``) whose class
+    has a fitted DRAM fraction (``e_bw`` per class code, below 1) sends more bytes per launch to
+    DRAM (``nbytes - kept``: its weights and its activations over the on-chip budget) than any of
+    the Hexagon fit's rows (``FITTED_MOVE_DRAM_B``): those bytes cost 1 / e_bw of a DRAM byte's time,
+    a rate the fit set on HTP layout kernels at most that size, so beyond it the time extrapolates
+    that rate; e.g. a 4096 x 4096 fp32 Transpose sends 2 x 4096^2 x 4 - 8e6 = 126,217,728 B."""
+    if note is None:
+        return
+    cls = np.asarray(classes, dtype=np.int64)
+    e = np.asarray(e_bw, np.float64)[cls]
+    dram = np.asarray(nbytes, np.float64) - np.asarray(kept, np.float64)
+    over = np.isin(cls, codes) & (e < 1.0) & (dram > FITTED_MOVE_DRAM_B)
+    if over.any():
+        k = int(np.argmax(np.where(over, dram, -1.0)))
+        n = int(over.sum())
+        what = f"{n} data-movement kernels send" if n > 1 else "1 data-movement kernel sends"
+        note.append(f"qnn: {what} up to {dram[k] / 1e6:.3g} MB per launch to DRAM at the class's fitted e_bw "
+                    f"({e[k]:.3g}: {1 / e[k]:.3g}x a DRAM byte's time, a rate fitted on HTP layout kernels sending "
+                    f"at most {FITTED_MOVE_DRAM_B / 1e6:.3g} MB, not a DRAM rate): beyond that the time "
+                    "extrapolates it and is likely too slow")
 
 
 # an fp16 depthwise kernel on HVX: 64 fp16 lanes of a 1024-bit register against 128 int8 ones
