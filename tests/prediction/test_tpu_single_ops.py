@@ -30,3 +30,44 @@ def test_f32_matmul_on_v5p_never_slower_than_older_tpus(old):
     for shape in ((4096, 4096, 4096), (1000, 129, 1000), (128, 128, 128)):
         t_old, t_new = (p.latency_s for p in predict(_matmul_report(jnp.float32, *shape), [old, "tpu-v5p"]))
         assert t_new <= t_old, (shape, old, t_old, t_new)
+
+
+# ----------------------------------------------------------------- JAX convolutions in NHWC
+
+def _conv_report(layout, groups=1, n=8, hw=64, c=256, o=256, r=3):
+    """A 3x3 SAME convolution of bf16 [8, 64, 64, 256] (NHWC / HWIO, or NCHW / OIHW)."""
+    from jax import lax
+
+    nhwc = layout == "NHWC"
+    x = jax.ShapeDtypeStruct((n, hw, hw, c) if nhwc else (n, c, hw, hw), jnp.bfloat16)
+    w = jax.ShapeDtypeStruct((r, r, c // groups, o) if nhwc else (o, c // groups, r, r), jnp.bfloat16)
+    dn = ("NHWC", "HWIO", "NHWC") if nhwc else ("NCHW", "OIHW", "NCHW")
+    return analyzer.analyze_jax(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "SAME", feature_group_count=groups,
+                                                                      dimension_numbers=dn), x, w)
+
+
+@pytest.mark.parametrize("pid,peak", [("tpu-v5e", 197e12), ("tpu-v6e", 918e12)])
+def test_nhwc_conv_pads_its_output_features_not_its_width(pid, peak):
+    """The GEMM view of an NHWC convolution: n = the 256 output features (dim 3), m = 8 x 64 x 64
+    rows; 256 is whole on both MXUs, so nothing pads.  Read as NCHW (n = dim 1, the 64-wide H) it
+    padded 64 to 128 (v5e: 2x) or 256 (v6e: 4x): 519.6 / 284.5 us where the NCHW program of the
+    same work is 313.7 / 151.9 us.  v6e: 106.76 + 1 + 2 x 8x64x64 x 256 x 2304 / (0.953 x 918e12)
+    = 106.76 + 1 + 44.19 us = 151.95 us."""
+    from analyzer.prediction.efficiency.constants import load_constants
+
+    c = load_constants("google-tpu-v5e")
+    launch, e = c.arrays["run_fixed_s"], c.arrays["e_compute"][0]
+    (nhwc,), (nchw,) = predict(_conv_report("NHWC"), [pid]), predict(_conv_report("NCHW"), [pid])
+    assert nhwc.explain(0).pad == 1.0
+    expect = launch + 1e-6 + 2 * 8 * 64 * 64 * 256 * 256 * 9 / (e * peak)
+    assert nhwc.latency_s == pytest.approx(expect, rel=1e-6)
+    assert nchw.latency_s == pytest.approx(nhwc.latency_s, rel=1e-9)
+
+
+def test_nhwc_depthwise_conv_is_a_depthwise_kernel():
+    """A depthwise HWIO weight [3, 3, 1, 256] is told by its rule (groups = input features), as the
+    OIHW one [256, 1, 3, 3] is by its shape: class ``conv_dw`` (the family's tiles), not a dense
+    convolution whose 9-deep k pads to the 256-wide MXU (28.4x the work on v6e)."""
+    for layout in ("NHWC", "NCHW"):
+        (p,) = predict(_conv_report(layout, groups=256), ["tpu-v6e"])
+        assert p.explain(0).op_class == "conv_dw" and p.explain(0).pad == 1.0, layout

@@ -80,10 +80,13 @@ def conv_general_dilated(ins, outs, ctx, *, dimension_numbers, lhs_dilation=None
         taps *= _taps(out[out_spec[2 + d]], rhs[rhs_spec[2 + d]], lhs[lhs_spec[2 + d]],
                       lhs_dilation[d])
     n_out, o_feat = out[out_spec[0]], out[out_spec[1]]
-    # the kernel: grouped (more than one input feature per group: depthwise ones are told by
-    # their shapes) or batch-grouped (a grouped convolution's weight gradient)
+    # the kernel: grouped (more than one input feature per group), depthwise (one: the weight's
+    # shape says so only in an OIHW layout) or batch-grouped (a grouped convolution's weight gradient)
+    groups = feature_group_count or 1
     kernel = ("batch_grouped" if (batch_group_count or 1) > 1 else
-              "grouped" if (feature_group_count or 1) > 1 and in_features > 1 else None)
+              None if groups == 1 else "grouped" if in_features > 1 else "depthwise")
+    if out_spec[1] != 1:   # the output's feature dim where it is not dim 1 (NHWC: 3; the GEMM view's n)
+        kernel = f"{kernel or ''} out_feature={out_spec[1]}".lstrip()
     relayout = conv_relayout(lhs_spec, rhs_spec)
     if relayout:   # the operands not in a channels-last layout (the prediction's layout copies)
         kernel = f"{kernel or ''} relayout={relayout}".lstrip()
