@@ -71,3 +71,64 @@ def test_nhwc_depthwise_conv_is_a_depthwise_kernel():
     for layout in ("NHWC", "NCHW"):
         (p,) = predict(_conv_report(layout, groups=256), ["tpu-v6e"])
         assert p.explain(0).op_class == "conv_dw" and p.explain(0).pad == 1.0, layout
+
+
+# ------------------------------------------------------------- dot precision: bf16 MXU passes
+
+def _launch_e():
+    from analyzer.prediction.efficiency.constants import load_constants
+
+    c = load_constants("google-tpu-v5e")
+    return c.arrays["run_fixed_s"], c.arrays["e_compute"][0]
+
+
+def _f32_matmul(precision, dtype=jnp.float32, n=4096):
+    x = jax.ShapeDtypeStruct((n, n), dtype)
+    return analyzer.analyze_jax(lambda a, b: jnp.matmul(a, b, precision=precision), x, x)
+
+
+@pytest.mark.parametrize("precision,passes", [(None, 1), ("default", 1), (jax.lax.Precision.HIGH, 3),
+                                              (jax.lax.Precision.HIGHEST, 6), (("high", "highest"), 6),
+                                              ("BF16_BF16_F32_X3", 3), ("BF16_BF16_F32_X6", 6),
+                                              ("BF16_BF16_F32_X9", 9)])
+def test_f32_dot_precision_prices_its_bf16_passes_on_v6e(precision, passes):
+    """jax.lax.Precision on a TPU: DEFAULT one bf16 MXU pass, HIGH 3, HIGHEST 6 (JAX API docs); a
+    DotAlgorithmPreset names its count.  f32 4096^3 on v6e, compute-bound (201 MB / 1638 GB/s =
+    123 us of HBM under 157 us of one pass): 106.76 + 1 + passes x 137.44 GFLOP / (0.953 x 918e12)
+    = 264.9 / 579.1 / 1050.4 / 1521.7 us for 1 / 3 / 6 / 9 passes."""
+    launch, e = _launch_e()
+    (p,) = predict(_f32_matmul(precision), ["tpu-v6e"])
+    assert p.latency_s == pytest.approx(launch + 1e-6 + passes * 2 * 4096 ** 3 / (e * 918e12), rel=1e-6)
+    assert any(f"as {passes} bf16 MXU passes" in w for w in p.warnings) == (passes > 1)
+
+
+def test_default_matmul_precision_context_is_priced_too():
+    """``jax.default_matmul_precision("highest")`` puts HIGHEST in the dot's param: 6 passes."""
+    x = jax.ShapeDtypeStruct((4096, 4096), jnp.float32)
+    with jax.default_matmul_precision("highest"):
+        rep = analyzer.analyze_jax(jnp.matmul, x, x)
+    (ctx,), (explicit,) = predict(rep, ["tpu7x"]), predict(_f32_matmul("highest"), ["tpu7x"])
+    assert ctx.latency_s == pytest.approx(explicit.latency_s, rel=1e-12)
+
+
+def test_precision_leaves_bf16_dots_and_gpus_alone():
+    """Precision "only has an effect on float32 computations": a bf16 dot at HIGHEST is the default
+    one; an NVIDIA GPU's fp32 dot is not a TPU's passes."""
+    for pid in ("tpu-v5e", "tpu-v6e", "tpu7x"):
+        (hi,), (lo,) = (predict(_f32_matmul(p, jnp.bfloat16), [pid]) for p in ("highest", None))
+        assert hi.latency_s == lo.latency_s, pid
+    (gpu_hi,), (gpu_lo,) = (predict(_f32_matmul(p), ["a100"]) for p in ("highest", None))
+    assert gpu_hi.latency_s == gpu_lo.latency_s
+
+
+def test_f32_conv_at_highest_precision_takes_six_passes():
+    """A convolution's precision param too: the f32 NHWC conv of [8,64,64,256] (38.65 GFLOP) on v6e
+    at HIGHEST: 106.76 + 1 + 6 x 44.19 us = 372.9 us."""
+    from jax import lax
+
+    launch, e = _launch_e()
+    x, w = jax.ShapeDtypeStruct((8, 64, 64, 256), jnp.float32), jax.ShapeDtypeStruct((3, 3, 256, 256), jnp.float32)
+    rep = analyzer.analyze_jax(lambda a, b: lax.conv_general_dilated(
+        a, b, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"), precision=lax.Precision.HIGHEST), x, w)
+    (p,) = predict(rep, ["tpu-v6e"])
+    assert p.latency_s == pytest.approx(launch + 1e-6 + 6 * 2 * 8 * 64 * 64 * 256 * 256 * 9 / (e * 918e12), rel=1e-6)
