@@ -23,6 +23,7 @@ import numpy as np
 
 from analyzer.errors import HardwareError
 from analyzer.prediction import kernel_rows as kr
+from analyzer.prediction import xla_tpu
 from analyzer.prediction.efficiency import kernel_time as eff
 
 
@@ -58,6 +59,10 @@ def peak(profile, engine: str, dtype: str, warn: set[str]) -> float:
         if p:
             return p
     other = "vector" if engine == "matrix" else "matrix"
+    said = xla_tpu.no_int8_note(profile) if dtype == "int8" and not profile.peak_flops("matrix", "int8") else None
+    if said and profile.peak_flops("matrix", "bf16"):
+        warn.add(said)
+        return profile.peak_flops("matrix", "bf16")
     for eng in (engine, other):
         p = profile.peak_flops(eng, dtype)
         if p:

@@ -132,3 +132,20 @@ def test_f32_conv_at_highest_precision_takes_six_passes():
         a, b, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"), precision=lax.Precision.HIGHEST), x, w)
     (p,) = predict(rep, ["tpu-v6e"])
     assert p.latency_s == pytest.approx(launch + 1e-6 + 6 * 2 * 8 * 64 * 64 * 256 * 256 * 9 / (e * 918e12), rel=1e-6)
+
+
+def test_tpu7x_int8_matmul_at_its_bf16_rate_with_the_sources_said():
+    """TPU7x lists no int8 rate (Google's table: BF16 and FP8; JAX's TPU table: int8 'Not
+    Available', Mosaic takes no int8 operand on generation 7): an int8 4096^3 product is priced at
+    the bf16 peak of its JAX device, 106.76 + 1 + 137.44 GFLOP / (0.953 x 1153.5e12) = 232.8 us,
+    slower than v6e's int8 MXU (1836 TOPS: 186.3 us), with a warning that says why."""
+    import hardware_db
+
+    launch, e = _launch_e()
+    assert not hardware_db.get("tpu7x").matrix_tflops.get("int8")
+    v6e, v7 = predict(_matmul_report(jnp.int8), ["tpu-v6e", "tpu7x"])
+    assert v7.latency_s == pytest.approx(launch + 1e-6 + 2 * 4096 ** 3 / (e * 2307e12 / 2), rel=1e-6)
+    assert v7.latency_s > v6e.latency_s
+    said = [w for w in v7.warnings if "no int8 MXU mode" in w]
+    assert said and "int8_ops_per_second 0" in said[0] and "docs.cloud.google.com/tpu/docs/tpu7x" in said[0]
+    assert not any("int8" in w for w in v6e.warnings)
