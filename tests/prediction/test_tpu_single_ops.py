@@ -149,3 +149,19 @@ def test_tpu7x_int8_matmul_at_its_bf16_rate_with_the_sources_said():
     said = [w for w in v7.warnings if "no int8 MXU mode" in w]
     assert said and "int8_ops_per_second 0" in said[0] and "docs.cloud.google.com/tpu/docs/tpu7x" in said[0]
     assert not any("int8" in w for w in v6e.warnings)
+
+
+def test_batched_f32_dot_of_matmul_flops_is_hbm_bound_on_v6e():
+    """16 x [1024, 4096] x [4096, 1024] f32: the FLOPs of 4096^3 (137.4 G) but 537 MB of operands read
+    and 67 MB written (the matmul: 201 MB), so on a v6e HBM sets it: 106.76 + 1 + 604 MB / 1638 GB/s
+    = 476.5 us (MXU work 157.1 us); the 4096^3 matmul is compute-bound at 264.9 us.  No copy: batch
+    dims lead and the operands contract over the lhs's last and the rhs's middle dim."""
+    from jax import lax
+
+    launch, _ = _launch_e()
+    a, b = jax.ShapeDtypeStruct((16, 1024, 4096), jnp.float32), jax.ShapeDtypeStruct((16, 4096, 1024), jnp.float32)
+    rep = analyzer.analyze_jax(lambda x, y: lax.dot_general(x, y, (((2,), (1,)), ((0,), (0,)))), a, b)
+    (p,) = predict(rep, ["tpu-v6e"])
+    moved = 4 * 16 * (2 * 1024 * 4096 + 1024 * 1024)
+    assert p.explain(0).bytes == moved and p.explain(0).bound == "memory"
+    assert p.latency_s == pytest.approx(launch + 1e-6 + moved / 1638e9, rel=1e-6)
