@@ -1,4 +1,5 @@
-"""The MXU padding of a TPU profile's dense matrix products (``efficiency_constants``).
+"""The MXU padding of a TPU profile's dense matrix products (``efficiency_constants``), and the
+bf16 passes an fp32 product takes at the precision it asks for (``precision_passes``).
 
 A TPU TensorCore runs its matrix products on MXUs: square weight-stationary systolic arrays of
 ``d x d`` multiply-accumulate cells, ``d`` the profile's ``[compute] mxu_dim`` (128 on v2-v5p,
