@@ -5,7 +5,7 @@
 Predictions only (no measurement, no fitting).  Two grids:
 
 - JAX programs (``jax_cases``: matmul and batched ``dot_general`` in bf16, f32, int8 with int32
-  accumulation, float8_e4m3fn / float8_e5m2, a f16 matmul; NHWC convolutions, grouped, depthwise
+  accumulation, float8_e4m3fn / float8_e5m2, a f16 matmul, f32 matmuls at precision HIGH / HIGHEST; NHWC convolutions, grouped, depthwise
   and transposed; elementwise, reductions, softmax, layer norm, attention, gather, scatter-add,
   cumsum, sort, top_k, rfft, transpose, concatenate, reshape, dynamic_slice, pooling, resize,
   scan and while loops), each at a small, an off-grid (1000, 129) and a large (4096) shape,
@@ -82,6 +82,10 @@ def _matmul_cases(jnp, lax):
             out[f"matmul {name} {s}"] = (mm, (_sd((m, k), d), _sd((k, n), d)))
         for s, (b, m, k, n) in BMM.items():
             out[f"dot_general {name} {s}"] = (bmm, (_sd((b, m, k), d), _sd((b, k, n), d)))
+    for level in ("high", "highest"):    # an f32 dot's precision: 3 / 6 bf16 MXU passes on a TPU
+        for s, (m, k, n) in MM.items():
+            out[f"matmul f32 {level} {s}"] = (lambda a, b, p=level: jnp.matmul(a, b, precision=p),
+                                              (_sd((m, k), jnp.float32), _sd((k, n), jnp.float32)))
     return out
 
 
@@ -360,7 +364,8 @@ def _figures(pid, dtype):
 
 def case_dtype(name: str) -> str:
     """The matrix dtype a case's figures are read at: bf16 unless the case names int8 or fp8 (an
-    f32 dot runs on the MXU in one bf16 pass: XLA's default precision on a TPU)."""
+    f32 dot runs on the MXU in bf16 passes: one at XLA's default precision on a TPU, 3 / 6 at HIGH /
+    HIGHEST on every TPU alike)."""
     for key, d in (("int8", "int8"), ("f8", "fp8")):
         if f" {key}" in name:
             return d

@@ -23,6 +23,7 @@ import numpy as np
 
 from analyzer.errors import HardwareError
 from analyzer.prediction import kernel_rows as kr
+from analyzer.prediction import xla_tpu
 from analyzer.prediction.efficiency import kernel_time as eff
 
 
@@ -49,14 +50,19 @@ def peak(profile, engine: str, dtype: str, warn: set[str]) -> float:
     matrix engine unless the device has no vector figure at all.  fp32 matrix work on a TPU runs
     on the MXU at its bf16 peak (``mxu_bf16``), whatever vector fp32 figure the chip states."""
     if engine == "matrix" and mxu_bf16(profile, dtype):
-        warn.add(f"{profile.id}: fp32 matrix products run on the MXU in one bf16 pass at its bf16 peak "
-                 f"(XLA's default dot precision on a TPU, jax.lax.Precision.DEFAULT)")
+        warn.add(f"{profile.id}: fp32 matrix products run on the MXU at its bf16 peak, one bf16 pass each at "
+                 f"XLA's default dot precision on a TPU (jax.lax.Precision.DEFAULT; a product asking for HIGH "
+                 f"or HIGHEST takes 3 or 6 passes, said apart)")
         return profile.peak_flops("matrix", "bf16")
     if engine == "vector":
         p = profile.peak_flops("vector", dtype) or profile.peak_flops("vector", "fp32")
         if p:
             return p
     other = "vector" if engine == "matrix" else "matrix"
+    said = xla_tpu.no_int8_note(profile) if dtype == "int8" and not profile.peak_flops("matrix", "int8") else None
+    if said and profile.peak_flops("matrix", "bf16"):
+        warn.add(said)
+        return profile.peak_flops("matrix", "bf16")
     for eng in (engine, other):
         p = profile.peak_flops(eng, dtype)
         if p:
@@ -266,8 +272,8 @@ def mxu_bf16(prof, dtype: str) -> bool:
     """True where ``prof`` runs matrix products at ``dtype`` on the MXU in one bfloat16 pass: fp32
     on a TPU with a bf16 matrix figure and no fp32 one.  XLA's default dot precision on a TPU
     (``jax.lax.Precision.DEFAULT``: operands rounded to bf16, fp32 accumulation) is one MXU pass;
-    the TPU's vector fp32 unit (the VPU) runs no dot.  HIGH / HIGHEST (3 or 6 passes) are not
-    modelled."""
+    the TPU's vector fp32 unit (the VPU) runs no dot.  A product asking for HIGH / HIGHEST takes 3 or 6
+    passes (``tpu_mxu.precision_passes``)."""
     return (prof.kind == "tpu" and dtype == "fp32" and not prof.peak_flops("matrix", "fp32")
             and bool(prof.peak_flops("matrix", "bf16")))
 

@@ -115,7 +115,16 @@ def gemm_view(n: NodeCost) -> tuple[float, float, float, float, bool]:
     """(m, n, k, batch, batched) of a matrix node's work, from its specs and mac count."""
     if not n.cost.mac_flops:
         return 0.0, 0.0, 0.0, 0.0, False
-    return _gemm_view_of(n.op, n.in_specs, n.out_specs, n.cost.mac_flops, n.cost.transcendentals)
+    return _gemm_view_of(n.op, n.in_specs, n.out_specs, n.cost.mac_flops, n.cost.transcendentals,
+                         out_feature(n.kernel))
+
+
+def out_feature(kernel: str | None) -> int:
+    """The output's feature dim a convolution's rule names (``Work.kernel`` word ``out_feature=D``:
+    a JAX convolution whose dimension numbers put it elsewhere than dim 1, NHWC's 3), else 1 (NCHW,
+    ONNX's layout)."""
+    word = next((w for w in (kernel or "").split() if w.startswith("out_feature=")), "")
+    return int(word.split("=")[1]) if word else 1
 
 
 def _heads(trans: int, b: int, s: int, hidden: int) -> int:
@@ -129,8 +138,9 @@ def _heads(trans: int, b: int, s: int, hidden: int) -> int:
 
 
 @functools.lru_cache(maxsize=4096)
-def _gemm_view_of(op: str, in_specs, out_specs, mac_flops: int, trans: int = 0):
-    """``_gemm_view`` of hashable parts (repeated blocks share them: computed once)."""
+def _gemm_view_of(op: str, in_specs, out_specs, mac_flops: int, trans: int = 0, feature: int = 1):
+    """``_gemm_view`` of hashable parts (repeated blocks share them: computed once); ``feature``: a
+    convolution's output feature dim (``out_feature``)."""
     ins = [s for s in in_specs if s is not None]
     out = next((s for s in out_specs if s is not None), None)
     try:
@@ -154,8 +164,8 @@ def _gemm_view_of(op: str, in_specs, out_specs, mac_flops: int, trans: int = 0):
         if out is not None and out.rank and out.rank >= 2:
             d = out.dims()
             if op in CHANNELS_FIRST_CONV_OPS:
-                m = float(d[0] * int(np.prod(d[2:])))   # NCHW: rows = N x spatial
-                nn = float(d[1])
+                nn = float(d[feature])   # NCHW (feature 1): rows = N x spatial; NHWC (3) the same rows
+                m = float(int(np.prod(d)) // d[feature])
             elif op in ATTENTION_OPS and out.rank >= 3:
                 # one piece per batch item and head (the kernel loops over them:
                 # cpu_model.PIECE_CLASSES); a [B, S, hidden] output's heads from its exps
@@ -263,7 +273,7 @@ def node_op_class(n: NodeCost) -> str:
 
 
 # the class of a kernel a counting rule names (``Work.kernel``)
-KERNEL_CLASSES = {"grouped": "conv_grouped", "batch_grouped": "conv_batch_grouped",
+KERNEL_CLASSES = {"grouped": "conv_grouped", "batch_grouped": "conv_batch_grouped", "depthwise": "conv_dw",
                   "lhs_transposed": "gemm_tn"}
 # convolutions whose weight is [M, C/group, k...] (not ConvTranspose's [C, M/group, k...], nor a
 # JAX convolution's, whose dimension numbers may order it [I, O, k...]: its rule says instead)

@@ -44,7 +44,7 @@ from analyzer.counting.engine import NodeCost
 from analyzer.errors import InputSpecError
 from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import cudnn_conv, eager_plan, engines, fusion, runtimes, xla_cpu_fusion, xla_tpu
-from analyzer.prediction import accelerator_terms
+from analyzer.prediction import accelerator_terms, tpu_mxu
 from analyzer.prediction.cpu import cold as cpu_cold
 from analyzer.prediction.cpu import broadcast as cpu_broadcast
 from analyzer.prediction.cpu import op_rates as cpu_op_rates
@@ -162,8 +162,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     act = resident = onchip = split = ynn = None
     label = precision or kr.main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l)
     for p, prof in enumerate(profiles):
-        warn: set[str] = set()
-        note: list[str] = list(said_precision)
+        warn, note = set(), list(said_precision)   # (the profile's warnings and notes)
         own = profile_memo(memo, prof, runtime.name)
         prof, (bw[p], units[p], l2[p], arrays, prov, detail, launch) = _profile_terms(own, prof, has_gather, note,
                                                                                       runtime.name, precision)
@@ -172,6 +171,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                                            mac_l, vec_l, trans_l)
         engines.precision_notes(prof, runtime.name, precision, mpeak[p], warn, note, cls_l, anchor_dtype, mac_l,
                         vec_l, trans_l)
+        tpu_mxu.precision_passes(prof, mpeak[p], anchor_dtype, (nodes, plan), warn)   # (HIGH / HIGHEST on a TPU)
         _set_consts(consts, p, arrays)
         consts_p = {n: consts[n][p] for n in consts}
         floors = np.asarray(arrays["floor_s"])[feats["op_class"]]

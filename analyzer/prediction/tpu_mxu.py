@@ -1,4 +1,5 @@
-"""The MXU padding of a TPU profile's dense matrix products (``efficiency_constants``).
+"""The MXU padding of a TPU profile's dense matrix products (``efficiency_constants``), and the
+bf16 passes an fp32 product takes at the precision it asks for (``precision_passes``).
 
 A TPU TensorCore runs its matrix products on MXUs: square weight-stationary systolic arrays of
 ``d x d`` multiply-accumulate cells, ``d`` the profile's ``[compute] mxu_dim`` (128 on v2-v5p,
@@ -28,6 +29,7 @@ the v2-v5p MXU), and the returned phrase says so.
 
 from __future__ import annotations
 
+from analyzer.prediction import engines
 from analyzer.prediction.efficiency import kernel_time as eff
 
 SUBLANES = 8.0   # rows of the left operand the MXU takes per step (a vector register's sublanes)
@@ -51,3 +53,46 @@ def mxu_tiles(profile, arrays: dict) -> str:
         arrays["whole_tile"][i] = 1.0
     return (f"; matrix work padded to the {d:g} x {d:g} MXU (mxu_dim): rows to whole {SUBLANES:g}s, k and n to "
             f"whole {d:g}s")
+
+
+# bf16 MXU passes of an fp32 product per requested precision (the ``precision=NAME`` word of a
+# dot's or convolution's rule): jax.lax.Precision on a TPU, DEFAULT "performs float32 computations
+# in bfloat16" (1 pass), HIGH "in 3 bfloat16 passes", HIGHEST "in 6 bfloat16" passes; it "only has
+# an effect on float32 computations" (JAX API docs, jax.lax.Precision:
+# https://docs.jax.dev/en/latest/jax.lax.html#jax.lax.Precision); a DotAlgorithmPreset names its
+# bf16 products (BF16_BF16_F32: 1, _X3: 3, _X6: 6, _X9: 9).  F32_F32_F32 is taken as HIGHEST's 6
+# (Precision's alias "float32" names HIGHEST; the preset's TPU lowering is not documented).
+PASSES = {"HIGH": 3, "HIGHEST": 6, "BF16_BF16_F32": 1, "BF16_BF16_F32_X3": 3, "BF16_BF16_F32_X6": 6,
+          "BF16_BF16_F32_X9": 9, "F32_F32_F32": 6}
+
+
+def kernel_precisions(nodes, plan) -> tuple:
+    """Per kernel of ``plan``, the precision its heaviest matrix node asks for (``NAME`` of its
+    rule's ``precision=NAME`` word) or None; () where no node asks for one."""
+    if not any("precision=" in (n.kernel or "") for n in nodes):
+        return ()
+    out = []
+    for ms in plan.members:
+        n = nodes[max(ms, key=lambda i: nodes[i].cost.mac_flops)]
+        word = next((w for w in (n.kernel or "").split() if w.startswith("precision=")), "")
+        out.append(word.split("=", 1)[1] if word and n.cost.mac_flops else None)
+    return tuple(out)
+
+
+def precision_passes(prof, mpeak_row, dtypes, lowered: tuple, warn: set[str]) -> None:
+    """Divide the matrix peak of each fp32 kernel a TPU runs on its MXU (``engines.mxu_bf16``) by
+    the bf16 passes its precision asks for (``PASSES``; ``lowered`` = (nodes, fusion plan): the
+    kernels' ``kernel_precisions``), in place, and say so in ``warn``.  The extra vector work splitting each fp32 operand into bf16
+    parts is not counted; a bf16 (or narrower) product is unchanged (one pass whatever its
+    precision); a name without a pass count keeps one pass, with a warning."""
+    names = kernel_precisions(*lowered) if prof.kind == "tpu" else ()
+    for k, (name, d) in enumerate(zip(names, dtypes)):
+        if name is None or not engines.mxu_bf16(prof, d):
+            continue
+        n = PASSES.get(name)
+        if n is None:
+            warn.add(f"{prof.id}: precision {name} has no documented TPU pass count; priced as one bf16 MXU pass")
+            continue
+        mpeak_row[k] /= n
+        warn.add(f"{prof.id}: fp32 products at precision {name} run as {n} bf16 MXU passes "
+                 f"(jax.lax.Precision on a TPU), at 1/{n} of the bf16 peak")

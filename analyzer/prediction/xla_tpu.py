@@ -82,3 +82,25 @@ def per_device(prof, runtime_name: str, mem_bw: float, units: float, note: list[
                     f"HBM bandwidth ({why})")
     return dataclasses.replace(prof, matrix_tflops={k: v / n for k, v in prof.matrix_tflops.items()},
                                vector_tflops={k: v / n for k, v in prof.vector_tflops.items()}), mem_bw / n, units / n
+
+
+# TPU families whose MXU has no int8 mode: family -> source.  An int8 product there runs at the
+# chip's bf16 peak (``engines.peak``), on the assumption that XLA converts the int8 operands to bf16
+# (exact: bf16 holds every int8 value) and runs the bf16 product; its operands still move at 1 byte.
+NO_INT8_MXU: dict[str, str] = {
+    "google-tpu-v7": ("Google Cloud's TPU7x table lists BF16 (2307) and FP8 (4614 TFLOPs) per chip and no "
+                      "int8 rate (https://docs.cloud.google.com/tpu/docs/tpu7x); JAX's TPU table (jax/_src/pallas/"
+                      "mosaic/tpu_info.py) gives TPU7x int8_ops_per_second 0 ('Not Available') and its Mosaic "
+                      "matmul check accepts f32, bf16 and fp8 operands only on generation 7"),
+}
+
+
+def no_int8_note(prof) -> str | None:
+    """The warning of an int8 product on a TPU whose MXU has no int8 mode (``NO_INT8_MXU``), None
+    for any other profile."""
+    why = NO_INT8_MXU.get(prof.family or "") if prof.kind == "tpu" else None
+    if why is None:
+        return None
+    return (f"{prof.id} has no int8 MXU mode ({why}): an int8 product is priced at its bf16 peak, as if XLA "
+            f"converted the operands to bf16 (exact for int8 values; the operands still read at 1 byte); an "
+            f"int8 matmul can be slower than on a v6e, whose MXU runs int8 at twice its bf16 rate")

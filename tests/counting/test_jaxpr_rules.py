@@ -292,3 +292,30 @@ def test_cond_costlier_branch_or_constant_index():
     assert r.totals.mac_flops == 1024
     r = analyzer.analyze_jax(lambda x: lax.switch(1, [lambda x: x @ x, lambda x: x + 1.0], x), S(8, 8))
     assert r.totals.mac_flops == 0 and r.totals.vector_flops == 64
+
+
+# ------------------------------------------------ words a matrix rule names for the prediction
+
+@pytest.mark.parametrize("precision,word", [
+    (None, None), ("default", None), ("high", "precision=HIGH"), ("highest", "precision=HIGHEST"),
+    (("high", "highest"), "precision=HIGHEST"), ((lax.Precision.DEFAULT, lax.Precision.HIGH), "precision=HIGH"),
+    ("BF16_BF16_F32_X6", "precision=BF16_BF16_F32_X6"), ("F32_F32_F32", "precision=F32_F32_F32")])
+def test_dot_names_the_precision_it_asks_for(precision, word):
+    """The higher operand level (or the DotAlgorithmPreset's name) as the kernel's last word; the
+    counts never change."""
+    x = S(64, 32)
+    n = only(analyzer.analyze_jax(lambda a, b: jnp.matmul(a, b, precision=precision), x, S(32, 16)), "dot_general")
+    assert (n.kernel or None) == word and n.mac_flops == 2 * 64 * 32 * 16
+
+
+def test_conv_names_its_output_feature_dim_and_depthwise():
+    """NHWC: ``out_feature=3``; one input feature per group: ``depthwise``; NCHW: neither (its
+    ``relayout=0,1`` is XLA's CPU layout copies, the last word)."""
+    x, w = S(2, 8, 8, 6), S(3, 3, 1, 6)
+    nhwc = only(analyzer.analyze_jax(lambda a, b: lax.conv_general_dilated(
+        a, b, (1, 1), "SAME", feature_group_count=6, dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        precision="highest"), x, w), "conv_general_dilated")
+    assert nhwc.kernel == "depthwise out_feature=3 precision=HIGHEST"
+    nchw = only(analyzer.analyze_jax(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "SAME"),
+                                     S(2, 6, 8, 8), S(4, 6, 3, 3)), "conv_general_dilated")
+    assert nchw.kernel == "relayout=0,1"

@@ -47,6 +47,13 @@ SPOT_CHECKS = [
     ("tpu-v5p", ("matrix", "bf16"), 459.0),  # GCP TPU v5p: 459 TFLOP/s bf16
     ("tpu-v6e", ("matrix", "bf16"), 918.0),  # GCP TPU v6e: 918 TFLOP/s bf16
     ("tpu-v6e", "mem_bw_gbs", 1638.0),  # GCP TPU v6e: 1640 GB/s class (1638 in the reference)
+    # HBM capacities in GiB (GCP's tables, JAX's TPU table in bytes), written in GB (1e9 bytes)
+    ("tpu7x", "mem_gb", 192 * 2**30 / 1e9),  # GCP TPU7x: 'HBM capacity per chip (GiB) 192'; JAX 206e9
+    ("tpu-v6e", "mem_gb", 32 * 2**30 / 1e9),  # GCP TPU7x page's table: v6e 32 GiB; JAX 34.4e9
+    ("tpu-v5p", "mem_gb", 95 * 2**30 / 1e9),  # GCP TPU v5p: 'HBM capacity per chip (GiB) 95'; JAX 103e9
+    ("tpu-v5e", "mem_gb", 16 * 2**30 / 1e9),  # scaling book: 'TPU v5e has 16GiB of HBM'; JAX 17.2e9
+    ("tpu-v5p", "onchip_mb", 2 * 64 * 2**20 / 1e6),  # JAX's TPU table: VMEM 64 MiB per TensorCore, 2 per chip
+    ("tpu-v5e", "onchip_mb", 128 * 2**20 / 1e6),  # JAX's TPU table, scaling book: VMEM 128 MiB
     ("edge-tpu", ("matrix", "int8"), 4.0),  # Coral Edge TPU: 4 TOPS INT8
     ("edge-tpu", "onchip_mb", 8.0),  # Edge TPU: 8 MB SRAM
     ("ethos-u55", ("matrix", "int8"), 0.5),  # Ethos-U55: 256 MACs x 2 x 1 GHz = 0.5 TOPS

@@ -30,3 +30,138 @@ def test_f32_matmul_on_v5p_never_slower_than_older_tpus(old):
     for shape in ((4096, 4096, 4096), (1000, 129, 1000), (128, 128, 128)):
         t_old, t_new = (p.latency_s for p in predict(_matmul_report(jnp.float32, *shape), [old, "tpu-v5p"]))
         assert t_new <= t_old, (shape, old, t_old, t_new)
+
+
+# ----------------------------------------------------------------- JAX convolutions in NHWC
+
+def _conv_report(layout, groups=1, n=8, hw=64, c=256, o=256, r=3):
+    """A 3x3 SAME convolution of bf16 [8, 64, 64, 256] (NHWC / HWIO, or NCHW / OIHW)."""
+    from jax import lax
+
+    nhwc = layout == "NHWC"
+    x = jax.ShapeDtypeStruct((n, hw, hw, c) if nhwc else (n, c, hw, hw), jnp.bfloat16)
+    w = jax.ShapeDtypeStruct((r, r, c // groups, o) if nhwc else (o, c // groups, r, r), jnp.bfloat16)
+    dn = ("NHWC", "HWIO", "NHWC") if nhwc else ("NCHW", "OIHW", "NCHW")
+    return analyzer.analyze_jax(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "SAME", feature_group_count=groups,
+                                                                      dimension_numbers=dn), x, w)
+
+
+@pytest.mark.parametrize("pid,peak", [("tpu-v5e", 197e12), ("tpu-v6e", 918e12)])
+def test_nhwc_conv_pads_its_output_features_not_its_width(pid, peak):
+    """The GEMM view of an NHWC convolution: n = the 256 output features (dim 3), m = 8 x 64 x 64
+    rows; 256 is whole on both MXUs, so nothing pads.  Read as NCHW (n = dim 1, the 64-wide H) it
+    padded 64 to 128 (v5e: 2x) or 256 (v6e: 4x): 519.6 / 284.5 us where the NCHW program of the
+    same work is 313.7 / 151.9 us.  v6e: 106.76 + 1 + 2 x 8x64x64 x 256 x 2304 / (0.953 x 918e12)
+    = 106.76 + 1 + 44.19 us = 151.95 us."""
+    from analyzer.prediction.efficiency.constants import load_constants
+
+    c = load_constants("google-tpu-v5e")
+    launch, e = c.arrays["run_fixed_s"], c.arrays["e_compute"][0]
+    (nhwc,), (nchw,) = predict(_conv_report("NHWC"), [pid]), predict(_conv_report("NCHW"), [pid])
+    assert nhwc.explain(0).pad == 1.0
+    expect = launch + 1e-6 + 2 * 8 * 64 * 64 * 256 * 256 * 9 / (e * peak)
+    assert nhwc.latency_s == pytest.approx(expect, rel=1e-6)
+    assert nchw.latency_s == pytest.approx(nhwc.latency_s, rel=1e-9)
+
+
+def test_nhwc_depthwise_conv_is_a_depthwise_kernel():
+    """A depthwise HWIO weight [3, 3, 1, 256] is told by its rule (groups = input features), as the
+    OIHW one [256, 1, 3, 3] is by its shape: class ``conv_dw`` (the family's tiles), not a dense
+    convolution whose 9-deep k pads to the 256-wide MXU (28.4x the work on v6e)."""
+    for layout in ("NHWC", "NCHW"):
+        (p,) = predict(_conv_report(layout, groups=256), ["tpu-v6e"])
+        assert p.explain(0).op_class == "conv_dw" and p.explain(0).pad == 1.0, layout
+
+
+# ------------------------------------------------------------- dot precision: bf16 MXU passes
+
+def _launch_e():
+    from analyzer.prediction.efficiency.constants import load_constants
+
+    c = load_constants("google-tpu-v5e")
+    return c.arrays["run_fixed_s"], c.arrays["e_compute"][0]
+
+
+def _f32_matmul(precision, dtype=jnp.float32, n=4096):
+    x = jax.ShapeDtypeStruct((n, n), dtype)
+    return analyzer.analyze_jax(lambda a, b: jnp.matmul(a, b, precision=precision), x, x)
+
+
+@pytest.mark.parametrize("precision,passes", [(None, 1), ("default", 1), (jax.lax.Precision.HIGH, 3),
+                                              (jax.lax.Precision.HIGHEST, 6), (("high", "highest"), 6),
+                                              ("BF16_BF16_F32_X3", 3), ("BF16_BF16_F32_X6", 6),
+                                              ("BF16_BF16_F32_X9", 9)])
+def test_f32_dot_precision_prices_its_bf16_passes_on_v6e(precision, passes):
+    """jax.lax.Precision on a TPU: DEFAULT one bf16 MXU pass, HIGH 3, HIGHEST 6 (JAX API docs); a
+    DotAlgorithmPreset names its count.  f32 4096^3 on v6e, compute-bound (201 MB / 1638 GB/s =
+    123 us of HBM under 157 us of one pass): 106.76 + 1 + passes x 137.44 GFLOP / (0.953 x 918e12)
+    = 264.9 / 579.1 / 1050.4 / 1521.7 us for 1 / 3 / 6 / 9 passes."""
+    launch, e = _launch_e()
+    (p,) = predict(_f32_matmul(precision), ["tpu-v6e"])
+    assert p.latency_s == pytest.approx(launch + 1e-6 + passes * 2 * 4096 ** 3 / (e * 918e12), rel=1e-6)
+    assert any(f"as {passes} bf16 MXU passes" in w for w in p.warnings) == (passes > 1)
+
+
+def test_default_matmul_precision_context_is_priced_too():
+    """``jax.default_matmul_precision("highest")`` puts HIGHEST in the dot's param: 6 passes."""
+    x = jax.ShapeDtypeStruct((4096, 4096), jnp.float32)
+    with jax.default_matmul_precision("highest"):
+        rep = analyzer.analyze_jax(jnp.matmul, x, x)
+    (ctx,), (explicit,) = predict(rep, ["tpu7x"]), predict(_f32_matmul("highest"), ["tpu7x"])
+    assert ctx.latency_s == pytest.approx(explicit.latency_s, rel=1e-12)
+
+
+def test_precision_leaves_bf16_dots_and_gpus_alone():
+    """Precision "only has an effect on float32 computations": a bf16 dot at HIGHEST is the default
+    one; an NVIDIA GPU's fp32 dot is not a TPU's passes."""
+    for pid in ("tpu-v5e", "tpu-v6e", "tpu7x"):
+        (hi,), (lo,) = (predict(_f32_matmul(p, jnp.bfloat16), [pid]) for p in ("highest", None))
+        assert hi.latency_s == lo.latency_s, pid
+    (gpu_hi,), (gpu_lo,) = (predict(_f32_matmul(p), ["a100"]) for p in ("highest", None))
+    assert gpu_hi.latency_s == gpu_lo.latency_s
+
+
+def test_f32_conv_at_highest_precision_takes_six_passes():
+    """A convolution's precision param too: the f32 NHWC conv of [8,64,64,256] (38.65 GFLOP) on v6e
+    at HIGHEST: 106.76 + 1 + 6 x 44.19 us = 372.9 us."""
+    from jax import lax
+
+    launch, e = _launch_e()
+    x, w = jax.ShapeDtypeStruct((8, 64, 64, 256), jnp.float32), jax.ShapeDtypeStruct((3, 3, 256, 256), jnp.float32)
+    rep = analyzer.analyze_jax(lambda a, b: lax.conv_general_dilated(
+        a, b, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"), precision=lax.Precision.HIGHEST), x, w)
+    (p,) = predict(rep, ["tpu-v6e"])
+    assert p.latency_s == pytest.approx(launch + 1e-6 + 6 * 2 * 8 * 64 * 64 * 256 * 256 * 9 / (e * 918e12), rel=1e-6)
+
+
+def test_tpu7x_int8_matmul_at_its_bf16_rate_with_the_sources_said():
+    """TPU7x lists no int8 rate (Google's table: BF16 and FP8; JAX's TPU table: int8 'Not
+    Available', Mosaic takes no int8 operand on generation 7): an int8 4096^3 product is priced at
+    the bf16 peak of its JAX device, 106.76 + 1 + 137.44 GFLOP / (0.953 x 1153.5e12) = 232.8 us,
+    slower than v6e's int8 MXU (1836 TOPS: 186.3 us), with a warning that says why."""
+    import hardware_db
+
+    launch, e = _launch_e()
+    assert not hardware_db.get("tpu7x").matrix_tflops.get("int8")
+    v6e, v7 = predict(_matmul_report(jnp.int8), ["tpu-v6e", "tpu7x"])
+    assert v7.latency_s == pytest.approx(launch + 1e-6 + 2 * 4096 ** 3 / (e * 2307e12 / 2), rel=1e-6)
+    assert v7.latency_s > v6e.latency_s
+    said = [w for w in v7.warnings if "no int8 MXU mode" in w]
+    assert said and "int8_ops_per_second 0" in said[0] and "docs.cloud.google.com/tpu/docs/tpu7x" in said[0]
+    assert not any("int8" in w for w in v6e.warnings)
+
+
+def test_batched_f32_dot_of_matmul_flops_is_hbm_bound_on_v6e():
+    """16 x [1024, 4096] x [4096, 1024] f32: the FLOPs of 4096^3 (137.4 G) but 537 MB of operands read
+    and 67 MB written (the matmul: 201 MB), so on a v6e HBM sets it: 106.76 + 1 + 604 MB / 1638 GB/s
+    = 476.5 us (MXU work 157.1 us); the 4096^3 matmul is compute-bound at 264.9 us.  No copy: batch
+    dims lead and the operands contract over the lhs's last and the rhs's middle dim."""
+    from jax import lax
+
+    launch, _ = _launch_e()
+    a, b = jax.ShapeDtypeStruct((16, 1024, 4096), jnp.float32), jax.ShapeDtypeStruct((16, 4096, 1024), jnp.float32)
+    rep = analyzer.analyze_jax(lambda x, y: lax.dot_general(x, y, (((2,), (1,)), ((0,), (0,)))), a, b)
+    (p,) = predict(rep, ["tpu-v6e"])
+    moved = 4 * 16 * (2 * 1024 * 4096 + 1024 * 1024)
+    assert p.explain(0).bytes == moved and p.explain(0).bound == "memory"
+    assert p.latency_s == pytest.approx(launch + 1e-6 + moved / 1638e9, rel=1e-6)

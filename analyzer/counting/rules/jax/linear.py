@@ -23,8 +23,32 @@ def _mac_dtype(a, b) -> str | None:
     return max((a.dtype, b.dtype), key=lambda d: DTYPE_BITS.get(d, 0))
 
 
+# jax.lax.Precision levels in increasing order (a dot's ``precision`` param: one per operand)
+_LEVELS = ("DEFAULT", "HIGH", "HIGHEST")
+
+
+def precision_word(precision) -> str | None:
+    """``precision=NAME`` of a dot's or convolution's ``precision`` param where it asks for more
+    than the default: the higher of its operands' ``jax.lax.Precision`` levels (``HIGH``,
+    ``HIGHEST``; a ``jax.default_matmul_precision`` context is already in the param) or a
+    ``jax.lax.DotAlgorithmPreset``'s name (``BF16_BF16_F32_X6``); None for none or DEFAULT.  The
+    counts never depend on it (the prediction prices a TPU's passes: ``prediction.tpu_mxu``)."""
+    if precision is None:
+        return None
+    items = precision if isinstance(precision, (tuple, list)) else (precision,)
+    names = [str(getattr(p, "name", p)).upper() for p in items if p is not None]
+    levels = [n for n in names if n in _LEVELS]
+    name = max(levels, key=_LEVELS.index) if len(levels) == len(names) and levels else (names or [None])[0]
+    return None if name in (None, "DEFAULT") else f"precision={name}"
+
+
+def _with_word(kernel: str | None, word: str | None) -> str | None:
+    """``kernel`` with ``word`` appended (either may be None)."""
+    return f"{kernel or ''} {word}".strip() if word else kernel
+
+
 @register("dot_general", domain=D)
-def dot_general(ins, outs, ctx, *, dimension_numbers):
+def dot_general(ins, outs, ctx, *, dimension_numbers, precision=None):
     """out = batch dims + lhs free dims + rhs free dims; each output element sums over the
     contracting dims: mac_flops = 2 * numel(out) * prod(lhs contracting dims).
 
@@ -35,7 +59,8 @@ def dot_general(ins, outs, ctx, *, dimension_numbers):
     `` gemv=J`` for a matrix-vector product: no batch dims, operand ``J`` of rank 2 or more whose
     free (not contracted) dims hold one element (``x[1, K] @ W``: J = 0; ``W @ v[K, 1]``: J = 1),
     which XLA's CPU backend runs as an Eigen GEMV on a copy of that operand
-    (``xla_cpu_fusion``)."""
+    (``xla_cpu_fusion``); last ``precision=NAME`` where its precision asks for more than the
+    default (``precision_word``)."""
     (lc, rc), (lb, rb) = dimension_numbers
     a, b = ins[0].dims(), ins[1].dims()
     k = prod(a[i] for i in lc)
@@ -49,7 +74,8 @@ def dot_general(ins, outs, ctx, *, dimension_numbers):
                                 if len(d) >= 2 and prod(x for i, x in enumerate(d) if i not in c) == 1), None)
     if vec is not None:
         kernel = f"{kernel or ''} gemv={vec}".lstrip()
-    return Work(mac_flops=2 * outs[0].numel() * k, mac_dtype=_mac_dtype(ins[0], ins[1]), kernel=kernel)
+    return Work(mac_flops=2 * outs[0].numel() * k, mac_dtype=_mac_dtype(ins[0], ins[1]),
+                kernel=_with_word(kernel, precision_word(precision)))
 
 
 def _taps(out: int, k: int, inp: int, lhs_dil: int) -> int:
@@ -65,7 +91,7 @@ def _taps(out: int, k: int, inp: int, lhs_dil: int) -> int:
 
 @register("conv_general_dilated", domain=D)
 def conv_general_dilated(ins, outs, ctx, *, dimension_numbers, lhs_dilation=None, feature_group_count=1,
-                         batch_group_count=1):
+                         batch_group_count=1, precision=None):
     """Each output element sums rhs_in_features * (kernel taps) products; rhs_in_features is
     already C / feature_group_count (and the full C under batch_group_count), so groups of either
     kind are exact; strides, padding and rhs dilation are in the output shape.
@@ -80,12 +106,16 @@ def conv_general_dilated(ins, outs, ctx, *, dimension_numbers, lhs_dilation=None
         taps *= _taps(out[out_spec[2 + d]], rhs[rhs_spec[2 + d]], lhs[lhs_spec[2 + d]],
                       lhs_dilation[d])
     n_out, o_feat = out[out_spec[0]], out[out_spec[1]]
-    # the kernel: grouped (more than one input feature per group: depthwise ones are told by
-    # their shapes) or batch-grouped (a grouped convolution's weight gradient)
+    # the kernel: grouped (more than one input feature per group), depthwise (one: the weight's
+    # shape says so only in an OIHW layout) or batch-grouped (a grouped convolution's weight gradient)
+    groups = feature_group_count or 1
     kernel = ("batch_grouped" if (batch_group_count or 1) > 1 else
-              "grouped" if (feature_group_count or 1) > 1 and in_features > 1 else None)
+              None if groups == 1 else "grouped" if in_features > 1 else "depthwise")
+    if out_spec[1] != 1:   # the output's feature dim where it is not dim 1 (NHWC: 3; the GEMM view's n)
+        kernel = f"{kernel or ''} out_feature={out_spec[1]}".lstrip()
+    kernel = _with_word(kernel, precision_word(precision))
     relayout = conv_relayout(lhs_spec, rhs_spec)
-    if relayout:   # the operands not in a channels-last layout (the prediction's layout copies)
+    if relayout:   # the operands not in a channels-last layout (the prediction's layout copies; last word)
         kernel = f"{kernel or ''} relayout={relayout}".lstrip()
     return Work(mac_flops=2 * n_out * o_feat * taps * in_features,
                 mac_dtype=_mac_dtype(ins[0], ins[1]), kernel=kernel)
