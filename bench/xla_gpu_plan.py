@@ -5,7 +5,7 @@ For each program of ``samples/jax_models.py`` at a small shape: every planned ke
 members (the fused nodes), op class, time and per-launch fixed cost (the class floor), the sum of
 the floors against the total, the kernels that lie on a cycle of the kernel graph
 (``cyclic_kernels``: none in a runnable plan), and, for comparison (not shipped), the plan of
-the union the ``xla`` policy made before it refused cyclic joins and looked through views
+the union the ``xla`` policy made before it refused cyclic joins (dots merged as shipped) and looked through views
 (connected components over direct edges between fusible nodes: ``_components_rule``, patched
 into ``fusion._xla`` inside this process only).
 
@@ -88,8 +88,9 @@ def program_plan(fn, args: tuple, hw: str) -> tuple[float, list[tuple], list[str
     return p.latency_s * 1e6, rows, cyclic_kernels([nd.name for nd in r.nodes], kernel_of, _edges(r.nodes))
 
 
-def folded_transposes(name: str, shape: tuple, hw: str) -> list[str]:
-    """'transpose -> product' per transpose the plan of ``plan(name, shape, hw)`` folds."""
+def folded_transposes(name: str, shape: tuple, hw: str) -> tuple[list[str], list[str]]:
+    """('transpose -> product' per transpose the plan of ``plan(name, shape, hw)`` folds,
+    'dot + dot + ...' per group of dots it merges into one)."""
     import jax
     import jax.numpy as jnp
     import jax_models
@@ -97,8 +98,10 @@ def folded_transposes(name: str, shape: tuple, hw: str) -> list[str]:
     from analyzer.render.safe import md_code
     r = analyze_jax(getattr(jax_models, name), jax.ShapeDtypeStruct(shape, jnp.float32), hw=hw, runtime="xla")
     p = r.predictions[0]
-    return [f"{md_code(r.nodes[i].name)} -> {md_code(r.nodes[j].name)}"
-            for i in range(len(r.nodes)) if (j := p.folded_into(i)) is not None]
+    folded = [f"{md_code(r.nodes[i].name)} -> {md_code(r.nodes[j].name)}"
+              for i in range(len(r.nodes)) if (j := p.folded_into(i)) is not None]
+    groups = {g for i in range(len(r.nodes)) if (g := p.merged_with(i)) is not None}
+    return folded, [" + ".join(md_code(r.nodes[i].name) for i in g) for g in sorted(groups)]
 
 
 def _components_rule(nodes, sets, producer, folded=()) -> None:
@@ -127,8 +130,11 @@ def report(hw: str) -> list[str]:
                   "| kernel | members | class | time us | fixed us |", "|---|---|---|---:|---:|"]
         lines += [f"| {md_code(k, table=True)} | {', '.join(md_code(x, table=True) for x in m)} | {c} | {t:.2f} | {f:.2f} |"
                   for k, m, c, t, f in rows]
+        folded, merged = folded_transposes(name, shape, hw)
         lines += ["", "Transposes folded into a matrix product's operand layout, no kernel (XLA's GPU "
-                  f"TransposeFolding, `fusion.xla_folded`): {', '.join(folded_transposes(name, shape, hw)) or 'none'}."]
+                  f"TransposeFolding, `fusion.xla_folded`): {', '.join(folded) or 'none'}.", "",
+                  "Dots that share an operand, run as one GEMM of the merged shape (XLA's GPU DotMerger, "
+                  f"`dot_merge`): {'; '.join(merged) or 'none'}."]
         original = fusion._xla
         fusion._xla = _components_rule
         try:

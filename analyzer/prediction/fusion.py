@@ -10,7 +10,8 @@ and it launches once.  Policies (``POLICIES``), chosen by the runtime (``runtime
   launch nothing, unless the kernel would lie on a cycle (``_xla``); matrix ops (GEMM,
   convolution, attention) stay kernels of their own.  On a GPU (``fold_transposes``) a rank-2
   transpose read only by matrix products launches nothing: XLA's GPU compiler folds it into
-  their operand layout (``xla_folded``).
+  their operand layout (``xla_folded``), and dots that share an operand run as one
+  (XLA's GPU ``DotMerger``, ``dot_merge``).
 - (``xla_cpu``, the ``xla`` runtime on a CPU profile: XLA's CPU backend's fusions, planned by
   ``xla_cpu_fusion.plan``, which the lowering calls instead of ``plan``.)
 - ``onnxruntime``: the graph fusions onnxruntime applies at its default level, as patterns:
@@ -46,10 +47,11 @@ form, views between members looked through: ``fusion_bytes``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
-from analyzer.prediction import fusion_bytes, fusion_legality, fusion_patterns
+from analyzer.prediction import dot_merge, fusion_bytes, fusion_legality, fusion_patterns
 from analyzer.prediction.accelerators import qnn
 
 POLICIES = ("none", "xla", "onnxruntime", "coreml", "tflite", "qnn")
@@ -77,6 +79,7 @@ class FusionNode(NamedTuple):
     loop_io: tuple = ()           # a scan's (xs body inputs, ys count, body results): ``NodeCost.loop_io``
     kernel: str | None = None     # ``NodeCost.kernel`` (a convolution's operands to relayout)
     matrix2d: bool = False        # its first two inputs and first output are rank-2 tensors
+    dot_form: str | None = None   # ``dot_merge.dot_form``: what a dot shares with those it merges with
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,8 @@ class FusionPlan:
     # (transpose node, the first matrix product reading it) per transpose folded into the
     # products' operand layout (``xla_folded``): it launches nothing
     folded: tuple[tuple[int, int], ...] = ()
+    # (shared operand side, dot, dot...) per group of dots merged into one (``dot_merge``)
+    merged: tuple[tuple[int, ...], ...] = ()
 
     @property
     def kernels(self) -> int:
@@ -133,7 +138,8 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
          record: FusionRecord | None = None, fold_transposes: bool = False) -> FusionPlan:
     """The kernels ``nodes`` run as under ``policy`` (one of ``POLICIES``), or as ``record``
     says when one is given.  ``fold_transposes``: under ``xla``, plan XLA's GPU transpose
-    folding (``xla_folded``; the lowering sets it for GPU profiles only)."""
+    folding (``xla_folded``) and dot merging (``dot_merge``; the lowering sets it for GPU
+    profiles only)."""
     if record is not None:
         return _from_record(nodes, record, graph_outputs)
     if policy not in POLICIES:
@@ -148,12 +154,18 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
         launch[i] = False
     get = producer.get
 
+    @functools.cache
     def preds():
         return [[i for t in nd.inputs if t and (i := get((nd.level, t))) is not None and i != j]
                 for j, nd in enumerate(nodes)]
 
+    merged = dot_merge.of_nodes(nodes, preds, get) if policy == "xla" and fold_transposes else []
+
     def joins_of(sets):
         if policy == "xla":
+            for g in merged:
+                for m in g[2:]:
+                    sets.join(g[1], m)
             _xla(nodes, sets, producer, folded)
         elif policy in ("onnxruntime", "tflite"):   # tflite: the converter's folds are the same
             fusion_patterns.onnxruntime(nodes, sets, producer, consumers)
@@ -165,6 +177,11 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
     # every policy joins on ``Joins``: a join that would put a kernel on a cycle is refused
     sets = fusion_legality.legal_groups(preds, launch, joins_of)
     p = _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch)
+    if merged:
+        ops = list(p.kernel_ops)
+        for g in merged:
+            ops[p.kernel_of[g[1]]] = dot_merge.KOPS[g[0]]
+        p = dataclasses.replace(p, merged=tuple(merged), kernel_ops=tuple(ops))
     return dataclasses.replace(p, folded=tuple(sorted(folded.items()))) if folded else p
 
 

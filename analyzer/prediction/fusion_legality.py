@@ -164,13 +164,17 @@ class Joins(Sets):
         self.join(a, b)
 
 
-def xla_groups(preds, launch, fusible, sources) -> Joins:
-    """The ``xla`` policy's groups: in graph (topological) order, each fusible node ``j`` takes in
-    the group of each fusible producer ``sources[j]`` lists (in its input order; a producer
-    reached through views that launch nothing counts as one), unless the joined group would lie
-    on a cycle of the kernel graph (then that producer's group stays apart).  ``preds``,
-    ``launch``: as ``Joins`` takes them; ``fusible[j]``: node ``j`` fuses."""
+def xla_groups(preds, launch, fusible, sources, merged=()) -> Joins:
+    """The ``xla`` policy's groups: the dots of each ``merged`` group (``dot_merge.groups``:
+    side, members) joined first, then in graph (topological) order each fusible node ``j``
+    takes in the group of each fusible producer ``sources[j]`` lists (in its input order; a
+    producer reached through views that launch nothing counts as one), unless the joined group
+    would lie on a cycle of the kernel graph (then that producer's group stays apart).
+    ``preds``, ``launch``: as ``Joins`` takes them; ``fusible[j]``: node ``j`` fuses."""
     def take_in(joins):
+        for g in merged:
+            for m in g[2:]:
+                joins.join(g[1], m)
         for j, srcs in enumerate(sources):
             if fusible[j]:
                 for i in srcs:

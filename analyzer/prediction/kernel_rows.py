@@ -18,7 +18,7 @@ import numpy as np
 from analyzer.counting.engine import FOLDED, NodeCost
 from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES, PRECISION_BITS
 from analyzer.prediction.efficiency import kernel_time as eff
-from analyzer.prediction import fusion
+from analyzer.prediction import dot_merge, fusion
 from analyzer.prediction.efficiency.op_classes import ATTENTION_OPS, CHANNELS_FIRST_CONV_OPS
 
 RNN_OPS = frozenset({"RNN", "GRU", "LSTM"})   # recurrent layers: a GEMM view of one piece per step
@@ -95,11 +95,12 @@ def fusion_nodes(nodes: list[NodeCost], precision: str | None, memo: dict | None
                                _io_bytes(n.in_specs, n.cost.activation_bytes_read, precision),
                                _io_bytes(n.out_specs, n.cost.activation_bytes_written, precision),
                                _launches(n), frozenset(n.constant_inputs),
-                               node_bytes(n, precision) if keys is not None else None, _matrix2d(n))
+                               node_bytes(n, precision) if keys is not None else None, _matrix2d(n),
+                               dot_merge.dot_form(n.op, n.domain, n.in_specs, n.out_specs, n.cost.mac_flops, n.kernel))
         out.append(FN(n.op, n.domain, hit[0], n.level, n.in_names, n.out_names, hit[1], hit[2],
                       _launches(n) if keys is None else hit[3],
                       frozenset(n.constant_inputs) if keys is None else hit[4], n.name, n.loop_io, n.kernel,
-                      hit[6]))
+                      hit[6], hit[7]))
         nbytes.append(node_bytes(n, precision) if keys is None else hit[5])
     return out, nbytes
 
@@ -317,13 +318,20 @@ def member_part(n: NodeCost, fnode: fusion.FusionNode, nbytes: float, precision:
 def fused_row(parts, saved: float, kop: str = "") -> tuple:
     """The row of a kernel of one or more members (``member_part`` each, graph order) that does not
     move ``saved`` bytes: the members' sums per launch, its class, GEMM view and dtype taken
-    from its heaviest member (MACs, then FLOPs, then bytes; the first of equals)."""
+    from its heaviest member (MACs, then FLOPs, then bytes; the first of equals).  Dots merged
+    into one (``kop`` one of ``dot_merge.KOPS``) are one GEMM of the merged shape: the heaviest
+    member's view with the members' n summed (they share their first operand) or their m
+    (they share their second)."""
     mac, vec, trans, flops, nbytes, wbytes, runs = list(zip(*parts))[:7]
     # the heaviest member; of equals the first (-j: the larger, the earlier)
     a = parts[-max(zip(mac, flops, nbytes, range(0, -len(parts), -1)))[3]]
     r = max(1, max(runs))
+    view = a[8]
+    if kop in dot_merge.KOPS:
+        j = 1 if kop == dot_merge.KOPS[0] else 0
+        view = view[:j] + (float(sum(p[8][j] for p in parts)),) + view[j + 1:]
     return (sum(mac) / r, sum(vec) / r, sum(trans) / r, max(0.0, sum(nbytes) - saved) / r,
-            sum(wbytes) / r, r, eff.CLASS_CODE[kernel_class(a[7], kop)], a[8], a[9])
+            sum(wbytes) / r, r, eff.CLASS_CODE[kernel_class(a[7], kop)], view, a[9])
 
 
 def kernel_rows(nodes: list[NodeCost], plan: fusion.FusionPlan, fnodes, nbytes: list[float],

@@ -178,6 +178,12 @@ class Prediction:
         t = self.kernel_table
         return None if t is None else t.folded.get(index)
 
+    def merged_with(self, index: int) -> tuple[int, ...] | None:
+        """The node indices of the dots ``report.nodes[index]`` is merged with into one dot,
+        itself included, in graph order (XLA's GPU ``DotMerger``: ``dot_merge``), else None."""
+        t = self.kernel_table
+        return None if t is None else t.merged.get(index)
+
     def host_step(self, index: int) -> HostStep | None:
         """The host time of ``report.nodes[index]`` when it is a host-only op, else None."""
         t = self.kernel_table
@@ -406,6 +412,7 @@ def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True, host=
                        split=None if low.split is None else (low.split_parts[g], low.split[g]),
                        ynn_dot=None if low.ynn_dot is None else low.ynn_dot[g],
                        folded=dict(low.plan.folded),
+                       merged={i: g[1:] for g in low.plan.merged for i in g[1:]},
                        inserted=tuple(tuple(zip(o, b or (0,) * len(o))) for o, b in
                                       itertools.zip_longest(low.plan.extra_ops, low.plan.extra_bytes, fillvalue=())),
                        onchip=None if low.onchip is None else (low.onchip[g], low.onchip_of[0],

@@ -66,8 +66,9 @@ def resolve(hw: Any, runtime: str | None = None, model_format: str = "onnx") -> 
 def groups(targets: Sequence[Target]) -> list[tuple[Runtime, list[int]]]:
     """[(runtime, target indices)] in first-seen order: the targets a prediction lowers together
     (one lowering per runtime and fusion policy: ``xla`` on a CPU plans XLA's CPU kernels; and
-    under ``xla`` GPUs apart from other kinds, whose plans keep their transposes: a GPU's plan
-    folds them, ``lowering.fold_transposes``, whatever else is predicted beside it)."""
+    under ``xla`` GPUs apart from other kinds, whose plans keep their transposes and dots: a
+    GPU's plan folds the one and merges the other, ``lowering.fold_transposes``, whatever else
+    is predicted beside it)."""
     order: dict[tuple[str, str, bool], list[int]] = {}
     by_name: dict[tuple[str, str, bool], Runtime] = {}
     for i, t in enumerate(targets):

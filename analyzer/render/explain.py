@@ -101,6 +101,18 @@ def _no_kernel_line(report, p, index: int) -> str:
     return "  launches no kernel (no work, or folded): 0 s"
 
 
+def _merged_lines(report, p, index: int) -> list[str]:
+    """The dots a node is merged with into one (``Prediction.merged_with``), or no line."""
+    group = p.merged_with(index)
+    if group is None:
+        return []
+    t = p.kernel_table
+    k = int(t.kernel_of[index])
+    view = " x ".join(f"{float(t.feats[f][k]):g}" for f in ("m", "n", "k"))
+    return [f"  merged dot: {', '.join(safe.text(report.nodes[i].name) for i in group)} run as one "
+            f"dot of their shared operand (XLA's GPU DotMerger), one GEMM of m x n x k = {view}"]
+
+
 def render_explain(report, index: int, width: int | None = None) -> str:
     """One layer's arithmetic on every profile: counts, bytes by class, intensity, the ridge
     point, each term and the efficiency constants with their provenance."""
@@ -131,6 +143,7 @@ def render_explain(report, index: int, width: int | None = None) -> str:
         fused = (f"kernel {safe.text(e.kernel)}: {e.members} fused nodes, this layer's share "
                  f"{100 * e.member_share:.1f}%") if e.members > 1 else f"kernel {safe.text(e.kernel)}"
         out += [f"  {fused}; op class {e.op_class}; {e.runs:g} launch{'es' if e.runs != 1 else ''}",
+                *_merged_lines(report, p, index),
                 f"  per launch: MAC {human(e.mac_flops)}, vector {human(e.vector_flops)}, transc. "
                 f"{human(e.transcendental_flops)} FLOP; {human(e.bytes, 'B')} moved (fused "
                 f"intermediates excluded)",

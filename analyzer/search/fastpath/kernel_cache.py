@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzer.prediction import engines, fusion, fusion_bytes, fusion_legality
+from analyzer.prediction import dot_merge, engines, fusion, fusion_bytes, fusion_legality
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction import kernels, lowering
+from analyzer.search.fastpath import xla_gpu
 
 FEATS = kernels.FEATS
 ROWS_CAP = 100_000    # cached kernel rows per runtime group (cleared when full)
@@ -142,7 +143,8 @@ class KernelRows:
         self.precision = precision
         # node key -> (launches, joins xla fusions, member part, input bytes, output bytes,
         # Winograd shape, a view that launches nothing, its part in transpose folding: 1 a
-        # rank-2 transpose that launches, 2 a rank-2 matrix product, else 0)
+        # rank-2 transpose that launches, 2 a rank-2 matrix product, else 0; its
+        # ``dot_merge.dot_form``)
         self.nodes: dict[int, tuple] = {}
         self.stats = {"lowered": 0, "harvested": 0, "mismatch": 0}
 
@@ -157,17 +159,18 @@ class KernelRows:
     def _kernels(self, nodes, data, policy: str, outputs=(), fold: bool = False):
         """(members of each kernel in ``fusion.plan``'s order, the bytes each saves) of the
         nodes with learned data ``data`` (``_data``) in a graph of outputs ``outputs``."""
-        members, fused = self._plan(nodes, data, policy, outputs, fold)
+        members, fused, _ = self._plan(nodes, data, policy, outputs, fold)
         return members, [fused.get(j, 0) for j in range(len(members))]
 
     def _plan(self, nodes, data, policy: str, outputs=(), fold: bool = False):
         """(members of each kernel in ``fusion.plan``'s order, {kernel position: the bytes it
-        saves} for the kernels of more than one member; ``outputs``: the graph's output names,
-        always written; ``fold``: ``fusion.plan``'s ``fold_transposes``)."""
+        saves} for the kernels of more than one member, {kernel position: its op} for the dots
+        merged into one (``dot_merge.KOPS``); ``outputs``: the graph's output names, always
+        written; ``fold``: ``fusion.plan``'s ``fold_transposes``, with its dot merging)."""
         if policy == "none":
-            return [(i,) for i, d in enumerate(data) if d[0]], {}
+            return [(i,) for i, d in enumerate(data) if d[0]], {}, {}
         if fold:
-            data = _folded(nodes, data, outputs)
+            data = xla_gpu.folded(nodes, data, outputs)
         # one pass in graph (= topological) order: per output of a fusible node, its producer
         # and then its readers (a reader once per position it reads at, as ``fusion._index``
         # lists them; only a fusible node's output can be inside a fused kernel), each node's
@@ -212,7 +215,8 @@ class KernelRows:
             for t in nd.outputs:
                 if t:
                     producer[t] = j
-        joins = fusion_legality.xla_groups(preds, [d[0] for d in data], [d[1] for d in data], sources)
+        merged = xla_gpu.merged(nodes, data, preds, producer) if fold else []
+        joins = fusion_legality.xla_groups(preds, [d[0] for d in data], [d[1] for d in data], sources, merged)
         kernel: dict[int, list[int]] = {}
         members = []
         find = joins.find
@@ -224,7 +228,9 @@ class KernelRows:
                     members.append(m)
                 else:
                     kernel[r].append(j)
-        return [tuple(m) for m in members], _saved_bytes(nodes, data, members, get, outputs)
+        at_root = {m[0]: k for k, m in enumerate(members)}
+        kops = {at_root[g[1]]: dot_merge.KOPS[g[0]] for g in merged}
+        return [tuple(m) for m in members], _saved_bytes(nodes, data, members, get, outputs), kops
 
     # ------------------------------------------------------------------ use
     def begin(self) -> None:
@@ -256,7 +262,7 @@ class KernelRows:
         self.stats["lowered"] += 1
         return out
 
-    def _rows(self, g: _Group, keys, members, fused) -> list[int] | None:
+    def _rows(self, g: _Group, keys, members, fused, kops) -> list[int] | None:
         """Row numbers of the kernels (``members``, ``fused``: ``_plan``'s): cached (built here
         on a miss), a large fused kernel added without a key (valid until the next
         ``begin``)."""
@@ -267,14 +273,14 @@ class KernelRows:
         kk = [keys[m[0]] for m in members]
         for j, s in fused.items():
             m = members[j]
-            kk[j] = tuple([keys[i] for i in m]) + (s,) if len(m) <= CACHE_MEMBERS else None
+            kk[j] = tuple([keys[i] for i in m]) + (s, kops.get(j, "")) if len(m) <= CACHE_MEMBERS else None
         ix = list(map(ids.get, kk))
         if None not in ix:
             return ix
         for j, at in enumerate(ix):
             if at is not None:
                 continue
-            row = _simt(g, kr.fused_row([info[keys[i]][2] for i in members[j]], fused.get(j, 0)),
+            row = _simt(g, kr.fused_row([info[keys[i]][2] for i in members[j]], fused.get(j, 0), kops.get(j, "")),
                         [info[keys[i]] for i in members[j]])
             pcol = g.pkeys.get(_pkey(row))
             if pcol is None:
@@ -297,16 +303,17 @@ class KernelRows:
                                  kr.member_part(n, fn, b, self.precision), fn.input_bytes,
                                  fn.output_bytes, engines.winograd_shape(n),
                                  not fn.launches and fusion_bytes.is_view(fn.domain, fn.op),
-                                 fusion.fold_role(fn))
+                                 fusion.fold_role(fn), fn.dot_form)
         data = self._data(keys)
         for g, (idx, low) in zip(self.groups, lowered):
-            members, saved = self._kernels(st.nodes, data, g.policy, st.outputs, g.fold)
+            members, fused, kops = self._plan(st.nodes, data, g.policy, st.outputs, g.fold)
+            saved = [fused.get(j, 0) for j in range(len(members))]
             if idx != g.idx or tuple(members) != low.plan.members:
                 self.stats["mismatch"] += 1
                 self.usable = False
                 return
-            rows = [_simt(g, kr.fused_row([self.nodes[keys[i]][2] for i in m], s), [self.nodes[keys[i]] for i in m])
-                    for m, s in zip(members, saved)]
+            rows = [_simt(g, kr.fused_row([self.nodes[keys[i]][2] for i in m], s, kops.get(j, "")),
+                          [self.nodes[keys[i]] for i in m]) for j, (m, s) in enumerate(zip(members, saved))]
             if not rows:   # (no kernel: nothing to learn or check in this group)
                 continue
             # (checked as whole arrays: a harvest is one candidate's every kernel)
@@ -381,24 +388,3 @@ def _saved_bytes(nodes, data, members, get, outputs=()) -> dict[int, int]:
     is_output = outputs.__contains__
     return {j: fusion_bytes.saved(m, io, alias, readers, source, is_output)
             for j, m in enumerate(members) if len(m) > 1}
-
-
-def _folded(nodes, data, outputs):
-    """``data`` with the transposes ``fusion.xla_folded`` folds into matrix products marked as
-    launching nothing and joining nothing (from each node's ``fusion.fold_role``)."""
-    made = {t: j for j, (nd, d) in enumerate(zip(nodes, data)) if d[7] == 1 for t in nd.outputs[:1] if t}
-    if not made:
-        return data
-    readers: dict[int, list[int]] = {}
-    for u, nd in enumerate(nodes):
-        for t in nd.inputs:
-            j = made.get(t)
-            if j is not None:
-                readers.setdefault(j, []).append(u)
-    out = list(data)
-    for t, j in made.items():
-        rs = readers.get(j)
-        if rs and t not in outputs and all(data[u][7] == 2 for u in rs):
-            d = data[j]
-            out[j] = (False, False) + d[2:6] + (False, d[7])
-    return out

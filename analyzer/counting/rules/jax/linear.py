@@ -59,8 +59,10 @@ def dot_general(ins, outs, ctx, *, dimension_numbers, precision=None):
     `` gemv=J`` for a matrix-vector product: no batch dims, operand ``J`` of rank 2 or more whose
     free (not contracted) dims hold one element (``x[1, K] @ W``: J = 0; ``W @ v[K, 1]``: J = 1),
     which XLA's CPU backend runs as an Eigen GEMV on a copy of that operand
-    (``xla_cpu_fusion``); last ``precision=NAME`` where its precision asks for more than the
-    default (``precision_word``)."""
+    (``xla_cpu_fusion``); then `` rhs_transposed`` for a product without batch dims whose square
+    rank-2 rhs is contracted over its dim 1 (``x @ W^T`` as one dot, which its shapes do not
+    tell from ``x @ W``; XLA's GPU dot merging keeps the two apart: ``dot_merge``); last
+    ``precision=NAME`` where its precision asks for more than the default (``precision_word``)."""
     (lc, rc), (lb, rb) = dimension_numbers
     a, b = ins[0].dims(), ins[1].dims()
     k = prod(a[i] for i in lc)
@@ -74,6 +76,8 @@ def dot_general(ins, outs, ctx, *, dimension_numbers, precision=None):
                                 if len(d) >= 2 and prod(x for i, x in enumerate(d) if i not in c) == 1), None)
     if vec is not None:
         kernel = f"{kernel or ''} gemv={vec}".lstrip()
+    if not lb and len(b) == 2 and b[0] == b[1] and tuple(rc) == (1,):
+        kernel = f"{kernel or ''} rhs_transposed".lstrip()
     return Work(mac_flops=2 * outs[0].numel() * k, mac_dtype=_mac_dtype(ins[0], ins[1]),
                 kernel=_with_word(kernel, precision_word(precision)))
 
