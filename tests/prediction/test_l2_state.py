@@ -128,6 +128,13 @@ def test_search_scores_equal_analyze_cold():
         np.testing.assert_allclose(np.asarray(got, np.float64).ravel(), want, rtol=1e-6)
         assert cm._rows.stats["lowered"] >= 1 and cm._rows.stats["mismatch"] == 0
     assert _pred("cold").latency_s != _pred().latency_s
+    # score_dims (counts as polynomials in the dims) prices the same cold kernels
+    x, y, z = (helper.make_tensor_value_info(n, TensorProto.FLOAT16, ["n", 1024]) for n in "xyz")
+    sym = helper.make_model(helper.make_graph([helper.make_node("Add", ["x", "y"], ["z"], name="add")], "g",
+                                              [x, y], [z]), opset_imports=[helper.make_opsetid("", 17)])
+    got = analyzer.CostModel(GPU, l2="cold").score_dims(sym, {"n": [256, 1024, 4096]})
+    want = [analyzer.analyze(sym, hw=GPU, dims={"n": n}, l2="cold").predictions[0].latency_s for n in (256, 1024, 4096)]
+    np.testing.assert_allclose(np.ravel(got), want, rtol=1e-6)
 
 
 def _linear(n: int = 256):
