@@ -42,6 +42,8 @@ def analyze(model: Any, hw: str | Sequence[str] | None = None, *,
     (``report.training``); ``optimizer``: sgd, momentum, adam, adamw, or none (forward +
     backward only, no update); ``dropout``: with ``train``, a probability in [0, 1): dropouts
     where PyTorch code conventionally puts ``nn.Dropout`` (``analyzer.training.dropout``).
+    ``l2``: the L2 state each GPU kernel starts in: "warm" (None) or "cold", the L2 flushed
+    before each kernel as a single-op benchmark with a flush times it (``Options``).
     Another keyword raises ``TypeError`` naming these.
     """
     from analyzer.counting import rules  # noqa: F401  (fills the registry has_rule reads)
@@ -181,7 +183,7 @@ def _report(graph, info: dict, options: Options, targets, fused=None) -> "Report
 
         report = report.with_predictions(
             predict(report, targets, precision=options.precision, overlap=options.overlap,
-                    fused=fused))
+                    fused=fused, l2=options.l2))
     if options.train:
         from analyzer.training.step import training
 
@@ -219,7 +221,8 @@ def analyze_jax(fn: Any, *example_args: Any, hw: str | Sequence[str] | None = No
     arrays always are). Literals are immediates (neither params nor bytes).
     ``loop_trips``: trip count of ``while`` loops whose count is not static.
     ``hw``, ``precision``, ``overlap``, ``causal``: as for ``analyze``.  ``report_name``: the
-    report's model path (default: the function's name).
+    report's model path (default: the function's name).  ``Options.l2`` (as for ``analyze``) is
+    taken through ``options=`` only: a keyword ``l2=`` is ``fn``'s own.
     """
     from analyzer.counting import rules  # noqa: F401  (fills the registry has_rule reads)
     from analyzer.counting.cost import has_rule

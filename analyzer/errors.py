@@ -49,6 +49,7 @@ OPTIONS: dict[str, Option] = {
     "batch": Option("batch", "--batch"),
     "hw": Option("hw", "--hw"),
     "precision": Option("precision", "--precision"),
+    "l2": Option("l2", "--l2"),
     "kwargs_json": Option("kwargs_json", "--kwargs-json"),
     "params_argnums": Option("params_argnums", "--params"),
     "parallel": Option("parallel", "--parallel"),
@@ -60,7 +61,7 @@ OPTIONS: dict[str, Option] = {
 
 STYLES = ("python", "cli")
 _META = re.compile(r"\.\.\.|[A-Z][A-Z_]*")          # a metavariable: VALUE, N, DIMS, FILE, ...
-_PLACEHOLDER = re.compile(r"\{([a-z_]+)(=?)\}")       # {dims} / {dims=} in a template
+_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)(=?)\}")       # {dims} / {dims=} in a template
 
 
 @dataclass(frozen=True, slots=True)

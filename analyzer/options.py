@@ -4,7 +4,7 @@ One frozen ``Options`` value travels through the library.  ``analyze``, ``analyz
 ``sweep`` take it as ``options=`` and/or build it from their keywords (``build``: keywords
 override the fields of ``options``); each stage reads the subset it needs: the frontends
 ``inputs``/``dims``/``values`` (ONNX) or ``params_argnums``/``report_name`` (JAX), counting
-``counting()`` (``loop_trips``, ``causal``), prediction ``precision`` and ``overlap``.
+``counting()`` (``loop_trips``, ``causal``), prediction ``precision``, ``overlap`` and ``l2``.
 
     opts = analyzer.Options(dims={"batch": 8}, precision="bf16")
     analyzer.analyze("m.onnx", "h100", options=opts)
@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from analyzer.errors import Hint, InputSpecError
 
 if TYPE_CHECKING:
     from analyzer.counting import engine
@@ -49,6 +51,11 @@ class Options:
     (attention probabilities, residual branches, the embedding output:
     ``analyzer.training.dropout``), one forward and one backward kernel each; None: none (a
     training-mode export's own Dropout nodes are honoured either way).
+    ``l2``: the L2 state each GPU kernel starts in, part of the time predicted
+    (``analyzer.prediction.l2_state``): "warm" (None, the default) finds in the L2 what the kernel
+    before it left there (a kernel inside a model, an op re-run back to back); "cold" has the L2
+    flushed before each kernel, every byte from DRAM (a single-op benchmark with a flush: Triton's
+    ``do_bench``, nvbench).  GPU kernels only: other kinds warn and keep their own terms.
 
     Mappings are copied when an Options is made (a caller's later change does not reach it);
     treat them as read-only.
@@ -68,11 +75,13 @@ class Options:
     train: bool | None = None
     optimizer: str | None = None
     dropout: float | None = None
+    l2: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("inputs", "dims", "values"):
             if (v := getattr(self, name)) is not None:
                 object.__setattr__(self, name, dict(v))
+        check_l2(self.l2)
 
     def counting(self) -> "engine.Options":
         """The subset counting needs (``analyzer.counting.engine.Options``)."""
@@ -81,15 +90,29 @@ class Options:
         return CountingOptions(loop_trips=self.loop_trips, causal=self.causal)
 
 
+def check_l2(state: str | None) -> str:
+    """``state`` as one of ``L2_STATES`` (None: "warm"); raises ``InputSpecError`` naming the
+    choices for anything else."""
+    if state is None:
+        return "warm"
+    if state not in L2_STATES:
+        raise InputSpecError(f"unknown L2 state {state!r} for {{l2}}; choose from {', '.join(L2_STATES)} (warm: "
+                             "a kernel finds its inputs in the L2 where they fit; cold: the L2 flushed "
+                             "before each kernel)", hints=(Hint("l2"),))
+    return state
+
+
 FIELDS = tuple(f.name for f in fields(Options))
 # the fields each entry point takes as keywords
 ONNX_KEYWORDS = ("inputs", "dims", "values", "precision", "overlap", "loop_trips", "causal",
-                 "runtime", "batch", "train", "optimizer", "dropout")
+                 "runtime", "batch", "train", "optimizer", "dropout", "l2")
 JAX_KEYWORDS = ("precision", "overlap", "loop_trips", "causal", "params_argnums", "report_name",
                 "runtime")
-# Options fields a JAX program takes through ``options=`` only (a keyword ``train=`` is the traced
-# function's own, as it always was)
-JAX_OPTIONS_ONLY = ("train", "optimizer")
+# the L2 states a GPU kernel may start in (``Options.l2``; ``analyzer.prediction.l2_state``)
+L2_STATES = ("warm", "cold")
+# Options fields a JAX program takes through ``options=`` only (a keyword ``train=`` or ``l2=`` is the
+# traced function's own, as it always was)
+JAX_OPTIONS_ONLY = ("train", "optimizer", "l2")
 _DEFAULT = Options()
 
 

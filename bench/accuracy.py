@@ -1,7 +1,9 @@
 """GPU accuracy: opcost's predictions against measured single-op latencies.
 
 Every case is a one-op ONNX model (``bench/op_models.py``) predicted the way a user would:
-``analyzer.analyze(model, hw=<profile>, runtime=<runtime of the measurement's timing>)``.
+``analyzer.analyze(model, hw=<profile>, runtime=<runtime of the measurement's timing>,
+l2=<the L2 state it measured>)``: cold (the L2 flushed before each call, every byte from DRAM)
+for Liger's do_bench rows and the H100 ``kernel_l2cold`` rows, warm for the others.
 
 Data:
 - ``../shared/measurements/gpu/`` (public): aiconfigurator bf16 GEMMs (CUDA-graph replay ->
@@ -15,11 +17,13 @@ Data:
   (B300, GB300, RTX PRO 6000, Arc B60).
 - ``bench/data/liger/torch_single_ops.csv`` (public, never fitted on): Liger-Kernel's benchmark
   rows for plain-PyTorch single ops (nn.LayerNorm and nn.Embedding fp32 on three A100s, softmax
-  fp32/bf16 on an RTX 3090), timed by triton's do_bench (``runtime="kernel"``).
+  fp32/bf16 on an RTX 3090), timed by triton's do_bench (``runtime="kernel"``, ``l2="cold"``:
+  do_bench zeroes a 256 MB buffer before each call).
 - ``bench/results/h100_ops_*.csv`` (measured here on a lent H100 SXM, held out: never fitted
   on): GEMM, batched GEMM, add, layer/RMS norm, softmax, GELU, embedding, fp16 and bf16, as
   profiler kernel sums (``runtime="kernel"``; the same inputs every call, so L2-warm below 50 MB),
-  the same with the L2 flushed before each call (timing ``kernel_l2cold``, ``runtime="kernel"``)
+  the same with the L2 flushed before each call (timing ``kernel_l2cold``, ``runtime="kernel"``,
+  ``l2="cold"``)
   and eager wall-clock of one call at a time (``runtime="eager-op"``: dispatch + kernel +
   synchronize per op).
 
@@ -35,7 +39,7 @@ Three scorings:
 - ``datasheet``: the datasheet roofline with the profile's launch figure (the old model).
 
 Usage: ``python bench/accuracy.py [--shared ../shared/measurements/gpu] [--per-group 60]
-[--out bench/results/accuracy_gpu_<date>]``.  Prints the tables and writes .md and .json.
+[--liger-l2 warm|cold] [--out bench/results/accuracy_gpu_<date>]``.  Prints the tables and writes .md and .json.
 """
 
 from __future__ import annotations
@@ -149,10 +153,16 @@ def shared_cases(shared: str, per_group: int) -> list[Case]:
 
 
 # the runtime each timing is predicted with: "kernel_l2cold" (the H100 rows' kernel sum with a
-# 256 MiB buffer overwritten before each call: the L2 full of dirty lines, like an op that follows
-# its producer in a model; bench/h100/README.md) is kernel time too; "eager" (perf_counter around
-# one op call and a synchronize) is the per-op eager definition, not the whole-model stream
+# 256 MiB buffer overwritten before each call; bench/h100/README.md) is kernel time too; "eager"
+# (perf_counter around one op call and a synchronize) is the per-op eager definition, not the
+# whole-model stream
 RUNTIME_OF = {"kernel_l2cold": "kernel", "eager": "eager-op"}
+# the L2 state each timing is predicted with (``analyzer.Options.l2``): "kernel_l2cold" flushes the
+# L2 before each call (cold: every byte from DRAM); Liger's rows are timed by triton's do_bench,
+# which zeroes a 256 MB buffer before each call (LIGER_L2, main's --liger-l2); every other timing
+# re-runs one op on the same inputs or runs it in a model (warm)
+L2_OF = {"kernel_l2cold": "cold"}
+LIGER_L2 = "cold"
 LIGER = os.path.join(HERE, "data", "liger", "torch_single_ops.csv")
 # vidur's rows (2024) and Liger's rows before PyTorch 2.8 (released 2025-08; the vectorized gather
 # of pytorch/pytorch PRs 151490 and 151753 was merged in April 2025) ran the older gather kernel
@@ -187,8 +197,17 @@ def h100_cases(path: str) -> list[Case]:
     return out
 
 
-def score(cases: list[Case], mode: str = "fitted") -> list[Scored]:
-    """Predict every case through ``analyzer.analyze`` (``mode``: fitted | cross | datasheet)."""
+def l2_of(case: Case, liger_l2: str | None = None) -> str:
+    """The L2 state ``case``'s timing measured (``L2_OF``; Liger's rows: ``liger_l2``, default
+    ``LIGER_L2``)."""
+    if case.source == "liger":
+        return liger_l2 or LIGER_L2
+    return L2_OF.get(case.timing, "warm")
+
+
+def score(cases: list[Case], mode: str = "fitted", liger_l2: str | None = None) -> list[Scored]:
+    """Predict every case through ``analyzer.analyze`` (``mode``: fitted | cross | datasheet) with
+    its timing's runtime and L2 state (``l2_of``)."""
     import analyzer
     import hardware_db
     from analyzer.prediction.efficiency.constants import family_of, variant_of
@@ -208,7 +227,7 @@ def score(cases: list[Case], mode: str = "fitted") -> list[Scored]:
             prof = profiles[key] = base
         model = build(c.op, c.dtype, **dict(c.dims))
         runtime = RUNTIME_OF.get(c.timing, c.timing) if mode != "datasheet" else "kernel"
-        r = analyzer.analyze(model, hw=[prof], runtime=runtime)
+        r = analyzer.analyze(model, hw=[prof], runtime=runtime, l2=l2_of(c, liger_l2))
         out.append(Scored(c, r.predictions[0].latency_s))
     return out
 
@@ -285,6 +304,9 @@ def main(argv=None) -> int:
     ap.add_argument("--h100", default=max(glob.glob(os.path.join(HERE, "results", "h100_ops_*.csv")),
                                           default=None))
     ap.add_argument("--per-group", type=int, default=60)
+    ap.add_argument("--liger-l2", choices=("warm", "cold"), default=LIGER_L2,
+                    help="the L2 state Liger's rows are predicted with (do_bench flushes the L2 before "
+                         f"each call; default {LIGER_L2})")
     ap.add_argument("--out", default=os.path.join(HERE, "results",
                                                   f"accuracy_gpu_{datetime.date.today()}"))
     ap.add_argument("--write-guard", metavar="DIR", default=None,
@@ -300,7 +322,9 @@ def main(argv=None) -> int:
                  "per_group": args.per_group, "tables": {}}
     md = [f"# GPU accuracy ({doc['date']})", "",
           f"Command: `{doc['command']}`. Each row: a one-op ONNX model predicted with "
-          "`analyzer.analyze(model, hw=profile, runtime=...)` against its measured time.", ""]
+          "`analyzer.analyze(model, hw=profile, runtime=..., l2=...)` against its measured time "
+          "(l2: the L2 state the timing measured: cold for the H100 `kernel_l2cold` rows and, with "
+          f"--liger-l2 {args.liger_l2}, Liger's do_bench rows; warm for the others).", ""]
     for title, cases, modes in (
             ("Shared public measurements (constants fitted on this same data: in-sample)",
              [c for c in shared if c.source != "vidur_vllm"], ("fitted", "cross", "datasheet")),
@@ -316,7 +340,7 @@ def main(argv=None) -> int:
             continue
         md += [f"## {title}", ""]
         for mode in modes:
-            scored = score(cases, mode)
+            scored = score(cases, mode, args.liger_l2)
             overall = stats(scored)
             by_cls = table(scored, ("device", "op_class", "timing"))
             doc["tables"][f"{title} / {mode}"] = {"overall": overall,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 import click
 
 from analyzer.errors import InputSpecError
-from analyzer.options import Options
+from analyzer.options import L2_STATES, Options
 from cli.guard import Spinner, guard
 from cli import scaling as scaling_cli
 from cli import scaling_options as scaling_opts
@@ -99,6 +99,12 @@ def main():
                    "fp32: every product on the FMA units (PyTorch with allow_tf32 off); tf32: on the "
                    "tensor cores. Without it an fp32 model takes its framework's defaults (PyTorch: "
                    "TF32 convolutions, fp32 matmuls), stated in the notes.")
+@click.option("--l2", "l2", type=click.Choice(L2_STATES), default=None,
+              help="The L2 state each GPU kernel starts in, part of the time predicted: warm (the "
+                   "default) finds in the L2 what the kernel before it left there (a kernel inside "
+                   "a model, an op re-run back to back, CUDA-graph replays); cold has the L2 flushed "
+                   "before each kernel, every byte from DRAM (a single-op benchmark with a flush: "
+                   "Triton's do_bench, nvbench). GPU profiles only; others warn.")
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None, cls=_RuntimeOption,
               help="What runs the model, which decides fusion, per-kernel dispatch and the time "
                    "predicted (default: xla for a JAX program, else the profile's own, else its "
@@ -202,7 +208,7 @@ class Request:
 
     model: str
     hw: str | None
-    options: Options             # precision, overlap, loop_trips, causal, runtime (kind-free)
+    options: Options             # precision, overlap, loop_trips, causal, runtime, l2 (kind-free)
     inputs: tuple[str, ...]      # --input: ONNX shapes, or a JAX program's argument specs
     dims: tuple[str, ...]        # --dim (ONNX)
     values: tuple[str, ...]      # --value (ONNX)
@@ -221,7 +227,7 @@ class Request:
                          baseline=p["baseline"], max_regression=p["max_regression"], all_rows=p["all_rows"],
                          wide=p["wide"], explain=p["explain"], plot=p["plot"], verbose=p["verbose"])
         opts = Options(precision=p["precision"], overlap=not p["additive"],
-                       loop_trips=p["loop_trips"], causal=p["causal"], runtime=p["runtime"])
+                       loop_trips=p["loop_trips"], causal=p["causal"], runtime=p["runtime"], l2=p["l2"])
         hw = ",".join(p["hw"]) if p["hw"] else None   # --hw a --hw b adds profiles
         return cls(model=p["model"], hw=hw, options=opts, inputs=p["inputs"], dims=p["dims"],
                    values=p["values"], kwargs_json=p["kwargs_json"], params_args=p["params_args"],

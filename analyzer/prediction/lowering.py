@@ -45,6 +45,7 @@ from analyzer.errors import InputSpecError
 from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import cudnn_conv, eager_plan, engines, fusion, runtimes, xla_cpu_fusion, xla_tpu
 from analyzer.prediction import accelerator_terms, tpu_mxu
+from analyzer.prediction import l2_state as cache_state
 from analyzer.prediction.cpu import cold as cpu_cold
 from analyzer.prediction.cpu import broadcast as cpu_broadcast
 from analyzer.prediction.cpu import op_rates as cpu_op_rates
@@ -130,11 +131,12 @@ def _calibrated_for(profile, runtime_name: str) -> bool:
 
 def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime: runtimes.Runtime,
           graph_outputs: frozenset[str] = frozenset(), fused: fusion.FusionRecord | None = None,
-          memo: dict | None = None, keys=None) -> Lowered:
-    """``graph_outputs``: the model's output names, each written even where its readers are fused
-    with it (``fusion._collect``).  ``fused``: the runtime's own record of its kernels (``fusion.plan``).
-    ``memo``: a dict kept across calls with the same profiles (``CostModel``): what depends only on a
-    profile, op or dtype is computed once.  ``keys``: with ``memo``, one per node, equal for nodes equal but for names."""
+          memo: dict | None = None, keys=None, l2_state: str | None = None) -> Lowered:
+    """``graph_outputs``: the model's output names, each written even where its readers are fused with it
+    (``fusion._collect``).  ``fused``: the runtime's own record of its kernels (``fusion.plan``).  ``memo``: a dict
+    kept across calls with the same profiles (``CostModel``): what depends only on a profile, op or dtype is computed
+    once.  ``keys``: with ``memo``, one per node, equal for nodes equal but for names.  ``l2_state``: the L2 state
+    each GPU kernel starts in (``l2_state.STATES``: warm, the default, or cold: no cache step)."""
     precision, said_precision = _precision_of(precision, runtime, nodes)
     fnodes, node_bytes = _fusion_nodes(nodes, precision, memo, keys)
     plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold_transposes(profiles))
@@ -166,6 +168,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         own = profile_memo(memo, prof, runtime.name)
         prof, (bw[p], units[p], l2[p], arrays, prov, detail, launch) = _profile_terms(own, prof, has_gather, note,
                                                                                       runtime.name, precision)
+        l2[p] = cache_state.cache_bytes(prof, l2[p], l2_state, warn, note)   # (cold: 0 on a GPU)
         prof, bw[p], units[p] = xla_tpu.per_device(prof, runtime.name, bw[p], units[p], note)   # (TPU7x: 1 of 2)
         mpeak[p], vpeak[p] = engines.kernel_peaks(prof, own.setdefault("peaks", {}), warn, anchor_dtype,
                                            mac_l, vec_l, trans_l)
@@ -198,8 +201,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             _add_at(extra_cls, fixed[p], host[p], _inserted_s(
                 extra_cls, nodes, plan, arrays, fixed_of, hw_p, consts_p, loop_s,
                 cpu_loop_launch.program_launch_s(prof, calibrated, runtime.fusion)))
-        if runtime.fusion in ("onnxruntime", eager_plan.POLICY) or fused is not None:
-            note.append(f"kernels: {plan.source}")
+        note += [f"kernels: {plan.source}"] if runtime.fusion in ("onnxruntime", eager_plan.POLICY) or fused is not None else []
         for acc, v in ((warnings, tuple(sorted(warn))), (provs, prov), (details, detail), (notes, tuple(note))):
             acc.append(v)
     return Lowered(runtime=runtime.name, plan=plan, kernel_names=tuple(names), feats=feats, runs=runs,

@@ -74,6 +74,9 @@ class Prediction:
     # host-only ops per run (``HostStep``: eager views that launch nothing but cost host time),
     # a loop body's once per trip; not in ``launches``
     host_ops: int = 0
+    # the L2 state its GPU kernels start in (``l2_state``): "warm", or "cold" (the L2 flushed
+    # before each kernel; part of ``time_definition``)
+    l2: str = "warm"
     # per-kernel terms (``explain``, ``roofline``); not part of the value or its JSON
     kernel_table: KernelTable | None = field(default=None, repr=False, compare=False)
     # the target predicted for (profile object, runtime, why): what later stages (training,
@@ -99,7 +102,7 @@ class Prediction:
         return {"hardware": self.hardware, "hardware_name": self.hardware_name,
                 "precision": self.precision,
                 "model": "overlap" if self.overlap else "additive",
-                "runtime": self.runtime, "time_definition": self.time_definition,
+                "runtime": self.runtime, "time_definition": self.time_definition, "l2": self.l2,
                 "provenance": self.provenance, "provenance_detail": self.provenance_detail,
                 "kernels": self.kernels, "launches": self.launches, "host_ops": self.host_ops,
                 "run_overhead_s": self.run_overhead_s,
@@ -233,7 +236,7 @@ class Prediction:
 
 
 def predict(report, hw, *, precision: str | None = None, overlap: bool = True,
-            runtime: str | None = None, fused=None) -> tuple[Prediction, ...]:
+            runtime: str | None = None, fused=None, l2: str | None = None) -> tuple[Prediction, ...]:
     """Predict per-layer latency of ``report`` on each profile in ``hw``: one new ``Prediction``
     per profile.  ``report`` is not changed; ``report.with_predictions(...)`` is the Report that
     carries them (calling this twice gives two independent results).
@@ -258,31 +261,37 @@ def predict(report, hw, *, precision: str | None = None, overlap: bool = True,
     ``fused``: a ``fusion.FusionRecord`` of the kernels onnxruntime runs for this model
     (``onnxruntime.record.fusion_record``); used by a runtime that reads its own record
     (``Runtime.fusion_record``) instead of its fusion patterns (``analyzer.analyze`` passes it
-    when onnxruntime is installed)."""
+    when onnxruntime is installed).  ``l2``: the L2 state each GPU kernel starts in
+    (``l2_state.STATES``; None: warm, the cache step of ``efficiency.kernel_time``; cold: the L2
+    flushed before each kernel, every byte from DRAM; another kind warns and keeps its terms)."""
+    from analyzer.prediction import l2_state
     from analyzer.prediction.kernels import run
     from analyzer.prediction.lowering import lower
     from analyzer.prediction.targets import groups, resolve
 
     fmt = report.model.get("format", "onnx") if isinstance(report.model, dict) else "onnx"
+    l2_state.check(l2)
     targets = resolve(hw, runtime, fmt)
     # the model's outputs: always written, even where every reader is fused with the producer
     outputs = frozenset((report.model.get("outputs") if isinstance(report.model, dict) else None) or ())
     out: dict[int, Prediction] = {}
     for rt, idx in groups(targets):
         low = lower(report.nodes, [targets[p].profile for p in idx], precision, rt,
-                    graph_outputs=outputs, fused=fused if rt.fusion_record else None)
+                    graph_outputs=outputs, fused=fused if rt.fusion_record else None, l2_state=l2)
         compute, memory, ovh, time, bound = run(low, overlap=overlap)
         for g, p in enumerate(idx):
             out[p] = _prediction(report, targets[p], low, g, compute[g], memory[g], ovh[g],
-                                 time[g], bound[g], overlap, precision)
+                                 time[g], bound[g], overlap, precision, l2_state.applies(targets[p].profile, l2))
     return tuple(out[p] for p in range(len(targets)))
 
 
 def _prediction(report, target, low, g, compute, memory, ovh, time, bound, overlap,
-                precision) -> Prediction:
+                precision, cold: bool = False) -> Prediction:
     """One profile's Prediction: kernel times shared among member nodes, a row per host-only op
-    (rows in graph order)."""
+    (rows in graph order); ``cold``: its kernels start with the L2 flushed (``l2_state``)."""
     import numpy as np
+
+    from analyzer.prediction import l2_state
 
     # the kernel table keeps each kernel's own terms; the rows take the stream's
     kernel_time, kernel_ovh, kernel_bound, host, gap = time, ovh, bound, None, None
@@ -316,7 +325,8 @@ def _prediction(report, target, low, g, compute, memory, ovh, time, bound, overl
     return Prediction(hardware=prof.id, hardware_name=prof.name, precision=low.precision, overlap=overlap,
                       latency_s=total + run_overhead, bound_share=share, nodes=tuple(rows),
                       warnings=_warnings(low, g), precision_explicit=precision is not None,
-                      runtime=rt.name, time_definition=rt.time_definition, provenance=low.provenance[g],
+                      runtime=rt.name, time_definition=l2_state.time_definition(rt.time_definition, cold),
+                      l2="cold" if cold else "warm", provenance=low.provenance[g],
                       provenance_detail=low.provenance_detail[g], notes=tuple(notes),
                       kernels=low.plan.kernels + n_extra, run_overhead_s=run_overhead,
                       launches=int(round(float(low.runs.sum() + extra_launches))), kernel_table=table,

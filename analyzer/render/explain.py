@@ -160,7 +160,8 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                 + " + ramp b_half "
                 f"{human(e.b_half_bytes, 'B')}) / (bandwidth {human(e.mem_bw, 'B/s')} x e_bw {e.e_bw:.3g} "
                 f"x cache gain {e.cache_gain:.3g}); cache share {100 * e.cache_share:.1f}% of the bytes "
-                f"(L2 {human(e.l2_bytes, 'B')})",
+                + ("(L2 cold: flushed before each kernel, every byte from DRAM)" if p.l2 == "cold"
+                   else f"(L2 {human(e.l2_bytes, 'B')})"),
                 *_onchip_lines(e),
                 "    per-SM = bytes / SM issue rate " + (human(e.sm_rate, 'B/s') if e.sm_rate else "(off)"),
                 f"  fixed    {human_time(e.overhead_s):>9}  = launches x {human_time(e.fixed_s)} "

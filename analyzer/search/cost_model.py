@@ -40,12 +40,13 @@ class CostModel:
     """Latency of many candidates on a fixed list of hardware profiles.
 
     ``hw``: profile ids / aliases / .toml paths / ``HardwareProfile``s / ``targets.Target``s
-    (one or a list); ``precision``, ``runtime``, ``overlap``, ``loop_trips``, ``causal``: as for
-    ``analyzer.analyze``.  Profiles are loaded once and their targets decided once per model
+    (one or a list); ``precision``, ``runtime``, ``overlap``, ``loop_trips``, ``causal``, ``l2``: as
+    for ``analyzer.analyze``.  Profiles are loaded once and their targets decided once per model
     format (``targets``); the compiled kernels are shared by every candidate of a similar size."""
 
     def __init__(self, hw: Any, *, precision: str | None = None, runtime: str | None = None,
-                 overlap: bool = True, loop_trips: int | None = None, causal: bool = False):
+                 overlap: bool = True, loop_trips: int | None = None, causal: bool = False,
+                 l2: str | None = None):
         from analyzer.prediction import engines, runtimes
         from analyzer.prediction.targets import Target, load_profile
 
@@ -74,7 +75,7 @@ class CostModel:
                                  "(the per-op sum) or 'kernel'")
         self.precision, self.runtime, self.overlap = precision, runtime, overlap
         self.options = Options(precision=precision, overlap=overlap, loop_trips=loop_trips,
-                               causal=causal, runtime=runtime)
+                               causal=causal, runtime=runtime, l2=l2)
         self._targets: dict[tuple[str, str | None], tuple] = {}
         self._fast = None   # fastpath.signatures.FastCounter, made on the first ONNX candidate
         self._lowering: dict = {}   # lowering.lower's memo: per profile, per op and dtype
@@ -87,7 +88,7 @@ class CostModel:
         """What rebuilds this model elsewhere (a Dask worker): ``CostModel(**spec)``."""
         o = self.options
         return {"hw": list(self._hw), "precision": o.precision, "runtime": o.runtime,
-                "overlap": o.overlap, "loop_trips": o.loop_trips, "causal": o.causal}
+                "overlap": o.overlap, "loop_trips": o.loop_trips, "causal": o.causal, "l2": o.l2}
 
     def targets(self, fmt: str, runtime: str | None = None) -> tuple:
         """The profiles' ``targets.Target``s for a model format ("onnx" or "jaxpr"), decided once
@@ -220,7 +221,7 @@ class CostModel:
         outputs = frozenset(counted.outputs)   # (written even where fused with their readers)
         return [(idx, lower(counted.nodes, [self.profiles[i] for i in idx], self.precision,
                             rt, graph_outputs=outputs, fused=counted.fused if rt.fusion_record else None,
-                            memo=self._lowering, keys=counted.keys))
+                            memo=self._lowering, keys=counted.keys, l2_state=self.options.l2))
                 for rt, idx in groups(self.targets(counted.fmt))]
 
     def _latency(self, lowered_all: Sequence[list[tuple[list[int], Any]]], detail: bool = True):

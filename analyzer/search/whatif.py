@@ -1,7 +1,7 @@
 """``analyzer.sensitivity(report)``: what to shrink and what hardware would help.
 
 Builds a ``CostModel`` that predicts exactly what the report predicts (its profiles, runtime,
-precision and overlap), differentiates the jitted latency kernel at the report's own counts
+precision, overlap and L2 state), differentiates the jitted latency kernel at the report's own counts
 (``analyzer.search.grad``) and returns an ``analyzer.report.whatif.WhatIf``; the report carries
 it with ``report.with_sensitivity``.  The report's nodes are used as they are (dims, inputs and
 batch already bound); ``source`` (the ONNX model the report was made from) is needed only where
@@ -27,7 +27,8 @@ def sensitivity(report, *, hw: Any = None, source: Any = None,
 
     ``hw``: the profiles the report was predicted on, as ``analyze`` took them (needed for
     profiles given as ``.toml`` files; default: the predictions' hardware ids); ``options``: the
-    ``Options`` of the analysis (runtime, loop trips, causal).
+    ``Options`` of the analysis (runtime, loop trips, causal, L2 state; without them the
+    predictions' own L2 state).
     """
     from analyzer.search import grad
     from analyzer.search.cost_model import CostModel
@@ -43,7 +44,8 @@ def sensitivity(report, *, hw: Any = None, source: Any = None,
     hws = hw if hw is not None else [p.target.profile if p.target is not None else p.hardware
                                       for p in preds]
     cm = CostModel(hws, precision=precision, runtime=runtime, overlap=preds[0].overlap,
-                   loop_trips=opts.loop_trips, causal=opts.causal)
+                   loop_trips=opts.loop_trips, causal=opts.causal,
+                   l2=opts.l2 or ("cold" if any(p.l2 == "cold" for p in preds) else None))
     if len(cm.profiles) != len(preds):
         raise InputSpecError(f"sensitivity: {len(cm.profiles)} profiles given for a report "
                              f"predicted on {len(preds)}")

@@ -73,7 +73,7 @@ class BackwardTime:
 
 def kernel_terms(plan: BackwardPlan, nodes_b, pred, profile):
     """(time, host, overhead) arrays [K] of the plan's kernels on ``profile`` under ``pred``'s
-    runtime and precision (host: the dispatch part of time, 0 without host dispatch)."""
+    runtime, precision and L2 state (host: the dispatch part of time, 0 without host dispatch)."""
     from analyzer.prediction import runtimes
     from analyzer.prediction.kernels import run
     from analyzer.prediction.lowering import lower
@@ -83,7 +83,7 @@ def kernel_terms(plan: BackwardPlan, nodes_b, pred, profile):
         return z, z, z
     rt = pred.target.runtime if pred.target is not None else runtimes.get(pred.runtime)
     precision = pred.precision if pred.precision_explicit else None
-    low = lower(nodes_b, [profile], precision, replace(rt, fusion="none"))
+    low = lower(nodes_b, [profile], precision, replace(rt, fusion="none"), l2_state=pred.l2)
     _, _, ovh, time, _ = run(low, overlap=pred.overlap)
     host = low.runs * low.host[0] if low.host is not None else np.zeros(len(nodes_b))
     idx = np.asarray(low.plan.kernel_of)

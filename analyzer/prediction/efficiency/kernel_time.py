@@ -81,6 +81,8 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   and comparable across devices, and the cache size is the device's own.  ``l2_gain = 0`` (the
   default when a constants file has no value) or an unknown cache size (``l2_bytes = 0``)
   switches the term off.  Computed as ``(1 - tanh(p/2 * ln x)) / 2``: no overflow, finite gradients.
+  That is the warm L2 state; a GPU kernel started with the L2 flushed (``prediction.l2_state``:
+  cold) gets ``l2_bytes = 0`` from the lowering: ``s = 0``, every byte from DRAM, no cache gain.
 - ``bpc`` (the per-SM term, issue #10): many memory-bound kernels never reach DRAM bandwidth;
   each SM moves a roughly fixed number of bytes per cycle for a given kernel (its memory-level
   parallelism / issue rate: the digest's mechanism 4, XLA caps bandwidth by active SMs at
