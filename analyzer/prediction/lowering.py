@@ -46,17 +46,11 @@ from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import cudnn_conv, eager_plan, engines, fusion, runtimes, xla_cpu_fusion, xla_tpu
 from analyzer.prediction import accelerator_terms, tpu_mxu
 from analyzer.prediction import l2_state as cache_state
-from analyzer.prediction.cpu import cold as cpu_cold
-from analyzer.prediction.cpu import broadcast as cpu_broadcast
-from analyzer.prediction.cpu import op_rates as cpu_op_rates
-from analyzer.prediction.cpu import epilogue as cpu_epilogue
-from analyzer.prediction.cpu import loop_resident as cpu_loop
+from analyzer.prediction import lowering_fixed as lf
 from analyzer.prediction.cpu import loop_launch as cpu_loop_launch
-from analyzer.prediction.cpu import xla_partition as cpu_partition
-from analyzer.prediction.cpu import ynn_dot as cpu_ynn
 from analyzer.prediction import host_only as host_only_ops
 from analyzer.prediction import kernel_rows as kr
-from analyzer.prediction.hardware import (complete_profile, gather_note, host_dispatch, profile_memo,
+from analyzer.prediction.hardware import (complete_profile, gather_note, profile_memo,
                                           profile_terms)
 # (re-exported: callers read them here)
 from analyzer.prediction.kernel_rows import PRECISION_BITS, PROFILE_DTYPE, node_op_class  # noqa: F401
@@ -142,7 +136,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold_transposes(profiles))
     K = plan.kernels
     rows, weight = kr.kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys)
-    # per kernel as lists (numpy item writes cost more); wbytes: weight bytes/launch (cpu_cold)
+    # per kernel as lists (numpy item writes cost more); wbytes: weight bytes/launch (cpu.cold)
     mac_l, vec_l, trans_l, bytes_l, wbytes_l, runs_l, cls_l, view_l, anchor_dtype = \
         zip(*rows) if rows else ((),) * 9
     names = [nodes[m[0]].name for m in plan.members]
@@ -161,7 +155,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", cudnn_conv.op_of(op))])
                  for k, ops in enumerate(plan.extra_ops) for op in ops]
-    act = resident = onchip = split = ynn = None
+    onchip, cal = None, lf.NO_CALIBRATED
     label = precision or kr.main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l)
     for p, prof in enumerate(profiles):
         warn, note = set(), list(said_precision)   # (the profile's warnings and notes)
@@ -179,7 +173,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         consts_p = {n: consts[n][p] for n in consts}
         floors = np.asarray(arrays["floor_s"])[feats["op_class"]]
         calibrated = _calibrated_for(prof, runtime.dispatch_name)
-        fixed_of = functools.partial(_fixed_s, prof=prof, runtime=runtime, calibrated=calibrated,
+        fixed_of = functools.partial(lf.fixed_s, prof=prof, runtime=runtime, calibrated=calibrated,
                                      prov=prov, launch=launch, note=note)
         fixed[p] = fixed_of(floors, class_names, host_out=(said_host := []))
         host[p] = said_host[0]
@@ -191,14 +185,10 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             (onchip, p, P, mpeak[p], vpeak[p], cls_l, anchor_dtype, feats["bytes"], wbytes))
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p], "units": units[p], "l2_bytes": l2[p]}
         if calibrated:
-            run_overhead[p] = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6 + once
-            act = float(sum(n.cost.activation_bytes_written for n in nodes)) if act is None else act  # cpu_cold
-            _add_calibrated_fixed(fixed[p], prof, nodes, plan, feats, arrays, view, wbytes, hw_p, consts_p, act, note)
-            resident = _loop_resident(resident, p, prof, nodes, plan, feats, wbytes, runs, hw_p, consts, fixed, note)
-            split = cpu_partition.add_fixed(split, p, fixed, prof, nodes, fnodes, plan, feats, runs, hw_p, consts_p, note)
-            ynn = cpu_ynn.add_fixed(ynn, p, fixed, prof, calibrated, runtime.fusion, nodes, plan, feats, arrays, runs, note)
-        if extra_cls:   # launches the runtime inserted with no node of their own (_add_at)
-            _add_at(extra_cls, fixed[p], host[p], _inserted_s(
+            run_overhead[p], cal = lf.calibrated_terms(cal, p, prof, runtime, once, fixed, (
+                nodes, fnodes, plan, feats, arrays, view, wbytes, runs), hw_p, consts, note)
+        if extra_cls:   # launches the runtime inserted with no node of their own (``lf.add_at``)
+            lf.add_at(extra_cls, fixed[p], host[p], lf.inserted_s(
                 extra_cls, nodes, plan, arrays, fixed_of, hw_p, consts_p, loop_s,
                 cpu_loop_launch.program_launch_s(prof, calibrated, runtime.fusion)))
         note += [f"kernels: {plan.source}"] if runtime.fusion in ("onnxruntime", eager_plan.POLICY) or fused is not None else []
@@ -208,7 +198,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    member_weight=weight, matrix_peak=mpeak, vector_peak=vpeak, mem_bw=bw, units=units,
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
-                   notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **_resident(resident, split, ynn),
+                   notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **lf.resident_fields(*cal[1:]),
                    onchip=None if onchip is None else onchip[0], onchip_of=() if onchip is None else (wbytes, *onchip[1:]))
 
 
@@ -217,45 +207,6 @@ def _set_consts(consts: dict, p: int, arrays) -> None:
     for name in eff.CLASS_PARAMS:
         consts[name][p] = arrays[name]
     consts["trans_weight"][p] = float(arrays["trans_weight"])
-
-
-def _inserted_s(extra_cls, nodes, plan, arrays, fixed_of, hw_p, consts_p, loop_s, prog_s):
-    """``_extra_launch_s`` of the inserted launches, those of a loop body (slices, updates,
-    counter) at the calibrated in-loop launch cost ``loop_s``, the others (a loop's once-a-run
-    launches) at the program launch cost ``prog_s`` (None: their class floors)."""
-    added = _extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p, consts_p)
-    loop = cpu_loop_launch.in_loop(nodes, plan.members)[[k for k, _ in extra_cls]]
-    floors_e = np.asarray(arrays["floor_s"])[[c for _, c in extra_cls]]
-    return cpu_loop_launch.inserted_fixed(added[0], floors_e, loop, loop_s, prog_s), added[1]
-
-
-def _resident(resident, split, ynn) -> dict:
-    """``Lowered``'s loop-resident fields of ``_loop_resident``'s arrays, its split fields of
-    ``cpu_partition.add_fixed``'s and its YNNPACK dots' of ``cpu_ynn.add_fixed``'s (none: left at None)."""
-    return {**({} if resident is None else {"resident_bytes": resident[0], "resident": resident[1]}),
-            **cpu_partition.fields(split), **({} if ynn is None else {"ynn_dot": ynn})}
-
-
-def _loop_resident(resident, p: int, prof, nodes, plan, feats, wbytes, runs, hw_p: dict, consts: dict,
-                   fixed, note: list[str]):
-    """Add to ``fixed[p]`` ([P, K], in place) what a CPU loop body's cached weights save on the
-    trips after the first (``cpu.loop_resident``; ``consts``: the lowering's per-profile
-    constants); returns ``resident`` ((bytes, seconds) arrays [P, K], created on the first
-    profile with any) with profile ``p``'s row filled."""
-    if prof.kind != "cpu":
-        return resident
-    in_loop = [nodes[m[0]].level != "" for m in plan.members]
-    w = cpu_loop.resident_bytes(prof.calibration, in_loop, runs, wbytes)
-    if not (w > 0).any():
-        return resident
-    consts_p = {n: consts[n][p] for n in consts}
-    delta = cpu_loop.resident_s(prof.calibration, in_loop, runs, feats, wbytes, hw_p, consts_p)
-    fixed[p] += delta
-    note.append(cpu_loop.note(prof.calibration, prof.id, w, delta, runs))
-    if resident is None:
-        resident = (np.zeros_like(fixed), np.zeros_like(fixed))
-    resident[0][p], resident[1][p] = w, delta
-    return resident
 
 
 def _precision_of(precision: str | None, runtime, nodes) -> tuple[str | None, tuple[str, ...]]:
@@ -289,54 +240,6 @@ def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold: bool =
     return fusion.plan(fnodes, runtime.fusion, graph_outputs, fused, fold)
 
 
-def _add_calibrated_fixed(fixed_p, prof, nodes, plan, feats, arrays, view, wbytes, hw_p: dict,
-                          consts_p: dict, act: float, note: list[str]) -> None:
-    """Add to ``fixed_p`` (one profile's per-kernel fixed seconds, in place) what a calibrated
-    profile charges: a multi-threaded calibration's fork/join of kernels split over the threads,
-    a batched kernel's cost per piece, a convolution's im2col copy (a strided one's more), a
-    recurrent layer's chain of recurrent products; weights streamed from DRAM each run where
-    they overflow the last-level cache (``act``: the bytes a run writes besides its weights);
-    fused epilogues; broadcast spans; Div's and Clip's own rates (``cpu_op_rates``)."""
-    cal = prof.calibration
-    cls = feats["op_class"]
-    fixed_p += eff.class_fixed_s(np, feats["bytes"], cls, arrays, view[0], view[2], view[3], view[4], view[5])
-    if cpu_cold.applies(cal, wbytes, act):
-        fixed_p += cpu_cold.cold_weight_s(cal, feats, wbytes, hw_p, consts_p, act)
-        share = cpu_cold.cold_share(cal, float(np.sum(wbytes)), act)
-        note.append(f"{share:.0%} of the weights overflow {prof.id}'s last-level cache: "
-                    "read from DRAM each run")
-    fixed_p += cpu_epilogue.epilogue_s(cal, nodes, plan.members, cls)
-    fixed_p += cpu_broadcast.span_s(cal, nodes, plan.members)
-    fixed_p += cpu_op_rates.op_s(cal, nodes, plan.members, feats, hw_p, consts_p)
-
-
-def _add_at(extra_cls, fixed_p, host_p, added) -> None:
-    """Charge each launch the runtime inserted to its kernel, in place: its fixed seconds
-    (``added[0]``: its class's fixed cost, a copy's bytes) to ``fixed_p``, its dispatch
-    (``added[1]``) to ``host_p`` too: the host issues it (the eager stream's host time)."""
-    ks = np.asarray([k for k, _ in extra_cls], np.int64)
-    np.add.at(fixed_p, ks, added[0])
-    np.add.at(host_p, ks, added[1])
-
-
-def _extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p: dict, consts_p: dict):
-    """Seconds of each launch the runtime inserted with no original node (``extra_cls``: (kernel,
-    class code) pairs): its class's fixed cost, and a layout reorder (or an eager copy) also
-    streams its tensor at its class's rate; and the host dispatch part of that fixed cost."""
-    codes = np.asarray([c for _, c in extra_cls], np.int32)
-    said_host: list = []
-    add = fixed_of(np.asarray(arrays["floor_s"])[codes], [eff.OP_CLASSES[c] for c in codes], host_out=said_host)
-    host = np.broadcast_to(np.asarray(said_host[0], np.float64), codes.shape)
-    inside = np.asarray([cudnn_conv.inside(op) for ops in plan.extra_ops for op in ops], bool)
-    add, host = add - np.where(inside, host, 0.0), np.where(inside, 0.0, host)   # (no dispatch of its own)
-    if plan.extra_bytes:
-        moved = np.asarray([b for bs in plan.extra_bytes for b in bs], np.float64)
-        t = eff.kernel_time(np, {"op_class": codes, "mac_flops": np.zeros_like(moved), "bytes": moved},
-                            {**hw_p, "matrix_peak": 1.0, "vector_peak": 1.0}, consts_p)
-        add = add + np.where(moved > 0, np.maximum(t["compute_s"], t["memory_s"]), 0.0)
-    return add, host
-
-
 def _fusion_nodes(nodes, precision, memo, keys):
     """``kr.fusion_nodes`` of the candidate, reused from ``memo`` for the same candidate under
     another runtime."""
@@ -362,25 +265,6 @@ def _features(mac_l, vec_l, trans_l, bytes_l, cls_l, view_l, anchor_dtype, K: in
     return feats, view
 
 
-def _fixed_s(floor_arr, names, *, prof, runtime, calibrated: bool, prov: str, launch: float,
-             note: list[str], host_out: list | None = None):
-    """Per-launch fixed seconds of kernels of the classes ``names`` with fitted floors
-    ``floor_arr``: a calibrated profile's floors were fitted net of the measured per-node
-    dispatch (calibrate), which is added back; otherwise max(floor, launch figure) (the floor
-    alone for architecture constants) plus the runtime's host dispatch.  ``host_out``: the host
-    dispatch part (seconds per launch) is appended to it."""
-    if calibrated:
-        h = launch if runtime.host_dispatch else 0.0
-        f = floor_arr + h
-    else:
-        f = floor_arr if prov == "architecture constants" else np.maximum(floor_arr, launch)
-        h = host_dispatch(prof, runtime, names, launch, note) if runtime.host_dispatch else 0.0
-        f = f + h
-    if host_out is not None:
-        host_out.append(h)
-    return f
-
-
 def _profile_terms(own: dict, prof, has_gather: bool, note: list[str], runtime_name: str = "",
                    precision: str | None = None):
     """(the profile with its documented defaults filled in, its terms (``profile_terms`` less
@@ -397,7 +281,7 @@ def _profile_terms(own: dict, prof, has_gather: bool, note: list[str], runtime_n
         own["terms"] = profile_terms(prof)
     *terms, said = own["terms"]
     if terms[4] == "architecture constants" and runtime_name and not runtimes.get(runtime_name).host_dispatch:
-        # the fitted floors are the whole fixed cost (``_fixed_s``): no launch figure is used
+        # the fitted floors are the whole fixed cost (``lowering_fixed.fixed_s``): no launch figure is used
         said = tuple(s for s in said if " has no launch figure: " not in s)
     note.extend(said)
     terms[3] = engines.engine_sets(terms[3], prof, runtime_name, precision)
