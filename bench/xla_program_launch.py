@@ -98,11 +98,8 @@ def main() -> int:
                "chains": [j for j, p in enumerate(progs) if p[4]]}
         summ = {k: {"cases": len(v), "before_mape_pct": mape([pb[j] for j in v], [meas[j] for j in v]),
                     "after_mape_pct": mape([pa[j] for j in v], [meas[j] for j in v])} for k, v in idx.items()}
-        trans_ns = after["calibration"].get("trans_ns", {})
-        result[path] = {"program_launch_us": after["calibration"]["program_launch_us"], "trans_ns": trans_ns,
-                        "summary": summ, "rows": rows}
-        print(f"{path}: program_launch_us {after['calibration']['program_launch_us']:.4g}"
-              + "".join(f", {f} {ns:.3g} ns" for f, ns in trans_ns.items()))
+        result[path] = {"program_launch_us": after["calibration"]["program_launch_us"], "summary": summ, "rows": rows}
+        print(f"{path}: program_launch_us {after['calibration']['program_launch_us']:.4g}")
         for k, s in summ.items():
             print(f"  {k:7s} {s['cases']:4d}  MAPE before {s['before_mape_pct']:6.1f} %  after {s['after_mape_pct']:6.1f} %")
         for r in rows:

@@ -72,9 +72,7 @@ def calibration_sources(cal: dict, head: str) -> dict[str, str]:
             out[path] = (f"{head}: {what} of the '{cls}' class, least-squares log-error fit of "
                          f"cpu_model.fit_class to its synthetic single-op models' wall-clock rows")
         else:
-            key = path.split(".", 1)[1]
-            text = _CALIBRATION_TEXTS.get(key) or _CALIBRATION_TEXTS.get(key.split(".")[0], "calibration run setting")
-            out[path] = f"{head}: {text}"
+            out[path] = f"{head}: {_CALIBRATION_TEXTS.get(path.split('.', 1)[1], 'calibration run setting')}"
     return out
 
 
@@ -86,9 +84,6 @@ _CALIBRATION_TEXTS = {
     "trans_weight": ("vector FLOPs per transcendental: of calibrate_xla.TRANS_WEIGHTS, the one whose fit of "
                      "the elementwise class's rows (fused adds, GELUs, norms, softmaxes) has the lowest error"),
     "passes": "passes over the calibration rows (each row keeps its fastest)",
-    "trans_ns": ("nanoseconds of one evaluation of the function on one core (analyzer/prediction/cpu/"
-                 "xla_functions.py), fitted on the rows that evaluate it alone with their classes' other "
-                 "constants (analyzer.measure.xla.fit.function_seconds)"),
     "core_bw_share": ("one core's share of mem_bw (a kernel split over p cores streams at min(p x it, 1) of "
                       "mem_bw: analyzer/prediction/cpu/xla_partition.py), fitted (analyzer.measure.xla.fit.fit_share)"),
     "own_result_us": ("a 1x8x8 dot's wall-clock alone less the run overhead, less its time per link of a chain of "

@@ -52,7 +52,6 @@ from analyzer.prediction.cpu import epilogue as cpu_epilogue
 from analyzer.prediction.cpu import loop_resident as cpu_loop
 from analyzer.prediction.cpu import loop_launch as cpu_loop_launch
 from analyzer.prediction.cpu import xla_partition as cpu_partition
-from analyzer.prediction.cpu import xla_functions as cpu_functions
 from analyzer.prediction.cpu import ynn_dot as cpu_ynn
 from analyzer.prediction import host_only as host_only_ops
 from analyzer.prediction import kernel_rows as kr
@@ -193,7 +192,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             act = float(sum(n.cost.activation_bytes_written for n in nodes)) if act is None else act  # cpu_cold
             _add_calibrated_fixed(fixed[p], prof, nodes, plan, feats, arrays, view, wbytes, hw_p, consts_p, act, note)
             resident = _loop_resident(resident, p, prof, nodes, plan, feats, wbytes, runs, hw_p, consts, fixed, note)
-            split = _split_and_functions(split, p, fixed, prof, nodes, fnodes, plan, feats, runs, hw_p, consts_p, note)
+            split = cpu_partition.add_fixed(split, p, fixed, prof, nodes, fnodes, plan, feats, runs, hw_p, consts_p, note)
             ynn = cpu_ynn.add_fixed(ynn, p, fixed, prof, calibrated, runtime.fusion, nodes, plan, feats, arrays, runs, note)
         if extra_cls:   # launches the runtime inserted with no node of their own (_add_at)
             _add_at(extra_cls, fixed[p], host[p], _inserted_s(
@@ -216,15 +215,6 @@ def _set_consts(consts: dict, p: int, arrays) -> None:
     for name in eff.CLASS_PARAMS:
         consts[name][p] = arrays[name]
     consts["trans_weight"][p] = float(arrays["trans_weight"])
-
-
-def _split_and_functions(split, p, fixed, prof, nodes, fnodes, plan, feats, runs, hw_p, consts_p, note):
-    """Add to ``fixed[p]`` what XLA's split of each launch over the cores changes
-    (``cpu_partition.add_fixed``, whose arrays it returns), then what pricing its transcendentals
-    by function changes, on those parts (``cpu_functions.add_fixed``)."""
-    split = cpu_partition.add_fixed(split, p, fixed, prof, nodes, fnodes, plan, feats, runs, hw_p, consts_p, note)
-    cpu_functions.add_fixed(p, fixed, prof, nodes, plan, feats, runs, split, hw_p, consts_p, note)
-    return split
 
 
 def _inserted_s(extra_cls, nodes, plan, arrays, fixed_of, hw_p, consts_p, loop_s, prog_s):

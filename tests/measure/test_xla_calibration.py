@@ -103,8 +103,8 @@ def test_class_rows_take_off_the_run_overhead_and_weigh_transcendentals():
                   {"label": "softmax", "seconds": 9e-6, "kernels": [_kernel("reduce", vec=10, nbytes=1e3),
                                                                     _kernel("elementwise", vec=50, trans=10, nbytes=2e3)]}]}
     rows, multi = xla_fit.class_rows(m, trans_weight=4.0)
-    (F, B, t, _, T), = rows["activation"]
-    assert F == 100 + 4.0 * 1000 and B == 8e3 and T == 0.0   # (no function priced)
+    (F, B, t, _), = rows["activation"]
+    assert F == 100 + 4.0 * 1000 and B == 8e3
     assert t == pytest.approx(10e-6 - 4e-6 - 0.4e-6)   # less the run overhead and own result
     assert [r["label"] for r in multi] == ["softmax"]
 
@@ -118,7 +118,7 @@ def test_fold_multi_gives_the_heaviest_kernel_the_row_less_the_others_fitted_tim
     rows: dict = {}
     added = xla_fit.fold_multi(rows, multi, {"reduce": fit}, 2.0, 4e-6, 1e11, 1e10, 0.0)
     assert added == {"elementwise": ["softmax"]}
-    (F, B, t, _, _T), = rows["elementwise"]
+    (F, B, t, _), = rows["elementwise"]
     assert (F, B) == (50 + 2.0 * 10, 2e3) and t == pytest.approx(4e-6, rel=1e-6)
     # a row whose other kernel's class was not fitted is left out
     assert xla_fit.fold_multi({}, multi, {}, 2.0, 4e-6, 1e11, 1e10, 0.0) == {}
@@ -354,31 +354,3 @@ def test_the_program_launch_is_the_chains_slope_over_its_planned_launches_a_link
 def test_the_chain_plans_two_launches_a_link():
     # per link: the 1x8 @ 8x8 dot's thunk and the tanh's loop fusion
     assert loop_scan.launches_per_link() == 2.0
-
-
-def test_a_function_with_its_own_time_leaves_F_and_is_priced_per_element_on_one_core():
-    # 1,000 tanh (priced at 0.5 ns) and 200 rsqrt (not priced: trans_weight 4 vector FLOPs each)
-    k = {**_kernel("elementwise", vec=100, trans=1200, nbytes=8e3), "functions": {"tanh": 1000.0, "rsqrt": 200.0}}
-    F, _B, _, T = xla_fit._features(k, 4.0, None, {"tanh": 0.5})
-    assert F == 100 + 4.0 * 200 and T == pytest.approx(1000 * 0.5e-9)
-    # split into 2 parts: each core evaluates half
-    F2, _, _, T2 = xla_fit._features({**k, "parts": 2}, 4.0, None, {"tanh": 0.5})
-    assert F2 == F / 2 and T2 == pytest.approx(T / 2)
-
-
-def test_the_rows_that_evaluate_one_function_alone_give_its_time():
-    from analyzer.measure.fit import class_fit as cpu_model
-
-    # activation rows of tanh only, each 0.1 us + n x 0.6 ns (a floor, no memory term): the
-    # search over FUNCTION_GRID_NS finds 0.6 ns under that class fit
-    fit = {"floor_s": 1e-7, "e_c": 1.0, "e_bw": 1e9, "b_half": 0.0, "l2_gain": 0.0}
-    rows = [{"label": f"tanh {n}", "seconds": 1e-7 + n * 0.6e-9,
-             "kernels": [{**_kernel("activation", trans=float(n), nbytes=8.0 * n), "functions": {"tanh": float(n)}}]}
-            for n in (1024, 16384, 262144)]
-    m = {"rows": rows + [{"label": "add", "seconds": 1e-6, "kernels": [_kernel("elementwise", vec=8.0)]}]}
-    assert set(xla_fit.standalone_rows(m)) == {"tanh"}
-    ns = xla_fit.function_seconds(m, {"activation": fit}, 8.0, None, {}, (0.0, 1e15, 1e15, 0.0))
-    assert ns["tanh"] == pytest.approx(0.6, rel=0.01)
-    # the class form adds the priced seconds to the compute term: 1e15 FLOP/s leaves them alone
-    t = cpu_model.kernel_time(0.0, 8.0, 1e-7, 1.0, 1e9, 0.0, 1e15, 1e15, trans_s=[1024 * 0.6e-9])
-    assert t[0] == pytest.approx(1e-7 + 1024 * 0.6e-9, rel=1e-6)

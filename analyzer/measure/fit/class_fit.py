@@ -173,7 +173,7 @@ def node_features(nodes: Iterable[Any], views: bool = False):
 
 def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_bytes=0.0,
                 view=None, tile_n=0.0, n_half=0.0, par_s=0.0, b_par=0.0, piece_s=0.0, im2col_s=0.0,
-                im2col_stride_s=0.0, serial_s=0.0, k_block=0.0, dot_call_s=0.0, trans_s=None):
+                im2col_stride_s=0.0, serial_s=0.0, k_block=0.0, dot_call_s=0.0):
     """The per-kernel form (seconds) for one class, numpy-broadcasting over ``F``/``B``: the
     product's ``efficiency.kernel_time`` with the class's constants (vector peak = matrix peak,
     transcendentals weighted 1), as the predictions evaluate it. ``l2_bytes`` 0: no cache step.
@@ -185,13 +185,9 @@ def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_byte
     element (m x k x batch) of a ``view``'s im2col matrix, ``im2col_stride_s`` more where the
     view is strided (its sixth row), ``serial_s`` per serial FLOP (its seventh; a shorter view,
     as older saved rows hold: none). ``k_block`` > 0 (tiled): the view's k padded to whole blocks.
-    ``dot_call_s``: once per row whose ``view`` has m > 1 and n > 1 (a library dot's call).
-    ``trans_s`` (per row, or None): seconds of transcendentals priced by function, added to the
-    compute term beside ``F`` (as ``F + trans_s x peak x e_c`` FLOPs)."""
+    ``dot_call_s``: once per row whose ``view`` has m > 1 and n > 1 (a library dot's call)."""
     F = np.atleast_1d(np.asarray(F, dtype=np.float64))
     B = np.atleast_1d(np.asarray(B, dtype=np.float64))
-    if trans_s is not None:
-        F = F + np.asarray(trans_s, dtype=np.float64) * peak * e_c
     z = np.zeros(1)
     tiled = view is not None and tile_n > 0
     consts = {"e_compute": z + e_c, "e_bw": z + e_bw, "b_half_bytes": z + b_half, "floor_s": z + floor_s,
@@ -221,7 +217,7 @@ def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_byte
 def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
               tiles: Iterable[float] = (), parallel: bool = False, im2col: bool = False,
               k_blocks: Iterable[float] = (), noise_floor_s: float = NOISE_FLOOR_S,
-              ramp_fixed: bool = True, dot_call: bool = False, trans_s=None) -> dict[str, float]:
+              ramp_fixed: bool = True, dot_call: bool = False) -> dict[str, float]:
     """Fit ``floor_s, e_c, e_bw, b_half`` (and ``l2_gain`` when ``l2_bytes`` > 0; else 0) of the
     form to measured kernel times ``t`` (seconds), minimising the squared log error (relative
     error: small and large kernels count alike). With a ``view`` (``node_features``'s) and
@@ -240,8 +236,7 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
     ``b_half / (bw e_bw cache)`` that a runtime pricing launches apart from the floor would keep).
     ``dot_call`` with a ``view`` holding rows with m > 1 and n > 1 and rows without: the cost per
     call of such a dot ``dot_call_s`` (0 .. ``MAX_DOT_CALL_S``) is fitted last, kept where it lowers
-    the loss by more than ``DOT_CALL_GAIN``. ``trans_s`` (per row): seconds of transcendentals
-    priced by function beside ``F`` (``kernel_time``'s). Returns the constants (``tile_n``/``n_half`` 0: untiled;
+    the loss by more than ``DOT_CALL_GAIN``. Returns the constants (``tile_n``/``n_half`` 0: untiled;
     ``par_s``/``b_par`` 0: no step; ``piece_s`` 0: none) plus ``fit_mape`` (%) and ``rows``."""
     F = np.asarray(F, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
@@ -251,12 +246,11 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
     # (views: Reshape aliases its input, 0.02-0.09 us) is fitted at their median instead
     noise = noise_floor_s if (t[ok] > noise_floor_s).any() or not ok.any() else float(np.median(t[ok]))
     F, B, t = F[ok], B[ok], np.maximum(t[ok], noise)
-    trans_s = None if trans_s is None else np.asarray(trans_s, dtype=np.float64)[ok]
     view = None if view is None else np.asarray(view, dtype=np.float64)[:, ok]
     # tiles only where a row has a matrix view (a class without one has nothing to pad)
     tiles = tuple(tiles) if view is not None and (view[2] > 0).any() else ()
     fit = _Fit(F, B, t, peak, bw, l2_bytes, view)
-    fit.ramp_fixed, fit.trans_s = ramp_fixed, trans_s
+    fit.ramp_fixed = ramp_fixed
     fit.untiled()
     fit.tiled(tiles, tuple(k_blocks))
     if parallel and len(t) >= 6:   # the step low, mid and high in the rows' bytes
@@ -297,7 +291,6 @@ class _Fit:
         self.hi_b = math.log(max(float(B.max()) if len(B) else 1.0, 2.0))
         self.k_block = 0.0   # the k block of the fit in hand (the tiled fits set it)
         self.ramp_fixed = True   # False: b_half <= 0 (fit_class's ``ramp_fixed``)
-        self.trans_s = None      # seconds of transcendentals priced by function (fit_class's)
         self.best = None
 
     def unpack(self, x):
@@ -338,7 +331,7 @@ class _Fit:
         floor, e_c, e_bw, b_half, gain = self.unpack(x)
         pred = kernel_time(self.F, self.B, floor, e_c, e_bw, b_half, self.peak, self.bw, gain, self.l2_bytes,
                            self.view, tile, *self.extra(x, tile), k_block=self.k_block,
-                           dot_call_s=self.dot_call(x), trans_s=self.trans_s)
+                           dot_call_s=self.dot_call(x))
         if np.any(pred <= 0):
             return 1e9
         return float(np.mean((np.log(pred) - np.log(self.t)) ** 2))
@@ -412,7 +405,7 @@ class _Fit:
         n_half, par_s, b_par, piece_s, im2col_s, stride_s, serial_s = self.extra(x, tile)
         pred = kernel_time(self.F, self.B, floor, e_c, e_bw, b_half, self.peak, self.bw, gain, self.l2_bytes,
                            self.view, tile, n_half, par_s, b_par, piece_s, im2col_s, stride_s, serial_s,
-                           k_block=self.k_block, dot_call_s=self.dot_call(x), trans_s=self.trans_s)
+                           k_block=self.k_block, dot_call_s=self.dot_call(x))
         mape = float(np.mean(np.abs(pred - t) / t) * 100)
         return {"floor_s": floor, "e_c": e_c, "e_bw": e_bw, "b_half": b_half, "l2_gain": gain,
                 "tile_n": float(tile), "n_half": float(n_half), "k_block": float(self.k_block) if tile else 0.0,

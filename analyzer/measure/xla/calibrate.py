@@ -37,9 +37,7 @@ A dot XLA runs through YNNPACK (gemm class, m > 1 and n > 1) pays ``dot_call_us`
 
 (the fits: ``xla_fit``). ``trans_weight`` (what a tanh, exp or erf costs in vector FLOPs) is the value of
 ``xla_fit.TRANS_WEIGHTS`` that fits the elementwise class's rows best (fused GELUs, norms, softmaxes and
-plain adds in one class). ``trans_ns``: the nanoseconds of one element of each function that rows
-evaluate alone (tanh, exp, logistic, erf) on one core, in every class in place of ``trans_weight``
-(``xla_fit.function_seconds``, the classes refitted with them; ``prediction.cpu.xla_functions``). The worker imports nothing of the caller's script."""
+plain adds in one class). The worker imports nothing of the caller's script."""
 
 from __future__ import annotations
 
@@ -72,15 +70,14 @@ def row_kernels(fn: Callable, args: tuple, threads: int = 1) -> list[dict[str, A
     """The kernels opcost's ``xla`` lowering on a CPU (``runtimes.XLA_CPU``) makes of ``fn(*args)``:
     class, counts per launch, the matrix view of the heaviest member
     (``cpu_model.node_features``'s seven numbers) and the parts XLA splits it into on ``threads``
-    cores (``prediction.cpu.xla_partition``) and its transcendentals by function per launch
-    (``prediction.cpu.xla_functions.kernel_functions``)."""
+    cores (``prediction.cpu.xla_partition``)."""
     import jax
 
     import hardware_db
     from analyzer.api import analyze_jax
     from analyzer.prediction.efficiency import kernel_time as eff
     from analyzer.prediction import lowering, runtimes
-    from analyzer.prediction.cpu import xla_functions, xla_partition
+    from analyzer.prediction.cpu import xla_partition
     from analyzer.prediction.kernel_rows import fusion_nodes, node_view
 
     sds = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)
@@ -88,7 +85,6 @@ def row_kernels(fn: Callable, args: tuple, threads: int = 1) -> list[dict[str, A
     low = lowering.lower(nodes, [hardware_db.get(REFERENCE_PROFILE)], None, runtimes.XLA_CPU)
     f = low.feats
     parts = xla_partition.kernel_parts(nodes, fusion_nodes(nodes, None)[0], low.plan, f, low.runs, threads)
-    fns = xla_functions.kernel_functions(nodes, low.plan, low.runs)
     out = []
     for k, members in enumerate(low.plan.members):
         head = max(members, key=lambda i: (nodes[i].cost.mac_flops, nodes[i].cost.flops))
@@ -96,7 +92,7 @@ def row_kernels(fn: Callable, args: tuple, threads: int = 1) -> list[dict[str, A
                     "vec": float(f["vec_flops"][k]), "trans": float(f["trans_flops"][k]),
                     "bytes": float(f["bytes"][k]), "runs": float(low.runs[k]),
                     "view": [float(f["mac_flops"][k])] + [float(v) for v in node_view(nodes[head])],
-                    "parts": int(parts[k]), "functions": fns[k]})
+                    "parts": int(parts[k])})
     return out
 
 
@@ -352,8 +348,7 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
                   f"{q:g} quantile of its wall-clock runs with async dispatch off, the fastest of "
                   f"{passes} passes (each in a fresh process), less the run overhead. Kernel time per op class = floor + "
                   "max(F/(peak*e_c), (B + b_half)/(bw*e_bw*(1 + l2_gain*s(B/cache_bytes)))), "
-                  "F = mac + vec + trans_weight * transcendentals, those of a function in trans_ns at its "
-                  "time instead (analyzer/prediction/cpu/xla_functions.py) (a kernel XLA splits into p tasks: F / p, "
+                  "F = mac + vec + trans_weight * transcendentals (a kernel XLA splits into p tasks: F / p, "
                   "B * s / min(p * s, 1), s = core_bw_share, analyzer/prediction/cpu/xla_partition.py); a run adds "
                   "run_overhead_us and the largest floor - program_launch_us once; a kernel outside a loop costs "
                   "program_launch_us, one in a loop body loop_launch_us, in place of floor. See analyzer/measure/xla/calibrate.py."),
@@ -380,7 +375,6 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
             "program_launch_us": 0.0, "cache_bytes": l2_bytes,
             "llc_bytes": float(cache_level_bytes(3) or 0), "trans_weight": fig["trans_weight"],
             **({} if fig["core_bw_share"] is None else {"core_bw_share": fig["core_bw_share"]}),
-            **({"trans_ns": dict(sorted(fig["trans_ns"].items()))} if fig.get("trans_ns") else {}),
             "models": "synthetic jitted JAX programs only (analyzer.measure.xla.rows)",
             "tables": tables,
         },

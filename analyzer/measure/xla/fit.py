@@ -40,14 +40,6 @@ UNTILED = ("conv", "gemm", "gemm_tn")
 # cost is not (inside a loop body the dot pays dot_trip_us and dot_loop_us instead:
 # prediction.cpu.ynn_dot, dot_scans). Their matrix view goes into the fit for the count only (untiled: UNTILED)
 DOT_CALL_CLASSES = ("gemm",)
-# transcendentals priced by function (prediction.cpu.xla_functions): a function is calibrated
-# where at least MIN_FUNCTION_ROWS one-kernel rows evaluate it alone (tanh, exp, logistic and
-# erf in rows.xla_rows); its nanoseconds on one core are searched on FUNCTION_GRID_NS (0.05-20
-# ns) under the classes' fits. FUNCTION_REFITS: how often the classes are refitted with them
-# (and the times searched again)
-MIN_FUNCTION_ROWS = 2
-FUNCTION_GRID_NS = tuple(float(x) for x in np.geomspace(0.05, 20.0, 49))
-FUNCTION_REFITS = 0
 
 
 def core_bw_shares(threads: int) -> tuple[float, ...]:
@@ -61,23 +53,17 @@ def core_bw_shares(threads: int) -> tuple[float, ...]:
     return tuple(round(lo + (1.0 - lo) * i / 5, 4) for i in range(6))
 
 
-def _features(kernel: dict, trans_weight: float, share: float | None = None,
-              trans_ns: dict | None = None) -> tuple[float, float, list[float], float]:
-    """(F, B, view, T) of a row's kernel: F = mac + vec + trans_weight x its transcendentals
-    that ``trans_ns`` does not price, T = the seconds of those it prices (its ``functions``
-    counts x ``trans_ns``' nanoseconds of each, on one core); a kernel XLA splits into ``parts``
-    parts (``prediction.cpu.xla_partition``; absent: 1) is fitted as the predictions price it: F
-    and T over ``parts``, B times ``memory_share(parts, share)`` (``share``: the calibration's
+def _features(kernel: dict, trans_weight: float, share: float | None = None) -> tuple[float, float, list[float]]:
+    """(F, B, view) of a row's kernel; a kernel XLA splits into ``parts`` parts
+    (``prediction.cpu.xla_partition``; absent: 1) is fitted as the predictions price it: F over
+    ``parts``, B times ``memory_share(parts, share)`` (``share``: the calibration's
     ``core_bw_share``; None: ``1 / parts``), its fixed cost paid once."""
     from analyzer.prediction.cpu.xla_partition import memory_share
 
     k = kernel
     p = max(float(k.get("parts", 1)), 1.0)
     m = float(memory_share(p, share))
-    fns = {f: c for f, c in k.get("functions", {}).items() if f in (trans_ns or {})}
-    T = sum(c * trans_ns[f] * 1e-9 for f, c in fns.items())
-    F = k["mac"] + k["vec"] + trans_weight * (k["trans"] - sum(fns.values()))
-    return F / p, k["bytes"] * m, k["view"], T / p
+    return (k["mac"] + k["vec"] + trans_weight * k["trans"]) / p, k["bytes"] * m, k["view"]
 
 
 def link_s(measured: dict[str, Any]) -> float:
@@ -112,10 +98,10 @@ def own_result_s(measured: dict[str, Any]) -> float:
     return max(measured["chain_s"]["1"] - measured["run_overhead_s"] - link_s(measured), 0.0)
 
 
-def class_rows(measured: dict[str, Any], trans_weight: float, share: float | None = None,
-               trans_ns: dict | None = None) -> tuple[dict[str, list], list[dict]]:
-    """``{class: [(F, B, seconds net of the run overhead, view, T)]}`` of the one-kernel rows
-    (``_features`` at ``share`` and ``trans_ns``), and the rows of more kernels (for ``fold_multi``)."""
+def class_rows(measured: dict[str, Any], trans_weight: float,
+               share: float | None = None) -> tuple[dict[str, list], list[dict]]:
+    """``{class: [(F, B, seconds net of the run overhead, view)]}`` of the one-kernel rows
+    (``_features`` at ``share``), and the rows of more kernels (for ``fold_multi``)."""
     base = measured["run_overhead_s"] + own_result_s(measured)
     by: dict[str, list] = {}
     multi = []
@@ -124,19 +110,18 @@ def class_rows(measured: dict[str, Any], trans_weight: float, share: float | Non
         if len(ks) != 1:
             multi.append(r)
             continue
-        F, B, V, T = _features(ks[0], trans_weight, share, trans_ns)
-        by.setdefault(ks[0]["op_class"], []).append((F, B, max(r["seconds"] - base, 1e-8), V, T))
+        F, B, V = _features(ks[0], trans_weight, share)
+        by.setdefault(ks[0]["op_class"], []).append((F, B, max(r["seconds"] - base, 1e-8), V))
     return by, multi
 
 
-def _arrays(rows: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    F, B, t, V, T = zip(*rows)
+def _arrays(rows: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    F, B, t, V = zip(*rows)
     return (np.array(F, np.float64), np.array(B, np.float64), np.array(t, np.float64),
-            np.array(V, np.float64).T, np.array(T, np.float64))
+            np.array(V, np.float64).T)
 
 
-def _time(fit: dict, F: float, B: float, V: list[float], T: float, peak: float, bw: float,
-          l2_bytes: float) -> float:
+def _time(fit: dict, F: float, B: float, V: list[float], peak: float, bw: float, l2_bytes: float) -> float:
     from analyzer.measure.fit import class_fit as cpu_model
 
     view = np.array(V, np.float64).reshape(7, 1)
@@ -145,14 +130,13 @@ def _time(fit: dict, F: float, B: float, V: list[float], T: float, peak: float, 
         view=view, tile_n=fit.get("tile_n", 0.0), n_half=fit.get("n_half", 0.0), par_s=fit.get("par_s", 0.0),
         b_par=fit.get("b_par", 0.0), piece_s=fit.get("piece_s", 0.0), im2col_s=fit.get("im2col_s", 0.0),
         im2col_stride_s=fit.get("im2col_stride_s", 0.0), serial_s=fit.get("serial_s", 0.0),
-        k_block=fit.get("k_block", 0.0), dot_call_s=fit.get("dot_call_s", 0.0), trans_s=[T])[0])
+        k_block=fit.get("k_block", 0.0), dot_call_s=fit.get("dot_call_s", 0.0))[0])
 
 
 def fold_multi(rows: dict, multi: list[dict], fits: dict, trans_weight: float, base: float,
-               peak: float, bw: float, l2_bytes: float, share: float | None = None,
-               trans_ns: dict | None = None) -> dict[str, list[str]]:
+               peak: float, bw: float, l2_bytes: float, share: float | None = None) -> dict[str, list[str]]:
     """Add each row of more kernels to its heaviest kernel's class, less its other kernels'
-    times under ``fits`` (``_features`` at ``share`` and ``trans_ns``); returns ``{class: [labels added]}`` (rows
+    times under ``fits`` (``_features`` at ``share``); returns ``{class: [labels added]}`` (rows
     whose other kernels' classes were not fitted are left out)."""
     added: dict[str, list[str]] = {}
     for r in multi:
@@ -160,55 +144,33 @@ def fold_multi(rows: dict, multi: list[dict], fits: dict, trans_weight: float, b
         head, rest = ks[0], ks[1:]
         if any(k["op_class"] not in fits for k in rest):
             continue
-        others = sum(_time(fits[k["op_class"]], *_features(k, trans_weight, share, trans_ns), peak, bw, l2_bytes)
-                     for k in rest)
+        others = sum(_time(fits[k["op_class"]], *_features(k, trans_weight, share), peak, bw, l2_bytes) for k in rest)
         t = r["seconds"] - base - others
         if t <= 0:
             continue
-        F, B, V, T = _features(head, trans_weight, share, trans_ns)
-        rows.setdefault(head["op_class"], []).append((F, B, t, V, T))
+        F, B, V = _features(head, trans_weight, share)
+        rows.setdefault(head["op_class"], []).append((F, B, t, V))
         added.setdefault(head["op_class"], []).append(r["label"])
     return added
 
 
 def fit_tables(measured: dict[str, Any], l2_bytes: float
                ) -> tuple[dict[str, dict], dict[str, Any]]:
-    """(``{class: fit_class result}``, machine figures) from ``measure``'s output: the classes
-    fitted with every transcendental at ``trans_weight`` vector FLOPs, then the seconds of each
-    function with standalone rows under those fits (``function_seconds``: ``trans_ns``), and
-    ``FUNCTION_REFITS`` times the classes refitted with those functions at them and the seconds
-    again."""
+    """(``{class: fit_class result}``, machine figures) from ``measure``'s output."""
+    from analyzer.measure.fit import options as calibration_fit
+    from analyzer.measure.fit import worker as fit_worker
+
     base = measured["run_overhead_s"] + own_result_s(measured)   # (as class_rows takes it off)
     link = link_s(measured)
     rows0, _ = class_rows(measured, 1.0)
-    F, _, t, _, _ = _arrays(rows0["gemm"])
+    F, _, t, _ = _arrays(rows0["gemm"])
     peak = float(np.max(F / t))
     adds = sorted((r for r in measured["rows"] if r["label"].startswith("add ")),
                   key=lambda r: -r["kernels"][0]["bytes"])[:3]
     bw = float(np.median([r["kernels"][0]["bytes"] / max(r["seconds"] - base, 1e-9) for r in adds]))
-    job = _job(peak, bw, l2_bytes, link)
-    trans_weight = _trans_weight(measured, job)
-    machine = (base, peak, bw, l2_bytes)
-    trans_ns: dict[str, float] = {}
-    got = _fit_all(measured, trans_weight, trans_ns, job, machine)
-    if standalone_rows(measured):
-        trans_ns = function_seconds(measured, got[0], trans_weight, got[2], trans_ns, machine)
-        for _ in range(FUNCTION_REFITS):
-            got = _fit_all(measured, trans_weight, trans_ns, job, machine)
-            trans_ns = function_seconds(measured, got[0], trans_weight, got[2], trans_ns, machine)
-    fits, rows, share, losses, split_fits = got
-    return fits, {"peak": peak, "bw": bw, "trans_weight": trans_weight, "per_kernel_s": link,
-                  "run_overhead_s": measured["run_overhead_s"], "own_result_s": own_result_s(measured),
-                  "rows": {c: len(r) for c, r in rows.items()}, "core_bw_share": share,
-                  "share_losses": losses, "split_classes": sorted(split_fits), "trans_ns": trans_ns}
-
-
-def _job(peak: float, bw: float, l2_bytes: float, link: float):
-    """``job(cls, rows)``: the (args, kwargs) of ``fit_class`` for a class's rows (``class_rows``')."""
-    from analyzer.measure.fit import options as calibration_fit
 
     def job(cls, rows):
-        F, B, t, V, T = _arrays(rows)
+        F, B, t, V = _arrays(rows)
         args, kw = calibration_fit.fit_job(cls, F, B, t, None if cls in UNTILED else V, peak, bw, l2_bytes, 1, False)
         if cls in DOT_CALL_CLASSES:   # the view for the dot count, no tiles
             args = args[:6] + (V, ())
@@ -222,39 +184,26 @@ def _job(peak: float, bw: float, l2_bytes: float, link: float):
         # stayed on every kernel (a fit's 7.8 KB activation b_half at e_bw 0.33: 0.42 us a 32-byte
         # tanh; its 200-link chain predicted 141 us, 55 us measured)
         kw["ramp_fixed"] = False
-        if T.any():   # transcendentals priced by function, beside F
-            kw["trans_s"] = T
         return args, kw
-    return job
 
-
-def _trans_weight(measured: dict[str, Any], job) -> float:
-    """The transcendental weight: the best fit of the elementwise class over TRANS_WEIGHTS (a split
-    row's bytes at core_bw_share 1: its memory term as the unsplit kernel's)."""
-    from analyzer.measure.fit import worker as fit_worker
-
+    # the transcendental weight: the best fit of the elementwise class over TRANS_WEIGHTS (a split
+    # row's bytes at core_bw_share 1: its memory term as the unsplit kernel's)
     trial = fit_worker.fit_classes({f"elementwise@{w:g}": job("elementwise", class_rows(measured, w, 1.0)[0]["elementwise"])
                                     for w in TRANS_WEIGHTS})
-    return min(TRANS_WEIGHTS, key=lambda w: trial[f"elementwise@{w:g}"]["fit_mape"])
-
-
-def _fit_all(measured: dict[str, Any], trans_weight: float, trans_ns: dict, job, machine: tuple):
-    """(fits, rows, core_bw_share, its losses, the split classes' fits) of every class at
-    ``trans_weight`` and ``trans_ns``; ``machine``: (base seconds, peak, bw, l2_bytes)."""
-    from analyzer.measure.fit import worker as fit_worker
-
-    base, peak, bw, l2_bytes = machine
-    share, split_fits, losses = fit_share(measured, trans_weight, job, trans_ns)
-    rows, multi = class_rows(measured, trans_weight, share, trans_ns)
+    trans_weight = min(TRANS_WEIGHTS, key=lambda w: trial[f"elementwise@{w:g}"]["fit_mape"])
+    share, split_fits, losses = fit_share(measured, trans_weight, job)
+    rows, multi = class_rows(measured, trans_weight, share)
     fits = {**fit_worker.fit_classes({c: job(c, r) for c, r in rows.items() if c not in split_fits}), **split_fits}
-    added = fold_multi(rows, multi, fits, trans_weight, base, peak, bw, l2_bytes, share, trans_ns)
+    added = fold_multi(rows, multi, fits, trans_weight, base, peak, bw, l2_bytes, share)
     if added:
         fits.update(fit_worker.fit_classes({c: job(c, rows[c]) for c in added}))
-    return fits, rows, share, losses, split_fits
+    return fits, {"peak": peak, "bw": bw, "trans_weight": trans_weight, "per_kernel_s": link,
+                  "run_overhead_s": measured["run_overhead_s"], "own_result_s": own_result_s(measured),
+                  "rows": {c: len(r) for c, r in rows.items()}, "core_bw_share": share,
+                  "share_losses": losses, "split_classes": sorted(split_fits)}
 
 
-def fit_share(measured: dict[str, Any], trans_weight: float, job,
-              trans_ns: dict | None = None) -> tuple[float | None, dict, dict]:
+def fit_share(measured: dict[str, Any], trans_weight: float, job) -> tuple[float | None, dict, dict]:
     """``core_bw_share`` fitted: of ``core_bw_shares(cores)``, the one whose fits (``job(cls,
     rows)``'s) of the classes with a split one-kernel row (``parts`` > 1) have the lowest error
     over their rows (each class's ``fit_mape`` x its rows, summed). Returns (the share, or None
@@ -268,52 +217,9 @@ def fit_share(measured: dict[str, Any], trans_weight: float, job,
         return None, {}, {}
     jobs = {}
     for s in shares:
-        by = class_rows(measured, trans_weight, s, trans_ns)[0]
+        by = class_rows(measured, trans_weight, s)[0]
         jobs.update({f"{c}@{s:g}": job(c, by[c]) for c in split})
     trial = fit_worker.fit_classes(jobs)
     losses = {s: sum(trial[f"{c}@{s:g}"]["fit_mape"] * trial[f"{c}@{s:g}"]["rows"] for c in split) for s in shares}
     best = min(shares, key=lambda s: losses[s])
     return best, {c: trial[f"{c}@{best:g}"] for c in split}, losses
-
-
-def standalone_rows(measured: dict[str, Any]) -> dict[str, list[dict]]:
-    """``{function: rows}``: the one-kernel rows whose transcendentals are all one function (their
-    kernel's ``functions``, ``calibrate.row_kernels``'), of each function with at least
-    ``MIN_FUNCTION_ROWS`` such rows (rows saved without ``functions``: none)."""
-    by: dict[str, list[dict]] = {}
-    for r in measured["rows"]:
-        ks = r["kernels"]
-        fns = ks[0].get("functions", {}) if len(ks) == 1 else {}
-        if len(fns) == 1 and ks[0]["trans"] > 0 and next(iter(fns.values())) == ks[0]["trans"]:
-            by.setdefault(next(iter(fns)), []).append(r)
-    return {f: rs for f, rs in by.items() if len(rs) >= MIN_FUNCTION_ROWS}
-
-
-def function_seconds(measured: dict[str, Any], fits: dict, trans_weight: float, share: float | None,
-                     trans_ns: dict, machine: tuple) -> dict[str, float]:
-    """``{function: nanoseconds of one evaluation on one core}`` of each function with standalone
-    rows (``standalone_rows``): the value on ``FUNCTION_GRID_NS`` (then refined between its
-    neighbours) whose predictions of those rows, under their class's ``fits`` and the other
-    functions at ``trans_ns``, have the lowest squared log error, at most what the rows allow an
-    element on one core (the least of a row's seconds x parts / evaluations: no element costs
-    more than its row took); ``machine``: (base seconds, peak, bw, l2_bytes)."""
-    base, peak, bw, l2_bytes = machine
-    out = {}
-    for f, rs in sorted(standalone_rows(measured).items()):
-        ks = [r["kernels"][0] for r in rs]
-        t = np.array([max(r["seconds"] - base, 1e-8) for r in rs])
-
-        def loss(ns):
-            at = {**trans_ns, f: ns}
-            pred = np.array([_time(fits[k["op_class"]], *_features(k, trans_weight, share, at), peak, bw, l2_bytes)
-                             for k in ks])
-            return float(np.sum((np.log(np.maximum(pred, 1e-12)) - np.log(t)) ** 2))
-        cap = float(np.min([ti * max(float(k.get("parts", 1)), 1.0) / k["functions"][f] * 1e9
-                            for ti, k in zip(t, ks)]))
-        grid = np.array([g for g in FUNCTION_GRID_NS if g < cap] + [cap])
-        losses = [loss(g) for g in grid]
-        j = int(np.argmin(losses))
-        lo, hi = grid[max(j - 1, 0)], grid[min(j + 1, len(grid) - 1)]
-        fine = np.geomspace(lo, hi, 21)
-        out[f] = min(float(fine[int(np.argmin([loss(g) for g in fine]))]), cap)
-    return out
