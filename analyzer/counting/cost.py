@@ -79,6 +79,40 @@ class Work(NamedTuple):
     # " gemv=0" after a JAX dot's: its matrix-vector operand; "tree=B1,..." for a JAX reduction:
     # the bytes of each round of partial results XLA's CPU backend's tree reduction writes
     kernel: str | None = None
+    # the transcendentals by the function each evaluates: (function, count) pairs, counts exact
+    # and summing to at most ``transcendentals`` (``by_function`` names the rest UNNAMED);
+    # function names are JAX's primitives' (``FUNCTIONS``); counts never depend on the split
+    functions: tuple[tuple[str, int], ...] = ()
+
+
+# the functions a transcendental may be named by (JAX primitive names; an ONNX op's are its JAX
+# twin's: Sigmoid evaluates ``logistic``); UNNAMED: a count whose rule does not split it
+FUNCTIONS = frozenset({
+    "exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "erf", "erfc", "erf_inv",
+    "sqrt", "rsqrt", "cbrt", "pow", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
+    "sinh", "cosh", "asinh", "acosh", "atanh", "lgamma", "digamma", "polygamma", "zeta",
+    "igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "bessel_i0e", "bessel_i1e",
+    "regularized_incomplete_beta",
+})
+UNNAMED = "unnamed"
+
+
+def by_function(functions, transcendentals: int, times: int = 1) -> tuple[tuple[str, int], ...]:
+    """The full split of ``transcendentals`` (x ``times``) by function: ``functions``' pairs
+    (equal names summed), and the count no pair names as ``UNNAMED``; sorted by name, no zero
+    counts; () where there are none. ``ValueError`` where the pairs name an unknown function or
+    count more than ``transcendentals`` (a rule's bug)."""
+    out: dict[str, int] = {}
+    for f, c in functions:
+        if f not in FUNCTIONS:
+            raise ValueError(f"unknown transcendental function {f!r}")
+        out[f] = out.get(f, 0) + int(c)
+    rest = int(transcendentals) - sum(out.values())
+    if rest < 0:
+        raise ValueError(f"functions {functions!r} count more than {transcendentals} transcendentals")
+    if rest:
+        out[UNNAMED] = rest
+    return tuple((f, c * times) for f, c in sorted(out.items()) if c)
 
 
 COUNT_FIELDS = (

@@ -22,7 +22,7 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from analyzer.counting import rules as _rules  # fills the registry
-from analyzer.counting.cost import COUNT_FIELDS, Cost, RuleContext, Work, lookup
+from analyzer.counting.cost import COUNT_FIELDS, Cost, RuleContext, Work, by_function, lookup
 from analyzer.counting.located import (Located, context_error, internal_error, missing_shape,
                                        unbindable_shape, with_model_inputs)
 from analyzer.counting.traffic import add_held, new_params, node_bytes
@@ -78,6 +78,9 @@ class NodeCost:
     # result names): the slices and updates a compiler runs each trip and what the body writes
     # (the frontend's ``loop_io`` attribute); () for any other node
     loop_io: tuple = ()
+    # its transcendentals by function (``cost.by_function``: every one counted, those its rule
+    # does not name as ``cost.UNNAMED``), (function, count) pairs; () where it has none
+    functions: tuple[tuple[str, int], ...] = ()
 
     @property
     def flops(self) -> int:
@@ -158,6 +161,7 @@ class NodeRecord(NamedTuple):
     held_params: int               # Work.held's parameter elements (every node holds its own)
     estimate: bool
     kernel: str | None             # Work.kernel
+    functions: tuple               # cost.by_function of the Work, scaled by the trips
 
 
 def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[NodeCost],
@@ -211,7 +215,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                 hit = _new_record(node, ins, outs, work, status, shape_inputs, io, constants, times)
                 if key is not None:
                     memo[key] = hit
-            pover, status, cidx, cost, by_dtype, note, mac_dtype, params, estimate, kernel = hit
+            pover, status, cidx, cost, by_dtype, note, mac_dtype, params, estimate, kernel, fns = hit
             if cidx:
                 params += new_params(node, ins, cidx, counted, pover, graph)
         except AnalyzerError as e:
@@ -239,7 +243,7 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
             records.append(hit)
         out.append(NodeCost(name, node.op, node.domain, status, cost, ins, outs, mac_dtype, note,
                             by_dtype, None, estimate, node.inputs, node.outputs, prefix, times, cidx,
-                            dropout_kernel(graph, node) or kernel))
+                            dropout_kernel(graph, node) or kernel, functions=fns))
 
 
 DROPOUT_TRAIN = "dropout-train:"
@@ -318,7 +322,31 @@ def _new_record(node: Node, ins, outs, work: Work, status: Status, shape_inputs,
     mac_dtype = work.mac_dtype or (ins[0].dtype if work.mac_flops and ins and ins[0] else None)
     return NodeRecord(params_override=work.params, status=status, const_inputs=cidx, cost=cost,
                       by_dtype=by_dtype, note=note, mac_dtype=mac_dtype, held_params=held_params,
-                      estimate=work.estimate, kernel=work.kernel)
+                      estimate=work.estimate, kernel=work.kernel,
+                      functions=by_function(work.functions, work.transcendentals, times))
+
+
+def _work_of(plan, name, times, counted, opts, cost, fns: dict, note):
+    """``plan.work_of``'s counts (other nodes' counts, m times over, as a control node's own work)
+    added to ``cost`` and to ``fns`` (its transcendentals by function, in place): (cost, bytes by
+    dtype, mac dtype, note)."""
+    by_dtype: dict[str, int] = {}
+    mac_dtype = None
+    for g, m in plan.work_of:
+        trial: list[NodeCost] = []
+        _walk(g, name + "/", times * m, set(counted), trial, opts)
+        for n in trial:
+            cost = cost + Cost(0, *n.cost[1:])
+            mac_dtype = mac_dtype or n.mac_dtype
+            for f, c in n.functions:
+                fns[f] = fns.get(f, 0) + c
+            for d, b in n.bytes_by_dtype:
+                by_dtype[d] = by_dtype.get(d, 0) + b
+        unc = [n.name for n in trial if n.status == UNCOSTED]
+        if unc:
+            note = (f"{note}; " if note else "") + (
+                f"incomplete: {len(unc)} uncosted node(s) among them ({', '.join(unc[:3])})")
+    return cost, by_dtype, mac_dtype, note
 
 
 def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, out, opts):
@@ -372,20 +400,8 @@ def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, o
                          f"at run time, or no rule): its cost was not compared in full")
     w = plan.work
     cost = Cost(0, w.mac_flops * times, w.vector_flops * times, w.transcendentals * times, 0, 0, 0)
-    by_dtype: dict[str, int] = {}
-    mac_dtype = None
-    for g, m in plan.work_of:  # counts of other nodes, m times over, as this node's own work
-        trial = []
-        _walk(g, name + "/", times * m, set(counted), trial, opts)
-        for n in trial:
-            cost = cost + Cost(0, *n.cost[1:])
-            mac_dtype = mac_dtype or n.mac_dtype
-            for d, b in n.bytes_by_dtype:
-                by_dtype[d] = by_dtype.get(d, 0) + b
-        unc = [n.name for n in trial if n.status == UNCOSTED]
-        if unc:
-            note = (f"{note}; " if note else "") + (
-                f"incomplete: {len(unc)} uncosted node(s) among them ({', '.join(unc[:3])})")
+    fns = dict(by_function(w.functions, w.transcendentals, times))
+    cost, by_dtype, mac_dtype, note = _work_of(plan, name, times, counted, opts, cost, fns, note)
     # constants handed to the body as its inputs (Loop carried values, Scan states and scanned
     # tensors: a KNN's training set) are weights the body reads as activations: counted here
     # (the op's shape_inputs are its non-data inputs: If's condition, Loop's M and cond)
@@ -395,7 +411,8 @@ def _control(graph, node, name, rule, shape_inputs, ins, outs, times, counted, o
         cost = Cost(new_params(node, ins, cidx, counted, None, graph), *cost[1:])
     out.append(NodeCost(name, node.op, node.domain, COSTED, cost, ins, outs, mac_dtype, note,
                         tuple(by_dtype.items()), None, plan.estimate or bool(plan.costlier_of), node.inputs,
-                        node.outputs, name[: len(name) - len(node.name)], times, cidx, loop_io=node.attrs.get("loop_io", ())))
+                        node.outputs, name[: len(name) - len(node.name)], times, cidx, loop_io=node.attrs.get("loop_io", ()),
+                        functions=tuple(sorted(fns.items()))))
     for attr, m in runs:
         sub = node.subgraphs.get(attr)
         if sub is None:

@@ -216,7 +216,7 @@ class FastCounter:
         for node, hit in zip(st.nodes, hits):   # (names are unique: specs is final for each)
             outs, rec, _, key = hit
             keys.append(key)
-            pover, status, cidx, cost, by_dtype, note, mac_dtype, params, estimate, kernel = rec
+            pover, status, cidx, cost, by_dtype, note, mac_dtype, params, estimate, kernel, fns = rec
             ins = tuple(map(get, node.inputs))   # ('' is never a tensor: None)
             if cidx:
                 params += new_params(node, ins, cidx, counted, pover, _NO_SOURCES)
@@ -228,7 +228,7 @@ class FastCounter:
                 note = f"{rn}; {note}" if note else rn
             out.append(NodeCost(node.name, node.op, node.domain, status, cost, ins, outs,
                                 mac_dtype, note, by_dtype, None, estimate, node.inputs,
-                                node.outputs, "", 1, cidx, kernel))
+                                node.outputs, "", 1, cidx, kernel, functions=fns))
         self.stats["fast"] += 1
         return candidate_counts.Counted(out, "onnx", {o: specs[o] for o in st.outputs}, keys=keys)
 

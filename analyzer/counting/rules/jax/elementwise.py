@@ -9,7 +9,7 @@ Literal operands (``x * 0.5``) are immediates: the frontend passes them as absen
 from __future__ import annotations
 
 from analyzer.counting.cost import Work, register
-from analyzer.counting.rules.onnx.elementwise import BINARY, UNARY, per_element
+from analyzer.counting.rules.onnx.elementwise import BINARY, FUNCTIONS, UNARY, per_element
 
 D = "jax"
 
@@ -64,8 +64,18 @@ def _table() -> dict[str, tuple[int, int]]:
 PER_ELEMENT = _table()
 
 
+
+
+def _functions(op: str, t: int) -> tuple[str, ...]:
+    """The functions a primitive's ``t`` transcendentals an element evaluate: its ONNX twin's,
+    else (one of them) the primitive's own name."""
+    if op in SAME_AS:
+        return FUNCTIONS.get(SAME_AS[op], ())
+    return (op,) if t == 1 else ()
+
+
 for _op, (_v, _t) in PER_ELEMENT.items():
-    register(_op, domain=D)(per_element(_v, _t, f"lax_{_op}"))
+    register(_op, domain=D)(per_element(_v, _t, f"lax_{_op}", _functions(_op, _t)))
 
 
 @register("integer_pow", domain=D)

@@ -78,7 +78,7 @@ def cumlogsumexp(ins, outs, ctx, *, axis=0):
     # exp of each element, the running sum (n - lanes adds), log of each partial sum
     n = ins[0].numel()
     rows, _n = _rows(ins[0], axis)
-    return Work(vector_flops=n - rows, transcendentals=2 * n)
+    return Work(vector_flops=n - rows, transcendentals=2 * n, functions=(("exp", n), ("log", n)))
 
 
 @register("reduce_window_sum", "reduce_window_max", "reduce_window_min", domain=D)

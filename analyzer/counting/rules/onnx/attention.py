@@ -81,14 +81,16 @@ def sdpa(b: int, h_q: int, s_q: int, s_kv: int, d_qk: int, d_v: int, *, causal: 
     mac = 2 * scores * d_qk + 2 * scores * d_v
     vec = scores * (1 + bias_terms + SOFTMAX_VECTOR)
     trans = scores
+    fns = (("exp", scores),)
     if softcap:
         vec += 2 * scores
         trans += scores
+        fns += (("tanh", scores),)
     vec += row_extra * b * h_q * s_q  # e.g. a softmax sink added to each row's denominator
     note = None
     if causal and s_q > 1:
         note = "causal kernel: only the unmasked scores are computed"
-    return Work(mac_flops=mac, vector_flops=vec, transcendentals=trans, note=note)
+    return Work(mac_flops=mac, vector_flops=vec, transcendentals=trans, note=note, functions=fns)
 
 
 def _plus(w: Work, *, mac: int = 0, vec: int = 0, trans: int = 0, reads=None, mac_dtype=None,
@@ -96,7 +98,7 @@ def _plus(w: Work, *, mac: int = 0, vec: int = 0, trans: int = 0, reads=None, ma
     notes = "; ".join(n for n in (w.note, note) if n) or None
     return Work(mac_flops=w.mac_flops + mac, vector_flops=w.vector_flops + vec,
                 transcendentals=w.transcendentals + trans, reads=reads, mac_dtype=mac_dtype, note=notes,
-                estimate=w.estimate or estimate)
+                estimate=w.estimate or estimate, functions=w.functions)
 
 
 def _causal(flag, options) -> bool:

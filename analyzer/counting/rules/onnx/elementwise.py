@@ -38,6 +38,17 @@ UNARY: dict[str, tuple[int, int]] = {
     "Mish": (2, 3),            # x * tanh(softplus(x))
 }
 
+# op: the functions its transcendentals evaluate, one each per element (``Work.functions``;
+# JAX's primitive names: Sigmoid's exp is the ``logistic`` XLA evaluates as one op)
+FUNCTIONS: dict[str, tuple[str, ...]] = {
+    "Exp": ("exp",), "Log": ("log",), "Tanh": ("tanh",), "Erf": ("erf",), "Sqrt": ("sqrt",),
+    "Sin": ("sin",), "Cos": ("cos",), "Tan": ("tan",), "Asin": ("asin",), "Acos": ("acos",),
+    "Atan": ("atan",), "Sinh": ("sinh",), "Cosh": ("cosh",), "Asinh": ("asinh",),
+    "Acosh": ("acosh",), "Atanh": ("atanh",), "Sigmoid": ("logistic",),
+    "Softplus": ("exp", "log1p"), "Elu": ("expm1",), "Celu": ("expm1",), "Selu": ("expm1",),
+    "Mish": ("exp", "log1p", "tanh"), "Pow": ("pow",),
+}
+
 # binary / variadic broadcasting ops: (vector, transcendental) per output element per pair
 BINARY: dict[str, tuple[int, int]] = {
     "Add": (1, 0), "Sub": (1, 0), "Mul": (1, 0), "Div": (1, 0), "Mod": (1, 0),
@@ -51,19 +62,20 @@ BINARY: dict[str, tuple[int, int]] = {
 }
 
 
-def per_element(v: int, t: int, name: str):
-    """A rule charging ``v`` vector ops and ``t`` transcendentals per output element
-    (shared with the lax rules, so the same math costs the same in ONNX and JAX)."""
+def per_element(v: int, t: int, name: str, fns: tuple[str, ...] = ()):
+    """A rule charging ``v`` vector ops and ``t`` transcendentals per output element, those
+    named by ``fns`` (one evaluation of each per element; none: unnamed) (shared with the lax
+    rules, so the same math costs the same in ONNX and JAX)."""
     def rule(ins, outs, ctx):
         n = outs[0].numel()
-        return Work(vector_flops=v * n, transcendentals=t * n)
+        return Work(vector_flops=v * n, transcendentals=t * n, functions=tuple((f, n) for f in fns))
 
     rule.__name__ = name
     return rule
 
 
 for _op, (_v, _t) in UNARY.items():
-    register(_op)(per_element(_v, _t, f"unary_{_op}"))
+    register(_op)(per_element(_v, _t, f"unary_{_op}", FUNCTIONS.get(_op, ())))
 
 
 def _binary(op: str):
@@ -72,7 +84,8 @@ def _binary(op: str):
     def rule(ins, outs, ctx):
         n = outs[0].numel()
         pairs = max(sum(1 for s in ins if s is not None) - 1, 1)  # variadic Sum/Max/Min
-        return Work(vector_flops=v * n * pairs, transcendentals=t * n * pairs)
+        return Work(vector_flops=v * n * pairs, transcendentals=t * n * pairs,
+                    functions=tuple((f, n * pairs) for f in FUNCTIONS.get(op, ())))
 
     rule.__name__ = f"binary_{op}"
     return rule
@@ -106,9 +119,9 @@ def gelu(ins, outs, ctx, *, approximate="none"):
     n = outs[0].numel()
     if approximate == "tanh":
         # 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3))): x^3 (2), *c (1), + (1), *k (1), tanh, +1, *x, *0.5
-        return Work(vector_flops=8 * n, transcendentals=n)
+        return Work(vector_flops=8 * n, transcendentals=n, functions=(("tanh", n),))
     # 0.5*x*(1+erf(x/sqrt(2))): divide, erf, add, mul, mul
-    return Work(vector_flops=4 * n, transcendentals=n)
+    return Work(vector_flops=4 * n, transcendentals=n, functions=(("erf", n),))
 
 
 @register("Cast", "CastLike")
@@ -128,10 +141,11 @@ SWISH = (4, 1)  # alpha*x, sigmoid (2 + exp), * x
 @register("Swish")
 def swish(ins, outs, ctx):
     n = output(outs).numel()
-    return Work(vector_flops=SWISH[0] * n, transcendentals=SWISH[1] * n)
+    return Work(vector_flops=SWISH[0] * n, transcendentals=SWISH[1] * n, functions=(("logistic", n),))
 
 
 @register("SwiGLU")
 def swiglu(ins, outs, ctx):
     n = output(outs).numel()
-    return Work(vector_flops=(SWISH[0] + 1) * n, transcendentals=SWISH[1] * n)
+    return Work(vector_flops=(SWISH[0] + 1) * n, transcendentals=SWISH[1] * n,
+                functions=(("logistic", n),))

@@ -136,4 +136,4 @@ def causal_conv_with_state(ins, outs, ctx, *, activation="none"):
     n = y.numel()
     silu = activation in ("silu", "swish")
     return Work(mac_flops=c.mac_flops, vector_flops=c.vector_flops + (3 * n if silu else 0),
-                transcendentals=n if silu else 0)
+                transcendentals=n if silu else 0, functions=(("logistic", n if silu else 0),))

@@ -32,7 +32,7 @@ def _axis_split(shape: tuple[int, ...], axis: int) -> tuple[int, int]:
 
 def meanvar_work(n: int, groups: int, has_bias: bool) -> Work:
     per_elem = 6 + (1 if has_bias else 0)
-    return Work(vector_flops=per_elem * n + 4 * groups, transcendentals=groups)
+    return Work(vector_flops=per_elem * n + 4 * groups, transcendentals=groups, functions=(("rsqrt", groups),))
 
 
 def _present(ins, i: int) -> bool:
@@ -48,7 +48,7 @@ def layer_norm(ins, outs, ctx, *, axis=-1):
 
 
 def rms_work(n: int, rows: int) -> Work:
-    return Work(vector_flops=4 * n + 3 * rows, transcendentals=rows)
+    return Work(vector_flops=4 * n + 3 * rows, transcendentals=rows, functions=(("rsqrt", rows),))
 
 
 @register("RMSNormalization")
@@ -113,7 +113,7 @@ def softmax_rows(shape, axis, opset: int) -> tuple[int, str | None]:
 def softmax(ins, outs, ctx, *, axis=None):
     n = ins[0].numel()
     _, kernel = softmax_rows(ins[0].dims(), axis, ctx.opset)
-    return Work(vector_flops=4 * n, transcendentals=n, kernel=kernel)
+    return Work(vector_flops=4 * n, transcendentals=n, kernel=kernel, functions=(("exp", n),))
 
 
 @register("LogSoftmax")
@@ -121,7 +121,8 @@ def log_softmax(ins, outs, ctx, *, axis=None):
     shape = ins[0].dims()
     n = prod(shape)
     rows, kernel = softmax_rows(shape, axis, ctx.opset)
-    return Work(vector_flops=4 * n, transcendentals=n + rows, kernel=kernel)
+    return Work(vector_flops=4 * n, transcendentals=n + rows, kernel=kernel,
+                functions=(("exp", n), ("log", rows)))
 
 
 @register("Hardmax")
@@ -136,4 +137,5 @@ def lp_normalization(ins, outs, ctx, *, axis=-1, p=2):
     n = prod(shape)
     length = shape[axis_index(axis, len(shape))]
     rows = n // length if length else 0
-    return Work(vector_flops=3 * n, transcendentals=rows if p == 2 else 0)
+    return Work(vector_flops=3 * n, transcendentals=rows if p == 2 else 0,
+                functions=(("sqrt", rows if p == 2 else 0),))

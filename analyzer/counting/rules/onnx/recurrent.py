@@ -15,6 +15,8 @@ from analyzer.counting.rules.onnx.common import present
 _GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 # per (step, direction, batch row, hidden unit): (vector, transcendental) with default activations
 _CELL = {"RNN": (1, 1), "GRU": (12, 3), "LSTM": (14, 5)}
+# the functions of those transcendentals with default activations: (logistic, tanh) per unit
+_CELL_FUNCTIONS = {"RNN": (0, 1), "GRU": (2, 1), "LSTM": (3, 2)}
 
 
 def _recurrent(op: str):
@@ -32,7 +34,9 @@ def _recurrent(op: str):
         v = cell_v + (2 * gates if present(ins, 3) else 0)
         if op == "LSTM" and present(ins, 7):
             v += 6  # peepholes: multiply-add on i, f, o
-        return Work(mac_flops=mac, vector_flops=rows * h * v, transcendentals=rows * h * cell_t)
+        sig, tanh = _CELL_FUNCTIONS[op]
+        return Work(mac_flops=mac, vector_flops=rows * h * v, transcendentals=rows * h * cell_t,
+                    functions=(("logistic", rows * h * sig), ("tanh", rows * h * tanh)))
 
     rule.__name__ = f"recurrent_{op}"
     return rule

@@ -33,7 +33,8 @@ def _reduce(op: str):
         n_out = outs[0].numel()
         combine = n_in - n_out
         return Work(vector_flops=combine + iv * n_in + ov * n_out,
-                    transcendentals=it * n_in + ot * n_out)
+                    transcendentals=it * n_in + ot * n_out,
+                    functions=(("exp", it * n_in), ("sqrt" if op == "ReduceL2" else "log", ot * n_out)))
 
     rule.__name__ = f"reduce_{op}"
     return rule

@@ -57,9 +57,12 @@ def _present(ins, i: int) -> bool:
     return len(ins) > i and ins[i] is not None
 
 
-def _per_element(n: int, cost: tuple[int, int], extra: int = 0) -> Work:
+def _per_element(n: int, cost: tuple[int, int], extra: int = 0, fn: str | None = None) -> Work:
+    """``cost`` (vector, transcendental) per element of ``n``, plus ``extra`` vector; ``fn``: the
+    function each transcendental evaluates (None: unnamed)."""
     v, t = cost
-    return Work(vector_flops=n * (v + extra), transcendentals=n * t)
+    return Work(vector_flops=n * (v + extra), transcendentals=n * t,
+                functions=((fn, n * t),) if fn else ())
 
 
 def activation_cost(name: str | None) -> tuple[int, int]:
@@ -73,9 +76,16 @@ def activation_cost(name: str | None) -> tuple[int, int]:
     raise ShapeError(f"unknown fused activation '{name}'")
 
 
+def activation_function(name: str | None) -> str | None:
+    """The one function a fused activation's transcendentals evaluate (None: none, or several)."""
+    fns = elementwise.FUNCTIONS.get(name or "", ())
+    return fns[0] if len(fns) == 1 else None
+
+
 def _add(*works: Work, note: str | None = None) -> Work:
     return Work(mac_flops=sum(w.mac_flops for w in works), vector_flops=sum(w.vector_flops for w in works),
-                transcendentals=sum(w.transcendentals for w in works), note=note)
+                transcendentals=sum(w.transcendentals for w in works), note=note,
+                functions=tuple(p for w in works for p in w.functions))
 
 
 # ----------------------------------------------------------------------------- activations
@@ -83,22 +93,22 @@ def _add(*works: Work, note: str | None = None) -> Work:
 
 @register("Gelu", domain=MS)
 def ms_gelu(ins, outs, ctx):
-    return _per_element(output(outs).numel(), GELU)
+    return _per_element(output(outs).numel(), GELU, fn="erf")
 
 
 @register("BiasGelu", domain=MS)
 def bias_gelu(ins, outs, ctx):
-    return _per_element(output(outs).numel(), GELU, extra=1)
+    return _per_element(output(outs).numel(), GELU, extra=1, fn="erf")
 
 
 @register("FastGelu", domain=MS)
 def fast_gelu(ins, outs, ctx):
-    return _per_element(output(outs).numel(), FAST_GELU, extra=1 if _present(ins, 1) else 0)
+    return _per_element(output(outs).numel(), FAST_GELU, extra=1 if _present(ins, 1) else 0, fn="tanh")
 
 
 @register("QuickGelu", domain=MS)
 def quick_gelu(ins, outs, ctx):
-    return _per_element(output(outs).numel(), (4, 1))
+    return _per_element(output(outs).numel(), (4, 1), fn="logistic")
 
 
 @register("BiasAdd", domain=MS)
@@ -110,12 +120,12 @@ def bias_add(ins, outs, ctx):
 def bias_split_gelu(ins, outs, ctx):
     n_in, n_out = ins[0].numel(), output(outs).numel()
     v, t = GELU
-    return Work(vector_flops=n_in + n_out * (v + 1), transcendentals=n_out * t)
+    return Work(vector_flops=n_in + n_out * (v + 1), transcendentals=n_out * t, functions=(("erf", n_out * t),))
 
 
 @register("BiasSoftmax", domain=MS)
 def bias_softmax(ins, outs, ctx):
-    return _per_element(output(outs).numel(), (4, 1), extra=1)
+    return _per_element(output(outs).numel(), (4, 1), extra=1, fn="exp")
 
 
 @register("BiasDropout", "BitmaskBiasDropout", domain=MS)
@@ -184,12 +194,12 @@ def qembed_layer_norm(ins, outs, ctx):
     n = ins[0].numel() * hidden
     tables = 3 if _present(ins, 4) else 2
     return Work(vector_flops=w.vector_flops + 2 * (n * tables + 2 * hidden),
-                transcendentals=w.transcendentals, reads=w.reads)
+                transcendentals=w.transcendentals, reads=w.reads, functions=w.functions)
 
 
 def _with_reads(w: Work, reads) -> Work:
     return Work(mac_flops=w.mac_flops, vector_flops=w.vector_flops, transcendentals=w.transcendentals,
-                reads=reads, mac_dtype=w.mac_dtype, note=w.note)
+                reads=reads, mac_dtype=w.mac_dtype, note=w.note, functions=w.functions)
 
 
 @register("GroupNorm", domain=MS)
@@ -197,7 +207,7 @@ def ms_group_norm(ins, outs, ctx, *, groups, activation=0):
     x = ins[0]
     n = x.numel()
     w = meanvar_work(n, x.dim(0) * groups, True)
-    return _add(w, _per_element(n, SILU)) if activation else w
+    return _add(w, _per_element(n, SILU, fn="logistic")) if activation else w
 
 
 @register("SkipGroupNorm", domain=MS)
@@ -206,7 +216,7 @@ def skip_group_norm(ins, outs, ctx, *, groups, activation=0):
     x = ins[0]
     n = x.numel()
     w = _add(Work(vector_flops=_skip_adds(ins, n, 4)), meanvar_work(n, x.dim(0) * groups, True))
-    return _add(w, _per_element(n, SILU)) if activation else w
+    return _add(w, _per_element(n, SILU, fn="logistic")) if activation else w
 
 
 # ----------------------------------------------------------------------------- matmul / conv / gemm
@@ -241,7 +251,8 @@ def fused_matmul_activation(ins, outs, ctx, *, activation, alpha=1.0, transA=0, 
                             transBatchA=0, transBatchB=0):
     mm = fused_matmul(ins, outs, ctx, alpha=alpha, transA=transA, transB=transB,
                       transBatchA=transBatchA, transBatchB=transBatchB)
-    return _add(mm, _per_element(output(outs).numel(), activation_cost(activation)))
+    return _add(mm, _per_element(output(outs).numel(), activation_cost(activation),
+                                 fn=activation_function(activation)))
 
 
 @register("NhwcConv", domain=MS)
@@ -255,19 +266,22 @@ def fused_conv(ins, outs, ctx, *, activation=None):
     c = linear.conv(ins[:3], (output(outs),), ctx)
     n = output(outs).numel()
     z = n if _present(ins, 3) else 0
-    return _add(c, Work(vector_flops=z), _per_element(n, activation_cost(activation)))
+    return _add(c, Work(vector_flops=z),
+                _per_element(n, activation_cost(activation), fn=activation_function(activation)))
 
 
 @register("FusedGemm", domain=MS)
 def fused_gemm(ins, outs, ctx, *, activation=None, alpha=1.0, beta=1.0, transA=0):
     g = linear.gemm(ins, (output(outs),), ctx, alpha=alpha, beta=beta, transA=transA)
-    return _add(g, _per_element(output(outs).numel(), activation_cost(activation)))
+    return _add(g, _per_element(output(outs).numel(), activation_cost(activation),
+                                 fn=activation_function(activation)))
 
 
 @register("GemmFastGelu", domain=MS)
 def gemm_fast_gelu(ins, outs, ctx):
     mm = linear.matmul(ins[:2], (output(outs),), ctx)
-    return _add(mm, _per_element(output(outs).numel(), FAST_GELU, extra=1 if _present(ins, 2) else 0))
+    return _add(mm, _per_element(output(outs).numel(), FAST_GELU, extra=1 if _present(ins, 2) else 0,
+                                 fn="tanh"))
 
 
 # ----------------------------------------------------------------------------- copies of standard ops

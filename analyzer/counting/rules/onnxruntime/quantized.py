@@ -209,7 +209,7 @@ def qattention(ins, outs, ctx, *, num_heads, unidirectional=0, do_rotary=0,
     vec = base.vector_flops + n_proj  # dequantize the int32 projection
     vec += zero_point_subtractions(ins, ((0, 6), (1, 7)))
     return Work(mac_flops=base.mac_flops, vector_flops=vec, transcendentals=base.transcendentals,
-                mac_dtype=int_mac_dtype(x.dtype), note="mac_dtype: the int8 QKV projection dominates")
+                functions=base.functions, mac_dtype=int_mac_dtype(x.dtype), note="mac_dtype: the int8 QKV projection dominates")
 
 
 # ----------------------------------------------------------------------------- recurrent
@@ -241,4 +241,4 @@ def dynamic_quantize_lstm(ins, outs, ctx):
     dequant = dirs * 2 * seq * batch * gates_h
     vec = cell.vector_flops + quant + dequant + zero_point_subtractions(ins, ((1, 9), (2, 11)))
     return Work(mac_flops=cell.mac_flops, vector_flops=vec, transcendentals=cell.transcendentals,
-                mac_dtype=int_mac_dtype(w.dtype))
+                functions=cell.functions, mac_dtype=int_mac_dtype(w.dtype))
