@@ -113,6 +113,13 @@ def _merged_lines(report, p, index: int) -> list[str]:
             f"dot of their shared operand (XLA's GPU DotMerger), one GEMM of m x n x k = {view}"]
 
 
+def _functions(node) -> str:
+    """The node's transcendentals by function (``NodeCost.functions``) as `` (tanh 4,096)``,
+    or nothing where it has none."""
+    fns = getattr(node, "functions", ())
+    return f" ({', '.join(f'{safe.text(f)} {c:,}' for f, c in fns)})" if fns else ""
+
+
 def render_explain(report, index: int, width: int | None = None) -> str:
     """One layer's arithmetic on every profile: counts, bytes by class, intensity, the ridge
     point, each term and the efficiency constants with their provenance."""
@@ -120,7 +127,7 @@ def render_explain(report, index: int, width: int | None = None) -> str:
     c = n.cost
     out = [f"layer {safe.text(n.name)} ({safe.text(n.op)}), status {n.status}",
            f"  counts: MAC {c.mac_flops:,} FLOP, vector {c.vector_flops:,} FLOP, transcendental "
-           f"{c.transcendentals:,}, params {c.params:,}",
+           f"{c.transcendentals:,}{_functions(n)}, params {c.params:,}",
            f"  bytes: weights {c.weight_bytes:,} B, activations read "
            f"{c.activation_bytes_read:,} B, written {c.activation_bytes_written:,} B "
            f"(= {c.bytes_moved:,} B)"]

@@ -68,6 +68,16 @@ def test_explain_shows_each_term(report):
     assert e.time_s == pytest.approx(e.overhead_s + max(e.compute_s, e.memory_s), rel=1e-5)
 
 
+def test_explain_names_the_function_each_transcendental_evaluates(report):
+    # the sample's GELU is Erf over its [1, 16, 256] input: 1 x 16 x 256 = 4,096 erf; its
+    # softmax 1 x 4 heads x 16 x 16 = 1,024 exp; each layer norm one rsqrt a row: 16
+    names = {n.name: k for k, n in enumerate(report.nodes)}
+    assert "transcendental 4,096 (erf 4,096)," in render_explain(report, names["gelu.erf"], width=100)
+    assert "transcendental 1,024 (exp 1,024)," in render_explain(report, names["attn.softmax"], width=100)
+    assert "transcendental 16 (rsqrt 16)," in render_explain(report, names["ln1"], width=100)
+    assert "transcendental 0, params" in render_explain(report, names["mlp.up.matmul"], width=100)
+
+
 def test_a_pipe_gets_one_whole_line_per_row(run_cli):
     res = run_cli(TRANSFORMER, "--hw", "a100", "--all")
     assert res.exit_code == 0, res.output
