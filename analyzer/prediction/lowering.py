@@ -191,7 +191,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             lf.add_at(extra_cls, fixed[p], host[p], lf.inserted_s(
                 extra_cls, nodes, plan, arrays, fixed_of, hw_p, consts_p, loop_s,
                 cpu_loop_launch.program_launch_s(prof, calibrated, runtime.fusion)))
-        note += [f"kernels: {plan.source}"] if runtime.fusion in ("onnxruntime", eager_plan.POLICY) or fused is not None else []
+        if runtime.fusion in ("onnxruntime", eager_plan.POLICY) or fused is not None:
+            note.append(f"kernels: {plan.source}")
         for acc, v in ((warnings, tuple(sorted(warn))), (provs, prov), (details, detail), (notes, tuple(note))):
             acc.append(v)
     return Lowered(runtime=runtime.name, plan=plan, kernel_names=tuple(names), feats=feats, runs=runs,
