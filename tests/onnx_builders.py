@@ -6,6 +6,8 @@ inputs are, in order: a shape (a float32 graph input ``x0``, ``x1``...), a
 initializer ``w0``, ``w1``...), a ``str`` (an existing tensor name) or ``""`` (an
 omitted optional input). Output shapes are left to ONNX shape inference.
 ``graph(...)`` builds a few-node model from ``helper.make_node`` nodes.
+``assert_search_scores_equal_analyze(model, hw, runtime)`` checks the search's fast path
+against ``analyze`` on one built model.
 """
 
 from __future__ import annotations
@@ -163,3 +165,17 @@ def bert_shaped(layers: int = 24, hidden: int = 64, seq: int = 32) -> onnx.Model
         m = dense(a, "intermediate/dense", "m")
         x = dense(m, "output/dense", "o")
     return graph(nodes, {"x": (1, seq, hidden)}, [x], w)
+
+
+def assert_search_scores_equal_analyze(model: onnx.ModelProto, hw: str, runtime: str) -> None:
+    """``CostModel.score`` of ``model`` (three batches of two copies: learned, then its kernel
+    rows rebuilt) equals ``analyze``'s latency to 1e-6, with the fast path's rows lowered and no
+    mismatch against the full lowering."""
+    import analyzer
+
+    cm = analyzer.CostModel(hw, runtime=runtime)
+    raw = model.SerializeToString()
+    got = [cm.score([raw, raw]) for _ in range(3)]
+    want = analyzer.analyze(model, hw=hw, runtime=runtime).predictions[0].latency_s
+    np.testing.assert_allclose(np.asarray(got, np.float64).ravel(), want, rtol=1e-6)
+    assert cm._rows.stats["lowered"] >= 1 and cm._rows.stats["mismatch"] == 0

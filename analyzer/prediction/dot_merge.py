@@ -36,6 +36,8 @@ from __future__ import annotations
 
 from math import prod
 
+from analyzer.prediction.fusion_legality import reach_bitsets
+
 # ``xla_gpu_dot_merger_threshold_mb`` as installed jaxlib 0.10.2 sets it (its DebugOptions,
 # ``jax._src.compiler.get_compile_options(...).executable_build_options.debug_options``: 64;
 # openxla's ``debug_options_flags.cc`` read at an earlier commit sets 32), in bytes (``<< 20``)
@@ -144,19 +146,7 @@ class _Reach:
     every descendant of every member."""
 
     def __init__(self, preds):
-        n = len(preds)
-        anc = [0] * n
-        for j, ps in enumerate(preds):
-            a = 0
-            for p in ps:
-                a |= anc[p] | (1 << p)
-            anc[j] = a
-        desc = [0] * n
-        for j in range(n - 1, -1, -1):
-            d = desc[j] | (1 << j)
-            for p in preds[j]:
-                desc[p] |= d
-        self.anc, self.desc = anc, desc
+        self.anc, self.desc = reach_bitsets(preds)
 
     def related(self, members, b: int) -> bool:
         bits = sum(1 << m for m in members)

@@ -76,18 +76,7 @@ class Joins(Sets):
     def _build(self) -> None:
         preds = self._preds()
         n = len(preds)
-        anc = [0] * n
-        for j, ps in enumerate(preds):
-            a = 0
-            for p in ps:
-                a |= anc[p] | (1 << p)
-            anc[j] = a
-        desc = [0] * n
-        for j in range(n - 1, -1, -1):
-            d = desc[j] | (1 << j)
-            for p in preds[j]:
-                desc[p] |= d
-        self.anc, self.desc = anc, desc
+        self.anc, self.desc = reach_bitsets(preds)
         self.members = [1 << j for j in range(n)]   # per root: member bitset
         self.outside = sum(1 << j for j, x in enumerate(self.launch) if x)   # launching nodes
 
@@ -193,3 +182,22 @@ def legal_groups(preds, launch, joins_of) -> Joins:
     exact = Joins(joins.preds, launch, exact=True)
     joins_of(exact)
     return exact
+
+
+def reach_bitsets(preds) -> tuple[list[int], list[int]]:
+    """(ancestors, descendants) of each node of a DAG given in topological order by its
+    predecessors ``preds`` (node indices), as bitsets (bit j: node j); a node is its own
+    descendant, not its own ancestor."""
+    n = len(preds)
+    anc = [0] * n
+    for j, ps in enumerate(preds):
+        a = 0
+        for p in ps:
+            a |= anc[p] | (1 << p)
+        anc[j] = a
+    desc = [0] * n
+    for j in range(n - 1, -1, -1):
+        d = desc[j] | (1 << j)
+        for p in preds[j]:
+            desc[p] |= d
+    return anc, desc

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from onnx import helper
-from onnx_builders import graph
+from onnx_builders import assert_search_scores_equal_analyze, graph
 
 import analyzer
 from analyzer.prediction import dot_merge
@@ -142,9 +142,4 @@ def test_onnx_matmuls_merge_under_xla_on_a_gpu():
 
 def test_search_scores_equal_analyze():
     # the fast path (``xla_gpu.merged``) plans the same merge as the lowering
-    cm = analyzer.CostModel(GPU, runtime="xla")
-    model = _onnx().SerializeToString()
-    got = [cm.score([model, model]) for _ in range(3)]   # (learned, then kernel rows rebuilt)
-    want = analyzer.analyze(_onnx(), hw=GPU, runtime="xla").predictions[0].latency_s
-    np.testing.assert_allclose(np.asarray(got, np.float64).ravel(), want, rtol=1e-6)
-    assert cm._rows.stats["lowered"] >= 1 and cm._rows.stats["mismatch"] == 0
+    assert_search_scores_equal_analyze(_onnx(), GPU, "xla")

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from onnx import helper
-from onnx_builders import graph
+from onnx_builders import assert_search_scores_equal_analyze, graph
 
 import analyzer
 from analyzer.render.explain import render_explain
@@ -96,10 +95,5 @@ def test_other_runtimes_keep_their_plans():
 
 
 def test_search_scores_equal_analyze():
-    # the fast path (``kernel_cache._folded``) plans the same folding as the lowering
-    cm = analyzer.CostModel(GPU, runtime="xla")
-    model = _onnx().SerializeToString()
-    got = [cm.score([model, model]) for _ in range(3)]   # (learned, then kernel rows rebuilt)
-    want = analyzer.analyze(_onnx(), hw=GPU, runtime="xla").predictions[0].latency_s
-    np.testing.assert_allclose(np.asarray(got, np.float64).ravel(), want, rtol=1e-6)
-    assert cm._rows.stats["lowered"] >= 1 and cm._rows.stats["mismatch"] == 0
+    # the fast path (``xla_gpu.folded``) plans the same folding as the lowering
+    assert_search_scores_equal_analyze(_onnx(), GPU, "xla")
