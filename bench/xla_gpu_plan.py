@@ -132,7 +132,7 @@ def report(hw: str) -> list[str]:
                   for k, m, c, t, f in rows]
         folded, merged = folded_transposes(name, shape, hw)
         lines += ["", "Transposes folded into a matrix product's operand layout, no kernel (XLA's GPU "
-                  f"TransposeFolding, `fusion.xla_folded`): {', '.join(folded) or 'none'}.", "",
+                  f"TransposeFolding, `transpose_fold.xla_folded`): {', '.join(folded) or 'none'}.", "",
                   "Dots that share an operand, run as one GEMM of the merged shape (XLA's GPU DotMerger, "
                   f"`dot_merge`): {'; '.join(merged) or 'none'}."]
         original = fusion._xla

@@ -10,7 +10,7 @@ and it launches once.  Policies (``POLICIES``), chosen by the runtime (``runtime
   launch nothing, unless the kernel would lie on a cycle (``_xla``); matrix ops (GEMM,
   convolution, attention) stay kernels of their own.  On a GPU (``fold_transposes``) a rank-2
   transpose read only by matrix products launches nothing: XLA's GPU compiler folds it into
-  their operand layout (``xla_folded``), and dots that share an operand run as one
+  their operand layout (``transpose_fold.xla_folded``), and dots that share an operand run as one
   (XLA's GPU ``DotMerger``, ``dot_merge``).
 - (``xla_cpu``, the ``xla`` runtime on a CPU profile: XLA's CPU backend's fusions, planned by
   ``xla_cpu_fusion.plan``, which the lowering calls instead of ``plan``.)
@@ -53,6 +53,7 @@ from typing import NamedTuple, Sequence
 
 from analyzer.prediction import dot_merge, fusion_bytes, fusion_legality, fusion_patterns
 from analyzer.prediction.accelerators import qnn
+from analyzer.prediction.transpose_fold import xla_folded
 
 POLICIES = ("none", "xla", "onnxruntime", "coreml", "tflite", "qnn")
 
@@ -121,7 +122,7 @@ class FusionPlan:
     # ``eager_plan``), in graph order: each costs host time only (``runtimes.HOST_ONLY_RATIO``)
     host_only: tuple[int, ...] = ()
     # (transpose node, the first matrix product reading it) per transpose folded into the
-    # products' operand layout (``xla_folded``): it launches nothing
+    # products' operand layout (``transpose_fold.xla_folded``): it launches nothing
     folded: tuple[tuple[int, int], ...] = ()
     # (shared operand side, dot, dot...) per group of dots merged into one (``dot_merge``)
     merged: tuple[tuple[int, ...], ...] = ()
@@ -138,7 +139,7 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
          record: FusionRecord | None = None, fold_transposes: bool = False) -> FusionPlan:
     """The kernels ``nodes`` run as under ``policy`` (one of ``POLICIES``), or as ``record``
     says when one is given.  ``fold_transposes``: under ``xla``, plan XLA's GPU transpose
-    folding (``xla_folded``) and dot merging (``dot_merge``; the lowering sets it for GPU
+    folding (``transpose_fold.xla_folded``) and dot merging (``dot_merge``; the lowering sets it for GPU
     profiles only)."""
     if record is not None:
         return _from_record(nodes, record, graph_outputs)
@@ -204,44 +205,6 @@ def xla_fusible(nd: FusionNode) -> bool:
     return nd.launches and nd.op_class in _XLA_FUSIBLE
 
 
-_TRANSPOSES = frozenset({("", "Transpose"), ("jax", "transpose")})
-# op classes of a matrix product whose operand a transpose folds into (not convolutions)
-_PRODUCTS = frozenset({"gemm", "bgemm", "gemm_tn", "gemm_simt", "bgemm_simt"})
-
-
-def xla_folded(nodes: Sequence[FusionNode], consumers, graph_outputs: frozenset[str] = frozenset()) -> dict[int, int]:
-    """{transpose node: the first product reading it} of the transposes XLA's GPU compiler folds
-    into matrix products, so that they launch nothing.  ``TransposeFolding`` with
-    ``CanFoldTransposeOperandIntoDot`` runs before the GEMM rewriters on every GPU generation,
-    with no flag (``xla/service/gpu/gpu_compiler.cc``): a transpose operand of a dot becomes the
-    dot's dimension numbers (a cuBLAS transpose flag, a Triton dimension order) when the
-    operand's non-contracting dimensions keep their order and the transpose's input has a
-    (batch, row, column) matrix layout (``xla/service/gpu/matmul_utils.cc``).  Planned where
-    both hold whatever the permutation: a transpose of a rank-2 tensor (``matrix2d``) read only
-    by matrix products of rank-2 operands and result (one contracting dimension, no batch), not
-    a graph output.  Higher ranks depend on the permutation and the dimension numbers, which
-    the plan's nodes do not carry: they stay loop-fusion nodes."""
-    out: dict[int, int] = {}
-    for i, nd in enumerate(nodes):
-        if fold_role(nd) != 1:
-            continue
-        t = nd.outputs[0]
-        readers = consumers.get((nd.level, t), ())
-        if readers and (nd.level or t not in graph_outputs) and all(fold_role(nodes[u]) == 2 for u in readers):
-            out[i] = readers[0]
-    return out
-
-
-def fold_role(nd: FusionNode) -> int:
-    """``nd``'s part in ``xla_folded``: 1 a rank-2 transpose that launches, 2 a matrix product
-    of rank-2 operands and result, else 0 (the search's fast path keeps it per node)."""
-    if not nd.matrix2d:
-        return 0
-    if nd.launches and (nd.domain, nd.op) in _TRANSPOSES and nd.outputs:
-        return 1
-    return 2 if nd.op_class in _PRODUCTS else 0
-
-
 def _xla(nodes, sets, producer, folded=()) -> None:
     """The ``xla`` policy's joins on ``sets`` (``fusion_legality.Joins``), XLA's producer-consumer
     fusion: in graph (topological) order, each fusible node takes in the kernel of each fusible
@@ -255,7 +218,7 @@ def _xla(nodes, sets, producer, folded=()) -> None:
     ``fusion_bytes.DEPTH`` in a row): XLA lowers such a reshape to a bitcast, no kernel, and its
     GPU priority fusion fuses a producer past its bitcast users
     (``CanFuseWithAllNonBitcastUsers``, ``xla/service/gpu/priority_fusion.cc``).  A ``folded``
-    transpose (``xla_folded``) launches nothing and joins nothing."""
+    transpose (``transpose_fold.xla_folded``) launches nothing and joins nothing."""
     ok = [xla_fusible(nd) and i not in folded for i, nd in enumerate(nodes)]
     get = producer.get
     for j, nd in enumerate(nodes):

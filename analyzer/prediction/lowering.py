@@ -223,7 +223,7 @@ def _precision_of(precision: str | None, runtime, nodes) -> tuple[str | None, tu
 
 
 def fold_transposes(profiles) -> bool:
-    """Whether the ``xla`` policy plans XLA's GPU transpose folding (``fusion.xla_folded``) and
+    """Whether the ``xla`` policy plans XLA's GPU transpose folding (``transpose_fold.xla_folded``) and
     dot merging (``dot_merge``): when every profile lowered together is a GPU (the rules are
     read from XLA's GPU compiler; a TPU's ``xla`` plan keeps its transposes and dots)."""
     return bool(profiles) and all(getattr(p, "kind", "") == "gpu" for p in profiles)

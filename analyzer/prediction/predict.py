@@ -177,7 +177,7 @@ class Prediction:
     def folded_into(self, index: int) -> int | None:
         """The node index of the matrix product ``report.nodes[index]`` is folded into (a
         transpose XLA's GPU compiler makes part of the product's operand layout:
-        ``fusion.xla_folded``), else None."""
+        ``transpose_fold.xla_folded``), else None."""
         t = self.kernel_table
         return None if t is None else t.folded.get(index)
 

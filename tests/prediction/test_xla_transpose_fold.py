@@ -1,4 +1,4 @@
-"""XLA's GPU transpose folding in the ``xla`` plan (``fusion.xla_folded``): a rank-2 transpose
+"""XLA's GPU transpose folding in the ``xla`` plan (``transpose_fold.xla_folded``): a rank-2 transpose
 read only by matrix products of rank-2 operands and result launches nothing on a GPU profile
 (``TransposeFolding`` with ``CanFoldTransposeOperandIntoDot``, xla/service/gpu/gpu_compiler.cc,
 xla/service/gpu/matmul_utils.cc); anything else keeps the loop-fusion plan, and the TPU's and

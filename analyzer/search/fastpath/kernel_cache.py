@@ -24,7 +24,7 @@ import numpy as np
 
 from analyzer.prediction import dot_merge, engines, fusion, fusion_bytes, fusion_legality
 from analyzer.prediction import kernel_rows as kr
-from analyzer.prediction import kernels, lowering
+from analyzer.prediction import kernels, lowering, transpose_fold
 from analyzer.search.fastpath import xla_gpu
 
 FEATS = kernels.FEATS
@@ -89,7 +89,7 @@ class _Group:
         self.parrays = None
         self.profile = None            # (mem_bw, units, l2_bytes, consts, run_overhead)
         self.simt = False              # fp32 matrix kernels take the FMA-unit classes
-        self.fold = False              # ``xla`` plans XLA's GPU transpose folding (``fusion.xla_folded``)
+        self.fold = False              # ``xla`` plans XLA's GPU transpose folding (``transpose_fold.xla_folded``)
 
     def put(self, at: int, row, pcol: int) -> None:
         if at >= len(self.runs):
@@ -303,7 +303,7 @@ class KernelRows:
                                  kr.member_part(n, fn, b, self.precision), fn.input_bytes,
                                  fn.output_bytes, engines.winograd_shape(n),
                                  not fn.launches and fusion_bytes.is_view(fn.domain, fn.op),
-                                 fusion.fold_role(fn), fn.dot_form)
+                                 transpose_fold.fold_role(fn), fn.dot_form)
         data = self._data(keys)
         for g, (idx, low) in zip(self.groups, lowered):
             members, fused, kops = self._plan(st.nodes, data, g.policy, st.outputs, g.fold)

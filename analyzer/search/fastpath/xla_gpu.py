@@ -1,5 +1,5 @@
 """XLA's GPU passes the ``xla`` plan mirrors on a fast-path candidate's learned node data
-(``kernel_cache.KernelRows.nodes``): transpose folding (``fusion.xla_folded``) and dot merging
+(``kernel_cache.KernelRows.nodes``): transpose folding (``transpose_fold.xla_folded``) and dot merging
 (``dot_merge``), as ``fusion.plan`` applies them with ``fold_transposes``."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from analyzer.prediction import dot_merge
 
 
 def folded(nodes, data, outputs):
-    """``data`` with the transposes ``fusion.xla_folded`` folds into matrix products marked as
-    launching nothing and joining nothing (from each node's ``fusion.fold_role``)."""
+    """``data`` with the transposes ``transpose_fold.xla_folded`` folds into matrix products marked as
+    launching nothing and joining nothing (from each node's ``transpose_fold.fold_role``)."""
     made = {t: j for j, (nd, d) in enumerate(zip(nodes, data)) if d[7] == 1 for t in nd.outputs[:1] if t}
     if not made:
         return data
