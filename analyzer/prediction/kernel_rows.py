@@ -260,7 +260,8 @@ def node_op_class(n: NodeCost) -> str:
     if n.cost.mac_flops and n.op in ("MatMul", "dot_general"):
         batched = gemm_view(n)[4]
     x = _shape(n.in_specs[0]) if n.in_specs else None
-    w = _shape(n.in_specs[1]) if len(n.in_specs) > 1 else None
+    # (a JAX convolution's weight shape is in its dimension numbers' order: its rule names its kind)
+    w = _shape(n.in_specs[1]) if len(n.in_specs) > 1 and n.op not in RULE_NAMED_CONV_OPS else None
     cls = eff.op_class_of(n.domain, n.op, batched=batched, conv_input=x, conv_weight=w)
     if cls == "softmax" and (n.kernel or "").startswith("row=") and int(n.kernel[4:]) > eff.SOFTMAX_WARP_ROW:
         return "softmax_block"   # a long row: the block-per-row kernel (op_classes.SOFTMAX_WARP_ROW)
@@ -275,7 +276,11 @@ def node_op_class(n: NodeCost) -> str:
 
 # the class of a kernel a counting rule names (``Work.kernel``)
 KERNEL_CLASSES = {"grouped": "conv_grouped", "batch_grouped": "conv_batch_grouped", "depthwise": "conv_dw",
-                  "lhs_transposed": "gemm_tn"}
+                  "pointwise": "conv_1x1", "lhs_transposed": "gemm_tn"}
+# convolutions whose rule names their kind (``counting.rules.jax.linear.conv_kind``) where the
+# weight's shape cannot: an HWIO [1, 1, I, O] or [3, 1, I, O] read as OIHW has one input channel
+# (depthwise) and a 1x1 kernel only where I = O = 1
+RULE_NAMED_CONV_OPS = frozenset({"conv_general_dilated"})
 # convolutions whose weight is [M, C/group, k...] (not ConvTranspose's [C, M/group, k...], nor a
 # JAX convolution's, whose dimension numbers may order it [I, O, k...]: its rule says instead)
 GROUPED_BY_SHAPE_OPS = CHANNELS_FIRST_CONV_OPS - {"ConvTranspose", "conv_general_dilated"}

@@ -319,3 +319,14 @@ def test_conv_names_its_output_feature_dim_and_depthwise():
     nchw = only(analyzer.analyze_jax(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "SAME"),
                                      S(2, 6, 8, 8), S(4, 6, 3, 3)), "conv_general_dilated")
     assert nchw.kernel == "relayout=0,1"
+
+
+@pytest.mark.parametrize("dn,x,w", [(("NHWC", "HWIO", "NHWC"), S(2, 8, 8, 6), S(1, 1, 6, 4)),
+                                    (("NCHW", "OIHW", "NCHW"), S(2, 6, 8, 8), S(4, 6, 1, 1)),
+                                    (("NHWC", "OIHW", "NHWC"), S(2, 8, 8, 6), S(4, 6, 1, 1))])
+def test_conv_names_a_1x1_kernel_pointwise_in_any_layout(dn, x, w):
+    """Every spatial kernel dim 1 (read through the dimension numbers) -> ``pointwise``, stride 2
+    included; the counts never change: 2 * N * Ho * Wo * O * I = 2 * 2 * 4 * 4 * 4 * 6 = 1536."""
+    n = only(analyzer.analyze_jax(lambda a, b: lax.conv_general_dilated(a, b, (2, 2), "SAME", dimension_numbers=dn),
+                                  x, w), "conv_general_dilated")
+    assert n.kernel.split()[0] == "pointwise" and n.mac_flops == 1536

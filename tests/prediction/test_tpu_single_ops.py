@@ -165,3 +165,51 @@ def test_batched_f32_dot_of_matmul_flops_is_hbm_bound_on_v6e():
     moved = 4 * 16 * (2 * 1024 * 4096 + 1024 * 1024)
     assert p.explain(0).bytes == moved and p.explain(0).bound == "memory"
     assert p.latency_s == pytest.approx(launch + 1e-6 + moved / 1638e9, rel=1e-6)
+
+
+def _twins(r=1, **kw):
+    """The NHWC / HWIO program and its NCHW / OIHW twin of one convolution (``_conv_report``)."""
+    return _conv_report("NHWC", r=r, **kw), _conv_report("NCHW", r=r, **kw)
+
+
+@pytest.mark.parametrize("pid,runtime", [("a100", "xla"), ("tpu-v6e", None)])
+def test_nhwc_1x1_conv_is_a_pointwise_kernel_as_its_nchw_twin(pid, runtime):
+    """An HWIO weight [1, 1, 1920, 1920] read as OIHW has one input channel: it was ``conv_dw``
+    (unpadded on v6e's MXU: 176.8 us) where its OIHW twin [1920, 1920, 1, 1] is ``conv_1x1``; its
+    rule names it ``pointwise`` in any layout.  Same class, GEMM view (m = 8 x 32 x 32, n = k =
+    1920) and time.  v6e: k and n pad to 2048: 106.76 + 1 + 2 x 8192 x 2048 x 2048 /
+    (0.953 x 918e12) = 106.76 + 1 + 78.55 us = 186.31 us."""
+    from analyzer.prediction.efficiency.constants import load_constants
+    from analyzer.prediction.kernel_rows import gemm_view
+
+    nhwc, nchw = _twins(n=8, hw=32, c=1920, o=1920)
+    assert gemm_view(nhwc.nodes[0])[:4] == gemm_view(nchw.nodes[0])[:4] == (8 * 32 * 32, 1920, 1920, 1)
+    (a,), (b,) = (predict(r, [pid], runtime=runtime) for r in (nhwc, nchw))
+    assert a.explain(0).op_class == b.explain(0).op_class == "conv_1x1"
+    assert a.latency_s == pytest.approx(b.latency_s, rel=1e-9)
+    if pid == "tpu-v6e":
+        c = load_constants("google-tpu-v5e")
+        launch, e = c.arrays["run_fixed_s"], c.arrays["e_compute"][0]
+        assert a.latency_s == pytest.approx(launch + 1e-6 + 2 * 8192 * 2048 * 2048 / (e * 918e12), rel=1e-6)
+
+
+@pytest.mark.parametrize("kw,cls", [(dict(groups=4), "conv_1x1"), (dict(r=3), "conv"), (dict(groups=256), "conv_dw")])
+def test_conv_kind_is_the_same_in_both_layouts(kw, cls):
+    """A grouped 1x1 convolution is ``conv_1x1`` as ONNX Conv's shape test makes it; a 3x3 is a
+    dense ``conv``; a depthwise 1x1 is ``conv_dw`` (ONNX tests depthwise first); in both layouts."""
+    for rep in _twins(**{"r": 1, **kw}):
+        (p,) = predict(rep, ["tpu-v6e"])
+        assert p.explain(0).op_class == cls, (kw, rep.nodes[0].kernel)
+
+
+def test_hwio_3x1_conv_is_not_depthwise():
+    """An HWIO [3, 1, 64, 64] kernel (kw = 1) read as OIHW has one input channel (depthwise); it is
+    a dense convolution, as its OIHW twin [64, 64, 3, 1]."""
+    from jax import lax
+
+    x = jax.ShapeDtypeStruct((2, 16, 16, 64), jnp.bfloat16)
+    w = jax.ShapeDtypeStruct((3, 1, 64, 64), jnp.bfloat16)
+    rep = analyzer.analyze_jax(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "SAME",
+                                                                     dimension_numbers=("NHWC", "HWIO", "NHWC")), x, w)
+    (p,) = predict(rep, ["tpu-v6e"])
+    assert p.explain(0).op_class == "conv" and rep.nodes[0].kernel == "out_feature=3"

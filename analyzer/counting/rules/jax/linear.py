@@ -110,11 +110,8 @@ def conv_general_dilated(ins, outs, ctx, *, dimension_numbers, lhs_dilation=None
         taps *= _taps(out[out_spec[2 + d]], rhs[rhs_spec[2 + d]], lhs[lhs_spec[2 + d]],
                       lhs_dilation[d])
     n_out, o_feat = out[out_spec[0]], out[out_spec[1]]
-    # the kernel: grouped (more than one input feature per group), depthwise (one: the weight's
-    # shape says so only in an OIHW layout) or batch-grouped (a grouped convolution's weight gradient)
-    groups = feature_group_count or 1
-    kernel = ("batch_grouped" if (batch_group_count or 1) > 1 else
-              None if groups == 1 else "grouped" if in_features > 1 else "depthwise")
+    kernel = conv_kind(feature_group_count or 1, batch_group_count or 1, in_features,
+                       all(rhs[rhs_spec[2 + d]] == 1 for d in range(nsp)))
     if out_spec[1] != 1:   # the output's feature dim where it is not dim 1 (NHWC: 3; the GEMM view's n)
         kernel = f"{kernel or ''} out_feature={out_spec[1]}".lstrip()
     kernel = _with_word(kernel, precision_word(precision))
@@ -123,6 +120,20 @@ def conv_general_dilated(ins, outs, ctx, *, dimension_numbers, lhs_dilation=None
         kernel = f"{kernel or ''} relayout={relayout}".lstrip()
     return Work(mac_flops=2 * n_out * o_feat * taps * in_features,
                 mac_dtype=_mac_dtype(ins[0], ins[1]), kernel=kernel)
+
+
+def conv_kind(groups: int, batch_groups: int, in_features: int, pointwise: bool) -> str | None:
+    """The kernel a convolution runs as, in ONNX Conv's order of tests (``op_classes.op_class_of``)
+    where its weight's shape tells it only in an OIHW layout: ``batch_grouped`` (batch_group_count
+    > 1: a grouped convolution's weight gradient), ``depthwise`` (groups of one input feature),
+    ``pointwise`` (every spatial kernel dim 1, whatever the groups, strides, dilations and padding:
+    an HWIO [1, 1, I, O] as an OIHW [O, I, 1, 1]), ``grouped`` (groups of more than one input
+    feature); None for a dense convolution with a larger kernel."""
+    if batch_groups > 1:
+        return "batch_grouped"
+    if groups > 1 and in_features == 1:
+        return "depthwise"
+    return "pointwise" if pointwise else "grouped" if groups > 1 else None
 
 
 def conv_relayout(lhs_spec, rhs_spec) -> str:
