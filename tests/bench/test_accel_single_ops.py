@@ -6,15 +6,9 @@ every figure a case needs is never predicted slower (predictions only)."""
 from __future__ import annotations
 
 import math
-import os
-import sys
 
+import accel_single_ops as B
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
-
-import accel_single_ops as B  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -4,15 +4,8 @@ that the committed family files do not hold (beyond 1e-6 relative), and nothing 
 from __future__ import annotations
 
 import json
-import os
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BENCH = os.path.join(ROOT, "bench")
-if BENCH not in sys.path:
-    sys.path.insert(0, BENCH)
-
-import efficiency_files as ef  # noqa: E402
+import efficiency_files as ef
 
 
 def _write(d, family, sets):

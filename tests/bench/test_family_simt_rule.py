@@ -8,19 +8,12 @@ import json
 import os
 import re
 import shutil
-import sys
 
+import family_simt as fs
+import fit_neusight as fns
+import neusight_report as nr
 import pandas as pd
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BENCH = os.path.join(ROOT, "bench")
-if BENCH not in sys.path:
-    sys.path.insert(0, BENCH)
-
-import family_simt as fs  # noqa: E402
-import fit_neusight as fns  # noqa: E402
-import neusight_report as nr  # noqa: E402
 
 
 def _rows(cls, pairs):

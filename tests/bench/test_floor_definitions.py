@@ -9,15 +9,8 @@ difference 0, ratio 1. Band [20, inf): s4 has no kernel sum, so no row.
 
 from __future__ import annotations
 
-import os
-import sys
-
+import floor_definitions as F
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
-
-import floor_definitions as F  # noqa: E402
 
 GRAPH = {(1, 1, 1): 5.0, (2, 1, 1): 8.0, (3, 1, 1): 15.0, (4, 1, 1): 30.0}
 KSUM = {(1, 1, 1): 4.0, (2, 1, 1): 9.0, (3, 1, 1): 15.0, (5, 1, 1): 7.0}

@@ -4,20 +4,13 @@ come back as given and the free ones are fitted around them."""
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BENCH = os.path.join(ROOT, "bench")
-if BENCH not in sys.path:
-    sys.path.insert(0, BENCH)
 
 pd = pytest.importorskip("pandas")
 pytest.importorskip("scipy")
 
 import fit_efficiency as fe  # noqa: E402
+
 # the gather test's closed-form rows: t = floor + max(bytes / mem_bw, bytes / (units x clock x bpc))
 from test_gather_form import A100, BPC, FLOOR_CYCLES, rows  # noqa: E402
 

@@ -5,16 +5,8 @@ device's rows of the same kernel (other SM count, clock and bandwidth) to the cl
 
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BENCH = os.path.join(ROOT, "bench")
-if BENCH not in sys.path:
-    sys.path.insert(0, BENCH)
 
 pd = pytest.importorskip("pandas")
 pytest.importorskip("scipy")

@@ -6,17 +6,11 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import sys
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-GPU = os.path.join(ROOT, "bench", "gpu")
-if GPU not in sys.path:
-    sys.path.insert(0, GPU)
 
 import gpu_cases  # noqa: E402
 import gpu_plan  # noqa: E402

@@ -10,17 +10,12 @@ rows are then recorded at 10 x that time (log residual 2.3, a row no kernel sum 
 
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 import pytest
 
 pd = pytest.importorskip("pandas")
 pytest.importorskip("scipy")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import hexagon_model as H  # noqa: E402
 

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tomllib
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import hexagon_notes as N  # noqa: E402
 

@@ -8,7 +8,6 @@ Scores are MAPE points as the script rounds them (0.1). The base: LOFO 24.2, LOM
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 
@@ -16,7 +15,6 @@ pytest.importorskip("pandas")
 pytest.importorskip("scipy")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import hexagon_changes as C  # noqa: E402
 import hexagon_transfer as T  # noqa: E402

@@ -4,19 +4,10 @@ while it predicts."""
 
 from __future__ import annotations
 
-import os
-import sys
+import neusight_calls as nc
+from fit_neusight import Fit
 
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BENCH = os.path.join(ROOT, "bench")
-if BENCH not in sys.path:
-    sys.path.insert(0, BENCH)
-
-import neusight_calls as nc  # noqa: E402
-from fit_neusight import Fit  # noqa: E402
-
-from analyzer.prediction import runtimes  # noqa: E402
+from analyzer.prediction import runtimes
 
 # the five hosts' per-class medians of bench/fit_neusight.py's report (seconds), "Host dispatch
 # per eager call": the figures runtimes.EAGER_OP_CALL_US ships

@@ -4,21 +4,12 @@ device, with the constants the product predicts that device's rows with (the pro
 
 from __future__ import annotations
 
-import os
-import sys
-
+import fit_neusight as fns
 import numpy as np
 import pandas as pd
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BENCH = os.path.join(ROOT, "bench")
-if BENCH not in sys.path:
-    sys.path.insert(0, BENCH)
-
-import fit_neusight as fns  # noqa: E402
-
-from analyzer.prediction.efficiency import constants as fc  # noqa: E402
+from analyzer.prediction.efficiency import constants as fc
 
 DEV = "a100_pcie_40gb"
 

@@ -6,21 +6,13 @@ cores) at it; the shared-INT32 design's datapath factor must be what its stated 
 from __future__ import annotations
 
 import dataclasses
-import os
-import sys
 
+import fit_sustained_gemm as fsg
 import pytest
+from op_models import build
 
 import analyzer
 import hardware_db
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BENCH = os.path.join(ROOT, "bench")
-if BENCH not in sys.path:
-    sys.path.insert(0, BENCH)
-
-import fit_sustained_gemm as fsg  # noqa: E402
-from op_models import build  # noqa: E402
 
 
 def test_the_recorded_rows_are_the_public_figures():

@@ -9,13 +9,7 @@ kernels: a chain, no cycle.
 
 from __future__ import annotations
 
-import os
-import sys
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
-
-import xla_gpu_plan as X  # noqa: E402
+import xla_gpu_plan as X
 
 NAMES = ["a", "b", "c"]
 CHAIN = [(0, 1), (1, 2)]

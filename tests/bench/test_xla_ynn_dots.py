@@ -3,15 +3,7 @@ dot's tiles run in, and the diagnostic's table of a saved calibration's dot rows
 
 from __future__ import annotations
 
-import os
-import sys
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BENCH = os.path.join(ROOT, "bench")
-if BENCH not in sys.path:
-    sys.path.insert(0, BENCH)
-
-import xla_ynn_dots as ynn_dot  # noqa: E402
+import xla_ynn_dots as ynn_dot
 
 
 def test_a_square_dot_grows_its_tile_until_the_tile_cost_cap():
