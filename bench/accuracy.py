@@ -20,8 +20,8 @@ Data:
   fp32/bf16 on an RTX 3090), timed by triton's do_bench (``runtime="kernel"``, ``l2="cold"``:
   do_bench zeroes a 256 MB buffer before each call).
 - ``bench/data/liger_multi/torch_multi_kernel_ops.csv`` (public, never fitted on): the same benchmark's
-  multi-kernel PyTorch baselines (CrossEntropyLoss fp32 on a B200 and an A100, Hugging Face's eager
-  LlamaRMSNorm bf16 on an A100), one ONNX node per PyTorch kernel, the same timing and L2 state.
+  multi-kernel PyTorch baselines (CrossEntropyLoss fp32 on a B200 and two A100s, Hugging Face's eager
+  LlamaRMSNorm bf16 on two A100s), one ONNX node per PyTorch kernel, the same timing and L2 state.
 - ``bench/results/h100_ops_*.csv`` (measured here on a lent H100 SXM, held out: never fitted
   on): GEMM, batched GEMM, add, layer/RMS norm, softmax, GELU, embedding, fp16 and bf16, as
   profiler kernel sums (``runtime="kernel"``; the same inputs every call, so L2-warm below 50 MB),
@@ -350,7 +350,7 @@ def main(argv=None) -> int:
              "RTX 3090 fp32/bf16 softmax; 2024-2025 torch; B200 bf16 LayerNorm, 2026; do_bench with L2 flushed)", liger_cases(),
              ("fitted", "cross", "datasheet")),
             ("Public, not fitted on: Liger-Kernel's multi-kernel PyTorch baselines (CrossEntropyLoss fp32: "
-             "B200 2026, A100 2024; HF LlamaRMSNorm bf16: A100 2024; do_bench with L2 flushed)",
+             "B200 2026, A100s 2024-2025; HF LlamaRMSNorm bf16: A100s 2024-2025; do_bench with L2 flushed)",
              liger_multi_cases(), ("fitted", "cross", "datasheet")),
             ("H100 SXM, measured here, held out (Hopper constants fitted on H200 only)", h100,
              ("fitted", "cross", "datasheet"))):
