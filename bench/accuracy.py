@@ -19,6 +19,9 @@ Data:
   rows for plain-PyTorch single ops (nn.LayerNorm and nn.Embedding fp32 on three A100s, softmax
   fp32/bf16 on an RTX 3090), timed by triton's do_bench (``runtime="kernel"``, ``l2="cold"``:
   do_bench zeroes a 256 MB buffer before each call).
+- ``bench/data/liger_multi/torch_multi_kernel_ops.csv`` (public, never fitted on): the same benchmark's
+  multi-kernel PyTorch baselines (CrossEntropyLoss fp32 on a B200 and two A100s, Hugging Face's eager
+  LlamaRMSNorm bf16 on two A100s), one ONNX node per PyTorch kernel, the same timing and L2 state.
 - ``bench/results/h100_ops_*.csv`` (measured here on a lent H100 SXM, held out: never fitted
   on): GEMM, batched GEMM, add, layer/RMS norm, softmax, GELU, embedding, fp16 and bf16, as
   profiler kernel sums (``runtime="kernel"``; the same inputs every call, so L2-warm below 50 MB),
@@ -182,6 +185,18 @@ def liger_cases(path: str = LIGER) -> list[Case]:
     return out
 
 
+LIGER_MULTI = os.path.join(HERE, "data", "liger_multi", "torch_multi_kernel_ops.csv")
+
+
+def liger_multi_cases(path: str = LIGER_MULTI) -> list[Case]:
+    """Liger-Kernel's multi-kernel PyTorch baselines (bench/data/liger_multi/README.md), each a
+    graph of one node per PyTorch kernel (``op_models.MULTI``); do_bench as ``liger_cases``."""
+    with open(path, newline="") as f:
+        return [Case("liger_multi", r["gpu_name"], r["profile"], r["op"], r["dtype"],
+                     (("M", int(r["M"])), ("N", int(r["N"]))), "kernel", float(r["time_us_p50"]) * 1e-6)
+                for r in csv.DictReader(f)]
+
+
 def h100_cases(path: str) -> list[Case]:
     out = []
     with open(path, newline="") as f:
@@ -198,9 +213,9 @@ def h100_cases(path: str) -> list[Case]:
 
 
 def l2_of(case: Case, liger_l2: str | None = None) -> str:
-    """The L2 state ``case``'s timing measured (``L2_OF``; Liger's rows: ``liger_l2``, default
-    ``LIGER_L2``)."""
-    if case.source == "liger":
+    """The L2 state ``case``'s timing measured (``L2_OF``; Liger's rows, one-op and multi-kernel:
+    ``liger_l2``, default ``LIGER_L2``)."""
+    if case.source in ("liger", "liger_multi"):
         return liger_l2 or LIGER_L2
     return L2_OF.get(case.timing, "warm")
 
@@ -334,6 +349,9 @@ def main(argv=None) -> int:
             ("Public, not fitted on: Liger-Kernel's PyTorch baselines (A100 fp32 LayerNorm and Embedding, "
              "RTX 3090 fp32/bf16 softmax; 2024-2025 torch; B200 bf16 LayerNorm, 2026; do_bench with L2 flushed)", liger_cases(),
              ("fitted", "cross", "datasheet")),
+            ("Public, not fitted on: Liger-Kernel's multi-kernel PyTorch baselines (CrossEntropyLoss fp32: "
+             "B200 2026, A100s 2024-2025; HF LlamaRMSNorm bf16: A100s 2024-2025; do_bench with L2 flushed)",
+             liger_multi_cases(), ("fitted", "cross", "datasheet")),
             ("H100 SXM, measured here, held out (Hopper constants fitted on H200 only)", h100,
              ("fitted", "cross", "datasheet"))):
         if not cases:

@@ -14,6 +14,16 @@ rmsnorm    RMSNormalization over N, weight [N]                       (opset 23)
 softmax    Softmax over N                                            (opset 13)
 gelu       Gelu (erf form)                                           (opset 20)
 embedding  y[M,N] = Gather(table[V,N], ids[M] int64)
+
+Multi-kernel PyTorch calls, one node per kernel PyTorch launches (runtime ``kernel`` sums them):
+
+cross_entropy  torch.nn.CrossEntropyLoss(x[M,N], target[M]), mean reduction: LogSoftmax over N
+               (log_softmax's kernel), then GatherElements + ReduceMean for nll_loss's one reduce
+               kernel (opcost has no NegativeLogLikelihoodLoss rule; both nodes move M elements)
+hf_rmsnorm     Hugging Face's eager LlamaRMSNorm on a bf16 x[M,N] with an fp32 weight: x.to(fp32),
+               pow(2), mean(-1), + eps, rsqrt (Pow -0.5), multiply, .to(bf16), weight * x: eight
+               kernels; the last (bf16 in, fp32 out by type promotion) is modelled as a Cast to
+               fp32, which moves the same bytes (the [N] weight read is left out)
 """
 
 from __future__ import annotations
@@ -23,11 +33,14 @@ from onnx import TensorProto, helper
 DTYPES = {"fp16": TensorProto.FLOAT16, "float16": TensorProto.FLOAT16,
           "bf16": TensorProto.BFLOAT16, "bfloat16": TensorProto.BFLOAT16,
           "fp32": TensorProto.FLOAT, "float32": TensorProto.FLOAT}
-OPS = ("gemm", "gemm_bias", "bmm", "add", "layernorm", "rmsnorm", "softmax", "gelu", "embedding")
+OPS = ("gemm", "gemm_bias", "bmm", "add", "layernorm", "rmsnorm", "softmax", "gelu", "embedding",
+       "cross_entropy", "hf_rmsnorm")
 # op -> the op class the accuracy tables report it under
 OP_CLASS = {"gemm": "GEMM", "gemm_bias": "GEMM", "bmm": "batched GEMM", "add": "add",
             "layernorm": "layer/RMS norm", "rmsnorm": "layer/RMS norm", "softmax": "softmax",
-            "gelu": "GELU", "embedding": "embedding gather"}
+            "gelu": "GELU", "embedding": "embedding gather",
+            "cross_entropy": "cross-entropy (log_softmax + nll_loss)",
+            "hf_rmsnorm": "HF RMSNorm (8 kernels)"}
 
 
 def _model(node, inputs, outputs, opset: int):
@@ -71,4 +84,37 @@ def build(op: str, dtype: str, M: int = 0, N: int = 0, K: int = 0, B: int = 0, V
         n = helper.make_node("Gather", ["table", "ids"], ["y"], name="embedding", axis=0)
         return _model(n, [vi("table", t, [V, N]), vi("ids", TensorProto.INT64, [M])],
                       [vi("y", t, [M, N])], 17)
+    if op in MULTI:
+        return MULTI[op](t, M, N)
     raise ValueError(f"no one-op model for {op!r}; ops: {', '.join(OPS)}")
+
+
+def _cross_entropy(t, M: int, N: int):
+    """log_softmax over N, then nll_loss (mean) as GatherElements + ReduceMean."""
+    vi = helper.make_tensor_value_info
+    nodes = [helper.make_node("LogSoftmax", ["x"], ["logp"], name="log_softmax", axis=-1),
+             helper.make_node("GatherElements", ["logp", "target"], ["picked"], name="nll_pick", axis=1),
+             helper.make_node("ReduceMean", ["picked"], ["loss"], name="nll_mean", axes=[0, 1], keepdims=0)]
+    g = helper.make_graph(nodes, "cross_entropy",
+                          [vi("x", t, [M, N]), vi("target", TensorProto.INT64, [M, 1])],
+                          [vi("loss", t, [])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+
+
+def _hf_rmsnorm(t, M: int, N: int):
+    """LlamaRMSNorm's eight eager kernels on x[M,N] of dtype ``t``, computed in fp32."""
+    f32, vi, mk = TensorProto.FLOAT, helper.make_tensor_value_info, helper.make_node
+    nodes = [mk("Cast", ["x"], ["x32"], name="to_fp32", to=f32),
+             mk("Pow", ["x32", "two"], ["sq"], name="pow"),
+             mk("ReduceMean", ["sq"], ["var"], name="mean", axes=[-1], keepdims=1),
+             mk("Add", ["var", "eps"], ["ve"], name="add_eps"),
+             mk("Pow", ["ve", "minus_half"], ["r"], name="rsqrt"),
+             mk("Mul", ["x32", "r"], ["h"], name="mul"),
+             mk("Cast", ["h"], ["h16"], name="to_input_dtype", to=t),
+             mk("Cast", ["h16"], ["y"], name="weight_mul", to=f32)]
+    scalars = [vi(n, f32, []) for n in ("two", "eps", "minus_half")]
+    g = helper.make_graph(nodes, "hf_rmsnorm", [vi("x", t, [M, N]), *scalars], [vi("y", f32, [M, N])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+
+
+MULTI = {"cross_entropy": _cross_entropy, "hf_rmsnorm": _hf_rmsnorm}
