@@ -5,18 +5,10 @@ predicts them under their timing's definition (kernel time, L2 flushed)."""
 from __future__ import annotations
 
 import collections
-import os
-import sys
+import accuracy
+from op_models import build
 
 import analyzer
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BENCH = os.path.join(ROOT, "bench")
-if BENCH not in sys.path:
-    sys.path.insert(0, BENCH)
-
-import accuracy  # noqa: E402
-from op_models import build  # noqa: E402
 
 
 def test_the_rows_are_the_public_figures():
