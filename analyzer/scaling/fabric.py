@@ -124,6 +124,10 @@ class Fabric:
                 + self._one("all_gather", nbytes, g, intra, intra.ring_bw(g), False, base=False))
 
     def allgather(self, nbytes: float, n: int) -> Comm:
+        """``nbytes``: the gathered output per device. Over nodes: all-gather among the nodes of
+        each device's ``nbytes/g`` share (with the devices of the same index in the other nodes,
+        on each device's network share), then inside each node of the whole ``nbytes``: the
+        mirror of ``reduce_scatter``, so a node's network moves ``(k-1)/k * nbytes`` once."""
         g, k = self.split(n)
         if k == 1:
             inside = g > 1 and self.intra is not None
@@ -131,8 +135,8 @@ class Fabric:
             return self._one("all_gather", nbytes, g, level, level.ring_bw(g), not inside)
         if g == 1:   # one device per node: the network alone
             return self._one("all_gather", nbytes, k, self.inter, self.inter.bw, True)
-        return (self._one("all_gather", nbytes / k, g, self.intra, self.intra.ring_bw(g), False)
-                + self._one("all_gather", nbytes, k, self.inter, self._net_bw(g), True, base=False))
+        return (self._one("all_gather", nbytes / g, k, self.inter, self._net_bw(g), True, base=False)
+                + self._one("all_gather", nbytes, g, self.intra, self.intra.ring_bw(g), False))
 
     def reduce_scatter(self, nbytes: float, n: int) -> Comm:
         """``nbytes``: the input per device. Over nodes: reduce-scatter inside each node, then

@@ -100,10 +100,10 @@ def test_all_gather_groups_on_a_2x4_mesh_and_nodes():
     # device in each, each with half the node's NIC: (2-1)/2 * 8192 / (bw/2) + alpha
     assert a["group_per_node"] == 1
     assert a["time_s"] == pytest.approx(1 / 2 * 8192 / (bw / 2) + alpha, rel=1e-12)
-    # model's 4 {0..3}: 2 per node, 2 nodes: all-gather of 32768/2 inside the node (nvlink4),
-    # then of 32768 between the nodes on each device's half NIC
-    inside = 1 / 2 * 16384 / nv.bytes_per_s + nv.latency_s
-    between = 1 / 2 * 32768 / (bw / 2) + alpha
+    # model's 4 {0..3}: 2 per node, 2 nodes: all-gather of each device's 32768/2 share between
+    # the nodes on its half NIC, then of the whole 32768 inside the node (nvlink4)
+    between = 1 / 2 * 16384 / (bw / 2) + alpha
+    inside = 1 / 2 * 32768 / nv.bytes_per_s + nv.latency_s
     assert b["group_per_node"] == 2
     assert b["time_s"] == pytest.approx(inside + between, rel=1e-12)
     (pt,) = r.scaling.points
