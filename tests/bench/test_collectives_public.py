@@ -4,17 +4,11 @@ own Fabric with the forced algorithm where the run forced one."""
 
 from __future__ import annotations
 
-import os
-import sys
-
+import collectives_public as P
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
-
-import collectives_public as P  # noqa: E402
-from analyzer.scaling import collectives as C  # noqa: E402
-from hardware_db import collectives, links  # noqa: E402
+from analyzer.scaling import collectives as C
+from hardware_db import collectives, links
 
 K = C.constants_from(collectives.nccl())
 
