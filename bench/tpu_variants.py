@@ -16,6 +16,13 @@ floor.  With c = b = 1 and the floors as predicted this is the prediction itself
   run).  V2b fits it the other way (yw-host v6e bf16 rows, launch fixed) and predicts the
   yw-trace row.
 
+The rule each was judged by, fixed before it was scored: a variant is adopted only if the error
+it addresses is systematic (|bias| >= 10 % in two sources or two size ranges) with a physical
+cause; the constant fitted on one source improves another source of the same chip and op class
+by >= 5 points MAPE (with one source: leave-one-row-out by >= 5 points) and no other source of the
+chip worsens by > 2 points; the v5e rows do not worsen by > 1 point; bench/accel_single_ops.py
+keeps 0 order violations and bench/plausibility.py exits 0.  None passed (docs/accuracy.md).
+
 Prints the figures; writes bench/results/tpu_variants.md.
 """
 
