@@ -7,15 +7,12 @@ from __future__ import annotations
 import csv
 import json
 import os
-import sys
 
 import pytest
+import tpu_public as B
+import tpu_variants as V
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
-
-import tpu_public as B  # noqa: E402
-import tpu_variants as V  # noqa: E402
 
 
 def _rows():
