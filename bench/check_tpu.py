@@ -46,9 +46,18 @@ COMMAND = "PYTHONPATH=$PWD python bench/check_tpu.py ../shared/measurements/acce
 XLA = "xla jnp.matmul"
 FITTED = "google-tpu-v5e"
 FIT_DEVICE = "tpu-v5e"
-# TPU generations without a public single-op timing: family -> its profiles (they inherit the v5e fit)
+# the other TPU generations: family -> its profiles (they inherit the v5e fit; v6e and TPU7x are checked: CHECKED)
 INHERITING = {"google-tpu-v2": ["tpu-v2"], "google-tpu-v3": ["tpu-v3"], "google-tpu-v4": ["tpu-v4"],
               "google-tpu-v5p": ["tpu-v5p"], "google-tpu-v6e": ["tpu-v6e"], "google-tpu-v7": ["tpu7x"]}
+# inheriting families checked (not fitted) against public timings: family -> what the check found
+CHECKED = {
+    "google-tpu-v6e": ("checked, not fitted, against public v6e timings (bench/tpu_public.py, bench/data/tpu): "
+                       "84 host-timed matmuls 13.7 % MAPE, bias -13.0 %; one device-timed bf16 8192^3 -16.8 % "
+                       "(the MXU at 0.79 of the bf16 peak there)"),
+    "google-tpu-v7": ("checked, not fitted, against public TPU7x timings (bench/tpu_public.py, bench/data/tpu): "
+                      "device-timed bf16 matmuls 0.6 % (12 rows) and 11.6 % (8 rows, another source); HBM copies "
+                      "15.7 %, bias -15.7 % (0.87 of the datasheet bandwidth achieved); host-timed matmuls 24.0 %"),
+}
 MATRIX_FIT = ("gemm", "bgemm", "conv")      # classes that run on the MXU and take e_mat
 SHOWN = ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu7x")   # the generation table's profiles
 # --cross: (m, k, n) of bf16 [m,k] x [k,n] products, the fit's cubes and shapes off the MXU grid
@@ -157,10 +166,11 @@ def family_docs(launch_s: float, e_mat: float, rows: int, in_sample: dict, cv: d
               "sets": sets}
     docs = {FITTED: fitted}
     for fam, devices in INHERITING.items():
+        lead = CHECKED.get(fam, f"No public single-op timing of {', '.join(devices)}")
         docs[fam] = {"schema_version": 1, "family": fam,
-                     "description": (f"No public single-op timing of {', '.join(devices)}: every constant, the "
-                                     f"per-call launch too, inherited from {FITTED} (fitted on {FIT_DEVICE}, "
-                                     f"{SCRIPT}) on this chip's datasheet figures"),
+                     "description": (f"{lead[0].upper()}{lead[1:]}: every constant, the per-call launch too, "
+                                     f"inherited from {FITTED} (fitted on {FIT_DEVICE}, {SCRIPT}) on this chip's "
+                                     f"datasheet figures"),
                      "devices": devices, "inherits": FITTED,
                      "scalars": {"trans_weight": 1.0, "provenance": {
                          "kind": "inherit", "source": f"run_fixed_s and every set from {FITTED} ({SCRIPT})"}},
@@ -230,7 +240,8 @@ def main() -> None:
            "Time predicted (xla on a TPU): a jitted call's host-timed wall-clock, "
            "`t = call_launch + floor + max(F / (peak x e_mat), bytes / bandwidth)`.", "",
            f"Devices with rows: {', '.join(sorted(set(d.device_profile)))} (ops: {', '.join(sorted(set(d.op)))}); "
-           "no tpu-v6e or tpu7x row exists in the shared measurements.", "",
+           "no tpu-v6e or tpu7x row exists in the shared measurements (public v6e and TPU7x rows: "
+           "bench/tpu_public.py).", "",
            "## Fit (in-sample: 3 XLA rows, 2 constants, 1 degree of freedom)", "",
            f"- call_launch (run_fixed_s) = {launch * 1e6:.2f} us per call; floor 1 us per kernel (assumed, not fitted)",
            f"- e_mat (gemm, bgemm, conv e_compute) = {e_mat:.4f} of 197 TFLOP/s bf16 "
@@ -254,7 +265,8 @@ def main() -> None:
     for r in d.itertuples():
         out.append(f"| {r.device_profile} | {r.implementation} | {r.variant} | {r.m} | {r.measured_ms:.4f} | "
                    f"{r.pred_ms:.4f} | {r.err:+.1f} |")
-    out += ["", "## Other generations (no rows: the v5e's constants on each chip's datasheet figures)", "",
+    out += ["", "## Other generations (the v5e's constants on each chip's datasheet figures; v6e and TPU7x "
+            "checked in bench/tpu_public.py)", "",
             "A chip JAX exposes as several devices (xla_tpu.DEVICES_PER_CHIP) runs a call on one: its share "
             "of the chip's figures.", "",
             "| profile | chip bf16 TFLOP/s | chip HBM GB/s | JAX devices per chip | 1024^3 ms | 4096^3 ms | 8192^3 ms |",

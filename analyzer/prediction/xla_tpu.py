@@ -23,10 +23,11 @@ device; v2 and v3, each TensorCore its own device) runs a jitted call on one of 
 sees that device's share of the chip's peaks, HBM bandwidth and TensorCores (the profile states
 the chip's), ``per_device``.
 
-The constants are fitted on the only public TPU single-op timings (``bench/check_tpu.py``: three
-XLA bf16 matmuls on a v5e); the other TPU generations inherit them (``inherits`` in their family
-files), so a v6e or TPU7x prediction is the v5e's efficiencies on that chip's datasheet figures
-plus the v5e host's call launch.
+The constants are fitted on three public XLA bf16 matmuls of a v5e (``bench/check_tpu.py``); the
+other TPU generations inherit them (``inherits`` in their family files), so a v6e or TPU7x
+prediction is the v5e's efficiencies on that chip's datasheet figures plus the v5e host's call
+launch.  The v6e and TPU7x predictions are checked, not fitted, against public timings of those
+chips (``bench/tpu_public.py``, ``bench/data/tpu``).
 """
 
 from __future__ import annotations
