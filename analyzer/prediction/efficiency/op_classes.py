@@ -147,7 +147,9 @@ _NORM_FUSED = {"SkipLayerNormalization"}
 
 _SWISH = {"QuickGelu"}
 _REORDER = {"ReorderInput", "ReorderOutput"}
-_SOFTMAX = {"Softmax", "LogSoftmax", "BiasSoftmax", "QLinearSoftmax", "Hardmax"}
+# SoftmaxCrossEntropyLoss: its log_softmax over the scores is its work and bytes (the loss
+# picks one element per row); eager PyTorch's nll_loss kernel after it: eager_plan's rule
+_SOFTMAX = {"Softmax", "LogSoftmax", "BiasSoftmax", "QLinearSoftmax", "Hardmax", "SoftmaxCrossEntropyLoss"}
 _ACTIVATION = {"Gelu", "FastGelu", "BiasGelu", "BiasSplitGelu", "Erf", "Tanh", "Sigmoid",
                "Exp", "Log", "Softplus", "Softsign", "Mish", "Swish", "SwiGLU", "Elu", "Selu", "Celu",
                "HardSigmoid", "HardSwish", "Sqrt", "Reciprocal", "Pow", "Sin", "Cos", "Tan", "Asin",
@@ -176,6 +178,8 @@ _ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Relu", "LeakyRelu", "PRelu", "Thres
 _REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
            "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "TopK",
            "QLinearReduceMean", "MaxRoiPool", "RoiAlign",
+           # picks one score per target and reduces the picks (PyTorch's nll_loss kernels)
+           "NegativeLogLikelihoodLoss",
            "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
            "reduce_xor", "reduce", "argmax", "argmin", "top_k", "approx_top_k"}
 _GATHER = {"Gather", "GatherElements", "GatherND", "GatherBlockQuantized", "Embedding", "Compress",
