@@ -18,8 +18,9 @@ embedding  y[M,N] = Gather(table[V,N], ids[M] int64)
 Multi-kernel PyTorch calls, one node per kernel PyTorch launches (runtime ``kernel`` sums them):
 
 cross_entropy  torch.nn.CrossEntropyLoss(x[M,N], target[M]), mean reduction: LogSoftmax over N
-               (log_softmax's kernel), then GatherElements + ReduceMean for nll_loss's one reduce
-               kernel (opcost has no NegativeLogLikelihoodLoss rule; both nodes move M elements)
+               (log_softmax's kernel), then NegativeLogLikelihoodLoss (mean) for nll_loss's one
+               reduce kernel (the one-node SoftmaxCrossEntropyLoss is one kernel under runtime
+               ``kernel``; eager's plan splits it the same way: docs/model.md)
 hf_rmsnorm     Hugging Face's eager LlamaRMSNorm on a bf16 x[M,N] with an fp32 weight: x.to(fp32),
                pow(2), mean(-1), + eps, rsqrt (Pow -0.5), multiply, .to(bf16), weight * x: eight
                kernels; the last (bf16 in, fp32 out by type promotion) is modelled as a Cast to
@@ -90,13 +91,13 @@ def build(op: str, dtype: str, M: int = 0, N: int = 0, K: int = 0, B: int = 0, V
 
 
 def _cross_entropy(t, M: int, N: int):
-    """log_softmax over N, then nll_loss (mean) as GatherElements + ReduceMean."""
+    """log_softmax over N, then nll_loss (mean) as NegativeLogLikelihoodLoss."""
     vi = helper.make_tensor_value_info
     nodes = [helper.make_node("LogSoftmax", ["x"], ["logp"], name="log_softmax", axis=-1),
-             helper.make_node("GatherElements", ["logp", "target"], ["picked"], name="nll_pick", axis=1),
-             helper.make_node("ReduceMean", ["picked"], ["loss"], name="nll_mean", axes=[0, 1], keepdims=0)]
+             helper.make_node("NegativeLogLikelihoodLoss", ["logp", "target"], ["loss"], name="nll_loss",
+                              reduction="mean")]
     g = helper.make_graph(nodes, "cross_entropy",
-                          [vi("x", t, [M, N]), vi("target", TensorProto.INT64, [M, 1])],
+                          [vi("x", t, [M, N]), vi("target", TensorProto.INT64, [M])],
                           [vi("loss", t, [])])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
 

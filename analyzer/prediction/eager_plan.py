@@ -34,7 +34,7 @@ from math import prod
 from typing import Sequence
 
 from analyzer.counting.engine import FOLDED
-from analyzer.prediction import cudnn_conv, eager_folded, engines, fusion
+from analyzer.prediction import cudnn_conv, eager_folded, engines, fusion, kernel_rows
 from analyzer.prediction.eager_layout import (COPY_OP, ONNX_DOMAINS, RESHAPE_OPS, Walk, dims_of, follow_layout,
                                               matmul_copies, view_op)
 from analyzer.prediction import strides as st_
@@ -43,7 +43,8 @@ from analyzer.prediction.eager_rules import RULES  # noqa: F401  (the rules this
 
 POLICY = "eager"
 _CONTIGUOUS_INPUT = frozenset({"Softmax", "LogSoftmax", "LayerNormalization", "GroupNormalization",
-                               "InstanceNormalization", "BatchNormalization"})
+                               "InstanceNormalization", "BatchNormalization", "SoftmaxCrossEntropyLoss"})
+_NLL = "NegativeLogLikelihoodLoss"   # the op eager's nll_loss kernel is charged as
 _FOLDED_BIAS = "onnx::Conv_"   # the TorchScript exporter's name for a folded BatchNorm's bias
 _GELU_PARTS = frozenset({"Div", "Mul", "Add", "Erf", "Tanh", "Pow"})
 _GELU_SIZES = {"Erf": 5, "Tanh": 9}
@@ -109,6 +110,24 @@ def _cudnn(nd, fn, x, out, last: bool) -> list[tuple[str, int]]:
     if e == 2 and not last and len(fn.input_bytes) > 1:
         return cudnn_conv.nhwc_launches(fn.input_bytes[0], fn.input_bytes[1], fn.output_bytes[0])
     return []
+
+
+def _cross_entropy(w: Walk, i: int, ops: dict[int, str]) -> None:
+    """Rule ``cross-entropy``: SoftmaxCrossEntropyLoss ``i`` as F.cross_entropy runs it, a
+    log_softmax kernel (the node's kernel and class: the scores read, the log-probabilities
+    written) and an nll_loss kernel after it (an extra launch charged as NegativeLogLikelihoodLoss:
+    the M picked log-probabilities and weights read, the targets read, the loss written)."""
+    nd, fn = w.nodes[i], w.fnodes[i]
+    x, t = dims_of(nd.in_specs[0]), dims_of(nd.in_specs[1]) if len(nd.in_specs) > 1 else None
+    if x is None or t is None or not prod(x):
+        return
+    m, scores = prod(t), fn.input_bytes[0]
+    weights = fn.input_bytes[2] * m // max(x[1], 1) if len(fn.input_bytes) > 2 else 0
+    # (a long row's re-reads, kernel_rows.softmax_reread_bytes, are in nbytes and stay in the kernel)
+    again = kernel_rows.softmax_reread_bytes(nd, fn.op_class, fn.input_bytes)
+    w.added[i] = int(2 * scores + again - w.nbytes[i])
+    ops[i] = ""                 # (the node's own class: not a copy's)
+    w.extra[i].append((_NLL, scores * m // prod(x) + fn.input_bytes[1] + weights + fn.output_bytes[0]))
 
 
 def _silu(w: Walk, i: int, claimed: set) -> list[int] | None:
@@ -209,6 +228,8 @@ def plan(nodes, fnodes: Sequence[fusion.FusionNode], nbytes, graph_outputs: froz
             _gemm_bias(w, i)
         elif nd.domain in ONNX_DOMAINS and nd.op == "Conv":
             _conv(w, i)
+        elif nd.domain in ONNX_DOMAINS and nd.op == "SoftmaxCrossEntropyLoss":
+            _cross_entropy(w, i, ops)
         elif nd.domain in ONNX_DOMAINS and nd.op == "Sigmoid" and i not in claimed:
             g = _silu(w, i, claimed)
             if g is not None:

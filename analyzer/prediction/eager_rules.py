@@ -123,6 +123,17 @@ RULES: tuple[Rule, ...] = (
          "transposed) and NVIDIA Deep Learning Performance guide, 'Tensor Layouts In Memory: NCHW vs "
          "NHWC' (Tensor Core convolutions want NHWC; NCHW inputs are transposed by cuDNN); no fp16 "
          "kernel list was measured here: a documented rule, not a fit"),
+    Rule("cross-entropy", "SoftmaxCrossEntropyLoss (F.cross_entropy / nn.CrossEntropyLoss with "
+         "class-index targets)",
+         "two kernels: log_softmax over the classes (the scores read, the log-probabilities "
+         "written whole) and nll_loss (one log-probability and one weight picked per target, "
+         "the targets read, the loss written); nll_loss is dispatched from C++ (its own "
+         "launch and dispatch, no Python call)",
+         "at::cross_entropy_loss (aten/src/ATen/native/LossNLL.cpp): class-index targets "
+         "without label smoothing -> at::nll_loss_nd_symint(at::log_softmax(self, class_dim, ...), "
+         "...), nll_loss of 1-D/2-D scores, nll_loss2d of others; "
+         "the TorchScript exporter writes aten::cross_entropy_loss as SoftmaxCrossEntropyLoss "
+         "(torch/onnx symbolic_opset12.cross_entropy_loss)"),
     Rule("silu", "the exporter's aten::silu (opset < 14 has no op): Sigmoid(x), Mul(x, that)",
          "one kernel (silu)",
          "torch.onnx symbolic_opset9.silu writes x * sigmoid(x); a Mul of a Sigmoid of another "

@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper
-from onnx_builders import graph, ints, weight
+from onnx_builders import assert_search_scores_equal_analyze, graph, ints, weight
 
 import analyzer
 from analyzer.prediction import eager_rules, strides
@@ -315,3 +315,43 @@ def test_torch_fixture_counts_against_aten_ops(model, plan, missing):
     p = analyzer.analyze(path, hw="h100", runtime="eager").predictions[0]
     assert p.launches == plan
     assert ATEN_OPS[model] - p.launches == missing
+
+
+def _cross_entropy(n: int, c: int, op: str = "SoftmaxCrossEntropyLoss"):
+    node = helper.make_node(op, ["x", "t"], ["y"], reduction="mean")
+    return graph([node], {"x": (n, c), "t": ((n,), onnx.TensorProto.INT64)}, ["y"], opset=13)
+
+
+def test_cross_entropy_is_log_softmax_and_nll_loss_kernels():
+    # F.cross_entropy: log_softmax over C (reads and writes the [N, C] scores) and nll_loss (the
+    # N picked log-probabilities, the int64 targets, the scalar loss) as an inserted launch
+    n, c = 64, 4096
+    eager = _pred(_cross_entropy(n, c))
+    assert eager.launches == 2
+    kt = eager.kernel_table
+    assert [float(b) for b in kt.nbytes] == [2 * n * c * 4]
+    assert kt.op_class == ("softmax_block",)         # a row of 4096 > 1024: the block kernel
+    # the nll_loss launch: 64 picked log-probabilities (fp32) + 64 int64 targets + the fp32 loss
+    assert kt.inserted == ((("NegativeLogLikelihoodLoss", n * 4 + n * 8 + 4),),)
+    kernel = _pred(_cross_entropy(n, c), runtime="kernel")   # one fused kernel: the count's bytes
+    assert kernel.launches == 1 and float(kernel.kernel_table.nbytes[0]) == n * c * 4 + n * 8 + 4
+    nll = _pred(_cross_entropy(n, c, "NegativeLogLikelihoodLoss"))
+    assert nll.launches == 1 and nll.kernel_table.op_class == ("reduce",)
+
+
+def test_cross_entropy_of_long_rows_rereads_the_scores():
+    # rows of 16384 fp32 (64 KiB, beyond the shared-memory kernel): log_softmax reads the scores
+    # 3 times and writes the log-probabilities once
+    n, c = 8, 16384
+    kt = _pred(_cross_entropy(n, c)).kernel_table
+    assert [float(b) for b in kt.nbytes] == [4 * n * c * 4]
+
+
+@pytest.mark.parametrize("op, c", [("SoftmaxCrossEntropyLoss", 2048), ("NegativeLogLikelihoodLoss", 2048),
+                                   ("SoftmaxCrossEntropyLoss", 16384)])
+def test_cross_entropy_search_scores_equal_analyze(op, c):
+    model = _cross_entropy(32, c, op)
+    assert_search_scores_equal_analyze(model, "a100", "kernel")    # the kernel-row fast path
+    # eager-op: the search lowers each candidate in full (its kernel rows cover "none"/"xla")
+    got = analyzer.CostModel("a100", runtime="eager-op").score([model.SerializeToString()])
+    np.testing.assert_allclose(got, _pred(model, "eager-op").latency_s, rtol=1e-9)

@@ -6,6 +6,7 @@ from analyzer.counting.rules.onnx import elementwise
 from analyzer.counting.rules.onnx import indexing
 from analyzer.counting.rules.onnx import linalg
 from analyzer.counting.rules.onnx import linear
+from analyzer.counting.rules.onnx import loss
 from analyzer.counting.rules.onnx import movement
 from analyzer.counting.rules.onnx import normalization
 from analyzer.counting.rules.onnx import pooling
