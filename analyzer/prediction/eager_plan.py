@@ -34,7 +34,7 @@ from math import prod
 from typing import Sequence
 
 from analyzer.counting.engine import FOLDED
-from analyzer.prediction import cudnn_conv, eager_folded, engines, fusion, kernel_rows
+from analyzer.prediction import cudnn_conv, eager_folded, engines, fusion
 from analyzer.prediction.eager_layout import (COPY_OP, ONNX_DOMAINS, RESHAPE_OPS, Walk, dims_of, follow_layout,
                                               matmul_copies, view_op)
 from analyzer.prediction import strides as st_
@@ -123,9 +123,7 @@ def _cross_entropy(w: Walk, i: int, ops: dict[int, str]) -> None:
         return
     m, scores = prod(t), fn.input_bytes[0]
     weights = fn.input_bytes[2] * m // max(x[1], 1) if len(fn.input_bytes) > 2 else 0
-    # (a long row's re-reads, kernel_rows.softmax_reread_bytes, are in nbytes and stay in the kernel)
-    again = kernel_rows.softmax_reread_bytes(nd, fn.op_class, fn.input_bytes)
-    w.added[i] = int(2 * scores + again - w.nbytes[i])
+    w.added[i] = int(2 * scores - w.nbytes[i])
     ops[i] = ""                 # (the node's own class: not a copy's)
     w.extra[i].append((_NLL, scores * m // prod(x) + fn.input_bytes[1] + weights + fn.output_bytes[0]))
 

@@ -91,31 +91,18 @@ def fusion_nodes(nodes: list[NodeCost], precision: str | None, memo: dict | None
             (n.op, n.domain, n.in_specs, n.out_specs, bool(n.cost.mac_flops), n.kernel, precision)
         hit = memo.get(key)
         if hit is None:
-            cls, ins = node_op_class(n), _io_bytes(n.in_specs, n.cost.activation_bytes_read, precision)
-            again = softmax_reread_bytes(n, cls, ins)
-            hit = memo[key] = (cls, ins,
+            hit = memo[key] = (node_op_class(n),
+                               _io_bytes(n.in_specs, n.cost.activation_bytes_read, precision),
                                _io_bytes(n.out_specs, n.cost.activation_bytes_written, precision),
                                _launches(n), frozenset(n.constant_inputs),
-                               node_bytes(n, precision) + again if keys is not None else None, _matrix2d(n),
-                               dot_merge.dot_form(n.op, n.domain, n.in_specs, n.out_specs, n.cost.mac_flops, n.kernel),
-                               again)
+                               node_bytes(n, precision) if keys is not None else None, _matrix2d(n),
+                               dot_merge.dot_form(n.op, n.domain, n.in_specs, n.out_specs, n.cost.mac_flops, n.kernel))
         out.append(FN(n.op, n.domain, hit[0], n.level, n.in_names, n.out_names, hit[1], hit[2],
                       _launches(n) if keys is None else hit[3],
                       frozenset(n.constant_inputs) if keys is None else hit[4], n.name, n.loop_io, n.kernel,
                       hit[6], hit[7]))
-        nbytes.append(node_bytes(n, precision) + hit[8] if keys is None else hit[5])
+        nbytes.append(node_bytes(n, precision) if keys is None else hit[5])
     return out, nbytes
-
-
-def softmax_reread_bytes(n: NodeCost, cls: str, in_bytes: tuple[int, ...]) -> float:
-    """Bytes a long-row softmax reads beyond its count (``op_classes.softmax_rereads``): PyTorch's
-    cunn_SoftMaxForward reads its input row 3 times where the count reads it once, so 2 x the
-    input's bytes (``in_bytes[0]``, under the precision); 0 for every other node."""
-    if cls != "softmax_block" or not in_bytes or not n.in_specs or n.in_specs[0] is None:
-        return 0.0
-    length, elements = int(n.kernel[4:]), n.in_specs[0].numel()
-    itemsize = in_bytes[0] // elements if elements else 0
-    return 2.0 * in_bytes[0] if eff.softmax_rereads(length, itemsize) else 0.0
 
 
 def _matrix2d(n: NodeCost) -> bool:

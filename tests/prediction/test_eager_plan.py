@@ -339,18 +339,9 @@ def test_cross_entropy_is_log_softmax_and_nll_loss_kernels():
     assert nll.launches == 1 and nll.kernel_table.op_class == ("reduce",)
 
 
-def test_cross_entropy_of_long_rows_rereads_the_scores():
-    # rows of 16384 fp32 (64 KiB, beyond the shared-memory kernel): log_softmax reads the scores
-    # 3 times and writes the log-probabilities once
-    n, c = 8, 16384
-    kt = _pred(_cross_entropy(n, c)).kernel_table
-    assert [float(b) for b in kt.nbytes] == [4 * n * c * 4]
-
-
-@pytest.mark.parametrize("op, c", [("SoftmaxCrossEntropyLoss", 2048), ("NegativeLogLikelihoodLoss", 2048),
-                                   ("SoftmaxCrossEntropyLoss", 16384)])
-def test_cross_entropy_search_scores_equal_analyze(op, c):
-    model = _cross_entropy(32, c, op)
+@pytest.mark.parametrize("op", ["SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"])
+def test_cross_entropy_search_scores_equal_analyze(op):
+    model = _cross_entropy(32, 2048, op)
     assert_search_scores_equal_analyze(model, "a100", "kernel")    # the kernel-row fast path
     # eager-op: the search lowers each candidate in full (its kernel rows cover "none"/"xla")
     got = analyzer.CostModel("a100", runtime="eager-op").score([model.SerializeToString()])

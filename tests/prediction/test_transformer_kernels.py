@@ -100,34 +100,6 @@ def test_softmax_class_by_row_length(shape, axis, opset, cls):
         assert analyzer.analyze(m, hw=["t4"], runtime="kernel").predictions[0].explain(0).op_class == cls
 
 
-@pytest.mark.parametrize("length, itemsize, rereads", [
-    (9216, 4, False),     # ceil(9216 / 1024) = 9 < 10: the register kernel
-    (9220, 4, False),     # 36,880 B < 48 KiB - 128 B = 49,024 B, 9220 % 4 == 0: shared memory
-    (9222, 4, True),      # 9222 % 4 != 0: no 16-byte vectors, cunn_SoftMaxForward
-    (12255, 4, True),     # 49,020 B fits, but 12255 % 4 != 0
-    (12252, 4, False),    # 49,008 B < 49,024 B
-    (12256, 4, True),     # 49,024 B: not below the budget
-    (24504, 2, False),    # fp16: 49,008 B, a multiple of 8
-    (24512, 2, True),     # fp16: 49,024 B
-    (128256, 4, True),    # an LM head's vocabulary
-])
-def test_softmax_rereads_rows_beyond_the_on_chip_kernels(length, itemsize, rereads):
-    assert eff.softmax_rereads(length, itemsize) is rereads
-
-
-def test_a_long_row_softmax_moves_three_reads_and_a_write():
-    # [64, 32768] fp32: 8 MiB in, 8 MiB out; cunn_SoftMaxForward reads the input 3 times:
-    # (3 + 1) x 8 MiB = 32 MiB; at fp16 (rows of 64 KiB, still beyond 48 KiB) half of that
-    for op in ("Softmax", "LogSoftmax"):
-        m = _one(op, [("a", [64, 32768])], [("y", [64, 32768])], opset=17, axis=-1)
-        for precision, per_element in ((None, 16), ("fp16", 8)):
-            p = analyzer.analyze(m, hw=["a100"], runtime="kernel", precision=precision).predictions[0]
-            assert float(p.kernel_table.nbytes[0]) == 64 * 32768 * per_element
-        short = _one(op, [("a", [64, 8192])], [("y", [64, 8192])], opset=17, axis=-1)
-        p = analyzer.analyze(short, hw=["a100"], runtime="kernel").predictions[0]
-        assert float(p.kernel_table.nbytes[0]) == 64 * 8192 * 8    # one read, one write
-
-
 def test_softmax_block_takes_its_own_set_where_a_family_has_one():
     tur = fc.load_constants("nvidia-turing").arrays
     s, b = eff.CLASS_CODE["softmax"], eff.CLASS_CODE["softmax_block"]

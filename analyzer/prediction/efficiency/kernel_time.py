@@ -138,7 +138,7 @@ import numpy as np
 
 from analyzer.prediction.efficiency.op_classes import (  # noqa: F401  (re-exported: one import for callers)
     CLASS_CODE, CLASS_FALLBACK, MATRIX_CLASSES, OP_CLASSES, POOLED_CLASSES, REFINES, SIMT_CLASS, SOFTMAX_WARP_ROW,
-    class_chain, gemm_view, op_class_of, softmax_rereads)
+    class_chain, gemm_view, op_class_of)
 from analyzer.prediction.efficiency.tiles import (  # noqa: F401  (re-exported: one import for callers)
     LIBRARY_TILES, MMA_GRANULE, SPLIT_K, SPLIT_K_MIN_K, tiled_work, wave_split)
 

@@ -97,27 +97,6 @@ CLASS_FALLBACK = {"quantize": "elementwise", "gemm_tn": "gemm", "conv_dw": "conv
 # reached 924-949 GB/s on the A100 PCIe where the warp kernel reached 1,399
 # (bench/transformer_ops.py's report)
 SOFTMAX_WARP_ROW = 1024
-# A longer row is kept on chip by the block kernels of current PyTorch (SoftMax.cu host_softmax):
-# in registers (cunn_SoftMaxForwardReg, ceil(L / 1024) < 10 with its 1024-thread block: L <= 9216)
-# or in shared memory (cunn_SoftMaxForwardSmem: L * itemsize below the block's shared memory,
-# sharedMemPerBlock = 48 KiB without the opt-in (CUDA C++ Programming Guide, technical
-# specifications per compute capability), less 32 warps x 4 B of reduction scratch, and L a multiple
-# of the 16-byte vector, 16 / itemsize elements); each reads the row once. Any other row runs
-# cunn_SoftMaxForward: a max pass and a sum-exp pass over the row in global memory, then a pass
-# that reads it again and writes the output: 3 reads + 1 write (``softmax_rereads``). (PyTorch 2.1
-# ran cunn_SoftMaxForward on every row of 1,025-4,094 fp32 elements, NeuSight's kernel names; a row
-# of at most 16 KB is re-read from the SM's L1 there: one read from DRAM, as this rule has it.)
-SOFTMAX_REG_ROW = 9 * 1024
-SOFTMAX_SMEM_BYTES = 48 * 1024 - 32 * 4
-
-
-def softmax_rereads(length: int, itemsize: int) -> bool:
-    """Whether PyTorch's CUDA softmax over contiguous rows of ``length`` elements of ``itemsize``
-    bytes reads each row from global memory three times (cunn_SoftMaxForward; see above)."""
-    if length <= SOFTMAX_REG_ROW or itemsize <= 0:
-        return False
-    vector = max(16 // itemsize, 1)
-    return not (length * itemsize < SOFTMAX_SMEM_BYTES and length % vector == 0)
 
 # classes fitted pooled over GPUs as physical constants (an efficiency of the FMA peak, a floor in
 # cycles, a multiply share): generic.json's own set of such a class precedes a family's fallback
