@@ -55,6 +55,8 @@ NET_NCCL = ("Between nodes (`--nccl-net`): NCCL's own cost model (`collectives.a
             "NVLink figure; NCCL's base and per-step latencies, so the run base applies inside a "
             "node only. ")
 COMMAND = "PYTHONPATH=$PWD python bench/collectives_public.py --out bench/results/collectives_public.md"
+COMMAND_NET = ("PYTHONPATH=$PWD python bench/collectives_public.py --nccl-net "
+               "--out bench/results/collectives_public_nccl_net.md")
 
 
 def bus_factor(collective: str, n: int) -> float:
@@ -196,8 +198,10 @@ def summary(tables: dict, res: dict) -> list[str]:
 
 
 def report(tables: dict, res: dict, k: C.NcclConstants, nccl_net: bool = False) -> str:
-    L = ["# Shipped NCCL model on public nccl-tests tables (held out)", "",
-         f"Command: `{COMMAND}`. Data: `bench/data/nccl_public/` (sources in its `tables.toml` and "
+    title = ("NCCL's own cost model across nodes (not adopted)" if nccl_net
+             else "Shipped NCCL model")
+    L = [f"# {title} on public nccl-tests tables (held out)", "",
+         f"Command: `{COMMAND_NET if nccl_net else COMMAND}`. Data: `bench/data/nccl_public/` (sources in its `tables.toml` and "
          "README). Value: the out-of-place time. Constants: `hardware_db/collectives/nccl.json` "
          f"(shipped base {k.base_s * 1e6:.1f} us). " + (NET_NCCL if nccl_net else NET_SHIPPED) + "Run base: the table's "
          f"own per-call base, fitted on its rows of <= {SMALL} B. Cells: MAPE (bias).", "",

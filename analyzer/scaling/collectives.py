@@ -60,15 +60,21 @@ with a chain inside each, whichever NCCL's model makes least:
           bw  = F(n) * nbytes / (min(B, V) * r[p])
           steps = 2(n-1), s_net = min(2k, steps) (all-reduce); n-1, k-1 (all-gather, reduce-scatter)
     tree  lat = base_tree[p] + 2 * ((g-1) * hw_intra_tree[p] + floor(log2 k) * hw_net_tree[p])
-          bw  = nbytes * max(c_k / B, 1 / V) / (t * t[p]),  c_k = 1 for k = 2, 2 for k >= 3
+          bw  = nbytes * max(c_k / B, 1 / V) / (q * q[p]),  c_k = 1 for k = 2, 2 for k >= 3
 
-``o``: NCCL's network post overhead (1 us, x3 for Simple); ``r``, ``t``, ``t[p]``: NCCL's
-bandwidth factors per protocol. ``c_k``: the bytes each node's network moves per direction per
-byte of message in a double binary tree: with two nodes each is the root of one tree and a leaf of
+``o``: NCCL's network post overhead (1 us, x3 for Simple); ``r[p]``, ``q``, ``q[p]``: NCCL's
+bandwidth factors (ring per protocol; tree, and tree per protocol); ``V`` is not a hop for
+``g = 1``. NCCL's per-channel caps, its ring plateau and its tree correction per size need the
+channel count, which is not on record: left out. ``s_net``: NCCL counts ``2k`` network steps
+for an all-reduce; with one rank per node that exceeds the ring's steps, hence the ``min``.
+``c_k``: the bytes each node's network moves per direction per byte of message in a double
+binary tree: with two nodes each is the root of one tree and a leaf of
 the other (one message each way); from three on a node is an interior with two children in one
 tree (two messages each way; NCCL's own tree ratio 0.5). Without ``NcclTuning`` (``network``): the
 link's datasheet bandwidth and latency in the unfitted ring (all-reduce also the pipelined tree,
 ``2 * nbytes/bw + 2 ceil(log2 n) * alpha``, where it is less), plus the per-call ``base`` once.
+The shipped constants (``constants_from(doc)`` without a tuning dict) take ``network``: the NCCL
+form was scored on public multi-node nccl-tests tables and not adopted (docs/accuracy.md).
 """
 
 from __future__ import annotations
