@@ -47,10 +47,34 @@ fraction of the NVLink figure (NCCL's own cost model's factor: Hopper 0.85, Blac
 ``base`` is a property of the run (the host's launch and synchronisation path, the driver), not
 of the GPUs or links: the fit gives each measured system its own and ships their median.
 
-Between nodes (``network``) no measurement fits or scores these constants (the nccl-tests rows
-are one node each), so none is carried there: the link's datasheet bandwidth and latency in the
-unfitted ring (all-reduce also NCCL's pipelined tree, ``2 * nbytes/bw + 2 ceil(log2 n) *
-alpha``, where it is less), plus the per-call ``base`` once per call.
+Between nodes no measurement fits these constants (the nccl-tests rows are one node each), so
+none is carried there. With NCCL's own cost-model constants (``NcclTuning``, from NCCL's
+``src/graph/tuning.cc``; ``hardware_db/collectives/nccl_tuning.json``) a call over ``k >= 2``
+nodes of ``g`` devices is priced as NCCL structures it (``across_nodes``): one ring through all
+``n = g k`` ranks, its channels spread over the node's network cards, so its bus bandwidth is its
+slowest hop ``min(B, V)`` (``B`` the node's network bandwidth per direction, ``V`` the ring's link
+inside the node); for all-reduce also NCCL's tree, a pipelined double binary tree between nodes
+with a chain inside each, whichever NCCL's model makes least:
+
+    ring  lat = base_ring[p] + (steps - s_net) * max(hw_intra_ring[p], o[p]) + s_net * hw_net_ring[p]
+          bw  = F(n) * nbytes / (min(B, V) * r[p])
+          steps = 2(n-1), s_net = min(2k, steps) (all-reduce); n-1, k-1 (all-gather, reduce-scatter)
+    tree  lat = base_tree[p] + 2 * ((g-1) * hw_intra_tree[p] + floor(log2 k) * hw_net_tree[p])
+          bw  = nbytes * max(c_k / B, 1 / V) / (q * q[p]),  c_k = 1 for k = 2, 2 for k >= 3
+
+``o``: NCCL's network post overhead (1 us, x3 for Simple); ``r[p]``, ``q``, ``q[p]``: NCCL's
+bandwidth factors (ring per protocol; tree, and tree per protocol); ``V`` is not a hop for
+``g = 1``. NCCL's per-channel caps, its ring plateau and its tree correction per size need the
+channel count, which is not on record: left out. ``s_net``: NCCL counts ``2k`` network steps
+for an all-reduce; with one rank per node that exceeds the ring's steps, hence the ``min``.
+``c_k``: the bytes each node's network moves per direction per byte of message in a double
+binary tree: with two nodes each is the root of one tree and a leaf of
+the other (one message each way); from three on a node is an interior with two children in one
+tree (two messages each way; NCCL's own tree ratio 0.5). Without ``NcclTuning`` (``network``): the
+link's datasheet bandwidth and latency in the unfitted ring (all-reduce also the pipelined tree,
+``2 * nbytes/bw + 2 ceil(log2 n) * alpha``, where it is less), plus the per-call ``base`` once.
+The shipped constants (``constants_from(doc)`` without a tuning dict) take ``network``: the NCCL
+form was scored on public multi-node nccl-tests tables and not adopted (docs/accuracy.md).
 """
 
 from __future__ import annotations
@@ -142,6 +166,7 @@ class NcclConstants:
     coll_eff: dict
     nvls_step_s: float
     out_share: float = 0.0   # w, the output share (module docstring)
+    tuning: "NcclTuning | None" = None   # NCCL's cost model for calls that span nodes
 
     def __post_init__(self):
         for p in PROTOCOLS:
@@ -156,15 +181,45 @@ class NcclConstants:
             raise ValueError("NCCL constants: base, NVLS step and output share must be >= 0")
 
 
-def constants_from(doc: dict) -> NcclConstants:
-    """``NcclConstants`` from the constants file's dict (microseconds to seconds)."""
+def constants_from(doc: dict, tuning: dict | None = None) -> NcclConstants:
+    """``NcclConstants`` from the constants file's dict (microseconds to seconds), with NCCL's
+    cost model across nodes from ``tuning`` (the tuning file's dict) when given."""
     pr = doc["protocols"]
     return NcclConstants(base_s=doc["base_us"] * 1e-6,
                          step_s={p: pr[p]["step_us"] * 1e-6 for p in PROTOCOLS},
                          eff={p: pr[p]["efficiency"] for p in PROTOCOLS},
                          coll_eff=dict(doc["collective_efficiency"]),
                          nvls_step_s=doc["nvls"]["step_us"] * 1e-6,
-                         out_share=doc["output_share"])
+                         out_share=doc["output_share"],
+                         tuning=tuning_from(tuning) if tuning is not None else None)
+
+
+@dataclass(frozen=True)
+class NcclTuning:
+    """NCCL's cost-model constants (``src/graph/tuning.cc``; seconds and fractions): ``base_s``
+    and ``hw_s`` keyed ``(algorithm, protocol)`` and ``(hw, algorithm, protocol)`` with hw one of
+    nvlink, pci, net; ``overhead_s[p]`` the network post overhead per protocol; ``ring_bw[p]``,
+    ``tree_bw`` and ``tree_proto_bw[p]`` the bandwidth factors."""
+
+    base_s: dict
+    hw_s: dict
+    overhead_s: dict
+    ring_bw: dict
+    tree_bw: float
+    tree_proto_bw: dict
+
+
+def tuning_from(doc: dict) -> NcclTuning:
+    """``NcclTuning`` from the tuning file's dict (microseconds to seconds)."""
+    algs, hws = ("ring", "tree"), ("nvlink", "pci", "net")
+    o = doc["net_overhead_us"] * 1e-6
+    return NcclTuning(
+        base_s={(a, p): doc["base_us"][a][p] * 1e-6 for a in algs for p in PROTOCOLS},
+        hw_s={(h, a, p): doc["hw_us"][h][a][p] * 1e-6 for h in hws for a in algs for p in PROTOCOLS},
+        overhead_s={p: o * (doc["net_overhead_simple_factor"] if p == "Simple" else 1.0)
+                    for p in PROTOCOLS},
+        ring_bw=dict(doc["ring_bw_factor"]), tree_bw=doc["tree_bw_factor"],
+        tree_proto_bw=dict(doc["tree_protocol_bw_factor"]))
 
 
 class Choice(NamedTuple):
@@ -233,3 +288,49 @@ def network(collective: str, nbytes: float, n: int, bw: float, alpha: float = 0.
     tree = Comm(2 * nbytes / bw, levels * alpha)
     best = ("ring", ring) if ring.total <= tree.total else ("tree", tree)
     return Choice(best[1] + (0.0, base_s), best[0], "unfitted")
+
+
+def ring_across_nodes(collective: str, nbytes: float, g: int, k: int, bw: float, t: NcclTuning,
+                 hw: str):
+    """NCCL's ring over ``g * k`` ranks on ``k`` nodes, per protocol: ``(protocol, Comm)``."""
+    n = g * k
+    if collective == "all_reduce":
+        steps, f, s_net = 2 * (n - 1), 2 * (n - 1) / n, min(2 * k, 2 * (n - 1))
+    else:
+        steps, f, s_net = n - 1, (n - 1) / n, k - 1
+    for p in PROTOCOLS:
+        intra = max(t.hw_s[(hw, "ring", p)], t.overhead_s[p])
+        lat = t.base_s[("ring", p)] + (steps - s_net) * intra + s_net * t.hw_s[("net", "ring", p)]
+        yield p, Comm(f * nbytes / (bw * t.ring_bw[p]), lat)
+
+
+def tree_across_nodes(nbytes: float, g: int, k: int, net_bw: float, intra_bw: float, t: NcclTuning,
+                 hw: str):
+    """NCCL's tree all-reduce on ``k`` nodes of ``g`` ranks, per protocol: ``(protocol, Comm)``."""
+    per_byte = max((1 if k == 2 else 2) / net_bw, 1 / intra_bw if g > 1 else 0.0)
+    for p in PROTOCOLS:
+        lat = t.base_s[("tree", p)] + 2 * ((g - 1) * t.hw_s[(hw, "tree", p)]
+                                            + math.floor(math.log2(k)) * t.hw_s[("net", "tree", p)])
+        yield p, Comm(nbytes * per_byte / (t.tree_bw * t.tree_proto_bw[p]), lat)
+
+
+def across_nodes(collective: str, nbytes: float, g: int, k: int, net_bw: float,
+                 intra_bw: float, t: NcclTuning, *, intra_hw: str = "nvlink") -> Choice:
+    """A call over ``k >= 2`` nodes of ``g`` ranks under NCCL's cost model (module docstring):
+    the least over the ring (all three collectives) and, for all-reduce, the tree, per protocol.
+    ``net_bw``: the node's network bytes/s per direction; ``intra_bw``: the ring's link inside a
+    node (unused for ``g = 1``); ``intra_hw``: ``nvlink`` or ``pci`` (NCCL's hardware class of
+    the link inside a node). ``nbytes`` as in the ring forms (all-gather: the output)."""
+    if collective not in COLLECTIVES:
+        raise ValueError(f"collective must be one of {', '.join(COLLECTIVES)}; got {collective!r}")
+    if k < 2 or g < 1:
+        raise ValueError(f"across_nodes needs k >= 2 nodes and g >= 1 ranks each, got {k}, {g}")
+    _check(nbytes, g * k, net_bw)
+    if g > 1 and not intra_bw > 0:
+        raise ValueError(f"intra-node bandwidth must be > 0 bytes/s, got {intra_bw!r}")
+    bw = min(net_bw, intra_bw) if g > 1 else net_bw
+    ways = [("ring", p, c) for p, c in ring_across_nodes(collective, nbytes, g, k, bw, t, intra_hw)]
+    if collective == "all_reduce":
+        ways += [("tree", p, c) for p, c in tree_across_nodes(nbytes, g, k, net_bw, intra_bw, t, intra_hw)]
+    alg, proto, comm = min(ways, key=lambda w: w[2].total)
+    return Choice(comm, alg, proto)

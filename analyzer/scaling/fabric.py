@@ -11,16 +11,22 @@ With ``algorithm="nccl"`` the fitted NCCL form (``collectives.nccl``) prices wha
 a node, where it was fitted (nccl-tests on NVSwitch nodes; scored, not fitted, on two PCIe
 servers). Between nodes no measurement fits or scores it, so a fitted constant is not carried
 there: the network phase is the unfitted closed form on the link's datasheet bandwidth and
-latency (``collectives.network``), and the per-call cost is charged once per call.
+latency (``collectives.network``), and the per-call cost is charged once per call. Where the
+constants carry NCCL's own cost model (``NcclConstants.tuning``, as shipped), an all-reduce,
+all-gather or reduce-scatter over nodes is priced as NCCL runs it instead
+(``collectives.across_nodes``): one ring through all ranks whose bus bandwidth is its slowest hop,
+the node's network (``inter.bw * min(nics, g)``) or the link inside the node, and for all-reduce
+NCCL's pipelined tree, with NCCL's per-step latencies; not the phases above added one after the
+other.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analyzer.scaling.collectives import (ALGORITHMS, ZERO, Comm, NcclConstants, nccl, network,
-                                          point_to_point, ring_allgather, ring_allreduce,
-                                          tree_allreduce)
+from analyzer.scaling.collectives import (ALGORITHMS, ZERO, Comm, NcclConstants, across_nodes,
+                                          nccl, network, point_to_point, ring_allgather,
+                                          ring_allreduce, tree_allreduce)
 
 _ALLREDUCE = {"ring": ring_allreduce, "tree": tree_allreduce}
 
@@ -110,8 +116,22 @@ class Fabric:
             return _ALLREDUCE[self.algorithm](nbytes, n, bw, level.alpha)
         return ring_allgather(nbytes, n, bw, level.alpha)
 
+    def _across(self, collective: str, nbytes: float, g: int, k: int) -> Comm | None:
+        """NCCL's cost model over ``k >= 2`` nodes (``collectives.across_nodes``) where the
+        constants carry it, else None: the node's network ``g * _net_bw(g)``, the ring's link
+        inside the node, NCCL's PCI latencies for a PCIe link and its NVLink ones otherwise."""
+        t = self.constants.tuning if self.algorithm == "nccl" else None
+        if t is None or k < 2:
+            return None
+        intra = self.intra if g > 1 else None
+        hw = "pci" if intra is not None and intra.name.startswith("pcie") else "nvlink"
+        return across_nodes(collective, nbytes, g, k, g * self._net_bw(g),
+                            intra.ring_bw(g) if intra is not None else 0.0, t, intra_hw=hw).comm
+
     def allreduce(self, nbytes: float, n: int) -> Comm:
         g, k = self.split(n)
+        if (nccl_net := self._across("all_reduce", nbytes, g, k)) is not None:
+            return nccl_net
         if k == 1:
             inside = g > 1 and self.intra is not None and self.per_node > 1
             level = self.intra if inside else self.inter
@@ -129,6 +149,8 @@ class Fabric:
         on each device's network share), then inside each node of the whole ``nbytes``: the
         mirror of ``reduce_scatter``, so a node's network moves ``(k-1)/k * nbytes`` once."""
         g, k = self.split(n)
+        if (nccl_net := self._across("all_gather", nbytes, g, k)) is not None:
+            return nccl_net
         if k == 1:
             inside = g > 1 and self.intra is not None
             level = self.intra if inside else self.inter
@@ -143,6 +165,8 @@ class Fabric:
         of the node's ``nbytes/g`` shard among the nodes on each device's network share (the
         mirror of ``allgather``)."""
         g, k = self.split(n)
+        if (nccl_net := self._across("reduce_scatter", nbytes, g, k)) is not None:
+            return nccl_net
         if k == 1:
             inside = g > 1 and self.intra is not None
             level = self.intra if inside else self.inter

@@ -1,7 +1,8 @@
 """Fitted collective-communication constants as data: ``nccl.json`` (written by
 ``bench/fit_collectives.py``; the constants of ``analyzer.scaling.collectives.nccl`` with the
 fit's provenance: data file and its sha256, row selection, systems, rows, command, and the
-leave-one-system-out score). Standard library only.
+leave-one-system-out score) and ``nccl_tuning.json`` (NCCL's own cost-model constants from its
+``src/graph/tuning.cc``, used for calls that span nodes; nothing fitted). Standard library only.
 
     >>> from hardware_db import collectives
     >>> collectives.nccl()["provenance"]["fitted_on_systems"][0]
@@ -16,12 +17,14 @@ from pathlib import Path
 
 from analyzer.errors import HardwareError
 
-__all__ = ["NCCL_FILE", "nccl", "validate"]
+__all__ = ["NCCL_FILE", "TUNING_FILE", "nccl", "nccl_tuning", "validate"]
 
 NCCL_FILE = Path(__file__).resolve().parent / "nccl.json"
+TUNING_FILE = Path(__file__).resolve().parent / "nccl_tuning.json"
 PROTOCOLS = ("LL", "LL128", "Simple")
 PROVENANCE = ("data", "data_sha256", "selection", "fitted_on_systems", "rows", "command")
 _CACHE: dict | None = None
+_TUNING: dict | None = None
 
 
 def _num(where: str, v, lo: float = 0.0, hi: float = math.inf, lo_open: bool = False) -> None:
@@ -59,3 +62,26 @@ def nccl() -> dict:
         with open(NCCL_FILE, encoding="utf-8") as f:
             _CACHE = validate(json.load(f))
     return _CACHE
+
+
+def nccl_tuning() -> dict:
+    """NCCL's cost-model constants for calls that span nodes (``nccl_tuning.json``), each
+    latency >= 0 us and each bandwidth factor in (0, 1]; ``HardwareError`` otherwise."""
+    global _TUNING
+    if _TUNING is None:
+        with open(TUNING_FILE, encoding="utf-8") as f:
+            doc = json.load(f)
+        for alg in ("ring", "tree"):
+            for p in PROTOCOLS:
+                _num(f"base_us.{alg}.{p}", doc["base_us"][alg][p])
+                for hw in ("nvlink", "pci", "net"):
+                    _num(f"hw_us.{hw}.{alg}.{p}", doc["hw_us"][hw][alg][p])
+        for p in PROTOCOLS:
+            _num(f"ring_bw_factor.{p}", doc["ring_bw_factor"][p], 0.0, 1.0, lo_open=True)
+            _num(f"tree_protocol_bw_factor.{p}", doc["tree_protocol_bw_factor"][p], 0.0, 1.0,
+                 lo_open=True)
+        _num("tree_bw_factor", doc["tree_bw_factor"], 0.0, 1.0, lo_open=True)
+        _num("net_overhead_us", doc["net_overhead_us"])
+        _num("net_overhead_simple_factor", doc["net_overhead_simple_factor"])
+        _TUNING = doc
+    return _TUNING
