@@ -12,7 +12,7 @@ a node, where it was fitted (nccl-tests on NVSwitch nodes; scored, not fitted, o
 servers). Between nodes no measurement fits or scores it, so a fitted constant is not carried
 there: the network phase is the unfitted closed form on the link's datasheet bandwidth and
 latency (``collectives.network``), and the per-call cost is charged once per call. Where the
-constants carry NCCL's own cost model (``NcclConstants.tuning``, as shipped), an all-reduce,
+constants carry NCCL's own cost model (``NcclConstants.tuning``; opt-in, the shipped constants do not), an all-reduce,
 all-gather or reduce-scatter over nodes is priced as NCCL runs it instead
 (``collectives.across_nodes``): one ring through all ranks whose bus bandwidth is its slowest hop,
 the node's network (``inter.bw * min(nics, g)``) or the link inside the node, and for all-reduce
