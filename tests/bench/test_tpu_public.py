@@ -72,3 +72,15 @@ def test_hbm_fit_recovers_a_known_line():
     rs = [{"measured_us": str((2e-6 + 1.25 * ms) * 1e6), "parts": [(0.0, ms, 1e-6)]} for ms in (1e-6, 1e-5, 1e-4, 1e-3)]
     fl, b = V.fit_hbm(rs)
     assert fl == pytest.approx(2e-6, rel=1e-9) and b == pytest.approx(1.25, rel=1e-9)
+
+
+def test_fused_dot_convert_is_one_floor_and_the_bf16_result():
+    # V3: dot (2 us MXU, 4 us HBM, 1 us floor) + convert (0.1 us vector, 3 us HBM, 1 us floor), m = k = n = 128:
+    # the fused HBM term is the dot's x (2mk + 2kn + 2mn) / (2mk + 2kn + 4mn) = 4 x 6 / 8 = 3 us;
+    # one kernel: 1 + max(2 + 0.1, 3) = 4 us (the two kernels: 1 + 4 + 1 + 3 = 9 us)
+    r = {"m": "128", "k": "128", "n": "128", "time_definition": "device_op",
+         "parts": [(2e-6, 4e-6, 1e-6), (0.1e-6, 3e-6, 1e-6)]}
+    assert V.fused_us(r) == pytest.approx(4.0, rel=1e-12)
+    assert V.closed_us(r) == pytest.approx(9.0, rel=1e-12)
+    # a host-timed row adds its launch once: 50 us + 4 us
+    assert V.fused_us(dict(r, time_definition="host_call", launch_s=50e-6)) == pytest.approx(54.0, rel=1e-12)
