@@ -46,6 +46,7 @@ from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import cudnn_conv, eager_plan, engines, fusion, runtimes, xla_cpu_fusion, xla_tpu
 from analyzer.prediction import accelerator_terms, tpu_mxu
 from analyzer.prediction import l2_state as cache_state
+from analyzer.prediction import softmax_passes
 from analyzer.prediction import lowering_fixed as lf
 from analyzer.prediction.cpu import loop_launch as cpu_loop_launch
 from analyzer.prediction import host_only as host_only_ops
@@ -73,7 +74,7 @@ class Lowered:
     mem_bw: np.ndarray                  # [P]
     units: np.ndarray                   # [P] (0: unknown)
     l2_bytes: np.ndarray                # [P] last-level cache, bytes (profile onchip_mb; 0: unknown)
-    consts: dict                        # name -> [P, n_classes] (trans_weight: [P])
+    consts: dict                        # name -> [P, n_classes] (trans_weight, softmax_passes' two: [P])
     fixed: np.ndarray                   # [P, K] per-launch fixed cost: max(floor, launch) + dispatch
     run_overhead: np.ndarray            # [P] seconds added once per prediction (session.run)
     precision: str
@@ -142,6 +143,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     names = [nodes[m[0]].name for m in plan.members]
     cls_l = engines.simt_classes(cls_l, anchor_dtype, nodes, plan, runtime.name, profiles)
     feats, view = _features(mac_l, vec_l, trans_l, bytes_l, cls_l, view_l, anchor_dtype, K)
+    feats.update(_reread_feats(runtime.name, cls_l, plan, nodes, fnodes))
     wbytes, runs = np.array(wbytes_l, dtype=np.float64), np.array(runs_l, dtype=np.float64)
     has_gather = bool((feats["op_class"] == eff.CLASS_CODE["gather"]).any())
     P = len(profiles)
@@ -150,7 +152,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     fixed, host = np.zeros((P, K)), np.zeros((P, K))   # host: the dispatch part of fixed
     host_only = np.zeros((P, len(plan.host_only)))     # per host-only op, per run
     run_overhead = np.zeros(P)
-    consts = {**{p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}, "trans_weight": np.ones(P)}
+    consts = _empty_consts(P)
     warnings, provs, details, notes = [], [], [], []
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", cudnn_conv.op_of(op))])
@@ -170,6 +172,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                         vec_l, trans_l)
         tpu_mxu.precision_passes(prof, mpeak[p], anchor_dtype, (nodes, plan), warn)   # (HIGH / HIGHEST on a TPU)
         _set_consts(consts, p, arrays)
+        consts["softmax_reread"][p], consts["softmax_l2_row"][p] = softmax_passes.profile_terms(prof)
         consts_p = {n: consts[n][p] for n in consts}
         floors = np.asarray(arrays["floor_s"])[feats["op_class"]]
         calibrated = _calibrated_for(prof, runtime.dispatch_name)
@@ -201,6 +204,21 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
                    notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **lf.resident_fields(*cal[1:]),
                    onchip=None if onchip is None else onchip[0], onchip_of=() if onchip is None else (wbytes, *onchip[1:]))
+
+
+def _empty_consts(P: int) -> dict:
+    """The per-profile constant arrays before any profile: the class parameters [P, classes],
+    trans_weight [P] and ``softmax_passes.profile_terms``' two scalars [P]."""
+    return {**{p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}, "trans_weight": np.ones(P),
+            "softmax_reread": np.zeros(P), "softmax_l2_row": np.zeros(P)}
+
+
+def _reread_feats(runtime_name: str, cls_l, plan, nodes, fnodes) -> dict:
+    """The kernel features of PyTorch's long-row CUDA softmax (``softmax_passes.kernel_features``):
+    ``reread_bytes`` and ``row_bytes``, [K] float64 (0 for every kernel of another runtime)."""
+    pairs = softmax_passes.per_node(nodes, fnodes) if runtime_name in softmax_passes.PYTORCH_RUNTIMES else {}
+    reread, row = softmax_passes.kernel_features(runtime_name, cls_l, plan.members, pairs)
+    return {"reread_bytes": np.array(reread, dtype=np.float64), "row_bytes": np.array(row, dtype=np.float64)}
 
 
 def _set_consts(consts: dict, p: int, arrays) -> None:

@@ -72,6 +72,12 @@ class KernelTerms(NamedTuple):
     vector_s: float = 0.0
     dram_bytes: float = 0.0    # bytes charged to DRAM: bytes (+ split-K partials) x (1 - cache_share)
     cache_share: float = 0.0   # share of the bytes served by the L2 (skip DRAM)
+    # PyTorch's long-row CUDA softmax (``softmax_passes``): bytes re-read per launch beyond the
+    # count, served by the L2 (rows in flight fit it: only the per-SM term) or by DRAM
+    reread_l2_bytes: float = 0.0
+    reread_dram_bytes: float = 0.0
+    reread_row_bytes: float = 0.0   # one row's bytes; L2-served where <= reread_l2_row (L2 / (SMs x blocks))
+    reread_l2_row: float = 0.0
     cache_gain: float = 1.0    # the DRAM stream's speed-up for a working set that fits the L2
     dram_s: float = 0.0
     sm_s: float = 0.0          # the per-SM issue term

@@ -35,6 +35,21 @@ def _per_call_lines(p) -> list[str]:
             f"{human_time(p.latency_s)} = layers {human_time(p.latency_s - p.run_overhead_s)} + per call"]
 
 
+def _reread_lines(e, cold: bool) -> list[str]:
+    """PyTorch's long-row CUDA softmax (``KernelTerms.reread_l2_bytes`` / ``reread_dram_bytes``):
+    the bytes its max and sum-of-exps passes read again, and where they are served."""
+    if not (e.reread_l2_bytes or e.reread_dram_bytes):
+        return []
+    fits = (f"a row {human(e.reread_row_bytes, 'B')} vs {human(e.reread_l2_row, 'B')} of L2 per row in flight "
+            f"(L2 / (SMs x resident 1024-thread blocks))" if e.reread_l2_row else "L2 or SM count unknown")
+    if e.reread_l2_bytes:
+        return [f"    re-reads {human(e.reread_l2_bytes, 'B')} (cunn_SoftMaxForward reads each row 3 times, the count "
+                f"once) from the L2, {fits}: they add to the per-SM bytes only"
+                + (" (a cold L2 is flushed before the kernel, not between its passes)" if cold else "")]
+    return [f"    re-reads {human(e.reread_dram_bytes, 'B')} (cunn_SoftMaxForward reads each row 3 times, the count "
+            f"once) from DRAM, {fits}: in the bytes to DRAM"]
+
+
 def _onchip_lines(e) -> list[str]:
     """An NPU runtime's on-chip activations (``KernelTerms.onchip``): which of the kernel's bytes
     reach DRAM (bytes less those kept on chip) and why."""
@@ -167,9 +182,11 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                 + " + ramp b_half "
                 f"{human(e.b_half_bytes, 'B')}) / (bandwidth {human(e.mem_bw, 'B/s')} x e_bw {e.e_bw:.3g} "
                 f"x cache gain {e.cache_gain:.3g}); cache share {100 * e.cache_share:.1f}% of the bytes "
-                + ("(L2 cold: flushed before each kernel, every byte from DRAM)" if p.l2 == "cold"
+                + (f"(L2 cold: flushed before each kernel, every {'counted ' if e.reread_l2_bytes else ''}byte from DRAM)"
+                   if p.l2 == "cold"
                    else f"(L2 {human(e.l2_bytes, 'B')})"),
                 *_onchip_lines(e),
+                *_reread_lines(e, p.l2 == "cold"),
                 "    per-SM = bytes / SM issue rate " + (human(e.sm_rate, 'B/s') if e.sm_rate else "(off)"),
                 f"  fixed    {human_time(e.overhead_s):>9}  = launches x {human_time(e.fixed_s)} "
                 f"(class floor {human_time(e.floor_s)}, launch figure, dispatch)",

@@ -10,8 +10,8 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
     compute_s = work / (matrix_peak * e_compute[c]) * wave(c) * narrow(c)
                 + (vec_flops + trans_weight * trans_flops) / (vector_peak * e_compute[c])
     memory_s  = (dram_bytes + onchip_cost * onchip_bytes + b_half[c]) / (mem_bw * e_bw[c] * cache)
-                + bytes / (units * sm_bw[c])   (sm_overlap[c] = 1: the larger of the two terms, not their sum)
-    dram_bytes = (bytes - onchip_bytes) * (1 - l2_hit[c] * s(bytes / l2_bytes))
+                + (bytes + reread) / (units * sm_bw[c])   (sm_overlap[c] = 1: the larger of the two terms, not their sum)
+    dram_bytes = (bytes - onchip_bytes) * (1 - l2_hit[c] * s(bytes / l2_bytes)) + reread_dram
     cache     = 1 + l2_gain[c] * s(bytes / l2_bytes),          s(x) = 1 / (1 + x**L2_STEP_POWER)
     sm_bw[c]  = bpc[c] * clock_hz                               (bytes per SM-cycle x the device clock)
     floor_s   = floor[c] + par_s[c] * p(bytes / b_par[c])       (p: the thread-split step)
@@ -83,6 +83,13 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   switches the term off.  Computed as ``(1 - tanh(p/2 * ln x)) / 2``: no overflow, finite gradients.
   That is the warm L2 state; a GPU kernel started with the L2 flushed (``prediction.l2_state``:
   cold) gets ``l2_bytes = 0`` from the lowering: ``s = 0``, every byte from DRAM, no cache gain.
+- ``reread_bytes`` / ``row_bytes`` (features; 0 or absent: none) with the profile scalars
+  ``softmax_reread`` and ``softmax_l2_row`` (in ``consts``; absent: off): PyTorch's long-row CUDA
+  softmax reads its rows again (``prediction.softmax_passes``).  Where ``row_bytes <=
+  softmax_l2_row`` the re-reads are L2-served (``reread_l2``: they join the per-SM bytes only,
+  as ``l2_hit`` prices bytes that skip DRAM); else DRAM-served (``reread_dram``: they join the
+  per-SM bytes and ``dram_bytes``).  The cache step keeps the count's ``bytes``: a re-read is not
+  more footprint.
 - ``bpc`` (the per-SM term, issue #10): many memory-bound kernels never reach DRAM bandwidth;
   each SM moves a roughly fixed number of bytes per cycle for a given kernel (its memory-level
   parallelism / issue rate: the digest's mechanism 4, XLA caps bandwidth by active SMs at
@@ -224,6 +231,9 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     # launch: the ``qnn`` runtime's VTCM rule) never reach DRAM; 0 (absent) everywhere else
     kept = xp.asarray(hw["onchip_bytes"]) if "onchip_bytes" in hw else 0.0
     dram_bytes = (mbytes - kept) * (1.0 - hit * step)
+    # PyTorch's long-row CUDA softmax re-reads (``softmax_passes``): L2-served (per-SM term only) or DRAM
+    l2_reread, dram_reread = _rereads(xp, feat("reread_bytes"), feat("row_bytes"), arrays)
+    mbytes, dram_bytes = mbytes + l2_reread + dram_reread, dram_bytes + dram_reread
     ramp_bytes = dram_bytes + b_half  # bytes / (bw * e * b/(b+h)) = (b + h) / (bw * e)
     if "onchip_bytes" in hw:   # an on-chip byte costs onchip_cost of a DRAM byte's time
         ramp_bytes = ramp_bytes + kept * xp.asarray(hw.get("onchip_cost", 0.0))
@@ -248,9 +258,29 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
         out.update(_detail(xp, tiled, mac, work / algo, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c,
                            mbytes, dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor,
                            kept * xp.ones_like(mac)))
+        out.update(_reread_detail(xp, l2_reread, dram_reread, feat("row_bytes"), arrays, xp.ones_like(mac)))
         out["onchip_cost"] = xp.asarray(hw.get("onchip_cost", 0.0)) * xp.ones_like(mac)
         out["algo"] = algo * xp.ones_like(mac)
     return out
+
+
+def _rereads(xp, reread, row_bytes, arrays):
+    """(L2-served, DRAM-served) re-read bytes per kernel: ``reread`` x ``softmax_reread`` (the
+    profile runs PyTorch's CUDA kernels: 1, else 0), from the L2 where ``row_bytes <=
+    softmax_l2_row`` (> 0: the rows in flight fit the L2), else from DRAM (``softmax_passes``)."""
+    if "softmax_reread" not in arrays:
+        return 0.0, 0.0
+    rr = reread * xp.asarray(arrays["softmax_reread"])
+    l2_row = xp.asarray(arrays.get("softmax_l2_row", 0.0))
+    in_l2 = (l2_row > 0) & (row_bytes <= l2_row)
+    return xp.where(in_l2, rr, 0.0), xp.where(in_l2, 0.0, rr)
+
+
+def _reread_detail(xp, l2_reread, dram_reread, row_bytes, arrays, ones) -> dict:
+    """``_rereads``' bytes per kernel for ``detail``, with each row's bytes and the profile's
+    ``softmax_l2_row`` (``KernelTerms.reread_*``)."""
+    return dict(reread_l2_bytes=l2_reread * ones, reread_dram_bytes=dram_reread * ones, reread_row_bytes=row_bytes,
+                reread_l2_row=xp.asarray(arrays.get("softmax_l2_row", 0.0)) * ones)
 
 
 def _detail(xp, tiled, mac, work, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c, mbytes,

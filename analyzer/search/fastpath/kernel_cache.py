@@ -24,7 +24,7 @@ import numpy as np
 
 from analyzer.prediction import dot_merge, engines, fusion, fusion_bytes, fusion_legality
 from analyzer.prediction import kernel_rows as kr
-from analyzer.prediction import kernels, lowering, transpose_fold
+from analyzer.prediction import kernels, lowering, softmax_passes, transpose_fold
 from analyzer.search.fastpath import xla_gpu
 
 FEATS = kernels.FEATS
@@ -61,11 +61,18 @@ class Kernels:
     besides_kernels_s = property(lambda self: self.run_overhead)
 
 
-def _feats(row) -> tuple:
+def _feats(row, reread=(0.0, 0.0)) -> tuple:
     """A ``kernel_rows`` row's values in ``FEATS`` order (class code, MACs, vector FLOPs,
     transcendentals, bytes, GEMM view m, n, k, batch, bytes per element of its dtype; not its
-    strided flag, which only a calibrated profile's fixed cost reads)."""
-    return (row[6], row[0], row[1], row[2], row[3], *row[7][:4], kr.PRECISION_BITS.get(row[8], 0) / 8)
+    strided flag, which only a calibrated profile's fixed cost reads), then ``reread``: its
+    ``softmax_passes.kernel_pair``."""
+    return (row[6], row[0], row[1], row[2], row[3], *row[7][:4], kr.PRECISION_BITS.get(row[8], 0) / 8, *reread)
+
+
+def _reread(g, row, infos) -> tuple[float, float]:
+    """``softmax_passes.kernel_pair`` of a kernel ``row`` of group ``g`` (``infos``: its members'
+    node data, whose last entry is the node's ``node_rereads``)."""
+    return softmax_passes.kernel_pair(g.runtime, row[6], [d[-1] for d in infos])
 
 
 def _pkey(row) -> tuple:
@@ -91,13 +98,13 @@ class _Group:
         self.simt = False              # fp32 matrix kernels take the FMA-unit classes
         self.fold = False              # ``xla`` plans XLA's GPU transpose folding (``transpose_fold.xla_folded``)
 
-    def put(self, at: int, row, pcol: int) -> None:
+    def put(self, at: int, row, pcol: int, reread=(0.0, 0.0)) -> None:
         if at >= len(self.runs):
             grow = max(2 * len(self.runs), at + 1)
             self.feats = np.resize(self.feats, (grow, len(FEATS)))
             self.runs = np.resize(self.runs, grow)
             self.pk = np.resize(self.pk, grow)
-        self.feats[at] = _feats(row)
+        self.feats[at] = _feats(row, reread)
         self.runs[at] = row[5]
         self.pk[at] = pcol
 
@@ -280,15 +287,15 @@ class KernelRows:
         for j, at in enumerate(ix):
             if at is not None:
                 continue
-            row = _simt(g, kr.fused_row([info[keys[i]][2] for i in members[j]], fused.get(j, 0), kops.get(j, "")),
-                        [info[keys[i]] for i in members[j]])
+            infos = [info[keys[i]] for i in members[j]]
+            row = _simt(g, kr.fused_row([d[2] for d in infos], fused.get(j, 0), kops.get(j, "")), infos)
             pcol = g.pkeys.get(_pkey(row))
             if pcol is None:
                 return None
             ix[j] = g.n
             if kk[j] is not None:
                 ids[kk[j]] = g.n
-            g.put(g.n, row, pcol)
+            g.put(g.n, row, pcol, _reread(g, row, infos))
             g.n += 1
         return ix
 
@@ -303,7 +310,7 @@ class KernelRows:
                                  kr.member_part(n, fn, b, self.precision), fn.input_bytes,
                                  fn.output_bytes, engines.winograd_shape(n),
                                  not fn.launches and fusion_bytes.is_view(fn.domain, fn.op),
-                                 transpose_fold.fold_role(fn), fn.dot_form)
+                                 transpose_fold.fold_role(fn), fn.dot_form, softmax_passes.node_rereads(n, fn))
         data = self._data(keys)
         for g, (idx, low) in zip(self.groups, lowered):
             members, fused, kops = self._plan(st.nodes, data, g.policy, st.outputs, g.fold)
@@ -317,7 +324,8 @@ class KernelRows:
             if not rows:   # (no kernel: nothing to learn or check in this group)
                 continue
             # (checked as whole arrays: a harvest is one candidate's every kernel)
-            mine = np.array([_feats(r) for r in rows], np.float64).reshape(len(rows), len(FEATS))
+            mine = np.array([_feats(r, _reread(g, r, [self.nodes[keys[i]] for i in m]))
+                             for r, m in zip(rows, members)], np.float64).reshape(len(rows), len(FEATS))
             got = np.stack([np.asarray(low.feats[f], np.float64) for f in FEATS], axis=1)
             cols = []
             for k, r in enumerate(rows):
