@@ -18,8 +18,8 @@ custom call (cuBLAS, cuDNN, with a convolution's layouts) and every other instru
 launches, in the entry computation and, descending into control flow, in a while loop's condition
 and body (kernels per trip, ``known_trip_count`` trips), a conditional's branches (one runs) and
 a called computation.  Programs (``PROGRAMS``): samples/jax_models.py's MLP, CNN, transformer
-block and scan RNN inference at batch 1, 8 and 32 (the batches bench/accuracy_xla_cpu.py runs),
-the MLP's and transformer's train steps at batch 8.  Per program: XLA's kernel count beside the
+block and scan RNN, inference at batch 1, 8 and 32 and train steps at batch 8 (the 16 programs
+bench/accuracy_xla_cpu.py runs).  Per program: XLA's kernel count beside the
 plan's, and the differences classified (``differences``): the ops XLA fuses into a GEMM kernel as
 an operand prologue or an epilogue (by operand edges from the product, ``gemm_roles``), split-K
 reductions, Triton softmax / layer-norm fusions, cuDNN convolution calls and their layouts, the
@@ -61,10 +61,10 @@ RESULT = os.path.join(ROOT, "bench", "results", "xla_gpu_hlo.md")
 COMMAND = "PYTHONPATH=$PWD python bench/xla_gpu_hlo.py"
 PLUGIN_PYTHON = "/tmp/xlagpu-venv/bin/python"
 # (label, samples/jax_models.py function, network of ``example_inputs``, batch): every network's
-# inference at the batches bench/accuracy_xla_cpu.py runs, the MLP's and transformer's train steps
+# inference and train step at the batches bench/accuracy_xla_cpu.py runs
 PROGRAMS = tuple((f"{net}_infer b{b}", f"{net}_infer", net, b) for net in ("mlp", "cnn", "transformer", "rnn")
                  for b in (1, 8, 32)) + tuple((f"{net}_train_step b8", f"{net}_train_step", net, 8)
-                                              for net in ("mlp", "transformer"))
+                                              for net in ("mlp", "cnn", "transformer", "rnn"))
 
 TARGET_CONFIG = """gpu_device_info {
   threads_per_block_limit: 1024
@@ -338,7 +338,8 @@ def differences(xk: list[tuple], roles: dict[str, tuple], plan_of: dict[str, lis
 def program_lines(label: str, fn: str, net: str, batch: int, hlo: str, hw: str) -> tuple[str, list[str]]:
     """(summary table row, markdown section) of one program: kernel counts, classified differences, XLA's kernels (with the
     plan kernels holding their ops), then the plan's kernels.  A plan kernel of a scan body
-    (a member under ``/scan/``) runs per trip."""
+    (a member under ``/scan/``; the scan named by the path before it) runs per trip, as many
+    trips as the compiled module's first loop."""
     import jax_models
     import xla_gpu_plan
     from analyzer.render.safe import md_code
@@ -350,8 +351,9 @@ def program_lines(label: str, fn: str, net: str, batch: int, hlo: str, hw: str) 
             if k not in plan_of.setdefault(_base(m), []):
                 plan_of[_base(m)].append(k)
     trips = re.search(r'"known_trip_count":\{"n":"(\d+)"', hlo)
-    plan_scoped = [(k, f"scan, per trip, {trips.group(1) if trips else '?'} trips" if any("/scan/" in m for m in members) else "")
-                   for k, members, *_ in rows]
+    scan = [next((m.split("/scan/")[0] + "/scan" for m in members if "/scan/" in m), "") for _, members, *_ in rows]
+    plan_scoped = [(k, f"{sc}, per trip, {trips.group(1) if trips else '?'} trips" if sc else "")
+                   for (k, *_), sc in zip(rows, scan)]
     counts = (_count([k[3] for k in xk]), _count([sc for _, sc in plan_scoped]))
     lines = [f"## {fn}, batch {batch}: XLA {counts[0]}, the `xla` plan {counts[1]}", ""]
     lines += differences(xk, kernel_roles(hlo), plan_of)
