@@ -235,6 +235,7 @@ def _nested(line: str, opcode: str, inst: str, scope: str) -> list[tuple[str, st
 
 
 def _launches(lines: list[str], comps: dict[str, list[str]], scope: str) -> list[tuple]:
+    """``kernels``' rows of the instructions ``lines`` of one computation that runs in ``scope``."""
     out = []
     for line in lines:
         m = INST.match(line)
@@ -254,20 +255,22 @@ def kernels(hlo: str) -> list[tuple[str, str, list[str], str]]:
     computation and, descending into control flow, of the computations it runs: scope is "" for
     a kernel that runs once, else where it runs (``while.5 body, per trip, 12 trips``; a
     conditional's branch).  kind: ``_kind``."""
-    return _launches(_computations(hlo)["ENTRY"], _computations(hlo), "")
+    comps = _computations(hlo)
+    return _launches(comps["ENTRY"], comps, "")
 
 
 def kernel_roles(hlo: str) -> dict[str, tuple[str, dict[str, str]]]:
     """{instruction: ("gemm" | "split-k", {op: "prologue" | "epilogue"})} of every kernel
     (``kernels``) that holds a matrix product or reduces a split-K GEMM's partial sums
-    (``gemm_roles`` of the instruction's line; a split-K reduction's ops all follow the GEMM)."""
+    (``gemm_roles`` of the instruction's line; a split-K reduction's ops all follow its GEMM, in
+    another kernel, so none gets a role there)."""
     comps = _computations(hlo)
     line_of = {m.group(1): line for lines in comps.values() for line in lines if (m := INST.match(line))}
     out = {}
     for inst, *_ in kernels(hlo):
         has_dot, roles, split = gemm_roles([line_of[inst]], comps)
         if has_dot or split:
-            out[inst] = ("gemm" if has_dot else "split-k", roles)
+            out[inst] = ("gemm", roles) if has_dot else ("split-k", {})
     return out
 
 
