@@ -56,10 +56,16 @@ LayerNormalization          ``native_layer_norm_backward``: a dX kernel (reads x
                             reduction (reads x, dY, mean, rstd; writes dgamma, dbeta: reduce
                             class).
 BatchNormalization          cuDNN's batch-norm backward: one kernel (x, dY -> dX, dgamma, dbeta).
+NegativeLogLikelihoodLoss   ``nll_loss_backward``: ``zero_`` of dX (writes X), then one kernel
+                            writing ``-W[t] * dY`` (``/ total_weight`` under mean) at the M
+                            target positions (reads dY, the targets, W[t]; writes M); X only.
+SoftmaxCrossEntropyLoss     ``log_softmax`` + ``nll_loss``: the two kernels above, then
+                            ``_log_softmax_backward_data`` (log-probabilities, dY -> dX).
 ==========================  ===================================================================
 
 The ops that index, move or reduce data (Gather, Slice, Split, Concat, Expand, the reductions
-and pools, Cast, views) have their rules in ``backward_movement``; ``RULES`` maps every op.
+and pools, Cast, views) have their rules in ``backward_movement``, the losses' bytes in
+``backward_loss``; ``RULES`` maps every op.
 
 Gradient accumulation (``backward_plan``): a tensor (activation or weight) whose gradient comes
 from k > 1 consumers gets k - 1 add kernels (autograd's ``InputBuffer::add`` / ``AccumulateGrad``),
@@ -71,6 +77,7 @@ from __future__ import annotations
 
 from math import prod
 
+from analyzer.training.backward_loss import cross_entropy, nll_loss
 from analyzer.training.backward_movement import (
     VIEW_OPS, cast, expand, gather, reduce_mean, slice_, split, view)
 from analyzer.training.grad_kernel import ONNX_DOMAINS, BwdKernel, Ctx, broadcast, sums
@@ -271,6 +278,7 @@ RULES = {"MatMul": matmul, "Gemm": matmul, "Conv": conv, "ConvTranspose": conv,
          "Slice": slice_, "Split": split, "Expand": expand, "Cast": cast,
          **{op: reduce_mean for op in ("ReduceMean", "ReduceSum", "GlobalAveragePool",
                                        "AveragePool", "MaxPool")},
+         "NegativeLogLikelihoodLoss": nll_loss, "SoftmaxCrossEntropyLoss": cross_entropy,
          **{op: view for op in VIEW_OPS}}
 
 
