@@ -43,6 +43,7 @@ import numpy as np
 from analyzer.scaling import collectives as C
 from analyzer.scaling import fabric as FB
 from hardware_db import collectives, links
+from report_lines import emit_text
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "bench", "data", "nccl_public")
@@ -233,11 +234,7 @@ def main() -> None:
     a = ap.parse_args()
     k = C.constants_from(collectives.nccl(), collectives.nccl_tuning() if a.nccl_net else None)
     tables = load()
-    text = report(tables, evaluate(tables, k), k, a.nccl_net)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
-    print(text)
+    emit_text(a.out, report(tables, evaluate(tables, k), k, a.nccl_net))
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ from scipy.optimize import minimize
 
 from analyzer.scaling import collectives as C
 from hardware_db import links
+from report_lines import emit_text
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CSV = os.path.join(ROOT, "..", "shared", "measurements", "gpu", "aic_nccl.csv")
@@ -391,11 +392,7 @@ def main() -> None:
             json.dump(doc, f, indent=1)
             f.write("\n")
     from collectives_report import report   # the markdown report's tables
-    text = report(full, bases, res, fam, rows, nodes, pop, nraw, own)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
-    print(text)
+    emit_text(a.out, report(full, bases, res, fam, rows, nodes, pop, nraw, own))
 
 
 if __name__ == "__main__":

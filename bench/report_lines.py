@@ -10,3 +10,11 @@ def emit(path: str, lines: list[str]) -> None:
     with open(path, "w", encoding="utf-8") as f:
         f.write(text + "\n")
     print(text)
+
+
+def emit_text(path: str | None, text: str) -> None:
+    """Write ``text`` as it is to ``path`` (when one is given) and print it."""
+    if path:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    print(text)
