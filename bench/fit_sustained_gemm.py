@@ -38,6 +38,13 @@ Checks (not fitted): the same ratio for the T4 against the V100 (single FP32 dat
 partition, as Turing) and for the P4 against the P100, next to the NeuSight-fitted figures of
 ``bench/fit_neusight.py``.
 
+Hopper (reported, not written to any profile): ``g_H = r(H200 fp32) / mean r(one-datapath cards at
+N = 8192)``, r without a factor (the GA10x factor's method, the H200's one public row being the
+largest of its run's five sizes), and the check fixed with it: ``t = r(H200 fp16, bf16) / r(A100-SXM4-80GB
+fp16, bf16)`` (tensor cores, the same runs' script).  The rule fixed before either was computed: a
+Hopper factor ships iff ``g_H < 0.95`` and ``|ln t| < |ln g_H| / 2`` (the tensor cores of the same runs
+do not show the deficit, so it is the FMA datapath and not a clock).  No H100 or H800 row is read.
+
 Usage: ``PYTHONPATH=$PWD python bench/fit_sustained_gemm.py [--write] [--out
 bench/results/fit_sustained_gemm.md]``.
 """
@@ -47,6 +54,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import math
 import os
 import sys
 from statistics import mean
@@ -66,6 +74,9 @@ REFERENCE = ("rtx-4090", "a40")     # uncapped, two FP32 datapaths per partition
 CHECKS = {"t4": ("v100-sxm2-32gb",), "p4": ("p100-pcie-16gb",)}   # capped card -> its design's reference
 ONE_DATAPATH = ("v100-sxm2-32gb", "p100-pcie-16gb", "a100-40gb-pcie")   # uncapped, an FP32 datapath per lane
 FACTOR_N = 8192                     # the one row per card the datapath factor is fitted on
+HOPPER = "h200-sxm"                 # the Hopper card with a public fp32 row and a profile (H100 rows: held out)
+HOPPER_TC_REF = "a100-80gb-sxm"     # the one-datapath card whose tensor-core rows come from the same script
+HOPPER_SHIPS = 0.95                 # the rule: g_H below this, and |ln t| < |ln g_H| / 2
 # the profiles of the SM design whose partitions issue FP32 on one datapath of their own and one shared with
 # INT32 (NVIDIA's GA10x and AD10x SMs: 128 listed FP32 lanes per SM, 64 of them shared)
 SHARED_INT32 = {"a10": "GA102", "a40": "GA102", "rtx-3090": "GA102", "jetson-agx-orin-64gb": "GA10B",
@@ -182,7 +193,7 @@ def r_table(rows: list[dict]) -> list[str]:
     out = ["| profile | use | W per SM | datapath factor | rows | r, no factor (each) | r, with it (each) | "
            "mean r, no factor | mean r, with it | mean r as shipped |", "|---|---|---:|---:|---:|---|---|---:|---:|---:|"]
     profiles = dict.fromkeys(r["profile"] for r in rows if r["profile"] and r["precision"] == "fp32")
-    uses = ("fit", "reference", "check_reference", "check", "info")
+    uses = ("fit", "reference", "check_reference", "check", "info", "fit_hopper")
     for pid in profiles:
         r0 = ratios(rows, pid, uses=uses, factor=False)
         if not r0:
@@ -215,6 +226,48 @@ def factor_lines(rows: list[dict]) -> list[str]:
     return out
 
 
+def hopper_factor(rows: list[dict]) -> tuple[float, float, float, bool]:
+    """(g_H, t, r of the H200's fp32 row, ships): g_H = r(H200 fp32) / mean r(one-datapath cards at
+    N = 8192), r without a factor; t = mean r(H200 fp16, bf16) / mean r(A100-SXM4-80GB fp16, bf16), the
+    tensor-core rows of the same script; ships by the rule fixed before either was computed
+    (``g_H < HOPPER_SHIPS`` and ``|ln t| < |ln g_H| / 2``)."""
+    rh = mean(ratios(rows, HOPPER, uses=("fit_hopper",), factor=False))
+    r1 = mean([x for p in ONE_DATAPATH for x in ratios(rows, p, sizes=(FACTOR_N,), factor=False)])
+
+    def tc(pid, use):
+        return mean([x for p in ("fp16", "bf16") for x in ratios(rows, pid, uses=(use,), precision=p)])
+
+    g, t = rh / r1, tc(HOPPER, "check_tc_hopper") / tc(HOPPER_TC_REF, "reference_tc_hopper")
+    return g, t, rh, g < HOPPER_SHIPS and abs(math.log(t)) < abs(math.log(g)) / 2
+
+
+def listed_shares(rows: list[dict], device: str, peak_tflops: float) -> list[float]:
+    """measured / listed fp32 peak of a device's fp32 rows at the sustained sizes (no opcost prediction:
+    for a card without a profile)."""
+    return [r["value"] / peak_tflops for r in rows
+            if r["device"] == device and r["precision"] == "fp32" and r["n"] in SIZES]
+
+
+def hopper_lines(rows: list[dict]) -> list[str]:
+    """The Hopper rows: the factor the GA10x method gives, the tensor-core check, the decision."""
+    g, t, rh, ships = hopper_factor(rows)
+    lt, lg = abs(math.log(t)), abs(math.log(g)) / 2
+    h20 = listed_shares(rows, "NVIDIA H20", 44.0)
+    h200 = next(r["value"] for r in rows if r["use"] == "fit_hopper") / 66.9
+    return ["## Hopper FP32 (H200; H100 rows held out, none read)", "",
+            f"- g_H = r(H200 fp32, the run's largest size, against N = 10240) {rh:.3f} / the one-datapath cards' "
+            f"mean r at N = {FACTOR_N} = **{g:.3f}** (the GA10x factor's method)",
+            f"- check: t = r(H200 fp16, bf16) / r({HOPPER_TC_REF} fp16, bf16) = **{t:.3f}** (tensor cores, the "
+            f"same script's rows, each family on its own tensor-core set)",
+            f"- rule (fixed before both): ships iff g_H < {HOPPER_SHIPS} and |ln t| < |ln g_H| / 2: "
+            f"{'ships' if ships else 'does not ship'} ({'' if g < HOPPER_SHIPS else 'no gap; '}"
+            f"|ln t| {lt:.3f} against |ln g_H| / 2 {lg:.3f})",
+            f"- the H20 (no profile) holds {_fmt(h20)} of its listed 44 TF at N = 8192, 10240; the H200 "
+            f"{h200:.3f} of 66.9 TF; r of the Blackwell rows (no factor, `info`): b200-hgx "
+            f"{_fmt(ratios(rows, 'b200-hgx', uses=('info',), factor=False))}, rtx-pro-6000 "
+            f"{_fmt(ratios(rows, 'rtx-pro-6000', uses=('info',), factor=False))}", ""]
+
+
 def report(rows: list[dict]) -> list[str]:
     """The markdown report: r per card, the datapath factor, the L4's fitted share, the tensor-core
     check of its one clock, the T4/P4 checks."""
@@ -225,7 +278,7 @@ def report(rows: list[dict]) -> list[str]:
            "there). r = measured TFLOP/s / opcost's prediction at the boost clock, fp32 (FMA units), at "
            "N = 8192 and 10240 (rows `n = max`: the largest of the script's five sizes, against N = 10240); "
            "`as shipped`: a power-capped card at its sustained clock.", ""]
-    out += r_table(rows) + [""] + factor_lines(rows)
+    out += r_table(rows) + [""] + factor_lines(rows) + hopper_lines(rows)
     s, rc, rr = share(rows, FITTED, REFERENCE)
     clock = hardware_db.get(FITTED).clock_ghz
     out += ["## The L4's sustained clock (in-sample: these rows are the fit)", "",
