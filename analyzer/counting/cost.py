@@ -77,7 +77,9 @@ class Work(NamedTuple):
     # "perm=0,2,1,3" for a Transpose (its permutation: which strides an eager view has);
     # " relayout=0,1" after a JAX convolution's word: its operands not in a channels-last order;
     # " gemv=0" after a JAX dot's: its matrix-vector operand; "tree=B1,..." for a JAX reduction:
-    # the bytes of each round of partial results XLA's CPU backend's tree reduction writes
+    # the bytes of each round of partial results XLA's CPU backend's tree reduction writes;
+    # "row=C" for a softmax over an innermost row of C; "reduction=mean" for a loss.  Words are
+    # space-separated and read through ``kernel_words`` only
     kernel: str | None = None
     # the transcendentals by the function each evaluates: (function, count) pairs, counts exact
     # and summing to at most ``transcendentals`` (``by_function`` names the rest UNNAMED);

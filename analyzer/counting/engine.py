@@ -246,12 +246,12 @@ def _walk(graph: Graph, prefix: str, times: int, counted: set[str], out: list[No
                             dropout_kernel(graph, node) or kernel, functions=fns))
 
 
-DROPOUT_TRAIN = "dropout-train:"
+DROPOUT_TRAIN = "dropout-train"   # the key of its kernel word
 
 
 def dropout_kernel(graph: Graph, node: Node) -> str | None:
     """``NodeCost.kernel`` of an ONNX Dropout in training mode (its ``training_mode`` input a
-    known true value): ``dropout-train:<ratio>`` (ratio default 0.5); None otherwise (an
+    known true value): ``dropout-train=<ratio>`` (ratio default 0.5); None otherwise (an
     identity at inference).  Counts do not depend on it."""
     if node.op != "Dropout" or node.domain not in ("", "ai.onnx"):
         return None
@@ -260,7 +260,7 @@ def dropout_kernel(graph: Graph, node: Node) -> str | None:
     if mode is None or not bool(mode):
         return None
     ratio = graph.values.get(ins[1]) if len(ins) > 1 and ins[1] else None
-    return f"{DROPOUT_TRAIN}{0.5 if ratio is None else float(ratio)!r}"
+    return f"{DROPOUT_TRAIN}={0.5 if ratio is None else float(ratio)!r}"
 
 
 def _bare_row(name: str, node: Node, status: Status, ins, outs, note: str, prefix: str,

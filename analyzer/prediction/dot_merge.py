@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from math import prod
 
+from analyzer.counting import kernel_words
 from analyzer.prediction.fusion_legality import reach_bitsets
 
 # ``xla_gpu_dot_merger_threshold_mb`` as installed jaxlib 0.10.2 sets it (its DebugOptions,
@@ -55,7 +56,7 @@ def dot_form(op: str, domain: str, in_specs, out_specs, mac_flops: int, kernel: 
     ``a`` has rank 2 or less: such a dot is canonical and ``DotDecomposer`` leaves it; ``n``
     any other, which it leaves or rewrites as ``[M, K] x [K, N]``: ``IsCanonical``,
     ``CanonicalizeDot``) and the three dtypes; None for a node that is no such dot."""
-    words = (kernel or "").split()
+    words = kernel_words.words(kernel)
     if (domain, op) not in _DOTS or not mac_flops or len(in_specs) < 2 or not out_specs or "lhs_transposed" in words:
         return None
     a, b, o = in_specs[0], in_specs[1], out_specs[0]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from math import prod
 
+from analyzer.counting import kernel_words
 from analyzer.prediction import fusion
 from analyzer.prediction import strides as st_
 
@@ -133,8 +134,8 @@ def view_op(w: Walk, i: int) -> bool:
         w.no_kernel(i)      # x[..., c, ...]: aten::select, a view
         w.set_out(i, 0, st[:axis] + st[axis + 1:])
         return True
-    if op == "Slice" and len(out) == len(dims) and (nd.kernel or "").startswith("steps="):
-        steps = [int(x) for x in nd.kernel[6:].split(",")]
+    if op == "Slice" and len(out) == len(dims) and kernel_words.value(nd.kernel, "steps") is not None:
+        steps = list(kernel_words.ints(nd.kernel, "steps"))
         if len(steps) != len(dims) or min(steps) < 1:
             return False        # a negative step: torch.flip's copy kernel
         w.no_kernel(i)          # x[a:b:s]: aten::slice, a view with strides x s

@@ -15,6 +15,7 @@ import functools
 
 import numpy as np
 
+from analyzer.counting import kernel_words
 from analyzer.counting.engine import FOLDED, NodeCost
 from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES, PRECISION_BITS
 from analyzer.prediction.efficiency import kernel_time as eff
@@ -124,8 +125,7 @@ def out_feature(kernel: str | None) -> int:
     """The output's feature dim a convolution's rule names (``Work.kernel`` word ``out_feature=D``:
     a JAX convolution whose dimension numbers put it elsewhere than dim 1, NHWC's 3), else 1 (NCHW,
     ONNX's layout)."""
-    word = next((w for w in (kernel or "").split() if w.startswith("out_feature=")), "")
-    return int(word.split("=")[1]) if word else 1
+    return int(kernel_words.value(kernel, "out_feature") or 1)
 
 
 def _heads(trans: int, b: int, s: int, hidden: int) -> int:
@@ -263,9 +263,9 @@ def node_op_class(n: NodeCost) -> str:
     # (a JAX convolution's weight shape is in its dimension numbers' order: its rule names its kind)
     w = _shape(n.in_specs[1]) if len(n.in_specs) > 1 and n.op not in RULE_NAMED_CONV_OPS else None
     cls = eff.op_class_of(n.domain, n.op, batched=batched, conv_input=x, conv_weight=w)
-    if cls == "softmax" and (n.kernel or "").startswith("row=") and int(n.kernel[4:]) > eff.SOFTMAX_WARP_ROW:
+    if cls == "softmax" and int(kernel_words.value(n.kernel, "row") or 0) > eff.SOFTMAX_WARP_ROW:
         return "softmax_block"   # a long row: the block-per-row kernel (op_classes.SOFTMAX_WARP_ROW)
-    word = (n.kernel or "").split(" ")[0]   # (a convolution's " relayout=..." after it)
+    word = kernel_words.head(n.kernel)
     if word in KERNEL_CLASSES and cls in ("gemm", "conv"):
         return KERNEL_CLASSES[word]   # the rule's word (a JAX convolution's groups, a dot's form)
     if cls == "conv":

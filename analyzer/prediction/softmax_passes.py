@@ -34,6 +34,7 @@ L2-served in either state.  ``l2_row = 0`` (unknown L2 or SM count): DRAM.
 
 from __future__ import annotations
 
+from analyzer.counting import kernel_words
 from analyzer.prediction.efficiency import kernel_time as eff
 
 PYTORCH_RUNTIMES = frozenset({"kernel", "eager", "eager-op"})
@@ -70,9 +71,10 @@ def node_rereads(n, fn) -> tuple[float, float]:
     if fn.op_class != "softmax_block" or not fn.input_bytes or not n.in_specs or n.in_specs[0] is None:
         return 0.0, 0.0
     elements = n.in_specs[0].numel() if n.in_specs[0].shape is not None else 0
-    if not elements or not (n.kernel or "").startswith("row="):
+    row = kernel_words.value(n.kernel, "row")
+    if not elements or row is None:
         return 0.0, 0.0
-    length, itemsize = int(n.kernel[4:]), fn.input_bytes[0] // elements
+    length, itemsize = int(row), fn.input_bytes[0] // elements
     if not rereads(length, itemsize):
         return 0.0, 0.0
     return 2.0 * fn.input_bytes[0], float(length * itemsize)

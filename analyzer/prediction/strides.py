@@ -8,6 +8,8 @@ from __future__ import annotations
 from math import prod
 from typing import Sequence
 
+from analyzer.counting import kernel_words
+
 
 def contiguous(shape: Sequence[int]) -> tuple[int, ...]:
     """Row-major element strides of ``shape``."""
@@ -100,9 +102,7 @@ def channels_last(shape) -> tuple[int, ...]:
 def transpose_perm(node, rank: int) -> list[int]:
     """The permutation of a Transpose ``node`` (its ``kernel`` string ``perm=a,b,...``) when it
     is one of ``range(rank)``, else ONNX's default, the reversed axes."""
-    k = node.kernel or ""
-    if k.startswith("perm="):
-        p = [int(a) for a in k[5:].split(",") if a != ""]
-        if sorted(p) == list(range(rank)):
-            return p
+    p = kernel_words.ints(node.kernel, "perm")
+    if p is not None and sorted(p) == list(range(rank)):
+        return list(p)
     return list(range(rank))[::-1]

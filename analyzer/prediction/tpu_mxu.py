@@ -29,6 +29,7 @@ the v2-v5p MXU), and the returned phrase says so.
 
 from __future__ import annotations
 
+from analyzer.counting import kernel_words
 from analyzer.prediction import engines
 from analyzer.prediction.efficiency import kernel_time as eff
 
@@ -69,13 +70,13 @@ PASSES = {"HIGH": 3, "HIGHEST": 6, "BF16_BF16_F32": 1, "BF16_BF16_F32_X3": 3, "B
 def kernel_precisions(nodes, plan) -> tuple:
     """Per kernel of ``plan``, the precision its heaviest matrix node asks for (``NAME`` of its
     rule's ``precision=NAME`` word) or None; () where no node asks for one."""
-    if not any("precision=" in (n.kernel or "") for n in nodes):
+    if not any(kernel_words.value(n.kernel, "precision") is not None for n in nodes):
         return ()
     out = []
     for ms in plan.members:
         n = nodes[max(ms, key=lambda i: nodes[i].cost.mac_flops)]
-        word = next((w for w in (n.kernel or "").split() if w.startswith("precision=")), "")
-        out.append(word.split("=", 1)[1] if word and n.cost.mac_flops else None)
+        name = kernel_words.value(n.kernel, "precision")
+        out.append(name if name and n.cost.mac_flops else None)
     return tuple(out)
 
 

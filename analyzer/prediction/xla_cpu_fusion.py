@@ -102,6 +102,7 @@ stacked (``rnn_train_step``: one a trip).
 
 from __future__ import annotations
 
+from analyzer.counting import kernel_words
 from analyzer.prediction import fusion
 
 POLICY = "xla_cpu"
@@ -265,10 +266,10 @@ def _relayouts(nodes, p: fusion.FusionPlan, producer, consumers, folded, ok) -> 
     fuses into a loop fusion."""
     out = []
     for i, nd in enumerate(nodes):
-        word = nd.kernel or ""
-        if "relayout=" not in word or p.kernel_of[i] < 0:
+        relayout = kernel_words.ints(nd.kernel, "relayout")
+        if relayout is None or p.kernel_of[i] < 0:
             continue
-        for j in (int(x) for x in word.split("relayout=")[1].split(",")):
+        for j in relayout:
             if j >= len(nd.inputs) or not nd.inputs[j] or compiled_constant(nd, j, folded):
                 continue
             src = _source(nd.level, nd.inputs[j], nodes, producer, folded)
@@ -293,8 +294,7 @@ def _source(level: str, tensor: str, nodes, producer, folded, depth: int = 8) ->
 def tree_bytes(nd) -> tuple[int, ...]:
     """The bytes of each round of partial results of a tree reduction (``tree=`` in its kernel
     word: ``counting.rules.jax.reduce.tree_rounds``); () for any other node."""
-    word = next((w for w in (nd.kernel or "").split() if w.startswith("tree=")), "")
-    return tuple(int(x) for x in word[5:].split(",")) if word else ()
+    return kernel_words.ints(nd.kernel, "tree") or ()
 
 
 def _tree_launches(nodes, p: fusion.FusionPlan, ok) -> list[tuple[int, str, int]]:
@@ -312,10 +312,10 @@ def _gemv_copies(nodes, p: fusion.FusionPlan, producer, consumers, folded, ok, g
     sliced = {(nd.name + "/", x) for nd in nodes if nd.loop_io for x in nd.loop_io[0]}
     out = []
     for i, nd in enumerate(nodes):
-        word = next((w for w in (nd.kernel or "").split() if w.startswith("gemv=")), "")
-        if not word or p.kernel_of[i] < 0:
+        gemv = kernel_words.value(nd.kernel, "gemv")
+        if gemv is None or p.kernel_of[i] < 0:
             continue
-        j = int(word[5:])
+        j = int(gemv)
         t = nd.inputs[j] if j < len(nd.inputs) else ""
         if t and not compiled_constant(nd, j, folded) and (nd.level, t) not in sliced:
             src = _source(nd.level, t, nodes, producer, folded)
@@ -331,10 +331,10 @@ def _scatter_expansion(nodes, p: fusion.FusionPlan, producer, consumers, folded,
     node's own kernel (rule 9 of the module docstring), on that kernel: fixed costs only."""
     out = []
     for i, nd in enumerate(nodes):
-        word = next((w for w in (nd.kernel or "").split() if w.startswith("rank=")), "")
-        if nd.op != "select_and_scatter_add" or not word or p.kernel_of[i] < 0:
+        rank = kernel_words.value(nd.kernel, "rank")
+        if nd.op != "select_and_scatter_add" or rank is None or p.kernel_of[i] < 0:
             continue
-        r, k = int(word[5:]), p.kernel_of[i]
+        r, k = int(rank), p.kernel_of[i]
         out += [(k, "iota", 0)] * r
         out += [(k, "broadcast_in_dim", 0), (k, "concatenate", 0), (k, "scatter", 0)]
         src = _source(nd.level, nd.inputs[0], nodes, producer, folded) if nd.inputs[0] else -1

@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
+from analyzer.counting import kernel_words
 from analyzer.counting.engine import DROPOUT_TRAIN, FOLDED
 from analyzer.errors import InputSpecError
 from analyzer.ir.graph import DTYPE_BITS, TensorSpec
@@ -227,8 +228,8 @@ def placements(nodes, p: float | None) -> tuple[Placement, ...]:
 
 def _training_ratio(n) -> float:
     """The ratio of a Dropout node in training mode (``engine.dropout_kernel``), else 0."""
-    k = n.kernel or ""
-    return float(k[len(DROPOUT_TRAIN):]) if k.startswith(DROPOUT_TRAIN) else 0.0
+    ratio = kernel_words.value(n.kernel, DROPOUT_TRAIN)
+    return 0.0 if ratio is None else float(ratio)
 
 
 def check(p) -> float | None:

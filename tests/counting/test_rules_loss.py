@@ -72,7 +72,7 @@ def test_sce_is_log_softmax_then_nll(opset):
     assert n.functions == (("exp", 80), ("log", 8))
     assert n.activation_bytes_read == 80 * 4 + 8 * 8    # every score, the targets
     assert n.activation_bytes_written == 4
-    assert n.kernel == "row=10"                          # C is the innermost axis
+    assert n.kernel == "row=10 reduction=mean"           # C is the innermost axis; the reduction
 
 
 def test_sce_log_prob_output_and_spatial():
@@ -82,7 +82,7 @@ def test_sce_log_prob_output_and_spatial():
     assert n.weight_bytes == 30 * 4
     # the [2, 3, 5] losses and the [2, 7, 3, 5] log_prob
     assert n.activation_bytes_written == 30 * 4 + 210 * 4
-    assert n.kernel is None                              # C is not innermost: no row word
+    assert n.kernel == "reduction=none"                  # C is not innermost: no row word
 
 
 def test_sce_ignore_index_weighted_mean():

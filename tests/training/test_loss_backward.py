@@ -46,11 +46,12 @@ def _loss_kernels(model):
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
 def test_cross_entropy_reduced_nc(reduction):
     m = N       # target positions
+    tw = 1 if reduction == "mean" else 0     # total_weight: loaded by the mean kernel only
     assert _loss_kernels(_loss_model("SoftmaxCrossEntropyLoss", reduction)) == [
         # grad_input.zero_(): writes the [4, 8] scores' gradient
         ("loss/zero", "Mul", 0, N * C * E),
-        # the scatter: reads dY (1) + total_weight (1) + 4 int64 targets; writes the 4 targets
-        ("loss/scatter", "ScatterND", 2 * E + m * I64, m * E),
+        # the scatter: reads dY (1) + total_weight (mean: 1) + 4 int64 targets; writes the 4
+        ("loss/scatter", "ScatterND", (1 + tw) * E + m * I64, m * E),
         # _log_softmax_backward_data: log-probabilities and their gradient read, dX written
         ("loss/grad", "Softmax", 2 * N * C * E, N * C * E),
     ]
@@ -80,8 +81,8 @@ def test_nll_loss_spatial_sum_weighted():
     m = N * 3 * 5
     assert _loss_kernels(_loss_model("NegativeLogLikelihoodLoss", "sum", (3, 5), weighted=True)) == [
         ("loss/zero", "Mul", 0, N * C * 15 * E),
-        # dY (1) + total_weight (1) + 60 int64 targets + 60 picked weights
-        ("loss/scatter", "ScatterND", 2 * E + m * I64 + m * E, m * E),
+        # dY (1) + 60 int64 targets + 60 picked weights (sum: no total_weight load)
+        ("loss/scatter", "ScatterND", 1 * E + m * I64 + m * E, m * E),
     ]
 
 

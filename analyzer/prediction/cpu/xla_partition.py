@@ -57,6 +57,8 @@ import math
 
 import numpy as np
 
+from analyzer.counting import kernel_words
+
 # XLA's DefaultCostModel (xla/service/cpu/parallel_task_assignment.cc, openxla/xla, read at commit
 # fb55df1a9d69; the newest stored), its constants and what its comments say of them
 RULE = {
@@ -140,9 +142,9 @@ def accessed_bytes(fnodes, members, producer, consumers) -> float:
     total = 0.0
     for i in members:
         nd = fnodes[i]
-        word = next((w for w in (nd.kernel or "").split() if w.startswith("rank=")), "")
-        if nd.op == "select_and_scatter_add" and word and len(nd.input_bytes) >= 2:
-            r = int(word[5:])
+        rank = kernel_words.value(nd.kernel, "rank")
+        if nd.op == "select_and_scatter_add" and rank is not None and len(nd.input_bytes) >= 2:
+            r = int(rank)
             total += (1 + r) * (nd.input_bytes[0] + nd.input_bytes[1])
             continue
         for t, b in zip(nd.inputs, nd.input_bytes):

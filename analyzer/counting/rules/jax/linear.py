@@ -9,6 +9,7 @@ from __future__ import annotations
 from math import prod
 
 from analyzer.counting.cost import Work, register
+from analyzer.counting.kernel_words import with_word
 from analyzer.errors import ShapeError
 from analyzer.ir.graph import DTYPE_BITS
 
@@ -42,11 +43,6 @@ def precision_word(precision) -> str | None:
     return None if name in (None, "DEFAULT") else f"precision={name}"
 
 
-def _with_word(kernel: str | None, word: str | None) -> str | None:
-    """``kernel`` with ``word`` appended (either may be None)."""
-    return f"{kernel or ''} {word}".strip() if word else kernel
-
-
 @register("dot_general", domain=D)
 def dot_general(ins, outs, ctx, *, dimension_numbers, precision=None):
     """out = batch dims + lhs free dims + rhs free dims; each output element sums over the
@@ -75,11 +71,11 @@ def dot_general(ins, outs, ctx, *, dimension_numbers, precision=None):
     vec = None if lb else next((j for j, (d, c) in enumerate(((a, lc), (b, rc)))
                                 if len(d) >= 2 and prod(x for i, x in enumerate(d) if i not in c) == 1), None)
     if vec is not None:
-        kernel = f"{kernel or ''} gemv={vec}".lstrip()
+        kernel = with_word(kernel, f"gemv={vec}")
     if not lb and len(b) == 2 and b[0] == b[1] and tuple(rc) == (1,):
         kernel = f"{kernel or ''} rhs_transposed".lstrip()
     return Work(mac_flops=2 * outs[0].numel() * k, mac_dtype=_mac_dtype(ins[0], ins[1]),
-                kernel=_with_word(kernel, precision_word(precision)))
+                kernel=with_word(kernel, precision_word(precision)))
 
 
 def _taps(out: int, k: int, inp: int, lhs_dil: int) -> int:
@@ -113,11 +109,11 @@ def conv_general_dilated(ins, outs, ctx, *, dimension_numbers, lhs_dilation=None
     kernel = conv_kind(feature_group_count or 1, batch_group_count or 1, in_features,
                        all(rhs[rhs_spec[2 + d]] == 1 for d in range(nsp)))
     if out_spec[1] != 1:   # the output's feature dim where it is not dim 1 (NHWC: 3; the GEMM view's n)
-        kernel = f"{kernel or ''} out_feature={out_spec[1]}".lstrip()
-    kernel = _with_word(kernel, precision_word(precision))
+        kernel = with_word(kernel, f"out_feature={out_spec[1]}")
+    kernel = with_word(kernel, precision_word(precision))
     relayout = conv_relayout(lhs_spec, rhs_spec)
     if relayout:   # the operands not in a channels-last layout (the prediction's layout copies; last word)
-        kernel = f"{kernel or ''} relayout={relayout}".lstrip()
+        kernel = with_word(kernel, f"relayout={relayout}")
     return Work(mac_flops=2 * n_out * o_feat * taps * in_features,
                 mac_dtype=_mac_dtype(ins[0], ins[1]), kernel=kernel)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 from math import prod
 
 from analyzer.counting.cost import Work, register
+from analyzer.counting.kernel_words import with_word
 from analyzer.counting.rules.onnx.common import present
 from analyzer.errors import ShapeError
 
@@ -77,7 +78,7 @@ def _picked_reads(ins, m: int, whole_scores: bool) -> dict[int, int]:
 def negative_log_likelihood_loss(ins, outs, ctx, *, reduction="mean", ignore_index=None):
     m, _c = loss_positions(ins, reduction, "NegativeLogLikelihoodLoss")
     return Work(vector_flops=nll_flops(m, reduction, present(ins, 2), ignore_index is not None),
-                reads=_picked_reads(ins, m, whole_scores=False))
+                reads=_picked_reads(ins, m, whole_scores=False), kernel=f"reduction={reduction}")
 
 
 @register("SoftmaxCrossEntropyLoss")
@@ -85,7 +86,8 @@ def softmax_cross_entropy_loss(ins, outs, ctx, *, reduction="mean", ignore_index
     m, c = loss_positions(ins, reduction, "SoftmaxCrossEntropyLoss")
     n = m * c                   # scores: one log_softmax row of C per position
     shape = ins[0].dims()
-    kernel = f"row={c}" if len(shape) == 2 else None   # C innermost only for [N, C]
+    row = f"row={c}" if len(shape) == 2 else None   # C innermost only for [N, C]
+    kernel = with_word(row, f"reduction={reduction}")
     return Work(vector_flops=4 * n + nll_flops(m, reduction, present(ins, 2), ignore_index is not None),
                 transcendentals=n + m, functions=(("exp", n), ("log", m)), kernel=kernel,
                 reads=_picked_reads(ins, m, whole_scores=True))
