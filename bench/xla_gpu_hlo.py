@@ -330,7 +330,7 @@ def differences(xk: list[tuple], roles: dict[str, tuple], plan_of: dict[str, lis
             added.append(f"{md_code(inst)} ({ops(names) or 'no op name'})")
         loop += [o for o in names if "/while/" in o and o not in loop]
     return [f"- {title}: {'; '.join(items) if items else 'none'}" for title, items in (
-        ("ops XLA fuses into GEMM kernels as operand prologue / epilogue (the plan: kernels of their own)", gemm),
+        ("ops XLA fuses into GEMM kernels as operand prologue / epilogue (the plan kernels holding them: the table's last column)", gemm),
         ("split-K reductions (a GEMM's partial sums, with the ops fused after them)", split),
         ("Triton softmax / layer-norm fusions (`kCustom __triton`)", norm),
         ("cuDNN convolution custom calls (a custom call names one op: its root's)", conv),

@@ -10,8 +10,10 @@ and it launches once.  Policies (``POLICIES``), chosen by the runtime (``runtime
   launch nothing, unless the kernel would lie on a cycle (``_xla``); matrix ops (GEMM,
   convolution, attention) stay kernels of their own.  On a GPU (``fold_transposes``) a rank-2
   transpose read only by matrix products launches nothing: XLA's GPU compiler folds it into
-  their operand layout (``transpose_fold.xla_folded``), and dots that share an operand run as one
-  (XLA's GPU ``DotMerger``, ``dot_merge``).
+  their operand layout (``transpose_fold.xla_folded``), dots that share an operand run as one
+  (XLA's GPU ``DotMerger``, ``dot_merge``), a convolution takes in its cuDNN epilogue (inference
+  batch norm, bias, side input, ReLU) and an M = 1 dot its elementwise producer kernel
+  (``xla_gpu_joins``).
 - (``xla_cpu``, the ``xla`` runtime on a CPU profile: XLA's CPU backend's fusions, planned by
   ``xla_cpu_fusion.plan``, which the lowering calls instead of ``plan``.)
 - ``onnxruntime``: the graph fusions onnxruntime applies at its default level, as patterns:
@@ -51,7 +53,7 @@ import functools
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
-from analyzer.prediction import dot_merge, fusion_bytes, fusion_legality, fusion_patterns
+from analyzer.prediction import dot_merge, fusion_bytes, fusion_legality, fusion_patterns, xla_gpu_joins
 from analyzer.prediction.accelerators import qnn
 from analyzer.prediction.transpose_fold import xla_folded
 
@@ -81,6 +83,7 @@ class FusionNode(NamedTuple):
     kernel: str | None = None     # ``NodeCost.kernel`` (a convolution's operands to relayout)
     matrix2d: bool = False        # its first two inputs and first output are rank-2 tensors
     dot_form: str | None = None   # ``dot_merge.dot_form``: what a dot shares with those it merges with
+    gemv: bool = False            # a dot with an operand of no free dimension > 1 (``xla_gpu_joins``)
 
 
 @dataclass(frozen=True)
@@ -139,8 +142,8 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
          record: FusionRecord | None = None, fold_transposes: bool = False) -> FusionPlan:
     """The kernels ``nodes`` run as under ``policy`` (one of ``POLICIES``), or as ``record``
     says when one is given.  ``fold_transposes``: under ``xla``, plan XLA's GPU transpose
-    folding (``transpose_fold.xla_folded``) and dot merging (``dot_merge``; the lowering sets it for GPU
-    profiles only)."""
+    folding (``transpose_fold.xla_folded``), dot merging (``dot_merge``) and fusions into matrix
+    kernels (``xla_gpu_joins``; the lowering sets it for GPU profiles only)."""
     if record is not None:
         return _from_record(nodes, record, graph_outputs)
     if policy not in POLICIES:
@@ -168,6 +171,8 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
                 for m in g[2:]:
                     sets.join(g[1], m)
             _xla(nodes, sets, producer, folded)
+            if fold_transposes:
+                _gpu_joins(nodes, sets, producer, consumers, graph_outputs, launch)
         elif policy in ("onnxruntime", "tflite"):   # tflite: the converter's folds are the same
             fusion_patterns.onnxruntime(nodes, sets, producer, consumers)
         elif policy == "coreml":
@@ -231,6 +236,45 @@ def _xla(nodes, sets, producer, folded=()) -> None:
                 i = _through_views(nodes, i, get)
                 if i is not None and ok[i]:
                     sets.union(i, j)
+
+
+def _gpu_joins(nodes, sets, producer, consumers, graph_outputs, launch) -> None:
+    """XLA's GPU fusions into matrix kernels (``xla_gpu_joins``: cuDNN convolution epilogues,
+    an M = 1 dot's prologue) on ``sets``; ``launch``: which nodes launch (a folded transpose
+    does not)."""
+    get = producer.get
+    roles = [xla_gpu_joins.node_role(nd.op, nd.op_class, launch[i], xla_fusible(nd), nd.gemv, nd.inputs,
+                                     nd.constant_inputs) for i, nd in enumerate(nodes)]
+
+    def src(j, t):
+        i = get((nodes[j].level, t))
+        return None if i is None else _through_views(nodes, i, get)
+
+    def readers(i):
+        nd = nodes[i]
+        return view_readers(nodes, consumers, [(nd.level, t) for t in nd.outputs if t], graph_outputs)
+    xla_gpu_joins.join(sets, roles, [nd.inputs for nd in nodes], src, readers)
+
+
+def view_readers(nodes, consumers, keys, graph_outputs) -> tuple[list[int], bool]:
+    """(the nodes reading the tensors ``keys`` ((level, name) each), through views that launch
+    nothing (at most ``fusion_bytes.DEPTH`` in a row); whether one of them, or of the views'
+    outputs, is a program output)."""
+    out, is_out = [], False
+    for _ in range(fusion_bytes.DEPTH):
+        nxt = []
+        for level, t in keys:
+            is_out = is_out or (level == "" and t in graph_outputs)
+            for c in consumers.get((level, t), ()):
+                nd = nodes[c]
+                if not nd.launches and fusion_bytes.is_view(nd.domain, nd.op):
+                    nxt += [(nd.level, o) for o in nd.outputs if o]
+                else:
+                    out.append(c)
+        if not nxt:
+            break
+        keys = nxt
+    return out, is_out
 
 
 def _through_views(nodes, i: int, get) -> int | None:

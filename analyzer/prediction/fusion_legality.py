@@ -153,12 +153,13 @@ class Joins(Sets):
         self.join(a, b)
 
 
-def xla_groups(preds, launch, fusible, sources, merged=()) -> Joins:
+def xla_groups(preds, launch, fusible, sources, merged=(), then=None) -> Joins:
     """The ``xla`` policy's groups: the dots of each ``merged`` group (``dot_merge.groups``:
     side, members) joined first, then in graph (topological) order each fusible node ``j``
     takes in the group of each fusible producer ``sources[j]`` lists (in its input order; a
     producer reached through views that launch nothing counts as one), unless the joined group
-    would lie on a cycle of the kernel graph (then that producer's group stays apart).
+    would lie on a cycle of the kernel graph (then that producer's group stays apart); then
+    ``then(joins)`` when given (``xla_gpu_joins``).
     ``preds``, ``launch``: as ``Joins`` takes them; ``fusible[j]``: node ``j`` fuses."""
     def take_in(joins):
         for g in merged:
@@ -168,6 +169,8 @@ def xla_groups(preds, launch, fusible, sources, merged=()) -> Joins:
             if fusible[j]:
                 for i in srcs:
                     joins.join(i, j)
+        if then is not None:
+            then(joins)
     return legal_groups(preds, launch, take_in)
 
 

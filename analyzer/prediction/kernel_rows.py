@@ -97,13 +97,24 @@ def fusion_nodes(nodes: list[NodeCost], precision: str | None, memo: dict | None
                                _io_bytes(n.out_specs, n.cost.activation_bytes_written, precision),
                                _launches(n), frozenset(n.constant_inputs),
                                node_bytes(n, precision) if keys is not None else None, _matrix2d(n),
-                               dot_merge.dot_form(n.op, n.domain, n.in_specs, n.out_specs, n.cost.mac_flops, n.kernel))
+                               dot_merge.dot_form(n.op, n.domain, n.in_specs, n.out_specs, n.cost.mac_flops, n.kernel),
+                               _gemv(n))
         out.append(FN(n.op, n.domain, hit[0], n.level, n.in_names, n.out_names, hit[1], hit[2],
                       _launches(n) if keys is None else hit[3],
                       frozenset(n.constant_inputs) if keys is None else hit[4], n.name, n.loop_io, n.kernel,
-                      hit[6], hit[7]))
+                      hit[6], hit[7], hit[8]))
         nbytes.append(node_bytes(n, precision) if keys is None else hit[5])
     return out, nbytes
+
+
+def _gemv(n: NodeCost) -> bool:
+    """Whether ``n`` is a dot (JAX ``dot_general``, ONNX ``MatMul`` / ``Gemm``) whose GEMM view
+    has m = 1 or n = 1: one operand has no dimension of size > 1 besides the contracted and
+    batch ones (``fusion.FusionNode.gemv``, ``xla_gpu_joins``)."""
+    if n.op not in ("dot_general", "MatMul", "Gemm") or not n.cost.mac_flops:
+        return False
+    m, nn = gemm_view(n)[:2]
+    return m == 1.0 or nn == 1.0
 
 
 def _matrix2d(n: NodeCost) -> bool:

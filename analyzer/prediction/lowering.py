@@ -241,9 +241,10 @@ def _precision_of(precision: str | None, runtime, nodes) -> tuple[str | None, tu
 
 
 def fold_transposes(profiles) -> bool:
-    """Whether the ``xla`` policy plans XLA's GPU transpose folding (``transpose_fold.xla_folded``) and
-    dot merging (``dot_merge``): when every profile lowered together is a GPU (the rules are
-    read from XLA's GPU compiler; a TPU's ``xla`` plan keeps its transposes and dots)."""
+    """Whether the ``xla`` policy plans XLA's GPU transpose folding (``transpose_fold.xla_folded``),
+    dot merging (``dot_merge``) and fusions into matrix kernels (``xla_gpu_joins``): when every
+    profile lowered together is a GPU (the rules are read from XLA's GPU compiler; a TPU's
+    ``xla`` plan keeps its transposes, dots and matrix kernels apart)."""
     return bool(profiles) and all(getattr(p, "kind", "") == "gpu" for p in profiles)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzer.prediction import dot_merge, engines, fusion, fusion_bytes, fusion_legality
+from analyzer.prediction import dot_merge, engines, fusion, fusion_bytes, fusion_legality, xla_gpu_joins
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction import kernels, lowering, softmax_passes, transpose_fold
 from analyzer.search.fastpath import xla_gpu
@@ -71,8 +71,8 @@ def _feats(row, reread=(0.0, 0.0)) -> tuple:
 
 def _reread(g, row, infos) -> tuple[float, float]:
     """``softmax_passes.kernel_pair`` of a kernel ``row`` of group ``g`` (``infos``: its members'
-    node data, whose last entry is the node's ``node_rereads``)."""
-    return softmax_passes.kernel_pair(g.runtime, row[6], [d[-1] for d in infos])
+    node data, whose entry 9 is the node's ``node_rereads``)."""
+    return softmax_passes.kernel_pair(g.runtime, row[6], [d[9] for d in infos])
 
 
 def _pkey(row) -> tuple:
@@ -151,7 +151,8 @@ class KernelRows:
         # node key -> (launches, joins xla fusions, member part, input bytes, output bytes,
         # Winograd shape, a view that launches nothing, its part in transpose folding: 1 a
         # rank-2 transpose that launches, 2 a rank-2 matrix product, else 0; its
-        # ``dot_merge.dot_form``)
+        # ``dot_merge.dot_form``; its ``softmax_passes.node_rereads``; its
+        # ``xla_gpu_joins.node_role``)
         self.nodes: dict[int, tuple] = {}
         self.stats = {"lowered": 0, "harvested": 0, "mismatch": 0}
 
@@ -202,12 +203,12 @@ class KernelRows:
                     continue
                 ps.append(i)
                 if d[1]:
-                    i = _through_views(nodes, data, i, at)
+                    i = xla_gpu.through_views(nodes, data, i, at)
                     if i is not None and data[i][1]:
                         src.append(i)
             preds.append(ps)
             sources.append(src)
-            if d[1]:
+            if d[1] or d[10][0] == "conv":   # (a convolution's result: inside its cuDNN epilogue)
                 t = nd.single
                 if t is not None:
                     made[t] = [j]
@@ -223,7 +224,8 @@ class KernelRows:
                 if t:
                     producer[t] = j
         merged = xla_gpu.merged(nodes, data, preds, producer) if fold else []
-        joins = fusion_legality.xla_groups(preds, [d[0] for d in data], [d[1] for d in data], sources, merged)
+        then = xla_gpu.joins_of(nodes, data, producer, outputs) if fold else None
+        joins = fusion_legality.xla_groups(preds, [d[0] for d in data], [d[1] for d in data], sources, merged, then)
         kernel: dict[int, list[int]] = {}
         members = []
         find = joins.find
@@ -310,7 +312,9 @@ class KernelRows:
                                  kr.member_part(n, fn, b, self.precision), fn.input_bytes,
                                  fn.output_bytes, engines.winograd_shape(n),
                                  not fn.launches and fusion_bytes.is_view(fn.domain, fn.op),
-                                 transpose_fold.fold_role(fn), fn.dot_form, softmax_passes.node_rereads(n, fn))
+                                 transpose_fold.fold_role(fn), fn.dot_form, softmax_passes.node_rereads(n, fn),
+                                 xla_gpu_joins.node_role(fn.op, fn.op_class, fn.launches, fusion.xla_fusible(fn),
+                                                         fn.gemv, fn.inputs, fn.constant_inputs))
         data = self._data(keys)
         for g, (idx, low) in zip(self.groups, lowered):
             members, fused, kops = self._plan(st.nodes, data, g.policy, st.outputs, g.fold)
@@ -359,19 +363,6 @@ def _simt(g: _Group, row: tuple, infos: list) -> tuple:
     anchor = max(infos, key=lambda d: d[2][0])   # (member part 0: MAC FLOPs)
     code = engines.simt_code(row[6], row[8], lambda: anchor[5])
     return row if code == row[6] else row[:6] + (code,) + row[7:]
-
-
-def _through_views(nodes, data, i: int, at) -> int | None:
-    """``fusion._through_views`` on learned data (``data[i][6]``: a view that launches nothing;
-    ``at``: tensor -> its producer)."""
-    for _ in range(fusion_bytes.DEPTH):
-        ins = nodes[i].inputs
-        if not data[i][6] or not ins:
-            return i
-        i = at(ins[0]) if ins[0] else None
-        if i is None:
-            return None
-    return i
 
 
 def _saved_bytes(nodes, data, members, get, outputs=()) -> dict[int, int]:

@@ -1,10 +1,11 @@
 """XLA's GPU passes the ``xla`` plan mirrors on a fast-path candidate's learned node data
-(``kernel_cache.KernelRows.nodes``): transpose folding (``transpose_fold.xla_folded``) and dot merging
-(``dot_merge``), as ``fusion.plan`` applies them with ``fold_transposes``."""
+(``kernel_cache.KernelRows.nodes``): transpose folding (``transpose_fold.xla_folded``), dot merging
+(``dot_merge``) and the fusions into matrix kernels (``xla_gpu_joins``), as ``fusion.plan``
+applies them with ``fold_transposes``."""
 
 from __future__ import annotations
 
-from analyzer.prediction import dot_merge
+from analyzer.prediction import dot_merge, fusion_bytes, xla_gpu_joins
 
 
 def folded(nodes, data, outputs):
@@ -37,3 +38,52 @@ def merged(nodes, data, preds, producer) -> list[tuple[int, ...]]:
         return []
     return dot_merge.groups([""] * len(nodes), [nd.inputs for nd in nodes], forms,
                             [d[3][:2] + d[4][:1] for d in data], preds, lambda level, t: producer.get(t))
+
+
+def joins_of(nodes, data, producer, outputs):
+    """The ``then`` of ``fusion_legality.xla_groups`` that makes ``xla_gpu_joins.join``'s joins on
+    learned data (``data[j][10]``: a node's ``xla_gpu_joins.node_role``; ``[0]`` whether it
+    launches, folded transposes not; ``[6]`` a view that launches nothing; ``producer``: tensor
+    -> its producer; ``outputs``: the graph's output names), as ``fusion._gpu_joins`` does."""
+    roles = [d[10] if d[0] else ("", False, d[10][2]) for d in data]
+    if not any(r[0] in ("conv", "gemv") for r in roles):
+        return None
+    consumers: dict[str, list[int]] = {}
+    for j, nd in enumerate(nodes):
+        for t in nd.inputs:
+            if t:
+                consumers.setdefault(t, []).append(j)
+
+    def src(j, t):
+        i = producer.get(t)
+        return None if i is None else through_views(nodes, data, i, producer.get)
+
+    def readers(i):
+        out, is_out, ts = [], False, [t for t in nodes[i].outputs if t]
+        for _ in range(fusion_bytes.DEPTH):
+            nxt = []
+            for t in ts:
+                is_out = is_out or t in outputs
+                for c in consumers.get(t, ()):
+                    if data[c][6]:
+                        nxt += [o for o in nodes[c].outputs if o]
+                    else:
+                        out.append(c)
+            if not nxt:
+                break
+            ts = nxt
+        return out, is_out
+    return lambda joins: xla_gpu_joins.join(joins, roles, [nd.inputs for nd in nodes], src, readers)
+
+
+def through_views(nodes, data, i: int, at) -> int | None:
+    """``fusion._through_views`` on learned data (``data[i][6]``: a view that launches nothing;
+    ``at``: tensor -> its producer)."""
+    for _ in range(fusion_bytes.DEPTH):
+        ins = nodes[i].inputs
+        if not data[i][6] or not ins:
+            return i
+        i = at(ins[0]) if ins[0] else None
+        if i is None:
+            return None
+    return i
