@@ -129,6 +129,7 @@ def render_rows(report, fmt: str) -> str:
                 for p in sc.points]
         lines += _grid(head, rows, fmt)
         lines += _part_lines(sc.points, fmt)
+        lines += _pass_lines(sc.points, sc.setup, fmt)
         lines += _collective_lines(sc.points, sc.setup.get("collectives") or (), fmt)
         lines += _stage_lines(sc.setup.get("pipeline_plans") or ())
         for h, n in d["crossover_devices"].items():
@@ -143,12 +144,29 @@ def _part_lines(points, fmt) -> list[str]:
     if not have:
         return []
     head = ["hardware", "devices", "compute ms", "TP comm ms", "bubble ms", "p2p ms",
-            "DP exposed ms", "embedding all-reduce ms"]
+            "DP exposed ms", "embedding all-reduce ms", "grad-norm all-reduce ms"]
     keys = ("compute", "tensor_comm", "bubble", "p2p", "data_parallel_exposed",
-            "embedding_allreduce")
+            "embedding_allreduce", "grad_norm_allreduce")
     rows = [[p.hardware, str(p.devices), *(_ms(p.parts[k]) for k in keys)] for p in have]
     return ["", "Step parts (compute + TP comm + bubble + p2p + DP exposed + embedding "
-                "all-reduce = step):"] + _grid(head, rows, fmt)
+                "all-reduce + grad-norm all-reduce = step):"] + _grid(head, rows, fmt)
+
+
+def _pass_lines(points, setup: dict, fmt) -> list[str]:
+    """Megatron's passes over the gradients per row (``training.grad_passes``): zero, norm
+    and scale inside compute, the norm's all-reduce inside the exposed communication."""
+    have = [p for p in points if p.grad_passes]
+    if not have:
+        return []
+    gp = setup.get("grad_passes") or {}
+    what = ", ".join(x for x in (
+        "buffer zeroed" if gp.get("zero_grad") else "",
+        f"clipped at norm {gp['clip_grad']:g}" if gp.get("clip_grad") else "") if x)
+    head = ["hardware", "devices", "zero ms", "norm ms", "scale ms", "norm all-reduce ms"]
+    keys = ("zero", "norm", "scale", "norm_allreduce")
+    rows = [[p.hardware, str(p.devices), *(_ms(p.grad_passes[k]) for k in keys)] for p in have]
+    return ["", f"Gradient passes ({what}; zero + norm + scale inside compute, on the device "
+                "that spends the most on them):"] + _grid(head, rows, fmt)
 
 
 def _collective_lines(points, colls, fmt) -> list[str]:

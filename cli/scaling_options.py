@@ -68,6 +68,17 @@ _OPTIONS = [
                       "zero2: + gradients reduce-scattered; zero3 (FSDP): + parameters sharded, "
                       "all-gathered per unit before forward and backward. Memory per device in "
                       "the rows."),
+    click.option("--clip-grad", "clip_grad", type=click.FloatRange(min=0), default=None,
+                 metavar="NORM",
+                 help="Gradient-norm clipping at NORM (0: none): a pass reading every gradient "
+                      "for the global L2 norm, its all-reduce over the model-parallel ranks, a "
+                      "pass scaling every gradient. Default: Megatron-LM's 1.0 with "
+                      "--data-parallel megatron and --parallel tensor/pipeline/hybrid, none "
+                      "otherwise."),
+    click.option("--zero-grad/--no-zero-grad", "zero_grad", default=None,
+                 help="Zero the gradient buffer each step (a pass writing every gradient; "
+                      "Megatron-LM's zero_grad_buffer). Default: on where --clip-grad's "
+                      "default is Megatron's."),
     click.option("--bucket-mb", "bucket_mb", type=float, default=None, metavar="MIB",
                  help="Gradient bucket cap in MiB for --data-parallel ddp/megatron/zero1/zero2, "
                       "the unit size for zero3 (default: the framework's, above)."),
@@ -100,7 +111,8 @@ _OPTIONS = [
                  help="Write a speed-up / efficiency plot (.png or .svg; needs matplotlib)."),
 ]
 NAMES = ("train", "optimizer", "dropout", "batch", "devices", "link", "node", "per_node", "intra_link", "parallel",
-         "sequence_parallel", "algorithm", "data_parallel", "bucket_mb", "overlap_comm", "buckets",
+         "sequence_parallel", "algorithm", "data_parallel", "clip_grad", "zero_grad",
+         "bucket_mb", "overlap_comm", "buckets",
          "microbatches", "pipeline_split", "schedule", "plot_scaling", "tensor_size",
          "pipeline_size", "virtual_stages")
 
@@ -212,6 +224,8 @@ def scale(model, hws, opts, extra: dict, **program):
                           node=extra["node"], overlap=extra["overlap_comm"], buckets=extra["buckets"],
                           data_parallel=extra["data_parallel"] or "allreduce",
                           bucket_mb=extra["bucket_mb"],
+                          clip_grad="auto" if extra["clip_grad"] is None else extra["clip_grad"],
+                          zero_grad=extra["zero_grad"],
                           microbatches=extra["microbatches"], schedule=extra["schedule"],
                           pipeline_split=extra["pipeline_split"] or "balanced",
                           virtual_stages=extra["virtual_stages"] or 1,

@@ -24,6 +24,7 @@ from analyzer.scaling import jax_program as J
 from analyzer.scaling import data_parallel as DP
 from analyzer.scaling import model_parallel as MP
 from analyzer.scaling import parallel as P
+from analyzer.training import grad_passes as GP
 
 PIPELINE_SPLITS = ("balanced", "even")
 
@@ -103,7 +104,7 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
           node=None, nics: int | None = None, sequence_parallel: bool = False,
           data_parallel: str = "allreduce", bucket_mb: float | None = None,
           pipeline_split: str = "balanced", virtual_stages: int = 1, tensor_size: int = 1,
-          pipeline_size: int | None = None, options=None, **keywords):
+          pipeline_size: int | None = None, clip_grad="auto", zero_grad=None, options=None, **keywords):
     """The Report of ``model`` at the global batch on ``hw``, carrying the scaling curve over
     ``devices`` (see the module and ``analyzer.scaling.parallel`` for the models). ``link``: the
     network between nodes (default: the node's NIC link, else ib-fdr); ``node``: a node design of
@@ -115,10 +116,10 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
     ``overlap`` the collectives with backward. Pipeline: ``microbatches`` (default 4 x the
     stages), ``schedule`` gpipe, 1f1b or interleaved (``virtual_stages`` chunks per device),
     ``pipeline_split`` balanced or even; hybrid (Megatron's tensor x pipeline x data):
-    ``tensor_size`` t, ``pipeline_size`` p (``analyzer.scaling.model_parallel``)."""
+    ``tensor_size`` t, ``pipeline_size`` p (``analyzer.scaling.model_parallel``); gradient passes: ``GP.resolve``."""
     from analyzer.api import analyze
 
-    _check_modes(parallel, schedule, data_parallel, bucket_mb, microbatches, train)
+    passes = _check_modes(parallel, schedule, data_parallel, bucket_mb, microbatches, train, clip_grad, zero_grad)
     _check_layout(parallel, schedule, virtual_stages, tensor_size, pipeline_size, pipeline_split)
     devs = _device_counts(devices)
     fab = fabric(link, per_node=per_node, intra_link=intra_link, algorithm=algorithm,
@@ -134,7 +135,7 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
     if batch is not None:
         kw["batch"] = batch
     base = analyze(model, hw, options=options, train=train, optimizer=optimizer, **kw)
-    step1 = _step(base, train)
+    plain1, passes1, step1 = _baseline(base, train, passes)
     precision = base.predictions[0].precision if base.predictions else "fp32"
     grad_bytes = base.totals.params * (PRECISION_BITS.get(precision, 32) // 8)   # B per gradient (4 when unknown)
     notes = _fabric_notes(fab, algorithm)
@@ -149,10 +150,10 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
         if parallel == "data":
             points.extend(_data_points(
                 at, base, step1, fab, n, rescale=mode, batch=batch, data_parallel=data_parallel,
-                overlap=overlap, bucket_mb=bucket_mb, buckets=buckets, grad_bytes=grad_bytes,
-                train=train))
+                overlap=overlap, bucket_mb=bucket_mb, buckets=buckets, grad_bytes=grad_bytes, train=train,
+                passes=passes, plain1=plain1, passes1=passes1))
         elif parallel == "tensor":
-            pts, summary, tnotes = _tensor_points(base, step1, fab, n, train, sequence_parallel)
+            pts, summary, tnotes = _tensor_points(base, step1, fab, n, train, sequence_parallel, passes)
             points.extend(pts)
             tp_plans += [{"devices": n, **summary}] if n > 1 else []
             notes.extend(x for x in tnotes if x not in notes)
@@ -163,14 +164,14 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
                 at, base, step1, fab, n, lay, microbatches or 4 * lay.p, train=train,
                 schedule=schedule, split=pipeline_split, batch=batch,
                 sequence_parallel=sequence_parallel, dp_mode=data_parallel, overlap=overlap,
-                bucket_mb=bucket_mb)
+                bucket_mb=bucket_mb, passes=passes, passes1=passes1)
             points.extend(pts)
             pp_plans += plans
     setup = _setup(parallel, devs, fab, algorithm, notes, overlap=overlap, buckets=buckets, batch=batch,
                    train=train, mode=mode, grad_bytes=grad_bytes, sequence_parallel=sequence_parallel,
                    tp_plans=tp_plans, schedule=schedule, microbatches=microbatches,
                    pipeline_split=pipeline_split, pp_plans=pp_plans, data_parallel=data_parallel,
-                   bucket_mb=bucket_mb, layout=dict(virtual_stages=virtual_stages,
+                   bucket_mb=bucket_mb, grad_passes=passes.to_dict(), layout=dict(virtual_stages=virtual_stages,
                                                     tensor_size=tensor_size, pipeline_size=pipeline_size))
     order = {p.hardware: i for i, p in enumerate(base.predictions)}
     points.sort(key=lambda p: (order.get(p.hardware, 0), p.devices))
@@ -179,14 +180,14 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
 
 def _setup(parallel: str, devs, fab, algorithm: str, notes: list, *, overlap, buckets, batch, train, mode,
            grad_bytes, sequence_parallel, tp_plans, schedule, microbatches, pipeline_split, pp_plans,
-           data_parallel, bucket_mb, layout=None) -> dict:
+           data_parallel, bucket_mb, layout=None, grad_passes=None) -> dict:
     """The curve's setup record (what was assumed, for the rows and JSON) of ``scale``; appends
     the pipeline schedule's note to ``notes``."""
     per_node = fab.per_node
     setup = {"devices": devs, "per_node": per_node, "nics": fab.nics, "algorithm": algorithm,
              "overlap": overlap,
              "buckets": buckets, "batch": batch, "train": train, "rescale": mode,
-             "gradient_bytes": grad_bytes}
+             "gradient_bytes": grad_bytes, "grad_passes": grad_passes}
     if parallel == "tensor":
         setup.update(sequence_parallel=sequence_parallel, tensor_plans=tp_plans)
     if parallel in ("pipeline", "hybrid"):
@@ -216,24 +217,28 @@ def _pipeline_note(parallel: str, schedule: str, split: str) -> str:
 
 
 def _data_points(analyze_at, base, step1: dict, fab, n: int, *, rescale: str, batch, data_parallel,
-                 overlap: bool, bucket_mb, buckets: int, grad_bytes: int, train: bool) -> list:
+                 overlap: bool, bucket_mb, buckets: int, grad_bytes: int, train: bool,
+                 passes=GP.OFF, plain1=None, passes1=None) -> list:
     """Data parallel over ``n`` devices: the model at the local batch ``batch // n``
     (``analyze_at``) when ``rescale`` is analyze, else the global-batch step with its kernel
     bodies / n; then the gradient sync of ``data_parallel`` (``analyzer.scaling.data_parallel``;
-    allreduce: ``parallel.exposed`` over ``buckets`` equal buckets)."""
+    allreduce: ``parallel.exposed`` over ``buckets`` equal buckets). ``step1``: the one-device
+    step with Megatron's gradient passes (``passes``; ``passes1`` their seconds per profile,
+    the same at every batch), ``plain1`` without them."""
+    plain1, passes1 = plain1 or step1, passes1 or {}
     if batch is not None and (n > batch or batch % n):
         raise InputSpecError(f"data parallel: the global batch {batch} does not split "
                              f"evenly over {n} devices (seed 002: N <= B)")
     rep = analyze_at(batch // n) if n > 1 and rescale == "analyze" else base
     if data_parallel != "allreduce":
         return DP.points(rep, fab, n, step1, mode=data_parallel, overlap=overlap,
-                         bucket_mb=bucket_mb, div=1 if rep is not base else n)
+                         bucket_mb=bucket_mb, div=1 if rep is not base else n, passes=passes)
     if n == 1:
-        at_n = step1
+        at_n = plain1
     elif rescale == "analyze":
         at_n = _step(rep, train)
     else:
-        at_n = {h: (o + (s - o) / n, b / n, o) for h, (s, b, o) in step1.items()}
+        at_n = {h: (o + (s - o) / n, b / n, o) for h, (s, b, o) in plain1.items()}
     points = []
     mems = {st.hardware: st.memory for st in rep.training.steps} if rep.training else {}
     for h, (s, b, _) in at_n.items():
@@ -241,9 +246,11 @@ def _data_points(analyze_at, base, step1: dict, fab, n: int, *, rescale: str, ba
         mem = mems.get(h)
         if mem is not None and rep is base and n > 1:   # linear rescale: activations / n
             mem = replace(mem, activations=mem.activations // n)
-        points.append(P.point(h, n, s, comm, exp, 0.0, step1[h][0],
+        gp = passes1.get(h)
+        points.append(P.point(h, n, s + sum((gp or {}).values()), comm, exp, 0.0, step1[h][0],
                               calls=buckets if n > 1 else 0,
-                              memory=DP.memory(mem, "ddp", n) if mem is not None else None))
+                              memory=DP.memory(mem, "ddp", n) if mem is not None else None,
+                              grad_passes=gp))
     return points
 
 
@@ -267,7 +274,8 @@ def _fabric_notes(fab, algorithm: str) -> list[str]:
     return notes
 
 
-def _tensor_points(base, step1: dict, fab, n: int, train: bool, sequence_parallel: bool = False):
+def _tensor_points(base, step1: dict, fab, n: int, train: bool, sequence_parallel: bool = False,
+                   passes=GP.OFF):
     """Tensor parallel over ``n`` devices as Megatron splits the graph
     (``analyzer.scaling.tensor``): per device, each node's body time (forward and backward)
     times its factor plus its launches, the optimizer over the parameters one device holds, and
@@ -311,12 +319,48 @@ def _tensor_points(base, step1: dict, fab, n: int, train: bool, sequence_paralle
             comp += k * sum(body * f[i] + launches for i, body, launches in rows)
             comp += optimizer_time(prof, plan.params_per_device,
                                    base.training.counts.optimizer, pred.overlap)
-        comm = C.ZERO
+        gp, comm = _tensor_passes(base, pred, passes, plan.params_per_device, fab, n, train)
+        comp += sum(gp[k] for k in ("zero", "norm", "scale")) if gp else 0.0
         for c in plan.collectives:
             comm = comm + fab.collective(c.kind, c.nbytes, n)
         points.append(P.point(h, n, comp, comm, comm.total, 0.0, step1[h][0],
-                              calls=len(plan.collectives) if n > 1 else 0))
+                              calls=len(plan.collectives) + (1 if gp and gp["norm_allreduce"]
+                                                             else 0) if n > 1 else 0,
+                              grad_passes=gp))
     return points, summary, notes
+
+
+def _tensor_passes(base, pred, passes, params: int, fab, n: int, train: bool):
+    """(seconds per pass or None, Comm) of Megatron's gradient passes over the ``params`` one
+    tensor-parallel device holds, the norm all-reduced over the n tensor ranks."""
+    from analyzer.ir.graph import PRECISION_BITS
+
+    if not (train and base.training is not None and base.training.counts.optimizer != "none"):
+        return None, C.ZERO
+    eb = PRECISION_BITS.get(pred.precision, 32) // 8
+    return DP.passes_of(pred, passes, params, eb, fab, n)
+
+
+def _baseline(base, train: bool, passes):
+    """(one-device step without Megatron's gradient passes, their seconds per profile, the step
+    with them): ``_step``'s tuples, the passes added to the step."""
+    plain = _step(base, train)
+    one = _passes_one(base, passes)
+    return plain, one, {h: (s + sum((one.get(h) or {}).values()), b, o)
+                        for h, (s, b, o) in plain.items()}
+
+
+def _passes_one(base, passes) -> dict:
+    """Profile -> seconds per pass of Megatron's gradient passes on one device holding every
+    parameter (None where none runs or the step has no update)."""
+    from analyzer.ir.graph import PRECISION_BITS
+
+    tr = base.training
+    if not passes.on or tr is None or tr.counts.optimizer == "none":
+        return {}
+    return {p.hardware: DP.passes_of(p, passes, base.totals.params,
+                                     PRECISION_BITS.get(p.precision, 32) // 8)[0]
+            for p in base.predictions}
 
 
 def _tensor_rule(base, step1: dict, fab, n: int, train: bool) -> list:
@@ -339,8 +383,10 @@ def _tensor_rule(base, step1: dict, fab, n: int, train: bool) -> list:
     return points
 
 
-def _check_modes(parallel, schedule, data_parallel, bucket_mb, microbatches, train) -> None:
-    """Bad input names its value (InputSpecError: the CLI's exit 2)."""
+def _check_modes(parallel, schedule, data_parallel, bucket_mb, microbatches, train, clip_grad="auto",
+                 zero_grad=None):
+    """Bad input names its value (InputSpecError: the CLI's exit 2); returns the gradient passes
+    that run (``training.grad_passes.resolve``; none without training)."""
     if parallel not in P.PARALLEL:
         raise InputSpecError(f"parallel must be one of {', '.join(P.PARALLEL)}; got {parallel!r}")
     if schedule not in P.SCHEDULES:
@@ -356,6 +402,7 @@ def _check_modes(parallel, schedule, data_parallel, bucket_mb, microbatches, tra
     if data_parallel != "allreduce" and parallel == "data" and not train:
         raise InputSpecError(f"data_parallel={data_parallel!r} models a training step: "
                              "give train=True")
+    return GP.resolve(parallel, data_parallel, clip_grad, zero_grad) if train else GP.OFF
 
 
 def _whole_nodes(fab, n: int) -> None:

@@ -22,6 +22,12 @@ Modes (``scale(..., data_parallel=...)``), ``d`` devices, ``P`` parameters:
   after the update. Memory adds the two largest units gathered whole (the one computing and
   the one prefetched).
 
+Megatron's passes over the gradients (``passes``: ``analyzer.training.grad_passes``; on by
+default for ``megatron``): the buffer zeroed, the norm and the scale over the gradients the
+device updates (P, or P/d when the optimizer state is sharded; the zeroing over the gradients
+it holds), inside compute; the norm's all-reduce over the model-parallel group, of one rank in
+data parallel: none.
+
 Which node produces a gradient: the node that first consumes the parameter in graph order (its
 ``cost.params``), so a weight used twice is ready when the earlier use's backward ends. The
 gradient is one word of the prediction's precision per parameter. Per-layer times are the
@@ -34,7 +40,7 @@ master copy, so ZeRO's "12 B" of mixed precision is 8 B here), activations at th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from analyzer.scaling import schedules as S
 from analyzer.scaling.collectives import ZERO
@@ -155,6 +161,25 @@ def memory(mem, mode: str, d: int, unit_bytes: int = 0) -> dict:
             "total": w + g + o + a}
 
 
+def passes_of(pred, passes, elements: int, eb: int, fab=None, ranks: int = 1,
+              zero_elements: int | None = None):
+    """(seconds per pass of ``parallel.GRAD_PASSES``, the norm all-reduce's Comm) of one device
+    updating ``elements`` gradient elements and zeroing ``zero_elements`` (default the same),
+    the norm all-reduced over ``ranks`` model-parallel ranks on ``fab``; (None, ZERO) when no
+    pass runs."""
+    from analyzer.training import grad_passes as GP
+
+    if not passes.on:
+        return None, ZERO
+    secs = GP.seconds(pred, profile_of(pred), elements, eb, replace(passes, zero_grad=False))
+    if passes.zero_grad:
+        secs["zero"] = GP.seconds(pred, profile_of(pred), zero_elements or elements, eb,
+                                  GP.GradPasses(None, True))["zero"]
+    comm = fab.allreduce(GP.NORM_BYTES, ranks) if (passes.clip_grad and ranks > 1) else ZERO
+    secs["norm_allreduce"] = comm.total
+    return secs, comm
+
+
 def profile_of(pred):
     """The profile a prediction was made on."""
     if pred.target is not None:
@@ -165,12 +190,11 @@ def profile_of(pred):
 
 
 def points(rep, fab, d: int, step1: dict, *, mode: str, overlap: bool, bucket_mb: float | None,
-           div: int = 1) -> list:
+           div: int = 1, passes=None) -> list:
     """One ``parallel.Point`` per profile of ``rep`` (the model at the local batch; or at the
     global batch with ``div = d``: linear rescale, kernel bodies / d, launches kept) under
-    ``mode``. Compute = forward + backward + the update (over P/d parameters when sharded)."""
-    from dataclasses import replace
-
+    ``mode``. Compute = forward + backward + the update (over P/d parameters when sharded) +
+    Megatron's gradient passes (``passes``, a ``training.grad_passes.GradPasses``; None: none)."""
     from analyzer.ir.graph import PRECISION_BITS
     from analyzer.scaling import parallel as P
     from analyzer.training.step import optimizer_time
@@ -186,6 +210,10 @@ def points(rep, fab, d: int, step1: dict, *, mode: str, overlap: bool, bucket_mb
         shard = mode.startswith("zero")
         opt = optimizer_time(profile_of(pred), params / d if shard else params,
                              rep.training.counts.optimizer, pred.overlap)
+        held = -(-params // d) if mode in ("zero2", "zero3") else params
+        gp, gcomm = passes_of(pred, passes, -(-params // d) if shard else params, eb,
+                              zero_elements=held) if passes is not None else (None, ZERO)
+        opt += sum(gp[k] for k in ("zero", "norm", "scale")) if gp else 0.0
         lay = layers(rep, pred)
         cap, first = caps(mode, bucket_mb, overlap, d, eb)
         unit = 0
@@ -201,7 +229,7 @@ def points(rep, fab, d: int, step1: dict, *, mode: str, overlap: bool, bucket_mb
                                                  grad_bytes=eb, weight_bytes=eb)
         mem = st.memory if div == 1 else replace(st.memory,
                                                  activations=st.memory.activations // div)
-        out.append(P.point(pred.hardware, d, fwd_s + bwd_s + opt, comm, exposed, 0.0,
-                           step1[pred.hardware][0], calls=calls,
-                           memory=memory(mem, mode if d > 1 else "ddp", d, unit)))
+        out.append(P.point(pred.hardware, d, fwd_s + bwd_s + opt, comm + gcomm,
+                           exposed + gcomm.total, 0.0, step1[pred.hardware][0], calls=calls,
+                           memory=memory(mem, mode if d > 1 else "ddp", d, unit), grad_passes=gp))
     return out

@@ -313,6 +313,35 @@ def embedding_sync(tie, dev, fab, lay: Layout, eb: int):
     return g.allreduce(nbytes, 2), nbytes
 
 
+def grad_passes(pred, chs, fab, lay: Layout, passes, dp_mode: str, eb: int):
+    """(record, Comm) of Megatron's gradient passes (``training.grad_passes``): per chunk over
+    its parameters (one gradient buffer per model chunk; norm and scale / d under zero1 and
+    zero2, the zeroing / d under zero2), summed per device (``per_device``, inside each device's
+    update U_s), the busiest device's per pass (``busiest``); the norm all-reduced over the
+    model-parallel group, t x p ranks (the stages' tensor groups, ranks tensor-fastest: inside a
+    node when all its ranks are). (None, ZERO) when no pass runs."""
+    from analyzer.scaling import data_parallel as DP
+    from analyzer.training.grad_passes import NORM_BYTES
+
+    if passes is None or not passes.on:
+        return None, ZERO
+    shard = lay.d if dp_mode in ("zero1", "zero2") else 1
+    held = lay.d if dp_mode == "zero2" else 1
+    per = [dict.fromkeys(("zero", "norm", "scale"), 0.0) for _ in range(lay.p)]
+    for ch in chs:
+        secs, _ = DP.passes_of(pred, passes, -(-ch.params // shard), eb,
+                               zero_elements=-(-ch.params // held))
+        for k in per[ch.device]:
+            per[ch.device][k] += secs[k]
+    ranks = lay.t * lay.p
+    spans = crosses(fab, lay.rank(0), lay.rank(lay.p - 1, 0, lay.t - 1))
+    g = group_fabric(fab, ranks, fab.per_node if spans else 1)
+    comm = g.allreduce(NORM_BYTES, ranks) if (passes.clip_grad and ranks > 1) else ZERO
+    totals = [sum(x.values()) for x in per]
+    busiest = dict(per[totals.index(max(totals))], norm_allreduce=comm.total)
+    return {"per_device": totals, "busiest": busiest}, comm
+
+
 def _direction(rows, keys, m: int, v: int) -> float:
     per = [sum(rows[k][s] for k in keys) for s in range(len(rows["f"]))]
     return S.pipeline_time(per, [0.0] * len(per), m, v)
@@ -350,9 +379,10 @@ def memory(report, chs, lay: Layout, m: int, schedule: str, eb: int, factors, mo
 
 def step(report, pred, fab, lay: Layout, m: int, *, train: bool, schedule: str, split: str,
          tensor=None, div: int = 1, dp_mode: str = "allreduce", overlap: bool = False,
-         bucket_mb=None):
+         bucket_mb=None, passes=None):
     """(parts: ``parallel.PARTS`` -> seconds, Comm of the step, calls, memory, record) of one
-    prediction under ``lay`` (module docstring); ``tensor``: the ``tensor.plan`` when t > 1."""
+    prediction under ``lay`` (module docstring); ``tensor``: the ``tensor.plan`` when t > 1;
+    ``passes``: Megatron's gradient passes (``grad_passes``; None: none)."""
     from analyzer.ir.graph import PRECISION_BITS
     from analyzer.scaling import embedding as EM
     from analyzer.scaling.data_parallel import profile_of
@@ -384,6 +414,9 @@ def step(report, pred, fab, lay: Layout, m: int, *, train: bool, schedule: str, 
         for c, ch in enumerate(chs):
             upd_c[c] = optimizer_time(profile_of(pred), ch.params / shard, opt, pred.overlap)
             upd[ch.device] += upd_c[c]
+    gp, gcomm = grad_passes(pred, chs, fab, lay, passes if opt else None, dp_mode, eb)
+    for s_, x in enumerate(gp["per_device"] if gp else ()):
+        upd[s_] += x
     v = lay.v
     t0 = _direction(rows, ("f",), m, v) + _direction(rows, ("b",), m, v)
     t1 = _direction(rows, ("f", "af"), m, v) + _direction(rows, ("b", "ab"), m, v)
@@ -395,10 +428,13 @@ def step(report, pred, fab, lay: Layout, m: int, *, train: bool, schedule: str, 
     ecomm, ebytes = embedding_sync(tie, dev, fab, lay, eb) if train else (ZERO, 0)
     parts = {"compute": compute, "tensor_comm": t1 - t0,
              "bubble": max(0.0, t0 + max(upd) - compute), "p2p": t2 - t1,
-             "data_parallel_exposed": dp_exp, "embedding_allreduce": ecomm.total}
+             "data_parallel_exposed": dp_exp, "embedding_allreduce": ecomm.total,
+             "grad_norm_allreduce": gcomm.total}
     record = {"chunks": [ch.to_dict() | {"update_s": u} for ch, u in zip(chs, upd_c)],
               "tied_embedding": None if tie is None else {
                   **tie.to_dict(), "allreduce_bytes": ebytes,
-                  "stages": [dev[tie.embedding], dev[tie.head]]}}
+                  "stages": [dev[tie.embedding], dev[tie.head]]},
+              "grad_passes": gp and gp["busiest"]}
     mem = memory(report, chs, lay, m, schedule, eb, factors, dp_mode, div)
-    return (parts, comm + dcomm + ecomm, calls + dcalls + (1 if ebytes else 0), mem, record)
+    return (parts, comm + dcomm + ecomm + gcomm,
+            calls + dcalls + (1 if ebytes else 0) + (1 if gcomm.total else 0), mem, record)

@@ -48,18 +48,26 @@ def _tensor_plan(rep, pred, lay: H.Layout, train: bool, sequence_parallel: bool)
                   elem_bytes=bits // 8 if bits else None)
 
 
+def _one_device(base, step1: dict, passes1: dict) -> list:
+    """The one-device points: ``step1`` (Megatron's gradient passes included when they run;
+    ``passes1``: profile -> their seconds per pass, or None)."""
+    from analyzer.scaling.data_parallel import memory
+
+    mems = {st.hardware: memory(st.memory, "ddp", 1)
+            for st in (base.training.steps if base.training else ())}
+    return [P.point(h, 1, s[0], H.ZERO, 0.0, 0.0, s[0], calls=0, memory=mems.get(h),
+                    grad_passes=passes1.get(h)) for h, s in step1.items()]
+
+
 def points(analyze_at, base, step1: dict, fab, n: int, lay: H.Layout, m: int, *, train: bool,
            schedule: str, split: str, batch, sequence_parallel: bool = False,
-           dp_mode: str = "allreduce", overlap: bool = False, bucket_mb=None):
+           dp_mode: str = "allreduce", overlap: bool = False, bucket_mb=None, passes=None,
+           passes1=None):
     """(points, plans) of ``n`` devices laid out as ``lay`` with ``m`` micro-batches per
-    replica; one device: the one-device step itself."""
+    replica, Megatron's gradient passes ``passes`` (``training.grad_passes``; None: none); one
+    device: the one-device step itself (``step1``, ``passes1`` its passes per profile)."""
     if n == 1:
-        from analyzer.scaling.data_parallel import memory
-
-        mems = {st.hardware: memory(st.memory, "ddp", 1)
-                for st in (base.training.steps if base.training else ())}
-        return [P.point(h, 1, s[0], H.ZERO, 0.0, 0.0, s[0], calls=0, memory=mems.get(h))
-                for h, s in step1.items()], []
+        return _one_device(base, step1, passes1 or {}), []
     if lay.d > 1 and batch is not None and (batch % lay.d or lay.d > batch):
         raise InputSpecError(f"hybrid parallel: the global batch {batch} does not split evenly "
                              f"over {lay.d} data-parallel replicas")
@@ -72,11 +80,11 @@ def points(analyze_at, base, step1: dict, fab, n: int, lay: H.Layout, m: int, *,
         tensor = _tensor_plan(rep, pred, lay, train, sequence_parallel)
         parts, comm, calls, mem, record = H.step(
             rep, pred, fab, lay, m, train=train, schedule=schedule, split=split, tensor=tensor,
-            div=div, dp_mode=dp_mode, overlap=overlap, bucket_mb=bucket_mb)
-        exposed = sum(parts[k] for k in ("tensor_comm", "p2p", "data_parallel_exposed",
-                                         "embedding_allreduce"))
+            div=div, dp_mode=dp_mode, overlap=overlap, bucket_mb=bucket_mb, passes=passes)
+        exposed = sum(parts[k] for k in P.PARTS if k not in ("compute", "bubble"))
         pts.append(P.point(h, n, parts["compute"], comm, exposed, parts["bubble"], step1[h][0],
-                           calls=calls, memory=mem, parts=parts))
+                           calls=calls, memory=mem, parts=parts,
+                           grad_passes=record["grad_passes"]))
         stages = [c | {"first_name": rep.nodes[c["first_node"]].name,
                        "last_name": rep.nodes[c["last_node"]].name} for c in record["chunks"]]
         plans.append({"hardware": h, "devices": n, "tensor": lay.t, "pipeline": lay.p,

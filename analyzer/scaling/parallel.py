@@ -32,7 +32,11 @@ PARALLEL = ("data", "tensor", "pipeline", "hybrid")
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 # the parts of a pipeline / hybrid step (``analyzer.scaling.hybrid``), seconds, summing to it
 PARTS = ("compute", "tensor_comm", "bubble", "p2p", "data_parallel_exposed",
-         "embedding_allreduce")
+         "embedding_allreduce", "grad_norm_allreduce")
+# Megatron's passes over the gradients (``analyzer.training.grad_passes``), seconds on the
+# device that spends the most on them: zero, norm and scale inside compute, the norm's
+# all-reduce inside the exposed communication
+GRAD_PASSES = ("zero", "norm", "scale", "norm_allreduce")
 # the collective kinds of a program over a device mesh (``analyzer.scaling.mesh_program``)
 COMM_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p")
 
@@ -61,6 +65,8 @@ class Point:
     parts: dict | None = None
     # seconds of communication per kind of ``COMM_KINDS`` (a mesh program; None elsewhere)
     comm_kinds: dict | None = None
+    # seconds per pass of ``GRAD_PASSES`` (None: none runs)
+    grad_passes: dict | None = None
 
     @property
     def bubble_share(self) -> float:
@@ -78,7 +84,8 @@ class Point:
                 "bubble_share": self.bubble_share, "collective_calls": self.collective_calls,
                 **{f"memory_{k}_bytes": (self.memory or {}).get(k) for k in _MEMORY},
                 **{f"part_{k}_s": (self.parts or {}).get(k) for k in PARTS},
-                **{f"comm_{k}_s": (self.comm_kinds or {}).get(k) for k in COMM_KINDS}}
+                **{f"comm_{k}_s": (self.comm_kinds or {}).get(k) for k in COMM_KINDS},
+                **{f"grad_{k}_s": (self.grad_passes or {}).get(k) for k in GRAD_PASSES}}
 
 
 _MEMORY = ("weights", "gradients", "optimizer_state", "activations", "total")
@@ -118,7 +125,7 @@ def exposed(comm_of, grad_bytes: float, backward_s: float, overlap: bool, bucket
 
 def point(hardware: str, n: int, compute_s: float, comm, exposed_s: float, bubble_s: float,
           step1_s: float, *, calls: int | None = None, memory: dict | None = None,
-          parts: dict | None = None) -> Point:
+          parts: dict | None = None, grad_passes: dict | None = None) -> Point:
     """``step = compute + exposed communication + bubble``; speed-up against ``step1_s``."""
     step = compute_s + exposed_s + bubble_s
     s = step1_s / step if step > 0 else float("inf")
@@ -126,7 +133,7 @@ def point(hardware: str, n: int, compute_s: float, comm, exposed_s: float, bubbl
                  communication_s=comm.total, exposed_communication_s=exposed_s, bubble_s=bubble_s,
                  speedup=s, efficiency=s / n, serial_fraction=serial_fraction(n, s),
                  bandwidth_s=comm.bandwidth_s, latency_s=comm.latency_s,
-                 collective_calls=calls, memory=memory, parts=parts)
+                 collective_calls=calls, memory=memory, parts=parts, grad_passes=grad_passes)
 
 
 def pipeline(compute_s: float, p: int, microbatches: int, boundary_bytes: float, p2p,
