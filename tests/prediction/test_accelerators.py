@@ -108,12 +108,16 @@ def test_gen3_over_gen2_ratio_matches_measured(heldout):
 
 # ----------------------------------------------------------------------------- generations
 
-# (older, newer) pairs where the newer chip is at least as good on every figure both state
+# (older, newer) pairs where the newer chip is at least as good on every figure both state, and
+# the precisions both state (a TPU's 16-bit float is bf16; TPU7x states no int8 rate)
 GENERATIONS = [("hexagon-sd8gen2", "hexagon-sd8gen3", ("fp16", "int8")),
                ("ane-a16", "ane-a17pro", ("fp16", "int8")),
-               ("tpu-v5e", "tpu-v6e", ("bf16",)),
-               ("tpu-v4", "tpu-v5p", ("bf16",))]
-MODELS = ["torch/resnet18.onnx", "torch/mobilenet_v2.onnx", "torch/vit.onnx", "torch/bert.onnx"]
+               ("tpu-v5e", "tpu-v6e", ("bf16", "int8")),
+               ("tpu-v4", "tpu-v5p", ("bf16", "int8")),
+               ("tpu-v6e", "tpu7x", ("bf16",))]
+# whole models: issue 34's ResNet-50 and MobileNetV2 (torchvision, 224) and three more
+MODELS = ["accel/resnet50.onnx", "torch/mobilenet_v2.onnx", "torch/resnet18.onnx", "torch/vit.onnx",
+          "torch/bert.onnx"]
 
 
 @pytest.mark.parametrize("old,new,precisions", GENERATIONS)
@@ -139,13 +143,30 @@ def test_newer_chip_never_slower(old, new, precisions, model):
 def test_accelerator_profiles_say_how_far_to_trust_them():
     """Every DSP/NPU/TPU profile's notes say whether it was checked against a measurement and,
     if not, the error to expect."""
-    for p in hardware_db.list_profiles():
-        if p.kind not in ("npu", "dsp", "tpu"):
-            continue
+    for p in _accelerator_profiles():
         text = p.notes or ""
         assert "Checked against measurements" in text or "Not checked against any measurement" in text, p.id
         if "Not checked against any measurement" in text:
             assert "expect" in text.lower(), p.id
+
+
+def _accelerator_profiles():
+    return [p for p in hardware_db.list_profiles() if p.kind in ("npu", "dsp", "tpu")]
+
+
+def test_accelerator_figures_say_sourced_or_fitted():
+    """Every figure of a DSP/NPU/TPU profile says which it is: fitted (the source starts with
+    "fitted" and names the bench script that fitted it) or sourced (the source links its
+    origin); and every such profile names its default runtime."""
+    profiles = _accelerator_profiles()
+    assert len(profiles) == 23
+    for p in profiles:
+        assert p.default_runtime, p.id
+        for field, text in p.sources.items():
+            if text.startswith("fitted"):
+                assert "bench/" in text and "fitted on" in text, (p.id, field)
+            else:
+                assert "http" in text or "reference entry" in text, (p.id, field)
 
 
 def test_fitted_hexagon_data_names_its_rows():

@@ -392,3 +392,35 @@ def test_deployment_runtimes_share_the_qnn_plan():
     assert out["qnn-dlc"].latency_s - out["qnn"].latency_s == pytest.approx(d / 2, rel=1e-9)
     assert out["qnn"].latency_s - out["qnn-tflite"].latency_s == pytest.approx(d / 2, rel=1e-9)
     assert any("qnn-dlc" in n and "deployed as a QNN DLC" in n for n in out["qnn-dlc"].notes)
+
+
+# ----------------------------------------------------------------------------- default precision
+
+
+def _latency(rep, precision, runtime="qnn"):
+    (p,) = predict(rep, [Target(hardware_db.get("hexagon-sd8gen3"), runtimes.get(runtime), "requested")],
+                   precision=precision)
+    return p
+
+
+@pytest.mark.parametrize("runtime", ["qnn", "qnn-dlc", "qnn-tflite"])
+def test_fp32_graph_predicted_in_fp16_unless_named(runtime):
+    """An fp32 graph without a caller's precision runs as QNN's HTP runs float graphs, in fp16:
+    the same latency as --precision fp16, with a note; --precision fp32 is kept (2x the bytes)."""
+    rep = _two_convs()
+    auto, fp16, fp32 = (_latency(rep, prec, runtime) for prec in (None, "fp16", "fp32"))
+    assert auto.latency_s == fp16.latency_s
+    assert any("fp32 tensors predicted in fp16" in n for n in auto.notes)
+    assert fp32.latency_s > fp16.latency_s
+
+
+def test_quantized_graph_predicted_at_int8():
+    """A graph that quantizes its activations (QuantizeLinear) is predicted at W8A8 (int8)."""
+    q = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+         helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]), _conv("d", "y", "wa")]
+    inits = [numpy_helper.from_array(np.array(0.1, dtype=np.float32), "s"),
+             numpy_helper.from_array(np.array(0, dtype=np.uint8), "z"), _w("wa", [8, 8, 3, 3])]
+    rep = _analyze(q, inits)
+    auto, int8 = _latency(rep, None), _latency(rep, "int8")
+    assert auto.latency_s == int8.latency_s
+    assert any("quantizes its activations" in n for n in auto.notes)

@@ -70,6 +70,13 @@ scalars are d, the per-inference difference qnn_dlc - tflite of an fp16 / W8A8 g
 with the family's other constants, one figure for both Hexagon devices): ``qnn-dlc`` adds d / 2
 to the per-inference cost, ``qnn-tflite`` takes d / 2 off, and ``qnn`` adds nothing: it
 predicts the mean of the two deployments (the constants are fitted on rows of both).
+
+Precision (``precision_rule``): without a caller's precision, a graph that quantizes its
+activations (QDQ / QOperator) is predicted at int8 (W8A8) and one with fp32 tensors at fp16:
+the HTP's float path computes in fp16 (AI Hub's "float" rows, the fp16 rows the constants are
+fitted on, run in FP16 on the NPU: ../shared/measurements/accelerators/README.md), and no fp32
+figure of the HTP is sourced; a graph of other dtypes keeps its own.  A precision the caller
+names (``--precision fp32`` included) is kept.
 """
 
 from __future__ import annotations
@@ -77,6 +84,7 @@ from __future__ import annotations
 import numpy as np
 
 from analyzer.ir.ops import VIEW, facts
+from analyzer.prediction.accelerators import has_floating, quantizes_activations
 
 NAME = "qnn"
 # runtime name -> the share of the deployment offset d it adds once per inference (module
@@ -101,6 +109,17 @@ _MATRIX = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm"})
 _JOIN = frozenset({"Add", "Mul"})
 _ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid", "HardSwish",
                           "Tanh", "Elu", "Gelu", "Softplus"})
+
+
+def precision_rule(nodes) -> tuple[str | None, str]:
+    """(precision, note) QNN's HTP runs ``nodes`` (``NodeCost``s) at when the caller names none
+    (module docstring, "Precision")."""
+    if quantizes_activations(nodes):
+        return "int8", "qnn: the graph quantizes its activations: predicted W8A8 (int8) on the NPU"
+    if has_floating(nodes, "float32"):
+        return "fp16", ("qnn: fp32 tensors predicted in fp16 (the HTP computes floating point in fp16, as AI Hub's "
+                        "float rows run); pass a precision to override")
+    return None, ""
 
 
 def run_fixed_s(runtime: str, arrays: dict, precision: str, note: list[str] | None = None) -> float:
