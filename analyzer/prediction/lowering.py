@@ -46,12 +46,12 @@ from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import cudnn_conv, eager_plan, engines, fusion, runtimes, xla_cpu_fusion, xla_tpu
 from analyzer.prediction import accelerator_terms, tpu_mxu
 from analyzer.prediction import l2_state as cache_state
-from analyzer.prediction import softmax_passes
+from analyzer.prediction import small_index, softmax_passes
 from analyzer.prediction import lowering_fixed as lf
 from analyzer.prediction.cpu import loop_launch as cpu_loop_launch
 from analyzer.prediction import host_only as host_only_ops
 from analyzer.prediction import kernel_rows as kr
-from analyzer.prediction.hardware import (complete_profile, gather_note, profile_memo,
+from analyzer.prediction.hardware import (clock_hz, complete_profile, gather_note, profile_memo,
                                           profile_terms)
 # (re-exported: callers read them here)
 from analyzer.prediction.kernel_rows import PRECISION_BITS, PROFILE_DTYPE, node_op_class  # noqa: F401
@@ -143,7 +143,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     names = [nodes[m[0]].name for m in plan.members]
     cls_l = engines.simt_classes(cls_l, anchor_dtype, nodes, plan, runtime.name, profiles)
     feats, view = _features(mac_l, vec_l, trans_l, bytes_l, cls_l, view_l, anchor_dtype, K)
-    feats.update(_reread_feats(runtime.name, cls_l, plan, nodes, fnodes))
+    feats.update({**_reread_feats(runtime.name, cls_l, plan, nodes, fnodes), **_index_feats(runtime.name, plan, nodes)})
     wbytes, runs = np.array(wbytes_l, dtype=np.float64), np.array(runs_l, dtype=np.float64)
     has_gather = bool((feats["op_class"] == eff.CLASS_CODE["gather"]).any())
     P = len(profiles)
@@ -172,7 +172,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                         vec_l, trans_l)
         tpu_mxu.precision_passes(prof, mpeak[p], anchor_dtype, (nodes, plan), warn)   # (HIGH / HIGHEST on a TPU)
         _set_consts(consts, p, arrays)
-        consts["softmax_reread"][p], consts["softmax_l2_row"][p] = softmax_passes.profile_terms(prof)
+        _pytorch_terms(consts, p, prof)
         consts_p = {n: consts[n][p] for n in consts}
         floors = np.asarray(arrays["floor_s"])[feats["op_class"]]
         calibrated = _calibrated_for(prof, runtime.dispatch_name)
@@ -208,9 +208,10 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
 
 def _empty_consts(P: int) -> dict:
     """The per-profile constant arrays before any profile: the class parameters [P, classes],
-    trans_weight [P] and ``softmax_passes.profile_terms``' two scalars [P]."""
+    trans_weight [P], ``softmax_passes.profile_terms``' two scalars [P] and ``small_index``'s
+    seconds per step [P]."""
     return {**{p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}, "trans_weight": np.ones(P),
-            "softmax_reread": np.zeros(P), "softmax_l2_row": np.zeros(P)}
+            "softmax_reread": np.zeros(P), "softmax_l2_row": np.zeros(P), "index_iter_s": np.zeros(P)}
 
 
 def _reread_feats(runtime_name: str, cls_l, plan, nodes, fnodes) -> dict:
@@ -219,6 +220,25 @@ def _reread_feats(runtime_name: str, cls_l, plan, nodes, fnodes) -> dict:
     pairs = softmax_passes.per_node(nodes, fnodes) if runtime_name in softmax_passes.PYTORCH_RUNTIMES else {}
     reread, row = softmax_passes.kernel_features(runtime_name, cls_l, plan.members, pairs)
     return {"reread_bytes": np.array(reread, dtype=np.float64), "row_bytes": np.array(row, dtype=np.float64)}
+
+
+def _pytorch_terms(consts: dict, p: int, prof) -> None:
+    """Profile ``p``'s scalars of PyTorch's CUDA kernels, in place: ``softmax_passes.profile_terms``
+    (``softmax_reread``, ``softmax_l2_row``) and ``small_index.profile_term`` (``index_iter_s``)."""
+    consts["softmax_reread"][p], consts["softmax_l2_row"][p] = softmax_passes.profile_terms(prof)
+    consts["index_iter_s"][p] = small_index.profile_term(prof, clock_hz(prof))
+
+
+def _index_feats(runtime_name: str, plan, nodes) -> dict:
+    """The kernel features of PyTorch's small-index gather (``small_index``): ``index_ids`` and
+    ``index_slice``, [K] float64 (0 for every kernel of a runtime that does not run PyTorch's
+    kernels, and for every kernel that is not one small-index ``index_select``)."""
+    ids, sl = [0.0] * len(plan.members), [0.0] * len(plan.members)
+    if runtime_name in softmax_passes.PYTORCH_RUNTIMES:
+        for k, m in enumerate(plan.members):
+            if len(m) == 1:
+                ids[k], sl[k] = small_index.node_ids(nodes[m[0]])
+    return {"index_ids": np.array(ids, dtype=np.float64), "index_slice": np.array(sl, dtype=np.float64)}
 
 
 def _set_consts(consts: dict, p: int, arrays) -> None:

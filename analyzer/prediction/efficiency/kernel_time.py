@@ -11,6 +11,7 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
                 + (vec_flops + trans_weight * trans_flops) / (vector_peak * e_compute[c])
     memory_s  = (dram_bytes + onchip_cost * onchip_bytes + b_half[c]) / (mem_bw * e_bw[c] * cache)
                 + (bytes + reread) / (units * sm_bw[c])   (sm_overlap[c] = 1: the larger of the two terms, not their sum)
+                + index_loop_s                            (PyTorch's small-index gather's serial steps)
     dram_bytes = (bytes - onchip_bytes) * (1 - l2_hit[c] * s(bytes / l2_bytes)) + reread_dram
     cache     = 1 + l2_gain[c] * s(bytes / l2_bytes),          s(x) = 1 / (1 + x**L2_STEP_POWER)
     sm_bw[c]  = bpc[c] * clock_hz                               (bytes per SM-cycle x the device clock)
@@ -90,6 +91,12 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   as ``l2_hit`` prices bytes that skip DRAM); else DRAM-served (``reread_dram``: they join the
   per-SM bytes and ``dram_bytes``).  The cache step keeps the count's ``bytes``: a re-read is not
   more footprint.
+- ``index_ids`` / ``index_slice`` (features; 0 or absent: none) with the profile scalar
+  ``index_iter_s`` (in ``consts``; absent: off): PyTorch's small-index gather, an ``index_select``
+  of 16 ids or fewer, whose every thread steps through the ids one after the other
+  (``prediction.small_index``): ``index_loop_s = max(steps - 1, 0) x index_iter_s``, ``steps =
+  ids x ceil(slice / (grid x block))`` with the kernel's grid over ``units`` SMs, added to the
+  memory time (a chain of dependent loads: latency, not bandwidth).
 - ``bpc`` (the per-SM term, issue #10): many memory-bound kernels never reach DRAM bandwidth;
   each SM moves a roughly fixed number of bytes per cycle for a given kernel (its memory-level
   parallelism / issue rate: the digest's mechanism 4, XLA caps bandwidth by active SMs at
@@ -143,6 +150,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from analyzer.prediction import small_index
 from analyzer.prediction.efficiency.op_classes import (  # noqa: F401  (re-exported: one import for callers)
     CLASS_CODE, CLASS_FALLBACK, MATRIX_CLASSES, OP_CLASSES, POOLED_CLASSES, REFINES, SIMT_CLASS, SOFTMAX_WARP_ROW,
     class_chain, gemm_view, op_class_of)
@@ -205,7 +213,7 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
         return xp.asarray(feats[name]) if name in feats else zeros
 
     vec, trans, nbytes = feat("vec_flops"), feat("trans_flops"), feat("bytes")
-    m, n, k, batch = feat("m"), feat("n"), feat("k"), feat("batch")
+    m, n, k, batch, eb = feat("m"), feat("n"), feat("k"), feat("batch"), feat("elem_bytes")
 
     def per(name):
         return xp.take(xp.asarray(arrays[name]), cls)
@@ -243,13 +251,13 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     dram = xp.maximum(ramp_bytes, 0.0) / (xp.asarray(hw["mem_bw"]) * e_bw * cache)
     # the per-SM term: off where the class has no rate or the device's SM count or clock is unknown
     sm_on = (sm_bw > 0) & (units > 0)
-    eb = feat("elem_bytes")
     per_el = ((per("per_element") if "per_element" in arrays else zeros) > 0) & (eb > 0)
     sm_bytes = mbytes * xp.where(per_el, BPC_ELEM_BYTES / xp.where(per_el, eb, 1.0), 1.0)
     sm = xp.where(sm_on, sm_bytes / (xp.where(sm_on, units * sm_bw, 1.0)), 0.0)
-    on = nbytes > 0
-    overlap = (per("sm_overlap") if "sm_overlap" in arrays else zeros) > 0
-    memory = xp.where(on, xp.where(overlap, xp.maximum(dram, sm), dram + sm), 0.0)
+    on, overlap = nbytes > 0, (per("sm_overlap") if "sm_overlap" in arrays else zeros) > 0
+    # PyTorch's small-index gather (``small_index``): its threads' serial steps beyond the first
+    loop = small_index.loop_s(xp, feat("index_ids"), feat("index_slice"), units, arrays.get("index_iter_s", 0.0))
+    memory = xp.where(on, xp.where(overlap, xp.maximum(dram, sm), dram + sm), 0.0) + loop
     fixed = floor + class_fixed_s(xp, nbytes, cls, arrays, m, k, batch, feat("strided"), feat("serial_flops"),
                                    n=n)
     time = fixed + xp.maximum(compute, memory)
@@ -259,7 +267,7 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
                            mbytes, dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor,
                            kept * xp.ones_like(mac)))
         out.update(_reread_detail(xp, l2_reread, dram_reread, feat("row_bytes"), arrays, xp.ones_like(mac)))
-        out["onchip_cost"] = xp.asarray(hw.get("onchip_cost", 0.0)) * xp.ones_like(mac)
+        out.update(onchip_cost=xp.asarray(hw.get("onchip_cost", 0.0)) * xp.ones_like(mac), index_loop_s=loop + zeros)
         out["algo"] = algo * xp.ones_like(mac)
     return out
 

@@ -32,7 +32,8 @@ from analyzer.prediction import kernels
 from analyzer.search import batched_kernels as batch
 
 # the fitted kernel features (``Lowered.feats``) in order; ``runs`` is fitted after them
-FIT = ("mac_flops", "vec_flops", "trans_flops", "bytes", "m", "n", "k", "batch", "reread_bytes", "row_bytes")
+FIT = ("mac_flops", "vec_flops", "trans_flops", "bytes", "m", "n", "k", "batch", "reread_bytes", "row_bytes",
+       "index_ids", "index_slice")
 NFEAT = len(FIT) + 1
 CHUNK = 16384
 TRACES = {"dims": 0}

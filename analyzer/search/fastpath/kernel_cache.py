@@ -24,7 +24,7 @@ import numpy as np
 
 from analyzer.prediction import dot_merge, engines, fusion, fusion_bytes, fusion_legality, xla_gpu_joins
 from analyzer.prediction import kernel_rows as kr
-from analyzer.prediction import kernels, lowering, softmax_passes, transpose_fold
+from analyzer.prediction import kernels, lowering, small_index, softmax_passes, transpose_fold
 from analyzer.search.fastpath import xla_gpu
 
 FEATS = kernels.FEATS
@@ -61,18 +61,21 @@ class Kernels:
     besides_kernels_s = property(lambda self: self.run_overhead)
 
 
-def _feats(row, reread=(0.0, 0.0)) -> tuple:
+def _feats(row, reread=(0.0, 0.0, 0.0, 0.0)) -> tuple:
     """A ``kernel_rows`` row's values in ``FEATS`` order (class code, MACs, vector FLOPs,
     transcendentals, bytes, GEMM view m, n, k, batch, bytes per element of its dtype; not its
     strided flag, which only a calibrated profile's fixed cost reads), then ``reread``: its
-    ``softmax_passes.kernel_pair``."""
+    ``softmax_passes.kernel_pair`` and ``small_index.kernel_pair`` (``_reread``)."""
     return (row[6], row[0], row[1], row[2], row[3], *row[7][:4], kr.PRECISION_BITS.get(row[8], 0) / 8, *reread)
 
 
-def _reread(g, row, infos) -> tuple[float, float]:
+def _reread(g, row, infos) -> tuple[float, float, float, float]:
     """``softmax_passes.kernel_pair`` of a kernel ``row`` of group ``g`` (``infos``: its members'
-    node data, whose entry 9 is the node's ``node_rereads``)."""
-    return softmax_passes.kernel_pair(g.runtime, row[6], [d[9] for d in infos])
+    node data, whose entries 9 and 11 are the node's ``node_rereads`` and ``small_index.node_ids``),
+    then ``small_index.kernel_pair`` where ``g``'s runtime runs PyTorch's kernels (``lowering``)."""
+    index = (small_index.kernel_pair([d[11] for d in infos]) if g.runtime in softmax_passes.PYTORCH_RUNTIMES
+             else (0.0, 0.0))
+    return (*softmax_passes.kernel_pair(g.runtime, row[6], [d[9] for d in infos]), *index)
 
 
 def _pkey(row) -> tuple:
@@ -98,7 +101,7 @@ class _Group:
         self.simt = False              # fp32 matrix kernels take the FMA-unit classes
         self.fold = False              # ``xla`` plans XLA's GPU transpose folding (``transpose_fold.xla_folded``)
 
-    def put(self, at: int, row, pcol: int, reread=(0.0, 0.0)) -> None:
+    def put(self, at: int, row, pcol: int, reread=(0.0, 0.0, 0.0, 0.0)) -> None:
         if at >= len(self.runs):
             grow = max(2 * len(self.runs), at + 1)
             self.feats = np.resize(self.feats, (grow, len(FEATS)))
@@ -314,7 +317,8 @@ class KernelRows:
                                  not fn.launches and fusion_bytes.is_view(fn.domain, fn.op),
                                  transpose_fold.fold_role(fn), fn.dot_form, softmax_passes.node_rereads(n, fn),
                                  xla_gpu_joins.node_role(fn.op, fn.op_class, fn.launches, fusion.xla_fusible(fn),
-                                                         fn.gemv, fn.inputs, fn.constant_inputs))
+                                                         fn.gemv, fn.inputs, fn.constant_inputs),
+                                 small_index.node_ids(n))
         data = self._data(keys)
         for g, (idx, low) in zip(self.groups, lowered):
             members, fused, kops = self._plan(st.nodes, data, g.policy, st.outputs, g.fold)
