@@ -78,6 +78,8 @@ class KernelTerms(NamedTuple):
     reread_dram_bytes: float = 0.0
     reread_row_bytes: float = 0.0   # one row's bytes; L2-served where <= reread_l2_row (L2 / (SMs x blocks))
     reread_l2_row: float = 0.0
+    # PyTorch's small-index gather (``small_index``): the serial steps past the first, per launch
+    index_loop_s: float = 0.0
     cache_gain: float = 1.0    # the DRAM stream's speed-up for a working set that fits the L2
     dram_s: float = 0.0
     sm_s: float = 0.0          # the per-SM issue term

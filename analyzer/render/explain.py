@@ -50,6 +50,14 @@ def _reread_lines(e, cold: bool) -> list[str]:
             f"once) from DRAM, {fits}: in the bytes to DRAM"]
 
 
+def _index_loop_lines(e) -> list[str]:
+    """PyTorch's small-index gather (``KernelTerms.index_loop_s``, ``prediction.small_index``)."""
+    if not e.index_loop_s:
+        return []
+    return [f"    index loop = (steps - 1) x one dependent load ({human_time(e.index_loop_s)}): "
+            "index_select of 16 ids or fewer, each thread steps through every id in turn"]
+
+
 def _onchip_lines(e) -> list[str]:
     """An NPU runtime's on-chip activations (``KernelTerms.onchip``): which of the kernel's bytes
     reach DRAM (bytes less those kept on chip) and why."""
@@ -175,8 +183,9 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                 f"  compute  {human_time(e.compute_s):>9}  = launches x "
                 f"(matrix {human_time(e.matrix_s)} + vector {human_time(e.vector_s)})",
                 *_compute_lines(e),
-                f"  memory   {human_time(e.memory_s):>9}  = launches x {'max' if e.sm_overlap else 'sum'}(DRAM "
-                f"{human_time(e.dram_s)}, per-SM {human_time(e.sm_s)})",
+                f"  memory   {human_time(e.memory_s):>9}  = launches x ({'max' if e.sm_overlap else 'sum'}(DRAM "
+                f"{human_time(e.dram_s)}, per-SM {human_time(e.sm_s)})"
+                + (f" + index loop {human_time(e.index_loop_s)})" if e.index_loop_s else ")"),
                 f"    DRAM = (bytes to DRAM {human(e.dram_bytes, 'B')}"
                 + (f" + kept on chip {human(e.onchip_bytes, 'B')} x onchip_cost {e.onchip_cost:.3g}" if e.onchip else "")
                 + " + ramp b_half "
@@ -187,6 +196,7 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                    else f"(L2 {human(e.l2_bytes, 'B')})"),
                 *_onchip_lines(e),
                 *_reread_lines(e, p.l2 == "cold"),
+                *_index_loop_lines(e),
                 "    per-SM = bytes / SM issue rate " + (human(e.sm_rate, 'B/s') if e.sm_rate else "(off)"),
                 f"  fixed    {human_time(e.overhead_s):>9}  = launches x {human_time(e.fixed_s)} "
                 f"(class floor {human_time(e.floor_s)}, launch figure, dispatch)",

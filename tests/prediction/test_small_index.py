@@ -97,3 +97,15 @@ def test_profile_term():
 def test_search_scores_equal_analyze_with_the_loop():
     assert_search_scores_equal_analyze(_lookup(16, 1024, 4096), A100, "kernel")
     assert_search_scores_equal_analyze(_lookup(17, 1024, 4096), A100, "kernel")
+
+
+def test_explain_shows_the_loop_and_its_terms_give_the_memory_time():
+    from analyzer.render.explain import render_explain
+    rep = analyzer.analyze(_lookup(16, 1024, 4096), hw=[A100], runtime="kernel")
+    e = rep.predictions[0].explain(0)
+    want = 15 * 998.0 / 1.41e9          # 15 steps past the first, 998 cycles at 1.41 GHz
+    assert e.index_loop_s == pytest.approx(want, rel=1e-9)
+    inner = max(e.dram_s, e.sm_s) if e.sm_overlap else e.dram_s + e.sm_s
+    assert e.memory_s == pytest.approx(e.runs * (inner + e.index_loop_s), rel=1e-6)
+    text = render_explain(rep, 0)
+    assert "index loop" in text and "each thread steps through every id" in text
