@@ -19,7 +19,10 @@ launches, in the entry computation and, descending into control flow, in a while
 and body (kernels per trip, ``known_trip_count`` trips), a conditional's branches (one runs) and
 a called computation.  Programs (``PROGRAMS``): samples/jax_models.py's MLP, CNN, transformer
 block and scan RNN, inference at batch 1, 8 and 32 and train steps at batch 8 (the 16 programs
-bench/accuracy_xla_cpu.py runs).  Per program: XLA's kernel count beside the
+bench/accuracy_xla_cpu.py runs); the inference programs close over their weights (compile-time
+constants: XLA folds an inference batch norm into the filter), or with ``--params-arg`` take them
+as jit arguments (``net(params, x)``, the plan's ``params_argnums=0``: runtime inputs, as a user's
+program passes them; written to bench/results/xla_gpu_hlo_params_arg.md).  Per program: XLA's kernel count beside the
 plan's, and the differences classified (``differences``): the ops XLA fuses into a GEMM kernel as
 an operand prologue or an epilogue (by operand edges from the product, ``gemm_roles``), split-K
 reductions, Triton softmax / layer-norm fusions, cuDNN convolution calls and their layouts, the
@@ -58,6 +61,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "samples"))
 
 RESULT = os.path.join(ROOT, "bench", "results", "xla_gpu_hlo.md")
+RESULT_PARAMS_ARG = os.path.join(ROOT, "bench", "results", "xla_gpu_hlo_params_arg.md")
 COMMAND = "PYTHONPATH=$PWD python bench/xla_gpu_hlo.py"
 PLUGIN_PYTHON = "/tmp/xlagpu-venv/bin/python"
 # (label, samples/jax_models.py function, network of ``example_inputs``, batch): every network's
@@ -95,17 +99,27 @@ device_description_str: "NVIDIA A100-SXM4-80GB"
 FREE = {"parameter", "constant", "bitcast", "get-tuple-element", "tuple", "after-all"}
 
 
-def program_args(fn: str, net: str, batch: int) -> tuple:
-    """The ShapeDtypeStruct arguments of program ``fn``: x for ``*_infer`` (weights closed over),
-    (params, x, labels) for a train step."""
+def program(fn: str, net: str, params_arg: bool) -> tuple[str, tuple]:
+    """(samples/jax_models.py function, argument positions that are weights) that program
+    ``fn`` compiles: with ``params_arg`` an ``*_infer`` program is its network's function
+    ``net(params, x)`` with the weights as jit arguments (position 0), else ``fn`` itself."""
+    return (net, (0,)) if params_arg and fn.endswith("_infer") else (fn, ())
+
+
+def program_args(fn: str, net: str, batch: int, params_arg: bool = False) -> tuple:
+    """The ShapeDtypeStruct arguments of program ``fn``: x for ``*_infer`` (weights closed over:
+    compile-time constants), (params, x) for it with ``params_arg`` (weights as arguments:
+    runtime inputs), (params, x, labels) for a train step."""
     import jax_models
     params, x, labels = jax_models.example_inputs(net, batch)
-    return (x,) if fn.endswith("_infer") else (params, x, labels)
+    if fn.endswith("_infer"):
+        return (params, x) if params_arg else (x,)
+    return params, x, labels
 
 
-def compile_programs() -> dict[str, str]:
-    """{label: after-optimizations HLO text} of PROGRAMS compiled for TARGET_CONFIG's GPU (run
-    inside the plugin's venv)."""
+def compile_programs(params_arg: bool = False) -> dict[str, str]:
+    """{label: after-optimizations HLO text} of PROGRAMS (``program``) compiled for
+    TARGET_CONFIG's GPU (run inside the plugin's venv)."""
     import jax
     import jax_models
     from jax.experimental import topologies
@@ -116,8 +130,8 @@ def compile_programs() -> dict[str, str]:
     out = {}
     for label, fn, net, batch in PROGRAMS:
         args = jax.tree_util.tree_map(lambda t: jax.ShapeDtypeStruct(t.shape, t.dtype, sharding=sharding),
-                                      program_args(fn, net, batch))
-        out[label] = jax.jit(getattr(jax_models, fn)).lower(*args).compile().as_text()
+                                      program_args(fn, net, batch, params_arg))
+        out[label] = jax.jit(getattr(jax_models, program(fn, net, params_arg)[0])).lower(*args).compile().as_text()
     return out
 
 
@@ -338,7 +352,8 @@ def differences(xk: list[tuple], roles: dict[str, tuple], plan_of: dict[str, lis
         ("loop control XLA adds (counter, condition, the scan's slice of xs)", [md_code(o) for o in loop]))]
 
 
-def program_lines(label: str, fn: str, net: str, batch: int, hlo: str, hw: str) -> tuple[str, list[str]]:
+def program_lines(label: str, fn: str, net: str, batch: int, hlo: str, hw: str,
+                  params_arg: bool = False) -> tuple[str, list[str]]:
     """(summary table row, markdown section) of one program: kernel counts, classified differences, XLA's kernels (with the
     plan kernels holding their ops), then the plan's kernels.  A plan kernel of a scan body
     (a member under ``/scan/``; the scan named by the path before it) runs per trip, as many
@@ -347,7 +362,9 @@ def program_lines(label: str, fn: str, net: str, batch: int, hlo: str, hw: str) 
     import xla_gpu_plan
     from analyzer.render.safe import md_code
     xk = kernels(hlo)
-    total, rows, _ = xla_gpu_plan.program_plan(getattr(jax_models, fn), program_args(fn, net, batch), hw)
+    name, weights = program(fn, net, params_arg)
+    total, rows, _ = xla_gpu_plan.program_plan(getattr(jax_models, name), program_args(fn, net, batch, params_arg),
+                                               hw, params_argnums=weights)
     plan_of: dict[str, list[str]] = {}
     for k, members, *_ in rows:
         for m in members:
@@ -370,11 +387,12 @@ def program_lines(label: str, fn: str, net: str, batch: int, hlo: str, hw: str) 
     return f"| `{fn}` | {batch} | {counts[0]} | {counts[1]} |", lines
 
 
-def _compile_in_plugin(python: str) -> dict[str, str]:
+def _compile_in_plugin(python: str, params_arg: bool) -> dict[str, str]:
     env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_SKIP_CUDA_CONSTRAINTS_CHECK="1", PYTHONPATH="")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "hlo.json")
-        subprocess.run([python, os.path.abspath(__file__), "--compile", path], env=env, check=True)
+        subprocess.run([python, os.path.abspath(__file__), "--compile", path] + ["--params-arg"] * params_arg,
+                       env=env, check=True)
         with open(path) as f:
             return json.load(f)
 
@@ -384,26 +402,32 @@ def main(argv=None) -> int:
     ap.add_argument("--plugin-python", default=PLUGIN_PYTHON)
     ap.add_argument("--hw", default="a100-80gb-sxm")
     ap.add_argument("--compile", metavar="JSON", help="(inside the plugin venv) write the HLO texts")
-    ap.add_argument("--out", default=RESULT)
+    ap.add_argument("--params-arg", action="store_true",
+                    help="compile the inference programs with the weights as jit arguments (runtime inputs)")
+    ap.add_argument("--out", help=f"default {RESULT}, or {RESULT_PARAMS_ARG} with --params-arg")
     a = ap.parse_args(argv)
     if a.compile:
         with open(a.compile, "w") as f:
-            json.dump(compile_programs(), f)
+            json.dump(compile_programs(a.params_arg), f)
         return 0
     from report_lines import emit
-    hlo = _compile_in_plugin(a.plugin_python)
+    hlo = _compile_in_plugin(a.plugin_python, a.params_arg)
+    weights = ("the inference programs take their weights as jit arguments (`net(params, x)`, the plan's "
+               "`params_argnums=0`): runtime inputs XLA cannot fold" if a.params_arg else
+               "the inference programs close over their weights: compile-time constants XLA folds")
     lines = [f"# XLA GPU's kernels (deviceless compile, A100-SXM4-80GB) beside the `xla` plan on `{a.hw}`", "",
-             f"`{COMMAND}` (install: the script's docstring). Compiler output without autotuning (no device), "
+             f"`{COMMAND}{' --params-arg' * a.params_arg}` (install: the script's docstring); {weights}. "
+             "Compiler output without autotuning (no device), "
              "so GEMM tiles are the compiler's deviceless defaults; kernels only, nothing timed. Kernels "
              "inside a loop are counted per trip.", "",
              "| program | batch | XLA kernels | `xla` plan kernels |", "|---|---:|---|---|"]
     sections = []
     for label, fn, net, batch in PROGRAMS:
-        row, section = program_lines(label, fn, net, batch, hlo[label], a.hw)
+        row, section = program_lines(label, fn, net, batch, hlo[label], a.hw, a.params_arg)
         lines.append(row)
         sections += section
     lines += [""] + sections
-    emit(a.out, lines)
+    emit(a.out or (RESULT_PARAMS_ARG if a.params_arg else RESULT), lines)
     return 0
 
 

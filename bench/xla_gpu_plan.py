@@ -73,10 +73,11 @@ def plan(name: str, shape: tuple, hw: str) -> tuple[float, list[tuple], list[str
     return program_plan(getattr(jax_models, name), (jax.ShapeDtypeStruct(shape, jnp.float32),), hw)
 
 
-def program_plan(fn, args: tuple, hw: str) -> tuple[float, list[tuple], list[str]]:
-    """``plan`` of JAX function ``fn`` traced at ``args`` under the ``xla`` runtime on ``hw``."""
+def program_plan(fn, args: tuple, hw: str, params_argnums=()) -> tuple[float, list[tuple], list[str]]:
+    """``plan`` of JAX function ``fn`` traced at ``args`` under the ``xla`` runtime on ``hw``
+    (the arguments at ``params_argnums`` are weights)."""
     from analyzer.api import analyze_jax
-    r = analyze_jax(fn, *args, hw=hw, runtime="xla")
+    r = analyze_jax(fn, *args, hw=hw, runtime="xla", params_argnums=params_argnums or None)
     p = r.predictions[0]
     kernels: dict[str, list] = {}
     for i, nd in enumerate(r.nodes):

@@ -244,7 +244,7 @@ def _gpu_joins(nodes, sets, producer, consumers, graph_outputs, launch) -> None:
     does not)."""
     get = producer.get
     roles = [xla_gpu_joins.node_role(nd.op, nd.op_class, launch[i], xla_fusible(nd), nd.gemv, nd.inputs,
-                                     nd.constant_inputs) for i, nd in enumerate(nodes)]
+                                     xla_gpu_joins.compiled_constants(nd)) for i, nd in enumerate(nodes)]
 
     def src(j, t):
         i = get((nodes[j].level, t))

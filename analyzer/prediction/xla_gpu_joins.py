@@ -13,9 +13,14 @@ replays the same joins, ``search.fastpath.kernel_cache``):
   result with one chain input: a ``sub`` / ``mul`` / ``div`` / ``max`` (ReLU's ``max(x, 0)``)
   whose other inputs are constants, or an ``add`` whose other input is a constant, a bias
   broadcast or, once per kernel, any other tensor (the side input); and only a chain member's
-  result leaves the kernel.  An inference batch norm + ReLU after a convolution is one kernel
-  with it; a training batch norm (its statistics are program inputs, not constants) or an
-  epilogue that also makes a ReLU mask for the backward pass is not.
+  result leaves the kernel.  A constant is one of the compiled program (``compiled_constants``):
+  an immediate, a closed-over array, an ONNX initializer; weights passed as jit arguments
+  (``params_argnums``) are runtime inputs XLA cannot fold, so a per-channel scale or shift made
+  from them is no cuDNN epilogue (cuDNN's scale factors are scalars) while their bias broadcast
+  is.  An inference batch norm + ReLU after a convolution is one kernel with it when its
+  statistics are closed over; with them as arguments, or in a training batch norm (statistics
+  computed in the program), or in an epilogue that also makes a ReLU mask for the backward
+  pass, it is a kernel apart.
 - **M = 1 dot**: a dot one of whose operands has no dimension of size > 1 besides the
   contracted and batch ones (``gemv``: a matrix-vector product, e.g. a Dense layer at batch 1)
   is a reduction in XLA's GPU HLO (a ``kInput`` reduction fusion, not a GEMM), and, as every
@@ -46,10 +51,22 @@ _KIND = {"sub": "sub", "Sub": "sub", "mul": "mul", "Mul": "mul", "div": "div", "
          "broadcast_in_dim": "bcast", "Expand": "bcast"}
 
 
+def compiled_constants(fn) -> frozenset[int]:
+    """The input positions of ``fn`` (a ``fusion.FusionNode``) that hold constants of the
+    compiled program: of a JAX node, the closed-over arrays (named with the JAX frontend's
+    ``CONST_PREFIX``; weights in ``params_argnums`` are jit arguments, runtime inputs); of an
+    ONNX node, every ``constant_inputs`` position (initializers)."""
+    if fn.domain != "jax":
+        return fn.constant_inputs
+    from analyzer.frontends.jaxpr.load import CONST_PREFIX
+    return frozenset(p for p in fn.constant_inputs if fn.inputs[p].startswith(CONST_PREFIX))
+
+
 def node_role(op: str, op_class: str, launches: bool, fusible: bool, gemv: bool, inputs, constant_inputs) -> tuple:
     """(kind, prologue, constant positions) of one node: kind ``conv``, ``gemv`` or an epilogue
     kind (``_KIND``) for a node that launches, else ''; prologue: it may be a member of a
-    ``gemv`` dot's prologue kernel; the input positions that hold constants or are omitted."""
+    ``gemv`` dot's prologue kernel; the input positions that hold constants of the compiled
+    program (``constant_inputs``: ``compiled_constants``) or are omitted."""
     consts = frozenset(constant_inputs) | frozenset(p for p, t in enumerate(inputs) if not t)
     if not launches:
         return "", False, consts

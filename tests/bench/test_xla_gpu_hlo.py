@@ -156,3 +156,14 @@ def test_a_reduce_of_a_dot_name_is_a_product_only_over_a_multiply_of_that_name()
     assert H.kernel_roles(SPLIT_K) == {
         "loop_reduce_fusion": ("split-k", {}),
         "input_reduce_fusion": ("gemm", {"pre/exp": "prologue", "fc2/tanh": "epilogue"})}
+
+
+def test_params_arg_compiles_an_inference_program_with_its_weights_as_arguments():
+    # --params-arg: cnn_infer(x) becomes cnn(params, x) with params (position 0) as weights;
+    # a train step already takes them as arguments
+    assert H.program("cnn_infer", "cnn", True) == ("cnn", (0,))
+    assert H.program("cnn_infer", "cnn", False) == ("cnn_infer", ())
+    assert H.program("cnn_train_step", "cnn", True) == ("cnn_train_step", ())
+    params, x = H.program_args("cnn_infer", "cnn", 8, params_arg=True)
+    assert x.shape == (8, 3, 32, 32) and params["conv1"]["w"].shape[0] == params["bn1"]["mean"].shape[0]
+    assert len(H.program_args("cnn_infer", "cnn", 8)) == 1

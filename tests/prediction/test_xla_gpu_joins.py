@@ -15,6 +15,12 @@ Programs (f32, weights closed over: constants), kernels and bytes in closed form
   each: one kernel reading x 3*8*8*4 = 768 B, w 4*3*3*3*4 = 432 B, the four per-channel constants
   4*4*4 = 64 B and writing [1, 4, 8, 8] 1,024 B: 2,288 B.  With the batch norm's statistics as
   program inputs (a training graph) it stays a kernel apart: 2 kernels.
+- The same with the filter and the batch norm's four vectors passed as jit arguments
+  (``params_argnums=0``: runtime inputs XLA cannot fold into the filter, as XLA's compile of
+  bench/xla_gpu_hlo.py ``--params-arg`` shows): the convolution alone reads x 768 B and w 432 B
+  and writes 1,024 B (2,224 B); the batch norm + ReLU kernel reads that 1,024 B and the four
+  vectors 64 B and writes 1,024 B (2,112 B): 2 kernels.  A bias passed as an argument with a
+  ReLU is cuDNN's epilogue: one kernel of 768 + 432 + 16 + 1,024 = 2,240 B.
 - A one-token transformer block (D = 32, a 4-row key/value cache; layer norms, GELU MLP): 12 kernels
   apart, 10 joined: the q bias joins the scores dot (K_cache @ q, N = 1) and the up bias + GELU
   join the down-projection (M = 1); the layer norms, the softmax (reductions) and a dot fed by a dot
@@ -45,9 +51,9 @@ def mlp(x):
     return h @ W3 + B3
 
 
-def _kernels(fn, *args, hw=GPU):
+def _kernels(fn, *args, hw=GPU, **kw):
     """{kernel name: (member names, bytes per launch)} of ``fn``'s ``xla`` plan on ``hw``."""
-    rep = analyzer.analyze_jax(fn, *args, hw=hw, runtime="xla")
+    rep = analyzer.analyze_jax(fn, *args, hw=hw, runtime="xla", **kw)
     p = rep.predictions[0]
     out: dict[str, tuple[list[str], float]] = {}
     for i, nd in enumerate(rep.nodes):
@@ -108,6 +114,32 @@ def test_batch_norm_of_program_inputs_stays_apart():
                   jax.ShapeDtypeStruct((1, 3, 8, 8), F32), v, v, v, v)
     convs = [m for m, _ in ks.values() if any("conv_general_dilated" in x for x in m)]
     assert convs == [[next(x for x in convs[0] if "conv_general_dilated" in x)]]
+
+
+def _conv_of(x, w):
+    return jax.lax.conv_general_dilated(x, w, (1, 1), ((1, 1), (1, 1)), dimension_numbers=("NCHW", "OIHW", "NCHW"))
+
+
+V4 = jax.ShapeDtypeStruct((4,), F32)
+PARAMS = {"w": jax.ShapeDtypeStruct((4, 3, 3, 3), F32), "mean": V4, "var": V4, "scale": V4, "shift": V4, "b": V4}
+X = jax.ShapeDtypeStruct((1, 3, 8, 8), F32)
+
+
+def test_batch_norm_of_weights_passed_as_arguments_stays_apart():
+    ks = _kernels(lambda p, x: jax.nn.relu(_bn(_conv_of(x, p["w"]), p["mean"], p["var"], p["scale"], p["shift"])),
+                  PARAMS, X, params_argnums=0)
+    assert len(ks) == 2
+    conv, = (v for v in ks.values() if any("conv_general_dilated" in m for m in v[0]))
+    assert conv == (["conv_general_dilated"], 768 + 432 + 1_024)
+    (members, nbytes), = (v for v in ks.values() if v is not conv)
+    assert len(members) == 11 and nbytes == 1_024 + 64 + 1_024   # 4 broadcasts, sub, add, sqrt, div, mul, add, max
+
+
+def test_bias_passed_as_an_argument_joins_the_convolution():
+    ks = _kernels(lambda p, x: jax.nn.relu(_conv_of(x, p["w"]) + p["b"][None, :, None, None]),
+                  PARAMS, X, params_argnums=0)
+    (members, nbytes), = ks.values()
+    assert len(members) == 4 and nbytes == 768 + 432 + 16 + 1_024   # conv, broadcast, add, max
 
 
 D, T = 32, 4

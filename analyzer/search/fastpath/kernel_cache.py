@@ -317,7 +317,7 @@ class KernelRows:
                                  not fn.launches and fusion_bytes.is_view(fn.domain, fn.op),
                                  transpose_fold.fold_role(fn), fn.dot_form, softmax_passes.node_rereads(n, fn),
                                  xla_gpu_joins.node_role(fn.op, fn.op_class, fn.launches, fusion.xla_fusible(fn),
-                                                         fn.gemv, fn.inputs, fn.constant_inputs),
+                                                         fn.gemv, fn.inputs, xla_gpu_joins.compiled_constants(fn)),
                                  small_index.node_ids(n))
         data = self._data(keys)
         for g, (idx, low) in zip(self.groups, lowered):
