@@ -56,12 +56,12 @@ def predict_rows(rows: list[dict], exports: str) -> None:
     """Fill each row's ``pred_ms`` / ``pred_fw_ms`` / ``pred_bw_ms`` or its ``error``."""
     by_export = defaultdict(list)
     for r in rows:
-        by_export[export_name(r)].append(r)
-    for name, group in sorted(by_export.items()):
+        by_export[(export_name(r), r["mode"])].append(r)
+    for (name, mode), group in sorted(by_export.items()):
         profiles = sorted({r["profile"] for r in group})
         path = os.path.join(exports, name + ".onnx")
         try:
-            got = predict_export(path, profiles, group[0]["mode"] == "train")
+            got = predict_export(path, profiles, mode == "train")
         except Exception as e:  # noqa: BLE001  (every failure is a finding of the check)
             for r in group:
                 r["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
