@@ -125,7 +125,7 @@ def worst(rows: list[dict], k: int = 5) -> list[str]:
 def render(rows: list[dict], args) -> str:
     lines = ["# Whole models on public GPU measurements (held out, check only)", "",
              f"Command: `PYTHONPATH=$PWD python bench/whole_public.py --rows {args.rows_rel} "
-             f"--out {args.out_rel}`. Data: NeuSight's whole-model rows "
+             f"{args.exports_flag}--out {args.out_rel}`. Data: NeuSight's whole-model rows "
              "(bench/data/whole_public/README.md); exports: bench/whole_public_exports.py. "
              "runtime `eager`, precision `fp32`, L2 warm; training rows `train=True, "
              "optimizer=\"none\", dropout=0.1`, scored on forward + backward. Nothing here is "
@@ -144,6 +144,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     args.rows_rel = os.path.relpath(args.rows, ROOT)
     args.out_rel = os.path.relpath(args.out, ROOT)
+    default = os.path.abspath(args.exports) == os.path.join(DATA, "exports")
+    args.exports_flag = "" if default else f"--exports {args.exports} "
     with open(args.rows, newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["scored"] == "yes"]
     predict_rows(rows, args.exports)
