@@ -143,6 +143,26 @@ def _functions(node) -> str:
     return f" ({', '.join(f'{safe.text(f)} {c:,}' for f, c in fns)})" if fns else ""
 
 
+def _memory_lines(e, p) -> list[str]:
+    """The memory term of kernel ``e`` (``KernelTerms``) of prediction ``p``, factor by factor."""
+    return [
+        f"  memory   {human_time(e.memory_s):>9}  = launches x ({'max' if e.sm_overlap else 'sum'}(DRAM "
+        f"{human_time(e.dram_s)}, per-SM {human_time(e.sm_s)})"
+        + (f" + index loop {human_time(e.index_loop_s)})" if e.index_loop_s else ")"),
+        f"    DRAM = (bytes to DRAM {human(e.dram_bytes, 'B')}"
+        + (f" + kept on chip {human(e.onchip_bytes, 'B')} x onchip_cost {e.onchip_cost:.3g}" if e.onchip else "")
+        + " + ramp b_half "
+        f"{human(e.b_half_bytes, 'B')}) / (bandwidth {human(e.mem_bw, 'B/s')} x e_bw {e.e_bw:.3g} "
+        f"x cache gain {e.cache_gain:.3g}); cache share {100 * e.cache_share:.1f}% of the bytes "
+        + (f"(L2 cold: flushed before each kernel, every {'counted ' if e.reread_l2_bytes else ''}byte from DRAM)"
+           if p.l2 == "cold"
+           else f"(L2 {human(e.l2_bytes, 'B')})"),
+        *_onchip_lines(e),
+        *_reread_lines(e, p.l2 == "cold"),
+        *_index_loop_lines(e),
+        "    per-SM = bytes / SM issue rate " + (human(e.sm_rate, 'B/s') if e.sm_rate else "(off)")]
+
+
 def render_explain(report, index: int, width: int | None = None) -> str:
     """One layer's arithmetic on every profile: counts, bytes by class, intensity, the ridge
     point, each term and the efficiency constants with their provenance."""
@@ -183,21 +203,7 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                 f"  compute  {human_time(e.compute_s):>9}  = launches x "
                 f"(matrix {human_time(e.matrix_s)} + vector {human_time(e.vector_s)})",
                 *_compute_lines(e),
-                f"  memory   {human_time(e.memory_s):>9}  = launches x ({'max' if e.sm_overlap else 'sum'}(DRAM "
-                f"{human_time(e.dram_s)}, per-SM {human_time(e.sm_s)})"
-                + (f" + index loop {human_time(e.index_loop_s)})" if e.index_loop_s else ")"),
-                f"    DRAM = (bytes to DRAM {human(e.dram_bytes, 'B')}"
-                + (f" + kept on chip {human(e.onchip_bytes, 'B')} x onchip_cost {e.onchip_cost:.3g}" if e.onchip else "")
-                + " + ramp b_half "
-                f"{human(e.b_half_bytes, 'B')}) / (bandwidth {human(e.mem_bw, 'B/s')} x e_bw {e.e_bw:.3g} "
-                f"x cache gain {e.cache_gain:.3g}); cache share {100 * e.cache_share:.1f}% of the bytes "
-                + (f"(L2 cold: flushed before each kernel, every {'counted ' if e.reread_l2_bytes else ''}byte from DRAM)"
-                   if p.l2 == "cold"
-                   else f"(L2 {human(e.l2_bytes, 'B')})"),
-                *_onchip_lines(e),
-                *_reread_lines(e, p.l2 == "cold"),
-                *_index_loop_lines(e),
-                "    per-SM = bytes / SM issue rate " + (human(e.sm_rate, 'B/s') if e.sm_rate else "(off)"),
+                *_memory_lines(e, p),
                 f"  fixed    {human_time(e.overhead_s):>9}  = launches x {human_time(e.fixed_s)} "
                 f"(class floor {human_time(e.floor_s)}, launch figure, dispatch)",
                 *_inserted_lines(e),
