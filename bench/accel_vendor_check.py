@@ -26,6 +26,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from report_lines import emit_text  # noqa: E402
+
 GRAPHS = {"ResNet-50": "tests/fixtures/accel/resnet50.onnx",
           "MobileNetV2": "tests/fixtures/torch/mobilenet_v2.onnx"}
 
@@ -131,10 +133,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "accel_vendor_check.md"))
     args = ap.parse_args()
-    text = "\n".join(render(score()))
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write(text)
-    print(text)
+    emit_text(args.out, "\n".join(render(score())))
     return 0
 
 

@@ -49,6 +49,7 @@ sys.path.insert(0, ROOT)
 import fit_neusight as fns  # noqa: E402
 import neusight_data as nd  # noqa: E402
 import neusight_report  # noqa: E402
+from report_lines import emit_text  # noqa: E402
 
 COMMAND = "PYTHONPATH=$PWD python bench/transformer_ops.py"
 OUT = os.path.join(ROOT, "bench", "results", "transformer_ops_2026-12-02.md")
@@ -224,10 +225,7 @@ def main(argv=None) -> int:
         lines += table(s, {"shipped": "p_ship", "in-sample": "p_in"},
                        f"Shipped constants through analyzer.analyze (runtime kernel + the fitted host dispatch), "
                        f"{PRODUCT_PER} rows per role and GPU")
-    text = "\n".join(lines) + "\n"
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write(text)
-    print(text)
+    emit_text(args.out, "\n".join(lines) + "\n")
     return 0
 
 
