@@ -307,6 +307,12 @@ def _count(scopes: list[str]) -> str:
     return f"{scopes.count('')} kernels" + "".join(f" + {n} {k}" for k, n in nested.items())
 
 
+def inserted_scopes(rows, plan_scoped) -> list[str]:
+    """The scope of each launch the plan inserted (a scan's loop control, ``xla_gpu_loops``): its
+    carrier kernel's."""
+    return [sc for (*_, extra), (_, sc) in zip(rows, plan_scoped) for _ in extra]
+
+
 def held_by(ops: list[str], plan_of: dict[str, list[str]]) -> str:
     """Markdown of the plan kernels holding ``ops`` (``plan_of``: {op name less its repeat suffix:
     [plan kernels with such a member]}); XLA's ``op_name`` has no repeat suffix, so an op name
@@ -374,7 +380,7 @@ def program_lines(label: str, fn: str, net: str, batch: int, hlo: str, hw: str,
     scan = [next((m.split("/scan/")[0] + "/scan" for m in members if "/scan/" in m), "") for _, members, *_ in rows]
     plan_scoped = [(k, f"{sc}, per trip, {trips.group(1) if trips else '?'} trips" if sc else "")
                    for (k, *_), sc in zip(rows, scan)]
-    counts = (_count([k[3] for k in xk]), _count([sc for _, sc in plan_scoped]))
+    counts = (_count([k[3] for k in xk]), _count([sc for _, sc in plan_scoped] + inserted_scopes(rows, plan_scoped)))
     lines = [f"## {fn}, batch {batch}: XLA {counts[0]}, the `xla` plan {counts[1]}", ""]
     lines += differences(xk, kernel_roles(hlo), plan_of)
     lines += ["", "| XLA kernel | kind | runs | JAX ops inside | plan kernels holding them |", "|---|---|---|---|---|"]
@@ -383,7 +389,9 @@ def program_lines(label: str, fn: str, net: str, batch: int, hlo: str, hw: str,
                      f"{', '.join(md_code(o, table=True) for o in ops)} | "
                      f"{held_by(ops, plan_of)} |")
     lines += ["", f"The `xla` plan ({total:.1f} us predicted): " + "; ".join(
-        f"{md_code(k)} ({c}: {', '.join(md_code(m) for m in members)})" for k, members, c, *_ in rows), ""]
+        f"{md_code(k)} ({c}: {', '.join(md_code(m) for m in members)}"
+        f"{'; launches it carries: ' + ', '.join(md_code(o) for o in extra) if extra else ''})"
+        for k, members, c, _, _, extra in rows), ""]
     return f"| `{fn}` | {batch} | {counts[0]} | {counts[1]} |", lines
 
 

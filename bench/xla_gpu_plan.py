@@ -75,7 +75,8 @@ def plan(name: str, shape: tuple, hw: str) -> tuple[float, list[tuple], list[str
 
 def program_plan(fn, args: tuple, hw: str, params_argnums=()) -> tuple[float, list[tuple], list[str]]:
     """``plan`` of JAX function ``fn`` traced at ``args`` under the ``xla`` runtime on ``hw``
-    (the arguments at ``params_argnums`` are weights)."""
+    (the arguments at ``params_argnums`` are weights): (latency in us, [(kernel, members, op
+    class, time us, fixed us, the launches the plan inserted on it)], cyclic kernels)."""
     from analyzer.api import analyze_jax
     r = analyze_jax(fn, *args, hw=hw, runtime="xla", params_argnums=params_argnums or None)
     p = r.predictions[0]
@@ -84,7 +85,8 @@ def program_plan(fn, args: tuple, hw: str, params_argnums=()) -> tuple[float, li
         t = p.explain(i)
         if t is not None:
             kernels.setdefault(t.kernel, [t, []])[1].append(nd.name)
-    rows = [(k, m, t.op_class, t.time_s * 1e6, t.fixed_s * t.runs * 1e6) for k, (t, m) in kernels.items()]
+    rows = [(k, m, t.op_class, t.time_s * 1e6, t.fixed_s * t.runs * 1e6, tuple(op for op, _ in t.inserted))
+            for k, (t, m) in kernels.items()]
     kernel_of = [p.explain(i).kernel if p.explain(i) is not None else None for i in range(len(r.nodes))]
     return p.latency_s * 1e6, rows, cyclic_kernels([nd.name for nd in r.nodes], kernel_of, _edges(r.nodes))
 

@@ -53,7 +53,7 @@ import functools
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
-from analyzer.prediction import dot_merge, fusion_bytes, fusion_legality, fusion_patterns, xla_gpu_joins
+from analyzer.prediction import dot_merge, fusion_bytes, fusion_legality, fusion_patterns, xla_gpu_joins, xla_gpu_loops
 from analyzer.prediction.accelerators import qnn
 from analyzer.prediction.transpose_fold import xla_folded
 
@@ -143,7 +143,8 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
     """The kernels ``nodes`` run as under ``policy`` (one of ``POLICIES``), or as ``record``
     says when one is given.  ``fold_transposes``: under ``xla``, plan XLA's GPU transpose
     folding (``transpose_fold.xla_folded``), dot merging (``dot_merge``) and fusions into matrix
-    kernels (``xla_gpu_joins``; the lowering sets it for GPU profiles only)."""
+    kernels (``xla_gpu_joins``) and the launches of a scan's loop control (``xla_gpu_loops``; the
+    lowering sets it for GPU profiles only)."""
     if record is not None:
         return _from_record(nodes, record, graph_outputs)
     if policy not in POLICIES:
@@ -183,6 +184,9 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
     # every policy joins on ``Joins``: a join that would put a kernel on a cycle is refused
     sets = fusion_legality.legal_groups(preds, launch, joins_of)
     p = _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch)
+    if policy == "xla" and fold_transposes:
+        p = xla_gpu_loops.with_launches(p, nodes, consumers,
+                                        [xla_fusible(nd) and i not in folded for i, nd in enumerate(nodes)])
     if merged:
         ops = list(p.kernel_ops)
         for g in merged:

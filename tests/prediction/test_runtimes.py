@@ -85,7 +85,10 @@ def test_a_12_trip_scan_pays_12_times_its_bodys_launches():
     body = [r for r in p.nodes if "/" in r.name]
     kernels = {r.kernel for r in body}
     assert len(kernels) == 1                        # mul, add, tanh fuse into one kernel
-    assert sum(r.overhead_s for r in body) == pytest.approx(12 * LAUNCH, rel=1e-6)
+    # per trip the kernel and the trip counter's add (``xla_gpu_loops``; the unused stacked h is dropped)
+    (carried,) = {t.inserted for i in range(len(p.nodes)) if (t := p.explain(i)) is not None and t.kernel in kernels}
+    assert carried == (("add", 0),)
+    assert sum(r.overhead_s for r in body) == pytest.approx(12 * 2 * LAUNCH, rel=1e-6)
 
 
 def test_eager_adds_host_dispatch_per_op_with_its_source():
