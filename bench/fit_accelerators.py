@@ -143,6 +143,7 @@ def write_family(family: str, pid: str, p: dict, r: float, rows, err: dict) -> N
             "; onchip_cost: the time of an activation byte the qnn runtime keeps in the NPU's VTCM (a kernel "
             "whose activation bytes are at most the profile's npu_onchip_mb) as a fraction of a DRAM byte's, "
             f"fitted with the sets ({SCRIPT}; c_act at most 1)")
+    scalars.update(kept_w8a16(family))
     doc = {"schema_version": 1, "family": family,
            "description": (f"Qualcomm Hexagon NPU constants of {pid} fitted on public AI Hub whole-model "
                            "latencies: e_compute of the matrix classes (fraction of the int8 MAC peak; fp16 "
@@ -154,6 +155,17 @@ def write_family(family: str, pid: str, p: dict, r: float, rows, err: dict) -> N
     with open(os.path.join(EFF_DIR, f"{family}.json"), "w", encoding="utf-8") as fh:
         json.dump(doc, fh, indent=1)
         fh.write("\n")
+
+
+def kept_w8a16(family: str) -> dict:
+    """The family file's W8A16 scalars (``qnn_w8a16_share`` and its provenance), written by
+    bench/hexagon_w8a16.py on top of this fit: kept as they are when this fit rewrites the file."""
+    path = os.path.join(EFF_DIR, f"{family}.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as fh:
+        old = json.load(fh).get("scalars", {})
+    return {k: old[k] for k in ("qnn_w8a16_share", "qnn_w8a16_provenance") if k in old}
 
 
 def write_profile(pid: str, r: float) -> float:

@@ -204,15 +204,16 @@ def fitted_rows(rows):
     return rows[~rows.model_id.isin(HELD_OUT)].reset_index(drop=True)
 
 
-def hexagon_rows(mdir: str):
-    """AI Hub's NPU rows (runtimes tflite and qnn_dlc, fp16 and W8A8) of the models with a graph,
+def hexagon_rows(mdir: str, precisions: tuple[str, ...] = ("fp16", "int8")):
+    """AI Hub's NPU rows (runtimes tflite and qnn_dlc, ``precisions``: fp16 and W8A8 unless named;
+    ``w8a16`` the W8A16 rows) of the models with a graph,
     where every layer ran on the NPU (``layers_npu == layers_total``: the video networks' TFLite
     fp16 rows put 4-7 layers on the CPU and are 2-12x their QNN rows), EXCLUDED left out."""
     import pandas as pd
 
     hx = pd.read_csv(os.path.join(mdir, "aihub_hexagon.csv"))
     hx = hx[(hx.primary_compute_unit == "NPU") & hx.runtime.isin(["tflite", "qnn_dlc"])
-            & hx.precision.isin(["fp16", "int8"]) & hx.model_id.isin(list(HEX_GRAPHS))
+            & hx.precision.isin(list(precisions)) & hx.model_id.isin(list(HEX_GRAPHS))
             & (hx.layers_npu == hx.layers_total) & ~hx.model_id.isin(list(EXCLUDED))]
     hx = hx[[os.path.exists(os.path.join(FX, HEX_GRAPHS[m])) for m in hx.model_id]]
     return hx[["model_id", "opcost_profile", "precision", "runtime", "inference_time_ms"]].reset_index(drop=True)

@@ -23,7 +23,7 @@ from cli.output import FORMATS, OutputSpec, check as check_output, emit, resolve
 from cli.parsing import (kwargs_json_text, parse_dims, parse_inputs, parse_values, writable_path,
                          write_output)
 
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "w8a16")
 # analyzer.prediction.runtimes.RUNTIMES, kept static so that --help imports no prediction code
 # (a test checks the two agree); the help text reads their descriptions when it is shown
 RUNTIMES = ("kernel", "eager", "eager-op", "onnxruntime", "xla", "coreml", "edgetpu", "qnn", "qnn-dlc",
@@ -98,7 +98,9 @@ def main():
               help="Deploy precision for predictions (overrides the model's float dtypes). "
                    "fp32: every product on the FMA units (PyTorch with allow_tf32 off); tf32: on the "
                    "tensor cores. Without it an fp32 model takes its framework's defaults (PyTorch: "
-                   "TF32 convolutions, fp32 matmuls), stated in the notes.")
+                   "TF32 convolutions, fp32 matmuls), stated in the notes. w8a16: int8 weights (1 B), "
+                   "int16 activations (2 B), products at the device's 16-bit rate (on a Hexagon NPU its "
+                   "fitted int8 x int16 rate), stated in the notes.")
 @click.option("--l2", "l2", type=click.Choice(L2_STATES), default=None,
               help="The L2 state each GPU kernel starts in, part of the time predicted: warm (the "
                    "default) finds in the L2 what the kernel before it left there (a kernel inside "

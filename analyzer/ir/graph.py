@@ -31,7 +31,12 @@ DTYPE_BITS: dict[str, int] = {
 
 # Bits per element of each precision a prediction runs at (hardware_db's names): the one table of
 # a precision's width. tf32 is stored in 32 bits (its 19-bit format is a tensor-core input mode).
-PRECISION_BITS: dict[str, int] = {"fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8}
+# w8a16 (int8 weights, int16 activations): its activations' width here, its weights' in WEIGHT_BITS.
+PRECISION_BITS: dict[str, int] = {"fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8,
+                                  "w8a16": 16}
+# Bits per floating weight element of the precisions whose weights are stored narrower than their
+# activations (the others: PRECISION_BITS).
+WEIGHT_BITS: dict[str, int] = {"w8a16": 8}
 
 FLOAT_DTYPES = frozenset(d for d in DTYPE_BITS if d.startswith(("float", "bfloat")))
 INT_DTYPES = frozenset(d for d in DTYPE_BITS if d.startswith(("int", "uint")))

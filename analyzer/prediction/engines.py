@@ -27,7 +27,11 @@ from analyzer.prediction import xla_tpu
 from analyzer.prediction.efficiency import kernel_time as eff
 
 
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "w8a16")
+# a precision whose products run at another dtype's rate: w8a16 (int8 weights, int16 activations)
+# at the device's 16-bit matrix rate (fp16, or its fallbacks), an assumption no device's figure
+# states (the qnn runtime's fitted int8 x int16 rate replaces it on a Hexagon NPU: accelerators/qnn.py)
+RATE_DTYPE = {"w8a16": "fp16"}
 
 # where to run a dtype the device has no figure for, in order of preference
 FALLBACK = {
@@ -209,7 +213,7 @@ def lacks_dtype(prof, dtypes) -> list[str]:
     takes a fallback's rate (``FALLBACK``)."""
     out = []
     for d in sorted(set(dtypes)):
-        if d in PRECISIONS and d != "fp32" and d != "int8" and not (
+        if d in PRECISIONS and d not in ("fp32", "int8", *RATE_DTYPE) and not (
                 prof.peak_flops("matrix", d) or prof.peak_flops("vector", d)):
             out.append(f"{prof.id} lists no {d} throughput: the device may lack {d} (predicted at a "
                        f"fallback's rate; see the other warnings)")
@@ -228,6 +232,8 @@ def precision_notes(prof, runtime_name, precision, mpeak_row, warn: set, note: l
     said = tf32_convs(prof, runtime_name, precision, mpeak_row, cls, dtypes, mac)
     if said:
         note.append(said)
+    if "w8a16" in dtypes:
+        note.append(w8a16_note(prof))
     if clock_share(prof) < 1.0 and (any(mac) or any(vec)):
         note.append(f"{prof.id}'s compute peaks (FMA units and tensor cores) taken at its sustained clock, "
                     f"{prof.sustained_clock_ghz:g} of {prof.clock_ghz:g} GHz (a fitted figure: its profile's "
@@ -238,6 +244,14 @@ def precision_notes(prof, runtime_name, precision, mpeak_row, warn: set, note: l
                     f"relative to an SM with an FP32 datapath per listed lane (fp32_datapath_factor: half its "
                     f"FP32 lanes share their datapath with INT32; a fitted figure, its profile's sources say "
                     f"where from)")
+
+
+def w8a16_note(prof) -> str:
+    """What a w8a16 prediction assumes on ``prof`` (``RATE_DTYPE``): int8 weights, int16
+    activations, products at its 16-bit matrix rate."""
+    return (f"precision w8a16: weights read at 1 B an element (int8), activations at 2 B (int16); matrix "
+            f"products at {prof.id}'s 16-bit (fp16) matrix rate, an assumption: no int8 x int16 figure is "
+            "sourced (a runtime with a fitted rate of its own says so below)")
 
 
 def kernel_peaks(prof, cache: dict, warn: set[str], anchor_dtype, mac_l, vec_l, trans_l):
@@ -254,9 +268,10 @@ def kernel_peaks(prof, cache: dict, warn: set[str], anchor_dtype, mac_l, vec_l, 
         return hit[0]
 
     f, g = clock_share(prof), datapath_factor(prof)
-    mp = {d: cached("matrix", d) * f * (g if fma_dtype(prof, d) else 1.0)
+    rate = RATE_DTYPE.get
+    mp = {d: cached("matrix", rate(d, d)) * f * (g if fma_dtype(prof, rate(d, d)) else 1.0)
           for d in {d for d, m in zip(anchor_dtype, mac_l) if m}}
-    vp = {d: cached("vector", d) * f for d in {d for d, v, t in zip(anchor_dtype, vec_l, trans_l) if v or t}}
+    vp = {d: cached("vector", rate(d, d)) * f for d in {d for d, v, t in zip(anchor_dtype, vec_l, trans_l) if v or t}}
     return ([mp[d] if m else 1.0 for d, m in zip(anchor_dtype, mac_l)],
             [vp[d] if v or t else 1.0 for d, v, t in zip(anchor_dtype, vec_l, trans_l)])
 

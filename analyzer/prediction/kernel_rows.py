@@ -17,7 +17,7 @@ import numpy as np
 
 from analyzer.counting import kernel_words
 from analyzer.counting.engine import FOLDED, NodeCost
-from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES, PRECISION_BITS
+from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES, PRECISION_BITS, WEIGHT_BITS
 from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import dot_merge, fusion
 from analyzer.prediction.efficiency.op_classes import ATTENTION_OPS, CHANNELS_FIRST_CONV_OPS
@@ -45,10 +45,39 @@ def compute_dtype(n: NodeCost, precision: str | None) -> str:
 
 
 def node_bytes(n: NodeCost, precision: str | None) -> float:
+    """``n``'s bytes under ``precision``: every floating tensor at ``PRECISION_BITS[precision]``
+    bits an element (integer ones as they are); a precision whose weights are narrower
+    (``WEIGHT_BITS``: w8a16, weights 8 bits, activations 16) takes its floating weight bytes at
+    their own width: ``bytes = Σ_dtype b x bits / dtype_bits - weight_bytes x (bits - w_bits) /
+    weight_dtype_bits`` (``weight_float_bits``)."""
     if precision is None:
         return float(n.cost.bytes_moved)
     bits = PRECISION_BITS[precision]
-    return float(sum(b * bits / DTYPE_BITS[d] if d in FLOAT_DTYPES else b for d, b in n.bytes_by_dtype))
+    total = float(sum(b * bits / DTYPE_BITS[d] if d in FLOAT_DTYPES else b for d, b in n.bytes_by_dtype))
+    wbits = weight_float_bits(n) if precision in WEIGHT_BITS else 0
+    return total - n.cost.weight_bytes * (bits - WEIGHT_BITS[precision]) / wbits if wbits else total
+
+
+def weight_float_bits(n: NodeCost) -> int:
+    """Bits of one element of ``n``'s weights where they are floating: the dtype of its largest
+    floating constant input (``constant_inputs``); 0 where it has none (integer weights, such as a
+    quantized graph's, keep their bytes under every precision)."""
+    specs = [n.in_specs[i] for i in n.constant_inputs if i < len(n.in_specs)]
+    floats = [s for s in specs if s is not None and s.dtype in FLOAT_DTYPES]
+    if not floats:
+        return 0
+    return DTYPE_BITS[max(floats, key=lambda s: s.nbytes() or 0).dtype]
+
+
+def weight_part(n: NodeCost, nbytes: float, precision: str | None) -> float:
+    """``n``'s weight bytes under ``precision`` (``nbytes``: all its bytes under it): the weights'
+    share of its bytes as counted, or under a ``WEIGHT_BITS`` precision its floating weights at
+    that width (``weight_bytes x w_bits / weight_dtype_bits``, at most ``nbytes``)."""
+    c = n.cost
+    wbits = weight_float_bits(n) if precision in WEIGHT_BITS else 0
+    if not wbits:
+        return c.weight_bytes * nbytes / max(c.bytes_moved, 1)
+    return min(c.weight_bytes * WEIGHT_BITS[precision] / wbits, nbytes)
 
 
 def _spec_bytes(spec, precision: str | None) -> int:
@@ -327,7 +356,7 @@ def member_part(n: NodeCost, fnode: fusion.FusionNode, nbytes: float, precision:
     class, GEMM view (m, n, k, batch, strided: ``strided_conv``, ``serial_flops``), compute dtype)."""
     c = n.cost
     return (c.mac_flops, c.vector_flops, c.transcendentals, c.flops, nbytes,
-            c.weight_bytes * nbytes / max(c.bytes_moved, 1), max(1, getattr(n, "runs", 1)),
+            weight_part(n, nbytes, precision), max(1, getattr(n, "runs", 1)),
             fnode.op_class, node_view(n), compute_dtype(n, precision))
 
 

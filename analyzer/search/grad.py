@@ -27,19 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES
+from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction import kernels
-from analyzer.prediction.lowering import PRECISION_BITS
 
 _FLOP_FEATS = ("mac_flops", "vec_flops", "trans_flops")
 
 
 def _node_bytes(n, precision):
-    if precision is None:
-        return float(n.cost.bytes_moved)
-    bits = PRECISION_BITS[precision]
-    return float(sum(b * bits / DTYPE_BITS[d] if d in FLOAT_DTYPES else b
-                     for d, b in n.bytes_by_dtype))
+    return kr.node_bytes(n, precision)
 
 
 class LatencyFn:

@@ -76,7 +76,14 @@ activations (QDQ / QOperator) is predicted at int8 (W8A8) and one with fp32 tens
 the HTP's float path computes in fp16 (AI Hub's "float" rows, the fp16 rows the constants are
 fitted on, run in FP16 on the NPU: ../shared/measurements/accelerators/README.md), and no fp32
 figure of the HTP is sourced; a graph of other dtypes keeps its own.  A precision the caller
-names (``--precision fp32`` included) is kept.
+names (``--precision fp32`` included) is kept.  ``w8a16`` (int8 weights at 1 B, int16 activations
+at 2 B: QNN's ``--act_bw 16 --weight_bw 8``, which the HTP runs as quantized 16-bit activations,
+"A16", between A8 and FP16 in cost in Qualcomm's HTP network-design guidance; no rate is
+published) runs its kernels at the family's ``qnn_w8a16_share`` x the int8 matrix peak
+(``w8a16_rate``: one fraction per family, both Hexagon devices, fitted on AI Hub's W8A16 rows by
+bench/hexagon_w8a16.py with every other constant as fitted on the fp16 and W8A8 rows) and takes
+the fp16 graph's per-inference cost (``run_fixed_s``; the form with the W8A8 graph's cost and
+offset cross-validated worse on those rows).
 """
 
 from __future__ import annotations
@@ -124,7 +131,8 @@ def precision_rule(nodes) -> tuple[str | None, str]:
 
 def run_fixed_s(runtime: str, arrays: dict, precision: str, note: list[str] | None = None) -> float:
     """Seconds a ``qnn`` runtime (``DEPLOYMENTS``) adds once per inference: the family's
-    ``run_fixed_int8_s`` (an int8 graph) or ``run_fixed_s`` (0 where the family has none), plus
+    ``run_fixed_int8_s`` (an int8 graph) or ``run_fixed_s`` (any other, w8a16 included; 0 where
+    the family has none), plus
     the runtime's share of the deployment offset ``qnn_deploy_int8_s`` / ``qnn_deploy_s`` (+ d / 2
     ``qnn-dlc``, - d / 2 ``qnn-tflite``, 0 ``qnn``); other runtimes 0.  A non-zero one is stated
     in ``note`` (it is in the latency, in no layer's row)."""
@@ -238,6 +246,7 @@ def profile_rows(acc, p: int, P: int, prof, arrays, matrix_peak, vector_peak, cl
     from analyzer.prediction.efficiency.kernel_time import CLASS_CODE
 
     hvx_depthwise(prof, matrix_peak, vector_peak, classes, dtypes, CLASS_CODE["conv_dw"], note)
+    w8a16_rate(prof, float(arrays.get("qnn_w8a16_share", 0.0)), matrix_peak, vector_peak, dtypes, note)
     if acc is None:
         acc = (np.zeros((P, len(nbytes))), np.zeros(P), np.zeros(P))
     acc[0][p] = onchip_bytes(prof, nbytes, wbytes, note)
@@ -294,6 +303,22 @@ def hvx_depthwise(prof, matrix_peak, vector_peak, classes, dtypes, dw_code: int,
         note.append(f"qnn: {len(hit)} fp16 depthwise kernels on the HVX vector unit at {HVX_FP16_SHARE:g} x the "
                     f"int8 peak ({HVX_FP16_SHARE * int8 / 1e12:.3g} TFLOP/s: 64 fp16 lanes of a register against "
                     "128 int8), not the matrix engine's fp16 figure")
+
+
+def w8a16_rate(prof, share: float, matrix_peak, vector_peak, dtypes, note: list[str] | None = None) -> None:
+    """Set the peaks (in place; FLOP/s per kernel) of the w8a16 kernels (int8 weights, int16
+    activations) to ``share`` x the profile's int8 matrix peak: the family's fitted
+    ``qnn_w8a16_share`` (module docstring, "Precision"); nothing where the family or the profile
+    states none (the kernels keep the 16-bit rate ``engines.RATE_DTYPE`` gives them)."""
+    int8 = prof.peak_flops("matrix", "int8")
+    hit = [k for k, d in enumerate(dtypes) if d == "w8a16"]
+    if not int8 or not hit or share <= 0:
+        return
+    matrix_peak[hit] = vector_peak[hit] = share * int8
+    if note is not None:
+        note.append(f"qnn: w8a16 kernels at {share:.4g} x the int8 peak ({share * int8 / 1e12:.3g} TOP/s; the "
+                    "family's qnn_w8a16_share, fitted on AI Hub's W8A16 rows: Qualcomm publishes no int8 x int16 "
+                    "rate), in place of the 16-bit rate above")
 
 
 def onchip_bytes(prof, nbytes, wbytes, note: list[str] | None = None):
