@@ -318,7 +318,8 @@ def w8a16_rate(prof, share: float, matrix_peak, vector_peak, dtypes, note: list[
     if note is not None:
         note.append(f"qnn: w8a16 kernels at {share:.4g} x the int8 peak ({share * int8 / 1e12:.3g} TOP/s; the "
                     "family's qnn_w8a16_share, fitted on AI Hub's W8A16 rows: Qualcomm publishes no int8 x int16 "
-                    "rate), in place of the 16-bit rate above")
+                    "rate), in place of the 16-bit rate above; expect large errors: leave one model out "
+                    "88.6 % on those rows, layout-heavy graphs worst (docs/accuracy.md, Hexagon W8A16)")
 
 
 def onchip_bytes(prof, nbytes, wbytes, note: list[str] | None = None):
