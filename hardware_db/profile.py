@@ -46,7 +46,7 @@ SCALAR_TABLES = {
     "memory": ("mem_gb", "mem_bw_gbs", "onchip_mb", "npu_onchip_mb"),
     "interconnect": ("interconnect_gbs",),
     "overhead": ("launch_overhead_us",),
-    "power": ("tdp_w", "clock_ghz", "sustained_clock_ghz"),
+    "power": ("tdp_w", "clock_ghz", "sustained_clock_ghz", "boost_window_s"),
     "compute": ("fp32_datapath_factor", "mxu_dim"),
 }
 SCALARS = tuple(name for names in SCALAR_TABLES.values() for name in names)
@@ -181,6 +181,7 @@ class HardwareProfile:
     tdp_w: float | None = None
     clock_ghz: float | None = None
     sustained_clock_ghz: float | None = None
+    boost_window_s: float | None = None
     fp32_datapath_factor: float | None = None
     mxu_dim: float | None = None
     sources: Mapping[str, str] = field(default_factory=FrozenMap)

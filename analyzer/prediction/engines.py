@@ -11,7 +11,7 @@
   FMA units take their own classes (``simt_classes``: ``gemm_simt`` ... ``conv3_simt``) and the
   constants of the engine they run on (``engine_sets``), at the share of the FMA peak the SM's FP32
   datapaths let a matrix product issue (``datapath_factor``); a power-capped card's peaks at its
-  sustained clock (``clock_share``).
+  sustained clock (``clock_share``), its matrix kernels' first busy seconds at boost (``boost_terms``).
 - **what a prediction says** about them (``precision_notes``, ``lacks_dtype``).
 
 Used by ``lowering`` (per profile) and the search's kernel cache (the same per-kernel rules).
@@ -237,13 +237,21 @@ def precision_notes(prof, runtime_name, precision, mpeak_row, warn: set, note: l
     if clock_share(prof) < 1.0 and (any(mac) or any(vec)):
         note.append(f"{prof.id}'s compute peaks (FMA units and tensor cores) taken at its sustained clock, "
                     f"{prof.sustained_clock_ghz:g} of {prof.clock_ghz:g} GHz (a fitted figure: its profile's "
-                    f"sources say where from)")
+                    f"sources say where from)" + boost_note(prof))
     g = datapath_factor(prof)
     if g < 1.0 and any(m and fma_dtype(prof, d) for d, m in zip(dtypes, mac)):
         note.append(f"{prof.id}'s matrix products on the FMA units reach {g:g} of its listed fp32 vector peak "
                     f"relative to an SM with an FP32 datapath per listed lane (fp32_datapath_factor: half its "
                     f"FP32 lanes share their datapath with INT32; a fitted figure, its profile's sources say "
                     f"where from)")
+
+
+def boost_note(prof) -> str:
+    """What ``boost_terms`` adds to the sustained-clock note ('' where the profile has no window)."""
+    r, tau = boost_terms(prof)
+    return ("" if r == 1.0 else f"; a matrix kernel's first {tau * 1e3:g} ms of busy time at the boost clock "
+            f"(boost_window_s, fitted: the effective clock over busy time T is sustained + (boost - sustained) "
+            f"x min(1, {tau * 1e3:g} ms / T))")
 
 
 def w8a16_note(prof) -> str:
@@ -299,6 +307,15 @@ def clock_share(prof) -> float:
     holds under sustained load (one clock for the whole SM)."""
     s, c = getattr(prof, "sustained_clock_ghz", None), prof.clock_ghz
     return float(s) / float(c) if s and c and s < c else 1.0
+
+
+def boost_terms(prof) -> tuple[float, float]:
+    """(boost / sustained clock, boost window in seconds) of a power-capped GPU whose profile sets
+    ``boost_window_s`` (``kernel_time.boost_window``: the matrix part of a kernel's compute term runs
+    its first ``boost_window_s`` busy seconds at the boost clock), else (1, 0): the whole kernel at
+    the sustained clock (``clock_share``)."""
+    tau, f = getattr(prof, "boost_window_s", None), clock_share(prof)
+    return (1.0 / f, float(tau)) if tau and f < 1.0 else (1.0, 0.0)
 
 
 def datapath_factor(prof) -> float:

@@ -208,10 +208,11 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
 
 def _empty_consts(P: int) -> dict:
     """The per-profile constant arrays before any profile: the class parameters [P, classes],
-    trans_weight [P], ``softmax_passes.profile_terms``' two scalars [P] and ``small_index``'s
-    seconds per step [P]."""
+    trans_weight [P], ``softmax_passes.profile_terms``' two scalars [P], ``small_index``'s
+    seconds per step [P] and a power-capped card's boost window (``engines.boost_terms``) [P]."""
     return {**{p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}, "trans_weight": np.ones(P),
-            "softmax_reread": np.zeros(P), "softmax_l2_row": np.zeros(P), "index_iter_s": np.zeros(P)}
+            "softmax_reread": np.zeros(P), "softmax_l2_row": np.zeros(P), "index_iter_s": np.zeros(P),
+            "boost_ratio": np.ones(P), "boost_window_s": np.zeros(P)}
 
 
 def _reread_feats(runtime_name: str, cls_l, plan, nodes, fnodes) -> dict:
@@ -224,9 +225,11 @@ def _reread_feats(runtime_name: str, cls_l, plan, nodes, fnodes) -> dict:
 
 def _pytorch_terms(consts: dict, p: int, prof) -> None:
     """Profile ``p``'s scalars of PyTorch's CUDA kernels, in place: ``softmax_passes.profile_terms``
-    (``softmax_reread``, ``softmax_l2_row``) and ``small_index.profile_term`` (``index_iter_s``)."""
+    (``softmax_reread``, ``softmax_l2_row``) and ``small_index.profile_term`` (``index_iter_s``),
+    and its boost window (``engines.boost_terms``: ``boost_ratio``, ``boost_window_s``)."""
     consts["softmax_reread"][p], consts["softmax_l2_row"][p] = softmax_passes.profile_terms(prof)
     consts["index_iter_s"][p] = small_index.profile_term(prof, clock_hz(prof))
+    consts["boost_ratio"][p], consts["boost_window_s"][p] = engines.boost_terms(prof)
 
 
 def _index_feats(runtime_name: str, plan, nodes) -> dict:

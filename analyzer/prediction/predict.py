@@ -158,6 +158,7 @@ class Prediction:
             attained_flops=flops * runs / time if time > 0 else 0.0,
             provenance=self.provenance, provenance_detail=self.provenance_detail,
             pad=d["pad"], wave=d["wave"], split_k=d["split_k"], narrow=d["narrow"], algo=d.get("algo", 1.0),
+            clock=d.get("clock", 1.0),
             matrix_s=d["matrix_s"], vector_s=d["vector_s"], dram_bytes=d["dram_bytes"], cache_share=d["cache_share"],
             **{k: d.get(k, 0.0) for k in ("reread_l2_bytes", "reread_dram_bytes", "reread_row_bytes", "reread_l2_row",
                                           "index_loop_s")},

@@ -59,7 +59,7 @@ class KernelTerms(NamedTuple):
     provenance: str
     provenance_detail: str
     # every factor of the terms (``efficiency.kernel_time``'s detail), per launch unless said:
-    # compute_s = runs * (matrix_s + vector_s); matrix_s = mac * pad * algo * wave * narrow /
+    # compute_s = runs * (matrix_s + vector_s); matrix_s = mac * pad * algo * wave * narrow * clock /
     # (matrix_peak * e_compute); memory_s = runs * (dram_s + sm_s) (their max where sm_overlap); dram_s = (dram_bytes +
     # b_half) / (mem_bw * e_bw * cache_gain); sm_s = bytes / sm_rate; time_s = runs * (fixed_s +
     # max(compute, memory)) (overlap; the sum where the prediction adds them)
@@ -68,6 +68,7 @@ class KernelTerms(NamedTuple):
     split_k: float = 1.0       # K slices the library splits the product into
     narrow: float = 1.0        # narrow-tile factor (a CPU's few output columns)
     algo: float = 1.0          # the algorithm's share of the direct multiplies (Winograd/FFT: < 1)
+    clock: float = 1.0         # a capped card's boost window: matrix_s over its value at the sustained clock
     matrix_s: float = 0.0      # per launch
     vector_s: float = 0.0
     dram_bytes: float = 0.0    # bytes charged to DRAM: bytes (+ split-K partials) x (1 - cache_share)

@@ -16,8 +16,9 @@ def _compute_lines(e) -> list[str]:
     out = []
     if e.mac_flops:
         algo = (f" x multiplies {e.algo:.3g} of direct (Winograd/FFT)" if e.algo != 1.0 else "")
+        clock = (f" x boost window {e.clock:.3g} (of the sustained-clock time)" if e.clock != 1.0 else "")
         out.append(f"    matrix = MAC {human(e.mac_flops)} x padding {e.pad:.3g}{algo} x waves {e.wave:.3g} "
-                   f"(split-K {e.split_k:g}, {e.units:g} SMs) x narrow {e.narrow:.3g} / (matrix peak "
+                   f"(split-K {e.split_k:g}, {e.units:g} SMs) x narrow {e.narrow:.3g}{clock} / (matrix peak "
                    f"{human(e.matrix_peak, 'FLOP/s')} x e_compute {e.e_compute:.3g})")
     if e.vector_flops or e.transcendental_flops:
         out.append(f"    vector = (vector + transcendentals x {e.trans_weight:g}) / (vector peak "

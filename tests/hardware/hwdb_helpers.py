@@ -13,7 +13,7 @@ from analyzer.errors import HardwareError
 REPO = Path(__file__).resolve().parents[2]
 PROFILE_FILES = sorted(hardware_db.PROFILE_DIR.glob("*.toml"))
 SCALARS = ("mem_gb", "mem_bw_gbs", "onchip_mb", "npu_onchip_mb", "interconnect_gbs", "launch_overhead_us", "tdp_w", "clock_ghz",
-           "sustained_clock_ghz", "fp32_datapath_factor", "mxu_dim")
+           "sustained_clock_ghz", "boost_window_s", "fp32_datapath_factor", "mxu_dim")
 SCALAR_PATH = {
     "mem_gb": "memory.mem_gb",
     "mem_bw_gbs": "memory.mem_bw_gbs",
@@ -24,6 +24,7 @@ SCALAR_PATH = {
     "tdp_w": "power.tdp_w",
     "clock_ghz": "power.clock_ghz",
     "sustained_clock_ghz": "power.sustained_clock_ghz",
+    "boost_window_s": "power.boost_window_s",
     "fp32_datapath_factor": "compute.fp32_datapath_factor",
     "mxu_dim": "compute.mxu_dim",
 }

@@ -232,7 +232,8 @@ def test_explain_factors_give_the_time():
             e = p.explain(i)
             if e is None:
                 continue
-            matrix = e.mac_flops * e.pad * e.wave * e.narrow / (e.matrix_peak * e.e_compute) if e.mac_flops else 0.0
+            matrix = (e.mac_flops * e.pad * e.wave * e.narrow * e.clock / (e.matrix_peak * e.e_compute)
+                      if e.mac_flops else 0.0)
             vector = ((e.vector_flops + e.trans_weight * e.transcendental_flops) / (e.vector_peak * e.e_compute)
                       if e.vector_flops or e.transcendental_flops else 0.0)
             assert e.matrix_s == pytest.approx(matrix, rel=1e-9, abs=1e-15)

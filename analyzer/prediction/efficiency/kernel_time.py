@@ -7,7 +7,7 @@ and a hardware profile, with per-architecture-family constants fitted on public 
 
 Model, per kernel of op class ``c`` (constants indexed by class)::
 
-    compute_s = work / (matrix_peak * e_compute[c]) * wave(c) * narrow(c)
+    compute_s = B(work / (matrix_peak * e_compute[c]) * wave(c) * narrow(c))
                 + (vec_flops + trans_weight * trans_flops) / (vector_peak * e_compute[c])
     memory_s  = (dram_bytes + onchip_cost * onchip_bytes + b_half[c]) / (mem_bw * e_bw[c] * cache)
                 + (bytes + reread) / (units * sm_bw[c])   (sm_overlap[c] = 1: the larger of the two terms, not their sum)
@@ -41,6 +41,10 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   algorithm runs, applied to ``work``: cuDNN's Winograd F(2x2,3x3) runs 16 of the 36 multiplies of
   a 3x3 stride-1 convolution's output tile, F(4x4,3x3) 36 of 144, an FFT fewer still, each plus
   its transforms (``conv3_simt``: a fitted share, between those bounds).
+- ``B`` (``boost_window``; identity unless the constants carry ``boost_ratio``): a power-capped
+  GPU's matrix seconds at its sustained clock, less what its boost window saves:
+  ``B(M) = M / r`` where ``M / r <= tau``, else ``M - tau (r - 1)`` (``r``: boost / sustained clock,
+  ``tau``: the profile's ``boost_window_s``).
 - ``narrow`` (tiled classes): ``1 + (n_half[c] / n_padded)**2``: a CPU GEMM or convolution with
   one or two vector registers of output columns runs its inner loop at part of its rate.
 - ``k_block`` (tiled classes; 0: off): ``k`` is padded to whole blocks of ``k_block`` too. A
@@ -231,7 +235,7 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     tiled, work, wave, split, narrow, algo = tiled_work(xp, per, arrays, zeros, mac, m, n, k, batch,
                                                          tm, tn, waves_on, units)
 
-    compute = (work / (xp.asarray(hw["matrix_peak"]) * e_c) * wave * narrow
+    compute = (boost_window(xp, work / (xp.asarray(hw["matrix_peak"]) * e_c) * wave * narrow, arrays)
                + (vec + trans_w * trans) / (xp.asarray(hw["vector_peak"]) * e_c))
     step = l2_step(xp, nbytes, hw.get("l2_bytes", 0.0))
     # (split-K's fp32 partial sums, m x n x split x 4 bytes, are not charged: for the small grids
@@ -270,8 +274,31 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
                            kept * xp.ones_like(mac)))
         out.update(_reread_detail(xp, l2_reread, dram_reread, feat("row_bytes"), arrays, xp.ones_like(mac)))
         out.update(onchip_cost=xp.asarray(hw.get("onchip_cost", 0.0)) * xp.ones_like(mac), index_loop_s=loop + zeros)
-        out["algo"] = algo * xp.ones_like(mac)
+        out.update(algo=algo * xp.ones_like(mac), clock=boost_share(xp, out["matrix_s"], arrays))
     return out
+
+
+def boost_window(xp, mat, arrays):
+    """A power-capped card's matrix seconds ``mat`` (computed at its sustained clock ``s``) when it
+    runs the kernel's first ``boost_window_s`` (``tau``) busy seconds at its boost clock ``b``:
+    ``mat / r`` where that fits in ``tau``, else ``tau + (mat * s - b * tau) / s = mat - tau (r - 1)``
+    (``r = boost_ratio = b / s``; the effective clock over busy time ``T`` is ``s + (b - s) min(1,
+    tau / T)``).  Unchanged where the arrays carry no ``boost_ratio`` (1: no boost)."""
+    if "boost_ratio" not in arrays:
+        return mat
+    r, tau = xp.asarray(arrays["boost_ratio"]), xp.asarray(arrays["boost_window_s"])
+    at_boost = mat / r
+    return xp.where(at_boost <= tau, at_boost, mat - tau * (r - 1.0))
+
+
+def boost_share(xp, boosted, arrays):
+    """``boost_window``'s matrix seconds over those at the sustained clock (1: no boost), from its
+    output ``boosted``: the inverse is ``boosted * r`` within the window, else ``boosted + tau (r - 1)``."""
+    if "boost_ratio" not in arrays:
+        return xp.ones_like(boosted)
+    r, tau = xp.asarray(arrays["boost_ratio"]), xp.asarray(arrays["boost_window_s"])
+    at_sustained = xp.where(boosted <= tau, boosted * r, boosted + tau * (r - 1.0))
+    return xp.where(at_sustained > 0, boosted / xp.where(at_sustained > 0, at_sustained, 1.0), 1.0)
 
 
 def _rereads(xp, reread, row_bytes, arrays):
