@@ -103,7 +103,7 @@ stacked (``rnn_train_step``: one a trip).
 from __future__ import annotations
 
 from analyzer.counting import kernel_words
-from analyzer.prediction import fusion
+from analyzer.prediction import fusion, scan_launches
 
 POLICY = "xla_cpu"
 # elementwise ops XLA does not duplicate into several consumers (its ``IsExpensive``): JAX
@@ -159,15 +159,7 @@ def plan(nodes, graph_outputs: frozenset[str]) -> fusion.FusionPlan:
     extra = (_loop_launches(nodes, p, consumers, ok) + _relayouts(nodes, p, producer, consumers, folded, ok)
              + _tree_launches(nodes, p, ok) + _gemv_copies(nodes, p, producer, consumers, folded, ok, graph_outputs)
              + _scatter_expansion(nodes, p, producer, consumers, folded, ok))
-    if not extra:
-        return p
-    ops = [()] * p.kernels
-    moved = [()] * p.kernels
-    for k, op, nbytes in extra:
-        ops[k] += (op,)
-        moved[k] += (nbytes,)
-    return fusion.FusionPlan(policy=p.policy, kernel_of=p.kernel_of, members=p.members, saved_bytes=p.saved_bytes,
-                             kernel_ops=p.kernel_ops, extra_ops=tuple(ops), extra_bytes=tuple(moved))
+    return scan_launches.add_launches(p, extra)
 
 
 def ynn_reduction(nd) -> bool:
@@ -237,27 +229,9 @@ def _root(nd, users: list[int], nodes, ok, graph_outputs, heavy: float, written)
 def _loop_launches(nodes, p: fusion.FusionPlan, consumers, ok) -> list[tuple[int, str, int]]:
     """[(kernel, op, bytes it moves)] of every scan's per-trip launches (the module docstring),
     each on the first kernel of the scan's body, and its once-a-loop launches (``ONCE_OPS``) on
-    the first kernel at the scan's own level."""
-    out = []
-    for nd in nodes:
-        if not nd.loop_io:
-            continue
-        body = nd.name + "/"
-        carrier = next((p.kernel_of[j] for j, b in enumerate(nodes) if b.level == body and p.kernel_of[j] >= 0), -1)
-        if carrier < 0:
-            continue
-        xs, n_ys, _ = nd.loop_io
-        for x in xs:
-            readers = consumers.get((body, x), ())
-            if readers and not all(ok[u] for u in readers):
-                b = nodes[readers[0]]
-                out.append((carrier, "dynamic_slice", 2 * b.input_bytes[b.inputs.index(x)]))
-        out.extend((carrier, "dynamic_update_slice", 0) for _ in range(n_ys))
-        out.extend((carrier, op, 0) for op in COUNTER_OPS)
-        outer = next((p.kernel_of[j] for j, b in enumerate(nodes) if b.level == nd.level and p.kernel_of[j] >= 0), -1)
-        if outer >= 0:
-            out.extend((outer, op, 0) for op in ONCE_OPS)
-    return out
+    the first kernel at the scan's own level (``scan_launches``; a reader takes the slice in where
+    it fuses into a loop fusion)."""
+    return scan_launches.launches(nodes, p.kernel_of, consumers, ok, COUNTER_OPS, ONCE_OPS)
 
 
 def _relayouts(nodes, p: fusion.FusionPlan, producer, consumers, folded, ok) -> list[tuple[int, str, int]]:

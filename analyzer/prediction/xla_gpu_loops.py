@@ -23,7 +23,7 @@ kernel at the scan's own level (a scan with no kernel beside it at its level: no
 
 from __future__ import annotations
 
-import dataclasses
+from analyzer.prediction import scan_launches
 
 # per trip of a scan: the counter's add
 COUNTER_OPS = ("add",)
@@ -32,44 +32,14 @@ ONCE_OPS = ("copy",)
 
 
 def launches(nodes, kernel_of, consumers, fusible) -> list[tuple[int, str, int]]:
-    """[(kernel, op, bytes it moves)] of every scan's launches (the module docstring);
-    ``kernel_of``: node -> its kernel (-1: none); ``consumers``: (level, tensor) -> reader
-    nodes; ``fusible[i]``: node ``i`` joins a loop fusion."""
-    out = []
-    for nd in nodes:
-        if not nd.loop_io:
-            continue
-        body = nd.name + "/"
-        carrier = _first_kernel(nodes, kernel_of, body)
-        if carrier < 0:
-            continue
-        xs, n_ys, _ = nd.loop_io
-        for x in xs:
-            readers = consumers.get((body, x), ())
-            if readers and not all(fusible[u] or nodes[u].gemv for u in readers):
-                b = nodes[readers[0]]
-                out.append((carrier, "dynamic_slice", 2 * b.input_bytes[b.inputs.index(x)]))
-        out.extend((carrier, "dynamic_update_slice", 0) for _ in range(n_ys))
-        out.extend((carrier, op, 0) for op in COUNTER_OPS)
-        outer = _first_kernel(nodes, kernel_of, nd.level)
-        if outer >= 0:
-            out.extend((outer, op, 0) for op in ONCE_OPS)
-    return out
-
-
-def _first_kernel(nodes, kernel_of, level: str) -> int:
-    return next((kernel_of[j] for j, b in enumerate(nodes) if b.level == level and kernel_of[j] >= 0), -1)
+    """[(kernel, op, bytes it moves)] of every scan's launches (the module docstring:
+    ``scan_launches.launches`` with these ops; a reader takes the slice in where it is fusible or
+    an M = 1 dot); ``fusible[i]``: node ``i`` joins a loop fusion."""
+    takes = [f or nd.gemv for f, nd in zip(fusible, nodes)]
+    return scan_launches.launches(nodes, kernel_of, consumers, takes, COUNTER_OPS, ONCE_OPS)
 
 
 def with_launches(p, nodes, consumers, fusible):
     """Plan ``p`` (a ``fusion.FusionPlan``) with the scans' launches (``launches``) added to its
     ``extra_ops`` / ``extra_bytes``; ``p`` itself when ``nodes`` hold no scan."""
-    extra = launches(nodes, p.kernel_of, consumers, fusible)
-    if not extra:
-        return p
-    ops = [list(e) for e in p.extra_ops] or [[] for _ in range(p.kernels)]
-    moved = [list(b) for b in p.extra_bytes] or [[0] * len(e) for e in ops]
-    for k, op, nbytes in extra:
-        ops[k].append(op)
-        moved[k].append(nbytes)
-    return dataclasses.replace(p, extra_ops=tuple(map(tuple, ops)), extra_bytes=tuple(map(tuple, moved)))
+    return scan_launches.add_launches(p, launches(nodes, p.kernel_of, consumers, fusible))
