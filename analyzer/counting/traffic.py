@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from analyzer.counting.cost import Cost, Work
 from analyzer.errors import ShapeError
-from analyzer.ir.graph import Graph, Node, TensorSpec
+from analyzer.ir.graph import STRUCTURE_DTYPES, Graph, Node, TensorSpec
 from analyzer.ir.ops import DATA, VIEW
 
 
@@ -25,21 +25,27 @@ def new_params(node: Node, ins, cidx: tuple[int, ...], counted: set[str], overri
     """Elements of the constant data inputs (indices ``cidx``) that no earlier node
     consumed (each tensor once). A folded input counts the file constants it was
     computed from (``graph.sources``); ``override`` (the rule's ``Work.params``) gives
-    the count of packed inputs."""
+    the count of packed inputs. A constant of a structure dtype (int64, uint64, bool:
+    indices, thresholds, position-id and mask buffers) counts 0: a buffer, not a parameter."""
     params = 0
     sources = graph.sources
+    tensors = graph.tensors
     for i in cidx:
         name = node.inputs[i]
         src = sources.get(name)
         if src is None:
             if name not in counted:
                 counted.add(name)
-                params += override[i] if override and i in override else ins[i].numel()
+                spec = ins[i]
+                if spec is None or spec.dtype not in STRUCTURE_DTYPES:
+                    params += override[i] if override and i in override else spec.numel()
             continue
         for leaf in src:
             if leaf not in counted:
                 counted.add(leaf)
-                params += graph.tensors[leaf].numel()
+                spec = tensors[leaf]
+                if spec.dtype not in STRUCTURE_DTYPES:
+                    params += spec.numel()
     return params
 
 

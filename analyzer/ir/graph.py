@@ -40,6 +40,11 @@ WEIGHT_BITS: dict[str, int] = {"w8a16": 8}
 
 FLOAT_DTYPES = frozenset(d for d in DTYPE_BITS if d.startswith(("float", "bfloat")))
 INT_DTYPES = frozenset(d for d in DTYPE_BITS if d.startswith(("int", "uint")))
+# A constant of these dtypes is structure, never a trainable weight: an index, a threshold
+# compared against, a position-id or causal-mask buffer (PyTorch registers those as buffers,
+# not parameters). Its elements are not params; its bytes are still read as weight bytes.
+# int8/int4/int32 constants stay weights (quantized weights and biases).
+STRUCTURE_DTYPES = frozenset({"int64", "uint64", "bool"})
 
 
 def dtype_bits(dtype: str) -> int:

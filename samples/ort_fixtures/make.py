@@ -233,8 +233,10 @@ SHAPE_SLOTS = {"Reshape": {1}, "Unsqueeze": {1}, "Squeeze": {1}, "Slice": {1, 2,
 
 def data_constants(model: onnx.ModelProto) -> dict[str, int]:
     """{initializer: elements} of every initializer some node consumes as data, each once; a
-    MatMulNBits weight counts its K*N unpacked elements (not the packed uint8 bytes)."""
-    inits = {t.name: t for t in model.graph.initializer}
+    MatMulNBits weight counts its K*N unpacked elements (not the packed uint8 bytes). int64 and
+    bool initializers (position ids, the causal mask) are buffers, not parameters."""
+    structure = (onnx.TensorProto.INT64, onnx.TensorProto.UINT64, onnx.TensorProto.BOOL)
+    inits = {t.name: t for t in model.graph.initializer if t.data_type not in structure}
     out: dict[str, int] = {}
     for n in model.graph.node:
         for i, x in enumerate(n.input):

@@ -153,12 +153,11 @@ def test_the_dynamo_export_counts_like_the_torchscript_one():
     r = analyzer.analyze(os.path.join(HERE, "bert_dynamo.onnx"), dims={"batch": 1, "seq": 16})
     assert r.totals.mac_flops == TORCH_MAC_FLOPS == 3276800
     assert r.coverage.uncosted == ()
-    # params: the file's initializers, 168,320 torch weights + 3 float scalars + 140 int64 + 1
-    # bool = 168,464, less the 11 elements of int64 initializers used only as shape arguments
-    # (Slice starts/axes val_7, val_13; Range delta val_29; Unsqueeze axes val_46, val_47,
-    # val_150 (2), val_151 (2); Concat pieces of Reshape targets val_56, val_77), and less the
-    # 2 one-element int64/bool initializers read as data (GreaterOrEqual's threshold val_27,
-    # And's new_ones): an index or a threshold is not a param, as it is not as a Constant node
+    # params: the file's float initializers, 168,320 torch weights + 3 float scalars = 168,323.
+    # Its 140 int64 + 1 bool initializer elements are not params: 11 are shape arguments (Slice
+    # starts/axes, Range delta, Unsqueeze axes, Reshape target pieces), the others indices, a
+    # threshold and the position-ids buffer: PyTorch buffers, not parameters, as an integer
+    # Constant node is not
     e = REF["bert_dynamo.onnx"]
     assert e["onnx_initializer_numel_by_dtype"] == {"BOOL": 1, "FLOAT": TORCH_PARAMS + 3, "INT64": 140}
-    assert r.totals.params == e["onnx_initializer_numel"] - 11 - 2 == 168451
+    assert r.totals.params == e["onnx_initializer_numel"] - 140 - 1 == TORCH_PARAMS + 3 == 168323

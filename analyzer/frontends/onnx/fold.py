@@ -23,7 +23,7 @@ from onnx import TensorProto, numpy_helper
 
 from analyzer.ir.ops import facts
 from analyzer.errors import GraphError
-from analyzer.ir.graph import FLOAT_DTYPES, Node, TensorSpec
+from analyzer.ir.graph import FLOAT_DTYPES, STRUCTURE_DTYPES, Node, TensorSpec
 from analyzer.frontends.onnx.evaluators import (  # fold.evaluate, fold.output_shape
     MAX_VALUE_ELEMENTS,
     evaluate,
@@ -51,11 +51,10 @@ FOLDABLE = frozenset({
 AMPLIFYING = frozenset({"Range", "ConstantOfShape", "Expand", "Tile", "OneHot"})
 
 
-# a one-element initializer of these dtypes is structure (an index, a threshold compared
-# against), never a weight: not a param, as an integer Constant node is not.  int8/int4/int32
-# initializers stay weights (quantized weights and biases); bigger int64/bool initializers
-# (position-id and causal-mask buffers) are counted as the file's data constants
-STRUCTURE_DTYPES = frozenset({"int64", "uint64", "bool"})
+# a one-element initializer of a structure dtype (``ir.graph.STRUCTURE_DTYPES``: an index, a
+# threshold compared against) is folded as a Constant node would be: no file constant behind it.
+# Bigger ones stay the file's data constants (their bytes are weight bytes) and are left out of
+# params where they are counted (``counting.traffic.new_params``)
 
 
 # ----------------------------------------------------------------------------- the graph pass
