@@ -17,7 +17,12 @@ mapping written before any score was computed:
   precision="fp32", runtime="eager", per_node=4, intra_link=nvlink3 | nvlink4)``, profiles
   ``a100-40gb-sxm`` / ``h100-sxm``; data: ``data_parallel="megatron"``, no overlap (one
   all-reduce of the whole gradient after backward, Megatron core_r0.5.0's default); tensor:
-  no sequence parallelism; pipeline: one micro-batch, 1F1B, Megatron's even split;
+  no sequence parallelism; pipeline: one micro-batch, 1F1B, Megatron's even split; on all three
+  Megatron's gradient passes and its own step kernels at their defaults (``megatron_step``:
+  ``analyzer.training.megatron_step``, the buffer's divide, the main-grad adds with
+  gradient-accumulation fusion, the fused bias-GELU and bias-dropout-add) and, under tensor
+  parallel, the vocab-parallel cross entropy's three all-reduces, from Megatron-LM's and
+  accelerate's source (docs/training.md);
 - predicted: the 4-device row's ``step_s`` against the row's ``measured_ms`` (CUDA events around
   Megatron's ``train_step``: forward, backward, gradient sync, clipping, Adam).
 

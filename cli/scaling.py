@@ -153,19 +153,28 @@ def _part_lines(points, fmt) -> list[str]:
 
 
 def _pass_lines(points, setup: dict, fmt) -> list[str]:
-    """Megatron's passes over the gradients per row (``training.grad_passes``): zero, norm
-    and scale inside compute, the norm's all-reduce inside the exposed communication."""
+    """Megatron's passes over the gradients per row (``training.grad_passes``): zero, norm,
+    scale and divide inside compute, the norm's all-reduce inside the exposed communication;
+    on Megatron's step its main-grad adds and fused kernels (``training.megatron_step``)."""
     have = [p for p in points if p.grad_passes]
     if not have:
         return []
     gp = setup.get("grad_passes") or {}
     what = ", ".join(x for x in (
         "buffer zeroed" if gp.get("zero_grad") else "",
-        f"clipped at norm {gp['clip_grad']:g}" if gp.get("clip_grad") else "") if x)
+        f"clipped at norm {gp['clip_grad']:g}" if gp.get("clip_grad") else "",
+        "Megatron's step kernels" if gp.get("megatron_step") else "") if x)
     head = ["hardware", "devices", "zero ms", "norm ms", "scale ms", "norm all-reduce ms"]
-    keys = ("zero", "norm", "scale", "norm_allreduce")
-    rows = [[p.hardware, str(p.devices), *(_ms(p.grad_passes[k]) for k in keys)] for p in have]
-    return ["", f"Gradient passes ({what}; zero + norm + scale inside compute, on the device "
+    keys = ["zero", "norm", "scale", "norm_allreduce"]
+    if gp.get("megatron_step"):
+        head += ["divide ms", "main-grad add ms", "fused kernels ms"]
+        keys += ["divide", "accumulate", "fused"]
+    rows = [[p.hardware, str(p.devices), *(_ms(p.grad_passes.get(k, 0.0)) for k in keys)]
+            for p in have]
+    inside = " + ".join(k for k in ("zero", "norm", "scale", "divide") if k in keys)
+    extra = ("; main-grad adds in backward, the fused kernels' change (<= 0) in forward"
+             if gp.get("megatron_step") else "")
+    return ["", f"Gradient passes ({what}; {inside} inside compute{extra}, on the device "
                 "that spends the most on them):"] + _grid(head, rows, fmt)
 
 

@@ -75,6 +75,12 @@ _OPTIONS = [
                       "pass scaling every gradient. Default: Megatron-LM's 1.0 with "
                       "--data-parallel megatron and --parallel tensor/pipeline/hybrid, none "
                       "otherwise."),
+    click.option("--megatron-step/--no-megatron-step", "megatron_step", default=None,
+                 help="Megatron-LM's own step kernels: the gradient buffer divided by the "
+                      "data-parallel size, main_grad.add_ per parameter gradient (none for linear "
+                      "weights: gradient-accumulation fusion), bias+GELU and "
+                      "bias+dropout+residual fused in forward. Default: on where --clip-grad's "
+                      "default is Megatron-LM's."),
     click.option("--zero-grad/--no-zero-grad", "zero_grad", default=None,
                  help="Zero the gradient buffer each step (a pass writing every gradient; "
                       "Megatron-LM's zero_grad_buffer). Default: on where --clip-grad's "
@@ -111,7 +117,7 @@ _OPTIONS = [
                  help="Write a speed-up / efficiency plot (.png or .svg; needs matplotlib)."),
 ]
 NAMES = ("train", "optimizer", "dropout", "batch", "devices", "link", "node", "per_node", "intra_link", "parallel",
-         "sequence_parallel", "algorithm", "data_parallel", "clip_grad", "zero_grad",
+         "sequence_parallel", "algorithm", "data_parallel", "clip_grad", "zero_grad", "megatron_step",
          "bucket_mb", "overlap_comm", "buckets",
          "microbatches", "pipeline_split", "schedule", "plot_scaling", "tensor_size",
          "pipeline_size", "virtual_stages")
@@ -225,7 +231,7 @@ def scale(model, hws, opts, extra: dict, **program):
                           data_parallel=extra["data_parallel"] or "allreduce",
                           bucket_mb=extra["bucket_mb"],
                           clip_grad="auto" if extra["clip_grad"] is None else extra["clip_grad"],
-                          zero_grad=extra["zero_grad"],
+                          zero_grad=extra["zero_grad"], megatron_step=extra["megatron_step"],
                           microbatches=extra["microbatches"], schedule=extra["schedule"],
                           pipeline_split=extra["pipeline_split"] or "balanced",
                           virtual_stages=extra["virtual_stages"] or 1,

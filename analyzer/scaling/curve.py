@@ -104,7 +104,7 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
           node=None, nics: int | None = None, sequence_parallel: bool = False,
           data_parallel: str = "allreduce", bucket_mb: float | None = None,
           pipeline_split: str = "balanced", virtual_stages: int = 1, tensor_size: int = 1,
-          pipeline_size: int | None = None, clip_grad="auto", zero_grad=None, options=None, **keywords):
+          pipeline_size: int | None = None, clip_grad="auto", zero_grad=None, megatron_step=None, options=None, **keywords):
     """The Report of ``model`` at the global batch on ``hw``, carrying the scaling curve over
     ``devices`` (see the module and ``analyzer.scaling.parallel`` for the models). ``link``: the
     network between nodes (default: the node's NIC link, else ib-fdr); ``node``: a node design of
@@ -116,10 +116,10 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
     ``overlap`` the collectives with backward. Pipeline: ``microbatches`` (default 4 x the
     stages), ``schedule`` gpipe, 1f1b or interleaved (``virtual_stages`` chunks per device),
     ``pipeline_split`` balanced or even; hybrid (Megatron's tensor x pipeline x data):
-    ``tensor_size`` t, ``pipeline_size`` p (``analyzer.scaling.model_parallel``); gradient passes: ``GP.resolve``."""
+    ``tensor_size`` t, ``pipeline_size`` p (``analyzer.scaling.model_parallel``); gradient passes, Megatron's step: ``GP.resolve``."""
     from analyzer.api import analyze
 
-    passes = _check_modes(parallel, schedule, data_parallel, bucket_mb, microbatches, train, clip_grad, zero_grad)
+    passes = _check_modes(parallel, schedule, data_parallel, bucket_mb, microbatches, train, clip_grad, zero_grad, megatron_step)
     _check_layout(parallel, schedule, virtual_stages, tensor_size, pipeline_size, pipeline_split)
     devs = _device_counts(devices)
     fab = fabric(link, per_node=per_node, intra_link=intra_link, algorithm=algorithm,
@@ -320,7 +320,9 @@ def _tensor_points(base, step1: dict, fab, n: int, train: bool, sequence_paralle
             comp += optimizer_time(prof, plan.params_per_device,
                                    base.training.counts.optimizer, pred.overlap)
         gp, comm = _tensor_passes(base, pred, passes, plan.params_per_device, fab, n, train)
-        comp += sum(gp[k] for k in ("zero", "norm", "scale")) if gp else 0.0
+        tm = DP.step_terms(base, pred, passes, factors=f, split=plan.split, t=n) if train else None
+        gp = DP.with_terms(gp, tm)
+        comp += sum(gp[k] for k in P.UPDATE_PASSES + P.STEP_TERMS) if gp else 0.0
         for c in plan.collectives:
             comm = comm + fab.collective(c.kind, c.nbytes, n)
         points.append(P.point(h, n, comp, comm, comm.total, 0.0, step1[h][0],
@@ -351,15 +353,16 @@ def _baseline(base, train: bool, passes):
 
 
 def _passes_one(base, passes) -> dict:
-    """Profile -> seconds per pass of Megatron's gradient passes on one device holding every
-    parameter (None where none runs or the step has no update)."""
+    """Profile -> seconds per pass of Megatron's gradient passes and step terms on one device
+    holding every parameter (None where none runs or the step has no update)."""
     from analyzer.ir.graph import PRECISION_BITS
 
     tr = base.training
     if not passes.on or tr is None or tr.counts.optimizer == "none":
         return {}
-    return {p.hardware: DP.passes_of(p, passes, base.totals.params,
-                                     PRECISION_BITS.get(p.precision, 32) // 8)[0]
+    return {p.hardware: DP.with_terms(DP.passes_of(p, passes, base.totals.params,
+                                                   PRECISION_BITS.get(p.precision, 32) // 8)[0],
+                                      DP.step_terms(base, p, passes))
             for p in base.predictions}
 
 
@@ -384,7 +387,7 @@ def _tensor_rule(base, step1: dict, fab, n: int, train: bool) -> list:
 
 
 def _check_modes(parallel, schedule, data_parallel, bucket_mb, microbatches, train, clip_grad="auto",
-                 zero_grad=None):
+                 zero_grad=None, megatron_step=None):
     """Bad input names its value (InputSpecError: the CLI's exit 2); returns the gradient passes
     that run (``training.grad_passes.resolve``; none without training)."""
     if parallel not in P.PARALLEL:
@@ -402,7 +405,7 @@ def _check_modes(parallel, schedule, data_parallel, bucket_mb, microbatches, tra
     if data_parallel != "allreduce" and parallel == "data" and not train:
         raise InputSpecError(f"data_parallel={data_parallel!r} models a training step: "
                              "give train=True")
-    return GP.resolve(parallel, data_parallel, clip_grad, zero_grad) if train else GP.OFF
+    return GP.resolve(parallel, data_parallel, clip_grad, zero_grad, megatron_step) if train else GP.OFF
 
 
 def _whole_nodes(fab, n: int) -> None:

@@ -24,9 +24,11 @@ Modes (``scale(..., data_parallel=...)``), ``d`` devices, ``P`` parameters:
 
 Megatron's passes over the gradients (``passes``: ``analyzer.training.grad_passes``; on by
 default for ``megatron``): the buffer zeroed, the norm and the scale over the gradients the
-device updates (P, or P/d when the optimizer state is sharded; the zeroing over the gradients
-it holds), inside compute; the norm's all-reduce over the model-parallel group, of one rank in
-data parallel: none.
+device updates (P, or P/d when the optimizer state is sharded; the zeroing and the divide over
+the gradients it holds), inside compute; the norm's all-reduce over the model-parallel group, of
+one rank in data parallel: none. Megatron's own step kernels (``training.megatron_step``): the
+fused kernels' change in forward, the main-grad adds in backward (at the local batch; with the
+linear rescale the fused kernels' bodies / d).
 
 Which node produces a gradient: the node that first consumes the parameter in graph order (its
 ``cost.params``), so a weight used twice is ready when the earlier use's backward ends. The
@@ -163,21 +165,42 @@ def memory(mem, mode: str, d: int, unit_bytes: int = 0) -> dict:
 
 def passes_of(pred, passes, elements: int, eb: int, fab=None, ranks: int = 1,
               zero_elements: int | None = None):
-    """(seconds per pass of ``parallel.GRAD_PASSES``, the norm all-reduce's Comm) of one device
-    updating ``elements`` gradient elements and zeroing ``zero_elements`` (default the same),
-    the norm all-reduced over ``ranks`` model-parallel ranks on ``fab``; (None, ZERO) when no
-    pass runs."""
+    """(seconds per pass of ``parallel.GRAD_PASSES`` but the step terms, the norm all-reduce's
+    Comm) of one device updating ``elements`` gradient elements and holding ``zero_elements``
+    (default the same: zeroed and divided), the norm all-reduced over ``ranks`` model-parallel
+    ranks on ``fab``; (None, ZERO) when no pass runs."""
     from analyzer.training import grad_passes as GP
 
     if not passes.on:
         return None, ZERO
-    secs = GP.seconds(pred, profile_of(pred), elements, eb, replace(passes, zero_grad=False))
-    if passes.zero_grad:
-        secs["zero"] = GP.seconds(pred, profile_of(pred), zero_elements or elements, eb,
-                                  GP.GradPasses(None, True))["zero"]
+    prof = profile_of(pred)
+    secs = GP.seconds(pred, prof, elements, eb, replace(passes, zero_grad=False, megatron=False))
+    held = GP.seconds(pred, prof, zero_elements or elements, eb,
+                      GP.GradPasses(None, passes.zero_grad, passes.megatron))
+    secs.update(zero=held["zero"], divide=held["divide"])
     comm = fab.allreduce(GP.NORM_BYTES, ranks) if (passes.clip_grad and ranks > 1) else ZERO
     secs["norm_allreduce"] = comm.total
     return secs, comm
+
+
+def step_terms(report, pred, passes, **kw):
+    """Megatron's own step kernels of one prediction (``training.megatron_step.terms``, keywords
+    passed on) when ``passes.megatron`` and the step updates parameters; else None."""
+    from analyzer.training import megatron_step as MS
+
+    tr = report.training
+    if passes is None or not passes.megatron or tr is None or tr.counts.optimizer == "none":
+        return None
+    return MS.terms(report, pred, profile_of(pred), **kw)
+
+
+def with_terms(secs: dict | None, tm) -> dict | None:
+    """``secs`` (a ``passes_of`` record) with the step terms' sums (``accumulate``, ``fused``;
+    0 without them)."""
+    if secs is None:
+        return None
+    return secs | {"accumulate": sum(tm.accumulate) if tm else 0.0,
+                   "fused": sum(tm.fused) if tm else 0.0}
 
 
 def profile_of(pred):
@@ -213,7 +236,11 @@ def points(rep, fab, d: int, step1: dict, *, mode: str, overlap: bool, bucket_mb
         held = -(-params // d) if mode in ("zero2", "zero3") else params
         gp, gcomm = passes_of(pred, passes, -(-params // d) if shard else params, eb,
                               zero_elements=held) if passes is not None else (None, ZERO)
-        opt += sum(gp[k] for k in ("zero", "norm", "scale")) if gp else 0.0
+        opt += sum(gp[k] for k in P.UPDATE_PASSES) if gp else 0.0
+        tm = step_terms(rep, pred, passes, div=div)
+        gp = with_terms(gp, tm)
+        if tm:   # the fused kernels in forward, the main-grad adds in backward
+            fwd_s, bwd_s = fwd_s + sum(tm.fused), bwd_s + sum(tm.accumulate)
         lay = layers(rep, pred)
         cap, first = caps(mode, bucket_mb, overlap, d, eb)
         unit = 0

@@ -12,7 +12,9 @@ at once).
 Per node (``node_times``): the prediction's forward rows and ``training.step.backward_rows``, each
 row's body times its tensor-parallel factor (``analyzer.scaling.tensor``; 1 without tensor
 parallel) and / ``div`` (the linear rescale of data parallel when the global batch is not known),
-launches kept, scaled to the step's forward and backward totals.
+launches kept, scaled to the step's forward and backward totals; on Megatron's step
+(``training.megatron_step``) plus the fused kernels' change in forward and the main-grad adds,
+m per step, in backward.
 
 Chunks: ``p v`` contiguous pieces of the graph, cut between ``pipeline`` layers: balanced (the
 split whose slowest chunk, forward + backward + its outgoing sends per micro-batch, is fastest:
@@ -99,8 +101,9 @@ def crosses(fab, a: int, b: int) -> bool:
     return fab.per_node == 1 or a // fab.per_node != b // fab.per_node
 
 
-def node_times(report, pred, train: bool, factors=None, div: int = 1):
-    """(forward s, backward s) per node index (module docstring)."""
+def node_times(report, pred, train: bool, factors=None, div: int = 1, terms=None):
+    """(forward s, backward s) per node index (module docstring); ``terms``: Megatron's step
+    kernels (``training.megatron_step.Terms``) added after the scaling (None: none)."""
     from analyzer.training.step import backward_rows
 
     n = len(report.nodes)
@@ -117,7 +120,11 @@ def node_times(report, pred, train: bool, factors=None, div: int = 1):
         kb = st.backward_s / raw_b if raw_b > 0 else 0.0
         bwd = [x * kb for x in bwd]
     kf = pred.latency_s / raw_f if raw_f > 0 else 0.0
-    return [x * kf for x in fwd], bwd
+    fwd = [x * kf for x in fwd]
+    if terms is not None:
+        fwd = [x + y for x, y in zip(fwd, terms.fused)]
+        bwd = [x + y for x, y in zip(bwd, terms.accumulate)]
+    return fwd, bwd
 
 
 def chunk_bounds(report, fwd, bwd, chunks: int, m: int, split: str, tail) -> list[int]:
@@ -316,8 +323,9 @@ def embedding_sync(tie, dev, fab, lay: Layout, eb: int):
 def grad_passes(pred, chs, fab, lay: Layout, passes, dp_mode: str, eb: int):
     """(record, Comm) of Megatron's gradient passes (``training.grad_passes``): per chunk over
     its parameters (one gradient buffer per model chunk; norm and scale / d under zero1 and
-    zero2, the zeroing / d under zero2), summed per device (``per_device``, inside each device's
-    update U_s), the busiest device's per pass (``busiest``); the norm all-reduced over the
+    zero2, the zeroing and the divide / d under zero2), summed per device (``per_device``, inside
+    each device's update U_s), the busiest device (``device``) and its seconds per pass
+    (``busiest``); the norm all-reduced over the
     model-parallel group, t x p ranks (the stages' tensor groups, ranks tensor-fastest: inside a
     node when all its ranks are). (None, ZERO) when no pass runs."""
     from analyzer.scaling import data_parallel as DP
@@ -327,7 +335,7 @@ def grad_passes(pred, chs, fab, lay: Layout, passes, dp_mode: str, eb: int):
         return None, ZERO
     shard = lay.d if dp_mode in ("zero1", "zero2") else 1
     held = lay.d if dp_mode == "zero2" else 1
-    per = [dict.fromkeys(("zero", "norm", "scale"), 0.0) for _ in range(lay.p)]
+    per = [dict.fromkeys(("zero", "norm", "scale", "divide"), 0.0) for _ in range(lay.p)]
     for ch in chs:
         secs, _ = DP.passes_of(pred, passes, -(-ch.params // shard), eb,
                                zero_elements=-(-ch.params // held))
@@ -338,8 +346,9 @@ def grad_passes(pred, chs, fab, lay: Layout, passes, dp_mode: str, eb: int):
     g = group_fabric(fab, ranks, fab.per_node if spans else 1)
     comm = g.allreduce(NORM_BYTES, ranks) if (passes.clip_grad and ranks > 1) else ZERO
     totals = [sum(x.values()) for x in per]
-    busiest = dict(per[totals.index(max(totals))], norm_allreduce=comm.total)
-    return {"per_device": totals, "busiest": busiest}, comm
+    at = totals.index(max(totals))
+    busiest = dict(per[at], norm_allreduce=comm.total)
+    return {"per_device": totals, "busiest": busiest, "device": at}, comm
 
 
 def _direction(rows, keys, m: int, v: int) -> float:
@@ -384,6 +393,7 @@ def step(report, pred, fab, lay: Layout, m: int, *, train: bool, schedule: str, 
     prediction under ``lay`` (module docstring); ``tensor``: the ``tensor.plan`` when t > 1;
     ``passes``: Megatron's gradient passes (``grad_passes``; None: none)."""
     from analyzer.ir.graph import PRECISION_BITS
+    from analyzer.scaling import data_parallel as DP
     from analyzer.scaling import embedding as EM
     from analyzer.scaling.data_parallel import profile_of
     from analyzer.training.step import optimizer_time
@@ -399,7 +409,11 @@ def step(report, pred, fab, lay: Layout, m: int, *, train: bool, schedule: str, 
     factors = list(tensor.factors) if tensor is not None else None
     share = tensor.params_per_device / report.totals.params \
         if tensor is not None and report.totals.params else 1.0
-    times = node_times(report, pred, train, factors, div)
+    terms = DP.step_terms(report, pred, passes, factors=factors, div=div, t=lay.t,
+                          split=tensor.split if tensor is not None else frozenset())
+    if terms is not None:   # the main-grad adds run once per micro-batch
+        terms = replace(terms, accumulate=tuple(m * x for x in terms.accumulate))
+    times = node_times(report, pred, train, factors, div, terms)
     tie = EM.find(report.nodes) if lay.p > 1 else None
     chs, grads = chunks(report, times, fab, lay, m, train, split, share, tie)
     dev = [0] * len(report.nodes)
@@ -417,6 +431,10 @@ def step(report, pred, fab, lay: Layout, m: int, *, train: bool, schedule: str, 
     gp, gcomm = grad_passes(pred, chs, fab, lay, passes if opt else None, dp_mode, eb)
     for s_, x in enumerate(gp["per_device"] if gp else ()):
         upd[s_] += x
+    if gp:   # the step terms of the same device, inside its forward and backward rows
+        mine = [i for i in range(len(dev)) if dev[i] == gp["device"]]
+        gp["busiest"] |= {"accumulate": sum(terms.accumulate[i] for i in mine) if terms else 0.0,
+                          "fused": sum(terms.fused[i] for i in mine) if terms else 0.0}
     v = lay.v
     t0 = _direction(rows, ("f",), m, v) + _direction(rows, ("b",), m, v)
     t1 = _direction(rows, ("f", "af"), m, v) + _direction(rows, ("b", "ab"), m, v)

@@ -22,9 +22,15 @@ element), the row GEMMs' weights (not their biases, added after the all-reduce),
 embedding and the LM head are split ``t`` ways (``ceil(numel / t)`` per device); the rest is
 replicated. Gradients and optimizer state follow the parameters.
 
-Not modelled: the vocab-parallel cross-entropy's three ``[batch, seq]`` all-reduces (max, sum of
-exponentials, target logit); per-device kernel efficiency at the smaller shapes (a node's body
-time is divided by its factor, its launches are not).
+- the vocab-parallel cross entropy (megatron/core/tensor_parallel/cross_entropy.py, Megatron's
+  GPT loss at every tensor-parallel degree): where a SoftmaxCrossEntropyLoss reads the LM
+  head's output (through reshapes), three forward all-reduces over the tensor group of one fp32
+  word per row (rows = the logits' elements / the vocabulary): the logits' max, the target
+  logit, the sum of exponentials; unchanged by sequence parallelism.
+
+Not modelled: the cross entropy's own kernels as Megatron writes them (the graph's loss is
+priced); per-device kernel efficiency at the smaller shapes (a node's body time is divided by
+its factor, its launches are not).
 """
 
 from __future__ import annotations
@@ -95,6 +101,8 @@ class Plan:
     shapes: dict = field(default_factory=dict, repr=False)
     # node index -> (K, N) of a split GEMM's weight on one device (column: N/t, row: K/t)
     weights: dict = field(default_factory=dict, repr=False)
+    # names of the constant tensors split t ways (``_split_tensors``)
+    split: frozenset = field(default=frozenset(), repr=False)
 
     def summary(self, nodes) -> dict[str, Any]:
         by = {}
@@ -267,6 +275,29 @@ def _where_collectives(nodes, pat: Pattern, train: bool) -> list[tuple[str, int,
     return out
 
 
+CE_WORD = 4   # the cross entropy's all-reduced words: fp32 (Megatron's ``output.float()``)
+
+
+def _loss_rows(nodes, pat: Pattern) -> list[tuple[int, int]]:
+    """(loss node index, rows) of each SoftmaxCrossEntropyLoss reading the LM head's output
+    through shape-only nodes; rows = its logits' elements / the vocabulary (last dim)."""
+    if pat.lm_head is None or not nodes[pat.lm_head].out_names:
+        return []
+    names = {nodes[pat.lm_head].out_names[0]}
+    out = []
+    for i in range(pat.lm_head + 1, len(nodes)):
+        n = nodes[i]
+        if not n.in_names or n.in_names[0] not in names:
+            continue
+        if n.op in SHAPE_ONLY:
+            names.update(x for x in n.out_names if x)
+        elif n.op == "SoftmaxCrossEntropyLoss":
+            e, spec = _numel(n.in_specs[0]), n.in_specs[0]
+            if e and spec.shape and isinstance(spec.shape[-1], int) and spec.shape[-1]:
+                out.append((i, e // spec.shape[-1]))
+    return out
+
+
 def _factors(nodes, pat: Pattern, t: int, sequence_parallel: bool) -> list[float]:
     """Per node, what its work is divided by on one device (module docstring)."""
     factors = [1.0] * len(nodes)
@@ -297,6 +328,7 @@ def plan(nodes, t: int, *, pattern: Pattern | None = None, outputs=(), train: bo
     pat = pattern if pattern is not None else find(nodes, outputs)
     notes = list(pat.notes)
     params, split_total, per_dev = _params(nodes, pat, t, params, notes)
+    split = frozenset(_split_tensors(nodes, pat)) if pat.recognised else frozenset()
     colls: list[Collective] = []
     unknown = 0
     for phase, i, output in (_where_collectives(nodes, pat, train) if pat.recognised else ()):
@@ -305,6 +337,8 @@ def plan(nodes, t: int, *, pattern: Pattern | None = None, outputs=(), train: bo
         unknown += not e
         kinds = ("reduce_scatter", "all_gather") if sequence_parallel else ("all_reduce",)
         colls += [Collective(k, phase, nodes[i].name, e, nb) for k in kinds]
+    for i, rows in (_loss_rows(nodes, pat) if pat.recognised else ()):
+        colls += [Collective("all_reduce", "forward", nodes[i].name, rows, rows * CE_WORD)] * 3
     uneven = [p for p in pat.pairs if (p.heads and p.heads % t)
               or any(weight_dims(nodes[i])[1] % t for i in p.columns)
               or any(weight_dims(nodes[i])[0] % t for i in p.rows)]
@@ -325,4 +359,4 @@ def plan(nodes, t: int, *, pattern: Pattern | None = None, outputs=(), train: bo
                 tuple(_factors(nodes, pat, t, sequence_parallel)) if pat.recognised
                 else (1.0,) * len(nodes), tuple(colls), tuple(cols), tuple(rows), params,
                 per_dev if pat.recognised else params, split_total, tuple(notes), pat.pairs,
-                _trace_shapes(nodes, pat.pairs, t) if pat.recognised else {}, weights)
+                _trace_shapes(nodes, pat.pairs, t) if pat.recognised else {}, weights, split)

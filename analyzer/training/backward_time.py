@@ -121,6 +121,15 @@ def backward_time(plan: BackwardPlan, nodes_b, pred, profile, fallback_rows) -> 
                         float(sum(fb.values())))
 
 
+def each_seconds(kernels, pred, profile) -> list[float]:
+    """Seconds of each of ``kernels`` alone under ``pred``'s runtime on ``profile`` (the terms
+    ``seconds_of`` sums when not ``after_forward``)."""
+    if not kernels:
+        return []
+    plan = BackwardPlan(tuple(kernels), (), tuple(("k", j) for j in range(len(kernels))))
+    return [float(x) for x in kernel_terms(plan, as_nodes(plan), pred, profile)[0]]
+
+
 def seconds_of(kernels, pred, profile, after_forward: bool) -> float:
     """Seconds of extra ``kernels`` (a training step's dropouts) under ``pred``'s runtime on
     ``profile``, priced like the plan's: issued on the forward's stream after its kernels

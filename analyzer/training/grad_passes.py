@@ -18,6 +18,13 @@ prediction's precision; 4 in fp32):
   launches it with ``min(1, clip_coeff)``. It is priced whenever clipping is on: the step when
   the norm exceeds ``clip_grad``; below it, r0.5's step is this pass shorter.
 
+- divide: before its all-reduce each bucket of the buffer is divided by the data-parallel size
+  (megatron/core/distributed/grad_buffer.py, ``Bucket.start_grad_sync``: ``data /=
+  data_parallel_world_size``), also at a data-parallel size of 1 (``finalize_model_grads`` runs
+  ``finish_grad_sync`` on every model chunk): one elementwise kernel reading and writing ``w E``
+  bytes, 1 FLOP per element (one bucket without ``overlap_grad_reduce``; more buckets are not
+  counted as more launches).
+
 A multi-tensor pass (apex ``multi_tensor_applier``, chunks of 2048 x 32 = 65,536 elements, at
 most 320 blocks of one chunk each per launch: apex csrc/multi_tensor_apply.cuh
 ``depth_to_max_blocks``) launches ``ceil(E / (65,536 x 320))`` kernels, each priced as one
@@ -25,9 +32,10 @@ kernel over its share of the elements; the per-launch cap of 110 (norm) or 64 (s
 and each tensor's chunk rounding are not counted (a lower bound on the launches), nor the norm's
 second, one-block reduction kernel.
 
-Megatron's defaults (``--clip-grad`` 1.0, the buffer zeroed every iteration) apply on its paths
-(``resolve``): ``data_parallel="megatron"`` and tensor, pipeline and hybrid parallel; plain data
-parallel (PyTorch's ``optimizer.step()``) has neither unless asked.
+Megatron's defaults (``--clip-grad`` 1.0, the buffer zeroed every iteration, the divide pass and
+Megatron's own step kernels: ``training.megatron_step``) apply on its paths (``resolve``):
+``data_parallel="megatron"`` and tensor, pipeline and hybrid parallel; plain data parallel
+(PyTorch's ``optimizer.step()``) has none of them unless asked.
 """
 
 from __future__ import annotations
@@ -48,26 +56,31 @@ DTYPE_OF_BYTES = {4: "float32", 2: "float16", 8: "float64", 1: "int8"}
 @dataclass(frozen=True)
 class GradPasses:
     """Which passes run: ``clip_grad`` the max norm (None: no clipping: no norm, no scale),
-    ``zero_grad`` the buffer zeroed each iteration."""
+    ``zero_grad`` the buffer zeroed each iteration, ``megatron`` Megatron's step as it runs
+    (the divide pass; the main-grad hook's adds and the fused kernels of
+    ``training.megatron_step``)."""
 
     clip_grad: float | None = None
     zero_grad: bool = False
+    megatron: bool = False
 
     @property
     def on(self) -> bool:
-        return self.clip_grad is not None or self.zero_grad
+        return self.clip_grad is not None or self.zero_grad or self.megatron
 
     def to_dict(self) -> dict:
-        return {"clip_grad": self.clip_grad, "zero_grad": self.zero_grad}
+        d = {"clip_grad": self.clip_grad, "zero_grad": self.zero_grad}
+        return d | {"megatron_step": True} if self.megatron else d
 
 
 OFF = GradPasses()
 
 
-def resolve(parallel: str, data_parallel: str, clip_grad="auto", zero_grad=None) -> GradPasses:
+def resolve(parallel: str, data_parallel: str, clip_grad="auto", zero_grad=None,
+            megatron_step=None) -> GradPasses:
     """The passes of a run: ``clip_grad`` "auto" is Megatron's 1.0 on its paths (module
     docstring) and none elsewhere, a number > 0 clips at that norm, None or 0 none;
-    ``zero_grad`` None follows the path, True / False force it."""
+    ``zero_grad`` and ``megatron_step`` None follow the path, True / False force them."""
     megatron = parallel != "data" or data_parallel == "megatron"
     if clip_grad == "auto":
         clip = MEGATRON_CLIP_GRAD if megatron else None
@@ -78,9 +91,11 @@ def resolve(parallel: str, data_parallel: str, clip_grad="auto", zero_grad=None)
     else:
         raise InputSpecError(f"clip_grad must be a number > 0 (the max gradient norm), 0 or "
                              f"None (no clipping), or 'auto'; got {clip_grad!r}")
-    if zero_grad is not None and not isinstance(zero_grad, bool):
-        raise InputSpecError(f"zero_grad must be True, False or None; got {zero_grad!r}")
-    return GradPasses(clip, megatron if zero_grad is None else zero_grad)
+    for name, val in (("zero_grad", zero_grad), ("megatron_step", megatron_step)):
+        if val is not None and not isinstance(val, bool):
+            raise InputSpecError(f"{name} must be True, False or None; got {val!r}")
+    return GradPasses(clip, megatron if zero_grad is None else zero_grad,
+                      megatron if megatron_step is None else megatron_step)
 
 
 def launches(elements: int) -> int:
@@ -94,7 +109,7 @@ def _split(elements: int, parts: int) -> list[int]:
 
 
 def kernels(elements: int, elem_bytes: int, passes: GradPasses) -> dict[str, list[BwdKernel]]:
-    """Per pass (zero, norm, scale) its kernels over ``elements`` gradient elements of
+    """Per pass (zero, norm, scale, divide) its kernels over ``elements`` gradient elements of
     ``elem_bytes`` bytes (module docstring); passes that do not run are absent."""
     dt = DTYPE_OF_BYTES.get(elem_bytes, "float32")
     out: dict[str, list[BwdKernel]] = {}
@@ -114,16 +129,19 @@ def kernels(elements: int, elem_bytes: int, passes: GradPasses) -> dict[str, lis
                        for i, n in enumerate(parts)]
         out["scale"] = [k(f"multi_tensor_scale/{i}", "grad", "Mul", n, n, n, n, n)
                         for i, n in enumerate(parts)]
+    if passes.megatron:
+        out["divide"] = [k("grad_data_divide", "grad", "Div", elements, elements, elements,
+                           elements, elements)]
     return out
 
 
 def seconds(pred, profile, elements: int, elem_bytes: int, passes: GradPasses) -> dict[str, float]:
-    """Seconds of each pass (keys zero, norm, scale; 0 when it does not run) of one device
+    """Seconds of each pass (keys zero, norm, scale, divide; 0 when it does not run) of one device
     holding ``elements`` gradient elements, priced like the backward plan's kernels under
     ``pred``'s runtime on ``profile`` (``backward_time.seconds_of``: the sum of their times)."""
     from analyzer.training.backward_time import seconds_of
 
     ks = kernels(elements, elem_bytes, passes)
     return {name: seconds_of(ks.get(name, []), pred, profile, False)
-            for name in ("zero", "norm", "scale")}
+            for name in ("zero", "norm", "scale", "divide")}
 

@@ -30,9 +30,12 @@ def test_the_tensor_plan_finds_each_attention_and_mlp():
     plan = r.scaling.setup["tensor_plans"][0]
     assert plan["recognised"] and plan["pairs"] == 4
     assert "/lm_head/MatMul" in plan["column_parallel"]
-    # forward: 2 row GEMMs per block + the vocab-parallel embedding; backward: 2 column sets
-    # per block + the LM head's input; each [4, 16, 64] fp32 = 16384 B
-    assert plan["collectives"]["all_reduce_forward"] == {"count": 5, "bytes": 5 * 16384}
+    # forward: 2 row GEMMs per block + the vocab-parallel embedding, each [4, 16, 64] fp32 =
+    # 16384 B, + the vocab-parallel cross entropy's 3 (max, target logit, sum of exp), each one
+    # fp32 word per row, 4 x 16 rows = 256 B; backward: 2 column sets per block + the LM head's
+    # input
+    assert plan["collectives"]["all_reduce_forward"] == {"count": 8,
+                                                         "bytes": 5 * 16384 + 3 * 256}
     assert plan["collectives"]["all_reduce_backward"] == {"count": 5, "bytes": 5 * 16384}
 
 

@@ -148,7 +148,7 @@ def test_pipeline_one_microbatch_is_the_serial_step_plus_sends():
     # + 2 (p-1) sends of the whole batch's activation (each its own link time)
     r = analyzer.scale(_chain(), "a100", [1, 4], link="ib-hdr", algorithm="ring",
                        parallel="pipeline", microbatches=1, train=True, optimizer="adam",
-                       clip_grad=None, zero_grad=False)   # Megatron's gradient passes off
+                       clip_grad=None, zero_grad=False, megatron_step=False)   # Megatron's passes off
     st = r.training.steps[0]
     p4 = r.scaling.points[1]
     plan = r.scaling.setup["pipeline_plans"][0]["stages"]

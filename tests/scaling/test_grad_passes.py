@@ -47,14 +47,16 @@ def test_multi_tensor_launches():
     ("tensor", "allreduce", 1.0, True), ("pipeline", "allreduce", 1.0, True),
     ("hybrid", "ddp", 1.0, True)])
 def test_megatron_defaults_on_its_paths(parallel, dp, clip, zero):
-    assert GP.resolve(parallel, dp) == GP.GradPasses(clip, zero)
+    assert GP.resolve(parallel, dp) == GP.GradPasses(clip, zero, zero)
 
 
 def test_explicit_choices_and_bad_input():
     assert GP.resolve("data", "allreduce", 0.5, True) == GP.GradPasses(0.5, True)
-    assert GP.resolve("pipeline", "allreduce", None, False) == GP.OFF
-    assert GP.resolve("pipeline", "allreduce", 0) == GP.GradPasses(None, True)
-    for bad in (dict(clip_grad=-1), dict(clip_grad="x"), dict(zero_grad=1)):
+    assert GP.resolve("pipeline", "allreduce", None, False, False) == GP.OFF
+    assert GP.resolve("pipeline", "allreduce", 0) == GP.GradPasses(None, True, True)
+    assert GP.resolve("data", "ddp", megatron_step=True) == GP.GradPasses(None, False, True)
+    for bad in (dict(clip_grad=-1), dict(clip_grad="x"), dict(zero_grad=1),
+                dict(megatron_step="yes")):
         with pytest.raises(InputSpecError):
             GP.resolve("data", "megatron", **{"clip_grad": "auto", **bad})
 
@@ -72,7 +74,8 @@ def test_plain_data_parallel_is_unchanged():
 
 
 def test_megatron_data_parallel_adds_the_three_passes_over_every_gradient():
-    kw = dict(link="ib-hdr", parallel="data", data_parallel="megatron", **TRAIN)
+    kw = dict(link="ib-hdr", parallel="data", data_parallel="megatron", megatron_step=False,
+              **TRAIN)
     on = analyzer.scale(matmul_chain(), "a100", [1, 4], **kw)
     off = analyzer.scale(matmul_chain(), "a100", [1, 4], clip_grad=None, zero_grad=False, **kw)
     pred = on.predictions[0]
@@ -98,7 +101,7 @@ def test_pipeline_norm_allreduce_over_the_stages_and_passes_per_stage():
     # p = 2 stages on a 100 GB/s ring without latency: the norm's 4 B all-reduced over 2
     # ranks, 2 (2-1)/2 x 4 / 1e11 = 4e-11 s; each stage's passes over its own parameters
     kw = dict(link=links.make(100), algorithm="ring", parallel="pipeline", microbatches=2,
-              pipeline_split="even", **TRAIN)
+              pipeline_split="even", megatron_step=False, **TRAIN)
     on = analyzer.scale(matmul_chain(), "a100", [2], **kw)
     off = analyzer.scale(matmul_chain(), "a100", [2], clip_grad=None, zero_grad=False, **kw)
     p, q = on.scaling.points[1], off.scaling.points[1]
@@ -117,7 +120,8 @@ def test_pipeline_norm_allreduce_over_the_stages_and_passes_per_stage():
 
 
 def test_tensor_parallel_passes_over_one_device_share_and_norm_over_its_ranks():
-    kw = dict(link=links.make(100), algorithm="ring", parallel="tensor", **TRAIN)
+    kw = dict(link=links.make(100), algorithm="ring", parallel="tensor", megatron_step=False,
+              **TRAIN)
     model = gpt_blocks(2, 2, 8, 16, 4)
     on = analyzer.scale(model, "a100", [2], **kw)
     off = analyzer.scale(model, "a100", [2], clip_grad=None, zero_grad=False, **kw)
@@ -141,11 +145,14 @@ def test_cli_rows_and_json(tmp_path):
             "--parallel", "pipeline", "--microbatches", "2", "--link", "ib-hdr"]
     out = CliRunner().invoke(main, args)
     assert out.exit_code == 0, out.output
-    assert "Gradient passes (buffer zeroed, clipped at norm 1;" in out.output
+    assert "Gradient passes (buffer zeroed, clipped at norm 1, Megatron's step kernels;" in out.output
     assert "grad-norm all-reduce ms" in out.output
-    off = CliRunner().invoke(main, args + ["--clip-grad", "0", "--no-zero-grad"])
+    assert "main-grad add ms" in out.output and "fused kernels ms" in out.output
+    off = CliRunner().invoke(main, args + ["--clip-grad", "0", "--no-zero-grad",
+                                           "--no-megatron-step"])
     assert off.exit_code == 0 and "Gradient passes" not in off.output
     js = CliRunner().invoke(main, args + ["--clip-grad", "0.5", "--format", "json"])
     d = json.loads(js.output)
-    assert d["scaling_setup"]["grad_passes"] == {"clip_grad": 0.5, "zero_grad": True}
+    assert d["scaling_setup"]["grad_passes"] == {"clip_grad": 0.5, "zero_grad": True,
+                                                 "megatron_step": True}
     assert d["scaling"][1]["grad_norm_s"] > 0

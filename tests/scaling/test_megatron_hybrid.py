@@ -111,7 +111,7 @@ def test_tied_embedding_allreduce_once_with_its_bytes():
     # fp32: 4,096 B; ring over 2 devices at 100 GB/s: 2 (2-1)/2 x 4096 / 1e11 = 4.096e-8 s
     kw = dict(link=links.make(100), algorithm="ring", parallel="pipeline", microbatches=2,
               train=True, optimizer="adam", pipeline_split="even", clip_grad=None,
-              zero_grad=False)
+              zero_grad=False, megatron_step=False)
     tied = analyzer.scale(_tied(), "a100", [2], **kw).scaling
     untied = analyzer.scale(gpt_blocks(4, 2, 8, 16, 4, vocab=64), "a100", [2], **kw).scaling
     pt, pu = tied.points[1], untied.points[1]

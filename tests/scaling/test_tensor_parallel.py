@@ -223,7 +223,8 @@ def test_tensor_parallel_step_closed_form():
     free = links.make(100.0)
     model = gpt_blocks(LAYERS, B, S, H, HEADS)
     r = analyzer.scale(model, "a100", [1, 2, 4], link=free, algorithm="ring", parallel="tensor",
-                       train=True, optimizer="adam", clip_grad=None, zero_grad=False)
+                       train=True, optimizer="adam", clip_grad=None, zero_grad=False,
+                       megatron_step=False)
     pts = {q.devices: q for q in r.scaling.points}
     step = r.training.steps[0]
     assert pts[1].compute_s == pytest.approx(step.step_s, rel=1e-12)
@@ -319,7 +320,7 @@ def test_sequence_parallel_step_ring_closed_form():
     free = links.make(100.0)
     model = gpt_blocks(LAYERS, B, S, H, HEADS)
     kw = dict(link=free, algorithm="ring", parallel="tensor", train=True, optimizer="adam",
-              clip_grad=None, zero_grad=False)
+              clip_grad=None, zero_grad=False, megatron_step=False)
     sp = {q.devices: q for q in analyzer.scale(model, "a100", [1, 2], sequence_parallel=True,
                                                **kw).scaling.points}
     ar = {q.devices: q for q in analyzer.scale(model, "a100", [1, 2], **kw).scaling.points}
