@@ -278,12 +278,12 @@ def _tensor_points(base, step1: dict, fab, n: int, train: bool, sequence_paralle
                    passes=GP.OFF):
     """Tensor parallel over ``n`` devices as Megatron splits the graph
     (``analyzer.scaling.tensor``): per device, each node's body time (forward and backward)
-    times its factor plus its launches, the optimizer over the parameters one device holds, and
+    times its factor plus its launches, the step's dropout kernels at their nodes' factors, the optimizer over the parameters one device holds, and
     the plan's collectives on the critical path. Where no column/row pair is recognised, the
     rule of thumb instead (``_tensor_rule``). Returns (points, plan summary, notes)."""
     from analyzer.ir.graph import PRECISION_BITS
     from analyzer.scaling import tensor as T
-    from analyzer.training.step import backward_rows, optimizer_time
+    from analyzer.training.step import backward_rows, dropout_forward_rows, optimizer_time
 
     pattern = T.find(base.nodes, base.model.get("outputs", ()))
     if not pattern.recognised:
@@ -317,6 +317,7 @@ def _tensor_points(base, step1: dict, fab, n: int, train: bool, sequence_paralle
             st = next(s for s in base.training.steps if s.hardware == h)
             k = st.backward_s / raw if raw > 0 else 1.0
             comp += k * sum(body * f[i] + launches for i, body, launches in rows)
+            comp += sum(s * f[i] for i, s in dropout_forward_rows(base, pred, prof).items())
             comp += optimizer_time(prof, plan.params_per_device,
                                    base.training.counts.optimizer, pred.overlap)
         gp, comm = _tensor_passes(base, pred, passes, plan.params_per_device, fab, n, train)

@@ -12,7 +12,8 @@ at once).
 Per node (``node_times``): the prediction's forward rows and ``training.step.backward_rows``, each
 row's body times its tensor-parallel factor (``analyzer.scaling.tensor``; 1 without tensor
 parallel) and / ``div`` (the linear rescale of data parallel when the global batch is not known),
-launches kept, scaled to the step's forward and backward totals; on Megatron's step
+launches kept, scaled to the step's forward and backward totals, plus each of the step's
+dropout kernels (``training.step.dropout_forward_rows``) at its node's share; on Megatron's step
 (``training.megatron_step``) plus the fused kernels' change in forward and the main-grad adds,
 m per step, in backward.
 
@@ -121,6 +122,12 @@ def node_times(report, pred, train: bool, factors=None, div: int = 1, terms=None
         bwd = [x * kb for x in bwd]
     kf = pred.latency_s / raw_f if raw_f > 0 else 0.0
     fwd = [x * kf for x in fwd]
+    if train and report.training is not None:   # the step's dropout kernels, by node share
+        from analyzer.scaling.data_parallel import profile_of
+        from analyzer.training.step import dropout_forward_rows
+
+        for i, s in dropout_forward_rows(report, pred, profile_of(pred)).items():
+            fwd[i] += s * f[i] / div
     if terms is not None:
         fwd = [x + y for x, y in zip(fwd, terms.fused)]
         bwd = [x + y for x, y in zip(bwd, terms.accumulate)]

@@ -171,6 +171,30 @@ def step_time(report, prediction, profile, optimizer: str, batch: int | None,
                     dropout_forward_s=fwd_drop, **extra)
 
 
+def dropout_forward_rows(report, prediction, profile) -> dict[int, float]:
+    """Node index -> seconds of the forward dropout kernels the training step places on that
+    node's output (``training.dropout``): each kernel alone (``backward_time.each_seconds``),
+    scaled so that they sum to the step's ``dropout_forward_s`` (``step_time``'s pricing of
+    them together); empty without dropouts. The per-device paths (tensor, pipeline) scale each
+    by its node's share, as they scale the forward's rows."""
+    from analyzer.training import backward_time as bt
+    from analyzer.training import dropout as D
+
+    tr = report.training
+    st = next((s for s in tr.steps if s.hardware == prediction.hardware), None) if tr else None
+    if st is None or not st.dropout_forward_s or not tr.dropout:
+        return {}
+    places = D.placements(report.nodes, tr.dropout.get("p"))
+    secs = bt.each_seconds([D.forward_kernel(pl, report.nodes[pl.index].name) for pl in places],
+                           prediction, profile)
+    total = sum(secs)
+    k = st.dropout_forward_s / total if total > 0 else 0.0
+    out: dict[int, float] = {}
+    for pl, s in zip(places, secs):
+        out[pl.index] = out.get(pl.index, 0.0) + k * s
+    return out
+
+
 @dataclass(frozen=True)
 class Training:
     """The training view of one Report: counts (hardware-free) and one ``StepTime`` per

@@ -243,3 +243,17 @@ def test_cli_hybrid_interleaved_rows_and_usage_errors(tmp_path):
         res = run(main, base + ["--devices", "1,4", *bad])
         assert res.exit_code == 2, (bad, res.output)
         assert word in res.output
+
+
+def test_pipeline_one_microbatch_with_dropout_keeps_the_dropout_kernels():
+    # the serial step of m = 1 with the step's dropout forward kernels in its forward
+    r = analyzer.scale(gpt_blocks(2, 2, 16, 64, 4), "a100", [1, 2], link="ib-hdr",
+                       algorithm="ring", parallel="pipeline", microbatches=1, train=True,
+                       optimizer="adam", dropout=0.1, clip_grad=None, zero_grad=False,
+                       megatron_step=False)
+    st = r.training.steps[0]
+    assert st.dropout_forward_s > 0
+    p2 = r.scaling.points[1]
+    upd = max(s["update_s"] for s in r.scaling.setup["pipeline_plans"][0]["stages"])
+    assert p2.step_s == pytest.approx(st.forward_s + st.backward_s + upd
+                                      + p2.exposed_communication_s, rel=1e-9)

@@ -348,3 +348,35 @@ def test_sequence_parallel_on_the_command_line(run_cli):
     assert seq["scaling"][1]["compute_s"] < plain["scaling"][1]["compute_s"]
     bad = run_cli(gpt2, "--hw", "a100", "--devices", "1,2", "--sequence-parallel")
     assert bad.exit_code == 2 and "--parallel tensor" in bad.output
+
+
+def test_tensor_parallel_step_with_dropout_keeps_the_dropout_kernels():
+    """With dropout the step's forward carries the dropout kernels (``dropout_forward_s``); a
+    tensor-parallel device runs each at its node's share: on one device the whole step, and at
+    t = 2 the split dropouts (the attention probabilities', heads split) at half."""
+    from hardware_db import links
+
+    from analyzer.training.step import dropout_forward_rows
+
+    model = gpt_blocks(LAYERS, B, S, H, HEADS)
+    kw = dict(link=links.make(100.0), algorithm="ring", parallel="tensor", train=True,
+              optimizer="adam", clip_grad=None, zero_grad=False, megatron_step=False)
+    r = analyzer.scale(model, "a100", [1, 2], dropout=0.1, **kw)
+    plain = analyzer.scale(model, "a100", [1, 2], **kw)
+    step = r.training.steps[0]
+    assert step.dropout_forward_s > 0
+    pts = {q.devices: q for q in r.scaling.points}
+    assert pts[1].compute_s == pytest.approx(step.step_s, rel=1e-12)
+    pred = r.predictions[0]
+    rows = dropout_forward_rows(r, pred, pred.target.profile)
+    assert sum(rows.values()) == pytest.approx(step.dropout_forward_s, rel=1e-12)
+    plan = T.plan(r.nodes, 2, outputs=r.model["outputs"], params=r.totals.params)
+    split = [i for i in rows if plan.factors[i] < 1]
+    assert split and len(split) < len(rows)     # attention dropouts split, residual ones not
+    drop_t2 = sum(s * plan.factors[i] for i, s in rows.items())
+    assert drop_t2 < step.dropout_forward_s
+    # dropout adds its forward kernels at their shares, its backward through the step's
+    # backward (the ratio rows scaled to it), and nothing to the collectives
+    grew = pts[2].compute_s - {q.devices: q for q in plain.scaling.points}[2].compute_s
+    assert grew > drop_t2
+    assert pts[2].communication_s == {q.devices: q for q in plain.scaling.points}[2].communication_s
