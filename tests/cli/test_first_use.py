@@ -1,0 +1,28 @@
+"""What a first-time user meets at an 80-column terminal and with bad or odd input: numbers
+that read as numbers, lines that fit, warnings that reach every view, names shown as data and
+accepted back as shown."""
+
+from __future__ import annotations
+
+import pytest
+
+from analyzer.render.headline import human_time
+from analyzer.render.pieces import human
+
+
+@pytest.mark.parametrize("value, shown", [
+    (999.7e-9, "1 µs"), (999.96e-6, "1 ms"), (0.99996, "1 s"), (999.4e-9, "999 ns"),
+    (1e-6, "1 µs"), (4.6e-6, "4.6 µs"), (-1.48e-6, "-1.48 µs"), (1234.5, "1,234 s"),
+    (999.4, "999 s"),
+])
+def test_time_rounding_up_takes_the_next_unit(value, shown):
+    # 999.7 ns rounds to 3 digits as 1000 ns: said as 1 µs, never '1e+03 ns'
+    assert human_time(value) == shown
+
+
+@pytest.mark.parametrize("value, unit, shown", [
+    (999_999, "", "1 M"), (999_500, "B", "1 MB"), (999_499, "B", "999 KB"),
+    (1_000, "", "1 K"), (999, "", "999"), (123_456_789, "FLOP", "123 MFLOP"),
+])
+def test_count_rounding_up_takes_the_next_prefix(value, unit, shown):
+    assert human(value, unit) == shown
