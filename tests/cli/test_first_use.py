@@ -4,10 +4,15 @@ accepted back as shown."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from analyzer.render.headline import human_time
 from analyzer.render.pieces import human
+
+ROOT = Path(__file__).resolve().parents[2]
+TRANSFORMER = ROOT / "samples" / "transformer.onnx"
 
 
 @pytest.mark.parametrize("value, shown", [
@@ -26,3 +31,18 @@ def test_time_rounding_up_takes_the_next_unit(value, shown):
 ])
 def test_count_rounding_up_takes_the_next_prefix(value, unit, shown):
     assert human(value, unit) == shown
+
+
+def test_each_note_once_on_a_cpu_profile(run_cli):
+    # the onnxruntime dispatch note was charged once per fixed-cost call and listed twice in
+    # every format (--explain's 'assumed:' lines, --verbose, JSON, CSV, markdown)
+    import analyzer
+
+    r = analyzer.analyze(str(TRANSFORMER), hw="epyc-9654")
+    notes = r.predictions[0].notes
+    assert len(notes) == len(set(notes)), notes
+    res = run_cli(TRANSFORMER, "--hw", "epyc-9654", "--explain", "attn.softmax")
+    assert res.exit_code == 0, res.output
+    assumed = [x for x in res.output.splitlines() if x.startswith("  assumed:")]
+    assert len(assumed) == len(set(assumed)) and assumed, res.output
+
