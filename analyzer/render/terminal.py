@@ -320,7 +320,7 @@ def sensitivity_lines(w, top: int | None, width: int | None, title=str) -> list[
     if w.profiles:
         p = w.profiles[0]
         rows = whatif.shrink_rows(p, top or whatif.TOP_DEFAULT)
-        out += ["", title(whatif.shrink_title(p, len(rows)))]
+        out += ["", *map(title, wrap(whatif.shrink_title(p, len(rows)), width))]
         out += table(whatif.HEADER, rows, whatif.RIGHT, width, drop=(1,))
     out.append("")
     for p in w.profiles:

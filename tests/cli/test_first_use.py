@@ -46,3 +46,29 @@ def test_each_note_once_on_a_cpu_profile(run_cli):
     assumed = [x for x in res.output.splitlines() if x.startswith("  assumed:")]
     assert len(assumed) == len(set(assumed)) and assumed, res.output
 
+
+CNN = ROOT / "samples" / "cnn.onnx"
+VIT = ROOT / "tests" / "fixtures" / "torch" / "vit.onnx"
+
+
+def _fits(run_cli, monkeypatch, *args, width=80):
+    monkeypatch.setenv("COLUMNS", str(width))
+    res = run_cli(*args)
+    assert res.exit_code == 0, res.output
+    long = [x for x in res.stdout.splitlines() if len(x) > width]
+    assert not long, long
+    return res.stdout
+
+
+def test_sensitivity_fits_80_columns(run_cli, monkeypatch):
+    out = _fits(run_cli, monkeypatch, TRANSFORMER, "--hw", "a100", "--sensitivity")
+    assert "what to shrink on a100-80gb-sxm" in out
+
+
+def test_a_saving_below_a_tenth_of_a_percent_is_not_shown_as_none():
+    from analyzer.render.whatif import _saved
+
+    # 47.7 ns of 96.2 µs is 0.05 %: '0.0%' read as no saving at all
+    assert _saved(47.7e-9, 96.2e-6) == "-47.7 ns (<0.1%)"
+    assert _saved(307e-9, 96.2e-6) == "-307 ns (0.3%)"
+    assert _saved(0.0, 96.2e-6) == "—"
