@@ -17,7 +17,7 @@ FORMATS = ("table", "json", "csv", "markdown", "html")
 EXTENSIONS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown",
               ".html": "html", ".htm": "html", ".txt": "table"}
 PLOT_EXTENSIONS = (".png", ".svg", ".html")
-HINTS = {"all": "--all", "explain": "--explain LAYER", "verbose": "--verbose"}
+HINTS = {"all": "--all", "explain": "--explain LAYER", "verbose": "--verbose", "wide": "--wide"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,7 +119,8 @@ def emit(report, out: OutputSpec, spinner=None) -> None:
     elif out.group_depth is not None:
         from analyzer.render.grouping import render_groups
 
-        text = render_groups(report, out.group_depth, out.fmt, width=width)
+        text = render_groups(report, out.group_depth, out.fmt, width=width, wide=out.wide,
+                             hints=HINTS)
     else:
         color = to_terminal and out.fmt == "table" and sys.stdout.isatty()
         text = render(report, out.fmt, top=out.top, color=color, width=width,

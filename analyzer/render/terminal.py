@@ -42,7 +42,8 @@ from analyzer.report import rollups
 TOP_DEFAULT = 15
 ROLLUP_DEFAULT = 8
 # how to ask for more, in the caller's words (the CLI passes its flags)
-HINTS = {"all": "all_rows=True", "explain": "Prediction.explain", "verbose": "verbose=True"}
+HINTS = {"all": "all_rows=True", "explain": "Prediction.explain", "verbose": "verbose=True",
+         "wide": "wide=True"}
 
 
 def _bar(share: dict) -> str:

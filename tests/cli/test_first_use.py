@@ -72,3 +72,32 @@ def test_a_saving_below_a_tenth_of_a_percent_is_not_shown_as_none():
     assert _saved(47.7e-9, 96.2e-6) == "-47.7 ns (<0.1%)"
     assert _saved(307e-9, 96.2e-6) == "-307 ns (0.3%)"
     assert _saved(0.0, 96.2e-6) == "—"
+
+
+@pytest.mark.parametrize("args, whole", [
+    ((VIT, "--group-depth", "4", "--hw", "a100,h100"), ["4.31 µs", "total"]),
+    ((ROOT / "samples" / "jax_models.py:transformer_infer", "--input", "x=f32[1,16,64]",
+      "--group-depth", "2"), ["attn/softmax", "transc.", "total"]),
+])
+def test_group_depth_fits_80_columns_with_cells_whole(run_cli, monkeypatch, args, whole):
+    # rich folded the cells: 'attn/soft' + 'max', '4.31' + 'µs', 'transc' + '.'
+    out = _fits(run_cli, monkeypatch, *args)
+    for w in whole:
+        assert w in out, out
+    assert "coverage:" in out
+
+
+def test_group_depth_piped_keeps_each_module_on_one_line(run_cli):
+    res = run_cli(VIT, "--group-depth", "4", "--hw", "a100,h100,t4")
+    assert res.exit_code == 0, res.output
+    name = "model/embeddings/patch_embeddings/projection"
+    row = [x for x in res.stdout.splitlines() if x.startswith(name + " ")]
+    assert len(row) == 1 and row[0].split()[1] == "1", res.stdout   # name, then its 1 node
+
+
+def test_group_depth_says_which_profile_a_narrow_terminal_left_out(run_cli, monkeypatch):
+    out = _fits(run_cli, monkeypatch, VIT, "--group-depth", "4", "--hw", "a100,h100")
+    assert "a100-80gb-sxm time" in out and "(h100-sxm time: --wide or a wider terminal)" in out
+    monkeypatch.setenv("COLUMNS", "80")
+    wide = run_cli(VIT, "--group-depth", "4", "--hw", "a100,h100", "--wide").stdout
+    assert "h100-sxm time" in wide.splitlines()[1]
