@@ -101,3 +101,32 @@ def test_group_depth_says_which_profile_a_narrow_terminal_left_out(run_cli, monk
     monkeypatch.setenv("COLUMNS", "80")
     wide = run_cli(VIT, "--group-depth", "4", "--hw", "a100,h100", "--wide").stdout
     assert "h100-sxm time" in wide.splitlines()[1]
+
+
+BERT = ROOT / "tests" / "fixtures" / "torch" / "bert_dynamic.onnx"
+T4_BF16 = "t4 has no bf16 throughput figure"
+
+
+@pytest.mark.parametrize("fmt, warned", [
+    ("table", "warning: " + T4_BF16), ("markdown", "> **warning:** " + T4_BF16),
+    ("csv", "# warning: " + T4_BF16),
+])
+def test_a_sweep_keeps_the_warnings_precision_and_model(run_cli, fmt, warned):
+    # bf16 on a T4 warns in the single-shape views; a --dim sweep dropped the warning, the
+    # precision and the model's name in every format
+    res = run_cli(BERT, "--dim", "batch=1,seq=16,32", "--hw", "t4", "--precision", "bf16",
+                  "--format", fmt)
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.stdout.split())
+    assert warned in text, res.stdout
+    assert text.count(T4_BF16) == 1, res.stdout      # once, not once per point
+    assert "bf16" in text.replace(T4_BF16, "") and "bert_dynamic.onnx" in text
+
+
+def test_a_sweeps_json_carries_its_warnings_and_precision(run_cli):
+    import json
+
+    res = run_cli(BERT, "--dim", "batch=1,seq=16,32", "--hw", "t4", "--precision", "bf16",
+                  "--format", "json")
+    doc = json.loads(res.stdout)
+    assert [w for w in doc["warnings"] if T4_BF16 in w] and doc["precision"] == {"t4": "bf16"}
