@@ -115,7 +115,9 @@ def emit(report, out: OutputSpec, spinner=None) -> None:
         from analyzer.render.explain import render_explain
         from analyzer.report.rollups import find_node
 
-        text = render_explain(report, find_node(report, out.explain), width)
+        from analyzer.render import safe
+
+        text = render_explain(report, find_node(report, out.explain, safe.text), width)
     elif out.group_depth is not None:
         from analyzer.render.grouping import render_groups
 

@@ -130,3 +130,22 @@ def test_a_sweeps_json_carries_its_warnings_and_precision(run_cli):
                   "--format", "json")
     doc = json.loads(res.stdout)
     assert [w for w in doc["warnings"] if T4_BF16 in w] and doc["precision"] == {"t4": "bf16"}
+
+
+def test_explain_takes_a_name_with_controls_as_the_views_show_it(run_cli, save):
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="two\nlines"),
+             helper.make_node("Relu", ["a"], ["y"], name="red\x1b[31m")]
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    path = save(helper.make_model(helper.make_graph(nodes, "g", [x], [y]),
+                                  opset_imports=[helper.make_opsetid("", 17)]))
+    shown = run_cli(path, "--hw", "a100").stdout
+    assert "two\\x0alines" in shown and "red\\x1b[31m" in shown
+    # the table shows 'two\x0alines'; typed back, it named no layer ('did you mean
+    # two\x0alines?')
+    for typed in ("two\\x0alines", "red\\x1b[31m", "lines"):
+        res = run_cli(path, "--hw", "a100", "--explain", typed)
+        assert res.exit_code == 0, (typed, res.output)
+        assert res.stdout.startswith(f"layer {typed if typed != 'lines' else 'two'}"), res.stdout
