@@ -128,7 +128,7 @@ def emit(report, out: OutputSpec, spinner=None) -> None:
         text = render(report, out.fmt, top=out.top, color=color, width=width,
                       all_rows=out.all_rows, wide=out.wide, hints=HINTS, verbose=out.verbose)
     if out.explain is None:
-        text += scaling_cli.render_rows(report, out.fmt)
+        text += scaling_cli.render_rows(report, out.fmt, width)
     if spinner is not None:
         spinner.stop()   # erased before the report or any message reaches the terminal
     write_output(text, out.path)

@@ -4,6 +4,7 @@ accepted back as shown."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,38 @@ def test_explain_takes_a_name_with_controls_as_the_views_show_it(run_cli, save):
         res = run_cli(path, "--hw", "a100", "--explain", typed)
         assert res.exit_code == 0, (typed, res.output)
         assert res.stdout.startswith(f"layer {typed if typed != 'lines' else 'two'}"), res.stdout
+
+
+@pytest.mark.parametrize("extra", [
+    ("--train",),
+    ("--devices", "1,2,4,8", "--link", "ib-ndr"),
+    ("--devices", "2", "--parallel", "pipeline", "--train"),
+])
+def test_training_and_scaling_rows_fit_80_columns(run_cli, monkeypatch, extra):
+    # the step and scaling tables were 97 and 125 columns wide, the 'Scaling (...)' line 420
+    out = _fits(run_cli, monkeypatch, CNN, "--hw", "a100", "--batch", "32", *extra)
+    assert "step ms" in out
+
+
+def test_scaling_rows_piped_keep_one_line_per_row(run_cli):
+    res = run_cli(CNN, "--hw", "a100", "--batch", "32", "--devices", "1,2")
+    rows = [x for x in res.stdout.splitlines() if x.startswith("a100-80gb-sxm ")]
+    assert any(len(x.split()) >= 12 for x in rows), res.stdout   # every column in one row
+
+
+def test_pipeline_stage_names_are_markdown_text(run_cli, save):
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="<img src=x onerror=alert(1)>"),
+             helper.make_node("Relu", ["a"], ["y"], name="*bold*")]
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    path = save(helper.make_model(helper.make_graph(nodes, "g", [x], [y]),
+                                  opset_imports=[helper.make_opsetid("", 17)]))
+    res = run_cli(path, "--hw", "a100", "--devices", "2", "--parallel", "pipeline",
+                  "--format", "markdown")
+    assert res.exit_code == 0, res.output
+    tail = res.stdout[res.stdout.index("micro-batches"):]
+    # escaped as markdown text: '\<img' renders as text, '\*bold\*' with its stars
+    assert not re.search(r"(?<!\\)<img|(?<!\\)\*bold", tail), tail
+    assert "- stage 0: \\<img" in tail, tail
