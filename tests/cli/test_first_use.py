@@ -185,3 +185,20 @@ def test_pipeline_stage_names_are_markdown_text(run_cli, save):
     # escaped as markdown text: '\<img' renders as text, '\*bold\*' with its stars
     assert not re.search(r"(?<!\\)<img|(?<!\\)\*bold", tail), tail
     assert "- stage 0: \\<img" in tail, tail
+
+
+@pytest.mark.parametrize("args", [("--help",), ("hw", "--help"), ("hw", "list", "--help"),
+                                  ("hw", "show", "--help"), ("hw", "calibrate", "--help")])
+def test_help_reads_at_80_columns(run_cli, monkeypatch, args):
+    # the --runtime descriptions were one line each, up to 420 characters; 'seed 003's model'
+    # and 'seed 002's binary tree' named design notes a user has never seen
+    out = _fits(run_cli, monkeypatch, *args)
+    assert "seed 00" not in out
+
+
+def test_calibrate_offers_only_the_runtimes_it_measures(run_cli):
+    out = run_cli("hw", "calibrate", "--help").stdout
+    assert "[onnxruntime|xla]" in out and "kernel" not in out
+    res = run_cli("hw", "calibrate", "--out", "x.toml", "--runtime", "kernel")
+    assert res.exit_code == 2 and "'kernel' is not one of 'onnxruntime', 'xla'" in res.output
+
