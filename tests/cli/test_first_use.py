@@ -202,3 +202,10 @@ def test_calibrate_offers_only_the_runtimes_it_measures(run_cli):
     res = run_cli("hw", "calibrate", "--out", "x.toml", "--runtime", "kernel")
     assert res.exit_code == 2 and "'kernel' is not one of 'onnxruntime', 'xla'" in res.output
 
+
+def test_an_uneven_data_parallel_split_says_what_to_give(run_cli):
+    res = run_cli(CNN, "--hw", "a100", "--batch", "32", "--devices", "1,3")
+    assert res.exit_code == 2
+    line = " ".join(res.stderr.split())
+    assert "global batch 32 does not split evenly over 3 devices" in line
+    assert "seed 00" not in line and "device counts that divide 32" in line, line
