@@ -298,7 +298,7 @@ def render_view(report, *, top: int | None = None, all_rows: bool = False, wide:
     more = (len(rows) - len(shown)) + (0 if limit is None else
                                        max(0, len(ops) - limit) + max(0, len(mods) - limit))
     if more:
-        out += ["", f"{more} more rows ({hints['all']})"]
+        out += ["", f"{more} more row{'s' if more != 1 else ''} ({hints['all']})"]
     if report.comparison is not None:
 
         out += [""] + [x for line in comparison_text(report.comparison).split("\n")

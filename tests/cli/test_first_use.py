@@ -209,3 +209,17 @@ def test_an_uneven_data_parallel_split_says_what_to_give(run_cli):
     line = " ".join(res.stderr.split())
     assert "global batch 32 does not split evenly over 3 devices" in line
     assert "seed 00" not in line and "device counts that divide 32" in line, line
+
+
+def test_one_more_row_is_singular(run_cli, save):
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    names = ["stem", "embed", "attn", "norm", "mlp", "gate", "proj", "pool", "head"]   # 9 modules, 8 shown
+    nodes = [helper.make_node("Relu", [a], [b], name=n)
+             for n, a, b in zip(names, ["x", *names[:-1]], names)]
+    y = helper.make_tensor_value_info(names[-1], TensorProto.FLOAT, [2, 3])
+    path = save(helper.make_model(helper.make_graph(nodes, "g", [x], [y]),
+                                  opset_imports=[helper.make_opsetid("", 17)]))
+    out = run_cli(path).stdout
+    assert "1 more row (--all)" in out and "1 more rows" not in out, out
