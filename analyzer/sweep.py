@@ -32,7 +32,16 @@ class Sweep:
             if r.predictions:
                 row["latency_s"] = {p.hardware: p.latency_s for p in r.predictions}
             rows.append(row)
-        return {"schema_version": 1, "sweep": list(self.dims), "points": rows}
+        return {"schema_version": 1, "sweep": list(self.dims), "points": rows,
+                "precision": self.precision(), "warnings": list(self.warnings())}
+
+    def warnings(self) -> tuple[str, ...]:
+        """Every point's warnings, each once, in order."""
+        return tuple(dict.fromkeys(w for _, r in self.points for w in r.warnings))
+
+    def precision(self) -> dict[str, str]:
+        """The precision predicted on each profile (the same at every point)."""
+        return {p.hardware: p.precision for p in self.points[0][1].predictions} if self.points else {}
 
 
 def sweep(model: Any, dims: Mapping[str, Sequence[int] | int] | None = None, hw=None, *,

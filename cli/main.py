@@ -9,6 +9,7 @@ jax/onnx only when a model is analysed.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, replace
 
 import click
@@ -30,6 +31,9 @@ RUNTIMES = ("kernel", "eager", "eager-op", "onnxruntime", "xla", "coreml", "edge
             "qnn-tflite")
 
 
+HELP_TEXT_WIDTH = 44   # click's help: 80 columns less 2, the option column (30 + 2) and 2
+
+
 class _RuntimeOption(click.Option):
     """--runtime, whose help lists each runtime's time definition from the library, read only
     when help is rendered."""
@@ -38,7 +42,11 @@ class _RuntimeOption(click.Option):
         from analyzer.prediction.runtimes import RUNTIMES as defs
 
         lines = [self.help, "\n\b"]
-        lines += [f"{name}: {defs[name].time_definition}" for name in RUNTIMES if name in defs]
+        # each runtime wrapped to the help's text column (click's 80-column cap leaves 44),
+        # its continuation lines hanging under it: a '\b' block is printed as it is
+        lines += [x for name in RUNTIMES if name in defs
+                  for x in textwrap.wrap(f"{name}: {defs[name].time_definition}", HELP_TEXT_WIDTH,
+                                         subsequent_indent="  ", break_on_hyphens=False)]
         self.help = "\n".join(lines)
         try:
             return super().get_help_record(ctx)
@@ -63,7 +71,7 @@ class _Main(click.Group):
             formatter.write_dl([
                 ("hw list", "list the hardware profiles (ids, aliases, peaks, bandwidth)"),
                 ("hw show ID", "one profile with the source of every number"),
-                ("hw calibrate --out FILE", "measure this machine with onnxruntime into a profile"),
+                ("hw calibrate --out FILE", "measure this machine (onnxruntime or XLA) into a profile"),
             ])
 
 
@@ -108,6 +116,7 @@ def main():
                    "before each kernel, every byte from DRAM (a single-op benchmark with a flush: "
                    "Triton's do_bench, nvbench). GPU profiles only; others warn.")
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None, cls=_RuntimeOption,
+              metavar="NAME",
               help="What runs the model, which decides fusion, per-kernel dispatch and the time "
                    "predicted (default: xla for a JAX program, else the profile's own, else its "
                    "kind's):")
@@ -135,7 +144,7 @@ def main():
                    "plotly; needs opcost[plot]).")
 @click.option("--strict", is_flag=True, help="Exit 1 if any node has no cost rule.")
 @click.option("--additive", is_flag=True,
-              help="Add compute and memory time per layer (seed 003's model) instead of overlapping "
+              help="Add compute and memory time per layer (a plain roofline sum) instead of overlapping "
                    "them (max).")
 @click.option("--save-baseline", "save_baseline", metavar="FILE", default=None,
               help="Write a baseline (counts and predicted latency per layer and profile) to FILE.")
@@ -188,7 +197,7 @@ def model_cmd(**params):
     \b
       analyze model.onnx --hw a100,h100,tpu-v5e --precision bf16
       analyze model.onnx --hw a100 --save-baseline base.json
-      analyze model.onnx --baseline base.json --max-regression 5% --format markdown
+      analyze model.onnx --baseline base.json --max-regression 5% -o gate.md
       analyze samples/jax_models.py:mlp_infer --input x=f32[8,784] --group-depth 1
       analyze model.onnx --hw my-machine.toml --measure --runtime onnxruntime
       analyze model.onnx --hw a100,h100 --sensitivity

@@ -17,7 +17,7 @@ FORMATS = ("table", "json", "csv", "markdown", "html")
 EXTENSIONS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown",
               ".html": "html", ".htm": "html", ".txt": "table"}
 PLOT_EXTENSIONS = (".png", ".svg", ".html")
-HINTS = {"all": "--all", "explain": "--explain LAYER", "verbose": "--verbose"}
+HINTS = {"all": "--all", "explain": "--explain LAYER", "verbose": "--verbose", "wide": "--wide"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,17 +115,20 @@ def emit(report, out: OutputSpec, spinner=None) -> None:
         from analyzer.render.explain import render_explain
         from analyzer.report.rollups import find_node
 
-        text = render_explain(report, find_node(report, out.explain), width)
+        from analyzer.render import safe
+
+        text = render_explain(report, find_node(report, out.explain, safe.text), width)
     elif out.group_depth is not None:
         from analyzer.render.grouping import render_groups
 
-        text = render_groups(report, out.group_depth, out.fmt, width=width)
+        text = render_groups(report, out.group_depth, out.fmt, width=width, wide=out.wide,
+                             hints=HINTS)
     else:
         color = to_terminal and out.fmt == "table" and sys.stdout.isatty()
         text = render(report, out.fmt, top=out.top, color=color, width=width,
                       all_rows=out.all_rows, wide=out.wide, hints=HINTS, verbose=out.verbose)
     if out.explain is None:
-        text += scaling_cli.render_rows(report, out.fmt)
+        text += scaling_cli.render_rows(report, out.fmt, width)
     if spinner is not None:
         spinner.stop()   # erased before the report or any message reaches the terminal
     write_output(text, out.path)

@@ -9,6 +9,7 @@ import json
 
 from analyzer.errors import InputSpecError
 from analyzer.render import safe
+from analyzer.render.layout import wrap
 
 
 def _fmt(v) -> str:
@@ -86,10 +87,40 @@ def _backward_lines(steps) -> list[str]:
     return [safe.text(x) for x in out]   # (profile ids may come from a user's file)
 
 
-def render_rows(report, fmt: str) -> str:
-    """Training and scaling rows after the table / markdown report ('' for other formats)."""
+def render_rows(report, fmt: str, width: int | None = None) -> str:
+    """Training and scaling rows after the table / markdown report ('' for other formats);
+    ``width``: the terminal's columns (prose wrapped, a wide table split into column groups
+    that each repeat the row's key), None: one line per row."""
     if fmt not in ("table", "markdown"):
         return ""
+    lines = _rows_lines(report, fmt)
+    if fmt == "markdown":
+        return "".join(_md_line(x) + "\n" for x in lines)
+    out = []
+    for x in lines:
+        if isinstance(x, _Grid):
+            out += x.layout(width)
+        else:   # a stage's or a collective's line keeps its indent and hangs under it
+            out += wrap(x, width, "      " if x.startswith("  ") else "    ")
+    return "".join(y + "\n" for y in out)
+
+
+class _Row(str):
+    """A markdown table row (``_grid``): as it is."""
+
+
+def _md_line(x) -> str:
+    """A line of the rows in markdown: table rows as they are, an indented line (a stage, a
+    collective) a list item, prose escaped (names in it are data)."""
+    if isinstance(x, _Row) or not x:
+        return str(x)
+    if x.startswith("  "):
+        return "- " + safe.md_text(x.strip())
+    return safe.md_text(x)
+
+
+def _rows_lines(report, fmt: str) -> list[str]:
+    """The training and scaling lines (``_Row``: a table row)."""
     lines: list[str] = []
     tr = report.training
     if tr is not None:
@@ -131,11 +162,12 @@ def render_rows(report, fmt: str) -> str:
         lines += _part_lines(sc.points, fmt)
         lines += _pass_lines(sc.points, sc.setup, fmt)
         lines += _collective_lines(sc.points, sc.setup.get("collectives") or (), fmt)
-        lines += _stage_lines(sc.setup.get("pipeline_plans") or ())
+        stages = _stage_lines(sc.setup.get("pipeline_plans") or ())
+        lines += ([""] + stages if stages else []) + [""]   # (markdown: not a table row)
         for h, n in d["crossover_devices"].items():
             lines.append(f"{h}: communication exceeds compute from {n} devices" if n else
                          f"{h}: communication stays below compute at every device count given")
-    return "\n".join(lines) + ("\n" if lines else "")
+    return lines
 
 
 def _part_lines(points, fmt) -> list[str]:
@@ -230,15 +262,40 @@ def _stage_lines(plans) -> list[str]:
 
 
 def _grid(head, rows, fmt) -> list[str]:
+    """The rows as a markdown table, or as aligned text: the hardware column on the left, the
+    numbers right-aligned (``_split``: the same rows in column groups for a narrow terminal)."""
     if fmt == "markdown":
-        return (["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-                + ["| " + " | ".join(r) + " |" for r in rows])
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
+        return [_Row(x) for x in ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+                + ["| " + " | ".join(r) + " |" for r in rows]]
+    return [_Grid(head, rows)]
 
-    def fmt_row(r):
-        return "  ".join(x.rjust(w) for x, w in zip(r, widths))
 
-    return [fmt_row(head)] + [fmt_row(r) for r in rows]
+class _Grid:
+    """A text table, laid out once the width is known (``layout``)."""
+
+    def __init__(self, head: list[str], rows: list[list[str]]):
+        self.head, self.rows = head, rows
+
+    def layout(self, width: int | None) -> list[str]:
+        """Aligned rows; wider than ``width``: the columns in groups, each with the key
+        columns (hardware, devices) again."""
+        head, rows = self.head, self.rows
+        w = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(head)]
+        key = 2 if len(head) > 1 and head[1] == "devices" else 1
+        groups, cur = [], list(range(key))
+        for i in range(key, len(head)):
+            if width is not None and len(cur) > key and sum(w[j] + 2 for j in cur + [i]) - 2 > width:
+                groups.append(cur)
+                cur = list(range(key))
+            cur.append(i)
+        groups.append(cur)
+        out = []
+        for n, g in enumerate(groups):
+            out += [""] if n else []
+            for r in [head, *rows]:
+                out.append("  ".join(r[j].ljust(w[j]) if j == 0 else r[j].rjust(w[j])
+                                     for j in g).rstrip())
+        return out
 
 
 def plot(report, path: str) -> None:

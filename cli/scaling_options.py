@@ -56,7 +56,7 @@ _OPTIONS = [
     click.option("--collective", "algorithm", type=click.Choice(("nccl", "ring", "tree")),
                  default="nccl", show_default=True,
                  help="Collective model: nccl (fitted NCCL costs, algorithm and protocol by size), "
-                      "ring or tree (closed forms; tree: seed 002's binary tree)."),
+                      "ring or tree (closed forms; tree: a binary tree, the whole message per level)."),
     click.option("--data-parallel", "data_parallel",
                  type=click.Choice(("allreduce", "ddp", "megatron", "zero1", "zero2", "zero3")),
                  default="allreduce", show_default=True,

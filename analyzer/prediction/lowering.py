@@ -196,7 +196,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                 cpu_loop_launch.program_launch_s(prof, calibrated, runtime.fusion)))
         if runtime.fusion in ("onnxruntime", eager_plan.POLICY) or fused is not None:
             note.append(f"kernels: {plan.source}")
-        for acc, v in ((warnings, tuple(sorted(warn))), (provs, prov), (details, detail), (notes, tuple(note))):
+        for acc, v in ((warnings, tuple(sorted(warn))), (provs, prov), (details, detail), (notes, _once(note))):
             acc.append(v)
     return Lowered(runtime=runtime.name, plan=plan, kernel_names=tuple(names), feats=feats, runs=runs,
                    member_weight=weight, matrix_peak=mpeak, vector_peak=vpeak, mem_bw=bw, units=units,
@@ -204,6 +204,12 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
                    notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **lf.resident_fields(*cal[1:]),
                    onchip=None if onchip is None else onchip[0], onchip_of=() if onchip is None else (wbytes, *onchip[1:]))
+
+
+def _once(note: list[str]) -> tuple[str, ...]:
+    """Each note once, in order (the inserted launches' fixed cost charges the dispatch note
+    the kernels' fixed cost charged already)."""
+    return tuple(dict.fromkeys(note))
 
 
 def _empty_consts(P: int) -> dict:

@@ -16,6 +16,7 @@ from analyzer.render import safe
 from analyzer.render.pieces import comparison_lines, count_delta_lines, estimates_line, human, shorten# noqa: F401
 from analyzer.render.headline import comment_lines, human_time, markdown_lines, text_lines  # noqa: F401
 from analyzer.report.counts import Report
+from analyzer.render.layout import wrap
 
 FORMATS = ("table", "json", "csv", "markdown", "html")
 
@@ -220,7 +221,11 @@ def render_sweep(sw, fmt: str, width: int | None = None) -> str:
         from analyzer.report.finite_json import dumps
 
         return dumps(sw.to_dict(), indent=2) + "\n"
-    hws = [p.hardware for p in sw.points[0][1].predictions] if sw.points else []
+    hws = list(sw.precision())
+    model = safe.text(sw.points[0][1].model.get("path", "")) if sw.points else ""
+    precisions = sorted(set(sw.precision().values()))
+    said = f"; {', '.join(precisions)}" if precisions else ""   # (one per profile, usually one)
+    title = f"{model} sweep over {', '.join(sw.dims)}{said}"
     head = [*sw.dims, "params", "MAC FLOPs", "vector", "transc.", "FLOPs", "bytes moved",
             *[f"{h} latency" for h in hws]]
     rows = []
@@ -234,13 +239,20 @@ def render_sweep(sw, fmt: str, width: int | None = None) -> str:
         rows.append(cells)
     if fmt == "csv":
         buf = io.StringIO()
+        # as the one-shape CSV: '#' lines lead only for predictions and warnings (counts alone
+        # start at the header row)
+        buf.write("".join(safe.text(f"# {x}") + "\n" for x in (
+            *([title] if hws else ()), *(f"warning: {w}" for w in sw.warnings()))))
         w = csv.writer(buf, lineterminator="\n")
         w.writerow([safe.csv_cell(h) for h in head])
         w.writerows(rows)
         return buf.getvalue()
     if fmt == "markdown":
-        out = ["| " + " | ".join(map(safe.md_text, head)) + " |", "|" + "---|" * len(head)]
+        out = [f"### opcost: {safe.md_code(sw.points[0][1].model.get('path', '') if sw.points else '')} "
+               f"sweep over {safe.md_text(', '.join(sw.dims))}{said}", "",
+               "| " + " | ".join(map(safe.md_text, head)) + " |", "|" + "---|" * len(head)]
         out += ["| " + " | ".join(r) + " |" for r in rows]
+        out += [""] + [f"> **warning:** {safe.md_text(w)}" for w in sw.warnings()]
         return "\n".join(out) + "\n"
     from rich import box
     from rich.console import Console
@@ -251,8 +263,8 @@ def render_sweep(sw, fmt: str, width: int | None = None) -> str:
     # the csv / json rows) and heads each latency column with the profile id alone
     keep = [i for i, h in enumerate(head)
             if not (narrow and h in ("MAC FLOPs", "vector", "transc."))]
-    t = Table(title=safe.cell(f"sweep over {', '.join(sw.dims)}"
-                              + ("; latency per profile" if narrow else "")),
+    per = f"; {', '.join(precisions)} latency per profile" if narrow and precisions else said
+    t = Table(title=safe.cell(f"sweep over {', '.join(sw.dims)}{per}"),
               header_style="bold", box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD)
     for i in keep:
         h = head[i].removesuffix(" latency") if narrow and i >= len(head) - len(hws) else head[i]
@@ -262,4 +274,6 @@ def render_sweep(sw, fmt: str, width: int | None = None) -> str:
         t.add_row(*(r[i] for i in keep))
     buf = io.StringIO()
     Console(file=buf, width=width or 160, color_system=None, highlight=False).print(t)
-    return buf.getvalue()
+    lines = [f"model: {model}", *buf.getvalue().splitlines()]
+    lines += [x for w in sw.warnings() for x in wrap(safe.text(f"warning: {w}"), width)]
+    return "\n".join(lines) + "\n"

@@ -14,11 +14,13 @@ from analyzer.render import safe
 from analyzer.report.rollups import grouped
 
 
-def render_groups(report, depth: int, fmt: str, *, width: int | None = None) -> str:
+def render_groups(report, depth: int, fmt: str, *, width: int | None = None,
+                  wide: bool = False, hints: dict | None = None) -> str:
     """The grouped table in ``fmt`` (table, markdown, csv, json). JSON is the report's own
-    document with a ``groups`` list added (exact integers)."""
+    document with a ``groups`` list added (exact integers); ``wide``: the terminal table keeps
+    every column; ``hints``: how the caller asks for it (``"wide"``)."""
     from analyzer.render.pieces import estimates_line, human
-    from analyzer.render.headline import comment_lines, human_time, markdown_lines, text_lines
+    from analyzer.render.headline import comment_lines, human_time, markdown_lines
 
     groups = grouped(report, depth)
     if fmt == "json":
@@ -66,30 +68,38 @@ def render_groups(report, depth: int, fmt: str, *, width: int | None = None) -> 
         return "\n".join(out)
     if fmt != "table":
         raise ValueError(f"unknown format {fmt!r}")
-    from rich.console import Console
-    from rich.table import Table
+    return "\n".join(_table_lines(report, depth, header, rows, width, wide, hints)) + "\n"
 
-    t = Table(title=safe.cell(f"{report.model.get('path', '')} by module (depth {depth})"),
-              show_footer=True,
-              header_style="bold", footer_style="bold")
+
+def _table_lines(report, depth: int, header: list[str], rows: list[list[str]],
+                 width: int | None, wide: bool, hints: dict | None) -> list[str]:
+    """The terminal table (``analyzer.render.layout``: the module names fitted to the room the
+    numbers leave, no cell ever folded; a narrow terminal gives up the FLOP split and params
+    first, then the extra profiles' times, said in a line; ``wide``: none), the total row, then
+    the headline's notes, coverage, estimates and warnings, wrapped."""
+    from analyzer.render.headline import human_time, text_lines
+    from analyzer.render.layout import table, wrap
+    from analyzer.render.pieces import estimates_line, human
+    from analyzer.render.terminal import HINTS
+
+    hints = {**HINTS, **(hints or {})}
     tot = report.totals
-    footers = ["total", str(sum(g.nodes for g in groups)), human(tot.params), human(tot.mac_flops),
-               human(tot.vector_flops), human(tot.transcendentals), human(tot.bytes_moved, "B"), "100",
-               *(human_time(p.latency_s) for p in report.predictions)]
-    for i, (h, f) in enumerate(zip(header, footers)):
-        t.add_column(safe.cell(h), footer=f, justify="left" if i == 0 else "right", overflow="fold")
-    for r in rows:
-        t.add_row(safe.cell(r[0]), *r[1:])
-    buf = io.StringIO()
-    console = Console(file=buf, width=width or 160, force_terminal=False, color_system=None,
-                      highlight=False, soft_wrap=False)
-    console.print(t)
-    for line in text_lines(report.predictions):
-        console.print(line, highlight=False, markup=False)
-    console.print(safe.text(f"coverage: {report.coverage.line()}"), highlight=False, markup=False)
+    total = ["total", str(sum(int(r[1]) for r in rows)), human(tot.params), human(tot.mac_flops),
+             human(tot.vector_flops), human(tot.transcendentals), human(tot.bytes_moved, "B"), "100",
+             *(human_time(p.latency_s) for p in report.predictions)]
+    times = [i for i, h in enumerate(header) if h.endswith(" time")]
+    drop = (*(header.index(h) for h in ("transc.", "vector", "MAC FLOPs", "params")),
+            *reversed(times[1:]), header.index("nodes"))
+    out = wrap(safe.text(f"{report.model.get('path', '')} by module (depth {depth})"), width)
+    grid = table([safe.text(h) for h in header], [*rows, total], set(range(1, len(header))), width,
+                 drop=() if wide else drop)
+    out += grid
+    gone = [header[i] for i in times if safe.text(header[i]) not in grid[0]]
+    if gone:
+        out += wrap(f"({safe.text(', '.join(gone))}: {hints['wide']} or a wider terminal)", width)
+    lines = [*text_lines(report.predictions), safe.text(f"coverage: {report.coverage.line()}")]
     est = estimates_line(report)
     if est:
-        console.print(safe.text(est), highlight=False, markup=False)
-    for w in report.warnings:
-        console.print(safe.text(f"warning: {w}"), highlight=False, markup=False)
-    return buf.getvalue()
+        lines.append(safe.text(est))
+    lines += [safe.text(f"warning: {w}") for w in report.warnings]
+    return out + [x for line in lines for x in wrap(line, width)]

@@ -20,12 +20,13 @@ _PAREN = re.compile(r"\s*\([^()]*\)")
 
 
 def human_time(s: float) -> str:
-    if s >= 1:
-        return f"{s:.3g} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    if s >= 1e-6:
-        return f"{s * 1e6:.3g} µs"
+    """Seconds in the largest unit whose value, shown to 3 digits, is at least 1 (999.7 ns
+    rounds to '1 µs', never '1e+03 ns'); 1000 s and more as whole seconds."""
+    if abs(s) >= 999.5:
+        return f"{s:,.0f} s"
+    for scale, unit in ((1.0, "s"), (1e3, "ms"), (1e6, "µs")):
+        if abs(float(f"{s * scale:.3g}")) >= 1:
+            return f"{s * scale:.3g} {unit}"
     return f"{s * 1e9:.3g} ns"
 
 

@@ -13,7 +13,8 @@ def human(n: float, unit: str = "", base: int = 1000) -> str:
         return "0"
     prefixes = ["", "K", "M", "G", "T", "P", "E"]
     x, i = float(n), 0
-    while abs(x) >= base and i < len(prefixes) - 1:
+    # the prefix of the value as shown (3 digits): 999,999 is '1 M', not '1e+03 K'
+    while abs(float(f"{x:.3g}")) >= base and i < len(prefixes) - 1:
         x /= base
         i += 1
     if i == 0:

@@ -42,7 +42,8 @@ from analyzer.report import rollups
 TOP_DEFAULT = 15
 ROLLUP_DEFAULT = 8
 # how to ask for more, in the caller's words (the CLI passes its flags)
-HINTS = {"all": "all_rows=True", "explain": "Prediction.explain", "verbose": "verbose=True"}
+HINTS = {"all": "all_rows=True", "explain": "Prediction.explain", "verbose": "verbose=True",
+         "wide": "wide=True"}
 
 
 def _bar(share: dict) -> str:
@@ -297,7 +298,7 @@ def render_view(report, *, top: int | None = None, all_rows: bool = False, wide:
     more = (len(rows) - len(shown)) + (0 if limit is None else
                                        max(0, len(ops) - limit) + max(0, len(mods) - limit))
     if more:
-        out += ["", f"{more} more rows ({hints['all']})"]
+        out += ["", f"{more} more row{'s' if more != 1 else ''} ({hints['all']})"]
     if report.comparison is not None:
 
         out += [""] + [x for line in comparison_text(report.comparison).split("\n")
@@ -320,7 +321,7 @@ def sensitivity_lines(w, top: int | None, width: int | None, title=str) -> list[
     if w.profiles:
         p = w.profiles[0]
         rows = whatif.shrink_rows(p, top or whatif.TOP_DEFAULT)
-        out += ["", title(whatif.shrink_title(p, len(rows)))]
+        out += ["", *map(title, wrap(whatif.shrink_title(p, len(rows)), width))]
         out += table(whatif.HEADER, rows, whatif.RIGHT, width, drop=(1,))
     out.append("")
     for p in w.profiles:

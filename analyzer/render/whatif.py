@@ -15,7 +15,10 @@ RIGHT = {2, 3}
 def _saved(s: float, total: float) -> str:
     if s <= 0:
         return "—"
-    return f"-{human_time(s)} ({100 * s / total:.1f}%)" if total > 0 else f"-{human_time(s)}"
+    if total <= 0:
+        return f"-{human_time(s)}"
+    pct = 100 * s / total   # a saving that rounds to 0.0% is still one: '<0.1%'
+    return f"-{human_time(s)} ({'<0.1' if pct < 0.05 else f'{pct:.1f}'}%)"
 
 
 def shrink_title(p, shown: int) -> str:

@@ -227,11 +227,13 @@ def name_matches(shown: str, name: str) -> bool:
     return True
 
 
-def find_node(report, name: str) -> int:
+def find_node(report, name: str, shown=None) -> int:
     """The index of the node named ``name``: exactly, else the one node whose name matches it
     as a view shows names (``name_matches``: the end of the name, with ``…`` where parts were
     left out), else the one whose name contains it; an ``InputSpecError`` listing the
-    candidates when several match, or the closest names when none does."""
+    candidates when several match, or the closest names when none does.  ``shown``: how the
+    views write a name (a name with control characters is shown with visible escapes); the
+    names are matched as shown after the exact match."""
     from difflib import get_close_matches
 
     from analyzer.errors import InputSpecError
@@ -240,6 +242,11 @@ def find_node(report, name: str) -> int:
     for i, x in enumerate(names):
         if x == name:
             return i
+    if shown is not None:
+        names = [shown(x) for x in names]
+        for i, x in enumerate(names):
+            if x == name:
+                return i
     for test in (lambda x: name_matches(name, x), lambda x: name in x):
         hits = [i for i, x in enumerate(names) if test(x)]
         if len(hits) == 1:

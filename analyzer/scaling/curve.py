@@ -228,7 +228,8 @@ def _data_points(analyze_at, base, step1: dict, fab, n: int, *, rescale: str, ba
     plain1, passes1 = plain1 or step1, passes1 or {}
     if batch is not None and (n > batch or batch % n):
         raise InputSpecError(f"data parallel: the global batch {batch} does not split "
-                             f"evenly over {n} devices (seed 002: N <= B)")
+                             f"evenly over {n} devices (each runs batch / devices): give device "
+                             f"counts that divide {batch}, or a global batch that {n} divides")
     rep = analyze_at(batch // n) if n > 1 and rescale == "analyze" else base
     if data_parallel != "allreduce":
         return DP.points(rep, fab, n, step1, mode=data_parallel, overlap=overlap,

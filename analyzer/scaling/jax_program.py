@@ -126,7 +126,8 @@ def curve(fn: Any, hw, devs: Sequence[int], fab, *, parallel: str, batch: int | 
     for n in devs:
         if n > big or big % n:
             raise InputSpecError(f"data parallel: the global batch {big} does not split evenly "
-                                 f"over {n} devices (seed 002: N <= B)")
+                                 f"over {n} devices (each runs batch / devices): give device "
+                                 f"counts that divide {big}, or a global batch that {n} divides")
         if n == 1:
             at_n = step1
         elif mode == "analyze":
