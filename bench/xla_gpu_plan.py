@@ -132,7 +132,7 @@ def report(hw: str) -> list[str]:
         lines += [f"## {name} {list(shape)}: {len(rows)} kernels, {total:.1f} us, floors {floors:.1f} us", "",
                   "| kernel | members | class | time us | fixed us |", "|---|---|---|---:|---:|"]
         lines += [f"| {md_code(k, table=True)} | {', '.join(md_code(x, table=True) for x in m)} | {c} | {t:.2f} | {f:.2f} |"
-                  for k, m, c, t, f in rows]
+                  for k, m, c, t, f, _ in rows]
         folded, merged = folded_transposes(name, shape, hw)
         lines += ["", "Transposes folded into a matrix product's operand layout, no kernel (XLA's GPU "
                   f"TransposeFolding, `transpose_fold.xla_folded`): {', '.join(folded) or 'none'}.", "",
