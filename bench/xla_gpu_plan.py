@@ -107,10 +107,11 @@ def folded_transposes(name: str, shape: tuple, hw: str) -> tuple[list[str], list
     return folded, [" + ".join(md_code(r.nodes[i].name) for i in g) for g in sorted(groups)]
 
 
-def _components_rule(nodes, sets, producer, folded=()) -> None:
+def _components_rule(nodes, sets, producer, folded=(), refuses=None) -> None:
     """The union the ``xla`` policy made before it refused cyclic joins (for comparison): every
     direct edge between two fusible nodes, no view looked through, no join refused (a
-    ``folded`` transpose joins nothing, as in the shipped plan)."""
+    ``folded`` transpose joins nothing, as in the shipped plan; ``refuses``, the shipped plan's
+    reduction rules, unused)."""
     from analyzer.prediction import fusion, fusion_legality
     ok = [fusion.xla_fusible(nd) and i not in folded for i, nd in enumerate(nodes)]
     for j, nd in enumerate(nodes):
