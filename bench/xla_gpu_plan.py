@@ -107,10 +107,11 @@ def folded_transposes(name: str, shape: tuple, hw: str) -> tuple[list[str], list
     return folded, [" + ".join(md_code(r.nodes[i].name) for i in g) for g in sorted(groups)]
 
 
-def _components_rule(nodes, sets, producer, folded=()) -> None:
+def _components_rule(nodes, sets, producer, folded=(), refuses=None) -> None:
     """The union the ``xla`` policy made before it refused cyclic joins (for comparison): every
     direct edge between two fusible nodes, no view looked through, no join refused (a
-    ``folded`` transpose joins nothing, as in the shipped plan)."""
+    ``folded`` transpose joins nothing, as in the shipped plan; ``refuses``, the shipped plan's
+    reduction rules, unused)."""
     from analyzer.prediction import fusion, fusion_legality
     ok = [fusion.xla_fusible(nd) and i not in folded for i, nd in enumerate(nodes)]
     for j, nd in enumerate(nodes):
@@ -132,7 +133,7 @@ def report(hw: str) -> list[str]:
         lines += [f"## {name} {list(shape)}: {len(rows)} kernels, {total:.1f} us, floors {floors:.1f} us", "",
                   "| kernel | members | class | time us | fixed us |", "|---|---|---|---:|---:|"]
         lines += [f"| {md_code(k, table=True)} | {', '.join(md_code(x, table=True) for x in m)} | {c} | {t:.2f} | {f:.2f} |"
-                  for k, m, c, t, f in rows]
+                  for k, m, c, t, f, _ in rows]
         folded, merged = folded_transposes(name, shape, hw)
         lines += ["", "Transposes folded into a matrix product's operand layout, no kernel (XLA's GPU "
                   f"TransposeFolding, `transpose_fold.xla_folded`): {', '.join(folded) or 'none'}.", "",

@@ -53,7 +53,8 @@ import functools
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
-from analyzer.prediction import dot_merge, fusion_bytes, fusion_legality, fusion_patterns, xla_gpu_joins, xla_gpu_loops
+from analyzer.prediction import (dot_merge, fusion_bytes, fusion_legality, fusion_patterns, xla_gpu_joins, xla_gpu_loops,
+                                 xla_gpu_reduce)
 from analyzer.prediction.accelerators import qnn
 from analyzer.prediction.transpose_fold import xla_folded
 
@@ -84,6 +85,7 @@ class FusionNode(NamedTuple):
     matrix2d: bool = False        # its first two inputs and first output are rank-2 tensors
     dot_form: str | None = None   # ``dot_merge.dot_form``: what a dot shares with those it merges with
     gemv: bool = False            # a dot with an operand of no free dimension > 1 (``xla_gpu_joins``)
+    reduce_form: str = ""         # ``xla_gpu_reduce.reduce_form``: a reduction's form on a GPU
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,9 @@ class FusionPlan:
     folded: tuple[tuple[int, int], ...] = ()
     # (shared operand side, dot, dot...) per group of dots merged into one (``dot_merge``)
     merged: tuple[tuple[int, ...], ...] = ()
+    # (node, producer node, reason) per join XLA's GPU fusion refuses at a reduction
+    # (``xla_gpu_reduce``) that leaves the node in a kernel apart from its producer's
+    apart: tuple[tuple[int, int, str], ...] = ()
 
     @property
     def kernels(self) -> int:
@@ -165,13 +170,16 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
                 for j, nd in enumerate(nodes)]
 
     merged = dot_merge.of_nodes(nodes, preds, get) if policy == "xla" and fold_transposes else []
+    refusals: list[tuple[int, int, str]] = []
 
     def joins_of(sets):
         if policy == "xla":
             for g in merged:
                 for m in g[2:]:
                     sets.join(g[1], m)
-            _xla(nodes, sets, producer, folded)
+            refusals.clear()
+            _xla(nodes, sets, producer, folded, _reduce_refusal(nodes, producer, consumers, folded, refusals)
+                 if fold_transposes else None)
             if fold_transposes:
                 _gpu_joins(nodes, sets, producer, consumers, graph_outputs, launch)
         elif policy in ("onnxruntime", "tflite"):   # tflite: the converter's folds are the same
@@ -187,6 +195,9 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
     if policy == "xla" and fold_transposes:
         p = xla_gpu_loops.with_launches(p, nodes, consumers,
                                         [xla_fusible(nd) and i not in folded for i, nd in enumerate(nodes)])
+    apart = tuple(r for r in dict.fromkeys(refusals) if p.kernel_of[r[0]] != p.kernel_of[r[1]])
+    if apart:
+        p = dataclasses.replace(p, apart=apart)
     if merged:
         ops = list(p.kernel_ops)
         for g in merged:
@@ -214,7 +225,7 @@ def xla_fusible(nd: FusionNode) -> bool:
     return nd.launches and nd.op_class in _XLA_FUSIBLE
 
 
-def _xla(nodes, sets, producer, folded=()) -> None:
+def _xla(nodes, sets, producer, folded=(), refuses=None) -> None:
     """The ``xla`` policy's joins on ``sets`` (``fusion_legality.Joins``), XLA's producer-consumer
     fusion: in graph (topological) order, each fusible node takes in the kernel of each fusible
     producer of its inputs, in input order (a producer read at two inputs at its first), unless
@@ -227,7 +238,9 @@ def _xla(nodes, sets, producer, folded=()) -> None:
     ``fusion_bytes.DEPTH`` in a row): XLA lowers such a reshape to a bitcast, no kernel, and its
     GPU priority fusion fuses a producer past its bitcast users
     (``CanFuseWithAllNonBitcastUsers``, ``xla/service/gpu/priority_fusion.cc``).  A ``folded``
-    transpose (``transpose_fold.xla_folded``) launches nothing and joins nothing."""
+    transpose (``transpose_fold.xla_folded``) launches nothing and joins nothing.  ``refuses(i,
+    j)``: on a GPU profile, why node ``j`` may not take in producer ``i``'s kernel
+    (``xla_gpu_reduce``), '' when it may."""
     ok = [xla_fusible(nd) and i not in folded for i, nd in enumerate(nodes)]
     get = producer.get
     for j, nd in enumerate(nodes):
@@ -238,8 +251,41 @@ def _xla(nodes, sets, producer, folded=()) -> None:
             i = get((level, t)) if t else None
             if i is not None and i != j:
                 i = _through_views(nodes, i, get)
-                if i is not None and ok[i]:
+                if i is not None and ok[i] and not (refuses is not None and refuses(i, j)):
                     sets.union(i, j)
+
+
+def _reduce_refusal(nodes, producer, consumers, folded, record: list):
+    """``xla_gpu_reduce.refuses`` over ``nodes`` as ``_xla`` asks it, each refusal appended to
+    ``record`` as (consumer, producer, reason) (None: no reduction the rules plan, so nothing
+    is refused)."""
+    form = [nd.reduce_form for nd in nodes]
+    if not any(f in ("emitter", "elemental") for f in form):
+        return None
+    get = producer.get
+    op_class = [nd.op_class for nd in nodes]
+    arity = [len(nd.inputs) for nd in nodes]
+
+    @functools.cache
+    def readers(i):
+        nd = nodes[i]
+        return tuple(view_readers(nodes, consumers, [(nd.level, t) for t in nd.outputs if t], frozenset())[0])
+
+    def matrix_readers(i):
+        return sum(1 for r in readers(i) if r in folded or (nodes[r].launches and not xla_fusible(nodes[r])
+                                                             and not nodes[r].gemv))
+
+    def src(i):
+        nd = nodes[i]
+        k = get((nd.level, nd.inputs[0])) if nd.inputs and nd.inputs[0] else None
+        return None if k is None else _through_views(nodes, k, get)
+
+    def refuses(i, j):
+        why = xla_gpu_reduce.refuses(i, j, form, op_class, arity, readers, matrix_readers, src)
+        if why:
+            record.append((j, i, why))
+        return why
+    return refuses
 
 
 def _gpu_joins(nodes, sets, producer, consumers, graph_outputs, launch) -> None:

@@ -19,7 +19,7 @@ from analyzer.counting import kernel_words
 from analyzer.counting.engine import FOLDED, NodeCost
 from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES, PRECISION_BITS, WEIGHT_BITS
 from analyzer.prediction.efficiency import kernel_time as eff
-from analyzer.prediction import dot_merge, fusion
+from analyzer.prediction import dot_merge, fusion, xla_gpu_reduce
 from analyzer.prediction.efficiency.op_classes import ATTENTION_OPS, CHANNELS_FIRST_CONV_OPS
 
 RNN_OPS = frozenset({"RNN", "GRU", "LSTM"})   # recurrent layers: a GEMM view of one piece per step
@@ -127,11 +127,11 @@ def fusion_nodes(nodes: list[NodeCost], precision: str | None, memo: dict | None
                                _launches(n), frozenset(n.constant_inputs),
                                node_bytes(n, precision) if keys is not None else None, _matrix2d(n),
                                dot_merge.dot_form(n.op, n.domain, n.in_specs, n.out_specs, n.cost.mac_flops, n.kernel),
-                               _gemv(n))
+                               _gemv(n), _reduce_form(n))
         out.append(FN(n.op, n.domain, hit[0], n.level, n.in_names, n.out_names, hit[1], hit[2],
                       _launches(n) if keys is None else hit[3],
                       frozenset(n.constant_inputs) if keys is None else hit[4], n.name, n.loop_io, n.kernel,
-                      hit[6], hit[7], hit[8]))
+                      hit[6], hit[7], hit[8], hit[9]))
         nbytes.append(node_bytes(n, precision) if keys is None else hit[5])
     return out, nbytes
 
@@ -144,6 +144,14 @@ def _gemv(n: NodeCost) -> bool:
         return False
     m, nn = gemm_view(n)[:2]
     return m == 1.0 or nn == 1.0
+
+
+def _reduce_form(n: NodeCost) -> str:
+    """``xla_gpu_reduce.reduce_form`` of ``n`` from its first input's and output's shapes."""
+    a = n.in_specs[0] if n.in_specs else None
+    b = n.out_specs[0] if n.out_specs else None
+    return xla_gpu_reduce.reduce_form(node_op_class(n), a.shape if a is not None else None,
+                                      b.shape if b is not None else None)
 
 
 def _matrix2d(n: NodeCost) -> bool:

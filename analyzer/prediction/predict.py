@@ -190,6 +190,12 @@ class Prediction:
         t = self.kernel_table
         return None if t is None else t.merged.get(index)
 
+    def kept_apart(self, index: int) -> tuple[int, str] | None:
+        """(the producer node index, the reason) where ``report.nodes[index]`` starts a kernel apart
+        from its producer's at a reduction (XLA's GPU fusion rules: ``xla_gpu_reduce``), else None."""
+        t = self.kernel_table
+        return None if t is None else t.apart.get(index)
+
     def host_step(self, index: int) -> HostStep | None:
         """The host time of ``report.nodes[index]`` when it is a host-only op, else None."""
         t = self.kernel_table
@@ -426,6 +432,7 @@ def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True, host=
                        ynn_dot=None if low.ynn_dot is None else low.ynn_dot[g],
                        folded=dict(low.plan.folded),
                        merged={i: g[1:] for g in low.plan.merged for i in g[1:]},
+                       apart={j: (i, why) for j, i, why in low.plan.apart},
                        inserted=tuple(tuple(zip(o, b or (0,) * len(o))) for o, b in
                                       itertools.zip_longest(low.plan.extra_ops, low.plan.extra_bytes, fillvalue=())),
                        onchip=None if low.onchip is None else (low.onchip[g], low.onchip_of[0],

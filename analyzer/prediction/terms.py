@@ -135,7 +135,7 @@ class KernelTable:
                  "compute", "memory", "overhead", "time", "bound", "feats", "units", "l2_bytes",
                  "class_consts", "overlap", "host", "gap", "host_nodes", "host_runs",
                  "host_only", "host_gap", "resident", "onchip", "split", "inserted", "ynn_dot", "folded",
-                 "merged")
+                 "merged", "apart")
 
     def __init__(self, **values):
         # by keyword: twenty arrays of one length and type are too easy to pass in the wrong order
@@ -183,6 +183,7 @@ class KernelTable:
     ynn_dot: Any           # [K] seconds per launch of ``cpu.ynn_dot``, or None
     folded: dict           # node index -> the matrix product it is folded into (``FusionPlan.folded``)
     merged: dict           # node index -> the dots merged into one with it, itself included (``FusionPlan.merged``)
+    apart: dict            # node index -> (producer node index, reason) kept apart at a reduction (``FusionPlan.apart``)
 
     def detail(self, k: int) -> dict:
         """Every factor of kernel ``k``'s terms, per launch (``efficiency.kernel_time(detail=True)``)."""

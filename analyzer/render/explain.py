@@ -137,6 +137,23 @@ def _merged_lines(report, p, index: int) -> list[str]:
             f"dot of their shared operand (XLA's GPU DotMerger), one GEMM of m x n x k = {view}"]
 
 
+_APART = {"reduction beside a matrix kernel":
+          "a reduction whose producer a matrix kernel also reads (XLA's GPU PriorityFusion fuses a "
+          "producer into all its users or none)",
+          "reduction epilogue":
+          "an op that reads a reduction XLA runs with its reduction emitter and is not a one-operand "
+          "intermediate op, or the reduction has other readers (XLA's GPU IsProducerConsumerFusible)"}
+
+
+def _apart_lines(report, p, index: int) -> list[str]:
+    """Why a node starts a kernel apart from its producer's (``Prediction.kept_apart``), or no line."""
+    got = p.kept_apart(index)
+    if got is None:
+        return []
+    i, why = got
+    return [f"  kernel apart from {safe.text(report.nodes[i].name)}'s: {_APART.get(why, safe.text(why))}"]
+
+
 def _functions(node) -> str:
     """The node's transcendentals by function (``NodeCost.functions``) as `` (tanh 4,096)``,
     or nothing where it has none."""
@@ -195,6 +212,7 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                  f"{100 * e.member_share:.1f}%") if e.members > 1 else f"kernel {safe.text(e.kernel)}"
         out += [f"  {fused}; op class {e.op_class}; {e.runs:g} launch{'es' if e.runs != 1 else ''}",
                 *_merged_lines(report, p, index),
+                *_apart_lines(report, p, index),
                 f"  per launch: MAC {human(e.mac_flops)}, vector {human(e.vector_flops)}, transc. "
                 f"{human(e.transcendental_flops)} FLOP; {human(e.bytes, 'B')} moved (fused "
                 f"intermediates excluded)",

@@ -226,6 +226,9 @@ class KernelRows:
             for t in nd.outputs:
                 if t:
                     producer[t] = j
+        refuse = xla_gpu.reduce_refusal(nodes, data, producer) if fold else None
+        if refuse is not None:
+            sources = [[i for i in s if not refuse(i, j)] for j, s in enumerate(sources)]
         merged = xla_gpu.merged(nodes, data, preds, producer) if fold else []
         then = xla_gpu.joins_of(nodes, data, producer, outputs) if fold else None
         joins = fusion_legality.xla_groups(preds, [d[0] for d in data], [d[1] for d in data], sources, merged, then)
@@ -318,7 +321,7 @@ class KernelRows:
                                  transpose_fold.fold_role(fn), fn.dot_form, softmax_passes.node_rereads(n, fn),
                                  xla_gpu_joins.node_role(fn.op, fn.op_class, fn.launches, fusion.xla_fusible(fn),
                                                          fn.gemv, fn.inputs, xla_gpu_joins.compiled_constants(fn)),
-                                 small_index.node_ids(n))
+                                 small_index.node_ids(n), (fn.reduce_form, fn.op_class, len(fn.inputs)))
         data = self._data(keys)
         for g, (idx, low) in zip(self.groups, lowered):
             members, fused, kops = self._plan(st.nodes, data, g.policy, st.outputs, g.fold)

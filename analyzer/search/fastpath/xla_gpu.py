@@ -5,7 +5,9 @@ applies them with ``fold_transposes``."""
 
 from __future__ import annotations
 
-from analyzer.prediction import dot_merge, fusion_bytes, xla_gpu_joins
+import functools
+
+from analyzer.prediction import dot_merge, fusion_bytes, xla_gpu_joins, xla_gpu_reduce
 
 
 def folded(nodes, data, outputs):
@@ -74,6 +76,49 @@ def joins_of(nodes, data, producer, outputs):
             ts = nxt
         return out, is_out
     return lambda joins: xla_gpu_joins.join(joins, roles, [nd.inputs for nd in nodes], src, readers)
+
+
+def reduce_refusal(nodes, data, producer):
+    """``xla_gpu_reduce.refuses`` on learned data (``data[j][12]``: a node's (``reduce_form``, op
+    class, input positions); ``[0]`` whether it launches, ``[1]`` whether it fuses, ``[6]`` a
+    view that launches nothing, ``[7]`` its ``fold_role``, ``[10]`` its ``node_role``), as
+    ``fusion._reduce_refusal`` makes it; None where no reduction is planned."""
+    form = [d[12][0] for d in data]
+    if not any(f in ("emitter", "elemental") for f in form):
+        return None
+    op_class = [d[12][1] for d in data]
+    arity = [d[12][2] for d in data]
+    consumers: dict[str, list[int]] = {}
+    for j, nd in enumerate(nodes):
+        for t in nd.inputs:
+            if t:
+                consumers.setdefault(t, []).append(j)
+
+    @functools.cache
+    def readers(i):
+        out, ts = [], [t for t in nodes[i].outputs if t]
+        for _ in range(fusion_bytes.DEPTH):
+            nxt = []
+            for t in ts:
+                for c in consumers.get(t, ()):
+                    if data[c][6]:
+                        nxt += [o for o in nodes[c].outputs if o]
+                    else:
+                        out.append(c)
+            if not nxt:
+                break
+            ts = nxt
+        return tuple(out)
+
+    def matrix_readers(i):   # a folded transpose (launches nothing, fold role 1) reads for its product
+        return sum(1 for r in readers(i) if (not data[r][0] and data[r][7] == 1)
+                   or (data[r][0] and not data[r][1] and data[r][10][0] != "gemv"))
+
+    def src(i):
+        ins = nodes[i].inputs
+        k = producer.get(ins[0]) if ins and ins[0] else None
+        return None if k is None else through_views(nodes, data, k, producer.get)
+    return lambda i, j: xla_gpu_reduce.refuses(i, j, form, op_class, arity, readers, matrix_readers, src)
 
 
 def through_views(nodes, data, i: int, at) -> int | None:
