@@ -62,9 +62,15 @@ Candidates (hexagon_model.times with one change; "dwq, X": the shipped form with
   movement group per DRAM byte: a pass of the HVX unit through the VTCM), its DRAM bytes also
   crossing DRAM at the datasheet bandwidth, overlapped (``mvo``: max of the two) or serial
   (``mvs``: their sum); the shipped form charges a movement kernel's DRAM bytes at 1 / e_bw of the
-  group, 255-286x a DRAM byte, which a large transpose or copy multiplies out to tenths of a second.
+  group, 255-286x a DRAM byte, which a large transpose or copy multiplies out to tenths of a second;
+- ``dwt-..`` / ``dwe-..`` (hexagon_model.Form.dwt): a depthwise kernel's compute time is its work
+  unit over a fitted rate of its own, in place of q_dw x the matrix rate (its memory term
+  unchanged): ``dwt`` taps x output elements (its MACs), ``dwe`` output elements (a cost per output
+  whatever the window); ``p``: a rate per precision (fp16, W8A8), ``w``: one W8A8 rate, fp16 at 0.5
+  of it (the HVX lane widths); ``s``: the same rate on both devices, ``m``: the 8 Gen 3's the
+  8 Gen 2's x the ratio of their fitted matrix rates (e_mat x P_int8, as ``dwq`` ties them).
 
-``--only "stream|bnq"``, ``--only "mib|dil"`` or ``--only "mvo|mvs"`` (with ``--out`` elsewhere) scores those lines with
+``--only "stream|bnq"``, ``--only "mib|dil"``, ``--only "mvo|mvs"`` or ``--only "dwt-|dwe-"`` (with ``--out`` elsewhere) scores those lines with
 the shipped form's line alone.
 
 Needs pandas, scipy and onnx (bench only).
@@ -86,7 +92,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import hexagon_model as H  # noqa: E402
 from fit_accelerators import FORM  # noqa: E402
-from hexagon_changes import transformed  # noqa: E402
+from hexagon_changes import dw_units, transformed  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,6 +150,10 @@ CANDIDATES = {
     "dwq, mib, dil": ({"dwq": True}, {"mib": True, "dil": True}),
     **{f"dwq, {k}: data movement at its on-chip rate, DRAM {w}": ({"dwq": True}, {"mv": m})
        for k, m, w in (("mvo", "max", "overlapped"), ("mvs", "sum", "serial"))},
+    **{f"{u}-{p}{d}: depthwise {uw} at a rate of their own, {pw}, {dw}": ({"dwt": f"{u[-1]}{p}{d}"}, {})
+       for u, uw in (("dwt", "taps x outputs"), ("dwe", "output elements"))
+       for p, pw in (("p", "one per precision"), ("w", "fp16 at 0.5 of int8"))
+       for d, dw in (("s", "the same on both devices"), ("m", "8 Gen 3 by the matrix-rate ratio"))},
 }
 # a stacked line -> the line it is judged against (else: ``SHIPPED``)
 STACKED_ON: dict[str, str] = {}
@@ -193,19 +203,18 @@ def rows_of(rows, feats) -> H.Rows:
     return H.Rows(rows, feats)
 
 
-def times(D, P: dict, r: float, opt: dict | None = None) -> np.ndarray:
-    """hexagon_model.times with the W8A8 factors (1 where absent) and ``wpf``'s weight term."""
+def times(D, P: dict, r: float, opt: dict | None = None, dwt: str = "") -> np.ndarray:
+    """hexagon_model.times with the W8A8 factors (1 where absent) and ``wpf``'s weight term
+    (``dwt``: the form's ``Form.dwt``)."""
     d, G, fp = D.key_dev[D.K], D.G, D.key_fp16[D.K]
     q = {k: np.where(fp, 1.0, P[k][0]) if k in P else 1.0 for k in FACTORS}
-    e = np.where(G == 1, P["e_dw"][d], P["e_mat"][d]) * q["eq"]
     bw = np.choose(G, [P["bw_mat"][d], P["bw_mat"][d], P["bw_ew"][d], P["bw_move"][d]])
-    s_prec = np.where(D.S > 0, D.S, np.where(fp, r, 1.0))
     mem = q["mq"] * (D.M + q["cq"] * P["c_act"][d] * D.O) / bw
     if opt and opt.get("mv"):   # a movement kernel's every byte at its on-chip rate, and its DRAM trip
         onrate = P["c_act"][d] * (D.M + D.O) / bw
         mem = np.where(G == H.GROUPS.index("move"),
                        np.maximum(onrate, D.M) if opt["mv"] == "max" else onrate + D.M, mem)
-    t = q["kq"] * D.R * P["kfix"][d] + D.N * np.maximum(D.W / (D.peak * s_prec * e), mem)
+    t = q["kq"] * D.R * P["kfix"][d] + D.N * np.maximum(H.compute_seconds(D, P, r, dwt, q["eq"]), mem)
     per_key = np.bincount(D.K, weights=t, minlength=D.n_keys)
     if opt and opt.get("wpf"):
         tw = D.tw / P["bw_mat"][D.key_dev]
@@ -228,7 +237,7 @@ def fit(D, form, opt: dict) -> tuple[dict, float]:
 
     def res(x):
         P, r = unpack(x, form, opt)
-        return np.concatenate([np.log(times(D, P, r, opt) / D.meas), 0.01 * (x - x0)])
+        return np.concatenate([np.log(times(D, P, r, opt, form.dwt) / D.meas), 0.01 * (x - x0)])
 
     return unpack(H.solve(res, x0, lo, up, names, form), form, opt)
 
@@ -239,7 +248,7 @@ def cv(rows, feats, form, opt: dict, key) -> np.ndarray:
     for k in sorted(set(keys)):
         out = keys == k
         P, r = fit(rows_of(rows[~out], feats), form, opt)
-        pred[out] = times(rows_of(rows[out], feats), P, r, opt)
+        pred[out] = times(rows_of(rows[out], feats), P, r, opt, form.dwt)
     return pred
 
 
@@ -267,8 +276,10 @@ def score(train, feats0: dict, name: str) -> dict:
     meas = train.inference_time_ms.values * 1e-3
     form = dataclasses.replace(BASE, **fchange)
     feats = transformed(train, feats0, opt)
+    if form.dwt:
+        feats = dw_units(train, feats, form.dwt[0])
     P, r = fit(rows_of(train, feats), form, opt)
-    s_in = H.stats(times(rows_of(train, feats), P, r, opt), meas)
+    s_in = H.stats(times(rows_of(train, feats), P, r, opt, form.dwt), meas)
     mo, fa = cv(train, feats, form, opt, lambda m: m), cv(train, feats, form, opt, H.FAMILIES.get)
     s_mo, s_fa = H.stats(mo, meas), H.stats(fa, meas)
     q = train.precision.values == "int8"
