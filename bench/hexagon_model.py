@@ -353,7 +353,8 @@ def compute_seconds(D: Rows, P: dict, r: float, dwt: str = "", e_scale=1.0) -> n
 def dw_seconds(D: Rows, P: dict, dwt: str) -> np.ndarray:
     """Per kernel of ``D`` (a ``Form.dwt`` form; its work column the depthwise unit, ``features``'
     ``dw_unit``): unit / rate, rate = dwr_int8 at W8A8, dwr_fp16 (``p``) or HVX_FP16_SHARE x
-    dwr_int8 (``w``) at fp16, on the 8 Gen 3 x e_mat[1] P_int8[1] / (e_mat[0] P_int8[0]) (``m``);
+    dwr_int8 (``w``) at fp16 (a ``D.dw_share`` per kernel, where set: that x dwr_int8), on the
+    8 Gen 3 x e_mat[1] P_int8[1] / (e_mat[0] P_int8[0]) (``m``);
     e.g. ``tws``: a 3x3 depthwise Conv of 32 x 112 x 112 outputs (3,612,672 taps) at fp16 with
     dwr_int8 = 2e11 taps/s takes 3,612,672 / (0.5 x 2e11) = 36.1 us on either device."""
     from analyzer.prediction.accelerators.qnn import HVX_FP16_SHARE
@@ -361,9 +362,20 @@ def dw_seconds(D: Rows, P: dict, dwt: str) -> np.ndarray:
     d, fp = D.key_dev[D.K], D.key_fp16[D.K]
     fp16_rate = P["dwr_fp16"][0] if dwt[1] == "p" else HVX_FP16_SHARE * P["dwr_int8"][0]
     rate = np.where(fp, fp16_rate, P["dwr_int8"][0])
+    if getattr(D, "dw_share", None) is not None:   # W8A16 rows (bench/hexagon_w8a16.py): share x the W8A8 rate
+        rate = D.dw_share * P["dwr_int8"][0]
     if dwt[2] == "m":
         rate = rate * P["e_mat"][d] * D.peak / (P["e_mat"][0] * peak_int8(DEVS[0]))
     return D.W / rate
+
+
+def dw_int8_rates(P: dict, dwt: str) -> np.ndarray:
+    """[8 Gen 2, 8 Gen 3] a ``Form.dwt`` form's W8A8 depthwise rate per device (units/s, as
+    ``dw_seconds`` prices an int8 kernel): dwr_int8 on both (``s``), or on the 8 Gen 3 x
+    e_mat[1] P_int8[1] / (e_mat[0] P_int8[0]) (``m``)."""
+    peak = np.array([peak_int8(dv) for dv in DEVS])
+    r = np.full(2, float(P["dwr_int8"][0]))
+    return r * P["e_mat"] * peak / (P["e_mat"][0] * peak[0]) if dwt[2] == "m" else r
 
 
 def times(D: Rows, P: dict, r: float, dwt: str = "") -> np.ndarray:

@@ -8,12 +8,13 @@ Writes the table to ``--out`` and the same scores as data beside it (its ``.json
 names the line that is bench/fit_accelerators.py's ``FORM``, whose LOMO / LOFO the Hexagon
 profiles' notes quote through bench/hexagon_notes.py).
 
-Base: the shipped form, bench/fit_accelerators.py's ``FORM`` (``SHIPPED``, ``dwq``: depthwise
-kernels at one shared fraction q of the matrix efficiency, the qnn runtime's ``spill``). Each
+Base: ``SHIPPED``, ``dwq`` (depthwise kernels at one shared fraction q of the matrix efficiency,
+the qnn runtime's ``spill``), the form shipped when these lines were scored; bench/fit_accelerators.py's
+``FORM`` is now its ``dwe-wm`` line (``form_line``), chosen by this table. Each
 candidate changes one thing of it (``CANDIDATES``; ``BASE`` is the form with no depthwise rule,
 from which each line's form is built); each line is scored by leave one model out (LOMO) and leave
 one family out (LOFO, hexagon_model.FAMILIES) on the fitted rows, overall and per device x
-precision cell, and in-sample, and judged against the shipped form's line of the same run (a line
+precision cell, and in-sample, and judged against the base line of the same run (a line
 in ``STACKED_ON``: against the line it names). A candidate is adopted when it passes every
 condition of its rule (``RULES``, ``Rule``, ``adopted``; each fixed before any held-out score of
 the candidates it judges): ``transfer``: LOFO MAPE at least 1 point below its base's, LOMO at most
@@ -23,9 +24,9 @@ above, in-sample at most 1 above (and, after, bench/fit_accelerators.py's held-o
 ratio check, a gate); of several adopted, the lowest LOFO is taken (``chosen``). The feature
 changes are bench/hexagon_changes.py's.
 
-Candidates (hexagon_model.times with one change; "dwq, X": the shipped form with X):
+Candidates (hexagon_model.times with one change; "dwq, X": the base form with X):
 
-- ``dwq`` (shipped): e_dw = q x e_mat, one q (at most 1) for both devices (hexagon_model.Form.dwq);
+- ``dwq`` (the base): e_dw = q x e_mat, one q (at most 1) for both devices (hexagon_model.Form.dwq);
   ``dwm``: q = 1, depthwise kernels at their device's matrix-class efficiency; the base line: an
   e_dw of its own per device; ``dws``: e_dw x P_int8 the same on both devices (the 8 Gen 2's
   rate), one q;
@@ -71,7 +72,7 @@ Candidates (hexagon_model.times with one change; "dwq, X": the shipped form with
   8 Gen 2's x the ratio of their fitted matrix rates (e_mat x P_int8, as ``dwq`` ties them).
 
 ``--only "stream|bnq"``, ``--only "mib|dil"``, ``--only "mvo|mvs"`` or ``--only "dwt-|dwe-"`` (with ``--out`` elsewhere) scores those lines with
-the shipped form's line alone.
+the base line alone.
 
 Needs pandas, scipy and onnx (bench only).
 """
@@ -123,13 +124,14 @@ class Rule:
 # condition; the held-out 8 Gen 3 / 8 Gen 2 ratio check of bench/fit_accelerators.py a gate after)
 RULES = {"transfer": Rule(), "int8": Rule(int8_better=True),
          "hw": Rule(lomo_slack=0.0, cell_slack=None, insample_slack=1.0)}
-BASE = dataclasses.replace(FORM, dwm=False, dwq=False)
+BASE = dataclasses.replace(FORM, dwm=False, dwq=False, dwt="")
 FACTORS = ("kq", "mq", "cq", "eq")
-# the shipped form's line (``FORM``): every other line is one change to it and is judged against it,
-# but those listed in ``STACKED_ON`` (a change on top of another line, judged against that line)
+# the line every other line is judged against (``dwq``, the form shipped when these lines were scored;
+# ``form_line`` names the one that is ``FORM`` now), but those listed in ``STACKED_ON`` (a change on top
+# of another line, judged against that line)
 SHIPPED = "dwq: e_dw = q e_mat, q <= 1 shared"
 # name -> (form changes to ``BASE``, options): options ecap, pad, dw ("s": dws) and the W8A8
-# factors; the names "dwq, X" are the shipped form with X
+# factors; the names "dwq, X" are the base form with X
 CANDIDATES = {
     SHIPPED: ({"dwq": True}, {}),
     "dwm: depthwise at e_mat (q = 1)": ({"dwm": True}, {}),
@@ -162,13 +164,13 @@ RULE_OF = {"dwq, stream": "int8", "dwq, bnq": "int8", "dwq, mib": "hw", "dwq, di
 
 
 def base_of(name: str) -> str:
-    """The line a candidate is judged against: ``STACKED_ON``'s, else the shipped form's."""
+    """The line a candidate is judged against: ``STACKED_ON``'s, else the base line (``SHIPPED``)."""
     return STACKED_ON.get(name, SHIPPED)
 
 
 def chosen(scores: dict) -> str | None:
     """The adopted line with the lowest LOFO (ties: lower LOMO, then lower in-sample) among the lines
-    judged against the shipped form (``scores``: name -> its scores with its ``verdict``); None if
+    judged against the base line (``scores``: name -> its scores with its ``verdict``); None if
     none passes."""
     ok = [n for n, s in scores.items() if s.get("verdict") == "yes" and base_of(n) == SHIPPED]
     return min(ok, key=lambda n: (scores[n]["lofo"], scores[n]["lomo"], scores[n]["insample"])) if ok else None
@@ -292,15 +294,16 @@ def row_text(name: str, s: dict) -> str:
     return (f"| {name} | {base_of(name) if name != SHIPPED else ''} | {s['insample']:.1f} % | "
             f"{s['lomo']:.1f} % ({s['lomo_bias']:+.1f} %) | {s['lofo']:.1f} % ({s['lofo_bias']:+.1f} %) | "
             + ", ".join(f"{c} {v:.1f}" for c, v in s["cells"].items())
-            + f" (W8A8 rows {s['int8']:.1f}) | {s['verdict']} |")
+            + f" (W8A8 rows {s['int8']:.1f}) | {s['verdict']}{' **shipped**' if name == form_line() else ''} |")
 
 
 def header(train) -> list[str]:
     return ["# Hexagon NPU: changes for transfer to unseen models, cross-validated on the fitted models", "",
             "Command: `PYTHONPATH=$PWD python bench/hexagon_transfer.py ../shared/measurements/accelerators`; "
             f"{len(train)} fitted rows, {train.model_id.nunique()} models; the held-out models never enter. "
-            f"Every line is judged against the shipped form's line (`{SHIPPED}`, bench/fit_accelerators.py's FORM), "
-            "in this run, but a stacked line, judged against the line named in its 'judged against' column. Rules "
+            f"Every line is judged against the base line (`{SHIPPED}`, the form shipped when they were scored), "
+            "in this run, but a stacked line, judged against the line named in its 'judged against' column; the "
+            f"line marked shipped is bench/fit_accelerators.py's FORM (`{form_line()}`). Rules "
             "(each fixed before any held-out score of the lines it judges): "
             + " | ".join(f"`{k}`: {r.text()}" for k, r in RULES.items())
             + ". The stream / bnq lines are judged by `int8`, the mib / dil lines by `hw`, the others by `transfer`.",
@@ -311,7 +314,7 @@ def header(train) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("measurements", nargs="?", default=H.MEASUREMENTS)
-    ap.add_argument("--only", default="", help="run only the shipped form's line and the candidates whose name "
+    ap.add_argument("--only", default="", help="run only the base line and the candidates whose name "
                     "contains this (or one of several texts separated by |)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "hexagon_transfer.md"))
     a = ap.parse_args()
@@ -324,12 +327,12 @@ def main() -> None:
         if name != SHIPPED and not any(t in name for t in a.only.split("|")):
             continue
         scores[name] = score(train, feats0, name)
-        scores[name]["verdict"] = ("(shipped)" if name == SHIPPED else "yes" if base_of(name) in scores
+        scores[name]["verdict"] = ("(base)" if name == SHIPPED else "yes" if base_of(name) in scores
                                    and adopted(scores[name], scores[base_of(name)], rule_of(name)) else "no")
         lines.append(row_text(name, scores[name]))
         print(lines[-1], flush=True)
     stacked = [n for n in scores if base_of(n) != SHIPPED and scores[n]["verdict"] == "yes"]
-    lines += ["", "Chosen among the lines that pass against the shipped form (the lowest LOFO): **"
+    lines += ["", "Chosen among the lines that pass against the base line (the lowest LOFO): **"
               + (chosen(scores) or "none") + "**; stacked lines that pass against theirs: "
               + (", ".join(stacked) or "none") + "."]
     move_b = H.largest_move_dram(feats0)

@@ -128,23 +128,43 @@ def test_shipped_hexagon_efficiencies_are_fractions():
             assert np.all(arrays[name] > 0) and np.all(arrays[name] <= 1.0), (pid, name)
 
 
-def test_shipped_hexagon_depthwise_at_a_shared_fraction_of_the_matrix_efficiency():
-    """The shipped form's ``dwq`` (bench/hexagon_transfer.py, bench/results/hexagon_transfer.md):
-    conv_dw's e_compute is q_dw x its family's matrix-class e_compute (conv's), one q_dw for both
-    devices (recorded q_dw = 0.0162, in each conv_dw provenance), so the two devices' depthwise
-    int8 rates, e_dw x P_int8, stand as their matrix rates do: 8 Gen 2 0.0162 x 0.9836 x 22.73 =
-    0.3623 TOP/s, 8 Gen 3 0.0162 x 0.6842 x 45 = 0.4989 TOP/s, ratio 1.377."""
-    rate, q = [], []
-    for pid in ("hexagon-sd8gen2", "hexagon-sd8gen3"):
-        prof = hardware_db.get(pid)
-        arrays = load_constants(prof.family).arrays
-        e = {cls: arrays["e_compute"][OP_CLASSES.index(cls)] for cls in ("conv", "conv_dw")}
-        q.append(e["conv_dw"] / e["conv"])
-        rate.append(e["conv_dw"] * prof.matrix_tflops["int8"])
-    assert q[0] == pytest.approx(q[1], rel=1e-12) and q[0] == pytest.approx(0.0162, rel=2e-3)
-    assert rate[0] == pytest.approx(0.0162 * 0.9836 * 22.73, rel=3e-3)
-    assert rate[1] == pytest.approx(0.0162 * 0.6842 * 45.0, rel=3e-3)
-    assert rate[1] / rate[0] == pytest.approx(0.6842 * 45.0 / (0.9836 * 22.73), rel=1e-3)   # 1.377
+def test_depthwise_output_rate_sets_the_peaks_in_closed_form():
+    """qnn.dw_output_rate with a family's qnn_dw_output_rate R = 2e9 outputs/s (conv_dw e_compute
+    0.5, trans_weight 1, qnn_w8a16_share 0.46): a depthwise kernel of 512 outputs, 9216 MAC FLOPs,
+    512 vector FLOPs and 512 transcendentals runs at R = 2e9 / s at int8 (compute 512 / 2e9 =
+    256 ns), 0.5 x R = 1e9 at fp16 (512 ns), 0.46 x R = 9.2e8 at w8a16 (556.5 ns); its peaks are
+    rate x (9216 + 512 + 512) / (512 x 0.5) = rate x 40, so (mac + vec + trans) / (peak x e) gives
+    that time; a matrix kernel and an fp32 depthwise kernel keep their peaks."""
+    from analyzer.prediction.efficiency.kernel_time import CLASS_CODE
+
+    dw, mat = CLASS_CODE["conv_dw"], CLASS_CODE["conv"]
+    e = np.ones(len(OP_CLASSES))
+    e[dw] = 0.5
+    arrays = {"qnn_dw_output_rate": 2e9, "e_compute": e, "trans_weight": 1.0, "qnn_w8a16_share": 0.46}
+    rows = [(9216.0, 512.0, 512.0)] * 4 + [(1e6, 0.0, 0.0)]
+    outs = np.array([512.0] * 4 + [0.0])
+    for dtype, rate in (("int8", 2e9), ("fp16", 1e9), ("w8a16", 9.2e8), ("fp32", 0.0)):
+        mp, vp = np.full(5, 7.0), np.full(5, 7.0)
+        got = qnn.dw_output_rate(None, arrays, (mp, vp), [dw] * 4 + [mat], [dtype] * 5, dw, (rows, outs))
+        assert got[:4] == pytest.approx([rate] * 4) and got[4] == 0.0
+        if rate:
+            assert mp[:4] == pytest.approx([rate * 40.0] * 4) and vp[0] == mp[0]
+            assert (9216 + 512 + 512) / (mp[0] * 0.5) == pytest.approx(512 / rate)
+        else:
+            assert np.all(mp == 7.0)
+        assert mp[4] == vp[4] == 7.0
+    assert qnn.dw_output_rate(None, {**arrays, "qnn_dw_output_rate": 0.0}, (mp, vp), [dw] * 5, ["int8"] * 5, dw,
+                              (rows, outs)).sum() == 0.0
+
+
+def test_depthwise_outputs_of_a_kernel():
+    """qnn.dw_outputs: a depthwise Conv x [1,8,8,8] -> y [1,8,8,8] (w [8,1,3,3], group 8) writes
+    1 x 8 x 8 x 8 = 512 output elements; a 5x5 window writes the same 512."""
+    from analyzer.prediction.efficiency.kernel_time import CLASS_CODE
+
+    for k in (3, 5):
+        rep = _analyze([helper.make_node("Conv", ["x", "w"], ["y"], pads=[k // 2] * 4, group=8)], [_w("w", [8, 1, k, k])])
+        assert list(qnn.dw_outputs(rep.nodes, ((0,),), [CLASS_CODE["conv_dw"]], CLASS_CODE["conv_dw"])) == [512.0]
 
 
 def test_shipped_hexagon_fixed_costs_follow_the_form():
