@@ -208,9 +208,17 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
                    notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **lf.resident_fields(*cal[1:]),
-                   onchip=None if onchip is None else onchip[0], onchip_of=() if onchip is None else (wbytes, *onchip[1:3]),
-                   dw_rate=None if onchip is None or not onchip[4].any() else onchip[4],
-                   dw_outputs=None if onchip is None else onchip[3])
+                   **_qnn_fields(onchip, wbytes))
+
+
+def _qnn_fields(onchip, wbytes) -> dict:
+    """``Lowered``'s ``qnn`` fields from ``accelerators.qnn.profile_rows``' rows (None: another
+    runtime): the kept bytes, (weight bytes, budgets, onchip_cost), and the depthwise output rate
+    (None where no profile states one) with the output elements."""
+    if onchip is None:
+        return {}
+    return {"onchip": onchip[0], "onchip_of": (wbytes, *onchip[1:3]),
+            "dw_rate": onchip[4] if onchip[4].any() else None, "dw_outputs": onchip[3]}
 
 
 def _empty_consts(P: int) -> dict:

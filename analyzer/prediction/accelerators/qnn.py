@@ -52,7 +52,13 @@ their rate: an HVX register is 1024 bits (128-byte mode, the default from HVX v6
 ``core::arch::hexagon::v128`` documentation after Qualcomm's Hexagon HVX Programmer's Reference
 Manual, 80-N2040-61), 128 int8 or 64 fp16 lanes, so an fp16 depthwise kernel computes at
 ``HVX_FP16_SHARE`` = 0.5 of the int8 peak (a fixed ratio from the lane widths, not fitted).
-Chosen by the same cross-validation as the rest of the form.
+Chosen by the same cross-validation as the rest of the form.  Where the family states
+``qnn_dw_output_rate`` (R, output elements per second at W8A8; ``dw_output_rate``), a depthwise
+kernel's compute time is instead its output elements / (R x share), share 1 at int8,
+``HVX_FP16_SHARE`` at fp16, ``qnn_w8a16_share`` at w8a16, whatever its window: a cost per output
+element, fitted on the whole-model rows (one R on the 8 Gen 2, the 8 Gen 3's by the devices'
+fitted matrix-rate ratio; chosen over a per-tap rate and q x the matrix efficiency by
+bench/hexagon_transfer.py's rule; no HTP depthwise rate is published).
 
 Per inference, the profile family's ``run_fixed_s`` scalar (``efficiency/constants.py``) is
 added once: the graph-execute cost outside the accelerator's kernels (QNN's HTP profile
