@@ -26,9 +26,11 @@ fixed cost per device whose fp16 / W8A8 ratio ``t0_q`` both devices share, one W
 per-inference offset ``d_int8`` between AI Hub's deployments (a row deployed as ``qnn_dlc`` takes
 + d_int8 / 2, one as ``tflite`` - d_int8 / 2; written as the families' ``qnn_deploy_int8_s``,
 the library's ``qnn-dlc`` and ``qnn-tflite`` runtimes; ``qnn`` predicts their mean), and,
-by bench/hexagon_transfer.py's cross-validation (bench/results/hexagon_transfer.md), depthwise
-kernels at q_dw x their device's matrix-class efficiency e_mat, one q_dw (at most 1) for both
-devices (``dwq``: no e_dw of their own; written as conv_dw's e_compute). Constants
+by bench/hexagon_transfer.py's cross-validation (bench/results/hexagon_transfer.md), a
+depthwise kernel's compute at its output elements over a rate of its own (``dwt`` "ewm": one
+W8A8 rate dwr_int8 fitted for the 8 Gen 2, fp16 at 0.5 of it, the 8 Gen 3's by the devices'
+fitted matrix-rate ratio; written as each family's ``qnn_dw_output_rate``, conv_dw's e_compute
+the matrix classes'). Constants
 per device (8 Gen 2 = HTP v73, 8 Gen 3 = v75), ``r_fp16`` shared and written into each profile as
 its ``matrix_tflops.fp16`` (a fitted figure; its source says so), the per-inference fixed cost as
 the family's ``run_fixed_s`` / ``run_fixed_int8_s`` scalars, the profiles' ``default_runtime`` set
