@@ -366,7 +366,7 @@ def dw_seconds(D: Rows, P: dict, dwt: str) -> np.ndarray:
         rate = D.dw_share * P["dwr_int8"][0]
     if dwt[2] == "m":
         rate = rate * P["e_mat"][d] * D.peak / (P["e_mat"][0] * peak_int8(DEVS[0]))
-    return D.W / rate
+    return np.divide(D.W, rate, out=np.full(len(D.W), np.inf), where=rate > 0)   # (no rate: unbounded time)
 
 
 def dw_int8_rates(P: dict, dwt: str) -> np.ndarray:
