@@ -255,7 +255,8 @@ def profile_rows(acc, p: int, P: int, prof, arrays, matrix_peak, vector_peak, cl
     from analyzer.prediction.efficiency.kernel_time import CLASS_CODE
 
     dw_code = CLASS_CODE["conv_dw"]
-    hvx_depthwise(prof, matrix_peak, vector_peak, classes, dtypes, dw_code, note)
+    by_rate = dw_work is not None and float(arrays.get("qnn_dw_output_rate", 0.0)) > 0   # (its note says the rate)
+    hvx_depthwise(prof, matrix_peak, vector_peak, classes, dtypes, dw_code, None if by_rate else note)
     w8a16_rate(prof, float(arrays.get("qnn_w8a16_share", 0.0)), matrix_peak, vector_peak, dtypes, note)
     if acc is None:
         outs = np.zeros(len(nbytes)) if dw_work is None else dw_outputs(dw_work[0], dw_work[1].members, classes, dw_code)
