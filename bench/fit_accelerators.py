@@ -26,9 +26,11 @@ fixed cost per device whose fp16 / W8A8 ratio ``t0_q`` both devices share, one W
 per-inference offset ``d_int8`` between AI Hub's deployments (a row deployed as ``qnn_dlc`` takes
 + d_int8 / 2, one as ``tflite`` - d_int8 / 2; written as the families' ``qnn_deploy_int8_s``,
 the library's ``qnn-dlc`` and ``qnn-tflite`` runtimes; ``qnn`` predicts their mean), and,
-by bench/hexagon_transfer.py's cross-validation (bench/results/hexagon_transfer.md), depthwise
-kernels at q_dw x their device's matrix-class efficiency e_mat, one q_dw (at most 1) for both
-devices (``dwq``: no e_dw of their own; written as conv_dw's e_compute). Constants
+by bench/hexagon_transfer.py's cross-validation (bench/results/hexagon_transfer.md), a
+depthwise kernel's compute at its output elements over a rate of its own (``dwt`` "ewm": one
+W8A8 rate dwr_int8 fitted for the 8 Gen 2, fp16 at 0.5 of it, the 8 Gen 3's by the devices'
+fitted matrix-rate ratio; written as each family's ``qnn_dw_output_rate``, conv_dw's e_compute
+the matrix classes'). Constants
 per device (8 Gen 2 = HTP v73, 8 Gen 3 = v75), ``r_fp16`` shared and written into each profile as
 its ``matrix_tflops.fp16`` (a fitted figure; its source says so), the per-inference fixed cost as
 the family's ``run_fixed_s`` / ``run_fixed_int8_s`` scalars, the profiles' ``default_runtime`` set
@@ -68,13 +70,14 @@ DEVICE_NAME = {"hexagon-sd8gen2": "Samsung Galaxy S23 (Snapdragon 8 Gen 2)",
 # the form bench/hexagon_forms.py chose (bench/results/hexagon_forms.md) with the on-chip
 # activations bench/hexagon_variants.py chose (bench/results/hexagon_variants.md)
 FORM = H.Form("qnn", t0=True, floors=False, bwmax=1.0, loss="cauchy", f_scale=0.2, onchip=True, hvx=True,
-              t0q=True, kfix=True, deploy="int8", dwq=True)
+              t0q=True, kfix=True, deploy="int8", dwt="ewm")
 FORM_NAME = ("qnn fusion, e_bw <= 1, cauchy loss f = 0.2, activations within the profile's npu_onchip_mb kept "
              "on chip at a fitted c_act, fp16 depthwise at 0.5 of int8 (HVX), a per-inference fixed cost per "
              "device and precision whose fp16 / W8A8 ratio both devices share, one per-kernel fixed cost shared "
              "by both devices, a per-inference offset between AI Hub's qnn_dlc and tflite deployments of a W8A8 graph "
-             "shared by both devices, depthwise kernels at q_dw x their device's matrix efficiency e_mat, one q_dw "
-             "(at most 1) for both devices (no e_dw of their own; bench/hexagon_transfer.py)")
+             "shared by both devices, a depthwise kernel's compute at its output elements over a rate of its own "
+             "(dwr_int8 at W8A8 on the 8 Gen 2, fp16 at 0.5 of it, the 8 Gen 3's by the devices' fitted matrix-rate "
+             "ratio; bench/hexagon_transfer.py)")
 # class group -> the (e_compute, e_bw, floor) constants its op classes take
 GROUP_PARAMS = {"mat": ("e_mat", "bw_mat", "floor_mat"), "dw": ("e_dw", "bw_mat", "floor_mat"),
                 "ew": ("e_mat", "bw_ew", "floor_ew"), "move": ("e_mat", "bw_move", "floor_move")}
@@ -116,7 +119,8 @@ def write_family(family: str, pid: str, p: dict, r: float, rows, err: dict) -> N
                            f"{FORM.runtime} runtime with these sets; an e_bw above 1 means the NPU keeps that "
                            "class's traffic on chip (fused into its producer)"),
             "fit_date": FIT_DATE, "fit_script": SCRIPT, "command": COMMAND, "fit_error": err,
-            "r_fp16": round(r, 4), **({"q_dw": round(float(p["q_dw"][d]), 4)} if FORM.dwq else {})}
+            "r_fp16": round(r, 4), **({"q_dw": round(float(p["q_dw"][d]), 4)} if FORM.dwq else {}),
+            **({"qnn_dw_output_rate": float(H.dw_int8_rates(p, FORM.dwt)[d])} if FORM.dwt else {})}
     scalars = {"trans_weight": 1.0, "provenance": {"kind": "prior", "source": (
         "a transcendental counts as one vector operation (not identified by whole-model rows)")}}
     if FORM.t0:
@@ -143,6 +147,13 @@ def write_family(family: str, pid: str, p: dict, r: float, rows, err: dict) -> N
             "; onchip_cost: the time of an activation byte the qnn runtime keeps in the NPU's VTCM (a kernel "
             "whose activation bytes are at most the profile's npu_onchip_mb) as a fraction of a DRAM byte's, "
             f"fitted with the sets ({SCRIPT}; c_act at most 1)")
+    if FORM.dwt:
+        scalars["qnn_dw_output_rate"] = float(H.dw_int8_rates(p, FORM.dwt)[d])
+        scalars["provenance"]["source"] += (
+            "; qnn_dw_output_rate: a depthwise kernel's output elements per second at W8A8 (fp16 at 0.5 of it, "
+            "w8a16 at qnn_w8a16_share of it), whatever its window; the 8 Gen 2's fitted with the sets "
+            f"({SCRIPT}), the 8 Gen 3's that x the ratio of the devices' fitted matrix rates e_mat x P_int8 "
+            "(bench/hexagon_transfer.py's dwe-wm, chosen by the transfer rule against q_dw x e_mat)")
     scalars.update(kept_w8a16(family))
     doc = {"schema_version": 1, "family": family,
            "description": (f"Qualcomm Hexagon NPU constants of {pid} fitted on public AI Hub whole-model "
@@ -218,7 +229,7 @@ def table(title: str, rows, pred, by=("opcost_profile", "precision")) -> list[st
 
 
 def ms(rows, feats, P, r) -> np.ndarray:
-    return H.times(H.Rows(rows, feats), P, r) * 1e3
+    return H.times(H.Rows(rows, feats), P, r, FORM.dwt) * 1e3
 
 
 def ratio_table(test, feats, P, r) -> list[str]:
@@ -276,7 +287,7 @@ def main() -> None:
     ap.add_argument("--no-write", action="store_true")
     a = ap.parse_args()
     rows = hexagon_rows(a.measurements)
-    feats = H.features(rows, FORM.runtime, FORM.onchip, FORM.hvx)
+    feats = H.features(rows, FORM.runtime, FORM.onchip, FORM.hvx, dw_unit=FORM.dwt[:1])
     held = rows.model_id.isin(HELD_OUT)
     train, test = rows[~held].reset_index(drop=True), rows[held].reset_index(drop=True)
     report = ["# Hexagon NPU: fitted constants and their scores", "", f"Command: `{COMMAND}`", "",

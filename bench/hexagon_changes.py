@@ -146,6 +146,24 @@ def bn_requant(rows, feats0: dict) -> dict:
     return out
 
 
+_DW_WORK: dict = {}
+
+
+def dw_units(rows, feats0: dict, unit: str) -> dict:
+    """The features with each depthwise kernel's (group ``dw``) work replaced by its work unit
+    (hexagon_model.dw_work: ``t`` taps x output elements, ``e`` output elements), for a
+    ``Form.dwt`` line; the unit per key is computed once per unit."""
+    from analyzer.prediction.predict import predict
+
+    out = {}
+    for key, f in feats0.items():
+        if (key, unit) not in _DW_WORK:
+            (pred,) = predict(H.report(key[0]), [H.datasheet(key[1], True)], precision=key[2], runtime="qnn")
+            _DW_WORK[key, unit] = H.dw_work(H.report(key[0]), pred.kernel_table, unit)
+        out[key] = (f[0], np.where(f[0] == H.GROUPS.index("dw"), _DW_WORK[key, unit], f[1]), *f[2:])
+    return out
+
+
 def transformed(train, feats0: dict, opt: dict):
     """The features with a candidate's ``pad`` or ``dil`` (more work: ``padded``, ``dilated``), ``mib``
     (the on-chip budget ``MIB_MB``) or ``wres`` (no weight bytes) applied;

@@ -6,7 +6,8 @@ split by term, and what the graph holds (fitted models only: hexagon_model.HELD_
 The constants are bench/fit_accelerators.py's fit of its ``FORM`` on the fitted rows (the same
 call); each W8A8 row is predicted with them at its deployment (in-sample) and split, in us, as
 hexagon_model.times sums it: the per-inference fixed cost (+/- half the W8A8 deployment offset),
-the per-kernel cost (launches x kfix), and per kernel the larger of its compute and memory times,
+the per-kernel cost (launches x kfix), and per kernel the larger of its compute (a depthwise kernel's:
+its output elements at the form's depthwise rate) and memory times,
 charged to compute, to its weight bytes, to its activation bytes streamed from DRAM or to its
 activation bytes kept on chip (c_act), by which bound wins and each byte kind's share of the
 memory time. Per graph (the opcost graph is the float ONNX export; ``--precision int8`` charges 1
@@ -33,6 +34,8 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 import hexagon_model as H  # noqa: E402
 from fit_accelerators import FORM  # noqa: E402
 
+from analyzer.prediction.accelerators.qnn import HVX_FP16_SHARE  # noqa: E402
+
 
 def split(rows, feats, P: dict, r: float) -> list[dict]:
     """Per row of ``rows``: its prediction's terms in seconds (module docstring)."""
@@ -46,6 +49,10 @@ def split(rows, feats, P: dict, r: float) -> list[dict]:
         bw = np.choose(g, [P["bw_mat"][d], P["bw_mat"][d], P["bw_ew"][d], P["bw_move"][d]])
         s_prec = np.where(s > 0, s, r if fp else 1.0)
         tc = w / (H.peak_int8(row.opcost_profile) * s_prec * e)
+        if FORM.dwt:   # the depthwise kernels' work is their unit, at the form's rate (hexagon_model.dw_seconds)
+            rate = H.dw_int8_rates(P, FORM.dwt)[d] * (1.0 if not fp else HVX_FP16_SHARE if FORM.dwt[1] == "w"
+                                                      else P["dwr_fp16"][0] / P["dwr_int8"][0])
+            tc = np.where(g == 1, w / rate, tc)
         onchip = P["c_act"][d] * o / bw
         dram = m / bw
         tm = dram + onchip
@@ -81,9 +88,9 @@ def main() -> None:
 
     rows = H.hexagon_rows(a.measurements)
     train = H.fitted_rows(rows)
-    feats = H.features(train, FORM.runtime, FORM.onchip, FORM.hvx)
+    feats = H.features(train, FORM.runtime, FORM.onchip, FORM.hvx, dw_unit=FORM.dwt[:1])
     P, r = H.fit(H.Rows(train, feats), FORM)
-    pred = H.times(H.Rows(train, feats), P, r)
+    pred = H.times(H.Rows(train, feats), P, r, FORM.dwt)
     hx = pd.read_csv(os.path.join(a.measurements, "aihub_hexagon.csv"))
     layers = hx.groupby(["model_id", "opcost_profile", "runtime", "precision"]).layers_total.first()
     q = train[train.precision == "int8"]

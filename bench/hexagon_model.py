@@ -93,7 +93,7 @@ MOVE = {"movement", "view", "reorder", "gather", "other"}
 GROUPS = ("mat", "dw", "ew", "move")
 X0 = {"e_mat": 0.3, "e_dw": 0.05, "bw_mat": 0.5, "bw_ew": 0.5, "bw_move": 0.5, "floor_mat": 5e-6,
       "floor_ew": 2e-6, "floor_move": 1e-6, "t0_fp16": 1e-4, "t0_int8": 1e-4, "c_act": 0.5, "t0_q": 2.0,
-      "kfix": 2e-6, "d_fp16": 0.0, "d_int8": 0.0, "q_dw": 0.5}
+      "kfix": 2e-6, "d_fp16": 0.0, "d_int8": 0.0, "q_dw": 0.5, "dwr_int8": 1e11, "dwr_fp16": 5e10}
 # the signed constants (``Form.deploy``'s offsets) -> the seconds one unit of their fitted
 # coordinate stands for: they are fitted linearly from 0, not in log space
 SIGNED = {"d_fp16": 1e-4, "d_int8": 1e-4}
@@ -130,7 +130,14 @@ class Form:
     and d_int8; signed seconds); ``dwm``: depthwise kernels compute at their device's e_mat (no
     e_dw of their own: the whole-model rows do not identify it, a depthwise kernel being mostly
     memory-bound); ``dwq``: depthwise kernels at q_dw x their device's e_mat, one q_dw (at most 1)
-    shared by both devices (no e_dw of their own; ``dwm`` is its q_dw = 1)."""
+    shared by both devices (no e_dw of their own; ``dwm`` is its q_dw = 1); ``dwt``: a depthwise
+    kernel's compute time is its work unit over a rate of its own (``dw_seconds``; no e_dw, no
+    q_dw), three letters: the unit (``t``: kernel-window taps x output elements, the depthwise
+    Conv's MACs; ``e``: its output elements), the precision (``p``: a fitted rate per precision,
+    ``dwr_int8`` and ``dwr_fp16``; ``w``: ``dwr_int8``, fp16 at ``qnn.HVX_FP16_SHARE`` of it, the
+    HVX lane widths) and the device (``s``: the same rate on both devices; ``m``: the fitted rate
+    is the 8 Gen 2's, the 8 Gen 3's that x the ratio of the devices' fitted matrix rates
+    e_mat x P_int8); the features' work column then holds the unit (``features``' ``dw_unit``)."""
     runtime: str
     t0: bool
     floors: bool = True
@@ -145,10 +152,11 @@ class Form:
     deploy: str = ""
     dwm: bool = False
     dwq: bool = False
+    dwt: str = ""
 
     def names(self) -> list[str]:
         """The constants fitted per device."""
-        out = ["e_mat", *([] if self.dwm or self.dwq else ["e_dw"]), "bw_mat", "bw_ew", "bw_move"]
+        out = ["e_mat", *([] if self.dwm or self.dwq or self.dwt else ["e_dw"]), "bw_mat", "bw_ew", "bw_move"]
         t0 = (["t0_int8"] if self.t0q else ["t0_fp16", "t0_int8"]) if self.t0 else []
         return out + (["floor_mat", "floor_ew", "floor_move"] if self.floors else []) + t0 + (
             ["c_act"] if self.onchip else [])
@@ -157,7 +165,8 @@ class Form:
         """The constants shared by both devices (r_fp16 aside)."""
         return (["t0_q"] if self.t0 and self.t0q else []) + (["kfix"] if self.kfix else []) + (
             {"": [], "int8": ["d_int8"], "both": ["d_fp16", "d_int8"]}[self.deploy]) + (
-            ["q_dw"] if self.dwq else [])
+            ["q_dw"] if self.dwq else []) + (
+            (["dwr_int8"] + (["dwr_fp16"] if self.dwt[1] == "p" else [])) if self.dwt else [])
 
     def n_constants(self) -> int:
         return 2 * len(self.names()) + len(self.shared()) + 1
@@ -219,13 +228,15 @@ def hexagon_rows(mdir: str, precisions: tuple[str, ...] = ("fp16", "int8")):
     return hx[["model_id", "opcost_profile", "precision", "runtime", "inference_time_ms"]].reset_index(drop=True)
 
 
-def features(rows, runtime: str, onchip: bool = False, hvx: bool = False, onchip_mb: float | None = None) -> dict:
+def features(rows, runtime: str, onchip: bool = False, hvx: bool = False, onchip_mb: float | None = None,
+             dw_unit: str = "") -> dict:
     """(model, device, precision) -> per-kernel arrays (group index, FLOP-equivalent work,
     datasheet memory seconds of the bytes to DRAM, launches, datasheet seconds of the activation
     bytes kept on chip) of ``runtime``'s plan on the datasheet profile (``onchip``: with its NPU
     on-chip budget, ``Form.onchip``, or ``onchip_mb`` (1e6 B) in its place; else nothing kept) and
     the fixed precision share of each
-    kernel's rate (``Form.hvx``: the fp16 depthwise kernels'; 0: the fitted r_fp16 or 1)."""
+    kernel's rate (``Form.hvx``: the fp16 depthwise kernels'; 0: the fitted r_fp16 or 1);
+    ``dw_unit`` (``Form.dwt``'s first letter): the depthwise kernels' work is ``dw_work``'s unit."""
     from analyzer.prediction.accelerators import qnn
     from analyzer.prediction.predict import predict
 
@@ -235,10 +246,27 @@ def features(rows, runtime: str, onchip: bool = False, hvx: bool = False, onchip
         kt = pred.kernel_table
         kept = np.zeros(len(kt.op_class)) if kt.onchip is None else np.asarray(kt.onchip[0], float)
         fix = [qnn.HVX_FP16_SHARE if hvx and c == "conv_dw" and key[2] == "fp16" else 0.0 for c in kt.op_class]
+        work = np.asarray(kt.compute) * np.asarray(kt.matrix_peak)
+        if dw_unit:
+            work = np.where(np.array(kt.op_class) == "conv_dw", dw_work(report(key[0]), kt, dw_unit), work)
         out[key] = (np.array([GROUPS.index(group_of(c)) for c in kt.op_class]),
-                    np.asarray(kt.compute) * np.asarray(kt.matrix_peak), np.asarray(kt.memory, float),
+                    work, np.asarray(kt.memory, float),
                     np.asarray(kt.runs, float), kept * np.asarray(kt.runs, float) / float(kt.mem_bw), np.array(fix))
     return out
+
+
+def dw_work(rep, kt, unit: str) -> np.ndarray:
+    """[K] per kernel of ``kt`` (a prediction's kernel table of report ``rep``), over its launches:
+    the work units of the Conv nodes it holds, ``t``: taps x output elements (the Conv's MACs,
+    mac_flops / 2: for a depthwise Conv k_h x k_w per output element), ``e``: output elements;
+    e.g. a 3x3 depthwise Conv writing 1 x 32 x 112 x 112: t = 9 x 401,408 = 3,612,672, e = 401,408."""
+    out = np.zeros(len(kt.op_class))
+    for i, k in enumerate(kt.kernel_of):
+        nd = rep.nodes[i]
+        if k < 0 or nd.op != "Conv":
+            continue
+        out[k] += nd.cost.mac_flops / 2 if unit == "t" else float(np.prod(nd.out_specs[0].shape))
+    return out * np.asarray(kt.runs, float)
 
 
 def largest_move_dram(feats: dict) -> int:
@@ -292,7 +320,7 @@ class Rows:
 def unpack(x, form: Form) -> tuple[dict, float]:
     """({constant: [8 Gen 2, 8 Gen 3]}, r_fp16) of a parameter vector (log space: the per-device
     constants of each device, the shared ones, r_fp16); constants a form leaves out are 0, those
-    it derives are filled in (``t0q``: t0_fp16; ``kfix``: every group's floor; ``dwm``, ``dwq``: e_dw)."""
+    it derives are filled in (``t0q``: t0_fp16; ``kfix``: every group's floor; ``dwm``, ``dwq``, ``dwt``: e_dw)."""
     names = form.names()
     P = {k: np.zeros(2) for k in X0}
     for d in range(2):
@@ -304,24 +332,60 @@ def unpack(x, form: Form) -> tuple[dict, float]:
         P["t0_fp16"] = P["t0_q"] * P["t0_int8"]
     if form.kfix:
         P.update({f: P["kfix"].copy() for f in ("floor_mat", "floor_ew", "floor_move")})
-    if form.dwm:
+    if form.dwm or form.dwt:   # (``dwt``: e_dw unused, its kernels' compute is ``dw_seconds``)
         P["e_dw"] = P["e_mat"].copy()
     if form.dwq:
         P["e_dw"] = P["q_dw"] * P["e_mat"]
     return P, float(np.exp(x[-1]))
 
 
-def times(D: Rows, P: dict, r: float) -> np.ndarray:
+def compute_seconds(D: Rows, P: dict, r: float, dwt: str = "", e_scale=1.0) -> np.ndarray:
+    """Per kernel of ``D``, its compute seconds per launch: W / (P_int8 x s_prec x e x ``e_scale``)
+    (e: e_dw for a depthwise kernel, else e_mat), a ``Form.dwt`` form's depthwise kernels
+    ``dw_seconds``."""
+    d, G = D.key_dev[D.K], D.G
+    e = np.where(G == 1, P["e_dw"][d], P["e_mat"][d]) * e_scale
+    s_prec = np.where(D.S > 0, D.S, np.where(D.key_fp16[D.K], r, 1.0))
+    t = D.W / (D.peak * s_prec * e)
+    return np.where(G == 1, dw_seconds(D, P, dwt), t) if dwt else t
+
+
+def dw_seconds(D: Rows, P: dict, dwt: str) -> np.ndarray:
+    """Per kernel of ``D`` (a ``Form.dwt`` form; its work column the depthwise unit, ``features``'
+    ``dw_unit``): unit / rate, rate = dwr_int8 at W8A8, dwr_fp16 (``p``) or HVX_FP16_SHARE x
+    dwr_int8 (``w``) at fp16 (a ``D.dw_share`` per kernel, where set: that x dwr_int8), on the
+    8 Gen 3 x e_mat[1] P_int8[1] / (e_mat[0] P_int8[0]) (``m``);
+    e.g. ``tws``: a 3x3 depthwise Conv of 32 x 112 x 112 outputs (3,612,672 taps) at fp16 with
+    dwr_int8 = 2e11 taps/s takes 3,612,672 / (0.5 x 2e11) = 36.1 us on either device."""
+    from analyzer.prediction.accelerators.qnn import HVX_FP16_SHARE
+
+    d, fp = D.key_dev[D.K], D.key_fp16[D.K]
+    fp16_rate = P["dwr_fp16"][0] if dwt[1] == "p" else HVX_FP16_SHARE * P["dwr_int8"][0]
+    rate = np.where(fp, fp16_rate, P["dwr_int8"][0])
+    if getattr(D, "dw_share", None) is not None:   # W8A16 rows (bench/hexagon_w8a16.py): share x the W8A8 rate
+        rate = D.dw_share * P["dwr_int8"][0]
+    if dwt[2] == "m":
+        rate = rate * P["e_mat"][d] * D.peak / (P["e_mat"][0] * peak_int8(DEVS[0]))
+    return np.divide(D.W, rate, out=np.full(len(D.W), np.inf), where=rate > 0)   # (no rate: unbounded time)
+
+
+def dw_int8_rates(P: dict, dwt: str) -> np.ndarray:
+    """[8 Gen 2, 8 Gen 3] a ``Form.dwt`` form's W8A8 depthwise rate per device (units/s, as
+    ``dw_seconds`` prices an int8 kernel): dwr_int8 on both (``s``), or on the 8 Gen 3 x
+    e_mat[1] P_int8[1] / (e_mat[0] P_int8[0]) (``m``)."""
+    peak = np.array([peak_int8(dv) for dv in DEVS])
+    r = np.full(2, float(P["dwr_int8"][0]))
+    return r * P["e_mat"] * peak / (P["e_mat"][0] * peak[0]) if dwt[2] == "m" else r
+
+
+def times(D: Rows, P: dict, r: float, dwt: str = "") -> np.ndarray:
     """Predicted seconds of each row of ``D`` with constants ``P`` and ``r_fp16`` (a deployment
     offset ``Form.deploy``: + sign x d_prec / 2; at least 0.1 us, the log residual needs a
-    positive time)."""
+    positive time; ``dwt``: the form's ``Form.dwt``)."""
     d, G = D.key_dev[D.K], D.G
-    e = np.where(G == 1, P["e_dw"][d], P["e_mat"][d])
     bw = np.choose(G, [P["bw_mat"][d], P["bw_mat"][d], P["bw_ew"][d], P["bw_move"][d]])
     floor = np.choose(G, [P["floor_mat"][d], P["floor_mat"][d], P["floor_ew"][d], P["floor_move"][d]])
-    fp = D.key_fp16[D.K]
-    s_prec = np.where(D.S > 0, D.S, np.where(fp, r, 1.0))
-    t = D.R * floor + D.N * np.maximum(D.W / (D.peak * s_prec * e), (D.M + P["c_act"][d] * D.O) / bw)
+    t = D.R * floor + D.N * np.maximum(compute_seconds(D, P, r, dwt), (D.M + P["c_act"][d] * D.O) / bw)
     per_key = (np.bincount(D.K, weights=t, minlength=D.n_keys)
                + np.where(D.key_fp16, P["t0_fp16"][D.key_dev], P["t0_int8"][D.key_dev]))
     off = D.sign * np.where(D.fp16, P["d_fp16"][D.dev], P["d_int8"][D.dev]) / 2
@@ -335,7 +399,7 @@ def fit(D: Rows, form: Form, r_fixed: float | None = None) -> tuple[dict, float]
     names = [k for _ in range(2) for k in form.names()] + form.shared()
     x0 = np.array([0.0 if k in SIGNED else np.log(X0[k]) for k in names] + [np.log(r_fixed or 0.25)])
     cap = {"e_": 0.0, "bw": np.log(form.bwmax), "fl": np.log(form.fcap), "t0": np.inf, "c_": 0.0, "kf": np.inf,
-           "d_": np.inf, "q_": 0.0}
+           "d_": np.inf, "q_": 0.0, "dw": np.inf}
     up = np.array([cap[k[:2]] for k in names] + [0.0])
     lo = np.array([np.log(T0_MIN) if k.startswith("t0") else np.log(KFIX_MIN) if k == "kfix" else -np.inf
                    for k in names] + [-np.inf])
@@ -344,7 +408,7 @@ def fit(D: Rows, form: Form, r_fixed: float | None = None) -> tuple[dict, float]
 
     def res(x):
         P, r = unpack(x, form)
-        return np.concatenate([np.log(times(D, P, r) / D.meas), 0.01 * (x - x0)])
+        return np.concatenate([np.log(times(D, P, r, form.dwt) / D.meas), 0.01 * (x - x0)])
 
     return unpack(solve(res, x0, lo, up, names, form), form)
 
@@ -372,7 +436,7 @@ def cv(rows, feats, form: Form, key) -> np.ndarray:
     for k in sorted(set(keys)):
         out = keys == k
         P, r = fit(Rows(rows[~out], feats), form)
-        pred[out] = times(Rows(rows[out], feats), P, r)
+        pred[out] = times(Rows(rows[out], feats), P, r, form.dwt)
     return pred
 
 

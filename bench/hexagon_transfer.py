@@ -8,12 +8,13 @@ Writes the table to ``--out`` and the same scores as data beside it (its ``.json
 names the line that is bench/fit_accelerators.py's ``FORM``, whose LOMO / LOFO the Hexagon
 profiles' notes quote through bench/hexagon_notes.py).
 
-Base: the shipped form, bench/fit_accelerators.py's ``FORM`` (``SHIPPED``, ``dwq``: depthwise
-kernels at one shared fraction q of the matrix efficiency, the qnn runtime's ``spill``). Each
+Base: ``SHIPPED``, ``dwq`` (depthwise kernels at one shared fraction q of the matrix efficiency,
+the qnn runtime's ``spill``), the form shipped when these lines were scored; bench/fit_accelerators.py's
+``FORM`` is now its ``dwe-wm`` line (``form_line``), chosen by this table. Each
 candidate changes one thing of it (``CANDIDATES``; ``BASE`` is the form with no depthwise rule,
 from which each line's form is built); each line is scored by leave one model out (LOMO) and leave
 one family out (LOFO, hexagon_model.FAMILIES) on the fitted rows, overall and per device x
-precision cell, and in-sample, and judged against the shipped form's line of the same run (a line
+precision cell, and in-sample, and judged against the base line of the same run (a line
 in ``STACKED_ON``: against the line it names). A candidate is adopted when it passes every
 condition of its rule (``RULES``, ``Rule``, ``adopted``; each fixed before any held-out score of
 the candidates it judges): ``transfer``: LOFO MAPE at least 1 point below its base's, LOMO at most
@@ -23,9 +24,9 @@ above, in-sample at most 1 above (and, after, bench/fit_accelerators.py's held-o
 ratio check, a gate); of several adopted, the lowest LOFO is taken (``chosen``). The feature
 changes are bench/hexagon_changes.py's.
 
-Candidates (hexagon_model.times with one change; "dwq, X": the shipped form with X):
+Candidates (hexagon_model.times with one change; "dwq, X": the base form with X):
 
-- ``dwq`` (shipped): e_dw = q x e_mat, one q (at most 1) for both devices (hexagon_model.Form.dwq);
+- ``dwq`` (the base): e_dw = q x e_mat, one q (at most 1) for both devices (hexagon_model.Form.dwq);
   ``dwm``: q = 1, depthwise kernels at their device's matrix-class efficiency; the base line: an
   e_dw of its own per device; ``dws``: e_dw x P_int8 the same on both devices (the 8 Gen 2's
   rate), one q;
@@ -62,10 +63,16 @@ Candidates (hexagon_model.times with one change; "dwq, X": the shipped form with
   movement group per DRAM byte: a pass of the HVX unit through the VTCM), its DRAM bytes also
   crossing DRAM at the datasheet bandwidth, overlapped (``mvo``: max of the two) or serial
   (``mvs``: their sum); the shipped form charges a movement kernel's DRAM bytes at 1 / e_bw of the
-  group, 255-286x a DRAM byte, which a large transpose or copy multiplies out to tenths of a second.
+  group, 255-286x a DRAM byte, which a large transpose or copy multiplies out to tenths of a second;
+- ``dwt-..`` / ``dwe-..`` (hexagon_model.Form.dwt): a depthwise kernel's compute time is its work
+  unit over a fitted rate of its own, in place of q_dw x the matrix rate (its memory term
+  unchanged): ``dwt`` taps x output elements (its MACs), ``dwe`` output elements (a cost per output
+  whatever the window); ``p``: a rate per precision (fp16, W8A8), ``w``: one W8A8 rate, fp16 at 0.5
+  of it (the HVX lane widths); ``s``: the same rate on both devices, ``m``: the 8 Gen 3's the
+  8 Gen 2's x the ratio of their fitted matrix rates (e_mat x P_int8, as ``dwq`` ties them).
 
-``--only "stream|bnq"``, ``--only "mib|dil"`` or ``--only "mvo|mvs"`` (with ``--out`` elsewhere) scores those lines with
-the shipped form's line alone.
+``--only "stream|bnq"``, ``--only "mib|dil"``, ``--only "mvo|mvs"`` or ``--only "dwt-|dwe-"`` (with ``--out`` elsewhere) scores those lines with
+the base line alone.
 
 Needs pandas, scipy and onnx (bench only).
 """
@@ -86,7 +93,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import hexagon_model as H  # noqa: E402
 from fit_accelerators import FORM  # noqa: E402
-from hexagon_changes import transformed  # noqa: E402
+from hexagon_changes import dw_units, transformed  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,13 +124,14 @@ class Rule:
 # condition; the held-out 8 Gen 3 / 8 Gen 2 ratio check of bench/fit_accelerators.py a gate after)
 RULES = {"transfer": Rule(), "int8": Rule(int8_better=True),
          "hw": Rule(lomo_slack=0.0, cell_slack=None, insample_slack=1.0)}
-BASE = dataclasses.replace(FORM, dwm=False, dwq=False)
+BASE = dataclasses.replace(FORM, dwm=False, dwq=False, dwt="")
 FACTORS = ("kq", "mq", "cq", "eq")
-# the shipped form's line (``FORM``): every other line is one change to it and is judged against it,
-# but those listed in ``STACKED_ON`` (a change on top of another line, judged against that line)
+# the line every other line is judged against (``dwq``, the form shipped when these lines were scored;
+# ``form_line`` names the one that is ``FORM`` now), but those listed in ``STACKED_ON`` (a change on top
+# of another line, judged against that line)
 SHIPPED = "dwq: e_dw = q e_mat, q <= 1 shared"
 # name -> (form changes to ``BASE``, options): options ecap, pad, dw ("s": dws) and the W8A8
-# factors; the names "dwq, X" are the shipped form with X
+# factors; the names "dwq, X" are the base form with X
 CANDIDATES = {
     SHIPPED: ({"dwq": True}, {}),
     "dwm: depthwise at e_mat (q = 1)": ({"dwm": True}, {}),
@@ -144,6 +152,10 @@ CANDIDATES = {
     "dwq, mib, dil": ({"dwq": True}, {"mib": True, "dil": True}),
     **{f"dwq, {k}: data movement at its on-chip rate, DRAM {w}": ({"dwq": True}, {"mv": m})
        for k, m, w in (("mvo", "max", "overlapped"), ("mvs", "sum", "serial"))},
+    **{f"{u}-{p}{d}: depthwise {uw} at a rate of their own, {pw}, {dw}": ({"dwt": f"{u[-1]}{p}{d}"}, {})
+       for u, uw in (("dwt", "taps x outputs"), ("dwe", "output elements"))
+       for p, pw in (("p", "one per precision"), ("w", "fp16 at 0.5 of int8"))
+       for d, dw in (("s", "the same on both devices"), ("m", "8 Gen 3 by the matrix-rate ratio"))},
 }
 # a stacked line -> the line it is judged against (else: ``SHIPPED``)
 STACKED_ON: dict[str, str] = {}
@@ -152,13 +164,13 @@ RULE_OF = {"dwq, stream": "int8", "dwq, bnq": "int8", "dwq, mib": "hw", "dwq, di
 
 
 def base_of(name: str) -> str:
-    """The line a candidate is judged against: ``STACKED_ON``'s, else the shipped form's."""
+    """The line a candidate is judged against: ``STACKED_ON``'s, else the base line (``SHIPPED``)."""
     return STACKED_ON.get(name, SHIPPED)
 
 
 def chosen(scores: dict) -> str | None:
     """The adopted line with the lowest LOFO (ties: lower LOMO, then lower in-sample) among the lines
-    judged against the shipped form (``scores``: name -> its scores with its ``verdict``); None if
+    judged against the base line (``scores``: name -> its scores with its ``verdict``); None if
     none passes."""
     ok = [n for n, s in scores.items() if s.get("verdict") == "yes" and base_of(n) == SHIPPED]
     return min(ok, key=lambda n: (scores[n]["lofo"], scores[n]["lomo"], scores[n]["insample"])) if ok else None
@@ -193,19 +205,18 @@ def rows_of(rows, feats) -> H.Rows:
     return H.Rows(rows, feats)
 
 
-def times(D, P: dict, r: float, opt: dict | None = None) -> np.ndarray:
-    """hexagon_model.times with the W8A8 factors (1 where absent) and ``wpf``'s weight term."""
+def times(D, P: dict, r: float, opt: dict | None = None, dwt: str = "") -> np.ndarray:
+    """hexagon_model.times with the W8A8 factors (1 where absent) and ``wpf``'s weight term
+    (``dwt``: the form's ``Form.dwt``)."""
     d, G, fp = D.key_dev[D.K], D.G, D.key_fp16[D.K]
     q = {k: np.where(fp, 1.0, P[k][0]) if k in P else 1.0 for k in FACTORS}
-    e = np.where(G == 1, P["e_dw"][d], P["e_mat"][d]) * q["eq"]
     bw = np.choose(G, [P["bw_mat"][d], P["bw_mat"][d], P["bw_ew"][d], P["bw_move"][d]])
-    s_prec = np.where(D.S > 0, D.S, np.where(fp, r, 1.0))
     mem = q["mq"] * (D.M + q["cq"] * P["c_act"][d] * D.O) / bw
     if opt and opt.get("mv"):   # a movement kernel's every byte at its on-chip rate, and its DRAM trip
         onrate = P["c_act"][d] * (D.M + D.O) / bw
         mem = np.where(G == H.GROUPS.index("move"),
                        np.maximum(onrate, D.M) if opt["mv"] == "max" else onrate + D.M, mem)
-    t = q["kq"] * D.R * P["kfix"][d] + D.N * np.maximum(D.W / (D.peak * s_prec * e), mem)
+    t = q["kq"] * D.R * P["kfix"][d] + D.N * np.maximum(H.compute_seconds(D, P, r, dwt, q["eq"]), mem)
     per_key = np.bincount(D.K, weights=t, minlength=D.n_keys)
     if opt and opt.get("wpf"):
         tw = D.tw / P["bw_mat"][D.key_dev]
@@ -228,7 +239,7 @@ def fit(D, form, opt: dict) -> tuple[dict, float]:
 
     def res(x):
         P, r = unpack(x, form, opt)
-        return np.concatenate([np.log(times(D, P, r, opt) / D.meas), 0.01 * (x - x0)])
+        return np.concatenate([np.log(times(D, P, r, opt, form.dwt) / D.meas), 0.01 * (x - x0)])
 
     return unpack(H.solve(res, x0, lo, up, names, form), form, opt)
 
@@ -239,7 +250,7 @@ def cv(rows, feats, form, opt: dict, key) -> np.ndarray:
     for k in sorted(set(keys)):
         out = keys == k
         P, r = fit(rows_of(rows[~out], feats), form, opt)
-        pred[out] = times(rows_of(rows[out], feats), P, r, opt)
+        pred[out] = times(rows_of(rows[out], feats), P, r, opt, form.dwt)
     return pred
 
 
@@ -267,8 +278,10 @@ def score(train, feats0: dict, name: str) -> dict:
     meas = train.inference_time_ms.values * 1e-3
     form = dataclasses.replace(BASE, **fchange)
     feats = transformed(train, feats0, opt)
+    if form.dwt:
+        feats = dw_units(train, feats, form.dwt[0])
     P, r = fit(rows_of(train, feats), form, opt)
-    s_in = H.stats(times(rows_of(train, feats), P, r, opt), meas)
+    s_in = H.stats(times(rows_of(train, feats), P, r, opt, form.dwt), meas)
     mo, fa = cv(train, feats, form, opt, lambda m: m), cv(train, feats, form, opt, H.FAMILIES.get)
     s_mo, s_fa = H.stats(mo, meas), H.stats(fa, meas)
     q = train.precision.values == "int8"
@@ -281,15 +294,16 @@ def row_text(name: str, s: dict) -> str:
     return (f"| {name} | {base_of(name) if name != SHIPPED else ''} | {s['insample']:.1f} % | "
             f"{s['lomo']:.1f} % ({s['lomo_bias']:+.1f} %) | {s['lofo']:.1f} % ({s['lofo_bias']:+.1f} %) | "
             + ", ".join(f"{c} {v:.1f}" for c, v in s["cells"].items())
-            + f" (W8A8 rows {s['int8']:.1f}) | {s['verdict']} |")
+            + f" (W8A8 rows {s['int8']:.1f}) | {s['verdict']}{' **shipped**' if name == form_line() else ''} |")
 
 
 def header(train) -> list[str]:
     return ["# Hexagon NPU: changes for transfer to unseen models, cross-validated on the fitted models", "",
             "Command: `PYTHONPATH=$PWD python bench/hexagon_transfer.py ../shared/measurements/accelerators`; "
             f"{len(train)} fitted rows, {train.model_id.nunique()} models; the held-out models never enter. "
-            f"Every line is judged against the shipped form's line (`{SHIPPED}`, bench/fit_accelerators.py's FORM), "
-            "in this run, but a stacked line, judged against the line named in its 'judged against' column. Rules "
+            f"Every line is judged against the base line (`{SHIPPED}`, the form shipped when they were scored), "
+            "in this run, but a stacked line, judged against the line named in its 'judged against' column; the "
+            f"line marked shipped is bench/fit_accelerators.py's FORM (`{form_line()}`). Rules "
             "(each fixed before any held-out score of the lines it judges): "
             + " | ".join(f"`{k}`: {r.text()}" for k, r in RULES.items())
             + ". The stream / bnq lines are judged by `int8`, the mib / dil lines by `hw`, the others by `transfer`.",
@@ -300,7 +314,7 @@ def header(train) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("measurements", nargs="?", default=H.MEASUREMENTS)
-    ap.add_argument("--only", default="", help="run only the shipped form's line and the candidates whose name "
+    ap.add_argument("--only", default="", help="run only the base line and the candidates whose name "
                     "contains this (or one of several texts separated by |)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "hexagon_transfer.md"))
     a = ap.parse_args()
@@ -313,12 +327,12 @@ def main() -> None:
         if name != SHIPPED and not any(t in name for t in a.only.split("|")):
             continue
         scores[name] = score(train, feats0, name)
-        scores[name]["verdict"] = ("(shipped)" if name == SHIPPED else "yes" if base_of(name) in scores
+        scores[name]["verdict"] = ("(base)" if name == SHIPPED else "yes" if base_of(name) in scores
                                    and adopted(scores[name], scores[base_of(name)], rule_of(name)) else "no")
         lines.append(row_text(name, scores[name]))
         print(lines[-1], flush=True)
     stacked = [n for n in scores if base_of(n) != SHIPPED and scores[n]["verdict"] == "yes"]
-    lines += ["", "Chosen among the lines that pass against the shipped form (the lowest LOFO): **"
+    lines += ["", "Chosen among the lines that pass against the base line (the lowest LOFO): **"
               + (chosen(scores) or "none") + "**; stacked lines that pass against theirs: "
               + (", ".join(stacked) or "none") + "."]
     move_b = H.largest_move_dram(feats0)

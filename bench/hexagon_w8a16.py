@@ -49,7 +49,7 @@ LOMO_MAX = 30.0
 def w8a16_features(rows) -> dict:
     """``H.features`` of the W8A16 rows with each kernel's fixed precision share set to 1 (a
     placeholder ``rows_at`` replaces by r_w8a16)."""
-    feats = H.features(rows, F.FORM.runtime, F.FORM.onchip, F.FORM.hvx)
+    feats = H.features(rows, F.FORM.runtime, F.FORM.onchip, F.FORM.hvx, dw_unit=F.FORM.dwt[:1])
     return {k: (*f[:5], np.ones(len(f[0]))) for k, f in feats.items()}
 
 
@@ -67,6 +67,7 @@ _NONMATRIX_GROUPS = [H.GROUPS.index("ew"), H.GROUPS.index("move")]
 def set_share(D: H.Rows, r: float) -> None:
     """Each kernel's share of the int8 peak (in place): r, or 1 for a non-matrix one (``NONMATRIX``)."""
     D.S = np.full(len(D.G), r)
+    D.dw_share = np.full(len(D.G), r)   # a Form.dwt form's depthwise kernels: r x its W8A8 rate
     if NONMATRIX == "int8":
         D.S[np.isin(D.G, _NONMATRIX_GROUPS)] = 1.0
 
@@ -89,7 +90,7 @@ def fit_r(rows, feats, P: dict) -> float:
 
     def res(x):
         set_share(D, float(np.exp(x[0])))
-        return np.log(H.times(D, P, 1.0) / D.meas)
+        return np.log(H.times(D, P, 1.0, F.FORM.dwt) / D.meas)
 
     sol = least_squares(res, [np.log(0.25)], bounds=([-np.inf], [0.0]), loss=F.FORM.loss, f_scale=F.FORM.f_scale)
     return float(np.exp(sol.x[0]))
@@ -98,7 +99,7 @@ def fit_r(rows, feats, P: dict) -> float:
 def ms(rows, feats, P, r: float) -> np.ndarray:
     if len(rows) == 0:
         return np.zeros(0)
-    return H.times(rows_at(rows, feats, r), P, 1.0) * 1e3
+    return H.times(rows_at(rows, feats, r), P, 1.0, F.FORM.dwt) * 1e3
 
 
 def lomo(rows, feats, P) -> tuple[np.ndarray, dict]:
@@ -179,7 +180,8 @@ def main() -> None:
     global FIXED, NONMATRIX
     FIXED, NONMATRIX = a.fixed, a.nonmatrix
     base = H.fitted_rows(H.hexagon_rows(a.measurements))
-    P, r_fp16 = H.fit(H.Rows(base, H.features(base, F.FORM.runtime, F.FORM.onchip, F.FORM.hvx)), F.FORM)
+    P, r_fp16 = H.fit(H.Rows(base, H.features(base, F.FORM.runtime, F.FORM.onchip, F.FORM.hvx,
+                                              dw_unit=F.FORM.dwt[:1])), F.FORM)
     rows = H.hexagon_rows(a.measurements, ("w8a16",))
     feats = w8a16_features(rows)
     held = rows.model_id.isin(H.HELD_OUT).values

@@ -17,7 +17,8 @@ def per_profile(runtime, prof, arrays, label: str, note: list, placed: tuple, qn
     (``placed`` = plan, fusion nodes, rows, fixed seconds, bandwidth; ``accelerators/``), the seconds
     paid once per call (``qnn``'s per-inference fixed cost, ``xla`` on a TPU: a jitted call's launch)
     and ``qnn``'s on-chip activation rows (``qnn_rows`` = the running rows, profile index, profile
-    count, peaks, classes, dtypes, bytes and weight bytes per kernel; HVX depthwise peaks too).
+    count, peaks, classes, dtypes, bytes and weight bytes per kernel, the nodes; HVX depthwise peaks
+    and the depthwise output rate too).
     Returns (bandwidth B/s, per-call seconds, on-chip rows or None)."""
     plan, fnodes, rows, fixed_p, bw = placed
     onchip, p, P, mpeak_p, vpeak_p = qnn_rows[:5]
@@ -26,7 +27,8 @@ def per_profile(runtime, prof, arrays, label: str, note: list, placed: tuple, qn
     per_call = (qnn.run_fixed_s(runtime.name, arrays, label, note)
                 + xla_tpu.call_launch_s(runtime.name, prof.kind, arrays, prof.id, note))
     if runtime.name in qnn.DEPLOYMENTS:
-        onchip = qnn.profile_rows(onchip, p, P, prof, arrays, mpeak_p, vpeak_p, *qnn_rows[5:], note)
+        onchip = qnn.profile_rows(onchip, p, P, prof, arrays, mpeak_p, vpeak_p, *qnn_rows[5:9], note,
+                                  dw_work=(qnn_rows[9], plan, rows))
     return bw, per_call, onchip
 
 

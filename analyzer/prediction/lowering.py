@@ -109,6 +109,11 @@ class Lowered:
     # with ``onchip``: ([K] weight bytes per launch, [P] budgets (B), [P] onchip_cost: an on-chip
     # byte's time as a fraction of a DRAM byte's, the family's fitted scalar)
     onchip_of: tuple = ()
+    # [P, K] output elements per second the ``qnn`` runtime's depthwise kernels compute at
+    # (``accelerators.qnn.dw_output_rate``; 0: not such a kernel) and [K] their output elements
+    # per launch; None: no profile states a depthwise output rate
+    dw_rate: np.ndarray | None = None
+    dw_outputs: np.ndarray | None = None
 
     @property
     def besides_kernels_s(self) -> np.ndarray:
@@ -185,7 +190,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         host_only[p] = host_only_ops.per_run_s(prof, runtime, calibrated, launch, note, len(plan.host_only))
         bw[p], run_overhead[p], onchip = accelerator_terms.per_profile(
             runtime, prof, arrays, label, note, (plan, fnodes, rows, fixed[p], bw[p]),
-            (onchip, p, P, mpeak[p], vpeak[p], cls_l, anchor_dtype, feats["bytes"], wbytes))
+            (onchip, p, P, mpeak[p], vpeak[p], cls_l, anchor_dtype, feats["bytes"], wbytes, nodes))
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p], "units": units[p], "l2_bytes": l2[p]}
         if calibrated:
             run_overhead[p], cal = lf.calibrated_terms(cal, p, prof, runtime, once, fixed, (
@@ -203,7 +208,17 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
                    notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **lf.resident_fields(*cal[1:]),
-                   onchip=None if onchip is None else onchip[0], onchip_of=() if onchip is None else (wbytes, *onchip[1:]))
+                   **_qnn_fields(onchip, wbytes))
+
+
+def _qnn_fields(onchip, wbytes) -> dict:
+    """``Lowered``'s ``qnn`` fields from ``accelerators.qnn.profile_rows``' rows (None: another
+    runtime): the kept bytes, (weight bytes, budgets, onchip_cost), and the depthwise output rate
+    (None where no profile states one) with the output elements."""
+    if onchip is None:
+        return {}
+    return {"onchip": onchip[0], "onchip_of": (wbytes, *onchip[1:3]),
+            "dw_rate": onchip[4] if onchip[4].any() else None, "dw_outputs": onchip[3]}
 
 
 def _once(note: list[str]) -> tuple[str, ...]:

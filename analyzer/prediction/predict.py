@@ -172,6 +172,8 @@ class Prediction:
             **({} if t.onchip is None else
                {"onchip": True, "onchip_bytes": float(t.onchip[0][k]), "weight_bytes": float(t.onchip[1][k]),
                 "onchip_budget": t.onchip[2], "onchip_cost": t.onchip[3]}),
+            **({} if t.dw_rate is None or not t.dw_rate[1][k] else
+               {"dw_outputs": float(t.dw_rate[0][k]), "dw_rate": float(t.dw_rate[1][k])}),
             **({} if t.gap is None else
                {"stream": True, "host_s": float(t.host[k]), "gap_s": float(t.gap[k]),
                 "stream_s": time - float(t.host[k]) + float(t.gap[k])}),
@@ -437,4 +439,5 @@ def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True, host=
                                       itertools.zip_longest(low.plan.extra_ops, low.plan.extra_bytes, fillvalue=())),
                        onchip=None if low.onchip is None else (low.onchip[g], low.onchip_of[0],
                                                                float(low.onchip_of[1][g]),
-                                                               float(low.onchip_of[2][g])))
+                                                               float(low.onchip_of[2][g])),
+                       dw_rate=None if low.dw_rate is None else (low.dw_outputs, low.dw_rate[g]))

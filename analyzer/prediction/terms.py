@@ -117,6 +117,11 @@ class KernelTerms(NamedTuple):
     weight_bytes: float = 0.0
     onchip_budget: float = 0.0
     onchip_cost: float = 0.0
+    # the ``qnn`` runtime's depthwise kernel (``accelerators.qnn.dw_output_rate``): its compute is
+    # per output element whatever its window, compute_s = runs x dw_outputs / dw_rate (per launch
+    # output elements; outputs/s at the kernel's precision); the peaks are set to give that time
+    dw_outputs: float = 0.0
+    dw_rate: float = 0.0
     # launches the runtime inserted into this kernel with no node of their own (``FusionPlan.extra_ops``:
     # an eager copy, a convolution's bias kernel, cuDNN's launches inside the call: ``cudnn:``), per
     # launch (op, bytes); each costs its class's fixed cost (cuDNN's: no dispatch) and its bytes at the
@@ -135,7 +140,7 @@ class KernelTable:
                  "compute", "memory", "overhead", "time", "bound", "feats", "units", "l2_bytes",
                  "class_consts", "overlap", "host", "gap", "host_nodes", "host_runs",
                  "host_only", "host_gap", "resident", "onchip", "split", "inserted", "ynn_dot", "folded",
-                 "merged", "apart")
+                 "merged", "apart", "dw_rate")
 
     def __init__(self, **values):
         # by keyword: twenty arrays of one length and type are too easy to pass in the wrong order
@@ -184,6 +189,7 @@ class KernelTable:
     folded: dict           # node index -> the matrix product it is folded into (``FusionPlan.folded``)
     merged: dict           # node index -> the dots merged into one with it, itself included (``FusionPlan.merged``)
     apart: dict            # node index -> (producer node index, reason) kept apart at a reduction (``FusionPlan.apart``)
+    dw_rate: Any           # ([K] output elements per launch, [K] outputs/s; 0: none) of ``qnn``'s depthwise kernels, or None
 
     def detail(self, k: int) -> dict:
         """Every factor of kernel ``k``'s terms, per launch (``efficiency.kernel_time(detail=True)``)."""

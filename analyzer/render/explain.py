@@ -23,6 +23,10 @@ def _compute_lines(e) -> list[str]:
     if e.vector_flops or e.transcendental_flops:
         out.append(f"    vector = (vector + transcendentals x {e.trans_weight:g}) / (vector peak "
                    f"{human(e.vector_peak, 'FLOP/s')} x e_compute {e.e_compute:.3g})")
+    if e.dw_rate:
+        out.append(f"    depthwise: matrix + vector = output elements {human(e.dw_outputs)} / rate "
+                   f"{human(e.dw_rate, '/s')} = {human_time(e.dw_outputs / e.dw_rate)} per launch (the runtime's "
+                   "depthwise output rate, whatever the window: the peaks above are set to give it)")
     return out
 
 

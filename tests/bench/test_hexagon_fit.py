@@ -143,3 +143,57 @@ def test_depthwise_fraction_fitted_within_its_bound():
     P, _ = H.fit(H.Rows(rows, feats), form, r_fixed=0.25)
     assert P["q_dw"][0] == pytest.approx(0.25, rel=0.02) and P["q_dw"][0] == P["q_dw"][1] <= 1.0
     assert np.all(np.abs(P["e_mat"] / E_MAT - 1) < 0.02)
+
+
+def _dwt_constants(form, e_mats, rate):
+    """P of ``form`` (a ``Form.dwt`` form) with e_mat per device, t0_int8 = t0_fp16 = T0 and dwr_int8 = rate."""
+    names = form.names()
+    x = np.zeros(2 * len(names) + len(form.shared()) + 1)
+    for d, e in enumerate(e_mats):
+        x[d * len(names) + names.index("e_mat")] = np.log(e)
+        x[d * len(names) + names.index("t0_int8")] = np.log(T0)
+        x[d * len(names) + names.index("t0_fp16")] = np.log(T0)
+    x[2 * len(names) + form.shared().index("dwr_int8")] = np.log(rate)
+    return H.unpack(x, form)[0]
+
+
+def test_depthwise_output_rate_closed_form():
+    """Form.dwt "ewm" (the shipped form's): no e_dw and no q_dw, one dwr_int8 for both devices (the
+    8 Gen 2's W8A8 rate; fp16 at 0.5 of it; the 8 Gen 3's x e_mat[1] P_int8[1] / (e_mat[0] P_int8[0])).
+    With e_mat 0.5 / 0.4 and dwr_int8 = 1e10 outputs/s, a compute-bound depthwise kernel of
+    4e6 output elements (its work column, ``features``' dw_unit "e") takes at W8A8 4e6 / 1e10 =
+    0.4 ms on the 8 Gen 2 and 4e6 / (1e10 x 0.4 x 45 / (0.5 x 22.73)) = 4e6 / 1.5838e10 = 0.25256 ms on
+    the 8 Gen 3; at fp16 twice that; + t0 100 us each."""
+    form = H.Form("qnn", t0=True, floors=False, bwmax=1.0, loss="cauchy", f_scale=0.2, dwt="ewm")
+    assert "e_dw" not in form.names() and form.shared() == ["dwr_int8"]
+    assert H.Form("qnn", t0=True, dwt="eps").shared() == ["dwr_int8", "dwr_fp16"]
+    P = _dwt_constants(form, (0.5, 0.4), 1e10)
+    assert H.dw_int8_rates(P, "ewm") == pytest.approx([1e10, 1e10 * 0.4 * 45e12 / (0.5 * 22.73e12)])
+    assert H.dw_int8_rates(P, "ews") == pytest.approx([1e10, 1e10])
+    rows = pd.DataFrame([{"model_id": "dw", "opcost_profile": d, "precision": p, "runtime": "qnn_dlc",
+                          "inference_time_ms": 1.0} for p in ("int8", "fp16") for d in H.DEVS])
+    feats = {("dw", d, p): (np.array([1]), np.array([4e6]), np.array([1e-9]), np.array([1.0]))
+             for d in H.DEVS for p in ("int8", "fp16")}
+    got = H.times(H.Rows(rows, feats), P, 0.3, form.dwt) * 1e3
+    assert got == pytest.approx([0.4 + 0.1, 0.25256 + 0.1, 0.8 + 0.1, 2 * 0.25256 + 0.1],
+                                rel=1e-4)
+
+
+def test_depthwise_output_rate_fitted():
+    """Rows made with dwr_int8 = 2e10 outputs/s (model i: a compute-bound matrix kernel of (i + 1) x 1e10
+    FLOP-equivalents, e_mat 0.5 on both devices, and a depthwise kernel of (i^2 + 1) x 1e6 outputs, its
+    8 Gen 3 rate 2e10 x 45 / 22.73) give back dwr_int8 = 2e10 and e_mat = 0.5."""
+    rows, feats = [], {}
+    for d in H.DEVS:
+        peak = H.peak_int8(d)
+        for i in range(6):
+            w, u = (i + 1) * 1e10, (i * i + 1) * 1e6
+            t = w / (peak * E_MAT) + u / (2e10 * peak / H.peak_int8(H.DEVS[0])) + T0
+            rows.append({"model_id": f"m{i}", "opcost_profile": d, "precision": "int8", "runtime": "qnn_dlc",
+                         "inference_time_ms": t * 1e3})
+            feats[(f"m{i}", d, "int8")] = (np.array([0, 1]), np.array([w, u]), np.array([1e-9, 1e-9]),
+                                           np.array([1.0, 1.0]))
+    form = H.Form("qnn", t0=True, floors=False, bwmax=1.0, loss="cauchy", f_scale=0.2, dwt="ewm")
+    P, _ = H.fit(H.Rows(pd.DataFrame(rows), feats), form, r_fixed=0.25)
+    assert P["dwr_int8"][0] == pytest.approx(2e10, rel=0.02)
+    assert np.all(np.abs(P["e_mat"] / E_MAT - 1) < 0.02)

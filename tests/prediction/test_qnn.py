@@ -128,23 +128,74 @@ def test_shipped_hexagon_efficiencies_are_fractions():
             assert np.all(arrays[name] > 0) and np.all(arrays[name] <= 1.0), (pid, name)
 
 
-def test_shipped_hexagon_depthwise_at_a_shared_fraction_of_the_matrix_efficiency():
-    """The shipped form's ``dwq`` (bench/hexagon_transfer.py, bench/results/hexagon_transfer.md):
-    conv_dw's e_compute is q_dw x its family's matrix-class e_compute (conv's), one q_dw for both
-    devices (recorded q_dw = 0.0162, in each conv_dw provenance), so the two devices' depthwise
-    int8 rates, e_dw x P_int8, stand as their matrix rates do: 8 Gen 2 0.0162 x 0.9836 x 22.73 =
-    0.3623 TOP/s, 8 Gen 3 0.0162 x 0.6842 x 45 = 0.4989 TOP/s, ratio 1.377."""
-    rate, q = [], []
-    for pid in ("hexagon-sd8gen2", "hexagon-sd8gen3"):
-        prof = hardware_db.get(pid)
-        arrays = load_constants(prof.family).arrays
-        e = {cls: arrays["e_compute"][OP_CLASSES.index(cls)] for cls in ("conv", "conv_dw")}
-        q.append(e["conv_dw"] / e["conv"])
-        rate.append(e["conv_dw"] * prof.matrix_tflops["int8"])
-    assert q[0] == pytest.approx(q[1], rel=1e-12) and q[0] == pytest.approx(0.0162, rel=2e-3)
-    assert rate[0] == pytest.approx(0.0162 * 0.9836 * 22.73, rel=3e-3)
-    assert rate[1] == pytest.approx(0.0162 * 0.6842 * 45.0, rel=3e-3)
-    assert rate[1] / rate[0] == pytest.approx(0.6842 * 45.0 / (0.9836 * 22.73), rel=1e-3)   # 1.377
+def test_depthwise_output_rate_sets_the_peaks_in_closed_form():
+    """qnn.dw_output_rate with a family's qnn_dw_output_rate R = 2e9 outputs/s (conv_dw e_compute
+    0.5, trans_weight 1, qnn_w8a16_share 0.46): a depthwise kernel of 512 outputs, 9216 MAC FLOPs,
+    512 vector FLOPs and 512 transcendentals runs at R = 2e9 / s at int8 (compute 512 / 2e9 =
+    256 ns), 0.5 x R = 1e9 at fp16 (512 ns), 0.46 x R = 9.2e8 at w8a16 (556.5 ns); its peaks are
+    rate x (9216 + 512 + 512) / (512 x 0.5) = rate x 40, so (mac + vec + trans) / (peak x e) gives
+    that time; a matrix kernel and an fp32 depthwise kernel keep their peaks."""
+    from analyzer.prediction.efficiency.kernel_time import CLASS_CODE
+
+    dw, mat = CLASS_CODE["conv_dw"], CLASS_CODE["conv"]
+    e = np.ones(len(OP_CLASSES))
+    e[dw] = 0.5
+    arrays = {"qnn_dw_output_rate": 2e9, "e_compute": e, "trans_weight": 1.0, "qnn_w8a16_share": 0.46}
+    rows = [(9216.0, 512.0, 512.0)] * 4 + [(1e6, 0.0, 0.0)]
+    outs = np.array([512.0] * 4 + [0.0])
+    for dtype, rate in (("int8", 2e9), ("fp16", 1e9), ("w8a16", 9.2e8), ("fp32", 0.0)):
+        mp, vp = np.full(5, 7.0), np.full(5, 7.0)
+        got = qnn.dw_output_rate(None, arrays, (mp, vp), [dw] * 4 + [mat], [dtype] * 5, dw, (rows, outs))
+        assert got[:4] == pytest.approx([rate] * 4) and got[4] == 0.0
+        if rate:
+            assert mp[:4] == pytest.approx([rate * 40.0] * 4) and vp[0] == mp[0]
+            assert (9216 + 512 + 512) / (mp[0] * 0.5) == pytest.approx(512 / rate)
+        else:
+            assert np.all(mp == 7.0)
+        assert mp[4] == vp[4] == 7.0
+    assert qnn.dw_output_rate(None, {**arrays, "qnn_dw_output_rate": 0.0}, (mp, vp), [dw] * 5, ["int8"] * 5, dw,
+                              (rows, outs)).sum() == 0.0
+
+
+def test_depthwise_outputs_of_a_kernel():
+    """qnn.dw_outputs: a depthwise Conv x [1,8,8,8] -> y [1,8,8,8] (w [8,1,3,3], group 8) writes
+    1 x 8 x 8 x 8 = 512 output elements; a 5x5 window writes the same 512."""
+    from analyzer.prediction.efficiency.kernel_time import CLASS_CODE
+
+    for k in (3, 5):
+        rep = _analyze([helper.make_node("Conv", ["x", "w"], ["y"], pads=[k // 2] * 4, group=8)], [_w("w", [8, 1, k, k])])
+        assert list(qnn.dw_outputs(rep.nodes, ((0,),), [CLASS_CODE["conv_dw"]], CLASS_CODE["conv_dw"])) == [512.0]
+
+
+def test_shipped_hexagon_depthwise_output_rate():
+    """The shipped form's depthwise term (bench/hexagon_transfer.py's dwe-wm): each family states
+    qnn_dw_output_rate, W8A8 outputs/s, the 8 Gen 2's fitted (9.7747e9) and the 8 Gen 3's that x
+    the fitted matrix-rate ratio e_mat[1] P_int8[1] / (e_mat[0] P_int8[0]) = 0.6796 x 45 /
+    (0.9792 x 22.73) = 1.3741 (1.3431e10); conv_dw's e_compute is the matrix class's (conv's).
+    A 3x3 depthwise Conv (x [1,8,8,8], w [8,1,3,3], group 8; 512 outputs) on the 8 Gen 3 computes
+    in 512 / 1.3431e10 = 38.12 ns at int8 and 512 / (0.5 x 1.3431e10) = 76.24 ns at fp16; a 5x5
+    window the same (a rate per output element); --explain prints the division."""
+    from analyzer.render.explain import render_explain
+
+    fams = [load_constants(hardware_db.get(pid).family).arrays for pid in ("hexagon-sd8gen2", "hexagon-sd8gen3")]
+    rate = [float(a["qnn_dw_output_rate"]) for a in fams]
+    e = [float(a["e_compute"][OP_CLASSES.index("conv")]) for a in fams]
+    assert rate[0] == pytest.approx(9.7747e9, rel=1e-4) and rate[1] == pytest.approx(1.3431e10, rel=1e-4)
+    assert rate[1] / rate[0] == pytest.approx(e[1] * 45.0 / (e[0] * 22.73), rel=1e-9)
+    assert rate[1] / rate[0] == pytest.approx(1.3741, rel=1e-4)
+    for a, ec in zip(fams, e):
+        assert a["e_compute"][OP_CLASSES.index("conv_dw")] == ec
+    prof = hardware_db.get("hexagon-sd8gen3")
+    for k in (3, 5):
+        rep = _analyze([helper.make_node("Conv", ["x", "w"], ["y"], pads=[k // 2] * 4, group=8)], [_w("w", [8, 1, k, k])])
+        for precision, want in (("int8", 38.12e-9), ("fp16", 76.24e-9)):
+            (p,) = predict(rep, [Target(prof, runtimes.get("qnn"), "requested")], precision=precision)
+            x = p.explain(0)
+            assert x.op_class == "conv_dw" and x.dw_outputs == 512
+            assert x.compute_s == pytest.approx(want, rel=1e-4)
+            assert x.dw_rate == pytest.approx(rate[1] * (1.0 if precision == "int8" else 0.5), rel=1e-9)
+    text = render_explain(rep.with_predictions((p,)), 0, width=400)
+    assert "depthwise: matrix + vector = output elements 512 / rate 6.72 G/s = 76.2 ns per launch" in text
 
 
 def test_shipped_hexagon_fixed_costs_follow_the_form():
@@ -152,22 +203,22 @@ def test_shipped_hexagon_fixed_costs_follow_the_form():
     per-kernel cost, every class's floor_s, the same on both Hexagon families, one fp16 / W8A8
     ratio of the per-inference cost (run_fixed_s / run_fixed_int8_s) on both, and one W8A8 offset
     between the deployments (qnn_deploy_int8_s), none for fp16.  Recorded by the fit: floor_s
-    1.6695e-6 s; ratio t0_q 2.472 (8 Gen 2: 443.4 / 179.3 us = 2.472; 8 Gen 3: 268.1 / 108.4 us =
-    2.472); d_int8 128.2 us.  A one-conv graph's kernel time on the qnn runtime is that floor + its body."""
+    1.6756e-6 s; ratio t0_q 2.469 (8 Gen 2: 445.9 / 180.6 us = 2.469; 8 Gen 3: 270.4 / 109.5 us =
+    2.469); d_int8 128.1 us.  A one-conv graph's kernel time on the qnn runtime is that floor + its body."""
     fams = [load_constants(hardware_db.get(pid).family).arrays for pid in ("hexagon-sd8gen2", "hexagon-sd8gen3")]
     for a in fams:
-        assert np.all(a["floor_s"] == pytest.approx(1.6695e-6, rel=1e-4))
-        assert a["run_fixed_s"] / a["run_fixed_int8_s"] == pytest.approx(2.472, rel=1e-3)
-        assert a["qnn_deploy_int8_s"] == pytest.approx(128.2e-6, rel=1e-3)
+        assert np.all(a["floor_s"] == pytest.approx(1.6756e-6, rel=1e-4))
+        assert a["run_fixed_s"] / a["run_fixed_int8_s"] == pytest.approx(2.469, rel=1e-3)
+        assert a["qnn_deploy_int8_s"] == pytest.approx(128.1e-6, rel=1e-3)
         assert a["qnn_deploy_s"] == 0.0
-    assert fams[0]["run_fixed_int8_s"] == pytest.approx(179.3e-6, rel=1e-3)
-    assert fams[1]["run_fixed_int8_s"] == pytest.approx(108.4e-6, rel=1e-3)
+    assert fams[0]["run_fixed_int8_s"] == pytest.approx(180.6e-6, rel=1e-3)
+    assert fams[1]["run_fixed_int8_s"] == pytest.approx(109.5e-6, rel=1e-3)
     rep = _analyze([_conv("x", "y", "w")], [_w("w", [8, 8, 3, 3])])
     (p,) = predict(rep, [Target(hardware_db.get("hexagon-sd8gen3"), runtimes.get("qnn"), "requested")],
                    precision="int8")
     kt = p.kernel_table
-    assert len(kt.time) == 1 and float(kt.overhead[0]) == pytest.approx(1.6695e-6, rel=1e-4)
-    assert float(kt.time[0]) == pytest.approx(1.6695e-6 + max(float(kt.compute[0]), float(kt.memory[0])), rel=1e-4)
+    assert len(kt.time) == 1 and float(kt.overhead[0]) == pytest.approx(1.6756e-6, rel=1e-4)
+    assert float(kt.time[0]) == pytest.approx(1.6756e-6 + max(float(kt.compute[0]), float(kt.memory[0])), rel=1e-4)
 
 
 def _two_convs():
@@ -273,7 +324,7 @@ def test_shipped_onchip_cost_prices_the_kept_bytes():
     """The shipped 8 Gen 3 (budget 8 MB; both convs' activations fit): conv a's memory time is
     (576 weight bytes + onchip_cost x 1024 kept bytes) / (76.8e9 B/s x its class's e_bw), with
     onchip_cost and e_bw read from hardware_db/efficiency/qualcomm-hexagon-v75.json (fitted:
-    0.01352 and 0.7885 for the convolution class: (576 + 13.84) / 60.55e9 = 9.741 ns)."""
+    0.01273 and 0.8005 for the convolution class: (576 + 13.03) / 61.48e9 = 9.581 ns)."""
     from analyzer.prediction.efficiency.kernel_time import CLASS_CODE
 
     prof = hardware_db.get("hexagon-sd8gen3")
@@ -291,8 +342,8 @@ def test_shipped_constants_price_a_kernel_over_the_budget():
     """The shipped 8 Gen 3 constants (hardware_db/efficiency/qualcomm-hexagon-v75.json) with the
     budget set to 0.002 MB = 2000 B: conv b's activations, 2560 B, exceed it: it keeps
     min(2560, 2000) = 2000 B on chip at onchip_cost c each, and streams the other 560 B and its
-    2304 weight bytes: memory = (2864 + c x 2000) / (76.8e9 B/s x e_bw) (fitted c = 0.01352,
-    e_bw = 0.7885 for the convolution class: (2864 + 27.03) / 60.55e9 = 47.74 ns)."""
+    2304 weight bytes: memory = (2864 + c x 2000) / (76.8e9 B/s x e_bw) (fitted c = 0.01273,
+    e_bw = 0.8005 for the convolution class: (2864 + 25.45) / 61.48e9 = 47.00 ns)."""
     from analyzer.prediction.efficiency.kernel_time import CLASS_CODE
 
     prof = dataclasses.replace(hardware_db.get("hexagon-sd8gen3"), npu_onchip_mb=0.002)
@@ -303,7 +354,7 @@ def test_shipped_constants_price_a_kernel_over_the_budget():
     e_bw = float(arrays["e_bw"][CLASS_CODE[b.op_class]])
     assert (b.weight_bytes, b.onchip_bytes, b.dram_bytes) == (2304, 2000, 2864)
     assert b.memory_s == pytest.approx((2864 + cost * 2000) / (76.8e9 * e_bw), rel=1e-5)
-    assert b.memory_s == pytest.approx(47.74e-9, rel=2e-3)
+    assert b.memory_s == pytest.approx(47.00e-9, rel=2e-3)
 
 
 def _transpose(rows, cols):

@@ -52,7 +52,13 @@ their rate: an HVX register is 1024 bits (128-byte mode, the default from HVX v6
 ``core::arch::hexagon::v128`` documentation after Qualcomm's Hexagon HVX Programmer's Reference
 Manual, 80-N2040-61), 128 int8 or 64 fp16 lanes, so an fp16 depthwise kernel computes at
 ``HVX_FP16_SHARE`` = 0.5 of the int8 peak (a fixed ratio from the lane widths, not fitted).
-Chosen by the same cross-validation as the rest of the form.
+Chosen by the same cross-validation as the rest of the form.  Where the family states
+``qnn_dw_output_rate`` (R, output elements per second at W8A8; ``dw_output_rate``), a depthwise
+kernel's compute time is instead its output elements / (R x share), share 1 at int8,
+``HVX_FP16_SHARE`` at fp16, ``qnn_w8a16_share`` at w8a16, whatever its window: a cost per output
+element, fitted on the whole-model rows (one R on the 8 Gen 2, the 8 Gen 3's by the devices'
+fitted matrix-rate ratio; chosen over a per-tap rate and q x the matrix efficiency by
+bench/hexagon_transfer.py's rule; no HTP depthwise rate is published).
 
 Per inference, the profile family's ``run_fixed_s`` scalar (``efficiency/constants.py``) is
 added once: the graph-execute cost outside the accelerator's kernels (QNN's HTP profile
@@ -238,17 +244,26 @@ def _silu(i: int, cur: int, nodes, sets, consumers, taken: set) -> int:
 
 
 def profile_rows(acc, p: int, P: int, prof, arrays, matrix_peak, vector_peak, classes, dtypes, nbytes, wbytes,
-                 note: list[str]):
+                 note: list[str], dw_work=None):
     """The ``qnn`` runtime's part of profile ``p``'s lowering (of ``P``): the fp16 depthwise
-    kernels' peaks (``hvx_depthwise``, in place) and the activation bytes kept on chip
-    (``onchip_bytes``); returns ``acc`` ((kept [P, K], budget [P] B, onchip_cost [P]), created
-    on the first profile) with row ``p`` filled (``arrays``: the family's constants)."""
+    kernels' peaks (``hvx_depthwise``, in place), the depthwise kernels' rate per output element
+    where the family states one (``dw_output_rate``; ``dw_work``: (the lowering's nodes, its plan,
+    its per-kernel rows), else none) and the activation bytes kept on chip (``onchip_bytes``);
+    returns ``acc`` ((kept [P, K], budget [P] B, onchip_cost [P], depthwise output elements [K],
+    their rate [P, K] outputs/s, 0 where none), created on the first profile) with row ``p``
+    filled (``arrays``: the family's constants)."""
     from analyzer.prediction.efficiency.kernel_time import CLASS_CODE
 
-    hvx_depthwise(prof, matrix_peak, vector_peak, classes, dtypes, CLASS_CODE["conv_dw"], note)
+    dw_code = CLASS_CODE["conv_dw"]
+    by_rate = dw_work is not None and float(arrays.get("qnn_dw_output_rate", 0.0)) > 0   # (its note says the rate)
+    hvx_depthwise(prof, matrix_peak, vector_peak, classes, dtypes, dw_code, None if by_rate else note)
     w8a16_rate(prof, float(arrays.get("qnn_w8a16_share", 0.0)), matrix_peak, vector_peak, dtypes, note)
     if acc is None:
-        acc = (np.zeros((P, len(nbytes))), np.zeros(P), np.zeros(P))
+        outs = np.zeros(len(nbytes)) if dw_work is None else dw_outputs(dw_work[0], dw_work[1].members, classes, dw_code)
+        acc = (np.zeros((P, len(nbytes))), np.zeros(P), np.zeros(P), outs, np.zeros((P, len(nbytes))))
+    if dw_work is not None:
+        acc[4][p] = dw_output_rate(prof, arrays, (matrix_peak, vector_peak), classes, dtypes, dw_code,
+                                   (dw_work[2], acc[3]), note)
     acc[0][p] = onchip_bytes(prof, nbytes, wbytes, note)
     movement_note(classes, nbytes, acc[0][p], arrays["e_bw"], [CLASS_CODE[c] for c in MOVEMENT_CLASSES], note)
     acc[1][p], acc[2][p] = float(prof.npu_onchip_mb or 0.0) * 1e6, float(arrays["onchip_cost"])
@@ -303,6 +318,54 @@ def hvx_depthwise(prof, matrix_peak, vector_peak, classes, dtypes, dw_code: int,
         note.append(f"qnn: {len(hit)} fp16 depthwise kernels on the HVX vector unit at {HVX_FP16_SHARE:g} x the "
                     f"int8 peak ({HVX_FP16_SHARE * int8 / 1e12:.3g} TFLOP/s: 64 fp16 lanes of a register against "
                     "128 int8), not the matrix engine's fp16 figure")
+
+
+def dw_outputs(nodes, members, classes, dw_code: int) -> np.ndarray:
+    """[K] output elements per launch of each depthwise kernel (class code ``dw_code``): the
+    elements of its Conv node's first output (``members``: node indices per kernel); 0 for the
+    other kernels. E.g. a 3x3 depthwise Conv writing 1 x 32 x 112 x 112: 401,408."""
+    out = np.zeros(len(members))
+    for k, mem in enumerate(members):
+        if classes[k] != dw_code:
+            continue
+        conv = next((nodes[i] for i in mem if nodes[i].op == "Conv"), None)
+        spec = conv.out_specs[0] if conv is not None and conv.out_specs else None
+        if spec is not None and spec.shape is not None and all(isinstance(d, int) for d in spec.shape):
+            out[k] = float(np.prod(spec.shape))
+    return out
+
+
+# a depthwise kernel's precision -> its share of the family's W8A8 output rate (module docstring,
+# "Depthwise convolutions"): fp16 at the HVX lane ratio; w8a16 at the family's qnn_w8a16_share
+_DW_SHARE = {"int8": 1.0, "fp16": HVX_FP16_SHARE}
+
+
+def dw_output_rate(prof, arrays, peaks, classes, dtypes, dw_code: int, work, note: list[str] | None = None):
+    """[K] the output elements per second each depthwise kernel (class ``dw_code``, at int8, fp16
+    or w8a16) computes at, 0 for the others, where the family states ``qnn_dw_output_rate`` (R,
+    W8A8 outputs/s; nothing else changes where it states none): R x 1 (int8), x ``HVX_FP16_SHARE``
+    (fp16), x ``qnn_w8a16_share`` (w8a16).  Sets (in place) the kernel's matrix and vector peaks
+    (``peaks``) so that its compute time is outputs / rate: peak = rate x (mac + vec + trans_weight
+    x trans) / (outputs x e_compute) (``work``: (the lowering's per-kernel rows, [K] output
+    elements)); e.g. 401,408 outputs at fp16, R = 2e11 / s: 401,408 / 1e11 = 4.01 us."""
+    R = float(arrays.get("qnn_dw_output_rate", 0.0))
+    rows, outs = work
+    share = {**_DW_SHARE, "w8a16": float(arrays.get("qnn_w8a16_share", 0.0))}
+    rate = np.zeros(len(classes))
+    hit = [k for k, c in enumerate(classes) if c == dw_code and outs[k] > 0 and share.get(dtypes[k], 0.0) > 0]
+    if R <= 0 or not hit:
+        return rate
+    e = float(np.asarray(arrays["e_compute"])[dw_code])
+    tw = float(arrays["trans_weight"])
+    for k in hit:
+        mac, vec, trans = rows[k][:3]
+        rate[k] = R * share[dtypes[k]]
+        peaks[0][k] = peaks[1][k] = rate[k] * (mac + vec + tw * trans) / (outs[k] * e)
+    if note is not None:
+        note.append(f"qnn: {len(hit)} depthwise kernels at {R / 1e9:.4g} G output elements/s (W8A8; fp16 at "
+                    f"{HVX_FP16_SHARE:g} of it) whatever their window: the family's qnn_dw_output_rate, fitted on "
+                    "AI Hub's whole-model rows (no depthwise rate of the HTP is published)")
+    return rate
 
 
 def w8a16_rate(prof, share: float, matrix_peak, vector_peak, dtypes, note: list[str] | None = None) -> None:

@@ -188,9 +188,10 @@ SCALAR_PARAMS = ("trans_weight",)
 # ``xla`` on a TPU: ``run_fixed_s``, a jitted call's launch, ``xla_tpu``), and ``onchip_cost`` (``qnn``),
 # the time of an activation byte kept in the NPU's on-chip memory as a fraction of a DRAM byte's, and
 # ``qnn_deploy_s`` / ``qnn_deploy_int8_s`` (``qnn``): the per-inference difference between two deployments;
-# ``qnn_w8a16_share`` (``qnn``): a w8a16 kernel's rate as a fraction of the int8 matrix peak
+# ``qnn_w8a16_share`` (``qnn``): a w8a16 kernel's rate as a fraction of the int8 matrix peak;
+# ``qnn_dw_output_rate`` (``qnn``): a W8A8 depthwise kernel's output elements per second
 RUN_PARAMS = ("run_fixed_s", "run_fixed_int8_s", "onchip_cost", "qnn_deploy_s", "qnn_deploy_int8_s",
-              "qnn_w8a16_share")
+              "qnn_w8a16_share", "qnn_dw_output_rate")
 # the thread-split step p(x) = x**p / (1 + x**p), x = bytes / b_par, fixed: onnxruntime splits a kernel
 # above a cost threshold (p = 4 goes from 6 % to 94 % of the cost over a factor 4 in size)
 PAR_STEP_POWER = 4.0
