@@ -20,6 +20,8 @@ _PAREN = re.compile(r"\s*\([^()]*\)")
 
 
 def human_time(s: float) -> str:
+    if s < 0:
+        return "-" + human_time(-s)
     if s >= 1:
         return f"{s:.3g} s"
     if s >= 1e-3:
