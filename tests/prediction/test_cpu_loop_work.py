@@ -22,6 +22,13 @@ def _doc(scale: float | None, bw_gbs: float = 1e6) -> dict:
                               loop_launch_us=LOOP_LAUNCH_US, trans_weight=TW, loop_work_scale=scale)
 
 
+def _tmp_toml() -> str:
+    import os
+    import tempfile
+
+    return os.path.join(tempfile.mkdtemp(), "doc.toml")
+
+
 def _profile(tmp_path, scale: float | None) -> str:
     return write_profile(_doc(scale), tmp_path / f"work_{scale}.toml")
 
@@ -134,11 +141,16 @@ def test_the_calibration_sets_the_scale_that_reproduces_its_scans():
 
     doc = _doc(None, bw_gbs=38.0)
     keys = [(k, m, t) for k in xr.EW_SCAN_KERNELS for m in xr.EW_SCAN_ROWS for t in xr.EW_SCAN_TRIPS]
-    pred = predicted_scans(doc, dict.fromkeys(keys, 0.0), 0.4)
-    # scans timed at the prediction at r = 0.4, beside a run overhead 3 us under the rows' (4 us)
+    pred = predicted_scans(doc, dict.fromkeys(keys, 0.0))
+    # (a, W): a at the scale 0 and W the work it took off; a + W is the prediction without the figure
+    fn, args = xr.ew_scan_program(8, 16, 1)
+    full = _predict(fn, args, write_profile(doc, _tmp_toml())).predictions[0].latency_s
+    assert sum(pred[(1, 16, 8)]) == pytest.approx(full, rel=1e-9) and pred[(1, 16, 8)][1] > 0
+    # scans timed at a + 0.4 W, beside a run overhead 3 us under the rows' (4 us)
     measured = {"run_overhead_s": RUN_US * 1e-6, "ew_scan_run_overhead_s": RUN_US * 1e-6 - 3e-6, "ew_scan_s": {}}
     for k, m, t in keys:
-        measured["ew_scan_s"].setdefault(f"{k}/{m}", {})[str(t)] = pred[(k, m, t)] - 3e-6
+        a, w = pred[(k, m, t)]
+        measured["ew_scan_s"].setdefault(f"{k}/{m}", {})[str(t)] = a + 0.4 * w - 3e-6
     set_loop_work_scale(doc, measured, "test")
     assert doc["calibration"]["loop_work_scale"] == pytest.approx(0.4, rel=1e-6)
     assert "8 scans" in doc["sources"]["calibration.loop_work_scale"]

@@ -3,9 +3,9 @@ elementwise-only bodies (``rows.ew_scan_program`` for ``rows.EW_SCAN_KERNELS`` x
 at ``rows.EW_SCAN_TRIPS``; their times: ``loop_scan.ew_scan_times``).
 
 With the profile's tables and launch figures fitted, each scan ``i`` is predicted at the scale 0
-(``a_i``: its launches, run overhead and whatever is not a loop body's vector work) and at 1
-(``a_i + W_i``: the body's vector work at its classes' rates), so that at the scale ``r`` it is
-``a_i + r W_i`` (the kernel-time formula is linear in the scale: ``cpu.loop_work``). ``r`` is the
+(``a_i``: its launches, run overhead and whatever is not a loop body's vector work), the work that
+scale took off read from the prediction (``W_i``: the body's vector work at its classes' rates), so
+that at the scale ``r`` it is ``a_i + r W_i`` (the kernel-time formula is linear in the scale: ``cpu.loop_work``). ``r`` is the
 least-squares fit of the relative error::
 
     minimise sum_i ((a_i + r W_i - t_i) / t_i) ** 2
@@ -33,16 +33,28 @@ def fit_scale(predicted_0, predicted_1, measured) -> float:
     return float(min(max(r, R_MIN), 1.0))
 
 
-def predicted_scans(doc: dict, times: dict[tuple[int, int, int], float], r: float) -> dict[tuple[int, int, int], float]:
-    """``{(kernels, m, trips): seconds}`` of each scan predicted under the profile document ``doc``
-    (``calibrate.profile_doc``'s, its tables and launch figures fitted) at ``loop_work_scale`` = ``r``."""
+def predicted_scans(doc: dict, times: dict[tuple[int, int, int], float]) -> dict[tuple[int, int, int], tuple[float, float]]:
+    """``{(kernels, m, trips): (a, W)}`` seconds of each scan under the profile document ``doc``
+    (``calibrate.profile_doc``'s, its tables and launch figures fitted): its prediction at
+    ``loop_work_scale`` 0 (``a``) and the loop body's vector work that scale took off (``W``: the
+    kernels' ``cpu.loop_work`` seconds, ``-W`` at 0, times their launches), one prediction each."""
+    import jax
+
+    from analyzer.api import analyze_jax
     from analyzer.measure.xla import rows as xr
-    from analyzer.measure.xla.loop_scan import _latency
     from hardware_db.profile import from_document
 
-    cal = {**doc["calibration"], "loop_work_scale": r}
+    cal = {**doc["calibration"], "loop_work_scale": 0.0}
     prof = from_document({**{k: v for k, v in doc.items() if not k.startswith("_")}, "calibration": cal})
-    return {(k, m, t): _latency(prof, *xr.ew_scan_program(t, m, k)) for k, m, t in times}
+    out = {}
+    for k, m, t in times:
+        fn, args = xr.ew_scan_program(t, m, k)
+        sds = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype), args)
+        p = analyze_jax(fn, *sds, hw=prof, runtime="xla").predictions[0]
+        tab = p.kernel_table
+        w = 0.0 if tab.loop_work is None else -float(np.sum(np.asarray(tab.loop_work) * np.asarray(tab.runs)))
+        out[(k, m, t)] = (p.latency_s, w)
+    return out
 
 
 def set_loop_work_scale(doc: dict, measured: dict[str, Any], head: str) -> None:
@@ -54,8 +66,8 @@ def set_loop_work_scale(doc: dict, measured: dict[str, Any], head: str) -> None:
     if not times:
         return
     keys = sorted(times)
-    p0, p1 = (predicted_scans(doc, times, r) for r in (0.0, 1.0))
-    r = fit_scale([p0[k] for k in keys], [p1[k] for k in keys], [times[k] for k in keys])
+    pred = predicted_scans(doc, times)
+    r = fit_scale([pred[k][0] for k in keys], [sum(pred[k]) for k in keys], [times[k] for k in keys])
     doc["calibration"]["loop_work_scale"] = r
     ks = ", ".join(str(k) for k in sorted({k[0] for k in keys}))
     ms = ", ".join(str(k) for k in sorted({k[1] for k in keys}))
