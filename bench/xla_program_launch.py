@@ -27,8 +27,9 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 
 def programs(saved: dict) -> list[tuple[str, object, tuple, float, bool]]:
-    """(label, fn, args, measured seconds, is_chain) of the rows, the run overhead, the chains and
-    the scans with a YNNPACK dot in their body (``loop_scan.dot_scan_times``: where saved)."""
+    """(label, fn, args, measured seconds, is_chain) of the rows, the run overhead, the chains, the
+    scans with a YNNPACK dot in their body (``loop_scan.dot_scan_times``: where saved) and the
+    elementwise-only scans (``loop_scan.ew_scan_times``: the fitted ones and the others, where saved)."""
     from analyzer.measure.xla import loop_scan
     from analyzer.measure.xla import rows as xr
     from analyzer.measure.xla.calibrate import _rng
@@ -46,6 +47,11 @@ def programs(saved: dict) -> list[tuple[str, object, tuple, float, bool]]:
     for (m, trips), t in loop_scan.dot_scan_times(saved).items():   # (rows saved with them)
         fn, args = xr.dot_scan_program(trips, m)
         out.append((loop_scan.dot_scan_label(m, trips), fn, args, t, False))
+    for key in ("ew_scan_s", "ew_scan_extra_s"):   # the elementwise scans, fitted and not
+        for (k, m, trips), t in loop_scan.ew_scan_times(saved, key).items():
+            fn, args = xr.ew_scan_program(trips, m, k)
+            out.append((loop_scan.ew_scan_label(k, m, trips) + (" (not fitted)" if key != "ew_scan_s" else ""),
+                        fn, args, t, False))
     return out
 
 
@@ -58,7 +64,7 @@ def predict_all(progs, doc: dict, path: str) -> list[float]:
     prof = write_profile(doc, path)
     out = []
     for _, fn, args, _, _ in progs:
-        sds = tuple(jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype) for a in args)
+        sds = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype), args)
         out.append(analyze_jax(fn, *sds, hw=prof, runtime="xla").predictions[0].latency_s)
     return out
 

@@ -5,8 +5,9 @@ reads ``bench/xla_program_launch.py --out``'s JSON (each saved calibration's 151
 the rows whose optimized HLO has a split thunk (``bench/xla_partitions.py``'s table, the rows
 with a non-empty "XLA's split thunks" column), and prints the MAPE (mean |predicted / measured -
 1|, %) of its ``after_us`` predictions over all programs, the split rows and the others (and
-the groups of ``groups``: the YNNPACK dot rows, the elementwise rows, the dot scans), per
-calibration. Nothing is timed or compiled.
+the groups of ``groups``: the YNNPACK dot rows, the elementwise rows, the dot scans, the
+elementwise-only scans fitted on and not), per calibration; "all" leaves the elementwise-only
+scans out (the 151 programs and the dot scans). Nothing is timed or compiled.
 
     PYTHONPATH=$PWD python bench/xla_split_rows.py INSAMPLE.json [INSAMPLE2.json ...] \\
         [--partitions bench/results/xla_partitions_2026-12-03.md]
@@ -53,6 +54,11 @@ def dot_scan(label: str) -> bool:
     return label.startswith("scan of h[")
 
 
+def ew_scan(label: str) -> bool:
+    """Whether a program is one of the elementwise-only scans (``loop_scan.ew_scan_label``)."""
+    return label.startswith("scan of ") and " x tanh(h[" in label
+
+
 ELEMENTWISE = ("add ", "relu ", "bias add ", "sgd update ", "multiply-add ", "gelu ", "layer norm ", "softmax ")
 
 
@@ -67,6 +73,8 @@ def groups(rows: list[dict], split: set[str]) -> dict[str, tuple[int, float]]:
     """``{group: (programs, MAPE %)}`` of all programs, the split rows and the others, the
     YNNPACK dot rows and the programs that are not those (neither the scans with a YNNPACK dot),
     the elementwise rows, and those scans (where the rows have them)."""
+    ew_all = [r for r in rows if ew_scan(r["program"])]
+    rows = [r for r in rows if not ew_scan(r["program"])]
     sc = [r for r in rows if dot_scan(r["program"])]
     rest = [r for r in rows if not dot_scan(r["program"])]
     s = [r for r in rest if r["program"] in split]
@@ -79,6 +87,12 @@ def groups(rows: list[dict], split: set[str]) -> dict[str, tuple[int, float]]:
     out["elementwise"] = (len(ew), mape(ew))
     if sc:
         out.update({"without scans": (len(rest), mape(rest)), "dot scans": (len(sc), mape(sc))})
+    fit = [r for r in ew_all if not r["program"].endswith("(not fitted)")]
+    if fit:
+        out["ew scans"] = (len(fit), mape(fit))
+    if len(fit) < len(ew_all):
+        other = [r for r in ew_all if r["program"].endswith("(not fitted)")]
+        out["ew not fitted"] = (len(other), mape(other))
     return out
 
 

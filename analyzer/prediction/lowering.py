@@ -103,6 +103,9 @@ class Lowered:
     split: np.ndarray | None = None
     # [P, K] seconds per launch XLA's YNNPACK dots add to ``fixed`` (``cpu.ynn_dot``); None: none
     ynn_dot: np.ndarray | None = None
+    # [P, K] seconds per launch a loop body's vector work scale adds to ``fixed`` (``cpu.loop_work``,
+    # <= 0); None: none
+    loop_work: np.ndarray | None = None
     # [P, K] activation bytes per launch kept in the NPU's on-chip memory, never charged to DRAM
     # (the ``qnn`` runtime: ``accelerators.qnn.onchip_bytes``); None: none (every other runtime)
     onchip: np.ndarray | None = None

@@ -16,14 +16,16 @@ from analyzer.prediction.cpu import cold as cpu_cold
 from analyzer.prediction.cpu import epilogue as cpu_epilogue
 from analyzer.prediction.cpu import loop_launch as cpu_loop_launch
 from analyzer.prediction.cpu import loop_resident as cpu_loop
+from analyzer.prediction.cpu import loop_work as cpu_loop_work
 from analyzer.prediction.cpu import op_rates as cpu_op_rates
 from analyzer.prediction.cpu import xla_partition as cpu_partition
 from analyzer.prediction.cpu import ynn_dot as cpu_ynn
 from analyzer.prediction.hardware import host_dispatch
 
 # the calibrated terms' state carried over the profiles of one lowering: (the bytes a run writes
-# besides its weights, the loop-resident arrays, the XLA split arrays, the YNNPACK dot arrays)
-NO_CALIBRATED = (None, None, None, None)
+# besides its weights, the loop-resident arrays, the XLA split arrays, the YNNPACK dot arrays, the
+# in-loop vector work arrays)
+NO_CALIBRATED = (None, None, None, None, None)
 
 
 def calibrated_terms(state, p: int, prof, runtime, once: float, fixed, graph, hw_p: dict, consts: dict,
@@ -31,19 +33,22 @@ def calibrated_terms(state, p: int, prof, runtime, once: float, fixed, graph, hw
     """What a profile calibrated with the runtime predicted adds, in place to ``fixed[p]``: its
     measured per-run overhead (returned, seconds, with ``once``: a loop program's once-a-run
     launches), ``add_calibrated_fixed``'s terms, a CPU loop body's resident weights, XLA's split
-    of loop fusions over the threads and its YNNPACK dots.  ``graph``: (nodes, fusion nodes, plan,
+    of loop fusions over the threads, its loop bodies' vector work and its YNNPACK dots.  ``graph``: (nodes, fusion nodes, plan,
     feats, kernel rows' class arrays, matrix view, weight bytes, runs); ``state``: ``NO_CALIBRATED``
     or the last profile's; returns (run overhead, the new state)."""
     nodes, fnodes, plan, feats, arrays, view, wbytes, runs = graph
-    act, resident, split, ynn = state
+    act, resident, split, ynn, work = state
     consts_p = {n: consts[n][p] for n in consts}
     run_overhead = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6 + once
     act = float(sum(n.cost.activation_bytes_written for n in nodes)) if act is None else act  # cpu_cold
     add_calibrated_fixed(fixed[p], prof, nodes, plan, feats, arrays, view, wbytes, hw_p, consts_p, act, note)
     resident = loop_resident(resident, p, prof, nodes, plan, feats, wbytes, runs, hw_p, consts, fixed, note)
     split = cpu_partition.add_fixed(split, p, fixed, prof, nodes, fnodes, plan, feats, runs, hw_p, consts_p, note)
+    work = cpu_loop_work.add_fixed(work, p, fixed, prof, runtime.fusion, nodes, plan, feats, runs, hw_p, consts_p,
+                                   None if resident is None else resident[1][p], None if split is None else split[1][p],
+                                   note)
     ynn = cpu_ynn.add_fixed(ynn, p, fixed, prof, True, runtime.fusion, nodes, plan, feats, arrays, runs, note)
-    return run_overhead, (act, resident, split, ynn)
+    return run_overhead, (act, resident, split, ynn, work)
 
 
 def fixed_s(floor_arr, names, *, prof, runtime, calibrated: bool, prov: str, launch: float,
@@ -108,11 +113,13 @@ def loop_resident(resident, p: int, prof, nodes, plan, feats, wbytes, runs, hw_p
     return resident
 
 
-def resident_fields(resident, split, ynn) -> dict:
+def resident_fields(resident, split, ynn, work) -> dict:
     """``Lowered``'s loop-resident fields of ``loop_resident``'s arrays, its split fields of
-    ``cpu_partition.add_fixed``'s and its YNNPACK dots' of ``cpu_ynn.add_fixed``'s (none: left at None)."""
+    ``cpu_partition.add_fixed``'s, its YNNPACK dots' of ``cpu_ynn.add_fixed``'s and its in-loop vector
+    work's of ``cpu_loop_work.add_fixed``'s (none: left at None)."""
     return {**({} if resident is None else {"resident_bytes": resident[0], "resident": resident[1]}),
-            **cpu_partition.fields(split), **({} if ynn is None else {"ynn_dot": ynn})}
+            **cpu_partition.fields(split), **({} if ynn is None else {"ynn_dot": ynn}),
+            **({} if work is None else {"loop_work": work})}
 
 
 def add_at(extra_cls, fixed_p, host_p, added) -> None:

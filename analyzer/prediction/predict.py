@@ -169,6 +169,7 @@ class Prediction:
                {"resident_bytes": float(t.resident[0][k]), "resident_s": float(t.resident[1][k])}),
             **({} if t.split is None else {"split_parts": float(t.split[0][k]), "split_s": float(t.split[1][k])}),
             **({} if t.ynn_dot is None else {"ynn_dot_s": float(t.ynn_dot[k])}),
+            **({} if t.loop_work is None else {"loop_work_s": float(t.loop_work[k])}),
             **({} if t.onchip is None else
                {"onchip": True, "onchip_bytes": float(t.onchip[0][k]), "weight_bytes": float(t.onchip[1][k]),
                 "onchip_budget": t.onchip[2], "onchip_cost": t.onchip[3]}),
@@ -432,6 +433,7 @@ def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True, host=
                        resident=None if low.resident is None else (low.resident_bytes[g], low.resident[g]),
                        split=None if low.split is None else (low.split_parts[g], low.split[g]),
                        ynn_dot=None if low.ynn_dot is None else low.ynn_dot[g],
+                       loop_work=None if low.loop_work is None else low.loop_work[g],
                        folded=dict(low.plan.folded),
                        merged={i: g[1:] for g in low.plan.merged for i in g[1:]},
                        apart={j: (i, why) for j, i, why in low.plan.apart},

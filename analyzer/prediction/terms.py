@@ -108,6 +108,9 @@ class KernelTerms(NamedTuple):
     # XLA's YNNPACK dot (``cpu.ynn_dot``): seconds per launch, already inside fixed_s: dot_call_us
     # outside loops; in a loop body dot_trip_us + dot_loop_us x the loop's executions / launches
     ynn_dot_s: float = 0.0
+    # a loop body's vector kernel at the calibrated share of its work (``cpu.loop_work``): seconds
+    # per launch, (loop_work_scale - 1) x its work, already inside fixed_s
+    loop_work_s: float = 0.0
     # an NPU runtime's activations kept on chip (``accelerators.qnn.onchip_bytes``; per launch):
     # activation bytes = bytes - weight_bytes; kept: onchip_bytes = min(activation bytes,
     # onchip_budget); dram_bytes = bytes - onchip_bytes (x the cache's share, 0 there);
@@ -139,7 +142,7 @@ class KernelTable:
                  "trans", "nbytes", "matrix_peak", "vector_peak", "mem_bw", "consts", "fixed",
                  "compute", "memory", "overhead", "time", "bound", "feats", "units", "l2_bytes",
                  "class_consts", "overlap", "host", "gap", "host_nodes", "host_runs",
-                 "host_only", "host_gap", "resident", "onchip", "split", "inserted", "ynn_dot", "folded",
+                 "host_only", "host_gap", "resident", "onchip", "split", "inserted", "ynn_dot", "loop_work", "folded",
                  "merged", "apart", "dw_rate")
 
     def __init__(self, **values):
@@ -186,6 +189,7 @@ class KernelTable:
     split: Any             # (parts [K], seconds [K]) per launch of ``cpu.xla_partition``, or None
     inserted: tuple        # [K] per kernel: the (op, bytes) of each launch inserted into it (``KernelTerms.inserted``)
     ynn_dot: Any           # [K] seconds per launch of ``cpu.ynn_dot``, or None
+    loop_work: Any         # [K] seconds per launch of ``cpu.loop_work``, or None
     folded: dict           # node index -> the matrix product it is folded into (``FusionPlan.folded``)
     merged: dict           # node index -> the dots merged into one with it, itself included (``FusionPlan.merged``)
     apart: dict            # node index -> (producer node index, reason) kept apart at a reduction (``FusionPlan.apart``)

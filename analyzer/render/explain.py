@@ -103,6 +103,15 @@ def _ynn_lines(e) -> list[str]:
             "dot_trip_us a trip + dot_loop_us once per execution of the loop (the profile's calibration)"]
 
 
+def _loop_work_lines(e) -> list[str]:
+    """The in-loop vector work's share of the fixed line (``KernelTerms.loop_work_s``; none: no line)."""
+    if not e.loop_work_s:
+        return []
+    return [f"    of which in-loop vector work -{human_time(-e.loop_work_s * e.runs)} = launches x (loop_work_scale - 1) "
+            f"x work ({human_time(e.loop_work_s)}): a loop body's vector kernel at the profile's calibrated "
+            "loop_work_scale of max(compute, memory) with its loop-resident and split terms"]
+
+
 def _host_lines(p, x, h) -> list[str]:
     """A host-only op's lines (``Prediction.host_step``): its host time and what of it the
     prediction shows."""
@@ -239,6 +248,7 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                    f"calibrated threads: max(compute of FLOPs / parts, memory of bytes x s / min(parts x s, 1)), "
                    f"s the profile's core_bw_share (none: 1 / parts)"]
                   if e.split_s else []),
+                *_loop_work_lines(e),
                 *_ynn_lines(e),
                 f"  kernel   {human_time(e.time_s):>9}  = fixed + {'max' if p.overlap else 'sum'}(compute, "
                 f"memory): {e.bound}-bound; attained {human(e.attained_flops, 'FLOP/s')}, effective roof "

@@ -185,6 +185,9 @@ def test_the_worker_times_rows_in_a_fresh_interpreter():
     # the in-loop scans at both trip counts, and a positive in-loop launch figure
     assert set(out["scan_s"]) == {str(t) for t in xr.SCAN_TRIPS} and all(v > 0 for v in out["scan_s"].values())
     assert xla_fit.loop_launch_s(out, 7.0) > 0
+    # the elementwise-only scans: every kernels/rows pair at each trip count
+    assert set(out["ew_scan_s"]) == {f"{k}/{m}" for k in xr.EW_SCAN_KERNELS for m in xr.EW_SCAN_ROWS}
+    assert all(set(d) == {str(t) for t in xr.EW_SCAN_TRIPS} and min(d.values()) > 0 for d in out["ew_scan_s"].values())
 
 
 def test_passes_in_separate_processes_merge_to_each_rows_fastest_and_the_median_differences():

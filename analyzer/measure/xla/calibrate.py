@@ -31,6 +31,8 @@ A launch inside a loop body costs ``loop_launch_s`` in place of ``floor_s``
 (``prediction.cpu.loop_launch``): a scan over a tiny body (``rows.scan_program``) timed at the
 two trip counts of ``rows.SCAN_TRIPS`` after each pass over the rows, its time per trip (the
 median over timings and passes) over the launches opcost plans a trip (``loop_scan.launches_per_trip``).
+A loop body's vector kernels cost ``loop_work_scale`` of their work (``prediction.cpu.loop_work``),
+fitted on scans over elementwise-only bodies (``loop_work``, ``rows.ew_scan_program``) timed once a pass.
 A dot XLA runs through YNNPACK (gemm class, m > 1 and n > 1) pays ``dot_call_us`` outside loops
 (fitted with the class) and in a loop body ``dot_trip_us`` a trip plus ``dot_loop_us`` once a loop
 (``prediction.cpu.ynn_dot``), fitted on scans holding one such dot (``dot_scans``) timed with them.
@@ -52,7 +54,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from analyzer.measure.xla import dot_scans, loop_scan
+from analyzer.measure.xla import dot_scans, loop_scan, loop_work
 
 QUANTILE = 0.25          # of a row's runs (the program's steady time without the slow tail)
 PASSES = 3
@@ -139,7 +141,7 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
     scans = {t: xr.scan_program(t) for t in xr.SCAN_TRIPS}
     scans = {t: (f, xr.as_jax_args(a)) for t, (f, a) in scans.items()}
     best = [np.inf] * len(built)
-    overheads, lone, links, trips, dots = [], [], [], [], []
+    overheads, lone, links, trips, dots, ews = [], [], [], [], [], []
     for p in range(passes):
         order = range(len(built)) if p % 2 == 0 else range(len(built) - 1, -1, -1)
         for j, i in enumerate(order):
@@ -160,13 +162,14 @@ def measure(q: float = QUANTILE, passes: int = PASSES, say: Callable[[float, str
             lo, hi = (time_program(*scans[t], q, min_s=0.05) for t in xr.SCAN_TRIPS)
             trips.append((lo, (hi - lo) / (xr.SCAN_TRIPS[1] - xr.SCAN_TRIPS[0])))
             dots.append(loop_scan.time_dot_scans(q, time_program))
+        ews.append(loop_scan.time_ew_scans(q, time_program))   # (once a pass)
     say(0.9, "done timing")
     overhead = float(min(overheads))
     c1 = overhead + float(np.median(lone))
     chain = {1: c1, xr.TINY_CHAIN: c1 + float(np.median(links)) * (xr.TINY_CHAIN - 1)}
     return {"run_overhead_s": overhead, "chain_s": {str(k): v for k, v in chain.items()},
             "scan_s": loop_scan.scan_s([t[0] for t in trips], [t[1] for t in trips]),
-            "dot_scan_s": loop_scan.merge_dot_scans(dots),
+            "dot_scan_s": loop_scan.merge_dot_scans(dots), "ew_scan_s": loop_scan.merge_dot_scans(ews),
             "q": q, "passes": passes, "cores": os.cpu_count() or 1,
             "measured_on": _dt.date.today().isoformat(), "cpu": cpu_name(), "l2_core_bytes": l2_cache_bytes(),
             "simd": simd(),
@@ -264,6 +267,8 @@ def merge_passes(runs: list[dict[str, Any]]) -> dict[str, Any]:
                                   [(r["scan_s"][hi] - r["scan_s"][lo]) / (int(hi) - int(lo)) for r in runs])}
     if all("dot_scan_s" in r for r in runs):   # the YNNPACK-dot scans: the fastest, as a row's
         scan["dot_scan_s"] = loop_scan.merge_dot_scans([r["dot_scan_s"] for r in runs], np.min)
+    if all("ew_scan_s" in r for r in runs):   # the elementwise-only scans: the fastest, as a row's
+        scan["ew_scan_s"] = loop_scan.merge_dot_scans([r["ew_scan_s"] for r in runs], np.min)
     return {**first, **scan, "run_overhead_s": overhead,
             "chain_s": {"1": overhead + lone, str(n): overhead + lone + link * (n - 1)},
             "passes": sum(int(r["passes"]) for r in runs), "rows": rows}
@@ -351,7 +356,8 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
                   "F = mac + vec + trans_weight * transcendentals (a kernel XLA splits into p tasks: F / p, "
                   "B * s / min(p * s, 1), s = core_bw_share, analyzer/prediction/cpu/xla_partition.py); a run adds "
                   "run_overhead_us and the largest floor - program_launch_us once; a kernel outside a loop costs "
-                  "program_launch_us, one in a loop body loop_launch_us, in place of floor. See analyzer/measure/xla/calibrate.py."),
+                  "program_launch_us, one in a loop body loop_launch_us, in place of floor (a loop body's vector kernel: "
+                  "loop_work_scale x its work). See analyzer/measure/xla/calibrate.py."),
         "matrix_tflops": {"fp32": fig["peak"] / 1e12},
         "vector_tflops": {"fp32": fig["peak"] / 1e12},
         "memory": {"mem_bw_gbs": fig["bw"] / 1e9},
@@ -382,6 +388,7 @@ def profile_doc(measured: dict[str, Any], t0: float | None = None) -> dict:
         "_measured": {**{k: v for k, v in measured.items() if k != "rows"}, "seconds": round(elapsed, 1)},
     }
     loop_scan.net_launch_figures(doc, measured, head, per_trip_launches)
+    loop_work.set_loop_work_scale(doc, measured, head)
     dot_scans.set_dot_loop_figures(doc, measured, head)
     _share_source(doc, fig, head)
     doc["_warnings"] = []

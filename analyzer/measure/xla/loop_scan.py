@@ -64,7 +64,7 @@ def _latency(profile, fn, args) -> float:
 
     from analyzer.api import analyze_jax
 
-    sds = tuple(jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype) for a in args)
+    sds = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype), args)
     return analyze_jax(fn, *sds, hw=profile, runtime="xla").predictions[0].latency_s
 
 
@@ -145,3 +145,37 @@ def dot_scan_times(measured: dict[str, Any]) -> dict[tuple[int, int], float]:
 
 def dot_scan_label(m: int, trips: int) -> str:
     return f"scan of h[{m},64] @ w[64,64] + tanh, {trips} trips"
+
+
+def time_ew_scans(q: float, time_program) -> dict[str, dict[str, float]]:
+    """One timing (``time_program``'s ``q`` quantile, 0.03 s of runs) of each scan over an
+    elementwise-only body (``rows.ew_scan_program`` for each of ``rows.EW_SCAN_KERNELS`` x
+    ``rows.EW_SCAN_ROWS`` at ``rows.EW_SCAN_TRIPS``): ``{"kernels/m": {trips: seconds}}``. JAX's CPU
+    async dispatch must be off."""
+    from analyzer.measure.xla import rows as xr
+
+    out: dict[str, dict[str, float]] = {}
+    for k in xr.EW_SCAN_KERNELS:
+        for m in xr.EW_SCAN_ROWS:
+            d = out.setdefault(f"{k}/{m}", {})
+            for t in xr.EW_SCAN_TRIPS:
+                fn, args = xr.ew_scan_program(t, m, k)
+                d[str(t)] = time_program(fn, xr.as_jax_args(args), q, min_s=0.03)
+    return out
+
+
+def ew_scan_times(measured: dict[str, Any], key: str = "ew_scan_s") -> dict[tuple[int, int, int], float]:
+    """``{(kernels, m, trips): seconds}`` of the elementwise-only scans of ``measured``
+    (``key``: ``ew_scan_s``, the calibration's; none: empty), each at its excess over the run overhead timed with it
+    (``ew_scan_run_overhead_s``, where timed apart from the rows) plus the rows' ``run_overhead_s``."""
+    scans = measured.get(key) or {}
+    shift = measured["run_overhead_s"] - measured.get("ew_scan_run_overhead_s", measured["run_overhead_s"])
+    out = {}
+    for key, d in scans.items():
+        k, m = (int(x) for x in key.split("/"))
+        out.update({(k, m, int(t)): s + shift for t, s in d.items()})
+    return out
+
+
+def ew_scan_label(kernels: int, m: int, trips: int) -> str:
+    return f"scan of {kernels} x tanh(h[{m},64] + x_t), {trips} trips"

@@ -321,3 +321,27 @@ def dot_scan_program(trips: int, m: int, k: int = 64) -> tuple[Callable, tuple]:
     def f(h, xs):
         return jax.lax.scan(lambda h, x: (jnp.tanh(h @ w + x), None), h, xs)[0]
     return f, (_r(rng, m, k), _r(rng, trips, m, k))
+
+
+# kernels, rows and trips of the calibration's scans over elementwise-only bodies (``ew_scan_program``):
+# what a loop body's vector kernels cost a trip apart from a dot (``measure.xla.loop_work``)
+EW_SCAN_KERNELS = (1, 4)
+EW_SCAN_ROWS = (16, 64)
+EW_SCAN_TRIPS = (8, 64)
+
+
+def ew_scan_program(trips: int, m: int, kernels: int, n: int = 64) -> tuple[Callable, tuple]:
+    """A scan of ``trips`` trips whose body is ``kernels`` independent elementwise kernels, each
+    ``h_i = tanh(h_i + x_t)`` on a carry ``h_i`` [``m``, ``n``] with ``x_t`` [``m``, ``n``] scanned
+    (the slice fused into each reader); the last carries are the result. XLA's CPU backend runs each
+    carry's update as a loop fusion of its own, and each trip the trip counter (a copy, an add, the
+    condition's compare): ``kernels + 3`` launches a trip, no dot."""
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(4)
+
+    def f(hs, xs):
+        return jax.lax.scan(lambda hs, x: (tuple(jnp.tanh(h + x) for h in hs), None), hs, xs)[0]
+    hs = tuple(_r(rng, m, n) for _ in range(kernels))
+    return f, (hs, _r(rng, trips, m, n))
