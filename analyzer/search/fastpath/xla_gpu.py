@@ -50,32 +50,45 @@ def joins_of(nodes, data, producer, outputs):
     roles = [d[10] if d[0] else ("", False, d[10][2]) for d in data]
     if not any(r[0] in ("conv", "gemv") for r in roles):
         return None
-    consumers: dict[str, list[int]] = {}
-    for j, nd in enumerate(nodes):
-        for t in nd.inputs:
-            if t:
-                consumers.setdefault(t, []).append(j)
+    consumers = _consumers(nodes)
 
     def src(j, t):
         i = producer.get(t)
         return None if i is None else through_views(nodes, data, i, producer.get)
 
     def readers(i):
-        out, is_out, ts = [], False, [t for t in nodes[i].outputs if t]
-        for _ in range(fusion_bytes.DEPTH):
-            nxt = []
-            for t in ts:
-                is_out = is_out or t in outputs
-                for c in consumers.get(t, ()):
-                    if data[c][6]:
-                        nxt += [o for o in nodes[c].outputs if o]
-                    else:
-                        out.append(c)
-            if not nxt:
-                break
-            ts = nxt
-        return out, is_out
+        return _readers_through_views(nodes, data, consumers, i, outputs)
     return lambda joins: xla_gpu_joins.join(joins, roles, [nd.inputs for nd in nodes], src, readers)
+
+
+def _consumers(nodes) -> dict[str, list[int]]:
+    """tensor name -> the indices of the nodes that read it."""
+    consumers: dict[str, list[int]] = {}
+    for j, nd in enumerate(nodes):
+        for t in nd.inputs:
+            if t:
+                consumers.setdefault(t, []).append(j)
+    return consumers
+
+
+def _readers_through_views(nodes, data, consumers, i, outputs=()):
+    """(the nodes that read node ``i``'s outputs, looking through views that launch nothing
+    (``data[c][6]``) up to ``fusion_bytes.DEPTH`` deep; whether any tensor on the way is a graph
+    output)."""
+    out, is_out, ts = [], False, [t for t in nodes[i].outputs if t]
+    for _ in range(fusion_bytes.DEPTH):
+        nxt = []
+        for t in ts:
+            is_out = is_out or t in outputs
+            for c in consumers.get(t, ()):
+                if data[c][6]:
+                    nxt += [o for o in nodes[c].outputs if o]
+                else:
+                    out.append(c)
+        if not nxt:
+            break
+        ts = nxt
+    return out, is_out
 
 
 def reduce_refusal(nodes, data, producer):
@@ -88,27 +101,11 @@ def reduce_refusal(nodes, data, producer):
         return None
     op_class = [d[12][1] for d in data]
     arity = [d[12][2] for d in data]
-    consumers: dict[str, list[int]] = {}
-    for j, nd in enumerate(nodes):
-        for t in nd.inputs:
-            if t:
-                consumers.setdefault(t, []).append(j)
+    consumers = _consumers(nodes)
 
     @functools.cache
     def readers(i):
-        out, ts = [], [t for t in nodes[i].outputs if t]
-        for _ in range(fusion_bytes.DEPTH):
-            nxt = []
-            for t in ts:
-                for c in consumers.get(t, ()):
-                    if data[c][6]:
-                        nxt += [o for o in nodes[c].outputs if o]
-                    else:
-                        out.append(c)
-            if not nxt:
-                break
-            ts = nxt
-        return tuple(out)
+        return tuple(_readers_through_views(nodes, data, consumers, i)[0])
 
     def matrix_readers(i):   # a folded transpose (launches nothing, fold role 1) reads for its product
         return sum(1 for r in readers(i) if (not data[r][0] and data[r][7] == 1)
