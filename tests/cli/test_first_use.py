@@ -133,15 +133,20 @@ def test_a_sweeps_json_carries_its_warnings_and_precision(run_cli):
     assert [w for w in doc["warnings"] if T4_BF16 in w] and doc["precision"] == {"t4": "bf16"}
 
 
-def test_explain_takes_a_name_with_controls_as_the_views_show_it(run_cli, save):
+def _two_relus(save, first: str, second: str):
+    """A saved ONNX model x -> Relu (named ``first``) -> Relu (named ``second``) -> y, f32[2, 3]."""
     from onnx import TensorProto, helper
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
-    nodes = [helper.make_node("Relu", ["x"], ["a"], name="two\nlines"),
-             helper.make_node("Relu", ["a"], ["y"], name="red\x1b[31m")]
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name=first),
+             helper.make_node("Relu", ["a"], ["y"], name=second)]
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
-    path = save(helper.make_model(helper.make_graph(nodes, "g", [x], [y]),
+    return save(helper.make_model(helper.make_graph(nodes, "g", [x], [y]),
                                   opset_imports=[helper.make_opsetid("", 17)]))
+
+
+def test_explain_takes_a_name_with_controls_as_the_views_show_it(run_cli, save):
+    path = _two_relus(save, "two\nlines", "red\x1b[31m")
     shown = run_cli(path, "--hw", "a100").stdout
     assert "two\\x0alines" in shown and "red\\x1b[31m" in shown
     # the table shows 'two\x0alines'; typed back, it named no layer ('did you mean
@@ -170,14 +175,7 @@ def test_scaling_rows_piped_keep_one_line_per_row(run_cli):
 
 
 def test_pipeline_stage_names_are_markdown_text(run_cli, save):
-    from onnx import TensorProto, helper
-
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
-    nodes = [helper.make_node("Relu", ["x"], ["a"], name="<img src=x onerror=alert(1)>"),
-             helper.make_node("Relu", ["a"], ["y"], name="*bold*")]
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
-    path = save(helper.make_model(helper.make_graph(nodes, "g", [x], [y]),
-                                  opset_imports=[helper.make_opsetid("", 17)]))
+    path = _two_relus(save, "<img src=x onerror=alert(1)>", "*bold*")
     res = run_cli(path, "--hw", "a100", "--devices", "2", "--parallel", "pipeline",
                   "--format", "markdown")
     assert res.exit_code == 0, res.output
