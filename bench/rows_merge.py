@@ -21,3 +21,16 @@ def merge_into(paths: str, suffix: str, update: Callable[[dict], None]) -> list[
             json.dump(rows, f)
         written.append(dst)
     return written
+
+
+def merge_timed(paths: str, suffix: str, fields: dict, prefix: str, note: Callable[[dict], str]) -> int:
+    """``merge_into`` for one kind of timed rows: each file gets ``fields`` and
+    ``<prefix>_measured_on = note(rows)`` (the note names the tool and the day the rows were timed);
+    prints each file written; returns 0 (an exit code)."""
+    def update(rows: dict) -> None:
+        rows.update(fields)
+        rows[f"{prefix}_measured_on"] = note(rows)
+
+    for dst in merge_into(paths, suffix, update):
+        print(f"merged into {dst}")
+    return 0

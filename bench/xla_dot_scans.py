@@ -24,7 +24,7 @@ import sys
 
 import numpy as np
 
-from rows_merge import merge_into
+from rows_merge import merge_timed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -79,18 +79,12 @@ def main() -> int:
     print(f"run overhead (fastest of the passes) {over * 1e6:.2f} us")
     loads = ", ".join(f"{p['load'][0]:.2f}" for p in passes)
 
-    def update(rows: dict) -> None:
-        rows["dot_scan_s"] = scans
-        rows["dot_scan_run_overhead_s"] = over
-        rows["dot_scan_measured_on"] = (
+    return merge_timed(
+        a.merge, a.suffix, {"dot_scan_s": scans, "dot_scan_run_overhead_s": over}, "dot_scan", lambda rows: (
             f"{dt.date.today().isoformat()} (bench/xla_dot_scans.py, {a.passes} passes x {a.repeats} repeats, "
             f"merged into rows timed on {rows.get('measured_on', 'an earlier day')}; run overhead then "
             f"{over * 1e6:.2f} us against the rows' {rows['run_overhead_s'] * 1e6:.2f}; load average at its "
-            f"passes {loads})")
-
-    for dst in merge_into(a.merge, a.suffix, update):
-        print(f"merged into {dst}")
-    return 0
+            f"passes {loads})"))
 
 
 if __name__ == "__main__":

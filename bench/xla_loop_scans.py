@@ -25,7 +25,7 @@ import sys
 
 import numpy as np
 
-from rows_merge import merge_into
+from rows_merge import merge_timed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -135,17 +135,12 @@ def main() -> int:
     fitted, extra = split_fitted(res["ew_scan_s"])
     over = res["run_overhead_s"]
 
-    def update(rows: dict) -> None:
-        rows["ew_scan_s"], rows["ew_scan_extra_s"] = fitted, extra
-        rows["ew_scan_run_overhead_s"] = over
-        rows["ew_scan_measured_on"] = (
+    return merge_timed(
+        a.merge, a.suffix, {"ew_scan_s": fitted, "ew_scan_extra_s": extra, "ew_scan_run_overhead_s": over},
+        "ew_scan", lambda rows: (
             f"{res['measured_on']} (bench/xla_loop_scans.py, {res['passes']} passes x {res['repeats']} repeats, merged "
             f"into rows timed on {rows.get('measured_on', 'an earlier day')}; run overhead then {over * 1e6:.2f} us "
-            f"against the rows' {rows['run_overhead_s'] * 1e6:.2f})")
-
-    for dst in merge_into(a.merge, a.suffix, update):
-        print(f"merged into {dst}")
-    return 0
+            f"against the rows' {rows['run_overhead_s'] * 1e6:.2f})"))
 
 
 if __name__ == "__main__":
