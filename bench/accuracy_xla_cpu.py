@@ -188,8 +188,10 @@ def main() -> int:
               if len(preds) > 1 else None)
     import jaxlib
 
-    head = (f"{datetime.date.today().isoformat()}, {platform.processor() or platform.machine()}, "
-            f"{os.cpu_count()} cores, JAX {jax.__version__} (jaxlib {jaxlib.__version__}), XLA CPU, async dispatch off, "
+    from analyzer.prediction.cpu import host
+
+    head = (f"{datetime.date.today().isoformat()}, {platform.processor() or platform.machine()} "
+            f"({host.cpu_name()}, widest vector extension {host.simd()}), {os.cpu_count()} cores, JAX {jax.__version__} (jaxlib {jaxlib.__version__}), XLA CPU, async dispatch off, "
             f"{Q:g} quantile of wall-clock runs, fastest of {a.passes} passes")
     if a.measured:
         head = f"timings {saved['machine']}"
