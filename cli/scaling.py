@@ -162,6 +162,7 @@ def _rows_lines(report, fmt: str) -> list[str]:
         lines += _part_lines(sc.points, fmt)
         lines += _pass_lines(sc.points, sc.setup, fmt)
         lines += _collective_lines(sc.points, sc.setup.get("collectives") or (), fmt)
+        lines += _overlap_lines(sc.setup.get("tensor_plans") or ())
         stages = _stage_lines(sc.setup.get("pipeline_plans") or ())
         lines += ([""] + stages if stages else []) + [""]   # (markdown: not a table row)
         for h, n in d["crossover_devices"].items():
@@ -199,15 +200,28 @@ def _pass_lines(points, setup: dict, fmt) -> list[str]:
     head = ["hardware", "devices", "zero ms", "norm ms", "scale ms", "norm all-reduce ms"]
     keys = ["zero", "norm", "scale", "norm_allreduce"]
     if gp.get("megatron_step"):
-        head += ["divide ms", "main-grad add ms", "fused kernels ms"]
-        keys += ["divide", "accumulate", "fused"]
+        head += ["divide ms", "main-grad add ms", "fused kernels ms", "vocab-parallel ms"]
+        keys += ["divide", "accumulate", "fused", "vocab_parallel"]
     rows = [[p.hardware, str(p.devices), *(_ms(p.grad_passes.get(k, 0.0)) for k in keys)]
             for p in have]
     inside = " + ".join(k for k in ("zero", "norm", "scale", "divide") if k in keys)
-    extra = ("; main-grad adds in backward, the fused kernels' change (<= 0) in forward"
-             if gp.get("megatron_step") else "")
+    extra = ("; main-grad adds in backward, the fused kernels' change (<= 0) in forward, "
+             "Megatron's vocab-parallel kernels (its loss over the graph's, the embedding's masking) "
+             "in both" if gp.get("megatron_step") else "")
     return ["", f"Gradient passes ({what}; {inside} inside compute{extra}, on the device "
                 "that spends the most on them):"] + _grid(head, rows, fmt)
+
+
+def _overlap_lines(plans) -> list[str]:
+    """Tensor parallel: the part of the communication the async backward all-reduces hide under
+    their weight-gradient GEMMs (in comm ms, not in exposed ms), per plan and profile."""
+    out = []
+    for pl in plans:
+        for h, s in (pl.get("backward_allreduce_hidden_s") or {}).items():
+            out.append(safe.text(f"{h}, {pl.get('devices')} devices: {s * 1e3:.3f} ms of the "
+                                 "backward all-reduces hidden under the weight-gradient GEMMs "
+                                 "(Megatron's async column all-reduce)"))
+    return [""] + out if out else []
 
 
 def _collective_lines(points, colls, fmt) -> list[str]:

@@ -280,10 +280,13 @@ def _tensor_points(base, step1: dict, fab, n: int, train: bool, sequence_paralle
     """Tensor parallel over ``n`` devices as Megatron splits the graph
     (``analyzer.scaling.tensor``): per device, each node's body time (forward and backward)
     times its factor plus its launches, the step's dropout kernels at their nodes' factors, the optimizer over the parameters one device holds, and
-    the plan's collectives on the critical path. Where no column/row pair is recognised, the
+    the plan's collectives on the critical path but the part of each column set's async backward
+    all-reduce under its weight-gradient GEMMs (``tensor_overlap``; per profile in the summary's
+    ``backward_allreduce_hidden_s``). Where no column/row pair is recognised, the
     rule of thumb instead (``_tensor_rule``). Returns (points, plan summary, notes)."""
     from analyzer.ir.graph import PRECISION_BITS
     from analyzer.scaling import tensor as T
+    from analyzer.scaling import tensor_overlap as TO
     from analyzer.training.step import backward_rows, dropout_forward_rows, optimizer_time
 
     pattern = T.find(base.nodes, base.model.get("outputs", ()))
@@ -291,9 +294,10 @@ def _tensor_points(base, step1: dict, fab, n: int, train: bool, sequence_paralle
         note = pattern.notes[0] + "; tensor parallel by the rule of thumb: the matrix work / N, " \
             "the rest repeated, every second weight GEMM all-reduced"
         return _tensor_rule(base, step1, fab, n, train), {"recognised": False}, [note]
-    points, summary, notes = [], {}, []
+    points, summary, notes, overlap = [], {}, [], {}
     for pred in base.predictions:
         h = pred.hardware
+        prof = DP.profile_of(pred)
         bits = PRECISION_BITS.get(pred.precision) if pred.precision_explicit else None
         plan = T.plan(base.nodes, n, pattern=pattern, train=train,
                       sequence_parallel=sequence_parallel, params=base.totals.params,
@@ -305,12 +309,6 @@ def _tensor_points(base, step1: dict, fab, n: int, train: bool, sequence_paralle
                                    for r in pred.nodes)
         comp = fwd
         if train and base.training is not None:
-            if pred.target is not None:
-                prof = pred.target.profile
-            else:
-                import hardware_db
-
-                prof = hardware_db.get(h)
             # the ratio method's per-node rows, scaled to the step's backward (the kernel plan's
             # under a PyTorch runtime: ``training.backward_time``; 1 under the ratio method)
             rows = backward_rows(base, pred)
@@ -325,12 +323,19 @@ def _tensor_points(base, step1: dict, fab, n: int, train: bool, sequence_paralle
         tm = DP.step_terms(base, pred, passes, factors=f, split=plan.split, t=n) if train else None
         gp = DP.with_terms(gp, tm)
         comp += sum(gp[k] for k in P.UPDATE_PASSES + P.STEP_TERMS) if gp else 0.0
+        wg = TO.wgrad_seconds(base.nodes, plan, pred, prof) if train else {}
+        hid = 0.0   # the async backward all-reduces' part under the wgrad GEMMs
         for c in plan.collectives:
-            comm = comm + fab.collective(c.kind, c.nbytes, n)
-        points.append(P.point(h, n, comp, comm, comm.total, 0.0, step1[h][0],
+            one = fab.collective(c.kind, c.nbytes, n)
+            comm = comm + one
+            hid += TO.hidden(one.total, wg.get(c.node, 0.0)) if c.phase == "backward" else 0.0
+        overlap[h] = hid
+        points.append(P.point(h, n, comp, comm, comm.total - hid, 0.0, step1[h][0],
                               calls=len(plan.collectives) + (1 if gp and gp["norm_allreduce"]
                                                              else 0) if n > 1 else 0,
                               grad_passes=gp))
+    if overlap:
+        summary["backward_allreduce_hidden_s"] = overlap
     return points, summary, notes
 
 

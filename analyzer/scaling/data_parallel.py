@@ -27,8 +27,10 @@ default for ``megatron``): the buffer zeroed, the norm and the scale over the gr
 device updates (P, or P/d when the optimizer state is sharded; the zeroing and the divide over
 the gradients it holds), inside compute; the norm's all-reduce over the model-parallel group, of
 one rank in data parallel: none. Megatron's own step kernels (``training.megatron_step``): the
-fused kernels' change in forward, the main-grad adds in backward (at the local batch; with the
-linear rescale the fused kernels' bodies / d).
+fused kernels' change in forward, the main-grad adds in backward, Megatron's loss over the
+graph's in both (``training.megatron_loss``; at the local batch; with the linear rescale the
+fused kernels' bodies / d and the loss at the global batch's rows / d), and accelerate's
+all-reduce of the loss (one fp32 word) over the d ranks, exposed.
 
 Which node produces a gradient: the node that first consumes the parameter in graph order (its
 ``cost.params``), so a weight used twice is ready when the earlier use's backward ends. The
@@ -195,12 +197,13 @@ def step_terms(report, pred, passes, **kw):
 
 
 def with_terms(secs: dict | None, tm) -> dict | None:
-    """``secs`` (a ``passes_of`` record) with the step terms' sums (``accumulate``, ``fused``;
-    0 without them)."""
+    """``secs`` (a ``passes_of`` record) with the step terms' sums (``accumulate``, ``fused``,
+    ``cross_entropy``: Megatron's loss over the graph's, forward and backward; 0 without them)."""
     if secs is None:
         return None
     return secs | {"accumulate": sum(tm.accumulate) if tm else 0.0,
-                   "fused": sum(tm.fused) if tm else 0.0}
+                   "fused": sum(tm.fused) if tm else 0.0,
+                   "vocab_parallel": sum(tm.vocab_forward) + sum(tm.vocab_backward) if tm else 0.0}
 
 
 def profile_of(pred):
@@ -217,9 +220,12 @@ def points(rep, fab, d: int, step1: dict, *, mode: str, overlap: bool, bucket_mb
     """One ``parallel.Point`` per profile of ``rep`` (the model at the local batch; or at the
     global batch with ``div = d``: linear rescale, kernel bodies / d, launches kept) under
     ``mode``. Compute = forward + backward + the update (over P/d parameters when sharded) +
-    Megatron's gradient passes (``passes``, a ``training.grad_passes.GradPasses``; None: none)."""
+    Megatron's gradient passes (``passes``, a ``training.grad_passes.GradPasses``; None: none);
+    on Megatron's step with a loss node, accelerate's all-reduce of the loss (one fp32 word)
+    over the d ranks, exposed (``training.megatron_loss``)."""
     from analyzer.ir.graph import PRECISION_BITS
     from analyzer.scaling import parallel as P
+    from analyzer.training import megatron_loss as ML
     from analyzer.training.step import optimizer_time
 
     out = []
@@ -239,8 +245,8 @@ def points(rep, fab, d: int, step1: dict, *, mode: str, overlap: bool, bucket_mb
         opt += sum(gp[k] for k in P.UPDATE_PASSES) if gp else 0.0
         tm = step_terms(rep, pred, passes, div=div)
         gp = with_terms(gp, tm)
-        if tm:   # the fused kernels in forward, the main-grad adds in backward
-            fwd_s, bwd_s = fwd_s + sum(tm.fused), bwd_s + sum(tm.accumulate)
+        if tm:   # the fused kernels and the loss in forward, the adds and the loss in backward
+            fwd_s, bwd_s = fwd_s + sum(tm.forward()), bwd_s + sum(tm.backward())
         lay = layers(rep, pred)
         cap, first = caps(mode, bucket_mb, overlap, d, eb)
         unit = 0
@@ -256,6 +262,9 @@ def points(rep, fab, d: int, step1: dict, *, mode: str, overlap: bool, bucket_mb
                                                  grad_bytes=eb, weight_bytes=eb)
         mem = st.memory if div == 1 else replace(st.memory,
                                                  activations=st.memory.activations // div)
+        # accelerate's loss_func: the loss averaged over the data group, one fp32 word
+        lc = fab.allreduce(4, d) if (tm and d > 1 and ML.sites(rep.nodes)) else ZERO
+        gcomm, calls = gcomm + lc, calls + (1 if lc.total else 0)
         out.append(P.point(pred.hardware, d, fwd_s + bwd_s + opt, comm + gcomm,
                            exposed + gcomm.total, 0.0, step1[pred.hardware][0], calls=calls,
                            memory=memory(mem, mode if d > 1 else "ddp", d, unit), grad_passes=gp))

@@ -24,7 +24,8 @@ split whose slowest chunk, forward + backward + its outgoing sends per micro-bat
 chunks' forward / m), the tensor-parallel collectives of its chunks' nodes ``a_s`` (the plan's,
 of the micro-batch's bytes, on the critical path: Megatron's blocking f/g all-reduces), its
 sends ``x_s`` (the activation at each of its chunk ends but the model's last, point to point to
-the next chunk's device); the same for backward (``b_s``, ``a'_s``, ``y_s``: the gradients go
+the next chunk's device); the same for backward (``b_s``, ``a'_s`` less the part of each async
+column all-reduce under its weight-gradient GEMMs: ``tensor_overlap``, ``y_s``: the gradients go
 back from each chunk start but the first). A send goes over the intra-node link, or the
 network when the two ranks sit in different nodes; it is counted once per boundary per
 micro-batch, inside the device that sends it (the sender waits: Megatron's blocking p2p). With
@@ -129,8 +130,8 @@ def node_times(report, pred, train: bool, factors=None, div: int = 1, terms=None
         for i, s in dropout_forward_rows(report, pred, profile_of(pred)).items():
             fwd[i] += s * f[i] / div
     if terms is not None:
-        fwd = [x + y for x, y in zip(fwd, terms.fused)]
-        bwd = [x + y for x, y in zip(bwd, terms.accumulate)]
+        fwd = [x + y for x, y in zip(fwd, terms.forward())]
+        bwd = [x + y for x, y in zip(bwd, terms.backward())]
     return fwd, bwd
 
 
@@ -242,9 +243,9 @@ def device_rows(chs: list[Chunk], fab, lay: Layout, m: int, train: bool, tp_comm
         s = ch.device
         rows["f"][s] += ch.forward_s / m
         rows["b"][s] += ch.backward_s / m if train else 0.0
-        cf, cb, k = tp_comm(ch)
+        cf, cb, k, hid = tp_comm(ch)
         rows["af"][s] += cf.total
-        rows["ab"][s] += cb.total if train else 0.0
+        rows["ab"][s] += cb.total - hid if train else 0.0
         parts = [cf] + ([cb] if train else [])
         calls += m * k
         if c < len(chs) - 1:
@@ -262,18 +263,23 @@ def device_rows(chs: list[Chunk], fab, lay: Layout, m: int, train: bool, tp_comm
     return rows, comm, calls
 
 
-def tp_comm_of(report, tensor, fab, lay: Layout, m: int):
-    """``chunk -> (forward Comm, backward Comm, collectives)`` per micro-batch: the tensor plan's
-    collectives of the chunk's nodes at 1/m of their bytes over the tensor group (t consecutive
-    ranks); nothing without tensor parallel."""
+def tp_comm_of(report, tensor, fab, lay: Layout, m: int, wgrad=None):
+    """``chunk -> (forward Comm, backward Comm, collectives, hidden s)`` per micro-batch: the
+    tensor plan's collectives of the chunk's nodes at 1/m of their bytes over the tensor group
+    (t consecutive ranks), and the part of the backward ones under their weight-gradient GEMMs
+    (``wgrad``: node name -> the whole batch's seconds, ``tensor_overlap``); nothing without
+    tensor parallel."""
+    from analyzer.scaling import tensor_overlap as TO
+
     if tensor is None or lay.t == 1:
-        return lambda ch: (ZERO, ZERO, 0)
+        return lambda ch: (ZERO, ZERO, 0, 0.0)
     where = {x.name: i for i, x in enumerate(report.nodes)}
     g = group_fabric(fab, lay.t, 1)
+    wg = wgrad or {}
 
     def of(ch):
         f = b = ZERO
-        k = 0
+        k, hid = 0, 0.0
         for c in tensor.collectives:
             i = where.get(c.node)
             if i is None or not ch.first <= i <= ch.last:
@@ -283,8 +289,9 @@ def tp_comm_of(report, tensor, fab, lay: Layout, m: int):
                 f = f + one
             else:
                 b = b + one
+                hid += TO.hidden(one.total, wg.get(c.node, 0.0) / m)
             k += 1
-        return f, b, k
+        return f, b, k, hid
 
     return of
 
@@ -402,6 +409,7 @@ def step(report, pred, fab, lay: Layout, m: int, *, train: bool, schedule: str, 
     from analyzer.ir.graph import PRECISION_BITS
     from analyzer.scaling import data_parallel as DP
     from analyzer.scaling import embedding as EM
+    from analyzer.scaling import tensor_overlap as TO
     from analyzer.scaling.data_parallel import profile_of
     from analyzer.training.step import optimizer_time
 
@@ -417,7 +425,7 @@ def step(report, pred, fab, lay: Layout, m: int, *, train: bool, schedule: str, 
     share = tensor.params_per_device / report.totals.params \
         if tensor is not None and report.totals.params else 1.0
     terms = DP.step_terms(report, pred, passes, factors=factors, div=div, t=lay.t,
-                          split=tensor.split if tensor is not None else frozenset())
+                          split=tensor.split if tensor is not None else frozenset(), m=m)
     if terms is not None:   # the main-grad adds run once per micro-batch
         terms = replace(terms, accumulate=tuple(m * x for x in terms.accumulate))
     times = node_times(report, pred, train, factors, div, terms)
@@ -426,8 +434,10 @@ def step(report, pred, fab, lay: Layout, m: int, *, train: bool, schedule: str, 
     dev = [0] * len(report.nodes)
     for ch in chs:
         dev[ch.first:ch.last + 1] = [ch.device] * (ch.last - ch.first + 1)
+    wgrad = TO.wgrad_seconds(report.nodes, tensor, pred, profile_of(pred)) \
+        if (train and tensor is not None and lay.t > 1) else None
     rows, comm, calls = device_rows(chs, fab, lay, m, train,
-                                    tp_comm_of(report, tensor, fab, lay, m))
+                                    tp_comm_of(report, tensor, fab, lay, m, wgrad))
     upd, upd_c = [0.0] * lay.p, [0.0] * len(chs)
     opt = report.training.counts.optimizer if (train and report.training) else None
     if opt:   # each chunk's update over its parameters (/ d when zero1/zero2 shard the state)
@@ -441,7 +451,9 @@ def step(report, pred, fab, lay: Layout, m: int, *, train: bool, schedule: str, 
     if gp:   # the step terms of the same device, inside its forward and backward rows
         mine = [i for i in range(len(dev)) if dev[i] == gp["device"]]
         gp["busiest"] |= {"accumulate": sum(terms.accumulate[i] for i in mine) if terms else 0.0,
-                          "fused": sum(terms.fused[i] for i in mine) if terms else 0.0}
+                          "fused": sum(terms.fused[i] for i in mine) if terms else 0.0,
+                          "vocab_parallel": sum(terms.vocab_forward[i] + terms.vocab_backward[i]
+                                               for i in mine) if terms else 0.0}
     v = lay.v
     t0 = _direction(rows, ("f",), m, v) + _direction(rows, ("b",), m, v)
     t1 = _direction(rows, ("f", "af"), m, v) + _direction(rows, ("b", "ab"), m, v)

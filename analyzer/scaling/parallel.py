@@ -35,11 +35,12 @@ PARTS = ("compute", "tensor_comm", "bubble", "p2p", "data_parallel_exposed",
          "embedding_allreduce", "grad_norm_allreduce")
 # Megatron's passes over the gradients (``analyzer.training.grad_passes``) and its own step
 # kernels (``analyzer.training.megatron_step``: the main-grad adds, the fused kernels' change,
-# <= 0), seconds on the device that spends the most on the passes: all inside compute but the
+# <= 0, Megatron's loss over the graph's: ``analyzer.training.megatron_loss``), seconds on the device that spends the most on the passes: all inside compute but the
 # norm's all-reduce, inside the exposed communication
-GRAD_PASSES = ("zero", "norm", "scale", "norm_allreduce", "divide", "accumulate", "fused")
+GRAD_PASSES = ("zero", "norm", "scale", "norm_allreduce", "divide", "accumulate", "fused",
+               "vocab_parallel")
 UPDATE_PASSES = ("zero", "norm", "scale", "divide")   # in the update, after backward
-STEP_TERMS = ("accumulate", "fused")                  # in backward and forward
+STEP_TERMS = ("accumulate", "fused", "vocab_parallel")   # in backward and forward
 # the collective kinds of a program over a device mesh (``analyzer.scaling.mesh_program``)
 COMM_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p")
 

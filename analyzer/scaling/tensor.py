@@ -28,9 +28,11 @@ replicated. Gradients and optimizer state follow the parameters.
   word per row (rows = the logits' elements / the vocabulary): the logits' max, the target
   logit, the sum of exponentials; unchanged by sequence parallelism.
 
-Not modelled: the cross entropy's own kernels as Megatron writes them (the graph's loss is
-priced); per-device kernel efficiency at the smaller shapes (a node's body time is divided by
-its factor, its launches are not).
+The cross entropy's own kernels as Megatron writes them replace the graph's loss on Megatron's
+step (``analyzer.training.megatron_loss``); the backward all-reduces' overlap with the
+weight-gradient GEMMs: ``analyzer.scaling.tensor_overlap``. Not modelled: per-device kernel
+efficiency at the smaller shapes (a node's body time is divided by its factor, its launches are
+not).
 """
 
 from __future__ import annotations

@@ -54,10 +54,24 @@ GEMMS = frozenset({"MatMul", "Gemm"})
 @dataclass(frozen=True)
 class Terms:
     """Per node index: forward seconds the fused kernels change (<= 0 at the node whose kernels
-    they absorb) and backward seconds of the main-grad adds of the gradients it produces."""
+    they absorb), backward seconds of the main-grad adds of the gradients it produces, and the
+    forward and backward seconds Megatron's vocab-parallel kernels (``training.megatron_loss``:
+    its loss over the graph's at a loss node, the embedding's masking at the lookup under
+    tensor parallel) add (empty: none)."""
 
     fused: tuple[float, ...]
     accumulate: tuple[float, ...]
+    vocab_forward: tuple[float, ...] = ()
+    vocab_backward: tuple[float, ...] = ()
+
+    def forward(self) -> list[float]:
+        """Per node, the forward seconds of the terms (fused + loss)."""
+        return [a + b for a, b in zip(self.fused, self.vocab_forward or [0.0] * len(self.fused))]
+
+    def backward(self) -> list[float]:
+        """Per node, the backward seconds of the terms (adds + loss)."""
+        return [a + b for a, b in zip(self.accumulate,
+                                      self.vocab_backward or [0.0] * len(self.accumulate))]
 
 
 def _floating(spec) -> bool:
@@ -167,10 +181,11 @@ def _row_seconds(pred, factors, div: int) -> dict[int, float]:
 
 
 def terms(report, pred, profile, *, factors=None, div: int = 1, fusion: bool = True,
-          split=frozenset(), t: int = 1) -> Terms:
+          split=frozenset(), t: int = 1, m: int = 1) -> Terms:
     """The ``Terms`` of one prediction (module docstring) on one device: bodies times the
     tensor-parallel ``factors`` / ``div`` (the linear rescale of data parallel), the hook's
-    tensors split by ``split`` / ``t`` (``hook_tensors``)."""
+    tensors split by ``split`` / ``t`` (``hook_tensors``), Megatron's loss at ``m``
+    micro-batches per step and the embedding's masking (``megatron_loss``)."""
     from analyzer.ir.graph import PRECISION_BITS
     from analyzer.training import dropout as D
     from analyzer.training.backward_time import each_seconds
@@ -197,4 +212,12 @@ def terms(report, pred, profile, *, factors=None, div: int = 1, fusion: bool = T
     two = each_seconds([x[3] for x in pairs], pred, profile)
     for (at, f, _a, _b), s1, s2 in zip(pairs, one, two):
         fused[at] += f * (s1 - s2)
-    return Terms(tuple(fused), tuple(acc))
+    from analyzer.training import megatron_loss as ML
+
+    lf, lb = ML.deltas(report, pred, profile, rows, factors=factors, div=div, t=t, m=m)
+    ef, eb_ = ML.embedding_deltas(report, pred, profile, split, t, div=div, m=m)
+    for d, e in ((lf, ef), (lb, eb_)):
+        for i, x in e.items():
+            d[i] = d.get(i, 0.0) + x
+    return Terms(tuple(fused), tuple(acc), tuple(lf.get(i, 0.0) for i in range(len(nodes))),
+                 tuple(lb.get(i, 0.0) for i in range(len(nodes))))
