@@ -548,10 +548,11 @@ def place(prof, kern: Kernels) -> tuple[float | None, list[str]]:
         moved_all += moved
         for k in range(first, last + 1):
             ek = float(e[int(kern.classes[k])]) if e is not None and kern.classes is not None else 1.0
-            kern.matrix_peak[k] = kern.vector_peak[k] = rate / ek
+            kern.matrix_peak[k] = kern.vector_peak[k] = rate / ek if ek > 0 else rate
             own = (switches, moved) if k == first else (0, 0.0)
             if k == first:
-                kern.fixed[k] += (switches * per_switch + moved / kern.mem_bw) / max(float(kern.runs[k]), 1.0)
+                hand = switches * per_switch + (moved / kern.mem_bw if kern.mem_bw else 0.0)
+                kern.fixed[k] += hand / max(float(kern.runs[k]), 1.0)
             if kern.placed is not None:
                 kern.placed[k] = Placed(unit, rate, own[0], per_switch, own[1], kern.mem_bw,
                                         f"{hits[k][1]}: {kern.fnodes[hits[k][0]].op!a}")
