@@ -232,6 +232,20 @@ def ms(rows, feats, P, r) -> np.ndarray:
     return H.times(H.Rows(rows, feats), P, r, FORM.dwt) * 1e3
 
 
+def ratio_pairs(pt, cols=("pred",)) -> list[tuple]:
+    """Per held-out model, precision and runtime with a row on both devices (``pt``: rows with a
+    ``pred`` column, ms, and any other ``cols``): (model, precision, runtime, measured 8 Gen 3 / 8 Gen 2
+    ratio, {col: the col's 8 Gen 3 figure / pred's 8 Gen 2 figure})."""
+    out = []
+    for (m, prec, rt), g in pt.groupby(["model_id", "precision", "runtime"]):
+        if len(g) != 2:
+            continue
+        g = g.set_index("opcost_profile")
+        mr = g.inference_time_ms["hexagon-sd8gen3"] / g.inference_time_ms["hexagon-sd8gen2"]
+        out.append((m, prec, rt, mr, {c: g[c]["hexagon-sd8gen3"] / g.pred["hexagon-sd8gen2"] for c in cols}))
+    return out
+
+
 def ratio_table(test, feats, P, r) -> list[str]:
     """The 8 Gen 3 / 8 Gen 2 latency ratio per held-out model, precision and runtime: measured,
     predicted, and predicted with the 8 Gen 2's constants on both (datasheet-scaled)."""
@@ -241,13 +255,8 @@ def ratio_table(test, feats, P, r) -> list[str]:
     scaled = {k: np.array([v[0], v[0]]) for k, v in P.items()}
     pt = test.assign(pred=ms(test, feats, P, r), scaled=ms(test, feats, scaled, r))
     n = within = 0
-    for (m, prec, rt), g in pt.groupby(["model_id", "precision", "runtime"]):
-        if len(g) != 2:
-            continue
-        g = g.set_index("opcost_profile")
-        mr = g.inference_time_ms["hexagon-sd8gen3"] / g.inference_time_ms["hexagon-sd8gen2"]
-        pr = g.pred["hexagon-sd8gen3"] / g.pred["hexagon-sd8gen2"]
-        sr = g.scaled["hexagon-sd8gen3"] / g.pred["hexagon-sd8gen2"]
+    for m, prec, rt, mr, got in ratio_pairs(pt, ("pred", "scaled")):
+        pr, sr = got["pred"], got["scaled"]
         n, within = n + 1, within + (abs(pr / mr - 1) <= 0.15)
         out.append(f"| {m} | {prec} | {rt} | {mr:.3f} | {pr:.3f} | {sr:.3f} | {abs(pr / mr - 1) * 100:.1f} | "
                    f"{abs(sr / mr - 1) * 100:.1f} |")

@@ -117,6 +117,9 @@ class Lowered:
     # per launch; None: no profile states a depthwise output rate
     dw_rate: np.ndarray | None = None
     dw_outputs: np.ndarray | None = None
+    # [P] per profile: kernel index -> ``accelerators.Placed``, the factors of each kernel its
+    # runtime's placement moved off the accelerator (empty: none)
+    placed: tuple = ()
 
     @property
     def besides_kernels_s(self) -> np.ndarray:
@@ -165,7 +168,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", cudnn_conv.op_of(op))])
                  for k, ops in enumerate(plan.extra_ops) for op in ops]
-    onchip, cal = None, lf.NO_CALIBRATED
+    onchip, cal, placed = None, lf.NO_CALIBRATED, [{} for _ in profiles]   # placed: kernel -> Placed, per profile
     label = precision or kr.main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l)
     for p, prof in enumerate(profiles):
         warn, note = set(), list(said_precision)   # (the profile's warnings and notes)
@@ -191,7 +194,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         fixed[p], loop_s, once = cpu_loop_launch.xla_fixed(fixed[p], floors, nodes, plan, runs, prof, calibrated,
                                                            runtime.fusion, note)
         host_only[p] = host_only_ops.per_run_s(prof, runtime, calibrated, launch, note, len(plan.host_only))
-        bw[p], run_overhead[p], onchip = accelerator_terms.per_profile(
+        bw[p], run_overhead[p], onchip, placed[p] = accelerator_terms.per_profile(
             runtime, prof, arrays, label, note, (plan, fnodes, rows, fixed[p], bw[p]),
             (onchip, p, P, mpeak[p], vpeak[p], cls_l, anchor_dtype, feats["bytes"], wbytes, nodes))
         hw_p = {"matrix_peak": mpeak[p], "vector_peak": vpeak[p], "mem_bw": bw[p], "units": units[p], "l2_bytes": l2[p]}
@@ -211,7 +214,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
                    notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **lf.resident_fields(*cal[1:]),
-                   **_qnn_fields(onchip, wbytes))
+                   placed=tuple(placed), **_qnn_fields(onchip, wbytes))
 
 
 def _qnn_fields(onchip, wbytes) -> dict:

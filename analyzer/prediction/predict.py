@@ -178,7 +178,7 @@ class Prediction:
             **({} if t.gap is None else
                {"stream": True, "host_s": float(t.host[k]), "gap_s": float(t.gap[k]),
                 "stream_s": time - float(t.host[k]) + float(t.gap[k])}),
-            inserted=t.inserted[k] if t.inserted else ())
+            inserted=t.inserted[k] if t.inserted else (), placed=t.placed.get(k))
 
     def folded_into(self, index: int) -> int | None:
         """The node index of the matrix product ``report.nodes[index]`` is folded into (a
@@ -442,4 +442,5 @@ def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True, host=
                        onchip=None if low.onchip is None else (low.onchip[g], low.onchip_of[0],
                                                                float(low.onchip_of[1][g]),
                                                                float(low.onchip_of[2][g])),
-                       dw_rate=None if low.dw_rate is None else (low.dw_outputs, low.dw_rate[g]))
+                       dw_rate=None if low.dw_rate is None else (low.dw_outputs, low.dw_rate[g]),
+                       placed=low.placed[g] if low.placed else {})

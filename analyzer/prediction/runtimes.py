@@ -130,9 +130,11 @@ RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
             precision_rule=coreml.precision_rule),
     Runtime("edgetpu", "tflite", False, edgetpu.TIME_DEFINITION, placement=edgetpu.place,
             precision_rule=edgetpu.precision_rule),
-    Runtime(qnn.NAME, "qnn", False, qnn.TIME_DEFINITION, precision_rule=qnn.precision_rule),
-    Runtime("qnn-dlc", "qnn", False, qnn.TIME_DEFINITION_DLC, precision_rule=qnn.precision_rule),
-    Runtime("qnn-tflite", "qnn", False, qnn.TIME_DEFINITION_TFLITE, precision_rule=qnn.precision_rule),
+    Runtime(qnn.NAME, "qnn", False, qnn.TIME_DEFINITION, placement=qnn.place, precision_rule=qnn.precision_rule),
+    Runtime("qnn-dlc", "qnn", False, qnn.TIME_DEFINITION_DLC, placement=qnn.place,
+            precision_rule=qnn.precision_rule),
+    Runtime("qnn-tflite", "qnn", False, qnn.TIME_DEFINITION_TFLITE, placement=qnn.place,
+            precision_rule=qnn.precision_rule),
 )}
 
 # the runtime a profile of each kind predicts when neither the caller nor the profile says

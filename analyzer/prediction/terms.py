@@ -130,6 +130,11 @@ class KernelTerms(NamedTuple):
     # launch (op, bytes); each costs its class's fixed cost (cuDNN's: no dispatch) and its bytes at the
     # class's rate, already inside fixed_s
     inserted: tuple = ()
+    # a kernel the runtime's placement moved off the accelerator (``accelerators.Placed``: the unit,
+    # its rate, the switches and boundary bytes its segment pays here), or None: compute_s = runs x
+    # work / rate (the peaks are set to rate / e_compute); switches x switch_s + moved_bytes / mem_bw
+    # are in fixed_s over the launches
+    placed: Any = None
 
 
 class KernelTable:
@@ -143,7 +148,7 @@ class KernelTable:
                  "compute", "memory", "overhead", "time", "bound", "feats", "units", "l2_bytes",
                  "class_consts", "overlap", "host", "gap", "host_nodes", "host_runs",
                  "host_only", "host_gap", "resident", "onchip", "split", "inserted", "ynn_dot", "loop_work", "folded",
-                 "merged", "apart", "dw_rate")
+                 "merged", "apart", "dw_rate", "placed")
 
     def __init__(self, **values):
         # by keyword: twenty arrays of one length and type are too easy to pass in the wrong order
@@ -194,6 +199,7 @@ class KernelTable:
     merged: dict           # node index -> the dots merged into one with it, itself included (``FusionPlan.merged``)
     apart: dict            # node index -> (producer node index, reason) kept apart at a reduction (``FusionPlan.apart``)
     dw_rate: Any           # ([K] output elements per launch, [K] outputs/s; 0: none) of ``qnn``'s depthwise kernels, or None
+    placed: dict           # kernel -> ``accelerators.Placed``: the kernels a placement moved off the accelerator
 
     def detail(self, k: int) -> dict:
         """Every factor of kernel ``k``'s terms, per launch (``efficiency.kernel_time(detail=True)``)."""

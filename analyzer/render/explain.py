@@ -30,6 +30,26 @@ def _compute_lines(e) -> list[str]:
     return out
 
 
+def _placed_lines(e, part: str) -> list[str]:
+    """A kernel the runtime's placement moved off the accelerator (``KernelTerms.placed``):
+    ``part`` "compute" (where it runs and at what rate) or "fixed" (its segment's switches and
+    boundary tensors, inside the fixed line); no line for any other kernel."""
+    pl = getattr(e, "placed", None)
+    if pl is None:
+        return []
+    if part == "compute":
+        work = e.mac_flops + e.vector_flops + e.trans_weight * e.transcendental_flops
+        return [f"    placed on the {safe.text(pl.unit)} ({safe.text(pl.why)}): matrix + vector = work "
+                f"{human(work)} / rate {human(pl.rate, 'FLOP/s')} = {human_time(work / pl.rate if pl.rate else 0.0)} "
+                "per launch (the peaks above are rate / e_compute)"]
+    if not (pl.switches or pl.moved_bytes):
+        return []
+    hand = pl.moved_bytes / pl.mem_bw if pl.mem_bw else 0.0
+    return [f"    of which hand-over {human_time(pl.switches * pl.switch_s + hand)} = {pl.switches} switch(es) x "
+            f"{human_time(pl.switch_s)} + boundary tensors {human(pl.moved_bytes, 'B')} / {human(pl.mem_bw, 'B/s')} "
+            f"(its CPU segment's, over {e.runs:g} launch(es))"]
+
+
 def _per_call_lines(p) -> list[str]:
     """The per-call term of an accelerator runtime that times a whole call (xla on a TPU, qnn:
     ``Prediction.run_overhead_s``), in no layer's row: the layers' sum plus it is the latency."""
@@ -69,7 +89,9 @@ def _onchip_lines(e) -> list[str]:
     if not e.onchip:
         return []
     act = max(e.bytes - e.weight_bytes, 0.0)
-    if not e.onchip_budget:
+    if getattr(e, "placed", None) is not None:
+        why = f"on the {safe.text(e.placed.unit)}: none kept in the NPU's on-chip memory"
+    elif not e.onchip_budget:
         why = "no NPU on-chip memory stated (npu_onchip_mb): all from DRAM"
     elif act <= e.onchip_budget:
         why = (f"<= the NPU's on-chip {human(e.onchip_budget, 'B')} (npu_onchip_mb): kept on chip, only the "
@@ -235,10 +257,12 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                 f"  compute  {human_time(e.compute_s):>9}  = launches x "
                 f"(matrix {human_time(e.matrix_s)} + vector {human_time(e.vector_s)})",
                 *_compute_lines(e),
+                *_placed_lines(e, "compute"),
                 *_memory_lines(e, p),
                 f"  fixed    {human_time(e.overhead_s):>9}  = launches x {human_time(e.fixed_s)} "
                 f"(class floor {human_time(e.floor_s)}, launch figure, dispatch)",
                 *_inserted_lines(e),
+                *_placed_lines(e, "fixed"),
                 *([f"    of which loop-resident -{human_time(-e.resident_s * e.runs)} = (launches - 1) x "
                    f"(max(compute, memory less {human(e.resident_bytes, 'B')} of cached loop-invariant "
                    f"weights) - max(compute, memory)): trips after the first read them from the cache"]

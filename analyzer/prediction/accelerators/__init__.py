@@ -5,8 +5,10 @@ A runtime with a placement (``runtimes.Runtime.placement``) is given, per profil
 kernels (``Kernels``) and changes three things in place: the matrix and vector FLOP/s of each
 kernel (a kernel on the fallback unit runs at that unit's rate), the per-launch fixed seconds (the
 boundary transfers, a host link's streaming) and, where the runtime says so, the memory bandwidth
-the kernels see.  It returns notes for the prediction.  ``coreml`` (Core ML on the Apple Neural
-Engine) and ``edgetpu`` (the Coral Edge TPU runtime) are the two here.
+the kernels see.  It returns notes for the prediction, and may record in ``Kernels.placed`` the
+factors of each kernel it moved (shown by ``--explain``).  ``coreml`` (Core ML on the Apple Neural
+Engine), ``edgetpu`` (the Coral Edge TPU runtime) and ``qnn`` (QNN on the Hexagon NPU's HTP, its
+three deployments) are the ones here.
 """
 
 from __future__ import annotations
@@ -29,6 +31,31 @@ class Kernels(NamedTuple):
     matrix_peak: Any                      # [K] FLOP/s (changed in place)
     vector_peak: Any                      # [K] FLOP/s (changed in place)
     fixed: Any                            # [K] seconds per launch (changed in place)
+    # what some placements also read: the profile family's constants (``efficiency.constants``
+    # arrays: e_compute per class code, run_fixed_s, ...), [K] op class codes, the precision the
+    # prediction runs at, the report's nodes (``NodeCost``: dtypes and shapes), per node index
+    arrays: Any = None
+    classes: Any = None
+    precision: str = ""
+    nodes: Any = None
+    # kernel index -> the factors of its placement off the accelerator, filled in place for
+    # ``--explain`` (``Placed``); None: not recorded
+    placed: Any = None
+
+
+class Placed(NamedTuple):
+    """One kernel a placement moved to a fallback unit, for ``--explain``: its compute time is
+    its work / ``rate`` (the peaks are set to rate / e_compute); ``switches`` x ``switch_s`` +
+    ``moved_bytes`` / ``mem_bw`` (its segment's hand-over, on the segment's first kernel, 0 on the
+    others) are in its fixed seconds, over its launches."""
+
+    unit: str            # where it runs ("CPU (Cortex-X3 prime core)")
+    rate: float          # FLOP/s of the unit
+    switches: int        # unit switches its segment pays here (0: not the segment's first kernel)
+    switch_s: float      # seconds per switch
+    moved_bytes: float   # boundary tensors handed over, bytes
+    mem_bw: float        # B/s they cross at
+    why: str             # the rule that put it there
 
 
 # ops that quantize activations (a W8A8 graph) and ops that only dequantize (weights)
