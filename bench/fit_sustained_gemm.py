@@ -38,12 +38,17 @@ Checks (not fitted): the same ratio for the T4 against the V100 (single FP32 dat
 partition, as Turing) and for the P4 against the P100, next to the NeuSight-fitted figures of
 ``bench/fit_neusight.py``.
 
-Hopper (reported, not written to any profile): ``g_H = r(H200 fp32) / mean r(one-datapath cards at
-N = 8192)``, r without a factor (the GA10x factor's method, the H200's one public row being the
-largest of its run's five sizes), and the check fixed with it: ``t = r(H200 fp16, bf16) / r(A100-SXM4-80GB
-fp16, bf16)`` (tensor cores, the same runs' script).  The rule fixed before either was computed: a
-Hopper factor ships iff ``g_H < 0.95`` and ``|ln t| < |ln g_H| / 2`` (the tensor cores of the same runs
-do not show the deficit, so it is the FMA datapath and not a clock).  No H100 or H800 row is read.
+Hopper: ``g_H = r(Hopper fp32) / mean r(one-datapath cards at N = 8192)``, r without a factor (the
+GA10x factor's method), and the check fixed with it: ``t = r(the same runs' fp16, bf16) /
+r(A100-SXM4-80GB fp16, bf16)`` (tensor cores).  The rule fixed before either was computed: a Hopper
+factor ships iff ``g_H < 0.95`` and ``|ln t| < |ln g_H| / 2`` (the tensor cores of the same runs do not
+show the deficit, so it is the FMA datapath and not a clock).  The H200 SXM's one torch.mm row
+(the largest of its run's five sizes) does not meet it (reported).  The H200 NVL's cuBLASLt rows
+(``bench/data/hopper_fp32``, four boards, per size) are predicted on ``h200-sxm`` at the run's
+1.785 GHz SM clock (the same GH100, 132 SMs); g_H at N = 8192, t from its fp16/bf16 rows at 8192 and
+16384, and, the harness being another, a bridge fixed with the rule: the RTX 4090's r in that harness
+at N = 8192 over its torch.mm r within exp(+-0.10).  Where all hold, g_H is written as
+``fp32_datapath_factor`` into the Hopper profiles.  No H100 or H800 row is read.
 
 Usage: ``PYTHONPATH=$PWD python bench/fit_sustained_gemm.py [--write] [--out
 bench/results/fit_sustained_gemm.md]``.
@@ -77,6 +82,13 @@ FACTOR_N = 8192                     # the one row per card the datapath factor i
 HOPPER = "h200-sxm"                 # the Hopper card with a public fp32 row and a profile (H100 rows: held out)
 HOPPER_TC_REF = "a100-80gb-sxm"     # the one-datapath card whose tensor-core rows come from the same script
 HOPPER_SHIPS = 0.95                 # the rule: g_H below this, and |ln t| < |ln g_H| / 2
+NVL_DATA = os.path.join(HERE, "data", "hopper_fp32", "public_hopper_fp32.csv")
+NVL_CLOCK_GHZ = 1.785               # the H200 NVL run's SM clock (its NVML reading, bench/data/hopper_fp32)
+NVL_TC_SIZES = (8192, 16384)        # the NVL's fp16/bf16 rows of the check
+BRIDGE_LN = 0.10                    # |ln| of the RTX 4090's r in the cuBLASLt harness over its torch.mm r, at most
+HOPPER_PROFILES = ("h100-sxm", "h100-pcie", "h200-sxm")   # the GH100 profiles the factor is written into
+HOPPER_SOURCE = ("NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): each of the 4 GH100 SM partitions "
+                 "has 32 FP32 lanes under one warp scheduler (an A100 partition has 16)")
 # the profiles of the SM design whose partitions issue FP32 on one datapath of their own and one shared with
 # INT32 (NVIDIA's GA10x and AD10x SMs: 128 listed FP32 lanes per SM, 64 of them shared)
 SHARED_INT32 = {"a10": "GA102", "a40": "GA102", "rtx-3090": "GA102", "jetson-agx-orin-64gb": "GA10B",
@@ -97,15 +109,16 @@ def read_rows(path: str = DATA) -> list[dict]:
     return rows
 
 
-def predicted_tflops(profile_id: str, n: int, precision: str = "fp32", factor: bool = True) -> float:
-    """opcost's TFLOP/s for an n x n x n MatMul on ``profile_id`` at its boost clock, at
-    ``precision`` (fp32: the FMA units; tf32, fp16, bf16: the tensor cores), with the profile's
-    ``fp32_datapath_factor`` (``factor``) or without it (``runtime="kernel"``: the back-to-back
-    calls hide the host dispatch)."""
+def predicted_tflops(profile_id: str, n: int, precision: str = "fp32", factor: bool = True,
+                     clock_ghz: float | None = None) -> float:
+    """opcost's TFLOP/s for an n x n x n MatMul on ``profile_id`` at its boost clock (or every compute
+    peak at ``clock_ghz`` / boost), at ``precision`` (fp32: the FMA units; tf32, fp16, bf16: the tensor
+    cores), with the profile's ``fp32_datapath_factor`` (``factor``) or without it
+    (``runtime="kernel"``: the back-to-back calls hide the host dispatch)."""
     import analyzer
     import hardware_db
 
-    prof = dataclasses.replace(hardware_db.get(profile_id), sustained_clock_ghz=None,
+    prof = dataclasses.replace(hardware_db.get(profile_id), sustained_clock_ghz=clock_ghz,
                                **({} if factor else {"fp32_datapath_factor": None}))
     model = build("gemm", "fp32" if precision in ("fp32", "tf32") else precision, M=n, N=n, K=n)
     rep = analyzer.analyze(model, hw=[prof], runtime="kernel", precision=precision)
@@ -241,6 +254,55 @@ def hopper_factor(rows: list[dict]) -> tuple[float, float, float, bool]:
     return g, t, rh, g < HOPPER_SHIPS and abs(math.log(t)) < abs(math.log(g)) / 2
 
 
+def nvl_r(nvl: list[dict], precision: str, n: int) -> float:
+    """Mean over the H200 NVL's boards of measured / opcost's ``h200-sxm`` prediction with every compute
+    peak at ``NVL_CLOCK_GHZ`` / boost (the same GH100, 132 SMs), without a factor, at ``precision``, size n."""
+    vals = [r["value"] for r in nvl if r["device"] == "NVIDIA H200 NVL" and r["precision"] == precision
+            and r["n"] == n]
+    if not vals:
+        raise ValueError(f"no H200 NVL {precision} row at N = {n}")
+    return mean(vals) / predicted_tflops(HOPPER, n, precision, factor=False, clock_ghz=NVL_CLOCK_GHZ)
+
+
+def nvl_factor(rows: list[dict], nvl: list[dict]) -> dict:
+    """The H200 NVL's Hopper factor by ``hopper_factor``'s method and rule, plus the bridge between the
+    two harnesses: g = r(NVL fp32, N = 8192) / mean r(one-datapath cards, torch.mm, N = 8192); t = mean
+    r(NVL fp16, bf16 at ``NVL_TC_SIZES``) / mean r(A100-SXM4-80GB fp16, bf16); bridge = ln(r of the RTX
+    4090 in the NVL's cuBLASLt harness / its torch.mm r), both at N = 8192; ships iff g < 0.95,
+    |ln t| < |ln g| / 2 and |bridge| <= ``BRIDGE_LN`` (the rule fixed before any of them was computed)."""
+    r1 = mean([x for p in ONE_DATAPATH for x in ratios(rows, p, sizes=(FACTOR_N,), factor=False)])
+    rf = {n: nvl_r(nvl, "fp32", n) for n in sorted({r["n"] for r in nvl if r["device"] == "NVIDIA H200 NVL"
+                                                       and r["precision"] == "fp32"})}
+    rtc = mean([nvl_r(nvl, p, n) for p in ("fp16", "bf16") for n in NVL_TC_SIZES])
+    ref = mean([x for p in ("fp16", "bf16") for x in ratios(rows, HOPPER_TC_REF, uses=("reference_tc_hopper",),
+                                                            precision=p)])
+    b = mean([r["value"] for r in nvl if r["use"] == "bridge"]) / predicted_tflops("rtx-4090", FACTOR_N, factor=False)
+    bridge = math.log(b / mean(ratios(rows, "rtx-4090", sizes=(FACTOR_N,), factor=False)))
+    g, t = rf[FACTOR_N] / r1, rtc / ref
+    ships = g < HOPPER_SHIPS and abs(math.log(t)) < abs(math.log(g)) / 2 and abs(bridge) <= BRIDGE_LN
+    return {"g": g, "t": t, "r": rf, "r_tc": rtc, "r_one": r1, "r_ref_tc": ref, "bridge": bridge,
+            "r_4090": b, "ships": ships}
+
+
+def write_hopper(rows: list[dict], nvl: list[dict], profiles_dir: str) -> float | None:
+    """``[compute] fp32_datapath_factor`` = the H200 NVL's g into ``HOPPER_PROFILES`` where its rule is
+    met (returns it), else nothing written (None)."""
+    from profile_edit import set_datapath_factor
+
+    h = nvl_factor(rows, nvl)
+    if not h["ships"]:
+        return None
+    src = (f"the Hopper FMA-unit factor ({HOPPER_SOURCE}): r of the H200 NVL's public cuBLASLt fp32 GEMM at "
+           f"N = {FACTOR_N} (mean of 4 boards; xzwgit/gpu-flops-bench nvidia/results/20260810T090857Z, commit "
+           f"ce1f4c7), predicted on h200-sxm at the run's {NVL_CLOCK_GHZ} GHz SM clock without a factor, over the "
+           f"uncapped V100-SXM2, P100-PCIe and A100-PCIe's mean r at N = {FACTOR_N} (public torch.mm); its check: "
+           f"the same runs' fp16/bf16 rows over the A100-SXM4-80GB's, t = {h['t']:.3f}; fitted on no H100 or H800 "
+           f"figure; bench/data/hopper_fp32, bench/fit_sustained_gemm.py, {COMMAND}")
+    for pid in HOPPER_PROFILES:
+        set_datapath_factor(pid, h["g"], src, profiles_dir)
+    return round(h["g"], 3)
+
+
 def listed_shares(rows: list[dict], device: str, peak_tflops: float) -> list[float]:
     """measured / listed fp32 peak of a device's fp32 rows at the sustained sizes (no opcost prediction:
     for a card without a profile)."""
@@ -248,20 +310,27 @@ def listed_shares(rows: list[dict], device: str, peak_tflops: float) -> list[flo
             if r["device"] == device and r["precision"] == "fp32" and r["n"] in SIZES]
 
 
-def hopper_lines(rows: list[dict]) -> list[str]:
-    """The Hopper rows: the factor the GA10x method gives, the tensor-core check, the decision."""
+def hopper_lines(rows: list[dict], nvl: list[dict]) -> list[str]:
+    """The Hopper rows: the factor the GA10x method gives on the H200 SXM's torch.mm row and on the H200
+    NVL's cuBLASLt rows, the tensor-core check and the bridge, the decision."""
     g, t, rh, ships = hopper_factor(rows)
     lt, lg = abs(math.log(t)), abs(math.log(g)) / 2
+    h = nvl_factor(rows, nvl)
     h20 = listed_shares(rows, "NVIDIA H20", 44.0)
     h200 = next(r["value"] for r in rows if r["use"] == "fit_hopper") / 66.9
-    return ["## Hopper FP32 (H200; H100 rows held out, none read)", "",
-            f"- g_H = r(H200 fp32, the run's largest size, against N = 10240) {rh:.3f} / the one-datapath cards' "
-            f"mean r at N = {FACTOR_N} = **{g:.3f}** (the GA10x factor's method)",
-            f"- check: t = r(H200 fp16, bf16) / r({HOPPER_TC_REF} fp16, bf16) = **{t:.3f}** (tensor cores, the "
-            f"same script's rows, each family on its own tensor-core set)",
-            f"- rule (fixed before both): ships iff g_H < {HOPPER_SHIPS} and |ln t| < |ln g_H| / 2: "
-            f"{'ships' if ships else 'does not ship'} ({'' if g < HOPPER_SHIPS else 'no gap; '}"
-            f"|ln t| {lt:.3f} against |ln g_H| / 2 {lg:.3f})",
+    return ["## Hopper FP32 (H200 SXM and NVL; H100 and H800 rows held out, none read)", "",
+            f"- H200 SXM (torch.mm): g_H = r(fp32, the run's largest size, against N = 10240) {rh:.3f} / the "
+            f"one-datapath cards' mean r at N = {FACTOR_N} = **{g:.3f}** (the GA10x factor's method); check: t = "
+            f"r(H200 fp16, bf16) / r({HOPPER_TC_REF} fp16, bf16) = **{t:.3f}**; rule: "
+            f"{'met' if ships else 'not met'} (|ln t| {lt:.3f} against |ln g_H| / 2 {lg:.3f})",
+            f"- H200 NVL (cuBLASLt, 4 boards, at its {NVL_CLOCK_GHZ} GHz SM clock): r(fp32) "
+            + ", ".join(f"{r:.3f} at N = {n}" for n, r in h["r"].items())
+            + f"; g_H = {h['r'][FACTOR_N]:.3f} / {h['r_one']:.3f} = **{h['g']:.3f}** (in-sample: the fit); check: t = "
+            f"r(NVL fp16, bf16 at N = {', '.join(map(str, NVL_TC_SIZES))}) {h['r_tc']:.3f} / r({HOPPER_TC_REF}) "
+            f"{h['r_ref_tc']:.3f} = **{h['t']:.3f}** (|ln t| {abs(math.log(h['t'])):.3f} against |ln g_H| / 2 "
+            f"{abs(math.log(h['g'])) / 2:.3f}); bridge: the RTX 4090's r in that harness {h['r_4090']:.3f} over its "
+            f"torch.mm r, ln = {h['bridge']:+.3f} (at most {BRIDGE_LN}); rule "
+            f"{'met: written into ' + ', '.join(HOPPER_PROFILES) if h['ships'] else 'not met: nothing written'}",
             f"- the H20 (no profile) holds {_fmt(h20)} of its listed 44 TF at N = 8192, 10240; the H200 "
             f"{h200:.3f} of 66.9 TF; r of the Blackwell rows (no factor, `info`): b200-hgx "
             f"{_fmt(ratios(rows, 'b200-hgx', uses=('info',), factor=False))}, rtx-pro-6000 "
@@ -278,7 +347,7 @@ def report(rows: list[dict]) -> list[str]:
            "there). r = measured TFLOP/s / opcost's prediction at the boost clock, fp32 (FMA units), at "
            "N = 8192 and 10240 (rows `n = max`: the largest of the script's five sizes, against N = 10240); "
            "`as shipped`: a power-capped card at its sustained clock.", ""]
-    out += r_table(rows) + [""] + factor_lines(rows) + hopper_lines(rows)
+    out += r_table(rows) + [""] + factor_lines(rows) + hopper_lines(rows, read_rows(NVL_DATA))
     s, rc, rr = share(rows, FITTED, REFERENCE)
     clock = hardware_db.get(FITTED).clock_ghz
     out += ["## The L4's sustained clock (in-sample: these rows are the fit)", "",
@@ -326,9 +395,10 @@ def main(argv=None) -> int:
         import hardware_db
 
         ghz, g = write_profiles(rows, os.path.join(ROOT, "hardware_db", "profiles"))
+        gh = write_hopper(rows, read_rows(NVL_DATA), os.path.join(ROOT, "hardware_db", "profiles"))
         hardware_db.clear_cache()   # the report reads the written figures
         print(f"wrote sustained_clock_ghz = {ghz} to {FITTED}, fp32_datapath_factor = {g:.3f} to "
-              f"{', '.join(SHARED_INT32)}")
+              f"{', '.join(SHARED_INT32)}" + (f", {gh} to {', '.join(HOPPER_PROFILES)}" if gh else ""))
     lines = report(rows)
     emit(args.out, lines)
     return 0

@@ -241,9 +241,9 @@ def precision_notes(prof, runtime_name, precision, mpeak_row, warn: set, note: l
     g = datapath_factor(prof)
     if g < 1.0 and any(m and fma_dtype(prof, d) for d, m in zip(dtypes, mac)):
         note.append(f"{prof.id}'s matrix products on the FMA units reach {g:g} of its listed fp32 vector peak "
-                    f"relative to an SM with an FP32 datapath per listed lane (fp32_datapath_factor: half its "
-                    f"FP32 lanes share their datapath with INT32; a fitted figure, its profile's sources say "
-                    f"where from)")
+                    f"relative to the V100/P100/A100 SMs the FMA-unit constants were fitted on "
+                    f"(fp32_datapath_factor, a fitted figure: its profile's sources name its SM design and the "
+                    f"rows it was fitted on)")
 
 
 def boost_note(prof) -> str:
@@ -320,8 +320,9 @@ def boost_terms(prof) -> tuple[float, float]:
 
 def datapath_factor(prof) -> float:
     """A GPU profile's ``fp32_datapath_factor`` (0 < g <= 1), else 1: the share of its listed fp32
-    vector peak a matrix product run on its FMA units reaches, relative to an SM with an FP32
-    datapath per listed lane (the design the FMA-unit classes' constants were fitted on).  Applied
+    vector peak a matrix product run on its FMA units reaches, relative to the SMs the FMA-unit
+    classes' constants were fitted on (V100, P100, A100; GA10x/AD10x partitions issue FP32 over 16
+    lanes plus 16 shared with INT32, GH100 partitions over 32 under one warp scheduler).  Applied
     to the FMA-run matrix peaks only (``kernel_peaks``): vector work keeps the listed peak."""
     g = getattr(prof, "fp32_datapath_factor", None)
     return float(g) if prof.kind == "gpu" and g and 0.0 < g < 1.0 else 1.0

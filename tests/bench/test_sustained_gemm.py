@@ -1,7 +1,8 @@
 """The L4's fitted sustained clock against the public torch.mm rows it was fitted on
 (bench/data/sustained_gemm, bench/fit_sustained_gemm.py): the profile's figure must be what the
 stated method gives on the recorded rows, and the engine must take the L4's peaks (FMA units and tensor
-cores) at it; the shared-INT32 design's datapath factor must be what its stated method gives."""
+cores) at it; the shared-INT32 design's datapath factor and the Hopper factor (the H200 NVL's public
+cuBLASLt rows, bench/data/hopper_fp32) must be what their stated methods give."""
 
 from __future__ import annotations
 
@@ -85,12 +86,46 @@ def test_the_hopper_rows_are_public_and_no_h100_row_is_read():
     assert not [r for r in rows if "H100" in r["device"] or "H800" in r["device"] or r["profile"].startswith("h100")]
 
 
-def test_the_hopper_factor_is_reported_and_not_shipped():
+def test_the_h200_sxm_row_alone_does_not_meet_the_rule():
     g, t, r_h200, ships = fsg.hopper_factor(fsg.read_rows())
     # r(H200 fp32) 51.34 / opcost's h200-sxm prediction at N = 10240 (Ampere's gemm_simt set, inherited) = 1.008,
     # over the one-datapath cards' 1.192: 0.846; the tensor-core check r(H200 fp16, bf16) 0.983, 1.023 over
-    # r(A100-SXM4-80GB fp16, bf16) 1.147, 1.172: 0.865, as large a deficit, so the fixed rule does not ship it
+    # r(A100-SXM4-80GB fp16, bf16) 1.147, 1.172: 0.865, as large a deficit, so the fixed rule is not met by it
     assert r_h200 == pytest.approx(1.008, abs=0.015) and g == pytest.approx(0.846, abs=0.015)
     assert t == pytest.approx(0.865, abs=0.015) and not ships
-    for pid in ("h100-sxm", "h100-pcie", "h200-sxm"):
-        assert hardware_db.get(pid).fp32_datapath_factor is None
+
+
+def test_the_nvl_rows_are_the_public_figures_and_no_h100_row_is_read():
+    nvl = fsg.read_rows(fsg.NVL_DATA)
+    fp32 = {(r["gpu"], r["n"]): r["value"] for r in nvl if r["device"] == "NVIDIA H200 NVL" and r["precision"] == "fp32"}
+    # xzwgit/gpu-flops-bench nvidia/results/20260810T090857Z/report.csv (commit ce1f4c7), boards 0-3, N = 8192
+    assert [fp32[(g, 8192)] for g in "0123"] == [46.626967, 46.636016, 46.581708, 46.640257]
+    assert sorted({n for _, n in fp32}) == [4096, 8192, 12288]
+    # the same harness's RTX 4090 boards at N = 8192 (run 20260811T022856Z)
+    assert [r["value"] for r in nvl if r["use"] == "bridge"] == [56.08, 56.82, 56.30, 57.19, 56.66, 56.41, 57.55, 54.62]
+    assert all(r["source_url"].startswith("https://github.com/") for r in nvl)
+    assert not [r for r in nvl if "H100" in r["device"] or "H800" in r["device"] or r["profile"].startswith("h100")]
+
+
+def test_the_nvl_is_predicted_at_its_run_clock():
+    # every compute peak at 1.785 / 1.98 of boost: a compute-bound sgemm's TFLOP/s scales by the clock
+    at_boost = fsg.predicted_tflops("h200-sxm", 8192, factor=False)
+    assert fsg.predicted_tflops("h200-sxm", 8192, factor=False, clock_ghz=1.785) == pytest.approx(
+        at_boost * 1.785 / 1.98, rel=0.01)
+
+
+def test_the_nvl_factor_is_the_stated_ratio_and_is_written():
+    h = fsg.nvl_factor(fsg.read_rows(), fsg.read_rows(fsg.NVL_DATA))
+    # r(NVL fp32, 8192) = mean(46.627, 46.636, 46.582, 46.640) 46.621 / opcost's 45.90 TF (h200-sxm at 1.785 GHz,
+    # no factor) = 1.016, over the one-datapath cards' 1.192: 0.852
+    assert h["r"][8192] == pytest.approx(1.016, abs=0.01) and h["r_one"] == pytest.approx(1.192, abs=0.015)
+    assert h["g"] == pytest.approx(0.852, abs=0.01)
+    # check: r(NVL fp16, bf16 at 8192, 16384) 1.189-1.217 (mean 1.203) / r(A100-SXM4-80GB fp16, bf16) 1.160 = 1.037:
+    # |ln t| 0.037 < |ln g| / 2 0.080; bridge: RTX 4090 mean 56.45 TF here over 53.41 in torch.mm, ln +0.055 < 0.10
+    assert h["t"] == pytest.approx(1.037, abs=0.015) and h["bridge"] == pytest.approx(0.055, abs=0.01)
+    assert h["ships"]
+    for pid in fsg.HOPPER_PROFILES:
+        prof = hardware_db.get(pid)
+        assert prof.fp32_datapath_factor == pytest.approx(round(h["g"], 3))
+        assert "fitted" in prof.sources["compute.fp32_datapath_factor"]
+        assert "H100 or H800" in prof.sources["compute.fp32_datapath_factor"]

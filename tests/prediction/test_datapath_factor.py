@@ -1,7 +1,8 @@
 """The FP32 datapath factor (``[compute] fp32_datapath_factor``): a GPU whose SM partitions issue
-half their listed FP32 lanes on a datapath shared with INT32 (NVIDIA GA10x, AD10x) runs a matrix
-product on its FMA units at that share of its listed fp32 vector peak; vector work, tensor-core
-products and the other designs keep their figures; --explain says so."""
+half their listed FP32 lanes on a datapath shared with INT32 (NVIDIA GA10x, AD10x), or 32 FP32 lanes
+under one warp scheduler (GH100: its own factor), runs a matrix product on its FMA units at that
+share of its listed fp32 vector peak; vector work, tensor-core products and the other designs keep
+their figures; --explain says so."""
 
 from __future__ import annotations
 
@@ -62,9 +63,17 @@ def test_a_compute_bound_sgemm_takes_one_over_the_factor_longer():
     assert t(a40) / t(bare) == pytest.approx(1 / 0.706, rel=0.01)
 
 
+def test_hopper_takes_its_own_factor():
+    g = hardware_db.get("h100-sxm").fp32_datapath_factor
+    assert g == pytest.approx(0.852) and hardware_db.get("h200-sxm").fp32_datapath_factor == g
+    # H100 SXM: 66.9 TF listed fp32 x 0.852 = 57.0 TF on the FMA units; its fp16 tensor cores (989.4 TF) as listed
+    assert _terms(_matmul(), "h100-sxm").matrix_peak == pytest.approx(66.9e12 * 0.852)
+    assert _terms(_matmul(TensorProto.FLOAT16), "h100-sxm").matrix_peak == pytest.approx(989.4e12)
+
+
 def test_other_designs_keep_one():
-    # one FP32 datapath per listed lane (V100, A100, T4), and designs without data (Hopper, Blackwell): 1
-    for pid in ("v100-sxm2-32gb", "a100-40gb-pcie", "t4", "h100-sxm", "b200-hgx", "rtx-5090"):
+    # the SMs the FMA-unit constants were fitted on (V100, A100), the T4, and designs without data (Blackwell): 1
+    for pid in ("v100-sxm2-32gb", "a100-40gb-pcie", "t4", "b200-hgx", "rtx-5090"):
         prof = hardware_db.get(pid)
         assert prof.fp32_datapath_factor is None and engines.datapath_factor(prof) == 1.0
     assert _terms(_matmul(), "a100-40gb-pcie").matrix_peak == pytest.approx(19.5e12)
