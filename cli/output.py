@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from analyzer.errors import CheckFailed, InputSpecError
 
 FORMATS = ("table", "json", "csv", "markdown", "html")
+FORMAT_ALIASES = {"md": "markdown"}   # --format md: what people type for markdown (as -o x.md)
 EXTENSIONS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown",
               ".html": "html", ".htm": "html", ".txt": "table"}
 PLOT_EXTENSIONS = (".png", ".svg", ".html")
@@ -42,7 +43,7 @@ class OutputSpec:
 def resolve_format(fmt: str | None, path: str | None) -> str:
     """--format when given, else the extension of -o FILE, else the terminal view."""
     if fmt:
-        return fmt
+        return FORMAT_ALIASES.get(fmt, fmt)
     if path and path != "-":
         return EXTENSIONS.get(os.path.splitext(path)[1].lower(), "table")
     return "table"
