@@ -53,3 +53,50 @@ def test_an_unknown_format_lists_the_valid_ones():
     assert res.exit_code == 2
     assert ("'yaml' is not one of 'table', 'json', 'csv', 'markdown', 'html', 'md'"
             in res.stderr), res.stderr
+
+
+def _hw_rows(stdout: str) -> dict[str, list[str]]:
+    """``hw list``'s rows by id: the cells split at two or more spaces (a cell holds one)."""
+    import re
+
+    rows = {}
+    for line in stdout.splitlines():
+        cells = [c for c in re.split(r"\s{2,}|│|┃", line.strip()) if c.strip()]
+        if cells:
+            rows[cells[0].strip()] = [c.strip() for c in cells[1:]]
+    return rows
+
+
+@pytest.mark.parametrize("cols", [80, 200])
+def test_hw_list_gives_figures_in_human_units(monkeypatch, cols):
+    # the peaks were raw TFLOP/s figures (0.44672, 114.688, 0.0128) and the bandwidth raw GB/s
+    monkeypatch.setenv("COLUMNS", str(cols))
+    res = _opcost("hw", "list")
+    assert res.exit_code == 0, res.output
+    rows = _hw_rows(res.stdout)
+    # a100-80gb-sxm: fp32 19.5 TFLOP/s (vector), tf32 156, bf16 / fp16 312 (matrix), int8 624 TOP/s,
+    # 2039 GB/s, launch 1.5 us; apple-m2: fp32 0.44672 TFLOP/s = 447 GFLOP/s; hifi5: 0.0128 = 12.8 GFLOP/s
+    if cols == 80:   # id, fp32, bf16, fp16, memory BW
+        assert rows["a100-80gb-sxm"] == ["19.5 TFLOP/s", "312 TFLOP/s", "312 TFLOP/s", "2.04 TB/s"]
+        assert rows["apple-m2"] == ["447 GFLOP/s", "—", "—", "100 GB/s"]
+        assert rows["hifi5"] == ["12.8 GFLOP/s", "—", "25.6 GFLOP/s", "25.6 GB/s"]
+    else:            # + kind, name, aliases, tf32, fp8, int8, launch
+        assert rows["a100-80gb-sxm"][-8:] == ["19.5 TFLOP/s", "156 TFLOP/s", "312 TFLOP/s", "312 TFLOP/s",
+                                              "—", "624 TOP/s", "2.04 TB/s", "1.5 µs"]
+    assert rows["vision-p6"][-1] == "—"
+    figures = [c for r in rows.values() for c in r if c[:1].isdigit()]
+    assert figures and all(len(c.split()[0].replace(".", "")) <= 3 for c in figures), figures
+    assert all(len(x) <= cols for x in res.stdout.splitlines())
+
+
+def test_hw_show_gives_each_figure_in_its_unit(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    res = _opcost("hw", "show", "h100")
+    assert res.exit_code == 0, res.output
+    cells = {c[0]: c[1] for c in (
+        [x.strip() for x in line.split("│") if x.strip()] for line in res.stdout.splitlines()) if len(c) > 1}
+    assert cells["matrix_tflops.fp64"] == "66.9 TFLOP/s" and cells["matrix_tflops.int8"] == "1.98 POP/s"
+    assert cells["memory.mem_bw_gbs"] == "3.35 TB/s" and cells["memory.onchip_mb"] == "50 MB"
+    assert cells["memory.mem_gb"] == "80 GB" and cells["overhead.launch_overhead_us"] == "1.5 µs"
+    assert cells["power.clock_ghz"] == "1.98 GHz" and cells["compute.units"] == "132"
+    assert cells["memory.npu_onchip_mb"] == "—"
