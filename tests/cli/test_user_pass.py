@@ -100,3 +100,68 @@ def test_hw_show_gives_each_figure_in_its_unit(monkeypatch):
     assert cells["memory.mem_gb"] == "80 GB" and cells["overhead.launch_overhead_us"] == "1.5 µs"
     assert cells["power.clock_ghz"] == "1.98 GHz" and cells["compute.units"] == "132"
     assert cells["memory.npu_onchip_mb"] == "—"
+
+
+GPU_WORDS = {"SM", "SMs", "per-SM", "waves", "split-K", "L2"}
+GPU_PHRASES = ("cache gain", "ramp b_half", "issue rate")
+
+
+@pytest.mark.parametrize("hw", ["hexagon-sd8gen3", "tpu-v5e", "epyc-9654", "hifi5", "ane-m4"])
+@pytest.mark.parametrize("layer", ["res.conv2", "y", "res.relu2"])
+def test_explain_off_a_gpu_prints_no_gpu_term(hw, layer):
+    # `--explain` on Hexagon printed 'waves 1 (split-K 1, 0 SMs)', 'per-SM = ... (off)' and
+    # '(L2 0)'; on a TPU '1 SMs' and 'L2 134 MB' (its VMEM); on a CPU '96 SMs'
+    import re
+
+    res = _opcost(CNN, "--hw", hw, "--explain", layer)
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert not set(re.findall(r"[\w-]+", out)) & GPU_WORDS, out
+    assert not [x for x in GPU_PHRASES if x in out], out
+    assert "  memory " in out and "DRAM = (bytes to DRAM" in out
+
+
+@pytest.mark.parametrize("hw, units, cache", [
+    ("mi300x", "(split-K 1, 304 CUs)", "(last-level cache 256 MB)"),   # 304 CUs; 256 MB Infinity Cache
+    ("a100", "(split-K 1, 108 SMs)", "(L2 40 MB)"),   # the GPU lines as they were
+])
+def test_explain_names_the_gpus_own_units_and_cache(hw, units, cache):
+    text = _explain(hw, "res.conv2")
+    assert cache in text and units in text, text
+    unit = units.split()[-1].rstrip(")s")
+    assert f"= launches x (sum(DRAM " in text and f", per-{unit} 0 ns))" in text
+    assert f"per-{unit} = bytes / {unit} issue rate" in text
+
+
+class _Proxy:
+    """An object that answers as ``inner`` but for the attributes given."""
+
+    def __init__(self, inner, **own):
+        self._inner, self.__dict__ = inner, {**own, "_inner": inner}
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def _explain(hw, layer, change=None):
+    """``--explain layer`` on ``hw`` for the CNN sample, its kernel's terms changed by ``change``."""
+    from analyzer import analyze
+    from analyzer.render.explain import render_explain
+
+    rep = analyze(str(CNN), hw)
+    i = next(k for k, n in enumerate(rep.nodes) if n.name == layer)
+    if change:
+        p = rep.predictions[0]
+        terms = p.explain(i)._replace(**change)
+        rep = _Proxy(rep, predictions=[_Proxy(p, explain=lambda k: terms if k == i else p.explain(k))])
+    return render_explain(rep, i, width=None)
+
+
+@pytest.mark.parametrize("hw, cache", [("epyc-9654", "(last-level cache 384 MB)"),
+                                       ("tpu-v5e", "(on-chip memory 134 MB)")])
+def test_explain_names_the_cache_off_a_gpu_where_it_acts(hw, cache):
+    # no shipped CPU or TPU class sets a cache share (l2_hit 0): the term is left out ...
+    assert "cache share" not in _explain(hw, "res.conv2")
+    # ... and where one acts it names the profile's onchip_mb as what it is, never 'L2'
+    text = _explain(hw, "res.conv2", {"cache_share": 0.25, "cache_gain": 1.5})
+    assert f"x cache gain 1.5); cache share 25.0% of the bytes {cache}" in text, text
