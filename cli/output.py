@@ -18,7 +18,8 @@ FORMAT_ALIASES = {"md": "markdown"}   # --format md: what people type for markdo
 EXTENSIONS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown",
               ".html": "html", ".htm": "html", ".txt": "table"}
 PLOT_EXTENSIONS = (".png", ".svg", ".html")
-HINTS = {"all": "--all", "explain": "--explain LAYER", "verbose": "--verbose", "wide": "--wide"}
+HINTS = {"all": "--all", "explain": "--explain LAYER", "verbose": "--verbose", "wide": "--wide",
+         "top": "--top {n}"}
 
 
 @dataclass(frozen=True, kw_only=True)

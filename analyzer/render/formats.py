@@ -13,7 +13,8 @@ from analyzer.counting.cost import COUNT_FIELDS
 from analyzer.counting.engine import FOLDED, UNCOSTED
 from analyzer.render import measured as measured_view
 from analyzer.render import safe
-from analyzer.render.pieces import comparison_lines, count_delta_lines, estimates_line, human, shorten# noqa: F401
+from analyzer.render.pieces import (comparison_lines, count_delta_lines, estimates_line, human,  # noqa: F401
+                                    more_line, shorten)
 from analyzer.render.headline import comment_lines, human_time, markdown_lines, text_lines  # noqa: F401
 from analyzer.report.counts import Report
 from analyzer.render.layout import wrap
@@ -43,11 +44,11 @@ def render(report: Report, fmt: str, *, top: int | None = None, width: int | Non
     if fmt == "csv":
         return render_scaling_csv(report) if report.scaling is not None else render_csv(report, top)
     if fmt == "markdown":
-        return render_markdown(report, top=top, all_rows=all_rows)
+        return render_markdown(report, top=top, all_rows=all_rows, hints=hints)
     if fmt == "html":
         from analyzer.render.html import render_html
 
-        return render_html(report, top=top, all_rows=all_rows)
+        return render_html(report, top=top, all_rows=all_rows, hints=hints)
     if fmt == "table":
         from analyzer.render.terminal import render_view
 
@@ -139,11 +140,13 @@ def _summary_pairs(report: Report) -> list[tuple[str, str]]:
 MARKDOWN_BUDGET = 55_000   # characters: a PR comment holds 65,536; room for the rest
 
 
-def render_markdown(report: Report, *, top: int | None = None, all_rows: bool = False) -> str:
+def render_markdown(report: Report, *, top: int | None = None, all_rows: bool = False,
+                    hints: dict | None = None) -> str:
     """Short enough for a pull-request comment at any model size: the headline, the verdict per
     profile and the layers that changed most in the open; the layer table and the prediction
     details in ``<details>`` blocks; the whole under ``MARKDOWN_BUDGET`` characters (rows past
-    it are counted, not shown: the CSV and JSON carry every row)."""
+    it are counted, not shown: the CSV and JSON carry every row).  ``top``: the heaviest layers,
+    the rest counted with how to show them (``hints``, as the terminal view's)."""
     out = [f"### opcost: {safe.md_code(report.model.get('path', ''))}", ""]
     ins = report.model.get("inputs") or {}
     if ins:
@@ -184,11 +187,12 @@ def render_markdown(report: Report, *, top: int | None = None, all_rows: bool = 
         out += whatif.markdown_lines(report.sensitivity, top) + [""]
     from analyzer.report.rollups import top_rows
 
-    rows = top_rows(report, top) if top is not None else [
-        r for r in report.rows() if r[0].status != FOLDED]
+    every = [r for r in report.rows() if r[0].status != FOLDED]
+    rows = top_rows(report, top) if top is not None else every
     hdr = ["layer", "op", "output", "params", "FLOPs", "bytes"]
     hdr += [f"{safe.md_text(p.hardware)} time" for p in report.predictions]
-    what = f"top {len(rows)} layers" if top is not None else f"all {len(rows)} layers"
+    what = (f"top {len(rows)} of {len(every)}, heaviest first" if len(rows) < len(every)
+            else f"all {len(rows)}, graph order")
     table = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
     used = sum(len(x) + 1 for x in out) + 200
     shown = 0
@@ -206,11 +210,16 @@ def render_markdown(report: Report, *, top: int | None = None, all_rows: bool = 
         used += len(line) + 1
         table.append(line)
         shown += 1
-    out += [f"<details><summary>Layers ({what}, graph order{'' if top is None else ' by time'})"
-            f"</summary>", "", *table, ""]
+    out += [f"<details><summary>Layers ({what})</summary>", "", *table, ""]
     if shown < len(rows):
-        out += [f"{len(rows) - shown} more rows not shown (the comment stays short; the CSV and "
+        out += [f"{len(rows) - shown:,} more layers not shown (the comment stays short; the CSV and "
                 f"JSON reports carry every row).", ""]
+    elif len(rows) < len(every):
+        from analyzer.render.terminal import HINTS
+
+        h = {**HINTS, **(hints or {})}
+        out += [safe.md_text(more_line(len(every) - len(rows), "layer",
+                                       f"{h['top'].format(n=len(every))} or {h['all']}")), ""]
     out += ["</details>", ""]
     return "\n".join(out) + "\n"
 

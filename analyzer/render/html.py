@@ -286,7 +286,9 @@ hr.appendChild(th);});head.appendChild(hr);t.appendChild(head);f.oninput=draw;dr
 document.documentElement.setAttribute('data-table-ready',String(d.rows.length));})();"""
 
 
-def render_html(report, *, top: int | None = None, all_rows: bool = False) -> str:
+def render_html(report, *, top: int | None = None, all_rows: bool = False, hints: dict | None = None) -> str:
+    """One offline page: headline, roofline, rollups and the layer table (``top``: the heaviest,
+    the title counting the rest and saying how to show them: ``hints``, as the terminal view's)."""
     try:
         from plotly.offline import get_plotlyjs
     except ImportError:
@@ -305,8 +307,16 @@ def render_html(report, *, top: int | None = None, all_rows: bool = False) -> st
     parts += ["<h2>Rollups</h2>", _div(_rollup_figure(report, rollups.by_op(report, all_runtime), "op type"), "by-op"),
               _div(_rollup_figure(report, rollups.by_module(report, all_runtime),
                                   "module (repeated blocks folded)"), "by-module")]
-    what = f"top {len(rows)} of {len(all_runtime)}" if len(rows) < len(all_runtime) else f"all {len(rows)}"
-    parts += [f"<h2>Layers ({what})</h2>",
+    what, more = f"all {len(rows)}", ""
+    if len(rows) < len(all_runtime):
+        from analyzer.render.pieces import more_line
+        from analyzer.render.terminal import HINTS
+
+        h = {**HINTS, **(hints or {})}
+        what = f"top {len(rows)} of {len(all_runtime)}"
+        more = "<p>" + esc(more_line(len(all_runtime) - len(rows), "layer",
+                                     f"{h['top'].format(n=len(all_runtime))} or {h['all']}")) + "</p>"
+    parts += [f"<h2>Layers ({what})</h2>", *([more] if more else []),
               "<input id='filter' placeholder='filter by layer or op name'> <span id='layer-info'></span>",
               "<table id='layers'></table>",
               f"<script type='application/json' id='layer-data'>{_json(_table_data(report, rows))}</script>",

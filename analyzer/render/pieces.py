@@ -22,6 +22,12 @@ def human(n: float, unit: str = "", base: int = 1000) -> str:
     return f"{x:.3g} {prefixes[i]}{unit}"
 
 
+def more_line(hidden: int, what: str, how: str) -> str:
+    """``12 more layers (--top 27 or --all)``: how many rows a table left out and how to show
+    them (``how``: in the caller's words)."""
+    return f"{hidden:,} more {what}{'' if hidden == 1 else 's'} ({how})"
+
+
 def estimates_line(report, limit: int = 3) -> str | None:
     """One line naming the nodes whose counts rest on an assumption, with their notes."""
     names = report.coverage.estimates

@@ -129,7 +129,7 @@ def test_explain_names_the_gpus_own_units_and_cache(hw, units, cache):
     text = _explain(hw, "res.conv2")
     assert cache in text and units in text, text
     unit = units.split()[-1].rstrip(")s")
-    assert f"= launches x (sum(DRAM " in text and f", per-{unit} 0 ns))" in text
+    assert "= launches x (sum(DRAM " in text and f", per-{unit} 0 ns))" in text
     assert f"per-{unit} = bytes / {unit} issue rate" in text
 
 
@@ -165,3 +165,33 @@ def test_explain_names_the_cache_off_a_gpu_where_it_acts(hw, cache):
     # ... and where one acts it names the profile's onchip_mb as what it is, never 'L2'
     text = _explain(hw, "res.conv2", {"cache_share": 0.25, "cache_gain": 1.5})
     assert f"x cache gain 1.5); cache share 25.0% of the bytes {cache}" in text, text
+
+
+def test_each_cut_table_counts_its_own_hidden_rows():
+    # one line 'N more rows (--all)' summed layers, op types and modules (18 + 1 + 4 = 23 on the
+    # transformer): no table said what it had left out, and --top was not offered
+    res = _opcost(TRANSFORMER, "--hw", "a100")
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    # 33 layers (15 shown), 9 op types and 12 modules (8 shown of each)
+    assert "top 15 of 33 layers" in out
+    assert "\n\n18 more layers (--top 33 or --all)\n\nby op type\n" in out
+    assert "\n\n1 more op type (--all)\n\nby module" in out
+    assert out.endswith("\n\n4 more modules (--all)\n")
+    assert "more row" not in out
+    every = _opcost(TRANSFORMER, "--hw", "a100", "--top", "33").stdout
+    assert "more layer" not in every and "every layer by predicted time" in every
+
+
+@pytest.mark.parametrize("fmt, line", [
+    ("markdown", "\n28 more layers (--top 33 or --all)\n"),
+    ("html", "<h2>Layers (top 5 of 33)</h2>\n<p>28 more layers (--top 33 or --all)</p>"),
+])
+def test_markdown_and_html_count_the_layers_top_left_out(fmt, line):
+    if fmt == "html":
+        pytest.importorskip("plotly")
+    res = _opcost(TRANSFORMER, "--hw", "a100", "--top", "5", "--format", fmt)
+    assert res.exit_code == 0, res.output
+    assert line in res.stdout
+    if fmt == "markdown":   # 'top 5 layers, graph order by time': neither the total nor the order
+        assert "<summary>Layers (top 5 of 33, heaviest first)</summary>" in res.stdout
