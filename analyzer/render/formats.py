@@ -140,6 +140,47 @@ def _summary_pairs(report: Report) -> list[tuple[str, str]]:
 MARKDOWN_BUDGET = 55_000   # characters: a PR comment holds 65,536; room for the rest
 
 
+def _markdown_layers(report: Report, top: int | None, hints: dict | None, used: int) -> list[str]:
+    """The markdown layer table (``top``: the heaviest, else every runtime layer in graph order)
+    in a ``<details>`` block opened here, as many rows as ``MARKDOWN_BUDGET`` leaves after
+    ``used`` characters; a line under it counts the layers left out and says where they are."""
+    from analyzer.report.rollups import top_rows
+
+    every = [r for r in report.rows() if r[0].status != FOLDED]
+    rows = top_rows(report, top) if top is not None else every
+    hdr = ["layer", "op", "output", "params", "FLOPs", "bytes"]
+    hdr += [f"{safe.md_text(p.hardware)} time" for p in report.predictions]
+    what = (f"top {len(rows)} of {len(every)}, heaviest first" if len(rows) < len(every)
+            else f"all {len(rows)}, graph order")
+    table = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
+    shown = 0
+    for n, xs in rows:
+        c = n.cost
+        cells = [safe.md_code(n.name, table=True),
+                 safe.md_text(n.op) + (" (uncosted)" if n.status == UNCOSTED else ""),
+                 safe.md_code(" ".join(n.outputs), table=True), human(c.params), human(c.flops),
+                 human(c.bytes_moved, "B")]
+        for x in xs:
+            cells.append(f"{human_time(x.time_s)} ({x.bound})" if x else "")
+        line = "| " + " | ".join(cells) + " |"
+        if used + len(line) + 1 > MARKDOWN_BUDGET:
+            break
+        used += len(line) + 1
+        table.append(line)
+        shown += 1
+    out = [f"<details><summary>Layers ({what})</summary>", "", *table, ""]
+    if shown < len(rows):
+        out += [f"{len(every) - shown:,} more layers not shown (the comment stays short; the CSV and "
+                f"JSON reports carry every row).", ""]
+    elif len(rows) < len(every):
+        from analyzer.render.terminal import HINTS
+
+        h = {**HINTS, **(hints or {})}
+        out += [safe.md_text(more_line(len(every) - len(rows), "layer",
+                                       f"{h['top'].format(n=len(every))} or {h['all']}")), ""]
+    return out
+
+
 def render_markdown(report: Report, *, top: int | None = None, all_rows: bool = False,
                     hints: dict | None = None) -> str:
     """Short enough for a pull-request comment at any model size: the headline, the verdict per
@@ -185,41 +226,7 @@ def render_markdown(report: Report, *, top: int | None = None, all_rows: bool = 
         from analyzer.render import whatif
 
         out += whatif.markdown_lines(report.sensitivity, top) + [""]
-    from analyzer.report.rollups import top_rows
-
-    every = [r for r in report.rows() if r[0].status != FOLDED]
-    rows = top_rows(report, top) if top is not None else every
-    hdr = ["layer", "op", "output", "params", "FLOPs", "bytes"]
-    hdr += [f"{safe.md_text(p.hardware)} time" for p in report.predictions]
-    what = (f"top {len(rows)} of {len(every)}, heaviest first" if len(rows) < len(every)
-            else f"all {len(rows)}, graph order")
-    table = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
-    used = sum(len(x) + 1 for x in out) + 200
-    shown = 0
-    for n, xs in rows:
-        c = n.cost
-        cells = [safe.md_code(n.name, table=True),
-                 safe.md_text(n.op) + (" (uncosted)" if n.status == UNCOSTED else ""),
-                 safe.md_code(" ".join(n.outputs), table=True), human(c.params), human(c.flops),
-                 human(c.bytes_moved, "B")]
-        for x in xs:
-            cells.append(f"{human_time(x.time_s)} ({x.bound})" if x else "")
-        line = "| " + " | ".join(cells) + " |"
-        if used + len(line) + 1 > MARKDOWN_BUDGET:
-            break
-        used += len(line) + 1
-        table.append(line)
-        shown += 1
-    out += [f"<details><summary>Layers ({what})</summary>", "", *table, ""]
-    if shown < len(rows):
-        out += [f"{len(rows) - shown:,} more layers not shown (the comment stays short; the CSV and "
-                f"JSON reports carry every row).", ""]
-    elif len(rows) < len(every):
-        from analyzer.render.terminal import HINTS
-
-        h = {**HINTS, **(hints or {})}
-        out += [safe.md_text(more_line(len(every) - len(rows), "layer",
-                                       f"{h['top'].format(n=len(every))} or {h['all']}")), ""]
+    out += _markdown_layers(report, top, hints, sum(len(x) + 1 for x in out) + 200)
     out += ["</details>", ""]
     return "\n".join(out) + "\n"
 
