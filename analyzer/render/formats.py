@@ -242,15 +242,16 @@ def render_sweep(sw, fmt: str, width: int | None = None) -> str:
     precisions = sorted(set(sw.precision().values()))
     said = f"; {', '.join(precisions)}" if precisions else ""   # (one per profile, usually one)
     title = f"{model} sweep over {', '.join(sw.dims)}{said}"
-    head = [*sw.dims, "params", "MAC FLOPs", "vector", "transc.", "FLOPs", "bytes moved",
-            *[f"{h} latency" for h in hws]]
+    exact = fmt == "csv"   # exact integers and seconds, the units in the header; else each cell's own
+    head = [*sw.dims, "params", "MAC FLOPs", "vector", "transc.", "FLOPs",
+            "bytes moved (B)" if exact else "bytes moved", *[f"{h} latency{' (s)' if exact else ''}" for h in hws]]
     rows = []
     for bound, r in sw.points:
         t = r.totals
-        exact = fmt == "csv"
         cells = [str(bound[d]) for d in sw.dims]
-        nums = [t.params, t.mac_flops, t.vector_flops, t.transcendentals, t.flops, t.bytes_moved]
+        nums = [t.params, t.mac_flops, t.vector_flops, t.transcendentals, t.flops]
         cells += [str(n) if exact else human(n) for n in nums]
+        cells.append(str(t.bytes_moved) if exact else human(t.bytes_moved, "B"))
         cells += [repr(p.latency_s) if exact else human_time(p.latency_s) for p in r.predictions]
         rows.append(cells)
     if fmt == "csv":

@@ -195,3 +195,21 @@ def test_markdown_and_html_count_the_layers_top_left_out(fmt, line):
     assert line in res.stdout
     if fmt == "markdown":   # 'top 5 layers, graph order by time': neither the total nor the order
         assert "<summary>Layers (top 5 of 33, heaviest first)</summary>" in res.stdout
+
+
+def test_a_sweep_says_the_unit_of_its_bytes_and_latency(monkeypatch):
+    # the bytes column read '1.65 M' under 'bytes moved' (a count of what?), the CSV's latency
+    # 6.34e-05 under 'a100-80gb-sxm latency'; cnn at batch 1: 1,651,984 B, batch 8: 12,864,808 B
+    import csv
+    import io
+
+    monkeypatch.setenv("COLUMNS", "80")
+    table = _opcost(CNN, "--batch", "1,8", "--hw", "a100").stdout
+    rows = [x.split() for x in table.splitlines() if x.split()[:1] in (["1"], ["8"])]
+    assert [r[-4:-2] for r in rows] == [["1.65", "MB"], ["12.9", "MB"]], table
+    md = _opcost(CNN, "--batch", "1,8", "--format", "md").stdout
+    assert md.rstrip().endswith("| 8 | 12.5 K | 111 M | 2.36 M | 48 | 113 M | 12.9 MB |")
+    text = _opcost(CNN, "--batch", "1,8", "--hw", "a100", "--format", "csv").stdout
+    got = list(csv.DictReader(io.StringIO("".join(x for x in text.splitlines(True) if x[0] != "#"))))
+    assert [int(r["bytes moved (B)"]) for r in got] == [1_651_984, 12_864_808]
+    assert all(0 < float(r["a100-80gb-sxm latency (s)"]) < 1e-3 for r in got)
