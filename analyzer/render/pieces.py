@@ -8,9 +8,9 @@ from analyzer.render.headline import human_time
 
 
 def human(n: float, unit: str = "", base: int = 1000) -> str:
-    """1234567 -> '1.23 M'. Only for display."""
+    """1234567 -> '1.23 M'; 0 -> '0', or '0 B' with a unit. Only for display."""
     if n == 0:
-        return "0"
+        return f"0 {unit}" if unit else "0"
     prefixes = ["", "K", "M", "G", "T", "P", "E"]
     x, i = float(n), 0
     # the prefix of the value as shown (3 digits): 999,999 is '1 M', not '1e+03 K'

@@ -213,3 +213,13 @@ def test_a_sweep_says_the_unit_of_its_bytes_and_latency(monkeypatch):
     got = list(csv.DictReader(io.StringIO("".join(x for x in text.splitlines(True) if x[0] != "#"))))
     assert [int(r["bytes moved (B)"]) for r in got] == [1_651_984, 12_864_808]
     assert all(0 < float(r["a100-80gb-sxm latency (s)"]) < 1e-3 for r in got)
+
+
+def test_a_zero_keeps_its_unit():
+    # --dim batch=0: 'totals: 235 K params, 0 (0 MAC), 941 KB moved': 0 of what?
+    from analyzer.render.pieces import human
+
+    assert human(0, "FLOP") == "0 FLOP" and human(0, "B") == "0 B" and human(0) == "0"
+    res = _opcost(ROOT / "samples" / "dynamic_batch.onnx", "--dim", "batch=0")
+    assert res.exit_code == 0, res.output
+    assert "totals: 235 K params, 0 FLOP (0 MAC), 941 KB moved" in res.stdout
