@@ -261,6 +261,9 @@ class Request:
         opts = Options(precision=p["precision"], overlap=not p["additive"],
                        loop_trips=p["loop_trips"], causal=p["causal"], runtime=p["runtime"], l2=p["l2"])
         hw = ",".join(p["hw"]) if p["hw"] else None   # --hw a --hw b adds profiles
+        if hw is not None and not hw.replace(",", "").strip():   # `--hw ""`: an empty variable
+            raise InputSpecError(f"--hw '{hw}' names no profile: give an id, alias or .toml file "
+                                 "(analyze hw list)")
         return cls(model=p["model"], hw=hw, options=opts, inputs=p["inputs"], dims=p["dims"],
                    values=p["values"], kwargs_json=p["kwargs_json"], params_args=p["params_args"],
                    output=out, measure=p["measure"], threads=p["threads"], sensitivity=p["sensitivity"])

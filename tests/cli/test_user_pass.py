@@ -223,3 +223,19 @@ def test_a_zero_keeps_its_unit():
     res = _opcost(ROOT / "samples" / "dynamic_batch.onnx", "--dim", "batch=0")
     assert res.exit_code == 0, res.output
     assert "totals: 235 K params, 0 FLOP (0 MAC), 941 KB moved" in res.stdout
+
+
+@pytest.mark.parametrize("value", ["", " , "])
+def test_an_empty_hw_is_an_error_not_a_silent_count(value):
+    # `--hw "$HW"` with HW unset printed the counts alone, rc 0, as if no --hw had been given
+    res = _opcost(CNN, "--hw", value)
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr == f"error: --hw '{value}' names no profile: give an id, alias or .toml file " \
+                         "(analyze hw list)\n"
+
+
+def test_a_wrong_jax_argument_lists_the_parameters_as_a_signature():
+    # was "'y' is not a parameter of mlp_infer('x',)": a Python tuple
+    res = _opcost(f"{ROOT / 'samples' / 'jax_models.py'}:mlp_infer", "--input", "y=f32[8,784]")
+    assert res.exit_code == 2
+    assert res.stderr == "error: 'y' is not a parameter of mlp_infer(x)\n"

@@ -139,7 +139,7 @@ def bind_inputs(fn: Callable, inputs: Mapping[str, str] | None,
     for k in list(inputs) + list(static_kwargs):
         if k not in params and not has_var_kw:
             raise InputSpecError(f"'{k}' is not a parameter of {getattr(fn, '__name__', 'the function')}"
-                                 f"{tuple(params)}")
+                                 f"({', '.join(params)})")
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     positional_open = True
