@@ -1,7 +1,7 @@
 """Renderers: Report -> text (table, json, csv, markdown). Formatting only.
 
 Machine formats (json, csv) carry the exact integers; the terminal table and
-markdown humanize them.  Rich is imported only when a table is rendered.
+markdown humanize them.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from analyzer.render.pieces import (comparison_lines, count_delta_lines, estimat
                                     more_line, shorten)
 from analyzer.render.headline import comment_lines, human_time, markdown_lines, text_lines  # noqa: F401
 from analyzer.report.counts import Report
-from analyzer.render.layout import wrap
+from analyzer.render.layout import table, wrap
 
 FORMATS = ("table", "json", "csv", "markdown", "html")
 
@@ -152,7 +152,7 @@ def _markdown_layers(report: Report, top: int | None, hints: dict | None, used: 
     hdr += [f"{safe.md_text(p.hardware)} time" for p in report.predictions]
     what = (f"top {len(rows)} of {len(every)}, heaviest first" if len(rows) < len(every)
             else f"all {len(rows)}, graph order")
-    table = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
+    grid = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
     shown = 0
     for n, xs in rows:
         c = n.cost
@@ -166,9 +166,9 @@ def _markdown_layers(report: Report, top: int | None, hints: dict | None, used: 
         if used + len(line) + 1 > MARKDOWN_BUDGET:
             break
         used += len(line) + 1
-        table.append(line)
+        grid.append(line)
         shown += 1
-    out = [f"<details><summary>Layers ({what})</summary>", "", *table, ""]
+    out = [f"<details><summary>Layers ({what})</summary>", "", *grid, ""]
     if shown < len(rows):
         out += [f"{len(every) - shown:,} more layers not shown (the comment stays short; the CSV and "
                 f"JSON reports carry every row).", ""]
@@ -271,26 +271,36 @@ def render_sweep(sw, fmt: str, width: int | None = None) -> str:
         out += ["| " + " | ".join(r) + " |" for r in rows]
         out += [""] + [f"> **warning:** {safe.md_text(w)}" for w in sw.warnings()]
         return "\n".join(out) + "\n"
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
+    warnings = [x for w in sw.warnings() for x in wrap(safe.text(f"warning: {w}"), width)]
+    lines = _sweep_lines(sw.dims, head, rows, len(hws), precisions, width)
+    return "\n".join([f"model: {model}", *lines, *warnings]) + "\n"
 
-    narrow = width is not None and width < 120
-    # a narrow terminal keeps the dims, params, FLOPs, bytes and latencies (the FLOP split is in
-    # the csv / json rows) and heads each latency column with the profile id alone
-    keep = [i for i, h in enumerate(head)
-            if not (narrow and h in ("MAC FLOPs", "vector", "transc."))]
-    per = f"; {', '.join(precisions)} latency per profile" if narrow and precisions else said
-    t = Table(title=safe.cell(f"sweep over {', '.join(sw.dims)}{per}"),
-              header_style="bold", box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD)
-    for i in keep:
-        h = head[i].removesuffix(" latency") if narrow and i >= len(head) - len(hws) else head[i]
-        t.add_column(safe.cell(h), justify="left" if i < len(sw.dims) else "right",
-                     no_wrap=narrow)
-    for r in rows:
-        t.add_row(*(r[i] for i in keep))
-    buf = io.StringIO()
-    Console(file=buf, width=width or 160, color_system=None, highlight=False).print(t)
-    lines = [f"model: {model}", *buf.getvalue().splitlines()]
-    lines += [x for w in sw.warnings() for x in wrap(safe.text(f"warning: {w}"), width)]
-    return "\n".join(lines) + "\n"
+
+def _sweep_lines(dims, head: list[str], rows: list[list[str]], n_hw: int, precisions: list[str],
+                 width: int | None) -> list[str]:
+    """A sweep's rows for the terminal (``analyzer.render.layout.table``: no cell is ever cut),
+    each profile's latency headed by its id alone.  While the rows do not fit ``width``, columns
+    go: the FLOP split (transc., vector, MAC FLOPs), params, FLOPs, bytes moved, then the extra
+    profiles' latencies (last first), said in a line; ``width`` None (a pipe): none goes."""
+    first = len(head) - n_hw
+    head = [safe.text(h.removesuffix(" latency") if i >= first else h) for i, h in enumerate(head)]
+    keep = list(range(len(head)))
+
+    def size(cols):
+        return sum(max([len(head[i])] + [len(r[i]) for r in rows]) for i in cols) + 2 * (len(cols) - 1)
+
+    gone = []
+    order = ("transc.", "vector", "MAC FLOPs", "params", "FLOPs", "bytes moved")
+    fixed = head[len(dims):first]   # the totals' columns (a dim may have any name)
+    for i in [len(dims) + fixed.index(h) for h in order] + list(range(len(head) - 1, first, -1)):
+        if width is None or size(keep) <= width:
+            break
+        keep.remove(i)
+        gone.append(head[i])
+    per = f"; {', '.join(precisions)} latency per profile" if precisions else ""
+    out = wrap(safe.text(f"sweep over {', '.join(dims)}{per}"), width)
+    out += table([head[i] for i in keep], [[r[i] for i in keep] for r in rows],
+                 {j for j, i in enumerate(keep) if i >= len(dims)}, None)
+    if gone:
+        out += wrap(f"(not shown at this width: {', '.join(gone)}; csv and json carry them)", width)
+    return out

@@ -239,3 +239,27 @@ def test_a_wrong_jax_argument_lists_the_parameters_as_a_signature():
     res = _opcost(f"{ROOT / 'samples' / 'jax_models.py'}:mlp_infer", "--input", "y=f32[8,784]")
     assert res.exit_code == 2
     assert res.stderr == "error: 'y' is not a parameter of mlp_infer(x)\n"
+
+
+@pytest.mark.parametrize("cols", [60, 80, 120])
+def test_a_sweep_never_cuts_a_figure(monkeypatch, cols):
+    # four profiles at 80 columns: rich cut cells to '3.76…', '31.3…' and headers to 'bat…',
+    # 'a100-80gb-…'; columns now go whole, and a line names them
+    import re
+
+    monkeypatch.setenv("COLUMNS", str(cols))
+    res = _opcost(ROOT / "samples" / "dynamic_batch.onnx", "--dim", "batch=1,8,64", "--hw",
+                  "a100,h100,t4,epyc-9654")
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert "…" not in res.stdout and all(len(x) <= cols for x in lines), res.stdout
+    head = next(x.split() for x in lines if x.startswith("batch"))
+    assert head[-4:] == ["a100-80gb-sxm", "h100-sxm", "t4", "epyc-9654"]
+    rows = [x.split() for x in lines if re.match(r"(1|8|64) ", x)]
+    assert [r[0] for r in rows] == ["1", "8", "64"]
+    assert all(re.fullmatch(r"\d+(\.\d+)?", n) and u == "µs" for r in rows for n, u in zip(r[-8::2], r[-7::2]))
+    gone = {60: "transc., vector, MAC FLOPs, params, FLOPs, bytes moved", 80: "transc., vector, MAC FLOPs"}
+    if cols in gone:
+        assert f"(not shown at this width: {gone[cols]}; csv and json carry" in res.stdout
+    else:
+        assert "not shown" not in res.stdout and "vector" in head and "transc." in head
