@@ -263,3 +263,12 @@ def test_a_sweep_never_cuts_a_figure(monkeypatch, cols):
         assert f"(not shown at this width: {gone[cols]}; csv and json carry" in " ".join(res.stdout.split())
     else:
         assert "not shown" not in res.stdout and "vector" in head and "transc." in head
+
+
+def test_a_batch_beyond_int64_is_bad_input_not_a_bug():
+    # --batch 99999999999999999999 was 'internal error in analyzer.frontends.onnx.batch:
+    # ValueError: Value out of range', exit 3
+    res = _opcost(ROOT / "samples" / "mlp.onnx", "--batch", "99999999999999999999")
+    assert res.exit_code == 2
+    assert res.stderr == ("error: --batch '99999999999999999999': 99999999999999999999 is beyond int64 "
+                          "(at most 9223372036854775807)\n")
