@@ -73,8 +73,15 @@ def check(out: OutputSpec) -> None:
     if out.verbose and out.fmt != "table":
         raise InputSpecError(f"--verbose shows every note in full in the terminal view; {out.fmt} "
                              f"carries them already")
+    if out.fmt == "html" and out.path in (None, "-") and stdout_is_terminal():
+        raise InputSpecError("--format html is one page of several MB for a browser, not for the "
+                             "terminal: write it with -o report.html (or redirect stdout to a file)")
     if out.plot is not None and os.path.splitext(out.plot)[1].lower() not in PLOT_EXTENSIONS:
         raise InputSpecError(f"--plot {out.plot}: give a .png, .svg or .html file")
+
+
+def stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
 
 
 def terminal_width() -> int | None:
