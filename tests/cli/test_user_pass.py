@@ -272,3 +272,31 @@ def test_a_batch_beyond_int64_is_bad_input_not_a_bug():
     assert res.exit_code == 2
     assert res.stderr == ("error: --batch '99999999999999999999': 99999999999999999999 is beyond int64 "
                           "(at most 9223372036854775807)\n")
+
+
+@pytest.mark.parametrize("model, shape, says", [
+    # cnn's conv1 weight is [16, 3, 3, 3]: 4 input channels were counted as if they were 3
+    ("cnn.onnx", "x=1x4x32x32", "node 'conv1' (Conv): Conv input has 4 channels, its weight takes 3 "
+                                "(1 group of 3): float32[1,4,32,32] x float32[16,3,3,3]"),
+    # mlp's fc1 weight is [256, 784] (transB): 'tensor rank is unknown after shape inference'
+    ("mlp.onnx", "x=1x100", "node 'fc1' (Gemm): Gemm inner dims differ: float32[1,100] x "
+                            "float32[256,784] transposed (100 vs 784)"),
+])
+def test_an_input_the_weights_cannot_take_names_the_node_and_shapes(model, shape, says):
+    res = _opcost(ROOT / "samples" / model, "--input", shape)
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr.startswith(f"error: {says}; inputs ("), res.stderr
+
+
+def test_html_is_not_poured_into_a_terminal(monkeypatch):
+    # --format html at a terminal printed 4.9 MB of page and plotly.js; piped, it is the page
+    import cli.output
+
+    monkeypatch.setattr(cli.output, "stdout_is_terminal", lambda: True)
+    res = _opcost(CNN, "--format", "html")
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr == ("error: --format html is one page of several MB for a browser, not for the "
+                          "terminal: write it with -o report.html (or redirect stdout to a file)\n")
+    monkeypatch.setattr(cli.output, "stdout_is_terminal", lambda: False)
+    pytest.importorskip("plotly")
+    assert _opcost(CNN, "--format", "html").stdout.startswith("<!DOCTYPE html>")
