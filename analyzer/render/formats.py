@@ -173,7 +173,7 @@ def _markdown_layers(report: Report, top: int | None, hints: dict | None, used: 
         out += [f"{len(every) - shown:,} more layers not shown (the comment stays short; the CSV and "
                 f"JSON reports carry every row).", ""]
     elif len(rows) < len(every):
-        from analyzer.render.terminal import HINTS
+        from analyzer.render.pieces import HINTS
 
         h = {**HINTS, **(hints or {})}
         out += [safe.md_text(more_line(len(every) - len(rows), "layer",
@@ -221,11 +221,11 @@ def render_markdown(report: Report, *, top: int | None = None, all_rows: bool = 
         out += ["<details><summary>How each latency was predicted</summary>", "",
                 *markdown_lines(report.predictions), "", "</details>", ""]
     if report.measured is not None:
-        out += measured_view.markdown_lines(report.measured, top)
+        out += measured_view.markdown_lines(report.measured, top, hints)
     if report.sensitivity is not None:
         from analyzer.render import whatif
 
-        out += whatif.markdown_lines(report.sensitivity, top) + [""]
+        out += whatif.markdown_lines(report.sensitivity, top, hints) + [""]
     out += _markdown_layers(report, top, hints, sum(len(x) + 1 for x in out) + 200)
     out += ["</details>", ""]
     return "\n".join(out) + "\n"

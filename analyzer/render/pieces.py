@@ -22,6 +22,11 @@ def human(n: float, unit: str = "", base: int = 1000) -> str:
     return f"{x:.3g} {prefixes[i]}{unit}"
 
 
+# how to ask for more, in the caller's words (the CLI passes its flags); "top" takes n, the rows
+HINTS = {"all": "all_rows=True", "explain": "Prediction.explain", "verbose": "verbose=True",
+         "wide": "wide=True", "top": "top={n}"}
+
+
 def more_line(hidden: int, what: str, how: str) -> str:
     """``12 more layers (--top 27 or --all)``: how many rows a table left out and how to show
     them (``how``: in the caller's words)."""

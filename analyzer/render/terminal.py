@@ -32,6 +32,7 @@ from analyzer.render.headline import (
 )
 from analyzer.render.layout import one_line, table, wrap
 from analyzer.render.pieces import (  # noqa: F401
+    HINTS,
     comparison_lines,
     comparison_text,
     estimates_line,
@@ -43,9 +44,6 @@ from analyzer.report import rollups
 
 TOP_DEFAULT = 15
 ROLLUP_DEFAULT = 8
-# how to ask for more, in the caller's words (the CLI passes its flags)
-HINTS = {"all": "all_rows=True", "explain": "Prediction.explain", "verbose": "verbose=True",
-         "wide": "wide=True", "top": "top={n}"}
 
 
 def _bar(share: dict) -> str:
@@ -306,17 +304,19 @@ def render_view(report, *, top: int | None = None, all_rows: bool = False, wide:
         out += [""] + [x for line in comparison_text(report.comparison).split("\n")
                        for x in wrap(line, width)]
     if report.sensitivity is not None:
-        out += sensitivity_lines(report.sensitivity, top, width, title)
+        out += sensitivity_lines(report.sensitivity, top, width, title, hints)
     text = "\n".join(out) + "\n"
     if report.measured is not None:
         from analyzer.render import measured as measured_view
 
-        text += "\n" + measured_view.render_text(report.measured, top, width)
+        text += "\n" + measured_view.render_text(report.measured, top, width, hints)
     return text
 
 
-def sensitivity_lines(w, top: int | None, width: int | None, title=str) -> list[str]:
-    """What to shrink (the first profile's layers) and what hardware would help (each profile)."""
+def sensitivity_lines(w, top: int | None, width: int | None, title=str,
+                      hints: dict | None = None) -> list[str]:
+    """What to shrink (the first profile's layers; how many more save time, and how to show
+    them) and what hardware would help (each profile)."""
     from analyzer.render import whatif
 
     out = []
@@ -325,6 +325,8 @@ def sensitivity_lines(w, top: int | None, width: int | None, title=str) -> list[
         rows = whatif.shrink_rows(p, top or whatif.TOP_DEFAULT)
         out += ["", *map(title, wrap(whatif.shrink_title(p, len(rows)), width))]
         out += table(whatif.HEADER, rows, whatif.RIGHT, width, drop=(1,))
+        more = whatif.more_rows_line(p, len(rows), hints)
+        out += ["", *wrap(more, width)] if more else []
     out.append("")
     for p in w.profiles:
         out += wrap(whatif.hardware_line(p), width)

@@ -300,3 +300,36 @@ def test_html_is_not_poured_into_a_terminal(monkeypatch):
     monkeypatch.setattr(cli.output, "stdout_is_terminal", lambda: False)
     pytest.importorskip("plotly")
     assert _opcost(CNN, "--format", "html").stdout.startswith("<!DOCTYPE html>")
+
+
+def test_the_shrink_table_counts_the_layers_it_left_out(monkeypatch):
+    # the transformer on the a100: 29 layers save time with 10 % fewer FLOPs or bytes, 5 shown
+    monkeypatch.setenv("COLUMNS", "80")
+    res = _opcost(TRANSFORMER, "--hw", "a100", "--sensitivity")
+    assert res.exit_code == 0, res.output
+    assert "\n\n24 more layers (--top 29)\n\n" in res.stdout, res.stdout
+
+
+def _measured(n: int):
+    """A run of ``n`` kernels, kernel i measured (i + 1) us and predicted 10 % over."""
+    from analyzer.report.measured import ErrorSummary, KernelRow, MeasuredComparison
+
+    rows = tuple(KernelRow(f"k{i}", (f"n{i}",), 1.1e-6 * (i + 1), 1e-6 * (i + 1)) for i in range(n))
+    return MeasuredComparison(hardware="my-cpu", runtime="onnxruntime", predicted_s=1e-4, measured_s=1e-4,
+                              kernel_sum_s=1e-4, kernels=rows, nodes=(),
+                              summary=ErrorSummary(n, 10.0, 100.0, 100.0, 10.0, 1.0), threads=2, runs=5)
+
+
+@pytest.mark.parametrize("n, more", [(22, "12 more kernels (--top 22)"), (10, None)])
+def test_the_measured_table_counts_the_kernels_it_left_out(n, more):
+    from analyzer.render import measured
+    from cli.output import HINTS
+
+    text = measured.render_text(_measured(n), None, 200, HINTS)
+    which = "top 10 of 22" if more else "all 10"
+    assert f"— {which} kernels by measured time" in " ".join(text.split()), text
+    md = "\n".join(measured.markdown_lines(_measured(n), None, HINTS))
+    if more:
+        assert f"\n{more}\n" in text and f"\n{more}\n" in md
+    else:
+        assert "more kernel" not in text and "more kernel" not in md
