@@ -333,3 +333,12 @@ def test_the_measured_table_counts_the_kernels_it_left_out(n, more):
         assert f"\n{more}\n" in text and f"\n{more}\n" in md
     else:
         assert "more kernel" not in text and "more kernel" not in md
+
+
+def test_a_wrong_params_name_says_the_flag_typed():
+    # was "params_argnums: 'w' is not a positional parameter (['x'])": the library keyword and
+    # a Python list
+    res = _opcost(f"{ROOT / 'samples' / 'jax_models.py'}:mlp_infer", "--input", "x=f32[8,784]",
+                  "--params", "w")
+    assert res.exit_code == 2
+    assert res.stderr == "error: --params: 'w' is not a positional parameter of mlp_infer(x)\n"
