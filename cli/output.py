@@ -160,4 +160,6 @@ def emit(report, out: OutputSpec, spinner=None) -> None:
     if out.strict:
         report.require_full_coverage()
     if failed:
-        raise CheckFailed(report.comparison.failure_message())
+        from analyzer.render.pieces import failure_line
+
+        raise CheckFailed(failure_line(report.comparison))

@@ -61,6 +61,17 @@ def comparison_lines(c) -> list[tuple[str, list[str]]]:
     return out
 
 
+def failure_line(c) -> str:
+    """A failed baseline check (``Comparison``) in one line, its times in their units: ``predicted
+    latency regressed beyond 1%: a100-80gb-sxm 63.4 µs -> 65.3 µs (+3.0%) (grew most: ...)``
+    (``Comparison.failure_message`` says the same in milliseconds, for a Python caller)."""
+    bad = [h for h in c.hardware if h.regressed]
+    parts = [f"{h.hardware} {human_time(h.old_s)} -> {human_time(h.new_s)} ({h.change_pct:+.1f}%)" for h in bad]
+    names = ", ".join(x.name for x in bad[0].layers[:3]) if bad and bad[0].layers else ""
+    return (f"predicted latency regressed beyond {c.threshold_pct:g}%: " + "; ".join(parts)
+            + (f" (grew most: {names})" if names else ""))
+
+
 def shorten(name: str, width: int) -> str:
     """``name`` in at most ``width`` characters: its middle replaced by ``…``."""
     if width is None or len(name) <= width:

@@ -342,3 +342,13 @@ def test_a_wrong_params_name_says_the_flag_typed():
                   "--params", "w")
     assert res.exit_code == 2
     assert res.stderr == "error: --params: 'w' is not a positional parameter of mlp_infer(x)\n"
+
+
+def test_a_failed_gate_says_its_times_in_their_units(tmp_path):
+    # 'a100-80gb-sxm 0.06339 ms -> 0.06531 ms': microseconds written as a fraction of a millisecond
+    base = tmp_path / "base.json"
+    assert _opcost(CNN, "--hw", "a100", "--save-baseline", base).exit_code == 0
+    res = _opcost(CNN, "--batch", "4", "--baseline", base, "--max-regression", "1")
+    assert res.exit_code == 1
+    assert res.stderr == ("error: predicted latency regressed beyond 1%: a100-80gb-sxm 63.4 µs -> 65.3 µs "
+                          "(+3.0%) (grew most: res.conv2, res.conv3, res.add)\n")
