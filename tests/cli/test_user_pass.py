@@ -352,3 +352,11 @@ def test_a_failed_gate_says_its_times_in_their_units(tmp_path):
     assert res.exit_code == 1
     assert res.stderr == ("error: predicted latency regressed beyond 1%: a100-80gb-sxm 63.4 µs -> 65.3 µs "
                           "(+3.0%) (grew most: res.conv2, res.conv3, res.add)\n")
+
+
+def test_a_missing_jax_input_shows_how_to_give_it():
+    # was 'missing --input for parameter 'x' of mlp_infer': which form does --input take?
+    res = _opcost(f"{ROOT / 'samples' / 'jax_models.py'}:mlp_infer")
+    assert res.exit_code == 2
+    assert res.stderr == ("error: missing --input for parameter 'x' of mlp_infer: give its dtype and shape, "
+                          "e.g. --input x=f32[8,128]\n")
