@@ -360,3 +360,20 @@ def test_a_missing_jax_input_shows_how_to_give_it():
     assert res.exit_code == 2
     assert res.stderr == ("error: missing --input for parameter 'x' of mlp_infer: give its dtype and shape, "
                           "e.g. --input x=f32[8,128]\n")
+
+
+@pytest.mark.parametrize("hw, said", [
+    ("a100,a100-80gb-sxm", "'a100' and 'a100-80gb-sxm' are the same profile (a100-80gb-sxm)"),
+    ("t4,t4", "'t4' is given twice"),
+])
+def test_one_profile_named_twice_is_an_error(hw, said):
+    # an alias and its id gave two identical rows and columns, and a CSV whose header repeats
+    # 'a100-80gb-sxm:time_s' (csv.DictReader keeps only the last)
+    res = _opcost(CNN, "--hw", hw)
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr == f"error: --hw: {said}; give it once\n"
+    import analyzer
+    from analyzer.errors import InputSpecError
+
+    with pytest.raises(InputSpecError, match=r"^hw: "):
+        analyzer.analyze(str(CNN), hw=hw.split(","))
