@@ -16,6 +16,37 @@ def _fmt(v) -> str:
     return "—" if v is None else f"{v:g}"
 
 
+# a profile field's unit, from its name's suffix: (suffix, scale to the base unit, base unit)
+_FIELD_UNITS = (("tflops", 1e12, "FLOP/s"), ("_gbs", 1e9, "B/s"), ("_mb", 1e6, "B"), ("_gb", 1e9, "B"),
+                ("_w", 1.0, "W"), ("_ghz", 1e9, "Hz"))
+
+
+def _human(v, scale: float, unit: str) -> str:
+    """A figure in its field's unit (``scale`` to the base unit) as 3 digits and a prefix
+    (``19.5 TFLOP/s``, ``2.04 TB/s``, ``447 GFLOP/s``); an unknown one (None) as a dash."""
+    from analyzer.render.pieces import human
+
+    if v is None:
+        return "—"
+    return human(v * scale, unit) if v else f"0 {unit}"
+
+
+def _field_value(key: str, v) -> str:
+    """``hw show``'s value cell: a figure whose field name says its unit in human units (the
+    field keeps the file's spelling); a count, a constant or a calibration figure as it is."""
+    from analyzer.render.headline import human_time
+
+    if v is None:
+        return "—"
+    if key.endswith("_us"):
+        return human_time(v * 1e-6)
+    dtype = key.rsplit(".", 1)[-1]
+    for suffix, scale, unit in _FIELD_UNITS:
+        if key.split(".")[0].endswith(suffix) or key.endswith(suffix):
+            return _human(v, scale, "OP/s" if unit == "FLOP/s" and dtype.startswith("int") else unit)
+    return _fmt(v)
+
+
 WIDE = 200   # a pipe without COLUMNS: one line per profile
 
 
@@ -39,6 +70,37 @@ def _numbers(tree, prefix: str):
             yield from _numbers(v, f"{prefix}.{key}")
 
 
+_TEXT_COLUMNS = ("id", "kind", "name", "aliases")
+
+
+def _list_cells(p) -> dict[str, str]:
+    """One profile's ``hw list`` cells: text as text, figures in human units, unknowns a dash."""
+    cells = {"id": p.id, "kind": p.kind, "name": p.name, "aliases": ", ".join(p.aliases[:3])}
+    cells = {k: safe.cell(v) for k, v in cells.items()}
+    cells["memory BW"] = _human(p.mem_bw_gbs, 1e9, "B/s")
+    cells["launch"] = _field_value("overhead.launch_overhead_us", p.launch_overhead_us)
+    cells.update({d: _human(p.matrix_tflops.get(d, p.vector_tflops.get(d)), 1e12,
+                            "OP/s" if d.startswith("int") else "FLOP/s") for d in _SHOWN_DTYPES})
+    return cells
+
+
+def _list_widths(shown: list[str], rows: list[dict], cols: int) -> dict[str, int]:
+    """Each shown column's width in a ``cols``-wide ``hw list``: its widest cell, but the name and
+    aliases share what the others leave (aliases at most a third; a column left under 8 goes)."""
+    natural = {c: max(len(c), *(len(r[c]) for r in rows)) for c in shown}
+    # rich draws a column's cells with a space each side and a rule between columns; the edge
+    # padding is off below 120 columns
+    room = cols - 3 * (len(shown) - 1) - 2 - (2 if cols >= 120 else 0)
+    room -= sum(w for c, w in natural.items() if c not in ("name", "aliases"))
+    out = {c: w for c, w in natural.items() if c not in ("name", "aliases")}
+    if "aliases" in shown:
+        out["aliases"] = min(natural["aliases"], room // 3)
+        room -= out["aliases"] + 3
+    if "name" in shown:
+        out["name"] = min(natural["name"], room)
+    return {c: w for c, w in out.items() if c not in ("name", "aliases") or w >= min(8, natural[c])}
+
+
 def render_list(profiles, fmt: str) -> str:
     if fmt == "json":
         return dumps([p.to_dict() for p in profiles], indent=2) + "\n"
@@ -47,26 +109,25 @@ def render_list(profiles, fmt: str) -> str:
 
     cols = width()
     # narrower terminals give up the columns a person needs least, in this order
-    shown = ["id", "kind", "name", "aliases", *_SHOWN_DTYPES, "mem GB/s", "launch µs"]
-    for gone, below in (("aliases", 170), ("tf32", 140), ("int8", 130), ("fp8", 120),
-                        ("launch µs", 110), ("name", 100), ("kind", 70)):
+    shown = ["id", "kind", "name", "aliases", *_SHOWN_DTYPES, "memory BW", "launch"]
+    for gone, below in (("aliases", 200), ("tf32", 170), ("int8", 150), ("fp8", 135),
+                        ("launch", 120), ("name", 105), ("kind", 90)):
         if cols < below:
             shown.remove(gone)
-    t = Table(title="hardware profiles (dense peak TFLOP/s, matrix engine, else vector)",
-              box=box.SIMPLE_HEAD if cols < 120 else box.HEAVY_HEAD)
-    for col in shown:
-        t.add_column(col, justify="right" if col in _SHOWN_DTYPES or " " in col else "left",
-                     no_wrap=col == "id", overflow="ellipsis" if col == "name" else "fold")
-    for p in profiles:
-        cells = {"id": p.id, "kind": p.kind, "name": p.name, "aliases": ", ".join(p.aliases[:3]),
-                 "mem GB/s": _fmt(p.mem_bw_gbs), "launch µs": _fmt(p.launch_overhead_us)}
-        cells.update({d: _fmt(p.matrix_tflops.get(d, p.vector_tflops.get(d))) for d in _SHOWN_DTYPES})
-        t.add_row(*(safe.cell(cells[c]) if c in ("id", "kind", "name", "aliases") else cells[c]
-                    for c in shown))
+    rows = [_list_cells(p) for p in profiles]
+    widths = _list_widths(shown, rows, cols)
+    shown = [c for c in shown if c in widths]
+    t = Table(title="hardware profiles (dense peak per second, matrix engine, else vector)",
+              box=box.SIMPLE_HEAD if cols < 120 else box.HEAVY_HEAD, pad_edge=cols >= 120)
+    for col in shown:   # one line per profile: every cell whole, but a long name or alias list
+        t.add_column(col, justify="left" if col in _TEXT_COLUMNS else "right", no_wrap=True,
+                     width=widths[col], overflow="ellipsis")
+    for r in rows:
+        t.add_row(*(r[c] for c in shown))
     buf = io.StringIO()
     c = _console(buf, cols)
     c.print(t)
-    c.print("— = unknown (no sourced figure). `analyze hw show ID` gives every number's source.")
+    c.print("— = unknown (no sourced figure); `analyze hw show ID`: every number's source.")
     return buf.getvalue()
 
 
@@ -104,7 +165,7 @@ def render_show(p, fmt: str) -> str:
     for table in ("efficiency", "calibration"):
         rows += [(key, v) for key, v in _numbers(getattr(p, table), table)]
     for key, v in rows:
-        t.add_row(safe.cell(key), _fmt(v), safe.cell(p.sources.get(key, "unknown" if v is None else "")))
+        t.add_row(safe.cell(key), _field_value(key, v), safe.cell(p.sources.get(key, "unknown" if v is None else "")))
     c.print(t)
     if p.notes:
         c.print(safe.text(f"notes: {p.notes}"), markup=False)

@@ -20,7 +20,7 @@ from cli.guard import Spinner, guard
 from cli import scaling as scaling_cli
 from cli import scaling_options as scaling_opts
 from cli.hw import hw_group
-from cli.output import FORMATS, OutputSpec, check as check_output, emit, resolve_format, terminal_width
+from cli.output import FORMAT_ALIASES, FORMATS, OutputSpec, check as check_output, emit, resolve_format, terminal_width
 from cli.parsing import (kwargs_json_text, parse_dims, parse_inputs, parse_values, writable_path,
                          write_output)
 
@@ -54,12 +54,32 @@ class _RuntimeOption(click.Option):
             self.help = lines[0]
 
 
+_IMPLIED = "opcost.model_implied"   # ctx.meta key: the user typed no `model` before MODEL
+
+
+class _ModelContext(click.Context):
+    """The model command's context: when the user left the command name out (`analyze x.onnx`),
+    usage errors and help say `analyze [OPTIONS] MODEL` / `Try 'analyze --help'`, what they
+    typed, never the hidden command's name."""
+
+    @property
+    def command_path(self) -> str:
+        if self.meta.get(_IMPLIED) and self.parent is not None:
+            return self.parent.command_path
+        return super().command_path
+
+
+class _ModelCommand(click.Command):
+    context_class = _ModelContext
+
+
 class _Main(click.Group):
     """A group whose default command analyses a model: `analyze MODEL` and `analyze hw list`."""
 
     def parse_args(self, ctx, args):
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
             args = ["model", *args]
+            ctx.meta[_IMPLIED] = True
         return super().parse_args(ctx, args)
 
     def format_help(self, ctx, formatter):
@@ -81,7 +101,7 @@ def main():
     """opcost: exact per-layer counts and latency predictions for ONNX models."""
 
 
-@main.command("model", context_settings={"help_option_names": ["-h", "--help"]})
+@main.command("model", cls=_ModelCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("model", metavar="MODEL")
 @click.option("--hw", "hw", metavar="ID|FILE[,ID...]", multiple=True,
               help="Predict latency on these hardware profiles (ids, aliases or .toml files), "
@@ -120,8 +140,9 @@ def main():
               help="What runs the model, which decides fusion, per-kernel dispatch and the time "
                    "predicted (default: xla for a JAX program, else the profile's own, else its "
                    "kind's):")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
-              help="Output format (default: from -o FILE's extension .json .csv .md .html, else "
+@click.option("--format", "fmt", type=click.Choice((*FORMATS, *FORMAT_ALIASES), case_sensitive=False),
+              default=None,
+              help="Output format (md: markdown; default: from -o FILE's extension .json .csv .md .html, else "
                    "the terminal view); json and csv carry exact integers; html is one offline "
                    "file with a roofline chart and a sortable layer table.")
 @click.option("--output", "-o", "output", metavar="FILE", default=None,
@@ -240,6 +261,9 @@ class Request:
         opts = Options(precision=p["precision"], overlap=not p["additive"],
                        loop_trips=p["loop_trips"], causal=p["causal"], runtime=p["runtime"], l2=p["l2"])
         hw = ",".join(p["hw"]) if p["hw"] else None   # --hw a --hw b adds profiles
+        if hw is not None and not hw.replace(",", "").strip():   # `--hw ""`: an empty variable
+            raise InputSpecError(f"--hw '{hw}' names no profile: give an id, alias or .toml file "
+                                 "(analyze hw list)")
         return cls(model=p["model"], hw=hw, options=opts, inputs=p["inputs"], dims=p["dims"],
                    values=p["values"], kwargs_json=p["kwargs_json"], params_args=p["params_args"],
                    output=out, measure=p["measure"], threads=p["threads"], sensitivity=p["sensitivity"])

@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from analyzer.errors import CheckFailed, InputSpecError
 
 FORMATS = ("table", "json", "csv", "markdown", "html")
+FORMAT_ALIASES = {"md": "markdown"}   # --format md: what people type for markdown (as -o x.md)
 EXTENSIONS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown",
               ".html": "html", ".htm": "html", ".txt": "table"}
 PLOT_EXTENSIONS = (".png", ".svg", ".html")
-HINTS = {"all": "--all", "explain": "--explain LAYER", "verbose": "--verbose", "wide": "--wide"}
+HINTS = {"all": "--all", "explain": "--explain LAYER", "verbose": "--verbose", "wide": "--wide",
+         "top": "--top {n}"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,7 +44,7 @@ class OutputSpec:
 def resolve_format(fmt: str | None, path: str | None) -> str:
     """--format when given, else the extension of -o FILE, else the terminal view."""
     if fmt:
-        return fmt
+        return FORMAT_ALIASES.get(fmt, fmt)
     if path and path != "-":
         return EXTENSIONS.get(os.path.splitext(path)[1].lower(), "table")
     return "table"
@@ -71,8 +73,15 @@ def check(out: OutputSpec) -> None:
     if out.verbose and out.fmt != "table":
         raise InputSpecError(f"--verbose shows every note in full in the terminal view; {out.fmt} "
                              f"carries them already")
+    if out.fmt == "html" and out.path in (None, "-") and stdout_is_terminal():
+        raise InputSpecError("--format html is one page of several MB for a browser, not for the "
+                             "terminal: write it with -o report.html (or redirect stdout to a file)")
     if out.plot is not None and os.path.splitext(out.plot)[1].lower() not in PLOT_EXTENSIONS:
         raise InputSpecError(f"--plot {out.plot}: give a .png, .svg or .html file")
+
+
+def stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
 
 
 def terminal_width() -> int | None:
@@ -151,4 +160,6 @@ def emit(report, out: OutputSpec, spinner=None) -> None:
     if out.strict:
         report.require_full_coverage()
     if failed:
-        raise CheckFailed(report.comparison.failure_message())
+        from analyzer.render.pieces import failure_line
+
+        raise CheckFailed(failure_line(report.comparison))

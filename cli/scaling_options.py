@@ -183,6 +183,10 @@ def parse_batch(text) -> list[int]:
     if not vals or min(vals) < 1:
         raise InputSpecError(f"--batch '{text}': expected B or B1,B2,... (integers >= 1), e.g. "
                              "--batch 64 or --batch 1,8,64")
+    from cli.parsing import INT64_MAX
+
+    if max(vals) > INT64_MAX:   # an ONNX dim is int64
+        raise InputSpecError(f"--batch '{text}': {max(vals)} is beyond int64 (at most {INT64_MAX})")
     return vals
 
 

@@ -53,11 +53,20 @@ def resolve(hw: Any, runtime: str | None = None, model_format: str = "onnx") -> 
         return ()
     items: Sequence[Any] = [hw] if isinstance(hw, (str, Target)) or hasattr(hw, "peak_flops") else list(hw)
     out = []
+    named: dict[str, str] = {}   # profile id -> the id, alias or path that named it
     for h in items:
         if isinstance(h, Target):
             out.append(h)
             continue
         prof = load_profile(h)
+        if isinstance(h, str):   # two names of one profile: its rows and columns would repeat
+            if prof.id in named:
+                from analyzer.errors import Hint, InputSpecError
+
+                said = f"'{h}' is given twice" if named[prof.id] == h else \
+                    f"'{named[prof.id]}' and '{h}' are the same profile ({prof.id})"
+                raise InputSpecError(f"{{hw}}: {said}; give it once", hints=(Hint("hw"),))
+            named[prof.id] = h
         rt, why = choose(runtime, model_format, prof)
         out.append(Target(prof, rt, why))
     return tuple(out)

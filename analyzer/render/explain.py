@@ -3,6 +3,8 @@ terms come from ``Prediction.explain``, the kernel-time model's own numbers)."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from analyzer.prediction import cudnn_conv
 from analyzer.render import safe
 from analyzer.render.headline import assumed, human_time
@@ -10,15 +12,51 @@ from analyzer.render.pieces import human
 from analyzer.render.layout import wrap
 
 
-def _compute_lines(e) -> list[str]:
-    """The factors of the compute term (a part with no work is left out): with the memory and
-    fixed lines, the printed terms give the kernel's time."""
+class Vocab(NamedTuple):
+    """A profile's own words for the terms: ``unit`` its compute units (hardware_db's
+    ``unit_name``: SM, CU, TensorCore, core), ``cache`` the cache the cache-share term uses (the
+    profile's ``onchip_mb``: an NVIDIA GPU's L2, another GPU's or a CPU's last-level cache, an
+    accelerator's on-chip memory), ``gpu``
+    whether every GPU factor is shown (elsewhere a factor is shown only where it acts: not 1)."""
+
+    unit: str
+    cache: str
+    gpu: bool
+
+    def units(self, n: float) -> str:
+        if not n:
+            return f"{self.unit} count unknown"
+        return f"{n:g} {self.unit}{'' if n == 1 else 's'}"
+
+
+def vocab(p) -> Vocab:
+    """The words of prediction ``p``'s profile (a GPU's when the prediction names none)."""
+    prof = getattr(getattr(p, "target", None), "profile", None)
+    kind = getattr(prof, "kind", None) or "gpu"
+    unit = getattr(prof, "unit_name", None) or ("SM" if kind == "gpu" else "unit")
+    # the cache is the profile's onchip_mb: an NVIDIA GPU's L2; an AMD GPU's L2 or Infinity Cache
+    nvidia = (getattr(prof, "vendor", None) or "NVIDIA") == "NVIDIA"
+    cache = ("L2" if nvidia else "last-level cache") if kind == "gpu" else \
+        "last-level cache" if kind == "cpu" else "on-chip memory"
+    return Vocab(safe.text(unit), cache, kind == "gpu")
+
+
+def _factor(v: Vocab, text: str, value: float) -> str:
+    """`` x TEXT`` where the factor applies: always on a GPU, elsewhere where it is not 1."""
+    return f" x {text}" if v.gpu or value != 1.0 else ""
+
+
+def _compute_lines(e, v: Vocab) -> list[str]:
+    """The factors of the compute term (a part with no work is left out; off a GPU, a factor of
+    1 too): with the memory and fixed lines, the printed terms give the kernel's time."""
     out = []
     if e.mac_flops:
         algo = (f" x multiplies {e.algo:.3g} of direct (Winograd/FFT)" if e.algo != 1.0 else "")
         clock = (f" x boost window {e.clock:.3g} (of the sustained-clock time)" if e.clock != 1.0 else "")
-        out.append(f"    matrix = MAC {human(e.mac_flops)} x padding {e.pad:.3g}{algo} x waves {e.wave:.3g} "
-                   f"(split-K {e.split_k:g}, {e.units:g} SMs) x narrow {e.narrow:.3g}{clock} / (matrix peak "
+        waves = _factor(v, f"waves {e.wave:.3g} (split-K {e.split_k:g}, {v.units(e.units)})",
+                        e.wave if e.split_k == 1.0 else 0.0)
+        out.append(f"    matrix = MAC {human(e.mac_flops)}{_factor(v, f'padding {e.pad:.3g}', e.pad)}{algo}{waves}"
+                   f"{_factor(v, f'narrow {e.narrow:.3g}', e.narrow)}{clock} / (matrix peak "
                    f"{human(e.matrix_peak, 'FLOP/s')} x e_compute {e.e_compute:.3g})")
     if e.vector_flops or e.transcendental_flops:
         out.append(f"    vector = (vector + transcendentals x {e.trans_weight:g}) / (vector peak "
@@ -196,24 +234,33 @@ def _functions(node) -> str:
     return f" ({', '.join(f'{safe.text(f)} {c:,}' for f, c in fns)})" if fns else ""
 
 
-def _memory_lines(e, p) -> list[str]:
-    """The memory term of kernel ``e`` (``KernelTerms``) of prediction ``p``, factor by factor."""
+def _memory_lines(e, p, v: Vocab) -> list[str]:
+    """The memory term of kernel ``e`` (``KernelTerms``) of prediction ``p``, factor by factor, in
+    the profile's words ``v``: off a GPU, the per-unit issue term, the cache share and the ramp
+    only where they act (not off, not 0)."""
+    per_unit = v.gpu or bool(e.sm_rate or e.sm_s)
+    loop = f" + index loop {human_time(e.index_loop_s)}" if e.index_loop_s else ""
+    terms = (f"{'max' if e.sm_overlap else 'sum'}(DRAM {human_time(e.dram_s)}, per-{v.unit} "
+             f"{human_time(e.sm_s)}){loop}" if per_unit else f"DRAM {human_time(e.dram_s)}{loop}")
+    cache = v.gpu or e.cache_share > 0
+    ramp = f" + ramp b_half {human(e.b_half_bytes, 'B')}" if v.gpu or e.b_half_bytes else ""
+    if p.l2 == "cold":
+        where = f"({v.cache} cold: flushed before each kernel, every {'counted ' if e.reread_l2_bytes else ''}byte " \
+                "from DRAM)"
+    else:
+        where = f"({v.cache} {human(e.l2_bytes, 'B')})"
     return [
-        f"  memory   {human_time(e.memory_s):>9}  = launches x ({'max' if e.sm_overlap else 'sum'}(DRAM "
-        f"{human_time(e.dram_s)}, per-SM {human_time(e.sm_s)})"
-        + (f" + index loop {human_time(e.index_loop_s)})" if e.index_loop_s else ")"),
+        f"  memory   {human_time(e.memory_s):>9}  = launches x ({terms})",
         f"    DRAM = (bytes to DRAM {human(e.dram_bytes, 'B')}"
         + (f" + kept on chip {human(e.onchip_bytes, 'B')} x onchip_cost {e.onchip_cost:.3g}" if e.onchip else "")
-        + " + ramp b_half "
-        f"{human(e.b_half_bytes, 'B')}) / (bandwidth {human(e.mem_bw, 'B/s')} x e_bw {e.e_bw:.3g} "
-        f"x cache gain {e.cache_gain:.3g}); cache share {100 * e.cache_share:.1f}% of the bytes "
-        + (f"(L2 cold: flushed before each kernel, every {'counted ' if e.reread_l2_bytes else ''}byte from DRAM)"
-           if p.l2 == "cold"
-           else f"(L2 {human(e.l2_bytes, 'B')})"),
+        + f"{ramp}) / (bandwidth {human(e.mem_bw, 'B/s')} x e_bw {e.e_bw:.3g}"
+        + (f" x cache gain {e.cache_gain:.3g}" if v.gpu or e.cache_gain != 1.0 else "") + ")"
+        + (f"; cache share {100 * e.cache_share:.1f}% of the bytes {where}" if cache else ""),
         *_onchip_lines(e),
         *_reread_lines(e, p.l2 == "cold"),
         *_index_loop_lines(e),
-        "    per-SM = bytes / SM issue rate " + (human(e.sm_rate, 'B/s') if e.sm_rate else "(off)")]
+        *([f"    per-{v.unit} = bytes / {v.unit} issue rate "
+           + (human(e.sm_rate, 'B/s') if e.sm_rate else "(off)")] if per_unit else [])]
 
 
 def render_explain(report, index: int, width: int | None = None) -> str:
@@ -234,6 +281,7 @@ def render_explain(report, index: int, width: int | None = None) -> str:
     for p in report.predictions:
         x = p.for_node(index)
         e = p.explain(index)
+        v = vocab(p)
         out.append(f"on {safe.text(p.hardware)} ({p.precision}, {p.runtime}, {'max' if p.overlap else 'sum'}"
                    f" of compute and memory):")
         h = p.host_step(index) if e is None else None
@@ -256,9 +304,9 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                 f" / {human(e.mem_bw, 'B/s')}), {e.effective_ridge:.3g} FLOP/B with the efficiencies",
                 f"  compute  {human_time(e.compute_s):>9}  = launches x "
                 f"(matrix {human_time(e.matrix_s)} + vector {human_time(e.vector_s)})",
-                *_compute_lines(e),
+                *_compute_lines(e, v),
                 *_placed_lines(e, "compute"),
-                *_memory_lines(e, p),
+                *_memory_lines(e, p, v),
                 f"  fixed    {human_time(e.overhead_s):>9}  = launches x {human_time(e.fixed_s)} "
                 f"(class floor {human_time(e.floor_s)}, launch figure, dispatch)",
                 *_inserted_lines(e),

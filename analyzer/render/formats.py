@@ -1,7 +1,7 @@
 """Renderers: Report -> text (table, json, csv, markdown). Formatting only.
 
 Machine formats (json, csv) carry the exact integers; the terminal table and
-markdown humanize them.  Rich is imported only when a table is rendered.
+markdown humanize them.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from analyzer.counting.cost import COUNT_FIELDS
 from analyzer.counting.engine import FOLDED, UNCOSTED
 from analyzer.render import measured as measured_view
 from analyzer.render import safe
-from analyzer.render.pieces import comparison_lines, count_delta_lines, estimates_line, human, shorten# noqa: F401
+from analyzer.render.pieces import (comparison_lines, count_delta_lines, estimates_line, human,  # noqa: F401
+                                    more_line, shorten)
 from analyzer.render.headline import comment_lines, human_time, markdown_lines, text_lines  # noqa: F401
 from analyzer.report.counts import Report
-from analyzer.render.layout import wrap
+from analyzer.render.layout import table, wrap
 
 FORMATS = ("table", "json", "csv", "markdown", "html")
 
@@ -43,11 +44,11 @@ def render(report: Report, fmt: str, *, top: int | None = None, width: int | Non
     if fmt == "csv":
         return render_scaling_csv(report) if report.scaling is not None else render_csv(report, top)
     if fmt == "markdown":
-        return render_markdown(report, top=top, all_rows=all_rows)
+        return render_markdown(report, top=top, all_rows=all_rows, hints=hints)
     if fmt == "html":
         from analyzer.render.html import render_html
 
-        return render_html(report, top=top, all_rows=all_rows)
+        return render_html(report, top=top, all_rows=all_rows, hints=hints)
     if fmt == "table":
         from analyzer.render.terminal import render_view
 
@@ -139,11 +140,54 @@ def _summary_pairs(report: Report) -> list[tuple[str, str]]:
 MARKDOWN_BUDGET = 55_000   # characters: a PR comment holds 65,536; room for the rest
 
 
-def render_markdown(report: Report, *, top: int | None = None, all_rows: bool = False) -> str:
+def _markdown_layers(report: Report, top: int | None, hints: dict | None, used: int) -> list[str]:
+    """The markdown layer table (``top``: the heaviest, else every runtime layer in graph order)
+    in a ``<details>`` block opened here, as many rows as ``MARKDOWN_BUDGET`` leaves after
+    ``used`` characters; a line under it counts the layers left out and says where they are."""
+    from analyzer.report.rollups import top_rows
+
+    every = [r for r in report.rows() if r[0].status != FOLDED]
+    rows = top_rows(report, top) if top is not None else every
+    hdr = ["layer", "op", "output", "params", "FLOPs", "bytes"]
+    hdr += [f"{safe.md_text(p.hardware)} time" for p in report.predictions]
+    what = (f"top {len(rows)} of {len(every)}, heaviest first" if len(rows) < len(every)
+            else f"all {len(rows)}, graph order")
+    grid = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
+    shown = 0
+    for n, xs in rows:
+        c = n.cost
+        cells = [safe.md_code(n.name, table=True),
+                 safe.md_text(n.op) + (" (uncosted)" if n.status == UNCOSTED else ""),
+                 safe.md_code(" ".join(n.outputs), table=True), human(c.params), human(c.flops),
+                 human(c.bytes_moved, "B")]
+        for x in xs:
+            cells.append(f"{human_time(x.time_s)} ({x.bound})" if x else "")
+        line = "| " + " | ".join(cells) + " |"
+        if used + len(line) + 1 > MARKDOWN_BUDGET:
+            break
+        used += len(line) + 1
+        grid.append(line)
+        shown += 1
+    out = [f"<details><summary>Layers ({what})</summary>", "", *grid, ""]
+    if shown < len(rows):
+        out += [f"{len(every) - shown:,} more layers not shown (the comment stays short; the CSV and "
+                f"JSON reports carry every row).", ""]
+    elif len(rows) < len(every):
+        from analyzer.render.pieces import HINTS
+
+        h = {**HINTS, **(hints or {})}
+        out += [safe.md_text(more_line(len(every) - len(rows), "layer",
+                                       f"{h['top'].format(n=len(every))} or {h['all']}")), ""]
+    return out
+
+
+def render_markdown(report: Report, *, top: int | None = None, all_rows: bool = False,
+                    hints: dict | None = None) -> str:
     """Short enough for a pull-request comment at any model size: the headline, the verdict per
     profile and the layers that changed most in the open; the layer table and the prediction
     details in ``<details>`` blocks; the whole under ``MARKDOWN_BUDGET`` characters (rows past
-    it are counted, not shown: the CSV and JSON carry every row)."""
+    it are counted, not shown: the CSV and JSON carry every row).  ``top``: the heaviest layers,
+    the rest counted with how to show them (``hints``, as the terminal view's)."""
     out = [f"### opcost: {safe.md_code(report.model.get('path', ''))}", ""]
     ins = report.model.get("inputs") or {}
     if ins:
@@ -177,40 +221,12 @@ def render_markdown(report: Report, *, top: int | None = None, all_rows: bool = 
         out += ["<details><summary>How each latency was predicted</summary>", "",
                 *markdown_lines(report.predictions), "", "</details>", ""]
     if report.measured is not None:
-        out += measured_view.markdown_lines(report.measured, top)
+        out += measured_view.markdown_lines(report.measured, top, hints)
     if report.sensitivity is not None:
         from analyzer.render import whatif
 
-        out += whatif.markdown_lines(report.sensitivity, top) + [""]
-    from analyzer.report.rollups import top_rows
-
-    rows = top_rows(report, top) if top is not None else [
-        r for r in report.rows() if r[0].status != FOLDED]
-    hdr = ["layer", "op", "output", "params", "FLOPs", "bytes"]
-    hdr += [f"{safe.md_text(p.hardware)} time" for p in report.predictions]
-    what = f"top {len(rows)} layers" if top is not None else f"all {len(rows)} layers"
-    table = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
-    used = sum(len(x) + 1 for x in out) + 200
-    shown = 0
-    for n, xs in rows:
-        c = n.cost
-        cells = [safe.md_code(n.name, table=True),
-                 safe.md_text(n.op) + (" (uncosted)" if n.status == UNCOSTED else ""),
-                 safe.md_code(" ".join(n.outputs), table=True), human(c.params), human(c.flops),
-                 human(c.bytes_moved, "B")]
-        for x in xs:
-            cells.append(f"{human_time(x.time_s)} ({x.bound})" if x else "")
-        line = "| " + " | ".join(cells) + " |"
-        if used + len(line) + 1 > MARKDOWN_BUDGET:
-            break
-        used += len(line) + 1
-        table.append(line)
-        shown += 1
-    out += [f"<details><summary>Layers ({what}, graph order{'' if top is None else ' by time'})"
-            f"</summary>", "", *table, ""]
-    if shown < len(rows):
-        out += [f"{len(rows) - shown} more rows not shown (the comment stays short; the CSV and "
-                f"JSON reports carry every row).", ""]
+        out += whatif.markdown_lines(report.sensitivity, top, hints) + [""]
+    out += _markdown_layers(report, top, hints, sum(len(x) + 1 for x in out) + 200)
     out += ["</details>", ""]
     return "\n".join(out) + "\n"
 
@@ -226,15 +242,16 @@ def render_sweep(sw, fmt: str, width: int | None = None) -> str:
     precisions = sorted(set(sw.precision().values()))
     said = f"; {', '.join(precisions)}" if precisions else ""   # (one per profile, usually one)
     title = f"{model} sweep over {', '.join(sw.dims)}{said}"
-    head = [*sw.dims, "params", "MAC FLOPs", "vector", "transc.", "FLOPs", "bytes moved",
-            *[f"{h} latency" for h in hws]]
+    exact = fmt == "csv"   # exact integers and seconds, the units in the header; else each cell's own
+    head = [*sw.dims, "params", "MAC FLOPs", "vector", "transc.", "FLOPs",
+            "bytes moved (B)" if exact else "bytes moved", *[f"{h} latency{' (s)' if exact else ''}" for h in hws]]
     rows = []
     for bound, r in sw.points:
         t = r.totals
-        exact = fmt == "csv"
         cells = [str(bound[d]) for d in sw.dims]
-        nums = [t.params, t.mac_flops, t.vector_flops, t.transcendentals, t.flops, t.bytes_moved]
+        nums = [t.params, t.mac_flops, t.vector_flops, t.transcendentals, t.flops]
         cells += [str(n) if exact else human(n) for n in nums]
+        cells.append(str(t.bytes_moved) if exact else human(t.bytes_moved, "B"))
         cells += [repr(p.latency_s) if exact else human_time(p.latency_s) for p in r.predictions]
         rows.append(cells)
     if fmt == "csv":
@@ -254,26 +271,36 @@ def render_sweep(sw, fmt: str, width: int | None = None) -> str:
         out += ["| " + " | ".join(r) + " |" for r in rows]
         out += [""] + [f"> **warning:** {safe.md_text(w)}" for w in sw.warnings()]
         return "\n".join(out) + "\n"
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
+    warnings = [x for w in sw.warnings() for x in wrap(safe.text(f"warning: {w}"), width)]
+    lines = _sweep_lines(sw.dims, head, rows, len(hws), precisions, width)
+    return "\n".join([f"model: {model}", *lines, *warnings]) + "\n"
 
-    narrow = width is not None and width < 120
-    # a narrow terminal keeps the dims, params, FLOPs, bytes and latencies (the FLOP split is in
-    # the csv / json rows) and heads each latency column with the profile id alone
-    keep = [i for i, h in enumerate(head)
-            if not (narrow and h in ("MAC FLOPs", "vector", "transc."))]
-    per = f"; {', '.join(precisions)} latency per profile" if narrow and precisions else said
-    t = Table(title=safe.cell(f"sweep over {', '.join(sw.dims)}{per}"),
-              header_style="bold", box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD)
-    for i in keep:
-        h = head[i].removesuffix(" latency") if narrow and i >= len(head) - len(hws) else head[i]
-        t.add_column(safe.cell(h), justify="left" if i < len(sw.dims) else "right",
-                     no_wrap=narrow)
-    for r in rows:
-        t.add_row(*(r[i] for i in keep))
-    buf = io.StringIO()
-    Console(file=buf, width=width or 160, color_system=None, highlight=False).print(t)
-    lines = [f"model: {model}", *buf.getvalue().splitlines()]
-    lines += [x for w in sw.warnings() for x in wrap(safe.text(f"warning: {w}"), width)]
-    return "\n".join(lines) + "\n"
+
+def _sweep_lines(dims, head: list[str], rows: list[list[str]], n_hw: int, precisions: list[str],
+                 width: int | None) -> list[str]:
+    """A sweep's rows for the terminal (``analyzer.render.layout.table``: no cell is ever cut),
+    each profile's latency headed by its id alone.  While the rows do not fit ``width``, columns
+    go: the FLOP split (transc., vector, MAC FLOPs), params, FLOPs, bytes moved, then the extra
+    profiles' latencies (last first), said in a line; ``width`` None (a pipe): none goes."""
+    first = len(head) - n_hw
+    head = [safe.text(h.removesuffix(" latency") if i >= first else h) for i, h in enumerate(head)]
+    keep = list(range(len(head)))
+
+    def size(cols):
+        return sum(max([len(head[i])] + [len(r[i]) for r in rows]) for i in cols) + 2 * (len(cols) - 1)
+
+    gone = []
+    order = ("transc.", "vector", "MAC FLOPs", "params", "FLOPs", "bytes moved")
+    fixed = head[len(dims):first]   # the totals' columns (a dim may have any name)
+    for i in [len(dims) + fixed.index(h) for h in order] + list(range(len(head) - 1, first, -1)):
+        if width is None or size(keep) <= width:
+            break
+        keep.remove(i)
+        gone.append(head[i])
+    per = f"; {', '.join(precisions)} latency per profile" if precisions else ""
+    out = wrap(safe.text(f"sweep over {', '.join(dims)}{per}"), width)
+    out += table([head[i] for i in keep], [[r[i] for i in keep] for r in rows],
+                 {j for j, i in enumerate(keep) if i >= len(dims)}, None)
+    if gone:
+        out += wrap(f"(not shown at this width: {', '.join(gone)}; csv and json carry them)", width)
+    return out

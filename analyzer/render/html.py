@@ -221,7 +221,7 @@ def _baseline(report) -> str:
     return "\n".join(out) + "</ul>"
 
 
-def _sensitivity(report, top: int | None) -> str:
+def _sensitivity(report, top: int | None, hints: dict | None = None) -> str:
     """What to shrink (per profile) and what hardware would help, as plain tables."""
     if report.sensitivity is None:
         return ""
@@ -233,7 +233,8 @@ def _sensitivity(report, top: int | None) -> str:
         out.append(f"<h2>{esc(whatif.shrink_title(p, len(rows)))}</h2><table class='grid'><tr>"
                    + "".join(f"<th>{esc(h)}</th>" for h in whatif.HEADER) + "</tr>")
         out += ["<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows]
-        out.append(f"</table><p>{esc(whatif.hardware_line(p))}</p>")
+        more = whatif.more_rows_line(p, len(rows), hints)
+        out.append("</table>" + (f"<p>{esc(more)}</p>" if more else "") + f"<p>{esc(whatif.hardware_line(p))}</p>")
     return "\n".join(out)
 
 
@@ -286,7 +287,9 @@ hr.appendChild(th);});head.appendChild(hr);t.appendChild(head);f.oninput=draw;dr
 document.documentElement.setAttribute('data-table-ready',String(d.rows.length));})();"""
 
 
-def render_html(report, *, top: int | None = None, all_rows: bool = False) -> str:
+def render_html(report, *, top: int | None = None, all_rows: bool = False, hints: dict | None = None) -> str:
+    """One offline page: headline, roofline, rollups and the layer table (``top``: the heaviest,
+    the title counting the rest and saying how to show them: ``hints``, as the terminal view's)."""
     try:
         from plotly.offline import get_plotlyjs
     except ImportError:
@@ -301,12 +304,20 @@ def render_html(report, *, top: int | None = None, all_rows: bool = False) -> st
             {x.index for _, xs in rows for x in xs if x is not None}
         parts += ["<h2>Roofline</h2>", _div(roofline_figure(report, idx), "roofline"),
                   "<h2>Per-layer time by bound</h2>", _div(stack_figure(report, rows), "stack")]
-    parts.append(_sensitivity(report, top))
+    parts.append(_sensitivity(report, top, hints))
     parts += ["<h2>Rollups</h2>", _div(_rollup_figure(report, rollups.by_op(report, all_runtime), "op type"), "by-op"),
               _div(_rollup_figure(report, rollups.by_module(report, all_runtime),
                                   "module (repeated blocks folded)"), "by-module")]
-    what = f"top {len(rows)} of {len(all_runtime)}" if len(rows) < len(all_runtime) else f"all {len(rows)}"
-    parts += [f"<h2>Layers ({what})</h2>",
+    what, more = f"all {len(rows)}", ""
+    if len(rows) < len(all_runtime):
+        from analyzer.render.pieces import more_line
+        from analyzer.render.pieces import HINTS
+
+        h = {**HINTS, **(hints or {})}
+        what = f"top {len(rows)} of {len(all_runtime)}"
+        more = "<p>" + esc(more_line(len(all_runtime) - len(rows), "layer",
+                                     f"{h['top'].format(n=len(all_runtime))} or {h['all']}")) + "</p>"
+    parts += [f"<h2>Layers ({what})</h2>", *([more] if more else []),
               "<input id='filter' placeholder='filter by layer or op name'> <span id='layer-info'></span>",
               "<table id='layers'></table>",
               f"<script type='application/json' id='layer-data'>{_json(_table_data(report, rows))}</script>",

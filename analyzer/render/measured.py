@@ -47,15 +47,29 @@ def summary_lines(c) -> list[str]:
     return out
 
 
-def render_text(c, top: int | None, width: int | None) -> str:
-    """The terminal view: a table of the top kernels by measured time, then the summary."""
+def more_rows_line(c, shown: int, hints: dict | None = None) -> str | None:
+    """``12 more kernels (--top 22)``: the kernels the table left out, or None (``hints``: how the
+    caller asks for more rows, as the terminal view's)."""
+    from analyzer.render.pieces import more_line
+    from analyzer.render.pieces import HINTS
+
+    if shown >= len(c.kernels):
+        return None
+    return more_line(len(c.kernels) - shown, "kernel",
+                     {**HINTS, **(hints or {})}["top"].format(n=len(c.kernels)))
+
+
+def render_text(c, top: int | None, width: int | None, hints: dict | None = None) -> str:
+    """The terminal view: a table of the top kernels by measured time (how many more, and how
+    to show them), then the summary."""
     import io
 
     from rich.console import Console
     from rich.table import Table
 
     rows = c.top(top or TOP_DEFAULT)
-    t = Table(title=safe.cell(header(c) + f" — top {len(rows)} kernels by measured time"),
+    which = f"top {len(rows)} of {len(c.kernels)}" if len(rows) < len(c.kernels) else f"all {len(rows)}"
+    t = Table(title=safe.cell(header(c) + f" — {which} kernels by measured time"),
               header_style="bold", show_footer=True, footer_style="bold")
     t.add_column("onnxruntime kernel", footer="total", overflow="fold")
     t.add_column("opcost nodes", overflow="fold")
@@ -69,22 +83,25 @@ def render_text(c, top: int | None, width: int | None) -> str:
     console = Console(file=buf, width=width or 160, color_system=None, highlight=False,
                       soft_wrap=False)
     console.print(t)
-    for line in summary_lines(c):
+    more = more_rows_line(c, len(rows), hints)
+    for line in ([more] if more else []) + summary_lines(c):
         console.print(safe.text(line), highlight=False, markup=False)
     return buf.getvalue()
 
 
-def markdown_lines(c, top: int | None) -> list[str]:
+def markdown_lines(c, top: int | None, hints: dict | None = None) -> list[str]:
     out = [f"**{safe.md_text(header(c))}**", ""]
     out += [f"- {safe.md_text(x)}" for x in summary_lines(c)]
     out += ["", "| onnxruntime kernel | opcost nodes | predicted | measured | error |",
             "|---|---|---|---|---|"]
-    for r in c.top(top or TOP_DEFAULT):
+    rows = c.top(top or TOP_DEFAULT)
+    for r in rows:
         out.append(f"| {safe.md_code(r.kernel, table=True)} | {safe.md_text(_nodes(r))} | {human_time(r.predicted_s)} | "
                    f"{human_time(r.measured_s)} | {_pct(r.error_pct, signed=True)} |")
     out.append(f"| **total** | | {human_time(c.predicted_s)} | {human_time(c.measured_s)} | "
                f"{_pct(c.error_pct, signed=True)} |")
-    return out + [""]
+    more = more_rows_line(c, len(rows), hints)
+    return out + ([""] + [safe.md_text(more)] if more else []) + [""]
 
 
 def comment_lines(c) -> list[str]:

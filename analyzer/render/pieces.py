@@ -8,9 +8,9 @@ from analyzer.render.headline import human_time
 
 
 def human(n: float, unit: str = "", base: int = 1000) -> str:
-    """1234567 -> '1.23 M'. Only for display."""
+    """1234567 -> '1.23 M'; 0 -> '0', or '0 B' with a unit. Only for display."""
     if n == 0:
-        return "0"
+        return f"0 {unit}" if unit else "0"
     prefixes = ["", "K", "M", "G", "T", "P", "E"]
     x, i = float(n), 0
     # the prefix of the value as shown (3 digits): 999,999 is '1 M', not '1e+03 K'
@@ -20,6 +20,17 @@ def human(n: float, unit: str = "", base: int = 1000) -> str:
     if i == 0:
         return f"{int(n)}{(' ' + unit) if unit else ''}"
     return f"{x:.3g} {prefixes[i]}{unit}"
+
+
+# how to ask for more, in the caller's words (the CLI passes its flags); "top" takes n, the rows
+HINTS = {"all": "all_rows=True", "explain": "Prediction.explain", "verbose": "verbose=True",
+         "wide": "wide=True", "top": "top={n}"}
+
+
+def more_line(hidden: int, what: str, how: str) -> str:
+    """``12 more layers (--top 27 or --all)``: how many rows a table left out and how to show
+    them (``how``: in the caller's words)."""
+    return f"{hidden:,} more {what}{'' if hidden == 1 else 's'} ({how})"
 
 
 def estimates_line(report, limit: int = 3) -> str | None:
@@ -48,6 +59,17 @@ def comparison_lines(c) -> list[tuple[str, list[str]]]:
             details.append(f"{x.name} ({x.op}): {old} -> {new}")
         out.append((head, details))
     return out
+
+
+def failure_line(c) -> str:
+    """A failed baseline check (``Comparison``) in one line, its times in their units: ``predicted
+    latency regressed beyond 1%: a100-80gb-sxm 63.4 µs -> 65.3 µs (+3.0%) (grew most: ...)``
+    (``Comparison.failure_message`` says the same in milliseconds, for a Python caller)."""
+    bad = [h for h in c.hardware if h.regressed]
+    parts = [f"{h.hardware} {human_time(h.old_s)} -> {human_time(h.new_s)} ({h.change_pct:+.1f}%)" for h in bad]
+    names = ", ".join(x.name for x in bad[0].layers[:3]) if bad and bad[0].layers else ""
+    return (f"predicted latency regressed beyond {c.threshold_pct:g}%: " + "; ".join(parts)
+            + (f" (grew most: {names})" if names else ""))
 
 
 def shorten(name: str, width: int) -> str:

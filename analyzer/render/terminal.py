@@ -6,7 +6,8 @@
    warnings and coverage; ``verbose``: every note and the provenance in full (as the CSV
    comments and markdown carry them);
 2. the heaviest layers by predicted time (``TOP_DEFAULT``; ``--top N``; ``--all`` every row);
-3. rollups by op type and by module (repeated blocks folded), and ``N more rows (--all)``.
+3. rollups by op type and by module (repeated blocks folded); under each table it cut, how many
+   rows it left out and how to show them (``12 more layers (--top 27 or --all)``).
 
 ``width``: the terminal's columns; every line fits, a number keeps its unit, and layer names
 tell rows apart (``analyzer.render.names``: the prefix the shown rows share is said once, a
@@ -31,19 +32,18 @@ from analyzer.render.headline import (
 )
 from analyzer.render.layout import one_line, table, wrap
 from analyzer.render.pieces import (  # noqa: F401
+    HINTS,
     comparison_lines,
     comparison_text,
     estimates_line,
     human,
+    more_line,
     shorten,
 )
 from analyzer.report import rollups
 
 TOP_DEFAULT = 15
 ROLLUP_DEFAULT = 8
-# how to ask for more, in the caller's words (the CLI passes its flags)
-HINTS = {"all": "all_rows=True", "explain": "Prediction.explain", "verbose": "verbose=True",
-         "wide": "wide=True"}
 
 
 def _bar(share: dict) -> str:
@@ -289,32 +289,34 @@ def render_view(report, *, top: int | None = None, all_rows: bool = False, wide:
             ids = {id(n) for n, _ in shown}
             return [safe.text(n.name) for n, _ in rows if id(n) not in ids]
     out += layer_lines(report, shown, wide, width, prefix, context)
+    if len(shown) < len(rows):   # each cut table says what it left out, under it (a blank line ends a table)
+        out += [""] + wrap(more_line(len(rows) - len(shown), "layer",
+                              f"{hints['top'].format(n=len(rows))} or {hints['all']}"), width)
     limit = None if all_rows else ROLLUP_DEFAULT
-    ops = rollups.by_op(report, rows)
-    mods = rollups.by_module(report, rows)
-    out += ["", title("by op type")] + rollup_lines(report, ops, "op", width, limit)
-    out += ["", title("by module (repeated blocks folded)")]
-    out += rollup_lines(report, mods, "module", width, limit)
-    more = (len(rows) - len(shown)) + (0 if limit is None else
-                                       max(0, len(ops) - limit) + max(0, len(mods) - limit))
-    if more:
-        out += ["", f"{more} more row{'s' if more != 1 else ''} ({hints['all']})"]
+    for groups, what, head, word in ((rollups.by_op(report, rows), "op", "by op type", "op type"),
+                                     (rollups.by_module(report, rows), "module",
+                                      "by module (repeated blocks folded)", "module")):
+        out += ["", title(head)] + rollup_lines(report, groups, what, width, limit)
+        if limit is not None and len(groups) > limit:
+            out += [""] + wrap(more_line(len(groups) - limit, word, hints["all"]), width)
     if report.comparison is not None:
 
         out += [""] + [x for line in comparison_text(report.comparison).split("\n")
                        for x in wrap(line, width)]
     if report.sensitivity is not None:
-        out += sensitivity_lines(report.sensitivity, top, width, title)
+        out += sensitivity_lines(report.sensitivity, top, width, title, hints)
     text = "\n".join(out) + "\n"
     if report.measured is not None:
         from analyzer.render import measured as measured_view
 
-        text += "\n" + measured_view.render_text(report.measured, top, width)
+        text += "\n" + measured_view.render_text(report.measured, top, width, hints)
     return text
 
 
-def sensitivity_lines(w, top: int | None, width: int | None, title=str) -> list[str]:
-    """What to shrink (the first profile's layers) and what hardware would help (each profile)."""
+def sensitivity_lines(w, top: int | None, width: int | None, title=str,
+                      hints: dict | None = None) -> list[str]:
+    """What to shrink (the first profile's layers; how many more save time, and how to show
+    them) and what hardware would help (each profile)."""
     from analyzer.render import whatif
 
     out = []
@@ -323,6 +325,8 @@ def sensitivity_lines(w, top: int | None, width: int | None, title=str) -> list[
         rows = whatif.shrink_rows(p, top or whatif.TOP_DEFAULT)
         out += ["", *map(title, wrap(whatif.shrink_title(p, len(rows)), width))]
         out += table(whatif.HEADER, rows, whatif.RIGHT, width, drop=(1,))
+        more = whatif.more_rows_line(p, len(rows), hints)
+        out += ["", *wrap(more, width)] if more else []
     out.append("")
     for p in w.profiles:
         out += wrap(whatif.hardware_line(p), width)

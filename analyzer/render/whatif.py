@@ -39,6 +39,18 @@ def shrink_rows(p, k: int | None, md: bool = False) -> list[list[str]]:
     return rows
 
 
+def more_rows_line(p, shown: int, hints: dict | None = None) -> str | None:
+    """``3 more layers (--top 8)``: the layers that save time and the shrink table left out, or
+    None (``hints``: how the caller asks for more rows, as the terminal view's)."""
+    from analyzer.render.pieces import more_line
+    from analyzer.render.pieces import HINTS
+
+    total = len(p.shrink(None))
+    if shown >= total:
+        return None
+    return more_line(total - shown, "layer", {**HINTS, **(hints or {})}["top"].format(n=total))
+
+
 def hardware_line(p) -> str:
     s = p.hardware_saving_s()
     parts = [f"10% more compute peak {_saved(s['compute_peak'], p.latency_s)}",
@@ -47,12 +59,14 @@ def hardware_line(p) -> str:
     return f"what hardware would help on {safe.text(p.hardware)}: " + "; ".join(parts)
 
 
-def markdown_lines(w, top: int | None) -> list[str]:
+def markdown_lines(w, top: int | None, hints: dict | None = None) -> list[str]:
     out = []
     for p in w.profiles:
         rows = shrink_rows(p, top or TOP_DEFAULT, md=True)
         out += ["", f"#### {safe.md_text(shrink_title(p, len(rows)))}", "",
                 "| " + " | ".join(HEADER) + " |", "|---|---|---:|---:|---|"]
         out += ["| " + " | ".join(r) + " |" for r in rows]
+        more = more_rows_line(p, len(rows), hints)
+        out += ["", safe.md_text(more)] if more else []
         out += ["", safe.md_text(hardware_line(p))]
     return out

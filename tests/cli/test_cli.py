@@ -104,7 +104,7 @@ def test_table_top_3(run_cli):
     rows = _table_rows(res.stdout)
     # the three Gemms are the heaviest by FLOPs: 401664, 65664, 2570
     assert [r[0] for r in rows] == ["fc1", "fc2", "fc3"]
-    assert "top 3 of 6 layers" in res.stdout and "more rows (--all)" in res.stdout
+    assert "top 3 of 6 layers" in res.stdout and "\n\n3 more layers (--top 6 or --all)\n" in res.stdout
 
 
 def test_table_flags_uncosted_ops(run_cli, save):

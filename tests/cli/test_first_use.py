@@ -220,4 +220,4 @@ def test_one_more_row_is_singular(run_cli, save):
     path = save(helper.make_model(helper.make_graph(nodes, "g", [x], [y]),
                                   opset_imports=[helper.make_opsetid("", 17)]))
     out = run_cli(path).stdout
-    assert "1 more row (--all)" in out and "1 more rows" not in out, out
+    assert "1 more module (--all)" in out and "1 more modules" not in out, out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -58,7 +59,10 @@ def test_measure_table_prints_layers_and_the_error_summary(run_cli, cpu_toml):
     res = run_cli(CNN, "--hw", cpu_toml, "--measure", "--top", "3")
     assert res.exit_code == 0, res.output
     out = res.stdout
-    assert "predicted vs measured on this machine" in out and "top 3 kernels" in out
+    assert "predicted vs measured on this machine" in out
+    # 'top 3 of N kernels', and under the table how many more and how to show them
+    n = int(re.search(r"top 3 of (\d+) kernels", out).group(1))
+    assert f"\n{n - 3} more kernels (--top {n})\n" in out
     assert "end to end: predicted" in out
     for word in ("MAPE", "within ±10%", "within ±20%", "bias", "Spearman"):
         assert word in out

@@ -283,7 +283,8 @@ def test_explain_prints_the_split():
     rep = _two_convs()
     rep = rep.with_predictions((_onchip_predict(rep, 0.002),))
     text = render_explain(rep, 0, width=400)
-    assert "DRAM = (bytes to DRAM 576 B + kept on chip 1.02 KB x onchip_cost 0 + ramp" in text
+    # off a GPU a ramp of 0 B does not act: left out (tests/cli/test_user_pass.py)
+    assert "DRAM = (bytes to DRAM 576 B + kept on chip 1.02 KB x onchip_cost 0) / (bandwidth 76.8 GB/s" in text
     assert "bytes to DRAM 576 B = bytes 1.6 KB - kept on chip 1.02 KB; weights 576 B (always from DRAM)" in text
     assert "activations 1.02 KB <= the NPU's on-chip 2 KB (npu_onchip_mb): kept on chip" in text
     text = render_explain(rep, 1, 400)

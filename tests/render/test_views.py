@@ -38,7 +38,9 @@ def test_terminal_view_fits_and_answers_first(report, width):
     assert any(re.match(r"a100-80gb-sxm +[0-9.]+ [µm]?s", x) for x in lines[:10])
     assert "by op type" in text and "by module (repeated blocks folded)" in text
     assert "ln{1,2} x2" in text                     # repeated blocks folded
-    assert re.search(r"\d+ more rows", text)
+    # 33 layers, 15 shown; 9 op types and 12 modules, 8 shown
+    assert "\n\n18 more layers (top=33 or all_rows=True)\n\nby op type\n" in text
+    assert "\n\n1 more op type (all_rows=True)\n" in text and text.endswith("\n\n4 more modules (all_rows=True)\n")
     # a unit stays with its number: no line ends in a bare number followed by a unit next line
     for a, b in itertools.pairwise(lines):
         assert not (re.search(r"\d$", a) and re.match(r"\s*(µs|ms|ns|s|KB|MB|GB|B|%)\b", b)), (a, b)
@@ -49,7 +51,7 @@ def test_wide_and_all(report):
     wide = render(report, "table", width=None, wide=True)
     assert "act. out" in wide and "act. out" not in base   # a column header of --wide
     every = render(report, "table", width=None, all_rows=True)
-    assert "every layer by predicted time" in every and "more rows" not in every
+    assert "every layer by predicted time" in every and " more " not in every
 
 
 def test_a_long_name_is_shortened_in_the_middle_never_wrapped():
@@ -160,7 +162,9 @@ def test_markdown_stays_short_for_a_large_model(report):
 
     many = Report.from_nodes(report.model, report.nodes * 400)   # 13,600 rows
     md = render(many, "markdown")
-    assert len(md) < 60_000 and "<details>" in md and "more rows not shown" in md
+    assert len(md) < 60_000 and "<details>" in md
+    shown = md.count("\n| `")   # the layer rows, of 33 x 400 = 13,200 (one node of the 34 is folded)
+    assert f"\n{13_200 - shown:,} more layers not shown (the comment stays short; the CSV" in md
 
 
 def test_warnings_reach_every_format(report):

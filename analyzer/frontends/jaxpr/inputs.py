@@ -139,7 +139,7 @@ def bind_inputs(fn: Callable, inputs: Mapping[str, str] | None,
     for k in list(inputs) + list(static_kwargs):
         if k not in params and not has_var_kw:
             raise InputSpecError(f"'{k}' is not a parameter of {getattr(fn, '__name__', 'the function')}"
-                                 f"{tuple(params)}")
+                                 f"({', '.join(params)})")
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     positional_open = True
@@ -152,8 +152,8 @@ def bind_inputs(fn: Callable, inputs: Mapping[str, str] | None,
                 continue
             if p.default is p.empty:
                 raise InputSpecError(f"missing {{inputs}} for parameter '{p.name}' of "
-                                     f"{getattr(fn, '__name__', 'the function')}",
-                                     hints=(Hint("inputs"),))
+                                     f"{getattr(fn, '__name__', 'the function')}: give its dtype and shape, "
+                                     f"e.g. {{inputs}} {p.name}=f32[8,128]", hints=(Hint("inputs"),))
             positional_open = False  # later positionals go by keyword
             continue
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
@@ -161,8 +161,8 @@ def bind_inputs(fn: Callable, inputs: Mapping[str, str] | None,
         if given:
             kwargs[p.name] = value
         elif p.default is p.empty:
-            raise InputSpecError(f"missing {{inputs}} for parameter '{p.name}'",
-                                 hints=(Hint("inputs"),))
+            raise InputSpecError(f"missing {{inputs}} for parameter '{p.name}': give its dtype and shape, "
+                                 f"e.g. {{inputs}} {p.name}=f32[8,128]", hints=(Hint("inputs"),))
     for k in list(inputs) + list(static_kwargs):   # extra names through **kwargs
         if k not in params:
             kwargs[k] = parse_spec(inputs[k], k) if k in inputs else static_kwargs[k]

@@ -9,7 +9,7 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from analyzer.errors import InputSpecError, ModelLoadError
+from analyzer.errors import Hint, InputSpecError, ModelLoadError
 from analyzer.ir.graph import TensorSpec
 from analyzer.frontends.jaxpr.inputs import ir_dtype
 from analyzer.frontends.jaxpr.scopes import module_scopes
@@ -76,12 +76,15 @@ def params_indices(fn: Callable, params_argnums: Any, n_args: int) -> set[int]:
     for i in items:
         if isinstance(i, str):
             if i not in names:
-                raise InputSpecError(f"params_argnums: '{i}' is not a positional parameter ({names})")
+                raise InputSpecError(f"{{params_argnums}}: '{i}' is not a positional parameter of "
+                                     f"{getattr(fn, '__name__', 'the function')}({', '.join(names)})",
+                                     hints=(Hint("params_argnums"),))
             out.add(names.index(i))
         else:
             j = int(i) + n_args if int(i) < 0 else int(i)
             if not 0 <= j < n_args:
-                raise InputSpecError(f"params_argnums: {i} is out of range for {n_args} argument(s)")
+                raise InputSpecError(f"{{params_argnums}}: {i} is out of range for {n_args} argument(s)",
+                                     hints=(Hint("params_argnums"),))
             out.add(j)
     return out
 

@@ -28,6 +28,17 @@ def matmul(ins, outs, ctx):
 
 
 @register("Gemm")
+def onnx_gemm(ins, outs, ctx, *, alpha=1.0, beta=1.0, transA=0, transB=0):
+    """ONNX Gemm: ``gemm``, once A's K is B's (checked before the output, whose shape inference
+    fails on a mismatch)."""
+    a, b = ins[0].dims(), ins[1].dims()
+    k, kb = a[0 if transA else 1], b[1 if transB else 0]
+    if isinstance(k, int) and isinstance(kb, int) and k != kb:
+        raise ShapeError(f"Gemm inner dims differ: {ins[0]}{' transposed' if transA else ''} x "
+                         f"{ins[1]}{' transposed' if transB else ''} ({k} vs {kb})")
+    return gemm(ins, outs, ctx, alpha=alpha, beta=beta, transA=transA)
+
+
 def gemm(ins, outs, ctx, *, alpha=1.0, beta=1.0, transA=0):  # transB: n comes from the output
     a = ins[0].dims()
     m, k = (a[1], a[0]) if transA else (a[0], a[1])
@@ -44,7 +55,18 @@ def gemm(ins, outs, ctx, *, alpha=1.0, beta=1.0, transA=0):  # transB: n comes f
 
 
 @register("Conv")
-def conv(ins, outs, ctx):  # group: the weight shape already divides the channels
+def onnx_conv(ins, outs, ctx, *, group=1):
+    """ONNX Conv (NCHW...): ``conv``, once the input's channels C are the weight's C/group x group
+    (ONNX shape inference does not check them)."""
+    w = ins[1].dims()
+    c = ins[0].dim(1) if ins[0].rank >= 2 else None
+    if isinstance(c, int) and isinstance(w[1], int) and c != w[1] * group:
+        raise ShapeError(f"Conv input has {c} channels, its weight takes {w[1] * group} "
+                         f"({group} group{'s' if group != 1 else ''} of {w[1]}): {ins[0]} x {ins[1]}")
+    return conv(ins, outs, ctx)
+
+
+def conv(ins, outs, ctx):  # group: the weight shape already divides the channels (any layout)
     w = ins[1].dims()  # [M, C/group, k1, k2, ...]
     y = outs[0]
     # each output element: (C/group) * prod(kernel) MACs
