@@ -70,12 +70,21 @@ FIT_SOURCES = {
     "nvidia-ampere": [("aic_gemm", "a100_sxm"), ("aic_attention", "a100_sxm"), ("vidur", "a100_80gb")],
     "nvidia-ampere-ga10x": [("vidur", "a40")],
     "nvidia-ada": [("aic_gemm", "l40s"), ("aic_attention", "l40s")],
-    "nvidia-hopper": [("aic_gemm", "h200_sxm"), ("aic_attention", "h200_sxm")],
+    "nvidia-hopper": [("aic_gemm", "h200_sxm"), ("aic_attention", "h200_sxm"), ("h200_ops", "h200_sxm")],
     "nvidia-blackwell": [("aic_gemm", "b200_sxm"), ("aic_attention", "b200_sxm")],
 }
 # vidur's gemm rows on A100 are scored, not fitted: the ampere gemm set comes from aic (graph replay)
 NOT_FITTED = {("vidur", "a100_80gb", "gemm")}
-FILES = {"aic_gemm": "aic_gemm.csv", "aic_attention": "aic_attention.csv", "vidur": "vidur_a100_a40.csv"}
+FILES = {"aic_gemm": "aic_gemm.csv", "aic_attention": "aic_attention.csv", "vidur": "vidur_a100_a40.csv",
+         "h200_ops": "bench/data/hopper_mem/h200_ops_2026-12-04.csv"}
+# this project's H200 SXM measurement of PyTorch 2.11's own memory-bound kernels (bench/data/hopper_mem,
+# kernel_sum_us: profiler kernel sum, inputs reused): op -> the vidur op whose closed-form counts it shares.
+# The Hopper sets are fitted on H200_FIT_OPS (add, GELU); the norms are scored, not fitted: their refit
+# lengthened the B200 LayerNorm rows' cross-device error 19.4 -> 44.7 % (bench/hopper_mem.py, the rule
+# in bench/data/hopper_mem/README.md)
+H200_OPS = os.path.join(ROOT, FILES["h200_ops"])
+H200_COUNTS = {"add": "add", "gelu": "gelu_erf", "layernorm": "layernorm_affine", "rmsnorm": "rmsnorm"}
+H200_FIT_OPS = ("add", "gelu")
 
 
 def hw_of(device: str) -> dict:
@@ -184,7 +193,26 @@ def load(meas_dir: str) -> dict:
         df = pd.concat([_spread_rows(e, VIDUR_ROWS_PER_OP) for _, e in df.groupby("op")],
                        ignore_index=True)
         out[("vidur", dev)] = df
+    if os.path.exists(H200_OPS):
+        out[("h200_ops", "h200_sxm")] = load_h200_ops()
     return out
+
+
+def load_h200_ops(path: str = H200_OPS, ops=H200_FIT_OPS):
+    """The kernel-sum rows of ``ops`` (``H200_COUNTS`` keys) in ``path`` as ``load``'s DataFrame
+    (``group``: the row width N); counts by ``counts_vidur`` (fp16 and bf16 alike: 2 bytes an element)."""
+    import pandas as pd
+
+    h = pd.read_csv(path)
+    parts = []
+    for op in ops:
+        vop, e = H200_COUNTS[op], h[h.op == op]
+        cls, mac, vec, tr, by, m, n, k = counts_vidur(vop, e.M, e.N, np.zeros(len(e)))
+        parts.append(pd.DataFrame({
+            "op": op, "op_class": cls, "mac": mac, "vec": vec, "trans": tr, "bytes": by, "m": m, "n": n, "k": k,
+            "batch": 1.0, "t": e.kernel_sum_us.to_numpy() * 1e-6, "group": e.N.to_numpy(),
+            "key": [f"{op}|{d}|{x}|{y}" for d, x, y in zip(e.dtype, e.M, e.N)]}))
+    return pd.concat(parts, ignore_index=True)
 
 
 VIDUR_ROWS_PER_OP = 400

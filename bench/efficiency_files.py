@@ -23,6 +23,8 @@ def scored_family(fam: str, src: tuple, directory: str | None = None) -> str:
 
 
 def _timing(fkey: str) -> str:
+    if fkey == "h200_ops":
+        return "kernel_sum (PyTorch profiler kernel durations, median of 20 calls on the same inputs: L2-warm)"
     return ("kernel_sum (PyTorch profiler kernel durations, median of 20)" if fkey == "vidur"
             else "graph (mean of 6 CUDA-graph replays)")
 
@@ -34,6 +36,9 @@ def _filter_text(parts, ops) -> str:
             f.append(f"aic_gemm device_system={dev} dtype=bfloat16 timing=graph")
         elif fkey == "aic_attention":
             f.append(f"aic_attention device_system={dev} kv_cache_dtype=bfloat16 window_size=0 timing=graph")
+        elif fkey == "h200_ops":
+            f.append(f"h200_ops (this project's H200 SXM, torch 2.11.0+cu130, fp16 and bf16) op in "
+                     f"{{{', '.join(ops)}}}")
         else:
             f.append(f"vidur gpu={dev} op in {{{', '.join(o for o in ops if not o.startswith('attn'))}}}")
     return "; ".join(f)
@@ -75,7 +80,11 @@ DESCRIPTIONS = {
                   + _INHERIT_WHY.format(p="nvidia-ampere-ga10x", mem="GDDR6/GDDR6X"),
     "nvidia-hopper": "NVIDIA Hopper (H200; H100 is a held-out test device, never fitted on): gemm/attention from "
                      "aiconfigurator h200_sxm (CUDA-graph); " + _AIC_EW
-                     + _INHERIT_WHY.format(p="nvidia-ampere", mem="HBM"),
+                     + "elementwise (add) and activation (GELU) from this project's H200 SXM measurement of "
+                       "PyTorch 2.11's own kernels (bench/data/hopper_mem, kernel sum, inputs reused; the norms "
+                       "of the same run scored, not fitted: bench/hopper_mem.py). "
+                     + _INHERIT_WHY.replace("(no measurements of them on this family)",
+                                            "(norm, softmax, the gather variant)").format(p="nvidia-ampere", mem="HBM"),
     "nvidia-blackwell": "NVIDIA Blackwell (B200; GB200 scored cross-device; B300, GB300, RTX PRO 6000 applied): "
                         "gemm/attention from aiconfigurator b200_sxm (CUDA-graph); " + _AIC_EW
                         + _INHERIT_WHY.format(p="nvidia-ampere", mem="HBM"),

@@ -447,12 +447,14 @@ def test_an_embedding_lookup_predicts_the_vectorized_gather_unless_the_profile_s
     #  row copy (nvidia-ampere's elementwise set: floor 1.933 us, b_half 29,660 B, l2_hit 0.343,
     #  bpc 90.1): DRAM (134,283,264 x (1 - 0.343 s) + 29,660) / 2039e9 = 64.03 us;
     #  SM 134,283,264 / (108 x 1.41e9 x 90.1) = 9.79 us -> 1.933 + 73.82 = 75.75 us
-    #  (the floor: the pooled elementwise floor, 2,396.16 cycles / 1.41 GHz = 1.699 us)
+    #  (the floor: the pooled elementwise floor, the median of the NVIDIA families' own: Ampere
+    #  1.933 us x 1.41 GHz = 2,725.5, GA10x 1.185 us x 1.74 GHz = 2,061.9, Hopper 0.9134 us x 1.98 GHz
+    #  = 1,808.5 cycles -> 2,061.9 cycles / 1.41 GHz = 1.462 us: 73.82 + 1.462 = 75.29 us)
     #  2024 index_select (the variant, SM-bound: the larger of the two terms, b_half = l2_hit = 0,
     #  bpc 1.968 at 2 B an element, fp16: x1): DRAM 134,283,264 / 2039e9 = 65.86 us;
-    #  SM 134,283,264 / (108 x 1.41e9 x 1.968) = 448.08 us -> 1.699 + 448.08 = 449.78 us
+    #  SM 134,283,264 / (108 x 1.41e9 x 1.968) = 448.08 us -> 1.462 + 448.08 = 449.54 us
     #  the same on the A40 (GA10x variant, 84 SMs, 1.74 GHz, 696 GB/s, bpc 2.301): DRAM 192.94 us;
-    #  SM 134,283,264 / (84 x 1.74e9 x 2.301) = 399.28 us -> 2,396.16 / 1.74e9 = 1.377 + 399.28 = 400.66 us
+    #  SM 134,283,264 / (84 x 1.74e9 x 2.301) = 399.28 us -> 2,061.9 / 1.74e9 = 1.185 + 399.28 = 400.47 us
     #  (measured on PyTorch 2.3 the A40 is the faster: vidur's rows, bench/gather_lodo.py)
     import dataclasses
 
@@ -474,9 +476,9 @@ def test_an_embedding_lookup_predicts_the_vectorized_gather_unless_the_profile_s
     a40 = hardware_db.get("a40")
     old_a40 = analyzer.analyze(m, hw=[dataclasses.replace(a40, family="nvidia-ampere-ga10x-pytorch2.3")],
                                runtime="kernel").predictions[0].latency_s
-    assert now == pytest.approx(75.52e-6, rel=2e-3)
-    assert old == pytest.approx(449.78e-6, rel=1e-3)
-    assert old_a40 == pytest.approx(400.66e-6, rel=1e-3)
+    assert now == pytest.approx(75.29e-6, rel=2e-3)
+    assert old == pytest.approx(449.54e-6, rel=1e-3)
+    assert old_a40 == pytest.approx(400.47e-6, rel=1e-3)
 
 
 def test_a_floor_is_a_number_of_cycles_of_the_device_it_was_fitted_on():
@@ -492,37 +494,37 @@ def test_a_floor_is_a_number_of_cycles_of_the_device_it_was_fitted_on():
     assert c["floor_s"][0] == 2e-6                     # the family's arrays are not changed
 
 
-def test_h100_takes_the_a100_fitted_elementwise_floor_in_cycles():
-    # nvidia-hopper inherits nvidia-ampere's elementwise set: floor 1.933 us fitted on the A100
-    # profile at 1.41 GHz; on the H100 SXM profile (1.98 GHz): 1.933 x 1.41 / 1.98 = 1.3765 us
+def test_h100_takes_the_pooled_elementwise_floor_in_cycles():
+    # nvidia-hopper's own elementwise set (fitted on the H200 add rows, bench/data/hopper_mem): floor
+    # 0.9134 us at 1.98 GHz = 1808.5 cycles. An NVIDIA GPU with a clock takes the floor pooled over
+    # the NVIDIA families in cycles (constants.floor_cycles): the median of A100's 1.933 us x 1.41 GHz
+    # = 2725.5, A40's 1.185 us x 1.74 GHz = 2061.9 and the H200's 1808.5 cycles = 2061.9 cycles, over
+    # its own clock: H100 SXM (1.98 GHz) 1.0414 us, A100 (1.41 GHz) 1.4624 us
     from analyzer.prediction.hardware import profile_terms
 
     import hardware_db
 
     e = CLASS_CODE["elementwise"]
-    amp = load_constants("nvidia-ampere")
-    assert amp.arrays["floor_s"][e] == 1.933e-06 and amp.arrays["floor_clock_hz"][e] == 1.41e9
-    # an NVIDIA GPU with a clock takes the floor pooled over the NVIDIA families in cycles
-    # (constants.floor_cycles): the median of A100's 1.933 us x 1.41 GHz = 2725.5 cycles and A40's
-    # 1.185 us x 1.74 GHz = 2061.9 cycles = 2393.7 cycles, over its own clock
+    hop = load_constants("nvidia-hopper")
+    assert hop.arrays["floor_s"][e] == 9.134e-07 and hop.arrays["floor_clock_hz"][e] == 1.98e9
     from analyzer.prediction.efficiency.constants import floor_cycles
 
-    assert floor_cycles()[e] == pytest.approx((1.933e-6 * 1.41e9 + 1.185e-6 * 1.74e9) / 2, rel=1e-12)
+    assert floor_cycles()[e] == pytest.approx(1.185e-6 * 1.74e9, rel=1e-12)
     arrays = profile_terms(hardware_db.get("h100"))[3]
-    assert arrays["floor_s"][e] == pytest.approx(2393.715 / 1.98e9, rel=1e-6)
-    assert profile_terms(hardware_db.get("a100"))[3]["floor_s"][e] == pytest.approx(2393.715 / 1.41e9, rel=1e-6)
+    assert arrays["floor_s"][e] == pytest.approx(2061.9 / 1.98e9, rel=1e-6)
+    assert profile_terms(hardware_db.get("a100"))[3]["floor_s"][e] == pytest.approx(2061.9 / 1.41e9, rel=1e-6)
 
 
 def test_every_gpu_family_has_a_pytorch23_variant_reaching_its_grandparent():
     # nvidia-hopper-pytorch2.3 -> nvidia-hopper -> nvidia-ampere: the 2024 gather set (ampere's,
-    # per element), hopper's own GEMM (fitted on the H200), ampere's elementwise set two levels up
-    g, e, m = CLASS_CODE["gather"], CLASS_CODE["elementwise"], CLASS_CODE["gemm"]
+    # per element), hopper's own GEMM (fitted on the H200), ampere's norm set two levels up
+    g, e, m = CLASS_CODE["gather"], CLASS_CODE["norm"], CLASS_CODE["gemm"]
     var, hop = load_constants("nvidia-hopper-pytorch2.3"), load_constants("nvidia-hopper")
     old = load_constants("nvidia-ampere-pytorch2.3")
     assert var.arrays["per_element"][g] == 1.0 and var.arrays["bpc"][g] == old.arrays["bpc"][g] == 1.968
     assert var.arrays["floor_s"][m] == hop.arrays["floor_s"][m] == 2.935e-06
-    assert var.arrays["floor_s"][e] == hop.arrays["floor_s"][e] == 1.933e-06
-    assert var.describe("elementwise").startswith("inherited from nvidia-ampere")
+    assert var.arrays["floor_s"][e] == hop.arrays["floor_s"][e] == 5.665e-06
+    assert var.describe("norm").startswith("inherited from nvidia-ampere")
     for fam in ("nvidia-ampere", "nvidia-ampere-ga10x", "nvidia-ada", "nvidia-hopper", "nvidia-blackwell"):
         assert load_constants(fam + "-pytorch2.3").arrays["per_element"][g] == 1.0, fam
 

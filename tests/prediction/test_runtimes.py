@@ -218,13 +218,14 @@ def test_a_fused_kernel_takes_its_class_view_and_dtype_from_the_first_heaviest_m
 
 def test_a_fitted_class_floor_is_the_fixed_cost_not_the_profiles_assumed_launch_figure():
     # the NVIDIA families' elementwise floors, measured on their own kernels, pooled in cycles
-    # (constants.floor_cycles: the median of the A100's 1.933 us x 1.41 GHz and the A40's
-    # 1.185 us x 1.74 GHz = 2393.7 cycles), on the A40's 1.74 GHz: 1.376 us, not the profile's
-    # assumed 1.5 us launch figure. A 16-element fp32 Add (kernel time) costs that floor plus its
+    # (constants.floor_cycles: the median of the A100's 1.933 us x 1.41 GHz = 2725.5, the A40's
+    # 1.185 us x 1.74 GHz = 2061.9 and the H200's 0.9134 us x 1.98 GHz = 1808.5 cycles: 2061.9),
+    # on the A40's 1.74 GHz: 1.185 us, not the profile's assumed 1.5 us launch figure. A 16-element fp32 Add (kernel time) costs that floor plus its
     # memory term; a datasheet GPU (round-gpu: no class floors) pays its 2 us launch figure instead
     m = one_node("Add", (16,), (16,))
     node = analyzer.analyze(m, hw="a40", runtime="kernel").predictions[0].nodes[0]
-    assert node.overhead_s == pytest.approx((1.933e-6 * 1.41e9 + 1.185e-6 * 1.74e9) / 2 / 1.74e9, rel=1e-9)
+    cycles = sorted([1.933e-6 * 1.41e9, 1.185e-6 * 1.74e9, 0.9134e-6 * 1.98e9])[1]
+    assert node.overhead_s == pytest.approx(cycles / 1.74e9, rel=1e-9)
     node = analyzer.analyze(m, hw=str(ROUND_GPU), runtime="kernel").predictions[0].nodes[0]
     assert node.overhead_s == pytest.approx(LAUNCH, rel=1e-12)
 
