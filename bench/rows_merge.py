@@ -34,3 +34,23 @@ def merge_timed(paths: str, suffix: str, fields: dict, prefix: str, note: Callab
     for dst in merge_into(paths, suffix, update):
         print(f"merged into {dst}")
     return 0
+
+
+def worker_passes(script: str, passes: int, repeats: int, describe: Callable[[dict], str]) -> list[dict]:
+    """Run ``script --worker --repeats <repeats>`` ``passes`` times, each in a fresh Python process
+    with the repository on PYTHONPATH; each pass's result is the JSON object on its last stdout line.
+    Prints ``pass i: describe(result)`` as each ends; returns the results in order."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    out = []
+    for i in range(passes):
+        run = subprocess.run([sys.executable, script, "--worker", "--repeats", str(repeats)],
+                             capture_output=True, text=True, check=True, env=env)
+        out.append(json.loads(run.stdout.strip().splitlines()[-1]))
+        print(f"pass {i + 1}: {describe(out[-1])}", flush=True)
+    return out

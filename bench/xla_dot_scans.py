@@ -19,12 +19,11 @@ import argparse
 import datetime as dt
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 
-from rows_merge import merge_timed
+from rows_merge import merge_timed, worker_passes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -60,16 +59,10 @@ def main() -> int:
         return 0
     from analyzer.measure.xla import loop_scan
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)}
-    passes = []
-    for i in range(a.passes):
-        out = subprocess.run([sys.executable, __file__, "--worker", "--repeats", str(a.repeats)],
-                             capture_output=True, text=True, check=True, env=env)
-        passes.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        p = passes[-1]
-        print(f"pass {i + 1}: " + "; ".join(f"m={m}: " + ", ".join(f"{t} trips {s * 1e6:.2f} us" for t, s in d.items())
-                                           for m, d in p["dot_scan_s"].items())
-              + f"; run overhead {p['run_overhead_s'] * 1e6:.2f} us; load average {p['load'][0]:.2f}")
+    passes = worker_passes(__file__, a.passes, a.repeats, lambda p: (
+        "; ".join(f"m={m}: " + ", ".join(f"{t} trips {s * 1e6:.2f} us" for t, s in d.items())
+                  for m, d in p["dot_scan_s"].items())
+        + f"; run overhead {p['run_overhead_s'] * 1e6:.2f} us; load average {p['load'][0]:.2f}"))
     scans = loop_scan.merge_dot_scans([p["dot_scan_s"] for p in passes], np.min)
     over = float(np.min([p["run_overhead_s"] for p in passes]))
     for m, d in scans.items():

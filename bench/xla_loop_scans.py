@@ -20,12 +20,11 @@ import argparse
 import datetime as dt
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 
-from rows_merge import merge_timed
+from rows_merge import merge_timed, worker_passes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -91,15 +90,9 @@ def split_fitted(ew: dict) -> tuple[dict, dict]:
 
 
 def time_passes(a) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)}
-    passes = []
-    for i in range(a.passes):
-        out = subprocess.run([sys.executable, __file__, "--worker", "--repeats", str(a.repeats)],
-                             capture_output=True, text=True, check=True, env=env)
-        passes.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        p = passes[-1]
-        print(f"pass {i + 1}: run overhead {p['run_overhead_s'] * 1e6:.2f} us, load average {p['load'][0]:.2f}; "
-              + ", ".join(f"{n} {s * 1e6:.1f}" for n, s in p["s"].items()), flush=True)
+    passes = worker_passes(__file__, a.passes, a.repeats, lambda p: (
+        f"run overhead {p['run_overhead_s'] * 1e6:.2f} us, load average {p['load'][0]:.2f}; "
+        + ", ".join(f"{n} {s * 1e6:.1f}" for n, s in p["s"].items())))
     best = {n: float(np.min([p["s"][n] for p in passes])) for n in passes[0]["s"]}
     over = float(np.min([p["run_overhead_s"] for p in passes]))
     res = {**nest(best), "run_overhead_s": over, "passes": a.passes, "repeats": a.repeats,
