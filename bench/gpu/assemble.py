@@ -9,7 +9,7 @@ Writes, in OUT_DIR, with PREFIX = <gpu>_ and SUFFIX = _<date>:
 
   PREFIX<part>SUFFIX.csv    one row per case (pass A joined with pass B on the case key) for each part
                             run (compile rows go with models), plus gpu_name, torch, date_utc
-  PREFIXkernelsSUFFIX.json  per part and case key: every kernel name and its median duration
+  PREFIXkernelsSUFFIX.json.gz  per part and case key: every kernel name and its median duration (gzip)
   PREFIXmetaSUFFIX.json     the command, the device tool's reply, machine.txt, run.json, each part's
                             meta (environment, settings, time definitions, cuts), a summary of
                             smi_trace.csv (and the trace itself)
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import gzip
 import json
 import os
 import sys
@@ -217,10 +218,12 @@ def assemble(run_dir: str, out_dir: str, gpu: str, date: str, device: str, comma
         if rows and not check_only(gpu):
             written.append(f"{stem}fit_{name}_{date}.csv")
             H100.write(written[-1], rows, cols)
-    for name, doc in ((f"kernels_{date}.json", kernels), (f"meta_{date}.json", meta)):
-        written.append(stem + name)
-        with open(written[-1], "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
+    written.append(f"{stem}kernels_{date}.json.gz")   # gzip: a full run's names are ~9 MB as text
+    with gzip.open(written[-1], "wt", encoding="utf-8") as f:
+        json.dump(kernels, f, indent=1)
+    written.append(f"{stem}meta_{date}.json")
+    with open(written[-1], "w", encoding="utf-8") as f:
+        json.dump(meta, f, indent=1)
     return written
 
 

@@ -170,7 +170,7 @@ def test_assemble_joins_the_passes_and_converts_to_the_fit_layouts(tmp_path):
     names = sorted(os.path.basename(p) for p in paths)
     assert names == sorted(f"h200_{n}_2099-01-01.{e}" for n, e in (
         ("ops", "csv"), ("gemm", "csv"), ("conv", "csv"), ("fit_neusight", "csv"), ("fit_vidur", "csv"),
-        ("fit_aic_gemm", "csv"), ("kernels", "json"), ("meta", "json")))
+        ("fit_aic_gemm", "csv"), ("kernels", "json.gz"), ("meta", "json")))
     with open(out / "h200_gemm_2099-01-01.csv", newline="") as f:
         gemm = list(csv.DictReader(f))
     assert len(gemm) == 3 and [r["kernel_sum_us"] for r in gemm] == ["3.0", "3.0", ""]
