@@ -5,7 +5,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 
-import whole_public_pool as W  # noqa: E402
+import whole_public_pool as W
 
 TABLE = """| GPU (profile) | mode | rows | failed | MAPE % | bias % |
 |---|---|---:|---:|---:|---:|
