@@ -7,7 +7,7 @@ the floors against the total, the kernels that lie on a cycle of the kernel grap
 (``cyclic_kernels``: none in a runnable plan), and, for comparison (not shipped), the plan of
 the union the ``xla`` policy made before it refused cyclic joins (dots merged as shipped) and looked through views
 (connected components over direct edges between fusible nodes: ``_components_rule``, patched
-into ``fusion._xla`` inside this process only).
+into ``fusion_xla.joins`` inside this process only).
 
 Usage: ``PYTHONPATH=$PWD python bench/xla_gpu_plan.py [--hw a100-80gb-sxm]
 [--out bench/results/xla_gpu_plan.md]`` (about 10 s).
@@ -112,8 +112,8 @@ def _components_rule(nodes, sets, producer, folded=(), refuses=None) -> None:
     direct edge between two fusible nodes, no view looked through, no join refused (a
     ``folded`` transpose joins nothing, as in the shipped plan; ``refuses``, the shipped plan's
     reduction rules, unused)."""
-    from analyzer.prediction import fusion, fusion_legality
-    ok = [fusion.xla_fusible(nd) and i not in folded for i, nd in enumerate(nodes)]
+    from analyzer.prediction import fusion_legality, fusion_xla
+    ok = [fusion_xla.fusible(nd) and i not in folded for i, nd in enumerate(nodes)]
     for j, nd in enumerate(nodes):
         if ok[j]:
             for t in nd.inputs:
@@ -123,7 +123,7 @@ def _components_rule(nodes, sets, producer, folded=(), refuses=None) -> None:
 
 
 def report(hw: str) -> list[str]:
-    from analyzer.prediction import fusion
+    from analyzer.prediction import fusion_xla
     from analyzer.render.safe import md_code
     lines = [f"# The `xla` runtime's kernel plan of small JAX programs on `{hw}` (prediction only)", "",
              f"`PYTHONPATH=$PWD python bench/xla_gpu_plan.py --hw {hw}`", ""]
@@ -139,12 +139,12 @@ def report(hw: str) -> list[str]:
                   f"TransposeFolding, `transpose_fold.xla_folded`): {', '.join(folded) or 'none'}.", "",
                   "Dots that share an operand, run as one GEMM of the merged shape (XLA's GPU DotMerger, "
                   f"`dot_merge`): {'; '.join(merged) or 'none'}."]
-        original = fusion._xla
-        fusion._xla = _components_rule
+        original = fusion_xla.joins
+        fusion_xla.joins = _components_rule
         try:
             v_total, v_rows, v_cyc = plan(name, shape, hw)
         finally:
-            fusion._xla = original
+            fusion_xla.joins = original
         lines += ["", f"Kernels on a cycle of the kernel graph (a plan no executor can run): "
                   f"{', '.join(md_code(k) for k in cyc) or 'none'}.", "",
                   f"The previous union (connected components over direct edges; for comparison, not shipped): "

@@ -4,7 +4,7 @@ CPU profile (``runtimes.runtime_for``; the lowering plans it here instead of ``f
 XLA on CPU fuses a producer into its consumer (loop fusion), one output per fusion, and runs
 every matrix op (dot, convolution) as a kernel of its own (a YNNPACK fusion, an Eigen or oneDNN
 call) that fuses neither its operands nor its users.  So a fusion is a tree that ends at a
-*root*: a node whose result is written to memory.  A node that fuses (``fusion.xla_fusible``)
+*root*: a node whose result is written to memory.  A node that fuses (``fusion_xla.fusible``)
 is a root when
 
 1. nothing at its graph level reads it, or it is the model's output or a scan body's result
@@ -32,7 +32,7 @@ written: rule 2) nor its readers. (XLA's YNNPACK fusions do take in some element
 neighbours: ``sum(x * 2) / 3`` over 64 x 64 is 2 thunks, 3 planned; the rule as stated agrees
 best with the 16 programs of ``bench/xla_diagnose.py counts``.)
 
-An elementwise node (``fusion.xla_fusible``) whose data inputs are all constants (closed-over
+An elementwise node (``fusion_xla.fusible``) whose data inputs are all constants (closed-over
 arrays, or results of such nodes) is folded at compile time (XLA's constant folding: a batch
 norm's ``sqrt(var + eps)`` of its running variance): it launches nothing, and its readers read
 a constant.
@@ -103,7 +103,7 @@ stacked (``rnn_train_step``: one a trip).
 from __future__ import annotations
 
 from analyzer.counting import kernel_words
-from analyzer.prediction import fusion, scan_launches
+from analyzer.prediction import fusion, fusion_xla, scan_launches
 
 POLICY = "xla_cpu"
 # elementwise ops XLA does not duplicate into several consumers (its ``IsExpensive``): JAX
@@ -136,7 +136,7 @@ def plan(nodes, graph_outputs: frozenset[str]) -> fusion.FusionPlan:
     nodes, folded = fold_constants(nodes)
     producer, consumers = fusion.tensor_index(nodes)
     sets = fusion._Sets(len(nodes))
-    ok = [fusion.xla_fusible(nd) and not ynn_reduction(nd) for nd in nodes]
+    ok = [fusion_xla.fusible(nd) and not ynn_reduction(nd) for nd in nodes]
     # a tree reduction fuses into its reader but takes in no producer (its reduce-window does not)
     takes_in = [f and not tree_bytes(nd) for f, nd in zip(ok, nodes)]
     inf = float("inf")
@@ -185,7 +185,7 @@ def fold_constants(nodes) -> tuple[list, set[tuple[str, str]]]:
     out = []
     for nd in nodes:
         data = [j for j, t in enumerate(nd.inputs) if t]
-        if nd.launches and data and fusion.xla_fusible(nd) and all(compiled_constant(nd, j, folded) for j in data):
+        if nd.launches and data and fusion_xla.fusible(nd) and all(compiled_constant(nd, j, folded) for j in data):
             folded.update((nd.level, t) for t in nd.outputs if t)
             nd = nd._replace(launches=False)
         out.append(nd)

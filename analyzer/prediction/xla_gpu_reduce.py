@@ -1,5 +1,5 @@
 """XLA GPU's kernel boundaries at reductions that the ``xla`` plan applies on a GPU profile
-(``fusion.plan`` with ``fold_transposes``: its producer-consumer joins, ``fusion._xla``, refuse
+(``fusion.plan`` with ``fold_transposes``: its producer-consumer joins, ``fusion_xla.joins``, refuse
 these two; a training step's parameter gradients are where they occur):
 
 - **A reduction beside a matrix kernel** (``refuses``' first rule): a reduction does not take in

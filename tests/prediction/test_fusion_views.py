@@ -62,7 +62,7 @@ def test_a_view_of_an_outside_tensor_is_read_once():
     m = _model([_n("Add", ["x", "b"], ["a"]), _n("Reshape", ["a", "heads"], ["ar"]),
                 _n("Reshape", ["x", "heads"], ["xr"]), _n("Mul", ["ar", "xr"], ["y"])], ["y"])
     assert _kernels(m) == [(2, N + BIAS + N)]
-    # the GPU's xla joins through the views too (``fusion._xla``): the same one kernel
+    # the GPU's xla joins through the views too (``fusion_xla.joins``): the same one kernel
     assert _kernels(m, hw="a100") == [(2, N + BIAS + N)]
 
 

@@ -27,7 +27,7 @@ fusion's (``accessed_bytes``: each tensor it reads from outside and each result 
 views looked through; per launch) and its vector FLOPs and transcendentals, except that XLA's HLO expands some ops into elementwise
 arithmetic before its cost analysis counts them (``EXPANDED_FLOPS``: ``erfc``, a GELU's
 ``jax.nn.gelu(approximate=False)``; an ``erf`` stays one transcendental). Eligible kernels
-(``eligible``): every member fuses in a loop fusion (``fusion.xla_fusible``; not a YNNPACK
+(``eligible``): every member fuses in a loop fusion (``fusion_xla.fusible``; not a YNNPACK
 reduction, not a pooling, which XLA runs in YNNPACK) or is a max pool's gradient (its expansion's
 reduce-window and scatter are loop fusions).
 
@@ -96,12 +96,12 @@ def tasks(nbytes: float, flops: float, trans: float, threads: int) -> int:
 
 def eligible(fnodes, members) -> bool:
     """Whether a kernel of ``members`` (node indices into ``fnodes``) is an XLA loop fusion."""
-    from analyzer.prediction import fusion, xla_cpu_fusion
+    from analyzer.prediction import fusion_xla, xla_cpu_fusion
 
     def loop(nd) -> bool:
         if nd.op_class in _LOOP_CLASSES:
             return True
-        return (fusion.xla_fusible(nd) and nd.op_class not in _YNN_CLASSES
+        return (fusion_xla.fusible(nd) and nd.op_class not in _YNN_CLASSES
                 and not xla_cpu_fusion.ynn_reduction(nd))
     ms = [fnodes[i] for i in members if fnodes[i].launches]
     return bool(ms) and all(loop(nd) for nd in ms)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzer.prediction import dot_merge, engines, fusion, fusion_bytes, fusion_legality, xla_gpu_joins
+from analyzer.prediction import dot_merge, engines, fusion_bytes, fusion_legality, fusion_xla, xla_gpu_joins
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction import kernels, lowering, small_index, softmax_passes, transpose_fold
 from analyzer.search.fastpath import xla_gpu
@@ -185,7 +185,7 @@ class KernelRows:
         # one pass in graph (= topological) order: per output of a fusible node, its producer
         # and then its readers (a reader once per position it reads at, as ``fusion._index``
         # lists them; only a fusible node's output can be inside a fused kernel), each node's
-        # producers and the fusible producers it takes in (``fusion._xla``: through views that
+        # producers and the fusible producers it takes in (``fusion_xla.joins``: through views that
         # launch nothing), then ``fusion_legality.xla_groups``' joins.  A fusible node
         # launches, so every group is a kernel: its root is its smallest node
         # tensor -> [its fusible producer (-1 - v: a view v launching nothing), its readers...]
@@ -314,12 +314,12 @@ class KernelRows:
         one; a mismatch (a bug) switches this path off."""
         for k, n, fn, b in zip(keys, nodes, fnodes, nbytes):
             if k not in self.nodes:
-                self.nodes[k] = (fn.launches, fusion.xla_fusible(fn),
+                self.nodes[k] = (fn.launches, fusion_xla.fusible(fn),
                                  kr.member_part(n, fn, b, self.precision), fn.input_bytes,
                                  fn.output_bytes, engines.winograd_shape(n),
                                  not fn.launches and fusion_bytes.is_view(fn.domain, fn.op),
                                  transpose_fold.fold_role(fn), fn.dot_form, softmax_passes.node_rereads(n, fn),
-                                 xla_gpu_joins.node_role(fn.op, fn.op_class, fn.launches, fusion.xla_fusible(fn),
+                                 xla_gpu_joins.node_role(fn.op, fn.op_class, fn.launches, fusion_xla.fusible(fn),
                                                          fn.gemv, fn.inputs, xla_gpu_joins.compiled_constants(fn)),
                                  small_index.node_ids(n), (fn.reduce_form, fn.op_class, len(fn.inputs)))
         data = self._data(keys)

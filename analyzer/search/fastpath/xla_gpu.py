@@ -46,7 +46,7 @@ def joins_of(nodes, data, producer, outputs):
     """The ``then`` of ``fusion_legality.xla_groups`` that makes ``xla_gpu_joins.join``'s joins on
     learned data (``data[j][10]``: a node's ``xla_gpu_joins.node_role``; ``[0]`` whether it
     launches, folded transposes not; ``[6]`` a view that launches nothing; ``producer``: tensor
-    -> its producer; ``outputs``: the graph's output names), as ``fusion._gpu_joins`` does."""
+    -> its producer; ``outputs``: the graph's output names), as ``fusion_xla.gpu_joins`` does."""
     roles = [d[10] if d[0] else ("", False, d[10][2]) for d in data]
     if not any(r[0] in ("conv", "gemv") for r in roles):
         return None
@@ -95,7 +95,7 @@ def reduce_refusal(nodes, data, producer):
     """``xla_gpu_reduce.refuses`` on learned data (``data[j][12]``: a node's (``reduce_form``, op
     class, input positions); ``[0]`` whether it launches, ``[1]`` whether it fuses, ``[6]`` a
     view that launches nothing, ``[7]`` its ``fold_role``, ``[10]`` its ``node_role``), as
-    ``fusion._reduce_refusal`` makes it; None where no reduction is planned."""
+    ``fusion_xla.reduce_refusal`` makes it; None where no reduction is planned."""
     form = [d[12][0] for d in data]
     if not any(f in ("emitter", "elemental") for f in form):
         return None
@@ -119,7 +119,7 @@ def reduce_refusal(nodes, data, producer):
 
 
 def through_views(nodes, data, i: int, at) -> int | None:
-    """``fusion._through_views`` on learned data (``data[i][6]``: a view that launches nothing;
+    """``fusion_xla._through_views`` on learned data (``data[i][6]``: a view that launches nothing;
     ``at``: tensor -> its producer)."""
     for _ in range(fusion_bytes.DEPTH):
         ins = nodes[i].inputs
