@@ -14,25 +14,26 @@ from __future__ import annotations
 
 from analyzer.errors import InputSpecError
 from analyzer.scaling import hybrid as H
+from analyzer.scaling import hybrid_groups as HG
 from analyzer.scaling import parallel as P
 
 
 def layout(parallel: str, n: int, *, tensor_size: int, pipeline_size: int | None,
-           virtual_stages: int) -> H.Layout:
-    """The ``hybrid.Layout`` of ``n`` devices (module docstring)."""
+           virtual_stages: int) -> HG.Layout:
+    """The ``hybrid_groups.Layout`` of ``n`` devices (module docstring)."""
     if n == 1:   # the one-device step (``points``)
-        return H.Layout()
+        return HG.Layout()
     if parallel == "pipeline":
-        return H.Layout(1, n, 1, virtual_stages)
+        return HG.Layout(1, n, 1, virtual_stages)
     t, p = tensor_size, pipeline_size or 1
     if n % (t * p):
         raise InputSpecError(f"hybrid parallel: {n} devices are not a multiple of tensor "
                              f"{t} x pipeline {p} = {t * p} (data-parallel replicas = devices "
                              "/ (tensor x pipeline))")
-    return H.Layout(t, p, n // (t * p), virtual_stages)
+    return HG.Layout(t, p, n // (t * p), virtual_stages)
 
 
-def _tensor_plan(rep, pred, lay: H.Layout, train: bool, sequence_parallel: bool):
+def _tensor_plan(rep, pred, lay: HG.Layout, train: bool, sequence_parallel: bool):
     from analyzer.ir.graph import PRECISION_BITS
     from analyzer.scaling import tensor as T
 
@@ -59,7 +60,7 @@ def _one_device(base, step1: dict, passes1: dict) -> list:
                     grad_passes=passes1.get(h)) for h, s in step1.items()]
 
 
-def points(analyze_at, base, step1: dict, fab, n: int, lay: H.Layout, m: int, *, train: bool,
+def points(analyze_at, base, step1: dict, fab, n: int, lay: HG.Layout, m: int, *, train: bool,
            schedule: str, split: str, batch, sequence_parallel: bool = False,
            dp_mode: str = "allreduce", overlap: bool = False, bucket_mb=None, passes=None,
            passes1=None):
