@@ -9,6 +9,8 @@ of the step is divided by N. A JAX program (a function, with ``args=``, ``kwargs
 ``analyze_jax``'s keywords) is re-traced at ``B/N`` and all-reduces its parameter args'
 gradients: ``analyzer.scaling.jax_program``; one that already runs over a device mesh
 (``shard_map``) is one step at its mesh's device count: ``analyzer.scaling.mesh_program``.
+Tensor parallel's points: ``analyzer.scaling.tensor_curve``; pipeline and hybrid:
+``analyzer.scaling.model_parallel``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from analyzer.scaling import jax_program as J
 from analyzer.scaling import data_parallel as DP
 from analyzer.scaling import model_parallel as MP
 from analyzer.scaling import parallel as P
+from analyzer.scaling import tensor_curve as TC
 from analyzer.training import grad_passes as GP
 
 PIPELINE_SPLITS = ("balanced", "even")
@@ -153,7 +156,7 @@ def scale(model: Any, hw: str | Sequence[str], devices: Sequence[int], *, link=N
                 overlap=overlap, bucket_mb=bucket_mb, buckets=buckets, grad_bytes=grad_bytes, train=train,
                 passes=passes, plain1=plain1, passes1=passes1))
         elif parallel == "tensor":
-            pts, summary, tnotes = _tensor_points(base, step1, fab, n, train, sequence_parallel, passes)
+            pts, summary, tnotes = TC.points(base, step1, fab, n, train, sequence_parallel, passes)
             points.extend(pts)
             tp_plans += [{"devices": n, **summary}] if n > 1 else []
             notes.extend(x for x in tnotes if x not in notes)
@@ -275,81 +278,6 @@ def _fabric_notes(fab, algorithm: str) -> list[str]:
     return notes
 
 
-def _tensor_points(base, step1: dict, fab, n: int, train: bool, sequence_parallel: bool = False,
-                   passes=GP.OFF):
-    """Tensor parallel over ``n`` devices as Megatron splits the graph
-    (``analyzer.scaling.tensor``): per device, each node's body time (forward and backward)
-    times its factor plus its launches, the step's dropout kernels at their nodes' factors, the optimizer over the parameters one device holds, and
-    the plan's collectives on the critical path but the part of each column set's async backward
-    all-reduce under its weight-gradient GEMMs (``tensor_overlap``; per profile in the summary's
-    ``backward_allreduce_hidden_s``). Where no column/row pair is recognised, the
-    rule of thumb instead (``_tensor_rule``). Returns (points, plan summary, notes)."""
-    from analyzer.ir.graph import PRECISION_BITS
-    from analyzer.scaling import tensor as T
-    from analyzer.scaling import tensor_overlap as TO
-    from analyzer.training.step import backward_rows, dropout_forward_rows, optimizer_time
-
-    pattern = T.find(base.nodes, base.model.get("outputs", ()))
-    if not pattern.recognised:
-        note = pattern.notes[0] + "; tensor parallel by the rule of thumb: the matrix work / N, " \
-            "the rest repeated, every second weight GEMM all-reduced"
-        return _tensor_rule(base, step1, fab, n, train), {"recognised": False}, [note]
-    points, summary, notes, overlap = [], {}, [], {}
-    for pred in base.predictions:
-        h = pred.hardware
-        prof = DP.profile_of(pred)
-        bits = PRECISION_BITS.get(pred.precision) if pred.precision_explicit else None
-        plan = T.plan(base.nodes, n, pattern=pattern, train=train,
-                      sequence_parallel=sequence_parallel, params=base.totals.params,
-                      elem_bytes=bits // 8 if bits else None)
-        summary = plan.summary(base.nodes)
-        notes = list(plan.notes)
-        f = plan.factors
-        fwd = pred.latency_s - sum((r.time_s - r.overhead_s) * (1 - f[r.index])
-                                   for r in pred.nodes)
-        comp = fwd
-        if train and base.training is not None:
-            # the ratio method's per-node rows, scaled to the step's backward (the kernel plan's
-            # under a PyTorch runtime: ``training.backward_time``; 1 under the ratio method)
-            rows = backward_rows(base, pred)
-            raw = sum(body + launches for _, body, launches in rows)
-            st = next(s for s in base.training.steps if s.hardware == h)
-            k = st.backward_s / raw if raw > 0 else 1.0
-            comp += k * sum(body * f[i] + launches for i, body, launches in rows)
-            comp += sum(s * f[i] for i, s in dropout_forward_rows(base, pred, prof).items())
-            comp += optimizer_time(prof, plan.params_per_device,
-                                   base.training.counts.optimizer, pred.overlap)
-        gp, comm = _tensor_passes(base, pred, passes, plan.params_per_device, fab, n, train)
-        tm = DP.step_terms(base, pred, passes, factors=f, split=plan.split, t=n) if train else None
-        gp = DP.with_terms(gp, tm)
-        comp += sum(gp[k] for k in P.UPDATE_PASSES + P.STEP_TERMS) if gp else 0.0
-        wg = TO.wgrad_seconds(base.nodes, plan, pred, prof) if train else {}
-        hid = 0.0   # the async backward all-reduces' part under the wgrad GEMMs
-        for c in plan.collectives:
-            one = fab.collective(c.kind, c.nbytes, n)
-            comm = comm + one
-            hid += TO.hidden(one.total, wg.get(c.node, 0.0)) if c.phase == "backward" else 0.0
-        overlap[h] = hid
-        points.append(P.point(h, n, comp, comm, comm.total - hid, 0.0, step1[h][0],
-                              calls=len(plan.collectives) + (1 if gp and gp["norm_allreduce"]
-                                                             else 0) if n > 1 else 0,
-                              grad_passes=gp))
-    if overlap:
-        summary["backward_allreduce_hidden_s"] = overlap
-    return points, summary, notes
-
-
-def _tensor_passes(base, pred, passes, params: int, fab, n: int, train: bool):
-    """(seconds per pass or None, Comm) of Megatron's gradient passes over the ``params`` one
-    tensor-parallel device holds, the norm all-reduced over the n tensor ranks."""
-    from analyzer.ir.graph import PRECISION_BITS
-
-    if not (train and base.training is not None and base.training.counts.optimizer != "none"):
-        return None, C.ZERO
-    eb = PRECISION_BITS.get(pred.precision, 32) // 8
-    return DP.passes_of(pred, passes, params, eb, fab, n)
-
-
 def _baseline(base, train: bool, passes):
     """(one-device step without Megatron's gradient passes, their seconds per profile, the step
     with them): ``_step``'s tuples, the passes added to the step."""
@@ -371,26 +299,6 @@ def _passes_one(base, passes) -> dict:
                                                    PRECISION_BITS.get(p.precision, 32) // 8)[0],
                                       DP.step_terms(base, p, passes))
             for p in base.predictions}
-
-
-def _tensor_rule(base, step1: dict, fab, n: int, train: bool) -> list:
-    """The rule of thumb for a graph without a recognised pattern: the matrix products' share
-    of the step divides by n, and every second weight GEMM (``[1::2]`` of those with a constant
-    input) all-reduces its output (twice when training: forward and backward)."""
-    points = []
-    weight_gemms = [x for x in base.nodes if x.cost.mac_flops and x.constant_inputs]
-    for pred in base.predictions:
-        h = pred.hardware
-        s = step1[h][0]
-        mac_t = sum(r.time_s for r in pred.nodes if base.nodes[r.index].cost.mac_flops)
-        frac = mac_t / pred.latency_s if pred.latency_s else 0.0
-        comp = s * (1 - frac * (1 - 1 / n))   # (frac/n + 1 - frac); exactly s at n = 1
-        comm = C.ZERO
-        for x in weight_gemms[1::2]:
-            c = fab.allreduce(x.cost.activation_bytes_written, n)
-            comm = comm + c + (c if train else C.ZERO)
-        points.append(P.point(h, n, comp, comm, comm.total, 0.0, s))
-    return points
 
 
 def _check_modes(parallel, schedule, data_parallel, bucket_mb, microbatches, train, clip_grad="auto",
