@@ -1,4 +1,4 @@
-"""Check the ``qnn`` runtime's CPU fallback (analyzer/prediction/accelerators/qnn.py ``place``)
+"""Check the ``qnn`` runtime's CPU fallback (analyzer/prediction/accelerators/qnn_fallback.py ``place``)
 against Qualcomm AI Hub's own count of layers off the NPU, and score the AI Hub rows that ran part
 of a model off the NPU.  Nothing is fitted or chosen here.
 

@@ -81,7 +81,7 @@ from typing import Any
 
 from analyzer.errors import InputSpecError
 from analyzer.prediction import xla_tpu
-from analyzer.prediction.accelerators import coreml, edgetpu, qnn
+from analyzer.prediction.accelerators import coreml, edgetpu, qnn, qnn_fallback
 from analyzer.prediction.efficiency.op_classes import class_chain
 
 
@@ -130,10 +130,10 @@ RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
             precision_rule=coreml.precision_rule),
     Runtime("edgetpu", "tflite", False, edgetpu.TIME_DEFINITION, placement=edgetpu.place,
             precision_rule=edgetpu.precision_rule),
-    Runtime(qnn.NAME, "qnn", False, qnn.TIME_DEFINITION, placement=qnn.place, precision_rule=qnn.precision_rule),
-    Runtime("qnn-dlc", "qnn", False, qnn.TIME_DEFINITION_DLC, placement=qnn.place,
+    Runtime(qnn.NAME, "qnn", False, qnn.TIME_DEFINITION, placement=qnn_fallback.place, precision_rule=qnn.precision_rule),
+    Runtime("qnn-dlc", "qnn", False, qnn.TIME_DEFINITION_DLC, placement=qnn_fallback.place,
             precision_rule=qnn.precision_rule),
-    Runtime("qnn-tflite", "qnn", False, qnn.TIME_DEFINITION_TFLITE, placement=qnn.place,
+    Runtime("qnn-tflite", "qnn", False, qnn.TIME_DEFINITION_TFLITE, placement=qnn_fallback.place,
             precision_rule=qnn.precision_rule),
 )}
 

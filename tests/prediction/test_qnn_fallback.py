@@ -1,4 +1,4 @@
-"""The ``qnn`` runtime's placement (analyzer/prediction/accelerators/qnn.py ``place``): which kernels
+"""The ``qnn`` runtime's placement (analyzer/prediction/accelerators/qnn_fallback.py ``place``): which kernels
 fall back to the phone's CPU, what a CPU segment costs (closed forms beside the arithmetic), the
 note that says so (op names escaped: names are data), ``--explain``'s factors, and a graph with no
 fallback op predicted exactly as without the placement."""
@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import hardware_db
 from analyzer.prediction import runtimes
-from analyzer.prediction.accelerators import qnn
+from analyzer.prediction.accelerators import qnn_fallback
 from analyzer.prediction.predict import predict
 from analyzer.prediction.targets import Target
 
@@ -159,23 +159,23 @@ def _spec(dtype):
 
 
 def test_fallback_rules_as_data():
-    assert qnn.fallback_rule(_fnode("Conv"), None, True) is None
-    assert qnn.fallback_rule(_fnode("Conv", "my.ops"), None, True) == "custom op"
-    assert qnn.fallback_rule(_fnode("Hardmax"), None, True) == "no QNN op"
-    assert qnn.fallback_rule(_fnode("Erf"), None, True) == "Erf alone"
-    assert qnn.fallback_rule(_fnode("Erf"), None, False) is None
-    assert qnn.fallback_rule(_fnode("IsNaN"), _spec("float16"), True) is None
-    assert qnn.fallback_rule(_fnode("IsNaN"), _spec("float64"), True) == "IsNaN not float"
+    assert qnn_fallback.fallback_rule(_fnode("Conv"), None, True) is None
+    assert qnn_fallback.fallback_rule(_fnode("Conv", "my.ops"), None, True) == "custom op"
+    assert qnn_fallback.fallback_rule(_fnode("Hardmax"), None, True) == "no QNN op"
+    assert qnn_fallback.fallback_rule(_fnode("Erf"), None, True) == "Erf alone"
+    assert qnn_fallback.fallback_rule(_fnode("Erf"), None, False) is None
+    assert qnn_fallback.fallback_rule(_fnode("IsNaN"), _spec("float16"), True) is None
+    assert qnn_fallback.fallback_rule(_fnode("IsNaN"), _spec("float64"), True) == "IsNaN not float"
     # every rule names its case and a source
-    assert all(case and src.count("http") >= 1 for case, src in qnn.FALLBACK_RULES.values())
-    assert len(qnn.QNN_OPS) == 104
+    assert all(case and src.count("http") >= 1 for case, src in qnn_fallback.FALLBACK_RULES.values())
+    assert len(qnn_fallback.QNN_OPS) == 104
 
 
 def test_switch_cost_is_half_the_graph_execute_cost_of_the_precision():
     arrays = {"run_fixed_s": 4e-4, "run_fixed_int8_s": 2e-4}
     kern = SimpleNamespace(arrays=arrays, precision="int8")
-    assert qnn.switch_s(kern) == 1e-4
+    assert qnn_fallback.switch_s(kern) == 1e-4
     kern.precision = "fp16"
-    assert qnn.switch_s(kern) == 2e-4
-    assert qnn.cpu_flops(dataclasses.replace(hardware_db.get("hexagon-sd8gen2"), id="my-phone")) == \
+    assert qnn_fallback.switch_s(kern) == 2e-4
+    assert qnn_fallback.cpu_flops(dataclasses.replace(hardware_db.get("hexagon-sd8gen2"), id="my-phone")) == \
         (102.4e9, "CPU (Cortex-X3 prime core, my-phone states none: the 8 Gen 2's)")
