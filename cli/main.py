@@ -107,7 +107,10 @@ def main():
               help="Predict latency on these hardware profiles (ids, aliases or .toml files), "
                    "comma-separated or repeated (--hw a100 --hw h100: both); see `analyze hw list`.")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=DIMS",
-              help="Set an input's shape, e.g. --input x=1x3x224x224 (repeatable).")
+              help="Set an input's shape, e.g. --input x=1x3x224x224 (repeatable); also "
+                   "x=batch,3,224,224 (a symbol keeps its case; commas when it holds an x) or "
+                   "x=f32[1,3,224,224] (the dtype must be the file's). A JAX program takes "
+                   "DTYPE[dims]: --input x=f32[8,784].")
 @click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE[,VALUE...]",
               help="Bind a symbolic dim, e.g. --dim batch=8 (repeatable, or --dim batch=1,seq=16); "
                    "several values (--dim seq=128,512,2048) sweep them and print one row per value; "

@@ -102,7 +102,7 @@ def render_csv(report: Report, top: int | None = None) -> str:
         every = runtime_rows(report)
         rows = top_rows(report, top, every)
         lines.append(f"# rows: the top {len(rows)} of {len(every)} runtime layers, heaviest first "
-                     f"({len(every) - len(rows)} left out; without --top: every node, graph order)")
+                     f"({len(every) - len(rows)} left out; the full table lists every node in graph order)")
     for line in lines:
         buf.write(safe.text(line) + "\n")
     w = csv.writer(buf, lineterminator="\n")
