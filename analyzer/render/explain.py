@@ -17,11 +17,15 @@ class Vocab(NamedTuple):
     ``unit_name``: SM, CU, TensorCore, core), ``cache`` the cache the cache-share term uses (the
     profile's ``onchip_mb``: an NVIDIA GPU's L2, another GPU's or a CPU's last-level cache, an
     accelerator's on-chip memory), ``gpu``
-    whether every GPU factor is shown (elsewhere a factor is shown only where it acts: not 1)."""
+    whether every GPU factor is shown (elsewhere a factor is shown only where it acts: not 1),
+    ``memory`` the memory the bandwidth term streams from: DRAM (HBM, GDDR, LPDDR, a CPU's), or
+    the Edge TPU's on-chip SRAM (the ``edgetpu`` runtime charges activations there; its weights
+    beyond the SRAM cross the host link in the fixed term)."""
 
     unit: str
     cache: str
     gpu: bool
+    memory: str = "DRAM"
 
     def units(self, n: float) -> str:
         if not n:
@@ -38,7 +42,8 @@ def vocab(p) -> Vocab:
     nvidia = (getattr(prof, "vendor", None) or "NVIDIA") == "NVIDIA"
     cache = ("L2" if nvidia else "last-level cache") if kind == "gpu" else \
         "last-level cache" if kind == "cpu" else "on-chip memory"
-    return Vocab(safe.text(unit), cache, kind == "gpu")
+    memory = "on-chip SRAM" if getattr(p, "runtime", None) == "edgetpu" else "DRAM"
+    return Vocab(safe.text(unit), cache, kind == "gpu", memory)
 
 
 def _factor(v: Vocab, text: str, value: float) -> str:
@@ -240,8 +245,8 @@ def _memory_lines(e, p, v: Vocab) -> list[str]:
     only where they act (not off, not 0)."""
     per_unit = v.gpu or bool(e.sm_rate or e.sm_s)
     loop = f" + index loop {human_time(e.index_loop_s)}" if e.index_loop_s else ""
-    terms = (f"{'max' if e.sm_overlap else 'sum'}(DRAM {human_time(e.dram_s)}, per-{v.unit} "
-             f"{human_time(e.sm_s)}){loop}" if per_unit else f"DRAM {human_time(e.dram_s)}{loop}")
+    terms = (f"{'max' if e.sm_overlap else 'sum'}({v.memory} {human_time(e.dram_s)}, per-{v.unit} "
+             f"{human_time(e.sm_s)}){loop}" if per_unit else f"{v.memory} {human_time(e.dram_s)}{loop}")
     cache = v.gpu or e.cache_share > 0
     ramp = f" + ramp b_half {human(e.b_half_bytes, 'B')}" if v.gpu or e.b_half_bytes else ""
     if p.l2 == "cold":
@@ -251,7 +256,7 @@ def _memory_lines(e, p, v: Vocab) -> list[str]:
         where = f"({v.cache} {human(e.l2_bytes, 'B')})"
     return [
         f"  memory   {human_time(e.memory_s):>9}  = launches x ({terms})",
-        f"    DRAM = (bytes to DRAM {human(e.dram_bytes, 'B')}"
+        f"    {v.memory} = (bytes to {v.memory} {human(e.dram_bytes, 'B')}"
         + (f" + kept on chip {human(e.onchip_bytes, 'B')} x onchip_cost {e.onchip_cost:.3g}" if e.onchip else "")
         + f"{ramp}) / (bandwidth {human(e.mem_bw, 'B/s')} x e_bw {e.e_bw:.3g}"
         + (f" x cache gain {e.cache_gain:.3g}" if v.gpu or e.cache_gain != 1.0 else "") + ")"
