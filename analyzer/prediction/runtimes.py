@@ -152,11 +152,11 @@ KIND_DEFAULT = {"gpu": "kernel", "tpu": "xla", "npu": "kernel", "dsp": "kernel",
 EAGER_DISPATCH_US = {"gemm": 21.0, "bgemm": 21.0, "conv": 21.0, "attention": 21.0,
                      "softmax": 12.0}
 EAGER_DISPATCH_DEFAULT_US = 12.0
-EAGER_DISPATCH_SOURCE = ("LLMCompass A100 per-op overheads (21 us matmul, 12 us softmax), "
+EAGER_DISPATCH_SOURCE = ("LLMCompass A100 per-op overheads (21 µs matmul, 12 µs softmax), "
                          "PrincetonUniversity/LLMCompass hardware_model/compute_module.py; other op "
-                         "classes take the 12 us eager softmax figure (its 45 us layernorm/GELU were "
+                         "classes take the 12 µs eager softmax figure (its 45 µs layernorm/GELU were "
                          "torch.compile'd); a host property: one H100 host with torch 2.11 measured "
-                         "21-35 us per op (opcost's H100 check data in bench/results, not fitted on)")
+                         "21-35 µs per op (opcost's H100 check data in bench/results, not fitted on)")
 
 
 # Host side of one eager PyTorch call timed alone (``eager-op``: CUDA events or perf_counter around
@@ -174,10 +174,10 @@ EAGER_OP_CALL_US = {"gemm": 44.0, "bgemm": 21.8, "attention": 21.8, "conv": 65.8
 EAGER_OP_CALL_DEFAULT_US = 25.9
 EAGER_OP_CALL_SOURCE = ("NeuSight's five measuring hosts (A100 PCIe, V100 PCIe, T4, P100 PCIe, P4; "
                         "PyTorch 2.1, one call between CUDA events + synchronize), per op class the "
-                        "median of their fitted per-call host time (bench/fit_neusight.py): 44.0 us "
+                        "median of their fitted per-call host time (bench/fit_neusight.py): 44.0 µs "
                         "nn.Linear, 21.8 torch.bmm, 65.8 nn.Conv2d, 39.3 LayerNorm, 27.2 softmax, "
                         "25.3 activation, 25.9 elementwise and other ops; the hosts spread "
-                        "12.6-104 us per class (a host property)")
+                        "12.6-104 µs per class (a host property)")
 
 
 def eager_op_call_us(op_class: str) -> float:
@@ -216,12 +216,12 @@ def _class_figure(table: dict[str, float], default: float, op_class: str) -> flo
 
 # Per-kernel launch figure of a profile that has none, by kind (microseconds), with why.
 KIND_LAUNCH_US: dict[str, tuple[float, str]] = {
-    "gpu": (1.5, "assumed: the NVIDIA profiles' 1.5 us small-op floor"),
-    "tpu": (1.0, "assumed: XLA's GPU cost model's 1 us launch per kernel "
+    "gpu": (1.5, "assumed: the NVIDIA profiles' 1.5 µs small-op floor"),
+    "tpu": (1.0, "assumed: XLA's GPU cost model's 1 µs launch per kernel "
                  "(openxla/xla gpu_performance_model_base.cc); no TPU figure was found"),
-    "npu": (10.0, "assumed: 10 us per layer invocation of an NPU delegate; no figure was found"),
-    "dsp": (10.0, "assumed: 10 us per layer invocation of a DSP runtime; no figure was found"),
-    "cpu": (5.0, "assumed: 5 us per node of a CPU runtime; calibrate the machine for a measured "
+    "npu": (10.0, "assumed: 10 µs per layer invocation of an NPU delegate; no figure was found"),
+    "dsp": (10.0, "assumed: 10 µs per layer invocation of a DSP runtime; no figure was found"),
+    "cpu": (5.0, "assumed: 5 µs per node of a CPU runtime; calibrate the machine for a measured "
                  "figure (analyze hw calibrate)"),
 }
 
