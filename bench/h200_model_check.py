@@ -28,7 +28,8 @@ dropouts' backward).
 
 Left out, each listed with its reason: GPT-2-small (no GPT-2-small graph in the repository) and
 the ``compile`` rows (torch.compile's inductor kernels: no opcost runtime plans them). Not an
-H100: the data may be fitted on, but nothing here is fitted, tuned or chosen (check only).
+H100: the data may be fitted on; no constant here is fitted or tuned (check only; the eager
+plan's rules bn-eval-fp16 and cudnn-nhwc were read from these rows' kernel names).
 """
 
 from __future__ import annotations
@@ -200,8 +201,9 @@ def render(results: list[dict], left: list[tuple[dict, str]], command: str) -> s
              f"Profile `{HW}`; runtime `eager-kernel` (and `kernel` beside it) vs the profiler's kernel sum of one "
              "call, `eager` vs the "
              "eager wall-clock of one call; training rows: `train=True, optimizer=\"none\"`, the step's "
-             "`step_s` (bench/h200_model_check.py's docstring). In-sample status: nothing is fitted, "
-             "tuned or chosen on these rows.", "", "## Summary", ""]
+             "`step_s` (bench/h200_model_check.py's docstring). In-sample status: no constant is fitted "
+             "or tuned on these rows; the eager plan's rules `bn-eval-fp16` and `cudnn-nhwc` were read "
+             "from their kernel names (counts, not times).", "", "## Summary", ""]
     lines += summary(results)
     lines += ["", "## Which graph stood in for each measured model", "",
               "| measured model | graph | what it holds |", "|---|---|---|"]
