@@ -28,7 +28,7 @@ PyTorch's own kernel) of an NCHW input, three conversions (nchwToNhwcKernel of t
 the filter, nhwcToNchwKernel of the output), each reading and writing its tensor once:
 ``2 x bytes(x)``, ``2 x bytes(w)``, ``2 x bytes(y)``.  An input already channels last: none.
 Which convolutions convert (``tensor_core_launches``), from the kernel names of this repository's
-H200 run (torch 2.11, cuDNN 9; bench/results/h200_kernels_2026-12-04.json.gz): none where the
+H200 run (torch 2.11, cuDNN 9; docs/accuracy.md, Whole models on the H200): none where the
 channels are not aligned to 16 bytes (NVIDIA's "Channels In And Out": multiples of 8 fp16 or 4
 TF32 elements), none for a 1x1 stride-1 convolution (one cuBLAS GEMM), the input and the output
 for a strided 1x1; under precision ``tf32`` an fp32 convolution takes the tensor-core rule (the

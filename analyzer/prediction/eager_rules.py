@@ -129,7 +129,7 @@ RULES: tuple[Rule, ...] = (
          "transposed) and NVIDIA Deep Learning Performance guide, 'Tensor Layouts In Memory: NCHW vs "
          "NHWC' and 'Channels In And Out' (Tensor Core convolutions want NHWC and channels in "
          "multiples of 8 fp16 / 4 tf32 elements); the kernel names of this repository's H200 run "
-         "(bench/results/h200_kernels_2026-12-04.json.gz, torch 2.11 / cuDNN 9: ResNet-50 bf16 "
+         "(docs/accuracy.md, Whole models on the H200; torch 2.11 / cuDNN 9: ResNet-50 bf16 "
          "batch 1, 35 nchwToNhwc + 19 nhwcToNchw, the count this rule gives; TF32 34 + 2 against "
          "its 32 + 0); the counts are the rule's, nothing fitted"),
     Rule("bn-eval-fp16", "a BatchNorm the exporter folded into a Conv (bias 'onnx::Conv_<n>'), "
@@ -138,7 +138,7 @@ RULES: tuple[Rule, ...] = (
          "dispatch of their own): a copy and batch_norm_calc_invstd, each reading a vector of C "
          "and writing it as fp32 (cudnn_conv.bn_fp16_launches); fp32: cuDNN's one "
          "bn_fw_inf_1C11_kernel_NCHW (the conv-bias rule's one kernel)",
-         "the H200 run's kernel names (bench/results/h200_kernels_2026-12-04.json.gz): every eval "
+         "the H200 run's kernel names (docs/accuracy.md, Whole models on the H200): every eval "
          "BatchNorm of ResNet-50 and MobileNetV2 in bf16 launches direct_copy_kernel, "
          "batch_norm_calc_invstd and batch_norm_transform_input_kernel (53 x 3 and 52 x 3; the "
          "copy's time does not grow with the batch: 114 us at batch 1, 119 us at 8, for 53), in "
