@@ -2,7 +2,7 @@
 re-reads are served.
 
 Where it applies: the runtimes whose kernels are PyTorch's own (``PYTORCH_RUNTIMES``: ``kernel``,
-``eager``, ``eager-op``) on an NVIDIA GPU profile (kind ``gpu``, an ``nvidia-`` family).  No
+``eager``, ``eager-kernel``, ``eager-op``) on an NVIDIA GPU profile (kind ``gpu``, an ``nvidia-`` family).  No
 other runtime (``xla``, ``onnxruntime``, ...) or device runs these kernels: their kernels carry
 no re-read bytes, and a non-NVIDIA profile's lowering switches them off (``profile_terms``).
 
