@@ -27,7 +27,7 @@ from cli.parsing import (kwargs_json_text, parse_dims, parse_inputs, parse_value
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "w8a16")
 # analyzer.prediction.runtimes.RUNTIMES, kept static so that --help imports no prediction code
 # (a test checks the two agree); the help text reads their descriptions when it is shown
-RUNTIMES = ("kernel", "eager", "eager-op", "onnxruntime", "xla", "coreml", "edgetpu", "qnn", "qnn-dlc",
+RUNTIMES = ("kernel", "eager", "eager-kernel", "eager-op", "onnxruntime", "xla", "coreml", "edgetpu", "qnn", "qnn-dlc",
             "qnn-tflite")
 
 

@@ -10,6 +10,9 @@ eager          eager           a whole model's wall-clock as an eager framework 
                                (CUDA events or ``perf_counter`` around one forward and a
                                final synchronize): one stream, the host issuing op i+1
                                while the device runs op i (``stream_times``)
+eager-kernel   eager           the device time of eager PyTorch's kernels with no host
+                               gaps: a profiler's kernel sum of one eager call, or a
+                               CUDA-graph replay of the eager forward
 eager-op       eager           each op's wall-clock timed one call at a time: host
                                dispatch + kernel + synchronize (``perf_counter`` around
                                one call and a device synchronize), summed over ops
@@ -39,7 +42,10 @@ The ``eager`` fusion policy is no fusion but PyTorch's own kernels for the expor
 patterns (``eager_plan``): views launch nothing, a view a later op needs contiguous is copied, an
 exported ``nn.Linear`` (MatMul + bias Add) and the exporter's GELU chains are one kernel each, a
 convolution's bias or folded BatchNorm is a second kernel.  ``kernel`` keeps one kernel per
-node that does work.
+node that does work.  ``eager-kernel`` is ``eager``'s kernels without their host side: the time
+a profiler's kernel sum of one eager PyTorch call shows (the H200 whole-model rows: a ResNet-50
+export's 121 ``kernel`` launches against eager's 345, its folded BatchNorms and cuDNN's layout
+conversions run as kernels of their own; docs/accuracy.md, Whole models on the H200).
 
 Which runtime a prediction uses: the caller's ``runtime=``; else ``xla`` for a JAX program;
 else the profile's ``default_runtime``; else the default of its kind (``KIND_DEFAULT``).
@@ -61,7 +67,8 @@ order among the kernels (a kernel at its first member).  It delays every later i
 ``h_i`` and the device only where the device waited for the host: a host-bound chain takes
 ``h_i`` more, a device-bound one nothing.  Its row is its exposed host time (``gap_i``); a
 trailing one makes the wall-clock ``max(dev_end, host_end)`` (the synchronize is issued after
-it).  ``eager-op`` adds each one's ``h_i``; ``kernel`` has no host and no such step.
+it).  ``eager-op`` adds each one's ``h_i``; ``kernel`` and ``eager-kernel`` have no host and no
+such step.
 
 Host dispatch (``eager``, ``eager-op``, ``onnxruntime``) is a per-kernel figure with a source: a profile's own
 ``launch_overhead_us`` where the runtime is the one it was measured with (a calibrated profile;
@@ -118,6 +125,9 @@ RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
             "eager whole-model wall-clock as the stream runs it: the host issues each op while the "
             "device runs the ones before; the time is when the last kernel ends (host dispatch and "
             "kernels overlap)", stream=True),
+    Runtime("eager-kernel", "eager", False,
+            "sum of the device times of the kernels eager PyTorch launches, no host gaps "
+            "(profiler kernel sum of one eager call / CUDA-graph replay of the eager forward)"),
     Runtime("eager-op", "eager", True,
             "eager wall-clock per op timed one call at a time (host dispatch + kernel + "
             "synchronize), summed over ops", dispatch_as="eager"),

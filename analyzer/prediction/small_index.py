@@ -1,7 +1,7 @@
 """PyTorch's small-index gather on CUDA: an embedding lookup of 16 ids or fewer loops over its ids.
 
 Where it applies: the runtimes whose kernels are PyTorch's own (``softmax_passes.PYTORCH_RUNTIMES``:
-``kernel``, ``eager``, ``eager-op``) on an NVIDIA GPU profile; every other runtime and device gets
+``kernel``, ``eager``, ``eager-kernel``, ``eager-op``) on an NVIDIA GPU profile; every other runtime and device gets
 no term (``profile_term`` is 0 there and the lowering sets no feature).
 
 Which kernel (``aten/src/ATen/native/cuda/Indexing.cu``, ``index_select_out_cuda_impl``; the same
