@@ -141,7 +141,7 @@ RULES: tuple[Rule, ...] = (
          "the H200 run's kernel names (docs/accuracy.md, Whole models on the H200): every eval "
          "BatchNorm of ResNet-50 and MobileNetV2 in bf16 launches direct_copy_kernel, "
          "batch_norm_calc_invstd and batch_norm_transform_input_kernel (53 x 3 and 52 x 3; the "
-         "copy's time does not grow with the batch: 114 us at batch 1, 119 us at 8, for 53), in "
+         "copy's time does not grow with the batch: 114 µs at batch 1, 119 µs at 8, for 53), in "
          "fp32 and TF32 one cudnn::bn_fw_inf_1C11_kernel_NCHW"),
     Rule("cross-entropy", "SoftmaxCrossEntropyLoss (F.cross_entropy / nn.CrossEntropyLoss with "
          "class-index targets)",
