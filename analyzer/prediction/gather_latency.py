@@ -30,8 +30,8 @@ So, per kernel of ``ids`` ids of ``slice`` elements of ``elem_bytes``::
     dep_s = DEP_CYCLES[warm | cold] / clock   for every gather kernel (ids >= 1), else 0
 
 Fitted on the H200 SXM's rows (``bench/data/hopper_mem/h200_ops_2026-12-04.csv``, torch 2.11, 98
-vectorized-gather cases x warm and cold, 1.98 GHz SM clock; ``bench/gather_latency_fit.py``,
-2026-12-04): relative least squares of the measured time less today's prediction on
+vectorized-gather cases x warm and cold, 1.98 GHz SM clock; ``bench/gather_latency_fit.py``):
+relative least squares of the measured time less the prediction without these terms on
 ``[warm / clock, cold / clock, memory_s]``. Chosen by a rule fixed first (leave one id count out:
 8.4 % over all 138 cases x both states against 24.1 % without; the latency alone 11.7 %, the rate
 alone 20.7 %). The add rows' own residual in the same regression is -250 cycles warm and +776
