@@ -161,7 +161,7 @@ class Prediction:
             clock=d.get("clock", 1.0),
             matrix_s=d["matrix_s"], vector_s=d["vector_s"], dram_bytes=d["dram_bytes"], cache_share=d["cache_share"],
             **{k: d.get(k, 0.0) for k in ("reread_l2_bytes", "reread_dram_bytes", "reread_row_bytes", "reread_l2_row",
-                                          "index_loop_s")},
+                                          "index_loop_s", "gather_dep_s")}, gather_rate=d.get("gather_rate", 1.0),
             cache_gain=d["cache_gain"], dram_s=d["dram_s"], sm_s=d["sm_s"], sm_rate=d["sm_bw"], units=t.units,
             sm_overlap=bool(t.consts["sm_overlap"][k] > 0),
             l2_bytes=t.l2_bytes, effective_roof=flops / body if body > 0 else 0.0,

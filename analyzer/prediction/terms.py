@@ -81,6 +81,10 @@ class KernelTerms(NamedTuple):
     reread_l2_row: float = 0.0
     # PyTorch's small-index gather (``small_index``): the serial steps past the first, per launch
     index_loop_s: float = 0.0
+    # PyTorch's gather on Hopper (``gather_latency``): the id load before the row load; memory_s =
+    # runs x (gather_rate x inner + index_loop_s + gather_dep_s), inner the DRAM / per-SM terms
+    gather_dep_s: float = 0.0
+    gather_rate: float = 1.0
     cache_gain: float = 1.0    # the DRAM stream's speed-up for a working set that fits the L2
     dram_s: float = 0.0
     sm_s: float = 0.0          # the per-SM issue term

@@ -126,6 +126,22 @@ def _index_loop_lines(e) -> list[str]:
             "index_select of 16 ids or fewer, each thread steps through every id in turn"]
 
 
+def _gather_dep(e) -> str:
+    """PyTorch's gather on Hopper (``KernelTerms.gather_dep_s`` / ``gather_rate``,
+    ``prediction.gather_latency``): the id load's round trip, as a term of the memory line."""
+    return f" + id load before the row {human_time(e.gather_dep_s)}" if e.gather_dep_s else ""
+
+
+def _gather_lines(e) -> list[str]:
+    """What the gather's two factors are (``prediction.gather_latency``), where they act."""
+    if not e.gather_dep_s and e.gather_rate == 1.0:
+        return []
+    rate = (f"; the vectorized gather streams at 1 / {e.gather_rate:.4g} of a copy's rate (a thread's 16-B "
+            "row load waits on its id)" if e.gather_rate != 1.0 else "")
+    return [f"    gather: the id load ends before the row load issues: one dependent load's latency "
+            f"{human_time(e.gather_dep_s)} (the L2 state's){rate}"]
+
+
 def _onchip_lines(e) -> list[str]:
     """An NPU runtime's on-chip activations (``KernelTerms.onchip``): which of the kernel's bytes
     reach DRAM (bytes less those kept on chip) and why."""
@@ -244,9 +260,10 @@ def _memory_lines(e, p, v: Vocab) -> list[str]:
     the profile's words ``v``: off a GPU, the per-unit issue term, the cache share and the ramp
     only where they act (not off, not 0)."""
     per_unit = v.gpu or bool(e.sm_rate or e.sm_s)
-    loop = f" + index loop {human_time(e.index_loop_s)}" if e.index_loop_s else ""
-    terms = (f"{'max' if e.sm_overlap else 'sum'}({v.memory} {human_time(e.dram_s)}, per-{v.unit} "
-             f"{human_time(e.sm_s)}){loop}" if per_unit else f"{v.memory} {human_time(e.dram_s)}{loop}")
+    loop = (f" + index loop {human_time(e.index_loop_s)}" if e.index_loop_s else "") + _gather_dep(e)
+    rate = f"gather rate {e.gather_rate:.4g} x " if e.gather_rate != 1.0 else ""
+    terms = rate + (f"{'max' if e.sm_overlap else 'sum'}({v.memory} {human_time(e.dram_s)}, per-{v.unit} "
+                    f"{human_time(e.sm_s)}){loop}" if per_unit else f"{v.memory} {human_time(e.dram_s)}{loop}")
     cache = v.gpu or e.cache_share > 0
     ramp = f" + ramp b_half {human(e.b_half_bytes, 'B')}" if v.gpu or e.b_half_bytes else ""
     if p.l2 == "cold":
@@ -264,6 +281,7 @@ def _memory_lines(e, p, v: Vocab) -> list[str]:
         *_onchip_lines(e),
         *_reread_lines(e, p.l2 == "cold"),
         *_index_loop_lines(e),
+        *_gather_lines(e),
         *([f"    per-{v.unit} = bytes / {v.unit} issue rate "
            + (human(e.sm_rate, 'B/s') if e.sm_rate else "(off)")] if per_unit else [])]
 

@@ -100,7 +100,8 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   of 16 ids or fewer, whose every thread steps through the ids one after the other
   (``prediction.small_index``): ``index_loop_s = max(steps - 1, 0) x index_iter_s``, ``steps =
   ids x ceil(slice / (grid x block))`` with the kernel's grid over ``units`` SMs, added to the
-  memory time (a chain of dependent loads: latency, not bandwidth).
+  memory time (a chain of dependent loads: latency, not bandwidth).  On the same features the id
+  load before the row load (``prediction.gather_latency``): ``memory x gather_rate + gather_dep_s``.
 - ``bpc`` (the per-SM term, issue #10): many memory-bound kernels never reach DRAM bandwidth;
   each SM moves a roughly fixed number of bytes per cycle for a given kernel (its memory-level
   parallelism / issue rate: the digest's mechanism 4, XLA caps bandwidth by active SMs at
@@ -154,7 +155,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from analyzer.prediction import small_index
+from analyzer.prediction import gather_latency
 from analyzer.prediction.efficiency.op_classes import (  # noqa: F401  (re-exported: one import for callers)
     CLASS_CODE, CLASS_FALLBACK, MATRIX_CLASSES, OP_CLASSES, POOLED_CLASSES, REFINES, SIMT_CLASS, SOFTMAX_WARP_ROW,
     class_chain, gemm_view, op_class_of)
@@ -262,9 +263,9 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     sm_bytes = mbytes * xp.where(per_el, BPC_ELEM_BYTES / xp.where(per_el, eb, 1.0), 1.0)
     sm = xp.where(sm_on, sm_bytes / (xp.where(sm_on, units * sm_bw, 1.0)), 0.0)
     on, overlap = nbytes > 0, (per("sm_overlap") if "sm_overlap" in arrays else zeros) > 0
-    # PyTorch's small-index gather (``small_index``): its threads' serial steps beyond the first
-    loop = small_index.loop_s(xp, feat("index_ids"), feat("index_slice"), units, arrays.get("index_iter_s", 0.0))
-    memory = xp.where(on, xp.where(overlap, xp.maximum(dram, sm), dram + sm), 0.0) + loop
+    # PyTorch's gathers: the small-index loop's steps past the first, the id load before the row load
+    memory, gather = gather_latency.memory_s(xp, xp.where(on, xp.where(overlap, xp.maximum(dram, sm), dram + sm),
+                                                         0.0), feat, units, eb, arrays)
     fixed = floor + class_fixed_s(xp, nbytes, cls, arrays, m, k, batch, feat("strided"), feat("serial_flops"),
                                    n=n)
     time = fixed + xp.maximum(compute, memory)
@@ -274,7 +275,7 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
                            mbytes, dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor,
                            kept * xp.ones_like(mac)))
         out.update(_reread_detail(xp, l2_reread, dram_reread, feat("row_bytes"), arrays, xp.ones_like(mac)))
-        out.update(onchip_cost=xp.asarray(hw.get("onchip_cost", 0.0)) * xp.ones_like(mac), index_loop_s=loop + zeros)
+        out.update(onchip_cost=xp.asarray(hw.get("onchip_cost", 0.0)) * xp.ones_like(mac), **gather)
         out.update(algo=algo * xp.ones_like(mac), clock=boost_share(xp, out["matrix_s"], arrays))
     return out
 
