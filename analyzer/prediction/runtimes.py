@@ -73,7 +73,8 @@ such step.
 Host dispatch (``eager``, ``eager-op``, ``onnxruntime``) is a per-kernel figure with a source: a profile's own
 ``launch_overhead_us`` where the runtime is the one it was measured with (a calibrated profile;
 ``eager-op`` takes a profile calibrated with ``eager``), else on a GPU the per-op-class figures of
-``EAGER_OP_CALL_US`` (``eager-op``) or ``EAGER_DISPATCH_US`` (``eager``), else the kind defaults
+``EAGER_OP_CALL_US`` (``eager-op``) or the runtime's host table of ``EAGER_HOSTS`` (``eager``;
+default ``EAGER_DISPATCH_US``, another by ``Options.host``), else the kind defaults
 below, which reports flag as assumed.  The two GPU tables differ because the time does:
 ``eager-op``'s figure is the whole host side of one call timed alone (Python, dispatch, launch, the
 events and the synchronize, all on the critical path); ``eager``'s is the host's issue cost per op
