@@ -145,7 +145,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     each GPU kernel starts in (``l2_state.STATES``: warm, the default, or cold: no cache step)."""
     precision, said_precision = _precision_of(precision, runtime, nodes)
     fnodes, node_bytes = _fusion_nodes(nodes, precision, memo, keys)
-    plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold_transposes(profiles), precision)
+    plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold_transposes(profiles), precision,
+                 cudnn_conv.winograd_helpers(profiles))
     K = plan.kernels
     rows, weight = kr.kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys)
     # per kernel as lists (numpy item writes cost more); wbytes: weight bytes/launch (cpu.cold)
@@ -299,13 +300,14 @@ def fold_transposes(profiles) -> bool:
 
 
 def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold: bool = False,
-          precision: str | None = None) -> fusion.FusionPlan:
+          precision: str | None = None, winograd: bool = True) -> fusion.FusionPlan:
     """The kernels the runtime launches: the eager PyTorch plan (``eager_plan``: views, copies,
     joined patterns) for the ``eager`` policy, XLA's CPU kernels (``xla_cpu_fusion``) for the
     ``xla_cpu`` one, else the fusion policy's (or ``fused``'s; ``fold``: ``fusion.plan``'s
-    ``fold_transposes``); ``precision`` "tf32": the eager plan's fp32 convolutions on the tensor cores."""
+    ``fold_transposes``); ``precision`` "tf32": the eager plan's fp32 convolutions on the tensor cores;
+    ``winograd``: their cuDNN 8.9 Winograd helpers (``cudnn_conv.winograd_helpers``)."""
     if runtime.fusion == eager_plan.POLICY and fused is None:
-        return eager_plan.plan(nodes, fnodes, node_bytes, graph_outputs, tf32=precision == "tf32")
+        return eager_plan.plan(nodes, fnodes, node_bytes, graph_outputs, tf32=precision == "tf32", winograd=winograd)
     if runtime.fusion == xla_cpu_fusion.POLICY and fused is None:
         return xla_cpu_fusion.plan(fnodes, graph_outputs)
     return fusion.plan(fnodes, runtime.fusion, graph_outputs, fused, fold)

@@ -143,3 +143,13 @@ def test_eager_kernel_is_eager_without_its_host():
     # the conv, its 3 conversions (3x3, C 32 x 2 B aligned), the BatchNorm's copy, invstd, transform
     assert ek.launches == eg.launches == 7
     assert ek.latency_s == pytest.approx(float((t.time - t.host).sum()), rel=1e-6)
+
+
+def test_hopper_plans_no_winograd_helper_for_fp32():
+    # cuDNN 9 on the H200 runs an fp32 3x3 stride-1 convolution as one FFMA implicit GEMM (its
+    # kernel names): one launch there; the V100's cuDNN 8.9 rule keeps the non-fused Winograd's 4
+    m = _conv(4, 128, 20)
+    assert analyzer.analyze(m, hw="h200-sxm", runtime="eager", precision="fp32").predictions[0].launches == 1
+    assert analyzer.analyze(m, hw="v100-pcie-32gb", runtime="eager", precision="fp32").predictions[0].launches == 4
+    assert not cudnn_conv.winograd_helpers([hardware_db.get("h200-sxm")])
+    assert cudnn_conv.winograd_helpers([hardware_db.get("h200-sxm"), hardware_db.get("a100-80gb-pcie")])
