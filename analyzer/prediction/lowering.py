@@ -145,8 +145,8 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     each GPU kernel starts in (``l2_state.STATES``: warm, the default, or cold: no cache step)."""
     precision, said_precision = _precision_of(precision, runtime, nodes)
     fnodes, node_bytes = _fusion_nodes(nodes, precision, memo, keys)
-    plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold_transposes(profiles), precision,
-                 cudnn_conv.winograd_helpers(profiles))
+    plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold_transposes(profiles),
+                 _plan_precision(precision, profiles, runtime.name), cudnn_conv.winograd_helpers(profiles))
     K = plan.kernels
     rows, weight = kr.kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys)
     # per kernel as lists (numpy item writes cost more); wbytes: weight bytes/launch (cpu.cold)
@@ -297,6 +297,15 @@ def fold_transposes(profiles) -> bool:
     profile lowered together is a GPU (the rules are read from XLA's GPU compiler; a TPU's
     ``xla`` plan keeps its transposes, dots and matrix kernels apart)."""
     return bool(profiles) and all(getattr(p, "kind", "") == "gpu" for p in profiles)
+
+
+def _plan_precision(precision: str | None, profiles, runtime_name: str) -> str | None:
+    """The precision the eager plan's cuDNN rules take: ``tf32`` where no precision is given and
+    PyTorch's default runs every profile's fp32 convolutions in TF32 (``engines.default_tf32_convs``,
+    as the kernel times take them: docs/model.md, Precision), else ``precision``."""
+    if precision is None and profiles and all(engines.default_tf32_convs(p, runtime_name, None) for p in profiles):
+        return "tf32"
+    return precision
 
 
 def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold: bool = False,
