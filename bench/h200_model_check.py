@@ -202,8 +202,10 @@ def render(results: list[dict], left: list[tuple[dict, str]], command: str) -> s
              "call, `eager` vs the "
              "eager wall-clock of one call; training rows: `train=True, optimizer=\"none\"`, the step's "
              "`step_s` (bench/h200_model_check.py's docstring). In-sample status: no constant is fitted "
-             "or tuned on these rows; the eager plan's rules `bn-eval-fp16` and `cudnn-nhwc` were read "
-             "from their kernel names (counts, not times).", "", "## Summary", ""]
+             "or tuned on these rows; the eager plan's rules `bn-eval-fp16` and `cudnn-nhwc` and Hopper's "
+             "fp32 convolutions without Winograd helpers were read from their kernel names (counts, not times); "
+             "Hopper's `conv_simt` / `conv3_simt` sets were fitted on the same run's per-layer fp32 convolution "
+             "rows (bench/hopper_conv_simt.py): an in-sample device.", "", "## Summary", ""]
     lines += summary(results)
     lines += ["", "## Which graph stood in for each measured model", "",
               "| measured model | graph | what it holds |", "|---|---|---|"]

@@ -37,10 +37,10 @@ input and the filter; the kernel writes NCHW) and no Winograd helper.  Per GPU g
 every fp32 (TF32 off) convolution as one cuDNN 9 ``sm80_xmma_fprop_implicit_gemm ... ffma`` kernel
 and no Winograd or helper kernel (ResNet-50 fp32: 53 main kernels, no Winograd name): no
 ``fp32_launches`` there; older generations keep the cuDNN 8.9 rule read off their kernels, and
-Blackwell too (no kernel names of it on record).  Otherwise the plan is one for all
-profiles: without ``--precision tf32`` an fp32 convolution takes the fp32 rule's launches also on
-a profile where PyTorch's default runs it as TF32; int8 and other element sizes: the main kernel
-only.  An eval BatchNorm in fp16/bf16 adds two per-channel launches (``bn_fp16_launches``,
+Blackwell too (no kernel names of it on record).  Without a precision, an fp32 convolution on a
+profile where PyTorch's default runs it in TF32 (``engines.default_tf32_convs``, the kernel times'
+condition) takes the TF32 rule, as under ``--precision tf32`` (``lowering._plan_precision``); an
+explicit ``fp32`` the fp32 rule; int8 and other element sizes: the main kernel only.  An eval BatchNorm in fp16/bf16 adds two per-channel launches (``bn_fp16_launches``,
 prefix ``ATEN``: inside the aten call, no dispatch of their own).
 """
 
