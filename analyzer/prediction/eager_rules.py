@@ -117,7 +117,7 @@ RULES: tuple[Rule, ...] = (
          "helper and the main kernel on 56 %; the rule's count matches 75.5 % of the rows (74.1 % "
          "with its thresholds chosen leaving each GPU out), the plan before it (1 kernel) 1.0 %"),
     Rule("cudnn-nhwc", "an fp16/bf16 Conv (not depthwise) of an NCHW 2-D input, and an fp32 one "
-         "under precision tf32",
+         "under precision tf32 or, without a precision, PyTorch's TF32 default (engines.default_tf32_convs)",
          "conversions inside the call besides the main kernel, no host dispatch of their own, each "
          "reading and writing its tensor (2 x its bytes) at the copy class's rate "
          "(cudnn_conv.tensor_core_launches): nchwToNhwcKernel of the input and of the filter and "

@@ -145,8 +145,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     each GPU kernel starts in (``l2_state.STATES``: warm, the default, or cold: no cache step)."""
     precision, said_precision = _precision_of(precision, runtime, nodes)
     fnodes, node_bytes = _fusion_nodes(nodes, precision, memo, keys)
-    plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold_transposes(profiles),
-                 _plan_precision(precision, profiles, runtime.name), cudnn_conv.winograd_helpers(profiles))
+    plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, profiles, precision)
     K = plan.kernels
     rows, weight = kr.kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys)
     # per kernel as lists (numpy item writes cost more); wbytes: weight bytes/launch (cpu.cold)
@@ -308,18 +307,21 @@ def _plan_precision(precision: str | None, profiles, runtime_name: str) -> str |
     return precision
 
 
-def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold: bool = False,
-          precision: str | None = None, winograd: bool = True) -> fusion.FusionPlan:
+def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, profiles=(),
+          precision: str | None = None) -> fusion.FusionPlan:
     """The kernels the runtime launches: the eager PyTorch plan (``eager_plan``: views, copies,
     joined patterns) for the ``eager`` policy, XLA's CPU kernels (``xla_cpu_fusion``) for the
-    ``xla_cpu`` one, else the fusion policy's (or ``fused``'s; ``fold``: ``fusion.plan``'s
-    ``fold_transposes``); ``precision`` "tf32": the eager plan's fp32 convolutions on the tensor cores;
-    ``winograd``: their cuDNN 8.9 Winograd helpers (``cudnn_conv.winograd_helpers``)."""
+    ``xla_cpu`` one, else the fusion policy's (or ``fused``'s; ``fusion.plan``'s ``fold_transposes``
+    where every profile is a GPU).  The eager plan's fp32 convolutions run on the tensor cores under
+    ``tf32`` or PyTorch's TF32 default (``_plan_precision``), with cuDNN 8.9's Winograd helpers on
+    the FMA units but on Hopper (``cudnn_conv.winograd_helpers``)."""
     if runtime.fusion == eager_plan.POLICY and fused is None:
-        return eager_plan.plan(nodes, fnodes, node_bytes, graph_outputs, tf32=precision == "tf32", winograd=winograd)
+        return eager_plan.plan(nodes, fnodes, node_bytes, graph_outputs,
+                               tf32=_plan_precision(precision, profiles, runtime.name) == "tf32",
+                               winograd=cudnn_conv.winograd_helpers(profiles))
     if runtime.fusion == xla_cpu_fusion.POLICY and fused is None:
         return xla_cpu_fusion.plan(fnodes, graph_outputs)
-    return fusion.plan(fnodes, runtime.fusion, graph_outputs, fused, fold)
+    return fusion.plan(fnodes, runtime.fusion, graph_outputs, fused, fold_transposes(profiles))
 
 
 def _fusion_nodes(nodes, precision, memo, keys):
