@@ -63,9 +63,11 @@ LEGACY_DESCRIPTION = (
 # GEMM and convolution sets (bench/family_simt.py, which also appends a note to the description: ``KEPT_NOTES``)
 _SIMT = ("gemm_simt", "bgemm_simt", "conv3_simt", "conv_simt")
 KEPT_SETS = {"nvidia-ampere": ("softmax", "softmax_block") + _SIMT,
-             "nvidia-ampere-ga10x": ("softmax", "softmax_block") + _SIMT}
+             "nvidia-ampere-ga10x": ("softmax", "softmax_block") + _SIMT,
+             "nvidia-hopper": ("conv3_simt", "conv_simt")}   # bench/hopper_conv_simt.py
 KEPT_NOTES = (" FMA-unit GEMM sets (", " FMA-unit sets of nvidia-ampere, inherited (",
-              " gemm_simt, bgemm_simt: nvidia-ampere's, inherited (")
+              " gemm_simt, bgemm_simt: nvidia-ampere's, inherited (",
+              " FMA-unit convolution sets fitted on this repository's H200")
 DESCRIPTIONS = {
     "nvidia-ampere": "NVIDIA Ampere GA100 (A100): gemm/attention from aiconfigurator a100_sxm (CUDA-graph), "
                      "memory-bound classes from vidur a100_80gb's PyTorch-native kernels (2024: LayerNorm, GELU, add, "

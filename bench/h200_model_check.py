@@ -213,9 +213,11 @@ def render(results: list[dict], left: list[tuple[dict, str]], command: str) -> s
              "eager wall-clock of one call; training rows: `train=True, optimizer=\"none\"`, the step's "
              "`step_s` (bench/h200_model_check.py's docstring). In-sample status: the host table "
              f"`{HOST}` (`eager --host {HOST}` rows) was fitted on these `eager` rows (in-sample; its "
-             "leave-one-model-out figure: docs/accuracy.md); no other constant is fitted or tuned on "
-             "them; the eager plan's rules `bn-eval-fp16` and `cudnn-nhwc` were read "
-             "from their kernel names (counts, not times).", "", "## Summary", ""]
+             "leave-one-model-out figure: docs/accuracy.md); Hopper's `conv_simt` / `conv3_simt` sets were "
+             "fitted on the same run's per-layer fp32 convolution rows (bench/hopper_conv_simt.py): an "
+             "in-sample device; the eager plan's rules `bn-eval-fp16` and `cudnn-nhwc` and Hopper's fp32 "
+             "convolutions without Winograd helpers were read from their kernel names (counts, not "
+             "times); no other constant is fitted or tuned on them.", "", "## Summary", ""]
     lines += summary(results)
     lines += ["", "## Which graph stood in for each measured model", "",
               "| measured model | graph | what it holds |", "|---|---|---|"]

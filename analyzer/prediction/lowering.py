@@ -145,7 +145,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     each GPU kernel starts in (``l2_state.STATES``: warm, the default, or cold: no cache step)."""
     precision, said_precision = _precision_of(precision, runtime, nodes)
     fnodes, node_bytes = _fusion_nodes(nodes, precision, memo, keys)
-    plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold_transposes(profiles), precision)
+    plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, profiles, precision)
     K = plan.kernels
     rows, weight = kr.kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys)
     # per kernel as lists (numpy item writes cost more); wbytes: weight bytes/launch (cpu.cold)
@@ -300,17 +300,30 @@ def fold_transposes(profiles) -> bool:
     return bool(profiles) and all(getattr(p, "kind", "") == "gpu" for p in profiles)
 
 
-def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold: bool = False,
+def _plan_precision(precision: str | None, profiles, runtime_name: str) -> str | None:
+    """The precision the eager plan's cuDNN rules take: ``tf32`` where no precision is given and
+    PyTorch's default runs every profile's fp32 convolutions in TF32 (``engines.default_tf32_convs``,
+    as the kernel times take them: docs/model.md, Precision), else ``precision``."""
+    if precision is None and profiles and all(engines.default_tf32_convs(p, runtime_name, None) for p in profiles):
+        return "tf32"
+    return precision
+
+
+def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, profiles=(),
           precision: str | None = None) -> fusion.FusionPlan:
     """The kernels the runtime launches: the eager PyTorch plan (``eager_plan``: views, copies,
     joined patterns) for the ``eager`` policy, XLA's CPU kernels (``xla_cpu_fusion``) for the
-    ``xla_cpu`` one, else the fusion policy's (or ``fused``'s; ``fold``: ``fusion.plan``'s
-    ``fold_transposes``); ``precision`` "tf32": the eager plan's fp32 convolutions on the tensor cores."""
+    ``xla_cpu`` one, else the fusion policy's (or ``fused``'s; ``fusion.plan``'s ``fold_transposes``
+    where every profile is a GPU).  The eager plan's fp32 convolutions run on the tensor cores under
+    ``tf32`` or PyTorch's TF32 default (``_plan_precision``), with cuDNN 8.9's Winograd helpers on
+    the FMA units but on Hopper (``cudnn_conv.winograd_helpers``)."""
     if runtime.fusion == eager_plan.POLICY and fused is None:
-        return eager_plan.plan(nodes, fnodes, node_bytes, graph_outputs, tf32=precision == "tf32")
+        return eager_plan.plan(nodes, fnodes, node_bytes, graph_outputs,
+                               tf32=_plan_precision(precision, profiles, runtime.name) == "tf32",
+                               winograd=cudnn_conv.winograd_helpers(profiles))
     if runtime.fusion == xla_cpu_fusion.POLICY and fused is None:
         return xla_cpu_fusion.plan(fnodes, graph_outputs)
-    return fusion.plan(fnodes, runtime.fusion, graph_outputs, fused, fold)
+    return fusion.plan(fnodes, runtime.fusion, graph_outputs, fused, fold_transposes(profiles))
 
 
 def _fusion_nodes(nodes, precision, memo, keys):

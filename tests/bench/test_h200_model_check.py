@@ -77,7 +77,7 @@ def test_a_few_rows_run(tmp_path, op, mode):
     if mode == "train":     # forward launches + one per placed dropout + the backward plan's kernels
         import analyzer
 
-        rep = analyzer.analyze(paths[op], **H.options(cases[0], "kernel"))
+        rep = analyzer.analyze(paths[op], **H.options(cases[0], "eager-kernel"))
         st = rep.training.steps[0]
         # BERT-base: one dropout after the embedding, one on each of the 12 layers' attention
         # probabilities, two residual ones per layer: 1 + 12 + 2 x 12 = 37
