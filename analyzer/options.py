@@ -88,10 +88,9 @@ class Options:
             if (v := getattr(self, name)) is not None:
                 object.__setattr__(self, name, dict(v))
         check_l2(self.l2)
-        if self.host is not None:
-            from analyzer.prediction.runtimes import eager_host
-
-            eager_host(self.host)
+        if self.host is not None and self.host not in EAGER_HOST_NAMES:
+            raise InputSpecError(f"unknown host '{self.host}' for {{host}}; choose from "
+                                 f"{', '.join(EAGER_HOST_NAMES)}", hints=(Hint("host"),))
 
     def counting(self) -> "engine.Options":
         """The subset counting needs (``analyzer.counting.engine.Options``)."""
@@ -118,6 +117,9 @@ ONNX_KEYWORDS = ("inputs", "dims", "values", "precision", "overlap", "loop_trips
                  "runtime", "batch", "train", "optimizer", "dropout", "l2", "host")
 JAX_KEYWORDS = ("precision", "overlap", "loop_trips", "causal", "params_argnums", "report_name",
                 "runtime")
+# the hosts whose per-op figures the eager stream has (``Options.host``; their tables:
+# ``analyzer.prediction.runtimes.EAGER_HOSTS``, the first the default)
+EAGER_HOST_NAMES = ("llmcompass-a100", "torch2.11-h200")
 # the L2 states a GPU kernel may start in (``Options.l2``; ``analyzer.prediction.l2_state``)
 L2_STATES = ("warm", "cold")
 # Options fields a JAX program takes through ``options=`` only (a keyword ``train=`` or ``l2=`` is the

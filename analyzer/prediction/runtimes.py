@@ -88,6 +88,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.errors import InputSpecError
+from analyzer.options import EAGER_HOST_NAMES
 from analyzer.prediction import xla_tpu
 from analyzer.prediction.accelerators import coreml, edgetpu, qnn, qnn_fallback
 from analyzer.prediction.efficiency.op_classes import class_chain
@@ -213,21 +214,21 @@ class EagerHost:
     source: str
 
 
-# Per-op host figures of the eager stream for the hosts measured (``Options.host``):
-# "llmcompass-a100" (the default): ``EAGER_DISPATCH_US``, backward kernels at their forward
-# figures.  "torch2.11-h200": the lent H200 machine's host (torch 2.11.0+cu130, cuDNN 9), fitted
-# 2026-12-04 on the 44 ``eager`` whole-model rows of bench/results/h200_models_2026-12-04.csv
+# Per-op host figures of the eager stream for the hosts measured (``Options.host``; the names
+# are ``options.EAGER_HOST_NAMES``): "llmcompass-a100" (the default): ``EAGER_DISPATCH_US``,
+# backward kernels at their forward figures.  "torch2.11-h200": the lent H200 machine's host
+# (torch 2.11.0+cu130, cuDNN 9), fitted on the 44 ``eager`` whole-model rows measured there
 # (ResNet-50, MobileNetV2, BERT-base, ViT-B/16; batch 1 and 8; bf16, fp32, TF32; inference and
 # training steps) by a grid over (conv, matmul, other, backward ratio), MAPE of the eager
 # wall-clock; leave-one-model-out MAPE 22.6 % / bias -3.8 % (in-sample 15.0 % / -3.5 %),
 # docs/accuracy.md "Whole models on the H200".
-DEFAULT_HOST = "llmcompass-a100"
+DEFAULT_HOST = EAGER_HOST_NAMES[0]
 EAGER_HOSTS = {
     DEFAULT_HOST: EagerHost(EAGER_DISPATCH_US, EAGER_DISPATCH_DEFAULT_US, 1.0, EAGER_DISPATCH_SOURCE),
     "torch2.11-h200": EagerHost(
         {"conv": 42.0, "gemm": 28.0, "bgemm": 28.0, "attention": 28.0}, 10.0, 2.25,
         "the lent H200 host (torch 2.11, cuDNN 9), fitted on its 44 eager whole-model rows "
-        "(bench/results/h200_models_2026-12-04.csv, 2026-12-04): 42 µs per convolution (the cuDNN "
+        "(docs/accuracy.md, Whole models on the H200): 42 µs per convolution (the cuDNN "
         "v9 call), 28 µs per other matrix op, 10 µs per other op, backward kernels 2.25 x their "
         "class figure (autograd engine); leave-one-model-out MAPE 22.6 %, bias -3.8 %"),
 }

@@ -79,3 +79,11 @@ def test_backward_kernels_take_the_backward_ratio(host, h_bw):
 def test_an_unknown_host_is_refused_naming_the_hosts():
     with pytest.raises(InputSpecError, match=re.escape("llmcompass-a100, torch2.11-h200")):
         _eager(_chain(["relu"], n=64), host="a-laptop")
+
+
+def test_the_option_names_the_hosts_the_stream_has():
+    # Options checks a host by name without importing the prediction stage: the two lists agree
+    from analyzer.options import EAGER_HOST_NAMES
+    from analyzer.prediction.runtimes import DEFAULT_HOST, EAGER_HOSTS
+
+    assert tuple(EAGER_HOSTS) == EAGER_HOST_NAMES and DEFAULT_HOST == EAGER_HOST_NAMES[0]
