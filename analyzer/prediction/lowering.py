@@ -46,7 +46,7 @@ from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import cudnn_conv, eager_plan, engines, fusion, runtimes, xla_cpu_fusion, xla_tpu
 from analyzer.prediction import accelerator_terms, tpu_mxu
 from analyzer.prediction import l2_state as cache_state
-from analyzer.prediction import small_index, softmax_passes
+from analyzer.prediction import row_kernels, small_index, softmax_passes
 from analyzer.prediction import lowering_fixed as lf
 from analyzer.prediction.cpu import loop_launch as cpu_loop_launch
 from analyzer.prediction import host_only as host_only_ops
@@ -57,6 +57,7 @@ from analyzer.prediction.hardware import (clock_hz, complete_profile, gather_not
 from analyzer.prediction.kernel_rows import PRECISION_BITS, PROFILE_DTYPE, node_op_class  # noqa: F401
 
 PROVENANCE = ("calibrated", "architecture constants", "generic", "datasheet")
+ROW_FEATS = ("row_kind", "row_m", "row_n")   # (row_kernels.kernel_row's triple, in order)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,9 +237,12 @@ def _once(note: list[str]) -> tuple[str, ...]:
 def _empty_consts(P: int) -> dict:
     """The per-profile constant arrays before any profile: the class parameters [P, classes],
     trans_weight [P], ``softmax_passes.profile_terms``' two scalars [P], ``small_index``'s
-    seconds per step [P] and a power-capped card's boost window (``engines.boost_terms``) [P]."""
+    seconds per step [P], ``row_kernels.profile_terms``' threads per SM [P] and per-kind constants
+    [P, kinds] and a power-capped card's boost window (``engines.boost_terms``) [P]."""
     return {**{p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}, "trans_weight": np.ones(P),
             "softmax_reread": np.zeros(P), "softmax_l2_row": np.zeros(P), "index_iter_s": np.zeros(P),
+            "row_threads_sm": np.zeros(P), **{f"row_{q}": np.zeros((P, len(row_kernels.KINDS)))
+                                              for q in ("c0_s", "step_s", "overlap")},
             "boost_ratio": np.ones(P), "boost_window_s": np.zeros(P)}
 
 
@@ -252,23 +256,31 @@ def _reread_feats(runtime_name: str, cls_l, plan, nodes, fnodes) -> dict:
 
 def _pytorch_terms(consts: dict, p: int, prof) -> None:
     """Profile ``p``'s scalars of PyTorch's CUDA kernels, in place: ``softmax_passes.profile_terms``
-    (``softmax_reread``, ``softmax_l2_row``) and ``small_index.profile_term`` (``index_iter_s``),
+    (``softmax_reread``, ``softmax_l2_row``), ``small_index.profile_term`` (``index_iter_s``),
+    ``row_kernels.profile_terms`` (``row_*``),
     and its boost window (``engines.boost_terms``: ``boost_ratio``, ``boost_window_s``)."""
     consts["softmax_reread"][p], consts["softmax_l2_row"][p] = softmax_passes.profile_terms(prof)
     consts["index_iter_s"][p] = small_index.profile_term(prof, clock_hz(prof))
+    for name, v in row_kernels.profile_terms(prof, clock_hz(prof)).items():
+        consts[name][p] = v
     consts["boost_ratio"][p], consts["boost_window_s"][p] = engines.boost_terms(prof)
 
 
 def _index_feats(runtime_name: str, plan, nodes) -> dict:
     """The kernel features of PyTorch's small-index gather (``small_index``): ``index_ids`` and
-    ``index_slice``, [K] float64 (0 for every kernel of a runtime that does not run PyTorch's
-    kernels, and for every kernel that is not one small-index ``index_select``)."""
+    ``index_slice``, and of its row kernels (``row_kernels.kernel_row``): ``row_kind``, ``row_m``,
+    ``row_n``; [K] float64 (0 for every kernel of a runtime that does not run PyTorch's kernels,
+    and for every kernel that is not one small-index ``index_select`` or one row kernel)."""
     ids, sl = [0.0] * len(plan.members), [0.0] * len(plan.members)
     if runtime_name in softmax_passes.PYTORCH_RUNTIMES:
         for k, m in enumerate(plan.members):
             if len(m) == 1:
                 ids[k], sl[k] = small_index.node_ids(nodes[m[0]])
-    return {"index_ids": np.array(ids, dtype=np.float64), "index_slice": np.array(sl, dtype=np.float64)}
+    rows = [(0.0, 0.0, 0.0)] * len(plan.members)
+    if runtime_name in softmax_passes.PYTORCH_RUNTIMES:
+        rows = [row_kernels.kernel_row([row_kernels.node_row(nodes[i]) for i in m]) for m in plan.members]
+    return {"index_ids": np.array(ids, dtype=np.float64), "index_slice": np.array(sl, dtype=np.float64),
+            **{f: np.array([r[j] for r in rows], dtype=np.float64) for j, f in enumerate(ROW_FEATS)}}
 
 
 def _set_consts(consts: dict, p: int, arrays) -> None:

@@ -35,7 +35,7 @@ L2-served in either state.  ``l2_row = 0`` (unknown L2 or SM count): DRAM.
 from __future__ import annotations
 
 from analyzer.counting import kernel_words
-from analyzer.prediction.efficiency import kernel_time as eff
+from analyzer.prediction.efficiency import op_classes as eff
 
 PYTORCH_RUNTIMES = frozenset({"kernel", "eager", "eager-op"})
 REG_ROW = 9 * 1024                 # cunn_SoftMaxForwardReg: ceil(L / 1024) < 10
@@ -123,3 +123,22 @@ def profile_terms(prof) -> tuple[float, float]:
     blocks = THREADS_PER_SM.get(family, THREADS_PER_SM_DEFAULT) // BLOCK_THREADS
     units, l2 = float(getattr(prof, "units", 0) or 0), float(getattr(prof, "onchip_mb", 0) or 0) * 1e6
     return 1.0, (l2 / (units * blocks) if units > 0 and l2 > 0 and blocks > 0 else 0.0)
+
+
+def rereads_of(xp, reread, row_bytes, arrays):
+    """(L2-served, DRAM-served) re-read bytes per kernel: ``reread`` x ``softmax_reread`` (the
+    profile runs PyTorch's CUDA kernels: 1, else 0), from the L2 where ``row_bytes <=
+    softmax_l2_row`` (> 0: the rows in flight fit the L2), else from DRAM (module docstring)."""
+    if "softmax_reread" not in arrays:
+        return 0.0, 0.0
+    rr = reread * xp.asarray(arrays["softmax_reread"])
+    l2_row = xp.asarray(arrays.get("softmax_l2_row", 0.0))
+    in_l2 = (l2_row > 0) & (row_bytes <= l2_row)
+    return xp.where(in_l2, rr, 0.0), xp.where(in_l2, 0.0, rr)
+
+
+def reread_detail(xp, l2_reread, dram_reread, row_bytes, arrays, ones) -> dict:
+    """``rereads_of``' bytes per kernel for ``detail``, with each row's bytes and the profile's
+    ``softmax_l2_row`` (``KernelTerms.reread_*``)."""
+    return dict(reread_l2_bytes=l2_reread * ones, reread_dram_bytes=dram_reread * ones, reread_row_bytes=row_bytes,
+                reread_l2_row=xp.asarray(arrays.get("softmax_l2_row", 0.0)) * ones)

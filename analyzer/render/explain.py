@@ -121,6 +121,24 @@ def _index_loop_lines(e) -> list[str]:
             "index_select of 16 ids or fewer, each thread steps through every id in turn"]
 
 
+def _with_rows(e, terms: str) -> str:
+    """The memory line's terms with PyTorch's row-kernel term (``KernelTerms.row_s``): added to
+    the streaming terms, or their max (``row_kernels``: the kind's overlap)."""
+    if not e.row_s:
+        return terms
+    rows = f"rows {human_time(e.row_s)}"
+    return f"max({terms}, {rows})" if e.row_overlap else f"{terms} + {rows}"
+
+
+def _row_lines(e) -> list[str]:
+    """PyTorch's row kernels (``KernelTerms.row_s``, ``prediction.row_kernels``)."""
+    if not e.row_s:
+        return []
+    return [f"    rows = waves {e.row_waves:.0f} (rows / (SMs x rows resident per SM)) x (c0 {human_time(e.row_c0_s)} "
+            f"+ steps {e.row_steps:.0f} x step {human_time(e.row_step_s)}) (cycles / clock): one block or warp "
+            "walks each row, its steps one after the other"]
+
+
 def _onchip_lines(e) -> list[str]:
     """An NPU runtime's on-chip activations (``KernelTerms.onchip``): which of the kernel's bytes
     reach DRAM (bytes less those kept on chip) and why."""
@@ -242,6 +260,7 @@ def _memory_lines(e, p, v: Vocab) -> list[str]:
     loop = f" + index loop {human_time(e.index_loop_s)}" if e.index_loop_s else ""
     terms = (f"{'max' if e.sm_overlap else 'sum'}(DRAM {human_time(e.dram_s)}, per-{v.unit} "
              f"{human_time(e.sm_s)}){loop}" if per_unit else f"DRAM {human_time(e.dram_s)}{loop}")
+    terms = _with_rows(e, terms)
     cache = v.gpu or e.cache_share > 0
     ramp = f" + ramp b_half {human(e.b_half_bytes, 'B')}" if v.gpu or e.b_half_bytes else ""
     if p.l2 == "cold":
@@ -259,6 +278,7 @@ def _memory_lines(e, p, v: Vocab) -> list[str]:
         *_onchip_lines(e),
         *_reread_lines(e, p.l2 == "cold"),
         *_index_loop_lines(e),
+        *_row_lines(e),
         *([f"    per-{v.unit} = bytes / {v.unit} issue rate "
            + (human(e.sm_rate, 'B/s') if e.sm_rate else "(off)")] if per_unit else [])]
 
