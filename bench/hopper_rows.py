@@ -61,7 +61,7 @@ FIXED_OVERLAP = {"softmax": 1.0}
 
 def frame(path: str = H200_OPS, col: str = "kernel_sum_us") -> pd.DataFrame:
     """The norm and softmax rows of ``path`` with their counts (``analyze``'s: checked in
-    tests/prediction/test_row_kernels.py), class, row kind and the timing ``col`` as ``t``."""
+    tests/bench/test_hopper_rows.py), class, row kind and the timing ``col`` as ``t``."""
     h = pd.read_csv(path)
     h = h[h.op.isin(["layernorm", "rmsnorm", "softmax"])].reset_index(drop=True)
     M, N = h.M.to_numpy(float), h.N.to_numpy(float)
