@@ -9,8 +9,9 @@ training step) is predicted from an ONNX graph of the same architecture already 
 repository (``EXPORTS``: each with what it holds and what it leaves out) with
 ``analyzer.analyze(path, hw="h200-sxm", runtime=R, precision=P, batch=B)``:
 
-- runtime ``kernel`` against ``kernel_sum_us`` (the profiler's kernel sum of one call), runtime
-  ``eager`` against ``eager_wall_us`` (median wall-clock of one call from Python and a
+- runtime ``eager-kernel`` against ``kernel_sum_us`` (the profiler's kernel sum of one eager
+  call: the eager plan's kernels, no host), runtime ``kernel`` (one kernel per node, no eager plan)
+  beside it on the same column for comparison, runtime ``eager`` against ``eager_wall_us`` (median wall-clock of one call from Python and a
   synchronize); error = predicted / measured - 1, MAPE = mean |error|, bias = mean error;
 - precision: ``bf16`` -> ``bf16``; ``fp32`` with TF32 off -> ``fp32`` (every product on the FMA
   units); ``fp32`` with TF32 on (both ``allow_tf32`` flags) -> ``tf32`` (docs/model.md, Precision);
@@ -27,7 +28,8 @@ dropouts' backward).
 
 Left out, each listed with its reason: GPT-2-small (no GPT-2-small graph in the repository) and
 the ``compile`` rows (torch.compile's inductor kernels: no opcost runtime plans them). Not an
-H100: the data may be fitted on, but nothing here is fitted, tuned or chosen (check only).
+H100: the data may be fitted on; no constant here is fitted or tuned (check only; the eager
+plan's rules bn-eval-fp16 and cudnn-nhwc were read from these rows' kernel names).
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ import whole_public  # noqa: E402  (its training-step options and its MAPE / bia
 
 HW = "h200-sxm"
 PRECISION = {("bf16", "0"): "bf16", ("fp32", "0"): "fp32", ("fp32", "1"): "tf32"}
-RUNTIMES = (("kernel", "kernel_sum_us"), ("eager", "eager_wall_us"))
+# eager-kernel: the eager plan's kernels without host, what the kernel sum of an eager call measures;
+# kernel (one kernel per node, no eager plan) beside it for comparison
+RUNTIMES = (("eager-kernel", "kernel_sum_us"), ("kernel", "kernel_sum_us"), ("eager", "eager_wall_us"))
 
 # file: a path under the repository root, or a plausibility builder's name (built in a temporary
 # folder); holds: what the graph is and where it differs from the measured model
@@ -194,10 +198,12 @@ def row_table(results: list[dict]) -> list[str]:
 
 def render(results: list[dict], left: list[tuple[dict, str]], command: str) -> str:
     lines = ["# Whole models on the H200 (check only)", "", f"Command: `{command}`", "",
-             f"Profile `{HW}`; runtime `kernel` vs the profiler's kernel sum of one call, `eager` vs the "
+             f"Profile `{HW}`; runtime `eager-kernel` (and `kernel` beside it) vs the profiler's kernel sum of one "
+             "call, `eager` vs the "
              "eager wall-clock of one call; training rows: `train=True, optimizer=\"none\"`, the step's "
-             "`step_s` (bench/h200_model_check.py's docstring). In-sample status: nothing is fitted, "
-             "tuned or chosen on these rows.", "", "## Summary", ""]
+             "`step_s` (bench/h200_model_check.py's docstring). In-sample status: no constant is fitted "
+             "or tuned on these rows; the eager plan's rules `bn-eval-fp16` and `cudnn-nhwc` were read "
+             "from their kernel names (counts, not times).", "", "## Summary", ""]
     lines += summary(results)
     lines += ["", "## Which graph stood in for each measured model", "",
               "| measured model | graph | what it holds |", "|---|---|---|"]

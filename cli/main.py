@@ -27,7 +27,7 @@ from cli.parsing import (kwargs_json_text, parse_dims, parse_inputs, parse_value
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "w8a16")
 # analyzer.prediction.runtimes.RUNTIMES, kept static so that --help imports no prediction code
 # (a test checks the two agree); the help text reads their descriptions when it is shown
-RUNTIMES = ("kernel", "eager", "eager-op", "onnxruntime", "xla", "coreml", "edgetpu", "qnn", "qnn-dlc",
+RUNTIMES = ("kernel", "eager", "eager-kernel", "eager-op", "onnxruntime", "xla", "coreml", "edgetpu", "qnn", "qnn-dlc",
             "qnn-tflite")
 
 
@@ -107,7 +107,10 @@ def main():
               help="Predict latency on these hardware profiles (ids, aliases or .toml files), "
                    "comma-separated or repeated (--hw a100 --hw h100: both); see `analyze hw list`.")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=DIMS",
-              help="Set an input's shape, e.g. --input x=1x3x224x224 (repeatable).")
+              help="Set an input's shape, e.g. --input x=1x3x224x224 (repeatable); also "
+                   "x=batch,3,224,224 (a symbol keeps its case; commas when it holds an x) or "
+                   "x=f32[1,3,224,224] (the dtype must be the file's). A JAX program takes "
+                   "DTYPE[dims]: --input x=f32[8,784].")
 @click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE[,VALUE...]",
               help="Bind a symbolic dim, e.g. --dim batch=8 (repeatable, or --dim batch=1,seq=16); "
                    "several values (--dim seq=128,512,2048) sweep them and print one row per value; "

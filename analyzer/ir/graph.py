@@ -38,6 +38,15 @@ PRECISION_BITS: dict[str, int] = {"fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16
 # activations (the others: PRECISION_BITS).
 WEIGHT_BITS: dict[str, int] = {"w8a16": 8}
 
+# dtype abbreviations of a spec such as ``f32[8,128]`` (--input) -> IR dtype names
+SPEC_DTYPES: dict[str, str] = {
+    "f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
+    "f8e4m3fn": "float8e4m3fn", "f8e5m2": "float8e5m2", "f8e4m3fnuz": "float8e4m3fnuz",
+    "f8e5m2fnuz": "float8e5m2fnuz",
+    "i64": "int64", "i32": "int32", "i16": "int16", "i8": "int8", "i4": "int4",
+    "u64": "uint64", "u32": "uint32", "u16": "uint16", "u8": "uint8", "u4": "uint4",
+    "bool": "bool", "pred": "bool", "c64": "complex64", "c128": "complex128",
+}
 FLOAT_DTYPES = frozenset(d for d in DTYPE_BITS if d.startswith(("float", "bfloat")))
 INT_DTYPES = frozenset(d for d in DTYPE_BITS if d.startswith(("int", "uint")))
 # A constant of these dtypes is structure, never a trainable weight: an index, a threshold

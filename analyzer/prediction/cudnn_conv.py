@@ -27,9 +27,16 @@ transposes NCHW tensors to NHWC and back: for a cuDNN convolution (not depthwise
 PyTorch's own kernel) of an NCHW input, three conversions (nchwToNhwcKernel of the input and of
 the filter, nhwcToNchwKernel of the output), each reading and writing its tensor once:
 ``2 x bytes(x)``, ``2 x bytes(w)``, ``2 x bytes(y)``.  An input already channels last: none.
-The plan is one for all profiles: an fp32 convolution takes the fp32 rule's launches also on a
-profile where PyTorch's default runs it as TF32 on the tensor cores (assumed: no kernel list of
-TF32 convolutions here); int8 and other element sizes: the main kernel only.
+Which convolutions convert (``tensor_core_launches``), from the kernel names of this repository's
+H200 run (torch 2.11, cuDNN 9; docs/accuracy.md, Whole models on the H200): none where the
+channels are not aligned to 16 bytes (NVIDIA's "Channels In And Out": multiples of 8 fp16 or 4
+TF32 elements), none for a 1x1 stride-1 convolution (one cuBLAS GEMM), the input and the output
+for a strided 1x1; under precision ``tf32`` an fp32 convolution takes the tensor-core rule (the
+input and the filter; the kernel writes NCHW) and no Winograd helper.  The plan is one for all
+profiles: without ``--precision tf32`` an fp32 convolution takes the fp32 rule's launches also on
+a profile where PyTorch's default runs it as TF32; int8 and other element sizes: the main kernel
+only.  An eval BatchNorm in fp16/bf16 adds two per-channel launches (``bn_fp16_launches``,
+prefix ``ATEN``: inside the aten call, no dispatch of their own).
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ from __future__ import annotations
 from math import ceil
 
 INSIDE = "cudnn:"        # op-name prefix of a launch inside the library call (no host dispatch)
+ATEN = "aten:"           # op-name prefix of a launch inside one aten op's C++ (no Python dispatch)
+ALIGN_BYTES = 16         # a tensor-core convolution's channel alignment: C x element size % 16
 COPY = "Transpose"       # the op whose class (movement) these kernels are charged as
 NONFUSED_MIN_CHANNELS = 96
 NONFUSED_MIN_TILES = 100
@@ -46,13 +55,17 @@ SOURCE = ("NeuSight's PyTorch 2.1 / cuDNN 8.9 nn.Conv2d rows (shared/measurement
 
 
 def op_of(op: str) -> str:
-    """The op an extra launch's name charges its class as (``INSIDE`` stripped)."""
-    return op[len(INSIDE):] if op.startswith(INSIDE) else op
+    """The op an extra launch's name charges its class as (``INSIDE`` or ``ATEN`` stripped)."""
+    for pre in (INSIDE, ATEN):
+        if op.startswith(pre):
+            return op[len(pre):]
+    return op
 
 
 def inside(op: str) -> bool:
-    """Whether an extra launch runs inside its kernel's library call (no host dispatch of its own)."""
-    return op.startswith(INSIDE)
+    """Whether an extra launch runs inside its kernel's library or aten call (no host dispatch of
+    its own)."""
+    return op.startswith((INSIDE, ATEN))
 
 
 def tiles(n: int, ho: int, wo: int) -> int:
@@ -90,3 +103,40 @@ def winograd_bytes(x: tuple, co: int, out: tuple, e: int) -> tuple[int, int, int
 def nhwc_launches(x_bytes: int, w_bytes: int, y_bytes: int) -> list[tuple[str, int]]:
     """(op, bytes) of cuDNN's NCHW <-> NHWC conversions around a tensor-core convolution."""
     return [(INSIDE + COPY, 2 * x_bytes), (INSIDE + COPY, 2 * w_bytes), (INSIDE + COPY, 2 * y_bytes)]
+
+
+def tensor_core_launches(x: tuple, wt: tuple, out: tuple, e: int, io_bytes: tuple[int, int, int],
+                         tf32: bool = False) -> list[tuple[str, int]]:
+    """(op, bytes) of the conversions around a tensor-core convolution of NCHW input ``x`` with
+    filter ``wt`` [C_out, C_in/g, kh, kw] to ``out``, element size ``e``, ``io_bytes`` = (input,
+    filter, output) bytes; ``tf32``: an fp32 convolution on the tensor cores (rule ``cudnn-nhwc``,
+    as the H200's kernel names show it, torch 2.11 / cuDNN 9):
+
+    - C_in or C_out x ``e`` not a multiple of ``ALIGN_BYTES``: no tensor-core kernel (the
+      3-channel stem runs ``implicit_convolve_sgemm`` on NCHW): none;
+    - a 1x1 stride-1 unpadded ungrouped convolution is one GEMM per image on the NCHW tensors
+      (cuBLAS's nvjet / cutlass GEMM): none;
+    - a strided 1x1: the input and the output converted (a 1x1 filter is already K-R-S-C); under
+      TF32 an NCHW FMA-unit kernel: none;
+    - else the input, the filter and the output (``nhwc_launches``); under TF32 the kernel writes
+      NCHW itself (``..._nhwckrsc_nchw``): the input and the filter."""
+    xb, wb, yb = io_bytes
+    if (x[1] * e) % ALIGN_BYTES or (wt[0] * e) % ALIGN_BYTES:
+        return []
+    if all(k == 1 for k in wt[2:]) and wt[1] == x[1]:
+        if tuple(out[2:]) == tuple(x[2:]) or tf32:
+            return []
+        return [(INSIDE + COPY, 2 * xb), (INSIDE + COPY, 2 * yb)]
+    if tf32:
+        return nhwc_launches(xb, wb, yb)[:2]
+    return nhwc_launches(xb, wb, yb)
+
+
+def bn_fp16_launches(channels: int, e: int) -> list[tuple[str, int]]:
+    """(op, bytes) of the launches besides ``batch_norm_transform_input`` of an eval BatchNorm of
+    ``channels`` channels in fp16/bf16 (element size ``e``): eager PyTorch's native batch norm (the
+    H200's names: ``direct_copy_kernel`` and ``batch_norm_calc_invstd`` before each transform, a
+    per-channel copy whose time does not grow with the batch), each reading a per-channel vector
+    and writing it as fp32: ``channels x (e + 4)`` bytes.  fp32 runs cuDNN's one
+    ``bn_fw_inf_1C11_kernel_NCHW``: none."""
+    return [(ATEN + COPY, channels * (e + 4)), (ATEN + "Add", channels * (e + 4))]

@@ -77,8 +77,8 @@ def _linear(w: Walk, i: int, claimed: set) -> list[int] | None:
     return [i, j]
 
 
-def _conv(w: Walk, i: int) -> None:
-    """Rules ``conv-layout`` and ``conv-bias`` for Conv ``i``."""
+def _conv(w: Walk, i: int, tf32: bool = False) -> None:
+    """Rules ``conv-layout`` and ``conv-bias`` for Conv ``i`` (``tf32``: fp32 on the tensor cores)."""
     nd, fn = w.nodes[i], w.fnodes[i]
     x, sx = w.layout(i, 0)
     out = dims_of(nd.out_specs[0]) if nd.out_specs else None
@@ -91,20 +91,33 @@ def _conv(w: Walk, i: int) -> None:
         else:
             w.copy_input(i, 0)
     if x is not None and out is not None and fn.op_class != "conv_dw":
-        w.extra[i].extend(_cudnn(nd, fn, x, out, last))
+        w.extra[i].extend(_cudnn(nd, fn, x, out, last, tf32))
     if len(fn.inputs) > 2 and fn.inputs[2]:
         folded = fn.inputs[2].startswith(_FOLDED_BIAS)
+        e = _element(fn, out)
+        if folded and e == 2 and out is not None:   # native eval BatchNorm's per-channel launches
+            w.extra[i].extend(cudnn_conv.bn_fp16_launches(out[1], e))
         if folded or fn.op_class != "conv_dw":   # the BatchNorm, or cuDNN's bias add_
             w.extra[i].append(("BatchNormalization" if folded else "Add",
                                2 * fn.output_bytes[0] + fn.input_bytes[2]))
 
 
-def _cudnn(nd, fn, x, out, last: bool) -> list[tuple[str, int]]:
+def _element(fn, out) -> int:
+    """Bytes per element of a node's first output under the prediction's precision (0: unknown)."""
+    return fn.output_bytes[0] // max(prod(out), 1) if out and fn.output_bytes else 0
+
+
+def _cudnn(nd, fn, x, out, last: bool, tf32: bool = False) -> list[tuple[str, int]]:
     """Rules ``cudnn-fp32`` and ``cudnn-nhwc``: cuDNN's launches inside the convolution's call
     besides its main kernel, by the element size of its input (4: fp32 on the FMA units, the
-    Winograd shape only; 2: fp16/bf16 on the tensor cores, an NCHW input: its layout conversions)."""
+    Winograd shape only; 2, or 4 under ``tf32``: on the tensor cores, an NCHW 2-D input: its layout
+    conversions, ``cudnn_conv.tensor_core_launches``)."""
     e = fn.input_bytes[0] // max(prod(x), 1)
     wt = dims_of(nd.in_specs[1]) if len(nd.in_specs) > 1 else None
+    core = e == 2 or (e == 4 and tf32)
+    if core and not last and len(fn.input_bytes) > 1 and wt is not None and len(x) == 4 == len(wt):
+        return cudnn_conv.tensor_core_launches(tuple(x), tuple(wt), tuple(out), e, (
+            fn.input_bytes[0], fn.input_bytes[1], fn.output_bytes[0]), tf32=e == 4)
     if e == 4 and len(x) == 4 and wt is not None and engines.winograd_shape(nd):
         return cudnn_conv.fp32_launches(tuple(x), wt[0], tuple(out))
     if e == 2 and not last and len(fn.input_bytes) > 1:
@@ -200,10 +213,11 @@ def _gelu(w: Walk, core: int, claimed: set) -> list[int] | None:
     return None
 
 
-def plan(nodes, fnodes: Sequence[fusion.FusionNode], nbytes, graph_outputs: frozenset[str] = frozenset()
-         ) -> fusion.FusionPlan:
+def plan(nodes, fnodes: Sequence[fusion.FusionNode], nbytes, graph_outputs: frozenset[str] = frozenset(),
+         tf32: bool = False) -> fusion.FusionPlan:
     """The kernels eager PyTorch launches for ``nodes`` (their ``fnodes`` and counted bytes
-    ``nbytes`` under the prediction's precision), by ``RULES``."""
+    ``nbytes`` under the prediction's precision), by ``RULES``; ``tf32``: the caller's precision is
+    ``tf32`` (fp32 convolutions on the tensor cores)."""
     w = Walk(nodes, fnodes, nbytes)
     groups: list[list[int]] = []
     ops: dict[int, str] = {}
@@ -225,7 +239,7 @@ def plan(nodes, fnodes: Sequence[fusion.FusionNode], nbytes, graph_outputs: froz
         elif nd.domain in ONNX_DOMAINS and nd.op == "Gemm":
             _gemm_bias(w, i)
         elif nd.domain in ONNX_DOMAINS and nd.op == "Conv":
-            _conv(w, i)
+            _conv(w, i, tf32)
         elif nd.domain in ONNX_DOMAINS and nd.op == "SoftmaxCrossEntropyLoss":
             _cross_entropy(w, i, ops)
         elif nd.domain in ONNX_DOMAINS and nd.op == "Sigmoid" and i not in claimed:

@@ -114,15 +114,35 @@ RULES: tuple[Rule, ...] = (
          "bench/cudnn_kernels.py): the non-fused Winograd's 4 kernels on 40 % of the rows, a "
          "helper and the main kernel on 56 %; the rule's count matches 75.5 % of the rows (74.1 % "
          "with its thresholds chosen leaving each GPU out), the plan before it (1 kernel) 1.0 %"),
-    Rule("cudnn-nhwc", "an fp16/bf16 Conv (not depthwise) of an NCHW input",
-         "three conversions inside the call besides the main kernel, no host dispatch of their own: "
-         "nchwToNhwcKernel of the input and of the filter, nhwcToNchwKernel of the output, each "
-         "reading and writing its tensor (2 x its bytes) at the copy class's rate; an input already "
-         "channels last: none",
+    Rule("cudnn-nhwc", "an fp16/bf16 Conv (not depthwise) of an NCHW 2-D input, and an fp32 one "
+         "under precision tf32",
+         "conversions inside the call besides the main kernel, no host dispatch of their own, each "
+         "reading and writing its tensor (2 x its bytes) at the copy class's rate "
+         "(cudnn_conv.tensor_core_launches): nchwToNhwcKernel of the input and of the filter and "
+         "nhwcToNchwKernel of the output; none where C_in or C_out x the element size is not a "
+         "multiple of 16 B (no tensor-core kernel: implicit_convolve_sgemm on NCHW) or for a 1x1 "
+         "stride-1 convolution (one cuBLAS GEMM on the NCHW tensors); the input and the output "
+         "only for a strided 1x1; under TF32 the input and the filter (the kernel writes NCHW), "
+         "none for a strided 1x1 (an NCHW FMA-unit kernel), and no cudnn-fp32 helper; an input "
+         "already channels last: none",
          "NVIDIA cuDNN developer guide (tensor-core convolutions take NHWC; NCHW tensors are "
          "transposed) and NVIDIA Deep Learning Performance guide, 'Tensor Layouts In Memory: NCHW vs "
-         "NHWC' (Tensor Core convolutions want NHWC; NCHW inputs are transposed by cuDNN); no fp16 "
-         "kernel list was measured here: a documented rule, not a fit"),
+         "NHWC' and 'Channels In And Out' (Tensor Core convolutions want NHWC and channels in "
+         "multiples of 8 fp16 / 4 tf32 elements); the kernel names of this repository's H200 run "
+         "(docs/accuracy.md, Whole models on the H200; torch 2.11 / cuDNN 9: ResNet-50 bf16 "
+         "batch 1, 35 nchwToNhwc + 19 nhwcToNchw, the count this rule gives; TF32 34 + 2 against "
+         "its 32 + 0); the counts are the rule's, nothing fitted"),
+    Rule("bn-eval-fp16", "a BatchNorm the exporter folded into a Conv (bias 'onnx::Conv_<n>'), "
+         "fp16/bf16",
+         "besides the transform kernel, two per-channel launches inside the aten call (no host "
+         "dispatch of their own): a copy and batch_norm_calc_invstd, each reading a vector of C "
+         "and writing it as fp32 (cudnn_conv.bn_fp16_launches); fp32: cuDNN's one "
+         "bn_fw_inf_1C11_kernel_NCHW (the conv-bias rule's one kernel)",
+         "the H200 run's kernel names (docs/accuracy.md, Whole models on the H200): every eval "
+         "BatchNorm of ResNet-50 and MobileNetV2 in bf16 launches direct_copy_kernel, "
+         "batch_norm_calc_invstd and batch_norm_transform_input_kernel (53 x 3 and 52 x 3; the "
+         "copy's time does not grow with the batch: 114 µs at batch 1, 119 µs at 8, for 53), in "
+         "fp32 and TF32 one cudnn::bn_fw_inf_1C11_kernel_NCHW"),
     Rule("cross-entropy", "SoftmaxCrossEntropyLoss (F.cross_entropy / nn.CrossEntropyLoss with "
          "class-index targets)",
          "two kernels: log_softmax over the classes (the scores read, the log-probabilities "

@@ -98,7 +98,7 @@ def peak(profile, engine: str, dtype: str, warn: set[str]) -> float:
 TF32_CONV_CLASSES = frozenset(eff.CLASS_CODE[c] for c in ("conv", "conv_1x1", "conv1d", "conv_grouped",
                                                            "conv_batch_grouped", "conv_simt", "conv3_simt"))
 # runtimes whose kernels are PyTorch's own (eager and the kernel sum of the same kernels)
-PYTORCH_RUNTIMES = ("eager", "eager-op", "kernel")
+PYTORCH_RUNTIMES = ("eager", "eager-op", "kernel", "eager-kernel")
 
 
 def fma_fp32(prof) -> bool:

@@ -161,7 +161,7 @@ def profile_terms(prof) -> tuple:
     else:
         us, why = runtimes.KIND_LAUNCH_US[prof.kind]
         launch = us * 1e-6
-        said.append(f"{prof.id} has no launch figure: {us:g} us per kernel {why}")
+        said.append(f"{prof.id} has no launch figure: {us:g} µs per kernel {why}")
     return (prof.mem_bw_gbs * 1e9, float(prof.units or fc.units_of(prof) or 0),
             cache_bytes(prof), arrays, prov, detail, launch, tuple(said))
 
@@ -261,7 +261,7 @@ def host_dispatch(prof, runtime, class_names: list[str], launch: float, note: li
     us, why = runtimes.KIND_LAUNCH_US[prof.kind]
     if prof.launch_overhead_us is not None:
         note.append(f"{runtime.name} dispatch per kernel taken as {prof.id}'s launch figure "
-                    f"({prof.launch_overhead_us:g} us): not measured for this runtime")
+                    f"({prof.launch_overhead_us:g} µs): not measured for this runtime")
         return np.full(len(class_names), launch)
-    note.append(f"{runtime.name} dispatch per kernel {us:g} us, {why}")
+    note.append(f"{runtime.name} dispatch per kernel {us:g} µs, {why}")
     return np.full(len(class_names), us * 1e-6)

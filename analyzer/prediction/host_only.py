@@ -24,7 +24,7 @@ def per_run_s(prof, runtime, calibrated: bool, launch: float, note: list[str], n
         return 0.0
     base = launch if calibrated else float(host_dispatch(prof, runtime, ["elementwise"], launch, [])[0])
     note.append(f"{n} host-only ops (views eager PyTorch runs as aten ops, no kernel): "
-                f"{runtimes.HOST_ONLY_RATIO:g} x {base * 1e6:.3g} us dispatch = "
-                f"{runtimes.HOST_ONLY_RATIO * base * 1e6:.3g} us host time each "
+                f"{runtimes.HOST_ONLY_RATIO:g} x {base * 1e6:.3g} µs dispatch = "
+                f"{runtimes.HOST_ONLY_RATIO * base * 1e6:.3g} µs host time each "
                 f"({runtimes.HOST_ONLY_SOURCE})")
     return runtimes.HOST_ONLY_RATIO * base

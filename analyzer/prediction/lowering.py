@@ -46,7 +46,7 @@ from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import cudnn_conv, eager_plan, engines, fusion, runtimes, xla_cpu_fusion, xla_tpu
 from analyzer.prediction import accelerator_terms, tpu_mxu
 from analyzer.prediction import l2_state as cache_state
-from analyzer.prediction import row_kernels, small_index, softmax_passes
+from analyzer.prediction import gather_latency, row_kernels, small_index, softmax_passes
 from analyzer.prediction import lowering_fixed as lf
 from analyzer.prediction.cpu import loop_launch as cpu_loop_launch
 from analyzer.prediction import host_only as host_only_ops
@@ -146,7 +146,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     each GPU kernel starts in (``l2_state.STATES``: warm, the default, or cold: no cache step)."""
     precision, said_precision = _precision_of(precision, runtime, nodes)
     fnodes, node_bytes = _fusion_nodes(nodes, precision, memo, keys)
-    plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold_transposes(profiles))
+    plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold_transposes(profiles), precision)
     K = plan.kernels
     rows, weight = kr.kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys)
     # per kernel as lists (numpy item writes cost more); wbytes: weight bytes/launch (cpu.cold)
@@ -184,7 +184,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                         vec_l, trans_l)
         tpu_mxu.precision_passes(prof, mpeak[p], anchor_dtype, (nodes, plan), warn)   # (HIGH / HIGHEST on a TPU)
         _set_consts(consts, p, arrays)
-        _pytorch_terms(consts, p, prof)
+        _pytorch_terms(consts, p, prof, cache_state.applies(prof, l2_state))
         consts_p = {n: consts[n][p] for n in consts}
         floors = np.asarray(arrays["floor_s"])[feats["op_class"]]
         calibrated = _calibrated_for(prof, runtime.dispatch_name)
@@ -237,10 +237,12 @@ def _once(note: list[str]) -> tuple[str, ...]:
 def _empty_consts(P: int) -> dict:
     """The per-profile constant arrays before any profile: the class parameters [P, classes],
     trans_weight [P], ``softmax_passes.profile_terms``' two scalars [P], ``small_index``'s
-    seconds per step [P], ``row_kernels.profile_terms``' threads per SM [P] and per-kind constants
-    [P, kinds] and a power-capped card's boost window (``engines.boost_terms``) [P]."""
+    seconds per step [P], ``gather_latency``'s two [P], ``row_kernels.profile_terms``' threads per
+    SM [P] and per-kind constants [P, kinds] and a power-capped card's boost window
+    (``engines.boost_terms``) [P]."""
     return {**{p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}, "trans_weight": np.ones(P),
             "softmax_reread": np.zeros(P), "softmax_l2_row": np.zeros(P), "index_iter_s": np.zeros(P),
+            "gather_dep_s": np.zeros(P), "gather_rate": np.ones(P),
             "row_threads_sm": np.zeros(P), **{f"row_{q}": np.zeros((P, len(row_kernels.KINDS)))
                                               for q in ("c0_s", "step_s", "overlap")},
             "boost_ratio": np.ones(P), "boost_window_s": np.zeros(P)}
@@ -254,23 +256,25 @@ def _reread_feats(runtime_name: str, cls_l, plan, nodes, fnodes) -> dict:
     return {"reread_bytes": np.array(reread, dtype=np.float64), "row_bytes": np.array(row, dtype=np.float64)}
 
 
-def _pytorch_terms(consts: dict, p: int, prof) -> None:
+def _pytorch_terms(consts: dict, p: int, prof, cold: bool) -> None:
     """Profile ``p``'s scalars of PyTorch's CUDA kernels, in place: ``softmax_passes.profile_terms``
     (``softmax_reread``, ``softmax_l2_row``), ``small_index.profile_term`` (``index_iter_s``),
-    ``row_kernels.profile_terms`` (``row_*``),
+    ``gather_latency.profile_terms`` (``gather_dep_s``, ``gather_rate``; ``cold``: the L2 flushed),
+    ``row_kernels.profile_terms`` (``row_*``)
     and its boost window (``engines.boost_terms``: ``boost_ratio``, ``boost_window_s``)."""
     consts["softmax_reread"][p], consts["softmax_l2_row"][p] = softmax_passes.profile_terms(prof)
     consts["index_iter_s"][p] = small_index.profile_term(prof, clock_hz(prof))
+    consts["gather_dep_s"][p], consts["gather_rate"][p] = gather_latency.profile_terms(prof, clock_hz(prof), cold)
     for name, v in row_kernels.profile_terms(prof, clock_hz(prof)).items():
         consts[name][p] = v
     consts["boost_ratio"][p], consts["boost_window_s"][p] = engines.boost_terms(prof)
 
 
 def _index_feats(runtime_name: str, plan, nodes) -> dict:
-    """The kernel features of PyTorch's small-index gather (``small_index``): ``index_ids`` and
+    """The kernel features of PyTorch's gather (``small_index.node_ids``): ``index_ids`` and
     ``index_slice``, and of its row kernels (``row_kernels.kernel_row``): ``row_kind``, ``row_m``,
     ``row_n``; [K] float64 (0 for every kernel of a runtime that does not run PyTorch's kernels,
-    and for every kernel that is not one small-index ``index_select`` or one row kernel)."""
+    and for every kernel that is not one ``index_select`` or one row kernel)."""
     ids, sl = [0.0] * len(plan.members), [0.0] * len(plan.members)
     if runtime_name in softmax_passes.PYTORCH_RUNTIMES:
         for k, m in enumerate(plan.members):
@@ -310,13 +314,14 @@ def fold_transposes(profiles) -> bool:
     return bool(profiles) and all(getattr(p, "kind", "") == "gpu" for p in profiles)
 
 
-def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold: bool = False) -> fusion.FusionPlan:
+def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold: bool = False,
+          precision: str | None = None) -> fusion.FusionPlan:
     """The kernels the runtime launches: the eager PyTorch plan (``eager_plan``: views, copies,
     joined patterns) for the ``eager`` policy, XLA's CPU kernels (``xla_cpu_fusion``) for the
     ``xla_cpu`` one, else the fusion policy's (or ``fused``'s; ``fold``: ``fusion.plan``'s
-    ``fold_transposes``)."""
+    ``fold_transposes``); ``precision`` "tf32": the eager plan's fp32 convolutions on the tensor cores."""
     if runtime.fusion == eager_plan.POLICY and fused is None:
-        return eager_plan.plan(nodes, fnodes, node_bytes, graph_outputs)
+        return eager_plan.plan(nodes, fnodes, node_bytes, graph_outputs, tf32=precision == "tf32")
     if runtime.fusion == xla_cpu_fusion.POLICY and fused is None:
         return xla_cpu_fusion.plan(fnodes, graph_outputs)
     return fusion.plan(fnodes, runtime.fusion, graph_outputs, fused, fold)

@@ -10,6 +10,9 @@ eager          eager           a whole model's wall-clock as an eager framework 
                                (CUDA events or ``perf_counter`` around one forward and a
                                final synchronize): one stream, the host issuing op i+1
                                while the device runs op i (``stream_times``)
+eager-kernel   eager           the device time of eager PyTorch's kernels with no host
+                               gaps: a profiler's kernel sum of one eager call, or a
+                               CUDA-graph replay of the eager forward
 eager-op       eager           each op's wall-clock timed one call at a time: host
                                dispatch + kernel + synchronize (``perf_counter`` around
                                one call and a device synchronize), summed over ops
@@ -39,7 +42,10 @@ The ``eager`` fusion policy is no fusion but PyTorch's own kernels for the expor
 patterns (``eager_plan``): views launch nothing, a view a later op needs contiguous is copied, an
 exported ``nn.Linear`` (MatMul + bias Add) and the exporter's GELU chains are one kernel each, a
 convolution's bias or folded BatchNorm is a second kernel.  ``kernel`` keeps one kernel per
-node that does work.
+node that does work.  ``eager-kernel`` is ``eager``'s kernels without their host side: the time
+a profiler's kernel sum of one eager PyTorch call shows (the H200 whole-model rows: a ResNet-50
+export's 121 ``kernel`` launches against eager's 345, its folded BatchNorms and cuDNN's layout
+conversions run as kernels of their own; docs/accuracy.md, Whole models on the H200).
 
 Which runtime a prediction uses: the caller's ``runtime=``; else ``xla`` for a JAX program;
 else the profile's ``default_runtime``; else the default of its kind (``KIND_DEFAULT``).
@@ -61,7 +67,8 @@ order among the kernels (a kernel at its first member).  It delays every later i
 ``h_i`` and the device only where the device waited for the host: a host-bound chain takes
 ``h_i`` more, a device-bound one nothing.  Its row is its exposed host time (``gap_i``); a
 trailing one makes the wall-clock ``max(dev_end, host_end)`` (the synchronize is issued after
-it).  ``eager-op`` adds each one's ``h_i``; ``kernel`` has no host and no such step.
+it).  ``eager-op`` adds each one's ``h_i``; ``kernel`` and ``eager-kernel`` have no host and no
+such step.
 
 Host dispatch (``eager``, ``eager-op``, ``onnxruntime``) is a per-kernel figure with a source: a profile's own
 ``launch_overhead_us`` where the runtime is the one it was measured with (a calibrated profile;
@@ -118,6 +125,9 @@ RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
             "eager whole-model wall-clock as the stream runs it: the host issues each op while the "
             "device runs the ones before; the time is when the last kernel ends (host dispatch and "
             "kernels overlap)", stream=True),
+    Runtime("eager-kernel", "eager", False,
+            "sum of the device times of the kernels eager PyTorch launches, no host gaps "
+            "(profiler kernel sum of one eager call / CUDA-graph replay of the eager forward)"),
     Runtime("eager-op", "eager", True,
             "eager wall-clock per op timed one call at a time (host dispatch + kernel + "
             "synchronize), summed over ops", dispatch_as="eager"),
@@ -152,11 +162,11 @@ KIND_DEFAULT = {"gpu": "kernel", "tpu": "xla", "npu": "kernel", "dsp": "kernel",
 EAGER_DISPATCH_US = {"gemm": 21.0, "bgemm": 21.0, "conv": 21.0, "attention": 21.0,
                      "softmax": 12.0}
 EAGER_DISPATCH_DEFAULT_US = 12.0
-EAGER_DISPATCH_SOURCE = ("LLMCompass A100 per-op overheads (21 us matmul, 12 us softmax), "
+EAGER_DISPATCH_SOURCE = ("LLMCompass A100 per-op overheads (21 µs matmul, 12 µs softmax), "
                          "PrincetonUniversity/LLMCompass hardware_model/compute_module.py; other op "
-                         "classes take the 12 us eager softmax figure (its 45 us layernorm/GELU were "
+                         "classes take the 12 µs eager softmax figure (its 45 µs layernorm/GELU were "
                          "torch.compile'd); a host property: one H100 host with torch 2.11 measured "
-                         "21-35 us per op (opcost's H100 check data in bench/results, not fitted on)")
+                         "21-35 µs per op (opcost's H100 check data in bench/results, not fitted on)")
 
 
 # Host side of one eager PyTorch call timed alone (``eager-op``: CUDA events or perf_counter around
@@ -174,10 +184,10 @@ EAGER_OP_CALL_US = {"gemm": 44.0, "bgemm": 21.8, "attention": 21.8, "conv": 65.8
 EAGER_OP_CALL_DEFAULT_US = 25.9
 EAGER_OP_CALL_SOURCE = ("NeuSight's five measuring hosts (A100 PCIe, V100 PCIe, T4, P100 PCIe, P4; "
                         "PyTorch 2.1, one call between CUDA events + synchronize), per op class the "
-                        "median of their fitted per-call host time (bench/fit_neusight.py): 44.0 us "
+                        "median of their fitted per-call host time (bench/fit_neusight.py): 44.0 µs "
                         "nn.Linear, 21.8 torch.bmm, 65.8 nn.Conv2d, 39.3 LayerNorm, 27.2 softmax, "
                         "25.3 activation, 25.9 elementwise and other ops; the hosts spread "
-                        "12.6-104 us per class (a host property)")
+                        "12.6-104 µs per class (a host property)")
 
 
 def eager_op_call_us(op_class: str) -> float:
@@ -216,12 +226,12 @@ def _class_figure(table: dict[str, float], default: float, op_class: str) -> flo
 
 # Per-kernel launch figure of a profile that has none, by kind (microseconds), with why.
 KIND_LAUNCH_US: dict[str, tuple[float, str]] = {
-    "gpu": (1.5, "assumed: the NVIDIA profiles' 1.5 us small-op floor"),
-    "tpu": (1.0, "assumed: XLA's GPU cost model's 1 us launch per kernel "
+    "gpu": (1.5, "assumed: the NVIDIA profiles' 1.5 µs small-op floor"),
+    "tpu": (1.0, "assumed: XLA's GPU cost model's 1 µs launch per kernel "
                  "(openxla/xla gpu_performance_model_base.cc); no TPU figure was found"),
-    "npu": (10.0, "assumed: 10 us per layer invocation of an NPU delegate; no figure was found"),
-    "dsp": (10.0, "assumed: 10 us per layer invocation of a DSP runtime; no figure was found"),
-    "cpu": (5.0, "assumed: 5 us per node of a CPU runtime; calibrate the machine for a measured "
+    "npu": (10.0, "assumed: 10 µs per layer invocation of an NPU delegate; no figure was found"),
+    "dsp": (10.0, "assumed: 10 µs per layer invocation of a DSP runtime; no figure was found"),
+    "cpu": (5.0, "assumed: 5 µs per node of a CPU runtime; calibrate the machine for a measured "
                  "figure (analyze hw calibrate)"),
 }
 

@@ -1,7 +1,7 @@
 """PyTorch's small-index gather on CUDA: an embedding lookup of 16 ids or fewer loops over its ids.
 
 Where it applies: the runtimes whose kernels are PyTorch's own (``softmax_passes.PYTORCH_RUNTIMES``:
-``kernel``, ``eager``, ``eager-op``) on an NVIDIA GPU profile; every other runtime and device gets
+``kernel``, ``eager``, ``eager-kernel``, ``eager-op``) on an NVIDIA GPU profile; every other runtime and device gets
 no term (``profile_term`` is 0 there and the lowering sets no feature).
 
 Which kernel (``aten/src/ATen/native/cuda/Indexing.cu``, ``index_select_out_cuda_impl``; the same
@@ -63,9 +63,9 @@ def steps(n_ids: int, slice_elems: int, units: int) -> int:
 
 def loop_s(xp, ids, slice_elems, units, iter_s):
     """``index_loop_s`` per kernel, array code (``efficiency.kernel_time``): ``max(steps - 1, 0) x
-    iter_s`` with ``steps`` as ``steps`` counts them (``ids`` 0: not a small-index kernel, 0 s;
+    iter_s`` with ``steps`` as ``steps`` counts them (``ids`` 0 or over 16: not a small-index kernel, 0 s;
     ``units`` 0: no grid cap; ``iter_s``: ``profile_term``)."""
-    on = (ids >= 1) & (slice_elems >= 1)
+    on = (ids >= 1) & (ids <= SMALL_INDEX_MAX_IDS) & (slice_elems >= 1)
     d = xp.where(on, slice_elems, 1.0)
     grid = xp.ceil(d / BLOCK_THREADS)
     grid = xp.where(units > 0, xp.minimum(grid, BLOCKS_PER_SM * units), grid)
@@ -75,10 +75,10 @@ def loop_s(xp, ids, slice_elems, units, iter_s):
 
 def node_ids(n) -> tuple[float, float]:
     """(ids, slice elements) of node ``n`` (a ``NodeCost``) where PyTorch runs it as
-    ``index_select`` with the small-index kernel (module docstring): an ONNX Gather whose indices
-    are a vector or a scalar (``index_select`` on its axis) or whose shapes are those of a lookup
-    on axis 0 (an embedding: ids flattened), 1 to 16 ids, data and output under 2**31 elements;
-    else (0, 0)."""
+    ``index_select`` (module docstring): an ONNX Gather whose indices are a vector or a scalar
+    (``index_select`` on its axis) or whose shapes are those of a lookup on axis 0 (an embedding:
+    ids flattened), 1 id or more, data and output under 2**31 elements; else (0, 0).  The
+    small-index kernel is the 1 to 16 ids of them (``loop_s``); ``gather_latency`` prices both."""
     if n.op != "Gather" or n.domain not in ONNX_DOMAINS or len(n.in_specs) < 2 or not n.out_specs:
         return 0.0, 0.0
     data, ids, out = n.in_specs[0], n.in_specs[1], n.out_specs[0]
@@ -90,7 +90,7 @@ def node_ids(n) -> tuple[float, float]:
         return 0.0, 0.0
     if len(ids.shape) > 1 and tuple(out.shape) != tuple(ids.shape) + tuple(data.shape[1:]):
         return 0.0, 0.0
-    if not 1 <= count <= SMALL_INDEX_MAX_IDS or max(table, total) >= INDEX_MATH_LIMIT or total % count:
+    if count < 1 or max(table, total) >= INDEX_MATH_LIMIT or total % count:
         return 0.0, 0.0
     return float(count), float(total // count)
 

@@ -2,7 +2,7 @@
 re-reads are served.
 
 Where it applies: the runtimes whose kernels are PyTorch's own (``PYTORCH_RUNTIMES``: ``kernel``,
-``eager``, ``eager-op``) on an NVIDIA GPU profile (kind ``gpu``, an ``nvidia-`` family).  No
+``eager``, ``eager-kernel``, ``eager-op``) on an NVIDIA GPU profile (kind ``gpu``, an ``nvidia-`` family).  No
 other runtime (``xla``, ``onnxruntime``, ...) or device runs these kernels: their kernels carry
 no re-read bytes, and a non-NVIDIA profile's lowering switches them off (``profile_terms``).
 
@@ -37,7 +37,7 @@ from __future__ import annotations
 from analyzer.counting import kernel_words
 from analyzer.prediction.efficiency import op_classes as eff
 
-PYTORCH_RUNTIMES = frozenset({"kernel", "eager", "eager-op"})
+PYTORCH_RUNTIMES = frozenset({"kernel", "eager", "eager-op", "eager-kernel"})
 REG_ROW = 9 * 1024                 # cunn_SoftMaxForwardReg: ceil(L / 1024) < 10
 SMEM_BYTES = 48 * 1024 - 32 * 4    # sharedMemPerBlock less the reduction scratch (1024 / 32 warps x 4 B)
 VECTOR_BYTES = 16                  # the smem kernel's aligned vector (float4)

@@ -81,6 +81,10 @@ class KernelTerms(NamedTuple):
     reread_l2_row: float = 0.0
     # PyTorch's small-index gather (``small_index``): the serial steps past the first, per launch
     index_loop_s: float = 0.0
+    # PyTorch's gather on Hopper (``gather_latency``): the id load before the row load; memory_s =
+    # runs x (gather_rate x inner + index_loop_s + gather_dep_s), inner the DRAM / per-SM terms
+    gather_dep_s: float = 0.0
+    gather_rate: float = 1.0
     # PyTorch's row kernels (``row_kernels``): waves of rows x one row's serial time, per launch,
     # in the memory time (added, or its max with the streaming terms: ``row_overlap``)
     row_s: float = 0.0         # = row_waves x (row_c0_s + row_steps x row_step_s)

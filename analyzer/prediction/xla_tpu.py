@@ -48,7 +48,7 @@ def call_launch_s(runtime_name: str, kind: str, arrays: dict, profile_id: str, n
         return 0.0
     s = float(arrays.get("run_fixed_s", 0.0))
     if s > 0 and note is not None:
-        note.append(f"xla on {profile_id}: {s * 1e6:.3g} us per call (host dispatch + program launch, once, in "
+        note.append(f"xla on {profile_id}: {s * 1e6:.3g} µs per call (host dispatch + program launch, once, in "
                     f"the latency, in no layer), fitted on tpu-v5e's host-timed jnp.matmul calls; a property "
                     f"of the host and jax release more than of the chip")
     return s

@@ -17,11 +17,15 @@ class Vocab(NamedTuple):
     ``unit_name``: SM, CU, TensorCore, core), ``cache`` the cache the cache-share term uses (the
     profile's ``onchip_mb``: an NVIDIA GPU's L2, another GPU's or a CPU's last-level cache, an
     accelerator's on-chip memory), ``gpu``
-    whether every GPU factor is shown (elsewhere a factor is shown only where it acts: not 1)."""
+    whether every GPU factor is shown (elsewhere a factor is shown only where it acts: not 1),
+    ``memory`` the memory the bandwidth term streams from: DRAM (HBM, GDDR, LPDDR, a CPU's), or
+    the Edge TPU's on-chip SRAM (the ``edgetpu`` runtime charges activations there; its weights
+    beyond the SRAM cross the host link in the fixed term)."""
 
     unit: str
     cache: str
     gpu: bool
+    memory: str = "DRAM"
 
     def units(self, n: float) -> str:
         if not n:
@@ -38,7 +42,8 @@ def vocab(p) -> Vocab:
     nvidia = (getattr(prof, "vendor", None) or "NVIDIA") == "NVIDIA"
     cache = ("L2" if nvidia else "last-level cache") if kind == "gpu" else \
         "last-level cache" if kind == "cpu" else "on-chip memory"
-    return Vocab(safe.text(unit), cache, kind == "gpu")
+    memory = "on-chip SRAM" if getattr(p, "runtime", None) == "edgetpu" else "DRAM"
+    return Vocab(safe.text(unit), cache, kind == "gpu", memory)
 
 
 def _factor(v: Vocab, text: str, value: float) -> str:
@@ -137,6 +142,22 @@ def _row_lines(e) -> list[str]:
     return [f"    rows = waves {e.row_waves:.0f} (rows / (SMs x rows resident per SM)) x (c0 {human_time(e.row_c0_s)} "
             f"+ steps {e.row_steps:.0f} x step {human_time(e.row_step_s)}) (cycles / clock): one block or warp "
             "walks each row, its steps one after the other"]
+
+
+def _gather_dep(e) -> str:
+    """PyTorch's gather on Hopper (``KernelTerms.gather_dep_s`` / ``gather_rate``,
+    ``prediction.gather_latency``): the id load's round trip, as a term of the memory line."""
+    return f" + id load before the row {human_time(e.gather_dep_s)}" if e.gather_dep_s else ""
+
+
+def _gather_lines(e) -> list[str]:
+    """What the gather's two factors are (``prediction.gather_latency``), where they act."""
+    if not e.gather_dep_s and e.gather_rate == 1.0:
+        return []
+    rate = (f"; the vectorized gather streams at 1 / {e.gather_rate:.4g} of a copy's rate (a thread's 16-B "
+            "row load waits on its id)" if e.gather_rate != 1.0 else "")
+    return [f"    gather: the id load ends before the row load issues: one dependent load's latency "
+            f"{human_time(e.gather_dep_s)} (the L2 state's){rate}"]
 
 
 def _onchip_lines(e) -> list[str]:
@@ -257,9 +278,10 @@ def _memory_lines(e, p, v: Vocab) -> list[str]:
     the profile's words ``v``: off a GPU, the per-unit issue term, the cache share and the ramp
     only where they act (not off, not 0)."""
     per_unit = v.gpu or bool(e.sm_rate or e.sm_s)
-    loop = f" + index loop {human_time(e.index_loop_s)}" if e.index_loop_s else ""
-    terms = (f"{'max' if e.sm_overlap else 'sum'}(DRAM {human_time(e.dram_s)}, per-{v.unit} "
-             f"{human_time(e.sm_s)}){loop}" if per_unit else f"DRAM {human_time(e.dram_s)}{loop}")
+    loop = (f" + index loop {human_time(e.index_loop_s)}" if e.index_loop_s else "") + _gather_dep(e)
+    rate = f"gather rate {e.gather_rate:.4g} x " if e.gather_rate != 1.0 else ""
+    terms = rate + (f"{'max' if e.sm_overlap else 'sum'}({v.memory} {human_time(e.dram_s)}, per-{v.unit} "
+                    f"{human_time(e.sm_s)}){loop}" if per_unit else f"{v.memory} {human_time(e.dram_s)}{loop}")
     terms = _with_rows(e, terms)
     cache = v.gpu or e.cache_share > 0
     ramp = f" + ramp b_half {human(e.b_half_bytes, 'B')}" if v.gpu or e.b_half_bytes else ""
@@ -270,7 +292,7 @@ def _memory_lines(e, p, v: Vocab) -> list[str]:
         where = f"({v.cache} {human(e.l2_bytes, 'B')})"
     return [
         f"  memory   {human_time(e.memory_s):>9}  = launches x ({terms})",
-        f"    DRAM = (bytes to DRAM {human(e.dram_bytes, 'B')}"
+        f"    {v.memory} = (bytes to {v.memory} {human(e.dram_bytes, 'B')}"
         + (f" + kept on chip {human(e.onchip_bytes, 'B')} x onchip_cost {e.onchip_cost:.3g}" if e.onchip else "")
         + f"{ramp}) / (bandwidth {human(e.mem_bw, 'B/s')} x e_bw {e.e_bw:.3g}"
         + (f" x cache gain {e.cache_gain:.3g}" if v.gpu or e.cache_gain != 1.0 else "") + ")"
@@ -278,6 +300,7 @@ def _memory_lines(e, p, v: Vocab) -> list[str]:
         *_onchip_lines(e),
         *_reread_lines(e, p.l2 == "cold"),
         *_index_loop_lines(e),
+        *_gather_lines(e),
         *_row_lines(e),
         *([f"    per-{v.unit} = bytes / {v.unit} issue rate "
            + (human(e.sm_rate, 'B/s') if e.sm_rate else "(off)")] if per_unit else [])]

@@ -95,6 +95,14 @@ def render_csv(report: Report, top: int | None = None) -> str:
         pred_cols_m = ["measured_s", "measured_kernel"]
     else:
         pred_cols_m = []
+    rows = report.rows()
+    if top is not None:
+        from analyzer.report.rollups import runtime_rows, top_rows
+
+        every = runtime_rows(report)
+        rows = top_rows(report, top, every)
+        lines.append(f"# rows: the top {len(rows)} of {len(every)} runtime layers, heaviest first "
+                     f"({len(every) - len(rows)} left out; the full table lists every node in graph order)")
     for line in lines:
         buf.write(safe.text(line) + "\n")
     w = csv.writer(buf, lineterminator="\n")
@@ -104,12 +112,6 @@ def render_csv(report: Report, top: int | None = None) -> str:
     pred_cols += pred_cols_m
     w.writerow(["name", "op", "status", *COUNT_FIELDS, "flops", "outputs", *pred_cols,
                 "estimate", "note"])
-    if top is not None:
-        from analyzer.report.rollups import top_rows
-
-        rows = top_rows(report, top)
-    else:
-        rows = report.rows()
     for n, xs in rows:
         c = n.cost
         extra = []

@@ -36,7 +36,7 @@ from analyzer.counting.engine import COSTED, NodeCost
 from analyzer.prediction import engines
 from analyzer.training.backward_plan import BackwardPlan
 
-PLAN_RUNTIMES = engines.PYTORCH_RUNTIMES     # eager, eager-op, kernel
+PLAN_RUNTIMES = engines.PYTORCH_RUNTIMES     # eager, eager-op, kernel, eager-kernel
 
 
 def applies(pred, profile) -> bool:

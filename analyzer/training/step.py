@@ -7,7 +7,7 @@ gradient product (``counts.gradient_plan``); every other node on the gradient pa
 forward bytes (it reads the saved forward value and the output gradient and writes the input
 gradient); nodes off the path nothing.
 
-Backward time.  Under a PyTorch runtime (eager, eager-op, kernel) on a GPU: the kernels
+Backward time.  Under a PyTorch runtime (eager, eager-op, kernel, eager-kernel) on a GPU: the kernels
 PyTorch's autograd launches (``backward_plan``, rules in ``backward_rules``), each priced by the
 prediction stage like a forward kernel and run after the forward on the runtime's stream
 (``backward_time``); a node no rule covers is priced by the ratio method below and counted

@@ -129,3 +129,12 @@ def test_grouped_views_carry_the_headline(run_cli):
     res = run_cli(CNN, "--hw", "a100", "--group-depth", "1")
     assert res.exit_code == 0, res.output
     assert "runtime kernel (default for a gpu):" in res.stdout
+
+
+def test_edge_tpu_explain_names_its_memory_the_on_chip_sram(run_cli):
+    # the edgetpu runtime streams activations from the 8 MB SRAM (no DRAM on the chip): --explain
+    # names that memory; a GPU's stays DRAM
+    out = run_cli(CNN, "--hw", "edge-tpu", "--explain", "conv1").stdout
+    assert "launches x (on-chip SRAM " in out and "    on-chip SRAM = (bytes to on-chip SRAM " in out
+    assert "DRAM" not in out.split("memory", 1)[1].split("fixed", 1)[0]
+    assert "    DRAM = (bytes to DRAM " in run_cli(CNN, "--hw", "a100", "--explain", "conv1").stdout

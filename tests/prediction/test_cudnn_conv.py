@@ -90,3 +90,56 @@ def test_explain_shows_each_inserted_launch():
 def test_rules_are_recorded():
     names = {r.name for r in eager_rules.RULES}
     assert {"cudnn-fp32", "cudnn-nhwc"} <= names
+
+
+def _conv_hw(n: int, ci: int, co: int, hw: int, *, stride: int = 1, kernel: int = 3, bias: str = ""):
+    ins = ["x", "w"] + ([bias] if bias else [])
+    node = helper.make_node("Conv", ins, ["y"], pads=[kernel // 2] * 4, strides=[stride, stride])
+    inits = {"w": weight(co, ci, kernel, kernel), **({bias: weight(co)} if bias else {})}
+    return graph([node], {"x": (n, ci, hw, hw)}, ["y"], inits)
+
+
+def test_fp16_pointwise_conv_is_a_gemm_without_conversions():
+    # 1x1 stride 1, fp16: one GEMM on the NCHW tensors (the H200's nvjet kernels): none
+    assert _plan(_conv_hw(1, 64, 256, 56, kernel=1), precision="fp16").plan.extra_ops == ()
+    # 1x1 stride 2: input and output converted, not the filter (already K-R-S-C):
+    # x 1*64*56*56*2 = 401,408 B -> 802,816; y 1*256*28*28*2 = 401,408 B -> 802,816
+    low = _plan(_conv_hw(1, 64, 256, 56, kernel=1, stride=2), precision="fp16")
+    assert low.plan.extra_bytes == ((802_816, 802_816),)
+
+
+def test_unaligned_channels_run_no_tensor_core_kernel():
+    # C_in 3: 3 x 2 B = 6 B, not a multiple of 16: implicit_convolve_sgemm on NCHW, no conversion
+    assert _plan(_conv_hw(1, 3, 64, 32, kernel=7, stride=2), precision="fp16").plan.extra_ops == ()
+
+
+def test_tf32_converts_input_and_filter_only():
+    # tf32, 3x3, C 64 -> 64, 14 x 14: x 64*196*4 = 50,176 B, w 64*64*9*4 = 147,456 B; output NCHW
+    low = _plan(_conv_hw(1, 64, 64, 14), precision="tf32")
+    assert low.plan.extra_bytes == ((100_352, 294_912),)
+    # a strided 1x1 under TF32: an NCHW FMA-unit kernel, no conversion; no Winograd helper either
+    assert _plan(_conv_hw(1, 64, 128, 14, kernel=1, stride=2), precision="tf32").plan.extra_ops == ()
+    assert _plan(_conv_hw(4, 128, 128, 20), precision="tf32").plan.extra_ops == ((
+        "cudnn:Transpose", "cudnn:Transpose"),)
+
+
+def test_fp16_folded_batchnorm_is_three_kernels():
+    # a BatchNorm the exporter folded (bias 'onnx::Conv_5'), fp16, C_out 32: besides the transform,
+    # a per-channel copy and invstd, each 32 x (2 + 4) = 192 B, no dispatch of their own
+    m = _conv_hw(1, 32, 32, 8, kernel=1, bias="onnx::Conv_5")
+    ops = _plan(m, precision="fp16").plan.extra_ops[0]
+    assert ops == ("aten:Transpose", "aten:Add", "BatchNormalization")
+    assert _plan(m, precision="fp16").plan.extra_bytes[0][:2] == (192, 192)
+    assert cudnn_conv.inside("aten:Add") and cudnn_conv.op_of("aten:Add") == "Add"
+    # fp32: cuDNN's one bn_fw_inf kernel
+    assert _plan(m).plan.extra_ops[0] == ("BatchNormalization",)
+
+
+def test_eager_kernel_is_eager_without_its_host():
+    m = _conv_hw(2, 32, 32, 16, bias="onnx::Conv_5")
+    ek = analyzer.analyze(m, hw="h200-sxm", runtime="eager-kernel", precision="bf16").predictions[0]
+    eg = analyzer.analyze(m, hw="h200-sxm", runtime="eager", precision="bf16").predictions[0]
+    t = eg.kernel_table
+    # the conv, its 3 conversions (3x3, C 32 x 2 B aligned), the BatchNorm's copy, invstd, transform
+    assert ek.launches == eg.launches == 7
+    assert ek.latency_s == pytest.approx(float((t.time - t.host).sum()), rel=1e-6)

@@ -215,7 +215,7 @@ def test_profile_without_launch_figure_takes_its_kinds_default_and_says_so(tmp_p
     # the documented default of a GPU (runtimes.KIND_LAUNCH_US["gpu"]): 1.5 us per kernel
     assert p.node("n").overhead_s == pytest.approx(1.5e-6, rel=1e-6)
     assert p.latency_s == pytest.approx(4_202_496 / BW + 1.5e-6, rel=1e-6)   # memory + default
-    assert any("no launch figure" in n and "1.5 us" in n for n in p.notes)
+    assert any("no launch figure" in n and "1.5 µs" in n for n in p.notes)
 
 
 # ------------------------------------------------------------------------ 2. totals and shares

@@ -126,9 +126,11 @@ def test_output_format_follows_the_extension(run_cli, tmp_path):
 def test_repeated_hw_adds_profiles_and_top_applies_or_is_refused(run_cli):
     res = run_cli(MLP, "--hw", "a100", "--hw", "h100", "--format", "json")
     assert [p["hardware"] for p in json.loads(res.stdout)["predictions"]] == ["a100-80gb-sxm", "h100-sxm"]
-    csv_rows = [x for x in run_cli(MLP, "--top", "2", "--format", "csv").stdout.splitlines()
-                if not x.startswith("#")]
+    lines = run_cli(MLP, "--top", "2", "--format", "csv").stdout.splitlines()
+    csv_rows = [x for x in lines if not x.startswith("#")]
     assert len(csv_rows) == 3 and csv_rows[1].startswith("fc1,")
+    # samples/mlp.onnx: 6 runtime layers (fc1, relu1, fc2, relu2, fc3, y): 2 shown, 4 left out
+    assert "# rows: the top 2 of 6 runtime layers, heaviest first (4 left out;" in lines[-4]
     res = run_cli(MLP, "--top", "2", "--format", "json")
     assert res.exit_code == 2 and "--top does not apply to json" in res.stderr
 

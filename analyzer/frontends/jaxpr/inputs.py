@@ -16,19 +16,10 @@ import sys
 from typing import Any, Callable, Mapping
 
 from analyzer.errors import Hint, InputSpecError, ModelLoadError, ShapeError
-from analyzer.ir.graph import DTYPE_BITS
+from analyzer.ir.graph import DTYPE_BITS, SPEC_DTYPES
 
 # ----------------------------------------------------------------------------- dtypes and specs
 
-# spec abbreviations (``f32[8,128]``) -> IR dtype names
-SPEC_DTYPES: dict[str, str] = {
-    "f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
-    "f8e4m3fn": "float8e4m3fn", "f8e5m2": "float8e5m2", "f8e4m3fnuz": "float8e4m3fnuz",
-    "f8e5m2fnuz": "float8e5m2fnuz",
-    "i64": "int64", "i32": "int32", "i16": "int16", "i8": "int8", "i4": "int4",
-    "u64": "uint64", "u32": "uint32", "u16": "uint16", "u8": "uint8", "u4": "uint4",
-    "bool": "bool", "pred": "bool", "c64": "complex64", "c128": "complex128",
-}
 # numpy/JAX dtype names that differ from the IR's
 _NP_TO_IR = {
     "float8_e4m3fn": "float8e4m3fn", "float8_e4m3fnuz": "float8e4m3fnuz", "float8_e5m2": "float8e5m2",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 import numpy as np
@@ -13,23 +14,52 @@ from analyzer.errors import Hint, InputSpecError, ShapeError
 from analyzer.frontends.onnx import fold
 from analyzer.frontends.onnx.types import DTYPES
 from analyzer.ir import dims as dim_expr
+from analyzer.ir.graph import DTYPE_BITS, SPEC_DTYPES
 
 
-def parse_shape(text: str, name: str = "") -> tuple[int | str, ...]:
-    """'1x3x224x224' -> (1, 3, 224, 224); a non-numeric part stays a symbol."""
-    parts = [p for p in text.strip().lower().replace(",", "x").split("x")]
-    if not text.strip() or any(not p for p in parts):
-        raise InputSpecError(f"bad shape '{text}' for input '{name}': expected e.g. 1x3x224x224")
+_BRACKETED = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)?\[(.*)\]$")
+_SYMBOL = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]*$")
+
+
+def parse_spec_text(text: str, name: str = "") -> tuple[str | None, tuple[int | str, ...]]:
+    """An input's shape text -> (dtype or None, dims).
+
+    Forms: ``1x3x224x224`` (x-separated), ``batch,3,224,224`` (comma-separated: needed for a
+    symbol that contains an x), ``[1,3,224,224]`` and ``f32[1,3,224,224]`` (a dtype, checked
+    against the model's).  A part is a non-negative integer or a symbol (letters, digits and
+    ``_ . : -``, not starting with a digit), kept as written: ``Batch`` and ``batch`` differ."""
+    where = f"shape '{text}' for input '{name}'"
+    body, dtype = text.strip(), None
+    m = _BRACKETED.match(body)
+    if m:
+        body = m.group(2).strip()
+        if m.group(1):
+            dt = m.group(1).lower()
+            dtype = SPEC_DTYPES.get(dt, dt if dt in DTYPE_BITS else None)
+            if dtype is None:
+                raise InputSpecError(f"bad {where}: unknown dtype '{m.group(1)}'; use one of "
+                                     f"{', '.join(SPEC_DTYPES)}")
+    parts = [p.strip() for p in (body.split(",") if "," in body else re.split(r"[xX]", body))]
+    if not body or any(not p for p in parts):
+        raise InputSpecError(f"bad {where}: expected e.g. 1x3x224x224 or batch,3,224,224")
     out: list[int | str] = []
     for p in parts:
         if p.lstrip("-").isdigit():
-            v = int(p)
-            if v < 0:
-                raise InputSpecError(f"negative dim {v} in shape '{text}' for input '{name}'")
-            out.append(v)
-        else:
+            if int(p) < 0:
+                raise InputSpecError(f"negative dim {int(p)} in {where}")
+            out.append(int(p))
+        elif _SYMBOL.match(p):
             out.append(p)
-    return tuple(out)
+        else:
+            raise InputSpecError(f"bad dim '{p}' in {where}: a dim is an integer or a symbol name "
+                                 "(e.g. 1x3x224x224, batch,3,224,224 or f32[1,3,224,224])")
+    return dtype, tuple(out)
+
+
+def parse_shape(text: str, name: str = "") -> tuple[int | str, ...]:
+    """'1x3x224x224' -> (1, 3, 224, 224); a non-numeric part stays a symbol (the dtype of a
+    ``f32[...]`` form is dropped: :func:`parse_spec_text` keeps it)."""
+    return parse_spec_text(text, name)[1]
 
 
 def declared_dims(vi: onnx.ValueInfoProto) -> list:
@@ -56,35 +86,25 @@ def _batch_advice(name: str, real) -> str:
             "{batch}, which also rewrites the shapes the export fixed")
 
 
-def bind_inputs(m: onnx.ModelProto, inputs: Mapping[str, Any] | None,
-                dims: Mapping[str, int] | None) -> dict[str, int]:
-    """Write user shapes and dim values into the graph inputs before inference.
-
-    Returns the dims that were bound (for the report)."""
-    g = m.graph
-    for vi in g.input:
-        for i, d in enumerate(vi.type.tensor_type.shape.dim):
-            if d.HasField("dim_value") and d.dim_value == -1:
-                # paddle2onnx and others write -1 for "any": a symbolic dim, which inputs= or
-                # dims= binds like any other (named after the input and axis)
-                d.dim_param = f"{vi.name}_dim{i}"
-            elif d.HasField("dim_value") and d.dim_value < 0:
-                raise ShapeError(f"input '{vi.name}' has a negative dim {d.dim_value} at axis {i}")
+def _set_input_shapes(by_name: dict, inputs: Mapping[str, Any]) -> dict[str, int]:
+    """Write each ``inputs`` shape into its graph input; returns the symbols those shapes bind
+    (an input declared ``[batch, 784]`` given ``8x784`` binds batch = 8)."""
     bound: dict[str, int] = {}
-    if not inputs and not dims:
-        return bound
-    init_names = {t.name for t in g.initializer}
-    real = [vi for vi in g.input if vi.name not in init_names]
-    by_name = {vi.name: vi for vi in real}
     for name, shape in (inputs or {}).items():
         if name not in by_name:
             raise InputSpecError(
                 f"{{inputs}} names '{name}', but the model's inputs are: "
                 f"{', '.join(by_name) or 'none'}", hints=(Hint("inputs"),))
-        if isinstance(shape, str):
-            shape = parse_shape(shape, name)
-        shape = tuple(shape)
         t = by_name[name].type.tensor_type
+        if isinstance(shape, str):
+            dtype, shape = parse_spec_text(shape, name)
+            declared = DTYPES.get(t.elem_type)
+            if dtype is not None and declared is not None and dtype != declared:
+                raise InputSpecError(
+                    f"input '{name}' is {declared} in the model, but {{inputs}} gives {dtype}: an "
+                    "ONNX input's dtype is the file's (give the dims only, e.g. 1x3x224x224)",
+                    hints=(Hint("inputs"),))
+        shape = tuple(shape)
         old = t.shape.dim
         if len(old) and len(old) != len(shape):
             raise InputSpecError(
@@ -102,6 +122,29 @@ def bind_inputs(m: onnx.ModelProto, inputs: Mapping[str, Any] | None,
                 d.dim_value = v
             else:
                 d.dim_param = v
+    return bound
+
+
+def bind_inputs(m: onnx.ModelProto, inputs: Mapping[str, Any] | None,
+                dims: Mapping[str, int] | None) -> dict[str, int]:
+    """Write user shapes and dim values into the graph inputs before inference.
+
+    Returns the dims that were bound (for the report)."""
+    g = m.graph
+    for vi in g.input:
+        for i, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.HasField("dim_value") and d.dim_value == -1:
+                # paddle2onnx and others write -1 for "any": a symbolic dim, which inputs= or
+                # dims= binds like any other (named after the input and axis)
+                d.dim_param = f"{vi.name}_dim{i}"
+            elif d.HasField("dim_value") and d.dim_value < 0:
+                raise ShapeError(f"input '{vi.name}' has a negative dim {d.dim_value} at axis {i}")
+    if not inputs and not dims:
+        return {}
+    init_names = {t.name for t in g.initializer}
+    real = [vi for vi in g.input if vi.name not in init_names]
+    by_name = {vi.name: vi for vi in real}
+    bound = _set_input_shapes(by_name, inputs or {})
     if bound:  # a symbol bound through one input means that value in the others too
         dims = {**bound, **(dims or {})}
     if dims:

@@ -105,7 +105,7 @@ def net_launch_figures(doc: dict, measured: dict[str, Any], head: str, per_trip_
         lo, hi = sorted(measured["scan_s"], key=int)
         doc["sources"]["calibration.loop_launch_us"] = (
             f"{head}: ((a scan of {hi} trips - one of {lo}) / {int(hi) - int(lo)} - its predicted work a trip, "
-            f"{work['trip'] * 1e6:.3g} us) / {per_trip_launches:g} "
+            f"{work['trip'] * 1e6:.3g} µs) / {per_trip_launches:g} "
             f"launches a trip (analyzer.measure.xla.rows.scan_program; the trips' median over the "
             f"passes{'; scans ' + measured['scan_measured_on'] if measured.get('scan_measured_on') else ''}): "
             "one launch inside a loop body (analyzer/prediction/cpu/loop_launch.py)")

@@ -100,4 +100,4 @@ def place(prof, kern: Kernels) -> tuple[float | None, list[str]]:
                   if not on_ane(kern.fnodes[i])})
     return None, [f"Core ML: {sum(off)} of {n_kernels} kernels run on the CPU in {len(segments)} segment(s) "
                   f"(the ANE does not run {', '.join(ops)}); each at an assumed "
-                  f"{FALLBACK_CPU_FLOPS / 1e12:g} TFLOP/s plus {SWITCH_S * 1e6:g} us per switch"]
+                  f"{FALLBACK_CPU_FLOPS / 1e12:g} TFLOP/s plus {SWITCH_S * 1e6:g} µs per switch"]

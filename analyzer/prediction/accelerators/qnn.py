@@ -155,10 +155,10 @@ def run_fixed_s(runtime: str, arrays: dict, precision: str, note: list[str] | No
     if note is None:
         return max(s, 0.0)
     if base > 0:
-        note.append(f"{runtime}: {s * 1e6:.3g} us fixed per inference, in the latency, in no layer (graph "
+        note.append(f"{runtime}: {s * 1e6:.3g} µs fixed per inference, in the latency, in no layer (graph "
                     f"execute: RPC, power-up, VTCM acquire; the {'int8' if int8 else 'float'} graph's figure, "
                     f"fitted with the family's constants; {DEPLOYMENT_NAMES[runtime]}"
-                    + (f": {DEPLOYMENTS[runtime] * d * 1e6:+.3g} us of the {d * 1e6:.3g} us between them)"
+                    + (f": {DEPLOYMENTS[runtime] * d * 1e6:+.3g} µs of the {d * 1e6:.3g} µs between them)"
                        if DEPLOYMENTS[runtime] and d else ")"))
     if DEPLOYMENTS[runtime] and not d:
         note.append(f"{runtime}: the family states no per-inference offset between deployments of a"

@@ -180,7 +180,7 @@ def fallback_note(kern: Kernels, hits, segments, terms) -> str:
     switches = sum(int(a > 0) + int(b < len(hits) - 1) for a, b in segments)
     return (f"qnn: {n_off} of {len(hits)} kernels fall back to the {unit} in {len(segments)} segment(s) (ops the "
             f"HTP does not run: {named}); each at {rate / 1e9:.4g} GFLOP/s (assumed: clock x "
-            f"{CPU_FLOPS_PER_CYCLE:g} FLOP/cycle), plus {switches} switch(es) x {per_switch * 1e6:.3g} us (half "
+            f"{CPU_FLOPS_PER_CYCLE:g} FLOP/cycle), plus {switches} switch(es) x {per_switch * 1e6:.3g} µs (half "
             f"the per-inference graph-execute cost each) and {moved / 1e6:.3g} MB of boundary tensors over "
             "DRAM; their activations are not kept in the NPU's on-chip memory; neither figure measured: expect "
             "the fallback's time within a factor of about 3")

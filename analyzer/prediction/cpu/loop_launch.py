@@ -71,7 +71,7 @@ def inserted_fixed(fixed: np.ndarray, floors: np.ndarray, loop: np.ndarray, loop
 
 def note(profile_id: str, launch_s: float, kernels: int, launches: float) -> str:
     return (f"in-loop launches: {kernels} loop-body kernel(s), {launches:.0f} launches a run, each "
-            f"{launch_s * 1e6:.3g} us ({profile_id}'s calibrated in-loop launch cost) in place of its "
+            f"{launch_s * 1e6:.3g} µs ({profile_id}'s calibrated in-loop launch cost) in place of its "
             "class floor")
 
 
@@ -115,7 +115,7 @@ def straight_fixed(fixed: np.ndarray, floors: np.ndarray, loop: np.ndarray, laun
     out = replace_floor(fixed, floors, ~loop, launch_s)
     if (~loop).any():
         notes.append(f"program launches: {int((~loop).sum())} kernel(s) outside loops, each "
-                     f"{launch_s * 1e6:.3g} us in place of its class floor; {once * 1e6:.3g} us once a run "
+                     f"{launch_s * 1e6:.3g} µs in place of its class floor; {once * 1e6:.3g} µs once a run "
                      "(the largest class floor's excess)")
     return out, once
 

@@ -88,4 +88,4 @@ def note(calibration: Mapping[str, Any] | None, profile_id: str, resident: np.nd
     return (f"loop-resident weights: {kernels} loop-body kernel(s) read {float(np.sum(resident)) / 1e3:.4g} KB "
             f"of loop-invariant weights per trip from {profile_id}'s cache (cache_bytes "
             f"{cache_bytes(calibration) / 2 ** 20:.3g} MiB) after the first trip, not at the calibrated "
-            f"memory rate: {max(saved, 0.0) * 1e6:.3g} us less")
+            f"memory rate: {max(saved, 0.0) * 1e6:.3g} µs less")

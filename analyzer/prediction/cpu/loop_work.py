@@ -82,7 +82,7 @@ def add_fixed(state, p: int, fixed: np.ndarray, prof, fusion_policy: str, nodes,
     fixed[p] += d
     notes.append(f"in-loop vector work: {int(pick.sum())} loop-body kernel(s) on the vector engine at "
                  f"{r:.3g} x their class's work ({prof.id}'s calibrated loop_work_scale): "
-                 f"{float(np.sum(d * np.asarray(runs))) * 1e6:.3g} us a run")
+                 f"{float(np.sum(d * np.asarray(runs))) * 1e6:.3g} µs a run")
     if state is None:
         state = np.zeros_like(fixed)
     state[p] = d

@@ -92,6 +92,6 @@ def add_fixed(ynn, p: int, fixed: np.ndarray, prof, calibrated: bool, fusion_pol
 
 def note(profile_id: str, figs: tuple[float, float, float], outside: int, inside: int, total_s: float) -> str:
     call, trip, once = figs
-    return (f"YNNPACK dots: {outside} outside loops at {call * 1e6:.3g} us a launch, {inside} in loop bodies at "
-            f"{trip * 1e6:.3g} us a trip + {once * 1e6:.3g} us once per loop execution ({profile_id}'s calibrated "
-            f"dot_call_us, dot_trip_us, dot_loop_us): {total_s * 1e6:.3g} us a run")
+    return (f"YNNPACK dots: {outside} outside loops at {call * 1e6:.3g} µs a launch, {inside} in loop bodies at "
+            f"{trip * 1e6:.3g} µs a trip + {once * 1e6:.3g} µs once per loop execution ({profile_id}'s calibrated "
+            f"dot_call_us, dot_trip_us, dot_loop_us): {total_s * 1e6:.3g} µs a run")

@@ -101,7 +101,8 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   of 16 ids or fewer, whose every thread steps through the ids one after the other
   (``prediction.small_index``): ``index_loop_s = max(steps - 1, 0) x index_iter_s``, ``steps =
   ids x ceil(slice / (grid x block))`` with the kernel's grid over ``units`` SMs, added to the
-  memory time (a chain of dependent loads: latency, not bandwidth).
+  memory time (a chain of dependent loads: latency, not bandwidth).  On the same features the id
+  load before the row load (``prediction.gather_latency``): ``memory x gather_rate + gather_dep_s``.
 - ``row_kind`` / ``row_m`` / ``row_n`` (features; 0 or absent: none) with the profile's ``row_*``
   constants (in ``consts``; absent: off): PyTorch's LayerNorm, RMS norm and softmax kernels, one
   block or warp per row, ``row_s = ceil(M / (SMs x rows per SM)) x (c0 + steps x c_step) / clock``
@@ -159,7 +160,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from analyzer.prediction import row_kernels, small_index, softmax_passes
+from analyzer.prediction import gather_latency, row_kernels, softmax_passes
 from analyzer.prediction.efficiency.op_classes import (  # noqa: F401  (re-exported: one import for callers)
     CLASS_CODE, CLASS_FALLBACK, MATRIX_CLASSES, OP_CLASSES, POOLED_CLASSES, REFINES, SIMT_CLASS, SOFTMAX_WARP_ROW,
     class_chain, gemm_view, op_class_of)
@@ -267,8 +268,8 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     sm_bytes = mbytes * xp.where(per_el, BPC_ELEM_BYTES / xp.where(per_el, eb, 1.0), 1.0)
     sm = xp.where(sm_on, sm_bytes / (xp.where(sm_on, units * sm_bw, 1.0)), 0.0)
     on, overlap = nbytes > 0, (per("sm_overlap") if "sm_overlap" in arrays else zeros) > 0
-    memory, row_d = serial_terms(xp, xp.where(on, xp.where(overlap, xp.maximum(dram, sm), dram + sm), 0.0), feat,
-                                 units, arrays)
+    memory, serial_d = serial_terms(xp, xp.where(on, xp.where(overlap, xp.maximum(dram, sm), dram + sm), 0.0),
+                                    feat, units, eb, arrays)
     fixed = floor + class_fixed_s(xp, nbytes, cls, arrays, m, k, batch, feat("strided"), feat("serial_flops"),
                                    n=n)
     time = fixed + xp.maximum(compute, memory)
@@ -278,20 +279,20 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
                            mbytes, dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor,
                            kept * xp.ones_like(mac)))
         out.update(**softmax_passes.reread_detail(xp, l2_reread, dram_reread, feat("row_bytes"), arrays, zeros + 1.0),
-                   **{name: v + zeros for name, v in row_d.items()},
+                   **{name: v + zeros for name, v in serial_d.items()},
                    onchip_cost=xp.asarray(hw.get("onchip_cost", 0.0)) + zeros, algo=algo + zeros,
                    clock=boost_share(xp, out["matrix_s"], arrays))
     return out
 
 
-def serial_terms(xp, memory, feat, units, arrays):
-    """(memory seconds with PyTorch's serial walks, their factors for ``detail``): the small-index
-    gather's steps past the first (``small_index.loop_s``: ``index_loop_s``, added) and the row
-    kernels' waves of rows (``row_kernels.combine``: ``row_s``, added or their max, per kind)."""
-    loop = small_index.loop_s(xp, feat("index_ids"), feat("index_slice"), units, arrays.get("index_iter_s", 0.0))
-    memory, rows = row_kernels.combine(xp, memory + loop, feat("row_kind"), feat("row_m"), feat("row_n"), units,
-                                       arrays)
-    return memory, dict(rows, index_loop_s=loop)
+def serial_terms(xp, memory, feat, units, eb, arrays):
+    """(memory seconds with PyTorch's serial walks, their factors for ``detail``): the gathers'
+    (``gather_latency.memory_s``: ``memory x gather_rate + index_loop_s + gather_dep_s``) and the
+    row kernels' waves of rows (``row_kernels.combine``: ``row_s``, added or their max, per kind;
+    a kernel is a gather or a row kernel, never both)."""
+    memory, gather = gather_latency.memory_s(xp, memory, feat, units, eb, arrays)
+    memory, rows = row_kernels.combine(xp, memory, feat("row_kind"), feat("row_m"), feat("row_n"), units, arrays)
+    return memory, dict(rows, **gather)
 
 
 def _detail(xp, tiled, mac, work, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c, mbytes,
