@@ -65,7 +65,7 @@ _SIMT = ("gemm_simt", "bgemm_simt", "conv3_simt", "conv_simt")
 # and the Hopper row-kernel sets with the file's ``row_kernels``, where bench/hopper_rows.py --write put them
 KEPT_SETS = {"nvidia-ampere": ("softmax", "softmax_block") + _SIMT,
              "nvidia-ampere-ga10x": ("softmax", "softmax_block") + _SIMT,
-             "nvidia-hopper": ("norm", "softmax", "softmax_block")}
+             "nvidia-hopper": ("norm_row", "softmax_row", "softmax_block_row")}
 KEPT_NOTES = (" FMA-unit GEMM sets (", " FMA-unit sets of nvidia-ampere, inherited (",
               " gemm_simt, bgemm_simt: nvidia-ampere's, inherited (")
 DESCRIPTIONS = {

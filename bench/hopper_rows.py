@@ -36,6 +36,7 @@ from efficiency_data import H200_OPS, feats_of, hw_of, metrics  # noqa: E402
 
 from analyzer.prediction import row_kernels as rk  # noqa: E402
 from analyzer.prediction.efficiency.constants import load_constants  # noqa: E402
+from analyzer.prediction.efficiency.op_classes import ROW_CLASS  # noqa: E402
 from analyzer.prediction.efficiency.kernel_time import (CLASS_CODE, SOFTMAX_WARP_ROW, kernel_time,  # noqa: E402
                                                         with_clock)
 
@@ -227,8 +228,8 @@ def _provenance(group: str, g: dict, what: str, error: dict) -> dict:
 
 
 def write(chosen: dict, hw: dict, groups=(), path: str | None = None) -> None:
-    """The chosen class sets and ``row_kernels`` of ``groups`` into the Hopper family file (its other
-    sets kept)."""
+    """The chosen class sets, as their row classes (``ROW_CLASS``: only the kernels that take the row
+    term read them), and ``row_kernels`` of ``groups`` into the Hopper family file (its other sets kept)."""
     import json
 
     from analyzer.prediction.efficiency.constants import EFFICIENCY_DIR
@@ -248,7 +249,7 @@ def write(chosen: dict, hw: dict, groups=(), path: str | None = None) -> None:
                       "floor_s": float(f"{c['floor_s']:.4g}"), "tile_m": 0.0, "tile_n": 0.0, "wave_alpha": 0.0,
                       "l2_gain": 0.0, "bpc": float(f"{c['bpc']:.4g}"), "l2_hit": float(f"{c['l2_hit']:.4g}"),
                       "per_element": 1.0, "floor_clock_hz": hw["clock_hz"], "floor_own": 1.0}
-            doc["sets"][cls] = {"constants": consts, "provenance": _provenance(
+            doc["sets"][ROW_CLASS[cls]] = {"constants": consts, "provenance": _provenance(
                 group, g, f"ops {sorted(set(sel.op))}, fp16 and bf16, class {cls}", _score(sel, hw, arr))}
         for kind, c in g["rows"].items():
             sel = d[d.kind == kind]
@@ -258,9 +259,9 @@ def write(chosen: dict, hw: dict, groups=(), path: str | None = None) -> None:
     doc["row_kernels"] = rows_out
     doc["description"] = doc["description"].replace(
         "; the norms of the same run scored, not fitted: bench/hopper_mem.py). ",
-        "); norm, softmax and softmax_block with the row kernels' term (row_kernels) from the layer norm, RMS norm "
-        "and softmax rows of the same run (bench/hopper_rows.py). ").replace("(norm, softmax, the gather variant)",
-                                                                             "(the gather variant)")
+        "); the row classes (norm_row, softmax_row, softmax_block_row: PyTorch's layer norm, RMS norm and softmax "
+        "kernels where the row term is on) with the row kernels' term (row_kernels) from the layer norm, RMS norm "
+        "and softmax rows of the same run (bench/hopper_rows.py). ")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")

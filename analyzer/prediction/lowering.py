@@ -155,7 +155,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     names = [nodes[m[0]].name for m in plan.members]
     cls_l = engines.simt_classes(cls_l, anchor_dtype, nodes, plan, runtime.name, profiles)
     feats, view = _features(mac_l, vec_l, trans_l, bytes_l, cls_l, view_l, anchor_dtype, K)
-    feats.update({**_reread_feats(runtime.name, cls_l, plan, nodes, fnodes), **_index_feats(runtime.name, plan, nodes)})
+    cls_l = _pytorch_feats(feats, runtime.name, cls_l, (plan, nodes, fnodes), profiles)
     wbytes, runs = np.array(wbytes_l, dtype=np.float64), np.array(runs_l, dtype=np.float64)
     has_gather = bool((feats["op_class"] == eff.CLASS_CODE["gather"]).any())
     P = len(profiles)
@@ -254,6 +254,20 @@ def _reread_feats(runtime_name: str, cls_l, plan, nodes, fnodes) -> dict:
     pairs = softmax_passes.per_node(nodes, fnodes) if runtime_name in softmax_passes.PYTORCH_RUNTIMES else {}
     reread, row = softmax_passes.kernel_features(runtime_name, cls_l, plan.members, pairs)
     return {"reread_bytes": np.array(reread, dtype=np.float64), "row_bytes": np.array(row, dtype=np.float64)}
+
+
+def _pytorch_feats(feats: dict, runtime_name: str, cls_l, graph, profiles):
+    """The kernel classes ``cls_l`` with PyTorch's row kernels moved to their row class where a
+    profile has their kind's row term (``row_kernels.row_class``), after ``feats`` (in place) took
+    ``_reread_feats``, ``_index_feats`` and the moved classes (``op_class``); ``graph``: (plan,
+    nodes, fusion nodes)."""
+    plan, nodes, fnodes = graph
+    feats.update({**_reread_feats(runtime_name, cls_l, plan, nodes, fnodes), **_index_feats(runtime_name, plan, nodes)})
+    on = row_kernels.kinds_on(profiles, runtime_name, clock_hz)
+    if on:
+        cls_l = tuple(row_kernels.row_class(c, k, on) for c, k in zip(cls_l, feats["row_kind"]))
+        feats["op_class"] = np.array(cls_l, dtype=np.int32)
+    return cls_l
 
 
 def _pytorch_terms(consts: dict, p: int, prof, cold: bool) -> None:

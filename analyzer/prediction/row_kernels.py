@@ -1,9 +1,10 @@
 """PyTorch's CUDA row kernels (LayerNorm, RMS norm, softmax): a row's serial time, in waves of rows.
 
 Where it applies: the runtimes whose kernels are PyTorch's own (``softmax_passes.PYTORCH_RUNTIMES``:
-``kernel``, ``eager``, ``eager-op``) on an NVIDIA GPU profile whose family file states row constants
-(``row_kernels`` in ``hardware_db/efficiency/<family>.json``: today ``nvidia-hopper`` only, fitted on
-the H200); every other runtime, device and family gets no term (``profile_terms`` is 0 there).
+``kernel``, ``eager``, ``eager-kernel``, ``eager-op``) on an NVIDIA GPU profile whose family file
+states row constants (``row_kernels`` in ``hardware_db/efficiency/<family>.json``: none ships them;
+``bench/hopper_rows.py`` fits ``nvidia-hopper``'s on the H200); every other runtime, device and family
+gets no term (``profile_terms`` is 0 there).
 
 Which kernel, from PyTorch's source (one block or one warp walks one row, serially):
 
@@ -31,9 +32,14 @@ the family's compute capability, ``softmax_passes``; registers may allow fewer: 
 (``kernel_time``: ``row_s`` in ``KernelTerms``; ``--explain`` prints it as the memory line's
 ``rows``).  The constants are in cycles of the SM clock, so they move with the device's clock and
 SM count; the combination is per kind (chosen by leave-one-N-out on the fit's rows,
-``bench/hopper_rows.py``).  A family with row constants keeps its own class floors for those
-classes (``floor_own``: not replaced by, nor part of, the pooled NVIDIA floor, which holds the
-row latency of the kernels it was fitted on).
+``bench/hopper_rows.py``).  The sets fitted with the term are a family's row classes
+(``op_classes.ROW_CLASS``: ``norm_row``, ``softmax_row``, ``softmax_block_row``), which a kernel
+takes only where it is one of these kernels and a profile of the lowering has its kind's
+constants (``row_class``, ``kinds_on``): a BatchNormalization, a GroupNormalization, a
+SoftmaxCrossEntropyLoss or a pooling (which falls back to ``norm``) keeps its class's set.  Those
+sets keep their own floor (``floor_own``: not replaced by, nor part of, the pooled NVIDIA floor,
+which holds the row latency of the kernels it was fitted on); a family without them (every one
+today) predicts a row class with its class's set (``CLASS_FALLBACK``).
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from __future__ import annotations
 from analyzer.counting import kernel_words
 from analyzer.errors import AnalyzerError
 from analyzer.ir.graph import dtype_bits
+from analyzer.prediction.efficiency.op_classes import CLASS_CODE, OP_CLASSES, ROW_CLASS
 
 KINDS = ("", "layer_norm", "rms_norm", "softmax_warp", "softmax_block")   # code 0: no row kernel
 KIND_CODE = {k: i for i, k in enumerate(KINDS)}
@@ -169,3 +176,26 @@ def combine(xp, memory, kind, rows, length, units, arrays):
     ov = (xp.take(xp.asarray(arrays["row_overlap"]), xp.asarray(kind).astype(xp.int32)) > 0) & (d["row_s"] > 0)
     r = d["row_s"]
     return xp.where(ov, xp.maximum(memory, r), memory + r), dict(d, row_overlap=xp.where(ov, 1.0, 0.0))
+
+
+def kinds_on(profiles, runtime_name: str, clock_of) -> frozenset:
+    """The kind codes (``KINDS``) whose row term some profile of ``profiles`` has under
+    ``runtime_name`` (``profile_terms``: c0 or step > 0; ``clock_of``: a profile's clock, Hz);
+    empty off PyTorch's runtimes (``softmax_passes.PYTORCH_RUNTIMES``)."""
+    from analyzer.prediction import softmax_passes
+
+    if runtime_name not in softmax_passes.PYTORCH_RUNTIMES:
+        return frozenset()
+    on = set()
+    for prof in profiles:
+        t = profile_terms(prof, clock_of(prof))
+        on.update(i for i in range(1, len(KINDS)) if t["row_c0_s"][i] > 0 or t["row_step_s"][i] > 0)
+    return frozenset(on)
+
+
+def row_class(code: int, kind: float, on: frozenset) -> int:
+    """The class code a kernel of class ``code`` and row kind ``kind`` (``kernel_row``'s) takes:
+    its ``ROW_CLASS`` where its kind is ``on`` (``kinds_on``), else ``code`` (no row kernel, the
+    term off, or a class without a row class)."""
+    row = ROW_CLASS.get(OP_CLASSES[code]) if int(kind) in on else None
+    return CLASS_CODE[row] if row else code

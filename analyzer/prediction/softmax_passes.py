@@ -50,7 +50,7 @@ THREADS_PER_SM = {"nvidia-kepler": 2048, "nvidia-maxwell": 2048, "nvidia-pascal"
                   "nvidia-turing": 1024, "nvidia-ampere": 2048, "nvidia-ampere-ga10x": 1536, "nvidia-ada": 1536,
                   "nvidia-hopper": 2048, "nvidia-blackwell": 2048}
 THREADS_PER_SM_DEFAULT = 2048      # an NVIDIA family not listed: the largest of any capability
-_BLOCK = eff.CLASS_CODE["softmax_block"]
+_BLOCK = frozenset(eff.CLASS_CODE[c] for c in ("softmax_block", "softmax_block_row"))   # (its row class: one kernel)
 
 
 def rereads(length: int, itemsize: int) -> bool:
@@ -105,9 +105,9 @@ def kernel_features(runtime_name: str, cls_codes, members, per_node) -> tuple[li
 
 def kernel_pair(runtime_name: str, cls_code: int, pairs) -> tuple[float, float]:
     """(re-read bytes per launch, row bytes) of one kernel: its member's ``node_rereads``
-    (``pairs``: one per member) where it is one member of class ``softmax_block`` run by a
-    PyTorch runtime; else (0, 0)."""
-    if runtime_name in PYTORCH_RUNTIMES and len(pairs) == 1 and cls_code == _BLOCK:
+    (``pairs``: one per member) where it is one member of class ``softmax_block`` (or its row class) run
+    by a PyTorch runtime; else (0, 0)."""
+    if runtime_name in PYTORCH_RUNTIMES and len(pairs) == 1 and cls_code in _BLOCK:
         return pairs[0]
     return 0.0, 0.0
 

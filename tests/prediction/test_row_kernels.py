@@ -17,6 +17,7 @@ from onnx_builders import assert_search_scores_equal_analyze, graph
 import analyzer
 from analyzer.prediction import row_kernels as rk
 from analyzer.prediction.efficiency import constants as fc
+from analyzer.prediction.efficiency.op_classes import CLASS_CODE
 
 H200 = "h200-sxm"   # 132 SMs, 1.98 GHz, sm_90: 2048 resident threads per SM
 CLOCK, SMS = 1.98e9, 132
@@ -142,7 +143,7 @@ def test_row_constants_and_floor_own_from_a_family_file(tmp_path):
     with open(os.path.join(d, "nvidia-ampere.json")) as f:
         norm = json.load(f)["sets"]["norm"]
     norm["constants"].update(floor_s=1e-6, floor_clock_hz=1.98e9, floor_own=1.0)
-    doc["sets"]["norm"] = norm
+    doc["sets"]["norm_row"] = norm
     doc["row_kernels"] = {"layer_norm": {"constants": LN, "provenance": {"kind": "prior", "source": "a test"}}}
     fc.validate(doc, "test")
     with open(path, "w") as f:
@@ -152,3 +153,79 @@ def test_row_constants_and_floor_own_from_a_family_file(tmp_path):
     assert fc.row_constants("nvidia-ampere", d) == {}
     # a floor_own set stays out of the pooled floor (the others' floors unchanged)
     np.testing.assert_array_equal(fc.floor_cycles(d), before)
+
+
+@pytest.fixture
+def hopper_row_file(tmp_path, monkeypatch):
+    """The efficiency files with a Hopper ``norm_row`` set of its own floor (1 us at 1.98 GHz,
+    ``floor_own``) and the H200 fit's layer norm row constants, as ``bench/hopper_rows.py --write
+    norm`` writes them (read from there: ``fc.EFFICIENCY_DIR``); returns the committed directory."""
+    committed, d = fc.EFFICIENCY_DIR, str(tmp_path)
+    for name in os.listdir(fc.EFFICIENCY_DIR):
+        shutil.copy(os.path.join(fc.EFFICIENCY_DIR, name), d)
+    path = os.path.join(d, "nvidia-hopper.json")
+    with open(path) as f:
+        doc = json.load(f)
+    with open(os.path.join(d, "nvidia-ampere.json")) as f:
+        norm = json.load(f)["sets"]["norm"]
+    norm["constants"].update(floor_s=1e-6, floor_clock_hz=1.98e9, floor_own=1.0)
+    doc["sets"]["norm_row"] = norm
+    doc["row_kernels"] = {"layer_norm": {"constants": LN, "provenance": {"kind": "prior", "source": "a test"}}}
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    monkeypatch.setattr(fc, "EFFICIENCY_DIR", d)
+    return committed
+
+
+def _batchnorm(n: int = 8, c: int = 64, hw: int = 56):
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=1e-5)
+    vec = ((c,), onnx.TensorProto.FLOAT16)
+    return graph([node], {"x": ((n, c, hw, hw), onnx.TensorProto.FLOAT16), "s": vec, "b": vec, "m": vec, "v": vec},
+                 ["y"])
+
+
+def _kernel(model, hw=H200):
+    rep = analyzer.analyze(model, hw=[hw], runtime="kernel")
+    return rep.predictions[0], rep.predictions[0].explain(0)
+
+
+def test_batchnorm_gets_no_row_term_nor_the_row_set(hopper_row_file):
+    # ResNet-50's BatchNormalization (and its pooling) is class norm, whose PyTorch kernel is not
+    # vectorized_layer_norm_kernel: no row kind, no row term, and the class's set (Ampere's,
+    # inherited; the pooled floor), not the Hopper norm_row set's own 1 us floor
+    pred, e = _kernel(_batchnorm())
+    assert float(pred.kernel_table.feats["row_kind"][0]) == 0.0
+    assert e.op_class == "norm" and e.row_s == 0.0
+    assert e.floor_s == pytest.approx(fc.floor_cycles()[CLASS_CODE["norm"]] / CLOCK, rel=1e-6)
+    assert e.floor_s != pytest.approx(1e-6, rel=1e-3)
+    # ... and the same time as with the committed files (no row set, no row constants)
+    pool = graph([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2])],
+                 {"x": ((8, 64, 112, 112), onnx.TensorProto.FLOAT16)}, ["y"])   # (pooling -> reduce -> norm)
+    pooled = _kernel(pool)[0].latency_s
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fc, "EFFICIENCY_DIR", hopper_row_file)
+        assert _kernel(_batchnorm())[0].latency_s == pred.latency_s
+        assert _kernel(pool)[0].latency_s == pooled
+
+
+def test_the_layer_norm_takes_the_row_class_its_own_floor_and_the_term(hopper_row_file):
+    e = _kernel(_layernorm(1, 8192))[1]
+    assert e.op_class == "norm_row" and e.floor_s == pytest.approx(1e-6, rel=1e-6)   # (own: not pooled)
+    assert e.row_s == pytest.approx((1825.8 + 16 * 957.2) / 1.98e9, rel=1e-6)
+    # a LayerNorm whose row is not a multiple of the 4-element vector runs another kernel: class norm
+    e = _kernel(_layernorm(1, 770))[1]
+    assert e.op_class == "norm" and e.row_s == 0.0
+
+
+def test_a_device_without_row_constants_keeps_the_class(hopper_row_file):
+    # in one lowering with the H200 the A100's layer norm takes the row class, whose set it
+    # lacks: its norm set (CLASS_FALLBACK) and the pooled floor, the time it has alone
+    both = analyzer.analyze(_layernorm(64, 4096), hw=[H200, "a100-80gb-sxm"], runtime="kernel").predictions
+    alone = analyzer.analyze(_layernorm(64, 4096), hw=["a100-80gb-sxm"], runtime="kernel").predictions[0]
+    assert both[0].explain(0).op_class == "norm_row" and both[1].explain(0).row_s == 0.0
+    assert both[1].latency_s == pytest.approx(alone.latency_s, rel=1e-12)
+
+
+def test_search_scores_equal_analyze_with_the_row_set(hopper_row_file):
+    assert_search_scores_equal_analyze(_layernorm(64, 4096), H200, "kernel")
+    assert_search_scores_equal_analyze(_batchnorm(), H200, "kernel")

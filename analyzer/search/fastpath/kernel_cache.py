@@ -19,7 +19,6 @@ by fancy indexing.  Anything unknown returns None and the caller lowers in full.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from analyzer.prediction import dot_merge, engines, fusion_bytes, fusion_legality, fusion_xla, xla_gpu_joins
@@ -81,8 +80,7 @@ def _reread(g, row, infos) -> tuple[float, ...]:
 
 
 def _pkey(row) -> tuple:
-    """What a kernel's per-profile entries depend on (``lowering.lower``): its dtype, whether
-    it has matrix work, vector work, and its class."""
+    """What a kernel's per-profile entries depend on (``lowering.lower``): dtype, matrix work, vector work, class."""
     return row[8], bool(row[0]), bool(row[1] or row[2]), row[6]
 
 
@@ -147,10 +145,11 @@ class KernelRows:
         # which the fast path does not mirror)
         self.groups = [_Group(rt, runtimes.runtime_for(runtimes.get(rt), profiles[idx[0]] if profiles and idx else None)
                               .fusion, idx) for rt, idx in groups]
-        # a group whose fp32 matrix kernels take the FMA-unit classes (``engines.simt_classes``)
+        # a group's FMA-unit classes (``engines.simt_classes``), row kinds on (``row_kernels.kinds_on``), folding
         for g in self.groups:
             g.simt = bool(profiles) and engines.simt_applies(g.runtime, [profiles[i] for i in g.idx])
             g.fold = bool(profiles) and lowering.fold_transposes([profiles[i] for i in g.idx])
+            g.rows = row_kernels.kinds_on([profiles[i] for i in g.idx if profiles], g.runtime, lowering.clock_hz)
         self.usable = all(g.policy in _POLICIES for g in self.groups)
         self.precision = precision
         # node key -> (launches, joins xla fusions, member part, input bytes, output bytes,
@@ -364,14 +363,15 @@ class KernelRows:
         self.stats["harvested"] += 1
 
 
-
 def _simt(g: _Group, row: tuple, infos: list) -> tuple:
-    """``row`` with its class moved as ``engines.simt_classes`` moves it in ``g`` (the Winograd
-    shape read from the heaviest member's learned flag, ``infos``: its members' node data)."""
-    if not g.simt:
-        return row
-    anchor = max(infos, key=lambda d: d[2][0])   # (member part 0: MAC FLOPs)
-    code = engines.simt_code(row[6], row[8], lambda: anchor[5])
+    """``row`` with its class moved as ``lowering`` moves it in ``g``: ``engines.simt_classes`` (the Winograd shape
+    from the heaviest member's learned flag, ``infos``: its members' node data), then ``row_kernels.row_class``."""
+    code = row[6]
+    if g.simt:
+        anchor = max(infos, key=lambda d: d[2][0])   # (member part 0: MAC FLOPs)
+        code = engines.simt_code(code, row[8], lambda: anchor[5])
+    if g.rows:
+        code = row_kernels.row_class(code, row_kernels.kernel_row([d[13] for d in infos])[0], g.rows)
     return row if code == row[6] else row[:6] + (code,) + row[7:]
 
 
