@@ -168,7 +168,7 @@ def _targets(hw, options: Options, model_format: str):
     """``hw`` and the runtime option as targets, decided once for every later stage."""
     from analyzer.prediction.targets import resolve
 
-    return resolve(hw, options.runtime, model_format)
+    return resolve(hw, options.runtime, model_format, options.host)
 
 
 def _report(graph, info: dict, options: Options, targets, fused=None) -> "Report":

@@ -50,6 +50,7 @@ OPTIONS: dict[str, Option] = {
     "hw": Option("hw", "--hw"),
     "precision": Option("precision", "--precision"),
     "l2": Option("l2", "--l2"),
+    "host": Option("host", "--host"),
     "kwargs_json": Option("kwargs_json", "--kwargs-json"),
     "params_argnums": Option("params_argnums", "--params"),
     "parallel": Option("parallel", "--parallel"),

@@ -56,6 +56,11 @@ class Options:
     before it left there (a kernel inside a model, an op re-run back to back); "cold" has the L2
     flushed before each kernel, every byte from DRAM (a single-op benchmark with a flush: Triton's
     ``do_bench``, nvbench).  GPU kernels only: other kinds warn and keep their own terms.
+    ``host``: whose per-op host figures the ``eager`` runtime charges (a name of
+    ``analyzer.prediction.runtimes.EAGER_HOSTS``): None, the default "llmcompass-a100"
+    (LLMCompass's A100 host: 21 us per matrix op, 12 us other); "torch2.11-h200" (the H200
+    host with torch 2.11, fitted on its whole models: 42 us per convolution, 28 us per other
+    matrix op, 10 us other, backward kernels 2.25 x).
 
     Mappings are copied when an Options is made (a caller's later change does not reach it);
     treat them as read-only.
@@ -76,12 +81,17 @@ class Options:
     optimizer: str | None = None
     dropout: float | None = None
     l2: str | None = None
+    host: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("inputs", "dims", "values"):
             if (v := getattr(self, name)) is not None:
                 object.__setattr__(self, name, dict(v))
         check_l2(self.l2)
+        if self.host is not None:
+            from analyzer.prediction.runtimes import eager_host
+
+            eager_host(self.host)
 
     def counting(self) -> "engine.Options":
         """The subset counting needs (``analyzer.counting.engine.Options``)."""
@@ -105,7 +115,7 @@ def check_l2(state: str | None) -> str:
 FIELDS = tuple(f.name for f in fields(Options))
 # the fields each entry point takes as keywords
 ONNX_KEYWORDS = ("inputs", "dims", "values", "precision", "overlap", "loop_trips", "causal",
-                 "runtime", "batch", "train", "optimizer", "dropout", "l2")
+                 "runtime", "batch", "train", "optimizer", "dropout", "l2", "host")
 JAX_KEYWORDS = ("precision", "overlap", "loop_trips", "causal", "params_argnums", "report_name",
                 "runtime")
 # the L2 states a GPU kernel may start in (``Options.l2``; ``analyzer.prediction.l2_state``)

@@ -65,9 +65,11 @@ _SIMT = ("gemm_simt", "bgemm_simt", "conv3_simt", "conv_simt")
 # and the Hopper row-kernel sets with the file's ``row_kernels``, where bench/hopper_rows.py --write put them
 KEPT_SETS = {"nvidia-ampere": ("softmax", "softmax_block") + _SIMT,
              "nvidia-ampere-ga10x": ("softmax", "softmax_block") + _SIMT,
-             "nvidia-hopper": ("norm_row", "softmax_row", "softmax_block_row")}
+             "nvidia-hopper": ("conv3_simt", "conv_simt",   # bench/hopper_conv_simt.py
+                               "norm_row", "softmax_row", "softmax_block_row")}
 KEPT_NOTES = (" FMA-unit GEMM sets (", " FMA-unit sets of nvidia-ampere, inherited (",
-              " gemm_simt, bgemm_simt: nvidia-ampere's, inherited (")
+              " gemm_simt, bgemm_simt: nvidia-ampere's, inherited (",
+              " FMA-unit convolution sets fitted on this repository's H200")
 DESCRIPTIONS = {
     "nvidia-ampere": "NVIDIA Ampere GA100 (A100): gemm/attention from aiconfigurator a100_sxm (CUDA-graph), "
                      "memory-bound classes from vidur a100_80gb's PyTorch-native kernels (2024: LayerNorm, GELU, add, "

@@ -12,7 +12,7 @@ repository (``EXPORTS``: each with what it holds and what it leaves out) with
 - runtime ``eager-kernel`` against ``kernel_sum_us`` (the profiler's kernel sum of one eager
   call: the eager plan's kernels, no host), runtime ``kernel`` (one kernel per node, no eager plan)
   beside it on the same column for comparison, runtime ``eager`` against ``eager_wall_us`` (median wall-clock of one call from Python and a
-  synchronize); error = predicted / measured - 1, MAPE = mean |error|, bias = mean error;
+  synchronize), and again with ``host="torch2.11-h200"``; error = predicted / measured - 1, MAPE = mean |error|, bias = mean error;
 - precision: ``bf16`` -> ``bf16``; ``fp32`` with TF32 off -> ``fp32`` (every product on the FMA
   units); ``fp32`` with TF32 on (both ``allow_tf32`` flags) -> ``tf32`` (docs/model.md, Precision);
 - a training row (one call = ``zero_grad(set_to_none)`` + forward + ``out.float().mean()
@@ -28,8 +28,10 @@ dropouts' backward).
 
 Left out, each listed with its reason: GPT-2-small (no GPT-2-small graph in the repository) and
 the ``compile`` rows (torch.compile's inductor kernels: no opcost runtime plans them). Not an
-H100: the data may be fitted on; no constant here is fitted or tuned (check only; the eager
-plan's rules bn-eval-fp16 and cudnn-nhwc were read from these rows' kernel names).
+H100: the data may be fitted on.  ``eager --host torch2.11-h200`` scores the eager rows on this
+host's table (``runtimes.EAGER_HOSTS``), fitted on these eager rows (in-sample here); no other
+constant is fitted or tuned on them (the eager plan's rules bn-eval-fp16 and cudnn-nhwc were read
+from these rows' kernel names).
 """
 
 from __future__ import annotations
@@ -55,7 +57,12 @@ HW = "h200-sxm"
 PRECISION = {("bf16", "0"): "bf16", ("fp32", "0"): "fp32", ("fp32", "1"): "tf32"}
 # eager-kernel: the eager plan's kernels without host, what the kernel sum of an eager call measures;
 # kernel (one kernel per node, no eager plan) beside it for comparison
-RUNTIMES = (("eager-kernel", "kernel_sum_us"), ("kernel", "kernel_sum_us"), ("eager", "eager_wall_us"))
+# eager twice: on the default host table and on this host's own (``runtimes.EAGER_HOSTS``
+# "torch2.11-h200", fitted on these eager rows: in-sample; its leave-one-model-out figure is in
+# docs/accuracy.md)
+HOST = "torch2.11-h200"
+RUNTIMES = (("eager-kernel", "kernel_sum_us"), ("kernel", "kernel_sum_us"), ("eager", "eager_wall_us"),
+            (f"eager --host {HOST}", "eager_wall_us"))
 
 # file: a path under the repository root, or a plausibility builder's name (built in a temporary
 # folder); holds: what the graph is and where it differs from the measured model
@@ -134,7 +141,10 @@ def select(rows: list[dict]) -> tuple[list[dict], list[tuple[dict, str]]]:
 
 def options(case: dict, runtime: str) -> dict:
     """The ``analyzer.analyze`` keywords of one case under one runtime."""
-    kw = {"hw": HW, "runtime": runtime, "precision": case["precision"], "batch": case["batch"]}
+    name, _, host = runtime.partition(" --host ")
+    kw = {"hw": HW, "runtime": name, "precision": case["precision"], "batch": case["batch"]}
+    if host:
+        kw["host"] = host
     if case["train"]:
         kw.update(whole_public.TRAIN, dropout=case["dropout"])
     return kw
@@ -201,9 +211,13 @@ def render(results: list[dict], left: list[tuple[dict, str]], command: str) -> s
              f"Profile `{HW}`; runtime `eager-kernel` (and `kernel` beside it) vs the profiler's kernel sum of one "
              "call, `eager` vs the "
              "eager wall-clock of one call; training rows: `train=True, optimizer=\"none\"`, the step's "
-             "`step_s` (bench/h200_model_check.py's docstring). In-sample status: no constant is fitted "
-             "or tuned on these rows; the eager plan's rules `bn-eval-fp16` and `cudnn-nhwc` were read "
-             "from their kernel names (counts, not times).", "", "## Summary", ""]
+             "`step_s` (bench/h200_model_check.py's docstring). In-sample status: the host table "
+             f"`{HOST}` (`eager --host {HOST}` rows) was fitted on these `eager` rows (in-sample; its "
+             "leave-one-model-out figure: docs/accuracy.md); Hopper's `conv_simt` / `conv3_simt` sets were "
+             "fitted on the same run's per-layer fp32 convolution rows (bench/hopper_conv_simt.py): an "
+             "in-sample device; the eager plan's rules `bn-eval-fp16` and `cudnn-nhwc` and Hopper's fp32 "
+             "convolutions without Winograd helpers were read from their kernel names (counts, not "
+             "times); no other constant is fitted or tuned on them.", "", "## Summary", ""]
     lines += summary(results)
     lines += ["", "## Which graph stood in for each measured model", "",
               "| measured model | graph | what it holds |", "|---|---|---|"]

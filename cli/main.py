@@ -138,6 +138,9 @@ def main():
                    "a model, an op re-run back to back, CUDA-graph replays); cold has the L2 flushed "
                    "before each kernel, every byte from DRAM (a single-op benchmark with a flush: "
                    "Triton's do_bench, nvbench). GPU profiles only; others warn.")
+@click.option("--host", "host", default=None, metavar="NAME",
+              help="Whose per-op host figures --runtime eager charges: llmcompass-a100 (the "
+                   "default), torch2.11-h200 (an H200 host with torch 2.11; docs/model.md).")
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None, cls=_RuntimeOption,
               metavar="NAME",
               help="What runs the model, which decides fusion, per-kernel dispatch and the time "
@@ -262,7 +265,8 @@ class Request:
                          baseline=p["baseline"], max_regression=p["max_regression"], all_rows=p["all_rows"],
                          wide=p["wide"], explain=p["explain"], plot=p["plot"], verbose=p["verbose"])
         opts = Options(precision=p["precision"], overlap=not p["additive"],
-                       loop_trips=p["loop_trips"], causal=p["causal"], runtime=p["runtime"], l2=p["l2"])
+                       loop_trips=p["loop_trips"], causal=p["causal"], runtime=p["runtime"], l2=p["l2"],
+                       host=p["host"])
         hw = ",".join(p["hw"]) if p["hw"] else None   # --hw a --hw b adds profiles
         if hw is not None and not hw.replace(",", "").strip():   # `--hw ""`: an empty variable
             raise InputSpecError(f"--hw '{hw}' names no profile: give an id, alias or .toml file "

@@ -32,10 +32,15 @@ H200 run (torch 2.11, cuDNN 9; docs/accuracy.md, Whole models on the H200): none
 channels are not aligned to 16 bytes (NVIDIA's "Channels In And Out": multiples of 8 fp16 or 4
 TF32 elements), none for a 1x1 stride-1 convolution (one cuBLAS GEMM), the input and the output
 for a strided 1x1; under precision ``tf32`` an fp32 convolution takes the tensor-core rule (the
-input and the filter; the kernel writes NCHW) and no Winograd helper.  The plan is one for all
-profiles: without ``--precision tf32`` an fp32 convolution takes the fp32 rule's launches also on
-a profile where PyTorch's default runs it as TF32; int8 and other element sizes: the main kernel
-only.  An eval BatchNorm in fp16/bf16 adds two per-channel launches (``bn_fp16_launches``,
+input and the filter; the kernel writes NCHW) and no Winograd helper.  Per GPU generation
+(``winograd_helpers``): on Hopper (profile family ``NO_WINOGRAD_FAMILIES``) the same names show
+every fp32 (TF32 off) convolution as one cuDNN 9 ``sm80_xmma_fprop_implicit_gemm ... ffma`` kernel
+and no Winograd or helper kernel (ResNet-50 fp32: 53 main kernels, no Winograd name): no
+``fp32_launches`` there; older generations keep the cuDNN 8.9 rule read off their kernels, and
+Blackwell too (no kernel names of it on record).  Without a precision, an fp32 convolution on a
+profile where PyTorch's default runs it in TF32 (``engines.default_tf32_convs``, the kernel times'
+condition) takes the TF32 rule, as under ``--precision tf32`` (``lowering._plan_precision``); an
+explicit ``fp32`` the fp32 rule; int8 and other element sizes: the main kernel only.  An eval BatchNorm in fp16/bf16 adds two per-channel launches (``bn_fp16_launches``,
 prefix ``ATEN``: inside the aten call, no dispatch of their own).
 """
 
@@ -49,6 +54,8 @@ ALIGN_BYTES = 16         # a tensor-core convolution's channel alignment: C x el
 COPY = "Transpose"       # the op whose class (movement) these kernels are charged as
 NONFUSED_MIN_CHANNELS = 96
 NONFUSED_MIN_TILES = 100
+# profile families whose fp32 convolutions run no Winograd helper (the H200's cuDNN 9 names)
+NO_WINOGRAD_FAMILIES = frozenset({"nvidia-hopper"})
 SOURCE = ("NeuSight's PyTorch 2.1 / cuDNN 8.9 nn.Conv2d rows (shared/measurements/gpu/neusight_ops.csv.gz, "
           "kernels_launched; bench/cudnn_kernels.py); NVIDIA cuDNN developer guide and Deep Learning "
           "Performance guide, 'Tensor Layouts In Memory: NCHW vs NHWC'")
@@ -76,6 +83,12 @@ def tiles(n: int, ho: int, wo: int) -> int:
 def nonfused(n: int, ci: int, co: int, ho: int, wo: int) -> bool:
     """The rule's choice of cuDNN's non-fused Winograd for a Winograd-shape fp32 convolution."""
     return min(ci, co) >= NONFUSED_MIN_CHANNELS and tiles(n, ho, wo) >= NONFUSED_MIN_TILES
+
+
+def winograd_helpers(profiles) -> bool:
+    """Whether the plan gives a Winograd-shape fp32 convolution cuDNN 8.9's helper launches
+    (``fp32_launches``): unless every profile lowered together is of ``NO_WINOGRAD_FAMILIES``."""
+    return not profiles or not all(getattr(p, "family", None) in NO_WINOGRAD_FAMILIES for p in profiles)
 
 
 def fp32_launches(x: tuple, co: int, out: tuple) -> list[tuple[str, int]]:

@@ -77,8 +77,9 @@ def _linear(w: Walk, i: int, claimed: set) -> list[int] | None:
     return [i, j]
 
 
-def _conv(w: Walk, i: int, tf32: bool = False) -> None:
-    """Rules ``conv-layout`` and ``conv-bias`` for Conv ``i`` (``tf32``: fp32 on the tensor cores)."""
+def _conv(w: Walk, i: int, tf32: bool = False, winograd: bool = True) -> None:
+    """Rules ``conv-layout`` and ``conv-bias`` for Conv ``i`` (``tf32``: fp32 on the tensor cores;
+    ``winograd``: rule ``cudnn-fp32``'s helpers, ``cudnn_conv.winograd_helpers``)."""
     nd, fn = w.nodes[i], w.fnodes[i]
     x, sx = w.layout(i, 0)
     out = dims_of(nd.out_specs[0]) if nd.out_specs else None
@@ -91,7 +92,7 @@ def _conv(w: Walk, i: int, tf32: bool = False) -> None:
         else:
             w.copy_input(i, 0)
     if x is not None and out is not None and fn.op_class != "conv_dw":
-        w.extra[i].extend(_cudnn(nd, fn, x, out, last, tf32))
+        w.extra[i].extend(_cudnn(nd, fn, x, out, last, tf32, winograd))
     if len(fn.inputs) > 2 and fn.inputs[2]:
         folded = fn.inputs[2].startswith(_FOLDED_BIAS)
         e = _element(fn, out)
@@ -107,7 +108,7 @@ def _element(fn, out) -> int:
     return fn.output_bytes[0] // max(prod(out), 1) if out and fn.output_bytes else 0
 
 
-def _cudnn(nd, fn, x, out, last: bool, tf32: bool = False) -> list[tuple[str, int]]:
+def _cudnn(nd, fn, x, out, last: bool, tf32: bool = False, winograd: bool = True) -> list[tuple[str, int]]:
     """Rules ``cudnn-fp32`` and ``cudnn-nhwc``: cuDNN's launches inside the convolution's call
     besides its main kernel, by the element size of its input (4: fp32 on the FMA units, the
     Winograd shape only; 2, or 4 under ``tf32``: on the tensor cores, an NCHW 2-D input: its layout
@@ -118,7 +119,7 @@ def _cudnn(nd, fn, x, out, last: bool, tf32: bool = False) -> list[tuple[str, in
     if core and not last and len(fn.input_bytes) > 1 and wt is not None and len(x) == 4 == len(wt):
         return cudnn_conv.tensor_core_launches(tuple(x), tuple(wt), tuple(out), e, (
             fn.input_bytes[0], fn.input_bytes[1], fn.output_bytes[0]), tf32=e == 4)
-    if e == 4 and len(x) == 4 and wt is not None and engines.winograd_shape(nd):
+    if winograd and e == 4 and len(x) == 4 and wt is not None and engines.winograd_shape(nd):
         return cudnn_conv.fp32_launches(tuple(x), wt[0], tuple(out))
     if e == 2 and not last and len(fn.input_bytes) > 1:
         return cudnn_conv.nhwc_launches(fn.input_bytes[0], fn.input_bytes[1], fn.output_bytes[0])
@@ -214,10 +215,11 @@ def _gelu(w: Walk, core: int, claimed: set) -> list[int] | None:
 
 
 def plan(nodes, fnodes: Sequence[fusion.FusionNode], nbytes, graph_outputs: frozenset[str] = frozenset(),
-         tf32: bool = False) -> fusion.FusionPlan:
+         tf32: bool = False, winograd: bool = True) -> fusion.FusionPlan:
     """The kernels eager PyTorch launches for ``nodes`` (their ``fnodes`` and counted bytes
     ``nbytes`` under the prediction's precision), by ``RULES``; ``tf32``: the caller's precision is
-    ``tf32`` (fp32 convolutions on the tensor cores)."""
+    ``tf32`` (fp32 convolutions on the tensor cores); ``winograd``: fp32 convolutions take rule
+    ``cudnn-fp32``'s helpers (``cudnn_conv.winograd_helpers``: not on Hopper)."""
     w = Walk(nodes, fnodes, nbytes)
     groups: list[list[int]] = []
     ops: dict[int, str] = {}
@@ -239,7 +241,7 @@ def plan(nodes, fnodes: Sequence[fusion.FusionNode], nbytes, graph_outputs: froz
         elif nd.domain in ONNX_DOMAINS and nd.op == "Gemm":
             _gemm_bias(w, i)
         elif nd.domain in ONNX_DOMAINS and nd.op == "Conv":
-            _conv(w, i, tf32)
+            _conv(w, i, tf32, winograd)
         elif nd.domain in ONNX_DOMAINS and nd.op == "SoftmaxCrossEntropyLoss":
             _cross_entropy(w, i, ops)
         elif nd.domain in ONNX_DOMAINS and nd.op == "Sigmoid" and i not in claimed:

@@ -108,14 +108,16 @@ RULES: tuple[Rule, ...] = (
          "min(C_in, C_out) >= 96 and T = N ceil(H_out/4) ceil(W_out/4) >= 100 (their bytes, "
          "cudnn_conv.winograd_bytes, made the leave-one-GPU-out fit worse and are not charged), else "
          "one helper (generateWinogradTilesKernel or computeOffsetsKernel); other shapes: the main "
-         "kernel only (no kernel list of them)",
+         "kernel only (no kernel list of them); on Hopper (cudnn_conv.NO_WINOGRAD_FAMILIES) none: cuDNN 9 "
+         "runs every fp32 convolution as one FFMA implicit GEMM (the H200's names: docs/accuracy.md, "
+         "Whole models on the H200)",
          "NeuSight's PyTorch 2.1 / cuDNN 8.9 nn.Conv2d rows (shared/measurements/gpu/neusight_ops.csv.gz, "
          "kernels_launched; every row 3x3 stride 1, fp32, TF32 off; tabulated by "
          "bench/cudnn_kernels.py): the non-fused Winograd's 4 kernels on 40 % of the rows, a "
          "helper and the main kernel on 56 %; the rule's count matches 75.5 % of the rows (74.1 % "
          "with its thresholds chosen leaving each GPU out), the plan before it (1 kernel) 1.0 %"),
     Rule("cudnn-nhwc", "an fp16/bf16 Conv (not depthwise) of an NCHW 2-D input, and an fp32 one "
-         "under precision tf32",
+         "under precision tf32 or, without a precision, PyTorch's TF32 default (engines.default_tf32_convs)",
          "conversions inside the call besides the main kernel, no host dispatch of their own, each "
          "reading and writing its tensor (2 x its bytes) at the copy class's rate "
          "(cudnn_conv.tensor_core_launches): nchwToNhwcKernel of the input and of the filter and "

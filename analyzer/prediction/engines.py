@@ -157,9 +157,7 @@ def engine_sets(arrays: dict, prof, runtime_name: str, precision: str | None) ->
     convolutions (``tf32_convs``'s rule) for the convolution classes.  The same dict otherwise."""
     simt = sorted(set(eff.SIMT_CLASS.values()) | {"conv3_simt"})
     if fma_fp32(prof):
-        tf32 = (prof.kind == "gpu" and (prof.vendor or "").lower() == "nvidia" and runtime_name in PYTORCH_RUNTIMES
-                and precision is None and bool(prof.peak_flops("matrix", "tf32")))
-        simt = [c for c in simt if c.startswith("conv")] if tf32 else []
+        simt = [c for c in simt if c.startswith("conv")] if default_tf32_convs(prof, runtime_name, precision) else []
     if not simt:
         return arrays
     out = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in arrays.items()}
@@ -169,6 +167,15 @@ def engine_sets(arrays: dict, prof, runtime_name: str, precision: str | None) ->
         for name in eff.CLASS_PARAMS:
             out[name][i] = out[name][j]
     return out
+
+
+def default_tf32_convs(prof, runtime_name: str, precision: str | None) -> bool:
+    """Whether PyTorch's default runs ``prof``'s fp32 convolutions in TF32 on the tensor cores
+    (``tf32_convs``'s condition): no precision given, a PyTorch runtime, an NVIDIA GPU with a TF32
+    tensor-core figure.  The kernel times (``engine_sets``, ``tf32_convs``) and the eager plan's
+    cuDNN launches (``lowering``: rule ``cudnn-nhwc`` under TF32) both follow it."""
+    return (precision is None and prof.kind == "gpu" and (prof.vendor or "").lower() == "nvidia"
+            and runtime_name in PYTORCH_RUNTIMES and bool(prof.peak_flops("matrix", "tf32")))
 
 
 def tf32_convs(prof, runtime_name: str, precision: str | None, mpeak_row, cls, dtypes, mac) -> str | None:

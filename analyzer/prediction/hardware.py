@@ -256,8 +256,9 @@ def host_dispatch(prof, runtime, class_names: list[str], launch: float, note: li
         note.append(f"eager-op host time per call from {runtimes.EAGER_OP_CALL_SOURCE}")
         return np.array([runtimes.eager_op_call_us(c) for c in class_names]) * 1e-6
     if runtime.dispatch_name == "eager" and prof.kind == "gpu":
-        note.append(f"eager dispatch per op from {runtimes.EAGER_DISPATCH_SOURCE}")
-        return np.array([runtimes.eager_dispatch_us(c) for c in class_names]) * 1e-6
+        host = runtimes.eager_host(runtime.host)
+        note.append(f"eager dispatch per op, host {runtime.host}: {host.source}")
+        return np.array([runtimes.eager_dispatch_us(c, runtime.host) for c in class_names]) * 1e-6
     us, why = runtimes.KIND_LAUNCH_US[prof.kind]
     if prof.launch_overhead_us is not None:
         note.append(f"{runtime.name} dispatch per kernel taken as {prof.id}'s launch figure "

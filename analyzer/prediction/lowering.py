@@ -46,18 +46,16 @@ from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import cudnn_conv, eager_plan, engines, fusion, runtimes, xla_cpu_fusion, xla_tpu
 from analyzer.prediction import accelerator_terms, tpu_mxu
 from analyzer.prediction import l2_state as cache_state
-from analyzer.prediction import gather_latency, row_kernels, small_index, softmax_passes
+from analyzer.prediction import pytorch_terms
 from analyzer.prediction import lowering_fixed as lf
 from analyzer.prediction.cpu import loop_launch as cpu_loop_launch
 from analyzer.prediction import host_only as host_only_ops
 from analyzer.prediction import kernel_rows as kr
-from analyzer.prediction.hardware import (clock_hz, complete_profile, gather_note, profile_memo,
-                                          profile_terms)
+from analyzer.prediction.hardware import complete_profile, gather_note, profile_memo, profile_terms
 # (re-exported: callers read them here)
 from analyzer.prediction.kernel_rows import PRECISION_BITS, PROFILE_DTYPE, node_op_class  # noqa: F401
 
 PROVENANCE = ("calibrated", "architecture constants", "generic", "datasheet")
-ROW_FEATS = ("row_kind", "row_m", "row_n")   # (row_kernels.kernel_row's triple, in order)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,7 +144,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     each GPU kernel starts in (``l2_state.STATES``: warm, the default, or cold: no cache step)."""
     precision, said_precision = _precision_of(precision, runtime, nodes)
     fnodes, node_bytes = _fusion_nodes(nodes, precision, memo, keys)
-    plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold_transposes(profiles), precision)
+    plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, profiles, precision)
     K = plan.kernels
     rows, weight = kr.kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys)
     # per kernel as lists (numpy item writes cost more); wbytes: weight bytes/launch (cpu.cold)
@@ -155,7 +153,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     names = [nodes[m[0]].name for m in plan.members]
     cls_l = engines.simt_classes(cls_l, anchor_dtype, nodes, plan, runtime.name, profiles)
     feats, view = _features(mac_l, vec_l, trans_l, bytes_l, cls_l, view_l, anchor_dtype, K)
-    cls_l = _pytorch_feats(feats, runtime.name, cls_l, (plan, nodes, fnodes), profiles)
+    cls_l = pytorch_terms.kernel_feats(feats, runtime.name, cls_l, (plan, nodes, fnodes), profiles)
     wbytes, runs = np.array(wbytes_l, dtype=np.float64), np.array(runs_l, dtype=np.float64)
     has_gather = bool((feats["op_class"] == eff.CLASS_CODE["gather"]).any())
     P = len(profiles)
@@ -164,7 +162,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     fixed, host = np.zeros((P, K)), np.zeros((P, K))   # host: the dispatch part of fixed
     host_only = np.zeros((P, len(plan.host_only)))     # per host-only op, per run
     run_overhead = np.zeros(P)
-    consts = _empty_consts(P)
+    consts = pytorch_terms.empty_consts(P)
     warnings, provs, details, notes = [], [], [], []
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", cudnn_conv.op_of(op))])
@@ -184,7 +182,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                         vec_l, trans_l)
         tpu_mxu.precision_passes(prof, mpeak[p], anchor_dtype, (nodes, plan), warn)   # (HIGH / HIGHEST on a TPU)
         _set_consts(consts, p, arrays)
-        _pytorch_terms(consts, p, prof, cache_state.applies(prof, l2_state))
+        pytorch_terms.profile_scalars(consts, p, prof, cache_state.applies(prof, l2_state))
         consts_p = {n: consts[n][p] for n in consts}
         floors = np.asarray(arrays["floor_s"])[feats["op_class"]]
         calibrated = _calibrated_for(prof, runtime.dispatch_name)
@@ -234,73 +232,6 @@ def _once(note: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(note))
 
 
-def _empty_consts(P: int) -> dict:
-    """The per-profile constant arrays before any profile: the class parameters [P, classes],
-    trans_weight [P], ``softmax_passes.profile_terms``' two scalars [P], ``small_index``'s
-    seconds per step [P], ``gather_latency``'s two [P], ``row_kernels.profile_terms``' threads per
-    SM [P] and per-kind constants [P, kinds] and a power-capped card's boost window
-    (``engines.boost_terms``) [P]."""
-    return {**{p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}, "trans_weight": np.ones(P),
-            "softmax_reread": np.zeros(P), "softmax_l2_row": np.zeros(P), "index_iter_s": np.zeros(P),
-            "gather_dep_s": np.zeros(P), "gather_rate": np.ones(P),
-            "row_threads_sm": np.zeros(P), **{f"row_{q}": np.zeros((P, len(row_kernels.KINDS)))
-                                              for q in ("c0_s", "step_s", "overlap")},
-            "boost_ratio": np.ones(P), "boost_window_s": np.zeros(P)}
-
-
-def _reread_feats(runtime_name: str, cls_l, plan, nodes, fnodes) -> dict:
-    """The kernel features of PyTorch's long-row CUDA softmax (``softmax_passes.kernel_features``):
-    ``reread_bytes`` and ``row_bytes``, [K] float64 (0 for every kernel of another runtime)."""
-    pairs = softmax_passes.per_node(nodes, fnodes) if runtime_name in softmax_passes.PYTORCH_RUNTIMES else {}
-    reread, row = softmax_passes.kernel_features(runtime_name, cls_l, plan.members, pairs)
-    return {"reread_bytes": np.array(reread, dtype=np.float64), "row_bytes": np.array(row, dtype=np.float64)}
-
-
-def _pytorch_feats(feats: dict, runtime_name: str, cls_l, graph, profiles):
-    """The kernel classes ``cls_l`` with PyTorch's row kernels moved to their row class where a
-    profile has their kind's row term (``row_kernels.row_class``), after ``feats`` (in place) took
-    ``_reread_feats``, ``_index_feats`` and the moved classes (``op_class``); ``graph``: (plan,
-    nodes, fusion nodes)."""
-    plan, nodes, fnodes = graph
-    feats.update({**_reread_feats(runtime_name, cls_l, plan, nodes, fnodes), **_index_feats(runtime_name, plan, nodes)})
-    on = row_kernels.kinds_on(profiles, runtime_name, clock_hz)
-    if on:
-        cls_l = tuple(row_kernels.row_class(c, k, on) for c, k in zip(cls_l, feats["row_kind"]))
-        feats["op_class"] = np.array(cls_l, dtype=np.int32)
-    return cls_l
-
-
-def _pytorch_terms(consts: dict, p: int, prof, cold: bool) -> None:
-    """Profile ``p``'s scalars of PyTorch's CUDA kernels, in place: ``softmax_passes.profile_terms``
-    (``softmax_reread``, ``softmax_l2_row``), ``small_index.profile_term`` (``index_iter_s``),
-    ``gather_latency.profile_terms`` (``gather_dep_s``, ``gather_rate``; ``cold``: the L2 flushed),
-    ``row_kernels.profile_terms`` (``row_*``)
-    and its boost window (``engines.boost_terms``: ``boost_ratio``, ``boost_window_s``)."""
-    consts["softmax_reread"][p], consts["softmax_l2_row"][p] = softmax_passes.profile_terms(prof)
-    consts["index_iter_s"][p] = small_index.profile_term(prof, clock_hz(prof))
-    consts["gather_dep_s"][p], consts["gather_rate"][p] = gather_latency.profile_terms(prof, clock_hz(prof), cold)
-    for name, v in row_kernels.profile_terms(prof, clock_hz(prof)).items():
-        consts[name][p] = v
-    consts["boost_ratio"][p], consts["boost_window_s"][p] = engines.boost_terms(prof)
-
-
-def _index_feats(runtime_name: str, plan, nodes) -> dict:
-    """The kernel features of PyTorch's gather (``small_index.node_ids``): ``index_ids`` and
-    ``index_slice``, and of its row kernels (``row_kernels.kernel_row``): ``row_kind``, ``row_m``,
-    ``row_n``; [K] float64 (0 for every kernel of a runtime that does not run PyTorch's kernels,
-    and for every kernel that is not one ``index_select`` or one row kernel)."""
-    ids, sl = [0.0] * len(plan.members), [0.0] * len(plan.members)
-    if runtime_name in softmax_passes.PYTORCH_RUNTIMES:
-        for k, m in enumerate(plan.members):
-            if len(m) == 1:
-                ids[k], sl[k] = small_index.node_ids(nodes[m[0]])
-    rows = [(0.0, 0.0, 0.0)] * len(plan.members)
-    if runtime_name in softmax_passes.PYTORCH_RUNTIMES:
-        rows = [row_kernels.kernel_row([row_kernels.node_row(nodes[i]) for i in m]) for m in plan.members]
-    return {"index_ids": np.array(ids, dtype=np.float64), "index_slice": np.array(sl, dtype=np.float64),
-            **{f: np.array([r[j] for r in rows], dtype=np.float64) for j, f in enumerate(ROW_FEATS)}}
-
-
 def _set_consts(consts: dict, p: int, arrays) -> None:
     """Row ``p`` of the per-profile constant arrays: the class parameters and trans_weight."""
     for name in eff.CLASS_PARAMS:
@@ -328,17 +259,30 @@ def fold_transposes(profiles) -> bool:
     return bool(profiles) and all(getattr(p, "kind", "") == "gpu" for p in profiles)
 
 
-def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, fold: bool = False,
+def _plan_precision(precision: str | None, profiles, runtime_name: str) -> str | None:
+    """The precision the eager plan's cuDNN rules take: ``tf32`` where no precision is given and
+    PyTorch's default runs every profile's fp32 convolutions in TF32 (``engines.default_tf32_convs``,
+    as the kernel times take them: docs/model.md, Precision), else ``precision``."""
+    if precision is None and profiles and all(engines.default_tf32_convs(p, runtime_name, None) for p in profiles):
+        return "tf32"
+    return precision
+
+
+def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, profiles=(),
           precision: str | None = None) -> fusion.FusionPlan:
     """The kernels the runtime launches: the eager PyTorch plan (``eager_plan``: views, copies,
     joined patterns) for the ``eager`` policy, XLA's CPU kernels (``xla_cpu_fusion``) for the
-    ``xla_cpu`` one, else the fusion policy's (or ``fused``'s; ``fold``: ``fusion.plan``'s
-    ``fold_transposes``); ``precision`` "tf32": the eager plan's fp32 convolutions on the tensor cores."""
+    ``xla_cpu`` one, else the fusion policy's (or ``fused``'s; ``fusion.plan``'s ``fold_transposes``
+    where every profile is a GPU).  The eager plan's fp32 convolutions run on the tensor cores under
+    ``tf32`` or PyTorch's TF32 default (``_plan_precision``), with cuDNN 8.9's Winograd helpers on
+    the FMA units but on Hopper (``cudnn_conv.winograd_helpers``)."""
     if runtime.fusion == eager_plan.POLICY and fused is None:
-        return eager_plan.plan(nodes, fnodes, node_bytes, graph_outputs, tf32=precision == "tf32")
+        return eager_plan.plan(nodes, fnodes, node_bytes, graph_outputs,
+                               tf32=_plan_precision(precision, profiles, runtime.name) == "tf32",
+                               winograd=cudnn_conv.winograd_helpers(profiles))
     if runtime.fusion == xla_cpu_fusion.POLICY and fused is None:
         return xla_cpu_fusion.plan(fnodes, graph_outputs)
-    return fusion.plan(fnodes, runtime.fusion, graph_outputs, fused, fold)
+    return fusion.plan(fnodes, runtime.fusion, graph_outputs, fused, fold_transposes(profiles))
 
 
 def _fusion_nodes(nodes, precision, memo, keys):

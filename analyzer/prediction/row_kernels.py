@@ -178,11 +178,12 @@ def combine(xp, memory, kind, rows, length, units, arrays):
     return xp.where(ov, xp.maximum(memory, r), memory + r), dict(d, row_overlap=xp.where(ov, 1.0, 0.0))
 
 
-def kinds_on(profiles, runtime_name: str, clock_of) -> frozenset:
+def kinds_on(profiles, runtime_name: str) -> frozenset:
     """The kind codes (``KINDS``) whose row term some profile of ``profiles`` has under
-    ``runtime_name`` (``profile_terms``: c0 or step > 0; ``clock_of``: a profile's clock, Hz);
-    empty off PyTorch's runtimes (``softmax_passes.PYTORCH_RUNTIMES``)."""
+    ``runtime_name`` (``profile_terms`` at ``hardware.clock_hz``: c0 or step > 0); empty off
+    PyTorch's runtimes (``softmax_passes.PYTORCH_RUNTIMES``)."""
     from analyzer.prediction import softmax_passes
+    from analyzer.prediction.hardware import clock_hz as clock_of
 
     if runtime_name not in softmax_passes.PYTORCH_RUNTIMES:
         return frozenset()

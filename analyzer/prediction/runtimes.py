@@ -73,7 +73,8 @@ such step.
 Host dispatch (``eager``, ``eager-op``, ``onnxruntime``) is a per-kernel figure with a source: a profile's own
 ``launch_overhead_us`` where the runtime is the one it was measured with (a calibrated profile;
 ``eager-op`` takes a profile calibrated with ``eager``), else on a GPU the per-op-class figures of
-``EAGER_OP_CALL_US`` (``eager-op``) or ``EAGER_DISPATCH_US`` (``eager``), else the kind defaults
+``EAGER_OP_CALL_US`` (``eager-op``) or the runtime's host table of ``EAGER_HOSTS`` (``eager``;
+default ``EAGER_DISPATCH_US``, another by ``Options.host``), else the kind defaults
 below, which reports flag as assumed.  The two GPU tables differ because the time does:
 ``eager-op``'s figure is the whole host side of one call timed alone (Python, dispatch, launch, the
 events and the synchronize, all on the critical path); ``eager``'s is the host's issue cost per op
@@ -112,6 +113,8 @@ class Runtime:
     # the precision the runtime computes in when the caller names none: ``rule(nodes) ->
     # (precision or None, note)`` (``accelerators``)
     precision_rule: Any = None
+    # whose per-op host figures the ``eager`` stream charges (a name of ``EAGER_HOSTS``)
+    host: str = "llmcompass-a100"
 
     @property
     def dispatch_name(self) -> str:
@@ -197,6 +200,48 @@ def eager_op_call_us(op_class: str) -> float:
     return _class_figure(EAGER_OP_CALL_US, EAGER_OP_CALL_DEFAULT_US, op_class)
 
 
+@dataclass(frozen=True)
+class EagerHost:
+    """One host's issue cost per op of the ``eager`` stream: ``per_class`` (us, by op class, with
+    ``class_chain``'s fallbacks), ``default_us`` for any other class, ``backward_ratio``: a
+    backward kernel's host time over its class figure (the autograd engine's node, its
+    AccumulateGrad and the cuDNN/cuBLAS backward calls, per kernel of the backward plan), and
+    ``source``."""
+    per_class: dict
+    default_us: float
+    backward_ratio: float
+    source: str
+
+
+# Per-op host figures of the eager stream for the hosts measured (``Options.host``):
+# "llmcompass-a100" (the default): ``EAGER_DISPATCH_US``, backward kernels at their forward
+# figures.  "torch2.11-h200": the lent H200 machine's host (torch 2.11.0+cu130, cuDNN 9), fitted
+# 2026-12-04 on the 44 ``eager`` whole-model rows of bench/results/h200_models_2026-12-04.csv
+# (ResNet-50, MobileNetV2, BERT-base, ViT-B/16; batch 1 and 8; bf16, fp32, TF32; inference and
+# training steps) by a grid over (conv, matmul, other, backward ratio), MAPE of the eager
+# wall-clock; leave-one-model-out MAPE 22.6 % / bias -3.8 % (in-sample 15.0 % / -3.5 %),
+# docs/accuracy.md "Whole models on the H200".
+DEFAULT_HOST = "llmcompass-a100"
+EAGER_HOSTS = {
+    DEFAULT_HOST: EagerHost(EAGER_DISPATCH_US, EAGER_DISPATCH_DEFAULT_US, 1.0, EAGER_DISPATCH_SOURCE),
+    "torch2.11-h200": EagerHost(
+        {"conv": 42.0, "gemm": 28.0, "bgemm": 28.0, "attention": 28.0}, 10.0, 2.25,
+        "the lent H200 host (torch 2.11, cuDNN 9), fitted on its 44 eager whole-model rows "
+        "(bench/results/h200_models_2026-12-04.csv, 2026-12-04): 42 µs per convolution (the cuDNN "
+        "v9 call), 28 µs per other matrix op, 10 µs per other op, backward kernels 2.25 x their "
+        "class figure (autograd engine); leave-one-model-out MAPE 22.6 %, bias -3.8 %"),
+}
+
+
+def eager_host(name: str = "") -> EagerHost:
+    """``EAGER_HOSTS[name]`` ("": the default); ``InputSpecError`` naming the hosts otherwise."""
+    try:
+        return EAGER_HOSTS[name or DEFAULT_HOST]
+    except KeyError:
+        raise InputSpecError(f"unknown host '{name}' for {{host}}; choose from "
+                             f"{', '.join(EAGER_HOSTS)}") from None
+
+
 # Host time of an op eager PyTorch runs without a kernel (a view: reshape, transpose, unsqueeze,
 # expand, select...; eval dropout; .to of its own dtype) over that of a small kernel-launching
 # elementwise op: Python, the C++ binding and the dispatcher run for a view too, and it launches
@@ -211,11 +256,13 @@ HOST_ONLY_SOURCE = ("bench/eager_host_ops.py on a shared 2-core x86_64 machine, 
                     "torch.add / itself 1.09: ~10% noise; 0.72 with grad)")
 
 
-def eager_dispatch_us(op_class: str) -> float:
-    """``EAGER_DISPATCH_US`` of ``op_class`` or of the first class it falls back to that has a
-    figure (a depthwise convolution or an lhs-transposed product is still one matmul-like
-    framework op); else the default."""
-    return _class_figure(EAGER_DISPATCH_US, EAGER_DISPATCH_DEFAULT_US, op_class)
+def eager_dispatch_us(op_class: str, host: str = "") -> float:
+    """Host issue cost (us) of one ``op_class`` kernel under ``eager`` on ``host`` (a name of
+    ``EAGER_HOSTS``; "": the default, ``EAGER_DISPATCH_US``): the table's figure of ``op_class``
+    or of the first class it falls back to that has one (a depthwise convolution or an
+    lhs-transposed product is still one matmul-like framework op); else the table's default."""
+    table = eager_host(host)
+    return _class_figure(table.per_class, table.default_us, op_class)
 
 
 def _class_figure(table: dict[str, float], default: float, op_class: str) -> float:
@@ -288,9 +335,16 @@ def runtime_for(runtime: Runtime, profile) -> Runtime:
     return runtime
 
 
-def choose(requested: str | None, model_format: str, profile) -> tuple[Runtime, str]:
+def choose(requested: str | None, model_format: str, profile, host: str | None = None) -> tuple[Runtime, str]:
     """(runtime, why) for one profile: the caller's choice, else xla for a JAX program, else the
-    profile's default, else its kind's (``runtime_for`` the profile)."""
+    profile's default, else its kind's (``runtime_for`` the profile); ``host``: a name of
+    ``EAGER_HOSTS`` the runtime charges (None: the default)."""
+    if host:
+        from dataclasses import replace
+
+        eager_host(host)
+        rt, why = choose(requested, model_format, profile)
+        return replace(rt, host=host), why
     if requested:
         return runtime_for(get(requested), profile), "requested"
     if model_format == "jaxpr":

@@ -45,9 +45,11 @@ def load_profile(hw: Any):
     return hardware_db.get(hw)
 
 
-def resolve(hw: Any, runtime: str | None = None, model_format: str = "onnx") -> tuple[Target, ...]:
+def resolve(hw: Any, runtime: str | None = None, model_format: str = "onnx",
+            host: str | None = None) -> tuple[Target, ...]:
     """The targets of ``hw`` (one, or a sequence of ids / paths / profiles / targets) under the
-    caller's ``runtime`` for a model of ``model_format`` ("onnx" or "jaxpr"). A ``Target`` passed
+    caller's ``runtime`` for a model of ``model_format`` ("onnx" or "jaxpr"), charging ``host``'s
+    per-op host figures (``runtimes.EAGER_HOSTS``; None: the default). A ``Target`` passed
     in is kept as it is (resolving twice is a no-op); empty for ``hw=None``."""
     if hw is None:
         return ()
@@ -67,7 +69,7 @@ def resolve(hw: Any, runtime: str | None = None, model_format: str = "onnx") -> 
                     f"'{named[prof.id]}' and '{h}' are the same profile ({prof.id})"
                 raise InputSpecError(f"{{hw}}: {said}; give it once", hints=(Hint("hw"),))
             named[prof.id] = h
-        rt, why = choose(runtime, model_format, prof)
+        rt, why = choose(runtime, model_format, prof, host)
         out.append(Target(prof, rt, why))
     return tuple(out)
 

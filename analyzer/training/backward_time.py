@@ -13,8 +13,10 @@ Which time (the runtime's time definition, ``prediction.runtimes``):
   the device runs the ones before (``runtimes.stream_times`` over both lists): backward time =
   ``dev_end`` of the last backward kernel - ``dev_end`` of the last forward kernel.  The
   autograd engine issues backward ops from C++ without Python; no sourced per-op figure for
-  that was found, so each backward kernel pays the same per-kernel host dispatch as a forward
-  one (``runtimes.EAGER_DISPATCH_US``): an upper bound on the host side.
+  that was found, so on the default host each backward kernel pays the same per-kernel host
+  dispatch as a forward one (``runtimes.EAGER_DISPATCH_US``); a measured host
+  (``runtimes.EAGER_HOSTS``, ``Options.host``) charges ``backward_ratio`` x its class figure
+  (``torch2.11-h200``: 2.25, fitted on that host's training steps).
 - ``kernel``: the sum of the backward kernels' device times.
 - ``eager-op``: the sum of their per-op times (dispatch + kernel each; the dispatch that of one
   call timed alone, ``runtimes.EAGER_OP_CALL_US``).
@@ -71,7 +73,7 @@ class BackwardTime:
     fallback_s: float                # the fallback nodes' ratio-method seconds
 
 
-def kernel_terms(plan: BackwardPlan, nodes_b, pred, profile):
+def kernel_terms(plan: BackwardPlan, nodes_b, pred, profile, autograd: bool = False):
     """(time, host, overhead) arrays [K] of the plan's kernels on ``profile`` under ``pred``'s
     runtime, precision and L2 state (host: the dispatch part of time, 0 without host dispatch)."""
     from analyzer.prediction import runtimes
@@ -90,15 +92,29 @@ def kernel_terms(plan: BackwardPlan, nodes_b, pred, profile):
     t, h, o = np.zeros(len(nodes_b)), np.zeros(len(nodes_b)), np.zeros(len(nodes_b))
     on = idx >= 0
     t[on], h[on], o[on] = time[0][idx[on]], host[idx[on]], ovh[0][idx[on]]
-    return t, h, o
+    # the autograd engine's host time beyond the class figure (``backward_ratio``; autograd only)
+    extra = (backward_ratio(rt) - 1.0) * h if autograd else np.zeros_like(h)
+    return t + extra, h + extra, o + extra
 
 
-def backward_time(plan: BackwardPlan, nodes_b, pred, profile, fallback_rows) -> BackwardTime:
-    """The backward of ``plan`` after ``pred``'s forward (module docstring).  ``fallback_rows``:
-    node index -> (body s, launches s) of the ratio method for the plan's fallback nodes."""
+def backward_ratio(rt) -> float:
+    """A backward kernel's host time over its class figure: the ``eager`` stream's host's
+    ``backward_ratio`` (``runtimes.EAGER_HOSTS``); 1 for any other runtime (``eager-op``'s
+    per-call table, no host for ``kernel``)."""
     from analyzer.prediction import runtimes
 
-    t, h, o = kernel_terms(plan, nodes_b, pred, profile)
+    return runtimes.eager_host(rt.host).backward_ratio if rt.name == "eager" else 1.0
+
+
+def backward_time(plan: BackwardPlan, nodes_b, pred, profile, fallback_rows,
+                  autograd: bool = True) -> BackwardTime:
+    """The backward of ``plan`` after ``pred``'s forward (module docstring).  ``fallback_rows``:
+    node index -> (body s, launches s) of the ratio method for the plan's fallback nodes.
+    ``autograd``: the kernels are the autograd engine's (their host time ``backward_ratio`` x
+    the class figure); False: forward kernels issued after the forward (a step's dropouts)."""
+    from analyzer.prediction import runtimes
+
+    t, h, o = kernel_terms(plan, nodes_b, pred, profile, autograd)
     fb = {i: sum(fallback_rows.get(i, (0.0, 0.0))) for i in plan.fallback}
     dev = np.array([t[j] - h[j] if kind == "k" else fb[j] for kind, j in plan.order], np.float64)
     host = np.array([h[j] if kind == "k" else 0.0 for kind, j in plan.order], np.float64)
@@ -139,5 +155,5 @@ def seconds_of(kernels, pred, profile, after_forward: bool) -> float:
     plan = BackwardPlan(tuple(kernels), (), tuple(("k", j) for j in range(len(kernels))))
     nodes_b = as_nodes(plan)
     if after_forward and applies(pred, profile):
-        return backward_time(plan, nodes_b, pred, profile, {}).backward_s
+        return backward_time(plan, nodes_b, pred, profile, {}, autograd=False).backward_s
     return float(kernel_terms(plan, nodes_b, pred, profile)[0].sum())

@@ -104,8 +104,8 @@ def _family_arrays(family):
 @pytest.mark.parametrize("family", list(fs.FAMILY_DEVICES) + ["nvidia-ampere-ga10x", "nvidia-hopper", "nvidia-ada"])
 def test_a_family_loads_its_own_convolution_sets_or_the_pooled_ones(family):
     # the arrays the product predicts with: the family file's own convolution set where it has one
-    # (Hopper through nvidia-ampere, Ada through nvidia-ampere-ga10x), else generic.json's pooled set
-    own = {"nvidia-hopper": "nvidia-ampere", "nvidia-ada": "nvidia-ampere-ga10x"}.get(family, family)
+    # (Hopper its own, bench/hopper_conv_simt.py; Ada through nvidia-ampere-ga10x), else generic.json's pooled set
+    own = {"nvidia-ada": "nvidia-ampere-ga10x"}.get(family, family)
     with open(os.path.join(fns.fc.EFFICIENCY_DIR, f"{own}.json"), encoding="utf-8") as f:
         sets = json.load(f)["sets"]
     with open(os.path.join(fns.fc.EFFICIENCY_DIR, "generic.json"), encoding="utf-8") as f:

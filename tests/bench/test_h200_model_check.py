@@ -67,7 +67,9 @@ def test_a_few_rows_run(tmp_path, op, mode):
     cases, _ = H.select([_row(op=op, mode=mode, B="1")])
     paths = H.export_paths(str(tmp_path))
     res = H.run(cases, paths)
-    assert [r["runtime"] for r in res] == ["kernel", "eager"]
+    assert [r["runtime"] for r in res] == ["eager-kernel", "kernel", "eager", "eager --host torch2.11-h200"]
+    assert H.options(cases[0], "eager --host torch2.11-h200")["host"] == "torch2.11-h200"
+    assert "host" not in H.options(cases[0], "eager")
     for r in res:
         assert math.isfinite(r["pred_us"]) and r["pred_us"] > 0
         assert r["err"] == pytest.approx(r["pred_us"] / r["meas_us"] - 1.0)
@@ -75,11 +77,11 @@ def test_a_few_rows_run(tmp_path, op, mode):
     if mode == "train":     # forward launches + one per placed dropout + the backward plan's kernels
         import analyzer
 
-        rep = analyzer.analyze(paths[op], **H.options(cases[0], "kernel"))
+        rep = analyzer.analyze(paths[op], **H.options(cases[0], "eager-kernel"))
         st = rep.training.steps[0]
         # BERT-base: one dropout after the embedding, one on each of the 12 layers' attention
         # probabilities, two residual ones per layer: 1 + 12 + 2 x 12 = 37
         assert rep.training.dropout["placed"] == 37
-        assert res[0]["pred_us"] == pytest.approx(st.step_s * 1e6)
-        assert res[0]["kern_pred"] == (rep.predictions[0].launches + rep.training.dropout["placed"]
+        assert res[1]["pred_us"] == pytest.approx(st.step_s * 1e6)
+        assert res[1]["kern_pred"] == (rep.predictions[0].launches + rep.training.dropout["placed"]
                                        + st.backward_kernels)

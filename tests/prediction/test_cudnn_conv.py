@@ -143,3 +143,27 @@ def test_eager_kernel_is_eager_without_its_host():
     # the conv, its 3 conversions (3x3, C 32 x 2 B aligned), the BatchNorm's copy, invstd, transform
     assert ek.launches == eg.launches == 7
     assert ek.latency_s == pytest.approx(float((t.time - t.host).sum()), rel=1e-6)
+
+
+def test_hopper_plans_no_winograd_helper_for_fp32():
+    # cuDNN 9 on the H200 runs an fp32 3x3 stride-1 convolution as one FFMA implicit GEMM (its
+    # kernel names): one launch there; the V100's cuDNN 8.9 rule keeps the non-fused Winograd's 4
+    m = _conv(4, 128, 20)
+    assert analyzer.analyze(m, hw="h200-sxm", runtime="eager", precision="fp32").predictions[0].launches == 1
+    assert analyzer.analyze(m, hw="v100-pcie-32gb", runtime="eager", precision="fp32").predictions[0].launches == 4
+    assert not cudnn_conv.winograd_helpers([hardware_db.get("h200-sxm")])
+    assert cudnn_conv.winograd_helpers([hardware_db.get("h200-sxm"), hardware_db.get("a100-80gb-pcie")])
+
+
+def test_default_precision_plans_the_tf32_convolution_the_kernel_times_take():
+    # an fp32 model without a precision on a GPU with a TF32 figure: PyTorch's default runs the
+    # convolution in TF32 (docs/model.md, Precision): the plan converts the input and the filter,
+    # as under an explicit tf32; explicit fp32 keeps the FMA-unit plan (one kernel on Hopper)
+    m = _conv(4, 128, 20)
+
+    def launches(hw, precision):
+        return analyzer.analyze(m, hw=hw, runtime="eager", precision=precision).predictions[0].launches
+    assert launches("h200-sxm", None) == launches("h200-sxm", "tf32") == 3
+    assert launches("h200-sxm", "fp32") == 1
+    assert launches("a100-80gb-pcie", None) == 3 and launches("a100-80gb-pcie", "fp32") == 4
+    assert launches("v100-pcie-32gb", None) == 4     # no TF32 figure: fp32 on the FMA units

@@ -149,7 +149,7 @@ class KernelRows:
         for g in self.groups:
             g.simt = bool(profiles) and engines.simt_applies(g.runtime, [profiles[i] for i in g.idx])
             g.fold = bool(profiles) and lowering.fold_transposes([profiles[i] for i in g.idx])
-            g.rows = row_kernels.kinds_on([profiles[i] for i in g.idx if profiles], g.runtime, lowering.clock_hz)
+            g.rows = row_kernels.kinds_on([profiles[i] for i in g.idx if profiles], g.runtime)
         self.usable = all(g.policy in _POLICIES for g in self.groups)
         self.precision = precision
         # node key -> (launches, joins xla fusions, member part, input bytes, output bytes,
