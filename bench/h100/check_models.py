@@ -42,7 +42,12 @@ def _jax_case(row):
 
 
 # runtimes printed beside the overall line's (another prediction of a column already scored)
-BESIDE = ("kernel", "eager-op")
+BESIDE = ("kernel", "eager-op", "eager --host torch2.11-h200")
+# eager under another host's table (runtimes.EAGER_HOSTS): the H200 host's, fitted on the H200's
+# eager rows, scored here on another machine's rows beside the default
+RUNS = (("eager-kernel", "kernel_sum_us", None), ("kernel", "kernel_sum_us", None),
+        ("eager", "eager_wall_us", None), ("eager-op", "eager_wall_us", None),
+        ("eager", "eager_wall_us", "torch2.11-h200"))
 
 
 def main(argv=None) -> int:
@@ -73,11 +78,12 @@ def main(argv=None) -> int:
             b = int(r["batch"])
             # eager-kernel: the eager plan's kernels without host, what the torch kernel sum
             # measures (kernel, one kernel per node, and eager-op printed beside, not in the line)
-            for rt, col in (("eager-kernel", "kernel_sum_us"), ("kernel", "kernel_sum_us"),
-                            ("eager", "eager_wall_us"), ("eager-op", "eager_wall_us")):
-                rep = analyzer.analyze(path, hw="h100", runtime=rt, precision=prec,
-                                       dims={"batch": b} if b != 1 else None) \
+            for run, col, host in RUNS:
+                rep = analyzer.analyze(path, hw="h100", runtime=run, precision=prec,
+                                       dims={"batch": b} if b != 1 else None,
+                                       **({"host": host} if host else {})) \
                     if b == 1 else None
+                rt = f"{run} --host {host}" if host else run
                 if rep is None:
                     continue
                 p = rep.predictions[0]
