@@ -62,9 +62,11 @@ LEGACY_DESCRIPTION = (
 # sets other scripts own in these files: the softmax sets (bench/ampere_softmax.py) and the FMA-unit
 # GEMM and convolution sets (bench/family_simt.py, which also appends a note to the description: ``KEPT_NOTES``)
 _SIMT = ("gemm_simt", "bgemm_simt", "conv3_simt", "conv_simt")
+# and the Hopper row-kernel sets with the file's ``row_kernels``, where bench/hopper_rows.py --write put them
 KEPT_SETS = {"nvidia-ampere": ("softmax", "softmax_block") + _SIMT,
              "nvidia-ampere-ga10x": ("softmax", "softmax_block") + _SIMT,
-             "nvidia-hopper": ("conv3_simt", "conv_simt")}   # bench/hopper_conv_simt.py
+             "nvidia-hopper": ("conv3_simt", "conv_simt",   # bench/hopper_conv_simt.py
+                               "norm_row", "softmax_row", "softmax_block_row")}
 KEPT_NOTES = (" FMA-unit GEMM sets (", " FMA-unit sets of nvidia-ampere, inherited (",
               " gemm_simt, bgemm_simt: nvidia-ampere's, inherited (",
               " FMA-unit convolution sets fitted on this repository's H200")
@@ -124,6 +126,8 @@ def write_files(fams: dict, directory: str) -> None:
             with open(path, encoding="utf-8") as f:
                 old = json.load(f)
             doc["sets"].update({c: v for c, v in old["sets"].items() if c in keep})
+            if old.get("row_kernels"):
+                doc["row_kernels"] = old["row_kernels"]
             doc["description"] += kept_note(old.get("description", ""))
         with open(path, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)

@@ -104,11 +104,14 @@ def pooled_floors(profile, arrays: dict) -> None:
     """An NVIDIA GPU with a stated clock: each class floor becomes the pooled number of cycles of
     the NVIDIA families (``constants.floor_cycles``) over the device's clock, in place; a class
     without a pooled figure, another vendor's GPU or an unknown clock keeps its set's floor.
-    The floor is then the same work on every NVIDIA GPU, and a faster clock never lengthens it."""
+    The floor is then the same work on every NVIDIA GPU, and a faster clock never lengthens it.
+    A set with ``floor_own = 1`` keeps its own floor (``prediction.row_kernels``: its row latency
+    is a term of its own, which the pooled floor includes)."""
     if profile.kind != "gpu" or (profile.vendor or "").lower() != "nvidia" or not profile.clock_ghz:
         return
     cycles = fc.floor_cycles()
-    arrays["floor_s"] = np.where(np.isfinite(cycles), cycles / (float(profile.clock_ghz) * 1e9),
+    own = np.asarray(arrays.get("floor_own", np.zeros_like(cycles))) > 0   # (row_kernels: the set's own floor)
+    arrays["floor_s"] = np.where(np.isfinite(cycles) & ~own, cycles / (float(profile.clock_ghz) * 1e9),
                                  arrays["floor_s"])
 
 

@@ -29,7 +29,7 @@ BOUNDS = ("compute", "memory", "overhead")
 _MIN_BUCKET = 64
 # the per-kernel features the kernel reads (``Lowered.feats``; the search API batches the same)
 FEATS = ("op_class", "mac_flops", "vec_flops", "trans_flops", "bytes", "m", "n", "k", "batch", "elem_bytes",
-         "reread_bytes", "row_bytes", "index_ids", "index_slice")
+         "reread_bytes", "row_bytes", "index_ids", "index_slice", "row_kind", "row_m", "row_n")
 
 
 def bucket(n: int) -> int:

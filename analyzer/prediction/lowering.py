@@ -46,13 +46,12 @@ from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import cudnn_conv, eager_plan, engines, fusion, runtimes, xla_cpu_fusion, xla_tpu
 from analyzer.prediction import accelerator_terms, tpu_mxu
 from analyzer.prediction import l2_state as cache_state
-from analyzer.prediction import gather_latency, small_index, softmax_passes
+from analyzer.prediction import pytorch_terms
 from analyzer.prediction import lowering_fixed as lf
 from analyzer.prediction.cpu import loop_launch as cpu_loop_launch
 from analyzer.prediction import host_only as host_only_ops
 from analyzer.prediction import kernel_rows as kr
-from analyzer.prediction.hardware import (clock_hz, complete_profile, gather_note, profile_memo,
-                                          profile_terms)
+from analyzer.prediction.hardware import complete_profile, gather_note, profile_memo, profile_terms
 # (re-exported: callers read them here)
 from analyzer.prediction.kernel_rows import PRECISION_BITS, PROFILE_DTYPE, node_op_class  # noqa: F401
 
@@ -154,7 +153,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     names = [nodes[m[0]].name for m in plan.members]
     cls_l = engines.simt_classes(cls_l, anchor_dtype, nodes, plan, runtime.name, profiles)
     feats, view = _features(mac_l, vec_l, trans_l, bytes_l, cls_l, view_l, anchor_dtype, K)
-    feats.update({**_reread_feats(runtime.name, cls_l, plan, nodes, fnodes), **_index_feats(runtime.name, plan, nodes)})
+    cls_l = pytorch_terms.kernel_feats(feats, runtime.name, cls_l, (plan, nodes, fnodes), profiles)
     wbytes, runs = np.array(wbytes_l, dtype=np.float64), np.array(runs_l, dtype=np.float64)
     has_gather = bool((feats["op_class"] == eff.CLASS_CODE["gather"]).any())
     P = len(profiles)
@@ -163,7 +162,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     fixed, host = np.zeros((P, K)), np.zeros((P, K))   # host: the dispatch part of fixed
     host_only = np.zeros((P, len(plan.host_only)))     # per host-only op, per run
     run_overhead = np.zeros(P)
-    consts = _empty_consts(P)
+    consts = pytorch_terms.empty_consts(P)
     warnings, provs, details, notes = [], [], [], []
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
     extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", cudnn_conv.op_of(op))])
@@ -183,7 +182,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                         vec_l, trans_l)
         tpu_mxu.precision_passes(prof, mpeak[p], anchor_dtype, (nodes, plan), warn)   # (HIGH / HIGHEST on a TPU)
         _set_consts(consts, p, arrays)
-        _pytorch_terms(consts, p, prof, cache_state.applies(prof, l2_state))
+        pytorch_terms.profile_scalars(consts, p, prof, cache_state.applies(prof, l2_state))
         consts_p = {n: consts[n][p] for n in consts}
         floors = np.asarray(arrays["floor_s"])[feats["op_class"]]
         calibrated = _calibrated_for(prof, runtime.dispatch_name)
@@ -231,46 +230,6 @@ def _once(note: list[str]) -> tuple[str, ...]:
     """Each note once, in order (the inserted launches' fixed cost charges the dispatch note
     the kernels' fixed cost charged already)."""
     return tuple(dict.fromkeys(note))
-
-
-def _empty_consts(P: int) -> dict:
-    """The per-profile constant arrays before any profile: the class parameters [P, classes],
-    trans_weight [P], ``softmax_passes.profile_terms``' two scalars [P], ``small_index``'s
-    seconds per step [P], ``gather_latency``'s two [P] and a power-capped card's boost window (``engines.boost_terms``) [P]."""
-    return {**{p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}, "trans_weight": np.ones(P),
-            "softmax_reread": np.zeros(P), "softmax_l2_row": np.zeros(P), "index_iter_s": np.zeros(P),
-            "gather_dep_s": np.zeros(P), "gather_rate": np.ones(P), "boost_ratio": np.ones(P), "boost_window_s": np.zeros(P)}
-
-
-def _reread_feats(runtime_name: str, cls_l, plan, nodes, fnodes) -> dict:
-    """The kernel features of PyTorch's long-row CUDA softmax (``softmax_passes.kernel_features``):
-    ``reread_bytes`` and ``row_bytes``, [K] float64 (0 for every kernel of another runtime)."""
-    pairs = softmax_passes.per_node(nodes, fnodes) if runtime_name in softmax_passes.PYTORCH_RUNTIMES else {}
-    reread, row = softmax_passes.kernel_features(runtime_name, cls_l, plan.members, pairs)
-    return {"reread_bytes": np.array(reread, dtype=np.float64), "row_bytes": np.array(row, dtype=np.float64)}
-
-
-def _pytorch_terms(consts: dict, p: int, prof, cold: bool) -> None:
-    """Profile ``p``'s scalars of PyTorch's CUDA kernels, in place: ``softmax_passes.profile_terms``
-    (``softmax_reread``, ``softmax_l2_row``), ``small_index.profile_term`` (``index_iter_s``),
-    ``gather_latency.profile_terms`` (``gather_dep_s``, ``gather_rate``; ``cold``: the L2 flushed)
-    and its boost window (``engines.boost_terms``: ``boost_ratio``, ``boost_window_s``)."""
-    consts["softmax_reread"][p], consts["softmax_l2_row"][p] = softmax_passes.profile_terms(prof)
-    consts["index_iter_s"][p] = small_index.profile_term(prof, clock_hz(prof))
-    consts["gather_dep_s"][p], consts["gather_rate"][p] = gather_latency.profile_terms(prof, clock_hz(prof), cold)
-    consts["boost_ratio"][p], consts["boost_window_s"][p] = engines.boost_terms(prof)
-
-
-def _index_feats(runtime_name: str, plan, nodes) -> dict:
-    """The kernel features of PyTorch's gather (``small_index.node_ids``): ``index_ids`` and
-    ``index_slice``, [K] float64 (0 for every kernel of a runtime that does not run PyTorch's
-    kernels, and for every kernel that is not one ``index_select``)."""
-    ids, sl = [0.0] * len(plan.members), [0.0] * len(plan.members)
-    if runtime_name in softmax_passes.PYTORCH_RUNTIMES:
-        for k, m in enumerate(plan.members):
-            if len(m) == 1:
-                ids[k], sl[k] = small_index.node_ids(nodes[m[0]])
-    return {"index_ids": np.array(ids, dtype=np.float64), "index_slice": np.array(sl, dtype=np.float64)}
 
 
 def _set_consts(consts: dict, p: int, arrays) -> None:

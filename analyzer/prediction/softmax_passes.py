@@ -35,7 +35,7 @@ L2-served in either state.  ``l2_row = 0`` (unknown L2 or SM count): DRAM.
 from __future__ import annotations
 
 from analyzer.counting import kernel_words
-from analyzer.prediction.efficiency import kernel_time as eff
+from analyzer.prediction.efficiency import op_classes as eff
 
 PYTORCH_RUNTIMES = frozenset({"kernel", "eager", "eager-op", "eager-kernel"})
 REG_ROW = 9 * 1024                 # cunn_SoftMaxForwardReg: ceil(L / 1024) < 10
@@ -50,7 +50,7 @@ THREADS_PER_SM = {"nvidia-kepler": 2048, "nvidia-maxwell": 2048, "nvidia-pascal"
                   "nvidia-turing": 1024, "nvidia-ampere": 2048, "nvidia-ampere-ga10x": 1536, "nvidia-ada": 1536,
                   "nvidia-hopper": 2048, "nvidia-blackwell": 2048}
 THREADS_PER_SM_DEFAULT = 2048      # an NVIDIA family not listed: the largest of any capability
-_BLOCK = eff.CLASS_CODE["softmax_block"]
+_BLOCK = frozenset(eff.CLASS_CODE[c] for c in ("softmax_block", "softmax_block_row"))   # (its row class: one kernel)
 
 
 def rereads(length: int, itemsize: int) -> bool:
@@ -105,9 +105,9 @@ def kernel_features(runtime_name: str, cls_codes, members, per_node) -> tuple[li
 
 def kernel_pair(runtime_name: str, cls_code: int, pairs) -> tuple[float, float]:
     """(re-read bytes per launch, row bytes) of one kernel: its member's ``node_rereads``
-    (``pairs``: one per member) where it is one member of class ``softmax_block`` run by a
-    PyTorch runtime; else (0, 0)."""
-    if runtime_name in PYTORCH_RUNTIMES and len(pairs) == 1 and cls_code == _BLOCK:
+    (``pairs``: one per member) where it is one member of class ``softmax_block`` (or its row class) run
+    by a PyTorch runtime; else (0, 0)."""
+    if runtime_name in PYTORCH_RUNTIMES and len(pairs) == 1 and cls_code in _BLOCK:
         return pairs[0]
     return 0.0, 0.0
 
@@ -123,3 +123,22 @@ def profile_terms(prof) -> tuple[float, float]:
     blocks = THREADS_PER_SM.get(family, THREADS_PER_SM_DEFAULT) // BLOCK_THREADS
     units, l2 = float(getattr(prof, "units", 0) or 0), float(getattr(prof, "onchip_mb", 0) or 0) * 1e6
     return 1.0, (l2 / (units * blocks) if units > 0 and l2 > 0 and blocks > 0 else 0.0)
+
+
+def rereads_of(xp, reread, row_bytes, arrays):
+    """(L2-served, DRAM-served) re-read bytes per kernel: ``reread`` x ``softmax_reread`` (the
+    profile runs PyTorch's CUDA kernels: 1, else 0), from the L2 where ``row_bytes <=
+    softmax_l2_row`` (> 0: the rows in flight fit the L2), else from DRAM (module docstring)."""
+    if "softmax_reread" not in arrays:
+        return 0.0, 0.0
+    rr = reread * xp.asarray(arrays["softmax_reread"])
+    l2_row = xp.asarray(arrays.get("softmax_l2_row", 0.0))
+    in_l2 = (l2_row > 0) & (row_bytes <= l2_row)
+    return xp.where(in_l2, rr, 0.0), xp.where(in_l2, 0.0, rr)
+
+
+def reread_detail(xp, l2_reread, dram_reread, row_bytes, arrays, ones) -> dict:
+    """``rereads_of``' bytes per kernel for ``detail``, with each row's bytes and the profile's
+    ``softmax_l2_row`` (``KernelTerms.reread_*``)."""
+    return dict(reread_l2_bytes=l2_reread * ones, reread_dram_bytes=dram_reread * ones, reread_row_bytes=row_bytes,
+                reread_l2_row=xp.asarray(arrays.get("softmax_l2_row", 0.0)) * ones)

@@ -85,6 +85,14 @@ class KernelTerms(NamedTuple):
     # runs x (gather_rate x inner + index_loop_s + gather_dep_s), inner the DRAM / per-SM terms
     gather_dep_s: float = 0.0
     gather_rate: float = 1.0
+    # PyTorch's row kernels (``row_kernels``): waves of rows x one row's serial time, per launch,
+    # in the memory time (added, or its max with the streaming terms: ``row_overlap``)
+    row_s: float = 0.0         # = row_waves x (row_c0_s + row_steps x row_step_s)
+    row_waves: float = 0.0     # ceil(rows / (SMs x rows resident per SM))
+    row_steps: float = 0.0     # one row's serial steps (a thread's or lane's walk)
+    row_c0_s: float = 0.0      # a row's fixed part, c0 cycles / clock
+    row_step_s: float = 0.0    # one step, c_step cycles / clock
+    row_overlap: float = 0.0   # 1: memory_s = max(streaming terms, row_s); 0: their sum
     cache_gain: float = 1.0    # the DRAM stream's speed-up for a working set that fits the L2
     dram_s: float = 0.0
     sm_s: float = 0.0          # the per-SM issue term

@@ -126,6 +126,24 @@ def _index_loop_lines(e) -> list[str]:
             "index_select of 16 ids or fewer, each thread steps through every id in turn"]
 
 
+def _with_rows(e, terms: str) -> str:
+    """The memory line's terms with PyTorch's row-kernel term (``KernelTerms.row_s``): added to
+    the streaming terms, or their max (``row_kernels``: the kind's overlap)."""
+    if not e.row_s:
+        return terms
+    rows = f"rows {human_time(e.row_s)}"
+    return f"max({terms}, {rows})" if e.row_overlap else f"{terms} + {rows}"
+
+
+def _row_lines(e) -> list[str]:
+    """PyTorch's row kernels (``KernelTerms.row_s``, ``prediction.row_kernels``)."""
+    if not e.row_s:
+        return []
+    return [f"    rows = waves {e.row_waves:.0f} (rows / (SMs x rows resident per SM)) x (c0 {human_time(e.row_c0_s)} "
+            f"+ steps {e.row_steps:.0f} x step {human_time(e.row_step_s)}) (cycles / clock): one block or warp "
+            "walks each row, its steps one after the other"]
+
+
 def _gather_dep(e) -> str:
     """PyTorch's gather on Hopper (``KernelTerms.gather_dep_s`` / ``gather_rate``,
     ``prediction.gather_latency``): the id load's round trip, as a term of the memory line."""
@@ -264,6 +282,7 @@ def _memory_lines(e, p, v: Vocab) -> list[str]:
     rate = f"gather rate {e.gather_rate:.4g} x " if e.gather_rate != 1.0 else ""
     terms = rate + (f"{'max' if e.sm_overlap else 'sum'}({v.memory} {human_time(e.dram_s)}, per-{v.unit} "
                     f"{human_time(e.sm_s)}){loop}" if per_unit else f"{v.memory} {human_time(e.dram_s)}{loop}")
+    terms = _with_rows(e, terms)
     cache = v.gpu or e.cache_share > 0
     ramp = f" + ramp b_half {human(e.b_half_bytes, 'B')}" if v.gpu or e.b_half_bytes else ""
     if p.l2 == "cold":
@@ -282,6 +301,7 @@ def _memory_lines(e, p, v: Vocab) -> list[str]:
         *_reread_lines(e, p.l2 == "cold"),
         *_index_loop_lines(e),
         *_gather_lines(e),
+        *_row_lines(e),
         *([f"    per-{v.unit} = bytes / {v.unit} issue rate "
            + (human(e.sm_rate, 'B/s') if e.sm_rate else "(off)")] if per_unit else [])]
 

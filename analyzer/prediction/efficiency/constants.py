@@ -166,6 +166,21 @@ def load_constants(family: str, directory: str | None = None) -> FamilyConstants
     return FamilyConstants(family if own else "generic", arrays, provenance, own is None, tuple(inherited))
 
 
+def row_constants(family: str, directory: str | None = None) -> dict:
+    """``row_kernels`` of ``family``'s file, or of the nearest file it inherits that states them
+    (kind -> its constants: ``c0_cycles``, ``step_cycles``, ``overlap``; ``prediction.row_kernels``);
+    {} where none does (no row term)."""
+    directory = directory or EFFICIENCY_DIR
+    seen, name = set(), family
+    while name and name not in seen and os.path.exists(os.path.join(directory, f"{name}.json")):
+        seen.add(name)
+        doc = _read(os.path.join(directory, f"{name}.json"))
+        if doc.get("row_kernels"):
+            return {k: v["constants"] for k, v in doc["row_kernels"].items()}
+        name = doc.get("inherits")
+    return {}
+
+
 # the kernels of a family's variant file "<family>-<era>.json": "pytorch2.3", PyTorch's 2024
 # index_select gather (the families themselves predict its vectorized gather of 2025 on)
 PYTORCH23 = "pytorch2.3"
@@ -234,6 +249,8 @@ def floor_cycles(directory: str | None = None) -> np.ndarray:
             c = entry["constants"]
             if cls in POOLED_CLASSES:
                 continue   # (generic.json's pooled fit, below)
+            if c.get("floor_own", 0.0) > 0:
+                continue   # (a set whose floor excludes the row latency: prediction.row_kernels)
             if c.get("floor_clock_hz", 0.0) > 0 and c["floor_s"] > 0:
                 per.setdefault(cls, []).append(c["floor_s"] * c["floor_clock_hz"])
     # the pooled classes: generic.json's fit over several GPUs is already one number of cycles

@@ -12,6 +12,7 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
     memory_s  = (dram_bytes + onchip_cost * onchip_bytes + b_half[c]) / (mem_bw * e_bw[c] * cache)
                 + (bytes + reread) / (units * sm_bw[c])   (sm_overlap[c] = 1: the larger of the two terms, not their sum)
                 + index_loop_s                            (PyTorch's small-index gather's serial steps)
+                (+ or max with) row_s                     (PyTorch's row kernels: waves x a row's serial time)
     dram_bytes = (bytes - onchip_bytes) * (1 - l2_hit[c] * s(bytes / l2_bytes)) + reread_dram
     cache     = 1 + l2_gain[c] * s(bytes / l2_bytes),          s(x) = 1 / (1 + x**L2_STEP_POWER)
     sm_bw[c]  = bpc[c] * clock_hz                               (bytes per SM-cycle x the device clock)
@@ -102,6 +103,10 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   ids x ceil(slice / (grid x block))`` with the kernel's grid over ``units`` SMs, added to the
   memory time (a chain of dependent loads: latency, not bandwidth).  On the same features the id
   load before the row load (``prediction.gather_latency``): ``memory x gather_rate + gather_dep_s``.
+- ``row_kind`` / ``row_m`` / ``row_n`` (features; 0 or absent: none) with the profile's ``row_*``
+  constants (in ``consts``; absent: off): PyTorch's LayerNorm, RMS norm and softmax kernels, one
+  block or warp per row, ``row_s = ceil(M / (SMs x rows per SM)) x (c0 + steps x c_step) / clock``
+  added to the memory time or overlapped with it, per kind (``prediction.row_kernels``).
 - ``bpc`` (the per-SM term, issue #10): many memory-bound kernels never reach DRAM bandwidth;
   each SM moves a roughly fixed number of bytes per cycle for a given kernel (its memory-level
   parallelism / issue rate: the digest's mechanism 4, XLA caps bandwidth by active SMs at
@@ -155,26 +160,26 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from analyzer.prediction import gather_latency
+from analyzer.prediction import gather_latency, row_kernels, softmax_passes
 from analyzer.prediction.efficiency.op_classes import (  # noqa: F401  (re-exported: one import for callers)
     CLASS_CODE, CLASS_FALLBACK, MATRIX_CLASSES, OP_CLASSES, POOLED_CLASSES, REFINES, SIMT_CLASS, SOFTMAX_WARP_ROW,
     class_chain, gemm_view, op_class_of)
 from analyzer.prediction.efficiency.tiles import (  # noqa: F401  (re-exported: one import for callers)
-    LIBRARY_TILES, MMA_GRANULE, SPLIT_K, SPLIT_K_MIN_K, tiled_work, wave_split)
+    LIBRARY_TILES, MMA_GRANULE, SPLIT_K, SPLIT_K_MIN_K, boost_share, boost_window, tiled_work, wave_split)
 
 BPC_ELEM_BYTES = 2.0   # a per-element set's (``per_element = 1``) bpc is fitted at 2 bytes an element
 # per-class constant arrays a constants set carries (keys of ``FamilyConstants.arrays``)
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
                "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s", "im2col_s", "im2col_stride_s",
                "serial_s", "k_block", "per_element", "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile",
-               "k_fill", "dot_call_s")
+               "k_fill", "dot_call_s", "floor_own")
 # ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
 CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
 # values a constants file may leave out (older files: no cache term, no per-SM term)
 PARAM_DEFAULTS = dict.fromkeys(("l2_gain", "bpc", "l2_hit", "sm_bw", "n_half", "par_s", "b_par", "piece_s",
                                 "im2col_s", "im2col_stride_s", "serial_s", "k_block", "per_element",
                                 "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile", "k_fill",
-                                "dot_call_s"),
+                                "dot_call_s", "floor_own"),
                                0.0)
 # the optional fixed CPU terms (class_fixed_s): (constant, a calibration table's key, seconds per unit)
 CPU_FIXED_KEYS = (("piece_s", "piece_us", 1e-6), ("im2col_s", "im2col_ns", 1e-9),
@@ -248,7 +253,7 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     kept = xp.asarray(hw["onchip_bytes"]) if "onchip_bytes" in hw else 0.0
     dram_bytes = (mbytes - kept) * (1.0 - hit * step)
     # PyTorch's long-row CUDA softmax re-reads (``softmax_passes``): L2-served (per-SM term only) or DRAM
-    l2_reread, dram_reread = _rereads(xp, feat("reread_bytes"), feat("row_bytes"), arrays)
+    l2_reread, dram_reread = softmax_passes.rereads_of(xp, feat("reread_bytes"), feat("row_bytes"), arrays)
     mbytes, dram_bytes = mbytes + l2_reread + dram_reread, dram_bytes + dram_reread
     ramp_bytes = dram_bytes + b_half  # bytes / (bw * e * b/(b+h)) = (b + h) / (bw * e)
     if "onchip_bytes" in hw:   # an on-chip byte costs onchip_cost of a DRAM byte's time
@@ -263,9 +268,8 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     sm_bytes = mbytes * xp.where(per_el, BPC_ELEM_BYTES / xp.where(per_el, eb, 1.0), 1.0)
     sm = xp.where(sm_on, sm_bytes / (xp.where(sm_on, units * sm_bw, 1.0)), 0.0)
     on, overlap = nbytes > 0, (per("sm_overlap") if "sm_overlap" in arrays else zeros) > 0
-    # PyTorch's gathers: the small-index loop's steps past the first, the id load before the row load
-    memory, gather = gather_latency.memory_s(xp, xp.where(on, xp.where(overlap, xp.maximum(dram, sm), dram + sm),
-                                                         0.0), feat, units, eb, arrays)
+    memory, serial_d = serial_terms(xp, xp.where(on, xp.where(overlap, xp.maximum(dram, sm), dram + sm), 0.0),
+                                    feat, units, eb, arrays)
     fixed = floor + class_fixed_s(xp, nbytes, cls, arrays, m, k, batch, feat("strided"), feat("serial_flops"),
                                    n=n)
     time = fixed + xp.maximum(compute, memory)
@@ -274,52 +278,21 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
         out.update(_detail(xp, tiled, mac, work / algo, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c,
                            mbytes, dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor,
                            kept * xp.ones_like(mac)))
-        out.update(_reread_detail(xp, l2_reread, dram_reread, feat("row_bytes"), arrays, xp.ones_like(mac)))
-        out.update(onchip_cost=xp.asarray(hw.get("onchip_cost", 0.0)) * xp.ones_like(mac), **gather)
-        out.update(algo=algo * xp.ones_like(mac), clock=boost_share(xp, out["matrix_s"], arrays))
+        out.update(**softmax_passes.reread_detail(xp, l2_reread, dram_reread, feat("row_bytes"), arrays, zeros + 1.0),
+                   **{name: v + zeros for name, v in serial_d.items()},
+                   onchip_cost=xp.asarray(hw.get("onchip_cost", 0.0)) + zeros, algo=algo + zeros,
+                   clock=boost_share(xp, out["matrix_s"], arrays))
     return out
 
 
-def boost_window(xp, mat, arrays):
-    """A power-capped card's matrix seconds ``mat`` (computed at its sustained clock ``s``) when it
-    runs the kernel's first ``boost_window_s`` (``tau``) busy seconds at its boost clock ``b``:
-    ``mat / r`` where that fits in ``tau``, else ``tau + (mat * s - b * tau) / s = mat - tau (r - 1)``
-    (``r = boost_ratio = b / s``; the effective clock over busy time ``T`` is ``s + (b - s) min(1,
-    tau / T)``).  Unchanged where the arrays carry no ``boost_ratio`` (1: no boost)."""
-    if "boost_ratio" not in arrays:
-        return mat
-    r, tau = xp.asarray(arrays["boost_ratio"]), xp.asarray(arrays["boost_window_s"])
-    at_boost = mat / r
-    return xp.where(at_boost <= tau, at_boost, mat - tau * (r - 1.0))
-
-
-def boost_share(xp, boosted, arrays):
-    """``boost_window``'s matrix seconds over those at the sustained clock (1: no boost), from its
-    output ``boosted``: the inverse is ``boosted * r`` within the window, else ``boosted + tau (r - 1)``."""
-    if "boost_ratio" not in arrays:
-        return xp.ones_like(boosted)
-    r, tau = xp.asarray(arrays["boost_ratio"]), xp.asarray(arrays["boost_window_s"])
-    at_sustained = xp.where(boosted <= tau, boosted * r, boosted + tau * (r - 1.0))
-    return xp.where(at_sustained > 0, boosted / xp.where(at_sustained > 0, at_sustained, 1.0), 1.0)
-
-
-def _rereads(xp, reread, row_bytes, arrays):
-    """(L2-served, DRAM-served) re-read bytes per kernel: ``reread`` x ``softmax_reread`` (the
-    profile runs PyTorch's CUDA kernels: 1, else 0), from the L2 where ``row_bytes <=
-    softmax_l2_row`` (> 0: the rows in flight fit the L2), else from DRAM (``softmax_passes``)."""
-    if "softmax_reread" not in arrays:
-        return 0.0, 0.0
-    rr = reread * xp.asarray(arrays["softmax_reread"])
-    l2_row = xp.asarray(arrays.get("softmax_l2_row", 0.0))
-    in_l2 = (l2_row > 0) & (row_bytes <= l2_row)
-    return xp.where(in_l2, rr, 0.0), xp.where(in_l2, 0.0, rr)
-
-
-def _reread_detail(xp, l2_reread, dram_reread, row_bytes, arrays, ones) -> dict:
-    """``_rereads``' bytes per kernel for ``detail``, with each row's bytes and the profile's
-    ``softmax_l2_row`` (``KernelTerms.reread_*``)."""
-    return dict(reread_l2_bytes=l2_reread * ones, reread_dram_bytes=dram_reread * ones, reread_row_bytes=row_bytes,
-                reread_l2_row=xp.asarray(arrays.get("softmax_l2_row", 0.0)) * ones)
+def serial_terms(xp, memory, feat, units, eb, arrays):
+    """(memory seconds with PyTorch's serial walks, their factors for ``detail``): the gathers'
+    (``gather_latency.memory_s``: ``memory x gather_rate + index_loop_s + gather_dep_s``) and the
+    row kernels' waves of rows (``row_kernels.combine``: ``row_s``, added or their max, per kind;
+    a kernel is a gather or a row kernel, never both)."""
+    memory, gather = gather_latency.memory_s(xp, memory, feat, units, eb, arrays)
+    memory, rows = row_kernels.combine(xp, memory, feat("row_kind"), feat("row_m"), feat("row_n"), units, arrays)
+    return memory, dict(rows, **gather)
 
 
 def _detail(xp, tiled, mac, work, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c, mbytes,

@@ -29,7 +29,9 @@ OP_CLASSES = ("gemm", "bgemm", "conv", "attention", "elementwise", "activation",
               "gemm_simt", "bgemm_simt", "conv_simt", "conv3_simt",
               # a softmax over rows longer than SOFTMAX_WARP_ROW: the block-per-row kernel
               # (``kernel_rows.node_op_class``), not the warp-per-row one of shorter rows
-              "softmax_block")
+              "softmax_block",
+              # PyTorch's row kernels where the row term is on (``ROW_CLASS``, ``row_kernels.row_class``)
+              "norm_row", "softmax_row", "softmax_block_row")
 CLASS_CODE = {c: i for i, c in enumerate(OP_CLASSES)}
 MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1", "conv1d", "conv_grouped",
                   "conv_batch_grouped", "gemm_tn", "gemm_simt", "bgemm_simt", "conv_simt", "conv3_simt")
@@ -88,7 +90,15 @@ CLASS_FALLBACK = {"quantize": "elementwise", "gemm_tn": "gemm", "conv_dw": "conv
                   "gemm_simt": "gemm", "bgemm_simt": "bgemm", "conv_simt": "conv",
                   "conv3_simt": "conv_simt",
                   # a set without the long-row softmax kernel predicts it as its softmax
-                  "softmax_block": "softmax"}
+                  "softmax_block": "softmax",
+                  # a set without a row class (today every one) predicts the kernel as its class
+                  "norm_row": "norm", "softmax_row": "softmax", "softmax_block_row": "softmax_block"}
+# PyTorch's LayerNorm / RMS norm and softmax kernels (``row_kernels``: one block or warp walks a row)
+# take the row class of their class where a profile of the lowering has their kind's row term: a
+# family's set fitted with that term (its own floor, ``floor_own``) then reaches those kernels only,
+# never the class's other ops (BatchNormalization, GroupNormalization, SoftmaxCrossEntropyLoss ...)
+# nor the classes that fall back to it (reduce, pooling -> norm)
+ROW_CLASS = {"norm": "norm_row", "softmax": "softmax_row", "softmax_block": "softmax_block_row"}
 # the longest softmax row (elements) the warp-per-row kernel takes: PyTorch's CUDA softmax
 # (aten/src/ATen/native/cuda/SoftMax.cu: dim_size <= 1024 and dim_size * sizeof(scalar) <= 4096,
 # so 1024 for fp32/fp16/bf16, 512 for fp64: not distinguished here) keeps a row in one warp's

@@ -133,3 +133,26 @@ def _none_known(xp, known) -> bool:
     or a fit's rows): the library-tile and split-K searches cannot change the result, so they
     are skipped (the same values).  Under JAX (traced) the searches always run."""
     return getattr(xp, "__name__", "") == "numpy" and not xp.any(known)
+
+
+def boost_window(xp, mat, arrays):
+    """A power-capped card's matrix seconds ``mat`` (computed at its sustained clock ``s``) when it
+    runs the kernel's first ``boost_window_s`` (``tau``) busy seconds at its boost clock ``b``:
+    ``mat / r`` where that fits in ``tau``, else ``tau + (mat * s - b * tau) / s = mat - tau (r - 1)``
+    (``r = boost_ratio = b / s``; the effective clock over busy time ``T`` is ``s + (b - s) min(1,
+    tau / T)``).  Unchanged where the arrays carry no ``boost_ratio`` (1: no boost)."""
+    if "boost_ratio" not in arrays:
+        return mat
+    r, tau = xp.asarray(arrays["boost_ratio"]), xp.asarray(arrays["boost_window_s"])
+    at_boost = mat / r
+    return xp.where(at_boost <= tau, at_boost, mat - tau * (r - 1.0))
+
+
+def boost_share(xp, boosted, arrays):
+    """``boost_window``'s matrix seconds over those at the sustained clock (1: no boost), from its
+    output ``boosted``: the inverse is ``boosted * r`` within the window, else ``boosted + tau (r - 1)``."""
+    if "boost_ratio" not in arrays:
+        return xp.ones_like(boosted)
+    r, tau = xp.asarray(arrays["boost_ratio"]), xp.asarray(arrays["boost_window_s"])
+    at_sustained = xp.where(boosted <= tau, boosted * r, boosted + tau * (r - 1.0))
+    return xp.where(at_sustained > 0, boosted / xp.where(at_sustained > 0, at_sustained, 1.0), 1.0)

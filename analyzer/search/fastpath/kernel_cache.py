@@ -19,12 +19,11 @@ by fancy indexing.  Anything unknown returns None and the caller lowers in full.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from analyzer.prediction import dot_merge, engines, fusion_bytes, fusion_legality, fusion_xla, xla_gpu_joins
 from analyzer.prediction import kernel_rows as kr
-from analyzer.prediction import kernels, lowering, small_index, softmax_passes, transpose_fold
+from analyzer.prediction import kernels, lowering, row_kernels, small_index, softmax_passes, transpose_fold
 from analyzer.search.fastpath import xla_gpu
 
 FEATS = kernels.FEATS
@@ -61,26 +60,27 @@ class Kernels:
     besides_kernels_s = property(lambda self: self.run_overhead)
 
 
-def _feats(row, reread=(0.0, 0.0, 0.0, 0.0)) -> tuple:
+def _feats(row, reread=(0.0,) * 7) -> tuple:
     """A ``kernel_rows`` row's values in ``FEATS`` order (class code, MACs, vector FLOPs,
     transcendentals, bytes, GEMM view m, n, k, batch, bytes per element of its dtype; not its
     strided flag, which only a calibrated profile's fixed cost reads), then ``reread``: its
-    ``softmax_passes.kernel_pair`` and ``small_index.kernel_pair`` (``_reread``)."""
+    ``softmax_passes.kernel_pair``, ``small_index.kernel_pair`` and ``row_kernels.kernel_row`` (``_reread``)."""
     return (row[6], row[0], row[1], row[2], row[3], *row[7][:4], kr.PRECISION_BITS.get(row[8], 0) / 8, *reread)
 
 
-def _reread(g, row, infos) -> tuple[float, float, float, float]:
+def _reread(g, row, infos) -> tuple[float, ...]:
     """``softmax_passes.kernel_pair`` of a kernel ``row`` of group ``g`` (``infos``: its members'
-    node data, whose entries 9 and 11 are the node's ``node_rereads`` and ``small_index.node_ids``),
-    then ``small_index.kernel_pair`` where ``g``'s runtime runs PyTorch's kernels (``lowering``)."""
-    index = (small_index.kernel_pair([d[11] for d in infos]) if g.runtime in softmax_passes.PYTORCH_RUNTIMES
-             else (0.0, 0.0))
-    return (*softmax_passes.kernel_pair(g.runtime, row[6], [d[9] for d in infos]), *index)
+    node data, whose entries 9, 11 and 13 are the node's ``node_rereads``, ``small_index.node_ids``
+    and ``row_kernels.node_row``), then ``small_index.kernel_pair`` and ``row_kernels.kernel_row``
+    where ``g``'s runtime runs PyTorch's kernels (``lowering``)."""
+    torch = g.runtime in softmax_passes.PYTORCH_RUNTIMES
+    index = small_index.kernel_pair([d[11] for d in infos]) if torch else (0.0, 0.0)
+    rows = row_kernels.kernel_row([d[13] for d in infos]) if torch else (0.0, 0.0, 0.0)
+    return (*softmax_passes.kernel_pair(g.runtime, row[6], [d[9] for d in infos]), *index, *rows)
 
 
 def _pkey(row) -> tuple:
-    """What a kernel's per-profile entries depend on (``lowering.lower``): its dtype, whether
-    it has matrix work, vector work, and its class."""
+    """What a kernel's per-profile entries depend on (``lowering.lower``): dtype, matrix work, vector work, class."""
     return row[8], bool(row[0]), bool(row[1] or row[2]), row[6]
 
 
@@ -145,17 +145,18 @@ class KernelRows:
         # which the fast path does not mirror)
         self.groups = [_Group(rt, runtimes.runtime_for(runtimes.get(rt), profiles[idx[0]] if profiles and idx else None)
                               .fusion, idx) for rt, idx in groups]
-        # a group whose fp32 matrix kernels take the FMA-unit classes (``engines.simt_classes``)
+        # a group's FMA-unit classes (``engines.simt_classes``), row kinds on (``row_kernels.kinds_on``), folding
         for g in self.groups:
             g.simt = bool(profiles) and engines.simt_applies(g.runtime, [profiles[i] for i in g.idx])
             g.fold = bool(profiles) and lowering.fold_transposes([profiles[i] for i in g.idx])
+            g.rows = row_kernels.kinds_on([profiles[i] for i in g.idx if profiles], g.runtime)
         self.usable = all(g.policy in _POLICIES for g in self.groups)
         self.precision = precision
         # node key -> (launches, joins xla fusions, member part, input bytes, output bytes,
         # Winograd shape, a view that launches nothing, its part in transpose folding: 1 a
         # rank-2 transpose that launches, 2 a rank-2 matrix product, else 0; its
         # ``dot_merge.dot_form``; its ``softmax_passes.node_rereads``; its
-        # ``xla_gpu_joins.node_role``)
+        # ``xla_gpu_joins.node_role``; ...; 13: ``row_kernels.node_row``)
         self.nodes: dict[int, tuple] = {}
         self.stats = {"lowered": 0, "harvested": 0, "mismatch": 0}
 
@@ -321,7 +322,8 @@ class KernelRows:
                                  transpose_fold.fold_role(fn), fn.dot_form, softmax_passes.node_rereads(n, fn),
                                  xla_gpu_joins.node_role(fn.op, fn.op_class, fn.launches, fusion_xla.fusible(fn),
                                                          fn.gemv, fn.inputs, xla_gpu_joins.compiled_constants(fn)),
-                                 small_index.node_ids(n), (fn.reduce_form, fn.op_class, len(fn.inputs)))
+                                 small_index.node_ids(n), (fn.reduce_form, fn.op_class, len(fn.inputs)),
+                                 row_kernels.node_row(n))
         data = self._data(keys)
         for g, (idx, low) in zip(self.groups, lowered):
             members, fused, kops = self._plan(st.nodes, data, g.policy, st.outputs, g.fold)
@@ -361,14 +363,15 @@ class KernelRows:
         self.stats["harvested"] += 1
 
 
-
 def _simt(g: _Group, row: tuple, infos: list) -> tuple:
-    """``row`` with its class moved as ``engines.simt_classes`` moves it in ``g`` (the Winograd
-    shape read from the heaviest member's learned flag, ``infos``: its members' node data)."""
-    if not g.simt:
-        return row
-    anchor = max(infos, key=lambda d: d[2][0])   # (member part 0: MAC FLOPs)
-    code = engines.simt_code(row[6], row[8], lambda: anchor[5])
+    """``row`` with its class moved as ``lowering`` moves it in ``g``: ``engines.simt_classes`` (the Winograd shape
+    from the heaviest member's learned flag, ``infos``: its members' node data), then ``row_kernels.row_class``."""
+    code = row[6]
+    if g.simt:
+        anchor = max(infos, key=lambda d: d[2][0])   # (member part 0: MAC FLOPs)
+        code = engines.simt_code(code, row[8], lambda: anchor[5])
+    if g.rows:
+        code = row_kernels.row_class(code, row_kernels.kernel_row([d[13] for d in infos])[0], g.rows)
     return row if code == row[6] else row[:6] + (code,) + row[7:]
 
 
