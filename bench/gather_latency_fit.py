@@ -31,6 +31,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+from report_lines import emit_text  # noqa: E402
 
 ROWS = os.path.join(HERE, "data", "hopper_mem", "h200_ops_2026-12-04.csv")
 PROFILE, CLOCK_HZ = "h200-sxm", 1.98e9     # the rows ran at 1980 MHz (README: nvidia-smi trace)
@@ -122,10 +123,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="", help="markdown file to write (default: print)")
     args = ap.parse_args(argv)
     text = "\n".join(report(baseline_rows())) + "\n"
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    print(text)
+    emit_text(args.out, text)
     return 0
 
 

@@ -41,6 +41,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+from report_lines import emit_text  # noqa: E402
 
 ROWS = os.path.join(HERE, "data", "hopper_mem", "h200_ops_2026-12-04.csv")
 KERNELS = os.path.join(HERE, "data", "hopper_mem", "h200_kernels_2026-12-04.json")
@@ -297,10 +298,7 @@ def main(argv=None) -> int:
                       "`PYTHONPATH=$PWD python bench/hopper_gemm_l2.py --out bench/results/hopper_gemm_l2.md`",
                       "", "## Rule 1: variants, leave one shape family out (MAPE / bias)", ""]
                      + report(rows(args.rows))) + "\n"
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    print(text)
+    emit_text(args.out, text)
     return 0
 
 

@@ -32,6 +32,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+from report_lines import emit_text  # noqa: E402
 
 ROWS = os.path.join(HERE, "data", "hopper_mem", "h200_ops_2026-12-04.csv")
 # the family the Hopper memory-bound classes were inherited from before the H200 rows (the baseline
@@ -137,10 +138,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="", help="markdown file to write (default: print)")
     args = ap.parse_args(argv)
     text = "\n".join(report(read_rows(args.rows))) + "\n"
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    print(text)
+    emit_text(args.out, text)
     return 0
 
 

@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 from efficiency_data import H200_OPS, feats_of, hw_of, metrics  # noqa: E402
+from report_lines import emit_text  # noqa: E402
 
 from analyzer.prediction import row_kernels as rk  # noqa: E402
 from analyzer.prediction.efficiency.constants import load_constants  # noqa: E402
@@ -276,10 +277,7 @@ def main(argv=None) -> int:
     hw = hw_of("h200_sxm")
     chosen = choose(frame(), hw)
     text = "\n".join(report(chosen, hw)) + "\n"
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    print(text)
+    emit_text(args.out, text)
     if args.write:
         write(chosen, hw, tuple(args.write))
     return 0

@@ -132,11 +132,12 @@ def test_search_scores_equal_analyze_with_rows(hopper_rows):
     assert_search_scores_equal_analyze(_layernorm(64, 4096), H200, "kernel")
 
 
-def test_row_constants_and_floor_own_from_a_family_file(tmp_path):
-    d = str(tmp_path)
+def _write_hopper_rows(d: str) -> dict:
+    """Copy the committed efficiency files into ``d`` and give its Hopper file a ``norm_row`` set
+    of its own floor (1 us at 1.98 GHz, ``floor_own``: Ampere's norm set otherwise) and the layer
+    norm row constants ``LN``; returns the Hopper document written."""
     for name in os.listdir(fc.EFFICIENCY_DIR):
         shutil.copy(os.path.join(fc.EFFICIENCY_DIR, name), d)
-    before = fc.floor_cycles(d)
     path = os.path.join(d, "nvidia-hopper.json")
     with open(path) as f:
         doc = json.load(f)
@@ -145,9 +146,15 @@ def test_row_constants_and_floor_own_from_a_family_file(tmp_path):
     norm["constants"].update(floor_s=1e-6, floor_clock_hz=1.98e9, floor_own=1.0)
     doc["sets"]["norm_row"] = norm
     doc["row_kernels"] = {"layer_norm": {"constants": LN, "provenance": {"kind": "prior", "source": "a test"}}}
-    fc.validate(doc, "test")
     with open(path, "w") as f:
         json.dump(doc, f)
+    return doc
+
+
+def test_row_constants_and_floor_own_from_a_family_file(tmp_path):
+    d = str(tmp_path)
+    before = fc.floor_cycles(fc.EFFICIENCY_DIR)
+    fc.validate(_write_hopper_rows(d), "test")
     assert fc.row_constants("nvidia-hopper", d) == {"layer_norm": LN}
     assert fc.row_constants("nvidia-hopper-pytorch2.3", d) == {"layer_norm": LN}   # (inherits nvidia-hopper)
     assert fc.row_constants("nvidia-ampere", d) == {}
@@ -161,18 +168,7 @@ def hopper_row_file(tmp_path, monkeypatch):
     ``floor_own``) and the H200 fit's layer norm row constants, as ``bench/hopper_rows.py --write
     norm`` writes them (read from there: ``fc.EFFICIENCY_DIR``); returns the committed directory."""
     committed, d = fc.EFFICIENCY_DIR, str(tmp_path)
-    for name in os.listdir(fc.EFFICIENCY_DIR):
-        shutil.copy(os.path.join(fc.EFFICIENCY_DIR, name), d)
-    path = os.path.join(d, "nvidia-hopper.json")
-    with open(path) as f:
-        doc = json.load(f)
-    with open(os.path.join(d, "nvidia-ampere.json")) as f:
-        norm = json.load(f)["sets"]["norm"]
-    norm["constants"].update(floor_s=1e-6, floor_clock_hz=1.98e9, floor_own=1.0)
-    doc["sets"]["norm_row"] = norm
-    doc["row_kernels"] = {"layer_norm": {"constants": LN, "provenance": {"kind": "prior", "source": "a test"}}}
-    with open(path, "w") as f:
-        json.dump(doc, f)
+    _write_hopper_rows(d)
     monkeypatch.setattr(fc, "EFFICIENCY_DIR", d)
     return committed
 
