@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from analyzer.prediction import engines, gather_latency, row_kernels, small_index, softmax_passes
+from analyzer.prediction.efficiency import constants as fc
 from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction.hardware import clock_hz
 
@@ -19,7 +20,7 @@ ROW_FEATS = ("row_kind", "row_m", "row_n")   # (row_kernels.kernel_row's triple,
 def empty_consts(P: int) -> dict:
     """The per-profile constant arrays before any profile: the class parameters [P, classes],
     trans_weight [P], ``softmax_passes.profile_terms``' two scalars [P], ``small_index``'s
-    seconds per step [P], ``gather_latency``'s two [P], ``row_kernels.profile_terms``' threads per
+    seconds per step [P], ``gather_latency``'s two [P], ``row_profile_terms``' threads per
     SM [P] and per-kind constants [P, kinds] and a power-capped card's boost window
     (``engines.boost_terms``) [P]."""
     return {**{p: np.zeros((P, len(eff.OP_CLASSES))) for p in eff.CLASS_PARAMS}, "trans_weight": np.ones(P),
@@ -40,12 +41,12 @@ def _reread_feats(runtime_name: str, cls_l, plan, nodes, fnodes) -> dict:
 
 def kernel_feats(feats: dict, runtime_name: str, cls_l, graph, profiles):
     """The kernel classes ``cls_l`` with PyTorch's row kernels moved to their row class where a
-    profile has their kind's row term (``row_kernels.row_class``), after ``feats`` (in place) took
+    profile has their kind's row term (``row_kernels.row_class``, ``row_kinds_on``), after ``feats`` (in place) took
     ``_reread_feats``, ``_index_feats`` and the moved classes (``op_class``); ``graph``: (plan,
     nodes, fusion nodes)."""
     plan, nodes, fnodes = graph
     feats.update({**_reread_feats(runtime_name, cls_l, plan, nodes, fnodes), **_index_feats(runtime_name, plan, nodes)})
-    on = row_kernels.kinds_on(profiles, runtime_name)
+    on = row_kinds_on(profiles, runtime_name)
     if on:
         cls_l = tuple(row_kernels.row_class(c, k, on) for c, k in zip(cls_l, feats["row_kind"]))
         feats["op_class"] = np.array(cls_l, dtype=np.int32)
@@ -56,12 +57,12 @@ def profile_scalars(consts: dict, p: int, prof, cold: bool) -> None:
     """Profile ``p``'s scalars of PyTorch's CUDA kernels, in place: ``softmax_passes.profile_terms``
     (``softmax_reread``, ``softmax_l2_row``), ``small_index.profile_term`` (``index_iter_s``),
     ``gather_latency.profile_terms`` (``gather_dep_s``, ``gather_rate``; ``cold``: the L2 flushed),
-    ``row_kernels.profile_terms`` (``row_*``)
+    ``row_profile_terms`` (``row_*``)
     and its boost window (``engines.boost_terms``: ``boost_ratio``, ``boost_window_s``)."""
     consts["softmax_reread"][p], consts["softmax_l2_row"][p] = softmax_passes.profile_terms(prof)
     consts["index_iter_s"][p] = small_index.profile_term(prof, clock_hz(prof))
     consts["gather_dep_s"][p], consts["gather_rate"][p] = gather_latency.profile_terms(prof, clock_hz(prof), cold)
-    for name, v in row_kernels.profile_terms(prof, clock_hz(prof)).items():
+    for name, v in row_profile_terms(prof, clock_hz(prof)).items():
         consts[name][p] = v
     consts["boost_ratio"][p], consts["boost_window_s"][p] = engines.boost_terms(prof)
 
@@ -81,3 +82,37 @@ def _index_feats(runtime_name: str, plan, nodes) -> dict:
         rows = [row_kernels.kernel_row([row_kernels.node_row(nodes[i]) for i in m]) for m in plan.members]
     return {"index_ids": np.array(ids, dtype=np.float64), "index_slice": np.array(sl, dtype=np.float64),
             **{f: np.array([r[j] for r in rows], dtype=np.float64) for j, f in enumerate(ROW_FEATS)}}
+
+
+def row_profile_terms(prof, clock_hz: float) -> dict:
+    """The row term's per-profile constants: ``row_threads_sm`` (resident threads per SM,
+    ``softmax_passes.THREADS_PER_SM``), ``row_c0_s`` / ``row_step_s`` (per kind, ``row_kernels.KINDS``:
+    cycles / ``clock_hz``) and ``row_overlap`` (per kind) where ``prof`` is an NVIDIA GPU with a
+    known clock whose family file (or one it inherits) states ``row_kernels``; else all 0 (off)."""
+    out = {"row_threads_sm": 0.0, **{f"row_{p}": np.zeros(len(row_kernels.KINDS))
+                                     for p in ("c0_s", "step_s", "overlap")}}
+    family = getattr(prof, "family", "") or ""
+    if getattr(prof, "kind", "") != "gpu" or not family.startswith("nvidia-") or not clock_hz or clock_hz <= 0:
+        return out
+    table = fc.row_constants(family)
+    if not table:
+        return out
+    for kind, c in table.items():
+        i = row_kernels.KIND_CODE[kind]
+        out["row_c0_s"][i], out["row_step_s"][i] = c["c0_cycles"] / clock_hz, c["step_cycles"] / clock_hz
+        out["row_overlap"][i] = float(c.get("overlap", 0))
+    out["row_threads_sm"] = float(softmax_passes.THREADS_PER_SM.get(family, softmax_passes.THREADS_PER_SM_DEFAULT))
+    return out
+
+
+def row_kinds_on(profiles, runtime_name: str) -> frozenset:
+    """The kind codes (``row_kernels.KINDS``) whose row term some profile of ``profiles`` has under
+    ``runtime_name`` (``row_profile_terms`` at ``hardware.clock_hz``: c0 or step > 0); empty off
+    PyTorch's runtimes (``softmax_passes.PYTORCH_RUNTIMES``)."""
+    if runtime_name not in softmax_passes.PYTORCH_RUNTIMES:
+        return frozenset()
+    on = set()
+    for prof in profiles:
+        t = row_profile_terms(prof, clock_hz(prof))
+        on.update(i for i in range(1, len(row_kernels.KINDS)) if t["row_c0_s"][i] > 0 or t["row_step_s"][i] > 0)
+    return frozenset(on)

@@ -4,7 +4,7 @@ Where it applies: the runtimes whose kernels are PyTorch's own (``softmax_passes
 ``kernel``, ``eager``, ``eager-kernel``, ``eager-op``) on an NVIDIA GPU profile whose family file
 states row constants (``row_kernels`` in ``hardware_db/efficiency/<family>.json``: none ships them;
 ``bench/hopper_rows.py`` fits ``nvidia-hopper``'s on the H200); every other runtime, device and family
-gets no term (``profile_terms`` is 0 there).
+gets no term (``pytorch_terms.row_profile_terms`` is 0 there).
 
 Which kernel, from PyTorch's source (one block or one warp walks one row, serially):
 
@@ -35,7 +35,7 @@ SM count; the combination is per kind (chosen by leave-one-N-out on the fit's ro
 ``bench/hopper_rows.py``).  The sets fitted with the term are a family's row classes
 (``op_classes.ROW_CLASS``: ``norm_row``, ``softmax_row``, ``softmax_block_row``), which a kernel
 takes only where it is one of these kernels and a profile of the lowering has its kind's
-constants (``row_class``, ``kinds_on``): a BatchNormalization, a GroupNormalization, a
+constants (``row_class``, ``pytorch_terms.row_kinds_on``): a BatchNormalization, a GroupNormalization, a
 SoftmaxCrossEntropyLoss or a pooling (which falls back to ``norm``) keeps its class's set.  Those
 sets keep their own floor (``floor_own``: not replaced by, nor part of, the pooled NVIDIA floor,
 which holds the row latency of the kernels it was fitted on); a family without them (every one
@@ -96,7 +96,7 @@ def row_s(xp, kind, rows, length, units, threads_sm, c0_s, step_s) -> dict:
     ``row_step_s``), array code (``efficiency.kernel_time``): ``kind`` (codes of ``KINDS``, 0:
     none), ``rows`` (M) and ``length`` (N) per kernel, ``units`` (SMs), ``threads_sm`` (resident
     threads per SM; 0: unknown, off), ``c0_s`` / ``step_s``: per kind, seconds at the device's
-    clock (``profile_terms``; 0: off)."""
+    clock (``pytorch_terms.row_profile_terms``; 0: off)."""
     k = xp.asarray(kind).astype(xp.int32)
     n = xp.maximum(xp.asarray(length), 1.0)
     norm, warp = (k == 1) | (k == 2), k == 3
@@ -140,31 +140,6 @@ def kernel_row(pairs) -> tuple[float, float, float]:
     return pairs[0] if len(pairs) == 1 else (0.0, 0.0, 0.0)
 
 
-def profile_terms(prof, clock_hz: float) -> dict:
-    """The row term's per-profile constants: ``row_threads_sm`` (resident threads per SM,
-    ``softmax_passes.THREADS_PER_SM``), ``row_c0_s`` / ``row_step_s`` (per kind, ``KINDS``:
-    cycles / ``clock_hz``) and ``row_overlap`` (per kind) where ``prof`` is an NVIDIA GPU with a
-    known clock whose family file (or one it inherits) states ``row_kernels``; else all 0 (off)."""
-    import numpy as np
-
-    from analyzer.prediction import softmax_passes
-    from analyzer.prediction.efficiency import constants as fc
-
-    out = {"row_threads_sm": 0.0, **{f"row_{p}": np.zeros(len(KINDS)) for p in ("c0_s", "step_s", "overlap")}}
-    family = getattr(prof, "family", "") or ""
-    if getattr(prof, "kind", "") != "gpu" or not family.startswith("nvidia-") or not clock_hz or clock_hz <= 0:
-        return out
-    table = fc.row_constants(family)
-    if not table:
-        return out
-    for kind, c in table.items():
-        i = KIND_CODE[kind]
-        out["row_c0_s"][i], out["row_step_s"][i] = c["c0_cycles"] / clock_hz, c["step_cycles"] / clock_hz
-        out["row_overlap"][i] = float(c.get("overlap", 0))
-    out["row_threads_sm"] = float(softmax_passes.THREADS_PER_SM.get(family, softmax_passes.THREADS_PER_SM_DEFAULT))
-    return out
-
-
 def combine(xp, memory, kind, rows, length, units, arrays):
     """(memory seconds with the row term, its factors: ``row_s``'s dict and ``row_overlap``) per
     kernel, array code (``efficiency.kernel_time``): ``row_s`` added to ``memory`` (the kind's
@@ -178,25 +153,9 @@ def combine(xp, memory, kind, rows, length, units, arrays):
     return xp.where(ov, xp.maximum(memory, r), memory + r), dict(d, row_overlap=xp.where(ov, 1.0, 0.0))
 
 
-def kinds_on(profiles, runtime_name: str) -> frozenset:
-    """The kind codes (``KINDS``) whose row term some profile of ``profiles`` has under
-    ``runtime_name`` (``profile_terms`` at ``hardware.clock_hz``: c0 or step > 0); empty off
-    PyTorch's runtimes (``softmax_passes.PYTORCH_RUNTIMES``)."""
-    from analyzer.prediction import softmax_passes
-    from analyzer.prediction.hardware import clock_hz as clock_of
-
-    if runtime_name not in softmax_passes.PYTORCH_RUNTIMES:
-        return frozenset()
-    on = set()
-    for prof in profiles:
-        t = profile_terms(prof, clock_of(prof))
-        on.update(i for i in range(1, len(KINDS)) if t["row_c0_s"][i] > 0 or t["row_step_s"][i] > 0)
-    return frozenset(on)
-
-
 def row_class(code: int, kind: float, on: frozenset) -> int:
     """The class code a kernel of class ``code`` and row kind ``kind`` (``kernel_row``'s) takes:
-    its ``ROW_CLASS`` where its kind is ``on`` (``kinds_on``), else ``code`` (no row kernel, the
+    its ``ROW_CLASS`` where its kind is ``on`` (``pytorch_terms.row_kinds_on``), else ``code`` (no row kernel, the
     term off, or a class without a row class)."""
     row = ROW_CLASS.get(OP_CLASSES[code]) if int(kind) in on else None
     return CLASS_CODE[row] if row else code

@@ -23,7 +23,7 @@ import numpy as np
 
 from analyzer.prediction import dot_merge, engines, fusion_bytes, fusion_legality, fusion_xla, xla_gpu_joins
 from analyzer.prediction import kernel_rows as kr
-from analyzer.prediction import kernels, lowering, row_kernels, small_index, softmax_passes, transpose_fold
+from analyzer.prediction import kernels, lowering, pytorch_terms, row_kernels, small_index, softmax_passes, transpose_fold
 from analyzer.search.fastpath import xla_gpu
 
 FEATS = kernels.FEATS
@@ -145,11 +145,11 @@ class KernelRows:
         # which the fast path does not mirror)
         self.groups = [_Group(rt, runtimes.runtime_for(runtimes.get(rt), profiles[idx[0]] if profiles and idx else None)
                               .fusion, idx) for rt, idx in groups]
-        # a group's FMA-unit classes (``engines.simt_classes``), row kinds on (``row_kernels.kinds_on``), folding
+        # a group's FMA-unit classes (``engines.simt_classes``), row kinds on (``pytorch_terms.row_kinds_on``), folding
         for g in self.groups:
             g.simt = bool(profiles) and engines.simt_applies(g.runtime, [profiles[i] for i in g.idx])
             g.fold = bool(profiles) and lowering.fold_transposes([profiles[i] for i in g.idx])
-            g.rows = row_kernels.kinds_on([profiles[i] for i in g.idx if profiles], g.runtime)
+            g.rows = pytorch_terms.row_kinds_on([profiles[i] for i in g.idx if profiles], g.runtime)
         self.usable = all(g.policy in _POLICIES for g in self.groups)
         self.precision = precision
         # node key -> (launches, joins xla fusions, member part, input bytes, output bytes,
