@@ -29,8 +29,9 @@ So, per kernel of ``ids`` ids of ``slice`` elements of ``elem_bytes``::
     rate  = RATE where ids > 16 and slice x elem_bytes % 16 == 0 (the vectorized gather), else 1
     dep_s = DEP_CYCLES[warm | cold] / clock   for every gather kernel (ids >= 1), else 0
 
-Fitted on the H200 SXM's rows (``bench/data/hopper_mem/h200_ops_2026-12-04.csv``, torch 2.11, 98
-vectorized-gather cases x warm and cold, 1.98 GHz SM clock; ``bench/gather_latency_fit.py``):
+Fitted on the H200 SXM's PyTorch embedding rows (``bench/data/hopper_mem/``; docs/accuracy.md
+"GPU, the gather on Hopper"; torch 2.11, 98 vectorized-gather cases x warm and cold, 1.98 GHz SM
+clock; ``bench/gather_latency_fit.py``):
 relative least squares of the measured time less the prediction without these terms on
 ``[warm / clock, cold / clock, memory_s]``. Chosen by a rule fixed first (leave one id count out:
 8.4 % over all 138 cases x both states against 24.1 % without; the latency alone 11.7 %, the rate

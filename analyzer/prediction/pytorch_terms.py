@@ -73,12 +73,11 @@ def _index_feats(runtime_name: str, plan, nodes) -> dict:
     ``row_n``; [K] float64 (0 for every kernel of a runtime that does not run PyTorch's kernels,
     and for every kernel that is not one ``index_select`` or one row kernel)."""
     ids, sl = [0.0] * len(plan.members), [0.0] * len(plan.members)
+    rows = [(0.0, 0.0, 0.0)] * len(plan.members)
     if runtime_name in softmax_passes.PYTORCH_RUNTIMES:
         for k, m in enumerate(plan.members):
             if len(m) == 1:
                 ids[k], sl[k] = small_index.node_ids(nodes[m[0]])
-    rows = [(0.0, 0.0, 0.0)] * len(plan.members)
-    if runtime_name in softmax_passes.PYTORCH_RUNTIMES:
         rows = [row_kernels.kernel_row([row_kernels.node_row(nodes[i]) for i in m]) for m in plan.members]
     return {"index_ids": np.array(ids, dtype=np.float64), "index_slice": np.array(sl, dtype=np.float64),
             **{f: np.array([r[j] for r in rows], dtype=np.float64) for j, f in enumerate(ROW_FEATS)}}

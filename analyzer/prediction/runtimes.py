@@ -84,7 +84,7 @@ events, a warm dispatcher).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from analyzer.errors import InputSpecError
@@ -115,7 +115,7 @@ class Runtime:
     # (precision or None, note)`` (``accelerators``)
     precision_rule: Any = None
     # whose per-op host figures the ``eager`` stream charges (a name of ``EAGER_HOSTS``)
-    host: str = "llmcompass-a100"
+    host: str = EAGER_HOST_NAMES[0]
 
     @property
     def dispatch_name(self) -> str:
@@ -340,10 +340,7 @@ def choose(requested: str | None, model_format: str, profile, host: str | None =
     """(runtime, why) for one profile: the caller's choice, else xla for a JAX program, else the
     profile's default, else its kind's (``runtime_for`` the profile); ``host``: a name of
     ``EAGER_HOSTS`` the runtime charges (None: the default)."""
-    if host:
-        from dataclasses import replace
-
-        eager_host(host)
+    if host:   # (Options checked the name; ``eager_host`` refuses an unknown one where used)
         rt, why = choose(requested, model_format, profile)
         return replace(rt, host=host), why
     if requested:
