@@ -2,8 +2,9 @@
 
 Where it applies: the runtimes whose kernels are PyTorch's own (``softmax_passes.PYTORCH_RUNTIMES``:
 ``kernel``, ``eager``, ``eager-kernel``, ``eager-op``) on an NVIDIA GPU profile whose family file
-states row constants (``row_kernels`` in ``hardware_db/efficiency/<family>.json``: none ships them;
-``bench/hopper_rows.py`` fits ``nvidia-hopper``'s on the H200); every other runtime, device and family
+states row constants (``row_kernels`` in ``hardware_db/efficiency/<family>.json``, or of the nearest
+file it inherits: ``bench/hopper_rows.py`` fits ``nvidia-hopper``'s on the H200, all four kinds;
+``nvidia-blackwell`` states Hopper's softmax kinds); every other runtime, device, family and kind
 gets no term (``pytorch_terms.row_profile_terms`` is 0 there).
 
 Which kernel, from PyTorch's source (one block or one warp walks one row, serially):
@@ -17,8 +18,12 @@ Which kernel, from PyTorch's source (one block or one warp walks one row, serial
   (``SoftMax.cu``) for ``N <= 2048`` and ``N x itemsize <= 8192`` since pytorch/pytorch PR 144679
   (January 2025; 1024 and 4096 before, ``op_classes.SOFTMAX_WARP_ROW``): one warp per row, 4 warps
   (128 threads) a block, each lane walking ``ceil(N / 32)`` elements.
-- ``softmax_block``: any longer row: one block of ``min(N, 1024)`` threads per row
-  (``SoftMaxForward_getBlockSize``), each thread walking ``ceil(N / 1024)`` elements.
+- ``softmax_block``: ``cunn_SoftMaxForwardReg``, a longer row held in registers: one block of
+  ``min(N, 1024)`` threads (rounded up to a warp; ``SoftMaxForward_getBlockSize``) per row, each
+  thread walking ``ceil(N / 1024)`` elements; ``host_softmax`` takes it where that count
+  (``potential_register_count``) is under 10, so for ``N <= 9 x 1024 = 9216``.  A longer row runs
+  ``cunn_SoftMaxForwardSmem`` or the multi-pass ``cunn_SoftMaxForward``, which no fitted row
+  measured: no kind of this module (its class's set alone).
 
 The term, with ``steps`` as above and the rows one SM holds at once from the launch shape,
 ``rows_per_sm = (threads per SM // threads per block) x rows per block`` (``THREADS_PER_SM`` of
@@ -38,8 +43,8 @@ takes only where it is one of these kernels and a profile of the lowering has it
 constants (``row_class``, ``pytorch_terms.row_kinds_on``): a BatchNormalization, a GroupNormalization, a
 SoftmaxCrossEntropyLoss or a pooling (which falls back to ``norm``) keeps its class's set.  Those
 sets keep their own floor (``floor_own``: not replaced by, nor part of, the pooled NVIDIA floor,
-which holds the row latency of the kernels it was fitted on); a family without them (every one
-today) predicts a row class with its class's set (``CLASS_FALLBACK``).
+which holds the row latency of the kernels it was fitted on); a family without them predicts a row
+class with its class's set (``CLASS_FALLBACK``).
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ NORM_THREADS, NORM_VEC = 128, 4        # launch_vectorized_layer_norm_kernel: (3
 WARP_ROW, WARP_ROW_BYTES = 2048, 8192  # host_softmax's warp path since PR 144679
 WARP, WARP_BLOCK_THREADS = 32, 128     # softmax_warp_forward: a warp a row, 128 threads a block
 BLOCK_MAX_THREADS = 1024               # SoftMaxForward_getBlockSize's max_threads
+REG_MAX_STEPS = 9                      # host_softmax: the register kernel where potential_reg_cnt < 10
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -75,8 +81,9 @@ def kind_of(op: str, length: int, itemsize: int) -> str:
     if op in _NORM_KIND:
         return _NORM_KIND[op] if length % NORM_VEC == 0 else ""
     if op in _SOFTMAX_OPS:
-        warp = length <= WARP_ROW and length * itemsize <= WARP_ROW_BYTES
-        return "softmax_warp" if warp else "softmax_block"
+        if length <= WARP_ROW and length * itemsize <= WARP_ROW_BYTES:
+            return "softmax_warp"
+        return "softmax_block" if launch("softmax_block", length)[0] <= REG_MAX_STEPS else ""
     return ""
 
 

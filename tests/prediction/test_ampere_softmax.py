@@ -82,14 +82,20 @@ def test_hopper_blackwell_and_ada_inherit_the_ampere_softmax_sets():
     assert amp.arrays["e_bw"][eff.CLASS_CODE["softmax_block"]] < amp.arrays["e_bw"][eff.CLASS_CODE["softmax"]]
 
 
-def test_h100_softmax_moves_with_its_sms_and_clock():
-    # h100-sxm: 132 SMs, 1.98 GHz, 3350 GB/s, 50 MB L2; the same constants, the device's own terms:
-    # [4096, 1024] fp32 = 33.55 MB fits the L2 (l2_hit 1: s = 1 / (1 + 0.671^2) = 0.690, so 31 % of
-    # the bytes go to DRAM): 0.310 x 33.55 MB / (3350 GB/s x 0.9668) = 3.22 us, per-SM per element
-    # 8.39 M elements x 2 B / (132 x 1.98 GHz x 64 B) = 1.00 us, floor 7,943 cycles / 1.98 GHz = 4.01 us
+def test_h100_softmax_takes_hoppers_row_set_with_its_sms_and_clock():
+    # h100-sxm: 132 SMs, 1.98 GHz, 3350 GB/s, 50 MB L2; PyTorch's warp kernel (fp32 rows of 1024)
+    # takes Hopper's softmax_row set (fitted on the H200's rows, its ramp held at Ampere's 100 B:
+    # l2_hit 0.001, 15.47 B/SM-cycle, own floor 1.342 us) and the warp kernel's row term (c0 1,
+    # step 193.8 cycles, max'd with the memory terms), at the H100's own SMs and clock:
+    # cache share 0.001 x s, s = 1 / (1 + (33.55 MB / 50 MB)^2) = 0.690: 0.07 % of the bytes;
+    # DRAM (33.55 MB x 0.9993 + 100 B) / 3350 GB/s = 10.01 us; per-SM 16.78 M elements /
+    # (132 x 1.98 GHz x 15.47) = 4.15 us; rows: 4096 rows / (132 SMs x 2048 / 128 x 4 rows a block)
+    # = 1 wave x (1 + 32 steps x 193.8) cycles / 1.98 GHz = 3.13 us, under the 14.16 us stream
     pred = analyzer.analyze(_softmax(4096, 1024), hw=["h100-sxm"], runtime="kernel").predictions[0]
     nbytes = 8.0 * 4096 * 1024
     s = 1.0 / (1.0 + (nbytes / 50e6) ** 2)
-    want = 7942.8 / 1.98e9 + (nbytes * (1 - s) + 100.0) / (3350e9 * 0.9668) + nbytes / 2 / (132 * 1.98e9 * 64)
-    assert want == pytest.approx(4.01e-6 + 3.22e-6 + 1.00e-6, rel=3e-3)
-    assert pred.latency_s == pytest.approx(want, rel=1e-4)
+    dram = (nbytes * (1 - 0.001 * s) + 100.0) / 3350e9
+    per_sm = nbytes / 2 / (132 * 1.98e9 * 15.47)
+    rows = (1.0 + 32 * 193.8) / 1.98e9
+    assert (dram, per_sm, rows) == pytest.approx((10.01e-6, 4.15e-6, 3.13e-6), rel=3e-3)
+    assert pred.latency_s == pytest.approx(1.342e-6 + max(dram + per_sm, rows), rel=1e-4)

@@ -21,7 +21,7 @@ from analyzer.prediction.efficiency.op_classes import CLASS_CODE
 
 H200 = "h200-sxm"   # 132 SMs, 1.98 GHz, sm_90: 2048 resident threads per SM
 CLOCK, SMS = 1.98e9, 132
-# the H200 fit's layer norm constants (bench/results/hopper_rows.md, the norm group; not shipped)
+# the H200 fit's layer norm constants (bench/results/hopper_rows.md, the norm group; shipped in nvidia-hopper.json)
 LN = {"c0_cycles": 1825.8, "step_cycles": 957.2, "overlap": 0.0}
 
 
@@ -40,6 +40,9 @@ def _layernorm(m: int, n: int, op: str = "LayerNormalization"):
     ("Softmax", 2048, 2, "softmax_warp"),         # host_softmax since PR 144679: <= 2048 and <= 8192 bytes
     ("Softmax", 2048, 8, "softmax_block"),        # fp64: 16 KiB of row
     ("LogSoftmax", 4096, 2, "softmax_block"),
+    ("Softmax", 9216, 4, "softmax_block"),        # ceil(9216 / 1024) = 9 registers a thread: cunn_SoftMaxForwardReg
+    ("Softmax", 9217, 4, ""),                     # 10: the shared-memory or multi-pass kernel, no row term
+    ("LogSoftmax", 128256, 4, ""),                # a vocabulary row (cross-entropy): multi-pass
     ("Gelu", 4096, 2, ""),
 ])
 def test_kind_of(op, n, itemsize, kind):
@@ -84,12 +87,18 @@ def test_waves(kind, m, n, waves):
     assert _row(kind, m, n, 100.0, 100.0)["row_waves"][0] == waves
 
 
-def test_no_family_states_row_constants_so_no_term():
-    for hw in (H200, "a100-80gb-sxm", "b200-hgx"):
+def test_the_shipped_row_constants_where_a_family_states_them():
+    # nvidia-hopper states all four kinds (the H200 fit); nvidia-blackwell Hopper's softmax kinds only,
+    # so a B200 LayerNorm (like an A100's: Ampere states none) has the kernel known but no term
+    for hw, on in ((H200, True), ("a100-80gb-sxm", False), ("b200-hgx", False)):
         rep = analyzer.analyze(_layernorm(1, 8192), hw=[hw], runtime="kernel")
         kt = rep.predictions[0].kernel_table
         assert float(kt.feats["row_kind"][0]) == rk.KIND_CODE["layer_norm"]   # the kernel is known ...
-        assert kt.detail(0)["row_s"] == 0.0                                   # ... but has no constants
+        want = (1825.8 + 16 * 957.2) / 1.98e9 if on else 0.0                 # ... its term where stated
+        assert kt.detail(0)["row_s"] == pytest.approx(want, rel=1e-6)
+    assert set(fc.row_constants("nvidia-hopper")) == {"layer_norm", "rms_norm", "softmax_warp", "softmax_block"}
+    assert set(fc.row_constants("nvidia-blackwell")) == {"softmax_warp", "softmax_block"}
+    assert fc.row_constants("nvidia-ampere") == {}
 
 
 @pytest.mark.parametrize("runtime", ["onnxruntime", "xla"])
