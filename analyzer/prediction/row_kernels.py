@@ -132,13 +132,23 @@ def node_row(n) -> tuple[float, float, float]:
         itemsize = dtype_bits(x.dtype) // 8 if total else 0
         if n.op in _NORM_KIND:
             scale = n.in_specs[1] if len(n.in_specs) > 1 else None
-            length = scale.numel() if scale is not None and scale.shape is not None else 0
+            length = scale.numel() if _is_scale(scale, x) else 0
         else:
             length = int(kernel_words.value(n.kernel, "row") or 0)
     except AnalyzerError:   # a symbolic dim (unbound): no kernel to price
         return 0.0, 0.0, 0.0
     kind = kind_of(n.op, length, itemsize) if length and total and total % length == 0 else ""
     return (float(KIND_CODE[kind]), float(total // length), float(length)) if kind else (0.0, 0.0, 0.0)
+
+
+def _is_scale(scale, x) -> bool:
+    """Whether ``scale`` is a norm's scale over ``x``'s innermost axes (a shape of lower rank that
+    ends ``x``'s): a training step's backward kernel of a norm (``training.backward_time``: its
+    second input the upstream gradient, of ``x``'s shape) is not PyTorch's forward row kernel."""
+    if scale is None or scale.shape is None or x is None or x.shape is None:
+        return False
+    r = len(scale.shape)
+    return 0 < r < len(x.shape) and tuple(x.shape[-r:]) == tuple(scale.shape)
 
 
 def kernel_row(pairs) -> tuple[float, float, float]:

@@ -234,3 +234,18 @@ def test_a_device_without_row_constants_keeps_the_class(hopper_row_file):
 def test_search_scores_equal_analyze_with_the_row_set(hopper_row_file):
     assert_search_scores_equal_analyze(_layernorm(64, 4096), H200, "kernel")
     assert_search_scores_equal_analyze(_batchnorm(), H200, "kernel")
+
+
+def test_a_norms_backward_kernel_is_not_the_forward_row_kernel():
+    # training.backward_time prices a LayerNorm's dX kernel as a node of op LayerNormalization whose
+    # inputs are (x, dy), both (8, 128, 768): its second input is no scale, so no row kernel (before,
+    # it read as one row of 786,432 elements: 1,536 steps x 957 cycles = 0.74 ms a kernel on the H200)
+    from types import SimpleNamespace
+
+    from analyzer.ir.graph import TensorSpec
+
+    x = TensorSpec((8, 128, 768), "float16")
+    fwd = SimpleNamespace(domain="", op="LayerNormalization", kernel="", in_specs=(x, TensorSpec((768,), "float16")))
+    bwd = SimpleNamespace(domain="", op="LayerNormalization", kernel="", in_specs=(x, x))
+    assert rk.node_row(fwd) == (float(rk.KIND_CODE["layer_norm"]), 1024.0, 768.0)
+    assert rk.node_row(bwd) == (0.0, 0.0, 0.0)
