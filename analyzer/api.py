@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from analyzer.errors import InputSpecError, ShapeError
-from analyzer.options import JAX_KEYWORDS, JAX_OPTIONS_ONLY, ONNX_KEYWORDS, Options
+from analyzer.options import JAX_KEYWORDS, JAX_OPTIONS_ONLY, ONNX_KEYWORDS, Options, refuse_host_for_jax
 from analyzer.options import build as build_options
 
 if TYPE_CHECKING:
@@ -222,13 +222,15 @@ def analyze_jax(fn: Any, *example_args: Any, hw: str | Sequence[str] | None = No
     ``loop_trips``: trip count of ``while`` loops whose count is not static.
     ``hw``, ``precision``, ``overlap``, ``causal``: as for ``analyze``.  ``report_name``: the
     report's model path (default: the function's name).  ``Options.l2`` (as for ``analyze``) is
-    taken through ``options=`` only: a keyword ``l2=`` is ``fn``'s own.
+    taken through ``options=`` only: a keyword ``l2=`` is ``fn``'s own.  ``Options.host`` raises
+    ``InputSpecError`` (``options.refuse_host_for_jax``: the host tables are eager PyTorch's).
     """
     from analyzer.counting import rules  # noqa: F401  (fills the registry has_rule reads)
     from analyzer.counting.cost import has_rule
     from analyzer.frontends.jaxpr import load as jaxpr_frontend
 
     own = {k: keywords.pop(k) for k in JAX_KEYWORDS if k in keywords}
+    refuse_host_for_jax(options)
     opts = build_options("analyze_jax", options, own, JAX_KEYWORDS + JAX_OPTIONS_ONLY)
     example_kwargs = dict(kwargs or {})
     for k, v in keywords.items():

@@ -60,7 +60,8 @@ class Options:
     ``analyzer.prediction.runtimes.EAGER_HOSTS``): None, the default "llmcompass-a100"
     (LLMCompass's A100 host: 21 us per matrix op, 12 us other); "torch2.11-h200" (the H200
     host with torch 2.11, fitted on its whole models: 42 us per convolution, 28 us per other
-    matrix op, 10 us other, backward kernels 2.25 x).
+    matrix op, 10 us other, backward kernels 2.25 x).  ONNX only: ``analyze_jax`` refuses it
+    (``refuse_host_for_jax``).
 
     Mappings are copied when an Options is made (a caller's later change does not reach it);
     treat them as read-only.
@@ -97,6 +98,18 @@ class Options:
         from analyzer.counting.engine import Options as CountingOptions
 
         return CountingOptions(loop_trips=self.loop_trips, causal=self.causal)
+
+
+def refuse_host_for_jax(options: Options | None) -> None:
+    """Raises ``InputSpecError`` naming ``host`` where ``options`` sets it for a JAX program
+    (``analyze_jax``). The host tables (``EAGER_HOST_NAMES``) are eager PyTorch's per-op host
+    dispatch, fitted on PyTorch runs; a JAX program runs under XLA unless a runtime is asked, and
+    even under ``eager`` its prediction keeps the default table. Refused, not ignored: a host that
+    changed nothing would read as a prediction made with it."""
+    if options is not None and options.host is not None:
+        raise InputSpecError("{host} does not apply to a JAX program: the host tables are eager PyTorch's per-op "
+                             "dispatch (a PyTorch export's ONNX model under the eager runtime); leave it unset",
+                             hints=(Hint("host", options.host),))
 
 
 def check_l2(state: str | None) -> str:

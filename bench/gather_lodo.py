@@ -3,7 +3,7 @@
 PyTorch's 2024 index_select gather (vidur's fp16 ``embedding`` rows, A100-80GB and A40; the
 ``-pytorch2.3`` family variants) runs 1.12x faster on the A40 than on the A100 at the same shape
 although the A40 has a third of the DRAM bandwidth: it is bound by its SMs (about 2 bytes per
-SM-cycle on both), not by DRAM.  Each memory-bound form of ``fit_efficiency.MEM_FORMS`` is fitted
+SM-cycle on both), not by DRAM.  Each memory-bound form of ``efficiency_class_fit.MEM_FORMS`` is fitted
 on one device's rows and scored on the other's (its floor a number of cycles of the fit device's
 clock, as shipped), and fitted pooled over both (in-sample on each):
 
@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from efficiency_data import ROOT, hw_of, load, metrics, predict  # noqa: E402  (puts ROOT on sys.path)
-from fit_efficiency import _arrays_with, fit_memory_class  # noqa: E402
+from efficiency_class_fit import _arrays_with, fit_memory_class  # noqa: E402
 from report_lines import emit  # noqa: E402
 
 DEVICES = ("a100_80gb", "a40")

@@ -210,9 +210,10 @@ def lofo(batch: dict, fams: np.ndarray, free: tuple, cap: float = np.inf) -> np.
 
 def aic_error(gains) -> list[float]:
     """The Hopper gemm set's fit error (MAPE %) on its own aiconfigurator H200 rows (6667; the fit's
-    evaluator, ``fit_efficiency._error``) with ``l2_gain`` at each of ``gains``, the rest as committed."""
+    evaluator, ``efficiency_class_fit._error``) with ``l2_gain`` at each of ``gains``, the rest as committed."""
     from efficiency_data import hw_of, load
-    from fit_efficiency import _capped, _error, _family_parts
+    from efficiency_class_fit import _capped, _error
+    from fit_efficiency import _family_parts
 
     from analyzer.prediction.efficiency.constants import EFFICIENCY_DIR
 

@@ -14,7 +14,7 @@ Two parts:
 2. ``logo``: per refit candidate class (elementwise = add, activation = GELU, norm = layer norm
    and RMS norm), the kernel-sum rows in the fit's evaluator (``efficiency_data.predict``): the
    ``nvidia-ampere`` set's error (the one Hopper inherited before) against
-   ``fit_efficiency.fit_memory_class`` fitted on four of the five
+   ``efficiency_class_fit.fit_memory_class`` fitted on four of the five
    row widths N and scored on the fifth (each N left out once), pooled over the class's rows.
 
 Usage: ``PYTHONPATH=$PWD python bench/hopper_mem.py [--out bench/results/hopper_mem.md]``.
@@ -66,7 +66,7 @@ def cases(rows: list[dict]) -> list:
 
 def inherited_set(cls: str) -> dict:
     """``INHERITED_FROM``'s constants of ``cls``, as the committed files state them."""
-    from fit_efficiency import base_set
+    from efficiency_class_fit import base_set
 
     from analyzer.prediction.efficiency.constants import load_constants
     from analyzer.prediction.efficiency.kernel_time import CLASS_CODE
@@ -79,7 +79,7 @@ def inherited_set(cls: str) -> dict:
 
 def _ape(df, hw, cls: str, consts: dict) -> np.ndarray:
     from efficiency_data import predict
-    from fit_efficiency import _arrays_with
+    from efficiency_class_fit import _arrays_with
 
     return np.abs(predict(df, hw, _arrays_with(cls, consts)) / df.t.to_numpy() - 1.0)
 
@@ -87,7 +87,7 @@ def _ape(df, hw, cls: str, consts: dict) -> np.ndarray:
 def logo() -> dict:
     """class -> {rows, inherited MAPE, in-sample refit MAPE, LOGO refit MAPE, refit constants}."""
     from efficiency_data import H200_COUNTS, PER_ELEMENT, hw_of, load_h200_ops
-    from fit_efficiency import fit_memory_class
+    from efficiency_class_fit import fit_memory_class
 
     df, hw = load_h200_ops(ops=tuple(H200_COUNTS)), hw_of("h200_sxm")
     clock = hw["clock_hz"]

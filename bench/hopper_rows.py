@@ -7,7 +7,7 @@ an H200 SXM, the layernorm, rmsnorm and softmax rows (fp16 and bf16, M = 1 ... 3
 fitted.  No H100 row is read here.
 
 The form (``analyzer/prediction/row_kernels.py``): per class (norm; softmax, softmax_block) the
-per-SM memory form of ``fit_efficiency.fit_memory_class`` (e_bw 1, floor_s, b_half_bytes, bpc per
+per-SM memory form of ``efficiency_class_fit.fit_memory_class`` (e_bw 1, floor_s, b_half_bytes, bpc per
 element, l2_hit) with the floor the set's own (``floor_own``), plus per kernel kind (layer_norm,
 rms_norm, softmax_warp, softmax_block) a row's ``c0`` and ``step`` cycles; all by one least squares
 on log(pred/measured) (soft L1) per class group (norm: 140 rows; softmax: 70).  The combination of

@@ -138,7 +138,7 @@ def main():
                    "Triton's do_bench, nvbench). GPU profiles only; others warn.")
 @click.option("--host", "host", default=None, metavar="NAME",
               help="Whose per-op host figures --runtime eager charges: llmcompass-a100 (the "
-                   "default), torch2.11-h200 (an H200 host with torch 2.11; docs/model.md).")
+                   "default), torch2.11-h200 (an H200 host with torch 2.11; docs/model.md). ONNX models only.")
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None, cls=_RuntimeOption,
               metavar="NAME",
               help="What runs the model, which decides fusion, per-kernel dispatch and the time "

@@ -14,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 import analyzer
 from analyzer import Options
 from analyzer.counting import engine
+from analyzer.errors import InputSpecError
 
 MAC_PER_ROW = 2 * 512 * 256   # 262,144
 
@@ -106,3 +107,17 @@ def test_analyze_jax_takes_options_and_refuses_onnx_fields():
     assert r.model["path"] == "plus_one"
     with pytest.raises(TypeError, match=r"does not use Options\.dims"):
         analyzer.analyze_jax(lambda v: v + 1, x, options=Options(dims={"batch": 1}))
+
+
+def test_analyze_jax_refuses_the_eager_host_naming_it_and_why():
+    # the host tables are eager PyTorch's: a usage error (exit 2 on the command line), not an
+    # unused field's TypeError, and worded for each caller without the library naming a flag
+    jax = pytest.importorskip("jax")
+    x = jax.ShapeDtypeStruct((4, 8), np.float32)
+    for runtime in (None, "eager"):
+        with pytest.raises(InputSpecError) as e:
+            analyzer.analyze_jax(lambda v: v + 1, x, hw="h200-sxm",
+                                 options=Options(host="torch2.11-h200", runtime=runtime))
+        assert str(e.value).startswith("host='torch2.11-h200' does not apply to a JAX program")
+        assert "eager PyTorch" in str(e.value)
+        assert e.value.format("cli").startswith("--host torch2.11-h200 does not apply")

@@ -22,9 +22,10 @@ from __future__ import annotations
 import numpy as np
 
 from analyzer.errors import HardwareError
-from analyzer.prediction import kernel_rows as kr
+from analyzer.prediction import node_shapes
 from analyzer.prediction import xla_tpu
 from analyzer.prediction.efficiency import kernel_time as eff
+from analyzer.prediction.efficiency.op_classes import CHANNELS_FIRST_CONV_OPS
 
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "w8a16")
@@ -139,15 +140,15 @@ def simt_code(code: int, dtype: str, winograd) -> int:
 
 def winograd_shape(n) -> bool:
     """An ungrouped 2-D convolution with a 3x3 kernel and stride 1 (ONNX ``Conv`` family, channels
-    first; the stride read from the shapes as ``kernel_rows.strided_conv`` does, the dilation not
+    first; the stride read from the shapes as ``node_shapes.strided_conv`` does, the dilation not
     in the specs: a dilated one counts too): the shape cuDNN runs as Winograd F(2x2,3x3) /
     F(4x4,3x3) or FFT."""
-    if n.op not in kr.CHANNELS_FIRST_CONV_OPS or n.op == "ConvTranspose" or len(n.in_specs) < 2:
+    if n.op not in CHANNELS_FIRST_CONV_OPS or n.op == "ConvTranspose" or len(n.in_specs) < 2:
         return False
-    x, w = kr._shape(n.in_specs[0]), kr._shape(n.in_specs[1])
+    x, w = node_shapes.static_shape(n.in_specs[0]), node_shapes.static_shape(n.in_specs[1])
     if not x or not w or len(x) != 4 or len(w) != 4 or tuple(w[2:]) != (3, 3) or w[1] != x[1]:
         return False
-    return kr.strided_conv(n) == 0.0
+    return node_shapes.strided_conv(n) == 0.0
 
 
 def engine_sets(arrays: dict, prof, runtime_name: str, precision: str | None) -> dict:

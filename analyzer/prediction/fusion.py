@@ -234,6 +234,18 @@ def tensor_index(nodes, names=lambda nd: (nd.outputs, nd.inputs)):
     return producer, consumers
 
 
+def readers_by_name(nodes, names=lambda nd: nd.inputs) -> dict[str, list[int]]:
+    """Tensor name -> the indices of the nodes that read it, in graph order (once per input; an
+    empty name is no tensor); graph levels are not told apart (``tensor_index`` keys by level and
+    name). ``names(node)``: its input names, by default a ``FusionNode``'s."""
+    readers: dict[str, list[int]] = {}
+    for i, nd in enumerate(nodes):
+        for t in names(nd):
+            if t:
+                readers.setdefault(t, []).append(i)
+    return readers
+
+
 def _from_record(nodes, record: FusionRecord, graph_outputs) -> FusionPlan:
     """The plan of a runtime's own record (top-level nodes joined by name)."""
     producer, consumers = tensor_index(nodes)

@@ -52,8 +52,6 @@ from analyzer.prediction.cpu import loop_launch as cpu_loop_launch
 from analyzer.prediction import host_only as host_only_ops
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction.hardware import complete_profile, gather_note, profile_memo, profile_terms
-# (re-exported: callers read them here)
-from analyzer.prediction.kernel_rows import PRECISION_BITS, PROFILE_DTYPE, node_op_class  # noqa: F401
 
 PROVENANCE = ("calibrated", "architecture constants", "generic", "datasheet")
 

@@ -46,6 +46,7 @@ import math
 from dataclasses import dataclass
 
 from analyzer.ir.graph import DTYPE_BITS, TensorSpec
+from analyzer.prediction.fusion import readers_by_name
 from analyzer.training.grad_kernel import BwdKernel
 
 GEMMS = frozenset({"MatMul", "Gemm"})
@@ -115,15 +116,6 @@ def hook_kernel(node: int, name: str, n: int, elem_bytes: int) -> BwdKernel:
                      vector_flops=n, bytes_read=2 * n * elem_bytes, bytes_written=n * elem_bytes)
 
 
-def _readers(nodes) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for i, n in enumerate(nodes):
-        for x in n.in_names:
-            if x:
-                out.setdefault(x, []).append(i)
-    return out
-
-
 def _bias_add(nodes, i: int, made: dict[str, int]) -> bool:
     """Node i adds a rank-1 constant to a MatMul / Gemm output (a linear layer's bias)."""
     n = nodes[i]
@@ -143,7 +135,7 @@ def fused_sites(nodes, dropout_p) -> list[tuple[str, tuple[int, ...], object]]:
     from analyzer.training import dropout as D
 
     made = {x: i for i, n in enumerate(nodes) for x in n.out_names if x}
-    readers = _readers(nodes)
+    readers = readers_by_name(nodes, lambda n: n.in_names)
     out = []
     for i, n in enumerate(nodes):
         if n.op == "Gelu" and n.in_names and n.in_names[0] in made:

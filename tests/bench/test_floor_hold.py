@@ -9,7 +9,7 @@ import pytest
 pd = pytest.importorskip("pandas")
 pytest.importorskip("scipy")
 
-import fit_efficiency as fe  # noqa: E402
+import efficiency_class_fit as fe  # noqa: E402
 
 # the gather test's closed-form rows: t = floor + max(bytes / mem_bw, bytes / (units x clock x bpc))
 from test_gather_form import A100, BPC, FLOOR_CYCLES, rows  # noqa: E402

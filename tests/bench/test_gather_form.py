@@ -11,7 +11,7 @@ import pytest
 pd = pytest.importorskip("pandas")
 pytest.importorskip("scipy")
 
-import fit_efficiency as fe  # noqa: E402
+import efficiency_class_fit as fe  # noqa: E402
 from efficiency_data import predict  # noqa: E402
 
 A100 = {"matrix_peak": 312e12, "vector_peak": 19.5e12, "mem_bw": 2039e9, "units": 108.0, "l2_bytes": 40e6,

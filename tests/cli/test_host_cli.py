@@ -40,3 +40,14 @@ def test_an_unknown_host_names_the_hosts(tmp_path):
     bad = CliRunner().invoke(main, [_relu_file(tmp_path), "--hw", "h200-sxm", "--runtime", "eager",
                                     "--host", "a-laptop"])
     assert bad.exit_code != 0 and "torch2.11-h200" in bad.output
+
+
+def test_a_jax_program_refuses_the_host_as_a_usage_error():
+    # exit 2 (bad usage) naming the flag, not an internal error
+    from pathlib import Path
+
+    prog = Path(__file__).resolve().parents[2] / "samples" / "jax_models.py"
+    bad = CliRunner().invoke(main, [f"{prog}:transformer_infer", "--input", "x=f32[1,16,64]", "--hw", "h200-sxm",
+                                    "--host", "torch2.11-h200"])
+    assert bad.exit_code == 2, bad.output
+    assert "--host torch2.11-h200 does not apply to a JAX program" in bad.output

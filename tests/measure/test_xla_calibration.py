@@ -229,7 +229,7 @@ def test_a_product_with_its_lhs_contracted_over_leading_dims_is_gemm_tn(row_kern
     from jax import lax
 
     from analyzer import analyze
-    from analyzer.prediction.kernel_rows import node_op_class
+    from analyzer.prediction.node_shapes import node_op_class
 
     sds = jax.ShapeDtypeStruct
 
@@ -272,7 +272,7 @@ def test_grouped_convolutions_and_their_weight_gradients_have_their_own_classes(
 
     from analyzer import analyze
     from analyzer.prediction.efficiency import constants as fc
-    from analyzer.prediction.kernel_rows import node_op_class
+    from analyzer.prediction.node_shapes import node_op_class
     from analyzer.measure.onnx_build import Builder
     from analyzer.prediction.efficiency.op_classes import CLASS_CODE
 

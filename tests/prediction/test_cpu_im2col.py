@@ -73,7 +73,7 @@ def test_a_calibrated_profile_charges_the_im2col_copy(tmp_path):
     # the stem's view: m 996 outputs, n 32 filters, k 80 taps: 79,680 im2col elements x 0.15 ns
     # = 11.952 us more on a profile whose conv1d table has im2col_ns 0.15
     from analyzer import analyze
-    from analyzer.prediction.kernel_rows import gemm_view
+    from analyzer.prediction.node_shapes import gemm_view
     from tests.profile_docs import calibrated_doc
 
     def doc(ns):

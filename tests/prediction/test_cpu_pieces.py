@@ -80,7 +80,7 @@ def test_batched_matmul_on_a_calibrated_profile_pays_its_pieces(tmp_path):
 
 def test_attention_view_counts_its_batch_items(tmp_path):
     from analyzer import analyze
-    from analyzer.prediction.kernel_rows import gemm_view
+    from analyzer.prediction.node_shapes import gemm_view
 
     # 3 items x 4 heads (the heads from the softmax's 3 * 4 * 16 * 16 = 3,072 exps): 12 pieces
     rep = analyze(_attention(batch=3, seq=16, hidden=64, heads=4))
@@ -100,7 +100,7 @@ def test_fused_matmul_view_takes_k_from_a_and_n_from_the_count():
     # FusedMatMul(transB=1): Q [1, 4, 32, 16] @ K^T, K [1, 4, 32, 16]: 4 matrices of 32x32 over
     # k = 16 (2 * 32 * 32 * 16 * 4 = 131,072 MAC flops)
     from analyzer import analyze
-    from analyzer.prediction.kernel_rows import gemm_view
+    from analyzer.prediction.node_shapes import gemm_view
 
     q = helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, 4, 32, 16])
     kk = helper.make_tensor_value_info("k", TensorProto.FLOAT, [1, 4, 32, 16])
@@ -132,7 +132,7 @@ def test_fused_conv_has_the_view_of_its_conv():
     # k = 16 * 9 = 144 (2 * 784 * 32 * 144 = 7,225,344 MAC flops). onnxruntime's FusedConv (the
     # calibration's Conv + Relu rows) had taken the generic last-dim view (rows 32 x 28, columns 28)
     from analyzer import analyze
-    from analyzer.prediction.kernel_rows import gemm_view
+    from analyzer.prediction.node_shapes import gemm_view
 
     for op, dom in (("Conv", ""), ("FusedConv", "com.microsoft")):
         nc = analyze(_conv(op, domain=dom)).nodes[0]

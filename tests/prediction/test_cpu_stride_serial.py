@@ -12,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 from analyzer import analyze
 from analyzer.measure.fit import class_fit as cpu_model
 from analyzer.measure.calibrate import calibration_sources, write_profile
-from analyzer.prediction.kernel_rows import gemm_view, serial_flops, strided_conv
+from analyzer.prediction.node_shapes import gemm_view, serial_flops, strided_conv
 
 
 def _conv(x_shape, w_shape, y_shape, **attrs):

@@ -533,7 +533,7 @@ def test_every_gpu_family_has_a_pytorch23_variant_reaching_its_grandparent():
 # dot_general views: the dimension numbers are not in the specs; the shapes and MACs give them
 
 def test_dot_general_view_reads_the_free_and_contracted_dims_from_the_shapes():
-    from analyzer.prediction.kernel_rows import dot_general_view
+    from analyzer.prediction.node_shapes import dot_general_view
 
     mac = 2 * 784 * 256 * 8
     # x^T g (a weight gradient, contracting the 8 rows): 784 x 256 x 8

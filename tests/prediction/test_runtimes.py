@@ -201,6 +201,7 @@ def test_every_profile_predicts():
 def test_a_fused_kernel_takes_its_class_view_and_dtype_from_the_first_heaviest_member():
     from analyzer.prediction.efficiency import kernel_time as eff
     from analyzer.prediction import kernel_rows as kr
+    from analyzer.prediction.node_shapes import kernel_class
 
     def part(mac, flops, nbytes, cls, view, dtype):
         return (mac, 0.0, 0.0, flops, nbytes, 0.0, 1, cls, view, dtype)
@@ -210,7 +211,7 @@ def test_a_fused_kernel_takes_its_class_view_and_dtype_from_the_first_heaviest_m
              part(8, 16, 32, "conv", (4, 4, 4, 1), "bf16"),
              part(4, 99, 99, "softmax", (3, 3, 3, 1), "fp32")]
     row = kr.fused_row(parts, saved=32)
-    assert row[6] == eff.CLASS_CODE[kr.kernel_class("gemm", "")]
+    assert row[6] == eff.CLASS_CODE[kernel_class("gemm", "")]
     assert row[7:] == ((2, 2, 2, 1), "fp16")
     # sums per launch: MACs 0+8+8+4 = 20, bytes 64+32+32+99 - 32 saved = 195
     assert row[0] == 20 and row[3] == 195 and row[5] == 1

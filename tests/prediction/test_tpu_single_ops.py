@@ -180,7 +180,7 @@ def test_nhwc_1x1_conv_is_a_pointwise_kernel_as_its_nchw_twin(pid, runtime):
     1920) and time.  v6e: k and n pad to 2048: 106.76 + 1 + 2 x 8192 x 2048 x 2048 /
     (0.953 x 918e12) = 106.76 + 1 + 78.55 us = 186.31 us."""
     from analyzer.prediction.efficiency.constants import load_constants
-    from analyzer.prediction.kernel_rows import gemm_view
+    from analyzer.prediction.node_shapes import gemm_view
 
     nhwc, nchw = _twins(n=8, hw=32, c=1920, o=1920)
     assert gemm_view(nhwc.nodes[0])[:4] == gemm_view(nchw.nodes[0])[:4] == (8 * 32 * 32, 1920, 1920, 1)

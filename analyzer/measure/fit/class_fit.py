@@ -156,8 +156,7 @@ def node_features(nodes: Iterable[Any], views: bool = False):
     (mac + vector + transcendentals) and bytes lowering gives the same node. ``views``: also
     the matrix view ``[7, N]`` (mac flops, m, n, k, batch, strided, serial FLOPs; zeros for a
     node without one), what the tiled form reads (``kernel_time``'s ``view``)."""
-    from analyzer.prediction.kernel_rows import node_view
-    from analyzer.prediction.lowering import node_op_class
+    from analyzer.prediction.node_shapes import node_op_class, node_view
 
     classes, F, B, V = [], [], [], []
     for n in nodes:

@@ -80,7 +80,8 @@ def row_kernels(fn: Callable, args: tuple, threads: int = 1) -> list[dict[str, A
     from analyzer.prediction.efficiency import kernel_time as eff
     from analyzer.prediction import lowering, runtimes
     from analyzer.prediction.cpu import xla_partition
-    from analyzer.prediction.kernel_rows import fusion_nodes, node_view
+    from analyzer.prediction.kernel_rows import fusion_nodes
+    from analyzer.prediction.node_shapes import node_view
 
     sds = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)
     nodes = list(analyze_jax(fn, *sds).nodes)

@@ -28,7 +28,7 @@ OP_CLASSES = ("gemm", "bgemm", "conv", "attention", "elementwise", "activation",
               # cuDNN's Winograd/FFT algorithms do fewer multiplies than the direct count)
               "gemm_simt", "bgemm_simt", "conv_simt", "conv3_simt",
               # a softmax over rows longer than SOFTMAX_WARP_ROW: the block-per-row kernel
-              # (``kernel_rows.node_op_class``), not the warp-per-row one of shorter rows
+              # (``node_shapes.node_op_class``), not the warp-per-row one of shorter rows
               "softmax_block",
               # PyTorch's row kernels where the row term is on (``ROW_CLASS``, ``row_kernels.row_class``)
               "norm_row", "softmax_row", "softmax_block_row")
@@ -141,9 +141,9 @@ _CONV = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "FusedConv", "Nh
          "DeformConv", "CausalConvWithState", "conv_general_dilated"}
 _ATTENTION = {"Attention", "MultiHeadAttention", "GroupQueryAttention", "DecoderMaskedMultiHeadAttention",
               "QAttention", "LinearAttention", "pallas_call"}
-ATTENTION_OPS = frozenset(_ATTENTION)   # (kernel_rows: an attention's GEMM view)
+ATTENTION_OPS = frozenset(_ATTENTION)   # (node_shapes: an attention's GEMM view)
 # convolutions whose output is channels-first (N, C, spatial...): a GEMM view of rows = N x
-# spatial, columns = C (kernel_rows); the NHWC ones take the generic last-dim view
+# spatial, columns = C (node_shapes); the NHWC ones take the generic last-dim view
 CHANNELS_FIRST_CONV_OPS = frozenset(_CONV - {"NhwcConv", "NhwcFusedConv"})
 _NORM = {"LayerNormalization", "SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization",
          "RMSNormalization", "BatchNormalization",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from analyzer.prediction import dot_merge, fusion_bytes, xla_gpu_joins, xla_gpu_reduce
+from analyzer.prediction import dot_merge, fusion, fusion_bytes, xla_gpu_joins, xla_gpu_reduce
 
 
 def folded(nodes, data, outputs):
@@ -50,7 +50,7 @@ def joins_of(nodes, data, producer, outputs):
     roles = [d[10] if d[0] else ("", False, d[10][2]) for d in data]
     if not any(r[0] in ("conv", "gemv") for r in roles):
         return None
-    consumers = _consumers(nodes)
+    consumers = fusion.readers_by_name(nodes)
 
     def src(j, t):
         i = producer.get(t)
@@ -59,16 +59,6 @@ def joins_of(nodes, data, producer, outputs):
     def readers(i):
         return _readers_through_views(nodes, data, consumers, i, outputs)
     return lambda joins: xla_gpu_joins.join(joins, roles, [nd.inputs for nd in nodes], src, readers)
-
-
-def _consumers(nodes) -> dict[str, list[int]]:
-    """tensor name -> the indices of the nodes that read it."""
-    consumers: dict[str, list[int]] = {}
-    for j, nd in enumerate(nodes):
-        for t in nd.inputs:
-            if t:
-                consumers.setdefault(t, []).append(j)
-    return consumers
 
 
 def _readers_through_views(nodes, data, consumers, i, outputs=()):
@@ -101,7 +91,7 @@ def reduce_refusal(nodes, data, producer):
         return None
     op_class = [d[12][1] for d in data]
     arity = [d[12][2] for d in data]
-    consumers = _consumers(nodes)
+    consumers = fusion.readers_by_name(nodes)
 
     @functools.cache
     def readers(i):
