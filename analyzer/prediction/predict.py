@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 
+from analyzer.options import EAGER_HOST_NAMES
 from analyzer.prediction.kernels import BOUNDS
 from analyzer.prediction.prediction import NodePrediction, Prediction
 from analyzer.prediction.terms import KernelTable
@@ -108,7 +109,7 @@ def _prediction(report, target, low, g, compute, memory, ovh, time, bound, overl
         notes.insert(0, f"runtime {rt.name} ({target.why})")
     return Prediction(hardware=prof.id, hardware_name=prof.name, precision=low.precision, overlap=overlap,
                       latency_s=total + run_overhead, bound_share=share, nodes=tuple(rows),
-                      warnings=_warnings(low, g), precision_explicit=precision is not None,
+                      warnings=_warnings(low, g) + _host_unused(rt), precision_explicit=precision is not None,
                       runtime=rt.name, time_definition=l2_state.time_definition(rt.time_definition, cold),
                       l2="cold" if cold else "warm", provenance=low.provenance[g],
                       provenance_detail=low.provenance_detail[g], notes=tuple(notes),
@@ -129,6 +130,15 @@ def _warnings(low, g) -> tuple[str, ...]:
     """The lowering's warnings of target ``g``, and ``NO_KERNEL`` where nothing launches."""
     none = not low.plan.kernels and not low.host_nodes and not any(low.plan.extra_ops)
     return tuple(low.warnings[g]) + ((NO_KERNEL,) if none else ())
+
+
+def _host_unused(rt) -> tuple[str, ...]:
+    """A warning where a host table other than the default was asked for and ``rt`` does not charge
+    one (only the ``eager`` stream charges a host's per-op figures): never a silent no-op."""
+    if rt.name == "eager" or rt.host == EAGER_HOST_NAMES[0]:
+        return ()
+    return (f"host table '{rt.host}' not charged: the {rt.name} runtime has no per-op host figures "
+            "(host tables are the eager runtime's)",)
 
 
 def _rows(report, low, compute, memory, ovh, time, bound, host_gap, total) -> list[NodePrediction]:

@@ -87,3 +87,17 @@ def test_the_option_names_the_hosts_the_stream_has():
     from analyzer.prediction.runtimes import DEFAULT_HOST, EAGER_HOSTS
 
     assert tuple(EAGER_HOSTS) == EAGER_HOST_NAMES and DEFAULT_HOST == EAGER_HOST_NAMES[0]
+
+
+@pytest.mark.parametrize("runtime", ["kernel", "eager-kernel", "eager-op"])
+def test_a_host_another_runtime_does_not_charge_is_a_warning_not_a_silent_no_op(runtime):
+    model = _chain(["mm", "relu"])
+    plain = analyzer.analyze(model, hw=ROUND_GPU, runtime=runtime).predictions[0]
+    asked = analyzer.analyze(model, hw=ROUND_GPU, runtime=runtime, host=H200).predictions[0]
+    assert asked.latency_s == plain.latency_s                  # nothing charged ...
+    assert not any("host table" in w for w in plain.warnings)
+    assert [w for w in asked.warnings if "host table" in w] == [
+        f"host table '{H200}' not charged: the {runtime} runtime has no per-op host figures "
+        "(host tables are the eager runtime's)"]               # ... and said so
+    eager = analyzer.analyze(model, hw=ROUND_GPU, runtime="eager", host=H200).predictions[0]
+    assert not any("host table" in w for w in eager.warnings)
