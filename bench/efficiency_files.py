@@ -66,6 +66,7 @@ _SIMT = ("gemm_simt", "bgemm_simt", "conv3_simt", "conv_simt")
 KEPT_SETS = {"nvidia-ampere": ("softmax", "softmax_block") + _SIMT,
              "nvidia-ampere-ga10x": ("softmax", "softmax_block") + _SIMT,
              "nvidia-hopper": ("conv3_simt", "conv_simt",   # bench/hopper_conv_simt.py
+                               "bgemm",                     # bench/hopper_bgemm.py
                                "norm_row", "softmax_row", "softmax_block_row")}
 KEPT_NOTES = (" FMA-unit GEMM sets (", " FMA-unit sets of nvidia-ampere, inherited (",
               " gemm_simt, bgemm_simt: nvidia-ampere's, inherited (",

@@ -19,7 +19,8 @@ For one runtime and the profiles predicted under it:
    datasheet-only profile of a known family inherits them); else the generic GPU set for a GPU;
    else the datasheet set of its kind (peaks as stated).  Each prediction says which
    (``provenance``: calibrated / architecture constants / generic / datasheet).
-4. **per-kernel fixed cost**: ``max(floor of the kernel's class, the profile's launch figure)``,
+4. **per-kernel fixed cost**: ``max(floor of the kernel's class, the profile's launch figure)``
+   (a set's warm start, ``l2_floor``, is taken off it by the kernel: ``kernels.kernel_terms``),
    except under a family's fitted constants (``architecture constants``), whose class floors were
    measured on the family's own kernels: there the class floor alone (the launch figures are
    assumed ones, several taken from another GPU, and the A40's measured elementwise floor, 1.19 us,

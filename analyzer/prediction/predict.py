@@ -197,7 +197,7 @@ def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True, host=
 
     cls = low.feats["op_class"]
     consts = {name: np.asarray(low.consts[name][g])[cls] for name in
-              ("e_compute", "e_bw", "b_half_bytes", "floor_s", "sm_overlap")}
+              ("e_compute", "e_bw", "b_half_bytes", "floor_s", "sm_overlap", "l2_floor")}
     consts["trans_weight"] = float(low.consts["trans_weight"][g])
     return KernelTable(kernel_of=np.asarray(low.plan.kernel_of), names=low.kernel_names,
                        members=np.asarray([len(m) for m in low.plan.members]), weight=low.member_weight,

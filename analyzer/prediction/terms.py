@@ -100,6 +100,8 @@ class KernelTerms(NamedTuple):
     sm_overlap: bool = False   # the class takes max(DRAM, per-SM) instead of their sum
     units: float = 0.0         # SMs (0: unknown)
     l2_bytes: float = 0.0
+    warm_start: float = 0.0    # share of floor_s a warm L2 start saves: l2_floor x cache step (0: none)
+    l2_floor: float = 0.0      # the class's l2_floor (efficiency.warm_share)
     effective_roof: float = 0.0  # FLOP/s the terms held the kernel to: FLOPs / max(compute, memory)
     # the eager stream (``runtimes.stream_times``; all launches): host_s of time_s is the host's
     # dispatch, which overlaps earlier kernels; the row's kernel takes its exposed time

@@ -306,6 +306,15 @@ def _memory_lines(e, p, v: Vocab) -> list[str]:
            + (human(e.sm_rate, 'B/s') if e.sm_rate else "(off)")] if per_unit else [])]
 
 
+def _warm_text(e) -> str:
+    """The class floor's warm-start factor (``efficiency.warm_share``), '' where there is none."""
+    if not e.warm_start:
+        return ""
+    step = e.warm_start / e.l2_floor if e.l2_floor else 0.0
+    return (f" x (1 - warm start {e.warm_start:.4f} = l2_floor {e.l2_floor:.4g} x cache step {step:.4f}: "
+            f"the first loads served by a warm L2)")
+
+
 def render_explain(report, index: int, width: int | None = None) -> str:
     """One layer's arithmetic on every profile: counts, bytes by class, intensity, the ridge
     point, each term and the efficiency constants with their provenance."""
@@ -351,7 +360,7 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                 *_placed_lines(e, "compute"),
                 *_memory_lines(e, p, v),
                 f"  fixed    {human_time(e.overhead_s):>9}  = launches x {human_time(e.fixed_s)} "
-                f"(class floor {human_time(e.floor_s)}, launch figure, dispatch)",
+                f"(class floor {human_time(e.floor_s)}{_warm_text(e)}, launch figure, dispatch)",
                 *_inserted_lines(e),
                 *_placed_lines(e, "fixed"),
                 *([f"    of which loop-resident -{human_time(-e.resident_s * e.runs)} = (launches - 1) x "

@@ -16,7 +16,8 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
     dram_bytes = (bytes - onchip_bytes) * (1 - l2_hit[c] * s(bytes / l2_bytes)) + reread_dram
     cache     = 1 + l2_gain[c] * s(bytes / l2_bytes),          s(x) = 1 / (1 + x**L2_STEP_POWER)
     sm_bw[c]  = bpc[c] * clock_hz                               (bytes per SM-cycle x the device clock)
-    floor_s   = floor[c] + par_s[c] * p(bytes / b_par[c])       (p: the thread-split step)
+    floor_s   = floor[c] * (1 - l2_floor[c] * s(bytes / l2_bytes))   (a warm start: 0 when cold)
+                + par_s[c] * p(bytes / b_par[c])                 (p: the thread-split step)
                 + piece_s[c] * max(batch - 1, 0)                 (the pieces of a batched kernel)
                 + (im2col_s[c] + strided * im2col_stride_s[c]) * m * k * max(batch, 1)
                 + serial_s[c] * serial_flops      (a CPU convolution's im2col, an RNN's recurrence)
@@ -89,6 +90,13 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   switches the term off.  Computed as ``(1 - tanh(p/2 * ln x)) / 2``: no overflow, finite gradients.
   That is the warm L2 state; a GPU kernel started with the L2 flushed (``prediction.l2_state``:
   cold) gets ``l2_bytes = 0`` from the lowering: ``s = 0``, every byte from DRAM, no cache gain.
+- ``l2_floor`` (0..1; 0: off): the share of the class floor a warm start saves, times the same
+  step ``s``: a kernel whose first operand tiles are in the L2 starts sooner than one that waits
+  for DRAM (``warm_share``; ``warm_s``, the seconds it saves, is what ``kernels.kernel_terms``
+  takes off the lowering's fixed cost).  Cold: ``s = 0``, the floor.
+  The Hopper ``bgemm`` set's (``bench/hopper_bgemm.py``, fitted on the H200's L2-warm kernel sums;
+  its floor is the pooled GEMM floor, fitted on graph replays, which their flushed kernel sums
+  match: docs/accuracy.md, "GPU, H200 single ops").
 - ``reread_bytes`` / ``row_bytes`` (features; 0 or absent: none) with the profile scalars
   ``softmax_reread`` and ``softmax_l2_row`` (in ``consts``; absent: off): PyTorch's long-row CUDA
   softmax reads its rows again (``prediction.softmax_passes``).  Where ``row_bytes <=
@@ -172,14 +180,14 @@ BPC_ELEM_BYTES = 2.0   # a per-element set's (``per_element = 1``) bpc is fitted
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
                "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s", "im2col_s", "im2col_stride_s",
                "serial_s", "k_block", "per_element", "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile",
-               "k_fill", "dot_call_s", "floor_own")
+               "k_fill", "dot_call_s", "floor_own", "l2_floor")
 # ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
 CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
 # values a constants file may leave out (older files: no cache term, no per-SM term)
 PARAM_DEFAULTS = dict.fromkeys(("l2_gain", "bpc", "l2_hit", "sm_bw", "n_half", "par_s", "b_par", "piece_s",
                                 "im2col_s", "im2col_stride_s", "serial_s", "k_block", "per_element",
                                 "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile", "k_fill",
-                                "dot_call_s", "floor_own"),
+                                "dot_call_s", "floor_own", "l2_floor"),
                                0.0)
 # the optional fixed CPU terms (class_fixed_s): (constant, a calibration table's key, seconds per unit)
 CPU_FIXED_KEYS = (("piece_s", "piece_us", 1e-6), ("im2col_s", "im2col_ns", 1e-9),
@@ -216,7 +224,7 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     ``consts``: a ``FamilyConstants`` or a mapping of the arrays in ``CLASS_PARAMS`` (length
     ``len(OP_CLASSES)``; ``l2_gain``, ``l2_hit``, ``sm_bw`` may be absent: 0) plus ``trans_weight``;
     ``sm_bw`` comes from ``with_clock``.  Returns seconds: ``compute_s``, ``memory_s``,
-    ``floor_s``, ``time_s``."""
+    ``floor_s``, ``time_s`` and ``warm_s`` (of ``floor_s``'s class floor, what a warm start saves)."""
     arrays = getattr(consts, "arrays", consts)
     cls = xp.asarray(feats["op_class"]).astype(xp.int32)
     mac = xp.asarray(feats["mac_flops"])
@@ -270,19 +278,27 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     on, overlap = nbytes > 0, (per("sm_overlap") if "sm_overlap" in arrays else zeros) > 0
     memory, serial_d = serial_terms(xp, xp.where(on, xp.where(overlap, xp.maximum(dram, sm), dram + sm), 0.0),
                                     feat, units, eb, arrays)
-    fixed = floor + class_fixed_s(xp, nbytes, cls, arrays, m, k, batch, feat("strided"), feat("serial_flops"),
-                                   n=n)
+    warm = warm_share(xp, arrays, cls, nbytes, hw.get("l2_bytes", 0.0))   # (a warm start: l2_floor x s)
+    fixed = floor * (1.0 - warm) + class_fixed_s(xp, nbytes, cls, arrays, m, k, batch, feat("strided"), feat("serial_flops"), n=n)
     time = fixed + xp.maximum(compute, memory)
-    out = {"compute_s": compute, "memory_s": memory, "floor_s": fixed * xp.ones_like(mac), "time_s": time}
+    out = {"compute_s": compute, "memory_s": memory, "floor_s": fixed * xp.ones_like(mac), "time_s": time, "warm_s": floor * warm}
     if detail:
         out.update(_detail(xp, tiled, mac, work / algo, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c,
                            mbytes, dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor,
-                           kept * xp.ones_like(mac)))
+                           kept * xp.ones_like(mac)), warm_start=warm + zeros)
         out.update(**softmax_passes.reread_detail(xp, l2_reread, dram_reread, feat("row_bytes"), arrays, zeros + 1.0),
                    **{name: v + zeros for name, v in serial_d.items()},
                    onchip_cost=xp.asarray(hw.get("onchip_cost", 0.0)) + zeros, algo=algo + zeros,
                    clock=boost_share(xp, out["matrix_s"], arrays))
     return out
+
+
+def warm_share(xp, arrays: Mapping[str, Any], cls, nbytes, l2_bytes):
+    """``l2_floor[c] * s(bytes / l2_bytes)``: the share of a class floor a warm start saves (0 where
+    the set has no ``l2_floor`` or the L2 is cold: ``l2_bytes`` 0)."""
+    if "l2_floor" not in arrays:
+        return xp.zeros_like(xp.asarray(nbytes, dtype=float))
+    return xp.take(xp.asarray(arrays["l2_floor"]), cls) * l2_step(xp, nbytes, l2_bytes)
 
 
 def serial_terms(xp, memory, feat, units, eb, arrays):
