@@ -67,7 +67,9 @@ KEPT_SETS = {"nvidia-ampere": ("softmax", "softmax_block") + _SIMT,
              "nvidia-ampere-ga10x": ("softmax", "softmax_block") + _SIMT,
              "nvidia-hopper": ("conv3_simt", "conv_simt",   # bench/hopper_conv_simt.py
                                "bgemm",                     # bench/hopper_bgemm.py
-                               "norm_row", "softmax_row", "softmax_block_row")}
+                               "norm_row", "softmax_row", "softmax_block_row"),
+             # Hopper's warm start and softmax row sets, inherited (bench/hopper_bgemm.py, bench/hopper_rows.py)
+             "nvidia-blackwell": ("bgemm", "softmax_row", "softmax_block_row")}
 KEPT_NOTES = (" FMA-unit GEMM sets (", " FMA-unit sets of nvidia-ampere, inherited (",
               " gemm_simt, bgemm_simt: nvidia-ampere's, inherited (",
               " FMA-unit convolution sets fitted on this repository's H200")

@@ -215,6 +215,30 @@ def write(name: str, out: dict) -> None:
     c.update({k: 0.0 for k in ("l2_hit", "l2_gain", "l2_floor")}, **out[name][1])
     doc["sets"]["bgemm"] = {"constants": c, "provenance": provenance(name, out)}
     _dump(doc, path)
+    inherit(out[name][1], os.path.join(_dir(), f"{INHERIT_TO}.json"))
+
+
+# Blackwell takes the warm start and the cache share on its own gemm constants: its gemm floor is
+# also fitted on CUDA-graph replays (aiconfigurator b200_sxm), which a warm kernel-sum start is under
+# by the same physics; without it a B200 came out 29 % slower than an H100 on a small attention
+# product (tests/prediction/test_plausibility.py)
+INHERIT_TO = "nvidia-blackwell"
+
+
+def inherit(fitted: dict, path: str) -> None:
+    """``fitted`` (the chosen set's free constants) on the gemm set of the family file at ``path``,
+    as its bgemm set (provenance ``inherit``); the other sets as they are."""
+    from neusight_report import _dump
+
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    c = {k: v for k, v in doc["sets"]["gemm"]["constants"].items() if k != "floor_clock_hz"}
+    c.update({k: 0.0 for k in ("l2_hit", "l2_gain", "l2_floor")}, **fitted)
+    doc["sets"]["bgemm"] = {"constants": c, "provenance": {
+        "kind": "inherit", "source": (f"nvidia-hopper's bgemm warm start and cache share ({', '.join(sorted(fitted))}: "
+                                      "the H200 fit, bench/hopper_bgemm.py) on this family's gemm constants, whose "
+                                      "floor is also fitted on CUDA-graph replays (aiconfigurator b200_sxm)")}}
+    _dump(doc, path)
 
 
 def main(argv=None) -> int:

@@ -28,11 +28,27 @@ CASES = {
     "layer norm 8192x1024": lambda: one_node("LayerNormalization", (8192, 1024), weight(1024), weight(1024),
                                              axis=-1),
     "softmax 64x128x128": lambda: one_node("Softmax", (64, 128, 128), axis=-1),
+    # attention's batched products: BERT-base's 12 heads at sequence 128 (a warm start on the floor:
+    # the Hopper bgemm set, which Blackwell inherits) and 32 heads at 512
+    "bmm 12x128x64x128": lambda: one_node("MatMul", (12, 128, 64), (12, 64, 128)),
+    "bmm 32x512x64x512": lambda: one_node("MatMul", (32, 512, 64), (32, 64, 512)),
 }
 
 
-@pytest.mark.parametrize("precision", ["fp32", "fp16"])
-@pytest.mark.parametrize("case", list(CASES))
+# known violations, kept visible (strict: the test fails once one is fixed, so the mark comes off)
+KNOWN = {("bmm 12x128x64x128", "fp32"): "the FMA-unit bgemm_simt sets: a100 18.6 us (nvidia-ampere's, fitted on "
+                                         "NeuSight's A100 torch.bmm rows: 9 waves of its whole 64 x 128 tile) > t4 10.9 us"}
+
+
+def _cases():
+    for case in CASES:
+        for precision in ("fp32", "fp16"):
+            why = KNOWN.get((case, precision))
+            marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+            yield pytest.param(case, precision, marks=marks, id=f"{case}-{precision}")
+
+
+@pytest.mark.parametrize("case, precision", list(_cases()))
 def test_a_bigger_gpu_is_never_predicted_slower_on_one_kernel(case, precision):
     preds = analyzer.analyze(CASES[case](), hw=list(HW), precision=precision, runtime="kernel").predictions
     t = {p.hardware: p.latency_s for p in preds}
