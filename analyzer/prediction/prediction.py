@@ -152,7 +152,7 @@ class Prediction:
             attained_flops=flops * runs / time if time > 0 else 0.0,
             provenance=self.provenance, provenance_detail=self.provenance_detail,
             pad=d["pad"], wave=d["wave"], split_k=d["split_k"], narrow=d["narrow"], algo=d.get("algo", 1.0),
-            clock=d.get("clock", 1.0),
+            clock=d.get("clock", 1.0), **_kloop_terms(d),
             matrix_s=d["matrix_s"], vector_s=d["vector_s"], dram_bytes=d["dram_bytes"], cache_share=d["cache_share"],
             **{k: d.get(k, 0.0) for k in ("reread_l2_bytes", "reread_dram_bytes", "reread_row_bytes", "reread_l2_row",
                                           "index_loop_s", "gather_dep_s", "row_s", "row_waves", "row_steps",
@@ -240,3 +240,12 @@ class Prediction:
     def top(self, k: int) -> list[NodePrediction]:
         """The ``k`` layers with the largest predicted time."""
         return sorted(self.nodes, key=lambda n: -n.time_s)[:k]
+
+
+def _kloop_terms(d: dict) -> dict:
+    """``KernelTerms``' serial k-loop fields from ``kernel_time``'s detail ``d`` of one kernel
+    (``efficiency.tiles.kloop_bound``; none where the class has no k loop: the defaults, 0)."""
+    if not d.get("kloop_s", 0.0):
+        return {}
+    return {"tiles_s": d["tiles_s"], "kloop_s": d["kloop_s"], "kloop_k": d["kloop_k"],
+            "kloop_step_s": d["kloop_step_s"], "kloop_sum": bool(d["kloop_sum"] > 0)}

@@ -69,6 +69,13 @@ class KernelTerms(NamedTuple):
     narrow: float = 1.0        # narrow-tile factor (a CPU's few output columns)
     algo: float = 1.0          # the algorithm's share of the direct multiplies (Winograd/FFT: < 1)
     clock: float = 1.0         # a capped card's boost window: matrix_s over its value at the sustained clock
+    # the serial k loop (``efficiency.tiles.kloop_bound``), per launch: matrix_s = max(tiles_s, kloop_s)
+    # (their sum where kloop_sum); kloop_s = kloop_k x kloop_step_s (kloop_cycles / clock); 0: off
+    tiles_s: float = 0.0       # the tiles' matrix time (the line above matrix_s's formula)
+    kloop_s: float = 0.0
+    kloop_k: float = 0.0       # the GEMM depth k the loop walks
+    kloop_step_s: float = 0.0  # one k element: kloop_cycles / clock
+    kloop_sum: bool = False
     matrix_s: float = 0.0      # per launch
     vector_s: float = 0.0
     dram_bytes: float = 0.0    # bytes charged to DRAM: bytes (+ split-K partials) x (1 - cache_share)

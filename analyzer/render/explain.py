@@ -60,7 +60,9 @@ def _compute_lines(e, v: Vocab) -> list[str]:
         clock = (f" x boost window {e.clock:.3g} (of the sustained-clock time)" if e.clock != 1.0 else "")
         waves = _factor(v, f"waves {e.wave:.3g} (split-K {e.split_k:g}, {v.units(e.units)})",
                         e.wave if e.split_k == 1.0 else 0.0)
-        out.append(f"    matrix = MAC {human(e.mac_flops)}{_factor(v, f'padding {e.pad:.3g}', e.pad)}{algo}{waves}"
+        out += _kloop_lines(e)
+        out.append(f"    {'tiles' if e.kloop_s else 'matrix'} = MAC {human(e.mac_flops)}"
+                   f"{_factor(v, f'padding {e.pad:.3g}', e.pad)}{algo}{waves}"
                    f"{_factor(v, f'narrow {e.narrow:.3g}', e.narrow)}{clock} / (matrix peak "
                    f"{human(e.matrix_peak, 'FLOP/s')} x e_compute {e.e_compute:.3g})")
     if e.vector_flops or e.transcendental_flops:
@@ -71,6 +73,16 @@ def _compute_lines(e, v: Vocab) -> list[str]:
                    f"{human(e.dw_rate, '/s')} = {human_time(e.dw_outputs / e.dw_rate)} per launch (the runtime's "
                    "depthwise output rate, whatever the window: the peaks above are set to give it)")
     return out
+
+
+def _kloop_lines(e) -> list[str]:
+    """The serial k loop's bound on the matrix time (``KernelTerms.kloop_s``; none: no line)."""
+    if not e.kloop_s:
+        return []
+    how = "sum" if e.kloop_sum else "max"
+    return [f"    matrix = {how}(tiles {human_time(e.tiles_s)}, k loop {human_time(e.kloop_s)})",
+            f"    k loop = k {e.kloop_k:g} x {human_time(e.kloop_step_s)} a step (kloop_cycles / clock): "
+            "a small grid's CTAs walk the whole GEMM depth, one latency-bound step after another"]
 
 
 def _placed_lines(e, part: str) -> list[str]:

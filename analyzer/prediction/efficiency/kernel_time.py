@@ -7,7 +7,7 @@ and a hardware profile, with per-architecture-family constants fitted on public 
 
 Model, per kernel of op class ``c`` (constants indexed by class)::
 
-    compute_s = B(work / (matrix_peak * e_compute[c]) * wave(c) * narrow(c))
+    compute_s = max(B(work / (matrix_peak * e_compute[c]) * wave(c) * narrow(c)), k * kloop_s[c])  (or their sum)
                 + (vec_flops + trans_weight * trans_flops) / (vector_peak * e_compute[c])
     memory_s  = (dram_bytes + onchip_cost * onchip_bytes + b_half[c]) / (mem_bw * e_bw[c] * cache)
                 + (bytes + reread) / (units * sm_bw[c])   (sm_overlap[c] = 1: the larger of the two terms, not their sum)
@@ -43,6 +43,10 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   algorithm runs, applied to ``work``: cuDNN's Winograd F(2x2,3x3) runs 16 of the 36 multiplies of
   a 3x3 stride-1 convolution's output tile, F(4x4,3x3) 36 of 144, an FFT fewer still, each plus
   its transforms (``conv3_simt``: a fitted share, between those bounds).
+- ``kloop_s`` (``tiles.kloop_bound``; 0: off): the serial k loop's lower bound on the matrix
+  time, ``k x kloop_cycles[c] / clock_hz`` (``with_clock``): a small grid's CTAs each walk the
+  whole GEMM depth one latency-bound step after another (Hopper's FMA-unit convolutions);
+  ``kloop_sum = 1``: the k loop is added to the tiled time, not their max.
 - ``B`` (``boost_window``; identity unless the constants carry ``boost_ratio``): a power-capped
   GPU's matrix seconds at its sustained clock, less what its boost window saves:
   ``B(M) = M / r`` where ``M / r <= tau``, else ``M - tau (r - 1)`` (``r``: boost / sustained clock,
@@ -173,21 +177,23 @@ from analyzer.prediction.efficiency.op_classes import (  # noqa: F401  (re-expor
     CLASS_CODE, CLASS_FALLBACK, MATRIX_CLASSES, OP_CLASSES, POOLED_CLASSES, REFINES, SIMT_CLASS, SOFTMAX_WARP_ROW,
     class_chain, gemm_view, op_class_of)
 from analyzer.prediction.efficiency.tiles import (  # noqa: F401  (re-exported: one import for callers)
-    LIBRARY_TILES, MMA_GRANULE, SPLIT_K, SPLIT_K_MIN_K, boost_share, boost_window, tiled_work, wave_split)
+    LIBRARY_TILES, MMA_GRANULE, SPLIT_K, SPLIT_K_MIN_K, boost_share, boost_window, kloop_bound, tiled_work,
+    wave_split)
 
 BPC_ELEM_BYTES = 2.0   # a per-element set's (``per_element = 1``) bpc is fitted at 2 bytes an element
 # per-class constant arrays a constants set carries (keys of ``FamilyConstants.arrays``)
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
                "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s", "im2col_s", "im2col_stride_s",
                "serial_s", "k_block", "per_element", "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile",
-               "k_fill", "dot_call_s", "floor_own", "l2_floor")
-# ``sm_bw`` (bytes per second per SM) is derived per device (with_clock), never read from a file
-CLASS_PARAMS = FILE_PARAMS + ("sm_bw",)
+               "k_fill", "dot_call_s", "floor_own", "l2_floor", "kloop_cycles", "kloop_sum")
+# ``sm_bw`` (bytes per second per SM) and ``kloop_s`` (seconds per k-loop element) are derived per
+# device (with_clock), never read from a file
+CLASS_PARAMS = FILE_PARAMS + ("sm_bw", "kloop_s")
 # values a constants file may leave out (older files: no cache term, no per-SM term)
 PARAM_DEFAULTS = dict.fromkeys(("l2_gain", "bpc", "l2_hit", "sm_bw", "n_half", "par_s", "b_par", "piece_s",
                                 "im2col_s", "im2col_stride_s", "serial_s", "k_block", "per_element",
                                 "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile", "k_fill",
-                                "dot_call_s", "floor_own", "l2_floor"),
+                                "dot_call_s", "floor_own", "l2_floor", "kloop_cycles", "kloop_sum", "kloop_s"),
                                0.0)
 # the optional fixed CPU terms (class_fixed_s): (constant, a calibration table's key, seconds per unit)
 CPU_FIXED_KEYS = (("piece_s", "piece_us", 1e-6), ("im2col_s", "im2col_ns", 1e-9),
@@ -245,13 +251,12 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     hit = per("l2_hit") if "l2_hit" in arrays else zeros
     sm_bw = per("sm_bw") if "sm_bw" in arrays else zeros
     trans_w = xp.asarray(arrays["trans_weight"])
-
     units = xp.asarray(hw.get("units", 0.0)) * xp.ones_like(mac)
     tiled, work, wave, split, narrow, algo = tiled_work(xp, per, arrays, zeros, mac, m, n, k, batch,
                                                          tm, tn, waves_on, units)
-
-    compute = (boost_window(xp, work / (xp.asarray(hw["matrix_peak"]) * e_c) * wave * narrow, arrays)
-               + (vec + trans_w * trans) / (xp.asarray(hw["vector_peak"]) * e_c))
+    tiles_s = boost_window(xp, work / (xp.asarray(hw["matrix_peak"]) * e_c) * wave * narrow, arrays)
+    matrix, kloop_d = kloop_bound(xp, per, arrays, zeros, k, tiles_s)
+    compute = matrix + (vec + trans_w * trans) / (xp.asarray(hw["vector_peak"]) * e_c)
     step = l2_step(xp, nbytes, hw.get("l2_bytes", 0.0))
     # (split-K's fp32 partial sums, m x n x split x 4 bytes, are not charged: for the small grids
     # that split they stay in the L2, 1.6 MB for a 49 x 512 output in 16 slices)
@@ -289,7 +294,8 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
         out.update(**softmax_passes.reread_detail(xp, l2_reread, dram_reread, feat("row_bytes"), arrays, zeros + 1.0),
                    **{name: v + zeros for name, v in serial_d.items()},
                    onchip_cost=xp.asarray(hw.get("onchip_cost", 0.0)) + zeros, algo=algo + zeros,
-                   clock=boost_share(xp, out["matrix_s"], arrays))
+                   **kloop_d,
+                   clock=boost_share(xp, kloop_d["tiles_s"], arrays))   # (the tiles' time: matrix_s without a k loop)
     return out
 
 
@@ -360,8 +366,9 @@ def class_fixed_s(xp, nbytes, cls, arrays: Mapping[str, Any], m=0.0, k=0.0, batc
 
 def with_clock(arrays: Mapping[str, Any], clock_hz: float, scale_floor: bool = True) -> dict:
     """``arrays`` (one family's constants) for a device clocked at ``clock_hz``: a copy with
-    ``sm_bw = bpc * clock_hz`` (bytes per second per SM; 0 where ``clock_hz`` is unknown or <= 0)
-    and each floor a fixed number of cycles: ``floor_s * floor_clock_hz / clock_hz`` where the set
+    ``sm_bw = bpc * clock_hz`` (bytes per second per SM; 0 where ``clock_hz`` is unknown or <= 0),
+    ``kloop_s = kloop_cycles / clock_hz`` (seconds per k-loop element; 0 there too) and each floor
+    a fixed number of cycles: ``floor_s * floor_clock_hz / clock_hz`` where the set
     states the clock of the device it was fitted on (``floor_clock_hz`` > 0) and ``clock_hz`` is
     known (``scale_floor``: False where ``clock_hz`` is a stand-in, not the device's own figure);
     else the floor in seconds as fitted."""
@@ -369,6 +376,8 @@ def with_clock(arrays: Mapping[str, Any], clock_hz: float, scale_floor: bool = T
     bpc = np.asarray(arrays.get("bpc", np.zeros(len(OP_CLASSES))), dtype=float)
     known = bool(clock_hz and clock_hz > 0)
     out["sm_bw"] = bpc * float(clock_hz) if known else np.zeros_like(bpc)
+    kc = np.asarray(arrays.get("kloop_cycles", np.zeros(len(OP_CLASSES))), dtype=float)
+    out["kloop_s"] = kc / float(clock_hz) if known else np.zeros_like(kc)
     if known and scale_floor and "floor_clock_hz" in out and "floor_s" in out:
         ref = out["floor_clock_hz"]
         out["floor_s"] = np.where(ref > 0, out["floor_s"] * ref / float(clock_hz), out["floor_s"])
