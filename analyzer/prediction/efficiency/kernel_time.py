@@ -170,9 +170,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-import numpy as np
 
 from analyzer.prediction import gather_latency, row_kernels, softmax_passes
+from analyzer.prediction.efficiency.cache_clock import (  # noqa: F401  (re-exported: one import for callers)
+    L2_STEP_POWER, l2_step, warm_share, with_clock)
 from analyzer.prediction.efficiency.op_classes import (  # noqa: F401  (re-exported: one import for callers)
     CLASS_CODE, CLASS_FALLBACK, MATRIX_CLASSES, OP_CLASSES, POOLED_CLASSES, REFINES, SIMT_CLASS, SOFTMAX_WARP_ROW,
     class_chain, gemm_view, op_class_of)
@@ -201,7 +202,6 @@ CPU_FIXED_KEYS = (("piece_s", "piece_us", 1e-6), ("im2col_s", "im2col_ns", 1e-9)
                   ("dot_call_s", "dot_call_us", 1e-6))
 # the cache step s(x) = 1 / (1 + x**p), x = working set / L2, fixed: p = 2 matches vidur's A40 add (about
 # 1.5x the DRAM rate at 0.5-1.5x L2, 1.07x at 2-5x, none above); other powers were not compared
-L2_STEP_POWER = 2.0
 SCALAR_PARAMS = ("trans_weight",)
 # optional scalars of a family (0 where absent): the per-inference fixed seconds added once per
 # prediction by the runtimes that time a whole graph call (``qnn``: W8A8 (int8) graphs and the others;
@@ -299,14 +299,6 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     return out
 
 
-def warm_share(xp, arrays: Mapping[str, Any], cls, nbytes, l2_bytes):
-    """``l2_floor[c] * s(bytes / l2_bytes)``: the share of a class floor a warm start saves (0 where
-    the set has no ``l2_floor`` or the L2 is cold: ``l2_bytes`` 0)."""
-    if "l2_floor" not in arrays:
-        return xp.zeros_like(xp.asarray(nbytes, dtype=float))
-    return xp.take(xp.asarray(arrays["l2_floor"]), cls) * l2_step(xp, nbytes, l2_bytes)
-
-
 def serial_terms(xp, memory, feat, units, eb, arrays):
     """(memory seconds with PyTorch's serial walks, their factors for ``detail``): the gathers'
     (``gather_latency.memory_s``: ``memory x gather_rate + index_loop_s + gather_dep_s``) and the
@@ -362,39 +354,6 @@ def class_fixed_s(xp, nbytes, cls, arrays: Mapping[str, Any], m=0.0, k=0.0, batc
     on = (par_s > 0) & (b_par > 0)
     return out + xp.where(on, par_s * (1.0 - l2_step(xp, nbytes, xp.where(on, b_par, 1.0), PAR_STEP_POWER)),
                              0.0)
-
-
-def with_clock(arrays: Mapping[str, Any], clock_hz: float, scale_floor: bool = True) -> dict:
-    """``arrays`` (one family's constants) for a device clocked at ``clock_hz``: a copy with
-    ``sm_bw = bpc * clock_hz`` (bytes per second per SM; 0 where ``clock_hz`` is unknown or <= 0),
-    ``kloop_s = kloop_cycles / clock_hz`` (seconds per k-loop element; 0 there too) and each floor
-    a fixed number of cycles: ``floor_s * floor_clock_hz / clock_hz`` where the set
-    states the clock of the device it was fitted on (``floor_clock_hz`` > 0) and ``clock_hz`` is
-    known (``scale_floor``: False where ``clock_hz`` is a stand-in, not the device's own figure);
-    else the floor in seconds as fitted."""
-    out = {k: (np.array(v, dtype=float) if np.ndim(v) else v) for k, v in arrays.items()}
-    bpc = np.asarray(arrays.get("bpc", np.zeros(len(OP_CLASSES))), dtype=float)
-    known = bool(clock_hz and clock_hz > 0)
-    out["sm_bw"] = bpc * float(clock_hz) if known else np.zeros_like(bpc)
-    kc = np.asarray(arrays.get("kloop_cycles", np.zeros(len(OP_CLASSES))), dtype=float)
-    out["kloop_s"] = kc / float(clock_hz) if known else np.zeros_like(kc)
-    if known and scale_floor and "floor_clock_hz" in out and "floor_s" in out:
-        ref = out["floor_clock_hz"]
-        out["floor_s"] = np.where(ref > 0, out["floor_s"] * ref / float(clock_hz), out["floor_s"])
-    return out
-
-
-def l2_step(xp, working_set, l2_bytes, power: float = L2_STEP_POWER):
-    """``s(x) = 1 / (1 + x**power)``, ``x = working_set / l2_bytes``; 0 where ``l2_bytes <= 0``.
-
-    Written as ``(1 - tanh(power/2 * ln x)) / 2`` with ``x`` clamped to [1e-30, 1e30], so it
-    never overflows and its gradient is finite everywhere (jit/vmap/grad-safe)."""
-    ws = xp.asarray(working_set)
-    l2 = xp.asarray(l2_bytes) * xp.ones_like(ws)
-    known = l2 > 0
-    x = xp.clip(xp.maximum(ws, 1.0) / xp.where(known, l2, 1.0), 1e-30, 1e30)
-    s = 0.5 * (1.0 - xp.tanh(0.5 * power * xp.log(x)))
-    return xp.where(known, s, 0.0)
 
 
 def roofline_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], overhead_s: float = 1.5e-6):

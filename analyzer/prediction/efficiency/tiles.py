@@ -160,14 +160,14 @@ def boost_share(xp, boosted, arrays):
 
 def kloop_bound(xp, per, arrays, zeros, k, tiles_s):
     """(matrix seconds, their factors for ``detail``) of a tiled class's serial k loop: ``kloop =
-    k x kloop_s`` (``kloop_s = kloop_cycles / clock_hz``, ``kernel_time.with_clock``; 0 where the
+    k x kloop_s`` (``kloop_s = kloop_cycles / clock_hz``, ``cache_clock.with_clock``; 0 where the
     class has none or the clock is unknown), a lower bound on its matrix time ``tiles_s``: matrix =
     max(tiles_s, kloop), or their sum where the set's ``kloop_sum`` is 1.  Why: on a grid of few
     CTAs each CTA walks the whole GEMM depth ``k`` one step after another, each step latency-bound
     (a load, then the FMAs that wait for it), so the time grows with ``k`` whatever the FLOPs:
     cuDNN 9's fp32 implicit-GEMM convolutions on an H200 at batch 1 took 2.3 us + k x 22.7 ns for
-    1x1 and 3x3 layers alike (k 512..4608, bench/results/h200_conv_2026-12-04.csv), about 45
-    cycles per element at 1.98 GHz."""
+    1x1 and 3x3 layers alike (k 512..4608; docs/accuracy.md, "Hopper FMA-unit convolution sets"),
+    about 45 cycles per element at 1.98 GHz."""
     step = per("kloop_s") if "kloop_s" in arrays else zeros
     kloop = xp.maximum(k, 0.0) * step
     add = (per("kloop_sum") if "kloop_sum" in arrays else zeros) > 0
