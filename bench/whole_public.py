@@ -136,12 +136,23 @@ def render(rows: list[dict], args) -> str:
     return "\n".join(lines) + "\n"
 
 
+def default_out(rows: str) -> str:
+    """The report of a row file: ``bench/results/whole_public.md`` for ``rows.csv``,
+    ``whole_public_<name>.md`` for ``rows_<name>.csv`` (and ``whole_public_<stem>.md`` for another)."""
+    stem = os.path.splitext(os.path.basename(rows))[0]
+    name = "whole_public" + ("" if stem == "rows" else "_" + stem.removeprefix("rows_"))
+    return os.path.join(ROOT, "bench", "results", f"{name}.md")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", default=os.path.join(DATA, "rows.csv"))
     ap.add_argument("--exports", default=os.path.join(DATA, "exports"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "whole_public.md"))
+    ap.add_argument("--out", default=None, help="the report (default: bench/results/whole_public.md for the "
+                    "default rows, whole_public_<name>.md for rows_<name>.csv: another row file never "
+                    "overwrites the default rows' report)")
     args = ap.parse_args(argv)
+    args.out = args.out or default_out(args.rows)
     args.rows_rel = os.path.relpath(args.rows, ROOT)
     args.out_rel = os.path.relpath(args.out, ROOT)
     default = os.path.abspath(args.exports) == os.path.join(DATA, "exports")

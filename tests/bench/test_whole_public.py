@@ -48,3 +48,10 @@ def test_an_export_predicts_on_its_profiles(rows, name, train):
         assert math.isfinite(ms) and ms > 0, prof
         assert ms == pytest.approx(fw + bw, rel=1e-12)
         assert (bw > 0) == train
+
+
+@pytest.mark.parametrize("rows, out", [("bench/data/whole_public/rows.csv", "whole_public.md"),
+                                       ("bench/data/whole_public/rows_h100.csv", "whole_public_h100.md"),
+                                       ("/tmp/mine.csv", "whole_public_mine.md")])
+def test_another_row_file_never_overwrites_the_default_report(rows, out):
+    assert W.default_out(rows) == os.path.join(W.ROOT, "bench", "results", out)
