@@ -40,7 +40,10 @@ family: rerun ``bench/fit_sustained_gemm.py --write`` afterwards, which reads th
 the report (``--out``; with ``--write`` it ends with a sample of the convolution rows through
 ``analyzer.analyze`` on the written files and on them without the family convolution sets).
 
-Usage: ``PYTHONPATH=$PWD python bench/family_simt.py [--write] [--out bench/results/family_simt.md]``.
+``--kloop FAMILY``: that family's convolution classes with the serial k loop's sum form (``KLOOP``,
+scored by ``bench/family_simt_kloop.py``; tried on nvidia-ampere and not kept: no shipped file has it).
+
+Usage: ``PYTHONPATH=$PWD python bench/family_simt.py [--write] [--kloop FAMILY] [--out bench/results/family_simt.md]``.
 """
 
 from __future__ import annotations
@@ -78,6 +81,11 @@ FREE = {"gemm_simt": fns.MAT_FREE, "conv3_simt": dict(fns.MAT_FREE, **fns.WINO),
 FAMILY_DEVICES = {"nvidia-ampere": ("a100_pcie_40gb", "a100_pcie_80gb"), "nvidia-volta": ("v100_pcie_32gb",),
                   "nvidia-turing": ("t4",), "nvidia-pascal": ("p100_pcie_16gb", "p4")}
 GA10X = "nvidia-ampere-ga10x"   # takes nvidia-ampere's chosen sets as inherited copies
+# the serial k loop's sum form (``efficiency.tiles.kloop_bound``, ``kloop_sum = 1``: matrix = tiles + K x
+# kloop_cycles / clock), cycles per GEMM-depth element K free (start and bounds those of
+# bench/hopper_conv_simt.py), for the convolution classes of the families in KLOOP_FAMILIES (``--kloop``)
+KLOOP = {"kloop_cycles": (45.0, 1.0, 400.0)}
+KLOOP_FAMILIES: list = []
 
 
 def shares(devices) -> dict:
@@ -97,29 +105,35 @@ def family_rows(ns, family: str):
     return ns[ns.device_system.isin(FAMILY_DEVICES[family]) & ns.cls.isin(CLASSES)].copy()
 
 
-def fit_tiled(rows, fit: Fit, cls: str) -> None:
-    """A tiled FMA-unit class's free constants (``FREE``) for each tile of ``TILES`` (the least
-    cost kept), the shares, the dispatch and the other sets held; a convolution class's cuDNN
-    helper launches at their floors (``fit_neusight.kernel_s``)."""
+def _tiled_set(vals: dict, tile, kloop: bool) -> dict:
+    s = fns._mat_set(vals, tile)
+    return dict(s, kloop_sum=1.0) if kloop else s
+
+
+def fit_tiled(rows, fit: Fit, cls: str, kloop: bool = False) -> None:
+    """A tiled FMA-unit class's free constants (``FREE``; ``kloop``: ``KLOOP``'s too, in the sum
+    form) for each tile of ``TILES`` (the least cost kept), the shares, the dispatch and the other
+    sets held; a convolution class's cuDNN helper launches at their floors (``fit_neusight.kernel_s``)."""
     ker = rows[(rows.cls == cls) & ~rows.near_floor]
     lt = np.log(ker.t.to_numpy())
-    free = FREE[cls]
+    free = dict(FREE[cls], **KLOOP) if kloop else FREE[cls]
     best = None
     for tile in fns.TILES:
         def resid(x, tile=tile):
-            s = fns._mat_set(dict(zip(free, np.exp(x))), tile)
+            s = _tiled_set(dict(zip(free, np.exp(x))), tile, kloop)
             return np.log(fns.predict(ker, Fit(dict(fit.sets, **{cls: s}), fit.shares, fit.dispatch))) - lt
 
         vals, cost = fns._lsq(resid, free)
         if best is None or cost < best[0]:
-            best = (cost, fns._mat_set(vals, tile))
+            best = (cost, _tiled_set(vals, tile, kloop))
     fit.sets[cls] = best[1]
 
 
-def fit_family(rows, sh: dict) -> Fit:
+def fit_family(rows, sh: dict, kloop: bool = False) -> Fit:
     """Every class of ``CLASSES`` on ``rows`` (one family's; fitted on ``neusight_data.subsample``'s hash-chosen
     rows of them: at most ``CAP`` per op and device plus ``AT_FLOOR_CAP`` at the floor), the
-    dispatch refitted in turn (two rounds; the first dispatch the pooled set's)."""
+    dispatch refitted in turn (two rounds; the first dispatch the pooled set's); ``kloop``: the
+    convolution classes with the k loop's sum form (``KLOOP``)."""
     rows = nd.subsample(rows)
     fit = Fit({}, dict(sh), {})
     fit.dispatch = fns.fit_dispatch(rows, fit)
@@ -127,7 +141,7 @@ def fit_family(rows, sh: dict) -> Fit:
         fit_tiled(rows, fit, "gemm_simt")
         fns.fit_bgemm_whole(rows, fit)
         for cls in CONV_CLASSES:
-            fit_tiled(rows, fit, cls)
+            fit_tiled(rows, fit, cls, kloop)
         fit.dispatch = fns.fit_dispatch(rows, fit)
     return fit
 
@@ -154,11 +168,12 @@ def evaluate(ns, family: str) -> dict:
 
     rows = family_rows(ns, family)
     sh = shares(FAMILY_DEVICES[family])
-    fit = fit_family(rows, sh)
+    kloop = family in KLOOP_FAMILIES
+    fit = fit_family(rows, sh, kloop)
     a, b = halves(rows)
     folds, parts = [], []
     for fit_on, test in ((a, b), (b, a)):
-        f = fit_family(fit_on, sh)
+        f = fit_family(fit_on, sh, kloop)
         folds.append(f)
         parts.append(scored(test, f))
     out = {"fit": fit, "folds": folds, "rows": rows, "pooled": scored(rows, Fit({}, sh, {})),
@@ -191,6 +206,9 @@ FORM = {
     "conv_simt": "e_compute (of the FMA fp32 peak) free, the implicit GEMM's tile chosen of 128x128, 128x64, 64x64 by "
                  "the fit's cost, waves over the SMs with split-K; cuDNN's launches besides the main kernel "
                  "(cudnn_conv) at their floors"}
+KLOOP_NOTE = ("; the serial k loop's kloop_cycles (cycles per GEMM-depth element K) free too, added to the tiles' "
+              "time (kloop_sum = 1: matrix = tiles + K x kloop_cycles / clock; bench/family_simt_kloop.py's rule)")
+KLOOP_DATE = "2026-12-04"
 FILTER = {"gemm_simt": "op linear (nn.Linear)", "bgemm_simt": "op bmm (torch.bmm)",
           "conv3_simt": "op conv (nn.Conv2d); rows running winograd or fft kernels and the rest",
           "conv_simt": "op conv (nn.Conv2d); rows whose kernels_launched name no winograd/fft"}
@@ -209,6 +227,7 @@ def provenance(family: str, cls: str, ev: dict) -> dict:
               f"latency - kernel over the rows within 1.5x it, per device and class); {FORM[cls]}; e_bw held at "
               f"generic.json's gemm set's, b_half 0"
               + (f"; the FMA peak at the profile's NeuSight-fitted sustained clock ({sh} x boost), held" if sh else "")
+              + (KLOOP_NOTE if "kloop_cycles" in ev["fit"].sets[cls] else "")
               + f"; rule fixed beforehand: shipped because its two-fold cross-validated MAPE (hash halves of the "
               f"family's rows) {m_cv['mape']:.2f} % is below the pooled generic set's in-sample MAPE on the same "
               f"kernel rows {m_pool['mape']:.2f} %; floor not identified (inside the host dispatch): the pooled "
@@ -219,7 +238,7 @@ def provenance(family: str, cls: str, ev: dict) -> dict:
             "timing": "eager single call (CUDA events around one PyTorch 2.1 call, fp32, TF32 off, mean of the "
                       "fastest 5 of 25, no L2 flush; host dispatch included, fitted apart)",
             "rows": int(len(rows)), "rows_used_in_fit": int(len(own)), "fit_method": method,
-            "fit_date": FIT_DATE[cls], "fit_script": SCRIPT, "command": COMMAND,
+            "fit_date": KLOOP_DATE if "kloop_cycles" in ev["fit"].sets[cls] else FIT_DATE[cls], "fit_script": SCRIPT, "command": COMMAND,
             "fit_error": {k: (round(v, 2) if isinstance(v, float) else v) for k, v in err.items()}}
 
 
@@ -299,7 +318,10 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default=nd.DATA)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "family_simt.md"))
     ap.add_argument("--write", action="store_true", help="write the chosen sets into the family files")
+    ap.add_argument("--kloop", action="append", default=[], metavar="FAMILY",
+                    help="fit this family's convolution classes with the k loop's sum form (KLOOP)")
     args = ap.parse_args(argv)
+    KLOOP_FAMILIES[:] = args.kloop
     t0 = time.time()
     ns = nd.load(args.data)
     results = {fam: evaluate(ns, fam) for fam in FAMILY_DEVICES}
