@@ -253,8 +253,9 @@ def host_dispatch(prof, runtime, class_names: list[str], launch: float, note: li
     if cal and cal.get("runtime") == runtime.dispatch_name and prof.launch_overhead_us is not None:
         return np.full(len(class_names), prof.launch_overhead_us * 1e-6)  # measured with it
     if runtime.name == "eager-op" and prof.kind == "gpu":
-        note.append(f"eager-op host time per call from {runtimes.EAGER_OP_CALL_SOURCE}")
-        return np.array([runtimes.eager_op_call_us(c) for c in class_names]) * 1e-6
+        own = runtimes.eager_host(runtime.host).op_call_source
+        note.append(f"eager-op host time per call from {own or runtimes.EAGER_OP_CALL_SOURCE}")
+        return np.array([runtimes.eager_op_call_us(c, runtime.host) for c in class_names]) * 1e-6
     if runtime.dispatch_name == "eager" and prof.kind == "gpu":
         host = runtimes.eager_host(runtime.host)
         note.append(f"eager dispatch per op, host {runtime.host}: {host.source}")

@@ -134,11 +134,16 @@ def _warnings(low, g) -> tuple[str, ...]:
 
 def _host_unused(rt) -> tuple[str, ...]:
     """A warning where a host table other than the default was asked for and ``rt`` does not charge
-    one (only the ``eager`` stream charges a host's per-op figures): never a silent no-op."""
-    if rt.name == "eager" or rt.host == EAGER_HOST_NAMES[0]:
+    it (the ``eager`` stream charges a host's per-op figures, ``eager-op`` its per-call figures where
+    the table has them: ``runtimes.EagerHost.op_call``): never a silent no-op."""
+    from analyzer.prediction import runtimes
+
+    if rt.host == EAGER_HOST_NAMES[0] or rt.name == "eager":
+        return ()
+    if rt.name == "eager-op" and runtimes.eager_host(rt.host).op_call is not None:
         return ()
     return (f"host table '{rt.host}' not charged: the {rt.name} runtime has no per-op host figures "
-            "(host tables are the eager runtime's)",)
+            "of it (host tables are the eager runtime's, and eager-op's where they state per-call figures)",)
 
 
 def _rows(report, low, compute, memory, ovh, time, bound, host_gap, total) -> list[NodePrediction]:

@@ -194,10 +194,15 @@ EAGER_OP_CALL_SOURCE = ("NeuSight's five measuring hosts (A100 PCIe, V100 PCIe, 
                         "12.6-104 µs per class (a host property)")
 
 
-def eager_op_call_us(op_class: str) -> float:
-    """``EAGER_OP_CALL_US`` of ``op_class`` or of the first class it falls back to that has a
-    figure (``class_chain``: gemm_simt -> gemm, conv3_simt -> conv, softmax_block -> softmax,
-    pooling -> reduce...); else the default."""
+def eager_op_call_us(op_class: str, host: str = "") -> float:
+    """Host side (us) of one eager call of ``op_class`` timed alone (``eager-op``): ``host``'s
+    ``op_call`` table (a name of ``EAGER_HOSTS`` that has one) or else ``EAGER_OP_CALL_US``; the
+    figure of ``op_class`` or of the first class it falls back to that has one (``class_chain``:
+    gemm_simt -> gemm, conv3_simt -> conv, softmax_block -> softmax, pooling -> reduce...); else
+    the table's default."""
+    table = eager_host(host) if host else None
+    if table is not None and table.op_call is not None:
+        return _class_figure(table.op_call, table.op_call_default_us, op_class)
     return _class_figure(EAGER_OP_CALL_US, EAGER_OP_CALL_DEFAULT_US, op_class)
 
 
@@ -212,6 +217,27 @@ class EagerHost:
     default_us: float
     backward_ratio: float
     source: str
+    # the host side of one eager call timed alone (``eager-op``: dispatch, the events and the
+    # synchronize), us by op class with ``class_chain``'s fallbacks, and for any other class;
+    # None: the host has no such table, ``eager-op`` takes ``EAGER_OP_CALL_US`` (NeuSight's hosts)
+    op_call: dict | None = None
+    op_call_default_us: float = 0.0
+    op_call_source: str = ""
+
+
+# The lent H200 host's side of one eager call timed alone (``eager-op``), us by op class: per class
+# the median of eager wall-clock - profiler kernel sum over the single-op rows measured there
+# (``bench/data/hopper_mem/h200_ops_2026-12-04.csv``, torch 2.11.0+cu130: 780 calls of 8 ops,
+# fp16 and bf16; ``bench/results/h200_conv_2026-12-04.csv``: 318 nn.Conv2d calls, fp16 / fp32;
+# ``bench/eager_op_host.py``): nn.Linear-shaped GEMMs 20.6, torch.bmm 18.9, nn.Conv2d 18.8 (its
+# cuDNN helper launches in the kernel sum), layer and RMS norm 18.1, embedding 17.2, add 14.0 (and
+# any other op), softmax 13.1, GELU 12.8.
+H200_OP_CALL_US = {"gemm": 20.6, "bgemm": 18.9, "attention": 18.9, "conv": 18.8, "norm": 18.1,
+                   "gather": 17.2, "elementwise": 14.0, "softmax": 13.1, "activation": 12.8}
+H200_OP_CALL_DEFAULT_US = 14.0
+H200_OP_CALL_SOURCE = ("the lent H200 host (torch 2.11), per op class the median of eager wall-clock - kernel sum "
+                       "over its 1,098 single-op calls (bench/eager_op_host.py): 20.6 µs GEMM, 18.9 bmm, 18.8 "
+                       "conv, 18.1 norm, 17.2 embedding, 14.0 add and other ops, 13.1 softmax, 12.8 GELU")
 
 
 # Per-op host figures of the eager stream for the hosts measured (``Options.host``; the names
@@ -230,7 +256,8 @@ EAGER_HOSTS = {
         "the lent H200 host (torch 2.11, cuDNN 9), fitted on its 44 eager whole-model rows "
         "(docs/accuracy.md, Whole models on the H200): 42 µs per convolution (the cuDNN "
         "v9 call), 28 µs per other matrix op, 10 µs per other op, backward kernels 2.25 x their "
-        "class figure (autograd engine); leave-one-model-out MAPE 22.6 %, bias -3.8 %"),
+        "class figure (autograd engine); leave-one-model-out MAPE 22.6 %, bias -3.8 %",
+        op_call=H200_OP_CALL_US, op_call_default_us=H200_OP_CALL_DEFAULT_US, op_call_source=H200_OP_CALL_SOURCE),
 }
 
 

@@ -89,7 +89,7 @@ def test_the_option_names_the_hosts_the_stream_has():
     assert tuple(EAGER_HOSTS) == EAGER_HOST_NAMES and DEFAULT_HOST == EAGER_HOST_NAMES[0]
 
 
-@pytest.mark.parametrize("runtime", ["kernel", "eager-kernel", "eager-op"])
+@pytest.mark.parametrize("runtime", ["kernel", "eager-kernel"])
 def test_a_host_another_runtime_does_not_charge_is_a_warning_not_a_silent_no_op(runtime):
     model = _chain(["mm", "relu"])
     plain = analyzer.analyze(model, hw=ROUND_GPU, runtime=runtime).predictions[0]
@@ -97,7 +97,23 @@ def test_a_host_another_runtime_does_not_charge_is_a_warning_not_a_silent_no_op(
     assert asked.latency_s == plain.latency_s                  # nothing charged ...
     assert not any("host table" in w for w in plain.warnings)
     assert [w for w in asked.warnings if "host table" in w] == [
-        f"host table '{H200}' not charged: the {runtime} runtime has no per-op host figures "
-        "(host tables are the eager runtime's)"]               # ... and said so
+        f"host table '{H200}' not charged: the {runtime} runtime has no per-op host figures of it "
+        "(host tables are the eager runtime's, and eager-op's where they state per-call figures)"]  # ... said so
     eager = analyzer.analyze(model, hw=ROUND_GPU, runtime="eager", host=H200).predictions[0]
     assert not any("host table" in w for w in eager.warnings)
+
+
+def test_eager_op_takes_the_hosts_per_call_table():
+    # eager-op: each call its host part + its kernel. The default: NeuSight's hosts (44.0 us a
+    # GEMM, 25.9 an elementwise op: the Relu's class); "torch2.11-h200": the H200 host's medians
+    # (20.6 and 14.0 us), so the two-op chain is (44.0 - 20.6) + (25.9 - 14.0) = 35.3 us shorter
+    model = _chain(["mm", "relu"])
+    plain = analyzer.analyze(model, hw=ROUND_GPU, runtime="eager-op").predictions[0]
+    asked = analyzer.analyze(model, hw=ROUND_GPU, runtime="eager-op", host=H200).predictions[0]
+    assert plain.latency_s - asked.latency_s == pytest.approx((44.0 - 20.6 + 25.9 - 14.0) * 1e-6, rel=1e-6)
+    assert not any("host table" in w for w in asked.warnings)
+    assert any("median of eager wall-clock - kernel sum" in n for n in asked.notes)
+    assert runtimes.eager_op_call_us("norm_row", H200) == 18.1       # norm_row -> norm
+    assert runtimes.eager_op_call_us("conv3_simt", H200) == 18.8     # conv3_simt -> conv
+    assert runtimes.eager_op_call_us("pooling", H200) == 18.1        # pooling -> reduce -> norm
+    assert runtimes.eager_op_call_us("norm_row") == 39.3             # NeuSight's LayerNorm
