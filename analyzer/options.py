@@ -60,7 +60,8 @@ class Options:
     ``analyzer.prediction.runtimes.EAGER_HOSTS``): None, the default "llmcompass-a100"
     (LLMCompass's A100 host: 21 us per matrix op, 12 us other); "torch2.11-h200" (the H200
     host with torch 2.11, fitted on its whole models: 42 us per convolution, 28 us per other
-    matrix op, 10 us other, backward kernels 2.25 x).  ONNX only: ``analyze_jax`` refuses it
+    matrix op, 10 us other, backward kernels 2.25 x; and under ``eager-op`` its per-call
+    medians, ``runtimes.H200_OP_CALL_US``).  ONNX only: ``analyze_jax`` refuses it
     (``refuse_host_for_jax``).
 
     Mappings are copied when an Options is made (a caller's later change does not reach it);

@@ -137,8 +137,9 @@ def main():
                    "before each kernel, every byte from DRAM (a single-op benchmark with a flush: "
                    "Triton's do_bench, nvbench). GPU profiles only; others warn.")
 @click.option("--host", "host", default=None, metavar="NAME",
-              help="Whose per-op host figures --runtime eager charges: llmcompass-a100 (the "
-                   "default), torch2.11-h200 (an H200 host with torch 2.11; docs/model.md). ONNX models only.")
+              help="Whose per-op host figures --runtime eager charges (and eager-op, where the table "
+                   "has per-call figures): llmcompass-a100 (the default), torch2.11-h200 (an H200 host "
+                   "with torch 2.11; docs/model.md). ONNX models only.")
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None, cls=_RuntimeOption,
               metavar="NAME",
               help="What runs the model, which decides fusion, per-kernel dispatch and the time "
