@@ -226,12 +226,12 @@ class EagerHost:
 
 
 # The lent H200 host's side of one eager call timed alone (``eager-op``), us by op class: per class
-# the median of eager wall-clock - profiler kernel sum over the single-op rows measured there
-# (``bench/data/hopper_mem/h200_ops_2026-12-04.csv``, torch 2.11.0+cu130: 780 calls of 8 ops,
-# fp16 and bf16; ``bench/results/h200_conv_2026-12-04.csv``: 318 nn.Conv2d calls, fp16 / fp32;
-# ``bench/eager_op_host.py``): nn.Linear-shaped GEMMs 20.6, torch.bmm 18.9, nn.Conv2d 18.8 (its
-# cuDNN helper launches in the kernel sum), layer and RMS norm 18.1, embedding 17.2, add 14.0 (and
-# any other op), softmax 13.1, GELU 12.8.
+# the median of eager wall-clock - profiler kernel sum over the single-op calls measured there
+# (torch 2.11.0+cu130: 780 calls of 8 ops, fp16 and bf16, and 318 nn.Conv2d calls, fp16 / fp32;
+# ``bench/eager_op_host.py``, docs/accuracy.md "eager-op on the H200 host's own per-call table"):
+# nn.Linear-shaped GEMMs 20.6, torch.bmm 18.9, nn.Conv2d 18.8 (its cuDNN helper launches in the
+# kernel sum), layer and RMS norm 18.1, embedding 17.2, add 14.0 (and any other op), softmax
+# 13.1, GELU 12.8.
 H200_OP_CALL_US = {"gemm": 20.6, "bgemm": 18.9, "attention": 18.9, "conv": 18.8, "norm": 18.1,
                    "gather": 17.2, "elementwise": 14.0, "softmax": 13.1, "activation": 12.8}
 H200_OP_CALL_DEFAULT_US = 14.0
