@@ -146,7 +146,8 @@ class Prediction:
                              if t.mem_bw and t.consts["e_bw"][k] else float("inf")),
             e_compute=float(t.consts["e_compute"][k]), e_bw=float(t.consts["e_bw"][k]),
             b_half_bytes=float(t.consts["b_half_bytes"][k]), floor_s=_f32(t.consts["floor_s"][k]),
-            trans_weight=float(t.consts["trans_weight"]), fixed_s=_f32(t.fixed[k] - t.consts["floor_s"][k] * d["warm_start"]),
+            trans_weight=float(t.consts["trans_weight"]), fixed_s=_f32(t.fixed[k] - t.consts["floor_s"][k] * d["warm_start"]
+                                                                     + d.get("cold_start_s", 0.0)),
             compute_s=float(t.compute[k]), memory_s=float(t.memory[k]), overhead_s=float(t.overhead[k]),
             time_s=time, bound=BOUNDS[int(t.bound[k])],
             attained_flops=flops * runs / time if time > 0 else 0.0,
@@ -159,7 +160,7 @@ class Prediction:
                                           "row_c0_s", "row_step_s", "row_overlap")}, gather_rate=d.get("gather_rate", 1.0),
             cache_gain=d["cache_gain"], dram_s=d["dram_s"], sm_s=d["sm_s"], sm_rate=d["sm_bw"], units=t.units,
             sm_overlap=bool(t.consts["sm_overlap"][k] > 0),
-            l2_bytes=t.l2_bytes, warm_start=d.get("warm_start", 0.0),
+            l2_bytes=t.l2_bytes, warm_start=d.get("warm_start", 0.0), cold_start_s=d.get("cold_start_s", 0.0),
             l2_floor=float(t.consts["l2_floor"][k]), effective_roof=flops / body if body > 0 else 0.0,
             **({} if t.resident is None else
                {"resident_bytes": float(t.resident[0][k]), "resident_s": float(t.resident[1][k])}),

@@ -109,6 +109,7 @@ class KernelTerms(NamedTuple):
     l2_bytes: float = 0.0
     warm_start: float = 0.0    # share of floor_s a warm L2 start saves: l2_floor x cache step (0: none)
     l2_floor: float = 0.0      # the class's l2_floor (efficiency.warm_share)
+    cold_start_s: float = 0.0  # seconds a cold start adds to fixed_s: cold_start_s x (1 - cache step)
     effective_roof: float = 0.0  # FLOP/s the terms held the kernel to: FLOPs / max(compute, memory)
     # the eager stream (``runtimes.stream_times``; all launches): host_s of time_s is the host's
     # dispatch, which overlaps earlier kernels; the row's kernel takes its exposed time

@@ -319,7 +319,10 @@ def _memory_lines(e, p, v: Vocab) -> list[str]:
 
 
 def _warm_text(e) -> str:
-    """The class floor's warm-start factor (``efficiency.warm_share``), '' where there is none."""
+    """The class floor's warm-start factor (``efficiency.warm_share``) or its cold start
+    (``efficiency.cold_start``), '' where there is neither."""
+    if e.cold_start_s:
+        return f" + cold start {human_time(e.cold_start_s)} (the first loads wait for DRAM: not in the L2)"
     if not e.warm_start:
         return ""
     step = e.warm_start / e.l2_floor if e.l2_floor else 0.0

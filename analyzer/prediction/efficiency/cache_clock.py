@@ -3,7 +3,8 @@ family's constants at a device's clock.
 
 - ``l2_step``: ``s(x) = 1 / (1 + x**L2_STEP_POWER)``, ``x = working set / L2 bytes`` (1 where the
   working set is far under the L2, 0 far over it or with the L2 flushed: ``l2_bytes`` 0), and the
-  warm start it gives a class floor (``warm_share``: ``l2_floor x s``).
+  warm start it gives a class floor (``warm_share``: ``l2_floor x s``) or the cold start it adds
+  (``cold_start``: ``cold_start_s x (1 - s)``).
 - ``with_clock``: the constants stated in cycles (per-SM issue rate ``bpc``, bytes per SM-cycle; the
   serial k loop ``kloop_cycles``; floors fitted at ``floor_clock_hz``) in seconds at a device's clock.
 """
@@ -58,3 +59,12 @@ def warm_share(xp, arrays: Mapping[str, Any], cls, nbytes, l2_bytes):
     if "l2_floor" not in arrays:
         return xp.zeros_like(xp.asarray(nbytes, dtype=float))
     return xp.take(xp.asarray(arrays["l2_floor"]), cls) * l2_step(xp, nbytes, l2_bytes)
+
+
+def cold_start(xp, arrays: Mapping[str, Any], cls, nbytes, l2_bytes):
+    """``cold_start_s[c] * (1 - s(bytes / l2_bytes))``: the seconds a kernel's first loads wait for
+    DRAM where its working set is not in the L2 (flushed: ``l2_bytes`` 0, s = 0; or far over it),
+    for a set whose floor was measured L2-warm (0 where the set has no ``cold_start_s``)."""
+    if "cold_start_s" not in arrays:
+        return xp.zeros_like(xp.asarray(nbytes, dtype=float))
+    return xp.take(xp.asarray(arrays["cold_start_s"]), cls) * (1.0 - l2_step(xp, nbytes, l2_bytes))

@@ -157,6 +157,8 @@ def load_constants(family: str, directory: str | None = None) -> FamilyConstants
             inherited.append(cls)
         for p in FILE_PARAMS:
             arrays[p][i] = float(src["constants"].get(p, PARAM_DEFAULTS.get(p)))
+        if want != cls:   # a cold start is its own kernels' first loads: not carried to a fallback class
+            arrays["cold_start_s"][i] = 0.0
         provenance[cls] = text
     scalars = (own or generic).get("scalars", generic["scalars"])
     for p in SCALAR_PARAMS:

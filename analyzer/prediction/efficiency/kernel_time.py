@@ -101,6 +101,11 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   The Hopper ``bgemm`` set's (``bench/hopper_bgemm.py``, fitted on the H200's L2-warm kernel sums;
   its floor is the pooled GEMM floor, fitted on graph replays, which their flushed kernel sums
   match: docs/accuracy.md, "GPU, H200 single ops").
+- ``cold_start_s`` (seconds; 0: off): a set whose floor was measured with the L2 warm adds it
+  times ``1 - s`` (``cold_start``): flushed (``s = 0``) or far over the L2, its first loads wait for
+  DRAM. The Hopper memory-bound sets' (``bench/hopper_cold_start.py``: the H200's flushed-minus-warm
+  kernel sums of calls far under its L2).  ``warm_s`` is what the L2 state takes off the fixed
+  cost: ``floor x l2_floor x s - cold_start_s x (1 - s)``.
 - ``reread_bytes`` / ``row_bytes`` (features; 0 or absent: none) with the profile scalars
   ``softmax_reread`` and ``softmax_l2_row`` (in ``consts``; absent: off): PyTorch's long-row CUDA
   softmax reads its rows again (``prediction.softmax_passes``).  Where ``row_bytes <=
@@ -173,7 +178,7 @@ from typing import Any, Mapping
 
 from analyzer.prediction import gather_latency, row_kernels, softmax_passes
 from analyzer.prediction.efficiency.cache_clock import (  # noqa: F401  (re-exported: one import for callers)
-    L2_STEP_POWER, l2_step, warm_share, with_clock)
+    L2_STEP_POWER, cold_start, l2_step, warm_share, with_clock)
 from analyzer.prediction.efficiency.op_classes import (  # noqa: F401  (re-exported: one import for callers)
     CLASS_CODE, CLASS_FALLBACK, MATRIX_CLASSES, OP_CLASSES, POOLED_CLASSES, REFINES, SIMT_CLASS, SOFTMAX_WARP_ROW,
     class_chain, gemm_view, op_class_of)
@@ -186,7 +191,7 @@ BPC_ELEM_BYTES = 2.0   # a per-element set's (``per_element = 1``) bpc is fitted
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
                "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s", "im2col_s", "im2col_stride_s",
                "serial_s", "k_block", "per_element", "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile",
-               "k_fill", "dot_call_s", "floor_own", "l2_floor", "kloop_cycles", "kloop_sum")
+               "k_fill", "dot_call_s", "floor_own", "l2_floor", "cold_start_s", "kloop_cycles", "kloop_sum")
 # ``sm_bw`` (bytes per second per SM) and ``kloop_s`` (seconds per k-loop element) are derived per
 # device (with_clock), never read from a file
 CLASS_PARAMS = FILE_PARAMS + ("sm_bw", "kloop_s")
@@ -194,7 +199,8 @@ CLASS_PARAMS = FILE_PARAMS + ("sm_bw", "kloop_s")
 PARAM_DEFAULTS = dict.fromkeys(("l2_gain", "bpc", "l2_hit", "sm_bw", "n_half", "par_s", "b_par", "piece_s",
                                 "im2col_s", "im2col_stride_s", "serial_s", "k_block", "per_element",
                                 "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile", "k_fill",
-                                "dot_call_s", "floor_own", "l2_floor", "kloop_cycles", "kloop_sum", "kloop_s"),
+                                "dot_call_s", "floor_own", "l2_floor", "cold_start_s", "kloop_cycles", "kloop_sum",
+                                "kloop_s"),
                                0.0)
 # the optional fixed CPU terms (class_fixed_s): (constant, a calibration table's key, seconds per unit)
 CPU_FIXED_KEYS = (("piece_s", "piece_us", 1e-6), ("im2col_s", "im2col_ns", 1e-9),
@@ -230,7 +236,8 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     ``consts``: a ``FamilyConstants`` or a mapping of the arrays in ``CLASS_PARAMS`` (length
     ``len(OP_CLASSES)``; ``l2_gain``, ``l2_hit``, ``sm_bw`` may be absent: 0) plus ``trans_weight``;
     ``sm_bw`` comes from ``with_clock``.  Returns seconds: ``compute_s``, ``memory_s``,
-    ``floor_s``, ``time_s`` and ``warm_s`` (of ``floor_s``'s class floor, what a warm start saves)."""
+    ``floor_s``, ``time_s`` and ``warm_s`` (what the L2 state takes off the fixed cost: a warm
+    start's saving less a cold start)."""
     arrays = getattr(consts, "arrays", consts)
     cls = xp.asarray(feats["op_class"]).astype(xp.int32)
     mac = xp.asarray(feats["mac_flops"])
@@ -283,20 +290,30 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     on, overlap = nbytes > 0, (per("sm_overlap") if "sm_overlap" in arrays else zeros) > 0
     memory, serial_d = serial_terms(xp, xp.where(on, xp.where(overlap, xp.maximum(dram, sm), dram + sm), 0.0),
                                     feat, units, eb, arrays)
-    warm = warm_share(xp, arrays, cls, nbytes, hw.get("l2_bytes", 0.0))   # (a warm start: l2_floor x s)
-    fixed = floor * (1.0 - warm) + class_fixed_s(xp, nbytes, cls, arrays, m, k, batch, feat("strided"), feat("serial_flops"), n=n)
+    fixed, warm, cold = fixed_terms(xp, floor, nbytes, cls, arrays, hw, m, k, n, batch, feat)
     time = fixed + xp.maximum(compute, memory)
-    out = {"compute_s": compute, "memory_s": memory, "floor_s": fixed * xp.ones_like(mac), "time_s": time, "warm_s": floor * warm}
+    out = {"compute_s": compute, "memory_s": memory, "floor_s": fixed + zeros, "time_s": time, "warm_s": floor * warm - cold}
     if detail:
         out.update(_detail(xp, tiled, mac, work / algo, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c,
                            mbytes, dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor,
-                           kept * xp.ones_like(mac)), warm_start=warm + zeros)
+                           kept * xp.ones_like(mac)), warm_start=warm + zeros, cold_start_s=cold + zeros)
         out.update(**softmax_passes.reread_detail(xp, l2_reread, dram_reread, feat("row_bytes"), arrays, zeros + 1.0),
                    **{name: v + zeros for name, v in serial_d.items()},
                    onchip_cost=xp.asarray(hw.get("onchip_cost", 0.0)) + zeros, algo=algo + zeros,
                    **kloop_d,
                    clock=boost_share(xp, kloop_d["tiles_s"], arrays))   # (the tiles' time: matrix_s without a k loop)
     return out
+
+
+def fixed_terms(xp, floor, nbytes, cls, arrays, hw, m, k, n, batch, feat):
+    """(fixed seconds, warm share, cold seconds) per kernel: ``floor x (1 - l2_floor x s) +
+    cold_start_s x (1 - s) + class_fixed_s`` (``warm_share``, ``cold_start``: the L2 state's start;
+    ``class_fixed_s``: the CPU and batched-kernel fixed terms)."""
+    l2 = hw.get("l2_bytes", 0.0)
+    warm, cold = warm_share(xp, arrays, cls, nbytes, l2), cold_start(xp, arrays, cls, nbytes, l2)
+    fixed = floor * (1.0 - warm) + cold + class_fixed_s(xp, nbytes, cls, arrays, m, k, batch, feat("strided"),
+                                                        feat("serial_flops"), n=n)
+    return fixed, warm, cold
 
 
 def serial_terms(xp, memory, feat, units, eb, arrays):
