@@ -28,6 +28,7 @@ import pandas as pd
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
+sys.path.insert(0, HERE)
 
 ROWS = os.path.join(ROOT, "bench", "data", "hopper_mem", "h200_ops_2026-12-04.csv")
 L2_BYTES = 62914560          # the lent H200's L2 (torch device properties: bench/data/hopper_mem meta)
@@ -46,6 +47,8 @@ def cold_starts(path: str = ROWS) -> dict:
 
 
 def write(values: dict) -> None:
+    from neusight_report import _dump   # (validated against the schema, then written)
+
     from analyzer.prediction.efficiency.constants import EFFICIENCY_DIR
 
     for family, sets in (("nvidia-hopper", tuple(SETS)), *INHERITED.items()):
@@ -54,9 +57,7 @@ def write(values: dict) -> None:
             doc = json.load(f)
         for s in sets:
             doc["sets"][s]["constants"]["cold_start_s"] = values[s]
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
+        _dump(doc, path)
 
 
 def main(argv=None) -> int:

@@ -159,12 +159,12 @@ def take(batch: dict, mask: np.ndarray) -> dict:
 
 
 def predict(batch: dict, values: dict) -> np.ndarray:
-    """Seconds per row: ``fixed_s - warm_s + max(compute_s, memory_s)`` (one launch; ``warm_s``: a set's
+    """Seconds per row: ``fixed_s - l2_start_s + max(compute_s, memory_s)`` (one launch; ``l2_start_s``: a set's
     warm start, as ``kernels.kernel_terms`` takes it) under ``values``."""
     from analyzer.prediction.efficiency import kernel_time as eff
 
     t = eff.kernel_time(np, batch["feats"], batch["hw"], with_cache(batch["consts"], values))
-    return batch["fixed"] - t["warm_s"] + np.maximum(t["compute_s"], t["memory_s"])
+    return batch["fixed"] - t["l2_start_s"] + np.maximum(t["compute_s"], t["memory_s"])
 
 
 def check(data: list[Row], batch: dict, rel: float = 1e-4) -> None:

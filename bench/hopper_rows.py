@@ -289,11 +289,9 @@ def write(chosen: dict, hw: dict, groups=(), path: str | None = None) -> None:
 
 
 def _dump(doc: dict, path: str) -> None:
-    import json
+    from neusight_report import _dump as dump   # (validated against the schema, then written)
 
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    dump(doc, path)
 
 
 def inherit(hopper: dict, group: str, path: str) -> None:

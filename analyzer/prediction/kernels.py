@@ -54,7 +54,7 @@ def kernel_terms(feats, runs, active, matrix_peak, vector_peak, mem_bw, units, l
             hw.update(onchip_bytes=kept, onchip_cost=cost)
         t = eff.kernel_time(jnp, feats, hw, c)
         compute, memory = t["compute_s"] * active, t["memory_s"] * active
-        ovh = (fx - t["warm_s"]) * active   # (the fixed cost less a warm start, plus a cold start: eff.warm_s)
+        ovh = (fx - t["l2_start_s"]) * active   # (the fixed cost less a warm start, plus a cold start: eff.kernel_time l2_start_s)
         body = jnp.where(overlap, jnp.maximum(compute, memory), compute + memory)
         time = runs * (ovh + body)
         bound = jnp.argmax(jnp.stack([compute, memory, ovh]), axis=0)

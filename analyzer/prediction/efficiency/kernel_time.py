@@ -96,7 +96,7 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   cold) gets ``l2_bytes = 0`` from the lowering: ``s = 0``, every byte from DRAM, no cache gain.
 - ``l2_floor`` (0..1; 0: off): the share of the class floor a warm start saves, times the same
   step ``s``: a kernel whose first operand tiles are in the L2 starts sooner than one that waits
-  for DRAM (``warm_share``; ``warm_s``, the seconds it saves, is what ``kernels.kernel_terms``
+  for DRAM (``warm_share``; ``l2_start_s``, the seconds it saves, is what ``kernels.kernel_terms``
   takes off the lowering's fixed cost).  Cold: ``s = 0``, the floor.
   The Hopper ``bgemm`` set's (``bench/hopper_bgemm.py``, fitted on the H200's L2-warm kernel sums;
   its floor is the pooled GEMM floor, fitted on graph replays, which their flushed kernel sums
@@ -104,7 +104,7 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
 - ``cold_start_s`` (seconds; 0: off): a set whose floor was measured with the L2 warm adds it
   times ``1 - s`` (``cold_start``): flushed (``s = 0``) or far over the L2, its first loads wait for
   DRAM. The Hopper memory-bound sets' (``bench/hopper_cold_start.py``: the H200's flushed-minus-warm
-  kernel sums of calls far under its L2).  ``warm_s`` is what the L2 state takes off the fixed
+  kernel sums of calls far under its L2).  ``l2_start_s`` is what the L2 state takes off the fixed
   cost: ``floor x l2_floor x s - cold_start_s x (1 - s)``.
 - ``reread_bytes`` / ``row_bytes`` (features; 0 or absent: none) with the profile scalars
   ``softmax_reread`` and ``softmax_l2_row`` (in ``consts``; absent: off): PyTorch's long-row CUDA
@@ -236,7 +236,7 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
     ``consts``: a ``FamilyConstants`` or a mapping of the arrays in ``CLASS_PARAMS`` (length
     ``len(OP_CLASSES)``; ``l2_gain``, ``l2_hit``, ``sm_bw`` may be absent: 0) plus ``trans_weight``;
     ``sm_bw`` comes from ``with_clock``.  Returns seconds: ``compute_s``, ``memory_s``,
-    ``floor_s``, ``time_s`` and ``warm_s`` (what the L2 state takes off the fixed cost: a warm
+    ``floor_s``, ``time_s`` and ``l2_start_s`` (what the L2 state takes off the fixed cost: a warm
     start's saving less a cold start)."""
     arrays = getattr(consts, "arrays", consts)
     cls = xp.asarray(feats["op_class"]).astype(xp.int32)
@@ -292,7 +292,7 @@ def kernel_time(xp, feats: Mapping[str, Any], hw: Mapping[str, Any], consts, det
                                     feat, units, eb, arrays)
     fixed, warm, cold = fixed_terms(xp, floor, nbytes, cls, arrays, hw, m, k, n, batch, feat)
     time = fixed + xp.maximum(compute, memory)
-    out = {"compute_s": compute, "memory_s": memory, "floor_s": fixed + zeros, "time_s": time, "warm_s": floor * warm - cold}
+    out = {"compute_s": compute, "memory_s": memory, "floor_s": fixed + zeros, "time_s": time, "l2_start_s": floor * warm - cold}
     if detail:
         out.update(_detail(xp, tiled, mac, work / algo, wave, split, narrow, compute, vec, trans, trans_w, hw, e_c,
                            mbytes, dram_bytes, on, cache, b_half, dram, sm, sm_on, units, sm_bw, floor,
