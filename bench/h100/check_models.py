@@ -9,7 +9,9 @@ without host, vs the kernel sum of the eager forward, ``runtime="kernel"`` besid
 synchronize; ``eager-op``, the per-op sum, beside it for comparison). Held-out data: nothing here is fitted, and no variant is
 chosen on these figures.
 
-Usage: ``python bench/h100/check_models.py [--csv bench/results/h100_models_<date>.csv]``
+Usage: ``python bench/h100/check_models.py [--csv bench/results/h100_models_<date>.csv]``;
+``--hw h200 --csv bench/results/h200_jax_models_<date>.csv`` scores the same JAX programs measured
+on the lent H200 (its file holds JAX rows only).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--csv", default=max(glob.glob(os.path.join(ROOT, "bench", "results",
                                                                  "h100_models_*.csv"))))
+    ap.add_argument("--hw", default="h100", help="the profile the rows were measured on")
     args = ap.parse_args(argv)
     import analyzer
 
@@ -66,7 +69,7 @@ def main(argv=None) -> int:
     for r in rows:
         if r["framework"] == "jax" and r["variant"] == "params_arg" and r["kernel_sum_us"]:
             fn, params, x = _jax_case(r)
-            p = analyzer.analyze_jax(fn, params, x, params_argnums=0, hw="h100").predictions[0]
+            p = analyzer.analyze_jax(fn, params, x, params_argnums=0, hw=args.hw).predictions[0]
             meas = float(r["kernel_sum_us"])
             kern = f"{r['n_kernels']} / {p.launches}"
             rt = p.runtime
@@ -79,7 +82,7 @@ def main(argv=None) -> int:
             # eager-kernel: the eager plan's kernels without host, what the torch kernel sum
             # measures (kernel, one kernel per node, and eager-op printed beside, not in the line)
             for run, col, host in RUNS:
-                rep = analyzer.analyze(path, hw="h100", runtime=run, precision=prec,
+                rep = analyzer.analyze(path, hw=args.hw, runtime=run, precision=prec,
                                        dims={"batch": b} if b != 1 else None,
                                        **({"host": host} if host else {})) \
                     if b == 1 else None

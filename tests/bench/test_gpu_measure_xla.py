@@ -54,3 +54,17 @@ def test_committed_h200_rows_cover_every_case_with_both_runs():
         # the repeat agrees within 20 % on every case (its median difference is 0.1 %)
         assert abs(float(r["kernel_sum_us_run2"]) / float(r["kernel_sum_us"]) - 1) < 0.2, r["key"]
     assert set(assemble_xla.OPS_TIMES) <= {k[:-5] for k in next(iter(rows.values())) if k.endswith("_run2")}
+
+
+def test_xla_ops_check_scores_rows_and_summarises_by_family():
+    import xla_ops_check
+    rows = [{"key": "add|f32|256", "family": "add", "kernel_sum_us": "1.0", "n_kernels": "1"},
+            {"key": "sum|f32|1024", "family": "sum", "kernel_sum_us": "", "n_kernels": "1"}]
+    scored = xla_ops_check.predict_rows(rows, "h200", "kernel_sum_us")
+    assert [s["key"] for s in scored] == ["add|f32|256"]      # a row without a time is skipped
+    assert scored[0]["n_predicted"] == 1 and scored[0]["predicted_us"] > 0
+    fake = [{"family": "a", "err": 0.1}, {"family": "a", "err": -0.3}, {"family": "b", "err": 0.2}]
+    s = xla_ops_check.summary(fake)
+    # a: MAPE (0.1 + 0.3) / 2 = 0.2, bias (0.1 - 0.3) / 2 = -0.1; all: (0.1 + 0.3 + 0.2) / 3 = 0.2
+    assert abs(s["a"]["mape"] - 0.2) < 1e-12 and abs(s["a"]["bias"] + 0.1) < 1e-12
+    assert abs(s["all"]["mape"] - 0.2) < 1e-12 and s["all"]["rows"] == 3
