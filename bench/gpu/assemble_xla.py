@@ -74,7 +74,9 @@ def main(argv=None) -> int:
                 kernels[f"run{i}:{name}"] = json.load(f)
     with gzip.open(stem("xla_kernels", "json.gz"), "wt") as f:
         json.dump(kernels, f)
-    meta = {"command": open(a.command_file).read().strip(), "gpu": a.gpu, "date": a.date,
+    with open(a.command_file) as f:
+        command = f.read().strip()
+    meta = {"command": command, "gpu": a.gpu, "date": a.date,
             "rows": {"xla_ops": n_ops, "jax_models": n_models}}
     for i, run in enumerate((a.run1, a.run2), 1):
         with open(os.path.join(run, "machine.txt")) as f:

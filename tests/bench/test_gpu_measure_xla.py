@@ -58,8 +58,8 @@ def test_committed_h200_rows_cover_every_case_with_both_runs():
 
 def test_xla_ops_check_scores_rows_and_summarises_by_family():
     import xla_ops_check
-    rows = [{"key": "add|f32|256", "family": "add", "kernel_sum_us": "1.0", "n_kernels": "1"},
-            {"key": "sum|f32|1024", "family": "sum", "kernel_sum_us": "", "n_kernels": "1"}]
+    rows = [{"key": "add|f32|256", "family": "add", "dtype": "f32", "kernel_sum_us": "1.0", "n_kernels": "1"},
+            {"key": "sum|f32|1024", "family": "sum", "dtype": "f32", "kernel_sum_us": "", "n_kernels": "1"}]
     scored = xla_ops_check.predict_rows(rows, "h200", "kernel_sum_us")
     assert [s["key"] for s in scored] == ["add|f32|256"]      # a row without a time is skipped
     assert scored[0]["n_predicted"] == 1 and scored[0]["predicted_us"] > 0
