@@ -245,7 +245,7 @@ def feats_of(df) -> dict:
     return {"op_class": df.op_class.map(CLASS_CODE).to_numpy(), "mac_flops": df.mac.to_numpy(),
             "vec_flops": df.vec.to_numpy(), "trans_flops": df.trans.to_numpy(), "bytes": df.bytes.to_numpy(),
             "m": df.m.to_numpy(), "n": df.n.to_numpy(), "k": df.k.to_numpy(), "batch": df.batch.to_numpy(),
-            "elem_bytes": np.full(len(df), float(B))}
+            "elem_bytes": df.elem_bytes.to_numpy() if "elem_bytes" in df else np.full(len(df), float(B))}
 
 
 def predict(df, hw, arrays) -> np.ndarray:

@@ -62,14 +62,17 @@ LEGACY_DESCRIPTION = (
 # sets other scripts own in these files: the softmax sets (bench/ampere_softmax.py) and the FMA-unit
 # GEMM and convolution sets (bench/family_simt.py, which also appends a note to the description: ``KEPT_NOTES``)
 _SIMT = ("gemm_simt", "bgemm_simt", "conv3_simt", "conv_simt")
+# XLA's own kernel sets (bench/xla_sets.py)
+_XLA = ("xla_loop", "xla_act", "xla_reduce", "xla_softmax", "xla_softmax_block", "xla_gemm", "xla_bgemm")
 # and the Hopper row-kernel sets with the file's ``row_kernels``, where bench/hopper_rows.py --write put them
 KEPT_SETS = {"nvidia-ampere": ("softmax", "softmax_block") + _SIMT,
              "nvidia-ampere-ga10x": ("softmax", "softmax_block") + _SIMT,
              "nvidia-hopper": ("conv3_simt", "conv_simt",   # bench/hopper_conv_simt.py
                                "bgemm",                     # bench/hopper_bgemm.py
-                               "norm_row", "softmax_row", "softmax_block_row"),
-             # Hopper's warm start and softmax row sets, inherited (bench/hopper_bgemm.py, bench/hopper_rows.py)
-             "nvidia-blackwell": ("bgemm", "softmax_row", "softmax_block_row")}
+                               "norm_row", "softmax_row", "softmax_block_row") + _XLA,
+             # Hopper's warm start, softmax row and XLA sets, inherited (bench/hopper_bgemm.py,
+             # bench/hopper_rows.py, bench/xla_sets.py)
+             "nvidia-blackwell": ("bgemm", "softmax_row", "softmax_block_row") + _XLA}
 KEPT_NOTES = (" FMA-unit GEMM sets (", " FMA-unit sets of nvidia-ampere, inherited (",
               " gemm_simt, bgemm_simt: nvidia-ampere's, inherited (",
               " FMA-unit convolution sets fitted on this repository's H200")

@@ -45,7 +45,7 @@ from analyzer.counting.engine import NodeCost
 from analyzer.errors import InputSpecError
 from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import cudnn_conv, eager_plan, engines, fusion, runtimes, xla_cpu_fusion, xla_tpu
-from analyzer.prediction import accelerator_terms, tpu_mxu
+from analyzer.prediction import accelerator_terms, tpu_mxu, xla_gpu_classes
 from analyzer.prediction import l2_state as cache_state
 from analyzer.prediction import pytorch_terms
 from analyzer.prediction import lowering_fixed as lf
@@ -150,7 +150,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     mac_l, vec_l, trans_l, bytes_l, wbytes_l, runs_l, cls_l, view_l, anchor_dtype = \
         zip(*rows) if rows else ((),) * 9
     names = [nodes[m[0]].name for m in plan.members]
-    cls_l = engines.simt_classes(cls_l, anchor_dtype, nodes, plan, runtime.name, profiles)
+    cls_l = _moved_classes(cls_l, anchor_dtype, (nodes, plan, fnodes), runtime, profiles)
     feats, view = _features(mac_l, vec_l, trans_l, bytes_l, cls_l, view_l, anchor_dtype, K)
     cls_l = pytorch_terms.kernel_feats(feats, runtime.name, cls_l, (plan, nodes, fnodes), profiles)
     wbytes, runs = np.array(wbytes_l, dtype=np.float64), np.array(runs_l, dtype=np.float64)
@@ -213,6 +213,15 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
                    notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **lf.resident_fields(*cal[1:]),
                    placed=tuple(placed), **_qnn_fields(onchip, wbytes))
+
+
+def _moved_classes(cls_l, anchor_dtype, graph, runtime, profiles) -> tuple:
+    """The kernels' classes moved by the engine and compiler they run under: PyTorch's fp32 matrix
+    kernels on FMA units (``engines.simt_classes``), XLA's own GPU kernels (``xla_gpu_classes``);
+    ``graph``: (nodes, plan, fusion nodes)."""
+    nodes, plan, fnodes = graph
+    cls_l = engines.simt_classes(cls_l, anchor_dtype, nodes, plan, runtime.name, profiles)
+    return xla_gpu_classes.xla_classes(cls_l, runtime.fusion, fold_transposes(profiles), plan.members, fnodes)
 
 
 def _qnn_fields(onchip, wbytes) -> dict:

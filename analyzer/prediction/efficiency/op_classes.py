@@ -31,10 +31,15 @@ OP_CLASSES = ("gemm", "bgemm", "conv", "attention", "elementwise", "activation",
               # (``node_shapes.node_op_class``), not the warp-per-row one of shorter rows
               "softmax_block",
               # PyTorch's row kernels where the row term is on (``ROW_CLASS``, ``row_kernels.row_class``)
-              "norm_row", "softmax_row", "softmax_block_row")
+              "norm_row", "softmax_row", "softmax_block_row",
+              # XLA's own GPU kernels under the ``xla`` runtime (``XLA_CLASS``, ``xla_gpu_classes``):
+              # loop fusions (elementwise, activations), reduction fusions (reductions and norms),
+              # Triton softmax fusions, dots (Triton GEMM fusions or cuBLAS) and batched dots
+              "xla_loop", "xla_act", "xla_reduce", "xla_softmax", "xla_softmax_block", "xla_gemm", "xla_bgemm")
 CLASS_CODE = {c: i for i, c in enumerate(OP_CLASSES)}
 MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1", "conv1d", "conv_grouped",
-                  "conv_batch_grouped", "gemm_tn", "gemm_simt", "bgemm_simt", "conv_simt", "conv3_simt")
+                  "conv_batch_grouped", "gemm_tn", "gemm_simt", "bgemm_simt", "conv_simt", "conv3_simt",
+                  "xla_gemm", "xla_bgemm")
 
 # A class a constants set (family file, generic.json, a calibration's tables) lacks takes the
 # constants of its fallback class, looked up in the same set first (so a GPU family file keeps
@@ -92,13 +97,29 @@ CLASS_FALLBACK = {"quantize": "elementwise", "gemm_tn": "gemm", "conv_dw": "conv
                   # a set without the long-row softmax kernel predicts it as its softmax
                   "softmax_block": "softmax",
                   # a set without a row class (today every one) predicts the kernel as its class
-                  "norm_row": "norm", "softmax_row": "softmax", "softmax_block_row": "softmax_block"}
+                  "norm_row": "norm", "softmax_row": "softmax", "softmax_block_row": "softmax_block",
+                  # a family without XLA's own kernel sets predicts XLA's kernels with the classes
+                  # they had before these existed (on every GPU family file, each XLA class's
+                  # sources resolve to the same set through this fallback: movement, other and
+                  # view to elementwise, pooling and norm to reduce's norm, gemm_tn to gemm)
+                  "xla_loop": "elementwise", "xla_act": "activation", "xla_reduce": "reduce",
+                  "xla_softmax": "softmax", "xla_softmax_block": "softmax_block", "xla_gemm": "gemm",
+                  "xla_bgemm": "bgemm"}
 # PyTorch's LayerNorm / RMS norm and softmax kernels (``row_kernels``: one block or warp walks a row)
 # take the row class of their class where a profile of the lowering has their kind's row term: a
 # family's set fitted with that term (its own floor, ``floor_own``) then reaches those kernels only,
 # never the class's other ops (BatchNormalization, GroupNormalization, SoftmaxCrossEntropyLoss ...)
 # nor the classes that fall back to it (reduce, pooling -> norm)
 ROW_CLASS = {"norm": "norm_row", "softmax": "softmax_row", "softmax_block": "softmax_block_row"}
+# XLA's GPU kernels (``xla_gpu_classes``): under the ``xla`` runtime on GPU profiles, a kernel of
+# these classes is one of XLA's own (a loop fusion, a reduction or row fusion, a Triton or cuBLAS
+# dot), timed by its family's XLA sets where it has them (fitted on XLA's single-op kernels,
+# bench/xla_sets.py), else by the class it falls back to (``CLASS_FALLBACK``).  Convolutions
+# (cuDNN), gathers and attention keep their classes.
+XLA_CLASS = {"elementwise": "xla_loop", "movement": "xla_loop", "other": "xla_loop", "view": "xla_loop",
+             "activation": "xla_act", "swish": "xla_act", "reduce": "xla_reduce", "pooling": "xla_reduce",
+             "norm": "xla_reduce", "softmax": "xla_softmax", "softmax_block": "xla_softmax_block",
+             "gemm": "xla_gemm", "gemm_tn": "xla_gemm", "bgemm": "xla_bgemm"}
 # the longest softmax row (elements) the warp-per-row kernel takes: PyTorch's CUDA softmax
 # (aten/src/ATen/native/cuda/SoftMax.cu: dim_size <= 1024 and dim_size * sizeof(scalar) <= 4096,
 # so 1024 for fp32/fp16/bf16, 512 for fp64: not distinguished here) keeps a row in one warp's

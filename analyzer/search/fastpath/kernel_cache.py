@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzer.prediction import dot_merge, engines, fusion_bytes, fusion_legality, fusion_xla, xla_gpu_joins
+from analyzer.prediction import dot_merge, engines, fusion_bytes, fusion_legality, fusion_xla, xla_gpu_classes, xla_gpu_joins
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction import kernels, lowering, pytorch_terms, row_kernels, small_index, softmax_passes, transpose_fold
 from analyzer.search.fastpath import xla_gpu
@@ -100,6 +100,7 @@ class _Group:
         self.profile = None            # (mem_bw, units, l2_bytes, consts, run_overhead)
         self.simt = False              # fp32 matrix kernels take the FMA-unit classes
         self.fold = False              # ``xla`` plans XLA's GPU transpose folding (``transpose_fold.xla_folded``)
+        self.xla = False               # ``xla`` on GPUs: XLA's own kernel classes (``xla_gpu_classes``)
 
     def put(self, at: int, row, pcol: int, reread=(0.0, 0.0, 0.0, 0.0)) -> None:
         if at >= len(self.runs):
@@ -149,6 +150,7 @@ class KernelRows:
         for g in self.groups:
             g.simt = bool(profiles) and engines.simt_applies(g.runtime, [profiles[i] for i in g.idx])
             g.fold = bool(profiles) and lowering.fold_transposes([profiles[i] for i in g.idx])
+            g.xla = xla_gpu_classes.applies(g.policy, g.fold)
             g.rows = pytorch_terms.row_kinds_on([profiles[i] for i in g.idx if profiles], g.runtime)
         self.usable = all(g.policy in _POLICIES for g in self.groups)
         self.precision = precision
@@ -365,11 +367,14 @@ class KernelRows:
 
 def _simt(g: _Group, row: tuple, infos: list) -> tuple:
     """``row`` with its class moved as ``lowering`` moves it in ``g``: ``engines.simt_classes`` (the Winograd shape
-    from the heaviest member's learned flag, ``infos``: its members' node data), then ``row_kernels.row_class``."""
+    from the heaviest member's learned flag, ``infos``: its members' node data), ``xla_gpu_classes.xla_classes``
+    (member part 7: each member's op class), then ``row_kernels.row_class``."""
     code = row[6]
     if g.simt:
         anchor = max(infos, key=lambda d: d[2][0])   # (member part 0: MAC FLOPs)
         code = engines.simt_code(code, row[8], lambda: anchor[5])
+    if g.xla:
+        code = xla_gpu_classes.xla_code(code, [d[2][7] for d in infos])
     if g.rows:
         code = row_kernels.row_class(code, row_kernels.kernel_row([d[13] for d in infos])[0], g.rows)
     return row if code == row[6] else row[:6] + (code,) + row[7:]
