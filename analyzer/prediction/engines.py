@@ -12,6 +12,8 @@
   constants of the engine they run on (``engine_sets``), at the share of the FMA peak the SM's FP32
   datapaths let a matrix product issue (``datapath_factor``); a power-capped card's peaks at its
   sustained clock (``clock_share``), its matrix kernels' first busy seconds at boost (``boost_terms``).
+- **XLA's fp32 default** on an NVIDIA GPU under the ``xla`` runtime: f32 dots and convolutions in TF32 on
+  the tensor cores unless they ask for HIGHEST (``xla_precision.gpu_peaks``, through ``precision_notes``).
 - **what a prediction says** about them (``precision_notes``, ``lacks_dtype``).
 
 Used by ``lowering`` (per profile) and the search's kernel cache (the same per-kernel rules).
@@ -23,7 +25,7 @@ import numpy as np
 
 from analyzer.errors import HardwareError
 from analyzer.prediction import node_shapes
-from analyzer.prediction import xla_tpu
+from analyzer.prediction import xla_precision, xla_tpu
 from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction.efficiency.op_classes import CHANNELS_FIRST_CONV_OPS
 
@@ -229,17 +231,21 @@ def lacks_dtype(prof, dtypes) -> list[str]:
 
 
 def precision_notes(prof, runtime_name, precision, mpeak_row, warn: set, note: list, cls, dtypes, mac, vec,
-                    trans) -> None:
+                    trans, lowered=None) -> None:
     """What the precision rules add to one profile's lowering: a warning per dtype the device
-    lists no throughput for (``lacks_dtype``; not one the peaks' fallback already warned of) and
+    lists no throughput for (``lacks_dtype``; not one the peaks' fallback already warned of),
     PyTorch's TF32 defaults (``tf32_convs``: the fp32 convolutions' peaks in ``mpeak_row``, in
-    place, and the note); a power-capped card's sustained clock (``clock_share``) and an SM's FP32
-    datapath factor (``datapath_factor``, where an fp32 product runs on the FMA units) as notes."""
+    place, and the note) and XLA's (``xla_precision.gpu_peaks``, with ``lowered`` = (nodes, fusion
+    plan, kernel features): the fp32 dots' and convolutions' peaks, in place, and the note); a
+    power-capped card's sustained clock (``clock_share``) and an SM's FP32 datapath factor
+    (``datapath_factor``, where an fp32 product still runs on the FMA units) as notes."""
     warn.update(w for w in lacks_dtype(prof, [d for d, m, v, t in zip(dtypes, mac, vec, trans) if m or v or t])
                 if not any(f"no {w.split(' lists no ')[1].split(' ')[0]} " in x for x in warn))
     said = tf32_convs(prof, runtime_name, precision, mpeak_row, cls, dtypes, mac)
     if said:
         note.append(said)
+    moved = xla_precision.gpu_peaks(prof, runtime_name, precision, mpeak_row, clock_share(prof), (cls, dtypes, mac),
+                                    lowered, note, warn) if lowered is not None else frozenset()
     if "w8a16" in dtypes:
         note.append(w8a16_note(prof))
     if clock_share(prof) < 1.0 and (any(mac) or any(vec)):
@@ -247,7 +253,7 @@ def precision_notes(prof, runtime_name, precision, mpeak_row, warn: set, note: l
                     f"{prof.sustained_clock_ghz:g} of {prof.clock_ghz:g} GHz (a fitted figure: its profile's "
                     f"sources say where from)" + boost_note(prof))
     g = datapath_factor(prof)
-    if g < 1.0 and any(m and fma_dtype(prof, d) for d, m in zip(dtypes, mac)):
+    if g < 1.0 and any(m and fma_dtype(prof, d) and k not in moved for k, (d, m) in enumerate(zip(dtypes, mac))):
         note.append(f"{prof.id}'s matrix products on the FMA units reach {g:g} of its listed fp32 vector peak "
                     f"relative to the V100/P100/A100 SMs the FMA-unit constants were fitted on "
                     f"(fp32_datapath_factor, a fitted figure: its profile's sources name its SM design and the "

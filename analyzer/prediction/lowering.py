@@ -178,7 +178,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
         mpeak[p], vpeak[p] = engines.kernel_peaks(prof, own.setdefault("peaks", {}), warn, anchor_dtype,
                                            mac_l, vec_l, trans_l)
         engines.precision_notes(prof, runtime.name, precision, mpeak[p], warn, note, cls_l, anchor_dtype, mac_l,
-                        vec_l, trans_l)
+                                vec_l, trans_l, (nodes, plan, feats))   # (PyTorch's and XLA's TF32 defaults)
         tpu_mxu.precision_passes(prof, mpeak[p], anchor_dtype, (nodes, plan), warn)   # (HIGH / HIGHEST on a TPU)
         _set_consts(consts, p, arrays)
         pytorch_terms.profile_scalars(consts, p, prof, cache_state.applies(prof, l2_state))

@@ -29,8 +29,8 @@ the v2-v5p MXU), and the returned phrase says so.
 
 from __future__ import annotations
 
-from analyzer.counting import kernel_words
 from analyzer.prediction import engines
+from analyzer.prediction.xla_precision import kernel_precisions
 from analyzer.prediction.efficiency import kernel_time as eff
 
 SUBLANES = 8.0   # rows of the left operand the MXU takes per step (a vector register's sublanes)
@@ -67,23 +67,10 @@ PASSES = {"HIGH": 3, "HIGHEST": 6, "BF16_BF16_F32": 1, "BF16_BF16_F32_X3": 3, "B
           "BF16_BF16_F32_X9": 9, "F32_F32_F32": 6}
 
 
-def kernel_precisions(nodes, plan) -> tuple:
-    """Per kernel of ``plan``, the precision its heaviest matrix node asks for (``NAME`` of its
-    rule's ``precision=NAME`` word) or None; () where no node asks for one."""
-    if not any(kernel_words.value(n.kernel, "precision") is not None for n in nodes):
-        return ()
-    out = []
-    for ms in plan.members:
-        n = nodes[max(ms, key=lambda i: nodes[i].cost.mac_flops)]
-        name = kernel_words.value(n.kernel, "precision")
-        out.append(name if name and n.cost.mac_flops else None)
-    return tuple(out)
-
-
 def precision_passes(prof, mpeak_row, dtypes, lowered: tuple, warn: set[str]) -> None:
     """Divide the matrix peak of each fp32 kernel a TPU runs on its MXU (``engines.mxu_bf16``) by
     the bf16 passes its precision asks for (``PASSES``; ``lowered`` = (nodes, fusion plan): the
-    kernels' ``kernel_precisions``), in place, and say so in ``warn``.  The extra vector work splitting each fp32 operand into bf16
+    kernels' ``xla_precision.kernel_precisions``), in place, and say so in ``warn``.  The extra vector work splitting each fp32 operand into bf16
     parts is not counted; a bf16 (or narrower) product is unchanged (one pass whatever its
     precision); a name without a pass count keeps one pass, with a warning."""
     names = kernel_precisions(*lowered) if prof.kind == "tpu" else ()

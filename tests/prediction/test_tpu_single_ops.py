@@ -113,12 +113,14 @@ def test_default_matmul_precision_context_is_priced_too():
 
 def test_precision_leaves_bf16_dots_and_gpus_alone():
     """Precision "only has an effect on float32 computations": a bf16 dot at HIGHEST is the default
-    one; an NVIDIA GPU's fp32 dot is not a TPU's passes."""
+    one; an NVIDIA GPU's fp32 dot is not a TPU's passes: HIGHEST runs it in fp32 on the FMA units,
+    the default in TF32 on the tensor cores (``xla_precision``; tests/prediction/test_xla_tf32.py)."""
     for pid in ("tpu-v5e", "tpu-v6e", "tpu7x"):
         (hi,), (lo,) = (predict(_f32_matmul(p, jnp.bfloat16), [pid]) for p in ("highest", None))
         assert hi.latency_s == lo.latency_s, pid
     (gpu_hi,), (gpu_lo,) = (predict(_f32_matmul(p), ["a100"]) for p in ("highest", None))
-    assert gpu_hi.latency_s == gpu_lo.latency_s
+    (gpu_fp32,) = predict(_f32_matmul(None), ["a100"], precision="fp32")
+    assert gpu_hi.latency_s == gpu_fp32.latency_s > gpu_lo.latency_s
 
 
 def test_f32_conv_at_highest_precision_takes_six_passes():

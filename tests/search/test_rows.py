@@ -207,6 +207,7 @@ def test_a_calibrated_profile_never_takes_the_rows(tmp_path):
     (["a100", "h100", "tpu-v5e"], None, "bf16", True),     # two GPUs share one runtime group
     (["a100", "mi300x"], "kernel", None, True),             # the GPU default runtime
     (["a100", "tpu-v5e"], "xla", "fp16", False),            # compute + memory, not their max
+    (["h200", "t4"], "xla", None, True),                    # XLA's TF32 default (h200) beside fp32 (t4)
 ])
 def test_rows_equal_analyze_under_options(hw, runtime, precision, overlap):
     cm = analyzer.CostModel(hw, runtime=runtime, precision=precision, overlap=overlap)

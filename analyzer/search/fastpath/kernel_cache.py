@@ -80,8 +80,10 @@ def _reread(g, row, infos) -> tuple[float, ...]:
 
 
 def _pkey(row) -> tuple:
-    """What a kernel's per-profile entries depend on (``lowering.lower``): dtype, matrix work, vector work, class."""
-    return row[8], bool(row[0]), bool(row[1] or row[2]), row[6]
+    """What a kernel's per-profile entries depend on (``lowering.lower``): dtype, matrix work, vector work, class,
+    and whether its GEMM view has m = 1 or n = 1 (an XLA GPU dot of that form stays off the tensor cores:
+    ``xla_precision.gpu_peaks``; an ONNX candidate's nodes ask for no precision, the other thing it reads)."""
+    return row[8], bool(row[0]), bool(row[1] or row[2]), row[6], row[7][0] == 1.0 or row[7][1] == 1.0
 
 
 class _Group:
