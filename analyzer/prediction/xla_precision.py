@@ -39,10 +39,12 @@ from analyzer.counting import kernel_words
 from analyzer.prediction.efficiency import kernel_time as eff
 
 # the classes of an XLA dot's or convolution's kernel that cuBLAS / cuDNN / Triton run as a GEMM
+# (a dot on a GPU profile is in XLA's own classes, ``xla_gpu_classes``)
 MATRIX_CLASSES = frozenset(eff.CLASS_CODE[c] for c in ("gemm", "gemm_tn", "bgemm", "conv", "conv_1x1", "conv1d",
-                                                        "conv_grouped", "conv_batch_grouped"))
+                                                        "conv_grouped", "conv_batch_grouped", "xla_gemm",
+                                                        "xla_bgemm"))
 # the dot classes whose m = 1 or n = 1 form XLA runs as a reduction fusion (``kernel_rows._gemv``)
-DOT_CLASSES = frozenset(eff.CLASS_CODE[c] for c in ("gemm", "gemm_tn", "bgemm"))
+DOT_CLASSES = frozenset(eff.CLASS_CODE[c] for c in ("gemm", "gemm_tn", "bgemm", "xla_gemm", "xla_bgemm"))
 # requested precision -> (the dtype whose matrix peak it runs at, passes); None: no word (DEFAULT)
 GPU_PASSES = {None: ("tf32", 1), "HIGH": ("tf32", 1), "TF32_TF32_F32": ("tf32", 1),
               "TF32_TF32_F32_X3": ("tf32", 3), "BF16_BF16_F32": ("bf16", 1), "BF16_BF16_F32_X3": ("bf16", 3),
