@@ -75,7 +75,8 @@ class Work(NamedTuple):
     # class; counts never depend on it): "grouped" / "batch_grouped" for a JAX convolution with
     # feature_group_count / batch_group_count above 1 (its dimension numbers hide them);
     # "perm=0,2,1,3" for a Transpose (its permutation: which strides an eager view has);
-    # " relayout=0,1" after a JAX convolution's word: its operands not in a channels-last order;
+    # " dn=0,3,1,2,..." after a JAX convolution's word: its dimension numbers where they are not
+    # NCHW / OIHW / NCHW; " relayout=0,1" after it: its operands not in a channels-last order;
     # " gemv=0" after a JAX dot's: its matrix-vector operand; "tree=B1,..." for a JAX reduction:
     # the bytes of each round of partial results XLA's CPU backend's tree reduction writes;
     # "row=C" for a softmax over an innermost row of C; "reduction=mean" for a loss.  Words are

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
 from analyzer.prediction import dot_merge, fusion_bytes, fusion_legality, fusion_patterns, fusion_xla, xla_gpu_loops
+from analyzer.prediction import scan_launches, xla_conv_layout
 from analyzer.prediction.accelerators import qnn
 from analyzer.prediction.transpose_fold import xla_folded
 
@@ -81,6 +82,7 @@ class FusionNode(NamedTuple):
     dot_form: str | None = None   # ``dot_merge.dot_form``: what a dot shares with those it merges with
     gemv: bool = False            # a dot with an operand of no free dimension > 1 (``xla_gpu_joins``)
     reduce_form: str = ""         # ``xla_gpu_reduce.reduce_form``: a reduction's form on a GPU
+    conv_layout: tuple = ()       # ``xla_conv_layout.node_layout``: a convolution's layout transposes
 
 
 @dataclass(frozen=True)
@@ -139,12 +141,13 @@ _Sets = fusion_legality.Sets   # (union-find over node indices)
 
 
 def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str] = frozenset(),
-         record: FusionRecord | None = None, fold_transposes: bool = False) -> FusionPlan:
+         record: FusionRecord | None = None, fold_transposes: bool = False, conv_gen: str = "") -> FusionPlan:
     """The kernels ``nodes`` run as under ``policy`` (one of ``POLICIES``), or as ``record``
     says when one is given.  ``fold_transposes``: under ``xla``, plan XLA's GPU transpose
     folding (``transpose_fold.xla_folded``), dot merging (``dot_merge``) and fusions into matrix
-    kernels (``xla_gpu_joins``) and the launches of a scan's loop control (``xla_gpu_loops``; the
-    lowering sets it for GPU profiles only)."""
+    kernels (``xla_gpu_joins``), the launches of a scan's loop control (``xla_gpu_loops``) and
+    the layout transposes around convolutions for GPU generation ``conv_gen``
+    (``xla_conv_layout``; the lowering sets both for GPU profiles only)."""
     if record is not None:
         return _from_record(nodes, record, graph_outputs)
     if policy not in POLICIES:
@@ -189,8 +192,10 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
     sets = fusion_legality.legal_groups(preds, launch, joins_of)
     p = _collect(nodes, sets, producer, consumers, graph_outputs, policy, launch)
     if policy == "xla" and fold_transposes:
-        p = xla_gpu_loops.with_launches(p, nodes, consumers,
-                                        [fusion_xla.fusible(nd) and i not in folded for i, nd in enumerate(nodes)])
+        fuses = [fusion_xla.fusible(nd) and i not in folded for i, nd in enumerate(nodes)]
+        p = xla_gpu_loops.with_launches(p, nodes, consumers, fuses)
+        p = scan_launches.add_launches(p, xla_conv_layout.launches(nodes, p, producer, consumers, graph_outputs,
+                                                                   fuses, conv_gen))
     apart = tuple(r for r in dict.fromkeys(refusals) if p.kernel_of[r[0]] != p.kernel_of[r[1]])
     if apart:
         p = dataclasses.replace(p, apart=apart)

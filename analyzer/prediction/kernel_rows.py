@@ -16,7 +16,7 @@ import numpy as np
 from analyzer.counting.engine import FOLDED, NodeCost
 from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES, PRECISION_BITS, WEIGHT_BITS
 from analyzer.prediction.efficiency import kernel_time as eff
-from analyzer.prediction import dot_merge, fusion, xla_gpu_reduce
+from analyzer.prediction import dot_merge, fusion, xla_conv_layout, xla_gpu_reduce
 from analyzer.prediction.node_shapes import gemm_view, kernel_class, node_op_class, node_view
 
 ROWS_CAP = 200_000   # memoised kernel rows kept at most (cleared when full: fused sets vary)
@@ -122,11 +122,11 @@ def fusion_nodes(nodes: list[NodeCost], precision: str | None, memo: dict | None
                                _launches(n), frozenset(n.constant_inputs),
                                node_bytes(n, precision) if keys is not None else None, _matrix2d(n),
                                dot_merge.dot_form(n.op, n.domain, n.in_specs, n.out_specs, n.cost.mac_flops, n.kernel),
-                               _gemv(n), _reduce_form(n))
+                               _gemv(n), _reduce_form(n), xla_conv_layout.node_layout(n, precision))
         out.append(FN(n.op, n.domain, hit[0], n.level, n.in_names, n.out_names, hit[1], hit[2],
                       _launches(n) if keys is None else hit[3],
                       frozenset(n.constant_inputs) if keys is None else hit[4], n.name, n.loop_io, n.kernel,
-                      hit[6], hit[7], hit[8], hit[9]))
+                      hit[6], hit[7], hit[8], hit[9], hit[10]))
         nbytes.append(node_bytes(n, precision) if keys is None else hit[5])
     return out, nbytes
 

@@ -45,7 +45,7 @@ from analyzer.counting.engine import NodeCost
 from analyzer.errors import InputSpecError
 from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import cudnn_conv, eager_plan, engines, fusion, runtimes, xla_cpu_fusion, xla_tpu
-from analyzer.prediction import accelerator_terms, tpu_mxu, xla_gpu_classes
+from analyzer.prediction import accelerator_terms, tpu_mxu, xla_conv_layout, xla_gpu_classes
 from analyzer.prediction import l2_state as cache_state
 from analyzer.prediction import pytorch_terms
 from analyzer.prediction import lowering_fixed as lf
@@ -290,7 +290,9 @@ def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, profiles=(),
                                winograd=cudnn_conv.winograd_helpers(profiles))
     if runtime.fusion == xla_cpu_fusion.POLICY and fused is None:
         return xla_cpu_fusion.plan(fnodes, graph_outputs)
-    return fusion.plan(fnodes, runtime.fusion, graph_outputs, fused, fold_transposes(profiles))
+    fold = fold_transposes(profiles)
+    return fusion.plan(fnodes, runtime.fusion, graph_outputs, fused, fold,
+                       xla_conv_layout.generation(profiles) if fold else "")
 
 
 def _fusion_nodes(nodes, precision, memo, keys):

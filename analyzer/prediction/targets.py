@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from analyzer.prediction import xla_conv_layout
 from analyzer.prediction.runtimes import Runtime, choose
 
 
@@ -80,11 +81,12 @@ def groups(targets: Sequence[Target]) -> list[tuple[Runtime, list[int]]]:
     under ``xla`` GPUs apart from other kinds, whose plans keep their transposes and dots: a
     GPU's plan folds the one and merges the other, ``lowering.fold_transposes``, whatever else
     is predicted beside it)."""
-    order: dict[tuple[str, str, bool], list[int]] = {}
-    by_name: dict[tuple[str, str, bool], Runtime] = {}
+    order: dict[tuple[str, str, bool | str], list[int]] = {}
+    by_name: dict[tuple[str, str, bool | str], Runtime] = {}
     for i, t in enumerate(targets):
         gpu_xla = t.runtime.fusion == "xla" and getattr(t.profile, "kind", "") == "gpu"
-        key = (t.runtime.name, t.runtime.fusion, gpu_xla)
+        # (and GPUs by the layout XLA gives their convolutions: ``xla_conv_layout.generation``)
+        key = (t.runtime.name, t.runtime.fusion, gpu_xla and xla_conv_layout.generation([t.profile]))
         order.setdefault(key, []).append(i)
         by_name[key] = t.runtime
     return [(by_name[key], idx) for key, idx in order.items()]

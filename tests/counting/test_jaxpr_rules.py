@@ -309,13 +309,15 @@ def test_dot_names_the_precision_it_asks_for(precision, word):
 
 
 def test_conv_names_its_output_feature_dim_and_depthwise():
-    """NHWC: ``out_feature=3``; one input feature per group: ``depthwise``; NCHW: neither (its
+    """NHWC: ``out_feature=3``; one input feature per group: ``depthwise``; dimension numbers
+    other than NCHW / OIHW / NCHW: ``dn=`` (XLA GPU's layout transposes); NCHW: none of them (its
     ``relayout=0,1`` is XLA's CPU layout copies, the last word)."""
     x, w = S(2, 8, 8, 6), S(3, 3, 1, 6)
     nhwc = only(analyzer.analyze_jax(lambda a, b: lax.conv_general_dilated(
         a, b, (1, 1), "SAME", feature_group_count=6, dimension_numbers=("NHWC", "HWIO", "NHWC"),
         precision="highest"), x, w), "conv_general_dilated")
-    assert nhwc.kernel == "depthwise out_feature=3 precision=HIGHEST"
+    # dn: NHWC lhs_spec (0, 3, 1, 2), HWIO rhs_spec (3, 2, 0, 1), NHWC out_spec (0, 3, 1, 2)
+    assert nhwc.kernel == "depthwise out_feature=3 precision=HIGHEST dn=0,3,1,2,3,2,0,1,0,3,1,2"
     nchw = only(analyzer.analyze_jax(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "SAME"),
                                      S(2, 6, 8, 8), S(4, 6, 3, 3)), "conv_general_dilated")
     assert nchw.kernel == "relayout=0,1"

@@ -188,8 +188,13 @@ def test_nhwc_1x1_conv_is_a_pointwise_kernel_as_its_nchw_twin(pid, runtime):
     assert gemm_view(nhwc.nodes[0])[:4] == gemm_view(nchw.nodes[0])[:4] == (8 * 32 * 32, 1920, 1920, 1)
     (a,), (b,) = (predict(r, [pid], runtime=runtime) for r in (nhwc, nchw))
     assert a.explain(0).op_class == b.explain(0).op_class == "conv_1x1"
-    assert a.latency_s == pytest.approx(b.latency_s, rel=1e-9)
+    # (under xla on the A100 cuDNN gets bf16 convolutions NHWC: the twins differ by their layout
+    # transposes, ``xla_conv_layout``, HWIO -> OHWI of the one, x and the result of the other;
+    # the convolution's own terms do not)
+    for f in ("compute_s", "memory_s"):
+        assert getattr(a.nodes[0], f) == pytest.approx(getattr(b.nodes[0], f), rel=1e-9)
     if pid == "tpu-v6e":
+        assert a.latency_s == pytest.approx(b.latency_s, rel=1e-9)
         c = load_constants("google-tpu-v5e")
         launch, e = c.arrays["run_fixed_s"], c.arrays["e_compute"][0]
         assert a.latency_s == pytest.approx(launch + 1e-6 + 2 * 8192 * 2048 * 2048 / (e * 918e12), rel=1e-6)
@@ -214,4 +219,4 @@ def test_hwio_3x1_conv_is_not_depthwise():
     rep = analyzer.analyze_jax(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "SAME",
                                                                      dimension_numbers=("NHWC", "HWIO", "NHWC")), x, w)
     (p,) = predict(rep, ["tpu-v6e"])
-    assert p.explain(0).op_class == "conv" and rep.nodes[0].kernel == "out_feature=3"
+    assert p.explain(0).op_class == "conv" and rep.nodes[0].kernel == "out_feature=3 dn=0,3,1,2,3,2,0,1,0,3,1,2"

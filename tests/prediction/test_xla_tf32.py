@@ -37,7 +37,7 @@ def test_a_jitted_f32_dot_runs_at_the_tf32_peak_on_an_h200():
     prof = hardware_db.get("h200")
     tf32 = prof.peak_flops("matrix", "tf32") * engines.clock_share(prof)
     assert tf32 == pytest.approx(494.7e12)      # the profile's TF32 tensor-core figure (dense)
-    assert t.matrix_peak == pytest.approx(tf32) and t.op_class == "gemm"
+    assert t.matrix_peak == pytest.approx(tf32) and t.op_class == "xla_gemm"
     # closed form: 2 M N K FLOPs over the TF32 peak x the gemm class's efficiency (the tiles' factors)
     assert t.mac_flops == 2 * N ** 3
     assert t.matrix_s == pytest.approx(2 * N ** 3 * t.pad * t.wave * t.algo * t.narrow * t.clock
@@ -49,7 +49,7 @@ def test_a_jitted_f32_dot_runs_at_the_tf32_peak_on_an_h200():
 
 def test_highest_and_precision_fp32_stay_on_the_fma_units():
     highest, p = _dot(lambda a, b: jnp.dot(a, b, precision=lax.Precision.HIGHEST))
-    assert highest.matrix_peak == pytest.approx(_fma("h200")) and highest.op_class == "gemm"
+    assert highest.matrix_peak == pytest.approx(_fma("h200")) and highest.op_class == "xla_gemm"
     assert any("asking for jax.lax.Precision.HIGHEST run on the FMA units" in n for n in p.notes)
     assert not any("run in TF32 on the tensor cores (" in n for n in p.notes)
     fp32, q = _dot(precision="fp32")

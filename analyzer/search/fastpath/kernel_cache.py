@@ -23,7 +23,7 @@ import numpy as np
 
 from analyzer.prediction import dot_merge, engines, fusion_bytes, fusion_legality, fusion_xla, xla_gpu_classes, xla_gpu_joins
 from analyzer.prediction import kernel_rows as kr
-from analyzer.prediction import kernels, lowering, pytorch_terms, row_kernels, small_index, softmax_passes, transpose_fold
+from analyzer.prediction import kernels, pytorch_terms, row_kernels, small_index, softmax_passes, transpose_fold
 from analyzer.search.fastpath import xla_gpu
 
 FEATS = kernels.FEATS
@@ -101,7 +101,7 @@ class _Group:
         self.parrays = None
         self.profile = None            # (mem_bw, units, l2_bytes, consts, run_overhead)
         self.simt = False              # fp32 matrix kernels take the FMA-unit classes
-        self.fold = False              # ``xla`` plans XLA's GPU transpose folding (``transpose_fold.xla_folded``)
+        self.fold = ""                 # ``xla`` plans XLA's GPU rules: the GPUs' ``xla_conv_layout.generation``
         self.xla = False               # ``xla`` on GPUs: XLA's own kernel classes (``xla_gpu_classes``)
 
     def put(self, at: int, row, pcol: int, reread=(0.0, 0.0, 0.0, 0.0)) -> None:
@@ -151,8 +151,8 @@ class KernelRows:
         # a group's FMA-unit classes (``engines.simt_classes``), row kinds on (``pytorch_terms.row_kinds_on``), folding
         for g in self.groups:
             g.simt = bool(profiles) and engines.simt_applies(g.runtime, [profiles[i] for i in g.idx])
-            g.fold = bool(profiles) and lowering.fold_transposes([profiles[i] for i in g.idx])
-            g.xla = xla_gpu_classes.applies(g.policy, g.fold)
+            g.fold = xla_gpu.fold_of([profiles[i] for i in g.idx] if profiles else [])
+            g.xla = xla_gpu_classes.applies(g.policy, bool(g.fold))
             g.rows = pytorch_terms.row_kinds_on([profiles[i] for i in g.idx if profiles], g.runtime)
         self.usable = all(g.policy in _POLICIES for g in self.groups)
         self.precision = precision
@@ -160,7 +160,7 @@ class KernelRows:
         # Winograd shape, a view that launches nothing, its part in transpose folding: 1 a
         # rank-2 transpose that launches, 2 a rank-2 matrix product, else 0; its
         # ``dot_merge.dot_form``; its ``softmax_passes.node_rereads``; its
-        # ``xla_gpu_joins.node_role``; ...; 13: ``row_kernels.node_row``)
+        # ``xla_gpu_joins.node_role``; ...; 13: ``row_kernels.node_row``; 14: its ``conv_layout``)
         self.nodes: dict[int, tuple] = {}
         self.stats = {"lowered": 0, "harvested": 0, "mismatch": 0}
 
@@ -267,7 +267,7 @@ class KernelRows:
             return None
         out = []
         for g in self.groups:
-            if g.profile is None:
+            if g.profile is None or xla_gpu.conv_layouts(g.fold, data):
                 return None
             ix = None
             if g.policy == "none":   # (one kernel per launching node: its key is the node's)
@@ -327,9 +327,9 @@ class KernelRows:
                                  xla_gpu_joins.node_role(fn.op, fn.op_class, fn.launches, fusion_xla.fusible(fn),
                                                          fn.gemv, fn.inputs, xla_gpu_joins.compiled_constants(fn)),
                                  small_index.node_ids(n), (fn.reduce_form, fn.op_class, len(fn.inputs)),
-                                 row_kernels.node_row(n))
+                                 row_kernels.node_row(n), fn.conv_layout)
         data = self._data(keys)
-        for g, (idx, low) in zip(self.groups, lowered):
+        for g, (idx, low) in ((g, gl) for g, gl in zip(self.groups, lowered) if not xla_gpu.conv_layouts(g.fold, data)):
             members, fused, kops = self._plan(st.nodes, data, g.policy, st.outputs, g.fold)
             saved = [fused.get(j, 0) for j in range(len(members))]
             if idx != g.idx or tuple(members) != low.plan.members:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from analyzer.prediction import dot_merge, fusion, fusion_bytes, xla_gpu_joins, xla_gpu_reduce
+from analyzer.prediction import dot_merge, fusion, fusion_bytes, lowering, xla_conv_layout, xla_gpu_joins, xla_gpu_reduce
 
 
 def folded(nodes, data, outputs):
@@ -119,3 +119,21 @@ def through_views(nodes, data, i: int, at) -> int | None:
         if i is None:
             return None
     return i
+
+
+def fold_of(profiles) -> str:
+    """'' where a group of ``profiles`` does not plan XLA's GPU rules (``lowering.fold_transposes``),
+    else their generation for its convolutions' layouts (``xla_conv_layout.generation``; ``mixed``
+    where they differ)."""
+    return (xla_conv_layout.generation(profiles) or "mixed") if lowering.fold_transposes(profiles) else ""
+
+
+def conv_layouts(fold: str, data) -> bool:
+    """Whether a group that plans XLA's GPU rules for generation ``fold`` (``fold_of``) may add
+    layout transposes around a convolution of the candidate (``data``: its nodes' learned data;
+    ``[14]`` a node's ``FusionNode.conv_layout``): launches with no node of their own
+    (``xla_conv_layout``), charged to the convolution's kernel, which the fast path's rows do
+    not mirror, so such a candidate is lowered in full (``KernelRows.lowered`` refuses it,
+    ``harvest`` learns nothing of that group from it)."""
+    last = xla_conv_layout.channels_last
+    return bool(fold) and any(d[14] and d[14][2 if last(fold, d[14][0], d[14][1]) else 3] for d in data)

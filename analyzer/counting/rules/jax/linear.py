@@ -111,6 +111,7 @@ def conv_general_dilated(ins, outs, ctx, *, dimension_numbers, lhs_dilation=None
     if out_spec[1] != 1:   # the output's feature dim where it is not dim 1 (NHWC: 3; the GEMM view's n)
         kernel = with_word(kernel, f"out_feature={out_spec[1]}")
     kernel = with_word(kernel, precision_word(precision))
+    kernel = with_word(kernel, dims_word(lhs_spec, rhs_spec, out_spec))
     relayout = conv_relayout(lhs_spec, rhs_spec)
     if relayout:   # the operands not in a channels-last layout (the prediction's layout copies; last word)
         kernel = with_word(kernel, f"relayout={relayout}")
@@ -130,6 +131,18 @@ def conv_kind(groups: int, batch_groups: int, in_features: int, pointwise: bool)
     if groups > 1 and in_features == 1:
         return "depthwise"
     return "pointwise" if pointwise else "grouped" if groups > 1 else None
+
+
+def dims_word(lhs_spec, rhs_spec, out_spec) -> str | None:
+    """``dn=L...,R...,O...`` (the three specs' dims in a row, n each for rank n) where a
+    convolution's dimension numbers are not NCHW / OIHW / NCHW (every spec ``0, 1, ..., n-1``:
+    batch or output feature first, then feature, then spatial dims); None for those: the order of
+    an ONNX Conv.  The prediction reads which tensors XLA's GPU compiler transposes for cuDNN
+    (``prediction.xla_conv_layout``); counts never depend on it."""
+    specs = (tuple(lhs_spec), tuple(rhs_spec), tuple(out_spec))
+    if all(s == tuple(range(len(s))) for s in specs):
+        return None
+    return "dn=" + ",".join(str(int(d)) for s in specs for d in s)
 
 
 def conv_relayout(lhs_spec, rhs_spec) -> str:
