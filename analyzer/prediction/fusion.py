@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
 from analyzer.prediction import dot_merge, fusion_bytes, fusion_legality, fusion_patterns, fusion_xla, xla_gpu_loops
+from analyzer.prediction import xla_gpu_rewrites
 from analyzer.prediction.accelerators import qnn
 from analyzer.prediction.transpose_fold import xla_folded
 
@@ -81,6 +82,7 @@ class FusionNode(NamedTuple):
     dot_form: str | None = None   # ``dot_merge.dot_form``: what a dot shares with those it merges with
     gemv: bool = False            # a dot with an operand of no free dimension > 1 (``xla_gpu_joins``)
     reduce_form: str = ""         # ``xla_gpu_reduce.reduce_form``: a reduction's form on a GPU
+    tree: tuple = ()              # ``xla_gpu_rewrites.tree``: bytes each kernel of XLA's GPU tree split writes
 
 
 @dataclass(frozen=True)
@@ -191,6 +193,7 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
     if policy == "xla" and fold_transposes:
         p = xla_gpu_loops.with_launches(p, nodes, consumers,
                                         [fusion_xla.fusible(nd) and i not in folded for i, nd in enumerate(nodes)])
+        p = xla_gpu_rewrites.with_tree_launches(p, nodes)
     apart = tuple(r for r in dict.fromkeys(refusals) if p.kernel_of[r[0]] != p.kernel_of[r[1]])
     if apart:
         p = dataclasses.replace(p, apart=apart)

@@ -45,7 +45,7 @@ from analyzer.counting.engine import NodeCost
 from analyzer.errors import InputSpecError
 from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import cudnn_conv, eager_plan, engines, fusion, runtimes, xla_cpu_fusion, xla_tpu
-from analyzer.prediction import accelerator_terms, tpu_mxu
+from analyzer.prediction import accelerator_terms, tpu_mxu, xla_gpu_rewrites
 from analyzer.prediction import l2_state as cache_state
 from analyzer.prediction import pytorch_terms
 from analyzer.prediction import lowering_fixed as lf
@@ -145,7 +145,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     fnodes, node_bytes = _fusion_nodes(nodes, precision, memo, keys)
     plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, profiles, precision)
     K = plan.kernels
-    rows, weight = kr.kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys)
+    rows, weight = _kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys, fused, profiles)
     # per kernel as lists (numpy item writes cost more); wbytes: weight bytes/launch (cpu.cold)
     mac_l, vec_l, trans_l, bytes_l, wbytes_l, runs_l, cls_l, view_l, anchor_dtype = \
         zip(*rows) if rows else ((),) * 9
@@ -213,6 +213,16 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
                    notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **lf.resident_fields(*cal[1:]),
                    placed=tuple(placed), **_qnn_fields(onchip, wbytes))
+
+
+def _kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys, fused, profiles):
+    """``kernel_rows.kernel_rows``, with XLA's GPU dot strength reduction on the ``xla`` plan of
+    GPU profiles (``xla_gpu_rewrites.strength_rows``: a strength-reduced dot's kernel is a
+    ``reduce`` kernel of vector FLOPs)."""
+    rows, weight = kr.kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys)
+    if plan.policy == "xla" and fused is None and fold_transposes(profiles):
+        rows = xla_gpu_rewrites.strength_rows(rows, plan, fnodes)
+    return rows, weight
 
 
 def _qnn_fields(onchip, wbytes) -> dict:
