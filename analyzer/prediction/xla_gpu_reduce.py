@@ -32,10 +32,22 @@ emitter ('emitter') unless the elemental loop is faster (``IsUnnestedReductionFa
 ``xla/service/gpu/ir_emission_utils.cc``; W = 32 threads per warp): a row reduction when R >= W
 or W % R == 0; a column reduction unless R < W, or R < 2W and K < W, or R < 4W and K < 8, or
 R < 8W and K < 3.  An elemental one ('elemental', a loop fusion) fuses as an elementwise op
-does.  Not planned: row reductions over trailing dimensions only (a softmax, a layer norm, a
-pooling: their fusions are the Triton normalization rewriter's and the performance model's),
-reductions of more alternating groups (XLA's ``ReductionSplitter`` splits them), multi-output
-fusion.
+does.
+
+- **One row** (``ROW1``, ``in_context``): a reduction whose kept dimensions all have size 1 is a
+  row reduction ``[1, 1, R]`` to XLA; where a reader scales its result by a constant, the
+  Triton normalization rewriter does not take the row (the constant is a one-element array, not
+  a splat broadcast: ``IsTriviallyFusible``, ``softmax_rewriter_triton.cc``) and it is an
+  'emitter' reduction under the two rules above, with a third (``feeds_of``, "reduction
+  prologue"): a producer that feeds an emitter reduction through fusible nodes does not join
+  the kernel of a consumer that feeds none of the same reductions (XLA's priority fusion
+  duplicates such a producer into both fusions; the plan keeps one copy and its result is read).
+  A one-row layer norm is then three kernels, as on the lent H200.
+
+Not planned: row reductions over trailing dimensions of more than one row (a softmax, a layer
+norm, a pooling: their fusions are the Triton normalization rewriter's and the performance
+model's), reductions of more alternating groups (XLA's ``ReductionSplitter`` splits them),
+multi-output fusion.
 """
 
 from __future__ import annotations
