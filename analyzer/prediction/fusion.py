@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
 from analyzer.prediction import dot_merge, fusion_bytes, fusion_legality, fusion_patterns, fusion_xla, xla_gpu_loops
-from analyzer.prediction import scan_launches, xla_conv_layout
+from analyzer.prediction import scan_launches, xla_conv_layout, xla_gpu_rewrites
 from analyzer.prediction.accelerators import qnn
 from analyzer.prediction.transpose_fold import xla_folded
 
@@ -83,6 +83,7 @@ class FusionNode(NamedTuple):
     gemv: bool = False            # a dot with an operand of no free dimension > 1 (``xla_gpu_joins``)
     reduce_form: str = ""         # ``xla_gpu_reduce.reduce_form``: a reduction's form on a GPU
     conv_layout: tuple = ()       # ``xla_conv_layout.node_layout``: a convolution's layout transposes
+    tree: tuple = ()              # ``xla_gpu_rewrites.tree``: bytes each kernel of XLA's GPU tree split writes
 
 
 @dataclass(frozen=True)
@@ -196,6 +197,7 @@ def plan(nodes: Sequence[FusionNode], policy: str, graph_outputs: frozenset[str]
         p = xla_gpu_loops.with_launches(p, nodes, consumers, fuses)
         p = scan_launches.add_launches(p, xla_conv_layout.launches(nodes, p, producer, consumers, graph_outputs,
                                                                    fuses, conv_gen))
+        p = xla_gpu_rewrites.with_tree_launches(p, nodes)
     apart = tuple(r for r in dict.fromkeys(refusals) if p.kernel_of[r[0]] != p.kernel_of[r[1]])
     if apart:
         p = dataclasses.replace(p, apart=apart)

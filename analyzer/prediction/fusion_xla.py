@@ -61,7 +61,7 @@ def reduce_refusal(nodes, producer, consumers, folded, record: list):
     ``record`` as (consumer, producer, reason) (None: no reduction the rules plan, so nothing
     is refused)."""
     form = [nd.reduce_form for nd in nodes]
-    if not any(f in ("emitter", "elemental") for f in form):
+    if not any(f in ("emitter", "elemental", xla_gpu_reduce.ROW1) for f in form):
         return None
     get = producer.get
     op_class = [nd.op_class for nd in nodes]
@@ -71,6 +71,11 @@ def reduce_refusal(nodes, producer, consumers, folded, record: list):
     def readers(i):
         nd = nodes[i]
         return tuple(view_readers(nodes, consumers, [(nd.level, t) for t in nd.outputs if t], frozenset())[0])
+    consts = [xla_gpu_joins.compiled_constants(nd) | {p for p, t in enumerate(nd.inputs) if not t} for nd in nodes]
+    form = xla_gpu_reduce.in_context(form, [nd.op for nd in nodes], op_class, arity, consts, readers)
+    if not any(f in ("emitter", "elemental") for f in form):
+        return None
+    feeds = xla_gpu_reduce.feeds_of(form, [fusible(nd) and i not in folded for i, nd in enumerate(nodes)], readers)
 
     def matrix_readers(i):
         return sum(1 for r in readers(i) if r in folded or (nodes[r].launches and not fusible(nodes[r])
@@ -82,7 +87,7 @@ def reduce_refusal(nodes, producer, consumers, folded, record: list):
         return None if k is None else _through_views(nodes, k, get)
 
     def refuses(i, j):
-        why = xla_gpu_reduce.refuses(i, j, form, op_class, arity, readers, matrix_readers, src)
+        why = xla_gpu_reduce.refuses(i, j, form, op_class, arity, readers, matrix_readers, src, feeds)
         if why:
             record.append((j, i, why))
         return why

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from analyzer.counting import kernel_words
 from analyzer.counting.engine import FOLDED, NodeCost
 from analyzer.ir.graph import DTYPE_BITS, FLOAT_DTYPES, PRECISION_BITS, WEIGHT_BITS
 from analyzer.prediction.efficiency import kernel_time as eff
-from analyzer.prediction import dot_merge, fusion, xla_conv_layout, xla_gpu_reduce
+from analyzer.prediction import dot_merge, fusion, xla_conv_layout, xla_gpu_reduce, xla_gpu_rewrites
 from analyzer.prediction.node_shapes import gemm_view, kernel_class, node_op_class, node_view
 
 ROWS_CAP = 200_000   # memoised kernel rows kept at most (cleared when full: fused sets vary)
@@ -122,23 +123,37 @@ def fusion_nodes(nodes: list[NodeCost], precision: str | None, memo: dict | None
                                _launches(n), frozenset(n.constant_inputs),
                                node_bytes(n, precision) if keys is not None else None, _matrix2d(n),
                                dot_merge.dot_form(n.op, n.domain, n.in_specs, n.out_specs, n.cost.mac_flops, n.kernel),
-                               _gemv(n), _reduce_form(n), xla_conv_layout.node_layout(n, precision))
+                               _gemv(n), _reduce_form(n), xla_conv_layout.node_layout(n, precision), _tree(n))
         out.append(FN(n.op, n.domain, hit[0], n.level, n.in_names, n.out_names, hit[1], hit[2],
                       _launches(n) if keys is None else hit[3],
                       frozenset(n.constant_inputs) if keys is None else hit[4], n.name, n.loop_io, n.kernel,
-                      hit[6], hit[7], hit[8], hit[9], hit[10]))
+                      hit[6], hit[7], hit[8], hit[9], hit[10], hit[11]))
         nbytes.append(node_bytes(n, precision) if keys is None else hit[5])
     return out, nbytes
 
 
 def _gemv(n: NodeCost) -> bool:
-    """Whether ``n`` is a dot (JAX ``dot_general``, ONNX ``MatMul`` / ``Gemm``) whose GEMM view
-    has m = 1 or n = 1: one operand has no dimension of size > 1 besides the contracted and
-    batch ones (``fusion.FusionNode.gemv``, ``xla_gpu_joins``)."""
+    """Whether ``n`` is a dot (JAX ``dot_general``, ONNX ``MatMul`` / ``Gemm``) that XLA's GPU
+    compiler strength-reduces to a reduction (``xla_gpu_rewrites.strength_reduced``): its GEMM
+    view has m = 1 or n = 1 (one operand has no dimension of size > 1 besides the contracted
+    and batch ones) and is small enough (``fusion.FusionNode.gemv``, ``xla_gpu_joins``)."""
     if n.op not in ("dot_general", "MatMul", "Gemm") or not n.cost.mac_flops:
         return False
-    m, nn = gemm_view(n)[:2]
-    return m == 1.0 or nn == 1.0
+    m, nn, k = gemm_view(n)[:3]
+    return xla_gpu_rewrites.strength_reduced(m, nn, k)
+
+
+def _tree(n: NodeCost) -> tuple[int, ...]:
+    """``xla_gpu_rewrites.tree`` of ``n`` from its first input's and output's shapes and its
+    output bytes as counted."""
+    a = n.in_specs[0] if n.in_specs else None
+    b = n.out_specs[0] if n.out_specs else None
+    if n.op not in xla_gpu_rewrites.TREE_OPS or a is None or b is None or a.shape is None or b.shape is None \
+            or not all(type(d) is int for d in (*a.shape, *b.shape)):
+        return ()
+    kept = _said_kept(n)
+    return xla_gpu_rewrites.tree(n.op, a.shape, xla_gpu_reduce.kept_axes(tuple(a.shape), tuple(b.shape))
+                                 if kept is None else kept, b.nbytes() or 0)
 
 
 def _reduce_form(n: NodeCost) -> str:
@@ -146,7 +161,16 @@ def _reduce_form(n: NodeCost) -> str:
     a = n.in_specs[0] if n.in_specs else None
     b = n.out_specs[0] if n.out_specs else None
     return xla_gpu_reduce.reduce_form(node_op_class(n), a.shape if a is not None else None,
-                                      b.shape if b is not None else None)
+                                      b.shape if b is not None else None, _said_kept(n))
+
+
+def _said_kept(n: NodeCost) -> tuple[int, ...] | None:
+    """The axes a reduction keeps by its ``axes=`` kernel word (a JAX reduction's), None without one."""
+    axes = kernel_words.ints(n.kernel, "axes")
+    a = n.in_specs[0] if n.in_specs else None
+    if axes is None or a is None or a.shape is None:
+        return None
+    return tuple(i for i in range(len(a.shape)) if i not in axes)
 
 
 def _matrix2d(n: NodeCost) -> bool:

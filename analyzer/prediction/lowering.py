@@ -45,7 +45,7 @@ from analyzer.counting.engine import NodeCost
 from analyzer.errors import InputSpecError
 from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import cudnn_conv, eager_plan, engines, fusion, runtimes, xla_cpu_fusion, xla_tpu
-from analyzer.prediction import accelerator_terms, tpu_mxu, xla_conv_layout, xla_gpu_classes
+from analyzer.prediction import accelerator_terms, tpu_mxu, xla_conv_layout, xla_gpu_classes, xla_gpu_rewrites
 from analyzer.prediction import l2_state as cache_state
 from analyzer.prediction import pytorch_terms
 from analyzer.prediction import lowering_fixed as lf
@@ -145,7 +145,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     fnodes, node_bytes = _fusion_nodes(nodes, precision, memo, keys)
     plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, profiles, precision)
     K = plan.kernels
-    rows, weight = kr.kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys)
+    rows, weight = _kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys, fused, profiles)
     # per kernel as lists (numpy item writes cost more); wbytes: weight bytes/launch (cpu.cold)
     mac_l, vec_l, trans_l, bytes_l, wbytes_l, runs_l, cls_l, view_l, anchor_dtype = \
         zip(*rows) if rows else ((),) * 9
@@ -164,8 +164,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     consts = pytorch_terms.empty_consts(P)
     warnings, provs, details, notes = [], [], [], []
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
-    extra_cls = [(k, eff.CLASS_CODE[eff.op_class_of("", cudnn_conv.op_of(op))])
-                 for k, ops in enumerate(plan.extra_ops) for op in ops]
+    extra_cls = _extra_classes(plan, runtime, profiles)
     onchip, cal, placed = None, lf.NO_CALIBRATED, [{} for _ in profiles]   # placed: kernel -> Placed, per profile
     label = precision or kr.main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l)
     for p, prof in enumerate(profiles):
@@ -222,6 +221,29 @@ def _moved_classes(cls_l, anchor_dtype, graph, runtime, profiles) -> tuple:
     nodes, plan, fnodes = graph
     cls_l = engines.simt_classes(cls_l, anchor_dtype, nodes, plan, runtime.name, profiles)
     return xla_gpu_classes.xla_classes(cls_l, runtime.fusion, fold_transposes(profiles), plan.members, fnodes)
+
+
+def _extra_classes(plan, runtime, profiles) -> list[tuple[int, int]]:
+    """(kernel, class code) of each launch the runtime inserts with no node of its own
+    (``plan.extra_ops``: cuDNN's extra kernels, XLA's layout transposes and tree-split stages),
+    its class moved to XLA's own where XLA runs it (``xla_gpu_classes``)."""
+    xla = xla_gpu_classes.applies(runtime.fusion, fold_transposes(profiles))
+    out = []
+    for k, ops in enumerate(plan.extra_ops):
+        for op in ops:
+            cls = eff.op_class_of("", cudnn_conv.op_of(op))
+            out.append((k, xla_gpu_classes.xla_code(eff.CLASS_CODE[cls], [cls]) if xla else eff.CLASS_CODE[cls]))
+    return out
+
+
+def _kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys, fused, profiles):
+    """``kernel_rows.kernel_rows``, with XLA's GPU dot strength reduction on the ``xla`` plan of
+    GPU profiles (``xla_gpu_rewrites.strength_rows``: a strength-reduced dot's kernel is a
+    ``reduce`` kernel of vector FLOPs)."""
+    rows, weight = kr.kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys)
+    if plan.policy == "xla" and fused is None and fold_transposes(profiles):
+        rows = xla_gpu_rewrites.strength_rows(rows, plan, fnodes)
+    return rows, weight
 
 
 def _qnn_fields(onchip, wbytes) -> dict:

@@ -32,20 +32,37 @@ emitter ('emitter') unless the elemental loop is faster (``IsUnnestedReductionFa
 ``xla/service/gpu/ir_emission_utils.cc``; W = 32 threads per warp): a row reduction when R >= W
 or W % R == 0; a column reduction unless R < W, or R < 2W and K < W, or R < 4W and K < 8, or
 R < 8W and K < 3.  An elemental one ('elemental', a loop fusion) fuses as an elementwise op
-does.  Not planned: row reductions over trailing dimensions only (a softmax, a layer norm, a
-pooling: their fusions are the Triton normalization rewriter's and the performance model's),
-reductions of more alternating groups (XLA's ``ReductionSplitter`` splits them), multi-output
-fusion.
+does.
+
+- **One row** (``ROW1``, ``in_context``): a reduction whose kept dimensions all have size 1 is a
+  row reduction ``[1, 1, R]`` to XLA; where a reader scales its result by a constant, the
+  Triton normalization rewriter does not take the row (the constant is a one-element array, not
+  a splat broadcast: ``IsTriviallyFusible``, ``softmax_rewriter_triton.cc``) and it is an
+  'emitter' reduction under the two rules above, with a third (``feeds_of``, "reduction
+  prologue"): a producer that feeds an emitter reduction through fusible nodes does not join
+  the kernel of a consumer that feeds none of the same reductions (XLA's priority fusion
+  duplicates such a producer into both fusions; the plan keeps one copy and its result is read).
+  A one-row layer norm is then three kernels, as on the lent H200.
+
+Not planned: row reductions over trailing dimensions of more than one row (a softmax, a layer
+norm, a pooling: their fusions are the Triton normalization rewriter's and the performance
+model's), reductions of more alternating groups (XLA's ``ReductionSplitter`` splits them),
+multi-output fusion.
 """
 
 from __future__ import annotations
 
 WARP = 32   # threads per warp of every NVIDIA GPU XLA targets
+ROW1 = "row1"   # a one-row reduction's form before ``in_context`` reads its readers
+# ops of a constant scale that stops the Triton normalization rewriter's match (``in_context``)
+_SCALE_OPS = frozenset({"add", "sub", "mul", "div", "Add", "Sub", "Mul", "Div"})
+# reductions that scale their own result (ONNX ReduceMean: XLA's reduce, then a multiply by 1/N)
+_SELF_SCALED = frozenset({"ReduceMean"})
 # op classes of an intermediate op (IsIntermediate: elementwise of one operand, bitcast)
 _INTERMEDIATE = frozenset({"elementwise", "activation", "swish", "view"})
 
 
-def _kept_axes(ins: tuple, out: tuple) -> tuple | None:
+def kept_axes(ins: tuple, out: tuple) -> tuple | None:
     """The input axes a reduction from shape ``ins`` to ``out`` keeps (None: not readable from
     the shapes, or readable two ways): with kept dims, the axes reduced to size 1; else the
     only order-preserving match of ``out`` in ``ins``."""
@@ -66,13 +83,14 @@ def _kept_axes(ins: tuple, out: tuple) -> tuple | None:
     return found[0] if len(found) == 1 else None
 
 
-def reduce_form(op_class: str, ins: tuple | None, out: tuple | None) -> str:
+def reduce_form(op_class: str, ins: tuple | None, out: tuple | None, kept: tuple | None = None) -> str:
     """'emitter' / 'elemental' for a reduction over a leading dimension (module docstring),
     'trivial' for one whose reduced dimensions all have size 1, '' otherwise (not a
-    reduction, or a form the rules leave unplanned)."""
+    reduction, or a form the rules leave unplanned); ``kept``: the kept axes where the node
+    says them (a JAX reduction's ``axes`` word), else read off the shapes (``kept_axes``)."""
     if op_class != "reduce" or ins is None or out is None:
         return ""
-    kept = _kept_axes(tuple(ins), tuple(out))
+    kept = kept_axes(tuple(ins), tuple(out)) if kept is None else kept
     if kept is None:
         return ""
     groups: list[list] = []   # [kept?, elements] per run of same-kind dims of size > 1
@@ -94,23 +112,63 @@ def reduce_form(op_class: str, ins: tuple | None, out: tuple | None) -> str:
     if kinds == (False, True, False):
         r = groups[2][1]
         return "emitter" if r >= WARP or WARP % r == 0 else "elemental"
+    if kinds == (False,):   # one row (every kept dimension of size 1): ``in_context`` decides
+        r = groups[0][1]
+        return ROW1 if r >= WARP or WARP % r == 0 else ""
     return ""
 
 
-def refuses(i: int, j: int, form, op_class, arity, readers, matrix_readers, src) -> str:
+def in_context(form, ops, op_class, arity, consts, readers) -> list[str]:
+    """``form`` with each one-row reduction (``ROW1``) an 'emitter' one where a reader (through
+    single-input movement nodes: a broadcast to [1, 1] is a bitcast) is an add, subtract,
+    multiply or divide (``ops[n]``) with a constant or literal operand (``consts[n]``: its
+    constant positions), else ''.  Such a scale (a mean's 1/N, a variance's epsilon) is a
+    one-element array in XLA's HLO, not a broadcast scalar, so the Triton normalization
+    rewriter's matcher stops at it (``IsTriviallyFusible``, ``softmax_rewriter_triton.cc``) and
+    the row fuses by the ordinary rules (module docstring: three kernels for a one-row layer
+    norm on the lent H200).  (A max with a literal, softmax's ``max(-inf, m)``, is one XLA's
+    algebraic simplifier removes: not a scale.)  An ONNX ReduceMean scales its own result."""
+    def scaled(i, depth=0) -> bool:
+        for r in readers(i):
+            if ops[r] in _SCALE_OPS and arity[r] == 2 and consts[r]:
+                return True
+            if op_class[r] == "movement" and arity[r] == 1 and depth < 4 and scaled(r, depth + 1):
+                return True
+        return False
+    return [("emitter" if ops[i] in _SELF_SCALED or scaled(i) else "") if f == ROW1 else f for i, f in enumerate(form)]
+
+
+def feeds_of(form, fusible, readers) -> list[frozenset]:
+    """Per node, the 'emitter' reductions it feeds through fusible nodes (each reader an
+    'emitter' reduction, or a fusible node whose own set is added); nodes in graph
+    (topological) order, so computed from the last."""
+    out: list[frozenset] = [frozenset()] * len(form)
+    for i in range(len(form) - 1, -1, -1):
+        got: set = set()
+        for r in readers(i):
+            if form[r] == "emitter":
+                got.add(r)
+            elif fusible[r]:
+                got |= out[r]
+        out[i] = frozenset(got)
+    return out
+
+
+def refuses(i: int, j: int, form, op_class, arity, readers, matrix_readers, src, feeds=None) -> str:
     """Why consumer node ``j`` may not take in the kernel of its producer node ``i`` (views
     looked through), '' when it may.  Per node ``n``: ``form[n]`` (``reduce_form``),
     ``op_class[n]``, ``arity[n]`` (its input positions, literals counted), ``readers(n)``
     (launching nodes reading it, views looked through), ``matrix_readers(n)`` (how many of
-    them are matrix nodes), ``src(n)`` (the launching producer of its first input, or None)."""
+    them are matrix nodes), ``src(n)`` (the launching producer of its first input, or None),
+    ``feeds[n]`` (``feeds_of``; None: the third rule is not applied)."""
     if form[j] in ("emitter", "elemental") and matrix_readers(i):
         return "reduction beside a matrix kernel"
     hero = _hero(i, form, op_class, arity, src)
-    if hero is None:
-        return ""
     one = arity[j] == 1 and (op_class[j] in _INTERMEDIATE or form[j] == "trivial")
-    if not one or len(readers(i)) > 1:
+    if hero is not None and (not one or len(readers(i)) > 1):
         return "reduction epilogue"
+    if feeds is not None and feeds[i] and j not in feeds[i] and not feeds[i] & feeds[j]:
+        return "reduction prologue"
     return ""
 
 

@@ -22,9 +22,11 @@ Programs (f32, weights closed over: constants), kernels and bytes in closed form
   vectors 64 B and writes 1,024 B (2,112 B): 2 kernels.  A bias passed as an argument with a
   ReLU is cuDNN's epilogue: one kernel of 768 + 432 + 16 + 1,024 = 2,240 B.
 - A one-token transformer block (D = 32, a 4-row key/value cache; layer norms, GELU MLP): 12 kernels
-  apart, 10 joined: the q bias joins the scores dot (K_cache @ q, N = 1) and the up bias + GELU
-  join the down-projection (M = 1); the layer norms, the softmax (reductions) and a dot fed by a dot
-  stay apart.
+  (10 before each one-row layer norm became XLA's three kernels, ``xla_gpu_reduce``: the mean's
+  reduction; the variance's, with the centring as its prologue; the normalisation, which the next
+  M = 1 dot takes in as its prologue): the q bias joins the scores dot (K_cache @ q, N = 1) and
+  the up bias + GELU join the down-projection (M = 1); the softmax (its reductions) and a dot fed
+  by a dot stay apart.
 """
 
 from __future__ import annotations
@@ -167,7 +169,7 @@ def test_one_token_transformer_block():
     x = jax.ShapeDtypeStruct((D,), F32)
     assert len(_kernels(decode_block, x, hw=TPU)) == 12
     ks = _kernels(decode_block, x)
-    assert len(ks) == 10
+    assert len(ks) == 12
     scores, nbytes = _holding(ks, "dot_general#2")   # K_cache @ q with q's bias add
     assert sorted(scores) == ["add#2", "dot_general#2"]
     # reads the q dot's result D*4 = 128 B, its bias 128 B and K_cache T*D*4 = 512 B; writes T*4 = 16 B

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from analyzer.prediction import dot_merge, engines, fusion_bytes, fusion_legality, fusion_xla, xla_gpu_classes, xla_gpu_joins
+from analyzer.prediction import xla_gpu_rewrites
 from analyzer.prediction import kernel_rows as kr
 from analyzer.prediction import kernels, pytorch_terms, row_kernels, small_index, softmax_passes, transpose_fold
 from analyzer.search.fastpath import xla_gpu
@@ -160,7 +161,8 @@ class KernelRows:
         # Winograd shape, a view that launches nothing, its part in transpose folding: 1 a
         # rank-2 transpose that launches, 2 a rank-2 matrix product, else 0; its
         # ``dot_merge.dot_form``; its ``softmax_passes.node_rereads``; its
-        # ``xla_gpu_joins.node_role``; ...; 13: ``row_kernels.node_row``; 14: its ``conv_layout``)
+        # ``xla_gpu_joins.node_role``; ...; 13: ``row_kernels.node_row``; 14: its ``conv_layout``; 15: it has an
+        # XLA GPU tree split, ``FusionNode.tree``)
         self.nodes: dict[int, tuple] = {}
         self.stats = {"lowered": 0, "harvested": 0, "mismatch": 0}
 
@@ -275,6 +277,8 @@ class KernelRows:
                 if None in ix:
                     ix = None
             if ix is None:
+                if g.fold and g.policy == "xla" and any(d[15] for d in data):   # (a tree split's launches)
+                    return None
                 ix = self._rows(g, keys, *self._plan(st.nodes, data, g.policy, st.outputs, g.fold))
             if ix is None:
                 return None
@@ -327,9 +331,11 @@ class KernelRows:
                                  xla_gpu_joins.node_role(fn.op, fn.op_class, fn.launches, fusion_xla.fusible(fn),
                                                          fn.gemv, fn.inputs, xla_gpu_joins.compiled_constants(fn)),
                                  small_index.node_ids(n), (fn.reduce_form, fn.op_class, len(fn.inputs)),
-                                 row_kernels.node_row(n), fn.conv_layout)
+                                 row_kernels.node_row(n), fn.conv_layout, bool(fn.tree))
         data = self._data(keys)
         for g, (idx, low) in ((g, gl) for g, gl in zip(self.groups, lowered) if not xla_gpu.conv_layouts(g.fold, data)):
+            if any(low.plan.extra_ops):   # (launches inserted into a kernel: not mirrored here, ``lowered``)
+                return
             members, fused, kops = self._plan(st.nodes, data, g.policy, st.outputs, g.fold)
             saved = [fused.get(j, 0) for j in range(len(members))]
             if idx != g.idx or tuple(members) != low.plan.members:
@@ -371,6 +377,8 @@ def _simt(g: _Group, row: tuple, infos: list) -> tuple:
     """``row`` with its class moved as ``lowering`` moves it in ``g``: ``engines.simt_classes`` (the Winograd shape
     from the heaviest member's learned flag, ``infos``: its members' node data), ``xla_gpu_classes.xla_classes``
     (member part 7: each member's op class), then ``row_kernels.row_class``."""
+    if g.fold and g.policy == "xla" and any(d[10][0] == "gemv" for d in infos):   # (``xla_gpu_rewrites.strength_rows``)
+        row = xla_gpu_rewrites.as_reduce(row)
     code = row[6]
     if g.simt:
         anchor = max(infos, key=lambda d: d[2][0])   # (member part 0: MAC FLOPs)

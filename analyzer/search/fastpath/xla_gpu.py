@@ -87,7 +87,7 @@ def reduce_refusal(nodes, data, producer):
     view that launches nothing, ``[7]`` its ``fold_role``, ``[10]`` its ``node_role``), as
     ``fusion_xla.reduce_refusal`` makes it; None where no reduction is planned."""
     form = [d[12][0] for d in data]
-    if not any(f in ("emitter", "elemental") for f in form):
+    if not any(f in ("emitter", "elemental", xla_gpu_reduce.ROW1) for f in form):
         return None
     op_class = [d[12][1] for d in data]
     arity = [d[12][2] for d in data]
@@ -96,6 +96,10 @@ def reduce_refusal(nodes, data, producer):
     @functools.cache
     def readers(i):
         return tuple(_readers_through_views(nodes, data, consumers, i)[0])
+    form = xla_gpu_reduce.in_context(form, [nd.op for nd in nodes], op_class, arity, [d[10][2] for d in data], readers)
+    if not any(f in ("emitter", "elemental") for f in form):
+        return None
+    feeds = xla_gpu_reduce.feeds_of(form, [d[1] for d in data], readers)
 
     def matrix_readers(i):   # a folded transpose (launches nothing, fold role 1) reads for its product
         return sum(1 for r in readers(i) if (not data[r][0] and data[r][7] == 1)
@@ -105,7 +109,7 @@ def reduce_refusal(nodes, data, producer):
         ins = nodes[i].inputs
         k = producer.get(ins[0]) if ins and ins[0] else None
         return None if k is None else through_views(nodes, data, k, producer.get)
-    return lambda i, j: xla_gpu_reduce.refuses(i, j, form, op_class, arity, readers, matrix_readers, src)
+    return lambda i, j: xla_gpu_reduce.refuses(i, j, form, op_class, arity, readers, matrix_readers, src, feeds)
 
 
 def through_views(nodes, data, i: int, at) -> int | None:

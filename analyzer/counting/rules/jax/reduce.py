@@ -12,6 +12,7 @@ from __future__ import annotations
 from math import ceil, log2, prod
 
 from analyzer.counting.cost import Work, register
+from analyzer.counting.kernel_words import with_word
 
 D = "jax"
 
@@ -28,8 +29,12 @@ def reduce_(ins, outs, ctx, *, axes=()):
     reduced dim is longer than ``TREE_WINDOW``: the bytes of the partial results of each round
     of windows XLA's CPU backend reduces first (a dim of length d becomes ceil(d / 32) partials,
     again while one is longer than 32: 3000 -> 94 -> 3), which its prediction plans as
-    reduce-window kernels (``xla_cpu_fusion``); counts never depend on it."""
-    return Work(vector_flops=ins[0].numel() - outs[0].numel(), kernel=tree_rounds(ins[0], axes))
+    reduce-window kernels (``xla_cpu_fusion``); then ``axes=A,...``: the reduced axes (sorted,
+    non-negative), which the shapes alone do not tell for a square input; counts never depend
+    on it."""
+    rank = len(ins[0].dims())
+    word = "axes=" + ",".join(map(str, sorted({a % rank for a in axes}))) if rank and axes else None
+    return Work(vector_flops=ins[0].numel() - outs[0].numel(), kernel=with_word(tree_rounds(ins[0], axes), word))
 
 
 @register("argmax", "argmin", domain=D)
