@@ -15,9 +15,9 @@ come from its case's shapes.
   element (``per_element``) as the leave-one-size-out score on these rows says (``choose_form``).
 - Matrix classes (``xla_gemm``, ``xla_bgemm``): the floor only (``fit_floor``), every other
   constant held at the family's ``gemm`` / ``bgemm`` set (fitted on cuBLAS's kernels; a Triton GEMM
-  fusion's large-size rate is not identified by these few rows).  Rows whose product the profile
-  runs at another dtype's rate than it states are left out (f32 dots before XLA's TF32 default is
-  planned: ``engine_rows``).
+  fusion's large-size rate is not identified by these few rows).  Each row at the matrix peak
+  opcost's kernel took (bf16, or TF32 for an f32 dot: ``row_hw``); a product on the FMA units is
+  left out (``engine_rows``).
 - ``xla_softmax_block`` takes ``xla_softmax``'s set (XLA runs one Triton softmax kernel at every
   row length measured, 64..4096).
 - ``cold_start_s`` (what a flushed L2 adds, ``cache_clock.cold_start``) is carried from the
@@ -111,10 +111,16 @@ def kernel_rows(rows: list[dict], col: str = "kernel_sum_us"):
 
 
 def engine_rows(df, hw):
-    """The rows a matrix class is fitted on: those the profile runs at the bf16 peak the fit's
-    ``hw`` states (an f32 dot on the FMA units, or TF32, is another rate), all rows of another class."""
-    keep = ~df.op_class.isin(list(MATRIX)) | np.isclose(df.matrix_peak, hw["matrix_peak"])
+    """The rows a matrix class is fitted on: those the profile runs on its tensor cores (bf16, or
+    f32 at XLA's TF32 default: ``matrix_peak`` above the FMA units' ``vector_peak``; a product on
+    the FMA units is another kernel), all rows of another class."""
+    keep = ~df.op_class.isin(list(MATRIX)) | (df.matrix_peak > hw["vector_peak"])
     return df[keep].reset_index(drop=True)
+
+
+def row_hw(d, hw) -> dict:
+    """``hw`` with each row's own matrix peak (the one opcost's kernel took: bf16 or TF32)."""
+    return dict(hw, matrix_peak=d.matrix_peak.to_numpy())
 
 
 def family_set(family: str, cls: str) -> dict:
@@ -131,7 +137,7 @@ def _ape(df, hw, cls: str, consts: dict) -> np.ndarray:
     from efficiency_class_fit import _arrays_with
     from efficiency_data import predict
 
-    return np.abs(predict(df, hw, _arrays_with(cls, consts)) / df.t.to_numpy() - 1.0)
+    return np.abs(predict(df, row_hw(df, hw), _arrays_with(cls, consts)) / df.t.to_numpy() - 1.0)
 
 
 def fit_floor(cls: str, df, hw, held: dict) -> dict:
@@ -143,6 +149,7 @@ def fit_floor(cls: str, df, hw, held: dict) -> dict:
 
     base = dict(held, floor_clock_hz=hw["clock_hz"])
     lt = np.log(df.t.to_numpy())
+    hw = row_hw(df, hw)
 
     def resid(x):
         return np.log(predict(df, hw, _arrays_with(cls, dict(base, floor_s=float(np.exp(x[0])))))) - lt
@@ -157,7 +164,7 @@ def _fit(cls: str, d, hw, per: bool) -> dict:
 
     if cls in MATRIX:
         return fit_floor(cls, d, hw, family_set(FAMILY, MATRIX[cls]))
-    consts, _ = fit_memory_class(cls, [(d, hw)], per, floor_clock_hz=hw["clock_hz"])
+    consts, _ = fit_memory_class(cls, [(d, row_hw(d, hw))], per, floor_clock_hz=hw["clock_hz"])
     return consts
 
 
