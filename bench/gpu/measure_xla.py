@@ -97,15 +97,7 @@ def _wall_case(M, c, f, args, row):
 
 
 def _prof_case(M, f, args, row, kernels, key):
-    holder = []
-
-    def call():
-        holder.append(f(*args))
-
-    def sync():
-        while holder:
-            holder.pop().block_until_ready()
-    r = M.profile_calls(call, sync)
+    r = M.profile_jitted(f, args)
     row.update({k: r.get(k) for k in ("kernel_sum_us", "n_kernels", "first_kernel", "prof_grouping")})
     med = r.get("median_us") or []
     if med:

@@ -160,6 +160,19 @@ def profile_calls(fn, sync) -> dict:
 
 # ----------------------------------------------------------------------------- JAX
 
+def profile_jitted(f, args) -> dict:
+    """``profile_calls`` of a jitted ``f(*args)``: each call's outputs kept until its wait."""
+    holder = []
+
+    def call():
+        holder.append(f(*args))
+
+    def sync():
+        while holder:
+            holder.pop().block_until_ready()
+    return profile_calls(call, sync)
+
+
 def hlo_entry_ops(txt: str) -> Counter:
     ops = Counter()
     in_entry = False
@@ -289,16 +302,7 @@ def run_jaxprof():
         row = {k: c[k] for k in ("model", "variant", "dtype", "batch", "input_spec")}
         row.update(framework="jax", versions=f"jax {jax.__version__}", date_utc=now())
         try:
-            f, args = c["f"], c["args"]
-            holder = []
-
-            def call():
-                holder.append(f(*args))
-
-            def sync():
-                while holder:
-                    holder.pop().block_until_ready()
-            r = profile_calls(call, sync)
+            r = profile_jitted(c["f"], c["args"])
             row.update({k: r.get(k) for k in ("kernel_sum_us", "n_kernels", "first_kernel", "prof_grouping")})
             names[f"{c['model']}|{c['variant']}|{c['dtype']}|{c['batch']}"] = {"names": r.get("names"),
                                                                               "median_us": r.get("median_us")}
