@@ -121,6 +121,17 @@ class Prediction:
                 return n
         raise KeyError(name)
 
+    def _class_provenance(self, op_class: str) -> str:
+        """Where ``op_class``'s constants on this profile come from (``constants.class_provenance``
+        of the profile's family); "" where its constants are not a family file's (calibrated,
+        generic, datasheet) or the prediction kept no target."""
+        if self.provenance != "architecture constants" or self.target is None:
+            return ""
+        from analyzer.prediction.efficiency import constants as fc
+
+        prof = self.target.profile
+        return fc.class_provenance(getattr(prof, "family", None) or fc.family_of(prof.id), op_class)
+
     def explain(self, index: int) -> KernelTerms | None:
         """The kernel-time arithmetic of ``report.nodes[index]`` on this profile, or None when
         the node launches no kernel (or the prediction kept no kernel table)."""
@@ -152,6 +163,7 @@ class Prediction:
             time_s=time, bound=BOUNDS[int(t.bound[k])],
             attained_flops=flops * runs / time if time > 0 else 0.0,
             provenance=self.provenance, provenance_detail=self.provenance_detail,
+            class_provenance=self._class_provenance(t.op_class[k]),
             pad=d["pad"], wave=d["wave"], split_k=d["split_k"], narrow=d["narrow"], algo=d.get("algo", 1.0),
             clock=d.get("clock", 1.0), **_kloop_terms(d),
             matrix_s=d["matrix_s"], vector_s=d["vector_s"], dram_bytes=d["dram_bytes"], cache_share=d["cache_share"],

@@ -157,6 +157,9 @@ class KernelTerms(NamedTuple):
     # work / rate (the peaks are set to rate / e_compute); switches x switch_s + moved_bytes / mem_bw
     # are in fixed_s over the launches
     placed: Any = None
+    # where this kernel's class set comes from (the family file's provenance of ``op_class``: its
+    # own fit, or the set it falls back to); "" where the profile's constants are not a family's
+    class_provenance: str = ""
 
 
 class KernelTable:

@@ -400,6 +400,7 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                 f"  layer    {human_time(x.time_s):>9}  {100 * x.share:.2f}% of "
                 f"{human_time(p.latency_s)}",
                 *_per_call_lines(p),
-                f"  constants: {safe.text(e.provenance)}: {safe.text(e.provenance_detail)}"]
+                f"  constants: {safe.text(e.provenance)}: {safe.text(e.provenance_detail)}",
+                *([f"  {safe.text(e.op_class)} set: {safe.text(e.class_provenance)}"] if e.class_provenance else [])]
         out += [f"  assumed: {safe.text(n)}" for n in assumed(p)]
     return "\n".join(y for line in out for y in wrap(line, width)) + "\n"

@@ -89,3 +89,16 @@ def test_blackwell_carries_hopper_xla_sets_and_the_order_across_gpus_holds():
                        (_dot, (((64, 256), jnp.bfloat16), ((256, 256), jnp.bfloat16)))):
         t = {hw: _kernel(fn, *shapes, hw=hw)[0].latency_s for hw in ("b200", "h100", "a100")}
         assert t["b200"] <= t["h100"] * 1.0001 <= t["a100"] * 1.0001, (fn.__name__, t)
+
+
+def test_explain_says_where_the_kernels_class_set_comes_from():
+    # the Hopper xla_reduce set is its own fit on the H200's XLA rows; the A100's is the norm set it falls back to
+    h = _kernel(_layernorm, ((64, 512), F32))[1]
+    assert h.class_provenance.startswith("architecture constants fitted on h200_sxm") and "xla_ops" in h.class_provenance
+    a = _kernel(_layernorm, ((64, 512), F32), hw="a100")[1]
+    assert a.op_class == "xla_reduce" and a.class_provenance.startswith("as norm: ")
+    from analyzer.render.explain import render_explain
+
+    rep = analyzer.analyze_jax(_layernorm, jax.ShapeDtypeStruct((64, 512), F32), hw="h200")
+    i = next(i for i in range(len(rep.nodes)) if rep.predictions[0].explain(i) is not None)
+    assert "  xla_reduce set: architecture constants fitted on h200_sxm" in render_explain(rep, i, width=400)

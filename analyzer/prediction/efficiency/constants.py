@@ -198,6 +198,18 @@ def variant_of(family: str, kernels: str, directory: str | None = None) -> str:
     return name if ok else family
 
 
+_LOADED: dict[str, FamilyConstants] = {}
+
+
+def class_provenance(family: str, op_class: str) -> str:
+    """The provenance text of ``family``'s constants of ``op_class`` in the shipped files (its own
+    set's, or the set it inherits or falls back to, as ``load_constants`` resolved it); each
+    family file read once."""
+    if family not in _LOADED:
+        _LOADED[family] = load_constants(family)
+    return _LOADED[family].describe(op_class)
+
+
 def family_of(profile_id: str, directory: str | None = None) -> str:
     """The family whose file lists ``profile_id`` under ``devices``; ``"generic"`` if none does."""
     directory = directory or EFFICIENCY_DIR
