@@ -30,8 +30,8 @@ Left out, each listed with its reason: GPT-2-small (no GPT-2-small graph in the 
 the ``compile`` rows (torch.compile's inductor kernels: no opcost runtime plans them). Not an
 H100: the data may be fitted on.  ``eager --host torch2.11-h200`` scores the eager rows on this
 host's table (``runtimes.EAGER_HOSTS``), fitted on these eager rows (in-sample here); no other
-constant is fitted or tuned on them (the eager plan's rules bn-eval-fp16 and cudnn-nhwc were read
-from these rows' kernel names).
+constant is fitted or tuned on them (the eager plan's rules bn-eval-fp16, bn-train and cudnn-nhwc
+were read from these rows' kernel names).
 """
 
 from __future__ import annotations
@@ -214,7 +214,7 @@ def render(results: list[dict], left: list[tuple[dict, str]], command: str) -> s
              f"`{HOST}` (`eager --host {HOST}` rows) was fitted on these `eager` rows (in-sample; its "
              "leave-one-model-out figure: docs/accuracy.md); Hopper's `conv_simt` / `conv3_simt` sets were "
              "fitted on the same run's per-layer fp32 convolution rows (bench/hopper_conv_simt.py): an "
-             "in-sample device; the eager plan's rules `bn-eval-fp16` and `cudnn-nhwc` and Hopper's fp32 "
+             "in-sample device; the eager plan's rules `bn-eval-fp16`, `bn-train` and `cudnn-nhwc` and Hopper's fp32 "
              "convolutions without Winograd helpers were read from their kernel names (counts, not "
              "times); no other constant is fitted or tuned on them.", "", "## Summary", ""]
     lines += summary(results)

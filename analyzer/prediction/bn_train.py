@@ -23,9 +23,9 @@ bias in the model's dtype, ``e`` bytes an element, the saved statistics fp32):
   statistics and the saved mean and inverse std (``2 n 4 + 8 C 4``; op ``BatchNormalization``),
   and the counter add.
 
-The kernel names and counts are the H200 run's (torch 2.11 / cuDNN 9;
-``bench/results/h200_kernels_2026-12-04.json.gz``, section ``models``, the training rows of
-ResNet-50 and MobileNetV2: bf16 53 x 4 and 52 x 4 per forward, fp32 and TF32 53 x 2 and 52 x 2).
+The kernel names and counts are the H200 run's (torch 2.11 / cuDNN 9; docs/accuracy.md, Whole
+models on the H200: the training rows of ResNet-50 and MobileNetV2, bf16 53 x 4 and 52 x 4 per
+forward, fp32 and TF32 53 x 2 and 52 x 2).
 No constant is fitted: each launch takes its class's floor and rate (the classes chosen by the
 kernel's shape before any comparison).  Not planned: cuDNN's NHWC kernels (a channels-last
 model) and the ``_kernel_NCHW`` variant's second read of x.  Each list is in issue order; the

@@ -153,7 +153,7 @@ RULES: tuple[Rule, ...] = (
          "batch_norm_transform_input (reads x, writes y: norm), the last two inside the call; "
          "fp32/TF32 cuDNN's one bn_fw_tr_1C11 kernel (reads x, writes y: norm) and the counter add; "
          "a BatchNormalization node's own kernel is the transform; replaces rule bn-eval-fp16",
-         "the H200 run's kernel names (bench/results/h200_kernels_2026-12-04.json.gz, training rows): "
+         "the H200 run's kernel names (docs/accuracy.md, Whole models on the H200; the training rows): "
          "ResNet-50 and MobileNetV2 bf16 forwards launch collect_statistics, "
          "unrolled_elementwise_kernel_for_multi_outputs (update_stats_and_invert), "
          "transform_input and vectorized_elementwise_kernel<CUDAFunctorOnSelf_add<long>> per "

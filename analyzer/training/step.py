@@ -7,6 +7,11 @@ gradient product (``counts.gradient_plan``); every other node on the gradient pa
 forward bytes (it reads the saved forward value and the output gradient and writes the input
 gradient); nodes off the path nothing.
 
+Forward time: the forward prediction's latency, but under a runtime that runs the eager plan
+(``eager``, ``eager-op``, ``eager-kernel``) on a graph with a BatchNorm the forward predicted again
+with its BatchNorms in training mode (``forward_prediction``: rule ``bn-train``), plus the placed
+dropouts' forward kernels (``training.dropout``).
+
 Backward time.  Under a PyTorch runtime (eager, eager-op, kernel, eager-kernel) on a GPU: the kernels
 PyTorch's autograd launches (``backward_plan``, rules in ``backward_rules``), each priced by the
 prediction stage like a forward kernel and run after the forward on the runtime's stream
