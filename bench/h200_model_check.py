@@ -23,15 +23,15 @@ repository (``EXPORTS``: each with what it holds and what it leaves out) with
   its backward fill are not in the graph.
 
 Kernels: measured ``n_kernels`` of one call against the prediction's launches (a training row:
-the forward's launches + one per placed dropout + the backward plan's kernels, which hold the
-dropouts' backward).
+the training forward's launches, ``StepTime.forward_kernels``: its BatchNorms in training mode and
+one per placed dropout, + the backward plan's kernels, which hold the dropouts' backward).
 
 Left out, each listed with its reason: GPT-2-small (no GPT-2-small graph in the repository) and
 the ``compile`` rows (torch.compile's inductor kernels: no opcost runtime plans them). Not an
 H100: the data may be fitted on.  ``eager --host torch2.11-h200`` scores the eager rows on this
 host's table (``runtimes.EAGER_HOSTS``), fitted on these eager rows (in-sample here); no other
-constant is fitted or tuned on them (the eager plan's rules bn-eval-fp16 and cudnn-nhwc were read
-from these rows' kernel names).
+constant is fitted or tuned on them (the eager plan's rules bn-eval-fp16, bn-train and cudnn-nhwc
+were read from these rows' kernel names).
 """
 
 from __future__ import annotations
@@ -159,8 +159,7 @@ def predict(case: dict, path: str, runtime: str) -> tuple[float, int]:
     if not case["train"]:
         return p.latency_s * 1e6, p.launches
     st = rep.training.steps[0]
-    placed = (rep.training.dropout or {}).get("placed", 0)
-    return st.step_s * 1e6, p.launches + placed + st.backward_kernels
+    return st.step_s * 1e6, st.forward_kernels + st.backward_kernels
 
 
 def run(cases: list[dict], paths: dict[str, str]) -> list[dict]:
@@ -215,7 +214,7 @@ def render(results: list[dict], left: list[tuple[dict, str]], command: str) -> s
              f"`{HOST}` (`eager --host {HOST}` rows) was fitted on these `eager` rows (in-sample; its "
              "leave-one-model-out figure: docs/accuracy.md); Hopper's `conv_simt` / `conv3_simt` sets were "
              "fitted on the same run's per-layer fp32 convolution rows (bench/hopper_conv_simt.py): an "
-             "in-sample device; the eager plan's rules `bn-eval-fp16` and `cudnn-nhwc` and Hopper's fp32 "
+             "in-sample device; the eager plan's rules `bn-eval-fp16`, `bn-train` and `cudnn-nhwc` and Hopper's fp32 "
              "convolutions without Winograd helpers were read from their kernel names (counts, not "
              "times); no other constant is fitted or tuned on them.", "", "## Summary", ""]
     lines += summary(results)

@@ -142,6 +142,11 @@ def _rows_lines(report, fmt: str) -> list[str]:
             where = ", ".join(f"{k} {v}" for k, v in d["by_where"].items()) or "none"
             lines += [f"Dropout (p={d['p']}): {d['placed']} placed ({where}); one forward "
                       "kernel each (in forward ms) and one backward kernel each (in backward ms)"]
+        bn = next((s for s in tr.steps if s.bn_train), None)
+        if bn is not None:
+            lines += [f"BatchNorm in training mode: {bn.bn_train} BatchNorms, their training "
+                      f"kernels in forward ms (rule bn-train; {bn.forward_kernels} forward launches "
+                      f"on {safe.text(bn.hardware)})"]
         lines += _grid(head, rows, fmt)
         lines += [""] + _backward_lines(tr.steps)
     sc = report.scaling

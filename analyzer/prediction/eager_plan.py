@@ -34,7 +34,7 @@ from math import prod
 from typing import Sequence
 
 from analyzer.counting.engine import FOLDED
-from analyzer.prediction import cudnn_conv, eager_folded, engines, fusion
+from analyzer.prediction import bn_train, cudnn_conv, eager_folded, engines, fusion
 from analyzer.prediction.eager_layout import (COPY_OP, ONNX_DOMAINS, RESHAPE_OPS, Walk, dims_of, follow_layout,
                                               matmul_copies, view_op)
 from analyzer.prediction import strides as st_
@@ -77,9 +77,10 @@ def _linear(w: Walk, i: int, claimed: set) -> list[int] | None:
     return [i, j]
 
 
-def _conv(w: Walk, i: int, tf32: bool = False, winograd: bool = True) -> None:
+def _conv(w: Walk, i: int, tf32: bool = False, winograd: bool = True, train: bool = False) -> None:
     """Rules ``conv-layout`` and ``conv-bias`` for Conv ``i`` (``tf32``: fp32 on the tensor cores;
-    ``winograd``: rule ``cudnn-fp32``'s helpers, ``cudnn_conv.winograd_helpers``)."""
+    ``winograd``: rule ``cudnn-fp32``'s helpers, ``cudnn_conv.winograd_helpers``; ``train``: a
+    folded BatchNorm in training mode, rule ``bn-train``)."""
     nd, fn = w.nodes[i], w.fnodes[i]
     x, sx = w.layout(i, 0)
     out = dims_of(nd.out_specs[0]) if nd.out_specs else None
@@ -96,11 +97,23 @@ def _conv(w: Walk, i: int, tf32: bool = False, winograd: bool = True) -> None:
     if len(fn.inputs) > 2 and fn.inputs[2]:
         folded = fn.inputs[2].startswith(_FOLDED_BIAS)
         e = _element(fn, out)
+        if folded and train and e and out is not None and len(out) > 1:
+            w.extra[i].extend(bn_train.launches(out[1], fn.output_bytes[0], e))
+            return
         if folded and e == 2 and out is not None:   # native eval BatchNorm's per-channel launches
             w.extra[i].extend(cudnn_conv.bn_fp16_launches(out[1], e))
         if folded or fn.op_class != "conv_dw":   # the BatchNorm, or cuDNN's bias add_
             w.extra[i].append(("BatchNormalization" if folded else "Add",
                                2 * fn.output_bytes[0] + fn.input_bytes[2]))
+
+
+def _batch_norm(w: Walk, i: int) -> None:
+    """Rule ``bn-train`` for a BatchNormalization node in a training step: its kernel is the
+    transform, the statistics, running-statistics and counter launches extra ones."""
+    fn, out = w.fnodes[i], dims_of(w.nodes[i].out_specs[0]) if w.nodes[i].out_specs else None
+    e = _element(fn, out)
+    if e and out is not None and len(out) > 1:
+        w.extra[i].extend(bn_train.node_extras(out[1], fn.output_bytes[0], e))
 
 
 def _element(fn, out) -> int:
@@ -215,11 +228,12 @@ def _gelu(w: Walk, core: int, claimed: set) -> list[int] | None:
 
 
 def plan(nodes, fnodes: Sequence[fusion.FusionNode], nbytes, graph_outputs: frozenset[str] = frozenset(),
-         tf32: bool = False, winograd: bool = True) -> fusion.FusionPlan:
+         tf32: bool = False, winograd: bool = True, train: bool = False) -> fusion.FusionPlan:
     """The kernels eager PyTorch launches for ``nodes`` (their ``fnodes`` and counted bytes
     ``nbytes`` under the prediction's precision), by ``RULES``; ``tf32``: the caller's precision is
     ``tf32`` (fp32 convolutions on the tensor cores); ``winograd``: fp32 convolutions take rule
-    ``cudnn-fp32``'s helpers (``cudnn_conv.winograd_helpers``: not on Hopper)."""
+    ``cudnn-fp32``'s helpers (``cudnn_conv.winograd_helpers``: not on Hopper); ``train``: the forward
+    of a training step, its BatchNorms in training mode (rule ``bn-train``, ``bn_train``)."""
     w = Walk(nodes, fnodes, nbytes)
     groups: list[list[int]] = []
     ops: dict[int, str] = {}
@@ -241,7 +255,9 @@ def plan(nodes, fnodes: Sequence[fusion.FusionNode], nbytes, graph_outputs: froz
         elif nd.domain in ONNX_DOMAINS and nd.op == "Gemm":
             _gemm_bias(w, i)
         elif nd.domain in ONNX_DOMAINS and nd.op == "Conv":
-            _conv(w, i, tf32, winograd)
+            _conv(w, i, tf32, winograd, train)
+        elif nd.domain in ONNX_DOMAINS and nd.op == "BatchNormalization" and train:
+            _batch_norm(w, i)
         elif nd.domain in ONNX_DOMAINS and nd.op == "SoftmaxCrossEntropyLoss":
             _cross_entropy(w, i, ops)
         elif nd.domain in ONNX_DOMAINS and nd.op == "Sigmoid" and i not in claimed:

@@ -145,6 +145,20 @@ RULES: tuple[Rule, ...] = (
          "batch_norm_calc_invstd and batch_norm_transform_input_kernel (53 x 3 and 52 x 3; the "
          "copy's time does not grow with the batch: 114 µs at batch 1, 119 µs at 8, for 53), in "
          "fp32 and TF32 one cudnn::bn_fw_inf_1C11_kernel_NCHW"),
+    Rule("bn-train", "in the forward of a training step (Runtime.train_forward): a BatchNorm the "
+         "exporter folded into a Conv, or a BatchNormalization node",
+         "training mode (bn_train.launches): fp16/bf16 four launches, the counter add "
+         "(num_batches_tracked += 1, its own dispatch), batch_norm_collect_statistics (reads x: "
+         "class reduce), batch_norm_update_stats_and_invert (per channel: elementwise) and "
+         "batch_norm_transform_input (reads x, writes y: norm), the last two inside the call; "
+         "fp32/TF32 cuDNN's one bn_fw_tr_1C11 kernel (reads x, writes y: norm) and the counter add; "
+         "a BatchNormalization node's own kernel is the transform; replaces rule bn-eval-fp16",
+         "the H200 run's kernel names (docs/accuracy.md, Whole models on the H200; the training rows): "
+         "ResNet-50 and MobileNetV2 bf16 forwards launch collect_statistics, "
+         "unrolled_elementwise_kernel_for_multi_outputs (update_stats_and_invert), "
+         "transform_input and vectorized_elementwise_kernel<CUDAFunctorOnSelf_add<long>> per "
+         "BatchNorm (53 x 4, 52 x 4), fp32 and TF32 bn_fw_tr_1C11_singleread (or _kernel_NCHW) and "
+         "the add (53 x 2, 52 x 2); torch.nn.modules.batchnorm._BatchNorm.forward; counts, nothing fitted"),
     Rule("cross-entropy", "SoftmaxCrossEntropyLoss (F.cross_entropy / nn.CrossEntropyLoss with "
          "class-index targets)",
          "two kernels: log_softmax over the classes (the scores read, the log-probabilities "

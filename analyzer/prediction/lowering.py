@@ -305,11 +305,12 @@ def _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, profiles=(),
     ``xla_cpu`` one, else the fusion policy's (or ``fused``'s; ``fusion.plan``'s ``fold_transposes``
     where every profile is a GPU).  The eager plan's fp32 convolutions run on the tensor cores under
     ``tf32`` or PyTorch's TF32 default (``_plan_precision``), with cuDNN 8.9's Winograd helpers on
-    the FMA units but on Hopper (``cudnn_conv.winograd_helpers``)."""
+    the FMA units but on Hopper (``cudnn_conv.winograd_helpers``); a training step's forward
+    (``Runtime.train_forward``) runs its BatchNorms in training mode (rule ``bn-train``)."""
     if runtime.fusion == eager_plan.POLICY and fused is None:
         return eager_plan.plan(nodes, fnodes, node_bytes, graph_outputs,
                                tf32=_plan_precision(precision, profiles, runtime.name) == "tf32",
-                               winograd=cudnn_conv.winograd_helpers(profiles))
+                               winograd=cudnn_conv.winograd_helpers(profiles), train=runtime.train_forward)
     if runtime.fusion == xla_cpu_fusion.POLICY and fused is None:
         return xla_cpu_fusion.plan(fnodes, graph_outputs)
     fold = fold_transposes(profiles)

@@ -116,6 +116,9 @@ class Runtime:
     precision_rule: Any = None
     # whose per-op host figures the ``eager`` stream charges (a name of ``EAGER_HOSTS``)
     host: str = EAGER_HOST_NAMES[0]
+    # the forward of a training step (``training.step``): the eager plan's BatchNorms run in
+    # training mode (``eager_plan``'s rule ``bn-train``, ``bn_train``); False: inference
+    train_forward: bool = False
 
     @property
     def dispatch_name(self) -> str:

@@ -8,6 +8,7 @@ from typing import NamedTuple
 from analyzer.prediction import cudnn_conv
 from analyzer.render import safe
 from analyzer.render.headline import assumed, human_time
+from analyzer.render.explain_train import training_lines
 from analyzer.render.pieces import human
 from analyzer.render.layout import wrap
 
@@ -398,7 +399,7 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                    f"{human_time(e.gap_s)} (the device waited for the host): dev_end_i - dev_end_i-1 "
                    f"of the eager stream; {x.bound}-bound"] if e.stream else []),
                 f"  layer    {human_time(x.time_s):>9}  {100 * x.share:.2f}% of "
-                f"{human_time(p.latency_s)}",
+                f"{human_time(p.latency_s)}", *training_lines(report, p, index, _inserted_lines),
                 *_per_call_lines(p),
                 f"  constants: {safe.text(e.provenance)}: {safe.text(e.provenance_detail)}",
                 *([f"  {safe.text(e.op_class)} set: {safe.text(e.class_provenance)}"] if e.class_provenance else [])]

@@ -7,6 +7,11 @@ gradient product (``counts.gradient_plan``); every other node on the gradient pa
 forward bytes (it reads the saved forward value and the output gradient and writes the input
 gradient); nodes off the path nothing.
 
+Forward time: the forward prediction's latency, but under a runtime that runs the eager plan
+(``eager``, ``eager-op``, ``eager-kernel``) on a graph with a BatchNorm the forward predicted again
+with its BatchNorms in training mode (``forward_prediction``: rule ``bn-train``), plus the placed
+dropouts' forward kernels (``training.dropout``).
+
 Backward time.  Under a PyTorch runtime (eager, eager-op, kernel, eager-kernel) on a GPU: the kernels
 PyTorch's autograd launches (``backward_plan``, rules in ``backward_rules``), each priced by the
 prediction stage like a forward kernel and run after the forward on the runtime's stream
@@ -57,6 +62,8 @@ class StepTime:
     backward_ratio_s: float = 0.0      # the ratio method's backward, for comparison
     dropout_forward_s: float = 0.0     # the dropout kernels' forward, inside forward_s
     dropout_backward_s: float = 0.0    # their backward under the ratio method, in backward_s
+    forward_kernels: int = 0           # the forward's launches (training-mode BatchNorms, dropouts)
+    bn_train: int = 0                  # BatchNorms the forward runs in training mode (rule bn-train)
 
     @property
     def step_s(self) -> float:
@@ -75,7 +82,8 @@ class StepTime:
                 "backward_s": self.backward_s, "optimizer_s": self.optimizer_s,
                 "step_s": self.step_s, "memory": self.memory.to_dict(),
                 "capacity_bytes": self.capacity_bytes, "fits": self.fits,
-                "max_batch": self.max_batch,
+                "max_batch": self.max_batch, "forward_kernels": self.forward_kernels,
+                **({"bn_train": self.bn_train} if self.bn_train else {}),
                 "backward": {"method": self.backward_method, "kernels": self.backward_kernels,
                              "fallback_nodes": self.backward_fallback,
                              "ratio_method_s": self.backward_ratio_s},
@@ -139,7 +147,8 @@ def step_time(report, prediction, profile, optimizer: str, batch: int | None,
     from analyzer.training import dropout as D
 
     plan = plan if plan is not None else gradient_plan(report.nodes)
-    ovh = sum(row.overhead_s for row in prediction.nodes)
+    fpred = forward_prediction(report, prediction)
+    ovh = sum(row.overhead_s for row in fpred.nodes)
     rows = {i: (body, launches) for i, body, launches in backward_rows(report, prediction, plan)}
     ratio = sum(body + launches for body, launches in rows.values())
     extra: dict[str, Any] = {"backward_ratio_s": ratio}
@@ -148,7 +157,7 @@ def step_time(report, prediction, profile, optimizer: str, batch: int | None,
             from analyzer.training.backward_plan import backward_plan
 
             bplan = backward_plan(report.nodes, plan, _outputs(report), dropouts)
-        b = bt.backward_time(bplan, bt.as_nodes(bplan), prediction, profile, rows)
+        b = bt.backward_time(bplan, bt.as_nodes(bplan), fpred, profile, rows)
         bwd, ovh = b.backward_s, ovh + b.overhead_s
         extra.update(backward_method="kernel plan", backward_kernels=len(bplan.kernels),
                      backward_fallback=len(bplan.fallback))
@@ -159,16 +168,45 @@ def step_time(report, prediction, profile, optimizer: str, batch: int | None,
             [D.backward_kernel(pl, nm) for pl, nm in zip(dropouts, names)], prediction, profile, False)
         bwd += extra["dropout_backward_s"]
     fwd_drop = bt.seconds_of([D.forward_kernel(pl, report.nodes[pl.index].name) for pl in dropouts],
-                         prediction, profile, True)
+                         fpred, profile, True)
     opt = optimizer_time(profile, report.totals.params, optimizer, prediction.overlap)
     wbytes = PRECISION_BITS.get(prediction.precision, 32) // 8   # B per weight (4 when unknown)
     mem = memory(report, optimizer, batch, wbytes, plan)
     if dropouts:      # each dropout's mask is kept for backward: 1 byte per element
         mem = replace(mem, activations=mem.activations + sum(pl.numel for pl in dropouts))
     cap = profile.mem_gb * 1e9 if profile.mem_gb else None
-    return StepTime(hardware=profile.id, forward_s=prediction.latency_s + fwd_drop, backward_s=bwd,
+    return StepTime(hardware=profile.id, forward_s=fpred.latency_s + fwd_drop, backward_s=bwd,
                     optimizer_s=opt, memory=mem, capacity_bytes=cap, overhead_s=ovh,
-                    dropout_forward_s=fwd_drop, **extra)
+                    dropout_forward_s=fwd_drop, forward_kernels=fpred.launches + len(dropouts),
+                    bn_train=batch_norms(report.nodes) if fpred is not prediction else 0, **extra)
+
+
+def batch_norms(nodes) -> int:
+    """BatchNorms of ``nodes``: BatchNormalization nodes that run and those the exporter folded
+    into a Conv (its bias named ``onnx::Conv_*``)."""
+    from analyzer.counting.engine import FOLDED
+    from analyzer.training.backward_rules import FOLDED_BN_BIAS
+
+    return sum(1 for n in nodes if n.status != FOLDED and n.domain in ("", "ai.onnx") and (
+        n.op == "BatchNormalization" or (n.op == "Conv" and len(n.in_names) > 2
+                                         and n.in_names[2].startswith(FOLDED_BN_BIAS))))
+
+
+def forward_prediction(report, prediction):
+    """The forward of a training step: ``prediction`` predicted again with its BatchNorms in
+    training mode (``Runtime.train_forward``: the eager plan's rule ``bn-train``) where its
+    runtime runs the eager plan and the graph has a BatchNorm (``batch_norms``); else
+    ``prediction`` itself (no other kernel differs between eval and train mode; dropouts are
+    placed apart, ``training.dropout``)."""
+    from analyzer.prediction import eager_plan
+    from analyzer.prediction.predict import predict
+
+    t = prediction.target
+    if t is None or t.runtime.fusion != eager_plan.POLICY or not batch_norms(report.nodes):
+        return prediction
+    train = replace(t, runtime=replace(t.runtime, train_forward=True))
+    return predict(report, [train], precision=prediction.precision if prediction.precision_explicit
+                   else None, overlap=prediction.overlap, l2=prediction.l2)[0]
 
 
 def dropout_forward_rows(report, prediction, profile) -> dict[int, float]:
