@@ -8,6 +8,8 @@ from typing import NamedTuple
 from analyzer.prediction import cudnn_conv
 from analyzer.render import safe
 from analyzer.render.headline import assumed, human_time
+from analyzer.render.explain_terms import (index_loop_lines, kloop_lines, placed_lines, reread_lines,
+                                            row_lines, with_rows)
 from analyzer.render.explain_train import training_lines
 from analyzer.render.pieces import human
 from analyzer.render.layout import wrap
@@ -61,7 +63,7 @@ def _compute_lines(e, v: Vocab) -> list[str]:
         clock = (f" x boost window {e.clock:.3g} (of the sustained-clock time)" if e.clock != 1.0 else "")
         waves = _factor(v, f"waves {e.wave:.3g} (split-K {e.split_k:g}, {v.units(e.units)})",
                         e.wave if e.split_k == 1.0 else 0.0)
-        out += _kloop_lines(e)
+        out += kloop_lines(e)
         out.append(f"    {'tiles' if e.kloop_s else 'matrix'} = MAC {human(e.mac_flops)}"
                    f"{_factor(v, f'padding {e.pad:.3g}', e.pad)}{algo}{waves}"
                    f"{_factor(v, f'narrow {e.narrow:.3g}', e.narrow)}{clock} / (matrix peak "
@@ -76,34 +78,8 @@ def _compute_lines(e, v: Vocab) -> list[str]:
     return out
 
 
-def _kloop_lines(e) -> list[str]:
-    """The serial k loop's bound on the matrix time (``KernelTerms.kloop_s``; none: no line)."""
-    if not e.kloop_s:
-        return []
-    how = "sum" if e.kloop_sum else "max"
-    return [f"    matrix = {how}(tiles {human_time(e.tiles_s)}, k loop {human_time(e.kloop_s)})",
-            f"    k loop = k {e.kloop_k:g} x {human_time(e.kloop_step_s)} a step (kloop_cycles / clock): "
-            "a small grid's CTAs walk the whole GEMM depth, one latency-bound step after another"]
 
 
-def _placed_lines(e, part: str) -> list[str]:
-    """A kernel the runtime's placement moved off the accelerator (``KernelTerms.placed``):
-    ``part`` "compute" (where it runs and at what rate) or "fixed" (its segment's switches and
-    boundary tensors, inside the fixed line); no line for any other kernel."""
-    pl = getattr(e, "placed", None)
-    if pl is None:
-        return []
-    if part == "compute":
-        work = e.mac_flops + e.vector_flops + e.trans_weight * e.transcendental_flops
-        return [f"    placed on the {safe.text(pl.unit)} ({safe.text(pl.why)}): matrix + vector = work "
-                f"{human(work)} / rate {human(pl.rate, 'FLOP/s')} = {human_time(work / pl.rate if pl.rate else 0.0)} "
-                "per launch (the peaks above are rate / e_compute)"]
-    if not (pl.switches or pl.moved_bytes):
-        return []
-    hand = pl.moved_bytes / pl.mem_bw if pl.mem_bw else 0.0
-    return [f"    of which hand-over {human_time(pl.switches * pl.switch_s + hand)} = {pl.switches} switch(es) x "
-            f"{human_time(pl.switch_s)} + boundary tensors {human(pl.moved_bytes, 'B')} / {human(pl.mem_bw, 'B/s')} "
-            f"(its CPU segment's, over {e.runs:g} launch(es))"]
 
 
 def _per_call_lines(p) -> list[str]:
@@ -116,45 +92,12 @@ def _per_call_lines(p) -> list[str]:
             f"{human_time(p.latency_s)} = layers {human_time(p.latency_s - p.run_overhead_s)} + per call"]
 
 
-def _reread_lines(e, cold: bool) -> list[str]:
-    """PyTorch's long-row CUDA softmax (``KernelTerms.reread_l2_bytes`` / ``reread_dram_bytes``):
-    the bytes its max and sum-of-exps passes read again, and where they are served."""
-    if not (e.reread_l2_bytes or e.reread_dram_bytes):
-        return []
-    fits = (f"a row {human(e.reread_row_bytes, 'B')} vs {human(e.reread_l2_row, 'B')} of L2 per row in flight "
-            f"(L2 / (SMs x resident 1024-thread blocks))" if e.reread_l2_row else "L2 or SM count unknown")
-    if e.reread_l2_bytes:
-        return [f"    re-reads {human(e.reread_l2_bytes, 'B')} (cunn_SoftMaxForward reads each row 3 times, the count "
-                f"once) from the L2, {fits}: they add to the per-SM bytes only"
-                + (" (a cold L2 is flushed before the kernel, not between its passes)" if cold else "")]
-    return [f"    re-reads {human(e.reread_dram_bytes, 'B')} (cunn_SoftMaxForward reads each row 3 times, the count "
-            f"once) from DRAM, {fits}: in the bytes to DRAM"]
 
 
-def _index_loop_lines(e) -> list[str]:
-    """PyTorch's small-index gather (``KernelTerms.index_loop_s``, ``prediction.small_index``)."""
-    if not e.index_loop_s:
-        return []
-    return [f"    index loop = (steps - 1) x one dependent load ({human_time(e.index_loop_s)}): "
-            "index_select of 16 ids or fewer, each thread steps through every id in turn"]
 
 
-def _with_rows(e, terms: str) -> str:
-    """The memory line's terms with PyTorch's row-kernel term (``KernelTerms.row_s``): added to
-    the streaming terms, or their max (``row_kernels``: the kind's overlap)."""
-    if not e.row_s:
-        return terms
-    rows = f"rows {human_time(e.row_s)}"
-    return f"max({terms}, {rows})" if e.row_overlap else f"{terms} + {rows}"
 
 
-def _row_lines(e) -> list[str]:
-    """PyTorch's row kernels (``KernelTerms.row_s``, ``prediction.row_kernels``)."""
-    if not e.row_s:
-        return []
-    return [f"    rows = waves {e.row_waves:.0f} (rows / (SMs x rows resident per SM)) x (c0 {human_time(e.row_c0_s)} "
-            f"+ steps {e.row_steps:.0f} x step {human_time(e.row_step_s)}) (cycles / clock): one block or warp "
-            "walks each row, its steps one after the other"]
 
 
 def _gather_dep(e) -> str:
@@ -295,7 +238,7 @@ def _memory_lines(e, p, v: Vocab) -> list[str]:
     rate = f"gather rate {e.gather_rate:.4g} x " if e.gather_rate != 1.0 else ""
     terms = rate + (f"{'max' if e.sm_overlap else 'sum'}({v.memory} {human_time(e.dram_s)}, per-{v.unit} "
                     f"{human_time(e.sm_s)}){loop}" if per_unit else f"{v.memory} {human_time(e.dram_s)}{loop}")
-    terms = _with_rows(e, terms)
+    terms = with_rows(e, terms)
     cache = v.gpu or e.cache_share > 0
     ramp = f" + ramp b_half {human(e.b_half_bytes, 'B')}" if v.gpu or e.b_half_bytes else ""
     if p.l2 == "cold":
@@ -311,10 +254,10 @@ def _memory_lines(e, p, v: Vocab) -> list[str]:
         + (f" x cache gain {e.cache_gain:.3g}" if v.gpu or e.cache_gain != 1.0 else "") + ")"
         + (f"; cache share {100 * e.cache_share:.1f}% of the bytes {where}" if cache else ""),
         *_onchip_lines(e),
-        *_reread_lines(e, p.l2 == "cold"),
-        *_index_loop_lines(e),
+        *reread_lines(e, p.l2 == "cold"),
+        *index_loop_lines(e),
         *_gather_lines(e),
-        *_row_lines(e),
+        *row_lines(e),
         *([f"    per-{v.unit} = bytes / {v.unit} issue rate "
            + (human(e.sm_rate, 'B/s') if e.sm_rate else "(off)")] if per_unit else [])]
 
@@ -373,12 +316,12 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                 f"  compute  {human_time(e.compute_s):>9}  = launches x "
                 f"(matrix {human_time(e.matrix_s)} + vector {human_time(e.vector_s)})",
                 *_compute_lines(e, v),
-                *_placed_lines(e, "compute"),
+                *placed_lines(e, "compute"),
                 *_memory_lines(e, p, v),
                 f"  fixed    {human_time(e.overhead_s):>9}  = launches x {human_time(e.fixed_s)} "
                 f"(class floor {human_time(e.floor_s)}{_warm_text(e)}, launch figure, dispatch)",
                 *_inserted_lines(e),
-                *_placed_lines(e, "fixed"),
+                *placed_lines(e, "fixed"),
                 *([f"    of which loop-resident -{human_time(-e.resident_s * e.runs)} = (launches - 1) x "
                    f"(max(compute, memory less {human(e.resident_bytes, 'B')} of cached loop-invariant "
                    f"weights) - max(compute, memory)): trips after the first read them from the cache"]

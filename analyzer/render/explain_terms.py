@@ -1,0 +1,80 @@
+"""The lines ``--explain`` prints for the kernel-time model's optional terms (the serial k loop,
+an accelerator runtime's placement, PyTorch's long-row softmax re-reads, small-index gather and
+row kernels): formatting only, from ``Prediction.explain``'s ``KernelTerms``."""
+
+from __future__ import annotations
+
+from analyzer.render import safe
+from analyzer.render.headline import human_time
+from analyzer.render.pieces import human
+
+
+def kloop_lines(e) -> list[str]:
+    """The serial k loop's bound on the matrix time (``KernelTerms.kloop_s``; none: no line)."""
+    if not e.kloop_s:
+        return []
+    how = "sum" if e.kloop_sum else "max"
+    return [f"    matrix = {how}(tiles {human_time(e.tiles_s)}, k loop {human_time(e.kloop_s)})",
+            f"    k loop = k {e.kloop_k:g} x {human_time(e.kloop_step_s)} a step (kloop_cycles / clock): "
+            "a small grid's CTAs walk the whole GEMM depth, one latency-bound step after another"]
+
+
+def placed_lines(e, part: str) -> list[str]:
+    """A kernel the runtime's placement moved off the accelerator (``KernelTerms.placed``):
+    ``part`` "compute" (where it runs and at what rate) or "fixed" (its segment's switches and
+    boundary tensors, inside the fixed line); no line for any other kernel."""
+    pl = getattr(e, "placed", None)
+    if pl is None:
+        return []
+    if part == "compute":
+        work = e.mac_flops + e.vector_flops + e.trans_weight * e.transcendental_flops
+        return [f"    placed on the {safe.text(pl.unit)} ({safe.text(pl.why)}): matrix + vector = work "
+                f"{human(work)} / rate {human(pl.rate, 'FLOP/s')} = {human_time(work / pl.rate if pl.rate else 0.0)} "
+                "per launch (the peaks above are rate / e_compute)"]
+    if not (pl.switches or pl.moved_bytes):
+        return []
+    hand = pl.moved_bytes / pl.mem_bw if pl.mem_bw else 0.0
+    return [f"    of which hand-over {human_time(pl.switches * pl.switch_s + hand)} = {pl.switches} switch(es) x "
+            f"{human_time(pl.switch_s)} + boundary tensors {human(pl.moved_bytes, 'B')} / {human(pl.mem_bw, 'B/s')} "
+            f"(its CPU segment's, over {e.runs:g} launch(es))"]
+
+
+def reread_lines(e, cold: bool) -> list[str]:
+    """PyTorch's long-row CUDA softmax (``KernelTerms.reread_l2_bytes`` / ``reread_dram_bytes``):
+    the bytes its max and sum-of-exps passes read again, and where they are served."""
+    if not (e.reread_l2_bytes or e.reread_dram_bytes):
+        return []
+    fits = (f"a row {human(e.reread_row_bytes, 'B')} vs {human(e.reread_l2_row, 'B')} of L2 per row in flight "
+            f"(L2 / (SMs x resident 1024-thread blocks))" if e.reread_l2_row else "L2 or SM count unknown")
+    if e.reread_l2_bytes:
+        return [f"    re-reads {human(e.reread_l2_bytes, 'B')} (cunn_SoftMaxForward reads each row 3 times, the count "
+                f"once) from the L2, {fits}: they add to the per-SM bytes only"
+                + (" (a cold L2 is flushed before the kernel, not between its passes)" if cold else "")]
+    return [f"    re-reads {human(e.reread_dram_bytes, 'B')} (cunn_SoftMaxForward reads each row 3 times, the count "
+            f"once) from DRAM, {fits}: in the bytes to DRAM"]
+
+
+def index_loop_lines(e) -> list[str]:
+    """PyTorch's small-index gather (``KernelTerms.index_loop_s``, ``prediction.small_index``)."""
+    if not e.index_loop_s:
+        return []
+    return [f"    index loop = (steps - 1) x one dependent load ({human_time(e.index_loop_s)}): "
+            "index_select of 16 ids or fewer, each thread steps through every id in turn"]
+
+
+def with_rows(e, terms: str) -> str:
+    """The memory line's terms with PyTorch's row-kernel term (``KernelTerms.row_s``): added to
+    the streaming terms, or their max (``row_kernels``: the kind's overlap)."""
+    if not e.row_s:
+        return terms
+    rows = f"rows {human_time(e.row_s)}"
+    return f"max({terms}, {rows})" if e.row_overlap else f"{terms} + {rows}"
+
+
+def row_lines(e) -> list[str]:
+    """PyTorch's row kernels (``KernelTerms.row_s``, ``prediction.row_kernels``)."""
+    if not e.row_s:
+        return []
+    return [f"    rows = waves {e.row_waves:.0f} (rows / (SMs x rows resident per SM)) x (c0 {human_time(e.row_c0_s)} "
+            f"+ steps {e.row_steps:.0f} x step {human_time(e.row_step_s)}) (cycles / clock): one block or warp "
+            "walks each row, its steps one after the other"]
