@@ -65,9 +65,10 @@ _SIMT = ("gemm_simt", "bgemm_simt", "conv3_simt", "conv_simt")
 # XLA's own kernel sets (bench/xla_sets.py)
 _XLA = ("xla_loop", "xla_act", "xla_reduce", "xla_softmax", "xla_softmax_block", "xla_gemm", "xla_bgemm")
 # and the Hopper row-kernel sets with the file's ``row_kernels``, where bench/hopper_rows.py --write put them
-KEPT_SETS = {"nvidia-ampere": ("softmax", "softmax_block") + _SIMT,
+KEPT_SETS = {"nvidia-ampere": ("softmax", "softmax_block") + _SIMT + ("conv", "conv_1x1", "conv_dw"),
              "nvidia-ampere-ga10x": ("softmax", "softmax_block") + _SIMT,
              "nvidia-hopper": ("conv3_simt", "conv_simt",   # bench/hopper_conv_simt.py
+                               "conv", "conv_1x1", "conv_dw",  # bench/hopper_conv_tc.py
                                "bgemm",                     # bench/hopper_bgemm.py
                                "norm_row", "softmax_row", "softmax_block_row") + _XLA,
              # Hopper's warm start, softmax row and XLA sets, inherited (bench/hopper_bgemm.py,
@@ -75,7 +76,9 @@ KEPT_SETS = {"nvidia-ampere": ("softmax", "softmax_block") + _SIMT,
              "nvidia-blackwell": ("bgemm", "softmax_row", "softmax_block_row") + _XLA}
 KEPT_NOTES = (" FMA-unit GEMM sets (", " FMA-unit sets of nvidia-ampere, inherited (",
               " gemm_simt, bgemm_simt: nvidia-ampere's, inherited (",
-              " FMA-unit convolution sets fitted on this repository's H200")
+              " FMA-unit convolution sets fitted on this repository's H200",
+              " Tensor-core convolution sets fitted on this repository's H200",
+              " Tensor-core convolution sets of nvidia-hopper, inherited (")
 DESCRIPTIONS = {
     "nvidia-ampere": "NVIDIA Ampere GA100 (A100): gemm/attention from aiconfigurator a100_sxm (CUDA-graph), "
                      "memory-bound classes from vidur a100_80gb's PyTorch-native kernels (2024: LayerNorm, GELU, add, "
