@@ -10,10 +10,12 @@ calibration ever ran.
    (``<out>_rows_<i>.json``); or ``--profile`` reuses profiles; or ``--rows`` refits saved rows
    with the current code (``<out>_refit_<i>.toml``: a change of the fit compared on the same
    measurements);
-2. the programs: ``samples/jax_models.py``'s MLP, CNN, transformer block and scan RNN, inference
+2. the programs (``--programs samples``, the default): ``samples/jax_models.py``'s MLP, CNN, transformer block and scan RNN, inference
    (``*_infer``, weights closed over) at batch 1, 8 and 32 and a train step (``jax.grad`` + SGD,
    params as arguments) at batch 8: 16 programs. Each is predicted with the product's call,
-   ``analyzer.analyze_jax(fn, *shapes, hw=profile, runtime="xla")``, per profile;
+   ``analyzer.analyze_jax(fn, *shapes, hw=profile, runtime="xla")``, per profile; ``--programs
+   heldout2``: ``bench/xla_cpu_heldout.py``'s 8 programs of other architectures (GRU scan, 1-D
+   convolutions, MLP-Mixer, multi-head attention, depthwise-separable convolution, residual MLP);
 3. each is measured here (or ``--measured RUN.json`` takes a saved run's ``measured_us``: with
    ``--rows`` of the same run, a change of the code is scored on exactly the measurements it was
    scored on before, nothing timed): jitted, JAX's CPU async dispatch off (as the calibration measures: the
@@ -63,6 +65,14 @@ def programs():
             lab = x   # (its loss regresses onto a target shaped like x)
         out.append((f"{net}_train_b{TRAIN_BATCH}", getattr(jm, f"{net}_train_step"), (p, x, lab), 0))
     return out
+
+
+def heldout_programs():
+    """The second set (``bench/xla_cpu_heldout.py``), in ``programs``' form."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import xla_cpu_heldout
+
+    return xla_cpu_heldout.programs()
 
 
 def relower(rows: list[dict], threads: int = 1) -> int:
@@ -135,6 +145,8 @@ def main() -> int:
                     "kernels instead of lowering each row's program again with the current code")
     ap.add_argument("--measured", default="", help="a saved run's <out>.json: score on its program timings "
                     "instead of measuring (with --rows of the same run: a code change on the same data)")
+    ap.add_argument("--programs", choices=("samples", "heldout2"), default="samples",
+                    help="samples: samples/jax_models.py's 16 programs; heldout2: bench/xla_cpu_heldout.py's 8")
     ap.add_argument("--calibrations", type=int, default=2)
     ap.add_argument("--passes", type=int, default=5)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
@@ -167,7 +179,7 @@ def main() -> int:
                 json.dump({"rows": doc.pop("_rows"), **doc.pop("_measured")}, f)
             doc.pop("_warnings", None)
             profiles.append(write_profile(doc, f"{a.out}_profile_{i}.toml"))
-    progs = programs()
+    progs = programs() if a.programs == "samples" else heldout_programs()
     if a.measured:
         with open(a.measured) as f:
             saved = json.load(f)
@@ -203,7 +215,8 @@ def main() -> int:
         json.dump(res, f, indent=1)
     lines = [f"# XLA CPU accuracy ({head})", "",
              f"Command: `PYTHONPATH=$PWD python bench/accuracy_xla_cpu.py {' '.join(map(shlex.quote, sys.argv[1:]))}`", "",
-             "Programs: samples/jax_models.py (never calibrated on)" +
+             ("Programs: samples/jax_models.py (never calibrated on)" if a.programs == "samples" else
+              "Programs: bench/xla_cpu_heldout.py (never calibrated on, never read before this run)") +
              (f", timings of `{os.path.relpath(a.measured, ROOT)}` (not measured in this run)" if a.measured else "") +
              "; profiles: " +
              ", ".join(f"`{os.path.relpath(p, ROOT)}`" for p in profiles) + "", "",
