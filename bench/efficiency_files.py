@@ -113,6 +113,20 @@ def kept_note(description: str) -> str:
     return description[min(at):] if at else ""
 
 
+def replace_note(description: str, markers, note: str) -> str:
+    """``description`` with each note that starts with one of ``markers`` taken out (from its marker
+    to the next ``KEPT_NOTES`` marker after it, or the end: another script's note stays) and
+    ``note`` appended."""
+    for m in markers:
+        at = description.find(m)
+        if at < 0:
+            continue
+        ends = [description.find(k, at + len(m)) for k in KEPT_NOTES]
+        end = min((e for e in ends if e > at), default=len(description))
+        description = description[:at] + description[end:]
+    return description + note
+
+
 def write_files(fams: dict, directory: str) -> None:
     os.makedirs(directory, exist_ok=True)
     for fam, sets in fams.items():

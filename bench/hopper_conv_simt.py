@@ -231,9 +231,11 @@ def write(res: dict) -> None:
         if r["ship"]:
             doc["sets"][cls] = {"constants": constants_doc(cls, r["set"]), "provenance": provenance(cls, r)}
     own = [c for c in CLASSES if res[c]["ship"]]
-    desc = doc["description"].split(NOTE)[0]
-    doc["description"] = desc + (f"{NOTE}{SCRIPT}): {', '.join(own)}; the other FMA-unit classes inherit "
-                                 "nvidia-ampere's or generic.json's." if own else "")
+    from efficiency_files import replace_note
+
+    doc["description"] = replace_note(doc["description"], (NOTE,), (
+        f"{NOTE}{SCRIPT}): {', '.join(own)}; the other FMA-unit classes inherit nvidia-ampere's or "
+        "generic.json's." if own else ""))
     _dump(doc, path)
 
 

@@ -260,9 +260,9 @@ def _write_family(family: str, sets: dict, note: str) -> None:
         doc["sets"].pop(cls, None)
         if v is not None:
             doc["sets"][cls] = v
-    for marker in (NOTE, INHERIT_NOTE):
-        doc["description"] = doc["description"].split(marker)[0]
-    doc["description"] += note
+    from efficiency_files import replace_note
+
+    doc["description"] = replace_note(doc["description"], (NOTE, INHERIT_NOTE), note)
     _dump(doc, path)
 
 

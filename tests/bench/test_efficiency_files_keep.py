@@ -37,3 +37,13 @@ def test_kept_note_is_empty_without_a_marker():
     assert ef.kept_note("plain description.") == ""
     ga = " gemm_simt, bgemm_simt: nvidia-ampere's, inherited (bench/family_simt.py)."
     assert ef.kept_note("A40 text." + ga) == ga
+
+
+def test_replace_note_keeps_the_notes_other_scripts_appended():
+    simt = " FMA-unit convolution sets fitted on this repository's H200 fp32 (bench/hopper_conv_simt.py): old."
+    tc = " Tensor-core convolution sets fitted on this repository's H200 TF32 and fp16 (bench/hopper_conv_tc.py): x."
+    desc = "Base." + simt + tc
+    new_simt = " FMA-unit convolution sets fitted on this repository's H200 fp32 (bench/hopper_conv_simt.py): new."
+    assert ef.replace_note(desc, (simt[:60],), new_simt) == "Base." + tc + new_simt
+    assert ef.replace_note("Base.", (simt[:60],), new_simt) == "Base." + new_simt     # none to take out
+    assert ef.replace_note(desc, (tc[:60],), "") == "Base." + simt                     # the last one, to the end
