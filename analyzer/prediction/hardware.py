@@ -29,6 +29,18 @@ def other_simd(calibration: dict) -> str | None:
             f"machine for its own figures")
 
 
+def family_name(profile) -> str:
+    """The constants family a profile takes: its own ``family``, else the family file that lists
+    its id (``"generic"`` where none does)."""
+    return profile.family or fc.family_of(profile.id)
+
+
+def class_provenance(profile, op_class: str) -> str:
+    """Where ``profile``'s constants of ``op_class`` come from in its family's file (its own set,
+    or the set it inherits or falls back to: ``constants.class_provenance``)."""
+    return fc.class_provenance(family_name(profile), op_class)
+
+
 def efficiency_constants(profile) -> tuple[dict, str, str]:
     """(arrays, provenance, detail) for one profile."""
     cal = profile.calibration
@@ -69,7 +81,7 @@ def efficiency_constants(profile) -> tuple[dict, str, str]:
         where = "another machine" if elsewhere else "this machine"
         return arrays, "calibrated", (f"calibrated on {where} ({cal.get('measured_on', '?')}, "
                                       f"{cal.get('runtime', '?')}){said}")
-    fam = profile.family or fc.family_of(profile.id)
+    fam = family_name(profile)
     # a GPU profile that names the datasheet set (a test device, the bench's datasheet scoring)
     # is a datasheet prediction, not one with architecture constants; another kind uses a family
     # only where that family has its own file (the NPUs bench/fit_accelerators.py fitted)
@@ -121,7 +133,7 @@ def gather_note(profile) -> str | None:
     answer differs up to 6x between PyTorch releases (README "Which gather kernel")."""
     if profile.kind != "gpu" or (profile.calibration and profile.calibration.get("tables")):
         return None
-    fam = profile.family or fc.family_of(profile.id)
+    fam = family_name(profile)
     if fam in fc.DATASHEET_SETS:
         return None
     consts = fc.load_constants(fam)

@@ -122,15 +122,14 @@ class Prediction:
         raise KeyError(name)
 
     def _class_provenance(self, op_class: str) -> str:
-        """Where ``op_class``'s constants on this profile come from (``constants.class_provenance``
-        of the profile's family); "" where its constants are not a family file's (calibrated,
+        """Where ``op_class``'s constants on this profile come from (``hardware.class_provenance``);
+        "" where its constants are not a family file's (calibrated,
         generic, datasheet) or the prediction kept no target."""
         if self.provenance != "architecture constants" or self.target is None:
             return ""
-        from analyzer.prediction.efficiency import constants as fc
+        from analyzer.prediction.hardware import class_provenance
 
-        prof = self.target.profile
-        return fc.class_provenance(getattr(prof, "family", None) or fc.family_of(prof.id), op_class)
+        return class_provenance(self.target.profile, op_class)
 
     def explain(self, index: int) -> KernelTerms | None:
         """The kernel-time arithmetic of ``report.nodes[index]`` on this profile, or None when

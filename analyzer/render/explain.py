@@ -8,8 +8,8 @@ from typing import NamedTuple
 from analyzer.prediction import cudnn_conv
 from analyzer.render import safe
 from analyzer.render.headline import assumed, human_time
-from analyzer.render.explain_terms import (index_loop_lines, kloop_lines, placed_lines, reread_lines,
-                                            row_lines, with_rows)
+from analyzer.render.explain_terms import (index_loop_lines, kloop_lines, loop_work_lines, placed_lines,
+                                            reread_lines, row_lines, with_rows, ynn_lines)
 from analyzer.render.explain_train import training_lines
 from analyzer.render.pieces import human
 from analyzer.render.layout import wrap
@@ -149,22 +149,8 @@ def _inserted_lines(e) -> list[str]:
     return out
 
 
-def _ynn_lines(e) -> list[str]:
-    """The YNNPACK dot's share of the fixed line (``KernelTerms.ynn_dot_s``; none: no line)."""
-    if not e.ynn_dot_s:
-        return []
-    return [f"    of which YNNPACK dot {human_time(e.ynn_dot_s * e.runs)} = launches x {human_time(e.ynn_dot_s)}: "
-            "XLA runs the dot as a YNNPACK fusion; outside a loop dot_call_us a launch, in a loop body "
-            "dot_trip_us a trip + dot_loop_us once per execution of the loop (the profile's calibration)"]
 
 
-def _loop_work_lines(e) -> list[str]:
-    """The in-loop vector work's share of the fixed line (``KernelTerms.loop_work_s``; none: no line)."""
-    if not e.loop_work_s:
-        return []
-    return [f"    of which in-loop vector work -{human_time(-e.loop_work_s * e.runs)} = launches x (loop_work_scale - 1) "
-            f"x work ({human_time(e.loop_work_s)}): a loop body's vector kernel at the profile's calibrated "
-            "loop_work_scale of max(compute, memory) with its loop-resident and split terms"]
 
 
 def _host_lines(p, x, h) -> list[str]:
@@ -331,8 +317,8 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                    f"calibrated threads: max(compute of FLOPs / parts, memory of bytes x s / min(parts x s, 1)), "
                    f"s the profile's core_bw_share (none: 1 / parts)"]
                   if e.split_s else []),
-                *_loop_work_lines(e),
-                *_ynn_lines(e),
+                *loop_work_lines(e),
+                *ynn_lines(e),
                 f"  kernel   {human_time(e.time_s):>9}  = fixed + {'max' if p.overlap else 'sum'}(compute, "
                 f"memory): {e.bound}-bound; attained {human(e.attained_flops, 'FLOP/s')}, effective roof "
                 f"{human(e.effective_roof, 'FLOP/s')}",

@@ -1,6 +1,7 @@
 """The lines ``--explain`` prints for the kernel-time model's optional terms (the serial k loop,
 an accelerator runtime's placement, PyTorch's long-row softmax re-reads, small-index gather and
-row kernels): formatting only, from ``Prediction.explain``'s ``KernelTerms``."""
+row kernels, XLA CPU's YNNPACK dots and in-loop vector work): formatting only, from
+``Prediction.explain``'s ``KernelTerms``."""
 
 from __future__ import annotations
 
@@ -78,3 +79,21 @@ def row_lines(e) -> list[str]:
     return [f"    rows = waves {e.row_waves:.0f} (rows / (SMs x rows resident per SM)) x (c0 {human_time(e.row_c0_s)} "
             f"+ steps {e.row_steps:.0f} x step {human_time(e.row_step_s)}) (cycles / clock): one block or warp "
             "walks each row, its steps one after the other"]
+
+
+def ynn_lines(e) -> list[str]:
+    """The YNNPACK dot's share of the fixed line (``KernelTerms.ynn_dot_s``; none: no line)."""
+    if not e.ynn_dot_s:
+        return []
+    return [f"    of which YNNPACK dot {human_time(e.ynn_dot_s * e.runs)} = launches x {human_time(e.ynn_dot_s)}: "
+            "XLA runs the dot as a YNNPACK fusion; outside a loop dot_call_us a launch, in a loop body "
+            "dot_trip_us a trip + dot_loop_us once per execution of the loop (the profile's calibration)"]
+
+
+def loop_work_lines(e) -> list[str]:
+    """The in-loop vector work's share of the fixed line (``KernelTerms.loop_work_s``; none: no line)."""
+    if not e.loop_work_s:
+        return []
+    return [f"    of which in-loop vector work -{human_time(-e.loop_work_s * e.runs)} = launches x (loop_work_scale - 1) "
+            f"x work ({human_time(e.loop_work_s)}): a loop body's vector kernel at the profile's calibrated "
+            "loop_work_scale of max(compute, memory) with its loop-resident and split terms"]
