@@ -16,6 +16,8 @@ calibration ever ran.
    ``analyzer.analyze_jax(fn, *shapes, hw=profile, runtime="xla")``, per profile; ``--programs
    heldout2``: ``bench/xla_cpu_heldout.py``'s 8 programs of other architectures (GRU scan, 1-D
    convolutions, MLP-Mixer, multi-head attention, depthwise-separable convolution, residual MLP);
+   ``--programs heldout3``: ``bench/xla_cpu_heldout3.py``'s 12 (temporal convolutions, ConvNeXt,
+   inverted residual, causal decoder, autoencoder, U-Net piece, graph convolution, ViT stem);
 3. each is measured here (or ``--measured RUN.json`` takes a saved run's ``measured_us``: with
    ``--rows`` of the same run, a change of the code is scored on exactly the measurements it was
    scored on before, nothing timed): jitted, JAX's CPU async dispatch off (as the calibration measures: the
@@ -67,12 +69,16 @@ def programs():
     return out
 
 
-def heldout_programs():
-    """The second set (``bench/xla_cpu_heldout.py``), in ``programs``' form."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import xla_cpu_heldout
+HELDOUT = {"heldout2": "xla_cpu_heldout", "heldout3": "xla_cpu_heldout3"}
 
-    return xla_cpu_heldout.programs()
+
+def heldout_programs(which: str = "heldout2"):
+    """A later set (``HELDOUT[which]``: ``bench/xla_cpu_heldout.py``, ``bench/xla_cpu_heldout3.py``),
+    in ``programs``' form."""
+    import importlib
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    return importlib.import_module(HELDOUT[which]).programs()
 
 
 def relower(rows: list[dict], threads: int = 1) -> int:
@@ -145,8 +151,9 @@ def main() -> int:
                     "kernels instead of lowering each row's program again with the current code")
     ap.add_argument("--measured", default="", help="a saved run's <out>.json: score on its program timings "
                     "instead of measuring (with --rows of the same run: a code change on the same data)")
-    ap.add_argument("--programs", choices=("samples", "heldout2"), default="samples",
-                    help="samples: samples/jax_models.py's 16 programs; heldout2: bench/xla_cpu_heldout.py's 8")
+    ap.add_argument("--programs", choices=("samples", *HELDOUT), default="samples",
+                    help="samples: samples/jax_models.py's 16 programs; heldout2: bench/xla_cpu_heldout.py's 8; "
+                         "heldout3: bench/xla_cpu_heldout3.py's 12")
     ap.add_argument("--calibrations", type=int, default=2)
     ap.add_argument("--passes", type=int, default=5)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
@@ -179,7 +186,7 @@ def main() -> int:
                 json.dump({"rows": doc.pop("_rows"), **doc.pop("_measured")}, f)
             doc.pop("_warnings", None)
             profiles.append(write_profile(doc, f"{a.out}_profile_{i}.toml"))
-    progs = programs() if a.programs == "samples" else heldout_programs()
+    progs = programs() if a.programs == "samples" else heldout_programs(a.programs)
     if a.measured:
         with open(a.measured) as f:
             saved = json.load(f)
@@ -216,7 +223,7 @@ def main() -> int:
     lines = [f"# XLA CPU accuracy ({head})", "",
              f"Command: `PYTHONPATH=$PWD python bench/accuracy_xla_cpu.py {' '.join(map(shlex.quote, sys.argv[1:]))}`", "",
              ("Programs: samples/jax_models.py (never calibrated on)" if a.programs == "samples" else
-              "Programs: bench/xla_cpu_heldout.py (never calibrated on, never read before this run)") +
+              f"Programs: bench/{HELDOUT[a.programs]}.py (never calibrated on)") +
              (f", timings of `{os.path.relpath(a.measured, ROOT)}` (not measured in this run)" if a.measured else "") +
              "; profiles: " +
              ", ".join(f"`{os.path.relpath(p, ROOT)}`" for p in profiles) + "", "",
