@@ -23,7 +23,7 @@ kernels on the profile, and the row's time as the calibration takes it, beside t
 ``fusions NET infer|train BATCH``: the thunks of that program's optimized HLO (entry computation,
 by kind, fusions by name) beside the kernels of opcost's plan under the ``xla`` runtime (on a CPU profile the ``xla_cpu`` policy) by op class; compiles only.
 
-``counts``: for each of the 16 programs ``bench/accuracy_xla_cpu.py`` scores, the kernel launches
+``counts [--programs samples|heldout2]``: for each of the 16 programs ``bench/accuracy_xla_cpu.py`` scores (or the second set's 8), the kernel launches
 per call of the optimized HLO (``bench/xla_hlo.py``: every thunk, loop bodies once per trip) beside
 the launches of opcost's plan (each kernel's runs, with the launches it carries for a loop's
 slices and counter; ``--policy xla``: the GPU/TPU ``xla`` policy's plan on the same profile);
@@ -252,7 +252,7 @@ def fusions(net: str, kind: str, batch: int, profile: str) -> None:
     print("  XLA fusions by name: " + ", ".join(f"{n} {c}" for n, c in names.most_common()))
 
 
-def counts(profile: str, policy: str) -> None:
+def counts(profile: str, policy: str, programs: str = "samples") -> None:
     """Per program: XLA's thunk launches per call (``xla_hlo.thunks``) and opcost's planned
     launches (``Prediction.launches``: each kernel's runs and the launches it carries) under
     ``policy``: ``xla_cpu`` (what the ``xla`` runtime plans on a CPU) or ``xla`` (the GPU/TPU
@@ -271,7 +271,7 @@ def counts(profile: str, policy: str) -> None:
     print("| program | XLA thunk launches | by kind | opcost planned launches | planned / XLA |")
     print("|---|---:|---|---:|---:|")
     tot = [0, 0]
-    for name, fn, shapes, pa in acc.programs():
+    for name, fn, shapes, pa in (acc.programs() if programs == "samples" else acc.heldout_programs(programs)):
         args = acc.concrete(shapes, np.random.default_rng(0))
         c = xla_hlo.thunks(jax.jit(fn).lower(*args).compile().as_text())
         kw = {} if pa is None else {"params_argnums": pa}
@@ -372,6 +372,8 @@ def main() -> int:
     c.add_argument("--profile", default=os.path.join(ROOT, "bench", "results",
                                                      "accuracy_xla_cpu_2026-11-29b_profile_1.toml"))
     c.add_argument("--policy", choices=("xla_cpu", "xla"), default="xla_cpu")
+    c.add_argument("--programs", choices=("samples", "heldout2"), default="samples",
+                   help="the program set (heldout3 is left out: it is read once, by the accuracy bench)")
     g = sub.add_parser("loop-gemv")
     g.add_argument("--profile", default=os.path.join(ROOT, "bench", "results",
                                                      "accuracy_xla_cpu_2026-11-29b_profile_1.toml"))
@@ -389,7 +391,7 @@ def main() -> int:
     elif a.cmd == "fusions":
         fusions(a.net, a.kind, a.batch, a.profile)
     elif a.cmd == "counts":
-        counts(a.profile, a.policy)
+        counts(a.profile, a.policy, a.programs)
     elif a.cmd == "loop-gemv":
         loop_gemv(a.profile)
     elif a.cmd == "conv-grads":

@@ -164,7 +164,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     consts = pytorch_terms.empty_consts(P)
     warnings, provs, details, notes = [], [], [], []
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
-    extra_cls = _extra_classes(plan, runtime, profiles)
+    extra_cls = extra_classes(plan, runtime, profiles)
     onchip, cal, placed = None, lf.NO_CALIBRATED, [{} for _ in profiles]   # placed: kernel -> Placed, per profile
     label = precision or kr.main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l)
     for p, prof in enumerate(profiles):
@@ -223,7 +223,7 @@ def _moved_classes(cls_l, anchor_dtype, graph, runtime, profiles) -> tuple:
     return xla_gpu_classes.xla_classes(cls_l, runtime.fusion, fold_transposes(profiles), plan.members, fnodes)
 
 
-def _extra_classes(plan, runtime, profiles) -> list[tuple[int, int]]:
+def extra_classes(plan, runtime, profiles) -> list[tuple[int, int]]:
     """(kernel, class code) of each launch the runtime inserts with no node of its own
     (``plan.extra_ops``: cuDNN's extra kernels, XLA's layout transposes and tree-split stages),
     its class moved to XLA's own where XLA runs it (``xla_gpu_classes``)."""

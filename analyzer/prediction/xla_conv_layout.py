@@ -133,7 +133,7 @@ def launches(nodes, p, producer, consumers, graph_outputs, fusible, gen: str) ->
                 seen.add(key)
                 out.append((kernel_of[c], OP, 2 * nd.input_bytes[pos]))
         if 2 in copies:
-            out.extend((kernel_of[c], OP, 2 * b) for b in _results(nodes, p, c, consumers, graph_outputs, fusible))
+            out.extend((kernel_of[c], OP, 2 * b) for b in results(nodes, p, c, consumers, graph_outputs, fusible))
     return out
 
 
@@ -162,9 +162,10 @@ def _operand(nodes, c: int, pos: int, producer, consumers, graph_outputs, fusibl
     return None
 
 
-def _results(nodes, p, c: int, consumers, graph_outputs, fusible) -> list[int]:
+def results(nodes, p, c: int, consumers, graph_outputs, fusible) -> list[int]:
     """The bytes of each tensor leaving convolution ``c``'s kernel (plan ``p``) that is transposed
-    back (rule 4): a program output, or read by a matrix kernel other than a convolution."""
+    back (rule 4): a program output, or read by a matrix kernel other than a convolution
+    (``fusible[i]``: node ``i`` reads any layout; XLA's CPU plan takes this rule too)."""
     kernel_of = p.kernel_of
     k = kernel_of[c]
     out = []

@@ -49,6 +49,17 @@ convolution for such an operand that is
    a dot: each convolution that wants it in another order gets its own copy); elementwise
    readers read it in the order it is written.
 
+(An input of one channel is copied too: XLA's ``bitcast_copy_fusion``.) After the convolution, a transpose copy back to the
+program's order (one launch, the result read and written) runs where
+
+5b. the result is a program output, or a node that does not fuse and is no convolution reads it (a dot); loop fusions and reductions (YNNPACK's too) read it in the
+    order it is written, and one that makes a program output transposes as it writes
+    (``xla_conv_layout.results``: the rule XLA's GPU layouts take; the optimized HLO of
+    XLA 0.10.2 on this CPU: a lone NCHW convolution is transpose, convolution, transpose, and
+    three 1-D convolutions with ReLUs between them and a mean after them one transpose, before
+    the first). A result whose move back only moves dims of size 1 (``xla_conv_layout.
+    node_layout``) is a bitcast: no copy.
+
 A reduction XLA runs in a loop fusion (under ``YNN_MIN_ELEMENTS``) over a dim longer than 32 is
 cut by XLA's tree reduction rewriter into a ``reduce-window`` of partial results, then the reduce
 of those (``tree=`` in the reduction's kernel word: ``counting.rules.jax.reduce.tree_rounds``):
@@ -103,7 +114,7 @@ stacked (``rnn_train_step``: one a trip).
 from __future__ import annotations
 
 from analyzer.counting import kernel_words
-from analyzer.prediction import fusion, fusion_xla, scan_launches
+from analyzer.prediction import fusion, fusion_xla, scan_launches, xla_conv_layout
 
 POLICY = "xla_cpu"
 # elementwise ops XLA does not duplicate into several consumers (its ``IsExpensive``): JAX
@@ -157,6 +168,7 @@ def plan(nodes, graph_outputs: frozenset[str]) -> fusion.FusionPlan:
             heavy[sets.find(i)] = min(h, hu)
     p = fusion._collect(nodes, sets, producer, consumers, graph_outputs, POLICY)
     extra = (_loop_launches(nodes, p, consumers, ok) + _relayouts(nodes, p, producer, consumers, folded, ok)
+             + _result_relayouts(nodes, p, consumers, graph_outputs)
              + _tree_launches(nodes, p, ok) + _gemv_copies(nodes, p, producer, consumers, folded, ok, graph_outputs)
              + _scatter_expansion(nodes, p, producer, consumers, folded, ok))
     return scan_launches.add_launches(p, extra)
@@ -249,6 +261,20 @@ def _relayouts(nodes, p: fusion.FusionPlan, producer, consumers, folded, ok) -> 
             src = _source(nd.level, nd.inputs[j], nodes, producer, folded)
             if src is None or (src >= 0 and any(u != i and not ok[u] for u in _readers(src, nodes, consumers))):
                 out.append((p.kernel_of[i], "transpose", 2 * nd.input_bytes[j]))
+    return out
+
+
+def _result_relayouts(nodes, p: fusion.FusionPlan, consumers, graph_outputs) -> list[tuple[int, str, int]]:
+    """[(kernel, "transpose", bytes it moves)] of the copies back to the program's order after
+    convolutions (rule 5b of the module docstring), each on its convolution's kernel."""
+    reads_any = [fusion_xla.fusible(nd) for nd in nodes]
+    out = []
+    for i, nd in enumerate(nodes):
+        if kernel_words.ints(nd.kernel, "relayout") is None or p.kernel_of[i] < 0 or not nd.conv_layout \
+                or 2 not in nd.conv_layout[2]:
+            continue
+        out.extend((p.kernel_of[i], "transpose", 2 * b)
+                   for b in xla_conv_layout.results(nodes, p, i, consumers, graph_outputs, reads_any))
     return out
 
 

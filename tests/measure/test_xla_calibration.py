@@ -36,7 +36,7 @@ def row_kernels():
 
 
 def test_every_row_lowers_to_costed_kernels_of_its_group(row_kernels):
-    expect = {"dot": {"gemm", "gemm_tn"}, "batched dot": {"bgemm"}, "conv": {"conv", "conv_1x1", "conv_dw", "conv_grouped"},
+    expect = {"dot": {"gemm", "gemm_tn"}, "batched dot": {"bgemm"}, "conv": {"conv", "conv_1x1", "conv_dw", "conv_grouped", "conv1d"},
               "conv gradients": {"conv", "conv_grouped", "conv_batch_grouped"}, "pooling": {"pooling", "pool_grad"},
               "elementwise": {"elementwise"}, "transcendental": {"activation", "elementwise"},
               "row reductions": {"elementwise", "reduce"}, "gather": {"elementwise", "gather"},
@@ -50,10 +50,18 @@ def test_every_row_lowers_to_costed_kernels_of_its_group(row_kernels):
         if len(ks) > 1:
             multi.append(label)
     # only softmaxes (XLA's CPU kernels: a max, subtract-exp, a sum, the divide), layer norms (the
-    # mean, the variance, the normalisation: each reduction's result is broadcast, so written)
-    # and convolution input gradients (the kernel flip) are more than one kernel: fold_multi
-    # takes the others off
-    assert multi and all(m.startswith(("softmax", "layer norm", "conv input gradient")) for m in multi), multi
+    # mean, the variance, the normalisation: each reduction's result is broadcast, so written),
+    # tree reductions (their rounds), convolutions of NCHW arguments (the layout copies before
+    # and after), convolution input gradients (the kernel flip), max pool gradients (XLA's
+    # expansion), GEMVs of an argument (the vector's copy) are more than one kernel:
+    # fold_multi takes the others off
+    kinds = ("softmax", "layer norm", "row sum", "column sum", "conv", "grad pool", "dot 1x")
+    assert multi and all(m.startswith(kinds) for m in multi), [m for m in multi if not m.startswith(kinds)]
+    # a lone NCHW convolution of a closed-over weight: the input's copy and the result's copy
+    # back, each moving its tensor twice (read, write): 1x3x24x24 and 1x8x24x24 floats
+    ks = row_kernels["conv 1x3x24x24 -> 8 k3 s1"][1]
+    assert [(k["op_class"], k["bytes"]) for k in ks[1:]] == [("movement", 2 * 4 * 3 * 24 * 24),
+                                                            ("movement", 2 * 4 * 8 * 24 * 24)]
 
 
 def _layers(fn, shapes, **kw):
@@ -255,10 +263,12 @@ def test_a_product_with_its_lhs_contracted_over_leading_dims_is_gemm_tn(row_kern
     # batch dims: a batched product (bgemm) whatever its contraction
     assert cls(dot((1,), (1,), (0,), (0,)), sds((4, 64, 32), np.float32), sds((4, 64, 48), np.float32)) \
         == [(None, "bgemm")]
-    # the calibration's x^T g rows are the class's rows, every other dot row is gemm
+    # the calibration's x^T g rows are the class's rows, every other dot row is gemm (a GEMV of
+    # an argument also carries its vector's copies: movement kernels)
     for label, (group, ks) in row_kernels.items():
         if group == "dot":
-            assert [k["op_class"] for k in ks] == ["gemm_tn" if "x^T g" in label else "gemm"], label
+            assert [k["op_class"] for k in ks if k["op_class"] != "movement"] == \
+                ["gemm_tn" if "x^T g" in label else "gemm"], label
     # a profile without the class predicts it with its gemm constants: on the A100 the same product
     # written x^T g or x @ w costs the same, to the last bit
     tn = analyze_jax(dot((0,), (0,)), a, b, hw="a100").predictions[0].latency_s

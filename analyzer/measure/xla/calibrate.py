@@ -72,7 +72,8 @@ def row_kernels(fn: Callable, args: tuple, threads: int = 1) -> list[dict[str, A
     """The kernels opcost's ``xla`` lowering on a CPU (``runtimes.XLA_CPU``) makes of ``fn(*args)``:
     class, counts per launch, the matrix view of the heaviest member
     (``cpu_model.node_features``'s seven numbers) and the parts XLA splits it into on ``threads``
-    cores (``prediction.cpu.xla_partition``)."""
+    cores (``prediction.cpu.xla_partition``); then each launch the plan inserts (``FusionPlan.
+    extra_ops``: layout copies, tree reduction rounds, a GEMV's copy) as a kernel of its own."""
     import jax
 
     import hardware_db
@@ -84,8 +85,10 @@ def row_kernels(fn: Callable, args: tuple, threads: int = 1) -> list[dict[str, A
     from analyzer.prediction.node_shapes import node_view
 
     sds = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args)
-    nodes = list(analyze_jax(fn, *sds).nodes)
-    low = lowering.lower(nodes, [hardware_db.get(REFERENCE_PROFILE)], None, runtimes.XLA_CPU)
+    rep = analyze_jax(fn, *sds)
+    nodes = list(rep.nodes)
+    outputs = frozenset((rep.model.get("outputs") if isinstance(rep.model, dict) else None) or ())
+    low = lowering.lower(nodes, [hardware_db.get(REFERENCE_PROFILE)], None, runtimes.XLA_CPU, graph_outputs=outputs)
     f = low.feats
     parts = xla_partition.kernel_parts(nodes, fusion_nodes(nodes, None)[0], low.plan, f, low.runs, threads)
     out = []
@@ -96,6 +99,12 @@ def row_kernels(fn: Callable, args: tuple, threads: int = 1) -> list[dict[str, A
                     "bytes": float(f["bytes"][k]), "runs": float(low.runs[k]),
                     "view": [float(f["mac_flops"][k])] + [float(v) for v in node_view(nodes[head])],
                     "parts": int(parts[k])})
+    moved = [b for bs in low.plan.extra_bytes for b in bs] or [0] * sum(map(len, low.plan.extra_ops))
+    for (k, code), nbytes in zip(lowering.extra_classes(low.plan, runtimes.XLA_CPU, ()), moved):
+        # a launch the plan inserts with no node (a layout copy, a tree reduction's round): its
+        # own kernel, as the predictions price it (its class's fixed cost and its bytes)
+        out.append({"op_class": eff.OP_CLASSES[code], "mac": 0.0, "vec": 0.0, "trans": 0.0,
+                    "bytes": float(nbytes), "runs": float(low.runs[k]), "view": [0.0] * 7, "parts": 1})
     return out
 
 

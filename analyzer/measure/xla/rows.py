@@ -74,6 +74,17 @@ def _conv(n, c, hw, o, k, stride=1, groups=1):
     return f"conv{dw} {n}x{c}x{hw}x{hw} -> {o} k{k} s{stride}", build
 
 
+def _conv1d(n, c, length, o, k, dilation=1):
+    """A 1-D convolution (NCH, "SAME" padding), as temporal and audio stacks write it."""
+    def build(rng):
+        from jax import lax
+        w = _r(rng, o, c, k, scale=(c * k) ** -0.5)
+        return (lambda x: lax.conv_general_dilated(x, w, (1,), "SAME", rhs_dilation=(dilation,),
+                                                   dimension_numbers=("NCH", "OIH", "NCH"))), (_r(rng, n, c, length),)
+    dil = f" dilation {dilation}" if dilation > 1 else ""
+    return f"conv1d {n}x{c}x{length} -> {o} k{k}{dil}", build
+
+
 def _conv_dgrad(n, c, hw, o, k, stride=1, groups=1):
     """The input gradient of a convolution (what jax.grad emits for a conv's input)."""
     def build(rng):
@@ -171,7 +182,21 @@ def _matrix_rows() -> dict[str, list[Row]]:
         + [_conv(n, c, hw, c, k, 1, groups=c) for n, c, hw, k in [
             (1, 32, 28, 3), (1, 96, 14, 3), (2, 48, 20, 5)]]
         + [_conv(n, c, hw, o, k, 1, groups=g) for n, c, hw, o, k, g in [
-            (2, 32, 16, 32, 3, 4), (1, 64, 14, 64, 3, 8), (4, 24, 12, 48, 3, 3)]])
+            (2, 32, 16, 32, 3, 4), (1, 64, 14, 64, 3, 8), (4, 24, 12, 48, 3, 3)]]
+        # batches and channels of mid-size networks: XLA's CPU convolutions reach 1.5x the small
+        # rows' rate there (a 1-D 8x64x256 k5 conv at 73 GMAC/s, the rows above at <= 46), and its
+        # depthwise convolution runs at a cost per output (27-28 ns at 3x3 from 16 K to 262 K
+        # outputs, 41 ns at 5x5) that rows of batch 1-2 alone did not fix (synthetic probes)
+        + [_conv(n, c, hw, o, k, s) for n, c, hw, o, k, s in [
+            (8, 32, 16, 32, 3, 1), (4, 64, 16, 64, 3, 1), (2, 48, 32, 48, 3, 1), (8, 16, 24, 32, 3, 2)]]
+        + [_conv1d(n, c, length, o, k, d) for n, c, length, o, k, d in [
+            (8, 32, 128, 64, 5, 1), (4, 64, 256, 64, 3, 1), (16, 16, 512, 32, 7, 1), (2, 128, 64, 128, 3, 1),
+            (4, 32, 256, 32, 3, 2), (8, 24, 96, 24, 9, 1)]]
+        + [_conv(n, c, hw, o, 1) for n, c, hw, o in [
+            (8, 32, 24, 64), (4, 128, 14, 128), (16, 64, 8, 256), (2, 256, 14, 128)]]
+        + [_conv(n, c, hw, c, k, s, groups=c) for n, c, hw, k, s in [
+            (8, 32, 24, 3, 1), (4, 64, 16, 3, 1), (8, 16, 32, 5, 1), (2, 128, 14, 3, 1), (4, 48, 28, 3, 2),
+            (2, 32, 20, 7, 1)]])
     G["conv gradients"] = ([_conv_dgrad(n, c, hw, o, k, s) for n, c, hw, o, k, s in [
         (2, 8, 24, 16, 3, 1), (4, 24, 12, 48, 3, 1), (2, 16, 20, 16, 3, 2), (8, 12, 16, 24, 3, 1)]]
         + [_conv_wgrad(n, c, hw, o, k, s) for n, c, hw, o, k, s in [
