@@ -8,7 +8,8 @@ whose input has fewer than ``STEM_CIN`` channels (``is_stem``: ResNet-50's 7x7 s
 MobileNetV2's 3x3 s2 3->32, ViT-B/16's 16x16 s16 3->768 patch embedding) is class ``conv_stem``:
 its constants are the family's FMA-unit ``conv_simt`` set (``CLASS_FALLBACK``) and its matrix peak
 the FMA units' fp32 peak x the clock share x the SM's ``fp32_datapath_factor`` (``fma_peak``), not
-the TF32 tensor-core peak.
+the TF32 tensor-core peak.  A 3x3 stride-1 stem (VGG's) takes ``conv_simt``'s set too, not
+``conv3_simt``'s: no such stem was measured, and Hopper's ``conv3_simt`` is an implicit GEMM as well.
 
 Source: the kernel names of this repository's H200 run (torch 2.11, cuDNN 9; its single convolutions
 and whole models: docs/accuracy.md, "Image-stem convolutions on the H200").  With TF32 allowed, every 3-channel stem ran a CUDA-core
