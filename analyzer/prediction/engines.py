@@ -97,9 +97,11 @@ def peak(profile, engine: str, dtype: str, warn: set[str]) -> float:
 
 
 # convolution classes cuDNN runs as implicit GEMMs on the tensor cores (a depthwise convolution
-# runs its own CUDA-core kernel: not here)
+# runs its own CUDA-core kernel: not here; an image stem on a family of ``stem_conv.FAMILIES`` is
+# set back to the FMA peak after, ``stem_conv.fma_peaks``)
 TF32_CONV_CLASSES = frozenset(eff.CLASS_CODE[c] for c in ("conv", "conv_1x1", "conv1d", "conv_grouped",
-                                                           "conv_batch_grouped", "conv_simt", "conv3_simt"))
+                                                           "conv_batch_grouped", "conv_simt", "conv3_simt",
+                                                           "conv_stem"))
 # runtimes whose kernels are PyTorch's own (eager and the kernel sum of the same kernels)
 PYTORCH_RUNTIMES = ("eager", "eager-op", "kernel", "eager-kernel")
 

@@ -47,7 +47,7 @@ from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction import cudnn_conv, eager_plan, engines, fusion, runtimes, xla_cpu_fusion, xla_tpu
 from analyzer.prediction import accelerator_terms, tpu_mxu, xla_conv_layout, xla_gpu_classes, xla_gpu_rewrites
 from analyzer.prediction import l2_state as cache_state
-from analyzer.prediction import pytorch_terms
+from analyzer.prediction import pytorch_terms, stem_conv
 from analyzer.prediction import lowering_fixed as lf
 from analyzer.prediction.cpu import loop_launch as cpu_loop_launch
 from analyzer.prediction import host_only as host_only_ops
@@ -178,6 +178,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                                            mac_l, vec_l, trans_l)
         engines.precision_notes(prof, runtime.name, precision, mpeak[p], warn, note, cls_l, anchor_dtype, mac_l,
                                 vec_l, trans_l, (nodes, plan, feats))   # (PyTorch's and XLA's TF32 defaults)
+        stem_conv.fma_peaks(prof, runtime.name, mpeak[p], cls_l, note)   # (image stems on the FMA units)
         tpu_mxu.precision_passes(prof, mpeak[p], anchor_dtype, (nodes, plan), warn)   # (HIGH / HIGHEST on a TPU)
         _set_consts(consts, p, arrays)
         pytorch_terms.profile_scalars(consts, p, prof, cache_state.applies(prof, l2_state))
@@ -216,10 +217,12 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
 
 def _moved_classes(cls_l, anchor_dtype, graph, runtime, profiles) -> tuple:
     """The kernels' classes moved by the engine and compiler they run under: PyTorch's fp32 matrix
-    kernels on FMA units (``engines.simt_classes``), XLA's own GPU kernels (``xla_gpu_classes``);
+    kernels on FMA units (``engines.simt_classes``), image stems on them (``stem_conv.stem_classes``),
+    XLA's own GPU kernels (``xla_gpu_classes``);
     ``graph``: (nodes, plan, fusion nodes)."""
     nodes, plan, fnodes = graph
     cls_l = engines.simt_classes(cls_l, anchor_dtype, nodes, plan, runtime.name, profiles)
+    cls_l = stem_conv.stem_classes(cls_l, anchor_dtype, nodes, plan, runtime.name, profiles)
     return xla_gpu_classes.xla_classes(cls_l, runtime.fusion, fold_transposes(profiles), plan.members, fnodes)
 
 
@@ -362,7 +365,8 @@ def _profile_terms(own: dict, prof, has_gather: bool, note: list[str], runtime_n
         # the fitted floors are the whole fixed cost (``lowering_fixed.fixed_s``): no launch figure is used
         said = tuple(s for s in said if " has no launch figure: " not in s)
     note.extend(said)
-    terms[3] = engines.engine_sets(terms[3], prof, runtime_name, precision)
+    terms[3] = stem_conv.engine_slot(engines.engine_sets(terms[3], prof, runtime_name, precision), prof,
+                                     runtime_name, precision)
     if has_gather:
         if "gather_note" not in own:
             own["gather_note"] = gather_note(prof)

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 # op classes of a convolution (``efficiency.op_classes``) whose epilogue cuDNN fuses
 CONV_CLASSES = frozenset({"conv", "conv_dw", "conv_1x1", "conv1d", "conv_grouped", "conv_batch_grouped",
-                          "conv_simt", "conv3_simt"})
+                          "conv_simt", "conv3_simt", "conv_stem"})
 # op classes a ``gemv`` dot's prologue kernel may hold (elementwise, no reduction)
 PROLOGUE_CLASSES = frozenset({"elementwise", "activation", "swish", "movement", "view"})
 # an epilogue member's kind by op name (JAX primitive or ONNX op)

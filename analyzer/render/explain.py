@@ -9,7 +9,7 @@ from analyzer.prediction import cudnn_conv
 from analyzer.render import safe
 from analyzer.render.headline import assumed, human_time
 from analyzer.render.explain_terms import (index_loop_lines, kloop_lines, loop_work_lines, placed_lines,
-                                            reread_lines, row_lines, with_rows, ynn_lines)
+                                            reread_lines, row_lines, stem_lines, with_rows, ynn_lines)
 from analyzer.render.explain_train import training_lines
 from analyzer.render.pieces import human
 from analyzer.render.layout import wrap
@@ -68,6 +68,7 @@ def _compute_lines(e, v: Vocab) -> list[str]:
                    f"{_factor(v, f'padding {e.pad:.3g}', e.pad)}{algo}{waves}"
                    f"{_factor(v, f'narrow {e.narrow:.3g}', e.narrow)}{clock} / (matrix peak "
                    f"{human(e.matrix_peak, 'FLOP/s')} x e_compute {e.e_compute:.3g})")
+        out += stem_lines(e)
     if e.vector_flops or e.transcendental_flops:
         out.append(f"    vector = (vector + transcendentals x {e.trans_weight:g}) / (vector peak "
                    f"{human(e.vector_peak, 'FLOP/s')} x e_compute {e.e_compute:.3g})")

@@ -5,6 +5,7 @@ row kernels, XLA CPU's YNNPACK dots and in-loop vector work): formatting only, f
 
 from __future__ import annotations
 
+from analyzer.prediction import stem_conv
 from analyzer.render import safe
 from analyzer.render.headline import human_time
 from analyzer.render.pieces import human
@@ -18,6 +19,17 @@ def kloop_lines(e) -> list[str]:
     return [f"    matrix = {how}(tiles {human_time(e.tiles_s)}, k loop {human_time(e.kloop_s)})",
             f"    k loop = k {e.kloop_k:g} x {human_time(e.kloop_step_s)} a step (kloop_cycles / clock): "
             "a small grid's CTAs walk the whole GEMM depth, one latency-bound step after another"]
+
+
+def stem_lines(e) -> list[str]:
+    """An image-stem convolution priced on the FMA units (class ``conv_stem``, ``stem_conv``): which
+    engine and why (none for any other class)."""
+    if e.op_class != "conv_stem":
+        return []
+    return [f"    engine: FMA units (CUDA cores), not the tensor cores: an fp32 image-stem convolution (ungrouped, "
+            f"fewer than {stem_conv.STEM_CIN} input channels), as cuDNN runs it; matrix peak "
+            f"{human(e.matrix_peak, 'FLOP/s')} = the FMA units' fp32 peak x clock share x fp32_datapath_factor "
+            "(the note below), constants the FMA-unit conv_simt set"]
 
 
 def placed_lines(e, part: str) -> list[str]:

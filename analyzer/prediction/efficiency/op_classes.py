@@ -35,11 +35,14 @@ OP_CLASSES = ("gemm", "bgemm", "conv", "attention", "elementwise", "activation",
               # XLA's own GPU kernels under the ``xla`` runtime (``XLA_CLASS``, ``xla_gpu_classes``):
               # loop fusions (elementwise, activations), reduction fusions (reductions and norms),
               # Triton softmax fusions, dots (Triton GEMM fusions or cuBLAS) and batched dots
-              "xla_loop", "xla_act", "xla_reduce", "xla_softmax", "xla_softmax_block", "xla_gemm", "xla_bgemm")
+              "xla_loop", "xla_act", "xla_reduce", "xla_softmax", "xla_softmax_block", "xla_gemm", "xla_bgemm",
+              # an fp32 image-stem convolution (fewer than 4 input channels) cuDNN runs on the FMA
+              # units, TF32 allowed or not, on the families ``stem_conv`` names: its FMA-unit set
+              "conv_stem")
 CLASS_CODE = {c: i for i, c in enumerate(OP_CLASSES)}
 MATRIX_CLASSES = ("gemm", "bgemm", "conv", "attention", "conv_dw", "conv_1x1", "conv1d", "conv_grouped",
                   "conv_batch_grouped", "gemm_tn", "gemm_simt", "bgemm_simt", "conv_simt", "conv3_simt",
-                  "xla_gemm", "xla_bgemm")
+                  "xla_gemm", "xla_bgemm", "conv_stem")
 
 # A class a constants set (family file, generic.json, a calibration's tables) lacks takes the
 # constants of its fallback class, looked up in the same set first (so a GPU family file keeps
@@ -94,6 +97,8 @@ CLASS_FALLBACK = {"quantize": "elementwise", "gemm_tn": "gemm", "conv_dw": "conv
                   # its tensor-core class's constants, as before the classes existed
                   "gemm_simt": "gemm", "bgemm_simt": "bgemm", "conv_simt": "conv",
                   "conv3_simt": "conv_simt",
+                  # an image stem on the FMA units (``stem_conv``): the FMA-unit convolution set
+                  "conv_stem": "conv_simt",
                   # a set without the long-row softmax kernel predicts it as its softmax
                   "softmax_block": "softmax",
                   # a set without a row class (today every one) predicts the kernel as its class
@@ -132,7 +137,7 @@ SOFTMAX_WARP_ROW = 1024
 # classes fitted pooled over GPUs as physical constants (an efficiency of the FMA peak, a floor in
 # cycles, a multiply share): generic.json's own set of such a class precedes a family's fallback
 # class (a family's tensor-core gemm set says nothing of its SIMT sgemm)
-POOLED_CLASSES = ("gemm_simt", "bgemm_simt", "conv_simt", "conv3_simt")
+POOLED_CLASSES = ("gemm_simt", "bgemm_simt", "conv_simt", "conv3_simt", "conv_stem")
 # a matrix class -> its FMA-unit (SIMT) class, for an fp32 kernel on a GPU without an fp32
 # matrix-engine figure (``engines.simt_classes``)
 SIMT_CLASS = {"gemm": "gemm_simt", "gemm_tn": "gemm_simt", "bgemm": "bgemm_simt", "conv": "conv_simt",

@@ -24,7 +24,7 @@ import numpy as np
 from analyzer.prediction import dot_merge, engines, fusion_bytes, fusion_legality, fusion_xla, xla_gpu_classes, xla_gpu_joins
 from analyzer.prediction import xla_gpu_rewrites
 from analyzer.prediction import kernel_rows as kr
-from analyzer.prediction import kernels, pytorch_terms, row_kernels, small_index, softmax_passes, transpose_fold
+from analyzer.prediction import kernels, pytorch_terms, row_kernels, small_index, softmax_passes, stem_conv, transpose_fold
 from analyzer.search.fastpath import xla_gpu
 
 FEATS = kernels.FEATS
@@ -102,6 +102,7 @@ class _Group:
         self.parrays = None
         self.profile = None            # (mem_bw, units, l2_bytes, consts, run_overhead)
         self.simt = False              # fp32 matrix kernels take the FMA-unit classes
+        self.stem = False              # image stems take ``conv_stem`` (``stem_conv.applies`` on a profile)
         self.fold = ""                 # ``xla`` plans XLA's GPU rules: the GPUs' ``xla_conv_layout.generation``
         self.xla = False               # ``xla`` on GPUs: XLA's own kernel classes (``xla_gpu_classes``)
 
@@ -152,6 +153,7 @@ class KernelRows:
         # a group's FMA-unit classes (``engines.simt_classes``), row kinds on (``pytorch_terms.row_kinds_on``), folding
         for g in self.groups:
             g.simt = bool(profiles) and engines.simt_applies(g.runtime, [profiles[i] for i in g.idx])
+            g.stem = bool(profiles) and any(stem_conv.applies(profiles[i], g.runtime) for i in g.idx)
             g.fold = xla_gpu.fold_of([profiles[i] for i in g.idx] if profiles else [])
             g.xla = xla_gpu_classes.applies(g.policy, bool(g.fold))
             g.rows = pytorch_terms.row_kinds_on([profiles[i] for i in g.idx if profiles], g.runtime)
@@ -162,7 +164,7 @@ class KernelRows:
         # rank-2 transpose that launches, 2 a rank-2 matrix product, else 0; its
         # ``dot_merge.dot_form``; its ``softmax_passes.node_rereads``; its
         # ``xla_gpu_joins.node_role``; ...; 13: ``row_kernels.node_row``; 14: its ``conv_layout``; 15: it has an
-        # XLA GPU tree split, ``FusionNode.tree``)
+        # XLA GPU tree split, ``FusionNode.tree``; 16: an image stem, ``stem_conv.is_stem``)
         self.nodes: dict[int, tuple] = {}
         self.stats = {"lowered": 0, "harvested": 0, "mismatch": 0}
 
@@ -331,7 +333,7 @@ class KernelRows:
                                  xla_gpu_joins.node_role(fn.op, fn.op_class, fn.launches, fusion_xla.fusible(fn),
                                                          fn.gemv, fn.inputs, xla_gpu_joins.compiled_constants(fn)),
                                  small_index.node_ids(n), (fn.reduce_form, fn.op_class, len(fn.inputs)),
-                                 row_kernels.node_row(n), fn.conv_layout, bool(fn.tree))
+                                 row_kernels.node_row(n), fn.conv_layout, bool(fn.tree), stem_conv.is_stem(n))
         data = self._data(keys)
         for g, (idx, low) in ((g, gl) for g, gl in zip(self.groups, lowered) if not xla_gpu.conv_layouts(g.fold, data)):
             if any(low.plan.extra_ops):   # (launches inserted into a kernel: not mirrored here, ``lowered``)
@@ -375,14 +377,17 @@ class KernelRows:
 
 def _simt(g: _Group, row: tuple, infos: list) -> tuple:
     """``row`` with its class moved as ``lowering`` moves it in ``g``: ``engines.simt_classes`` (the Winograd shape
-    from the heaviest member's learned flag, ``infos``: its members' node data), ``xla_gpu_classes.xla_classes``
+    from the heaviest member's learned flag, ``infos``: its members' node data), ``stem_conv.stem_classes`` (its
+    learned stem flag), ``xla_gpu_classes.xla_classes``
     (member part 7: each member's op class), then ``row_kernels.row_class``."""
     if g.fold and g.policy == "xla" and any(d[10][0] == "gemv" for d in infos):   # (``xla_gpu_rewrites.strength_rows``)
         row = xla_gpu_rewrites.as_reduce(row)
     code = row[6]
+    anchor = max(infos, key=lambda d: d[2][0])   # (member part 0: MAC FLOPs)
     if g.simt:
-        anchor = max(infos, key=lambda d: d[2][0])   # (member part 0: MAC FLOPs)
         code = engines.simt_code(code, row[8], lambda: anchor[5])
+    if g.stem:
+        code = stem_conv.stem_code(code, row[8], lambda: anchor[16])
     if g.xla:
         code = xla_gpu_classes.xla_code(code, [d[2][7] for d in infos])
     if g.rows:
