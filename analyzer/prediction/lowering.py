@@ -104,6 +104,9 @@ class Lowered:
     # [P, K] seconds per launch a loop body's vector work scale adds to ``fixed`` (``cpu.loop_work``,
     # <= 0); None: none
     loop_work: np.ndarray | None = None
+    # ([K] output elements, [P, K] seconds per launch) of a calibrated class's cost per output
+    # element (``efficiency.class_fixed_s``'s ``out_s``, inside ``fixed``), or None: none
+    per_output: tuple | None = None
     # [P, K] activation bytes per launch kept in the NPU's on-chip memory, never charged to DRAM
     # (the ``qnn`` runtime: ``accelerators.qnn.onchip_bytes``); None: none (every other runtime)
     onchip: np.ndarray | None = None

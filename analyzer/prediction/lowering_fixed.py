@@ -24,8 +24,8 @@ from analyzer.prediction.hardware import host_dispatch
 
 # the calibrated terms' state carried over the profiles of one lowering: (the bytes a run writes
 # besides its weights, the loop-resident arrays, the XLA split arrays, the YNNPACK dot arrays, the
-# in-loop vector work arrays)
-NO_CALIBRATED = (None, None, None, None, None)
+# in-loop vector work arrays, the per-output arrays)
+NO_CALIBRATED = (None, None, None, None, None, None)
 
 
 def calibrated_terms(state, p: int, prof, runtime, once: float, fixed, graph, hw_p: dict, consts: dict,
@@ -37,18 +37,37 @@ def calibrated_terms(state, p: int, prof, runtime, once: float, fixed, graph, hw
     feats, kernel rows' class arrays, matrix view, weight bytes, runs); ``state``: ``NO_CALIBRATED``
     or the last profile's; returns (run overhead, the new state)."""
     nodes, fnodes, plan, feats, arrays, view, wbytes, runs = graph
-    act, resident, split, ynn, work = state
+    act, resident, split, ynn, work, outs = state
     consts_p = {n: consts[n][p] for n in consts}
     run_overhead = float(prof.calibration.get("run_overhead_us", 0.0)) * 1e-6 + once
     act = float(sum(n.cost.activation_bytes_written for n in nodes)) if act is None else act  # cpu_cold
     add_calibrated_fixed(fixed[p], prof, nodes, plan, feats, arrays, view, wbytes, hw_p, consts_p, act, note)
+    outs = per_output(outs, p, fixed, feats["op_class"], arrays, view)
     resident = loop_resident(resident, p, prof, nodes, plan, feats, wbytes, runs, hw_p, consts, fixed, note)
     split = cpu_partition.add_fixed(split, p, fixed, prof, nodes, fnodes, plan, feats, runs, hw_p, consts_p, note)
     work = cpu_loop_work.add_fixed(work, p, fixed, prof, runtime.fusion, nodes, plan, feats, runs, hw_p, consts_p,
                                    None if resident is None else resident[1][p], None if split is None else split[1][p],
                                    note)
     ynn = cpu_ynn.add_fixed(ynn, p, fixed, prof, True, runtime.fusion, nodes, plan, feats, arrays, runs, note)
-    return run_overhead, (act, resident, split, ynn, work)
+    return run_overhead, (act, resident, split, ynn, work, outs)
+
+
+def per_output(outs, p: int, fixed, cls, arrays, view):
+    """Add to ``fixed[p]`` ([P, K], in place) each kernel's class's cost per output element
+    (``out_s`` x ``m x n x max(batch, 1)`` of its view: ``efficiency.class_fixed_s``; XLA's CPU
+    depthwise convolution); returns ``outs`` ((outputs [K], seconds [P, K]), created on the first
+    profile whose classes have one) with row ``p`` set; ``outs`` itself where none has one."""
+    if "out_s" not in arrays:
+        return outs
+    rate = np.take(np.asarray(arrays["out_s"], np.float64), cls)
+    if not (rate > 0).any():
+        return outs
+    n_out = np.asarray(view[0], np.float64) * np.asarray(view[1], np.float64) * np.maximum(np.asarray(view[3], np.float64), 1.0)
+    if outs is None:
+        outs = (n_out, np.zeros_like(fixed))
+    outs[1][p] = rate * n_out
+    fixed[p] += outs[1][p]
+    return outs
 
 
 def fixed_s(floor_arr, names, *, prof, runtime, calibrated: bool, prov: str, launch: float,
@@ -113,13 +132,13 @@ def loop_resident(resident, p: int, prof, nodes, plan, feats, wbytes, runs, hw_p
     return resident
 
 
-def resident_fields(resident, split, ynn, work) -> dict:
+def resident_fields(resident, split, ynn, work, outs=None) -> dict:
     """``Lowered``'s loop-resident fields of ``loop_resident``'s arrays, its split fields of
     ``cpu_partition.add_fixed``'s, its YNNPACK dots' of ``cpu_ynn.add_fixed``'s and its in-loop vector
     work's of ``cpu_loop_work.add_fixed``'s (none: left at None)."""
     return {**({} if resident is None else {"resident_bytes": resident[0], "resident": resident[1]}),
             **cpu_partition.fields(split), **({} if ynn is None else {"ynn_dot": ynn}),
-            **({} if work is None else {"loop_work": work})}
+            **({} if work is None else {"loop_work": work}), **({} if outs is None else {"per_output": outs})}
 
 
 def add_at(extra_cls, fixed_p, host_p, added) -> None:

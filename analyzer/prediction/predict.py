@@ -221,6 +221,7 @@ def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True, host=
                        split=None if low.split is None else (low.split_parts[g], low.split[g]),
                        ynn_dot=None if low.ynn_dot is None else low.ynn_dot[g],
                        loop_work=None if low.loop_work is None else low.loop_work[g],
+                       per_output=None if low.per_output is None else (low.per_output[0], low.per_output[1][g]),
                        folded=dict(low.plan.folded),
                        merged={i: g[1:] for g in low.plan.merged for i in g[1:]},
                        apart={j: (i, why) for j, i, why in low.plan.apart},

@@ -178,6 +178,8 @@ class Prediction:
             **({} if t.split is None else {"split_parts": float(t.split[0][k]), "split_s": float(t.split[1][k])}),
             **({} if t.ynn_dot is None else {"ynn_dot_s": float(t.ynn_dot[k])}),
             **({} if t.loop_work is None else {"loop_work_s": float(t.loop_work[k])}),
+            **({} if t.per_output is None or not t.per_output[1][k] else
+               {"outputs": float(t.per_output[0][k]), "per_output_s": float(t.per_output[1][k])}),
             **({} if t.onchip is None else
                {"onchip": True, "onchip_bytes": float(t.onchip[0][k]), "weight_bytes": float(t.onchip[1][k]),
                 "onchip_budget": t.onchip[2], "onchip_cost": t.onchip[3]}),

@@ -133,6 +133,10 @@ class KernelTerms(NamedTuple):
     # a loop body's vector kernel at the calibrated share of its work (``cpu.loop_work``): seconds
     # per launch, (loop_work_scale - 1) x its work, already inside fixed_s
     loop_work_s: float = 0.0
+    # a calibrated class's cost per output element (``efficiency.class_fixed_s``'s ``out_s``: XLA's
+    # CPU depthwise convolution): seconds per launch, out_s x outputs, already inside fixed_s
+    outputs: float = 0.0
+    per_output_s: float = 0.0
     # an NPU runtime's activations kept on chip (``accelerators.qnn.onchip_bytes``; per launch):
     # activation bytes = bytes - weight_bytes; kept: onchip_bytes = min(activation bytes,
     # onchip_budget); dram_bytes = bytes - onchip_bytes (x the cache's share, 0 there);
@@ -172,7 +176,7 @@ class KernelTable:
                  "trans", "nbytes", "matrix_peak", "vector_peak", "mem_bw", "consts", "fixed",
                  "compute", "memory", "overhead", "time", "bound", "feats", "units", "l2_bytes",
                  "class_consts", "overlap", "host", "gap", "host_nodes", "host_runs",
-                 "host_only", "host_gap", "resident", "onchip", "split", "inserted", "ynn_dot", "loop_work", "folded",
+                 "host_only", "host_gap", "resident", "onchip", "split", "inserted", "ynn_dot", "loop_work", "per_output", "folded",
                  "merged", "apart", "dw_rate", "placed")
 
     def __init__(self, **values):
@@ -220,6 +224,7 @@ class KernelTable:
     inserted: tuple        # [K] per kernel: the (op, bytes) of each launch inserted into it (``KernelTerms.inserted``)
     ynn_dot: Any           # [K] seconds per launch of ``cpu.ynn_dot``, or None
     loop_work: Any         # [K] seconds per launch of ``cpu.loop_work``, or None
+    per_output: Any        # ([K] output elements, [K] seconds per launch) of a class's ``out_s``, or None
     folded: dict           # node index -> the matrix product it is folded into (``FusionPlan.folded``)
     merged: dict           # node index -> the dots merged into one with it, itself included (``FusionPlan.merged``)
     apart: dict            # node index -> (producer node index, reason) kept apart at a reduction (``FusionPlan.apart``)

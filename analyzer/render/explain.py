@@ -8,7 +8,7 @@ from typing import NamedTuple
 from analyzer.prediction import cudnn_conv
 from analyzer.render import safe
 from analyzer.render.headline import assumed, human_time
-from analyzer.render.explain_terms import (index_loop_lines, kloop_lines, loop_work_lines, placed_lines,
+from analyzer.render.explain_terms import (index_loop_lines, kloop_lines, loop_work_lines, per_output_lines, placed_lines,
                                             reread_lines, row_lines, stem_lines, with_rows, ynn_lines)
 from analyzer.render.explain_train import training_lines
 from analyzer.render.pieces import human
@@ -319,6 +319,7 @@ def render_explain(report, index: int, width: int | None = None) -> str:
                    f"s the profile's core_bw_share (none: 1 / parts)"]
                   if e.split_s else []),
                 *loop_work_lines(e),
+                *per_output_lines(e),
                 *ynn_lines(e),
                 f"  kernel   {human_time(e.time_s):>9}  = fixed + {'max' if p.overlap else 'sum'}(compute, "
                 f"memory): {e.bound}-bound; attained {human(e.attained_flops, 'FLOP/s')}, effective roof "

@@ -102,6 +102,14 @@ def ynn_lines(e) -> list[str]:
             "dot_trip_us a trip + dot_loop_us once per execution of the loop (the profile's calibration)"]
 
 
+def per_output_lines(e) -> list[str]:
+    """The per-output-element share of the fixed line (``KernelTerms.per_output_s``; none: no line)."""
+    if not e.per_output_s:
+        return []
+    return [f"    of which per output {human_time(e.per_output_s * e.runs)} = launches x output elements "
+            f"{human(e.outputs)} x {e.per_output_s / e.outputs * 1e9:.4g} ns (the class's calibrated out_ns)"]
+
+
 def loop_work_lines(e) -> list[str]:
     """The in-loop vector work's share of the fixed line (``KernelTerms.loop_work_s``; none: no line)."""
     if not e.loop_work_s:

@@ -138,16 +138,25 @@ SERIAL_GAIN = 0.05
 # inside a loop body the dot pays dot_trip_us a trip and dot_loop_us a loop instead (prediction.cpu.ynn_dot)
 MAX_DOT_CALL_S = 10e-6
 DOT_CALL_GAIN = 0.01
+# a kernel that pays a cost per output element besides its MACs at the class's rate: XLA's CPU
+# depthwise convolution (a YNNPACK fusion) took 26.4-29.1 ns an output at 3x3 (16 K to 590 K
+# outputs, stride 1 and 2), 41-45 at 5x5, 62 at 7x7 on the 2-core EPYC calibration VM: about
+# 19 ns + 0.9 ns a tap (its calibration rows), which the max of compute and memory did not fit
+# (the class's floor went to 300 us). out_s: 0 .. MAX_OUT_S, fitted only where fit_class is asked
+# (``per_output``), kept where it lowers the class's loss by more than OUT_GAIN
+MAX_OUT_S = 1e-7
+OUT_GAIN = 0.05
 # a tiled fit's second start for the floor's parameter (sigmoid(3) = 0.95 of the smallest row)
 FLOOR_START = 3.0
 # fit_class's parameter vector, slot by slot: the base constants (floor, e_c, e_bw, b_half, the
 # L2 gain), the tile's n_half, the thread-split step (par_s, b_par), the per-piece cost, the
-# im2col cost, a strided im2col's extra, the serial FLOPs' cost, a library dot's cost per call
+# im2col cost, a strided im2col's extra, the serial FLOPs' cost, a library dot's cost per call,
+# the cost per output element
 (FLOOR, E_C, E_BW, B_HALF, L2_GAIN, N_HALF, PAR_S, B_PAR, PIECE_S, IM2COL_S, STRIDE_S,
- SERIAL_S, DOT_CALL) = range(13)
+ SERIAL_S, DOT_CALL, OUT_S) = range(14)
 # slots PAR_S.. of a term not fitted (or not kept) hold these off values (_Fit.extra reads them
 # as none)
-OFF_SLOTS = (-60.0, 0.0, -60.0, -60.0, -60.0, -60.0)
+OFF_SLOTS = (-60.0, 0.0, -60.0, -60.0, -60.0, -60.0, -60.0)
 OFF = -50.0   # an optional slot at or below this: the term is off
 
 
@@ -172,7 +181,7 @@ def node_features(nodes: Iterable[Any], views: bool = False):
 
 def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_bytes=0.0,
                 view=None, tile_n=0.0, n_half=0.0, par_s=0.0, b_par=0.0, piece_s=0.0, im2col_s=0.0,
-                im2col_stride_s=0.0, serial_s=0.0, k_block=0.0, dot_call_s=0.0):
+                im2col_stride_s=0.0, serial_s=0.0, k_block=0.0, dot_call_s=0.0, out_s=0.0):
     """The per-kernel form (seconds) for one class, numpy-broadcasting over ``F``/``B``: the
     product's ``efficiency.kernel_time`` with the class's constants (vector peak = matrix peak,
     transcendentals weighted 1), as the predictions evaluate it. ``l2_bytes`` 0: no cache step.
@@ -184,7 +193,8 @@ def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_byte
     element (m x k x batch) of a ``view``'s im2col matrix, ``im2col_stride_s`` more where the
     view is strided (its sixth row), ``serial_s`` per serial FLOP (its seventh; a shorter view,
     as older saved rows hold: none). ``k_block`` > 0 (tiled): the view's k padded to whole blocks.
-    ``dot_call_s``: once per row whose ``view`` has m > 1 and n > 1 (a library dot's call)."""
+    ``dot_call_s``: once per row whose ``view`` has m > 1 and n > 1 (a library dot's call).
+    ``out_s``: per output element of the ``view`` (m x n x max(batch, 1))."""
     F = np.atleast_1d(np.asarray(F, dtype=np.float64))
     B = np.atleast_1d(np.asarray(B, dtype=np.float64))
     z = np.zeros(1)
@@ -197,7 +207,8 @@ def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_byte
               "im2col_s": z + (im2col_s if view is not None else 0.0),
               "im2col_stride_s": z + (im2col_stride_s if view is not None else 0.0),
               "serial_s": z + (serial_s if view is not None else 0.0),
-              "dot_call_s": z + (dot_call_s if view is not None else 0.0), "trans_weight": 1.0}
+              "dot_call_s": z + (dot_call_s if view is not None else 0.0),
+              "out_s": z + (out_s if view is not None else 0.0), "trans_weight": 1.0}
     feats = {"op_class": np.zeros(np.broadcast(F, B).shape, np.int32), "mac_flops": F + 0 * B,
              "bytes": B + 0 * F}
     if view is not None:   # (untiled: tile_m 0, the work stays the flops; the batch counts pieces)
@@ -216,7 +227,7 @@ def kernel_time(F, B, floor_s, e_c, e_bw, b_half, peak, bw, l2_gain=0.0, l2_byte
 def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
               tiles: Iterable[float] = (), parallel: bool = False, im2col: bool = False,
               k_blocks: Iterable[float] = (), noise_floor_s: float = NOISE_FLOOR_S,
-              ramp_fixed: bool = True, dot_call: bool = False) -> dict[str, float]:
+              ramp_fixed: bool = True, dot_call: bool = False, per_output: bool = False) -> dict[str, float]:
     """Fit ``floor_s, e_c, e_bw, b_half`` (and ``l2_gain`` when ``l2_bytes`` > 0; else 0) of the
     form to measured kernel times ``t`` (seconds), minimising the squared log error (relative
     error: small and large kernels count alike). With a ``view`` (``node_features``'s) and
@@ -235,7 +246,9 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
     ``b_half / (bw e_bw cache)`` that a runtime pricing launches apart from the floor would keep).
     ``dot_call`` with a ``view`` holding rows with m > 1 and n > 1 and rows without: the cost per
     call of such a dot ``dot_call_s`` (0 .. ``MAX_DOT_CALL_S``) is fitted last, kept where it lowers
-    the loss by more than ``DOT_CALL_GAIN``. Returns the constants (``tile_n``/``n_half`` 0: untiled;
+    the loss by more than ``DOT_CALL_GAIN``. ``per_output`` with a ``view``: the cost per output
+    element ``out_s`` (0 .. ``MAX_OUT_S``) is fitted last, kept where it lowers the loss by more
+    than ``OUT_GAIN``. Returns the constants (``tile_n``/``n_half`` 0: untiled;
     ``par_s``/``b_par`` 0: no step; ``piece_s`` 0: none) plus ``fit_mape`` (%) and ``rows``."""
     F = np.asarray(F, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
@@ -265,6 +278,8 @@ def fit_class(F, B, t, peak: float, bw: float, l2_bytes: float = 0.0, view=None,
         fit.stage(SERIAL_S, [(-4.0,), (-1.0,)], SERIAL_GAIN)
     if dot_call and view is not None and len(np.unique(_dots(view))) == 2:   # about 0.18 and 2.7 us
         fit.stage(DOT_CALL, [(-4.0,), (-1.0,)], DOT_CALL_GAIN)
+    if per_output and view is not None and len(t) >= 4:   # about 2 and 27 ns an output
+        fit.stage(OUT_S, [(-4.0,), (-1.0,)], OUT_GAIN)
     return fit.result()
 
 
@@ -311,6 +326,10 @@ class _Fit:
         """``dot_call_s`` of a parameter vector (0: the slot off or absent)."""
         return MAX_DOT_CALL_S * _sig(x[DOT_CALL]) if len(x) > DOT_CALL and x[DOT_CALL] > OFF else 0.0
 
+    def per_out(self, x) -> float:
+        """``out_s`` of a parameter vector (0: the slot off or absent)."""
+        return MAX_OUT_S * _sig(x[OUT_S]) if len(x) > OUT_S and x[OUT_S] > OFF else 0.0
+
     def extra(self, x, tile):
         """(n_half, par_s, b_par, piece_s, im2col_s, im2col_stride_s, serial_s) of a parameter
         vector (an optional slot <= OFF, or absent: that term is none)."""
@@ -330,7 +349,7 @@ class _Fit:
         floor, e_c, e_bw, b_half, gain = self.unpack(x)
         pred = kernel_time(self.F, self.B, floor, e_c, e_bw, b_half, self.peak, self.bw, gain, self.l2_bytes,
                            self.view, tile, *self.extra(x, tile), k_block=self.k_block,
-                           dot_call_s=self.dot_call(x))
+                           dot_call_s=self.dot_call(x), out_s=self.per_out(x))
         if np.any(pred <= 0):
             return 1e9
         return float(np.mean((np.log(pred) - np.log(self.t)) ** 2))
@@ -404,12 +423,12 @@ class _Fit:
         n_half, par_s, b_par, piece_s, im2col_s, stride_s, serial_s = self.extra(x, tile)
         pred = kernel_time(self.F, self.B, floor, e_c, e_bw, b_half, self.peak, self.bw, gain, self.l2_bytes,
                            self.view, tile, n_half, par_s, b_par, piece_s, im2col_s, stride_s, serial_s,
-                           k_block=self.k_block, dot_call_s=self.dot_call(x))
+                           k_block=self.k_block, dot_call_s=self.dot_call(x), out_s=self.per_out(x))
         mape = float(np.mean(np.abs(pred - t) / t) * 100)
         return {"floor_s": floor, "e_c": e_c, "e_bw": e_bw, "b_half": b_half, "l2_gain": gain,
                 "tile_n": float(tile), "n_half": float(n_half), "k_block": float(self.k_block) if tile else 0.0,
                 "par_s": float(par_s), "b_par": float(b_par),
                 "piece_s": float(piece_s), "im2col_s": float(im2col_s), "im2col_stride_s": float(stride_s),
-                "serial_s": float(serial_s), "dot_call_s": float(self.dot_call(x)),
+                "serial_s": float(serial_s), "dot_call_s": float(self.dot_call(x)), "out_s": float(self.per_out(x)),
                 "rows": int(len(t)), "fit_mape": mape}
 

@@ -40,6 +40,11 @@ UNTILED = ("conv", "gemm", "gemm_tn")
 # cost is not (inside a loop body the dot pays dot_trip_us and dot_loop_us instead:
 # prediction.cpu.ynn_dot, dot_scans). Their matrix view goes into the fit for the count only (untiled: UNTILED)
 DOT_CALL_CLASSES = ("gemm",)
+# classes fitted with a cost per output element (cpu_model.fit_class's ``per_output``): XLA's CPU
+# backend runs a depthwise convolution as a YNNPACK fusion whose time is about 19 ns an output
+# plus 0.9 ns an output and tap on the calibration VM (its rows at 3x3, 5x5, 7x7, stride 1 and 2,
+# batch 1-8): the class's MACs carry the second, ``out_s`` the first
+PER_OUTPUT_CLASSES = ("conv_dw",)
 
 
 def core_bw_shares(threads: int) -> tuple[float, ...]:
@@ -130,7 +135,7 @@ def _time(fit: dict, F: float, B: float, V: list[float], peak: float, bw: float,
         view=view, tile_n=fit.get("tile_n", 0.0), n_half=fit.get("n_half", 0.0), par_s=fit.get("par_s", 0.0),
         b_par=fit.get("b_par", 0.0), piece_s=fit.get("piece_s", 0.0), im2col_s=fit.get("im2col_s", 0.0),
         im2col_stride_s=fit.get("im2col_stride_s", 0.0), serial_s=fit.get("serial_s", 0.0),
-        k_block=fit.get("k_block", 0.0), dot_call_s=fit.get("dot_call_s", 0.0))[0])
+        k_block=fit.get("k_block", 0.0), dot_call_s=fit.get("dot_call_s", 0.0), out_s=fit.get("out_s", 0.0))[0])
 
 
 def fold_multi(rows: dict, multi: list[dict], fits: dict, trans_weight: float, base: float,
@@ -175,6 +180,7 @@ def fit_tables(measured: dict[str, Any], l2_bytes: float
         if cls in DOT_CALL_CLASSES:   # the view for the dot count, no tiles
             args = args[:6] + (V, ())
             kw["dot_call"] = True
+        kw["per_output"] = cls in PER_OUTPUT_CLASSES
         # rows under a chain link's time (a small kernel inside a program: 0.1 us here) are fitted
         # as it: onnxruntime's 0.25 us noise floor is above it, and rows near 0 (a tiny row less
         # the run overhead and own_result_s) swung the log-error fits between calibrations

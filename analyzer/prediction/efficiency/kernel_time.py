@@ -22,6 +22,7 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
                 + (im2col_s[c] + strided * im2col_stride_s[c]) * m * k * max(batch, 1)
                 + serial_s[c] * serial_flops      (a CPU convolution's im2col, an RNN's recurrence)
                 + dot_call_s[c] * [m > 1 and n > 1]  (a CPU library dot's call: not a matrix-vector product)
+                + out_s[c] * m * n * max(batch, 1)   (a CPU kernel's cost per output element)
     time_s    = floor_s + max(compute_s, memory_s)
 
 - ``work`` is ``mac_flops`` for every class, except for the tiled matrix classes (``tile_m[c] > 0``
@@ -63,7 +64,9 @@ Model, per kernel of op class ``c`` (constants indexed by class)::
   of an RNN's recurrent products (a chain of matrix-vector products, one per step); ``dot_call_s``
   per kernel whose view has m > 1 and n > 1 (XLA's CPU backend runs such a dot as a YNNPACK
   fusion, which packs its operands and hands tasks to the thread pool on every call; a
-  matrix-vector product runs in Eigen without them); ``par_s``.
+  matrix-vector product runs in Eigen without them); ``out_s`` per output element of the view
+  (``m x n x max(batch, 1)``: XLA's CPU depthwise convolution, whose time is a cost per output
+  plus one per output and tap, the second its MACs at the class's rate); ``par_s``.
 - ``wave`` (tiled classes whose set has ``wave_alpha > 0``, when the number of units (SMs) is
   known; ``wave_alpha`` is a switch, not an exponent: 0 for a CPU's tiles and the datasheet
   sets): ``tiles = ceil(m/tm) * ceil(n/tn) * batch``; the library splits K into ``split`` slices
@@ -191,7 +194,8 @@ BPC_ELEM_BYTES = 2.0   # a per-element set's (``per_element = 1``) bpc is fitted
 FILE_PARAMS = ("e_compute", "e_bw", "b_half_bytes", "floor_s", "tile_m", "tile_n", "wave_alpha", "l2_gain",
                "bpc", "l2_hit", "n_half", "par_s", "b_par", "piece_s", "im2col_s", "im2col_stride_s",
                "serial_s", "k_block", "per_element", "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile",
-               "k_fill", "dot_call_s", "floor_own", "l2_floor", "cold_start_s", "kloop_cycles", "kloop_sum")
+               "k_fill", "dot_call_s", "floor_own", "l2_floor", "cold_start_s", "kloop_cycles", "kloop_sum",
+               "out_s")
 # ``sm_bw`` (bytes per second per SM) and ``kloop_s`` (seconds per k-loop element) are derived per
 # device (with_clock), never read from a file
 CLASS_PARAMS = FILE_PARAMS + ("sm_bw", "kloop_s")
@@ -200,12 +204,12 @@ PARAM_DEFAULTS = dict.fromkeys(("l2_gain", "bpc", "l2_hit", "sm_bw", "n_half", "
                                 "im2col_s", "im2col_stride_s", "serial_s", "k_block", "per_element",
                                 "floor_clock_hz", "sm_overlap", "mult_share", "whole_tile", "k_fill",
                                 "dot_call_s", "floor_own", "l2_floor", "cold_start_s", "kloop_cycles", "kloop_sum",
-                                "kloop_s"),
+                                "kloop_s", "out_s"),
                                0.0)
 # the optional fixed CPU terms (class_fixed_s): (constant, a calibration table's key, seconds per unit)
 CPU_FIXED_KEYS = (("piece_s", "piece_us", 1e-6), ("im2col_s", "im2col_ns", 1e-9),
                   ("im2col_stride_s", "im2col_stride_ns", 1e-9), ("serial_s", "serial_ns", 1e-9),
-                  ("dot_call_s", "dot_call_us", 1e-6))
+                  ("dot_call_s", "dot_call_us", 1e-6), ("out_s", "out_ns", 1e-9))
 # the cache step s(x) = 1 / (1 + x**p), x = working set / L2, fixed: p = 2 matches vidur's A40 add (about
 # 1.5x the DRAM rate at 0.5-1.5x L2, 1.07x at 2-5x, none above); other powers were not compared
 SCALAR_PARAMS = ("trans_weight",)
@@ -355,13 +359,15 @@ def class_fixed_s(xp, nbytes, cls, arrays: Mapping[str, Any], m=0.0, k=0.0, batc
     ``b_par`` bytes, ``p(x) = x**4 / (1 + x**4)``) plus, from the views, ``piece_s`` per extra piece
     of ``batch``, ``im2col_s`` per im2col element (``m x k x max(batch, 1)``), ``im2col_stride_s``
     more per element where ``strided`` (1), ``serial_s`` per ``serial`` FLOP (an RNN's recurrence),
-    ``dot_call_s`` once where ``m`` > 1 and ``n`` > 1 (a dot that is not a matrix-vector product)."""
+    ``dot_call_s`` once where ``m`` > 1 and ``n`` > 1 (a dot that is not a matrix-vector product),
+    ``out_s`` per output element (``m x n x max(batch, 1)``)."""
     out = xp.zeros_like(xp.asarray(nbytes, dtype=float))
     batch, im2col = xp.asarray(batch), xp.asarray(m) * xp.asarray(k) * xp.maximum(xp.asarray(batch), 1.0)
     dot = xp.where((xp.asarray(m) > 1.0) & (xp.asarray(n) > 1.0), 1.0, 0.0)
+    outputs = xp.asarray(m) * xp.asarray(n) * xp.maximum(batch, 1.0)
     for name, count in (("piece_s", xp.maximum(batch - 1.0, 0.0)), ("im2col_s", im2col),
                         ("im2col_stride_s", im2col * xp.asarray(strided)), ("serial_s", xp.asarray(serial)),
-                        ("dot_call_s", dot)):
+                        ("dot_call_s", dot), ("out_s", outputs)):
         if name in arrays:
             out = out + xp.take(xp.asarray(arrays[name]), cls) * count
     if "par_s" not in arrays or "b_par" not in arrays:
