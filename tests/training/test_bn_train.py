@@ -87,7 +87,7 @@ def test_resnet50_forward_has_four_kernels_per_batchnorm():
     # the training forward's kernel table: per convolution the four BatchNorm launches
     table = forward_prediction(rep, p).kernel_table
     bn_ops = ("Add", "aten:ReduceMean", "aten:Add", "BatchNormalization")
-    per_conv = [tuple(op for op, _ in ins if op in bn_ops) for ins in table.inserted if ins]
+    per_conv = [tuple(op for op, *_ in ins if op in bn_ops) for ins in table.inserted if ins]
     assert len(per_conv) == 53 and set(per_conv) == {bn_ops}
     fp32 = _run(path, "fp32", True).training.steps[0]
     # fp32: cuDNN's one kernel in both modes, plus the counter add in training
