@@ -21,8 +21,9 @@ plus its bytes at the class's rate and ``loop_s`` (``lowering_fixed.extra_launch
 [8, 64, 112, 112] bf16 x on the H200 (132 SMs, 1.98 GHz): tf 512, ty 1, 8 x 25 = 200 steps, one
 wave: (2,950 + 200 x 515) / 1.98e9 = 53.5 us (measured 49.9; its 12.8 MB at the reduce rate with
 the floor: 8.8 us).  Fitted (``bench/bn_stats_fit.py``) on the H200 only: the 106 statistics
-kernels of ResNet-50's bf16 training steps at batch 1 and 8 (bench/results/h200_kernels_2026-12-04.json.gz,
-torch 2.11, 2026-12-04), a grid over the two cycle constants, least squares in relative error;
+kernels of ResNet-50's bf16 training steps at batch 1 and 8 (the H200 whole-model run's kernel
+lists, torch 2.11; docs/accuracy.md, Whole models on the H200), a grid over the two cycle
+constants, least squares in relative error;
 the same rows chose the form (the loop beside the floor, not after it: rms 0.23 against 0.34)
 and ``BLOCKS_PER_SM`` among 1, 2 and 4 (4 the thread limit, 2,048 / 512; 2 fits best: at 7 x 7 a
 2,048-channel kernel takes 8 waves of 264 blocks where a 512-channel one takes 2, 14.3 and 4.6 us
