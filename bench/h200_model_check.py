@@ -31,7 +31,8 @@ the ``compile`` rows (torch.compile's inductor kernels: no opcost runtime plans 
 H100: the data may be fitted on.  ``eager --host torch2.11-h200`` scores the eager rows on this
 host's table (``runtimes.EAGER_HOSTS``), fitted on these eager rows (in-sample here); no other
 constant is fitted or tuned on them (the eager plan's rules bn-eval-fp16, bn-train and cudnn-nhwc
-were read from these rows' kernel names).
+were read from these rows' kernel names) but ``prediction.bn_stats``' three loop constants, fitted
+on the same run's per-kernel ResNet-50 batch-statistics times (``bench/bn_stats_fit.py``).
 """
 
 from __future__ import annotations
@@ -216,7 +217,9 @@ def render(results: list[dict], left: list[tuple[dict, str]], command: str) -> s
              "fitted on the same run's per-layer fp32 convolution rows (bench/hopper_conv_simt.py): an "
              "in-sample device; the eager plan's rules `bn-eval-fp16`, `bn-train` and `cudnn-nhwc` and Hopper's fp32 "
              "convolutions without Winograd helpers were read from their kernel names (counts, not "
-             "times); no other constant is fitted or tuned on them.", "", "## Summary", ""]
+             "times); the three constants of `bn_stats` (the training BatchNorm's per-channel loop, "
+             "forward statistics and bf16 backward) were fitted on the same run's ResNet-50 statistics "
+             "kernels (bench/bn_stats_fit.py); no other constant is fitted or tuned on them.", "", "## Summary", ""]
     lines += summary(results)
     lines += ["", "## Which graph stood in for each measured model", "",
               "| measured model | graph | what it holds |", "|---|---|---|"]

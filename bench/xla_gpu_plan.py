@@ -85,7 +85,7 @@ def program_plan(fn, args: tuple, hw: str, params_argnums=()) -> tuple[float, li
         t = p.explain(i)
         if t is not None:
             kernels.setdefault(t.kernel, [t, []])[1].append(nd.name)
-    rows = [(k, m, t.op_class, t.time_s * 1e6, t.fixed_s * t.runs * 1e6, tuple(op for op, _ in t.inserted))
+    rows = [(k, m, t.op_class, t.time_s * 1e6, t.fixed_s * t.runs * 1e6, tuple(x[0] for x in t.inserted))
             for k, (t, m) in kernels.items()]
     kernel_of = [p.explain(i).kernel if p.explain(i) is not None else None for i in range(len(r.nodes))]
     return p.latency_s * 1e6, rows, cyclic_kernels([nd.name for nd in r.nodes], kernel_of, _edges(r.nodes))

@@ -26,14 +26,17 @@ bias in the model's dtype, ``e`` bytes an element, the saved statistics fp32):
 The kernel names and counts are the H200 run's (torch 2.11 / cuDNN 9; docs/accuracy.md, Whole
 models on the H200: the training rows of ResNet-50 and MobileNetV2, bf16 53 x 4 and 52 x 4 per
 forward, fp32 and TF32 53 x 2 and 52 x 2).
-No constant is fitted: each launch takes its class's floor and rate (the classes chosen by the
-kernel's shape before any comparison).  Not planned: cuDNN's NHWC kernels (a channels-last
+Each launch takes its class's floor and rate (the classes chosen by the kernel's shape before any
+comparison); the statistics kernel's serial loop (one block per channel over N x H x W:
+``bn_stats``, fitted on the H200's ResNet-50 rows) is its time where longer than its bytes'
+(``stats_loop``: the plan's ``extra_loops``).  Not planned: cuDNN's NHWC kernels (a channels-last
 model) and the ``_kernel_NCHW`` variant's second read of x.  Each list is in issue order; the
 ops with prefix ``cudnn_conv.ATEN`` run inside the ``batch_norm`` call (no dispatch of their own).
 """
 
 from __future__ import annotations
 
+from analyzer.prediction import bn_stats
 from analyzer.prediction.cudnn_conv import ATEN
 
 STATS = 4           # bytes of a saved statistic (fp32)
@@ -51,6 +54,13 @@ def launches(channels: int, x_bytes: int, e: int) -> list[tuple[str, int]]:
                 (ATEN + "Add", 2 * c * STATS + 2 * c * e + 2 * c * e + c * STATS),
                 (NORM, 2 * x_bytes + 2 * c * STATS + 2 * c * e)]
     return [("Add", 2 * COUNTER), (NORM, 2 * x_bytes + 8 * c * e)]
+
+
+def stats_loop(e: int, dims) -> tuple[int, tuple[int, int]] | None:
+    """(position in ``launches``' list, (blocks, serial steps): ``bn_stats.loop``) of the
+    statistics kernel of an x of ``dims`` [N, C, ...] at element size ``e``; None where cuDNN
+    runs the BatchNorm (fp32: no such kernel).  The position is the same in ``node_extras``."""
+    return (1, bn_stats.loop(dims)) if e == 2 else None
 
 
 def node_extras(channels: int, x_bytes: int, e: int) -> list[tuple[str, int]]:

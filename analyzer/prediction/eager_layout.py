@@ -43,6 +43,9 @@ class Walk:
         self.added = [0] * n           # bytes a copy kernel moves beyond the node's count
         # launches of node i's kernel beyond its own: (op whose class it is charged as, bytes)
         self.extra: list[list[tuple[str, int]]] = [[] for _ in range(n)]
+        # (node, position in its extra) -> (blocks, serial steps) of a per-channel block loop
+        # (``bn_stats``: a training BatchNorm's statistics kernel; ``FusionPlan.extra_loops``)
+        self.loops: dict[tuple[int, int], tuple[int, int]] = {}
         self.copies = 0
 
     def layout(self, i: int, pos: int):

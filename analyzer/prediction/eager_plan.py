@@ -98,6 +98,7 @@ def _conv(w: Walk, i: int, tf32: bool = False, winograd: bool = True, train: boo
         folded = fn.inputs[2].startswith(_FOLDED_BIAS)
         e = _element(fn, out)
         if folded and train and e and out is not None and len(out) > 1:
+            _stats_loop(w, i, e, out)
             w.extra[i].extend(bn_train.launches(out[1], fn.output_bytes[0], e))
             return
         if folded and e == 2 and out is not None:   # native eval BatchNorm's per-channel launches
@@ -113,7 +114,16 @@ def _batch_norm(w: Walk, i: int) -> None:
     fn, out = w.fnodes[i], dims_of(w.nodes[i].out_specs[0]) if w.nodes[i].out_specs else None
     e = _element(fn, out)
     if e and out is not None and len(out) > 1:
+        _stats_loop(w, i, e, out)
         w.extra[i].extend(bn_train.node_extras(out[1], fn.output_bytes[0], e))
+
+
+def _stats_loop(w: Walk, i: int, e: int, out) -> None:
+    """Record the serial loop of the statistics kernel node ``i``'s training BatchNorm is about to
+    add to its extra launches (``bn_train.stats_loop``; none under fp32)."""
+    at = bn_train.stats_loop(e, out)
+    if at is not None:
+        w.loops[(i, len(w.extra[i]) + at[0])] = at[1]
 
 
 def _element(fn, out) -> int:
@@ -296,7 +306,7 @@ def _finish(w: Walk, groups, ops: dict[int, str], graph_outputs) -> fusion.Fusio
     GELU's x, is read once), copies' bytes added (negative saved bytes), extra copy launches on
     their consumers' kernels."""
     p = fusion.grouped(w.fnodes, groups, w.launch, graph_outputs, POLICY)
-    saved, kops, extra_ops, extra_bytes = [], [], [], []
+    saved, kops, extra_ops, extra_bytes, loops = [], [], [], [], []
     for k, members in enumerate(p.members):
         saved.append(p.saved_bytes[k] - sum(w.added[i] for i in members))
         first = members[0]
@@ -305,6 +315,7 @@ def _finish(w: Walk, groups, ops: dict[int, str], graph_outputs) -> fusion.Fusio
         ex = [e for i in members for e in w.extra[i]]
         extra_ops.append(tuple(op for op, _ in ex))
         extra_bytes.append(tuple(b for _, b in ex))
+        loops.append(tuple(w.loops.get((i, j), (0, 0)) for i in members for j in range(len(w.extra[i]))))
     has_extra = any(extra_ops)
     host = _host_only(w)
     return fusion.FusionPlan(policy=POLICY, kernel_of=p.kernel_of, members=p.members,
@@ -313,6 +324,7 @@ def _finish(w: Walk, groups, ops: dict[int, str], graph_outputs) -> fusion.Fusio
                                     f"{len(host)} host-only ops)",
                              extra_ops=tuple(extra_ops) if has_extra else (),
                              extra_bytes=tuple(extra_bytes) if has_extra else (),
+                             extra_loops=tuple(loops) if w.loops else (),
                              host_only=host)
 
 

@@ -121,6 +121,9 @@ class FusionPlan:
     # per kernel, one per extra launch: the bytes it moves (a layout reorder: its tensor read
     # and written), 0 for a launch charged its fixed cost only; empty: all 0
     extra_bytes: tuple[tuple[int, ...], ...] = ()
+    # per kernel, one per extra launch: (blocks, serial steps) of a per-channel block loop
+    # (``bn_stats``: a training BatchNorm's statistics kernel), (0, 0) none; empty: none
+    extra_loops: tuple[tuple[tuple[int, int], ...], ...] = ()
     # nodes the runtime runs as framework ops that launch no kernel (eager PyTorch's views:
     # ``eager_plan``), in graph order: each costs host time only (``runtimes.HOST_ONLY_RATIO``)
     host_only: tuple[int, ...] = ()

@@ -85,6 +85,9 @@ class Lowered:
     # (``runtimes.stream_times``); a kernel's launches the runtime inserted (``extra_ops``) add
     # theirs.
     host: np.ndarray | None = None
+    # [P, E] per launch the runtime inserted (``extra_ops`` flattened): its serial loop's seconds
+    # (``bn_stats``: a training BatchNorm's statistics kernel; 0 none), None: no such launch
+    extra_loop_s: np.ndarray | None = None
     # host-only ops (``FusionPlan.host_only``: node indices, graph order) and [P, H] the host
     # seconds of all runs of each: ``runtimes.HOST_ONLY_RATIO`` x the dispatch of a small
     # elementwise op x runs; no device time.  A stream runtime places them on its stream
@@ -147,18 +150,17 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     precision, said_precision = _precision_of(precision, runtime, nodes)
     fnodes, node_bytes = _fusion_nodes(nodes, precision, memo, keys)
     plan = _plan(nodes, fnodes, node_bytes, runtime, graph_outputs, fused, profiles, precision)
-    K = plan.kernels
     rows, weight = _kernel_rows(nodes, plan, fnodes, node_bytes, precision, memo, keys, fused, profiles)
     # per kernel as lists (numpy item writes cost more); wbytes: weight bytes/launch (cpu.cold)
     mac_l, vec_l, trans_l, bytes_l, wbytes_l, runs_l, cls_l, view_l, anchor_dtype = \
         zip(*rows) if rows else ((),) * 9
     names = [nodes[m[0]].name for m in plan.members]
     cls_l = _moved_classes(cls_l, anchor_dtype, (nodes, plan, fnodes), runtime, profiles)
-    feats, view = _features(mac_l, vec_l, trans_l, bytes_l, cls_l, view_l, anchor_dtype, K)
+    feats, view = _features(mac_l, vec_l, trans_l, bytes_l, cls_l, view_l, anchor_dtype, plan.kernels)
     cls_l = pytorch_terms.kernel_feats(feats, runtime.name, cls_l, (plan, nodes, fnodes), profiles)
     wbytes, runs = np.array(wbytes_l, dtype=np.float64), np.array(runs_l, dtype=np.float64)
     has_gather = bool((feats["op_class"] == eff.CLASS_CODE["gather"]).any())
-    P = len(profiles)
+    P, K = len(profiles), plan.kernels
     mpeak, vpeak = np.ones((P, K)), np.ones((P, K))
     bw, units, l2 = np.ones(P), np.zeros(P), np.zeros(P)
     fixed, host = np.zeros((P, K)), np.zeros((P, K))   # host: the dispatch part of fixed
@@ -167,7 +169,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
     consts = pytorch_terms.empty_consts(P)
     warnings, provs, details, notes = [], [], [], []
     class_names = [eff.OP_CLASSES[c] for c in cls_l]   # (python ints: numpy's cost more)
-    extra_cls = extra_classes(plan, runtime, profiles)
+    extra_cls, extra_loop = extra_classes(plan, runtime, profiles), None   # (extra_loop: ``Lowered``'s)
     onchip, cal, placed = None, lf.NO_CALIBRATED, [{} for _ in profiles]   # placed: kernel -> Placed, per profile
     label = precision or kr.main_dtype(anchor_dtype, mac_l, vec_l, trans_l, bytes_l)
     for p, prof in enumerate(profiles):
@@ -203,9 +205,10 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
             run_overhead[p], cal = lf.calibrated_terms(cal, p, prof, runtime, once, fixed, (
                 nodes, fnodes, plan, feats, arrays, view, wbytes, runs), hw_p, consts, note)
         if extra_cls:   # launches the runtime inserted with no node of their own (``lf.add_at``)
+            extra_loop, bn_loop = lf.extra_loop_row(extra_loop, p, P, plan, units[p], prof)
             lf.add_at(extra_cls, fixed[p], host[p], lf.inserted_s(
                 extra_cls, nodes, plan, arrays, fixed_of, hw_p, consts_p, loop_s,
-                cpu_loop_launch.program_launch_s(prof, calibrated, runtime.fusion)))
+                cpu_loop_launch.program_launch_s(prof, calibrated, runtime.fusion), bn_loop))
         if runtime.fusion in ("onnxruntime", eager_plan.POLICY) or fused is not None:
             note.append(f"kernels: {plan.source}")
         for acc, v in ((warnings, tuple(sorted(warn))), (provs, prov), (details, detail), (notes, _once(note))):
@@ -215,7 +218,7 @@ def lower(nodes: list[NodeCost], profiles: list, precision: str | None, runtime:
                    l2_bytes=l2, consts=consts, fixed=fixed, run_overhead=run_overhead, precision=label,
                    warnings=tuple(warnings), provenance=tuple(provs), provenance_detail=tuple(details),
                    notes=tuple(notes), host=host, **host_only_ops.fields(nodes, plan, host_only), **lf.resident_fields(*cal[1:]),
-                   placed=tuple(placed), **_qnn_fields(onchip, wbytes))
+                   placed=tuple(placed), extra_loop_s=extra_loop, **_qnn_fields(onchip, wbytes))
 
 
 def _moved_classes(cls_l, anchor_dtype, graph, runtime, profiles) -> tuple:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzer.prediction import cudnn_conv
+from analyzer.prediction import bn_stats, cudnn_conv
 from analyzer.prediction.efficiency import kernel_time as eff
 from analyzer.prediction.cpu import broadcast as cpu_broadcast
 from analyzer.prediction.cpu import cold as cpu_cold
@@ -20,7 +20,7 @@ from analyzer.prediction.cpu import loop_work as cpu_loop_work
 from analyzer.prediction.cpu import op_rates as cpu_op_rates
 from analyzer.prediction.cpu import xla_partition as cpu_partition
 from analyzer.prediction.cpu import ynn_dot as cpu_ynn
-from analyzer.prediction.hardware import host_dispatch
+from analyzer.prediction.hardware import clock_hz, host_dispatch
 
 # the calibrated terms' state carried over the profiles of one lowering: (the bytes a run writes
 # besides its weights, the loop-resident arrays, the XLA split arrays, the YNNPACK dot arrays, the
@@ -150,10 +150,37 @@ def add_at(extra_cls, fixed_p, host_p, added) -> None:
     np.add.at(host_p, ks, added[1])
 
 
-def extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p: dict, consts_p: dict):
+def extra_loops_s(plan, units: float, cycle_s: float):
+    """[E] seconds of each inserted launch's per-channel block loop (``plan.extra_loops``:
+    ``bn_stats.loop_s``), in ``extra_ops``' flattened order; None where the plan has none or the
+    profile no term (``cycle_s`` 0: ``bn_stats.profile_term``)."""
+    if not plan.extra_loops or not cycle_s:
+        return None
+    lp = [(plan.extra_loops[k][j] if k < len(plan.extra_loops) and j < len(plan.extra_loops[k]) else (0, 0))
+          for k, ops in enumerate(plan.extra_ops) for j in range(len(ops))]
+    blocks = np.asarray([b for b, _ in lp], np.float64)
+    steps = np.asarray([s for _, s in lp], np.float64)
+    return bn_stats.loop_s(np, blocks, steps, float(units), cycle_s)
+
+
+def extra_loop_row(extra_loop, p: int, P: int, plan, units: float, prof):
+    """(``extra_loop``, row ``p`` of it) with profile ``p``'s ``extra_loops_s`` (a training
+    BatchNorm's statistics loop, ``bn_stats``) written in: ``extra_loop`` ([P, E] or None) made
+    where the first row is; (``extra_loop``, None) where the plan or the profile has none."""
+    row = extra_loops_s(plan, units, bn_stats.profile_term(prof, clock_hz(prof)))
+    if row is None:
+        return extra_loop, None
+    extra_loop = np.zeros((P, len(row))) if extra_loop is None else extra_loop
+    extra_loop[p] = row
+    return extra_loop, row
+
+
+def extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p: dict, consts_p: dict, loop=None):
     """Seconds of each launch the runtime inserted with no original node (``extra_cls``: (kernel,
     class code) pairs): its class's fixed cost, and a layout reorder (or an eager copy) also
-    streams its tensor at its class's rate; and the host dispatch part of that fixed cost."""
+    streams its tensor at its class's rate; a launch with a serial loop (``loop``: ``extra_loops_s``)
+    takes the loop's seconds where they are longer than all that; and the host dispatch part of
+    that fixed cost."""
     codes = np.asarray([c for _, c in extra_cls], np.int32)
     said_host: list = []
     add = fixed_of(np.asarray(arrays["floor_s"])[codes], [eff.OP_CLASSES[c] for c in codes], host_out=said_host)
@@ -165,14 +192,17 @@ def extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p: dict, consts_p: dict
         t = eff.kernel_time(np, {"op_class": codes, "mac_flops": np.zeros_like(moved), "bytes": moved},
                             {**hw_p, "matrix_peak": 1.0, "vector_peak": 1.0}, consts_p)
         add = add + np.where(moved > 0, np.maximum(t["compute_s"], t["memory_s"]), 0.0)
+    if loop is not None:   # the serial loop holds its own launch: the longer of the two
+        add = np.maximum(add, loop)
     return add, host
 
 
-def inserted_s(extra_cls, nodes, plan, arrays, fixed_of, hw_p, consts_p, loop_s, prog_s):
+def inserted_s(extra_cls, nodes, plan, arrays, fixed_of, hw_p, consts_p, loop_s, prog_s, bn_loop=None):
     """``extra_launch_s`` of the inserted launches, those of a loop body (slices, updates,
     counter) at the calibrated in-loop launch cost ``loop_s``, the others (a loop's once-a-run
-    launches) at the program launch cost ``prog_s`` (None: their class floors)."""
-    added = extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p, consts_p)
+    launches) at the program launch cost ``prog_s`` (None: their class floors); ``bn_loop``:
+    ``extra_loops_s``."""
+    added = extra_launch_s(extra_cls, plan, arrays, fixed_of, hw_p, consts_p, bn_loop)
     loop = cpu_loop_launch.in_loop(nodes, plan.members)[[k for k, _ in extra_cls]]
     floors_e = np.asarray(arrays["floor_s"])[[c for _, c in extra_cls]]
     return cpu_loop_launch.inserted_fixed(added[0], floors_e, loop, loop_s, prog_s), added[1]

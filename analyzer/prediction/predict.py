@@ -225,10 +225,23 @@ def _kernel_table(low, g, compute, memory, ovh, time, bound, overlap=True, host=
                        folded=dict(low.plan.folded),
                        merged={i: g[1:] for g in low.plan.merged for i in g[1:]},
                        apart={j: (i, why) for j, i, why in low.plan.apart},
-                       inserted=tuple(tuple(zip(o, b or (0,) * len(o))) for o, b in
-                                      itertools.zip_longest(low.plan.extra_ops, low.plan.extra_bytes, fillvalue=())),
+                       inserted=_inserted(low, g),
                        onchip=None if low.onchip is None else (low.onchip[g], low.onchip_of[0],
                                                                float(low.onchip_of[1][g]),
                                                                float(low.onchip_of[2][g])),
                        dw_rate=None if low.dw_rate is None else (low.dw_outputs, low.dw_rate[g]),
                        placed=low.placed[g] if low.placed else {})
+
+
+def _inserted(low, g: int) -> tuple:
+    """Per kernel, (op, bytes) of each launch the runtime inserted into it, with its serial loop's
+    seconds on profile ``g`` as a third item where it has one (``Lowered.extra_loop_s``)."""
+    loops = iter(low.extra_loop_s[g] if low.extra_loop_s is not None else ())
+    out = []
+    for o, b in itertools.zip_longest(low.plan.extra_ops, low.plan.extra_bytes, fillvalue=()):
+        row = []
+        for op, nb in zip(o, b or (0,) * len(o)):
+            s = float(next(loops, 0.0))
+            row.append((op, nb, s) if s else (op, nb))
+        out.append(tuple(row))
+    return tuple(out)

@@ -154,7 +154,9 @@ class KernelTerms(NamedTuple):
     # launches the runtime inserted into this kernel with no node of their own (``FusionPlan.extra_ops``:
     # an eager copy, a convolution's bias kernel, cuDNN's launches inside the call: ``cudnn:``), per
     # launch (op, bytes); each costs its class's fixed cost (cuDNN's: no dispatch) and its bytes at the
-    # class's rate, already inside fixed_s
+    # class's rate, already inside fixed_s; a launch with a serial loop (``bn_stats``: a training
+    # BatchNorm's statistics kernel) carries its seconds third, (op, bytes, loop_s), and costs the
+    # longer of its bytes' time and the loop
     inserted: tuple = ()
     # a kernel the runtime's placement moved off the accelerator (``accelerators.Placed``: the unit,
     # its rate, the switches and boundary bytes its segment pays here), or None: compute_s = runs x

@@ -142,11 +142,14 @@ def _inserted_lines(e) -> list[str]:
     """The launches the runtime inserted into the kernel (``KernelTerms.inserted``), one line each:
     inside the fixed line's time."""
     out = []
-    for op, nbytes in e.inserted:
+    for op, nbytes, *loop in e.inserted:
         inside = cudnn_conv.inside(op)
+        rate = f" + its {human(nbytes, 'B')} at its class's rate"
+        if loop:   # (``bn_stats``: one block per channel walking N x H x W serially)
+            rate = (f" + max(its {human(nbytes, 'B')} at its class's rate, its serial loop "
+                    f"{human_time(loop[0])}: waves x (wave + steps x step) cycles / clock, bn_stats)")
         out.append(f"    of which inserted launch {safe.text(op)}: max(class floor, launch figure) "
-                   + ("without a dispatch (inside the library call)" if inside else "+ its dispatch")
-                   + f" + its {human(nbytes, 'B')} at its class's rate")
+                   + ("without a dispatch (inside the library call)" if inside else "+ its dispatch") + rate)
     return out
 
 

@@ -67,14 +67,26 @@ class Layers:
     params: tuple[int, ...]
 
 
+def train_forward(report, pred, train: bool = True):
+    """The forward whose rows a training step's devices run: the step's own
+    (``training.step.forward_prediction``: its BatchNorms in training mode, rule ``bn-train``,
+    where the eager plan runs) when ``train`` and ``report`` carries a training step; else
+    ``pred`` (inference, or a runtime whose forward is the same in both modes)."""
+    if not train or report.training is None:
+        return pred
+    from analyzer.training.step import forward_prediction
+
+    return forward_prediction(report, pred)
+
+
 def layers(report, pred, train: bool = True) -> Layers:
-    """The ``Layers`` of one prediction: its forward rows' times, ``backward_rows`` (body +
-    launches; zeros when not ``train``) and each node's ``cost.params``."""
+    """The ``Layers`` of one prediction: its training forward's rows' times (``train_forward``),
+    ``backward_rows`` (body + launches; zeros when not ``train``) and each node's ``cost.params``."""
     from analyzer.training.step import backward_rows
 
     n = len(report.nodes)
     fwd, bwd = [0.0] * n, [0.0] * n
-    for r in pred.nodes:
+    for r in train_forward(report, pred, train).nodes:
         fwd[r.index] += r.time_s
     if train:
         for i, body, launches in backward_rows(report, pred):
@@ -230,7 +242,7 @@ def points(rep, fab, d: int, step1: dict, *, mode: str, overlap: bool, bucket_mb
 
     out = []
     for pred, st in zip(rep.predictions, rep.training.steps):
-        f_launch = sum(r.overhead_s for r in pred.nodes)
+        f_launch = sum(r.overhead_s for r in train_forward(rep, pred).nodes)
         b_launch = st.overhead_s - f_launch
         fwd_s = st.forward_s if div == 1 else f_launch + (st.forward_s - f_launch) / div
         bwd_s = st.backward_s if div == 1 else b_launch + (st.backward_s - b_launch) / div

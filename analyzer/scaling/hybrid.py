@@ -2,7 +2,8 @@
 stage, p pipeline stages (optionally ``v`` interleaved model chunks per device), d data-parallel
 replicas; ``parallel="pipeline"`` is the case t = d = 1.
 
-Per node (``node_times``): the prediction's forward rows and ``training.step.backward_rows``, each
+Per node (``node_times``): the training forward's rows (``data_parallel.train_forward``: the
+step's, BatchNorms in training mode) and ``training.step.backward_rows``, each
 row's body times its tensor-parallel factor (``analyzer.scaling.tensor``; 1 without tensor
 parallel) and / ``div`` (the linear rescale of data parallel when the global batch is not known),
 launches kept, scaled to the step's forward and backward totals, plus each of the step's
@@ -63,12 +64,14 @@ HYBRID_DP_MODES = ("allreduce", "ddp", "megatron", "zero1", "zero2")
 def node_times(report, pred, train: bool, factors=None, div: int = 1, terms=None):
     """(forward s, backward s) per node index (module docstring); ``terms``: Megatron's step
     kernels (``training.megatron_step.Terms``) added after the scaling (None: none)."""
+    from analyzer.scaling.data_parallel import train_forward
     from analyzer.training.step import backward_rows
 
     n = len(report.nodes)
     f = factors or [1.0] * n
     fwd, bwd, raw_f, raw_b = [0.0] * n, [0.0] * n, 0.0, 0.0
-    for r in pred.nodes:
+    fp = train_forward(report, pred, train)   # (a training step's forward: BatchNorms in training mode)
+    for r in fp.nodes:
         raw_f += r.time_s
         fwd[r.index] += r.overhead_s + (r.time_s - r.overhead_s) * f[r.index] / div
     if train and report.training is not None:
@@ -78,7 +81,7 @@ def node_times(report, pred, train: bool, factors=None, div: int = 1, terms=None
             bwd[i] += launches + body * f[i] / div
         kb = st.backward_s / raw_b if raw_b > 0 else 0.0
         bwd = [x * kb for x in bwd]
-    kf = pred.latency_s / raw_f if raw_f > 0 else 0.0
+    kf = fp.latency_s / raw_f if raw_f > 0 else 0.0
     fwd = [x * kf for x in fwd]
     if train and report.training is not None:   # the step's dropout kernels, by node share
         from analyzer.scaling.data_parallel import profile_of

@@ -2,8 +2,9 @@
 -> (one ``parallel.Point`` per profile at ``n`` devices, the plan's summary, notes).
 
 Megatron's column/row split of the graph (``analyzer.scaling.tensor``) gives each node's factor;
-per device the step is the nodes' body times by their factors plus their launches (forward and
-backward), the dropout kernels at their nodes' factors, the optimizer and Megatron's gradient
+per device the step is the nodes' body times by their factors plus their launches (forward: the
+training step's own forward, its BatchNorms in training mode, ``data_parallel.train_forward``;
+and backward), the dropout kernels at their nodes' factors, the optimizer and Megatron's gradient
 passes over the parameters one device holds, plus the plan's collectives on the critical path
 less the part of each async backward all-reduce hidden under its weight-gradient GEMMs
 (``analyzer.scaling.tensor_overlap``). A graph without a recognised column/row pair takes the
@@ -50,8 +51,7 @@ def points(base, step1: dict, fab, n: int, train: bool, sequence_parallel: bool 
         summary = plan.summary(base.nodes)
         notes = list(plan.notes)
         f = plan.factors
-        fwd = pred.latency_s - sum((r.time_s - r.overhead_s) * (1 - f[r.index])
-                                   for r in pred.nodes)
+        fwd = device_forward_s(DP.train_forward(base, pred, train), f)
         comp = fwd
         if train and base.training is not None:
             # the ratio method's per-node rows, scaled to the step's backward (the kernel plan's
@@ -82,6 +82,13 @@ def points(base, step1: dict, fab, n: int, train: bool, sequence_parallel: bool 
     if overlap:
         summary["backward_allreduce_hidden_s"] = overlap
     return out, summary, notes
+
+
+def device_forward_s(fp, factors) -> float:
+    """One device's forward: ``fp``'s latency less each row's body times (1 - its node's
+    tensor factor), launches kept (``fp``: the training step's forward where training,
+    ``data_parallel.train_forward``)."""
+    return fp.latency_s - sum((r.time_s - r.overhead_s) * (1 - factors[r.index]) for r in fp.nodes)
 
 
 def _passes(base, pred, passes, params: int, fab, n: int, train: bool):

@@ -55,7 +55,11 @@ LayerNormalization          ``native_layer_norm_backward``: a dX kernel (reads x
                             class) and, where gamma/beta need gradients, one dgamma/dbeta column
                             reduction (reads x, dY, mean, rstd; writes dgamma, dbeta: reduce
                             class).
-BatchNormalization          cuDNN's batch-norm backward: one kernel (x, dY -> dX, dgamma, dbeta).
+BatchNormalization          one kernel (x, dY -> dX, dgamma, dbeta): cuDNN's in fp32 (x and dY
+                            read once); PyTorch's native ``batch_norm_backward_kernel`` in
+                            bf16/fp16, which reads x and dY again in a second pass and walks
+                            each channel serially (``bn_backward``, priced at the prediction's
+                            precision).
 NegativeLogLikelihoodLoss   ``nll_loss_backward``: ``zero_`` of dX (writes X), then one kernel
                             writing ``-W[t] * dY`` (``/ total_weight`` under mean) at the M
                             target positions (reads dY, the targets, W[t]; writes M); X only.
@@ -141,8 +145,8 @@ def conv(c: Ctx):
     names = c.n.in_names
     folded = len(names) > 2 and names[2].startswith(FOLDED_BN_BIAS)
     if folded:      # the BatchNorm eager runs after the convolution (dgamma, dbeta inside)
-        out.append(c.k("bn", "BatchNormalization", [o, o], [o], read=2 * no + 4 * o[1],
-                       written=no + 2 * o[1], vec=8 * no))
+        out.append(_native_bn(c, c.k("bn", "BatchNormalization", [o, o], [o], read=2 * no + 4 * o[1],
+                                     written=no + 2 * o[1], vec=8 * no), o))
     elif len(c.needs) > 2 and c.needs[2]:
         out.append(c.reduce_to("dbias", o, (o[1],)))
     ins = tuple(s for s in c.n.in_specs[:2])
@@ -267,8 +271,21 @@ def batch_norm(c: Ctx):
     if x is None or len(x) < 2:
         return None
     n, ch = prod(x), x[1]
-    return [c.k("grad", "BatchNormalization", [x, x], [x], read=2 * n + 4 * ch,
-                written=n + 2 * ch, vec=8 * n)] if any(c.needs) else []
+    return [_native_bn(c, c.k("grad", "BatchNormalization", [x, x], [x], read=2 * n + 4 * ch,
+                              written=n + 2 * ch, vec=8 * n), x)] if any(c.needs) else []
+
+
+def _native_bn(c: Ctx, k: BwdKernel, x) -> BwdKernel:
+    """``k`` (a BatchNorm's backward over an x of dims ``x``) with what PyTorch's native
+    bf16/fp16 kernel adds where it runs (``bn_backward``): its per-channel loop and the second
+    pass's re-read of x and dY (2 n elements)."""
+    if len(x) < 2:
+        return k
+    from dataclasses import replace
+
+    from analyzer.prediction import bn_stats
+
+    return replace(k, bn_loop=bn_stats.loop(x), bn_reread=c.nb(2 * prod(x)))
 
 
 RULES = {"MatMul": matmul, "Gemm": matmul, "Conv": conv, "ConvTranspose": conv,

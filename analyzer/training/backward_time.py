@@ -21,6 +21,10 @@ Which time (the runtime's time definition, ``prediction.runtimes``):
 - ``eager-op``: the sum of their per-op times (dispatch + kernel each; the dispatch that of one
   call timed alone, ``runtimes.EAGER_OP_CALL_US``).
 
+A BatchNorm's backward at bf16 or fp16 is PyTorch's native two-pass kernel (``bn_backward``): its
+second pass's bytes are priced with the rest, and its device time is at least its per-channel
+serial loop (``prediction.bn_stats``).
+
 A node of the fallback list (no rule) enters with its ratio-method time (``step.backward_rows``:
 body + launches) as device time and no host time of its own.  Other runtimes (xla, onnxruntime,
 coreml, edgetpu, tflite, qnn ...) and non-GPU profiles keep the ratio method (``step``): their
@@ -36,6 +40,7 @@ import numpy as np
 from analyzer.counting.cost import Cost
 from analyzer.counting.engine import COSTED, NodeCost
 from analyzer.prediction import engines
+from analyzer.training import bn_backward
 from analyzer.training.backward_plan import BackwardPlan
 
 PLAN_RUNTIMES = engines.PYTORCH_RUNTIMES     # eager, eager-op, kernel, eager-kernel
@@ -85,6 +90,8 @@ def kernel_terms(plan: BackwardPlan, nodes_b, pred, profile, autograd: bool = Fa
         return z, z, z
     rt = pred.target.runtime if pred.target is not None else runtimes.get(pred.runtime)
     precision = pred.precision if pred.precision_explicit else None
+    native = bn_backward.with_reread(plan, pred)   # (PyTorch's bf16/fp16 BatchNorm backward)
+    nodes_b = as_nodes(native) if native is not plan else nodes_b
     low = lower(nodes_b, [profile], precision, replace(rt, fusion="none"), l2_state=pred.l2)
     _, _, ovh, time, _ = run(low, overlap=pred.overlap)
     host = low.runs * low.host[0] if low.host is not None else np.zeros(len(nodes_b))
@@ -92,6 +99,7 @@ def kernel_terms(plan: BackwardPlan, nodes_b, pred, profile, autograd: bool = Fa
     t, h, o = np.zeros(len(nodes_b)), np.zeros(len(nodes_b)), np.zeros(len(nodes_b))
     on = idx >= 0
     t[on], h[on], o[on] = time[0][idx[on]], host[idx[on]], ovh[0][idx[on]]
+    t = h + np.maximum(t - h, bn_backward.loop_s(plan, pred, profile))   # (its serial loop, where longer)
     # the autograd engine's host time beyond the class figure (``backward_ratio``; autograd only)
     extra = (backward_ratio(rt) - 1.0) * h if autograd else np.zeros_like(h)
     return t + extra, h + extra, o + extra

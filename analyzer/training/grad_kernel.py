@@ -28,6 +28,11 @@ class BwdKernel:
     bytes_read: int = 0
     bytes_written: int = 0
     gemm: tuple[int, int, int, int] | None = None   # (M, N, K, batch): K the reduction
+    # a BatchNorm's backward as PyTorch's native bf16/fp16 kernel runs it (``bn_backward``):
+    # (blocks, serial steps of one pass: ``bn_stats.loop``) and the bytes its second pass reads
+    # again (x and dY); (0, 0) and 0 for every other kernel
+    bn_loop: tuple[int, int] = (0, 0)
+    bn_reread: int = 0
 
     @property
     def bytes(self) -> int:
@@ -40,6 +45,9 @@ class BwdKernel:
              "bytes_written": self.bytes_written}
         if self.gemm is not None:
             d["gemm"] = dict(zip(("m", "n", "k", "batch"), self.gemm))
+        if self.bn_reread:
+            d["bn_native"] = {"blocks": self.bn_loop[0], "steps_per_pass": self.bn_loop[1],
+                              "reread_bytes": self.bn_reread}
         return d
 
 

@@ -204,9 +204,22 @@ def forward_prediction(report, prediction):
     t = prediction.target
     if t is None or t.runtime.fusion != eager_plan.POLICY or not batch_norms(report.nodes):
         return prediction
+    hit = _FORWARD_MEMO.get(id(prediction))
+    if hit is not None and hit[0] is report and hit[1] is prediction:
+        return hit[2]
     train = replace(t, runtime=replace(t.runtime, train_forward=True))
-    return predict(report, [train], precision=prediction.precision if prediction.precision_explicit
-                   else None, overlap=prediction.overlap, l2=prediction.l2)[0]
+    out = predict(report, [train], precision=prediction.precision if prediction.precision_explicit
+                  else None, overlap=prediction.overlap, l2=prediction.l2)[0]
+    if len(_FORWARD_MEMO) >= _FORWARD_MEMO_SIZE:
+        _FORWARD_MEMO.pop(next(iter(_FORWARD_MEMO)))
+    _FORWARD_MEMO[id(prediction)] = (report, prediction, out)   # (held: the ids stay unique)
+    return out
+
+
+# the last few ``forward_prediction`` results by (report, prediction) identity: a scaling curve
+# asks for the same step's forward once per point and per device layout (both are frozen values)
+_FORWARD_MEMO: dict[int, tuple] = {}
+_FORWARD_MEMO_SIZE = 8
 
 
 def dropout_forward_rows(report, prediction, profile) -> dict[int, float]:

@@ -10,6 +10,7 @@ import analyzer
 from analyzer.scaling import tensor as T
 from analyzer.training.step import backward_rows, optimizer_time
 import numpy as np
+import onnx
 from onnx import TensorProto, helper
 from onnx_builders import graph, ints, one_node, weight
 
@@ -380,3 +381,69 @@ def test_tensor_parallel_step_with_dropout_keeps_the_dropout_kernels():
     grew = pts[2].compute_s - {q.devices: q for q in plain.scaling.points}[2].compute_s
     assert grew > drop_t2
     assert pts[2].communication_s == {q.devices: q for q in plain.scaling.points}[2].communication_s
+
+
+def _with_batch_norm(model):
+    """``model`` (``gpt_blocks`` on hidden states ``x`` [B, S, H]) with a BatchNormalization over
+    its S channels first (no weight a tensor-parallel plan splits: replicated, factor 1)."""
+    g = model.graph
+    for name in ("bn.scale", "bn.bias", "bn.mean", "bn.var"):
+        g.initializer.append(onnx.numpy_helper.from_array(weight(S), name))
+    for n in g.node:
+        n.input[:] = ["x_bn" if i == "x" else i for i in n.input]
+    g.node.insert(0, helper.make_node("BatchNormalization", ["x", "bn.scale", "bn.bias", "bn.mean", "bn.var"],
+                                      ["x_bn"], name="/bn/BatchNormalization"))
+    return model
+
+
+def test_tensor_parallel_step_runs_the_training_forward():
+    """A tensor-parallel device runs the training step's forward (its BatchNorm in training mode:
+    rule bn-train's counter, statistics and running-statistics launches beside the transform),
+    as the one-device step does: per device ``step - (split forward + backward bodies) x (1 -
+    1/t) - the update's saved part``, with the forward rows those of ``forward_prediction``."""
+    from hardware_db import links
+
+    from analyzer.training.step import forward_prediction
+
+    model = _with_batch_norm(gpt_blocks(LAYERS, B, S, H, HEADS))
+    r = analyzer.scale(model, "h200-sxm", [1, 2], link=links.make(100.0), algorithm="ring",
+                       parallel="tensor", train=True, optimizer="adam", clip_grad=None,
+                       zero_grad=False, megatron_step=False, runtime="eager-kernel", precision="bf16")
+    step, pred = r.training.steps[0], r.predictions[0]
+    fp = forward_prediction(r, pred)
+    assert step.bn_train == 1 and fp.launches - pred.launches == 3   # counter, statistics, running
+    assert fp.latency_s > pred.latency_s
+    pts = {q.devices: q for q in r.scaling.points}
+    assert pts[1].compute_s == pytest.approx(step.step_s, rel=1e-12)
+    plan = T.plan(r.nodes, 2, outputs=r.model["outputs"], params=r.totals.params)
+    bn = next(i for i, n in enumerate(r.nodes) if n.op == "BatchNormalization")
+    assert plan.factors[bn] == 1.0
+    fwd_split = sum((x.time_s - x.overhead_s) for x in fp.nodes if plan.factors[x.index] < 1)
+    rows = backward_rows(r, pred)
+    k = step.backward_s / sum(body + launches for _, body, launches in rows)
+    bwd_split = k * sum(body for i, body, _ in rows if plan.factors[i] < 1)
+    opt_saved = step.optimizer_s - optimizer_time(pred.target.profile, plan.params_per_device, "adam",
+                                                  pred.overlap)
+    want = step.step_s - (fwd_split + bwd_split) * (1 - 1 / 2) - opt_saved
+    assert pts[2].compute_s == pytest.approx(want, rel=1e-12)
+
+
+def test_hybrid_and_data_parallel_rows_run_the_training_forward():
+    """Megatron's hybrid step (``hybrid.node_times``) and data parallel's per-layer rows
+    (``data_parallel.layers``) sum to the step's forward: the training forward's rows (its
+    BatchNorm's bn-train launches), not the inference prediction's."""
+    from analyzer.scaling import data_parallel as DP
+    from analyzer.scaling import hybrid as HG
+    from analyzer.training.step import forward_prediction
+
+    model = _with_batch_norm(gpt_blocks(LAYERS, B, S, H, HEADS))
+    r = analyzer.analyze(model, hw="h200-sxm", runtime="eager-kernel", precision="bf16", train=True,
+                         optimizer="none")
+    step, pred = r.training.steps[0], r.predictions[0]
+    fp = forward_prediction(r, pred)
+    assert step.forward_s == fp.latency_s > pred.latency_s      # (no dropout placed)
+    fwd, bwd = HG.node_times(r, pred, True)
+    assert sum(fwd) == pytest.approx(step.forward_s, rel=1e-12)
+    assert sum(bwd) == pytest.approx(step.backward_s, rel=1e-12)
+    assert sum(DP.layers(r, pred).fwd) == pytest.approx(fp.latency_s, rel=1e-12)
+    assert sum(HG.node_times(r, pred, False)[0]) == pytest.approx(pred.latency_s, rel=1e-12)

@@ -87,7 +87,7 @@ def test_resnet50_forward_has_four_kernels_per_batchnorm():
     # the training forward's kernel table: per convolution the four BatchNorm launches
     table = forward_prediction(rep, p).kernel_table
     bn_ops = ("Add", "aten:ReduceMean", "aten:Add", "BatchNormalization")
-    per_conv = [tuple(op for op, _ in ins if op in bn_ops) for ins in table.inserted if ins]
+    per_conv = [tuple(op for op, *_ in ins if op in bn_ops) for ins in table.inserted if ins]
     assert len(per_conv) == 53 and set(per_conv) == {bn_ops}
     fp32 = _run(path, "fp32", True).training.steps[0]
     # fp32: cuDNN's one kernel in both modes, plus the counter add in training
@@ -104,3 +104,35 @@ def test_explain_shows_the_training_launches():
     assert "inserted launch aten:ReduceMean" in text and "8.45 KB" in text
     # inference only: no training lines
     assert "bn-train" not in render_explain(_run(_block(), "bf16", False), 0)
+
+
+def test_native_backward_reads_twice_and_loops():
+    """bf16: PyTorch's ``batch_norm_backward_kernel`` (``training.bn_backward``) reads x and dY in
+    its reduction pass and again in its dX pass (5 n elements, not 3 n) and walks each channel
+    serially twice; fp32 (cuDNN's ``bn_bw``) is left as the rule counts it."""
+    from analyzer.training import bn_backward
+    from analyzer.training import backward_time as bt
+    from analyzer.training.backward_plan import backward_plan
+    from analyzer.training.counts import gradient_plan
+
+    # x [8, 64, 56, 56]: n = 1,605,632; S 3,136: tf 512, ty 1, 8 x 7 = 56 steps a pass
+    n = 8 * 64 * 56 * 56
+    rep = _run(_block(8, 64, 56), "bf16", True)
+    plan = backward_plan(rep.nodes, gradient_plan(rep.nodes), rep.model["outputs"])
+    bn = next(k for k in plan.kernels if k.kind == "bn")
+    assert bn.bn_loop == (64, 56)
+    assert bn.bn_reread == 2 * n * 4                # x and dY again, in the graph's fp32
+    assert bn.bytes_read == (2 * n + 4 * 64) * 4    # the rule's count: x, dY, 4 per-channel vectors
+    pred = rep.predictions[0]
+    again = bn_backward.with_reread(plan, pred)
+    assert next(k for k in again.kernels if k.kind == "bn").bytes_read == (4 * n + 4 * 64) * 4
+    loop = bn_backward.loop_s(plan, pred, pred.target.profile)
+    # one wave (64 blocks <= 132 x 2): (2950 + 2 x 56 x 515) cycles / 1.98 GHz = 30.62 us
+    j = plan.kernels.index(bn)
+    assert loop[j] == pytest.approx((2950 + 2 * 56 * 515) / 1.98e9, rel=1e-12)
+    assert loop[j] == pytest.approx(30.62e-6, rel=1e-3) and loop.sum() == loop[j]
+    t = bt.kernel_terms(plan, bt.as_nodes(plan), pred, pred.target.profile)[0]
+    assert t[j] >= loop[j]
+    fp32 = _run(_block(8, 64, 56), "fp32", True).predictions[0]
+    assert bn_backward.with_reread(plan, fp32) is plan
+    assert not bn_backward.loop_s(plan, fp32, fp32.target.profile).any()
