@@ -18,6 +18,8 @@ calibration ever ran.
    convolutions, MLP-Mixer, multi-head attention, depthwise-separable convolution, residual MLP);
    ``--programs heldout3``: ``bench/xla_cpu_heldout3.py``'s 12 (temporal convolutions, ConvNeXt,
    inverted residual, causal decoder, autoencoder, U-Net piece, graph convolution, ViT stem);
+   ``--programs heldout4``: ``bench/xla_cpu_heldout4.py``'s 10 (EfficientNet block, LSTM, wide MLP,
+   ViT block, ResNet basic block, each inference and train step);
 3. each is measured here (or ``--measured RUN.json`` takes a saved run's ``measured_us``: with
    ``--rows`` of the same run, a change of the code is scored on exactly the measurements it was
    scored on before, nothing timed): jitted, JAX's CPU async dispatch off (as the calibration measures: the
@@ -69,11 +71,11 @@ def programs():
     return out
 
 
-HELDOUT = {"heldout2": "xla_cpu_heldout", "heldout3": "xla_cpu_heldout3"}
+HELDOUT = {"heldout2": "xla_cpu_heldout", "heldout3": "xla_cpu_heldout3", "heldout4": "xla_cpu_heldout4"}
 
 
 def heldout_programs(which: str = "heldout2"):
-    """A later set (``HELDOUT[which]``: ``bench/xla_cpu_heldout.py``, ``bench/xla_cpu_heldout3.py``),
+    """A later set (``HELDOUT[which]``: ``bench/xla_cpu_heldout.py``, ``..._heldout3.py``, ``..._heldout4.py``),
     in ``programs``' form."""
     import importlib
 
@@ -153,7 +155,7 @@ def main() -> int:
                     "instead of measuring (with --rows of the same run: a code change on the same data)")
     ap.add_argument("--programs", choices=("samples", *HELDOUT), default="samples",
                     help="samples: samples/jax_models.py's 16 programs; heldout2: bench/xla_cpu_heldout.py's 8; "
-                         "heldout3: bench/xla_cpu_heldout3.py's 12")
+                         "heldout3: bench/xla_cpu_heldout3.py's 12; heldout4: bench/xla_cpu_heldout4.py's 10")
     ap.add_argument("--calibrations", type=int, default=2)
     ap.add_argument("--passes", type=int, default=5)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
