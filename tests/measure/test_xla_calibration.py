@@ -37,7 +37,7 @@ def row_kernels():
 
 def test_every_row_lowers_to_costed_kernels_of_its_group(row_kernels):
     expect = {"dot": {"gemm", "gemm_tn"}, "batched dot": {"bgemm"}, "conv": {"conv", "conv_1x1", "conv_dw", "conv_grouped", "conv1d"},
-              "conv gradients": {"conv", "conv_grouped", "conv_batch_grouped"}, "pooling": {"pooling", "pool_grad"},
+              "conv gradients": {"conv", "conv_grouped", "conv_batch_grouped", "conv_dw"}, "pooling": {"pooling", "pool_grad"},
               "elementwise": {"elementwise"}, "transcendental": {"activation", "elementwise"},
               "row reductions": {"elementwise", "reduce"}, "gather": {"elementwise", "gather"},
               "transpose": {"movement"}}

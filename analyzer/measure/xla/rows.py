@@ -168,7 +168,9 @@ def _matrix_rows() -> dict[str, list[Row]]:
         + [_dot_args(m, k, n, "x^T g") for m, k, n in [
             (128, 16, 64), (512, 24, 256), (96, 64, 96), (64, 1024, 64),
             # weight gradients of small batches: a few rows contracted into a large output
-            (640, 8, 320), (384, 4, 512), (1024, 16, 128), (256, 2, 96)]]
+            (640, 8, 320), (384, 4, 512), (1024, 16, 128), (256, 2, 96),
+            # and of larger layers (the rows above stop at 8 MFLOP)
+            (512, 64, 384), (1024, 32, 1024), (256, 128, 256), (768, 96, 256)]]
         + [_dot_args(m, k, n, "g w^T") for m, k, n in [(4, 96, 320), (16, 512, 256), (128, 64, 192)]])
     G["batched dot"] = [_bdot(b, s, t, d) for b, s, t, d in [
         (2, 8, 8, 8), (8, 32, 32, 16), (16, 16, 16, 32), (24, 64, 64, 32), (48, 24, 24, 8),
@@ -207,7 +209,13 @@ def _matrix_rows() -> dict[str, list[Row]]:
             (2, 32, 16, 32, 3, 4), (4, 24, 12, 48, 3, 3)]]
         + [_conv_wgrad(n, c, hw, o, k, 1, groups=g) for n, c, hw, o, k, g in [
             (2, 16, 12, 16, 3, 4), (1, 32, 10, 32, 3, 8), (4, 12, 8, 24, 3, 3), (2, 48, 12, 48, 3, 6),
-            (4, 32, 16, 32, 3, 4)]])
+            (4, 32, 16, 32, 3, 4)]]
+        # depthwise convolutions' gradients (groups = channels): their input gradient a depthwise
+        # convolution, their weight gradient one with batch_group_count = channels; the rows above
+        # were all 3x3 and at most 8 groups
+        + [_conv_dgrad(n, c, hw, c, k, 1, groups=c) for n, c, hw, k in [(2, 32, 20, 7), (4, 64, 12, 3)]]
+        + [_conv_wgrad(n, c, hw, c, k, 1, groups=c) for n, c, hw, k in [
+            (2, 32, 20, 7), (8, 16, 12, 5), (4, 64, 12, 3), (2, 96, 14, 3)]])
     G["pooling"] = ([_pool(n, c, hw, "max") for n, c, hw in [(1, 16, 32), (4, 32, 24), (8, 64, 16)]]
                     + [_pool(n, c, hw, "avg") for n, c, hw in [(2, 24, 28), (1, 64, 56)]]
                     + [_pool(n, c, hw, "grad") for n, c, hw in [(1, 16, 32), (4, 24, 16), (2, 64, 20)]])
