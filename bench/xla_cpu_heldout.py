@@ -21,24 +21,14 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
-F32 = jnp.float32
-
-
-def _w(rng, *shape, scale=0.05):
-    return (rng.standard_normal(shape) * scale).astype(np.float32)
-
-
-def _ln(x):
-    mu = jnp.mean(x, -1, keepdims=True)
-    var = jnp.mean(jnp.square(x - mu), -1, keepdims=True)
-    return (x - mu) * lax.rsqrt(var + 1e-5)
+import xla_cpu_sets as sets
+from xla_cpu_sets import ln, w
 
 
 def gru_params(rng):
-    return {k: _w(rng, *s) for k, s in (("wz", (64, 128)), ("uz", (128, 128)), ("wr", (64, 128)),
+    return {k: w(rng, *s) for k, s in (("wz", (64, 128)), ("uz", (128, 128)), ("wr", (64, 128)),
                                          ("ur", (128, 128)), ("wh", (64, 128)), ("uh", (128, 128)))}
 
 
@@ -54,7 +44,7 @@ def gru(p, xs):
 
 
 def conv1d_params(rng):
-    return {"c1": _w(rng, 64, 32, 5), "c2": _w(rng, 64, 64, 5), "c3": _w(rng, 64, 64, 5), "d": _w(rng, 64, 10)}
+    return {"c1": w(rng, 64, 32, 5), "c2": w(rng, 64, 64, 5), "c3": w(rng, 64, 64, 5), "d": w(rng, 64, 10)}
 
 
 def conv1d(p, x):
@@ -66,19 +56,19 @@ def conv1d(p, x):
 
 
 def mixer_params(rng):
-    return {"t1": _w(rng, 64, 256), "t2": _w(rng, 256, 64), "c1": _w(rng, 128, 512), "c2": _w(rng, 512, 128)}
+    return {"t1": w(rng, 64, 256), "t2": w(rng, 256, 64), "c1": w(rng, 128, 512), "c2": w(rng, 512, 128)}
 
 
 def mixer(p, x):
     """x [B, 64 tokens, 128 channels] -> same."""
-    y = jnp.swapaxes(_ln(x), 1, 2)                       # [B, 128, 64]
+    y = jnp.swapaxes(ln(x), 1, 2)                       # [B, 128, 64]
     y = jax.nn.gelu(y @ p["t1"]) @ p["t2"]
     x = x + jnp.swapaxes(y, 1, 2)
-    return x + jax.nn.gelu(_ln(x) @ p["c1"]) @ p["c2"]
+    return x + jax.nn.gelu(ln(x) @ p["c1"]) @ p["c2"]
 
 
 def attn_params(rng):
-    return {k: _w(rng, 256, 256) for k in ("q", "k", "v", "o")}
+    return {k: w(rng, 256, 256) for k in ("q", "k", "v", "o")}
 
 
 def attn(p, x):
@@ -92,7 +82,7 @@ def attn(p, x):
 
 
 def dwsep_params(rng):
-    return {"dw": _w(rng, 32, 1, 3, 3), "pw": _w(rng, 64, 32, 1, 1)}
+    return {"dw": w(rng, 32, 1, 3, 3), "pw": w(rng, 64, 32, 1, 1)}
 
 
 def dwsep(p, x):
@@ -103,13 +93,13 @@ def dwsep(p, x):
 
 
 def resmlp_params(rng):
-    return {f"{k}{i}": _w(rng, *s) for i in (1, 2) for k, s in (("a", (512, 2048)), ("b", (2048, 512)))}
+    return {f"{k}{i}": w(rng, *s) for i in (1, 2) for k, s in (("a", (512, 2048)), ("b", (2048, 512)))}
 
 
 def resmlp(p, x):
     """x [B, 512] -> same."""
     for i in (1, 2):
-        x = x + jax.nn.gelu(_ln(x) @ p[f"a{i}"]) @ p[f"b{i}"]
+        x = x + jax.nn.gelu(ln(x) @ p[f"a{i}"]) @ p[f"b{i}"]
     return x
 
 
@@ -119,27 +109,7 @@ NETS = {"gru": (gru, gru_params, (32, 8, 64)), "conv1d": (conv1d, conv1d_params,
 TRAINED = ("conv1d", "mixer")
 
 
-def _train_step(net):
-    def loss(p, x, y):
-        return jnp.mean(jnp.square(net(p, x) - y))
-
-    def step(p, x, y):
-        g = jax.grad(loss)(p, x, y)
-        return jax.tree_util.tree_map(lambda a, b: a - 0.01 * b, p, g)
-    return step
-
-
 def programs():
-    """``[(name, fn, example shapes, params_argnums or None)]`` as ``accuracy_xla_cpu.programs``."""
-    rng = np.random.default_rng(7)
-    out = []
-    for name, (net, make, shape) in NETS.items():
-        params = make(rng)
-        x = jax.ShapeDtypeStruct(shape, F32)
-        out.append((f"{name}_infer_b{shape[1] if name == 'gru' else shape[0]}",
-                    (lambda xx, net=net, params=params: net(params, xx)), (x,), None))
-        if name in TRAINED:
-            ps = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, F32), params)
-            y = jax.eval_shape(lambda pp, xx, net=net: net(pp, xx), ps, x)
-            out.append((f"{name}_train_b{shape[0]}", _train_step(net), (ps, x, y), 0))
-    return out
+    """``[(name, fn, example shapes, params_argnums or None)]`` as ``accuracy_xla_cpu.programs``
+    (``xla_cpu_sets.programs``)."""
+    return sets.programs(NETS, TRAINED, 7, lambda name, shape: f"b{shape[1] if name == 'gru' else shape[0]}")

@@ -31,21 +31,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-F32 = jnp.float32
-
-
-def _w(rng, *shape, scale=0.05):
-    return (rng.standard_normal(shape) * scale).astype(np.float32)
-
-
-def _ln(x):
-    mu = jnp.mean(x, -1, keepdims=True)
-    var = jnp.mean(jnp.square(x - mu), -1, keepdims=True)
-    return (x - mu) * lax.rsqrt(var + 1e-5)
+import xla_cpu_sets as sets
+from xla_cpu_sets import ln, w
 
 
 def tcn_params(rng):
-    return {"c1": _w(rng, 48, 48, 3), "c2": _w(rng, 48, 48, 3), "c3": _w(rng, 48, 48, 3), "d": _w(rng, 48, 10)}
+    return {"c1": w(rng, 48, 48, 3), "c2": w(rng, 48, 48, 3), "c3": w(rng, 48, 48, 3), "d": w(rng, 48, 10)}
 
 
 def tcn(p, x):
@@ -58,18 +49,18 @@ def tcn(p, x):
 
 
 def convnext_params(rng):
-    return {"dw": _w(rng, 7, 7, 1, 48), "a": _w(rng, 48, 192), "b": _w(rng, 192, 48)}
+    return {"dw": w(rng, 7, 7, 1, 48), "a": w(rng, 48, 192), "b": w(rng, 192, 48)}
 
 
 def convnext(p, x):
     """x [B, 16, 16, 48] NHWC -> same."""
     y = lax.conv_general_dilated(x, p["dw"], (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
                                  feature_group_count=48)
-    return x + jax.nn.gelu(_ln(y) @ p["a"], approximate=False) @ p["b"]
+    return x + jax.nn.gelu(ln(y) @ p["a"], approximate=False) @ p["b"]
 
 
 def invres_params(rng):
-    return {"e": _w(rng, 96, 24, 1, 1), "dw": _w(rng, 96, 1, 3, 3), "p": _w(rng, 32, 96, 1, 1)}
+    return {"e": w(rng, 96, 24, 1, 1), "dw": w(rng, 96, 1, 3, 3), "p": w(rng, 32, 96, 1, 1)}
 
 
 def invres(p, x):
@@ -83,24 +74,16 @@ def invres(p, x):
 
 
 def decoder_params(rng):
-    return {"qkv": _w(rng, 128, 384), "o": _w(rng, 128, 128), "a": _w(rng, 128, 512), "b": _w(rng, 512, 128)}
+    return {"qkv": w(rng, 128, 384), "o": w(rng, 128, 128), "a": w(rng, 128, 512), "b": w(rng, 512, 128)}
 
 
 def decoder(p, x):
-    """x [B, 128, 128] -> same; 8 heads of 16, causal."""
-    b, s, _ = x.shape
-    q, k, v = jnp.split(_ln(x) @ p["qkv"], 3, axis=-1)
-    def heads(t):
-        return t.reshape(b, s, 8, 16).transpose(0, 2, 1, 3)
-    q, k, v = heads(q), heads(k), heads(v)
-    causal = jnp.tril(jnp.ones((s, s), bool))
-    a = jax.nn.softmax(jnp.where(causal, q @ jnp.swapaxes(k, -1, -2) * 0.25, -1e9), axis=-1)
-    x = x + (a @ v).transpose(0, 2, 1, 3).reshape(b, s, 128) @ p["o"]
-    return x + jax.nn.gelu(_ln(x) @ p["a"], approximate=True) @ p["b"]
+    """x [B, 128, 128] -> same; 8 heads of 16, causal, tanh GELU."""
+    return sets.attention_block(p, x, 8, causal=True, approximate=True)
 
 
 def autoenc_params(rng):
-    return {"e1": _w(rng, 784, 512), "e2": _w(rng, 512, 64), "d1": _w(rng, 64, 512), "d2": _w(rng, 512, 784)}
+    return {"e1": w(rng, 784, 512), "e2": w(rng, 512, 64), "d1": w(rng, 64, 512), "d2": w(rng, 512, 784)}
 
 
 def autoenc(p, x):
@@ -110,7 +93,7 @@ def autoenc(p, x):
 
 
 def unet_params(rng):
-    return {"c1": _w(rng, 32, 16, 3, 3), "c2": _w(rng, 32, 32, 3, 3), "c3": _w(rng, 16, 64, 3, 3)}
+    return {"c1": w(rng, 32, 16, 3, 3), "c2": w(rng, 32, 32, 3, 3), "c3": w(rng, 16, 64, 3, 3)}
 
 
 def unet(p, x):
@@ -129,7 +112,7 @@ def gcn_params(rng):
     a = (rng.random((256, 256)) < 0.05).astype(np.float32) + np.eye(256, dtype=np.float32)
     a = np.maximum(a, a.T)
     deg = a.sum(1)
-    return {"adj": (a / np.sqrt(np.outer(deg, deg))).astype(np.float32), "w1": _w(rng, 64, 128), "w2": _w(rng, 128, 16)}
+    return {"adj": (a / np.sqrt(np.outer(deg, deg))).astype(np.float32), "w1": w(rng, 64, 128), "w2": w(rng, 128, 16)}
 
 
 def gcn(p, x):
@@ -139,14 +122,14 @@ def gcn(p, x):
 
 
 def patchify_params(rng):
-    return {"w": _w(rng, 96, 3, 4, 4), "pos": _w(rng, 256, 96)}
+    return {"w": w(rng, 96, 3, 4, 4), "pos": w(rng, 256, 96)}
 
 
 def patchify(p, x):
     """x [B, 3, 64, 64] NCHW -> tokens [B, 256, 96]."""
     y = lax.conv_general_dilated(x, p["w"], (4, 4), "VALID", dimension_numbers=("NCHW", "OIHW", "NCHW"))
     t = y.reshape(y.shape[0], 96, 256).transpose(0, 2, 1)
-    return _ln(t) + p["pos"]
+    return ln(t) + p["pos"]
 
 
 NETS = {"tcn": (tcn, tcn_params, (4, 48, 128)), "convnext": (convnext, convnext_params, (4, 16, 16, 48)),
@@ -156,28 +139,7 @@ NETS = {"tcn": (tcn, tcn_params, (4, 48, 128)), "convnext": (convnext, convnext_
 TRAINED = ("tcn", "convnext", "decoder", "autoenc")
 
 
-def _train_step(net):
-    def loss(p, x, y):
-        return jnp.mean(jnp.square(net(p, x) - y))
-
-    def step(p, x, y):
-        g = jax.grad(loss)(p, x, y)
-        return jax.tree_util.tree_map(lambda a, b: a - 0.01 * b, p, g)
-    return step
-
-
 def programs():
-    """``[(name, fn, example shapes, params_argnums or None)]`` as ``accuracy_xla_cpu.programs``;
-    a program's name ends in its batch (``_n256`` for the graph's nodes)."""
-    rng = np.random.default_rng(11)
-    out = []
-    for name, (net, make, shape) in NETS.items():
-        params = make(rng)
-        x = jax.ShapeDtypeStruct(shape, F32)
-        tag = f"n{shape[0]}" if name == "gcn" else f"b{shape[0]}"
-        out.append((f"{name}_infer_{tag}", (lambda xx, net=net, params=params: net(params, xx)), (x,), None))
-        if name in TRAINED:
-            ps = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, F32), params)
-            y = jax.eval_shape(lambda pp, xx, net=net: net(pp, xx), ps, x)
-            out.append((f"{name}_train_{tag}", _train_step(net), (ps, x, y), 0))
-    return out
+    """``[(name, fn, example shapes, params_argnums or None)]`` as ``accuracy_xla_cpu.programs``
+    (``xla_cpu_sets.programs``)."""
+    return sets.programs(NETS, TRAINED, 11, lambda name, shape: f"n{shape[0]}" if name == "gcn" else f"b{shape[0]}")

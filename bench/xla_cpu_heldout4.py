@@ -23,21 +23,12 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
-F32 = jnp.float32
+import xla_cpu_sets as sets
+from xla_cpu_sets import w
+
 NCHW = ("NCHW", "OIHW", "NCHW")
-
-
-def _w(rng, *shape, scale=0.05):
-    return (rng.standard_normal(shape) * scale).astype(np.float32)
-
-
-def _ln(x):
-    mu = jnp.mean(x, -1, keepdims=True)
-    var = jnp.mean(jnp.square(x - mu), -1, keepdims=True)
-    return (x - mu) * lax.rsqrt(var + 1e-5)
 
 
 def _conv(x, w, pad=0, groups=1):
@@ -46,8 +37,8 @@ def _conv(x, w, pad=0, groups=1):
 
 
 def effnet_params(rng):
-    return {"e": _w(rng, 64, 16, 1, 1), "dw": _w(rng, 64, 1, 5, 5), "s1": _w(rng, 64, 8), "s2": _w(rng, 8, 64),
-            "p": _w(rng, 16, 64, 1, 1)}
+    return {"e": w(rng, 64, 16, 1, 1), "dw": w(rng, 64, 1, 5, 5), "s1": w(rng, 64, 8), "s2": w(rng, 8, 64),
+            "p": w(rng, 16, 64, 1, 1)}
 
 
 def effnet(p, x):
@@ -59,7 +50,7 @@ def effnet(p, x):
 
 
 def lstm_params(rng):
-    return {"wx": _w(rng, 32, 384), "wh": _w(rng, 96, 384), "d": _w(rng, 96, 10)}
+    return {"wx": w(rng, 32, 384), "wh": w(rng, 96, 384), "d": w(rng, 96, 10)}
 
 
 def lstm(p, xs):
@@ -75,7 +66,7 @@ def lstm(p, xs):
 
 
 def wide_mlp_params(rng):
-    return {"a": _w(rng, 1024, 1024), "b": _w(rng, 1024, 1024), "c": _w(rng, 1024, 100)}
+    return {"a": w(rng, 1024, 1024), "b": w(rng, 1024, 1024), "c": w(rng, 1024, 100)}
 
 
 def wide_mlp(p, x):
@@ -84,23 +75,16 @@ def wide_mlp(p, x):
 
 
 def vit_block_params(rng):
-    return {"qkv": _w(rng, 96, 288), "o": _w(rng, 96, 96), "a": _w(rng, 96, 384), "b": _w(rng, 384, 96)}
+    return {"qkv": w(rng, 96, 288), "o": w(rng, 96, 96), "a": w(rng, 96, 384), "b": w(rng, 384, 96)}
 
 
 def vit_block(p, x):
-    """x [B, 64, 96] -> same; 6 heads of 16."""
-    b, s, _ = x.shape
-    q, k, v = jnp.split(_ln(x) @ p["qkv"], 3, axis=-1)
-    def heads(t):
-        return t.reshape(b, s, 6, 16).transpose(0, 2, 1, 3)
-    q, k, v = heads(q), heads(k), heads(v)
-    a = jax.nn.softmax(q @ jnp.swapaxes(k, -1, -2) * 0.25, axis=-1)
-    x = x + (a @ v).transpose(0, 2, 1, 3).reshape(b, s, 96) @ p["o"]
-    return x + jax.nn.gelu(_ln(x) @ p["a"], approximate=False) @ p["b"]
+    """x [B, 64, 96] -> same; 6 heads of 16, erf GELU."""
+    return sets.attention_block(p, x, 6, causal=False, approximate=False)
 
 
 def resblock_params(rng):
-    return {"c1": _w(rng, 24, 24, 3, 3), "c2": _w(rng, 24, 24, 3, 3)}
+    return {"c1": w(rng, 24, 24, 3, 3), "c2": w(rng, 24, 24, 3, 3)}
 
 
 def resblock(p, x):
@@ -115,28 +99,7 @@ NETS = {"effnet": (effnet, effnet_params, (4, 16, 24, 24)), "lstm": (lstm, lstm_
 TRAINED = tuple(NETS)
 
 
-def _train_step(net):
-    def loss(p, x, y):
-        return jnp.mean(jnp.square(net(p, x) - y))
-
-    def step(p, x, y):
-        g = jax.grad(loss)(p, x, y)
-        return jax.tree_util.tree_map(lambda a, b: a - 0.01 * b, p, g)
-    return step
-
-
 def programs():
-    """``[(name, fn, example shapes, params_argnums or None)]`` as ``accuracy_xla_cpu.programs``;
-    a program's name ends in its batch."""
-    rng = np.random.default_rng(13)
-    out = []
-    for name, (net, make, shape) in NETS.items():
-        params = make(rng)
-        x = jax.ShapeDtypeStruct(shape, F32)
-        tag = f"b{shape[1] if name == 'lstm' else shape[0]}"
-        out.append((f"{name}_infer_{tag}", (lambda xx, net=net, params=params: net(params, xx)), (x,), None))
-        if name in TRAINED:
-            ps = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, F32), params)
-            y = jax.eval_shape(lambda pp, xx, net=net: net(pp, xx), ps, x)
-            out.append((f"{name}_train_{tag}", _train_step(net), (ps, x, y), 0))
-    return out
+    """``[(name, fn, example shapes, params_argnums or None)]`` as ``accuracy_xla_cpu.programs``
+    (``xla_cpu_sets.programs``)."""
+    return sets.programs(NETS, TRAINED, 13, lambda name, shape: f"b{shape[1] if name == 'lstm' else shape[0]}")
